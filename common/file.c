@@ -1,0 +1,506 @@
+/* file.c - atomic replace, private permissions, locks */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "path.h"
+#include "secmem.h"
+
+#define READ_CHUNK (64u * 1024u)
+
+struct file_lock {
+    int fd;
+};
+
+/* A path quoted for a shell command the user may paste: 'it'\''s' */
+static void shell_quote(const char *s, char *dst, size_t n)
+{
+    size_t o = 0;
+    if (n < 3) {
+        if (n)
+            dst[0] = 0;
+        return;
+    }
+    dst[o++] = '\'';
+    for (; *s; s++) {
+        const char *piece = *s == '\'' ? "'\\''" : NULL;
+        size_t plen = piece ? 4 : 1;
+        if (o + plen + 2 > n)
+            break; /* truncated: the message itself is bounded anyway */
+        if (piece) {
+            memcpy(dst + o, piece, plen);
+        } else {
+            dst[o] = *s;
+        }
+        o += plen;
+    }
+    dst[o++] = '\'';
+    dst[o] = 0;
+}
+
+/* "'alice' (uid 1000)" or "uid 1000" when the passwd database does not know it */
+static void describe_uid(uid_t uid, char *dst, size_t n)
+{
+    char buf[1024];
+    struct passwd pw, *res = NULL;
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res && res->pw_name)
+        (void)snprintf(dst, n, "'%s' (uid %lu)", res->pw_name, (unsigned long)uid);
+    else
+        (void)snprintf(dst, n, "uid %lu", (unsigned long)uid);
+}
+
+/* -EACCES with advice when st (of path, shown as dp) is not ours alone; 0 otherwise. */
+static int check_private(const char *path, const char *dp, const struct stat *st, struct err *e)
+{
+    if (st->st_uid != geteuid()) {
+        char owner[300];
+        describe_uid(st->st_uid, owner, sizeof(owner));
+        return err_set(e, -EACCES,
+                       "'%s' is owned by %s, not by you: a private file must be your own", dp,
+                       owner);
+    }
+    mode_t bits = st->st_mode & 077;
+    if (bits) {
+        const char *what = (bits & 044)   ? "can be read by others"
+                           : (bits & 022) ? "can be changed by others"
+                                          : "is accessible to others";
+        char q[ERR_MSG_MAX];
+        shell_quote(path, q, sizeof(q));
+        return err_set(e, -EACCES, "'%s' %s (mode %04o): run chmod %s %s", dp, what,
+                       (unsigned)(st->st_mode & 07777), S_ISDIR(st->st_mode) ? "700" : "600", q);
+    }
+    return 0;
+}
+
+int file_check_private(const char *path, struct err *e)
+{
+    char *disp = path_display(path);
+    const char *dp = disp ? disp : path;
+    struct stat st;
+    int r;
+
+    if (stat(path, &st) < 0) {
+        int k = errno;
+        if (k == ENOENT)
+            r = err_set(e, -ENOENT, "'%s' does not exist", dp);
+        else
+            r = err_set(e, -k, "cannot check '%s': %s", dp, strerror(k));
+        goto out;
+    }
+    r = check_private(path, dp, &st, e);
+out:
+    free(disp);
+    return r;
+}
+
+int file_read(const char *path, unsigned flags, struct buf *out, struct err *e)
+{
+    char *disp = path_display(path);
+    const char *dp = disp ? disp : path;
+    size_t old_len = out->len;
+    struct stat st;
+    int fd = -1, r;
+
+    /* O_NONBLOCK: opening a FIFO must not hang until a writer shows up; it is refused below and
+     * has no effect on regular files. Symlinks are followed, the checks apply to the target. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        int k = errno;
+        if (k == ENOENT)
+            r = err_set(e, -ENOENT, "'%s' does not exist", dp);
+        else
+            r = err_set(e, -k, "cannot open '%s': %s", dp, strerror(k));
+        goto out;
+    }
+    if (fstat(fd, &st) < 0) {
+        int k = errno;
+        r = err_set(e, -k, "cannot read '%s': %s", dp, strerror(k));
+        goto out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        r = err_set(e, -EISDIR, "'%s' is a directory, not a file", dp);
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        r = err_set(e, -EINVAL, "'%s' is not a regular file", dp);
+        goto out;
+    }
+    if (flags & FILE_SECRET) {
+        r = check_private(path, dp, &st, e);
+        if (r < 0)
+            goto out;
+    }
+    if (st.st_size < 0 || (uintmax_t)st.st_size > out->max - out->len) {
+        r = err_set(e, -E2BIG, "'%s' is larger than %zu bytes", dp, out->max);
+        goto out;
+    }
+    /* one allocation for the expected size: fewer copies of a secret while growing */
+    r = buf_reserve(out, (size_t)st.st_size);
+    if (r < 0) {
+        r = err_set(e, r, "cannot read '%s': %s", dp, strerror(-r));
+        goto out;
+    }
+
+    for (;;) {
+        size_t room = out->max - out->len;
+        if (room == 0) {
+            /* full: anything more is over the cap, EOF is fine */
+            char probe;
+            ssize_t n = read(fd, &probe, 1);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                int k = errno;
+                r = err_set(e, -k, "cannot read '%s': %s", dp, strerror(k));
+                goto out;
+            }
+            if (n > 0) {
+                secure_wipe(&probe, 1);
+                r = err_set(e, -E2BIG, "'%s' is larger than %zu bytes", dp, out->max);
+                goto out;
+            }
+            break;
+        }
+        size_t want = room < READ_CHUNK ? room : READ_CHUNK;
+        r = buf_reserve(out, want);
+        if (r < 0) {
+            r = err_set(e, r, "cannot read '%s': %s", dp, strerror(-r));
+            goto out;
+        }
+        ssize_t n = read(fd, out->data + out->len, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int k = errno;
+            r = err_set(e, -k, "cannot read '%s': %s", dp, strerror(k));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        out->len += (size_t)n;
+        out->data[out->len] = 0;
+    }
+    r = 0;
+out:
+    if (r < 0 && out->len > old_len) {
+        /* the caller's buffer is as it was */
+        if (out->secret)
+            secure_wipe(out->data + old_len, out->len - old_len);
+        out->len = old_len;
+        out->data[old_len] = 0;
+    }
+    if (fd >= 0)
+        (void)close(fd);
+    free(disp);
+    return r;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
+{
+    char *disp = path_display(path), *dir = NULL, *ddisp = NULL, *tmp = NULL;
+    const char *dp = disp ? disp : path;
+    bool tmp_exists = false;
+    int fd = -1, dfd = -1, r;
+    size_t plen = strlen(path);
+
+    if (plen == 0 || path[plen - 1] == '/') {
+        r = err_set(e, -EINVAL, "cannot write '%s': not a file name", dp);
+        goto out;
+    }
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    dir = path_dirname(path);
+    if (!dir) {
+        r = err_set(e, -ENOMEM, "cannot write '%s': out of memory", dp);
+        goto out;
+    }
+    ddisp = path_display(dir);
+    const char *ddp = ddisp ? ddisp : dir;
+
+    /* same directory, so rename() is atomic; hidden, and the base name is cut so the
+     * temporary name stays within NAME_MAX */
+    if (asprintf(&tmp, "%s%s.%.200s.XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/", base) < 0) {
+        tmp = NULL;
+        r = err_set(e, -ENOMEM, "cannot write '%s': out of memory", dp);
+        goto out;
+    }
+    fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int k = errno;
+        r = err_set(e, -k, "cannot write '%s': cannot create a temporary file in '%s': %s", dp, ddp,
+                    strerror(k));
+        goto out;
+    }
+    tmp_exists = true;
+
+    /* before any byte is written, so a secret is never readable by others even briefly */
+    if (fchmod(fd, mode & 07777) < 0) {
+        int k = errno;
+        r = err_set(e, -k, "cannot write '%s': cannot set mode %04o: %s", dp,
+                    (unsigned)(mode & 07777), strerror(k));
+        goto out;
+    }
+
+    const char *p = data;
+    size_t off = 0;
+    while (off < len) {
+        size_t chunk = len - off;
+        if (chunk > SSIZE_MAX)
+            chunk = SSIZE_MAX;
+        ssize_t n = write(fd, p + off, chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int k = errno;
+            r = err_set(e, -k, "cannot write '%s': %s", dp, strerror(k));
+            goto out;
+        }
+        off += (size_t)n;
+    }
+    if (fsync(fd) < 0) {
+        int k = errno;
+        r = err_set(e, -k, "cannot write '%s': cannot flush it to disk: %s", dp, strerror(k));
+        goto out;
+    }
+    int c = close(fd);
+    fd = -1;
+    if (c < 0) {
+        int k = errno;
+        r = err_set(e, -k, "cannot write '%s': %s", dp, strerror(k));
+        goto out;
+    }
+    if (rename(tmp, path) < 0) {
+        int k = errno;
+        r = err_set(e, -k, "cannot write '%s': cannot replace it: %s", dp, strerror(k));
+        goto out;
+    }
+    tmp_exists = false;
+
+    /* the rename itself is only durable once the directory is flushed */
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || (fsync(dfd) < 0 && errno != EINVAL)) {
+        int k = errno;
+        r = err_set(e, -k, "'%s' was replaced but '%s' could not be flushed to disk: %s", dp, ddp,
+                    strerror(k));
+        goto out;
+    }
+    r = 0;
+out:
+    if (fd >= 0)
+        (void)close(fd);
+    if (dfd >= 0)
+        (void)close(dfd);
+    if (tmp_exists)
+        (void)unlink(tmp);
+    free(tmp);
+    free(ddisp);
+    free(dir);
+    free(disp);
+    return r;
+}
+
+/* mkdir that is fine with an existing directory; -ENOTDIR when something else is there */
+static int mkdir_one(const char *p, mode_t mode, bool *created, struct err *e)
+{
+    *created = false;
+    if (mkdir(p, mode) == 0) {
+        *created = true;
+        return 0;
+    }
+    int k = errno;
+    char *disp = path_display(p);
+    const char *dp = disp ? disp : p;
+    int r = 0;
+    struct stat st;
+    if (k == EEXIST) {
+        if (stat(p, &st) < 0) {
+            k = errno;
+            r = err_set(e, -k, "cannot use '%s': %s", dp, strerror(k));
+        } else if (!S_ISDIR(st.st_mode)) {
+            r = err_set(e, -ENOTDIR, "'%s' exists but is not a directory", dp);
+        }
+    } else {
+        r = err_set(e, -k, "cannot create the directory '%s': %s", dp, strerror(k));
+    }
+    free(disp);
+    return r;
+}
+
+int dir_ensure(const char *dir, mode_t mode, struct err *e)
+{
+    char *p = NULL, *disp = NULL;
+    bool created;
+    struct stat st;
+    int r;
+
+    mode &= 07777;
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (n == 0) {
+        r = err_set(e, -EINVAL, "empty directory name");
+        goto out;
+    }
+    p = strndup(dir, n);
+    if (!p) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    disp = path_display(p);
+    const char *dp = disp ? disp : p;
+
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/' || s[-1] == '/')
+            continue;
+        *s = 0;
+        r = mkdir_one(p, 0700, &created, e);
+        *s = '/';
+        if (r < 0)
+            goto out;
+    }
+    r = mkdir_one(p, mode, &created, e);
+    if (r < 0)
+        goto out;
+
+    if (stat(p, &st) < 0) {
+        int k = errno;
+        r = err_set(e, -k, "cannot use '%s': %s", dp, strerror(k));
+        goto out;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        r = err_set(e, -ENOTDIR, "'%s' exists but is not a directory", dp);
+        goto out;
+    }
+    mode_t have = st.st_mode & 07777;
+    mode_t want = have;
+    if (created)
+        want = mode; /* the umask may have taken bits the caller asked for */
+    else if (have & 0777 & ~mode)
+        want = have & mode;
+    if (want != have) {
+        if (st.st_uid != geteuid()) {
+            char owner[300], q[ERR_MSG_MAX];
+            describe_uid(st.st_uid, owner, sizeof(owner));
+            shell_quote(p, q, sizeof(q));
+            r = err_set(e, -EACCES,
+                        "'%s' is accessible to others (mode %04o) and owned by %s: ask its "
+                        "owner to run chmod %o %s",
+                        dp, (unsigned)have, owner, (unsigned)mode, q);
+            goto out;
+        }
+        if (chmod(p, want) < 0) {
+            int k = errno;
+            r = err_set(e, -k, "cannot set mode %04o on '%s': %s", (unsigned)want, dp, strerror(k));
+            goto out;
+        }
+    }
+    r = 0;
+out:
+    free(disp);
+    free(p);
+    return r;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* "200ms", "3s", "1.5s" */
+static void format_ms(int64_t ms, char *dst, size_t n)
+{
+    if (ms < 1000)
+        (void)snprintf(dst, n, "%lldms", (long long)ms);
+    else if (ms % 1000 == 0)
+        (void)snprintf(dst, n, "%llds", (long long)(ms / 1000));
+    else
+        (void)snprintf(dst, n, "%.1fs", (double)ms / 1000.0);
+}
+
+int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_lock **ret,
+                      struct err *e)
+{
+    char *disp = path_display(lock_path);
+    const char *dp = disp ? disp : lock_path;
+    struct file_lock *l = NULL;
+    int fd = -1, r;
+
+    if (timeout_ms < 0)
+        timeout_ms = 0;
+    fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0) {
+        int k = errno;
+        r = err_set(e, -k, "cannot open the lock file '%s': %s", dp, strerror(k));
+        goto out;
+    }
+
+    /* flock: owned by this open file description, so it excludes other processes and other
+     * opens in this one, and dies with the process */
+    int64_t start = mono_ms(), delay = 10;
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            break;
+        int k = errno;
+        if (k == EINTR)
+            continue;
+        if (k != EWOULDBLOCK) {
+            r = err_set(e, -k, "cannot lock '%s': %s", dp, strerror(k));
+            goto out;
+        }
+        int64_t left = timeout_ms - (mono_ms() - start);
+        if (left <= 0) {
+            char t[32];
+            format_ms(timeout_ms, t, sizeof(t));
+            r = err_set(e, -ETIMEDOUT,
+                        "timed out after %s waiting for the lock on '%s': another process "
+                        "holds it",
+                        t, dp);
+            goto out;
+        }
+        sleep_ms(delay < left ? delay : left);
+        delay = delay * 2 > 100 ? 100 : delay * 2;
+    }
+
+    l = malloc(sizeof(*l));
+    if (!l) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    l->fd = fd;
+    fd = -1;
+    *ret = TAKE_PTR(l);
+    r = 0;
+out:
+    if (fd >= 0)
+        (void)close(fd);
+    free(disp);
+    return r;
+}
+
+void file_lock_release(struct file_lock *l)
+{
+    if (!l)
+        return;
+    /* explicit unlock: a forked child may still share the description */
+    (void)flock(l->fd, LOCK_UN);
+    (void)close(l->fd);
+    free(l);
+}

@@ -1,0 +1,55 @@
+/* json.h - JSON over json-c, bounded, with errors a user can act on.
+ *
+ * Parsing is bounded in size and nesting depth, and a syntax error says where it is
+ * ("line 4, column 12: unexpected character"). Reading a file adds the file name; writing
+ * one goes through file_write_atomic(), so a failed write leaves the old file intact.
+ *
+ * json-c objects are reference counted: "Caller puts" below means json_object_put(). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <json-c/json.h>
+
+#include "err.h"
+#include "macro.h"
+
+#define JSON_MAX_DEPTH 64
+
+/* Parses exactly one JSON value from text[0..len) (trailing whitespace allowed, anything else
+ * is an error; a NUL byte anywhere is an error). Strict: no trailing commas, valid UTF-8.
+ * len > max_len fails with -E2BIG. Syntax errors: -EBADMSG and a message
+ * "line L, column C: <what>" (1-based, the column in bytes). Caller puts *ret. */
+int json_parse(const char *text, size_t len, size_t max_len, struct json_object **ret,
+               struct err *e) _must_check_;
+
+enum json_read_flags {
+    JSON_READ_SECRET = 1 << 0, /* the file holds secrets: refuse it when group/other can read */
+};
+
+/* Reads and parses a file (at most max_len bytes). -ENOENT when it does not exist (with a
+ * message); parse errors are prefixed with the file's display path: "'~/.pi/agent/x.json':
+ * line 3, column 1: ...". Caller puts *ret. */
+int json_read_file(const char *path, size_t max_len, unsigned flags, struct json_object **ret,
+                   struct err *e) _must_check_;
+
+/* Serialises obj (pretty, two-space indent, "key": value, slashes not escaped, trailing
+ * newline: JSON.stringify(v, null, 2) but for empty containers) and replaces path atomically
+ * with the given mode. json-c's copy of the text inside obj is wiped afterwards. */
+int json_write_file(const char *path, struct json_object *obj, mode_t mode,
+                    struct err *e) _must_check_;
+
+/* Borrowed accessors; NULL/false when obj is not an object, or the key is absent or of another
+ * type. json_get_int64 takes integers only (not 1.5, not 1e3) and refuses values above
+ * INT64_MAX; json-c clamps those below INT64_MIN to it. *ret is written only on true. */
+const char *json_get_string(struct json_object *obj, const char *key);
+struct json_object *json_get_object(struct json_object *obj, const char *key);
+struct json_object *json_get_array(struct json_object *obj, const char *key);
+bool json_get_bool(struct json_object *obj, const char *key, bool *ret);
+bool json_get_int64(struct json_object *obj, const char *key, int64_t *ret);
+
+/* Human name of a json-c type for messages: "a string", "an object", "a number"... */
+const char *json_type_desc(enum json_type t);

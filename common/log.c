@@ -1,0 +1,102 @@
+/* log.c - leveled, redacted messages on stderr */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+
+struct log {
+    char *prog;
+    int fd;
+    enum log_level level;
+    struct redact *redact;
+};
+
+struct log *log_new(const char *prog, int fd)
+{
+    struct log *l = calloc(1, sizeof(*l));
+    if (!l)
+        return NULL;
+    l->prog = strdup(prog);
+    l->redact = redact_new();
+    if (!l->prog || !l->redact) {
+        log_free(l);
+        return NULL;
+    }
+    l->fd = fd;
+    l->level = LOG_WARN;
+    return l;
+}
+
+void log_free(struct log *l)
+{
+    if (!l)
+        return;
+    free(l->prog);
+    redact_free(l->redact);
+    free(l);
+}
+
+void log_set_level(struct log *l, enum log_level level)
+{
+    l->level = level;
+}
+
+enum log_level log_get_level(const struct log *l)
+{
+    return l->level;
+}
+
+struct redact *log_redact(struct log *l)
+{
+    return l->redact;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap)
+{
+    if (!l || level > l->level)
+        return;
+    struct buf raw, out;
+    buf_init_secret(&raw, 64 * 1024);
+    buf_init(&out, 128 * 1024);
+    /* a message too long for its cap still says something rather than nothing */
+    if (buf_vprintf(&raw, fmt, ap) < 0 && raw.len == 0 &&
+        buf_append_str(&raw, "(message too long)") < 0)
+        goto out;
+    int r = buf_printf(&out, "%s: %s", l->prog, level == LOG_WARN ? "warning: " : "");
+    if (r >= 0)
+        r = redact_apply(l->redact, buf_str(&raw), raw.len, &out);
+    if (r >= 0 && (out.len == 0 || out.data[out.len - 1] != '\n'))
+        r = buf_append_char(&out, '\n');
+    if (r < 0)
+        goto out;
+    write_all(l->fd, buf_str(&out), out.len);
+out:
+    buf_release(&raw);
+    buf_release(&out);
+}
+
+void log_msg(struct log *l, enum log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vmsg(l, level, fmt, ap);
+    va_end(ap);
+}

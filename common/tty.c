@@ -1,0 +1,115 @@
+/* tty.c - prompts on the controlling terminal, echo off for secrets */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "tty.h"
+
+#define TTY_LINE_MAX (64 * 1024)
+
+bool tty_interactive(void)
+{
+    return isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
+}
+
+static void write_str(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* The only static state in common/: a signal handler has nowhere else to write. It is set
+ * only while a prompt is on screen, so a Ctrl-C there cancels the prompt and the terminal is
+ * restored before the caller decides what to do. */
+static volatile sig_atomic_t tty_interrupted;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    tty_interrupted = 1;
+}
+
+int tty_prompt(const char *prompt, bool secret, char **ret)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGQUIT, SIGHUP};
+    struct sigaction old_sa[ELEMENTSOF(sigs)];
+    struct sigaction sa = {.sa_handler = on_interrupt}; /* no SA_RESTART: read() returns EINTR */
+    struct termios old, quiet;
+    bool restore = false;
+    struct buf line;
+    int r = 0;
+
+    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    buf_init(&line, TTY_LINE_MAX);
+    line.secret = secret;
+    tty_interrupted = 0;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+        (void)sigaction(sigs[i], &sa, &old_sa[i]);
+
+    if (secret && tcgetattr(fd, &old) == 0) {
+        quiet = old;
+        quiet.c_lflag &= (tcflag_t) ~(ECHO | ECHONL);
+        if (tcsetattr(fd, TCSAFLUSH, &quiet) == 0)
+            restore = true;
+    }
+    write_str(fd, prompt);
+
+    for (;;) {
+        char c;
+        ssize_t n = read(fd, &c, 1);
+        if (tty_interrupted) {
+            r = -ECANCELED;
+            break;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            break;
+        }
+        if (n == 0) {
+            r = -ECANCELED;
+            break;
+        }
+        if (c == '\n' || c == '\r')
+            break;
+        r = buf_append_char(&line, c);
+        if (r < 0)
+            break;
+    }
+
+    if (restore)
+        (void)tcsetattr(fd, TCSAFLUSH, &old);
+    if (secret)
+        write_str(fd, "\n");
+    for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+        (void)sigaction(sigs[i], &old_sa[i], NULL);
+    close(fd);
+    if (r < 0) {
+        buf_release(&line);
+        return r;
+    }
+    char *s = buf_detach(&line);
+    if (!s)
+        return -ENOMEM;
+    *ret = s;
+    return 0;
+}

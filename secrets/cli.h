@@ -1,0 +1,50 @@
+/* cli.h - what the secrets commands share: the context they run in and the exit statuses.
+ *
+ * Exit statuses (docs/secrets.md):
+ *   0  success (every name resolved)
+ *   1  some names did not resolve / the operation failed
+ *   2  usage error
+ *   3  could not run: configuration error (malformed secrets.json, unusable agent directory)
+ *   exec only: 125 secrets itself failed, 126 the command could not be run, 127 not found,
+ *   else the command's own status. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "cache.h"
+#include "log.h"
+#include "resolve.h"
+#include "store.h"
+
+enum {
+    EXIT_OK = 0,
+    EXIT_FAILED = 1,
+    EXIT_USAGE = 2,
+    EXIT_CONFIG = 3,
+    EXIT_EXEC_SELF = 125,
+    EXIT_EXEC_CANNOT = 126,
+    EXIT_EXEC_NOTFOUND = 127,
+};
+
+struct cli {
+    struct log *log;
+    char *agent_dir;
+    char *store_path;
+    struct store *store;
+    struct cache *cache;
+    struct resolver *rs;
+    unsigned resolve_flags;
+};
+
+/* Loads the store, opens the cache and the resolver. Reports errors itself; returns an exit
+ * status (EXIT_OK on success). */
+int cli_open(struct cli *c);
+void cli_close(struct cli *c);
+
+/* "3 characters" style description of a value without showing it. */
+void cli_mask(const char *value, size_t len, char *out, size_t size);
+
+/* Whether a keychain recipe other than except_name points at label. */
+bool cli_label_in_use(struct store *s, const char *label, const char *except_name);
+
+int cmd_configure(struct cli *c, int argc, char **argv);

@@ -1,0 +1,25 @@
+/* keychain.h - the OS keychain: the freedesktop Secret Service, through libsecret.
+ *
+ * Items use the schema "org.credkit.Secret" with a single attribute, "label", holding the
+ * keychain label a recipe names ("keychain:LABEL"). Attributes are not confidential in the
+ * Secret Service, so they hold the label only; the value lives in the item's secret. Items are
+ * stored in the default collection with the display label "credkit secret: LABEL".
+ *
+ * No call ever prompts or unlocks: a locked keychain is an error that says how to unlock it, and
+ * a missing Secret Service (no D-Bus session, no keyring daemon) is an error that says what to
+ * start. Values handed out are the caller's: free them with secure_free(). */
+#pragma once
+
+#include "err.h"
+#include "macro.h"
+
+/* Looks the label up. -ENOENT when no item has it; -ENOTCONN when there is no Secret Service;
+ * -EACCES when the item or collection is locked; -EIO otherwise. Each with a message that says
+ * what to do. Caller secure_free()s *ret. */
+int keychain_lookup(const char *label, char **ret, struct err *e) _must_check_;
+
+/* Stores (creates or replaces) the item for label with value. Same errors as lookup. */
+int keychain_store(const char *label, const char *value, struct err *e) _must_check_;
+
+/* Deletes the item for label. -ENOENT when there was none. */
+int keychain_delete(const char *label, struct err *e) _must_check_;

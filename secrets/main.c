@@ -1,0 +1,724 @@
+/* main.c - secrets: resolve named secrets from recipes in ~/.pi/agent/secrets.json */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "cli.h"
+#include "duration.h"
+#include "jsonw.h"
+#include "keychain.h"
+#include "path.h"
+#include "secmem.h"
+#include "util.h"
+#include "version.h"
+
+extern char **environ;
+
+static const char usage_text[] =
+    "usage: secrets [-v|--verbose] [-q|--quiet] COMMAND [ARGS]\n"
+    "\n"
+    "Resolve named secrets from recipes in ~/.pi/agent/secrets.json (or\n"
+    "$PI_CODING_AGENT_DIR/secrets.json): environment variables, the OS keychain,\n"
+    "commands (with a TTL), files.\n"
+    "\n"
+    "commands:\n"
+    "  configure NAME [--keychain [--label L] | --command CMD [--ttl D] [--timeout D]\n"
+    "                  | --env VAR | --file PATH]\n"
+    "                      set up how NAME is obtained (guided on a terminal)\n"
+    "  get NAME            print the value of NAME\n"
+    "  resolve [--json] [--no-cache] NAME...\n"
+    "                      resolve names; --json prints values and expiry for programs\n"
+    "  list [--json] [--no-check]\n"
+    "                      names, sources, TTLs and whether each resolves (never values)\n"
+    "  remove NAME         delete the recipe (and its keychain item)\n"
+    "  exec [NAME...] -- CMD [ARGS...]\n"
+    "                      run CMD with the secrets in its environment\n"
+    "\n"
+    "options:\n"
+    "  -v, --verbose       say more (twice: debug)\n"
+    "  -q, --quiet         errors only\n"
+    "  -h, --help          this help ('secrets COMMAND --help' for a command)\n"
+    "  -V, --version       print the version\n"
+    "\n"
+    "examples:\n"
+    "  secrets configure GITHUB_TOKEN --command 'gh auth token' --ttl 8h\n"
+    "  printf %%s \"$KEY\" | secrets configure OPENAI_API_KEY --keychain\n"
+    "  secrets get GITHUB_TOKEN\n"
+    "  secrets resolve --json GITHUB_TOKEN OPENAI_API_KEY\n"
+    "  secrets exec GITHUB_TOKEN -- gh repo list\n"
+    "\n"
+    "exit status: 0 ok, 1 some secret did not resolve, 2 usage error, 3 configuration\n"
+    "error; exec: 125/126/127 as env(1), else the command's status. See docs/secrets.md.\n";
+
+static int usage_error(struct cli *c, const char *fmt, ...) _printf_(2, 3);
+static int usage_error(struct cli *c, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    log_error(c->log, "%s (see 'secrets --help')", msg);
+    return EXIT_USAGE;
+}
+
+int cli_open(struct cli *c)
+{
+    struct err e = ERR_INIT;
+    int r = path_agent_dir(&c->agent_dir, &e);
+    if (r >= 0)
+        r = path_agent_file("secrets.json", &c->store_path, &e);
+    if (r < 0) {
+        log_error(c->log, "%s", err_msg(&e));
+        return EXIT_CONFIG;
+    }
+    r = store_load(c->store_path, &c->store, &e);
+    if (r < 0) {
+        log_error(c->log, "%s", err_msg(&e));
+        if (r == -EBADMSG)
+            log_error(c->log, "fix the file by hand; it is left exactly as it is");
+        return EXIT_CONFIG;
+    }
+    r = cache_open(&c->cache);
+    if (r < 0) {
+        log_error(c->log, "cannot open the cache: %s", strerror(-r));
+        return EXIT_FAILED;
+    }
+    if (!c->cache)
+        log_debug(c->log, "no private runtime directory ($XDG_RUNTIME_DIR): commands run on "
+                          "every resolution");
+    r = resolver_new(c->store, c->cache, log_redact(c->log), c->agent_dir, c->resolve_flags,
+                     &c->rs);
+    if (r < 0) {
+        log_error(c->log, "%s", strerror(-r));
+        return EXIT_FAILED;
+    }
+    return EXIT_OK;
+}
+
+void cli_close(struct cli *c)
+{
+    resolver_free(TAKE_PTR(c->rs));
+    cache_free(TAKE_PTR(c->cache));
+    store_free(TAKE_PTR(c->store));
+    free(TAKE_PTR(c->store_path));
+    free(TAKE_PTR(c->agent_dir));
+}
+
+void cli_mask(const char *value, size_t len, char *out, size_t size)
+{
+    /* a long value is recognisable by its first characters (ghp_, sk-) without being given
+     * away; a short one shows nothing but its length */
+    if (value && len >= 16)
+        (void)snprintf(out, size, "%.3s... (%zu characters)", value, len);
+    else
+        (void)snprintf(out, size, "%zu character%s", len, len == 1 ? "" : "s");
+}
+
+bool cli_label_in_use(struct store *s, const char *label, const char *except_name)
+{
+    for (size_t i = 0; i < store_count(s); i++) {
+        const struct recipe *o = NULL;
+        const char *on = store_name(s, i);
+        if (strcmp(on, except_name) != 0 && store_get(s, on, &o, NULL) >= 0 &&
+            o->kind == RECIPE_KEYCHAIN && strcmp(o->arg, label) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void write_out(const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(STDOUT_FILENO, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static bool wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return false;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ---- get ---- */
+
+static const char get_help[] =
+    "usage: secrets get [-n|--no-newline] NAME\n"
+    "\n"
+    "Print the value of NAME on stdout, for scripts. The recipe answers first; without one, an\n"
+    "environment variable of the same name does.\n"
+    "\n"
+    "examples:\n"
+    "  export GITHUB_TOKEN=\"$(secrets get GITHUB_TOKEN)\"\n"
+    "  secrets get -n API_KEY | some-tool --key-from-stdin\n";
+
+static int cmd_get(struct cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {{"no-newline", no_argument, NULL, 'n'}, {0}};
+    bool newline = true;
+    int opt;
+    if (wants_help(argc, argv)) {
+        fputs(get_help, stdout);
+        return EXIT_OK;
+    }
+    while ((opt = getopt_long(argc, argv, "n", opts, NULL)) != -1) {
+        if (opt == 'n')
+            newline = false;
+        else
+            return EXIT_USAGE;
+    }
+    if (argc - optind != 1)
+        return usage_error(c, "get takes exactly one NAME");
+    int r = cli_open(c);
+    if (r != EXIT_OK)
+        return r;
+    struct err e = ERR_INIT;
+    struct resolved res = {0};
+    if (resolver_get(c->rs, argv[optind], &res, &e) < 0) {
+        log_error(c->log, "%s", err_msg(&e));
+        return EXIT_FAILED;
+    }
+    write_out(res.value, res.len);
+    if (newline)
+        write_out("\n", 1);
+    resolved_release(&res);
+    return EXIT_OK;
+}
+
+/* ---- resolve ---- */
+
+static const char resolve_help[] =
+    "usage: secrets resolve [--json] [--no-cache] NAME...\n"
+    "\n"
+    "Resolve each NAME. With --json, print one JSON object for programs (the bridge uses it):\n"
+    "  {\"version\": 1, \"secrets\": {\"NAME\": {\"value\": \"...\", \"source\": \"command\",\n"
+    "    \"expires_at\": 1767225600}, \"OTHER\": {\"error\": \"...\"}}}\n"
+    "expires_at is in unix seconds and absent when the value does not expire; ask again after\n"
+    "it. Without --json, print one line per name saying where it came from (never the value).\n"
+    "--no-cache runs command recipes even when a fresh value is cached.\n"
+    "\n"
+    "exit status: 0 all resolved, 1 some did not, 2 usage error, 3 configuration error\n"
+    "\n"
+    "examples:\n"
+    "  secrets resolve GITHUB_TOKEN\n"
+    "  secrets resolve --json GITHUB_TOKEN OPENAI_API_KEY | jq .\n";
+
+static int cmd_resolve(struct cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"no-cache", no_argument, NULL, 'C'}, {0}};
+    bool json = false;
+    int opt, status = EXIT_OK, r;
+    struct buf out;
+
+    if (wants_help(argc, argv)) {
+        fputs(resolve_help, stdout);
+        return EXIT_OK;
+    }
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt == 'j')
+            json = true;
+        else if (opt == 'C')
+            c->resolve_flags |= RESOLVE_NO_CACHE;
+        else
+            return EXIT_USAGE;
+    }
+    if (optind >= argc)
+        return usage_error(c, "resolve needs at least one NAME");
+    for (int i = optind; i < argc; i++)
+        if (!name_is_valid(argv[i]))
+            return usage_error(c,
+                               "'%s' is not a valid secret name (letters, digits and '_', not "
+                               "starting with a digit)",
+                               argv[i]);
+    r = cli_open(c);
+    if (r != EXIT_OK)
+        return r;
+
+    buf_init_secret(&out, 64 * 1024 * 1024);
+    r = buf_append_str(&out, "{\"version\":1,\"secrets\":{");
+    bool first = true;
+    for (int i = optind; r >= 0 && i < argc; i++) {
+        bool dup = false;
+        for (int k = optind; k < i; k++)
+            dup |= strcmp(argv[k], argv[i]) == 0;
+        if (dup)
+            continue;
+        struct err e = ERR_INIT;
+        struct resolved res = {0};
+        int rr = resolver_get(c->rs, argv[i], &res, &e);
+        if (!first)
+            r = buf_append_char(&out, ',');
+        first = false;
+        if (r >= 0)
+            r = jsonw_string(&out, argv[i], strlen(argv[i]));
+        if (r >= 0)
+            r = buf_append_str(&out, ":{");
+        if (rr < 0) {
+            status = EXIT_FAILED;
+            if (!json)
+                log_error(c->log, "%s", err_msg(&e));
+            /* the message goes through redaction too: it may quote a command's stderr */
+            struct buf msg;
+            buf_init(&msg, ERR_MSG_MAX * 2);
+            if (r >= 0)
+                r = redact_apply(log_redact(c->log), err_msg(&e), strlen(err_msg(&e)), &msg);
+            if (r >= 0)
+                r = jsonw_kv_string(&out, "error", buf_str(&msg));
+            buf_release(&msg);
+        } else {
+            if (r >= 0)
+                r = jsonw_string(&out, "value", 5);
+            if (r >= 0)
+                r = buf_append_char(&out, ':');
+            if (r >= 0)
+                r = jsonw_string(&out, res.value, res.len);
+            if (r >= 0)
+                r = buf_append_char(&out, ',');
+            if (r >= 0)
+                r = jsonw_kv_string(&out, "source", res.source);
+            if (r >= 0 && res.expires_at > 0) {
+                r = buf_append_char(&out, ',');
+                if (r >= 0)
+                    r = jsonw_kv_int(&out, "expires_at", res.expires_at);
+            }
+            if (!json) {
+                char when[64] = "does not expire";
+                if (res.expires_at > 0) {
+                    char d[DURATION_BUF_SIZE];
+                    int64_t left = res.expires_at - now_unix();
+                    (void)snprintf(when, sizeof(when), "expires in %s%s",
+                                   duration_format(left > 0 ? left * 1000 : 0, d, sizeof(d)),
+                                   res.cached ? " (cached)" : "");
+                }
+                printf("%s: resolved from %s, %zu characters, %s\n", argv[i], res.source, res.len,
+                       when);
+            }
+            if (res.env_shadowed)
+                log_info(c->log,
+                         "'%s': an environment variable of the same name is set and ignored: "
+                         "the recipe wins",
+                         argv[i]);
+            resolved_release(&res);
+        }
+        if (r >= 0)
+            r = buf_append_char(&out, '}');
+    }
+    if (r >= 0)
+        r = buf_append_str(&out, "}}\n");
+    if (r < 0) {
+        log_error(c->log, "cannot build the answer: %s", strerror(-r));
+        status = EXIT_FAILED;
+    } else if (json) {
+        write_out(out.data, out.len);
+    }
+    buf_release(&out);
+    return status;
+}
+
+/* ---- list ---- */
+
+static const char list_help[] =
+    "usage: secrets list [--json] [--no-check]\n"
+    "\n"
+    "Show each recipe: name, source, TTL and whether it resolves now (or why not). Values are\n"
+    "never shown; a resolved value is described by its length. --no-check skips resolving.\n"
+    "Notes flag literal values stored in secrets.json and environment variables that a recipe\n"
+    "shadows.\n"
+    "\n"
+    "examples:\n"
+    "  secrets list\n"
+    "  secrets list --json | jq '.secrets[] | select(.status != \"ok\")'\n";
+
+static int cmd_list(struct cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"no-check", no_argument, NULL, 'N'}, {0}};
+    bool json = false, check = true;
+    int opt, r;
+    if (wants_help(argc, argv)) {
+        fputs(list_help, stdout);
+        return EXIT_OK;
+    }
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt == 'j')
+            json = true;
+        else if (opt == 'N')
+            check = false;
+        else
+            return EXIT_USAGE;
+    }
+    if (optind != argc)
+        return usage_error(c, "list takes no arguments");
+    r = cli_open(c);
+    if (r != EXIT_OK)
+        return r;
+
+    struct json_object *arr = json_object_new_array();
+    size_t n = store_count(c->store);
+    if (!json && n == 0) {
+        char *disp = path_display(c->store_path);
+        printf("no recipes in '%s': add one with 'secrets configure NAME'\n",
+               disp ? disp : c->store_path);
+        free(disp);
+    } else if (!json) {
+        printf("%-24s %-9s %-6s %s\n", "NAME", "SOURCE", "TTL", "STATUS");
+    }
+    for (size_t i = 0; i < n && arr; i++) {
+        const char *name = store_name(c->store, i);
+        const struct recipe *rec = NULL;
+        struct err e = ERR_INIT;
+        struct json_object *o = json_object_new_object();
+        char ttl[DURATION_BUF_SIZE] = "-", status[ERR_MSG_MAX + 64];
+        const char *kind = "invalid";
+        bool ok = false, shadowed = false;
+        if (!o)
+            break;
+        (void)json_object_object_add(o, "name", json_object_new_string(name));
+        r = store_get(c->store, name, &rec, &e);
+        if (r < 0) {
+            (void)snprintf(status, sizeof(status), "invalid: %s", err_msg(&e));
+            (void)json_object_object_add(o, "status", json_object_new_string("invalid"));
+            (void)json_object_object_add(o, "error", json_object_new_string(err_msg(&e)));
+        } else {
+            kind = recipe_kind_str(rec->kind);
+            if (rec->ttl_ms >= 0)
+                (void)duration_format(rec->ttl_ms, ttl, sizeof(ttl));
+            (void)json_object_object_add(o, "source", json_object_new_string(kind));
+            (void)json_object_object_add(o, "ttl_seconds",
+                                         rec->ttl_ms >= 0 ? json_object_new_int64(rec->ttl_ms / 1000)
+                                                          : NULL);
+            if (rec->description)
+                (void)json_object_object_add(o, "description",
+                                             json_object_new_string(rec->description));
+            shadowed = getenv(name) != NULL &&
+                       !(rec->kind == RECIPE_ENV && strcmp(rec->arg, name) == 0);
+            if (!check) {
+                (void)snprintf(status, sizeof(status), "not checked");
+                (void)json_object_object_add(o, "status", json_object_new_string("unchecked"));
+            } else {
+                struct resolved res = {0};
+                if (resolver_run(c->rs, rec, &res, &e) < 0) {
+                    struct buf msg;
+                    buf_init(&msg, sizeof(status));
+                    /* never show an unredacted message, even when redaction itself fails */
+                    if (redact_apply(log_redact(c->log), err_msg(&e), strlen(err_msg(&e)), &msg) < 0)
+                        buf_reset(&msg);
+                    (void)snprintf(status, sizeof(status), "error: %s", buf_str(&msg));
+                    (void)json_object_object_add(o, "status", json_object_new_string("error"));
+                    (void)json_object_object_add(o, "error", json_object_new_string(buf_str(&msg)));
+                    buf_release(&msg);
+                } else {
+                    ok = true;
+                    char mask[64];
+                    cli_mask(NULL, res.len, mask, sizeof(mask));
+                    (void)snprintf(status, sizeof(status), "ok (%s%s)", mask,
+                                   res.cached ? ", cached" : "");
+                    (void)json_object_object_add(o, "status", json_object_new_string("ok"));
+                    (void)json_object_object_add(o, "length", json_object_new_int64((int64_t)res.len));
+                    if (res.expires_at > 0)
+                        (void)json_object_object_add(o, "expires_at",
+                                                     json_object_new_int64(res.expires_at));
+                    (void)json_object_object_add(o, "cached", json_object_new_boolean(res.cached));
+                    resolved_release(&res);
+                }
+            }
+            (void)json_object_object_add(o, "answered_by",
+                                         json_object_new_string("recipe"));
+            (void)json_object_object_add(o, "environment_shadowed",
+                                         json_object_new_boolean(shadowed));
+            (void)json_object_object_add(o, "literal",
+                                         json_object_new_boolean(rec->kind == RECIPE_LITERAL));
+        }
+        (void)ok;
+        if (!json) {
+            printf("%-24s %-9s %-6s %s\n", name, kind, ttl, status);
+            if (rec && rec->kind == RECIPE_LITERAL)
+                printf("  warning: the value is stored in secrets.json in clear: move it to the "
+                       "keychain with 'secrets configure %s --keychain'\n",
+                       name);
+            if (shadowed)
+                printf("  note: the environment variable %s is also set; the recipe answers, not "
+                       "the environment\n",
+                       name);
+        }
+        (void)json_object_array_add(arr, o);
+    }
+    if (json && arr) {
+        struct json_object *root = json_object_new_object();
+        (void)json_object_object_add(root, "version", json_object_new_int(1));
+        (void)json_object_object_add(root, "secrets", json_object_get(arr));
+        printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(root);
+    }
+    json_object_put(arr);
+    return EXIT_OK;
+}
+
+/* ---- remove ---- */
+
+static const char remove_help[] =
+    "usage: secrets remove NAME\n"
+    "\n"
+    "Delete the recipe for NAME from secrets.json and, for a keychain recipe, its keychain item\n"
+    "(unless another recipe uses the same item).\n"
+    "\n"
+    "example:\n"
+    "  secrets remove OLD_TOKEN\n";
+
+static int cmd_remove(struct cli *c, int argc, char **argv)
+{
+    struct file_lock *lock = NULL;
+    struct err e = ERR_INIT;
+    const struct recipe *rec = NULL;
+    char *label = NULL;
+    int r, status = EXIT_FAILED;
+
+    if (wants_help(argc, argv)) {
+        fputs(remove_help, stdout);
+        return EXIT_OK;
+    }
+    while (getopt_long(argc, argv, "", (const struct option[]){{0}}, NULL) != -1)
+        return EXIT_USAGE;
+    if (argc - optind != 1)
+        return usage_error(c, "remove takes exactly one NAME");
+    const char *name = argv[optind];
+    if (!name_is_valid(name))
+        return usage_error(c, "'%s' is not a valid secret name", name);
+    r = path_agent_file("secrets.json", &c->store_path, &e);
+    if (r >= 0)
+        r = store_lock(c->store_path, &lock, &e);
+    if (r < 0) {
+        log_error(c->log, "%s", err_msg(&e));
+        return EXIT_CONFIG;
+    }
+    free(c->store_path);
+    c->store_path = NULL;
+    status = cli_open(c);
+    if (status != EXIT_OK)
+        goto out;
+    status = EXIT_FAILED;
+    r = store_get(c->store, name, &rec, &e);
+    if (r == -ENOENT) {
+        log_error(c->log, "'%s' has no recipe", name);
+        goto out;
+    }
+    if (r >= 0 && rec->kind == RECIPE_KEYCHAIN) {
+        label = strdup(rec->arg);
+        if (!label)
+            goto out;
+        /* keep an item another recipe still points at */
+        if (cli_label_in_use(c->store, label, name)) {
+            log_info(c->log, "keeping keychain item '%s': another recipe uses it", label);
+            free(TAKE_PTR(label));
+        }
+    }
+    r = store_remove(c->store, name);
+    if (r >= 0)
+        r = store_save(c->store, &e);
+    if (r < 0) {
+        log_error(c->log, "%s", e.msg[0] ? err_msg(&e) : strerror(-r));
+        goto out;
+    }
+    if (label) {
+        err_clear(&e);
+        r = keychain_delete(label, &e);
+        if (r < 0 && r != -ENOENT) {
+            log_error(c->log,
+                      "removed the recipe, but not its keychain item '%s': %s (delete it later "
+                      "with: secret-tool clear label '%s')",
+                      label, err_msg(&e), label);
+            goto out;
+        }
+    }
+    log_info(c->log, "removed '%s'", name);
+    status = EXIT_OK;
+out:
+    free(label);
+    file_lock_release(lock);
+    return status;
+}
+
+/* ---- exec ---- */
+
+static const char exec_help[] =
+    "usage: secrets exec [NAME...] -- CMD [ARGS...]\n"
+    "\n"
+    "Resolve the NAMEs (all recipes when none is given) and run CMD with each one in its\n"
+    "environment as NAME=value. Values never appear on a command line. Nothing runs unless\n"
+    "every name resolves.\n"
+    "\n"
+    "exit status: CMD's own, or 125 when a secret did not resolve, 126 when CMD cannot be\n"
+    "run, 127 when it is not found\n"
+    "\n"
+    "examples:\n"
+    "  secrets exec GITHUB_TOKEN -- gh repo list\n"
+    "  secrets exec -- make deploy\n";
+
+static int cmd_exec(struct cli *c, int argc, char **argv)
+{
+    int dash = -1, r;
+    char **env = NULL;
+
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0) {
+            dash = i;
+            break;
+        }
+    if (dash < 0 && wants_help(argc, argv)) {
+        fputs(exec_help, stdout);
+        return EXIT_OK;
+    }
+    if (dash < 0 || dash + 1 >= argc) {
+        (void)usage_error(c, "exec needs '-- CMD' after the names");
+        return EXIT_EXEC_SELF;
+    }
+    for (int i = 1; i < dash; i++)
+        if (!name_is_valid(argv[i])) {
+            (void)usage_error(c, "'%s' is not a valid secret name", argv[i]);
+            return EXIT_EXEC_SELF;
+        }
+    r = cli_open(c);
+    if (r != EXIT_OK)
+        return EXIT_EXEC_SELF;
+    if (child_env_inherit(&env) < 0)
+        return EXIT_EXEC_SELF;
+
+    size_t count = dash > 1 ? (size_t)(dash - 1) : store_count(c->store);
+    bool failed = false;
+    for (size_t i = 0; i < count; i++) {
+        const char *name = dash > 1 ? argv[1 + i] : store_name(c->store, i);
+        struct err e = ERR_INIT;
+        struct resolved res = {0};
+        if (resolver_get(c->rs, name, &res, &e) < 0) {
+            log_error(c->log, "%s", err_msg(&e));
+            failed = true;
+            continue;
+        }
+        if (child_env_set(&env, name, res.value) < 0)
+            failed = true;
+        resolved_release(&res);
+    }
+    if (failed) {
+        log_error(c->log, "not running '%s': some secrets did not resolve", argv[dash + 1]);
+        child_env_free(env);
+        return EXIT_EXEC_SELF;
+    }
+    cli_close(c);
+    (void)fflush(NULL);
+    execvpe(argv[dash + 1], argv + dash + 1, env);
+    r = errno;
+    child_env_free(env);
+    log_error(c->log, "cannot run '%s': %s", argv[dash + 1], strerror(r));
+    return r == ENOENT ? EXIT_EXEC_NOTFOUND : EXIT_EXEC_CANNOT;
+}
+
+/* ---- main ---- */
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"verbose", no_argument, NULL, 'v'}, {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},    {"version", no_argument, NULL, 'V'},
+        {0},
+    };
+    struct cli c = {0};
+    int verbosity = 0, opt, status;
+    bool quiet = false;
+
+    (void)secure_harden_process();
+    c.log = log_new("secrets", STDERR_FILENO);
+    if (!c.log)
+        return EXIT_FAILED;
+    while ((opt = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'v':
+            verbosity++;
+            break;
+        case 'q':
+            quiet = true;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            log_free(c.log);
+            return EXIT_OK;
+        case 'V':
+            printf("secrets (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
+            log_free(c.log);
+            return EXIT_OK;
+        default:
+            log_free(c.log);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fputs(usage_text, stderr);
+        log_free(c.log);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[optind];
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
+    /* -v and -q may also follow the command ("secrets configure X --command C -v"): take them
+     * out before the command parses the rest (never past "--": those belong to exec's CMD) */
+    int w = 1;
+    bool past_dashes = false;
+    for (int i = 1; i < sub_argc; i++) {
+        const char *a = sub_argv[i];
+        past_dashes |= strcmp(a, "--") == 0;
+        if (!past_dashes && (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0))
+            verbosity++;
+        else if (!past_dashes && (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0))
+            quiet = true;
+        else
+            sub_argv[w++] = sub_argv[i];
+    }
+    sub_argc = w;
+    sub_argv[sub_argc] = NULL;
+    log_set_level(c.log, quiet ? LOG_ERROR : verbosity >= 2 ? LOG_DEBUG : verbosity ? LOG_INFO : LOG_WARN);
+    char progname[64];
+    (void)snprintf(progname, sizeof(progname), "secrets %s", cmd);
+    sub_argv[0] = progname; /* getopt's own messages then read "secrets get: ..." */
+    optind = 0; /* each command parses its own options from its own argv (0: full reset) */
+
+    if (strcmp(cmd, "get") == 0)
+        status = cmd_get(&c, sub_argc, sub_argv);
+    else if (strcmp(cmd, "resolve") == 0)
+        status = cmd_resolve(&c, sub_argc, sub_argv);
+    else if (strcmp(cmd, "list") == 0)
+        status = cmd_list(&c, sub_argc, sub_argv);
+    else if (strcmp(cmd, "configure") == 0)
+        status = cmd_configure(&c, sub_argc, sub_argv);
+    else if (strcmp(cmd, "remove") == 0)
+        status = cmd_remove(&c, sub_argc, sub_argv);
+    else if (strcmp(cmd, "exec") == 0)
+        status = cmd_exec(&c, sub_argc, sub_argv);
+    else if (strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        status = EXIT_OK;
+    } else
+        status = usage_error(&c, "unknown command '%s'", cmd);
+
+    cli_close(&c);
+    log_free(c.log);
+    return status;
+}

@@ -1,0 +1,340 @@
+/* recipe.c - parsing and writing secrets.json entries */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "duration.h"
+#include "json.h"
+#include "path.h"
+#include "recipe.h"
+#include "secmem.h"
+#include "util.h"
+
+static const char *const kind_names[] = {
+    [RECIPE_ENV] = "env",         [RECIPE_KEYCHAIN] = "keychain", [RECIPE_COMMAND] = "command",
+    [RECIPE_FILE] = "file",       [RECIPE_LITERAL] = "literal",
+};
+
+const char *recipe_kind_str(enum recipe_kind k)
+{
+    return (size_t)k < ELEMENTSOF(kind_names) ? kind_names[k] : "unknown";
+}
+
+void recipe_free(struct recipe *r)
+{
+    if (!r)
+        return;
+    free(r->name);
+    secure_free(r->arg);
+    free(r->description);
+    free(r);
+}
+
+int recipe_new(const char *name, enum recipe_kind kind, const char *arg, struct recipe **ret)
+{
+    struct recipe *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    r->name = strdup(name);
+    r->arg = strdup(arg);
+    if (!r->name || !r->arg) {
+        recipe_free(r);
+        return -ENOMEM;
+    }
+    r->kind = kind;
+    r->ttl_ms = kind == RECIPE_COMMAND ? RECIPE_COMMAND_TTL_DEFAULT : RECIPE_TTL_NONE;
+    r->timeout_ms = RECIPE_COMMAND_TIMEOUT_DEFAULT;
+    *ret = r;
+    return 0;
+}
+
+/* "~/x" -> "$HOME/x" for file recipes, so a recipe can be shared between machines. */
+static char *expand_home(const char *p)
+{
+    if (strncmp(p, "~/", 2) != 0)
+        return strdup(p);
+    char *home = NULL;
+    if (path_home(&home) < 0)
+        return strdup(p);
+    char *full = path_join(home, p + 2);
+    free(home);
+    return full;
+}
+
+static int check_arg(const char *name, enum recipe_kind kind, const char *arg, struct err *e)
+{
+    switch (kind) {
+    case RECIPE_ENV:
+        if (!name_is_valid(arg))
+            return err_set(e, -EINVAL,
+                           "'%s': '%s' is not a valid environment variable name "
+                           "(letters, digits and '_', not starting with a digit)",
+                           name, arg);
+        break;
+    case RECIPE_COMMAND:
+        if (arg[strspn(arg, " \t")] == 0)
+            return err_set(e, -EINVAL, "'%s': the command is empty", name);
+        break;
+    case RECIPE_KEYCHAIN:
+        if (!*arg)
+            return err_set(e, -EINVAL, "'%s': the keychain label is empty", name);
+        if (strchr(arg, '\n'))
+            return err_set(e, -EINVAL, "'%s': the keychain label contains a newline", name);
+        break;
+    case RECIPE_FILE:
+        if (!*arg)
+            return err_set(e, -EINVAL, "'%s': the file path is empty", name);
+        if (arg[0] != '/' && strncmp(arg, "~/", 2) != 0)
+            return err_set(e, -EINVAL,
+                           "'%s': the file path '%s' is relative: use an absolute path or ~/",
+                           name, arg);
+        break;
+    case RECIPE_LITERAL:
+        if (!*arg)
+            return err_set(e, -EINVAL, "'%s': the literal value is empty", name);
+        break;
+    }
+    return 0;
+}
+
+static int parse_string(const char *name, const char *s, struct recipe *r, struct err *e)
+{
+    static const struct {
+        const char *prefix;
+        enum recipe_kind kind;
+    } prefixes[] = {
+        {"env:", RECIPE_ENV},         {"keychain:", RECIPE_KEYCHAIN}, {"keyring:", RECIPE_KEYCHAIN},
+        {"file:", RECIPE_FILE},       {"literal:", RECIPE_LITERAL},   {"command:", RECIPE_COMMAND},
+    };
+    const char *arg = NULL;
+
+    if (s[0] == '!') {
+        r->kind = RECIPE_COMMAND;
+        arg = s + 1;
+    }
+    for (size_t i = 0; !arg && i < ELEMENTSOF(prefixes); i++) {
+        size_t n = strlen(prefixes[i].prefix);
+        if (strncmp(s, prefixes[i].prefix, n) == 0) {
+            r->kind = prefixes[i].kind;
+            arg = s + n;
+        }
+    }
+    if (!arg) {
+        /* the older pi format: a bare variable name, else the value itself */
+        r->bare = true;
+        r->kind = name_is_valid(s) ? RECIPE_ENV : RECIPE_LITERAL;
+        arg = s;
+    }
+    if (r->kind == RECIPE_COMMAND)
+        arg += strspn(arg, " \t");
+    r->arg = r->kind == RECIPE_FILE ? expand_home(arg) : strdup(arg);
+    if (!r->arg)
+        return -ENOMEM;
+    return check_arg(name, r->kind, r->kind == RECIPE_FILE ? arg : r->arg, e);
+}
+
+static int parse_duration_value(const char *name, const char *key, struct json_object *v,
+                                int64_t *ret, struct err *e)
+{
+    int64_t ms;
+    if (json_object_is_type(v, json_type_int)) {
+        int64_t sec = json_object_get_int64(v);
+        if (sec < 0 || sec > INT64_MAX / 1000)
+            return err_set(e, -EINVAL, "'%s': \"%s\" must be a non-negative duration", name, key);
+        ms = sec * 1000;
+    } else if (json_object_is_type(v, json_type_string)) {
+        if (duration_parse(json_object_get_string(v), &ms) < 0)
+            return err_set(e, -EINVAL,
+                           "'%s': \"%s\" is not a duration: '%s' (use e.g. \"30s\", \"5m\", "
+                           "\"8h\", \"1h30m\" or \"0\")",
+                           name, key, json_object_get_string(v));
+    } else {
+        return err_set(e, -EINVAL, "'%s': \"%s\" must be a string like \"5m\", not %s", name, key,
+                       json_type_desc(json_object_get_type(v)));
+    }
+    *ret = ms;
+    return 0;
+}
+
+static int parse_object(const char *name, struct json_object *v, struct recipe *r,
+                        struct err *e)
+{
+    static const struct {
+        const char *key;
+        enum recipe_kind kind;
+    } kinds[] = {
+        {"command", RECIPE_COMMAND}, {"keychain", RECIPE_KEYCHAIN}, {"keyring", RECIPE_KEYCHAIN},
+        {"env", RECIPE_ENV},         {"file", RECIPE_FILE},         {"literal", RECIPE_LITERAL},
+    };
+    const char *kind_key = NULL;
+    bool have_ttl = false;
+    int ret;
+
+    json_object_object_foreach(v, key, val)
+    {
+        size_t i;
+        for (i = 0; i < ELEMENTSOF(kinds); i++)
+            if (strcmp(key, kinds[i].key) == 0)
+                break;
+        if (i < ELEMENTSOF(kinds)) {
+            if (kind_key)
+                return err_set(e, -EINVAL, "'%s': both \"%s\" and \"%s\" are given: keep one",
+                               name, kind_key, key);
+            if (!json_object_is_type(val, json_type_string))
+                return err_set(e, -EINVAL, "'%s': \"%s\" must be a string, not %s", name, key,
+                               json_type_desc(json_object_get_type(val)));
+            kind_key = key;
+            r->kind = kinds[i].kind;
+            const char *arg = json_object_get_string(val);
+            if (r->kind == RECIPE_COMMAND)
+                arg += strspn(arg, " \t");
+            r->arg = r->kind == RECIPE_FILE ? expand_home(arg) : strdup(arg);
+            if (!r->arg)
+                return -ENOMEM;
+            ret = check_arg(name, r->kind, r->kind == RECIPE_FILE ? arg : r->arg, e);
+            if (ret < 0)
+                return ret;
+        } else if (strcmp(key, "ttl") == 0) {
+            ret = parse_duration_value(name, key, val, &r->ttl_ms, e);
+            if (ret < 0)
+                return ret;
+            have_ttl = true;
+        } else if (strcmp(key, "timeout") == 0) {
+            ret = parse_duration_value(name, key, val, &r->timeout_ms, e);
+            if (ret < 0)
+                return ret;
+            if (r->timeout_ms <= 0 || r->timeout_ms > RECIPE_COMMAND_TIMEOUT_MAX)
+                return err_set(e, -EINVAL,
+                               "'%s': \"timeout\" must be more than 0 and at most 10m", name);
+        } else if (strcmp(key, "description") == 0) {
+            if (!json_object_is_type(val, json_type_string))
+                return err_set(e, -EINVAL, "'%s': \"description\" must be a string", name);
+            free(r->description);
+            r->description = strdup(json_object_get_string(val));
+            if (!r->description)
+                return -ENOMEM;
+        } else {
+            return err_set(e, -EINVAL,
+                           "'%s': unknown key \"%s\" (expected one of command, keychain, env, "
+                           "file, literal, and optionally ttl, timeout, description)",
+                           name, key);
+        }
+    }
+    if (!kind_key)
+        return err_set(e, -EINVAL,
+                       "'%s': the object names no source: add one of \"command\", \"keychain\", "
+                       "\"env\", \"file\" or \"literal\"",
+                       name);
+    if (!have_ttl)
+        r->ttl_ms = r->kind == RECIPE_COMMAND ? RECIPE_COMMAND_TTL_DEFAULT : RECIPE_TTL_NONE;
+    return 0;
+}
+
+int recipe_parse(const char *name, struct json_object *v, struct recipe **ret, struct err *e)
+{
+    struct recipe *r = NULL;
+    int rc;
+
+    if (!name_is_valid(name))
+        return err_set(e, -EINVAL,
+                       "'%s' is not a valid secret name: use letters, digits and '_', not "
+                       "starting with a digit",
+                       name);
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    r->name = strdup(name);
+    if (!r->name) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    r->timeout_ms = RECIPE_COMMAND_TIMEOUT_DEFAULT;
+    r->ttl_ms = RECIPE_TTL_NONE;
+    if (json_object_is_type(v, json_type_string)) {
+        rc = parse_string(name, json_object_get_string(v), r, e);
+        if (rc >= 0 && r->kind == RECIPE_COMMAND)
+            r->ttl_ms = RECIPE_COMMAND_TTL_DEFAULT;
+    } else if (json_object_is_type(v, json_type_object)) {
+        rc = parse_object(name, v, r, e);
+    } else {
+        rc = err_set(e, -EINVAL, "'%s': a recipe must be a string or an object, not %s", name,
+                     json_type_desc(json_object_get_type(v)));
+    }
+    if (rc < 0)
+        goto out;
+    *ret = TAKE_PTR(r);
+    rc = 0;
+out:
+    recipe_free(r);
+    return rc;
+}
+
+static bool ttl_is_default(const struct recipe *r)
+{
+    return r->ttl_ms == (r->kind == RECIPE_COMMAND ? RECIPE_COMMAND_TTL_DEFAULT : RECIPE_TTL_NONE);
+}
+
+struct json_object *recipe_to_json(const struct recipe *r)
+{
+    bool simple = ttl_is_default(r) && !r->description &&
+                  (r->kind != RECIPE_COMMAND || r->timeout_ms == RECIPE_COMMAND_TIMEOUT_DEFAULT);
+    if (simple) {
+        char *s = NULL;
+        int n;
+        if (r->kind == RECIPE_COMMAND)
+            n = asprintf(&s, "!%s", r->arg);
+        else if (r->bare)
+            n = asprintf(&s, "%s", r->arg);
+        else
+            n = asprintf(&s, "%s:%s", recipe_kind_str(r->kind), r->arg);
+        if (n < 0)
+            return NULL;
+        struct json_object *o = json_object_new_string(s);
+        secure_free(s);
+        return o;
+    }
+    struct json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    char d[DURATION_BUF_SIZE];
+    int r1 = json_object_object_add(o, recipe_kind_str(r->kind), json_object_new_string(r->arg));
+    if (r1 == 0 && !ttl_is_default(r) && r->ttl_ms != RECIPE_TTL_NONE)
+        r1 = json_object_object_add(o, "ttl",
+                                    json_object_new_string(duration_format(r->ttl_ms, d, sizeof(d))));
+    if (r1 == 0 && r->kind == RECIPE_COMMAND && r->timeout_ms != RECIPE_COMMAND_TIMEOUT_DEFAULT)
+        r1 = json_object_object_add(
+            o, "timeout", json_object_new_string(duration_format(r->timeout_ms, d, sizeof(d))));
+    if (r1 == 0 && r->description)
+        r1 = json_object_object_add(o, "description", json_object_new_string(r->description));
+    if (r1 != 0) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
+void recipe_fingerprint(const struct recipe *r, const char *scope, char out[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    const char *kind = recipe_kind_str(r->kind);
+    out[0] = 0;
+    if (!ctx)
+        return;
+    /* NUL-separated so that no two different recipes hash the same bytes */
+    if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+        EVP_DigestUpdate(ctx, scope ? scope : "", strlen(scope ? scope : "") + 1) == 1 &&
+        EVP_DigestUpdate(ctx, r->name, strlen(r->name) + 1) == 1 &&
+        EVP_DigestUpdate(ctx, kind, strlen(kind) + 1) == 1 &&
+        EVP_DigestUpdate(ctx, r->arg, strlen(r->arg) + 1) == 1 &&
+        EVP_DigestUpdate(ctx, &r->ttl_ms, sizeof(r->ttl_ms)) == 1 &&
+        EVP_DigestFinal_ex(ctx, md, &mdlen) == 1) {
+        for (unsigned i = 0; i < mdlen && i < 32; i++)
+            (void)snprintf(out + 2 * i, 3, "%02x", md[i]);
+    }
+    EVP_MD_CTX_free(ctx);
+}

@@ -1,0 +1,283 @@
+/* resolve.c - run a recipe, with the TTL cache for commands */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "child.h"
+#include "duration.h"
+#include "file.h"
+#include "keychain.h"
+#include "path.h"
+#include "resolve.h"
+#include "secmem.h"
+#include "util.h"
+
+/* Beyond the command's own timeout, how long a second resolver waits for the first to finish
+ * the same command before giving up. */
+#define CACHE_LOCK_SLACK_MS 5000
+#define STDERR_LINE_MAX     300
+
+struct resolver {
+    struct store *store;
+    struct cache *cache;
+    struct redact *redact;
+    char *scope;
+    unsigned flags;
+};
+
+void resolver_free(struct resolver *rs)
+{
+    if (!rs)
+        return;
+    free(rs->scope);
+    free(rs);
+}
+
+int resolver_new(struct store *store, struct cache *cache, struct redact *redact, const char *scope,
+                 unsigned flags, struct resolver **ret)
+{
+    struct resolver *rs = calloc(1, sizeof(*rs));
+    if (!rs)
+        return -ENOMEM;
+    rs->scope = strdup(scope ? scope : "");
+    if (!rs->scope) {
+        free(rs);
+        return -ENOMEM;
+    }
+    rs->store = store;
+    rs->cache = cache;
+    rs->redact = redact;
+    rs->flags = flags;
+    *ret = rs;
+    return 0;
+}
+
+void resolved_release(struct resolved *r)
+{
+    if (!r)
+        return;
+    secure_free_len(r->value, r->len);
+    *r = (struct resolved){0};
+}
+
+/* Takes ownership of value (secret buffer contents) into *ret. */
+static int finish(struct resolver *rs, const char *name, struct buf *value, const char *source,
+                  int64_t expires_at, struct resolved *ret, struct err *e)
+{
+    if (memchr(value->data ? value->data : "", 0, value->len))
+        return err_set(e, -EINVAL, "'%s': the value contains a NUL byte", name);
+    int r = redact_add(rs->redact, name, buf_str(value), value->len);
+    if (r < 0)
+        return r;
+    size_t len = value->len;
+    char *v = buf_detach(value);
+    if (!v)
+        return -ENOMEM;
+    *ret = (struct resolved){.value = v, .len = len, .source = source, .expires_at = expires_at};
+    return 0;
+}
+
+/* The first line of a command's stderr, for the error message, cut to a sane length. */
+static void first_line(const struct buf *b, char *out, size_t size)
+{
+    const char *s = buf_str(b);
+    s += strspn(s, " \t\r\n");
+    size_t n = strcspn(s, "\r\n");
+    if (n >= size)
+        n = size - 1;
+    memcpy(out, s, n);
+    out[n] = 0;
+}
+
+static int run_command(struct resolver *rs, const struct recipe *r, struct buf *value,
+                       struct err *e)
+{
+    struct child_spec spec = {
+        .shell_command = r->arg,
+        .flags = CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE,
+    };
+    struct child_run_opts opts = {
+        .timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : RECIPE_COMMAND_TIMEOUT_DEFAULT,
+        .max_stdout = SECRET_VALUE_MAX,
+        .secret_output = true,
+    };
+    struct child_result res = {0};
+    char line[STDERR_LINE_MAX], d[DURATION_BUF_SIZE];
+    int ret = child_run(&spec, &opts, &res, e);
+    if (ret == -E2BIG)
+        return err_set(e, ret, "'%s': the command printed more than %d bytes", r->name,
+                       SECRET_VALUE_MAX);
+    if (ret < 0)
+        return err_prefix(e, "'%s'", r->name);
+    first_line(&res.err, line, sizeof(line));
+    if (res.timed_out) {
+        ret = err_set(e, -ETIMEDOUT,
+                      "'%s': the command did not finish within %s and was killed (raise "
+                      "\"timeout\" in the recipe if it needs longer)",
+                      r->name, duration_format(opts.timeout_ms, d, sizeof(d)));
+    } else if (res.signal) {
+        ret = err_set(e, -EIO, "'%s': the command was killed by signal %d%s%s", r->name,
+                      res.signal, line[0] ? ": " : "", line);
+    } else if (res.exit_code != 0) {
+        ret = err_set(e, -EIO, "'%s': the command exited with status %d%s%s", r->name,
+                      res.exit_code, line[0] ? ": " : "", line);
+    } else {
+        buf_trim(&res.out);
+        if (res.out.len == 0) {
+            ret = err_set(e, -ENODATA, "'%s': the command printed nothing%s%s", r->name,
+                          line[0] ? " (stderr: " : "", line);
+            if (line[0])
+                (void)snprintf(e->msg + strlen(e->msg), sizeof(e->msg) - strlen(e->msg), ")");
+        } else {
+            ret = buf_append(value, res.out.data, res.out.len);
+        }
+    }
+    child_result_release(&res);
+    return ret;
+}
+
+static int run_file(const struct recipe *r, struct buf *value, struct err *e)
+{
+    struct buf raw;
+    int ret;
+    buf_init_secret(&raw, SECRET_VALUE_MAX);
+    ret = file_read(r->arg, FILE_SECRET, &raw, e);
+    if (ret < 0) {
+        ret = err_prefix(e, "'%s'", r->name);
+        goto out;
+    }
+    size_t n = strcspn(buf_str(&raw), "\r\n");
+    ret = buf_append(value, raw.data, n);
+    if (ret < 0)
+        goto out;
+    buf_trim(value);
+    if (value->len == 0) {
+        char *disp = path_display(r->arg);
+        ret = err_set(e, -ENODATA, "'%s': the first line of '%s' is empty", r->name,
+                      disp ? disp : r->arg);
+        free(disp);
+    }
+out:
+    buf_release(&raw);
+    return ret;
+}
+
+int resolver_run(struct resolver *rs, const struct recipe *r, struct resolved *ret, struct err *e)
+{
+    struct buf value;
+    struct file_lock *lock = NULL;
+    char key[65];
+    int64_t expires_at = 0, now = now_unix();
+    bool cached = false;
+    int rc = 0;
+
+    buf_init_secret(&value, SECRET_VALUE_MAX);
+    if (r->ttl_ms > 0)
+        expires_at = now + (r->ttl_ms + 999) / 1000;
+    else if (r->ttl_ms == 0)
+        expires_at = now; /* resolve again every time */
+
+    switch (r->kind) {
+    case RECIPE_ENV: {
+        const char *v = getenv(r->arg);
+        if (!v)
+            rc = err_set(e, -ENOENT, "'%s': the environment variable '%s' is not set", r->name,
+                         r->arg);
+        else if (!*v)
+            rc = err_set(e, -ENODATA, "'%s': the environment variable '%s' is empty", r->name,
+                         r->arg);
+        else
+            rc = buf_append_str(&value, v);
+        break;
+    }
+    case RECIPE_LITERAL:
+        rc = buf_append_str(&value, r->arg);
+        break;
+    case RECIPE_FILE:
+        rc = run_file(r, &value, e);
+        break;
+    case RECIPE_KEYCHAIN: {
+        char *v = NULL;
+        rc = keychain_lookup(r->arg, &v, e);
+        if (rc == -ENOENT)
+            rc = err_set(e, rc,
+                         "'%s': the keychain has no item '%s': run 'secrets configure %s "
+                         "--keychain' to store it",
+                         r->name, r->arg, r->name);
+        else if (rc < 0)
+            rc = err_prefix(e, "'%s'", r->name);
+        else
+            rc = buf_append_str(&value, v);
+        secure_free(v);
+        break;
+    }
+    case RECIPE_COMMAND:
+        if (r->ttl_ms <= 0 || !rs->cache) {
+            rc = run_command(rs, r, &value, e);
+            break;
+        }
+        recipe_fingerprint(r, rs->scope, key);
+        rc = cache_lock(rs->cache, key, r->timeout_ms + CACHE_LOCK_SLACK_MS, &lock, e);
+        if (rc < 0) {
+            rc = err_prefix(e, "'%s'", r->name);
+            break;
+        }
+        if (!(rs->flags & RESOLVE_NO_CACHE) &&
+            cache_lookup(rs->cache, key, now, &value, &expires_at) >= 0) {
+            cached = true;
+            break;
+        }
+        rc = run_command(rs, r, &value, e);
+        if (rc >= 0) {
+            /* the TTL starts when the command finished, not when we were asked */
+            expires_at = now_unix() + (r->ttl_ms + 999) / 1000;
+            if (cache_store(rs->cache, key, value.data, value.len, expires_at) < 0)
+                cache_drop(rs->cache, key);
+        }
+        break;
+    }
+    file_lock_release(lock);
+    if (rc >= 0)
+        rc = finish(rs, r->name, &value, recipe_kind_str(r->kind), expires_at, ret, e);
+    if (rc >= 0)
+        ret->cached = cached;
+    buf_release(&value);
+    return rc;
+}
+
+int resolver_get(struct resolver *rs, const char *name, struct resolved *ret, struct err *e)
+{
+    const struct recipe *r = NULL;
+    int rc;
+
+    if (!name_is_valid(name))
+        return err_set(e, -EINVAL,
+                       "'%s' is not a valid secret name: use letters, digits and '_', not "
+                       "starting with a digit",
+                       name);
+    rc = store_get(rs->store, name, &r, e);
+    if (rc == -ENOENT) {
+        const char *v = (rs->flags & RESOLVE_NO_ENV_FALLBACK) ? NULL : getenv(name);
+        if (!v || !*v)
+            return err_set(e, -ENOENT,
+                           "'%s' has no recipe and no environment variable of that name: run "
+                           "'secrets configure %s'",
+                           name, name);
+        struct buf value;
+        buf_init_secret(&value, SECRET_VALUE_MAX);
+        rc = buf_append_str(&value, v);
+        if (rc >= 0)
+            rc = finish(rs, name, &value, "environment", 0, ret, e);
+        buf_release(&value);
+        return rc;
+    }
+    if (rc < 0)
+        return rc;
+    rc = resolver_run(rs, r, ret, e);
+    if (rc < 0)
+        return rc;
+    /* the recipe wins; say so when the environment would have answered otherwise */
+    ret->env_shadowed = getenv(name) != NULL && !(r->kind == RECIPE_ENV && strcmp(r->arg, name) == 0);
+    return 0;
+}

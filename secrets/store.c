@@ -1,0 +1,201 @@
+/* store.c - secrets.json: load, look up, change, save */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "file.h"
+#include "json.h"
+#include "path.h"
+#include "store.h"
+
+struct store_entry {
+    char *name;
+    struct recipe *recipe; /* NULL when the entry did not parse */
+    struct err err;        /* why it did not parse */
+};
+
+struct store {
+    char *path;
+    struct json_object *root;
+    struct store_entry *entries;
+    size_t n;
+};
+
+static void entries_clear(struct store *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->entries[i].name);
+        recipe_free(s->entries[i].recipe);
+    }
+    free(s->entries);
+    s->entries = NULL;
+    s->n = 0;
+}
+
+static int entries_build(struct store *s)
+{
+    size_t n = 0, i = 0;
+    entries_clear(s);
+    json_object_object_foreach(s->root, k0, v0)
+    {
+        (void)v0;
+        if (k0[0] != '$')
+            n++;
+    }
+    if (n == 0)
+        return 0;
+    s->entries = calloc(n, sizeof(*s->entries));
+    if (!s->entries)
+        return -ENOMEM;
+    json_object_object_foreach(s->root, key, val)
+    {
+        if (key[0] == '$')
+            continue;
+        struct store_entry *en = &s->entries[i++];
+        s->n = i;
+        en->name = strdup(key);
+        if (!en->name)
+            return -ENOMEM;
+        int r = recipe_parse(key, val, &en->recipe, &en->err);
+        if (r == -ENOMEM)
+            return r;
+    }
+    return 0;
+}
+
+void store_free(struct store *s)
+{
+    if (!s)
+        return;
+    entries_clear(s);
+    json_object_put(s->root);
+    free(s->path);
+    free(s);
+}
+
+int store_load(const char *path, struct store **ret, struct err *e)
+{
+    struct store *s = calloc(1, sizeof(*s));
+    int r;
+    if (!s)
+        return -ENOMEM;
+    s->path = strdup(path);
+    if (!s->path) {
+        r = -ENOMEM;
+        goto out;
+    }
+    r = json_read_file(path, STORE_MAX_SIZE, JSON_READ_SECRET, &s->root, e);
+    if (r == -ENOENT) {
+        err_clear(e);
+        s->root = json_object_new_object();
+        if (!s->root) {
+            r = -ENOMEM;
+            goto out;
+        }
+    } else if (r < 0) {
+        goto out;
+    } else if (!json_object_is_type(s->root, json_type_object)) {
+        char *disp = path_display(path);
+        r = err_set(e, -EBADMSG,
+                    "'%s': the top level must be an object mapping names to recipes, not %s",
+                    disp ? disp : path, json_type_desc(json_object_get_type(s->root)));
+        free(disp);
+        goto out;
+    }
+    r = entries_build(s);
+    if (r < 0)
+        goto out;
+    *ret = TAKE_PTR(s);
+    r = 0;
+out:
+    store_free(s);
+    return r;
+}
+
+const char *store_path(const struct store *s)
+{
+    return s->path;
+}
+
+size_t store_count(const struct store *s)
+{
+    return s->n;
+}
+
+const char *store_name(const struct store *s, size_t i)
+{
+    return i < s->n ? s->entries[i].name : NULL;
+}
+
+int store_get(struct store *s, const char *name, const struct recipe **ret, struct err *e)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (strcmp(s->entries[i].name, name) != 0)
+            continue;
+        if (!s->entries[i].recipe) {
+            char *disp = path_display(s->path);
+            int r = err_set(e, s->entries[i].err.code ? s->entries[i].err.code : -EINVAL,
+                            "'%s': %s", disp ? disp : s->path, err_msg(&s->entries[i].err));
+            free(disp);
+            return r;
+        }
+        *ret = s->entries[i].recipe;
+        return 0;
+    }
+    return -ENOENT;
+}
+
+int store_set(struct store *s, const struct recipe *r)
+{
+    struct json_object *v = recipe_to_json(r);
+    if (!v)
+        return -ENOMEM;
+    if (json_object_object_add(s->root, r->name, v) != 0) {
+        json_object_put(v);
+        return -ENOMEM;
+    }
+    return entries_build(s);
+}
+
+int store_remove(struct store *s, const char *name)
+{
+    if (!json_object_object_get_ex(s->root, name, NULL))
+        return -ENOENT;
+    json_object_object_del(s->root, name);
+    return entries_build(s);
+}
+
+int store_save(struct store *s, struct err *e)
+{
+    char *dir = path_dirname(s->path);
+    int r;
+    if (!dir)
+        return -ENOMEM;
+    r = dir_ensure(dir, 0700, e);
+    free(dir);
+    if (r < 0)
+        return r;
+    return json_write_file(s->path, s->root, 0600, e);
+}
+
+int store_lock(const char *path, struct file_lock **ret, struct err *e)
+{
+    char *dir = path_dirname(path), *lock = NULL;
+    int r;
+    if (!dir)
+        return -ENOMEM;
+    r = dir_ensure(dir, 0700, e);
+    if (r < 0)
+        goto out;
+    if (asprintf(&lock, "%s.lock", path) < 0) {
+        lock = NULL;
+        r = -ENOMEM;
+        goto out;
+    }
+    r = file_lock_acquire(lock, STORE_LOCK_TIMEOUT_MS, ret, e);
+out:
+    free(dir);
+    free(lock);
+    return r;
+}

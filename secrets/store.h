@@ -1,0 +1,53 @@
+/* store.h - secrets.json, the file of recipes.
+ *
+ * The file is one JSON object mapping secret names to recipes; keys starting with "$" (such as
+ * "$schema") are kept but ignored. It holds recipes, not values (except literals a user chose),
+ * yet is treated as secret-bearing all the same: 0600 in a 0700 directory, refused when others
+ * can read it, replaced atomically, and modified only under its lock. A malformed file is
+ * reported with line and column and never overwritten. Entries that do not parse are reported
+ * one by one; the others still work. Unknown keys and entries are written back untouched. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "err.h"
+#include "file.h"
+#include "macro.h"
+#include "recipe.h"
+
+#define STORE_MAX_SIZE       (1024 * 1024)
+#define STORE_LOCK_TIMEOUT_MS (10 * 1000)
+
+struct store;
+
+/* Loads path. A missing file is an empty store. Caller frees with store_free(). */
+int store_load(const char *path, struct store **ret, struct err *e) _must_check_;
+void store_free(struct store *s);
+
+const char *store_path(const struct store *s);
+
+/* Names of the entries in file order (keys starting with "$" excluded). Borrowed; valid until
+ * the store changes. */
+size_t store_count(const struct store *s);
+const char *store_name(const struct store *s, size_t i);
+
+/* The parsed recipe for name: 0 and *ret (borrowed, valid until the store changes), -ENOENT
+ * when there is no entry, or -EINVAL with the entry's error message. */
+int store_get(struct store *s, const char *name, const struct recipe **ret,
+              struct err *e) _must_check_;
+
+/* Sets or replaces the entry (serialised with recipe_to_json). */
+int store_set(struct store *s, const struct recipe *r) _must_check_;
+
+/* Removes the entry; -ENOENT when absent. */
+int store_remove(struct store *s, const char *name) _must_check_;
+
+/* Writes the file atomically, 0600, creating its directory 0700. */
+int store_save(struct store *s, struct err *e) _must_check_;
+
+/* Takes the store's lock ("<path>.lock") for a read-modify-write. Caller releases with
+ * file_lock_release(). */
+int store_lock(const char *path, struct file_lock **ret, struct err *e) _must_check_;

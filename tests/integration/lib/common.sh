@@ -1,0 +1,115 @@
+# Shared helpers for integration tests (sourced; not a test itself).
+#
+# Every test runs with a throw-away agent directory and runtime directory, never the real
+# home, and fails loudly: each assertion names what it expected and shows what it got.
+set -euo pipefail
+
+: "${SECRETS_BIN:?SECRETS_BIN must point at the secrets binary (ctest sets it)}"
+: "${TESTS_DIR:?TESTS_DIR must point at tests/ (ctest sets it)}"
+
+T_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/it-XXXXXX")
+export PI_CODING_AGENT_DIR="$T_ROOT/agent"
+export XDG_RUNTIME_DIR="$T_ROOT/run"
+export HOME="$T_ROOT/home"
+mkdir -p "$HOME" && mkdir -m 700 "$XDG_RUNTIME_DIR"
+T_CHECKS=0
+trap 't_cleanup' EXIT
+
+t_cleanup() {
+    local rc=$?
+    rm -rf "$T_ROOT"
+    if [ "$rc" -eq 0 ]; then
+        if [ "$T_CHECKS" -eq 0 ]; then
+            echo "FAIL: no checks ran" >&2
+            exit 1
+        fi
+        echo "ok: $T_CHECKS checks"
+    fi
+}
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# run EXPECTED_STATUS CMD...: runs CMD, keeps stdout in $OUT and stderr in $ERR.
+run() {
+    local want=$1
+    shift
+    local rc=0
+    "$@" >"$T_ROOT/out" 2>"$T_ROOT/err" </dev/null || rc=$?
+    OUT=$(cat "$T_ROOT/out")
+    ERR=$(cat "$T_ROOT/err")
+    T_CHECKS=$((T_CHECKS + 1))
+    if [ "$rc" != "$want" ]; then
+        fail "'$*' exited $rc, expected $want
+--- stdout
+$OUT
+--- stderr
+$ERR"
+    fi
+}
+
+# run_in EXPECTED_STATUS INPUT CMD...: like run, with INPUT on stdin.
+run_in() {
+    local want=$1 input=$2
+    shift 2
+    local rc=0
+    printf '%s' "$input" | "$@" >"$T_ROOT/out" 2>"$T_ROOT/err" || rc=$?
+    OUT=$(cat "$T_ROOT/out")
+    ERR=$(cat "$T_ROOT/err")
+    T_CHECKS=$((T_CHECKS + 1))
+    [ "$rc" = "$want" ] || fail "'$*' (stdin given) exited $rc, expected $want
+--- stdout
+$OUT
+--- stderr
+$ERR"
+}
+
+assert_eq() {
+    T_CHECKS=$((T_CHECKS + 1))
+    [ "$1" = "$2" ] || fail "${3:-values differ}: got '$1', expected '$2'"
+}
+
+assert_contains() {
+    T_CHECKS=$((T_CHECKS + 1))
+    case "$1" in
+    *"$2"*) ;;
+    *) fail "${3:-text} does not contain '$2':
+$1" ;;
+    esac
+}
+
+assert_not_contains() {
+    T_CHECKS=$((T_CHECKS + 1))
+    case "$1" in
+    *"$2"*) fail "${3:-text} contains '$2' and must not:
+$1" ;;
+    *) ;;
+    esac
+}
+
+# json_get JSON EXPR: evaluates a JavaScript expression on the parsed JSON (as `j`).
+json_get() {
+    node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8")); const v = ('"$2"'); process.stdout.write(v === undefined ? "undefined" : typeof v === "string" ? v : JSON.stringify(v));' <<<"$1"
+}
+
+# wait_until TIMEOUT_SECONDS DESCRIPTION CMD...: polls CMD every 50 ms until it succeeds.
+wait_until() {
+    local limit=$1 what=$2
+    shift 2
+    local end=$(($(date +%s%N) / 1000000 + limit * 1000))
+    until "$@"; do
+        [ $(($(date +%s%N) / 1000000)) -lt "$end" ] || fail "timed out after ${limit}s waiting for $what"
+        sleep 0.05
+    done
+    T_CHECKS=$((T_CHECKS + 1))
+}
+
+file_mode() {
+    stat -c %a "$1"
+}
+
+S() {
+    "$SECRETS_BIN" "$@"
+}
