@@ -17,7 +17,6 @@
 
 #define CHILD_MAX_STDERR_DEFAULT (64u * 1024u)
 #define CHILD_KILL_GRACE_DEFAULT 1000
-#define CHILD_READ_CHUNK         (64u * 1024u)
 /* Without a pidfd we cannot poll for the child's exit, so we look at least this often. */
 #define CHILD_REAP_POLL_MS 10
 
@@ -25,6 +24,7 @@ struct child {
     pid_t pid; /* also the process group id */
     int fd_in, fd_out, fd_err;
     bool reaped;
+    bool lost; /* reaped by someone else (ECHILD): no status, nothing left to reap */
     int status;
 };
 
@@ -70,11 +70,11 @@ static int lift_fd(int fd)
 }
 
 struct exec_plan {
-    const char *path;         /* execve path for the shell, NULL for PATH lookup of argv[0] */
+    const char *path; /* execve path for the shell, NULL for PATH lookup of argv[0] */
     char *const *argv;
-    char *const *envp;        /* NULL: keep environ */
+    char *const *envp; /* NULL: keep environ */
     const char *cwd;
-    int src[3];               /* what becomes fd 0, 1, 2; -1 keeps ours (stderr inherit) */
+    int src[3]; /* what becomes fd 0, 1, 2; -1 keeps ours (stderr inherit) */
     int report_fd;
 };
 
@@ -152,6 +152,8 @@ static int reap(struct child *c, int options)
 {
     if (c->reaped)
         return 1;
+    if (c->lost)
+        return -ECHILD;
     int status;
     pid_t p;
     do
@@ -160,7 +162,7 @@ static int reap(struct child *c, int options)
     if (p < 0) {
         int r = -errno;
         if (r == -ECHILD) /* someone reaped it behind our back: it is gone, do not retry */
-            c->reaped = true;
+            c->lost = true;
         return r;
     }
     if (p == 0)
@@ -371,7 +373,7 @@ void child_free(struct child *c)
     close_fd(&c->fd_in);
     close_fd(&c->fd_out);
     close_fd(&c->fd_err);
-    if (c->pid > 0 && !c->reaped) {
+    if (c->pid > 0 && !c->reaped && !c->lost) {
         (void)kill(-c->pid, SIGKILL);
         /* the leader itself, should it not be in its group yet; safe: it is unreaped, so its
          * pid cannot have been reused */

@@ -298,6 +298,53 @@ out:
     return r;
 }
 
+/* The collection behind the "default" alias; *ret_collection is NULL when there is none, else
+ * the caller's (g_object_unref). */
+static int default_collection(struct op *op, SecretService *service, const char *label,
+                              SecretCollection **ret_collection, struct err *e)
+{
+    SecretCollection *collection = NULL;
+    GAsyncResult *res = NULL;
+    GError *gerr = NULL;
+    int r;
+
+    secret_collection_for_alias(service, SECRET_COLLECTION_DEFAULT, SECRET_COLLECTION_NONE,
+                                op->cancel, op_on_result, op);
+    res = op_wait(op);
+    if (res)
+        collection = secret_collection_for_alias_finish(res, &gerr);
+    if (!res || gerr) {
+        r = map_error(op, gerr, STAGE_CALL, label, e);
+        goto out;
+    }
+
+    *ret_collection = TAKE_PTR(collection);
+    r = 0;
+out:
+    g_clear_object(&collection);
+    g_clear_error(&gerr);
+    g_clear_object(&res);
+    return r;
+}
+
+/* Nothing carries the label. While the default collection is locked that is not an answer the
+ * user can act on (the item may be in there, and storing it would fail anyway): say locked. */
+static int not_found(struct op *op, SecretService *service, const char *label, struct err *e)
+{
+    SecretCollection *collection = NULL;
+    int r;
+
+    r = default_collection(op, service, label, &collection, e);
+    if (r < 0)
+        return r;
+    if (collection && secret_collection_get_locked(collection))
+        r = err_set(e, -EACCES, MSG_LOCKED);
+    else
+        r = err_set(e, -ENOENT, "no keychain item '%s'", label);
+    g_clear_object(&collection);
+    return r;
+}
+
 /* Copies a secret out of libsecret's (wiped-on-release) memory into a C string the caller
  * frees with secure_free(). */
 static int copy_value(SecretValue *value, const char *label, char **ret, struct err *e)
@@ -355,7 +402,7 @@ int keychain_lookup(const char *label, char **ret, struct err *e)
             best = item;
     }
     if (!best) {
-        r = err_set(e, -ENOENT, "no keychain item '%s'", label);
+        r = not_found(&op, service, label, e);
         goto out;
     }
     if (secret_item_get_locked(best)) {
@@ -426,16 +473,9 @@ int keychain_store(const char *label, const char *value, struct err *e)
     if (r < 0)
         goto out;
 
-    secret_collection_for_alias(service, SECRET_COLLECTION_DEFAULT, SECRET_COLLECTION_NONE,
-                                op.cancel, op_on_result, &op);
-    res = op_wait(&op);
-    if (res)
-        collection = secret_collection_for_alias_finish(res, &gerr);
-    if (!res || gerr) {
-        r = map_error(&op, gerr, STAGE_CALL, label, e);
+    r = default_collection(&op, service, label, &collection, e);
+    if (r < 0)
         goto out;
-    }
-    g_clear_object(&res);
     if (!collection) {
         r = err_set(e, -EACCES,
                     "the keychain has no default collection: log in to the desktop session once "
@@ -451,7 +491,8 @@ int keychain_store(const char *label, const char *value, struct err *e)
     g_hash_table_insert(attrs, (gpointer) "label", (gpointer)label);
     display = g_strconcat(DISPLAY_LABEL_PREFIX, label, NULL);
     secret = secret_value_new(value, (gssize)len, "text/plain");
-    /* REPLACE: the daemon updates the item with exactly these attributes in this collection. */
+    /* REPLACE: gnome-keyring updates an item of this collection whose attributes include these
+     * (even one another tool stored with extra attributes) instead of adding one. */
     secret_item_create(collection, &keychain_schema, attrs, display, secret,
                        SECRET_ITEM_CREATE_REPLACE, op.cancel, op_on_result, &op);
     res = op_wait(&op);
@@ -527,7 +568,7 @@ int keychain_delete(const char *label, struct err *e)
         }
     }
     if (deleted == 0) {
-        r = err_set(e, -ENOENT, "no keychain item '%s'", label);
+        r = not_found(&op, service, label, e);
         goto out;
     }
 

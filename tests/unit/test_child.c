@@ -139,7 +139,8 @@ static void test_stdin_data(void)
 {
     const char *argv[] = {"cat", NULL};
     struct child_spec spec = {.argv = argv};
-    struct child_run_opts o = {.timeout_ms = 5000, .stdin_data = "line one\nline two", .stdin_len = 17};
+    struct child_run_opts o = {
+        .timeout_ms = 5000, .stdin_data = "line one\nline two", .stdin_len = 17};
     struct child_result res;
     struct err e = ERR_INIT;
     int r = child_run(&spec, &o, &res, &e);
@@ -512,6 +513,29 @@ static void test_unpiped_stdio_is_devnull(void)
         close(keep);
 }
 
+/* O_NONBLOCK is on our ends only: a child must see ordinary blocking stdio */
+static void test_child_ends_blocking(void)
+{
+    struct child_run_opts o = {.timeout_ms = 5000, .stdin_data = "x", .stdin_len = 1};
+    struct child_result res;
+    struct err e = ERR_INIT;
+    int r = run_sh("for f in 0 1 2; do sed -n 's/^flags:[[:space:]]*//p' /proc/$$/fdinfo/$f; done",
+                   &o, &res, &e);
+    CHECK_INT(r, 0);
+    if (r < 0)
+        return;
+    int lines = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(res.out.data, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save)) {
+        long flags = strtol(tok, NULL, 8);
+        CHECK(!(flags & O_NONBLOCK));
+        CHECK(!(flags & O_CLOEXEC)); /* 02000000 in fdinfo: the child's stdio survives exec */
+        lines++;
+    }
+    CHECK_INT(lines, 3);
+    child_result_release(&res);
+}
+
 static void test_signals_reset(void)
 {
     /* an ignored SIGTERM in the parent must not be inherited */
@@ -639,5 +663,5 @@ TESTS_MAIN(test_echo_argv, test_shell_pipe, test_exit_code_and_stderr, test_kill
            test_not_executable, test_bad_cwd, test_timeout_kills_grandchild,
            test_term_ignored_gets_kill, test_stdout_overflow, test_stderr_truncated,
            test_env_minimal, test_env_inherit, test_cwd, test_grandchild_holds_stdout,
-           test_unpiped_stdio_is_devnull, test_signals_reset, test_async_cat,
-           test_async_kill_and_free, test_bad_args)
+           test_unpiped_stdio_is_devnull, test_child_ends_blocking, test_signals_reset,
+           test_async_cat, test_async_kill_and_free, test_bad_args)

@@ -341,34 +341,33 @@ static void test_label_is_not_the_value(void)
 }
 
 /* Two items carry the label (one written by another tool, with an extra attribute): lookup
- * returns the most recently modified; delete removes both. Timestamps have 1 s resolution. */
+ * returns the most recently modified; store updates one of them (gnome-keyring's replace matches
+ * every item whose attributes include ours); delete removes both. Timestamps have 1 s
+ * resolution, hence the sleeps. */
 static void test_most_recent_wins(void)
 {
     if (!in_mode("normal"))
         return;
     struct err e = ERR_INIT;
-    char *v = NULL, *out;
-    const char *other = "printf %s older | secret-tool store --label=other "
-                        "xdg:schema org.credkit.Secret label t-dup extra 1";
+    char *v = NULL;
 
-    out = run_capture(other);
-    free(out);
+    CHECK_INT(keychain_store("t-dup", "ours-1", &e), 0);
     CHECK_INT(count_items("t-dup"), 1);
+
     (void)usleep(1100 * 1000);
-    CHECK_INT(keychain_store("t-dup", "newer", &e), 0);
+    free(run_capture("printf %s theirs | secret-tool store --label=other "
+                     "xdg:schema org.credkit.Secret label t-dup extra 1"));
     CHECK_INT(count_items("t-dup"), 2);
     CHECK_INT(keychain_lookup("t-dup", &v, &e), 0);
-    CHECK_STR(v, "newer");
+    CHECK_STR(v, "theirs");
     secure_free(v);
     v = NULL;
 
     (void)usleep(1100 * 1000);
-    out = run_capture("printf %s newest | secret-tool store --label=other "
-                      "xdg:schema org.credkit.Secret label t-dup extra 1");
-    free(out);
+    CHECK_INT(keychain_store("t-dup", "ours-2", &e), 0);
     CHECK_INT(count_items("t-dup"), 2);
     CHECK_INT(keychain_lookup("t-dup", &v, &e), 0);
-    CHECK_STR(v, "newest");
+    CHECK_STR(v, "ours-2");
     secure_free(v);
 
     CHECK_INT(keychain_delete("t-dup", &e), 0);
@@ -444,6 +443,10 @@ static void test_relocked(void)
     CHECK_INT(keychain_delete("t-lock", &e), -EACCES);
     CHECK_CONTAINS(e.msg, "locked");
     CHECK_INT(count_items("t-lock"), 1); /* nothing was deleted */
+
+    err_clear(&e);
+    CHECK_INT(keychain_lookup("t-never-stored", &v, &e), -EACCES);
+    CHECK_CONTAINS(e.msg, "locked");
 }
 
 /* ---- locked: with-keyring --locked ------------------------------------------------------- */
@@ -454,10 +457,21 @@ static void test_locked(void)
         return;
     struct err e = ERR_INIT;
 
+    char *v = NULL;
+
     CHECK_INT(keychain_store("t-locked", "value", &e), -EACCES);
     CHECK_CONTAINS(e.msg, "locked");
     CHECK_CONTAINS(e.msg, "unlock");
     CHECK_INT(count_items("t-locked"), 0);
+
+    /* Nothing found, but the collection is locked: "unlock it" is the useful answer. */
+    err_clear(&e);
+    CHECK_INT(keychain_lookup("t-locked", &v, &e), -EACCES);
+    CHECK(v == NULL);
+    CHECK_CONTAINS(e.msg, "locked");
+    err_clear(&e);
+    CHECK_INT(keychain_delete("t-locked", &e), -EACCES);
+    CHECK_CONTAINS(e.msg, "locked");
 }
 
 /* ---- nodaemon: a session bus without a Secret Service ------------------------------------ */

@@ -1,0 +1,69 @@
+/* faultinject - an LD_PRELOAD shim that makes chosen system calls fail, for tests that prove a
+ * failure loses nothing (a failed write leaves the old file intact, a failed configure restores
+ * the keychain).
+ *
+ *   FAULT_RENAME_SUFFIX=secrets.json LD_PRELOAD=libfaultinject.so secrets configure ...
+ *
+ * FAULT_RENAME_SUFFIX: rename()/renameat()/renameat2() whose target ends with this suffix fail
+ *                      with EIO (FAULT_ERRNO overrides the errno number).
+ *
+ * Running as root, permission tricks (a read-only directory) do not make writes fail; this
+ * does, deterministically. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rename(const char *oldpath, const char *newpath);
+int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+              unsigned int flags);
+
+static int fault_errno(void)
+{
+    const char *s = getenv("FAULT_ERRNO");
+    if (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (!*end && v > 0 && v < 4096)
+            return (int)v;
+    }
+    return EIO;
+}
+
+static int should_fail(const char *target)
+{
+    const char *suffix = getenv("FAULT_RENAME_SUFFIX");
+    if (!suffix || !*suffix || !target)
+        return 0;
+    size_t n = strlen(target), m = strlen(suffix);
+    return n >= m && strcmp(target + n - m, suffix) == 0;
+}
+
+int rename(const char *oldpath, const char *newpath)
+{
+    return renameat(AT_FDCWD, oldpath, AT_FDCWD, newpath);
+}
+
+int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
+{
+    return renameat2(olddirfd, oldpath, newdirfd, newpath, 0);
+}
+
+int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+              unsigned int flags)
+{
+    typedef int (*renameat2_fn)(int, const char *, int, const char *, unsigned int);
+    if (should_fail(newpath)) {
+        errno = fault_errno();
+        return -1;
+    }
+    renameat2_fn real = (renameat2_fn)dlsym(RTLD_NEXT, "renameat2");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real(olddirfd, oldpath, newdirfd, newpath, flags);
+}
