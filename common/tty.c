@@ -1,6 +1,7 @@
 /* tty.c - prompts on the controlling terminal, echo off for secrets */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,10 @@ static void write_str(int fd, const char *s)
     while (n > 0) {
         ssize_t w = write(fd, s, n);
         if (w < 0) {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
             if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN && poll(&pfd, 1, 5000) > 0)
                 continue;
             return;
         }
@@ -54,15 +58,26 @@ int tty_prompt(const char *prompt, bool secret, char **ret)
     struct buf line;
     int r = 0;
 
-    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+    /* non-blocking: a line that Ctrl-C flushed after ppoll() saw it must not block read() */
+    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return -errno;
     buf_init(&line, TTY_LINE_MAX);
     line.secret = secret;
     tty_interrupted = 0;
     sigemptyset(&sa.sa_mask);
+    /* the signals stay blocked except inside ppoll(), which unblocks them atomically: a
+     * Ctrl-C that lands between a check of the flag and the wait can then not be lost */
+    sigset_t block, orig_mask, wait_mask;
+    sigemptyset(&block);
     for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+        sigaddset(&block, sigs[i]);
+    (void)sigprocmask(SIG_BLOCK, &block, &orig_mask);
+    wait_mask = orig_mask;
+    for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
         (void)sigaction(sigs[i], &sa, &old_sa[i]);
+        sigdelset(&wait_mask, sigs[i]);
+    }
 
     if (secret && tcgetattr(fd, &old) == 0) {
         quiet = old;
@@ -74,13 +89,21 @@ int tty_prompt(const char *prompt, bool secret, char **ret)
 
     for (;;) {
         char c;
-        ssize_t n = read(fd, &c, 1);
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
         if (tty_interrupted) {
             r = -ECANCELED;
             break;
         }
-        if (n < 0) {
+        int pr = ppoll(&pfd, 1, NULL, &wait_mask);
+        if (pr < 0) {
             if (errno == EINTR)
+                continue;
+            r = -errno;
+            break;
+        }
+        ssize_t n = read(fd, &c, 1);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN)
                 continue;
             r = -errno;
             break;
@@ -100,6 +123,9 @@ int tty_prompt(const char *prompt, bool secret, char **ret)
         (void)tcsetattr(fd, TCSAFLUSH, &old);
     if (secret)
         write_str(fd, "\n");
+    /* unblock while our handler is still in place, so a signal that arrived meanwhile lands
+     * there (and is the cancellation it already was), then put the caller's handlers back */
+    (void)sigprocmask(SIG_SETMASK, &orig_mask, NULL);
     for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
         (void)sigaction(sigs[i], &old_sa[i], NULL);
     close(fd);
