@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -466,7 +467,9 @@ int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
 {
     struct child *c = NULL;
     struct buf out, errb;
-    int pidfd = -1;
+    int pidfd = -1, sigfd = -1, interrupted = 0;
+    sigset_t watched, oldmask;
+    bool masked = false;
     int r;
 
     if (!spec || !opts || !ret)
@@ -485,6 +488,23 @@ int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
     else
         buf_init(&out, max_out);
     buf_init(&errb, max_err);
+
+    /* A SIGINT, SIGTERM or SIGHUP meant for us while the child runs: take its whole process
+     * group down first (it is in a group of its own, so the terminal's Ctrl-C never reaches
+     * it), then let the signal do what it would have done. Signals the caller had blocked stay
+     * the caller's business. */
+    sigemptyset(&watched);
+    sigset_t cur;
+    if (pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0) {
+        static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+            if (!sigismember(&cur, sigs[i]))
+                sigaddset(&watched, sigs[i]);
+    }
+    if (pthread_sigmask(SIG_BLOCK, &watched, &oldmask) == 0) {
+        masked = true;
+        sigfd = signalfd(-1, &watched, SFD_CLOEXEC | SFD_NONBLOCK);
+    }
 
     struct child_spec s = *spec;
     s.flags = CHILD_STDOUT_PIPE | (opts->stdin_data ? CHILD_STDIN_PIPE : 0) |
@@ -540,7 +560,7 @@ int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
             break;
         }
 
-        struct pollfd pfd[4];
+        struct pollfd pfd[5];
         int nfds = 0, i_in = -1, i_out = -1, i_err = -1;
         if (c->fd_in >= 0) {
             i_in = nfds;
@@ -556,6 +576,11 @@ int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
         }
         if (pidfd >= 0)
             pfd[nfds++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+        int i_sig = -1;
+        if (sigfd >= 0 && !interrupted) {
+            i_sig = nfds;
+            pfd[nfds++] = (struct pollfd){.fd = sigfd, .events = POLLIN};
+        }
 
         int64_t wait = (timed_out ? kill_at : deadline) - now;
         if (!c->reaped && pidfd < 0 && wait > CHILD_REAP_POLL_MS)
@@ -569,6 +594,15 @@ int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
             goto out;
         }
 
+        if (i_sig >= 0 && pfd[i_sig].revents) {
+            struct signalfd_siginfo si;
+            if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                interrupted = (int)si.ssi_signo;
+                /* the same path as a timeout, starting now */
+                deadline = now_ms();
+            }
+            continue;
+        }
         if (i_in >= 0 && pfd[i_in].revents) {
             ssize_t w = write_nosigpipe(c->fd_in, in_p, in_left);
             if (w >= 0) {
@@ -606,6 +640,11 @@ int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
         }
     }
 
+    if (interrupted) {
+        r = err_set(e, -EINTR, "'%s' was stopped: we were interrupted by signal %d", name,
+                    interrupted);
+        goto out;
+    }
     int status = c->status;
     *ret = (struct child_result){
         .exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
@@ -626,6 +665,12 @@ out:
     child_free(c);
     buf_release(&out);
     buf_release(&errb);
+    close_fd(&sigfd);
+    if (masked)
+        (void)pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
+    /* the child is gone: now the signal may do what it was sent to do */
+    if (interrupted)
+        (void)raise(interrupted);
     return r;
 }
 

@@ -95,7 +95,11 @@ int secure_random_token(size_t nbytes, char **ret)
 
 int secure_harden_process(void)
 {
-    struct rlimit rl = {0, 0};
+    /* only the soft limit: programs we run (secrets exec) may raise theirs again */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_CORE, &rl) < 0)
+        return -errno;
+    rl.rlim_cur = 0;
     if (setrlimit(RLIMIT_CORE, &rl) < 0)
         return -errno;
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)

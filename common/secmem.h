@@ -32,6 +32,7 @@ int secure_random(void *p, size_t n) _must_check_;
  * secure_free(). */
 int secure_random_token(size_t nbytes, char **ret) _must_check_;
 
-/* Process-wide hardening for a program that handles secrets: no core dumps (RLIMIT_CORE 0,
- * PR_SET_DUMPABLE 0). Call first thing in main(). Returns -errno on failure. */
+/* Process-wide hardening for a program that handles secrets: no core dumps (soft RLIMIT_CORE
+ * 0, PR_SET_DUMPABLE 0; the hard limit is left alone, so a program we exec can raise its soft
+ * limit again, and exec resets dumpable). Call first thing in main(). Returns -errno. */
 int secure_harden_process(void);

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -51,8 +53,12 @@ int cache_open(struct cache **ret)
     struct stat st;
     *ret = NULL;
     /* only a private directory of our own will do: anything else means no cache */
+    struct statfs sf;
     if (!rt || rt[0] != '/' || stat(rt, &st) < 0 || !S_ISDIR(st.st_mode) ||
         st.st_uid != geteuid() || (st.st_mode & 077))
+        return 0;
+    /* values are never written to persistent storage: memory-backed filesystems only */
+    if (statfs(rt, &sf) < 0 || (sf.f_type != TMPFS_MAGIC && sf.f_type != RAMFS_MAGIC))
         return 0;
     struct cache *c = calloc(1, sizeof(*c));
     if (!c)

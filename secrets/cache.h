@@ -4,7 +4,8 @@
  * and the same expiry without running the command again, across processes. The cache lives in
  * $XDG_RUNTIME_DIR/credkit-secrets/ (memory-backed and private to the user on systemd systems,
  * gone at logout): values are never written to persistent disk. Without a usable runtime
- * directory there is no cache and every resolution runs its command.
+ * directory (set, ours, mode 0700, on tmpfs or ramfs) there is no cache and every resolution
+ * runs its command. Lock files (empty) stay until the runtime directory goes.
  *
  * Entries are keyed by recipe_fingerprint(), so changing a recipe (or its TTL) never serves an
  * old value; each entry is a 0600 file whose mtime is its expiry, so expired entries are swept

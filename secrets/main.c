@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,7 +49,7 @@ static const char usage_text[] =
     "\n"
     "examples:\n"
     "  secrets configure GITHUB_TOKEN --command 'gh auth token' --ttl 8h\n"
-    "  printf %%s \"$KEY\" | secrets configure OPENAI_API_KEY --keychain\n"
+    "  printf %s \"$KEY\" | secrets configure OPENAI_API_KEY --keychain\n"
     "  secrets get GITHUB_TOKEN\n"
     "  secrets resolve --json GITHUB_TOKEN OPENAI_API_KEY\n"
     "  secrets exec GITHUB_TOKEN -- gh repo list\n"
@@ -302,15 +303,17 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
             }
             if (!json) {
                 char when[64] = "does not expire";
-                if (res.expires_at > 0) {
+                if (res.expires_at > 0 && res.expires_at <= now_unix()) {
+                    (void)snprintf(when, sizeof(when), "resolved afresh every time (ttl 0)");
+                } else if (res.expires_at > 0) {
                     char d[DURATION_BUF_SIZE];
                     int64_t left = res.expires_at - now_unix();
                     (void)snprintf(when, sizeof(when), "expires in %s%s",
                                    duration_format(left > 0 ? left * 1000 : 0, d, sizeof(d)),
                                    res.cached ? " (cached)" : "");
                 }
-                printf("%s: resolved from %s, %zu characters, %s\n", argv[i], res.source, res.len,
-                       when);
+                printf("%s: resolved from %s, %zu character%s, %s\n", argv[i], res.source, res.len,
+                       res.len == 1 ? "" : "s", when);
             }
             if (res.env_shadowed)
                 log_info(c->log,
@@ -441,8 +444,6 @@ static int cmd_list(struct cli *c, int argc, char **argv)
                     resolved_release(&res);
                 }
             }
-            (void)json_object_object_add(o, "answered_by",
-                                         json_object_new_string("recipe"));
             (void)json_object_object_add(o, "environment_shadowed",
                                          json_object_new_boolean(shadowed));
             (void)json_object_object_add(o, "literal",
@@ -625,6 +626,12 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
     }
     cli_close(c);
     (void)fflush(NULL);
+    /* our no-core-dump limit is for us, not for the command */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_CORE, &rl) == 0) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_CORE, &rl);
+    }
     execvpe(argv[dash + 1], argv + dash + 1, env);
     r = errno;
     child_env_free(env);

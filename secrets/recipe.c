@@ -33,24 +33,6 @@ void recipe_free(struct recipe *r)
     free(r);
 }
 
-int recipe_new(const char *name, enum recipe_kind kind, const char *arg, struct recipe **ret)
-{
-    struct recipe *r = calloc(1, sizeof(*r));
-    if (!r)
-        return -ENOMEM;
-    r->name = strdup(name);
-    r->arg = strdup(arg);
-    if (!r->name || !r->arg) {
-        recipe_free(r);
-        return -ENOMEM;
-    }
-    r->kind = kind;
-    r->ttl_ms = kind == RECIPE_COMMAND ? RECIPE_COMMAND_TTL_DEFAULT : RECIPE_TTL_NONE;
-    r->timeout_ms = RECIPE_COMMAND_TIMEOUT_DEFAULT;
-    *ret = r;
-    return 0;
-}
-
 /* "~/x" -> "$HOME/x" for file recipes, so a recipe can be shared between machines. */
 static char *expand_home(const char *p)
 {
@@ -62,6 +44,24 @@ static char *expand_home(const char *p)
     char *full = path_join(home, p + 2);
     free(home);
     return full;
+}
+
+int recipe_new(const char *name, enum recipe_kind kind, const char *arg, struct recipe **ret)
+{
+    struct recipe *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    r->name = strdup(name);
+    r->arg = kind == RECIPE_FILE ? expand_home(arg) : strdup(arg);
+    if (!r->name || !r->arg) {
+        recipe_free(r);
+        return -ENOMEM;
+    }
+    r->kind = kind;
+    r->ttl_ms = kind == RECIPE_COMMAND ? RECIPE_COMMAND_TTL_DEFAULT : RECIPE_TTL_NONE;
+    r->timeout_ms = RECIPE_COMMAND_TIMEOUT_DEFAULT;
+    *ret = r;
+    return 0;
 }
 
 static int check_arg(const char *name, enum recipe_kind kind, const char *arg, struct err *e)

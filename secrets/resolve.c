@@ -61,12 +61,49 @@ void resolved_release(struct resolved *r)
     *r = (struct resolved){0};
 }
 
+/* Whether s[0..len) is well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF). */
+static bool utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        unsigned c = *p;
+        size_t n;
+        unsigned min;
+        if (c < 0x80) {
+            p++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            n = 1, min = 0x80, c &= 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            n = 2, min = 0x800, c &= 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            n = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return false;
+        }
+        if ((size_t)(end - p) <= n)
+            return false;
+        for (size_t i = 1; i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return false;
+            c = (c << 6) | (p[i] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+            return false;
+        p += n + 1;
+    }
+    return true;
+}
+
 /* Takes ownership of value (secret buffer contents) into *ret. */
 static int finish(struct resolver *rs, const char *name, struct buf *value, const char *source,
                   int64_t expires_at, struct resolved *ret, struct err *e)
 {
     if (memchr(value->data ? value->data : "", 0, value->len))
         return err_set(e, -EINVAL, "'%s': the value contains a NUL byte", name);
+    /* values travel in JSON answers and environment variables: text only */
+    if (!utf8_valid(buf_str(value), value->len))
+        return err_set(e, -EINVAL, "'%s': the value is not valid UTF-8 text", name);
     int r = redact_add(rs->redact, name, buf_str(value), value->len);
     if (r < 0)
         return r;
@@ -200,11 +237,16 @@ int resolver_run(struct resolver *rs, const struct recipe *r, struct resolved *r
     case RECIPE_KEYCHAIN: {
         char *v = NULL;
         rc = keychain_lookup(r->arg, &v, e);
-        if (rc == -ENOENT)
+        if (rc == -ENOENT && strcmp(r->arg, r->name) == 0)
             rc = err_set(e, rc,
                          "'%s': the keychain has no item '%s': run 'secrets configure %s "
                          "--keychain' to store it",
                          r->name, r->arg, r->name);
+        else if (rc == -ENOENT)
+            rc = err_set(e, rc,
+                         "'%s': the keychain has no item '%s': run 'secrets configure %s "
+                         "--keychain --label '%s'' to store it",
+                         r->name, r->arg, r->name, r->arg);
         else if (rc < 0)
             rc = err_prefix(e, "'%s'", r->name);
         else

@@ -61,6 +61,13 @@ T_CHECKS=$((T_CHECKS + 1))
 XDG_RUNTIME_DIR= run 0 S get COUNTED
 XDG_RUNTIME_DIR= run 0 S get COUNTED
 assert_eq "$(cat "$COUNTER")" 10
+# nor with a runtime directory on persistent storage: values never go to disk
+disk_rt="$T_ROOT/disk-run"
+mkdir -m 700 "$disk_rt"
+XDG_RUNTIME_DIR="$disk_rt" run 0 S get COUNTED
+XDG_RUNTIME_DIR="$disk_rt" run 0 S get COUNTED
+assert_eq "$(cat "$COUNTER")" 12
+assert_eq "$(ls -A "$disk_rt")" "" "a disk-backed runtime directory"
 # the cache holds values only in the runtime directory, privately
 for f in "$XDG_RUNTIME_DIR"/credkit-secrets/*; do
     case "$f" in *.lock) continue ;; esac
@@ -105,3 +112,19 @@ JSON
 run 1 S get STUBBORN
 gc=$(cat "$PIDFILE")
 wait_until 5 "the stubborn grandchild $gc to be killed" grandchild_gone
+
+# secrets itself stopped (SIGTERM) while a command runs: the command's group goes down with it
+rm -f "$PIDFILE"
+cat >"$PI_CODING_AGENT_DIR/secrets.json" <<JSON
+{"SLOW": {"command": "sleep 300 & echo \$! > $PIDFILE; wait", "timeout": "5m"}}
+JSON
+"$SECRETS_BIN" get SLOW >/dev/null 2>&1 &
+spid=$!
+has_pidfile() { [ -s "$PIDFILE" ]; }
+wait_until 10 "the command to start" has_pidfile
+gc=$(cat "$PIDFILE")
+kill -TERM "$spid"
+rc=0
+wait "$spid" || rc=$?
+assert_eq "$rc" 143 "secrets' status after SIGTERM"
+wait_until 5 "the command's grandchild $gc to be killed with secrets" grandchild_gone

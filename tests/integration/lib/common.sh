@@ -9,15 +9,17 @@ set -euo pipefail
 
 T_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/it-XXXXXX")
 export PI_CODING_AGENT_DIR="$T_ROOT/agent"
-export XDG_RUNTIME_DIR="$T_ROOT/run"
+# the cache lives only on a memory-backed filesystem, as $XDG_RUNTIME_DIR is on a desktop
+XDG_RUNTIME_DIR=$(mktemp -d /dev/shm/it-run-XXXXXX)
+export XDG_RUNTIME_DIR
 export HOME="$T_ROOT/home"
-mkdir -p "$HOME" && mkdir -m 700 "$XDG_RUNTIME_DIR"
+mkdir -p "$HOME" && chmod 700 "$XDG_RUNTIME_DIR"
 T_CHECKS=0
 trap 't_cleanup' EXIT
 
 t_cleanup() {
     local rc=$?
-    rm -rf "$T_ROOT"
+    rm -rf "$T_ROOT" "$XDG_RUNTIME_DIR"
     if [ "$rc" -eq 0 ]; then
         if [ "$T_CHECKS" -eq 0 ]; then
             echo "FAIL: no checks ran" >&2

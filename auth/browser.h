@@ -1,0 +1,16 @@
+/* browser.h - opening the authorization URL in the user's browser.
+ *
+ * $BROWSER when set (a command, split on whitespace into its arguments, that receives the URL
+ * as its last argument), else xdg-open. Never through a shell, only http(s) URLs. The browser
+ * is started detached (its own session, reparented to init, stdin/stdout/stderr on /dev/null)
+ * and never waited for: like xdg-open it may return at once or live on, and the flow waits on
+ * the loopback listener, not on it. Failing to start it is not fatal for the caller, who
+ * always prints the URL as well. */
+#pragma once
+
+#include "err.h"
+#include "macro.h"
+
+/* Starts the browser on url. -EINVAL for a non-http(s) URL; -ENOENT (with a message naming the
+ * command) when neither $BROWSER nor xdg-open can be run. */
+int browser_open(const char *url, struct err *e) _must_check_;

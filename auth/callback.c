@@ -1,0 +1,681 @@
+/* callback.c - the loopback redirect receiver, on libmicrohttpd in external-poll mode.
+ *
+ * We bind the listening socket ourselves (127.0.0.1 only, O_CLOEXEC) so that a taken port is
+ * reported with its real errno, and hand it to libmicrohttpd, which we drive from
+ * callback_wait() with ppoll(): SIGINT and SIGTERM are blocked everywhere except inside
+ * ppoll(), so a Ctrl-C can neither be lost between a check and the wait nor interrupt
+ * libmicrohttpd half-way through a request. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "buf.h"
+#include "callback.h"
+#include "secmem.h"
+#include "util.h"
+
+#define CALLBACK_PARAM_MAX     4096u  /* bytes per query parameter, decoded */
+#define CALLBACK_CONN_LIMIT    16u    /* a browser opens a handful at most */
+#define CALLBACK_CONN_TIMEOUT  10u    /* seconds of inactivity before a connection is dropped */
+#define CALLBACK_CONN_MEMORY   32768u /* per connection: request line and headers must fit */
+#define CALLBACK_TICK_MS       1000
+#define CALLBACK_DRAIN_MS      1000   /* after acceptance: time to deliver the page */
+#define CALLBACK_MAX_FDS       64     /* listen socket + CALLBACK_CONN_LIMIT, with room to spare */
+
+struct callback {
+    struct MHD_Daemon *daemon;
+    uint16_t port;
+    char redirect_uri[sizeof("http://127.0.0.1:65535" CALLBACK_PATH)];
+    char host_ip[sizeof("127.0.0.1:65535")];
+    char host_name[sizeof("localhost:65535")];
+
+    const char *expected_state;    /* borrowed, set only during callback_wait() */
+    bool accepted;                 /* a valid callback was taken: later ones get 410 */
+    bool answered;                 /* its response went out (or its connection died) */
+    int fail;                      /* -errno raised inside the request handler */
+    struct callback_result result; /* filled on acceptance, handed out by callback_wait() */
+
+    struct pollfd pfds[CALLBACK_MAX_FDS];
+};
+
+/* --- pages --- */
+
+#define PAGE_HEAD                                                                                  \
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"                            \
+    "<meta name=\"viewport\" content=\"width=device-width\">"
+#define PAGE_TAIL "</body></html>\n"
+
+static const char page_success[] = PAGE_HEAD "<title>Signed in</title></head><body>"
+                                   "<h1>Signed in</h1>"
+                                   "<p>You can close this tab and return to the terminal.</p>" PAGE_TAIL;
+
+static const char page_invalid[] = PAGE_HEAD "<title>Sign-in failed</title></head><body>"
+                                   "<h1>Sign-in failed</h1>"
+                                   "<p>This sign-in link is not valid or has expired.</p>"
+                                   "<p>Start the sign-in again from the terminal.</p>" PAGE_TAIL;
+
+static const char page_used[] = PAGE_HEAD "<title>Already used</title></head><body>"
+                                "<h1>Already used</h1>"
+                                "<p>This sign-in link was already used. You can close this tab.</p>" PAGE_TAIL;
+
+static const char page_error_fallback[] = PAGE_HEAD "<title>Sign-in failed</title></head><body>"
+                                          "<h1>Sign-in failed</h1>"
+                                          "<p>The authorization server refused the sign-in. "
+                                          "Return to the terminal for details.</p>" PAGE_TAIL;
+
+static const char page_internal[] = PAGE_HEAD "<title>Error</title></head><body>"
+                                    "<h1>Error</h1><p>Return to the terminal for details.</p>" PAGE_TAIL;
+
+static const char page_not_found[] = PAGE_HEAD "<title>Not found</title></head><body>"
+                                     "<h1>Not found</h1>" PAGE_TAIL;
+
+static const char page_bad_method[] = PAGE_HEAD "<title>Method not allowed</title></head><body>"
+                                      "<h1>Method not allowed</h1>" PAGE_TAIL;
+
+/* Text into HTML element content: markup characters become entities, control characters
+ * become '?'. */
+static int html_escape(struct buf *b, const char *s)
+{
+    int r = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && r >= 0; p++) {
+        switch (*p) {
+        case '&': r = buf_append_str(b, "&amp;"); break;
+        case '<': r = buf_append_str(b, "&lt;"); break;
+        case '>': r = buf_append_str(b, "&gt;"); break;
+        case '"': r = buf_append_str(b, "&quot;"); break;
+        case '\'': r = buf_append_str(b, "&#39;"); break;
+        default: r = buf_append_char(b, (*p < 0x20 || *p == 0x7f) ? '?' : (char)*p); break;
+        }
+    }
+    return r;
+}
+
+static int build_error_page(struct buf *b, const char *error, const char *description)
+{
+    int r = buf_append_str(b, PAGE_HEAD "<title>Sign-in failed</title></head><body>"
+                              "<h1>Sign-in failed</h1><p>The authorization server answered "
+                              "<code>");
+    if (r >= 0)
+        r = html_escape(b, error);
+    if (r >= 0)
+        r = buf_append_str(b, "</code>.</p>");
+    if (r >= 0 && description) {
+        r = buf_append_str(b, "<p>");
+        if (r >= 0)
+            r = html_escape(b, description);
+        if (r >= 0)
+            r = buf_append_str(b, "</p>");
+    }
+    if (r >= 0)
+        r = buf_append_str(b, "<p>Return to the terminal for details.</p>" PAGE_TAIL);
+    return r;
+}
+
+/* Queues page with our headers. The response is not cached, leaks no referrer, loads nothing,
+ * and closes its connection: this server answers a handful of requests in its life. */
+static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *page,
+                              size_t len, enum MHD_ResponseMemoryMode mode)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)page, mode);
+    if (!resp)
+        return MHD_NO;
+    bool ok = MHD_add_response_header(resp, "Content-Type", "text/html; charset=utf-8") &&
+              MHD_add_response_header(resp, "Cache-Control", "no-store") &&
+              MHD_add_response_header(resp, "Referrer-Policy", "no-referrer") &&
+              MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff") &&
+              MHD_add_response_header(resp, "Content-Security-Policy",
+                                      "default-src 'none'; frame-ancestors 'none'") &&
+              MHD_add_response_header(resp, "Connection", "close");
+    if (ok && status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        ok = MHD_add_response_header(resp, "Allow", "GET");
+    enum MHD_Result res = ok ? MHD_queue_response(conn, status, resp) : MHD_NO;
+    MHD_destroy_response(resp);
+    return res;
+}
+
+#define ANSWER_STATIC(conn, status, page)                                                          \
+    answer((conn), (status), (page), sizeof(page) - 1, MHD_RESPMEM_PERSISTENT)
+
+/* --- request handling --- */
+
+enum {
+    P_CODE,
+    P_STATE,
+    P_ISS,
+    P_ERROR,
+    P_ERROR_DESCRIPTION,
+    P_ERROR_URI,
+    P_COUNT,
+};
+
+static const char *const param_names[P_COUNT] = {
+    [P_CODE] = "code",
+    [P_STATE] = "state",
+    [P_ISS] = "iss",
+    [P_ERROR] = "error",
+    [P_ERROR_DESCRIPTION] = "error_description",
+    [P_ERROR_URI] = "error_uri",
+};
+
+/* The query parameters we read, borrowed from libmicrohttpd for the handler's duration. */
+struct params {
+    const char *value[P_COUNT]; /* NULL when absent or empty */
+    unsigned seen[P_COUNT];
+    bool bad; /* too long, embedded NUL */
+};
+
+static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     size_t key_size, const char *value, size_t value_size)
+{
+    struct params *p = cls;
+    for (size_t i = 0; i < P_COUNT; i++) {
+        if (strlen(param_names[i]) != key_size || memcmp(key, param_names[i], key_size) != 0)
+            continue;
+        p->seen[i]++;
+        if (!value || value_size == 0)
+            break;
+        if (value_size > CALLBACK_PARAM_MAX || strlen(value) != value_size)
+            p->bad = true;
+        else
+            p->value[i] = value;
+        break;
+    }
+    return MHD_YES;
+}
+
+/* Reads our parameters. RFC 6749 section 3.1: none may appear twice; every value is bounded. */
+static bool read_params(struct MHD_Connection *conn, struct params *p)
+{
+    *p = (struct params){0};
+    (void)MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_param, p);
+    if (p->bad)
+        return false;
+    for (size_t i = 0; i < P_COUNT; i++)
+        if (p->seen[i] > 1)
+            return false;
+    return true;
+}
+
+/* The Host a browser sends after the redirect: our address, or localhost. Anything else (a
+ * DNS-rebinding page's own name) is not a callback to us. */
+static bool host_ok(const struct callback *cb, struct MHD_Connection *conn)
+{
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!host)
+        return false;
+    if (strcasecmp(host, cb->host_ip) == 0 || strcasecmp(host, cb->host_name) == 0)
+        return true;
+    return cb->port == 80 && (strcmp(host, "127.0.0.1") == 0 || strcasecmp(host, "localhost") == 0);
+}
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *oom = true;
+    return d;
+}
+
+/* Copies the accepted callback into cb->result. -ENOMEM leaves cb->result empty. */
+static int keep_result(struct callback *cb, const struct params *p)
+{
+    struct callback_result res = {0};
+    bool oom = false;
+    if (!p->value[P_ERROR])
+        res.code = dup_or_null(p->value[P_CODE], &oom);
+    res.state = dup_or_null(p->value[P_STATE], &oom);
+    res.iss = dup_or_null(p->value[P_ISS], &oom);
+    res.error = dup_or_null(p->value[P_ERROR], &oom);
+    res.error_description = dup_or_null(p->value[P_ERROR_DESCRIPTION], &oom);
+    res.error_uri = dup_or_null(p->value[P_ERROR_URI], &oom);
+    if (oom) {
+        callback_result_release(&res);
+        return -ENOMEM;
+    }
+    cb->result = res;
+    return 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+    struct callback *cb = cls;
+
+    /* Every request is answered on its first call, before any body is read. Should
+     * libmicrohttpd come back with body data anyway, drop it. */
+    if (*req_cls) {
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    *req_cls = cb;
+
+    if (strcmp(url, CALLBACK_PATH) != 0)
+        return ANSWER_STATIC(conn, MHD_HTTP_NOT_FOUND, page_not_found);
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+        return ANSWER_STATIC(conn, MHD_HTTP_METHOD_NOT_ALLOWED, page_bad_method);
+    if (!host_ok(cb, conn))
+        return ANSWER_STATIC(conn, MHD_HTTP_BAD_REQUEST, page_invalid);
+    if (cb->accepted && 0)
+        return ANSWER_STATIC(conn, MHD_HTTP_GONE, page_used);
+
+    /* The state decides before anything else is looked at: a request without our state is
+     * somebody else's and must not influence the flow in any way. */
+    struct params p;
+    if (!cb->expected_state || !read_params(conn, &p) || !p.value[P_STATE] ||
+        !secure_streq(p.value[P_STATE], cb->expected_state) ||
+        (!p.value[P_CODE] && !p.value[P_ERROR]))
+        return ANSWER_STATIC(conn, MHD_HTTP_BAD_REQUEST, page_invalid);
+
+    int r = keep_result(cb, &p);
+    if (r < 0) {
+        cb->fail = r;
+        return ANSWER_STATIC(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, page_internal);
+    }
+    cb->accepted = true;
+    *req_cls = &cb->accepted; /* on_completed() recognises the accepted request by this */
+
+    if (!cb->result.error)
+        return ANSWER_STATIC(conn, MHD_HTTP_OK, page_success);
+
+    /* A valid request that carries the authorization server's refusal: the page says so; the
+     * caller reports the description too. */
+    struct buf page;
+    buf_init(&page, 4 * CALLBACK_PARAM_MAX);
+    enum MHD_Result res;
+    if (build_error_page(&page, cb->result.error, cb->result.error_description) >= 0)
+        res = answer(conn, MHD_HTTP_OK, page.data, page.len, MHD_RESPMEM_MUST_COPY);
+    else
+        res = ANSWER_STATIC(conn, MHD_HTTP_OK, page_error_fallback);
+    buf_release(&page);
+    return res;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct callback *cb = cls;
+    /* sent, or the browser went away: either way nothing more will go out for it */
+    if (*req_cls == &cb->accepted)
+        cb->answered = true;
+}
+
+/* Library code does not print: libmicrohttpd's messages go nowhere. */
+static void mhd_log_nothing(void *cls, const char *fmt, va_list ap)
+{
+}
+
+/* --- start, stop --- */
+
+int callback_start(uint16_t port, struct callback **ret, struct err *e)
+{
+    struct callback *cb = NULL;
+    int fd = -1, mhd_fd = -1, r;
+
+    if (!ret)
+        return err_set(e, -EINVAL, "callback_start: no result pointer");
+
+    cb = calloc(1, sizeof(*cb));
+    if (!cb) {
+        r = err_set(e, -ENOMEM, "cannot start the callback server: out of memory");
+        goto out;
+    }
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        r = err_set(e, -errno, "cannot start the callback server: %s", strerror(errno));
+        goto out;
+    }
+    /* We close our connections first, so they linger in TIME_WAIT on our port: without this a
+     * fixed port could not be reused for a minute. It never lets us share a port that another
+     * socket is listening on. */
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET,
+        .sin_port = htons(port),
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    };
+    if (bind(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        listen(fd, (int)CALLBACK_CONN_LIMIT) < 0) {
+        r = -errno;
+        if (r == -EADDRINUSE && port != 0)
+            err_set(e, r,
+                    "port %u on 127.0.0.1 is in use: another program (or another sign-in) holds "
+                    "it; stop it and try again",
+                    (unsigned)port);
+        else
+            err_set(e, r, "cannot listen on 127.0.0.1:%u: %s", (unsigned)port, strerror(-r));
+        goto out;
+    }
+    socklen_t salen = sizeof(sa);
+    if (getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
+        r = err_set(e, -errno, "cannot start the callback server: %s", strerror(errno));
+        goto out;
+    }
+    cb->port = ntohs(sa.sin_port);
+    (void)snprintf(cb->redirect_uri, sizeof(cb->redirect_uri), "http://127.0.0.1:%u" CALLBACK_PATH,
+                   (unsigned)cb->port);
+    (void)snprintf(cb->host_ip, sizeof(cb->host_ip), "127.0.0.1:%u", (unsigned)cb->port);
+    (void)snprintf(cb->host_name, sizeof(cb->host_name), "localhost:%u", (unsigned)cb->port);
+
+    /* libmicrohttpd takes the socket it is given and closes it, but whether it does so when
+     * it fails to start is not documented: give it a duplicate, so that at worst a failed
+     * start leaks one descriptor, never closes one twice. */
+    mhd_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (mhd_fd < 0) {
+        r = err_set(e, -errno, "cannot start the callback server: %s", strerror(errno));
+        goto out;
+    }
+    /* no MHD_USE_INTERNAL_POLLING_THREAD: external polling, no threads */
+    cb->daemon = MHD_start_daemon(
+        MHD_NO_FLAG, 0, NULL, NULL, on_request, cb,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log_nothing, NULL,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)mhd_fd,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CALLBACK_CONN_TIMEOUT,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)CALLBACK_CONN_LIMIT,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)CALLBACK_CONN_LIMIT,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CALLBACK_CONN_MEMORY,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, cb,
+        MHD_OPTION_END);
+    mhd_fd = -1; /* libmicrohttpd's now, or gone */
+    if (!cb->daemon) {
+        r = err_set(e, -EIO, "cannot start the callback server on 127.0.0.1:%u",
+                    (unsigned)cb->port);
+        goto out;
+    }
+
+    *ret = TAKE_PTR(cb);
+    r = 0;
+out:
+    if (fd >= 0)
+        (void)close(fd);
+    callback_stop(cb);
+    return r;
+}
+
+uint16_t callback_port(const struct callback *cb)
+{
+    return cb->port;
+}
+
+const char *callback_redirect_uri(const struct callback *cb)
+{
+    return cb->redirect_uri;
+}
+
+void callback_result_release(struct callback_result *r)
+{
+    if (!r)
+        return;
+    secure_free(r->code);
+    secure_free(r->state);
+    free(r->iss);
+    free(r->error);
+    free(r->error_description);
+    free(r->error_uri);
+    *r = (struct callback_result){0};
+}
+
+void callback_stop(struct callback *cb)
+{
+    if (!cb)
+        return;
+    if (cb->daemon)
+        MHD_stop_daemon(cb->daemon); /* closes the listening socket and every connection */
+    callback_result_release(&cb->result);
+    free(cb);
+}
+
+/* --- SIGINT and SIGTERM while waiting --- */
+
+/* The one piece of global state in this module: a signal handler can reach nothing else. It is
+ * written by on_stop_signal() only while callback_wait() has it installed, and read there. */
+static volatile sig_atomic_t stop_signal_caught;
+
+static void on_stop_signal(int sig)
+{
+    stop_signal_caught = sig;
+}
+
+static const int stop_signals[] = {SIGINT, SIGTERM};
+
+struct stop_catch {
+    sigset_t old_mask; /* the caller's: restored at the end, and in force during ppoll() */
+    sigset_t caught;   /* the signals we handle */
+    struct sigaction old_action[ELEMENTSOF(stop_signals)];
+    bool installed[ELEMENTSOF(stop_signals)];
+};
+
+/* Blocks SIGINT and SIGTERM and installs our handler for each. A signal the caller blocked
+ * (it reads it its own way, e.g. signalfd) or ignores (nohup) is left alone: it stays blocked
+ * or ignored during ppoll() too, since ppoll() runs with the caller's mask. */
+static int stop_catch_begin(struct stop_catch *s)
+{
+    sigset_t block;
+    (void)sigemptyset(&block);
+    for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++)
+        (void)sigaddset(&block, stop_signals[i]);
+    int r = pthread_sigmask(SIG_BLOCK, &block, &s->old_mask);
+    if (r != 0)
+        return -r;
+
+    stop_signal_caught = 0;
+    (void)sigemptyset(&s->caught);
+    for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++) {
+        int sig = stop_signals[i];
+        s->installed[i] = false;
+        if (sigismember(&s->old_mask, sig) == 1)
+            continue;
+        if (sigaction(sig, NULL, &s->old_action[i]) < 0)
+            continue;
+        if (!(s->old_action[i].sa_flags & SA_SIGINFO) && s->old_action[i].sa_handler == SIG_IGN)
+            continue;
+        struct sigaction sa = {.sa_handler = on_stop_signal};
+        (void)sigfillset(&sa.sa_mask);
+        if (sigaction(sig, &sa, NULL) < 0)
+            continue;
+        s->installed[i] = true;
+        (void)sigaddset(&s->caught, sig);
+    }
+    return 0;
+}
+
+/* Restores the caller's handlers and mask. A signal that arrived after the last ppoll() is
+ * still pending (blocked): it was meant for this wait, so it is consumed here and reported,
+ * rather than delivered to the restored handler (the default one would kill the process). */
+static bool stop_catch_end(struct stop_catch *s)
+{
+    sigset_t pending;
+    if (sigpending(&pending) == 0) {
+        for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++) {
+            if (!s->installed[i] || sigismember(&pending, stop_signals[i]) != 1)
+                continue;
+            sigset_t one;
+            (void)sigemptyset(&one);
+            (void)sigaddset(&one, stop_signals[i]);
+            struct timespec zero = {0, 0};
+            if (sigtimedwait(&one, NULL, &zero) > 0)
+                stop_signal_caught = stop_signals[i];
+        }
+    }
+    for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++)
+        if (s->installed[i])
+            (void)sigaction(stop_signals[i], &s->old_action[i], NULL);
+    (void)pthread_sigmask(SIG_SETMASK, &s->old_mask, NULL);
+    return stop_signal_caught != 0;
+}
+
+/* --- the wait --- */
+
+/* Waits up to wait_ms for libmicrohttpd's sockets (or its own timeout, or a signal). */
+static int poll_once(struct callback *cb, int64_t wait_ms, const sigset_t *mask)
+{
+    fd_set rs, ws, es;
+    MHD_socket max_fd = -1;
+    FD_ZERO(&rs);
+    FD_ZERO(&ws);
+    FD_ZERO(&es);
+    if (MHD_get_fdset2(cb->daemon, &rs, &ws, &es, &max_fd, FD_SETSIZE) != MHD_YES)
+        return -EIO;
+
+    nfds_t n = 0;
+    for (int fd = 0; fd <= max_fd; fd++) {
+        short events = 0;
+        if (FD_ISSET(fd, &rs))
+            events |= POLLIN;
+        if (FD_ISSET(fd, &ws))
+            events |= POLLOUT;
+        if (FD_ISSET(fd, &es))
+            events |= POLLPRI;
+        if (!events)
+            continue;
+        if (n == ELEMENTSOF(cb->pfds)) {
+            /* cannot happen with our connection limit; if it did, look again soon */
+            if (wait_ms > 10)
+                wait_ms = 10;
+            break;
+        }
+        cb->pfds[n++] = (struct pollfd){.fd = fd, .events = events};
+    }
+
+    MHD_UNSIGNED_LONG_LONG mhd_ms;
+    if (MHD_get_timeout(cb->daemon, &mhd_ms) == MHD_YES && mhd_ms < (MHD_UNSIGNED_LONG_LONG)INT64_MAX &&
+        (int64_t)mhd_ms < wait_ms)
+        wait_ms = (int64_t)mhd_ms;
+    if (wait_ms < 0)
+        wait_ms = 0;
+
+    struct timespec ts = {.tv_sec = wait_ms / 1000, .tv_nsec = (long)(wait_ms % 1000) * 1000000L};
+    if (ppoll(cb->pfds, n, &ts, mask) < 0 && errno != EINTR)
+        return -errno;
+    return 0;
+}
+
+/* Nothing left to answer: no open connection, none waiting to be accepted. */
+static bool server_idle(const struct callback *cb)
+{
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(cb->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    if (!info || info->num_connections > 0)
+        return false;
+    info = MHD_get_daemon_info(cb->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    if (!info)
+        return true;
+    struct pollfd pfd = {.fd = info->listen_fd, .events = POLLIN};
+    return poll(&pfd, 1, 0) == 0;
+}
+
+int callback_wait(struct callback *cb, const char *expected_state, int64_t timeout_ms,
+                  void (*tick)(int64_t remaining_ms, void *userdata), void *userdata,
+                  struct callback_result *ret, struct err *e)
+{
+    struct stop_catch sc;
+    bool catching = false;
+    int r;
+
+    if (!cb || !ret || !expected_state || !*expected_state || timeout_ms <= 0)
+        return err_set(e, -EINVAL, "callback_wait: invalid arguments");
+    if (cb->accepted)
+        return err_set(e, -EALREADY, "the sign-in callback was already received");
+
+    r = stop_catch_begin(&sc);
+    if (r < 0) {
+        err_set(e, r, "cannot wait for the browser: %s", strerror(-r));
+        goto out;
+    }
+    catching = true;
+    cb->expected_state = expected_state;
+    cb->fail = 0;
+
+    int64_t now = now_mono_ms();
+    int64_t deadline = now + timeout_ms, next_tick = now, drain_deadline = 0;
+    for (;;) {
+        if (stop_signal_caught) {
+            r = -ECANCELED;
+            break;
+        }
+        if (cb->fail < 0) {
+            r = cb->fail;
+            break;
+        }
+        now = now_mono_ms();
+        int64_t until;
+        if (cb->accepted) {
+            /* Deliver the page before returning: the caller may exit right away. A request
+             * that is already on its way (a double click, a favicon) gets its answer too. */
+            if (!drain_deadline)
+                drain_deadline = now + CALLBACK_DRAIN_MS;
+            if ((cb->answered && server_idle(cb)) || now >= drain_deadline) {
+                r = 0;
+                break;
+            }
+            until = drain_deadline;
+        } else {
+            if (now >= deadline) {
+                r = -ETIMEDOUT;
+                break;
+            }
+            if (tick && now >= next_tick) {
+                tick(deadline - now, userdata);
+                while (next_tick <= now)
+                    next_tick += CALLBACK_TICK_MS;
+                now = now_mono_ms();
+            }
+            until = tick && next_tick < deadline ? next_tick : deadline;
+        }
+        r = poll_once(cb, until - now, &sc.old_mask);
+        if (r < 0)
+            break;
+        if (MHD_run(cb->daemon) != MHD_YES) {
+            r = -EIO;
+            break;
+        }
+    }
+
+    catching = false;
+    if (stop_catch_end(&sc) && (r >= 0 || r == -ETIMEDOUT))
+        r = -ECANCELED;
+
+    switch (r) {
+    case 0: break;
+    case -ECANCELED: err_set(e, r, "interrupted while waiting for the browser"); break;
+    case -ETIMEDOUT:
+        err_set(e, r, "no answer from the browser within %llds",
+                (long long)((timeout_ms + 999) / 1000));
+        break;
+    case -ENOMEM: err_set(e, r, "cannot keep the sign-in callback: out of memory"); break;
+    default: err_set(e, r, "the callback server failed: %s", strerror(-r)); break;
+    }
+    if (r < 0)
+        goto out;
+
+    *ret = cb->result;
+    cb->result = (struct callback_result){0};
+out:
+    if (catching)
+        (void)stop_catch_end(&sc);
+    if (cb) {
+        cb->expected_state = NULL;
+        callback_result_release(&cb->result); /* only left here when the wait failed */
+    }
+    return r;
+}

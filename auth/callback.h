@@ -1,0 +1,50 @@
+/* callback.h - the loopback redirect receiver (RFC 8252 section 7.3), on libmicrohttpd.
+ *
+ * Listens on 127.0.0.1 only, on an ephemeral port (or a fixed one when a pre-registered
+ * redirect URI says so), before the browser is launched. Accepts exactly one valid callback: a
+ * GET on the redirect path whose `state` equals the expected one (compared in constant time)
+ * and that carries either `code` or `error`. Anything else - another path, another method, a
+ * wrong or missing state, a second callback - gets a small failure page (or 404) and is
+ * otherwise ignored. The server runs in libmicrohttpd's external-poll mode on the caller's
+ * thread: no threads are started. Pages are tiny static HTML with no external resources. */
+#pragma once
+
+#include <stdint.h>
+
+#include "err.h"
+#include "macro.h"
+
+#define CALLBACK_PATH "/callback"
+
+struct callback;
+
+struct callback_result {
+    char *code;              /* secret (secure_free); NULL when the callback carried an error */
+    char *state;
+    char *iss;               /* RFC 9207; NULL when absent */
+    char *error;             /* e.g. "access_denied"; NULL on success */
+    char *error_description; /* NULL when absent */
+    char *error_uri;         /* NULL when absent */
+};
+
+/* Starts listening on 127.0.0.1:port (0: ephemeral). -EADDRINUSE with a message when a fixed
+ * port is taken. Caller stops with callback_stop(). */
+int callback_start(uint16_t port, struct callback **ret, struct err *e) _must_check_;
+
+uint16_t callback_port(const struct callback *cb);
+
+/* "http://127.0.0.1:<port>/callback". Borrowed. */
+const char *callback_redirect_uri(const struct callback *cb);
+
+/* Serves requests until one valid callback arrives, then answers it with the success page (or
+ * the failure page for an error callback) and returns 0 with *ret filled. -ETIMEDOUT after
+ * timeout_ms; -ECANCELED when SIGINT or SIGTERM arrives while waiting. tick, when not NULL, is
+ * called about once a second with the time left (for a countdown). The caller releases *ret. */
+int callback_wait(struct callback *cb, const char *expected_state, int64_t timeout_ms,
+                  void (*tick)(int64_t remaining_ms, void *userdata), void *userdata,
+                  struct callback_result *ret, struct err *e) _must_check_;
+
+void callback_result_release(struct callback_result *r);
+
+/* Stops the server and frees. NULL-safe. */
+void callback_stop(struct callback *cb);

@@ -1,0 +1,438 @@
+/* crypto.c - PKCE, base64, and the private_key_jwt client assertion, on OpenSSL 3 */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+
+#include "buf.h"
+#include "crypto.h"
+#include "file.h"
+#include "path.h"
+#include "secmem.h"
+#include "util.h"
+
+#define PKCE_VERIFIER_BYTES 32 /* 43 characters of base64url */
+#define PKCE_VERIFIER_MIN   43
+#define PKCE_VERIFIER_MAX   128
+#define KEY_FILE_MAX        (64u * 1024u)
+#define ASSERTION_LIFETIME  300
+#define ASSERTION_JTI_BYTES 16
+#define ASSERTION_MAX       (64u * 1024u)
+#define ES256_COORD         32   /* bytes of R and of S */
+#define RS256_MIN_BITS      2048 /* RFC 7518 3.3 */
+
+static const char b64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char b64_url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static char *b64(const void *data, size_t len, const char *alphabet, bool pad)
+{
+    const unsigned char *in = data;
+    if (len > (SIZE_MAX / 4 - 1) * 3)
+        return NULL;
+    char *out = malloc((len + 2) / 3 * 4 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        size_t left = len - i;
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (left > 1)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (left > 2)
+            v |= in[i + 2];
+        out[o++] = alphabet[(v >> 18) & 63];
+        out[o++] = alphabet[(v >> 12) & 63];
+        if (left > 1)
+            out[o++] = alphabet[(v >> 6) & 63];
+        else if (pad)
+            out[o++] = '=';
+        if (left > 2)
+            out[o++] = alphabet[v & 63];
+        else if (pad)
+            out[o++] = '=';
+    }
+    out[o] = 0;
+    return out;
+}
+
+char *base64url_encode(const void *data, size_t len)
+{
+    return b64(data, len, b64_url, false);
+}
+
+char *base64_encode(const void *data, size_t len)
+{
+    return b64(data, len, b64_std, true);
+}
+
+static bool is_verifier_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
+}
+
+int pkce_challenge_of(const char *verifier, char **ret)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    char *c = NULL;
+    int r;
+
+    if (!verifier)
+        return -EINVAL;
+    size_t n = strnlen(verifier, PKCE_VERIFIER_MAX + 1);
+    if (n < PKCE_VERIFIER_MIN || n > PKCE_VERIFIER_MAX)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!is_verifier_char(verifier[i]))
+            return -EINVAL;
+
+    if (EVP_Digest(verifier, n, md, &mdlen, EVP_sha256(), NULL) != 1) {
+        ERR_clear_error();
+        r = -EIO;
+        goto out;
+    }
+    c = base64url_encode(md, mdlen);
+    if (!c) {
+        r = -ENOMEM;
+        goto out;
+    }
+    *ret = TAKE_PTR(c);
+    r = 0;
+out:
+    secure_wipe(md, sizeof(md));
+    return r;
+}
+
+int pkce_new(char **ret_verifier, char **ret_challenge)
+{
+    char *v = NULL, *c = NULL;
+    int r = secure_random_token(PKCE_VERIFIER_BYTES, &v);
+    if (r < 0)
+        goto out;
+    r = pkce_challenge_of(v, &c);
+    if (r < 0)
+        goto out;
+    *ret_verifier = TAKE_PTR(v);
+    *ret_challenge = TAKE_PTR(c);
+    r = 0;
+out:
+    secure_free(v);
+    free(c);
+    return r;
+}
+
+/* OpenSSL would otherwise ask for a passphrase on the terminal: library code never prompts */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    return -1;
+}
+
+/* Loads the PEM private key at path. dp is the path for messages. */
+static int key_load(const char *path, const char *dp, EVP_PKEY **ret, struct err *e)
+{
+    struct buf pem;
+    BIO *bio = NULL;
+    EVP_PKEY *pkey = NULL;
+    int r;
+
+    buf_init_secret(&pem, KEY_FILE_MAX);
+    /* refuses a key that group or others can read, with the chmod that fixes it */
+    r = file_read(path, FILE_SECRET, &pem, e);
+    if (r < 0)
+        goto out;
+    if (pem.len == 0) {
+        r = err_set(e, -EINVAL, "'%s' is empty: expected a PEM private key", dp);
+        goto out;
+    }
+    bio = BIO_new_mem_buf(pem.data, (int)pem.len); /* pem.len <= KEY_FILE_MAX */
+    if (!bio) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    pkey = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
+    if (!pkey) {
+        const char *text = buf_str(&pem);
+        ERR_clear_error();
+        if (strstr(text, "ENCRYPTED"))
+            r = err_set(e, -EINVAL,
+                        "'%s' is protected by a passphrase, which mcp-auth cannot ask for: "
+                        "store the key without one (openssl pkey -in old.pem -out new.pem) "
+                        "and chmod 600 it",
+                        dp);
+        else if (!strstr(text, "-----BEGIN "))
+            r = err_set(e, -EINVAL,
+                        "'%s' is not a PEM file: expected a '-----BEGIN PRIVATE KEY-----' block",
+                        dp);
+        else
+            r = err_set(e, -EINVAL,
+                        "'%s' holds no readable private key: expected a PEM EC P-256 (ES256) "
+                        "or RSA (RS256) private key",
+                        dp);
+        goto out;
+    }
+    *ret = TAKE_PTR(pkey);
+    r = 0;
+out:
+    EVP_PKEY_free(pkey);
+    BIO_free(bio);
+    buf_release(&pem);
+    return r;
+}
+
+/* Checks that pkey can sign *alg (picking it when NULL); *ret_es256 tells the signature form. */
+static int key_check(EVP_PKEY *pkey, const char *alg, const char *dp, bool *ret_es256,
+                     struct err *e)
+{
+    int id = EVP_PKEY_get_base_id(pkey);
+    bool es256;
+
+    if (id == EVP_PKEY_EC)
+        es256 = true;
+    else if (id == EVP_PKEY_RSA)
+        es256 = false;
+    else {
+        const char *type = EVP_PKEY_get0_type_name(pkey);
+        return err_set(
+            e, -EINVAL, "'%s' holds a%s %s key: use an EC P-256 key (ES256) or an RSA key (RS256)",
+            dp, type && strchr("aeiouAEIOU", type[0]) ? "n" : "", type ? type : "unknown");
+    }
+    if (alg && strcmp(alg, es256 ? "ES256" : "RS256") != 0)
+        return err_set(e, -EINVAL, "'%s' holds %s key, which cannot sign %s: use %s", dp,
+                       es256 ? "an EC" : "an RSA", alg,
+                       es256 ? "ES256 with this key, or an RSA key for RS256"
+                             : "RS256 with this key, or an EC P-256 key for ES256");
+
+    if (es256) {
+        char group[80] = "";
+        size_t glen = 0;
+        if (EVP_PKEY_get_group_name(pkey, group, sizeof(group), &glen) != 1) {
+            ERR_clear_error();
+            (void)snprintf(group, sizeof(group), "unknown");
+        }
+        if (strcmp(group, "prime256v1") != 0 && strcmp(group, "P-256") != 0)
+            return err_set(e, -EINVAL,
+                           "'%s' holds an EC key on the curve '%s': ES256 needs P-256 "
+                           "(openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256)",
+                           dp, group);
+    } else {
+        int bits = EVP_PKEY_get_bits(pkey);
+        if (bits < RS256_MIN_BITS)
+            return err_set(e, -EINVAL, "'%s' holds a %d-bit RSA key: RS256 needs at least %d bits",
+                           dp, bits, RS256_MIN_BITS);
+    }
+    *ret_es256 = es256;
+    return 0;
+}
+
+/* The signature over input: raw R||S for ES256 (JWS, RFC 7518 3.4), PKCS#1 v1.5 for RS256.
+ * Caller frees *ret (not secret). */
+static int sign(EVP_PKEY *pkey, bool es256, const char *input, size_t len, unsigned char **ret,
+                size_t *ret_len)
+{
+    EVP_MD_CTX *ctx = NULL;
+    EVP_PKEY_CTX *pctx = NULL; /* owned by ctx */
+    ECDSA_SIG *sig = NULL;
+    unsigned char *der = NULL, *raw = NULL;
+    size_t der_len = 0;
+    int r;
+
+    ctx = EVP_MD_CTX_new();
+    if (!ctx) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if (EVP_DigestSignInit(ctx, &pctx, EVP_sha256(), NULL, pkey) != 1 ||
+        (!es256 && EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1) ||
+        EVP_DigestSign(ctx, NULL, &der_len, (const unsigned char *)input, len) != 1) {
+        r = -EIO;
+        goto out;
+    }
+    der = malloc(der_len);
+    if (!der) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if (EVP_DigestSign(ctx, der, &der_len, (const unsigned char *)input, len) != 1) {
+        r = -EIO;
+        goto out;
+    }
+    if (!es256) {
+        *ret = TAKE_PTR(der);
+        *ret_len = der_len;
+        r = 0;
+        goto out;
+    }
+
+    /* OpenSSL gives ECDSA-Sig-Value in DER; JOSE wants R and S, 32 bytes each */
+    const unsigned char *p = der;
+    sig = d2i_ECDSA_SIG(NULL, &p, (long)der_len);
+    if (!sig) {
+        r = -EIO;
+        goto out;
+    }
+    const BIGNUM *br = NULL, *bs = NULL;
+    ECDSA_SIG_get0(sig, &br, &bs);
+    raw = malloc(2 * ES256_COORD);
+    if (!raw) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if (BN_bn2binpad(br, raw, ES256_COORD) != ES256_COORD ||
+        BN_bn2binpad(bs, raw + ES256_COORD, ES256_COORD) != ES256_COORD) {
+        r = -EIO;
+        goto out;
+    }
+    *ret = TAKE_PTR(raw);
+    *ret_len = 2 * ES256_COORD;
+    r = 0;
+out:
+    ERR_clear_error();
+    ECDSA_SIG_free(sig);
+    free(raw);
+    free(der);
+    EVP_MD_CTX_free(ctx);
+    return r;
+}
+
+static int add_str(struct json_object *o, const char *key, const char *v)
+{
+    struct json_object *s = json_object_new_string(v);
+    if (!s || json_object_object_add(o, key, s) < 0) {
+        json_object_put(s);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static int add_int(struct json_object *o, const char *key, int64_t v)
+{
+    struct json_object *n = json_object_new_int64(v);
+    if (!n || json_object_object_add(o, key, n) < 0) {
+        json_object_put(n);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Appends base64url(compact JSON of o) to b. */
+static int append_json_b64(struct buf *b, struct json_object *o)
+{
+    const char *s =
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (!s)
+        return -ENOMEM;
+    char *enc = base64url_encode(s, strlen(s));
+    if (!enc)
+        return -ENOMEM;
+    int r = buf_append_str(b, enc);
+    free(enc);
+    return r;
+}
+
+int jwt_client_assertion(const char *pem_path, const char *alg, const char *kid,
+                         const char *client_id, const char *audience, char **ret, struct err *e)
+{
+    struct json_object *header = NULL, *claims = NULL;
+    EVP_PKEY *pkey = NULL;
+    char *disp = NULL, *jti = NULL, *sig_b64 = NULL;
+    unsigned char *sig = NULL;
+    size_t sig_len = 0;
+    struct buf out;
+    bool es256 = false;
+    int r;
+
+    buf_init_secret(&out, ASSERTION_MAX);
+    if (!pem_path || !*pem_path) {
+        r = err_set(e, -EINVAL, "no private key file for the client assertion");
+        goto out;
+    }
+    if (!client_id || !*client_id || !audience || !*audience) {
+        r = err_set(e, -EINVAL, "a client assertion needs a client ID and an audience");
+        goto out;
+    }
+    if (alg && strcmp(alg, "ES256") != 0 && strcmp(alg, "RS256") != 0) {
+        r = err_set(e, -EINVAL, "unsupported signing algorithm '%.32s': use ES256 or RS256", alg);
+        goto out;
+    }
+    disp = path_display(pem_path);
+    const char *dp = disp ? disp : pem_path;
+
+    r = key_load(pem_path, dp, &pkey, e);
+    if (r < 0)
+        goto out;
+    r = key_check(pkey, alg, dp, &es256, e);
+    if (r < 0)
+        goto out;
+
+    r = secure_random_token(ASSERTION_JTI_BYTES, &jti);
+    if (r < 0) {
+        r = err_set(e, r, "cannot draw random bytes for the client assertion");
+        goto out;
+    }
+    int64_t now = now_unix();
+    header = json_object_new_object();
+    claims = json_object_new_object();
+    if (!header || !claims) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if ((r = add_str(header, "alg", es256 ? "ES256" : "RS256")) < 0 ||
+        (r = add_str(header, "typ", "JWT")) < 0 ||
+        (kid && *kid && (r = add_str(header, "kid", kid)) < 0) ||
+        (r = add_str(claims, "iss", client_id)) < 0 ||
+        (r = add_str(claims, "sub", client_id)) < 0 || (r = add_str(claims, "aud", audience)) < 0 ||
+        (r = add_int(claims, "iat", now)) < 0 ||
+        (r = add_int(claims, "exp", now + ASSERTION_LIFETIME)) < 0 ||
+        (r = add_str(claims, "jti", jti)) < 0)
+        goto out;
+
+    if ((r = append_json_b64(&out, header)) < 0 || (r = buf_append_char(&out, '.')) < 0 ||
+        (r = append_json_b64(&out, claims)) < 0)
+        goto out;
+    r = sign(pkey, es256, out.data, out.len, &sig, &sig_len);
+    if (r < 0) {
+        if (r == -EIO)
+            r = err_set(e, -EIO, "cannot sign the client assertion with '%s'", dp);
+        goto out;
+    }
+    sig_b64 = base64url_encode(sig, sig_len);
+    if (!sig_b64) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if ((r = buf_append_char(&out, '.')) < 0 || (r = buf_append_str(&out, sig_b64)) < 0)
+        goto out;
+    char *s = buf_detach(&out);
+    if (!s) {
+        r = -ENOMEM;
+        goto out;
+    }
+    *ret = s;
+    r = 0;
+out:
+    if (r == -ENOMEM)
+        r = err_set(e, -ENOMEM, "out of memory");
+    else if (r == -E2BIG)
+        r = err_set(e, -E2BIG, "the client assertion would be larger than %u bytes", ASSERTION_MAX);
+    json_object_put(header);
+    json_object_put(claims);
+    EVP_PKEY_free(pkey);
+    free(sig);
+    free(sig_b64);
+    secure_free(jti);
+    free(disp);
+    buf_release(&out);
+    return r;
+}

@@ -1,0 +1,467 @@
+/* discovery.c - probe, protected resource metadata, authorization server metadata */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "challenge.h"
+#include "discovery.h"
+#include "http.h"
+#include "json.h"
+#include "url.h"
+#include "util.h"
+#include "version.h"
+
+#define METADATA_MAX (256 * 1024)
+
+void discovery_free(struct discovery *d)
+{
+    if (!d)
+        return;
+    free(d->server_url);
+    free(d->resource);
+    free(d->resource_metadata_url);
+    json_object_put(d->prm);
+    free(d->issuer);
+    json_object_put(d->as);
+    free(d->challenge_scope);
+    free(d);
+}
+
+const char *discovery_as_string(const struct discovery *d, const char *key)
+{
+    return d && d->as ? json_get_string(d->as, key) : NULL;
+}
+
+bool discovery_as_lists(const struct discovery *d, const char *key, const char *value)
+{
+    struct json_object *arr = d && d->as ? json_get_array(d->as, key) : NULL;
+    if (!arr)
+        return false;
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        struct json_object *v = json_object_array_get_idx(arr, i);
+        if (json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), value) == 0)
+            return true;
+    }
+    return false;
+}
+
+char *discovery_default_scope(const struct discovery *d)
+{
+    struct buf b;
+    buf_init(&b, 16 * 1024);
+    int r = 0;
+    if (d->challenge_scope) {
+        r = buf_append_str(&b, d->challenge_scope);
+    } else if (d->prm && json_get_array(d->prm, "scopes_supported")) {
+        struct json_object *arr = json_get_array(d->prm, "scopes_supported");
+        for (size_t i = 0; r >= 0 && i < json_object_array_length(arr); i++) {
+            struct json_object *v = json_object_array_get_idx(arr, i);
+            if (!json_object_is_type(v, json_type_string))
+                continue;
+            if (b.len)
+                r = buf_append_char(&b, ' ');
+            if (r >= 0)
+                r = buf_append_str(&b, json_object_get_string(v));
+        }
+    }
+    /* a refresh token is worth asking for, but only where the server knows the scope */
+    if (r >= 0 && b.len && discovery_as_lists(d, "scopes_supported", "offline_access") &&
+        !strstr(buf_str(&b), "offline_access"))
+        r = buf_append_str(&b, " offline_access");
+    if (r < 0 || b.len == 0) {
+        buf_release(&b);
+        return NULL;
+    }
+    return buf_detach(&b);
+}
+
+/* GET a metadata document: 0 and *ret (an object), -ENOENT for a 4xx (try the next one), or
+ * another error (network, malformed, oversized) that ends discovery. */
+static int fetch_metadata(const char *url, const char *what, int64_t timeout_ms,
+                          struct json_object **ret, struct err *e)
+{
+    static const char *const headers[] = {"Accept: application/json", NULL};
+    struct http_request req = {
+        .url = url,
+        .headers = headers,
+        .timeout_ms = timeout_ms,
+        .max_body = METADATA_MAX,
+        .follow_redirects = true,
+    };
+    struct http_response resp = {0};
+    struct json_object *obj = NULL;
+    int r = http_do(&req, &resp, e);
+    if (r == -E2BIG)
+        return err_set(e, r, "%s at '%s' is larger than %d bytes", what, url, METADATA_MAX);
+    if (r < 0)
+        return err_prefix(e, "cannot fetch the %s", what);
+    if (resp.status >= 400 && resp.status < 500) {
+        r = -ENOENT;
+        goto out;
+    }
+    if (resp.status != 200) {
+        r = err_set(e, -EPROTO, "%s at '%s': the server answered HTTP %ld", what, url, resp.status);
+        goto out;
+    }
+    r = json_parse(resp.body.data ? resp.body.data : "", resp.body.len, METADATA_MAX, &obj, e);
+    if (r < 0) {
+        r = err_prefix(e, "%s at '%s' is not valid JSON", what, url);
+        goto out;
+    }
+    if (!json_object_is_type(obj, json_type_object)) {
+        r = err_set(e, -EBADMSG, "%s at '%s' is not a JSON object", what, url);
+        goto out;
+    }
+    *ret = TAKE_PTR(obj);
+    r = 0;
+out:
+    json_object_put(obj);
+    http_response_release(&resp);
+    return r;
+}
+
+/* The unauthenticated initialize POST; reads the Bearer challenge of a 401. */
+static int probe(struct discovery *d, int64_t timeout_ms, char **ret_prm_url, struct err *e)
+{
+    static const char *const headers[] = {"Accept: application/json, text/event-stream", NULL};
+    char body[512];
+    (void)snprintf(body, sizeof(body),
+                   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                   "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{"
+                   "\"name\":\"mcp-auth\",\"version\":\"%s\"}}}",
+                   PROJECT_VERSION_STR);
+    struct http_request req = {
+        .method = "POST",
+        .url = d->server_url,
+        .headers = headers,
+        .body = body,
+        .body_len = strlen(body),
+        .content_type = "application/json",
+        .timeout_ms = timeout_ms,
+        .max_body = 64 * 1024,
+    };
+    struct http_response resp = {0};
+    struct auth_challenges ch = {0};
+    int r = http_do(&req, &resp, e);
+    if (r == -E2BIG) {
+        err_clear(e);
+        return 0; /* a big answer to initialize: certainly not a 401 */
+    }
+    if (r < 0)
+        return err_prefix(e, "cannot reach the MCP server");
+    d->needs_auth = resp.status == 401 || resp.status == 403;
+    for (char **h = resp.headers; h && *h; h++) {
+        if (strncmp(*h, "www-authenticate:", 17) != 0)
+            continue;
+        struct err pe = ERR_INIT;
+        /* a challenge we cannot parse only costs us its hints, not the flow */
+        if (challenges_parse(*h + 17 + strspn(*h + 17, " \t"), &ch, &pe) < 0)
+            continue;
+    }
+    const struct auth_challenge *bearer = challenges_find(&ch, "Bearer");
+    if (bearer) {
+        const char *rm = challenge_param(bearer, "resource_metadata");
+        const char *scope = challenge_param(bearer, "scope");
+        if (rm && !(*ret_prm_url = strdup(rm)))
+            r = -ENOMEM;
+        if (scope && *scope && !(d->challenge_scope = strdup(scope)))
+            r = -ENOMEM;
+    }
+    /* the probe may have opened a session on a server without auth: close it politely */
+    const char *sid = http_response_header(&resp, "mcp-session-id");
+    if (resp.status == 200 && sid && strlen(sid) < 200) {
+        char hdr[256];
+        (void)snprintf(hdr, sizeof(hdr), "Mcp-Session-Id: %s", sid);
+        const char *dh[] = {hdr, NULL};
+        struct http_request del = {.method = "DELETE", .url = d->server_url, .headers = dh,
+                                   .timeout_ms = timeout_ms};
+        struct http_response dresp = {0};
+        struct err de = ERR_INIT;
+        if (http_do(&del, &dresp, &de) >= 0)
+            http_response_release(&dresp);
+    }
+    challenges_release(&ch);
+    http_response_release(&resp);
+    return r;
+}
+
+/* "resource" of the PRM names this server: same origin, and its path a prefix of ours. */
+static bool resource_matches(const char *server_url, const char *resource)
+{
+    char *canon = NULL, *rpath = NULL, *spath = NULL;
+    bool ok = false;
+    if (url_canonical(resource, &canon, NULL) < 0)
+        return false;
+    if (strcmp(canon, server_url) == 0) {
+        ok = true;
+    } else if (url_same_origin(canon, server_url) && url_path(canon, &rpath) >= 0 &&
+               url_path(server_url, &spath) >= 0) {
+        size_t n = strlen(rpath);
+        ok = strcmp(rpath, "/") == 0 ||
+             (strncmp(spath, rpath, n) == 0 && (spath[n] == 0 || spath[n] == '/' || rpath[n - 1] == '/'));
+    }
+    free(canon);
+    free(rpath);
+    free(spath);
+    return ok;
+}
+
+static int find_prm(struct discovery *d, const char *hinted, int64_t timeout_ms, struct err *e)
+{
+    char *origin = NULL, *path = NULL, *cands[3] = {0};
+    size_t n = 0;
+    int r = url_origin(d->server_url, &origin);
+    if (r >= 0)
+        r = url_path(d->server_url, &path);
+    if (r < 0)
+        goto out;
+    if (hinted) {
+        r = url_check_secure(hinted, "protected resource metadata URL", e);
+        if (r < 0)
+            goto out;
+        cands[n++] = strdup(hinted);
+    }
+    if (strcmp(path, "/") != 0 &&
+        asprintf(&cands[n++], "%s/.well-known/oauth-protected-resource%s", origin, path) < 0)
+        cands[n - 1] = NULL;
+    if (asprintf(&cands[n++], "%s/.well-known/oauth-protected-resource", origin) < 0)
+        cands[n - 1] = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!cands[i]) {
+            r = -ENOMEM;
+            goto out;
+        }
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *prm = NULL;
+        r = fetch_metadata(cands[i], "protected resource metadata", timeout_ms, &prm, e);
+        if (r == -ENOENT)
+            continue;
+        if (r < 0)
+            goto out;
+        const char *resource = json_get_string(prm, "resource");
+        if (!resource || !resource_matches(d->server_url, resource)) {
+            r = err_set(e, -EPERM,
+                        "the protected resource metadata at '%s' is for '%s', not for '%s': "
+                        "refusing to authorize (the server is misconfigured, or something is "
+                        "impersonating it)",
+                        cands[i], resource ? resource : "(no resource)", d->server_url);
+            json_object_put(prm);
+            goto out;
+        }
+        d->prm = prm;
+        if (!(d->resource_metadata_url = strdup(cands[i])) || !(d->resource = strdup(resource))) {
+            r = -ENOMEM;
+            goto out;
+        }
+        break;
+    }
+    r = 0;
+out:
+    for (size_t i = 0; i < n; i++)
+        free(cands[i]);
+    free(origin);
+    free(path);
+    return r;
+}
+
+static int find_as_metadata(struct discovery *d, int64_t timeout_ms, struct err *e)
+{
+    char *origin = NULL, *path = NULL, *cands[3] = {0};
+    size_t n = 0;
+    int r = url_origin(d->issuer, &origin);
+    if (r >= 0)
+        r = url_path(d->issuer, &path);
+    if (r < 0)
+        goto out;
+    /* RFC 8414 section 3.1 inserts the well-known segment before the issuer's path; OpenID
+     * Connect Discovery appends it. Trailing slashes of the path are not part of it. */
+    size_t plen = strlen(path);
+    while (plen > 1 && path[plen - 1] == '/')
+        path[--plen] = 0;
+    if (strcmp(path, "/") != 0) {
+        if (asprintf(&cands[0], "%s/.well-known/oauth-authorization-server%s", origin, path) < 0 ||
+            asprintf(&cands[1], "%s/.well-known/openid-configuration%s", origin, path) < 0 ||
+            asprintf(&cands[2], "%s%s/.well-known/openid-configuration", origin, path) < 0) {
+            r = -ENOMEM;
+            goto out;
+        }
+        n = 3;
+    } else {
+        if (asprintf(&cands[0], "%s/.well-known/oauth-authorization-server", origin) < 0 ||
+            asprintf(&cands[1], "%s/.well-known/openid-configuration", origin) < 0) {
+            r = -ENOMEM;
+            goto out;
+        }
+        n = 2;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *as = NULL;
+        r = fetch_metadata(cands[i], "authorization server metadata", timeout_ms, &as, e);
+        if (r == -ENOENT)
+            continue;
+        if (r < 0)
+            goto out;
+        const char *iss = json_get_string(as, "issuer");
+        if (!iss || strcmp(iss, d->issuer) != 0) {
+            r = err_set(e, -EPERM,
+                        "the authorization server metadata at '%s' names the issuer '%s', not "
+                        "'%s': refusing to use it",
+                        cands[i], iss ? iss : "(none)", d->issuer);
+            json_object_put(as);
+            goto out;
+        }
+        d->as = as;
+        r = 0;
+        goto out;
+    }
+    r = -ENOENT;
+out:
+    for (size_t i = 0; i < n; i++)
+        free(cands[i]);
+    free(origin);
+    free(path);
+    return r;
+}
+
+/* The 2025-03-26 defaults for a server with no metadata at all. */
+static int as_defaults(struct discovery *d)
+{
+    static const struct {
+        const char *key, *path;
+    } eps[] = {{"authorization_endpoint", "/authorize"},
+               {"token_endpoint", "/token"},
+               {"registration_endpoint", "/register"}};
+    struct json_object *as = json_object_new_object();
+    if (!as)
+        return -ENOMEM;
+    (void)json_object_object_add(as, "issuer", json_object_new_string(d->issuer));
+    for (size_t i = 0; i < ELEMENTSOF(eps); i++) {
+        char *u = NULL;
+        if (asprintf(&u, "%s%s", d->issuer, eps[i].path) < 0) {
+            json_object_put(as);
+            return -ENOMEM;
+        }
+        (void)json_object_object_add(as, eps[i].key, json_object_new_string(u));
+        free(u);
+    }
+    struct json_object *methods = json_object_new_array();
+    (void)json_object_array_add(methods, json_object_new_string("S256"));
+    (void)json_object_object_add(as, "code_challenge_methods_supported", methods);
+    d->as = as;
+    d->as_defaults = true;
+    return 0;
+}
+
+static int check_endpoints(const struct discovery *d, struct err *e)
+{
+    static const char *const keys[] = {"authorization_endpoint", "token_endpoint",
+                                       "registration_endpoint", "revocation_endpoint",
+                                       "device_authorization_endpoint"};
+    for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+        const char *u = discovery_as_string(d, keys[i]);
+        if (u && url_check_secure(u, keys[i], e) < 0)
+            return err_prefix(e, "authorization server '%s'", d->issuer);
+    }
+    if (!discovery_as_string(d, "token_endpoint"))
+        return err_set(e, -EBADMSG, "authorization server '%s' has no token_endpoint", d->issuer);
+    return 0;
+}
+
+int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery **ret,
+                  struct err *e)
+{
+    struct discovery *d = calloc(1, sizeof(*d));
+    char *hinted = NULL;
+    int r;
+    if (!d)
+        return -ENOMEM;
+    r = url_canonical(server_url, &d->server_url, e);
+    if (r < 0)
+        goto out;
+    r = probe(d, timeout_ms, &hinted, e);
+    if (r < 0)
+        goto out;
+    r = find_prm(d, hinted, timeout_ms, e);
+    if (r < 0)
+        goto out;
+    if (d->prm) {
+        struct json_object *servers = json_get_array(d->prm, "authorization_servers");
+        struct json_object *first = servers && json_object_array_length(servers) > 0
+                                        ? json_object_array_get_idx(servers, 0)
+                                        : NULL;
+        if (!first || !json_object_is_type(first, json_type_string)) {
+            r = err_set(e, -EBADMSG,
+                        "the protected resource metadata at '%s' names no authorization server",
+                        d->resource_metadata_url);
+            goto out;
+        }
+        d->issuer = strdup(json_object_get_string(first));
+        if (!d->issuer) {
+            r = -ENOMEM;
+            goto out;
+        }
+        r = url_check_secure(d->issuer, "authorization server", e);
+        if (r < 0)
+            goto out;
+        r = find_as_metadata(d, timeout_ms, e);
+        if (r == -ENOENT)
+            r = err_set(e, r,
+                        "authorization server '%s' publishes no metadata (neither RFC 8414 nor "
+                        "OpenID discovery)",
+                        d->issuer);
+        if (r < 0)
+            goto out;
+    } else {
+        /* 2025-03-26: the MCP server's origin is the authorization server */
+        r = url_origin(d->server_url, &d->issuer);
+        if (r < 0)
+            goto out;
+        r = find_as_metadata(d, timeout_ms, e);
+        if (r == -ENOENT) {
+            err_clear(e);
+            r = as_defaults(d);
+        }
+        if (r < 0)
+            goto out;
+    }
+    if (!d->resource && !(d->resource = strdup(d->server_url))) {
+        r = -ENOMEM;
+        goto out;
+    }
+    r = check_endpoints(d, e);
+    if (r < 0)
+        goto out;
+    d->fetched_at = now_unix();
+    *ret = TAKE_PTR(d);
+    r = 0;
+out:
+    free(hinted);
+    discovery_free(d);
+    return r;
+}
+
+int discovery_from_cache(const char *server_url, const char *issuer, struct json_object *as,
+                         struct json_object *prm, const char *resource_metadata_url,
+                         int64_t fetched_at, struct discovery **ret)
+{
+    struct discovery *d = calloc(1, sizeof(*d));
+    if (!d)
+        return -ENOMEM;
+    d->server_url = strdup(server_url);
+    d->issuer = strdup(issuer);
+    const char *res = prm ? json_get_string(prm, "resource") : NULL;
+    d->resource = strdup(res ? res : server_url);
+    if (resource_metadata_url)
+        d->resource_metadata_url = strdup(resource_metadata_url);
+    if (!d->server_url || !d->issuer || !d->resource ||
+        (resource_metadata_url && !d->resource_metadata_url)) {
+        discovery_free(d);
+        return -ENOMEM;
+    }
+    d->as = as ? json_object_get(as) : NULL;
+    d->prm = prm ? json_object_get(prm) : NULL;
+    d->fetched_at = fetched_at;
+    *ret = d;
+    return 0;
+}

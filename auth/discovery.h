@@ -1,0 +1,59 @@
+/* discovery.h - from an MCP server URL to its authorization server (spec §3 of
+ * docs/auth.md; MCP authorization, RFC 9728, RFC 8414, OpenID Connect Discovery).
+ *
+ *  1. Probe: an unauthenticated MCP initialize POST; a 401's WWW-Authenticate (parsed with
+ *     challenge.h) may name the protected resource metadata and the scope to ask for.
+ *  2. Protected resource metadata, in order: the challenge's resource_metadata URL, then
+ *     /.well-known/oauth-protected-resource/<path>, then the root variant. Its "resource" must
+ *     match the server (same origin and a path prefix); otherwise discovery fails and no
+ *     authorization may start.
+ *  3. Authorization server metadata of authorization_servers[0], path-aware: RFC 8414 then
+ *     OpenID discovery; its "issuer" must equal the issuer asked for.
+ *  4. Back-compat (2025-03-26): no protected resource metadata at all -> the server's origin
+ *     is the issuer; without metadata there either, default endpoints /authorize, /token,
+ *     /register.
+ * Every endpoint must be https (loopback http excepted). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "err.h"
+#include "macro.h"
+
+struct discovery {
+    char *server_url;            /* canonical */
+    char *resource;              /* what to send as RFC 8707 resource: the canonical server URL */
+    char *resource_metadata_url; /* where the PRM came from; NULL when none */
+    struct json_object *prm;     /* NULL: the server has none */
+    char *issuer;
+    struct json_object *as;      /* the AS metadata, or the back-compat defaults */
+    bool as_defaults;            /* no AS metadata: default endpoints */
+    char *challenge_scope;       /* "scope" of the 401 challenge, NULL when none */
+    bool needs_auth;             /* the probe got 401 */
+    int64_t fetched_at;
+};
+
+/* Runs steps 1-4. Each HTTP request is bounded by timeout_ms. Caller frees with
+ * discovery_free(). */
+int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery **ret,
+                  struct err *e) _must_check_;
+
+/* Builds a discovery from what the token store cached (no network). Takes references. */
+int discovery_from_cache(const char *server_url, const char *issuer, struct json_object *as,
+                         struct json_object *prm, const char *resource_metadata_url,
+                         int64_t fetched_at, struct discovery **ret) _must_check_;
+
+void discovery_free(struct discovery *d);
+
+/* A string member of the AS metadata ("token_endpoint" ...), or NULL. Borrowed. */
+const char *discovery_as_string(const struct discovery *d, const char *key);
+
+/* Whether the AS metadata lists value in the array member key. */
+bool discovery_as_lists(const struct discovery *d, const char *key, const char *value);
+
+/* The scopes to request when none was given: the challenge's, else the PRM's scopes_supported
+ * joined, else NULL. offline_access is added when the AS lists it. Caller frees. */
+char *discovery_default_scope(const struct discovery *d);

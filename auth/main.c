@@ -1,0 +1,656 @@
+/* main.c - mcp-auth: sign in to MCP servers with OAuth, keep their tokens fresh */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "duration.h"
+#include "flow.h"
+#include "jsonw.h"
+#include "log.h"
+#include "mcp_config.h"
+#include "secmem.h"
+#include "tokens.h"
+#include "url.h"
+#include "util.h"
+#include "version.h"
+
+/* Exit statuses, documented in docs/auth.md and docs/exit-codes.md */
+enum {
+    EXIT_OK = 0,
+    EXIT_FAILED = 1,
+    EXIT_USAGE = 2,
+    EXIT_CONFIG = 3,
+    EXIT_LOGIN_REQUIRED = 4,
+    EXIT_SERVER = 5,
+};
+
+static const char usage_text[] =
+    "usage: mcp-auth [OPTIONS] SERVER             sign in (same as 'mcp-auth login SERVER')\n"
+    "       mcp-auth [OPTIONS] COMMAND [ARGS]\n"
+    "\n"
+    "Sign in to MCP servers that use OAuth, and keep their tokens fresh for every program that\n"
+    "asks. SERVER is a server name from mcp.json or a URL.\n"
+    "\n"
+    "commands:\n"
+    "  login SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]\n"
+    "                       sign in (opens the browser)\n"
+    "  header [--json] SERVER\n"
+    "                       print a valid Authorization header, refreshing it first when\n"
+    "                       needed; never prompts (exit 4: sign-in required)\n"
+    "  status [--json] [SERVER]\n"
+    "                       what is stored: issuer, client, expiry, scopes, refresh token\n"
+    "  logout SERVER        delete the tokens here and revoke them at the server\n"
+    "\n"
+    "options:\n"
+    "  --config PATH        read this file instead of ~/.pi/agent/mcp.json\n"
+    "  -v, --verbose        say more\n"
+    "  -q, --quiet          errors only (the sign-in URL is still printed)\n"
+    "  -h, --help           this help ('mcp-auth COMMAND --help' for a command)\n"
+    "  -V, --version        print the version\n"
+    "\n"
+    "examples:\n"
+    "  mcp-auth github                  # sign in to the server named github in mcp.json\n"
+    "  mcp-auth https://mcp.example.com/mcp --no-browser\n"
+    "  mcp-auth header --json github\n"
+    "  mcp-auth status\n"
+    "  mcp-auth logout github\n"
+    "\n"
+    "exit status: 0 ok, 1 failed, 2 usage error, 3 configuration error, 4 sign-in required,\n"
+    "5 authorization server or network error. See docs/auth.md.\n";
+
+static const char login_help[] =
+    "usage: mcp-auth login SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]\n"
+    "       mcp-auth SERVER [same options]\n"
+    "\n"
+    "Sign in: discover the server's authorization server, register a client if needed, open\n"
+    "the browser on the sign-in page, receive the answer on a loopback port, and store the\n"
+    "tokens in ~/.pi/agent/oauth/. The sign-in URL is always printed too.\n"
+    "\n"
+    "  --scope S        scopes to ask for; added to those already granted (step-up)\n"
+    "  --no-browser     do not start a browser: print the URL and wait (SSH, headless)\n"
+    "  --device-code    sign in on another device with a code (RFC 8628), when offered\n"
+    "  --timeout D      how long to wait for the sign-in (default 5m)\n"
+    "\n"
+    "examples:\n"
+    "  mcp-auth login github\n"
+    "  mcp-auth github --scope 'repo read:org'\n"
+    "  ssh box mcp-auth https://mcp.example.com/mcp --no-browser\n";
+
+static const char header_help[] =
+    "usage: mcp-auth header [--json] SERVER\n"
+    "\n"
+    "Print a valid Authorization header for SERVER, refreshing the token first when it has\n"
+    "expired or is about to. Never prompts and never opens a browser: when no valid token can\n"
+    "be had it exits with status 4 and says which command signs in. With --json:\n"
+    "  {\"headers\": {\"Authorization\": \"Bearer ...\"}, \"expires_at\": 1767225600}\n"
+    "\n"
+    "examples:\n"
+    "  curl -H \"$(mcp-auth header github)\" https://mcp.example.com/mcp\n"
+    "  mcp-auth header --json github\n";
+
+static const char status_help[] =
+    "usage: mcp-auth status [--json] [SERVER]\n"
+    "\n"
+    "Show each stored sign-in: server URL, issuer, how the client was registered, when the\n"
+    "token expires, the scopes granted, and whether a refresh token exists. Never shows tokens.\n"
+    "\n"
+    "examples:\n"
+    "  mcp-auth status\n"
+    "  mcp-auth status --json github\n";
+
+static const char logout_help[] =
+    "usage: mcp-auth logout SERVER\n"
+    "\n"
+    "Delete the stored tokens and client registration for SERVER, and revoke the tokens at the\n"
+    "authorization server when it offers revocation (RFC 7009).\n"
+    "\n"
+    "example:\n"
+    "  mcp-auth logout github\n";
+
+static struct log *arg_log;
+static const char *arg_config;
+static bool arg_quiet;
+
+/* ---- resolving SERVER ---- */
+
+struct target_ctx {
+    struct mcp_config *config;
+    char *url;
+    char *name;
+    struct auth_target t;
+};
+
+static void target_release(struct target_ctx *tc)
+{
+    mcp_config_free(tc->config);
+    free(tc->url);
+    free(tc->name);
+}
+
+static int exit_for(int r)
+{
+    switch (r) {
+    case AUTH_LOGIN_REQUIRED:
+        return EXIT_LOGIN_REQUIRED;
+    case -ETIMEDOUT:
+    case -ECONNREFUSED:
+    case -EHOSTUNREACH:
+    case -EPROTO:
+    case -EXDEV:
+    case -EPERM:
+    case -EBADMSG:
+    case -E2BIG:
+    case -EACCES:
+        return EXIT_SERVER;
+    case -EINVAL:
+        return EXIT_CONFIG;
+    default:
+        return EXIT_FAILED;
+    }
+}
+
+/* SERVER is a URL or an mcp.json entry name. */
+static int resolve_target(const char *arg, struct target_ctx *tc)
+{
+    struct err e = ERR_INIT;
+    char cwd[4096];
+    struct mcp_config_opts opts = {
+        .config_path = arg_config,
+        .cwd = getcwd(cwd, sizeof(cwd)),
+    };
+    int r = mcp_config_load(&opts, &tc->config, &e);
+    if (r < 0) {
+        log_error(arg_log, "%s", err_msg(&e));
+        return EXIT_CONFIG;
+    }
+    if (strstr(arg, "://")) {
+        r = url_canonical(arg, &tc->url, &e);
+        if (r < 0) {
+            log_error(arg_log, "%s", err_msg(&e));
+            return EXIT_USAGE;
+        }
+        /* a URL that one valid entry points at gets that entry's oauth settings */
+        for (size_t i = 0; i < mcp_config_count(tc->config); i++) {
+            const struct mcp_server *s = mcp_config_at(tc->config, i);
+            char *u = NULL, *cu = NULL;
+            if (s->error || !s->url || mcp_expand(s->url, NULL, NULL, &u, NULL) < 0)
+                continue;
+            if (url_canonical(u, &cu, NULL) >= 0 && strcmp(cu, tc->url) == 0 && !tc->t.oauth) {
+                tc->t.oauth = &s->oauth;
+                tc->name = strdup(s->name);
+            }
+            free(cu);
+            secure_free(u);
+        }
+    } else {
+        const struct mcp_server *s = mcp_config_find(tc->config, arg);
+        if (!s) {
+            log_error(arg_log,
+                      "no server named '%s' in the MCP configuration: give its URL, or add it "
+                      "to ~/.pi/agent/mcp.json (see docs/auth.md)",
+                      arg);
+            return EXIT_CONFIG;
+        }
+        if (s->error) {
+            log_error(arg_log, "%s", s->error);
+            return EXIT_CONFIG;
+        }
+        if (s->transport == MCP_TRANSPORT_STDIO || !s->url) {
+            log_error(arg_log,
+                      "'%s' is a stdio server: it takes credentials from its environment, not "
+                      "from OAuth",
+                      arg);
+            return EXIT_CONFIG;
+        }
+        char *u = NULL;
+        r = mcp_expand(s->url, NULL, NULL, &u, &e);
+        if (r >= 0)
+            r = url_canonical(u, &tc->url, &e);
+        secure_free(u);
+        if (r < 0) {
+            log_error(arg_log, "'%s': %s", arg, err_msg(&e));
+            return EXIT_CONFIG;
+        }
+        tc->t.oauth = &s->oauth;
+        tc->name = strdup(arg);
+    }
+    tc->t.name = tc->name;
+    tc->t.server_url = tc->url;
+    return EXIT_OK;
+}
+
+/* ---- output ---- */
+
+static void ui_say(void *userdata, enum auth_say_level level, const char *fmt, ...)
+{
+    (void)userdata;
+    if (arg_quiet && level != AUTH_SAY_ALWAYS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    if (level == AUTH_SAY_ALWAYS) {
+        /* the URL must reach the user verbatim, whatever the log level */
+        (void)vfprintf(stderr, fmt, ap);
+        (void)fputc('\n', stderr);
+    } else {
+        log_vmsg(arg_log, LOG_ERROR, fmt, ap);
+    }
+    va_end(ap);
+}
+
+static void ui_countdown(void *userdata, int64_t remaining_ms)
+{
+    (void)userdata;
+    if (arg_quiet || !isatty(STDERR_FILENO))
+        return;
+    int64_t s = remaining_ms > 0 ? remaining_ms / 1000 : 0;
+    fprintf(stderr, "\rwaiting for the sign-in: %lld:%02lld left ", (long long)(s / 60),
+            (long long)(s % 60));
+    if (s == 0)
+        fputc('\n', stderr);
+}
+
+static void describe_expiry(int64_t expires_at, char *out, size_t size)
+{
+    char d[DURATION_BUF_SIZE];
+    int64_t left = expires_at - now_unix();
+    if (expires_at <= 0)
+        (void)snprintf(out, size, "unknown");
+    else if (left <= 0)
+        (void)snprintf(out, size, "expired");
+    else
+        (void)snprintf(out, size, "in %s", duration_format(left * 1000, d, sizeof(d)));
+}
+
+static const char *display_name(const struct target_ctx *tc)
+{
+    return tc->name ? tc->name : tc->url;
+}
+
+/* ---- commands ---- */
+
+static bool wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return true;
+    return false;
+}
+
+static int cmd_login(int argc, char **argv)
+{
+    enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_DEVICE, OPT_TIMEOUT };
+    static const struct option opts[] = {
+        {"scope", required_argument, NULL, OPT_SCOPE},
+        {"no-browser", no_argument, NULL, OPT_NO_BROWSER},
+        {"device-code", no_argument, NULL, OPT_DEVICE},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {0},
+    };
+    struct login_opts lo = {0};
+    struct target_ctx tc = {0};
+    struct token_entry *te = NULL;
+    struct err e = ERR_INIT;
+    int opt, status;
+    if (wants_help(argc, argv)) {
+        fputs(login_help, stdout);
+        return EXIT_OK;
+    }
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_SCOPE:
+            lo.scope = optarg;
+            break;
+        case OPT_NO_BROWSER:
+            lo.no_browser = true;
+            break;
+        case OPT_DEVICE:
+            lo.device_code = true;
+            break;
+        case OPT_TIMEOUT:
+            if (duration_parse(optarg, &lo.timeout_ms) < 0 || lo.timeout_ms <= 0) {
+                log_error(arg_log, "--timeout: '%s' is not a positive duration (e.g. 90s, 5m)",
+                          optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        default:
+            return EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 1) {
+        log_error(arg_log, "login takes exactly one SERVER (see 'mcp-auth login --help')");
+        return EXIT_USAGE;
+    }
+    status = resolve_target(argv[optind], &tc);
+    if (status != EXIT_OK)
+        goto out;
+    struct auth_ui ui = {.say = ui_say, .countdown = ui_countdown};
+    int r = auth_login(&tc.t, &lo, &ui, &te, &e);
+    if (r == -EALREADY) {
+        log_msg(arg_log, arg_quiet ? LOG_INFO : LOG_ERROR, "%s", err_msg(&e));
+        status = EXIT_OK;
+        goto out;
+    }
+    if (r < 0) {
+        log_error(arg_log, "%s", err_msg(&e));
+        status = exit_for(r);
+        goto out;
+    }
+    char exp[64];
+    describe_expiry(te->expires_at, exp, sizeof(exp));
+    if (!arg_quiet)
+        fprintf(stderr, "signed in to %s\n  scopes:  %s\n  expires: %s%s\n", tc.url,
+                te->scope && *te->scope ? te->scope : "(none)", exp,
+                te->refresh_token ? " (refreshed automatically)" : "");
+    status = EXIT_OK;
+out:
+    token_entry_free(te);
+    target_release(&tc);
+    return status;
+}
+
+static int cmd_header(int argc, char **argv)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+    bool json = false;
+    struct target_ctx tc = {0};
+    struct token_entry *te = NULL;
+    struct err e = ERR_INIT;
+    int opt, status;
+    if (wants_help(argc, argv)) {
+        fputs(header_help, stdout);
+        return EXIT_OK;
+    }
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt == 'j')
+            json = true;
+        else
+            return EXIT_USAGE;
+    }
+    if (argc - optind != 1) {
+        log_error(arg_log, "header takes exactly one SERVER (see 'mcp-auth header --help')");
+        return EXIT_USAGE;
+    }
+    status = resolve_target(argv[optind], &tc);
+    if (status != EXIT_OK)
+        goto out;
+    int r = auth_fresh_token(&tc.t, 0, &te, &e);
+    if (r == AUTH_LOGIN_REQUIRED) {
+        log_error(arg_log, "%s: sign in with: mcp-auth %s", err_msg(&e), display_name(&tc));
+        status = EXIT_LOGIN_REQUIRED;
+        goto out;
+    }
+    if (r < 0) {
+        log_error(arg_log, "%s", err_msg(&e));
+        status = exit_for(r);
+        goto out;
+    }
+    if (redact_add(log_redact(arg_log), "access_token", te->access_token,
+                   strlen(te->access_token)) < 0) {
+        status = EXIT_FAILED;
+        goto out;
+    }
+    struct buf b;
+    buf_init_secret(&b, 1024 * 1024);
+    int64_t exp = te->expires_at > 0 ? te->expires_at : te->issued_at + 3600;
+    if (json) {
+        struct buf value;
+        buf_init_secret(&value, 1024 * 1024);
+        r = buf_printf(&value, "Bearer %s", te->access_token);
+        if (r >= 0)
+            r = buf_append_str(&b, "{\"headers\":{\"Authorization\":");
+        if (r >= 0)
+            r = jsonw_string(&b, value.data, value.len);
+        if (r >= 0)
+            r = buf_printf(&b, "},\"expires_at\":%lld}\n", (long long)exp);
+        buf_release(&value);
+    } else {
+        r = buf_printf(&b, "Authorization: Bearer %s\n", te->access_token);
+    }
+    if (r >= 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
+        r = -EIO;
+    (void)fflush(stdout);
+    buf_release(&b);
+    status = r < 0 ? EXIT_FAILED : EXIT_OK;
+out:
+    token_entry_free(te);
+    target_release(&tc);
+    return status;
+}
+
+static int cmd_status(int argc, char **argv)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+    bool json = false;
+    struct target_ctx tc = {0};
+    struct token_entry **all = NULL;
+    struct err e = ERR_INIT;
+    size_t n = 0;
+    int opt, status = EXIT_OK;
+    if (wants_help(argc, argv)) {
+        fputs(status_help, stdout);
+        return EXIT_OK;
+    }
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt == 'j')
+            json = true;
+        else
+            return EXIT_USAGE;
+    }
+    if (argc - optind > 1) {
+        log_error(arg_log, "status takes at most one SERVER");
+        return EXIT_USAGE;
+    }
+    if (argc - optind == 1) {
+        status = resolve_target(argv[optind], &tc);
+        if (status != EXIT_OK)
+            goto out;
+    }
+    if (tokens_list(&all, &n, &e) < 0) {
+        log_error(arg_log, "%s", err_msg(&e));
+        status = EXIT_FAILED;
+        goto out;
+    }
+    if (e.msg[0])
+        log_warn(arg_log, "%s", err_msg(&e));
+    struct json_object *arr = json_object_new_array();
+    if (!json)
+        printf("%-40s %-30s %-18s %-12s %-4s %s\n", "SERVER", "ISSUER", "CLIENT", "EXPIRES",
+               "REFRESH", "SCOPES");
+    size_t shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct token_entry *t = all[i];
+        if (tc.url && strcmp(t->server_url, tc.url) != 0)
+            continue;
+        shown++;
+        char exp[64];
+        describe_expiry(t->access_token ? t->expires_at : 0, exp, sizeof(exp));
+        if (!t->access_token)
+            (void)snprintf(exp, sizeof(exp), "signed out");
+        if (json) {
+            struct json_object *o = json_object_new_object();
+            (void)json_object_object_add(o, "server_url", json_object_new_string(t->server_url));
+            (void)json_object_object_add(o, "issuer", json_object_new_string(t->issuer));
+            (void)json_object_object_add(o, "registration",
+                                         json_object_new_string(registration_method_str(t->registration)));
+            if (t->client_id)
+                (void)json_object_object_add(o, "client_id", json_object_new_string(t->client_id));
+            (void)json_object_object_add(o, "has_access_token", json_object_new_boolean(t->access_token != NULL));
+            if (t->access_token && t->expires_at > 0)
+                (void)json_object_object_add(o, "expires_at", json_object_new_int64(t->expires_at));
+            if (t->scope)
+                (void)json_object_object_add(o, "scope", json_object_new_string(t->scope));
+            (void)json_object_object_add(o, "has_refresh_token", json_object_new_boolean(t->refresh_token != NULL));
+            (void)json_object_array_add(arr, o);
+        } else {
+            printf("%-40s %-30s %-18s %-12s %-7s %s\n", t->server_url, t->issuer,
+                   registration_method_str(t->registration), exp, t->refresh_token ? "yes" : "no",
+                   t->scope ? t->scope : "-");
+        }
+    }
+    if (json) {
+        struct json_object *root = json_object_new_object();
+        (void)json_object_object_add(root, "version", json_object_new_int(1));
+        (void)json_object_object_add(root, "servers", json_object_get(arr));
+        printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(root);
+    } else if (shown == 0) {
+        printf("(no sign-ins stored%s%s)\n", tc.url ? " for " : "", tc.url ? tc.url : "");
+    }
+    json_object_put(arr);
+    if (tc.url && shown == 0)
+        status = EXIT_LOGIN_REQUIRED;
+out:
+    for (size_t i = 0; i < n; i++)
+        token_entry_free(all[i]);
+    free(all);
+    target_release(&tc);
+    return status;
+}
+
+static int cmd_logout(int argc, char **argv)
+{
+    struct target_ctx tc = {0};
+    struct err e = ERR_INIT, warn = ERR_INIT;
+    bool revoked = false;
+    int status;
+    if (wants_help(argc, argv)) {
+        fputs(logout_help, stdout);
+        return EXIT_OK;
+    }
+    while (getopt_long(argc, argv, "", (const struct option[]){{0}}, NULL) != -1)
+        return EXIT_USAGE;
+    if (argc - optind != 1) {
+        log_error(arg_log, "logout takes exactly one SERVER");
+        return EXIT_USAGE;
+    }
+    status = resolve_target(argv[optind], &tc);
+    if (status != EXIT_OK)
+        goto out;
+    int r = auth_logout(&tc.t, 0, &revoked, &warn, &e);
+    if (r == -ENOENT) {
+        log_info(arg_log, "nothing stored for %s", tc.url);
+        status = EXIT_OK;
+        goto out;
+    }
+    if (r < 0) {
+        log_error(arg_log, "%s", err_msg(&e));
+        status = exit_for(r);
+        goto out;
+    }
+    if (warn.msg[0])
+        log_warn(arg_log, "deleted the local tokens, but revoking them failed: %s", err_msg(&warn));
+    log_info(arg_log, "signed out of %s%s", tc.url,
+             revoked ? " (tokens revoked at the authorization server)" : "");
+    status = EXIT_OK;
+out:
+    target_release(&tc);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_CONFIG = 256 };
+    static const struct option opts[] = {
+        {"verbose", no_argument, NULL, 'v'}, {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},    {"version", no_argument, NULL, 'V'},
+        {"config", required_argument, NULL, OPT_CONFIG},
+        {0},
+    };
+    int verbosity = 0, opt, status;
+
+    (void)secure_harden_process();
+    arg_log = log_new("mcp-auth", STDERR_FILENO);
+    if (!arg_log)
+        return EXIT_FAILED;
+    while ((opt = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'v':
+            verbosity++;
+            break;
+        case 'q':
+            arg_quiet = true;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            log_free(arg_log);
+            return EXIT_OK;
+        case 'V':
+            printf("mcp-auth (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
+            log_free(arg_log);
+            return EXIT_OK;
+        case OPT_CONFIG:
+            arg_config = optarg;
+            break;
+        default:
+            log_free(arg_log);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fputs(usage_text, stderr);
+        log_free(arg_log);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[optind];
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
+    /* global options may follow the command too */
+    int w = 1;
+    for (int i = 1; i < sub_argc; i++) {
+        if (strcmp(sub_argv[i], "-v") == 0 || strcmp(sub_argv[i], "--verbose") == 0)
+            verbosity++;
+        else if (strcmp(sub_argv[i], "-q") == 0 || strcmp(sub_argv[i], "--quiet") == 0)
+            arg_quiet = true;
+        else if (strcmp(sub_argv[i], "--config") == 0 && i + 1 < sub_argc)
+            arg_config = sub_argv[++i];
+        else if (strncmp(sub_argv[i], "--config=", 9) == 0)
+            arg_config = sub_argv[i] + 9;
+        else
+            sub_argv[w++] = sub_argv[i];
+    }
+    sub_argc = w;
+    sub_argv[sub_argc] = NULL;
+    log_set_level(arg_log, arg_quiet ? LOG_ERROR : verbosity >= 2 ? LOG_DEBUG : verbosity ? LOG_INFO : LOG_WARN);
+    char progname[64];
+    (void)snprintf(progname, sizeof(progname), "mcp-auth %s", cmd);
+    optind = 0;
+
+    if (strcmp(cmd, "login") == 0) {
+        sub_argv[0] = progname;
+        status = cmd_login(sub_argc, sub_argv);
+    } else if (strcmp(cmd, "header") == 0) {
+        sub_argv[0] = progname;
+        status = cmd_header(sub_argc, sub_argv);
+    } else if (strcmp(cmd, "status") == 0) {
+        sub_argv[0] = progname;
+        status = cmd_status(sub_argc, sub_argv);
+    } else if (strcmp(cmd, "logout") == 0) {
+        sub_argv[0] = progname;
+        status = cmd_logout(sub_argc, sub_argv);
+    } else if (strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        status = EXIT_OK;
+    } else if (cmd[0] == '-') {
+        log_error(arg_log, "unknown option '%s' (see 'mcp-auth --help')", cmd);
+        status = EXIT_USAGE;
+    } else {
+        /* "mcp-auth SERVER [options]": login; the server stays in argv as the operand */
+        char *login_argv[256];
+        int n = 0;
+        login_argv[n++] = (char *)"mcp-auth login";
+        for (int i = 0; i < sub_argc && n < 255; i++)
+            login_argv[n++] = sub_argv[i];
+        login_argv[n] = NULL;
+        status = cmd_login(n, login_argv);
+    }
+    log_free(arg_log);
+    return status;
+}

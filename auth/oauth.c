@@ -1,0 +1,379 @@
+/* oauth.c - token, registration, revocation and device endpoints */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "buf.h"
+#include "crypto.h"
+#include "http.h"
+#include "json.h"
+#include "oauth.h"
+#include "secmem.h"
+#include "url.h"
+
+#define ANSWER_MAX (256 * 1024)
+
+static char *dup_json_string(struct json_object *o, const char *key)
+{
+    const char *s = json_get_string(o, key);
+    return s ? strdup(s) : NULL;
+}
+
+void token_response_release(struct token_response *t)
+{
+    if (!t)
+        return;
+    secure_free(t->access_token);
+    free(t->token_type);
+    secure_free(t->refresh_token);
+    free(t->scope);
+    free(t->error);
+    free(t->error_description);
+    *t = (struct token_response){0};
+}
+
+void registration_release(struct registration *r)
+{
+    if (!r)
+        return;
+    free(r->client_id);
+    secure_free(r->client_secret);
+    free(r->auth_method);
+    *r = (struct registration){0};
+}
+
+void device_authorization_release(struct device_authorization *d)
+{
+    if (!d)
+        return;
+    secure_free(d->device_code);
+    free(d->user_code);
+    free(d->verification_uri);
+    free(d->verification_uri_complete);
+    *d = (struct device_authorization){0};
+}
+
+static int form_add(struct buf *b, const char *name, const char *value)
+{
+    char *ev = url_encode(value);
+    int r = ev ? 0 : -ENOMEM;
+    if (r >= 0 && b->len)
+        r = buf_append_char(b, '&');
+    if (r >= 0)
+        r = buf_printf(b, "%s=%s", name, ev);
+    secure_free(ev);
+    return r;
+}
+
+/* The client's authentication: an Authorization header (basic) or form fields. */
+static int client_auth(const struct oauth_client *c, struct buf *form, char **ret_header)
+{
+    const char *m = c->auth_method;
+    int r = 0;
+    *ret_header = NULL;
+    if (!m)
+        m = c->client_secret ? "client_secret_basic" : "none";
+    if (strcmp(m, "client_secret_basic") == 0 && c->client_secret) {
+        /* RFC 6749 2.3.1: form-urlencode both before joining and encoding */
+        char *id = url_encode(c->client_id), *sec = url_encode(c->client_secret);
+        struct buf raw;
+        buf_init_secret(&raw, 16 * 1024);
+        r = id && sec ? buf_printf(&raw, "%s:%s", id, sec) : -ENOMEM;
+        char *b64 = r >= 0 ? base64_encode(raw.data, raw.len) : NULL;
+        if (r >= 0 && !b64)
+            r = -ENOMEM;
+        if (r >= 0 && asprintf(ret_header, "Authorization: Basic %s", b64) < 0) {
+            *ret_header = NULL;
+            r = -ENOMEM;
+        }
+        secure_free(b64);
+        secure_free(id);
+        secure_free(sec);
+        buf_release(&raw);
+        return r;
+    }
+    r = form_add(form, "client_id", c->client_id);
+    if (r >= 0 && strcmp(m, "client_secret_post") == 0 && c->client_secret)
+        r = form_add(form, "client_secret", c->client_secret);
+    if (r >= 0 && strcmp(m, "private_key_jwt") == 0 && c->assertion) {
+        r = form_add(form, "client_assertion_type",
+                     "urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
+        if (r >= 0)
+            r = form_add(form, "client_assertion", c->assertion);
+    }
+    return r;
+}
+
+/* POSTs a form; parses a JSON object answer into *ret_obj. */
+static int post_form(const char *endpoint, const char *what, const struct oauth_client *client,
+                     struct buf *form, int64_t timeout_ms, long *ret_status,
+                     struct json_object **ret_obj, struct err *e)
+{
+    char *auth = NULL;
+    struct http_response resp = {0};
+    struct json_object *obj = NULL;
+    int r = client ? client_auth(client, form, &auth) : 0;
+    if (r < 0)
+        return r;
+    const char *headers[] = {"Accept: application/json", auth, NULL};
+    struct http_request req = {
+        .method = "POST",
+        .url = endpoint,
+        .headers = headers,
+        .body = form->data ? form->data : "",
+        .body_len = form->len,
+        .content_type = "application/x-www-form-urlencoded",
+        .timeout_ms = timeout_ms,
+        .max_body = ANSWER_MAX,
+        .secret_body = true,
+    };
+    r = http_do(&req, &resp, e);
+    if (r < 0) {
+        r = err_prefix(e, "%s", what);
+        goto out;
+    }
+    *ret_status = resp.status;
+    if (resp.body.len == 0) {
+        r = 0;
+        goto out;
+    }
+    r = json_parse(resp.body.data, resp.body.len, ANSWER_MAX, &obj, e);
+    if (r < 0 || !json_object_is_type(obj, json_type_object)) {
+        r = err_set(e, -EBADMSG, "%s: '%s' answered HTTP %ld with something that is not a JSON object",
+                    what, endpoint, resp.status);
+        goto out;
+    }
+    *ret_obj = TAKE_PTR(obj);
+    r = 0;
+out:
+    json_object_put(obj);
+    secure_free(auth);
+    http_response_release(&resp);
+    return r;
+}
+
+int oauth_token(const char *endpoint, const struct oauth_client *client,
+                const char *const *params, int64_t timeout_ms, struct token_response *ret,
+                struct err *e)
+{
+    struct buf form;
+    struct json_object *obj = NULL;
+    struct token_response t = {.expires_in = -1};
+    int r = 0;
+    buf_init_secret(&form, 64 * 1024);
+    for (size_t i = 0; r >= 0 && params[i]; i += 2)
+        if (params[i + 1])
+            r = form_add(&form, params[i], params[i + 1]);
+    if (r < 0)
+        goto out;
+    r = post_form(endpoint, "token request", client, &form, timeout_ms, &t.status, &obj, e);
+    if (r < 0)
+        goto out;
+    if (!obj) {
+        r = err_set(e, -EBADMSG, "token request: '%s' answered HTTP %ld with an empty body",
+                    endpoint, t.status);
+        goto out;
+    }
+    if (t.status != 200 || json_get_string(obj, "error")) {
+        t.error = dup_json_string(obj, "error");
+        t.error_description = dup_json_string(obj, "error_description");
+        if (!t.error) {
+            r = err_set(e, -EPROTO, "token request: '%s' answered HTTP %ld without an OAuth error",
+                        endpoint, t.status);
+            goto out;
+        }
+    } else {
+        const char *at = json_get_string(obj, "access_token");
+        if (!at || !*at) {
+            r = err_set(e, -EBADMSG, "token request: the answer from '%s' has no access_token",
+                        endpoint);
+            goto out;
+        }
+        t.access_token = strdup(at);
+        t.token_type = dup_json_string(obj, "token_type");
+        t.refresh_token = dup_json_string(obj, "refresh_token");
+        t.scope = dup_json_string(obj, "scope");
+        int64_t ei;
+        if (json_get_int64(obj, "expires_in", &ei) && ei >= 0)
+            t.expires_in = ei;
+        if (!t.access_token) {
+            r = -ENOMEM;
+            goto out;
+        }
+        if (t.token_type && strcasecmp(t.token_type, "bearer") != 0) {
+            r = err_set(e, -EPROTO, "token request: unsupported token type '%s' (only Bearer)",
+                        t.token_type);
+            goto out;
+        }
+    }
+    *ret = t;
+    t = (struct token_response){0};
+    r = 0;
+out:
+    token_response_release(&t);
+    json_object_put(obj);
+    buf_release(&form);
+    return r;
+}
+
+int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope,
+                   int64_t timeout_ms, struct registration *ret, struct err *e)
+{
+    struct json_object *req = json_object_new_object(), *answer = NULL;
+    struct json_object *uris = json_object_new_array(), *grants = json_object_new_array(),
+                       *types = json_object_new_array();
+    static const char *const headers[] = {"Accept: application/json", NULL};
+    struct http_response resp = {0};
+    struct registration reg = {0};
+    int r;
+    if (!req || !uris || !grants || !types) {
+        json_object_put(uris);
+        json_object_put(grants);
+        json_object_put(types);
+        r = -ENOMEM;
+        goto out;
+    }
+    (void)json_object_array_add(uris, json_object_new_string(redirect_uri));
+    (void)json_object_array_add(grants, json_object_new_string("authorization_code"));
+    (void)json_object_array_add(grants, json_object_new_string("refresh_token"));
+    (void)json_object_array_add(types, json_object_new_string("code"));
+    (void)json_object_object_add(req, "client_name", json_object_new_string("mcp-auth (credkit)"));
+    (void)json_object_object_add(req, "redirect_uris", uris);
+    (void)json_object_object_add(req, "grant_types", grants);
+    (void)json_object_object_add(req, "response_types", types);
+    (void)json_object_object_add(req, "token_endpoint_auth_method", json_object_new_string("none"));
+    (void)json_object_object_add(req, "application_type", json_object_new_string("native"));
+    if (scope)
+        (void)json_object_object_add(req, "scope", json_object_new_string(scope));
+    const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN |
+                                                               JSON_C_TO_STRING_NOSLASHESCAPE);
+    struct http_request hreq = {
+        .method = "POST",
+        .url = endpoint,
+        .headers = headers,
+        .body = body,
+        .body_len = strlen(body),
+        .content_type = "application/json",
+        .timeout_ms = timeout_ms,
+        .max_body = ANSWER_MAX,
+        .secret_body = true,
+    };
+    r = http_do(&hreq, &resp, e);
+    if (r < 0) {
+        r = err_prefix(e, "client registration");
+        goto out;
+    }
+    /* an answer that is not JSON is judged by its status below */
+    if (resp.body.len && json_parse(resp.body.data, resp.body.len, ANSWER_MAX, &answer, NULL) < 0)
+        answer = NULL;
+    if (resp.status != 200 && resp.status != 201) {
+        const char *err = answer ? json_get_string(answer, "error") : NULL;
+        const char *desc = answer ? json_get_string(answer, "error_description") : NULL;
+        r = err_set(e, -EPROTO, "client registration at '%s' failed: HTTP %ld%s%s%s%s", endpoint,
+                    resp.status, err ? ": " : "", err ? err : "", desc ? ": " : "", desc ? desc : "");
+        goto out;
+    }
+    if (!answer || !json_object_is_type(answer, json_type_object)) {
+        r = err_set(e, -EBADMSG, "client registration at '%s': the answer is not a JSON object",
+                    endpoint);
+        goto out;
+    }
+    const char *cid = json_get_string(answer, "client_id");
+    if (!cid || !*cid) {
+        r = err_set(e, -EBADMSG, "client registration at '%s': the answer has no client_id",
+                    endpoint);
+        goto out;
+    }
+    reg.client_id = strdup(cid);
+    reg.client_secret = dup_json_string(answer, "client_secret");
+    reg.auth_method = dup_json_string(answer, "token_endpoint_auth_method");
+    json_get_int64(answer, "client_secret_expires_at", &reg.client_secret_expires_at);
+    if (!reg.client_id) {
+        r = -ENOMEM;
+        goto out;
+    }
+    *ret = reg;
+    reg = (struct registration){0};
+    r = 0;
+out:
+    registration_release(&reg);
+    json_object_put(answer);
+    json_object_put(req);
+    http_response_release(&resp);
+    return r;
+}
+
+int oauth_revoke(const char *endpoint, const struct oauth_client *client, const char *token,
+                 const char *hint, int64_t timeout_ms, struct err *e)
+{
+    struct buf form;
+    struct json_object *obj = NULL;
+    long status = 0;
+    int r;
+    buf_init_secret(&form, 64 * 1024);
+    r = form_add(&form, "token", token);
+    if (r >= 0 && hint)
+        r = form_add(&form, "token_type_hint", hint);
+    if (r >= 0)
+        r = post_form(endpoint, "token revocation", client, &form, timeout_ms, &status, &obj, e);
+    if (r >= 0 && status != 200) {
+        const char *err = obj ? json_get_string(obj, "error") : NULL;
+        r = err_set(e, -EPROTO, "token revocation at '%s' failed: HTTP %ld%s%s", endpoint, status,
+                    err ? ": " : "", err ? err : "");
+    }
+    json_object_put(obj);
+    buf_release(&form);
+    return r;
+}
+
+int oauth_device_authorize(const char *endpoint, const struct oauth_client *client,
+                           const char *scope, const char *resource, int64_t timeout_ms,
+                           struct device_authorization *ret, struct err *e)
+{
+    struct buf form;
+    struct json_object *obj = NULL;
+    struct device_authorization d = {.interval = 5};
+    long status = 0;
+    int r = 0;
+    buf_init_secret(&form, 64 * 1024);
+    if (scope)
+        r = form_add(&form, "scope", scope);
+    if (r >= 0 && resource)
+        r = form_add(&form, "resource", resource);
+    if (r >= 0)
+        r = post_form(endpoint, "device authorization", client, &form, timeout_ms, &status, &obj, e);
+    if (r < 0)
+        goto out;
+    if (status != 200 || !obj) {
+        const char *err = obj ? json_get_string(obj, "error") : NULL;
+        const char *desc = obj ? json_get_string(obj, "error_description") : NULL;
+        r = err_set(e, -EPROTO, "device authorization at '%s' failed: HTTP %ld%s%s%s%s", endpoint,
+                    status, err ? ": " : "", err ? err : "", desc ? ": " : "", desc ? desc : "");
+        goto out;
+    }
+    d.device_code = dup_json_string(obj, "device_code");
+    d.user_code = dup_json_string(obj, "user_code");
+    d.verification_uri = dup_json_string(obj, "verification_uri");
+    d.verification_uri_complete = dup_json_string(obj, "verification_uri_complete");
+    if (!json_get_int64(obj, "expires_in", &d.expires_in) || d.expires_in <= 0)
+        d.expires_in = 600;
+    if (!json_get_int64(obj, "interval", &d.interval) || d.interval <= 0)
+        d.interval = 5;
+    if (!d.device_code || !d.user_code || !d.verification_uri) {
+        r = err_set(e, -EBADMSG,
+                    "device authorization at '%s': the answer lacks device_code, user_code or "
+                    "verification_uri",
+                    endpoint);
+        goto out;
+    }
+    *ret = d;
+    d = (struct device_authorization){0};
+    r = 0;
+out:
+    device_authorization_release(&d);
+    json_object_put(obj);
+    buf_release(&form);
+    return r;
+}

@@ -1,0 +1,76 @@
+/* oauth.h - the authorization server's endpoints: token, registration, revocation, device.
+ *
+ * Each call is one bounded HTTP request. Client authentication at the token and revocation
+ * endpoints follows the registration: client_secret_basic (id and secret form-urlencoded
+ * before base64, RFC 6749 section 2.3.1), client_secret_post, private_key_jwt (a signed
+ * assertion, crypto.h), or none (client_id in the body). OAuth errors come back as data
+ * (error, error_description) so the flow can react to invalid_grant and invalid_client. */
+#pragma once
+
+#include <stdint.h>
+
+#include "err.h"
+#include "macro.h"
+
+struct oauth_client {
+    const char *client_id;
+    const char *client_secret; /* NULL for public clients */
+    const char *auth_method;   /* "none", "client_secret_basic", "client_secret_post",
+                                  "private_key_jwt"; NULL: basic with a secret, else none */
+    const char *assertion;     /* private_key_jwt: the signed JWT */
+};
+
+struct token_response {
+    long status;
+    char *access_token;  /* secret */
+    char *token_type;
+    char *refresh_token; /* secret; NULL when none was issued */
+    int64_t expires_in;  /* seconds; -1 when absent */
+    char *scope;         /* NULL when absent (= as requested) */
+    char *error;         /* OAuth error code; NULL on success */
+    char *error_description;
+};
+
+/* POSTs the form params (NULL-terminated name, value pairs; values may be secrets) to the
+ * token endpoint with the client's authentication. Returns 0 when the server answered with
+ * either tokens or an OAuth error (check ret->error); < 0 for network failures and answers
+ * that are neither (with a message). A success without access_token is -EBADMSG. */
+int oauth_token(const char *endpoint, const struct oauth_client *client,
+                const char *const *params, int64_t timeout_ms, struct token_response *ret,
+                struct err *e) _must_check_;
+
+void token_response_release(struct token_response *t);
+
+struct registration {
+    char *client_id;
+    char *client_secret; /* secret; NULL for public clients */
+    char *auth_method;   /* token_endpoint_auth_method as registered */
+    int64_t client_secret_expires_at;
+};
+
+/* RFC 7591 dynamic registration of a public native client for redirect_uri. -EBADMSG when the
+ * answer has no client_id; OAuth errors become messages. */
+int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope,
+                   int64_t timeout_ms, struct registration *ret, struct err *e) _must_check_;
+
+void registration_release(struct registration *r);
+
+/* RFC 7009 revocation of token (hint "access_token" or "refresh_token"). */
+int oauth_revoke(const char *endpoint, const struct oauth_client *client, const char *token,
+                 const char *hint, int64_t timeout_ms, struct err *e) _must_check_;
+
+struct device_authorization {
+    char *device_code; /* secret */
+    char *user_code;
+    char *verification_uri;
+    char *verification_uri_complete; /* NULL when absent */
+    int64_t expires_in;
+    int64_t interval; /* seconds, default 5 */
+};
+
+/* RFC 8628 device authorization request. */
+int oauth_device_authorize(const char *endpoint, const struct oauth_client *client,
+                           const char *scope, const char *resource, int64_t timeout_ms,
+                           struct device_authorization *ret, struct err *e) _must_check_;
+
+void device_authorization_release(struct device_authorization *d);

@@ -1,0 +1,151 @@
+/* mcp_config.h - the layered MCP server configuration (mcp.json files).
+ *
+ * Layers, lowest to highest priority:
+ *   1. bundled               (opts.bundled_path; ships empty)
+ *   2. ~/.config/mcp/mcp.json  (shared with other MCP clients; $XDG_CONFIG_HOME honoured)
+ *   3. ~/.pi/agent/mcp.json    (PI_CODING_AGENT_DIR honoured), or opts.config_path instead
+ *   4. .mcp.json               in opts.cwd (project)
+ *   5. .pi/mcp.json            in opts.cwd (project)
+ * A higher layer replaces a whole entry of the same name. Each file's servers live under
+ * "mcpServers" (pi, Claude Code, Cursor) or "servers" (the older pi bridge format); both are
+ * read, "mcpServers" winning within one file. "settings" keys merge key by key, higher wins.
+ *
+ * Validation is per entry: an invalid entry is kept with its reason (so `mcp-bridge list` can
+ * show it) and every other entry still works. A file that is not JSON is reported with line and
+ * column and skipped as a whole layer; a missing file is simply absent.
+ *
+ * ${VAR} references in "url", "headers" values and "env" values are kept as written in the
+ * entry (templates) and expanded with mcp_expand() through a lookup callback: the process
+ * environment by default, `secrets` later. Expansion happens at load time once, to validate (a
+ * URL is checked after substitution) and to list missing variables; a consumer expands again
+ * whenever it connects, so values that change (rotated tokens) are picked up. A missing
+ * variable fails that entry with a message naming it: never an empty header. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "err.h"
+#include "macro.h"
+
+enum mcp_transport {
+    MCP_TRANSPORT_STDIO,
+    MCP_TRANSPORT_HTTP, /* Streamable HTTP (falls back to legacy SSE on its own) */
+    MCP_TRANSPORT_SSE,  /* "type": "sse": the 2024-11-05 HTTP+SSE transport */
+};
+
+enum mcp_auth_mode {
+    MCP_AUTH_NONE,   /* nothing configured */
+    MCP_AUTH_OAUTH,  /* "auth": "oauth", or an "oauth" object */
+    MCP_AUTH_BEARER, /* "auth": "bearer" with "bearerTokenEnv" */
+};
+
+enum mcp_tool_prefix {
+    MCP_TOOL_PREFIX_SERVER, /* mcp_<server>_<tool> (default) */
+    MCP_TOOL_PREFIX_SHORT,  /* <server>_<tool> */
+    MCP_TOOL_PREFIX_NONE,   /* <tool> */
+};
+
+enum mcp_layer {
+    MCP_LAYER_BUNDLED,
+    MCP_LAYER_SHARED,  /* ~/.config/mcp/mcp.json */
+    MCP_LAYER_USER,    /* ~/.pi/agent/mcp.json or --config */
+    MCP_LAYER_PROJECT, /* .mcp.json, .pi/mcp.json */
+};
+
+/* The "oauth" object of an entry. Strings NULL when absent. */
+struct mcp_oauth {
+    char *client_id;
+    char *client_secret;       /* a template: may be "${VAR}" */
+    char *client_metadata_url; /* Client ID Metadata Document URL */
+    char *scope;               /* space-separated scopes to request */
+    char *redirect_uri;        /* fixes the loopback redirect (pre-registered clients) */
+    char *grant;               /* "authorization_code" (default) or "client_credentials" */
+    char *private_key_file;    /* PEM key for private_key_jwt (client_credentials) */
+    char *private_key_alg;     /* "ES256" or "RS256"; NULL: from the key type */
+    bool refresh_sends_scope;  /* quirk: send scope on refresh requests ("refreshScope": true) */
+    bool omit_resource;        /* quirk: never send the RFC 8707 resource ("sendResource": false) */
+};
+
+struct mcp_server {
+    char *name;
+    char *source;              /* display path of the file that defined it */
+    enum mcp_layer layer;
+    enum mcp_transport transport;
+    /* stdio */
+    char *command;
+    char **args;               /* NULL-terminated */
+    char **env;                /* NULL-terminated "NAME=template" */
+    char *cwd;
+    /* http, sse */
+    char *url;                 /* template, as written */
+    char **headers;            /* NULL-terminated "Name: template" */
+    int64_t timeout_ms;        /* 0: the consumer's default */
+    /* credentials and lifecycle */
+    enum mcp_auth_mode auth;
+    struct mcp_oauth oauth;
+    char *bearer_token_env;
+    char *headers_helper;      /* command whose answer gives headers */
+    char *lifecycle;           /* "lazy", "eager", "keep-alive" ... as written; NULL */
+    int64_t idle_timeout_ms;   /* 0: none */
+    char **exclude_tools;      /* NULL-terminated */
+    struct json_object *raw;   /* the entry as written (owned reference) */
+    /* validation */
+    char *error;               /* NULL when valid; else why the entry cannot be used */
+    char **missing_vars;       /* NULL-terminated names of unset ${VAR}s; NULL when none */
+};
+
+/* Looks a variable up: 0 and *ret (caller frees with secure_free), -ENOENT when unset, other
+ * negative errno (with e) when the lookup itself failed. */
+typedef int (*mcp_lookup_fn)(void *userdata, const char *name, char **ret, struct err *e);
+
+struct mcp_config_opts {
+    const char *config_path;  /* replaces ~/.pi/agent/mcp.json (--config); NULL: default */
+    const char *cwd;          /* for the project layers; NULL: no project layers */
+    const char *bundled_path; /* NULL: no bundled layer */
+    mcp_lookup_fn lookup;     /* NULL: the process environment */
+    void *lookup_userdata;
+};
+
+/* A problem with a whole file (not JSON, root not an object, unreadable). */
+struct mcp_config_diag {
+    char *source; /* display path */
+    char *message;
+};
+
+struct mcp_config;
+
+/* Loads every layer. Fails only on ENOMEM or an unusable opts.config_path (given explicitly and
+ * missing: -ENOENT with a message); everything else becomes a per-file diagnostic or a per-entry
+ * error. Caller frees with mcp_config_free(). */
+int mcp_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret,
+                    struct err *e) _must_check_;
+void mcp_config_free(struct mcp_config *c);
+
+/* Entries after layering, sorted by name. Borrowed. */
+size_t mcp_config_count(const struct mcp_config *c);
+const struct mcp_server *mcp_config_at(const struct mcp_config *c, size_t i);
+const struct mcp_server *mcp_config_find(const struct mcp_config *c, const char *name);
+
+enum mcp_tool_prefix mcp_config_tool_prefix(const struct mcp_config *c);
+
+size_t mcp_config_diag_count(const struct mcp_config *c);
+const struct mcp_config_diag *mcp_config_diag_at(const struct mcp_config *c, size_t i);
+
+/* The files that were considered, in layer order, whether they existed or not (for
+ * `mcp-bridge list` and `add`). Borrowed absolute paths. */
+size_t mcp_config_file_count(const struct mcp_config *c);
+const char *mcp_config_file_at(const struct mcp_config *c, size_t i, bool *ret_exists);
+
+/* Expands ${VAR} references in tmpl ("$$" is a literal "$"; "${" without "}" is an error).
+ * -ENOENT with a message naming the first missing variable. The result may hold secrets:
+ * caller frees with secure_free(). */
+int mcp_expand(const char *tmpl, mcp_lookup_fn lookup, void *userdata, char **ret,
+               struct err *e) _must_check_;
+
+/* Calls fn for each variable name referenced in tmpl, in order. */
+void mcp_template_vars(const char *tmpl, void (*fn)(const char *name, void *userdata),
+                       void *userdata);

@@ -1,0 +1,282 @@
+#!/usr/bin/env node
+// A small Streamable HTTP MCP server (SDK McpServer, stateful sessions) at
+// http://127.0.0.1:PORT/mcp that accepts only RS256/ES256 JWT bearer tokens issued by --issuer
+// for its own URL. See --help and README.md.
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+
+import {
+  closeServer, listen, makeLogger, onShutdown, parseArgs, readBody, ready, sendJson,
+} from './lib/common.mjs';
+
+const spec = {
+  port: { type: 'int', default: 0, arg: 'PORT', help: 'port on 127.0.0.1; 0 picks a free one' },
+  issuer: { type: 'string', arg: 'URL', help: 'the authorization server (required); its jwks_uri comes from its RFC 8414 metadata, fetched at the first token' },
+  'jwks-uri': { type: 'string', arg: 'URL', help: 'skip discovery and take the signing keys from here' },
+  'scopes-supported': { type: 'string', default: 'mcp:read mcp:write', arg: '"S1 S2"', help: 'scopes_supported in the protected resource metadata ("" leaves the field out)' },
+  'challenge-scope': { type: 'string', arg: '"S1 S2"', help: 'add scope="..." to the 401 challenge' },
+  'require-scope': { type: 'list', arg: 'SCOPE', help: 'answer 403 insufficient_scope (with scope="...") when the token lacks this scope' },
+  'wrong-resource': { type: 'bool', help: 'fault: the protected resource metadata names https://wrong.example/mcp as its resource' },
+  'prm-resource': { type: 'string', arg: 'URL', help: 'the resource value of the metadata; {origin} stands for http://127.0.0.1:PORT (e.g. "{origin}/" for the same-origin prefix case)' },
+  'no-prm': { type: 'bool', help: 'fault / 2025-03-26 style: serve no protected resource metadata and leave resource_metadata out of the challenge' },
+  'no-resource-metadata-param': { type: 'bool', help: 'leave resource_metadata out of the 401 challenge (clients must find /.well-known/oauth-protected-resource/mcp themselves)' },
+  'clock-skew': { type: 'int', default: 0, arg: 'SECONDS', help: 'clock tolerance when checking exp/nbf' },
+  quiet: { type: 'bool', help: 'log nothing but errors' },
+};
+
+const usage = `
+An MCP server (Streamable HTTP, stateful sessions) at http://127.0.0.1:PORT/mcp protected by
+OAuth: every request needs "Authorization: Bearer <JWT>" signed by the issuer's keys, with
+iss = --issuer and aud = http://127.0.0.1:PORT/mcp. Without a valid token: 401 with
+WWW-Authenticate: Bearer resource_metadata="http://127.0.0.1:PORT/.well-known/oauth-protected-resource/mcp".
+Serves RFC 9728 metadata at /.well-known/oauth-protected-resource/mcp and at the root variant.
+One tool, whoami, returns the token's sub, scope, aud and client_id.
+
+Test endpoints: GET /__test/stats (counters, JSON), POST /__test/reset (zero them).`;
+
+const opts = parseArgs(spec, process.argv.slice(2), usage);
+const log = makeLogger('mcp-resource-server', opts.quiet);
+if (!opts.issuer) {
+  process.stderr.write("mcp-resource-server: --issuer URL is required\nTry 'mcp-resource-server.mjs --help'.\n");
+  process.exit(2);
+}
+const issuer = opts.issuer;
+
+const httpServer = createServer();
+const port = await listen(httpServer, opts.port);
+const origin = `http://127.0.0.1:${port}`;
+const resourceUrl = `${origin}/mcp`;
+const prmUrl = `${origin}/.well-known/oauth-protected-resource/mcp`;
+let advertisedResource = resourceUrl;
+if (opts.wrongResource) advertisedResource = 'https://wrong.example/mcp';
+if (opts.prmResource !== undefined) advertisedResource = opts.prmResource.replaceAll('{origin}', origin);
+
+function freshStats() {
+  return {
+    requests: 0, // every request to /mcp
+    by_method: {},
+    unauthorized: 0, // 401 answers
+    forbidden: 0, // 403 answers
+    authorized: 0, // requests with a valid token
+    tool_calls: 0,
+    sessions_opened: 0,
+    prm_requests: 0,
+    subjects: {}, // requests per token sub
+  };
+}
+let stats = freshStats();
+
+// ---- tokens ------------------------------------------------------------------------------------
+let jwks;
+async function keySet() {
+  if (jwks) return jwks;
+  let uri = opts.jwksUri;
+  if (!uri) {
+    const u = new URL(issuer);
+    const path = u.pathname === '/' ? '' : u.pathname.replace(/\/$/, '');
+    const candidates = [`${u.origin}/.well-known/oauth-authorization-server${path}`,
+      `${u.origin}/.well-known/openid-configuration${path}`];
+    for (const c of candidates) {
+      const r = await fetch(c, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+      if (r?.ok) {
+        uri = (await r.json()).jwks_uri;
+        if (uri) break;
+      }
+    }
+    if (!uri) throw new Error(`no jwks_uri found in the metadata of ${issuer}`);
+  }
+  jwks = createRemoteJWKSet(new URL(uri), { timeoutDuration: 5000, cooldownDuration: 0 });
+  return jwks;
+}
+
+function challenge(extra = {}) {
+  const params = [];
+  if (extra.error) params.push(`error="${extra.error}"`);
+  if (extra.description) params.push(`error_description="${extra.description.replace(/["\\]/g, '')}"`);
+  if (extra.scope) params.push(`scope="${extra.scope}"`);
+  if (!opts.noPrm && !opts.noResourceMetadataParam) params.push(`resource_metadata="${prmUrl}"`);
+  return `Bearer ${params.join(', ')}`.trim();
+}
+
+// Returns { auth } or { status, headers, body } to send.
+async function authenticate(req) {
+  const h = req.headers.authorization ?? '';
+  const m = /^Bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(h);
+  if (!m) {
+    return {
+      status: 401,
+      headers: { 'www-authenticate': challenge({ scope: opts.challengeScope }) },
+      body: { error: 'invalid_request', error_description: h ? 'malformed Authorization header' : 'no bearer token' },
+    };
+  }
+  const token = m[1];
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(token, await keySet(), {
+      issuer,
+      audience: resourceUrl,
+      algorithms: ['RS256', 'ES256', 'PS256'],
+      clockTolerance: opts.clockSkew,
+    }));
+  } catch (err) {
+    const description = `token rejected: ${err.code ?? ''} ${err.message}`.trim();
+    log(description);
+    return {
+      status: 401,
+      headers: { 'www-authenticate': challenge({ error: 'invalid_token', description, scope: opts.challengeScope }) },
+      body: { error: 'invalid_token', error_description: description },
+    };
+  }
+  const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
+  const missing = opts.requireScope.filter((s) => !scopes.includes(s));
+  if (missing.length) {
+    const wanted = [...new Set([...scopes, ...opts.requireScope])].join(' ');
+    return {
+      status: 403,
+      headers: { 'www-authenticate': challenge({ error: 'insufficient_scope', description: `needs ${missing.join(' ')}`, scope: wanted }) },
+      body: { error: 'insufficient_scope', error_description: `needs ${missing.join(' ')}` },
+    };
+  }
+  return {
+    auth: {
+      token,
+      clientId: payload.client_id ?? payload.azp ?? '',
+      scopes,
+      expiresAt: payload.exp,
+      resource: new URL(resourceUrl),
+      extra: { claims: payload },
+    },
+  };
+}
+
+// ---- MCP ---------------------------------------------------------------------------------------
+function newMcpServer() {
+  const server = new McpServer({ name: 'credkit-test-resource-server', version: '1.0.0' });
+  server.registerTool('whoami', {
+    description: "Returns the bearer token's sub, scope, aud and client_id.",
+  }, async (extra) => {
+    stats.tool_calls += 1;
+    const claims = extra.authInfo?.extra?.claims ?? {};
+    const who = {
+      sub: claims.sub ?? null,
+      scope: claims.scope ?? null,
+      aud: claims.aud ?? null,
+      client_id: claims.client_id ?? null,
+      exp: claims.exp ?? null,
+    };
+    return { content: [{ type: 'text', text: JSON.stringify(who) }], structuredContent: who };
+  });
+  return server;
+}
+
+const sessions = new Map(); // session id -> transport
+
+async function handleMcp(req, res) {
+  stats.requests += 1;
+  stats.by_method[req.method] = (stats.by_method[req.method] ?? 0) + 1;
+  // Read the body first: answering 401 before the client finished sending confuses some clients.
+  let body;
+  if (req.method === 'POST') {
+    const text = await readBody(req);
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null });
+      return;
+    }
+  }
+  const a = await authenticate(req);
+  if (!a.auth) {
+    if (a.status === 401) stats.unauthorized += 1;
+    if (a.status === 403) stats.forbidden += 1;
+    sendJson(res, a.status, a.body, a.headers);
+    return;
+  }
+  stats.authorized += 1;
+  const sub = a.auth.extra.claims.sub ?? '(none)';
+  stats.subjects[sub] = (stats.subjects[sub] ?? 0) + 1;
+  req.auth = a.auth;
+
+  const sid = req.headers['mcp-session-id'];
+  let transport = sid ? sessions.get(sid) : undefined;
+  if (!transport) {
+    if (sid) {
+      sendJson(res, 404, { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
+      return;
+    }
+    if (req.method !== 'POST' || !isInitializeRequest(body)) {
+      sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no valid session ID' }, id: null });
+      return;
+    }
+    transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, transport);
+        stats.sessions_opened += 1;
+        log(`session ${id} opened (sub ${sub})`);
+      },
+      onsessionclosed: (id) => {
+        sessions.delete(id);
+        log(`session ${id} closed`);
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+    };
+    await newMcpServer().connect(transport);
+  }
+  await transport.handleRequest(req, res, body);
+}
+
+function prm(res) {
+  stats.prm_requests += 1;
+  if (opts.noPrm) {
+    sendJson(res, 404, { error: 'not_found' });
+    return;
+  }
+  const doc = {
+    resource: advertisedResource,
+    authorization_servers: [issuer],
+    bearer_methods_supported: ['header'],
+    resource_name: 'credkit test MCP server',
+  };
+  const scopes = opts.scopesSupported.split(' ').filter(Boolean);
+  if (scopes.length) doc.scopes_supported = scopes;
+  sendJson(res, 200, doc);
+}
+
+httpServer.on('request', async (req, res) => {
+  const path = req.url.split('?')[0];
+  try {
+    if (path === '/mcp') {
+      await handleMcp(req, res);
+    } else if (req.method === 'GET' && (path === '/.well-known/oauth-protected-resource/mcp'
+        || path === '/.well-known/oauth-protected-resource')) {
+      prm(res);
+    } else if (req.method === 'GET' && path === '/__test/stats') {
+      sendJson(res, 200, { ...stats, resource: resourceUrl, issuer, open_sessions: sessions.size });
+    } else if (req.method === 'POST' && path === '/__test/reset') {
+      stats = freshStats();
+      sendJson(res, 200, { ok: true });
+    } else {
+      sendJson(res, 404, { error: 'not_found' });
+    }
+  } catch (err) {
+    log(`error on ${req.method} ${path}: ${err.stack ?? err}`);
+    if (!res.headersSent) sendJson(res, 500, { error: 'server_error' });
+    else res.end();
+  }
+  log(`${req.method} ${path} ${res.statusCode}`);
+});
+
+onShutdown(log, async () => {
+  for (const t of sessions.values()) await t.close().catch(() => {});
+  await closeServer(httpServer);
+});
+log(`resource ${resourceUrl}; issuer ${issuer}${opts.requireScope.length ? `; requires ${opts.requireScope.join(' ')}` : ''}`);
+ready(resourceUrl);
