@@ -23,9 +23,9 @@
 #include "browser.h"
 #include "util.h"
 
-#define BROWSER_CMD_MAX   4096 /* bytes of $BROWSER */
-#define BROWSER_ARGS_MAX  64   /* words of $BROWSER */
-#define BROWSER_START_MS  5000 /* from fork to exec: anything longer is a hang */
+#define BROWSER_CMD_MAX  4096 /* bytes of $BROWSER */
+#define BROWSER_ARGS_MAX 64   /* words of $BROWSER */
+#define BROWSER_START_MS 5000 /* from fork to exec: anything longer is a hang */
 
 /* Only absolute http(s) URLs with a host, and nothing a URL never contains (spaces, control
  * characters): the string goes verbatim to a program that may interpret it loosely. The

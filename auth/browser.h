@@ -11,6 +11,8 @@
 #include "err.h"
 #include "macro.h"
 
-/* Starts the browser on url. -EINVAL for a non-http(s) URL; -ENOENT (with a message naming the
- * command) when neither $BROWSER nor xdg-open can be run. */
+/* Starts the browser on url and returns once it has been exec'd (never waits for it).
+ * -EINVAL for a non-http(s) URL (or one with spaces or control characters); -ENOENT or -EACCES
+ * (with a message naming the command, never the URL) when the command cannot be run; -E2BIG for
+ * an oversized $BROWSER. */
 int browser_open(const char *url, struct err *e) _must_check_;

@@ -29,13 +29,13 @@
 #include "secmem.h"
 #include "util.h"
 
-#define CALLBACK_PARAM_MAX     4096u  /* bytes per query parameter, decoded */
-#define CALLBACK_CONN_LIMIT    16u    /* a browser opens a handful at most */
-#define CALLBACK_CONN_TIMEOUT  10u    /* seconds of inactivity before a connection is dropped */
-#define CALLBACK_CONN_MEMORY   32768u /* per connection: request line and headers must fit */
-#define CALLBACK_TICK_MS       1000
-#define CALLBACK_DRAIN_MS      1000   /* after acceptance: time to deliver the page */
-#define CALLBACK_MAX_FDS       64     /* listen socket + CALLBACK_CONN_LIMIT, with room to spare */
+#define CALLBACK_PARAM_MAX    4096u  /* bytes per query parameter, decoded */
+#define CALLBACK_CONN_LIMIT   16u    /* a browser opens a handful at most */
+#define CALLBACK_CONN_TIMEOUT 10u    /* seconds of inactivity before a connection is dropped */
+#define CALLBACK_CONN_MEMORY  32768u /* per connection: request line and headers must fit */
+#define CALLBACK_TICK_MS      1000
+#define CALLBACK_DRAIN_MS     1000 /* after acceptance: time to deliver the page */
+#define CALLBACK_MAX_FDS      64   /* listen socket + CALLBACK_CONN_LIMIT, with room to spare */
 
 struct callback {
     struct MHD_Daemon *daemon;
@@ -45,7 +45,7 @@ struct callback {
     char host_name[sizeof("localhost:65535")];
 
     const char *expected_state;    /* borrowed, set only during callback_wait() */
-    bool accepted;                 /* a valid callback was taken: later ones get 410 */
+    bool accepted;                 /* this wait took its callback: later ones get 410 */
     bool answered;                 /* its response went out (or its connection died) */
     int fail;                      /* -errno raised inside the request handler */
     struct callback_result result; /* filled on acceptance, handed out by callback_wait() */
@@ -60,32 +60,37 @@ struct callback {
     "<meta name=\"viewport\" content=\"width=device-width\">"
 #define PAGE_TAIL "</body></html>\n"
 
-static const char page_success[] = PAGE_HEAD "<title>Signed in</title></head><body>"
-                                   "<h1>Signed in</h1>"
-                                   "<p>You can close this tab and return to the terminal.</p>" PAGE_TAIL;
+static const char page_success[] =
+    PAGE_HEAD "<title>Signed in</title></head><body>"
+              "<h1>Signed in</h1>"
+              "<p>You can close this tab and return to the terminal.</p>" PAGE_TAIL;
 
-static const char page_invalid[] = PAGE_HEAD "<title>Sign-in failed</title></head><body>"
-                                   "<h1>Sign-in failed</h1>"
-                                   "<p>This sign-in link is not valid or has expired.</p>"
-                                   "<p>Start the sign-in again from the terminal.</p>" PAGE_TAIL;
+static const char page_invalid[] =
+    PAGE_HEAD "<title>Sign-in failed</title></head><body>"
+              "<h1>Sign-in failed</h1>"
+              "<p>This sign-in link is not valid or has expired.</p>"
+              "<p>Start the sign-in again from the terminal.</p>" PAGE_TAIL;
 
-static const char page_used[] = PAGE_HEAD "<title>Already used</title></head><body>"
-                                "<h1>Already used</h1>"
-                                "<p>This sign-in link was already used. You can close this tab.</p>" PAGE_TAIL;
+static const char page_used[] =
+    PAGE_HEAD "<title>Already used</title></head><body>"
+              "<h1>Already used</h1>"
+              "<p>This sign-in link was already used. You can close this tab.</p>" PAGE_TAIL;
 
-static const char page_error_fallback[] = PAGE_HEAD "<title>Sign-in failed</title></head><body>"
-                                          "<h1>Sign-in failed</h1>"
-                                          "<p>The authorization server refused the sign-in. "
-                                          "Return to the terminal for details.</p>" PAGE_TAIL;
+static const char page_error_fallback[] =
+    PAGE_HEAD "<title>Sign-in failed</title></head><body>"
+              "<h1>Sign-in failed</h1>"
+              "<p>The authorization server refused the sign-in. "
+              "Return to the terminal for details.</p>" PAGE_TAIL;
 
-static const char page_internal[] = PAGE_HEAD "<title>Error</title></head><body>"
-                                    "<h1>Error</h1><p>Return to the terminal for details.</p>" PAGE_TAIL;
+static const char page_internal[] =
+    PAGE_HEAD "<title>Error</title></head><body>"
+              "<h1>Error</h1><p>Return to the terminal for details.</p>" PAGE_TAIL;
 
 static const char page_not_found[] = PAGE_HEAD "<title>Not found</title></head><body>"
-                                     "<h1>Not found</h1>" PAGE_TAIL;
+                                               "<h1>Not found</h1>" PAGE_TAIL;
 
 static const char page_bad_method[] = PAGE_HEAD "<title>Method not allowed</title></head><body>"
-                                      "<h1>Method not allowed</h1>" PAGE_TAIL;
+                                                "<h1>Method not allowed</h1>" PAGE_TAIL;
 
 /* Text into HTML element content: markup characters become entities, control characters
  * become '?'. */
@@ -94,12 +99,24 @@ static int html_escape(struct buf *b, const char *s)
     int r = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p && r >= 0; p++) {
         switch (*p) {
-        case '&': r = buf_append_str(b, "&amp;"); break;
-        case '<': r = buf_append_str(b, "&lt;"); break;
-        case '>': r = buf_append_str(b, "&gt;"); break;
-        case '"': r = buf_append_str(b, "&quot;"); break;
-        case '\'': r = buf_append_str(b, "&#39;"); break;
-        default: r = buf_append_char(b, (*p < 0x20 || *p == 0x7f) ? '?' : (char)*p); break;
+        case '&':
+            r = buf_append_str(b, "&amp;");
+            break;
+        case '<':
+            r = buf_append_str(b, "&lt;");
+            break;
+        case '>':
+            r = buf_append_str(b, "&gt;");
+            break;
+        case '"':
+            r = buf_append_str(b, "&quot;");
+            break;
+        case '\'':
+            r = buf_append_str(b, "&#39;");
+            break;
+        default:
+            r = buf_append_char(b, (*p < 0x20 || *p == 0x7f) ? '?' : (char)*p);
+            break;
         }
     }
     return r;
@@ -107,9 +124,10 @@ static int html_escape(struct buf *b, const char *s)
 
 static int build_error_page(struct buf *b, const char *error, const char *description)
 {
-    int r = buf_append_str(b, PAGE_HEAD "<title>Sign-in failed</title></head><body>"
-                              "<h1>Sign-in failed</h1><p>The authorization server answered "
-                              "<code>");
+    int r =
+        buf_append_str(b, PAGE_HEAD "<title>Sign-in failed</title></head><body>"
+                                    "<h1>Sign-in failed</h1><p>The authorization server answered "
+                                    "<code>");
     if (r >= 0)
         r = html_escape(b, error);
     if (r >= 0)
@@ -273,7 +291,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return ANSWER_STATIC(conn, MHD_HTTP_METHOD_NOT_ALLOWED, page_bad_method);
     if (!host_ok(cb, conn))
         return ANSWER_STATIC(conn, MHD_HTTP_BAD_REQUEST, page_invalid);
-    if (cb->accepted && 0)
+    if (cb->accepted)
         return ANSWER_STATIC(conn, MHD_HTTP_GONE, page_used);
 
     /* The state decides before anything else is looked at: a request without our state is
@@ -387,15 +405,12 @@ int callback_start(uint16_t port, struct callback **ret, struct err *e)
     }
     /* no MHD_USE_INTERNAL_POLLING_THREAD: external polling, no threads */
     cb->daemon = MHD_start_daemon(
-        MHD_NO_FLAG, 0, NULL, NULL, on_request, cb,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log_nothing, NULL,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)mhd_fd,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CALLBACK_CONN_TIMEOUT,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)CALLBACK_CONN_LIMIT,
+        MHD_NO_FLAG, 0, NULL, NULL, on_request, cb, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_nothing,
+        NULL, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)mhd_fd, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)CALLBACK_CONN_TIMEOUT, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CALLBACK_CONN_LIMIT,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)CALLBACK_CONN_LIMIT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CALLBACK_CONN_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, cb,
-        MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, cb, MHD_OPTION_END);
     mhd_fd = -1; /* libmicrohttpd's now, or gone */
     if (!cb->daemon) {
         r = err_set(e, -EIO, "cannot start the callback server on 127.0.0.1:%u",
@@ -558,8 +573,8 @@ static int poll_once(struct callback *cb, int64_t wait_ms, const sigset_t *mask)
     }
 
     MHD_UNSIGNED_LONG_LONG mhd_ms;
-    if (MHD_get_timeout(cb->daemon, &mhd_ms) == MHD_YES && mhd_ms < (MHD_UNSIGNED_LONG_LONG)INT64_MAX &&
-        (int64_t)mhd_ms < wait_ms)
+    if (MHD_get_timeout(cb->daemon, &mhd_ms) == MHD_YES &&
+        mhd_ms < (MHD_UNSIGNED_LONG_LONG)INT64_MAX && (int64_t)mhd_ms < wait_ms)
         wait_ms = (int64_t)mhd_ms;
     if (wait_ms < 0)
         wait_ms = 0;
@@ -594,16 +609,17 @@ int callback_wait(struct callback *cb, const char *expected_state, int64_t timeo
 
     if (!cb || !ret || !expected_state || !*expected_state || timeout_ms <= 0)
         return err_set(e, -EINVAL, "callback_wait: invalid arguments");
-    if (cb->accepted)
-        return err_set(e, -EALREADY, "the sign-in callback was already received");
-
     r = stop_catch_begin(&sc);
     if (r < 0) {
         err_set(e, r, "cannot wait for the browser: %s", strerror(-r));
         goto out;
     }
     catching = true;
+    /* One callback per authorization request: a new wait is a new request with a new state,
+     * so whatever an earlier wait accepted no longer matters (its state no longer matches). */
     cb->expected_state = expected_state;
+    cb->accepted = false;
+    cb->answered = false;
     cb->fail = 0;
 
     int64_t now = now_mono_ms();
@@ -656,14 +672,21 @@ int callback_wait(struct callback *cb, const char *expected_state, int64_t timeo
         r = -ECANCELED;
 
     switch (r) {
-    case 0: break;
-    case -ECANCELED: err_set(e, r, "interrupted while waiting for the browser"); break;
+    case 0:
+        break;
+    case -ECANCELED:
+        err_set(e, r, "interrupted while waiting for the browser");
+        break;
     case -ETIMEDOUT:
         err_set(e, r, "no answer from the browser within %llds",
                 (long long)((timeout_ms + 999) / 1000));
         break;
-    case -ENOMEM: err_set(e, r, "cannot keep the sign-in callback: out of memory"); break;
-    default: err_set(e, r, "the callback server failed: %s", strerror(-r)); break;
+    case -ENOMEM:
+        err_set(e, r, "cannot keep the sign-in callback: out of memory");
+        break;
+    default:
+        err_set(e, r, "the callback server failed: %s", strerror(-r));
+        break;
     }
     if (r < 0)
         goto out;

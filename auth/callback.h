@@ -37,9 +37,16 @@ uint16_t callback_port(const struct callback *cb);
 const char *callback_redirect_uri(const struct callback *cb);
 
 /* Serves requests until one valid callback arrives, then answers it with the success page (or
- * the failure page for an error callback) and returns 0 with *ret filled. -ETIMEDOUT after
- * timeout_ms; -ECANCELED when SIGINT or SIGTERM arrives while waiting. tick, when not NULL, is
- * called about once a second with the time left (for a countdown). The caller releases *ret. */
+ * the failure page for an error callback) and returns 0 with *ret filled, once that page has
+ * gone out (bounded: at most about a second more). -ETIMEDOUT after timeout_ms (> 0);
+ * -ECANCELED when SIGINT or SIGTERM arrives while waiting: the signal is consumed (the caller's
+ * handler does not see it; one the caller blocks or ignores is left alone) and the caller's
+ * handlers and mask are restored. Each wait is one authorization request: it accepts one
+ * callback for expected_state (use a fresh state for every wait), answers later ones with "410
+ * already used" while it runs, and may be followed by another wait on the same server (a retry,
+ * e.g. after re-registering a client), for which the earlier state is no longer valid. tick, when not NULL, is called at the start and about once a second
+ * with the time left (for a countdown), with SIGINT and SIGTERM blocked. *ret is written only
+ * on success; the caller releases it with callback_result_release(). */
 int callback_wait(struct callback *cb, const char *expected_state, int64_t timeout_ms,
                   void (*tick)(int64_t remaining_ms, void *userdata), void *userdata,
                   struct callback_result *ret, struct err *e) _must_check_;

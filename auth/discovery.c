@@ -265,7 +265,10 @@ out:
     return r;
 }
 
-static int find_as_metadata(struct discovery *d, int64_t timeout_ms, struct err *e)
+/* strict: the metadata's issuer must be the one asked for (RFC 8414 3.3). Without
+ * protected resource metadata (2025-03-26) the metadata location, not the issuer, is what the
+ * server pointed at: its issuer is adopted instead. */
+static int find_as_metadata(struct discovery *d, bool strict, int64_t timeout_ms, struct err *e)
 {
     char *origin = NULL, *path = NULL, *cands[3] = {0};
     size_t n = 0;
@@ -303,6 +306,18 @@ static int find_as_metadata(struct discovery *d, int64_t timeout_ms, struct err 
         if (r < 0)
             goto out;
         const char *iss = json_get_string(as, "issuer");
+        if (!strict && iss && strcmp(iss, d->issuer) != 0) {
+            r = url_check_secure(iss, "issuer", e);
+            char *adopted = r >= 0 ? strdup(iss) : NULL;
+            if (r >= 0 && !adopted)
+                r = -ENOMEM;
+            if (r < 0) {
+                json_object_put(as);
+                goto out;
+            }
+            free(d->issuer);
+            d->issuer = adopted;
+        }
         if (!iss || strcmp(iss, d->issuer) != 0) {
             r = err_set(e, -EPERM,
                         "the authorization server metadata at '%s' names the issuer '%s', not "
@@ -404,7 +419,7 @@ int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery *
         r = url_check_secure(d->issuer, "authorization server", e);
         if (r < 0)
             goto out;
-        r = find_as_metadata(d, timeout_ms, e);
+        r = find_as_metadata(d, true, timeout_ms, e);
         if (r == -ENOENT)
             r = err_set(e, r,
                         "authorization server '%s' publishes no metadata (neither RFC 8414 nor "
@@ -417,7 +432,7 @@ int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery *
         r = url_origin(d->server_url, &d->issuer);
         if (r < 0)
             goto out;
-        r = find_as_metadata(d, timeout_ms, e);
+        r = find_as_metadata(d, false, timeout_ms, e);
         if (r == -ENOENT) {
             err_clear(e);
             r = as_defaults(d);

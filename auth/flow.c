@@ -601,6 +601,81 @@ out:
     return r;
 }
 
+/* Enterprise cross-app access: the identity provider's ID token is exchanged there for an
+ * identity assertion grant, which the MCP server's authorization server takes as a JWT bearer
+ * grant. No browser. */
+static int jwt_bearer(const struct auth_target *t, const struct discovery *d,
+                      struct token_entry *te, const char *scope, int64_t http_timeout,
+                      struct err *e)
+{
+    char *id_token = NULL, *idp_secret = NULL, *secret = NULL, *jag = NULL;
+    struct token_response tr = {0};
+    const struct mcp_oauth *oa = t->oauth;
+    int r;
+    if (!oa || !oa->client_id || !oa->idp_token_endpoint || !oa->idp_id_token)
+        return err_set(e, -EINVAL,
+                       "grant \"jwt-bearer\" needs oauth.clientId and oauth.idp.tokenEndpoint and "
+                       "oauth.idp.idToken for '%s' in mcp.json",
+                       t->name ? t->name : t->server_url);
+    r = url_check_secure(oa->idp_token_endpoint, "identity provider token endpoint", e);
+    if (r >= 0)
+        r = mcp_expand(oa->idp_id_token, NULL, NULL, &id_token, e);
+    if (r >= 0 && oa->idp_client_secret)
+        r = mcp_expand(oa->idp_client_secret, NULL, NULL, &idp_secret, e);
+    if (r >= 0)
+        r = config_secret(t, &secret, e);
+    if (r < 0)
+        goto out;
+    struct oauth_client idp = {
+        .client_id = oa->idp_client_id ? oa->idp_client_id : oa->client_id,
+        .client_secret = idp_secret,
+    };
+    r = oauth_token_exchange(oa->idp_token_endpoint, &idp, id_token, d->issuer,
+                             resource_param(t, d), scope, http_timeout, &jag, e);
+    if (r < 0)
+        goto out;
+    r = rate_check(te, "token", TOKEN_REQUESTS_PER_MINUTE, e);
+    if (r < 0)
+        goto out;
+    struct oauth_client client = {
+        .client_id = oa->client_id,
+        .client_secret = secret,
+        .auth_method = secret ? pick_basic_or_post(d) : "none",
+    };
+    const char *params[] = {
+        "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        "assertion", jag,
+        "scope", scope,
+        "resource", resource_param(t, d),
+        NULL,
+    };
+    r = oauth_token(discovery_as_string(d, "token_endpoint"), &client, params, http_timeout, &tr, e);
+    if (r < 0)
+        goto out;
+    if (tr.error) {
+        r = oauth_error("the JWT bearer grant failed", &tr, e);
+        goto out;
+    }
+    te->registration = REGISTRATION_PRE;
+    r = set_str(&te->client_id, oa->client_id);
+    if (r >= 0)
+        r = set_str(&te->auth_method, client.auth_method);
+    if (r >= 0)
+        r = store_tokens(te, &tr, scope);
+out:
+    token_response_release(&tr);
+    secure_free(id_token);
+    secure_free(idp_secret);
+    secure_free(secret);
+    secure_free(jag);
+    return r;
+}
+
+static bool wants_jwt_bearer(const struct auth_target *t)
+{
+    return t->oauth && t->oauth->grant && strcmp(t->oauth->grant, "jwt-bearer") == 0;
+}
+
 static bool wants_client_credentials(const struct auth_target *t)
 {
     return t->oauth && t->oauth->grant && strcmp(t->oauth->grant, "client_credentials") == 0;
@@ -656,7 +731,7 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
     r = discovery_run(t->server_url, http_timeout, &d, e);
     if (r < 0)
         goto out;
-    if (!d->needs_auth && !d->prm && !wants_client_credentials(t)) {
+    if (!d->needs_auth && !d->prm && !wants_client_credentials(t) && !wants_jwt_bearer(t)) {
         r = err_set(e, -EALREADY,
                     "'%s' answered without asking for authorization: no sign-in is needed",
                     t->server_url);
@@ -689,6 +764,10 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
 
     if (wants_client_credentials(t)) {
         r = client_credentials(t, d, te, scope, http_timeout, e);
+        goto saved;
+    }
+    if (wants_jwt_bearer(t)) {
+        r = jwt_bearer(t, d, te, scope, http_timeout, e);
         goto saved;
     }
     if (!d->as_defaults && !discovery_as_lists(d, "code_challenge_methods_supported", "S256")) {
@@ -799,6 +878,10 @@ static int refresh_locked(const struct auth_target *t, struct token_entry *te,
         r = client_credentials(t, d, te, te->scope, http_timeout, e);
         goto out;
     }
+    if (wants_jwt_bearer(t) && !te->refresh_token) {
+        r = jwt_bearer(t, d, te, te->scope, http_timeout, e);
+        goto out;
+    }
     if (!te->refresh_token) {
         r = err_set(e, AUTH_LOGIN_REQUIRED, "the token for '%s' has expired and there is no "
                                             "refresh token",
@@ -852,7 +935,7 @@ int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms,
     int64_t http_timeout = http_timeout_ms > 0 ? http_timeout_ms : HTTP_TIMEOUT_MS_DEFAULT;
     int r = tokens_load(t->server_url, NULL, &te, e);
     if (r == -ENOENT) {
-        if (wants_client_credentials(t)) {
+        if (wants_client_credentials(t) || wants_jwt_bearer(t)) {
             /* nobody needs to be there for this one: sign in now */
             struct login_opts o = {.http_timeout_ms = http_timeout};
             err_clear(e);

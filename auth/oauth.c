@@ -218,6 +218,56 @@ out:
     return r;
 }
 
+int oauth_token_exchange(const char *endpoint, const struct oauth_client *client,
+                         const char *subject_token, const char *audience, const char *resource,
+                         const char *scope, int64_t timeout_ms, char **ret, struct err *e)
+{
+    static const char id_jag[] = "urn:ietf:params:oauth:token-type:id-jag";
+    struct buf form;
+    struct json_object *obj = NULL;
+    long status = 0;
+    int r;
+    buf_init_secret(&form, 64 * 1024);
+    r = form_add(&form, "grant_type", "urn:ietf:params:oauth:grant-type:token-exchange");
+    if (r >= 0)
+        r = form_add(&form, "requested_token_type", id_jag);
+    if (r >= 0)
+        r = form_add(&form, "subject_token", subject_token);
+    if (r >= 0)
+        r = form_add(&form, "subject_token_type", "urn:ietf:params:oauth:token-type:id_token");
+    if (r >= 0)
+        r = form_add(&form, "audience", audience);
+    if (r >= 0 && resource)
+        r = form_add(&form, "resource", resource);
+    if (r >= 0 && scope)
+        r = form_add(&form, "scope", scope);
+    if (r >= 0)
+        r = post_form(endpoint, "token exchange", client, &form, timeout_ms, &status, &obj, e);
+    if (r < 0)
+        goto out;
+    const char *err = obj ? json_get_string(obj, "error") : NULL;
+    if (status != 200 || err || !obj) {
+        const char *desc = obj ? json_get_string(obj, "error_description") : NULL;
+        r = err_set(e, -EPROTO, "token exchange at the identity provider '%s' failed: HTTP %ld%s%s%s%s",
+                    endpoint, status, err ? ": " : "", err ? err : "", desc ? ": " : "",
+                    desc ? desc : "");
+        goto out;
+    }
+    const char *tok = json_get_string(obj, "access_token");
+    const char *type = json_get_string(obj, "issued_token_type");
+    if (!tok || !*tok || (type && strcmp(type, id_jag) != 0)) {
+        r = err_set(e, -EBADMSG,
+                    "token exchange at '%s': the answer holds no identity assertion grant", endpoint);
+        goto out;
+    }
+    *ret = strdup(tok);
+    r = *ret ? 0 : -ENOMEM;
+out:
+    json_object_put(obj);
+    buf_release(&form);
+    return r;
+}
+
 int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope,
                    int64_t timeout_ms, struct registration *ret, struct err *e)
 {

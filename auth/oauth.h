@@ -41,6 +41,14 @@ int oauth_token(const char *endpoint, const struct oauth_client *client,
 
 void token_response_release(struct token_response *t);
 
+/* RFC 8693 token exchange at an identity provider: subject_token (an ID token) for an
+ * identity assertion authorization grant (ID-JAG) meant for audience (the MCP server's
+ * authorization server) and resource. Caller secure_free()s *ret. */
+int oauth_token_exchange(const char *endpoint, const struct oauth_client *client,
+                         const char *subject_token, const char *audience, const char *resource,
+                         const char *scope, int64_t timeout_ms, char **ret,
+                         struct err *e) _must_check_;
+
 struct registration {
     char *client_id;
     char *client_secret; /* secret; NULL for public clients */

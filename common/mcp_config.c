@@ -20,13 +20,13 @@
 #include "url.h"
 #include "util.h"
 
-#define CONFIG_MAX_BYTES   (4u * 1024u * 1024u)
-#define SERVER_NAME_MAX    128                  /* characters */
-#define VAR_NAME_MAX       256                  /* bytes */
-#define EXPANDED_MAX       (256u * 1024u)       /* one expanded value */
-#define MS_MAX             (24LL * 3600 * 1000) /* timeouts: one day */
-#define MAX_FILES          5
-#define DISP_MAX           96 /* names and words quoted in messages */
+#define CONFIG_MAX_BYTES (4u * 1024u * 1024u)
+#define SERVER_NAME_MAX  128                  /* characters */
+#define VAR_NAME_MAX     256                  /* bytes */
+#define EXPANDED_MAX     (256u * 1024u)       /* one expanded value */
+#define MS_MAX           (24LL * 3600 * 1000) /* timeouts: one day */
+#define MAX_FILES        5
+#define DISP_MAX         96 /* names and words quoted in messages */
 
 #define bad(e, ...) err_set((e), -EINVAL, __VA_ARGS__)
 
@@ -157,8 +157,8 @@ static void strv_free(char **v, bool secret)
 /* ---- templates --------------------------------------------------------------------------- */
 
 struct scan_ops {
-    int (*lit)(void *ud, const char *p, size_t n);  /* literal text; NULL: ignored */
-    int (*var)(void *ud, const char *name);          /* a ${NAME}; NULL: ignored */
+    int (*lit)(void *ud, const char *p, size_t n); /* literal text; NULL: ignored */
+    int (*var)(void *ud, const char *name);        /* a ${NAME}; NULL: ignored */
 };
 
 static int scan_flush(const struct scan_ops *ops, void *ud, const char *p, size_t n)
@@ -303,8 +303,8 @@ static int expand_var(void *ud, const char *name)
 
 /* Expands tmpl. With missing, every unset variable is added to it (once) and the result is
  * -ENOENT (without a message) when there was any; without, the first one is the error. */
-static int expand_ex(const char *tmpl, mcp_lookup_fn lookup, void *userdata,
-                     struct strv *missing, char **ret, struct err *e)
+static int expand_ex(const char *tmpl, mcp_lookup_fn lookup, void *userdata, struct strv *missing,
+                     char **ret, struct err *e)
 {
     struct expand_ctx c = {lookup ? lookup : env_lookup, userdata, {0}, missing, false, e};
     const struct scan_ops ops = {expand_lit, expand_var};
@@ -330,8 +330,7 @@ out:
     return r;
 }
 
-int mcp_expand(const char *tmpl, mcp_lookup_fn lookup, void *userdata, char **ret,
-               struct err *e)
+int mcp_expand(const char *tmpl, mcp_lookup_fn lookup, void *userdata, char **ret, struct err *e)
 {
     if (!tmpl)
         return bad(e, "no template to expand");
@@ -461,8 +460,8 @@ static bool is_blank(const char *s)
 }
 
 /* A JSON string as a C string: no NUL inside. */
-static int string_value(struct json_object *v, const char *label, unsigned flags,
-                        const char **ret, struct err *e)
+static int string_value(struct json_object *v, const char *label, unsigned flags, const char **ret,
+                        struct err *e)
 {
     if (!json_object_is_type(v, json_type_string))
         return bad(e, "%s must be a string, not %s", label, type_of(v));
@@ -531,15 +530,14 @@ static int get_ms(struct json_object *o, const char *key, int64_t *ret, struct e
         if (!isfinite(d) || d <= 0)
             return bad(e, "\"%s\" must be a positive number of milliseconds, not %g", key, d);
         if (d > (double)MS_MAX)
-            return bad(e, "\"%s\" must be at most %lld milliseconds (one day), not %g", key,
-                       MS_MAX, d);
+            return bad(e, "\"%s\" must be at most %lld milliseconds (one day), not %g", key, MS_MAX,
+                       d);
         /* 0 < d <= MS_MAX: the conversion is defined (and no libm needed for floor) */
         x = (int64_t)d;
         if ((double)x != d)
             return bad(e, "\"%s\" must be a whole number of milliseconds, not %g", key, d);
     } else {
-        return bad(e, "\"%s\" must be a positive number of milliseconds, not %s", key,
-                   type_of(v));
+        return bad(e, "\"%s\" must be a positive number of milliseconds, not %s", key, type_of(v));
     }
     *ret = x;
     return 0;
@@ -624,13 +622,13 @@ static int get_string_map(struct json_object *o, const char *key, bool headers, 
             disp(kd, k);
             if (headers ? !is_header_name(k) : (!*k || strchr(k, '='))) {
                 r = headers ? bad(e, "'%s' in \"headers\" is not a valid HTTP header name", kd)
-                            : bad(e, "'%s' in \"env\" is not a valid variable name: it must "
-                                     "be non-empty, without '='",
+                            : bad(e,
+                                  "'%s' in \"env\" is not a valid variable name: it must "
+                                  "be non-empty, without '='",
                                   kd);
                 goto out;
             }
-            (void)snprintf(lbl, sizeof(lbl), "%s '%s'", headers ? "header" : "\"env\" value",
-                           kd);
+            (void)snprintf(lbl, sizeof(lbl), "%s '%s'", headers ? "header" : "\"env\" value", kd);
             if (!val) {
                 r = bad(e, "%s must be a string, not null", lbl);
                 goto out;
@@ -686,7 +684,8 @@ static int get_enum(struct json_object *o, const char *key, const char *label,
 
 static int parse_oauth(struct json_object *o, struct mcp_oauth *oa, struct err *e)
 {
-    static const char *const grants[] = {"authorization_code", "client_credentials", NULL};
+    static const char *const grants[] = {"authorization_code", "client_credentials", "jwt-bearer",
+                                         NULL};
     static const char *const algs[] = {"ES256", "RS256", NULL};
     int r, i = -1;
     bool send_resource = true;
@@ -694,34 +693,51 @@ static int parse_oauth(struct json_object *o, struct mcp_oauth *oa, struct err *
     if (!json_object_is_type(o, json_type_object))
         return bad(e, "\"oauth\" must be an object, not %s", type_of(o));
     if ((r = get_string(o, "clientId", "oauth.clientId", STR_NONBLANK, &oa->client_id, e)) < 0 ||
-        (r = get_string(o, "clientSecret", "oauth.clientSecret", STR_NONBLANK,
-                        &oa->client_secret, e)) < 0 ||
+        (r = get_string(o, "clientSecret", "oauth.clientSecret", STR_NONBLANK, &oa->client_secret,
+                        e)) < 0 ||
         (r = get_string(o, "clientMetadataUrl", "oauth.clientMetadataUrl", 0,
                         &oa->client_metadata_url, e)) < 0 ||
         (r = get_string(o, "scope", "oauth.scope", 0, &oa->scope, e)) < 0 ||
         (r = get_string(o, "redirectUri", "oauth.redirectUri", 0, &oa->redirect_uri, e)) < 0 ||
         (r = get_string(o, "privateKeyFile", "oauth.privateKeyFile", STR_NONBLANK,
                         &oa->private_key_file, e)) < 0 ||
-        (r = get_bool(o, "refreshScope", "oauth.refreshScope", &oa->refresh_sends_scope, e)) <
-            0 ||
+        (r = get_bool(o, "refreshScope", "oauth.refreshScope", &oa->refresh_sends_scope, e)) < 0 ||
         (r = get_bool(o, "sendResource", "oauth.sendResource", &send_resource, e)) < 0)
         return r;
     oa->omit_resource = !send_resource;
 
     r = get_enum(o, "grant", "oauth.grant", grants,
-                 "\"authorization_code\" or \"client_credentials\"", &i, e);
+                 "\"authorization_code\", \"client_credentials\" or \"jwt-bearer\"", &i, e);
     if (r < 0)
         return r;
     if (i >= 0 && !(oa->grant = strdup(grants[i])))
         return oom(e);
     i = -1;
-    r = get_enum(o, "privateKeyAlg", "oauth.privateKeyAlg", algs, "\"ES256\" or \"RS256\"", &i,
-                 e);
+    r = get_enum(o, "privateKeyAlg", "oauth.privateKeyAlg", algs, "\"ES256\" or \"RS256\"", &i, e);
     if (r < 0)
         return r;
     if (i >= 0 && !(oa->private_key_alg = strdup(algs[i])))
         return oom(e);
 
+    struct json_object *idp = member(o, "idp");
+    if (idp) {
+        if (!json_object_is_type(idp, json_type_object))
+            return bad(e, "\"oauth.idp\" must be an object, not %s", type_of(idp));
+        if ((r = get_string(idp, "issuer", "oauth.idp.issuer", STR_NONBLANK, &oa->idp_issuer, e)) < 0 ||
+            (r = get_string(idp, "tokenEndpoint", "oauth.idp.tokenEndpoint", STR_NONBLANK,
+                            &oa->idp_token_endpoint, e)) < 0 ||
+            (r = get_string(idp, "clientId", "oauth.idp.clientId", STR_NONBLANK, &oa->idp_client_id,
+                            e)) < 0 ||
+            (r = get_string(idp, "clientSecret", "oauth.idp.clientSecret", STR_NONBLANK,
+                            &oa->idp_client_secret, e)) < 0 ||
+            (r = get_string(idp, "idToken", "oauth.idp.idToken", STR_NONBLANK, &oa->idp_id_token,
+                            e)) < 0)
+            return r;
+        if (!oa->idp_token_endpoint || !oa->idp_id_token)
+            return bad(e, "\"oauth.idp\" needs \"tokenEndpoint\" and \"idToken\"");
+    }
+    if (oa->grant && strcmp(oa->grant, "jwt-bearer") == 0 && !idp)
+        return bad(e, "\"oauth.grant\": \"jwt-bearer\" needs an \"oauth.idp\" object");
     if (oa->client_metadata_url && (r = check_metadata_url(oa->client_metadata_url, e)) < 0)
         return r;
     if (oa->redirect_uri && (r = check_redirect_uri(oa->redirect_uri, e)) < 0)
@@ -733,14 +749,13 @@ static int parse_oauth(struct json_object *o, struct mcp_oauth *oa, struct err *
  * -ENOMEM. */
 static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *e)
 {
-    static const char *const types[] = {"stdio", "http", "sse", "streamable-http",
-                                        "streamableHttp", NULL};
+    static const char *const types[] = {"stdio",           "http",           "sse",
+                                        "streamable-http", "streamableHttp", NULL};
     static const enum mcp_transport type_tr[] = {MCP_TRANSPORT_STDIO, MCP_TRANSPORT_HTTP,
                                                  MCP_TRANSPORT_SSE, MCP_TRANSPORT_HTTP,
                                                  MCP_TRANSPORT_HTTP};
     static const char *const auths[] = {"oauth", "bearer", "none", NULL};
-    static const enum mcp_auth_mode auth_mode[] = {MCP_AUTH_OAUTH, MCP_AUTH_BEARER,
-                                                   MCP_AUTH_NONE};
+    static const enum mcp_auth_mode auth_mode[] = {MCP_AUTH_OAUTH, MCP_AUTH_BEARER, MCP_AUTH_NONE};
     int r, type = -1, auth = -1;
 
     if (!json_object_is_type(o, json_type_object))
@@ -765,8 +780,9 @@ static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *
         return bad(e, "\"type\" is \"stdio\" but the entry has a \"url\": use \"command\", or "
                       "drop \"type\"");
     else if (type_tr[type] != MCP_TRANSPORT_STDIO && cmd)
-        return bad(e, "\"type\" is '%s' but the entry has a \"command\": use \"url\", or drop "
-                      "\"type\"",
+        return bad(e,
+                   "\"type\" is '%s' but the entry has a \"command\": use \"url\", or drop "
+                   "\"type\"",
                    types[type]);
     else
         s->transport = type_tr[type];
@@ -777,12 +793,11 @@ static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *
         (r = get_string_map(o, "headers", true, &s->headers, e)) < 0 ||
         (r = get_ms(o, "timeout", &s->timeout_ms, e)) < 0 ||
         (r = get_ms(o, "idleTimeout", &s->idle_timeout_ms, e)) < 0 ||
-        (r = get_string(o, "headersHelper", "headersHelper", STR_NONBLANK, &s->headers_helper,
-                        e)) < 0 ||
+        (r = get_string(o, "headersHelper", "headersHelper", STR_NONBLANK, &s->headers_helper, e)) <
+            0 ||
         (r = get_string(o, "lifecycle", "lifecycle", 0, &s->lifecycle, e)) < 0 ||
         (r = get_string_array(o, "excludeTools", &s->exclude_tools, e)) < 0 ||
-        (r = get_string(o, "bearerTokenEnv", "bearerTokenEnv", 0, &s->bearer_token_env, e)) <
-            0)
+        (r = get_string(o, "bearerTokenEnv", "bearerTokenEnv", 0, &s->bearer_token_env, e)) < 0)
         return r;
     if (s->bearer_token_env && !name_is_valid(s->bearer_token_env)) {
         char d[DISP_BUF];
@@ -834,15 +849,14 @@ static int check_server_name(const char *name, struct err *e)
 /* Expands every template of a structurally valid entry: lists the missing variables, checks
  * the URL and the header values, and wipes what it expanded. -EINVAL/-ENOENT with the reason,
  * -ENOMEM. */
-static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts,
-                        struct err *e)
+static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts, struct err *e)
 {
     struct strv missing = {0};
     char *url = NULL, *val = NULL;
     struct buf msg;
     int r;
 
-    buf_init(&msg, ERR_MSG_MAX);
+    buf_init(&msg, ERR_MSG_MAX / 2);
     if (s->url) {
         r = expand_ex(s->url, opts->lookup, opts->lookup_userdata, &missing, &url, e);
         if (r < 0 && r != -ENOENT) {
@@ -882,8 +896,8 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
         }
     }
     if (s->oauth.client_secret) {
-        r = expand_ex(s->oauth.client_secret, opts->lookup, opts->lookup_userdata, &missing,
-                      &val, e);
+        r = expand_ex(s->oauth.client_secret, opts->lookup, opts->lookup_userdata, &missing, &val,
+                      e);
         secure_free(TAKE_PTR(val));
         if (r < 0 && r != -ENOENT) {
             (void)err_prefix(e, "\"oauth.clientSecret\"");
@@ -892,17 +906,18 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
     }
 
     if (missing.n > 0) {
-        r = buf_printf(&msg, "variable%s ", missing.n > 1 ? "s" : "");
-        for (size_t i = 0; r >= 0 && i < missing.n; i++)
+        /* the names that fit in a message; missing_vars has them all */
+        bool cut = false;
+        for (size_t i = 0; i < missing.n && !cut; i++) {
             r = buf_printf(&msg, "%s'%s'", i == 0 ? "" : ", ", missing.v[i]);
-        if (r >= 0)
-            r = buf_printf(&msg, " %s not set", missing.n > 1 ? "are" : "is");
-        if (r == -ENOMEM) {
-            r = oom(e);
-            goto out;
+            if (r == -ENOMEM) {
+                r = oom(e);
+                goto out;
+            }
+            cut = r < 0;
         }
-        /* -E2BIG: the message is cut; missing_vars has them all */
-        r = err_set(e, -ENOENT, "%s%s", buf_str(&msg), r < 0 ? "..." : "");
+        r = err_set(e, -ENOENT, "variable%s %s%s %s not set", missing.n > 1 ? "s" : "",
+                    buf_str(&msg), cut ? ", ..." : "", missing.n > 1 ? "are" : "is");
         s->missing_vars = strv_take(&missing);
         if (!s->missing_vars)
             r = oom(e);
@@ -933,6 +948,11 @@ static void oauth_release(struct mcp_oauth *oa)
     free(oa->grant);
     free(oa->private_key_file);
     free(oa->private_key_alg);
+    free(oa->idp_issuer);
+    free(oa->idp_token_endpoint);
+    free(oa->idp_client_id);
+    secure_free(oa->idp_client_secret);
+    secure_free(oa->idp_id_token);
 }
 
 static void server_free(struct mcp_server *s)
@@ -1032,8 +1052,7 @@ struct loader {
     int tool_prefix; /* -1: not set by any layer */
 };
 
-static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...)
-    _printf_(3, 4);
+static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...) _printf_(3, 4);
 static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...)
 {
     struct mcp_config_diag *d = realloc(c->diags, (c->n_diags + 1) * sizeof(*d));
@@ -1106,8 +1125,8 @@ static int find_layers(struct loader *L, struct err *e)
         if (r == -ENOMEM)
             goto fail;
         if (r < 0) {
-            r = err_set(e, r, "cannot resolve the bundled configuration '%s': %s",
-                        o->bundled_path, strerror(-r));
+            r = err_set(e, r, "cannot resolve the bundled configuration '%s': %s", o->bundled_path,
+                        strerror(-r));
             goto out;
         }
         r = add_layer(L, TAKE_PTR(p), MCP_LAYER_BUNDLED, false);
@@ -1255,10 +1274,11 @@ static int read_layer(struct loader *L, size_t idx, struct err *e)
     struct json_object *ms = member(y->root, "mcpServers"), *sv = member(y->root, "servers");
     if ((ms && !json_object_is_type(ms, json_type_object)) ||
         (sv && !json_object_is_type(sv, json_type_object))) {
-        const char *key = ms && !json_object_is_type(ms, json_type_object) ? "mcpServers"
-                                                                            : "servers";
-        r = add_diag(L->c, y->display, "'%s': \"%s\" must be an object, not %s: no server of "
-                                       "this file is used",
+        const char *key =
+            ms && !json_object_is_type(ms, json_type_object) ? "mcpServers" : "servers";
+        r = add_diag(L->c, y->display,
+                     "'%s': \"%s\" must be an object, not %s: no server of "
+                     "this file is used",
                      y->display, key, type_of(member(y->root, key)));
         goto skip;
     }
@@ -1328,8 +1348,8 @@ int mcp_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret,
         if (r < 0)
             goto out;
     }
-    L.c->tool_prefix = L.tool_prefix >= 0 ? (enum mcp_tool_prefix)L.tool_prefix
-                                          : MCP_TOOL_PREFIX_SERVER;
+    L.c->tool_prefix =
+        L.tool_prefix >= 0 ? (enum mcp_tool_prefix)L.tool_prefix : MCP_TOOL_PREFIX_SERVER;
 
     /* the last candidate of each name (highest layer) wins; the result is sorted by name */
     if (L.n_cands > 0)

@@ -12,7 +12,8 @@
  *
  * Validation is per entry: an invalid entry is kept with its reason (so `mcp-bridge list` can
  * show it) and every other entry still works. A file that is not JSON is reported with line and
- * column and skipped as a whole layer; a missing file is simply absent.
+ * column and skipped as a whole layer; a missing file is simply absent. Unknown keys are ignored
+ * (kept in `raw`); a key whose value is null counts as absent.
  *
  * ${VAR} references in "url", "headers" values and "env" values are kept as written in the
  * entry (templates) and expanded with mcp_expand() through a lookup callback: the process
@@ -63,11 +64,20 @@ struct mcp_oauth {
     char *client_metadata_url; /* Client ID Metadata Document URL */
     char *scope;               /* space-separated scopes to request */
     char *redirect_uri;        /* fixes the loopback redirect (pre-registered clients) */
-    char *grant;               /* "authorization_code" (default) or "client_credentials" */
+    char *grant;               /* "authorization_code" (default), "client_credentials", or
+                                  "jwt-bearer" (enterprise cross-app access, with idp below) */
     char *private_key_file;    /* PEM key for private_key_jwt (client_credentials) */
     char *private_key_alg;     /* "ES256" or "RS256"; NULL: from the key type */
     bool refresh_sends_scope;  /* quirk: send scope on refresh requests ("refreshScope": true) */
     bool omit_resource;        /* quirk: never send the RFC 8707 resource ("sendResource": false) */
+    /* "idp": the enterprise identity provider for grant "jwt-bearer" (cross-app access): its ID
+     * token is exchanged there (RFC 8693) for an identity assertion grant (ID-JAG), which the
+     * MCP server's authorization server takes as a JWT bearer grant (RFC 7523) */
+    char *idp_issuer;
+    char *idp_token_endpoint;
+    char *idp_client_id;
+    char *idp_client_secret;   /* template */
+    char *idp_id_token;        /* template: "${VAR}" naming where the ID token is */
 };
 
 struct mcp_server {
@@ -75,27 +85,31 @@ struct mcp_server {
     char *source;              /* display path of the file that defined it */
     enum mcp_layer layer;
     enum mcp_transport transport;
-    /* stdio */
+    /* stdio. The four vectors below are NULL-terminated and never NULL (empty when absent). */
     char *command;
-    char **args;               /* NULL-terminated */
-    char **env;                /* NULL-terminated "NAME=template" */
+    char **args;
+    char **env;                /* "NAME=template" */
     char *cwd;
     /* http, sse */
     char *url;                 /* template, as written */
-    char **headers;            /* NULL-terminated "Name: template" */
+    char **headers;            /* "Name: template" (exactly one space after the colon) */
     int64_t timeout_ms;        /* 0: the consumer's default */
-    /* credentials and lifecycle */
+    /* credentials and lifecycle. An explicit "auth" wins; without it an "oauth" object means
+     * OAUTH, else "bearerTokenEnv" means BEARER. */
     enum mcp_auth_mode auth;
     struct mcp_oauth oauth;
     char *bearer_token_env;
     char *headers_helper;      /* command whose answer gives headers */
     char *lifecycle;           /* "lazy", "eager", "keep-alive" ... as written; NULL */
     int64_t idle_timeout_ms;   /* 0: none */
-    char **exclude_tools;      /* NULL-terminated */
+    char **exclude_tools;
     struct json_object *raw;   /* the entry as written (owned reference) */
-    /* validation */
-    char *error;               /* NULL when valid; else why the entry cannot be used */
-    char **missing_vars;       /* NULL-terminated names of unset ${VAR}s; NULL when none */
+    /* validation. Fields parsed before the first problem are filled in, the rest are not. */
+    char *error;               /* NULL when valid; else why the entry cannot be used:
+                                * "'<file>': server '<name>': <reason>", never a value */
+    char **missing_vars;       /* NULL-terminated names of unset ${VAR}s, deduplicated, in order of
+                                * appearance; NULL when none (and when the entry failed before
+                                * expansion) */
 };
 
 /* Looks a variable up: 0 and *ret (caller frees with secure_free), -ENOENT when unset, other
@@ -118,9 +132,12 @@ struct mcp_config_diag {
 
 struct mcp_config;
 
-/* Loads every layer. Fails only on ENOMEM or an unusable opts.config_path (given explicitly and
- * missing: -ENOENT with a message); everything else becomes a per-file diagnostic or a per-entry
- * error. Caller frees with mcp_config_free(). */
+/* Loads every layer (opts NULL: no bundled, no project layers, the environment). Fails only on
+ * ENOMEM or an unusable opts.config_path (given explicitly and missing: -ENOENT with a message);
+ * everything else becomes a per-file diagnostic or a per-entry error. An invalid
+ * settings.toolPrefix is a diagnostic and does not override lower layers. Only the winning entry
+ * of each name is validated and expanded (lookup is never called for a replaced one). Caller
+ * frees with mcp_config_free(). */
 int mcp_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret,
                     struct err *e) _must_check_;
 void mcp_config_free(struct mcp_config *c);
@@ -146,6 +163,7 @@ const char *mcp_config_file_at(const struct mcp_config *c, size_t i, bool *ret_e
 int mcp_expand(const char *tmpl, mcp_lookup_fn lookup, void *userdata, char **ret,
                struct err *e) _must_check_;
 
-/* Calls fn for each variable name referenced in tmpl, in order. */
+/* Calls fn for each variable name referenced in tmpl, in order (repeats included), stopping
+ * silently at a syntax error (mcp_expand() reports it). */
 void mcp_template_vars(const char *tmpl, void (*fn)(const char *name, void *userdata),
                        void *userdata);

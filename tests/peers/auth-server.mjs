@@ -346,7 +346,7 @@ function liveCounts() {
   return {
     grants: count('Grant'),
     refresh_tokens: count('RefreshToken', (p) => !p.consumed && p.exp * 1000 > now),
-    registered_clients: count('Client') - 0,
+    registered_clients: count('Client'),
   };
 }
 

@@ -26,6 +26,9 @@ function challengeScope(res) {
   return m ? m[1] : "";
 }
 
+// authorization attempts per run, the first sign-in included: never loop on step-up
+let signins = 1;
+const MAX_SIGNINS = 3;
 let current = header();
 async function authFetch(input, init = {}) {
   for (let attempt = 0; attempt < 4; attempt++) {
@@ -38,7 +41,8 @@ async function authFetch(input, init = {}) {
     }
     if (res.status === 403) {
       const scope = challengeScope(res);
-      if (scope !== null && attempt < 3) {
+      if (scope !== null && signins < MAX_SIGNINS) {
+        signins++;
         execFileSync(bin, ["--config", config, "login", name, "--timeout", "30s",
           ...(scope ? ["--scope", scope] : [])], { stdio: ["ignore", "inherit", "inherit"] });
         current = header();

@@ -166,12 +166,51 @@ static void test_arguments(void)
     CHECK_INT(count_fds(), fds);
 }
 
+/* Run as the browser itself (BROWSER pointing at this very program): copy our
+ * /proc/self/status, as exec'd, to $BROWSER_TEST_SELF and leave before main(). A shell would
+ * not do as a witness here: dash clears its signal mask when it starts. */
+__attribute__((constructor)) static void fake_browser_main(void)
+{
+    const char *out = getenv("BROWSER_TEST_SELF");
+    if (!out)
+        return;
+    char tmp[4200], buf[8192];
+    (void)snprintf(tmp, sizeof(tmp), "%s.tmp", out);
+    int in = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ssize_t n;
+    while (in >= 0 && fd >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+        if (write(fd, buf, (size_t)n) != n)
+            _exit(1);
+    (void)close(fd);
+    (void)rename(tmp, out);
+    _exit(0);
+}
+
+/* The value of a "Name:\tHEX" line of a /proc status file, ~0 when missing. */
+static unsigned long long status_mask(char lines[][1024], int n, const char *name)
+{
+    size_t len = strlen(name);
+    unsigned long long v = ~0ULL;
+    for (int i = 0; i < n; i++)
+        if (strncmp(lines[i], name, len) == 0 && lines[i][len] == ':' &&
+            sscanf(lines[i] + len + 1, " %llx", &v) == 1)
+            return v;
+    return ~0ULL;
+}
+
 /* The browser starts with default dispositions and an empty mask, whatever ours are. */
 static void test_signals_reset(void)
 {
     struct err e = ERR_INIT;
-    char lines[32][1024];
-    (void)setenv("BROWSER", script, 1);
+    char lines[128][1024], self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    CHECK(len > 0);
+    if (len <= 0)
+        return;
+    self[len] = 0;
+    (void)setenv("BROWSER", self, 1);
+    (void)setenv("BROWSER_TEST_SELF", out_path, 1);
     reset_out();
     sigset_t usr1, old;
     (void)sigemptyset(&usr1);
@@ -185,15 +224,11 @@ static void test_signals_reset(void)
 
     (void)sigaction(SIGUSR2, &prev, NULL);
     (void)sigprocmask(SIG_SETMASK, &old, NULL);
-    int n = read_out(lines, 32, 5000);
-    CHECK_INT(n, 8);
-    if (n == 8) {
-        CHECK_STR(lines[4], "SigBlk:\t0000000000000000");
-        unsigned long long ignored = 0;
-        CHECK_INT(sscanf(lines[5], "SigIgn: %llx", &ignored), 1);
-        CHECK_INT(ignored & (1ULL << (SIGUSR2 - 1)), 0);
-        CHECK_STR(lines[7], "http://127.0.0.1:8080/x");
-    }
+    (void)unsetenv("BROWSER_TEST_SELF");
+    int n = read_out(lines, 128, 5000);
+    CHECK(n > 10);
+    CHECK_INT(status_mask(lines, n, "SigBlk"), 0);
+    CHECK_INT(status_mask(lines, n, "SigIgn"), 0);
     check_no_children();
 }
 
@@ -217,7 +252,7 @@ static void test_detached(void)
     if (pid > 1) {
         pid_t sid = getsid((pid_t)pid);
         CHECK(sid > 0);
-        CHECK(sid != getsid(0));         /* its own session */
+        CHECK(sid != getsid(0)); /* its own session */
         CHECK(getpgid((pid_t)pid) != getpgrp());
         CHECK(ppid_of(pid) != getpid()); /* not our child */
         CHECK(ppid_of(pid) > 0);         /* still running, reparented */

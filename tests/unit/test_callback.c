@@ -49,7 +49,8 @@ static long client_timeout_ms = 5000; /* per request, in the child */
 static void shm_reset(void)
 {
     if (!shm) {
-        void *p = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        void *p =
+            mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
             perror("mmap");
             exit(2);
@@ -206,8 +207,8 @@ static int connect_loopback(uint16_t port)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
     (void)close(fd);
     return r;
@@ -238,21 +239,22 @@ static char huge_url[48 * 1024];
 
 static void client_requests(uint16_t port)
 {
-    get(port, "/other?state=" STATE "&code=c0");                    /* 0: 404 */
-    http(port, "POST", "/callback", NULL);                          /* 1: 405 */
-    get(port, "/callback?state=wrong&code=c2");                     /* 2: 400 */
-    get(port, "/callback?code=c3");                                 /* 3: 400 */
-    get(port, big_state);                                           /* 4: 400 */
-    get(port, big_iss);                                             /* 5: 400 */
-    get(port, "/callback?state=" STATE);                            /* 6: 400 */
-    get(port, "/callback?state=" STATE "&state=" STATE "&code=c6"); /* 7: 400 */
+    get(port, "/other?state=" STATE "&code=c0");                               /* 0: 404 */
+    http(port, "POST", "/callback", NULL);                                     /* 1: 405 */
+    get(port, "/callback?state=wrong&code=c2");                                /* 2: 400 */
+    get(port, "/callback?code=c3");                                            /* 3: 400 */
+    get(port, big_state);                                                      /* 4: 400 */
+    get(port, big_iss);                                                        /* 5: 400 */
+    get(port, "/callback?state=" STATE);                                       /* 6: 400 */
+    get(port, "/callback?state=" STATE "&state=" STATE "&code=c6");            /* 7: 400 */
     http(port, "GET", "/callback?state=" STATE "&code=c7", "evil.example:80"); /* 8: 400 */
-    get(port, "/callback?state=" STATE "%00x&code=c8");             /* 9: 400 */
-    get(port, huge_url);                                            /* 10: 4xx from the library */
-    get(port, "/callback/?state=" STATE "&code=c10");               /* 11: 404 */
-    get(port, "/callback?code=abc%2Bd&state=" STATE "&iss=https%3A%2F%2Fas.example%2F"); /* 12: 200 */
-    client_timeout_ms = 1500; /* unanswered until the server stops */
-    get(port, "/callback?code=c12&state=" STATE);                   /* 13: 410 or refused */
+    get(port, "/callback?state=" STATE "%00x&code=c8");                        /* 9: 400 */
+    get(port, huge_url);                              /* 10: 4xx from the library */
+    get(port, "/callback/?state=" STATE "&code=c10"); /* 11: 404 */
+    get(port,
+        "/callback?code=abc%2Bd&state=" STATE "&iss=https%3A%2F%2Fas.example%2F"); /* 12: 200 */
+    client_timeout_ms = 1500;                     /* unanswered until the server stops */
+    get(port, "/callback?code=c12&state=" STATE); /* 13: 410 or refused */
 }
 
 static void test_requests(void)
@@ -293,11 +295,6 @@ static void test_requests(void)
     CHECK(res.error == NULL);
     CHECK(res.error_description == NULL);
     CHECK(res.error_uri == NULL);
-
-    /* a second wait on the same server is refused: one callback per server */
-    struct callback_result again = {.code = (char *)"untouched"};
-    CHECK_INT(callback_wait(cb, STATE, 100, NULL, NULL, &again, &e), -EALREADY);
-    CHECK_STR(again.code, "untouched");
 
     sleep_ms(300); /* the last request is under way, unanswered: stopping resets it */
     callback_stop(cb);
@@ -363,6 +360,50 @@ static void test_error_callback(void)
     CHECK_CONTAINS(shm->r[0].body, "Sign-in failed");
     CHECK_CONTAINS(shm->r[0].body, "access_denied");
     CHECK_CONTAINS(shm->r[0].headers, "Cache-Control: no-store");
+}
+
+#define STATE2 "st2-Qw8RtY"
+
+static void client_retry(uint16_t port)
+{
+    get(port, "/callback?error=invalid_client&state=" STATE);
+}
+
+static void client_retry2(uint16_t port)
+{
+    get(port, "/callback?code=stale&state=" STATE); /* the first attempt's state: void now */
+    get(port, "/callback?code=fresh&state=" STATE2);
+}
+
+/* A retry on the same server (the flow re-registers the client after invalid_client and tries
+ * again): the next wait takes a callback for its own state only. */
+static void test_next_attempt(void)
+{
+    struct err e = ERR_INIT;
+    struct callback *cb = NULL;
+    struct callback_result res = {0};
+    shm_reset();
+    CHECK_INT(callback_start(0, &cb, &e), 0);
+    if (!cb)
+        return;
+    pid_t pid = spawn_client(client_retry, callback_port(cb));
+    CHECK_INT(callback_wait(cb, STATE, 10000, NULL, NULL, &res, &e), 0);
+    CHECK_INT(reap(pid, 10000), 0);
+    CHECK_STR(res.error, "invalid_client");
+    callback_result_release(&res);
+
+    shm_reset();
+    pid = spawn_client(client_retry2, callback_port(cb));
+    CHECK_INT(callback_wait(cb, STATE2, 10000, NULL, NULL, &res, &e), 0);
+    CHECK_INT(reap(pid, 10000), 0);
+    callback_stop(cb);
+    CHECK_STR(res.code, "fresh");
+    CHECK_STR(res.state, STATE2);
+    CHECK(res.error == NULL);
+    callback_result_release(&res);
+    CHECK_INT(shm->n, 2);
+    CHECK_INT(shm->r[0].status, 400);
+    CHECK_INT(shm->r[1].status, 200);
 }
 
 static void client_script(uint16_t port)
@@ -440,8 +481,8 @@ static void test_tick(void)
 static int listen_on(uint32_t addr, uint16_t port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
-                             .sin_addr.s_addr = htonl(addr)};
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
         perror("listen_on");
         exit(2);
@@ -572,8 +613,8 @@ static int report_fd = -1;
 static int raw_request(uint16_t port, const char *code)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
         _exit(4);
     char req[512];
@@ -644,5 +685,6 @@ static void test_second_request_gone(void)
     callback_result_release(&res);
 }
 
-TESTS_MAIN(test_start_loopback, test_requests, test_error_callback, test_error_escaped,
-           test_timeout, test_tick, test_port_in_use, test_signals, test_second_request_gone)
+TESTS_MAIN(test_start_loopback, test_requests, test_error_callback, test_next_attempt,
+           test_error_escaped, test_timeout, test_tick, test_port_in_use, test_signals,
+           test_second_request_gone)

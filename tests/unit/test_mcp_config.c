@@ -64,10 +64,10 @@ static void put(const char *rel, const char *text)
     CHECK_INT(fclose(f), 0);
 }
 
-#define SHARED  "home/.config/mcp/mcp.json"
-#define USER    "home/.pi/agent/mcp.json"
-#define PROJ1   "home/proj/.mcp.json"
-#define PROJ2   "home/proj/.pi/mcp.json"
+#define SHARED "home/.config/mcp/mcp.json"
+#define USER   "home/.pi/agent/mcp.json"
+#define PROJ1  "home/proj/.mcp.json"
+#define PROJ2  "home/proj/.pi/mcp.json"
 
 static struct mcp_config *load_opts(const struct mcp_config_opts *o)
 {
@@ -355,6 +355,7 @@ struct reject {
     const char *reason;
 };
 
+/* clang-format off: one rejection a line reads better than a wrapped table */
 static const struct reject rejects[] = {
     {"r-notobj", "['command']", "the entry must be an object, not an array"},
     {"r-both", "{'url': 'https://x.example', 'command': 'x'}", "both \"url\" and \"command\""},
@@ -363,79 +364,146 @@ static const struct reject rejects[] = {
     {"r-blank", "{'command': ' \\t '}", "\"command\" must not be blank"},
     {"r-cmd-num", "{'command': 5}", "\"command\" must be a string, not a number"},
     {"r-url-num", "{'url': 5}", "\"url\" must be a string, not a number"},
-    {"r-args", "{'command': 'x', 'args': 'a b'}", "\"args\" must be an array of strings, not a string"},
-    {"r-args-idx", "{'command': 'x', 'args': ['a', 'b', 3]}", "\"args\"[2] must be a string, not a number"},
+    {"r-args", "{'command': 'x', 'args': 'a b'}",
+     "\"args\" must be an array of strings, not a string"},
+    {"r-args-idx", "{'command': 'x', 'args': ['a', 'b', 3]}",
+     "\"args\"[2] must be a string, not a number"},
     {"r-args-null", "{'command': 'x', 'args': [null]}", "\"args\"[0] must be a string, not null"},
-    {"r-env-arr", "{'command': 'x', 'env': ['A=1']}", "\"env\" must be an object of strings, not an array"},
-    {"r-env-val", "{'command': 'x', 'env': {'A': 'ok', 'B': 1}}", "\"env\" value 'B' must be a string, not a number"},
-    {"r-env-name", "{'command': 'x', 'env': {'A=B': 'x'}}", "'A=B' in \"env\" is not a valid variable name"},
-    {"r-env-empty", "{'command': 'x', 'env': {'': 'x'}}", "'' in \"env\" is not a valid variable name"},
-    {"r-hdr-obj", "{'url': 'https://x.example', 'headers': 'A: b'}", "\"headers\" must be an object of strings, not a string"},
-    {"r-hdr-val", "{'url': 'https://x.example', 'headers': {'X-A': true}}", "header 'X-A' must be a string, not a boolean"},
-    {"r-hdr-name", "{'url': 'https://x.example', 'headers': {'Bad Name': 'x'}}", "'Bad Name' in \"headers\" is not a valid HTTP header name"},
-    {"r-hdr-colon", "{'url': 'https://x.example', 'headers': {'A:': 'x'}}", "not a valid HTTP header name"},
+    {"r-env-arr", "{'command': 'x', 'env': ['A=1']}",
+     "\"env\" must be an object of strings, not an array"},
+    {"r-env-val", "{'command': 'x', 'env': {'A': 'ok', 'B': 1}}",
+     "\"env\" value 'B' must be a string, not a number"},
+    {"r-env-name", "{'command': 'x', 'env': {'A=B': 'x'}}",
+     "'A=B' in \"env\" is not a valid variable name"},
+    {"r-env-empty", "{'command': 'x', 'env': {'': 'x'}}",
+     "'' in \"env\" is not a valid variable name"},
+    {"r-hdr-obj", "{'url': 'https://x.example', 'headers': 'A: b'}",
+     "\"headers\" must be an object of strings, not a string"},
+    {"r-hdr-val", "{'url': 'https://x.example', 'headers': {'X-A': true}}",
+     "header 'X-A' must be a string, not a boolean"},
+    {"r-hdr-name", "{'url': 'https://x.example', 'headers': {'Bad Name': 'x'}}",
+     "'Bad Name' in \"headers\" is not a valid HTTP header name"},
+    {"r-hdr-colon", "{'url': 'https://x.example', 'headers': {'A:': 'x'}}",
+     "not a valid HTTP header name"},
     {"r-cwd", "{'command': 'x', 'cwd': 1}", "\"cwd\" must be a string, not a number"},
-    {"r-to-neg", "{'url': 'https://x.example', 'timeout': -5}", "\"timeout\" must be a positive number of milliseconds, not -5"},
-    {"r-to-zero", "{'url': 'https://x.example', 'timeout': 0}", "\"timeout\" must be a positive number of milliseconds, not 0"},
-    {"r-to-zerod", "{'url': 'https://x.example', 'timeout': 0.0}", "\"timeout\" must be a positive number of milliseconds, not 0"},
-    {"r-to-str", "{'url': 'https://x.example', 'timeout': '100'}", "\"timeout\" must be a positive number of milliseconds, not a string"},
-    {"r-to-frac", "{'url': 'https://x.example', 'timeout': 1.5}", "\"timeout\" must be a whole number of milliseconds, not 1.5"},
-    {"r-to-day", "{'url': 'https://x.example', 'timeout': 86400001}", "\"timeout\" must be at most 86400000 milliseconds (one day), not 86400001"},
-    {"r-to-huge", "{'url': 'https://x.example', 'timeout': 1e300}", "\"timeout\" must be at most 86400000"},
-    {"r-to-u64", "{'url': 'https://x.example', 'timeout': 18446744073709551615}", "\"timeout\" must be at most 86400000"},
+    {"r-to-neg", "{'url': 'https://x.example', 'timeout': -5}",
+     "\"timeout\" must be a positive number of milliseconds, not -5"},
+    {"r-to-zero", "{'url': 'https://x.example', 'timeout': 0}",
+     "\"timeout\" must be a positive number of milliseconds, not 0"},
+    {"r-to-zerod", "{'url': 'https://x.example', 'timeout': 0.0}",
+     "\"timeout\" must be a positive number of milliseconds, not 0"},
+    {"r-to-str", "{'url': 'https://x.example', 'timeout': '100'}",
+     "\"timeout\" must be a positive number of milliseconds, not a string"},
+    {"r-to-frac", "{'url': 'https://x.example', 'timeout': 1.5}",
+     "\"timeout\" must be a whole number of milliseconds, not 1.5"},
+    {"r-to-day", "{'url': 'https://x.example', 'timeout': 86400001}",
+     "\"timeout\" must be at most 86400000 milliseconds (one day), not 86400001"},
+    {"r-to-huge", "{'url': 'https://x.example', 'timeout': 1e300}",
+     "\"timeout\" must be at most 86400000"},
+    {"r-to-u64", "{'url': 'https://x.example', 'timeout': 18446744073709551615}",
+     "\"timeout\" must be at most 86400000"},
     {"r-to-arr", "{'url': 'https://x.example', 'timeout': [5]}", "not an array"},
-    {"r-idle", "{'command': 'x', 'idleTimeout': -1}", "\"idleTimeout\" must be a positive number of milliseconds, not -1"},
-    {"r-type", "{'url': 'https://x.example', 'type': 'websocket'}", "\"type\" must be \"stdio\", \"http\" or \"sse\", not 'websocket'"},
-    {"r-type-num", "{'url': 'https://x.example', 'type': 1}", "\"type\" must be a string, not a number"},
-    {"r-type-stdio", "{'url': 'https://x.example', 'type': 'stdio'}", "\"type\" is \"stdio\" but the entry has a \"url\""},
-    {"r-type-http", "{'command': 'x', 'type': 'http'}", "\"type\" is 'http' but the entry has a \"command\""},
-    {"r-type-sse", "{'command': 'x', 'type': 'sse'}", "\"type\" is 'sse' but the entry has a \"command\""},
-    {"r-url-ftp", "{'url': 'ftp://x.example/mcp'}", "\"url\" must be an http:// or https:// URL, not 'ftp:'"},
+    {"r-idle", "{'command': 'x', 'idleTimeout': -1}",
+     "\"idleTimeout\" must be a positive number of milliseconds, not -1"},
+    {"r-type", "{'url': 'https://x.example', 'type': 'websocket'}",
+     "\"type\" must be \"stdio\", \"http\" or \"sse\", not 'websocket'"},
+    {"r-type-num", "{'url': 'https://x.example', 'type': 1}",
+     "\"type\" must be a string, not a number"},
+    {"r-type-stdio", "{'url': 'https://x.example', 'type': 'stdio'}",
+     "\"type\" is \"stdio\" but the entry has a \"url\""},
+    {"r-type-http", "{'command': 'x', 'type': 'http'}",
+     "\"type\" is 'http' but the entry has a \"command\""},
+    {"r-type-sse", "{'command': 'x', 'type': 'sse'}",
+     "\"type\" is 'sse' but the entry has a \"command\""},
+    {"r-url-ftp", "{'url': 'ftp://x.example/mcp'}",
+     "\"url\" must be an http:// or https:// URL, not 'ftp:'"},
     {"r-url-file", "{'url': 'file:///etc/passwd'}", "not 'file:'"},
     {"r-url-junk", "{'url': 'not a url'}", "\"url\" is not a valid http:// or https:// URL"},
     {"r-url-rel", "{'url': '/mcp'}", "\"url\" is not a valid http:// or https:// URL"},
     {"r-url-empty", "{'url': ''}", "\"url\" is not a valid"},
-    {"r-url-port", "{'url': 'https://x.example:0/mcp'}", "\"url\" is not a valid http:// or https:// URL"},
+    {"r-url-port", "{'url': 'https://x.example:0/mcp'}",
+     "\"url\" is not a valid http:// or https:// URL"},
     {"r-url-nohost", "{'url': 'https://'}", "\"url\" is not a valid http:// or https:// URL"},
-    {"r-url-query", "{'url': 'https://x.example:99999/mcp?key=QUERYSECRET'}", "\"url\" is not a valid"},
-    {"r-url-cred", "{'url': 'https://me:hunter2@x.example/mcp'}", "\"url\" must not contain a user name or password"},
-    {"r-auth", "{'url': 'https://x.example', 'auth': 'basic'}", "\"auth\" must be \"oauth\", \"bearer\" or \"none\", not 'basic'"},
-    {"r-auth-bool", "{'url': 'https://x.example', 'auth': true}", "\"auth\" must be a string, not a boolean"},
-    {"r-bearer", "{'url': 'https://x.example', 'auth': 'bearer'}", "\"auth\" is \"bearer\" but \"bearerTokenEnv\" is missing"},
-    {"r-bearer-env", "{'url': 'https://x.example', 'auth': 'bearer', 'bearerTokenEnv': '1TOKEN'}", "\"bearerTokenEnv\" must be the name of an environment variable"},
-    {"r-bearer-env2", "{'url': 'https://x.example', 'bearerTokenEnv': 'MY-TOKEN'}", "not 'MY-TOKEN'"},
-    {"r-oauth", "{'url': 'https://x.example', 'oauth': 'yes'}", "\"oauth\" must be an object, not a string"},
-    {"r-oauth-true", "{'url': 'https://x.example', 'oauth': true}", "\"oauth\" must be an object, not a boolean"},
-    {"r-oa-id", "{'url': 'https://x.example', 'oauth': {'clientId': 5}}", "\"oauth.clientId\" must be a string, not a number"},
-    {"r-oa-id-blank", "{'url': 'https://x.example', 'oauth': {'clientId': ''}}", "\"oauth.clientId\" must not be blank"},
-    {"r-oa-secret", "{'url': 'https://x.example', 'oauth': {'clientSecret': {}}}", "\"oauth.clientSecret\" must be a string, not an object"},
-    {"r-oa-scope", "{'url': 'https://x.example', 'oauth': {'scope': ['a']}}", "\"oauth.scope\" must be a string, not an array"},
-    {"r-oa-grant", "{'url': 'https://x.example', 'oauth': {'grant': 'password'}}", "\"oauth.grant\" must be \"authorization_code\" or \"client_credentials\", not 'password'"},
-    {"r-oa-alg", "{'url': 'https://x.example', 'oauth': {'privateKeyAlg': 'HS256'}}", "\"oauth.privateKeyAlg\" must be \"ES256\" or \"RS256\", not 'HS256'"},
-    {"r-oa-key", "{'url': 'https://x.example', 'oauth': {'privateKeyFile': 1}}", "\"oauth.privateKeyFile\" must be a string, not a number"},
-    {"r-oa-rs", "{'url': 'https://x.example', 'oauth': {'refreshScope': 'yes'}}", "\"oauth.refreshScope\" must be true or false, not a string"},
-    {"r-oa-sr", "{'url': 'https://x.example', 'oauth': {'sendResource': 0}}", "\"oauth.sendResource\" must be true or false, not a number"},
-    {"r-oa-cimd-http", "{'url': 'https://x.example', 'oauth': {'clientMetadataUrl': 'http://client.example/c.json'}}", "\"oauth.clientMetadataUrl\" must be an https:// URL with a path"},
-    {"r-oa-cimd-nopath", "{'url': 'https://x.example', 'oauth': {'clientMetadataUrl': 'https://client.example/'}}", "\"oauth.clientMetadataUrl\" must be an https:// URL with a path"},
-    {"r-oa-cimd-junk", "{'url': 'https://x.example', 'oauth': {'clientMetadataUrl': 'client.json'}}", "\"oauth.clientMetadataUrl\""},
-    {"r-oa-redir-https", "{'url': 'https://x.example', 'oauth': {'redirectUri': 'https://127.0.0.1:8080/cb'}}", "\"oauth.redirectUri\" must be a loopback http:// URL"},
-    {"r-oa-redir-host", "{'url': 'https://x.example', 'oauth': {'redirectUri': 'http://example.com:8080/cb'}}", "\"oauth.redirectUri\" must be a loopback http:// URL"},
-    {"r-oa-redir-evil", "{'url': 'https://x.example', 'oauth': {'redirectUri': 'http://127.0.0.1.evil.example/cb'}}", "\"oauth.redirectUri\" must be a loopback http:// URL"},
-    {"r-oa-redir-num", "{'url': 'https://x.example', 'oauth': {'redirectUri': 8080}}", "\"oauth.redirectUri\" must be a string, not a number"},
-    {"r-helper", "{'url': 'https://x.example', 'headersHelper': '  '}", "\"headersHelper\" must not be blank"},
-    {"r-helper-num", "{'url': 'https://x.example', 'headersHelper': 1}", "\"headersHelper\" must be a string, not a number"},
-    {"r-excl", "{'command': 'x', 'excludeTools': 'a'}", "\"excludeTools\" must be an array of strings, not a string"},
-    {"r-excl-idx", "{'command': 'x', 'excludeTools': ['a', {}]}", "\"excludeTools\"[1] must be a string, not an object"},
+    {"r-url-query", "{'url': 'https://x.example:99999/mcp?key=QUERYSECRET'}",
+     "\"url\" is not a valid"},
+    {"r-url-cred", "{'url': 'https://me:hunter2@x.example/mcp'}",
+     "\"url\" must not contain a user name or password"},
+    {"r-auth", "{'url': 'https://x.example', 'auth': 'basic'}",
+     "\"auth\" must be \"oauth\", \"bearer\" or \"none\", not 'basic'"},
+    {"r-auth-bool", "{'url': 'https://x.example', 'auth': true}",
+     "\"auth\" must be a string, not a boolean"},
+    {"r-bearer", "{'url': 'https://x.example', 'auth': 'bearer'}",
+     "\"auth\" is \"bearer\" but \"bearerTokenEnv\" is missing"},
+    {"r-bearer-env", "{'url': 'https://x.example', 'auth': 'bearer', 'bearerTokenEnv': '1TOKEN'}",
+     "\"bearerTokenEnv\" must be the name of an environment variable"},
+    {"r-bearer-env2", "{'url': 'https://x.example', 'bearerTokenEnv': 'MY-TOKEN'}",
+     "not 'MY-TOKEN'"},
+    {"r-oauth", "{'url': 'https://x.example', 'oauth': 'yes'}",
+     "\"oauth\" must be an object, not a string"},
+    {"r-oauth-true", "{'url': 'https://x.example', 'oauth': true}",
+     "\"oauth\" must be an object, not a boolean"},
+    {"r-oa-id", "{'url': 'https://x.example', 'oauth': {'clientId': 5}}",
+     "\"oauth.clientId\" must be a string, not a number"},
+    {"r-oa-id-blank", "{'url': 'https://x.example', 'oauth': {'clientId': ''}}",
+     "\"oauth.clientId\" must not be blank"},
+    {"r-oa-secret", "{'url': 'https://x.example', 'oauth': {'clientSecret': {}}}",
+     "\"oauth.clientSecret\" must be a string, not an object"},
+    {"r-oa-scope", "{'url': 'https://x.example', 'oauth': {'scope': ['a']}}",
+     "\"oauth.scope\" must be a string, not an array"},
+    {"r-oa-grant", "{'url': 'https://x.example', 'oauth': {'grant': 'password'}}",
+     "\"oauth.grant\" must be \"authorization_code\" or \"client_credentials\", not 'password'"},
+    {"r-oa-alg", "{'url': 'https://x.example', 'oauth': {'privateKeyAlg': 'HS256'}}",
+     "\"oauth.privateKeyAlg\" must be \"ES256\" or \"RS256\", not 'HS256'"},
+    {"r-oa-key", "{'url': 'https://x.example', 'oauth': {'privateKeyFile': 1}}",
+     "\"oauth.privateKeyFile\" must be a string, not a number"},
+    {"r-oa-rs", "{'url': 'https://x.example', 'oauth': {'refreshScope': 'yes'}}",
+     "\"oauth.refreshScope\" must be true or false, not a string"},
+    {"r-oa-sr", "{'url': 'https://x.example', 'oauth': {'sendResource': 0}}",
+     "\"oauth.sendResource\" must be true or false, not a number"},
+    {"r-oa-cimd-http",
+     "{'url': 'https://x.example', 'oauth': {'clientMetadataUrl': 'http://client.example/c.json'}}",
+     "\"oauth.clientMetadataUrl\" must be an https:// URL with a path"},
+    {"r-oa-cimd-nopath",
+     "{'url': 'https://x.example', 'oauth': {'clientMetadataUrl': 'https://client.example/'}}",
+     "\"oauth.clientMetadataUrl\" must be an https:// URL with a path"},
+    {"r-oa-cimd-junk",
+     "{'url': 'https://x.example', 'oauth': {'clientMetadataUrl': 'client.json'}}",
+     "\"oauth.clientMetadataUrl\""},
+    {"r-oa-redir-https",
+     "{'url': 'https://x.example', 'oauth': {'redirectUri': 'https://127.0.0.1:8080/cb'}}",
+     "\"oauth.redirectUri\" must be a loopback http:// URL"},
+    {"r-oa-redir-host",
+     "{'url': 'https://x.example', 'oauth': {'redirectUri': 'http://example.com:8080/cb'}}",
+     "\"oauth.redirectUri\" must be a loopback http:// URL"},
+    {"r-oa-redir-evil",
+     "{'url': 'https://x.example', 'oauth': {'redirectUri': 'http://127.0.0.1.evil.example/cb'}}",
+     "\"oauth.redirectUri\" must be a loopback http:// URL"},
+    {"r-oa-redir-num", "{'url': 'https://x.example', 'oauth': {'redirectUri': 8080}}",
+     "\"oauth.redirectUri\" must be a string, not a number"},
+    {"r-helper", "{'url': 'https://x.example', 'headersHelper': '  '}",
+     "\"headersHelper\" must not be blank"},
+    {"r-helper-num", "{'url': 'https://x.example', 'headersHelper': 1}",
+     "\"headersHelper\" must be a string, not a number"},
+    {"r-excl", "{'command': 'x', 'excludeTools': 'a'}",
+     "\"excludeTools\" must be an array of strings, not a string"},
+    {"r-excl-idx", "{'command': 'x', 'excludeTools': ['a', {}]}",
+     "\"excludeTools\"[1] must be a string, not an object"},
     {"r-life", "{'command': 'x', 'lifecycle': 1}", "\"lifecycle\" must be a string, not a number"},
     {"r-nul", "{'command': 'x\\u0000y'}", "\"command\" must not contain a NUL character"},
     {"", "{'command': 'x'}", "the name must not be empty"},
     {"r-ctl\\u0001x", "{'command': 'x'}", "the name must not contain control characters"},
     {"r-c1\\u0085x", "{'command': 'x'}", "the name must not contain control characters"},
-    {"r-tmpl-open", "{'url': 'https://x.example', 'headers': {'Authorization': 'Bearer SECRETLITERAL${TOKEN'}}", "header 'Authorization': unterminated \"${\" at character 21"},
-    {"r-tmpl-name", "{'url': 'https://x.example/${1X}'}", "\"url\": invalid variable name in \"${...}\" at character 19"},
-    {"r-tmpl-env", "{'command': 'x', 'env': {'K': '${A-B}'}}", "\"env\" value 'K': invalid variable name"},
-    {"r-tmpl-secret", "{'url': 'https://x.example', 'oauth': {'clientSecret': '${}'}}", "\"oauth.clientSecret\": invalid variable name"},
+    {"r-tmpl-open",
+     "{'url': 'https://x.example', 'headers': {'Authorization': 'Bearer SECRETLITERAL${TOKEN'}}",
+     "header 'Authorization': unterminated \"${\" at character 21"},
+    {"r-tmpl-name", "{'url': 'https://x.example/${1X}'}",
+     "\"url\": invalid variable name in \"${...}\" at character 19"},
+    {"r-tmpl-env", "{'command': 'x', 'env': {'K': '${A-B}'}}",
+     "\"env\" value 'K': invalid variable name"},
+    {"r-tmpl-secret", "{'url': 'https://x.example', 'oauth': {'clientSecret': '${}'}}",
+     "\"oauth.clientSecret\": invalid variable name"},
 };
+/* clang-format on */
 
 static void test_rejections(void)
 {
@@ -488,8 +556,7 @@ static void test_rejections(void)
             continue;
         }
         char prefix[256];
-        snprintf(prefix, sizeof(prefix), "'~/.pi/agent/mcp.json': server '%s': ",
-                 u ? "" : name);
+        snprintf(prefix, sizeof(prefix), "'~/.pi/agent/mcp.json': server '%s': ", u ? "" : name);
         if (!u)
             CHECK(strncmp(s->error, prefix, strlen(prefix)) == 0);
         CHECK_CONTAINS(s->error, rejects[i].reason);
@@ -536,25 +603,26 @@ static void test_names(void)
 static void test_fields_and_types(void)
 {
     setup("fields");
-    put(USER, "{'mcpServers': {"
-              "'h': {'url': 'https://h.example/mcp', 'timeout': 1e3, 'idleTimeout': 60000,"
-              "  'headers': {'X-Key': 'v', 'Accept-Language': 'fr'}, 'lifecycle': 'eager',"
-              "  'excludeTools': ['a', 'b'], 'headersHelper': 'get-headers --x',"
-              "  'future': {'nested': true}},"
-              "'s': {'command': 'node', 'args': ['server.js', '--port', '1'],"
-              "  'env': {'A': '1', 'EMPTY': ''}, 'cwd': '/tmp', 'type': 'stdio'},"
-              "'sse': {'url': 'https://s.example/sse', 'type': 'sse'},"
-              "'sh1': {'url': 'https://s.example/mcp', 'type': 'streamable-http'},"
-              "'sh2': {'url': 'https://s.example/mcp', 'type': 'streamableHttp'},"
-              "'ht': {'url': 'http://localhost:3000/mcp', 'type': 'http'},"
-              "'v6': {'url': 'http://[::1]:8080/mcp?x=1'},"
-              "'au-oauth': {'url': 'https://a.example', 'oauth': {}},"
-              "'au-bearer': {'url': 'https://a.example', 'bearerTokenEnv': 'TOK'},"
-              "'au-bearer2': {'url': 'https://a.example', 'auth': 'bearer', 'bearerTokenEnv': 'T_2'},"
-              "'au-none': {'url': 'https://a.example', 'auth': 'none', 'oauth': {'clientId': 'c'}},"
-              "'au-explicit': {'url': 'https://a.example', 'auth': 'oauth'},"
-              "'nulls': {'command': 'x', 'cwd': null, 'timeout': null, 'env': null}"
-              "}}");
+    put(USER,
+        "{'mcpServers': {"
+        "'h': {'url': 'https://h.example/mcp', 'timeout': 1e3, 'idleTimeout': 60000,"
+        "  'headers': {'X-Key': 'v', 'Accept-Language': 'fr'}, 'lifecycle': 'eager',"
+        "  'excludeTools': ['a', 'b'], 'headersHelper': 'get-headers --x',"
+        "  'future': {'nested': true}},"
+        "'s': {'command': 'node', 'args': ['server.js', '--port', '1'],"
+        "  'env': {'A': '1', 'EMPTY': ''}, 'cwd': '/tmp', 'type': 'stdio'},"
+        "'sse': {'url': 'https://s.example/sse', 'type': 'sse'},"
+        "'sh1': {'url': 'https://s.example/mcp', 'type': 'streamable-http'},"
+        "'sh2': {'url': 'https://s.example/mcp', 'type': 'streamableHttp'},"
+        "'ht': {'url': 'http://localhost:3000/mcp', 'type': 'http'},"
+        "'v6': {'url': 'http://[::1]:8080/mcp?x=1'},"
+        "'au-oauth': {'url': 'https://a.example', 'oauth': {}},"
+        "'au-bearer': {'url': 'https://a.example', 'bearerTokenEnv': 'TOK'},"
+        "'au-bearer2': {'url': 'https://a.example', 'auth': 'bearer', 'bearerTokenEnv': 'T_2'},"
+        "'au-none': {'url': 'https://a.example', 'auth': 'none', 'oauth': {'clientId': 'c'}},"
+        "'au-explicit': {'url': 'https://a.example', 'auth': 'oauth'},"
+        "'nulls': {'command': 'x', 'cwd': null, 'timeout': null, 'env': null}"
+        "}}");
     struct mcp_config *c = load();
     if (!c)
         return;
@@ -608,8 +676,8 @@ static void test_fields_and_types(void)
     CHECK((x = mcp_config_find(c, "au-bearer")) && x->auth == MCP_AUTH_BEARER &&
           strcmp(x->bearer_token_env, "TOK") == 0);
     CHECK((x = mcp_config_find(c, "au-bearer2")) && x->auth == MCP_AUTH_BEARER);
-    CHECK((x = mcp_config_find(c, "au-none")) && x->auth == MCP_AUTH_NONE &&
-          x->oauth.client_id && strcmp(x->oauth.client_id, "c") == 0);
+    CHECK((x = mcp_config_find(c, "au-none")) && x->auth == MCP_AUTH_NONE && x->oauth.client_id &&
+          strcmp(x->oauth.client_id, "c") == 0);
     CHECK((x = mcp_config_find(c, "au-explicit")) && x->auth == MCP_AUTH_OAUTH);
     CHECK((x = mcp_config_find(c, "nulls")) && !x->cwd && x->timeout_ms == 0 && !x->env[0]);
     mcp_config_free(c);
@@ -619,19 +687,20 @@ static void test_oauth(void)
 {
     setup("oauth");
     setenv("MCPT_CLIENT_SECRET", "s3cr3t", 1);
-    put(USER, "{'mcpServers': {"
-              "'full': {'url': 'https://a.example/mcp', 'oauth': {'clientId': 'cid',"
-              "  'clientSecret': '${MCPT_CLIENT_SECRET}', 'scope': 'read write',"
-              "  'redirectUri': 'http://127.0.0.1:8765/callback', 'grant': 'client_credentials',"
-              "  'privateKeyFile': '/keys/k.pem', 'privateKeyAlg': 'ES256',"
-              "  'clientMetadataUrl': 'https://client.example/meta.json',"
-              "  'refreshScope': true, 'sendResource': false, 'someday': 1}},"
-              "'dflt': {'url': 'https://a.example/mcp', 'oauth': {'clientId': 'x'}},"
-              "'loop1': {'url': 'https://a.example', 'oauth': {'redirectUri': 'http://localhost/cb',"
-              "  'clientMetadataUrl': 'http://127.0.0.1:3000/c.json'}},"
-              "'loop2': {'url': 'https://a.example', 'oauth': {'redirectUri': 'http://[::1]:9/cb'}},"
-              "'missing': {'url': 'https://a.example', 'oauth': {'clientSecret': '${MCPT_NO_SECRET}'}}"
-              "}}");
+    put(USER,
+        "{'mcpServers': {"
+        "'full': {'url': 'https://a.example/mcp', 'oauth': {'clientId': 'cid',"
+        "  'clientSecret': '${MCPT_CLIENT_SECRET}', 'scope': 'read write',"
+        "  'redirectUri': 'http://127.0.0.1:8765/callback', 'grant': 'client_credentials',"
+        "  'privateKeyFile': '/keys/k.pem', 'privateKeyAlg': 'ES256',"
+        "  'clientMetadataUrl': 'https://client.example/meta.json',"
+        "  'refreshScope': true, 'sendResource': false, 'someday': 1}},"
+        "'dflt': {'url': 'https://a.example/mcp', 'oauth': {'clientId': 'x'}},"
+        "'loop1': {'url': 'https://a.example', 'oauth': {'redirectUri': 'http://localhost/cb',"
+        "  'clientMetadataUrl': 'http://127.0.0.1:3000/c.json'}},"
+        "'loop2': {'url': 'https://a.example', 'oauth': {'redirectUri': 'http://[::1]:9/cb'}},"
+        "'missing': {'url': 'https://a.example', 'oauth': {'clientSecret': '${MCPT_NO_SECRET}'}}"
+        "}}");
     struct mcp_config *c = load();
     if (!c)
         return;
@@ -672,18 +741,19 @@ static void test_expansion(void)
     unsetenv("MCPT_MISSING1");
     unsetenv("MCPT_MISSING2");
     unsetenv("MCPT_BASE_UNSET");
-    put(USER, "{'mcpServers': {"
-              "'ok': {'url': '${MCPT_BASE_OK}/mcp',"
-              "  'headers': {'Authorization': 'Bearer ${MCPT_TOKEN}', 'X-Cost': '$$5 $x $'}},"
-              "'miss': {'url': 'https://x.example/${MCPT_MISSING1}',"
-              "  'headers': {'Authorization': 'Bearer ${MCPT_MISSING1}', 'X-Ok': '${MCPT_TOKEN}'},"
-              "  'oauth': {'clientSecret': '${MCPT_MISSING2}'}},"
-              "'miss1': {'command': 'x', 'env': {'TOKEN': '${MCPT_MISSING2}', 'OK': '${MCPT_TOKEN}'}},"
-              "'ftp': {'url': '${MCPT_BASE_FTP}/mcp'},"
-              "'unset': {'url': '${MCPT_BASE_UNSET}/mcp'},"
-              "'crlf': {'url': 'https://x.example', 'headers': {'X-Inject': '${MCPT_NL}'}},"
-              "'literal': {'url': 'https://x.example/$${NOT_A_VAR}'}"
-              "}}");
+    put(USER,
+        "{'mcpServers': {"
+        "'ok': {'url': '${MCPT_BASE_OK}/mcp',"
+        "  'headers': {'Authorization': 'Bearer ${MCPT_TOKEN}', 'X-Cost': '$$5 $x $'}},"
+        "'miss': {'url': 'https://x.example/${MCPT_MISSING1}',"
+        "  'headers': {'Authorization': 'Bearer ${MCPT_MISSING1}', 'X-Ok': '${MCPT_TOKEN}'},"
+        "  'oauth': {'clientSecret': '${MCPT_MISSING2}'}},"
+        "'miss1': {'command': 'x', 'env': {'TOKEN': '${MCPT_MISSING2}', 'OK': '${MCPT_TOKEN}'}},"
+        "'ftp': {'url': '${MCPT_BASE_FTP}/mcp'},"
+        "'unset': {'url': '${MCPT_BASE_UNSET}/mcp'},"
+        "'crlf': {'url': 'https://x.example', 'headers': {'X-Inject': '${MCPT_NL}'}},"
+        "'literal': {'url': 'https://x.example/$${NOT_A_VAR}'}"
+        "}}");
     struct mcp_config *c = load();
     if (!c)
         return;
@@ -712,8 +782,9 @@ static void test_expansion(void)
                            "is not set") == 0);
     CHECK(s && vlen(s->missing_vars) == 1);
     s = mcp_config_find(c, "ftp");
-    CHECK(s && s->error && strstr(s->error, "\"url\" must be an http:// or https:// URL after "
-                                            "expanding variables, not 'ftp:'"));
+    CHECK(s && s->error &&
+          strstr(s->error, "\"url\" must be an http:// or https:// URL after "
+                           "expanding variables, not 'ftp:'"));
     s = mcp_config_find(c, "unset");
     CHECK(s && s->error && strstr(s->error, "variable 'MCPT_BASE_UNSET' is not set"));
     CHECK(s && vlen(s->missing_vars) == 1);
@@ -728,6 +799,33 @@ static void test_expansion(void)
     unsetenv("MCPT_BASE_OK");
     unsetenv("MCPT_BASE_FTP");
     unsetenv("MCPT_NL");
+}
+
+/* more missing variables than a message holds: all listed in missing_vars, the message cut */
+static void test_many_missing(void)
+{
+    setup("manymissing");
+    static char text[16 * 1024];
+    size_t o =
+        (size_t)snprintf(text, sizeof(text), "{'mcpServers': {'m': {'command': 'x', 'env': {");
+    for (int i = 0; i < 100; i++)
+        o += (size_t)snprintf(text + o, sizeof(text) - o,
+                              "%s'K%d': '${MCPT_QUITE_LONG_MISSING_%03d}'", i ? ", " : "", i, i);
+    snprintf(text + o, sizeof(text) - o, "}}}}");
+    put(USER, text);
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    const struct mcp_server *m = mcp_config_find(c, "m");
+    CHECK(m && m->error);
+    if (m && m->error) {
+        CHECK_INT(vlen(m->missing_vars), 100);
+        CHECK_STR(m->missing_vars[99], "MCPT_QUITE_LONG_MISSING_099");
+        CHECK_CONTAINS(m->error, "variables 'MCPT_QUITE_LONG_MISSING_000', ");
+        CHECK_CONTAINS(m->error, ", ... are not set");
+        CHECK(strlen(m->error) < ERR_MSG_MAX);
+    }
+    mcp_config_free(c);
 }
 
 /* A lookup that answers from a table and counts its calls. */
@@ -835,8 +933,8 @@ static void test_lookup_callback(void)
     put(PROJ1, "{'mcpServers': {'replaced': {'command': 'x'}}}");
     static const char *const kv[] = {"A", "alpha", "COUNTED", "https://y.example", NULL};
     struct table t = {kv, 0};
-    struct mcp_config_opts o = {.cwd = P("home/proj"), .lookup = table_lookup,
-                                .lookup_userdata = &t};
+    struct mcp_config_opts o = {
+        .cwd = P("home/proj"), .lookup = table_lookup, .lookup_userdata = &t};
     struct mcp_config *c = load_opts(&o);
     if (!c)
         return;
@@ -897,7 +995,8 @@ static void test_sorted(void)
 {
     setup("sorted");
     put(SHARED, "{'mcpServers': {'b': {'command': 'x'}, 'a': {'command': 'x'}}}");
-    put(USER, "{'mcpServers': {'_x': {'command': 'x'}, 'C': {'command': 'x'}, 'a': {'command': 'y'}}}");
+    put(USER,
+        "{'mcpServers': {'_x': {'command': 'x'}, 'C': {'command': 'x'}, 'a': {'command': 'y'}}}");
     put(PROJ2, "{'mcpServers': {'aa': {'command': 'x'}, 'a b': {'command': 'x'}}}");
     struct mcp_config *c = load();
     if (!c)
@@ -920,4 +1019,5 @@ static void test_sorted(void)
 
 TESTS_MAIN(test_layering, test_files_absent, test_xdg, test_root_keys, test_config_override,
            test_malformed, test_rejections, test_names, test_fields_and_types, test_oauth,
-           test_expansion, test_mcp_expand, test_lookup_callback, test_tool_prefix, test_sorted)
+           test_expansion, test_many_missing, test_mcp_expand, test_lookup_callback,
+           test_tool_prefix, test_sorted)

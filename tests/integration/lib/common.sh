@@ -19,6 +19,7 @@ trap 't_cleanup' EXIT
 
 t_cleanup() {
     local rc=$?
+    t_stop_peers
     rm -rf "$T_ROOT" "$XDG_RUNTIME_DIR"
     if [ "$rc" -eq 0 ]; then
         if [ "$T_CHECKS" -eq 0 ]; then
@@ -114,4 +115,32 @@ file_mode() {
 
 S() {
     "$SECRETS_BIN" "$@"
+}
+
+# Test peers (tests/peers): start_peer NAME ARGS... starts tests/peers/NAME.mjs in the background,
+# waits (at most 30 s) for its READY line and sets PEER_URL; every peer is stopped on exit.
+T_PEER_PIDS=()
+PEERS_DIR="$TESTS_DIR/peers"
+start_peer() {
+    local name=$1 line="" end
+    shift
+    [ -d "$PEERS_DIR/node_modules" ] || fail "tests/peers/node_modules is missing: run scripts/install-deps"
+    node "$PEERS_DIR/$name.mjs" "$@" >"$T_ROOT/$name.out" 2>"$T_ROOT/$name.log" </dev/null &
+    T_PEER_PIDS+=("$!")
+    end=$((SECONDS + 30))
+    while [ -z "$line" ]; do
+        line=$(grep -m1 '^READY ' "$T_ROOT/$name.out" 2>/dev/null || true)
+        [ -n "$line" ] && break
+        kill -0 "${T_PEER_PIDS[-1]}" 2>/dev/null || fail "$name exited before it was ready:
+$(tail -20 "$T_ROOT/$name.log")"
+        [ "$SECONDS" -lt "$end" ] || fail "$name printed no READY line within 30 s"
+        sleep 0.05
+    done
+    PEER_URL=${line#READY }
+}
+
+t_stop_peers() {
+    local pid
+    for pid in "${T_PEER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${T_PEER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 }

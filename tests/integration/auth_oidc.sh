@@ -1,0 +1,124 @@
+# mcp-auth against a real authorization server (oidc-provider) in front of a real MCP server
+# that checks its JWTs, signed in through a real headless browser (Debian's Chromium): sign-in,
+# header, refresh after expiry, 16 concurrent callers causing exactly one refresh, the grant
+# alive afterwards, step-up, denial, an authorization server that forgot the client, logout
+# with revocation.
+. "$(dirname "$0")/lib/common.sh"
+
+: "${MCP_AUTH_BIN:?MCP_AUTH_BIN must point at mcp-auth (ctest sets it)}"
+[ -x /usr/bin/chromium ] || fail "/usr/bin/chromium is missing: run scripts/install-deps"
+
+A() { "$MCP_AUTH_BIN" "$@"; }
+export BROWSER="node $PEERS_DIR/browser.mjs"
+export BROWSER_LOG="$T_ROOT/browser.log"
+
+start_peer auth-server --access-ttl 8
+AS=$PEER_URL
+start_peer mcp-resource-server --issuer "$AS"
+MCP=$PEER_URL
+case "$MCP" in */mcp) ;; *) MCP="$MCP/mcp" ;; esac
+mkdir -p "$PI_CODING_AGENT_DIR"
+printf '{"mcpServers": {"demo": {"url": "%s"}}}\n' "$MCP" >"$PI_CODING_AGENT_DIR/mcp.json"
+
+stats() { curl -sS --max-time 10 "$AS/__test/stats"; }
+stat_of() { json_get "$(stats)" "$1"; }
+reset_stats() { curl -sS --max-time 10 -X POST "$AS/__test/reset" >/dev/null; }
+# initialize against the MCP server with the header mcp-auth gives; prints the HTTP status
+mcp_status() {
+    curl -sS --max-time 10 -o /dev/null -w '%{http_code}' -X POST "$MCP" \
+        -H "Content-Type: application/json" -H "Accept: application/json, text/event-stream" \
+        -H "$1" \
+        -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+}
+
+# nothing stored yet: login required, with the command to run
+run 4 A header demo
+assert_contains "$ERR" "mcp-auth demo"
+
+# sign in through Chromium
+run 0 A login demo --timeout 90s
+assert_contains "$ERR" "signed in to $MCP"
+assert_contains "$ERR" "open this URL to sign in"
+assert_contains "$(cat "$BROWSER_LOG")" "/callback"
+assert_eq "$(file_mode "$PI_CODING_AGENT_DIR/oauth")" 700 "oauth dir mode"
+for f in "$PI_CODING_AGENT_DIR"/oauth/*.json; do assert_eq "$(file_mode "$f")" 600 "entry mode"; done
+
+run 0 A status --json
+assert_eq "$(json_get "$OUT" 'j.servers[0].server_url')" "$MCP"
+assert_eq "$(json_get "$OUT" 'j.servers[0].issuer')" "$AS"
+assert_eq "$(json_get "$OUT" 'j.servers[0].registration')" dynamic
+assert_eq "$(json_get "$OUT" 'j.servers[0].has_refresh_token')" true
+run 0 A status
+assert_contains "$OUT" "$MCP"
+assert_not_contains "$OUT" "Bearer" "status output"
+
+# the header works against the server; without it the server refuses
+run 0 A header --json demo
+hdr="Authorization: $(json_get "$OUT" 'j.headers.Authorization')"
+exp1=$(json_get "$OUT" 'j.expires_at')
+assert_eq "$(mcp_status "$hdr")" 200 "initialize with the token"
+assert_eq "$(mcp_status "X-Nothing: 1")" 401 "initialize without a token"
+run 0 A header demo
+assert_eq "$OUT" "$hdr" "plain header output"
+# the same answer while fresh: no token request
+reset_stats
+run 0 A header --json demo
+assert_eq "$(json_get "$OUT" 'j.expires_at')" "$exp1"
+assert_eq "$(stat_of 'j.refresh_token_grants')" 0
+
+# at expiry (the 8 s token is refreshed 2 s before it runs out), 16 concurrent callers: all get
+# the new token, and exactly one refresh reaches the server
+refresh_due() { [ "$(date +%s)" -ge $((exp1 - 2)) ]; }
+wait_until 20 "the token to come due for refresh" refresh_due
+reset_stats
+for i in $(seq 1 16); do
+    ( A header --json demo >"$T_ROOT/h.$i" 2>"$T_ROOT/h.$i.err"; echo $? >"$T_ROOT/h.$i.rc" ) &
+done
+wait
+tokens=""
+for i in $(seq 1 16); do
+    assert_eq "$(cat "$T_ROOT/h.$i.rc")" 0 "concurrent caller $i ($(cat "$T_ROOT/h.$i.err"))"
+    tokens+="$(json_get "$(cat "$T_ROOT/h.$i")" 'j.headers.Authorization')"$'\n'
+done
+assert_eq "$(printf '%s' "$tokens" | sort -u | wc -l)" 1 "distinct tokens among the 16 answers"
+assert_eq "$(stat_of 'j.refresh_token_grants')" 1 "refresh requests reaching the server"
+assert_eq "$(stat_of 'j.refresh_token_reuse')" 0 "reused refresh tokens"
+hdr2="Authorization: $(json_get "$(cat "$T_ROOT/h.1")" 'j.headers.Authorization')"
+[ "$hdr2" != "$hdr" ] || fail "the token was not refreshed"
+assert_eq "$(mcp_status "$hdr2")" 200 "initialize with the refreshed token"
+
+# the grant is still alive: the next expiry refreshes again
+exp2=$(json_get "$(cat "$T_ROOT/h.1")" 'j.expires_at')
+refresh_due2() { [ "$(date +%s)" -ge $((exp2 - 2)) ]; }
+wait_until 20 "the second token to come due" refresh_due2
+run 0 A header --json demo
+assert_eq "$(stat_of 'j.refresh_token_grants')" 2 "refreshes after the second expiry"
+assert_eq "$(stat_of 'j.grant_revocations')" 0 "grants revoked"
+assert_eq "$(mcp_status "Authorization: $(json_get "$OUT" 'j.headers.Authorization')")" 200
+
+# step-up: the granted scope grows, never shrinks
+run 0 A login demo --scope mcp:write --timeout 90s
+run 0 A status --json
+scope=$(json_get "$OUT" 'j.servers[0].scope')
+assert_contains "$scope" "mcp:write"
+
+# the user says no: the flow ends with the server's reason
+BROWSER_DENY=1 run 5 A login demo --timeout 90s
+assert_contains "$ERR" "access_denied"
+
+# the authorization server forgot every client (reset): register again in the same run
+curl -sS --max-time 10 -X POST "$AS/__test/forget-clients" >/dev/null
+regs_before=$(stat_of 'j.registrations')
+run 0 A login demo --timeout 90s
+[ "$(stat_of 'j.registrations')" -gt "$regs_before" ] || fail "no new registration after the server forgot the client"
+T_CHECKS=$((T_CHECKS + 1))
+
+# logout revokes at the server and deletes here
+reset_stats
+run 0 A logout demo
+[ "$(stat_of 'j.revocations')" -ge 1 ] || fail "logout revoked nothing at the server"
+T_CHECKS=$((T_CHECKS + 1))
+run 4 A header demo
+assert_contains "$ERR" "mcp-auth demo"
+run 0 A status --json
+assert_eq "$(json_get "$OUT" 'j.servers.length')" 0
