@@ -259,8 +259,18 @@ static int ensure_registration(const struct auth_target *t, const struct discove
     }
     if (te->registration == REGISTRATION_DYNAMIC && te->client_id && te->redirect_uri &&
         strcmp(te->redirect_uri, redirect_uri) == 0 &&
-        (te->client_secret_expires_at == 0 || te->client_secret_expires_at > now_unix() + 60))
-        return 0; /* the stored registration fits */
+        (te->client_secret_expires_at == 0 || te->client_secret_expires_at > now_unix() + 60)) {
+        /* the stored registration fits - if the server still knows it: an unknown client at
+         * the authorization endpoint ends on an error page in the browser that never comes
+         * back to us, so ask first where the server lets us (RFC 7592) */
+        if (!te->registration_client_uri || !te->registration_access_token ||
+            oauth_client_exists(te->registration_client_uri, te->registration_access_token,
+                                http_timeout) != 0)
+            return 0;
+        say(ui, AUTH_SAY_INFO, "the authorization server no longer knows the stored client: "
+                               "registering again");
+        token_entry_clear_registration(te);
+    }
     const char *reg_ep = discovery_as_string(d, "registration_endpoint");
     if (!reg_ep)
         return err_set(e, -EINVAL,
@@ -283,6 +293,10 @@ static int ensure_registration(const struct auth_target *t, const struct discove
     if (r >= 0)
         r = set_str(&te->redirect_uri, redirect_uri);
     te->client_secret_expires_at = reg.client_secret_expires_at;
+    if (r >= 0)
+        r = set_str(&te->registration_client_uri, reg.client_uri);
+    if (r >= 0)
+        r = set_secret(&te->registration_access_token, reg.access_token);
     te->registered_at = now_unix();
     token_entry_clear_tokens(te); /* tokens belong to the old client */
     registration_release(&reg);

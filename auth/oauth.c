@@ -41,6 +41,8 @@ void registration_release(struct registration *r)
     free(r->client_id);
     secure_free(r->client_secret);
     free(r->auth_method);
+    free(r->client_uri);
+    secure_free(r->access_token);
     *r = (struct registration){0};
 }
 
@@ -340,6 +342,12 @@ int oauth_register(const char *endpoint, const char *redirect_uri, const char *s
     reg.client_secret = dup_json_string(answer, "client_secret");
     reg.auth_method = dup_json_string(answer, "token_endpoint_auth_method");
     json_get_int64(answer, "client_secret_expires_at", &reg.client_secret_expires_at);
+    reg.client_uri = dup_json_string(answer, "registration_client_uri");
+    reg.access_token = dup_json_string(answer, "registration_access_token");
+    if (reg.client_uri && url_check_secure(reg.client_uri, "registration_client_uri", NULL) < 0) {
+        free(TAKE_PTR(reg.client_uri)); /* never send a token to an insecure endpoint */
+        secure_free(TAKE_PTR(reg.access_token));
+    }
     if (!reg.client_id) {
         r = -ENOMEM;
         goto out;
@@ -352,6 +360,33 @@ out:
     json_object_put(answer);
     json_object_put(req);
     http_response_release(&resp);
+    return r;
+}
+
+int oauth_client_exists(const char *client_uri, const char *access_token, int64_t timeout_ms)
+{
+    struct buf hdr;
+    struct http_response resp = {0};
+    int r;
+    buf_init_secret(&hdr, 16 * 1024);
+    r = buf_printf(&hdr, "Authorization: Bearer %s", access_token);
+    if (r < 0)
+        goto out;
+    const char *headers[] = {"Accept: application/json", hdr.data, NULL};
+    struct http_request req = {.url = client_uri, .headers = headers, .timeout_ms = timeout_ms,
+                               .max_body = 256 * 1024, .secret_body = true};
+    r = http_do(&req, &resp, NULL);
+    if (r < 0)
+        goto out;
+    if (resp.status == 200)
+        r = 1;
+    else if (resp.status == 401 || resp.status == 403 || resp.status == 404)
+        r = 0;
+    else
+        r = -EPROTO;
+    http_response_release(&resp);
+out:
+    buf_release(&hdr);
     return r;
 }
 

@@ -54,7 +54,13 @@ struct registration {
     char *client_secret; /* secret; NULL for public clients */
     char *auth_method;   /* token_endpoint_auth_method as registered */
     int64_t client_secret_expires_at;
+    char *client_uri;    /* RFC 7592 registration_client_uri; NULL when not offered */
+    char *access_token;  /* its registration_access_token (secret); NULL */
 };
+
+/* Asks an RFC 7592 client configuration endpoint whether the client still exists: 1 yes, 0
+ * no (401, 403 or 404), negative when it cannot tell (network, other answers). */
+int oauth_client_exists(const char *client_uri, const char *access_token, int64_t timeout_ms);
 
 /* RFC 7591 dynamic registration of a public native client for redirect_uri. -EBADMSG when the
  * answer has no client_id; OAuth errors become messages. */

@@ -238,7 +238,10 @@ void token_entry_clear_registration(struct token_entry *t)
     free(t->client_id);
     free(t->auth_method);
     free(t->redirect_uri);
+    free(t->registration_client_uri);
+    secure_free(t->registration_access_token);
     t->client_secret = t->client_id = t->auth_method = t->redirect_uri = NULL;
+    t->registration_client_uri = t->registration_access_token = NULL;
     t->registration = REGISTRATION_NONE;
     t->client_secret_expires_at = 0;
     t->registered_at = 0;
@@ -274,6 +277,7 @@ static void wipe_json_secrets(struct json_object *root)
     struct json_object *reg = json_get_object(root, "registration");
     struct json_object *tok = json_get_object(root, "tokens");
     wipe_json_string(reg, "client_secret");
+    wipe_json_string(reg, "registration_access_token");
     wipe_json_string(tok, "access_token");
     wipe_json_string(tok, "refresh_token");
 }
@@ -417,7 +421,11 @@ static int entry_from_json(struct json_object *root, const char *dp, struct toke
         (r = read_str(reg, "registration", "redirect_uri", &t->redirect_uri, dp, e)) < 0 ||
         (r = read_int(reg, "registration", "client_secret_expires_at", &t->client_secret_expires_at,
                       dp, e)) < 0 ||
-        (r = read_int(reg, "registration", "registered_at", &t->registered_at, dp, e)) < 0)
+        (r = read_int(reg, "registration", "registered_at", &t->registered_at, dp, e)) < 0 ||
+        (r = read_str(reg, "registration", "registration_client_uri",
+                      &t->registration_client_uri, dp, e)) < 0 ||
+        (r = read_str(reg, "registration", "registration_access_token",
+                      &t->registration_access_token, dp, e)) < 0)
         goto out;
     if (method && registration_method_from_str(method, &t->registration) < 0) {
         char what[160];
@@ -543,7 +551,9 @@ static int entry_to_json(const struct token_entry *t, int64_t updated_at, struct
         (r = add_str(reg, "token_endpoint_auth_method", t->auth_method)) < 0 ||
         (r = add_str(reg, "redirect_uri", t->redirect_uri)) < 0 ||
         (r = add_int(reg, "client_secret_expires_at", t->client_secret_expires_at)) < 0 ||
-        (r = add_int(reg, "registered_at", t->registered_at)) < 0)
+        (r = add_int(reg, "registered_at", t->registered_at)) < 0 ||
+        (r = add_str(reg, "registration_client_uri", t->registration_client_uri)) < 0 ||
+        (r = add_str(reg, "registration_access_token", t->registration_access_token)) < 0)
         goto out;
     if ((r = add_str(tok, "access_token", t->access_token)) < 0 ||
         (r = add_str(tok, "token_type", t->token_type)) < 0 ||

@@ -42,6 +42,8 @@ struct token_entry {
     char *redirect_uri;      /* the redirect URI the registration carries */
     int64_t client_secret_expires_at; /* 0: never */
     int64_t registered_at;
+    char *registration_client_uri;    /* RFC 7592 client configuration endpoint; NULL */
+    char *registration_access_token;  /* secret; its bearer token; NULL */
     /* tokens */
     char *access_token;      /* secret */
     char *token_type;        /* "Bearer" */

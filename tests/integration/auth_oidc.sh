@@ -71,10 +71,12 @@ assert_eq "$(stat_of 'j.refresh_token_grants')" 0
 refresh_due() { [ "$(date +%s)" -ge $((exp1 - 2)) ]; }
 wait_until 20 "the token to come due for refresh" refresh_due
 reset_stats
+callers=()
 for i in $(seq 1 16); do
     ( A header --json demo >"$T_ROOT/h.$i" 2>"$T_ROOT/h.$i.err"; echo $? >"$T_ROOT/h.$i.rc" ) &
+    callers+=("$!")
 done
-wait
+wait "${callers[@]}"
 tokens=""
 for i in $(seq 1 16); do
     assert_eq "$(cat "$T_ROOT/h.$i.rc")" 0 "concurrent caller $i ($(cat "$T_ROOT/h.$i.err"))"

@@ -16,6 +16,8 @@ export HOME="$T_ROOT/home"
 mkdir -p "$HOME" && chmod 700 "$XDG_RUNTIME_DIR"
 T_CHECKS=0
 trap 't_cleanup' EXIT
+# a test stopped by a signal (ctest's timeout) must not look like a pass
+trap 'echo "FAIL: stopped by a signal" >&2; exit 1' INT TERM HUP
 
 t_cleanup() {
     local rc=$?
