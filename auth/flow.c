@@ -219,8 +219,8 @@ static const char *pick_basic_or_post(const struct discovery *d)
  * registration for this redirect URI > new dynamic registration. */
 static int ensure_registration(const struct auth_target *t, const struct discovery *d,
                                struct token_entry *te, const char *redirect_uri,
-                               const char *scope, int64_t http_timeout, const struct auth_ui *ui,
-                               struct err *e)
+                               const char *scope, bool device, int64_t http_timeout,
+                               const struct auth_ui *ui, struct err *e)
 {
     int r;
     if (t->oauth && t->oauth->client_id) {
@@ -280,7 +280,7 @@ static int ensure_registration(const struct auth_target *t, const struct discove
                        d->issuer);
     say(ui, AUTH_SAY_INFO, "registering a client at %s", reg_ep);
     struct registration reg = {0};
-    r = oauth_register(reg_ep, redirect_uri, scope, http_timeout, &reg, e);
+    r = oauth_register(reg_ep, redirect_uri, scope, device, http_timeout, &reg, e);
     if (r < 0)
         return r;
     te->registration = REGISTRATION_DYNAMIC;
@@ -495,12 +495,13 @@ static int device_flow(const struct auth_target *t, const struct login_opts *o,
     r = oauth_device_authorize(ep, &client, scope, resource_param(t, d), http_timeout, &da, e);
     if (r < 0)
         return r;
-    say(ui, AUTH_SAY_ALWAYS, "to sign in, open %s and enter the code %s%s%s",
-        da.verification_uri, da.user_code,
-        da.verification_uri_complete ? "\n(or open " : "",
-        da.verification_uri_complete ? da.verification_uri_complete : "");
     if (da.verification_uri_complete)
-        say(ui, AUTH_SAY_ALWAYS, ")");
+        say(ui, AUTH_SAY_ALWAYS,
+            "to sign in, open %s and enter the code %s\n  (or open %s , which carries the code)",
+            da.verification_uri, da.user_code, da.verification_uri_complete);
+    else
+        say(ui, AUTH_SAY_ALWAYS, "to sign in, open %s and enter the code %s", da.verification_uri,
+            da.user_code);
     int64_t deadline = now_mono_ms() + da.expires_in * 1000;
     int64_t limit = o->timeout_ms > 0 ? now_mono_ms() + o->timeout_ms : deadline;
     if (limit < deadline)
@@ -793,13 +794,24 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
     }
 
     if (o->device_code) {
-        if (!te->client_id || te->registration == REGISTRATION_NONE) {
-            r = ensure_registration(t, d, te, "http://127.0.0.1/callback", scope, http_timeout,
-                                    ui, e);
-            if (r < 0)
-                goto out;
-        }
+        /* a client of its own, registered for the device grant (its redirect URI is never
+         * used); a stored one for the same URI is reused */
+        r = ensure_registration(t, d, te, "http://127.0.0.1/device", scope, true, http_timeout,
+                                ui, e);
+        if (r < 0)
+            goto out;
+        r = tokens_save(te, e);
+        if (r < 0)
+            goto out;
+        /* nobody waits on our lock while a person types a code elsewhere */
+        file_lock_release(TAKE_PTR(lock));
         r = device_flow(t, o, ui, d, te, scope, e);
+        struct err le = ERR_INIT;
+        int lr = tokens_lock(t->server_url, d->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, &le);
+        if (lr < 0 && r >= 0) {
+            *e = le;
+            r = lr;
+        }
         goto saved;
     }
 
@@ -824,7 +836,7 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
 
     for (int attempt = 0;; attempt++) {
         bool rejected = false;
-        r = ensure_registration(t, d, te, redirect, scope, http_timeout, ui, e);
+        r = ensure_registration(t, d, te, redirect, scope, false, http_timeout, ui, e);
         if (r < 0)
             goto out;
         /* a registration is worth keeping even if the sign-in fails */

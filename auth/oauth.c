@@ -270,7 +270,7 @@ out:
     return r;
 }
 
-int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope,
+int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope, bool device,
                    int64_t timeout_ms, struct registration *ret, struct err *e)
 {
     struct json_object *req = json_object_new_object(), *answer = NULL;
@@ -290,6 +290,9 @@ int oauth_register(const char *endpoint, const char *redirect_uri, const char *s
     (void)json_object_array_add(uris, json_object_new_string(redirect_uri));
     (void)json_object_array_add(grants, json_object_new_string("authorization_code"));
     (void)json_object_array_add(grants, json_object_new_string("refresh_token"));
+    if (device)
+        (void)json_object_array_add(
+            grants, json_object_new_string("urn:ietf:params:oauth:grant-type:device_code"));
     (void)json_object_array_add(types, json_object_new_string("code"));
     (void)json_object_object_add(req, "client_name", json_object_new_string("mcp-auth (credkit)"));
     (void)json_object_object_add(req, "redirect_uris", uris);

@@ -7,6 +7,7 @@
  * (error, error_description) so the flow can react to invalid_grant and invalid_client. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -62,9 +63,10 @@ struct registration {
  * no (401, 403 or 404), negative when it cannot tell (network, other answers). */
 int oauth_client_exists(const char *client_uri, const char *access_token, int64_t timeout_ms);
 
-/* RFC 7591 dynamic registration of a public native client for redirect_uri. -EBADMSG when the
- * answer has no client_id; OAuth errors become messages. */
-int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope,
+/* RFC 7591 dynamic registration of a public native client for redirect_uri (grants
+ * authorization_code and refresh_token, plus the device code grant when device). -EBADMSG when
+ * the answer has no client_id; OAuth errors become messages. */
+int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope, bool device,
                    int64_t timeout_ms, struct registration *ret, struct err *e) _must_check_;
 
 void registration_release(struct registration *r);

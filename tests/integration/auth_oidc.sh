@@ -12,7 +12,7 @@ A() { "$MCP_AUTH_BIN" "$@"; }
 export BROWSER="node $PEERS_DIR/browser.mjs"
 export BROWSER_LOG="$T_ROOT/browser.log"
 
-start_peer auth-server --access-ttl 8
+start_peer auth-server --access-ttl 8 --device-flow
 AS=$PEER_URL
 start_peer mcp-resource-server --issuer "$AS"
 MCP=$PEER_URL
@@ -114,6 +114,20 @@ regs_before=$(stat_of 'j.registrations')
 run 0 A login demo --timeout 90s
 [ "$(stat_of 'j.registrations')" -gt "$regs_before" ] || fail "no new registration after the server forgot the client"
 T_CHECKS=$((T_CHECKS + 1))
+
+# the device authorization grant: the code is confirmed on "another device" (Chromium here)
+"$MCP_AUTH_BIN" login demo --device-code --timeout 60s >"$T_ROOT/device.out" 2>"$T_ROOT/device.err" &
+dpid=$!
+has_code() { grep -q "(or open " "$T_ROOT/device.err"; }
+wait_until 20 "mcp-auth to print the device code" has_code
+complete=$(sed -n 's/^  (or open \([^ ]*\) , which carries the code)$/\1/p' "$T_ROOT/device.err")
+[ -n "$complete" ] || fail "no verification URL in: $(cat "$T_ROOT/device.err")"
+node "$PEERS_DIR/browser.mjs" "$complete" >/dev/null 2>"$T_ROOT/device-browser.err" ||
+    fail "the browser could not confirm the device code: $(cat "$T_ROOT/device-browser.err")"
+rc=0
+wait "$dpid" || rc=$?
+assert_eq "$rc" 0 "device sign-in ($(cat "$T_ROOT/device.err"))"
+assert_contains "$(cat "$T_ROOT/device.err")" "signed in to $MCP"
 
 # logout revokes at the server and deletes here
 reset_stats
