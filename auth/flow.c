@@ -761,6 +761,9 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
     r = load_or_new(t->server_url, d->issuer, &te, e);
     if (r < 0)
         goto out;
+    /* a new registration drops the tokens held (they belong to the old client): that may be
+     * written only once new tokens replace them, never by a sign-in that fails */
+    bool had_tokens = te->access_token != NULL;
     r = save_discovery(te, d);
     if (r < 0)
         goto out;
@@ -839,10 +842,13 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
         r = ensure_registration(t, d, te, redirect, scope, false, http_timeout, ui, e);
         if (r < 0)
             goto out;
-        /* a registration is worth keeping even if the sign-in fails */
-        r = tokens_save(te, e);
-        if (r < 0)
-            goto out;
+        /* a registration is worth keeping even if the sign-in fails (not at the price of the
+         * tokens held) */
+        if (!had_tokens || te->access_token) {
+            r = tokens_save(te, e);
+            if (r < 0)
+                goto out;
+        }
         /* nobody else waits on us while a person is at the browser: `header` callers refresh
          * under this lock */
         file_lock_release(TAKE_PTR(lock));
@@ -867,7 +873,7 @@ saved:
     if (r < 0) {
         /* keep the rate bookkeeping and the registration; never a half-done token */
         struct err se = ERR_INIT;
-        if (tokens_save(te, &se) < 0)
+        if ((!had_tokens || te->access_token) && tokens_save(te, &se) < 0)
             say(ui, AUTH_SAY_INFO, "could not record this attempt: %s", err_msg(&se));
         goto out;
     }

@@ -13,6 +13,7 @@
 #include "jsonw.h"
 #include "log.h"
 #include "mcp_config.h"
+#include "path.h"
 #include "secmem.h"
 #include "tokens.h"
 #include "url.h"
@@ -168,6 +169,11 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
         log_error(arg_log, "%s", err_msg(&e));
         return EXIT_CONFIG;
     }
+    /* a file that could not be read at all: its servers are missing, say why */
+    for (size_t i = 0; i < mcp_config_diag_count(tc->config); i++) {
+        const struct mcp_config_diag *dg = mcp_config_diag_at(tc->config, i);
+        log_warn(arg_log, "'%s': %s (its servers are ignored)", dg->source, dg->message);
+    }
     if (strstr(arg, "://")) {
         r = url_canonical(arg, &tc->url, &e);
         if (r < 0) {
@@ -190,10 +196,22 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
     } else {
         const struct mcp_server *s = mcp_config_find(tc->config, arg);
         if (!s) {
+            struct buf files;
+            buf_init(&files, 8192);
+            for (size_t i = 0; i < mcp_config_file_count(tc->config); i++) {
+                bool exists = false;
+                const char *f = mcp_config_file_at(tc->config, i, &exists);
+                char *disp = path_display(f);
+                if (buf_printf(&files, "%s%s%s", files.len ? ", " : "", disp ? disp : f,
+                               exists ? "" : " (absent)") < 0)
+                    break;
+                free(disp);
+            }
             log_error(arg_log,
-                      "no server named '%s' in the MCP configuration: give its URL, or add it "
-                      "to ~/.pi/agent/mcp.json (see docs/auth.md)",
-                      arg);
+                      "no server named '%s' in %s: give its URL instead, or add it to one of "
+                      "those files (see docs/auth.md)",
+                      arg, files.len ? buf_str(&files) : "the MCP configuration");
+            buf_release(&files);
             return EXIT_CONFIG;
         }
         if (s->error) {
@@ -267,9 +285,12 @@ static void describe_expiry(int64_t expires_at, char *out, size_t size)
         (void)snprintf(out, size, "in %s", duration_format(left * 1000, d, sizeof(d)));
 }
 
-static const char *display_name(const struct target_ctx *tc)
+/* The sign-in command to suggest, as the user would type it. */
+static void signin_command(const struct target_ctx *tc, char *out, size_t size)
 {
-    return tc->name ? tc->name : tc->url;
+    (void)snprintf(out, size, "mcp-auth%s%s%s %s", arg_config ? " --config '" : "",
+                   arg_config ? arg_config : "", arg_config ? "'" : "",
+                   tc->name ? tc->name : tc->url);
 }
 
 /* ---- commands ---- */
@@ -382,7 +403,9 @@ static int cmd_header(int argc, char **argv)
         goto out;
     int r = auth_fresh_token(&tc.t, 0, &te, &e);
     if (r == AUTH_LOGIN_REQUIRED) {
-        log_error(arg_log, "%s: sign in with: mcp-auth %s", err_msg(&e), display_name(&tc));
+        char cmd[1024];
+        signin_command(&tc, cmd, sizeof(cmd));
+        log_error(arg_log, "%s: sign in with: %s", err_msg(&e), cmd);
         status = EXIT_LOGIN_REQUIRED;
         goto out;
     }
@@ -566,7 +589,7 @@ int main(int argc, char **argv)
     };
     int verbosity = 0, opt, status;
 
-    (void)secure_harden_process();
+    (void)secure_harden_process(NULL);
     arg_log = log_new("mcp-auth", STDERR_FILENO);
     if (!arg_log)
         return EXIT_FAILED;

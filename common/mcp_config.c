@@ -417,17 +417,24 @@ static int check_metadata_url(const char *url, struct err *e)
 }
 
 /* oauth.redirectUri: an http loopback redirect (RFC 8252 7.3), where the bridge listens. */
+/* The loopback listener serves 127.0.0.1:<port>/callback: a fixed redirect URI must be one it
+ * can receive, or the sign-in would wait for a request that can never arrive. */
 static int check_redirect_uri(const char *url, struct err *e)
 {
-    char *canon = NULL;
-    int r = url_canonical(url, &canon, NULL);
-    bool ok = r >= 0 && strncmp(canon, "http://", 7) == 0 && url_is_loopback(canon);
-    free(canon);
-    if (r == -ENOMEM)
-        return oom(e);
+    static const char *const hosts[] = {"http://127.0.0.1:", "http://localhost:"};
+    bool ok = false;
+    for (size_t i = 0; i < ELEMENTSOF(hosts) && !ok; i++) {
+        size_t n = strlen(hosts[i]);
+        if (strncmp(url, hosts[i], n) != 0)
+            continue;
+        const char *p = url + n;
+        size_t digits = strspn(p, "0123456789");
+        long port = digits > 0 && digits <= 5 ? strtol(p, NULL, 10) : 0;
+        ok = port > 0 && port <= 65535 && strcmp(p + digits, "/callback") == 0;
+    }
     if (!ok)
-        return bad(e, "\"oauth.redirectUri\" must be a loopback http:// URL such as "
-                      "'http://127.0.0.1:8765/callback' (or on localhost or [::1])");
+        return bad(e, "\"oauth.redirectUri\" must be 'http://127.0.0.1:PORT/callback' (or "
+                      "localhost) with an explicit port: that is where mcp-auth listens");
     return 0;
 }
 
@@ -896,9 +903,13 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
         }
     }
     if (s->oauth.client_secret) {
-        r = expand_ex(s->oauth.client_secret, opts->lookup, opts->lookup_userdata, &missing, &val,
+        /* checked for syntax only: the secret is needed at sign-in and refresh, where a
+         * missing variable is reported then; a stored token must stay usable without it */
+        struct strv later = {0};
+        r = expand_ex(s->oauth.client_secret, opts->lookup, opts->lookup_userdata, &later, &val,
                       e);
         secure_free(TAKE_PTR(val));
+        strv_release(&later, false);
         if (r < 0 && r != -ENOENT) {
             (void)err_prefix(e, "\"oauth.clientSecret\"");
             goto out;

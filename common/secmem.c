@@ -93,12 +93,14 @@ int secure_random_token(size_t nbytes, char **ret)
     return 0;
 }
 
-int secure_harden_process(void)
+int secure_harden_process(unsigned long long *ret_core_soft)
 {
-    /* only the soft limit: programs we run (secrets exec) may raise theirs again */
+    /* only the soft limit: programs we run (secrets exec) get theirs back */
     struct rlimit rl;
     if (getrlimit(RLIMIT_CORE, &rl) < 0)
         return -errno;
+    if (ret_core_soft)
+        *ret_core_soft = (unsigned long long)rl.rlim_cur;
     rl.rlim_cur = 0;
     if (setrlimit(RLIMIT_CORE, &rl) < 0)
         return -errno;

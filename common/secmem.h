@@ -33,6 +33,7 @@ int secure_random(void *p, size_t n) _must_check_;
 int secure_random_token(size_t nbytes, char **ret) _must_check_;
 
 /* Process-wide hardening for a program that handles secrets: no core dumps (soft RLIMIT_CORE
- * 0, PR_SET_DUMPABLE 0; the hard limit is left alone, so a program we exec can raise its soft
- * limit again, and exec resets dumpable). Call first thing in main(). Returns -errno. */
-int secure_harden_process(void);
+ * 0, PR_SET_DUMPABLE 0; the hard limit is left alone, and exec resets dumpable). Call first
+ * thing in main(). The soft limit it found is stored in *ret_core_soft (may be NULL) so that a
+ * program about to exec another can put it back. Returns -errno. */
+int secure_harden_process(unsigned long long *ret_core_soft);

@@ -100,8 +100,10 @@ int cache_lookup(struct cache *c, const char *key, int64_t now, struct buf *out,
     }
     *nl = 0;
     r = parse_int64(raw.data, &expires_at);
-    if (r < 0)
+    if (r < 0) {
+        r = -EBADMSG; /* junk or out of range alike: a corrupt entry, removed below */
         goto out;
+    }
     if (expires_at <= now) {
         r = -ENOENT;
         goto out;

@@ -21,6 +21,9 @@
 
 extern char **environ;
 
+/* The soft core-dump limit we started with, put back for `exec`'s command. */
+static unsigned long long arg_core_soft;
+
 static const char usage_text[] =
     "usage: secrets [-v|--verbose] [-q|--quiet] COMMAND [ARGS]\n"
     "\n"
@@ -626,10 +629,12 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
     }
     cli_close(c);
     (void)fflush(NULL);
-    /* our no-core-dump limit is for us, not for the command */
+    /* our no-core-dump limit is for us, not for the command: it gets the one we found */
     struct rlimit rl;
     if (getrlimit(RLIMIT_CORE, &rl) == 0) {
-        rl.rlim_cur = rl.rlim_max;
+        rl.rlim_cur = (rlim_t)arg_core_soft;
+        if (rl.rlim_cur > rl.rlim_max)
+            rl.rlim_cur = rl.rlim_max;
         (void)setrlimit(RLIMIT_CORE, &rl);
     }
     execvpe(argv[dash + 1], argv + dash + 1, env);
@@ -652,7 +657,8 @@ int main(int argc, char **argv)
     int verbosity = 0, opt, status;
     bool quiet = false;
 
-    (void)secure_harden_process();
+    if (secure_harden_process(&arg_core_soft) < 0)
+        arg_core_soft = 0;
     c.log = log_new("secrets", STDERR_FILENO);
     if (!c.log)
         return EXIT_FAILED;

@@ -164,7 +164,7 @@ static int run_command(struct resolver *rs, const struct recipe *r, struct buf *
         if (res.out.len == 0) {
             ret = err_set(e, -ENODATA, "'%s': the command printed nothing%s%s", r->name,
                           line[0] ? " (stderr: " : "", line);
-            if (line[0])
+            if (line[0] && e)
                 (void)snprintf(e->msg + strlen(e->msg), sizeof(e->msg) - strlen(e->msg), ")");
         } else {
             ret = buf_append(value, res.out.data, res.out.len);
@@ -184,7 +184,11 @@ static int run_file(const struct recipe *r, struct buf *value, struct err *e)
         ret = err_prefix(e, "'%s'", r->name);
         goto out;
     }
-    size_t n = strcspn(buf_str(&raw), "\r\n");
+    /* by length, not as a C string: a NUL byte must reach the check in finish(), not cut the
+     * value short */
+    size_t n = 0;
+    while (n < raw.len && raw.data[n] != '\r' && raw.data[n] != '\n')
+        n++;
     ret = buf_append(value, raw.data, n);
     if (ret < 0)
         goto out;
@@ -244,8 +248,8 @@ int resolver_run(struct resolver *rs, const struct recipe *r, struct resolved *r
                          r->name, r->arg, r->name);
         else if (rc == -ENOENT)
             rc = err_set(e, rc,
-                         "'%s': the keychain has no item '%s': run 'secrets configure %s "
-                         "--keychain --label '%s'' to store it",
+                         "'%s': the keychain has no item '%s': to store it, run: secrets "
+                         "configure %s --keychain --label \"%s\"",
                          r->name, r->arg, r->name, r->arg);
         else if (rc < 0)
             rc = err_prefix(e, "'%s'", r->name);

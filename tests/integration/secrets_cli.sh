@@ -122,6 +122,9 @@ run 125 S exec MISSING_ONE -- sh -c 'echo should-not-run'
 assert_not_contains "$OUT" "should-not-run"
 run 127 S exec OBJ -- /nonexistent/command
 run 7 S exec OBJ -- sh -c 'exit 7'
+# our no-core-dump limit is not handed on: the command gets the limit we were started with
+run 0 S exec OBJ -- sh -c 'ulimit -c'
+assert_eq "$OUT" "$(ulimit -c)" "the command's core-dump limit"
 run 125 S exec OBJ
 assert_contains "$ERR" "-- CMD"
 

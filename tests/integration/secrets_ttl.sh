@@ -13,7 +13,8 @@ echo "value-\$n"
 EOF2
 chmod +x "$T_ROOT/counting"
 
-run 0 S configure COUNTED --command "$T_ROOT/counting" --ttl 2s
+# (expiry has one-second granularity: a 5 s TTL leaves at least 4 s for the checks below)
+run 0 S configure COUNTED --command "$T_ROOT/counting" --ttl 5s
 assert_eq "$(cat "$COUNTER")" 1 "configure test-runs the command once"
 
 run 0 S resolve --json COUNTED
@@ -28,7 +29,7 @@ assert_eq "$(cat "$COUNTER")" 1 "no run within the TTL"
 
 # after the expiry, a resolution runs the command again and reports a later expiry
 past() { [ "$(date +%s)" -ge "$1" ]; }
-wait_until 10 "the TTL to run out" past "$first_exp"
+wait_until 15 "the TTL to run out" past "$first_exp"
 run 0 S resolve --json COUNTED
 assert_eq "$(cat "$COUNTER")" 2 "one more run after the TTL"
 assert_eq "$(json_get "$OUT" 'j.secrets.COUNTED.value')" "value-2"

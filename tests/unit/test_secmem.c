@@ -34,7 +34,8 @@ static void test_random(void)
 
 static void test_harden(void)
 {
-    CHECK_INT(secure_harden_process(), 0);
+    unsigned long long before = 0;
+    CHECK_INT(secure_harden_process(&before), 0);
     struct rlimit rl;
     CHECK_INT(getrlimit(RLIMIT_CORE, &rl), 0);
     CHECK_INT(rl.rlim_cur, 0);

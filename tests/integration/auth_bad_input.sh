@@ -1,0 +1,202 @@
+# mcp-auth against a faulty authorization server (tests/peers/bad-auth-server.mjs, one fault per
+# run): every kind of bad input of issue 3 ends the sign-in with its exit status and a message
+# naming the problem, and writes no token; a failed sign-in never overwrites the sign-in already
+# stored; the callback that never comes and the callback with the wrong state end with the
+# timeout message; a server that forgot the client gets a second registration in the same run.
+. "$(dirname "$0")/lib/common.sh"
+
+: "${MCP_AUTH_BIN:?MCP_AUTH_BIN must point at mcp-auth (ctest sets it)}"
+command -v curl >/dev/null || fail "curl is missing"
+
+export BROWSER="$PEERS_DIR/fetch-browser.sh"
+TIMEOUT=5 # seconds mcp-auth waits for the browser; every run is also killed after 60 s
+A() { "$MCP_AUTH_BIN" "$@"; }
+login() { timeout -k 5 60 "$MCP_AUTH_BIN" login demo --timeout "${TIMEOUT}s" "$@"; }
+
+# use_store NAME: a fresh token store of its own
+use_store() {
+    export PI_CODING_AGENT_DIR="$T_ROOT/agent-$1"
+    mkdir -p "$PI_CODING_AGENT_DIR"
+}
+# serve FAULT [--port N]: (re)starts the faulty server; AS is its URL; mcp.json names it "demo"
+serve() {
+    local fault=$1
+    shift
+    start_peer bad-auth-server --fault "$fault" "$@"
+    SERVER_PID=${T_PEER_PIDS[-1]}
+    AS=$PEER_URL
+    printf '{"mcpServers": {"demo": {"url": "%s/mcp"}}}\n' "$AS" >"$PI_CODING_AGENT_DIR/mcp.json"
+}
+stop_server() {
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+}
+stat_of() { json_get "$(curl -sS --max-time 10 "$AS/__test/stats")" "$1"; }
+# no stored entry holds a token, by `status` and by the files themselves
+assert_no_token() {
+    run 0 A status --json
+    assert_eq "$(json_get "$OUT" 'j.servers.filter((s) => s.has_access_token).length')" 0 \
+        "entries with an access token after '$1'"
+    if grep -rqs '"access_token"' "$PI_CODING_AGENT_DIR/oauth"; then
+        fail "a token was written to $PI_CODING_AGENT_DIR/oauth after '$1'"
+    fi
+    T_CHECKS=$((T_CHECKS + 1))
+}
+ms_now() { echo $(($(date +%s%N) / 1000000)); }
+
+# ---- each fault on a fresh store: exit status, message, no token ----
+# fault | exit status | a distinctive part of the message ({AS} is the server's URL)
+cases=(
+    "issuer-mismatch|5|names the issuer 'https://issuer.example', not '{AS}': refusing to use it"
+    "no-s256|5|does not advertise PKCE with S256 (code_challenge_methods_supported): refusing to sign in"
+    "no-pkce-field|5|does not advertise PKCE with S256"
+    "resource-mismatch|5|is for 'https://other.example/mcp', not for '{AS}/mcp': refusing to authorize"
+    "oversized-metadata|5|authorization server metadata at '{AS}/.well-known/oauth-authorization-server' is larger than 262144 bytes"
+    "malformed-metadata|5|authorization server metadata at '{AS}/.well-known/oauth-authorization-server' is not valid JSON"
+    "http-endpoint|3|token_endpoint 'http://example.invalid/token' is not https"
+    "redirect-other-origin|5|redirected to another origin ('http://127.0.0.2:"
+    "reg-no-client-id|5|client registration at '{AS}/register': the answer has no client_id"
+    "token-no-access-token|5|token request: the answer from '{AS}/token' has no access_token"
+    "iss-mismatch|5|the sign-in came back from issuer 'https://evil.example', not '{AS}': refusing the code"
+    "iss-missing|5|promises an 'iss' parameter but the sign-in came back without one"
+    "error-callback|5|sign-in failed: access_denied: User said no"
+    "no-callback|5|nobody signed in within ${TIMEOUT}s: run the command again, or use --no-browser and open the URL yourself, or --timeout to wait longer"
+    "no-registration|3|does not offer dynamic client registration: register a client there and set \"oauth\": {\"clientId\""
+)
+for c in "${cases[@]}"; do
+    IFS='|' read -r fault want msg <<<"$c"
+    use_store "$fault"
+    serve "$fault"
+    t0=$(ms_now)
+    run "$want" login
+    elapsed=$(($(ms_now) - t0))
+    assert_contains "$ERR" "${msg//\{AS\}/$AS}" "message for '$fault'"
+    assert_no_token "$fault"
+    case $fault in
+    iss-mismatch | iss-missing | error-callback | no-callback)
+        # the code (if any) was refused before it reached the token endpoint
+        assert_eq "$(stat_of 'j.token_requests')" 0 "token requests with '$fault'" ;;
+    esac
+    if [ "$fault" = no-callback ]; then
+        [ "$elapsed" -ge $((TIMEOUT * 1000 - 500)) ] && [ "$elapsed" -lt $((TIMEOUT * 1000 + 10000)) ] ||
+            fail "no-callback: waited ${elapsed} ms, expected about ${TIMEOUT} s"
+        T_CHECKS=$((T_CHECKS + 1))
+    else
+        [ "$elapsed" -lt 10000 ] || fail "'$fault' took ${elapsed} ms: it should end at once"
+        T_CHECKS=$((T_CHECKS + 1))
+    fi
+    stop_server
+done
+
+# ---- a state mismatch: the callback with the wrong state is refused and ignored; the wait
+# runs out with the timeout message ----
+use_store state-mismatch
+serve state-mismatch
+cat >"$T_ROOT/log-browser.sh" <<EOF
+#!/bin/sh
+# like fetch-browser.sh, and notes where it ended up and what it was answered
+for url; do :; done
+exec curl -sS -L --max-redirs 10 --max-time 30 -o /dev/null -w '%{http_code} %{url_effective}\n' "\$url" >>"$T_ROOT/browser.log" 2>&1
+EOF
+chmod +x "$T_ROOT/log-browser.sh"
+t0=$(ms_now)
+BROWSER="$T_ROOT/log-browser.sh" run 5 login
+elapsed=$(($(ms_now) - t0))
+assert_contains "$ERR" "nobody signed in within ${TIMEOUT}s: run the command again"
+[ "$elapsed" -ge $((TIMEOUT * 1000 - 500)) ] || fail "state-mismatch ended after ${elapsed} ms, before the timeout"
+T_CHECKS=$((T_CHECKS + 1))
+# the browser reached the callback with a code and was turned away (400), and the code was
+# never exchanged
+wait_until 10 "the browser's log" test -s "$T_ROOT/browser.log"
+assert_contains "$(cat "$T_ROOT/browser.log")" "400 http://127.0.0.1:"
+assert_contains "$(cat "$T_ROOT/browser.log")" "/callback?code="
+assert_eq "$(stat_of 'j.token_requests')" 0 "token requests after a state mismatch"
+assert_no_token state-mismatch
+stop_server
+
+# ---- the server forgot the client (invalid_client at the token endpoint): registered again and
+# signed in, in the same run, without waiting ----
+use_store invalid-client-once
+serve invalid-client-once
+t0=$(ms_now)
+run 0 login
+elapsed=$(($(ms_now) - t0))
+[ "$elapsed" -lt 10000 ] || fail "re-registration took ${elapsed} ms"
+T_CHECKS=$((T_CHECKS + 1))
+assert_contains "$ERR" "the authorization server no longer knows this client: registering again"
+assert_contains "$ERR" "signed in to $AS/mcp"
+assert_eq "$(stat_of 'j.registrations')" 2 "registrations"
+assert_eq "$(stat_of 'j.token_requests')" 2 "token requests"
+assert_eq "$(stat_of 'j.tokens_issued')" 1 "tokens issued"
+run 0 A status --json
+assert_eq "$(json_get "$OUT" 'j.servers[0].has_access_token')" true
+assert_contains "$(json_get "$OUT" 'j.servers[0].client_id')" "client-2-" "the stored client"
+stop_server
+
+# ---- nothing existing overwritten: sign in, then fail against the same URL (same port, another
+# fault) ----
+use_store keep
+PORT=$(node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });')
+serve none --port "$PORT"
+run 0 login
+assert_contains "$ERR" "signed in to $AS/mcp"
+entries=("$PI_CODING_AGENT_DIR"/oauth/*.json)
+assert_eq "${#entries[@]}" 1 "entry files"
+ENTRY=${entries[0]}
+cp -p "$ENTRY" "$T_ROOT/entry.orig"
+run 0 A header demo
+HEADER=$OUT
+stop_server
+# what an entry holds, without secrets
+summary() { node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.stdout.write(`client ${j.registration?.client_id}, redirect ${j.registration?.redirect_uri}, access token: ${!!j.tokens?.access_token}, refresh token: ${!!j.tokens?.refresh_token}`);' "$1"; }
+section() { node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.stdout.write(JSON.stringify([j.registration, j.tokens]));' "$1"; }
+
+# failures before the sign-in reaches the store: the file is not touched at all
+for c in "issuer-mismatch|5" "resource-mismatch|5" "malformed-metadata|5" "oversized-metadata|5" \
+    "redirect-other-origin|5" "http-endpoint|3" "no-s256|5"; do
+    IFS='|' read -r fault want <<<"$c"
+    serve "$fault" --port "$PORT"
+    run "$want" login
+    cmp -s "$ENTRY" "$T_ROOT/entry.orig" || fail "the stored entry changed after a failed sign-in ($fault)"
+    T_CHECKS=$((T_CHECKS + 1))
+    stop_server
+done
+
+# failures after the browser was opened, with the stored registration: the registration and the
+# tokens stay exactly as they were (the file itself records the attempt: rate limit, discovery)
+for c in "error-callback|5" "iss-mismatch|5" "token-no-access-token|5"; do
+    IFS='|' read -r fault want <<<"$c"
+    serve "$fault" --port "$PORT"
+    run "$want" login
+    [ "$(section "$ENTRY")" = "$(section "$T_ROOT/entry.orig")" ] ||
+        fail "the stored registration or tokens changed after a failed sign-in ($fault):
+before: $(summary "$T_ROOT/entry.orig")
+after:  $(summary "$ENTRY")"
+    T_CHECKS=$((T_CHECKS + 1))
+    stop_server
+done
+
+# the stored registration's callback port is taken, so a new client is registered: the tokens of
+# the old one stay until new tokens replace them - a failed sign-in leaves the file as it was
+cp -p "$T_ROOT/entry.orig" "$ENTRY"
+CB_PORT=$(node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(new URL(j.registration.redirect_uri).port);' "$ENTRY")
+start_peer bad-auth-server --port "$CB_PORT" --quiet # something else holds that port
+HOLDER_PID=${T_PEER_PIDS[-1]}
+serve error-callback --port "$PORT"
+run 5 login
+assert_contains "$ERR" "registering a client at $AS/register"
+assert_contains "$ERR" "access_denied: User said no"
+cmp -s "$ENTRY" "$T_ROOT/entry.orig" || fail "a failed sign-in with a new registration changed the stored entry:
+before: $(summary "$T_ROOT/entry.orig")
+after:  $(summary "$ENTRY")"
+T_CHECKS=$((T_CHECKS + 1))
+stop_server
+kill -TERM "$HOLDER_PID" 2>/dev/null || true
+wait "$HOLDER_PID" 2>/dev/null || true
+
+# and the stored sign-in still works
+run 0 A header demo
+assert_eq "$OUT" "$HEADER" "the header after the failed sign-ins"
+run 0 A status --json
+assert_eq "$(json_get "$OUT" 'j.servers.length')" 1
+assert_eq "$(json_get "$OUT" 'j.servers[0].has_access_token')" true
