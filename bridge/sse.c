@@ -78,6 +78,7 @@ static int sse_dispatch(struct sse_parser *p)
     if (p->fn) {
         struct sse_event ev = {
             .type = p->type.len ? p->type.data : "message",
+            .type_len = p->type.len ? p->type.len : strlen("message"),
             .data = p->data.data,
             .data_len = p->data.len,
             .id = buf_str(&p->last_id),

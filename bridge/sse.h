@@ -38,11 +38,12 @@
 #include "macro.h"
 
 struct sse_event {
-    const char *type; /* "message" unless the event said otherwise; borrowed for the call.
-                       * A type containing NUL reads as its prefix (compare with strcmp). */
+    const char *type; /* "message" unless the event said otherwise; borrowed for the call */
+    size_t type_len;  /* a type may hold NULs ("message\0x" is not "message"): compare with
+                       * type_len == 7 && memcmp(type, "message", 7) == 0 */
     const char *data; /* NUL-terminated (data may hold NULs: data_len is the truth); borrowed */
     size_t data_len;
-    const char *id;   /* the last event id after this event ("" when none); borrowed */
+    const char *id; /* the last event id after this event ("" when none); borrowed */
 };
 
 /* Return < 0 to stop parsing (sse_feed returns that value). */
@@ -50,17 +51,17 @@ typedef int (*sse_event_fn)(const struct sse_event *ev, void *userdata);
 
 /* Embedded value; fields are private to sse.c. */
 struct sse_parser {
-    struct buf line;      /* current partial line (or a partial BOM at the very start) */
-    struct buf data;      /* data of the event being built */
-    struct buf type;      /* event type of the event being built */
-    struct buf id;        /* the stream's last event ID buffer, set by id fields */
-    struct buf last_id;   /* last event id: the id buffer as of the last blank line */
-    int64_t retry_ms;     /* last retry field seen, -1 when none */
+    struct buf line;    /* current partial line (or a partial BOM at the very start) */
+    struct buf data;    /* data of the event being built */
+    struct buf type;    /* event type of the event being built */
+    struct buf id;      /* the stream's last event ID buffer, set by id fields */
+    struct buf last_id; /* last event id: the id buffer as of the last blank line */
+    int64_t retry_ms;   /* last retry field seen, -1 when none */
     size_t max_line;
     size_t max_event;
-    int error;            /* sticky: once < 0, sse_feed returns it until sse_end */
+    int error; /* sticky: once < 0, sse_feed returns it until sse_end */
     bool bom_checked;
-    bool cr_pending;      /* the previous chunk ended in CR */
+    bool cr_pending; /* the previous chunk ended in CR */
     sse_event_fn fn;
     void *userdata;
 };

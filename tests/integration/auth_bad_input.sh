@@ -18,11 +18,17 @@ use_store() {
     export PI_CODING_AGENT_DIR="$T_ROOT/agent-$1"
     mkdir -p "$PI_CODING_AGENT_DIR"
 }
+# start_peer reads the READY line from $T_ROOT/NAME.out, which the new process truncates only
+# once it runs: a second instance could be taken for ready on the first one's line
+hold_peer_start() {
+    rm -f "$T_ROOT/bad-auth-server.out"
+    start_peer bad-auth-server "$@"
+}
 # serve FAULT [--port N]: (re)starts the faulty server; AS is its URL; mcp.json names it "demo"
 serve() {
     local fault=$1
     shift
-    start_peer bad-auth-server --fault "$fault" "$@"
+    hold_peer_start --fault "$fault" "$@"
     SERVER_PID=${T_PEER_PIDS[-1]}
     AS=$PEER_URL
     printf '{"mcpServers": {"demo": {"url": "%s/mcp"}}}\n' "$AS" >"$PI_CODING_AGENT_DIR/mcp.json"
@@ -35,8 +41,10 @@ stat_of() { json_get "$(curl -sS --max-time 10 "$AS/__test/stats")" "$1"; }
 # no stored entry holds a token, by `status` and by the files themselves
 assert_no_token() {
     run 0 A status --json
-    assert_eq "$(json_get "$OUT" 'j.servers.filter((s) => s.has_access_token).length')" 0 \
-        "entries with an access token after '$1'"
+    if grep -Eq '"has_access_token"[[:space:]]*:[[:space:]]*true' <<<"$OUT"; then
+        fail "status shows an access token after '$1':
+$OUT"
+    fi
     if grep -rqs '"access_token"' "$PI_CODING_AGENT_DIR/oauth"; then
         fail "a token was written to $PI_CODING_AGENT_DIR/oauth after '$1'"
     fi
@@ -152,11 +160,15 @@ summary() { node -e 'const j = JSON.parse(require("fs").readFileSync(process.arg
 section() { node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.stdout.write(JSON.stringify([j.registration, j.tokens]));' "$1"; }
 
 # failures before the sign-in reaches the store: the file is not touched at all
-for c in "issuer-mismatch|5" "resource-mismatch|5" "malformed-metadata|5" "oversized-metadata|5" \
-    "redirect-other-origin|5" "http-endpoint|3" "no-s256|5"; do
-    IFS='|' read -r fault want <<<"$c"
+for c in "issuer-mismatch|5|names the issuer 'https://issuer.example'" \
+    "resource-mismatch|5|is for 'https://other.example/mcp'" "malformed-metadata|5|is not valid JSON" \
+    "oversized-metadata|5|is larger than 262144 bytes" "redirect-other-origin|5|redirected to another origin" \
+    "http-endpoint|3|is not https" "no-s256|5|does not advertise PKCE with S256"; do
+    IFS='|' read -r fault want msg <<<"$c"
     serve "$fault" --port "$PORT"
+    assert_eq "$AS" "http://127.0.0.1:$PORT" "the server's URL"
     run "$want" login
+    assert_contains "$ERR" "$msg" "message for '$fault'"
     cmp -s "$ENTRY" "$T_ROOT/entry.orig" || fail "the stored entry changed after a failed sign-in ($fault)"
     T_CHECKS=$((T_CHECKS + 1))
     stop_server
@@ -164,10 +176,14 @@ done
 
 # failures after the browser was opened, with the stored registration: the registration and the
 # tokens stay exactly as they were (the file itself records the attempt: rate limit, discovery)
-for c in "error-callback|5" "iss-mismatch|5" "token-no-access-token|5"; do
-    IFS='|' read -r fault want <<<"$c"
+for c in "error-callback|5|access_denied: User said no" "iss-mismatch|5|https://evil.example" \
+    "token-no-access-token|5|has no access_token"; do
+    IFS='|' read -r fault want msg <<<"$c"
     serve "$fault" --port "$PORT"
+    assert_eq "$AS" "http://127.0.0.1:$PORT" "the server's URL"
     run "$want" login
+    assert_contains "$ERR" "$msg" "message for '$fault'"
+    assert_not_contains "$ERR" "registering a client" "sign-in with the stored registration ($fault)"
     [ "$(section "$ENTRY")" = "$(section "$T_ROOT/entry.orig")" ] ||
         fail "the stored registration or tokens changed after a failed sign-in ($fault):
 before: $(summary "$T_ROOT/entry.orig")
@@ -180,9 +196,10 @@ done
 # the old one stay until new tokens replace them - a failed sign-in leaves the file as it was
 cp -p "$T_ROOT/entry.orig" "$ENTRY"
 CB_PORT=$(node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(new URL(j.registration.redirect_uri).port);' "$ENTRY")
-start_peer bad-auth-server --port "$CB_PORT" --quiet # something else holds that port
+hold_peer_start --port "$CB_PORT" --quiet # something else holds that port
 HOLDER_PID=${T_PEER_PIDS[-1]}
 serve error-callback --port "$PORT"
+assert_eq "$AS" "http://127.0.0.1:$PORT" "the server's URL"
 run 5 login
 assert_contains "$ERR" "registering a client at $AS/register"
 assert_contains "$ERR" "access_denied: User said no"

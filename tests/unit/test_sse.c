@@ -21,13 +21,27 @@ static void rec_esc(struct buf *b, const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         int r;
         switch (s[i]) {
-        case '\n': r = buf_append_str(b, "\\n"); break;
-        case '\r': r = buf_append_str(b, "\\r"); break;
-        case '\0': r = buf_append_str(b, "\\0"); break;
-        case '\\': r = buf_append_str(b, "\\\\"); break;
-        case '|': r = buf_append_str(b, "\\|"); break;
-        case ';': r = buf_append_str(b, "\\;"); break;
-        default: r = buf_append_char(b, s[i]); break;
+        case '\n':
+            r = buf_append_str(b, "\\n");
+            break;
+        case '\r':
+            r = buf_append_str(b, "\\r");
+            break;
+        case '\0':
+            r = buf_append_str(b, "\\0");
+            break;
+        case '\\':
+            r = buf_append_str(b, "\\\\");
+            break;
+        case '|':
+            r = buf_append_str(b, "\\|");
+            break;
+        case ';':
+            r = buf_append_str(b, "\\;");
+            break;
+        default:
+            r = buf_append_char(b, s[i]);
+            break;
         }
         CHECK(r == 0);
     }
@@ -38,7 +52,8 @@ static int rec_fn(const struct sse_event *ev, void *userdata)
     struct rec *rc = userdata;
     rc->n++;
     CHECK(ev->data[ev->data_len] == 0);
-    rec_esc(&rc->log, ev->type, strlen(ev->type));
+    CHECK(ev->type[ev->type_len] == 0);
+    rec_esc(&rc->log, ev->type, ev->type_len);
     CHECK(buf_append_char(&rc->log, '|') == 0);
     rec_esc(&rc->log, ev->data, ev->data_len);
     CHECK(buf_append_char(&rc->log, '|') == 0);
@@ -57,8 +72,8 @@ static void rec_init(struct rec *rc)
 
 /* Feeds `in` in chunks cut at the sorted offsets `cuts` (ncuts of them), ends the stream,
  * and appends "last=<id> retry=<ms> rc=<r>" to the log. */
-static char *run_cuts(const char *in, size_t len, const size_t *cuts, size_t ncuts,
-                      size_t max_line, size_t max_event)
+static char *run_cuts(const char *in, size_t len, const size_t *cuts, size_t ncuts, size_t max_line,
+                      size_t max_event)
 {
     struct sse_parser p;
     struct rec rc;
@@ -177,18 +192,17 @@ static void test_line_ends(void)
 
 /* Long enough to exercise everything at every cut: BOM, all line ends, comments, ids, retry,
  * NUL, an event type, a CR LF straddling cuts. */
-static const char chunk_stream[] =
-    "\xEF\xBB\xBF: hello\r\n"
-    "retry: 1500\r\n"
-    "event: endpoint\r\ndata: /messages?session=1\r\n\r\n"
-    "id: 1\rdata: {\"jsonrpc\":\"2.0\",\r\rdata:second\r\n\r"
-    "id: a\0b\n\nid\n\n"
-    "data\n\ndata\ndata\n\n"
-    "id: 2\n\n"
-    "event: x\n\n"
-    "data: a\r\ndata:  b\r\ndata:\r\n\r\n"
-    "retry: 12x\nretry: 99999999999999999999\n"
-    "data: tail without blank line\r";
+static const char chunk_stream[] = "\xEF\xBB\xBF: hello\r\n"
+                                   "retry: 1500\r\n"
+                                   "event: endpoint\r\ndata: /messages?session=1\r\n\r\n"
+                                   "id: 1\rdata: {\"jsonrpc\":\"2.0\",\r\rdata:second\r\n\r"
+                                   "id: a\0b\n\nid\n\n"
+                                   "data\n\ndata\ndata\n\n"
+                                   "id: 2\n\n"
+                                   "event: x\n\n"
+                                   "data: a\r\ndata:  b\r\ndata:\r\n\r\n"
+                                   "retry: 12x\nretry: 99999999999999999999\n"
+                                   "data: tail without blank line\r";
 
 static void test_chunking(void)
 {
@@ -240,17 +254,28 @@ static void test_crlf_split(void)
 
 static void test_bom(void)
 {
-    CHECK_RUN("\xEF\xBB\xBF" "data: a\n\n", "message|a|;last= retry=-1 rc=0");
+    CHECK_RUN("\xEF\xBB\xBF"
+              "data: a\n\n",
+              "message|a|;last= retry=-1 rc=0");
     /* only one BOM is stripped: a second is part of the first field name */
-    CHECK_RUN("\xEF\xBB\xBF\xEF\xBB\xBF" "data: a\n\n", "last= retry=-1 rc=0");
+    CHECK_RUN("\xEF\xBB\xBF\xEF\xBB\xBF"
+              "data: a\n\n",
+              "last= retry=-1 rc=0");
     /* only at the very start */
-    CHECK_RUN("data: a\n\n\xEF\xBB\xBF" "data: b\n\n", "message|a|;last= retry=-1 rc=0");
-    CHECK_RUN("\n\xEF\xBB\xBF" "data: b\n\n", "last= retry=-1 rc=0");
+    CHECK_RUN("data: a\n\n\xEF\xBB\xBF"
+              "data: b\n\n",
+              "message|a|;last= retry=-1 rc=0");
+    CHECK_RUN("\n\xEF\xBB\xBF"
+              "data: b\n\n",
+              "last= retry=-1 rc=0");
     /* a BOM-like prefix that does not complete is the start of the first line */
-    CHECK_RUN("\xEF\xBB" "data: a\n\n", "last= retry=-1 rc=0");
+    CHECK_RUN("\xEF\xBB"
+              "data: a\n\n",
+              "last= retry=-1 rc=0");
 
     /* split BOM at every position, including one byte per chunk */
-    const char in[] = "\xEF\xBB\xBF" "data: a\n\n";
+    const char in[] = "\xEF\xBB\xBF"
+                      "data: a\n\n";
     size_t cuts[2];
     for (cuts[0] = 0; cuts[0] <= 3; cuts[0]++)
         for (cuts[1] = cuts[0]; cuts[1] <= 4; cuts[1]++) {
@@ -259,13 +284,15 @@ static void test_bom(void)
             free(s);
         }
     /* a partial BOM held across chunks is not dropped when the BOM does not complete */
-    const char bad[] = "\xEF\xBB" "data: a\n\n";
+    const char bad[] = "\xEF\xBB"
+                       "data: a\n\n";
     for (size_t i = 0; i <= 3; i++) {
         char *s = run_cuts(bad, sizeof(bad) - 1, &i, 1, 0, 0);
         CHECK_STR(s, "last= retry=-1 rc=0");
         free(s);
     }
-    const char bad2[] = "\xEF" "data: a\n\n";
+    const char bad2[] = "\xEF"
+                        "data: a\n\n";
     size_t one = 1;
     char *s = run_cuts(bad2, sizeof(bad2) - 1, &one, 1, 0, 0);
     CHECK_STR(s, "last= retry=-1 rc=0");
@@ -341,6 +368,11 @@ static void test_types(void)
     /* the last event field wins; an empty type means "message" */
     CHECK_RUN("event: a\nevent: b\ndata: 1\n\nevent\ndata: 2\n\nevent:\ndata: 3\n\n",
               "b|1|;message|2|;message|3|;last= retry=-1 rc=0");
+    /* a type with NUL is not "message", however it reads as a C string */
+    static const char nul[] = "event: message\0x\ndata: 1\n\n";
+    char *s = run_len(nul, sizeof(nul) - 1);
+    CHECK_STR(s, "message\\0x|1|;last= retry=-1 rc=0");
+    free(s);
     CHECK_RUN("event: notifications/message\ndata: {}\n\n",
               "notifications/message|{}|;last= retry=-1 rc=0");
 }
@@ -457,7 +489,11 @@ static void test_end(void)
     /* a pending CR does not carry over into the next stream; its BOM is stripped again */
     CHECK_INT(sse_feed(&p, "data: a\r", 8), 0);
     sse_end(&p);
-    CHECK_INT(sse_feed(&p, "\xEF\xBB\xBF" "data: b\n\n", 12), 0);
+    CHECK_INT(sse_feed(&p,
+                       "\xEF\xBB\xBF"
+                       "data: b\n\n",
+                       12),
+              0);
     CHECK_INT(rc.n, 1);
     CHECK_STR(buf_str(&rc.log), "message|b|;");
     sse_parser_release(&p);
