@@ -250,7 +250,7 @@ static int find_prm(struct discovery *d, const char *hinted, int64_t timeout_ms,
             goto out;
         }
         d->prm = prm;
-        if (!(d->resource_metadata_url = strdup(cands[i])) || !(d->resource = strdup(resource))) {
+        if (!(d->resource_metadata_url = strdup(cands[i]))) {
             r = -ENOMEM;
             goto out;
         }
@@ -375,8 +375,11 @@ static int check_endpoints(const struct discovery *d, struct err *e)
                                        "device_authorization_endpoint"};
     for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
         const char *u = discovery_as_string(d, keys[i]);
-        if (u && url_check_secure(u, keys[i], e) < 0)
-            return err_prefix(e, "authorization server '%s'", d->issuer);
+        /* the server published it: its misconfiguration, not ours */
+        if (u && url_check_secure(u, keys[i], e) < 0) {
+            (void)err_prefix(e, "authorization server '%s'", d->issuer);
+            return e ? (e->code = -EPROTO) : -EPROTO;
+        }
     }
     if (!discovery_as_string(d, "token_endpoint"))
         return err_set(e, -EBADMSG, "authorization server '%s' has no token_endpoint", d->issuer);
@@ -465,8 +468,7 @@ int discovery_from_cache(const char *server_url, const char *issuer, struct json
         return -ENOMEM;
     d->server_url = strdup(server_url);
     d->issuer = strdup(issuer);
-    const char *res = prm ? json_get_string(prm, "resource") : NULL;
-    d->resource = strdup(res ? res : server_url);
+    d->resource = strdup(server_url);
     if (resource_metadata_url)
         d->resource_metadata_url = strdup(resource_metadata_url);
     if (!d->server_url || !d->issuer || !d->resource ||

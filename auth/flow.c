@@ -27,6 +27,33 @@
 #define TOKEN_REQUESTS_PER_MINUTE 12
 #define SIGNINS_PER_MINUTE        5
 
+/* The token store's failures are local problems (a corrupt or unreadable file, a lock held too
+ * long), not the authorization server's: they get codes of their own before travelling up, so
+ * that the exit status tells them apart (docs/exit-codes.md). */
+static int store_code(int r)
+{
+    if (r >= 0 || r == -ENOENT || r == -ENOMEM)
+        return r;
+    return r == -ETIMEDOUT ? -ENOLCK : -EUCLEAN;
+}
+
+static int entry_load(const char *server_url, const char *issuer, struct token_entry **ret,
+                      struct err *e)
+{
+    return store_code(tokens_load(server_url, issuer, ret, e));
+}
+
+static int entry_save(struct token_entry *t, struct err *e)
+{
+    return store_code(tokens_save(t, e));
+}
+
+static int entry_lock(const char *server_url, const char *issuer, int64_t timeout_ms,
+                      struct file_lock **ret, struct err *e)
+{
+    return store_code(tokens_lock(server_url, issuer, timeout_ms, ret, e));
+}
+
 static void say(const struct auth_ui *ui, enum auth_say_level lvl, const char *fmt, ...)
     _printf_(3, 4);
 
@@ -94,9 +121,10 @@ static int rate_check(struct token_entry *t, const char *kind, int cap, struct e
     if ((int)json_object_array_length(fresh) >= cap) {
         json_object_put(fresh);
         return err_set(e, -EBUSY,
-                       "%d %s requests to '%s' in the last minute: stopping here so that a "
-                       "failure does not loop; wait a minute and try again",
-                       cap, kind, t->issuer);
+                       "already %d %s to '%s' in the last minute: stopping here so that a "
+                       "failure cannot loop; wait a minute and try again",
+                       cap, strcmp(kind, "signin") == 0 ? "sign-ins" : "token requests",
+                       t->issuer);
     }
     (void)json_object_array_add(fresh, json_object_new_int64(now));
     (void)json_object_object_add(rate, kind, fresh);
@@ -280,7 +308,9 @@ static int ensure_registration(const struct auth_target *t, const struct discove
                        d->issuer);
     say(ui, AUTH_SAY_INFO, "registering a client at %s", reg_ep);
     struct registration reg = {0};
-    r = oauth_register(reg_ep, redirect_uri, scope, device, http_timeout, &reg, e);
+    /* no "scope" in the registration: a server that takes it as the client's limit would
+     * refuse a later step-up to wider scopes */
+    r = oauth_register(reg_ep, redirect_uri, NULL, device, http_timeout, &reg, e);
     if (r < 0)
         return r;
     te->registration = REGISTRATION_DYNAMIC;
@@ -406,10 +436,10 @@ static int code_attempt(const struct auth_target *t, const struct login_opts *o,
         callback_redirect_uri(cb), (long long)(timeout / 1000));
     r = callback_wait(cb, state, timeout, countdown_cb, (void *)ui, &res, e);
     if (r == -ETIMEDOUT)
-        r = err_set(e, r,
-                    "nobody signed in within %llds: run the command again, or use --no-browser "
-                    "and open the URL yourself, or --timeout to wait longer",
-                    (long long)(timeout / 1000));
+        r = err_set(e, -ETIME, "nobody signed in within %llds: run the command again%s, or use "
+                               "--timeout to wait longer",
+                    (long long)(timeout / 1000),
+                    o->no_browser ? "" : ", or use --no-browser and open the URL yourself");
     if (r < 0)
         goto out;
     if (res.error) {
@@ -509,7 +539,7 @@ static int device_flow(const struct auth_target *t, const struct login_opts *o,
     int64_t interval = da.interval;
     for (;;) {
         if (now_mono_ms() + interval * 1000 > deadline) {
-            r = err_set(e, -ETIMEDOUT, "the device code expired before the sign-in was completed");
+            r = err_set(e, -ETIME, "the device code expired before the sign-in was completed");
             break;
         }
         /* waiting the interval the server asked for is the protocol, not a guess */
@@ -700,7 +730,7 @@ static bool wants_client_credentials(const struct auth_target *t)
 static int load_or_new(const char *server_url, const char *issuer, struct token_entry **ret,
                        struct err *e)
 {
-    int r = tokens_load(server_url, issuer, ret, e);
+    int r = entry_load(server_url, issuer, ret, e);
     if (r == -ENOENT) {
         err_clear(e);
         r = token_entry_new(server_url, issuer, ret);
@@ -731,6 +761,49 @@ static uint16_t port_of(const char *uri)
     return (uint16_t)v;
 }
 
+/* After a failed sign-in, under the entry's lock: the entry as stored now, plus what the
+ * attempt learned - its rate bookkeeping, and a registration it made, unless adopting that
+ * would drop tokens that still work. */
+static int record_failed_attempt(const char *server_url, const char *issuer,
+                                 struct token_entry *attempt, struct err *e)
+{
+    struct token_entry *now = NULL;
+    int r = entry_load(server_url, issuer, &now, e);
+    if (r == -ENOENT) {
+        err_clear(e);
+        r = token_entry_new(server_url, issuer, &now);
+    }
+    if (r < 0)
+        return r;
+    if (attempt->extra) {
+        json_object_put(now->extra);
+        now->extra = json_object_get(attempt->extra);
+    }
+    bool new_client = attempt->client_id &&
+                      (!now->client_id || strcmp(now->client_id, attempt->client_id) != 0);
+    if (new_client && !now->access_token) {
+        token_entry_clear_registration(now);
+        now->registration = attempt->registration;
+        r = set_str(&now->client_id, attempt->client_id);
+        if (r >= 0)
+            r = set_secret(&now->client_secret, attempt->client_secret);
+        if (r >= 0)
+            r = set_str(&now->auth_method, attempt->auth_method);
+        if (r >= 0)
+            r = set_str(&now->redirect_uri, attempt->redirect_uri);
+        if (r >= 0)
+            r = set_str(&now->registration_client_uri, attempt->registration_client_uri);
+        if (r >= 0)
+            r = set_secret(&now->registration_access_token, attempt->registration_access_token);
+        now->client_secret_expires_at = attempt->client_secret_expires_at;
+        now->registered_at = attempt->registered_at;
+    }
+    if (r >= 0)
+        r = entry_save(now, e);
+    token_entry_free(now);
+    return r;
+}
+
 int auth_login(const struct auth_target *t, const struct login_opts *o, const struct auth_ui *ui,
                struct token_entry **ret, struct err *e)
 {
@@ -755,7 +828,7 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
     say(ui, AUTH_SAY_INFO, "authorization server: %s%s", d->issuer,
         d->as_defaults ? " (no metadata: using the default endpoints)" : "");
 
-    r = tokens_lock(t->server_url, d->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
+    r = entry_lock(t->server_url, d->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
     if (r < 0)
         goto out;
     r = load_or_new(t->server_url, d->issuer, &te, e);
@@ -788,7 +861,8 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
         r = jwt_bearer(t, d, te, scope, http_timeout, e);
         goto saved;
     }
-    if (!d->as_defaults && !discovery_as_lists(d, "code_challenge_methods_supported", "S256")) {
+    if (!o->device_code && !d->as_defaults &&
+        !discovery_as_lists(d, "code_challenge_methods_supported", "S256")) {
         r = err_set(e, -EPROTO,
                     "the authorization server '%s' does not advertise PKCE with S256 "
                     "(code_challenge_methods_supported): refusing to sign in without it",
@@ -803,14 +877,16 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
                                 ui, e);
         if (r < 0)
             goto out;
-        r = tokens_save(te, e);
-        if (r < 0)
-            goto out;
+        if (!had_tokens || te->access_token) {
+            r = entry_save(te, e);
+            if (r < 0)
+                goto out;
+        }
         /* nobody waits on our lock while a person types a code elsewhere */
         file_lock_release(TAKE_PTR(lock));
         r = device_flow(t, o, ui, d, te, scope, e);
         struct err le = ERR_INIT;
-        int lr = tokens_lock(t->server_url, d->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, &le);
+        int lr = entry_lock(t->server_url, d->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, &le);
         if (lr < 0 && r >= 0) {
             *e = le;
             r = lr;
@@ -845,7 +921,7 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
         /* a registration is worth keeping even if the sign-in fails (not at the price of the
          * tokens held) */
         if (!had_tokens || te->access_token) {
-            r = tokens_save(te, e);
+            r = entry_save(te, e);
             if (r < 0)
                 goto out;
         }
@@ -854,7 +930,7 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
         file_lock_release(TAKE_PTR(lock));
         r = code_attempt(t, o, ui, d, te, cb, scope, &rejected, e);
         struct err le = ERR_INIT;
-        int lr = tokens_lock(t->server_url, d->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, &le);
+        int lr = entry_lock(t->server_url, d->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, &le);
         if (lr < 0) {
             if (r >= 0)
                 *e = le;
@@ -871,13 +947,15 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
 
 saved:
     if (r < 0) {
-        /* keep the rate bookkeeping and the registration; never a half-done token */
+        /* keep the rate bookkeeping (and a new registration where no tokens are lost by it),
+         * but never write back the tokens we loaded before the browser: meanwhile another
+         * process may have refreshed them, and the refresh token we hold may be rotated away */
         struct err se = ERR_INIT;
-        if ((!had_tokens || te->access_token) && tokens_save(te, &se) < 0)
+        if (lock && record_failed_attempt(t->server_url, d->issuer, te, &se) < 0)
             say(ui, AUTH_SAY_INFO, "could not record this attempt: %s", err_msg(&se));
         goto out;
     }
-    r = tokens_save(te, e);
+    r = entry_save(te, e);
     if (r < 0)
         goto out;
     *ret = TAKE_PTR(te);
@@ -915,8 +993,10 @@ static int refresh_locked(const struct auth_target *t, struct token_entry *te,
         goto out;
     }
     if (!te->refresh_token) {
-        r = err_set(e, AUTH_LOGIN_REQUIRED, "the token for '%s' has expired and there is no "
-                                            "refresh token",
+        r = err_set(e, AUTH_LOGIN_REQUIRED,
+                    te->access_token ? "the token for '%s' has expired and there is no refresh "
+                                       "token"
+                                     : "no sign-in for '%s' yet",
                     te->server_url);
         goto out;
     }
@@ -959,13 +1039,14 @@ out:
     return r;
 }
 
-int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms,
+int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms, bool force,
                      struct token_entry **ret, struct err *e)
 {
     struct token_entry *te = NULL;
     struct file_lock *lock = NULL;
+    char *seen = NULL;
     int64_t http_timeout = http_timeout_ms > 0 ? http_timeout_ms : HTTP_TIMEOUT_MS_DEFAULT;
-    int r = tokens_load(t->server_url, NULL, &te, e);
+    int r = entry_load(t->server_url, NULL, &te, e);
     if (r == -ENOENT) {
         if (wants_client_credentials(t) || wants_jwt_bearer(t)) {
             /* nobody needs to be there for this one: sign in now */
@@ -977,25 +1058,32 @@ int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms,
     }
     if (r < 0)
         return r;
-    if (token_fresh(te, now_unix()))
+    if (!force && token_fresh(te, now_unix()))
         goto done;
 
     /* under the lock, look again: another process may have refreshed meanwhile, and the
-     * refresh token it used is gone (rotation); exactly one refresh reaches the server */
+     * refresh token it used is gone (rotation); exactly one refresh reaches the server. A
+     * forced refresh (the server refused the token) is skipped too when the token changed
+     * meanwhile: the new one is what the caller needs. */
     char *issuer = strdup(te->issuer);
+    if (te->access_token && !(seen = strdup(te->access_token))) {
+        free(issuer);
+        issuer = NULL;
+    }
     token_entry_free(TAKE_PTR(te));
     if (!issuer)
         return -ENOMEM;
-    r = tokens_lock(t->server_url, issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
+    r = entry_lock(t->server_url, issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
     if (r >= 0)
-        r = tokens_load(t->server_url, issuer, &te, e);
+        r = entry_load(t->server_url, issuer, &te, e);
     free(issuer);
     if (r < 0)
         goto out;
-    if (!token_fresh(te, now_unix())) {
+    bool same = seen && te->access_token && secure_streq(seen, te->access_token);
+    if (!token_fresh(te, now_unix()) || (force && same)) {
         r = refresh_locked(t, te, http_timeout, e);
         struct err se = ERR_INIT;
-        int sr = tokens_save(te, r < 0 ? &se : e);
+        int sr = entry_save(te, r < 0 ? &se : e);
         if (r >= 0 && sr < 0)
             r = sr;
         if (r < 0)
@@ -1005,6 +1093,7 @@ done:
     *ret = TAKE_PTR(te);
     r = 0;
 out:
+    secure_free(seen);
     file_lock_release(lock);
     token_entry_free(te);
     return r;
@@ -1017,16 +1106,33 @@ int auth_logout(const struct auth_target *t, int64_t http_timeout_ms, bool *ret_
     struct file_lock *lock = NULL;
     int64_t http_timeout = http_timeout_ms > 0 ? http_timeout_ms : HTTP_TIMEOUT_MS_DEFAULT;
     bool revoked = false;
-    int r = tokens_load(t->server_url, NULL, &te, e);
+    char *secret = NULL, *assertion = NULL;
+    int r = entry_load(t->server_url, NULL, &te, e);
     if (r < 0)
         return r;
-    r = tokens_lock(t->server_url, te->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
+    r = entry_lock(t->server_url, te->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
     if (r < 0)
         goto out;
     const char *rev = te->as_metadata ? json_get_string(te->as_metadata, "revocation_endpoint") : NULL;
     if (rev && te->client_id) {
         struct oauth_client client;
         client_of(te, &client);
+        /* a confidential client whose credentials live in the config (client_credentials,
+         * jwt-bearer) authenticates with them, as it did for the token */
+        if (!client.client_secret && t->oauth && t->oauth->client_id &&
+            strcmp(t->oauth->client_id, te->client_id) == 0) {
+            struct err ce = ERR_INIT;
+            if (t->oauth->private_key_file && te->as_metadata &&
+                jwt_client_assertion(t->oauth->private_key_file, t->oauth->private_key_alg, NULL,
+                                     te->client_id, te->issuer, &assertion, &ce) >= 0) {
+                client.auth_method = "private_key_jwt";
+                client.assertion = assertion;
+            } else if (config_secret(t, &secret, &ce) >= 0 && secret) {
+                client.client_secret = secret;
+                if (!client.auth_method || strcmp(client.auth_method, "none") == 0)
+                    client.auth_method = "client_secret_basic";
+            }
+        }
         struct err re = ERR_INIT;
         /* the refresh token first: revoking it ends the whole grant at most servers */
         if (te->refresh_token &&
@@ -1039,12 +1145,14 @@ int auth_logout(const struct auth_target *t, int64_t http_timeout_ms, bool *ret_
         if (!revoked && re.msg[0] && ret_warning)
             *ret_warning = re;
     }
-    r = tokens_delete(te->server_url, te->issuer, e);
+    r = store_code(tokens_delete(te->server_url, te->issuer, e));
     if (r < 0)
         goto out;
     *ret_revoked = revoked;
     r = 0;
 out:
+    secure_free(secret);
+    secure_free(assertion);
     file_lock_release(lock);
     token_entry_free(te);
     return r;

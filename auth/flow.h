@@ -49,10 +49,11 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
                struct token_entry **ret, struct err *e) _must_check_;
 
 /* A valid access token for the target, refreshing it first (under the entry's lock) when it
- * is expired or about to. Never prompts and never opens a browser: AUTH_LOGIN_REQUIRED when
- * no valid token can be had, with the command to run in the message. client_credentials
- * targets get a new token without a person. Caller frees *ret. */
-int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms,
+ * is expired or about to, or when force is set (the resource server refused the token before
+ * its time: a 401). Never prompts and never opens a browser: AUTH_LOGIN_REQUIRED when no valid
+ * token can be had, with the command to run in the message. client_credentials and
+ * jwt-bearer targets get a new token without a person. Caller frees *ret. */
+int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms, bool force,
                      struct token_entry **ret, struct err *e) _must_check_;
 
 /* Deletes the local tokens and registration for the target and revokes the tokens where the

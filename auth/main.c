@@ -40,7 +40,7 @@ static const char usage_text[] =
     "commands:\n"
     "  login SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]\n"
     "                       sign in (opens the browser)\n"
-    "  header [--json] SERVER\n"
+    "  header [--json] [--refresh] SERVER\n"
     "                       print a valid Authorization header, refreshing it first when\n"
     "                       needed; never prompts (exit 4: sign-in required)\n"
     "  status [--json] [SERVER]\n"
@@ -83,12 +83,14 @@ static const char login_help[] =
     "  ssh box mcp-auth https://mcp.example.com/mcp --no-browser\n";
 
 static const char header_help[] =
-    "usage: mcp-auth header [--json] SERVER\n"
+    "usage: mcp-auth header [--json] [--refresh] SERVER\n"
     "\n"
     "Print a valid Authorization header for SERVER, refreshing the token first when it has\n"
     "expired or is about to. Never prompts and never opens a browser: when no valid token can\n"
     "be had it exits with status 4 and says which command signs in. With --json:\n"
     "  {\"headers\": {\"Authorization\": \"Bearer ...\"}, \"expires_at\": 1767225600}\n"
+    "--refresh refreshes now even when the token looks valid (the server refused it: a 401);\n"
+    "callers that refresh at the same moment still cause one refresh.\n"
     "\n"
     "examples:\n"
     "  curl -H \"$(mcp-auth header github)\" https://mcp.example.com/mcp\n"
@@ -133,23 +135,30 @@ static void target_release(struct target_ctx *tc)
     free(tc->name);
 }
 
+/* The exit status for an error of the flow (docs/exit-codes.md). */
 static int exit_for(int r)
 {
     switch (r) {
     case AUTH_LOGIN_REQUIRED:
         return EXIT_LOGIN_REQUIRED;
+    /* the authorization server or the network */
     case -ETIMEDOUT:
     case -ECONNREFUSED:
     case -EHOSTUNREACH:
     case -EPROTO:
     case -EXDEV:
+    case -ELOOP:
     case -EPERM:
     case -EBADMSG:
     case -E2BIG:
     case -EACCES:
         return EXIT_SERVER;
+    /* what the user configured */
     case -EINVAL:
+    case -ENOENT:
         return EXIT_CONFIG;
+    /* local: the store (-EUCLEAN), its lock (-ENOLCK), nobody signed in (-ETIME), the rate
+     * limit (-EBUSY), an interruption (-ECANCELED) */
     default:
         return EXIT_FAILED;
     }
@@ -378,8 +387,9 @@ out:
 
 static int cmd_header(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
-    bool json = false;
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"refresh", no_argument, NULL, 'r'}, {0}};
+    bool json = false, force = false;
     struct target_ctx tc = {0};
     struct token_entry *te = NULL;
     struct err e = ERR_INIT;
@@ -391,6 +401,8 @@ static int cmd_header(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (opt == 'j')
             json = true;
+        else if (opt == 'r')
+            force = true;
         else
             return EXIT_USAGE;
     }
@@ -401,7 +413,7 @@ static int cmd_header(int argc, char **argv)
     status = resolve_target(argv[optind], &tc);
     if (status != EXIT_OK)
         goto out;
-    int r = auth_fresh_token(&tc.t, 0, &te, &e);
+    int r = auth_fresh_token(&tc.t, 0, force, &te, &e);
     if (r == AUTH_LOGIN_REQUIRED) {
         char cmd[1024];
         signin_command(&tc, cmd, sizeof(cmd));

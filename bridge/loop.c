@@ -25,10 +25,10 @@
 struct loop_io {
     struct loop *loop;
     int fd;
-    unsigned events;  /* requested: LOOP_READ | LOOP_WRITE */
-    bool registered;  /* in the epoll set (not while events == 0) */
+    unsigned events; /* requested: LOOP_READ | LOOP_WRITE */
+    bool registered; /* in the epoll set (not while events == 0) */
     bool dead;
-    bool internal;    /* the loop's own (signalfd, curl sockets): keeps nothing alive */
+    bool internal; /* the loop's own (signalfd, curl sockets): keeps nothing alive */
     loop_io_fn fn;
     void *userdata;
     struct loop_io *prev, *next; /* l->ios while live; l->dead_ios (next only) when dead */
@@ -37,8 +37,8 @@ struct loop_io {
 struct loop_timer {
     struct loop *loop;
     int64_t deadline;
-    uint64_t seq;     /* ties on deadline fire in arming order */
-    size_t heap_idx;  /* SIZE_MAX when not armed */
+    uint64_t seq;    /* ties on deadline fire in arming order */
+    size_t heap_idx; /* SIZE_MAX when not armed */
     bool dead;
     bool internal;
     loop_timer_fn fn;
@@ -69,7 +69,7 @@ struct loop_sighandler {
 struct loop {
     int epfd;
     int64_t now;
-    bool running;    /* inside loop_run() */
+    bool running;     /* inside loop_run() */
     bool dispatching; /* inside an iteration's callbacks: removals are deferred */
     bool quit;
     int quit_code;
@@ -80,8 +80,8 @@ struct loop {
     struct loop_timer **heap;
     size_t heap_len, heap_cap;
     struct loop_timer *timers, *dead_timers;
-    size_t n_timers;      /* live timer objects (the heap's capacity covers them all) */
-    size_t n_user_armed;  /* armed, not internal */
+    size_t n_timers;     /* live timer objects (the heap's capacity covers them all) */
+    size_t n_user_armed; /* armed, not internal */
     uint64_t seq;
 
     struct loop_deferred *defer_head, *defer_tail;
@@ -655,21 +655,20 @@ int loop_curl_add(struct loop *l, CURL *easy, loop_curl_done_fn done, void *user
     x->easy = easy;
     x->done = done;
     x->userdata = userdata;
-    if (curl_easy_setopt(easy, CURLOPT_PRIVATE, (void *)x) != CURLE_OK) {
+    /* added before CURLOPT_PRIVATE is touched: a handle that is running already (here or on
+     * another multi handle) is refused and keeps its bookkeeping. Adding only arms the timer;
+     * the transfer starts, and can finish, no earlier than the next iteration. */
+    int r = curl_err(curl_multi_add_handle(m, easy));
+    if (r < 0) {
         free(x);
-        return -EINVAL;
+        return r;
     }
-    /* linked first: adding calls the timer callback, which may not see a half-made state */
+    (void)curl_easy_setopt(easy, CURLOPT_PRIVATE, (void *)x);
     x->next = l->xfers;
     if (l->xfers)
         l->xfers->prev = x;
     l->xfers = x;
     l->n_xfers++;
-    int r = curl_err(curl_multi_add_handle(m, easy));
-    if (r < 0) {
-        xfer_unlink(l, x);
-        return r;
-    }
     return 0;
 }
 
@@ -769,6 +768,8 @@ void loop_free(struct loop *l)
 
 void loop_quit(struct loop *l, int code)
 {
+    if (!l)
+        return;
     l->quit = true;
     l->quit_code = code;
 }

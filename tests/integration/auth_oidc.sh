@@ -98,6 +98,15 @@ assert_eq "$(stat_of 'j.refresh_token_grants')" 2 "refreshes after the second ex
 assert_eq "$(stat_of 'j.grant_revocations')" 0 "grants revoked"
 assert_eq "$(mcp_status "Authorization: $(json_get "$OUT" 'j.headers.Authorization')")" 200
 
+# --refresh: the resource server refused a token before its time (a 401): refresh now
+reset_stats
+run 0 A header --json --refresh demo
+hdr3="Authorization: $(json_get "$OUT" 'j.headers.Authorization')"
+assert_eq "$(stat_of 'j.refresh_token_grants')" 1 "refreshes for --refresh"
+[ "$hdr3" != "$hdr2" ] || fail "--refresh returned the old token"
+T_CHECKS=$((T_CHECKS + 1))
+assert_eq "$(mcp_status "$hdr3")" 200 "initialize with the force-refreshed token"
+
 # step-up: the granted scope grows, never shrinks
 run 0 A login demo --scope mcp:write --timeout 90s
 run 0 A status --json

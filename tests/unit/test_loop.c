@@ -272,6 +272,50 @@ static void test_timer_many(void)
     free(c);
 }
 
+/* A timer rearmed with delay 0 from its own callback fires once per iteration: a ready pipe
+ * (never read, so always ready) gets its turn in between, and the loop does not spin inside
+ * one timer phase. */
+struct zero_ctx {
+    char order[16];
+    size_t n;
+    struct loop_io *io;
+};
+
+static void zero_timer(struct loop_timer *t, void *userdata)
+{
+    struct zero_ctx *c = userdata;
+    c->order[c->n++] = 'T';
+    if (c->n < 9)
+        loop_timer_rearm(t, 0);
+    else
+        loop_io_remove(TAKE_PTR(c->io));
+}
+
+static void zero_io(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    struct zero_ctx *c = userdata;
+    if (c->n < sizeof(c->order) - 1)
+        c->order[c->n++] = 'I';
+}
+
+static void test_timer_zero(void)
+{
+    struct loop *l = new_loop();
+    struct zero_ctx c = {0};
+    int p[2];
+    CHECK_INT(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+    CHECK_INT(write(p[1], "x", 1), 1);
+    CHECK_INT(loop_io_add(l, p[0], LOOP_READ, zero_io, &c, &c.io), 0);
+    struct loop_timer *t;
+    CHECK_INT(loop_timer_add(l, 0, zero_timer, &c, &t), 0);
+    CHECK_INT(loop_run(l), 0);
+    CHECK_STR(c.order, "TITITITIT");
+    loop_timer_cancel(t);
+    close(p[0]);
+    close(p[1]);
+    loop_free(l);
+}
+
 /* ---- io ---- */
 
 struct pipe_ctx {
@@ -686,8 +730,8 @@ static void server_start(struct server *s)
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     atomic_store(&s->stopping, false);
-    s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
-                                 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
+    s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
+                                 NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
                                  (struct sockaddr *)&sa, MHD_OPTION_END);
     if (!s->daemon) {
         fprintf(stderr, "cannot start the test HTTP server\n");
@@ -880,5 +924,5 @@ static void test_curl(void)
     curl_global_cleanup();
 }
 
-TESTS_MAIN(test_timer_order, test_timer_cancel, test_timer_rearm, test_timer_many, test_io_pipe,
-           test_io_remove_in_batch, test_quit, test_defer, test_signal, test_curl)
+TESTS_MAIN(test_timer_order, test_timer_cancel, test_timer_rearm, test_timer_zero, test_timer_many,
+           test_io_pipe, test_io_remove_in_batch, test_quit, test_defer, test_signal, test_curl)

@@ -127,6 +127,8 @@ start_peer() {
     local name=$1 line="" end
     shift
     [ -d "$PEERS_DIR/node_modules" ] || fail "tests/peers/node_modules is missing: run scripts/install-deps"
+    # a fresh output file: a restarted peer must not be taken for ready on its predecessor's line
+    rm -f "$T_ROOT/$name.out"
     node "$PEERS_DIR/$name.mjs" "$@" >"$T_ROOT/$name.out" 2>"$T_ROOT/$name.log" </dev/null &
     T_PEER_PIDS+=("$!")
     end=$((SECONDS + 30))
