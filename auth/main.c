@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "duration.h"
 #include "flow.h"
 #include "jsonw.h"
@@ -304,14 +305,6 @@ static void signin_command(const struct target_ctx *tc, char *out, size_t size)
 
 /* ---- commands ---- */
 
-static bool wants_help(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-            return true;
-    return false;
-}
-
 static int cmd_login(int argc, char **argv)
 {
     enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_DEVICE, OPT_TIMEOUT };
@@ -327,7 +320,7 @@ static int cmd_login(int argc, char **argv)
     struct token_entry *te = NULL;
     struct err e = ERR_INIT;
     int opt, status;
-    if (wants_help(argc, argv)) {
+    if (args_wants_help(argc, argv)) {
         fputs(login_help, stdout);
         return EXIT_OK;
     }
@@ -394,7 +387,7 @@ static int cmd_header(int argc, char **argv)
     struct token_entry *te = NULL;
     struct err e = ERR_INIT;
     int opt, status;
-    if (wants_help(argc, argv)) {
+    if (args_wants_help(argc, argv)) {
         fputs(header_help, stdout);
         return EXIT_OK;
     }
@@ -468,7 +461,7 @@ static int cmd_status(int argc, char **argv)
     struct err e = ERR_INIT;
     size_t n = 0;
     int opt, status = EXIT_OK;
-    if (wants_help(argc, argv)) {
+    if (args_wants_help(argc, argv)) {
         fputs(status_help, stdout);
         return EXIT_OK;
     }
@@ -556,7 +549,7 @@ static int cmd_logout(int argc, char **argv)
     struct err e = ERR_INIT, warn = ERR_INIT;
     bool revoked = false;
     int status;
-    if (wants_help(argc, argv)) {
+    if (args_wants_help(argc, argv)) {
         fputs(logout_help, stdout);
         return EXIT_OK;
     }
@@ -638,21 +631,11 @@ int main(int argc, char **argv)
     int sub_argc = argc - optind;
     char **sub_argv = argv + optind;
     /* global options may follow the command too */
-    int w = 1;
-    for (int i = 1; i < sub_argc; i++) {
-        if (strcmp(sub_argv[i], "-v") == 0 || strcmp(sub_argv[i], "--verbose") == 0)
-            verbosity++;
-        else if (strcmp(sub_argv[i], "-q") == 0 || strcmp(sub_argv[i], "--quiet") == 0)
-            arg_quiet = true;
-        else if (strcmp(sub_argv[i], "--config") == 0 && i + 1 < sub_argc)
-            arg_config = sub_argv[++i];
-        else if (strncmp(sub_argv[i], "--config=", 9) == 0)
-            arg_config = sub_argv[i] + 9;
-        else
-            sub_argv[w++] = sub_argv[i];
-    }
-    sub_argc = w;
-    sub_argv[sub_argc] = NULL;
+    struct args_globals g = {.verbosity = verbosity, .quiet = arg_quiet, .config = arg_config};
+    sub_argc = args_take_globals(sub_argc, sub_argv, true, &g);
+    verbosity = g.verbosity;
+    arg_quiet = g.quiet;
+    arg_config = g.config;
     log_set_level(arg_log, arg_quiet ? LOG_ERROR : verbosity >= 2 ? LOG_DEBUG : verbosity ? LOG_INFO : LOG_WARN);
     char progname[64];
     (void)snprintf(progname, sizeof(progname), "mcp-auth %s", cmd);

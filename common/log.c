@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "log.h"
+#include "util.h"
 
 struct log {
     char *prog;
@@ -55,19 +56,6 @@ struct redact *log_redact(struct log *l)
     return l->redact;
 }
 
-static void write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-}
 
 void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap)
 {
@@ -87,7 +75,8 @@ void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap)
         r = buf_append_char(&out, '\n');
     if (r < 0)
         goto out;
-    write_all(l->fd, buf_str(&out), out.len);
+    /* a log that cannot be written has nowhere to report that either */
+    (void)write_full(l->fd, buf_str(&out), out.len);
 out:
     buf_release(&raw);
     buf_release(&out);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -45,4 +46,20 @@ bool name_is_valid(const char *s)
             return false;
     }
     return true;
+}
+
+int write_full(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "macro.h"
@@ -17,3 +18,6 @@ int64_t now_mono_ms(void);
 
 /* Whether s is a valid environment-style name: [A-Za-z_][A-Za-z0-9_]*. */
 bool name_is_valid(const char *s);
+
+/* Writes all n bytes to fd, retrying on EINTR and short writes. -errno on failure. */
+int write_full(int fd, const void *p, size_t n);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "child.h"
 #include "cli.h"
 #include "duration.h"
@@ -139,27 +140,8 @@ bool cli_label_in_use(struct store *s, const char *label, const char *except_nam
 
 static void write_out(const char *p, size_t n)
 {
-    while (n > 0) {
-        ssize_t w = write(STDOUT_FILENO, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-static bool wants_help(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            return false;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-            return true;
-    }
-    return false;
+    /* stdout going away (a closed pipe) is the reader's choice, not ours to report */
+    (void)write_full(STDOUT_FILENO, p, n);
 }
 
 /* ---- get ---- */
@@ -179,7 +161,7 @@ static int cmd_get(struct cli *c, int argc, char **argv)
     static const struct option opts[] = {{"no-newline", no_argument, NULL, 'n'}, {0}};
     bool newline = true;
     int opt;
-    if (wants_help(argc, argv)) {
+    if (args_wants_help(argc, argv)) {
         fputs(get_help, stdout);
         return EXIT_OK;
     }
@@ -233,7 +215,7 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
     int opt, status = EXIT_OK, r;
     struct buf out;
 
-    if (wants_help(argc, argv)) {
+    if (args_wants_help(argc, argv)) {
         fputs(resolve_help, stdout);
         return EXIT_OK;
     }
@@ -360,7 +342,7 @@ static int cmd_list(struct cli *c, int argc, char **argv)
         {"json", no_argument, NULL, 'j'}, {"no-check", no_argument, NULL, 'N'}, {0}};
     bool json = false, check = true;
     int opt, r;
-    if (wants_help(argc, argv)) {
+    if (args_wants_help(argc, argv)) {
         fputs(list_help, stdout);
         return EXIT_OK;
     }
@@ -497,7 +479,7 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
     char *label = NULL;
     int r, status = EXIT_FAILED;
 
-    if (wants_help(argc, argv)) {
+    if (args_wants_help(argc, argv)) {
         fputs(remove_help, stdout);
         return EXIT_OK;
     }
@@ -588,7 +570,7 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
             dash = i;
             break;
         }
-    if (dash < 0 && wants_help(argc, argv)) {
+    if (dash < 0 && args_wants_help(argc, argv)) {
         fputs(exec_help, stdout);
         return EXIT_OK;
     }
@@ -693,20 +675,10 @@ int main(int argc, char **argv)
     char **sub_argv = argv + optind;
     /* -v and -q may also follow the command ("secrets configure X --command C -v"): take them
      * out before the command parses the rest (never past "--": those belong to exec's CMD) */
-    int w = 1;
-    bool past_dashes = false;
-    for (int i = 1; i < sub_argc; i++) {
-        const char *a = sub_argv[i];
-        past_dashes |= strcmp(a, "--") == 0;
-        if (!past_dashes && (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0))
-            verbosity++;
-        else if (!past_dashes && (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0))
-            quiet = true;
-        else
-            sub_argv[w++] = sub_argv[i];
-    }
-    sub_argc = w;
-    sub_argv[sub_argc] = NULL;
+    struct args_globals g = {.verbosity = verbosity, .quiet = quiet};
+    sub_argc = args_take_globals(sub_argc, sub_argv, false, &g);
+    verbosity = g.verbosity;
+    quiet = g.quiet;
     log_set_level(c.log, quiet ? LOG_ERROR : verbosity >= 2 ? LOG_DEBUG : verbosity ? LOG_INFO : LOG_WARN);
     char progname[64];
     (void)snprintf(progname, sizeof(progname), "secrets %s", cmd);
