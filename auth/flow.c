@@ -190,15 +190,17 @@ static int set_secret(char **dst, const char *src)
 }
 
 /* Records a token response in the entry. */
+/* Records a token response. A refresh that brings no new refresh token keeps the old one
+ * (it was not rotated); a new grant (sign-in) without one drops it: the old one belongs to an
+ * older grant, which another process may have rotated away meanwhile. */
 static int store_tokens(struct token_entry *t, const struct token_response *tr,
-                        const char *requested_scope)
+                        const char *requested_scope, bool new_grant)
 {
     int64_t now = now_unix();
     int r = set_secret(&t->access_token, tr->access_token);
     if (r >= 0)
         r = set_str(&t->token_type, tr->token_type ? tr->token_type : "Bearer");
-    /* keep the old refresh token when the server did not rotate it */
-    if (r >= 0 && tr->refresh_token)
+    if (r >= 0 && (tr->refresh_token || new_grant))
         r = set_secret(&t->refresh_token, tr->refresh_token);
     if (r >= 0 && (tr->scope || requested_scope))
         r = set_str(&t->scope, tr->scope ? tr->scope : requested_scope);
@@ -495,7 +497,7 @@ static int code_attempt(const struct auth_target *t, const struct login_opts *o,
         r = oauth_error("the code exchange failed", &tr, e);
         goto out;
     }
-    r = store_tokens(te, &tr, scope);
+    r = store_tokens(te, &tr, scope, true);
 out:
     token_response_release(&tr);
     callback_result_release(&res);
@@ -560,7 +562,7 @@ static int device_flow(const struct auth_target *t, const struct login_opts *o,
         if (r < 0)
             break;
         if (!tr.error) {
-            r = store_tokens(te, &tr, scope);
+            r = store_tokens(te, &tr, scope, true);
             token_response_release(&tr);
             break;
         }
@@ -638,7 +640,7 @@ static int client_credentials(const struct auth_target *t, const struct discover
     if (r >= 0)
         r = set_str(&te->auth_method, client.auth_method);
     if (r >= 0)
-        r = store_tokens(te, &tr, scope);
+        r = store_tokens(te, &tr, scope, true);
 out:
     token_response_release(&tr);
     secure_free(secret);
@@ -706,7 +708,7 @@ static int jwt_bearer(const struct auth_target *t, const struct discovery *d,
     if (r >= 0)
         r = set_str(&te->auth_method, client.auth_method);
     if (r >= 0)
-        r = store_tokens(te, &tr, scope);
+        r = store_tokens(te, &tr, scope, true);
 out:
     token_response_release(&tr);
     secure_free(id_token);
@@ -994,9 +996,10 @@ static int refresh_locked(const struct auth_target *t, struct token_entry *te,
     }
     if (!te->refresh_token) {
         r = err_set(e, AUTH_LOGIN_REQUIRED,
-                    te->access_token ? "the token for '%s' has expired and there is no refresh "
-                                       "token"
-                                     : "no sign-in for '%s' yet",
+                    !te->access_token ? "no sign-in for '%s' yet"
+                    : token_fresh(te, now_unix())
+                        ? "the server refused the token for '%s' and there is no refresh token"
+                        : "the token for '%s' has expired and there is no refresh token",
                     te->server_url);
         goto out;
     }
@@ -1032,7 +1035,7 @@ static int refresh_locked(const struct auth_target *t, struct token_entry *te,
         }
         goto out;
     }
-    r = store_tokens(te, &tr, te->scope);
+    r = store_tokens(te, &tr, te->scope, false);
 out:
     token_response_release(&tr);
     discovery_free(d);

@@ -182,7 +182,7 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
     /* a file that could not be read at all: its servers are missing, say why */
     for (size_t i = 0; i < mcp_config_diag_count(tc->config); i++) {
         const struct mcp_config_diag *dg = mcp_config_diag_at(tc->config, i);
-        log_warn(arg_log, "'%s': %s (its servers are ignored)", dg->source, dg->message);
+        log_warn(arg_log, "%s", dg->message);
     }
     if (strstr(arg, "://")) {
         r = url_canonical(arg, &tc->url, &e);

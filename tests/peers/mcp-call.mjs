@@ -1,8 +1,7 @@
 // mcp-call.mjs URL MCP_AUTH_BIN CONFIG NAME
 //
 // A real MCP client (the SDK's Client over Streamable HTTP) whose Authorization header comes
-// from `mcp-auth header --json NAME`. A 401 asks mcp-auth again (it refreshes when needed) and
-// retries once; a 403 with error="insufficient_scope" signs in again with the challenged scope
+// from `mcp-auth header --json NAME`. A 401 asks `mcp-auth header --refresh` and retries once; a 403 with error="insufficient_scope" signs in again with the challenged scope
 // added (`mcp-auth login --scope`, step-up), at most 3 times per request. Then it lists the
 // tools and calls test-tool when there is one.
 import { execFileSync } from "node:child_process";
@@ -11,8 +10,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 
 const [url, bin, config, name] = process.argv.slice(2);
 
-function header() {
-  const out = execFileSync(bin, ["--config", config, "header", "--json", name], {
+function header(refresh = false) {
+  const out = execFileSync(bin, ["--config", config, "header", "--json", ...(refresh ? ["--refresh"] : []), name], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -36,7 +35,8 @@ async function authFetch(input, init = {}) {
     headers.set("Authorization", current);
     const res = await fetch(input, { ...init, headers });
     if (res.status === 401 && attempt === 0) {
-      current = header();
+      // refused before its time: ask for a refreshed one, once
+      current = header(true);
       continue;
     }
     if (res.status === 403) {

@@ -1,0 +1,473 @@
+/* stdio_upstream.c - an MCP server run as a child process, spoken to over its stdin/stdout */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "stdio_upstream.h"
+
+enum phase {
+    P_RUNNING,
+    P_FLUSHING, /* shutdown: stdin being flushed, then closed; SIGTERM at the step timer */
+    P_TERM,     /* SIGTERM sent; SIGKILL at the step timer */
+    P_KILL,     /* SIGKILL sent; waiting for the exit */
+    P_REAPED,   /* reaped; waiting for EOF on its pipes, at most until the step timer */
+    P_DONE,     /* on_exit called; the step timer, if armed, SIGKILLs stragglers */
+};
+
+struct stdio_upstream {
+    struct loop *loop;
+    struct child *child;
+    struct framing *fr;        /* its stdout and stdin; NULL once broken or done */
+    struct loop_io *err_io;    /* its stderr; NULL at EOF */
+    struct loop_io *exit_io;   /* pidfd */
+    int pidfd;
+    struct loop_timer *poll;   /* without a pidfd */
+    struct loop_timer *step;   /* shutdown steps, see enum phase */
+    struct stdio_upstream_handler h;
+    void *userdata;
+    int64_t term_after_ms, kill_after_ms;
+
+    enum phase phase;
+    bool out_done;   /* stdout at EOF, or no longer read */
+    bool stdin_closed;
+    bool closed;     /* on_close called */
+    int status;
+
+    char errline[STDIO_UPSTREAM_STDERR_LINE];
+    size_t errlen;
+    bool errskip;    /* dropping the rest of an overlong line */
+
+    unsigned busy;   /* entries from the loop on the stack */
+    bool freed;      /* stdio_upstream_free() called while busy */
+};
+
+static void enter(struct stdio_upstream *s)
+{
+    s->busy++;
+}
+
+/* false: s is gone */
+static bool leave(struct stdio_upstream *s)
+{
+    if (--s->busy == 0 && s->freed) {
+        free(s);
+        return false;
+    }
+    return true;
+}
+
+static void close_stdin(struct stdio_upstream *s)
+{
+    if (s->stdin_closed)
+        return;
+    /* anything still queued is dropped; -EALREADY (released) and errors need nothing more */
+    if (s->fr && framing_close_write(s->fr, NULL, NULL) < 0) {
+    }
+    child_close_stdin(s->child);
+    s->stdin_closed = true;
+}
+
+/* Stops watching everything but the step timer. */
+static void stop_watching(struct stdio_upstream *s)
+{
+    framing_free(TAKE_PTR(s->fr));
+    loop_io_remove(TAKE_PTR(s->err_io));
+    loop_io_remove(TAKE_PTR(s->exit_io));
+    if (s->pidfd >= 0) {
+        (void)close(s->pidfd);
+        s->pidfd = -1;
+    }
+    loop_timer_cancel(TAKE_PTR(s->poll));
+}
+
+static void finish(struct stdio_upstream *s)
+{
+    if (s->phase != P_REAPED)
+        return;
+    stop_watching(s);
+    s->out_done = true;
+    s->phase = P_DONE;
+    /* stragglers that ignored the SIGTERM get SIGKILL when the timer fires; nobody left */
+    if (kill(-child_pid(s->child), 0) < 0)
+        loop_timer_cancel(TAKE_PTR(s->step));
+    if (!s->closed) {
+        s->closed = true;
+        if (s->h.on_close)
+            s->h.on_close(0, s->userdata);
+        if (s->freed)
+            return;
+    }
+    if (s->h.on_exit)
+        s->h.on_exit(s->status, s->userdata);
+}
+
+static void maybe_finish(struct stdio_upstream *s)
+{
+    if (s->phase == P_REAPED && s->out_done && !s->err_io)
+        finish(s);
+}
+
+static void stdin_flushed(int status, void *userdata)
+{
+    struct stdio_upstream *s = userdata;
+    (void)status; /* a server that closed its stdin first has what it wanted */
+    child_close_stdin(s->child);
+    s->stdin_closed = true;
+}
+
+static void begin_shutdown(struct stdio_upstream *s)
+{
+    if (s->phase != P_RUNNING)
+        return;
+    s->phase = P_FLUSHING;
+    if (!s->stdin_closed && (!s->fr || framing_close_write(s->fr, stdin_flushed, s) < 0))
+        close_stdin(s);
+    loop_timer_rearm(s->step, s->term_after_ms);
+}
+
+static void connection_over(struct stdio_upstream *s, int reason)
+{
+    if (s->closed)
+        return;
+    s->closed = true;
+    if (s->h.on_close)
+        s->h.on_close(reason, s->userdata);
+    if (!s->freed)
+        begin_shutdown(s);
+}
+
+/* ---- from the loop ---- */
+
+static void on_step(struct loop_timer *t, void *userdata)
+{
+    struct stdio_upstream *s = userdata;
+    (void)t;
+    enter(s);
+    switch (s->phase) {
+    case P_FLUSHING:
+        close_stdin(s);
+        (void)child_kill(s->child, SIGTERM);
+        s->phase = P_TERM;
+        loop_timer_rearm(s->step, s->kill_after_ms);
+        break;
+    case P_TERM:
+        (void)child_kill(s->child, SIGKILL);
+        s->phase = P_KILL;
+        break;
+    case P_REAPED:
+        /* something outside the group holds its pipes: stop waiting for them */
+        (void)child_kill(s->child, SIGKILL);
+        finish(s);
+        break;
+    case P_DONE:
+        (void)child_kill(s->child, SIGKILL);
+        loop_timer_cancel(TAKE_PTR(s->step));
+        break;
+    default:
+        break;
+    }
+    (void)leave(s);
+}
+
+static void reaped(struct stdio_upstream *s, int status)
+{
+    s->status = status;
+    enum phase was = s->phase;
+    s->phase = P_REAPED;
+    loop_io_remove(TAKE_PTR(s->exit_io));
+    if (s->pidfd >= 0) {
+        (void)close(s->pidfd);
+        s->pidfd = -1;
+    }
+    loop_timer_cancel(TAKE_PTR(s->poll));
+    /* nothing it started outlives it; a server that has exited reads no more input */
+    close_stdin(s);
+    (void)child_kill(s->child, was == P_KILL ? SIGKILL : SIGTERM);
+    loop_timer_rearm(s->step, s->kill_after_ms);
+    maybe_finish(s);
+}
+
+static void check_exit(struct stdio_upstream *s)
+{
+    int status;
+    int r = child_wait(s->child, false, &status);
+    if (r == 0)
+        return;
+    reaped(s, r > 0 ? status : -1);
+}
+
+static void on_pidfd(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    struct stdio_upstream *s = userdata;
+    (void)io;
+    (void)fd;
+    (void)events;
+    enter(s);
+    check_exit(s);
+    (void)leave(s);
+}
+
+static void on_poll(struct loop_timer *t, void *userdata)
+{
+    struct stdio_upstream *s = userdata;
+    enter(s);
+    check_exit(s);
+    if (!s->freed && s->poll == t)
+        loop_timer_rearm(t, STDIO_UPSTREAM_POLL_MS);
+    (void)leave(s);
+}
+
+static void fr_message(const char *msg, size_t len, void *userdata)
+{
+    struct stdio_upstream *s = userdata;
+    enter(s);
+    if (!s->closed)
+        s->h.on_message(msg, len, s->userdata);
+    (void)leave(s);
+}
+
+static void fr_eof(void *userdata)
+{
+    struct stdio_upstream *s = userdata;
+    enter(s);
+    s->out_done = true;
+    connection_over(s, 0);
+    if (!s->freed)
+        maybe_finish(s);
+    (void)leave(s);
+}
+
+static void fr_error(int error, void *userdata)
+{
+    struct stdio_upstream *s = userdata;
+    enter(s);
+    /* the framing is finished with both pipes: stdout no longer read, stdin closed */
+    framing_free(TAKE_PTR(s->fr));
+    close_stdin(s);
+    s->out_done = true;
+    connection_over(s, error);
+    if (!s->freed)
+        maybe_finish(s);
+    (void)leave(s);
+}
+
+static void emit_stderr(struct stdio_upstream *s)
+{
+    size_t n = s->errlen;
+    s->errlen = 0;
+    if (n > 0 && s->errline[n - 1] == '\r')
+        n--;
+    if (n > 0 && s->h.on_stderr)
+        s->h.on_stderr(s->errline, n, s->userdata);
+}
+
+static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    struct stdio_upstream *s = userdata;
+    char chunk[8192];
+    (void)io;
+    (void)events;
+    enter(s);
+    ssize_t n;
+    do
+        n = read(fd, chunk, sizeof(chunk));
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        goto out;
+    if (n <= 0) {
+        /* EOF (or an error: nothing more will come either way) */
+        if (!s->errskip)
+            emit_stderr(s);
+        if (s->freed)
+            goto out;
+        loop_io_remove(TAKE_PTR(s->err_io));
+        maybe_finish(s);
+        goto out;
+    }
+    for (const char *p = chunk, *end = chunk + n; p < end && !s->freed;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!s->errskip) {
+            size_t take = (size_t)((nl ? nl : end) - p);
+            size_t room = sizeof(s->errline) - s->errlen;
+            memcpy(s->errline + s->errlen, p, take < room ? take : room);
+            s->errlen += take < room ? take : room;
+            if (!nl && s->errlen == sizeof(s->errline)) {
+                /* full: say what we have now, drop the rest of the line */
+                emit_stderr(s);
+                s->errskip = true;
+            }
+        }
+        if (!nl)
+            break;
+        if (!s->errskip)
+            emit_stderr(s);
+        s->errskip = false;
+        s->errlen = 0;
+        p = nl + 1;
+    }
+out:
+    (void)leave(s);
+}
+
+/* ---- public ---- */
+
+static int build_env(const char *const *env, char ***ret, struct err *e)
+{
+    char **envp = NULL;
+    int r = child_env_minimal(&envp);
+    if (r < 0)
+        return err_set(e, r, "cannot build the environment: %s", strerror(-r));
+    for (size_t i = 0; env && env[i]; i++) {
+        const char *eq = strchr(env[i], '=');
+        if (!eq || eq == env[i]) {
+            r = err_set(e, -EINVAL, "invalid environment entry %zu: expected NAME=value", i);
+            goto out;
+        }
+        char *name = strndup(env[i], (size_t)(eq - env[i]));
+        if (!name) {
+            r = err_set(e, -ENOMEM, "cannot build the environment: out of memory");
+            goto out;
+        }
+        r = child_env_set(&envp, name, eq + 1);
+        if (r < 0)
+            err_set(e, r, "invalid environment variable '%s'", name);
+        free(name);
+        if (r < 0)
+            goto out;
+    }
+    *ret = TAKE_PTR(envp);
+    r = 0;
+out:
+    child_env_free(envp);
+    return r;
+}
+
+static int open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    return fd < 0 ? -errno : fd;
+#else
+    (void)pid;
+    return -ENOSYS;
+#endif
+}
+
+int stdio_upstream_new(struct loop *l, const struct stdio_upstream_spec *spec,
+                       const struct stdio_upstream_handler *h, void *userdata,
+                       struct stdio_upstream **ret, struct err *e)
+{
+    struct stdio_upstream *s = NULL;
+    char **envp = NULL;
+    int r;
+
+    if (!l || !spec || !h || !h->on_message || !ret)
+        return err_set(e, -EINVAL, "invalid arguments");
+    if (!spec->argv || !spec->argv[0] || !spec->argv[0][0])
+        return err_set(e, -EINVAL, "no command to run");
+    if (spec->term_after_ms < 0 || spec->kill_after_ms < 0)
+        return err_set(e, -EINVAL, "cannot run '%s': invalid shutdown times", spec->argv[0]);
+
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return err_set(e, -ENOMEM, "cannot run '%s': out of memory", spec->argv[0]);
+    s->loop = l;
+    s->pidfd = -1;
+    s->h = *h;
+    s->userdata = userdata;
+    s->term_after_ms = spec->term_after_ms ? spec->term_after_ms : STDIO_UPSTREAM_TERM_AFTER_MS;
+    s->kill_after_ms = spec->kill_after_ms ? spec->kill_after_ms : STDIO_UPSTREAM_KILL_AFTER_MS;
+
+    r = build_env(spec->env, &envp, e);
+    if (r < 0) {
+        err_prefix(e, "cannot run '%s'", spec->argv[0]);
+        goto out;
+    }
+    struct child_spec cs = {
+        .argv = spec->argv,
+        .envp = (const char *const *)envp,
+        .cwd = spec->cwd,
+        .flags = CHILD_STDIN_PIPE | CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE,
+    };
+    r = child_spawn(&cs, &s->child, e);
+    if (r < 0)
+        goto out;
+
+    /* the step timer is armed now so that arming it later cannot fail; the first firing in
+     * P_RUNNING does nothing */
+    r = loop_timer_add(l, 0, on_step, s, &s->step);
+    if (r < 0)
+        goto fail;
+    const struct framing_handler fh = {
+        .on_message = fr_message,
+        .on_eof = fr_eof,
+        .on_error = fr_error,
+    };
+    const struct framing_opts fo = {.max_frame = spec->max_frame, .max_pending = spec->max_pending};
+    r = framing_new(l, child_stdout_fd(s->child), child_stdin_fd(s->child), &fh, &fo, s, &s->fr);
+    if (r < 0)
+        goto fail;
+    r = loop_io_add(l, child_stderr_fd(s->child), LOOP_READ, on_stderr_io, s, &s->err_io);
+    if (r < 0)
+        goto fail;
+
+    if (!spec->poll_exit)
+        s->pidfd = open_pidfd(child_pid(s->child));
+    if (s->pidfd >= 0)
+        r = loop_io_add(l, s->pidfd, LOOP_READ, on_pidfd, s, &s->exit_io);
+    else
+        r = loop_timer_add(l, STDIO_UPSTREAM_POLL_MS, on_poll, s, &s->poll);
+    if (r < 0)
+        goto fail;
+
+    *ret = TAKE_PTR(s);
+    r = 0;
+    goto out;
+fail:
+    r = err_set(e, r, "cannot watch '%s': %s", spec->argv[0], strerror(-r));
+out:
+    child_env_free(envp);
+    stdio_upstream_free(s);
+    return r;
+}
+
+int stdio_upstream_send(struct stdio_upstream *s, const char *msg, size_t len)
+{
+    if (!s || s->freed)
+        return -EINVAL;
+    if (!s->fr)
+        return -EPIPE;
+    if (s->phase != P_RUNNING)
+        return -ESHUTDOWN;
+    return framing_send(s->fr, msg, len);
+}
+
+void stdio_upstream_shutdown(struct stdio_upstream *s)
+{
+    if (s && !s->freed)
+        begin_shutdown(s);
+}
+
+pid_t stdio_upstream_pid(const struct stdio_upstream *s)
+{
+    return child_pid(s->child);
+}
+
+void stdio_upstream_free(struct stdio_upstream *s)
+{
+    if (!s || s->freed)
+        return;
+    stop_watching(s);
+    /* stragglers of a server already reaped: child_free() only kills an unreaped one */
+    if (s->step && (s->phase == P_REAPED || s->phase == P_DONE))
+        (void)child_kill(s->child, SIGKILL);
+    loop_timer_cancel(TAKE_PTR(s->step));
+    child_free(TAKE_PTR(s->child));
+    s->freed = true;
+    if (s->busy == 0)
+        free(s);
+}
