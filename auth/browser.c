@@ -21,6 +21,7 @@
 #include <curl/curl.h>
 
 #include "browser.h"
+#include "child.h"
 #include "util.h"
 
 #define BROWSER_CMD_MAX  4096 /* bytes of $BROWSER */
@@ -147,13 +148,7 @@ static _noreturn_ void report_and_exit(int fd, int errnum)
  * the environment as is. */
 static _noreturn_ void exec_browser(char *const *argv, int report_fd)
 {
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    (void)sigemptyset(&dfl.sa_mask);
-    for (int sig = 1; sig < NSIG; sig++)
-        (void)sigaction(sig, &dfl, NULL); /* fails for SIGKILL, SIGSTOP and libc's own: fine */
-    sigset_t none;
-    (void)sigemptyset(&none);
-    if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+    if (child_reset_signals() < 0)
         report_and_exit(report_fd, errno);
 
     /* keep the report pipe out of the way of the dup2()s below */

@@ -131,6 +131,19 @@ static int rate_check(struct token_entry *t, const char *kind, int cap, struct e
     return 0;
 }
 
+/* One token request (a grant, not device-code polling), counted against the per-minute cap
+ * so that repeated failures can never loop. */
+static int request_tokens(struct token_entry *te, const struct discovery *d,
+                          const struct oauth_client *client, const char *const *params,
+                          int64_t timeout_ms, struct token_response *ret, struct err *e)
+{
+    int r = rate_check(te, "token", TOKEN_REQUESTS_PER_MINUTE, e);
+    if (r < 0)
+        return r;
+    return oauth_token(discovery_as_string(d, "token_endpoint"), client, params, timeout_ms, ret,
+                       e);
+}
+
 static char *scope_union(const char *a, const char *b)
 {
     struct buf out;
@@ -472,9 +485,6 @@ static int code_attempt(const struct auth_target *t, const struct login_opts *o,
             goto out;
         }
     }
-    r = rate_check(te, "token", TOKEN_REQUESTS_PER_MINUTE, e);
-    if (r < 0)
-        goto out;
     client_of(te, &client);
     const char *params[] = {
         "grant_type", "authorization_code",
@@ -485,7 +495,7 @@ static int code_attempt(const struct auth_target *t, const struct login_opts *o,
         NULL,
     };
     say(ui, AUTH_SAY_INFO, "exchanging the authorization code for tokens");
-    r = oauth_token(discovery_as_string(d, "token_endpoint"), &client, params, http_timeout, &tr, e);
+    r = request_tokens(te, d, &client, params, http_timeout, &tr, e);
     if (r < 0)
         goto out;
     if (tr.error) {
@@ -591,7 +601,6 @@ static int client_credentials(const struct auth_target *t, const struct discover
     char *secret = NULL, *assertion = NULL;
     struct token_response tr = {0};
     struct oauth_client client = {0};
-    const char *token_ep = discovery_as_string(d, "token_endpoint");
     int r;
     if (!t->oauth || !t->oauth->client_id)
         return err_set(e, -EINVAL,
@@ -619,16 +628,13 @@ static int client_credentials(const struct auth_target *t, const struct discover
         client.client_secret = secret;
         client.auth_method = pick_basic_or_post(d);
     }
-    r = rate_check(te, "token", TOKEN_REQUESTS_PER_MINUTE, e);
-    if (r < 0)
-        goto out;
     const char *params[] = {
         "grant_type", "client_credentials",
         "scope", scope,
         "resource", resource_param(t, d),
         NULL,
     };
-    r = oauth_token(token_ep, &client, params, http_timeout, &tr, e);
+    r = request_tokens(te, d, &client, params, http_timeout, &tr, e);
     if (r < 0)
         goto out;
     if (tr.error) {
@@ -681,9 +687,6 @@ static int jwt_bearer(const struct auth_target *t, const struct discovery *d,
                              resource_param(t, d), scope, http_timeout, &jag, e);
     if (r < 0)
         goto out;
-    r = rate_check(te, "token", TOKEN_REQUESTS_PER_MINUTE, e);
-    if (r < 0)
-        goto out;
     struct oauth_client client = {
         .client_id = oa->client_id,
         .client_secret = secret,
@@ -696,7 +699,7 @@ static int jwt_bearer(const struct auth_target *t, const struct discovery *d,
         "resource", resource_param(t, d),
         NULL,
     };
-    r = oauth_token(discovery_as_string(d, "token_endpoint"), &client, params, http_timeout, &tr, e);
+    r = request_tokens(te, d, &client, params, http_timeout, &tr, e);
     if (r < 0)
         goto out;
     if (tr.error) {
@@ -1003,9 +1006,6 @@ static int refresh_locked(const struct auth_target *t, struct token_entry *te,
                     te->server_url);
         goto out;
     }
-    r = rate_check(te, "token", TOKEN_REQUESTS_PER_MINUTE, e);
-    if (r < 0)
-        goto out;
     client_of(te, &client);
     const char *params[] = {
         "grant_type", "refresh_token",
@@ -1014,7 +1014,7 @@ static int refresh_locked(const struct auth_target *t, struct token_entry *te,
         "scope", t->oauth && t->oauth->refresh_sends_scope ? te->scope : NULL,
         NULL,
     };
-    r = oauth_token(discovery_as_string(d, "token_endpoint"), &client, params, http_timeout, &tr, e);
+    r = request_tokens(te, d, &client, params, http_timeout, &tr, e);
     if (r < 0)
         goto out;
     if (tr.error) {

@@ -79,6 +79,17 @@ struct exec_plan {
     int report_fd;
 };
 
+int child_reset_signals(void)
+{
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    (void)sigemptyset(&dfl.sa_mask);
+    for (int sig = 1; sig < NSIG; sig++)
+        (void)sigaction(sig, &dfl, NULL); /* fails for SIGKILL, SIGSTOP and libc's own: fine */
+    sigset_t none;
+    (void)sigemptyset(&none);
+    return sigprocmask(SIG_SETMASK, &none, NULL) < 0 ? -errno : 0;
+}
+
 static _noreturn_ void child_exec(struct exec_plan *p)
 {
     /* Our own process group, so that a timeout can kill everything the child starts. The
@@ -88,13 +99,7 @@ static _noreturn_ void child_exec(struct exec_plan *p)
 
     /* Handlers are reset by exec anyway, but ignored signals would stay ignored. The parent
      * blocked everything around fork(), so no handler of ours can run in here meanwhile. */
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    (void)sigemptyset(&dfl.sa_mask);
-    for (int sig = 1; sig < NSIG; sig++)
-        (void)sigaction(sig, &dfl, NULL); /* fails for SIGKILL, SIGSTOP and libc's own: fine */
-    sigset_t none;
-    (void)sigemptyset(&none);
-    if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+    if (child_reset_signals() < 0)
         child_fail(p->report_fd, STAGE_SETUP, errno);
 
     int fd = lift_fd(p->report_fd);

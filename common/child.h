@@ -104,6 +104,11 @@ int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
 
 void child_result_release(struct child_result *r);
 
+/* In a freshly forked child, before exec: every signal back to its default disposition and an
+ * empty signal mask (ignored signals would otherwise stay ignored across exec). Only calls
+ * async-signal-safe functions. -errno on failure. */
+int child_reset_signals(void);
+
 /* Environment vectors: NULL-terminated arrays of "NAME=value" strings, each malloc'd. Values
  * may be secrets: child_env_free() wipes every string. */
 
