@@ -53,8 +53,8 @@ struct framing {
     /* input: bytes [rstart, rlen) of rbuf are unconsumed; no '\n' in [rstart, rscan) */
     char *rbuf;
     size_t rcap, rstart, rlen, rscan;
-    bool reading;      /* wanted by the user */
-    bool eof;          /* read() returned 0 */
+    bool reading; /* wanted by the user */
+    bool eof;     /* read() returned 0 */
     bool eof_reported;
 
     /* output */
@@ -63,14 +63,14 @@ struct framing {
     enum wstate wstate;
     framing_done_fn done;
     void *done_userdata;
-    int werr;          /* write error not yet reported */
-    bool sock;         /* wfd is a socket: send(MSG_NOSIGNAL) */
-    bool guard_pipe;   /* SIGPIPE not ignored: protect each write */
+    int werr;        /* write error not yet reported */
+    bool sock;       /* wfd is a socket: send(MSG_NOSIGNAL) */
+    bool guard_pipe; /* SIGPIPE not ignored: protect each write */
 
-    int pending_err;   /* a failure found outside a callback, reported by notify */
-    bool broken;       /* on_error was called (or is being called) */
-    unsigned busy;     /* callbacks of ours on the stack */
-    bool freed;        /* framing_free() was called while busy */
+    int pending_err; /* a failure found outside a callback, reported by notify */
+    bool broken;     /* on_error was called (or is being called) */
+    unsigned busy;   /* callbacks of ours on the stack */
+    bool freed;      /* framing_free() was called while busy */
 };
 
 /* ---- plumbing ---- */

@@ -48,7 +48,7 @@
 #include "loop.h"
 #include "macro.h"
 
-#define FRAMING_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
+#define FRAMING_MAX_FRAME_DEFAULT   (16u * 1024u * 1024u)
 #define FRAMING_MAX_PENDING_DEFAULT (64u * 1024u * 1024u)
 
 struct framing;

@@ -21,28 +21,28 @@ enum phase {
 struct stdio_upstream {
     struct loop *loop;
     struct child *child;
-    struct framing *fr;        /* its stdout and stdin; NULL once broken or done */
-    struct loop_io *err_io;    /* its stderr; NULL at EOF */
-    struct loop_io *exit_io;   /* pidfd */
+    struct framing *fr;      /* its stdout and stdin; NULL once broken or done */
+    struct loop_io *err_io;  /* its stderr; NULL at EOF */
+    struct loop_io *exit_io; /* pidfd */
     int pidfd;
-    struct loop_timer *poll;   /* without a pidfd */
-    struct loop_timer *step;   /* shutdown steps, see enum phase */
+    struct loop_timer *poll; /* without a pidfd */
+    struct loop_timer *step; /* shutdown steps, see enum phase */
     struct stdio_upstream_handler h;
     void *userdata;
     int64_t term_after_ms, kill_after_ms;
 
     enum phase phase;
-    bool out_done;   /* stdout at EOF, or no longer read */
+    bool out_done; /* stdout at EOF, or no longer read */
     bool stdin_closed;
-    bool closed;     /* on_close called */
+    bool closed; /* on_close called */
     int status;
 
     char errline[STDIO_UPSTREAM_STDERR_LINE];
     size_t errlen;
-    bool errskip;    /* dropping the rest of an overlong line */
+    bool errskip; /* dropping the rest of an overlong line */
 
-    unsigned busy;   /* entries from the loop on the stack */
-    bool freed;      /* stdio_upstream_free() called while busy */
+    unsigned busy; /* entries from the loop on the stack */
+    bool freed;    /* stdio_upstream_free() called while busy */
 };
 
 static void enter(struct stdio_upstream *s)
@@ -64,9 +64,10 @@ static void close_stdin(struct stdio_upstream *s)
 {
     if (s->stdin_closed)
         return;
-    /* anything still queued is dropped; -EALREADY (released) and errors need nothing more */
-    if (s->fr && framing_close_write(s->fr, NULL, NULL) < 0) {
-    }
+    /* anything still queued is dropped; -EALREADY (released already) needs nothing more, and
+     * a broken framing (fr_error) is freed before we get here */
+    int r = s->fr ? framing_close_write(s->fr, NULL, NULL) : 0;
+    (void)r;
     child_close_stdin(s->child);
     s->stdin_closed = true;
 }

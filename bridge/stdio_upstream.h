@@ -44,10 +44,10 @@
 #include "loop.h"
 #include "macro.h"
 
-#define STDIO_UPSTREAM_STDERR_LINE 4096
+#define STDIO_UPSTREAM_STDERR_LINE   4096
 #define STDIO_UPSTREAM_TERM_AFTER_MS 2000
 #define STDIO_UPSTREAM_KILL_AFTER_MS 2000
-#define STDIO_UPSTREAM_POLL_MS 50
+#define STDIO_UPSTREAM_POLL_MS       50
 
 struct stdio_upstream;
 
@@ -93,7 +93,7 @@ int stdio_upstream_new(struct loop *l, const struct stdio_upstream_spec *spec,
 
 /* Sends one message to the server's stdin (framing_send(): msg is the caller's, copied only
  * if it cannot be written at once). -EINVAL, -ENOBUFS as there; -ESHUTDOWN once shutdown has
- * begun; -EPIPE (or the error) once the connection is over. */
+ * begun (on_close begins it too); -EPIPE (or the error) once its pipes are gone. */
 int stdio_upstream_send(struct stdio_upstream *s, const char *msg, size_t len) _must_check_;
 
 /* Begins the shutdown described above; on_exit tells when it is over. Idempotent. */

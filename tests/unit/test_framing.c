@@ -101,9 +101,9 @@ struct rec {
     size_t len[REC_MAX];
     int n;
     int eofs, errors, error, drains;
-    int quit_after;       /* loop_quit once this many messages arrived (0: never) */
-    int free_after;       /* framing_free() from on_message after this many (0: never) */
-    int pause_after;      /* framing_set_reading(false) after this many */
+    int quit_after;  /* loop_quit once this many messages arrived (0: never) */
+    int free_after;  /* framing_free() from on_message after this many (0: never) */
+    int pause_after; /* framing_set_reading(false) after this many */
     bool quit_on_eof, quit_on_error, free_on_error, free_on_eof;
     struct framing *echo; /* sends every message back through this framing */
     int echo_err;
@@ -175,8 +175,8 @@ static void rec_clear(struct rec *r)
     r->n = 0;
 }
 
-static struct framing *rec_framing(struct loop *l, struct rec *r, int rfd, int wfd, size_t max_frame,
-                                   size_t max_pending)
+static struct framing *rec_framing(struct loop *l, struct rec *r, int rfd, int wfd,
+                                   size_t max_frame, size_t max_pending)
 {
     struct framing_opts o = {.max_frame = max_frame, .max_pending = max_pending};
     r->l = l;
@@ -220,8 +220,8 @@ static void test_split_every_boundary(void)
                 ok = strcmp(r.msg[k], want[k]) == 0;
             if (!ok) {
                 if (bad++ < 5)
-                    fprintf(stderr, "split at %zu,%zu: %d messages (%d before EOF), eof %d\n", i,
-                            j, r.n, before_eof, r.eofs);
+                    fprintf(stderr, "split at %zu,%zu: %d messages (%d before EOF), eof %d\n", i, j,
+                            r.n, before_eof, r.eofs);
             }
             framing_free(r.f);
             rec_clear(&r);
@@ -430,6 +430,26 @@ static void test_pause_and_free_in_callback(void)
     rec_clear(&r);
     close_fd(&p[0]);
 
+    /* paused while the last, unterminated line is delivered at EOF: on_eof waits for the
+     * resume, which has no more input to wake it */
+    new_pipe(p);
+    struct rec r4 = {.pause_after = 2};
+    rec_framing(l, &r4, p[0], -1, 0, 0);
+    write_all(p[1], "[1]\n[2]", 7);
+    run_once(l);
+    CHECK_INT(r4.n, 1);
+    close_fd(&p[1]);
+    run_once(l);
+    CHECK_INT(r4.n, 2);
+    CHECK_INT(r4.eofs, 0);
+    r4.quit_on_eof = true;
+    framing_set_reading(r4.f, true);
+    CHECK_INT(run_for(l, 5000), 0);
+    CHECK_INT(r4.eofs, 1);
+    framing_free(r4.f);
+    rec_clear(&r4);
+    close_fd(&p[0]);
+
     /* framing_free() from on_message, with more messages waiting in the same buffer */
     new_pipe(p);
     struct rec r2 = {.free_after = 2};
@@ -487,7 +507,7 @@ static void test_send_arguments(void)
     loop_free(l);
 }
 
-#define BIG (1024 * 1024)
+#define BIG       (1024 * 1024)
 #define BIG_COUNT 8
 
 struct pingpong {

@@ -49,6 +49,16 @@ static int run_for(struct loop *l, int64_t ms)
     return r;
 }
 
+/* Whether the loop has nothing left to wait for; a watcher left behind would make loop_run()
+ * wait forever: SIGALRM ends the test then. */
+static bool loop_ran_out(struct loop *l)
+{
+    alarm(10);
+    int r = loop_run(l);
+    alarm(0);
+    return r == 0;
+}
+
 /* ---- a recording handler ---- */
 
 #define LINES_MAX 256
@@ -56,9 +66,9 @@ static int run_for(struct loop *l, int64_t ms)
 struct srec {
     struct loop *l;
     struct stdio_upstream *s;
-    int n;               /* messages */
-    int bad_order;       /* messages not as expected ({"id":N} in order) */
-    char *last;          /* the last message */
+    int n;         /* messages */
+    int bad_order; /* messages not as expected ({"id":N} in order) */
+    char *last;    /* the last message */
     char *lines[LINES_MAX];
     size_t line_len[LINES_MAX];
     int nlines;
@@ -66,7 +76,7 @@ struct srec {
     int close_before_exit;
     int messages_after_close;
     int64_t t_exit;
-    int quit_after;      /* messages */
+    int quit_after; /* messages */
     const char *quit_on_line_prefix;
     bool free_on_message;
     bool check_ids;
@@ -86,8 +96,10 @@ static void s_message(const char *msg, size_t len, void *userdata)
     free(r->last);
     r->last = strndup(msg, len);
     r->n++;
-    if (r->free_on_message)
+    if (r->free_on_message) {
         stdio_upstream_free(TAKE_PTR(r->s));
+        loop_quit(r->l, 0);
+    }
     if (r->quit_after && r->n == r->quit_after)
         loop_quit(r->l, 0);
 }
@@ -102,8 +114,8 @@ static void s_stderr(const char *line, size_t len, void *userdata)
         r->line_len[r->nlines] = len;
         r->nlines++;
     }
-    if (r->quit_on_line_prefix && strncmp(line, r->quit_on_line_prefix,
-                                          strlen(r->quit_on_line_prefix)) == 0)
+    if (r->quit_on_line_prefix &&
+        strncmp(line, r->quit_on_line_prefix, strlen(r->quit_on_line_prefix)) == 0)
         loop_quit(r->l, 0);
 }
 
@@ -292,6 +304,30 @@ static void test_stderr_lines(void)
     loop_free(l);
 }
 
+static void test_stderr_long_line_at_once(void)
+{
+    /* a full 4 KiB is said at once, without waiting for a newline that may never come */
+    struct loop *l = new_loop();
+    const char *argv[] = {"sh", "-c", "printf '%5000s' '' | tr ' ' z >&2; exec cat", NULL};
+    struct stdio_upstream_spec spec = {.argv = argv};
+    struct srec r = {.quit_on_line_prefix = "z"};
+    CHECK_INT(start(l, &r, &spec), 0);
+    if (!r.s) {
+        loop_free(l);
+        return;
+    }
+    CHECK_INT(run_for(l, 10000), 0);
+    CHECK_INT(r.nlines, 1);
+    CHECK_INT(r.line_len[0], STDIO_UPSTREAM_STDERR_LINE);
+    r.quit_on_line_prefix = NULL;
+    stdio_upstream_shutdown(r.s);
+    CHECK_INT(run_for(l, 10000), 0);
+    CHECK_INT(r.exits, 1);
+    CHECK_INT(r.nlines, 1); /* the rest of the line is dropped, also at EOF */
+    srec_release(&r);
+    loop_free(l);
+}
+
 static void test_environment(void)
 {
     struct loop *l = new_loop();
@@ -315,9 +351,9 @@ static void test_environment(void)
         CHECK(has_line_prefix(&r, "PATH="));
     CHECK(has_line(&r, dir));
     /* nothing of ours beyond the minimal set (sh itself adds PWD, maybe SHLVL and _) */
-    static const char *const allowed[] = {"HOME=", "PATH=", "USER=", "LOGNAME=", "SHELL=",
-                                          "TERM=", "LANG=", "ENTRY_", "PWD=", "OLDPWD=",
-                                          "SHLVL=", "_=", "done", "/"};
+    static const char *const allowed[] = {
+        "HOME=",  "PATH=", "USER=",   "LOGNAME=", "SHELL=", "TERM=", "LANG=",
+        "ENTRY_", "PWD=",  "OLDPWD=", "SHLVL=",   "_=",     "done",  "/"};
     int foreign = 0;
     for (int i = 0; i < r.nlines; i++) {
         bool ok = false;
@@ -371,7 +407,7 @@ static void test_start_failures(void)
     struct stdio_upstream_spec spec4 = {.argv = empty};
     CHECK_INT(stdio_upstream_new(l, &spec4, &s_handler, &r, &s, &e), -EINVAL);
     CHECK(s == NULL);
-    CHECK_INT(loop_run(l), 0); /* nothing left on the loop */
+    CHECK(loop_ran_out(l)); /* nothing left on the loop */
     loop_free(l);
     CHECK(no_zombies());
 }
@@ -463,15 +499,15 @@ static void shutdown_case(const char *script, int64_t term_ms, int64_t kill_ms, 
 static void test_shutdown_sigterm(void)
 {
     /* ignores stdin EOF, exits on SIGTERM (the whole group gets it, the sleep too) */
-    shutdown_case("trap 'exit 3' TERM; echo ready >&2; while :; do sleep 0.1; done", 200, 5000,
-                  200, 1500, 3, 0);
+    shutdown_case("trap 'exit 3' TERM; echo ready >&2; while :; do sleep 0.1; done", 200, 5000, 200,
+                  1500, 3, 0);
 }
 
 static void test_shutdown_sigkill(void)
 {
     /* ignores SIGTERM too (and so does its sleep, which inherits the ignored disposition) */
-    shutdown_case("trap '' TERM; echo ready >&2; while :; do sleep 0.1; done", 200, 200, 400,
-                  2000, 0, SIGKILL);
+    shutdown_case("trap '' TERM; echo ready >&2; while :; do sleep 0.1; done", 200, 200, 400, 2000,
+                  0, SIGKILL);
 }
 
 static void test_shutdown_stdin_eof(void)
@@ -509,11 +545,58 @@ static void test_grandchild_killed(void)
     loop_free(l);
 }
 
+/* A server that exits by itself, leaving a process in its group that ignores SIGTERM and
+ * does not hold the pipes: on_exit comes at once, the straggler gets SIGKILL kill_after_ms
+ * later, or when the upstream is freed before that. */
+static void straggler_case(bool free_early)
+{
+    struct loop *l = new_loop();
+    const char *argv[] = {
+        "sh", "-c",
+        "trap '' TERM; sleep 30 </dev/null >/dev/null 2>&1 & echo \"pid $!\" >&2; exit 7", NULL};
+    struct stdio_upstream_spec spec = {.argv = argv, .kill_after_ms = free_early ? 5000 : 200};
+    struct srec r = {0};
+    CHECK_INT(start(l, &r, &spec), 0);
+    if (!r.s) {
+        loop_free(l);
+        return;
+    }
+    int64_t t0 = now_mono_ms();
+    CHECK_INT(run_for(l, 10000), 0);
+    CHECK_INT(r.exits, 1);
+    CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 7);
+    CHECK(r.t_exit - t0 < 1000);
+    int64_t gpid = 0;
+    CHECK(r.nlines == 1 && parse_int64(r.lines[0] + 4, &gpid) == 0 && gpid > 0);
+    CHECK(!process_gone((pid_t)gpid)); /* it ignored the SIGTERM */
+    if (free_early) {
+        srec_release(&r);
+        CHECK(wait_gone((pid_t)gpid, 2000));
+    } else {
+        CHECK(loop_ran_out(l));           /* the straggler timer, then nothing */
+        CHECK(now_mono_ms() - t0 >= 200); /* armed when it was reaped, a little before on_exit */
+        CHECK(wait_gone((pid_t)gpid, 2000));
+        srec_release(&r);
+    }
+    if (!process_gone((pid_t)gpid))
+        kill((pid_t)gpid, SIGKILL);
+    loop_free(l);
+}
+
+static void test_straggler_timer(void)
+{
+    straggler_case(false);
+}
+
+static void test_straggler_free(void)
+{
+    straggler_case(true);
+}
+
 static void test_free_while_running(void)
 {
     struct loop *l = new_loop();
-    const char *argv[] = {"sh", "-c", "trap '' TERM; sleep 30 & echo \"pid $!\" >&2; wait",
-                          NULL};
+    const char *argv[] = {"sh", "-c", "trap '' TERM; sleep 30 & echo \"pid $!\" >&2; wait", NULL};
     struct stdio_upstream_spec spec = {.argv = argv};
     struct srec r = {.quit_on_line_prefix = "pid "};
     CHECK_INT(start(l, &r, &spec), 0);
@@ -532,7 +615,7 @@ static void test_free_while_running(void)
     CHECK(process_gone(pid));
     CHECK(wait_gone((pid_t)gpid, 2000));
     CHECK(no_zombies());
-    CHECK_INT(run_for(l, 100), -ETIMEDOUT); /* nothing of it left on the loop */
+    CHECK(loop_ran_out(l)); /* nothing of it left on the loop */
     loop_free(l);
 
     /* free from inside on_message (ASan: no use after free) */
@@ -548,7 +631,7 @@ static void test_free_while_running(void)
     CHECK_INT(stdio_upstream_send(r2.s, "[1]", 3), 0);
     CHECK_INT(stdio_upstream_send(r2.s, "[2]", 3), 0);
     CHECK_INT(stdio_upstream_send(r2.s, "[3]", 3), 0);
-    CHECK_INT(run_for(l, 10000), 0); /* runs out of work once it is freed */
+    CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r2.n, 1);
     CHECK(r2.s == NULL);
     CHECK_INT(r2.exits, 0);
@@ -564,6 +647,7 @@ static void free_on_close(int reason, void *userdata)
     r->closes++;
     r->close_reason = reason;
     stdio_upstream_free(TAKE_PTR(r->s));
+    loop_quit(r->l, 0);
 }
 
 static void test_free_in_close(void)
@@ -576,7 +660,7 @@ static void test_free_in_close(void)
     struct srec r = {.l = l};
     struct err e = ERR_INIT;
     CHECK_INT(stdio_upstream_new(l, &spec, &h, &r, &r.s, &e), 0);
-    CHECK_INT(run_for(l, 10000), 0); /* runs out of work */
+    CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r.n, 1);
     CHECK_INT(r.closes, 1);
     CHECK_INT(r.exits, 0);
@@ -592,7 +676,8 @@ static void test_no_zombies(void)
     CHECK(no_zombies());
 }
 
-TESTS_MAIN(test_echo, test_echo_poll, test_stderr_lines, test_environment, test_start_failures,
+TESTS_MAIN(test_echo, test_echo_poll, test_stderr_lines, test_stderr_long_line_at_once,
+           test_environment, test_straggler_timer, test_straggler_free, test_start_failures,
            test_server_exits, test_frame_over_bound, test_shutdown_sigterm, test_shutdown_sigkill,
            test_shutdown_stdin_eof, test_grandchild_killed, test_free_while_running,
            test_free_in_close, test_no_zombies)
