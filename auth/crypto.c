@@ -173,7 +173,7 @@ static int key_load(const char *path, const char *dp, EVP_PKEY **ret, struct err
                         dp);
         else if (!strstr(text, "-----BEGIN "))
             r = err_set(e, -EINVAL,
-                        "'%s' is not a PEM file: expected a '-----BEGIN PRIVATE KEY-----' block",
+                        "'%s' is not a PEM file: expected a 'BEGIN PRIVATE KEY' block",
                         dp);
         else
             r = err_set(e, -EINVAL,
