@@ -593,6 +593,23 @@ static int device_flow(const struct auth_target *t, const struct login_opts *o,
     return r;
 }
 
+/* The answer to a grant made with the config's own client (no registration of ours): the
+ * tokens, and the client they belong to, into te. */
+static int take_config_grant(struct token_entry *te, const struct token_response *tr,
+                             const char *what, const struct oauth_client *client,
+                             const char *scope, struct err *e)
+{
+    if (tr->error)
+        return oauth_error(what, tr, e);
+    te->registration = REGISTRATION_PRE;
+    int r = set_str(&te->client_id, client->client_id);
+    if (r >= 0)
+        r = set_str(&te->auth_method, client->auth_method);
+    if (r >= 0)
+        r = store_tokens(te, tr, scope, true);
+    return r;
+}
+
 /* Machine to machine: client secret or private_key_jwt, no person involved. */
 static int client_credentials(const struct auth_target *t, const struct discovery *d,
                               struct token_entry *te, const char *scope, int64_t http_timeout,
@@ -635,18 +652,8 @@ static int client_credentials(const struct auth_target *t, const struct discover
         NULL,
     };
     r = request_tokens(te, d, &client, params, http_timeout, &tr, e);
-    if (r < 0)
-        goto out;
-    if (tr.error) {
-        r = oauth_error("the client_credentials grant failed", &tr, e);
-        goto out;
-    }
-    te->registration = REGISTRATION_PRE;
-    r = set_str(&te->client_id, t->oauth->client_id);
     if (r >= 0)
-        r = set_str(&te->auth_method, client.auth_method);
-    if (r >= 0)
-        r = store_tokens(te, &tr, scope, true);
+        r = take_config_grant(te, &tr, "the client_credentials grant failed", &client, scope, e);
 out:
     token_response_release(&tr);
     secure_free(secret);
@@ -700,18 +707,8 @@ static int jwt_bearer(const struct auth_target *t, const struct discovery *d,
         NULL,
     };
     r = request_tokens(te, d, &client, params, http_timeout, &tr, e);
-    if (r < 0)
-        goto out;
-    if (tr.error) {
-        r = oauth_error("the JWT bearer grant failed", &tr, e);
-        goto out;
-    }
-    te->registration = REGISTRATION_PRE;
-    r = set_str(&te->client_id, oa->client_id);
     if (r >= 0)
-        r = set_str(&te->auth_method, client.auth_method);
-    if (r >= 0)
-        r = store_tokens(te, &tr, scope, true);
+        r = take_config_grant(te, &tr, "the JWT bearer grant failed", &client, scope, e);
 out:
     token_response_release(&tr);
     secure_free(id_token);
