@@ -244,6 +244,14 @@ static int apply(struct cli *c, struct recipe *rec, const char *value, bool anno
             return -ENOMEM;
     }
 
+    if (rec->kind == RECIPE_KEYCHAIN && value && cli_label_in_use(c->store, rec->arg, rec->name)) {
+        /* one item, two recipes: a new value here would silently change the other one */
+        r = err_set(&e, -EEXIST,
+                    "the keychain item '%s' is used by another recipe too: storing a value for "
+                    "'%s' would change that one as well; choose another --label",
+                    rec->arg, rec->name);
+        goto fail;
+    }
     if (rec->kind == RECIPE_KEYCHAIN && value) {
         r = keychain_lookup(rec->arg, &old_value, &e);
         if (r >= 0)

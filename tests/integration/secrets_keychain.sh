@@ -36,6 +36,12 @@ run_in 0 "labelled-value" S configure OTHER --keychain --label "shared label"
 assert_eq "$(lookup 'shared label')" "labelled-value"
 run 0 S get OTHER
 
+# a label another recipe uses is not overwritten behind its back
+run_in 1 "other-value" S configure THIRD --keychain --label "shared label"
+assert_contains "$ERR" "is used by another recipe too"
+assert_eq "$(lookup 'shared label')" "labelled-value" "the shared item"
+run 1 S get THIRD
+
 # empty stdin is refused and changes nothing
 run_in 1 "" S configure KC_TOKEN --keychain
 assert_contains "$ERR" "no value on stdin"
