@@ -1,0 +1,901 @@
+/* http_upstream.c - Streamable HTTP upstream (see http_upstream.h).
+ *
+ * Every transfer is a struct hreq on the upstream's list. Transfers start from a deferred call
+ * (kick), never from the caller's stack: a send may come from inside libcurl's write callback
+ * (a message on an SSE answer), where libcurl refuses curl_multi_add_handle. Likewise the
+ * upstream's memory is only freed once no callback of ours is on the stack (busy) and no
+ * deferred call of ours is queued (defers). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <json-c/json.h>
+
+#include "buf.h"
+#include "http_upstream.h"
+#include "json.h"
+#include "secmem.h"
+#include "sse.h"
+
+enum hreq_kind { HREQ_POST, HREQ_GET, HREQ_DELETE };
+
+enum hreq_body {
+    BODY_UNKNOWN, /* no byte of the body seen yet */
+    BODY_JSON,
+    BODY_SSE,
+    BODY_DISCARD, /* a non-2xx answer's body */
+};
+
+struct hreq {
+    struct http_upstream *u;
+    struct hreq *prev, *next;
+    enum hreq_kind kind;
+    CURL *easy;
+    struct curl_slist *hdrs;
+    char *msg; /* the POSTed message */
+    size_t len;
+    bool is_init;
+    bool had_session;
+    bool running;
+    bool sid_bad;
+    bool sid_done;
+    enum hreq_body body;
+    struct buf json;       /* BODY_JSON */
+    struct sse_parser sse; /* BODY_SSE of a POST (the GET uses the upstream's parser) */
+    char *sid;             /* MCP-Session-Id of an initialize answer */
+    size_t discarded;
+    int error; /* why a callback of ours stopped the transfer */
+};
+
+struct http_upstream {
+    struct loop *loop;
+    char *url;
+    char **headers; /* secrets */
+    size_t n_headers;
+    int64_t timeout_ms;
+    size_t max_message;
+    struct http_upstream_handler h;
+    void *userdata;
+    char *session_id;
+    char *proto;
+    struct hreq *reqs;
+    struct hreq *stream; /* the GET, also on reqs */
+    struct sse_parser stream_sse;
+    struct loop_timer *retry;
+    bool retry_armed;
+    bool kick_queued;
+    bool closing;
+    bool dead;
+    unsigned busy;
+    unsigned defers;
+    http_upstream_done_fn done;
+};
+
+static void slist_free_wipe(struct curl_slist *l)
+{
+    for (struct curl_slist *s = l; s; s = s->next)
+        secure_wipe(s->data, strlen(s->data));
+    curl_slist_free_all(l);
+}
+
+static bool visible_ascii(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+            return false;
+    return true;
+}
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+static int curl_to_errno(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_OK:
+        return 0;
+    case CURLE_OPERATION_TIMEDOUT:
+        return -ETIMEDOUT;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return -EHOSTUNREACH;
+    case CURLE_COULDNT_CONNECT:
+        return -ECONNREFUSED;
+    case CURLE_OUT_OF_MEMORY:
+        return -ENOMEM;
+    case CURLE_FILESIZE_EXCEEDED:
+        return -E2BIG;
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+        return -ECONNRESET;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return -EINVAL;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_USE_SSL_FAILED:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_BAD_CONTENT_ENCODING:
+        return -EPROTO;
+    default:
+        return -EIO;
+    }
+}
+
+static int status_to_errno(long status, bool had_session)
+{
+    if (status >= 200 && status < 300)
+        return 0;
+    switch (status) {
+    case 401:
+        return -EACCES;
+    case 403:
+        return -EPERM;
+    case 404:
+        return had_session ? -ESTALE : -ENOENT;
+    case 405:
+        return -EOPNOTSUPP;
+    case 408:
+    case 504:
+        return -ETIMEDOUT;
+    case 413:
+        return -E2BIG;
+    case 429:
+    case 503:
+        return -EAGAIN;
+    default:
+        return status >= 500 ? -EREMOTEIO : -EPROTO;
+    }
+}
+
+/* ---- callbacks to the caller ------------------------------------------------------------- */
+
+static bool gone(const struct http_upstream *u)
+{
+    return u->dead || u->closing;
+}
+
+static void emit_message(struct http_upstream *u, const char *msg, size_t len)
+{
+    if (gone(u))
+        return;
+    u->busy++;
+    u->h.on_message(msg, len, u->userdata);
+    u->busy--;
+}
+
+static void emit_error(struct http_upstream *u, int error, const char *msg, size_t len)
+{
+    if (gone(u) || !u->h.on_error)
+        return;
+    u->busy++;
+    u->h.on_error(error, msg, len, u->userdata);
+    u->busy--;
+}
+
+static void emit_close(struct http_upstream *u, int reason)
+{
+    if (gone(u) || !u->h.on_close)
+        return;
+    u->busy++;
+    u->h.on_close(reason, u->userdata);
+    u->busy--;
+}
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+static int sse_message(const struct sse_event *ev, void *userdata)
+{
+    struct http_upstream *u = userdata;
+
+    /* empty data: priming or keep-alive; the parser has recorded its id */
+    if (ev->data_len > 0 && ev->type_len == 7 && memcmp(ev->type, "message", 7) == 0)
+        emit_message(u, ev->data, ev->data_len);
+    return gone(u) ? -ECANCELED : 0;
+}
+
+static void hreq_free(struct hreq *r)
+{
+    if (!r)
+        return;
+    struct http_upstream *u = r->u;
+    if (r->running)
+        loop_curl_remove(u->loop, r->easy);
+    if (r->easy)
+        curl_easy_cleanup(r->easy);
+    slist_free_wipe(r->hdrs);
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (u->reqs == r)
+        u->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    if (u->stream == r)
+        u->stream = NULL;
+    free(r->msg);
+    free(r->sid);
+    buf_release(&r->json);
+    sse_parser_release(&r->sse);
+    free(r);
+}
+
+static struct hreq *hreq_new(struct http_upstream *u, enum hreq_kind kind)
+{
+    struct hreq *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->u = u;
+    r->kind = kind;
+    buf_init(&r->json, u->max_message);
+    sse_parser_init(&r->sse, u->max_message, u->max_message, sse_message, u);
+    r->next = u->reqs;
+    if (u->reqs)
+        u->reqs->prev = r;
+    u->reqs = r;
+    return r;
+}
+
+/* The session id of an initialize answer becomes ours once the answer is known to be 2xx, before
+ * any message of it is delivered (the caller's next send must carry it). */
+static int commit_session(struct hreq *r)
+{
+    struct http_upstream *u = r->u;
+
+    if (!r->is_init || r->sid_done)
+        return 0;
+    r->sid_done = true;
+    if (r->sid_bad)
+        return -EPROTO;
+    if (r->sid) {
+        free(u->session_id);
+        u->session_id = TAKE_PTR(r->sid);
+    }
+    return 0;
+}
+
+static bool media_type_is(const char *ct, const char *want)
+{
+    if (!ct)
+        return false;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    return n == strlen(want) && strncasecmp(ct, want, n) == 0;
+}
+
+static int classify(struct hreq *r)
+{
+    long status = 0;
+    char *ct = NULL;
+
+    (void)curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status >= 300 || r->kind == HREQ_DELETE) {
+        r->body = BODY_DISCARD;
+        return 0;
+    }
+    int k = commit_session(r);
+    if (k < 0)
+        return k;
+    (void)curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
+    if (media_type_is(ct, "text/event-stream"))
+        r->body = BODY_SSE;
+    else if (r->kind == HREQ_POST && media_type_is(ct, "application/json"))
+        r->body = BODY_JSON;
+    else
+        return -EPROTO; /* a body we cannot read */
+    return 0;
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata)
+{
+    struct hreq *r = userdata;
+    struct http_upstream *u = r->u;
+    size_t len = size * nmemb;
+    int k;
+
+    if (gone(u))
+        return 0;
+    if (r->body == BODY_UNKNOWN) {
+        k = classify(r);
+        if (k < 0)
+            goto fail;
+    }
+    switch (r->body) {
+    case BODY_DISCARD:
+        r->discarded += len;
+        if (r->discarded > u->max_message) {
+            k = -E2BIG;
+            goto fail;
+        }
+        return len;
+    case BODY_JSON:
+        k = buf_append(&r->json, p, len);
+        if (k < 0)
+            goto fail;
+        return len;
+    case BODY_SSE:
+        u->busy++;
+        k = sse_feed(r->kind == HREQ_GET ? &u->stream_sse : &r->sse, p, len);
+        u->busy--;
+        if (gone(u))
+            return 0;
+        if (k < 0)
+            goto fail;
+        return len;
+    default:
+        k = -EPROTO;
+        goto fail;
+    }
+fail:
+    r->error = k;
+    return 0;
+}
+
+static size_t on_header(char *p, size_t size, size_t nmemb, void *userdata)
+{
+    static const char name[] = "mcp-session-id:";
+    struct hreq *r = userdata;
+    size_t len = size * nmemb;
+
+    if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) { /* a new response (after 1xx) */
+        free(r->sid);
+        r->sid = NULL;
+        r->sid_bad = false;
+        return len;
+    }
+    if (!r->is_init || len < sizeof(name) - 1 || strncasecmp(p, name, sizeof(name) - 1) != 0)
+        return len;
+    const char *v = p + sizeof(name) - 1, *end = p + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    size_t n = (size_t)(end - v);
+    free(r->sid);
+    r->sid = NULL;
+    if (n > HTTP_UPSTREAM_SESSION_ID_MAX || !visible_ascii(v, n)) {
+        r->sid_bad = true;
+        return len;
+    }
+    r->sid = strndup(v, n);
+    if (!r->sid) {
+        r->error = -ENOMEM;
+        return 0;
+    }
+    return len;
+}
+
+static int add_header(struct curl_slist **l, const char *name, const char *value)
+{
+    struct buf b;
+    buf_init_secret(&b, 64 * 1024);
+    int k = buf_printf(&b, "%s: %s", name, value);
+    if (k >= 0) {
+        struct curl_slist *n = curl_slist_append(*l, buf_str(&b));
+        if (n)
+            *l = n;
+        else
+            k = -ENOMEM;
+    }
+    buf_release(&b);
+    return k;
+}
+
+static void xfer_done(CURL *easy, CURLcode cc, void *userdata);
+
+static int hreq_start(struct hreq *r)
+{
+    struct http_upstream *u = r->u;
+    struct curl_slist *l = NULL, *n;
+    int k = -ENOMEM;
+
+    r->easy = curl_easy_init();
+    if (!r->easy)
+        return -ENOMEM;
+    for (size_t i = 0; i < u->n_headers; i++) {
+        n = curl_slist_append(l, u->headers[i]);
+        if (!n)
+            goto fail;
+        l = n;
+    }
+    k = add_header(&l, "Accept",
+                   r->kind == HREQ_GET ? "text/event-stream"
+                                       : "application/json, text/event-stream");
+    if (k >= 0 && r->kind == HREQ_POST)
+        k = add_header(&l, "Content-Type", "application/json");
+    if (k >= 0)
+        k = add_header(&l, "Expect", ""); /* no 100-continue round trip */
+    if (k >= 0 && u->session_id && !r->is_init) {
+        k = add_header(&l, "MCP-Session-Id", u->session_id);
+        r->had_session = true;
+    }
+    if (k >= 0 && u->proto)
+        k = add_header(&l, "MCP-Protocol-Version", u->proto);
+    if (k >= 0 && r->kind == HREQ_GET) {
+        const char *id = sse_last_id(&u->stream_sse);
+        size_t idn = strlen(id);
+        if (idn > 0 && idn <= HTTP_UPSTREAM_SESSION_ID_MAX && visible_ascii(id, idn))
+            k = add_header(&l, "Last-Event-ID", id);
+    }
+    if (k < 0)
+        goto fail;
+    r->hdrs = l;
+    l = NULL;
+
+    int64_t timeout = u->timeout_ms;
+    if (r->kind == HREQ_DELETE && timeout > HTTP_UPSTREAM_CLOSE_TIMEOUT_MS)
+        timeout = HTTP_UPSTREAM_CLOSE_TIMEOUT_MS;
+    CURL *c = r->easy;
+    CURLcode cc = CURLE_OK;
+#define SET(opt, val)                                                                              \
+    do {                                                                                           \
+        if (cc == CURLE_OK)                                                                        \
+            cc = curl_easy_setopt(c, opt, val);                                                    \
+    } while (0)
+    SET(CURLOPT_URL, u->url);
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_FOLLOWLOCATION, 0L);
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    SET(CURLOPT_HTTPHEADER, r->hdrs);
+    SET(CURLOPT_WRITEFUNCTION, on_write);
+    SET(CURLOPT_WRITEDATA, r);
+    SET(CURLOPT_HEADERFUNCTION, on_header);
+    SET(CURLOPT_HEADERDATA, r);
+    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
+    if (r->kind != HREQ_GET)
+        SET(CURLOPT_TIMEOUT_MS, (long)timeout);
+    switch (r->kind) {
+    case HREQ_POST:
+        SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
+        SET(CURLOPT_POSTFIELDS, r->msg);
+        break;
+    case HREQ_GET:
+        SET(CURLOPT_HTTPGET, 1L);
+        break;
+    case HREQ_DELETE:
+        SET(CURLOPT_CUSTOMREQUEST, "DELETE");
+        break;
+    }
+#undef SET
+    if (cc != CURLE_OK) {
+        k = curl_to_errno(cc);
+        goto fail;
+    }
+    k = loop_curl_add(u->loop, r->easy, xfer_done, r);
+    if (k < 0)
+        goto fail;
+    r->running = true;
+    return 0;
+fail:
+    slist_free_wipe(l);
+    return k;
+}
+
+/* ---- finished transfers ------------------------------------------------------------------ */
+
+static void deliver_json(struct hreq *r)
+{
+    struct http_upstream *u = r->u;
+    const char *p = r->json.data;
+    size_t len = r->json.len;
+    size_t i = 0;
+
+    while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+        i++;
+    if (i == len)
+        return; /* 200 with an empty body */
+    if (p[i] != '[') {
+        emit_message(u, p, len); /* one message: the caller parses it */
+        return;
+    }
+    /* a 2025-03-26 server's batch answer: each element on its own */
+    struct json_object *arr = NULL;
+    if (json_parse(p, len, u->max_message, &arr, NULL) < 0 ||
+        !json_object_is_type(arr, json_type_array)) {
+        json_object_put(arr);
+        emit_error(u, -EBADMSG, r->msg, r->len);
+        return;
+    }
+    size_t n = json_object_array_length(arr);
+    for (size_t j = 0; j < n && !gone(u); j++) {
+        size_t sl = 0;
+        const char *s = json_object_to_json_string_length(
+            json_object_array_get_idx(arr, j),
+            JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &sl);
+        if (s)
+            emit_message(u, s, sl);
+    }
+    json_object_put(arr);
+}
+
+static int xfer_error(struct hreq *r, CURLcode cc, long status)
+{
+    if (cc != CURLE_OK)
+        return r->error ? r->error : curl_to_errno(cc);
+    return status_to_errno(status, r->had_session);
+}
+
+static void post_done(struct hreq *r, CURLcode cc, long status)
+{
+    struct http_upstream *u = r->u;
+    int k = xfer_error(r, cc, status);
+
+    if (k == 0)
+        k = commit_session(r);
+    if (k == 0 && r->body == BODY_JSON)
+        deliver_json(r);
+    if (k < 0)
+        emit_error(u, k, r->msg, r->len);
+}
+
+static void stream_done(struct hreq *r, CURLcode cc, long status)
+{
+    struct http_upstream *u = r->u;
+    bool was_sse =
+        r->body == BODY_SSE || (r->body == BODY_UNKNOWN && status >= 200 && status < 300);
+    int k = xfer_error(r, cc, status);
+
+    u->stream = NULL;
+    sse_end(&u->stream_sse);
+    /* a stream that ran and then ended or broke (not one we stopped) may be resumed */
+    if (was_sse && !r->error &&
+        (sse_retry_ms(&u->stream_sse) >= 0 || sse_last_id(&u->stream_sse)[0])) {
+        int64_t delay = sse_retry_ms(&u->stream_sse);
+        if (delay < 0)
+            delay = HTTP_UPSTREAM_RETRY_DEFAULT_MS;
+        loop_timer_rearm(u->retry, delay);
+        u->retry_armed = true;
+        return;
+    }
+    if (k == -EOPNOTSUPP) /* 405: the server offers no GET stream */
+        k = 0;
+    if (k == -ESTALE)
+        emit_error(u, k, NULL, 0);
+    emit_close(u, k);
+}
+
+static void delete_done(struct hreq *r, CURLcode cc, long status)
+{
+    struct http_upstream *u = r->u;
+    int k = xfer_error(r, cc, status);
+
+    if (k == -EOPNOTSUPP || k == -ESTALE || k == -ENOENT)
+        k = 0;
+    http_upstream_done_fn done = u->done;
+    u->done = NULL;
+    if (done && !u->dead) {
+        u->busy++;
+        done(k, u->userdata);
+        u->busy--;
+    }
+}
+
+static void xfer_done(CURL *easy, CURLcode cc, void *userdata)
+{
+    struct hreq *r = userdata;
+    struct http_upstream *u = r->u;
+    long status = 0;
+
+    r->running = false;
+    (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    switch (r->kind) {
+    case HREQ_POST:
+        post_done(r, cc, status);
+        break;
+    case HREQ_GET:
+        stream_done(r, cc, status);
+        break;
+    case HREQ_DELETE:
+        delete_done(r, cc, status);
+        break;
+    }
+    if (u->dead) /* freed from a callback: the deferred free takes r with it */
+        return;
+    hreq_free(r);
+}
+
+/* ---- deferred work --------------------------------------------------------------------- */
+
+static void really_free(struct http_upstream *u)
+{
+    while (u->reqs)
+        hreq_free(u->reqs);
+    loop_timer_cancel(u->retry);
+    for (size_t i = 0; i < u->n_headers; i++)
+        secure_free(u->headers[i]);
+    free(u->headers);
+    free(u->url);
+    free(u->session_id);
+    free(u->proto);
+    sse_parser_release(&u->stream_sse);
+    free(u);
+}
+
+static int schedule(struct http_upstream *u, loop_defer_fn fn)
+{
+    int k = loop_defer(u->loop, fn, u);
+    if (k >= 0)
+        u->defers++;
+    return k;
+}
+
+/* Entering a deferred call: false when the upstream is dead (and freed, if this was the last
+ * thing holding it). */
+static bool defer_enter(struct http_upstream *u)
+{
+    u->defers--;
+    if (!u->dead)
+        return true;
+    if (!u->defers && !u->busy)
+        really_free(u);
+    return false;
+}
+
+static void deferred_free(void *userdata)
+{
+    (void)defer_enter(userdata);
+}
+
+static void kick(void *userdata)
+{
+    struct http_upstream *u = userdata;
+
+    if (!defer_enter(u))
+        return;
+    u->kick_queued = false;
+    for (;;) {
+        struct hreq *r = NULL;
+        if (gone(u))
+            return;
+        for (struct hreq *i = u->reqs; i; i = i->next)
+            if (!i->running && !i->easy)
+                r = i; /* the oldest, as new ones go to the front */
+        if (!r)
+            return;
+        int k = hreq_start(r);
+        if (k >= 0)
+            continue;
+        if (r->kind == HREQ_GET) {
+            hreq_free(r);
+            emit_close(u, k);
+        } else {
+            char *msg = TAKE_PTR(r->msg);
+            size_t len = r->len;
+            hreq_free(r);
+            emit_error(u, k, msg, len);
+            free(msg);
+        }
+    }
+}
+
+static int queue_req(struct http_upstream *u)
+{
+    if (u->kick_queued)
+        return 0;
+    int k = schedule(u, kick);
+    if (k >= 0)
+        u->kick_queued = true;
+    return k;
+}
+
+static void retry_fired(struct loop_timer *t, void *userdata)
+{
+    struct http_upstream *u = userdata;
+    (void)t;
+
+    u->retry_armed = false;
+    if (gone(u) || u->stream)
+        return;
+    struct hreq *r = hreq_new(u, HREQ_GET);
+    int k = r ? 0 : -ENOMEM;
+    if (r) {
+        u->stream = r;
+        k = hreq_start(r);
+        if (k < 0)
+            hreq_free(r);
+    }
+    if (k < 0)
+        emit_close(u, k);
+}
+
+static void close_work(void *userdata)
+{
+    struct http_upstream *u = userdata;
+
+    if (!defer_enter(u))
+        return;
+    while (u->reqs)
+        hreq_free(u->reqs);
+    loop_timer_cancel(u->retry);
+    u->retry = NULL;
+    u->retry_armed = false;
+    int k = 0;
+    if (u->session_id) {
+        struct hreq *r = hreq_new(u, HREQ_DELETE);
+        k = r ? hreq_start(r) : -ENOMEM;
+        if (k >= 0)
+            return; /* delete_done calls done */
+        hreq_free(r);
+    }
+    http_upstream_done_fn done = u->done;
+    u->done = NULL;
+    if (done) {
+        u->busy++;
+        done(k, u->userdata);
+        u->busy--;
+    }
+}
+
+/* ---- public ------------------------------------------------------------------------------ */
+
+int http_upstream_new(struct loop *l, const struct http_upstream_spec *spec,
+                      const struct http_upstream_handler *h, void *userdata,
+                      struct http_upstream **ret, struct err *e)
+{
+    struct http_upstream *u = NULL;
+    int k;
+
+    if (!l || !spec || !h || !h->on_message || !ret)
+        return err_set(e, -EINVAL, "invalid arguments");
+    if (!spec->url ||
+        (strncasecmp(spec->url, "http://", 7) != 0 && strncasecmp(spec->url, "https://", 8) != 0))
+        return err_set(e, -EINVAL, "the server URL '%s' is not an http:// or https:// URL",
+                       spec->url ? spec->url : "");
+    if (strpbrk(spec->url, "\r\n \t"))
+        return err_set(e, -EINVAL, "the server URL '%s' holds white space", spec->url);
+    if (spec->timeout_ms < 0)
+        return err_set(e, -EINVAL, "a negative timeout");
+
+    u = calloc(1, sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    u->loop = l;
+    u->h = *h;
+    u->userdata = userdata;
+    u->timeout_ms = spec->timeout_ms ? spec->timeout_ms : HTTP_UPSTREAM_TIMEOUT_DEFAULT_MS;
+    u->max_message = spec->max_message ? spec->max_message : HTTP_UPSTREAM_MAX_MESSAGE_DEFAULT;
+    sse_parser_init(&u->stream_sse, u->max_message, u->max_message, sse_message, u);
+    u->url = strdup(spec->url);
+    if (!u->url) {
+        k = -ENOMEM;
+        goto out;
+    }
+    size_t n = 0;
+    while (spec->headers && spec->headers[n])
+        n++;
+    u->headers = calloc(n + 1, sizeof(char *));
+    if (!u->headers) {
+        k = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *s = spec->headers[i];
+        const char *colon = strchr(s, ':');
+        if (!colon || colon == s || strpbrk(s, "\r\n") || memchr(s, ' ', (size_t)(colon - s))) {
+            /* the name only: the value may be a secret */
+            k = err_set(e, -EINVAL, "header %zu is not 'Name: value'", i + 1);
+            goto out;
+        }
+        u->headers[i] = strdup(s);
+        if (!u->headers[i]) {
+            k = -ENOMEM;
+            goto out;
+        }
+        u->n_headers++;
+    }
+    *ret = TAKE_PTR(u);
+    k = 0;
+out:
+    if (u)
+        really_free(u);
+    return k;
+}
+
+int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, bool is_initialize)
+{
+    if (!u || !msg || len == 0)
+        return -EINVAL;
+    if (u->closing || u->dead)
+        return -ESHUTDOWN;
+    if (len > u->max_message)
+        return -E2BIG;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, msg, len);
+    copy[len] = 0;
+    struct hreq *r = hreq_new(u, HREQ_POST);
+    if (!r) {
+        free(copy);
+        return -ENOMEM;
+    }
+    r->msg = copy;
+    r->len = len;
+    r->is_init = is_initialize;
+    int k = queue_req(u);
+    if (k < 0)
+        hreq_free(r);
+    return k;
+}
+
+int http_upstream_set_protocol_version(struct http_upstream *u, const char *version)
+{
+    if (!u || !version || strlen(version) > 64 || !visible_ascii(version, strlen(version)))
+        return -EINVAL;
+    char *v = strdup(version);
+    if (!v)
+        return -ENOMEM;
+    free(u->proto);
+    u->proto = v;
+    return 0;
+}
+
+const char *http_upstream_session_id(const struct http_upstream *u)
+{
+    return u && u->session_id ? u->session_id : "";
+}
+
+int http_upstream_open_stream(struct http_upstream *u)
+{
+    if (!u)
+        return -EINVAL;
+    if (u->closing || u->dead)
+        return -ESHUTDOWN;
+    if (u->stream || u->retry_armed)
+        return -EALREADY;
+    if (!u->retry) {
+        int k = loop_timer_add(u->loop, 0, retry_fired, u, &u->retry);
+        if (k < 0)
+            return k;
+        /* fires once, at once, and opens the stream; later it times reconnections */
+        u->retry_armed = true;
+        return 0;
+    }
+    loop_timer_rearm(u->retry, 0);
+    u->retry_armed = true;
+    return 0;
+}
+
+int http_upstream_close(struct http_upstream *u, http_upstream_done_fn done)
+{
+    if (!u)
+        return -EINVAL;
+    if (u->closing || u->dead)
+        return -ESHUTDOWN;
+    int k = schedule(u, close_work);
+    if (k < 0)
+        return k;
+    u->closing = true;
+    u->done = done;
+    return 0;
+}
+
+void http_upstream_free(struct http_upstream *u)
+{
+    if (!u || u->dead)
+        return;
+    u->dead = true;
+    if (u->busy || u->defers) {
+        /* on our stack, maybe inside libcurl: free after the iteration. Should queuing fail
+         * (ENOMEM) with nothing else queued, the memory is leaked rather than freed under a
+         * running callback. */
+        if (!u->defers)
+            (void)schedule(u, deferred_free);
+        return;
+    }
+    really_free(u);
+}

@@ -1,0 +1,121 @@
+/* http_upstream.h - an MCP server spoken to over Streamable HTTP (mcp-client.md 1).
+ *
+ * The HTTP sibling of stdio_upstream.h, driven entirely by the loop's libcurl multi handle:
+ * no call here blocks. Every message the caller sends is one POST to the endpoint, with
+ * "Accept: application/json, text/event-stream", "Content-Type: application/json", the
+ * caller's headers (spec.headers: "Name: value" strings such as "Authorization: Bearer ...",
+ * treated as secrets: copies are wiped before they are freed) and, once known, MCP-Session-Id
+ * and MCP-Protocol-Version. The answer is one of:
+ *   - 202, or 200 with an empty body: nothing (notifications and responses);
+ *   - application/json: one message, or a JSON array (2025-03-26 servers) of messages, each
+ *     delivered on its own;
+ *   - text/event-stream: every "message" event with non-empty data is a message (events with
+ *     empty data - priming, keep-alive - are skipped, their id remembered by the parser);
+ *   - anything else: on_error for that request (-EPROTO), never a guess.
+ * Media types are compared ignoring parameters and case. Messages arrive as the server sends
+ * them, in whatever order; routing by JSON-RPC id is the caller's job.
+ *
+ * Sessions: the MCP-Session-Id of the response to the POST the caller marks as initialize
+ * (and only that one) is kept, after checking it is visible ASCII (0x21-0x7E; else -EPROTO),
+ * and sent on every later request; an initialize POST never carries the old one. A 404 to a
+ * request that carried a session id is on_error(-ESTALE): the session is gone, and the caller
+ * re-initializes (initialize, notifications/initialized, http_upstream_open_stream()) and
+ * retries the request once (mcp-client.md 1).
+ *
+ * http_upstream_open_stream() opens the GET stream for server-initiated messages; a 405 means
+ * the server has none (benign: on_close(0)). When the stream ends after the server gave a
+ * "retry" or an event id, it is reopened after retry ms (HTTP_UPSTREAM_RETRY_DEFAULT_MS when
+ * only an id was given) with Last-Event-ID, on a loop timer; otherwise on_close tells that it
+ * is over.
+ *
+ * Bounds: each message (a JSON body, an SSE line or event) is at most spec.max_message bytes
+ * (-E2BIG); every POST and DELETE has a hard timeout of spec.timeout_ms, SSE answers included
+ * (an MCP-level timeout with progress extension is the caller's, below that maximum); the GET
+ * stream has only a connect timeout. Connections are reused (HTTP/1.1 keep-alive, through the
+ * multi handle); redirects are not followed; only http and https URLs are accepted.
+ *
+ * Not done: resuming a POST's SSE answer that ends without the response (2025-11-25 polling:
+ * GET with Last-Event-ID of that stream), and the 2024-11-05 HTTP+SSE fallback.
+ *
+ * Callbacks come from the loop, never from inside an http_upstream_* call; any function here,
+ * http_upstream_free() included, may be called from inside them. Not thread-safe. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "loop.h"
+#include "macro.h"
+
+#define HTTP_UPSTREAM_TIMEOUT_DEFAULT_MS  (60 * 1000)
+#define HTTP_UPSTREAM_MAX_MESSAGE_DEFAULT (16u * 1024u * 1024u)
+#define HTTP_UPSTREAM_RETRY_DEFAULT_MS    1000
+#define HTTP_UPSTREAM_CLOSE_TIMEOUT_MS    (5 * 1000) /* the DELETE, at most */
+#define HTTP_UPSTREAM_SESSION_ID_MAX      1024
+
+struct http_upstream;
+
+struct http_upstream_spec {
+    const char *url;            /* required: http:// or https:// */
+    const char *const *headers; /* "Name: value" strings (secrets), NULL-terminated; NULL */
+    int64_t timeout_ms;         /* 0: HTTP_UPSTREAM_TIMEOUT_DEFAULT_MS */
+    size_t max_message;         /* 0: HTTP_UPSTREAM_MAX_MESSAGE_DEFAULT */
+};
+
+/* One message from the server (a POST's answer or the GET stream); borrowed, valid during the
+ * call only, not NUL-terminated. */
+typedef void (*http_upstream_message_fn)(const char *msg, size_t len, void *userdata);
+/* The GET stream is over and will not be reopened by itself: 0 when the server has none (405)
+ * or ended it without a retry hint, else -errno. POSTs go on working; the caller may call
+ * http_upstream_open_stream() again. */
+typedef void (*http_upstream_close_fn)(int reason, void *userdata);
+/* A request failed: error is -errno (-ESTALE: the session is gone, see above; -EPROTO: an
+ * answer that breaks the transport; -ETIMEDOUT; -E2BIG; -ECONNREFUSED; -EACCES for 401 ...).
+ * msg/len is the message that was POSTed (borrowed, for the caller to find its id), or NULL/0
+ * for the GET stream. Messages already delivered from that answer stay delivered. */
+typedef void (*http_upstream_error_fn)(int error, const char *msg, size_t len, void *userdata);
+/* http_upstream_close() is over: 0, or the DELETE's -errno (for the log only). */
+typedef void (*http_upstream_done_fn)(int result, void *userdata);
+
+struct http_upstream_handler {
+    http_upstream_message_fn on_message; /* required */
+    http_upstream_close_fn on_close;     /* optional */
+    http_upstream_error_fn on_error;     /* optional */
+};
+
+/* Sets the upstream up; nothing is sent yet. Nothing in spec is kept (the headers are copied);
+ * h is copied. -EINVAL with a message in e for a bad URL or header (the header's value is never
+ * quoted). Caller frees with http_upstream_free(), before loop_free(). */
+int http_upstream_new(struct loop *l, const struct http_upstream_spec *spec,
+                      const struct http_upstream_handler *h, void *userdata,
+                      struct http_upstream **ret, struct err *e) _must_check_;
+
+/* POSTs one JSON-RPC message (copied). is_initialize marks the initialize request, whose
+ * answer's MCP-Session-Id is kept. The POST starts from the loop (after the current
+ * iteration), so this may be called from anywhere, callbacks included. -EINVAL for an empty
+ * message, -E2BIG above max_message, -ESHUTDOWN after http_upstream_close(), -ENOMEM. */
+int http_upstream_send(struct http_upstream *u, const char *msg, size_t len,
+                       bool is_initialize) _must_check_;
+
+/* Sends "MCP-Protocol-Version: version" on every later request (copied; visible ASCII only,
+ * else -EINVAL). */
+int http_upstream_set_protocol_version(struct http_upstream *u, const char *version) _must_check_;
+
+/* The session id ("" before one is known). Borrowed, valid until the next callback. */
+const char *http_upstream_session_id(const struct http_upstream *u);
+
+/* Opens the GET stream (see above). -EALREADY while it is open or waiting to reconnect,
+ * -ESHUTDOWN after http_upstream_close(). */
+int http_upstream_open_stream(struct http_upstream *u) _must_check_;
+
+/* Ends the session: stops every transfer (no callback for them), then, if a session id is
+ * known, sends DELETE with it (405 and 404 are fine), bounded by
+ * min(timeout_ms, HTTP_UPSTREAM_CLOSE_TIMEOUT_MS); then done(result) once, from the loop. No
+ * other callback follows. Later calls: -ESHUTDOWN. The caller still frees. */
+int http_upstream_close(struct http_upstream *u, http_upstream_done_fn done) _must_check_;
+
+/* Frees at once without any callback, stopping every transfer. NULL-safe; safe from inside its
+ * callbacks (the memory then goes after the current iteration). */
+void http_upstream_free(struct http_upstream *u);
