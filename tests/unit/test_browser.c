@@ -57,8 +57,11 @@ static void setup(void)
                "{\n"
                "  echo \"$$\"\n"
                "  echo \"$fds\"\n"
-               "  grep '^SigBlk:' /proc/$$/status\n"
-               "  grep '^SigIgn:' /proc/$$/status\n"
+               /* read without forking: a shell blocks every signal for a moment around
+                * its own fork(), and a forked grep could catch it in that moment */
+               "  while IFS= read -r l; do case \"$l\" in SigBlk:*) s1=\"$l\";; "
+               "SigIgn:*) s2=\"$l\";; esac; done < /proc/$$/status\n"
+               "  printf '%s\\n%s\\n' \"$s1\" \"$s2\"\n"
                "  echo \"marker=$BROWSER_TEST_MARKER\"\n"
                "  for a in \"$@\"; do printf '%s\\n' \"$a\"; done\n"
                "} > \"$out.tmp\"\n"
