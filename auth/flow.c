@@ -261,9 +261,8 @@ static const char *pick_basic_or_post(const struct discovery *d)
 /* Registration in priority order: pre-registered > metadata document > stored dynamic
  * registration for this redirect URI > new dynamic registration. */
 static int ensure_registration(const struct auth_target *t, const struct discovery *d,
-                               struct token_entry *te, const char *redirect_uri,
-                               const char *scope, bool device, int64_t http_timeout,
-                               const struct auth_ui *ui, struct err *e)
+                               struct token_entry *te, const char *redirect_uri, bool device,
+                               int64_t http_timeout, const struct auth_ui *ui, struct err *e)
 {
     int r;
     if (t->oauth && t->oauth->client_id) {
@@ -875,7 +874,7 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
     if (o->device_code) {
         /* a client of its own, registered for the device grant (its redirect URI is never
          * used); a stored one for the same URI is reused */
-        r = ensure_registration(t, d, te, "http://127.0.0.1/device", scope, true, http_timeout,
+        r = ensure_registration(t, d, te, "http://127.0.0.1/device", true, http_timeout,
                                 ui, e);
         if (r < 0)
             goto out;
@@ -917,7 +916,7 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
 
     for (int attempt = 0;; attempt++) {
         bool rejected = false;
-        r = ensure_registration(t, d, te, redirect, scope, false, http_timeout, ui, e);
+        r = ensure_registration(t, d, te, redirect, false, http_timeout, ui, e);
         if (r < 0)
             goto out;
         /* a registration is worth keeping even if the sign-in fails (not at the price of the
