@@ -805,7 +805,18 @@ out:
     return k;
 }
 
-int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, bool is_initialize)
+void http_upstream_answered(struct http_upstream *u, uint64_t tag) {
+    (void) u;
+    (void) tag;
+}
+
+bool http_upstream_is_legacy(const struct http_upstream *u) {
+    (void) u;
+    return false;
+}
+
+int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, unsigned flags,
+                       uint64_t tag)
 {
     if (!u || !msg || len == 0)
         return -EINVAL;
@@ -825,7 +836,8 @@ int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, boo
     }
     r->msg = copy;
     r->len = len;
-    r->is_init = is_initialize;
+    r->is_init = flags & HTTP_UPSTREAM_INITIALIZE;
+    (void) tag;
     int k = queue_req(u);
     if (k < 0)
         hreq_free(r);

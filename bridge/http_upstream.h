@@ -34,8 +34,26 @@
  * stream has only a connect timeout. Connections are reused (HTTP/1.1 keep-alive, through the
  * multi handle); redirects are not followed; only http and https URLs are accepted.
  *
- * Not done: resuming a POST's SSE answer that ends without the response (2025-11-25 polling:
- * GET with Last-Event-ID of that stream), and the 2024-11-05 HTTP+SSE fallback.
+ * Resuming a POST's answer (2025-11-25 polling): a request is sent with a non-zero tag, and the
+ * caller calls http_upstream_answered(tag) when its response has arrived (on any stream). When
+ * the SSE answer to a request ends - cleanly or broken - before it was answered and an event id
+ * was seen on it, the stream is resumed after the server's retry (HTTP_UPSTREAM_RETRY_DEFAULT_MS
+ * when none was given) with GET + "Last-Event-ID: <last id of that stream>", again and again
+ * while events with ids keep coming, within the POST's own hard timeout; messages from it are
+ * delivered as any others, and the resumed GET is stopped once the tag is answered. An answer
+ * that ends unanswered with no event id to resume from is on_error(-ECONNRESET) for that
+ * request (the response is lost; the caller must not wait for its timeout).
+ *
+ * Legacy HTTP+SSE (2024-11-05): when the POST marked initialize is answered 400, 404 or 405
+ * (401 and 403 stay -EACCES: authorization, not transport), or from the start with
+ * spec.legacy_sse, the upstream switches to the old transport by itself: GET url with
+ * "Accept: text/event-stream"; the first "endpoint" event gives the URI to POST to (resolved
+ * against the SSE URL; same origin only, else -EPROTO); the pending initialize is then POSTed
+ * there, and every later message too; answers arrive as "message" events on that one GET
+ * stream (a POST's own body is ignored beyond its status). In legacy mode the GET stream is the
+ * connection: http_upstream_open_stream() is a no-op (0), and when the stream ends, on_close
+ * reports it (-ECONNRESET, or the error) and the connection is over - the caller reconnects
+ * with a new upstream. http_upstream_is_legacy() tells which transport is in use.
  *
  * Callbacks come from the loop, never from inside an http_upstream_* call; any function here,
  * http_upstream_free() included, may be called from inside them. Not thread-safe. */
@@ -62,6 +80,7 @@ struct http_upstream_spec {
     const char *const *headers; /* "Name: value" strings (secrets), NULL-terminated; NULL */
     int64_t timeout_ms;         /* 0: HTTP_UPSTREAM_TIMEOUT_DEFAULT_MS */
     size_t max_message;         /* 0: HTTP_UPSTREAM_MAX_MESSAGE_DEFAULT */
+    bool legacy_sse;            /* "type": "sse": the 2024-11-05 transport from the start */
 };
 
 /* One message from the server (a POST's answer or the GET stream); borrowed, valid during the
@@ -92,12 +111,25 @@ int http_upstream_new(struct loop *l, const struct http_upstream_spec *spec,
                       const struct http_upstream_handler *h, void *userdata,
                       struct http_upstream **ret, struct err *e) _must_check_;
 
-/* POSTs one JSON-RPC message (copied). is_initialize marks the initialize request, whose
- * answer's MCP-Session-Id is kept. The POST starts from the loop (after the current
+enum http_upstream_send_flags {
+    HTTP_UPSTREAM_INITIALIZE = 1 << 0, /* the initialize request: its MCP-Session-Id is kept */
+};
+
+/* POSTs one JSON-RPC message (copied). flags: HTTP_UPSTREAM_INITIALIZE. tag: non-zero for a
+ * request whose answer may be resumed (see above; the caller's own request id works well),
+ * 0 for notifications and responses. The POST starts from the loop (after the current
  * iteration), so this may be called from anywhere, callbacks included. -EINVAL for an empty
  * message, -E2BIG above max_message, -ESHUTDOWN after http_upstream_close(), -ENOMEM. */
-int http_upstream_send(struct http_upstream *u, const char *msg, size_t len,
-                       bool is_initialize) _must_check_;
+int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, unsigned flags,
+                       uint64_t tag) _must_check_;
+
+/* The response to the request sent with tag has arrived: stop waiting for (or resuming) its
+ * answer stream. Unknown tags are ignored. */
+void http_upstream_answered(struct http_upstream *u, uint64_t tag);
+
+/* Whether the upstream speaks the 2024-11-05 HTTP+SSE transport (after a fallback or by
+ * spec.legacy_sse). */
+bool http_upstream_is_legacy(const struct http_upstream *u);
 
 /* Sends "MCP-Protocol-Version: version" on every later request (copied; visible ASCII only,
  * else -EINVAL). */

@@ -232,7 +232,7 @@ struct client {
 
 static void sendc(struct client *c, const char *msg, bool init)
 {
-    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), init), 0);
+    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), init ? HTTP_UPSTREAM_INITIALIZE : 0, 0), 0);
 }
 
 static void on_done(int result, void *userdata)
@@ -314,7 +314,7 @@ static void on_error(int error, const char *msg, size_t len, void *userdata)
         c->stale_error++;
         CHECK_INT(http_upstream_close(c->u, on_done), 0);
         CHECK_INT(http_upstream_close(c->u, on_done), -ESHUTDOWN);
-        CHECK_INT(http_upstream_send(c->u, "{}", 2, false), -ESHUTDOWN);
+        CHECK_INT(http_upstream_send(c->u, "{}", 2, 0, 0), -ESHUTDOWN);
     } else {
         if (!c->free_in_callback)
             fprintf(stderr, "unexpected error %d for %s\n", error, s ? s : "(stream)");

@@ -1,0 +1,47 @@
+/* cli.h - mcp-bridge's commands (main.c dispatches; each cmd_*.c holds one family).
+ *
+ * Every command gets its own argv (argv[0] is the command name, global options already taken
+ * out by args_take_globals), the global options, and the tool's log; it returns the process
+ * exit status (BRIDGE_EXIT_*), having reported any error itself. */
+#pragma once
+
+#include "args.h"
+#include "log.h"
+
+/* Exit statuses, documented in docs/bridge.md and docs/exit-codes.md */
+enum {
+    BRIDGE_EXIT_OK = 0,
+    BRIDGE_EXIT_FAILED = 1,  /* the server failed: could not connect, the call failed */
+    BRIDGE_EXIT_USAGE = 2,   /* bad command line */
+    BRIDGE_EXIT_CONFIG = 3,  /* bad or missing configuration (entry not found, invalid) */
+    BRIDGE_EXIT_TOOL_ERROR = 4, /* call: the tool answered with isError */
+};
+
+/* cmd_serve.c: "serve" (aggregate) and "connect NAME|URL" (single mode) */
+int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log);
+int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log *log);
+
+/* cmd_client.c: "test NAME|URL" and "call NAME|URL TOOL [JSON]" */
+int cmd_test(int argc, char **argv, const struct args_globals *g, struct log *log);
+int cmd_call(int argc, char **argv, const struct args_globals *g, struct log *log);
+
+/* cmd_config.c: "list", "add", "remove NAME" */
+int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *log);
+int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log);
+int cmd_remove(int argc, char **argv, const struct args_globals *g, struct log *log);
+
+/* cmd_common.c: shared by the commands */
+struct mcp_config;
+/* Loads the layered configuration as every command sees it: --config, the project layers of
+ * the working directory, and the bundled layer ($CREDKIT_BRIDGE_BUNDLED, else
+ * <prefix>/share/credkit/mcp.json next to the binary, else none). Reports errors through log
+ * and returns NULL on failure (the caller exits BRIDGE_EXIT_CONFIG); file diagnostics are
+ * logged as warnings. */
+struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log);
+/* A one-entry configuration for NAME|URL: an http(s) URL becomes an entry named after its host
+ * (with the given "Name: value" headers, templates allowed), anything else is looked up by name
+ * in the layered configuration. NULL (reported) when not found or invalid. *ret_name gets the
+ * entry's name (borrowed from the returned config). */
+struct mcp_config *cli_config_for(const char *target, const char *const *headers,
+                                  const struct args_globals *g, struct log *log,
+                                  const char **ret_name);

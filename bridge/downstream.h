@@ -1,0 +1,113 @@
+/* downstream.h - the MCP server the agent talks to over stdio: the bridge proper.
+ *
+ * The agent (pi, Claude Code, Cursor, any MCP client) runs mcp-bridge and speaks MCP on the
+ * bridge's stdin/stdout (newline framing, framing.h). The downstream answers it with the
+ * servers of the configuration behind it, each an upstream (upstream.h), in one of two modes.
+ *
+ * Aggregate mode (mcp-bridge, mcp-bridge serve): every valid entry of the configuration.
+ *   - initialize is answered at once, by the bridge: protocolVersion the agent's when the bridge
+ *     knows it (else UPSTREAM_PROTOCOL_LATEST), serverInfo {"name":"mcp-bridge",...},
+ *     capabilities tools/prompts/resources (listChanged, subscribe), logging, completions, and
+ *     instructions naming the servers. Then every upstream connects, in parallel, offering the
+ *     agent's own capabilities (roots, sampling, elicitation: only what the agent declared) and
+ *     the agent's protocol version.
+ *   - tools/list, prompts/list, resources/list, resources/templates/list answer from the
+ *     catalogue: each upstream's lists, fetched through all pages after each READY and after
+ *     each */list_changed from it. The first answer waits until every upstream has settled
+ *     (listed, failed, or its connect timeout passed), never longer; upstreams that come later
+ *     announce themselves with notifications/*_list_changed. One page, no cursor.
+ *   - tools and prompts are renamed (naming.h); excludeTools are left out; tools/call and
+ *     prompts/get map the name back through a hash lookup. Resource URIs are not renamed:
+ *     resources/read, subscribe and unsubscribe go to the upstream that listed the URI, else the
+ *     one whose template's literal prefix matches longest, else - when only one upstream has
+ *     resources - to it; otherwise -32002. completion/complete goes by ref (prompt name or
+ *     template URI) the same way.
+ *   - logging/setLevel is remembered and fanned out to every upstream with "logging", now and
+ *     after each (re)connect; ping is answered by the bridge.
+ * Single mode (mcp-bridge connect NAME|URL): one upstream, passed through transparently: the
+ *   agent's initialize is answered with the upstream's own InitializeResult (protocolVersion,
+ *   capabilities, serverInfo, instructions) once it is READY (or an error after the connect
+ *   timeout), names and lists unchanged, every request forwarded as it is.
+ *
+ * Both modes:
+ *   - results pass through verbatim (content of every type, structuredContent, isError, _meta);
+ *     only the id is the agent's again.
+ *   - requests carry the agent's progress token to the upstream (mapped there, upstream.h) and
+ *     progress comes back with it; notifications/cancelled from the agent cancels the upstream
+ *     call (upstream_call_cancel sends it on with the upstream's id).
+ *   - a tools/call that fails in the bridge (upstream down, timed out, session lost, not
+ *     connected in time) is answered with a tool result with isError and a message saying what
+ *     happened and that the call may be retried - not a JSON-RPC error that ends the agent's
+ *     turn. Other methods get JSON-RPC errors (-32001 timeout, -32000 connection closed).
+ *   - server->client requests (sampling/createMessage, elicitation/create, roots/list) are
+ *     forwarded to the agent with an id of the bridge's ("b" + counter, as a string) when the
+ *     agent declared the capability, else answered -32601; the agent's answer goes back to the
+ *     upstream with the upstream's id. notifications/cancelled from an upstream for such a
+ *     request is forwarded with the bridge's id.
+ *   - notifications/message and notifications/resources/updated are forwarded as they are;
+ *     notifications/roots/list_changed from the agent is sent to every READY upstream.
+ *   - before initialize only ping is answered; other requests get -32600 ("not initialized").
+ *     Unknown methods get -32601. A line that is not JSON gets -32700 with id null.
+ *
+ * Shutdown: end of stdin (or downstream_shutdown) closes every upstream (stdio servers: close
+ * stdin, SIGTERM, SIGKILL; HTTP: DELETE) and calls on_done once everything is reaped and the
+ * answers still queued for stdout are written (bounded by DOWNSTREAM_SHUTDOWN_MS in all).
+ *
+ * Not thread-safe; callbacks from the loop. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "log.h"
+#include "loop.h"
+#include "macro.h"
+#include "mcp_config.h"
+
+#define DOWNSTREAM_SHUTDOWN_MS (8 * 1000)
+
+enum downstream_mode {
+    DOWNSTREAM_AGGREGATE,
+    DOWNSTREAM_SINGLE,
+};
+
+struct downstream;
+
+/* The bridge is over (stdin ended, or downstream_shutdown() finished): status 0, or -errno when
+ * the agent's side broke (stdout closed: -EPIPE). */
+typedef void (*downstream_done_fn)(int status, void *userdata);
+
+struct downstream_opts {
+    struct loop *loop;          /* required */
+    struct log *log;            /* required */
+    int in_fd, out_fd;          /* the agent's side, O_NONBLOCK; stay the caller's */
+    enum downstream_mode mode;
+    /* The servers: every valid entry of config (aggregate), or the one named by single_name
+     * (single; an entry built from a URL on the command line is passed in a config of its
+     * own). The config is borrowed only during downstream_new() and downstream_reload(). */
+    const struct mcp_config *config;
+    const char *single_name;
+    mcp_lookup_fn lookup;       /* ${VAR} lookup for upstreams; NULL: the environment */
+    void *lookup_userdata;
+    int64_t connect_timeout_ms; /* 0: UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS */
+    downstream_done_fn on_done; /* required */
+    void *userdata;
+};
+
+int downstream_new(const struct downstream_opts *opts, struct downstream **ret,
+                   struct err *e) _must_check_;
+
+/* A new configuration (SIGHUP): entries that are new connect (if the agent has initialized),
+ * removed ones are closed, changed ones (any difference in the entry as written) are closed and
+ * connected again; unchanged ones are left alone, calls in flight included. The agent gets
+ * notifications/tools|prompts|resources/list_changed when its lists change. Aggregate mode only
+ * (single mode: -EOPNOTSUPP). */
+int downstream_reload(struct downstream *d, const struct mcp_config *config,
+                      struct err *e) _must_check_;
+
+/* Begins the shutdown described above (SIGTERM, SIGINT). Idempotent. */
+void downstream_shutdown(struct downstream *d);
+
+/* Frees at once (children killed and reaped). NULL-safe. */
+void downstream_free(struct downstream *d);

@@ -1,0 +1,88 @@
+/* jsonrpc.h - JSON-RPC 2.0 messages as the bridge handles them (mcp-client.md 4).
+ *
+ * Every message crossing the bridge is parsed once into a json-c tree (jrpc_parse), looked at,
+ * possibly changed in place (an id or a progress token swapped), and serialised once
+ * (jrpc_serialize). Classification follows JSON-RPC 2.0: an object with "method" and "id" is a
+ * request, with "method" and no "id" a notification, with "result" or "error" and an "id" a
+ * response. Ids are strings or integers (MCP forbids null ids and fractional numbers); anything
+ * else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in 2025-06-18).
+ *
+ * Ids are compared and used as map keys through their canonical text (jrpc_id_key): an integer
+ * as decimal digits, a string as 's' + the string, so 1 and "1" never collide. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "err.h"
+#include "macro.h"
+
+/* JSON-RPC 2.0 and MCP error codes */
+#define JRPC_PARSE_ERROR      (-32700)
+#define JRPC_INVALID_REQUEST  (-32600)
+#define JRPC_METHOD_NOT_FOUND (-32601)
+#define JRPC_INVALID_PARAMS   (-32602)
+#define JRPC_INTERNAL_ERROR   (-32603)
+#define JRPC_CONNECTION_CLOSED (-32000) /* the SDKs' ConnectionClosed */
+#define JRPC_REQUEST_TIMEOUT  (-32001) /* the SDKs' RequestTimeout */
+#define JRPC_RESOURCE_NOT_FOUND (-32002)
+
+#define JRPC_ID_KEY_MAX 256 /* longer string ids are refused (JRPC_INVALID) */
+
+enum jrpc_kind {
+    JRPC_INVALID = 0,
+    JRPC_REQUEST,
+    JRPC_NOTIFICATION,
+    JRPC_RESPONSE,
+};
+
+/* A parsed message. Every pointer but root is borrowed from root. */
+struct jrpc_msg {
+    struct json_object *root; /* owned reference */
+    enum jrpc_kind kind;
+    const char *method;       /* requests and notifications */
+    struct json_object *id;   /* requests and responses */
+    struct json_object *params; /* NULL when absent */
+    struct json_object *result; /* responses: exactly one of result and error */
+    struct json_object *error;
+};
+
+/* Parses one message of len bytes (not NUL-terminated; at most max_len, else -E2BIG). Returns
+ * 0 and fills *ret (kind JRPC_INVALID when it is JSON but not a JSON-RPC 2.0 message: *ret
+ * then still holds root, for an error answer that echoes a usable id); -EBADMSG with a message
+ * in e when it is not JSON. Fast path: a reusable json_tokener per thread, no copy of the
+ * text. Caller releases with jrpc_msg_done(). */
+int jrpc_parse(const char *text, size_t len, size_t max_len, struct jrpc_msg *ret,
+               struct err *e) _must_check_;
+/* Puts root and clears the struct. NULL-safe, idempotent. */
+void jrpc_msg_done(struct jrpc_msg *m);
+
+/* Compact serialisation of obj (no slash escaping). The text is owned by obj and valid until
+ * obj changes or is put; *ret_len gets its length. */
+const char *jrpc_serialize(struct json_object *obj, size_t *ret_len);
+
+/* The canonical key of an id (see above) into buf (at least JRPC_ID_KEY_MAX + 2 bytes).
+ * false for ids that are not strings or integers, or too long. */
+bool jrpc_id_key(struct json_object *id, char *buf, size_t size);
+
+/* Builders. Each returns a new object (caller puts) or NULL on ENOMEM. References to the
+ * arguments are taken (json_object_get), never stolen: callers keep theirs. */
+struct json_object *jrpc_new_request(struct json_object *id, const char *method,
+                                     struct json_object *params);
+struct json_object *jrpc_new_notification(const char *method, struct json_object *params);
+struct json_object *jrpc_new_result(struct json_object *id, struct json_object *result);
+/* data may be NULL. id NULL gives "id": null (for answers to unparseable requests). */
+struct json_object *jrpc_new_error(struct json_object *id, int code, const char *message,
+                                   struct json_object *data);
+
+/* An MCP tool result that reports a failure to the model instead of aborting its turn:
+ * {"content":[{"type":"text","text":message}],"isError":true}. */
+struct json_object *jrpc_new_tool_error(const char *message);
+
+/* params._meta.progressToken when it is a string or integer, else NULL. Borrowed. */
+struct json_object *jrpc_progress_token(struct json_object *params);
+/* Replaces params._meta.progressToken (which must exist) with token (reference taken). */
+void jrpc_set_progress_token(struct json_object *params, struct json_object *token);

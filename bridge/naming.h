@@ -1,0 +1,39 @@
+/* naming.h - the names tools and prompts get in aggregate mode.
+ *
+ * Each upstream's tools are exposed as <prefix><tool>, the prefix chosen by settings.toolPrefix:
+ *   server (default)  "mcp_" + server + "_"     mcp_github_create_issue
+ *   short             server + "_"              github_create_issue
+ *   none              ""                        create_issue
+ * Names are then sanitised for every agent's rules: each byte outside [A-Za-z0-9_-] becomes '_'
+ * (a multi-byte UTF-8 character becomes one '_'), and a name longer than NAMING_MAX (64) keeps
+ * its first 57 bytes plus '_' and 6 hex digits of a hash (FNV-1a 32) of the unsanitised full
+ * name, so long names that differ only at the end stay distinct and stable. An empty result
+ * becomes "_".
+ *
+ * Collisions (two tools mapping to the same exposed name) are resolved deterministically: the
+ * catalogue is built with servers in name order and each server's tools in the order it lists
+ * them; the first keeps the name, later ones get "_2", "_3" ... (made to fit in 64 bytes by
+ * cutting the base), and each collision is reported so it can be logged. Prompts are named the
+ * same way (in their own namespace). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "macro.h"
+#include "mcp_config.h"
+
+#define NAMING_MAX 64
+
+/* The exposed name for tool (or prompt) `name` of `server`, into buf (at least NAMING_MAX + 1
+ * bytes), before collision handling. */
+void naming_expose(enum mcp_tool_prefix prefix, const char *server, const char *name,
+                   char buf[static NAMING_MAX + 1]);
+
+/* A set of exposed names, for collision handling while a catalogue is built. */
+struct naming_set;
+struct naming_set *naming_set_new(void); /* NULL on ENOMEM */
+void naming_set_free(struct naming_set *s);
+/* Makes buf (an exposed name) unique in the set and adds it: unchanged when free, else with
+ * "_2", "_3"... as above. Returns 1 when it had to rename (a collision), 0 when not, -ENOMEM. */
+int naming_set_claim(struct naming_set *s, char buf[static NAMING_MAX + 1]);
