@@ -79,9 +79,10 @@ static struct json_object *member(struct json_object *obj, const char *key)
     return json_object_object_get_ex(obj, key, &v) ? v : NULL;
 }
 
-static bool has_member(struct json_object *obj, const char *key)
+/* Whether obj has the member, and its value (NULL for JSON null) in *ret: one lookup. */
+static bool lookup(struct json_object *obj, const char *key, struct json_object **ret)
 {
-    return json_object_object_get_ex(obj, key, NULL);
+    return json_object_object_get_ex(obj, key, ret);
 }
 
 /* A string without NUL bytes: as a C string it means exactly what it says. */
@@ -121,7 +122,8 @@ static int repair_error(struct json_object *root, struct json_object **error)
     if (json_object_is_type(orig, json_type_object)) {
         code = member(orig, "code");
         message = member(orig, "message");
-        if (json_object_is_type(code, json_type_int) && json_object_is_type(message, json_type_string))
+        if (json_object_is_type(code, json_type_int) &&
+            json_object_is_type(message, json_type_string))
             return 0;
     }
     int64_t c = JRPC_INTERNAL_ERROR;
@@ -157,29 +159,28 @@ static int classify(struct jrpc_msg *m)
     if (!json_object_is_type(root, json_type_object))
         return 0; /* a batch, or a scalar */
 
-    struct json_object *id = member(root, "id");
-    bool has_id = has_member(root, "id");
+    struct json_object *id, *method, *version, *params, *result, *error;
+    bool has_id = lookup(root, "id", &id);
     bool id_ok = has_id && is_valid_id(id);
     if (id_ok)
         m->id = id; /* even for an invalid message: an error answer can echo it */
 
-    struct json_object *method = member(root, "method");
-    bool has_method = has_member(root, "method");
+    bool has_method = lookup(root, "method", &method);
     if (has_method && is_clean_string(method))
         m->method = json_object_get_string(method);
 
-    struct json_object *version = member(root, "jsonrpc");
+    (void)lookup(root, "jsonrpc", &version);
     if (!json_object_is_type(version, json_type_string) ||
         strcmp(json_object_get_string(version), "2.0") != 0 ||
         json_object_get_string_len(version) != 3)
         return 0;
 
-    bool has_result = has_member(root, "result"), has_error = has_member(root, "error");
+    bool has_result = lookup(root, "result", &result), has_error = lookup(root, "error", &error);
 
     if (has_method) {
         if (!m->method || has_result || has_error)
             return 0;
-        struct json_object *params = member(root, "params");
+        (void)lookup(root, "params", &params);
         /* MCP params are objects; null is taken for absent, as some peers write it */
         if (params && !json_object_is_type(params, json_type_object))
             return 0;
@@ -193,9 +194,8 @@ static int classify(struct jrpc_msg *m)
     if (!id_ok || has_result == has_error)
         return 0;
     if (has_result) {
-        m->result = member(root, "result");
+        m->result = result;
     } else {
-        struct json_object *error = member(root, "error");
         int r = repair_error(root, &error);
         if (r < 0)
             return r;

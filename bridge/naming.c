@@ -28,8 +28,8 @@ static uint32_t fnv1a_str(const char *s)
 
 static bool is_allowed(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
 }
 
 /* The length of the UTF-8 sequence a lead byte opens (1 for anything that is not a valid

@@ -78,9 +78,9 @@ static void test_request(void)
     jrpc_msg_done(&m);
 
     /* params null counts as absent; unknown members are fine */
-    CHECK_INT(parse("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"m\",\"params\":null,\"x\":[1]}", &m,
-                    &e),
-              0);
+    CHECK_INT(
+        parse("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"m\",\"params\":null,\"x\":[1]}", &m, &e),
+        0);
     CHECK_INT(m.kind, JRPC_REQUEST);
     CHECK(m.params == NULL);
     jrpc_msg_done(&m);
@@ -176,8 +176,8 @@ static void check_repaired(const char *text, int64_t want_code, const char *want
 static void test_malformed_error(void)
 {
     const char *generic = "the peer sent a malformed JSON-RPC error";
-    check_repaired("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":\"boom\"}", JRPC_INTERNAL_ERROR, generic,
-                   "\"boom\"");
+    check_repaired("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":\"boom\"}", JRPC_INTERNAL_ERROR,
+                   generic, "\"boom\"");
     check_repaired("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":null}", JRPC_INTERNAL_ERROR, generic,
                    NULL);
     check_repaired("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":\"x\",\"message\":\"m\"}}",
@@ -400,7 +400,8 @@ static void test_not_terminated(void)
     free(copy);
 
     /* a line with more after it: only len counts */
-    const char *two = "{\"jsonrpc\":\"2.0\",\"method\":\"a\"}{\"jsonrpc\":\"2.0\",\"method\":\"b\"}";
+    const char *two =
+        "{\"jsonrpc\":\"2.0\",\"method\":\"a\"}{\"jsonrpc\":\"2.0\",\"method\":\"b\"}";
     CHECK_INT(jrpc_parse(two, strlen(two) / 2, MAX, &m, &e), 0);
     CHECK_STR(m.method, "a");
     jrpc_msg_done(&m);
@@ -413,7 +414,8 @@ static void test_reuse(void)
     struct err e = ERR_INIT;
     struct jrpc_msg m = {0};
     for (int i = 0; i < 3; i++) {
-        check_bad_str("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"a\":[1,2,", "end of input");
+        check_bad_str("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"a\":[1,2,",
+                      "end of input");
         check_bad_str("[[[[[[", "end of input");
         check_bad_str("{\"a\":\"unterminated", "end of input");
         CHECK_INT(parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", &m, &e), 0);
@@ -430,8 +432,7 @@ static void *thread_main(void *arg)
         struct jrpc_msg m = {0};
         char text[128];
         snprintf(text, sizeof(text), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"m\"}", i);
-        if (parse(text, &m, &e) == 0 && m.kind == JRPC_REQUEST &&
-            json_object_get_int64(m.id) == i)
+        if (parse(text, &m, &e) == 0 && m.kind == JRPC_REQUEST && json_object_get_int64(m.id) == i)
             (*ok)++;
         jrpc_msg_done(&m);
         if (parse("{\"x\":", &m, &e) != -EBADMSG)
@@ -690,6 +691,5 @@ static void test_progress_token(void)
 }
 
 TESTS_MAIN(test_request, test_notification, test_response, test_malformed_error, test_invalid,
-           test_bad_input, test_depth, test_not_terminated, test_reuse, test_threads,
-           test_id_key, test_serialize, test_in_place, test_builders, test_tool_error,
-           test_progress_token)
+           test_bad_input, test_depth, test_not_terminated, test_reuse, test_threads, test_id_key,
+           test_serialize, test_in_place, test_builders, test_tool_error, test_progress_token)
