@@ -1130,7 +1130,8 @@ static void test_exit_mid_call(void)
     CHECK(wait_res(r.loop, &s, 5000));
     CHECK_INT(e.error, -ECONNRESET);
     CHECK_INT(s.error, -ECONNRESET);
-    CHECK_CONTAINS(e.message, "server 'ex'");
+    CHECK_STR(e.message, "server 'ex': the connection was lost before 'tools/call' was "
+                         "answered: the server exited or closed its output");
     CHECK(state_count(&r, UPSTREAM_BACKOFF) == 1);
 
     /* reconnects by itself after the first backoff step */
@@ -1841,8 +1842,25 @@ static void test_http_headers_hook(void)
     rec_release(&r);
 }
 
+/* nothing listens: the connect fails, with the reason */
+static void test_http_refused(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct srv_def d;
+    http_def(&d, "down", "http://127.0.0.1:1/mcp", NULL);
+    struct upstream *u = start(&r, &d.s, true, NULL);
+    upstream_connect(u);
+    CHECK(wait_state(&r, UPSTREAM_FAILED, 1, 10000));
+    CHECK_INT(r.errors[r.nstates - 1], -ENOTCONN);
+    CHECK_STR(r.msgs[r.nstates - 1], "server 'down': initialize failed: connection refused");
+    upstream_free(u);
+    CHECK(loop_drained(r.loop));
+    rec_release(&r);
+}
+
 static void test_http(void)
 {
+    test_http_refused();
     http_server_start();
     test_http_session();
     test_http_headers_hook();
