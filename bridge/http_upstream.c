@@ -418,7 +418,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata)
     size_t len = size * nmemb;
     int k;
 
-    if (gone(u) || r->stop)
+    /* the DELETE runs while closing, and its answer may have a body (an HTML 404 page) */
+    if (u->dead || (u->closing && r->kind != HREQ_DELETE) || r->stop)
         return 0;
     if (r->body == BODY_UNKNOWN) {
         k = classify(r);

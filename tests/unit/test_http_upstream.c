@@ -473,7 +473,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         seen.deletes++;
         rec(conn, "Mcp-Session-Id", seen.del_sid);
         pthread_mutex_unlock(&seen.mu);
-        return reply(conn, 200, NULL, "", NULL);
+        /* as a server without DELETE answers it: 404 and a page, which is fine */
+        return reply(conn, 404, "text/html", "<html>Cannot DELETE /mcp</html>", NULL);
     }
     return reply(conn, 405, NULL, "", NULL);
 }
