@@ -1759,14 +1759,13 @@ static void on_agent_message(const char *text, size_t len, void *userdata)
     case JRPC_RESPONSE:
         handle_response(d, &m);
         break;
-    default: {
-        struct json_object *id = json_object_object_get(m.root, "id");
-        char key[JRPC_ID_KEY_MAX + 2];
-        if (id && !jrpc_id_key(id, key, sizeof(key)))
-            id = NULL;
-        reply_error(d, id, JRPC_INVALID_REQUEST, "invalid request: not a JSON-RPC 2.0 message");
+    default:
+        /* a broken answer (to a request of a server) gets none: there is nobody to tell */
+        if (!m.method && (json_object_object_get_ex(m.root, "result", NULL) ||
+                          json_object_object_get_ex(m.root, "error", NULL)))
+            break;
+        reply_error(d, m.id, JRPC_INVALID_REQUEST, "invalid request: not a JSON-RPC 2.0 message");
         break;
-    }
     }
     jrpc_msg_done(&m);
 }
