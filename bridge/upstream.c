@@ -1040,7 +1040,7 @@ static int expand_pair(struct upstream *u, const char *pair, const char *sep, ch
     char *val = NULL;
     int r;
     if (!at)
-        return err_set(e, -EINVAL, "'%s' is not of the form NAME%svalue", pair, sep);
+        return err_set(e, -EINVAL, "an entry is not of the form NAME%svalue", sep);
     size_t nlen = (size_t)(at - pair) + strlen(sep);
     r = mcp_expand(at + strlen(sep), u->lookup, u->lookup_userdata, &val, e);
     if (r < 0) {
