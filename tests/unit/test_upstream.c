@@ -821,9 +821,11 @@ static void test_handshake_and_close(void)
     CHECK(pid > 0);
 
     /* close: the call in flight fails -ESHUTDOWN, CLOSING then CLOSED, the child reaped */
-    struct res slow, after;
+    struct res slow, after, many[150];
     call_tool(u, "slow", NULL, NULL, 0, &slow);
-    CHECK(wait_line(&r, "slow", 5000));
+    for (int i = 0; i < 150; i++) /* the id map grows past its first size */
+        call_tool(u, "slow", NULL, NULL, 0, &many[i]);
+    CHECK(wait_lines(&r, "slow", 151, 10000));
     upstream_close(u);
     upstream_close(u); /* idempotent */
     CHECK_INT(upstream_state(u), UPSTREAM_CLOSING);
@@ -835,6 +837,10 @@ static void test_handshake_and_close(void)
     CHECK_CONTAINS(slow.message, "server 'hs'");
     CHECK(after.done);
     CHECK_INT(after.error, -ESHUTDOWN);
+    for (int i = 0; i < 150; i++) {
+        CHECK_INT(many[i].error, -ESHUTDOWN);
+        res_release(&many[i]);
+    }
     CHECK_INT(state_count(&r, UPSTREAM_CLOSING), 1);
     CHECK(pid > 0 && pid_gone(&pid));
     upstream_connect(u); /* a no-op once closed */
