@@ -966,8 +966,9 @@ static void on_state(struct upstream *u, enum upstream_state state, int error,
 
     switch (state) {
     case UPSTREAM_READY:
-        log_info(d->log, "server '%s': connected (protocol %s, session %" PRIu64 ")", s->name,
-                 upstream_protocol_version(u), upstream_generation(u));
+        /* the upstream logs connects and failures itself; here only what the bridge does */
+        log_debug(d->log, "server '%s': session %" PRIu64 " ready", s->name,
+                  upstream_generation(u));
         apply_level(d, s);
         if (d->mode == DOWNSTREAM_SINGLE) {
             struct pending *p = find_pending_type(d, PT_INIT);
@@ -980,18 +981,12 @@ static void on_state(struct upstream *u, enum upstream_state state, int error,
         }
         break;
     case UPSTREAM_BACKOFF:
-        if (message)
-            log_info(d->log, "%s", message);
-        else
-            log_info(d->log, "server '%s': connection lost", s->name);
+        log_debug(d->log, "server '%s': waiting to connect again", s->name);
         server_cancel_lists(s);
         server_settled(s);
         break;
     case UPSTREAM_FAILED:
-        if (message)
-            log_warn(d->log, "%s", message);
-        else
-            log_warn(d->log, "server '%s': failed (%s)", s->name, strerror(-error));
+        log_debug(d->log, "server '%s': failed (%s)", s->name, strerror(-error));
         server_cancel_lists(s);
         if (d->mode == DOWNSTREAM_SINGLE) {
             single_fail_init(d, message ? message : "it failed");
@@ -1013,9 +1008,6 @@ static void on_state(struct upstream *u, enum upstream_state state, int error,
             server_finish(d, s);
             check_shutdown(d);
         }
-        break;
-    case UPSTREAM_CONNECTING:
-        log_debug(d->log, "server '%s': connecting", s->name);
         break;
     default:
         break;
@@ -1486,7 +1478,6 @@ static void start_upstreams(struct downstream *d)
             i++;
             continue;
         }
-        log_info(d->log, "server '%s': connecting", s->name);
         upstream_connect(s->u);
         i++;
     }
@@ -2071,10 +2062,8 @@ int downstream_reload(struct downstream *d, const struct mcp_config *config, str
             continue;
         added++;
         struct server *s = next[j];
-        if (d->started) {
-            log_info(d->log, "server '%s': connecting", s->name);
+        if (d->started)
             upstream_connect(s->u);
-        }
     }
     free(fresh);
     log_info(d->log, "configuration reloaded: %zu servers, %zu added or changed, %zu removed or "
