@@ -216,6 +216,21 @@ static void srv_tools_call(struct json_object *id, struct json_object *params)
         json_object_put(srv.sample_tool_id);
         srv.sample_tool_id = json_object_get(id);
         srv_out(req);
+    } else if (strcmp(name, "sample_cancel") == 0) {
+        /* asks, then takes it back */
+        struct json_object *req = json_object_new_object(), *p = json_object_new_object(),
+                           *c = json_object_new_object();
+        json_object_object_add(p, "messages", json_object_new_array());
+        json_object_object_add(p, "maxTokens", json_object_new_int(5));
+        json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(req, "id", json_object_new_int(900));
+        json_object_object_add(req, "method", json_object_new_string("sampling/createMessage"));
+        json_object_object_add(req, "params", p);
+        srv_out(req);
+        json_object_object_add(c, "requestId", json_object_new_int(900));
+        json_object_object_add(c, "reason", json_object_new_string("changed my mind"));
+        srv_notify("notifications/cancelled", c);
+        srv_result(id, text_result("asked and cancelled"));
     } else if (strcmp(name, "add_tool") == 0) {
         snprintf(srv.tools[srv.n_tools++], sizeof(srv.tools[0]), "extra");
         srv_notify("notifications/tools/list_changed", NULL);
@@ -350,7 +365,7 @@ static void srv_message(const char *line)
 static int server_main(int argc, char **argv)
 {
     srv.name = argc > 2 ? argv[2] : "srv";
-    const char *tools = "echo,progress,wait,sample,die,add_tool,pid";
+    const char *tools = "echo,progress,wait,sample,sample_cancel,die,add_tool,pid";
     for (int i = 3; i < argc; i++) {
         if (strncmp(argv[i], "tools=", 6) == 0)
             tools = argv[i] + 6;
@@ -861,6 +876,13 @@ static void test_upstream_dies(void)
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
     json_object_put(r);
 
+    r = fx_request(&f, "9", "logging/setLevel", "{\"level\":\"warning\"}");
+    CHECK(r && path(r, "result"));
+    json_object_put(r);
+    r = fx_wait(&f, match_method, "notifications/message", "level warning", WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+
     r = fx_request(&f, "2", "tools/call", "{\"name\":\"mcp_a_die\"}");
     CHECK(json_object_get_boolean(path(r, "result.isError")));
     CHECK_CONTAINS(path_str(r, "result.content.0.text"), "server 'a'");
@@ -870,6 +892,10 @@ static void test_upstream_dies(void)
     /* the server is started again and the next call works (it waits for the reconnect) */
     r = fx_request(&f, "3", "tools/call", "{\"name\":\"mcp_a_echo\"}");
     CHECK_STR(path_str(r, "result.content.0.text"), "a echo null");
+    json_object_put(r);
+    /* the new session got the level the agent set */
+    r = fx_wait(&f, match_method, "notifications/message", "level warning", WAIT_MS);
+    CHECK(r != NULL);
     json_object_put(r);
     fx_stop(&f);
 }
@@ -934,8 +960,8 @@ static void test_sampling_forwarded(void)
               0);
     initialize(&f, "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"sampling\":{}},"
                    "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
-    json_object_put(fx_request(&f, "1", "tools/list", NULL));
 
+    /* sent before any list, while the server is still connecting: held until it is listed */
     fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
                 "\"mcp_a_sample\"}}");
     struct json_object *q = fx_wait(&f, match_method, "sampling/createMessage", NULL, WAIT_MS);
@@ -952,6 +978,23 @@ static void test_sampling_forwarded(void)
     struct json_object *r = fx_wait(&f, match_id, "2", NULL, WAIT_MS);
     /* the server got the answer with its own id */
     CHECK_STR(path_str(r, "result.content.0.text"), "sampled \"srv-1\" hi-from-agent");
+    json_object_put(r);
+
+    /* the server takes a request back: the agent is told with the bridge's id */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"mcp_a_sample_cancel\"}}");
+    q = fx_wait(&f, match_method, "sampling/createMessage", NULL, WAIT_MS);
+    CHECK(q != NULL);
+    snprintf(idtext, sizeof(idtext), "\"%s\"", path_str(q, "id") ? path_str(q, "id") : "x");
+    CHECK(idtext[1] == 'b');
+    json_object_put(q);
+    q = fx_wait(&f, match_method, "notifications/cancelled", idtext, WAIT_MS);
+    CHECK(q != NULL);
+    CHECK_STR(jstr(path(q, "params.requestId")), idtext);
+    CHECK_STR(path_str(q, "params.reason"), "changed my mind");
+    json_object_put(q);
+    r = fx_wait(&f, match_id, "3", NULL, WAIT_MS);
+    CHECK_STR(path_str(r, "result.content.0.text"), "asked and cancelled");
     json_object_put(r);
 
     /* roots/list_changed from the agent reaches the server */
@@ -1047,6 +1090,25 @@ static void test_eof_reaps(void)
     fx_stop(&f);
 }
 
+static void test_shutdown_before_initialize(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL,
+                       0),
+              0);
+    struct json_object *r = fx_request(&f, "1", "ping", NULL);
+    CHECK(r && path(r, "result"));
+    json_object_put(r);
+    downstream_shutdown(f.d);
+    downstream_shutdown(f.d); /* idempotent */
+    int64_t t0 = now_ms();
+    while (!f.done && now_ms() - t0 < 3000)
+        fx_idle(&f, 20);
+    CHECK(f.done);
+    CHECK_INT(f.done_status, 0);
+    fx_stop(&f);
+}
+
 static void test_reload(void)
 {
     struct fx f;
@@ -1120,7 +1182,7 @@ static void test_single(void)
 {
     struct fx f;
     CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("other", "") "," SERVER(
-                               "solo", ",\"tools=echo,progress\",\"instructions=use me\"") "}}",
+                               "solo", ",\"tools=echo,progress,wait\",\"instructions=use me\"") "}}",
                        DOWNSTREAM_SINGLE, "solo", 0),
               0);
     struct json_object *r = fx_request(
@@ -1136,7 +1198,7 @@ static void test_single(void)
     fx_send(&f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 
     r = fx_request(&f, "1", "tools/list", NULL);
-    CHECK_STR(names_of(r, "tools", "name"), "echo progress");
+    CHECK_STR(names_of(r, "tools", "name"), "echo progress wait");
     json_object_put(r);
     r = fx_request(&f, "\"x\"", "tools/call", "{\"name\":\"echo\",\"arguments\":{\"k\":\"v\"}}");
     CHECK_STR(path_str(r, "result.content.0.text"), "solo echo {\"k\":\"v\"}");
@@ -1148,6 +1210,30 @@ static void test_single(void)
     json_object_put(r);
     r = fx_request(&f, "3", "prompts/list", NULL);
     CHECK_STR(names_of(r, "prompts", "name"), "greet");
+    json_object_put(r);
+    struct mcp_config *c = config_from("{\"mcpServers\":{" SERVER("solo", "") "}}");
+    struct err e = ERR_INIT;
+    CHECK_INT(downstream_reload(f.d, c, &e), -EOPNOTSUPP);
+    mcp_config_free(c);
+
+    /* progress and cancellation pass through as in aggregate mode */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"progress\",\"_meta\":{\"progressToken\":7}}}");
+    r = fx_wait(&f, match_method, "notifications/progress", "\"progressToken\":7", WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+    r = fx_wait(&f, match_id, "4", NULL, WAIT_MS);
+    CHECK_CONTAINS(path_str(r, "result.content.0.text"), "token ");
+    json_object_put(r);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"wait\"}}");
+    r = fx_wait(&f, match_method, "notifications/message", "waiting", WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                "\"requestId\":5}}");
+    r = fx_wait(&f, match_method, "notifications/message", "cancelled", WAIT_MS);
+    CHECK(r != NULL);
     json_object_put(r);
     fx_stop(&f);
 }
@@ -1206,7 +1292,8 @@ int main(int argc, char **argv)
     test_fn fns[] = {
         test_aggregate_initialize, test_aggregate_catalogue, test_upstream_dies,
         test_progress_and_cancel,  test_sampling_forwarded,  test_list_changed,
-        test_slow_server,          test_eof_reaps,           test_reload,
+        test_slow_server,          test_eof_reaps,           test_shutdown_before_initialize,
+        test_reload,
         test_single,               test_single_fails,
     };
     return tests_run("", fns, ELEMENTSOF(fns));
