@@ -252,8 +252,7 @@ static void srv_tools_call(struct json_object *id, struct json_object *params)
     }
 }
 
-static struct json_object *one_item(const char *k1, const char *v1, const char *k2,
-                                    const char *v2)
+static struct json_object *one_item(const char *k1, const char *v1, const char *k2, const char *v2)
 {
     struct json_object *o = json_object_new_object();
     json_object_object_add(o, k1, json_object_new_string(v1));
@@ -350,13 +349,13 @@ static void srv_message(const char *line)
         struct json_object *res = json_object_object_get(m, "result");
         if (err)
             srv_result(srv.sample_tool_id,
-                       text_result("sampling error %d", json_object_get_int(
-                                                            json_object_object_get(err, "code"))));
+                       text_result("sampling error %d",
+                                   json_object_get_int(json_object_object_get(err, "code"))));
         else
-            srv_result(srv.sample_tool_id,
-                       text_result("sampled %s %s", jstr(id),
-                                   json_get_string(json_object_object_get(res, "content"),
-                                                   "text")));
+            srv_result(
+                srv.sample_tool_id,
+                text_result("sampled %s %s", jstr(id),
+                            json_get_string(json_object_object_get(res, "content"), "text")));
         json_object_put(TAKE_PTR(srv.sample_tool_id));
     }
     json_object_put(m);
@@ -515,8 +514,8 @@ static struct mcp_config *config_from(const char *text)
     return c;
 }
 
-static int fx_start(struct fx *f, const char *config, enum downstream_mode mode,
-                    const char *single, int64_t connect_timeout_ms)
+static int fx_start(struct fx *f, const char *config, enum downstream_mode mode, const char *single,
+                    int64_t connect_timeout_ms)
 {
     static int n;
     memset(f, 0, sizeof(*f));
@@ -685,11 +684,11 @@ static int64_t path_int(struct json_object *o, const char *p)
 
 static void initialize(struct fx *f, const char *caps)
 {
-    struct json_object *r = fx_request(
-        f, "0", "initialize",
-        caps ? caps
-             : "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
-               "\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}");
+    struct json_object *r =
+        fx_request(f, "0", "initialize",
+                   caps ? caps
+                        : "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                          "\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}");
     CHECK(r && path(r, "result"));
     json_object_put(r);
     fx_send(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
@@ -721,7 +720,7 @@ static bool file_contains(const char *p, const char *needle)
     return strstr(buf, needle) != NULL;
 }
 
-#define SERVER(name, extra) \
+#define SERVER(name, extra)                                                                        \
     "\"" name "\":{\"command\":\"@SELF@\",\"args\":[\"--server\",\"" name "\"" extra "]}"
 
 /* ---- tests ------------------------------------------------------------------------------- */
@@ -776,12 +775,17 @@ static void test_aggregate_catalogue(void)
 {
     struct fx f;
     /* "a"'s b_c and "a_b"'s c both become mcp_a_b_c: "a" comes first by name */
-    CHECK_INT(fx_start(&f,
-                       "{\"mcpServers\":{" SERVER("a", ",\"tools=b_c,echo,x.y,sample\",\"page=1\"")
-                       ",\"a_b\":{\"command\":\"@SELF@\",\"args\":[\"--server\",\"a_b\","
-                       "\"tools=c,echo,hidden\"],\"excludeTools\":[\"hidden\"]}}}",
-                       DOWNSTREAM_AGGREGATE, NULL, 0),
-              0);
+    CHECK_INT(
+        fx_start(
+            &f,
+            "{\"mcpServers\":{" SERVER(
+                "a",
+                ",\"tools=b_c,echo,x.y,sample\",\"page=1\"") ",\"a_b\":{\"command\":\"@SELF@\","
+                                                             "\"args\":[\"--server\",\"a_b\","
+                                                             "\"tools=c,echo,hidden\"],"
+                                                             "\"excludeTools\":[\"hidden\"]}}}",
+            DOWNSTREAM_AGGREGATE, NULL, 0),
+        0);
     initialize(&f, NULL);
 
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
@@ -869,8 +873,7 @@ static void test_aggregate_catalogue(void)
 static void test_upstream_dies(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL,
-                       0),
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     initialize(&f, NULL);
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
@@ -903,8 +906,7 @@ static void test_upstream_dies(void)
 static void test_progress_and_cancel(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL,
-                       0),
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     initialize(&f, NULL);
     json_object_put(fx_request(&f, "1", "tools/list", NULL));
@@ -955,8 +957,7 @@ static void test_progress_and_cancel(void)
 static void test_sampling_forwarded(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL,
-                       0),
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     initialize(&f, "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"sampling\":{}},"
                    "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
@@ -972,8 +973,9 @@ static void test_sampling_forwarded(void)
     snprintf(idtext, sizeof(idtext), "%s", bid ? bid : "x");
     CHECK_INT(path_int(q, "params.maxTokens"), 10);
     json_object_put(q);
-    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"role\":\"assistant\","
-                "\"content\":{\"type\":\"text\",\"text\":\"hi-from-agent\"},\"model\":\"m\"}}",
+    fx_send(&f,
+            "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"role\":\"assistant\","
+            "\"content\":{\"type\":\"text\",\"text\":\"hi-from-agent\"},\"model\":\"m\"}}",
             idtext);
     struct json_object *r = fx_wait(&f, match_id, "2", NULL, WAIT_MS);
     /* the server got the answer with its own id */
@@ -1008,8 +1010,7 @@ static void test_sampling_forwarded(void)
 static void test_list_changed(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL,
-                       0),
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     initialize(&f, NULL);
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
@@ -1044,8 +1045,8 @@ static void test_slow_server(void)
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
     int64_t took = now_ms() - t0;
     CHECK_STR(names_of(r, "tools", "name"), "mcp_fast_echo");
-    CHECK(took >= 500);  /* it did wait for the slow one ... */
-    CHECK(took < 5000);  /* ... but not for long */
+    CHECK(took >= 500); /* it did wait for the slow one ... */
+    CHECK(took < 5000); /* ... but not for long */
     json_object_put(r);
     fx_stop(&f);
 }
@@ -1093,8 +1094,7 @@ static void test_eof_reaps(void)
 static void test_shutdown_before_initialize(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL,
-                       0),
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     struct json_object *r = fx_request(&f, "1", "ping", NULL);
     CHECK(r && path(r, "result"));
@@ -1112,8 +1112,9 @@ static void test_shutdown_before_initialize(void)
 static void test_reload(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", ",\"tools=echo\"") "," SERVER(
-                               "b", ",\"tools=echo,pid\"") "}}",
+    CHECK_INT(fx_start(&f,
+                       "{\"mcpServers\":{" SERVER("a", ",\"tools=echo\"") "," SERVER(
+                           "b", ",\"tools=echo,pid\"") "}}",
                        DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     initialize(&f, NULL);
@@ -1127,8 +1128,8 @@ static void test_reload(void)
     json_object_put(r);
 
     /* c is added, a removed, b left alone */
-    struct mcp_config *c = config_from("{\"mcpServers\":{" SERVER("b", ",\"tools=echo,pid\"") "," SERVER(
-        "c", ",\"tools=echo\"") "}}");
+    struct mcp_config *c = config_from("{\"mcpServers\":{" SERVER(
+        "b", ",\"tools=echo,pid\"") "," SERVER("c", ",\"tools=echo\"") "}}");
     struct err e = ERR_INIT;
     CHECK_INT(downstream_reload(f.d, c, &e), 0);
     mcp_config_free(c);
@@ -1143,8 +1144,8 @@ static void test_reload(void)
         ok = strcmp(names_of(r, "tools", "name"), "mcp_b_echo mcp_b_pid mcp_c_echo") == 0;
         json_object_put(r);
         if (!ok)
-            json_object_put(fx_wait(&f, match_method, "notifications/tools/list_changed", NULL,
-                                    WAIT_MS));
+            json_object_put(
+                fx_wait(&f, match_method, "notifications/tools/list_changed", NULL, WAIT_MS));
     }
     CHECK(ok);
     r = fx_request(&f, "4", "tools/call", "{\"name\":\"mcp_b_pid\"}");
@@ -1181,14 +1182,14 @@ static void test_reload(void)
 static void test_single(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("other", "") "," SERVER(
-                               "solo", ",\"tools=echo,progress,wait\",\"instructions=use me\"") "}}",
+    CHECK_INT(fx_start(&f,
+                       "{\"mcpServers\":{" SERVER("other", "") "," SERVER(
+                           "solo", ",\"tools=echo,progress,wait\",\"instructions=use me\"") "}}",
                        DOWNSTREAM_SINGLE, "solo", 0),
               0);
-    struct json_object *r = fx_request(
-        &f, "\"i\"", "initialize",
-        "{\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},"
-        "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
+    struct json_object *r = fx_request(&f, "\"i\"", "initialize",
+                                       "{\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},"
+                                       "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
     CHECK_STR(path_str(r, "result.serverInfo.name"), "solo");
     CHECK_STR(path_str(r, "result.serverInfo.version"), "1.2.3");
     CHECK_STR(path_str(r, "result.instructions"), "use me");
@@ -1253,8 +1254,7 @@ static void test_single_fails(void)
     json_object_put(r);
     fx_stop(&f);
 
-    CHECK_INT(fx_start(&f,
-                       "{\"mcpServers\":{\"gone\":{\"command\":\"credkit-no-such-command\"}}}",
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{\"gone\":{\"command\":\"credkit-no-such-command\"}}}",
                        DOWNSTREAM_SINGLE, "gone", 0),
               0);
     t0 = now_ms();
@@ -1290,11 +1290,18 @@ int main(int argc, char **argv)
     setenv("PI_CODING_AGENT_DIR", tmp_path("pi"), 1);
 
     test_fn fns[] = {
-        test_aggregate_initialize, test_aggregate_catalogue, test_upstream_dies,
-        test_progress_and_cancel,  test_sampling_forwarded,  test_list_changed,
-        test_slow_server,          test_eof_reaps,           test_shutdown_before_initialize,
+        test_aggregate_initialize,
+        test_aggregate_catalogue,
+        test_upstream_dies,
+        test_progress_and_cancel,
+        test_sampling_forwarded,
+        test_list_changed,
+        test_slow_server,
+        test_eof_reaps,
+        test_shutdown_before_initialize,
         test_reload,
-        test_single,               test_single_fails,
+        test_single,
+        test_single_fails,
     };
     return tests_run("", fns, ELEMENTSOF(fns));
 }
