@@ -16,7 +16,8 @@
  *     each list_changed notification from it. The first answer waits until every upstream has
  *     settled (listed, failed, or its connect timeout passed), never longer; upstreams that
  *     come later announce themselves with notifications/tools/list_changed (etc.). One page,
- *     no cursor.
+ *     no cursor. The agent is told of a change (notifications/<kind>/list_changed) only in lists
+ *     it has been given, so the upstreams connecting at startup cause no storm of them.
  *   - tools and prompts are renamed (naming.h); excludeTools are left out; tools/call and
  *     prompts/get map the name back through a hash lookup. An unknown name is -32602 (as MCP
  *     servers answer an unknown tool); a request naming a tool, prompt or resource that is not
