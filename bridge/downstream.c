@@ -425,13 +425,28 @@ static void bridged_free(struct downstream *d, struct bridged *b)
     free(b);
 }
 
-static void bridged_drop_server(struct downstream *d, struct server *s)
+/* Drops the requests of s (every server's when NULL) but those of session keep_gen (0: none).
+ * With a reason the agent is told, with notifications/cancelled: the request died with its
+ * session, and an agent that was asking its user (elicitation) may stop. */
+static void bridged_drop_server(struct downstream *d, struct server *s, uint64_t keep_gen,
+                                const char *reason)
 {
     struct bridged *b = d->bridged;
     while (b) {
         struct bridged *next = b->next;
-        if (!s || b->s == s)
+        if ((!s || b->s == s) && (!keep_gen || b->gen != keep_gen)) {
+            if (reason && d->initialized && !d->shutting) {
+                char bid[32];
+                snprintf(bid, sizeof(bid), "b%" PRIu64, b->n);
+                struct json_object *params = json_object_new_object();
+                if (params &&
+                    json_object_object_add(params, "requestId", json_object_new_string(bid)) == 0 &&
+                    json_object_object_add(params, "reason", json_object_new_string(reason)) == 0)
+                    send_put(d, jrpc_new_notification("notifications/cancelled", params));
+                json_object_put(params);
+            }
             bridged_free(d, b);
+        }
         b = next;
     }
 }
@@ -772,7 +787,7 @@ static void server_finish(struct downstream *d, struct server *s)
         }
     }
     server_fail_pending(d, s);
-    bridged_drop_server(d, s);
+    bridged_drop_server(d, s, 0, NULL);
     server_free(s);
 }
 
@@ -790,7 +805,7 @@ static void server_remove(struct downstream *d, struct server *s)
     }
     server_cancel_lists(s);
     s->closing = true;
-    bridged_drop_server(d, s);
+    bridged_drop_server(d, s, 0, "the server was removed from the configuration");
     enum upstream_state st = upstream_state(s->u);
     if (!s->real || st == UPSTREAM_IDLE || st == UPSTREAM_CLOSED) {
         /* never connected: nothing to wait for */
@@ -1161,6 +1176,9 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         /* the upstream logs connects and failures itself; here only what the bridge does */
         log_debug(d->log, "server '%s': session %" PRIu64 " ready", s->name,
                   upstream_generation(u));
+        /* requests of an older session cannot be answered any more (a session the server
+         * forgot, re-established without a BACKOFF in between) */
+        bridged_drop_server(d, s, upstream_generation(u), "the server's session ended");
         apply_level(d, s);
         if (!s->closing)
             resubscribe(d, s);
@@ -1176,11 +1194,13 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         break;
     case UPSTREAM_BACKOFF:
         log_debug(d->log, "server '%s': waiting to connect again", s->name);
+        bridged_drop_server(d, s, 0, "the connection to the server was lost");
         server_cancel_lists(s);
         server_settled(s);
         break;
     case UPSTREAM_FAILED:
         log_debug(d->log, "server '%s': failed (%s)", s->name, strerror(-error));
+        bridged_drop_server(d, s, 0, "the connection to the server was lost");
         server_cancel_lists(s);
         if (d->mode == DOWNSTREAM_SINGLE) {
             single_fail_init(d, message ? message : "it failed");
@@ -1862,7 +1882,8 @@ static void handle_request(struct downstream *d, struct jrpc_msg *m)
                      "id already in use: a request with this id is still in flight");
         return;
     }
-    if (strcmp(method, "ping") == 0) {
+    /* single mode passes ping on too, once there is a session to ask */
+    if (strcmp(method, "ping") == 0 && !(d->mode == DOWNSTREAM_SINGLE && d->initialized)) {
         struct json_object *empty = json_object_new_object();
         if (empty)
             reply_result(d, m->id, empty);
@@ -2152,7 +2173,7 @@ void downstream_shutdown(struct downstream *d)
         }
         p = next;
     }
-    bridged_drop_server(d, NULL);
+    bridged_drop_server(d, NULL, 0, NULL);
     /* calls in flight fail with -ESHUTDOWN and are answered from their callbacks */
     while (d->n_servers)
         server_remove(d, d->servers[d->n_servers - 1]);

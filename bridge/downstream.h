@@ -32,7 +32,8 @@
  *   agent's initialize is answered with the upstream's own InitializeResult (protocolVersion,
  *   capabilities, serverInfo, instructions) once it is READY (or -32000 with the reason after
  *   the connect timeout, or at once when the entry cannot work: the agent may send initialize
- *   again), names and lists unchanged, every request forwarded as it is.
+ *   again), names and lists unchanged, every request forwarded as it is (ping
+ *   included, once initialized).
  *
  * Both modes:
  *   - results pass through verbatim (content of every type, structuredContent, isError, _meta);
@@ -56,7 +57,8 @@
  *     a request reaches the agent as that same "b<n>" string (servers choose tokens alone, so
  *     two may collide), and the agent's notifications/progress for it goes to that server with
  *     its own token. notifications/cancelled from an upstream for such a request is forwarded
- *     with the bridge's id.
+ *     with the bridge's id; when the request dies with the server's session (connection lost,
+ *     server removed) the agent gets notifications/cancelled for it from the bridge.
  *   - resource subscriptions survive reconnects: the bridge remembers each resources/subscribe
  *     the server accepted (URI -> server name, at most 4096) and forgets it at the agent's
  *     resources/unsubscribe; after each READY of a server (a reconnect, or a reload that

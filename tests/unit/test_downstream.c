@@ -332,6 +332,7 @@ static void srv_request(const char *method, struct json_object *id, struct json_
         }
         srv_initialize(id, version);
     } else if (strcmp(method, "ping") == 0) {
+        srv_say("pinged"); /* first: it is there when the answer is */
         srv_result(id, json_object_new_object());
     } else if (strcmp(method, "tools/list") == 0) {
         srv_tools_list(id, params);
@@ -1238,13 +1239,34 @@ static void test_elicitation_and_roots(void)
     CHECK_STR(path_str(r, "result.content.0.text"), "roots 901 file:///work");
     json_object_put(r);
 
+    /* a request of the server dies with its connection: the agent is told */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"mcp_a_elicit\"}}");
+    q = fx_wait(&f, match_method, "elicitation/create", NULL, WAIT_MS);
+    CHECK(q != NULL);
+    char bid3[64], want[80];
+    snprintf(bid3, sizeof(bid3), "%s", path_str(q, "id") ? path_str(q, "id") : "x");
+    snprintf(want, sizeof(want), "\"requestId\":\"%s\"", bid3);
+    json_object_put(q);
+    r = call_tool(&f, "7", "mcp_a_die");
+    CHECK(json_object_get_boolean(path(r, "result.isError")));
+    json_object_put(r);
+    q = fx_wait(&f, match_method, "notifications/cancelled", want, WAIT_MS);
+    CHECK(q != NULL);
+    CHECK_CONTAINS(path_str(q, "params.reason"), "connection");
+    json_object_put(q);
+    r = fx_wait(&f, match_id, "6", NULL, WAIT_MS); /* the call that asked, lost too */
+    CHECK(json_object_get_boolean(path(r, "result.isError")));
+    json_object_put(r);
+
     /* an answer for no request, and progress for none: nothing happens */
     fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{}}", bid2);
     fx_send(&f,
             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{"
             "\"progressToken\":\"%s\",\"progress\":2}}",
             bid);
-    r = fx_request(&f, "6", "ping", NULL);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"action\":\"cancel\"}}", bid3);
+    r = fx_request(&f, "8", "ping", NULL);
     CHECK(r && path(r, "result"));
     json_object_put(r);
     fx_stop(&f);
@@ -1573,6 +1595,13 @@ static void test_single(void)
 
     r = fx_request(&f, "1", "tools/list", NULL);
     CHECK_STR(names_of(r, "tools", "name"), "echo progress wait");
+    json_object_put(r);
+    /* ping too goes to the server */
+    r = fx_request(&f, "\"pi\"", "ping", NULL);
+    CHECK(r && json_object_is_type(path(r, "result"), json_type_object));
+    json_object_put(r);
+    r = fx_wait(&f, match_method, "notifications/message", "pinged", 0);
+    CHECK(r != NULL);
     json_object_put(r);
     r = fx_request(&f, "\"x\"", "tools/call", "{\"name\":\"echo\",\"arguments\":{\"k\":\"v\"}}");
     CHECK_STR(path_str(r, "result.content.0.text"), "solo echo {\"k\":\"v\"}");
