@@ -1,11 +1,12 @@
 /* downstream.c - the MCP server the agent talks to: aggregate and single mode (downstream.h).
  *
  * Every agent message is parsed once, its id swapped in place where it goes upstream, and
- * serialised once. A request that goes upstream gets a pending record, the userdata of its
- * upstream_call, so its answer needs no lookup; cancellation searches the short list of
- * records. The catalogue (aggregate mode) holds, per kind, the exposed array the agent gets
- * and a hash from exposed name (or URI) to the upstream and the name it knows; it is rebuilt
- * whenever a list of an upstream changes, never per call.
+ * serialised once. A request that goes upstream gets a pending record (reused from a small
+ * pool: no malloc per call), the userdata of its upstream_call, so its answer needs no lookup;
+ * the records are also hashed by the agent's id, for duplicate ids and cancellation. The
+ * catalogue (aggregate mode) holds, per kind, the exposed array the agent gets and a hash from
+ * exposed name (or URI) to the upstream and the name it knows; it is rebuilt whenever a list of
+ * an upstream changes, never per call.
  *
  * Upstreams are created in downstream_new() (the configuration is borrowed only there), as
  * templates that never connect: the client capabilities and protocol version they must offer
@@ -73,7 +74,6 @@ struct lister {
 struct resub {
     struct resub *prev, *next;
     struct server *s;
-    struct upstream_call *call;
     char uri[]; /* for the log */
 };
 
@@ -1118,10 +1118,11 @@ static void resubscribe(struct downstream *d, struct server *s)
         size_t len = strlen(uri);
         struct resub *rs = calloc(1, sizeof(*rs) + len + 1);
         struct json_object *params = json_object_new_object();
+        struct upstream_call *c;
         if (!rs || !params ||
             json_object_object_add(params, "uri", json_object_new_string(uri)) < 0 ||
-            upstream_call(s->u, "resources/subscribe", params, 0, on_resubscribed, NULL, rs,
-                          &rs->call) < 0) {
+            upstream_call(s->u, "resources/subscribe", params, 0, on_resubscribed, NULL, rs, &c) <
+                0) {
             log_warn(d->log, "server '%s': out of memory: cannot subscribe again to '%s'", s->name,
                      uri);
             free(rs);

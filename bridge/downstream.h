@@ -32,8 +32,8 @@
  *   agent's initialize is answered with the upstream's own InitializeResult (protocolVersion,
  *   capabilities, serverInfo, instructions) once it is READY (or -32000 with the reason after
  *   the connect timeout, or at once when the entry cannot work: the agent may send initialize
- *   again), names and lists unchanged, every request forwarded as it is (ping
- *   included, once initialized).
+ *   again), names and lists unchanged, every request forwarded as it is (ping included, once
+ *   initialized).
  *
  * Both modes:
  *   - results pass through verbatim (content of every type, structuredContent, isError, _meta);
