@@ -3,7 +3,11 @@
  * The agent is the test: it speaks over a socketpair with the downstream, on the same loop.
  * The upstreams are this very program run again as small MCP servers over stdio
  * ("--server NAME [key=value ...]", see server_main), configured through a temporary mcp.json
- * loaded with mcp_config_load(). Every wait is for a message, bounded by a timeout. */
+ * loaded with mcp_config_load(). Every wait is for a message, bounded by a timeout.
+ *
+ * "test_downstream --bench [N] [debug]" is a measurement, not a test: N sequential tools/call
+ * (default 20000) through the bridge to one scripted server, reporting the CPU time of this
+ * process (agent side and bridge; the server is a child) per round trip. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
