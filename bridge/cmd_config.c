@@ -42,7 +42,8 @@
 #define SUGGEST_MAX     (ADD_NAME_MAX + 1)
 #define EXIT_CANCELLED  130 /* Ctrl-C at a prompt, as a shell reports SIGINT */
 
-#define JSON_OUT_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define JSON_OUT_FLAGS                                                                             \
+    (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 enum scope {
     SCOPE_NONE = -1,
@@ -83,10 +84,11 @@ static int strv_add(struct strv *sv, const char *s)
     return 0;
 }
 
+/* Wipes as it frees: header and env values may be credentials written out. */
 static void strv_release(struct strv *sv)
 {
     for (size_t i = 0; i < sv->n; i++)
-        free(sv->v[i]);
+        secure_free(sv->v[i]);
     free(sv->v);
     sv->v = NULL;
     sv->n = 0;
@@ -167,19 +169,43 @@ static const char *view_url(const struct mcp_server *s)
     return json_get_string(s->raw, "url");
 }
 
+/* The arguments of the command: the string elements of "args" as written for an invalid
+ * entry. out borrows nothing. */
+static int view_args(const struct mcp_server *s, struct strv *out)
+{
+    if (!s->error) {
+        for (size_t i = 0; s->args[i]; i++)
+            if (strv_add(out, s->args[i]) < 0)
+                return -ENOMEM;
+        return 0;
+    }
+    struct json_object *a = json_get_array(s->raw, "args");
+    for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+        struct json_object *v = json_object_array_get_idx(a, i);
+        if (json_object_is_type(v, json_type_string) &&
+            strv_add(out, json_object_get_string(v)) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 /* The URL, else "command arg...", else "-". Templates as written. */
 static int entry_target(const struct mcp_server *s, struct buf *out)
 {
     const char *url = view_url(s), *cmd = view_command(s);
+    struct strv args = {0};
     int r;
     if (url || !cmd)
         return buf_append_str(out, url ? url : "-");
-    r = shell_quote(out, cmd);
-    for (size_t i = 0; r >= 0 && s->args[i]; i++) {
+    r = view_args(s, &args);
+    if (r >= 0)
+        r = shell_quote(out, cmd);
+    for (size_t i = 0; r >= 0 && i < args.n; i++) {
         r = buf_append_char(out, ' ');
         if (r >= 0)
-            r = shell_quote(out, s->args[i]);
+            r = shell_quote(out, args.v[i]);
     }
+    strv_release(&args);
     return r;
 }
 
@@ -252,8 +278,7 @@ static const char list_help[] =
 
 /* Display path -> absolute path of the files the configuration considered (entries and
  * diagnostics name files by their display path). Borrowed; disp itself when unknown. */
-static const char *source_path(const struct mcp_config *c, char *const *displays,
-                               const char *disp)
+static const char *source_path(const struct mcp_config *c, char *const *displays, const char *disp)
 {
     for (size_t i = 0; i < mcp_config_file_count(c); i++)
         if (displays[i] && strcmp(displays[i], disp) == 0)
@@ -310,11 +335,15 @@ static int list_json(const struct mcp_config *c, char *const *displays)
     for (size_t i = 0; i < mcp_config_count(c); i++) {
         const struct mcp_server *s = mcp_config_at(c, i);
         const char *cmd = view_command(s);
+        struct strv args = {0};
         struct json_object *o = json_object_new_object();
+        if (cmd && view_args(s, &args) < 0)
+            oom = true;
         jadd(&oom, o, "name", jstr(&oom, s->name));
         jadd(&oom, o, "transport", jstr(&oom, view_transport(s)));
         jadd(&oom, o, "command", jstr(&oom, cmd));
-        jadd(&oom, o, "args", jstrv(&oom, cmd ? s->args : NULL));
+        jadd(&oom, o, "args", jstrv(&oom, args.v));
+        strv_release(&args);
         jadd(&oom, o, "url", jstr(&oom, view_url(s)));
         jadd(&oom, o, "source", jstr(&oom, source_path(c, displays, s->source)));
         jadd(&oom, o, "layer", jstr(&oom, layer_word(s->layer)));
@@ -373,8 +402,10 @@ static int list_text(const struct mcp_config *c)
         if (r < 0)
             break;
         printf("%-*s  %-9s  %-7s  %-*s  %s\n", (int)w_name, s->name, view_transport(s),
-               !s->error ? "ok" : s->missing_vars ? "missing" : "invalid", (int)w_src, s->source,
-               buf_str(&target));
+               !s->error         ? "ok"
+               : s->missing_vars ? "missing"
+                                 : "invalid",
+               (int)w_src, s->source, buf_str(&target));
         if (s->missing_vars) {
             printf("    missing:");
             for (size_t k = 0; s->missing_vars[k]; k++)
@@ -663,8 +694,8 @@ static void sanitize_name(const char *s, size_t n, char out[SUGGEST_MAX])
 
 static bool is_generic_label(const char *s, size_t n)
 {
-    static const char *const generic[] = {"mcp",    "api",    "www", "server", "servers",
-                                          "remote", "gateway", "app", "sse",   NULL};
+    static const char *const generic[] = {"mcp",    "api",     "www", "server", "servers",
+                                          "remote", "gateway", "app", "sse",    NULL};
     for (size_t i = 0; generic[i]; i++)
         if (strlen(generic[i]) == n && strncasecmp(s, generic[i], n) == 0)
             return true;
@@ -728,15 +759,15 @@ static bool str_in(const char *s, const char *const *set)
  * npx -y @modelcontextprotocol/server-everything -> everything. */
 static void suggest_from_command(const char *cmd, char *const *args, char out[SUGGEST_MAX])
 {
-    static const char *const runners[] = {
-        "npx",  "bunx", "pnpx",  "uvx",    "pipx",   "node", "nodejs", "deno", "bun", "python",
-        "python3", "uv", "npm",  "pnpm",   "yarn",   "docker", "podman", "java", "ruby", "go",
-        NULL};
+    static const char *const runners[] = {"npx",    "bunx", "pnpx", "uvx",    "pipx",    "node",
+                                          "nodejs", "deno", "bun",  "python", "python3", "uv",
+                                          "npm",    "pnpm", "yarn", "docker", "podman",  "java",
+                                          "ruby",   "go",   NULL};
     static const char *const verbs[] = {"run", "exec", "dlx", "x", "tool", "start", NULL};
     static const char *const exts[] = {".js", ".mjs", ".cjs", ".ts", ".py", ".jar", ".rb", NULL};
     static const char *const prefixes[] = {"mcp-server-", "server-", "mcp-", NULL};
-    static const char *const suffixes[] = {"-mcp-server", "-server-mcp", "-mcp", "-server", "_mcp",
-                                           NULL};
+    static const char *const suffixes[] = {"-mcp-server", "-server-mcp", "-mcp",
+                                           "-server",     "_mcp",        NULL};
     const char *base = strrchr(cmd, '/');
     const char *word = base ? base + 1 : cmd;
 
@@ -910,8 +941,8 @@ static bool contains_ci(const char *s, const char *word)
  * value, or any literal value of a header or variable named like a key or token. */
 static bool looks_secret(const char *name, const char *value)
 {
-    static const char *const words[] = {"token", "secret", "key",  "password",
-                                        "passwd", "auth",  "credential", "cookie", NULL};
+    static const char *const words[] = {"token", "secret",     "key",    "password", "passwd",
+                                        "auth",  "credential", "cookie", NULL};
     if (!*value || strstr(value, "${"))
         return false;
     if (strncasecmp(value, "Bearer ", 7) == 0 || strncasecmp(value, "Basic ", 6) == 0)
@@ -1323,8 +1354,9 @@ static int parse_scope(struct log *log, const char *cmd, const char *s, int *ret
 
 static const char add_help[] =
     "usage: mcp-bridge add [NAME] [OPTIONS]\n"
-    "       mcp-bridge add NAME --url URL [--header 'Name: value']... [--oauth | --bearer-env VAR]\n"
-    "                      [--type http|sse] [--timeout D] [--scope user|project] [--force]\n"
+    "       mcp-bridge add NAME --url URL [--header 'Name: value']...\n"
+    "                      [--oauth | --bearer-env VAR | --no-auth] [--type http|sse]\n"
+    "                      [--timeout D] [--scope user|project] [--force]\n"
     "       mcp-bridge add NAME --command CMD [--arg A]... [--env K=V]... [--cwd DIR]\n"
     "                      [--timeout D] [--scope user|project] [--force]\n"
     "\n"
@@ -1482,8 +1514,8 @@ int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log
             else if (strcmp(optarg, "stdio") == 0)
                 a.type_flag = MCP_TRANSPORT_STDIO;
             else {
-                status = usage_error(log, "add", "--type is 'http', 'sse' or 'stdio', not '%s'",
-                                     optarg);
+                status =
+                    usage_error(log, "add", "--type is 'http', 'sse' or 'stdio', not '%s'", optarg);
                 goto out;
             }
             break;
@@ -1571,8 +1603,9 @@ int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log
             else if (a.command)
                 suggest_from_command(a.command, a.args.v, suggestion);
             if (a.url || a.command)
-                status = usage_error(log, "add", "add needs a NAME for the server, e.g. "
-                                                 "'mcp-bridge add %s %s ...'",
+                status = usage_error(log, "add",
+                                     "add needs a NAME for the server, e.g. "
+                                     "'mcp-bridge add %s %s ...'",
                                      add_name_ok(suggestion) ? suggestion : "NAME",
                                      a.url ? "--url" : "--command");
             else
@@ -1601,8 +1634,7 @@ int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log
     for (size_t i = 0; i < a.headers.n; i++) {
         const char *colon = strchr(a.headers.v[i], ':');
         char hname[128];
-        (void)snprintf(hname, sizeof(hname), "%.*s", (int)(colon - a.headers.v[i]),
-                       a.headers.v[i]);
+        (void)snprintf(hname, sizeof(hname), "%.*s", (int)(colon - a.headers.v[i]), a.headers.v[i]);
         const char *v = colon + 2;
         const char *scheme = strncasecmp(v, "Bearer ", 7) == 0  ? "Bearer "
                              : strncasecmp(v, "Basic ", 6) == 0 ? "Basic "

@@ -65,6 +65,7 @@ cat >"$USER_FILE" <<'EOF'
 {
   "mcpServers": {
     "good": {"command": "node", "args": ["server.js", "--port", "1 2"]},
+    "arr": {"command": "srv", "args": ["--x", "y"], "env": ["A=1"]},
     "both": {"command": "x", "url": "https://example.com/mcp"},
     "zero": {"url": "https://example.com/mcp", "timeout": 0},
     "needs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${MISSING_TOKEN_XYZ}"}}
@@ -88,7 +89,7 @@ assert_eq "$(printf '%s\n' "$OUT" | grep -c '^needs .* missing ')" 1 "needs miss
 
 run 0 B list --json
 J=$OUT
-assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" "both,good,needs,zero" "sorted names"
+assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" "arr,both,good,needs,zero" "sorted names"
 assert_eq "$(json_get "$J" 'Object.keys(j.servers[0]).join(",")')" \
     "name,transport,command,args,url,source,layer,valid,error,missingVariables" "server keys"
 assert_eq "$(json_get "$J" 'Object.keys(j).join(",")')" "servers,files,diagnostics" "top-level keys"
@@ -104,6 +105,8 @@ assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "both").error')
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "both").url')" "https://example.com/mcp"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "both").command')" "x"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "zero").transport')" "http"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "arr").args')" '["--x","y"]'
+assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "arr").error')" '"env"'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").missingVariables')" '["MISSING_TOKEN_XYZ"]'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").url')" "https://example.com/mcp"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").command')" "null"
@@ -234,8 +237,9 @@ if [ "$(id -u)" != 0 ]; then
     check cmp -s "$USER_FILE" "$T_ROOT/before.json"
 fi
 if [ -n "${FAULTINJECT_LIB:-}" ]; then
-    # as root a read-only directory does not stop a write: make the rename fail instead
-    FAULT_RENAME_SUFFIX=/mcp.json FAULT_ERRNO=13 LD_PRELOAD="$FAULTINJECT_LIB" \
+    # as root a read-only directory does not stop a write: make the rename fail instead (a
+    # sanitized binary accepts the shim ahead of its runtime: the shim only forwards calls)
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" FAULT_RENAME_SUFFIX=/mcp.json FAULT_ERRNO=13 LD_PRELOAD="$FAULTINJECT_LIB" \
         run 1 B add rofail --url https://ro.example.com/mcp
     assert_contains "$ERR" "the file is as it was"
     check cmp -s "$USER_FILE" "$T_ROOT/before.json"
