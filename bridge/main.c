@@ -1,4 +1,5 @@
 /* main.c - mcp-bridge: serve the MCP servers of the layered mcp.json files as one, over stdio */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -88,6 +89,14 @@ int main(int argc, char **argv)
                                                              : LOG_WARN);
 
     const char *cmd = argc > 1 ? argv[1] : NULL;
+    if (cmd && strcmp(cmd, "help") == 0 && argc > 2) {
+        /* "mcp-bridge help call": the command's own help */
+        static char help_opt[] = "--help";
+        char *help_argv[] = {argv[0], argv[2], help_opt, NULL};
+        argc = 3;
+        argv = help_argv;
+        cmd = argv[1];
+    }
     if (cmd && (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0)) {
         fputs(usage_text, stdout);
         status = BRIDGE_EXIT_OK;
@@ -121,7 +130,11 @@ int main(int argc, char **argv)
     (void)snprintf(msg, sizeof(msg), "unknown command '%.64s'", cmd);
     status = usage_error(log, msg);
 out:
-    (void)fflush(stdout);
+    /* output cut short (a full disk, a reader gone) must not look like success */
+    if ((fflush(stdout) != 0 || ferror(stdout)) && status == BRIDGE_EXIT_OK) {
+        log_error(log, "cannot write to stdout: %s", strerror(errno));
+        status = BRIDGE_EXIT_FAILED;
+    }
     log_free(log);
     return status;
 }

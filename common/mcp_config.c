@@ -486,7 +486,7 @@ static int get_string(struct json_object *o, const char *key, const char *label,
                       char **ret, struct err *e)
 {
     struct json_object *v = member(o, key);
-    const char *s;
+    const char *s = NULL;
     char lbl[128];
     if (!v)
         return 0;
