@@ -55,7 +55,7 @@
  * they came on); notifications/progress to the call that owns the token; "ping" requests are
  * answered here; every other request (sampling/createMessage, elicitation/create, roots/list,
  * ...) goes to on_request, which answers with upstream_respond(); every other notification
- * (notifications/message, resources/updated, */list_changed, cancelled, elicitation/complete)
+ * (notifications/message, resources/updated, tools|resources|prompts/list_changed, cancelled, elicitation/complete)
  * goes to on_notification. A message that is not JSON-RPC is logged and skipped.
  *
  * Callbacks come from the loop, never from inside an upstream_* call (a call that fails at
