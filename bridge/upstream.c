@@ -265,6 +265,13 @@ static int call_err(int error)
     }
 }
 
+/* The structured error a failed connect reports for a transport error. */
+static int connect_err(int error)
+{
+    int e = call_err(error);
+    return e == -ECONNRESET ? -ENOTCONN : e;
+}
+
 /* ---- the configuration entry, copied ----------------------------------------------------- */
 
 static void strv_free(char **v, bool secret)
@@ -650,10 +657,21 @@ static void call_fail_later(struct upstream *u, struct upstream_call *c, int err
     kick(u);
 }
 
+/* msg without its leading "server 'NAME': ", to quote it after one. */
+static const char *cause_of(const struct upstream *u, const char *msg)
+{
+    size_t n = strlen(name_of(u));
+    if (msg && strncmp(msg, "server '", 8) == 0 && strncmp(msg + 8, name_of(u), n) == 0 &&
+        strncmp(msg + 8 + n, "': ", 3) == 0)
+        return msg + 8 + n + 3;
+    return msg;
+}
+
 /* Fails every call sent on the current session. */
 static void fail_inflight(struct upstream *u, int error, const char *why)
 {
     struct upstream_call *c;
+    why = cause_of(u, why);
     while ((c = map_pop(&u->map))) {
         c->where = CALL_NEW;
         if (u->init_call == c)
@@ -1022,7 +1040,7 @@ static int expand_pair(struct upstream *u, const char *pair, const char *sep, ch
     char *val = NULL;
     int r;
     if (!at)
-        return err_set(e, -EINVAL, "'%s' is not of the form NAME%svalue", pair, sep);
+        return err_set(e, -EINVAL, "an entry is not of the form NAME%svalue", sep);
     size_t nlen = (size_t)(at - pair) + strlen(sep);
     r = mcp_expand(at + strlen(sep), u->lookup, u->lookup_userdata, &val, e);
     if (r < 0) {
@@ -1745,7 +1763,7 @@ static void http_error(struct upstream *u, struct conn *cn, int error, const cha
         call_free(c);
         msg =
             xasprintf("server '%s': initialize failed: %s", name_of(u), transport_err_text(error));
-        init_failed(u, call_err(error), msg);
+        init_failed(u, connect_err(error), msg);
         goto out;
     }
     if (c == u->ping_call) {

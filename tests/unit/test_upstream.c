@@ -202,6 +202,15 @@ static void tools_call(struct json_object *id, struct json_object *params)
         out(notification("notifications/message", p));
         out(notification("notifications/tools/list_changed", NULL));
         out(result_text(id, "notified"));
+    } else if (strcmp(name, "garbage") == 0) {
+        /* not JSON, then an answer that is not JSON-RPC (result and error both) */
+        out_text("this is not json");
+        struct json_object *m = msg_new(id), *e = json_object_new_object();
+        json_object_object_add(m, "result", json_object_new_object());
+        json_object_object_add(e, "code", json_object_new_int(1));
+        json_object_object_add(e, "message", json_object_new_string("both"));
+        json_object_object_add(m, "error", e);
+        out(m);
     } else if (strcmp(name, "cancels") == 0) {
         out(result_text(id, cancels));
     } else {
@@ -255,6 +264,8 @@ static void handle_line(const char *line)
         } else if (strcmp(method, "notifications/initialized") == 0) {
             fprintf(stderr, "initialized\n");
         }
+    } else if (strcmp(method, "initialize") == 0 && strcmp(scenario, "mute") == 0) {
+        fprintf(stderr, "not answering\n");
     } else if (strcmp(method, "initialize") == 0) {
         const char *offered = json_get_string(params, "protocolVersion");
         struct json_object *ci = json_get_object(params, "clientInfo");
@@ -873,6 +884,56 @@ static void test_bad_version(void)
     rec_release(&r);
 }
 
+/* a server that never answers initialize: the connect times out */
+static void test_connect_timeout(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct srv_def d;
+    stdio_def(&d, "mute", "mute", NULL);
+    struct upstream_opts o = {.loop = r.loop, .log = lg, .server = &d.s, .connect_timeout_ms = 300};
+    struct upstream *u = NULL;
+    CHECK_INT(upstream_new(&o, &handler, &r, &u, NULL), 0);
+    r.u = u;
+    upstream_connect(u);
+    CHECK(wait_state(&r, UPSTREAM_BACKOFF, 1, 10000));
+    int i = r.nstates - 1;
+    CHECK_INT(r.states[i - 1], UPSTREAM_CONNECTING);
+    CHECK(r.at[i] - r.at[i - 1] >= 300);
+    CHECK_INT(r.errors[i], -ETIMEDOUT);
+    CHECK_STR(r.msgs[i], "server 'mute': connect timed out after 300 ms");
+    CHECK(find_line(&r, "not answering") != NULL);
+    upstream_close(u);
+    CHECK(wait_state(&r, UPSTREAM_CLOSED, 1, 10000));
+    upstream_free(u);
+    CHECK(loop_drained(r.loop));
+    rec_release(&r);
+}
+
+/* lines that are not JSON are skipped; an answer that is not JSON-RPC fails its call */
+static void test_bad_messages(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct srv_def d;
+    stdio_def(&d, "junk", "basic", NULL);
+    struct upstream *u = start(&r, &d.s, false, NULL);
+    upstream_connect(u);
+    struct res g, e;
+    call_tool(u, "garbage", NULL, NULL, 5000, &g);
+    CHECK(wait_res(r.loop, &g, 10000));
+    CHECK_INT(g.error, -EPROTO);
+    CHECK_CONTAINS(g.message, "server 'junk' answered 'tools/call' with a message that is not "
+                              "JSON-RPC");
+    call_tool(u, "echo", "{\"text\":\"still\"}", NULL, 5000, &e);
+    CHECK(wait_res(r.loop, &e, 5000));
+    CHECK_STR(e.text, "still");
+    CHECK_INT(upstream_generation(u), 1);
+    upstream_free(u);
+    CHECK(loop_drained(r.loop));
+    res_release(&g);
+    res_release(&e);
+    rec_release(&r);
+}
+
 static void test_out_of_order(void)
 {
     struct rec r = {.loop = new_loop()};
@@ -1069,7 +1130,8 @@ static void test_exit_mid_call(void)
     CHECK(wait_res(r.loop, &s, 5000));
     CHECK_INT(e.error, -ECONNRESET);
     CHECK_INT(s.error, -ECONNRESET);
-    CHECK_CONTAINS(e.message, "server 'ex'");
+    CHECK_STR(e.message, "server 'ex': the connection was lost before 'tools/call' was "
+                         "answered: the server exited or closed its output");
     CHECK(state_count(&r, UPSTREAM_BACKOFF) == 1);
 
     /* reconnects by itself after the first backoff step */
@@ -1780,8 +1842,25 @@ static void test_http_headers_hook(void)
     rec_release(&r);
 }
 
+/* nothing listens: the connect fails, with the reason */
+static void test_http_refused(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct srv_def d;
+    http_def(&d, "down", "http://127.0.0.1:1/mcp", NULL);
+    struct upstream *u = start(&r, &d.s, true, NULL);
+    upstream_connect(u);
+    CHECK(wait_state(&r, UPSTREAM_FAILED, 1, 10000));
+    CHECK_INT(r.errors[r.nstates - 1], -ENOTCONN);
+    CHECK_STR(r.msgs[r.nstates - 1], "server 'down': initialize failed: connection refused");
+    upstream_free(u);
+    CHECK(loop_drained(r.loop));
+    rec_release(&r);
+}
+
 static void test_http(void)
 {
+    test_http_refused();
     http_server_start();
     test_http_session();
     test_http_headers_hook();
@@ -1804,19 +1883,11 @@ int main(int argc, char **argv)
     if (getenv("UPSTREAM_TEST_DEBUG"))
         log_set_level(lg, LOG_DEBUG);
     test_fn fns[] = {
-        test_handshake_and_close,
-        test_bad_version,
-        test_out_of_order,
-        test_progress,
-        test_timeout_cancels,
-        test_exit_mid_call,
-        test_backoff_growth,
-        test_server_requests,
-        test_pagination,
-        test_env_and_failures,
-        test_free_in_callbacks,
-        test_http,
-        test_hung_server_restarted,
+        test_handshake_and_close, test_bad_version,   test_connect_timeout,
+        test_bad_messages,        test_out_of_order,  test_progress,
+        test_timeout_cancels,     test_exit_mid_call, test_backoff_growth,
+        test_server_requests,     test_pagination,    test_env_and_failures,
+        test_free_in_callbacks,   test_http,          test_hung_server_restarted,
     };
     int r = tests_run("", fns, ELEMENTSOF(fns));
     log_free(lg);
