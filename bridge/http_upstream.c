@@ -418,7 +418,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata)
     size_t len = size * nmemb;
     int k;
 
-    if (gone(u) || r->stop)
+    /* the DELETE runs while closing, and its answer may have a body (an HTML 404 page) */
+    if (u->dead || (u->closing && r->kind != HREQ_DELETE) || r->stop)
         return 0;
     if (r->body == BODY_UNKNOWN) {
         k = classify(r);
@@ -712,7 +713,8 @@ static int resume_arm(struct hreq *r)
     return 0;
 }
 
-/* Whether the answer that just ended (k: its error) can be resumed. A resumption must have
+/* Whether the answer that just ended can be resumed: an SSE stream that ended or broke (not
+ * one we stopped, not the hard timeout) with an id to send back. A resumption must also have
  * brought an event with an id: a server that answers the same Last-Event-ID with nothing new
  * would otherwise be polled until the hard timeout. */
 static bool resumable(struct hreq *r, CURLcode cc, long status)
@@ -1025,9 +1027,9 @@ static void deferred_free(void *userdata)
 static bool startable(const struct http_upstream *u, const struct hreq *r)
 {
     if (r->running || r->easy || r->stop || r->kind == HREQ_RESUME)
-        return false; /* resumptions start from their timers */
-    if (r->kind == HREQ_POST && u->legacy)
-        return u->endpoint != NULL;
+        return false;                      /* resumptions start from their timers */
+    if (r->kind == HREQ_POST && u->legacy) /* after the end, kick fails them */
+        return u->endpoint && !u->legacy_over;
     return true;
 }
 

@@ -473,7 +473,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         seen.deletes++;
         rec(conn, "Mcp-Session-Id", seen.del_sid);
         pthread_mutex_unlock(&seen.mu);
-        return reply(conn, 200, NULL, "", NULL);
+        /* as a server without DELETE answers it: 404 and a page, which is fine */
+        return reply(conn, 404, "text/html", "<html>Cannot DELETE /mcp</html>", NULL);
     }
     return reply(conn, 405, NULL, "", NULL);
 }
@@ -1113,13 +1114,16 @@ static void run_legacy(const char *path, unsigned init_status, const char *endpo
         CHECK(ends_with(legacy.post_path, "/messages"));
         CHECK_STR(legacy.post_path, strstr(path, "/x/") ? "/x/messages" : "/messages");
         CHECK_INT(legacy.messages, legacy_sse ? 6 : 5);
+        /* each POST on its own connection: only the first is sure to come first */
         if (legacy_sse)
-            CHECK(strncmp(legacy.methods, "initialize,early,", 17) == 0 ||
-                  strncmp(legacy.methods, "early,initialize,", 17) == 0);
+            CHECK_CONTAINS(legacy.methods, "early");
         else
             CHECK(strncmp(legacy.methods, "initialize,", 11) == 0);
+        CHECK_CONTAINS(legacy.methods, "initialize");
+        CHECK_CONTAINS(legacy.methods, "notifications/initialized");
         CHECK_CONTAINS(legacy.methods, "tools/list");
-        CHECK(ends_with(legacy.methods, ",end/stream"));
+        CHECK_CONTAINS(legacy.methods, "fail");
+        CHECK_CONTAINS(legacy.methods, "end/stream");
         break;
     case L_UNAUTHORIZED:
         CHECK_INT(c.init_error, -EACCES);
