@@ -93,6 +93,7 @@ struct clist {
 struct call_map {
     struct upstream_call **b;
     size_t nb, n;
+    size_t scan; /* every bucket below it is empty: draining the map is one pass */
 };
 
 struct hdr_req {
@@ -452,11 +453,14 @@ static int map_add(struct call_map *m, struct upstream_call *c)
         free(m->b);
         m->b = b;
         m->nb = nb;
+        m->scan = 0;
     }
     size_t s = map_slot(m, c->id);
     c->hnext = m->b[s];
     m->b[s] = c;
     m->n++;
+    if (s < m->scan)
+        m->scan = s;
     return 0;
 }
 
@@ -476,14 +480,17 @@ static void map_remove(struct call_map *m, struct upstream_call *c)
 /* Removes and returns some call (lowest slot first), NULL when empty. */
 static struct upstream_call *map_pop(struct call_map *m)
 {
-    if (!m->n)
+    if (!m->n) {
+        m->scan = 0;
         return NULL;
-    for (size_t i = 0; i < m->nb; i++) {
+    }
+    for (size_t i = m->scan; i < m->nb; i++) {
         struct upstream_call *c = m->b[i];
         if (c) {
             m->b[i] = c->hnext;
             c->hnext = NULL;
             m->n--;
+            m->scan = i;
             return c;
         }
     }

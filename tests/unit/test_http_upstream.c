@@ -1173,6 +1173,29 @@ static void run_legacy(const char *path, unsigned init_status, const char *endpo
     loop_free(c.loop);
 }
 
+/* messages waiting for a legacy endpoint are bounded */
+static void test_legacy_queue_bound(void)
+{
+    struct loop *l = NULL;
+    struct http_upstream *u = NULL;
+    char url[128];
+    const char *ping = "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}";
+    const struct http_upstream_handler h = {.on_message = l_message};
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/sse", port);
+    CHECK_INT(loop_new(&l), 0);
+    struct http_upstream_spec spec = {.url = url, .legacy_sse = true};
+    CHECK_INT(http_upstream_new(l, &spec, &h, NULL, &u, NULL), 0);
+    int k = 0;
+    for (int i = 0; i < HTTP_UPSTREAM_PENDING_MAX && k == 0; i++)
+        k = http_upstream_send(u, ping, strlen(ping), 0, 0);
+    CHECK_INT(k, 0);
+    CHECK_INT(http_upstream_send(u, ping, strlen(ping), 0, 0), -ENOBUFS);
+    CHECK_INT(http_upstream_open_stream(u), 0); /* legacy: a no-op */
+    http_upstream_free(u);
+    loop_free(l);
+}
+
 static void test_legacy(void)
 {
     run_legacy("/sse", 405, "/messages?sessionId=abc", false, 5000, L_WORKS);
@@ -1195,6 +1218,7 @@ static void test_all(void)
     test_refused_and_bad_spec();
     test_polling();
     test_legacy();
+    test_legacy_queue_bound();
     pthread_mutex_lock(&seen.mu);
     stopping = true;
     pthread_cond_broadcast(&cv);

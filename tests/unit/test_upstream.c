@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -821,9 +822,11 @@ static void test_handshake_and_close(void)
     CHECK(pid > 0);
 
     /* close: the call in flight fails -ESHUTDOWN, CLOSING then CLOSED, the child reaped */
-    struct res slow, after;
+    struct res slow, after, many[150];
     call_tool(u, "slow", NULL, NULL, 0, &slow);
-    CHECK(wait_line(&r, "slow", 5000));
+    for (int i = 0; i < 150; i++) /* the id map grows past its first size */
+        call_tool(u, "slow", NULL, NULL, 0, &many[i]);
+    CHECK(wait_lines(&r, "slow", 151, 10000));
     upstream_close(u);
     upstream_close(u); /* idempotent */
     CHECK_INT(upstream_state(u), UPSTREAM_CLOSING);
@@ -835,6 +838,10 @@ static void test_handshake_and_close(void)
     CHECK_CONTAINS(slow.message, "server 'hs'");
     CHECK(after.done);
     CHECK_INT(after.error, -ESHUTDOWN);
+    for (int i = 0; i < 150; i++) {
+        CHECK_INT(many[i].error, -ESHUTDOWN);
+        res_release(&many[i]);
+    }
     CHECK_INT(state_count(&r, UPSTREAM_CLOSING), 1);
     CHECK(pid > 0 && pid_gone(&pid));
     upstream_connect(u); /* a no-op once closed */
@@ -1531,6 +1538,133 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
     return ret;
 }
 
+/* the legacy 2024-11-05 server at /legacy/sse: the GET stream carries the endpoint event and
+ * every answer; a POST to the SSE URL gets 405 (so the client falls back by itself) */
+struct lserver {
+    pthread_cond_t cv;
+    char out[16384]; /* events waiting for the stream */
+    size_t out_len;
+    bool end; /* end the stream once out is sent */
+    bool stopping;
+    unsigned gen; /* a newer GET ends older streams */
+    int gets, fallback_posts, messages;
+};
+static struct lserver ls = {.cv = PTHREAD_COND_INITIALIZER};
+
+struct lstream {
+    char head[128];
+    size_t len, off;
+    unsigned gen;
+};
+
+/* called with hs.mu held */
+static void ls_push(const char *data)
+{
+    int n = snprintf(ls.out + ls.out_len, sizeof(ls.out) - ls.out_len,
+                     "event: message\ndata: %s\n\n", data);
+    if (n > 0 && (size_t)n < sizeof(ls.out) - ls.out_len)
+        ls.out_len += (size_t)n;
+    pthread_cond_broadcast(&ls.cv);
+}
+
+static ssize_t ls_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    static const char ka[] = ": keep-alive\n\n";
+    struct lstream *st = cls;
+    ssize_t ret = 0;
+    (void)pos;
+    if (st->off < st->len) {
+        size_t n = st->len - st->off < max ? st->len - st->off : max;
+        memcpy(buf, st->head + st->off, n);
+        st->off += n;
+        return (ssize_t)n;
+    }
+    pthread_mutex_lock(&hs.mu);
+    for (;;) {
+        if (ls.stopping || st->gen != ls.gen || (ls.end && !ls.out_len)) {
+            ret = MHD_CONTENT_READER_END_OF_STREAM;
+            break;
+        }
+        if (ls.out_len) {
+            size_t n = ls.out_len < max ? ls.out_len : max;
+            memcpy(buf, ls.out, n);
+            memmove(ls.out, ls.out + n, ls.out_len - n);
+            ls.out_len -= n;
+            ret = (ssize_t)n;
+            break;
+        }
+        struct timespec ts;
+        (void)clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&ls.cv, &hs.mu, &ts) != 0 && max >= sizeof(ka) - 1) {
+            memcpy(buf, ka, sizeof(ka) - 1); /* so that a client that left is noticed */
+            ret = (ssize_t)(sizeof(ka) - 1);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&hs.mu);
+    return ret;
+}
+
+static enum MHD_Result ls_get(struct MHD_Connection *c)
+{
+    struct lstream *st = calloc(1, sizeof(*st));
+    if (!st)
+        return MHD_NO;
+    pthread_mutex_lock(&hs.mu);
+    ls.gets++;
+    st->gen = ++ls.gen;
+    ls.end = false;
+    ls.out_len = 0;
+    pthread_cond_broadcast(&ls.cv);
+    pthread_mutex_unlock(&hs.mu);
+    snprintf(st->head, sizeof(st->head), "event: endpoint\ndata: /legacy/messages\n\n");
+    st->len = strlen(st->head);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, ls_read, st, free);
+    if (!r) {
+        free(st);
+        return MHD_NO;
+    }
+    (void)MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    enum MHD_Result ret = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result ls_message(struct MHD_Connection *c, const struct upload *up)
+{
+    struct json_object *o = json_tokener_parse(up->data ? up->data : ""), *id = NULL;
+    const char *method = json_get_string(o, "method");
+    char body[512];
+    (void)json_object_object_get_ex(o, "id", &id);
+    pthread_mutex_lock(&hs.mu);
+    ls.messages++;
+    if (method && id && strcmp(method, "initialize") == 0) {
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":"
+                 "\"2024-11-05\",\"capabilities\":{},\"serverInfo\":{\"name\":\"old\"}}}",
+                 json_object_to_json_string(id));
+        ls_push(body);
+    } else if (method && id && strcmp(method, "tools/call") == 0) {
+        const char *name = json_get_string(json_get_object(o, "params"), "name");
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":"
+                 "\"text\",\"text\":\"%s\"}]}}",
+                 json_object_to_json_string(id), name ? name : "");
+        ls_push(body);
+        if (name && strcmp(name, "end") == 0)
+            ls.end = true; /* the connection is over after this answer */
+    }
+    pthread_mutex_unlock(&hs.mu);
+    json_object_put(o);
+    return reply(c, 202, "text/plain", "Accepted", NULL);
+}
+
 static enum MHD_Result post(struct MHD_Connection *c, const char *url, const struct upload *up)
 {
     struct json_object *o = json_tokener_parse(up->data ? up->data : "");
@@ -1619,6 +1753,16 @@ static enum MHD_Result hhandler(void *cls, struct MHD_Connection *conn, const ch
         *upload_data_size = 0;
         return MHD_YES;
     }
+    if (strcmp(url, "/legacy/sse") == 0) {
+        if (strcmp(method, "GET") == 0)
+            return ls_get(conn);
+        pthread_mutex_lock(&hs.mu);
+        ls.fallback_posts++;
+        pthread_mutex_unlock(&hs.mu);
+        return reply(conn, 405, "text/plain", "use the SSE transport", NULL);
+    }
+    if (strcmp(url, "/legacy/messages") == 0 && strcmp(method, "POST") == 0)
+        return ls_message(conn, up);
     if (strcmp(method, "POST") == 0)
         return post(conn, url, up);
     if (strcmp(method, "GET") == 0) {
@@ -1858,12 +2002,62 @@ static void test_http_refused(void)
     rec_release(&r);
 }
 
+/* a 2024-11-05 server: the fallback, calls answered on the event stream, and the end of that
+ * stream is the end of the connection: reconnected */
+static void test_http_legacy(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct srv_def d;
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/legacy/sse", port);
+    http_def(&d, "old", url, NULL);
+    struct upstream *u = start(&r, &d.s, false, NULL);
+    upstream_connect(u);
+    CHECK(wait_state(&r, UPSTREAM_READY, 1, 10000));
+    CHECK_STR(upstream_protocol_version(u), "2024-11-05");
+    CHECK_INT(hs_int(&ls.fallback_posts), 1);
+    CHECK_INT(hs_int(&ls.gets), 1);
+
+    struct res a, e;
+    call_tool(u, "echo", NULL, NULL, 5000, &a);
+    CHECK(wait_res(r.loop, &a, 5000));
+    CHECK_INT(a.error, 0);
+    CHECK_STR(a.text, "echo");
+
+    call_tool(u, "end", NULL, NULL, 5000, &e);
+    CHECK(wait_res(r.loop, &e, 5000));
+    CHECK_INT(e.error, 0);
+    CHECK_STR(e.text, "end");
+    CHECK(wait_state(&r, UPSTREAM_BACKOFF, 1, 5000));
+    CHECK_CONTAINS(r.msgs[r.nstates - 1], "server 'old': the event stream ended");
+    CHECK(wait_state(&r, UPSTREAM_READY, 2, 10000));
+    CHECK_INT(upstream_generation(u), 2);
+    CHECK_INT(hs_int(&ls.gets), 2);
+    res_release(&a);
+    call_tool(u, "echo", NULL, NULL, 5000, &a);
+    CHECK(wait_res(r.loop, &a, 5000));
+    CHECK_INT(a.error, 0);
+
+    upstream_close(u);
+    CHECK(wait_state(&r, UPSTREAM_CLOSED, 1, 10000));
+    upstream_free(u);
+    CHECK(loop_drained(r.loop));
+    res_release(&a);
+    res_release(&e);
+    rec_release(&r);
+}
+
 static void test_http(void)
 {
     test_http_refused();
     http_server_start();
     test_http_session();
     test_http_headers_hook();
+    test_http_legacy();
+    pthread_mutex_lock(&hs.mu);
+    ls.stopping = true;
+    pthread_cond_broadcast(&ls.cv);
+    pthread_mutex_unlock(&hs.mu);
     MHD_stop_daemon(daemon_);
 }
 
