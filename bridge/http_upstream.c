@@ -4,7 +4,17 @@
  * (kick), never from the caller's stack: a send may come from inside libcurl's write callback
  * (a message on an SSE answer), where libcurl refuses curl_multi_add_handle. Likewise the
  * upstream's memory is only freed once no callback of ours is on the stack (busy) and no
- * deferred call of ours is queued (defers). */
+ * deferred call of ours is queued (defers).
+ *
+ * A request whose SSE answer ends unanswered becomes a resumption: the same struct hreq, its
+ * parser kept (last id and retry survive sse_end), waits on its own timer and then GETs with
+ * Last-Event-ID. A transfer we stop (a resumption answered elsewhere, the Streamable GET stream
+ * after a legacy fallback) is only marked: the deferred kick frees it, as libcurl refuses
+ * curl_multi_remove_handle from inside its callbacks.
+ *
+ * Legacy HTTP+SSE: the GET stream (u->stream) carries the "endpoint" event and every answer;
+ * POSTs wait in the list (not started) until the endpoint is known, and are failed when the
+ * stream ends or the endpoint does not come in time. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +27,14 @@
 #include "json.h"
 #include "secmem.h"
 #include "sse.h"
+#include "url.h"
 
-enum hreq_kind { HREQ_POST, HREQ_GET, HREQ_DELETE };
+enum hreq_kind {
+    HREQ_POST,
+    HREQ_GET,    /* the GET stream: server-initiated messages, or the legacy connection */
+    HREQ_RESUME, /* a request's answer resumed with GET + Last-Event-ID */
+    HREQ_DELETE,
+};
 
 enum hreq_body {
     BODY_UNKNOWN, /* no byte of the body seen yet */
@@ -35,15 +51,24 @@ struct hreq {
     struct curl_slist *hdrs;
     char *msg; /* the POSTed message */
     size_t len;
+    uint64_t tag; /* the caller's, 0: not resumable */
     bool is_init;
     bool had_session;
     bool running;
     bool sid_bad;
     bool sid_done;
+    bool answered; /* http_upstream_answered(tag) */
+    bool stop;     /* stopped by us: freed by kick without any callback */
+    bool waiting;  /* a resumption waiting for its timer */
+    bool legacy;   /* a POST to the legacy endpoint: its body is ignored */
+    bool saw_id;   /* an event with an id came on this response */
     enum hreq_body body;
-    struct buf json;       /* BODY_JSON */
-    struct sse_parser sse; /* BODY_SSE of a POST (the GET uses the upstream's parser) */
-    char *sid;             /* MCP-Session-Id of an initialize answer */
+    struct buf json;          /* BODY_JSON */
+    struct sse_parser sse;    /* BODY_SSE of a POST and its resumptions (not the GET stream) */
+    char *sid;                /* MCP-Session-Id of an initialize answer */
+    char *start_id;           /* a resumption: the last id it was started with */
+    int64_t deadline;         /* a POST and its resumptions: the hard timeout, loop clock */
+    struct loop_timer *timer; /* a resumption's delay */
     size_t discarded;
     int error; /* why a callback of ours stopped the transfer */
 };
@@ -67,6 +92,12 @@ struct http_upstream {
     bool kick_queued;
     bool closing;
     bool dead;
+    bool legacy;        /* the 2024-11-05 HTTP+SSE transport */
+    bool legacy_over;   /* its GET stream ended: the connection is over */
+    int legacy_error;   /* why (for messages sent later) */
+    int fallback_error; /* the initialize POST's error that made us fall back, 0 */
+    char *endpoint;     /* legacy: where messages are POSTed, once known */
+    struct loop_timer *endpoint_timer;
     unsigned busy;
     unsigned defers;
     http_upstream_done_fn done;
@@ -195,14 +226,58 @@ static void emit_close(struct http_upstream *u, int reason)
 
 /* ---- requests ----------------------------------------------------------------------------- */
 
-static int sse_message(const struct sse_event *ev, void *userdata)
+static bool event_is(const struct sse_event *ev, const char *type)
+{
+    size_t n = strlen(type);
+    return ev->type_len == n && memcmp(ev->type, type, n) == 0;
+}
+
+/* Can be sent as Last-Event-ID: no control character (an id never holds CR, LF or NUL, but
+ * other controls would make a bad header), no white space at either end, bounded. */
+static bool id_usable(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > HTTP_UPSTREAM_SESSION_ID_MAX || id[0] == ' ' || id[n - 1] == ' ')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)id[i] < 0x20 || (unsigned char)id[i] == 0x7f)
+            return false;
+    return true;
+}
+
+static int queue_req(struct http_upstream *u);
+static void kick_soon(struct http_upstream *u);
+static int legacy_endpoint(struct http_upstream *u, const char *data, size_t len);
+
+/* An event of the GET stream. */
+static int stream_event(const struct sse_event *ev, void *userdata)
 {
     struct http_upstream *u = userdata;
 
-    /* empty data: priming or keep-alive; the parser has recorded its id */
-    if (ev->data_len > 0 && ev->type_len == 7 && memcmp(ev->type, "message", 7) == 0)
+    if (u->legacy && event_is(ev, "endpoint")) {
+        if (!u->endpoint) { /* the first one counts */
+            int k = legacy_endpoint(u, ev->data, ev->data_len);
+            if (k < 0)
+                return k;
+        }
+    } else if (ev->data_len > 0 && event_is(ev, "message")) {
+        /* empty data: priming or keep-alive; the parser has recorded its id */
         emit_message(u, ev->data, ev->data_len);
+    }
     return gone(u) ? -ECANCELED : 0;
+}
+
+/* An event of a request's answer (the POST's or a resumption's). */
+static int req_event(const struct sse_event *ev, void *userdata)
+{
+    struct hreq *r = userdata;
+    struct http_upstream *u = r->u;
+
+    if (ev->id[0])
+        r->saw_id = true;
+    if (ev->data_len > 0 && event_is(ev, "message"))
+        emit_message(u, ev->data, ev->data_len);
+    return gone(u) || r->stop ? -ECANCELED : 0;
 }
 
 static void hreq_free(struct hreq *r)
@@ -223,8 +298,10 @@ static void hreq_free(struct hreq *r)
         r->next->prev = r->prev;
     if (u->stream == r)
         u->stream = NULL;
+    loop_timer_cancel(r->timer);
     free(r->msg);
     free(r->sid);
+    free(r->start_id);
     buf_release(&r->json);
     sse_parser_release(&r->sse);
     free(r);
@@ -238,12 +315,47 @@ static struct hreq *hreq_new(struct http_upstream *u, enum hreq_kind kind)
     r->u = u;
     r->kind = kind;
     buf_init(&r->json, u->max_message);
-    sse_parser_init(&r->sse, u->max_message, u->max_message, sse_message, u);
+    sse_parser_init(&r->sse, u->max_message, u->max_message, req_event, r);
     r->next = u->reqs;
     if (u->reqs)
         u->reqs->prev = r;
     u->reqs = r;
     return r;
+}
+
+/* A finished transfer made ready to start again (a resumption, or a POST re-sent in legacy
+ * mode): the easy handle goes (its connection stays in the multi handle's pool). */
+static void hreq_reset(struct hreq *r)
+{
+    if (r->easy)
+        curl_easy_cleanup(r->easy);
+    r->easy = NULL;
+    slist_free_wipe(r->hdrs);
+    r->hdrs = NULL;
+    r->body = BODY_UNKNOWN;
+    r->discarded = 0;
+    r->error = 0;
+    r->had_session = false;
+    r->sid_bad = false;
+    r->sid_done = false;
+    free(r->sid);
+    r->sid = NULL;
+    buf_release(&r->json);
+    sse_end(&r->sse);
+}
+
+/* Stops r without any callback: marked now, freed by kick (never from inside libcurl). */
+static void hreq_stop(struct hreq *r)
+{
+    struct http_upstream *u = r->u;
+
+    r->stop = true;
+    r->waiting = false;
+    loop_timer_cancel(r->timer);
+    r->timer = NULL;
+    if (u->stream == r)
+        u->stream = NULL;
+    kick_soon(u);
 }
 
 /* The session id of an initialize answer becomes ours once the answer is known to be 2xx, before
@@ -282,7 +394,7 @@ static int classify(struct hreq *r)
     char *ct = NULL;
 
     (void)curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
-    if (status < 200 || status >= 300 || r->kind == HREQ_DELETE) {
+    if (status < 200 || status >= 300 || r->kind == HREQ_DELETE || r->legacy) {
         r->body = BODY_DISCARD;
         return 0;
     }
@@ -306,7 +418,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata)
     size_t len = size * nmemb;
     int k;
 
-    if (gone(u))
+    /* the DELETE runs while closing, and its answer may have a body (an HTML 404 page) */
+    if (u->dead || (u->closing && r->kind != HREQ_DELETE) || r->stop)
         return 0;
     if (r->body == BODY_UNKNOWN) {
         k = classify(r);
@@ -330,7 +443,7 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata)
         u->busy++;
         k = sse_feed(r->kind == HREQ_GET ? &u->stream_sse : &r->sse, p, len);
         u->busy--;
-        if (gone(u))
+        if (gone(u) || r->stop)
             return 0;
         if (k < 0)
             goto fail;
@@ -402,6 +515,29 @@ static int hreq_start(struct hreq *r)
     struct curl_slist *l = NULL, *n;
     int k = -ENOMEM;
 
+    bool get = r->kind == HREQ_GET || r->kind == HREQ_RESUME;
+    const char *url = u->url;
+    int64_t timeout = u->timeout_ms;
+
+    if (r->kind == HREQ_POST) {
+        r->legacy = u->legacy;
+        if (r->legacy)
+            url = u->endpoint;
+        r->deadline = loop_now(u->loop) + timeout;
+    } else if (r->kind == HREQ_RESUME) {
+        timeout = r->deadline - loop_now(u->loop); /* what is left of the POST's */
+        if (timeout <= 0)
+            return -ETIMEDOUT;
+        free(r->start_id);
+        r->start_id = strdup(sse_last_id(&r->sse));
+        if (!r->start_id)
+            return -ENOMEM;
+        r->saw_id = false;
+    } else if (r->kind == HREQ_DELETE && timeout > HTTP_UPSTREAM_CLOSE_TIMEOUT_MS) {
+        timeout = HTTP_UPSTREAM_CLOSE_TIMEOUT_MS;
+    }
+    if (!url)
+        return -EINVAL;
     r->easy = curl_easy_init();
     if (!r->easy)
         return -ENOMEM;
@@ -411,23 +547,20 @@ static int hreq_start(struct hreq *r)
             goto fail;
         l = n;
     }
-    k = add_header(&l, "Accept",
-                   r->kind == HREQ_GET ? "text/event-stream"
-                                       : "application/json, text/event-stream");
+    k = add_header(&l, "Accept", get ? "text/event-stream" : "application/json, text/event-stream");
     if (k >= 0 && r->kind == HREQ_POST)
         k = add_header(&l, "Content-Type", "application/json");
     if (k >= 0)
         k = add_header(&l, "Expect", ""); /* no 100-continue round trip */
-    if (k >= 0 && u->session_id && !r->is_init) {
+    if (k >= 0 && u->session_id && !(r->kind == HREQ_POST && r->is_init)) {
         k = add_header(&l, "MCP-Session-Id", u->session_id);
         r->had_session = true;
     }
     if (k >= 0 && u->proto)
         k = add_header(&l, "MCP-Protocol-Version", u->proto);
-    if (k >= 0 && r->kind == HREQ_GET) {
-        const char *id = sse_last_id(&u->stream_sse);
-        size_t idn = strlen(id);
-        if (idn > 0 && idn <= HTTP_UPSTREAM_SESSION_ID_MAX && visible_ascii(id, idn))
+    if (k >= 0 && get) {
+        const char *id = sse_last_id(r->kind == HREQ_GET ? &u->stream_sse : &r->sse);
+        if (id_usable(id))
             k = add_header(&l, "Last-Event-ID", id);
     }
     if (k < 0)
@@ -435,9 +568,6 @@ static int hreq_start(struct hreq *r)
     r->hdrs = l;
     l = NULL;
 
-    int64_t timeout = u->timeout_ms;
-    if (r->kind == HREQ_DELETE && timeout > HTTP_UPSTREAM_CLOSE_TIMEOUT_MS)
-        timeout = HTTP_UPSTREAM_CLOSE_TIMEOUT_MS;
     CURL *c = r->easy;
     CURLcode cc = CURLE_OK;
 #define SET(opt, val)                                                                              \
@@ -445,7 +575,7 @@ static int hreq_start(struct hreq *r)
         if (cc == CURLE_OK)                                                                        \
             cc = curl_easy_setopt(c, opt, val);                                                    \
     } while (0)
-    SET(CURLOPT_URL, u->url);
+    SET(CURLOPT_URL, url);
     SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_FOLLOWLOCATION, 0L);
@@ -464,6 +594,7 @@ static int hreq_start(struct hreq *r)
         SET(CURLOPT_POSTFIELDS, r->msg);
         break;
     case HREQ_GET:
+    case HREQ_RESUME:
         SET(CURLOPT_HTTPGET, 1L);
         break;
     case HREQ_DELETE:
@@ -529,17 +660,243 @@ static int xfer_error(struct hreq *r, CURLcode cc, long status)
     return status_to_errno(status, r->had_session);
 }
 
-static void post_done(struct hreq *r, CURLcode cc, long status)
+/* A POST taken back from a finished transfer: its message (for on_error) and r freed. */
+static void fail_req(struct hreq *r, int error)
+{
+    struct http_upstream *u = r->u;
+    char *msg = TAKE_PTR(r->msg);
+    size_t len = r->len;
+
+    hreq_free(r);
+    emit_error(u, error, msg, len);
+    free(msg);
+}
+
+/* ---- resuming an answer ------------------------------------------------------------------- */
+
+static void resume_fired(struct loop_timer *t, void *userdata)
+{
+    struct hreq *r = userdata;
+    struct http_upstream *u = r->u;
+    (void)t;
+
+    r->waiting = false;
+    if (gone(u) || r->stop)
+        return;
+    int k = loop_now(u->loop) >= r->deadline ? -ETIMEDOUT : hreq_start(r);
+    if (k < 0)
+        fail_req(r, k);
+}
+
+/* The answer of r ended unanswered with an id to resume from: GET it again after the server's
+ * retry, or at the hard deadline (which then fails it). r's transfer is over. */
+static int resume_arm(struct hreq *r)
+{
+    struct http_upstream *u = r->u;
+    int64_t delay = sse_retry_ms(&r->sse);
+    int64_t left = r->deadline - loop_now(u->loop);
+
+    if (delay < 0)
+        delay = HTTP_UPSTREAM_RETRY_DEFAULT_MS;
+    if (delay > left)
+        delay = left > 0 ? left : 0;
+    hreq_reset(r);
+    r->kind = HREQ_RESUME;
+    if (!r->timer) {
+        int k = loop_timer_add(u->loop, delay, resume_fired, r, &r->timer);
+        if (k < 0)
+            return k;
+    } else {
+        loop_timer_rearm(r->timer, delay);
+    }
+    r->waiting = true;
+    return 0;
+}
+
+/* Whether the answer that just ended can be resumed: an SSE stream that ended or broke (not
+ * one we stopped, not the hard timeout) with an id to send back. A resumption must also have
+ * brought an event with an id: a server that answers the same Last-Event-ID with nothing new
+ * would otherwise be polled until the hard timeout. */
+static bool resumable(struct hreq *r, CURLcode cc, long status)
+{
+    const char *id = sse_last_id(&r->sse);
+
+    if (r->body != BODY_SSE || r->error || cc == CURLE_OPERATION_TIMEDOUT || status < 200 ||
+        status >= 300 || !id_usable(id))
+        return false;
+    if (r->kind == HREQ_RESUME)
+        return r->saw_id || strcmp(id, r->start_id ? r->start_id : "") != 0;
+    return true;
+}
+
+/* ---- legacy HTTP+SSE ---------------------------------------------------------------------- */
+
+static bool pending_post(const struct hreq *r)
+{
+    return r->kind == HREQ_POST && !r->running && !r->easy && !r->stop;
+}
+
+static size_t count_pending(const struct http_upstream *u)
+{
+    size_t n = 0;
+    for (const struct hreq *r = u->reqs; r; r = r->next)
+        n += pending_post(r);
+    return n;
+}
+
+/* Fails the POSTs not yet sent, oldest first (a callback may send more, or free us). */
+static void fail_pending(struct http_upstream *u, int error)
+{
+    for (;;) {
+        struct hreq *r = NULL;
+        if (gone(u))
+            return;
+        for (struct hreq *i = u->reqs; i; i = i->next)
+            if (pending_post(i))
+                r = i;
+        if (!r)
+            return;
+        fail_req(r, error);
+    }
+}
+
+/* The legacy connection is over: what waits for it fails, and the caller is told. */
+static void legacy_end(struct http_upstream *u, int error)
+{
+    u->legacy_over = true;
+    u->legacy_error = error;
+    loop_timer_cancel(u->endpoint_timer);
+    u->endpoint_timer = NULL;
+    fail_pending(u, error);
+    emit_close(u, error);
+}
+
+static void endpoint_timeout(struct loop_timer *t, void *userdata)
+{
+    struct http_upstream *u = userdata;
+
+    loop_timer_cancel(t);
+    u->endpoint_timer = NULL;
+    if (gone(u) || u->endpoint || u->legacy_over)
+        return;
+    if (u->stream) {
+        struct hreq *g = u->stream;
+        hreq_free(g); /* from a timer: libcurl is not on the stack */
+        sse_end(&u->stream_sse);
+    }
+    legacy_end(u, -ETIMEDOUT);
+}
+
+/* Opens the legacy GET stream; the POSTs wait for its endpoint event, u->timeout_ms at most. */
+static int legacy_open(struct http_upstream *u)
+{
+    struct hreq *g = hreq_new(u, HREQ_GET);
+    if (!g)
+        return -ENOMEM;
+    int k = loop_timer_add(u->loop, u->timeout_ms, endpoint_timeout, u, &u->endpoint_timer);
+    if (k >= 0)
+        k = queue_req(u);
+    if (k < 0) {
+        loop_timer_cancel(u->endpoint_timer);
+        u->endpoint_timer = NULL;
+        hreq_free(g);
+        return k;
+    }
+    u->stream = g;
+    return 0;
+}
+
+/* The initialize POST r was refused as a 2024-11-05 server refuses it (error: how): switch
+ * to the old transport and send r again once the endpoint is known. */
+static int legacy_fallback(struct hreq *r, int error)
+{
+    struct http_upstream *u = r->u;
+
+    u->legacy = true;
+    u->fallback_error = error;
+    free(u->session_id); /* a re-initialization's old session: not for the new transport */
+    u->session_id = NULL;
+    if (u->stream)
+        hreq_stop(u->stream); /* a Streamable GET stream is not the legacy one */
+    loop_timer_cancel(u->retry);
+    u->retry = NULL;
+    u->retry_armed = false;
+    hreq_reset(r);
+    return legacy_open(u);
+}
+
+static int legacy_endpoint(struct http_upstream *u, const char *data, size_t len)
+{
+    char *resolved = NULL;
+
+    if (len == 0 || memchr(data, 0, len))
+        return -EPROTO;
+    int k = url_resolve(u->url, data, &resolved, NULL);
+    if (k == -ENOMEM)
+        return k;
+    if (k < 0 || !url_same_origin(u->url, resolved)) { /* not a URL, or not the server's */
+        free(resolved);
+        return -EPROTO;
+    }
+    u->endpoint = resolved;
+    loop_timer_cancel(u->endpoint_timer);
+    u->endpoint_timer = NULL;
+    return queue_req(u); /* the POSTs that waited */
+}
+
+/* ---- finished transfers, continued ---------------------------------------------------- */
+
+/* Returns true when r lives on (resumed, or re-sent to the legacy endpoint). */
+static bool post_done(struct hreq *r, CURLcode cc, long status)
 {
     struct http_upstream *u = r->u;
     int k = xfer_error(r, cc, status);
 
-    if (k == 0)
+    if (gone(u))
+        return false;
+    if (r->is_init && !r->legacy && !u->legacy && cc == CURLE_OK && !r->error &&
+        (status == 400 || status == 404 || status == 405)) {
+        int f = legacy_fallback(r, k);
+        if (f >= 0)
+            return true;
+        k = f;
+    }
+    if (k == 0 && !r->legacy)
         k = commit_session(r);
     if (k == 0 && r->body == BODY_JSON)
         deliver_json(r);
+    if (r->tag && r->answered) /* the request is over: nothing more to say about it */
+        return false;
+    if (r->tag && r->body == BODY_SSE && !gone(u)) {
+        if (resumable(r, cc, status)) {
+            k = resume_arm(r);
+            if (k >= 0)
+                return true;
+        } else if (k == 0 || (!r->error && cc != CURLE_OPERATION_TIMEDOUT)) {
+            k = -ECONNRESET; /* ended or broke without the response, nothing to resume from */
+        }
+    }
     if (k < 0)
         emit_error(u, k, r->msg, r->len);
+    return false;
+}
+
+static bool resume_done(struct hreq *r, CURLcode cc, long status)
+{
+    struct http_upstream *u = r->u;
+    int k = xfer_error(r, cc, status);
+
+    if (gone(u) || r->answered)
+        return false;
+    if (resumable(r, cc, status)) {
+        k = resume_arm(r);
+        if (k >= 0)
+            return true;
+    } else if (k == 0 || k == -EOPNOTSUPP) {
+        k = -ECONNRESET; /* nothing new, or a server that cannot resume: the answer is lost */
+    }
+    emit_error(u, k, r->msg, r->len);
+    return false;
 }
 
 static void stream_done(struct hreq *r, CURLcode cc, long status)
@@ -551,6 +908,14 @@ static void stream_done(struct hreq *r, CURLcode cc, long status)
 
     u->stream = NULL;
     sse_end(&u->stream_sse);
+    if (u->legacy) {
+        /* refused like the initialize POST was: neither transport; that answer is the error */
+        if (!u->endpoint && u->fallback_error && cc == CURLE_OK && !r->error &&
+            (status == 400 || status == 404 || status == 405))
+            k = u->fallback_error;
+        legacy_end(u, k ? k : -ECONNRESET);
+        return;
+    }
     /* a stream that ran and then ended or broke (not one we stopped) may be resumed */
     if (was_sse && !r->error &&
         (sse_retry_ms(&u->stream_sse) >= 0 || sse_last_id(&u->stream_sse)[0])) {
@@ -589,23 +954,30 @@ static void xfer_done(CURL *easy, CURLcode cc, void *userdata)
     struct hreq *r = userdata;
     struct http_upstream *u = r->u;
     long status = 0;
+    bool keep = false;
 
     r->running = false;
     (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-    switch (r->kind) {
-    case HREQ_POST:
-        post_done(r, cc, status);
-        break;
-    case HREQ_GET:
-        stream_done(r, cc, status);
-        break;
-    case HREQ_DELETE:
-        delete_done(r, cc, status);
-        break;
+    if (!r->stop) {
+        switch (r->kind) {
+        case HREQ_POST:
+            keep = post_done(r, cc, status);
+            break;
+        case HREQ_GET:
+            stream_done(r, cc, status);
+            break;
+        case HREQ_RESUME:
+            keep = resume_done(r, cc, status);
+            break;
+        case HREQ_DELETE:
+            delete_done(r, cc, status);
+            break;
+        }
     }
     if (u->dead) /* freed from a callback: the deferred free takes r with it */
         return;
-    hreq_free(r);
+    if (!keep)
+        hreq_free(r);
 }
 
 /* ---- deferred work --------------------------------------------------------------------- */
@@ -615,10 +987,12 @@ static void really_free(struct http_upstream *u)
     while (u->reqs)
         hreq_free(u->reqs);
     loop_timer_cancel(u->retry);
+    loop_timer_cancel(u->endpoint_timer);
     for (size_t i = 0; i < u->n_headers; i++)
         secure_free(u->headers[i]);
     free(u->headers);
     free(u->url);
+    free(u->endpoint);
     free(u->session_id);
     free(u->proto);
     sse_parser_release(&u->stream_sse);
@@ -650,6 +1024,15 @@ static void deferred_free(void *userdata)
     (void)defer_enter(userdata);
 }
 
+static bool startable(const struct http_upstream *u, const struct hreq *r)
+{
+    if (r->running || r->easy || r->stop || r->kind == HREQ_RESUME)
+        return false;                      /* resumptions start from their timers */
+    if (r->kind == HREQ_POST && u->legacy) /* after the end, kick fails them */
+        return u->endpoint && !u->legacy_over;
+    return true;
+}
+
 static void kick(void *userdata)
 {
     struct http_upstream *u = userdata;
@@ -657,12 +1040,20 @@ static void kick(void *userdata)
     if (!defer_enter(u))
         return;
     u->kick_queued = false;
+    /* transfers we stopped: no libcurl callback is on the stack here */
+    for (struct hreq *i = u->reqs, *next; i; i = next) {
+        next = i->next;
+        if (i->stop)
+            hreq_free(i);
+    }
+    if (u->legacy_over)
+        fail_pending(u, u->legacy_error);
     for (;;) {
         struct hreq *r = NULL;
         if (gone(u))
             return;
         for (struct hreq *i = u->reqs; i; i = i->next)
-            if (!i->running && !i->easy)
+            if (startable(u, i))
                 r = i; /* the oldest, as new ones go to the front */
         if (!r)
             return;
@@ -671,13 +1062,13 @@ static void kick(void *userdata)
             continue;
         if (r->kind == HREQ_GET) {
             hreq_free(r);
-            emit_close(u, k);
+            sse_end(&u->stream_sse);
+            if (u->legacy)
+                legacy_end(u, k);
+            else
+                emit_close(u, k);
         } else {
-            char *msg = TAKE_PTR(r->msg);
-            size_t len = r->len;
-            hreq_free(r);
-            emit_error(u, k, msg, len);
-            free(msg);
+            fail_req(r, k);
         }
     }
 }
@@ -692,13 +1083,20 @@ static int queue_req(struct http_upstream *u)
     return k;
 }
 
+/* Should queuing fail (ENOMEM), what was marked waits for the next kick or the free. */
+static void kick_soon(struct http_upstream *u)
+{
+    if (queue_req(u) < 0)
+        return;
+}
+
 static void retry_fired(struct loop_timer *t, void *userdata)
 {
     struct http_upstream *u = userdata;
     (void)t;
 
     u->retry_armed = false;
-    if (gone(u) || u->stream)
+    if (gone(u) || u->stream || u->legacy)
         return;
     struct hreq *r = hreq_new(u, HREQ_GET);
     int k = r ? 0 : -ENOMEM;
@@ -723,6 +1121,8 @@ static void close_work(void *userdata)
     loop_timer_cancel(u->retry);
     u->retry = NULL;
     u->retry_armed = false;
+    loop_timer_cancel(u->endpoint_timer);
+    u->endpoint_timer = NULL;
     int k = 0;
     if (u->session_id) {
         struct hreq *r = hreq_new(u, HREQ_DELETE);
@@ -739,7 +1139,6 @@ static void close_work(void *userdata)
         u->busy--;
     }
 }
-
 /* ---- public ------------------------------------------------------------------------------ */
 
 int http_upstream_new(struct loop *l, const struct http_upstream_spec *spec,
@@ -768,7 +1167,8 @@ int http_upstream_new(struct loop *l, const struct http_upstream_spec *spec,
     u->userdata = userdata;
     u->timeout_ms = spec->timeout_ms ? spec->timeout_ms : HTTP_UPSTREAM_TIMEOUT_DEFAULT_MS;
     u->max_message = spec->max_message ? spec->max_message : HTTP_UPSTREAM_MAX_MESSAGE_DEFAULT;
-    sse_parser_init(&u->stream_sse, u->max_message, u->max_message, sse_message, u);
+    u->legacy = spec->legacy_sse;
+    sse_parser_init(&u->stream_sse, u->max_message, u->max_message, stream_event, u);
     u->url = strdup(spec->url);
     if (!u->url) {
         k = -ENOMEM;
@@ -805,30 +1205,50 @@ out:
     return k;
 }
 
-void http_upstream_answered(struct http_upstream *u, uint64_t tag) {
-    (void) u;
-    (void) tag;
+void http_upstream_answered(struct http_upstream *u, uint64_t tag)
+{
+    if (!u || !tag || u->dead)
+        return;
+    for (struct hreq *r = u->reqs; r; r = r->next) {
+        if (r->tag != tag || r->stop || r->kind == HREQ_DELETE)
+            continue;
+        r->answered = true; /* a POST ends by itself: not resumed, no error */
+        if (r->kind == HREQ_RESUME)
+            hreq_stop(r); /* a resumed GET may stay open for more */
+    }
 }
 
-bool http_upstream_is_legacy(const struct http_upstream *u) {
-    (void) u;
-    return false;
+bool http_upstream_is_legacy(const struct http_upstream *u)
+{
+    return u && u->legacy;
 }
 
 int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, unsigned flags,
                        uint64_t tag)
 {
+    int k;
+
     if (!u || !msg || len == 0)
         return -EINVAL;
     if (u->closing || u->dead)
         return -ESHUTDOWN;
     if (len > u->max_message)
         return -E2BIG;
+    bool wait_endpoint = u->legacy && !u->endpoint && !u->legacy_over;
+    if (wait_endpoint && count_pending(u) >= HTTP_UPSTREAM_PENDING_MAX)
+        return -ENOBUFS;
     char *copy = malloc(len + 1);
     if (!copy)
         return -ENOMEM;
     memcpy(copy, msg, len);
     copy[len] = 0;
+    if (wait_endpoint && !u->stream) { /* spec.legacy_sse: the connection starts now */
+        k = legacy_open(u);
+        if (k < 0) {
+            free(copy);
+            return k;
+        }
+    }
     struct hreq *r = hreq_new(u, HREQ_POST);
     if (!r) {
         free(copy);
@@ -837,8 +1257,8 @@ int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, uns
     r->msg = copy;
     r->len = len;
     r->is_init = flags & HTTP_UPSTREAM_INITIALIZE;
-    (void) tag;
-    int k = queue_req(u);
+    r->tag = tag;
+    k = queue_req(u);
     if (k < 0)
         hreq_free(r);
     return k;
@@ -867,6 +1287,8 @@ int http_upstream_open_stream(struct http_upstream *u)
         return -EINVAL;
     if (u->closing || u->dead)
         return -ESHUTDOWN;
+    if (u->legacy) /* the legacy stream is the connection itself */
+        return 0;
     if (u->stream || u->retry_armed)
         return -EALREADY;
     if (!u->retry) {

@@ -42,7 +42,11 @@
  * while events with ids keep coming, within the POST's own hard timeout; messages from it are
  * delivered as any others, and the resumed GET is stopped once the tag is answered. An answer
  * that ends unanswered with no event id to resume from is on_error(-ECONNRESET) for that
- * request (the response is lost; the caller must not wait for its timeout).
+ * request (the response is lost; the caller must not wait for its timeout). So is a resumption
+ * that brought no event with an id (the same Last-Event-ID would bring nothing either) or was
+ * answered 405; another refusal is its status's error (-ESTALE for a 404 with the session,
+ * -EACCES ...), past the hard timeout -ETIMEDOUT. Once a tag is answered, nothing more is
+ * reported about that request (not even its POST's late error).
  *
  * Legacy HTTP+SSE (2024-11-05): when the POST marked initialize is answered 400, 404 or 405
  * (401 and 403 stay -EACCES: authorization, not transport), or from the start with
@@ -54,6 +58,11 @@
  * connection: http_upstream_open_stream() is a no-op (0), and when the stream ends, on_close
  * reports it (-ECONNRESET, or the error) and the connection is over - the caller reconnects
  * with a new upstream. http_upstream_is_legacy() tells which transport is in use.
+ * Messages sent before the endpoint is known wait for it, in order (HTTP_UPSTREAM_PENDING_MAX
+ * of them); when it does not come within timeout_ms, each fails with -ETIMEDOUT and on_close
+ * says -ETIMEDOUT. Messages that still wait when the stream ends, or are sent after that,
+ * fail with the stream's reason. After a fallback, a GET refused 400, 404 or 405 as well
+ * reports the initialize POST's own error (the server speaks neither transport).
  *
  * Callbacks come from the loop, never from inside an http_upstream_* call; any function here,
  * http_upstream_free() included, may be called from inside them. Not thread-safe. */
@@ -72,6 +81,7 @@
 #define HTTP_UPSTREAM_RETRY_DEFAULT_MS    1000
 #define HTTP_UPSTREAM_CLOSE_TIMEOUT_MS    (5 * 1000) /* the DELETE, at most */
 #define HTTP_UPSTREAM_SESSION_ID_MAX      1024
+#define HTTP_UPSTREAM_PENDING_MAX         64 /* legacy: messages waiting for the endpoint */
 
 struct http_upstream;
 
@@ -119,7 +129,8 @@ enum http_upstream_send_flags {
  * request whose answer may be resumed (see above; the caller's own request id works well),
  * 0 for notifications and responses. The POST starts from the loop (after the current
  * iteration), so this may be called from anywhere, callbacks included. -EINVAL for an empty
- * message, -E2BIG above max_message, -ESHUTDOWN after http_upstream_close(), -ENOMEM. */
+ * message, -E2BIG above max_message, -ESHUTDOWN after http_upstream_close(), -ENOBUFS when
+ * HTTP_UPSTREAM_PENDING_MAX messages already wait for a legacy endpoint, -ENOMEM. */
 int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, unsigned flags,
                        uint64_t tag) _must_check_;
 

@@ -7,6 +7,25 @@
  * response. Ids are strings or integers (MCP forbids null ids and fractional numbers); anything
  * else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in 2025-06-18).
  *
+ * The rules in detail (anything else is JRPC_INVALID):
+ *   - the root is an object with "jsonrpc": "2.0";
+ *   - an id is a string of at most JRPC_ID_KEY_MAX bytes without NUL, or an integer (json-c
+ *     type int) from -(2^63 - 1) to 2^64 - 2: json-c clamps integers beyond its range to
+ *     INT64_MIN and UINT64_MAX, so those two are refused rather than merged with others;
+ *   - "method" present: it must be a string without NUL, there must be neither "result" nor
+ *     "error", "params" must be an object or absent (null counts as absent); with an "id" (a
+ *     valid one) a request, without one a notification;
+ *   - no "method": a response needs a valid id and exactly one of "result" and "error".
+ *     A malformed error (not an object, or without an integer "code" and a string "message")
+ *     still makes a response, so that the pending request is settled and not left to time
+ *     out: jrpc_parse replaces it in the tree by {"code": its code if an integer in int range
+ *     else JRPC_INTERNAL_ERROR, "message": its message if a string else a text saying the
+ *     peer sent a malformed error, "data": the original error}. So a JRPC_RESPONSE's error,
+ *     when set, always has an integer code and a string message.
+ * Members other than these are ignored (and kept). json-c's strict mode still accepts the
+ * literals NaN and Infinity (passed on as written) and single-quoted object keys (written
+ * back double-quoted).
+ *
  * Ids are compared and used as map keys through their canonical text (jrpc_id_key): an integer
  * as decimal digits, a string as 's' + the string, so 1 and "1" never collide. */
 #pragma once
@@ -39,7 +58,12 @@ enum jrpc_kind {
     JRPC_RESPONSE,
 };
 
-/* A parsed message. Every pointer but root is borrowed from root. */
+/* A parsed message. Every pointer but root is borrowed from root; root is NULL only for the
+ * JSON value null (json-c has no object for it; kind JRPC_INVALID). For JRPC_INVALID, id is set
+ * when the message had a valid id and method when it had a string method (a caller answers an
+ * invalid request with JRPC_INVALID_REQUEST when method is set; with no method it was a broken
+ * response); params, result and error are NULL. For JRPC_RESPONSE, error is NULL on success
+ * and result is NULL only for "result": null. */
 struct jrpc_msg {
     struct json_object *root; /* owned reference */
     enum jrpc_kind kind;
@@ -53,23 +77,31 @@ struct jrpc_msg {
 /* Parses one message of len bytes (not NUL-terminated; at most max_len, else -E2BIG). Returns
  * 0 and fills *ret (kind JRPC_INVALID when it is JSON but not a JSON-RPC 2.0 message: *ret
  * then still holds root, for an error answer that echoes a usable id); -EBADMSG with a message
- * in e when it is not JSON. Fast path: a reusable json_tokener per thread, no copy of the
- * text. Caller releases with jrpc_msg_done(). */
+ * in e when it is not JSON: "line L, column C: <what>" (1-based, column in bytes), for syntax
+ * errors, a NUL byte, anything but whitespace after the value, nesting deeper than
+ * JSON_MAX_DEPTH, invalid UTF-8, or an empty message; -ENOMEM. *ret is written only on
+ * success. Strict JSON (no trailing commas, no comments). Fast path: a reusable json_tokener
+ * per thread, no copy of the text. Caller releases with jrpc_msg_done(). */
 int jrpc_parse(const char *text, size_t len, size_t max_len, struct jrpc_msg *ret,
                struct err *e) _must_check_;
 /* Puts root and clears the struct. NULL-safe, idempotent. */
 void jrpc_msg_done(struct jrpc_msg *m);
 
-/* Compact serialisation of obj (no slash escaping). The text is owned by obj and valid until
- * obj changes or is put; *ret_len gets its length. */
+/* Compact serialisation of obj (no slash escaping), no newline. The text is owned by obj and
+ * valid until obj changes, is serialised again or is put; *ret_len (may be NULL) gets its
+ * length. NULL on ENOMEM. */
 const char *jrpc_serialize(struct json_object *obj, size_t *ret_len);
 
-/* The canonical key of an id (see above) into buf (at least JRPC_ID_KEY_MAX + 2 bytes).
- * false for ids that are not strings or integers, or too long. */
+/* The canonical key of an id (see above) into buf (at least JRPC_ID_KEY_MAX + 2 bytes), a C
+ * string. false for ids that are not valid ids (see above: strings with NUL or longer than
+ * JRPC_ID_KEY_MAX, clamped integers, other types), or when buf is too small. */
 bool jrpc_id_key(struct json_object *id, char *buf, size_t size);
 
 /* Builders. Each returns a new object (caller puts) or NULL on ENOMEM. References to the
- * arguments are taken (json_object_get), never stolen: callers keep theirs. */
+ * arguments are taken (json_object_get), never stolen: callers keep theirs. Strings are
+ * copied and must not be NULL. Members come in this order: jsonrpc, id, method, params /
+ * jsonrpc, id, result / jsonrpc, id, error {code, message, data}. params NULL omits
+ * "params"; result NULL gives "result": {} (MCP's empty result, as for ping). */
 struct json_object *jrpc_new_request(struct json_object *id, const char *method,
                                      struct json_object *params);
 struct json_object *jrpc_new_notification(const char *method, struct json_object *params);
@@ -82,7 +114,9 @@ struct json_object *jrpc_new_error(struct json_object *id, int code, const char 
  * {"content":[{"type":"text","text":message}],"isError":true}. */
 struct json_object *jrpc_new_tool_error(const char *message);
 
-/* params._meta.progressToken when it is a string or integer, else NULL. Borrowed. */
+/* params._meta.progressToken when it is a valid id (a string or integer as above, so that
+ * jrpc_id_key works on it), else NULL. params may be NULL. Borrowed. */
 struct json_object *jrpc_progress_token(struct json_object *params);
-/* Replaces params._meta.progressToken (which must exist) with token (reference taken). */
+/* Replaces params._meta.progressToken with token (reference taken; the old value is put) when
+ * it is one jrpc_progress_token returns; otherwise nothing happens. Cannot fail. */
 void jrpc_set_progress_token(struct json_object *params, struct json_object *token);

@@ -10,11 +10,21 @@
  * name, so long names that differ only at the end stay distinct and stable. An empty result
  * becomes "_".
  *
+ * Precisely: the full name is the prefix of the table (with the server name as given)
+ * followed by the name as given, in bytes; a UTF-8 lead byte (0xC2..0xF4) and the
+ * continuation bytes that follow it (at most its sequence length) make one '_', every other
+ * byte outside the set one '_' each. The hash is FNV-1a 32
+ * (offset 2166136261, prime 16777619) over the full unsanitised name, xor-folded to 24 bits,
+ * (h >> 24) ^ (h & 0xffffff), and written as 6 lowercase hex digits. A NULL server or name
+ * counts as "".
+ *
  * Collisions (two tools mapping to the same exposed name) are resolved deterministically: the
  * catalogue is built with servers in name order and each server's tools in the order it lists
  * them; the first keeps the name, later ones get "_2", "_3" ... (made to fit in 64 bytes by
  * cutting the base), and each collision is reported so it can be logged. Prompts are named the
- * same way (in their own namespace). */
+ * same way (in their own namespace). A suffixed name is itself checked against the set: when
+ * "a_2" is taken (a tool named so), the next "a" becomes "a_3", and a later tool named "a_2"
+ * becomes "a_2_2". Claiming is O(1) amortised, also for many tools of one name. */
 #pragma once
 
 #include <stdbool.h>
@@ -34,6 +44,7 @@ void naming_expose(enum mcp_tool_prefix prefix, const char *server, const char *
 struct naming_set;
 struct naming_set *naming_set_new(void); /* NULL on ENOMEM */
 void naming_set_free(struct naming_set *s);
-/* Makes buf (an exposed name) unique in the set and adds it: unchanged when free, else with
- * "_2", "_3"... as above. Returns 1 when it had to rename (a collision), 0 when not, -ENOMEM. */
-int naming_set_claim(struct naming_set *s, char buf[static NAMING_MAX + 1]);
+/* Makes buf (an exposed name, at most NAMING_MAX bytes) unique in the set and adds a copy:
+ * unchanged when free, else with the first free of "_2", "_3"... as above. Returns 1 when it
+ * had to rename (a collision), 0 when not, -ENOMEM (buf then unchanged). */
+int naming_set_claim(struct naming_set *s, char buf[static NAMING_MAX + 1]) _must_check_;

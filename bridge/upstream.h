@@ -23,10 +23,11 @@
  * never reused within an upstream), so callers never think about id collisions; the answer comes
  * back to the caller's callback with the upstream's id (the caller puts its own back). A call
  * made while CONNECTING or BACKOFF waits for READY (a call in BACKOFF starts the connect at
- * once instead of waiting for the backoff timer) for at most its own timeout. A progress token
- * in params._meta.progressToken is replaced by the call's own id on the wire and put back in
- * each notifications/progress delivered to the caller's progress callback; progress re-arms the
- * call's timeout, up to UPSTREAM_MAX_TOTAL_FACTOR times the timeout in all (a hard maximum).
+ * once instead of waiting for the backoff timer; so does a call in IDLE) for at most its own
+ * timeout. A progress token in params._meta.progressToken is replaced by the call's own id on
+ * the wire and put back in each notifications/progress delivered to the caller's progress
+ * callback; progress re-arms the call's timeout, up to UPSTREAM_MAX_TOTAL_FACTOR times the
+ * timeout in all (a hard maximum).
  *
  * Failures, always structured (an errno-style code, never message text to search):
  *   -ETIMEDOUT     no answer within the timeout: notifications/cancelled is sent upstream with
@@ -41,7 +42,9 @@
  *   -EPROTO        the server's answer broke the protocol (not JSON-RPC);
  *   -EACCES        the HTTP server answered 401 or 403 (the message says so; [seam] refreshes
  *                  credentials here);
- *   -E2BIG         a message over the size bound.
+ *   -E2BIG         a message over the size bound;
+ *   -ENOBUFS       too many requests at once (10000 per upstream), or a stdio server that
+ *                  does not read its input (framing.h's pending bound).
  * A JSON-RPC error answer is not a failure here: the response is delivered as it is.
  * An HTTP session that the server forgot (404 on a request carrying MCP-Session-Id) is
  * re-initialized and the request is sent again once (mcp-client.md 1), invisibly to the caller.
@@ -55,7 +58,7 @@
  * they came on); notifications/progress to the call that owns the token; "ping" requests are
  * answered here; every other request (sampling/createMessage, elicitation/create, roots/list,
  * ...) goes to on_request, which answers with upstream_respond(); every other notification
- * (notifications/message, resources/updated, */list_changed, cancelled, elicitation/complete)
+ * (notifications/message, resources/updated, tools|resources|prompts/list_changed, cancelled, elicitation/complete)
  * goes to on_notification. A message that is not JSON-RPC is logged and skipped.
  *
  * Callbacks come from the loop, never from inside an upstream_* call (a call that fails at
@@ -171,7 +174,8 @@ void upstream_reconnect(struct upstream *u);
  * then CLOSED once that is over. Idempotent. */
 void upstream_close(struct upstream *u);
 
-/* Frees at once (stdio servers still running are killed and reaped). No callback. NULL-safe. */
+/* Frees at once (stdio servers still running are killed and reaped), with every call and
+ * listing still open: their handles are invalid afterwards. No callback. NULL-safe. */
 void upstream_free(struct upstream *u);
 
 enum upstream_state upstream_state(const struct upstream *u);

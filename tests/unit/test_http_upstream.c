@@ -33,10 +33,51 @@ struct seen {
 static struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static struct MHD_Daemon *daemon_;
 static unsigned port;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER; /* with seen.mu: news for the streams */
+static bool stopping;                                /* the server is going: end every stream */
+
+/* /poll: a 2025-11-25 server that closes a request's SSE answer early (polling) */
+struct poll_seen {
+    int64_t p10_end;          /* the "resume" POST's answer was sent */
+    int64_t g1_at, g1_end;    /* the GET with Last-Event-ID r1 came, was answered */
+    int64_t g2_at;            /* the one with r2 */
+    int64_t hold_end;         /* the r2 stream (answer, then held open) ended */
+    int hold_toe;             /* how */
+    int g1s, g2s, x1s, stray; /* GETs by Last-Event-ID; stray: ones that should not come */
+    char g1_accept[F], g1_sid[F], g1_proto[F], g1_auth[F];
+};
+static struct poll_seen poll_;
+
+/* the legacy 2024-11-05 server: one SSE connection at a time */
+struct legacy_seen {
+    unsigned init_status; /* what a POST to the SSE URL gets */
+    char endpoint[160];   /* the endpoint event's data, "" for none */
+    char out[16384];      /* events waiting for the SSE stream */
+    size_t out_len;
+    bool end; /* end the SSE stream */
+    int gets, sse_posts, messages;
+    char get_accept[F], get_auth[F], post_auth[F], post_path[F], post_sid[F];
+    char methods[256]; /* POSTed to the endpoint, comma-separated */
+    unsigned gen;      /* streams of an earlier test end at once */
+};
+static struct legacy_seen legacy;
+
+enum track { TRACK_NONE, TRACK_P10, TRACK_G1, TRACK_HOLD };
 
 struct upload {
     char *data;
     size_t len;
+    enum track track; /* record when the answer was sent */
+};
+
+/* A streamed answer: head, then (legacy) the events queued for it until legacy.end, or
+ * (hold) keep-alive comments until the client goes; at most until `until`. */
+struct stream_ctx {
+    char *head;
+    size_t len, off;
+    bool legacy, hold;
+    int64_t until;
+    unsigned gen;
 };
 
 static int64_t now_ms(void)
@@ -52,11 +93,9 @@ static void rec(struct MHD_Connection *c, const char *name, char out[F])
     snprintf(out, F, "%s", v ? v : "");
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype,
-                             const char *body, const char *sid)
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, const char *ctype,
+                             const char *sid, struct MHD_Response *r)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
     if (ctype)
@@ -68,6 +107,102 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
     return ret;
 }
 
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype,
+                             const char *body, const char *sid)
+{
+    return queue(
+        c, status, ctype, sid,
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY));
+}
+
+/* called with seen.mu held */
+static void legacy_push(const char *ev)
+{
+    size_t n = strlen(ev);
+    if (legacy.out_len + n <= sizeof(legacy.out)) {
+        memcpy(legacy.out + legacy.out_len, ev, n);
+        legacy.out_len += n;
+    }
+    pthread_cond_broadcast(&cv);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    static const char ka[] = ": keep-alive\n\n";
+    struct stream_ctx *s = cls;
+    ssize_t ret = 0;
+    (void)pos;
+
+    if (s->off < s->len) {
+        size_t n = s->len - s->off < max ? s->len - s->off : max;
+        memcpy(buf, s->head + s->off, n);
+        s->off += n;
+        return (ssize_t)n;
+    }
+    if (!s->legacy && !s->hold)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    pthread_mutex_lock(&seen.mu);
+    for (;;) {
+        if (stopping || now_ms() >= s->until ||
+            (s->legacy && (s->gen != legacy.gen || (legacy.end && !legacy.out_len)))) {
+            ret = MHD_CONTENT_READER_END_OF_STREAM;
+            break;
+        }
+        if (s->legacy && legacy.out_len) {
+            size_t n = legacy.out_len < max ? legacy.out_len : max;
+            memcpy(buf, legacy.out, n);
+            memmove(legacy.out, legacy.out + n, legacy.out_len - n);
+            legacy.out_len -= n;
+            ret = (ssize_t)n;
+            break;
+        }
+        struct timespec ts;
+        (void)clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&cv, &seen.mu, &ts) != 0 && max >= sizeof(ka) - 1) {
+            /* idle: a comment, so that a client that left is noticed */
+            memcpy(buf, ka, sizeof(ka) - 1);
+            ret = (ssize_t)(sizeof(ka) - 1);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&seen.mu);
+    return ret;
+}
+
+static void stream_free(void *cls)
+{
+    struct stream_ctx *s = cls;
+    free(s->head);
+    free(s);
+}
+
+static enum MHD_Result reply_stream(struct MHD_Connection *c, const char *head, bool is_legacy,
+                                    unsigned gen, bool hold)
+{
+    struct stream_ctx *s = calloc(1, sizeof(*s));
+    if (!s || !(s->head = strdup(head))) {
+        free(s);
+        return MHD_NO;
+    }
+    s->len = strlen(head);
+    s->legacy = is_legacy;
+    s->hold = hold;
+    s->until = now_ms() + 5000;
+    s->gen = gen;
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, stream_read, s, stream_free);
+    if (!r) {
+        stream_free(s);
+        return MHD_NO;
+    }
+    return queue(c, 200, "text/event-stream", NULL, r);
+}
+
 static const char tools_sse[] =
     "id: p1\nretry: 5000\ndata: \n\n" /* priming */
     ": a comment\n"
@@ -76,15 +211,26 @@ static const char tools_sse[] =
     "data: {\"jsonrpc\":\"2.0\",\n"
     "data: \"id\":2,\"result\":{}}\n\n";
 
-static enum MHD_Result post(struct MHD_Connection *c, const struct upload *u)
+/* the method of a POSTed message, and for tools/call the tool's name */
+static void parse_post(const struct upload *u, char method[F], char tool[F])
 {
     json_object *o = json_tokener_parse(u->data ? u->data : "");
-    json_object *m = NULL;
-    const char *method =
+    json_object *m = NULL, *params = NULL, *n = NULL;
+    const char *s =
         o && json_object_object_get_ex(o, "method", &m) ? json_object_get_string(m) : "";
-    char name[64];
-    snprintf(name, sizeof(name), "%s", method ? method : "");
+    snprintf(method, F, "%s", s ? s : "");
+    s = o && json_object_object_get_ex(o, "params", &params) &&
+                json_object_object_get_ex(params, "name", &n)
+            ? json_object_get_string(n)
+            : "";
+    snprintf(tool, F, "%s", s ? s : "");
     json_object_put(o);
+}
+
+static enum MHD_Result post(struct MHD_Connection *c, const struct upload *u)
+{
+    char name[F], tool[F];
+    parse_post(u, name, tool);
 
     pthread_mutex_lock(&seen.mu);
     enum MHD_Result ret;
@@ -143,6 +289,138 @@ static enum MHD_Result get(struct MHD_Connection *c)
     return ret;
 }
 
+/* ---- /poll ---------------------------------------------------------------------------- */
+
+static enum MHD_Result poll_post(struct MHD_Connection *c, struct upload *u)
+{
+    char method[F], tool[F];
+    parse_post(u, method, tool);
+
+    if (strcmp(method, "initialize") == 0)
+        return reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+                     "s-poll");
+    if (strcmp(method, "tools/call") != 0)
+        return reply(c, 202, NULL, "", NULL);
+    const char *body = NULL;
+    if (strcmp(tool, "resume") == 0) { /* primed, closed: the answer comes after two resumptions */
+        u->track = TRACK_P10;
+        body = "id: r1\nretry: 300\ndata: \n\n";
+    } else if (strcmp(tool, "noid") == 0) { /* closed without the answer or any id */
+        body =
+            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n";
+    } else if (strcmp(tool, "stall") == 0) { /* resumable, but the resumption brings nothing */
+        body = "id: x1\nretry: 100\ndata: \n\n";
+    } else if (strcmp(tool, "direct") == 0) { /* primed, answered on the POST itself */
+        body = "id: a1\nretry: 100\ndata: \n\n"
+               "id: a2\ndata: {\"jsonrpc\":\"2.0\",\"id\":13,\"result\":{}}\n\n";
+    } else if (strcmp(tool, "late") == 0) { /* a retry beyond the hard timeout */
+        body = "id: l1\nretry: 60000\ndata: \n\n";
+    } else {
+        return reply(c, 400, "text/plain", "unknown tool", NULL);
+    }
+    return reply(c, 200, "text/event-stream", body, NULL);
+}
+
+static enum MHD_Result poll_get(struct MHD_Connection *c, struct upload *u)
+{
+    const char *lei = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
+    enum MHD_Result ret;
+
+    pthread_mutex_lock(&seen.mu);
+    if (lei && strcmp(lei, "r1") == 0) {
+        poll_.g1s++;
+        poll_.g1_at = now_ms();
+        rec(c, "Accept", poll_.g1_accept);
+        rec(c, "Mcp-Session-Id", poll_.g1_sid);
+        rec(c, "MCP-Protocol-Version", poll_.g1_proto);
+        rec(c, "Authorization", poll_.g1_auth);
+        u->track = TRACK_G1;
+        /* an event with an id, but not the answer: to be resumed again */
+        ret = reply(c, 200, "text/event-stream",
+                    "id: r2\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n",
+                    NULL);
+    } else if (lei && strcmp(lei, "r2") == 0) {
+        poll_.g2s++;
+        poll_.g2_at = now_ms();
+        u->track = TRACK_HOLD;
+        /* the answer, then the stream stays open: the client must stop it */
+        ret = reply_stream(c, "id: r3\ndata: {\"jsonrpc\":\"2.0\",\"id\":10,\"result\":{}}\n\n",
+                           false, 0, true);
+    } else if (lei && strcmp(lei, "x1") == 0) {
+        poll_.x1s++;
+        ret =
+            reply(c, 200, "text/event-stream", ": nothing new\n", NULL); /* not even a blank line */
+    } else if (lei) {
+        poll_.stray++;
+        ret = reply(c, 200, "text/event-stream", "", NULL);
+    } else {
+        ret = reply(c, 405, "text/plain", "no stream", NULL);
+    }
+    pthread_mutex_unlock(&seen.mu);
+    return ret;
+}
+
+/* ---- the legacy server ------------------------------------------------------------------ */
+
+static enum MHD_Result legacy_get(struct MHD_Connection *c)
+{
+    char head[256] = "";
+    unsigned gen;
+
+    pthread_mutex_lock(&seen.mu);
+    gen = legacy.gen;
+    legacy.gets++;
+    rec(c, "Accept", legacy.get_accept);
+    rec(c, "Authorization", legacy.get_auth);
+    if (legacy.endpoint[0])
+        snprintf(head, sizeof(head), "event: endpoint\ndata: %s\n\n", legacy.endpoint);
+    pthread_mutex_unlock(&seen.mu);
+    return reply_stream(c, head, true, gen, false);
+}
+
+static enum MHD_Result legacy_message(struct MHD_Connection *c, const char *url,
+                                      const struct upload *u)
+{
+    char method[F], tool[F];
+    const char *sid = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sessionId");
+    enum MHD_Result ret;
+
+    parse_post(u, method, tool);
+    pthread_mutex_lock(&seen.mu);
+    legacy.messages++;
+    rec(c, "Authorization", legacy.post_auth);
+    snprintf(legacy.post_path, F, "%s", url);
+    snprintf(legacy.post_sid, F, "%s", sid ? sid : "");
+    size_t n = strlen(legacy.methods);
+    snprintf(legacy.methods + n, sizeof(legacy.methods) - n, "%s%s", n ? "," : "", method);
+    if (strcmp(method, "initialize") == 0) {
+        legacy_push("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n");
+        ret = reply(c, 202, "text/plain", "Accepted", NULL); /* not JSON: ignored */
+    } else if (strcmp(method, "tools/list") == 0) {
+        legacy_push(
+            "id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n");
+        /* a body that would be delivered in the Streamable transport: must be ignored */
+        ret = reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":98,\"result\":{}}",
+                    NULL);
+    } else if (strcmp(method, "fail") == 0) {
+        ret = reply(c, 500, "text/plain", "broken", NULL);
+    } else if (strcmp(method, "end/stream") == 0) {
+        legacy.end = true;
+        pthread_cond_broadcast(&cv);
+        ret = reply(c, 202, "text/plain", "Accepted", NULL);
+    } else {
+        ret = reply(c, 202, "text/plain", "Accepted", NULL);
+    }
+    pthread_mutex_unlock(&seen.mu);
+    return ret;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **con_cls)
@@ -168,6 +446,24 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         *upload_data_size = 0;
         return MHD_YES;
     }
+    if (strcmp(url, "/poll") == 0) {
+        if (strcmp(method, "POST") == 0)
+            return poll_post(conn, u);
+        if (strcmp(method, "GET") == 0)
+            return poll_get(conn, u);
+        return reply(conn, 405, NULL, "", NULL);
+    }
+    if (ends_with(url, "/messages") && strcmp(method, "POST") == 0)
+        return legacy_message(conn, url, u);
+    if (ends_with(url, "/sse")) {
+        if (strcmp(method, "GET") == 0)
+            return legacy_get(conn);
+        pthread_mutex_lock(&seen.mu);
+        legacy.sse_posts++;
+        unsigned status = legacy.init_status;
+        pthread_mutex_unlock(&seen.mu);
+        return reply(conn, status, "text/plain", "use the SSE transport", NULL);
+    }
     if (strcmp(method, "POST") == 0)
         return post(conn, u);
     if (strcmp(method, "GET") == 0)
@@ -177,7 +473,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         seen.deletes++;
         rec(conn, "Mcp-Session-Id", seen.del_sid);
         pthread_mutex_unlock(&seen.mu);
-        return reply(conn, 200, NULL, "", NULL);
+        /* as a server without DELETE answers it: 404 and a page, which is fine */
+        return reply(conn, 404, "text/html", "<html>Cannot DELETE /mcp</html>", NULL);
     }
     return reply(conn, 405, NULL, "", NULL);
 }
@@ -186,7 +483,20 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
     struct upload *u = *con_cls;
-    (void)cls, (void)conn, (void)toe;
+    (void)cls, (void)conn;
+    if (u && u->track != TRACK_NONE) {
+        pthread_mutex_lock(&seen.mu);
+        int64_t now = now_ms();
+        if (u->track == TRACK_P10)
+            poll_.p10_end = now;
+        else if (u->track == TRACK_G1)
+            poll_.g1_end = now;
+        else if (u->track == TRACK_HOLD) {
+            poll_.hold_end = now;
+            poll_.hold_toe = (int)toe;
+        }
+        pthread_mutex_unlock(&seen.mu);
+    }
     if (u) {
         free(u->data);
         free(u);
@@ -232,7 +542,8 @@ struct client {
 
 static void sendc(struct client *c, const char *msg, bool init)
 {
-    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), init ? HTTP_UPSTREAM_INITIALIZE : 0, 0), 0);
+    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), init ? HTTP_UPSTREAM_INITIALIZE : 0, 0),
+              0);
 }
 
 static void on_done(int result, void *userdata)
@@ -455,12 +766,463 @@ static void test_refused_and_bad_spec(void)
     loop_free(c.loop);
 }
 
+/* ---- resuming a request's answer (2025-11-25 polling) ---------------------------------- */
+
+struct pclient {
+    struct loop *loop;
+    struct http_upstream *u;
+    struct loop_timer *wait;
+    int64_t sent_at, got10_at, err11_at, err12_at, err14_at;
+    bool got10, got13;
+    int err11, err12, err14;
+    int progress, others, other_errors;
+};
+
+static int msg_id(const char *msg, size_t len, const char **method)
+{
+    char *s = strndup(msg, len);
+    json_object *o = s ? json_tokener_parse(s) : NULL, *v = NULL;
+    int id = -1;
+    static char m[F];
+    free(s);
+    m[0] = 0;
+    if (o && json_object_object_get_ex(o, "id", &v))
+        id = json_object_get_int(v);
+    if (o && json_object_object_get_ex(o, "method", &v))
+        snprintf(m, sizeof(m), "%s", json_object_get_string(v));
+    json_object_put(o);
+    if (method)
+        *method = m;
+    return id;
+}
+
+static void p_send(struct pclient *c, int id, const char *tool)
+{
+    char msg[160];
+    snprintf(
+        msg, sizeof(msg),
+        "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\"}}",
+        id, tool);
+    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), 0, (uint64_t)id), 0);
+}
+
+/* every answer and error is in: wait (bounded by the guard) for the held stream to end */
+static void p_wait(struct loop_timer *t, void *userdata)
+{
+    struct pclient *c = userdata;
+    pthread_mutex_lock(&seen.mu);
+    bool ended = poll_.hold_end != 0;
+    pthread_mutex_unlock(&seen.mu);
+    if (ended)
+        loop_quit(c->loop, 0);
+    else
+        loop_timer_rearm(t, 10);
+}
+
+static void p_check(struct pclient *c)
+{
+    if (c->got10 && c->got13 && c->err11 && c->err12 && c->err14 && !c->wait)
+        CHECK_INT(loop_timer_add(c->loop, 0, p_wait, c, &c->wait), 0);
+}
+
+static void p_message(const char *msg, size_t len, void *userdata)
+{
+    struct pclient *c = userdata;
+    const char *method = NULL;
+    int id = msg_id(msg, len, &method);
+
+    if (id == 1) {
+        CHECK_INT(http_upstream_set_protocol_version(c->u, "2025-11-25"), 0);
+        const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+        CHECK_INT(http_upstream_send(c->u, n, strlen(n), 0, 0), 0);
+        c->sent_at = loop_now(c->loop);
+        p_send(c, 10, "resume");
+        p_send(c, 11, "noid");
+        p_send(c, 12, "stall");
+        p_send(c, 13, "direct");
+        p_send(c, 14, "late");
+    } else if (id == 10) {
+        c->got10 = true;
+        c->got10_at = loop_now(c->loop);
+        http_upstream_answered(c->u, 10);
+    } else if (id == 13) {
+        c->got13 = true;
+        http_upstream_answered(c->u, 13);
+    } else if (id < 0 && strcmp(method, "notifications/progress") == 0) {
+        c->progress++;
+    } else {
+        c->others++;
+    }
+    p_check(c);
+}
+
+static void p_error(int error, const char *msg, size_t len, void *userdata)
+{
+    struct pclient *c = userdata;
+    int id = msg ? msg_id(msg, len, NULL) : -1;
+
+    if (id == 11) {
+        c->err11 = error;
+        c->err11_at = loop_now(c->loop);
+    } else if (id == 12) {
+        c->err12 = error;
+        c->err12_at = loop_now(c->loop);
+    } else if (id == 14) {
+        c->err14 = error;
+        c->err14_at = loop_now(c->loop);
+    } else {
+        fprintf(stderr, "unexpected error %d for message %d\n", error, id);
+        c->other_errors++;
+    }
+    p_check(c);
+}
+
+static void test_polling(void)
+{
+    struct pclient c = {0};
+    struct loop_timer *t = NULL;
+    char url[128];
+    const char *headers[] = {"Authorization: Bearer s3cret", NULL};
+    const struct http_upstream_handler h = {.on_message = p_message, .on_error = p_error};
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/poll", port);
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_upstream_spec spec = {.url = url, .headers = headers, .timeout_ms = 2000};
+    CHECK_INT(http_upstream_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 10000, guard, &c, &t), 0);
+    const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}";
+    CHECK_INT(http_upstream_send(c.u, init, strlen(init), HTTP_UPSTREAM_INITIALIZE, 1), 0);
+
+    CHECK_INT(loop_run(c.loop), 0);
+
+    CHECK(!http_upstream_is_legacy(c.u));
+    /* resumed twice (ids kept coming), answered on the second resumption */
+    CHECK(c.got10);
+    CHECK(c.got10_at - c.sent_at >= 600); /* two retries of 300 ms, on the loop clock */
+    CHECK_INT(c.progress, 2);             /* one on "noid", one on the first resumption */
+    /* no id to resume from: reported at once, not at the hard timeout */
+    CHECK_INT(c.err11, -ECONNRESET);
+    CHECK(c.err11_at - c.sent_at < 1000);
+    /* a resumption that brought nothing new */
+    CHECK_INT(c.err12, -ECONNRESET);
+    CHECK(c.err12_at - c.sent_at >= 100);
+    CHECK(c.err12_at - c.sent_at < 1500);
+    /* answered on its POST: not resumed */
+    CHECK(c.got13);
+    /* retry beyond the hard timeout: -ETIMEDOUT at the timeout (2000 ms after its POST left) */
+    CHECK_INT(c.err14, -ETIMEDOUT);
+    if (c.err14_at - c.sent_at < 1990 || c.err14_at - c.sent_at > 4000)
+        fprintf(stderr, "late: timed out after %lld ms\n", (long long)(c.err14_at - c.sent_at));
+    CHECK(c.err14_at - c.sent_at >= 1990);
+    CHECK(c.err14_at - c.sent_at <= 4000);
+    CHECK_INT(c.others, 0);
+    CHECK_INT(c.other_errors, 0);
+
+    pthread_mutex_lock(&seen.mu);
+    CHECK_INT(poll_.g1s, 1);
+    CHECK_INT(poll_.g2s, 1);
+    CHECK_INT(poll_.x1s, 1);
+    CHECK_INT(poll_.stray, 0); /* neither "direct" nor "late" was resumed */
+    /* the server's times are CLOCK_MONOTONIC like the loop's: each GET came after retry ms
+     * (300; 0.9 x 300 is where the conformance test fails a client) and not much later */
+    long long d1 = (long long)(poll_.g1_at - poll_.p10_end);
+    long long d2 = (long long)(poll_.g2_at - poll_.g1_end);
+    if (d1 < 295 || d1 > 1000 || d2 < 295 || d2 > 1000)
+        fprintf(stderr, "resumed after %lld and %lld ms\n", d1, d2);
+    CHECK(poll_.p10_end > 0 && poll_.g1_end > 0);
+    CHECK(d1 >= 295 && d1 <= 1000);
+    CHECK(d2 >= 295 && d2 <= 1000);
+    CHECK_STR(poll_.g1_accept, "text/event-stream");
+    CHECK_STR(poll_.g1_sid, "s-poll");
+    CHECK_STR(poll_.g1_proto, "2025-11-25");
+    CHECK_STR(poll_.g1_auth, "Bearer s3cret");
+    /* the resumed GET that stayed open after the answer was stopped by the client, at once */
+    CHECK(poll_.hold_end > 0);
+    CHECK(poll_.hold_toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+    CHECK(poll_.hold_end - c.got10_at < 1000);
+    pthread_mutex_unlock(&seen.mu);
+
+    loop_timer_cancel(t);
+    loop_timer_cancel(c.wait);
+    http_upstream_free(c.u);
+    loop_free(c.loop);
+}
+
+/* ---- legacy HTTP+SSE (2024-11-05) ------------------------------------------------------ */
+
+enum lexpect {
+    L_WORKS,        /* the whole exchange, then the server ends the stream */
+    L_UNAUTHORIZED, /* 401: no fallback */
+    L_CROSS_ORIGIN, /* the endpoint is refused */
+    L_NO_ENDPOINT,  /* none comes */
+};
+
+struct lclient {
+    struct loop *loop;
+    struct http_upstream *u;
+    enum lexpect expect;
+    bool got1, got2, legacy_at_1, ended;
+    int open_stream_rc;
+    int decoy, others;
+    int init_error, fail_error, other_errors;
+    int closes, close_reason;
+    int64_t t0, close_at;
+    int want_messages;
+    struct loop_timer *wait;
+};
+
+static void l_send(struct lclient *c, const char *msg, unsigned flags)
+{
+    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), flags, 0), 0);
+}
+
+static void l_next(struct lclient *c)
+{
+    if (c->expect == L_UNAUTHORIZED && c->init_error)
+        loop_quit(c->loop, 0);
+    if (c->expect == L_WORKS && c->got2 && c->fail_error && !c->ended) {
+        c->ended = true;
+        l_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"end/stream\"}", 0);
+    }
+}
+
+static void l_message(const char *msg, size_t len, void *userdata)
+{
+    struct lclient *c = userdata;
+    int id = msg_id(msg, len, NULL);
+
+    if (id == 1) {
+        c->got1 = true;
+        c->legacy_at_1 = http_upstream_is_legacy(c->u);
+        c->open_stream_rc = http_upstream_open_stream(c->u);
+        l_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", 0);
+        l_send(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", 0);
+        l_send(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"fail\"}", 0);
+    } else if (id == 2) {
+        c->got2 = true;
+    } else if (id == 98) {
+        c->decoy++;
+    } else {
+        c->others++;
+    }
+    l_next(c);
+}
+
+static void l_error(int error, const char *msg, size_t len, void *userdata)
+{
+    struct lclient *c = userdata;
+    int id = msg ? msg_id(msg, len, NULL) : -1;
+
+    if (id == 1)
+        c->init_error = error;
+    else if (id == 3)
+        c->fail_error = error;
+    else
+        c->other_errors++;
+    l_next(c);
+}
+
+/* POSTs of 202 are not reported: wait (bounded by the guard) until the server has them all */
+static void l_wait(struct loop_timer *t, void *userdata)
+{
+    struct lclient *c = userdata;
+    pthread_mutex_lock(&seen.mu);
+    bool all = legacy.messages >= c->want_messages;
+    pthread_mutex_unlock(&seen.mu);
+    if (all)
+        loop_quit(c->loop, 0);
+    else
+        loop_timer_rearm(t, 10);
+}
+
+static void l_close(int reason, void *userdata)
+{
+    struct lclient *c = userdata;
+    c->closes++;
+    c->close_reason = reason;
+    c->close_at = loop_now(c->loop);
+    if (c->wait)
+        loop_quit(c->loop, 0);
+    else
+        CHECK_INT(loop_timer_add(c->loop, 0, l_wait, c, &c->wait), 0);
+}
+
+/* Runs one legacy exchange against path ("/sse" or "/x/sse") whose POSTs get init_status and
+ * whose stream announces endpoint ("" for none; "PORT" becomes the server's port). */
+static void run_legacy(const char *path, unsigned init_status, const char *endpoint,
+                       bool legacy_sse, int64_t timeout_ms, enum lexpect expect)
+{
+    struct lclient c = {.expect = expect,
+                        .want_messages = expect != L_WORKS ? 0
+                                         : legacy_sse      ? 6
+                                                           : 5};
+    struct loop_timer *t = NULL;
+    char url[128];
+    const char *headers[] = {"Authorization: Bearer s3cret", NULL};
+    const struct http_upstream_handler h = {
+        .on_message = l_message, .on_error = l_error, .on_close = l_close};
+
+    fprintf(stderr, "legacy: %s, initialize answered %u, endpoint '%s'%s\n", path, init_status,
+            endpoint, legacy_sse ? ", SSE from the start" : "");
+    pthread_mutex_lock(&seen.mu);
+    unsigned gen = legacy.gen;
+    memset(&legacy, 0, sizeof(legacy));
+    legacy.gen = gen + 1;
+    pthread_cond_broadcast(&cv);
+    legacy.init_status = init_status;
+    const char *mark = strstr(endpoint, "PORT");
+    if (mark)
+        snprintf(legacy.endpoint, sizeof(legacy.endpoint), "%.*s%u%s", (int)(mark - endpoint),
+                 endpoint, port, mark + 4);
+    else
+        snprintf(legacy.endpoint, sizeof(legacy.endpoint), "%s", endpoint);
+    pthread_mutex_unlock(&seen.mu);
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_upstream_spec spec = {
+        .url = url, .headers = headers, .timeout_ms = timeout_ms, .legacy_sse = legacy_sse};
+    CHECK_INT(http_upstream_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK(http_upstream_is_legacy(c.u) == legacy_sse);
+    CHECK_INT(loop_timer_add(c.loop, 10000, guard, &c, &t), 0);
+    c.t0 = loop_now(c.loop);
+    l_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}",
+           HTTP_UPSTREAM_INITIALIZE);
+    if (legacy_sse) /* before the endpoint is known: waits for it, in order */
+        l_send(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"early\"}", 0);
+
+    CHECK_INT(loop_run(c.loop), 0);
+
+    pthread_mutex_lock(&seen.mu);
+    CHECK_INT(legacy.sse_posts, legacy_sse ? 0 : 1);
+    switch (expect) {
+    case L_WORKS:
+        CHECK(c.got1);
+        CHECK(c.legacy_at_1);
+        CHECK_INT(c.open_stream_rc, 0);
+        CHECK(c.got2);
+        CHECK_INT(c.decoy, 0);               /* a POST's body is ignored */
+        CHECK_INT(c.fail_error, -EREMOTEIO); /* a POST's status is not */
+        CHECK_INT(c.init_error, 0);          /* "Accepted" as text/plain: fine */
+        CHECK_INT(c.closes, 1);
+        CHECK_INT(c.close_reason, -ECONNRESET); /* the stream is the connection */
+        CHECK_INT(legacy.gets, 1);
+        CHECK_STR(legacy.get_accept, "text/event-stream");
+        CHECK_STR(legacy.get_auth, "Bearer s3cret");
+        CHECK_STR(legacy.post_auth, "Bearer s3cret");
+        CHECK_STR(legacy.post_sid, "abc");
+        CHECK(ends_with(legacy.post_path, "/messages"));
+        CHECK_STR(legacy.post_path, strstr(path, "/x/") ? "/x/messages" : "/messages");
+        CHECK_INT(legacy.messages, legacy_sse ? 6 : 5);
+        /* each POST on its own connection: only the first is sure to come first */
+        if (legacy_sse)
+            CHECK_CONTAINS(legacy.methods, "early");
+        else
+            CHECK(strncmp(legacy.methods, "initialize,", 11) == 0);
+        CHECK_CONTAINS(legacy.methods, "initialize");
+        CHECK_CONTAINS(legacy.methods, "notifications/initialized");
+        CHECK_CONTAINS(legacy.methods, "tools/list");
+        CHECK_CONTAINS(legacy.methods, "fail");
+        CHECK_CONTAINS(legacy.methods, "end/stream");
+        break;
+    case L_UNAUTHORIZED:
+        CHECK_INT(c.init_error, -EACCES);
+        CHECK(!http_upstream_is_legacy(c.u));
+        CHECK_INT(c.closes, 0);
+        CHECK_INT(legacy.gets, 0);
+        break;
+    case L_CROSS_ORIGIN:
+        CHECK_INT(c.init_error, -EPROTO);
+        CHECK_INT(c.closes, 1);
+        CHECK_INT(c.close_reason, -EPROTO);
+        CHECK_INT(legacy.gets, 1);
+        CHECK_INT(legacy.messages, 0); /* nothing went to the other origin */
+        break;
+    case L_NO_ENDPOINT:
+        CHECK_INT(c.init_error, -ETIMEDOUT);
+        CHECK_INT(c.closes, 1);
+        CHECK_INT(c.close_reason, -ETIMEDOUT);
+        CHECK(c.close_at - c.t0 >= timeout_ms - 1);
+        CHECK(c.close_at - c.t0 < timeout_ms + 2000);
+        CHECK_INT(legacy.messages, 0);
+        break;
+    }
+    if (expect != L_WORKS)
+        CHECK_INT(c.other_errors, legacy_sse ? 1 : 0); /* "early" fails with initialize */
+    else
+        CHECK_INT(c.other_errors, 0);
+    CHECK_INT(c.others, 0);
+    pthread_mutex_unlock(&seen.mu);
+
+    /* the connection is over: later messages fail, the stream is not reopened */
+    if (c.closes) {
+        c.expect = L_UNAUTHORIZED;
+        c.init_error = 0;
+        l_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", 0);
+        CHECK_INT(loop_run(c.loop), 0);
+        CHECK_INT(c.init_error, c.close_reason);
+        CHECK_INT(c.closes, 1);
+        pthread_mutex_lock(&seen.mu);
+        CHECK_INT(legacy.messages, c.want_messages);
+        pthread_mutex_unlock(&seen.mu);
+    }
+
+    loop_timer_cancel(c.wait);
+    loop_timer_cancel(t);
+    http_upstream_free(c.u);
+    loop_free(c.loop);
+}
+
+/* messages waiting for a legacy endpoint are bounded */
+static void test_legacy_queue_bound(void)
+{
+    struct loop *l = NULL;
+    struct http_upstream *u = NULL;
+    char url[128];
+    const char *ping = "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}";
+    const struct http_upstream_handler h = {.on_message = l_message};
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/sse", port);
+    CHECK_INT(loop_new(&l), 0);
+    struct http_upstream_spec spec = {.url = url, .legacy_sse = true};
+    CHECK_INT(http_upstream_new(l, &spec, &h, NULL, &u, NULL), 0);
+    int k = 0;
+    for (int i = 0; i < HTTP_UPSTREAM_PENDING_MAX && k == 0; i++)
+        k = http_upstream_send(u, ping, strlen(ping), 0, 0);
+    CHECK_INT(k, 0);
+    CHECK_INT(http_upstream_send(u, ping, strlen(ping), 0, 0), -ENOBUFS);
+    CHECK_INT(http_upstream_open_stream(u), 0); /* legacy: a no-op */
+    http_upstream_free(u);
+    loop_free(l);
+}
+
+static void test_legacy(void)
+{
+    run_legacy("/sse", 405, "/messages?sessionId=abc", false, 5000, L_WORKS);
+    run_legacy("/sse", 404, "http://127.0.0.1:PORT/messages?sessionId=abc", false, 5000, L_WORKS);
+    run_legacy("/x/sse", 400, "messages?sessionId=abc", false, 5000, L_WORKS);
+    run_legacy("/sse", 401, "/messages?sessionId=abc", false, 5000, L_UNAUTHORIZED);
+    run_legacy("/sse", 405, "http://localhost:PORT/messages?sessionId=abc", false, 5000,
+               L_CROSS_ORIGIN);
+    run_legacy("/sse", 405, "http://127.0.0.1:1/messages?sessionId=abc", false, 5000,
+               L_CROSS_ORIGIN);
+    run_legacy("/sse", 405, "/messages?sessionId=abc", true, 5000, L_WORKS);
+    run_legacy("/sse", 405, "", true, 300, L_NO_ENDPOINT);
+}
+
 static void test_all(void)
 {
     server_start();
     test_session();
     test_free_in_callback();
     test_refused_and_bad_spec();
+    test_polling();
+    test_legacy();
+    test_legacy_queue_bound();
+    pthread_mutex_lock(&seen.mu);
+    stopping = true;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&seen.mu);
     MHD_stop_daemon(daemon_);
 }
 

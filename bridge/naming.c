@@ -1,0 +1,223 @@
+/* naming.c - exposed names of tools and prompts: prefix, sanitise, bound, deduplicate */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "naming.h"
+
+#define FNV_OFFSET 2166136261u
+#define FNV_PRIME  16777619u
+
+#define KEEP (NAMING_MAX - 7) /* bytes kept before "_" + 6 hex digits */
+
+static uint32_t fnv1a(uint32_t h, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        h ^= *p;
+        h *= FNV_PRIME;
+    }
+    return h;
+}
+
+static uint32_t fnv1a_str(const char *s)
+{
+    return fnv1a(FNV_OFFSET, s);
+}
+
+static bool is_allowed(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+}
+
+/* The length of the UTF-8 sequence a lead byte opens (1 for anything that is not a valid
+ * lead: ASCII, a stray continuation byte, 0xC0, 0xC1, 0xF5..0xFF). */
+static int utf8_len(unsigned char c)
+{
+    if (c >= 0xC2 && c <= 0xDF)
+        return 2;
+    if (c >= 0xE0 && c <= 0xEF)
+        return 3;
+    if (c >= 0xF0 && c <= 0xF4)
+        return 4;
+    return 1;
+}
+
+/* Appends the sanitised s to out[0..NAMING_MAX) at *len; *len counts every byte the full
+ * sanitised name would have, so the caller sees when it did not fit. */
+static void sanitise(const char *s, char *out, size_t *len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned char c = *p++;
+        if (!is_allowed(c)) {
+            c = '_';
+            /* one '_' for a whole character: swallow its continuation bytes */
+            for (int n = utf8_len(p[-1]) - 1; n > 0 && (*p & 0xC0) == 0x80; n--)
+                p++;
+        }
+        if (*len < NAMING_MAX)
+            out[*len] = (char)c;
+        (*len)++;
+    }
+}
+
+void naming_expose(enum mcp_tool_prefix prefix, const char *server, const char *name,
+                   char buf[static NAMING_MAX + 1])
+{
+    const char *head = "", *mid = "", *tail = "";
+    if (!server)
+        server = "";
+    if (!name)
+        name = "";
+    switch (prefix) {
+    case MCP_TOOL_PREFIX_SERVER:
+        head = "mcp_";
+        mid = server;
+        tail = "_";
+        break;
+    case MCP_TOOL_PREFIX_SHORT:
+        mid = server;
+        tail = "_";
+        break;
+    case MCP_TOOL_PREFIX_NONE:
+        break;
+    }
+
+    size_t len = 0;
+    sanitise(head, buf, &len);
+    sanitise(mid, buf, &len);
+    sanitise(tail, buf, &len);
+    sanitise(name, buf, &len);
+
+    if (len > NAMING_MAX) {
+        /* the hash of the unsanitised full name: "a.b" and "a/b" differ here */
+        uint32_t h = fnv1a(fnv1a(fnv1a(fnv1a_str(head), mid), tail), name);
+        uint32_t folded = (h >> 24) ^ (h & 0xFFFFFFu);
+        (void)snprintf(buf + KEEP, NAMING_MAX + 1 - KEEP, "_%06x", (unsigned)folded);
+        return;
+    }
+    if (len == 0)
+        buf[len++] = '_';
+    buf[len] = 0;
+}
+
+/* An open-addressing set (linear probing, at most half full) of owned names. Each entry also
+ * remembers the next suffix to try for its name as a base, so n tools of one name cost O(n)
+ * in all, not O(n^2): the set only grows, so every suffix below the hint stays taken. */
+struct naming_entry {
+    char *name; /* NULL: empty slot */
+    uint32_t hash;
+    unsigned next; /* next suffix to try when this name collides; 0: not yet (2) */
+};
+
+struct naming_set {
+    struct naming_entry *slots;
+    size_t cap; /* a power of two */
+    size_t count;
+};
+
+#define INITIAL_CAP 64
+
+struct naming_set *naming_set_new(void)
+{
+    struct naming_set *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->slots = calloc(INITIAL_CAP, sizeof(*s->slots));
+    if (!s->slots) {
+        free(s);
+        return NULL;
+    }
+    s->cap = INITIAL_CAP;
+    return s;
+}
+
+void naming_set_free(struct naming_set *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->cap; i++)
+        free(s->slots[i].name);
+    free(s->slots);
+    free(s);
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static struct naming_entry *slot_find(struct naming_entry *slots, size_t cap, const char *name,
+                                      uint32_t hash)
+{
+    size_t mask = cap - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        struct naming_entry *e = &slots[i];
+        if (!e->name || (e->hash == hash && strcmp(e->name, name) == 0))
+            return e;
+    }
+}
+
+static int grow(struct naming_set *s)
+{
+    size_t cap = s->cap * 2;
+    struct naming_entry *slots = calloc(cap, sizeof(*slots));
+    if (!slots)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->slots[i].name)
+            *slot_find(slots, cap, s->slots[i].name, s->slots[i].hash) = s->slots[i];
+    free(s->slots);
+    s->slots = slots;
+    s->cap = cap;
+    return 0;
+}
+
+/* Adds name (known to be absent). */
+static int insert(struct naming_set *s, const char *name, uint32_t hash)
+{
+    if ((s->count + 1) * 2 > s->cap) {
+        int r = grow(s);
+        if (r < 0)
+            return r;
+    }
+    char *copy = strdup(name);
+    if (!copy)
+        return -ENOMEM;
+    *slot_find(s->slots, s->cap, name, hash) = (struct naming_entry){.name = copy, .hash = hash};
+    s->count++;
+    return 0;
+}
+
+int naming_set_claim(struct naming_set *s, char buf[static NAMING_MAX + 1])
+{
+    uint32_t hash = fnv1a_str(buf);
+    struct naming_entry *base = slot_find(s->slots, s->cap, buf, hash);
+    if (!base->name) {
+        int r = insert(s, buf, hash);
+        return r < 0 ? r : 0;
+    }
+
+    size_t base_len = strlen(buf);
+    unsigned n = base->next ? base->next : 2;
+    char cand[NAMING_MAX + 1];
+    uint32_t cand_hash;
+    for (;; n++) {
+        char suffix[16];
+        int sl = snprintf(suffix, sizeof(suffix), "_%u", n);
+        if (sl < 0 || (size_t)sl >= sizeof(suffix))
+            return -EOVERFLOW; /* cannot happen: a set this large does not fit in memory */
+        size_t keep = base_len + (size_t)sl <= NAMING_MAX ? base_len : NAMING_MAX - (size_t)sl;
+        memcpy(cand, buf, keep);
+        memcpy(cand + keep, suffix, (size_t)sl + 1);
+        cand_hash = fnv1a_str(cand);
+        if (!slot_find(s->slots, s->cap, cand, cand_hash)->name)
+            break;
+    }
+    /* the insert may move the entries: the hint is stored through a fresh lookup */
+    int r = insert(s, cand, cand_hash);
+    if (r < 0)
+        return r;
+    slot_find(s->slots, s->cap, buf, hash)->next = n + 1;
+    memcpy(buf, cand, strlen(cand) + 1);
+    return 1;
+}
