@@ -486,7 +486,7 @@ static int get_string(struct json_object *o, const char *key, const char *label,
                       char **ret, struct err *e)
 {
     struct json_object *v = member(o, key);
-    const char *s;
+    const char *s = NULL;
     char lbl[128];
     if (!v)
         return 0;
@@ -1251,6 +1251,8 @@ static int read_settings(struct loader *L, struct layer *y)
     return 0;
 }
 
+static int scan_root(struct loader *L, size_t idx, struct err *e);
+
 /* Reads one layer: a missing file is absent; anything else wrong with the file is a
  * diagnostic and the layer is skipped. */
 static int read_layer(struct loader *L, size_t idx, struct err *e)
@@ -1276,6 +1278,15 @@ static int read_layer(struct loader *L, size_t idx, struct err *e)
         return oom(e);
     if (r < 0)
         return add_diag(L->c, y->display, "%s", err_msg(&le)) < 0 ? oom(e) : 0;
+    return scan_root(L, idx, e);
+}
+
+/* Collects the candidates and settings of a layer whose root is read; a root that is not
+ * usable is a diagnostic and the layer is skipped. */
+static int scan_root(struct loader *L, size_t idx, struct err *e)
+{
+    struct layer *y = &L->layers[idx];
+    int r;
 
     if (!json_object_is_type(y->root, json_type_object)) {
         r = add_diag(L->c, y->display, "'%s': the root must be an object, not %s", y->display,
@@ -1337,6 +1348,31 @@ static void loader_release(struct loader *L)
     free(L->cands);
 }
 
+/* The second pass: the last candidate of each name (highest layer) wins, is validated and
+ * expanded; the result is sorted by name. */
+static int build_servers(struct loader *L, struct err *e)
+{
+    L->c->tool_prefix =
+        L->tool_prefix >= 0 ? (enum mcp_tool_prefix)L->tool_prefix : MCP_TOOL_PREFIX_SERVER;
+    if (L->n_cands > 0)
+        qsort(L->cands, L->n_cands, sizeof(*L->cands), cand_cmp);
+    L->c->servers = calloc(L->n_cands ? L->n_cands : 1, sizeof(*L->c->servers));
+    if (!L->c->servers)
+        return oom(e);
+    for (size_t i = 0; i < L->n_cands; i++) {
+        const struct cand *k = &L->cands[i];
+        if (i + 1 < L->n_cands && strcmp(k->name, L->cands[i + 1].name) == 0)
+            continue;
+        const struct layer *y = &L->layers[k->layer];
+        int r = server_build(k->name, k->entry, y->display, y->layer, L->opts,
+                             &L->c->servers[L->c->n_servers]);
+        if (r < 0)
+            return oom(e);
+        L->c->n_servers++;
+    }
+    return 0;
+}
+
 int mcp_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret, struct err *e)
 {
     static const struct mcp_config_opts no_opts;
@@ -1359,30 +1395,54 @@ int mcp_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret,
         if (r < 0)
             goto out;
     }
-    L.c->tool_prefix =
-        L.tool_prefix >= 0 ? (enum mcp_tool_prefix)L.tool_prefix : MCP_TOOL_PREFIX_SERVER;
+    r = build_servers(&L, e);
+    if (r < 0)
+        goto out;
 
-    /* the last candidate of each name (highest layer) wins; the result is sorted by name */
-    if (L.n_cands > 0)
-        qsort(L.cands, L.n_cands, sizeof(*L.cands), cand_cmp);
-    L.c->servers = calloc(L.n_cands ? L.n_cands : 1, sizeof(*L.c->servers));
-    if (!L.c->servers) {
+    *ret = TAKE_PTR(L.c);
+    r = 0;
+out:
+    mcp_config_free(L.c);
+    loader_release(&L);
+    return r;
+}
+
+int mcp_config_load_object(struct json_object *root, const char *source,
+                           const struct mcp_config_opts *opts, struct mcp_config **ret,
+                           struct err *e)
+{
+    static const struct mcp_config_opts no_opts;
+    struct loader L = {0};
+    int r;
+
+    if (!root || !source)
+        return err_set(e, -EINVAL, "no configuration given");
+    L.opts = opts ? opts : &no_opts;
+    L.tool_prefix = -1;
+    L.c = calloc(1, sizeof(*L.c));
+    if (!L.c) {
         r = oom(e);
         goto out;
     }
-    for (size_t i = 0; i < L.n_cands; i++) {
-        const struct cand *k = &L.cands[i];
-        if (i + 1 < L.n_cands && strcmp(k->name, L.cands[i + 1].name) == 0)
-            continue;
-        const struct layer *y = &L.layers[k->layer];
-        r = server_build(k->name, k->entry, y->display, y->layer, L.opts,
-                         &L.c->servers[L.c->n_servers]);
-        if (r < 0) {
-            r = oom(e);
-            goto out;
-        }
-        L.c->n_servers++;
+    r = add_layer(&L, strdup(source), MCP_LAYER_USER, true);
+    if (r < 0) {
+        r = oom(e);
+        goto out;
     }
+    /* the source is a label, not a path: shown as given */
+    free(L.layers[0].display);
+    L.layers[0].display = strdup(source);
+    if (!L.layers[0].display) {
+        r = oom(e);
+        goto out;
+    }
+    L.layers[0].root = json_object_get(root);
+    r = scan_root(&L, 0, e);
+    if (r < 0)
+        goto out;
+    r = build_servers(&L, e);
+    if (r < 0)
+        goto out;
 
     *ret = TAKE_PTR(L.c);
     r = 0;

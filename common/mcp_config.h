@@ -142,6 +142,16 @@ int mcp_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret,
                     struct err *e) _must_check_;
 void mcp_config_free(struct mcp_config *c);
 
+/* Loads one configuration held in memory instead of the layers: root has the shape of an
+ * mcp.json file ("mcpServers"/"servers", "settings") and is validated and expanded exactly like
+ * one (through opts->lookup; the paths of opts are not used). source names it in messages (e.g.
+ * "command line"). A root, or a servers key, that is not an object is a diagnostic, as for a
+ * file. Lists no files. Fails only on ENOMEM or a NULL argument (-EINVAL). root is borrowed.
+ * Caller frees with mcp_config_free(). */
+int mcp_config_load_object(struct json_object *root, const char *source,
+                           const struct mcp_config_opts *opts, struct mcp_config **ret,
+                           struct err *e) _must_check_;
+
 /* Entries after layering, sorted by name. Borrowed. */
 size_t mcp_config_count(const struct mcp_config *c);
 const struct mcp_server *mcp_config_at(const struct mcp_config *c, size_t i);

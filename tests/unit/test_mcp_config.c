@@ -1032,7 +1032,91 @@ static void test_sorted(void)
     CHECK_INT(mcp_config_count(NULL), 0);
 }
 
+/* A configuration held in memory (a URL from the command line) is validated exactly like a
+ * file: same messages, named after the given source; lookup from opts; no files listed. */
+static void test_load_object(void)
+{
+    struct err e = ERR_INIT;
+    struct mcp_config *c = NULL;
+    setup("object");
+    /* the files of the layers are not read */
+    put(USER, "{'mcpServers': {'fromfile': {'command': 'x'}}}");
+    struct json_object *root = json_tokener_parse(
+        "{\"mcpServers\": {\"ok\": {\"url\": \"https://${HOST}/mcp\", \"headers\": "
+        "{\"Authorization\": \"Bearer ${TOK}\"}},"
+        "\"ftp\": {\"url\": \"ftp://x.example\"},"
+        "\"both\": {\"url\": \"https://x.example\", \"command\": \"x\"},"
+        "\"nohost\": {\"url\": \"https://${NOPE}/\"}},"
+        "\"settings\": {\"toolPrefix\": \"short\"}}");
+    CHECK(root != NULL);
+    static const char *const kv[] = {"HOST", "mcp.example.com", "TOK", "t0k", NULL};
+    struct table t = {kv, 0};
+    struct mcp_config_opts o = {
+        .cwd = P("home/proj"), .lookup = table_lookup, .lookup_userdata = &t};
+    CHECK_INT(mcp_config_load_object(root, "command line", &o, &c, &e), 0);
+    if (!c) {
+        json_object_put(root);
+        return;
+    }
+    CHECK_INT(mcp_config_count(c), 4);
+    CHECK(mcp_config_find(c, "fromfile") == NULL);
+    CHECK_INT(mcp_config_file_count(c), 0);
+    CHECK_INT(mcp_config_diag_count(c), 0);
+    CHECK_INT(mcp_config_tool_prefix(c), MCP_TOOL_PREFIX_SHORT);
+    const struct mcp_server *s = mcp_config_find(c, "ok");
+    CHECK(s && !s->error && s->transport == MCP_TRANSPORT_HTTP);
+    CHECK(s && strcmp(s->url, "https://${HOST}/mcp") == 0);
+    CHECK(s && s->headers[0] && strcmp(s->headers[0], "Authorization: Bearer ${TOK}") == 0);
+    CHECK(s && strcmp(s->source, "command line") == 0);
+    s = mcp_config_find(c, "ftp");
+    CHECK(s && s->error && strstr(s->error, "'command line': server 'ftp': "));
+    s = mcp_config_find(c, "both");
+    CHECK(s && s->error && strstr(s->error, "'command line': server 'both': "));
+    s = mcp_config_find(c, "nohost");
+    CHECK(s && s->error && strstr(s->error, "variable 'NOPE' is not set"));
+    CHECK(s && s->missing_vars && strcmp(s->missing_vars[0], "NOPE") == 0);
+    /* the object stays the caller's and unchanged */
+    CHECK(json_object_get_type(root) == json_type_object);
+    mcp_config_free(c);
+    c = NULL;
+
+    /* the same entry from a file and from memory give the same verdicts */
+    put(USER, "{'mcpServers': {'ftp': {'url': 'ftp://x.example'}}}");
+    struct mcp_config *f = load();
+    CHECK_INT(mcp_config_load_object(root, "command line", &o, &c, &e), 0);
+    const struct mcp_server *a = mcp_config_find(f, "ftp"), *b = mcp_config_find(c, "ftp");
+    CHECK(a && b && a->error && b->error);
+    if (a && b && a->error && b->error)
+        CHECK_STR(strchr(a->error, ':'), strchr(b->error, ':'));
+    mcp_config_free(f);
+    mcp_config_free(c);
+    c = NULL;
+    json_object_put(root);
+
+    /* shapes that are not usable are diagnostics, as for a file */
+    root = json_tokener_parse("[1]");
+    CHECK_INT(mcp_config_load_object(root, "command line", NULL, &c, &e), 0);
+    CHECK_INT(mcp_config_count(c), 0);
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    if (mcp_config_diag_count(c) == 1)
+        CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
+                       "'command line': the root must be an object");
+    mcp_config_free(c);
+    c = NULL;
+    json_object_put(root);
+    root = json_tokener_parse("{\"mcpServers\": []}");
+    CHECK_INT(mcp_config_load_object(root, "command line", NULL, &c, &e), 0);
+    CHECK_INT(mcp_config_count(c), 0);
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    mcp_config_free(c);
+    c = NULL;
+    json_object_put(root);
+
+    CHECK_INT(mcp_config_load_object(NULL, "x", NULL, &c, &e), -EINVAL);
+    CHECK(c == NULL);
+}
+
 TESTS_MAIN(test_layering, test_files_absent, test_xdg, test_root_keys, test_config_override,
            test_malformed, test_rejections, test_names, test_fields_and_types, test_oauth,
            test_expansion, test_many_missing, test_mcp_expand, test_lookup_callback,
-           test_tool_prefix, test_sorted)
+           test_tool_prefix, test_sorted, test_load_object)

@@ -1,0 +1,289 @@
+/* cmd_common.c - what the commands share: the configuration as every command sees it */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "mcp_config.h"
+#include "path.h"
+
+#define URL_NAME_MAX 64 /* a name made from a URL's host */
+
+/* The bundled layer: $CREDKIT_BRIDGE_BUNDLED (empty: none), else
+ * <bindir>/../share/credkit/mcp.json when it exists. Caller frees; NULL: none. */
+static char *bundled_path(void)
+{
+    const char *env = getenv("CREDKIT_BRIDGE_BUNDLED");
+    if (env)
+        return *env ? strdup(env) : NULL;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *bindir = path_dirname(exe);
+    if (!bindir)
+        return NULL;
+    char *p = path_join(bindir, "../share/credkit/mcp.json");
+    free(bindir);
+    if (p && access(p, F_OK) != 0) {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log)
+{
+    struct mcp_config *c = NULL;
+    struct err e = ERR_INIT;
+    char cwd[PATH_MAX];
+    char *bundled = bundled_path();
+    struct mcp_config_opts opts = {
+        .config_path = g->config,
+        .cwd = getcwd(cwd, sizeof(cwd)),
+        .bundled_path = bundled,
+    };
+    if (!opts.cwd)
+        log_warn(log, "cannot tell the working directory (%s): the project files .mcp.json and "
+                      ".pi/mcp.json are not read",
+                 strerror(errno));
+    int r = mcp_config_load(&opts, &c, &e);
+    free(bundled);
+    if (r < 0) {
+        log_error(log, "%s", err_msg(&e));
+        return NULL;
+    }
+    /* a file that could not be used at all: its servers are missing, say why */
+    for (size_t i = 0; i < mcp_config_diag_count(c); i++)
+        log_warn(log, "%s", mcp_config_diag_at(c, i)->message);
+    return c;
+}
+
+static bool is_url(const char *target)
+{
+    return strstr(target, "://") != NULL;
+}
+
+/* The entry name for a URL: its host, lowercase, each character outside [a-z0-9._-] as '_'
+ * ("https://mcp.example.com:8443/mcp" -> "mcp.example.com"). Caller frees. */
+static char *name_from_url(const char *url)
+{
+    const char *p = strstr(url, "://") + 3;
+    size_t n = strcspn(p, "/?#");
+    const char *at = memchr(p, '@', n);
+    if (at) {
+        n -= (size_t)(at + 1 - p);
+        p = at + 1;
+    }
+    if (n > 0 && p[0] == '[') { /* [v6]:port */
+        const char *close = memchr(p, ']', n);
+        if (close)
+            n = (size_t)(close + 1 - p);
+    } else {
+        const char *colon = memchr(p, ':', n);
+        if (colon)
+            n = (size_t)(colon - p);
+    }
+    struct buf b;
+    buf_init(&b, URL_NAME_MAX + 1);
+    for (size_t i = 0; i < n && b.len < URL_NAME_MAX; i++) {
+        char ch = (char)tolower((unsigned char)p[i]);
+        if (!isalnum((unsigned char)ch) && ch != '.' && ch != '-' && ch != '_')
+            ch = '_';
+        if (buf_append_char(&b, ch) < 0)
+            break;
+    }
+    /* "[::1]" -> "__1_": trim the underscores that brackets and colons leave */
+    size_t start = 0;
+    while (start < b.len && b.data[start] == '_')
+        start++;
+    while (b.len > start && b.data[b.len - 1] == '_')
+        b.len--;
+    char *out = b.len > start ? strndup(b.data + start, b.len - start) : strdup("server");
+    buf_release(&b);
+    return out;
+}
+
+/* {"mcpServers": {NAME: {"url": URL, "headers": {...}}}} from the command line. -EINVAL with a
+ * message for a header that is not "Name: value". */
+static int url_root(const char *url, const char *name, const char *const *headers,
+                    struct json_object **ret, struct err *e)
+{
+    struct json_object *root = json_object_new_object(), *servers = json_object_new_object(),
+                       *entry = json_object_new_object(), *hdrs = json_object_new_object();
+    int r = -ENOMEM;
+    if (!root || !servers || !entry || !hdrs)
+        goto out;
+    for (size_t i = 0; headers && headers[i]; i++) {
+        const char *h = headers[i], *colon = strchr(h, ':');
+        if (!colon || colon == h) {
+            char shown[48];
+            (void)snprintf(shown, sizeof(shown), "%.*s", (int)strcspn(h, ":"), h);
+            r = err_set(e, -EINVAL,
+                        "--header '%s...': a header is written 'Name: value' (the value may "
+                        "use ${VAR} from the environment)",
+                        shown);
+            goto out;
+        }
+        const char *v = colon + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        char *hname = strndup(h, (size_t)(colon - h));
+        struct json_object *jv = json_object_new_string(v);
+        if (!hname || !jv || json_object_object_add(hdrs, hname, jv) < 0) {
+            free(hname);
+            json_object_put(jv);
+            goto out;
+        }
+        free(hname);
+    }
+    struct json_object *ju = json_object_new_string(url);
+    if (!ju || json_object_object_add(entry, "url", ju) < 0) {
+        json_object_put(ju);
+        goto out;
+    }
+    if (json_object_object_add(entry, "headers", hdrs) < 0)
+        goto out;
+    hdrs = NULL;
+    if (json_object_object_add(servers, name, entry) < 0)
+        goto out;
+    entry = NULL;
+    if (json_object_object_add(root, "mcpServers", servers) < 0)
+        goto out;
+    servers = NULL;
+    *ret = root;
+    root = NULL;
+    r = 0;
+out:
+    if (r == -ENOMEM)
+        (void)err_set(e, -ENOMEM, "out of memory");
+    json_object_put(root);
+    json_object_put(servers);
+    json_object_put(entry);
+    json_object_put(hdrs);
+    return r;
+}
+
+/* Says which server names exist, for "no server named ...". */
+static void report_not_found(const struct mcp_config *c, const char *target, struct log *log)
+{
+    struct buf names, files;
+    buf_init(&names, 2048);
+    buf_init(&files, 8192);
+    for (size_t i = 0; i < mcp_config_count(c); i++)
+        if (buf_printf(&names, "%s%s", names.len ? ", " : "", mcp_config_at(c, i)->name) < 0)
+            break;
+    for (size_t i = 0; i < mcp_config_file_count(c); i++) {
+        bool exists = false;
+        const char *f = mcp_config_file_at(c, i, &exists);
+        if (!exists)
+            continue;
+        char *d = path_display(f);
+        int r = buf_printf(&files, "%s%s", files.len ? ", " : "", d ? d : f);
+        free(d);
+        if (r < 0)
+            break;
+    }
+    log_error(log,
+              "no server named '%s' in %s%s%s: check the name ('mcp-bridge list'), give its URL, "
+              "or add it with 'mcp-bridge add'",
+              target, files.len ? buf_str(&files) : "the configuration (no mcp.json file found)",
+              names.len ? "; configured: " : "", names.len ? buf_str(&names) : "");
+    buf_release(&names);
+    buf_release(&files);
+}
+
+struct mcp_config *cli_config_for(const char *target, const char *const *headers,
+                                  const struct args_globals *g, struct log *log,
+                                  const char **ret_name)
+{
+    struct mcp_config *layered = NULL, *one = NULL;
+    struct json_object *root = NULL;
+    struct err e = ERR_INIT;
+    char *name = NULL;
+    const char *source;
+    int r;
+
+    if (is_url(target)) {
+        name = name_from_url(target);
+        if (!name) {
+            log_error(log, "out of memory");
+            goto out;
+        }
+        r = url_root(target, name, headers, &root, &e);
+        if (r < 0) {
+            log_error(log, "%s", err_msg(&e));
+            goto out;
+        }
+        source = "command line";
+    } else {
+        if (headers && headers[0]) {
+            log_error(log, "--header goes with a URL; the headers of '%s' are set in its "
+                           "configuration entry",
+                      target);
+            goto out;
+        }
+        layered = cli_load_config(g, log);
+        if (!layered)
+            goto out;
+        const struct mcp_server *s = mcp_config_find(layered, target);
+        if (!s) {
+            report_not_found(layered, target, log);
+            goto out;
+        }
+        if (s->error) {
+            log_error(log, "%s", s->error);
+            goto out;
+        }
+        /* the entry again, alone, validated by the same code from what was written */
+        name = strdup(s->name);
+        root = json_object_new_object();
+        struct json_object *servers = json_object_new_object();
+        if (!name || !root || !servers ||
+            json_object_object_add(root, "mcpServers", servers) < 0) {
+            json_object_put(servers);
+            log_error(log, "out of memory");
+            goto out;
+        }
+        struct json_object *raw = json_object_get(s->raw);
+        if (json_object_object_add(servers, name, raw) < 0) {
+            json_object_put(raw);
+            log_error(log, "out of memory");
+            goto out;
+        }
+        source = s->source;
+    }
+
+    r = mcp_config_load_object(root, source, NULL, &one, &e);
+    if (r < 0) {
+        log_error(log, "%s", err_msg(&e));
+        goto out;
+    }
+    for (size_t i = 0; i < mcp_config_diag_count(one); i++)
+        log_error(log, "%s", mcp_config_diag_at(one, i)->message);
+    const struct mcp_server *s = mcp_config_find(one, name);
+    if (!s) {
+        log_error(log, "'%s': no usable server entry", target);
+        goto fail;
+    }
+    if (s->error) {
+        log_error(log, "%s", s->error);
+        goto fail;
+    }
+    *ret_name = s->name;
+    goto out;
+fail:
+    mcp_config_free(one);
+    one = NULL;
+out:
+    json_object_put(root);
+    mcp_config_free(layered);
+    free(name);
+    return one;
+}
