@@ -13,11 +13,14 @@
  *     the agent's protocol version.
  *   - tools/list, prompts/list, resources/list, resources/templates/list answer from the
  *     catalogue: each upstream's lists, fetched through all pages after each READY and after
- *     each */list_changed from it. The first answer waits until every upstream has settled
- *     (listed, failed, or its connect timeout passed), never longer; upstreams that come later
- *     announce themselves with notifications/*_list_changed. One page, no cursor.
+ *     each list_changed notification from it. The first answer waits until every upstream has
+ *     settled (listed, failed, or its connect timeout passed), never longer; upstreams that
+ *     come later announce themselves with notifications/tools/list_changed (etc.). One page,
+ *     no cursor.
  *   - tools and prompts are renamed (naming.h); excludeTools are left out; tools/call and
- *     prompts/get map the name back through a hash lookup. Resource URIs are not renamed:
+ *     prompts/get map the name back through a hash lookup. An unknown name is -32602 (as MCP
+ *     servers answer an unknown tool); a request naming a tool, prompt or resource that is not
+ *     in the catalogue before it has settled waits for it, like the first list. Resource URIs are not renamed:
  *     resources/read, subscribe and unsubscribe go to the upstream that listed the URI, else the
  *     one whose template's literal prefix matches longest, else - when only one upstream has
  *     resources - to it; otherwise -32002. completion/complete goes by ref (prompt name or
@@ -26,8 +29,9 @@
  *     after each (re)connect; ping is answered by the bridge.
  * Single mode (mcp-bridge connect NAME|URL): one upstream, passed through transparently: the
  *   agent's initialize is answered with the upstream's own InitializeResult (protocolVersion,
- *   capabilities, serverInfo, instructions) once it is READY (or an error after the connect
- *   timeout), names and lists unchanged, every request forwarded as it is.
+ *   capabilities, serverInfo, instructions) once it is READY (or -32000 with the reason after
+ *   the connect timeout, or at once when the entry cannot work: the agent may send initialize
+ *   again), names and lists unchanged, every request forwarded as it is.
  *
  * Both modes:
  *   - results pass through verbatim (content of every type, structuredContent, isError, _meta);

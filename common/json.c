@@ -87,7 +87,9 @@ int json_parse(const char *text, size_t len, size_t max_len, struct json_object 
     }
     if (!obj) {
         char what[128];
-        if (jerr == json_tokener_error_parse_eof || jerr == json_tokener_continue)
+        if (jerr == json_tokener_success) /* a bare null: json-c has no object for it */
+            (void)snprintf(what, sizeof(what), "null is not a usable value here");
+        else if (jerr == json_tokener_error_parse_eof || jerr == json_tokener_continue)
             (void)snprintf(what, sizeof(what), "unexpected end of input");
         else if (jerr == json_tokener_error_depth)
             (void)snprintf(what, sizeof(what), "nested more than %d levels deep", JSON_MAX_DEPTH);

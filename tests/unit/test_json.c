@@ -128,6 +128,8 @@ static void test_trailing_garbage(void)
     check_bad("{}\n\n  {}", 8, "line 3, column 3: unexpected text after the JSON value");
     check_bad("1 2", 3, "line 1, column 3: unexpected text after");
     check_bad("123x", 4, "line 1, column 4: unexpected text after");
+    /* json-c answers a bare null with no object and "success" */
+    check_bad("null", 4, "null is not a usable value here");
 }
 
 static void test_depth(void)
