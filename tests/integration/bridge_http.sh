@@ -1,0 +1,125 @@
+# mcp-bridge with HTTP servers, compared with a direct connection (tests/peers/bridge-agent.mjs,
+# the SDK's Client on both sides), inside a private network namespace (the servers bind every
+# interface): server-everything over Streamable HTTP (the whole comparison: sampling, elicitation
+# and roots come on its streams), the SDK's example servers jsonResponseStreamableHttp.js (JSON
+# responses, no GET stream), ssePollingExample.js (the server closes the SSE stream in the middle
+# of a call: the bridge resumes with Last-Event-ID after the server's retry) and simpleSseServer.js
+# (the 2024-11-05 HTTP+SSE transport: the bridge falls back on its own; "type": "sse" says so).
+# Each reached by URL (`connect URL`), by configuration entry (`connect NAME`) and together in
+# aggregate mode (`serve`).
+. "$(dirname "$0")/lib/netns.sh"
+. "$(dirname "$0")/lib/common.sh"
+
+: "${MCP_BRIDGE_BIN:?MCP_BRIDGE_BIN must point at mcp-bridge (ctest sets it)}"
+[ -x "$MCP_BRIDGE_BIN" ] || fail "mcp-bridge is not built at '$MCP_BRIDGE_BIN'"
+[ -d "$PEERS_DIR/node_modules" ] || fail "tests/peers/node_modules is missing: run scripts/install-deps"
+# only the test's own configuration: an empty bundled layer, no project layer (cwd is T_ROOT)
+printf '{"mcpServers": {}}\n' >"$T_ROOT/bundled.json"
+export CREDKIT_BRIDGE_BUNDLED="$T_ROOT/bundled.json"
+cd "$T_ROOT"
+
+json_argv() { node -e 'process.stdout.write(JSON.stringify(process.argv.slice(1)))' -- "$@"; }
+
+# The processes this test started through the bridge are the ones whose command line names
+# T_ROOT: none may outlive a driver.
+kill_leftovers() { pgrep -f -- "$T_ROOT" | while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done; }
+trap 'rc=$?; kill_leftovers; (exit $rc); t_cleanup' EXIT
+
+failed=()
+# driver LABEL SCRIPT ARGS...: runs a node driver of tests/peers; each "ok" line is a check
+driver() {
+    local label=$1 script=$2 rc=0 left
+    shift 2
+    echo "== $label"
+    node "$PEERS_DIR/$script" "$@" </dev/null >"$T_ROOT/$label.out" 2>"$T_ROOT/$label.err" || rc=$?
+    cat "$T_ROOT/$label.out"
+    T_CHECKS=$((T_CHECKS + $(grep -c '^ok ' "$T_ROOT/$label.out" || true)))
+    if [ "$rc" != 0 ]; then
+        echo "--- $label: the bridge's log (last lines)"
+        tail -n 40 "$T_ROOT/$label.bridge.log" 2>/dev/null || true
+        echo "--- $label: the driver's stderr (last lines)"
+        tail -n 20 "$T_ROOT/$label.err"
+        failed+=("$label")
+    fi
+    T_CHECKS=$((T_CHECKS + 1))
+    left=$(pgrep -af -- "$T_ROOT" || true)
+    if [ -n "$left" ]; then
+        echo "FAIL $label: processes left behind:"
+        echo "$left"
+        failed+=("$label: processes left behind")
+        kill_leftovers
+    fi
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# serve NAME PORT CMD...: starts a server in the background (stopped on exit) and waits until it
+# accepts connections on PORT; SERVED_PID is its pid
+serve() {
+    local name=$1 port=$2
+    shift 2
+    ! port_open "$port" || fail "port $port is taken before $name starts"
+    "$@" >"$T_ROOT/$name.log" 2>&1 </dev/null &
+    SERVED_PID=$!
+    T_PEER_PIDS+=("$SERVED_PID")
+    wait_until 20 "$name listening on port $port" port_open "$port"
+}
+unserve() { # PID PORT
+    kill -TERM "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    wait_until 10 "port $2 closed" bash -c "! (exec 3<>/dev/tcp/127.0.0.1/$2) 2>/dev/null"
+}
+
+# agent LABEL MODE BRIDGE-ARGS-JSON SERVER=SPEC:SUITE...: one run of bridge-agent.mjs
+agent() {
+    local label=$1 mode=$2 bridge=$3 s args=()
+    shift 3
+    for s in "$@"; do
+        args+=(--server "${s%:*}" --suite "${s%%=*}=${s##*:}")
+    done
+    driver "$label" bridge-agent.mjs --mode "$mode" "${args[@]}" --bridge "$bridge" \
+        --bridge-log "$T_ROOT/$label.bridge.log"
+}
+bridge() { json_argv "$MCP_BRIDGE_BIN" "$@"; }
+
+everything="$PEERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+examples="$PEERS_DIR/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server"
+EV=http://127.0.0.1:3100/mcp
+JSON=http://127.0.0.1:3000/mcp
+POLL=http://127.0.0.1:3001/mcp
+LEGACY=http://127.0.0.1:3000/mcp
+
+cat >"$T_ROOT/http.json" <<EOF
+{ "mcpServers": {
+    "everything": { "url": "$EV" },
+    "json": { "url": "$JSON", "timeout": 20000 },
+    "poll": { "url": "$POLL" }
+} }
+EOF
+cat >"$T_ROOT/legacy.json" <<EOF
+{ "mcpServers": {
+    "legacy": { "url": "$LEGACY" },
+    "legacy-sse": { "url": "$LEGACY", "type": "sse" }
+} }
+EOF
+
+PORT=3100 serve everything 3100 node "$everything" streamableHttp
+serve json 3000 node "$examples/jsonResponseStreamableHttp.js"
+json_pid=$SERVED_PID
+serve poll 3001 node "$examples/ssePollingExample.js"
+
+agent everything-url single "$(bridge connect "$EV")" "everything=http:$EV:everything"
+agent json-url single "$(bridge connect "$JSON")" "json=http:$JSON:json"
+agent json-name single "$(bridge connect json --config "$T_ROOT/http.json")" "json=http:$JSON:json"
+agent poll-url single "$(bridge connect "$POLL")" "poll=http:$POLL:polling"
+agent http-aggregate aggregate "$(bridge serve --config "$T_ROOT/http.json")" \
+    "everything=http:$EV:everything-core" "json=http:$JSON:json" "poll=http:$POLL:polling"
+
+# the legacy server takes port 3000 over
+unserve "$json_pid" 3000
+serve legacy 3000 node "$examples/simpleSseServer.js"
+agent legacy-url single "$(bridge connect "$LEGACY")" "legacy=sse:$LEGACY:legacy"
+agent legacy-name single "$(bridge connect legacy --config "$T_ROOT/legacy.json")" "legacy=sse:$LEGACY:legacy"
+agent legacy-aggregate aggregate "$(bridge serve --config "$T_ROOT/legacy.json")" \
+    "legacy=sse:$LEGACY:legacy" "legacy-sse=sse:$LEGACY:legacy"
+
+[ "${#failed[@]}" -eq 0 ] || fail "mcp-bridge with HTTP servers: ${failed[*]}"
