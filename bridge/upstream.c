@@ -1351,7 +1351,9 @@ static void init_answered(struct upstream *u, struct upstream_call *c, struct jr
     }
     if (m->error) {
         const char *em = json_object_get_string(json_object_object_get(m->error, "message"));
-        msg = xasprintf("server '%s': initialize failed: %s", name_of(u), em ? em : "(no message)");
+        /* bounded: the server's text goes to the log and to the user */
+        msg = xasprintf("server '%s': initialize failed: %.200s", name_of(u),
+                        em ? em : "(no message)");
         init_failed(u, -EPROTO, msg);
         goto out;
     }
@@ -2403,7 +2405,7 @@ static void list_page_answered(struct upstream_call *c, struct json_object *resp
             code = json_object_get_int64(cv);
         (void)json_object_object_get_ex(v, "message", &mv);
         const char *em = mv ? json_object_get_string(mv) : NULL;
-        m = xasprintf("server '%s': %s failed: %s", name_of(u), l->method,
+        m = xasprintf("server '%s': %s failed: %.200s", name_of(u), l->method,
                       em && *em ? em : "(no message)");
         list_finish(l, code == JRPC_METHOD_NOT_FOUND ? -ENOSYS : -EPROTO, m);
         free(m);

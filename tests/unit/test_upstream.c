@@ -265,6 +265,12 @@ static void handle_line(const char *line)
         } else if (strcmp(method, "notifications/initialized") == 0) {
             fprintf(stderr, "initialized\n");
         }
+    } else if (strcmp(method, "initialize") == 0 && strcmp(scenario, "initerror") == 0) {
+        /* an error with a message far too long for a log line */
+        static char big[100 * 1024];
+        memset(big, 'x', sizeof(big) - 1);
+        memcpy(big, "Unsupported protocol version", 28);
+        out(error_msg(id, -32602, big));
     } else if (strcmp(method, "initialize") == 0 && strcmp(scenario, "mute") == 0) {
         fprintf(stderr, "not answering\n");
     } else if (strcmp(method, "initialize") == 0) {
@@ -898,6 +904,26 @@ static void test_bad_version(void)
 }
 
 /* a server that never answers initialize: the connect times out */
+/* initialize answered with a JSON-RPC error: the connect fails (-EPROTO) with the server's
+ * message, bounded, and the upstream retries later */
+static void test_init_error(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct srv_def d;
+    stdio_def(&d, "ie", "initerror", NULL);
+    struct upstream *u = start(&r, &d.s, false, NULL);
+    upstream_connect(u);
+    CHECK(wait_state(&r, UPSTREAM_BACKOFF, 1, 10000));
+    int i = r.nstates - 1;
+    CHECK_INT(r.errors[i], -EPROTO);
+    CHECK_CONTAINS(r.msgs[i], "server 'ie': initialize failed: Unsupported protocol version");
+    CHECK(r.msgs[i] && strlen(r.msgs[i]) < 1024);
+    CHECK_INT(state_count(&r, UPSTREAM_READY), 0);
+    upstream_free(u);
+    CHECK(loop_drained(r.loop));
+    rec_release(&r);
+}
+
 static void test_connect_timeout(void)
 {
     struct rec r = {.loop = new_loop()};
@@ -2135,7 +2161,7 @@ int main(int argc, char **argv)
     if (getenv("UPSTREAM_TEST_DEBUG"))
         log_set_level(lg, LOG_DEBUG);
     test_fn fns[] = {
-        test_handshake_and_close, test_bad_version,   test_connect_timeout,
+        test_handshake_and_close, test_bad_version,   test_connect_timeout, test_init_error,
         test_bad_messages,        test_out_of_order,  test_progress,
         test_timeout_cancels,     test_exit_mid_call, test_backoff_growth,
         test_server_requests,     test_pagination,    test_env_and_failures,
