@@ -1357,7 +1357,6 @@ static void run_order(bool resess)
     CHECK_INT(c.errors, 0);
     pthread_mutex_lock(&seen.mu);
     if (!resess) {
-        fprintf(stderr, "order: notif %lld get %lld call %lld\n", (long long)order.notif_answered, (long long)order.get_at, (long long)order.call_at);
         CHECK_INT(order.gets, 1);
         /* the GET came once notifications/initialized was answered, the call after the GET */
         CHECK(order.notif_answered != 0 && order.get_at >= order.notif_answered);
