@@ -62,6 +62,8 @@ struct hreq {
     bool waiting;  /* a resumption waiting for its timer */
     bool legacy;   /* a POST to the legacy endpoint: its body is ignored */
     bool saw_id;   /* an event with an id came on this response */
+    bool ordered;  /* the GET of http_upstream_open_stream(): see startable() */
+    uint64_t seq;  /* order of creation */
     enum hreq_body body;
     struct buf json;          /* BODY_JSON */
     struct sse_parser sse;    /* BODY_SSE of a POST and its resumptions (not the GET stream) */
@@ -86,6 +88,7 @@ struct http_upstream {
     char *proto;
     struct hreq *reqs;
     struct hreq *stream; /* the GET, also on reqs */
+    uint64_t seq;        /* of the last hreq created */
     struct sse_parser stream_sse;
     struct loop_timer *retry;
     bool retry_armed;
@@ -314,6 +317,7 @@ static struct hreq *hreq_new(struct http_upstream *u, enum hreq_kind kind)
         return NULL;
     r->u = u;
     r->kind = kind;
+    r->seq = ++u->seq;
     buf_init(&r->json, u->max_message);
     sse_parser_init(&r->sse, u->max_message, u->max_message, req_event, r);
     r->next = u->reqs;
@@ -358,6 +362,19 @@ static void hreq_stop(struct hreq *r)
     kick_soon(u);
 }
 
+/* A new session: the old session's GET stream (or its reconnection) and its last event id are
+ * not for it; http_upstream_open_stream() starts the new one. */
+static void stream_restart(struct http_upstream *u)
+{
+    if (u->stream)
+        hreq_stop(u->stream);
+    loop_timer_cancel(u->retry);
+    u->retry = NULL;
+    u->retry_armed = false;
+    sse_parser_release(&u->stream_sse);
+    sse_parser_init(&u->stream_sse, u->max_message, u->max_message, stream_event, u);
+}
+
 /* The session id of an initialize answer becomes ours once the answer is known to be 2xx, before
  * any message of it is delivered (the caller's next send must carry it). */
 static int commit_session(struct hreq *r)
@@ -369,10 +386,12 @@ static int commit_session(struct hreq *r)
     r->sid_done = true;
     if (r->sid_bad)
         return -EPROTO;
-    if (r->sid) {
-        free(u->session_id);
-        u->session_id = TAKE_PTR(r->sid);
-    }
+    bool same = r->sid && u->session_id ? strcmp(r->sid, u->session_id) == 0
+                                        : !r->sid && !u->session_id;
+    free(u->session_id);
+    u->session_id = TAKE_PTR(r->sid); /* an answer without one: no session (stateless) */
+    if (!same && !u->legacy)
+        stream_restart(u);
     return 0;
 }
 
@@ -899,6 +918,21 @@ static bool resume_done(struct hreq *r, CURLcode cc, long status)
     return false;
 }
 
+static void retry_fired(struct loop_timer *t, void *userdata);
+
+static int arm_retry(struct http_upstream *u, int64_t delay)
+{
+    if (!u->retry) {
+        int k = loop_timer_add(u->loop, delay, retry_fired, u, &u->retry);
+        if (k < 0)
+            return k;
+    } else {
+        loop_timer_rearm(u->retry, delay);
+    }
+    u->retry_armed = true;
+    return 0;
+}
+
 static void stream_done(struct hreq *r, CURLcode cc, long status)
 {
     struct http_upstream *u = r->u;
@@ -922,9 +956,9 @@ static void stream_done(struct hreq *r, CURLcode cc, long status)
         int64_t delay = sse_retry_ms(&u->stream_sse);
         if (delay < 0)
             delay = HTTP_UPSTREAM_RETRY_DEFAULT_MS;
-        loop_timer_rearm(u->retry, delay);
-        u->retry_armed = true;
-        return;
+        k = arm_retry(u, delay);
+        if (k >= 0)
+            return;
     }
     if (k == -EOPNOTSUPP) /* 405: the server offers no GET stream */
         k = 0;
@@ -978,6 +1012,8 @@ static void xfer_done(CURL *easy, CURLcode cc, void *userdata)
         return;
     if (!keep)
         hreq_free(r);
+    if (u->stream && u->stream->ordered && !u->stream->easy && !gone(u))
+        kick_soon(u); /* it may have waited for this one */
 }
 
 /* ---- deferred work --------------------------------------------------------------------- */
@@ -1024,12 +1060,24 @@ static void deferred_free(void *userdata)
     (void)defer_enter(userdata);
 }
 
+/* The GET stream of http_upstream_open_stream() starts once the notifications (and responses)
+ * POSTed before it have been answered - notifications/initialized must have got its 202 - and
+ * the POSTs sent after it start once it has started, so that a request never reaches the
+ * server before the stream that may carry its answer (conformance: sse-retry). */
 static bool startable(const struct http_upstream *u, const struct hreq *r)
 {
     if (r->running || r->easy || r->stop || r->kind == HREQ_RESUME)
         return false;                      /* resumptions start from their timers */
     if (r->kind == HREQ_POST && u->legacy) /* after the end, kick fails them */
         return u->endpoint && !u->legacy_over;
+    if (r->kind == HREQ_GET && r->ordered) {
+        for (const struct hreq *i = u->reqs; i; i = i->next)
+            if (i->kind == HREQ_POST && !i->tag && !i->stop && i->seq < r->seq)
+                return false;
+    }
+    if (r->kind == HREQ_POST && u->stream && u->stream->ordered && !u->stream->easy &&
+        u->stream->seq < r->seq)
+        return false;
     return true;
 }
 
@@ -1152,10 +1200,10 @@ int http_upstream_new(struct loop *l, const struct http_upstream_spec *spec,
         return err_set(e, -EINVAL, "invalid arguments");
     if (!spec->url ||
         (strncasecmp(spec->url, "http://", 7) != 0 && strncasecmp(spec->url, "https://", 8) != 0))
-        return err_set(e, -EINVAL, "the server URL '%s' is not an http:// or https:// URL",
-                       spec->url ? spec->url : "");
+        return err_set(e, -EINVAL, "the server URL is not an http:// or https:// URL");
+    /* the URL is not quoted: expanded, it may hold a token in its query */
     if (strpbrk(spec->url, "\r\n \t"))
-        return err_set(e, -EINVAL, "the server URL '%s' holds white space", spec->url);
+        return err_set(e, -EINVAL, "the server URL holds white space");
     if (spec->timeout_ms < 0)
         return err_set(e, -EINVAL, "a negative timeout");
 
@@ -1291,16 +1339,16 @@ int http_upstream_open_stream(struct http_upstream *u)
         return 0;
     if (u->stream || u->retry_armed)
         return -EALREADY;
-    if (!u->retry) {
-        int k = loop_timer_add(u->loop, 0, retry_fired, u, &u->retry);
-        if (k < 0)
-            return k;
-        /* fires once, at once, and opens the stream; later it times reconnections */
-        u->retry_armed = true;
-        return 0;
+    struct hreq *r = hreq_new(u, HREQ_GET);
+    if (!r)
+        return -ENOMEM;
+    r->ordered = true; /* see startable() */
+    int k = queue_req(u);
+    if (k < 0) {
+        hreq_free(r);
+        return k;
     }
-    loop_timer_rearm(u->retry, 0);
-    u->retry_armed = true;
+    u->stream = r;
     return 0;
 }
 

@@ -22,8 +22,15 @@
  * re-initializes (initialize, notifications/initialized, http_upstream_open_stream()) and
  * retries the request once (mcp-client.md 1).
  *
+ * Sessions change only through an initialize answer: one without MCP-Session-Id leaves no
+ * session (a stateless server), and a new session drops the old one's GET stream, its pending
+ * reconnection and its last event id (they belong to the old session).
+ *
  * http_upstream_open_stream() opens the GET stream for server-initiated messages; a 405 means
- * the server has none (benign: on_close(0)). When the stream ends after the server gave a
+ * the server has none (benign: on_close(0)). Its GET starts once the notifications and
+ * responses POSTed before the call have been answered (notifications/initialized got its
+ * 202, mcp-client.md 1), and the POSTs sent after the call start only once the GET has
+ * started, so that no request reaches the server before the stream that may carry its answer. When the stream ends after the server gave a
  * "retry" or an event id, it is reopened after retry ms (HTTP_UPSTREAM_RETRY_DEFAULT_MS when
  * only an id was given) with Last-Event-ID, on a loop timer; otherwise on_close tells that it
  * is over.

@@ -1351,7 +1351,9 @@ static void init_answered(struct upstream *u, struct upstream_call *c, struct jr
     }
     if (m->error) {
         const char *em = json_object_get_string(json_object_object_get(m->error, "message"));
-        msg = xasprintf("server '%s': initialize failed: %s", name_of(u), em ? em : "(no message)");
+        /* bounded: the server's text goes to the log and to the user */
+        msg = xasprintf("server '%s': initialize failed: %.200s", name_of(u),
+                        em ? em : "(no message)");
         init_failed(u, -EPROTO, msg);
         goto out;
     }
@@ -1695,8 +1697,9 @@ static void c_http_close(int reason, void *userdata)
         else
             connect_fail(u, reason < 0 ? reason : -ECONNRESET, m, false);
         free(m);
-    } else if (reason < 0 && u->state == UPSTREAM_READY) {
-        /* a GET stream that broke: reopened later, slower each time */
+    } else if (reason < 0 && u->state == UPSTREAM_READY && reason != -ESTALE) {
+        /* a GET stream that broke: reopened later, slower each time (after a 404 the
+         * re-initialization reopens it) */
         log_debug(u->log, "server '%s': the event stream failed: %s", name_of(u),
                   transport_err_text(reason));
         if (arm(u, &u->stream_timer, u->stream_retry_ms, stream_fired) >= 0)
@@ -1741,6 +1744,10 @@ static void http_error(struct upstream *u, struct conn *cn, int error, const cha
     if (!text) {
         log_debug(u->log, "server '%s': the event stream failed: %s", name_of(u),
                   transport_err_text(error));
+        /* the GET stream's 404: the session is gone; re-established now, not at the next
+         * call, as what the server sends by itself would be lost meanwhile */
+        if (error == -ESTALE && cn == u->conn && u->state == UPSTREAM_READY && !u->reiniting)
+            start_reinit(u);
         return;
     }
     if (jrpc_parse(text, len, MAX_MESSAGE, &m, &e) < 0)
@@ -2398,7 +2405,7 @@ static void list_page_answered(struct upstream_call *c, struct json_object *resp
             code = json_object_get_int64(cv);
         (void)json_object_object_get_ex(v, "message", &mv);
         const char *em = mv ? json_object_get_string(mv) : NULL;
-        m = xasprintf("server '%s': %s failed: %s", name_of(u), l->method,
+        m = xasprintf("server '%s': %s failed: %.200s", name_of(u), l->method,
                       em && *em ? em : "(no message)");
         list_finish(l, code == JRPC_METHOD_NOT_FOUND ? -ENOSYS : -EPROTO, m);
         free(m);
@@ -2429,6 +2436,13 @@ static void list_page_answered(struct upstream_call *c, struct json_object *resp
         json_object_is_type(nc, json_type_string) && json_object_get_string_len(nc) > 0)
         cursor = json_object_get_string(nc);
     if (!cursor) {
+        list_finish(l, 0, NULL);
+        return;
+    }
+    if (l->cursor && strcmp(cursor, l->cursor) == 0) {
+        /* the page it was asked for, again: it would go on to the page bound */
+        log_warn(u->log, "server '%s': %s gave the same cursor again: the list ends here",
+                 name_of(u), l->method);
         list_finish(l, 0, NULL);
         return;
     }

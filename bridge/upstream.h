@@ -17,7 +17,13 @@
  * the newest protocol version (or opts.protocol_version), the answer's protocolVersion must be
  * one the bridge knows (UPSTREAM_PROTOCOL_VERSIONS; anything else fails the connect with a
  * message naming it), then "notifications/initialized" is sent and, for HTTP, the GET stream
- * opened. The whole connect is bounded by connect_timeout_ms.
+ * opened. The whole connect is bounded by connect_timeout_ms. READY is reported then; over
+ * HTTP the GET itself waits for the 202 of notifications/initialized and every request sent
+ * after READY waits inside the transport until the GET has started (http_upstream.h), so no
+ * request overtakes the stream. A 404 on the GET stream re-initializes the session at once.
+ * A JSON-RPC error in answer to initialize fails the connect (-EPROTO) with the server's
+ * message (at most 200 characters of it). A listing ends early, as if complete, when the
+ * server gives back the cursor it was just sent (logged).
  *
  * Requests (upstream_call): each gets an id of the upstream's own (integers counting up from 1,
  * never reused within an upstream), so callers never think about id collisions; the answer comes

@@ -62,6 +62,15 @@ struct legacy_seen {
 };
 static struct legacy_seen legacy;
 
+/* /order: the GET stream must wait for notifications/initialized's answer, and requests sent
+ * after http_upstream_open_stream() must wait for the GET; /resess: sessions that change */
+struct order_seen {
+    int64_t notif_answered, get_at, call_at;
+    int inits, gets;
+    char get_lei[F], get_sid[F], call_sid[F];
+};
+static struct order_seen order;
+
 enum track { TRACK_NONE, TRACK_P10, TRACK_G1, TRACK_HOLD };
 
 struct upload {
@@ -415,6 +424,49 @@ static enum MHD_Result legacy_message(struct MHD_Connection *c, const char *url,
     return ret;
 }
 
+static enum MHD_Result order_req(struct MHD_Connection *c, const char *url, const char *method,
+                                 struct upload *u)
+{
+    char name[F], tool[F];
+    bool resess = strcmp(url, "/resess") == 0;
+    if (strcmp(method, "GET") == 0) {
+        pthread_mutex_lock(&seen.mu);
+        order.gets++;
+        order.get_at = now_ms();
+        rec(c, "Last-Event-ID", order.get_lei);
+        rec(c, "Mcp-Session-Id", order.get_sid);
+        pthread_mutex_unlock(&seen.mu);
+        if (resess) /* an id to resume from, then the end */
+            return reply(c, 200, "text/event-stream", "id: old-1\nretry: 60000\ndata: \n\n", NULL);
+        return reply(c, 405, NULL, "", NULL);
+    }
+    parse_post(u, name, tool);
+    if (strcmp(name, "initialize") == 0) {
+        pthread_mutex_lock(&seen.mu);
+        int n = ++order.inits;
+        pthread_mutex_unlock(&seen.mu);
+        /* /resess: the first session is "s1", the second has no id (a stateless server) */
+        return reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+                     resess && n == 1 ? "s1" : resess ? NULL : "o1");
+    }
+    if (strcmp(name, "notifications/initialized") == 0) {
+        if (!resess) {
+            struct timespec ts = {0, 300 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        pthread_mutex_lock(&seen.mu);
+        order.notif_answered = now_ms();
+        pthread_mutex_unlock(&seen.mu);
+        return reply(c, 202, NULL, "", NULL);
+    }
+    pthread_mutex_lock(&seen.mu);
+    order.call_at = now_ms();
+    rec(c, "Mcp-Session-Id", order.call_sid);
+    pthread_mutex_unlock(&seen.mu);
+    return reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}",
+                 NULL);
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -453,6 +505,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
             return poll_get(conn, u);
         return reply(conn, 405, NULL, "", NULL);
     }
+    if (strcmp(url, "/order") == 0 || strcmp(url, "/resess") == 0)
+        return order_req(conn, url, method, u);
     if (ends_with(url, "/messages") && strcmp(method, "POST") == 0)
         return legacy_message(conn, url, u);
     if (ends_with(url, "/sse")) {
@@ -1210,6 +1264,141 @@ static void test_legacy(void)
     run_legacy("/sse", 405, "", true, 300, L_NO_ENDPOINT);
 }
 
+/* ---- the GET stream's order, sessions that change, secrets in messages ---- */
+
+struct oclient {
+    struct loop *loop;
+    struct http_upstream *u;
+    int phase, errors, closes;
+    bool resess;
+};
+
+static void o_send(struct oclient *c, const char *msg, unsigned flags, uint64_t tag)
+{
+    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), flags, tag), 0);
+}
+
+static const char o_init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+static const char o_inited[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+static const char o_call[] = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\"}";
+
+static void o_message(const char *msg, size_t len, void *userdata)
+{
+    struct oclient *c = userdata;
+    bool init = memmem(msg, len, "\"id\":1", 6) != NULL;
+    if (init && !c->resess) {
+        o_send(c, o_inited, 0, 0);
+        CHECK_INT(http_upstream_open_stream(c->u), 0);
+        o_send(c, o_call, 0, 5);
+        return;
+    }
+    if (init && c->phase == 0) { /* the first session: its GET stream gets an id */
+        c->phase = 1;
+        o_send(c, o_inited, 0, 0);
+        CHECK_INT(http_upstream_open_stream(c->u), 0);
+        return;
+    }
+    if (init) { /* the second session (no id): the GET stream starts afresh */
+        c->phase = 3;
+        CHECK_STR(http_upstream_session_id(c->u), "");
+        o_send(c, o_inited, 0, 0);
+        int k = http_upstream_open_stream(c->u);
+        CHECK(k == 0 || k == -EALREADY);
+        o_send(c, o_call, 0, 5);
+        return;
+    }
+    loop_quit(c->loop, 0); /* the answer to the call */
+}
+
+static void o_error(int error, const char *msg, size_t len, void *userdata)
+{
+    struct oclient *c = userdata;
+    (void)msg, (void)len;
+    fprintf(stderr, "order: unexpected error %d\n", error);
+    c->errors++;
+}
+
+static void o_close(int reason, void *userdata)
+{
+    ((struct oclient *)userdata)->closes++;
+    (void)reason;
+}
+
+static void o_tick(struct loop_timer *t, void *userdata)
+{
+    struct oclient *c = userdata;
+    pthread_mutex_lock(&seen.mu);
+    bool got = order.gets >= 1;
+    pthread_mutex_unlock(&seen.mu);
+    if (c->phase == 1 && got) { /* re-initialize, as after a lost session */
+        c->phase = 2;
+        o_send(c, o_init, HTTP_UPSTREAM_INITIALIZE, 1);
+    }
+    loop_timer_rearm(t, 20);
+}
+
+static void run_order(bool resess)
+{
+    struct oclient c = {.resess = resess};
+    struct loop_timer *t = NULL, *tick = NULL;
+    char url[128];
+    static const struct http_upstream_handler h = {
+        .on_message = o_message, .on_error = o_error, .on_close = o_close};
+
+    memset(&order, 0, sizeof(order));
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/%s", port, resess ? "resess" : "order");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_upstream_spec spec = {.url = url, .timeout_ms = 5000};
+    CHECK_INT(http_upstream_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 10000, guard, &c, &t), 0);
+    CHECK_INT(loop_timer_add(c.loop, 20, o_tick, &c, &tick), 0);
+    o_send(&c, o_init, HTTP_UPSTREAM_INITIALIZE, 1);
+    CHECK_INT(loop_run(c.loop), 0);
+    CHECK_INT(c.errors, 0);
+    pthread_mutex_lock(&seen.mu);
+    if (!resess) {
+        CHECK_INT(order.gets, 1);
+        /* the GET came once notifications/initialized was answered, the call after the GET */
+        CHECK(order.notif_answered != 0 && order.get_at >= order.notif_answered);
+        CHECK(order.call_at >= order.get_at);
+        CHECK_STR(order.get_sid, "o1");
+        CHECK_STR(order.call_sid, "o1");
+    } else {
+        CHECK_INT(order.inits, 2);
+        CHECK(order.gets >= 1);
+        /* the second session has no id: neither the old id nor its last event id are sent */
+        CHECK_STR(order.call_sid, "");
+        if (order.gets >= 2) {
+            CHECK_STR(order.get_sid, "");
+            CHECK_STR(order.get_lei, "");
+        }
+    }
+    pthread_mutex_unlock(&seen.mu);
+    loop_timer_cancel(t);
+    loop_timer_cancel(tick);
+    http_upstream_free(c.u);
+    loop_free(c.loop);
+}
+
+static void test_order_and_sessions(void)
+{
+    run_order(false);
+    run_order(true);
+
+    /* an expanded URL may hold a token: error messages do not quote it */
+    struct loop *l = NULL;
+    struct http_upstream *u = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(loop_new(&l), 0);
+    struct http_upstream_spec bad = {.url = "ftp://h/?token=s3cret"};
+    CHECK_INT(http_upstream_new(l, &bad, &handler_, NULL, &u, &e), -EINVAL);
+    CHECK(strstr(err_msg(&e), "s3cret") == NULL);
+    struct http_upstream_spec bad2 = {.url = "http://h/?token=s3cret x"};
+    CHECK_INT(http_upstream_new(l, &bad2, &handler_, NULL, &u, &e), -EINVAL);
+    CHECK(strstr(err_msg(&e), "s3cret") == NULL);
+    loop_free(l);
+}
+
 static void test_all(void)
 {
     server_start();
@@ -1219,6 +1408,7 @@ static void test_all(void)
     test_polling();
     test_legacy();
     test_legacy_queue_bound();
+    test_order_and_sessions();
     pthread_mutex_lock(&seen.mu);
     stopping = true;
     pthread_cond_broadcast(&cv);

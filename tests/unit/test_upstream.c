@@ -265,6 +265,12 @@ static void handle_line(const char *line)
         } else if (strcmp(method, "notifications/initialized") == 0) {
             fprintf(stderr, "initialized\n");
         }
+    } else if (strcmp(method, "initialize") == 0 && strcmp(scenario, "initerror") == 0) {
+        /* an error with a message far too long for a log line */
+        static char big[100 * 1024];
+        memset(big, 'x', sizeof(big) - 1);
+        memcpy(big, "Unsupported protocol version", 28);
+        out(error_msg(id, -32602, big));
     } else if (strcmp(method, "initialize") == 0 && strcmp(scenario, "mute") == 0) {
         fprintf(stderr, "not answering\n");
     } else if (strcmp(method, "initialize") == 0) {
@@ -307,7 +313,13 @@ static void handle_line(const char *line)
         else
             out(error_msg(id, -32602, "bad cursor"));
     } else if (strcmp(method, "resources/list") == 0) {
-        out(list_result(id, "resources", 1, 1, "again"));
+        /* a cursor that never ends: a new one each time */
+        const char *cursor = json_get_string(params, "cursor");
+        char next[32];
+        snprintf(next, sizeof(next), "n%ld", cursor ? strtol(cursor + 1, NULL, 10) + 1 : 1);
+        out(list_result(id, "resources", 1, 1, next));
+    } else if (strcmp(method, "resources/templates/list") == 0) {
+        out(list_result(id, "resourceTemplates", 1, 1, "again")); /* the same cursor again */
     } else {
         out(error_msg(id, -32601, "Method not found"));
     }
@@ -892,6 +904,26 @@ static void test_bad_version(void)
 }
 
 /* a server that never answers initialize: the connect times out */
+/* initialize answered with a JSON-RPC error: the connect fails (-EPROTO) with the server's
+ * message, bounded, and the upstream retries later */
+static void test_init_error(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct srv_def d;
+    stdio_def(&d, "ie", "initerror", NULL);
+    struct upstream *u = start(&r, &d.s, false, NULL);
+    upstream_connect(u);
+    CHECK(wait_state(&r, UPSTREAM_BACKOFF, 1, 10000));
+    int i = r.nstates - 1;
+    CHECK_INT(r.errors[i], -EPROTO);
+    CHECK_CONTAINS(r.msgs[i], "server 'ie': initialize failed: Unsupported protocol version");
+    CHECK(r.msgs[i] && strlen(r.msgs[i]) < 1024);
+    CHECK_INT(state_count(&r, UPSTREAM_READY), 0);
+    upstream_free(u);
+    CHECK(loop_drained(r.loop));
+    rec_release(&r);
+}
+
 static void test_connect_timeout(void)
 {
     struct rec r = {.loop = new_loop()};
@@ -1355,6 +1387,15 @@ static void test_pagination(void)
     CHECK_INT(b.error, 0);
     CHECK_INT(b.items ? json_object_array_length(b.items) : 0, UPSTREAM_LIST_MAX_PAGES);
 
+    /* the same cursor again: a loop, ended at once */
+    struct lres t = {0};
+    CHECK_INT(upstream_list(u, "resources/templates/list", "resourceTemplates", on_list, &t, &l),
+              0);
+    CHECK(wait_for(r.loop, lres_done, &t, 10000));
+    CHECK_INT(t.error, 0);
+    CHECK_INT(t.items ? json_object_array_length(t.items) : 0, 2);
+    lres_release(&t);
+
     /* method not found */
     CHECK_INT(upstream_list(u, "prompts/list", "prompts", on_list, &c, &l), 0);
     CHECK(wait_for(r.loop, lres_done, &c, 10000));
@@ -1501,6 +1542,7 @@ struct hseen {
     int sid_counter;
     char valid[F];
     int inits, deletes, stale, gets, calls;
+    int get_stale; /* /getstale: GETs answered 404 */
     char auth[F];   /* Authorization of the last initialize */
     char x_test[F]; /* X-Test of the last initialize */
     char del_sid[F];
@@ -1766,9 +1808,17 @@ static enum MHD_Result hhandler(void *cls, struct MHD_Connection *conn, const ch
     if (strcmp(method, "POST") == 0)
         return post(conn, url, up);
     if (strcmp(method, "GET") == 0) {
+        const char *sid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Session-Id");
         pthread_mutex_lock(&hs.mu);
         hs.gets++;
+        bool stale = strcmp(url, "/getstale") == 0 && !hs.get_stale && sid;
+        if (stale) { /* the server restarted: the session is gone, and the GET says so */
+            hs.get_stale++;
+            hs.valid[0] = 0;
+        }
         pthread_mutex_unlock(&hs.mu);
+        if (stale)
+            return reply(conn, 404, "text/plain", "no such session", NULL);
         return reply(conn, 405, "text/plain", "no stream", NULL);
     }
     if (strcmp(method, "DELETE") == 0) {
@@ -2047,12 +2097,46 @@ static void test_http_legacy(void)
     rec_release(&r);
 }
 
+static bool inits_seen(void *ctx)
+{
+    return hs_int(&hs.inits) >= *(int *)ctx;
+}
+
+/* a 404 on the GET stream: the session is gone, re-initialized at once (not at the next call),
+ * so that what the server sends on its own is not lost meanwhile */
+static void test_http_get_stale(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct srv_def d;
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/getstale", port);
+    http_def(&d, "getstale", url, NULL);
+    int before = hs_int(&hs.inits);
+    struct upstream *u = start(&r, &d.s, false, NULL);
+    upstream_connect(u);
+    CHECK(wait_state(&r, UPSTREAM_READY, 1, 10000));
+    int want = before + 2;
+    CHECK(wait_for(r.loop, inits_seen, &want, 5000));
+    CHECK_INT(hs_int(&hs.get_stale), 1);
+    CHECK_INT(upstream_state(u), UPSTREAM_READY);
+    struct res a;
+    call_tool(u, "echo", NULL, NULL, 5000, &a);
+    CHECK(wait_res(r.loop, &a, 5000));
+    CHECK_INT(a.error, 0);
+    CHECK_INT(hs_int(&hs.inits), before + 2);
+    upstream_free(u);
+    CHECK(loop_drained(r.loop));
+    res_release(&a);
+    rec_release(&r);
+}
+
 static void test_http(void)
 {
     test_http_refused();
     http_server_start();
     test_http_session();
     test_http_headers_hook();
+    test_http_get_stale();
     test_http_legacy();
     pthread_mutex_lock(&hs.mu);
     ls.stopping = true;
@@ -2077,7 +2161,7 @@ int main(int argc, char **argv)
     if (getenv("UPSTREAM_TEST_DEBUG"))
         log_set_level(lg, LOG_DEBUG);
     test_fn fns[] = {
-        test_handshake_and_close, test_bad_version,   test_connect_timeout,
+        test_handshake_and_close, test_bad_version,   test_connect_timeout, test_init_error,
         test_bad_messages,        test_out_of_order,  test_progress,
         test_timeout_cancels,     test_exit_mid_call, test_backoff_growth,
         test_server_requests,     test_pagination,    test_env_and_failures,
