@@ -29,10 +29,10 @@
 #include "upstream.h"
 #include "version.h"
 
-#define DS_MAX_PENDING  4096 /* agent requests in flight (or waiting for the catalogue) */
-#define DS_MAX_BRIDGED  256  /* server requests waiting for the agent's answer */
-#define DS_TEXT_MAX     1024 /* error texts for the agent */
-#define DS_METHOD_MAX   48   /* of a method name kept for the log */
+#define DS_MAX_PENDING 4096 /* agent requests in flight (or waiting for the catalogue) */
+#define DS_MAX_BRIDGED 256  /* server requests waiting for the agent's answer */
+#define DS_TEXT_MAX    1024 /* error texts for the agent */
+#define DS_METHOD_MAX  48   /* of a method name kept for the log */
 
 enum kind {
     K_TOOLS,
@@ -72,13 +72,13 @@ struct server {
     struct json_object *raw; /* the entry as written, for reload */
     char **exclude;          /* excludeTools, NULL-terminated */
     struct upstream *u;
-    bool real;               /* u was made with the agent's capabilities (else a template) */
-    bool closing;            /* removed or shutting down: waiting for CLOSED */
-    bool settled;            /* the first round is over: listed, failed, or given up on */
+    bool real;    /* u was made with the agent's capabilities (else a template) */
+    bool closing; /* removed or shutting down: waiting for CLOSED */
+    bool settled; /* the first round is over: listed, failed, or given up on */
 
-    struct json_object *items[K_N];       /* the server's lists, as it gave them; NULL: none */
-    struct upstream_list *listing[K_N];   /* in flight */
-    bool relist[K_N];                     /* list again when the one in flight is over */
+    struct json_object *items[K_N];     /* the server's lists, as it gave them; NULL: none */
+    struct upstream_list *listing[K_N]; /* in flight */
+    bool relist[K_N];                   /* list again when the one in flight is over */
     struct lister listers[K_N];
 };
 
@@ -94,25 +94,25 @@ struct catalog {
     struct lh_table *map;      /* exposed name, uri or uriTemplate -> struct route */
     struct route *routes;
     size_t n_routes;
-    bool listed;               /* the agent has been given this list */
+    bool listed; /* the agent has been given this list */
 };
 
 enum pending_type {
-    PT_CALL,  /* forwarded upstream; call is the upstream_call */
-    PT_LIST,  /* a list request waiting for the first round of the catalogue */
-    PT_HELD,  /* a request naming something the catalogue does not know yet */
-    PT_INIT,  /* single mode: the agent's initialize waiting for READY */
+    PT_CALL, /* forwarded upstream; call is the upstream_call */
+    PT_LIST, /* a list request waiting for the first round of the catalogue */
+    PT_HELD, /* a request naming something the catalogue does not know yet */
+    PT_INIT, /* single mode: the agent's initialize waiting for READY */
 };
 
 struct pending {
     struct downstream *d;
     struct pending *prev, *next;
     enum pending_type type;
-    struct json_object *id;   /* the agent's (reference) */
-    struct server *s;         /* PT_CALL */
+    struct json_object *id; /* the agent's (reference) */
+    struct server *s;       /* PT_CALL */
     struct upstream_call *call;
-    struct json_object *msg;  /* PT_HELD: the whole request (reference) */
-    enum kind kind;           /* PT_LIST */
+    struct json_object *msg; /* PT_HELD: the whole request (reference) */
+    enum kind kind;          /* PT_LIST */
     bool tool_call;
     int64_t start;
     char method[DS_METHOD_MAX];
@@ -154,27 +154,27 @@ struct downstream {
 
     struct catalog cat[K_N];
 
-    bool init_seen;        /* the agent's initialize was accepted */
-    bool initialized;      /* ... and answered: notifications may go to the agent */
-    bool started;          /* the upstreams were made real and connected */
-    bool settled;          /* the first round of the catalogue is over */
+    bool init_seen;                  /* the agent's initialize was accepted */
+    bool initialized;                /* ... and answered: notifications may go to the agent */
+    bool started;                    /* the upstreams were made real and connected */
+    bool settled;                    /* the first round of the catalogue is over */
     struct loop_timer *settle_timer; /* also single mode's initialize timeout */
-    struct json_object *agent_caps;   /* the agent's capabilities as it declared them */
-    struct json_object *client_caps;  /* what upstreams are offered: roots, sampling,
+    struct json_object *agent_caps;  /* the agent's capabilities as it declared them */
+    struct json_object *client_caps; /* what upstreams are offered: roots, sampling,
                                          elicitation when the agent declared them */
-    char *protocol_version;           /* the agent's, when the bridge knows it */
+    char *protocol_version;          /* the agent's, when the bridge knows it */
 
     struct pending *pending;
     size_t n_pending;
     struct bridged *bridged;
     size_t n_bridged;
     uint64_t bridge_counter;
-    char *log_level;                  /* logging/setLevel, re-applied after reconnects */
+    char *log_level; /* logging/setLevel, re-applied after reconnects */
 
     bool shutting;
-    bool finishing;                   /* flushing the agent's side */
+    bool finishing; /* flushing the agent's side */
     bool done;
-    int status;                       /* for on_done: -errno when the agent's side broke */
+    int status; /* for on_done: -errno when the agent's side broke */
     struct loop_timer *shutdown_timer;
     struct done_call *done_call;
 };
@@ -218,8 +218,7 @@ static void reply_result(struct downstream *d, struct json_object *id, struct js
     json_object_put(result);
 }
 
-static void reply_error(struct downstream *d, struct json_object *id, int code,
-                        const char *message)
+static void reply_error(struct downstream *d, struct json_object *id, int code, const char *message)
 {
     send_put(d, jrpc_new_error(id, code, message, NULL));
 }
@@ -384,8 +383,7 @@ static const struct route *catalog_find(const struct catalog *c, const char *key
 
 /* The exposed form of a tool or prompt: the item itself when its name is unchanged, else a
  * new object sharing every member but "name". NULL on ENOMEM. */
-static struct json_object *expose_item(struct json_object *item, const char *orig,
-                                       const char *name)
+static struct json_object *expose_item(struct json_object *item, const char *orig, const char *name)
 {
     if (strcmp(orig, name) == 0)
         return json_object_get(item);
@@ -394,8 +392,8 @@ static struct json_object *expose_item(struct json_object *item, const char *ori
         return NULL;
     json_object_object_foreach(item, key, val)
     {
-        struct json_object *v = strcmp(key, "name") == 0 ? json_object_new_string(name)
-                                                          : json_object_get(val);
+        struct json_object *v =
+            strcmp(key, "name") == 0 ? json_object_new_string(name) : json_object_get(val);
         if (!v || json_object_object_add_ex(o, key, v, JSON_C_OBJECT_ADD_KEY_IS_NEW) < 0) {
             json_object_put(v);
             json_object_put(o);
@@ -463,8 +461,9 @@ static int catalog_build(struct downstream *d, enum kind k, struct catalog *c, s
                 int q = naming_set_claim(names, name);
                 if (q < 0)
                     goto out;
-                if (q > 0 && buf_printf(warn, "%s '%s' of server '%s' is exposed as '%s': '%s' "
-                                              "is taken by another\n",
+                if (q > 0 && buf_printf(warn,
+                                        "%s '%s' of server '%s' is exposed as '%s': '%s' "
+                                        "is taken by another\n",
                                         KINDS[k].noun, orig, s->name, name, wanted) < 0) {
                     /* the warning is cut short; the catalogue is what matters */
                 }
@@ -537,8 +536,8 @@ static void rebuild_all(struct downstream *d)
 
 /* ---- servers ----------------------------------------------------------------------------- */
 
-static void on_state(struct upstream *u, enum upstream_state state, int error,
-                     const char *message, void *userdata);
+static void on_state(struct upstream *u, enum upstream_state state, int error, const char *message,
+                     void *userdata);
 static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg, void *userdata);
 static void on_notification(struct upstream *u, const char *method, struct json_object *msg,
                             void *userdata);
@@ -665,8 +664,7 @@ static void server_fail_pending(struct downstream *d, struct server *s)
             upstream_call_cancel(TAKE_PTR(p->call), NULL);
             if (p->tool_call) {
                 char text[DS_TEXT_MAX];
-                snprintf(text, sizeof(text), "server '%s' was closed before it answered",
-                         s->name);
+                snprintf(text, sizeof(text), "server '%s' was closed before it answered", s->name);
                 reply_result(d, p->id, jrpc_new_tool_error(text));
             } else {
                 reply_errorf(d, p->id, JRPC_CONNECTION_CLOSED,
@@ -728,8 +726,8 @@ static void server_remove(struct downstream *d, struct server *s)
 
 /* ---- listing ----------------------------------------------------------------------------- */
 
-static void on_listed(struct upstream *u, struct json_object *items, int error,
-                      const char *message, void *userdata);
+static void on_listed(struct upstream *u, struct json_object *items, int error, const char *message,
+                      void *userdata);
 
 static void start_list(struct server *s, enum kind k)
 {
@@ -746,8 +744,8 @@ static void start_list(struct server *s, enum kind k)
     }
 }
 
-static void on_listed(struct upstream *u, struct json_object *items, int error,
-                      const char *message, void *userdata)
+static void on_listed(struct upstream *u, struct json_object *items, int error, const char *message,
+                      void *userdata)
 {
     struct lister *ls = userdata;
     struct server *s = ls->s;
@@ -958,16 +956,17 @@ static void apply_level(struct downstream *d, struct server *s)
     json_object_put(params);
 }
 
-static void on_state(struct upstream *u, enum upstream_state state, int error,
-                     const char *message, void *userdata)
+static void on_state(struct upstream *u, enum upstream_state state, int error, const char *message,
+                     void *userdata)
 {
     struct server *s = userdata;
     struct downstream *d = s->d;
 
     switch (state) {
     case UPSTREAM_READY:
-        log_info(d->log, "server '%s': connected (protocol %s, session %" PRIu64 ")", s->name,
-                 upstream_protocol_version(u), upstream_generation(u));
+        /* the upstream logs connects and failures itself; here only what the bridge does */
+        log_debug(d->log, "server '%s': session %" PRIu64 " ready", s->name,
+                  upstream_generation(u));
         apply_level(d, s);
         if (d->mode == DOWNSTREAM_SINGLE) {
             struct pending *p = find_pending_type(d, PT_INIT);
@@ -980,18 +979,12 @@ static void on_state(struct upstream *u, enum upstream_state state, int error,
         }
         break;
     case UPSTREAM_BACKOFF:
-        if (message)
-            log_info(d->log, "%s", message);
-        else
-            log_info(d->log, "server '%s': connection lost", s->name);
+        log_debug(d->log, "server '%s': waiting to connect again", s->name);
         server_cancel_lists(s);
         server_settled(s);
         break;
     case UPSTREAM_FAILED:
-        if (message)
-            log_warn(d->log, "%s", message);
-        else
-            log_warn(d->log, "server '%s': failed (%s)", s->name, strerror(-error));
+        log_debug(d->log, "server '%s': failed (%s)", s->name, strerror(-error));
         server_cancel_lists(s);
         if (d->mode == DOWNSTREAM_SINGLE) {
             single_fail_init(d, message ? message : "it failed");
@@ -1013,9 +1006,6 @@ static void on_state(struct upstream *u, enum upstream_state state, int error,
             server_finish(d, s);
             check_shutdown(d);
         }
-        break;
-    case UPSTREAM_CONNECTING:
-        log_debug(d->log, "server '%s': connecting", s->name);
         break;
     default:
         break;
@@ -1182,8 +1172,9 @@ static void tool_error_text(char *buf, size_t size, const struct server *s, int 
                  s->name, what);
         break;
     default:
-        snprintf(buf, size, "mcp-bridge: the call to server '%s' failed: %s. The call can be "
-                            "retried.",
+        snprintf(buf, size,
+                 "mcp-bridge: the call to server '%s' failed: %s. The call can be "
+                 "retried.",
                  s->name, what);
         break;
     }
@@ -1225,8 +1216,9 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
         reply_error(d, p->id, error_code(error), message ? message : strerror(-error));
     }
     log_debug(d->log, "%s: server '%s': %s in %" PRId64 " ms", p->method, p->s->name,
-              error ? "failed" : json_object_object_get_ex(response, "error", NULL) ? "error"
-                                                                                     : "answered",
+              error                                                ? "failed"
+              : json_object_object_get_ex(response, "error", NULL) ? "error"
+                                                                   : "answered",
               loop_now(d->loop) - p->start);
     pending_free(p);
 }
@@ -1278,8 +1270,8 @@ static void not_ready(struct downstream *d, char *buf, size_t size)
     for (size_t i = 0; i < d->n_servers && len + 1 < size; i++) {
         if (upstream_state(d->servers[i]->u) == UPSTREAM_READY)
             continue;
-        int n = snprintf(buf + len, size - len, "%s'%s'", len ? ", " : " (not connected: ",
-                         d->servers[i]->name);
+        int n = snprintf(buf + len, size - len, "%s'%s'",
+                         len ? ", " : " (not connected: ", d->servers[i]->name);
         if (n < 0)
             break;
         len += (size_t)n;
@@ -1292,9 +1284,8 @@ static void not_ready(struct downstream *d, char *buf, size_t size)
 static void forward_named(struct downstream *d, struct jrpc_msg *m, enum kind k)
 {
     struct json_object *nameobj = json_object_object_get(m->params, "name");
-    const char *name = json_object_is_type(nameobj, json_type_string)
-                           ? json_object_get_string(nameobj)
-                           : NULL;
+    const char *name =
+        json_object_is_type(nameobj, json_type_string) ? json_object_get_string(nameobj) : NULL;
     if (!name) {
         reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "%s needs params.name, a string", m->method);
         return;
@@ -1368,15 +1359,13 @@ static void forward_completion(struct downstream *d, struct jrpc_msg *m)
     const char *type = json_get_string(ref, "type");
     if (type && strcmp(type, "ref/prompt") == 0) {
         struct json_object *nameobj = json_object_object_get(ref, "name");
-        const char *name = json_object_is_type(nameobj, json_type_string)
-                               ? json_object_get_string(nameobj)
-                               : NULL;
+        const char *name =
+            json_object_is_type(nameobj, json_type_string) ? json_object_get_string(nameobj) : NULL;
         const struct route *rt = catalog_find(&d->cat[K_PROMPTS], name);
         if (!rt) {
             if (name && hold(d, m))
                 return;
-            reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown prompt '%s'",
-                         name ? name : "");
+            reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown prompt '%s'", name ? name : "");
             return;
         }
         if (json_object_set_string(nameobj, rt->orig) == 0) {
@@ -1442,7 +1431,10 @@ static struct json_object *aggregate_init_result(struct downstream *d)
         r = buf_append_str(&instr, "mcp-bridge serves the tools, prompts and resources of the "
                                    "MCP servers ");
         for (size_t i = 0; i < d->n_servers && r >= 0; i++)
-            r = buf_printf(&instr, "%s'%s'", i == 0 ? "" : i + 1 == d->n_servers ? " and " : ", ",
+            r = buf_printf(&instr, "%s'%s'",
+                           i == 0                  ? ""
+                           : i + 1 == d->n_servers ? " and "
+                                                   : ", ",
                            d->servers[i]->name);
         if (r >= 0)
             r = buf_printf(&instr, " as one. Tool and prompt names are %s.",
@@ -1451,8 +1443,9 @@ static struct json_object *aggregate_init_result(struct downstream *d)
     if (r < 0)
         goto oom;
     if (json_object_object_add(res, "protocolVersion",
-                               json_object_new_string(d->protocol_version ? d->protocol_version
-                                                                          : UPSTREAM_PROTOCOL_LATEST)) < 0 ||
+                               json_object_new_string(d->protocol_version
+                                                          ? d->protocol_version
+                                                          : UPSTREAM_PROTOCOL_LATEST)) < 0 ||
         json_object_object_add(res, "capabilities", TAKE_PTR(caps)) < 0 ||
         json_object_object_add(res, "serverInfo", TAKE_PTR(info)) < 0 ||
         json_object_object_add(res, "instructions", json_object_new_string(buf_str(&instr))) < 0)
@@ -1486,7 +1479,6 @@ static void start_upstreams(struct downstream *d)
             i++;
             continue;
         }
-        log_info(d->log, "server '%s': connecting", s->name);
         upstream_connect(s->u);
         i++;
     }
@@ -1554,9 +1546,8 @@ static void handle_initialize(struct downstream *d, struct jrpc_msg *m)
         upstream_connect(s->u); /* the agent tries again: so does the bridge */
     if (!d->started)
         start_upstreams(d);
-    else if (!d->settle_timer &&
-             loop_timer_add(d->loop, d->connect_timeout_ms, on_settle_timer, d,
-                            &d->settle_timer) < 0)
+    else if (!d->settle_timer && loop_timer_add(d->loop, d->connect_timeout_ms, on_settle_timer, d,
+                                                &d->settle_timer) < 0)
         d->settle_timer = NULL;
 }
 
@@ -1613,8 +1604,7 @@ static void handle_request(struct downstream *d, struct jrpc_msg *m)
         return;
     }
     if (!d->initialized) {
-        reply_error(d, m->id, JRPC_INVALID_REQUEST,
-                    "not initialized: send initialize first");
+        reply_error(d, m->id, JRPC_INVALID_REQUEST, "not initialized: send initialize first");
         return;
     }
 
@@ -1708,9 +1698,8 @@ static void handle_notification(struct downstream *d, struct jrpc_msg *m)
 /* The agent's answer to a request a server made: back to it, with its id. */
 static void handle_response(struct downstream *d, struct jrpc_msg *m)
 {
-    const char *sid = json_object_is_type(m->id, json_type_string)
-                          ? json_object_get_string(m->id)
-                          : NULL;
+    const char *sid =
+        json_object_is_type(m->id, json_type_string) ? json_object_get_string(m->id) : NULL;
     if (!sid || sid[0] != 'b')
         return;
     char *end;
@@ -1744,8 +1733,7 @@ static void on_agent_message(const char *text, size_t len, void *userdata)
         if (r == -EBADMSG)
             reply_errorf(d, NULL, JRPC_PARSE_ERROR, "parse error: %s", err_msg(&e));
         else
-            reply_errorf(d, NULL, JRPC_INTERNAL_ERROR, "cannot read the message: %s",
-                         err_msg(&e));
+            reply_errorf(d, NULL, JRPC_INTERNAL_ERROR, "cannot read the message: %s", err_msg(&e));
         return;
     }
     switch (m.kind) {
@@ -1880,8 +1868,8 @@ void downstream_shutdown(struct downstream *d)
     if (d->fr)
         framing_set_reading(d->fr, false);
     loop_timer_cancel(TAKE_PTR(d->settle_timer));
-    if (loop_timer_add(d->loop, DOWNSTREAM_SHUTDOWN_MS, on_shutdown_timer, d,
-                       &d->shutdown_timer) < 0)
+    if (loop_timer_add(d->loop, DOWNSTREAM_SHUTDOWN_MS, on_shutdown_timer, d, &d->shutdown_timer) <
+        0)
         d->shutdown_timer = NULL;
 
     /* what waits for the catalogue or the upstream's handshake is answered now */
@@ -1907,8 +1895,7 @@ void downstream_shutdown(struct downstream *d)
 
 /* ---- construction, reload ---------------------------------------------------------------- */
 
-static int servers_from_config(struct downstream *d, const struct mcp_config *config,
-                               struct err *e)
+static int servers_from_config(struct downstream *d, const struct mcp_config *config, struct err *e)
 {
     size_t n = mcp_config_count(config);
     d->servers = calloc(n ? n : 1, sizeof(*d->servers));
@@ -1969,8 +1956,8 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     d->mode = opts->mode;
     d->lookup = opts->lookup;
     d->lookup_userdata = opts->lookup_userdata;
-    d->connect_timeout_ms =
-        opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
+    d->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
+                                                         : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
     d->on_done = opts->on_done;
     d->userdata = opts->userdata;
     d->prefix = mcp_config_tool_prefix(opts->config);
@@ -2071,14 +2058,13 @@ int downstream_reload(struct downstream *d, const struct mcp_config *config, str
             continue;
         added++;
         struct server *s = next[j];
-        if (d->started) {
-            log_info(d->log, "server '%s': connecting", s->name);
+        if (d->started)
             upstream_connect(s->u);
-        }
     }
     free(fresh);
-    log_info(d->log, "configuration reloaded: %zu servers, %zu added or changed, %zu removed or "
-                     "changed",
+    log_info(d->log,
+             "configuration reloaded: %zu servers, %zu added or changed, %zu removed or "
+             "changed",
              nn, added, removed);
     rebuild_all(d);
     return 0;

@@ -16,15 +16,16 @@
  *     each list_changed notification from it. The first answer waits until every upstream has
  *     settled (listed, failed, or its connect timeout passed), never longer; upstreams that
  *     come later announce themselves with notifications/tools/list_changed (etc.). One page,
- *     no cursor.
+ *     no cursor. The agent is told of a change (notifications/<kind>/list_changed) only in lists
+ *     it has been given, so the upstreams connecting at startup cause no storm of them.
  *   - tools and prompts are renamed (naming.h); excludeTools are left out; tools/call and
  *     prompts/get map the name back through a hash lookup. An unknown name is -32602 (as MCP
  *     servers answer an unknown tool); a request naming a tool, prompt or resource that is not
- *     in the catalogue before it has settled waits for it, like the first list. Resource URIs are not renamed:
- *     resources/read, subscribe and unsubscribe go to the upstream that listed the URI, else the
- *     one whose template's literal prefix matches longest, else - when only one upstream has
- *     resources - to it; otherwise -32002. completion/complete goes by ref (prompt name or
- *     template URI) the same way.
+ *     in the catalogue before it has settled waits for it, like the first list. Resource URIs
+ *     are not renamed: resources/read, subscribe and unsubscribe go to the upstream that listed
+ *     the URI, else the one whose template's literal prefix matches longest, else - when only
+ *     one upstream has resources - to it; otherwise -32002. completion/complete goes by ref
+ *     (prompt name or template URI) the same way.
  *   - logging/setLevel is remembered and fanned out to every upstream with "logging", now and
  *     after each (re)connect; ping is answered by the bridge.
  * Single mode (mcp-bridge connect NAME|URL): one upstream, passed through transparently: the

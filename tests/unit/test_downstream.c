@@ -216,6 +216,21 @@ static void srv_tools_call(struct json_object *id, struct json_object *params)
         json_object_put(srv.sample_tool_id);
         srv.sample_tool_id = json_object_get(id);
         srv_out(req);
+    } else if (strcmp(name, "sample_cancel") == 0) {
+        /* asks, then takes it back */
+        struct json_object *req = json_object_new_object(), *p = json_object_new_object(),
+                           *c = json_object_new_object();
+        json_object_object_add(p, "messages", json_object_new_array());
+        json_object_object_add(p, "maxTokens", json_object_new_int(5));
+        json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(req, "id", json_object_new_int(900));
+        json_object_object_add(req, "method", json_object_new_string("sampling/createMessage"));
+        json_object_object_add(req, "params", p);
+        srv_out(req);
+        json_object_object_add(c, "requestId", json_object_new_int(900));
+        json_object_object_add(c, "reason", json_object_new_string("changed my mind"));
+        srv_notify("notifications/cancelled", c);
+        srv_result(id, text_result("asked and cancelled"));
     } else if (strcmp(name, "add_tool") == 0) {
         snprintf(srv.tools[srv.n_tools++], sizeof(srv.tools[0]), "extra");
         srv_notify("notifications/tools/list_changed", NULL);
@@ -237,8 +252,7 @@ static void srv_tools_call(struct json_object *id, struct json_object *params)
     }
 }
 
-static struct json_object *one_item(const char *k1, const char *v1, const char *k2,
-                                    const char *v2)
+static struct json_object *one_item(const char *k1, const char *v1, const char *k2, const char *v2)
 {
     struct json_object *o = json_object_new_object();
     json_object_object_add(o, k1, json_object_new_string(v1));
@@ -335,13 +349,13 @@ static void srv_message(const char *line)
         struct json_object *res = json_object_object_get(m, "result");
         if (err)
             srv_result(srv.sample_tool_id,
-                       text_result("sampling error %d", json_object_get_int(
-                                                            json_object_object_get(err, "code"))));
+                       text_result("sampling error %d",
+                                   json_object_get_int(json_object_object_get(err, "code"))));
         else
-            srv_result(srv.sample_tool_id,
-                       text_result("sampled %s %s", jstr(id),
-                                   json_get_string(json_object_object_get(res, "content"),
-                                                   "text")));
+            srv_result(
+                srv.sample_tool_id,
+                text_result("sampled %s %s", jstr(id),
+                            json_get_string(json_object_object_get(res, "content"), "text")));
         json_object_put(TAKE_PTR(srv.sample_tool_id));
     }
     json_object_put(m);
@@ -350,7 +364,7 @@ static void srv_message(const char *line)
 static int server_main(int argc, char **argv)
 {
     srv.name = argc > 2 ? argv[2] : "srv";
-    const char *tools = "echo,progress,wait,sample,die,add_tool,pid";
+    const char *tools = "echo,progress,wait,sample,sample_cancel,die,add_tool,pid";
     for (int i = 3; i < argc; i++) {
         if (strncmp(argv[i], "tools=", 6) == 0)
             tools = argv[i] + 6;
@@ -500,8 +514,8 @@ static struct mcp_config *config_from(const char *text)
     return c;
 }
 
-static int fx_start(struct fx *f, const char *config, enum downstream_mode mode,
-                    const char *single, int64_t connect_timeout_ms)
+static int fx_start(struct fx *f, const char *config, enum downstream_mode mode, const char *single,
+                    int64_t connect_timeout_ms)
 {
     static int n;
     memset(f, 0, sizeof(*f));
@@ -670,11 +684,11 @@ static int64_t path_int(struct json_object *o, const char *p)
 
 static void initialize(struct fx *f, const char *caps)
 {
-    struct json_object *r = fx_request(
-        f, "0", "initialize",
-        caps ? caps
-             : "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
-               "\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}");
+    struct json_object *r =
+        fx_request(f, "0", "initialize",
+                   caps ? caps
+                        : "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                          "\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}");
     CHECK(r && path(r, "result"));
     json_object_put(r);
     fx_send(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
@@ -706,7 +720,7 @@ static bool file_contains(const char *p, const char *needle)
     return strstr(buf, needle) != NULL;
 }
 
-#define SERVER(name, extra) \
+#define SERVER(name, extra)                                                                        \
     "\"" name "\":{\"command\":\"@SELF@\",\"args\":[\"--server\",\"" name "\"" extra "]}"
 
 /* ---- tests ------------------------------------------------------------------------------- */
@@ -761,12 +775,17 @@ static void test_aggregate_catalogue(void)
 {
     struct fx f;
     /* "a"'s b_c and "a_b"'s c both become mcp_a_b_c: "a" comes first by name */
-    CHECK_INT(fx_start(&f,
-                       "{\"mcpServers\":{" SERVER("a", ",\"tools=b_c,echo,x.y,sample\",\"page=1\"")
-                       ",\"a_b\":{\"command\":\"@SELF@\",\"args\":[\"--server\",\"a_b\","
-                       "\"tools=c,echo,hidden\"],\"excludeTools\":[\"hidden\"]}}}",
-                       DOWNSTREAM_AGGREGATE, NULL, 0),
-              0);
+    CHECK_INT(
+        fx_start(
+            &f,
+            "{\"mcpServers\":{" SERVER(
+                "a",
+                ",\"tools=b_c,echo,x.y,sample\",\"page=1\"") ",\"a_b\":{\"command\":\"@SELF@\","
+                                                             "\"args\":[\"--server\",\"a_b\","
+                                                             "\"tools=c,echo,hidden\"],"
+                                                             "\"excludeTools\":[\"hidden\"]}}}",
+            DOWNSTREAM_AGGREGATE, NULL, 0),
+        0);
     initialize(&f, NULL);
 
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
@@ -854,11 +873,17 @@ static void test_aggregate_catalogue(void)
 static void test_upstream_dies(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL,
-                       0),
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     initialize(&f, NULL);
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
+    json_object_put(r);
+
+    r = fx_request(&f, "9", "logging/setLevel", "{\"level\":\"warning\"}");
+    CHECK(r && path(r, "result"));
+    json_object_put(r);
+    r = fx_wait(&f, match_method, "notifications/message", "level warning", WAIT_MS);
+    CHECK(r != NULL);
     json_object_put(r);
 
     r = fx_request(&f, "2", "tools/call", "{\"name\":\"mcp_a_die\"}");
@@ -871,14 +896,17 @@ static void test_upstream_dies(void)
     r = fx_request(&f, "3", "tools/call", "{\"name\":\"mcp_a_echo\"}");
     CHECK_STR(path_str(r, "result.content.0.text"), "a echo null");
     json_object_put(r);
+    /* the new session got the level the agent set */
+    r = fx_wait(&f, match_method, "notifications/message", "level warning", WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
     fx_stop(&f);
 }
 
 static void test_progress_and_cancel(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL,
-                       0),
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     initialize(&f, NULL);
     json_object_put(fx_request(&f, "1", "tools/list", NULL));
@@ -929,13 +957,12 @@ static void test_progress_and_cancel(void)
 static void test_sampling_forwarded(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL,
-                       0),
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     initialize(&f, "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"sampling\":{}},"
                    "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
-    json_object_put(fx_request(&f, "1", "tools/list", NULL));
 
+    /* sent before any list, while the server is still connecting: held until it is listed */
     fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
                 "\"mcp_a_sample\"}}");
     struct json_object *q = fx_wait(&f, match_method, "sampling/createMessage", NULL, WAIT_MS);
@@ -946,12 +973,30 @@ static void test_sampling_forwarded(void)
     snprintf(idtext, sizeof(idtext), "%s", bid ? bid : "x");
     CHECK_INT(path_int(q, "params.maxTokens"), 10);
     json_object_put(q);
-    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"role\":\"assistant\","
-                "\"content\":{\"type\":\"text\",\"text\":\"hi-from-agent\"},\"model\":\"m\"}}",
+    fx_send(&f,
+            "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"role\":\"assistant\","
+            "\"content\":{\"type\":\"text\",\"text\":\"hi-from-agent\"},\"model\":\"m\"}}",
             idtext);
     struct json_object *r = fx_wait(&f, match_id, "2", NULL, WAIT_MS);
     /* the server got the answer with its own id */
     CHECK_STR(path_str(r, "result.content.0.text"), "sampled \"srv-1\" hi-from-agent");
+    json_object_put(r);
+
+    /* the server takes a request back: the agent is told with the bridge's id */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"mcp_a_sample_cancel\"}}");
+    q = fx_wait(&f, match_method, "sampling/createMessage", NULL, WAIT_MS);
+    CHECK(q != NULL);
+    snprintf(idtext, sizeof(idtext), "\"%s\"", path_str(q, "id") ? path_str(q, "id") : "x");
+    CHECK(idtext[1] == 'b');
+    json_object_put(q);
+    q = fx_wait(&f, match_method, "notifications/cancelled", idtext, WAIT_MS);
+    CHECK(q != NULL);
+    CHECK_STR(jstr(path(q, "params.requestId")), idtext);
+    CHECK_STR(path_str(q, "params.reason"), "changed my mind");
+    json_object_put(q);
+    r = fx_wait(&f, match_id, "3", NULL, WAIT_MS);
+    CHECK_STR(path_str(r, "result.content.0.text"), "asked and cancelled");
     json_object_put(r);
 
     /* roots/list_changed from the agent reaches the server */
@@ -965,8 +1010,7 @@ static void test_sampling_forwarded(void)
 static void test_list_changed(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL,
-                       0),
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     initialize(&f, NULL);
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
@@ -1001,8 +1045,8 @@ static void test_slow_server(void)
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
     int64_t took = now_ms() - t0;
     CHECK_STR(names_of(r, "tools", "name"), "mcp_fast_echo");
-    CHECK(took >= 500);  /* it did wait for the slow one ... */
-    CHECK(took < 5000);  /* ... but not for long */
+    CHECK(took >= 500); /* it did wait for the slow one ... */
+    CHECK(took < 5000); /* ... but not for long */
     json_object_put(r);
     fx_stop(&f);
 }
@@ -1047,11 +1091,30 @@ static void test_eof_reaps(void)
     fx_stop(&f);
 }
 
+static void test_shutdown_before_initialize(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
+              0);
+    struct json_object *r = fx_request(&f, "1", "ping", NULL);
+    CHECK(r && path(r, "result"));
+    json_object_put(r);
+    downstream_shutdown(f.d);
+    downstream_shutdown(f.d); /* idempotent */
+    int64_t t0 = now_ms();
+    while (!f.done && now_ms() - t0 < 3000)
+        fx_idle(&f, 20);
+    CHECK(f.done);
+    CHECK_INT(f.done_status, 0);
+    fx_stop(&f);
+}
+
 static void test_reload(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", ",\"tools=echo\"") "," SERVER(
-                               "b", ",\"tools=echo,pid\"") "}}",
+    CHECK_INT(fx_start(&f,
+                       "{\"mcpServers\":{" SERVER("a", ",\"tools=echo\"") "," SERVER(
+                           "b", ",\"tools=echo,pid\"") "}}",
                        DOWNSTREAM_AGGREGATE, NULL, 0),
               0);
     initialize(&f, NULL);
@@ -1065,8 +1128,8 @@ static void test_reload(void)
     json_object_put(r);
 
     /* c is added, a removed, b left alone */
-    struct mcp_config *c = config_from("{\"mcpServers\":{" SERVER("b", ",\"tools=echo,pid\"") "," SERVER(
-        "c", ",\"tools=echo\"") "}}");
+    struct mcp_config *c = config_from("{\"mcpServers\":{" SERVER(
+        "b", ",\"tools=echo,pid\"") "," SERVER("c", ",\"tools=echo\"") "}}");
     struct err e = ERR_INIT;
     CHECK_INT(downstream_reload(f.d, c, &e), 0);
     mcp_config_free(c);
@@ -1081,8 +1144,8 @@ static void test_reload(void)
         ok = strcmp(names_of(r, "tools", "name"), "mcp_b_echo mcp_b_pid mcp_c_echo") == 0;
         json_object_put(r);
         if (!ok)
-            json_object_put(fx_wait(&f, match_method, "notifications/tools/list_changed", NULL,
-                                    WAIT_MS));
+            json_object_put(
+                fx_wait(&f, match_method, "notifications/tools/list_changed", NULL, WAIT_MS));
     }
     CHECK(ok);
     r = fx_request(&f, "4", "tools/call", "{\"name\":\"mcp_b_pid\"}");
@@ -1119,14 +1182,14 @@ static void test_reload(void)
 static void test_single(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("other", "") "," SERVER(
-                               "solo", ",\"tools=echo,progress\",\"instructions=use me\"") "}}",
+    CHECK_INT(fx_start(&f,
+                       "{\"mcpServers\":{" SERVER("other", "") "," SERVER(
+                           "solo", ",\"tools=echo,progress,wait\",\"instructions=use me\"") "}}",
                        DOWNSTREAM_SINGLE, "solo", 0),
               0);
-    struct json_object *r = fx_request(
-        &f, "\"i\"", "initialize",
-        "{\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},"
-        "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
+    struct json_object *r = fx_request(&f, "\"i\"", "initialize",
+                                       "{\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},"
+                                       "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
     CHECK_STR(path_str(r, "result.serverInfo.name"), "solo");
     CHECK_STR(path_str(r, "result.serverInfo.version"), "1.2.3");
     CHECK_STR(path_str(r, "result.instructions"), "use me");
@@ -1136,7 +1199,7 @@ static void test_single(void)
     fx_send(&f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 
     r = fx_request(&f, "1", "tools/list", NULL);
-    CHECK_STR(names_of(r, "tools", "name"), "echo progress");
+    CHECK_STR(names_of(r, "tools", "name"), "echo progress wait");
     json_object_put(r);
     r = fx_request(&f, "\"x\"", "tools/call", "{\"name\":\"echo\",\"arguments\":{\"k\":\"v\"}}");
     CHECK_STR(path_str(r, "result.content.0.text"), "solo echo {\"k\":\"v\"}");
@@ -1148,6 +1211,30 @@ static void test_single(void)
     json_object_put(r);
     r = fx_request(&f, "3", "prompts/list", NULL);
     CHECK_STR(names_of(r, "prompts", "name"), "greet");
+    json_object_put(r);
+    struct mcp_config *c = config_from("{\"mcpServers\":{" SERVER("solo", "") "}}");
+    struct err e = ERR_INIT;
+    CHECK_INT(downstream_reload(f.d, c, &e), -EOPNOTSUPP);
+    mcp_config_free(c);
+
+    /* progress and cancellation pass through as in aggregate mode */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"progress\",\"_meta\":{\"progressToken\":7}}}");
+    r = fx_wait(&f, match_method, "notifications/progress", "\"progressToken\":7", WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+    r = fx_wait(&f, match_id, "4", NULL, WAIT_MS);
+    CHECK_CONTAINS(path_str(r, "result.content.0.text"), "token ");
+    json_object_put(r);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"wait\"}}");
+    r = fx_wait(&f, match_method, "notifications/message", "waiting", WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                "\"requestId\":5}}");
+    r = fx_wait(&f, match_method, "notifications/message", "cancelled", WAIT_MS);
+    CHECK(r != NULL);
     json_object_put(r);
     fx_stop(&f);
 }
@@ -1167,8 +1254,7 @@ static void test_single_fails(void)
     json_object_put(r);
     fx_stop(&f);
 
-    CHECK_INT(fx_start(&f,
-                       "{\"mcpServers\":{\"gone\":{\"command\":\"credkit-no-such-command\"}}}",
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{\"gone\":{\"command\":\"credkit-no-such-command\"}}}",
                        DOWNSTREAM_SINGLE, "gone", 0),
               0);
     t0 = now_ms();
@@ -1204,10 +1290,18 @@ int main(int argc, char **argv)
     setenv("PI_CODING_AGENT_DIR", tmp_path("pi"), 1);
 
     test_fn fns[] = {
-        test_aggregate_initialize, test_aggregate_catalogue, test_upstream_dies,
-        test_progress_and_cancel,  test_sampling_forwarded,  test_list_changed,
-        test_slow_server,          test_eof_reaps,           test_reload,
-        test_single,               test_single_fails,
+        test_aggregate_initialize,
+        test_aggregate_catalogue,
+        test_upstream_dies,
+        test_progress_and_cancel,
+        test_sampling_forwarded,
+        test_list_changed,
+        test_slow_server,
+        test_eof_reaps,
+        test_shutdown_before_initialize,
+        test_reload,
+        test_single,
+        test_single_fails,
     };
     return tests_run("", fns, ELEMENTSOF(fns));
 }
