@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,6 +60,30 @@ static int usage_error(struct log *log, const char *what)
     return BRIDGE_EXIT_USAGE;
 }
 
+/* "-vv", "-qv": bundled -v/-q (args_take_globals takes them one per argument). */
+static int take_bundled_flags(int argc, char **argv, struct args_globals *g)
+{
+    int w = 1;
+    bool past_dashes = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        past_dashes |= strcmp(a, "--") == 0;
+        bool bundled = !past_dashes && a[0] == '-' && a[1] && a[2] && strspn(a + 1, "vq") == strlen(a + 1);
+        if (!bundled) {
+            argv[w++] = argv[i];
+            continue;
+        }
+        for (const char *p = a + 1; *p; p++) {
+            if (*p == 'v')
+                g->verbosity++;
+            else
+                g->quiet = true;
+        }
+    }
+    argv[w] = NULL;
+    return w;
+}
+
 int main(int argc, char **argv)
 {
     typedef int (*cmd_fn)(int, char **, const struct args_globals *, struct log *);
@@ -83,6 +108,7 @@ int main(int argc, char **argv)
         return BRIDGE_EXIT_FAILED;
 
     /* global options may come before or after the command ("mcp-bridge test x -v") */
+    argc = take_bundled_flags(argc, argv, &g);
     argc = args_take_globals(argc, argv, true, &g);
     log_set_level(log, g.quiet ? LOG_ERROR : g.verbosity >= 2 ? LOG_DEBUG
                                          : g.verbosity       ? LOG_INFO

@@ -1,0 +1,283 @@
+# mcp-bridge's command line: help and version, usage errors (2), unknown or invalid servers (3),
+# `test` and `call` against @modelcontextprotocol/server-everything over stdio and over
+# Streamable HTTP, the answers `call` gives the server's own requests (elicitation with the
+# schema's defaults, roots), the configuration layers every command reads, and serve/connect
+# driven by the TypeScript SDK's Client over stdio (listing, calling, SIGHUP reload, end of
+# stdin, SIGTERM). The agent-facing behaviour in depth is tests/integration/bridge_*.sh's.
+. "$(dirname "$0")/lib/netns.sh" # server-everything over HTTP binds every interface
+. "$(dirname "$0")/lib/common.sh"
+
+: "${MCP_BRIDGE_BIN:?MCP_BRIDGE_BIN must point at mcp-bridge (ctest sets it)}"
+B() { "$MCP_BRIDGE_BIN" "$@"; }
+EVERYTHING="$PEERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+SDK="$PEERS_DIR/node_modules/@modelcontextprotocol/sdk/dist/esm"
+[ -f "$EVERYTHING" ] || fail "server-everything is missing: run scripts/install-deps"
+# no bundled layer but the one a test sets
+export CREDKIT_BRIDGE_BUNDLED=""
+
+# each server child carries this marker, to tell ours from anyone else's
+MARK="bridge-cli-$$"
+CFG="$T_ROOT/mcp.json"
+cat >"$CFG" <<EOF
+{"mcpServers": {
+  "ev": {"command": "node", "args": ["$EVERYTHING", "stdio", "$MARK"]},
+  "blank": {"command": "  "},
+  "missing": {"command": "$T_ROOT/no-such-server"},
+  "needsvar": {"url": "https://\${BRIDGE_CLI_UNSET_HOST}/mcp"}
+}}
+EOF
+C() { B --config "$CFG" "$@"; }
+
+# ---- help, version ----
+run 0 B --help
+assert_contains "$OUT" "usage: mcp-bridge"
+assert_contains "$OUT" "exit status:"
+run 0 B help
+assert_contains "$OUT" "commands:"
+run 0 B -V
+assert_contains "$OUT" "mcp-bridge ("
+run 0 B --version
+assert_contains "$OUT" "mcp-bridge ("
+for cmd in serve connect test call; do
+    run 0 B "$cmd" --help
+    assert_contains "$OUT" "usage: mcp-bridge" "$cmd --help"
+    assert_contains "$OUT" "example" "$cmd --help"
+done
+run 0 B call --help
+assert_contains "$OUT" "elicitation/create is accepted with the default"
+assert_contains "$OUT" "roots/list gets an empty list"
+run 0 B --help -v # help wins wherever it is
+assert_contains "$OUT" "usage: mcp-bridge"
+
+# ---- usage errors: 2 ----
+run 2 B frobnicate
+assert_contains "$ERR" "unknown command 'frobnicate'"
+run 2 B test
+assert_contains "$ERR" "test takes exactly one SERVER"
+run 2 B test a b
+run 2 B test ev --bogus
+run 2 B call
+assert_contains "$ERR" "call takes SERVER TOOL"
+run 2 B call ev
+run 2 B call ev echo '{}' extra
+run 2 C call ev echo '{"message": '
+assert_contains "$ERR" "JSON-ARGS is not JSON"
+run 2 C call ev echo '[1, 2]'
+assert_contains "$ERR" "JSON-ARGS must be a JSON object"
+assert_contains "$ERR" "not an array"
+run_in 2 '"just a string"' C call ev echo -
+assert_contains "$ERR" "JSON-ARGS must be a JSON object"
+run 2 C call ev echo '{}' --timeout 0
+assert_contains "$ERR" "--timeout: '0' is not a positive duration"
+run 2 C call ev echo --timeout soon
+run 2 B serve extra
+assert_contains "$ERR" "serve takes no argument"
+run 2 B --connect-timeout never
+assert_contains "$ERR" "--connect-timeout: 'never'"
+run 2 B connect
+run 2 B connect https://a.example/mcp --header "no colon here"
+assert_contains "$ERR" "'Name: value'"
+assert_not_contains "$ERR" "no colon here" "a header given on the command line"
+
+# ---- configuration errors: 3 ----
+run 3 C test nosuch
+assert_contains "$ERR" "no server named 'nosuch'"
+assert_contains "$ERR" "mcp.json"
+assert_contains "$ERR" "configured: blank, ev, missing, needsvar"
+run 3 C call nosuch echo
+run 3 C test blank
+assert_contains "$ERR" "server 'blank'"
+run 3 C test needsvar
+assert_contains "$ERR" "BRIDGE_CLI_UNSET_HOST"
+run 3 B --config "$T_ROOT/absent.json" test ev
+assert_contains "$ERR" "does not exist"
+run 3 B test ftp://files.example/mcp
+assert_contains "$ERR" "'command line': server 'files.example'"
+run 3 B connect ev --header "X-A: b"
+assert_contains "$ERR" "--header goes with a URL"
+
+# ---- test over stdio ----
+run 0 C test ev
+assert_contains "$OUT" "'ev': connected over stdio"
+assert_contains "$OUT" "tools:"
+assert_contains "$OUT" "  echo"
+assert_contains "$OUT" "  get-sum"
+run 0 C test ev --json
+assert_eq "$(json_get "$OUT" 'j.server')" "ev"
+assert_eq "$(json_get "$OUT" 'j.transport')" "stdio"
+assert_eq "$(json_get "$OUT" 'typeof j.protocolVersion')" "string"
+assert_eq "$(json_get "$OUT" 'typeof j.serverInfo.name')" "string"
+assert_eq "$(json_get "$OUT" 'j.tools.includes("echo") && j.tools.includes("get-sum")')" "true"
+# the tools a client gets only when it declares elicitation and roots
+assert_eq "$(json_get "$OUT" 'j.tools.includes("trigger-elicitation-request")')" "true"
+assert_eq "$(json_get "$OUT" 'j.tools.includes("get-roots-list")')" "true"
+# ... and sampling, which it does not declare
+assert_eq "$(json_get "$OUT" 'j.tools.includes("trigger-sampling-request")')" "false"
+# global options after the command
+run 0 B test ev --json --config "$CFG" -q
+assert_eq "$(json_get "$OUT" 'j.server')" "ev"
+run 1 C test missing
+assert_contains "$ERR" "no-such-server"
+
+# ---- call over stdio ----
+run 0 C call ev echo '{"message": "hello, bridge"}'
+assert_eq "$OUT" "Echo: hello, bridge"
+run 0 C call ev get-sum '{"a": 2, "b": 3}' --json
+assert_eq "$(printf '%s\n' "$OUT" | wc -l)" "1" "--json prints one line"
+assert_eq "$(json_get "$OUT" 'j.content[0].text')" "The sum of 2 and 3 is 5."
+run_in 0 '{"message": "from stdin"}' C call ev echo -
+assert_eq "$OUT" "Echo: from stdin"
+run 0 C call ev get-tiny-image
+assert_contains "$OUT" "[image image/png, "
+assert_contains "$OUT" " bytes]"
+run 0 C call ev get-resource-links '{"count": 2}'
+assert_contains "$OUT" "[resource link "
+run 0 C call ev get-structured-content '{"location": "New York"}' --json
+assert_eq "$(json_get "$OUT" 'typeof j.structuredContent')" "object"
+# elicitation: accepted with each field's default (the schema's required "name" has none)
+run 0 C call ev trigger-elicitation-request
+assert_contains "$OUT" "Favorite Integer: 42"
+assert_contains "$OUT" "Favorite Number: 3.14"
+assert_not_contains "$OUT" "declined"
+# roots: an empty list
+run 0 C call ev get-roots-list --json
+assert_eq "$(json_get "$OUT" 'j.isError === true')" "false"
+# the tool says it failed: 4, its content on stderr
+run 4 C call ev get-sum '{"a": "two", "b": 3}'
+assert_contains "$ERR" "tool 'get-sum' reported an error"
+assert_eq "$OUT" ""
+run 4 C call ev get-sum '{"a": "two"}' --json
+assert_eq "$(json_get "$OUT" 'j.isError')" "true"
+# a tool the server does not have: an error, never 0
+rc=0
+C call ev no-such-tool >"$T_ROOT/out" 2>"$T_ROOT/err" </dev/null || rc=$?
+T_CHECKS=$((T_CHECKS + 1))
+[ "$rc" = 1 ] || [ "$rc" = 4 ] || fail "call of an unknown tool exited $rc: $(cat "$T_ROOT/err")"
+assert_contains "$(cat "$T_ROOT/err")" "no-such-tool"
+run 1 C call missing echo
+assert_contains "$ERR" "no-such-server"
+# no answer in time: 1 (progress every second re-arms the timeout, the first comes too late)
+run 1 C call ev trigger-long-running-operation '{"duration": 5, "steps": 5}' --timeout 300ms
+# the server's stdio child is gone after each command
+T_CHECKS=$((T_CHECKS + 1))
+! pgrep -f "$MARK" >/dev/null || fail "a server child outlived its command"
+
+# ---- the configuration layers ----
+mkdir -p "$T_ROOT/proj/.pi"
+printf '{"mcpServers": {"proj-ev": {"command": "node", "args": ["%s", "stdio"]}}}\n' \
+    "$EVERYTHING" >"$T_ROOT/proj/.mcp.json"
+printf '{"mcpServers": {"bundled-ev": {"command": "node", "args": ["%s", "stdio"]}}}\n' \
+    "$EVERYTHING" >"$T_ROOT/bundled.json"
+run 0 bash -c 'cd "$1/proj" && CREDKIT_BRIDGE_BUNDLED="$1/bundled.json" "$2" test bundled-ev --json' \
+    _ "$T_ROOT" "$MCP_BRIDGE_BIN"
+assert_eq "$(json_get "$OUT" 'j.server')" "bundled-ev"
+run 0 bash -c 'cd "$1/proj" && "$2" call proj-ev echo "{\"message\": \"project\"}"' \
+    _ "$T_ROOT" "$MCP_BRIDGE_BIN"
+assert_eq "$OUT" "Echo: project"
+echo '{"mcpServers": ' >"$T_ROOT/proj/.pi/mcp.json" # broken: a warning, the rest works
+run 0 bash -c 'cd "$1/proj" && "$2" test proj-ev' _ "$T_ROOT" "$MCP_BRIDGE_BIN"
+assert_contains "$ERR" "warning: "
+assert_contains "$ERR" ".pi/mcp.json"
+rm "$T_ROOT/proj/.pi/mcp.json"
+
+# ---- Streamable HTTP ----
+PORT=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+PORT=$PORT node "$EVERYTHING" streamableHttp >"$T_ROOT/http.out" 2>"$T_ROOT/http.log" </dev/null &
+T_PEER_PIDS+=("$!")
+listening() { grep -q "listening on port $PORT" "$T_ROOT/http.log" 2>/dev/null; }
+wait_until 30 "server-everything to listen over HTTP" listening
+URL="http://127.0.0.1:$PORT/mcp"
+run 0 B call "$URL" echo '{"message": "over http"}'
+assert_eq "$OUT" "Echo: over http"
+run 0 B call "$URL" get-sum '{"a": 40, "b": 2}' --json
+assert_eq "$(json_get "$OUT" 'j.content[0].text')" "The sum of 40 and 2 is 42."
+run 0 B test "$URL" --json
+assert_eq "$(json_get "$OUT" 'j.server')" "127.0.0.1"
+assert_eq "$(json_get "$OUT" 'j.transport')" "http"
+assert_eq "$(json_get "$OUT" 'j.tools.includes("echo")')" "true"
+run 0 B call "$URL" trigger-elicitation-request
+assert_contains "$OUT" "Favorite Integer: 42"
+run 4 B call "$URL" get-sum '{"a": "two", "b": 3}'
+run 1 B call "http://127.0.0.1:1/mcp" echo '{}' --connect-timeout 5s
+
+# ---- serve and connect, with the SDK's Client as the agent ----
+cat >"$T_ROOT/agent.mjs" <<EOF
+// agent.mjs MODE BIN ARGS_JSON [NEW_CONFIG CONFIG]: the SDK Client over stdio, through the bridge
+import { Client } from "$SDK/client/index.js";
+import { StdioClientTransport } from "$SDK/client/stdio.js";
+import { ToolListChangedNotificationSchema } from "$SDK/types.js";
+import { copyFileSync } from "node:fs";
+const [mode, bin, argsJson, newConfig, config] = process.argv.slice(2);
+const transport = new StdioClientTransport({
+  command: bin, args: JSON.parse(argsJson), env: process.env, stderr: "inherit",
+});
+const client = new Client({ name: "bridge-cli-test", version: "1.0.0" }, { capabilities: {} });
+let changed;
+const listChanged = new Promise((resolve) => (changed = resolve));
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
+const within = (p, ms, what) => Promise.race([p, new Promise((_, reject) =>
+  setTimeout(() => reject(new Error("timed out waiting for " + what)), ms))]);
+await within(client.connect(transport), 30000, "initialize");
+const out = { serverInfo: client.getServerVersion() };
+out.tools = (await within(client.listTools(), 30000, "tools/list")).tools.map((t) => t.name);
+const echo = mode === "serve" ? "mcp_ev_echo" : "echo";
+const r = await within(client.callTool({ name: echo, arguments: { message: "via " + mode } }), 30000, "tools/call");
+out.echo = r.content[0].text;
+if (newConfig) {
+  copyFileSync(newConfig, config);
+  process.kill(transport.pid, "SIGHUP");
+  await within(listChanged, 30000, "tools/list_changed after SIGHUP");
+  out.after = (await within(client.listTools(), 30000, "tools/list")).tools.map((t) => t.name);
+}
+await client.close();
+console.log(JSON.stringify(out));
+EOF
+SERVE_CFG="$T_ROOT/serve.json"
+printf '{"mcpServers": {"ev": {"command": "node", "args": ["%s", "stdio", "%s"]}, "blank": {"command": ""}}}\n' \
+    "$EVERYTHING" "$MARK" >"$SERVE_CFG"
+printf '{"mcpServers": {"ev": {"command": "node", "args": ["%s", "stdio", "%s"]}, "ev2": {"command": "node", "args": ["%s", "stdio", "%s"]}}}\n' \
+    "$EVERYTHING" "$MARK" "$EVERYTHING" "$MARK" >"$T_ROOT/serve2.json"
+run 0 node "$T_ROOT/agent.mjs" serve "$MCP_BRIDGE_BIN" "[\"--config\", \"$SERVE_CFG\", \"-v\"]" \
+    "$T_ROOT/serve2.json" "$SERVE_CFG"
+assert_eq "$(json_get "$OUT" 'j.serverInfo.name')" "mcp-bridge"
+assert_eq "$(json_get "$OUT" 'j.tools.includes("mcp_ev_echo") && j.tools.includes("mcp_ev_get-sum")')" "true"
+assert_eq "$(json_get "$OUT" 'j.tools.some((t) => t.startsWith("mcp_ev2_"))')" "false"
+assert_eq "$(json_get "$OUT" 'j.echo')" "Echo: via serve"
+assert_eq "$(json_get "$OUT" 'j.after.includes("mcp_ev2_echo")')" "true" "after SIGHUP"
+assert_contains "$ERR" "server 'blank'" "the invalid entry is reported"
+assert_contains "$ERR" "configuration reloaded: added 'ev2'; removed 'blank'"
+
+# single mode on the HTTP server, a header templated from the environment (never printed)
+export BRIDGE_CLI_TOKEN="s3cr3t-t0ken-value"
+run 0 node "$T_ROOT/agent.mjs" connect "$MCP_BRIDGE_BIN" \
+    "[\"connect\", \"$URL\", \"--header\", \"X-Test-Token: \${BRIDGE_CLI_TOKEN}\", \"-vv\"]"
+assert_eq "$(json_get "$OUT" 'j.tools.includes("echo")')" "true" "names unchanged in single mode"
+assert_eq "$(json_get "$OUT" 'j.serverInfo.name === "mcp-bridge"')" "false" "the server's own serverInfo"
+assert_eq "$(json_get "$OUT" 'j.echo')" "Echo: via connect"
+assert_not_contains "$ERR" "$BRIDGE_CLI_TOKEN" "the bridge's log"
+run 0 node "$T_ROOT/agent.mjs" connect "$MCP_BRIDGE_BIN" "[\"--config\", \"$CFG\", \"connect\", \"ev\"]"
+assert_eq "$(json_get "$OUT" 'j.echo')" "Echo: via connect"
+
+# end of stdin: initialize is answered, then a clean exit 0
+INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+run_in 0 "$INIT
+" timeout 30 "$MCP_BRIDGE_BIN" --config "$SERVE_CFG"
+assert_contains "$OUT" '"id":1'
+assert_contains "$OUT" '"name":"mcp-bridge"'
+# SIGTERM: a clean exit 0, the children reaped, stdin's flags given back
+mkfifo "$T_ROOT/in"
+"$MCP_BRIDGE_BIN" --config "$SERVE_CFG" <"$T_ROOT/in" >"$T_ROOT/serve.out" 2>"$T_ROOT/serve.err" &
+bridge=$!
+exec 7>"$T_ROOT/in"
+printf '%s\n' "$INIT" >&7
+answered() { grep -q '"id":1' "$T_ROOT/serve.out"; }
+wait_until 30 "the bridge to answer initialize" answered
+kill -TERM "$bridge"
+exited() { ! kill -0 "$bridge" 2>/dev/null || [ "$(ps -o stat= -p "$bridge" | cut -c1)" = Z ]; }
+wait_until 20 "the bridge to exit on SIGTERM" exited
+rc=0
+wait "$bridge" || rc=$?
+exec 7>&-
+assert_eq "$rc" "0" "exit status after SIGTERM"
+T_CHECKS=$((T_CHECKS + 1))
+! pgrep -f "$MARK" >/dev/null || fail "a server child outlived the bridge"
