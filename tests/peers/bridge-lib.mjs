@@ -56,7 +56,9 @@ export class Checks {
       process.stdout.write(`ok ${name} (${Date.now() - t0} ms)\n`);
       return true;
     } catch (err) {
-      const why = err instanceof CheckFailure ? err.message : `unexpected error: ${err?.stack ?? err}`;
+      // (a JSON-RPC error or a thrown exception: its message says it; a stack only for bugs here)
+      const why = err instanceof CheckFailure ? err.message
+        : `unexpected error: ${err?.code !== undefined || !err?.stack ? err?.message ?? err : err.stack}`;
       this.failed.push(name);
       process.stdout.write(`FAIL ${name}: ${why.replace(/\n/g, '\n    ')}\n`);
       return false;
