@@ -22,8 +22,8 @@
 #include "mcp_config.h"
 #include "upstream.h"
 
-#define ARGS_MAX_BYTES (16u * 1024u * 1024u) /* JSON-ARGS, on the command line or stdin */
-#define DESC_WIDTH     72                    /* a tool's description in `test`'s listing */
+#define ARGS_MAX_BYTES (16u * 1024u * 1024u)  /* JSON-ARGS, on the command line or stdin */
+#define DESC_WIDTH     72                     /* a tool's description in `test`'s listing */
 #define CLOSE_GRACE_MS DOWNSTREAM_SHUTDOWN_MS /* closing the upstream, at most */
 
 static const char test_help[] =
@@ -34,8 +34,8 @@ static const char test_help[] =
     "whether it worked: 0 yes, 1 the server failed (the message says why), 3 no such server or\n"
     "an invalid entry.\n"
     "\n"
-    "  --json               print {\"server\", \"transport\", \"protocolVersion\", \"serverInfo\",\n"
-    "                       \"tools\": [names]} instead\n"
+    "  --json               print {\"server\", \"transport\", \"protocolVersion\",\n"
+    "                       \"serverInfo\", \"tools\": [names]} instead\n"
     "  --connect-timeout D  how long the server may take to connect (default 15s)\n"
     "\n"
     "examples:\n"
@@ -177,9 +177,9 @@ static int print_test_json(struct client *c, struct json_object *tools)
     if (json_object_object_add(o, "tools", names) < 0)
         goto out;
     names = NULL;
-    printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-                                                         JSON_C_TO_STRING_SPACED |
-                                                         JSON_C_TO_STRING_NOSLASHESCAPE));
+    printf("%s\n",
+           json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                 JSON_C_TO_STRING_NOSLASHESCAPE));
     r = 0;
 out:
     json_object_put(o);
@@ -212,8 +212,8 @@ static void print_test_text(struct client *c, struct json_object *tools)
     }
 }
 
-static void on_tools(struct upstream *u, struct json_object *items, int error,
-                     const char *message, void *userdata)
+static void on_tools(struct upstream *u, struct json_object *items, int error, const char *message,
+                     void *userdata)
 {
     struct client *c = userdata;
     (void)u;
@@ -308,7 +308,9 @@ static void render_result(FILE *out, struct json_object *result)
             mime = json_get_string(res, "mimeType");
             fprintf(out, "[resource %s%s%s, %zu bytes%s]\n", uri ? uri : "(no uri)",
                     mime ? " " : "", mime ? mime : "",
-                    text ? strlen(text) : blob ? base64_bytes(blob) : 0,
+                    text   ? strlen(text)
+                    : blob ? base64_bytes(blob)
+                           : 0,
                     text ? " of text" : "");
         } else {
             fprintf(out, "[%s content]\n", type);
@@ -316,9 +318,10 @@ static void render_result(FILE *out, struct json_object *result)
     }
     struct json_object *sc = NULL;
     if (!any_text && json_object_object_get_ex(result, "structuredContent", &sc) && sc)
-        fprintf(out, "%s\n", json_object_to_json_string_ext(sc, JSON_C_TO_STRING_PRETTY |
-                                                                    JSON_C_TO_STRING_SPACED |
-                                                                    JSON_C_TO_STRING_NOSLASHESCAPE));
+        fprintf(out, "%s\n",
+                json_object_to_json_string_ext(sc, JSON_C_TO_STRING_PRETTY |
+                                                       JSON_C_TO_STRING_SPACED |
+                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 static void on_call_response(struct upstream_call *call, struct json_object *response, int error,
@@ -344,8 +347,7 @@ static void on_call_response(struct upstream_call *call, struct json_object *res
     }
     struct json_object *result = json_get_object(response, "result");
     if (!result) {
-        log_error(c->log, "'%s': the answer to tools/call has no result object",
-                  c->server->name);
+        log_error(c->log, "'%s': the answer to tools/call has no result object", c->server->name);
         finish(c, BRIDGE_EXIT_FAILED);
         return;
     }
@@ -368,8 +370,7 @@ static void on_call_response(struct upstream_call *call, struct json_object *res
     finish(c, is_error ? BRIDGE_EXIT_TOOL_ERROR : BRIDGE_EXIT_OK);
 }
 
-static void on_call_progress(struct upstream_call *call, struct json_object *params,
-                             void *userdata)
+static void on_call_progress(struct upstream_call *call, struct json_object *params, void *userdata)
 {
     struct client *c = userdata;
     (void)call;
@@ -377,8 +378,8 @@ static void on_call_progress(struct upstream_call *call, struct json_object *par
     struct json_object *p = NULL, *t = NULL;
     (void)json_object_object_get_ex(params, "progress", &p);
     (void)json_object_object_get_ex(params, "total", &t);
-    log_info(c->log, "progress %s%s%s%s%s", p ? json_object_to_json_string(p) : "?",
-             t ? "/" : "", t ? json_object_to_json_string(t) : "", m ? ": " : "", m ? m : "");
+    log_info(c->log, "progress %s%s%s%s%s", p ? json_object_to_json_string(p) : "?", t ? "/" : "",
+             t ? json_object_to_json_string(t) : "", m ? ": " : "", m ? m : "");
 }
 
 static void start_call(struct client *c)
@@ -396,8 +397,8 @@ static void start_call(struct client *c)
     if (json_object_object_add(params, "_meta", meta) < 0)
         goto out;
     meta = NULL;
-    r = upstream_call(c->u, "tools/call", params, c->timeout_ms, on_call_response,
-                      on_call_progress, c, &c->call);
+    r = upstream_call(c->u, "tools/call", params, c->timeout_ms, on_call_response, on_call_progress,
+                      c, &c->call);
 out:
     json_object_put(params);
     json_object_put(meta);
@@ -409,8 +410,8 @@ out:
 
 /* ---- the upstream ---- */
 
-static void on_state(struct upstream *u, enum upstream_state state, int error,
-                     const char *message, void *userdata)
+static void on_state(struct upstream *u, enum upstream_state state, int error, const char *message,
+                     void *userdata)
 {
     struct client *c = userdata;
     (void)u;
@@ -443,8 +444,8 @@ static void on_state(struct upstream *u, enum upstream_state state, int error,
 static struct json_object *elicit_defaults(struct json_object *params)
 {
     struct json_object *content = json_object_new_object();
-    struct json_object *props = json_get_object(json_get_object(params, "requestedSchema"),
-                                                "properties");
+    struct json_object *props =
+        json_get_object(json_get_object(params, "requestedSchema"), "properties");
     if (!content || !props)
         return content;
     json_object_object_foreach(props, key, schema)
@@ -487,8 +488,9 @@ static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg
         result = json_object_new_object();
         if (mode && strcmp(mode, "form") != 0) {
             /* only forms can be answered without a person (a URL must be visited) */
-            log_warn(c->log, "'%s' asked to open a URL (\"%s\"): declined, as nobody is here to "
-                             "do it",
+            log_warn(c->log,
+                     "'%s' asked to open a URL (\"%s\"): declined, as nobody is here to "
+                     "do it",
                      c->server->name, q ? q : "");
             if (result &&
                 json_object_object_add(result, "action", json_object_new_string("decline")) < 0)
@@ -727,14 +729,16 @@ static int parse_args(const char *arg, struct log *log, struct json_object **ret
     }
     r = json_parse(in.data ? in.data : "", in.len, ARGS_MAX_BYTES, &o, &e);
     if (r < 0) {
-        log_error(log, "JSON-ARGS%s is not JSON: %s (write it as a JSON object, e.g. "
-                       "'{\"message\": \"hi\"}')",
+        log_error(log,
+                  "JSON-ARGS%s is not JSON: %s (write it as a JSON object, e.g. "
+                  "'{\"message\": \"hi\"}')",
                   strcmp(arg, "-") == 0 ? " (from stdin)" : "", err_msg(&e));
         goto out;
     }
     if (!json_object_is_type(o, json_type_object)) {
-        log_error(log, "JSON-ARGS must be a JSON object of the tool's arguments (e.g. "
-                       "'{\"message\": \"hi\"}'), not %s",
+        log_error(log,
+                  "JSON-ARGS must be a JSON object of the tool's arguments (e.g. "
+                  "'{\"message\": \"hi\"}'), not %s",
                   json_type_desc(json_object_get_type(o)));
         r = -EINVAL;
         goto out;

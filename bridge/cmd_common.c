@@ -50,8 +50,9 @@ struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log
         .bundled_path = bundled,
     };
     if (!opts.cwd)
-        log_warn(log, "cannot tell the working directory (%s): the project files .mcp.json and "
-                      ".pi/mcp.json are not read",
+        log_warn(log,
+                 "cannot tell the working directory (%s): the project files .mcp.json and "
+                 ".pi/mcp.json are not read",
                  strerror(errno));
     int r = mcp_config_load(&opts, &c, &e);
     free(bundled);
@@ -224,8 +225,9 @@ struct mcp_config *cli_config_for(const char *target, const char *const *headers
         source = "command line";
     } else {
         if (headers && headers[0]) {
-            log_error(log, "--header goes with a URL; the headers of '%s' are set in its "
-                           "configuration entry",
+            log_error(log,
+                      "--header goes with a URL; the headers of '%s' are set in its "
+                      "configuration entry",
                       target);
             goto out;
         }
@@ -245,8 +247,7 @@ struct mcp_config *cli_config_for(const char *target, const char *const *headers
         name = strdup(s->name);
         root = json_object_new_object();
         struct json_object *servers = json_object_new_object();
-        if (!name || !root || !servers ||
-            json_object_object_add(root, "mcpServers", servers) < 0) {
+        if (!name || !root || !servers || json_object_object_add(root, "mcpServers", servers) < 0) {
             json_object_put(servers);
             log_error(log, "out of memory");
             goto out;

@@ -170,10 +170,10 @@ static void report_changes(struct serve *s, const struct mcp_config *old,
         log_msg(s->log, level, "configuration reloaded: no server changed");
     else
         log_msg(s->log, level, "configuration reloaded:%s%s%s%s%s%s", added.len ? " added " : "",
-                 buf_str(&added), removed.len ? (added.len ? "; removed " : " removed ") : "",
-                 buf_str(&removed),
-                 changed.len ? (added.len || removed.len ? "; changed " : " changed ") : "",
-                 buf_str(&changed));
+                buf_str(&added), removed.len ? (added.len ? "; removed " : " removed ") : "",
+                buf_str(&removed),
+                changed.len ? (added.len || removed.len ? "; changed " : " changed ") : "",
+                buf_str(&changed));
     buf_release(&added);
     buf_release(&removed);
     buf_release(&changed);
@@ -192,8 +192,9 @@ static void on_reload(int signo, void *userdata)
     }
     const char *broken = new_broken_file(s->config, c);
     if (broken) {
-        log_error(s->log, "'%s' cannot be used (see above): the servers stay as they were; fix "
-                          "it and send SIGHUP again",
+        log_error(s->log,
+                  "'%s' cannot be used (see above): the servers stay as they were; fix "
+                  "it and send SIGHUP again",
                   broken);
         mcp_config_free(c);
         return;
@@ -237,8 +238,8 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
     if (r >= 0)
         r = loop_signal(s->loop, SIGINT, on_stop, s);
     if (r >= 0)
-        r = loop_signal(s->loop, SIGHUP,
-                        mode == DOWNSTREAM_AGGREGATE ? on_reload : on_hup_single, s);
+        r = loop_signal(s->loop, SIGHUP, mode == DOWNSTREAM_AGGREGATE ? on_reload : on_hup_single,
+                        s);
     if (r < 0) {
         log_error(s->log, "cannot watch signals: %s", strerror(-r));
         goto out;
@@ -247,8 +248,9 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
     if (r >= 0)
         r = set_nonblock(STDOUT_FILENO, &s->out_flags);
     if (r < 0) {
-        log_error(s->log, "cannot use stdin/stdout (%s): run mcp-bridge with the agent on its "
-                          "stdin and stdout",
+        log_error(s->log,
+                  "cannot use stdin/stdout (%s): run mcp-bridge with the agent on its "
+                  "stdin and stdout",
                   strerror(-r));
         goto out;
     }
@@ -320,8 +322,9 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
             return BRIDGE_EXIT_USAGE;
     }
     if (optind < argc) {
-        log_error(log, "serve takes no argument, '%s' is one too many (to serve one server: "
-                       "'mcp-bridge connect %s')",
+        log_error(log,
+                  "serve takes no argument, '%s' is one too many (to serve one server: "
+                  "'mcp-bridge connect %s')",
                   argv[optind], argv[optind]);
         return BRIDGE_EXIT_USAGE;
     }

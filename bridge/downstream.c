@@ -1,11 +1,12 @@
 /* downstream.c - the MCP server the agent talks to: aggregate and single mode (downstream.h).
  *
  * Every agent message is parsed once, its id swapped in place where it goes upstream, and
- * serialised once. A request that goes upstream gets a pending record, the userdata of its
- * upstream_call, so its answer needs no lookup; cancellation searches the short list of
- * records. The catalogue (aggregate mode) holds, per kind, the exposed array the agent gets
- * and a hash from exposed name (or URI) to the upstream and the name it knows; it is rebuilt
- * whenever a list of an upstream changes, never per call.
+ * serialised once. A request that goes upstream gets a pending record (reused from a small
+ * pool: no malloc per call), the userdata of its upstream_call, so its answer needs no lookup;
+ * the records are also hashed by the agent's id, for duplicate ids and cancellation. The
+ * catalogue (aggregate mode) holds, per kind, the exposed array the agent gets and a hash from
+ * exposed name (or URI) to the upstream and the name it knows; it is rebuilt whenever a list of
+ * an upstream changes, never per call.
  *
  * Upstreams are created in downstream_new() (the configuration is borrowed only there), as
  * templates that never connect: the client capabilities and protocol version they must offer
@@ -31,6 +32,9 @@
 
 #define DS_MAX_PENDING 4096 /* agent requests in flight (or waiting for the catalogue) */
 #define DS_MAX_BRIDGED 256  /* server requests waiting for the agent's answer */
+#define DS_MAX_SUBS    4096 /* resource subscriptions remembered for reconnects */
+#define DS_ID_BUCKETS  512  /* of the map from the agent's ids to its requests in flight */
+#define DS_POOL_MAX    64   /* pending records kept for reuse: no malloc per call */
 #define DS_TEXT_MAX    1024 /* error texts for the agent */
 #define DS_METHOD_MAX  48   /* of a method name kept for the log */
 
@@ -66,6 +70,13 @@ struct lister {
     enum kind k;
 };
 
+/* A resources/subscribe the bridge sends again after a reconnect (its answer is only logged). */
+struct resub {
+    struct resub *prev, *next;
+    struct server *s;
+    char uri[]; /* for the log */
+};
+
 struct server {
     struct downstream *d;
     char *name;
@@ -80,6 +91,7 @@ struct server {
     struct upstream_list *listing[K_N]; /* in flight */
     bool relist[K_N];                   /* list again when the one in flight is over */
     struct lister listers[K_N];
+    struct resub *resubs; /* in flight */
 };
 
 /* Where an exposed tool, prompt, resource or template goes. */
@@ -104,9 +116,16 @@ enum pending_type {
     PT_INIT, /* single mode: the agent's initialize waiting for READY */
 };
 
+/* What a forwarded request does to the subscriptions the bridge remembers. */
+enum sub_op {
+    SUB_NONE,
+    SUB_ADD, /* resources/subscribe: remembered when the server accepts it */
+};
+
 struct pending {
     struct downstream *d;
     struct pending *prev, *next;
+    struct pending *hnext; /* in d->ids[] */
     enum pending_type type;
     struct json_object *id; /* the agent's (reference) */
     struct server *s;       /* PT_CALL */
@@ -114,6 +133,8 @@ struct pending {
     struct json_object *msg; /* PT_HELD: the whole request (reference) */
     enum kind kind;          /* PT_LIST */
     bool tool_call;
+    enum sub_op sub;
+    char *sub_uri; /* SUB_ADD */
     int64_t start;
     char method[DS_METHOD_MAX];
 };
@@ -124,7 +145,8 @@ struct bridged {
     struct server *s;
     uint64_t gen;
     struct json_object *up_id; /* the server's id (reference) */
-    struct json_object *token; /* its progress token (reference), NULL when none */
+    struct json_object *token; /* its progress token (reference), NULL when none; the agent
+                                  sees "b<n>" as the token too */
     uint64_t n;                /* the agent sees "b<n>" */
 };
 
@@ -166,6 +188,12 @@ struct downstream {
 
     struct pending *pending;
     size_t n_pending;
+    struct pending *ids[DS_ID_BUCKETS]; /* the agent's id -> its request, chained */
+    struct pending *pool;               /* freed records, for reuse */
+    size_t n_pool;
+    /* resources the agent subscribed to: {uri: server name}, sent again after each READY of
+     * that server (by name, so that a server re-created by a reload gets them too) */
+    struct json_object *subs;
     struct bridged *bridged;
     size_t n_bridged;
     uint64_t bridge_counter;
@@ -278,31 +306,69 @@ static bool strv_has(char *const *v, const char *s)
     return false;
 }
 
-static void copy_method(char *dst, const char *method)
+static bool log_debugging(const struct downstream *d)
 {
-    snprintf(dst, DS_METHOD_MAX, "%s", method ? method : "?");
+    return log_get_level(d->log) >= LOG_DEBUG;
 }
 
 /* ---- pending agent requests -------------------------------------------------------------- */
+
+/* The bucket of an agent's id. Ids equal as JSON-RPC ids (json_object_equal: 1 and "1"
+ * differ, an integer stored signed or unsigned does not) hash alike. */
+static size_t id_bucket(struct json_object *id)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    if (json_object_is_type(id, json_type_string)) {
+        const unsigned char *c = (const unsigned char *)json_object_get_string(id);
+        for (int i = 0, n = json_object_get_string_len(id); i < n; i++)
+            h = (h ^ c[i]) * 1099511628211u;
+    } else {
+        h ^= json_object_get_uint64(id); /* negative ids clamp to 0: same bucket, still told
+                                            apart by json_object_equal */
+        h *= 1099511628211u;
+        h ^= h >> 29;
+    }
+    return (size_t)(h % DS_ID_BUCKETS);
+}
+
+/* The agent's request in flight with this id, or NULL. */
+static struct pending *pending_find(struct downstream *d, struct json_object *id)
+{
+    for (struct pending *p = d->ids[id_bucket(id)]; p; p = p->hnext)
+        if (json_object_equal(p->id, id))
+            return p;
+    return NULL;
+}
 
 static struct pending *pending_new(struct downstream *d, enum pending_type type,
                                    struct json_object *id, const char *method)
 {
     if (d->n_pending >= DS_MAX_PENDING)
         return NULL;
-    struct pending *p = calloc(1, sizeof(*p));
-    if (!p)
-        return NULL;
+    struct pending *p = d->pool;
+    if (p) {
+        d->pool = p->next;
+        d->n_pool--;
+        memset(p, 0, sizeof(*p));
+    } else {
+        p = calloc(1, sizeof(*p));
+        if (!p)
+            return NULL;
+    }
     p->d = d;
     p->type = type;
     p->id = json_object_get(id);
     p->start = loop_now(d->loop);
-    copy_method(p->method, method);
+    if (log_debugging(d)) /* the method is only ever logged */
+        snprintf(p->method, sizeof(p->method), "%s", method ? method : "?");
     p->next = d->pending;
     if (d->pending)
         d->pending->prev = p;
     d->pending = p;
     d->n_pending++;
+    size_t b = id_bucket(id);
+    p->hnext = d->ids[b];
+    d->ids[b] = p;
     return p;
 }
 
@@ -318,9 +384,22 @@ static void pending_free(struct pending *p)
     if (p->next)
         p->next->prev = p->prev;
     d->n_pending--;
+    for (struct pending **h = &d->ids[id_bucket(p->id)]; *h; h = &(*h)->hnext) {
+        if (*h == p) {
+            *h = p->hnext;
+            break;
+        }
+    }
     json_object_put(p->id);
     json_object_put(p->msg);
-    free(p);
+    free(p->sub_uri);
+    if (d->n_pool < DS_POOL_MAX) {
+        p->next = d->pool;
+        d->pool = p;
+        d->n_pool++;
+    } else {
+        free(p);
+    }
 }
 
 static void reply_too_many(struct downstream *d, struct json_object *id)
@@ -346,13 +425,28 @@ static void bridged_free(struct downstream *d, struct bridged *b)
     free(b);
 }
 
-static void bridged_drop_server(struct downstream *d, struct server *s)
+/* Drops the requests of s (every server's when NULL) but those of session keep_gen (0: none).
+ * With a reason the agent is told, with notifications/cancelled: the request died with its
+ * session, and an agent that was asking its user (elicitation) may stop. */
+static void bridged_drop_server(struct downstream *d, struct server *s, uint64_t keep_gen,
+                                const char *reason)
 {
     struct bridged *b = d->bridged;
     while (b) {
         struct bridged *next = b->next;
-        if (!s || b->s == s)
+        if ((!s || b->s == s) && (!keep_gen || b->gen != keep_gen)) {
+            if (reason && d->initialized && !d->shutting) {
+                char bid[32];
+                snprintf(bid, sizeof(bid), "b%" PRIu64, b->n);
+                struct json_object *params = json_object_new_object();
+                if (params &&
+                    json_object_object_add(params, "requestId", json_object_new_string(bid)) == 0 &&
+                    json_object_object_add(params, "reason", json_object_new_string(reason)) == 0)
+                    send_put(d, jrpc_new_notification("notifications/cancelled", params));
+                json_object_put(params);
+            }
             bridged_free(d, b);
+        }
         b = next;
     }
 }
@@ -577,7 +671,12 @@ static void server_free(struct server *s)
     if (!s)
         return;
     server_cancel_lists(s);
-    upstream_free(s->u);
+    upstream_free(s->u); /* with the calls of the resubs, without callbacks */
+    while (s->resubs) {
+        struct resub *rs = s->resubs;
+        s->resubs = rs->next;
+        free(rs);
+    }
     for (enum kind k = 0; k < K_N; k++)
         json_object_put(s->items[k]);
     json_object_put(s->raw);
@@ -688,7 +787,7 @@ static void server_finish(struct downstream *d, struct server *s)
         }
     }
     server_fail_pending(d, s);
-    bridged_drop_server(d, s);
+    bridged_drop_server(d, s, 0, NULL);
     server_free(s);
 }
 
@@ -706,7 +805,7 @@ static void server_remove(struct downstream *d, struct server *s)
     }
     server_cancel_lists(s);
     s->closing = true;
-    bridged_drop_server(d, s);
+    bridged_drop_server(d, s, 0, "the server was removed from the configuration");
     enum upstream_state st = upstream_state(s->u);
     if (!s->real || st == UPSTREAM_IDLE || st == UPSTREAM_CLOSED) {
         /* never connected: nothing to wait for */
@@ -929,6 +1028,117 @@ static void on_settle_timer(struct loop_timer *t, void *userdata)
     single_fail_init(d, why);
 }
 
+/* ---- resource subscriptions: they survive reconnects --------------------------------------- */
+
+static void sub_remember(struct downstream *d, struct server *s, const char *uri)
+{
+    struct json_object *cur = json_object_object_get(d->subs, uri);
+    if (cur && strcmp(json_object_get_string(cur), s->name) == 0)
+        return;
+    if (!cur && json_object_object_length(d->subs) >= DS_MAX_SUBS) {
+        log_warn(d->log,
+                 "server '%s': more than %d resource subscriptions: '%s' is not renewed "
+                 "after a reconnect",
+                 s->name, DS_MAX_SUBS, uri);
+        return;
+    }
+    struct json_object *name = json_object_new_string(s->name);
+    if (!name || json_object_object_add(d->subs, uri, name) < 0)
+        log_warn(d->log,
+                 "server '%s': out of memory: the subscription to '%s' is not renewed "
+                 "after a reconnect",
+                 s->name, uri);
+}
+
+/* The agent unsubscribed: neither remembered nor renewed, even by a subscribe still in flight. */
+static void sub_forget(struct downstream *d, const char *uri)
+{
+    json_object_object_del(d->subs, uri);
+    for (struct pending *p = d->pending; p; p = p->next) {
+        if (p->sub == SUB_ADD && strcmp(p->sub_uri, uri) == 0) {
+            p->sub = SUB_NONE;
+            free(TAKE_PTR(p->sub_uri));
+        }
+    }
+}
+
+/* The subscriptions of servers that are not in the configuration any more are dropped. */
+static void sub_drop_removed(struct downstream *d)
+{
+    json_object_object_foreach(d->subs, uri, name)
+    {
+        if (!server_find(d, json_object_get_string(name)))
+            json_object_object_del(d->subs, uri); /* safe: the loop holds the next entry */
+    }
+}
+
+static void resub_free(struct server *s, struct resub *rs)
+{
+    if (rs->prev)
+        rs->prev->next = rs->next;
+    else
+        s->resubs = rs->next;
+    if (rs->next)
+        rs->next->prev = rs->prev;
+    free(rs);
+}
+
+static void on_resubscribed(struct upstream_call *c, struct json_object *response, int error,
+                            const char *message, void *userdata)
+{
+    struct resub *rs = userdata;
+    struct server *s = rs->s;
+    struct downstream *d = s->d;
+    struct json_object *err = response ? json_object_object_get(response, "error") : NULL;
+    (void)c;
+
+    if (err)
+        log_warn(d->log, "server '%s': cannot subscribe again to '%s' after reconnecting: %s",
+                 s->name, rs->uri,
+                 json_get_string(err, "message") ? json_get_string(err, "message") : "error");
+    else if (error == -ECONNRESET || error == -ESHUTDOWN)
+        /* connection gone again (the upstream says so itself): the next READY renews it */
+        log_debug(d->log, "server '%s': subscription to '%s' not renewed: %s", s->name, rs->uri,
+                  message ? message : strerror(-error));
+    else if (error)
+        log_warn(d->log, "server '%s': cannot subscribe again to '%s' after reconnecting: %s",
+                 s->name, rs->uri, message ? message : strerror(-error));
+    else
+        log_debug(d->log, "server '%s': subscribed again to '%s'", s->name, rs->uri);
+    resub_free(s, rs);
+}
+
+/* After READY: the agent's subscriptions on this server, again (a new session knows none). */
+static void resubscribe(struct downstream *d, struct server *s)
+{
+    json_object_object_foreach(d->subs, uri, name)
+    {
+        if (strcmp(json_object_get_string(name), s->name) != 0)
+            continue;
+        size_t len = strlen(uri);
+        struct resub *rs = calloc(1, sizeof(*rs) + len + 1);
+        struct json_object *params = json_object_new_object();
+        struct upstream_call *c;
+        if (!rs || !params ||
+            json_object_object_add(params, "uri", json_object_new_string(uri)) < 0 ||
+            upstream_call(s->u, "resources/subscribe", params, 0, on_resubscribed, NULL, rs, &c) <
+                0) {
+            log_warn(d->log, "server '%s': out of memory: cannot subscribe again to '%s'", s->name,
+                     uri);
+            free(rs);
+            json_object_put(params);
+            continue;
+        }
+        json_object_put(params);
+        rs->s = s;
+        memcpy(rs->uri, uri, len + 1);
+        rs->next = s->resubs;
+        if (s->resubs)
+            s->resubs->prev = rs;
+        s->resubs = rs;
+    }
+}
+
 /* ---- upstream callbacks ------------------------------------------------------------------ */
 
 static void on_level_set(struct upstream_call *c, struct json_object *response, int error,
@@ -967,7 +1177,12 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         /* the upstream logs connects and failures itself; here only what the bridge does */
         log_debug(d->log, "server '%s': session %" PRIu64 " ready", s->name,
                   upstream_generation(u));
+        /* requests of an older session cannot be answered any more (a session the server
+         * forgot, re-established without a BACKOFF in between) */
+        bridged_drop_server(d, s, upstream_generation(u), "the server's session ended");
         apply_level(d, s);
+        if (!s->closing)
+            resubscribe(d, s);
         if (d->mode == DOWNSTREAM_SINGLE) {
             struct pending *p = find_pending_type(d, PT_INIT);
             if (p) {
@@ -980,11 +1195,13 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         break;
     case UPSTREAM_BACKOFF:
         log_debug(d->log, "server '%s': waiting to connect again", s->name);
+        bridged_drop_server(d, s, 0, "the connection to the server was lost");
         server_cancel_lists(s);
         server_settled(s);
         break;
     case UPSTREAM_FAILED:
         log_debug(d->log, "server '%s': failed (%s)", s->name, strerror(-error));
+        bridged_drop_server(d, s, 0, "the connection to the server was lost");
         server_cancel_lists(s);
         if (d->mode == DOWNSTREAM_SINGLE) {
             single_fail_init(d, message ? message : "it failed");
@@ -1051,7 +1268,8 @@ static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg
         refuse_server_request(u, gen, id, JRPC_METHOD_NOT_FOUND, text);
         return;
     }
-    if (!d->agent_caps || !json_object_object_get_ex(d->agent_caps, cap, NULL) || !d->fr ||
+    /* only what the upstreams were offered, that is what the agent declared */
+    if (!d->client_caps || !json_object_object_get_ex(d->client_caps, cap, NULL) || !d->fr ||
         d->shutting) {
         snprintf(text, sizeof(text), "the client does not support %s", cap);
         refuse_server_request(u, gen, id, JRPC_METHOD_NOT_FOUND, text);
@@ -1071,7 +1289,8 @@ static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg
     b->gen = gen;
     b->up_id = json_object_get(id);
     b->n = ++d->bridge_counter;
-    struct json_object *token = jrpc_progress_token(json_object_object_get(msg, "params"));
+    struct json_object *params = json_object_object_get(msg, "params");
+    struct json_object *token = jrpc_progress_token(params);
     b->token = json_object_get(token);
     snprintf(bid, sizeof(bid), "b%" PRIu64, b->n);
     struct json_object *nid = json_object_new_string(bid);
@@ -1081,6 +1300,10 @@ static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg
         free(b);
         goto oom;
     }
+    /* servers choose their tokens alone: two may use the same one, so the agent gets the
+     * bridge's id as the token and its progress goes back to this server with its own */
+    if (token)
+        jrpc_set_progress_token(params, nid);
     b->next = d->bridged;
     if (d->bridged)
         d->bridged->prev = b;
@@ -1098,6 +1321,24 @@ static struct bridged *bridged_find_up(struct downstream *d, struct server *s,
 {
     for (struct bridged *b = d->bridged; b; b = b->next)
         if (b->s == s && json_object_equal(b->up_id, up_id))
+            return b;
+    return NULL;
+}
+
+/* The request the agent knows as "b<n>" (an id or a progress token of the bridge's), or NULL. */
+static struct bridged *bridged_find(struct downstream *d, struct json_object *bid)
+{
+    const char *sid =
+        json_object_is_type(bid, json_type_string) ? json_object_get_string(bid) : NULL;
+    if (!sid || sid[0] != 'b' || sid[1] < '0' || sid[1] > '9')
+        return NULL;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(sid + 1, &end, 10);
+    if (errno || *end)
+        return NULL;
+    for (struct bridged *b = d->bridged; b; b = b->next)
+        if (b->n == n)
             return b;
     return NULL;
 }
@@ -1160,10 +1401,12 @@ static void tool_error_text(char *buf, size_t size, const struct server *s, int 
         snprintf(buf, size, "mcp-bridge: server '%s' is not available: %s", s->name, what);
         break;
     case -ETIMEDOUT:
+        /* upstream.h: a request that timed out has been cancelled upstream */
         snprintf(buf, size,
-                 "mcp-bridge: server '%s' did not answer in time (%s); the request was "
-                 "cancelled. The call can be retried.",
-                 s->name, what);
+                 "mcp-bridge: the call timed out: %s. mcp-bridge sent the server "
+                 "notifications/cancelled for it, so it should stop working on it. The call "
+                 "can be retried.",
+                 message && *message ? message : "server did not answer in time");
         break;
     case -ECONNRESET:
         snprintf(buf, size,
@@ -1203,6 +1446,8 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
 
     p->call = NULL;
     if (!error) {
+        if (p->sub == SUB_ADD && !json_object_object_get_ex(response, "error", NULL))
+            sub_remember(d, p->s, p->sub_uri);
         /* the id is the agent's again; everything else passes as it is */
         if (json_object_object_add(response, "id", json_object_get(p->id)) == 0)
             send_json(d, response);
@@ -1215,11 +1460,12 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
     } else {
         reply_error(d, p->id, error_code(error), message ? message : strerror(-error));
     }
-    log_debug(d->log, "%s: server '%s': %s in %" PRId64 " ms", p->method, p->s->name,
-              error                                                ? "failed"
-              : json_object_object_get_ex(response, "error", NULL) ? "error"
-                                                                   : "answered",
-              loop_now(d->loop) - p->start);
+    if (log_debugging(d))
+        log_debug(d->log, "%s: server '%s': %s in %" PRId64 " ms", p->method, p->s->name,
+                  error                                                ? "failed"
+                  : json_object_object_get_ex(response, "error", NULL) ? "error"
+                                                                       : "answered",
+                  loop_now(d->loop) - p->start);
     pending_free(p);
 }
 
@@ -1230,12 +1476,15 @@ static void on_call_progress(struct upstream_call *c, struct json_object *params
     send_put(p->d, jrpc_new_notification("notifications/progress", params));
 }
 
-static void forward(struct downstream *d, struct jrpc_msg *m, struct server *s, bool tool_call)
+/* Sends the request to s; its record, or NULL when it was answered at once (no room, no
+ * memory). */
+static struct pending *forward(struct downstream *d, struct jrpc_msg *m, struct server *s,
+                               bool tool_call)
 {
     struct pending *p = pending_new(d, PT_CALL, m->id, m->method);
     if (!p) {
         reply_too_many(d, m->id);
-        return;
+        return NULL;
     }
     p->s = s;
     p->tool_call = tool_call;
@@ -1244,7 +1493,36 @@ static void forward(struct downstream *d, struct jrpc_msg *m, struct server *s, 
     if (r < 0) {
         reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         pending_free(p);
+        return NULL;
     }
+    return p;
+}
+
+static bool is_subscription(const char *method)
+{
+    return strcmp(method, "resources/subscribe") == 0 ||
+           strcmp(method, "resources/unsubscribe") == 0;
+}
+
+/* resources/subscribe and unsubscribe, both modes: the bridge remembers what the agent
+ * subscribed to on which server, to subscribe again after a reconnect. */
+static void forward_subscription(struct downstream *d, struct jrpc_msg *m, struct server *s)
+{
+    const char *uri = json_get_string(m->params, "uri");
+    bool add = strcmp(m->method, "resources/subscribe") == 0;
+    if (uri && !add)
+        sub_forget(d, uri);
+    struct pending *p = forward(d, m, s, false);
+    if (!p || !uri || !add)
+        return;
+    p->sub_uri = strdup(uri);
+    if (p->sub_uri)
+        p->sub = SUB_ADD;
+    else
+        log_warn(d->log,
+                 "server '%s': out of memory: the subscription to '%s' is not renewed "
+                 "after a reconnect",
+                 s->name, uri);
 }
 
 /* Keeps a request that names something not (yet) in the catalogue until the first round is
@@ -1350,7 +1628,10 @@ static void forward_uri(struct downstream *d, struct jrpc_msg *m, const char *ur
                      uri);
         return;
     }
-    forward(d, m, s, false);
+    if (is_subscription(m->method))
+        forward_subscription(d, m, s);
+    else
+        forward(d, m, s, false);
 }
 
 static void forward_completion(struct downstream *d, struct jrpc_msg *m)
@@ -1508,9 +1789,11 @@ static void handle_initialize(struct downstream *d, struct jrpc_msg *m)
             reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
             return;
         }
+        /* the capabilities whose requests the bridge forwards, and only as declared: a value
+         * that is not an object (null included) is not a capability */
         static const char *const offered[] = {"roots", "sampling", "elicitation"};
         for (size_t i = 0; i < ELEMENTSOF(offered); i++) {
-            struct json_object *v = json_object_object_get(caps, offered[i]);
+            struct json_object *v = json_get_object(caps, offered[i]);
             if (v && json_object_object_add(d->client_caps, offered[i], json_object_get(v)) < 0) {
                 reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
                 return;
@@ -1593,7 +1876,15 @@ static void handle_request(struct downstream *d, struct jrpc_msg *m)
 {
     const char *method = m->method;
 
-    if (strcmp(method, "ping") == 0) {
+    /* two answers with one id would be the agent's to untangle: the second request is not
+     * taken (JSON-RPC ids are unique among the requests in flight) */
+    if (pending_find(d, m->id)) {
+        reply_errorf(d, m->id, JRPC_INVALID_REQUEST,
+                     "id already in use: a request with this id is still in flight");
+        return;
+    }
+    /* single mode passes ping on too, once there is a session to ask */
+    if (strcmp(method, "ping") == 0 && !(d->mode == DOWNSTREAM_SINGLE && d->initialized)) {
         struct json_object *empty = json_object_new_object();
         if (empty)
             reply_result(d, m->id, empty);
@@ -1609,10 +1900,14 @@ static void handle_request(struct downstream *d, struct jrpc_msg *m)
     }
 
     if (d->mode == DOWNSTREAM_SINGLE) {
-        if (strcmp(method, "logging/setLevel") == 0)
+        if (strcmp(method, "tools/call") == 0)
+            forward(d, m, d->servers[0], true);
+        else if (strcmp(method, "logging/setLevel") == 0)
             handle_set_level(d, m);
+        else if (is_subscription(method))
+            forward_subscription(d, m, d->servers[0]);
         else
-            forward(d, m, d->servers[0], strcmp(method, "tools/call") == 0);
+            forward(d, m, d->servers[0], false);
         return;
     }
 
@@ -1649,17 +1944,15 @@ static void handle_request(struct downstream *d, struct jrpc_msg *m)
 static void handle_cancelled(struct downstream *d, struct json_object *params)
 {
     struct json_object *rid = json_object_object_get(params, "requestId");
-    if (!rid)
+    struct pending *p = rid ? pending_find(d, rid) : NULL;
+    /* a request already answered (or never seen) has nothing to cancel; initialize is not
+     * cancelled (MCP) */
+    if (!p || p->type == PT_INIT)
         return;
-    for (struct pending *p = d->pending; p; p = p->next) {
-        if (p->type == PT_INIT || !json_object_equal(p->id, rid))
-            continue;
-        log_debug(d->log, "%s cancelled by the client", p->method);
-        if (p->call)
-            upstream_call_cancel(TAKE_PTR(p->call), json_get_string(params, "reason"));
-        pending_free(p);
-        return;
-    }
+    log_debug(d->log, "%s cancelled by the client", p->method);
+    if (p->call)
+        upstream_call_cancel(TAKE_PTR(p->call), json_get_string(params, "reason"));
+    pending_free(p);
 }
 
 static void handle_notification(struct downstream *d, struct jrpc_msg *m)
@@ -1678,14 +1971,15 @@ static void handle_notification(struct downstream *d, struct jrpc_msg *m)
                           strerror(-r));
         }
     } else if (strcmp(method, "notifications/progress") == 0) {
-        /* progress of the agent on a request a server made */
-        struct json_object *token = json_object_object_get(m->params, "progressToken");
-        for (struct bridged *b = d->bridged; b && token; b = b->next) {
-            if (b->token && json_object_equal(b->token, token)) {
-                int r = upstream_notify(b->s->u, method, m->params);
-                (void)r; /* dropped when the server is not connected */
-                break;
-            }
+        /* progress of the agent on a request a server made: the token is the bridge's */
+        struct bridged *b = bridged_find(d, json_object_object_get(m->params, "progressToken"));
+        if (b && b->token &&
+            json_object_object_add(m->params, "progressToken", json_object_get(b->token)) == 0) {
+            int r = upstream_notify(b->s->u, method, m->params);
+            if (r < 0)
+                log_debug(d->log, "server '%s': %s not sent: %s", b->s->name, method, strerror(-r));
+        } else {
+            log_debug(d->log, "client progress for no request of a server ignored");
         }
     } else if (d->mode == DOWNSTREAM_SINGLE && d->initialized) {
         int r = upstream_notify(d->servers[0]->u, method, m->params);
@@ -1698,26 +1992,21 @@ static void handle_notification(struct downstream *d, struct jrpc_msg *m)
 /* The agent's answer to a request a server made: back to it, with its id. */
 static void handle_response(struct downstream *d, struct jrpc_msg *m)
 {
-    const char *sid =
-        json_object_is_type(m->id, json_type_string) ? json_object_get_string(m->id) : NULL;
-    if (!sid || sid[0] != 'b')
-        return;
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(sid + 1, &end, 10);
-    if (errno || *end || end == sid + 1)
-        return;
-    for (struct bridged *b = d->bridged; b; b = b->next) {
-        if (b->n != n)
-            continue;
-        int r = upstream_respond(b->s->u, b->gen, b->up_id, m->result, m->error);
-        if (r < 0)
-            log_debug(d->log, "server '%s': answer to %s not sent: %s", b->s->name, sid,
-                      strerror(-r));
-        bridged_free(d, b);
+    struct bridged *b = bridged_find(d, m->id);
+    if (!b) {
+        log_debug(d->log, "client answer to no request of a server ignored");
         return;
     }
-    log_debug(d->log, "client answer to unknown request %s ignored", sid);
+    /* "result": null is a result too (jrpc.h): the server gets {} rather than nothing */
+    struct json_object *empty = NULL;
+    if (!m->error && !m->result)
+        m->result = empty = json_object_new_object();
+    int r = upstream_respond(b->s->u, b->gen, b->up_id, m->result, m->error);
+    if (r < 0)
+        log_debug(d->log, "server '%s': answer to b%" PRIu64 " not sent: %s", b->s->name, b->n,
+                  strerror(-r));
+    json_object_put(empty);
+    bridged_free(d, b);
 }
 
 static void on_agent_message(const char *text, size_t len, void *userdata)
@@ -1885,7 +2174,7 @@ void downstream_shutdown(struct downstream *d)
         }
         p = next;
     }
-    bridged_drop_server(d, NULL);
+    bridged_drop_server(d, NULL, 0, NULL);
     /* calls in flight fail with -ESHUTDOWN and are answered from their callbacks */
     while (d->n_servers)
         server_remove(d, d->servers[d->n_servers - 1]);
@@ -1961,6 +2250,11 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     d->on_done = opts->on_done;
     d->userdata = opts->userdata;
     d->prefix = mcp_config_tool_prefix(opts->config);
+    d->subs = json_object_new_object();
+    if (!d->subs) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto fail;
+    }
     for (enum kind k = 0; k < K_N; k++) {
         d->cat[k].items = json_object_new_array();
         if (!d->cat[k].items) {
@@ -2062,6 +2356,7 @@ int downstream_reload(struct downstream *d, const struct mcp_config *config, str
             upstream_connect(s->u);
     }
     free(fresh);
+    sub_drop_removed(d);
     log_info(d->log,
              "configuration reloaded: %zu servers, %zu added or changed, %zu removed or "
              "changed",
@@ -2088,6 +2383,12 @@ void downstream_free(struct downstream *d)
         d->pending->call = NULL;
         pending_free(d->pending);
     }
+    while (d->pool) {
+        struct pending *p = d->pool;
+        d->pool = p->next;
+        free(p);
+    }
+    json_object_put(d->subs);
     while (d->bridged)
         bridged_free(d, d->bridged);
     for (enum kind k = 0; k < K_N; k++)

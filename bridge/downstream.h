@@ -9,8 +9,8 @@
  *     knows it (else UPSTREAM_PROTOCOL_LATEST), serverInfo {"name":"mcp-bridge",...},
  *     capabilities tools/prompts/resources (listChanged, subscribe), logging, completions, and
  *     instructions naming the servers. Then every upstream connects, in parallel, offering the
- *     agent's own capabilities (roots, sampling, elicitation: only what the agent declared) and
- *     the agent's protocol version.
+ *     agent's own capabilities (roots, sampling, elicitation: only those the agent declared, as
+ *     objects, with what it declared in them; nothing else) and the agent's protocol version.
  *   - tools/list, prompts/list, resources/list, resources/templates/list answer from the
  *     catalogue: each upstream's lists, fetched through all pages after each READY and after
  *     each list_changed notification from it. The first answer waits until every upstream has
@@ -32,23 +32,38 @@
  *   agent's initialize is answered with the upstream's own InitializeResult (protocolVersion,
  *   capabilities, serverInfo, instructions) once it is READY (or -32000 with the reason after
  *   the connect timeout, or at once when the entry cannot work: the agent may send initialize
- *   again), names and lists unchanged, every request forwarded as it is.
+ *   again), names and lists unchanged, every request forwarded as it is (ping included, once
+ *   initialized).
  *
  * Both modes:
  *   - results pass through verbatim (content of every type, structuredContent, isError, _meta);
- *     only the id is the agent's again.
+ *     only the id is the agent's again. Requests pass with their params as the agent sent them
+ *     (_meta included), but for the progress token and, in aggregate mode, the name.
+ *   - an agent request whose id is that of one of its requests still in flight (or waiting) is
+ *     answered -32600 ("id already in use") and not taken; 1 and "1" are different ids.
  *   - requests carry the agent's progress token to the upstream (mapped there, upstream.h) and
- *     progress comes back with it; notifications/cancelled from the agent cancels the upstream
- *     call (upstream_call_cancel sends it on with the upstream's id).
+ *     progress comes back with it (progress with a token of no call of the bridge's is dropped);
+ *     notifications/cancelled from the agent cancels the upstream call (upstream_call_cancel
+ *     sends it on with the upstream's id); for a request already answered it is ignored.
  *   - a tools/call that fails in the bridge (upstream down, timed out, session lost, not
  *     connected in time) is answered with a tool result with isError and a message saying what
  *     happened and that the call may be retried - not a JSON-RPC error that ends the agent's
- *     turn. Other methods get JSON-RPC errors (-32001 timeout, -32000 connection closed).
- *   - server->client requests (sampling/createMessage, elicitation/create, roots/list) are
- *     forwarded to the agent with an id of the bridge's ("b" + counter, as a string) when the
- *     agent declared the capability, else answered -32601; the agent's answer goes back to the
- *     upstream with the upstream's id. notifications/cancelled from an upstream for such a
- *     request is forwarded with the bridge's id.
+ *     turn; for a timeout it says that the call timed out and that notifications/cancelled was
+ *     sent. Other methods get JSON-RPC errors (-32001 timeout, -32000 connection closed).
+ *   - server->client requests (sampling/createMessage, elicitation/create in form and url mode,
+ *     roots/list) are forwarded to the agent as they are, with an id of the bridge's ("b" +
+ *     counter, as a string) when the agent declared the capability, else answered -32601; the
+ *     agent's answer goes back to the upstream with the upstream's id. A progress token in such
+ *     a request reaches the agent as that same "b<n>" string (servers choose tokens alone, so
+ *     two may collide), and the agent's notifications/progress for it goes to that server with
+ *     its own token. notifications/cancelled from an upstream for such a request is forwarded
+ *     with the bridge's id; when the request dies with the server's session (connection lost,
+ *     server removed) the agent gets notifications/cancelled for it from the bridge.
+ *   - resource subscriptions survive reconnects: the bridge remembers each resources/subscribe
+ *     the server accepted (URI -> server name, at most 4096) and forgets it at the agent's
+ *     resources/unsubscribe; after each READY of a server (a reconnect, or a reload that
+ *     re-created the entry) resources/subscribe is sent again for every URI subscribed on it.
+ *     Those answers are only logged (failures at warn level).
  *   - notifications/message and notifications/resources/updated are forwarded as they are;
  *     notifications/roots/list_changed from the agent is sent to every READY upstream.
  *   - before initialize only ping is answered; other requests get -32600 ("not initialized").

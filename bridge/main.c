@@ -68,7 +68,8 @@ static int take_bundled_flags(int argc, char **argv, struct args_globals *g)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         past_dashes |= strcmp(a, "--") == 0;
-        bool bundled = !past_dashes && a[0] == '-' && a[1] && a[2] && strspn(a + 1, "vq") == strlen(a + 1);
+        bool bundled =
+            !past_dashes && a[0] == '-' && a[1] && a[2] && strspn(a + 1, "vq") == strlen(a + 1);
         if (!bundled) {
             argv[w++] = argv[i];
             continue;
@@ -91,9 +92,8 @@ int main(int argc, char **argv)
         const char *name;
         cmd_fn fn;
     } cmds[] = {
-        {"serve", cmd_serve}, {"connect", cmd_connect}, {"test", cmd_test},
-        {"call", cmd_call},   {"list", cmd_list},       {"add", cmd_add},
-        {"remove", cmd_remove},
+        {"serve", cmd_serve}, {"connect", cmd_connect}, {"test", cmd_test},     {"call", cmd_call},
+        {"list", cmd_list},   {"add", cmd_add},         {"remove", cmd_remove},
     };
     struct args_globals g = {0};
     struct log *log;
@@ -110,9 +110,10 @@ int main(int argc, char **argv)
     /* global options may come before or after the command ("mcp-bridge test x -v") */
     argc = take_bundled_flags(argc, argv, &g);
     argc = args_take_globals(argc, argv, true, &g);
-    log_set_level(log, g.quiet ? LOG_ERROR : g.verbosity >= 2 ? LOG_DEBUG
-                                         : g.verbosity       ? LOG_INFO
-                                                             : LOG_WARN);
+    log_set_level(log, g.quiet            ? LOG_ERROR
+                       : g.verbosity >= 2 ? LOG_DEBUG
+                       : g.verbosity      ? LOG_INFO
+                                          : LOG_WARN);
 
     const char *cmd = argc > 1 ? argv[1] : NULL;
     if (cmd && strcmp(cmd, "help") == 0 && argc > 2) {
@@ -128,8 +129,8 @@ int main(int argc, char **argv)
         status = BRIDGE_EXIT_OK;
         goto out;
     }
-    if (cmd && (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0 ||
-                strcmp(cmd, "version") == 0)) {
+    if (cmd &&
+        (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0)) {
         printf("mcp-bridge (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
         status = BRIDGE_EXIT_OK;
         goto out;

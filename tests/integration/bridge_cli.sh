@@ -216,7 +216,7 @@ let changed;
 const listChanged = new Promise((resolve) => (changed = resolve));
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
 const within = (p, ms, what) => Promise.race([p, new Promise((_, reject) =>
-  setTimeout(() => reject(new Error("timed out waiting for " + what)), ms))]);
+  setTimeout(() => reject(new Error("timed out waiting for " + what)), ms).unref())]);
 await within(client.connect(transport), 30000, "initialize");
 const out = { serverInfo: client.getServerVersion() };
 out.tools = (await within(client.listTools(), 30000, "tools/list")).tools.map((t) => t.name);
@@ -264,20 +264,26 @@ run_in 0 "$INIT
 " timeout 30 "$MCP_BRIDGE_BIN" --config "$SERVE_CFG"
 assert_contains "$OUT" '"id":1'
 assert_contains "$OUT" '"name":"mcp-bridge"'
-# SIGTERM: a clean exit 0, the children reaped, stdin's flags given back
+# SIGTERM: a clean exit 0, the children reaped, and stdin's flags given back (the open file
+# is shared with this shell, as an agent's or a terminal's would be)
 mkfifo "$T_ROOT/in"
-"$MCP_BRIDGE_BIN" --config "$SERVE_CFG" <"$T_ROOT/in" >"$T_ROOT/serve.out" 2>"$T_ROOT/serve.err" &
+exec 7<>"$T_ROOT/in"
+nonblocking() { [ $((0$(awk '/^flags:/ { print $2 }' /proc/$$/fdinfo/7) & 04000)) -ne 0 ]; }
+"$MCP_BRIDGE_BIN" --config "$SERVE_CFG" <&7 >"$T_ROOT/serve.out" 2>"$T_ROOT/serve.err" &
 bridge=$!
-exec 7>"$T_ROOT/in"
 printf '%s\n' "$INIT" >&7
 answered() { grep -q '"id":1' "$T_ROOT/serve.out"; }
 wait_until 30 "the bridge to answer initialize" answered
+T_CHECKS=$((T_CHECKS + 1))
+nonblocking || fail "the bridge does not make stdin non-blocking (the check cannot see it)"
 kill -TERM "$bridge"
 exited() { ! kill -0 "$bridge" 2>/dev/null || [ "$(ps -o stat= -p "$bridge" | cut -c1)" = Z ]; }
 wait_until 20 "the bridge to exit on SIGTERM" exited
 rc=0
 wait "$bridge" || rc=$?
-exec 7>&-
 assert_eq "$rc" "0" "exit status after SIGTERM"
+T_CHECKS=$((T_CHECKS + 1))
+! nonblocking || fail "stdin was left non-blocking"
+exec 7>&-
 T_CHECKS=$((T_CHECKS + 1))
 ! pgrep -f "$MARK" >/dev/null || fail "a server child outlived the bridge"

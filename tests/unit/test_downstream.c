@@ -3,7 +3,11 @@
  * The agent is the test: it speaks over a socketpair with the downstream, on the same loop.
  * The upstreams are this very program run again as small MCP servers over stdio
  * ("--server NAME [key=value ...]", see server_main), configured through a temporary mcp.json
- * loaded with mcp_config_load(). Every wait is for a message, bounded by a timeout. */
+ * loaded with mcp_config_load(). Every wait is for a message, bounded by a timeout.
+ *
+ * "test_downstream --bench [N] [debug]" is a measurement, not a test: N sequential tools/call
+ * (default 20000) through the bridge to one scripted server, reporting the CPU time of this
+ * process (agent side and bridge; the server is a child) per round trip. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,7 +48,11 @@ static struct srv {
     const char *instructions;
     struct json_object *init_id; /* a delayed initialize */
     int64_t init_due;
-    struct json_object *sample_tool_id; /* the tools/call waiting for the client's answer */
+    struct json_object *ask_tool_id; /* the tools/call waiting for the client's answer */
+    const char *ask_what;            /* to what: "sampling", "elicitation", "roots" */
+    struct json_object *client_caps; /* as the client offered them in initialize */
+    char subs[16][256];              /* resources subscribed to */
+    size_t n_subs;
 } srv;
 
 static int64_t now_ms(void)
@@ -138,8 +147,10 @@ static void srv_initialize(struct json_object *id, const char *version)
     json_object_object_add(tools, "listChanged", json_object_new_boolean(1));
     json_object_object_add(caps, "tools", tools);
     if (!srv.bare) {
+        struct json_object *res = json_object_new_object();
+        json_object_object_add(res, "subscribe", json_object_new_boolean(1));
         json_object_object_add(caps, "prompts", json_object_new_object());
-        json_object_object_add(caps, "resources", json_object_new_object());
+        json_object_object_add(caps, "resources", res);
         json_object_object_add(caps, "logging", json_object_new_object());
         json_object_object_add(caps, "completions", json_object_new_object());
     }
@@ -181,6 +192,23 @@ static void srv_tools_list(struct json_object *id, struct json_object *params)
     srv_result(id, r);
 }
 
+/* Asks the client (method with params, which it takes) on behalf of the tools/call tool_id;
+ * the call is answered when the client's answer comes (srv_message). */
+static void srv_ask(struct json_object *tool_id, const char *what, struct json_object *req_id,
+                    const char *method, struct json_object *params)
+{
+    struct json_object *req = json_object_new_object();
+    json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+    json_object_object_add(req, "id", req_id);
+    json_object_object_add(req, "method", json_object_new_string(method));
+    if (params)
+        json_object_object_add(req, "params", params);
+    json_object_put(srv.ask_tool_id);
+    srv.ask_tool_id = json_object_get(tool_id);
+    srv.ask_what = what;
+    srv_out(req);
+}
+
 static void srv_tools_call(struct json_object *id, struct json_object *params)
 {
     const char *name = json_get_string(params, "name");
@@ -205,17 +233,43 @@ static void srv_tools_call(struct json_object *id, struct json_object *params)
         }
         srv_result(id, text_result("token %s", jstr(token)));
     } else if (strcmp(name, "sample") == 0) {
-        struct json_object *req = json_object_new_object(), *p = json_object_new_object(),
-                           *msgs = json_object_new_array();
+        struct json_object *p = json_object_new_object(), *msgs = json_object_new_array();
         json_object_object_add(p, "messages", msgs);
         json_object_object_add(p, "maxTokens", json_object_new_int(10));
-        json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
-        json_object_object_add(req, "id", json_object_new_string("srv-1"));
-        json_object_object_add(req, "method", json_object_new_string("sampling/createMessage"));
-        json_object_object_add(req, "params", p);
-        json_object_put(srv.sample_tool_id);
-        srv.sample_tool_id = json_object_get(id);
-        srv_out(req);
+        srv_ask(id, "sampling", json_object_new_string("srv-1"), "sampling/createMessage", p);
+    } else if (strcmp(name, "elicit") == 0) {
+        /* form mode, with a progress token of its own */
+        struct json_object *p = json_tokener_parse(
+            "{\"mode\":\"form\",\"message\":\"your name?\",\"requestedSchema\":{\"type\":"
+            "\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"minLength\":1}},"
+            "\"required\":[\"name\"]},\"_meta\":{\"progressToken\":5}}");
+        srv_ask(id, "elicitation", json_object_new_string("el-1"), "elicitation/create", p);
+    } else if (strcmp(name, "roots") == 0) {
+        srv_ask(id, "roots", json_object_new_int(901), "roots/list", NULL);
+    } else if (strcmp(name, "caps") == 0) {
+        srv_result(id, text_result("%s", jstr(srv.client_caps)));
+    } else if (strcmp(name, "meta") == 0) {
+        srv_result(id, text_result("%s", jstr(json_object_object_get(params, "_meta"))));
+    } else if (strcmp(name, "stray_progress") == 0) {
+        /* progress for tokens nobody gave it */
+        struct json_object *toks[2] = {json_object_new_string("nope"), json_object_new_int(424242)};
+        for (int i = 0; i < 2; i++) {
+            struct json_object *p = json_object_new_object();
+            json_object_object_add(p, "progressToken", toks[i]);
+            json_object_object_add(p, "progress", json_object_new_int(1));
+            srv_notify("notifications/progress", p);
+        }
+        srv_result(id, text_result("strayed"));
+    } else if (strcmp(name, "touch") == 0) {
+        /* every resource subscribed to has changed */
+        for (size_t i = 0; i < srv.n_subs; i++) {
+            struct json_object *p = json_object_new_object(), *meta = json_object_new_object();
+            json_object_object_add(p, "uri", json_object_new_string(srv.subs[i]));
+            json_object_object_add(meta, "pid", json_object_new_int((int)getpid()));
+            json_object_object_add(p, "_meta", meta);
+            srv_notify("notifications/resources/updated", p);
+        }
+        srv_result(id, text_result("touched %zu", srv.n_subs));
     } else if (strcmp(name, "sample_cancel") == 0) {
         /* asks, then takes it back */
         struct json_object *req = json_object_new_object(), *p = json_object_new_object(),
@@ -273,6 +327,8 @@ static void srv_request(const char *method, struct json_object *id, struct json_
     char buf[512];
     if (strcmp(method, "initialize") == 0) {
         const char *version = json_get_string(params, "protocolVersion");
+        json_object_put(srv.client_caps);
+        srv.client_caps = json_object_get(json_object_object_get(params, "capabilities"));
         if (srv.init_delay_ms > 0) {
             srv.init_id = json_object_get(id);
             srv.init_due = now_ms() + srv.init_delay_ms;
@@ -280,6 +336,7 @@ static void srv_request(const char *method, struct json_object *id, struct json_
         }
         srv_initialize(id, version);
     } else if (strcmp(method, "ping") == 0) {
+        srv_say("pinged"); /* first: it is there when the answer is */
         srv_result(id, json_object_new_object());
     } else if (strcmp(method, "tools/list") == 0) {
         srv_tools_list(id, params);
@@ -306,6 +363,23 @@ static void srv_request(const char *method, struct json_object *id, struct json_
     } else if (strcmp(method, "resources/templates/list") == 0) {
         snprintf(buf, sizeof(buf), "mem://%s/items/{id}", srv.name);
         srv_result(id, list_of("resourceTemplates", one_item("uriTemplate", buf, "name", "item")));
+    } else if (strcmp(method, "resources/subscribe") == 0 ||
+               strcmp(method, "resources/unsubscribe") == 0) {
+        const char *uri = json_get_string(params, "uri");
+        bool add = strcmp(method, "resources/subscribe") == 0;
+        size_t i = 0;
+        while (uri && i < srv.n_subs && strcmp(srv.subs[i], uri) != 0)
+            i++;
+        if (!uri) {
+            srv_error(id, -32602, "no uri");
+            return;
+        }
+        if (add && i == srv.n_subs && srv.n_subs < 16)
+            snprintf(srv.subs[srv.n_subs++], sizeof(srv.subs[0]), "%s", uri);
+        else if (!add && i < srv.n_subs)
+            memmove(&srv.subs[i], &srv.subs[i + 1], (--srv.n_subs - i) * sizeof(srv.subs[0]));
+        srv_result(id, json_object_new_object());
+        srv_say("%s %s", add ? "subscribed" : "unsubscribed", uri);
     } else if (strcmp(method, "resources/read") == 0) {
         const char *uri = json_get_string(params, "uri");
         snprintf(buf, sizeof(buf), "%s %s", srv.name, uri);
@@ -343,20 +417,30 @@ static void srv_message(const char *line)
                     json_get_string(params, "reason") ? json_get_string(params, "reason") : "-");
         else if (strcmp(method, "notifications/roots/list_changed") == 0)
             srv_say("roots changed");
-    } else if (id && srv.sample_tool_id) {
-        /* the client's answer to sampling/createMessage */
+        else if (strcmp(method, "notifications/progress") == 0)
+            srv_say("progress %s %s", jstr(json_object_object_get(params, "progressToken")),
+                    jstr(json_object_object_get(params, "progress")));
+    } else if (id && srv.ask_tool_id) {
+        /* the client's answer to what srv_ask asked */
         struct json_object *err = json_object_object_get(m, "error");
         struct json_object *res = json_object_object_get(m, "result");
+        struct json_object *r;
         if (err)
-            srv_result(srv.sample_tool_id,
-                       text_result("sampling error %d",
-                                   json_object_get_int(json_object_object_get(err, "code"))));
+            r = text_result("%s error %d", srv.ask_what,
+                            json_object_get_int(json_object_object_get(err, "code")));
+        else if (strcmp(srv.ask_what, "sampling") == 0)
+            r = text_result("sampled %s %s", jstr(id),
+                            json_get_string(json_object_object_get(res, "content"), "text"));
+        else if (strcmp(srv.ask_what, "elicitation") == 0)
+            r = text_result("elicited %s %s %s", jstr(id), json_get_string(res, "action"),
+                            jstr(json_object_object_get(res, "content")));
         else
-            srv_result(
-                srv.sample_tool_id,
-                text_result("sampled %s %s", jstr(id),
-                            json_get_string(json_object_object_get(res, "content"), "text")));
-        json_object_put(TAKE_PTR(srv.sample_tool_id));
+            r = text_result(
+                "roots %s %s", jstr(id),
+                json_get_string(json_object_array_get_idx(json_object_object_get(res, "roots"), 0),
+                                "uri"));
+        srv_result(srv.ask_tool_id, r);
+        json_object_put(TAKE_PTR(srv.ask_tool_id));
     }
     json_object_put(m);
 }
@@ -364,7 +448,8 @@ static void srv_message(const char *line)
 static int server_main(int argc, char **argv)
 {
     srv.name = argc > 2 ? argv[2] : "srv";
-    const char *tools = "echo,progress,wait,sample,sample_cancel,die,add_tool,pid";
+    const char *tools = "echo,progress,wait,sample,sample_cancel,die,add_tool,pid,touch,elicit,"
+                        "roots,caps,meta,stray_progress";
     for (int i = 3; i < argc; i++) {
         if (strncmp(argv[i], "tools=", 6) == 0)
             tools = argv[i] + 6;
@@ -415,7 +500,8 @@ static int server_main(int argc, char **argv)
         memmove(buf, start, len);
     }
     json_object_put(srv.init_id);
-    json_object_put(srv.sample_tool_id);
+    json_object_put(srv.ask_tool_id);
+    json_object_put(srv.client_caps);
     return 0;
 }
 
@@ -651,6 +737,14 @@ static struct json_object *fx_request(struct fx *f, const char *id, const char *
     if (!r)
         fprintf(stderr, "no answer to %s %s\n", method, id);
     return r;
+}
+
+/* A tools/call of tool (its name as the agent knows it, without params) */
+static struct json_object *call_tool(struct fx *f, const char *id, const char *tool)
+{
+    char params[256];
+    snprintf(params, sizeof(params), "{\"name\":\"%s\"}", tool);
+    return fx_request(f, id, "tools/call", params);
 }
 
 static struct json_object *path(struct json_object *o, const char *p)
@@ -951,6 +1045,301 @@ static void test_progress_and_cancel(void)
     r = fx_wait(&f, match_id, "\"w1\"", NULL, 0);
     CHECK(r == NULL);
     json_object_put(r);
+
+    /* a cancellation for a request already answered is ignored: nothing goes upstream */
+    r = call_tool(&f, "20", "mcp_a_echo");
+    CHECK(r && path(r, "result"));
+    json_object_put(r);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                "\"requestId\":20}}");
+    r = call_tool(&f, "21", "mcp_a_echo"); /* through the server, after the cancellation */
+    CHECK(r && path(r, "result"));
+    json_object_put(r);
+    CHECK((c = fx_wait(&f, match_method, "notifications/message", "cancelled", 0)) == NULL);
+    json_object_put(c);
+    CHECK((r = fx_wait(&f, match_id, "20", NULL, 0)) == NULL);
+    json_object_put(r);
+
+    /* progress with tokens the bridge never gave out is dropped, not passed on raw */
+    r = fx_request(&f, "22", "tools/call",
+                   "{\"name\":\"mcp_a_stray_progress\",\"_meta\":{\"progressToken\":\"mine\"}}");
+    CHECK_STR(path_str(r, "result.content.0.text"), "strayed");
+    json_object_put(r);
+    CHECK((c = fx_wait(&f, match_method, "notifications/progress", NULL, 0)) == NULL);
+    json_object_put(c);
+
+    /* _meta of a request reaches the server as the agent wrote it (the token is mapped) */
+    r = fx_request(&f, "23", "tools/call",
+                   "{\"name\":\"mcp_a_meta\",\"_meta\":{\"trace\":\"t-1\",\"progressToken\":"
+                   "\"p\",\"x\":{\"y\":[1,2]}}}");
+    CHECK_CONTAINS(path_str(r, "result.content.0.text"), "\"trace\":\"t-1\"");
+    CHECK_CONTAINS(path_str(r, "result.content.0.text"), "\"x\":{\"y\":[1,2]}");
+    json_object_put(r);
+    fx_stop(&f);
+}
+
+/* Kills the server through its tool, then waits until a new one is READY: its answer to a call
+ * that waits for the reconnect. */
+static void kill_server(struct fx *f, const char *die, const char *echo)
+{
+    struct json_object *r = call_tool(f, "\"die\"", die);
+    CHECK(json_object_get_boolean(path(r, "result.isError")));
+    json_object_put(r);
+    r = call_tool(f, "\"after-die\"", echo);
+    CHECK_CONTAINS(path_str(r, "result.content.0.text"), "echo");
+    json_object_put(r);
+}
+
+static void subscriptions_in(enum downstream_mode mode)
+{
+    bool single = mode == DOWNSTREAM_SINGLE;
+    const char *touch = single ? "touch" : "mcp_a_touch";
+    const char *die = single ? "die" : "mcp_a_die";
+    const char *echo = single ? "echo" : "mcp_a_echo";
+    struct fx f;
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", mode, single ? "a" : NULL, 0),
+              0);
+    initialize(&f, NULL);
+    json_object_put(fx_request(&f, "1", "resources/list", NULL));
+
+    struct json_object *r =
+        fx_request(&f, "2", "resources/subscribe", "{\"uri\":\"mem://a/readme\"}");
+    CHECK(r && json_object_is_type(path(r, "result"), json_type_object));
+    json_object_put(r);
+    struct json_object *m =
+        fx_wait(&f, match_method, "notifications/message", "subscribed mem://a/readme", WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
+    r = call_tool(&f, "3", touch);
+    CHECK_STR(path_str(r, "result.content.0.text"), "touched 1");
+    json_object_put(r);
+    /* sent before the answer, on the same stream: here by now */
+    struct json_object *u =
+        fx_wait(&f, match_method, "notifications/resources/updated", "mem://a/readme", 0);
+    CHECK(u != NULL);
+    int64_t pid1 = path_int(u, "params._meta.pid");
+    json_object_put(u);
+
+    /* the server dies; the new one is subscribed again by the bridge itself */
+    r = call_tool(&f, "4", die);
+    CHECK(json_object_get_boolean(path(r, "result.isError")));
+    json_object_put(r);
+    m = fx_wait(&f, match_method, "notifications/message", "subscribed mem://a/readme", WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
+    r = call_tool(&f, "5", touch);
+    CHECK_STR(path_str(r, "result.content.0.text"), "touched 1");
+    json_object_put(r);
+    u = fx_wait(&f, match_method, "notifications/resources/updated", "mem://a/readme", 0);
+    CHECK(u != NULL);
+    CHECK(path_int(u, "params._meta.pid") > 0 && path_int(u, "params._meta.pid") != pid1);
+    json_object_put(u);
+
+    /* unsubscribed: not renewed; nor is a subscribe taken back while it was in flight */
+    r = fx_request(&f, "6", "resources/unsubscribe", "{\"uri\":\"mem://a/readme\"}");
+    CHECK(r && path(r, "result"));
+    json_object_put(r);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/subscribe\",\"params\":{"
+                "\"uri\":\"mem://a/items/1\"}}");
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/unsubscribe\",\"params\":{"
+                "\"uri\":\"mem://a/items/1\"}}");
+    for (int i = 7; i <= 8; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "%d", i);
+        r = fx_wait(&f, match_id, id, NULL, WAIT_MS);
+        CHECK(r && path(r, "result"));
+        json_object_put(r);
+    }
+    m = fx_wait(&f, match_method, "notifications/message", "unsubscribed mem://a/items/1", WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
+    /* what was said so far is out of the way */
+    while ((m = fx_wait(&f, match_method, "notifications/message", "subscribed", 0)))
+        json_object_put(m);
+    kill_server(&f, die, echo);
+    r = call_tool(&f, "9", touch);
+    CHECK_STR(path_str(r, "result.content.0.text"), "touched 0");
+    json_object_put(r);
+    /* a subscribe sent on READY would have been answered before this call */
+    json_object_put(call_tool(&f, "10", echo));
+    CHECK((m = fx_wait(&f, match_method, "notifications/message", "subscribed", 0)) == NULL);
+    json_object_put(m);
+    CHECK((u = fx_wait(&f, match_method, "notifications/resources/updated", NULL, 0)) == NULL);
+    json_object_put(u);
+    fx_stop(&f);
+}
+
+static void test_subscriptions_survive_reconnects(void)
+{
+    subscriptions_in(DOWNSTREAM_AGGREGATE);
+    subscriptions_in(DOWNSTREAM_SINGLE);
+}
+
+static void test_elicitation_and_roots(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
+              0);
+    /* sampling that is not an object, and experimental, are not offered upstream */
+    initialize(&f,
+               "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"elicitation\":{"
+               "\"form\":{}},\"roots\":{\"listChanged\":true},\"sampling\":true,"
+               "\"experimental\":{\"x\":{}}},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
+    json_object_put(fx_request(&f, "1", "tools/list", NULL));
+    struct json_object *r = call_tool(&f, "2", "mcp_a_caps");
+    CHECK_STR(path_str(r, "result.content.0.text"),
+              "{\"roots\":{\"listChanged\":true},\"elicitation\":{\"form\":{}}}");
+    json_object_put(r);
+    r = call_tool(&f, "3", "mcp_a_sample");
+    CHECK_STR(path_str(r, "result.content.0.text"), "sampling error -32601");
+    json_object_put(r);
+
+    /* elicitation/create in form mode reaches the agent as it is, with the bridge's id */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"mcp_a_elicit\"}}");
+    struct json_object *q = fx_wait(&f, match_method, "elicitation/create", NULL, WAIT_MS);
+    CHECK(q != NULL);
+    char bid[64];
+    snprintf(bid, sizeof(bid), "%s", path_str(q, "id") ? path_str(q, "id") : "x");
+    CHECK(bid[0] == 'b');
+    CHECK_STR(path_str(q, "params.mode"), "form");
+    CHECK_STR(path_str(q, "params.message"), "your name?");
+    CHECK_STR(path_str(q, "params.requestedSchema.properties.name.type"), "string");
+    CHECK_INT(path_int(q, "params.requestedSchema.properties.name.minLength"), 1);
+    CHECK_STR(path_str(q, "params.requestedSchema.required.0"), "name");
+    /* its progress token is the bridge's too; the agent's progress goes back with the server's */
+    CHECK_STR(path_str(q, "params._meta.progressToken"), bid);
+    json_object_put(q);
+    fx_send(&f,
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{"
+            "\"progressToken\":\"%s\",\"progress\":1}}",
+            bid);
+    struct json_object *m =
+        fx_wait(&f, match_method, "notifications/message", "progress 5 1", WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
+    fx_send(&f,
+            "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"action\":\"accept\",\"content\":{"
+            "\"name\":\"Ada\"}}}",
+            bid);
+    r = fx_wait(&f, match_id, "4", NULL, WAIT_MS);
+    CHECK_STR(path_str(r, "result.content.0.text"), "elicited \"el-1\" accept {\"name\":\"Ada\"}");
+    json_object_put(r);
+
+    /* roots/list the same way */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"mcp_a_roots\"}}");
+    q = fx_wait(&f, match_method, "roots/list", NULL, WAIT_MS);
+    CHECK(q != NULL);
+    char bid2[64];
+    snprintf(bid2, sizeof(bid2), "%s", path_str(q, "id") ? path_str(q, "id") : "x");
+    CHECK(bid2[0] == 'b' && strcmp(bid, bid2) != 0);
+    json_object_put(q);
+    fx_send(&f,
+            "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"roots\":[{\"uri\":\"file:///work\","
+            "\"name\":\"work\"}]}}",
+            bid2);
+    r = fx_wait(&f, match_id, "5", NULL, WAIT_MS);
+    CHECK_STR(path_str(r, "result.content.0.text"), "roots 901 file:///work");
+    json_object_put(r);
+
+    /* a request of the server dies with its connection: the agent is told */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"mcp_a_elicit\"}}");
+    q = fx_wait(&f, match_method, "elicitation/create", NULL, WAIT_MS);
+    CHECK(q != NULL);
+    char bid3[64], want[80];
+    snprintf(bid3, sizeof(bid3), "%s", path_str(q, "id") ? path_str(q, "id") : "x");
+    snprintf(want, sizeof(want), "\"requestId\":\"%s\"", bid3);
+    json_object_put(q);
+    r = call_tool(&f, "7", "mcp_a_die");
+    CHECK(json_object_get_boolean(path(r, "result.isError")));
+    json_object_put(r);
+    q = fx_wait(&f, match_method, "notifications/cancelled", want, WAIT_MS);
+    CHECK(q != NULL);
+    CHECK_CONTAINS(path_str(q, "params.reason"), "connection");
+    json_object_put(q);
+    r = fx_wait(&f, match_id, "6", NULL, WAIT_MS); /* the call that asked, lost too */
+    CHECK(json_object_get_boolean(path(r, "result.isError")));
+    json_object_put(r);
+
+    /* an answer for no request, and progress for none: nothing happens */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{}}", bid2);
+    fx_send(&f,
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{"
+            "\"progressToken\":\"%s\",\"progress\":2}}",
+            bid);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"action\":\"cancel\"}}", bid3);
+    r = fx_request(&f, "8", "ping", NULL);
+    CHECK(r && path(r, "result"));
+    json_object_put(r);
+    fx_stop(&f);
+}
+
+static void test_duplicate_id(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", "") "}}", DOWNSTREAM_AGGREGATE, NULL, 0),
+              0);
+    initialize(&f, NULL);
+    json_object_put(fx_request(&f, "1", "tools/list", NULL));
+
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"mcp_a_wait\"}}");
+    struct json_object *m = fx_wait(&f, match_method, "notifications/message", "waiting", WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
+
+    struct json_object *r = call_tool(&f, "7", "mcp_a_wait");
+    CHECK_INT(path_int(r, "error.code"), -32600);
+    CHECK_CONTAINS(path_str(r, "error.message"), "id already in use");
+    json_object_put(r);
+    r = fx_request(&f, "7", "ping", NULL);
+    CHECK_INT(path_int(r, "error.code"), -32600);
+    json_object_put(r);
+    /* "7" is another id */
+    r = call_tool(&f, "\"7\"", "mcp_a_echo");
+    CHECK_STR(path_str(r, "result.content.0.text"), "a echo null");
+    json_object_put(r);
+    /* the refused call never reached the server: its "waiting" would have come before */
+    CHECK((m = fx_wait(&f, match_method, "notifications/message", "waiting", 0)) == NULL);
+    json_object_put(m);
+
+    /* once the first is over, the id is free again */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                "\"requestId\":7}}");
+    m = fx_wait(&f, match_method, "notifications/message", "cancelled", WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
+    r = call_tool(&f, "7", "mcp_a_echo");
+    CHECK_STR(path_str(r, "result.content.0.text"), "a echo null");
+    json_object_put(r);
+    fx_stop(&f);
+}
+
+static void test_call_timeout(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f,
+                       "{\"mcpServers\":{\"a\":{\"command\":\"@SELF@\",\"args\":[\"--server\","
+                       "\"a\"],\"timeout\":400}}}",
+                       DOWNSTREAM_AGGREGATE, NULL, 0),
+              0);
+    initialize(&f, NULL);
+    json_object_put(fx_request(&f, "1", "tools/list", NULL));
+    struct json_object *r = call_tool(&f, "2", "mcp_a_wait");
+    CHECK(json_object_get_boolean(path(r, "result.isError")));
+    const char *t = path_str(r, "result.content.0.text");
+    CHECK_CONTAINS(t, "timed out");
+    CHECK_CONTAINS(t, "notifications/cancelled");
+    CHECK_CONTAINS(t, "server 'a'");
+    CHECK_CONTAINS(t, "retried");
+    json_object_put(r);
+    /* and the server did get it */
+    struct json_object *m =
+        fx_wait(&f, match_method, "notifications/message", "timed out", WAIT_MS);
+    CHECK_CONTAINS(path_str(m, "params.data"), "cancelled");
+    json_object_put(m);
     fx_stop(&f);
 }
 
@@ -1158,7 +1547,14 @@ static void test_reload(void)
     CHECK_STR(path_str(r, "result.content.0.text"), "c echo null");
     json_object_put(r);
 
-    /* a changed entry is replaced */
+    /* a changed entry is replaced; the new server gets the agent's subscriptions */
+    r = fx_request(&f, "70", "resources/subscribe", "{\"uri\":\"mem://b/readme\"}");
+    CHECK(r && path(r, "result"));
+    json_object_put(r);
+    struct json_object *m =
+        fx_wait(&f, match_method, "notifications/message", "subscribed mem://b/readme", WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
     c = config_from("{\"mcpServers\":{" SERVER("b", ",\"tools=echo,pid,more\"") "}}");
     CHECK_INT(downstream_reload(f.d, c, &e), 0);
     mcp_config_free(c);
@@ -1176,6 +1572,9 @@ static void test_reload(void)
     CHECK(path_str(r, "result.content.0.text") &&
           strcmp(path_str(r, "result.content.0.text"), pid_before) != 0);
     json_object_put(r);
+    m = fx_wait(&f, match_method, "notifications/message", "subscribed mem://b/readme", WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
     fx_stop(&f);
 }
 
@@ -1200,6 +1599,13 @@ static void test_single(void)
 
     r = fx_request(&f, "1", "tools/list", NULL);
     CHECK_STR(names_of(r, "tools", "name"), "echo progress wait");
+    json_object_put(r);
+    /* ping too goes to the server */
+    r = fx_request(&f, "\"pi\"", "ping", NULL);
+    CHECK(r && json_object_is_type(path(r, "result"), json_type_object));
+    json_object_put(r);
+    r = fx_wait(&f, match_method, "notifications/message", "pinged", 0);
+    CHECK(r != NULL);
     json_object_put(r);
     r = fx_request(&f, "\"x\"", "tools/call", "{\"name\":\"echo\",\"arguments\":{\"k\":\"v\"}}");
     CHECK_STR(path_str(r, "result.content.0.text"), "solo echo {\"k\":\"v\"}");
@@ -1272,6 +1678,48 @@ static void test_single_fails(void)
     fx_stop(&f);
 }
 
+/* ---- measurement (not a test: test_downstream --bench [N] [debug]) ----------------------- */
+
+static double cpu_us(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec +
+           (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
+}
+
+/* N sequential tools/call through the bridge to one scripted server: the CPU of this process
+ * (the agent side and the bridge; the server is a child) per round trip. */
+static int bench_main(int argc, char **argv)
+{
+    long n = argc > 2 ? strtol(argv[2], NULL, 10) : 20000;
+    bool debug = argc > 3 && strcmp(argv[3], "debug") == 0;
+    struct fx f;
+    if (n <= 0 || fx_start(&f, "{\"mcpServers\":{" SERVER("a", ",\"tools=echo\"") "}}",
+                           DOWNSTREAM_AGGREGATE, NULL, 0) < 0)
+        return 2;
+    log_set_level(f.log, debug ? LOG_DEBUG : LOG_WARN);
+    initialize(&f, NULL);
+    json_object_put(fx_request(&f, "1", "tools/list", NULL));
+    double c0 = cpu_us();
+    int64_t t0 = now_ms();
+    long ok = 0;
+    for (long i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "%ld", 100 + i);
+        struct json_object *r =
+            fx_request(&f, id, "tools/call", "{\"name\":\"mcp_a_echo\",\"arguments\":{\"i\":1}}");
+        ok += path_str(r, "result.content.0.text") != NULL;
+        json_object_put(r);
+    }
+    double cpu = cpu_us() - c0;
+    int64_t wall = now_ms() - t0;
+    printf("%ld calls (%ld answered), log %s: %.1f us CPU per call, %.1f us wall per call\n", n, ok,
+           debug ? "debug" : "warn", cpu / (double)n, (double)wall * 1000.0 / (double)n);
+    fx_stop(&f);
+    return ok == n ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--server") == 0)
@@ -1288,6 +1736,8 @@ int main(int argc, char **argv)
     setenv("HOME", tests_tmpdir(), 1);
     setenv("XDG_CONFIG_HOME", tmp_path("xdg"), 1);
     setenv("PI_CODING_AGENT_DIR", tmp_path("pi"), 1);
+    if (argc > 1 && strcmp(argv[1], "--bench") == 0)
+        return bench_main(argc, argv);
 
     test_fn fns[] = {
         test_aggregate_initialize,
@@ -1295,6 +1745,10 @@ int main(int argc, char **argv)
         test_upstream_dies,
         test_progress_and_cancel,
         test_sampling_forwarded,
+        test_elicitation_and_roots,
+        test_duplicate_id,
+        test_call_timeout,
+        test_subscriptions_survive_reconnects,
         test_list_changed,
         test_slow_server,
         test_eof_reaps,
