@@ -6,11 +6,9 @@
 //
 //   node bridge-agent.mjs --mode single --server everything='stdio:["node","index.js","stdio"]' \
 //       --suite everything=everything --bridge '["mcp-bridge","connect","everything"]'
-import { readFileSync } from 'node:fs';
-
 import {
-  Agent, Checks, descendants, exposeName, expect, expectSame, fail, normalize, parseSpec, readTap,
-  sleep, stillRunning, commandLine, textOf,
+  Agent, Checks, commandLine, descendants, expect, expectSame, exposeName, fail, parseSpec, readTap,
+  stillRunning, textOf,
 } from './bridge-lib.mjs';
 import { parseArgs } from './lib/common.mjs';
 
