@@ -30,7 +30,7 @@ static const char serve_help[] =
     "this is what the agent runs. Tools and prompts are named mcp_<server>_<tool> (see\n"
     "settings.toolPrefix), resources keep their URIs. Servers connect in parallel; one that is\n"
     "slow or broken never holds the others back, and one that comes later is announced with\n"
-    "list_changed. Invalid entries are reported here and skipped. Logs go to stderr.\n"
+    "list_changed. Invalid entries are reported (on stderr, as every log) and skipped.\n"
     "\n"
     "  --connect-timeout D  how long a server may take to connect (default 15s)\n"
     "\n"
@@ -113,22 +113,6 @@ static void on_stop(int signo, void *userdata)
     downstream_shutdown(s->d);
 }
 
-/* Warns about the entries that will not be served, and says nothing of the others. Only the
- * ones whose problem is new when old is given (a reload). */
-static void report_invalid(struct serve *s, const struct mcp_config *old,
-                           const struct mcp_config *c)
-{
-    for (size_t i = 0; i < mcp_config_count(c); i++) {
-        const struct mcp_server *e = mcp_config_at(c, i);
-        if (!e->error)
-            continue;
-        const struct mcp_server *o = old ? mcp_config_find(old, e->name) : NULL;
-        if (o && o->error && strcmp(o->error, e->error) == 0)
-            continue;
-        log_warn(s->log, "%s: the server is skipped", e->error);
-    }
-}
-
 /* Whether the new configuration lost a file the old one could read: a file being edited is
  * often not JSON for a moment, and applying that would disconnect all its servers. */
 static const char *new_broken_file(const struct mcp_config *old, const struct mcp_config *c)
@@ -199,7 +183,6 @@ static void on_reload(int signo, void *userdata)
         mcp_config_free(c);
         return;
     }
-    report_invalid(s, s->config, c);
     int r = downstream_reload(s->d, c, &e);
     if (r < 0) {
         log_error(s->log, "cannot apply the new configuration: %s", err_msg(&e));
@@ -331,7 +314,6 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
     s.config = cli_load_config(g, log);
     if (!s.config)
         return BRIDGE_EXIT_CONFIG;
-    report_invalid(&s, NULL, s.config);
     size_t valid = 0;
     for (size_t i = 0; i < mcp_config_count(s.config); i++)
         valid += !mcp_config_at(s.config, i)->error;
