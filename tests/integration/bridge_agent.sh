@@ -24,7 +24,10 @@ json_argv() { node -e 'process.stdout.write(JSON.stringify(process.argv.slice(1)
 
 # The processes this test started are the ones whose command line names T_ROOT (configuration,
 # tap logs, --tag): none may outlive a driver.
-kill_leftovers() { pgrep -f -- "$T_ROOT" | while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done; }
+kill_leftovers() {
+    local pid
+    for pid in $(pgrep -f -- "$T_ROOT" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+}
 trap 'rc=$?; kill_leftovers; (exit $rc); t_cleanup' EXIT
 
 failed=()

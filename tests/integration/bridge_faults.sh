@@ -19,7 +19,13 @@ cd "$T_ROOT"
 
 # Every process of this test names T_ROOT on its command line (--tag, --config): none may be
 # left at the end.
-kill_leftovers() { pgrep -f -- "$T_ROOT" | while read -r pid; do kill -CONT "$pid" 2>/dev/null || true; kill -KILL "$pid" 2>/dev/null || true; done; }
+kill_leftovers() {
+    local pid
+    for pid in $(pgrep -f -- "$T_ROOT" || true); do
+        kill -CONT "$pid" 2>/dev/null || true
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+}
 trap 'rc=$?; kill_leftovers; (exit $rc); t_cleanup' EXIT
 
 mkdir "$T_ROOT/work"
