@@ -172,6 +172,8 @@ static int status_to_errno(long status, bool had_session)
     if (status >= 200 && status < 300)
         return 0;
     switch (status) {
+    case 400: /* the TypeScript SDK's servers answer an unknown session so */
+        return had_session ? -ESTALE : -EPROTO;
     case 401:
         return -EACCES;
     case 403:

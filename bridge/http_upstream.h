@@ -20,7 +20,10 @@
  * and sent on every later request; an initialize POST never carries the old one. A 404 to a
  * request that carried a session id is on_error(-ESTALE): the session is gone, and the caller
  * re-initializes (initialize, notifications/initialized, http_upstream_open_stream()) and
- * retries the request once (mcp-client.md 1).
+ * retries the request once (mcp-client.md 1). A 400 to a request that carried a session id is
+ * -ESTALE too: the TypeScript SDK's servers (server-everything among them) answer an unknown
+ * session with 400 "No valid session ID provided"; re-initializing once is the only way back,
+ * and the single retry bounds the cost when the 400 had another cause.
  *
  * Sessions change only through an initialize answer: one without MCP-Session-Id leaves no
  * session (a stateless server), and a new session drops the old one's GET stream, its pending

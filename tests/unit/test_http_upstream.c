@@ -31,6 +31,9 @@ struct seen {
 };
 
 static struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+/* what the server answers a request whose session it does not know: 404 as the spec says, or
+ * 400 as the TypeScript SDK's servers do */
+static unsigned stale_status = 404;
 static struct MHD_Daemon *daemon_;
 static unsigned port;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER; /* with seen.mu: news for the streams */
@@ -269,7 +272,7 @@ static enum MHD_Result post(struct MHD_Connection *c, const struct upload *u)
         ret = reply(c, 200, "text/html", "<html></html>", NULL);
     } else if (strcmp(name, "stale") == 0) {
         const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
-        ret = reply(c, sid ? 404 : 400, "text/plain", "no such session", NULL);
+        ret = reply(c, sid ? stale_status : 400, "text/plain", "no such session", NULL);
     } else {
         ret = reply(c, 400, "text/plain", "bad", NULL);
     }
@@ -712,7 +715,7 @@ static void guard(struct loop_timer *t, void *userdata)
 static const struct http_upstream_handler handler_ = {
     .on_message = on_message, .on_close = on_close, .on_error = on_error};
 
-static void test_session(void)
+static void run_session(unsigned stale)
 {
     struct client c = {0};
     struct loop_timer *t = NULL;
@@ -720,6 +723,12 @@ static void test_session(void)
     char url[128];
     const char *headers[] = {"Authorization: Bearer s3cret", NULL};
 
+    stale_status = stale;
+    pthread_mutex_lock(&seen.mu);
+    pthread_mutex_t mu = seen.mu;
+    memset(&seen, 0, sizeof(seen));
+    seen.mu = mu;
+    pthread_mutex_unlock(&seen.mu);
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp", port);
     CHECK_INT(loop_new(&c.loop), 0);
     struct http_upstream_spec spec = {.url = url, .headers = headers, .timeout_ms = 5000};
@@ -1402,7 +1411,8 @@ static void test_order_and_sessions(void)
 static void test_all(void)
 {
     server_start();
-    test_session();
+    run_session(404);
+    run_session(400);
     test_free_in_callback();
     test_refused_and_bad_spec();
     test_polling();
