@@ -9,52 +9,10 @@
 # aggregate mode (`serve`).
 . "$(dirname "$0")/lib/netns.sh"
 . "$(dirname "$0")/lib/common.sh"
-
-: "${MCP_BRIDGE_BIN:?MCP_BRIDGE_BIN must point at mcp-bridge (ctest sets it)}"
-[ -x "$MCP_BRIDGE_BIN" ] || fail "mcp-bridge is not built at '$MCP_BRIDGE_BIN'"
-[ -d "$PEERS_DIR/node_modules" ] || fail "tests/peers/node_modules is missing: run scripts/install-deps"
-# only the test's own configuration: an empty bundled layer, no project layer (cwd is T_ROOT)
-printf '{"mcpServers": {}}\n' >"$T_ROOT/bundled.json"
-export CREDKIT_BRIDGE_BUNDLED="$T_ROOT/bundled.json"
-cd "$T_ROOT"
-
-json_argv() { node -e 'process.stdout.write(JSON.stringify(process.argv.slice(1)))' -- "$@"; }
-
-# The processes this test started through the bridge are the ones whose command line names
-# T_ROOT: none may outlive a driver.
-kill_leftovers() {
-    local pid
-    for pid in $(pgrep -f -- "$T_ROOT" || true); do kill -KILL "$pid" 2>/dev/null || true; done
-}
-trap 'rc=$?; kill_leftovers; (exit $rc); t_cleanup' EXIT
-
-failed=()
-# driver LABEL SCRIPT ARGS...: runs a node driver of tests/peers; each "ok" line is a check
-driver() {
-    local label=$1 script=$2 rc=0 left
-    shift 2
-    echo "== $label"
-    node "$PEERS_DIR/$script" "$@" </dev/null >"$T_ROOT/$label.out" 2>"$T_ROOT/$label.err" || rc=$?
-    cat "$T_ROOT/$label.out"
-    T_CHECKS=$((T_CHECKS + $(grep -c '^ok ' "$T_ROOT/$label.out" || true)))
-    if [ "$rc" != 0 ]; then
-        echo "--- $label: the bridge's log (last lines)"
-        tail -n 40 "$T_ROOT/$label.bridge.log" 2>/dev/null || true
-        echo "--- $label: the driver's stderr (last lines)"
-        tail -n 20 "$T_ROOT/$label.err"
-        failed+=("$label")
-    fi
-    T_CHECKS=$((T_CHECKS + 1))
-    left=$(pgrep -af -- "$T_ROOT" || true)
-    if [ -n "$left" ]; then
-        echo "FAIL $label: processes left behind:"
-        echo "$left"
-        failed+=("$label: processes left behind")
-        kill_leftovers
-    fi
-}
+. "$(dirname "$0")/lib/bridge.sh"
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+port_closed() { ! port_open "$1"; }
 # serve NAME PORT CMD...: starts a server in the background (stopped on exit) and waits until it
 # accepts connections on PORT; SERVED_PID is its pid
 serve() {
@@ -69,7 +27,7 @@ serve() {
 unserve() { # PID PORT
     kill -TERM "$1" 2>/dev/null || true
     wait "$1" 2>/dev/null || true
-    wait_until 10 "port $2 closed" bash -c "! (exec 3<>/dev/tcp/127.0.0.1/$2) 2>/dev/null"
+    wait_until 10 "port $2 closed" port_closed "$2"
 }
 
 # agent LABEL MODE BRIDGE-ARGS-JSON SERVER=SPEC:SUITE...: one run of bridge-agent.mjs
@@ -79,7 +37,7 @@ agent() {
     for s in "$@"; do
         args+=(--server "${s%:*}" --suite "${s%%=*}=${s##*:}")
     done
-    driver "$label" bridge-agent.mjs --mode "$mode" "${args[@]}" --bridge "$bridge" \
+    driver "$label" "$T_ROOT/$label.bridge.log" bridge-agent.mjs --mode "$mode" "${args[@]}" --bridge "$bridge" \
         --bridge-log "$T_ROOT/$label.bridge.log"
 }
 bridge() { json_argv "$MCP_BRIDGE_BIN" "$@"; }
@@ -125,4 +83,4 @@ agent legacy-name single "$(bridge connect legacy --config "$T_ROOT/legacy.json"
 agent legacy-aggregate aggregate "$(bridge serve --config "$T_ROOT/legacy.json")" \
     "legacy=sse:$LEGACY:legacy" "legacy-sse=sse:$LEGACY:legacy"
 
-[ "${#failed[@]}" -eq 0 ] || fail "mcp-bridge with HTTP servers: ${failed[*]}"
+bridge_done "mcp-bridge with HTTP servers"

@@ -7,8 +7,7 @@
 //   node bridge-agent.mjs --mode single --server everything='stdio:["node","index.js","stdio"]' \
 //       --suite everything=everything --bridge '["mcp-bridge","connect","everything"]'
 import {
-  Agent, Checks, commandLine, descendants, expect, expectSame, exposeName, fail, parseSpec, readTap,
-  stillRunning, textOf,
+  Agent, Checks, checkCleanExit, expect, expectSame, exposeName, fail, parseSpec, readTap, textOf,
 } from './bridge-lib.mjs';
 import { parseArgs } from './lib/common.mjs';
 
@@ -502,18 +501,7 @@ try {
   }
   if (opts.selfTest && !bridge.child) {
     await bridge.close();
-  } else await checks.run('the bridge exits 0 at the end of stdin, leaving no process behind', async () => {
-    expect(bridge.child?.proc, 'the bridge never started');
-    const pid = bridge.child.pid;
-    const kids = descendants(pid);
-    const cmds = Object.fromEntries(kids.map((p) => [p, commandLine(p)]));
-    await bridge.close();
-    const { code, signal } = bridge.child.exit ?? {};
-    expect(!bridge.child.killedAfterClose, 'the bridge did not exit within 12 s of the end of its stdin');
-    expect(code === 0 && signal === null, `the bridge ended with ${signal ? `signal ${signal}` : `status ${code}`}`);
-    const left = stillRunning(kids);
-    expect(left.length === 0, `processes of the bridge still run: ${left.map((p) => `${p} ${cmds[p]}`).join('; ')}`);
-  }, 20000);
+  } else await checkCleanExit(checks, bridge);
   ok = checks.summary();
 } catch (err) {
   process.stdout.write(`FAIL internal: ${err?.stack ?? err}\n`);

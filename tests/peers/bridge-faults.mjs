@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import {
-  Agent, Checks, descendants, expect, fail, processGroup, sleep, stillRunning, commandLine, textOf,
+  Agent, Checks, checkCleanExit, commandLine, expect, fail, processGroup, sleep, stillRunning, textOf,
 } from './bridge-lib.mjs';
 import { parseArgs } from './lib/common.mjs';
 
@@ -340,16 +340,7 @@ try {
   await checks.run('no protocol errors on the agent side', async () => {
     expect(agent.protocolErrors().length === 0, `the SDK reported: ${agent.protocolErrors().join('; ')}`);
   });
-  await checks.run('the bridge exits 0 at the end of stdin, leaving no process behind', async () => {
-    const kids = descendants(agent.child.pid);
-    const cmds = Object.fromEntries(kids.map((p) => [p, commandLine(p)]));
-    await agent.close();
-    const { code, signal } = agent.child.exit ?? {};
-    expect(!agent.child.killedAfterClose, 'the bridge did not exit within 12 s of the end of its stdin');
-    expect(code === 0 && signal === null, `the bridge ended with ${signal ? `signal ${signal}` : `status ${code}`}`);
-    const left = stillRunning(kids);
-    expect(left.length === 0, `processes of the bridge still run: ${left.map((p) => `${p} ${cmds[p]}`).join('; ')}`);
-  }, 20000);
+  await checkCleanExit(checks, agent);
   ok = checks.summary();
 } catch (err) {
   process.stdout.write(`FAIL internal: ${err?.stack ?? err}\n`);

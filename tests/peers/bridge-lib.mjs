@@ -526,6 +526,22 @@ export function processGroup(pid) {
   return readStat(pid)?.pgid;
 }
 
+// The last check of a driver: closes the bridge's stdin (Agent.close) and expects the bridge to
+// exit 0 by itself and none of its processes (children, grandchildren) to outlive it.
+export function checkCleanExit(checks, agent) {
+  return checks.run('the bridge exits 0 at the end of stdin, leaving no process behind', async () => {
+    expect(agent.child?.proc, 'the bridge never started');
+    const kids = descendants(agent.child.pid);
+    const cmds = Object.fromEntries(kids.map((p) => [p, commandLine(p)]));
+    await agent.close();
+    const { code, signal } = agent.child.exit ?? {};
+    expect(!agent.child.killedAfterClose, 'the bridge did not exit within 12 s of the end of its stdin');
+    expect(code === 0 && signal === null, `the bridge ended with ${signal ? `signal ${signal}` : `status ${code}`}`);
+    const left = stillRunning(kids);
+    expect(left.length === 0, `processes of the bridge still run: ${left.map((p) => `${p} ${cmds[p]}`).join('; ')}`);
+  }, 20000);
+}
+
 // Reads a bridge-tap.mjs log: [{t, dir, msg}].
 export function readTap(path) {
   let text = '';
