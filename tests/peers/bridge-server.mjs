@@ -3,18 +3,14 @@
 // with the tools a fault test needs: its pid, a sleep that notices cancellation, a tool that
 // adds a tool at run time (list_changed), an exit in the middle of a call. See --help and
 // README.md.
-import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/v4';
 
-import {
-  closeServer, listen, makeLogger, onShutdown, parseArgs, readBody, ready, sendJson,
-} from './lib/common.mjs';
+import { listen, makeLogger, parseArgs, ready, sendJson } from './lib/common.mjs';
+import { handleSession, readRpcBody, serveHttp } from './lib/mcp-http.mjs';
 
 const spec = {
   transport: { type: 'string', default: 'stdio', arg: 'stdio|http', help: 'stdio (the protocol on stdin/stdout) or http (Streamable HTTP at /mcp)' },
@@ -176,75 +172,35 @@ if (opts.transport === 'stdio') {
 
   const handleMcp = async (req, res) => {
     stats.requests += 1;
-    let body;
-    if (req.method === 'POST') {
-      const text = await readBody(req, 64 << 20);
-      try {
-        body = text ? JSON.parse(text) : undefined;
-      } catch {
-        sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null });
-        return;
-      }
-    }
-    const sid = req.headers['mcp-session-id'];
-    let transport = sid ? sessions.get(sid) : undefined;
-    if (!transport) {
-      if (sid) {
+    const rpc = await readRpcBody(req, res, 64 << 20);
+    if (!rpc) return;
+    await handleSession(sessions, req, res, rpc.body, {
+      log,
+      newServer: newMcpServer,
+      opened: (id) => {
+        stats.initializations += 1;
+        log(`session ${id} opened`);
+      },
+      notFound: () => {
         stats.not_found += 1;
-        sendJson(res, 404, { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
-        return;
-      }
-      if (req.method !== 'POST' || !isInitializeRequest(body)) {
-        sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no valid session ID' }, id: null });
-        return;
-      }
-      transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, transport);
-          stats.initializations += 1;
-          log(`session ${id} opened`);
-        },
-        onsessionclosed: (id) => {
-          sessions.delete(id);
-          log(`session ${id} closed`);
-        },
-      });
-      const server = newMcpServer();
-      transport.onclose = () => {
-        if (transport.sessionId) sessions.delete(transport.sessionId);
-        servers.delete(server);
-      };
-      await server.connect(transport);
-    }
-    await transport.handleRequest(req, res, body);
+      },
+      closed: (server) => servers.delete(server),
+    });
   };
 
-  httpServer.on('request', async (req, res) => {
-    const path = req.url.split('?')[0];
-    try {
-      if (path === '/mcp') {
-        await handleMcp(req, res);
-      } else if (req.method === 'GET' && path === '/__test/stats') {
-        sendJson(res, 200, { ...stats, open_sessions: sessions.size, cancelled });
-      } else if (req.method === 'POST' && path === '/__test/forget-sessions') {
-        stats.forgotten += sessions.size;
-        sessions.clear();
-        sendJson(res, 200, { ok: true });
-      } else {
-        sendJson(res, 404, { error: 'not_found' });
-      }
-    } catch (err) {
-      log(`error on ${req.method} ${path}: ${err.stack ?? err}`);
-      if (!res.headersSent) sendJson(res, 500, { error: 'server_error' });
-      else res.end();
+  serveHttp(httpServer, log, sessions, async (req, res, path) => {
+    if (path === '/mcp') {
+      await handleMcp(req, res);
+    } else if (req.method === 'GET' && path === '/__test/stats') {
+      sendJson(res, 200, { ...stats, open_sessions: sessions.size, cancelled });
+    } else if (req.method === 'POST' && path === '/__test/forget-sessions') {
+      stats.forgotten += sessions.size;
+      sessions.clear();
+      sendJson(res, 200, { ok: true });
+    } else {
+      return false;
     }
-    log(`${req.method} ${path} ${res.statusCode}`);
-  });
-
-  onShutdown(log, async () => {
-    for (const t of sessions.values()) await t.close().catch(() => {});
-    await closeServer(httpServer);
+    return true;
   });
   log(`serving ${url} (pid ${process.pid})`);
   ready(url);

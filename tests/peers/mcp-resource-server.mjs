@@ -2,17 +2,13 @@
 // A small Streamable HTTP MCP server (SDK McpServer, stateful sessions) at
 // http://127.0.0.1:PORT/mcp that accepts only RS256/ES256 JWT bearer tokens issued by --issuer
 // for its own URL. See --help and README.md.
-import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 
-import {
-  closeServer, listen, makeLogger, onShutdown, parseArgs, readBody, ready, sendJson,
-} from './lib/common.mjs';
+import { listen, makeLogger, parseArgs, ready, sendJson } from './lib/common.mjs';
+import { handleSession, readRpcBody, serveHttp } from './lib/mcp-http.mjs';
 
 const spec = {
   port: { type: 'int', default: 0, arg: 'PORT', help: 'port on 127.0.0.1; 0 picks a free one' },
@@ -180,16 +176,8 @@ async function handleMcp(req, res) {
   stats.requests += 1;
   stats.by_method[req.method] = (stats.by_method[req.method] ?? 0) + 1;
   // Read the body first: answering 401 before the client finished sending confuses some clients.
-  let body;
-  if (req.method === 'POST') {
-    const text = await readBody(req);
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null });
-      return;
-    }
-  }
+  const rpc = await readRpcBody(req, res);
+  if (!rpc) return;
   const a = await authenticate(req);
   if (!a.auth) {
     if (a.status === 401) stats.unauthorized += 1;
@@ -201,36 +189,14 @@ async function handleMcp(req, res) {
   const sub = a.auth.extra.claims.sub ?? '(none)';
   stats.subjects[sub] = (stats.subjects[sub] ?? 0) + 1;
   req.auth = a.auth;
-
-  const sid = req.headers['mcp-session-id'];
-  let transport = sid ? sessions.get(sid) : undefined;
-  if (!transport) {
-    if (sid) {
-      sendJson(res, 404, { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
-      return;
-    }
-    if (req.method !== 'POST' || !isInitializeRequest(body)) {
-      sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no valid session ID' }, id: null });
-      return;
-    }
-    transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        sessions.set(id, transport);
-        stats.sessions_opened += 1;
-        log(`session ${id} opened (sub ${sub})`);
-      },
-      onsessionclosed: (id) => {
-        sessions.delete(id);
-        log(`session ${id} closed`);
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
-    };
-    await newMcpServer().connect(transport);
-  }
-  await transport.handleRequest(req, res, body);
+  await handleSession(sessions, req, res, rpc.body, {
+    log,
+    newServer: newMcpServer,
+    opened: (id) => {
+      stats.sessions_opened += 1;
+      log(`session ${id} opened (sub ${sub})`);
+    },
+  });
 }
 
 function prm(res) {
@@ -250,33 +216,21 @@ function prm(res) {
   sendJson(res, 200, doc);
 }
 
-httpServer.on('request', async (req, res) => {
-  const path = req.url.split('?')[0];
-  try {
-    if (path === '/mcp') {
-      await handleMcp(req, res);
-    } else if (req.method === 'GET' && (path === '/.well-known/oauth-protected-resource/mcp'
-        || path === '/.well-known/oauth-protected-resource')) {
-      prm(res);
-    } else if (req.method === 'GET' && path === '/__test/stats') {
-      sendJson(res, 200, { ...stats, resource: resourceUrl, issuer, open_sessions: sessions.size });
-    } else if (req.method === 'POST' && path === '/__test/reset') {
-      stats = freshStats();
-      sendJson(res, 200, { ok: true });
-    } else {
-      sendJson(res, 404, { error: 'not_found' });
-    }
-  } catch (err) {
-    log(`error on ${req.method} ${path}: ${err.stack ?? err}`);
-    if (!res.headersSent) sendJson(res, 500, { error: 'server_error' });
-    else res.end();
+serveHttp(httpServer, log, sessions, async (req, res, path) => {
+  if (path === '/mcp') {
+    await handleMcp(req, res);
+  } else if (req.method === 'GET' && (path === '/.well-known/oauth-protected-resource/mcp'
+      || path === '/.well-known/oauth-protected-resource')) {
+    prm(res);
+  } else if (req.method === 'GET' && path === '/__test/stats') {
+    sendJson(res, 200, { ...stats, resource: resourceUrl, issuer, open_sessions: sessions.size });
+  } else if (req.method === 'POST' && path === '/__test/reset') {
+    stats = freshStats();
+    sendJson(res, 200, { ok: true });
+  } else {
+    return false;
   }
-  log(`${req.method} ${path} ${res.statusCode}`);
-});
-
-onShutdown(log, async () => {
-  for (const t of sessions.values()) await t.close().catch(() => {});
-  await closeServer(httpServer);
+  return true;
 });
 log(`resource ${resourceUrl}; issuer ${issuer}${opts.requireScope.length ? `; requires ${opts.requireScope.join(' ')}` : ''}`);
 ready(resourceUrl);
