@@ -175,6 +175,7 @@ struct downstream {
     size_t n_closing;
 
     struct catalog cat[K_N];
+    bool due[K_N]; /* the agent is to be told that this list changed (announce()) */
 
     bool init_seen;                  /* the agent's initialize was accepted */
     bool initialized;                /* ... and answered: notifications may go to the agent */
@@ -214,6 +215,7 @@ static const char *const PREFIX_DESC[] = {
 };
 
 static void rebuild(struct downstream *d, enum kind k);
+static void announce(struct downstream *d);
 static void check_shutdown(struct downstream *d);
 static void settle_check(struct downstream *d);
 static void handle_request(struct downstream *d, struct jrpc_msg *m);
@@ -617,15 +619,37 @@ static void rebuild(struct downstream *d, enum kind k)
         }
         log_debug(d->log, "%ss: %zu exposed", KINDS[k].noun, d->cat[k].n_routes);
         if (d->initialized && d->cat[k].listed && !d->shutting)
-            notify_agent(d, KINDS[k].changed);
+            d->due[k] = true;
     }
     buf_release(&warn);
+}
+
+/* Tells the agent of the lists that changed since the last time, one notification each:
+ * resources and templates share theirs, and a server's new lists are announced together once
+ * its listing round is over (on_listed), not one by one. */
+static void announce(struct downstream *d)
+{
+    bool resources = false;
+    for (enum kind k = 0; k < K_N; k++) {
+        if (!d->due[k])
+            continue;
+        d->due[k] = false;
+        if (!d->initialized || d->shutting)
+            continue;
+        if (k == K_RESOURCES || k == K_TEMPLATES) {
+            if (resources)
+                continue;
+            resources = true;
+        }
+        notify_agent(d, KINDS[k].changed);
+    }
 }
 
 static void rebuild_all(struct downstream *d)
 {
     for (enum kind k = 0; k < K_N; k++)
         rebuild(d, k);
+    announce(d);
 }
 
 /* ---- servers ----------------------------------------------------------------------------- */
@@ -872,8 +896,10 @@ static void on_listed(struct upstream *u, struct json_object *items, int error, 
         start_list(s, k);
     }
     rebuild(d, k);
-    if (!server_listing(s))
+    if (!server_listing(s)) {
+        announce(d);
         server_settled(s);
+    }
 }
 
 /* After READY: every list again (what the server does not offer is dropped). */
@@ -893,8 +919,10 @@ static void list_all(struct server *s)
     for (enum kind k = 0; k < K_N; k++)
         if (dropped[k])
             rebuild(s->d, k);
-    if (!server_listing(s))
+    if (!server_listing(s)) {
+        announce(s->d);
         server_settled(s);
+    }
 }
 
 /* ---- settling: the first answer to a list waits for it ---------------------------------- */
@@ -1197,6 +1225,7 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         log_debug(d->log, "server '%s': waiting to connect again", s->name);
         bridged_drop_server(d, s, 0, "the connection to the server was lost");
         server_cancel_lists(s);
+        announce(d); /* what its listings changed before they were cut */
         server_settled(s);
         break;
     case UPSTREAM_FAILED:
@@ -1214,6 +1243,7 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
             for (enum kind k = 0; k < K_N; k++)
                 if (had[k])
                     rebuild(d, k);
+            announce(d);
         }
         server_settled(s);
         break;
@@ -2362,6 +2392,8 @@ int downstream_reload(struct downstream *d, const struct mcp_config *config, str
              "changed",
              nn, added, removed);
     rebuild_all(d);
+    /* the first lists may have been waiting only for a server that is gone now */
+    settle_check(d);
     return 0;
 }
 
