@@ -38,6 +38,25 @@
 #define DS_TEXT_MAX    1024 /* error texts for the agent */
 #define DS_METHOD_MAX  48   /* of a method name kept for the log */
 
+/* The bridge's doubly linked lists (pending, bridged, resubs): head is the list's first. */
+#define DLIST_PUSH(head, x)                                                                        \
+    do {                                                                                           \
+        (x)->prev = NULL;                                                                          \
+        (x)->next = (head);                                                                        \
+        if (head)                                                                                  \
+            (head)->prev = (x);                                                                    \
+        (head) = (x);                                                                              \
+    } while (0)
+#define DLIST_REMOVE(head, x)                                                                      \
+    do {                                                                                           \
+        if ((x)->prev)                                                                             \
+            (x)->prev->next = (x)->next;                                                           \
+        else                                                                                       \
+            (head) = (x)->next;                                                                    \
+        if ((x)->next)                                                                             \
+            (x)->next->prev = (x)->prev;                                                           \
+    } while (0)
+
 enum kind {
     K_TOOLS,
     K_PROMPTS,
@@ -363,10 +382,7 @@ static struct pending *pending_new(struct downstream *d, enum pending_type type,
     p->start = loop_now(d->loop);
     if (log_debugging(d)) /* the method is only ever logged */
         snprintf(p->method, sizeof(p->method), "%s", method ? method : "?");
-    p->next = d->pending;
-    if (d->pending)
-        d->pending->prev = p;
-    d->pending = p;
+    DLIST_PUSH(d->pending, p);
     d->n_pending++;
     size_t b = id_bucket(id);
     p->hnext = d->ids[b];
@@ -379,12 +395,7 @@ static void pending_free(struct pending *p)
     if (!p)
         return;
     struct downstream *d = p->d;
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        d->pending = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
+    DLIST_REMOVE(d->pending, p);
     d->n_pending--;
     for (struct pending **h = &d->ids[id_bucket(p->id)]; *h; h = &(*h)->hnext) {
         if (*h == p) {
@@ -413,14 +424,15 @@ static void reply_too_many(struct downstream *d, struct json_object *id)
 
 /* ---- bridged server requests ------------------------------------------------------------- */
 
+/* The id (and progress token) the agent knows b by: "b<n>". */
+static void bridged_id(const struct bridged *b, char buf[static 32])
+{
+    snprintf(buf, 32, "b%" PRIu64, b->n);
+}
+
 static void bridged_free(struct downstream *d, struct bridged *b)
 {
-    if (b->prev)
-        b->prev->next = b->next;
-    else
-        d->bridged = b->next;
-    if (b->next)
-        b->next->prev = b->prev;
+    DLIST_REMOVE(d->bridged, b);
     d->n_bridged--;
     json_object_put(b->up_id);
     json_object_put(b->token);
@@ -439,7 +451,7 @@ static void bridged_drop_server(struct downstream *d, struct server *s, uint64_t
         if ((!s || b->s == s) && (!keep_gen || b->gen != keep_gen)) {
             if (reason && d->initialized && !d->shutting) {
                 char bid[32];
-                snprintf(bid, sizeof(bid), "b%" PRIu64, b->n);
+                bridged_id(b, bid);
                 struct json_object *params = json_object_new_object();
                 if (params &&
                     json_object_object_add(params, "requestId", json_object_new_string(bid)) == 0 &&
@@ -1102,12 +1114,7 @@ static void sub_drop_removed(struct downstream *d)
 
 static void resub_free(struct server *s, struct resub *rs)
 {
-    if (rs->prev)
-        rs->prev->next = rs->next;
-    else
-        s->resubs = rs->next;
-    if (rs->next)
-        rs->next->prev = rs->prev;
+    DLIST_REMOVE(s->resubs, rs);
     free(rs);
 }
 
@@ -1160,10 +1167,7 @@ static void resubscribe(struct downstream *d, struct server *s)
         json_object_put(params);
         rs->s = s;
         memcpy(rs->uri, uri, len + 1);
-        rs->next = s->resubs;
-        if (s->resubs)
-            s->resubs->prev = rs;
-        s->resubs = rs;
+        DLIST_PUSH(s->resubs, rs);
     }
 }
 
@@ -1322,7 +1326,7 @@ static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg
     struct json_object *params = json_object_object_get(msg, "params");
     struct json_object *token = jrpc_progress_token(params);
     b->token = json_object_get(token);
-    snprintf(bid, sizeof(bid), "b%" PRIu64, b->n);
+    bridged_id(b, bid);
     struct json_object *nid = json_object_new_string(bid);
     if (!nid || json_object_object_add(msg, "id", nid) < 0) {
         json_object_put(b->up_id);
@@ -1334,10 +1338,7 @@ static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg
      * bridge's id as the token and its progress goes back to this server with its own */
     if (token)
         jrpc_set_progress_token(params, nid);
-    b->next = d->bridged;
-    if (d->bridged)
-        d->bridged->prev = b;
-    d->bridged = b;
+    DLIST_PUSH(d->bridged, b);
     d->n_bridged++;
     log_debug(d->log, "server '%s': %s forwarded to the client as %s", s->name, method, bid);
     send_json(d, msg);
@@ -1387,7 +1388,7 @@ static void on_notification(struct upstream *u, const char *method, struct json_
         char bid[32];
         if (!b)
             return;
-        snprintf(bid, sizeof(bid), "b%" PRIu64, b->n);
+        bridged_id(b, bid);
         bridged_free(d, b);
         struct json_object *nid = json_object_new_string(bid);
         if (nid && json_object_object_add(params, "requestId", nid) == 0)
