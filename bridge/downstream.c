@@ -811,17 +811,22 @@ static void server_fail_pending(struct downstream *d, struct server *s)
     }
 }
 
+/* Takes s out of the array v of *n servers, keeping the order; nothing when it is not there. */
+static void servers_take(struct server **v, size_t *n, struct server *s)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (v[i] == s) {
+            memmove(&v[i], &v[i + 1], (*n - i - 1) * sizeof(*v));
+            (*n)--;
+            return;
+        }
+    }
+}
+
 /* Frees a server that is no longer in the active list. */
 static void server_finish(struct downstream *d, struct server *s)
 {
-    for (size_t i = 0; i < d->n_closing; i++) {
-        if (d->closing[i] == s) {
-            memmove(&d->closing[i], &d->closing[i + 1],
-                    (d->n_closing - i - 1) * sizeof(*d->closing));
-            d->n_closing--;
-            break;
-        }
-    }
+    servers_take(d->closing, &d->n_closing, s);
     server_fail_pending(d, s);
     bridged_drop_server(d, s, 0, NULL);
     server_free(s);
@@ -831,14 +836,7 @@ static void server_finish(struct downstream *d, struct server *s)
  * it; it is freed when CLOSED. */
 static void server_remove(struct downstream *d, struct server *s)
 {
-    for (size_t i = 0; i < d->n_servers; i++) {
-        if (d->servers[i] == s) {
-            memmove(&d->servers[i], &d->servers[i + 1],
-                    (d->n_servers - i - 1) * sizeof(*d->servers));
-            d->n_servers--;
-            break;
-        }
-    }
+    servers_take(d->servers, &d->n_servers, s);
     server_cancel_lists(s);
     s->closing = true;
     bridged_drop_server(d, s, 0, "the server was removed from the configuration");
