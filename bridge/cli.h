@@ -5,8 +5,11 @@
  * exit status (BRIDGE_EXIT_*), having reported any error itself. */
 #pragma once
 
+#include <stdint.h>
+
 #include "args.h"
 #include "log.h"
+#include "macro.h"
 
 /* Exit statuses, documented in docs/bridge.md and docs/exit-codes.md */
 enum {
@@ -36,8 +39,14 @@ struct mcp_config;
  * the working directory, and the bundled layer ($CREDKIT_BRIDGE_BUNDLED, else
  * <prefix>/share/credkit/mcp.json next to the binary, else none). Reports errors through log
  * and returns NULL on failure (the caller exits BRIDGE_EXIT_CONFIG); file diagnostics are
- * logged as warnings. */
+ * logged as warnings. The secrets of every entry (header and env values as written, the values
+ * of the ${VAR}s of url, headers and env) are registered with the log's redaction, so that no
+ * message of the process prints them; cli_config_for() does the same. */
 struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log);
+/* A duration option ("--timeout 30s"): a positive duration into *ret_ms, else reported
+ * ("OPT: 'ARG' is not a positive duration") and -EINVAL (the caller exits BRIDGE_EXIT_USAGE). */
+int cli_parse_duration(const char *opt, const char *arg, struct log *log,
+                       int64_t *ret_ms) _must_check_;
 /* A one-entry configuration for NAME|URL: an http(s) URL becomes an entry named after its host
  * (with the given "Name: value" headers, templates allowed), anything else is looked up by name
  * in the layered configuration. NULL (reported) when not found or invalid. *ret_name gets the

@@ -15,7 +15,6 @@
 #include "buf.h"
 #include "cli.h"
 #include "downstream.h"
-#include "duration.h"
 #include "json.h"
 #include "jsonrpc.h"
 #include "loop.h"
@@ -429,7 +428,10 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
     case UPSTREAM_FAILED:
         if (c->finished)
             return;
-        log_error(c->log, "%s", message ? message : strerror(error < 0 ? -error : EIO));
+        /* the upstream has said why at warn level already (upstream.h): said again only
+         * where that was not shown (-q) */
+        if (state != UPSTREAM_FAILED || log_get_level(c->log) < LOG_WARN)
+            log_error(c->log, "%s", message ? message : strerror(error < 0 ? -error : EIO));
         finish(c, BRIDGE_EXIT_FAILED);
         return;
     case UPSTREAM_CLOSED:
@@ -637,45 +639,54 @@ out:
     return c->status;
 }
 
-static int parse_duration_opt(const char *opt, const char *arg, struct log *log, int64_t *ret)
+/* The options of test and call (call alone takes --timeout). -EINVAL after a usage error
+ * (reported). */
+static int client_options(struct client *c, int argc, char **argv)
 {
-    int64_t ms;
-    if (duration_parse(arg, &ms) < 0 || ms <= 0) {
-        log_error(log, "%s: '%s' is not a positive duration (e.g. 30s, 2m)", opt, arg);
-        return -EINVAL;
+    enum { OPT_JSON = 256, OPT_TIMEOUT, OPT_CONNECT_TIMEOUT };
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {0},
+    };
+    int opt;
+    /* "-" (stdin) is an operand, not an option: getopt leaves a lone "-" alone */
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_JSON:
+            c->json = true;
+            break;
+        case OPT_TIMEOUT:
+            if (c->kind != CLIENT_CALL) {
+                log_error(c->log, "--timeout goes with call; test takes --connect-timeout");
+                return -EINVAL;
+            }
+            if (cli_parse_duration("--timeout", optarg, c->log, &c->timeout_ms) < 0)
+                return -EINVAL;
+            break;
+        case OPT_CONNECT_TIMEOUT:
+            if (cli_parse_duration("--connect-timeout", optarg, c->log, &c->connect_timeout_ms) <
+                0)
+                return -EINVAL;
+            break;
+        default:
+            return -EINVAL;
+        }
     }
-    *ret = ms;
     return 0;
 }
 
 int cmd_test(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_JSON = 256, OPT_CONNECT_TIMEOUT };
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {0},
-    };
     struct client c = {.kind = CLIENT_TEST, .log = log};
-    int opt;
 
     if (args_wants_help(argc, argv)) {
         fputs(test_help, stdout);
         return BRIDGE_EXIT_OK;
     }
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (opt) {
-        case OPT_JSON:
-            c.json = true;
-            break;
-        case OPT_CONNECT_TIMEOUT:
-            if (parse_duration_opt("--connect-timeout", optarg, log, &c.connect_timeout_ms) < 0)
-                return BRIDGE_EXIT_USAGE;
-            break;
-        default:
-            return BRIDGE_EXIT_USAGE;
-        }
-    }
+    if (client_options(&c, argc, argv) < 0)
+        return BRIDGE_EXIT_USAGE;
     if (argc - optind != 1) {
         log_error(log, "test takes exactly one SERVER, a name or a URL (see 'mcp-bridge test "
                        "--help')");
@@ -753,38 +764,15 @@ out:
 
 int cmd_call(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_JSON = 256, OPT_TIMEOUT, OPT_CONNECT_TIMEOUT };
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {0},
-    };
     struct client c = {.kind = CLIENT_CALL, .log = log};
-    int opt, status;
+    int status;
 
     if (args_wants_help(argc, argv)) {
         fputs(call_help, stdout);
         return BRIDGE_EXIT_OK;
     }
-    /* "-" (stdin) is an operand, not an option: getopt leaves a lone "-" alone */
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (opt) {
-        case OPT_JSON:
-            c.json = true;
-            break;
-        case OPT_TIMEOUT:
-            if (parse_duration_opt("--timeout", optarg, log, &c.timeout_ms) < 0)
-                return BRIDGE_EXIT_USAGE;
-            break;
-        case OPT_CONNECT_TIMEOUT:
-            if (parse_duration_opt("--connect-timeout", optarg, log, &c.connect_timeout_ms) < 0)
-                return BRIDGE_EXIT_USAGE;
-            break;
-        default:
-            return BRIDGE_EXIT_USAGE;
-        }
-    }
+    if (client_options(&c, argc, argv) < 0)
+        return BRIDGE_EXIT_USAGE;
     int n = argc - optind;
     if (n < 2 || n > 3) {
         log_error(log, "call takes SERVER TOOL [JSON-ARGS] (see 'mcp-bridge call --help')");

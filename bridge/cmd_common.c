@@ -9,8 +9,10 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "duration.h"
 #include "mcp_config.h"
 #include "path.h"
+#include "redact.h"
 
 #define URL_NAME_MAX 64 /* a name made from a URL's host */
 
@@ -38,6 +40,65 @@ static char *bundled_path(void)
     return p;
 }
 
+int cli_parse_duration(const char *opt, const char *arg, struct log *log, int64_t *ret_ms)
+{
+    int64_t ms;
+    if (duration_parse(arg, &ms) < 0 || ms <= 0) {
+        log_error(log, "%s: '%s' is not a positive duration (e.g. 30s, 2m)", opt, arg);
+        return -EINVAL;
+    }
+    *ret_ms = ms;
+    return 0;
+}
+
+static void redact_add_logged(struct log *log, const char *name, const char *value)
+{
+    if (value && redact_add(log_redact(log), name, value, strlen(value)) < 0)
+        log_debug(log, "cannot register the value of '%s' for redaction: out of memory", name);
+}
+
+/* A ${VAR} of a template: its value is a secret (here from the environment, as mcp_expand()
+ * without a lookup takes it). */
+static void redact_var(const char *name, void *userdata)
+{
+    redact_add_logged(userdata, name, getenv(name));
+}
+
+/* "NAME<sep>template": the value as written (a literal may be a secret too) and the values of
+ * the variables it names. */
+static void redact_values(struct log *log, char *const *v, char sep)
+{
+    for (size_t i = 0; v && v[i]; i++) {
+        const char *at = strchr(v[i], sep);
+        if (!at)
+            continue;
+        char name[128];
+        (void)snprintf(name, sizeof(name), "%.*s", (int)(at - v[i]), v[i]);
+        const char *value = at + 1;
+        while (*value == ' ')
+            value++;
+        redact_add_logged(log, name, value);
+        mcp_template_vars(value, redact_var, log);
+    }
+}
+
+/* The secrets of an entry go into the log's redaction: whatever a message quotes (a server's
+ * stderr echoing its environment, a transport error), header values, env values and the
+ * variables of the URL are never printed. */
+static void redact_entry(struct log *log, const struct mcp_server *s)
+{
+    redact_values(log, s->env, '=');
+    redact_values(log, s->headers, ':');
+    if (s->url)
+        mcp_template_vars(s->url, redact_var, log);
+}
+
+static void redact_config(struct log *log, const struct mcp_config *c)
+{
+    for (size_t i = 0; i < mcp_config_count(c); i++)
+        redact_entry(log, mcp_config_at(c, i));
+}
+
 struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log)
 {
     struct mcp_config *c = NULL;
@@ -60,6 +121,7 @@ struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log
         log_error(log, "%s", err_msg(&e));
         return NULL;
     }
+    redact_config(log, c);
     /* a file that could not be used at all: its servers are missing, say why */
     for (size_t i = 0; i < mcp_config_diag_count(c); i++)
         log_warn(log, "%s", mcp_config_diag_at(c, i)->message);
@@ -266,6 +328,7 @@ struct mcp_config *cli_config_for(const char *target, const char *const *headers
         log_error(log, "%s", err_msg(&e));
         goto out;
     }
+    redact_config(log, one); /* the headers of a URL given on the command line */
     for (size_t i = 0; i < mcp_config_diag_count(one); i++)
         log_error(log, "%s", mcp_config_diag_at(one, i)->message);
     const struct mcp_server *s = mcp_config_find(one, name);

@@ -16,10 +16,8 @@
 #include "buf.h"
 #include "cli.h"
 #include "downstream.h"
-#include "duration.h"
 #include "loop.h"
 #include "mcp_config.h"
-#include "secmem.h"
 
 #define MAX_HEADERS 64
 
@@ -272,17 +270,6 @@ out:
     return s->status;
 }
 
-static int parse_timeout(const char *arg, struct log *log, int64_t *ret)
-{
-    int64_t ms;
-    if (duration_parse(arg, &ms) < 0 || ms <= 0) {
-        log_error(log, "--connect-timeout: '%s' is not a positive duration (e.g. 30s, 2m)", arg);
-        return -EINVAL;
-    }
-    *ret = ms;
-    return 0;
-}
-
 int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
     enum { OPT_CONNECT_TIMEOUT = 256 };
@@ -301,7 +288,7 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (opt != OPT_CONNECT_TIMEOUT)
             return BRIDGE_EXIT_USAGE;
-        if (parse_timeout(optarg, log, &connect_timeout_ms) < 0)
+        if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
             return BRIDGE_EXIT_USAGE;
     }
     if (optind < argc) {
@@ -330,27 +317,6 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
     return status;
 }
 
-/* Registers the values of the headers given on the command line, as written and as expanded
- * now, with the log's redaction: whatever a message quotes, they are never printed. */
-static void redact_headers(struct log *log, char **headers, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        const char *colon = strchr(headers[i], ':');
-        if (!colon)
-            continue;
-        const char *v = colon + 1;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        char *x = NULL;
-        if (redact_add(log_redact(log), "header", v, strlen(v)) < 0)
-            continue;
-        if (mcp_expand(v, NULL, NULL, &x, NULL) >= 0 &&
-            redact_add(log_redact(log), "header", x, strlen(x)) < 0)
-            log_debug(log, "cannot register a header value for redaction");
-        secure_free(x);
-    }
-}
-
 int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
     enum { OPT_CONNECT_TIMEOUT = 256, OPT_HEADER };
@@ -373,7 +339,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
     while ((opt = getopt_long(argc, argv, "H:", opts, NULL)) != -1) {
         switch (opt) {
         case OPT_CONNECT_TIMEOUT:
-            if (parse_timeout(optarg, log, &connect_timeout_ms) < 0)
+            if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
                 return BRIDGE_EXIT_USAGE;
             break;
         case 'H':
@@ -398,7 +364,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
                        "connect --help')");
         return BRIDGE_EXIT_USAGE;
     }
-    redact_headers(log, headers, n_headers);
+    /* the header values are registered for redaction as the entry is made (cli.h) */
     struct mcp_config *c =
         cli_config_for(argv[optind], (const char *const *)headers, g, log, &name);
     if (!c)

@@ -38,6 +38,25 @@
 #define DS_TEXT_MAX    1024 /* error texts for the agent */
 #define DS_METHOD_MAX  48   /* of a method name kept for the log */
 
+/* The bridge's doubly linked lists (pending, bridged, resubs): head is the list's first. */
+#define DLIST_PUSH(head, x)                                                                        \
+    do {                                                                                           \
+        (x)->prev = NULL;                                                                          \
+        (x)->next = (head);                                                                        \
+        if (head)                                                                                  \
+            (head)->prev = (x);                                                                    \
+        (head) = (x);                                                                              \
+    } while (0)
+#define DLIST_REMOVE(head, x)                                                                      \
+    do {                                                                                           \
+        if ((x)->prev)                                                                             \
+            (x)->prev->next = (x)->next;                                                           \
+        else                                                                                       \
+            (head) = (x)->next;                                                                    \
+        if ((x)->next)                                                                             \
+            (x)->next->prev = (x)->prev;                                                           \
+    } while (0)
+
 enum kind {
     K_TOOLS,
     K_PROMPTS,
@@ -175,6 +194,7 @@ struct downstream {
     size_t n_closing;
 
     struct catalog cat[K_N];
+    bool due[K_N]; /* the agent is to be told that this list changed (announce()) */
 
     bool init_seen;                  /* the agent's initialize was accepted */
     bool initialized;                /* ... and answered: notifications may go to the agent */
@@ -214,6 +234,7 @@ static const char *const PREFIX_DESC[] = {
 };
 
 static void rebuild(struct downstream *d, enum kind k);
+static void announce(struct downstream *d);
 static void check_shutdown(struct downstream *d);
 static void settle_check(struct downstream *d);
 static void handle_request(struct downstream *d, struct jrpc_msg *m);
@@ -361,10 +382,7 @@ static struct pending *pending_new(struct downstream *d, enum pending_type type,
     p->start = loop_now(d->loop);
     if (log_debugging(d)) /* the method is only ever logged */
         snprintf(p->method, sizeof(p->method), "%s", method ? method : "?");
-    p->next = d->pending;
-    if (d->pending)
-        d->pending->prev = p;
-    d->pending = p;
+    DLIST_PUSH(d->pending, p);
     d->n_pending++;
     size_t b = id_bucket(id);
     p->hnext = d->ids[b];
@@ -377,12 +395,7 @@ static void pending_free(struct pending *p)
     if (!p)
         return;
     struct downstream *d = p->d;
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        d->pending = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
+    DLIST_REMOVE(d->pending, p);
     d->n_pending--;
     for (struct pending **h = &d->ids[id_bucket(p->id)]; *h; h = &(*h)->hnext) {
         if (*h == p) {
@@ -411,14 +424,15 @@ static void reply_too_many(struct downstream *d, struct json_object *id)
 
 /* ---- bridged server requests ------------------------------------------------------------- */
 
+/* The id (and progress token) the agent knows b by: "b<n>". */
+static void bridged_id(const struct bridged *b, char buf[static 32])
+{
+    snprintf(buf, 32, "b%" PRIu64, b->n);
+}
+
 static void bridged_free(struct downstream *d, struct bridged *b)
 {
-    if (b->prev)
-        b->prev->next = b->next;
-    else
-        d->bridged = b->next;
-    if (b->next)
-        b->next->prev = b->prev;
+    DLIST_REMOVE(d->bridged, b);
     d->n_bridged--;
     json_object_put(b->up_id);
     json_object_put(b->token);
@@ -437,7 +451,7 @@ static void bridged_drop_server(struct downstream *d, struct server *s, uint64_t
         if ((!s || b->s == s) && (!keep_gen || b->gen != keep_gen)) {
             if (reason && d->initialized && !d->shutting) {
                 char bid[32];
-                snprintf(bid, sizeof(bid), "b%" PRIu64, b->n);
+                bridged_id(b, bid);
                 struct json_object *params = json_object_new_object();
                 if (params &&
                     json_object_object_add(params, "requestId", json_object_new_string(bid)) == 0 &&
@@ -617,15 +631,37 @@ static void rebuild(struct downstream *d, enum kind k)
         }
         log_debug(d->log, "%ss: %zu exposed", KINDS[k].noun, d->cat[k].n_routes);
         if (d->initialized && d->cat[k].listed && !d->shutting)
-            notify_agent(d, KINDS[k].changed);
+            d->due[k] = true;
     }
     buf_release(&warn);
+}
+
+/* Tells the agent of the lists that changed since the last time, one notification each:
+ * resources and templates share theirs, and a server's new lists are announced together once
+ * its listing round is over (on_listed), not one by one. */
+static void announce(struct downstream *d)
+{
+    bool resources = false;
+    for (enum kind k = 0; k < K_N; k++) {
+        if (!d->due[k])
+            continue;
+        d->due[k] = false;
+        if (!d->initialized || d->shutting)
+            continue;
+        if (k == K_RESOURCES || k == K_TEMPLATES) {
+            if (resources)
+                continue;
+            resources = true;
+        }
+        notify_agent(d, KINDS[k].changed);
+    }
 }
 
 static void rebuild_all(struct downstream *d)
 {
     for (enum kind k = 0; k < K_N; k++)
         rebuild(d, k);
+    announce(d);
 }
 
 /* ---- servers ----------------------------------------------------------------------------- */
@@ -775,17 +811,22 @@ static void server_fail_pending(struct downstream *d, struct server *s)
     }
 }
 
+/* Takes s out of the array v of *n servers, keeping the order; nothing when it is not there. */
+static void servers_take(struct server **v, size_t *n, struct server *s)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (v[i] == s) {
+            memmove(&v[i], &v[i + 1], (*n - i - 1) * sizeof(*v));
+            (*n)--;
+            return;
+        }
+    }
+}
+
 /* Frees a server that is no longer in the active list. */
 static void server_finish(struct downstream *d, struct server *s)
 {
-    for (size_t i = 0; i < d->n_closing; i++) {
-        if (d->closing[i] == s) {
-            memmove(&d->closing[i], &d->closing[i + 1],
-                    (d->n_closing - i - 1) * sizeof(*d->closing));
-            d->n_closing--;
-            break;
-        }
-    }
+    servers_take(d->closing, &d->n_closing, s);
     server_fail_pending(d, s);
     bridged_drop_server(d, s, 0, NULL);
     server_free(s);
@@ -795,14 +836,7 @@ static void server_finish(struct downstream *d, struct server *s)
  * it; it is freed when CLOSED. */
 static void server_remove(struct downstream *d, struct server *s)
 {
-    for (size_t i = 0; i < d->n_servers; i++) {
-        if (d->servers[i] == s) {
-            memmove(&d->servers[i], &d->servers[i + 1],
-                    (d->n_servers - i - 1) * sizeof(*d->servers));
-            d->n_servers--;
-            break;
-        }
-    }
+    servers_take(d->servers, &d->n_servers, s);
     server_cancel_lists(s);
     s->closing = true;
     bridged_drop_server(d, s, 0, "the server was removed from the configuration");
@@ -872,8 +906,10 @@ static void on_listed(struct upstream *u, struct json_object *items, int error, 
         start_list(s, k);
     }
     rebuild(d, k);
-    if (!server_listing(s))
+    if (!server_listing(s)) {
+        announce(d);
         server_settled(s);
+    }
 }
 
 /* After READY: every list again (what the server does not offer is dropped). */
@@ -893,8 +929,10 @@ static void list_all(struct server *s)
     for (enum kind k = 0; k < K_N; k++)
         if (dropped[k])
             rebuild(s->d, k);
-    if (!server_listing(s))
+    if (!server_listing(s)) {
+        announce(s->d);
         server_settled(s);
+    }
 }
 
 /* ---- settling: the first answer to a list waits for it ---------------------------------- */
@@ -1074,12 +1112,7 @@ static void sub_drop_removed(struct downstream *d)
 
 static void resub_free(struct server *s, struct resub *rs)
 {
-    if (rs->prev)
-        rs->prev->next = rs->next;
-    else
-        s->resubs = rs->next;
-    if (rs->next)
-        rs->next->prev = rs->prev;
+    DLIST_REMOVE(s->resubs, rs);
     free(rs);
 }
 
@@ -1132,10 +1165,7 @@ static void resubscribe(struct downstream *d, struct server *s)
         json_object_put(params);
         rs->s = s;
         memcpy(rs->uri, uri, len + 1);
-        rs->next = s->resubs;
-        if (s->resubs)
-            s->resubs->prev = rs;
-        s->resubs = rs;
+        DLIST_PUSH(s->resubs, rs);
     }
 }
 
@@ -1197,6 +1227,7 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         log_debug(d->log, "server '%s': waiting to connect again", s->name);
         bridged_drop_server(d, s, 0, "the connection to the server was lost");
         server_cancel_lists(s);
+        announce(d); /* what its listings changed before they were cut */
         server_settled(s);
         break;
     case UPSTREAM_FAILED:
@@ -1214,6 +1245,7 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
             for (enum kind k = 0; k < K_N; k++)
                 if (had[k])
                     rebuild(d, k);
+            announce(d);
         }
         server_settled(s);
         break;
@@ -1292,7 +1324,7 @@ static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg
     struct json_object *params = json_object_object_get(msg, "params");
     struct json_object *token = jrpc_progress_token(params);
     b->token = json_object_get(token);
-    snprintf(bid, sizeof(bid), "b%" PRIu64, b->n);
+    bridged_id(b, bid);
     struct json_object *nid = json_object_new_string(bid);
     if (!nid || json_object_object_add(msg, "id", nid) < 0) {
         json_object_put(b->up_id);
@@ -1304,10 +1336,7 @@ static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg
      * bridge's id as the token and its progress goes back to this server with its own */
     if (token)
         jrpc_set_progress_token(params, nid);
-    b->next = d->bridged;
-    if (d->bridged)
-        d->bridged->prev = b;
-    d->bridged = b;
+    DLIST_PUSH(d->bridged, b);
     d->n_bridged++;
     log_debug(d->log, "server '%s': %s forwarded to the client as %s", s->name, method, bid);
     send_json(d, msg);
@@ -1357,7 +1386,7 @@ static void on_notification(struct upstream *u, const char *method, struct json_
         char bid[32];
         if (!b)
             return;
-        snprintf(bid, sizeof(bid), "b%" PRIu64, b->n);
+        bridged_id(b, bid);
         bridged_free(d, b);
         struct json_object *nid = json_object_new_string(bid);
         if (nid && json_object_object_add(params, "requestId", nid) == 0)
@@ -2362,6 +2391,8 @@ int downstream_reload(struct downstream *d, const struct mcp_config *config, str
              "changed",
              nn, added, removed);
     rebuild_all(d);
+    /* the first lists may have been waiting only for a server that is gone now */
+    settle_check(d);
     return 0;
 }
 

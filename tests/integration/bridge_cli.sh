@@ -132,6 +132,9 @@ assert_contains "$OUT" "[image image/png, "
 assert_contains "$OUT" " bytes]"
 run 0 C call ev get-resource-links '{"count": 2}'
 assert_contains "$OUT" "[resource link "
+run 0 C call ev get-resource-reference '{"resourceType": "Text", "resourceId": 1}'
+assert_contains "$OUT" "[resource "
+assert_contains "$OUT" "bytes of text]"
 run 0 C call ev get-structured-content '{"location": "New York"}' --json
 assert_eq "$(json_get "$OUT" 'typeof j.structuredContent')" "object"
 # elicitation: accepted with each field's default (the schema's required "name" has none)
@@ -161,6 +164,23 @@ run 1 C call ev trigger-long-running-operation '{"duration": 5, "steps": 5}' --t
 # the server's stdio child is gone after each command
 T_CHECKS=$((T_CHECKS + 1))
 ! pgrep -f "$MARK" >/dev/null || fail "a server child outlived its command"
+
+# the values of an entry's env and headers are secrets: never in a message, not even when the
+# server itself prints them on its stderr (logged with -v)
+export BRIDGE_CLI_LEAK="l3aky-s3cret-from-env"
+cat >"$T_ROOT/leaky.json" <<'EOF2'
+{"mcpServers": {
+  "leaky": {"command": "sh", "args": ["-c", "echo \"t=$LEAK_A u=$LEAK_B\" >&2; sleep 0.3"],
+            "env": {"LEAK_A": "${BRIDGE_CLI_LEAK}", "LEAK_B": "literal-s3cret-in-file"}}
+}}
+EOF2
+run 1 B --config "$T_ROOT/leaky.json" test leaky -v
+assert_contains "$ERR" "t=[REDACTED"
+assert_not_contains "$ERR" "$BRIDGE_CLI_LEAK" "the log of test"
+assert_not_contains "$ERR" "literal-s3cret-in-file" "the log of test"
+run 1 B --config "$T_ROOT/leaky.json" call leaky echo -vv
+assert_not_contains "$ERR" "$BRIDGE_CLI_LEAK" "the log of call"
+assert_not_contains "$ERR" "literal-s3cret-in-file" "the log of call"
 
 # ---- the configuration layers ----
 mkdir -p "$T_ROOT/proj/.pi"
@@ -198,7 +218,13 @@ assert_eq "$(json_get "$OUT" 'j.tools.includes("echo")')" "true"
 run 0 B call "$URL" trigger-elicitation-request
 assert_contains "$OUT" "Favorite Integer: 42"
 run 4 B call "$URL" get-sum '{"a": "two", "b": 3}'
-run 1 B call "http://127.0.0.1:1/mcp" echo '{}' --connect-timeout 5s
+# a server that cannot be reached: said once, clearly, at once (not after the connect timeout)
+start=$(date +%s)
+run 1 B call "http://127.0.0.1:1/mcp" echo '{}' --connect-timeout 20s
+assert_eq "$(printf '%s\n' "$ERR" | grep -c 'connection refused')" "1" "the reason, once: $ERR"
+assert_eq "$(($(date +%s) - start < 10))" "1" "call of an unreachable server returns at once"
+run 1 B test "http://127.0.0.1:1/mcp" -q
+assert_contains "$ERR" "connection refused" "-q still says why"
 
 # ---- serve and connect, with the SDK's Client as the agent ----
 cat >"$T_ROOT/agent.mjs" <<EOF

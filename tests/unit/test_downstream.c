@@ -53,6 +53,7 @@ static struct srv {
     struct json_object *client_caps; /* as the client offered them in initialize */
     char subs[16][256];              /* resources subscribed to */
     size_t n_subs;
+    int n_lists; /* tools/list requests received */
 } srv;
 
 static int64_t now_ms(void)
@@ -285,6 +286,13 @@ static void srv_tools_call(struct json_object *id, struct json_object *params)
         json_object_object_add(c, "reason", json_object_new_string("changed my mind"));
         srv_notify("notifications/cancelled", c);
         srv_result(id, text_result("asked and cancelled"));
+    } else if (strcmp(name, "flood") == 0) {
+        /* list_changed over and over, the list unchanged */
+        for (int i = 0; i < 50; i++)
+            srv_notify("notifications/tools/list_changed", NULL);
+        srv_result(id, text_result("flooded"));
+    } else if (strcmp(name, "lists") == 0) {
+        srv_result(id, text_result("%d", srv.n_lists));
     } else if (strcmp(name, "add_tool") == 0) {
         snprintf(srv.tools[srv.n_tools++], sizeof(srv.tools[0]), "extra");
         srv_notify("notifications/tools/list_changed", NULL);
@@ -339,6 +347,8 @@ static void srv_request(const char *method, struct json_object *id, struct json_
         srv_say("pinged"); /* first: it is there when the answer is */
         srv_result(id, json_object_new_object());
     } else if (strcmp(method, "tools/list") == 0) {
+        if (!json_get_string(params, "cursor"))
+            srv.n_lists++;
         srv_tools_list(id, params);
     } else if (strcmp(method, "tools/call") == 0) {
         srv_tools_call(id, params);
@@ -1440,6 +1450,98 @@ static void test_slow_server(void)
     fx_stop(&f);
 }
 
+/* A server that says list_changed 50 times in a row is listed at most twice more (one listing
+ * in flight, one after it), and the agent hears nothing: its list did not change. */
+static void test_list_changed_flood(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("a", ",\"tools=flood,lists\"") "}}",
+                       DOWNSTREAM_AGGREGATE, NULL, 0),
+              0);
+    initialize(&f, NULL);
+    struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
+    CHECK_STR(names_of(r, "tools", "name"), "mcp_a_flood mcp_a_lists");
+    json_object_put(r);
+    r = call_tool(&f, "2", "mcp_a_flood");
+    CHECK_STR(path_str(r, "result.content.0.text"), "flooded");
+    json_object_put(r);
+    fx_idle(&f, 500);
+    r = call_tool(&f, "3", "mcp_a_lists");
+    const char *n = path_str(r, "result.content.0.text");
+    CHECK(n && atoi(n) >= 2 && atoi(n) <= 3);
+    json_object_put(r);
+    r = fx_wait(&f, match_method, "notifications/tools/list_changed", NULL, 200);
+    CHECK(r == NULL);
+    json_object_put(r);
+    fx_stop(&f);
+}
+
+/* A reload that removes the only server not connected yet answers the first list at once. */
+static void test_reload_settles(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f,
+                       "{\"mcpServers\":{" SERVER("fast", ",\"tools=echo\"") "," SERVER(
+                           "slow", ",\"tools=echo\",\"init_delay=20000\"") "}}",
+                       DOWNSTREAM_AGGREGATE, NULL, 8000),
+              0);
+    initialize(&f, NULL);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    fx_idle(&f, 300); /* fast is listed by now; slow holds the answer */
+    struct json_object *r = fx_wait(&f, match_id, "1", NULL, 0);
+    CHECK(r == NULL);
+    json_object_put(r);
+    struct mcp_config *c = config_from("{\"mcpServers\":{" SERVER("fast", ",\"tools=echo\"") "}}");
+    struct err e = ERR_INIT;
+    CHECK_INT(downstream_reload(f.d, c, &e), 0);
+    mcp_config_free(c);
+    r = fx_wait(&f, match_id, "1", NULL, 2000);
+    CHECK_STR(names_of(r, "tools", "name"), "mcp_fast_echo");
+    json_object_put(r);
+    fx_stop(&f);
+}
+
+/* A server that comes after the first lists (here: added by a reload) changes resources and
+ * templates at once: the agent is told once. */
+static void test_late_server_one_notification(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("fast", "") "}}", DOWNSTREAM_AGGREGATE,
+                       NULL, 0),
+              0);
+    initialize(&f, NULL);
+    static const char *const lists[] = {"tools/list", "prompts/list", "resources/list",
+                                        "resources/templates/list"};
+    for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "%zu", i + 1);
+        struct json_object *r = fx_request(&f, id, lists[i], NULL);
+        CHECK(r && path(r, "result"));
+        json_object_put(r);
+    }
+    struct mcp_config *c =
+        config_from("{\"mcpServers\":{" SERVER("fast", "") "," SERVER("late", "") "}}");
+    struct err e = ERR_INIT;
+    CHECK_INT(downstream_reload(f.d, c, &e), 0);
+    mcp_config_free(c);
+    struct json_object *r =
+        fx_wait(&f, match_method, "notifications/resources/list_changed", NULL, WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+    r = fx_wait(&f, match_method, "notifications/tools/list_changed", NULL, WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+    fx_idle(&f, 300);
+    r = fx_wait(&f, match_method, "notifications/resources/list_changed", NULL, 0);
+    CHECK(r == NULL); /* one, not one per list */
+    json_object_put(r);
+    r = fx_request(&f, "9", "resources/templates/list", NULL);
+    CHECK_STR(names_of(r, "resourceTemplates", "uriTemplate"),
+              "mem://fast/items/{id} mem://late/items/{id}");
+    json_object_put(r);
+    fx_stop(&f);
+}
+
 static void test_eof_reaps(void)
 {
     struct fx f;
@@ -1751,6 +1853,9 @@ int main(int argc, char **argv)
         test_subscriptions_survive_reconnects,
         test_list_changed,
         test_slow_server,
+        test_list_changed_flood,
+        test_reload_settles,
+        test_late_server_one_notification,
         test_eof_reaps,
         test_shutdown_before_initialize,
         test_reload,
