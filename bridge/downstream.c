@@ -181,6 +181,7 @@ struct downstream {
     struct log *log;
     enum downstream_mode mode;
     struct framing *fr; /* the agent's side; NULL once broken */
+    bool throttled;     /* reading the agent stopped: its output is over the high-water mark */
     mcp_lookup_fn lookup;
     void *lookup_userdata;
     int64_t connect_timeout_ms;
@@ -253,6 +254,13 @@ static void send_json(struct downstream *d, struct json_object *o)
     if (r == -ENOBUFS)
         log_error(d->log, "the agent does not read its messages: one of %zu bytes dropped", len);
     /* other errors: the framing reports them through on_error */
+    if (!d->throttled && !d->shutting && framing_pending(d->fr) > DOWNSTREAM_AGENT_HIGH_WATER) {
+        /* the agent is slower than its answers: it gets no new requests in until it has read */
+        d->throttled = true;
+        framing_set_reading(d->fr, false);
+        log_debug(d->log, "the client does not keep up: %zu bytes queued for it, not reading it",
+                  framing_pending(d->fr));
+    }
 }
 
 static void send_put(struct downstream *d, struct json_object *o)
@@ -2100,10 +2108,23 @@ static void on_agent_error(int error, void *userdata)
         downstream_shutdown(d);
 }
 
+/* Everything queued for the agent is written: read it again (never once shutting down, which
+ * stops reading for good). */
+static void on_agent_drain(void *userdata)
+{
+    struct downstream *d = userdata;
+    if (!d->throttled || d->shutting || !d->fr)
+        return;
+    d->throttled = false;
+    framing_set_reading(d->fr, true);
+    log_debug(d->log, "the client caught up: reading it again");
+}
+
 static const struct framing_handler agent_handler = {
     .on_message = on_agent_message,
     .on_eof = on_agent_eof,
     .on_error = on_agent_error,
+    .on_drain = on_agent_drain,
 };
 
 /* ---- shutdown ---------------------------------------------------------------------------- */

@@ -69,6 +69,16 @@
  *   - before initialize only ping is answered; other requests get -32600 ("not initialized").
  *     Unknown methods get -32601. A line that is not JSON gets -32700 with id null.
  *
+ * Flow control towards the agent: when the answers queued for the agent's stdout (the ones its
+ * pipe does not take yet) exceed DOWNSTREAM_AGENT_HIGH_WATER bytes, the bridge stops reading
+ * the agent's stdin, and reads again once that queue has drained - unless shutdown has begun,
+ * which stops reading for good. An agent that sends requests without reading its answers thus
+ * sees its own writes block instead of answers being dropped, and the bridge holds at most
+ * what is in flight besides the high-water mark (the framing's bound, FRAMING_MAX_PENDING_DEFAULT,
+ * is then only a last resort: an answer that does not fit is dropped with an error in the log).
+ * While reading is stopped, the end of the agent's stdin is seen only once the agent reads
+ * again (or closes its stdout: that breaks the connection).
+ *
  * Shutdown: end of stdin (or downstream_shutdown) closes every upstream (stdio servers: close
  * stdin, SIGTERM, SIGKILL; HTTP: DELETE) and calls on_done once everything is reaped and the
  * answers still queued for stdout are written (bounded by DOWNSTREAM_SHUTDOWN_MS in all).
@@ -86,6 +96,8 @@
 #include "mcp_config.h"
 
 #define DOWNSTREAM_SHUTDOWN_MS (8 * 1000)
+/* Bytes queued for the agent's stdout above which its stdin is no longer read (see above). */
+#define DOWNSTREAM_AGENT_HIGH_WATER (4u * 1024u * 1024u)
 
 enum downstream_mode {
     DOWNSTREAM_AGGREGATE,

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@
 #include "tests.h"
 
 #define WAIT_MS 10000 /* for what must come: the waits end as soon as it does */
+/* the text of the scripted server's "big" tool */
+#define BIG_ANSWER (512 * 1024)
 
 static char self_path[4096];
 
@@ -54,6 +57,8 @@ static struct srv {
     char subs[16][256];              /* resources subscribed to */
     size_t n_subs;
     int n_lists; /* tools/list requests received */
+    /* when given, one byte appended per "big" call received */
+    const char *count_path;
 } srv;
 
 static int64_t now_ms(void)
@@ -291,6 +296,20 @@ static void srv_tools_call(struct json_object *id, struct json_object *params)
         for (int i = 0; i < 50; i++)
             srv_notify("notifications/tools/list_changed", NULL);
         srv_result(id, text_result("flooded"));
+    } else if (strcmp(name, "big") == 0) {
+        /* BIG_ANSWER bytes of text; counted (before answering) where the test can see it */
+        if (srv.count_path) {
+            int fd = open(srv.count_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+            if (fd < 0 || write(fd, "c", 1) != 1)
+                exit(4);
+            close(fd);
+        }
+        static char big[BIG_ANSWER];
+        memset(big, 'x', sizeof(big));
+        struct json_object *r = text_result("-");
+        json_object_object_add(json_object_array_get_idx(json_object_object_get(r, "content"), 0),
+                               "text", json_object_new_string_len(big, (int)sizeof(big)));
+        srv_result(id, r);
     } else if (strcmp(name, "lists") == 0) {
         srv_result(id, text_result("%d", srv.n_lists));
     } else if (strcmp(name, "add_tool") == 0) {
@@ -471,6 +490,8 @@ static int server_main(int argc, char **argv)
             srv.bare = true;
         else if (strncmp(argv[i], "instructions=", 13) == 0)
             srv.instructions = argv[i] + 13;
+        else if (strncmp(argv[i], "count=", 6) == 0)
+            srv.count_path = argv[i] + 6;
     }
     for (const char *p = tools; *p && srv.n_tools < 31;) {
         size_t n = strcspn(p, ",");
@@ -1780,6 +1801,81 @@ static void test_single_fails(void)
     fx_stop(&f);
 }
 
+/* Flow control: an agent that sends calls without reading its answers is no longer read once
+ * what is queued for it passes DOWNSTREAM_AGENT_HIGH_WATER (its requests wait in the socket,
+ * and the server sees no more of them); when it reads, every call is answered, none dropped.
+ * The agent sends one call at a time, the next once the server has it (a burst would be read
+ * whole before the first answer came back), and takes a call the server has not seen within
+ * SLOW_AGENT_STALL_MS as the bridge no longer reading. */
+#define SLOW_AGENT_CALLS    40
+#define SLOW_AGENT_STALL_MS 1500
+
+static size_t calls_seen(const char *count)
+{
+    struct stat st;
+    return stat(count, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+static void send_big_call(struct fx *f, size_t i)
+{
+    fx_send(f,
+            "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\",\"params\":{"
+            "\"name\":\"mcp_a_big\"}}",
+            100 + i);
+}
+
+static void test_slow_agent(void)
+{
+    const char *count = tmp_path("big-calls");
+    char config[8192];
+    (void)unlink(count);
+    snprintf(config, sizeof(config),
+             "{\"mcpServers\":{\"a\":{\"command\":\"@SELF@\",\"args\":[\"--server\",\"a\","
+             "\"tools=big\",\"count=%s\"]}}}",
+             count);
+    struct fx f;
+    CHECK_INT(fx_start(&f, config, DOWNSTREAM_AGGREGATE, NULL, 0), 0);
+    initialize(&f, NULL);
+    json_object_put(fx_request(&f, "1", "tools/list", NULL));
+
+    framing_set_reading(f.fr, false); /* the agent stops reading */
+    size_t sent = 0;
+    while (sent < SLOW_AGENT_CALLS) {
+        send_big_call(&f, sent++);
+        int64_t stall_end = now_ms() + SLOW_AGENT_STALL_MS;
+        while (calls_seen(count) < sent && now_ms() < stall_end)
+            fx_idle(&f, 5);
+        if (calls_seen(count) < sent)
+            break;
+    }
+    size_t seen = calls_seen(count);
+    /* the bridge stopped reading, not before the mark and soon after it */
+    CHECK(seen < sent);
+    CHECK(seen >= DOWNSTREAM_AGENT_HIGH_WATER / BIG_ANSWER);
+    CHECK(seen <= DOWNSTREAM_AGENT_HIGH_WATER / BIG_ANSWER + 8);
+
+    framing_set_reading(f.fr, true); /* the agent reads, and sends the rest */
+    while (sent < SLOW_AGENT_CALLS)
+        send_big_call(&f, sent++);
+    size_t answered = 0;
+    int64_t deadline = now_ms() + WAIT_MS; /* for all: a bridge that stays stopped fails fast */
+    for (size_t i = 0; i < SLOW_AGENT_CALLS; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "%zu", 100 + i);
+        struct json_object *r = fx_wait(&f, match_id, id, NULL, (int)(deadline - now_ms()));
+        const char *t = path_str(r, "result.content.0.text");
+        if (t && strlen(t) == BIG_ANSWER)
+            answered++;
+        else
+            fprintf(stderr, "no answer of %d bytes to call %s\n", BIG_ANSWER, id);
+        json_object_put(r);
+    }
+    CHECK_INT(answered, SLOW_AGENT_CALLS);
+    CHECK_INT(calls_seen(count), SLOW_AGENT_CALLS);
+    CHECK(!file_contains(f.log_path, "dropped"));
+    fx_stop(&f);
+}
+
 /* ---- measurement (not a test: test_downstream --bench [N] [debug]) ----------------------- */
 
 static double cpu_us(void)
@@ -1861,6 +1957,7 @@ int main(int argc, char **argv)
         test_reload,
         test_single,
         test_single_fails,
+        test_slow_agent,
     };
     return tests_run("", fns, ELEMENTSOF(fns));
 }
