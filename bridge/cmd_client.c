@@ -428,10 +428,8 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
     case UPSTREAM_FAILED:
         if (c->finished)
             return;
-        /* the upstream has said why at warn level already (upstream.h): said again only
-         * where that was not shown (-q) */
-        if (state != UPSTREAM_FAILED || log_get_level(c->log) < LOG_WARN)
-            log_error(c->log, "%s", message ? message : strerror(error < 0 ? -error : EIO));
+        /* with no_reconnect the upstream leaves saying why to us */
+        log_error(c->log, "%s", message ? message : strerror(error < 0 ? -error : EIO));
         finish(c, BRIDGE_EXIT_FAILED);
         return;
     case UPSTREAM_CLOSED:

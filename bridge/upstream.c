@@ -944,7 +944,9 @@ static void enter_failed(struct upstream *u, int error, const char *message)
     char *m = xasprintf("%s", message ? message : "the server cannot be used");
     fail_waiting(u, -ENOTCONN, m);
     free(m);
-    log_warn(u->log, "%s", message ? message : "server failed");
+    /* a one-shot client reports the failure itself, as its error */
+    log_msg(u->log, u->no_reconnect ? LOG_DEBUG : LOG_WARN, "%s",
+            message ? message : "server failed");
     (void)set_state(u, UPSTREAM_FAILED, error, message);
 }
 

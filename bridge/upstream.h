@@ -160,7 +160,9 @@ struct upstream_opts {
     int64_t connect_timeout_ms;          /* 0: UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS */
     int64_t request_timeout_ms;          /* 0: the entry's timeout, else the default */
     bool no_reconnect;                   /* one-shot clients (mcp-bridge call/test): a lost
-                                            connection or failed connect goes to FAILED */
+                                            connection or failed connect goes to FAILED, which
+                                            is then logged at debug level only: the caller
+                                            reports it, as its error */
 };
 
 /* Creates the upstream in IDLE; nothing starts before upstream_connect(). -EINVAL with a

@@ -222,6 +222,7 @@ run 4 B call "$URL" get-sum '{"a": "two", "b": 3}'
 start=$(date +%s)
 run 1 B call "http://127.0.0.1:1/mcp" echo '{}' --connect-timeout 20s
 assert_eq "$(printf '%s\n' "$ERR" | grep -c 'connection refused')" "1" "the reason, once: $ERR"
+assert_not_contains "$ERR" "warning:" "the failure is the command's error, not a warning"
 assert_eq "$(($(date +%s) - start < 10))" "1" "call of an unreachable server returns at once"
 run 1 B test "http://127.0.0.1:1/mcp" -q
 assert_contains "$ERR" "connection refused" "-q still says why"
