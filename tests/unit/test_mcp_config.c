@@ -1138,7 +1138,8 @@ static void test_server_dup(void)
         "  \"scope\": \"read\", \"redirectUri\": \"http://127.0.0.1:8765/callback\","
         "  \"grant\": \"jwt-bearer\", \"privateKeyFile\": \"/k.pem\", \"privateKeyAlg\": \"ES256\","
         "  \"refreshScope\": true, \"sendResource\": false,"
-        "  \"idp\": {\"issuer\": \"https://idp.example\", \"tokenEndpoint\": \"https://idp.example/t\","
+        "  \"idp\": {\"issuer\": \"https://idp.example\","
+        "    \"tokenEndpoint\": \"https://idp.example/t\","
         "    \"clientId\": \"icid\", \"clientSecret\": \"${ISEC}\", \"idToken\": \"${IDT}\"}}}"
         "}}");
     CHECK(root != NULL);
