@@ -1026,7 +1026,9 @@ static void test_progress(void)
     /* 4 progress notifications 100 ms apart, answer at 450 ms: past the 250 ms timeout, but
      * each progress re-arms it */
     struct res p;
-    int64_t t0 = now_mono_ms();
+    /* from the loop's clock, as the call's timers are: now_mono_ms() here can be a few ms
+     * later than the loop_now() the call starts from, and the bounds below would race */
+    int64_t t0 = loop_now(r.loop);
     call_tool(u, "progress", "{\"count\":4,\"every\":100}", "tok-1", 250, &p);
     CHECK(wait_res(r.loop, &p, 5000));
     CHECK_INT(p.error, 0);
@@ -1039,7 +1041,7 @@ static void test_progress(void)
 
     /* endless progress: the hard maximum is 10 x the timeout */
     struct res f;
-    t0 = now_mono_ms();
+    t0 = loop_now(r.loop);
     call_tool(u, "progress_forever", "{\"every\":30}", "tok-2", 100, &f);
     CHECK(wait_res(r.loop, &f, 5000));
     CHECK_INT(f.error, -ETIMEDOUT);
