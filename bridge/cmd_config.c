@@ -315,6 +315,33 @@ static void jpush(bool *oom, struct json_object *a, struct json_object *v)
     }
 }
 
+/* Splits a --header ("Name: value", one space after the colon, as parse_header_opt() leaves
+ * it) or an --env ("NAME=value") string at sep: the name's length, and *ret_value. */
+static size_t pair_split(const char *s, char sep, const char **ret_value)
+{
+    const char *at = strchr(s, sep);
+    *ret_value = at + (sep == ':' ? 2 : 1);
+    return (size_t)(at - s);
+}
+
+/* The object {name: value, ...} of such strings. */
+static struct json_object *jpairs(bool *oom, char *const *v, size_t n, char sep)
+{
+    struct json_object *o = json_object_new_object();
+    if (!o)
+        *oom = true;
+    for (size_t i = 0; o && i < n; i++) {
+        const char *value;
+        char *name = strndup(v[i], pair_split(v[i], sep, &value));
+        if (!name)
+            *oom = true;
+        else
+            jadd(oom, o, name, jstr(oom, value));
+        free(name);
+    }
+    return o;
+}
+
 static struct json_object *jstrv(bool *oom, char *const *v)
 {
     struct json_object *a = json_object_new_array();
@@ -491,6 +518,8 @@ struct cfg_file {
     char *path;    /* what is replaced: absolute, a symlink followed to its target */
     char *display; /* for messages: the path as the loader names it */
     struct json_object *root;
+    struct json_object *mcp_servers; /* root's "mcpServers" (borrowed); NULL when absent */
+    struct json_object *servers;     /* root's "servers", the older key (borrowed); NULL */
     bool existed;
     mode_t mode; /* kept when the file is rewritten */
     int lock_fd; /* the directory, flock'ed; -1 */
@@ -548,9 +577,31 @@ out:
     return r;
 }
 
+/* The servers object of root under key: *ret NULL when absent (or null); -EBADMSG when it is
+ * something else than an object. */
+static int servers_of(const struct cfg_file *f, const char *key, struct json_object **ret,
+                      struct err *e)
+{
+    struct json_object *v = NULL;
+    if (!json_object_object_get_ex(f->root, key, &v) || !v) {
+        *ret = NULL;
+        return 0;
+    }
+    if (!json_object_is_type(v, json_type_object))
+        return err_set(e, -EBADMSG, "'%s': \"%s\" must be an object, not %s", f->display, key,
+                       json_type_desc(json_object_get_type(v)));
+    *ret = v;
+    return 0;
+}
+
+static bool has_key(struct json_object *o, const char *key)
+{
+    return o && json_object_object_get_ex(o, key, NULL);
+}
+
 /* Locks path's directory (creating it, private, when missing and create_dir) and reads the
  * file: an absent one is an empty object. -EBADMSG (and the like) with the reason when the file
- * cannot be changed safely: not JSON, root not an object. */
+ * cannot be changed safely: not JSON, root not an object, a servers key not an object. */
 static int cfg_file_open(struct cfg_file *f, const char *path, bool create_dir, struct err *e)
 {
     struct err le = ERR_INIT;
@@ -611,32 +662,27 @@ static int cfg_file_open(struct cfg_file *f, const char *path, bool create_dir, 
                     json_type_desc(json_object_get_type(f->root)));
         goto out;
     }
-    r = 0;
+    r = servers_of(f, "mcpServers", &f->mcp_servers, e);
+    if (r >= 0)
+        r = servers_of(f, "servers", &f->servers, e);
 out:
     free(dir);
     return r;
 }
 
-/* The servers object of root under key: *ret NULL when absent (or null); -EBADMSG when it is
- * something else than an object. */
-static int servers_of(const struct cfg_file *f, const char *key, struct json_object **ret,
-                      struct err *e)
+/* Whether doc, a configuration document, defines name under either root key. */
+static bool doc_defines(struct json_object *doc, const char *name)
 {
-    struct json_object *v = NULL;
-    if (!json_object_object_get_ex(f->root, key, &v) || !v) {
-        *ret = NULL;
-        return 0;
+    static const char *const keys[] = {"mcpServers", "servers"};
+    if (!json_object_is_type(doc, json_type_object))
+        return false;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        struct json_object *v = NULL;
+        if (json_object_object_get_ex(doc, keys[i], &v) &&
+            json_object_is_type(v, json_type_object) && has_key(v, name))
+            return true;
     }
-    if (!json_object_is_type(v, json_type_object))
-        return err_set(e, -EBADMSG, "'%s': \"%s\" must be an object, not %s", f->display, key,
-                       json_type_desc(json_object_get_type(v)));
-    *ret = v;
-    return 0;
-}
-
-static bool has_key(struct json_object *o, const char *key)
-{
-    return o && json_object_object_get_ex(o, key, NULL);
+    return false;
 }
 
 /* Replaces the file with f->root, keeping its permissions (new files: mode). */
@@ -982,6 +1028,23 @@ static int ask(const char *prompt, char **ret)
     return 0;
 }
 
+/* ask(), an empty answer standing for def (when def is not empty itself). */
+static int ask_default(const char *prompt, const char *def, char **ret)
+{
+    char *answer = NULL;
+    int r = ask(prompt, &answer);
+    if (r < 0)
+        return r;
+    if (!answer[0] && def[0]) {
+        free(answer);
+        answer = strdup(def);
+        if (!answer)
+            return -ENOMEM;
+    }
+    *ret = answer;
+    return 0;
+}
+
 /* A numbered choice; words[i] is accepted too; an empty answer picks def when def >= 0. */
 static int ask_choice(const char *prompt, const char *const *words, int n, int def, int *ret)
 {
@@ -1149,15 +1212,9 @@ static int guided(struct add_args *a, const char *user_disp, const char *project
                 (void)snprintf(prompt, sizeof(prompt), "Name [%s]: ", suggestion);
             else
                 (void)snprintf(prompt, sizeof(prompt), "Name: ");
-            r = ask(prompt, &answer);
+            r = ask_default(prompt, suggestion, &answer);
             if (r < 0)
                 return r;
-            if (!answer[0] && suggestion[0]) {
-                free(answer);
-                answer = strdup(suggestion);
-                if (!answer)
-                    return -ENOMEM;
-            }
             if (add_name_ok(answer))
                 a->name = TAKE_PTR(answer);
             else
@@ -1186,15 +1243,9 @@ static int guided(struct add_args *a, const char *user_disp, const char *project
             (void)snprintf(prompt, sizeof(prompt),
                            "Environment variable that holds the token [%s]: ", def);
             while (!a->bearer_env) {
-                r = ask(prompt, &answer);
+                r = ask_default(prompt, def, &answer);
                 if (r < 0)
                     return r;
-                if (!answer[0]) {
-                    free(answer);
-                    answer = strdup(def);
-                    if (!answer)
-                        return -ENOMEM;
-                }
                 if (name_is_valid(answer))
                     a->bearer_env = TAKE_PTR(answer);
                 else
@@ -1231,36 +1282,14 @@ static int build_entry(const struct add_args *a, struct json_object **ret)
         /* "type" as Claude Code writes it: it reads .mcp.json too, and wants it for URLs */
         jadd(&oom, o, "type", jstr(&oom, a->transport == MCP_TRANSPORT_SSE ? "sse" : "http"));
         jadd(&oom, o, "url", jstr(&oom, a->url));
-        if (a->headers.n > 0) {
-            struct json_object *h = json_object_new_object();
-            for (size_t i = 0; i < a->headers.n; i++) {
-                const char *colon = strchr(a->headers.v[i], ':');
-                char *name = strndup(a->headers.v[i], (size_t)(colon - a->headers.v[i]));
-                if (!name)
-                    oom = true;
-                else
-                    jadd(&oom, h, name, jstr(&oom, colon + 2));
-                free(name);
-            }
-            jadd(&oom, o, "headers", h);
-        }
+        if (a->headers.n > 0)
+            jadd(&oom, o, "headers", jpairs(&oom, a->headers.v, a->headers.n, ':'));
     } else {
         jadd(&oom, o, "command", jstr(&oom, a->command));
         if (a->args.n > 0)
             jadd(&oom, o, "args", jstrv(&oom, a->args.v));
-        if (a->env.n > 0) {
-            struct json_object *env = json_object_new_object();
-            for (size_t i = 0; i < a->env.n; i++) {
-                const char *eq = strchr(a->env.v[i], '=');
-                char *name = strndup(a->env.v[i], (size_t)(eq - a->env.v[i]));
-                if (!name)
-                    oom = true;
-                else
-                    jadd(&oom, env, name, jstr(&oom, eq + 1));
-                free(name);
-            }
-            jadd(&oom, o, "env", env);
-        }
+        if (a->env.n > 0)
+            jadd(&oom, o, "env", jpairs(&oom, a->env.v, a->env.n, '='));
         if (a->cwd)
             jadd(&oom, o, "cwd", jstr(&oom, a->cwd));
     }
@@ -1631,11 +1660,12 @@ int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log
         a.scope = SCOPE_USER;
 
     /* a credential written out in the file: say so (not refused: it may be meant) */
+    const char *disp = a.scope == SCOPE_USER ? user_disp : project_disp;
     for (size_t i = 0; i < a.headers.n; i++) {
-        const char *colon = strchr(a.headers.v[i], ':');
+        const char *v;
         char hname[128];
-        (void)snprintf(hname, sizeof(hname), "%.*s", (int)(colon - a.headers.v[i]), a.headers.v[i]);
-        const char *v = colon + 2;
+        (void)snprintf(hname, sizeof(hname), "%.*s", (int)pair_split(a.headers.v[i], ':', &v),
+                       a.headers.v[i]);
         const char *scheme = strncasecmp(v, "Bearer ", 7) == 0  ? "Bearer "
                              : strncasecmp(v, "Basic ", 6) == 0 ? "Basic "
                                                                 : "";
@@ -1643,18 +1673,19 @@ int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log
             log_warn(log,
                      "the header '%s' looks like a credential written out: it is stored in clear "
                      "in '%s'; write a variable instead, e.g. --header '%s: %s${TOKEN_VAR}'%s",
-                     hname, a.scope == SCOPE_USER ? user_disp : project_disp, hname, scheme,
+                     hname, disp, hname, scheme,
                      *scheme == 'B' && scheme[1] == 'e' ? ", or use --bearer-env or --oauth" : "");
     }
     for (size_t i = 0; i < a.env.n; i++) {
-        const char *eq = strchr(a.env.v[i], '=');
+        const char *v;
         char ename[128];
-        (void)snprintf(ename, sizeof(ename), "%.*s", (int)(eq - a.env.v[i]), a.env.v[i]);
-        if (looks_secret(ename, eq + 1))
+        (void)snprintf(ename, sizeof(ename), "%.*s", (int)pair_split(a.env.v[i], '=', &v),
+                       a.env.v[i]);
+        if (looks_secret(ename, v))
             log_warn(log,
                      "the value of %s looks like a credential written out: it is stored in clear "
                      "in '%s'; write ${%s} instead and set %s where the bridge runs",
-                     ename, a.scope == SCOPE_USER ? user_disp : project_disp, ename, ename);
+                     ename, disp, ename, ename);
     }
 
     r = build_entry(&a, &entry);
@@ -1667,18 +1698,12 @@ int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log
     const char *path = a.scope == SCOPE_USER ? user_path : project_path;
     /* asked before the lock is taken: nobody waits on a person */
     if (guided_mode && !a.force) {
-        struct json_object *doc = NULL, *ms = NULL, *sv = NULL;
-        if (json_read_file(path, CONFIG_FILE_MAX, 0, &doc, NULL) >= 0 &&
-            json_object_is_type(doc, json_type_object) &&
-            ((json_object_object_get_ex(doc, "mcpServers", &ms) && has_key(ms, a.name) &&
-              json_object_is_type(ms, json_type_object)) ||
-             (json_object_object_get_ex(doc, "servers", &sv) && has_key(sv, a.name) &&
-              json_object_is_type(sv, json_type_object)))) {
+        struct json_object *doc = NULL;
+        if (json_read_file(path, CONFIG_FILE_MAX, 0, &doc, NULL) >= 0 && doc_defines(doc, a.name)) {
             char prompt[512];
             bool yes = false;
             (void)snprintf(prompt, sizeof(prompt),
-                           "'%s' is already in '%s': replace it? [y/N]: ", a.name,
-                           a.scope == SCOPE_USER ? user_disp : project_disp);
+                           "'%s' is already in '%s': replace it? [y/N]: ", a.name, disp);
             r = ask_yes_no(prompt, &yes);
             json_object_put(doc);
             if (r == -ECANCELED || (r >= 0 && !yes)) {
@@ -1703,12 +1728,7 @@ int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log
         status = open_failed(log, r, &e);
         goto out;
     }
-    struct json_object *ms = NULL, *sv = NULL;
-    if (servers_of(&f, "mcpServers", &ms, &e) < 0 || servers_of(&f, "servers", &sv, &e) < 0) {
-        log_error(log, "%s: fix the file by hand, then try again (nothing was changed)",
-                  err_msg(&e));
-        goto out;
-    }
+    struct json_object *ms = f.mcp_servers, *sv = f.servers;
     if ((has_key(ms, a.name) || has_key(sv, a.name)) && !a.force) {
         log_error(log,
                   "'%s' is already in '%s': add --force to replace it, or remove it first with "
@@ -1727,6 +1747,7 @@ int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log
             status = BRIDGE_EXIT_FAILED;
             goto out;
         }
+        f.mcp_servers = ms;
     }
     struct json_object *target = strcmp(key, "mcpServers") == 0 ? ms : sv;
     struct json_object *other = target == ms ? sv : ms;
@@ -1819,23 +1840,30 @@ static const char remove_help[] =
     "  mcp-bridge remove github\n"
     "  mcp-bridge remove everything --scope project\n";
 
+/* cli_load_config() without its warnings about files (at the default level): remove reports
+ * the files it could not search itself, once, as not searched. */
+static struct mcp_config *load_config_quietly(const struct args_globals *g, struct log *log)
+{
+    enum log_level level = log_get_level(log);
+    if (level == LOG_WARN)
+        log_set_level(log, LOG_ERROR);
+    struct mcp_config *c = cli_load_config(g, log);
+    log_set_level(log, level);
+    return c;
+}
+
 /* Whether the document at path defines name (under either root key). */
 static bool file_defines(const char *path, const char *name, struct log *log)
 {
-    struct json_object *doc = NULL, *v = NULL;
+    struct json_object *doc = NULL;
     struct err e = ERR_INIT;
-    bool found = false;
     int r = json_read_file(path, CONFIG_FILE_MAX, 0, &doc, &e);
     if (r < 0) {
         if (r != -ENOENT)
             log_warn(log, "%s: not searched", err_msg(&e));
         return false;
     }
-    if (json_object_is_type(doc, json_type_object))
-        found = (json_object_object_get_ex(doc, "mcpServers", &v) &&
-                 json_object_is_type(v, json_type_object) && has_key(v, name)) ||
-                (json_object_object_get_ex(doc, "servers", &v) &&
-                 json_object_is_type(v, json_type_object) && has_key(v, name));
+    bool found = doc_defines(doc, name);
     json_object_put(doc);
     return found;
 }
@@ -1889,11 +1917,7 @@ int cmd_remove(int argc, char **argv, const struct args_globals *g, struct log *
             r = strv_add(&cands, p);
     } else {
         /* a file that cannot be read is reported below, as not searched */
-        enum log_level level = log_get_level(log);
-        if (level == LOG_WARN)
-            log_set_level(log, LOG_ERROR);
-        c = cli_load_config(g, log);
-        log_set_level(log, level);
+        c = load_config_quietly(g, log);
         if (!c) {
             status = BRIDGE_EXIT_CONFIG;
             goto out;
@@ -1944,12 +1968,7 @@ int cmd_remove(int argc, char **argv, const struct args_globals *g, struct log *
         status = open_failed(log, r, &e);
         goto out;
     }
-    struct json_object *ms = NULL, *sv = NULL;
-    if (servers_of(&f, "mcpServers", &ms, &e) < 0 || servers_of(&f, "servers", &sv, &e) < 0) {
-        log_error(log, "%s: fix the file by hand, then try again (nothing was changed)",
-                  err_msg(&e));
-        goto out;
-    }
+    struct json_object *ms = f.mcp_servers, *sv = f.servers;
     if (!has_key(ms, name) && !has_key(sv, name)) {
         /* changed between the search and the lock */
         log_error(log, "no server named '%s' in '%s' any more (nothing was changed)", name,
@@ -1970,12 +1989,8 @@ int cmd_remove(int argc, char **argv, const struct args_globals *g, struct log *
     log_info(log, "removed '%s' from '%s'", name, f.display);
 
     /* a lower layer may define the same name: it applies now */
-    enum log_level level = log_get_level(log);
-    if (level == LOG_WARN)
-        log_set_level(log, LOG_ERROR);
     mcp_config_free(c);
-    c = cli_load_config(g, log);
-    log_set_level(log, level);
+    c = load_config_quietly(g, log);
     const struct mcp_server *s = c ? mcp_config_find(c, name) : NULL;
     if (s)
         log_warn(log, "'%s' is still defined in '%s', which applies now", name, s->source);

@@ -61,18 +61,6 @@ static bool is_json_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* Only on the error path: "line L, column C" (1-based, column in bytes) of text[pos]. */
-static int syntax_error(struct err *e, const char *text, size_t pos, const char *what)
-{
-    size_t line = 1, start = 0;
-    for (size_t i = 0; i < pos; i++)
-        if (text[i] == '\n') {
-            line++;
-            start = i + 1;
-        }
-    return err_set(e, -EBADMSG, "line %zu, column %zu: %s", line, pos - start + 1, what);
-}
-
 static struct json_object *member(struct json_object *obj, const char *key)
 {
     struct json_object *v = NULL;
@@ -219,7 +207,7 @@ int jrpc_parse(const char *text, size_t len, size_t max_len, struct jrpc_msg *re
     /* json-c reads a NUL as the end of the input in places: never let it see one */
     const char *nul = memchr(text, 0, len);
     if (nul) {
-        r = syntax_error(e, text, (size_t)(nul - text), "NUL byte in the message");
+        r = json_error_at(e, text, len, (size_t)(nul - text), "NUL byte in the message");
         goto out;
     }
     size_t start = 0;
@@ -256,13 +244,13 @@ int jrpc_parse(const char *text, size_t len, size_t max_len, struct jrpc_msg *re
             what = buf;
         } else
             what = json_tokener_error_desc(jerr);
-        r = syntax_error(e, text, pos < len ? pos : len, what);
+        r = json_error_at(e, text, len, pos, what);
         goto out;
     }
     while (pos < len && is_json_space(text[pos]))
         pos++;
     if (pos < len) {
-        r = syntax_error(e, text, pos, "unexpected text after the JSON value");
+        r = json_error_at(e, text, len, pos, "unexpected text after the JSON value");
         goto out;
     }
 

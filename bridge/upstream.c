@@ -273,7 +273,7 @@ static int connect_err(int error)
     return e == -ECONNRESET ? -ENOTCONN : e;
 }
 
-/* ---- the configuration entry, copied ----------------------------------------------------- */
+/* ---- string vectors (env, headers) -------------------------------------------------------- */
 
 static void strv_free(char **v, bool secret)
 {
@@ -286,135 +286,6 @@ static void strv_free(char **v, bool secret)
             free(*p);
     }
     free(v);
-}
-
-static int strv_dup(char *const *v, char ***ret)
-{
-    size_t n = 0;
-    if (!v) {
-        *ret = NULL;
-        return 0;
-    }
-    while (v[n])
-        n++;
-    char **c = calloc(n + 1, sizeof(char *));
-    if (!c)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        c[i] = strdup(v[i]);
-        if (!c[i]) {
-            strv_free(c, true);
-            return -ENOMEM;
-        }
-    }
-    *ret = c;
-    return 0;
-}
-
-static void server_free(struct mcp_server *s)
-{
-    if (!s)
-        return;
-    free(s->name);
-    free(s->source);
-    free(s->command);
-    strv_free(s->args, false);
-    strv_free(s->env, true);
-    free(s->cwd);
-    secure_free(s->url);
-    strv_free(s->headers, true);
-    struct mcp_oauth *o = &s->oauth;
-    free(o->client_id);
-    secure_free(o->client_secret);
-    free(o->client_metadata_url);
-    free(o->scope);
-    free(o->redirect_uri);
-    free(o->grant);
-    free(o->private_key_file);
-    free(o->private_key_alg);
-    free(o->idp_issuer);
-    free(o->idp_token_endpoint);
-    free(o->idp_client_id);
-    secure_free(o->idp_client_secret);
-    secure_free(o->idp_id_token);
-    free(s->bearer_token_env);
-    free(s->headers_helper);
-    free(s->lifecycle);
-    strv_free(s->exclude_tools, false);
-    json_object_put(s->raw);
-    free(s->error);
-    strv_free(s->missing_vars, false);
-    free(s);
-}
-
-static int server_copy(const struct mcp_server *s, struct mcp_server **ret)
-{
-    struct mcp_server *c = calloc(1, sizeof(*c));
-    bool oom = false;
-    if (!c)
-        return -ENOMEM;
-#define DUP(f)                                                                                     \
-    do {                                                                                           \
-        if (s->f && !(c->f = strdup(s->f)))                                                        \
-            oom = true;                                                                            \
-    } while (0)
-#define DUPV(f)                                                                                    \
-    do {                                                                                           \
-        if (strv_dup(s->f, &c->f) < 0)                                                             \
-            oom = true;                                                                            \
-    } while (0)
-    DUP(name);
-    DUP(source);
-    DUP(command);
-    DUPV(args);
-    DUPV(env);
-    DUP(cwd);
-    DUP(url);
-    DUPV(headers);
-    DUP(oauth.client_id);
-    DUP(oauth.client_secret);
-    DUP(oauth.client_metadata_url);
-    DUP(oauth.scope);
-    DUP(oauth.redirect_uri);
-    DUP(oauth.grant);
-    DUP(oauth.private_key_file);
-    DUP(oauth.private_key_alg);
-    DUP(oauth.idp_issuer);
-    DUP(oauth.idp_token_endpoint);
-    DUP(oauth.idp_client_id);
-    DUP(oauth.idp_client_secret);
-    DUP(oauth.idp_id_token);
-    DUP(bearer_token_env);
-    DUP(headers_helper);
-    DUP(lifecycle);
-    DUPV(exclude_tools);
-    DUP(error);
-    DUPV(missing_vars);
-#undef DUP
-#undef DUPV
-    c->layer = s->layer;
-    c->transport = s->transport;
-    c->timeout_ms = s->timeout_ms;
-    c->auth = s->auth;
-    c->oauth.refresh_sends_scope = s->oauth.refresh_sends_scope;
-    c->oauth.omit_resource = s->oauth.omit_resource;
-    c->idle_timeout_ms = s->idle_timeout_ms;
-    c->raw = s->raw ? json_object_get(s->raw) : NULL;
-    /* the four vectors are never NULL */
-    if (!oom && !c->args && !(c->args = calloc(1, sizeof(char *))))
-        oom = true;
-    if (!oom && !c->env && !(c->env = calloc(1, sizeof(char *))))
-        oom = true;
-    if (!oom && !c->headers && !(c->headers = calloc(1, sizeof(char *))))
-        oom = true;
-    if (!oom && !c->exclude_tools && !(c->exclude_tools = calloc(1, sizeof(char *))))
-        oom = true;
-    if (oom || !c->name) {
-        server_free(c);
-        return -ENOMEM;
-    }
-    *ret = c;
-    return 0;
 }
 
 /* ---- the id map: chained buckets indexed by the low bits of the (sequential) id ---------- */
@@ -2002,7 +1873,7 @@ int upstream_new(const struct upstream_opts *opts, const struct upstream_handler
     if (!u->rng)
         u->rng = 1;
 
-    r = server_copy(s, &u->srv);
+    r = mcp_server_dup(s, &u->srv);
     if (r < 0)
         goto oom;
     u->offer_version = strdup(offer);
@@ -2113,7 +1984,7 @@ static void list_free(struct upstream_list *l);
 static void really_free(struct upstream *u)
 {
     free(u->map.b);
-    server_free(u->srv);
+    mcp_server_free(u->srv);
     json_object_put(u->client_caps);
     json_object_put(u->client_info);
     free(u->offer_version);

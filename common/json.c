@@ -21,24 +21,17 @@ static bool is_json_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* 1-based line and column (in bytes) of text[pos] */
-static void position(const char *text, size_t pos, size_t *line, size_t *col)
+int json_error_at(struct err *e, const char *text, size_t len, size_t pos, const char *what)
 {
-    size_t l = 1, start = 0;
+    size_t line = 1, start = 0;
+    if (pos > len)
+        pos = len;
     for (size_t i = 0; i < pos; i++)
         if (text[i] == '\n') {
-            l++;
+            line++;
             start = i + 1;
         }
-    *line = l;
-    *col = pos - start + 1;
-}
-
-static int syntax_error(struct err *e, const char *text, size_t pos, const char *what)
-{
-    size_t line, col;
-    position(text, pos, &line, &col);
-    return err_set(e, -EBADMSG, "line %zu, column %zu: %s", line, col, what);
+    return err_set(e, -EBADMSG, "line %zu, column %zu: %s", line, pos - start + 1, what);
 }
 
 int json_parse(const char *text, size_t len, size_t max_len, struct json_object **ret,
@@ -57,7 +50,7 @@ int json_parse(const char *text, size_t len, size_t max_len, struct json_object 
     /* json-c takes a NUL for the end of the input in places: never let it see one */
     const char *nul = memchr(text, 0, len);
     if (nul) {
-        r = syntax_error(e, text, (size_t)(nul - text), "NUL byte in the document");
+        r = json_error_at(e, text, len, (size_t)(nul - text), "NUL byte in the document");
         goto out;
     }
     size_t i = 0;
@@ -95,13 +88,13 @@ int json_parse(const char *text, size_t len, size_t max_len, struct json_object 
             (void)snprintf(what, sizeof(what), "nested more than %d levels deep", JSON_MAX_DEPTH);
         else
             (void)snprintf(what, sizeof(what), "%s", json_tokener_error_desc(jerr));
-        r = syntax_error(e, text, pos < len ? pos : len, what);
+        r = json_error_at(e, text, len, pos, what);
         goto out;
     }
     while (pos < len && is_json_space(text[pos]))
         pos++;
     if (pos < len) {
-        r = syntax_error(e, text, pos, "unexpected text after the JSON value");
+        r = json_error_at(e, text, len, pos, "unexpected text after the JSON value");
         goto out;
     }
     *ret = TAKE_PTR(obj);

@@ -26,6 +26,11 @@
 int json_parse(const char *text, size_t len, size_t max_len, struct json_object **ret,
                struct err *e) _must_check_;
 
+/* Sets e to the syntax error what at text[pos] and returns -EBADMSG: the message is
+ * "line L, column C: <what>", as json_parse() words its own (1-based, the column in bytes),
+ * for parsers that drive json-c themselves. A pos past len counts as len (the end). */
+int json_error_at(struct err *e, const char *text, size_t len, size_t pos, const char *what);
+
 enum json_read_flags {
     JSON_READ_SECRET = 1 << 0, /* the file holds secrets: refuse it when group/other can read */
 };

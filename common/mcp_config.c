@@ -966,7 +966,7 @@ static void oauth_release(struct mcp_oauth *oa)
     secure_free(oa->idp_id_token);
 }
 
-static void server_free(struct mcp_server *s)
+void mcp_server_free(struct mcp_server *s)
 {
     if (!s)
         return;
@@ -987,6 +987,103 @@ static void server_free(struct mcp_server *s)
     free(s->error);
     strv_free(s->missing_vars, false);
     free(s);
+}
+
+/* Copies v into *ret (NULL stays NULL). On -ENOMEM what was copied is wiped: v may be the env
+ * or headers of an entry. */
+static int strv_dup(char *const *v, char ***ret)
+{
+    size_t n = 0;
+    if (!v) {
+        *ret = NULL;
+        return 0;
+    }
+    while (v[n])
+        n++;
+    char **c = calloc(n + 1, sizeof(char *));
+    if (!c)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        c[i] = strdup(v[i]);
+        if (!c[i]) {
+            strv_free(c, true);
+            return -ENOMEM;
+        }
+    }
+    *ret = c;
+    return 0;
+}
+
+int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret)
+{
+    if (!s || !ret)
+        return -EINVAL;
+    struct mcp_server *c = calloc(1, sizeof(*c));
+    bool oom = false;
+    if (!c)
+        return -ENOMEM;
+#define DUP(f)                                                                                     \
+    do {                                                                                           \
+        if (s->f && !(c->f = strdup(s->f)))                                                        \
+            oom = true;                                                                            \
+    } while (0)
+#define DUPV(f)                                                                                    \
+    do {                                                                                           \
+        if (strv_dup(s->f, &c->f) < 0)                                                             \
+            oom = true;                                                                            \
+    } while (0)
+    DUP(name);
+    DUP(source);
+    DUP(command);
+    DUPV(args);
+    DUPV(env);
+    DUP(cwd);
+    DUP(url);
+    DUPV(headers);
+    DUP(oauth.client_id);
+    DUP(oauth.client_secret);
+    DUP(oauth.client_metadata_url);
+    DUP(oauth.scope);
+    DUP(oauth.redirect_uri);
+    DUP(oauth.grant);
+    DUP(oauth.private_key_file);
+    DUP(oauth.private_key_alg);
+    DUP(oauth.idp_issuer);
+    DUP(oauth.idp_token_endpoint);
+    DUP(oauth.idp_client_id);
+    DUP(oauth.idp_client_secret);
+    DUP(oauth.idp_id_token);
+    DUP(bearer_token_env);
+    DUP(headers_helper);
+    DUP(lifecycle);
+    DUPV(exclude_tools);
+    DUP(error);
+    DUPV(missing_vars);
+#undef DUP
+#undef DUPV
+    c->layer = s->layer;
+    c->transport = s->transport;
+    c->timeout_ms = s->timeout_ms;
+    c->auth = s->auth;
+    c->oauth.refresh_sends_scope = s->oauth.refresh_sends_scope;
+    c->oauth.omit_resource = s->oauth.omit_resource;
+    c->idle_timeout_ms = s->idle_timeout_ms;
+    c->raw = s->raw ? json_object_get(s->raw) : NULL;
+    /* the four vectors are never NULL, even when s was built by hand without them */
+    if (!oom && !c->args && !(c->args = calloc(1, sizeof(char *))))
+        oom = true;
+    if (!oom && !c->env && !(c->env = calloc(1, sizeof(char *))))
+        oom = true;
+    if (!oom && !c->headers && !(c->headers = calloc(1, sizeof(char *))))
+        oom = true;
+    if (!oom && !c->exclude_tools && !(c->exclude_tools = calloc(1, sizeof(char *))))
+        oom = true;
+    if (oom) {
+        mcp_server_free(c);
+        return -ENOMEM;
+    }
+    *ret = c;
+    return 0;
 }
 
 /* Builds one server. Invalid entries come back with error set; only ENOMEM fails. */
@@ -1032,7 +1129,7 @@ static int server_build(const char *name, struct json_object *entry, const char 
     *ret = TAKE_PTR(s);
     r = 0;
 out:
-    server_free(s);
+    mcp_server_free(s);
     return r;
 }
 
@@ -1457,7 +1554,7 @@ void mcp_config_free(struct mcp_config *c)
     if (!c)
         return;
     for (size_t i = 0; i < c->n_servers; i++)
-        server_free(c->servers[i]);
+        mcp_server_free(c->servers[i]);
     free(c->servers);
     for (size_t i = 0; i < c->n_diags; i++) {
         free(c->diags[i].source);

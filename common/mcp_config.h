@@ -152,6 +152,17 @@ int mcp_config_load_object(struct json_object *root, const char *source,
                            const struct mcp_config_opts *opts, struct mcp_config **ret,
                            struct err *e) _must_check_;
 
+/* Copies s deeply into *ret (raw is shared: a new reference is taken), so that it outlives the
+ * configuration it came from. A NULL vector among args, env, headers and exclude_tools becomes
+ * an empty one in the copy (an entry built by hand). -EINVAL for a NULL argument, -ENOMEM.
+ * Caller frees with mcp_server_free(). */
+int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret) _must_check_;
+
+/* Frees s and all it owns, wiping what may hold secrets (url, headers, env, client secrets).
+ * NULL is fine. Only for a server from mcp_server_dup(): an entry of a configuration is
+ * borrowed and goes with mcp_config_free(). */
+void mcp_server_free(struct mcp_server *s);
+
 /* Entries after layering, sorted by name. Borrowed. */
 size_t mcp_config_count(const struct mcp_config *c);
 const struct mcp_server *mcp_config_at(const struct mcp_config *c, size_t i);

@@ -13,6 +13,7 @@
 #include <microhttpd.h>
 
 #include "http_upstream.h"
+#include "httpd.h"
 #include "loop.h"
 #include "tests.h"
 
@@ -99,34 +100,6 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void rec(struct MHD_Connection *c, const char *name, char out[F])
-{
-    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-    snprintf(out, F, "%s", v ? v : "");
-}
-
-static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, const char *ctype,
-                             const char *sid, struct MHD_Response *r)
-{
-    if (!r)
-        return MHD_NO;
-    if (ctype)
-        (void)MHD_add_response_header(r, "Content-Type", ctype);
-    if (sid)
-        (void)MHD_add_response_header(r, "Mcp-Session-Id", sid);
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype,
-                             const char *body, const char *sid)
-{
-    return queue(
-        c, status, ctype, sid,
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY));
-}
-
 /* called with seen.mu held */
 static void legacy_push(const char *ev)
 {
@@ -140,17 +113,12 @@ static void legacy_push(const char *ev)
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    static const char ka[] = ": keep-alive\n\n";
     struct stream_ctx *s = cls;
     ssize_t ret = 0;
     (void)pos;
 
-    if (s->off < s->len) {
-        size_t n = s->len - s->off < max ? s->len - s->off : max;
-        memcpy(buf, s->head + s->off, n);
-        s->off += n;
-        return (ssize_t)n;
-    }
+    if (s->off < s->len)
+        return (ssize_t)httpd_copy_out(buf, max, s->head, s->len, &s->off);
     if (!s->legacy && !s->hold)
         return MHD_CONTENT_READER_END_OF_STREAM;
     pthread_mutex_lock(&seen.mu);
@@ -161,26 +129,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             break;
         }
         if (s->legacy && legacy.out_len) {
-            size_t n = legacy.out_len < max ? legacy.out_len : max;
-            memcpy(buf, legacy.out, n);
-            memmove(legacy.out, legacy.out + n, legacy.out_len - n);
-            legacy.out_len -= n;
-            ret = (ssize_t)n;
+            ret = (ssize_t)httpd_pop(buf, max, legacy.out, &legacy.out_len);
             break;
         }
-        struct timespec ts;
-        (void)clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        if (pthread_cond_timedwait(&cv, &seen.mu, &ts) != 0 && max >= sizeof(ka) - 1) {
-            /* idle: a comment, so that a client that left is noticed */
-            memcpy(buf, ka, sizeof(ka) - 1);
-            ret = (ssize_t)(sizeof(ka) - 1);
+        ret = httpd_idle(&cv, &seen.mu, buf, max);
+        if (ret > 0)
             break;
-        }
     }
     pthread_mutex_unlock(&seen.mu);
     return ret;
@@ -212,7 +166,7 @@ static enum MHD_Result reply_stream(struct MHD_Connection *c, const char *head, 
         stream_free(s);
         return MHD_NO;
     }
-    return queue(c, 200, "text/event-stream", NULL, r);
+    return httpd_queue(c, 200, "text/event-stream", NULL, r);
 }
 
 static const char tools_sse[] =
@@ -247,34 +201,34 @@ static enum MHD_Result post(struct MHD_Connection *c, const struct upload *u)
     pthread_mutex_lock(&seen.mu);
     enum MHD_Result ret;
     if (strcmp(name, "initialize") == 0) {
-        rec(c, "Mcp-Session-Id", seen.init_sid);
-        ret =
-            reply(c, 200, "application/json; charset=utf-8",
-                  "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-11-25\"}}",
-                  "abc");
+        httpd_header(c, "Mcp-Session-Id", seen.init_sid, F);
+        ret = httpd_reply(
+            c, 200, "application/json; charset=utf-8",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-11-25\"}}",
+            "abc");
     } else if (strcmp(name, "notifications/initialized") == 0) {
-        rec(c, "Mcp-Session-Id", seen.notif_sid);
-        rec(c, "MCP-Protocol-Version", seen.notif_proto);
-        ret = reply(c, 202, NULL, "", NULL);
+        httpd_header(c, "Mcp-Session-Id", seen.notif_sid, F);
+        httpd_header(c, "MCP-Protocol-Version", seen.notif_proto, F);
+        ret = httpd_reply(c, 202, NULL, "", NULL);
     } else if (strcmp(name, "tools/list") == 0) {
-        rec(c, "Mcp-Session-Id", seen.tools_sid);
-        rec(c, "MCP-Protocol-Version", seen.tools_proto);
-        rec(c, "Accept", seen.tools_accept);
-        rec(c, "Content-Type", seen.tools_ctype);
-        rec(c, "Authorization", seen.tools_auth);
-        ret = reply(c, 200, "Text/Event-Stream ; charset=utf-8", tools_sse, NULL);
+        httpd_header(c, "Mcp-Session-Id", seen.tools_sid, F);
+        httpd_header(c, "MCP-Protocol-Version", seen.tools_proto, F);
+        httpd_header(c, "Accept", seen.tools_accept, F);
+        httpd_header(c, "Content-Type", seen.tools_ctype, F);
+        httpd_header(c, "Authorization", seen.tools_auth, F);
+        ret = httpd_reply(c, 200, "Text/Event-Stream ; charset=utf-8", tools_sse, NULL);
     } else if (strcmp(name, "old/array") == 0) {
-        ret = reply(c, 200, "application/json",
-                    " [{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}},"
-                    "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}]",
-                    NULL);
+        ret = httpd_reply(c, 200, "application/json",
+                          " [{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}},"
+                          "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}]",
+                          NULL);
     } else if (strcmp(name, "bad/type") == 0) {
-        ret = reply(c, 200, "text/html", "<html></html>", NULL);
+        ret = httpd_reply(c, 200, "text/html", "<html></html>", NULL);
     } else if (strcmp(name, "stale") == 0) {
         const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
-        ret = reply(c, sid ? stale_status : 400, "text/plain", "no such session", NULL);
+        ret = httpd_reply(c, sid ? stale_status : 400, "text/plain", "no such session", NULL);
     } else {
-        ret = reply(c, 400, "text/plain", "bad", NULL);
+        ret = httpd_reply(c, 400, "text/plain", "bad", NULL);
     }
     pthread_mutex_unlock(&seen.mu);
     return ret;
@@ -285,17 +239,17 @@ static enum MHD_Result get(struct MHD_Connection *c)
     pthread_mutex_lock(&seen.mu);
     enum MHD_Result ret;
     seen.gets++;
-    rec(c, "Accept", seen.get_accept);
-    rec(c, "Mcp-Session-Id", seen.get_sid);
+    httpd_header(c, "Accept", seen.get_accept, F);
+    httpd_header(c, "Mcp-Session-Id", seen.get_sid, F);
     if (seen.gets == 1) {
-        rec(c, "Last-Event-ID", seen.get1_lei);
-        ret = reply(c, 200, "text/event-stream",
-                    "id: g1\nretry: 100\n"
-                    "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n",
-                    NULL);
+        httpd_header(c, "Last-Event-ID", seen.get1_lei, F);
+        ret = httpd_reply(c, 200, "text/event-stream",
+                          "id: g1\nretry: 100\n"
+                          "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n",
+                          NULL);
     } else {
-        rec(c, "Last-Event-ID", seen.get2_lei);
-        ret = reply(c, 405, "text/plain", "no stream", NULL);
+        httpd_header(c, "Last-Event-ID", seen.get2_lei, F);
+        ret = httpd_reply(c, 405, "text/plain", "no stream", NULL);
     }
     pthread_mutex_unlock(&seen.mu);
     return ret;
@@ -309,10 +263,10 @@ static enum MHD_Result poll_post(struct MHD_Connection *c, struct upload *u)
     parse_post(u, method, tool);
 
     if (strcmp(method, "initialize") == 0)
-        return reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
-                     "s-poll");
+        return httpd_reply(c, 200, "application/json",
+                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", "s-poll");
     if (strcmp(method, "tools/call") != 0)
-        return reply(c, 202, NULL, "", NULL);
+        return httpd_reply(c, 202, NULL, "", NULL);
     const char *body = NULL;
     if (strcmp(tool, "resume") == 0) { /* primed, closed: the answer comes after two resumptions */
         u->track = TRACK_P10;
@@ -328,9 +282,9 @@ static enum MHD_Result poll_post(struct MHD_Connection *c, struct upload *u)
     } else if (strcmp(tool, "late") == 0) { /* a retry beyond the hard timeout */
         body = "id: l1\nretry: 60000\ndata: \n\n";
     } else {
-        return reply(c, 400, "text/plain", "unknown tool", NULL);
+        return httpd_reply(c, 400, "text/plain", "unknown tool", NULL);
     }
-    return reply(c, 200, "text/event-stream", body, NULL);
+    return httpd_reply(c, 200, "text/event-stream", body, NULL);
 }
 
 static enum MHD_Result poll_get(struct MHD_Connection *c, struct upload *u)
@@ -342,15 +296,15 @@ static enum MHD_Result poll_get(struct MHD_Connection *c, struct upload *u)
     if (lei && strcmp(lei, "r1") == 0) {
         poll_.g1s++;
         poll_.g1_at = now_ms();
-        rec(c, "Accept", poll_.g1_accept);
-        rec(c, "Mcp-Session-Id", poll_.g1_sid);
-        rec(c, "MCP-Protocol-Version", poll_.g1_proto);
-        rec(c, "Authorization", poll_.g1_auth);
+        httpd_header(c, "Accept", poll_.g1_accept, F);
+        httpd_header(c, "Mcp-Session-Id", poll_.g1_sid, F);
+        httpd_header(c, "MCP-Protocol-Version", poll_.g1_proto, F);
+        httpd_header(c, "Authorization", poll_.g1_auth, F);
         u->track = TRACK_G1;
         /* an event with an id, but not the answer: to be resumed again */
-        ret = reply(c, 200, "text/event-stream",
-                    "id: r2\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n",
-                    NULL);
+        ret = httpd_reply(
+            c, 200, "text/event-stream",
+            "id: r2\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n", NULL);
     } else if (lei && strcmp(lei, "r2") == 0) {
         poll_.g2s++;
         poll_.g2_at = now_ms();
@@ -360,13 +314,13 @@ static enum MHD_Result poll_get(struct MHD_Connection *c, struct upload *u)
                            false, 0, true);
     } else if (lei && strcmp(lei, "x1") == 0) {
         poll_.x1s++;
-        ret =
-            reply(c, 200, "text/event-stream", ": nothing new\n", NULL); /* not even a blank line */
+        ret = httpd_reply(c, 200, "text/event-stream", ": nothing new\n",
+                          NULL); /* not even a blank line */
     } else if (lei) {
         poll_.stray++;
-        ret = reply(c, 200, "text/event-stream", "", NULL);
+        ret = httpd_reply(c, 200, "text/event-stream", "", NULL);
     } else {
-        ret = reply(c, 405, "text/plain", "no stream", NULL);
+        ret = httpd_reply(c, 405, "text/plain", "no stream", NULL);
     }
     pthread_mutex_unlock(&seen.mu);
     return ret;
@@ -382,8 +336,8 @@ static enum MHD_Result legacy_get(struct MHD_Connection *c)
     pthread_mutex_lock(&seen.mu);
     gen = legacy.gen;
     legacy.gets++;
-    rec(c, "Accept", legacy.get_accept);
-    rec(c, "Authorization", legacy.get_auth);
+    httpd_header(c, "Accept", legacy.get_accept, F);
+    httpd_header(c, "Authorization", legacy.get_auth, F);
     if (legacy.endpoint[0])
         snprintf(head, sizeof(head), "event: endpoint\ndata: %s\n\n", legacy.endpoint);
     pthread_mutex_unlock(&seen.mu);
@@ -400,28 +354,28 @@ static enum MHD_Result legacy_message(struct MHD_Connection *c, const char *url,
     parse_post(u, method, tool);
     pthread_mutex_lock(&seen.mu);
     legacy.messages++;
-    rec(c, "Authorization", legacy.post_auth);
+    httpd_header(c, "Authorization", legacy.post_auth, F);
     snprintf(legacy.post_path, F, "%s", url);
     snprintf(legacy.post_sid, F, "%s", sid ? sid : "");
     size_t n = strlen(legacy.methods);
     snprintf(legacy.methods + n, sizeof(legacy.methods) - n, "%s%s", n ? "," : "", method);
     if (strcmp(method, "initialize") == 0) {
         legacy_push("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n");
-        ret = reply(c, 202, "text/plain", "Accepted", NULL); /* not JSON: ignored */
+        ret = httpd_reply(c, 202, "text/plain", "Accepted", NULL); /* not JSON: ignored */
     } else if (strcmp(method, "tools/list") == 0) {
         legacy_push(
             "id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n");
         /* a body that would be delivered in the Streamable transport: must be ignored */
-        ret = reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":98,\"result\":{}}",
-                    NULL);
+        ret = httpd_reply(c, 200, "application/json",
+                          "{\"jsonrpc\":\"2.0\",\"id\":98,\"result\":{}}", NULL);
     } else if (strcmp(method, "fail") == 0) {
-        ret = reply(c, 500, "text/plain", "broken", NULL);
+        ret = httpd_reply(c, 500, "text/plain", "broken", NULL);
     } else if (strcmp(method, "end/stream") == 0) {
         legacy.end = true;
         pthread_cond_broadcast(&cv);
-        ret = reply(c, 202, "text/plain", "Accepted", NULL);
+        ret = httpd_reply(c, 202, "text/plain", "Accepted", NULL);
     } else {
-        ret = reply(c, 202, "text/plain", "Accepted", NULL);
+        ret = httpd_reply(c, 202, "text/plain", "Accepted", NULL);
     }
     pthread_mutex_unlock(&seen.mu);
     return ret;
@@ -436,12 +390,13 @@ static enum MHD_Result order_req(struct MHD_Connection *c, const char *url, cons
         pthread_mutex_lock(&seen.mu);
         order.gets++;
         order.get_at = now_ms();
-        rec(c, "Last-Event-ID", order.get_lei);
-        rec(c, "Mcp-Session-Id", order.get_sid);
+        httpd_header(c, "Last-Event-ID", order.get_lei, F);
+        httpd_header(c, "Mcp-Session-Id", order.get_sid, F);
         pthread_mutex_unlock(&seen.mu);
         if (resess) /* an id to resume from, then the end */
-            return reply(c, 200, "text/event-stream", "id: old-1\nretry: 60000\ndata: \n\n", NULL);
-        return reply(c, 405, NULL, "", NULL);
+            return httpd_reply(c, 200, "text/event-stream", "id: old-1\nretry: 60000\ndata: \n\n",
+                               NULL);
+        return httpd_reply(c, 405, NULL, "", NULL);
     }
     parse_post(u, name, tool);
     if (strcmp(name, "initialize") == 0) {
@@ -449,8 +404,9 @@ static enum MHD_Result order_req(struct MHD_Connection *c, const char *url, cons
         int n = ++order.inits;
         pthread_mutex_unlock(&seen.mu);
         /* /resess: the first session is "s1", the second has no id (a stateless server) */
-        return reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
-                     resess && n == 1 ? "s1" : resess ? NULL : "o1");
+        const char *sid = !resess ? "o1" : n == 1 ? "s1" : NULL;
+        return httpd_reply(c, 200, "application/json",
+                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", sid);
     }
     if (strcmp(name, "notifications/initialized") == 0) {
         if (!resess) {
@@ -460,14 +416,14 @@ static enum MHD_Result order_req(struct MHD_Connection *c, const char *url, cons
         pthread_mutex_lock(&seen.mu);
         order.notif_answered = now_ms();
         pthread_mutex_unlock(&seen.mu);
-        return reply(c, 202, NULL, "", NULL);
+        return httpd_reply(c, 202, NULL, "", NULL);
     }
     pthread_mutex_lock(&seen.mu);
     order.call_at = now_ms();
-    rec(c, "Mcp-Session-Id", order.call_sid);
+    httpd_header(c, "Mcp-Session-Id", order.call_sid, F);
     pthread_mutex_unlock(&seen.mu);
-    return reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}",
-                 NULL);
+    return httpd_reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}",
+                       NULL);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -490,23 +446,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         *con_cls = u;
         return MHD_YES;
     }
-    if (*upload_data_size) {
-        char *n = realloc(u->data, u->len + *upload_data_size + 1);
-        if (!n)
-            return MHD_NO;
-        memcpy(n + u->len, upload_data, *upload_data_size);
-        u->data = n;
-        u->len += *upload_data_size;
-        u->data[u->len] = 0;
-        *upload_data_size = 0;
-        return MHD_YES;
-    }
+    if (*upload_data_size)
+        return httpd_upload_append(&u->data, &u->len, upload_data, upload_data_size) ? MHD_YES
+                                                                                     : MHD_NO;
     if (strcmp(url, "/poll") == 0) {
         if (strcmp(method, "POST") == 0)
             return poll_post(conn, u);
         if (strcmp(method, "GET") == 0)
             return poll_get(conn, u);
-        return reply(conn, 405, NULL, "", NULL);
+        return httpd_reply(conn, 405, NULL, "", NULL);
     }
     if (strcmp(url, "/order") == 0 || strcmp(url, "/resess") == 0)
         return order_req(conn, url, method, u);
@@ -519,7 +467,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         legacy.sse_posts++;
         unsigned status = legacy.init_status;
         pthread_mutex_unlock(&seen.mu);
-        return reply(conn, status, "text/plain", "use the SSE transport", NULL);
+        return httpd_reply(conn, status, "text/plain", "use the SSE transport", NULL);
     }
     if (strcmp(method, "POST") == 0)
         return post(conn, u);
@@ -528,12 +476,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     if (strcmp(method, "DELETE") == 0) {
         pthread_mutex_lock(&seen.mu);
         seen.deletes++;
-        rec(conn, "Mcp-Session-Id", seen.del_sid);
+        httpd_header(conn, "Mcp-Session-Id", seen.del_sid, F);
         pthread_mutex_unlock(&seen.mu);
         /* as a server without DELETE answers it: 404 and a page, which is fine */
-        return reply(conn, 404, "text/html", "<html>Cannot DELETE /mcp</html>", NULL);
+        return httpd_reply(conn, 404, "text/html", "<html>Cannot DELETE /mcp</html>", NULL);
     }
-    return reply(conn, 405, NULL, "", NULL);
+    return httpd_reply(conn, 405, NULL, "", NULL);
 }
 
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -559,26 +507,6 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         free(u);
         *con_cls = NULL;
     }
-}
-
-static void server_start(void)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    daemon_ =
-        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
-                         NULL, handler, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
-    if (!daemon_) {
-        fprintf(stderr, "cannot start the test HTTP server\n");
-        exit(2);
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
-    if (!info || !info->port) {
-        fprintf(stderr, "cannot read the test HTTP server's port\n");
-        exit(2);
-    }
-    port = info->port;
 }
 
 /* ---- the client side ----------------------------------------------------------------------- */
@@ -1410,7 +1338,7 @@ static void test_order_and_sessions(void)
 
 static void test_all(void)
 {
-    server_start();
+    daemon_ = httpd_start(handler, completed, &port);
     run_session(404);
     run_session(400);
     test_free_in_callback();

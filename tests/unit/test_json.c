@@ -122,6 +122,29 @@ static void test_syntax_error_position(void)
     check_bad("[\"\xff\"]", 5, "line 1, column");
 }
 
+/* The position helper other parsers share: lines and columns counted up to pos, a pos past
+ * the end taken as the end, and only the first len bytes looked at. */
+static void test_error_at(void)
+{
+    struct err e = ERR_INIT;
+    const char *t = "ab\ncd\n\nxyz";
+    CHECK_INT(json_error_at(&e, t, strlen(t), 0, "first"), -EBADMSG);
+    CHECK_STR(e.msg, "line 1, column 1: first");
+    CHECK_INT(e.code, -EBADMSG);
+    CHECK_INT(json_error_at(&e, t, strlen(t), 2, "the newline itself"), -EBADMSG);
+    CHECK_STR(e.msg, "line 1, column 3: the newline itself");
+    CHECK_INT(json_error_at(&e, t, strlen(t), 3, "after it"), -EBADMSG);
+    CHECK_STR(e.msg, "line 2, column 1: after it");
+    CHECK_INT(json_error_at(&e, t, strlen(t), 8, "y"), -EBADMSG);
+    CHECK_STR(e.msg, "line 4, column 2: y");
+    CHECK_INT(json_error_at(&e, t, strlen(t), strlen(t), "end"), -EBADMSG);
+    CHECK_STR(e.msg, "line 4, column 4: end");
+    /* past len: the end of the first 4 bytes, never a byte beyond them */
+    CHECK_INT(json_error_at(&e, t, 4, 100, "clamped"), -EBADMSG);
+    CHECK_STR(e.msg, "line 2, column 2: clamped");
+    CHECK_INT(json_error_at(NULL, t, strlen(t), 1, "no err"), -EBADMSG);
+}
+
 static void test_trailing_garbage(void)
 {
     check_bad("{} x", 4, "line 1, column 4: unexpected text after the JSON value");
@@ -249,5 +272,5 @@ static void test_write_read_back(void)
     json_object_put(o);
 }
 
-TESTS_MAIN(test_valid, test_syntax_error_position, test_trailing_garbage, test_depth,
+TESTS_MAIN(test_valid, test_syntax_error_position, test_error_at, test_trailing_garbage, test_depth,
            test_bounds_and_bytes, test_read_file, test_write_read_back)

@@ -1116,7 +1116,132 @@ static void test_load_object(void)
     CHECK(c == NULL);
 }
 
+/* A copy is deep (it outlives its configuration: ASan sees any shared string), equal field by
+ * field, and vectors missing from a hand-built entry come back empty. */
+static void test_server_dup(void)
+{
+    struct err e = ERR_INIT;
+    struct mcp_config *c = NULL;
+    struct mcp_server *h = NULL, *st = NULL, *bad = NULL, *o = NULL;
+    setup("dup");
+    struct json_object *root = json_tokener_parse(
+        "{\"mcpServers\": {"
+        "\"h\": {\"url\": \"https://h.example/mcp\", \"timeout\": 1500, \"idleTimeout\": 60000,"
+        "  \"headers\": {\"X-Key\": \"${TOK}\", \"Accept-Language\": \"fr\"},"
+        "  \"lifecycle\": \"eager\", \"excludeTools\": [\"a\", \"b\"],"
+        "  \"headersHelper\": \"get-headers\", \"bearerTokenEnv\": \"TOK\", \"future\": 1},"
+        "\"s\": {\"command\": \"node\", \"args\": [\"server.js\", \"-v\"], \"cwd\": \"/tmp\","
+        "  \"env\": {\"A\": \"1\", \"B\": \"${TOK}\"}},"
+        "\"bad\": {\"url\": \"https://${NOPE}/\"},"
+        "\"o\": {\"url\": \"https://o.example\", \"oauth\": {\"clientId\": \"cid\","
+        "  \"clientSecret\": \"${SEC}\", \"clientMetadataUrl\": \"https://c.example/m.json\","
+        "  \"scope\": \"read\", \"redirectUri\": \"http://127.0.0.1:8765/callback\","
+        "  \"grant\": \"jwt-bearer\", \"privateKeyFile\": \"/k.pem\", \"privateKeyAlg\": \"ES256\","
+        "  \"refreshScope\": true, \"sendResource\": false,"
+        "  \"idp\": {\"issuer\": \"https://idp.example\","
+        "    \"tokenEndpoint\": \"https://idp.example/t\","
+        "    \"clientId\": \"icid\", \"clientSecret\": \"${ISEC}\", \"idToken\": \"${IDT}\"}}}"
+        "}}");
+    CHECK(root != NULL);
+    static const char *const kv[] = {"TOK", "t0k", NULL};
+    struct table t = {kv, 0};
+    struct mcp_config_opts opts = {.lookup = table_lookup, .lookup_userdata = &t};
+    CHECK_INT(mcp_config_load_object(root, "command line", &opts, &c, &e), 0);
+    json_object_put(root);
+    if (!c)
+        return;
+    CHECK_INT(mcp_server_dup(mcp_config_find(c, "h"), &h), 0);
+    CHECK_INT(mcp_server_dup(mcp_config_find(c, "s"), &st), 0);
+    CHECK_INT(mcp_server_dup(mcp_config_find(c, "bad"), &bad), 0);
+    CHECK_INT(mcp_server_dup(mcp_config_find(c, "o"), &o), 0);
+    const struct mcp_server *ch = mcp_config_find(c, "h");
+    CHECK(h && ch && h->name != ch->name && h->headers != ch->headers &&
+          h->headers[0] != ch->headers[0] && h->raw == ch->raw);
+    mcp_config_free(c); /* the copies stand alone */
+    if (h) {
+        CHECK_STR(h->name, "h");
+        CHECK_STR(h->source, "command line");
+        CHECK_INT(h->layer, MCP_LAYER_USER);
+        CHECK_INT(h->transport, MCP_TRANSPORT_HTTP);
+        CHECK_STR(h->url, "https://h.example/mcp");
+        CHECK_INT(vlen(h->headers), 2);
+        CHECK_STR(h->headers[0], "X-Key: ${TOK}");
+        CHECK_STR(h->headers[1], "Accept-Language: fr");
+        CHECK_INT(h->timeout_ms, 1500);
+        CHECK_INT(h->idle_timeout_ms, 60000);
+        CHECK_STR(h->lifecycle, "eager");
+        CHECK_STR(h->headers_helper, "get-headers");
+        CHECK_INT(h->auth, MCP_AUTH_BEARER);
+        CHECK_STR(h->bearer_token_env, "TOK");
+        CHECK_INT(vlen(h->exclude_tools), 2);
+        CHECK_STR(h->exclude_tools[1], "b");
+        CHECK(h->raw && json_object_object_get_ex(h->raw, "future", NULL));
+        CHECK(!h->command && !h->cwd && h->args && !h->args[0] && h->env && !h->env[0]);
+        CHECK(!h->error && !h->missing_vars);
+    }
+    if (st) {
+        CHECK_INT(st->transport, MCP_TRANSPORT_STDIO);
+        CHECK_STR(st->command, "node");
+        CHECK_INT(vlen(st->args), 2);
+        CHECK_STR(st->args[1], "-v");
+        CHECK_INT(vlen(st->env), 2);
+        CHECK_STR(st->env[1], "B=${TOK}");
+        CHECK_STR(st->cwd, "/tmp");
+        CHECK(!st->url && st->headers && !st->headers[0]);
+    }
+    if (bad) {
+        CHECK_CONTAINS(bad->error, "variable 'NOPE' is not set");
+        CHECK(bad->missing_vars && vlen(bad->missing_vars) == 1);
+        if (bad->missing_vars)
+            CHECK_STR(bad->missing_vars[0], "NOPE");
+    }
+    if (o) {
+        CHECK(!o->error);
+        CHECK_INT(o->auth, MCP_AUTH_OAUTH);
+        CHECK_STR(o->oauth.client_id, "cid");
+        CHECK_STR(o->oauth.client_secret, "${SEC}");
+        CHECK_STR(o->oauth.client_metadata_url, "https://c.example/m.json");
+        CHECK_STR(o->oauth.scope, "read");
+        CHECK_STR(o->oauth.redirect_uri, "http://127.0.0.1:8765/callback");
+        CHECK_STR(o->oauth.grant, "jwt-bearer");
+        CHECK_STR(o->oauth.private_key_file, "/k.pem");
+        CHECK_STR(o->oauth.private_key_alg, "ES256");
+        CHECK(o->oauth.refresh_sends_scope && o->oauth.omit_resource);
+        CHECK_STR(o->oauth.idp_issuer, "https://idp.example");
+        CHECK_STR(o->oauth.idp_token_endpoint, "https://idp.example/t");
+        CHECK_STR(o->oauth.idp_client_id, "icid");
+        CHECK_STR(o->oauth.idp_client_secret, "${ISEC}");
+        CHECK_STR(o->oauth.idp_id_token, "${IDT}");
+    }
+    mcp_server_free(h);
+    mcp_server_free(st);
+    mcp_server_free(bad);
+    mcp_server_free(o);
+
+    /* built by hand: the vectors it lacks are empty in the copy, never NULL */
+    char name[] = "hand", cmd[] = "x", a0[] = "--x";
+    char *args[] = {a0, NULL};
+    struct mcp_server by_hand = {.name = name, .command = cmd, .args = args};
+    struct mcp_server *cp = NULL;
+    CHECK_INT(mcp_server_dup(&by_hand, &cp), 0);
+    CHECK(cp && cp->name != name && cp->args != args && cp->args[0] != a0);
+    if (cp) {
+        CHECK_STR(cp->name, "hand");
+        CHECK_STR(cp->args[0], "--x");
+        CHECK(!cp->args[1] && cp->env && !cp->env[0] && cp->headers && !cp->headers[0] &&
+              cp->exclude_tools && !cp->exclude_tools[0]);
+        CHECK(!cp->missing_vars && !cp->raw && !cp->source && !cp->url);
+    }
+    mcp_server_free(cp);
+
+    struct mcp_server *none = &by_hand;
+    CHECK_INT(mcp_server_dup(NULL, &none), -EINVAL);
+    CHECK(none == &by_hand); /* untouched on failure */
+    CHECK_INT(mcp_server_dup(&by_hand, NULL), -EINVAL);
+    mcp_server_free(NULL);
+}
+
 TESTS_MAIN(test_layering, test_files_absent, test_xdg, test_root_keys, test_config_override,
            test_malformed, test_rejections, test_names, test_fields_and_types, test_oauth,
            test_expansion, test_many_missing, test_mcp_expand, test_lookup_callback,
-           test_tool_prefix, test_sorted, test_load_object)
+           test_tool_prefix, test_sorted, test_load_object, test_server_dup)

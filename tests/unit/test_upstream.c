@@ -29,6 +29,7 @@
 #include <json-c/json.h>
 #include <microhttpd.h>
 
+#include "httpd.h"
 #include "json.h"
 #include "log.h"
 #include "loop.h"
@@ -1025,7 +1026,9 @@ static void test_progress(void)
     /* 4 progress notifications 100 ms apart, answer at 450 ms: past the 250 ms timeout, but
      * each progress re-arms it */
     struct res p;
-    int64_t t0 = now_mono_ms();
+    /* from the loop's clock, as the call's timers are: now_mono_ms() here can be a few ms
+     * later than the loop_now() the call starts from, and the bounds below would race */
+    int64_t t0 = loop_now(r.loop);
     call_tool(u, "progress", "{\"count\":4,\"every\":100}", "tok-1", 250, &p);
     CHECK(wait_res(r.loop, &p, 5000));
     CHECK_INT(p.error, 0);
@@ -1038,7 +1041,7 @@ static void test_progress(void)
 
     /* endless progress: the hard maximum is 10 x the timeout */
     struct res f;
-    t0 = now_mono_ms();
+    t0 = loop_now(r.loop);
     call_tool(u, "progress_forever", "{\"every\":30}", "tok-2", 100, &f);
     CHECK(wait_res(r.loop, &f, 5000));
     CHECK_INT(f.error, -ETIMEDOUT);
@@ -1558,28 +1561,6 @@ struct upload {
     size_t len;
 };
 
-static void hrec(struct MHD_Connection *c, const char *name, char out[F])
-{
-    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-    snprintf(out, F, "%s", v ? v : "");
-}
-
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype,
-                             const char *body, const char *sid)
-{
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    if (ctype)
-        (void)MHD_add_response_header(r, "Content-Type", ctype);
-    if (sid)
-        (void)MHD_add_response_header(r, "Mcp-Session-Id", sid);
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
 /* the legacy 2024-11-05 server at /legacy/sse: the GET stream carries the endpoint event and
  * every answer; a POST to the SSE URL gets 405 (so the client falls back by itself) */
 struct lserver {
@@ -1611,16 +1592,11 @@ static void ls_push(const char *data)
 
 static ssize_t ls_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    static const char ka[] = ": keep-alive\n\n";
     struct lstream *st = cls;
     ssize_t ret = 0;
     (void)pos;
-    if (st->off < st->len) {
-        size_t n = st->len - st->off < max ? st->len - st->off : max;
-        memcpy(buf, st->head + st->off, n);
-        st->off += n;
-        return (ssize_t)n;
-    }
+    if (st->off < st->len)
+        return (ssize_t)httpd_copy_out(buf, max, st->head, st->len, &st->off);
     pthread_mutex_lock(&hs.mu);
     for (;;) {
         if (ls.stopping || st->gen != ls.gen || (ls.end && !ls.out_len)) {
@@ -1628,25 +1604,12 @@ static ssize_t ls_read(void *cls, uint64_t pos, char *buf, size_t max)
             break;
         }
         if (ls.out_len) {
-            size_t n = ls.out_len < max ? ls.out_len : max;
-            memcpy(buf, ls.out, n);
-            memmove(ls.out, ls.out + n, ls.out_len - n);
-            ls.out_len -= n;
-            ret = (ssize_t)n;
+            ret = (ssize_t)httpd_pop(buf, max, ls.out, &ls.out_len);
             break;
         }
-        struct timespec ts;
-        (void)clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        if (pthread_cond_timedwait(&ls.cv, &hs.mu, &ts) != 0 && max >= sizeof(ka) - 1) {
-            memcpy(buf, ka, sizeof(ka) - 1); /* so that a client that left is noticed */
-            ret = (ssize_t)(sizeof(ka) - 1);
+        ret = httpd_idle(&ls.cv, &hs.mu, buf, max);
+        if (ret > 0)
             break;
-        }
     }
     pthread_mutex_unlock(&hs.mu);
     return ret;
@@ -1672,10 +1635,7 @@ static enum MHD_Result ls_get(struct MHD_Connection *c)
         free(st);
         return MHD_NO;
     }
-    (void)MHD_add_response_header(r, "Content-Type", "text/event-stream");
-    enum MHD_Result ret = MHD_queue_response(c, 200, r);
-    MHD_destroy_response(r);
-    return ret;
+    return httpd_queue(c, 200, "text/event-stream", NULL, r);
 }
 
 static enum MHD_Result ls_message(struct MHD_Connection *c, const struct upload *up)
@@ -1704,7 +1664,7 @@ static enum MHD_Result ls_message(struct MHD_Connection *c, const struct upload 
     }
     pthread_mutex_unlock(&hs.mu);
     json_object_put(o);
-    return reply(c, 202, "text/plain", "Accepted", NULL);
+    return httpd_reply(c, 202, "text/plain", "Accepted", NULL);
 }
 
 static enum MHD_Result post(struct MHD_Connection *c, const char *url, const struct upload *up)
@@ -1719,13 +1679,13 @@ static enum MHD_Result post(struct MHD_Connection *c, const char *url, const str
 
     pthread_mutex_lock(&hs.mu);
     if (!method) {
-        ret = reply(c, 202, NULL, "", NULL);
+        ret = httpd_reply(c, 202, NULL, "", NULL);
     } else if (strcmp(method, "initialize") == 0) {
         hs.inits++;
-        hrec(c, "Authorization", hs.auth);
-        hrec(c, "X-Test", hs.x_test);
+        httpd_header(c, "Authorization", hs.auth, F);
+        httpd_header(c, "X-Test", hs.x_test, F);
         if (strcmp(url, "/auth") == 0 && strcmp(hs.x_test, "forced") != 0) {
-            ret = reply(c, 401, "text/plain", "who are you", NULL);
+            ret = httpd_reply(c, 401, "text/plain", "who are you", NULL);
         } else {
             char nsid[32];
             snprintf(nsid, sizeof(nsid), "s%d", ++hs.sid_counter);
@@ -1735,13 +1695,13 @@ static enum MHD_Result post(struct MHD_Connection *c, const char *url, const str
                      "\"2025-11-25\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":"
                      "\"http\"}}}",
                      json_object_to_json_string(id));
-            ret = reply(c, 200, "application/json", body, nsid);
+            ret = httpd_reply(c, 200, "application/json", body, nsid);
         }
     } else if (!id) {
-        ret = reply(c, 202, NULL, "", NULL);
+        ret = httpd_reply(c, 202, NULL, "", NULL);
     } else if (!sid || strcmp(sid, hs.valid) != 0) {
         hs.stale++;
-        ret = reply(c, sid ? 404 : 400, "text/plain", "no such session", NULL);
+        ret = httpd_reply(c, sid ? 404 : 400, "text/plain", "no such session", NULL);
     } else if (strcmp(method, "tools/call") == 0) {
         const char *name = json_get_string(json_get_object(o, "params"), "name");
         size_t n = strlen(hs.call_ids);
@@ -1749,13 +1709,13 @@ static enum MHD_Result post(struct MHD_Connection *c, const char *url, const str
         hs.calls++;
         if (name && strcmp(name, "always404") == 0) {
             hs.stale++;
-            ret = reply(c, 404, "text/plain", "no such session", NULL);
+            ret = httpd_reply(c, 404, "text/plain", "no such session", NULL);
         } else {
             snprintf(body, sizeof(body),
                      "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\","
                      "\"text\":\"%s\"}]}}",
                      json_object_to_json_string(id), name ? name : "");
-            ret = reply(c, 200, "application/json", body, NULL);
+            ret = httpd_reply(c, 200, "application/json", body, NULL);
             if (name && strcmp(name, "forget") == 0)
                 hs.valid[0] = 0; /* the server restarted: sessions gone */
         }
@@ -1763,7 +1723,7 @@ static enum MHD_Result post(struct MHD_Connection *c, const char *url, const str
         snprintf(body, sizeof(body),
                  "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32601,\"message\":\"no\"}}",
                  json_object_to_json_string(id));
-        ret = reply(c, 200, "application/json", body, NULL);
+        ret = httpd_reply(c, 200, "application/json", body, NULL);
     }
     pthread_mutex_unlock(&hs.mu);
     json_object_put(o);
@@ -1784,24 +1744,16 @@ static enum MHD_Result hhandler(void *cls, struct MHD_Connection *conn, const ch
         *con_cls = up;
         return MHD_YES;
     }
-    if (*upload_data_size) {
-        char *n = realloc(up->data, up->len + *upload_data_size + 1);
-        if (!n)
-            return MHD_NO;
-        memcpy(n + up->len, upload_data, *upload_data_size);
-        up->data = n;
-        up->len += *upload_data_size;
-        up->data[up->len] = 0;
-        *upload_data_size = 0;
-        return MHD_YES;
-    }
+    if (*upload_data_size)
+        return httpd_upload_append(&up->data, &up->len, upload_data, upload_data_size) ? MHD_YES
+                                                                                       : MHD_NO;
     if (strcmp(url, "/legacy/sse") == 0) {
         if (strcmp(method, "GET") == 0)
             return ls_get(conn);
         pthread_mutex_lock(&hs.mu);
         ls.fallback_posts++;
         pthread_mutex_unlock(&hs.mu);
-        return reply(conn, 405, "text/plain", "use the SSE transport", NULL);
+        return httpd_reply(conn, 405, "text/plain", "use the SSE transport", NULL);
     }
     if (strcmp(url, "/legacy/messages") == 0 && strcmp(method, "POST") == 0)
         return ls_message(conn, up);
@@ -1818,17 +1770,17 @@ static enum MHD_Result hhandler(void *cls, struct MHD_Connection *conn, const ch
         }
         pthread_mutex_unlock(&hs.mu);
         if (stale)
-            return reply(conn, 404, "text/plain", "no such session", NULL);
-        return reply(conn, 405, "text/plain", "no stream", NULL);
+            return httpd_reply(conn, 404, "text/plain", "no such session", NULL);
+        return httpd_reply(conn, 405, "text/plain", "no stream", NULL);
     }
     if (strcmp(method, "DELETE") == 0) {
         pthread_mutex_lock(&hs.mu);
         hs.deletes++;
-        hrec(conn, "Mcp-Session-Id", hs.del_sid);
+        httpd_header(conn, "Mcp-Session-Id", hs.del_sid, F);
         pthread_mutex_unlock(&hs.mu);
-        return reply(conn, 200, NULL, "", NULL);
+        return httpd_reply(conn, 200, NULL, "", NULL);
     }
-    return reply(conn, 405, NULL, "", NULL);
+    return httpd_reply(conn, 405, NULL, "", NULL);
 }
 
 static void hcompleted(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -1841,26 +1793,6 @@ static void hcompleted(void *cls, struct MHD_Connection *conn, void **con_cls,
         free(up);
         *con_cls = NULL;
     }
-}
-
-static void http_server_start(void)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    daemon_ =
-        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
-                         NULL, hhandler, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                         MHD_OPTION_NOTIFY_COMPLETED, hcompleted, NULL, MHD_OPTION_END);
-    if (!daemon_) {
-        fprintf(stderr, "cannot start the test HTTP server\n");
-        exit(2);
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
-    if (!info || !info->port) {
-        fprintf(stderr, "cannot read the test HTTP server's port\n");
-        exit(2);
-    }
-    port = info->port;
 }
 
 static int hs_int(const int *field)
@@ -2133,7 +2065,7 @@ static void test_http_get_stale(void)
 static void test_http(void)
 {
     test_http_refused();
-    http_server_start();
+    daemon_ = httpd_start(hhandler, hcompleted, &port);
     test_http_session();
     test_http_headers_hook();
     test_http_get_stale();
