@@ -1405,7 +1405,7 @@ static const char add_help[] =
     "  --arg A            one argument for CMD (repeat for each)\n"
     "  --env K=V          an environment variable for CMD; V may use ${VAR}\n"
     "  --cwd DIR          the directory CMD runs in\n"
-    "  --timeout D        how long to wait for the server (e.g. 30s; default 15s)\n"
+    "  --timeout D        the request timeout for this server (e.g. 30s; default 60s)\n"
     "  --scope S          user: ~/.pi/agent/mcp.json, or the --config file (default)\n"
     "                     project: .mcp.json in the working directory\n"
     "  --force            replace an entry of the same name in that file\n"
