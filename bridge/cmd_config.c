@@ -974,7 +974,7 @@ static int parse_header_opt(struct log *log, const char *s, struct strv *out)
     if (asprintf(&h, "%.*s: %s", (int)n, s, v) < 0)
         return -ENOMEM;
     int r = strv_add(out, h);
-    free(h);
+    secure_free(h); /* a header value may be a credential typed in clear */
     return r;
 }
 
