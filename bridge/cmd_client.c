@@ -94,19 +94,6 @@ struct client {
     int status;
 };
 
-static const char *transport_name(enum mcp_transport t)
-{
-    switch (t) {
-    case MCP_TRANSPORT_STDIO:
-        return "stdio";
-    case MCP_TRANSPORT_HTTP:
-        return "http";
-    case MCP_TRANSPORT_SSE:
-        return "sse";
-    }
-    return "?";
-}
-
 static void on_guard(struct loop_timer *t, void *userdata)
 {
     struct client *c = userdata;
@@ -169,7 +156,7 @@ static int print_test_json(struct client *c, struct json_object *tools)
     struct json_object *info = upstream_server_info(c->u);
     if (json_object_object_add(o, "server", json_object_new_string(c->server->name)) < 0 ||
         json_object_object_add(o, "transport",
-                               json_object_new_string(transport_name(c->server->transport))) < 0 ||
+                               json_object_new_string(mcp_transport_name(c->server->transport))) < 0 ||
         json_object_object_add(o, "protocolVersion", pv ? json_object_new_string(pv) : NULL) < 0 ||
         json_object_object_add(o, "serverInfo", json_object_get(info)) < 0)
         goto out;
@@ -193,7 +180,7 @@ static void print_test_text(struct client *c, struct json_object *tools)
     const char *pv = upstream_protocol_version(c->u);
     size_t n = json_object_array_length(tools), width = 0;
     printf("'%s': connected over %s (protocol %s%s%s%s%s)\n", c->server->name,
-           transport_name(c->server->transport), pv ? pv : "?", sname ? ", server " : "",
+           mcp_transport_name(c->server->transport), pv ? pv : "?", sname ? ", server " : "",
            sname ? sname : "", sver ? " " : "", sver ? sver : "");
     for (size_t i = 0; i < n; i++) {
         const char *name = json_get_string(json_object_array_get_idx(tools, i), "name");

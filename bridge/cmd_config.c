@@ -111,19 +111,6 @@ static const char *layer_word(enum mcp_layer l)
     return "unknown";
 }
 
-static const char *transport_word(enum mcp_transport t)
-{
-    switch (t) {
-    case MCP_TRANSPORT_STDIO:
-        return "stdio";
-    case MCP_TRANSPORT_HTTP:
-        return "http";
-    case MCP_TRANSPORT_SSE:
-        return "sse";
-    }
-    return "unknown";
-}
-
 /* Appends s quoted for a POSIX shell when it needs quoting, so a command line reads back as
  * the words it is made of. */
 static int shell_quote(struct buf *b, const char *s)
@@ -146,7 +133,7 @@ static int shell_quote(struct buf *b, const char *s)
 static const char *view_transport(const struct mcp_server *s)
 {
     if (!s->error)
-        return transport_word(s->transport);
+        return mcp_transport_name(s->transport);
     const char *t = json_get_string(s->raw, "type");
     if (t && (strcmp(t, "stdio") == 0 || strcmp(t, "sse") == 0))
         return strcmp(t, "sse") == 0 ? "sse" : "stdio";
@@ -1598,7 +1585,7 @@ int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log
     if (a.type_flag >= 0 && ((a.type_flag == MCP_TRANSPORT_STDIO && http_opts) ||
                              (a.type_flag != MCP_TRANSPORT_STDIO && stdio_opts))) {
         status = usage_error(log, "add", "--type %s does not go with %s",
-                             transport_word((enum mcp_transport)a.type_flag),
+                             mcp_transport_name((enum mcp_transport)a.type_flag),
                              http_opts ? "--url" : "--command");
         goto out;
     }

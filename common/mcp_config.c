@@ -1622,3 +1622,16 @@ const char *mcp_config_file_at(const struct mcp_config *c, size_t i, bool *ret_e
         *ret_exists = c->files[i].exists;
     return c->files[i].path;
 }
+
+const char *mcp_transport_name(enum mcp_transport t)
+{
+    switch (t) {
+    case MCP_TRANSPORT_STDIO:
+        return "stdio";
+    case MCP_TRANSPORT_HTTP:
+        return "http";
+    case MCP_TRANSPORT_SSE:
+        return "sse";
+    }
+    return "unknown";
+}

@@ -38,6 +38,9 @@ enum mcp_transport {
     MCP_TRANSPORT_SSE,  /* "type": "sse": the 2024-11-05 HTTP+SSE transport */
 };
 
+/* The transport's name as "type" spells it in an entry: "stdio", "http", "sse". */
+const char *mcp_transport_name(enum mcp_transport t);
+
 enum mcp_auth_mode {
     MCP_AUTH_NONE,   /* nothing configured */
     MCP_AUTH_OAUTH,  /* "auth": "oauth", or an "oauth" object */

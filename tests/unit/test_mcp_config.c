@@ -1118,6 +1118,14 @@ static void test_load_object(void)
 
 /* A copy is deep (it outlives its configuration: ASan sees any shared string), equal field by
  * field, and vectors missing from a hand-built entry come back empty. */
+static void test_transport_name(void)
+{
+    CHECK_STR(mcp_transport_name(MCP_TRANSPORT_STDIO), "stdio");
+    CHECK_STR(mcp_transport_name(MCP_TRANSPORT_HTTP), "http");
+    CHECK_STR(mcp_transport_name(MCP_TRANSPORT_SSE), "sse");
+    CHECK_STR(mcp_transport_name((enum mcp_transport)42), "unknown");
+}
+
 static void test_server_dup(void)
 {
     struct err e = ERR_INIT;
@@ -1244,4 +1252,5 @@ static void test_server_dup(void)
 TESTS_MAIN(test_layering, test_files_absent, test_xdg, test_root_keys, test_config_override,
            test_malformed, test_rejections, test_names, test_fields_and_types, test_oauth,
            test_expansion, test_many_missing, test_mcp_expand, test_lookup_callback,
-           test_tool_prefix, test_sorted, test_load_object, test_server_dup)
+           test_tool_prefix, test_sorted, test_load_object, test_server_dup,
+           test_transport_name)
