@@ -256,19 +256,7 @@ assert_eq "$(json_get "$(cat "$T_ROOT/dotfiles/mcp.json")" 'j.mcpServers.linked.
 
 # ---- add, guided on a terminal --------------------------------------------------------------
 # drive SCRIPT_TEXT ARGS...: runs "mcp-bridge ARGS" on a pty with the script; transcript in $OUT.
-drive() {
-    local script=$1
-    shift
-    printf '%s\n' "$script" >"$T_ROOT/script"
-    local rc=0
-    "$PTYDRIVE_BIN" --timeout 20 --transcript "$T_ROOT/transcript" "$T_ROOT/script" -- \
-        "$MCP_BRIDGE_BIN" "$@" >/dev/null 2>"$T_ROOT/err" || rc=$?
-    OUT=$(cat "$T_ROOT/transcript")
-    T_CHECKS=$((T_CHECKS + 1))
-    [ "$rc" = 0 ] || fail "ptydrive failed ($rc): $(cat "$T_ROOT/err")
---- transcript
-$OUT"
-}
+drive() { pty_drive "$1" "$MCP_BRIDGE_BIN" "${@:2}"; }
 
 # http with OAuth, in the user file: a bad URL is asked again, the name is suggested
 cp "$USER_FILE" "$T_ROOT/before.json"

@@ -6,19 +6,7 @@
 : "${PTYDRIVE_BIN:?PTYDRIVE_BIN must point at the ptydrive tool (ctest sets it)}"
 
 # drive SCRIPT_TEXT ARGS...: runs "secrets ARGS" on a pty with the script; transcript in $OUT.
-drive() {
-    local script=$1
-    shift
-    printf '%s\n' "$script" >"$T_ROOT/script"
-    local rc=0
-    "$PTYDRIVE_BIN" --timeout 20 --transcript "$T_ROOT/transcript" "$T_ROOT/script" -- \
-        "$SECRETS_BIN" "$@" >/dev/null 2>"$T_ROOT/err" || rc=$?
-    OUT=$(cat "$T_ROOT/transcript")
-    T_CHECKS=$((T_CHECKS + 1))
-    [ "$rc" = 0 ] || fail "ptydrive failed ($rc): $(cat "$T_ROOT/err")
---- transcript
-$OUT"
-}
+drive() { pty_drive "$1" "$SECRETS_BIN" "${@:2}"; }
 
 # keychain: the value is typed with echo off and never shown
 drive 'expect Choose 1-4: 

@@ -148,3 +148,20 @@ t_stop_peers() {
     for pid in "${T_PEER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     for pid in "${T_PEER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
+
+# pty_drive SCRIPT_TEXT PROGRAM ARGS...: runs PROGRAM on a pty ($PTYDRIVE_BIN, from ctest) fed by
+# the ptydrive script; the transcript is left in $OUT; a failed drive fails the test.
+pty_drive() {
+    local script=$1
+    shift
+    : "${PTYDRIVE_BIN:?PTYDRIVE_BIN must point at the ptydrive tool (ctest sets it)}"
+    printf '%s\n' "$script" >"$T_ROOT/script"
+    local rc=0
+    "$PTYDRIVE_BIN" --timeout 20 --transcript "$T_ROOT/transcript" "$T_ROOT/script" -- \
+        "$@" >/dev/null 2>"$T_ROOT/err" || rc=$?
+    OUT=$(cat "$T_ROOT/transcript")
+    T_CHECKS=$((T_CHECKS + 1))
+    [ "$rc" = 0 ] || fail "ptydrive failed ($rc): $(cat "$T_ROOT/err")
+--- transcript
+$OUT"
+}
