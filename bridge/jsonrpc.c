@@ -9,11 +9,6 @@
 #include "json.h"
 #include "jsonrpc.h"
 
-/* Trailing characters are allowed by the tokener only so that we can tell whitespace (fine)
- * from garbage (an error, with its position) ourselves. */
-#define TOKENER_FLAGS                                                                              \
-    (JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS | JSON_TOKENER_VALIDATE_UTF8)
-
 #define SERIALIZE_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 /* Keys are string literals: json-c need not copy them, and the builders add each key once. */
@@ -40,25 +35,18 @@ static void tokener_key_init(void)
 
 static struct json_tokener *tokener_get(void)
 {
-    if (tls_tokener) {
-        json_tokener_reset(tls_tokener);
-        return tls_tokener;
-    }
+    if (tls_tokener)
+        return tls_tokener; /* json_parse_with() resets it */
     struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
     if (!tok)
         return NULL;
-    json_tokener_set_flags(tok, TOKENER_FLAGS);
+    json_tokener_set_flags(tok, JSON_TOKENER_FLAGS);
     (void)pthread_once(&tokener_once, tokener_key_init);
     /* without the key the tokener still works; a thread that exits then leaks it */
     if (tokener_key_ok)
         (void)pthread_setspecific(tokener_key, tok);
     tls_tokener = tok;
     return tok;
-}
-
-static bool is_json_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
 static struct json_object *member(struct json_object *obj, const char *key)
@@ -198,61 +186,21 @@ int jrpc_parse(const char *text, size_t len, size_t max_len, struct jrpc_msg *re
     struct json_object *root = NULL;
     int r;
 
-    /* json-c takes an int length */
+    /* said here with the message's size, which the log of a bridge wants to see */
     if (len > max_len || len >= INT_MAX) {
         r = err_set(e, -E2BIG, "message of %zu bytes is larger than the limit of %zu bytes", len,
                     max_len < INT_MAX - 1 ? max_len : (size_t)INT_MAX - 1);
         goto out;
     }
-    /* json-c reads a NUL as the end of the input in places: never let it see one */
-    const char *nul = memchr(text, 0, len);
-    if (nul) {
-        r = json_error_at(e, text, len, (size_t)(nul - text), "NUL byte in the message");
-        goto out;
-    }
-    size_t start = 0;
-    while (start < len && is_json_space(text[start]))
-        start++;
-    if (start == len) {
-        r = err_set(e, -EBADMSG, "empty message: expected a JSON object");
-        goto out;
-    }
-
     struct json_tokener *tok = tokener_get();
     if (!tok) {
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
-    root = json_tokener_parse_ex(tok, text, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t pos = json_tokener_get_parse_end(tok);
-    if (!root && jerr == json_tokener_continue) {
-        /* the end of the input: a final NUL completes a top-level number or reveals an
-         * unfinished message */
-        root = json_tokener_parse_ex(tok, "", 1);
-        jerr = json_tokener_get_error(tok);
-        pos = len;
-    }
-    /* json-c returns NULL for a JSON null too, with success */
-    if (!root && jerr != json_tokener_success) {
-        const char *what;
-        char buf[96];
-        if (jerr == json_tokener_error_parse_eof || jerr == json_tokener_continue)
-            what = "unexpected end of input";
-        else if (jerr == json_tokener_error_depth) {
-            (void)snprintf(buf, sizeof(buf), "nested more than %d levels deep", JSON_MAX_DEPTH);
-            what = buf;
-        } else
-            what = json_tokener_error_desc(jerr);
-        r = json_error_at(e, text, len, pos, what);
+    /* root stays NULL for a bare JSON null: classified JRPC_INVALID below */
+    r = json_parse_with(tok, text, len, max_len, "message", &root, e);
+    if (r < 0)
         goto out;
-    }
-    while (pos < len && is_json_space(text[pos]))
-        pos++;
-    if (pos < len) {
-        r = json_error_at(e, text, len, pos, "unexpected text after the JSON value");
-        goto out;
-    }
 
     struct jrpc_msg m = {.root = root};
     r = classify(&m);

@@ -11,11 +11,6 @@
 #include "path.h"
 #include "secmem.h"
 
-/* Strict: no trailing commas and the like, as JSON.parse() in pi would refuse them too.
- * Trailing characters are allowed here only to report them ourselves, with a position. */
-#define TOKENER_FLAGS                                                                              \
-    (JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS | JSON_TOKENER_VALIDATE_UTF8)
-
 static bool is_json_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -34,40 +29,30 @@ int json_error_at(struct err *e, const char *text, size_t len, size_t pos, const
     return err_set(e, -EBADMSG, "line %zu, column %zu: %s", line, pos - start + 1, what);
 }
 
-int json_parse(const char *text, size_t len, size_t max_len, struct json_object **ret,
-               struct err *e)
+int json_parse_with(struct json_tokener *tok, const char *text, size_t len, size_t max_len,
+                    const char *noun, struct json_object **ret, struct err *e)
 {
-    struct json_tokener *tok = NULL;
     struct json_object *obj = NULL;
     int r;
 
     /* json-c takes an int length, and we feed it one more byte below */
-    if (len > max_len || len >= INT_MAX) {
-        r = err_set(e, -E2BIG, "the document is larger than %zu bytes",
-                    max_len < INT_MAX - 1 ? max_len : (size_t)INT_MAX - 1);
-        goto out;
-    }
+    if (len > max_len || len >= INT_MAX)
+        return err_set(e, -E2BIG, "the %s is larger than %zu bytes", noun,
+                       max_len < INT_MAX - 1 ? max_len : (size_t)INT_MAX - 1);
     /* json-c takes a NUL for the end of the input in places: never let it see one */
     const char *nul = memchr(text, 0, len);
     if (nul) {
-        r = json_error_at(e, text, len, (size_t)(nul - text), "NUL byte in the document");
-        goto out;
+        char what[64];
+        (void)snprintf(what, sizeof(what), "NUL byte in the %s", noun);
+        return json_error_at(e, text, len, (size_t)(nul - text), what);
     }
     size_t i = 0;
     while (i < len && is_json_space(text[i]))
         i++;
-    if (i == len) {
-        r = err_set(e, -EBADMSG, "empty document: expected a JSON value");
-        goto out;
-    }
+    if (i == len)
+        return err_set(e, -EBADMSG, "empty %s: expected a JSON value", noun);
 
-    tok = json_tokener_new_ex(JSON_MAX_DEPTH);
-    if (!tok) {
-        r = err_set(e, -ENOMEM, "out of memory");
-        goto out;
-    }
-    json_tokener_set_flags(tok, TOKENER_FLAGS);
-
+    json_tokener_reset(tok);
     obj = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error jerr = json_tokener_get_error(tok);
     size_t pos = json_tokener_get_parse_end(tok);
@@ -78,32 +63,44 @@ int json_parse(const char *text, size_t len, size_t max_len, struct json_object 
         jerr = json_tokener_get_error(tok);
         pos = len;
     }
-    if (!obj) {
+    /* json-c returns NULL for a JSON null too, with success */
+    if (!obj && jerr != json_tokener_success) {
         char what[128];
-        if (jerr == json_tokener_success) /* a bare null: json-c has no object for it */
-            (void)snprintf(what, sizeof(what), "null is not a usable value here");
-        else if (jerr == json_tokener_error_parse_eof || jerr == json_tokener_continue)
+        if (jerr == json_tokener_error_parse_eof || jerr == json_tokener_continue)
             (void)snprintf(what, sizeof(what), "unexpected end of input");
         else if (jerr == json_tokener_error_depth)
             (void)snprintf(what, sizeof(what), "nested more than %d levels deep", JSON_MAX_DEPTH);
         else
             (void)snprintf(what, sizeof(what), "%s", json_tokener_error_desc(jerr));
-        r = json_error_at(e, text, len, pos, what);
-        goto out;
+        return json_error_at(e, text, len, pos, what);
     }
     while (pos < len && is_json_space(text[pos]))
         pos++;
     if (pos < len) {
         r = json_error_at(e, text, len, pos, "unexpected text after the JSON value");
-        goto out;
+        json_object_put(obj);
+        return r;
     }
-    *ret = TAKE_PTR(obj);
-    r = 0;
-out:
-    json_object_put(obj);
-    if (tok) /* not NULL-safe in json-c 0.16 */
-        json_tokener_free(tok);
-    return r;
+    *ret = obj;
+    return 0;
+}
+
+int json_parse(const char *text, size_t len, size_t max_len, struct json_object **ret,
+               struct err *e)
+{
+    struct json_object *obj = NULL;
+    struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+    if (!tok)
+        return err_set(e, -ENOMEM, "out of memory");
+    json_tokener_set_flags(tok, JSON_TOKENER_FLAGS);
+    int r = json_parse_with(tok, text, len, max_len, "document", &obj, e);
+    json_tokener_free(tok);
+    if (r < 0)
+        return r;
+    if (!obj) /* a bare null: json-c has no object for it */
+        return json_error_at(e, text, len, len, "null is not a usable value here");
+    *ret = obj;
+    return 0;
 }
 
 int json_read_file(const char *path, size_t max_len, unsigned flags, struct json_object **ret,

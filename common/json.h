@@ -26,6 +26,19 @@
 int json_parse(const char *text, size_t len, size_t max_len, struct json_object **ret,
                struct err *e) _must_check_;
 
+/* The tokener flags json_parse() uses: strict (no trailing commas and the like, as JSON.parse()
+ * in pi would refuse them too), UTF-8 checked; trailing characters are let through only for
+ * json_parse_with() to report them itself, with a position. */
+#define JSON_TOKENER_FLAGS                                                                         \
+    (JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS | JSON_TOKENER_VALIDATE_UTF8)
+
+/* json_parse() on a tokener the caller owns (json_tokener_new_ex(JSON_MAX_DEPTH) with
+ * JSON_TOKENER_FLAGS; reset here, so a hot path may keep one for every parse). noun names the
+ * input in messages ("document", "message"). Unlike json_parse(), a bare JSON null is 0 with
+ * *ret NULL (json-c has no object for it). Caller puts *ret. */
+int json_parse_with(struct json_tokener *tok, const char *text, size_t len, size_t max_len,
+                    const char *noun, struct json_object **ret, struct err *e) _must_check_;
+
 /* Sets e to the syntax error what at text[pos] and returns -EBADMSG: the message is
  * "line L, column C: <what>", as json_parse() words its own (1-based, the column in bytes),
  * for parsers that drive json-c themselves. A pos past len counts as len (the end). */
