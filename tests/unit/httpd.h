@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,19 +21,25 @@
 
 #include <microhttpd.h>
 
-/* Starts the daemon on 127.0.0.1 with a free port (*ret_port); completed may be NULL. Exits
- * the test program with 2 when it cannot: nothing could be tested. Stop with
- * MHD_stop_daemon(). */
-static inline struct MHD_Daemon *httpd_start(MHD_AccessHandlerCallback handler,
+/* Starts the daemon on 127.0.0.1 with a free port (*ret_port), a thread per connection:
+ * handler gets cls; completed may be NULL; memory_limit is the per-connection memory
+ * (0: libmicrohttpd's default). Exits the test program with 2 when it cannot: nothing could be
+ * tested. Stop with MHD_stop_daemon(). */
+static inline struct MHD_Daemon *httpd_start(MHD_AccessHandlerCallback handler, void *cls,
                                              MHD_RequestCompletedCallback completed,
-                                             unsigned *ret_port)
+                                             size_t memory_limit, unsigned *ret_port)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct MHD_Daemon *d =
-        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
-                         NULL, handler, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+    struct MHD_OptionItem opts[] = {
+        {memory_limit ? MHD_OPTION_CONNECTION_MEMORY_LIMIT : MHD_OPTION_END,
+         (intptr_t)memory_limit, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, handler,
+        cls, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, completed,
+        NULL, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "cannot start the test HTTP server\n");
         exit(2);

@@ -13,6 +13,7 @@
 #include <microhttpd.h>
 
 #include "http.h"
+#include "httpd.h"
 #include "tests.h"
 #include "version.h"
 
@@ -226,24 +227,9 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 static void server_start(struct server *s)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     atomic_store(&s->requests, 0);
     atomic_store(&s->stopping, false);
-    s->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, handler, s,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_END);
-    if (!s->daemon) {
-        fprintf(stderr, "cannot start the test HTTP server\n");
-        exit(2);
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    if (!info || !info->port) {
-        fprintf(stderr, "cannot read the test HTTP server's port\n");
-        exit(2);
-    }
-    s->port = info->port;
+    s->daemon = httpd_start(handler, s, completed, 256 * 1024, &s->port);
 }
 
 static void server_stop(struct server *s)

@@ -1338,7 +1338,7 @@ static void test_order_and_sessions(void)
 
 static void test_all(void)
 {
-    daemon_ = httpd_start(handler, completed, &port);
+    daemon_ = httpd_start(handler, NULL, completed, 0, &port);
     run_session(404);
     run_session(400);
     test_free_in_callback();

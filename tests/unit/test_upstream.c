@@ -2065,7 +2065,7 @@ static void test_http_get_stale(void)
 static void test_http(void)
 {
     test_http_refused();
-    daemon_ = httpd_start(hhandler, hcompleted, &port);
+    daemon_ = httpd_start(hhandler, NULL, hcompleted, 0, &port);
     test_http_session();
     test_http_headers_hook();
     test_http_get_stale();
