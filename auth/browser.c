@@ -20,9 +20,10 @@
 
 #include <curl/curl.h>
 
+#include "credkit/child.h"
+#include "credkit/util.h"
+
 #include "browser.h"
-#include "child.h"
-#include "util.h"
 
 #define BROWSER_CMD_MAX  4096 /* bytes of $BROWSER */
 #define BROWSER_ARGS_MAX 64   /* words of $BROWSER */
@@ -124,8 +125,10 @@ static int build_argv(const char *url, char ***ret_argv, char **ret_words, struc
     argv[n++] = (char *)url;
     argv[n] = NULL;
 
-    *ret_argv = TAKE_PTR(argv);
-    *ret_words = TAKE_PTR(words);
+    *ret_argv = argv;
+    argv = NULL;
+    *ret_words = words;
+    words = NULL;
     r = 0;
 out:
     free(argv);

@@ -8,8 +8,8 @@
  * always prints the URL as well. */
 #pragma once
 
-#include "err.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
 
 /* Starts the browser on url and returns once it has been exec'd (never waits for it).
  * -EINVAL for a non-http(s) URL (or one with spaces or control characters); -ENOENT or -EACCES

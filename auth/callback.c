@@ -24,10 +24,11 @@
 
 #include <microhttpd.h>
 
-#include "buf.h"
+#include "credkit/buf.h"
+#include "credkit/secmem.h"
+#include "credkit/util.h"
+
 #include "callback.h"
-#include "secmem.h"
-#include "util.h"
 
 #define CALLBACK_PARAM_MAX    4096u  /* bytes per query parameter, decoded */
 #define CALLBACK_CONN_LIMIT   16u    /* a browser opens a handful at most */
@@ -418,7 +419,8 @@ int callback_start(uint16_t port, struct callback **ret, struct err *e)
         goto out;
     }
 
-    *ret = TAKE_PTR(cb);
+    *ret = cb;
+    cb = NULL;
     r = 0;
 out:
     if (fd >= 0)

@@ -11,15 +11,15 @@
 
 #include <stdint.h>
 
-#include "err.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
 
 #define CALLBACK_PATH "/callback"
 
 struct callback;
 
 struct callback_result {
-    char *code;              /* secret (secure_free); NULL when the callback carried an error */
+    char *code; /* secret (secure_free); NULL when the callback carried an error */
     char *state;
     char *iss;               /* RFC 9207; NULL when absent */
     char *error;             /* e.g. "access_denied"; NULL on success */

@@ -18,7 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "buf.h"
+#include "credkit/buf.h"
+
 #include "challenge.h"
 
 #define CHALLENGE_HEADER_MAX (16u * 1024u) /* bytes in one header value */
@@ -235,8 +236,8 @@ static int parse_param(struct parser *p, struct auth_challenge *c, size_t n)
         goto out;
     }
     c->params = np;
-    c->params[c->n_params++] =
-        (struct auth_param){.name = TAKE_PTR(name), .value = TAKE_PTR(value)};
+    c->params[c->n_params++] = (struct auth_param){.name = name, .value = value};
+    name = value = NULL;
     p->pos = i;
     r = 0;
 out:

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "err.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
 
 struct auth_param {
     char *name;  /* lowercase */
@@ -33,8 +33,7 @@ struct auth_challenges {
  * message saying where parsing failed ("WWW-Authenticate: <what> at offset N"); *list keeps
  * what it had. Bounded: a value of at most 16 KiB, 64 challenges, 64 params per challenge;
  * a param name given twice in one challenge is an error (RFC 9110 11.2). */
-int challenges_parse(const char *header, struct auth_challenges *list,
-                     struct err *e) _must_check_;
+int challenges_parse(const char *header, struct auth_challenges *list, struct err *e) _must_check_;
 
 void challenges_release(struct auth_challenges *list);
 

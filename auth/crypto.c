@@ -15,12 +15,13 @@
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 
-#include "buf.h"
+#include "credkit/buf.h"
+#include "credkit/file.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/util.h"
+
 #include "crypto.h"
-#include "file.h"
-#include "path.h"
-#include "secmem.h"
-#include "util.h"
 
 #define PKCE_VERIFIER_BYTES 32 /* 43 characters of base64url */
 #define PKCE_VERIFIER_MIN   43
@@ -108,7 +109,8 @@ int pkce_challenge_of(const char *verifier, char **ret)
         r = -ENOMEM;
         goto out;
     }
-    *ret = TAKE_PTR(c);
+    *ret = c;
+    c = NULL;
     r = 0;
 out:
     secure_wipe(md, sizeof(md));
@@ -124,8 +126,10 @@ int pkce_new(char **ret_verifier, char **ret_challenge)
     r = pkce_challenge_of(v, &c);
     if (r < 0)
         goto out;
-    *ret_verifier = TAKE_PTR(v);
-    *ret_challenge = TAKE_PTR(c);
+    *ret_verifier = v;
+    v = NULL;
+    *ret_challenge = c;
+    c = NULL;
     r = 0;
 out:
     secure_free(v);
@@ -172,8 +176,7 @@ static int key_load(const char *path, const char *dp, EVP_PKEY **ret, struct err
                         "and chmod 600 it",
                         dp);
         else if (!strstr(text, "-----BEGIN "))
-            r = err_set(e, -EINVAL,
-                        "'%s' is not a PEM file: expected a 'BEGIN PRIVATE KEY' block",
+            r = err_set(e, -EINVAL, "'%s' is not a PEM file: expected a 'BEGIN PRIVATE KEY' block",
                         dp);
         else
             r = err_set(e, -EINVAL,
@@ -182,7 +185,8 @@ static int key_load(const char *path, const char *dp, EVP_PKEY **ret, struct err
                         dp);
         goto out;
     }
-    *ret = TAKE_PTR(pkey);
+    *ret = pkey;
+    pkey = NULL;
     r = 0;
 out:
     EVP_PKEY_free(pkey);
@@ -269,7 +273,8 @@ static int sign(EVP_PKEY *pkey, bool es256, const char *input, size_t len, unsig
         goto out;
     }
     if (!es256) {
-        *ret = TAKE_PTR(der);
+        *ret = der;
+        der = NULL;
         *ret_len = der_len;
         r = 0;
         goto out;
@@ -294,7 +299,8 @@ static int sign(EVP_PKEY *pkey, bool es256, const char *input, size_t len, unsig
         r = -EIO;
         goto out;
     }
-    *ret = TAKE_PTR(raw);
+    *ret = raw;
+    raw = NULL;
     *ret_len = 2 * ES256_COORD;
     r = 0;
 out:

@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#include "err.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
 
 /* A fresh PKCE pair: verifier = 43 characters of base64url from 32 CSPRNG bytes; challenge =
  * base64url(SHA-256(verifier)). Caller secure_free()s both. */

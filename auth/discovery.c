@@ -4,13 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/http.h"
+#include "credkit/json.h"
+#include "credkit/url.h"
+#include "credkit/util.h"
+#include "credkit/version.h"
+
 #include "challenge.h"
 #include "discovery.h"
-#include "http.h"
-#include "json.h"
-#include "url.h"
-#include "util.h"
-#include "version.h"
 
 #define METADATA_MAX (256 * 1024)
 
@@ -40,7 +41,8 @@ bool discovery_as_lists(const struct discovery *d, const char *key, const char *
         return false;
     for (size_t i = 0; i < json_object_array_length(arr); i++) {
         struct json_object *v = json_object_array_get_idx(arr, i);
-        if (json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), value) == 0)
+        if (json_object_is_type(v, json_type_string) &&
+            strcmp(json_object_get_string(v), value) == 0)
             return true;
     }
     return false;
@@ -113,7 +115,8 @@ static int fetch_metadata(const char *url, const char *what, int64_t timeout_ms,
         r = err_set(e, -EBADMSG, "%s at '%s' is not a JSON object", what, url);
         goto out;
     }
-    *ret = TAKE_PTR(obj);
+    *ret = obj;
+    obj = NULL;
     r = 0;
 out:
     json_object_put(obj);
@@ -174,8 +177,8 @@ static int probe(struct discovery *d, int64_t timeout_ms, char **ret_prm_url, st
         char hdr[256];
         (void)snprintf(hdr, sizeof(hdr), "Mcp-Session-Id: %s", sid);
         const char *dh[] = {hdr, NULL};
-        struct http_request del = {.method = "DELETE", .url = d->server_url, .headers = dh,
-                                   .timeout_ms = timeout_ms};
+        struct http_request del = {
+            .method = "DELETE", .url = d->server_url, .headers = dh, .timeout_ms = timeout_ms};
         struct http_response dresp = {0};
         struct err de = ERR_INIT;
         if (http_do(&del, &dresp, &de) >= 0)
@@ -198,8 +201,8 @@ static bool resource_matches(const char *server_url, const char *resource)
     } else if (url_same_origin(canon, server_url) && url_path(canon, &rpath) >= 0 &&
                url_path(server_url, &spath) >= 0) {
         size_t n = strlen(rpath);
-        ok = strcmp(rpath, "/") == 0 ||
-             (strncmp(spath, rpath, n) == 0 && (spath[n] == 0 || spath[n] == '/' || rpath[n - 1] == '/'));
+        ok = strcmp(rpath, "/") == 0 || (strncmp(spath, rpath, n) == 0 &&
+                                         (spath[n] == 0 || spath[n] == '/' || rpath[n - 1] == '/'));
     }
     free(canon);
     free(rpath);
@@ -386,8 +389,7 @@ static int check_endpoints(const struct discovery *d, struct err *e)
     return 0;
 }
 
-int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery **ret,
-                  struct err *e)
+int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery **ret, struct err *e)
 {
     struct discovery *d = calloc(1, sizeof(*d));
     char *hinted = NULL;
@@ -451,7 +453,8 @@ int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery *
     if (r < 0)
         goto out;
     d->fetched_at = now_unix();
-    *ret = TAKE_PTR(d);
+    *ret = d;
+    d = NULL;
     r = 0;
 out:
     free(hinted);

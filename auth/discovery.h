@@ -20,8 +20,8 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
 
 struct discovery {
     char *server_url;            /* canonical */
@@ -30,10 +30,10 @@ struct discovery {
     char *resource_metadata_url; /* where the PRM came from; NULL when none */
     struct json_object *prm;     /* NULL: the server has none */
     char *issuer;
-    struct json_object *as;      /* the AS metadata, or the back-compat defaults */
-    bool as_defaults;            /* no AS metadata: default endpoints */
-    char *challenge_scope;       /* "scope" of the 401 challenge, NULL when none */
-    bool needs_auth;             /* the probe got 401 */
+    struct json_object *as; /* the AS metadata, or the back-compat defaults */
+    bool as_defaults;       /* no AS metadata: default endpoints */
+    char *challenge_scope;  /* "scope" of the 401 challenge, NULL when none */
+    bool needs_auth;        /* the probe got 401 */
     int64_t fetched_at;
 };
 

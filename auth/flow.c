@@ -8,17 +8,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "credkit/buf.h"
+#include "credkit/json.h"
+#include "credkit/secmem.h"
+#include "credkit/url.h"
+#include "credkit/util.h"
+
 #include "browser.h"
-#include "buf.h"
 #include "callback.h"
 #include "crypto.h"
 #include "discovery.h"
 #include "flow.h"
-#include "json.h"
 #include "oauth.h"
-#include "secmem.h"
-#include "url.h"
-#include "util.h"
 
 #define LOGIN_TIMEOUT_DEFAULT_MS (5 * 60 * 1000)
 #define HTTP_TIMEOUT_MS_DEFAULT  (30 * 1000)
@@ -123,8 +124,7 @@ static int rate_check(struct token_entry *t, const char *kind, int cap, struct e
         return err_set(e, -EBUSY,
                        "already %d %s to '%s' in the last minute: stopping here so that a "
                        "failure cannot loop; wait a minute and try again",
-                       cap, strcmp(kind, "signin") == 0 ? "sign-ins" : "token requests",
-                       t->issuer);
+                       cap, strcmp(kind, "signin") == 0 ? "sign-ins" : "token requests", t->issuer);
     }
     (void)json_object_array_add(fresh, json_object_new_int64(now));
     (void)json_object_object_add(rate, kind, fresh);
@@ -283,7 +283,8 @@ static int ensure_registration(const struct auth_target *t, const struct discove
     }
     if (t->oauth && t->oauth->client_metadata_url) {
         struct json_object *v = NULL;
-        if (d->as && json_object_object_get_ex(d->as, "client_id_metadata_document_supported", &v) &&
+        if (d->as &&
+            json_object_object_get_ex(d->as, "client_id_metadata_document_supported", &v) &&
             json_object_get_boolean(v)) {
             te->registration = REGISTRATION_METADATA;
             r = set_str(&te->client_id, t->oauth->client_metadata_url);
@@ -309,8 +310,9 @@ static int ensure_registration(const struct auth_target *t, const struct discove
             oauth_client_exists(te->registration_client_uri, te->registration_access_token,
                                 http_timeout) != 0)
             return 0;
-        say(ui, AUTH_SAY_INFO, "the authorization server no longer knows the stored client: "
-                               "registering again");
+        say(ui, AUTH_SAY_INFO,
+            "the authorization server no longer knows the stored client: "
+            "registering again");
         token_entry_clear_registration(te);
     }
     const char *reg_ep = discovery_as_string(d, "registration_endpoint");
@@ -332,8 +334,9 @@ static int ensure_registration(const struct auth_target *t, const struct discove
     if (r >= 0)
         r = set_secret(&te->client_secret, reg.client_secret);
     if (r >= 0)
-        r = set_str(&te->auth_method,
-                    reg.auth_method ? reg.auth_method : reg.client_secret ? "client_secret_basic" : "none");
+        r = set_str(&te->auth_method, reg.auth_method     ? reg.auth_method
+                                      : reg.client_secret ? "client_secret_basic"
+                                                          : "none");
     if (r >= 0)
         r = set_str(&te->redirect_uri, redirect_uri);
     te->client_secret_expires_at = reg.client_secret_expires_at;
@@ -365,14 +368,22 @@ static int build_authorize_url(const struct discovery *d, const struct auth_targ
     int r;
     buf_init(&b, 64 * 1024);
     const char *params[] = {
-        "response_type", "code",
-        "client_id", te->client_id,
-        "redirect_uri", te->redirect_uri,
-        "code_challenge", challenge,
-        "code_challenge_method", "S256",
-        "state", state,
-        "scope", scope,
-        "resource", resource_param(t, d),
+        "response_type",
+        "code",
+        "client_id",
+        te->client_id,
+        "redirect_uri",
+        te->redirect_uri,
+        "code_challenge",
+        challenge,
+        "code_challenge_method",
+        "S256",
+        "state",
+        state,
+        "scope",
+        scope,
+        "resource",
+        resource_param(t, d),
         NULL,
     };
     r = buf_append_str(&b, ep);
@@ -419,9 +430,9 @@ static void countdown_cb(int64_t remaining_ms, void *userdata)
 /* One authorization-code attempt with the registration in te. Sets *ret_client_rejected when
  * the server did not know the client (the caller re-registers and tries once more). */
 static int code_attempt(const struct auth_target *t, const struct login_opts *o,
-                        const struct auth_ui *ui, const struct discovery *d,
-                        struct token_entry *te, struct callback *cb, const char *scope,
-                        bool *ret_client_rejected, struct err *e)
+                        const struct auth_ui *ui, const struct discovery *d, struct token_entry *te,
+                        struct callback *cb, const char *scope, bool *ret_client_rejected,
+                        struct err *e)
 {
     char *verifier = NULL, *challenge = NULL, *state = NULL, *url = NULL;
     struct callback_result res = {0};
@@ -450,8 +461,9 @@ static int code_attempt(const struct auth_target *t, const struct login_opts *o,
         callback_redirect_uri(cb), (long long)(timeout / 1000));
     r = callback_wait(cb, state, timeout, countdown_cb, (void *)ui, &res, e);
     if (r == -ETIMEDOUT)
-        r = err_set(e, -ETIME, "nobody signed in within %llds: run the command again%s, or use "
-                               "--timeout to wait longer",
+        r = err_set(e, -ETIME,
+                    "nobody signed in within %llds: run the command again%s, or use "
+                    "--timeout to wait longer",
                     (long long)(timeout / 1000),
                     o->no_browser ? "" : ", or use --no-browser and open the URL yourself");
     if (r < 0)
@@ -476,7 +488,9 @@ static int code_attempt(const struct auth_target *t, const struct login_opts *o,
     }
     if (!res.iss) {
         struct json_object *v = NULL;
-        if (d->as && json_object_object_get_ex(d->as, "authorization_response_iss_parameter_supported", &v) &&
+        if (d->as &&
+            json_object_object_get_ex(d->as, "authorization_response_iss_parameter_supported",
+                                      &v) &&
             json_object_get_boolean(v)) {
             r = err_set(e, -EPERM,
                         "the authorization server promises an 'iss' parameter but the sign-in "
@@ -486,11 +500,16 @@ static int code_attempt(const struct auth_target *t, const struct login_opts *o,
     }
     client_of(te, &client);
     const char *params[] = {
-        "grant_type", "authorization_code",
-        "code", res.code,
-        "redirect_uri", te->redirect_uri,
-        "code_verifier", verifier,
-        "resource", resource_param(t, d),
+        "grant_type",
+        "authorization_code",
+        "code",
+        res.code,
+        "redirect_uri",
+        te->redirect_uri,
+        "code_verifier",
+        verifier,
+        "resource",
+        resource_param(t, d),
         NULL,
     };
     say(ui, AUTH_SAY_INFO, "exchanging the authorization code for tokens");
@@ -518,8 +537,8 @@ out:
 }
 
 static int device_flow(const struct auth_target *t, const struct login_opts *o,
-                       const struct auth_ui *ui, const struct discovery *d,
-                       struct token_entry *te, const char *scope, struct err *e)
+                       const struct auth_ui *ui, const struct discovery *d, struct token_entry *te,
+                       const char *scope, struct err *e)
 {
     const char *ep = discovery_as_string(d, "device_authorization_endpoint");
     struct device_authorization da = {0};
@@ -561,9 +580,9 @@ static int device_flow(const struct auth_target *t, const struct login_opts *o,
             ui->countdown(ui->userdata, deadline - now_mono_ms());
         struct token_response tr = {0};
         const char *params[] = {
-            "grant_type", "urn:ietf:params:oauth:grant-type:device_code",
+            "grant_type",  "urn:ietf:params:oauth:grant-type:device_code",
             "device_code", da.device_code,
-            "resource", resource_param(t, d),
+            "resource",    resource_param(t, d),
             NULL,
         };
         r = oauth_token(discovery_as_string(d, "token_endpoint"), &client, params, http_timeout,
@@ -595,8 +614,8 @@ static int device_flow(const struct auth_target *t, const struct login_opts *o,
 /* The answer to a grant made with the config's own client (no registration of ours): the
  * tokens, and the client they belong to, into te. */
 static int take_config_grant(struct token_entry *te, const struct token_response *tr,
-                             const char *what, const struct oauth_client *client,
-                             const char *scope, struct err *e)
+                             const char *what, const struct oauth_client *client, const char *scope,
+                             struct err *e)
 {
     if (tr->error)
         return oauth_error(what, tr, e);
@@ -636,8 +655,9 @@ static int client_credentials(const struct auth_target *t, const struct discover
         if (r < 0)
             goto out;
         if (!secret) {
-            r = err_set(e, -EINVAL, "client_credentials for '%s' needs oauth.clientSecret or "
-                                    "oauth.privateKeyFile in mcp.json",
+            r = err_set(e, -EINVAL,
+                        "client_credentials for '%s' needs oauth.clientSecret or "
+                        "oauth.privateKeyFile in mcp.json",
                         t->name ? t->name : t->server_url);
             goto out;
         }
@@ -645,10 +665,7 @@ static int client_credentials(const struct auth_target *t, const struct discover
         client.auth_method = pick_basic_or_post(d);
     }
     const char *params[] = {
-        "grant_type", "client_credentials",
-        "scope", scope,
-        "resource", resource_param(t, d),
-        NULL,
+        "grant_type", "client_credentials", "scope", scope, "resource", resource_param(t, d), NULL,
     };
     r = request_tokens(te, d, &client, params, http_timeout, &tr, e);
     if (r >= 0)
@@ -700,9 +717,9 @@ static int jwt_bearer(const struct auth_target *t, const struct discovery *d,
     };
     const char *params[] = {
         "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer",
-        "assertion", jag,
-        "scope", scope,
-        "resource", resource_param(t, d),
+        "assertion",  jag,
+        "scope",      scope,
+        "resource",   resource_param(t, d),
         NULL,
     };
     r = request_tokens(te, d, &client, params, http_timeout, &tr, e);
@@ -780,8 +797,8 @@ static int record_failed_attempt(const char *server_url, const char *issuer,
         json_object_put(now->extra);
         now->extra = json_object_get(attempt->extra);
     }
-    bool new_client = attempt->client_id &&
-                      (!now->client_id || strcmp(now->client_id, attempt->client_id) != 0);
+    bool new_client =
+        attempt->client_id && (!now->client_id || strcmp(now->client_id, attempt->client_id) != 0);
     if (new_client && !now->access_token) {
         token_entry_clear_registration(now);
         now->registration = attempt->registration;
@@ -874,8 +891,7 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
     if (o->device_code) {
         /* a client of its own, registered for the device grant (its redirect URI is never
          * used); a stored one for the same URI is reused */
-        r = ensure_registration(t, d, te, "http://127.0.0.1/device", true, http_timeout,
-                                ui, e);
+        r = ensure_registration(t, d, te, "http://127.0.0.1/device", true, http_timeout, ui, e);
         if (r < 0)
             goto out;
         if (!had_tokens || te->access_token) {
@@ -884,7 +900,8 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
                 goto out;
         }
         /* nobody waits on our lock while a person types a code elsewhere */
-        file_lock_release(TAKE_PTR(lock));
+        file_lock_release(lock);
+        lock = NULL;
         r = device_flow(t, o, ui, d, te, scope, e);
         struct err le = ERR_INIT;
         int lr = entry_lock(t->server_url, d->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, &le);
@@ -928,7 +945,8 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
         }
         /* nobody else waits on us while a person is at the browser: `header` callers refresh
          * under this lock */
-        file_lock_release(TAKE_PTR(lock));
+        file_lock_release(lock);
+        lock = NULL;
         r = code_attempt(t, o, ui, d, te, cb, scope, &rejected, e);
         struct err le = ERR_INIT;
         int lr = entry_lock(t->server_url, d->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, &le);
@@ -940,8 +958,9 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
         }
         if (r >= 0 || !rejected || attempt >= 1)
             break;
-        say(ui, AUTH_SAY_INFO, "the authorization server no longer knows this client: registering "
-                               "again");
+        say(ui, AUTH_SAY_INFO,
+            "the authorization server no longer knows this client: registering "
+            "again");
         token_entry_clear_registration(te);
         err_clear(e);
     }
@@ -959,7 +978,8 @@ saved:
     r = entry_save(te, e);
     if (r < 0)
         goto out;
-    *ret = TAKE_PTR(te);
+    *ret = te;
+    te = NULL;
     r = 0;
 out:
     callback_stop(cb);
@@ -970,8 +990,8 @@ out:
     return r;
 }
 
-static int refresh_locked(const struct auth_target *t, struct token_entry *te,
-                          int64_t http_timeout, struct err *e)
+static int refresh_locked(const struct auth_target *t, struct token_entry *te, int64_t http_timeout,
+                          struct err *e)
 {
     struct discovery *d = NULL;
     struct token_response tr = {0};
@@ -1004,10 +1024,14 @@ static int refresh_locked(const struct auth_target *t, struct token_entry *te,
     }
     client_of(te, &client);
     const char *params[] = {
-        "grant_type", "refresh_token",
-        "refresh_token", te->refresh_token,
-        "resource", resource_param(t, d),
-        "scope", t->oauth && t->oauth->refresh_sends_scope ? te->scope : NULL,
+        "grant_type",
+        "refresh_token",
+        "refresh_token",
+        te->refresh_token,
+        "resource",
+        resource_param(t, d),
+        "scope",
+        t->oauth && t->oauth->refresh_sends_scope ? te->scope : NULL,
         NULL,
     };
     r = request_tokens(te, d, &client, params, http_timeout, &tr, e);
@@ -1069,7 +1093,8 @@ int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms, bool 
         free(issuer);
         issuer = NULL;
     }
-    token_entry_free(TAKE_PTR(te));
+    token_entry_free(te);
+    te = NULL;
     if (!issuer)
         return -ENOMEM;
     r = entry_lock(t->server_url, issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
@@ -1089,7 +1114,8 @@ int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms, bool 
             goto out;
     }
 done:
-    *ret = TAKE_PTR(te);
+    *ret = te;
+    te = NULL;
     r = 0;
 out:
     secure_free(seen);
@@ -1112,7 +1138,8 @@ int auth_logout(const struct auth_target *t, int64_t http_timeout_ms, bool *ret_
     r = entry_lock(t->server_url, te->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
     if (r < 0)
         goto out;
-    const char *rev = te->as_metadata ? json_get_string(te->as_metadata, "revocation_endpoint") : NULL;
+    const char *rev =
+        te->as_metadata ? json_get_string(te->as_metadata, "revocation_endpoint") : NULL;
     if (rev && te->client_id) {
         struct oauth_client client;
         client_of(te, &client);

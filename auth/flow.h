@@ -9,9 +9,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "macro.h"
-#include "mcp_config.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
+#include "credkit/mcp_config.h"
+
 #include "tokens.h"
 
 /* Returned when no valid token can be had without a person: the caller exits with the

@@ -8,18 +8,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "args.h"
-#include "duration.h"
+#include "credkit/args.h"
+#include "credkit/duration.h"
+#include "credkit/jsonw.h"
+#include "credkit/log.h"
+#include "credkit/mcp_config.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/url.h"
+#include "credkit/util.h"
+#include "credkit/version.h"
+
 #include "flow.h"
-#include "jsonw.h"
-#include "log.h"
-#include "mcp_config.h"
-#include "path.h"
-#include "secmem.h"
 #include "tokens.h"
-#include "url.h"
-#include "util.h"
-#include "version.h"
 
 /* Exit statuses, documented in docs/auth.md and docs/exit-codes.md */
 enum {
@@ -254,7 +255,7 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
 
 /* ---- output ---- */
 
-static void ui_say(void *userdata, enum auth_say_level level, const char *fmt, ...)
+_printf_(3, 4) static void ui_say(void *userdata, enum auth_say_level level, const char *fmt, ...)
 {
     (void)userdata;
     if (arg_quiet && level != AUTH_SAY_ALWAYS)
@@ -505,16 +506,19 @@ static int cmd_status(int argc, char **argv)
             struct json_object *o = json_object_new_object();
             (void)json_object_object_add(o, "server_url", json_object_new_string(t->server_url));
             (void)json_object_object_add(o, "issuer", json_object_new_string(t->issuer));
-            (void)json_object_object_add(o, "registration",
-                                         json_object_new_string(registration_method_str(t->registration)));
+            (void)json_object_object_add(
+                o, "registration",
+                json_object_new_string(registration_method_str(t->registration)));
             if (t->client_id)
                 (void)json_object_object_add(o, "client_id", json_object_new_string(t->client_id));
-            (void)json_object_object_add(o, "has_access_token", json_object_new_boolean(t->access_token != NULL));
+            (void)json_object_object_add(o, "has_access_token",
+                                         json_object_new_boolean(t->access_token != NULL));
             if (t->access_token && t->expires_at > 0)
                 (void)json_object_object_add(o, "expires_at", json_object_new_int64(t->expires_at));
             if (t->scope)
                 (void)json_object_object_add(o, "scope", json_object_new_string(t->scope));
-            (void)json_object_object_add(o, "has_refresh_token", json_object_new_boolean(t->refresh_token != NULL));
+            (void)json_object_object_add(o, "has_refresh_token",
+                                         json_object_new_boolean(t->refresh_token != NULL));
             (void)json_object_array_add(arr, o);
         } else {
             printf("%-40s %-30s %-18s %-12s %-7s %s\n", t->server_url, t->issuer,
@@ -526,7 +530,8 @@ static int cmd_status(int argc, char **argv)
         struct json_object *root = json_object_new_object();
         (void)json_object_object_add(root, "version", json_object_new_int(1));
         (void)json_object_object_add(root, "servers", json_object_get(arr));
-        printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+        printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+                                                                JSON_C_TO_STRING_SPACED |
                                                                 JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(root);
     } else if (shown == 0) {
@@ -587,8 +592,10 @@ int main(int argc, char **argv)
 {
     enum { OPT_CONFIG = 256 };
     static const struct option opts[] = {
-        {"verbose", no_argument, NULL, 'v'}, {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},    {"version", no_argument, NULL, 'V'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {"config", required_argument, NULL, OPT_CONFIG},
         {0},
     };
@@ -636,7 +643,10 @@ int main(int argc, char **argv)
     verbosity = g.verbosity;
     arg_quiet = g.quiet;
     arg_config = g.config;
-    log_set_level(arg_log, arg_quiet ? LOG_ERROR : verbosity >= 2 ? LOG_DEBUG : verbosity ? LOG_INFO : LOG_WARN);
+    log_set_level(arg_log, arg_quiet        ? LOG_ERROR
+                           : verbosity >= 2 ? LOG_DEBUG
+                           : verbosity      ? LOG_INFO
+                                            : LOG_WARN);
     char progname[64];
     (void)snprintf(progname, sizeof(progname), "mcp-auth %s", cmd);
     optind = 0;

@@ -5,13 +5,14 @@
 #include <string.h>
 #include <strings.h>
 
-#include "buf.h"
+#include "credkit/buf.h"
+#include "credkit/http.h"
+#include "credkit/json.h"
+#include "credkit/secmem.h"
+#include "credkit/url.h"
+
 #include "crypto.h"
-#include "http.h"
-#include "json.h"
 #include "oauth.h"
-#include "secmem.h"
-#include "url.h"
 
 #define ANSWER_MAX (256 * 1024)
 
@@ -143,11 +144,13 @@ static int post_form(const char *endpoint, const char *what, const struct oauth_
     }
     r = json_parse(resp.body.data, resp.body.len, ANSWER_MAX, &obj, e);
     if (r < 0 || !json_object_is_type(obj, json_type_object)) {
-        r = err_set(e, -EBADMSG, "%s: '%s' answered HTTP %ld with something that is not a JSON object",
-                    what, endpoint, resp.status);
+        r = err_set(e, -EBADMSG,
+                    "%s: '%s' answered HTTP %ld with something that is not a JSON object", what,
+                    endpoint, resp.status);
         goto out;
     }
-    *ret_obj = TAKE_PTR(obj);
+    *ret_obj = obj;
+    obj = NULL;
     r = 0;
 out:
     json_object_put(obj);
@@ -156,9 +159,8 @@ out:
     return r;
 }
 
-int oauth_token(const char *endpoint, const struct oauth_client *client,
-                const char *const *params, int64_t timeout_ms, struct token_response *ret,
-                struct err *e)
+int oauth_token(const char *endpoint, const struct oauth_client *client, const char *const *params,
+                int64_t timeout_ms, struct token_response *ret, struct err *e)
 {
     struct buf form;
     struct json_object *obj = NULL;
@@ -250,16 +252,17 @@ int oauth_token_exchange(const char *endpoint, const struct oauth_client *client
     const char *err = obj ? json_get_string(obj, "error") : NULL;
     if (status != 200 || err || !obj) {
         const char *desc = obj ? json_get_string(obj, "error_description") : NULL;
-        r = err_set(e, -EPROTO, "token exchange at the identity provider '%s' failed: HTTP %ld%s%s%s%s",
-                    endpoint, status, err ? ": " : "", err ? err : "", desc ? ": " : "",
-                    desc ? desc : "");
+        r = err_set(
+            e, -EPROTO, "token exchange at the identity provider '%s' failed: HTTP %ld%s%s%s%s",
+            endpoint, status, err ? ": " : "", err ? err : "", desc ? ": " : "", desc ? desc : "");
         goto out;
     }
     const char *tok = json_get_string(obj, "access_token");
     const char *type = json_get_string(obj, "issued_token_type");
     if (!tok || !*tok || (type && strcmp(type, id_jag) != 0)) {
         r = err_set(e, -EBADMSG,
-                    "token exchange at '%s': the answer holds no identity assertion grant", endpoint);
+                    "token exchange at '%s': the answer holds no identity assertion grant",
+                    endpoint);
         goto out;
     }
     *ret = strdup(tok);
@@ -327,7 +330,8 @@ int oauth_register(const char *endpoint, const char *redirect_uri, const char *s
         const char *err = answer ? json_get_string(answer, "error") : NULL;
         const char *desc = answer ? json_get_string(answer, "error_description") : NULL;
         r = err_set(e, -EPROTO, "client registration at '%s' failed: HTTP %ld%s%s%s%s", endpoint,
-                    resp.status, err ? ": " : "", err ? err : "", desc ? ": " : "", desc ? desc : "");
+                    resp.status, err ? ": " : "", err ? err : "", desc ? ": " : "",
+                    desc ? desc : "");
         goto out;
     }
     if (!answer || !json_object_is_type(answer, json_type_object)) {
@@ -348,8 +352,10 @@ int oauth_register(const char *endpoint, const char *redirect_uri, const char *s
     reg.client_uri = dup_json_string(answer, "registration_client_uri");
     reg.access_token = dup_json_string(answer, "registration_access_token");
     if (reg.client_uri && url_check_secure(reg.client_uri, "registration_client_uri", NULL) < 0) {
-        free(TAKE_PTR(reg.client_uri)); /* never send a token to an insecure endpoint */
-        secure_free(TAKE_PTR(reg.access_token));
+        free(reg.client_uri); /* never send a token to an insecure endpoint */
+        reg.client_uri = NULL;
+        secure_free(reg.access_token);
+        reg.access_token = NULL;
     }
     if (!reg.client_id) {
         r = -ENOMEM;
@@ -376,8 +382,11 @@ int oauth_client_exists(const char *client_uri, const char *access_token, int64_
     if (r < 0)
         goto out;
     const char *headers[] = {"Accept: application/json", hdr.data, NULL};
-    struct http_request req = {.url = client_uri, .headers = headers, .timeout_ms = timeout_ms,
-                               .max_body = 256 * 1024, .secret_body = true};
+    struct http_request req = {.url = client_uri,
+                               .headers = headers,
+                               .timeout_ms = timeout_ms,
+                               .max_body = 256 * 1024,
+                               .secret_body = true};
     r = http_do(&req, &resp, NULL);
     if (r < 0)
         goto out;
@@ -431,7 +440,8 @@ int oauth_device_authorize(const char *endpoint, const struct oauth_client *clie
     if (r >= 0 && resource)
         r = form_add(&form, "resource", resource);
     if (r >= 0)
-        r = post_form(endpoint, "device authorization", client, &form, timeout_ms, &status, &obj, e);
+        r = post_form(endpoint, "device authorization", client, &form, timeout_ms, &status, &obj,
+                      e);
     if (r < 0)
         goto out;
     if (status != 200 || !obj) {

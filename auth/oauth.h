@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
 
 struct oauth_client {
     const char *client_id;
@@ -23,7 +23,7 @@ struct oauth_client {
 
 struct token_response {
     long status;
-    char *access_token;  /* secret */
+    char *access_token; /* secret */
     char *token_type;
     char *refresh_token; /* secret; NULL when none was issued */
     int64_t expires_in;  /* seconds; -1 when absent */
@@ -36,9 +36,8 @@ struct token_response {
  * token endpoint with the client's authentication. Returns 0 when the server answered with
  * either tokens or an OAuth error (check ret->error); < 0 for network failures and answers
  * that are neither (with a message). A success without access_token is -EBADMSG. */
-int oauth_token(const char *endpoint, const struct oauth_client *client,
-                const char *const *params, int64_t timeout_ms, struct token_response *ret,
-                struct err *e) _must_check_;
+int oauth_token(const char *endpoint, const struct oauth_client *client, const char *const *params,
+                int64_t timeout_ms, struct token_response *ret, struct err *e) _must_check_;
 
 void token_response_release(struct token_response *t);
 
@@ -55,8 +54,8 @@ struct registration {
     char *client_secret; /* secret; NULL for public clients */
     char *auth_method;   /* token_endpoint_auth_method as registered */
     int64_t client_secret_expires_at;
-    char *client_uri;    /* RFC 7592 registration_client_uri; NULL when not offered */
-    char *access_token;  /* its registration_access_token (secret); NULL */
+    char *client_uri;   /* RFC 7592 registration_client_uri; NULL when not offered */
+    char *access_token; /* its registration_access_token (secret); NULL */
 };
 
 /* Asks an RFC 7592 client configuration endpoint whether the client still exists: 1 yes, 0

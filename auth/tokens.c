@@ -32,11 +32,12 @@
 
 #include <openssl/evp.h>
 
-#include "json.h"
-#include "path.h"
-#include "secmem.h"
+#include "credkit/json.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/util.h"
+
 #include "tokens.h"
-#include "util.h"
 
 #define TOKENS_FORMAT_VERSION 1
 #define TOKENS_ENTRY_MAX      (1024u * 1024u) /* bytes in one entry file */
@@ -151,7 +152,8 @@ int tokens_dir(bool create, char **ret, struct err *e)
         if (r < 0)
             goto out;
     }
-    *ret = TAKE_PTR(dir);
+    *ret = dir;
+    dir = NULL;
     r = 0;
 out:
     free(dir);
@@ -173,7 +175,8 @@ static int entry_path(const char *server_url, const char *issuer, bool create, c
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
-    *ret = TAKE_PTR(p);
+    *ret = p;
+    p = NULL;
     r = 0;
 out:
     free(dir);
@@ -422,8 +425,8 @@ static int entry_from_json(struct json_object *root, const char *dp, struct toke
         (r = read_int(reg, "registration", "client_secret_expires_at", &t->client_secret_expires_at,
                       dp, e)) < 0 ||
         (r = read_int(reg, "registration", "registered_at", &t->registered_at, dp, e)) < 0 ||
-        (r = read_str(reg, "registration", "registration_client_uri",
-                      &t->registration_client_uri, dp, e)) < 0 ||
+        (r = read_str(reg, "registration", "registration_client_uri", &t->registration_client_uri,
+                      dp, e)) < 0 ||
         (r = read_str(reg, "registration", "registration_access_token",
                       &t->registration_access_token, dp, e)) < 0)
         goto out;
@@ -468,7 +471,8 @@ static int entry_from_json(struct json_object *root, const char *dp, struct toke
         }
     }
 
-    *ret = TAKE_PTR(t);
+    *ret = t;
+    t = NULL;
     r = 0;
 out:
     free(method);
@@ -582,7 +586,8 @@ static int entry_to_json(const struct token_entry *t, int64_t updated_at, struct
                 goto out;
         }
     }
-    *ret = TAKE_PTR(root);
+    *ret = root;
+    root = NULL;
     r = 0;
 out:
     if (r < 0) {
@@ -631,7 +636,8 @@ static int entry_read(const char *path, struct token_entry **ret, struct err *e)
                     dp, name);
         goto out;
     }
-    *ret = TAKE_PTR(t);
+    *ret = t;
+    t = NULL;
     r = 0;
 out:
     if (root) {
@@ -735,7 +741,8 @@ static int store_scan(const char *server_url, struct token_entry ***ret, size_t 
             continue;
         }
         if (server_url && strcmp(t->server_url, server_url) != 0) {
-            token_entry_free(TAKE_PTR(t));
+            token_entry_free(t);
+            t = NULL;
             continue;
         }
         struct token_entry **nv = realloc(v, (n + 1) * sizeof(*nv));
@@ -744,12 +751,14 @@ static int store_scan(const char *server_url, struct token_entry ***ret, size_t 
             goto out;
         }
         v = nv;
-        v[n++] = TAKE_PTR(t);
+        v[n++] = t;
+        t = NULL;
     }
 done:
     if (n > 1)
         qsort(v, n, sizeof(*v), entry_cmp);
-    *ret = TAKE_PTR(v);
+    *ret = v;
+    v = NULL;
     *ret_n = n;
     n = 0;
     r = 0;
@@ -815,9 +824,11 @@ int tokens_load(const char *server_url, const char *issuer, struct token_entry *
         for (size_t i = 1; i < n; i++)
             if (v[i]->updated_at > v[best]->updated_at)
                 best = i; /* ties: the first issuer in sort order */
-        t = TAKE_PTR(v[best]);
+        t = v[best];
+        v[best] = NULL;
     }
-    *ret = TAKE_PTR(t);
+    *ret = t;
+    t = NULL;
     r = 0;
 out:
     token_entry_free(t);

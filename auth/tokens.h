@@ -18,9 +18,9 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
-#include "file.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/file.h"
+#include "credkit/macro.h"
 
 #define TOKENS_LOCK_TIMEOUT_MS (30 * 1000)
 
@@ -37,19 +37,19 @@ struct token_entry {
     /* registration */
     enum registration_method registration;
     char *client_id;
-    char *client_secret;     /* secret; NULL for public clients */
-    char *auth_method;       /* token_endpoint_auth_method: none, client_secret_basic, ... */
-    char *redirect_uri;      /* the redirect URI the registration carries */
+    char *client_secret; /* secret; NULL for public clients */
+    char *auth_method;   /* token_endpoint_auth_method: none, client_secret_basic, ... */
+    char *redirect_uri;  /* the redirect URI the registration carries */
     int64_t client_secret_expires_at; /* 0: never */
     int64_t registered_at;
-    char *registration_client_uri;    /* RFC 7592 client configuration endpoint; NULL */
-    char *registration_access_token;  /* secret; its bearer token; NULL */
+    char *registration_client_uri;   /* RFC 7592 client configuration endpoint; NULL */
+    char *registration_access_token; /* secret; its bearer token; NULL */
     /* tokens */
-    char *access_token;      /* secret */
-    char *token_type;        /* "Bearer" */
-    char *refresh_token;     /* secret; NULL when none */
-    char *scope;             /* granted, space-separated */
-    int64_t expires_at;      /* unix seconds; 0: unknown (treated as expired after issued_at + 1h) */
+    char *access_token;  /* secret */
+    char *token_type;    /* "Bearer" */
+    char *refresh_token; /* secret; NULL when none */
+    char *scope;         /* granted, space-separated */
+    int64_t expires_at;  /* unix seconds; 0: unknown (treated as expired after issued_at + 1h) */
     int64_t issued_at;
     /* discovery */
     struct json_object *as_metadata; /* owned reference; NULL when not fetched */
@@ -58,7 +58,7 @@ struct token_entry {
     int64_t discovered_at;
     /* bookkeeping */
     int64_t updated_at;
-    struct json_object *extra;       /* unknown keys, written back; owned; NULL */
+    struct json_object *extra; /* unknown keys, written back; owned; NULL */
 };
 
 /* The store's directory (created 0700 when create). Caller frees. */

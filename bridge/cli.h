@@ -7,16 +7,16 @@
 
 #include <stdint.h>
 
-#include "args.h"
-#include "log.h"
-#include "macro.h"
+#include "credkit/args.h"
+#include "credkit/log.h"
+#include "credkit/macro.h"
 
 /* Exit statuses, documented in docs/bridge.md and docs/exit-codes.md */
 enum {
     BRIDGE_EXIT_OK = 0,
-    BRIDGE_EXIT_FAILED = 1,  /* the server failed: could not connect, the call failed */
-    BRIDGE_EXIT_USAGE = 2,   /* bad command line */
-    BRIDGE_EXIT_CONFIG = 3,  /* bad or missing configuration (entry not found, invalid) */
+    BRIDGE_EXIT_FAILED = 1,     /* the server failed: could not connect, the call failed */
+    BRIDGE_EXIT_USAGE = 2,      /* bad command line */
+    BRIDGE_EXIT_CONFIG = 3,     /* bad or missing configuration (entry not found, invalid) */
     BRIDGE_EXIT_TOOL_ERROR = 4, /* call: the tool answered with isError */
 };
 

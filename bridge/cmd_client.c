@@ -12,13 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "credkit/buf.h"
+#include "credkit/json.h"
+#include "credkit/mcp_config.h"
+
 #include "cli.h"
 #include "downstream.h"
-#include "json.h"
 #include "jsonrpc.h"
 #include "loop.h"
-#include "mcp_config.h"
 #include "upstream.h"
 
 #define ARGS_MAX_BYTES (16u * 1024u * 1024u)  /* JSON-ARGS, on the command line or stdin */
@@ -155,8 +156,8 @@ static int print_test_json(struct client *c, struct json_object *tools)
     const char *pv = upstream_protocol_version(c->u);
     struct json_object *info = upstream_server_info(c->u);
     if (json_object_object_add(o, "server", json_object_new_string(c->server->name)) < 0 ||
-        json_object_object_add(o, "transport",
-                               json_object_new_string(mcp_transport_name(c->server->transport))) < 0 ||
+        json_object_object_add(
+            o, "transport", json_object_new_string(mcp_transport_name(c->server->transport))) < 0 ||
         json_object_object_add(o, "protocolVersion", pv ? json_object_new_string(pv) : NULL) < 0 ||
         json_object_object_add(o, "serverInfo", json_object_get(info)) < 0)
         goto out;
@@ -480,8 +481,10 @@ static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg
                      "do it",
                      c->server->name, q ? q : "");
             if (result &&
-                json_object_object_add(result, "action", json_object_new_string("decline")) < 0)
-                json_object_put(TAKE_PTR(result));
+                json_object_object_add(result, "action", json_object_new_string("decline")) < 0) {
+                json_object_put(result);
+                result = NULL;
+            }
         } else {
             struct json_object *content = elicit_defaults(params);
             log_info(c->log, "'%s' asked \"%s\": accepted with the schema's defaults",
@@ -490,14 +493,18 @@ static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg
                 json_object_object_add(result, "action", json_object_new_string("accept")) >= 0 &&
                 json_object_object_add(result, "content", content) >= 0)
                 content = NULL;
-            else
-                json_object_put(TAKE_PTR(result));
+            else {
+                json_object_put(result);
+                result = NULL;
+            }
             json_object_put(content);
         }
     } else if (strcmp(method, "roots/list") == 0) {
         result = json_object_new_object();
-        if (result && json_object_object_add(result, "roots", json_object_new_array()) < 0)
-            json_object_put(TAKE_PTR(result));
+        if (result && json_object_object_add(result, "roots", json_object_new_array()) < 0) {
+            json_object_put(result);
+            result = NULL;
+        }
     } else if (strcmp(method, "sampling/createMessage") == 0) {
         log_info(c->log, "'%s' asked for sampling: refused, as there is no model here",
                  c->server->name);
@@ -548,8 +555,11 @@ static void on_signal(int signo, void *userdata)
         return;
     }
     log_error(c->log, "%s", signo == SIGINT ? "interrupted" : "terminated");
-    if (c->call)
-        upstream_call_cancel(TAKE_PTR(c->call), signo == SIGINT ? "interrupted" : "terminated");
+    if (c->call) {
+        struct upstream_call *call = c->call;
+        c->call = NULL;
+        upstream_call_cancel(call, signo == SIGINT ? "interrupted" : "terminated");
+    }
     finish(c, BRIDGE_EXIT_FAILED);
 }
 
@@ -651,8 +661,7 @@ static int client_options(struct client *c, int argc, char **argv)
                 return -EINVAL;
             break;
         case OPT_CONNECT_TIMEOUT:
-            if (cli_parse_duration("--connect-timeout", optarg, c->log, &c->connect_timeout_ms) <
-                0)
+            if (cli_parse_duration("--connect-timeout", optarg, c->log, &c->connect_timeout_ms) < 0)
                 return -EINVAL;
             break;
         default:
@@ -739,7 +748,8 @@ static int parse_args(const char *arg, struct log *log, struct json_object **ret
         r = -EINVAL;
         goto out;
     }
-    *ret = TAKE_PTR(o);
+    *ret = o;
+    o = NULL;
     r = 0;
 out:
     json_object_put(o);

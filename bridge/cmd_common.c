@@ -7,12 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "credkit/buf.h"
+#include "credkit/duration.h"
+#include "credkit/mcp_config.h"
+#include "credkit/path.h"
+#include "credkit/redact.h"
+
 #include "cli.h"
-#include "duration.h"
-#include "mcp_config.h"
-#include "path.h"
-#include "redact.h"
 
 #define URL_NAME_MAX 64 /* a name made from a URL's host */
 

@@ -24,17 +24,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "credkit/buf.h"
+#include "credkit/duration.h"
+#include "credkit/file.h"
+#include "credkit/json.h"
+#include "credkit/mcp_config.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/tty.h"
+#include "credkit/url.h"
+#include "credkit/util.h"
+
 #include "cli.h"
-#include "duration.h"
-#include "file.h"
-#include "json.h"
-#include "mcp_config.h"
-#include "path.h"
-#include "secmem.h"
-#include "tty.h"
-#include "url.h"
-#include "util.h"
 
 #define CONFIG_FILE_MAX (4u * 1024u * 1024u) /* what the loader reads, too */
 #define LOCK_TIMEOUT_MS 5000
@@ -1119,9 +1120,12 @@ static int guided(struct add_args *a, const char *user_disp, const char *project
             r = ask("URL (e.g. https://mcp.example.com/mcp): ", &answer);
             if (r < 0)
                 return r;
-            if (url_answer_ok(answer))
-                a->url = TAKE_PTR(answer);
-            free(TAKE_PTR(answer));
+            if (url_answer_ok(answer)) {
+                a->url = answer;
+                answer = NULL;
+            }
+            free(answer);
+            answer = NULL;
         }
     } else if (!a->command) {
         while (!a->command) {
@@ -1132,7 +1136,8 @@ static int guided(struct add_args *a, const char *user_disp, const char *project
             if (r < 0)
                 return r;
             r = split_words(answer, &words, &why);
-            free(TAKE_PTR(answer));
+            free(answer);
+            answer = NULL;
             if (r == -ENOMEM) {
                 strv_release(&words);
                 return r;
@@ -1156,7 +1161,8 @@ static int guided(struct add_args *a, const char *user_disp, const char *project
             }
             strv_release(&a->args);
             a->args = args;
-            a->command = TAKE_PTR(words.v[0]);
+            a->command = words.v[0];
+            words.v[0] = NULL;
             strv_release(&words);
         }
         if (a->env.n == 0) {
@@ -1167,7 +1173,8 @@ static int guided(struct add_args *a, const char *user_disp, const char *project
                 if (r < 0)
                     return r;
                 if (!answer[0]) {
-                    free(TAKE_PTR(answer));
+                    free(answer);
+                    answer = NULL;
                     break;
                 }
                 const char *eq = strchr(answer, '=');
@@ -1178,7 +1185,8 @@ static int guided(struct add_args *a, const char *user_disp, const char *project
                     r = strv_add(&a->env, answer);
                     prompt = "Another one (empty line when done): ";
                 }
-                free(TAKE_PTR(answer));
+                free(answer);
+                answer = NULL;
                 if (r < 0)
                     return r;
             }
@@ -1202,12 +1210,14 @@ static int guided(struct add_args *a, const char *user_disp, const char *project
             r = ask_default(prompt, suggestion, &answer);
             if (r < 0)
                 return r;
-            if (add_name_ok(answer))
-                a->name = TAKE_PTR(answer);
-            else
+            if (add_name_ok(answer)) {
+                a->name = answer;
+                answer = NULL;
+            } else
                 fprintf(stderr, "%s: %s\n", answer[0] ? "not a usable name" : "the name is empty",
                         add_name_rule);
-            free(TAKE_PTR(answer));
+            free(answer);
+            answer = NULL;
         }
     }
 
@@ -1233,12 +1243,14 @@ static int guided(struct add_args *a, const char *user_disp, const char *project
                 r = ask_default(prompt, def, &answer);
                 if (r < 0)
                     return r;
-                if (name_is_valid(answer))
-                    a->bearer_env = TAKE_PTR(answer);
-                else
+                if (name_is_valid(answer)) {
+                    a->bearer_env = answer;
+                    answer = NULL;
+                } else
                     fprintf(stderr, "a variable name is letters, digits and '_', not starting "
                                     "with a digit\n");
-                free(TAKE_PTR(answer));
+                free(answer);
+                answer = NULL;
             }
         }
     }
@@ -1897,7 +1909,8 @@ int cmd_remove(int argc, char **argv, const struct args_globals *g, struct log *
         r = absolute_path(".pi/mcp.json", &p, &e);
         if (r >= 0)
             r = strv_add(&cands, p);
-        free(TAKE_PTR(p));
+        free(p);
+        p = NULL;
         if (r >= 0)
             r = absolute_path(".mcp.json", &p, &e);
         if (r >= 0)

@@ -13,11 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "credkit/buf.h"
+#include "credkit/mcp_config.h"
+
 #include "cli.h"
 #include "downstream.h"
 #include "loop.h"
-#include "mcp_config.h"
 
 #define MAX_HEADERS 64
 

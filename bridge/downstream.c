@@ -21,14 +21,15 @@
 
 #include <json-c/linkhash.h>
 
-#include "buf.h"
+#include "credkit/buf.h"
+#include "credkit/json.h"
+#include "credkit/version.h"
+
 #include "downstream.h"
 #include "framing.h"
-#include "json.h"
 #include "jsonrpc.h"
 #include "naming.h"
 #include "upstream.h"
-#include "version.h"
 
 #define DS_MAX_PENDING 4096 /* agent requests in flight (or waiting for the catalogue) */
 #define DS_MAX_BRIDGED 256  /* server requests waiting for the agent's answer */
@@ -705,7 +706,8 @@ static int server_upstream(struct downstream *d, struct server *s, const struct 
 static void server_cancel_lists(struct server *s)
 {
     for (enum kind k = 0; k < K_N; k++) {
-        upstream_list_cancel(TAKE_PTR(s->listing[k]));
+        upstream_list_cancel(s->listing[k]);
+        s->listing[k] = NULL;
         s->relist[k] = false;
     }
 }
@@ -804,7 +806,9 @@ static void server_fail_pending(struct downstream *d, struct server *s)
     while (p) {
         struct pending *next = p->next;
         if (p->type == PT_CALL && p->s == s) {
-            upstream_call_cancel(TAKE_PTR(p->call), NULL);
+            struct upstream_call *call = p->call;
+            p->call = NULL;
+            upstream_call_cancel(call, NULL);
             if (p->tool_call) {
                 char text[DS_TEXT_MAX];
                 snprintf(text, sizeof(text), "server '%s' was closed before it answered", s->name);
@@ -902,7 +906,8 @@ static void on_listed(struct upstream *u, struct json_object *items, int error, 
                   KINDS[k].noun);
     } else if (error == -ENOSYS) {
         /* it declared the capability but does not know the method: nothing to list */
-        json_object_put(TAKE_PTR(s->items[k]));
+        json_object_put(s->items[k]);
+        s->items[k] = NULL;
     } else {
         /* the connection went away meanwhile, or the server broke the protocol: keep what
          * it listed before; READY lists again */
@@ -925,12 +930,14 @@ static void list_all(struct server *s)
 {
     bool dropped[K_N] = {false};
     for (enum kind k = 0; k < K_N; k++) {
-        upstream_list_cancel(TAKE_PTR(s->listing[k]));
+        upstream_list_cancel(s->listing[k]);
+        s->listing[k] = NULL;
         s->relist[k] = false;
         if (upstream_has_capability(s->u, KINDS[k].cap)) {
             start_list(s, k);
         } else if (s->items[k]) {
-            json_object_put(TAKE_PTR(s->items[k]));
+            json_object_put(s->items[k]);
+            s->items[k] = NULL;
             dropped[k] = true;
         }
     }
@@ -963,7 +970,8 @@ static void settle_now(struct downstream *d)
     if (d->settled)
         return;
     d->settled = true;
-    loop_timer_cancel(TAKE_PTR(d->settle_timer));
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
     for (size_t i = 0; i < d->n_servers; i++)
         if (!d->servers[i]->settled)
             log_info(d->log, "server '%s': not connected yet; its tools follow when it is",
@@ -980,7 +988,8 @@ static void settle_now(struct downstream *d)
             pending_free(p);
         } else if (p->type == PT_HELD) {
             /* handled now as if it had just come: the catalogue is as complete as it gets */
-            struct json_object *root = TAKE_PTR(p->msg);
+            struct json_object *root = p->msg;
+            p->msg = NULL;
             struct jrpc_msg m = {
                 .root = root,
                 .kind = JRPC_REQUEST,
@@ -1050,7 +1059,8 @@ static void single_fail_init(struct downstream *d, const char *why)
     struct pending *p = find_pending_type(d, PT_INIT);
     if (!p)
         return;
-    loop_timer_cancel(TAKE_PTR(d->settle_timer));
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
     struct server *s = d->servers[0];
     reply_errorf(d, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s", s->name,
                  why);
@@ -1062,7 +1072,8 @@ static void on_settle_timer(struct loop_timer *t, void *userdata)
 {
     struct downstream *d = userdata;
     (void)t;
-    loop_timer_cancel(TAKE_PTR(d->settle_timer));
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
     if (d->mode == DOWNSTREAM_AGGREGATE) {
         settle_now(d);
         return;
@@ -1103,7 +1114,8 @@ static void sub_forget(struct downstream *d, const char *uri)
     for (struct pending *p = d->pending; p; p = p->next) {
         if (p->sub == SUB_ADD && strcmp(p->sub_uri, uri) == 0) {
             p->sub = SUB_NONE;
-            free(TAKE_PTR(p->sub_uri));
+            free(p->sub_uri);
+            p->sub_uri = NULL;
         }
     }
 }
@@ -1224,7 +1236,8 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         if (d->mode == DOWNSTREAM_SINGLE) {
             struct pending *p = find_pending_type(d, PT_INIT);
             if (p) {
-                loop_timer_cancel(TAKE_PTR(d->settle_timer));
+                loop_timer_cancel(d->settle_timer);
+                d->settle_timer = NULL;
                 single_answer_init(d, p);
             }
         } else if (!s->closing) {
@@ -1248,7 +1261,8 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
             bool had[K_N];
             for (enum kind k = 0; k < K_N; k++) {
                 had[k] = s->items[k] != NULL;
-                json_object_put(TAKE_PTR(s->items[k]));
+                json_object_put(s->items[k]);
+                s->items[k] = NULL;
             }
             for (enum kind k = 0; k < K_N; k++)
                 if (had[k])
@@ -1763,9 +1777,13 @@ static struct json_object *aggregate_init_result(struct downstream *d)
     if (json_object_object_add(res, "protocolVersion",
                                json_object_new_string(d->protocol_version
                                                           ? d->protocol_version
-                                                          : UPSTREAM_PROTOCOL_LATEST)) < 0 ||
-        json_object_object_add(res, "capabilities", TAKE_PTR(caps)) < 0 ||
-        json_object_object_add(res, "serverInfo", TAKE_PTR(info)) < 0 ||
+                                                          : UPSTREAM_PROTOCOL_LATEST)) < 0)
+        goto oom;
+    /* json_object_object_add() takes its value even when it fails */
+    struct json_object *c = caps, *in = info;
+    caps = info = NULL;
+    if (json_object_object_add(res, "capabilities", c) < 0 ||
+        json_object_object_add(res, "serverInfo", in) < 0 ||
         json_object_object_add(res, "instructions", json_object_new_string(buf_str(&instr))) < 0)
         goto oom;
     buf_release(&instr);
@@ -1987,8 +2005,11 @@ static void handle_cancelled(struct downstream *d, struct json_object *params)
     if (!p || p->type == PT_INIT)
         return;
     log_debug(d->log, "%s cancelled by the client", p->method);
-    if (p->call)
-        upstream_call_cancel(TAKE_PTR(p->call), json_get_string(params, "reason"));
+    if (p->call) {
+        struct upstream_call *call = p->call;
+        p->call = NULL;
+        upstream_call_cancel(call, json_get_string(params, "reason"));
+    }
     pending_free(p);
 }
 
@@ -2094,7 +2115,8 @@ static void on_agent_eof(void *userdata)
 static void on_agent_error(int error, void *userdata)
 {
     struct downstream *d = userdata;
-    framing_free(TAKE_PTR(d->fr));
+    framing_free(d->fr);
+    d->fr = NULL;
     if (!d->status)
         d->status = error;
     if (error == -E2BIG)
@@ -2146,7 +2168,8 @@ static void finish(struct downstream *d, int status)
     if (d->done)
         return;
     d->done = true;
-    loop_timer_cancel(TAKE_PTR(d->shutdown_timer));
+    loop_timer_cancel(d->shutdown_timer);
+    d->shutdown_timer = NULL;
     struct done_call *dc = calloc(1, sizeof(*dc));
     if (dc) {
         dc->d = d;
@@ -2183,7 +2206,8 @@ static void on_shutdown_timer(struct loop_timer *t, void *userdata)
 {
     struct downstream *d = userdata;
     (void)t;
-    loop_timer_cancel(TAKE_PTR(d->shutdown_timer));
+    loop_timer_cancel(d->shutdown_timer);
+    d->shutdown_timer = NULL;
     log_warn(d->log, "shutdown took longer than %d s: stopping what is left",
              DOWNSTREAM_SHUTDOWN_MS / 1000);
     while (d->n_closing)
@@ -2206,7 +2230,8 @@ void downstream_shutdown(struct downstream *d)
     d->shutting = true;
     if (d->fr)
         framing_set_reading(d->fr, false);
-    loop_timer_cancel(TAKE_PTR(d->settle_timer));
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
     if (loop_timer_add(d->loop, DOWNSTREAM_SHUTDOWN_MS, on_shutdown_timer, d, &d->shutdown_timer) <
         0)
         d->shutdown_timer = NULL;

@@ -89,11 +89,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "log.h"
+#include "credkit/err.h"
+#include "credkit/log.h"
+#include "credkit/macro.h"
+#include "credkit/mcp_config.h"
+
 #include "loop.h"
-#include "macro.h"
-#include "mcp_config.h"
 
 #define DOWNSTREAM_SHUTDOWN_MS (8 * 1000)
 /* Bytes queued for the agent's stdout above which its stdin is no longer read (see above). */
@@ -111,16 +112,16 @@ struct downstream;
 typedef void (*downstream_done_fn)(int status, void *userdata);
 
 struct downstream_opts {
-    struct loop *loop;          /* required */
-    struct log *log;            /* required */
-    int in_fd, out_fd;          /* the agent's side, O_NONBLOCK; stay the caller's */
+    struct loop *loop; /* required */
+    struct log *log;   /* required */
+    int in_fd, out_fd; /* the agent's side, O_NONBLOCK; stay the caller's */
     enum downstream_mode mode;
     /* The servers: every valid entry of config (aggregate), or the one named by single_name
      * (single; an entry built from a URL on the command line is passed in a config of its
      * own). The config is borrowed only during downstream_new() and downstream_reload(). */
     const struct mcp_config *config;
     const char *single_name;
-    mcp_lookup_fn lookup;       /* ${VAR} lookup for upstreams; NULL: the environment */
+    mcp_lookup_fn lookup; /* ${VAR} lookup for upstreams; NULL: the environment */
     void *lookup_userdata;
     int64_t connect_timeout_ms; /* 0: UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS */
     downstream_done_fn on_done; /* required */

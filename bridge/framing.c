@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "credkit/io.h"
+
 #include "framing.h"
 
 /* The read buffer starts at this size (or max_frame + 2 when smaller) and grows by doubling up
@@ -167,28 +169,6 @@ static void report_error(struct framing *f, int err)
 
 /* ---- output ---- */
 
-static ssize_t write_guarded(int fd, const struct iovec *iov, int n)
-{
-    /* SIGPIPE is raised synchronously in the writing thread: block it around the write,
-     * consume the one our write raised (unless one was already pending, which is not ours),
-     * restore the mask. As child.c does for child_run(). */
-    sigset_t pipe_set, old, pending;
-    (void)sigemptyset(&pipe_set);
-    (void)sigaddset(&pipe_set, SIGPIPE);
-    (void)pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
-    ssize_t w = writev(fd, iov, n);
-    int saved = errno;
-    if (w < 0 && saved == EPIPE && !was_pending) {
-        const struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-            ;
-    }
-    (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = saved;
-    return w;
-}
-
 /* One write of iov; -errno on failure (-EAGAIN when the descriptor is full). */
 static ssize_t write_iov(struct framing *f, struct iovec *iov, int n)
 {
@@ -198,7 +178,7 @@ static ssize_t write_iov(struct framing *f, struct iovec *iov, int n)
             struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
             w = sendmsg(f->wfd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
         } else if (f->guard_pipe) {
-            w = write_guarded(f->wfd, iov, n);
+            w = writev_nosigpipe(f->wfd, iov, n);
         } else {
             w = writev(f->wfd, iov, n);
         }
@@ -253,7 +233,8 @@ static int enqueue(struct framing *f, const char *a, size_t alen, const char *b,
     struct wchunk *c = f->wtail;
     if (!c || c->cap - c->len < need) {
         if (need <= CHUNK_SIZE && f->wspare) {
-            c = TAKE_PTR(f->wspare);
+            c = f->wspare;
+            f->wspare = NULL;
         } else {
             size_t cap = need > CHUNK_SIZE ? need : CHUNK_SIZE;
             c = malloc(sizeof(*c) + cap);
@@ -549,7 +530,8 @@ int framing_new(struct loop *l, int rfd, int wfd, const struct framing_handler *
         if (r < 0)
             goto out;
     }
-    *ret = TAKE_PTR(f);
+    *ret = f;
+    f = NULL;
     r = 0;
 out:
     if (f) {

@@ -44,9 +44,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "err.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
+
 #include "loop.h"
-#include "macro.h"
 
 #define FRAMING_MAX_FRAME_DEFAULT   (16u * 1024u * 1024u)
 #define FRAMING_MAX_PENDING_DEFAULT (64u * 1024u * 1024u)

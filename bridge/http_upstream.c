@@ -22,12 +22,14 @@
 
 #include <json-c/json.h>
 
-#include "buf.h"
+#include "credkit/buf.h"
+#include "credkit/http.h"
+#include "credkit/json.h"
+#include "credkit/secmem.h"
+#include "credkit/url.h"
+
 #include "http_upstream.h"
-#include "json.h"
-#include "secmem.h"
 #include "sse.h"
-#include "url.h"
 
 enum hreq_kind {
     HREQ_POST,
@@ -388,10 +390,11 @@ static int commit_session(struct hreq *r)
     r->sid_done = true;
     if (r->sid_bad)
         return -EPROTO;
-    bool same = r->sid && u->session_id ? strcmp(r->sid, u->session_id) == 0
-                                        : !r->sid && !u->session_id;
+    bool same =
+        r->sid && u->session_id ? strcmp(r->sid, u->session_id) == 0 : !r->sid && !u->session_id;
     free(u->session_id);
-    u->session_id = TAKE_PTR(r->sid); /* an answer without one: no session (stateless) */
+    u->session_id = r->sid; /* an answer without one: no session (stateless) */
+    r->sid = NULL;
     if (!same && !u->legacy)
         stream_restart(u);
     return 0;
@@ -596,10 +599,9 @@ static int hreq_start(struct hreq *r)
         if (cc == CURLE_OK)                                                                        \
             cc = curl_easy_setopt(c, opt, val);                                                    \
     } while (0)
+    if (http_curl_baseline(c) < 0)
+        cc = CURLE_UNKNOWN_OPTION;
     SET(CURLOPT_URL, url);
-    SET(CURLOPT_NOSIGNAL, 1L);
-    SET(CURLOPT_PROTOCOLS_STR, "http,https");
-    SET(CURLOPT_FOLLOWLOCATION, 0L);
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     SET(CURLOPT_HTTPHEADER, r->hdrs);
     SET(CURLOPT_WRITEFUNCTION, on_write);
@@ -685,7 +687,8 @@ static int xfer_error(struct hreq *r, CURLcode cc, long status)
 static void fail_req(struct hreq *r, int error)
 {
     struct http_upstream *u = r->u;
-    char *msg = TAKE_PTR(r->msg);
+    char *msg = r->msg;
+    r->msg = NULL;
     size_t len = r->len;
 
     hreq_free(r);
@@ -1247,7 +1250,8 @@ int http_upstream_new(struct loop *l, const struct http_upstream_spec *spec,
         }
         u->n_headers++;
     }
-    *ret = TAKE_PTR(u);
+    *ret = u;
+    u = NULL;
     k = 0;
 out:
     if (u)

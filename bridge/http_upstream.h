@@ -82,9 +82,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
+
 #include "loop.h"
-#include "macro.h"
 
 #define HTTP_UPSTREAM_TIMEOUT_DEFAULT_MS  (60 * 1000)
 #define HTTP_UPSTREAM_MAX_MESSAGE_DEFAULT (16u * 1024u * 1024u)

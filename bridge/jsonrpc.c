@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json.h"
+#include "credkit/json.h"
+
 #include "jsonrpc.h"
 
 #define SERIALIZE_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -357,7 +358,9 @@ struct json_object *jrpc_new_tool_error(const char *message)
     if (json_object_array_add(content, item) < 0)
         goto fail;
     item = NULL; /* content owns it */
-    if (!add(o, "content", TAKE_PTR(content)))
+    struct json_object *c = content;
+    content = NULL; /* add() takes it, even when it fails */
+    if (!add(o, "content", c))
         goto fail;
     if (!add(o, "isError", json_object_new_boolean(1)))
         goto fail;

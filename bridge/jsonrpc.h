@@ -36,17 +36,17 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
 
 /* JSON-RPC 2.0 and MCP error codes */
-#define JRPC_PARSE_ERROR      (-32700)
-#define JRPC_INVALID_REQUEST  (-32600)
-#define JRPC_METHOD_NOT_FOUND (-32601)
-#define JRPC_INVALID_PARAMS   (-32602)
-#define JRPC_INTERNAL_ERROR   (-32603)
-#define JRPC_CONNECTION_CLOSED (-32000) /* the SDKs' ConnectionClosed */
-#define JRPC_REQUEST_TIMEOUT  (-32001) /* the SDKs' RequestTimeout */
+#define JRPC_PARSE_ERROR        (-32700)
+#define JRPC_INVALID_REQUEST    (-32600)
+#define JRPC_METHOD_NOT_FOUND   (-32601)
+#define JRPC_INVALID_PARAMS     (-32602)
+#define JRPC_INTERNAL_ERROR     (-32603)
+#define JRPC_CONNECTION_CLOSED  (-32000) /* the SDKs' ConnectionClosed */
+#define JRPC_REQUEST_TIMEOUT    (-32001) /* the SDKs' RequestTimeout */
 #define JRPC_RESOURCE_NOT_FOUND (-32002)
 
 #define JRPC_ID_KEY_MAX 256 /* longer string ids are refused (JRPC_INVALID) */
@@ -67,8 +67,8 @@ enum jrpc_kind {
 struct jrpc_msg {
     struct json_object *root; /* owned reference */
     enum jrpc_kind kind;
-    const char *method;       /* requests and notifications */
-    struct json_object *id;   /* requests and responses */
+    const char *method;         /* requests and notifications */
+    struct json_object *id;     /* requests and responses */
     struct json_object *params; /* NULL when absent */
     struct json_object *result; /* responses: exactly one of result and error */
     struct json_object *error;

@@ -18,7 +18,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "credkit/util.h"
 
 #define LOOP_EPOLL_BATCH 64
 
@@ -85,6 +85,7 @@ struct loop {
     uint64_t seq;
 
     struct loop_deferred *defer_head, *defer_tail;
+    struct loop_release *release_head; /* LIFO: each node's fn is independent of the others */
 
     int sigfd;
     struct loop_io *sig_io;
@@ -424,6 +425,29 @@ static void defer_run(struct loop *l)
     }
 }
 
+void loop_release(struct loop *l, struct loop_release *node, void (*fn)(struct loop_release *node))
+{
+    if (node->queued)
+        return;
+    node->queued = true;
+    node->fn = fn;
+    node->next = l->release_head;
+    l->release_head = node;
+}
+
+/* Runs the releases queued so far, and those they queue in turn (a release may drop the last
+ * reference to another object). */
+static void release_run(struct loop *l)
+{
+    while (l->release_head) {
+        struct loop_release *n = l->release_head;
+        l->release_head = n->next;
+        n->next = NULL;
+        n->queued = false;
+        n->fn(n);
+    }
+}
+
 /* ---- signals ---- */
 
 static void sig_io_ready(struct loop_io *io, int fd, unsigned events, void *userdata)
@@ -730,8 +754,10 @@ void loop_free(struct loop *l)
 
     /* deferred calls usually release memory: run them while the loop is still whole */
     l->dispatching = true;
-    while (l->defer_head)
+    while (l->defer_head || l->release_head) {
         defer_run(l);
+        release_run(l);
+    }
     l->dispatching = false;
     free_zombies(l);
 
@@ -777,12 +803,12 @@ void loop_quit(struct loop *l, int code)
 static bool loop_alive(const struct loop *l)
 {
     return l->n_user_ios > 0 || l->n_user_armed > 0 || l->n_sighandlers > 0 || l->n_xfers > 0 ||
-           l->defer_head;
+           l->defer_head || l->release_head;
 }
 
 static int loop_timeout(const struct loop *l)
 {
-    if (l->defer_head)
+    if (l->defer_head || l->release_head)
         return 0;
     if (l->heap_len == 0)
         return -1;
@@ -837,6 +863,7 @@ static int loop_iterate(struct loop *l)
         sig_dispatch(l);
     }
     defer_run(l);
+    release_run(l);
     l->dispatching = false;
     free_zombies(l);
     return 0;

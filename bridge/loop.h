@@ -26,8 +26,8 @@
 
 #include <curl/curl.h>
 
-#include "err.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
 
 struct loop;
 struct loop_io;
@@ -36,7 +36,7 @@ struct loop_timer;
 enum loop_events {
     LOOP_READ = 1 << 0,
     LOOP_WRITE = 1 << 1,
-    LOOP_HUP = 1 << 2,   /* reported, never requested: peer hung up or error */
+    LOOP_HUP = 1 << 2, /* reported, never requested: peer hung up or error */
 };
 
 typedef void (*loop_io_fn)(struct loop_io *io, int fd, unsigned events, void *userdata);
@@ -104,6 +104,22 @@ int loop_signal(struct loop *l, int signo, loop_signal_fn fn, void *userdata) _m
 /* Runs fn(userdata) after the current iteration's other callbacks, in the order queued. A call
  * queued by a deferred call runs in the next iteration. */
 int loop_defer(struct loop *l, loop_defer_fn fn, void *userdata) _must_check_;
+
+/* Deferred release, as libuv's close callback: an object that a callback further up the stack
+ * may still be using embeds a struct loop_release and, where it would free itself, queues
+ * itself with loop_release() instead. fn(node) runs after the current iteration, once every
+ * callback of the iteration has returned (or at loop_free(), or in the next iteration when
+ * queued outside one); fn gets the node back and finds its object with list_entry()-style
+ * arithmetic (credkit/list.h). Cannot fail: nothing is allocated. Queuing a node already queued
+ * is a no-op. The object must stay valid until fn runs. This is the one way the bridge's
+ * objects defer their free; a "busy" count of their own is not needed. */
+struct loop_release {
+    struct loop_release *next;
+    void (*fn)(struct loop_release *node);
+    bool queued;
+};
+
+void loop_release(struct loop *l, struct loop_release *node, void (*fn)(struct loop_release *node));
 
 /* The loop's curl multi handle (created on first use, with socket and timer callbacks wired
  * to the loop). Borrowed. */

@@ -7,11 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "args.h"
+#include "credkit/args.h"
+#include "credkit/log.h"
+#include "credkit/secmem.h"
+#include "credkit/version.h"
+
 #include "cli.h"
-#include "log.h"
-#include "secmem.h"
-#include "version.h"
 
 static const char usage_text[] =
     "usage: mcp-bridge [OPTIONS] [serve] [--connect-timeout D]\n"

@@ -30,8 +30,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "macro.h"
-#include "mcp_config.h"
+#include "credkit/macro.h"
+#include "credkit/mcp_config.h"
 
 #define NAMING_MAX 64
 

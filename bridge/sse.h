@@ -34,8 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "macro.h"
+#include "credkit/buf.h"
+#include "credkit/macro.h"
 
 struct sse_event {
     const char *type; /* "message" unless the event said otherwise; borrowed for the call */

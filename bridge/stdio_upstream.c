@@ -6,7 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "child.h"
+#include "credkit/child.h"
+
 #include "stdio_upstream.h"
 
 enum phase {
@@ -75,14 +76,18 @@ static void close_stdin(struct stdio_upstream *s)
 /* Stops watching everything but the step timer. */
 static void stop_watching(struct stdio_upstream *s)
 {
-    framing_free(TAKE_PTR(s->fr));
-    loop_io_remove(TAKE_PTR(s->err_io));
-    loop_io_remove(TAKE_PTR(s->exit_io));
+    framing_free(s->fr);
+    s->fr = NULL;
+    loop_io_remove(s->err_io);
+    s->err_io = NULL;
+    loop_io_remove(s->exit_io);
+    s->exit_io = NULL;
     if (s->pidfd >= 0) {
         (void)close(s->pidfd);
         s->pidfd = -1;
     }
-    loop_timer_cancel(TAKE_PTR(s->poll));
+    loop_timer_cancel(s->poll);
+    s->poll = NULL;
 }
 
 static void finish(struct stdio_upstream *s)
@@ -93,8 +98,10 @@ static void finish(struct stdio_upstream *s)
     s->out_done = true;
     s->phase = P_DONE;
     /* stragglers that ignored the SIGTERM get SIGKILL when the timer fires; nobody left */
-    if (kill(-child_pid(s->child), 0) < 0)
-        loop_timer_cancel(TAKE_PTR(s->step));
+    if (kill(-child_pid(s->child), 0) < 0) {
+        loop_timer_cancel(s->step);
+        s->step = NULL;
+    }
     if (!s->closed) {
         s->closed = true;
         if (s->h.on_close)
@@ -166,7 +173,8 @@ static void on_step(struct loop_timer *t, void *userdata)
         break;
     case P_DONE:
         (void)child_kill(s->child, SIGKILL);
-        loop_timer_cancel(TAKE_PTR(s->step));
+        loop_timer_cancel(s->step);
+        s->step = NULL;
         break;
     default:
         break;
@@ -179,12 +187,14 @@ static void reaped(struct stdio_upstream *s, int status)
     s->status = status;
     enum phase was = s->phase;
     s->phase = P_REAPED;
-    loop_io_remove(TAKE_PTR(s->exit_io));
+    loop_io_remove(s->exit_io);
+    s->exit_io = NULL;
     if (s->pidfd >= 0) {
         (void)close(s->pidfd);
         s->pidfd = -1;
     }
-    loop_timer_cancel(TAKE_PTR(s->poll));
+    loop_timer_cancel(s->poll);
+    s->poll = NULL;
     /* nothing it started outlives it; a server that has exited reads no more input */
     close_stdin(s);
     (void)child_kill(s->child, was == P_KILL ? SIGKILL : SIGTERM);
@@ -247,7 +257,8 @@ static void fr_error(int error, void *userdata)
     struct stdio_upstream *s = userdata;
     enter(s);
     /* the framing is finished with both pipes: stdout no longer read, stdin closed */
-    framing_free(TAKE_PTR(s->fr));
+    framing_free(s->fr);
+    s->fr = NULL;
     close_stdin(s);
     s->out_done = true;
     connection_over(s, error);
@@ -285,7 +296,8 @@ static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *user
             emit_stderr(s);
         if (s->freed)
             goto out;
-        loop_io_remove(TAKE_PTR(s->err_io));
+        loop_io_remove(s->err_io);
+        s->err_io = NULL;
         maybe_finish(s);
         goto out;
     }
@@ -340,7 +352,8 @@ static int build_env(const char *const *env, char ***ret, struct err *e)
         if (r < 0)
             goto out;
     }
-    *ret = TAKE_PTR(envp);
+    *ret = envp;
+    envp = NULL;
     r = 0;
 out:
     child_env_free(envp);
@@ -425,7 +438,8 @@ int stdio_upstream_new(struct loop *l, const struct stdio_upstream_spec *spec,
     if (r < 0)
         goto fail;
 
-    *ret = TAKE_PTR(s);
+    *ret = s;
+    s = NULL;
     r = 0;
     goto out;
 fail:
@@ -466,8 +480,10 @@ void stdio_upstream_free(struct stdio_upstream *s)
     /* stragglers of a server already reaped: child_free() only kills an unreaped one */
     if (s->step && (s->phase == P_REAPED || s->phase == P_DONE))
         (void)child_kill(s->child, SIGKILL);
-    loop_timer_cancel(TAKE_PTR(s->step));
-    child_free(TAKE_PTR(s->child));
+    loop_timer_cancel(s->step);
+    s->step = NULL;
+    child_free(s->child);
+    s->child = NULL;
     s->freed = true;
     if (s->busy == 0)
         free(s);

@@ -39,10 +39,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "err.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
+
 #include "framing.h"
 #include "loop.h"
-#include "macro.h"
 
 #define STDIO_UPSTREAM_STDERR_LINE   4096
 #define STDIO_UPSTREAM_TERM_AFTER_MS 2000

@@ -18,13 +18,14 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "credkit/secmem.h"
+#include "credkit/util.h"
+#include "credkit/version.h"
+
 #include "http_upstream.h"
 #include "jsonrpc.h"
-#include "secmem.h"
 #include "stdio_upstream.h"
 #include "upstream.h"
-#include "util.h"
-#include "version.h"
 
 const char *const UPSTREAM_PROTOCOL_VERSIONS[] = {
     "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL,
@@ -522,7 +523,8 @@ static bool call_fail_now(struct upstream *u, struct upstream_call *c, int error
 static void call_fail_later(struct upstream *u, struct upstream_call *c, int error,
                             const char *message)
 {
-    loop_timer_cancel(TAKE_PTR(c->timer));
+    loop_timer_cancel(c->timer);
+    c->timer = NULL;
     if (c->ifn) {
         call_free(c);
         return;
@@ -792,7 +794,8 @@ static void drop_conn(struct upstream *u)
         u->hdr = NULL;
     }
     u->reiniting = false;
-    struct conn *cn = TAKE_PTR(u->conn);
+    struct conn *cn = u->conn;
+    u->conn = NULL;
     if (cn)
         retire(u, cn);
 }
@@ -1351,7 +1354,8 @@ static void deliver(struct upstream *u, struct conn *cn, struct upstream_call *c
                     struct jrpc_msg *m)
 {
     call_unlink(u, c);
-    loop_timer_cancel(TAKE_PTR(c->timer));
+    loop_timer_cancel(c->timer);
+    c->timer = NULL;
     if (cn->http)
         http_upstream_answered(cn->http, (uint64_t)c->id);
     if (c->ifn) {
@@ -1640,7 +1644,8 @@ static void http_error(struct upstream *u, struct conn *cn, int error, const cha
                       transport_err_text(error));
             call_unlink(u, c);
             call_free(c);
-            struct conn *old = TAKE_PTR(u->conn);
+            struct conn *old = u->conn;
+            u->conn = NULL;
             retire(u, old);
             u->force_headers = true;
             http_begin(u);
@@ -1806,7 +1811,8 @@ static void kick_fired(struct loop_timer *t, void *userdata)
     while ((c = u->failing.head)) {
         clist_remove(&u->failing, c);
         c->where = CALL_NEW;
-        char *m = TAKE_PTR(c->message);
+        char *m = c->message;
+        c->message = NULL;
         bool alive = call_fail_now(u, c, c->error, m);
         free(m);
         if (!alive)
@@ -2005,7 +2011,8 @@ void upstream_free(struct upstream *u)
         u->hdr->u = NULL;
         u->hdr = NULL;
     }
-    conn_free(TAKE_PTR(u->conn));
+    conn_free(u->conn);
+    u->conn = NULL;
     while (u->retiring) {
         struct conn *cn = u->retiring;
         u->retiring = cn->next;
@@ -2231,7 +2238,9 @@ static void list_unlink(struct upstream_list *l)
 static void list_finish(struct upstream_list *l, int error, const char *message)
 {
     struct upstream *u = l->u;
-    struct json_object *items = error < 0 ? NULL : TAKE_PTR(l->items);
+    struct json_object *items = error < 0 ? NULL : l->items;
+    if (error >= 0)
+        l->items = NULL;
     list_unlink(l);
     l->call = NULL;
     l->in_callback = true;

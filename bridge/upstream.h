@@ -78,11 +78,12 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
-#include "log.h"
+#include "credkit/err.h"
+#include "credkit/log.h"
+#include "credkit/macro.h"
+#include "credkit/mcp_config.h"
+
 #include "loop.h"
-#include "macro.h"
-#include "mcp_config.h"
 
 #define UPSTREAM_PROTOCOL_LATEST "2025-11-25"
 /* NULL-terminated list of the versions the bridge speaks, newest first */
@@ -141,25 +142,25 @@ struct upstream_handler {
  * the loop (or -errno with a message for the user), headers NULL-terminated, copied by the
  * callee. It returns 0 when it started, or -errno when it could not. NULL: the entry's
  * "headers" expanded through opts.lookup. */
-typedef void (*upstream_headers_done_fn)(void *done_ud, int error,
-                                         const char *const *headers, const char *message);
+typedef void (*upstream_headers_done_fn)(void *done_ud, int error, const char *const *headers,
+                                         const char *message);
 typedef int (*upstream_headers_fn)(void *userdata, const struct mcp_server *server, bool force,
                                    upstream_headers_done_fn done, void *done_ud);
 
 struct upstream_opts {
-    struct loop *loop;                   /* required */
-    struct log *log;                     /* required */
-    const struct mcp_server *server;     /* required; copied (the config may go away) */
-    mcp_lookup_fn lookup;                /* ${VAR} lookup; NULL: the environment */
+    struct loop *loop;               /* required */
+    struct log *log;                 /* required */
+    const struct mcp_server *server; /* required; copied (the config may go away) */
+    mcp_lookup_fn lookup;            /* ${VAR} lookup; NULL: the environment */
     void *lookup_userdata;
-    upstream_headers_fn headers_fn;      /* NULL: see above */
+    upstream_headers_fn headers_fn; /* NULL: see above */
     void *headers_userdata;
     struct json_object *client_capabilities; /* sent in initialize; NULL: {} (reference taken) */
-    struct json_object *client_info;     /* NULL: {"name":"mcp-bridge","version":VERSION} */
-    const char *protocol_version;        /* offered; NULL: UPSTREAM_PROTOCOL_LATEST */
-    int64_t connect_timeout_ms;          /* 0: UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS */
-    int64_t request_timeout_ms;          /* 0: the entry's timeout, else the default */
-    bool no_reconnect;                   /* one-shot clients (mcp-bridge call/test): a lost
+    struct json_object *client_info;         /* NULL: {"name":"mcp-bridge","version":VERSION} */
+    const char *protocol_version;            /* offered; NULL: UPSTREAM_PROTOCOL_LATEST */
+    int64_t connect_timeout_ms;              /* 0: UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS */
+    int64_t request_timeout_ms;              /* 0: the entry's timeout, else the default */
+    bool no_reconnect;                       /* one-shot clients (mcp-bridge call/test): a lost
                                             connection or failed connect goes to FAILED, which
                                             is then logged at debug level only: the caller
                                             reports it, as its error */
@@ -167,8 +168,8 @@ struct upstream_opts {
 
 /* Creates the upstream in IDLE; nothing starts before upstream_connect(). -EINVAL with a
  * message for an entry that has an error (server->error is quoted). Caller frees. */
-int upstream_new(const struct upstream_opts *opts, const struct upstream_handler *h,
-                 void *userdata, struct upstream **ret, struct err *e) _must_check_;
+int upstream_new(const struct upstream_opts *opts, const struct upstream_handler *h, void *userdata,
+                 struct upstream **ret, struct err *e) _must_check_;
 
 /* Starts connecting (from IDLE, BACKOFF or FAILED; a no-op in CONNECTING or READY). */
 void upstream_connect(struct upstream *u);
@@ -250,7 +251,7 @@ int upstream_respond(struct upstream *u, uint64_t gen, struct json_object *id,
 typedef void (*upstream_list_fn)(struct upstream *u, struct json_object *items, int error,
                                  const char *message, void *userdata);
 struct upstream_list;
-int upstream_list(struct upstream *u, const char *method, const char *key,
-                  upstream_list_fn fn, void *userdata, struct upstream_list **ret) _must_check_;
+int upstream_list(struct upstream *u, const char *method, const char *key, upstream_list_fn fn,
+                  void *userdata, struct upstream_list **ret) _must_check_;
 /* Stops a listing; no callback follows. NULL-safe. */
 void upstream_list_cancel(struct upstream_list *l);

@@ -1,7 +1,7 @@
 /* args.c - command-line conventions the tools share */
 #include <string.h>
 
-#include "args.h"
+#include "credkit/args.h"
 
 bool args_wants_help(int argc, char **argv)
 {

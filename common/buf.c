@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "secmem.h"
+#include "credkit/buf.h"
+#include "credkit/secmem.h"
 
 void buf_init(struct buf *b, size_t max)
 {

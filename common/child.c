@@ -13,8 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "child.h"
-#include "secmem.h"
+#include "credkit/child.h"
+#include "credkit/io.h"
+#include "credkit/secmem.h"
+#include "credkit/util.h"
 
 #define CHILD_MAX_STDERR_DEFAULT (64u * 1024u)
 #define CHILD_KILL_GRACE_DEFAULT 1000
@@ -300,7 +302,8 @@ int child_spawn(const struct child_spec *spec, struct child **ret, struct err *e
     c->fd_out = out_ours;
     c->fd_err = err_ours;
     in_ours = out_ours = err_ours = -1;
-    *ret = TAKE_PTR(c);
+    *ret = c;
+    c = NULL;
     r = 0;
     goto out;
 
@@ -391,13 +394,6 @@ void child_free(struct child *c)
 
 /* --- child_run(): the whole life of a child for a CLI. --- */
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t add_ms(int64_t t, int64_t d)
 {
     return d > INT64_MAX - t ? INT64_MAX : t + d;
@@ -414,35 +410,6 @@ static int open_pidfd(pid_t pid)
     (void)pid;
     return -1;
 #endif
-}
-
-/* write() that cannot kill us with SIGPIPE when the child has closed its stdin, without
- * touching the process-wide disposition (library code owns no global state): SIGPIPE is
- * raised synchronously in the writing thread, so we block it in this thread around the write,
- * consume the one our write raised (unless one was already pending, which is not ours to
- * eat), and restore the mask. The approach of libcurl and libgit2. */
-static ssize_t write_nosigpipe(int fd, const void *p, size_t n)
-{
-    sigset_t pipe_set, old, pending;
-    (void)sigemptyset(&pipe_set);
-    (void)sigaddset(&pipe_set, SIGPIPE);
-    (void)pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
-
-    ssize_t w;
-    do
-        w = write(fd, p, n);
-    while (w < 0 && errno == EINTR);
-    int saved = errno;
-
-    if (w < 0 && saved == EPIPE && !was_pending) {
-        const struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-            ;
-    }
-    (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = saved;
-    return w;
 }
 
 /* One read from a child's pipe into b. Returns 1 after data, 0 at EOF, -EAGAIN when there is
@@ -524,7 +491,7 @@ int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
     if (in_left == 0)
         child_close_stdin(c);
 
-    int64_t deadline = add_ms(now_ms(), opts->timeout_ms);
+    int64_t deadline = add_ms(now_mono_ms(), opts->timeout_ms);
     int64_t kill_at = INT64_MAX;
     bool timed_out = false;
 
@@ -543,7 +510,7 @@ int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
         if (c->reaped && c->fd_out < 0 && c->fd_err < 0)
             break;
 
-        int64_t now = now_ms();
+        int64_t now = now_mono_ms();
         if (!timed_out && now >= deadline) {
             timed_out = true;
             (void)child_kill(c, SIGTERM);
@@ -604,7 +571,7 @@ int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
             if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                 interrupted = (int)si.ssi_signo;
                 /* the same path as a timeout, starting now */
-                deadline = now_ms();
+                deadline = now_mono_ms();
             }
             continue;
         }
@@ -740,7 +707,8 @@ int child_env_minimal(char ***ret)
         }
         n++;
     }
-    *ret = TAKE_PTR(v);
+    *ret = v;
+    v = NULL;
     r = 0;
 out:
     child_env_free(v);
@@ -762,7 +730,8 @@ int child_env_inherit(char ***ret)
             goto out;
         }
     }
-    *ret = TAKE_PTR(v);
+    *ret = v;
+    v = NULL;
     r = 0;
 out:
     child_env_free(v);

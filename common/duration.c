@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "duration.h"
+#include "credkit/duration.h"
 
 int duration_parse(const char *s, int64_t *ret_ms)
 {

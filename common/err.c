@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "err.h"
+#include "credkit/err.h"
 
 int err_set(struct err *e, int code, const char *fmt, ...)
 {

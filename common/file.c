@@ -11,9 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "file.h"
-#include "path.h"
-#include "secmem.h"
+#include "credkit/file.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/util.h"
 
 #define READ_CHUNK (64u * 1024u)
 
@@ -410,13 +411,6 @@ out:
     return r;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(int64_t ms)
 {
     struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000};
@@ -454,7 +448,7 @@ int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_loc
 
     /* flock: owned by this open file description, so it excludes other processes and other
      * opens in this one, and dies with the process */
-    int64_t start = mono_ms(), delay = 10;
+    int64_t start = now_mono_ms(), delay = 10;
     for (;;) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0)
             break;
@@ -465,7 +459,7 @@ int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_loc
             r = err_set(e, -k, "cannot lock '%s': %s", dp, strerror(k));
             goto out;
         }
-        int64_t left = timeout_ms - (mono_ms() - start);
+        int64_t left = timeout_ms - (now_mono_ms() - start);
         if (left <= 0) {
             char t[32];
             format_ms(timeout_ms, t, sizeof(t));
@@ -486,7 +480,8 @@ int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_loc
     }
     l->fd = fd;
     fd = -1;
-    *ret = TAKE_PTR(l);
+    *ret = l;
+    l = NULL;
     r = 0;
 out:
     if (fd >= 0)

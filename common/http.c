@@ -18,10 +18,11 @@
 
 #include <curl/curl.h>
 
-#include "http.h"
-#include "secmem.h"
-#include "url.h"
-#include "version.h"
+#include "credkit/http.h"
+#include "credkit/secmem.h"
+#include "credkit/url.h"
+#include "credkit/util.h"
+#include "credkit/version.h"
 
 #define HTTP_MAX_REDIRECTS   5
 #define HTTP_MAX_HEADERS     100
@@ -201,7 +202,8 @@ static int build_headers(const struct http_request *req, bool with_body, struct 
         goto out;
     }
     l = t;
-    *ret = TAKE_PTR(l);
+    *ret = l;
+    l = NULL;
     r = 0;
 out:
     free(ct);
@@ -237,11 +239,16 @@ static int check_request(const struct http_request *req, struct err *e)
     return 0;
 }
 
-static int64_t now_ms(void)
+int http_curl_baseline(void *curl)
 {
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    CURL *c = curl;
+    if (curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_USERAGENT, HTTP_USER_AGENT) != CURLE_OK)
+        return -EINVAL;
+    return 0;
 }
 
 static void format_ms(int64_t ms, char *out, size_t n)
@@ -355,14 +362,11 @@ static CURLcode http_setup(CURL *c, const char *url, const char *method, bool wi
         if (cc == CURLE_OK)                                                                        \
             cc = curl_easy_setopt(c, opt, val);                                                    \
     } while (0)
+    if (http_curl_baseline(c) < 0)
+        cc = CURLE_UNKNOWN_OPTION;
     SET(CURLOPT_ERRORBUFFER, errbuf);
     SET(CURLOPT_URL, url);
-    SET(CURLOPT_NOSIGNAL, 1L);
-    SET(CURLOPT_PROTOCOLS_STR, "http,https");
-    SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    SET(CURLOPT_FOLLOWLOCATION, 0L);
     SET(CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-    SET(CURLOPT_USERAGENT, HTTP_USER_AGENT);
     SET(CURLOPT_HTTPHEADER, headers);
     SET(CURLOPT_WRITEFUNCTION, http_write_cb);
     SET(CURLOPT_WRITEDATA, x);
@@ -402,7 +406,7 @@ int http_do(const struct http_request *req, struct http_response *resp, struct e
     const char *method = req->method ? req->method : "GET";
     bool with_body = req->body != NULL;
     int64_t timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : HTTP_TIMEOUT_DEFAULT_MS;
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = now_mono_ms() + timeout_ms;
     long status = 0;
     int r;
 
@@ -432,7 +436,7 @@ int http_do(const struct http_request *req, struct http_response *resp, struct e
     }
 
     for (int hops = 0;; hops++) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - now_mono_ms();
         if (left <= 0) {
             r = timed_out(req->url, timeout_ms, e);
             goto out;
@@ -503,7 +507,8 @@ int http_do(const struct http_request *req, struct http_response *resp, struct e
             with_body = false;
         }
         free(url);
-        url = TAKE_PTR(next);
+        url = next;
+        next = NULL;
     }
 
     char *eff = NULL;
@@ -526,11 +531,14 @@ int http_do(const struct http_request *req, struct http_response *resp, struct e
 
     *resp = (struct http_response){
         .status = status,
-        .media_type = TAKE_PTR(media),
+        .media_type = media,
         .body = body,
-        .effective_url = TAKE_PTR(effective),
-        .headers = TAKE_PTR(x.headers),
+        .effective_url = effective,
+        .headers = x.headers,
     };
+    media = NULL;
+    effective = NULL;
+    x.headers = NULL;
     buf_init(&body, 0); /* moved into *resp */
     r = 0;
 out:

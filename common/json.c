@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "file.h"
-#include "json.h"
-#include "path.h"
-#include "secmem.h"
+#include "credkit/buf.h"
+#include "credkit/file.h"
+#include "credkit/json.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
 
 static bool is_json_space(char c)
 {
@@ -126,7 +126,8 @@ int json_read_file(const char *path, size_t max_len, unsigned flags, struct json
         free(disp);
         goto out;
     }
-    *ret = TAKE_PTR(obj);
+    *ret = obj;
+    obj = NULL;
     r = 0;
 out:
     buf_release(&b);

@@ -1,7 +1,7 @@
 /* jsonw.c - JSON text straight into a buffer */
 #include <string.h>
 
-#include "jsonw.h"
+#include "credkit/jsonw.h"
 
 int jsonw_string(struct buf *b, const char *s, size_t len)
 {
@@ -13,13 +13,27 @@ int jsonw_string(struct buf *b, const char *s, size_t len)
         char esc[7];
         size_t n = 0;
         switch (c) {
-        case '"': memcpy(esc, "\\\"", n = 2); break;
-        case '\\': memcpy(esc, "\\\\", n = 2); break;
-        case '\n': memcpy(esc, "\\n", n = 2); break;
-        case '\r': memcpy(esc, "\\r", n = 2); break;
-        case '\t': memcpy(esc, "\\t", n = 2); break;
-        case '\b': memcpy(esc, "\\b", n = 2); break;
-        case '\f': memcpy(esc, "\\f", n = 2); break;
+        case '"':
+            memcpy(esc, "\\\"", n = 2);
+            break;
+        case '\\':
+            memcpy(esc, "\\\\", n = 2);
+            break;
+        case '\n':
+            memcpy(esc, "\\n", n = 2);
+            break;
+        case '\r':
+            memcpy(esc, "\\r", n = 2);
+            break;
+        case '\t':
+            memcpy(esc, "\\t", n = 2);
+            break;
+        case '\b':
+            memcpy(esc, "\\b", n = 2);
+            break;
+        case '\f':
+            memcpy(esc, "\\f", n = 2);
+            break;
         default:
             if (c < 0x20 || c == 0x7f) {
                 memcpy(esc, "\\u00", 4);

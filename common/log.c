@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "log.h"
-#include "util.h"
+#include "credkit/buf.h"
+#include "credkit/log.h"
+#include "credkit/util.h"
 
 struct log {
     char *prog;
@@ -55,7 +55,6 @@ struct redact *log_redact(struct log *l)
 {
     return l->redact;
 }
-
 
 void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap)
 {

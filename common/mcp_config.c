@@ -12,13 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "json.h"
-#include "mcp_config.h"
-#include "path.h"
-#include "secmem.h"
-#include "url.h"
-#include "util.h"
+#include "credkit/buf.h"
+#include "credkit/json.h"
+#include "credkit/mcp_config.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/url.h"
+#include "credkit/util.h"
 
 #define CONFIG_MAX_BYTES (4u * 1024u * 1024u)
 #define SERVER_NAME_MAX  128                  /* characters */
@@ -730,7 +730,8 @@ static int parse_oauth(struct json_object *o, struct mcp_oauth *oa, struct err *
     if (idp) {
         if (!json_object_is_type(idp, json_type_object))
             return bad(e, "\"oauth.idp\" must be an object, not %s", type_of(idp));
-        if ((r = get_string(idp, "issuer", "oauth.idp.issuer", STR_NONBLANK, &oa->idp_issuer, e)) < 0 ||
+        if ((r = get_string(idp, "issuer", "oauth.idp.issuer", STR_NONBLANK, &oa->idp_issuer, e)) <
+                0 ||
             (r = get_string(idp, "tokenEndpoint", "oauth.idp.tokenEndpoint", STR_NONBLANK,
                             &oa->idp_token_endpoint, e)) < 0 ||
             (r = get_string(idp, "clientId", "oauth.idp.clientId", STR_NONBLANK, &oa->idp_client_id,
@@ -884,7 +885,8 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
             goto out;
         }
         bool crlf = strpbrk(val, "\r\n") != NULL;
-        secure_free(TAKE_PTR(val));
+        secure_free(val);
+        val = NULL;
         if (crlf) {
             r = bad(e, "header '%s' contains a line break after expanding variables", name);
             goto out;
@@ -894,7 +896,8 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
         /* "NAME=template"; the name never contains '=' */
         const char *eq = strchr(s->env[i], '=');
         r = expand_ex(eq + 1, opts->lookup, opts->lookup_userdata, &missing, &val, e);
-        secure_free(TAKE_PTR(val));
+        secure_free(val);
+        val = NULL;
         if (r < 0 && r != -ENOENT) {
             char name[DISP_BUF];
             disp_n(name, s->env[i], (size_t)(eq - s->env[i]));
@@ -906,9 +909,9 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
         /* checked for syntax only: the secret is needed at sign-in and refresh, where a
          * missing variable is reported then; a stored token must stay usable without it */
         struct strv later = {0};
-        r = expand_ex(s->oauth.client_secret, opts->lookup, opts->lookup_userdata, &later, &val,
-                      e);
-        secure_free(TAKE_PTR(val));
+        r = expand_ex(s->oauth.client_secret, opts->lookup, opts->lookup_userdata, &later, &val, e);
+        secure_free(val);
+        val = NULL;
         strv_release(&later, false);
         if (r < 0 && r != -ENOENT) {
             (void)err_prefix(e, "\"oauth.clientSecret\"");
@@ -1126,7 +1129,8 @@ static int server_build(const char *name, struct json_object *entry, const char 
             goto out;
         }
     }
-    *ret = TAKE_PTR(s);
+    *ret = s;
+    s = NULL;
     r = 0;
 out:
     mcp_server_free(s);
@@ -1237,7 +1241,8 @@ static int find_layers(struct loader *L, struct err *e)
                         strerror(-r));
             goto out;
         }
-        r = add_layer(L, TAKE_PTR(p), MCP_LAYER_BUNDLED, false);
+        r = add_layer(L, p, MCP_LAYER_BUNDLED, false); /* takes p */
+        p = NULL;
         if (r < 0)
             goto fail;
     }
@@ -1253,7 +1258,8 @@ static int find_layers(struct loader *L, struct err *e)
             goto fail;
         if (r >= 0) { /* no home: no shared layer */
             r = add_layer(L, path_join(dir, ".config/mcp/mcp.json"), MCP_LAYER_SHARED, false);
-            free(TAKE_PTR(dir));
+            free(dir);
+            dir = NULL;
             if (r < 0)
                 goto fail;
         }
@@ -1268,7 +1274,8 @@ static int find_layers(struct loader *L, struct err *e)
                         strerror(-r));
             goto out;
         }
-        r = add_layer(L, TAKE_PTR(p), MCP_LAYER_USER, true);
+        r = add_layer(L, p, MCP_LAYER_USER, true); /* takes p */
+        p = NULL;
         if (r < 0)
             goto fail;
     } else {
@@ -1281,7 +1288,8 @@ static int find_layers(struct loader *L, struct err *e)
             if (r < 0)
                 goto fail;
         } else {
-            r = add_layer(L, TAKE_PTR(p), MCP_LAYER_USER, false);
+            r = add_layer(L, p, MCP_LAYER_USER, false); /* takes p */
+            p = NULL;
             if (r < 0)
                 goto fail;
         }
@@ -1422,7 +1430,8 @@ static int scan_root(struct loader *L, size_t idx, struct err *e)
     }
     return 0;
 skip:
-    json_object_put(TAKE_PTR(y->root));
+    json_object_put(y->root);
+    y->root = NULL;
     return r < 0 ? oom(e) : 0;
 }
 
@@ -1496,7 +1505,8 @@ int mcp_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret,
     if (r < 0)
         goto out;
 
-    *ret = TAKE_PTR(L.c);
+    *ret = L.c;
+    L.c = NULL;
     r = 0;
 out:
     mcp_config_free(L.c);
@@ -1541,7 +1551,8 @@ int mcp_config_load_object(struct json_object *root, const char *source,
     if (r < 0)
         goto out;
 
-    *ret = TAKE_PTR(L.c);
+    *ret = L.c;
+    L.c = NULL;
     r = 0;
 out:
     mcp_config_free(L.c);

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "path.h"
+#include "credkit/path.h"
 
 /* Length of s without trailing slashes, but never less than 1 for a non-empty s ("/" stays). */
 static size_t len_without_trailing_slashes(const char *s)
@@ -183,7 +183,8 @@ int path_agent_dir(char **ret, struct err *e)
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
-    *ret = TAKE_PTR(dir);
+    *ret = dir;
+    dir = NULL;
     r = 0;
 out:
     free(home);
@@ -203,7 +204,8 @@ int path_agent_file(const char *name, char **ret, struct err *e)
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
-    *ret = TAKE_PTR(p);
+    *ret = p;
+    p = NULL;
     r = 0;
 out:
     free(dir);

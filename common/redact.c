@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redact.h"
-#include "secmem.h"
+#include "credkit/redact.h"
+#include "credkit/secmem.h"
 
 struct redact_entry {
     char *name;

@@ -8,7 +8,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "secmem.h"
+#include "credkit/secmem.h"
 
 void secure_wipe(void *p, size_t n)
 {

@@ -9,8 +9,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "tty.h"
+#include "credkit/buf.h"
+#include "credkit/tty.h"
 
 #define TTY_LINE_MAX (64 * 1024)
 

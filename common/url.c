@@ -14,9 +14,9 @@
 
 #include <curl/curl.h>
 
-#include "buf.h"
-#include "secmem.h"
-#include "url.h"
+#include "credkit/buf.h"
+#include "credkit/secmem.h"
+#include "credkit/url.h"
 
 /* A URL taken apart: every field malloc'd (plain malloc, not curl's), host lowercase and, for
  * an IPv6 literal, in brackets and in RFC 5952 form. */
@@ -171,7 +171,8 @@ static int url_parse(const char *in, struct url_parts *ret, struct err *e)
             goto out;
     } else {
         ascii_lower(host);
-        p.host = TAKE_PTR(host);
+        p.host = host;
+        host = NULL;
     }
 
     r = url_get_part(h, CURLUPART_PORT, &port);
@@ -260,7 +261,8 @@ int url_canonical(const char *in, char **ret, struct err *e)
     r = url_format(&p, true, &s);
     if (r < 0)
         goto out;
-    *ret = TAKE_PTR(s);
+    *ret = s;
+    s = NULL;
 out:
     url_parts_release(&p);
     return r;
@@ -334,7 +336,8 @@ int url_origin(const char *url, char **ret)
     r = url_format(&p, false, &s);
     if (r < 0)
         goto out;
-    *ret = TAKE_PTR(s);
+    *ret = s;
+    s = NULL;
 out:
     url_parts_release(&p);
     return r;
@@ -355,7 +358,8 @@ int url_path(const char *url, char **ret)
     int r = url_parse(url, &p, NULL);
     if (r < 0)
         goto out;
-    *ret = TAKE_PTR(p.path);
+    *ret = p.path;
+    p.path = NULL;
 out:
     url_parts_release(&p);
     return r;
@@ -423,7 +427,8 @@ int url_resolve(const char *base, const char *ref, char **ret, struct err *e)
         (void)err_prefix(e, "'%s' resolved against '%s'", ref, base);
         goto out;
     }
-    *ret = TAKE_PTR(result);
+    *ret = result;
+    result = NULL;
     r = 0;
 out:
     url_parts_release(&p);
@@ -539,7 +544,8 @@ int url_query_get(const char *query, const char *key, char **ret)
         r = eq ? form_decode(eq + 1, len - klen - 1, &value) : form_decode("", 0, &value);
         if (r < 0)
             goto out;
-        *ret = TAKE_PTR(value);
+        *ret = value;
+        value = NULL;
         r = 0;
         goto out;
     }

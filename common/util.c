@@ -4,7 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "credkit/util.h"
 
 int parse_int64(const char *s, int64_t *ret)
 {

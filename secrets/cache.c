@@ -10,11 +10,12 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "credkit/file.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/util.h"
+
 #include "cache.h"
-#include "file.h"
-#include "path.h"
-#include "secmem.h"
-#include "util.h"
 
 #define CACHE_VALUE_MAX (1024 * 1024 + 64)
 
@@ -124,8 +125,7 @@ out:
     return r;
 }
 
-int cache_store(struct cache *c, const char *key, const char *value, size_t len,
-                int64_t expires_at)
+int cache_store(struct cache *c, const char *key, const char *value, size_t len, int64_t expires_at)
 {
     struct buf raw;
     int r;

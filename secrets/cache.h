@@ -14,10 +14,10 @@
 
 #include <stdint.h>
 
-#include "buf.h"
-#include "err.h"
-#include "file.h"
-#include "macro.h"
+#include "credkit/buf.h"
+#include "credkit/err.h"
+#include "credkit/file.h"
+#include "credkit/macro.h"
 
 struct cache;
 

@@ -11,8 +11,9 @@
 
 #include <stdbool.h>
 
+#include "credkit/log.h"
+
 #include "cache.h"
-#include "log.h"
 #include "resolve.h"
 #include "store.h"
 

@@ -10,13 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "credkit/duration.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/tty.h"
+#include "credkit/util.h"
+
 #include "cli.h"
-#include "duration.h"
 #include "keychain.h"
-#include "path.h"
-#include "secmem.h"
-#include "tty.h"
-#include "util.h"
 
 static const char configure_help[] =
     "usage: secrets configure NAME [SOURCE] [OPTIONS]\n"
@@ -64,8 +65,7 @@ static void configure_args_release(struct configure_args *a)
     secure_free(a->value);
 }
 
-static int set_kind(struct cli *c, struct configure_args *a, enum recipe_kind kind,
-                    const char *arg)
+static int set_kind(struct cli *c, struct configure_args *a, enum recipe_kind kind, const char *arg)
 {
     if (a->kind >= 0) {
         log_error(c->log, "choose one source: --keychain, --command, --env or --file");
@@ -163,7 +163,8 @@ static int guided(struct cli *c, const char *name, struct configure_args *a)
                     ok = true;
                 }
         }
-        free(TAKE_PTR(answer));
+        free(answer);
+        answer = NULL;
         if (ok) {
             static const enum recipe_kind kinds[] = {RECIPE_KEYCHAIN, RECIPE_COMMAND, RECIPE_ENV,
                                                      RECIPE_FILE};
@@ -183,7 +184,8 @@ static int guided(struct cli *c, const char *name, struct configure_args *a)
                 return r;
             if (a->value[0])
                 break;
-            secure_free(TAKE_PTR(a->value));
+            secure_free(a->value);
+            a->value = NULL;
             fprintf(stderr, "the value is empty; type it, or press Ctrl-C to cancel\n");
         }
         break;
@@ -300,8 +302,8 @@ fail:
     log_error(c->log, "%s", e.msg[0] ? err_msg(&e) : strerror(-r));
     if (stored) {
         struct err e2 = ERR_INIT;
-        int rr = had_old ? keychain_store(rec->arg, old_value, &e2)
-                         : keychain_delete(rec->arg, &e2);
+        int rr =
+            had_old ? keychain_store(rec->arg, old_value, &e2) : keychain_delete(rec->arg, &e2);
         if (rr < 0 && rr != -ENOENT)
             log_error(c->log, "could not restore the keychain item '%s': %s", rec->arg,
                       err_msg(&e2));
@@ -318,13 +320,17 @@ int cmd_configure(struct cli *c, int argc, char **argv)
 {
     enum { OPT_LABEL = 256, OPT_TTL, OPT_TIMEOUT, OPT_DESCRIPTION };
     static const struct option opts[] = {
-        {"keychain", no_argument, NULL, 'k'},    {"keyring", no_argument, NULL, 'k'},
+        {"keychain", no_argument, NULL, 'k'},
+        {"keyring", no_argument, NULL, 'k'},
         {"label", required_argument, NULL, OPT_LABEL},
-        {"command", required_argument, NULL, 'c'}, {"env", required_argument, NULL, 'e'},
-        {"file", required_argument, NULL, 'f'},  {"ttl", required_argument, NULL, OPT_TTL},
+        {"command", required_argument, NULL, 'c'},
+        {"env", required_argument, NULL, 'e'},
+        {"file", required_argument, NULL, 'f'},
+        {"ttl", required_argument, NULL, OPT_TTL},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"description", required_argument, NULL, OPT_DESCRIPTION},
-        {"help", no_argument, NULL, 'h'},        {0},
+        {"help", no_argument, NULL, 'h'},
+        {0},
     };
     struct configure_args a = {.kind = -1};
     struct recipe *rec = NULL;
@@ -473,7 +479,8 @@ int cmd_configure(struct cli *c, int argc, char **argv)
         status = EXIT_CONFIG;
         goto out;
     }
-    free(TAKE_PTR(c->store_path));
+    free(c->store_path);
+    c->store_path = NULL;
     c->resolve_flags |= RESOLVE_NO_CACHE;
     status = cli_open(c);
     if (status != EXIT_OK)

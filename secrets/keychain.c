@@ -28,8 +28,9 @@
 #include <gio/gio.h>
 #include <libsecret/secret.h>
 
+#include "credkit/secmem.h"
+
 #include "keychain.h"
-#include "secmem.h"
 
 /* The whole operation - connect, open a session, search or check, read, write or delete. */
 #ifndef KEYCHAIN_TIMEOUT_MS
@@ -146,7 +147,9 @@ static GAsyncResult *op_wait(struct op *op)
 {
     while (!op->res && !op->abandoned)
         (void)g_main_context_iteration(op->ctx, TRUE);
-    return TAKE_PTR(op->res);
+    GAsyncResult *res = op->res;
+    op->res = NULL;
+    return res;
 }
 
 static bool is_no_service_error(const GError *gerr)
@@ -254,7 +257,8 @@ static int open_service(struct op *op, SecretService **ret_service, struct err *
         goto out;
     }
 
-    *ret_service = TAKE_PTR(service);
+    *ret_service = service;
+    service = NULL;
     r = 0;
 out:
     g_clear_error(&gerr);
@@ -288,7 +292,8 @@ static int search_items(struct op *op, SecretService *service, const char *label
         goto out;
     }
 
-    *ret_items = TAKE_PTR(items);
+    *ret_items = items;
+    items = NULL;
     r = 0;
 out:
     g_list_free_full(items, g_object_unref);
@@ -318,7 +323,8 @@ static int default_collection(struct op *op, SecretService *service, const char 
         goto out;
     }
 
-    *ret_collection = TAKE_PTR(collection);
+    *ret_collection = collection;
+    collection = NULL;
     r = 0;
 out:
     g_clear_object(&collection);
@@ -430,7 +436,8 @@ int keychain_lookup(const char *label, char **ret, struct err *e)
     if (r < 0)
         goto out;
 
-    *ret = TAKE_PTR(copy);
+    *ret = copy;
+    copy = NULL;
     r = 0;
 out:
     secure_free(copy);

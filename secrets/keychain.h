@@ -10,8 +10,8 @@
  * start. Values handed out are the caller's: free them with secure_free(). */
 #pragma once
 
-#include "err.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
 
 /* Looks the label up. -ENOENT when no item has it; -ENOTCONN when there is no Secret Service;
  * -EACCES when the item or collection is locked; -EIO otherwise. Each with a message that says

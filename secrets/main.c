@@ -9,16 +9,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "args.h"
-#include "child.h"
+#include "credkit/args.h"
+#include "credkit/child.h"
+#include "credkit/duration.h"
+#include "credkit/jsonw.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/util.h"
+#include "credkit/version.h"
+
 #include "cli.h"
-#include "duration.h"
-#include "jsonw.h"
 #include "keychain.h"
-#include "path.h"
-#include "secmem.h"
-#include "util.h"
-#include "version.h"
 
 extern char **environ;
 
@@ -109,11 +110,16 @@ int cli_open(struct cli *c)
 
 void cli_close(struct cli *c)
 {
-    resolver_free(TAKE_PTR(c->rs));
-    cache_free(TAKE_PTR(c->cache));
-    store_free(TAKE_PTR(c->store));
-    free(TAKE_PTR(c->store_path));
-    free(TAKE_PTR(c->agent_dir));
+    resolver_free(c->rs);
+    c->rs = NULL;
+    cache_free(c->cache);
+    c->cache = NULL;
+    store_free(c->store);
+    c->store = NULL;
+    free(c->store_path);
+    c->store_path = NULL;
+    free(c->agent_dir);
+    c->agent_dir = NULL;
 }
 
 void cli_mask(const char *value, size_t len, char *out, size_t size)
@@ -391,14 +397,14 @@ static int cmd_list(struct cli *c, int argc, char **argv)
             if (rec->ttl_ms >= 0)
                 (void)duration_format(rec->ttl_ms, ttl, sizeof(ttl));
             (void)json_object_object_add(o, "source", json_object_new_string(kind));
-            (void)json_object_object_add(o, "ttl_seconds",
-                                         rec->ttl_ms >= 0 ? json_object_new_int64(rec->ttl_ms / 1000)
-                                                          : NULL);
+            (void)json_object_object_add(
+                o, "ttl_seconds",
+                rec->ttl_ms >= 0 ? json_object_new_int64(rec->ttl_ms / 1000) : NULL);
             if (rec->description)
                 (void)json_object_object_add(o, "description",
                                              json_object_new_string(rec->description));
-            shadowed = getenv(name) != NULL &&
-                       !(rec->kind == RECIPE_ENV && strcmp(rec->arg, name) == 0);
+            shadowed =
+                getenv(name) != NULL && !(rec->kind == RECIPE_ENV && strcmp(rec->arg, name) == 0);
             if (!check) {
                 (void)snprintf(status, sizeof(status), "not checked");
                 (void)json_object_object_add(o, "status", json_object_new_string("unchecked"));
@@ -408,7 +414,8 @@ static int cmd_list(struct cli *c, int argc, char **argv)
                     struct buf msg;
                     buf_init(&msg, sizeof(status));
                     /* never show an unredacted message, even when redaction itself fails */
-                    if (redact_apply(log_redact(c->log), err_msg(&e), strlen(err_msg(&e)), &msg) < 0)
+                    if (redact_apply(log_redact(c->log), err_msg(&e), strlen(err_msg(&e)), &msg) <
+                        0)
                         buf_reset(&msg);
                     (void)snprintf(status, sizeof(status), "error: %s", buf_str(&msg));
                     (void)json_object_object_add(o, "status", json_object_new_string("error"));
@@ -421,7 +428,8 @@ static int cmd_list(struct cli *c, int argc, char **argv)
                     (void)snprintf(status, sizeof(status), "ok (%s%s)", mask,
                                    res.cached ? ", cached" : "");
                     (void)json_object_object_add(o, "status", json_object_new_string("ok"));
-                    (void)json_object_object_add(o, "length", json_object_new_int64((int64_t)res.len));
+                    (void)json_object_object_add(o, "length",
+                                                 json_object_new_int64((int64_t)res.len));
                     if (res.expires_at > 0)
                         (void)json_object_object_add(o, "expires_at",
                                                      json_object_new_int64(res.expires_at));
@@ -452,7 +460,8 @@ static int cmd_list(struct cli *c, int argc, char **argv)
         struct json_object *root = json_object_new_object();
         (void)json_object_object_add(root, "version", json_object_new_int(1));
         (void)json_object_object_add(root, "secrets", json_object_get(arr));
-        printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+        printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+                                                                JSON_C_TO_STRING_SPACED |
                                                                 JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(root);
     }
@@ -515,7 +524,8 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
         /* keep an item another recipe still points at */
         if (cli_label_in_use(c->store, label, name)) {
             log_info(c->log, "keeping keychain item '%s': another recipe uses it", label);
-            free(TAKE_PTR(label));
+            free(label);
+            label = NULL;
         }
     }
     r = store_remove(c->store, name);
@@ -631,8 +641,10 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"verbose", no_argument, NULL, 'v'}, {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},    {"version", no_argument, NULL, 'V'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {0},
     };
     struct cli c = {0};
@@ -679,7 +691,10 @@ int main(int argc, char **argv)
     sub_argc = args_take_globals(sub_argc, sub_argv, false, &g);
     verbosity = g.verbosity;
     quiet = g.quiet;
-    log_set_level(c.log, quiet ? LOG_ERROR : verbosity >= 2 ? LOG_DEBUG : verbosity ? LOG_INFO : LOG_WARN);
+    log_set_level(c.log, quiet            ? LOG_ERROR
+                         : verbosity >= 2 ? LOG_DEBUG
+                         : verbosity      ? LOG_INFO
+                                          : LOG_WARN);
     char progname[64];
     (void)snprintf(progname, sizeof(progname), "secrets %s", cmd);
     sub_argv[0] = progname; /* getopt's own messages then read "secrets get: ..." */

@@ -6,16 +6,17 @@
 
 #include <openssl/evp.h>
 
-#include "duration.h"
-#include "json.h"
-#include "path.h"
+#include "credkit/duration.h"
+#include "credkit/json.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/util.h"
+
 #include "recipe.h"
-#include "secmem.h"
-#include "util.h"
 
 static const char *const kind_names[] = {
-    [RECIPE_ENV] = "env",         [RECIPE_KEYCHAIN] = "keychain", [RECIPE_COMMAND] = "command",
-    [RECIPE_FILE] = "file",       [RECIPE_LITERAL] = "literal",
+    [RECIPE_ENV] = "env",   [RECIPE_KEYCHAIN] = "keychain", [RECIPE_COMMAND] = "command",
+    [RECIPE_FILE] = "file", [RECIPE_LITERAL] = "literal",
 };
 
 const char *recipe_kind_str(enum recipe_kind k)
@@ -89,8 +90,8 @@ static int check_arg(const char *name, enum recipe_kind kind, const char *arg, s
             return err_set(e, -EINVAL, "'%s': the file path is empty", name);
         if (arg[0] != '/' && strncmp(arg, "~/", 2) != 0)
             return err_set(e, -EINVAL,
-                           "'%s': the file path '%s' is relative: use an absolute path or ~/",
-                           name, arg);
+                           "'%s': the file path '%s' is relative: use an absolute path or ~/", name,
+                           arg);
         break;
     case RECIPE_LITERAL:
         if (!*arg)
@@ -106,8 +107,8 @@ static int parse_string(const char *name, const char *s, struct recipe *r, struc
         const char *prefix;
         enum recipe_kind kind;
     } prefixes[] = {
-        {"env:", RECIPE_ENV},         {"keychain:", RECIPE_KEYCHAIN}, {"keyring:", RECIPE_KEYCHAIN},
-        {"file:", RECIPE_FILE},       {"literal:", RECIPE_LITERAL},   {"command:", RECIPE_COMMAND},
+        {"env:", RECIPE_ENV},   {"keychain:", RECIPE_KEYCHAIN}, {"keyring:", RECIPE_KEYCHAIN},
+        {"file:", RECIPE_FILE}, {"literal:", RECIPE_LITERAL},   {"command:", RECIPE_COMMAND},
     };
     const char *arg = NULL;
 
@@ -159,8 +160,7 @@ static int parse_duration_value(const char *name, const char *key, struct json_o
     return 0;
 }
 
-static int parse_object(const char *name, struct json_object *v, struct recipe *r,
-                        struct err *e)
+static int parse_object(const char *name, struct json_object *v, struct recipe *r, struct err *e)
 {
     static const struct {
         const char *key;
@@ -181,8 +181,8 @@ static int parse_object(const char *name, struct json_object *v, struct recipe *
                 break;
         if (i < ELEMENTSOF(kinds)) {
             if (kind_key)
-                return err_set(e, -EINVAL, "'%s': both \"%s\" and \"%s\" are given: keep one",
-                               name, kind_key, key);
+                return err_set(e, -EINVAL, "'%s': both \"%s\" and \"%s\" are given: keep one", name,
+                               kind_key, key);
             if (!json_object_is_type(val, json_type_string))
                 return err_set(e, -EINVAL, "'%s': \"%s\" must be a string, not %s", name, key,
                                json_type_desc(json_object_get_type(val)));
@@ -207,8 +207,8 @@ static int parse_object(const char *name, struct json_object *v, struct recipe *
             if (ret < 0)
                 return ret;
             if (r->timeout_ms <= 0 || r->timeout_ms > RECIPE_COMMAND_TIMEOUT_MAX)
-                return err_set(e, -EINVAL,
-                               "'%s': \"timeout\" must be more than 0 and at most 10m", name);
+                return err_set(e, -EINVAL, "'%s': \"timeout\" must be more than 0 and at most 10m",
+                               name);
         } else if (strcmp(key, "description") == 0) {
             if (!json_object_is_type(val, json_type_string))
                 return err_set(e, -EINVAL, "'%s': \"description\" must be a string", name);
@@ -265,7 +265,8 @@ int recipe_parse(const char *name, struct json_object *v, struct recipe **ret, s
     }
     if (rc < 0)
         goto out;
-    *ret = TAKE_PTR(r);
+    *ret = r;
+    r = NULL;
     rc = 0;
 out:
     recipe_free(r);
@@ -302,8 +303,8 @@ struct json_object *recipe_to_json(const struct recipe *r)
     char d[DURATION_BUF_SIZE];
     int r1 = json_object_object_add(o, recipe_kind_str(r->kind), json_object_new_string(r->arg));
     if (r1 == 0 && !ttl_is_default(r) && r->ttl_ms != RECIPE_TTL_NONE)
-        r1 = json_object_object_add(o, "ttl",
-                                    json_object_new_string(duration_format(r->ttl_ms, d, sizeof(d))));
+        r1 = json_object_object_add(
+            o, "ttl", json_object_new_string(duration_format(r->ttl_ms, d, sizeof(d))));
     if (r1 == 0 && r->kind == RECIPE_COMMAND && r->timeout_ms != RECIPE_COMMAND_TIMEOUT_DEFAULT)
         r1 = json_object_object_add(
             o, "timeout", json_object_new_string(duration_format(r->timeout_ms, d, sizeof(d))));

@@ -19,8 +19,8 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
 
 enum recipe_kind {
     RECIPE_ENV,
@@ -30,10 +30,10 @@ enum recipe_kind {
     RECIPE_LITERAL,
 };
 
-#define RECIPE_TTL_NONE              INT64_C(-1)
-#define RECIPE_COMMAND_TTL_DEFAULT   (INT64_C(5) * 60 * 1000)
+#define RECIPE_TTL_NONE                INT64_C(-1)
+#define RECIPE_COMMAND_TTL_DEFAULT     (INT64_C(5) * 60 * 1000)
 #define RECIPE_COMMAND_TIMEOUT_DEFAULT (INT64_C(10) * 1000)
-#define RECIPE_COMMAND_TIMEOUT_MAX   (INT64_C(10) * 60 * 1000)
+#define RECIPE_COMMAND_TIMEOUT_MAX     (INT64_C(10) * 60 * 1000)
 
 struct recipe {
     char *name;

@@ -4,14 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "child.h"
-#include "duration.h"
-#include "file.h"
+#include "credkit/child.h"
+#include "credkit/duration.h"
+#include "credkit/file.h"
+#include "credkit/path.h"
+#include "credkit/secmem.h"
+#include "credkit/util.h"
+
 #include "keychain.h"
-#include "path.h"
 #include "resolve.h"
-#include "secmem.h"
-#include "util.h"
 
 /* Beyond the command's own timeout, how long a second resolver waits for the first to finish
  * the same command before giving up. */
@@ -154,8 +155,8 @@ static int run_command(struct resolver *rs, const struct recipe *r, struct buf *
                       "\"timeout\" in the recipe if it needs longer)",
                       r->name, duration_format(opts.timeout_ms, d, sizeof(d)));
     } else if (res.signal) {
-        ret = err_set(e, -EIO, "'%s': the command was killed by signal %d%s%s", r->name,
-                      res.signal, line[0] ? ": " : "", line);
+        ret = err_set(e, -EIO, "'%s': the command was killed by signal %d%s%s", r->name, res.signal,
+                      line[0] ? ": " : "", line);
     } else if (res.exit_code != 0) {
         ret = err_set(e, -EIO, "'%s': the command exited with status %d%s%s", r->name,
                       res.exit_code, line[0] ? ": " : "", line);
@@ -324,6 +325,7 @@ int resolver_get(struct resolver *rs, const char *name, struct resolved *ret, st
     if (rc < 0)
         return rc;
     /* the recipe wins; say so when the environment would have answered otherwise */
-    ret->env_shadowed = getenv(name) != NULL && !(r->kind == RECIPE_ENV && strcmp(r->arg, name) == 0);
+    ret->env_shadowed =
+        getenv(name) != NULL && !(r->kind == RECIPE_ENV && strcmp(r->arg, name) == 0);
     return 0;
 }

@@ -12,17 +12,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "credkit/err.h"
+#include "credkit/macro.h"
+#include "credkit/redact.h"
+
 #include "cache.h"
-#include "err.h"
-#include "macro.h"
 #include "recipe.h"
-#include "redact.h"
 #include "store.h"
 
 #define SECRET_VALUE_MAX (1024 * 1024)
 
 struct resolved {
-    char *value;        /* the secret; release with resolved_release() */
+    char *value; /* the secret; release with resolved_release() */
     size_t len;
     const char *source; /* recipe_kind_str() of the recipe, or "environment" */
     int64_t expires_at; /* unix seconds; 0 = does not expire */

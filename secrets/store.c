@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "file.h"
-#include "json.h"
-#include "path.h"
+#include "credkit/file.h"
+#include "credkit/json.h"
+#include "credkit/path.h"
+
 #include "store.h"
 
 struct store_entry {
@@ -106,7 +107,8 @@ int store_load(const char *path, struct store **ret, struct err *e)
     r = entries_build(s);
     if (r < 0)
         goto out;
-    *ret = TAKE_PTR(s);
+    *ret = s;
+    s = NULL;
     r = 0;
 out:
     store_free(s);

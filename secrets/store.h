@@ -13,12 +13,13 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
-#include "file.h"
-#include "macro.h"
+#include "credkit/err.h"
+#include "credkit/file.h"
+#include "credkit/macro.h"
+
 #include "recipe.h"
 
-#define STORE_MAX_SIZE       (1024 * 1024)
+#define STORE_MAX_SIZE        (1024 * 1024)
 #define STORE_LOCK_TIMEOUT_MS (10 * 1000)
 
 struct store;

@@ -60,7 +60,10 @@ int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpa
         errno = fault_errno();
         return -1;
     }
-    renameat2_fn real = (renameat2_fn)dlsym(RTLD_NEXT, "renameat2");
+    renameat2_fn real;
+    /* POSIX's way to take a function from dlsym(): ISO C has no object-to-function cast */
+    void *sym = dlsym(RTLD_NEXT, "renameat2");
+    memcpy(&real, &sym, sizeof(real));
     if (!real) {
         errno = ENOSYS;
         return -1;

@@ -32,8 +32,8 @@ static inline struct MHD_Daemon *httpd_start(MHD_AccessHandlerCallback handler, 
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     struct MHD_OptionItem opts[] = {
-        {memory_limit ? MHD_OPTION_CONNECTION_MEMORY_LIMIT : MHD_OPTION_END,
-         (intptr_t)memory_limit, NULL},
+        {memory_limit ? MHD_OPTION_CONNECTION_MEMORY_LIMIT : MHD_OPTION_END, (intptr_t)memory_limit,
+         NULL},
         {MHD_OPTION_END, 0, NULL},
     };
     struct MHD_Daemon *d = MHD_start_daemon(

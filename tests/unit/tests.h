@@ -2,9 +2,10 @@
  *
  * Each unit test file defines static test functions and ends with
  *     TESTS_MAIN(test_a, test_b, ...)
- * A failed CHECK prints file:line and the expression, marks the test failed and goes on; the
- * program exits 1 when any check failed, and says how many checks ran, so a test that checks
- * nothing is visible (and fails: zero checks is an error). */
+ * A failed CHECK prints the name of the test it is in, file:line and the expression, marks the
+ * test failed and goes on; the program names every failed test, exits 1 when any check failed,
+ * and says how many checks ran, so a test that checks nothing is visible (and fails: zero checks
+ * is an error). */
 #pragma once
 
 #include <errno.h>
@@ -14,36 +15,47 @@
 
 static int tests_checks;
 static int tests_failures;
+static char tests_current[128]; /* the test function running now, named in every failure */
+
+/* Counts a failed check and says where, prefixed with the name of the test it is in. */
+#define tests_fail_(...)                                                                           \
+    do {                                                                                           \
+        tests_failures++;                                                                          \
+        fprintf(stderr, "%s: %s:%d: ", tests_current[0] ? tests_current : "(setup)", __FILE__,     \
+                __LINE__);                                                                         \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fputc('\n', stderr);                                                                       \
+    } while (0)
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         tests_checks++;                                                                            \
-        if (!(cond)) {                                                                             \
-            tests_failures++;                                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);              \
-        }                                                                                          \
+        if (!(cond))                                                                               \
+            tests_fail_("check failed: %s", #cond);                                                \
+    } while (0)
+
+/* A check that fails wherever it is reached: the code path must never run. */
+#define FAIL(what)                                                                                 \
+    do {                                                                                           \
+        tests_checks++;                                                                            \
+        tests_fail_("reached: %s", what);                                                          \
     } while (0)
 
 #define CHECK_INT(a, b)                                                                            \
     do {                                                                                           \
         long long _a = (long long)(a), _b = (long long)(b);                                        \
         tests_checks++;                                                                            \
-        if (_a != _b) {                                                                            \
-            tests_failures++;                                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s == %s (%lld != %lld)\n", __FILE__, __LINE__, \
-                    #a, #b, _a, _b);                                                               \
-        }                                                                                          \
+        if (_a != _b)                                                                              \
+            tests_fail_("check failed: %s == %s (%lld != %lld)", #a, #b, _a, _b);                  \
     } while (0)
 
 #define CHECK_STR(a, b)                                                                            \
     do {                                                                                           \
         const char *_a = (a), *_b = (b);                                                           \
         tests_checks++;                                                                            \
-        if (!_a || !_b || strcmp(_a, _b) != 0) {                                                   \
-            tests_failures++;                                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s == %s (\"%s\" != \"%s\")\n", __FILE__,       \
-                    __LINE__, #a, #b, _a ? _a : "(null)", _b ? _b : "(null)");                     \
-        }                                                                                          \
+        if (!_a || !_b || strcmp(_a, _b) != 0)                                                     \
+            tests_fail_("check failed: %s == %s (\"%s\" != \"%s\")", #a, #b, _a ? _a : "(null)",   \
+                        _b ? _b : "(null)");                                                       \
     } while (0)
 
 /* The message contains the substring. */
@@ -51,21 +63,48 @@ static int tests_failures;
     do {                                                                                           \
         const char *_h = (hay), *_n = (needle);                                                    \
         tests_checks++;                                                                            \
-        if (!_h || !strstr(_h, _n)) {                                                              \
-            tests_failures++;                                                                      \
-            fprintf(stderr, "%s:%d: check failed: \"%s\" contains \"%s\"\n", __FILE__, __LINE__,  \
-                    _h ? _h : "(null)", _n);                                                       \
-        }                                                                                          \
+        if (!_h || !strstr(_h, _n))                                                                \
+            tests_fail_("check failed: \"%s\" contains \"%s\"", _h ? _h : "(null)", _n);           \
     } while (0)
 
 typedef void (*test_fn)(void);
 
+/* Sets tests_current to the i-th name of "a, b, c" (the stringified TESTS_MAIN list). */
+static inline void tests_name(const char *names, size_t i)
+{
+    const char *p = names;
+    for (; i > 0 && p; i--) {
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+    tests_current[0] = '\0';
+    if (!p)
+        return;
+    while (*p == ' ' || *p == '\n' || *p == '\t')
+        p++;
+    size_t n = strcspn(p, ", \n\t");
+    if (n >= sizeof(tests_current))
+        n = sizeof(tests_current) - 1;
+    memcpy(tests_current, p, n);
+    tests_current[n] = '\0';
+}
+
 static inline int tests_run(const char *names, test_fn *fns, size_t n)
 {
-    (void)names;
-    for (size_t i = 0; i < n; i++)
+    int failed_tests = 0;
+    for (size_t i = 0; i < n; i++) {
+        int before = tests_failures;
+        tests_name(names, i);
         fns[i]();
-    fprintf(stderr, "%d checks, %d failed\n", tests_checks, tests_failures);
+        if (tests_failures != before) {
+            failed_tests++;
+            fprintf(stderr, "FAIL %s (%d failed checks)\n", tests_current, tests_failures - before);
+        }
+    }
+    tests_current[0] = '\0';
+    fprintf(stderr, "%d checks, %d failed, in %d of %zu tests\n", tests_checks, tests_failures,
+            failed_tests, n);
     if (tests_checks == 0) {
         fprintf(stderr, "no checks ran\n");
         return 1;

@@ -1,0 +1,56 @@
+/* file.h - files that matter: atomic replace, private permissions, locks.
+ *
+ * A file holding secrets is 0600 in a 0700 directory, is replaced atomically (temporary file
+ * in the same directory, fsync, rename, fsync of the directory) so that a crash or a full disk
+ * never leaves it half-written, and is refused on read when group or others could read it,
+ * with the chmod that fixes it. Locks are advisory, per file, work across processes and are
+ * always taken with a timeout. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "credkit/buf.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
+
+enum file_read_flags {
+    FILE_SECRET = 1 << 0, /* refuse when group/other have any access; say the chmod */
+};
+
+/* Appends the whole file to out (which keeps its own max; -E2BIG with a message beyond it).
+ * Symlinks are followed; anything but a regular file is refused (-EISDIR, -EINVAL), a FIFO
+ * without waiting. -ENOENT when missing, -EACCES with "chmod 600 '<path>'" advice when
+ * FILE_SECRET and the mode is too open or the file is not ours. Messages name the display
+ * path. On failure out is as it was (the part read is wiped if out is secret). */
+int file_read(const char *path, unsigned flags, struct buf *out, struct err *e) _must_check_;
+
+/* Replaces path with data atomically and durably, with exactly the given mode (no umask). On
+ * failure the old file is intact and no temporary file is left behind, with one exception: if
+ * flushing the directory fails after the rename, the new content is in place (not yet durable)
+ * and the error says so. A symlink at path is replaced, not followed. */
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                      struct err *e) _must_check_;
+
+/* Creates dir and missing parents. The last component gets exactly `mode` when created (0700
+ * for private directories); an existing last component that is more open than `mode` is
+ * chmod'ed down when we own it, else -EACCES with advice. Parents are created 0700 (minus the
+ * umask). -ENOTDIR when something in the way is not a directory. */
+int dir_ensure(const char *dir, mode_t mode, struct err *e) _must_check_;
+
+/* Checks that path (an existing file) has no group/other permission bits and is owned by us.
+ * -EACCES with advice otherwise. */
+int file_check_private(const char *path, struct err *e) _must_check_;
+
+struct file_lock;
+
+/* Takes an exclusive advisory lock on lock_path (created 0600 if missing), waiting at most
+ * timeout_ms. -ETIMEDOUT with a message naming the file when it cannot. The lock is released by
+ * file_lock_release() or when the process exits. Caller releases. */
+int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_lock **ret,
+                      struct err *e) _must_check_;
+
+/* Releases and frees. NULL-safe. */
+void file_lock_release(struct file_lock *l);

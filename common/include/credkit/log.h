@@ -1,0 +1,44 @@
+/* log.h - what a tool tells its user on stderr.
+ *
+ * A tool creates one `struct log` in main(), sets the level from --verbose/--quiet and hands it
+ * to its modules. Library code in common/ never logs: it returns errors (err.h) and the tool
+ * reports them once, with context. Every line passes through the redaction registry, so a
+ * secret that was handled anywhere in the process never reaches the terminal or a log file.
+ *
+ * Format: "<prog>: <message>\n" for errors ("error: " is implied by the tool's exit status and
+ * not repeated), "<prog>: warning: ..." for warnings, "<prog>: ..." for info and debug. */
+#pragma once
+
+#include <stdarg.h>
+
+#include "credkit/macro.h"
+#include "credkit/redact.h"
+
+enum log_level {
+    LOG_ERROR = 0,
+    LOG_WARN = 1,
+    LOG_INFO = 2,
+    LOG_DEBUG = 3,
+};
+
+struct log;
+
+/* prog is copied. Output goes to fd (normally STDERR_FILENO). Level starts at LOG_WARN.
+ * Caller frees with log_free(). NULL on ENOMEM. */
+struct log *log_new(const char *prog, int fd);
+void log_free(struct log *l);
+
+void log_set_level(struct log *l, enum log_level level);
+enum log_level log_get_level(const struct log *l);
+
+/* The registry every line passes through. Borrowed; owned by the log. */
+struct redact *log_redact(struct log *l);
+
+/* Writes one line (a trailing newline is added if missing) when level <= the log's level. */
+void log_msg(struct log *l, enum log_level level, const char *fmt, ...) _printf_(3, 4);
+void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap) _printf_(3, 0);
+
+#define log_error(l, ...) log_msg((l), LOG_ERROR, __VA_ARGS__)
+#define log_warn(l, ...)  log_msg((l), LOG_WARN, __VA_ARGS__)
+#define log_info(l, ...)  log_msg((l), LOG_INFO, __VA_ARGS__)
+#define log_debug(l, ...) log_msg((l), LOG_DEBUG, __VA_ARGS__)

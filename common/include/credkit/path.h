@@ -1,0 +1,27 @@
+/* path.h - where things live.
+ *
+ * The agent directory is ~/.pi/agent, or $PI_CODING_AGENT_DIR when set (tests always set it,
+ * so they never touch a real home). Paths shown to users abbreviate $HOME to "~". */
+#pragma once
+
+#include "credkit/err.h"
+#include "credkit/macro.h"
+
+/* The agent directory, absolute. -ENOENT (with a message) when neither PI_CODING_AGENT_DIR nor
+ * HOME is usable. Caller frees. */
+int path_agent_dir(char **ret, struct err *e) _must_check_;
+
+/* The agent directory joined with a relative name ("secrets.json", "oauth"). Caller frees. */
+int path_agent_file(const char *name, char **ret, struct err *e) _must_check_;
+
+/* The user's home directory ($HOME, else the passwd entry). Caller frees. */
+int path_home(char **ret) _must_check_;
+
+/* "a" + "/" + "b" without doubled slashes. Caller frees; NULL on ENOMEM. */
+char *path_join(const char *a, const char *b);
+
+/* A copy for messages, with $HOME abbreviated to "~". Caller frees; NULL on ENOMEM. */
+char *path_display(const char *path);
+
+/* The directory part of path ("." when there is none). Caller frees; NULL on ENOMEM. */
+char *path_dirname(const char *path);
