@@ -79,8 +79,10 @@ static inline void tests_name(const char *names, size_t i)
             p++;
     }
     tests_current[0] = '\0';
-    if (!p)
+    if (!p || !*p) { /* no list of names: number them */
+        (void)snprintf(tests_current, sizeof(tests_current), "test #%zu", i + 1);
         return;
+    }
     while (*p == ' ' || *p == '\n' || *p == '\t')
         p++;
     size_t n = strcspn(p, ", \n\t");
@@ -111,6 +113,12 @@ static inline int tests_run(const char *names, test_fn *fns, size_t n)
     }
     return tests_failures ? 1 : 0;
 }
+
+/* Runs the listed tests, named from the list itself, for a main() that does more around them:
+ *     int r = TESTS_RUN(test_a, test_b);  */
+#define TESTS_RUN(...)                                                                             \
+    tests_run(#__VA_ARGS__, (test_fn[]){__VA_ARGS__},                                              \
+              sizeof((test_fn[]){__VA_ARGS__}) / sizeof(test_fn))
 
 #define TESTS_MAIN(...)                                                                            \
     int main(void)                                                                                 \

@@ -408,9 +408,8 @@ int main(void)
     if (setenv("HOME", tests_tmpdir(), 1) < 0 ||
         setenv("PI_CODING_AGENT_DIR", tests_tmpdir(), 1) < 0)
         return 2;
-    test_fn fns[] = {test_unusable_runtime_dir, test_store_lookup, test_expiry_and_sweep,
-                     test_corrupt_entries,      test_lock,         test_null_cache};
-    int r = tests_run("", fns, sizeof(fns) / sizeof(fns[0]));
+    int r = TESTS_RUN(test_unusable_runtime_dir, test_store_lookup, test_expiry_and_sweep,
+                      test_corrupt_entries, test_lock, test_null_cache);
     rm_rf(runtime_dir);
     return r;
 }

@@ -602,9 +602,8 @@ int main(void)
     if (!cache)
         fprintf(stderr, "no cache in %s\n", runtime_dir);
 
-    test_fn fns[] = {test_env_and_literal,      test_file,         test_command,
-                     test_environment_fallback, test_env_shadowed, test_ttl_cache};
-    int r = tests_run("", fns, sizeof(fns) / sizeof(fns[0]));
+    int r = TESTS_RUN(test_env_and_literal, test_file, test_command, test_environment_fallback,
+                      test_env_shadowed, test_ttl_cache);
 
     cache_free(cache);
     redact_free(redact);

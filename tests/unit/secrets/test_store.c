@@ -452,8 +452,6 @@ int main(void)
     if (setenv("HOME", tests_tmpdir(), 1) < 0 ||
         setenv("PI_CODING_AGENT_DIR", tests_tmpdir(), 1) < 0)
         return 2;
-    test_fn fns[] = {test_missing_is_empty,  test_entries,   test_set_remove,
-                     test_save_roundtrip,    test_malformed, test_not_an_object,
-                     test_open_mode_refused, test_lock};
-    return tests_run("", fns, sizeof(fns) / sizeof(fns[0]));
+    return TESTS_RUN(test_missing_is_empty, test_entries, test_set_remove, test_save_roundtrip,
+                     test_malformed, test_not_an_object, test_open_mode_refused, test_lock);
 }
