@@ -20,6 +20,9 @@
 #include "credkit/version.h"
 
 #include "flow.h"
+#include "logout.h"
+#include "oauth_config.h"
+#include "refresh.h"
 #include "tokens.h"
 
 /* Exit statuses, documented in docs/auth.md and docs/exit-codes.md */
@@ -127,12 +130,14 @@ struct target_ctx {
     struct mcp_config *config;
     char *url;
     char *name;
+    struct oauth_config *oauth; /* the entry's settings; an empty one for a URL without */
     struct auth_target t;
 };
 
 static void target_release(struct target_ctx *tc)
 {
     mcp_config_free(tc->config);
+    oauth_config_free(tc->oauth);
     free(tc->url);
     free(tc->name);
 }
@@ -192,17 +197,20 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
             return EXIT_USAGE;
         }
         /* a URL that one valid entry points at gets that entry's oauth settings */
-        for (size_t i = 0; i < mcp_config_count(tc->config); i++) {
+        for (size_t i = 0; i < mcp_config_count(tc->config) && !tc->oauth; i++) {
             const struct mcp_server *s = mcp_config_at(tc->config, i);
             char *u = NULL, *cu = NULL;
             if (s->error || !s->url || mcp_expand(s->url, NULL, NULL, &u, NULL) < 0)
                 continue;
-            if (url_canonical(u, &cu, NULL) >= 0 && strcmp(cu, tc->url) == 0 && !tc->t.oauth) {
-                tc->t.oauth = &s->oauth;
+            if (url_canonical(u, &cu, NULL) >= 0 && strcmp(cu, tc->url) == 0 &&
+                oauth_config_parse_server(s, &tc->oauth, NULL) >= 0)
                 tc->name = strdup(s->name);
-            }
             free(cu);
             secure_free(u);
+        }
+        if (!tc->oauth && oauth_config_parse(NULL, &tc->oauth, &e) < 0) {
+            log_error(arg_log, "%s", err_msg(&e));
+            return EXIT_FAILED;
         }
     } else {
         const struct mcp_server *s = mcp_config_find(tc->config, arg);
@@ -229,6 +237,11 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
             log_error(arg_log, "%s", s->error);
             return EXIT_CONFIG;
         }
+        r = oauth_config_parse_server(s, &tc->oauth, &e);
+        if (r < 0) {
+            log_error(arg_log, "%s", err_msg(&e));
+            return r == -ENOMEM ? EXIT_FAILED : EXIT_CONFIG;
+        }
         if (s->transport == MCP_TRANSPORT_STDIO || !s->url) {
             log_error(arg_log,
                       "'%s' is a stdio server: it takes credentials from its environment, not "
@@ -245,9 +258,9 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
             log_error(arg_log, "'%s': %s", arg, err_msg(&e));
             return EXIT_CONFIG;
         }
-        tc->t.oauth = &s->oauth;
         tc->name = strdup(arg);
     }
+    tc->t.oauth = tc->oauth;
     tc->t.name = tc->name;
     tc->t.server_url = tc->url;
     return EXIT_OK;
