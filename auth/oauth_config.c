@@ -248,10 +248,10 @@ static int parse_idp(struct json_object *idp, struct oauth_config *c, struct err
     int r;
     if (!json_object_is_type(idp, json_type_object))
         return bad(e, "\"oauth.idp\" must be an object, not %s", type_of(idp));
-    if ((r = get_string(idp, "issuer", "oauth.idp.issuer", STR_NONBLANK, &c->idp_issuer, e)) < 0)
-        return r;
-    r = get_string(idp, "tokenEndpoint", "oauth.idp.tokenEndpoint", STR_NONBLANK,
-                   &c->idp_token_endpoint, e);
+    r = get_string(idp, "issuer", "oauth.idp.issuer", STR_NONBLANK, &c->idp_issuer, e);
+    if (r >= 0)
+        r = get_string(idp, "tokenEndpoint", "oauth.idp.tokenEndpoint", STR_NONBLANK,
+                       &c->idp_token_endpoint, e);
     if (r >= 0)
         r = get_string(idp, "clientId", "oauth.idp.clientId", STR_NONBLANK, &c->idp_client_id, e);
     if (r >= 0)
