@@ -6,9 +6,9 @@
  * that the CLI decides what to print; the authorization URL is always reported
  * (AUTH_SAY_ALWAYS), even in quiet mode, because a user may have to open it by hand.
  *
- * A sign-in does here what every grant shares - discovery, the entry's lock, the cap on
- * sign-ins, the scope to ask for, keeping what a failed attempt learned - and hands the getting
- * of the tokens to the grant the settings name (grant.h). */
+ * A sign-in does here what every grant shares - discovery, the entry loaded under its lock,
+ * the cap on sign-ins, the scope to ask for, writing the result - and hands the getting of the
+ * tokens to the grant the settings name (grant.h). */
 #pragma once
 
 #include <stdbool.h>
@@ -16,6 +16,7 @@
 
 #include "credkit/err.h"
 #include "credkit/macro.h"
+
 #include "oauth_config.h"
 #include "tokens.h"
 
