@@ -196,6 +196,41 @@ static _noreturn_ void intermediate_child(char *const *argv, int report_fd)
 
 /* --- The parent side. --- */
 
+/* EOF once the browser has exec'd (or every writer died): *ret_errnum 0; the errno the
+ * grandchild wrote when it could not. Bounded: an exec that hangs (a stuck network file system)
+ * does not hang us. */
+static int read_exec_report(int fd, const char *name, int *ret_errnum, struct err *e)
+{
+    int errnum = 0;
+    int64_t deadline = now_mono_ms() + BROWSER_START_MS;
+    for (;;) {
+        int64_t left = deadline - now_mono_ms();
+        if (left <= 0)
+            return err_set(e, -ETIMEDOUT, "the browser '%s' did not start within %ds", name,
+                           BROWSER_START_MS / 1000);
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0)
+            return err_set(e, -errno, "cannot start the browser '%s': %s", name, strerror(errno));
+        if (pr == 0)
+            continue;
+        ssize_t n = read(fd, &errnum, sizeof(errnum));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return err_set(e, -errno, "cannot start the browser '%s': %s", name, strerror(errno));
+        if (n == 0)
+            errnum = 0;
+        else if (n != (ssize_t)sizeof(errnum) || errnum <= 0)
+            return err_set(e, -EIO, "cannot start the browser '%s': it failed before starting",
+                           name);
+        *ret_errnum = errnum;
+        return 0;
+    }
+}
+
 int browser_open(const char *url, struct err *e)
 {
     char **argv = NULL, *words = NULL;
@@ -252,42 +287,10 @@ int browser_open(const char *url, struct err *e)
     while (w < 0 && errno == EINTR);
     pid = -1;
 
-    /* EOF once the browser has exec'd (or every writer died), an errno when it could not.
-     * Bounded: an exec that hangs (a stuck network file system) does not hang us. */
     int errnum = 0;
-    int64_t deadline = now_mono_ms() + BROWSER_START_MS;
-    for (;;) {
-        int64_t left = deadline - now_mono_ms();
-        if (left <= 0) {
-            r = err_set(e, -ETIMEDOUT, "the browser '%s' did not start within %ds", name,
-                        BROWSER_START_MS / 1000);
-            goto out;
-        }
-        struct pollfd pfd = {.fd = rep[0], .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0) {
-            r = err_set(e, -errno, "cannot start the browser '%s': %s", name, strerror(errno));
-            goto out;
-        }
-        if (pr == 0)
-            continue;
-        ssize_t n = read(rep[0], &errnum, sizeof(errnum));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r = err_set(e, -errno, "cannot start the browser '%s': %s", name, strerror(errno));
-            goto out;
-        }
-        if (n == 0) {
-            errnum = 0;
-        } else if (n != (ssize_t)sizeof(errnum) || errnum <= 0) {
-            r = err_set(e, -EIO, "cannot start the browser '%s': it failed before starting", name);
-            goto out;
-        }
-        break;
-    }
+    r = read_exec_report(rep[0], name, &errnum, e);
+    if (r < 0)
+        goto out;
     if (errnum > 0) {
         r = err_set(e, -errnum, "cannot start the browser '%s': %s%s", name, strerror(errnum),
                     errnum == ENOENT && strcmp(name, "xdg-open") == 0

@@ -38,6 +38,15 @@
 #define CALLBACK_DRAIN_MS     1000 /* after acceptance: time to deliver the page */
 #define CALLBACK_MAX_FDS      64   /* listen socket + CALLBACK_CONN_LIMIT, with room to spare */
 
+/* The lifecycle of one wait: WAITING until a valid callback is accepted (later ones get 410),
+ * ACCEPTED while its page goes out, ANSWERED once it went out (or its connection died). Each
+ * wait starts again at WAITING. */
+enum callback_phase {
+    CALLBACK_WAITING,
+    CALLBACK_ACCEPTED,
+    CALLBACK_ANSWERED,
+};
+
 struct callback {
     struct MHD_Daemon *daemon;
     uint16_t port;
@@ -46,13 +55,21 @@ struct callback {
     char host_name[sizeof("localhost:65535")];
 
     const char *expected_state;    /* borrowed, set only during callback_wait() */
-    bool accepted;                 /* this wait took its callback: later ones get 410 */
-    bool answered;                 /* its response went out (or its connection died) */
+    enum callback_phase phase;     /* of the current wait; changed by phase_enter() only */
     int fail;                      /* -errno raised inside the request handler */
     struct callback_result result; /* filled on acceptance, handed out by callback_wait() */
 
     struct pollfd pfds[CALLBACK_MAX_FDS];
 };
+
+/* The transitions, all here: a wait starts at WAITING; otherwise one step forward at a time, so
+ * that the completion of a request accepted by an earlier wait cannot mark the current one
+ * answered before it accepted anything. */
+static void phase_enter(struct callback *cb, enum callback_phase to)
+{
+    if (to == CALLBACK_WAITING || (int)to == (int)cb->phase + 1)
+        cb->phase = to;
+}
 
 /* --- pages --- */
 
@@ -292,7 +309,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return ANSWER_STATIC(conn, MHD_HTTP_METHOD_NOT_ALLOWED, page_bad_method);
     if (!host_ok(cb, conn))
         return ANSWER_STATIC(conn, MHD_HTTP_BAD_REQUEST, page_invalid);
-    if (cb->accepted)
+    if (cb->phase != CALLBACK_WAITING)
         return ANSWER_STATIC(conn, MHD_HTTP_GONE, page_used);
 
     /* The state decides before anything else is looked at: a request without our state is
@@ -308,8 +325,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         cb->fail = r;
         return ANSWER_STATIC(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, page_internal);
     }
-    cb->accepted = true;
-    *req_cls = &cb->accepted; /* on_completed() recognises the accepted request by this */
+    phase_enter(cb, CALLBACK_ACCEPTED);
+    *req_cls = &cb->phase; /* on_completed() recognises the accepted request by this */
 
     if (!cb->result.error)
         return ANSWER_STATIC(conn, MHD_HTTP_OK, page_success);
@@ -332,8 +349,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 {
     struct callback *cb = cls;
     /* sent, or the browser went away: either way nothing more will go out for it */
-    if (*req_cls == &cb->accepted)
-        cb->answered = true;
+    if (*req_cls == &cb->phase)
+        phase_enter(cb, CALLBACK_ANSWERED);
 }
 
 /* Library code does not print: libmicrohttpd's messages go nowhere. */
@@ -343,25 +360,13 @@ static void mhd_log_nothing(void *cls, const char *fmt, va_list ap)
 
 /* --- start, stop --- */
 
-int callback_start(uint16_t port, struct callback **ret, struct err *e)
+/* A listening socket on 127.0.0.1:port (0: ephemeral); *ret_port is the port it got. */
+static int listen_loopback(uint16_t port, int *ret_fd, uint16_t *ret_port, struct err *e)
 {
-    struct callback *cb = NULL;
-    int fd = -1, mhd_fd = -1, r;
-
-    if (!ret)
-        return err_set(e, -EINVAL, "callback_start: no result pointer");
-
-    cb = calloc(1, sizeof(*cb));
-    if (!cb) {
-        r = err_set(e, -ENOMEM, "cannot start the callback server: out of memory");
-        goto out;
-    }
-
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        r = err_set(e, -errno, "cannot start the callback server: %s", strerror(errno));
-        goto out;
-    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int r;
+    if (fd < 0)
+        return err_set(e, -errno, "cannot start the callback server: %s", strerror(errno));
     /* We close our connections first, so they linger in TIME_WAIT on our port: without this a
      * fixed port could not be reused for a minute. It never lets us share a port that another
      * socket is listening on. */
@@ -390,7 +395,32 @@ int callback_start(uint16_t port, struct callback **ret, struct err *e)
         r = err_set(e, -errno, "cannot start the callback server: %s", strerror(errno));
         goto out;
     }
-    cb->port = ntohs(sa.sin_port);
+    *ret_port = ntohs(sa.sin_port);
+    *ret_fd = fd;
+    fd = -1;
+    r = 0;
+out:
+    if (fd >= 0)
+        (void)close(fd);
+    return r;
+}
+
+int callback_start(uint16_t port, struct callback **ret, struct err *e)
+{
+    struct callback *cb = NULL;
+    int fd = -1, mhd_fd = -1, r;
+
+    if (!ret)
+        return err_set(e, -EINVAL, "callback_start: no result pointer");
+
+    cb = calloc(1, sizeof(*cb));
+    if (!cb) {
+        r = err_set(e, -ENOMEM, "cannot start the callback server: out of memory");
+        goto out;
+    }
+    r = listen_loopback(port, &fd, &cb->port, e);
+    if (r < 0)
+        goto out;
     (void)snprintf(cb->redirect_uri, sizeof(cb->redirect_uri), "http://127.0.0.1:%u" CALLBACK_PATH,
                    (unsigned)cb->port);
     (void)snprintf(cb->host_ip, sizeof(cb->host_ip), "127.0.0.1:%u", (unsigned)cb->port);
@@ -601,6 +631,64 @@ static bool server_idle(const struct callback *cb)
     return poll(&pfd, 1, 0) == 0;
 }
 
+/* Serves requests until the accepted callback's page went out (0), the deadline (monotonic)
+ * passed (-ETIMEDOUT), a stop signal arrived (-ECANCELED), or the server failed. */
+static int serve_until_answered(struct callback *cb, int64_t deadline,
+                                void (*tick)(int64_t remaining_ms, void *userdata), void *userdata,
+                                const sigset_t *mask)
+{
+    int64_t now = now_mono_ms();
+    int64_t next_tick = now, drain_deadline = 0;
+    for (;;) {
+        if (stop_signal_caught)
+            return -ECANCELED;
+        if (cb->fail < 0)
+            return cb->fail;
+        now = now_mono_ms();
+        int64_t until;
+        if (cb->phase != CALLBACK_WAITING) {
+            /* Deliver the page before returning: the caller may exit right away. A request
+             * that is already on its way (a double click, a favicon) gets its answer too. */
+            if (!drain_deadline)
+                drain_deadline = now + CALLBACK_DRAIN_MS;
+            if ((cb->phase == CALLBACK_ANSWERED && server_idle(cb)) || now >= drain_deadline)
+                return 0;
+            until = drain_deadline;
+        } else {
+            if (now >= deadline)
+                return -ETIMEDOUT;
+            if (tick && now >= next_tick) {
+                tick(deadline - now, userdata);
+                while (next_tick <= now)
+                    next_tick += CALLBACK_TICK_MS;
+                now = now_mono_ms();
+            }
+            until = tick && next_tick < deadline ? next_tick : deadline;
+        }
+        int r = poll_once(cb, until - now, mask);
+        if (r < 0)
+            return r;
+        if (MHD_run(cb->daemon) != MHD_YES)
+            return -EIO;
+    }
+}
+
+/* The message for a failed wait. */
+static int wait_error(int r, int64_t timeout_ms, struct err *e)
+{
+    switch (r) {
+    case -ECANCELED:
+        return err_set(e, r, "interrupted while waiting for the browser");
+    case -ETIMEDOUT:
+        return err_set(e, r, "no answer from the browser within %llds",
+                       (long long)((timeout_ms + 999) / 1000));
+    case -ENOMEM:
+        return err_set(e, r, "cannot keep the sign-in callback: out of memory");
+    default:
+        return err_set(e, r, "the callback server failed: %s", strerror(-r));
+    }
+}
+
 int callback_wait(struct callback *cb, const char *expected_state, int64_t timeout_ms,
                   void (*tick)(int64_t remaining_ms, void *userdata), void *userdata,
                   struct callback_result *ret, struct err *e)
@@ -620,78 +708,17 @@ int callback_wait(struct callback *cb, const char *expected_state, int64_t timeo
     /* One callback per authorization request: a new wait is a new request with a new state,
      * so whatever an earlier wait accepted no longer matters (its state no longer matches). */
     cb->expected_state = expected_state;
-    cb->accepted = false;
-    cb->answered = false;
+    phase_enter(cb, CALLBACK_WAITING);
     cb->fail = 0;
 
-    int64_t now = now_mono_ms();
-    int64_t deadline = now + timeout_ms, next_tick = now, drain_deadline = 0;
-    for (;;) {
-        if (stop_signal_caught) {
-            r = -ECANCELED;
-            break;
-        }
-        if (cb->fail < 0) {
-            r = cb->fail;
-            break;
-        }
-        now = now_mono_ms();
-        int64_t until;
-        if (cb->accepted) {
-            /* Deliver the page before returning: the caller may exit right away. A request
-             * that is already on its way (a double click, a favicon) gets its answer too. */
-            if (!drain_deadline)
-                drain_deadline = now + CALLBACK_DRAIN_MS;
-            if ((cb->answered && server_idle(cb)) || now >= drain_deadline) {
-                r = 0;
-                break;
-            }
-            until = drain_deadline;
-        } else {
-            if (now >= deadline) {
-                r = -ETIMEDOUT;
-                break;
-            }
-            if (tick && now >= next_tick) {
-                tick(deadline - now, userdata);
-                while (next_tick <= now)
-                    next_tick += CALLBACK_TICK_MS;
-                now = now_mono_ms();
-            }
-            until = tick && next_tick < deadline ? next_tick : deadline;
-        }
-        r = poll_once(cb, until - now, &sc.old_mask);
-        if (r < 0)
-            break;
-        if (MHD_run(cb->daemon) != MHD_YES) {
-            r = -EIO;
-            break;
-        }
-    }
-
+    r = serve_until_answered(cb, now_mono_ms() + timeout_ms, tick, userdata, &sc.old_mask);
     catching = false;
     if (stop_catch_end(&sc) && (r >= 0 || r == -ETIMEDOUT))
         r = -ECANCELED;
-
-    switch (r) {
-    case 0:
-        break;
-    case -ECANCELED:
-        err_set(e, r, "interrupted while waiting for the browser");
-        break;
-    case -ETIMEDOUT:
-        err_set(e, r, "no answer from the browser within %llds",
-                (long long)((timeout_ms + 999) / 1000));
-        break;
-    case -ENOMEM:
-        err_set(e, r, "cannot keep the sign-in callback: out of memory");
-        break;
-    default:
-        err_set(e, r, "the callback server failed: %s", strerror(-r));
-        break;
-    }
-    if (r < 0)
+    if (r < 0) {
+        (void)wait_error(r, timeout_ms, e);
         goto out;
+    }
 
     *ret = cb->result;
     cb->result = (struct callback_result){0};

@@ -301,6 +301,45 @@ static int parse_scheme(struct parser *p, struct auth_challenges *got, size_t n,
     return 0;
 }
 
+/* A "name=value" item at at (the name n bytes long, the '=' at q): a parameter of the last
+ * challenge in got, followed by ',' or the end. */
+static int param_item(struct parser *p, struct auth_challenges *got, size_t at, size_t n, size_t q)
+{
+    struct auth_challenge *c = got->n ? &got->v[got->n - 1] : NULL;
+    if (!c) {
+        /* "Bearer =x" reads best as a scheme followed by a stray '=' */
+        return q > at + n ? fail(p, q, "'=' without a name before it")
+                          : fail(p, at, "parameter before any auth scheme");
+    }
+    if (c->token68)
+        return fail(p, at, "parameter in a challenge that has a token68");
+    int r = parse_param(p, c, n);
+    if (r < 0)
+        return r;
+    size_t after = skip_ws(p, p->pos);
+    if (after < p->len && p->s[after] != ',')
+        return fail_unexpected(p, after, "expected ',' after the parameter");
+    p->pos = after;
+    return 0;
+}
+
+/* Moves the challenges of got to the end of list; their number, or -ENOMEM (got untouched). */
+static int append_challenges(struct auth_challenges *list, struct auth_challenges *got)
+{
+    if (got->n == 0)
+        return 0;
+    struct auth_challenge *nv = realloc(list->v, (list->n + got->n) * sizeof(*nv));
+    if (!nv)
+        return -ENOMEM;
+    memcpy(nv + list->n, got->v, got->n * sizeof(*nv));
+    list->v = nv;
+    list->n += got->n;
+    free(got->v);
+    int r = (int)got->n;
+    *got = (struct auth_challenges){0};
+    return r;
+}
+
 int challenges_parse(const char *header, struct auth_challenges *list, struct err *e)
 {
     struct auth_challenges got = {0};
@@ -337,27 +376,10 @@ int challenges_parse(const char *header, struct auth_challenges *list, struct er
         }
         size_t q = skip_ws(&p, at + n);
         if (q < p.len && p.s[q] == '=') {
-            struct auth_challenge *c = got.n ? &got.v[got.n - 1] : NULL;
-            if (!c) {
-                /* "Bearer =x" reads best as a scheme followed by a stray '=' */
-                r = q > at + n ? fail(&p, q, "'=' without a name before it")
-                               : fail(&p, at, "parameter before any auth scheme");
-                goto out;
-            }
-            if (c->token68) {
-                r = fail(&p, at, "parameter in a challenge that has a token68");
-                goto out;
-            }
-            r = parse_param(&p, c, n);
+            r = param_item(&p, &got, at, n, q);
             if (r < 0)
                 goto out;
             need_param = false;
-            size_t after = skip_ws(&p, p.pos);
-            if (after < p.len && p.s[after] != ',') {
-                r = fail_unexpected(&p, after, "expected ',' after the parameter");
-                goto out;
-            }
-            p.pos = after;
             continue;
         }
         if (need_param) {
@@ -370,21 +392,7 @@ int challenges_parse(const char *header, struct auth_challenges *list, struct er
             goto out;
     }
 
-    if (got.n > 0) {
-        struct auth_challenge *nv = realloc(list->v, (list->n + got.n) * sizeof(*nv));
-        if (!nv) {
-            r = -ENOMEM;
-            goto out;
-        }
-        memcpy(nv + list->n, got.v, got.n * sizeof(*nv));
-        list->v = nv;
-        list->n += got.n;
-        free(got.v);
-        r = (int)got.n;
-        got = (struct auth_challenges){0};
-    } else {
-        r = 0;
-    }
+    r = append_challenges(list, &got);
 out:
     if (r == -ENOMEM)
         r = err_set(e, -ENOMEM, "out of memory");

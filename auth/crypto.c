@@ -347,12 +347,56 @@ static int append_json_b64(struct buf *b, struct json_object *o)
     return r;
 }
 
+/* Appends the signing input of the assertion to out: the header and the claims, each
+ * base64url-encoded JSON, joined by '.'. -ENOMEM and -E2BIG without a message (the caller
+ * words them). */
+static int assertion_input(struct buf *out, bool es256, const char *kid, const char *client_id,
+                           const char *audience, struct err *e)
+{
+    struct json_object *header = NULL, *claims = NULL;
+    char *jti = NULL;
+    int r = secure_random_token(ASSERTION_JTI_BYTES, &jti);
+    if (r < 0)
+        return err_set(e, r, "cannot draw random bytes for the client assertion");
+    int64_t now = now_unix();
+    header = json_object_new_object();
+    claims = json_object_new_object();
+    r = header && claims ? 0 : -ENOMEM;
+    if (r >= 0)
+        r = add_str(header, "alg", es256 ? "ES256" : "RS256");
+    if (r >= 0)
+        r = add_str(header, "typ", "JWT");
+    if (r >= 0 && kid && *kid)
+        r = add_str(header, "kid", kid);
+    if (r >= 0)
+        r = add_str(claims, "iss", client_id);
+    if (r >= 0)
+        r = add_str(claims, "sub", client_id);
+    if (r >= 0)
+        r = add_str(claims, "aud", audience);
+    if (r >= 0)
+        r = add_int(claims, "iat", now);
+    if (r >= 0)
+        r = add_int(claims, "exp", now + ASSERTION_LIFETIME);
+    if (r >= 0)
+        r = add_str(claims, "jti", jti);
+    if (r >= 0)
+        r = append_json_b64(out, header);
+    if (r >= 0)
+        r = buf_append_char(out, '.');
+    if (r >= 0)
+        r = append_json_b64(out, claims);
+    json_object_put(header);
+    json_object_put(claims);
+    secure_free(jti);
+    return r;
+}
+
 int jwt_client_assertion(const char *pem_path, const char *alg, const char *kid,
                          const char *client_id, const char *audience, char **ret, struct err *e)
 {
-    struct json_object *header = NULL, *claims = NULL;
     EVP_PKEY *pkey = NULL;
-    char *disp = NULL, *jti = NULL, *sig_b64 = NULL;
+    char *disp = NULL, *sig_b64 = NULL;
     unsigned char *sig = NULL;
     size_t sig_len = 0;
     struct buf out;
@@ -376,36 +420,11 @@ int jwt_client_assertion(const char *pem_path, const char *alg, const char *kid,
     const char *dp = disp ? disp : pem_path;
 
     r = key_load(pem_path, dp, &pkey, e);
+    if (r >= 0)
+        r = key_check(pkey, alg, dp, &es256, e);
+    if (r >= 0)
+        r = assertion_input(&out, es256, kid, client_id, audience, e);
     if (r < 0)
-        goto out;
-    r = key_check(pkey, alg, dp, &es256, e);
-    if (r < 0)
-        goto out;
-
-    r = secure_random_token(ASSERTION_JTI_BYTES, &jti);
-    if (r < 0) {
-        r = err_set(e, r, "cannot draw random bytes for the client assertion");
-        goto out;
-    }
-    int64_t now = now_unix();
-    header = json_object_new_object();
-    claims = json_object_new_object();
-    if (!header || !claims) {
-        r = -ENOMEM;
-        goto out;
-    }
-    if ((r = add_str(header, "alg", es256 ? "ES256" : "RS256")) < 0 ||
-        (r = add_str(header, "typ", "JWT")) < 0 ||
-        (kid && *kid && (r = add_str(header, "kid", kid)) < 0) ||
-        (r = add_str(claims, "iss", client_id)) < 0 ||
-        (r = add_str(claims, "sub", client_id)) < 0 || (r = add_str(claims, "aud", audience)) < 0 ||
-        (r = add_int(claims, "iat", now)) < 0 ||
-        (r = add_int(claims, "exp", now + ASSERTION_LIFETIME)) < 0 ||
-        (r = add_str(claims, "jti", jti)) < 0)
-        goto out;
-
-    if ((r = append_json_b64(&out, header)) < 0 || (r = buf_append_char(&out, '.')) < 0 ||
-        (r = append_json_b64(&out, claims)) < 0)
         goto out;
     r = sign(pkey, es256, out.data, out.len, &sig, &sig_len);
     if (r < 0) {
@@ -414,11 +433,10 @@ int jwt_client_assertion(const char *pem_path, const char *alg, const char *kid,
         goto out;
     }
     sig_b64 = base64url_encode(sig, sig_len);
-    if (!sig_b64) {
-        r = -ENOMEM;
-        goto out;
-    }
-    if ((r = buf_append_char(&out, '.')) < 0 || (r = buf_append_str(&out, sig_b64)) < 0)
+    r = sig_b64 ? buf_append_char(&out, '.') : -ENOMEM;
+    if (r >= 0)
+        r = buf_append_str(&out, sig_b64);
+    if (r < 0)
         goto out;
     char *s = buf_detach(&out);
     if (!s) {
@@ -432,12 +450,9 @@ out:
         r = err_set(e, -ENOMEM, "out of memory");
     else if (r == -E2BIG)
         r = err_set(e, -E2BIG, "the client assertion would be larger than %u bytes", ASSERTION_MAX);
-    json_object_put(header);
-    json_object_put(claims);
     EVP_PKEY_free(pkey);
     free(sig);
     free(sig_b64);
-    secure_free(jti);
     free(disp);
     buf_release(&out);
     return r;

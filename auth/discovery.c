@@ -6,6 +6,7 @@
 
 #include "credkit/http.h"
 #include "credkit/json.h"
+#include "credkit/strv.h"
 #include "credkit/url.h"
 #include "credkit/util.h"
 #include "credkit/version.h"
@@ -212,8 +213,8 @@ static bool resource_matches(const char *server_url, const char *resource)
 
 static int find_prm(struct discovery *d, const char *hinted, int64_t timeout_ms, struct err *e)
 {
-    char *origin = NULL, *path = NULL, *cands[3] = {0};
-    size_t n = 0;
+    char *origin = NULL, *path = NULL;
+    struct strv cands = STRV_INIT;
     int r = url_origin(d->server_url, &origin);
     if (r >= 0)
         r = url_path(d->server_url, &path);
@@ -221,23 +222,20 @@ static int find_prm(struct discovery *d, const char *hinted, int64_t timeout_ms,
         goto out;
     if (hinted) {
         r = url_check_secure(hinted, "protected resource metadata URL", e);
+        if (r >= 0)
+            r = strv_push(&cands, hinted);
         if (r < 0)
             goto out;
-        cands[n++] = strdup(hinted);
     }
-    if (strcmp(path, "/") != 0 &&
-        asprintf(&cands[n++], "%s/.well-known/oauth-protected-resource%s", origin, path) < 0)
-        cands[n - 1] = NULL;
-    if (asprintf(&cands[n++], "%s/.well-known/oauth-protected-resource", origin) < 0)
-        cands[n - 1] = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (!cands[i]) {
-            r = -ENOMEM;
-            goto out;
-        }
-    for (size_t i = 0; i < n; i++) {
+    if (strcmp(path, "/") != 0)
+        r = strv_pushf(&cands, "%s/.well-known/oauth-protected-resource%s", origin, path);
+    if (r >= 0)
+        r = strv_pushf(&cands, "%s/.well-known/oauth-protected-resource", origin);
+    if (r < 0)
+        goto out;
+    for (size_t i = 0; i < cands.n; i++) {
         struct json_object *prm = NULL;
-        r = fetch_metadata(cands[i], "protected resource metadata", timeout_ms, &prm, e);
+        r = fetch_metadata(cands.v[i], "protected resource metadata", timeout_ms, &prm, e);
         if (r == -ENOENT)
             continue;
         if (r < 0)
@@ -248,12 +246,13 @@ static int find_prm(struct discovery *d, const char *hinted, int64_t timeout_ms,
                         "the protected resource metadata at '%s' is for '%s', not for '%s': "
                         "refusing to authorize (the server is misconfigured, or something is "
                         "impersonating it)",
-                        cands[i], resource ? resource : "(no resource)", d->server_url);
+                        cands.v[i], resource ? resource : "(no resource)", d->server_url);
             json_object_put(prm);
             goto out;
         }
         d->prm = prm;
-        if (!(d->resource_metadata_url = strdup(cands[i]))) {
+        d->resource_metadata_url = strdup(cands.v[i]);
+        if (!d->resource_metadata_url) {
             r = -ENOMEM;
             goto out;
         }
@@ -261,8 +260,38 @@ static int find_prm(struct discovery *d, const char *hinted, int64_t timeout_ms,
     }
     r = 0;
 out:
-    for (size_t i = 0; i < n; i++)
-        free(cands[i]);
+    strv_release(&cands);
+    free(origin);
+    free(path);
+    return r;
+}
+
+/* Where the authorization server metadata of issuer may be, in the order to try. RFC 8414
+ * section 3.1 inserts the well-known segment before the issuer's path; OpenID Connect
+ * Discovery appends it. Trailing slashes of the path are not part of it. */
+static int as_metadata_urls(const char *issuer, struct strv *ret)
+{
+    char *origin = NULL, *path = NULL;
+    int r = url_origin(issuer, &origin);
+    if (r >= 0)
+        r = url_path(issuer, &path);
+    if (r < 0)
+        goto out;
+    size_t plen = strlen(path);
+    while (plen > 1 && path[plen - 1] == '/')
+        path[--plen] = 0;
+    if (strcmp(path, "/") != 0) {
+        r = strv_pushf(ret, "%s/.well-known/oauth-authorization-server%s", origin, path);
+        if (r >= 0)
+            r = strv_pushf(ret, "%s/.well-known/openid-configuration%s", origin, path);
+        if (r >= 0)
+            r = strv_pushf(ret, "%s%s/.well-known/openid-configuration", origin, path);
+    } else {
+        r = strv_pushf(ret, "%s/.well-known/oauth-authorization-server", origin);
+        if (r >= 0)
+            r = strv_pushf(ret, "%s/.well-known/openid-configuration", origin);
+    }
+out:
     free(origin);
     free(path);
     return r;
@@ -273,37 +302,13 @@ out:
  * server pointed at: its issuer is adopted instead. */
 static int find_as_metadata(struct discovery *d, bool strict, int64_t timeout_ms, struct err *e)
 {
-    char *origin = NULL, *path = NULL, *cands[3] = {0};
-    size_t n = 0;
-    int r = url_origin(d->issuer, &origin);
-    if (r >= 0)
-        r = url_path(d->issuer, &path);
+    struct strv cands = STRV_INIT;
+    int r = as_metadata_urls(d->issuer, &cands);
     if (r < 0)
         goto out;
-    /* RFC 8414 section 3.1 inserts the well-known segment before the issuer's path; OpenID
-     * Connect Discovery appends it. Trailing slashes of the path are not part of it. */
-    size_t plen = strlen(path);
-    while (plen > 1 && path[plen - 1] == '/')
-        path[--plen] = 0;
-    if (strcmp(path, "/") != 0) {
-        if (asprintf(&cands[0], "%s/.well-known/oauth-authorization-server%s", origin, path) < 0 ||
-            asprintf(&cands[1], "%s/.well-known/openid-configuration%s", origin, path) < 0 ||
-            asprintf(&cands[2], "%s%s/.well-known/openid-configuration", origin, path) < 0) {
-            r = -ENOMEM;
-            goto out;
-        }
-        n = 3;
-    } else {
-        if (asprintf(&cands[0], "%s/.well-known/oauth-authorization-server", origin) < 0 ||
-            asprintf(&cands[1], "%s/.well-known/openid-configuration", origin) < 0) {
-            r = -ENOMEM;
-            goto out;
-        }
-        n = 2;
-    }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < cands.n; i++) {
         struct json_object *as = NULL;
-        r = fetch_metadata(cands[i], "authorization server metadata", timeout_ms, &as, e);
+        r = fetch_metadata(cands.v[i], "authorization server metadata", timeout_ms, &as, e);
         if (r == -ENOENT)
             continue;
         if (r < 0)
@@ -325,7 +330,7 @@ static int find_as_metadata(struct discovery *d, bool strict, int64_t timeout_ms
             r = err_set(e, -EPERM,
                         "the authorization server metadata at '%s' names the issuer '%s', not "
                         "'%s': refusing to use it",
-                        cands[i], iss ? iss : "(none)", d->issuer);
+                        cands.v[i], iss ? iss : "(none)", d->issuer);
             json_object_put(as);
             goto out;
         }
@@ -335,10 +340,7 @@ static int find_as_metadata(struct discovery *d, bool strict, int64_t timeout_ms
     }
     r = -ENOENT;
 out:
-    for (size_t i = 0; i < n; i++)
-        free(cands[i]);
-    free(origin);
-    free(path);
+    strv_release(&cands);
     return r;
 }
 

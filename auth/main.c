@@ -20,6 +20,9 @@
 #include "credkit/version.h"
 
 #include "flow.h"
+#include "logout.h"
+#include "oauth_config.h"
+#include "refresh.h"
 #include "tokens.h"
 
 /* Exit statuses, documented in docs/auth.md and docs/exit-codes.md */
@@ -127,12 +130,14 @@ struct target_ctx {
     struct mcp_config *config;
     char *url;
     char *name;
+    struct oauth_config *oauth; /* the entry's settings; an empty one for a URL without */
     struct auth_target t;
 };
 
 static void target_release(struct target_ctx *tc)
 {
     mcp_config_free(tc->config);
+    oauth_config_free(tc->oauth);
     free(tc->url);
     free(tc->name);
 }
@@ -166,6 +171,93 @@ static int exit_for(int r)
     }
 }
 
+/* SERVER given as a URL: a URL that one valid entry points at gets that entry's oauth
+ * settings (and its name, for the messages). */
+static int target_by_url(const char *arg, struct target_ctx *tc)
+{
+    struct err e = ERR_INIT;
+    int r = url_canonical(arg, &tc->url, &e);
+    if (r < 0) {
+        log_error(arg_log, "%s", err_msg(&e));
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < mcp_config_count(tc->config) && !tc->oauth; i++) {
+        const struct mcp_server *s = mcp_config_at(tc->config, i);
+        char *u = NULL, *cu = NULL;
+        if (s->error || !s->url || mcp_expand(s->url, NULL, NULL, &u, NULL) < 0)
+            continue;
+        if (url_canonical(u, &cu, NULL) >= 0 && strcmp(cu, tc->url) == 0 &&
+            oauth_config_parse_server(s, &tc->oauth, NULL) >= 0)
+            tc->name = strdup(s->name);
+        free(cu);
+        secure_free(u);
+    }
+    if (!tc->oauth && oauth_config_parse(NULL, &tc->oauth, &e) < 0) {
+        log_error(arg_log, "%s", err_msg(&e));
+        return EXIT_FAILED;
+    }
+    return EXIT_OK;
+}
+
+/* No entry of that name: says where entries were looked for. */
+static int unknown_name(const char *arg, const struct mcp_config *config)
+{
+    struct buf files;
+    buf_init(&files, 8192);
+    for (size_t i = 0; i < mcp_config_file_count(config); i++) {
+        bool exists = false;
+        const char *f = mcp_config_file_at(config, i, &exists);
+        char *disp = path_display(f);
+        int r = buf_printf(&files, "%s%s%s", files.len ? ", " : "", disp ? disp : f,
+                           exists ? "" : " (absent)");
+        free(disp);
+        if (r < 0)
+            break;
+    }
+    log_error(arg_log,
+              "no server named '%s' in %s: give its URL instead, or add it to one of "
+              "those files (see docs/auth.md)",
+              arg, files.len ? buf_str(&files) : "the MCP configuration");
+    buf_release(&files);
+    return EXIT_CONFIG;
+}
+
+/* SERVER given as an mcp.json entry name: a valid HTTP entry, with its oauth settings. */
+static int target_by_name(const char *arg, struct target_ctx *tc)
+{
+    struct err e = ERR_INIT;
+    const struct mcp_server *s = mcp_config_find(tc->config, arg);
+    if (!s)
+        return unknown_name(arg, tc->config);
+    if (s->error) {
+        log_error(arg_log, "%s", s->error);
+        return EXIT_CONFIG;
+    }
+    int r = oauth_config_parse_server(s, &tc->oauth, &e);
+    if (r < 0) {
+        log_error(arg_log, "%s", err_msg(&e));
+        return r == -ENOMEM ? EXIT_FAILED : EXIT_CONFIG;
+    }
+    if (s->transport == MCP_TRANSPORT_STDIO || !s->url) {
+        log_error(arg_log,
+                  "'%s' is a stdio server: it takes credentials from its environment, not "
+                  "from OAuth",
+                  arg);
+        return EXIT_CONFIG;
+    }
+    char *u = NULL;
+    r = mcp_expand(s->url, NULL, NULL, &u, &e);
+    if (r >= 0)
+        r = url_canonical(u, &tc->url, &e);
+    secure_free(u);
+    if (r < 0) {
+        log_error(arg_log, "'%s': %s", arg, err_msg(&e));
+        return EXIT_CONFIG;
+    }
+    tc->name = strdup(arg);
+    return EXIT_OK;
+}
+
 /* SERVER is a URL or an mcp.json entry name. */
 static int resolve_target(const char *arg, struct target_ctx *tc)
 {
@@ -185,69 +277,10 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
         const struct mcp_config_diag *dg = mcp_config_diag_at(tc->config, i);
         log_warn(arg_log, "%s", dg->message);
     }
-    if (strstr(arg, "://")) {
-        r = url_canonical(arg, &tc->url, &e);
-        if (r < 0) {
-            log_error(arg_log, "%s", err_msg(&e));
-            return EXIT_USAGE;
-        }
-        /* a URL that one valid entry points at gets that entry's oauth settings */
-        for (size_t i = 0; i < mcp_config_count(tc->config); i++) {
-            const struct mcp_server *s = mcp_config_at(tc->config, i);
-            char *u = NULL, *cu = NULL;
-            if (s->error || !s->url || mcp_expand(s->url, NULL, NULL, &u, NULL) < 0)
-                continue;
-            if (url_canonical(u, &cu, NULL) >= 0 && strcmp(cu, tc->url) == 0 && !tc->t.oauth) {
-                tc->t.oauth = &s->oauth;
-                tc->name = strdup(s->name);
-            }
-            free(cu);
-            secure_free(u);
-        }
-    } else {
-        const struct mcp_server *s = mcp_config_find(tc->config, arg);
-        if (!s) {
-            struct buf files;
-            buf_init(&files, 8192);
-            for (size_t i = 0; i < mcp_config_file_count(tc->config); i++) {
-                bool exists = false;
-                const char *f = mcp_config_file_at(tc->config, i, &exists);
-                char *disp = path_display(f);
-                if (buf_printf(&files, "%s%s%s", files.len ? ", " : "", disp ? disp : f,
-                               exists ? "" : " (absent)") < 0)
-                    break;
-                free(disp);
-            }
-            log_error(arg_log,
-                      "no server named '%s' in %s: give its URL instead, or add it to one of "
-                      "those files (see docs/auth.md)",
-                      arg, files.len ? buf_str(&files) : "the MCP configuration");
-            buf_release(&files);
-            return EXIT_CONFIG;
-        }
-        if (s->error) {
-            log_error(arg_log, "%s", s->error);
-            return EXIT_CONFIG;
-        }
-        if (s->transport == MCP_TRANSPORT_STDIO || !s->url) {
-            log_error(arg_log,
-                      "'%s' is a stdio server: it takes credentials from its environment, not "
-                      "from OAuth",
-                      arg);
-            return EXIT_CONFIG;
-        }
-        char *u = NULL;
-        r = mcp_expand(s->url, NULL, NULL, &u, &e);
-        if (r >= 0)
-            r = url_canonical(u, &tc->url, &e);
-        secure_free(u);
-        if (r < 0) {
-            log_error(arg_log, "'%s': %s", arg, err_msg(&e));
-            return EXIT_CONFIG;
-        }
-        tc->t.oauth = &s->oauth;
-        tc->name = strdup(arg);
-    }
+    int status = strstr(arg, "://") ? target_by_url(arg, tc) : target_by_name(arg, tc);
+    if (status != EXIT_OK)
+        return status;
+    tc->t.oauth = tc->oauth;
     tc->t.name = tc->name;
     tc->t.server_url = tc->url;
     return EXIT_OK;
@@ -453,6 +486,67 @@ out:
     return status;
 }
 
+/* One stored sign-in as `status --json` shows it: never a token. */
+static struct json_object *status_json(const struct token_entry *t)
+{
+    struct json_object *o = json_object_new_object();
+    (void)json_object_object_add(o, "server_url", json_object_new_string(t->server_url));
+    (void)json_object_object_add(o, "issuer", json_object_new_string(t->issuer));
+    (void)json_object_object_add(o, "registration",
+                                 json_object_new_string(registration_method_str(t->registration)));
+    if (t->client_id)
+        (void)json_object_object_add(o, "client_id", json_object_new_string(t->client_id));
+    (void)json_object_object_add(o, "has_access_token",
+                                 json_object_new_boolean(t->access_token != NULL));
+    if (t->access_token && t->expires_at > 0)
+        (void)json_object_object_add(o, "expires_at", json_object_new_int64(t->expires_at));
+    if (t->scope)
+        (void)json_object_object_add(o, "scope", json_object_new_string(t->scope));
+    (void)json_object_object_add(o, "has_refresh_token",
+                                 json_object_new_boolean(t->refresh_token != NULL));
+    return o;
+}
+
+/* Prints the stored sign-ins (those of url only, when not NULL) as a table or as JSON; returns
+ * how many were shown. */
+static size_t status_print(struct token_entry *const *all, size_t n, const char *url, bool json)
+{
+    struct json_object *arr = json_object_new_array();
+    if (!json)
+        printf("%-40s %-30s %-18s %-12s %-4s %s\n", "SERVER", "ISSUER", "CLIENT", "EXPIRES",
+               "REFRESH", "SCOPES");
+    size_t shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct token_entry *t = all[i];
+        if (url && strcmp(t->server_url, url) != 0)
+            continue;
+        shown++;
+        char exp[64];
+        describe_expiry(t->access_token ? t->expires_at : 0, exp, sizeof(exp));
+        if (!t->access_token)
+            (void)snprintf(exp, sizeof(exp), "signed out");
+        if (json)
+            (void)json_object_array_add(arr, status_json(t));
+        else
+            printf("%-40s %-30s %-18s %-12s %-7s %s\n", t->server_url, t->issuer,
+                   registration_method_str(t->registration), exp, t->refresh_token ? "yes" : "no",
+                   t->scope ? t->scope : "-");
+    }
+    if (json) {
+        struct json_object *root = json_object_new_object();
+        (void)json_object_object_add(root, "version", json_object_new_int(1));
+        (void)json_object_object_add(root, "servers", json_object_get(arr));
+        printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+                                                                JSON_C_TO_STRING_SPACED |
+                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(root);
+    } else if (shown == 0) {
+        printf("(no sign-ins stored%s%s)\n", url ? " for " : "", url ? url : "");
+    }
+    json_object_put(arr);
+    return shown;
+}
+
 static int cmd_status(int argc, char **argv)
 {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
@@ -488,57 +582,7 @@ static int cmd_status(int argc, char **argv)
     }
     if (e.msg[0])
         log_warn(arg_log, "%s", err_msg(&e));
-    struct json_object *arr = json_object_new_array();
-    if (!json)
-        printf("%-40s %-30s %-18s %-12s %-4s %s\n", "SERVER", "ISSUER", "CLIENT", "EXPIRES",
-               "REFRESH", "SCOPES");
-    size_t shown = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct token_entry *t = all[i];
-        if (tc.url && strcmp(t->server_url, tc.url) != 0)
-            continue;
-        shown++;
-        char exp[64];
-        describe_expiry(t->access_token ? t->expires_at : 0, exp, sizeof(exp));
-        if (!t->access_token)
-            (void)snprintf(exp, sizeof(exp), "signed out");
-        if (json) {
-            struct json_object *o = json_object_new_object();
-            (void)json_object_object_add(o, "server_url", json_object_new_string(t->server_url));
-            (void)json_object_object_add(o, "issuer", json_object_new_string(t->issuer));
-            (void)json_object_object_add(
-                o, "registration",
-                json_object_new_string(registration_method_str(t->registration)));
-            if (t->client_id)
-                (void)json_object_object_add(o, "client_id", json_object_new_string(t->client_id));
-            (void)json_object_object_add(o, "has_access_token",
-                                         json_object_new_boolean(t->access_token != NULL));
-            if (t->access_token && t->expires_at > 0)
-                (void)json_object_object_add(o, "expires_at", json_object_new_int64(t->expires_at));
-            if (t->scope)
-                (void)json_object_object_add(o, "scope", json_object_new_string(t->scope));
-            (void)json_object_object_add(o, "has_refresh_token",
-                                         json_object_new_boolean(t->refresh_token != NULL));
-            (void)json_object_array_add(arr, o);
-        } else {
-            printf("%-40s %-30s %-18s %-12s %-7s %s\n", t->server_url, t->issuer,
-                   registration_method_str(t->registration), exp, t->refresh_token ? "yes" : "no",
-                   t->scope ? t->scope : "-");
-        }
-    }
-    if (json) {
-        struct json_object *root = json_object_new_object();
-        (void)json_object_object_add(root, "version", json_object_new_int(1));
-        (void)json_object_object_add(root, "servers", json_object_get(arr));
-        printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
-                                                                JSON_C_TO_STRING_SPACED |
-                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
-        json_object_put(root);
-    } else if (shown == 0) {
-        printf("(no sign-ins stored%s%s)\n", tc.url ? " for " : "", tc.url ? tc.url : "");
-    }
-    json_object_put(arr);
-    if (tc.url && shown == 0)
+    if (status_print(all, n, tc.url, json) == 0 && tc.url)
         status = EXIT_LOGIN_REQUIRED;
 out:
     for (size_t i = 0; i < n; i++)
@@ -588,7 +632,9 @@ out:
     return status;
 }
 
-int main(int argc, char **argv)
+/* The options before the command. Returns -1 to go on (optind at the command), else the exit
+ * status (after --help, --version or a usage error). */
+static int parse_global_options(int argc, char **argv, int *ret_verbosity)
 {
     enum { OPT_CONFIG = 256 };
     static const struct option opts[] = {
@@ -599,40 +645,85 @@ int main(int argc, char **argv)
         {"config", required_argument, NULL, OPT_CONFIG},
         {0},
     };
-    int verbosity = 0, opt, status;
-
-    (void)secure_harden_process(NULL);
-    arg_log = log_new("mcp-auth", STDERR_FILENO);
-    if (!arg_log)
-        return EXIT_FAILED;
+    int opt;
     while ((opt = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
         switch (opt) {
         case 'v':
-            verbosity++;
+            (*ret_verbosity)++;
             break;
         case 'q':
             arg_quiet = true;
             break;
         case 'h':
             fputs(usage_text, stdout);
-            log_free(arg_log);
             return EXIT_OK;
         case 'V':
             printf("mcp-auth (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
-            log_free(arg_log);
             return EXIT_OK;
         case OPT_CONFIG:
             arg_config = optarg;
             break;
         default:
-            log_free(arg_log);
             return EXIT_USAGE;
         }
     }
     if (optind >= argc) {
         fputs(usage_text, stderr);
-        log_free(arg_log);
         return EXIT_USAGE;
+    }
+    return -1;
+}
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"login", cmd_login},
+    {"header", cmd_header},
+    {"status", cmd_status},
+    {"logout", cmd_logout},
+};
+
+/* Runs the command named cmd with its arguments (argv[0] is the command). */
+static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
+{
+    char progname[64];
+    (void)snprintf(progname, sizeof(progname), "mcp-auth %s", cmd);
+    for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+        if (strcmp(cmd, commands[i].name) == 0) {
+            sub_argv[0] = progname;
+            return commands[i].run(sub_argc, sub_argv);
+        }
+    if (strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return EXIT_OK;
+    }
+    if (cmd[0] == '-') {
+        log_error(arg_log, "unknown option '%s' (see 'mcp-auth --help')", cmd);
+        return EXIT_USAGE;
+    }
+    /* "mcp-auth SERVER [options]": login; the server stays in argv as the operand */
+    char *login_argv[256];
+    int n = 0;
+    login_argv[n++] = (char *)"mcp-auth login";
+    for (int i = 0; i < sub_argc && n < 255; i++)
+        login_argv[n++] = sub_argv[i];
+    login_argv[n] = NULL;
+    return cmd_login(n, login_argv);
+}
+
+int main(int argc, char **argv)
+{
+    int verbosity = 0, status;
+
+    (void)secure_harden_process(NULL);
+    arg_log = log_new("mcp-auth", STDERR_FILENO);
+    if (!arg_log)
+        return EXIT_FAILED;
+    status = parse_global_options(argc, argv, &verbosity);
+    if (status >= 0) {
+        log_free(arg_log);
+        return status;
     }
     const char *cmd = argv[optind];
     int sub_argc = argc - optind;
@@ -647,38 +738,8 @@ int main(int argc, char **argv)
                            : verbosity >= 2 ? LOG_DEBUG
                            : verbosity      ? LOG_INFO
                                             : LOG_WARN);
-    char progname[64];
-    (void)snprintf(progname, sizeof(progname), "mcp-auth %s", cmd);
     optind = 0;
-
-    if (strcmp(cmd, "login") == 0) {
-        sub_argv[0] = progname;
-        status = cmd_login(sub_argc, sub_argv);
-    } else if (strcmp(cmd, "header") == 0) {
-        sub_argv[0] = progname;
-        status = cmd_header(sub_argc, sub_argv);
-    } else if (strcmp(cmd, "status") == 0) {
-        sub_argv[0] = progname;
-        status = cmd_status(sub_argc, sub_argv);
-    } else if (strcmp(cmd, "logout") == 0) {
-        sub_argv[0] = progname;
-        status = cmd_logout(sub_argc, sub_argv);
-    } else if (strcmp(cmd, "help") == 0) {
-        fputs(usage_text, stdout);
-        status = EXIT_OK;
-    } else if (cmd[0] == '-') {
-        log_error(arg_log, "unknown option '%s' (see 'mcp-auth --help')", cmd);
-        status = EXIT_USAGE;
-    } else {
-        /* "mcp-auth SERVER [options]": login; the server stays in argv as the operand */
-        char *login_argv[256];
-        int n = 0;
-        login_argv[n++] = (char *)"mcp-auth login";
-        for (int i = 0; i < sub_argc && n < 255; i++)
-            login_argv[n++] = sub_argv[i];
-        login_argv[n] = NULL;
-        status = cmd_login(n, login_argv);
-    }
+    status = dispatch(cmd, sub_argc, sub_argv);
     log_free(arg_log);
     return status;
 }

@@ -273,22 +273,19 @@ out:
     return r;
 }
 
-int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope, bool device,
-                   int64_t timeout_ms, struct registration *ret, struct err *e)
+/* The RFC 7591 registration request of a public native client. NULL on ENOMEM. Caller puts. */
+static struct json_object *registration_request(const char *redirect_uri, const char *scope,
+                                                bool device)
 {
-    struct json_object *req = json_object_new_object(), *answer = NULL;
+    struct json_object *req = json_object_new_object();
     struct json_object *uris = json_object_new_array(), *grants = json_object_new_array(),
                        *types = json_object_new_array();
-    static const char *const headers[] = {"Accept: application/json", NULL};
-    struct http_response resp = {0};
-    struct registration reg = {0};
-    int r;
     if (!req || !uris || !grants || !types) {
+        json_object_put(req);
         json_object_put(uris);
         json_object_put(grants);
         json_object_put(types);
-        r = -ENOMEM;
-        goto out;
+        return NULL;
     }
     (void)json_object_array_add(uris, json_object_new_string(redirect_uri));
     (void)json_object_array_add(grants, json_object_new_string("authorization_code"));
@@ -305,6 +302,50 @@ int oauth_register(const char *endpoint, const char *redirect_uri, const char *s
     (void)json_object_object_add(req, "application_type", json_object_new_string("native"));
     if (scope)
         (void)json_object_object_add(req, "scope", json_object_new_string(scope));
+    return req;
+}
+
+/* The registration in a successful answer (a JSON object with a client_id). */
+static int registration_from_answer(struct json_object *answer, const char *endpoint,
+                                    struct registration *ret, struct err *e)
+{
+    struct registration reg = {0};
+    if (!answer || !json_object_is_type(answer, json_type_object))
+        return err_set(e, -EBADMSG, "client registration at '%s': the answer is not a JSON object",
+                       endpoint);
+    const char *cid = json_get_string(answer, "client_id");
+    if (!cid || !*cid)
+        return err_set(e, -EBADMSG, "client registration at '%s': the answer has no client_id",
+                       endpoint);
+    reg.client_id = strdup(cid);
+    reg.client_secret = dup_json_string(answer, "client_secret");
+    reg.auth_method = dup_json_string(answer, "token_endpoint_auth_method");
+    json_get_int64(answer, "client_secret_expires_at", &reg.client_secret_expires_at);
+    reg.client_uri = dup_json_string(answer, "registration_client_uri");
+    reg.access_token = dup_json_string(answer, "registration_access_token");
+    if (reg.client_uri && url_check_secure(reg.client_uri, "registration_client_uri", NULL) < 0) {
+        free(reg.client_uri); /* never send a token to an insecure endpoint */
+        reg.client_uri = NULL;
+        secure_free(reg.access_token);
+        reg.access_token = NULL;
+    }
+    if (!reg.client_id) {
+        registration_release(&reg);
+        return -ENOMEM;
+    }
+    *ret = reg;
+    return 0;
+}
+
+int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope, bool device,
+                   int64_t timeout_ms, struct registration *ret, struct err *e)
+{
+    static const char *const headers[] = {"Accept: application/json", NULL};
+    struct json_object *req = registration_request(redirect_uri, scope, device), *answer = NULL;
+    struct http_response resp = {0};
+    int r;
+    if (!req)
+        return -ENOMEM;
     const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN |
                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
     struct http_request hreq = {
@@ -334,38 +375,8 @@ int oauth_register(const char *endpoint, const char *redirect_uri, const char *s
                     desc ? desc : "");
         goto out;
     }
-    if (!answer || !json_object_is_type(answer, json_type_object)) {
-        r = err_set(e, -EBADMSG, "client registration at '%s': the answer is not a JSON object",
-                    endpoint);
-        goto out;
-    }
-    const char *cid = json_get_string(answer, "client_id");
-    if (!cid || !*cid) {
-        r = err_set(e, -EBADMSG, "client registration at '%s': the answer has no client_id",
-                    endpoint);
-        goto out;
-    }
-    reg.client_id = strdup(cid);
-    reg.client_secret = dup_json_string(answer, "client_secret");
-    reg.auth_method = dup_json_string(answer, "token_endpoint_auth_method");
-    json_get_int64(answer, "client_secret_expires_at", &reg.client_secret_expires_at);
-    reg.client_uri = dup_json_string(answer, "registration_client_uri");
-    reg.access_token = dup_json_string(answer, "registration_access_token");
-    if (reg.client_uri && url_check_secure(reg.client_uri, "registration_client_uri", NULL) < 0) {
-        free(reg.client_uri); /* never send a token to an insecure endpoint */
-        reg.client_uri = NULL;
-        secure_free(reg.access_token);
-        reg.access_token = NULL;
-    }
-    if (!reg.client_id) {
-        r = -ENOMEM;
-        goto out;
-    }
-    *ret = reg;
-    reg = (struct registration){0};
-    r = 0;
+    r = registration_from_answer(answer, endpoint, ret, e);
 out:
-    registration_release(&reg);
     json_object_put(answer);
     json_object_put(req);
     http_response_release(&resp);

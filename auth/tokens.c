@@ -37,25 +37,14 @@
 #include "credkit/secmem.h"
 #include "credkit/util.h"
 
+#include "token_json.h"
 #include "tokens.h"
 
-#define TOKENS_FORMAT_VERSION 1
-#define TOKENS_ENTRY_MAX      (1024u * 1024u) /* bytes in one entry file */
-#define TOKENS_SCAN_MAX       4096            /* entry files looked at in one scan */
-#define ENTRY_HASH_HEX        32
-#define ENTRY_SUFFIX          ".json"
-#define ENTRY_NAME_LEN        (ENTRY_HASH_HEX + sizeof(ENTRY_SUFFIX) - 1)
-
-static const char *const known_keys[] = {"version", "server_url", "issuer",    "registration",
-                                         "tokens",  "discovery",  "updated_at"};
-
-static bool is_known_key(const char *k)
-{
-    for (size_t i = 0; i < ELEMENTSOF(known_keys); i++)
-        if (strcmp(k, known_keys[i]) == 0)
-            return true;
-    return false;
-}
+#define TOKENS_ENTRY_MAX (1024u * 1024u) /* bytes in one entry file */
+#define TOKENS_SCAN_MAX  4096            /* entry files looked at in one scan */
+#define ENTRY_HASH_HEX   32
+#define ENTRY_SUFFIX     ".json"
+#define ENTRY_NAME_LEN   (ENTRY_HASH_HEX + sizeof(ENTRY_SUFFIX) - 1)
 
 const char *registration_method_str(enum registration_method m)
 {
@@ -70,18 +59,6 @@ const char *registration_method_str(enum registration_method m)
         break;
     }
     return "none";
-}
-
-static int registration_method_from_str(const char *s, enum registration_method *ret)
-{
-    static const enum registration_method all[] = {REGISTRATION_PRE, REGISTRATION_METADATA,
-                                                   REGISTRATION_DYNAMIC};
-    for (size_t i = 0; i < ELEMENTSOF(all); i++)
-        if (strcmp(s, registration_method_str(all[i])) == 0) {
-            *ret = all[i];
-            return 0;
-        }
-    return -EINVAL;
 }
 
 /* Keys must be unambiguous: "a\nb" + "c" and "a" + "b\nc" would hash alike. */
@@ -264,345 +241,6 @@ void token_entry_free(struct token_entry *t)
     free(t);
 }
 
-/* ---- JSON <-> entry ---- */
-
-/* Wipes json-c's copy of section[key] when it is a string. */
-static void wipe_json_string(struct json_object *section, const char *key)
-{
-    struct json_object *v = NULL;
-    if (section && json_object_object_get_ex(section, key, &v) &&
-        json_object_is_type(v, json_type_string))
-        secure_wipe((char *)json_object_get_string(v), (size_t)json_object_get_string_len(v));
-}
-
-static void wipe_json_secrets(struct json_object *root)
-{
-    struct json_object *reg = json_get_object(root, "registration");
-    struct json_object *tok = json_get_object(root, "tokens");
-    wipe_json_string(reg, "client_secret");
-    wipe_json_string(reg, "registration_access_token");
-    wipe_json_string(tok, "access_token");
-    wipe_json_string(tok, "refresh_token");
-}
-
-/* -EBADMSG "'<file>': <what>: fix or remove the file" */
-static int bad_entry(struct err *e, const char *dp, const char *what)
-{
-    return err_set(e, -EBADMSG, "'%s': %s: fix the file or remove it (and log in again)", dp, what);
-}
-
-static int bad_type(struct err *e, const char *dp, const char *section, const char *key,
-                    const char *want, struct json_object *v)
-{
-    char what[256];
-    (void)snprintf(what, sizeof(what), "\"%s%s%s\" must be %s, not %s", section ? section : "",
-                   section ? "." : "", key, want, json_type_desc(json_object_get_type(v)));
-    return bad_entry(e, dp, what);
-}
-
-/* A string member (JSON null or absent: left NULL). */
-static int read_str(struct json_object *obj, const char *section, const char *key, char **dst,
-                    const char *dp, struct err *e)
-{
-    struct json_object *v = NULL;
-    if (!json_object_object_get_ex(obj, key, &v) || !v)
-        return 0;
-    if (!json_object_is_type(v, json_type_string))
-        return bad_type(e, dp, section, key, "a string", v);
-    const char *s = json_object_get_string(v);
-    if (strlen(s) != (size_t)json_object_get_string_len(v)) {
-        char what[160];
-        (void)snprintf(what, sizeof(what), "\"%s%s%s\" contains a NUL character",
-                       section ? section : "", section ? "." : "", key);
-        return bad_entry(e, dp, what);
-    }
-    char *c = strdup(s);
-    if (!c)
-        return err_set(e, -ENOMEM, "out of memory");
-    *dst = c;
-    return 0;
-}
-
-/* A non-negative integer member (absent or null: left as is). */
-static int read_int(struct json_object *obj, const char *section, const char *key, int64_t *dst,
-                    const char *dp, struct err *e)
-{
-    struct json_object *v = NULL;
-    int64_t x;
-    if (!json_object_object_get_ex(obj, key, &v) || !v)
-        return 0;
-    if (!json_get_int64(obj, key, &x) || x < 0)
-        return bad_type(e, dp, section, key, "a non-negative integer", v);
-    *dst = x;
-    return 0;
-}
-
-/* An object member, referenced (absent or null: left NULL). */
-static int read_obj(struct json_object *obj, const char *section, const char *key,
-                    struct json_object **dst, const char *dp, struct err *e)
-{
-    struct json_object *v = NULL;
-    if (!json_object_object_get_ex(obj, key, &v) || !v)
-        return 0;
-    if (!json_object_is_type(v, json_type_object))
-        return bad_type(e, dp, section, key, "an object", v);
-    json_object_put(*dst);
-    *dst = json_object_get(v);
-    return 0;
-}
-
-static int section_of(struct json_object *root, const char *key, struct json_object **ret,
-                      const char *dp, struct err *e)
-{
-    struct json_object *v = NULL;
-    *ret = NULL;
-    if (!json_object_object_get_ex(root, key, &v) || !v)
-        return 0;
-    if (!json_object_is_type(v, json_type_object))
-        return bad_type(e, dp, NULL, key, "an object", v);
-    *ret = v;
-    return 0;
-}
-
-static int entry_from_json(struct json_object *root, const char *dp, struct token_entry **ret,
-                           struct err *e)
-{
-    struct token_entry *t = NULL;
-    struct json_object *reg, *tok, *disc, *v = NULL;
-    char *method = NULL;
-    int64_t version = 0;
-    int r;
-
-    if (!json_object_is_type(root, json_type_object)) {
-        r = bad_type(e, dp, NULL, "the top level", "an object", root);
-        goto out;
-    }
-    if (!json_object_object_get_ex(root, "version", &v) || !v) {
-        r = bad_entry(e, dp, "no \"version\"");
-        goto out;
-    }
-    if (!json_get_int64(root, "version", &version)) {
-        r = bad_type(e, dp, NULL, "version", "an integer", v);
-        goto out;
-    }
-    if (version != TOKENS_FORMAT_VERSION) {
-        r = err_set(e, -EBADMSG,
-                    "'%s' has format version %lld, but this mcp-auth reads version %d only: "
-                    "use the mcp-auth that wrote it, or remove the file and log in again",
-                    dp, (long long)version, TOKENS_FORMAT_VERSION);
-        goto out;
-    }
-
-    t = calloc(1, sizeof(*t));
-    if (!t) {
-        r = err_set(e, -ENOMEM, "out of memory");
-        goto out;
-    }
-    if ((r = read_str(root, NULL, "server_url", &t->server_url, dp, e)) < 0 ||
-        (r = read_str(root, NULL, "issuer", &t->issuer, dp, e)) < 0 ||
-        (r = read_int(root, NULL, "updated_at", &t->updated_at, dp, e)) < 0)
-        goto out;
-    if (!t->server_url || !*t->server_url) {
-        r = bad_entry(e, dp, "no \"server_url\"");
-        goto out;
-    }
-    if (!t->issuer || !*t->issuer) {
-        r = bad_entry(e, dp, "no \"issuer\"");
-        goto out;
-    }
-
-    if ((r = section_of(root, "registration", &reg, dp, e)) < 0 ||
-        (r = section_of(root, "tokens", &tok, dp, e)) < 0 ||
-        (r = section_of(root, "discovery", &disc, dp, e)) < 0)
-        goto out;
-
-    if ((r = read_str(reg, "registration", "method", &method, dp, e)) < 0 ||
-        (r = read_str(reg, "registration", "client_id", &t->client_id, dp, e)) < 0 ||
-        (r = read_str(reg, "registration", "client_secret", &t->client_secret, dp, e)) < 0 ||
-        (r = read_str(reg, "registration", "token_endpoint_auth_method", &t->auth_method, dp, e)) <
-            0 ||
-        (r = read_str(reg, "registration", "redirect_uri", &t->redirect_uri, dp, e)) < 0 ||
-        (r = read_int(reg, "registration", "client_secret_expires_at", &t->client_secret_expires_at,
-                      dp, e)) < 0 ||
-        (r = read_int(reg, "registration", "registered_at", &t->registered_at, dp, e)) < 0 ||
-        (r = read_str(reg, "registration", "registration_client_uri", &t->registration_client_uri,
-                      dp, e)) < 0 ||
-        (r = read_str(reg, "registration", "registration_access_token",
-                      &t->registration_access_token, dp, e)) < 0)
-        goto out;
-    if (method && registration_method_from_str(method, &t->registration) < 0) {
-        char what[160];
-        (void)snprintf(what, sizeof(what),
-                       "unknown \"registration.method\" '%.40s' (expected dynamic, "
-                       "pre-registered or metadata-document)",
-                       method);
-        r = bad_entry(e, dp, what);
-        goto out;
-    }
-
-    if ((r = read_str(tok, "tokens", "access_token", &t->access_token, dp, e)) < 0 ||
-        (r = read_str(tok, "tokens", "token_type", &t->token_type, dp, e)) < 0 ||
-        (r = read_str(tok, "tokens", "refresh_token", &t->refresh_token, dp, e)) < 0 ||
-        (r = read_str(tok, "tokens", "scope", &t->scope, dp, e)) < 0 ||
-        (r = read_int(tok, "tokens", "expires_at", &t->expires_at, dp, e)) < 0 ||
-        (r = read_int(tok, "tokens", "issued_at", &t->issued_at, dp, e)) < 0)
-        goto out;
-
-    if ((r = read_obj(disc, "discovery", "authorization_server_metadata", &t->as_metadata, dp, e)) <
-            0 ||
-        (r = read_obj(disc, "discovery", "protected_resource_metadata", &t->prm, dp, e)) < 0 ||
-        (r = read_str(disc, "discovery", "resource_metadata_url", &t->resource_metadata_url, dp,
-                      e)) < 0 ||
-        (r = read_int(disc, "discovery", "fetched_at", &t->discovered_at, dp, e)) < 0)
-        goto out;
-
-    json_object_object_foreach(root, key, val)
-    {
-        if (is_known_key(key))
-            continue;
-        if (!t->extra && !(t->extra = json_object_new_object())) {
-            r = err_set(e, -ENOMEM, "out of memory");
-            goto out;
-        }
-        if (json_object_object_add(t->extra, key, json_object_get(val)) < 0) {
-            json_object_put(val);
-            r = err_set(e, -ENOMEM, "out of memory");
-            goto out;
-        }
-    }
-
-    *ret = t;
-    t = NULL;
-    r = 0;
-out:
-    free(method);
-    token_entry_free(t);
-    return r;
-}
-
-static int add_str(struct json_object *o, const char *key, const char *v)
-{
-    if (!v)
-        return 0;
-    struct json_object *s = json_object_new_string(v);
-    if (!s || json_object_object_add(o, key, s) < 0) {
-        if (s)
-            secure_wipe((char *)json_object_get_string(s), strlen(v));
-        json_object_put(s);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
-static int add_int(struct json_object *o, const char *key, int64_t v)
-{
-    if (v == 0)
-        return 0;
-    struct json_object *n = json_object_new_int64(v);
-    if (!n || json_object_object_add(o, key, n) < 0) {
-        json_object_put(n);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
-/* Adds obj (a new reference) under key; obj NULL is skipped. */
-static int add_obj(struct json_object *o, const char *key, struct json_object *obj)
-{
-    if (!obj)
-        return 0;
-    if (json_object_object_add(o, key, json_object_get(obj)) < 0) {
-        json_object_put(obj);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
-/* Adds section (a new reference) under key when it has members. */
-static int add_section(struct json_object *root, const char *key, struct json_object *section)
-{
-    return json_object_object_length(section) > 0 ? add_obj(root, key, section) : 0;
-}
-
-/* The file's JSON for t, with updated_at. Caller wipes (wipe_json_secrets) and puts. */
-static int entry_to_json(const struct token_entry *t, int64_t updated_at, struct json_object **ret)
-{
-    struct json_object *root = NULL, *reg = NULL, *tok = NULL, *disc = NULL;
-    int r;
-
-    root = json_object_new_object();
-    reg = json_object_new_object();
-    tok = json_object_new_object();
-    disc = json_object_new_object();
-    if (!root || !reg || !tok || !disc) {
-        r = -ENOMEM;
-        goto out;
-    }
-    struct json_object *ver = json_object_new_int(TOKENS_FORMAT_VERSION);
-    if (!ver || json_object_object_add(root, "version", ver) < 0) {
-        json_object_put(ver);
-        r = -ENOMEM;
-        goto out;
-    }
-    if ((r = add_str(root, "server_url", t->server_url)) < 0 ||
-        (r = add_str(root, "issuer", t->issuer)) < 0)
-        goto out;
-
-    if ((t->registration != REGISTRATION_NONE &&
-         (r = add_str(reg, "method", registration_method_str(t->registration))) < 0) ||
-        (r = add_str(reg, "client_id", t->client_id)) < 0 ||
-        (r = add_str(reg, "client_secret", t->client_secret)) < 0 ||
-        (r = add_str(reg, "token_endpoint_auth_method", t->auth_method)) < 0 ||
-        (r = add_str(reg, "redirect_uri", t->redirect_uri)) < 0 ||
-        (r = add_int(reg, "client_secret_expires_at", t->client_secret_expires_at)) < 0 ||
-        (r = add_int(reg, "registered_at", t->registered_at)) < 0 ||
-        (r = add_str(reg, "registration_client_uri", t->registration_client_uri)) < 0 ||
-        (r = add_str(reg, "registration_access_token", t->registration_access_token)) < 0)
-        goto out;
-    if ((r = add_str(tok, "access_token", t->access_token)) < 0 ||
-        (r = add_str(tok, "token_type", t->token_type)) < 0 ||
-        (r = add_str(tok, "refresh_token", t->refresh_token)) < 0 ||
-        (r = add_str(tok, "scope", t->scope)) < 0 ||
-        (r = add_int(tok, "expires_at", t->expires_at)) < 0 ||
-        (r = add_int(tok, "issued_at", t->issued_at)) < 0)
-        goto out;
-    if ((r = add_obj(disc, "authorization_server_metadata", t->as_metadata)) < 0 ||
-        (r = add_obj(disc, "protected_resource_metadata", t->prm)) < 0 ||
-        (r = add_str(disc, "resource_metadata_url", t->resource_metadata_url)) < 0 ||
-        (r = add_int(disc, "fetched_at", t->discovered_at)) < 0)
-        goto out;
-    if ((r = add_section(root, "registration", reg)) < 0 ||
-        (r = add_section(root, "tokens", tok)) < 0 ||
-        (r = add_section(root, "discovery", disc)) < 0 ||
-        (r = add_int(root, "updated_at", updated_at)) < 0)
-        goto out;
-
-    if (t->extra && json_object_is_type(t->extra, json_type_object)) {
-        json_object_object_foreach(t->extra, key, val)
-        {
-            if (is_known_key(key) || !val)
-                continue;
-            if ((r = add_obj(root, key, val)) < 0)
-                goto out;
-        }
-    }
-    *ret = root;
-    root = NULL;
-    r = 0;
-out:
-    if (r < 0) {
-        /* the sections may not have reached root yet */
-        wipe_json_string(reg, "client_secret");
-        wipe_json_string(tok, "access_token");
-        wipe_json_string(tok, "refresh_token");
-    }
-    json_object_put(root);
-    json_object_put(reg);
-    json_object_put(tok);
-    json_object_put(disc);
-    return r;
-}
-
 /* Reads and checks the entry file at path: private, valid, version 1, and named after its own
  * server_url and issuer. */
 static int entry_read(const char *path, struct token_entry **ret, struct err *e)
@@ -617,13 +255,14 @@ static int entry_read(const char *path, struct token_entry **ret, struct err *e)
     r = json_read_file(path, TOKENS_ENTRY_MAX, JSON_READ_SECRET, &root, e);
     if (r < 0)
         goto out;
-    r = entry_from_json(root, dp, &t, e);
+    r = token_entry_from_json(root, dp, &t, e);
     if (r < 0)
         goto out;
     struct err ne = ERR_INIT;
     r = entry_name(t->server_url, t->issuer, name, &ne);
     if (r < 0) {
-        r = bad_entry(e, dp, err_msg(&ne));
+        r = err_set(e, -EBADMSG, "'%s': %s: fix the file or remove it (and log in again)", dp,
+                    err_msg(&ne));
         goto out;
     }
     const char *slash = strrchr(path, '/');
@@ -641,7 +280,7 @@ static int entry_read(const char *path, struct token_entry **ret, struct err *e)
     r = 0;
 out:
     if (root) {
-        wipe_json_secrets(root);
+        token_json_wipe_secrets(root);
         json_object_put(root);
     }
     token_entry_free(t);
@@ -671,90 +310,100 @@ static void entries_free(struct token_entry **v, size_t n)
     free(v);
 }
 
+/* The store's directory for reading; *ret NULL when there is none. */
+static int open_store_dir(const char *dir, const char *ddisp, DIR **ret, struct err *e)
+{
+    *ret = NULL;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int k = errno;
+        if (k == ENOENT)
+            return 0;
+        return err_set(e, -k, "cannot read the directory '%s': %s", ddisp, strerror(k));
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int k = errno;
+        (void)close(fd);
+        return err_set(e, -k, "cannot read the directory '%s': %s", ddisp, strerror(k));
+    }
+    *ret = d;
+    return 0;
+}
+
+/* Reads the entry file name in dir and appends it to *v (*n of them) when it is readable and
+ * (with server_url) that server's; an unreadable one goes to *problem. Fails on ENOMEM only. */
+static int scan_one(const char *dir, const char *name, const char *server_url,
+                    struct token_entry ***v, size_t *n, struct err *problem, struct err *e)
+{
+    struct token_entry *t = NULL;
+    struct err pe = ERR_INIT;
+    char *path = path_join(dir, name);
+    if (!path)
+        return err_set(e, -ENOMEM, "out of memory");
+    int r = entry_read(path, &t, &pe);
+    free(path);
+    if (r == -ENOMEM)
+        return err_set(e, -ENOMEM, "out of memory");
+    if (r == -ENOENT)
+        return 0; /* deleted while we looked */
+    if (r < 0) {
+        if (problem)
+            *problem = pe;
+        return 0;
+    }
+    if (server_url && strcmp(t->server_url, server_url) != 0) {
+        token_entry_free(t);
+        return 0;
+    }
+    struct token_entry **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+    if (!nv) {
+        token_entry_free(t);
+        return err_set(e, -ENOMEM, "out of memory");
+    }
+    *v = nv;
+    nv[(*n)++] = t;
+    return 0;
+}
+
 /* Every readable entry (server_url NULL) or those of server_url, sorted by server URL and
  * issuer. Unreadable ones are skipped; the last problem goes to *problem (which stays clear
  * when there is none). A missing store is empty. */
 static int store_scan(const char *server_url, struct token_entry ***ret, size_t *ret_n,
                       struct err *problem, struct err *e)
 {
-    struct token_entry **v = NULL, *t = NULL;
+    struct token_entry **v = NULL;
     size_t n = 0, seen = 0;
-    char *dir = NULL, *path = NULL, *ddisp = NULL;
+    char *dir = NULL, *ddisp = NULL;
     DIR *d = NULL;
-    int fd = -1, r;
+    int r;
 
     r = tokens_dir(false, &dir, e);
     if (r < 0)
         goto out;
     ddisp = path_display(dir);
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        int k = errno;
-        if (k == ENOENT)
-            goto done;
-        r = err_set(e, -k, "cannot read the directory '%s': %s", ddisp ? ddisp : dir, strerror(k));
-        goto out;
-    }
-    d = fdopendir(fd);
-    if (!d) {
-        int k = errno;
-        r = err_set(e, -k, "cannot read the directory '%s': %s", ddisp ? ddisp : dir, strerror(k));
-        goto out;
-    }
-    fd = -1;
-    for (;;) {
+    const char *dd = ddisp ? ddisp : dir;
+    r = open_store_dir(dir, dd, &d, e);
+    while (r >= 0 && d) {
         errno = 0;
         struct dirent *de = readdir(d);
         if (!de) {
             if (errno) {
                 int k = errno;
-                r = err_set(e, -k, "cannot read the directory '%s': %s", ddisp ? ddisp : dir,
-                            strerror(k));
-                goto out;
+                r = err_set(e, -k, "cannot read the directory '%s': %s", dd, strerror(k));
             }
             break;
         }
         if (!is_entry_name(de->d_name))
             continue; /* ".", "..", lock files, temporary files of an atomic write */
-        if (++seen > TOKENS_SCAN_MAX) {
-            r = err_set(e, -E2BIG, "'%s' holds more than %d entries: remove old ones",
-                        ddisp ? ddisp : dir, TOKENS_SCAN_MAX);
-            goto out;
-        }
-        free(path);
-        path = path_join(dir, de->d_name);
-        if (!path) {
-            r = err_set(e, -ENOMEM, "out of memory");
-            goto out;
-        }
-        struct err pe = ERR_INIT;
-        r = entry_read(path, &t, &pe);
-        if (r == -ENOMEM) {
-            r = err_set(e, -ENOMEM, "out of memory");
-            goto out;
-        }
-        if (r == -ENOENT)
-            continue; /* deleted while we looked */
-        if (r < 0) {
-            if (problem)
-                *problem = pe;
-            continue;
-        }
-        if (server_url && strcmp(t->server_url, server_url) != 0) {
-            token_entry_free(t);
-            t = NULL;
-            continue;
-        }
-        struct token_entry **nv = realloc(v, (n + 1) * sizeof(*nv));
-        if (!nv) {
-            r = err_set(e, -ENOMEM, "out of memory");
-            goto out;
-        }
-        v = nv;
-        v[n++] = t;
-        t = NULL;
+        if (++seen > TOKENS_SCAN_MAX)
+            r = err_set(e, -E2BIG, "'%s' holds more than %d entries: remove old ones", dd,
+                        TOKENS_SCAN_MAX);
+        else
+            r = scan_one(dir, de->d_name, server_url, &v, &n, problem, e);
     }
-done:
+    if (r < 0)
+        goto out;
     if (n > 1)
         qsort(v, n, sizeof(*v), entry_cmp);
     *ret = v;
@@ -763,13 +412,9 @@ done:
     n = 0;
     r = 0;
 out:
-    token_entry_free(t);
     entries_free(v, n);
     if (d)
         (void)closedir(d);
-    if (fd >= 0)
-        (void)close(fd);
-    free(path);
     free(ddisp);
     free(dir);
     return r;
@@ -861,7 +506,7 @@ int tokens_save(struct token_entry *t, struct err *e)
     }
 
     int64_t now = now_unix();
-    r = entry_to_json(t, now, &root);
+    r = token_entry_to_json(t, now, &root);
     if (r < 0) {
         r = err_set(e, r, "out of memory");
         goto out;
@@ -873,7 +518,7 @@ int tokens_save(struct token_entry *t, struct err *e)
     r = 0;
 out:
     if (root) {
-        wipe_json_secrets(root);
+        token_json_wipe_secrets(root);
         json_object_put(root);
     }
     token_entry_free(old);

@@ -1,0 +1,379 @@
+/* oauth_config.c - the "oauth" object of an mcp.json entry, read by mcp-auth itself
+ *
+ * The rules and the messages are the configuration loader's (common/mcp_config.c), so that an
+ * entry is judged the same whichever of the two reads it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credkit/buf.h"
+#include "credkit/json.h"
+#include "credkit/secmem.h"
+#include "credkit/url.h"
+#include "credkit/util.h"
+
+#include "grant.h"
+#include "oauth_config.h"
+
+#define DISP_MAX 96 /* names quoted in messages, as the loader quotes them */
+#define DISP_BUF (DISP_MAX + 16)
+
+#define bad(e, ...) err_set((e), -EINVAL, __VA_ARGS__)
+
+static int oom(struct err *e)
+{
+    return err_set(e, -ENOMEM, "out of memory");
+}
+
+/* A copy of s fit to quote in a message: control characters as \xHH, cut after DISP_MAX bytes
+ * (at a character boundary). */
+static void disp(char out[DISP_BUF], const char *s)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (o >= DISP_MAX && (*p & 0xc0) != 0x80) {
+            memcpy(out + o, "...", 4);
+            return;
+        }
+        if (*p < 0x20 || *p == 0x7f) {
+            (void)snprintf(out + o, 5, "\\x%02x", *p);
+            o += 4;
+        } else {
+            out[o++] = (char)*p;
+        }
+    }
+    out[o] = 0;
+}
+
+/* ---- members ----------------------------------------------------------------------------- */
+
+/* The value of key; NULL when absent or null (a null counts as absent). */
+static struct json_object *member(struct json_object *o, const char *key)
+{
+    struct json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        return NULL;
+    return v;
+}
+
+static const char *type_of(struct json_object *v)
+{
+    return json_type_desc(json_object_get_type(v));
+}
+
+enum {
+    STR_NONBLANK = 1 << 0, /* not empty, not only whitespace */
+};
+
+static bool is_blank(const char *s)
+{
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+            return false;
+    return true;
+}
+
+/* A JSON string as a C string: no NUL inside. */
+static int string_value(struct json_object *v, const char *label, unsigned flags, const char **ret,
+                        struct err *e)
+{
+    if (!json_object_is_type(v, json_type_string))
+        return bad(e, "%s must be a string, not %s", label, type_of(v));
+    const char *s = json_object_get_string(v);
+    if (strlen(s) != (size_t)json_object_get_string_len(v))
+        return bad(e, "%s must not contain a NUL character", label);
+    if ((flags & STR_NONBLANK) && is_blank(s))
+        return bad(e, "%s must not be blank", label);
+    *ret = s;
+    return 0;
+}
+
+/* An optional string member, copied; *ret untouched when absent. */
+static int get_string(struct json_object *o, const char *key, const char *label, unsigned flags,
+                      char **ret, struct err *e)
+{
+    struct json_object *v = member(o, key);
+    const char *s = NULL;
+    char lbl[128];
+    if (!v)
+        return 0;
+    (void)snprintf(lbl, sizeof(lbl), "\"%s\"", label);
+    int r = string_value(v, lbl, flags, &s, e);
+    if (r < 0)
+        return r;
+    char *c = strdup(s);
+    if (!c)
+        return oom(e);
+    secure_free(*ret);
+    *ret = c;
+    return 0;
+}
+
+static int get_bool(struct json_object *o, const char *key, const char *label, bool *ret,
+                    struct err *e)
+{
+    struct json_object *v = member(o, key);
+    if (!v)
+        return 0;
+    if (!json_object_is_type(v, json_type_boolean))
+        return bad(e, "\"%s\" must be true or false, not %s", label, type_of(v));
+    *ret = json_object_get_boolean(v);
+    return 0;
+}
+
+/* One of the given words, copied into *ret; *ret untouched when absent. */
+static int get_word(struct json_object *o, const char *key, const char *label,
+                    const char *const *words, const char *expect, char **ret, struct err *e)
+{
+    struct json_object *v = member(o, key);
+    const char *s;
+    char lbl[128], wd[DISP_BUF];
+    if (!v)
+        return 0;
+    (void)snprintf(lbl, sizeof(lbl), "\"%s\"", label);
+    int r = string_value(v, lbl, 0, &s, e);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; words[i]; i++)
+        if (strcmp(s, words[i]) == 0) {
+            char *c = strdup(words[i]);
+            if (!c)
+                return oom(e);
+            free(*ret);
+            *ret = c;
+            return 0;
+        }
+    disp(wd, s);
+    return bad(e, "%s must be %s, not '%s'", lbl, expect, wd);
+}
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+/* oauth.clientMetadataUrl: https with a path (the document), or http on a loopback host. */
+static int check_metadata_url(const char *url, struct err *e)
+{
+    char *canon = NULL, *path = NULL;
+    bool ok = false;
+    int r = url_canonical(url, &canon, NULL);
+    if (r >= 0 && strncmp(canon, "https://", 8) == 0) {
+        r = url_path(canon, &path);
+        ok = r >= 0 && strcmp(path, "/") != 0;
+    } else if (r >= 0) {
+        ok = url_is_loopback(canon);
+    }
+    free(canon);
+    free(path);
+    if (r == -ENOMEM)
+        return oom(e);
+    if (!ok)
+        return bad(e, "\"oauth.clientMetadataUrl\" must be an https:// URL with a path (the "
+                      "client metadata document), or http:// on a loopback address");
+    return 0;
+}
+
+/* oauth.redirectUri: an http loopback redirect (RFC 8252 7.3). The loopback listener serves
+ * 127.0.0.1:<port>/callback: a fixed redirect URI must be one it can receive, or the sign-in
+ * would wait for a request that can never arrive. */
+static int check_redirect_uri(const char *url, struct err *e)
+{
+    static const char *const hosts[] = {"http://127.0.0.1:", "http://localhost:"};
+    bool ok = false;
+    for (size_t i = 0; i < ELEMENTSOF(hosts) && !ok; i++) {
+        size_t n = strlen(hosts[i]);
+        if (strncmp(url, hosts[i], n) != 0)
+            continue;
+        const char *p = url + n;
+        size_t digits = strspn(p, "0123456789");
+        long port = digits > 0 && digits <= 5 ? strtol(p, NULL, 10) : 0;
+        ok = port > 0 && port <= 65535 && strcmp(p + digits, "/callback") == 0;
+    }
+    if (!ok)
+        return bad(e, "\"oauth.redirectUri\" must be 'http://127.0.0.1:PORT/callback' (or "
+                      "localhost) with an explicit port: that is where mcp-auth listens");
+    return 0;
+}
+
+/* Every variable counts as set (with its value, or empty): only the template's syntax and the
+ * bound on its expansion are judged, never whether the variable exists. */
+static int any_var(void *userdata, const char *name, char **ret, struct err *e)
+{
+    (void)userdata;
+    const char *v = getenv(name);
+    char *c = strdup(v ? v : "");
+    if (!c)
+        return err_set(e, -ENOMEM, "out of memory");
+    *ret = c;
+    return 0;
+}
+
+/* The clientSecret template, checked for syntax only (the loader's expansion at load time). */
+static int check_secret_template(const char *tmpl, struct err *e)
+{
+    char *val = NULL;
+    int r = mcp_expand(tmpl, any_var, NULL, &val, e);
+    secure_free(val);
+    if (r == -ENOMEM)
+        return oom(e);
+    if (r < 0)
+        return err_prefix(e, "\"oauth.clientSecret\"");
+    return 0;
+}
+
+/* ---- the object -------------------------------------------------------------------------- */
+
+/* "\"a\", \"b\" or \"c\"": the grants as the message lists them. */
+static int grant_words(const char **words, size_t max, char *expect, size_t size)
+{
+    size_t n = 0, o = 0;
+    for (const struct grant_ops *g; n + 1 < max && (g = grant_at(n)); n++)
+        words[n] = g->name;
+    words[n] = NULL;
+    expect[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(expect + o, size - o, "%s\"%s\"",
+                         i == 0       ? ""
+                         : i + 1 == n ? " or "
+                                      : ", ",
+                         words[i]);
+        if (w < 0 || (size_t)w >= size - o)
+            return -ENOMEM;
+        o += (size_t)w;
+    }
+    return 0;
+}
+
+static int parse_idp(struct json_object *idp, struct oauth_config *c, struct err *e)
+{
+    int r;
+    if (!json_object_is_type(idp, json_type_object))
+        return bad(e, "\"oauth.idp\" must be an object, not %s", type_of(idp));
+    r = get_string(idp, "issuer", "oauth.idp.issuer", STR_NONBLANK, &c->idp_issuer, e);
+    if (r >= 0)
+        r = get_string(idp, "tokenEndpoint", "oauth.idp.tokenEndpoint", STR_NONBLANK,
+                       &c->idp_token_endpoint, e);
+    if (r >= 0)
+        r = get_string(idp, "clientId", "oauth.idp.clientId", STR_NONBLANK, &c->idp_client_id, e);
+    if (r >= 0)
+        r = get_string(idp, "clientSecret", "oauth.idp.clientSecret", STR_NONBLANK,
+                       &c->idp_client_secret, e);
+    if (r >= 0)
+        r = get_string(idp, "idToken", "oauth.idp.idToken", STR_NONBLANK, &c->idp_id_token, e);
+    if (r < 0)
+        return r;
+    if (!c->idp_token_endpoint || !c->idp_id_token)
+        return bad(e, "\"oauth.idp\" needs \"tokenEndpoint\" and \"idToken\"");
+    return 0;
+}
+
+/* The members in the loader's order, so that the first problem reported is the same. */
+static int parse_members(struct json_object *o, struct oauth_config *c, struct err *e)
+{
+    static const char *const algs[] = {"ES256", "RS256", NULL};
+    const char *grants[16];
+    char expect[512];
+    bool send_resource = true;
+    int r;
+
+    if (!json_object_is_type(o, json_type_object))
+        return bad(e, "\"oauth\" must be an object, not %s", type_of(o));
+    r = get_string(o, "clientId", "oauth.clientId", STR_NONBLANK, &c->client_id, e);
+    if (r >= 0)
+        r = get_string(o, "clientSecret", "oauth.clientSecret", STR_NONBLANK, &c->client_secret, e);
+    if (r >= 0)
+        r = get_string(o, "clientMetadataUrl", "oauth.clientMetadataUrl", 0,
+                       &c->client_metadata_url, e);
+    if (r >= 0)
+        r = get_string(o, "scope", "oauth.scope", 0, &c->scope, e);
+    if (r >= 0)
+        r = get_string(o, "redirectUri", "oauth.redirectUri", 0, &c->redirect_uri, e);
+    if (r >= 0)
+        r = get_string(o, "privateKeyFile", "oauth.privateKeyFile", STR_NONBLANK,
+                       &c->private_key_file, e);
+    if (r >= 0)
+        r = get_bool(o, "refreshScope", "oauth.refreshScope", &c->refresh_sends_scope, e);
+    if (r >= 0)
+        r = get_bool(o, "sendResource", "oauth.sendResource", &send_resource, e);
+    if (r < 0)
+        return r;
+    c->omit_resource = !send_resource;
+
+    if (grant_words(grants, ELEMENTSOF(grants), expect, sizeof(expect)) < 0)
+        return oom(e);
+    r = get_word(o, "grant", "oauth.grant", grants, expect, &c->grant, e);
+    if (r >= 0)
+        r = get_word(o, "privateKeyAlg", "oauth.privateKeyAlg", algs, "\"ES256\" or \"RS256\"",
+                     &c->private_key_alg, e);
+    if (r < 0)
+        return r;
+
+    struct json_object *idp = member(o, "idp");
+    if (idp && (r = parse_idp(idp, c, e)) < 0)
+        return r;
+    const struct grant_ops *g = grant_find(c->grant);
+    if (g && g->needs_idp && !idp)
+        return bad(e, "\"oauth.grant\": \"%s\" needs an \"oauth.idp\" object", g->name);
+    if (c->client_metadata_url && (r = check_metadata_url(c->client_metadata_url, e)) < 0)
+        return r;
+    if (c->redirect_uri && (r = check_redirect_uri(c->redirect_uri, e)) < 0)
+        return r;
+    if (c->client_secret && (r = check_secret_template(c->client_secret, e)) < 0)
+        return r;
+    return 0;
+}
+
+int oauth_config_parse(struct json_object *entry, struct oauth_config **ret, struct err *e)
+{
+    struct oauth_config *c = calloc(1, sizeof(*c));
+    int r;
+    if (!c)
+        return oom(e);
+    struct json_object *o =
+        entry && json_object_is_type(entry, json_type_object) ? member(entry, "oauth") : NULL;
+    if (o) {
+        r = parse_members(o, c, e);
+        if (r < 0)
+            goto out;
+    }
+    *ret = c;
+    c = NULL;
+    r = 0;
+out:
+    oauth_config_free(c);
+    return r;
+}
+
+int oauth_config_parse_server(const struct mcp_server *s, struct oauth_config **ret, struct err *e)
+{
+    struct err why = ERR_INIT;
+    int r = oauth_config_parse(s->raw, ret, &why);
+    if (r == -ENOMEM)
+        return oom(e);
+    if (r < 0) {
+        char nd[DISP_BUF];
+        disp(nd, s->name ? s->name : "");
+        return err_set(e, r, "'%s': server '%s': %s", s->source ? s->source : "", nd,
+                       err_msg(&why));
+    }
+    return 0;
+}
+
+void oauth_config_free(struct oauth_config *c)
+{
+    if (!c)
+        return;
+    free(c->client_id);
+    secure_free(c->client_secret);
+    free(c->client_metadata_url);
+    free(c->scope);
+    free(c->redirect_uri);
+    free(c->grant);
+    free(c->private_key_file);
+    free(c->private_key_alg);
+    free(c->idp_issuer);
+    free(c->idp_token_endpoint);
+    free(c->idp_client_id);
+    secure_free(c->idp_client_secret);
+    secure_free(c->idp_id_token);
+    free(c);
+}

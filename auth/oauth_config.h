@@ -1,0 +1,57 @@
+/* oauth_config.h - mcp-auth's own section of an mcp.json entry: its "oauth" object.
+ *
+ * The configuration loader (credkit/mcp_config.h) keeps each entry as written (struct
+ * mcp_server's raw); mcp-auth reads its settings from there itself, so that a new grant or a new
+ * setting changes auth/ only. The validation and its messages are those of the loader: a wrong
+ * type, a blank clientId, an unknown grant or key algorithm, an idp object without its token
+ * endpoint or ID token, a client metadata URL that is not https with a path (or loopback http),
+ * a redirect URI the loopback listener cannot receive, a clientSecret template with a syntax
+ * error. A clientSecret naming an unset variable is not an error here: the secret is needed at
+ * sign-in and refresh only, where a missing variable is reported; a stored token stays usable
+ * without it. Unknown keys are ignored; a key whose value is null counts as absent. */
+#pragma once
+
+#include <stdbool.h>
+
+#include <json-c/json.h>
+
+#include "credkit/err.h"
+#include "credkit/macro.h"
+#include "credkit/mcp_config.h"
+
+/* The settings of one entry. Strings NULL when absent. */
+struct oauth_config {
+    char *client_id;
+    char *client_secret;       /* a template ("${VAR}"), may be a literal secret: wiped on free */
+    char *client_metadata_url; /* Client ID Metadata Document URL */
+    char *scope;               /* space-separated scopes to request */
+    char *redirect_uri;        /* fixes the loopback redirect (pre-registered clients) */
+    char *grant;               /* as written: one of the grants of grant.h; NULL: the default,
+                                  "authorization_code" */
+    char *private_key_file;    /* PEM key for private_key_jwt */
+    char *private_key_alg;     /* "ES256" or "RS256"; NULL: from the key type */
+    bool refresh_sends_scope;  /* quirk: send scope on refresh requests ("refreshScope": true) */
+    bool omit_resource;        /* quirk: never send the RFC 8707 resource ("sendResource": false) */
+    /* "idp": the enterprise identity provider for grant "jwt-bearer" (cross-app access) */
+    char *idp_issuer;
+    char *idp_token_endpoint;
+    char *idp_client_id;
+    char *idp_client_secret; /* template; wiped on free */
+    char *idp_id_token;      /* template: "${VAR}" naming where the ID token is */
+};
+
+/* Parses the "oauth" object of entry (the entry object as written; borrowed). An entry without
+ * one, and a NULL entry, give an empty configuration (every string NULL, the booleans false).
+ * -EINVAL with the reason in e (without file or server: "\"oauth.grant\" must be ..."), never
+ * quoting a secret; -ENOMEM. Caller frees *ret with oauth_config_free(). */
+int oauth_config_parse(struct json_object *entry, struct oauth_config **ret,
+                       struct err *e) _must_check_;
+
+/* oauth_config_parse() on the raw object of a configuration entry (borrowed), with the reason
+ * of a failure prefixed as the loader prefixes an entry's: "'<file>': server '<name>': ...".
+ * Caller frees *ret with oauth_config_free(). */
+int oauth_config_parse_server(const struct mcp_server *s, struct oauth_config **ret,
+                              struct err *e) _must_check_;
+
+/* Frees c, wiping the secret templates. NULL is fine. */
+void oauth_config_free(struct oauth_config *c);
