@@ -27,6 +27,7 @@ struct jsonfile {
     char *snapshot; /* the document as last read or written, serialised: "unchanged" is equal */
     size_t snapshot_len;
     mode_t mode;
+    bool always_write;
     int dir_fd;             /* the locked directory; -1 */
     struct file_lock *lock; /* the lock file; NULL */
 };
@@ -163,6 +164,7 @@ int jsonfile_open(const char *path, const struct jsonfile_opts *o, struct jsonfi
     if (!f)
         return err_set(e, -ENOMEM, "out of memory");
     f->dir_fd = -1;
+    f->always_write = o->flags & JSONFILE_ALWAYS_WRITE;
     f->path = strdup(path);
     f->display = path_display(path);
     if (!f->path || !f->display) {
@@ -219,7 +221,7 @@ int jsonfile_commit(struct jsonfile *f, struct err *e)
     int r = serialize(f->doc, &now, &len);
     if (r < 0)
         return err_set(e, r, "out of memory");
-    if (len == f->snapshot_len && memcmp(now, f->snapshot, len) == 0) {
+    if (!f->always_write && len == f->snapshot_len && memcmp(now, f->snapshot, len) == 0) {
         secure_free_len(now, len);
         return 0;
     }

@@ -12,6 +12,7 @@
 #include "credkit/args.h"
 #include "credkit/child.h"
 #include "credkit/duration.h"
+#include "credkit/jsonfile.h"
 #include "credkit/jsonw.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
@@ -74,7 +75,8 @@ static int usage_error(struct cli *c, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-int cli_open(struct cli *c)
+/* The agent directory and secrets.json's path. An exit status. */
+static int cli_paths(struct cli *c)
 {
     struct err e = ERR_INIT;
     int r = path_agent_dir(&c->agent_dir, &e);
@@ -84,14 +86,22 @@ int cli_open(struct cli *c)
         log_error(c->log, "%s", err_msg(&e));
         return EXIT_CONFIG;
     }
-    r = store_load(c->store_path, &c->store, &e);
-    if (r < 0) {
-        log_error(c->log, "%s", err_msg(&e));
-        if (r == -EBADMSG)
-            log_error(c->log, "fix the file by hand; it is left exactly as it is");
-        return EXIT_CONFIG;
-    }
-    r = cache_open(&c->cache);
+    return EXIT_OK;
+}
+
+/* Reports why secrets.json could not be read. EXIT_CONFIG. */
+static int store_failed(struct cli *c, int r, const struct err *e)
+{
+    log_error(c->log, "%s", err_msg(e));
+    if (r == -EBADMSG)
+        log_error(c->log, "fix the file by hand; it is left exactly as it is");
+    return EXIT_CONFIG;
+}
+
+/* The cache and the resolver, once the store is open. An exit status. */
+static int cli_start(struct cli *c)
+{
+    int r = cache_open(&c->cache);
     if (r < 0) {
         log_error(c->log, "cannot open the cache: %s", strerror(-r));
         return EXIT_FAILED;
@@ -105,6 +115,56 @@ int cli_open(struct cli *c)
         log_error(c->log, "%s", strerror(-r));
         return EXIT_FAILED;
     }
+    return EXIT_OK;
+}
+
+int cli_open(struct cli *c)
+{
+    struct err e = ERR_INIT;
+    int status = cli_paths(c);
+    if (status != EXIT_OK)
+        return status;
+    int r = store_load(c->store_path, &c->store, &e);
+    if (r < 0)
+        return store_failed(c, r, &e);
+    return cli_start(c);
+}
+
+int cli_open_locked(struct cli *c, struct jsonfile **ret)
+{
+    struct err e = ERR_INIT;
+    struct jsonfile *f = NULL;
+    int r, status = cli_paths(c);
+    if (status != EXIT_OK)
+        return status;
+    char *lock = store_lock_path(c->store_path);
+    if (!lock) {
+        log_error(c->log, "out of memory");
+        return EXIT_FAILED;
+    }
+    const struct jsonfile_opts o = {
+        .lock_path = lock,
+        .lock_timeout_ms = STORE_LOCK_TIMEOUT_MS,
+        .max_size = STORE_MAX_SIZE,
+        .mode = 0600,
+        /* a configure that stores a keychain value must fail, and restore the keychain, when
+         * the file cannot be written: written even when the recipe is the same */
+        .flags = JSONFILE_CREATE | JSONFILE_SECRET | JSONFILE_PRIVATE_DIR | JSONFILE_ALWAYS_WRITE,
+    };
+    r = jsonfile_open(c->store_path, &o, &f, &e);
+    free(lock);
+    if (r >= 0)
+        r = store_from_json(c->store_path, jsonfile_doc(f), &c->store, &e);
+    if (r < 0) {
+        jsonfile_free(f);
+        return store_failed(c, r, &e);
+    }
+    status = cli_start(c);
+    if (status != EXIT_OK) {
+        jsonfile_free(f);
+        return status;
+    }
+    *ret = f;
     return EXIT_OK;
 }
 
@@ -480,9 +540,25 @@ static const char remove_help[] =
     "example:\n"
     "  secrets remove OLD_TOKEN\n";
 
+/* The keychain item to delete with name's recipe, when it is one and no other recipe uses it:
+ * *ret_label (caller frees), else NULL. 0 or -ENOMEM. */
+static int remove_label(struct cli *c, const struct recipe *rec, const char *name, char **ret_label)
+{
+    *ret_label = NULL;
+    if (rec->kind != RECIPE_KEYCHAIN)
+        return 0;
+    /* keep an item another recipe still points at */
+    if (cli_label_in_use(c->store, rec->arg, name)) {
+        log_info(c->log, "keeping keychain item '%s': another recipe uses it", rec->arg);
+        return 0;
+    }
+    *ret_label = strdup(rec->arg);
+    return *ret_label ? 0 : -ENOMEM;
+}
+
 static int cmd_remove(struct cli *c, int argc, char **argv)
 {
-    struct file_lock *lock = NULL;
+    struct jsonfile *f = NULL;
     struct err e = ERR_INIT;
     const struct recipe *rec = NULL;
     char *label = NULL;
@@ -499,38 +575,21 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
     const char *name = argv[optind];
     if (!name_is_valid(name))
         return usage_error(c, "'%s' is not a valid secret name", name);
-    r = path_agent_file("secrets.json", &c->store_path, &e);
-    if (r >= 0)
-        r = store_lock(c->store_path, &lock, &e);
-    if (r < 0) {
-        log_error(c->log, "%s", err_msg(&e));
-        return EXIT_CONFIG;
-    }
-    free(c->store_path);
-    c->store_path = NULL;
-    status = cli_open(c);
+    status = cli_open_locked(c, &f);
     if (status != EXIT_OK)
-        goto out;
+        return status;
     status = EXIT_FAILED;
     r = store_get(c->store, name, &rec, &e);
     if (r == -ENOENT) {
         log_error(c->log, "'%s' has no recipe", name);
         goto out;
     }
-    if (r >= 0 && rec->kind == RECIPE_KEYCHAIN) {
-        label = strdup(rec->arg);
-        if (!label)
-            goto out;
-        /* keep an item another recipe still points at */
-        if (cli_label_in_use(c->store, label, name)) {
-            log_info(c->log, "keeping keychain item '%s': another recipe uses it", label);
-            free(label);
-            label = NULL;
-        }
-    }
+    if (r >= 0 && remove_label(c, rec, name, &label) < 0)
+        goto out;
+    err_clear(&e);
     r = store_remove(c->store, name);
     if (r >= 0)
-        r = store_save(c->store, &e);
+        r = jsonfile_commit(f, &e);
     if (r < 0) {
         log_error(c->log, "%s", e.msg[0] ? err_msg(&e) : strerror(-r));
         goto out;
@@ -550,7 +609,7 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
     status = EXIT_OK;
 out:
     free(label);
-    file_lock_release(lock);
+    jsonfile_free(f);
     return status;
 }
 

@@ -28,6 +28,9 @@ enum jsonfile_flags {
     JSONFILE_FOLLOW_SYMLINK = 1 << 3, /* a symlink's target is replaced, not the link itself */
     JSONFILE_MKDIR = 1 << 4,          /* a missing directory is created, 0700 */
     JSONFILE_PRIVATE_DIR = 1 << 5,    /* the directory is made 0700: created, or chmod'ed down */
+    JSONFILE_ALWAYS_WRITE = 1 << 6,   /* commit writes an unchanged document too (when the
+                                       * write is part of a larger transaction that must fail
+                                       * as a whole if the file cannot be written) */
 };
 
 struct jsonfile_opts {
@@ -58,8 +61,9 @@ void jsonfile_replace(struct jsonfile *f, struct json_object *doc);
 /* The path as given to jsonfile_open(), with ~ for $HOME, for messages. Borrowed. */
 const char *jsonfile_display(const struct jsonfile *f);
 
-/* Writes the document when it differs from what was read (or last committed): 1 written, 0
- * unchanged (nothing touched), or file_write_atomic()'s error, the old file then intact. */
+/* Writes the document when it differs from what was read (or last committed), or always with
+ * JSONFILE_ALWAYS_WRITE: 1 written, 0 unchanged (nothing touched), or file_write_atomic()'s
+ * error, the old file then intact. */
 int jsonfile_commit(struct jsonfile *f, struct err *e) _must_check_;
 
 /* Releases the lock and frees, without writing. NULL-safe. */

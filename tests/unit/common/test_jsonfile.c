@@ -168,6 +168,12 @@ static void test_unchanged_not_rewritten(void)
     CHECK_STR(content(p), "{\"a\":1,   \"b\":[true]}");
     CHECK_INT(after.st_ino, before.st_ino);
     CHECK_INT(mode_of(p), 0644);
+
+    /* unless asked: then it is written as the document reads */
+    struct jsonfile_opts o = dir_locked;
+    o.flags |= JSONFILE_ALWAYS_WRITE;
+    CHECK_INT(jsonfile_edit(p, &o, leave_alone, NULL, &e), 1);
+    CHECK_STR(content(p), "{\n  \"a\": 1,\n  \"b\": [\n    true\n  ]\n}\n");
 }
 
 /* A change the callback gives up, and a write that fails half-way, leave the old file. */
