@@ -112,7 +112,7 @@ out:
 }
 
 /* The directory made ready (created, or made private, as the flags say), then the lock. */
-static int lock(struct jsonfile *f, const struct jsonfile_opts *o, struct err *e)
+static int take_lock(struct jsonfile *f, const struct jsonfile_opts *o, struct err *e)
 {
     struct stat st;
     char *dir = path_dirname(f->path);
@@ -179,7 +179,7 @@ int jsonfile_open(const char *path, const struct jsonfile_opts *o, struct jsonfi
             f->path = real;
         }
     }
-    r = lock(f, o, e);
+    r = take_lock(f, o, e);
     if (r < 0)
         goto out;
     r = read_doc(f, o, e);
