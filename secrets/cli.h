@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "credkit/jsonfile.h"
 #include "credkit/log.h"
 
 #include "cache.h"
@@ -41,7 +42,6 @@ struct cli {
  * status (EXIT_OK on success). */
 int cli_open(struct cli *c);
 
-struct jsonfile;
 /* cli_open() for a command that changes secrets.json: the file is locked ("<path>.lock"),
  * read, and the store opened on the document read, so that c->store's changes are written by
  * jsonfile_commit(*ret). The caller frees *ret (which releases the lock). Reports errors;

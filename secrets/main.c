@@ -12,7 +12,6 @@
 #include "credkit/args.h"
 #include "credkit/child.h"
 #include "credkit/duration.h"
-#include "credkit/jsonfile.h"
 #include "credkit/jsonw.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
