@@ -79,7 +79,7 @@ void add_args_release(struct add_args *a)
     free(a->command);
     free(a->cwd);
     free(a->bearer_env);
-    strv_release(&a->args);
+    strv_release_secure(&a->args);
     strv_release_secure(&a->env);
     strv_release_secure(&a->headers);
 }

@@ -18,7 +18,7 @@ struct add_args {
     int transport; /* enum mcp_transport, -1 until chosen */
     int type_flag; /* --type, -1 when not given */
     char *url, *command, *cwd, *bearer_env;
-    struct strv args;    /* the command's arguments */
+    struct strv args;    /* the command's arguments: may carry a key (released wiped) */
     struct strv env;     /* "K=V" as given: values may be credentials (released wiped) */
     struct strv headers; /* "Name: value", one space after the colon: the same */
     bool oauth, auth_none, force, have_timeout;

@@ -247,12 +247,12 @@ static int guided_command_once(struct add_args *a)
         r = -ENOMEM;
         goto out;
     }
-    strv_release(&a->args);
+    strv_release_secure(&a->args);
     a->args = args;
     args = (struct strv)STRV_INIT;
 out:
-    strv_release(&words);
-    strv_release(&args);
+    strv_release_secure(&words);
+    strv_release_secure(&args);
     return r;
 }
 

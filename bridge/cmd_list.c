@@ -115,7 +115,7 @@ static int entry_target(const struct mcp_server *s, struct buf *out)
         if (r >= 0)
             r = shell_quote(out, args.v[i]);
     }
-    strv_release(&args);
+    strv_release_secure(&args);
     return r;
 }
 
@@ -194,7 +194,7 @@ static int list_json(const struct mcp_config *c, char *const *displays)
         cfg_jadd(&oom, o, "transport", cfg_jstr(&oom, view_transport(s)));
         cfg_jadd(&oom, o, "command", cfg_jstr(&oom, cmd));
         cfg_jadd(&oom, o, "args", cfg_jstrv(&oom, args.v));
-        strv_release(&args);
+        strv_release_secure(&args);
         cfg_jadd(&oom, o, "url", cfg_jstr(&oom, view_url(s)));
         cfg_jadd(&oom, o, "source", cfg_jstr(&oom, source_path(c, displays, s->source)));
         cfg_jadd(&oom, o, "layer", cfg_jstr(&oom, layer_word(s->layer)));
