@@ -263,6 +263,88 @@ static void report_not_found(const struct mcp_config *c, const char *target, str
     buf_release(&files);
 }
 
+/* {"mcpServers": {NAME: raw}}: the entry s again, alone, to be validated by the same code
+ * from what was written. *ret_name and *ret_root are the caller's; -ENOMEM (reported). */
+static int root_from_entry(const struct mcp_server *s, struct log *log, char **ret_name,
+                           struct json_object **ret_root)
+{
+    char *name = strdup(s->name);
+    struct json_object *root = json_object_new_object();
+    struct json_object *servers = json_object_new_object();
+    if (!name || !root || !servers || json_object_object_add(root, "mcpServers", servers) < 0) {
+        json_object_put(servers);
+        goto oom;
+    }
+    struct json_object *raw = json_object_get(s->raw);
+    if (json_object_object_add(servers, name, raw) < 0) {
+        json_object_put(raw);
+        goto oom;
+    }
+    *ret_name = name;
+    *ret_root = root;
+    return 0;
+oom:
+    log_error(log, "out of memory");
+    free(name);
+    json_object_put(root);
+    return -ENOMEM;
+}
+
+/* The usable entry named target in the layered configuration (borrowed from *layered, which
+ * the caller frees), else NULL (reported). */
+static const struct mcp_server *find_named(const char *target, const char *const *headers,
+                                           const struct args_globals *g, struct log *log,
+                                           struct mcp_config **layered)
+{
+    if (headers && headers[0]) {
+        log_error(log,
+                  "--header goes with a URL; the headers of '%s' are set in its configuration "
+                  "entry",
+                  target);
+        return NULL;
+    }
+    *layered = cli_load_config(g, log);
+    if (!*layered)
+        return NULL;
+    const struct mcp_server *s = mcp_config_find(*layered, target);
+    if (!s) {
+        report_not_found(*layered, target, log);
+        return NULL;
+    }
+    if (s->error) {
+        log_error(log, "%s", s->error);
+        return NULL;
+    }
+    return s;
+}
+
+/* Loads the one-entry document root (as if from source) and checks its entry name. NULL
+ * (reported) when it is not usable. */
+static struct mcp_config *load_one(struct json_object *root, const char *source, const char *name,
+                                   const char *target, struct log *log)
+{
+    struct mcp_config *one = NULL;
+    struct err e = ERR_INIT;
+    int r = mcp_config_load_object(root, source, NULL, &one, &e);
+    if (r < 0) {
+        log_error(log, "%s", err_msg(&e));
+        return NULL;
+    }
+    redact_config(log, one); /* the headers of a URL given on the command line */
+    for (size_t i = 0; i < mcp_config_diag_count(one); i++)
+        log_error(log, "%s", mcp_config_diag_at(one, i)->message);
+    const struct mcp_server *s = mcp_config_find(one, name);
+    if (!s) {
+        log_error(log, "'%s': no usable server entry", target);
+    } else if (s->error) {
+        log_error(log, "%s", s->error);
+    } else {
+        return one;
+    }
+    mcp_config_free(one);
+    return NULL;
+}
+
 struct mcp_config *cli_config_for(const char *target, const char *const *headers,
                                   const struct args_globals *g, struct log *log,
                                   const char **ret_name)
@@ -272,7 +354,6 @@ struct mcp_config *cli_config_for(const char *target, const char *const *headers
     struct err e = ERR_INIT;
     char *name = NULL;
     const char *source;
-    int r;
 
     if (is_url(target)) {
         name = name_from_url(target);
@@ -280,72 +361,20 @@ struct mcp_config *cli_config_for(const char *target, const char *const *headers
             log_error(log, "out of memory");
             goto out;
         }
-        r = url_root(target, name, headers, &root, &e);
-        if (r < 0) {
+        if (url_root(target, name, headers, &root, &e) < 0) {
             log_error(log, "%s", err_msg(&e));
             goto out;
         }
         source = "command line";
     } else {
-        if (headers && headers[0]) {
-            log_error(log,
-                      "--header goes with a URL; the headers of '%s' are set in its "
-                      "configuration entry",
-                      target);
+        const struct mcp_server *s = find_named(target, headers, g, log, &layered);
+        if (!s || root_from_entry(s, log, &name, &root) < 0)
             goto out;
-        }
-        layered = cli_load_config(g, log);
-        if (!layered)
-            goto out;
-        const struct mcp_server *s = mcp_config_find(layered, target);
-        if (!s) {
-            report_not_found(layered, target, log);
-            goto out;
-        }
-        if (s->error) {
-            log_error(log, "%s", s->error);
-            goto out;
-        }
-        /* the entry again, alone, validated by the same code from what was written */
-        name = strdup(s->name);
-        root = json_object_new_object();
-        struct json_object *servers = json_object_new_object();
-        if (!name || !root || !servers || json_object_object_add(root, "mcpServers", servers) < 0) {
-            json_object_put(servers);
-            log_error(log, "out of memory");
-            goto out;
-        }
-        struct json_object *raw = json_object_get(s->raw);
-        if (json_object_object_add(servers, name, raw) < 0) {
-            json_object_put(raw);
-            log_error(log, "out of memory");
-            goto out;
-        }
         source = s->source;
     }
-
-    r = mcp_config_load_object(root, source, NULL, &one, &e);
-    if (r < 0) {
-        log_error(log, "%s", err_msg(&e));
-        goto out;
-    }
-    redact_config(log, one); /* the headers of a URL given on the command line */
-    for (size_t i = 0; i < mcp_config_diag_count(one); i++)
-        log_error(log, "%s", mcp_config_diag_at(one, i)->message);
-    const struct mcp_server *s = mcp_config_find(one, name);
-    if (!s) {
-        log_error(log, "'%s': no usable server entry", target);
-        goto fail;
-    }
-    if (s->error) {
-        log_error(log, "%s", s->error);
-        goto fail;
-    }
-    *ret_name = s->name;
-    goto out;
-fail:
-    mcp_config_free(one);
-    one = NULL;
+    one = load_one(root, source, name, target, log);
+    if (one)
+        *ret_name = mcp_config_find(one, name)->name;
 out:
     json_object_put(root);
     mcp_config_free(layered);

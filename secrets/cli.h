@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "credkit/jsonfile.h"
 #include "credkit/log.h"
 
 #include "cache.h"
@@ -40,6 +41,12 @@ struct cli {
 /* Loads the store, opens the cache and the resolver. Reports errors itself; returns an exit
  * status (EXIT_OK on success). */
 int cli_open(struct cli *c);
+
+/* cli_open() for a command that changes secrets.json: the file is locked ("<path>.lock"),
+ * read, and the store opened on the document read, so that c->store's changes are written by
+ * jsonfile_commit(*ret). The caller frees *ret (which releases the lock). Reports errors;
+ * returns an exit status (EXIT_OK on success, *ret then set). */
+int cli_open_locked(struct cli *c, struct jsonfile **ret);
 void cli_close(struct cli *c);
 
 /* "3 characters" style description of a value without showing it. */

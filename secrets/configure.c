@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "credkit/duration.h"
+#include "credkit/jsonfile.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
 #include "credkit/tty.h"
@@ -137,11 +138,12 @@ static int read_value_stdin(struct cli *c, char **ret)
     return r;
 }
 
-static int guided(struct cli *c, const char *name, struct configure_args *a)
+/* The source, by number or by word. 0 or -ECANCELED. */
+static int guided_kind(const char *name, struct configure_args *a)
 {
-    char *answer = NULL;
-    int r;
-
+    static const enum recipe_kind kinds[] = {RECIPE_KEYCHAIN, RECIPE_COMMAND, RECIPE_ENV,
+                                             RECIPE_FILE};
+    static const char *const words[] = {"keychain", "command", "env", "file"};
     fprintf(stderr,
             "How should '%s' be obtained?\n"
             "  1) keychain  store the value in the OS keychain (typed, not shown)\n"
@@ -150,175 +152,286 @@ static int guided(struct cli *c, const char *name, struct configure_args *a)
             "  4) file      read the first line of a private file\n",
             name);
     for (;;) {
-        r = tty_prompt("Choose 1-4: ", false, &answer);
+        char *answer = NULL;
+        int r = tty_prompt("Choose 1-4: ", false, &answer);
         if (r < 0)
             return r;
         int64_t n = 0;
         bool ok = parse_int64(answer, &n) >= 0 && n >= 1 && n <= 4;
-        if (!ok) {
-            static const char *const words[] = {"keychain", "command", "env", "file"};
-            for (int i = 0; i < 4; i++)
-                if (strcmp(answer, words[i]) == 0) {
-                    n = i + 1;
-                    ok = true;
-                }
-        }
+        for (int i = 0; !ok && i < 4; i++)
+            if (strcmp(answer, words[i]) == 0) {
+                n = i + 1;
+                ok = true;
+            }
         free(answer);
-        answer = NULL;
         if (ok) {
-            static const enum recipe_kind kinds[] = {RECIPE_KEYCHAIN, RECIPE_COMMAND, RECIPE_ENV,
-                                                     RECIPE_FILE};
             a->kind = (int)kinds[n - 1];
-            break;
+            return 0;
         }
         fprintf(stderr, "please answer 1, 2, 3 or 4\n");
     }
+}
 
-    switch (a->kind) {
-    case RECIPE_KEYCHAIN:
-        for (;;) {
-            char prompt[256];
-            (void)snprintf(prompt, sizeof(prompt), "Value for %s (input hidden): ", name);
-            r = tty_prompt(prompt, true, &a->value);
-            if (r < 0)
-                return r;
-            if (a->value[0])
-                break;
-            secure_free(a->value);
-            a->value = NULL;
-            fprintf(stderr, "the value is empty; type it, or press Ctrl-C to cancel\n");
-        }
-        break;
-    case RECIPE_COMMAND:
-        r = tty_prompt("Command (run with /bin/sh -c): ", false, &a->arg);
-        if (r < 0)
-            return r;
-        r = tty_prompt("Reuse its value for how long? [5m]: ", false, &answer);
-        if (r < 0)
-            return r;
-        if (answer[0]) {
-            r = parse_duration_opt(c, "ttl", answer, &a->ttl_ms);
-            free(answer);
-            if (r < 0)
-                return r;
-            a->have_ttl = true;
-        } else {
-            free(answer);
-        }
-        break;
-    case RECIPE_ENV: {
+static int guided_keychain(const char *name, struct configure_args *a)
+{
+    for (;;) {
         char prompt[256];
-        (void)snprintf(prompt, sizeof(prompt), "Environment variable [%s]: ", name);
-        r = tty_prompt(prompt, false, &a->arg);
+        (void)snprintf(prompt, sizeof(prompt), "Value for %s (input hidden): ", name);
+        int r = tty_prompt(prompt, true, &a->value);
         if (r < 0)
             return r;
-        if (!a->arg[0]) {
-            free(a->arg);
-            a->arg = strdup(name);
-            if (!a->arg)
-                return -ENOMEM;
-        }
-        break;
+        if (a->value[0])
+            return 0;
+        secure_free(a->value);
+        a->value = NULL;
+        fprintf(stderr, "the value is empty; type it, or press Ctrl-C to cancel\n");
     }
-    case RECIPE_FILE:
-        r = tty_prompt("Path of the file: ", false, &a->arg);
-        if (r < 0)
-            return r;
-        break;
+}
+
+static int guided_command(struct cli *c, struct configure_args *a)
+{
+    char *answer = NULL;
+    int r = tty_prompt("Command (run with /bin/sh -c): ", false, &a->arg);
+    if (r < 0)
+        return r;
+    r = tty_prompt("Reuse its value for how long? [5m]: ", false, &answer);
+    if (r < 0)
+        return r;
+    if (answer[0]) {
+        r = parse_duration_opt(c, "ttl", answer, &a->ttl_ms);
+        a->have_ttl = r >= 0;
+    }
+    free(answer);
+    return r < 0 ? r : 0;
+}
+
+static int guided_env(const char *name, struct configure_args *a)
+{
+    char prompt[256];
+    (void)snprintf(prompt, sizeof(prompt), "Environment variable [%s]: ", name);
+    int r = tty_prompt(prompt, false, &a->arg);
+    if (r < 0)
+        return r;
+    if (!a->arg[0]) {
+        free(a->arg);
+        a->arg = strdup(name);
+        if (!a->arg)
+            return -ENOMEM;
     }
     return 0;
 }
 
-/* Saves the recipe, with the keychain transaction around it when there is a value to store. */
-static int apply(struct cli *c, struct recipe *rec, const char *value, bool announce)
+/* Asks for the source and what it needs. 0, -ECANCELED, or another error (said). */
+static int guided(struct cli *c, const char *name, struct configure_args *a)
 {
-    struct err e = ERR_INIT;
-    struct resolved res = {0};
-    char *old_value = NULL, *old_label = NULL;
-    bool stored = false, had_old = false;
-    const struct recipe *prev = NULL;
-    int r;
+    int r = guided_kind(name, a);
+    if (r < 0)
+        return r;
+    switch (a->kind) {
+    case RECIPE_KEYCHAIN:
+        return guided_keychain(name, a);
+    case RECIPE_COMMAND:
+        return guided_command(c, a);
+    case RECIPE_ENV:
+        return guided_env(name, a);
+    case RECIPE_FILE:
+        return tty_prompt("Path of the file: ", false, &a->arg);
+    }
+    return 0;
+}
 
+/* ---- the keychain transaction -------------------------------------------------------------- */
+
+/* A value stored in the keychain for a recipe, with what was there before (to put back). */
+struct kc_txn {
+    const char *label;
+    char *old_value; /* secret */
+    bool stored, had_old;
+};
+
+/* Stores value under label, remembering the item it replaces. 0, or an error in e. */
+static int kc_txn_store(struct cli *c, struct kc_txn *t, const struct recipe *rec,
+                        const char *value, struct err *e)
+{
+    int r;
+    if (cli_label_in_use(c->store, rec->arg, rec->name))
+        /* one item, two recipes: a new value here would silently change the other one */
+        return err_set(e, -EEXIST,
+                       "the keychain item '%s' is used by another recipe too: storing a value for "
+                       "'%s' would change that one as well; choose another --label",
+                       rec->arg, rec->name);
+    t->label = rec->arg;
+    r = keychain_lookup(rec->arg, &t->old_value, e);
+    if (r >= 0)
+        t->had_old = true;
+    else if (r != -ENOENT)
+        return r;
+    err_clear(e);
+    r = keychain_store(rec->arg, value, e);
+    if (r < 0)
+        return r;
+    t->stored = true;
+    return redact_add(log_redact(c->log), rec->name, value, strlen(value));
+}
+
+/* Puts the previous item (or its absence) back, when a value was stored. */
+static void kc_txn_rollback(struct cli *c, struct kc_txn *t)
+{
+    struct err e2 = ERR_INIT;
+    if (!t->stored)
+        return;
+    int rr =
+        t->had_old ? keychain_store(t->label, t->old_value, &e2) : keychain_delete(t->label, &e2);
+    if (rr < 0 && rr != -ENOENT)
+        log_error(c->log, "could not restore the keychain item '%s': %s", t->label, err_msg(&e2));
+}
+
+static void kc_txn_release(struct kc_txn *t)
+{
+    secure_free(t->old_value);
+    *t = (struct kc_txn){0};
+}
+
+/* The recipe moved away from an item nothing else uses: do not leave it behind. */
+static void drop_old_item(struct cli *c, const char *old_label, const char *name)
+{
+    struct err e2 = ERR_INIT;
+    if (!old_label || cli_label_in_use(c->store, old_label, name))
+        return;
+    if (keychain_delete(old_label, &e2) < 0 && e2.code != -ENOENT)
+        log_warn(c->log, "could not delete the old keychain item '%s': %s", old_label,
+                 err_msg(&e2));
+}
+
+/* ---- apply --------------------------------------------------------------------------------- */
+
+/* The keychain label name's recipe uses now, when the new recipe moves away from it: *ret
+ * (caller frees), else NULL. 0 or -ENOMEM. */
+static int old_label_of(struct cli *c, const struct recipe *rec, char **ret)
+{
+    const struct recipe *prev = NULL;
+    *ret = NULL;
     if (store_get(c->store, rec->name, &prev, NULL) >= 0 && prev->kind == RECIPE_KEYCHAIN &&
         strcmp(prev->arg, rec->kind == RECIPE_KEYCHAIN ? rec->arg : "") != 0) {
-        old_label = strdup(prev->arg);
-        if (!old_label)
+        *ret = strdup(prev->arg);
+        if (!*ret)
             return -ENOMEM;
     }
+    return 0;
+}
 
-    if (rec->kind == RECIPE_KEYCHAIN && value && cli_label_in_use(c->store, rec->arg, rec->name)) {
-        /* one item, two recipes: a new value here would silently change the other one */
-        r = err_set(&e, -EEXIST,
-                    "the keychain item '%s' is used by another recipe too: storing a value for "
-                    "'%s' would change that one as well; choose another --label",
-                    rec->arg, rec->name);
-        goto fail;
-    }
-    if (rec->kind == RECIPE_KEYCHAIN && value) {
-        r = keychain_lookup(rec->arg, &old_value, &e);
-        if (r >= 0)
-            had_old = true;
-        else if (r != -ENOENT)
-            goto fail;
-        err_clear(&e);
-        r = keychain_store(rec->arg, value, &e);
-        if (r < 0)
-            goto fail;
-        stored = true;
-        r = redact_add(log_redact(c->log), rec->name, value, strlen(value));
-        if (r < 0)
-            goto fail;
-    }
-
-    r = resolver_run(c->rs, rec, &res, &e);
+/* Resolves the recipe as it will be resolved from now on; a value just stored must come back
+ * as it was. */
+static int verify(struct cli *c, const struct recipe *rec, const char *value, bool announce,
+                  struct err *e)
+{
+    struct resolved res = {0};
+    int r = resolver_run(c->rs, rec, &res, e);
     if (r < 0)
-        goto fail;
+        return r;
     if (value && !secure_streq(res.value, value)) {
-        r = err_set(&e, -EIO, "the keychain returned a different value than was stored");
-        goto fail;
-    }
-    if (announce) {
+        r = err_set(e, -EIO, "the keychain returned a different value than was stored");
+    } else if (announce) {
         char mask[64];
         cli_mask(res.value, res.len, mask, sizeof(mask));
         fprintf(stderr, "resolved: %s\n", mask);
     }
-    r = store_set(c->store, rec);
-    if (r >= 0)
-        r = store_save(c->store, &e);
-    if (r < 0)
-        goto fail;
-
-    /* the recipe moved away from an item nothing else uses: do not leave it behind */
-    if (old_label && !cli_label_in_use(c->store, old_label, rec->name)) {
-        struct err e2 = ERR_INIT;
-        if (keychain_delete(old_label, &e2) < 0 && e2.code != -ENOENT)
-            log_warn(c->log, "could not delete the old keychain item '%s': %s", old_label,
-                     err_msg(&e2));
-    }
-    r = 0;
-    goto out;
-
-fail:
-    log_error(c->log, "%s", e.msg[0] ? err_msg(&e) : strerror(-r));
-    if (stored) {
-        struct err e2 = ERR_INIT;
-        int rr =
-            had_old ? keychain_store(rec->arg, old_value, &e2) : keychain_delete(rec->arg, &e2);
-        if (rr < 0 && rr != -ENOENT)
-            log_error(c->log, "could not restore the keychain item '%s': %s", rec->arg,
-                      err_msg(&e2));
-    }
-    log_error(c->log, "nothing was changed");
-out:
     resolved_release(&res);
-    secure_free(old_value);
+    return r;
+}
+
+/* Saves the recipe into f (secrets.json, locked), with the keychain transaction around it when
+ * there is a value to store: on any failure the keychain is put back and nothing is written. */
+static int apply(struct cli *c, struct jsonfile *f, struct recipe *rec, const char *value,
+                 bool announce)
+{
+    struct err e = ERR_INIT;
+    struct kc_txn t = {0};
+    char *old_label = NULL;
+    int r = old_label_of(c, rec, &old_label);
+    if (r < 0)
+        return r;
+
+    if (rec->kind == RECIPE_KEYCHAIN && value)
+        r = kc_txn_store(c, &t, rec, value, &e);
+    if (r >= 0)
+        r = verify(c, rec, value, announce, &e);
+    if (r >= 0)
+        r = store_set(c->store, rec);
+    if (r >= 0)
+        r = jsonfile_commit(f, &e);
+    if (r < 0) {
+        log_error(c->log, "%s", e.msg[0] ? err_msg(&e) : strerror(-r));
+        kc_txn_rollback(c, &t);
+        log_error(c->log, "nothing was changed");
+    } else {
+        drop_old_item(c, old_label, rec->name);
+        r = 0;
+    }
+    kc_txn_release(&t);
     free(old_label);
     return r;
 }
 
-int cmd_configure(struct cli *c, int argc, char **argv)
+/* ---- parse, decide, act -------------------------------------------------------------------- */
+
+enum { OPT_LABEL = 256, OPT_TTL, OPT_TIMEOUT, OPT_DESCRIPTION };
+
+static int set_string(char **slot, const char *s)
 {
-    enum { OPT_LABEL = 256, OPT_TTL, OPT_TIMEOUT, OPT_DESCRIPTION };
+    free(*slot);
+    *slot = strdup(s);
+    return *slot ? 0 : -ENOMEM;
+}
+
+/* One option into a. 0, or < 0 (said, except -ENOMEM; 1 for --help, printed). */
+static int configure_option(struct cli *c, struct configure_args *a, int opt, const char *arg)
+{
+    switch (opt) {
+    case 'h':
+        fputs(configure_help, stdout);
+        return 1;
+    case 'k':
+        return set_kind(c, a, RECIPE_KEYCHAIN, NULL);
+    case 'c':
+        return set_kind(c, a, RECIPE_COMMAND, arg);
+    case 'e':
+        return set_kind(c, a, RECIPE_ENV, arg);
+    case 'f':
+        return set_kind(c, a, RECIPE_FILE, arg);
+    case OPT_LABEL:
+        return set_string(&a->label, arg);
+    case OPT_TTL:
+        a->have_ttl = true;
+        return parse_duration_opt(c, "--ttl", arg, &a->ttl_ms);
+    case OPT_TIMEOUT:
+        a->have_timeout = true;
+        return parse_duration_opt(c, "--timeout", arg, &a->timeout_ms);
+    case OPT_DESCRIPTION:
+        return set_string(&a->description, arg);
+    }
+    return -EINVAL; /* getopt said what */
+}
+
+/* Options that do not go together. A message, or NULL when they agree. */
+static const char *configure_conflict(const struct configure_args *a)
+{
+    if (a->label && a->kind != RECIPE_KEYCHAIN)
+        return "--label goes with --keychain";
+    if (a->have_timeout && a->kind != RECIPE_COMMAND)
+        return "--timeout goes with --command";
+    if (a->have_timeout && (a->timeout_ms <= 0 || a->timeout_ms > RECIPE_COMMAND_TIMEOUT_MAX))
+        return "--timeout must be more than 0 and at most 10m";
+    if (a->have_ttl && a->kind >= 0 && a->kind != RECIPE_COMMAND)
+        return "--ttl goes with --command";
+    return NULL;
+}
+
+/* The command line into a and *ret_name (borrowed from argv). -1 to go on, else the exit
+ * status (help printed, or the error reported). */
+static int configure_parse(struct cli *c, int argc, char **argv, struct configure_args *a,
+                           const char **ret_name)
+{
     static const struct option opts[] = {
         {"keychain", no_argument, NULL, 'k'},
         {"keyring", no_argument, NULL, 'k'},
@@ -332,176 +445,147 @@ int cmd_configure(struct cli *c, int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {0},
     };
-    struct configure_args a = {.kind = -1};
-    struct recipe *rec = NULL;
-    struct file_lock *lock = NULL;
-    struct err e = ERR_INIT;
-    const char *name = NULL;
-    bool guided_mode = false;
-    int opt, r, status = EXIT_USAGE;
-
+    int opt;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'h':
-            fputs(configure_help, stdout);
-            status = EXIT_OK;
-            goto out;
-        case 'k':
-            r = set_kind(c, &a, RECIPE_KEYCHAIN, NULL);
-            break;
-        case 'c':
-            r = set_kind(c, &a, RECIPE_COMMAND, optarg);
-            break;
-        case 'e':
-            r = set_kind(c, &a, RECIPE_ENV, optarg);
-            break;
-        case 'f':
-            r = set_kind(c, &a, RECIPE_FILE, optarg);
-            break;
-        case OPT_LABEL:
-            free(a.label);
-            a.label = strdup(optarg);
-            r = a.label ? 0 : -ENOMEM;
-            break;
-        case OPT_TTL:
-            r = parse_duration_opt(c, "--ttl", optarg, &a.ttl_ms);
-            a.have_ttl = true;
-            break;
-        case OPT_TIMEOUT:
-            r = parse_duration_opt(c, "--timeout", optarg, &a.timeout_ms);
-            a.have_timeout = true;
-            break;
-        case OPT_DESCRIPTION:
-            free(a.description);
-            a.description = strdup(optarg);
-            r = a.description ? 0 : -ENOMEM;
-            break;
-        default:
-            goto out;
-        }
+        int r = configure_option(c, a, opt, optarg);
+        if (r > 0)
+            return EXIT_OK;
         if (r < 0)
-            goto out;
+            return EXIT_USAGE;
     }
     if (argc - optind != 1) {
         log_error(c->log, "configure takes exactly one NAME (see 'secrets configure --help')");
-        goto out;
+        return EXIT_USAGE;
     }
-    name = argv[optind];
+    const char *name = argv[optind];
     if (!name_is_valid(name)) {
         log_error(c->log,
                   "'%s' is not a valid secret name: use letters, digits and '_', not starting "
                   "with a digit",
                   name);
-        goto out;
+        return EXIT_USAGE;
     }
-    if (a.label && a.kind != RECIPE_KEYCHAIN) {
-        log_error(c->log, "--label goes with --keychain");
-        goto out;
+    const char *conflict = configure_conflict(a);
+    if (conflict) {
+        log_error(c->log, "%s", conflict);
+        return EXIT_USAGE;
     }
-    if (a.have_timeout && a.kind != RECIPE_COMMAND) {
-        log_error(c->log, "--timeout goes with --command");
-        goto out;
-    }
-    if (a.have_timeout && (a.timeout_ms <= 0 || a.timeout_ms > RECIPE_COMMAND_TIMEOUT_MAX)) {
-        log_error(c->log, "--timeout must be more than 0 and at most 10m");
-        goto out;
-    }
-    if (a.have_ttl && a.kind >= 0 && a.kind != RECIPE_COMMAND) {
-        log_error(c->log, "--ttl goes with --command");
-        goto out;
-    }
+    *ret_name = name;
+    return -1;
+}
 
-    if (a.kind < 0) {
+/* The keychain value given with --keychain: typed with echo off on a terminal, else stdin. */
+static int read_value(struct cli *c, const char *name, struct configure_args *a)
+{
+    if (!isatty(STDIN_FILENO))
+        return read_value_stdin(c, &a->value);
+    char prompt[256];
+    (void)snprintf(prompt, sizeof(prompt), "Value for %s (input hidden): ", name);
+    int r = tty_prompt(prompt, true, &a->value);
+    if (r >= 0 && !a->value[0]) {
+        log_error(c->log, "the value is empty; nothing was changed");
+        r = -ENODATA;
+    }
+    return r;
+}
+
+/* Without a source, a person is asked (*ret_guided) and a script told what is missing; a
+ * keychain value is read. -1 to go on, else the exit status (reported). */
+static int configure_decide(struct cli *c, const char *name, struct configure_args *a,
+                            bool *ret_guided)
+{
+    int r;
+    if (a->kind < 0) {
         if (!tty_interactive()) {
             log_error(c->log, "configure needs a source: --keychain, --command CMD, --env VAR or "
                               "--file PATH (or run it on a terminal to be guided)");
-            goto out;
+            return EXIT_USAGE;
         }
-        guided_mode = true;
-        r = guided(c, name, &a);
-        if (r < 0) {
-            status = r == -ECANCELED ? 130 : EXIT_FAILED;
-            if (r == -ECANCELED)
-                fprintf(stderr, "cancelled; nothing was changed\n");
-            goto out;
-        }
-    } else if (a.kind == RECIPE_KEYCHAIN) {
-        if (isatty(STDIN_FILENO)) {
-            char prompt[256];
-            (void)snprintf(prompt, sizeof(prompt), "Value for %s (input hidden): ", name);
-            r = tty_prompt(prompt, true, &a.value);
-            if (r >= 0 && !a.value[0]) {
-                log_error(c->log, "the value is empty; nothing was changed");
-                r = -ENODATA;
-            }
-        } else {
-            r = read_value_stdin(c, &a.value);
-        }
-        if (r < 0) {
-            status = EXIT_FAILED;
-            goto out;
-        }
+        *ret_guided = true;
+        r = guided(c, name, a);
+        if (r == -ECANCELED)
+            fprintf(stderr, "cancelled; nothing was changed\n");
+        if (r < 0)
+            return r == -ECANCELED ? 130 : EXIT_FAILED;
+    } else if (a->kind == RECIPE_KEYCHAIN) {
+        r = read_value(c, name, a);
+        if (r < 0)
+            return EXIT_FAILED;
     }
+    return -1;
+}
 
-    status = EXIT_FAILED;
-    r = recipe_new(name, (enum recipe_kind)a.kind,
-                   a.kind == RECIPE_KEYCHAIN ? (a.label ? a.label : name) : a.arg, &rec);
+/* The recipe a describes, checked as a recipe read from the file is. -1 to go on (*ret set),
+ * else the exit status. */
+static int configure_recipe(struct cli *c, const char *name, const struct configure_args *a,
+                            struct recipe **ret)
+{
+    struct recipe *rec = NULL, *check = NULL;
+    struct err e = ERR_INIT;
+    int r = recipe_new(name, (enum recipe_kind)a->kind,
+                       a->kind == RECIPE_KEYCHAIN ? (a->label ? a->label : name) : a->arg, &rec);
     if (r < 0)
-        goto out;
-    if (a.have_ttl)
-        rec->ttl_ms = a.ttl_ms;
-    if (a.have_timeout)
-        rec->timeout_ms = a.timeout_ms;
-    if (a.description) {
-        rec->description = strdup(a.description);
-        if (!rec->description)
-            goto out;
-    }
-    /* the same checks a recipe read from the file gets */
-    {
-        struct json_object *j = recipe_to_json(rec);
-        struct recipe *check = NULL;
-        r = j ? recipe_parse(name, j, &check, &e) : -ENOMEM;
-        json_object_put(j);
-        recipe_free(check);
-        if (r < 0) {
-            log_error(c->log, "%s", err_msg(&e));
-            status = EXIT_USAGE;
-            goto out;
+        return EXIT_FAILED;
+    if (a->have_ttl)
+        rec->ttl_ms = a->ttl_ms;
+    if (a->have_timeout)
+        rec->timeout_ms = a->timeout_ms;
+    if (a->description) {
+        rec->description = strdup(a->description);
+        if (!rec->description) {
+            recipe_free(rec);
+            return EXIT_FAILED;
         }
     }
-
-    r = path_agent_file("secrets.json", &c->store_path, &e);
-    if (r >= 0)
-        r = store_lock(c->store_path, &lock, &e);
+    struct json_object *j = recipe_to_json(rec);
+    r = j ? recipe_parse(name, j, &check, &e) : -ENOMEM;
+    json_object_put(j);
+    recipe_free(check);
     if (r < 0) {
         log_error(c->log, "%s", err_msg(&e));
-        status = EXIT_CONFIG;
-        goto out;
+        recipe_free(rec);
+        return EXIT_USAGE;
     }
-    free(c->store_path);
-    c->store_path = NULL;
+    *ret = rec;
+    return -1;
+}
+
+/* Parse, decide (asking a person for what is missing), build the recipe, then act: under the
+ * lock of secrets.json, resolve it and save it (apply). */
+int cmd_configure(struct cli *c, int argc, char **argv)
+{
+    struct configure_args a = {.kind = -1};
+    struct recipe *rec = NULL;
+    struct jsonfile *f = NULL;
+    const char *name = NULL;
+    bool guided_mode = false;
+
+    int status = configure_parse(c, argc, argv, &a, &name);
+    if (status < 0)
+        status = configure_decide(c, name, &a, &guided_mode);
+    if (status < 0)
+        status = configure_recipe(c, name, &a, &rec);
+    if (status >= 0)
+        goto out;
+
     c->resolve_flags |= RESOLVE_NO_CACHE;
-    status = cli_open(c);
+    status = cli_open_locked(c, &f);
     if (status != EXIT_OK)
         goto out;
     if (guided_mode && rec->kind == RECIPE_COMMAND)
         fprintf(stderr, "running the command to test it...\n");
-    r = apply(c, rec, a.value, guided_mode);
-    if (r < 0) {
+    if (apply(c, f, rec, a.value, guided_mode) < 0) {
         status = EXIT_FAILED;
         goto out;
     }
     /* quiet by default when scripted; a person being guided gets a confirmation */
-    {
-        char *disp = path_display(c->store_path);
-        log_msg(c->log, guided_mode ? LOG_ERROR : LOG_INFO, "saved '%s' (%s '%s') in '%s'", name,
-                recipe_kind_str(rec->kind), rec->arg, disp ? disp : c->store_path);
-        free(disp);
-    }
+    char *disp = path_display(c->store_path);
+    log_msg(c->log, guided_mode ? LOG_ERROR : LOG_INFO, "saved '%s' (%s '%s') in '%s'", name,
+            recipe_kind_str(rec->kind), rec->arg, disp ? disp : c->store_path);
+    free(disp);
     status = EXIT_OK;
 out:
-    file_lock_release(lock);
+    jsonfile_free(f);
     recipe_free(rec);
     configure_args_release(&a);
     return status;

@@ -74,7 +74,8 @@ static int usage_error(struct cli *c, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-int cli_open(struct cli *c)
+/* The agent directory and secrets.json's path. An exit status. */
+static int cli_paths(struct cli *c)
 {
     struct err e = ERR_INIT;
     int r = path_agent_dir(&c->agent_dir, &e);
@@ -84,14 +85,22 @@ int cli_open(struct cli *c)
         log_error(c->log, "%s", err_msg(&e));
         return EXIT_CONFIG;
     }
-    r = store_load(c->store_path, &c->store, &e);
-    if (r < 0) {
-        log_error(c->log, "%s", err_msg(&e));
-        if (r == -EBADMSG)
-            log_error(c->log, "fix the file by hand; it is left exactly as it is");
-        return EXIT_CONFIG;
-    }
-    r = cache_open(&c->cache);
+    return EXIT_OK;
+}
+
+/* Reports why secrets.json could not be read. EXIT_CONFIG. */
+static int store_failed(struct cli *c, int r, const struct err *e)
+{
+    log_error(c->log, "%s", err_msg(e));
+    if (r == -EBADMSG)
+        log_error(c->log, "fix the file by hand; it is left exactly as it is");
+    return EXIT_CONFIG;
+}
+
+/* The cache and the resolver, once the store is open. An exit status. */
+static int cli_start(struct cli *c)
+{
+    int r = cache_open(&c->cache);
     if (r < 0) {
         log_error(c->log, "cannot open the cache: %s", strerror(-r));
         return EXIT_FAILED;
@@ -105,6 +114,56 @@ int cli_open(struct cli *c)
         log_error(c->log, "%s", strerror(-r));
         return EXIT_FAILED;
     }
+    return EXIT_OK;
+}
+
+int cli_open(struct cli *c)
+{
+    struct err e = ERR_INIT;
+    int status = cli_paths(c);
+    if (status != EXIT_OK)
+        return status;
+    int r = store_load(c->store_path, &c->store, &e);
+    if (r < 0)
+        return store_failed(c, r, &e);
+    return cli_start(c);
+}
+
+int cli_open_locked(struct cli *c, struct jsonfile **ret)
+{
+    struct err e = ERR_INIT;
+    struct jsonfile *f = NULL;
+    int r, status = cli_paths(c);
+    if (status != EXIT_OK)
+        return status;
+    char *lock = store_lock_path(c->store_path);
+    if (!lock) {
+        log_error(c->log, "out of memory");
+        return EXIT_FAILED;
+    }
+    const struct jsonfile_opts o = {
+        .lock_path = lock,
+        .lock_timeout_ms = STORE_LOCK_TIMEOUT_MS,
+        .max_size = STORE_MAX_SIZE,
+        .mode = 0600,
+        /* a configure that stores a keychain value must fail, and restore the keychain, when
+         * the file cannot be written: written even when the recipe is the same */
+        .flags = JSONFILE_CREATE | JSONFILE_SECRET | JSONFILE_PRIVATE_DIR | JSONFILE_ALWAYS_WRITE,
+    };
+    r = jsonfile_open(c->store_path, &o, &f, &e);
+    free(lock);
+    if (r >= 0)
+        r = store_from_json(c->store_path, jsonfile_doc(f), &c->store, &e);
+    if (r < 0) {
+        jsonfile_free(f);
+        return store_failed(c, r, &e);
+    }
+    status = cli_start(c);
+    if (status != EXIT_OK) {
+        jsonfile_free(f);
+        return status;
+    }
+    *ret = f;
     return EXIT_OK;
 }
 
@@ -342,6 +401,110 @@ static const char list_help[] =
     "  secrets list\n"
     "  secrets list --json | jq '.secrets[] | select(.status != \"ok\")'\n";
 
+/* One recipe's line in the report (its object for --json is built beside it). */
+struct list_row {
+    const struct recipe *rec; /* NULL when the entry is invalid */
+    const char *kind;
+    char ttl[DURATION_BUF_SIZE];
+    char status[ERR_MSG_MAX + 64];
+    bool shadowed;
+};
+
+/* Resolves rec now, into row's status and o's "status", "error", "length", "expires_at" and
+ * "cached". The value is described by its length only; an error is redacted. */
+static void list_check(struct cli *c, const struct recipe *rec, struct json_object *o,
+                       struct list_row *row)
+{
+    struct err e = ERR_INIT;
+    struct resolved res = {0};
+    if (resolver_run(c->rs, rec, &res, &e) < 0) {
+        struct buf msg;
+        buf_init(&msg, sizeof(row->status));
+        /* never show an unredacted message, even when redaction itself fails */
+        if (redact_apply(log_redact(c->log), err_msg(&e), strlen(err_msg(&e)), &msg) < 0)
+            buf_reset(&msg);
+        (void)snprintf(row->status, sizeof(row->status), "error: %s", buf_str(&msg));
+        (void)json_object_object_add(o, "status", json_object_new_string("error"));
+        (void)json_object_object_add(o, "error", json_object_new_string(buf_str(&msg)));
+        buf_release(&msg);
+        return;
+    }
+    char mask[64];
+    cli_mask(NULL, res.len, mask, sizeof(mask));
+    (void)snprintf(row->status, sizeof(row->status), "ok (%s%s)", mask,
+                   res.cached ? ", cached" : "");
+    (void)json_object_object_add(o, "status", json_object_new_string("ok"));
+    (void)json_object_object_add(o, "length", json_object_new_int64((int64_t)res.len));
+    if (res.expires_at > 0)
+        (void)json_object_object_add(o, "expires_at", json_object_new_int64(res.expires_at));
+    (void)json_object_object_add(o, "cached", json_object_new_boolean(res.cached));
+    resolved_release(&res);
+}
+
+/* The report on the recipe name: its object (NULL when out of memory), and row. */
+static struct json_object *list_entry(struct cli *c, const char *name, bool check,
+                                      struct list_row *row)
+{
+    struct err e = ERR_INIT;
+    struct json_object *o = json_object_new_object();
+    *row = (struct list_row){.kind = "invalid", .ttl = "-"};
+    if (!o)
+        return NULL;
+    (void)json_object_object_add(o, "name", json_object_new_string(name));
+    if (store_get(c->store, name, &row->rec, &e) < 0) {
+        row->rec = NULL;
+        (void)snprintf(row->status, sizeof(row->status), "invalid: %s", err_msg(&e));
+        (void)json_object_object_add(o, "status", json_object_new_string("invalid"));
+        (void)json_object_object_add(o, "error", json_object_new_string(err_msg(&e)));
+        return o;
+    }
+    const struct recipe *rec = row->rec;
+    row->kind = recipe_kind_str(rec->kind);
+    if (rec->ttl_ms >= 0)
+        (void)duration_format(rec->ttl_ms, row->ttl, sizeof(row->ttl));
+    (void)json_object_object_add(o, "source", json_object_new_string(row->kind));
+    (void)json_object_object_add(
+        o, "ttl_seconds", rec->ttl_ms >= 0 ? json_object_new_int64(rec->ttl_ms / 1000) : NULL);
+    if (rec->description)
+        (void)json_object_object_add(o, "description", json_object_new_string(rec->description));
+    row->shadowed =
+        getenv(name) != NULL && !(rec->kind == RECIPE_ENV && strcmp(rec->arg, name) == 0);
+    if (check) {
+        list_check(c, rec, o, row);
+    } else {
+        (void)snprintf(row->status, sizeof(row->status), "not checked");
+        (void)json_object_object_add(o, "status", json_object_new_string("unchecked"));
+    }
+    (void)json_object_object_add(o, "environment_shadowed", json_object_new_boolean(row->shadowed));
+    (void)json_object_object_add(o, "literal",
+                                 json_object_new_boolean(rec->kind == RECIPE_LITERAL));
+    return o;
+}
+
+static void list_print_row(const char *name, const struct list_row *row)
+{
+    printf("%-24s %-9s %-6s %s\n", name, row->kind, row->ttl, row->status);
+    if (row->rec && row->rec->kind == RECIPE_LITERAL)
+        printf("  warning: the value is stored in secrets.json in clear: move it to the "
+               "keychain with 'secrets configure %s --keychain'\n",
+               name);
+    if (row->shadowed)
+        printf("  note: the environment variable %s is also set; the recipe answers, not the "
+               "environment\n",
+               name);
+}
+
+static void list_print_json(struct json_object *arr)
+{
+    struct json_object *root = json_object_new_object();
+    (void)json_object_object_add(root, "version", json_object_new_int(1));
+    (void)json_object_object_add(root, "secrets", json_object_get(arr));
+    printf("%s\n",
+           json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                    JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(root);
+}
+
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -378,93 +541,16 @@ static int cmd_list(struct cli *c, int argc, char **argv)
     }
     for (size_t i = 0; i < n && arr; i++) {
         const char *name = store_name(c->store, i);
-        const struct recipe *rec = NULL;
-        struct err e = ERR_INIT;
-        struct json_object *o = json_object_new_object();
-        char ttl[DURATION_BUF_SIZE] = "-", status[ERR_MSG_MAX + 64];
-        const char *kind = "invalid";
-        bool ok = false, shadowed = false;
+        struct list_row row;
+        struct json_object *o = list_entry(c, name, check, &row);
         if (!o)
             break;
-        (void)json_object_object_add(o, "name", json_object_new_string(name));
-        r = store_get(c->store, name, &rec, &e);
-        if (r < 0) {
-            (void)snprintf(status, sizeof(status), "invalid: %s", err_msg(&e));
-            (void)json_object_object_add(o, "status", json_object_new_string("invalid"));
-            (void)json_object_object_add(o, "error", json_object_new_string(err_msg(&e)));
-        } else {
-            kind = recipe_kind_str(rec->kind);
-            if (rec->ttl_ms >= 0)
-                (void)duration_format(rec->ttl_ms, ttl, sizeof(ttl));
-            (void)json_object_object_add(o, "source", json_object_new_string(kind));
-            (void)json_object_object_add(
-                o, "ttl_seconds",
-                rec->ttl_ms >= 0 ? json_object_new_int64(rec->ttl_ms / 1000) : NULL);
-            if (rec->description)
-                (void)json_object_object_add(o, "description",
-                                             json_object_new_string(rec->description));
-            shadowed =
-                getenv(name) != NULL && !(rec->kind == RECIPE_ENV && strcmp(rec->arg, name) == 0);
-            if (!check) {
-                (void)snprintf(status, sizeof(status), "not checked");
-                (void)json_object_object_add(o, "status", json_object_new_string("unchecked"));
-            } else {
-                struct resolved res = {0};
-                if (resolver_run(c->rs, rec, &res, &e) < 0) {
-                    struct buf msg;
-                    buf_init(&msg, sizeof(status));
-                    /* never show an unredacted message, even when redaction itself fails */
-                    if (redact_apply(log_redact(c->log), err_msg(&e), strlen(err_msg(&e)), &msg) <
-                        0)
-                        buf_reset(&msg);
-                    (void)snprintf(status, sizeof(status), "error: %s", buf_str(&msg));
-                    (void)json_object_object_add(o, "status", json_object_new_string("error"));
-                    (void)json_object_object_add(o, "error", json_object_new_string(buf_str(&msg)));
-                    buf_release(&msg);
-                } else {
-                    ok = true;
-                    char mask[64];
-                    cli_mask(NULL, res.len, mask, sizeof(mask));
-                    (void)snprintf(status, sizeof(status), "ok (%s%s)", mask,
-                                   res.cached ? ", cached" : "");
-                    (void)json_object_object_add(o, "status", json_object_new_string("ok"));
-                    (void)json_object_object_add(o, "length",
-                                                 json_object_new_int64((int64_t)res.len));
-                    if (res.expires_at > 0)
-                        (void)json_object_object_add(o, "expires_at",
-                                                     json_object_new_int64(res.expires_at));
-                    (void)json_object_object_add(o, "cached", json_object_new_boolean(res.cached));
-                    resolved_release(&res);
-                }
-            }
-            (void)json_object_object_add(o, "environment_shadowed",
-                                         json_object_new_boolean(shadowed));
-            (void)json_object_object_add(o, "literal",
-                                         json_object_new_boolean(rec->kind == RECIPE_LITERAL));
-        }
-        (void)ok;
-        if (!json) {
-            printf("%-24s %-9s %-6s %s\n", name, kind, ttl, status);
-            if (rec && rec->kind == RECIPE_LITERAL)
-                printf("  warning: the value is stored in secrets.json in clear: move it to the "
-                       "keychain with 'secrets configure %s --keychain'\n",
-                       name);
-            if (shadowed)
-                printf("  note: the environment variable %s is also set; the recipe answers, not "
-                       "the environment\n",
-                       name);
-        }
+        if (!json)
+            list_print_row(name, &row);
         (void)json_object_array_add(arr, o);
     }
-    if (json && arr) {
-        struct json_object *root = json_object_new_object();
-        (void)json_object_object_add(root, "version", json_object_new_int(1));
-        (void)json_object_object_add(root, "secrets", json_object_get(arr));
-        printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
-                                                                JSON_C_TO_STRING_SPACED |
-                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
-        json_object_put(root);
-    }
+    if (json && arr)
+        list_print_json(arr);
     json_object_put(arr);
     return EXIT_OK;
 }
@@ -480,9 +566,25 @@ static const char remove_help[] =
     "example:\n"
     "  secrets remove OLD_TOKEN\n";
 
+/* The keychain item to delete with name's recipe, when it is one and no other recipe uses it:
+ * *ret_label (caller frees), else NULL. 0 or -ENOMEM. */
+static int remove_label(struct cli *c, const struct recipe *rec, const char *name, char **ret_label)
+{
+    *ret_label = NULL;
+    if (rec->kind != RECIPE_KEYCHAIN)
+        return 0;
+    /* keep an item another recipe still points at */
+    if (cli_label_in_use(c->store, rec->arg, name)) {
+        log_info(c->log, "keeping keychain item '%s': another recipe uses it", rec->arg);
+        return 0;
+    }
+    *ret_label = strdup(rec->arg);
+    return *ret_label ? 0 : -ENOMEM;
+}
+
 static int cmd_remove(struct cli *c, int argc, char **argv)
 {
-    struct file_lock *lock = NULL;
+    struct jsonfile *f = NULL;
     struct err e = ERR_INIT;
     const struct recipe *rec = NULL;
     char *label = NULL;
@@ -499,38 +601,21 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
     const char *name = argv[optind];
     if (!name_is_valid(name))
         return usage_error(c, "'%s' is not a valid secret name", name);
-    r = path_agent_file("secrets.json", &c->store_path, &e);
-    if (r >= 0)
-        r = store_lock(c->store_path, &lock, &e);
-    if (r < 0) {
-        log_error(c->log, "%s", err_msg(&e));
-        return EXIT_CONFIG;
-    }
-    free(c->store_path);
-    c->store_path = NULL;
-    status = cli_open(c);
+    status = cli_open_locked(c, &f);
     if (status != EXIT_OK)
-        goto out;
+        return status;
     status = EXIT_FAILED;
     r = store_get(c->store, name, &rec, &e);
     if (r == -ENOENT) {
         log_error(c->log, "'%s' has no recipe", name);
         goto out;
     }
-    if (r >= 0 && rec->kind == RECIPE_KEYCHAIN) {
-        label = strdup(rec->arg);
-        if (!label)
-            goto out;
-        /* keep an item another recipe still points at */
-        if (cli_label_in_use(c->store, label, name)) {
-            log_info(c->log, "keeping keychain item '%s': another recipe uses it", label);
-            free(label);
-            label = NULL;
-        }
-    }
+    if (r >= 0 && remove_label(c, rec, name, &label) < 0)
+        goto out;
+    err_clear(&e);
     r = store_remove(c->store, name);
     if (r >= 0)
-        r = store_save(c->store, &e);
+        r = jsonfile_commit(f, &e);
     if (r < 0) {
         log_error(c->log, "%s", e.msg[0] ? err_msg(&e) : strerror(-r));
         goto out;
@@ -550,7 +635,7 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
     status = EXIT_OK;
 out:
     free(label);
-    file_lock_release(lock);
+    jsonfile_free(f);
     return status;
 }
 
@@ -638,7 +723,9 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
 
 /* ---- main ---- */
 
-int main(int argc, char **argv)
+/* The options before the command: -1 to go on, else the exit status (help or version
+ * printed, or getopt's complaint). */
+static int parse_globals(int argc, char **argv, int *verbosity, bool *quiet)
 {
     static const struct option opts[] = {
         {"verbose", no_argument, NULL, 'v'},
@@ -647,8 +734,55 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {0},
     };
+    int opt;
+    while ((opt = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'v':
+            (*verbosity)++;
+            break;
+        case 'q':
+            *quiet = true;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return EXIT_OK;
+        case 'V':
+            printf("secrets (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
+            return EXIT_OK;
+        default:
+            return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+static int cmd_help(struct cli *c, int argc, char **argv)
+{
+    (void)c;
+    (void)argc;
+    (void)argv;
+    fputs(usage_text, stdout);
+    return EXIT_OK;
+}
+
+static const struct {
+    const char *name;
+    int (*fn)(struct cli *c, int argc, char **argv);
+} commands[] = {
+    {"get", cmd_get},       {"resolve", cmd_resolve},
+    {"list", cmd_list},     {"configure", cmd_configure},
+    {"remove", cmd_remove}, {"exec", cmd_exec},
+    {"help", cmd_help},
+};
+
+int main(int argc, char **argv)
+{
     struct cli c = {0};
-    int verbosity = 0, opt, status;
+    int verbosity = 0, status;
     bool quiet = false;
 
     if (secure_harden_process(&arg_core_soft) < 0)
@@ -656,31 +790,10 @@ int main(int argc, char **argv)
     c.log = log_new("secrets", STDERR_FILENO);
     if (!c.log)
         return EXIT_FAILED;
-    while ((opt = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'v':
-            verbosity++;
-            break;
-        case 'q':
-            quiet = true;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            log_free(c.log);
-            return EXIT_OK;
-        case 'V':
-            printf("secrets (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
-            log_free(c.log);
-            return EXIT_OK;
-        default:
-            log_free(c.log);
-            return EXIT_USAGE;
-        }
-    }
-    if (optind >= argc) {
-        fputs(usage_text, stderr);
+    status = parse_globals(argc, argv, &verbosity, &quiet);
+    if (status >= 0) {
         log_free(c.log);
-        return EXIT_USAGE;
+        return status;
     }
     const char *cmd = argv[optind];
     int sub_argc = argc - optind;
@@ -689,34 +802,20 @@ int main(int argc, char **argv)
      * out before the command parses the rest (never past "--": those belong to exec's CMD) */
     struct args_globals g = {.verbosity = verbosity, .quiet = quiet};
     sub_argc = args_take_globals(sub_argc, sub_argv, false, &g);
-    verbosity = g.verbosity;
-    quiet = g.quiet;
-    log_set_level(c.log, quiet            ? LOG_ERROR
-                         : verbosity >= 2 ? LOG_DEBUG
-                         : verbosity      ? LOG_INFO
-                                          : LOG_WARN);
+    log_set_level(c.log, g.quiet            ? LOG_ERROR
+                         : g.verbosity >= 2 ? LOG_DEBUG
+                         : g.verbosity      ? LOG_INFO
+                                            : LOG_WARN);
     char progname[64];
     (void)snprintf(progname, sizeof(progname), "secrets %s", cmd);
     sub_argv[0] = progname; /* getopt's own messages then read "secrets get: ..." */
     optind = 0; /* each command parses its own options from its own argv (0: full reset) */
 
-    if (strcmp(cmd, "get") == 0)
-        status = cmd_get(&c, sub_argc, sub_argv);
-    else if (strcmp(cmd, "resolve") == 0)
-        status = cmd_resolve(&c, sub_argc, sub_argv);
-    else if (strcmp(cmd, "list") == 0)
-        status = cmd_list(&c, sub_argc, sub_argv);
-    else if (strcmp(cmd, "configure") == 0)
-        status = cmd_configure(&c, sub_argc, sub_argv);
-    else if (strcmp(cmd, "remove") == 0)
-        status = cmd_remove(&c, sub_argc, sub_argv);
-    else if (strcmp(cmd, "exec") == 0)
-        status = cmd_exec(&c, sub_argc, sub_argv);
-    else if (strcmp(cmd, "help") == 0) {
-        fputs(usage_text, stdout);
-        status = EXIT_OK;
-    } else
-        status = usage_error(&c, "unknown command '%s'", cmd);
+    int (*fn)(struct cli *, int, char **) = NULL;
+    for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            fn = commands[i].fn;
+    status = fn ? fn(&c, sub_argc, sub_argv) : usage_error(&c, "unknown command '%s'", cmd);
 
     cli_close(&c);
     log_free(c.log);

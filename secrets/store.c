@@ -75,43 +75,46 @@ void store_free(struct store *s)
     free(s);
 }
 
-int store_load(const char *path, struct store **ret, struct err *e)
+int store_from_json(const char *path, struct json_object *root, struct store **ret, struct err *e)
 {
-    struct store *s = calloc(1, sizeof(*s));
+    struct store *s = NULL;
     int r;
-    if (!s)
-        return -ENOMEM;
-    s->path = strdup(path);
-    if (!s->path) {
-        r = -ENOMEM;
-        goto out;
-    }
-    r = json_read_file(path, STORE_MAX_SIZE, JSON_READ_SECRET, &s->root, e);
-    if (r == -ENOENT) {
-        err_clear(e);
-        s->root = json_object_new_object();
-        if (!s->root) {
-            r = -ENOMEM;
-            goto out;
-        }
-    } else if (r < 0) {
-        goto out;
-    } else if (!json_object_is_type(s->root, json_type_object)) {
+    if (!json_object_is_type(root, json_type_object)) {
         char *disp = path_display(path);
         r = err_set(e, -EBADMSG,
                     "'%s': the top level must be an object mapping names to recipes, not %s",
-                    disp ? disp : path, json_type_desc(json_object_get_type(s->root)));
+                    disp ? disp : path, json_type_desc(json_object_get_type(root)));
         free(disp);
-        goto out;
+        return r;
     }
-    r = entries_build(s);
-    if (r < 0)
-        goto out;
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->root = json_object_get(root);
+    s->path = strdup(path);
+    r = s->path ? entries_build(s) : -ENOMEM;
+    if (r < 0) {
+        store_free(s);
+        return r;
+    }
     *ret = s;
-    s = NULL;
-    r = 0;
-out:
-    store_free(s);
+    return 0;
+}
+
+int store_load(const char *path, struct store **ret, struct err *e)
+{
+    struct json_object *root = NULL;
+    int r = json_read_file(path, STORE_MAX_SIZE, JSON_READ_SECRET, &root, e);
+    if (r == -ENOENT) {
+        err_clear(e);
+        root = json_object_new_object();
+        if (!root)
+            return -ENOMEM;
+    } else if (r < 0) {
+        return r;
+    }
+    r = store_from_json(path, root, ret, e);
+    json_object_put(root);
     return r;
 }
 
@@ -181,6 +184,12 @@ int store_save(struct store *s, struct err *e)
     return json_write_file(s->path, s->root, 0600, e);
 }
 
+char *store_lock_path(const char *path)
+{
+    char *lock = NULL;
+    return asprintf(&lock, "%s.lock", path) < 0 ? NULL : lock;
+}
+
 int store_lock(const char *path, struct file_lock **ret, struct err *e)
 {
     char *dir = path_dirname(path), *lock = NULL;
@@ -190,8 +199,8 @@ int store_lock(const char *path, struct file_lock **ret, struct err *e)
     r = dir_ensure(dir, 0700, e);
     if (r < 0)
         goto out;
-    if (asprintf(&lock, "%s.lock", path) < 0) {
-        lock = NULL;
+    lock = store_lock_path(path);
+    if (!lock) {
         r = -ENOMEM;
         goto out;
     }

@@ -26,6 +26,12 @@ struct store;
 
 /* Loads path. A missing file is an empty store. Caller frees with store_free(). */
 int store_load(const char *path, struct store **ret, struct err *e) _must_check_;
+
+/* A store on a document already read from path (by a jsonfile holding its lock): the store
+ * takes a reference on root and changes it in place, for the reader to write. -EBADMSG when
+ * root is not an object. Caller frees with store_free(). */
+int store_from_json(const char *path, struct json_object *root, struct store **ret,
+                    struct err *e) _must_check_;
 void store_free(struct store *s);
 
 const char *store_path(const struct store *s);
@@ -49,6 +55,9 @@ int store_remove(struct store *s, const char *name) _must_check_;
 /* Writes the file atomically, 0600, creating its directory 0700. */
 int store_save(struct store *s, struct err *e) _must_check_;
 
-/* Takes the store's lock ("<path>.lock") for a read-modify-write. Caller releases with
- * file_lock_release(). */
+/* The lock file of the store at path: "<path>.lock". Caller frees; NULL on ENOMEM. */
+char *store_lock_path(const char *path);
+
+/* Takes the store's lock (store_lock_path()) for a read-modify-write, creating the directory
+ * 0700. Caller releases with file_lock_release(). */
 int store_lock(const char *path, struct file_lock **ret, struct err *e) _must_check_;
