@@ -27,6 +27,7 @@
 #define MS_MAX           (24LL * 3600 * 1000) /* timeouts: one day */
 #define MAX_FILES        5
 #define DISP_MAX         96 /* names and words quoted in messages */
+#define SCHEME_WORD_MAX  16 /* characters of a scheme quoted in a message */
 
 #define bad(e, ...) err_set((e), -EINVAL, __VA_ARGS__)
 
@@ -339,46 +340,21 @@ int mcp_expand(const char *tmpl, mcp_lookup_fn lookup, void *userdata, char **re
 
 /* ---- URLs -------------------------------------------------------------------------------- */
 
-/* Whether the authority of an absolute URL carries "user[:password]@". */
-static bool url_has_userinfo(const char *url)
-{
-    const char *p = strstr(url, "://");
-    if (!p)
-        return false;
-    p += 3;
-    size_t n = strcspn(p, "/?#");
-    return memchr(p, '@', n) != NULL;
-}
-
-/* The first characters of url that look like a scheme, for messages ("ftp"); "" if none. */
-static void url_scheme_word(const char *url, char out[DISP_BUF])
-{
-    size_t n = 0;
-    while (n < 16 && ((url[n] >= 'a' && url[n] <= 'z') || (url[n] >= 'A' && url[n] <= 'Z') ||
-                      (n > 0 && ((url[n] >= '0' && url[n] <= '9') || url[n] == '+' ||
-                                 url[n] == '-' || url[n] == '.'))))
-        n++;
-    if (n == 0 || url[n] != ':') {
-        out[0] = 0;
-        return;
-    }
-    char tmp[17];
-    memcpy(tmp, url, n);
-    tmp[n] = 0;
-    disp(out, tmp);
-}
-
 /* The server URL, after expansion: what url_canonical() accepts (absolute http(s), a host, no
  * credentials). The message never quotes the URL: a query may hold a key, a variable a secret. */
 static int check_server_url(const char *url, bool had_vars, struct err *e)
 {
     const char *after = had_vars ? " after expanding variables" : "";
-    char word[DISP_BUF], *canon = NULL;
+    size_t n = url_scheme_len(url);
+    char *canon = NULL;
     int r;
 
-    url_scheme_word(url, word);
-    if (word[0] && strcasecmp(word, "http") != 0 && strcasecmp(word, "https") != 0)
+    if (n > 0 && n <= SCHEME_WORD_MAX && strncasecmp(url, "http:", 5) != 0 &&
+        strncasecmp(url, "https:", 6) != 0) {
+        char word[DISP_BUF];
+        disp_n(word, url, n);
         return bad(e, "\"url\" must be an http:// or https:// URL%s, not '%s:'", after, word);
+    }
     if (url_has_userinfo(url))
         return bad(e, "\"url\" must not contain a user name or password: put credentials in "
                       "\"headers\" or use \"auth\"");
