@@ -36,6 +36,7 @@
 #include "credkit/util.h"
 
 #include "cli.h"
+#include "server_config.h"
 
 #define CONFIG_FILE_MAX (4u * 1024u * 1024u) /* what the loader reads, too */
 #define LOCK_TIMEOUT_MS 5000
@@ -1322,7 +1323,7 @@ static int check_entry(struct json_object *root, const char *name, const char *d
     int r;
 
     buf_init(&m, 64 * 1024);
-    r = mcp_config_load_object(root, display, NULL, &c, &le);
+    r = server_config_load_object(root, display, NULL, &c, &le);
     if (r < 0) {
         r = err_set(e, r, "cannot check the entry: %s", err_msg(&le));
         goto out;

@@ -32,7 +32,7 @@ struct mcp_config {
     size_t n_diags;
     struct mcp_file files[MAX_FILES];
     size_t n_files;
-    enum mcp_tool_prefix tool_prefix;
+    struct json_object *settings; /* merged, an object */
 };
 
 static int oom(struct err *e)
@@ -62,7 +62,6 @@ struct loader {
     size_t n_layers;
     struct cand *cands;
     size_t n_cands, cap_cands;
-    int tool_prefix; /* -1: not set by any layer */
 };
 
 static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...) _printf_(3, 4);
@@ -226,12 +225,12 @@ static int add_cand(struct loader *L, const char *name, struct json_object *entr
     return 0;
 }
 
+/* A layer's "settings", checked by the tool and merged over the lower layers key by key. */
 static int read_settings(struct loader *L, struct layer *y)
 {
-    static const char *const prefixes[] = {"server", "short", "none", NULL};
+    const struct mcp_config_opts *o = L->opts;
     struct json_object *st = mcp_field_member(y->root, "settings");
     struct err le = ERR_INIT;
-    int i = -1;
 
     if (!st)
         return 0;
@@ -239,11 +238,23 @@ static int read_settings(struct loader *L, struct layer *y)
         return add_diag(L->c, y->display,
                         "'%s': \"settings\" must be an object, not %s: the settings are ignored",
                         y->display, mcp_field_type(st));
-    if (mcp_field_enum(st, "toolPrefix", "settings.toolPrefix", prefixes,
-                       "\"server\", \"short\" or \"none\"", &i, &le) < 0)
-        return add_diag(L->c, y->display, "'%s': %s: it is ignored", y->display, err_msg(&le));
-    if (i >= 0)
-        L->tool_prefix = i;
+    if (o->check_settings) {
+        int r = o->check_settings(o->check_userdata, st, &le);
+        if (r == -ENOMEM)
+            return r;
+        if (r < 0)
+            return add_diag(L->c, y->display, "'%s': %s: it is ignored", y->display, err_msg(&le));
+    }
+    json_object_object_foreach(st, key, val)
+    {
+        if (!val) /* null: as if absent, a lower layer's value holds */
+            continue;
+        struct json_object *v = json_object_get(val);
+        if (json_object_object_add(L->c->settings, key, v) < 0) {
+            json_object_put(v);
+            return -ENOMEM;
+        }
+    }
     return 0;
 }
 
@@ -340,8 +351,6 @@ static int cand_cmp(const void *a, const void *b)
  * expanded; the result is sorted by name. */
 static int build_servers(struct loader *L, struct err *e)
 {
-    L->c->tool_prefix =
-        L->tool_prefix >= 0 ? (enum mcp_tool_prefix)L->tool_prefix : MCP_TOOL_PREFIX_SERVER;
     if (L->n_cands > 0)
         qsort(L->cands, L->n_cands, sizeof(*L->cands), cand_cmp);
     L->c->servers = calloc(L->n_cands ? L->n_cands : 1, sizeof(*L->c->servers));
@@ -364,9 +373,9 @@ static int build_servers(struct loader *L, struct err *e)
 static int loader_init(struct loader *L, const struct mcp_config_opts *opts, struct err *e)
 {
     static const struct mcp_config_opts no_opts;
-    *L = (struct loader){.opts = opts ? opts : &no_opts, .tool_prefix = -1};
+    *L = (struct loader){.opts = opts ? opts : &no_opts};
     L->c = calloc(1, sizeof(*L->c));
-    if (!L->c)
+    if (!L->c || !(L->c->settings = json_object_new_object()))
         return oom(e);
     return 0;
 }
@@ -464,6 +473,7 @@ void mcp_config_free(struct mcp_config *c)
     free(c->diags);
     for (size_t i = 0; i < c->n_files; i++)
         free(c->files[i].path);
+    json_object_put(c->settings);
     free(c);
 }
 
@@ -497,9 +507,9 @@ const struct mcp_server *mcp_config_find(const struct mcp_config *c, const char 
     return NULL;
 }
 
-enum mcp_tool_prefix mcp_config_tool_prefix(const struct mcp_config *c)
+struct json_object *mcp_config_settings(const struct mcp_config *c)
 {
-    return c ? c->tool_prefix : MCP_TOOL_PREFIX_SERVER;
+    return c ? c->settings : NULL;
 }
 
 size_t mcp_config_diag_count(const struct mcp_config *c)

@@ -206,11 +206,8 @@ static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *
         (r = mcp_field_string(o, "cwd", "cwd", 0, &s->cwd, e)) < 0 ||
         (r = get_string_map(o, "headers", true, &s->headers, e)) < 0 ||
         (r = mcp_field_ms(o, "timeout", &s->timeout_ms, e)) < 0 ||
-        (r = mcp_field_ms(o, "idleTimeout", &s->idle_timeout_ms, e)) < 0 ||
         (r = mcp_field_string(o, "headersHelper", "headersHelper", MCP_FIELD_NONBLANK,
-                              &s->headers_helper, e)) < 0 ||
-        (r = mcp_field_string(o, "lifecycle", "lifecycle", 0, &s->lifecycle, e)) < 0 ||
-        (r = mcp_field_strv(o, "excludeTools", &s->exclude_tools, e)) < 0)
+                              &s->headers_helper, e)) < 0)
         return r;
     return parse_auth(s, o, e);
 }
@@ -391,8 +388,6 @@ void mcp_server_free(struct mcp_server *s)
     mcp_oauth_release(&s->oauth);
     free(s->bearer_token_env);
     free(s->headers_helper);
-    free(s->lifecycle);
-    strv_free(s->exclude_tools);
     json_object_put(s->raw);
     free(s->error);
     strv_free(s->missing_vars);
@@ -438,14 +433,12 @@ int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret)
     DUP(url);
     DUP(bearer_token_env);
     DUP(headers_helper);
-    DUP(lifecycle);
     DUP(error);
 #undef DUP
-    /* the four vectors are never NULL in the copy, even when s was built by hand without them;
+    /* the three vectors are never NULL in the copy, even when s was built by hand without them;
      * missing_vars stays NULL when there are none */
     if (vector_dup(s->args, &c->args) < 0 || vector_dup(s->env, &c->env) < 0 ||
         vector_dup(s->headers, &c->headers) < 0 ||
-        vector_dup(s->exclude_tools, &c->exclude_tools) < 0 ||
         (s->missing_vars && vector_dup(s->missing_vars, &c->missing_vars) < 0) ||
         mcp_oauth_dup(&s->oauth, &c->oauth) < 0)
         oom = true;
@@ -453,7 +446,6 @@ int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret)
     c->transport = s->transport;
     c->timeout_ms = s->timeout_ms;
     c->auth = s->auth;
-    c->idle_timeout_ms = s->idle_timeout_ms;
     c->raw = s->raw ? json_object_get(s->raw) : NULL;
     if (oom) {
         mcp_server_free(c);
@@ -493,8 +485,7 @@ int mcp_server_build(const char *name, struct json_object *entry, const char *so
     s->args = calloc(1, sizeof(char *));
     s->env = calloc(1, sizeof(char *));
     s->headers = calloc(1, sizeof(char *));
-    s->exclude_tools = calloc(1, sizeof(char *));
-    if (!s->name || !s->source || !s->args || !s->env || !s->headers || !s->exclude_tools) {
+    if (!s->name || !s->source || !s->args || !s->env || !s->headers) {
         r = -ENOMEM;
         goto out;
     }
@@ -502,6 +493,8 @@ int mcp_server_build(const char *name, struct json_object *entry, const char *so
     r = check_server_name(name, &why);
     if (r >= 0)
         r = parse_entry(s, entry, &why);
+    if (r >= 0 && opts->check_entry)
+        r = opts->check_entry(opts->check_userdata, name, entry, &why);
     if (r >= 0)
         r = expand_entry(s, opts, &why);
     if (r == -ENOMEM)

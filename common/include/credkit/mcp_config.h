@@ -13,7 +13,10 @@
  * Validation is per entry (credkit/mcp_entry.h): an invalid entry is kept with its reason (so
  * `mcp-bridge list` can show it) and every other entry still works. A file that is not JSON is
  * reported with line and column and skipped as a whole layer; a missing file is simply absent.
- * Unknown keys are ignored (kept in `raw`); a key whose value is null counts as absent.
+ * Keys common/ does not know are kept in the entry's `raw` (and in the merged settings) for the
+ * tools; a tool that wants its own keys checked at load time, as if they were generic ones,
+ * registers check_entry / check_settings in the options. A key whose value is null counts as
+ * absent.
  *
  * ${VAR} references in "url", "headers" values and "env" values are kept as written in the
  * entry (templates, credkit/mcp_template.h). Expansion happens at load time once, to validate (a
@@ -32,11 +35,17 @@
 #include "credkit/mcp_entry.h"
 #include "credkit/mcp_template.h"
 
-enum mcp_tool_prefix {
-    MCP_TOOL_PREFIX_SERVER, /* mcp_<server>_<tool> (default) */
-    MCP_TOOL_PREFIX_SHORT,  /* <server>_<tool> */
-    MCP_TOOL_PREFIX_NONE,   /* <tool> */
-};
+/* A tool's check of its own keys in one entry, called while the configuration loads for the
+ * winning entry of each name once its generic keys are valid, before its variables are expanded.
+ * raw is the entry (an object, borrowed). -EINVAL (or another negative errno) with the reason,
+ * without file and server, makes the entry invalid with that reason; -ENOMEM fails the load. */
+typedef int (*mcp_check_entry_fn)(void *userdata, const char *name, struct json_object *raw,
+                                  struct err *e);
+
+/* A tool's check of one layer's "settings" object (borrowed). An error is a diagnostic of that
+ * file ("'<file>': <reason>: it is ignored") and that layer's settings are left out of the merge;
+ * -ENOMEM fails the load. */
+typedef int (*mcp_check_settings_fn)(void *userdata, struct json_object *settings, struct err *e);
 
 struct mcp_config_opts {
     const char *config_path;  /* replaces ~/.pi/agent/mcp.json (--config); NULL: default */
@@ -44,6 +53,9 @@ struct mcp_config_opts {
     const char *bundled_path; /* NULL: no bundled layer */
     mcp_lookup_fn lookup;     /* NULL: the process environment */
     void *lookup_userdata;
+    mcp_check_entry_fn check_entry;       /* NULL: no check beyond the generic entry */
+    mcp_check_settings_fn check_settings; /* NULL: every layer's settings merge */
+    void *check_userdata;                 /* for both checks */
 };
 
 /* A problem with a whole file (not JSON, root not an object, unreadable). */
@@ -56,17 +68,16 @@ struct mcp_config;
 
 /* Loads every layer (opts NULL: no bundled, no project layers, the environment). Fails only on
  * ENOMEM or an unusable opts.config_path (given explicitly and missing: -ENOENT with a message);
- * everything else becomes a per-file diagnostic or a per-entry error. An invalid
- * settings.toolPrefix is a diagnostic and does not override lower layers. Only the winning entry
- * of each name is validated and expanded (lookup is never called for a replaced one). Caller
- * frees with mcp_config_free(). */
+ * everything else becomes a per-file diagnostic or a per-entry error. Only the winning entry of
+ * each name is validated, checked and expanded (lookup and check_entry are never called for a
+ * replaced one). Caller frees with mcp_config_free(). */
 int mcp_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret,
                     struct err *e) _must_check_;
 void mcp_config_free(struct mcp_config *c);
 
 /* Loads one configuration held in memory instead of the layers: root has the shape of an
  * mcp.json file ("mcpServers"/"servers", "settings") and is validated and expanded exactly like
- * one (through opts->lookup; the paths of opts are not used). source names it
+ * one (through opts->lookup and opts' checks; the paths of opts are not used). source names it
  * in messages (e.g. "command line"). A root, or a servers key, that is not an object is a
  * diagnostic, as for a file. Lists no files. Fails only on ENOMEM or a NULL argument (-EINVAL).
  * root is borrowed. Caller frees with mcp_config_free(). */
@@ -79,7 +90,10 @@ size_t mcp_config_count(const struct mcp_config *c);
 const struct mcp_server *mcp_config_at(const struct mcp_config *c, size_t i);
 const struct mcp_server *mcp_config_find(const struct mcp_config *c, const char *name);
 
-enum mcp_tool_prefix mcp_config_tool_prefix(const struct mcp_config *c);
+/* The "settings" of every layer merged key by key, the highest layer winning; a null value does
+ * not override, and a layer whose settings are not an object (or failed check_settings) adds
+ * nothing. An object, empty when no layer has settings; NULL only for a NULL c. Borrowed. */
+struct json_object *mcp_config_settings(const struct mcp_config *c);
 
 size_t mcp_config_diag_count(const struct mcp_config *c);
 const struct mcp_config_diag *mcp_config_diag_at(const struct mcp_config *c, size_t i);

@@ -3,8 +3,9 @@
  * The generic entry: its name and where it came from, the transport and how to reach the server
  * (command, args, env and cwd for stdio; url and headers for HTTP), the timeout, and the
  * credential mode that both mcp-auth and the bridge read (auth, bearerTokenEnv, headersHelper).
- * The bridge's keys ("excludeTools", "lifecycle", "idleTimeout") are read here too, for now;
- * everything else an entry holds stays in `raw`.
+ * Everything else an entry holds is a tool's own business: it stays in `raw`, which a tool parses
+ * with the readers of credkit/mcp_field.h (the bridge's "excludeTools", "lifecycle",
+ * "idleTimeout") and checks while the configuration loads (mcp_config_opts.check_entry).
  *
  * Values that may hold secrets (url, headers, env values, client secrets) are templates, kept as
  * written (credkit/mcp_template.h), and wiped when the entry is freed. Entries are built by the
@@ -69,7 +70,7 @@ struct mcp_server {
     char *source; /* display path of the file that defined it */
     enum mcp_layer layer;
     enum mcp_transport transport;
-    /* stdio. The four vectors below are NULL-terminated and never NULL (empty when absent). */
+    /* stdio. The three vectors below are NULL-terminated and never NULL (empty when absent). */
     char *command;
     char **args;
     char **env; /* "NAME=template" */
@@ -78,15 +79,12 @@ struct mcp_server {
     char *url;          /* template, as written */
     char **headers;     /* "Name: template" (exactly one space after the colon) */
     int64_t timeout_ms; /* 0: the consumer's default */
-    /* credentials and lifecycle. An explicit "auth" wins; without it an "oauth" object means
-     * OAUTH, else "bearerTokenEnv" means BEARER. */
+    /* credentials. An explicit "auth" wins; without it an "oauth" object means OAUTH, else
+     * "bearerTokenEnv" means BEARER. */
     enum mcp_auth_mode auth;
     struct mcp_oauth oauth;
     char *bearer_token_env;
     char *headers_helper;    /* command whose answer gives headers */
-    char *lifecycle;         /* "lazy", "eager", "keep-alive" ... as written; NULL */
-    int64_t idle_timeout_ms; /* 0: none */
-    char **exclude_tools;
     struct json_object *raw; /* the entry as written (owned reference): the tools' own keys */
     /* validation. Fields parsed before the first problem are filled in, the rest are not. */
     char *error;         /* NULL when valid; else why the entry cannot be used:
@@ -97,10 +95,9 @@ struct mcp_server {
 };
 
 /* Copies s deeply into *ret (raw is shared: a new reference is taken), so that it outlives the
- * configuration it came from. A NULL vector among args, env, headers and exclude_tools becomes an
- * empty one in
- * the copy (an entry built by hand). -EINVAL for a NULL argument, -ENOMEM; *ret untouched on
- * failure. Caller frees with mcp_server_free(). */
+ * configuration it came from. A NULL vector among args, env and headers becomes an empty one
+ * in the copy (an entry built by hand). -EINVAL for a NULL argument, -ENOMEM; *ret untouched
+ * on failure. Caller frees with mcp_server_free(). */
 int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret) _must_check_;
 
 /* Frees s and all it owns, wiping what may hold secrets (url, headers, env, client secrets).

@@ -118,7 +118,7 @@ static void test_files_absent(void)
         return;
     CHECK_INT(mcp_config_file_count(c), 2);
     CHECK_INT(mcp_config_count(c), 0);
-    CHECK_INT(mcp_config_tool_prefix(c), MCP_TOOL_PREFIX_SERVER);
+    CHECK(!json_object_object_get_ex(mcp_config_settings(c), "toolPrefix", NULL));
     mcp_config_free(c);
 
     /* a relative cwd is made absolute */
@@ -258,7 +258,7 @@ static void test_malformed(void)
         CHECK_CONTAINS(mcp_config_diag_at(c, 2)->message, "'~/proj/.pi/mcp.json'");
         CHECK_CONTAINS(mcp_config_diag_at(c, 2)->message, "empty");
     }
-    CHECK_INT(mcp_config_tool_prefix(c), MCP_TOOL_PREFIX_SERVER);
+    CHECK(!json_object_object_get_ex(mcp_config_settings(c), "toolPrefix", NULL));
     mcp_config_free(c);
 
     /* bounded: a file beyond 4 MiB is a diagnostic */
@@ -315,44 +315,161 @@ static void test_lookup_callback(void)
     unsetenv("MCPT_IN_ENV");
 }
 
-static void test_tool_prefix(void)
+/* A tool's settings check: userdata is an int counting its calls; a toolPrefix of "bogus" is
+ * refused, one of "oom" fails the load. */
+static int check_settings(void *userdata, struct json_object *settings, struct err *e)
 {
-    setup("prefix");
-    put(SHARED, "{'settings': {'toolPrefix': 'short'}}");
+    const char *p = json_get_string(settings, "toolPrefix");
+    (*(int *)userdata)++;
+    if (p && strcmp(p, "oom") == 0)
+        return -ENOMEM;
+    if (p && strcmp(p, "bogus") == 0)
+        return err_set(e, -EINVAL, "\"settings.toolPrefix\" is bogus");
+    return 0;
+}
+
+/* "settings" merge key by key, the highest layer winning; null does not override; a layer the
+ * tool's check refuses is a diagnostic and adds nothing, its servers still count */
+static void test_settings(void)
+{
+    setup("settings");
+    put(SHARED, "{'settings': {'toolPrefix': 'short', 'a': 1, 'b': 'shared'}}");
+    put(USER, "{'settings': {'toolPrefix': 'none', 'other': 1, 'a': null}}");
+    put(PROJ1, "{'settings': {'somethingElse': true, 'b': 'proj'}}");
+    put(PROJ2, "{'settings': {'toolPrefix': 'bogus', 'c': 3}, 'mcpServers': {'a': {'command': "
+               "'x'}}}");
     struct mcp_config *c = load();
     if (c) {
-        CHECK_INT(mcp_config_tool_prefix(c), MCP_TOOL_PREFIX_SHORT);
+        /* without a check every layer merges */
+        struct json_object *st = mcp_config_settings(c);
+        CHECK_STR(json_get_string(st, "toolPrefix"), "bogus");
+        CHECK_STR(json_get_string(st, "b"), "proj");
+        int64_t x = 0;
+        CHECK(json_get_int64(st, "a", &x) && x == 1);
+        CHECK(json_get_int64(st, "other", &x) && x == 1);
+        CHECK(json_get_int64(st, "c", &x) && x == 3);
+        CHECK(json_object_object_get_ex(st, "somethingElse", NULL));
+        CHECK_INT(mcp_config_diag_count(c), 0);
         mcp_config_free(c);
     }
-    put(USER, "{'settings': {'toolPrefix': 'none', 'other': 1}}");
-    put(PROJ1, "{'settings': {'somethingElse': true}}");
-    put(PROJ2, "{'settings': {'toolPrefix': 'bogus'}, 'mcpServers': {'a': {'command': 'x'}}}");
-    c = load();
+
+    int calls = 0;
+    struct mcp_config_opts o = {
+        .cwd = P("home/proj"), .check_settings = check_settings, .check_userdata = &calls};
+    c = load_opts(&o);
     if (c) {
-        /* key by key: the project's files do not set it validly, the user file's "none" holds */
-        CHECK_INT(mcp_config_tool_prefix(c), MCP_TOOL_PREFIX_NONE);
+        struct json_object *st = mcp_config_settings(c);
+        CHECK_STR(json_get_string(st, "toolPrefix"), "none");
+        CHECK(!json_object_object_get_ex(st, "c", NULL));
+        CHECK_INT(calls, 4);
         CHECK_INT(mcp_config_diag_count(c), 1);
         if (mcp_config_diag_count(c) == 1) {
             CHECK_STR(mcp_config_diag_at(c, 0)->source, "~/proj/.pi/mcp.json");
-            CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
-                           "'~/proj/.pi/mcp.json': \"settings.toolPrefix\" must be \"server\", "
-                           "\"short\" or \"none\", not 'bogus'");
+            CHECK_STR(mcp_config_diag_at(c, 0)->message,
+                      "'~/proj/.pi/mcp.json': \"settings.toolPrefix\" is bogus: it is ignored");
         }
-        CHECK(mcp_config_find(c, "a") != NULL); /* the file's servers still count */
+        CHECK(mcp_config_find(c, "a") != NULL);
         mcp_config_free(c);
     }
+
+    /* settings that are not an object: a diagnostic, never shown to the check */
     put(PROJ2, "{'settings': {'toolPrefix': 'server'}}");
     put(PROJ1, "{'settings': []}");
-    c = load();
+    calls = 0;
+    c = load_opts(&o);
     if (c) {
-        CHECK_INT(mcp_config_tool_prefix(c), MCP_TOOL_PREFIX_SERVER);
+        CHECK_STR(json_get_string(mcp_config_settings(c), "toolPrefix"), "server");
+        CHECK_INT(calls, 3);
         CHECK_INT(mcp_config_diag_count(c), 1);
         if (mcp_config_diag_count(c) == 1)
             CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
                            "\"settings\" must be an object, not an array");
         mcp_config_free(c);
     }
-    CHECK_INT(mcp_config_tool_prefix(NULL), MCP_TOOL_PREFIX_SERVER);
+
+    /* no settings anywhere: an empty object */
+    setup("settings2");
+    c = load();
+    CHECK(c && mcp_config_settings(c) && json_object_object_length(mcp_config_settings(c)) == 0);
+    mcp_config_free(c);
+    CHECK(mcp_config_settings(NULL) == NULL);
+
+    /* the check runs out of memory: the load fails */
+    put(USER, "{'settings': {'toolPrefix': 'oom'}}");
+    o.cwd = P("home/proj");
+    struct err e = ERR_INIT;
+    c = NULL;
+    CHECK_INT(mcp_config_load(&o, &c, &e), -ENOMEM);
+    CHECK(c == NULL);
+}
+
+/* A tool's entry check: userdata collects the names it is asked about; an "x-bad" key is
+ * refused, an "x-oom" one fails the load. */
+static int check_entry(void *userdata, const char *name, struct json_object *raw, struct err *e)
+{
+    char *seen = userdata;
+    size_t n = strlen(seen);
+    snprintf(seen + n, 256 - n, "%s,", name);
+    CHECK(json_object_is_type(raw, json_type_object));
+    if (json_object_object_get_ex(raw, "x-oom", NULL))
+        return -ENOMEM;
+    if (json_object_object_get_ex(raw, "x-bad", NULL))
+        return err_set(e, -EINVAL, "\"x-bad\" is not allowed");
+    return 0;
+}
+
+/* the tool's check sees the winning entry of each name once its generic keys are valid, before
+ * its variables are expanded; its error is the entry's error, in the loader's words */
+static void test_check_entry(void)
+{
+    setup("checkentry");
+    unsetenv("MCPT_UNSET_X");
+    put(SHARED, "{'mcpServers': {'replaced': {'command': 'x', 'x-bad': 1}}}");
+    put(USER, "{'mcpServers': {'ok': {'command': 'x'}, 'bad': {'command': 'x', 'x-bad': 1},"
+              " 'generic': {'command': 5, 'x-bad': 1}, 'replaced': {'command': 'y'},"
+              " 'vars': {'url': 'https://${MCPT_UNSET_X}/', 'x-bad': 1}}}");
+    char seen[256] = "";
+    struct mcp_config_opts o = {
+        .cwd = P("home/proj"), .check_entry = check_entry, .check_userdata = seen};
+    struct mcp_config *c = load_opts(&o);
+    if (!c)
+        return;
+    CHECK_STR(seen, "bad,ok,replaced,vars,");
+    const struct mcp_server *s = mcp_config_find(c, "ok");
+    CHECK(s && !s->error);
+    s = mcp_config_find(c, "bad");
+    CHECK(s && s->error);
+    if (s && s->error)
+        CHECK_STR(s->error, "'~/.pi/agent/mcp.json': server 'bad': \"x-bad\" is not allowed");
+    s = mcp_config_find(c, "generic");
+    CHECK(s && s->error && strstr(s->error, "\"command\" must be a string, not a number"));
+    s = mcp_config_find(c, "replaced");
+    CHECK(s && !s->error);
+    s = mcp_config_find(c, "vars");
+    CHECK(s && s->error && strstr(s->error, "\"x-bad\" is not allowed") && !s->missing_vars);
+    mcp_config_free(c);
+
+    /* a configuration in memory is checked the same way */
+    struct json_object *root =
+        json_tokener_parse("{\"mcpServers\": {\"m\": {\"command\": \"x\", \"x-bad\": true}}}");
+    seen[0] = 0;
+    c = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(mcp_config_load_object(root, "command line", &o, &c, &e), 0);
+    s = mcp_config_find(c, "m");
+    CHECK(s && s->error &&
+          strcmp(s->error, "'command line': server 'm': \"x-bad\" is not allowed") == 0);
+    CHECK_STR(seen, "m,");
+    mcp_config_free(c);
+    json_object_put(root);
+
+    /* the check runs out of memory: the load fails */
+    put(PROJ1, "{'mcpServers': {'oom': {'command': 'x', 'x-oom': 1}}}");
+    c = NULL;
+    seen[0] = 0;
+    o.cwd = P("home/proj");
+    CHECK_INT(mcp_config_load(&o, &c, &e), -ENOMEM);
+    CHECK(c == NULL);
 }
 
 static void test_sorted(void)
@@ -411,7 +528,7 @@ static void test_load_object(void)
     CHECK(mcp_config_find(c, "fromfile") == NULL);
     CHECK_INT(mcp_config_file_count(c), 0);
     CHECK_INT(mcp_config_diag_count(c), 0);
-    CHECK_INT(mcp_config_tool_prefix(c), MCP_TOOL_PREFIX_SHORT);
+    CHECK_STR(json_get_string(mcp_config_settings(c), "toolPrefix"), "short");
     const struct mcp_server *s = mcp_config_find(c, "ok");
     CHECK(s && !s->error && s->transport == MCP_TRANSPORT_HTTP);
     CHECK(s && strcmp(s->url, "https://${HOST}/mcp") == 0);
@@ -466,4 +583,5 @@ static void test_load_object(void)
 }
 
 TESTS_MAIN(test_layering, test_files_absent, test_xdg, test_root_keys, test_config_override,
-           test_malformed, test_lookup_callback, test_tool_prefix, test_sorted, test_load_object)
+           test_malformed, test_lookup_callback, test_settings, test_check_entry, test_sorted,
+           test_load_object)
