@@ -523,6 +523,30 @@ static void test_transport_name(void)
     CHECK_STR(mcp_transport_name((enum mcp_transport)42), "unknown");
 }
 
+/* the "oauth" object of a copy, field by field */
+static void check_oauth_copy(const struct mcp_server *o)
+{
+    CHECK(o != NULL);
+    if (o) {
+        CHECK(!o->error);
+        CHECK_INT(o->auth, MCP_AUTH_OAUTH);
+        CHECK_STR(o->oauth.client_id, "cid");
+        CHECK_STR(o->oauth.client_secret, "${SEC}");
+        CHECK_STR(o->oauth.client_metadata_url, "https://c.example/m.json");
+        CHECK_STR(o->oauth.scope, "read");
+        CHECK_STR(o->oauth.redirect_uri, "http://127.0.0.1:8765/callback");
+        CHECK_STR(o->oauth.grant, "jwt-bearer");
+        CHECK_STR(o->oauth.private_key_file, "/k.pem");
+        CHECK_STR(o->oauth.private_key_alg, "ES256");
+        CHECK(o->oauth.refresh_sends_scope && o->oauth.omit_resource);
+        CHECK_STR(o->oauth.idp_issuer, "https://idp.example");
+        CHECK_STR(o->oauth.idp_token_endpoint, "https://idp.example/t");
+        CHECK_STR(o->oauth.idp_client_id, "icid");
+        CHECK_STR(o->oauth.idp_client_secret, "${ISEC}");
+        CHECK_STR(o->oauth.idp_id_token, "${IDT}");
+    }
+}
+
 /* A copy is deep (it outlives its configuration: ASan sees any shared string), equal field by
  * field, and vectors missing from a hand-built entry come back empty. */
 static void test_server_dup(void)
@@ -598,24 +622,7 @@ static void test_server_dup(void)
         if (bad->missing_vars)
             CHECK_STR(bad->missing_vars[0], "NOPE");
     }
-    if (o) {
-        CHECK(!o->error);
-        CHECK_INT(o->auth, MCP_AUTH_OAUTH);
-        CHECK_STR(o->oauth.client_id, "cid");
-        CHECK_STR(o->oauth.client_secret, "${SEC}");
-        CHECK_STR(o->oauth.client_metadata_url, "https://c.example/m.json");
-        CHECK_STR(o->oauth.scope, "read");
-        CHECK_STR(o->oauth.redirect_uri, "http://127.0.0.1:8765/callback");
-        CHECK_STR(o->oauth.grant, "jwt-bearer");
-        CHECK_STR(o->oauth.private_key_file, "/k.pem");
-        CHECK_STR(o->oauth.private_key_alg, "ES256");
-        CHECK(o->oauth.refresh_sends_scope && o->oauth.omit_resource);
-        CHECK_STR(o->oauth.idp_issuer, "https://idp.example");
-        CHECK_STR(o->oauth.idp_token_endpoint, "https://idp.example/t");
-        CHECK_STR(o->oauth.idp_client_id, "icid");
-        CHECK_STR(o->oauth.idp_client_secret, "${ISEC}");
-        CHECK_STR(o->oauth.idp_id_token, "${IDT}");
-    }
+    check_oauth_copy(o);
     mcp_server_free(h);
     mcp_server_free(st);
     mcp_server_free(bad);
