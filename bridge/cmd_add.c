@@ -25,6 +25,7 @@
 #include "cmd_add_names.h"
 #include "cmd_cfgfile.h"
 #include "cmd_config.h"
+#include "server_config.h"
 
 static const char add_help[] =
     "usage: mcp-bridge add [NAME] [OPTIONS]\n"
@@ -491,7 +492,7 @@ static int check_entry(struct json_object *root, const char *name, const char *d
     int r;
 
     buf_init(&m, 64 * 1024);
-    r = mcp_config_load_object(root, display, NULL, &c, &le);
+    r = server_config_load_object(root, display, NULL, &c, &le);
     if (r < 0) {
         r = err_set(e, r, "cannot check the entry: %s", err_msg(&le));
         goto out;

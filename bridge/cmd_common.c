@@ -14,6 +14,7 @@
 #include "credkit/redact.h"
 
 #include "cli.h"
+#include "server_config.h"
 
 #define URL_NAME_MAX 64 /* a name made from a URL's host */
 
@@ -116,7 +117,7 @@ struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log
                  "cannot tell the working directory (%s): the project files .mcp.json and "
                  ".pi/mcp.json are not read",
                  strerror(errno));
-    int r = mcp_config_load(&opts, &c, &e);
+    int r = server_config_load(&opts, &c, &e);
     free(bundled);
     if (r < 0) {
         log_error(log, "%s", err_msg(&e));
@@ -325,7 +326,7 @@ static struct mcp_config *load_one(struct json_object *root, const char *source,
 {
     struct mcp_config *one = NULL;
     struct err e = ERR_INIT;
-    int r = mcp_config_load_object(root, source, NULL, &one, &e);
+    int r = server_config_load_object(root, source, NULL, &one, &e);
     if (r < 0) {
         log_error(log, "%s", err_msg(&e));
         return NULL;

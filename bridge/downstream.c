@@ -29,6 +29,7 @@
 #include "framing.h"
 #include "jsonrpc.h"
 #include "naming.h"
+#include "server_config.h"
 #include "upstream.h"
 
 #define DS_MAX_PENDING 4096 /* agent requests in flight (or waiting for the catalogue) */
@@ -742,7 +743,12 @@ static int server_new(struct downstream *d, const struct mcp_server *entry, stru
     s->d = d;
     s->name = strdup(entry->name);
     s->raw = json_object_get(entry->raw);
-    s->exclude = strv_dup(entry->exclude_tools);
+    struct server_config sc = SERVER_CONFIG_INIT;
+    r = server_config_parse(entry->raw, &sc, e);
+    if (r < 0)
+        goto fail;
+    s->exclude = strv_dup(sc.exclude_tools);
+    server_config_release(&sc);
     if (!s->name || !s->exclude) {
         r = err_set(e, -ENOMEM, "out of memory");
         goto fail;
@@ -2324,7 +2330,7 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
                                                          : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
     d->on_done = opts->on_done;
     d->userdata = opts->userdata;
-    d->prefix = mcp_config_tool_prefix(opts->config);
+    d->prefix = server_config_tool_prefix(opts->config);
     d->subs = json_object_new_object();
     if (!d->subs) {
         r = err_set(e, -ENOMEM, "out of memory");
@@ -2421,7 +2427,7 @@ int downstream_reload(struct downstream *d, const struct mcp_config *config, str
     free(d->servers);
     d->servers = next;
     d->n_servers = nn;
-    d->prefix = mcp_config_tool_prefix(config);
+    d->prefix = server_config_tool_prefix(config);
     for (size_t j = 0; j < nn; j++) {
         if (!fresh[j])
             continue;

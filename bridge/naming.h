@@ -31,9 +31,15 @@
 #include <stddef.h>
 
 #include "credkit/macro.h"
-#include "credkit/mcp_config.h"
 
 #define NAMING_MAX 64
+
+/* settings.toolPrefix (server_config.h reads it) */
+enum mcp_tool_prefix {
+    MCP_TOOL_PREFIX_SERVER, /* mcp_<server>_<tool> (default) */
+    MCP_TOOL_PREFIX_SHORT,  /* <server>_<tool> */
+    MCP_TOOL_PREFIX_NONE,   /* <tool> */
+};
 
 /* The exposed name for tool (or prompt) `name` of `server`, into buf (at least NAMING_MAX + 1
  * bytes), before collision handling. */

@@ -554,3 +554,23 @@ out:
     secure_free(value);
     return r;
 }
+
+size_t url_scheme_len(const char *url)
+{
+    size_t n = 0;
+    while ((url[n] >= 'a' && url[n] <= 'z') || (url[n] >= 'A' && url[n] <= 'Z') ||
+           (n > 0 &&
+            ((url[n] >= '0' && url[n] <= '9') || url[n] == '+' || url[n] == '-' || url[n] == '.')))
+        n++;
+    return n > 0 && url[n] == ':' ? n : 0;
+}
+
+bool url_has_userinfo(const char *url)
+{
+    const char *p = strstr(url, "://");
+    if (!p)
+        return false;
+    p += 3;
+    size_t n = strcspn(p, "/?#");
+    return memchr(p, '@', n) != NULL;
+}

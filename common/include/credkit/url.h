@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "credkit/err.h"
 #include "credkit/macro.h"
@@ -45,3 +46,12 @@ char *url_encode(const char *s);
  * decodes to a NUL byte. Caller frees (secure_free: callback parameters hold authorization
  * codes). */
 int url_query_get(const char *query, const char *key, char **ret) _must_check_;
+
+/* The length of the scheme url begins with ("ftp" in "ftp://x": 3), as RFC 3986 spells one (a
+ * letter, then letters, digits, '+', '-', '.') followed by ':'; 0 when it begins with none. For
+ * messages about a URL url_canonical() refuses, which must not quote the rest of it. */
+size_t url_scheme_len(const char *url);
+
+/* Whether the authority of an absolute URL ("scheme://authority/...") carries
+ * "user[:password]@". */
+bool url_has_userinfo(const char *url);

@@ -730,7 +730,6 @@ static void stdio_def(struct srv_def *d, const char *name, const char *sc, char 
     d->s.args = d->args;
     d->s.env = env ? env : empty_v;
     d->s.headers = empty_v;
-    d->s.exclude_tools = empty_v;
 }
 
 static const char *token_value = "tok-one";
@@ -1821,7 +1820,6 @@ static void http_def(struct srv_def *d, const char *name, char *url, char **head
     d->s.args = empty_v;
     d->s.env = empty_v;
     d->s.headers = headers ? headers : empty_v;
-    d->s.exclude_tools = empty_v;
 }
 
 static void test_http_session(void)

@@ -318,5 +318,28 @@ static void test_query_get(void)
     CHECK_STR(v, "untouched");
 }
 
-TESTS_MAIN(test_canonical, test_canonical_rejects, test_loopback, test_check_secure, test_origin,
-           test_path, test_resolve, test_encode, test_query_get)
+/* the pieces of a URL that messages may name without quoting the rest */
+static void test_scheme_userinfo(void)
+{
+    CHECK_INT(url_scheme_len("ftp://x.example/mcp"), 3);
+    CHECK_INT(url_scheme_len("HTTPS://x"), 5);
+    CHECK_INT(url_scheme_len("svn+ssh://x"), 7);
+    CHECK_INT(url_scheme_len("a1.-+:rest"), 5);
+    CHECK_INT(url_scheme_len("file:///etc/passwd"), 4);
+    CHECK_INT(url_scheme_len("/mcp"), 0);
+    CHECK_INT(url_scheme_len("1ab://x"), 0);
+    CHECK_INT(url_scheme_len("not a url"), 0);
+    CHECK_INT(url_scheme_len("ftp"), 0);
+    CHECK_INT(url_scheme_len(":x"), 0);
+    CHECK_INT(url_scheme_len(""), 0);
+
+    CHECK(url_has_userinfo("https://me:hunter2@x.example/mcp"));
+    CHECK(url_has_userinfo("https://me@x.example"));
+    CHECK(!url_has_userinfo("https://x.example/a@b"));
+    CHECK(!url_has_userinfo("https://x.example?to=a@b"));
+    CHECK(!url_has_userinfo("https://x.example#a@b"));
+    CHECK(!url_has_userinfo("mailto:a@b"));
+}
+
+TESTS_MAIN(test_scheme_userinfo, test_canonical, test_canonical_rejects, test_loopback,
+           test_check_secure, test_origin, test_path, test_resolve, test_encode, test_query_get)

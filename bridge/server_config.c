@@ -1,0 +1,94 @@
+/* server_config.c - the bridge's own keys of the MCP configuration. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "credkit/mcp_field.h"
+#include "credkit/strv.h"
+#include "server_config.h"
+
+static const char *const prefixes[] = {"server", "short", "none", NULL};
+
+int server_config_parse(struct json_object *raw, struct server_config *ret, struct err *e)
+{
+    struct server_config sc = SERVER_CONFIG_INIT;
+    int r;
+
+    /* in the order the loader always read them, so that the first problem is the same one */
+    if ((r = mcp_field_ms(raw, "idleTimeout", &sc.idle_timeout_ms, e)) < 0 ||
+        (r = mcp_field_string(raw, "lifecycle", "lifecycle", 0, &sc.lifecycle, e)) < 0 ||
+        (r = mcp_field_strv(raw, "excludeTools", &sc.exclude_tools, e)) < 0) {
+        server_config_release(&sc);
+        return r;
+    }
+    *ret = sc;
+    return 0;
+}
+
+void server_config_release(struct server_config *sc)
+{
+    if (!sc)
+        return;
+    strv_free(sc->exclude_tools);
+    free(sc->lifecycle);
+    *sc = (struct server_config)SERVER_CONFIG_INIT;
+}
+
+/* settings.toolPrefix of one settings object: -1 when absent. */
+static int tool_prefix(struct json_object *settings, int *ret, struct err *e)
+{
+    return mcp_field_enum(settings, "toolPrefix", "settings.toolPrefix", prefixes,
+                          "\"server\", \"short\" or \"none\"", ret, e);
+}
+
+enum mcp_tool_prefix server_config_tool_prefix(const struct mcp_config *c)
+{
+    int i = -1;
+    /* checked at load time, layer by layer; a configuration loaded without the checks falls
+     * back to the default for a value that is not one of the words */
+    if (tool_prefix(mcp_config_settings(c), &i, NULL) < 0 || i < 0)
+        return MCP_TOOL_PREFIX_SERVER;
+    return (enum mcp_tool_prefix)i;
+}
+
+int server_config_check_entry(void *userdata, const char *name, struct json_object *raw,
+                              struct err *e)
+{
+    struct server_config sc = SERVER_CONFIG_INIT;
+    (void)userdata;
+    (void)name;
+    int r = server_config_parse(raw, &sc, e);
+    server_config_release(&sc);
+    return r;
+}
+
+int server_config_check_settings(void *userdata, struct json_object *settings, struct err *e)
+{
+    int i = -1;
+    (void)userdata;
+    return tool_prefix(settings, &i, e);
+}
+
+static void add_checks(const struct mcp_config_opts *opts, struct mcp_config_opts *ret)
+{
+    static const struct mcp_config_opts no_opts;
+    *ret = opts ? *opts : no_opts;
+    ret->check_entry = server_config_check_entry;
+    ret->check_settings = server_config_check_settings;
+    ret->check_userdata = NULL;
+}
+
+int server_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret, struct err *e)
+{
+    struct mcp_config_opts o;
+    add_checks(opts, &o);
+    return mcp_config_load(&o, ret, e);
+}
+
+int server_config_load_object(struct json_object *root, const char *source,
+                              const struct mcp_config_opts *opts, struct mcp_config **ret,
+                              struct err *e)
+{
+    struct mcp_config_opts o;
+    add_checks(opts, &o);
+    return mcp_config_load_object(root, source, &o, ret, e);
+}

@@ -1,0 +1,106 @@
+/* mcp_entry.h - one server entry of the MCP configuration, as every tool reads it.
+ *
+ * The generic entry: its name and where it came from, the transport and how to reach the server
+ * (command, args, env and cwd for stdio; url and headers for HTTP), the timeout, and the
+ * credential mode that both mcp-auth and the bridge read (auth, bearerTokenEnv, headersHelper).
+ * Everything else an entry holds is a tool's own business: it stays in `raw`, which a tool parses
+ * with the readers of credkit/mcp_field.h (the bridge's "excludeTools", "lifecycle",
+ * "idleTimeout") and checks while the configuration loads (mcp_config_opts.check_entry).
+ *
+ * Values that may hold secrets (url, headers, env values, client secrets) are templates, kept as
+ * written (credkit/mcp_template.h), and wiped when the entry is freed. Entries are built by the
+ * loader (credkit/mcp_config.h), which validates them: an invalid entry is kept with its reason
+ * so that `mcp-bridge list` can show it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "credkit/macro.h"
+
+enum mcp_transport {
+    MCP_TRANSPORT_STDIO,
+    MCP_TRANSPORT_HTTP, /* Streamable HTTP (falls back to legacy SSE on its own) */
+    MCP_TRANSPORT_SSE,  /* "type": "sse": the 2024-11-05 HTTP+SSE transport */
+};
+
+/* The transport's name as "type" spells it in an entry: "stdio", "http", "sse". Static. */
+const char *mcp_transport_name(enum mcp_transport t);
+
+enum mcp_auth_mode {
+    MCP_AUTH_NONE,   /* nothing configured */
+    MCP_AUTH_OAUTH,  /* "auth": "oauth", or an "oauth" object */
+    MCP_AUTH_BEARER, /* "auth": "bearer" with "bearerTokenEnv" */
+};
+
+enum mcp_layer {
+    MCP_LAYER_BUNDLED,
+    MCP_LAYER_SHARED,  /* ~/.config/mcp/mcp.json */
+    MCP_LAYER_USER,    /* ~/.pi/agent/mcp.json or --config */
+    MCP_LAYER_PROJECT, /* .mcp.json, .pi/mcp.json */
+};
+
+/* The "oauth" object of an entry. Strings NULL when absent. */
+struct mcp_oauth {
+    char *client_id;
+    char *client_secret;       /* a template: may be "${VAR}" */
+    char *client_metadata_url; /* Client ID Metadata Document URL */
+    char *scope;               /* space-separated scopes to request */
+    char *redirect_uri;        /* fixes the loopback redirect (pre-registered clients) */
+    char *grant;               /* "authorization_code" (default), "client_credentials", or
+                                  "jwt-bearer" (enterprise cross-app access, with idp below) */
+    char *private_key_file;    /* PEM key for private_key_jwt (client_credentials) */
+    char *private_key_alg;     /* "ES256" or "RS256"; NULL: from the key type */
+    bool refresh_sends_scope;  /* quirk: send scope on refresh requests ("refreshScope": true) */
+    bool omit_resource;        /* quirk: never send the RFC 8707 resource ("sendResource": false) */
+    /* "idp": the enterprise identity provider for grant "jwt-bearer" (cross-app access): its ID
+     * token is exchanged there (RFC 8693) for an identity assertion grant (ID-JAG), which the
+     * MCP server's authorization server takes as a JWT bearer grant (RFC 7523) */
+    char *idp_issuer;
+    char *idp_token_endpoint;
+    char *idp_client_id;
+    char *idp_client_secret; /* template */
+    char *idp_id_token;      /* template: "${VAR}" naming where the ID token is */
+};
+
+struct mcp_server {
+    char *name;
+    char *source; /* display path of the file that defined it */
+    enum mcp_layer layer;
+    enum mcp_transport transport;
+    /* stdio. The three vectors below are NULL-terminated and never NULL (empty when absent). */
+    char *command;
+    char **args;
+    char **env; /* "NAME=template" */
+    char *cwd;
+    /* http, sse */
+    char *url;          /* template, as written */
+    char **headers;     /* "Name: template" (exactly one space after the colon) */
+    int64_t timeout_ms; /* 0: the consumer's default */
+    /* credentials. An explicit "auth" wins; without it an "oauth" object means OAUTH, else
+     * "bearerTokenEnv" means BEARER. */
+    enum mcp_auth_mode auth;
+    struct mcp_oauth oauth;
+    char *bearer_token_env;
+    char *headers_helper;    /* command whose answer gives headers */
+    struct json_object *raw; /* the entry as written (owned reference): the tools' own keys */
+    /* validation. Fields parsed before the first problem are filled in, the rest are not. */
+    char *error;         /* NULL when valid; else why the entry cannot be used:
+                          * "'<file>': server '<name>': <reason>", never a value */
+    char **missing_vars; /* NULL-terminated names of unset ${VAR}s, deduplicated, in order of
+                          * appearance; NULL when none (and when the entry failed before
+                          * expansion) */
+};
+
+/* Copies s deeply into *ret (raw is shared: a new reference is taken), so that it outlives the
+ * configuration it came from. A NULL vector among args, env and headers becomes an empty one
+ * in the copy (an entry built by hand). -EINVAL for a NULL argument, -ENOMEM; *ret untouched
+ * on failure. Caller frees with mcp_server_free(). */
+int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret) _must_check_;
+
+/* Frees s and all it owns, wiping what may hold secrets (url, headers, env, client secrets).
+ * NULL is fine. Only for a server from mcp_server_dup(): an entry of a configuration is
+ * borrowed and goes with mcp_config_free(). */
+void mcp_server_free(struct mcp_server *s);

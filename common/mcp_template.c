@@ -1,0 +1,224 @@
+/* mcp_template.c - ${VAR} templates: one scanner, two walks over it (expansion and the list of
+ * variables a template names). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credkit/buf.h"
+#include "credkit/mcp_template.h"
+#include "credkit/secmem.h"
+#include "credkit/strv.h"
+#include "credkit/util.h"
+
+#define VAR_NAME_MAX 256            /* bytes */
+#define EXPANDED_MAX (256u * 1024u) /* one expanded value */
+
+#define bad(e, ...) err_set((e), -EINVAL, __VA_ARGS__)
+
+static int oom(struct err *e)
+{
+    return err_set(e, -ENOMEM, "out of memory");
+}
+
+struct scan_ops {
+    int (*lit)(void *ud, const char *p, size_t n); /* literal text; NULL: ignored */
+    int (*var)(void *ud, const char *name);        /* a ${NAME}; NULL: ignored */
+};
+
+static int scan_flush(const struct scan_ops *ops, void *ud, const char *p, size_t n)
+{
+    return ops->lit && n > 0 ? ops->lit(ud, p, n) : 0;
+}
+
+/* The variable whose "${" is at p (at is its 1-based position, for messages): its name checked
+ * and handed to ops->var; *ret_end is the "}". */
+static int scan_var(const char *p, size_t at, const struct scan_ops *ops, void *ud,
+                    const char **ret_end, struct err *e)
+{
+    const char *start = p + 2, *end = strchr(start, '}');
+    if (!end)
+        return bad(e,
+                   "unterminated \"${\" at character %zu: close it with \"}\", or write "
+                   "\"$${\" for a literal \"${\"",
+                   at);
+    size_t n = (size_t)(end - start);
+    char name[VAR_NAME_MAX + 1];
+    if (n > 0 && n <= VAR_NAME_MAX) {
+        memcpy(name, start, n);
+        name[n] = 0;
+    }
+    if (n == 0 || n > VAR_NAME_MAX || !name_is_valid(name))
+        return bad(e,
+                   "invalid variable name in \"${...}\" at character %zu: use letters, "
+                   "digits and '_', not starting with a digit",
+                   at);
+    if (ops->var) {
+        int r = ops->var(ud, name);
+        if (r < 0)
+            return r;
+    }
+    *ret_end = end;
+    return 0;
+}
+
+/* Walks tmpl: "$$" is one literal "$", "${NAME}" a variable, any other "$" itself. Syntax errors
+ * are -EINVAL with a message giving the position (never the text: it may hold a secret). */
+static int template_scan(const char *tmpl, const struct scan_ops *ops, void *ud, struct err *e)
+{
+    const char *p = tmpl, *run = tmpl;
+    int r;
+
+    while (*p) {
+        if (p[0] != '$') {
+            p++;
+            continue;
+        }
+        if (p[1] == '$') {
+            r = scan_flush(ops, ud, run, (size_t)(p + 1 - run));
+            if (r < 0)
+                return r;
+            p += 2;
+            run = p;
+            continue;
+        }
+        if (p[1] != '{') {
+            p++;
+            continue;
+        }
+        r = scan_flush(ops, ud, run, (size_t)(p - run));
+        if (r < 0)
+            return r;
+        const char *end = NULL;
+        r = scan_var(p, (size_t)(p - tmpl) + 1, ops, ud, &end, e);
+        if (r < 0)
+            return r;
+        p = end + 1;
+        run = p;
+    }
+    return scan_flush(ops, ud, run, (size_t)(p - run));
+}
+
+struct vars_ctx {
+    void (*fn)(const char *name, void *userdata);
+    void *userdata;
+};
+
+static int vars_var(void *ud, const char *name)
+{
+    struct vars_ctx *c = ud;
+    c->fn(name, c->userdata);
+    return 0;
+}
+
+void mcp_template_vars(const char *tmpl, void (*fn)(const char *name, void *userdata),
+                       void *userdata)
+{
+    if (!tmpl || !fn)
+        return;
+    struct vars_ctx c = {fn, userdata};
+    const struct scan_ops ops = {NULL, vars_var};
+    (void)template_scan(tmpl, &ops, &c, NULL);
+}
+
+static int env_lookup(void *userdata, const char *name, char **ret, struct err *e)
+{
+    (void)userdata;
+    const char *v = getenv(name);
+    if (!v)
+        return -ENOENT;
+    char *c = strdup(v);
+    if (!c)
+        return oom(e);
+    *ret = c;
+    return 0;
+}
+
+struct expand_ctx {
+    mcp_lookup_fn lookup;
+    void *userdata;
+    struct buf out;       /* secret */
+    struct strv *missing; /* NULL: the first missing variable is the error */
+    bool any_missing;
+    struct err *e;
+};
+
+static int expand_lit(void *ud, const char *p, size_t n)
+{
+    struct expand_ctx *c = ud;
+    if (c->any_missing) /* the result is thrown away anyway */
+        return 0;
+    int r = buf_append(&c->out, p, n);
+    if (r == -E2BIG)
+        return bad(c->e, "the value is longer than %u bytes after expanding variables",
+                   EXPANDED_MAX);
+    return r < 0 ? oom(c->e) : 0;
+}
+
+static int expand_var(void *ud, const char *name)
+{
+    struct expand_ctx *c = ud;
+    struct err le = ERR_INIT;
+    char *val = NULL;
+    int r = c->lookup(c->userdata, name, &val, &le);
+    if (r == -ENOENT) {
+        c->any_missing = true;
+        if (!c->missing)
+            return err_set(c->e, -ENOENT, "variable '%s' is not set", name);
+        if (strv_contains(c->missing, name))
+            return 0;
+        return strv_push(c->missing, name) < 0 ? oom(c->e) : 0;
+    }
+    if (r < 0) {
+        if (r == -ENOMEM)
+            return oom(c->e);
+        return err_set(c->e, r, "cannot look up variable '%s': %s", name, err_msg(&le));
+    }
+    r = expand_lit(c, val ? val : "", val ? strlen(val) : 0);
+    secure_free(val);
+    return r;
+}
+
+/* Expands tmpl. With missing, every unset variable is added to it (once) and the result is
+ * -ENOENT (without a message) when there was any; without, the first one is the error. */
+static int expand(const char *tmpl, mcp_lookup_fn lookup, void *userdata, struct strv *missing,
+                  char **ret, struct err *e)
+{
+    struct expand_ctx c = {lookup ? lookup : env_lookup, userdata, {0}, missing, false, e};
+    const struct scan_ops ops = {expand_lit, expand_var};
+    int r;
+
+    buf_init_secret(&c.out, EXPANDED_MAX);
+    r = template_scan(tmpl, &ops, &c, e);
+    if (r < 0)
+        goto out;
+    if (c.any_missing) {
+        r = -ENOENT;
+        goto out;
+    }
+    char *s = buf_detach(&c.out);
+    if (!s) {
+        r = oom(e);
+        goto out;
+    }
+    *ret = s;
+    r = 0;
+out:
+    buf_release(&c.out);
+    return r;
+}
+
+int mcp_expand(const char *tmpl, mcp_lookup_fn lookup, void *userdata, char **ret, struct err *e)
+{
+    if (!tmpl)
+        return bad(e, "no template to expand");
+    return expand(tmpl, lookup, userdata, NULL, ret, e);
+}
+
+int mcp_expand_collect(const char *tmpl, mcp_lookup_fn lookup, void *userdata, struct strv *missing,
+                       char **ret, struct err *e)
+{
+    if (!tmpl || !missing)
+        return bad(e, "no template to expand");
+    return expand(tmpl, lookup, userdata, missing, ret, e);
+}
