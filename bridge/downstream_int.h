@@ -1,7 +1,8 @@
 /* downstream_int.h - what the files of the downstream share (downstream.h is the interface).
  *
- * The downstream is one object split by part: downstream.c (the agent's side, initialize, the
- * dispatch tables, settling, shutdown, reload), downstream_servers.c (the servers: their
+ * The downstream is one object split by part: downstream.c (the agent's side, the dispatch
+ * tables, settling, shutdown, reload), downstream_initialize.c (the agent's initialize),
+ * downstream_servers.c (the servers: their
  * upstreams, their lifecycle, listing, the upstream callbacks), downstream_pending.c (the
  * records of the agent's requests in flight), downstream_forward.c (routing and forwarding the
  * agent's requests), downstream_bridged.c (requests of servers forwarded to the agent),
@@ -249,13 +250,18 @@ void ds_settle_check(struct downstream *d);
 void ds_on_settle_timer(struct loop_timer *t, void *userdata);
 /* Dispatches an agent request (also one held until the catalogue settled). */
 void ds_handle_request(struct downstream *d, struct jrpc_msg *m);
-/* Makes the upstreams real and connects them all, in parallel (once: from NEW). */
-void ds_start_upstreams(struct downstream *d);
 /* Shutdown is over once every server is closed. */
 void ds_check_shutdown(struct downstream *d);
 /* logging/setLevel, both modes: remembered, and applied to every server now and after each
  * READY (single mode: forwarded). */
 void ds_set_level(struct downstream *d, struct jrpc_msg *m);
+
+/* ---- downstream_initialize.c ------------------------------------------------------------- */
+
+/* The agent's initialize, both modes. */
+void ds_handle_initialize(struct downstream *d, struct jrpc_msg *m);
+/* Makes the upstreams real and connects them all, in parallel (once: from NEW). */
+void ds_start_upstreams(struct downstream *d);
 
 /* ---- downstream_servers.c ---------------------------------------------------------------- */
 
