@@ -18,7 +18,7 @@
  * arguments. Nothing outside these files includes this header.
  *
  * The lifecycles are enums, each with its legal transitions in one function (ds_set_session,
- * ds_set_phase, ds_set_reading in downstream.c, ds_server_set_state in downstream_servers.c). */
+ * set_phase and set_reading in downstream.c, ds_server_set_state in downstream_servers.c). */
 #pragma once
 
 #include <stdbool.h>

@@ -57,6 +57,8 @@ static void test_aggregate_initialize(void)
     fx_stop(&f);
 }
 
+/* Over 80 lines: one conversation with two servers, each step depending on the last; cut up,
+ * the steps would have to pass the fixture and its servers' state around. */
 static void test_aggregate_catalogue(void)
 {
     struct fx f;
@@ -367,6 +369,8 @@ static void test_subscriptions_survive_reconnects(void)
     subscriptions_in(DOWNSTREAM_SINGLE);
 }
 
+/* Over 80 lines: one session in which the server asks the agent several things in turn (what
+ * it was offered, sampling, elicitation, roots), each step building on the one before. */
 static void test_elicitation_and_roots(void)
 {
     struct fx f;
