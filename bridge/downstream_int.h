@@ -213,6 +213,7 @@ const struct ds_method *ds_method_find(const struct ds_method *table, size_t n, 
 
 /* ---- downstream.c: the agent's side, lifecycles, settling -------------------------------- */
 
+/* Moves the agent's session to the state to; an illegal transition is a bug (asserted). */
 void ds_set_session(struct downstream *d, enum ds_session to);
 
 /* The agent's initialize was accepted (notifications and lists of it may follow). */
@@ -232,6 +233,7 @@ void ds_send_json(struct downstream *d, struct json_object *o);
 void ds_send_put(struct downstream *d, struct json_object *o);
 /* Answers id (borrowed) with result (taken). */
 void ds_reply_result(struct downstream *d, struct json_object *id, struct json_object *result);
+/* Answers id (borrowed; NULL: "id": null) with a JSON-RPC error. */
 void ds_reply_error(struct downstream *d, struct json_object *id, int code, const char *message);
 void ds_reply_errorf(struct downstream *d, struct json_object *id, int code, const char *fmt, ...)
     _printf_(4, 5);
@@ -273,6 +275,7 @@ int ds_server_new(struct downstream *d, const struct mcp_server *entry, struct d
 void ds_server_free(struct ds_server *s);
 /* Replaces the template upstream with one offering the agent's capabilities. */
 int ds_server_make_real(struct downstream *d, struct ds_server *s, struct err *e) _must_check_;
+/* Moves s to the state to; an illegal transition is a bug (asserted). */
 void ds_server_set_state(struct ds_server *s, enum ds_server_state to);
 /* The server's first round is over: listed, failed, or given up on. */
 bool ds_server_settled(const struct ds_server *s);
