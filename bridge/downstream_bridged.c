@@ -65,14 +65,21 @@ void ds_bridged_release_all(struct downstream *d)
         bridged_free(d, list_entry(list_first(&d->bridged), struct ds_bridged, node));
 }
 
+/* The requests of servers the bridge forwards, and the capability of the agent each needs. */
+static const struct {
+    const char *method;
+    const char *cap;
+} FORWARDED[] = {
+    {"sampling/createMessage", "sampling"},
+    {"elicitation/create", "elicitation"},
+    {"roots/list", "roots"},
+};
+
 static const char *request_capability(const char *method)
 {
-    if (strcmp(method, "sampling/createMessage") == 0)
-        return "sampling";
-    if (strcmp(method, "elicitation/create") == 0)
-        return "elicitation";
-    if (strcmp(method, "roots/list") == 0)
-        return "roots";
+    for (size_t i = 0; i < ELEMENTSOF(FORWARDED); i++)
+        if (strcmp(method, FORWARDED[i].method) == 0)
+            return FORWARDED[i].cap;
     return NULL;
 }
 
