@@ -83,7 +83,9 @@
  * stdin, SIGTERM, SIGKILL; HTTP: DELETE) and calls on_done once everything is reaped and the
  * answers still queued for stdout are written (bounded by DOWNSTREAM_SHUTDOWN_MS in all).
  *
- * Not thread-safe; callbacks from the loop. */
+ * Not thread-safe; callbacks from the loop. The parts of the implementation (catalogue, pending
+ * requests, forwarding, server requests, subscriptions, single mode) are mapped at the top of
+ * downstream_int.h. */
 #pragma once
 
 #include <stdbool.h>

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/hashmap.h"
+
 #include "naming.h"
 
 #define FNV_OFFSET 2166136261u
@@ -104,34 +106,27 @@ void naming_expose(enum mcp_tool_prefix prefix, const char *server, const char *
     buf[len] = 0;
 }
 
-/* An open-addressing set (linear probing, at most half full) of owned names. Each entry also
- * remembers the next suffix to try for its name as a base, so n tools of one name cost O(n)
- * in all, not O(n^2): the set only grows, so every suffix below the hint stays taken. */
+/* The set maps each name to its entry, which remembers the next suffix to try for that name as
+ * a base, so n tools of one name cost O(n) in all, not O(n^2): the set only grows, so every
+ * suffix below the hint stays taken. */
 struct naming_entry {
-    char *name; /* NULL: empty slot */
-    uint32_t hash;
     unsigned next; /* next suffix to try when this name collides; 0: not yet (2) */
 };
 
 struct naming_set {
-    struct naming_entry *slots;
-    size_t cap; /* a power of two */
-    size_t count;
+    struct hashmap *names; /* name -> struct naming_entry (owned) */
 };
-
-#define INITIAL_CAP 64
 
 struct naming_set *naming_set_new(void)
 {
     struct naming_set *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
-    s->slots = calloc(INITIAL_CAP, sizeof(*s->slots));
-    if (!s->slots) {
+    s->names = hashmap_new();
+    if (!s->names) {
         free(s);
         return NULL;
     }
-    s->cap = INITIAL_CAP;
     return s;
 }
 
@@ -139,68 +134,38 @@ void naming_set_free(struct naming_set *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->cap; i++)
-        free(s->slots[i].name);
-    free(s->slots);
+    size_t iter = 0;
+    const char *name;
+    void *entry;
+    while (hashmap_next(s->names, &iter, &name, &entry))
+        free(entry);
+    hashmap_free(s->names);
     free(s);
 }
 
-/* The slot holding name, or the empty slot where it would go. */
-static struct naming_entry *slot_find(struct naming_entry *slots, size_t cap, const char *name,
-                                      uint32_t hash)
-{
-    size_t mask = cap - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-        struct naming_entry *e = &slots[i];
-        if (!e->name || (e->hash == hash && strcmp(e->name, name) == 0))
-            return e;
-    }
-}
-
-static int grow(struct naming_set *s)
-{
-    size_t cap = s->cap * 2;
-    struct naming_entry *slots = calloc(cap, sizeof(*slots));
-    if (!slots)
-        return -ENOMEM;
-    for (size_t i = 0; i < s->cap; i++)
-        if (s->slots[i].name)
-            *slot_find(slots, cap, s->slots[i].name, s->slots[i].hash) = s->slots[i];
-    free(s->slots);
-    s->slots = slots;
-    s->cap = cap;
-    return 0;
-}
-
 /* Adds name (known to be absent). */
-static int insert(struct naming_set *s, const char *name, uint32_t hash)
+static int insert(struct naming_set *s, const char *name)
 {
-    if ((s->count + 1) * 2 > s->cap) {
-        int r = grow(s);
-        if (r < 0)
-            return r;
-    }
-    char *copy = strdup(name);
-    if (!copy)
+    struct naming_entry *e = calloc(1, sizeof(*e));
+    if (!e)
         return -ENOMEM;
-    *slot_find(s->slots, s->cap, name, hash) = (struct naming_entry){.name = copy, .hash = hash};
-    s->count++;
-    return 0;
+    int r = hashmap_put(s->names, name, e);
+    if (r < 0)
+        free(e);
+    return r;
 }
 
 int naming_set_claim(struct naming_set *s, char buf[static NAMING_MAX + 1])
 {
-    uint32_t hash = fnv1a_str(buf);
-    struct naming_entry *base = slot_find(s->slots, s->cap, buf, hash);
-    if (!base->name) {
-        int r = insert(s, buf, hash);
+    struct naming_entry *base = hashmap_get(s->names, buf);
+    if (!base) {
+        int r = insert(s, buf);
         return r < 0 ? r : 0;
     }
 
     size_t base_len = strlen(buf);
     unsigned n = base->next ? base->next : 2;
     char cand[NAMING_MAX + 1];
-    uint32_t cand_hash;
     for (;; n++) {
         char suffix[16];
         int sl = snprintf(suffix, sizeof(suffix), "_%u", n);
@@ -209,15 +174,13 @@ int naming_set_claim(struct naming_set *s, char buf[static NAMING_MAX + 1])
         size_t keep = base_len + (size_t)sl <= NAMING_MAX ? base_len : NAMING_MAX - (size_t)sl;
         memcpy(cand, buf, keep);
         memcpy(cand + keep, suffix, (size_t)sl + 1);
-        cand_hash = fnv1a_str(cand);
-        if (!slot_find(s->slots, s->cap, cand, cand_hash)->name)
+        if (!hashmap_get(s->names, cand))
             break;
     }
-    /* the insert may move the entries: the hint is stored through a fresh lookup */
-    int r = insert(s, cand, cand_hash);
+    int r = insert(s, cand);
     if (r < 0)
         return r;
-    slot_find(s->slots, s->cap, buf, hash)->next = n + 1;
+    base->next = n + 1;
     memcpy(buf, cand, strlen(cand) + 1);
     return 1;
 }

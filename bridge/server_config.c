@@ -14,9 +14,12 @@ int server_config_parse(struct json_object *raw, struct server_config *ret, stru
     int r;
 
     /* in the order the loader always read them, so that the first problem is the same one */
-    if ((r = mcp_field_ms(raw, "idleTimeout", &sc.idle_timeout_ms, e)) < 0 ||
-        (r = mcp_field_string(raw, "lifecycle", "lifecycle", 0, &sc.lifecycle, e)) < 0 ||
-        (r = mcp_field_strv(raw, "excludeTools", &sc.exclude_tools, e)) < 0) {
+    r = mcp_field_ms(raw, "idleTimeout", &sc.idle_timeout_ms, e);
+    if (r >= 0)
+        r = mcp_field_string(raw, "lifecycle", "lifecycle", 0, &sc.lifecycle, e);
+    if (r >= 0)
+        r = mcp_field_strv(raw, "excludeTools", &sc.exclude_tools, e);
+    if (r < 0) {
         server_config_release(&sc);
         return r;
     }

@@ -1,0 +1,176 @@
+/* downstream_initialize.c - the agent's initialize (downstream.h).
+ *
+ * What the agent declares (its protocol version when the bridge knows it; roots, sampling and
+ * elicitation as it declared them) is what every upstream is offered, on every (re)connect.
+ * Aggregate mode answers at once, as the bridge, and starts the upstreams; single mode's
+ * answer waits for its upstream (downstream_single.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credkit/buf.h"
+#include "credkit/json.h"
+#include "credkit/version.h"
+
+#include "downstream_int.h"
+
+static bool known_version(const char *v)
+{
+    for (size_t i = 0; v && UPSTREAM_PROTOCOL_VERSIONS[i]; i++)
+        if (strcmp(UPSTREAM_PROTOCOL_VERSIONS[i], v) == 0)
+            return true;
+    return false;
+}
+
+/* What the bridge offers in aggregate mode. NULL on ENOMEM. */
+static struct json_object *aggregate_capabilities(void)
+{
+    struct json_object *caps = json_object_new_object();
+    if (!caps)
+        return NULL;
+    static const char *const listed[] = {"tools", "prompts"};
+    for (size_t i = 0; i < ELEMENTSOF(listed); i++) {
+        struct json_object *c = json_object_new_object();
+        if (!c || json_object_object_add(caps, listed[i], c) < 0 ||
+            json_object_object_add(c, "listChanged", json_object_new_boolean(1)) < 0)
+            goto oom;
+    }
+    struct json_object *rc = json_object_new_object();
+    if (!rc || json_object_object_add(caps, "resources", rc) < 0 ||
+        json_object_object_add(rc, "subscribe", json_object_new_boolean(1)) < 0 ||
+        json_object_object_add(rc, "listChanged", json_object_new_boolean(1)) < 0 ||
+        json_object_object_add(caps, "logging", json_object_new_object()) < 0 ||
+        json_object_object_add(caps, "completions", json_object_new_object()) < 0)
+        goto oom;
+    return caps;
+oom:
+    json_object_put(caps);
+    return NULL;
+}
+
+/* The instructions naming the servers, into instr. -ENOMEM. */
+static int aggregate_instructions(struct downstream *d, struct buf *instr)
+{
+    if (d->n_servers == 0)
+        return buf_append_str(instr, "mcp-bridge: no MCP servers are configured.");
+    int r = buf_append_str(instr, "mcp-bridge serves the tools, prompts and resources of the "
+                                  "MCP servers ");
+    for (size_t i = 0; i < d->n_servers && r >= 0; i++)
+        r = buf_printf(instr, "%s'%s'",
+                       i == 0                  ? ""
+                       : i + 1 == d->n_servers ? " and "
+                                               : ", ",
+                       d->servers[i]->name);
+    if (r >= 0)
+        r = buf_printf(instr, " as one. Tool and prompt names are %s.",
+                       catalog_naming_desc(d->cat));
+    return r;
+}
+
+static struct json_object *aggregate_init_result(struct downstream *d)
+{
+    struct json_object *res = json_object_new_object();
+    struct json_object *caps = aggregate_capabilities();
+    struct json_object *info = json_object_new_object();
+    struct buf instr;
+    buf_init(&instr, 64 * 1024);
+
+    if (!res || !caps || !info)
+        goto oom;
+    if (json_object_object_add(info, "name", json_object_new_string("mcp-bridge")) < 0 ||
+        json_object_object_add(info, "version", json_object_new_string(PROJECT_VERSION_STR)) < 0)
+        goto oom;
+    if (aggregate_instructions(d, &instr) < 0)
+        goto oom;
+    if (json_object_object_add(res, "protocolVersion",
+                               json_object_new_string(d->protocol_version
+                                                          ? d->protocol_version
+                                                          : UPSTREAM_PROTOCOL_LATEST)) < 0)
+        goto oom;
+    /* json_object_object_add() takes its value even when it fails */
+    struct json_object *c = caps, *in = info;
+    caps = info = NULL;
+    if (json_object_object_add(res, "capabilities", c) < 0 ||
+        json_object_object_add(res, "serverInfo", in) < 0 ||
+        json_object_object_add(res, "instructions", json_object_new_string(buf_str(&instr))) < 0)
+        goto oom;
+    buf_release(&instr);
+    return res;
+oom:
+    buf_release(&instr);
+    json_object_put(res);
+    json_object_put(caps);
+    json_object_put(info);
+    return NULL;
+}
+
+void ds_start_upstreams(struct downstream *d)
+{
+    for (size_t i = 0; i < d->n_servers;) {
+        struct ds_server *s = d->servers[i];
+        struct err e = ERR_INIT;
+        if (ds_server_make_real(d, s, &e) < 0) {
+            log_error(d->log, "server '%s': %s", s->name, err_msg(&e));
+            if (d->mode == DOWNSTREAM_AGGREGATE) {
+                ds_server_remove(d, s);
+                continue;
+            }
+            i++; /* single mode: the agent's initialize times out, naming the reason */
+            continue;
+        }
+        upstream_connect(s->u);
+        i++;
+    }
+    if (loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer, d, &d->settle_timer) < 0)
+        d->settle_timer = NULL; /* no timer: the first list waits for the servers themselves */
+    ds_settle_check(d);
+}
+
+/* What the agent declared is what upstreams are offered, on every (re)connect. false on
+ * ENOMEM. */
+static bool take_agent_capabilities(struct downstream *d, struct jrpc_msg *m)
+{
+    const char *version = json_get_string(m->params, "protocolVersion");
+    struct json_object *caps = json_get_object(m->params, "capabilities");
+    free(d->protocol_version);
+    d->protocol_version = known_version(version) ? strdup(version) : NULL;
+    json_object_put(d->agent_caps);
+    d->agent_caps = caps ? json_object_get(caps) : json_object_new_object();
+    json_object_put(d->client_caps);
+    d->client_caps = json_object_new_object();
+    if (!d->agent_caps || !d->client_caps)
+        return false;
+    /* the capabilities whose requests the bridge forwards, and only as declared: a value that
+     * is not an object (null included) is not a capability */
+    static const char *const offered[] = {"roots", "sampling", "elicitation"};
+    for (size_t i = 0; i < ELEMENTSOF(offered); i++) {
+        struct json_object *v = json_get_object(caps, offered[i]);
+        if (v && json_object_object_add(d->client_caps, offered[i], json_object_get(v)) < 0)
+            return false;
+    }
+    return true;
+}
+
+void ds_handle_initialize(struct downstream *d, struct jrpc_msg *m)
+{
+    if (ds_init_seen(d)) {
+        ds_reply_error(d, m->id, JRPC_INVALID_REQUEST, "initialize was already received");
+        return;
+    }
+    if (!ds_started(d) && !take_agent_capabilities(d, m)) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    if (d->mode == DOWNSTREAM_SINGLE) {
+        ds_single_initialize(d, m);
+        return;
+    }
+    struct json_object *res = aggregate_init_result(d);
+    if (!res) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    ds_set_session(d, DS_SESSION_SETTLING);
+    ds_reply_result(d, m->id, res);
+    ds_start_upstreams(d);
+}

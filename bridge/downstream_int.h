@@ -1,0 +1,367 @@
+/* downstream_int.h - what the files of the downstream share (downstream.h is the interface).
+ *
+ * The downstream is one object split by part: downstream.c (the agent's side, the dispatch
+ * tables, settling, shutdown, reload), downstream_initialize.c (the agent's initialize),
+ * downstream_servers.c (the servers: their
+ * upstreams, their lifecycle, listing, the upstream callbacks), downstream_pending.c (the
+ * records of the agent's requests in flight), downstream_forward.c (routing and forwarding the
+ * agent's requests), downstream_bridged.c (requests of servers forwarded to the agent),
+ * downstream_subs.c (resource subscriptions renewed after reconnects) and
+ * downstream_single.c (single mode's initialize). The catalogue is a module of its own
+ * (catalog.h).
+ *
+ * The parts share this header, not opaque handles, because they act on one state and call
+ * each other both ways: a server's READY renews subscriptions, drops the server requests of its
+ * old session, answers single mode's initialize and relists; a request the catalogue does not
+ * know yet waits as a pending record and is dispatched again when the catalogue settles. Split
+ * behind opaque interfaces, each part would take the others as callbacks with the same
+ * arguments. Nothing outside these files includes this header.
+ *
+ * The lifecycles are enums, each with its legal transitions in one function (ds_set_session,
+ * set_phase and set_reading in downstream.c, ds_server_set_state in downstream_servers.c). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "credkit/err.h"
+#include "credkit/hashmap.h"
+#include "credkit/list.h"
+#include "credkit/log.h"
+#include "credkit/mcp_config.h"
+
+#include "catalog.h"
+#include "downstream.h"
+#include "jsonrpc.h"
+#include "loop.h"
+#include "upstream.h"
+
+#define DS_MAX_PENDING 4096 /* agent requests in flight (or waiting for the catalogue) */
+#define DS_MAX_BRIDGED 256  /* server requests waiting for the agent's answer */
+#define DS_MAX_SUBS    4096 /* resource subscriptions remembered for reconnects */
+#define DS_POOL_MAX    64   /* pending records kept for reuse: no malloc per call */
+#define DS_TEXT_MAX    1024 /* error texts for the agent */
+#define DS_METHOD_MAX  48   /* of a method name kept for the log */
+
+/* ---- lifecycles -------------------------------------------------------------------------- */
+
+/* The agent's session. Aggregate: NEW -> SETTLING -> READY. Single: NEW -> CONNECTING ->
+ * READY, or CONNECTING -> REFUSED -> CONNECTING ... (the agent sends initialize again). */
+enum ds_session {
+    DS_SESSION_NEW,        /* no initialize accepted yet; the upstreams are templates */
+    DS_SESSION_CONNECTING, /* single: initialize accepted, waiting for the upstream's READY */
+    DS_SESSION_REFUSED,    /* single: initialize answered with an error; upstreams started */
+    DS_SESSION_SETTLING,   /* aggregate: initialized; the first lists wait for the catalogue */
+    DS_SESSION_READY,      /* initialized (aggregate: and the catalogue settled) */
+};
+
+/* Shutdown: RUNNING -> SHUTTING -> FLUSHING -> DONE, or SHUTTING -> DONE (nothing to flush, or
+ * the shutdown timer). */
+enum ds_phase {
+    DS_PHASE_RUNNING,
+    DS_PHASE_SHUTTING, /* closing the upstreams; the agent is no longer read */
+    DS_PHASE_FLUSHING, /* the upstreams are gone: writing what is queued for the agent */
+    DS_PHASE_DONE,     /* on_done called (or queued) */
+};
+
+/* Reading the agent's stdin: ON <-> THROTTLED (its answers are over the high-water mark), and
+ * OFF for good once shutdown begins. */
+enum ds_reading {
+    DS_READING_ON,
+    DS_READING_THROTTLED,
+    DS_READING_OFF,
+};
+
+/* A server: TEMPLATE -> FIRST_ROUND (made real, connecting, listing for the first time) ->
+ * SETTLED (listed, failed, or given up on), and CLOSING (removed or shutting down, waiting for
+ * its upstream's CLOSED) from any of those but TEMPLATE, which is freed at once. A server
+ * created once the upstreams have started begins in FIRST_ROUND. */
+enum ds_server_state {
+    DS_SERVER_TEMPLATE,
+    DS_SERVER_FIRST_ROUND,
+    DS_SERVER_SETTLED,
+    DS_SERVER_CLOSING,
+};
+
+/* ---- the parts' records ------------------------------------------------------------------ */
+
+struct ds_server;
+
+/* The userdata of one listing: which server, which kind. */
+struct ds_lister {
+    struct ds_server *s;
+    enum catalog_kind k;
+};
+
+struct ds_server {
+    struct downstream *d;
+    char *name;
+    struct json_object *raw; /* the entry as written, for reload */
+    struct upstream *u;
+    enum ds_server_state state;
+    struct catalog_source *src; /* its lists, for the catalogue */
+
+    struct upstream_list *listing[CATALOG_N_KINDS]; /* in flight */
+    bool relist[CATALOG_N_KINDS];                   /* list again when the one in flight is over */
+    struct ds_lister listers[CATALOG_N_KINDS];
+    struct list_node resubs; /* struct ds_resub in flight */
+};
+
+enum ds_pending_type {
+    DS_PT_CALL, /* forwarded upstream; call is the upstream_call */
+    DS_PT_LIST, /* a list request waiting for the first round of the catalogue */
+    DS_PT_HELD, /* a request naming something the catalogue does not know yet */
+    DS_PT_INIT, /* single mode: the agent's initialize waiting for READY */
+};
+
+/* What a forwarded request does to the subscriptions the bridge remembers. */
+enum ds_sub_op {
+    DS_SUB_NONE,
+    DS_SUB_ADD, /* resources/subscribe: remembered when the server accepts it */
+};
+
+/* An agent's request the bridge has not answered yet. */
+struct ds_pending {
+    struct downstream *d;
+    struct list_node node; /* in d->pending, newest first; in d->pool when free */
+    enum ds_pending_type type;
+    struct json_object *id; /* the agent's (reference) */
+    struct ds_server *s;    /* DS_PT_CALL */
+    struct upstream_call *call;
+    struct json_object *msg; /* DS_PT_HELD: the whole request (reference) */
+    enum catalog_kind kind;  /* DS_PT_LIST */
+    bool tool_call;
+    enum ds_sub_op sub;
+    char *sub_uri; /* DS_SUB_ADD */
+    int64_t start;
+    char method[DS_METHOD_MAX];
+};
+
+/* A request of a server forwarded to the agent. */
+struct ds_bridged {
+    struct list_node node; /* in d->bridged, newest first */
+    struct ds_server *s;
+    uint64_t gen;
+    struct json_object *up_id; /* the server's id (reference) */
+    struct json_object *token; /* its progress token (reference), NULL when none; the agent
+                                  sees "b<n>" as the token too */
+    uint64_t n;                /* the agent sees "b<n>" */
+};
+
+/* on_done goes through a deferred call, so that the caller may free the downstream in it;
+ * downstream_free() detaches a call still queued. */
+struct ds_done_call {
+    struct downstream *d;
+    int status;
+};
+
+struct downstream {
+    struct loop *loop;
+    struct log *log;
+    enum downstream_mode mode;
+    struct framing *fr; /* the agent's side; NULL once broken */
+    mcp_lookup_fn lookup;
+    void *lookup_userdata;
+    int64_t connect_timeout_ms;
+    downstream_done_fn on_done;
+    void *userdata;
+
+    enum ds_session session;
+    enum ds_phase phase;
+    enum ds_reading reading;
+
+    struct ds_server **servers; /* active, in the configuration's order */
+    size_t n_servers;
+    struct ds_server **closing; /* removed, waiting for CLOSED */
+    size_t n_closing;
+
+    struct catalog *cat;
+
+    struct loop_timer *settle_timer; /* also single mode's initialize timeout */
+    struct json_object *agent_caps;  /* the agent's capabilities as it declared them */
+    struct json_object *client_caps; /* what upstreams are offered: roots, sampling,
+                                         elicitation when the agent declared them */
+    char *protocol_version;          /* the agent's, when the bridge knows it */
+
+    struct list_node pending; /* struct ds_pending, newest first */
+    size_t n_pending;
+    struct hashmap *ids;   /* jrpc_id_key() of the agent's id -> its struct ds_pending */
+    struct list_node pool; /* freed records, for reuse */
+    size_t n_pool;
+    /* resources the agent subscribed to (struct ds_sub), sent again after each READY of that
+     * server (by name, so that a server re-created by a reload gets them too) */
+    struct list_node subs; /* in the order first subscribed */
+    struct hashmap *subs_by_uri;
+    struct list_node bridged; /* struct ds_bridged, newest first */
+    size_t n_bridged;
+    uint64_t bridge_counter;
+    char *log_level; /* logging/setLevel, re-applied after reconnects */
+
+    int status; /* for on_done: -errno when the agent's side broke */
+    struct loop_timer *shutdown_timer;
+    struct ds_done_call *done_call;
+};
+
+/* A handler of one agent method (the dispatch tables). */
+struct ds_method {
+    const char *method;
+    void (*handle)(struct downstream *d, struct jrpc_msg *m);
+};
+
+/* The handler of method in the table of n, or NULL. */
+const struct ds_method *ds_method_find(const struct ds_method *table, size_t n, const char *method);
+
+/* ---- downstream.c: the agent's side, lifecycles, settling -------------------------------- */
+
+/* Moves the agent's session to the state to; an illegal transition is a bug (asserted). */
+void ds_set_session(struct downstream *d, enum ds_session to);
+
+/* The agent's initialize was accepted (notifications and lists of it may follow). */
+bool ds_init_seen(const struct downstream *d);
+/* ... and answered: notifications may go to the agent. */
+bool ds_initialized(const struct downstream *d);
+/* The upstreams were made real and connected. */
+bool ds_started(const struct downstream *d);
+/* Shutdown has begun. */
+bool ds_shutting(const struct downstream *d);
+/* The agent may hear of a change: initialized and not shutting down. */
+bool ds_may_tell(const struct downstream *d);
+
+/* Sends o (borrowed) to the agent. */
+void ds_send_json(struct downstream *d, struct json_object *o);
+/* The same, and puts o. */
+void ds_send_put(struct downstream *d, struct json_object *o);
+/* Answers id (borrowed) with result (taken). */
+void ds_reply_result(struct downstream *d, struct json_object *id, struct json_object *result);
+/* Answers id (borrowed; NULL: "id": null) with a JSON-RPC error. */
+void ds_reply_error(struct downstream *d, struct json_object *id, int code, const char *message);
+void ds_reply_errorf(struct downstream *d, struct json_object *id, int code, const char *fmt, ...)
+    _printf_(4, 5);
+bool ds_log_debugging(const struct downstream *d);
+
+/* Rebuilds the catalogue of kind k (aggregate mode); the agent is due to hear of a change in
+ * a list it was given. */
+void ds_rebuild(struct downstream *d, enum catalog_kind k);
+/* Tells the agent of the lists that changed since the last time (catalog_announce). */
+void ds_announce(struct downstream *d);
+/* Answers a list request from the catalogue; false when it could not (answered -32603). */
+bool ds_answer_list(struct downstream *d, struct json_object *id, enum catalog_kind k);
+/* The first round is over when every active server has settled: the waiting lists and held
+ * requests are answered. */
+void ds_settle_check(struct downstream *d);
+void ds_on_settle_timer(struct loop_timer *t, void *userdata);
+/* Dispatches an agent request (also one held until the catalogue settled). */
+void ds_handle_request(struct downstream *d, struct jrpc_msg *m);
+/* Shutdown is over once every server is closed. */
+void ds_check_shutdown(struct downstream *d);
+/* logging/setLevel, both modes: remembered, and applied to every server now and after each
+ * READY (single mode: forwarded). */
+void ds_set_level(struct downstream *d, struct jrpc_msg *m);
+
+/* ---- downstream_initialize.c ------------------------------------------------------------- */
+
+/* The agent's initialize, both modes. */
+void ds_handle_initialize(struct downstream *d, struct jrpc_msg *m);
+/* Makes the upstreams real and connects them all, in parallel (once: from NEW). */
+void ds_start_upstreams(struct downstream *d);
+
+/* ---- downstream_servers.c ---------------------------------------------------------------- */
+
+/* A server for a valid entry (borrowed), with a template upstream (or a real one once
+ * started). 0, or -errno with e set. Free with ds_server_free(). */
+int ds_server_new(struct downstream *d, const struct mcp_server *entry, struct ds_server **ret,
+                  struct err *e) _must_check_;
+/* Frees at once (children killed, calls in flight dropped without callbacks). NULL-safe. */
+void ds_server_free(struct ds_server *s);
+/* Replaces the template upstream with one offering the agent's capabilities. */
+int ds_server_make_real(struct downstream *d, struct ds_server *s, struct err *e) _must_check_;
+/* Moves s to the state to; an illegal transition is a bug (asserted). */
+void ds_server_set_state(struct ds_server *s, enum ds_server_state to);
+/* The server's first round is over: listed, failed, or given up on. */
+bool ds_server_settled(const struct ds_server *s);
+struct ds_server *ds_server_find(struct downstream *d, const char *name);
+/* Takes a server out of the active list (the catalogue is rebuilt by the caller) and closes
+ * it; it is freed when CLOSED (at once when it never connected). */
+void ds_server_remove(struct downstream *d, struct ds_server *s);
+/* Frees a server that is no longer in the active list. */
+void ds_server_finish(struct downstream *d, struct ds_server *s);
+/* Sends the log level the agent asked for to s, when it is READY and has logging. */
+void ds_apply_level(struct downstream *d, struct ds_server *s);
+
+/* ---- downstream_pending.c ---------------------------------------------------------------- */
+
+/* A record for the agent's request id (referenced) of method (for the log), on d->pending and
+ * in the map of ids; NULL when there are DS_MAX_PENDING already or on ENOMEM. */
+struct ds_pending *ds_pending_new(struct downstream *d, enum ds_pending_type type,
+                                  struct json_object *id, const char *method);
+/* Takes the record off the list and the map (to the pool). NULL-safe. Its call is not
+ * cancelled: the caller cancels it or lets it go with its upstream. */
+void ds_pending_free(struct ds_pending *p);
+/* The agent's request in flight with this id, or NULL. */
+struct ds_pending *ds_pending_find(struct downstream *d, struct json_object *id);
+/* The newest record of this type, or NULL. */
+struct ds_pending *ds_pending_find_type(struct downstream *d, enum ds_pending_type t);
+/* Frees every record, and the pool. */
+void ds_pending_release_all(struct downstream *d);
+void ds_reply_too_many(struct downstream *d, struct json_object *id);
+
+/* ---- downstream_forward.c ---------------------------------------------------------------- */
+
+/* Sends the request to s; its record, or NULL when it was answered at once (no room, no
+ * memory). */
+struct ds_pending *ds_forward(struct downstream *d, struct jrpc_msg *m, struct ds_server *s,
+                              bool tool_call);
+/* Aggregate mode's handlers: tools/call, prompts/get, resources/read|subscribe|unsubscribe,
+ * completion/complete. */
+void ds_forward_tool_call(struct downstream *d, struct jrpc_msg *m);
+void ds_forward_prompt_get(struct downstream *d, struct jrpc_msg *m);
+void ds_forward_resource(struct downstream *d, struct jrpc_msg *m);
+void ds_forward_completion(struct downstream *d, struct jrpc_msg *m);
+/* notifications/cancelled from the agent: its request is cancelled upstream. */
+void ds_cancel_request(struct downstream *d, struct json_object *params);
+/* Fails the agent's requests still waiting on a server that goes away. */
+void ds_fail_pending_of(struct downstream *d, struct ds_server *s);
+
+/* ---- downstream_bridged.c ---------------------------------------------------------------- */
+
+/* upstream_handler.on_request: a request of s's server for the agent. */
+void ds_bridged_request(struct ds_server *s, uint64_t gen, struct json_object *msg);
+/* notifications/cancelled from s's server for one of its requests. */
+void ds_bridged_cancelled(struct ds_server *s, struct json_object *msg);
+/* The agent's answer to a request of a server. */
+void ds_bridged_response(struct downstream *d, struct jrpc_msg *m);
+/* notifications/progress of the agent, for a request of a server. */
+void ds_bridged_progress(struct downstream *d, struct jrpc_msg *m);
+/* Drops the requests of s (every server's when NULL) but those of session keep_gen (0: none);
+ * with a reason the agent is told, with notifications/cancelled. */
+void ds_bridged_drop(struct downstream *d, struct ds_server *s, uint64_t keep_gen,
+                     const char *reason);
+void ds_bridged_release_all(struct downstream *d);
+
+/* ---- downstream_subs.c ------------------------------------------------------------------- */
+
+int ds_subs_init(struct downstream *d) _must_check_;
+void ds_subs_release(struct downstream *d);
+/* resources/subscribe and unsubscribe, both modes, forwarded to s. */
+void ds_subs_forward(struct downstream *d, struct jrpc_msg *m, struct ds_server *s);
+/* The server accepted the agent's subscription to uri. */
+void ds_subs_remember(struct downstream *d, struct ds_server *s, const char *uri);
+/* After READY: the agent's subscriptions on s, again. */
+void ds_subs_renew(struct downstream *d, struct ds_server *s);
+/* Frees the renewals in flight of s (their calls go with its upstream). */
+void ds_subs_release_server(struct ds_server *s);
+/* The subscriptions of servers that are not in the configuration any more are dropped. */
+void ds_subs_drop_removed(struct downstream *d);
+
+/* ---- downstream_single.c ----------------------------------------------------------------- */
+
+/* The agent's initialize in single mode (the capabilities are taken already). */
+void ds_single_initialize(struct downstream *d, struct jrpc_msg *m);
+/* The upstream is READY: the initialize waiting for it is answered. */
+void ds_single_ready(struct downstream *d);
+/* The upstream failed, or the connect timeout passed: the initialize waiting is refused. */
+void ds_single_fail(struct downstream *d, const char *why);
+/* The connect timeout passed with the agent's initialize waiting. */
+void ds_single_timeout(struct downstream *d);
+/* An initialized agent's request in single mode. */
+void ds_single_request(struct downstream *d, struct jrpc_msg *m);

@@ -1,0 +1,464 @@
+/* downstream_servers.c - the downstream's servers: upstreams, lifecycle, listing, callbacks.
+ *
+ * Upstreams are created in downstream_new() (the configuration is borrowed only there), as
+ * templates that never connect: the client capabilities and protocol version they must offer
+ * come with the agent's initialize. Then each is created again from the template's own copy
+ * of its entry, with those, and connected (ds_server_make_real). After each READY a server
+ * lists everything again; a list_changed notification lists that kind again (at most one
+ * listing per kind in flight, and one more after it). */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credkit/json.h"
+
+#include "downstream_int.h"
+
+/* ---- lifecycle --------------------------------------------------------------------------- */
+
+static bool server_transition_legal(enum ds_server_state from, enum ds_server_state to)
+{
+    switch (to) {
+    case DS_SERVER_FIRST_ROUND:
+        return from == DS_SERVER_TEMPLATE;
+    case DS_SERVER_SETTLED:
+        return from == DS_SERVER_FIRST_ROUND;
+    case DS_SERVER_CLOSING:
+        return from == DS_SERVER_FIRST_ROUND || from == DS_SERVER_SETTLED;
+    case DS_SERVER_TEMPLATE:
+    default:
+        return false;
+    }
+}
+
+void ds_server_set_state(struct ds_server *s, enum ds_server_state to)
+{
+    assert(server_transition_legal(s->state, to));
+    (void)server_transition_legal;
+    s->state = to;
+}
+
+bool ds_server_settled(const struct ds_server *s)
+{
+    return s->state == DS_SERVER_SETTLED;
+}
+
+/* The first round of s is over: the catalogue may have settled. */
+static void server_first_round_over(struct ds_server *s)
+{
+    if (s->state != DS_SERVER_FIRST_ROUND)
+        return;
+    ds_server_set_state(s, DS_SERVER_SETTLED);
+    ds_settle_check(s->d);
+}
+
+/* ---- servers ----------------------------------------------------------------------------- */
+
+static void on_state(struct upstream *u, enum upstream_state state, int error, const char *message,
+                     void *userdata);
+static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg, void *userdata);
+static void on_notification(struct upstream *u, const char *method, struct json_object *msg,
+                            void *userdata);
+
+static const struct upstream_handler server_handler = {
+    .on_state = on_state,
+    .on_request = on_request,
+    .on_notification = on_notification,
+};
+
+static int server_upstream(struct downstream *d, struct ds_server *s,
+                           const struct mcp_server *entry, bool real, struct upstream **ret,
+                           struct err *e)
+{
+    struct upstream_opts o = {
+        .loop = d->loop,
+        .log = d->log,
+        .server = entry,
+        .lookup = d->lookup,
+        .lookup_userdata = d->lookup_userdata,
+        .client_capabilities = real ? d->client_caps : NULL,
+        .protocol_version = real ? d->protocol_version : NULL,
+        .connect_timeout_ms = d->connect_timeout_ms,
+    };
+    return upstream_new(&o, &server_handler, s, ret, e);
+}
+
+static void server_cancel_lists(struct ds_server *s)
+{
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++) {
+        upstream_list_cancel(s->listing[k]);
+        s->listing[k] = NULL;
+        s->relist[k] = false;
+    }
+}
+
+void ds_server_free(struct ds_server *s)
+{
+    if (!s)
+        return;
+    server_cancel_lists(s);
+    upstream_free(s->u); /* with the calls of the resubs, without callbacks */
+    ds_subs_release_server(s);
+    catalog_source_free(s->src);
+    json_object_put(s->raw);
+    free(s->name);
+    free(s);
+}
+
+int ds_server_new(struct downstream *d, const struct mcp_server *entry, struct ds_server **ret,
+                  struct err *e)
+{
+    struct ds_server *s = calloc(1, sizeof(*s));
+    int r = -ENOMEM;
+    if (!s)
+        return err_set(e, -ENOMEM, "out of memory");
+    s->d = d;
+    list_init(&s->resubs);
+    s->name = strdup(entry->name);
+    s->raw = json_object_get(entry->raw);
+    if (!s->name || catalog_source_from_entry(entry, s, &s->src) < 0) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
+        s->listers[k] = (struct ds_lister){s, k};
+    r = server_upstream(d, s, entry, ds_started(d), &s->u, e);
+    if (r < 0)
+        goto fail;
+    s->state = ds_started(d) ? DS_SERVER_FIRST_ROUND : DS_SERVER_TEMPLATE;
+    *ret = s;
+    return 0;
+fail:
+    ds_server_free(s);
+    return r;
+}
+
+int ds_server_make_real(struct downstream *d, struct ds_server *s, struct err *e)
+{
+    if (s->state != DS_SERVER_TEMPLATE)
+        return 0;
+    struct upstream *u;
+    int r = server_upstream(d, s, upstream_server(s->u), true, &u, e);
+    if (r < 0)
+        return r;
+    upstream_free(s->u);
+    s->u = u;
+    ds_server_set_state(s, DS_SERVER_FIRST_ROUND);
+    return 0;
+}
+
+struct ds_server *ds_server_find(struct downstream *d, const char *name)
+{
+    for (size_t i = 0; i < d->n_servers; i++)
+        if (strcmp(d->servers[i]->name, name) == 0)
+            return d->servers[i];
+    return NULL;
+}
+
+/* Takes s out of the array v of *n servers, keeping the order; nothing when it is not there. */
+static void servers_take(struct ds_server **v, size_t *n, struct ds_server *s)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (v[i] == s) {
+            memmove(&v[i], &v[i + 1], (*n - i - 1) * sizeof(*v));
+            (*n)--;
+            return;
+        }
+    }
+}
+
+void ds_server_finish(struct downstream *d, struct ds_server *s)
+{
+    servers_take(d->closing, &d->n_closing, s);
+    ds_fail_pending_of(d, s);
+    ds_bridged_drop(d, s, 0, NULL);
+    ds_server_free(s);
+}
+
+void ds_server_remove(struct downstream *d, struct ds_server *s)
+{
+    servers_take(d->servers, &d->n_servers, s);
+    server_cancel_lists(s);
+    bool real = s->state != DS_SERVER_TEMPLATE;
+    if (real)
+        ds_server_set_state(s, DS_SERVER_CLOSING);
+    ds_bridged_drop(d, s, 0, "the server was removed from the configuration");
+    enum upstream_state st = upstream_state(s->u);
+    if (!real || st == UPSTREAM_IDLE || st == UPSTREAM_CLOSED) {
+        /* never connected: nothing to wait for */
+        ds_fail_pending_of(d, s);
+        ds_server_free(s);
+        return;
+    }
+    struct ds_server **c = realloc(d->closing, (d->n_closing + 1) * sizeof(*c));
+    if (!c) {
+        ds_server_finish(d, s); /* frees at once: the child is killed and reaped */
+        return;
+    }
+    d->closing = c;
+    d->closing[d->n_closing++] = s;
+    upstream_close(s->u);
+}
+
+/* ---- listing ----------------------------------------------------------------------------- */
+
+static void on_listed(struct upstream *u, struct json_object *items, int error, const char *message,
+                      void *userdata);
+
+static bool server_listing(const struct ds_server *s)
+{
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
+        if (s->listing[k])
+            return true;
+    return false;
+}
+
+static void start_list(struct ds_server *s, enum catalog_kind k)
+{
+    if (s->listing[k]) {
+        s->relist[k] = true;
+        return;
+    }
+    int r = upstream_list(s->u, CATALOG_KINDS[k].method, CATALOG_KINDS[k].key, on_listed,
+                          &s->listers[k], &s->listing[k]);
+    if (r < 0) {
+        s->listing[k] = NULL;
+        log_error(s->d->log, "server '%s': cannot list %ss: %s", s->name, CATALOG_KINDS[k].noun,
+                  strerror(-r));
+    }
+}
+
+static void on_listed(struct upstream *u, struct json_object *items, int error, const char *message,
+                      void *userdata)
+{
+    struct ds_lister *ls = userdata;
+    struct ds_server *s = ls->s;
+    struct downstream *d = s->d;
+    enum catalog_kind k = ls->k;
+    (void)u;
+
+    s->listing[k] = NULL;
+    if (!error) {
+        catalog_source_set_items(s->src, k, items);
+        log_debug(d->log, "server '%s': %zu %ss", s->name, json_object_array_length(items),
+                  CATALOG_KINDS[k].noun);
+    } else if (error == -ENOSYS) {
+        /* it declared the capability but does not know the method: nothing to list */
+        catalog_source_set_items(s->src, k, NULL);
+    } else {
+        /* the connection went away meanwhile, or the server broke the protocol: keep what
+         * it listed before; READY lists again */
+        log_info(d->log, "server '%s': cannot list %ss: %s", s->name, CATALOG_KINDS[k].noun,
+                 message ? message : strerror(-error));
+    }
+    if (s->relist[k] && upstream_state(s->u) == UPSTREAM_READY) {
+        s->relist[k] = false;
+        start_list(s, k);
+    }
+    ds_rebuild(d, k);
+    if (!server_listing(s)) {
+        ds_announce(d);
+        server_first_round_over(s);
+    }
+}
+
+/* After READY: every list again (what the server does not offer is dropped). */
+static void list_all(struct ds_server *s)
+{
+    bool dropped[CATALOG_N_KINDS] = {false};
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++) {
+        upstream_list_cancel(s->listing[k]);
+        s->listing[k] = NULL;
+        s->relist[k] = false;
+        if (upstream_has_capability(s->u, CATALOG_KINDS[k].cap)) {
+            start_list(s, k);
+        } else if (catalog_source_items(s->src, k)) {
+            catalog_source_set_items(s->src, k, NULL);
+            dropped[k] = true;
+        }
+    }
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
+        if (dropped[k])
+            ds_rebuild(s->d, k);
+    if (!server_listing(s)) {
+        ds_announce(s->d);
+        server_first_round_over(s);
+    }
+}
+
+/* A failed server's lists are gone from the catalogue. */
+static void drop_lists(struct ds_server *s)
+{
+    bool had[CATALOG_N_KINDS];
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++) {
+        had[k] = catalog_source_items(s->src, k) != NULL;
+        catalog_source_set_items(s->src, k, NULL);
+    }
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
+        if (had[k])
+            ds_rebuild(s->d, k);
+    ds_announce(s->d);
+}
+
+/* ---- log level --------------------------------------------------------------------------- */
+
+static void on_level_set(struct upstream_call *c, struct json_object *response, int error,
+                         const char *message, void *userdata)
+{
+    struct ds_server *s = userdata;
+    (void)c;
+    (void)response;
+    if (error)
+        log_debug(s->d->log, "server '%s': logging/setLevel failed: %s", s->name,
+                  message ? message : strerror(-error));
+}
+
+void ds_apply_level(struct downstream *d, struct ds_server *s)
+{
+    if (!d->log_level || upstream_state(s->u) != UPSTREAM_READY ||
+        !upstream_has_capability(s->u, "logging"))
+        return;
+    struct json_object *params = json_object_new_object();
+    struct upstream_call *c;
+    if (!params ||
+        json_object_object_add(params, "level", json_object_new_string(d->log_level)) < 0 ||
+        upstream_call(s->u, "logging/setLevel", params, 0, on_level_set, NULL, s, &c) < 0)
+        log_error(d->log, "server '%s': cannot set its log level: out of memory", s->name);
+    json_object_put(params);
+}
+
+/* ---- upstream callbacks ------------------------------------------------------------------ */
+
+static void on_ready(struct ds_server *s)
+{
+    struct downstream *d = s->d;
+    bool closing = s->state == DS_SERVER_CLOSING;
+    /* the upstream logs connects and failures itself; here only what the bridge does */
+    log_debug(d->log, "server '%s': session %" PRIu64 " ready", s->name, upstream_generation(s->u));
+    /* requests of an older session cannot be answered any more (a session the server
+     * forgot, re-established without a BACKOFF in between) */
+    ds_bridged_drop(d, s, upstream_generation(s->u), "the server's session ended");
+    ds_apply_level(d, s);
+    if (!closing)
+        ds_subs_renew(d, s);
+    if (d->mode == DOWNSTREAM_SINGLE)
+        ds_single_ready(d);
+    else if (!closing)
+        list_all(s);
+}
+
+static void on_state(struct upstream *u, enum upstream_state state, int error, const char *message,
+                     void *userdata)
+{
+    struct ds_server *s = userdata;
+    struct downstream *d = s->d;
+    (void)u;
+
+    switch (state) {
+    case UPSTREAM_READY:
+        on_ready(s);
+        break;
+    case UPSTREAM_BACKOFF:
+        log_debug(d->log, "server '%s': waiting to connect again", s->name);
+        ds_bridged_drop(d, s, 0, "the connection to the server was lost");
+        server_cancel_lists(s);
+        ds_announce(d); /* what its listings changed before they were cut */
+        server_first_round_over(s);
+        break;
+    case UPSTREAM_FAILED:
+        log_debug(d->log, "server '%s': failed (%s)", s->name, strerror(-error));
+        ds_bridged_drop(d, s, 0, "the connection to the server was lost");
+        server_cancel_lists(s);
+        if (d->mode == DOWNSTREAM_SINGLE)
+            ds_single_fail(d, message ? message : "it failed");
+        else if (s->state != DS_SERVER_CLOSING)
+            drop_lists(s);
+        server_first_round_over(s);
+        break;
+    case UPSTREAM_CLOSED:
+        if (s->state == DS_SERVER_CLOSING) {
+            log_debug(d->log, "server '%s': closed", s->name);
+            ds_server_finish(d, s);
+            ds_check_shutdown(d);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg, void *userdata)
+{
+    (void)u;
+    ds_bridged_request(userdata, gen, msg);
+}
+
+/* The notifications of a server, aggregate mode (notifications/cancelled and single mode's
+ * are handled before). */
+struct server_notification {
+    const char *method;
+    void (*handle)(struct ds_server *s, struct json_object *msg);
+};
+
+static void relist_tools(struct ds_server *s, struct json_object *msg)
+{
+    (void)msg;
+    start_list(s, CATALOG_TOOLS);
+}
+
+static void relist_prompts(struct ds_server *s, struct json_object *msg)
+{
+    (void)msg;
+    start_list(s, CATALOG_PROMPTS);
+}
+
+static void relist_resources(struct ds_server *s, struct json_object *msg)
+{
+    (void)msg;
+    start_list(s, CATALOG_RESOURCES);
+    start_list(s, CATALOG_TEMPLATES);
+}
+
+static void pass_to_agent(struct ds_server *s, struct json_object *msg)
+{
+    if (ds_initialized(s->d))
+        ds_send_json(s->d, msg);
+}
+
+static const struct server_notification SERVER_NOTIFICATIONS[] = {
+    {"notifications/tools/list_changed", relist_tools},
+    {"notifications/prompts/list_changed", relist_prompts},
+    {"notifications/resources/list_changed", relist_resources},
+    {"notifications/message", pass_to_agent},
+    {"notifications/resources/updated", pass_to_agent},
+    {"notifications/elicitation/complete", pass_to_agent},
+};
+
+static void on_notification(struct upstream *u, const char *method, struct json_object *msg,
+                            void *userdata)
+{
+    struct ds_server *s = userdata;
+    struct downstream *d = s->d;
+    (void)u;
+
+    if (strcmp(method, "notifications/cancelled") == 0) {
+        ds_bridged_cancelled(s, msg);
+        return;
+    }
+    if (d->mode == DOWNSTREAM_SINGLE) {
+        pass_to_agent(s, msg);
+        return;
+    }
+    if (s->state == DS_SERVER_CLOSING)
+        return;
+    for (size_t i = 0; i < ELEMENTSOF(SERVER_NOTIFICATIONS); i++) {
+        if (strcmp(method, SERVER_NOTIFICATIONS[i].method) == 0) {
+            SERVER_NOTIFICATIONS[i].handle(s, msg);
+            return;
+        }
+    }
+    log_debug(d->log, "server '%s': %s not forwarded", s->name, method);
+}

@@ -1,0 +1,124 @@
+/* downstream_single.c - single mode: one upstream, passed through (downstream.h).
+ *
+ * The agent's initialize waits for the upstream's READY and is answered with the upstream's
+ * own InitializeResult, or refused with the reason once the connect timeout passed or the
+ * upstream failed (the agent may send initialize again, and the bridge tries again too).
+ * Once initialized, every request is forwarded as it is. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "downstream_int.h"
+
+static void answer_init(struct downstream *d, struct ds_pending *p)
+{
+    struct upstream *u = d->servers[0]->u;
+    struct json_object *res = json_object_new_object();
+    const char *instr = upstream_instructions(u);
+    struct json_object *caps = upstream_server_capabilities(u);
+    struct json_object *info = upstream_server_info(u);
+    if (!res)
+        goto oom;
+    if (json_object_object_add(res, "protocolVersion",
+                               json_object_new_string(upstream_protocol_version(u))) < 0 ||
+        json_object_object_add(res, "capabilities",
+                               caps ? json_object_get(caps) : json_object_new_object()) < 0 ||
+        json_object_object_add(res, "serverInfo",
+                               info ? json_object_get(info) : json_object_new_object()) < 0 ||
+        (instr && json_object_object_add(res, "instructions", json_object_new_string(instr)) < 0))
+        goto oom;
+    ds_reply_result(d, p->id, res);
+    ds_pending_free(p);
+    ds_set_session(d, DS_SESSION_READY);
+    return;
+oom:
+    json_object_put(res);
+    ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    ds_pending_free(p);
+    ds_set_session(d, DS_SESSION_REFUSED);
+}
+
+void ds_single_ready(struct downstream *d)
+{
+    struct ds_pending *p = ds_pending_find_type(d, DS_PT_INIT);
+    if (!p)
+        return;
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
+    answer_init(d, p);
+}
+
+void ds_single_fail(struct downstream *d, const char *why)
+{
+    struct ds_pending *p = ds_pending_find_type(d, DS_PT_INIT);
+    if (!p)
+        return;
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
+    struct ds_server *s = d->servers[0];
+    ds_reply_errorf(d, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s", s->name,
+                    why);
+    ds_pending_free(p);
+    ds_set_session(d, DS_SESSION_REFUSED); /* the agent may try again; the upstream goes on
+                                              trying too */
+}
+
+void ds_single_initialize(struct downstream *d, struct jrpc_msg *m)
+{
+    struct ds_pending *p = ds_pending_new(d, DS_PT_INIT, m->id, m->method);
+    if (!p) {
+        ds_reply_too_many(d, m->id);
+        return;
+    }
+    bool started = ds_started(d);
+    ds_set_session(d, DS_SESSION_CONNECTING);
+    struct ds_server *s = d->servers[0];
+    if (started && upstream_state(s->u) == UPSTREAM_READY) {
+        answer_init(d, p);
+        return;
+    }
+    if (started && upstream_state(s->u) == UPSTREAM_FAILED)
+        upstream_connect(s->u); /* the agent tries again: so does the bridge */
+    if (!started)
+        ds_start_upstreams(d);
+    else if (!d->settle_timer && loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer,
+                                                d, &d->settle_timer) < 0)
+        d->settle_timer = NULL;
+}
+
+/* The connect timeout passed with the agent's initialize waiting. */
+void ds_single_timeout(struct downstream *d)
+{
+    char why[DS_TEXT_MAX];
+    const char *last = upstream_last_error(d->servers[0]->u);
+    snprintf(why, sizeof(why), "not connected within %" PRId64 " ms%s%s", d->connect_timeout_ms,
+             last ? ": " : "", last ? last : "");
+    ds_single_fail(d, why);
+}
+
+static void forward_tool_call(struct downstream *d, struct jrpc_msg *m)
+{
+    ds_forward(d, m, d->servers[0], true);
+}
+
+static void forward_subscription(struct downstream *d, struct jrpc_msg *m)
+{
+    ds_subs_forward(d, m, d->servers[0]);
+}
+
+static const struct ds_method SINGLE_METHODS[] = {
+    {"tools/call", forward_tool_call},
+    {"logging/setLevel", ds_set_level},
+    {"resources/subscribe", forward_subscription},
+    {"resources/unsubscribe", forward_subscription},
+};
+
+void ds_single_request(struct downstream *d, struct jrpc_msg *m)
+{
+    const struct ds_method *h =
+        ds_method_find(SINGLE_METHODS, ELEMENTSOF(SINGLE_METHODS), m->method);
+    if (h)
+        h->handle(d, m);
+    else
+        ds_forward(d, m, d->servers[0], false);
+}

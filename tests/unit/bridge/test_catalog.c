@@ -1,0 +1,337 @@
+/* test_catalog.c - the exposed lists of aggregate mode, without a loop or upstreams: sources
+ * fed by hand, rebuilt, looked up and announced. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "credkit/log.h"
+#include "credkit/mcp_config.h"
+
+#include "catalog.h"
+#include "tests.h"
+
+static struct log *test_log(const char *name, char path[static 4200])
+{
+    snprintf(path, 4200, "%s/%s", tests_tmpdir(), name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        perror(path);
+        exit(2);
+    }
+    struct log *l = log_new("test_catalog", fd);
+    if (!l)
+        exit(2);
+    log_set_level(l, LOG_DEBUG);
+    return l;
+}
+
+/* How many lines of the log at path contain needle. */
+static int log_count(const char *path, const char *needle)
+{
+    FILE *fp = fopen(path, "r");
+    char line[2048];
+    int n = 0;
+    if (!fp)
+        return -1;
+    while (fgets(line, sizeof(line), fp))
+        if (strstr(line, needle))
+            n++;
+    fclose(fp);
+    return n;
+}
+
+static struct json_object *items(const char *json)
+{
+    struct json_object *o = json_tokener_parse(json);
+    if (!o || !json_object_is_type(o, json_type_array)) {
+        fprintf(stderr, "bad test list: %s\n", json);
+        exit(2);
+    }
+    return o;
+}
+
+static struct catalog_source *source(const char *name, char *const *exclude, void *userdata)
+{
+    struct catalog_source *src = NULL;
+    if (catalog_source_new(name, exclude, userdata, &src) < 0)
+        exit(2);
+    return src;
+}
+
+/* The names (or another string member) of the exposed list of kind k, comma-separated. */
+static const char *names(const struct catalog *c, enum catalog_kind k, const char *field)
+{
+    static char out[2048];
+    struct json_object *arr = catalog_items(c, k);
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        struct json_object *v;
+        const char *s = json_object_object_get_ex(json_object_array_get_idx(arr, i), field, &v)
+                            ? json_object_get_string(v)
+                            : "?";
+        len += (size_t)snprintf(out + len, sizeof(out) - len, "%s%s", i ? "," : "", s);
+    }
+    return out;
+}
+
+static void test_kinds(void)
+{
+    CHECK_INT(catalog_kind_of("tools/list"), CATALOG_TOOLS);
+    CHECK_INT(catalog_kind_of("prompts/list"), CATALOG_PROMPTS);
+    CHECK_INT(catalog_kind_of("resources/list"), CATALOG_RESOURCES);
+    CHECK_INT(catalog_kind_of("resources/templates/list"), CATALOG_TEMPLATES);
+    CHECK_INT(catalog_kind_of("tools/call"), -1);
+    CHECK_STR(CATALOG_KINDS[CATALOG_TEMPLATES].key, "resourceTemplates");
+    CHECK_STR(CATALOG_KINDS[CATALOG_TEMPLATES].changed, "notifications/resources/list_changed");
+}
+
+/* Names: the sources' order, the default prefix, collisions in order, exclusions, lookups. */
+static void test_tools(void)
+{
+    char path[4200];
+    struct log *l = test_log("catalog-tools.log", path);
+    struct catalog *c = NULL;
+    CHECK_INT(catalog_new(l, &c), 0);
+    if (!c)
+        return;
+    CHECK_STR(catalog_naming_desc(c), "mcp_<server>_<name>");
+    CHECK_INT(catalog_count(c, CATALOG_TOOLS), 0);
+    CHECK_INT(json_object_array_length(catalog_items(c, CATALOG_TOOLS)), 0);
+
+    int ua = 1, ub = 2;
+    char *exclude[] = {"hidden", NULL};
+    struct catalog_source *a = source("a", exclude, &ua), *b = source("b", NULL, &ub);
+    CHECK_STR(catalog_source_name(a), "a");
+    CHECK(catalog_source_userdata(b) == &ub);
+    catalog_source_set_items(
+        a, CATALOG_TOOLS,
+        items("[{\"name\":\"x\",\"description\":\"ax\"},{\"name\":\"hidden\"},{\"title\":\"no "
+              "name\"},{\"name\":\"y.z\"}]"));
+    catalog_source_set_items(b, CATALOG_TOOLS, items("[{\"name\":\"x\"},{\"name\":\"hidden\"}]"));
+    CHECK(catalog_source_items(a, CATALOG_TOOLS) != NULL);
+    CHECK(catalog_source_items(a, CATALOG_PROMPTS) == NULL);
+
+    /* given b first: b's tools come first */
+    struct catalog_source *order[] = {b, a};
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, order, 2, true), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp_b_x,mcp_b_hidden,mcp_a_x,mcp_a_y_z");
+    CHECK_INT(catalog_count(c, CATALOG_TOOLS), 4);
+    /* the exposed item keeps every other member */
+    struct json_object *ax = json_object_array_get_idx(catalog_items(c, CATALOG_TOOLS), 2);
+    struct json_object *desc;
+    CHECK(json_object_object_get_ex(ax, "description", &desc) &&
+          strcmp(json_object_get_string(desc), "ax") == 0);
+
+    const char *orig = NULL;
+    CHECK(catalog_find(c, CATALOG_TOOLS, "mcp_a_y_z", &orig) == a);
+    CHECK_STR(orig, "y.z");
+    CHECK(catalog_find(c, CATALOG_TOOLS, "mcp_b_hidden", NULL) == b);
+    CHECK(catalog_find(c, CATALOG_TOOLS, "mcp_a_hidden", NULL) == NULL);
+    CHECK(catalog_find(c, CATALOG_TOOLS, "x", NULL) == NULL);
+    CHECK(catalog_find(c, CATALOG_TOOLS, NULL, NULL) == NULL);
+    CHECK(catalog_find(c, CATALOG_PROMPTS, "mcp_a_x", NULL) == NULL);
+
+    /* the same again: unchanged */
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, order, 2, true), 0);
+
+    /* a source without the list is left out; a source's list replaced */
+    catalog_source_set_items(b, CATALOG_TOOLS, NULL);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, order, 2, true), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp_a_x,mcp_a_y_z");
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, NULL, 0, true), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "");
+    CHECK(catalog_find(c, CATALOG_TOOLS, "mcp_a_x", NULL) == NULL);
+
+    catalog_free(c);
+    catalog_source_free(a);
+    catalog_source_free(b);
+    catalog_source_free(NULL);
+    catalog_free(NULL);
+    log_free(l);
+}
+
+/* settings.toolPrefix and excludeTools come from the configuration; collisions get "_2", "_3"
+ * in order and are logged once, when the list changes. */
+static void test_configured_collisions(void)
+{
+    char path[4200];
+    struct log *l = test_log("catalog-collisions.log", path);
+    struct json_object *root =
+        json_tokener_parse("{\"settings\":{\"toolPrefix\":\"none\"},\"mcpServers\":{"
+                           "\"one\":{\"command\":\"true\",\"excludeTools\":[\"secret\"]},"
+                           "\"two\":{\"command\":\"true\"}}}");
+    struct mcp_config_opts opts = {0};
+    struct mcp_config *config = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(mcp_config_load_object(root, "test", &opts, &config, &e), 0);
+    json_object_put(root);
+    if (!config)
+        return;
+    CHECK_INT(mcp_config_count(config), 2);
+
+    struct catalog *c = NULL;
+    CHECK_INT(catalog_new(l, &c), 0);
+    if (!c)
+        return;
+    catalog_configure(c, config);
+    CHECK_STR(catalog_naming_desc(c), "<name>");
+    struct catalog_source *one = NULL, *two = NULL;
+    CHECK_INT(catalog_source_from_entry(mcp_config_find(config, "one"), NULL, &one), 0);
+    CHECK_INT(catalog_source_from_entry(mcp_config_find(config, "two"), NULL, &two), 0);
+    if (!one || !two)
+        return;
+    CHECK_STR(catalog_source_name(one), "one");
+    catalog_source_set_items(
+        one, CATALOG_TOOLS,
+        items(
+            "[{\"name\":\"run\"},{\"name\":\"secret\"},{\"name\":\"run_2\"},{\"name\":\"run\"}]"));
+    catalog_source_set_items(two, CATALOG_TOOLS,
+                             items("[{\"name\":\"run\"},{\"name\":\"secret\"}]"));
+    catalog_source_set_items(one, CATALOG_PROMPTS, items("[{\"name\":\"run\"}]"));
+    catalog_source_set_items(two, CATALOG_PROMPTS, items("[{\"name\":\"run\"}]"));
+    struct catalog_source *v[] = {one, two};
+
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "run,run_2,run_3,run_4,secret");
+    const char *orig = NULL;
+    CHECK(catalog_find(c, CATALOG_TOOLS, "run_3", &orig) == one);
+    CHECK_STR(orig, "run");
+    CHECK(catalog_find(c, CATALOG_TOOLS, "run_4", &orig) == two);
+    CHECK_STR(orig, "run");
+    CHECK(catalog_find(c, CATALOG_TOOLS, "secret", NULL) == two);
+    /* prompts are a namespace of their own */
+    CHECK_INT(catalog_rebuild(c, CATALOG_PROMPTS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_PROMPTS, "name"), "run,run_2");
+
+    /* unchanged lists log nothing again */
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 0);
+    catalog_free(c);
+    log_free(l);
+    CHECK_INT(log_count(path, "tool 'run' of server 'one' is exposed as 'run_3': 'run' is taken "
+                              "by another"),
+              1);
+    CHECK_INT(log_count(path, "tool 'run' of server 'two' is exposed as 'run_4'"), 1);
+    CHECK_INT(log_count(path, "prompt 'run' of server 'two' is exposed as 'run_2'"), 1);
+    CHECK_INT(log_count(path, "is exposed as"), 3);
+    catalog_source_free(one);
+    catalog_source_free(two);
+    mcp_config_free(config);
+}
+
+/* Resources keep their URIs; the first of equal ones wins; templates route by prefix. */
+static void test_resources(void)
+{
+    char path[4200];
+    struct log *l = test_log("catalog-resources.log", path);
+    struct catalog *c = NULL;
+    CHECK_INT(catalog_new(l, &c), 0);
+    if (!c)
+        return;
+    struct catalog_source *a = source("a", NULL, NULL), *b = source("b", NULL, NULL);
+    catalog_source_set_items(a, CATALOG_RESOURCES,
+                             items("[{\"uri\":\"file:///x\"},{\"name\":\"no uri\"}]"));
+    catalog_source_set_items(b, CATALOG_RESOURCES,
+                             items("[{\"uri\":\"file:///x\"},{\"uri\":\"file:///y\"}]"));
+    catalog_source_set_items(a, CATALOG_TEMPLATES,
+                             items("[{\"uriTemplate\":\"db://{table}\"},{\"uriTemplate\":"
+                                   "\"{all}\"}]"));
+    catalog_source_set_items(b, CATALOG_TEMPLATES,
+                             items("[{\"uriTemplate\":\"db://users/{id}\"},{\"uriTemplate\":"
+                                   "\"db://{x}\"}]"));
+    struct catalog_source *v[] = {a, b};
+    CHECK_INT(catalog_rebuild(c, CATALOG_RESOURCES, v, 2, true), 1);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TEMPLATES, v, 2, true), 1);
+    CHECK_STR(names(c, CATALOG_RESOURCES, "uri"), "file:///x,file:///x,file:///y");
+    CHECK_STR(names(c, CATALOG_TEMPLATES, "uriTemplate"),
+              "db://{table},{all},db://users/{id},db://{x}");
+
+    CHECK(catalog_find(c, CATALOG_RESOURCES, "file:///x", NULL) == a);
+    CHECK(catalog_find(c, CATALOG_RESOURCES, "file:///y", NULL) == b);
+    const char *orig = NULL;
+    CHECK(catalog_find(c, CATALOG_TEMPLATES, "db://users/{id}", &orig) == b);
+    CHECK_STR(orig, "db://users/{id}");
+
+    CHECK(catalog_route_uri(c, "file:///y") == b);
+    CHECK(catalog_route_uri(c, "file:///x") == a);
+    CHECK(catalog_route_uri(c, "db://users/7") == b);        /* the longest literal prefix */
+    CHECK(catalog_route_uri(c, "db://orders/7") == a);       /* the first of equal ones */
+    CHECK(catalog_route_uri(c, "http://elsewhere") == NULL); /* "{all}" has no literal prefix */
+
+    catalog_free(c);
+    catalog_source_free(a);
+    catalog_source_free(b);
+    log_free(l);
+}
+
+static char told[8][64];
+static int n_told;
+
+static void record(const char *method, void *ud)
+{
+    CHECK(ud == &n_told);
+    if (n_told < 8)
+        snprintf(told[n_told], sizeof(told[n_told]), "%s", method);
+    n_told++;
+}
+
+/* Only lists the agent was given are announced, once per round, resources and templates in
+ * one notification, and nothing when told not to. */
+static void test_announce(void)
+{
+    char path[4200];
+    struct log *l = test_log("catalog-announce.log", path);
+    struct catalog *c = NULL;
+    CHECK_INT(catalog_new(l, &c), 0);
+    if (!c)
+        return;
+    struct catalog_source *a = source("a", NULL, NULL);
+    struct catalog_source *v[] = {a};
+
+    /* not listed yet: a change is not due */
+    catalog_source_set_items(a, CATALOG_TOOLS, items("[{\"name\":\"t\"}]"));
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 1, true), 1);
+    n_told = 0;
+    catalog_announce(c, true, record, &n_told);
+    CHECK_INT(n_told, 0);
+
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
+        catalog_mark_listed(c, k);
+    catalog_source_set_items(a, CATALOG_TOOLS, items("[{\"name\":\"t\"},{\"name\":\"u\"}]"));
+    catalog_source_set_items(a, CATALOG_RESOURCES, items("[{\"uri\":\"r:1\"}]"));
+    catalog_source_set_items(a, CATALOG_TEMPLATES, items("[{\"uriTemplate\":\"r:{n}\"}]"));
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
+        CHECK_INT(catalog_rebuild(c, k, v, 1, true), k != CATALOG_PROMPTS);
+    /* the same changes again before the announcement: still one each */
+    catalog_source_set_items(a, CATALOG_TOOLS, items("[{\"name\":\"t\"}]"));
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 1, true), 1);
+    n_told = 0;
+    catalog_announce(c, true, record, &n_told);
+    CHECK_INT(n_told, 2);
+    CHECK_STR(told[0], "notifications/tools/list_changed");
+    CHECK_STR(told[1], "notifications/resources/list_changed");
+    n_told = 0;
+    catalog_announce(c, true, record, &n_told);
+    CHECK_INT(n_told, 0);
+
+    /* a change with tell false (not initialized, shutting down) is never due */
+    catalog_source_set_items(a, CATALOG_PROMPTS, items("[{\"name\":\"p\"}]"));
+    CHECK_INT(catalog_rebuild(c, CATALOG_PROMPTS, v, 1, false), 1);
+    catalog_announce(c, true, record, &n_told);
+    CHECK_INT(n_told, 0);
+    /* one that was due is dropped by an announcement with tell false */
+    catalog_source_set_items(a, CATALOG_PROMPTS, NULL);
+    CHECK_INT(catalog_rebuild(c, CATALOG_PROMPTS, v, 1, true), 1);
+    catalog_announce(c, false, record, &n_told);
+    catalog_announce(c, true, record, &n_told);
+    CHECK_INT(n_told, 0);
+
+    catalog_free(c);
+    catalog_source_free(a);
+    log_free(l);
+}
+
+TESTS_MAIN(test_kinds, test_tools, test_configured_collisions, test_resources, test_announce)

@@ -1,0 +1,106 @@
+/* test_downstream_single.c - single mode (mcp-bridge connect): one upstream passed through, its
+ * own InitializeResult, and an initialize that cannot be answered. The fixture is
+ * downstream_fixture.h. */
+#include "downstream_fixture.h"
+
+static void test_single(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f,
+                       "{\"mcpServers\":{" SERVER("other", "") "," SERVER(
+                           "solo", ",\"tools=echo,progress,wait\",\"instructions=use me\"") "}}",
+                       DOWNSTREAM_SINGLE, "solo", 0),
+              0);
+    struct json_object *r = fx_request(&f, "\"i\"", "initialize",
+                                       "{\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},"
+                                       "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
+    CHECK_STR(path_str(r, "result.serverInfo.name"), "solo");
+    CHECK_STR(path_str(r, "result.serverInfo.version"), "1.2.3");
+    CHECK_STR(path_str(r, "result.instructions"), "use me");
+    CHECK_STR(path_str(r, "result.protocolVersion"), "2025-03-26");
+    CHECK(path(r, "result.capabilities.tools") != NULL);
+    json_object_put(r);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+
+    r = fx_request(&f, "1", "tools/list", NULL);
+    CHECK_STR(names_of(r, "tools", "name"), "echo progress wait");
+    json_object_put(r);
+    /* ping too goes to the server */
+    r = fx_request(&f, "\"pi\"", "ping", NULL);
+    CHECK(r && json_object_is_type(path(r, "result"), json_type_object));
+    json_object_put(r);
+    r = fx_wait(&f, match_method, "notifications/message", "pinged", 0);
+    CHECK(r != NULL);
+    json_object_put(r);
+    r = fx_request(&f, "\"x\"", "tools/call", "{\"name\":\"echo\",\"arguments\":{\"k\":\"v\"}}");
+    CHECK_STR(path_str(r, "result.content.0.text"), "solo echo {\"k\":\"v\"}");
+    json_object_put(r);
+    /* unknown methods are the server's to refuse */
+    r = fx_request(&f, "2", "foo/bar", NULL);
+    CHECK_INT(path_int(r, "error.code"), -32601);
+    CHECK_STR(path_str(r, "error.message"), "method not found");
+    json_object_put(r);
+    r = fx_request(&f, "3", "prompts/list", NULL);
+    CHECK_STR(names_of(r, "prompts", "name"), "greet");
+    json_object_put(r);
+    struct mcp_config *c = config_from("{\"mcpServers\":{" SERVER("solo", "") "}}");
+    struct err e = ERR_INIT;
+    CHECK_INT(downstream_reload(f.d, c, &e), -EOPNOTSUPP);
+    mcp_config_free(c);
+
+    /* progress and cancellation pass through as in aggregate mode */
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"progress\",\"_meta\":{\"progressToken\":7}}}");
+    r = fx_wait(&f, match_method, "notifications/progress", "\"progressToken\":7", WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+    r = fx_wait(&f, match_id, "4", NULL, WAIT_MS);
+    CHECK_CONTAINS(path_str(r, "result.content.0.text"), "token ");
+    json_object_put(r);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"wait\"}}");
+    r = fx_wait(&f, match_method, "notifications/message", "waiting", WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                "\"requestId\":5}}");
+    r = fx_wait(&f, match_method, "notifications/message", "cancelled", WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+    fx_stop(&f);
+}
+
+static void test_single_fails(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("solo", ",\"init_delay=20000\"") "}}",
+                       DOWNSTREAM_SINGLE, "solo", 500),
+              0);
+    int64_t t0 = now_ms();
+    struct json_object *r = fx_request(&f, "1", "initialize",
+                                       "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{}}");
+    CHECK_INT(path_int(r, "error.code"), -32000);
+    CHECK_CONTAINS(path_str(r, "error.message"), "'solo'");
+    CHECK(now_ms() - t0 < 5000);
+    json_object_put(r);
+    fx_stop(&f);
+
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{\"gone\":{\"command\":\"credkit-no-such-command\"}}}",
+                       DOWNSTREAM_SINGLE, "gone", 0),
+              0);
+    t0 = now_ms();
+    r = fx_request(&f, "1", "initialize",
+                   "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{}}");
+    CHECK_INT(path_int(r, "error.code"), -32000);
+    CHECK_CONTAINS(path_str(r, "error.message"), "credkit-no-such-command");
+    CHECK(now_ms() - t0 < 5000);
+    json_object_put(r);
+    fx_stop(&f);
+
+    /* a name that is not configured */
+    CHECK(fx_start(&f, "{\"mcpServers\":{" SERVER("solo", "") "}}", DOWNSTREAM_SINGLE, "nope", 0) <
+          0);
+    fx_stop(&f);
+}
+
+DOWNSTREAM_TESTS_MAIN(NULL, test_single, test_single_fails)
