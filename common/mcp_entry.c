@@ -172,9 +172,11 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
                    d);
     }
 
+    /* the object's own keys are mcp-auth's to read (auth/oauth_config.c); here it only says
+     * that the entry signs in with OAuth */
     struct json_object *oauth = mcp_field_member(o, "oauth");
-    if (oauth && (r = mcp_oauth_parse(oauth, &s->oauth, e)) < 0)
-        return r;
+    if (oauth && !json_object_is_type(oauth, json_type_object))
+        return bad(e, "\"oauth\" must be an object, not %s", mcp_field_type(oauth));
 
     r = mcp_field_enum(o, "auth", "auth", auths, "\"oauth\", \"bearer\" or \"none\"", &auth, e);
     if (r < 0)
@@ -344,9 +346,10 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
             goto out;
         }
     }
-    if ((r = expand_headers(s, opts, &missing, e)) < 0 ||
-        (r = expand_env(s, opts, &missing, e)) < 0 ||
-        (r = mcp_oauth_check_templates(&s->oauth, opts->lookup, opts->lookup_userdata, e)) < 0)
+    r = expand_headers(s, opts, &missing, e);
+    if (r >= 0)
+        r = expand_env(s, opts, &missing, e);
+    if (r < 0)
         goto out;
 
     if (missing.n > 0) {
@@ -385,7 +388,6 @@ void mcp_server_free(struct mcp_server *s)
     free(s->cwd);
     secure_free(s->url);
     strv_free_secure(s->headers);
-    mcp_oauth_release(&s->oauth);
     free(s->bearer_token_env);
     free(s->headers_helper);
     json_object_put(s->raw);
@@ -439,8 +441,7 @@ int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret)
      * missing_vars stays NULL when there are none */
     if (vector_dup(s->args, &c->args) < 0 || vector_dup(s->env, &c->env) < 0 ||
         vector_dup(s->headers, &c->headers) < 0 ||
-        (s->missing_vars && vector_dup(s->missing_vars, &c->missing_vars) < 0) ||
-        mcp_oauth_dup(&s->oauth, &c->oauth) < 0)
+        (s->missing_vars && vector_dup(s->missing_vars, &c->missing_vars) < 0))
         oom = true;
     c->layer = s->layer;
     c->transport = s->transport;

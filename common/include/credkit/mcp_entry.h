@@ -42,29 +42,6 @@ enum mcp_layer {
     MCP_LAYER_PROJECT, /* .mcp.json, .pi/mcp.json */
 };
 
-/* The "oauth" object of an entry. Strings NULL when absent. */
-struct mcp_oauth {
-    char *client_id;
-    char *client_secret;       /* a template: may be "${VAR}" */
-    char *client_metadata_url; /* Client ID Metadata Document URL */
-    char *scope;               /* space-separated scopes to request */
-    char *redirect_uri;        /* fixes the loopback redirect (pre-registered clients) */
-    char *grant;               /* "authorization_code" (default), "client_credentials", or
-                                  "jwt-bearer" (enterprise cross-app access, with idp below) */
-    char *private_key_file;    /* PEM key for private_key_jwt (client_credentials) */
-    char *private_key_alg;     /* "ES256" or "RS256"; NULL: from the key type */
-    bool refresh_sends_scope;  /* quirk: send scope on refresh requests ("refreshScope": true) */
-    bool omit_resource;        /* quirk: never send the RFC 8707 resource ("sendResource": false) */
-    /* "idp": the enterprise identity provider for grant "jwt-bearer" (cross-app access): its ID
-     * token is exchanged there (RFC 8693) for an identity assertion grant (ID-JAG), which the
-     * MCP server's authorization server takes as a JWT bearer grant (RFC 7523) */
-    char *idp_issuer;
-    char *idp_token_endpoint;
-    char *idp_client_id;
-    char *idp_client_secret; /* template */
-    char *idp_id_token;      /* template: "${VAR}" naming where the ID token is */
-};
-
 struct mcp_server {
     char *name;
     char *source; /* display path of the file that defined it */
@@ -82,7 +59,6 @@ struct mcp_server {
     /* credentials. An explicit "auth" wins; without it an "oauth" object means OAUTH, else
      * "bearerTokenEnv" means BEARER. */
     enum mcp_auth_mode auth;
-    struct mcp_oauth oauth;
     char *bearer_token_env;
     char *headers_helper;    /* command whose answer gives headers */
     struct json_object *raw; /* the entry as written (owned reference): the tools' own keys */
@@ -100,7 +76,7 @@ struct mcp_server {
  * on failure. Caller frees with mcp_server_free(). */
 int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret) _must_check_;
 
-/* Frees s and all it owns, wiping what may hold secrets (url, headers, env, client secrets).
+/* Frees s and all it owns, wiping what may hold secrets (url, headers, env).
  * NULL is fine. Only for a server from mcp_server_dup(): an entry of a configuration is
  * borrowed and goes with mcp_config_free(). */
 void mcp_server_free(struct mcp_server *s);
