@@ -83,6 +83,7 @@
 #include "credkit/macro.h"
 #include "credkit/mcp_config.h"
 
+#include "credentials.h"
 #include "loop.h"
 
 #define UPSTREAM_PROTOCOL_LATEST "2025-11-25"
@@ -137,15 +138,14 @@ struct upstream_handler {
                                                  debug level, prefixed with the server name */
 };
 
-/* [seam] hook: supplies the HTTP request headers ("Name: value", secrets) at each connect and,
- * with force set, after a 401. Asynchronous: it calls done(done_ud, 0, headers, NULL) later from
- * the loop (or -errno with a message for the user), headers NULL-terminated, copied by the
- * callee. It returns 0 when it started, or -errno when it could not. NULL: the entry's
- * "headers" expanded through opts.lookup. */
-typedef void (*upstream_headers_done_fn)(void *done_ud, int error, const char *const *headers,
-                                         const char *message);
-typedef int (*upstream_headers_fn)(void *userdata, const struct mcp_server *server, bool force,
-                                   upstream_headers_done_fn done, void *done_ud);
+/* A hook of the default credentials provider (credentials.h): supplies the HTTP request
+ * headers ("Name: value", secrets) at each connect and, with force set, after a 401.
+ * Asynchronous: it calls done(done_ud, 0, headers, NULL) later from the loop (or -errno with a
+ * message for the user), headers NULL-terminated, copied by the callee. It returns 0 when it
+ * started, or -errno when it could not. NULL: the entry's "headers" expanded through
+ * opts.lookup. */
+typedef credentials_headers_done_fn upstream_headers_done_fn;
+typedef credentials_headers_fn upstream_headers_fn;
 
 struct upstream_opts {
     struct loop *loop;               /* required */
@@ -155,6 +155,10 @@ struct upstream_opts {
     void *lookup_userdata;
     upstream_headers_fn headers_fn; /* NULL: see above */
     void *headers_userdata;
+    /* Where the credentials come from (credentials.h); taken over by upstream_new() when it
+     * succeeds (the upstream frees it). NULL: the default provider over lookup and
+     * headers_fn. */
+    struct credentials_provider *credentials;
     struct json_object *client_capabilities; /* sent in initialize; NULL: {} (reference taken) */
     struct json_object *client_info;         /* NULL: {"name":"mcp-bridge","version":VERSION} */
     const char *protocol_version;            /* offered; NULL: UPSTREAM_PROTOCOL_LATEST */
