@@ -14,7 +14,6 @@
 
 #include "credentials.h"
 #include "http_upstream.h"
-#include "jsonrpc.h"
 #include "transport.h"
 
 #define STREAM_RETRY_MIN_MS 1000
@@ -39,7 +38,6 @@ struct transport_http {
     enum http_phase phase;
     struct loop_timer *stream_timer;
     int64_t stream_retry_ms;
-    size_t max_message;
     struct loop_release release;
 };
 
@@ -129,24 +127,14 @@ static void h_close(int reason, void *userdata)
     log_debug(x->log, "server '%s': no event stream", x->name);
 }
 
-static void h_error(int error, const char *msg, size_t len, void *userdata)
+static void h_error(int error, uint64_t tag, void *userdata)
 {
     struct transport_http *x = userdata;
-    uint64_t tag = 0;
     if (!usable(x))
         return;
-    if (msg) {
-        /* the request's id is its tag */
-        struct jrpc_msg m = {0};
-        struct err e = ERR_INIT;
-        if (jrpc_parse(msg, len, x->max_message, &m, &e) >= 0 && m.kind == JRPC_REQUEST && m.id &&
-            json_object_is_type(m.id, json_type_int))
-            tag = (uint64_t)json_object_get_int64(m.id);
-        jrpc_msg_done(&m);
-    }
     if (!tag)
-        log_debug(x->log, "server '%s': %s failed: %s", x->name,
-                  msg ? "sending a message" : "the event stream", transport_strerror(&x->t, error));
+        log_debug(x->log, "server '%s': the event stream or a message failed: %s", x->name,
+                  transport_strerror(&x->t, error));
     x->h.on_error(error, tag, x->userdata);
 }
 
@@ -186,9 +174,7 @@ static int h_session_open(struct transport *t, const char *version)
 
 static int h_set_headers(struct transport *t, const char *const *headers)
 {
-    (void)t;
-    (void)headers;
-    return -EOPNOTSUPP;
+    return http_upstream_set_headers(of(t)->http, headers);
 }
 
 static void h_closed(int result, void *userdata)
@@ -266,7 +252,6 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
     x->log = spec->log;
     x->h = *h;
     x->userdata = userdata;
-    x->max_message = spec->max_message;
     x->stream_retry_ms = STREAM_RETRY_MIN_MS;
     struct http_upstream_spec sp = {
         .url = url,
