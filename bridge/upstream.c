@@ -770,6 +770,7 @@ int upstream_new(const struct upstream_opts *opts, const struct upstream_handler
     u->loop = opts->loop;
     u->log = opts->log;
     u->no_reconnect = opts->no_reconnect;
+    u->transport_open = opts->transport_open ? opts->transport_open : transport_open;
     u->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
                                                          : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
     u->request_timeout_ms = opts->request_timeout_ms > 0 ? opts->request_timeout_ms

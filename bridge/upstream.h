@@ -147,6 +147,13 @@ struct upstream_handler {
 typedef credentials_headers_done_fn upstream_headers_done_fn;
 typedef credentials_headers_fn upstream_headers_fn;
 
+struct transport_spec;
+struct transport_handler;
+struct transport;
+typedef int (*upstream_transport_open_fn)(const struct transport_spec *spec,
+                                          const struct transport_handler *h, void *userdata,
+                                          struct transport **ret, struct err *e);
+
 struct upstream_opts {
     struct loop *loop;               /* required */
     struct log *log;                 /* required */
@@ -159,6 +166,9 @@ struct upstream_opts {
      * succeeds (the upstream frees it). NULL: the default provider over lookup and
      * headers_fn. */
     struct credentials_provider *credentials;
+    /* Opens the connection (transport.h); NULL: transport_open(), the wire the entry's "type"
+     * names. Where a test's fake transport plugs in. */
+    upstream_transport_open_fn transport_open;
     struct json_object *client_capabilities; /* sent in initialize; NULL: {} (reference taken) */
     struct json_object *client_info;         /* NULL: {"name":"mcp-bridge","version":VERSION} */
     const char *protocol_version;            /* offered; NULL: UPSTREAM_PROTOCOL_LATEST */

@@ -142,7 +142,7 @@ static void open_transport(struct upstream *u)
         .timeout_ms = t * UPSTREAM_MAX_TOTAL_FACTOR,
         .max_message = UP_MAX_MESSAGE,
     };
-    int r = transport_open(&spec, &up_transport_handler, cn, &cn->t, &e);
+    int r = u->transport_open(&spec, &up_transport_handler, cn, &cn->t, &e);
     if (r < 0) {
         free(cn);
         start_failed(u, r, NULL, &e);

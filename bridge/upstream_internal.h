@@ -108,6 +108,7 @@ struct upstream {
     struct log *log;
     struct mcp_server *srv;
     struct credentials_provider *provider;
+    upstream_transport_open_fn transport_open;
     struct json_object *client_caps;
     struct json_object *client_info;
     char *offer_version;
