@@ -152,7 +152,7 @@ struct upstream {
     struct loop_release release;
 };
 
-/* upstream.c */
+/* upstream.c and upstream_call.c */
 const char *up_name(const struct upstream *u);
 bool up_freed(const struct upstream *u);
 char *up_asprintf(const char *fmt, ...) _printf_(1, 2);
@@ -176,6 +176,9 @@ int up_send_call(struct upstream *u, struct upstream_call *c);
 void up_send_or_fail(struct upstream *u, struct upstream_call *c);
 int up_send_notification(struct upstream *u, const char *method, struct json_object *params);
 void up_flush_waiting(struct upstream *u);
+/* Fails the calls sent on the current session and those parked, from the kick. */
+void up_fail_inflight(struct upstream *u, int error, const char *why);
+void up_fail_waiting(struct upstream *u, int error, const char *message);
 void up_drop_conn(struct upstream *u);
 void up_retire(struct upstream *u, struct conn *cn);
 void up_conn_done(struct upstream *u, struct conn *cn);
