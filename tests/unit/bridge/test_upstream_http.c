@@ -302,6 +302,8 @@ static void http_def(struct srv_def *d, const char *name, char *url, char **head
     d->s.exclude_tools = empty_v;
 }
 
+/* One session's story, step after step on the same server state (over 80 lines: split, each
+ * part would have to rebuild the state the previous one left). */
 static void test_http_session(void)
 {
     struct rec r = {.loop = new_loop()};

@@ -137,6 +137,8 @@ static int64_t arg_int(struct json_object *args, const char *key, int64_t def)
     return json_get_int64(args, key, &v) ? v : def;
 }
 
+/* The scripted server's tools, one branch each (over 80 lines: a flat table of behaviours, read
+ * as a list). */
 static void tools_call(struct json_object *id, struct json_object *params)
 {
     const char *name = json_get_string(params, "name");
@@ -239,6 +241,8 @@ static struct json_object *list_result(struct json_object *id, const char *key, 
     return o;
 }
 
+/* One message to the scripted server, dispatched by method and scenario (over 80 lines: a flat
+ * dispatch, one short branch per scenario). */
 static void handle_line(const char *line)
 {
     struct json_object *o = json_tokener_parse(line), *id = NULL, *params = NULL;
