@@ -158,8 +158,8 @@ void up_conn_done(struct upstream *u, struct conn *cn)
     maybe_closed(u);
 }
 
-/* Ends a conn that is no longer current: a child is shut down (stdin closed, SIGTERM, SIGKILL;
- * on_done frees it), an HTTP session DELETEd. */
+/* Ends a conn that is no longer current: the transport is shut down (transport.h) and freed
+ * when on_done says it is over, or from the kick when there is nothing to wait for. */
 void up_retire(struct upstream *u, struct conn *cn)
 {
     cn->state = CONN_RETIRING;

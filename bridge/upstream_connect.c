@@ -228,8 +228,8 @@ void up_reauth(struct upstream *u, struct upstream_call *c)
     if (u->sess == SESSION_REAUTH)
         return;
     u->sess = SESSION_REAUTH;
-    log_info(u->log, "server '%s': '%s' was refused (HTTP 401): asking for fresh credentials",
-             up_name(u), c->method);
+    log_info(u->log, "server '%s': '%s' was refused (%s): asking for fresh credentials", up_name(u),
+             c->method, up_strerror(u, -EACCES));
     int r = creds_ask(u, CREDENTIALS_UNAUTHORIZED, CRED_REAUTH);
     if (r < 0) {
         char *m = up_asprintf("cannot ask for credentials: %s", strerror(-r));
@@ -455,7 +455,7 @@ static void init_done(struct upstream *u, struct conn *cn)
     (void)up_set_state(u, UPSTREAM_READY, 0, NULL);
 }
 
-/* The answer to initialize, on connect or on re-initializing a lost HTTP session. */
+/* The answer to initialize, on connect or on re-initializing a session the server lost. */
 static void init_answered(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m,
                           int error)
 {
@@ -499,11 +499,11 @@ out:
     free(msg);
 }
 
-/* Re-initializes an HTTP session the server forgot (404), keeping READY. */
+/* Re-initializes a session the server forgot (-ESTALE), keeping READY. */
 void up_start_reinit(struct upstream *u)
 {
     u->sess = SESSION_REINIT;
-    log_info(u->log, "server '%s': the session expired (HTTP 404): re-initializing", up_name(u));
+    log_info(u->log, "server '%s': %s: re-initializing", up_name(u), up_strerror(u, -ESTALE));
     int r = up_arm(u, &u->connect_timer, u->connect_timeout_ms, connect_timer_fired);
     if (r >= 0)
         r = send_initialize(u);

@@ -3,8 +3,8 @@
  * handshake; upstream_list.c: listings through every page). Not for anyone else.
  *
  * Layout: a `struct conn` is one transport with the session on it; the upstream has at most
- * one current conn, plus conns being retired (a child shutting down, an HTTP session being
- * DELETEd) that it only waits for. Calls live in exactly one place: the sent list and the id
+ * one current conn, plus conns being retired (their transport shutting down) that it only
+ * waits for. Calls live in exactly one place: the sent list and the id
  * map (sent, waiting for their answer), the waiting list (for READY, or for a session being
  * re-established or re-authorized), the parked list (refused with 401, waiting for fresh
  * credentials) or the failing list (a failure to report from the loop).
@@ -74,7 +74,7 @@ struct upstream_call {
     unsigned flags; /* transport_send flags */
     enum call_where where;
     uint64_t session;  /* u->session when sent */
-    bool retried;      /* sent again after a lost HTTP session */
+    bool retried;      /* sent again after the session was lost (-ESTALE) */
     bool auth_retried; /* sent again with fresh credentials after a 401 */
     bool in_callback;  /* its response callback is running: freed by whoever called it */
     bool progressed;
