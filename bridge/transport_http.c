@@ -96,6 +96,15 @@ static void stream_fired(struct loop_timer *t, void *userdata)
                   transport_strerror(&x->t, r));
 }
 
+static int arm_stream_retry(struct transport_http *x)
+{
+    if (x->stream_timer) {
+        loop_timer_rearm(x->stream_timer, x->stream_retry_ms);
+        return 0;
+    }
+    return loop_timer_add(x->loop, x->stream_retry_ms, stream_fired, x, &x->stream_timer);
+}
+
 static void h_close(int reason, void *userdata)
 {
     struct transport_http *x = userdata;
@@ -115,10 +124,7 @@ static void h_close(int reason, void *userdata)
          * re-initialization reopens it) */
         log_debug(x->log, "server '%s': the event stream failed: %s", x->name,
                   transport_strerror(&x->t, reason));
-        int r = x->stream_timer ? (loop_timer_rearm(x->stream_timer, x->stream_retry_ms), 0)
-                                : loop_timer_add(x->loop, x->stream_retry_ms, stream_fired, x,
-                                                 &x->stream_timer);
-        if (r >= 0)
+        if (arm_stream_retry(x) >= 0)
             x->stream_retry_ms = x->stream_retry_ms * 2 > STREAM_RETRY_MAX_MS
                                      ? STREAM_RETRY_MAX_MS
                                      : x->stream_retry_ms * 2;
