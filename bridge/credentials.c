@@ -25,13 +25,12 @@ const char *credentials_reason_name(enum credentials_reason reason)
     return "unknown";
 }
 
-int credentials_ask(struct credentials_provider *p, const struct mcp_server *server,
-                    enum credentials_reason reason, credentials_done_fn done, void *userdata,
-                    struct credentials_request **ret)
+int credentials_ask(struct credentials_provider *p, const struct credentials_query *q,
+                    credentials_done_fn done, void *userdata, struct credentials_request **ret)
 {
-    if (!p || !server || !done || !ret)
+    if (!p || !q || !q->server || !done || !ret)
         return -EINVAL;
-    return p->ops->ask(p, server, reason, done, userdata, ret);
+    return p->ops->ask(p, q, done, userdata, ret);
 }
 
 void credentials_cancel(struct credentials_request *r)
@@ -334,9 +333,8 @@ static void entry_fired(struct loop_timer *t, void *userdata)
     }
 }
 
-static int entry_ask(struct credentials_provider *p, const struct mcp_server *server,
-                     enum credentials_reason reason, credentials_done_fn done, void *userdata,
-                     struct credentials_request **ret)
+static int entry_ask(struct credentials_provider *p, const struct credentials_query *query,
+                     credentials_done_fn done, void *userdata, struct credentials_request **ret)
 {
     struct entry_provider *ep = (struct entry_provider *)(void *)p;
     struct entry_req *q = calloc(1, sizeof(*q));
@@ -344,8 +342,8 @@ static int entry_ask(struct credentials_provider *p, const struct mcp_server *se
         return -ENOMEM;
     q->r.provider = p;
     q->ep = ep;
-    q->srv = server;
-    q->reason = reason;
+    q->srv = query->server;
+    q->reason = query->reason; /* the entry has nothing to do with a challenge */
     q->done = done;
     q->userdata = userdata;
     int r = loop_timer_add(ep->o.loop, 0, entry_fired, q, &q->timer);

@@ -59,12 +59,20 @@ typedef void (*credentials_done_fn)(int error, const struct credentials *c, cons
 struct credentials_provider;
 struct credentials_request;
 
+/* What a provider is asked. Borrowed for the ask() call only, except server (see above). */
+struct credentials_query {
+    const struct mcp_server *server;
+    enum credentials_reason reason;
+    /* UNAUTHORIZED: the server's WWW-Authenticate challenge of the refusal (HTTP), NULL when
+     * none; e.g. the scopes a step-up needs. */
+    const char *challenge;
+};
+
 struct credentials_provider_ops {
     const char *name;
-    /* Starts asking for server's credentials. 0 and *ret, or -errno (no callback then). */
-    int (*ask)(struct credentials_provider *p, const struct mcp_server *server,
-               enum credentials_reason reason, credentials_done_fn done, void *userdata,
-               struct credentials_request **ret);
+    /* Starts asking for q->server's credentials. 0 and *ret, or -errno (no callback then). */
+    int (*ask)(struct credentials_provider *p, const struct credentials_query *q,
+               credentials_done_fn done, void *userdata, struct credentials_request **ret);
     /* Gives up on a request: no callback follows. */
     void (*cancel)(struct credentials_request *r);
     void (*free)(struct credentials_provider *p);
@@ -78,8 +86,8 @@ struct credentials_request {
     struct credentials_provider *provider;
 };
 
-int credentials_ask(struct credentials_provider *p, const struct mcp_server *server,
-                    enum credentials_reason reason, credentials_done_fn done, void *userdata,
+int credentials_ask(struct credentials_provider *p, const struct credentials_query *q,
+                    credentials_done_fn done, void *userdata,
                     struct credentials_request **ret) _must_check_;
 /* NULL-safe. */
 void credentials_cancel(struct credentials_request *r);

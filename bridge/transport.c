@@ -54,6 +54,11 @@ void transport_free(struct transport *t)
         t->ops->free(t);
 }
 
+const char *transport_challenge(const struct transport *t)
+{
+    return t && t->ops->challenge ? t->ops->challenge(t) : NULL;
+}
+
 const char *transport_strerror(const struct transport *t, int error)
 {
     const char *s = t && t->ops->strerror ? t->ops->strerror(error) : NULL;

@@ -69,6 +69,9 @@ struct transport_ops {
     int (*shutdown)(struct transport *t);
     /* Frees at once, without a callback. */
     void (*free)(struct transport *t);
+    /* The server's challenge with its most recent refusal (HTTP: WWW-Authenticate of a 401 or
+     * 403), borrowed until the next op; NULL when none. Optional. */
+    const char *(*challenge)(const struct transport *t);
     /* A sentence for a transport error, for messages ("HTTP 404 Not Found: check the URL");
      * NULL for an error the wire has no words of its own for. Optional. */
     const char *(*strerror)(int error);
@@ -113,5 +116,7 @@ int transport_session_open(struct transport *t, const char *version);
 int transport_set_headers(struct transport *t, const char *const *headers) _must_check_;
 int transport_shutdown(struct transport *t);
 void transport_free(struct transport *t);
+/* NULL when the wire has none (or t is NULL). */
+const char *transport_challenge(const struct transport *t);
 /* A sentence for error: the transport's own words, else the generic ones (NULL t is fine). */
 const char *transport_strerror(const struct transport *t, int error);

@@ -183,6 +183,12 @@ static int h_set_headers(struct transport *t, const char *const *headers)
     return http_upstream_set_headers(of(t)->http, headers);
 }
 
+static const char *h_challenge(const struct transport *t)
+{
+    const struct transport_http *x = (const struct transport_http *)(const void *)t;
+    return http_upstream_challenge(x->http);
+}
+
 static void h_closed(int result, void *userdata)
 {
     struct transport_http *x = userdata;
@@ -232,6 +238,7 @@ static const struct transport_ops http_ops = {
     .set_headers = h_set_headers,
     .shutdown = h_shutdown,
     .free = h_free,
+    .challenge = h_challenge,
     .strerror = h_strerror,
 };
 

@@ -30,7 +30,13 @@ static int creds_ask(struct upstream *u, enum credentials_reason reason, enum cr
     u->cred_purpose = purpose;
     log_debug(u->log, "server '%s': asking for credentials (%s)", up_name(u),
               credentials_reason_name(reason));
-    int r = credentials_ask(u->provider, u->srv, reason, creds_done, u, &u->cred_req);
+    struct credentials_query q = {
+        .server = u->srv,
+        .reason = reason,
+        .challenge =
+            reason == CREDENTIALS_UNAUTHORIZED && u->conn ? transport_challenge(u->conn->t) : NULL,
+    };
+    int r = credentials_ask(u->provider, &q, creds_done, u, &u->cred_req);
     if (r < 0)
         u->cred_req = NULL;
     return r;

@@ -141,8 +141,15 @@ static const char *fake_strerror(int error)
     return error == -EACCES ? "the fake says 401" : NULL;
 }
 
+static const char *fake_challenge(const struct transport *t)
+{
+    (void)t;
+    return "Bearer scope=\"fake\"";
+}
+
 static const struct transport_ops fake_ops = {
     .name = "fake",
+    .challenge = fake_challenge,
     .strerror = fake_strerror,
     .send = fake_send,
     .set_headers = fake_set_headers,
@@ -247,6 +254,7 @@ struct fprov {
     const char *header_for[4]; /* the header answered for each reason */
     int64_t lifetime_ms;       /* 0: no expires_at */
     int answer_error;
+    char challenge[64]; /* of the last question */
 };
 
 static void fprov_fire(struct loop_timer *t, void *userdata)
@@ -270,12 +278,12 @@ static void fprov_fire(struct loop_timer *t, void *userdata)
     p->done(0, &c, NULL, p->userdata);
 }
 
-static int fprov_ask(struct credentials_provider *prov, const struct mcp_server *server,
-                     enum credentials_reason reason, credentials_done_fn done, void *userdata,
-                     struct credentials_request **ret)
+static int fprov_ask(struct credentials_provider *prov, const struct credentials_query *q,
+                     credentials_done_fn done, void *userdata, struct credentials_request **ret)
 {
     struct fprov *p = (struct fprov *)(void *)prov;
-    (void)server;
+    enum credentials_reason reason = q->reason;
+    snprintf(p->challenge, sizeof(p->challenge), "%s", q->challenge ? q->challenge : "");
     CHECK(!p->open);
     p->asks[reason]++;
     p->last = reason;
@@ -525,6 +533,7 @@ static void test_fake_unauthorized(void)
     CHECK_INT(upstream_call(fx.u, "b", NULL, 0, on_response, NULL, &b, &cb), 0);
     CHECK_INT(f->nsent, 4);
     CHECK(wait_for(fx.loop, asked_unauthorized, &fx, 2000));
+    CHECK_STR(fx.prov.challenge, "Bearer scope=\"fake\""); /* the refusal's, for the provider */
     CHECK_INT(f->set_headers_calls, 1);
     CHECK_STR(f->headers[0], "Authorization: Bearer two");
     CHECK_INT(f->nsent, 6);
