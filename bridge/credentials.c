@@ -318,6 +318,8 @@ static void entry_fired(struct loop_timer *t, void *userdata)
     struct entry_req *q = userdata;
     const struct credentials_entry_opts *o = &q->ep->o;
     (void)t;
+    loop_timer_cancel(q->timer); /* done with it: a hook may answer after the loop is gone */
+    q->timer = NULL;
     if (!o->headers_fn || q->srv->transport == MCP_TRANSPORT_STDIO) {
         entry_answer(q, NULL);
         return;
