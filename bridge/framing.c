@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "credkit/io.h"
+#include "credkit/list.h"
 
 #include "framing.h"
 
@@ -71,8 +72,8 @@ struct framing {
 
     int pending_err; /* a failure found outside a callback, reported by notify */
     bool broken;     /* on_error was called (or is being called) */
-    unsigned busy;   /* callbacks of ours on the stack */
-    bool freed;      /* framing_free() was called while busy */
+    bool freed;      /* framing_free() was called: the memory goes after the loop iteration */
+    struct loop_release release;
 };
 
 /* ---- plumbing ---- */
@@ -141,20 +142,11 @@ static void destroy(struct framing *f)
     free(f);
 }
 
-/* Around each entry from the loop: a callback may call framing_free(), which then only marks
- * the framing; the memory goes when the outermost entry leaves. false: it is gone. */
-static void enter(struct framing *f)
+/* framing_free() may come from inside a callback of ours: it marks the framing, and the memory
+ * goes through loop_release() once the iteration is over. */
+static void release_fn(struct loop_release *node)
 {
-    f->busy++;
-}
-
-static bool leave(struct framing *f)
-{
-    if (--f->busy == 0 && f->freed) {
-        destroy(f);
-        return false;
-    }
-    return true;
+    destroy(list_entry(node, struct framing, release));
 }
 
 /* Calls on_error once; the framing stops watching. */
@@ -429,12 +421,10 @@ static void on_io(struct loop_io *io, int fd, unsigned events, void *userdata)
 {
     struct framing *f = userdata;
     (void)fd;
-    enter(f);
     if (io == f->wio && (events & (LOOP_WRITE | LOOP_HUP)) && write_interest(f))
         handle_writable(f);
     if (io == f->rio && (events & (LOOP_READ | LOOP_HUP)) && read_interest(f))
         (void)read_once(f);
-    (void)leave(f);
 }
 
 static void on_notify(struct loop_timer *t, void *userdata)
@@ -443,7 +433,6 @@ static void on_notify(struct loop_timer *t, void *userdata)
     (void)t;
     if (f->broken || f->freed)
         return;
-    enter(f);
     if (f->pending_err) {
         report_error(f, f->pending_err);
     } else if (f->werr) {
@@ -454,7 +443,6 @@ static void on_notify(struct loop_timer *t, void *userdata)
         if (!f->freed && !f->broken && f->reading)
             deliver(f); /* what waited while reading was off */
     }
-    (void)leave(f);
 }
 
 /* ---- public ---- */
@@ -636,6 +624,5 @@ void framing_free(struct framing *f)
     f->wio = f->rio = NULL;
     loop_timer_cancel(f->notify);
     f->notify = NULL;
-    if (f->busy == 0)
-        destroy(f);
+    loop_release(f->loop, &f->release, release_fn);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "credkit/child.h"
+#include "credkit/list.h"
 
 #include "stdio_upstream.h"
 
@@ -17,6 +18,7 @@ enum phase {
     P_KILL,     /* SIGKILL sent; waiting for the exit */
     P_REAPED,   /* reaped; waiting for EOF on its pipes, at most until the step timer */
     P_DONE,     /* on_exit called; the step timer, if armed, SIGKILLs stragglers */
+    P_FREED,    /* stdio_upstream_free() called; the memory goes after the loop iteration */
 };
 
 struct stdio_upstream {
@@ -42,23 +44,12 @@ struct stdio_upstream {
     size_t errlen;
     bool errskip; /* dropping the rest of an overlong line */
 
-    unsigned busy; /* entries from the loop on the stack */
-    bool freed;    /* stdio_upstream_free() called while busy */
+    struct loop_release release; /* stdio_upstream_free() from inside a callback of ours */
 };
 
-static void enter(struct stdio_upstream *s)
+static bool freed(const struct stdio_upstream *s)
 {
-    s->busy++;
-}
-
-/* false: s is gone */
-static bool leave(struct stdio_upstream *s)
-{
-    if (--s->busy == 0 && s->freed) {
-        free(s);
-        return false;
-    }
-    return true;
+    return s->phase == P_FREED;
 }
 
 static void close_stdin(struct stdio_upstream *s)
@@ -106,7 +97,7 @@ static void finish(struct stdio_upstream *s)
         s->closed = true;
         if (s->h.on_close)
             s->h.on_close(0, s->userdata);
-        if (s->freed)
+        if (freed(s))
             return;
     }
     if (s->h.on_exit)
@@ -144,7 +135,7 @@ static void connection_over(struct stdio_upstream *s, int reason)
     s->closed = true;
     if (s->h.on_close)
         s->h.on_close(reason, s->userdata);
-    if (!s->freed)
+    if (!freed(s))
         begin_shutdown(s);
 }
 
@@ -154,7 +145,6 @@ static void on_step(struct loop_timer *t, void *userdata)
 {
     struct stdio_upstream *s = userdata;
     (void)t;
-    enter(s);
     switch (s->phase) {
     case P_FLUSHING:
         close_stdin(s);
@@ -179,7 +169,6 @@ static void on_step(struct loop_timer *t, void *userdata)
     default:
         break;
     }
-    (void)leave(s);
 }
 
 static void reaped(struct stdio_upstream *s, int status)
@@ -217,54 +206,44 @@ static void on_pidfd(struct loop_io *io, int fd, unsigned events, void *userdata
     (void)io;
     (void)fd;
     (void)events;
-    enter(s);
     check_exit(s);
-    (void)leave(s);
 }
 
 static void on_poll(struct loop_timer *t, void *userdata)
 {
     struct stdio_upstream *s = userdata;
-    enter(s);
     check_exit(s);
-    if (!s->freed && s->poll == t)
+    if (!freed(s) && s->poll == t)
         loop_timer_rearm(t, STDIO_UPSTREAM_POLL_MS);
-    (void)leave(s);
 }
 
 static void fr_message(const char *msg, size_t len, void *userdata)
 {
     struct stdio_upstream *s = userdata;
-    enter(s);
     if (!s->closed)
         s->h.on_message(msg, len, s->userdata);
-    (void)leave(s);
 }
 
 static void fr_eof(void *userdata)
 {
     struct stdio_upstream *s = userdata;
-    enter(s);
     s->out_done = true;
     connection_over(s, 0);
-    if (!s->freed)
+    if (!freed(s))
         maybe_finish(s);
-    (void)leave(s);
 }
 
 static void fr_error(int error, void *userdata)
 {
     struct stdio_upstream *s = userdata;
-    enter(s);
     /* the framing is finished with both pipes: stdout no longer read, stdin closed */
     framing_free(s->fr);
     s->fr = NULL;
     close_stdin(s);
     s->out_done = true;
     connection_over(s, error);
-    if (!s->freed)
+    if (!freed(s))
         maybe_finish(s);
-    (void)leave(s);
 }
 
 static void emit_stderr(struct stdio_upstream *s)
@@ -283,7 +262,6 @@ static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *user
     char chunk[8192];
     (void)io;
     (void)events;
-    enter(s);
     ssize_t n;
     do
         n = read(fd, chunk, sizeof(chunk));
@@ -294,14 +272,14 @@ static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *user
         /* EOF (or an error: nothing more will come either way) */
         if (!s->errskip)
             emit_stderr(s);
-        if (s->freed)
+        if (freed(s))
             goto out;
         loop_io_remove(s->err_io);
         s->err_io = NULL;
         maybe_finish(s);
         goto out;
     }
-    for (const char *p = chunk, *end = chunk + n; p < end && !s->freed;) {
+    for (const char *p = chunk, *end = chunk + n; p < end && !freed(s);) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!s->errskip) {
             size_t take = (size_t)((nl ? nl : end) - p);
@@ -323,10 +301,15 @@ static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *user
         p = nl + 1;
     }
 out:
-    (void)leave(s);
+    return;
 }
 
 /* ---- public ---- */
+
+static void release_fn(struct loop_release *node)
+{
+    free(list_entry(node, struct stdio_upstream, release));
+}
 
 static int build_env(const char *const *env, char ***ret, struct err *e)
 {
@@ -452,7 +435,7 @@ out:
 
 int stdio_upstream_send(struct stdio_upstream *s, const char *msg, size_t len)
 {
-    if (!s || s->freed)
+    if (!s || freed(s))
         return -EINVAL;
     if (!s->fr)
         return -EPIPE;
@@ -463,7 +446,7 @@ int stdio_upstream_send(struct stdio_upstream *s, const char *msg, size_t len)
 
 void stdio_upstream_shutdown(struct stdio_upstream *s)
 {
-    if (s && !s->freed)
+    if (s && !freed(s))
         begin_shutdown(s);
 }
 
@@ -474,7 +457,7 @@ pid_t stdio_upstream_pid(const struct stdio_upstream *s)
 
 void stdio_upstream_free(struct stdio_upstream *s)
 {
-    if (!s || s->freed)
+    if (!s || freed(s))
         return;
     stop_watching(s);
     /* stragglers of a server already reaped: child_free() only kills an unreaped one */
@@ -484,7 +467,6 @@ void stdio_upstream_free(struct stdio_upstream *s)
     s->step = NULL;
     child_free(s->child);
     s->child = NULL;
-    s->freed = true;
-    if (s->busy == 0)
-        free(s);
+    s->phase = P_FREED;
+    loop_release(s->loop, &s->release, release_fn);
 }

@@ -1,8 +1,9 @@
 /* upstream.h - one MCP server the bridge talks to, as a client: a session over a transport.
  *
- * An upstream owns its transport (stdio_upstream.h for "command" entries, http_upstream.h for
- * "url" entries: Streamable HTTP, falling back to the 2024-11-05 HTTP+SSE transport by itself,
- * or "type": "sse"), performs the MCP handshake, and multiplexes requests over it:
+ * An upstream owns its transport (transport.h: transport_stdio.c for "command" entries,
+ * transport_http.c for "url" entries: Streamable HTTP, falling back to the 2024-11-05 HTTP+SSE
+ * transport by itself, or "type": "sse"), performs the MCP handshake, and multiplexes requests
+ * over it. The session code here never asks which transport it has:
  *
  *   IDLE -> CONNECTING -> READY -> (connection lost) -> BACKOFF -> CONNECTING -> READY ...
  *                     \-> (connect failed or timed out) -> BACKOFF
@@ -11,19 +12,31 @@
  *                                        a command that does not exist; no retry until
  *                                        upstream_connect() is called again)
  *
- * Connecting: the transport is started (for HTTP the entry's headers are expanded now, at each
- * connect, so rotated values are picked up; see upstream_opts.headers_fn for the hook [seam]
- * uses), "initialize" is sent with the client capabilities and info given in the options and
- * the newest protocol version (or opts.protocol_version), the answer's protocolVersion must be
- * one the bridge knows (UPSTREAM_PROTOCOL_VERSIONS; anything else fails the connect with a
- * message naming it), then "notifications/initialized" is sent and, for HTTP, the GET stream
- * opened. The whole connect is bounded by connect_timeout_ms. READY is reported then; over
+ * Connecting: the credentials provider (credentials.h; opts.credentials, by default the entry
+ * itself: its headers and ${VAR}s through opts.lookup, or opts.headers_fn) is asked, with
+ * CONNECT the first time and RECONNECT after, and answers from the loop; the transport is
+ * opened with its headers, the entry's url and env expanded from its variables (so rotated
+ * values are picked up at each connect, and no lookup blocks the loop). Then "initialize" is
+ * sent with the client capabilities and info given in the options and the newest protocol
+ * version (or opts.protocol_version), the answer's protocolVersion must be one the bridge knows
+ * (UPSTREAM_PROTOCOL_VERSIONS; anything else fails the connect with a message naming it), then
+ * "notifications/initialized" is sent and the transport's own stream opened (HTTP: the GET
+ * stream). The whole connect is bounded by connect_timeout_ms. READY is reported then; over
  * HTTP the GET itself waits for the 202 of notifications/initialized and every request sent
  * after READY waits inside the transport until the GET has started (http_upstream.h), so no
  * request overtakes the stream. A 404 on the GET stream re-initializes the session at once.
  * A JSON-RPC error in answer to initialize fails the connect (-EPROTO) with the server's
- * message (at most 200 characters of it). A listing ends early, as if complete, when the
- * server gives back the cursor it was just sent (logged).
+ * message (at most 200 characters of it). A 401 or 403 to initialize asks the provider again
+ * (UNAUTHORIZED) once per attempt, and starts over when its answer differs. A listing ends
+ * early, as if complete, when the server gives back the cursor it was just sent (logged).
+ *
+ * Credentials within a session: an answer with expires_at is asked for again (EXPIRING) at
+ * expires_at minus credentials_skew_ms(), and the new headers replace the old ones in the same
+ * session (stdio: the new values are used from the next start). A 401 to a call in the middle
+ * of a session parks it (and the calls made meanwhile wait), asks the provider (UNAUTHORIZED),
+ * sets the new headers and sends the parked calls again, once each; an answer with the same
+ * headers, a failed one, or a second 401 fails the call (-EACCES) with a message saying so.
+ * Other calls in flight are not failed and no new MCP session is opened for it.
  *
  * Requests (upstream_call): each gets an id of the upstream's own (integers counting up from 1,
  * never reused within an upstream), so callers never think about id collisions; the answer comes
@@ -46,14 +59,15 @@
  *                  says why the last attempt failed);
  *   -ESHUTDOWN     upstream_close() or the call was made on a FAILED upstream (message: why);
  *   -EPROTO        the server's answer broke the protocol (not JSON-RPC);
- *   -EACCES        the HTTP server answered 401 or 403 (the message says so; [seam] refreshes
- *                  credentials here);
+ *   -EACCES        the server refused the credentials (HTTP 401 or 403; a 401 is retried once
+ *                  with fresh credentials first, above);
  *   -E2BIG         a message over the size bound;
  *   -ENOBUFS       too many requests at once (10000 per upstream), or a stdio server that
  *                  does not read its input (framing.h's pending bound).
  * A JSON-RPC error answer is not a failure here: the response is delivered as it is.
- * An HTTP session that the server forgot (404 on a request carrying MCP-Session-Id) is
- * re-initialized and the request is sent again once (mcp-client.md 1), invisibly to the caller.
+ * A session that the server forgot (-ESTALE from the transport: HTTP 404 on a request carrying
+ * MCP-Session-Id) is re-initialized and the request is sent again once (mcp-client.md 1),
+ * invisibly to the caller.
  *
  * Reconnecting: after a READY connection is lost, or a connect failed, the upstream waits
  * (capped exponential backoff: UPSTREAM_BACKOFF_INITIAL_MS doubling up to
@@ -83,6 +97,7 @@
 #include "credkit/macro.h"
 #include "credkit/mcp_config.h"
 
+#include "credentials.h"
 #include "loop.h"
 
 #define UPSTREAM_PROTOCOL_LATEST "2025-11-25"
@@ -137,15 +152,21 @@ struct upstream_handler {
                                                  debug level, prefixed with the server name */
 };
 
-/* [seam] hook: supplies the HTTP request headers ("Name: value", secrets) at each connect and,
- * with force set, after a 401. Asynchronous: it calls done(done_ud, 0, headers, NULL) later from
- * the loop (or -errno with a message for the user), headers NULL-terminated, copied by the
- * callee. It returns 0 when it started, or -errno when it could not. NULL: the entry's
- * "headers" expanded through opts.lookup. */
-typedef void (*upstream_headers_done_fn)(void *done_ud, int error, const char *const *headers,
-                                         const char *message);
-typedef int (*upstream_headers_fn)(void *userdata, const struct mcp_server *server, bool force,
-                                   upstream_headers_done_fn done, void *done_ud);
+/* A hook of the default credentials provider (credentials.h): supplies the HTTP request
+ * headers ("Name: value", secrets) at each connect and, with force set, after a 401.
+ * Asynchronous: it calls done(done_ud, 0, headers, NULL) later from the loop (or -errno with a
+ * message for the user), headers NULL-terminated, copied by the callee. It returns 0 when it
+ * started, or -errno when it could not. NULL: the entry's "headers" expanded through
+ * opts.lookup. */
+typedef credentials_headers_done_fn upstream_headers_done_fn;
+typedef credentials_headers_fn upstream_headers_fn;
+
+struct transport_spec;
+struct transport_handler;
+struct transport;
+typedef int (*upstream_transport_open_fn)(const struct transport_spec *spec,
+                                          const struct transport_handler *h, void *userdata,
+                                          struct transport **ret, struct err *e);
 
 struct upstream_opts {
     struct loop *loop;               /* required */
@@ -155,6 +176,13 @@ struct upstream_opts {
     void *lookup_userdata;
     upstream_headers_fn headers_fn; /* NULL: see above */
     void *headers_userdata;
+    /* Where the credentials come from (credentials.h); taken over by upstream_new() when it
+     * succeeds (the upstream frees it). NULL: the default provider over lookup and
+     * headers_fn. */
+    struct credentials_provider *credentials;
+    /* Opens the connection (transport.h); NULL: transport_open(), the wire the entry's "type"
+     * names. Where a test's fake transport plugs in. */
+    upstream_transport_open_fn transport_open;
     struct json_object *client_capabilities; /* sent in initialize; NULL: {} (reference taken) */
     struct json_object *client_info;         /* NULL: {"name":"mcp-bridge","version":VERSION} */
     const char *protocol_version;            /* offered; NULL: UPSTREAM_PROTOCOL_LATEST */
@@ -178,13 +206,16 @@ void upstream_connect(struct upstream *u);
  * a hung server); calls in flight fail with -ECONNRESET. */
 void upstream_reconnect(struct upstream *u);
 
-/* Closes: calls in flight and waiting fail with -ESHUTDOWN, the transport is shut down (stdio:
- * close stdin, SIGTERM, SIGKILL as in stdio_upstream.h; HTTP: DELETE of the session), CLOSING,
- * then CLOSED once that is over. Idempotent. */
+/* Closes: calls in flight and waiting fail with -ESHUTDOWN, a credentials request is
+ * cancelled, the transport is shut down (stdio: close stdin, SIGTERM, SIGKILL as in
+ * stdio_upstream.h; HTTP: DELETE of the session), CLOSING, then CLOSED once that is over.
+ * Idempotent. */
 void upstream_close(struct upstream *u);
 
 /* Frees at once (stdio servers still running are killed and reaped), with every call and
- * listing still open: their handles are invalid afterwards. No callback. NULL-safe. */
+ * listing still open: their handles are invalid afterwards; a credentials request is
+ * cancelled. No callback. The memory itself goes after the loop iteration (loop_release()).
+ * NULL-safe. */
 void upstream_free(struct upstream *u);
 
 enum upstream_state upstream_state(const struct upstream *u);

@@ -266,6 +266,8 @@ static void test_crlf_and_empty_lines(void)
     loop_free(l);
 }
 
+/* The frame bound at its edges: exactly max, max + 1, an overlong line before its newline,
+ * a lone '\r', the default bound (over 80 lines: one list of edge cases, each a few lines). */
 static void test_frame_bound(void)
 {
     struct loop *l = new_loop();

@@ -1,0 +1,176 @@
+/* transport_stdio.c - transport.h over a child process (stdio_upstream.h): the entry's command
+ * and args run with its env expanded from the credentials' answer; the connection is over
+ * when the child closes its output or exits. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "credkit/list.h"
+#include "credkit/strv.h"
+
+#include "credentials.h"
+#include "stdio_upstream.h"
+#include "transport.h"
+
+enum stdio_phase {
+    STDIO_OPEN,
+    STDIO_LOST,  /* on_lost reported; waiting for the exit */
+    STDIO_FREED, /* transport_free() called; the memory goes after the iteration */
+};
+
+struct transport_stdio {
+    struct transport t;
+    struct loop *loop;
+    struct log *log;
+    char *name; /* the server's, for the log */
+    struct stdio_upstream *child;
+    struct transport_handler h;
+    void *userdata;
+    enum stdio_phase phase;
+    struct loop_release release;
+};
+
+static struct transport_stdio *of(struct transport *t)
+{
+    return (struct transport_stdio *)(void *)t;
+}
+
+static void s_message(const char *msg, size_t len, void *userdata)
+{
+    struct transport_stdio *s = userdata;
+    if (s->phase == STDIO_OPEN)
+        s->h.on_message(msg, len, s->userdata);
+}
+
+static void s_stderr(const char *line, size_t len, void *userdata)
+{
+    struct transport_stdio *s = userdata;
+    if (s->phase != STDIO_FREED && s->h.on_stderr)
+        s->h.on_stderr(line, len, s->userdata);
+}
+
+static void s_lost(struct transport_stdio *s, int reason)
+{
+    if (s->phase != STDIO_OPEN)
+        return;
+    s->phase = STDIO_LOST;
+    const char *why = reason == 0        ? "the server exited or closed its output"
+                      : reason == -E2BIG ? "the server sent a message over the size bound"
+                      : reason == -EPIPE ? "the server closed its input"
+                                         : strerror(-reason);
+    s->h.on_lost(reason < 0 ? reason : -ECONNRESET, why, s->userdata);
+}
+
+static void s_close(int reason, void *userdata)
+{
+    s_lost(userdata, reason);
+}
+
+static void s_exit(int status, void *userdata)
+{
+    struct transport_stdio *s = userdata;
+    if (status >= 0 && WIFEXITED(status))
+        log_debug(s->log, "server '%s': exited with status %d", s->name, WEXITSTATUS(status));
+    else if (status >= 0 && WIFSIGNALED(status))
+        log_debug(s->log, "server '%s': killed by signal %d", s->name, WTERMSIG(status));
+    /* on_close comes first; should it not have, the connection is over all the same */
+    s_lost(s, 0);
+    if (s->phase != STDIO_FREED && s->h.on_done)
+        s->h.on_done(s->userdata);
+}
+
+static const struct stdio_upstream_handler stdio_handler = {
+    .on_message = s_message,
+    .on_stderr = s_stderr,
+    .on_close = s_close,
+    .on_exit = s_exit,
+};
+
+static int s_send(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag)
+{
+    (void)flags;
+    (void)tag;
+    return stdio_upstream_send(of(t)->child, msg, len);
+}
+
+static int s_shutdown(struct transport *t)
+{
+    stdio_upstream_shutdown(of(t)->child); /* on_exit follows */
+    return 0;
+}
+
+static void s_release(struct loop_release *node)
+{
+    struct transport_stdio *s = list_entry(node, struct transport_stdio, release);
+    free(s->name);
+    free(s);
+}
+
+static void s_free(struct transport *t)
+{
+    struct transport_stdio *s = of(t);
+    if (s->phase == STDIO_FREED)
+        return;
+    s->phase = STDIO_FREED;
+    stdio_upstream_free(s->child);
+    s->child = NULL;
+    loop_release(s->loop, &s->release, s_release);
+}
+
+static const struct transport_ops stdio_ops = {
+    .name = "stdio",
+    .send = s_send,
+    .shutdown = s_shutdown,
+    .free = s_free,
+};
+
+int transport_stdio_open(const struct transport_spec *spec, const struct transport_handler *h,
+                         void *userdata, struct transport **ret, struct err *e)
+{
+    const struct mcp_server *srv = spec->server;
+    struct strv env = STRV_INIT, argv = STRV_INIT;
+    struct transport_stdio *s = NULL;
+    int r;
+
+    r = credentials_expand_pairs(srv->env, "=", spec->lookup, spec->lookup_userdata, &env, e);
+    if (r < 0) {
+        err_prefix(e, "env");
+        goto out;
+    }
+    r = strv_push(&argv, srv->command);
+    for (size_t i = 0; r >= 0 && srv->args && srv->args[i]; i++)
+        r = strv_push(&argv, srv->args[i]);
+    s = calloc(1, sizeof(*s));
+    if (s)
+        s->name = strdup(srv->name);
+    if (r < 0 || !s || !s->name) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    s->t.ops = &stdio_ops;
+    s->loop = spec->loop;
+    s->log = spec->log;
+    s->h = *h;
+    s->userdata = userdata;
+    struct stdio_upstream_spec sp = {
+        .argv = (const char *const *)argv.v,
+        .env = (const char *const *)env.v,
+        .cwd = srv->cwd,
+        .max_frame = spec->max_message,
+    };
+    r = stdio_upstream_new(spec->loop, &sp, &stdio_handler, s, &s->child, e);
+    if (r < 0)
+        goto out;
+    log_debug(s->log, "server '%s': started '%s' (pid %d)", srv->name, srv->command,
+              (int)stdio_upstream_pid(s->child));
+    *ret = &s->t;
+    s = NULL;
+out:
+    if (s)
+        free(s->name);
+    free(s);
+    strv_release(&argv);
+    strv_release_secure(&env);
+    return r;
+}

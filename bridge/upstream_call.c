@@ -1,0 +1,495 @@
+/* upstream_call.c - requests: a call's record on exactly one of the upstream's lists (see
+ * upstream_internal.h), sending it with its id as the transport's tag, its timeout (a
+ * notifications/cancelled, then a ping to tell a hung server), failures reported from the loop,
+ * and the public calls, notifications and answers to server requests. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "upstream_internal.h"
+
+static void call_timer_fired(struct loop_timer *t, void *userdata);
+
+/* ---- calls ---------------------------------------------------------------------------------- */
+
+void up_call_free(struct upstream_call *c)
+{
+    if (!c)
+        return;
+    c->u->ncalls--;
+    loop_timer_cancel(c->timer);
+    free(c->method);
+    json_object_put(c->params);
+    json_object_put(c->token);
+    free(c->message);
+    free(c);
+}
+
+static struct list_node *list_of(struct upstream *u, enum call_where where)
+{
+    switch (where) {
+    case CALL_WAITING:
+        return &u->waiting;
+    case CALL_SENT:
+        return &u->sent;
+    case CALL_PARKED:
+        return &u->parked;
+    case CALL_FAILING:
+        return &u->failing;
+    case CALL_NEW:
+        break;
+    }
+    return NULL;
+}
+
+/* Puts an unlinked call on a list (not CALL_SENT: up_send_call() does that). */
+void up_call_put(struct upstream *u, struct upstream_call *c, enum call_where where, bool front)
+{
+    c->where = where;
+    if (front)
+        list_add_head(list_of(u, where), &c->node);
+    else
+        list_add_tail(list_of(u, where), &c->node);
+}
+
+/* The first call on a list, unlinked; NULL when it is empty. */
+struct upstream_call *up_call_pop(struct upstream *u, enum call_where where)
+{
+    struct list_node *n = list_first(list_of(u, where));
+    if (!n)
+        return NULL;
+    struct upstream_call *c = list_entry(n, struct upstream_call, node);
+    up_call_unlink(u, c);
+    return c;
+}
+
+/* Takes c out of wherever it is. */
+void up_call_unlink(struct upstream *u, struct upstream_call *c)
+{
+    if (c->where == CALL_SENT)
+        (void)hashmap_remove(u->map, c->key);
+    list_remove(&c->node);
+    c->where = CALL_NEW;
+    if (u->init_call == c)
+        u->init_call = NULL;
+    if (u->ping_call == c)
+        u->ping_call = NULL;
+}
+
+/* Reports a failure from the loop now (c unlinked). false: the upstream was freed. */
+bool up_call_fail_now(struct upstream *u, struct upstream_call *c, int error, const char *message)
+{
+    if (c->ifn) {
+        c->ifn(u, c, NULL, error);
+        up_call_free(c);
+        return !up_freed(u);
+    }
+    c->in_callback = true;
+    c->fn(c, NULL, error, message ? message : strerror(-error), c->userdata);
+    up_call_free(c);
+    return !up_freed(u);
+}
+
+/* Queues a failure to be reported from the kick (c unlinked). Internal calls go silently. */
+void up_call_fail_later(struct upstream *u, struct upstream_call *c, int error, const char *message)
+{
+    up_disarm(&c->timer);
+    if (c->ifn) {
+        up_call_free(c);
+        return;
+    }
+    c->error = error;
+    free(c->message);
+    c->message = message ? strdup(message) : NULL;
+    up_call_put(u, c, CALL_FAILING, false);
+    up_kick(u);
+}
+
+/* msg without its leading "server 'NAME': ", to quote it after one. */
+static const char *cause_of(const struct upstream *u, const char *msg)
+{
+    size_t n = strlen(up_name(u));
+    if (msg && strncmp(msg, "server '", 8) == 0 && strncmp(msg + 8, up_name(u), n) == 0 &&
+        strncmp(msg + 8 + n, "': ", 3) == 0)
+        return msg + 8 + n + 3;
+    return msg;
+}
+
+/* Fails every call sent on the current session, and those parked for credentials. */
+void up_fail_inflight(struct upstream *u, int error, const char *why)
+{
+    struct upstream_call *c;
+    why = cause_of(u, why);
+    while ((c = up_call_pop(u, CALL_SENT)) || (c = up_call_pop(u, CALL_PARKED))) {
+        if (c->ifn) {
+            up_call_free(c);
+            continue;
+        }
+        char *m = up_asprintf("server '%s': the connection was lost before '%s' was answered%s%s",
+                              up_name(u), c->method, why ? ": " : "", why ? why : "");
+        up_call_fail_later(u, c, error, m);
+        free(m);
+    }
+}
+
+void up_fail_waiting(struct upstream *u, int error, const char *message)
+{
+    struct upstream_call *c;
+    while ((c = up_call_pop(u, CALL_WAITING)))
+        up_call_fail_later(u, c, error, message);
+}
+
+/* ---- sending ------------------------------------------------------------------------------- */
+
+static int conn_send(struct conn *cn, struct json_object *msg, unsigned flags, uint64_t tag)
+{
+    size_t len = 0;
+    const char *text = jrpc_serialize(msg, &len);
+    if (!text)
+        return -ENOMEM;
+    if (len > UP_MAX_MESSAGE)
+        return -E2BIG;
+    return transport_send(cn ? cn->t : NULL, text, len, flags, tag);
+}
+
+int up_send_notification(struct upstream *u, const char *method, struct json_object *params)
+{
+    if (!u->conn)
+        return 0;
+    struct json_object *n = jrpc_new_notification(method, params);
+    if (!n)
+        return -ENOMEM;
+    int r = conn_send(u->conn, n, 0, 0);
+    json_object_put(n);
+    if (r < 0)
+        log_debug(u->log, "server '%s': cannot send %s: %s", up_name(u), method, up_strerror(u, r));
+    else
+        log_debug(u->log, "server '%s': -> %s", up_name(u), method);
+    return r;
+}
+
+static void send_cancelled(struct upstream *u, int64_t id, const char *reason)
+{
+    struct json_object *p = json_object_new_object();
+    if (!p)
+        return;
+    if (json_object_object_add(p, "requestId", json_object_new_int64(id)) < 0 ||
+        (reason && json_object_object_add(p, "reason", json_object_new_string(reason)) < 0)) {
+        json_object_put(p);
+        return;
+    }
+    int r = up_send_notification(u, "notifications/cancelled", p);
+    (void)r; /* logged; a lost cancellation needs nothing more */
+    json_object_put(p);
+}
+
+static int send_response(struct upstream *u, struct json_object *resp)
+{
+    if (!resp)
+        return -ENOMEM;
+    int r = u->conn ? conn_send(u->conn, resp, 0, 0) : 0;
+    json_object_put(resp);
+    return r;
+}
+
+/* Sends c on the current conn and puts it in the map. */
+int up_send_call(struct upstream *u, struct upstream_call *c)
+{
+    struct json_object *id = NULL, *req = NULL;
+    int r = -ENOMEM;
+
+    if (!u->conn)
+        return -ENOTCONN;
+    id = json_object_new_int64(c->id);
+    if (!id)
+        goto out;
+    if (c->token && !c->token_swapped) {
+        jrpc_set_progress_token(c->params, id);
+        c->token_swapped = true;
+    }
+    req = jrpc_new_request(id, c->method, c->params);
+    if (!req)
+        goto out;
+    r = hashmap_put(u->map, c->key, c);
+    if (r < 0)
+        goto out;
+    r = conn_send(u->conn, req, c->flags, (uint64_t)c->id);
+    if (r < 0) {
+        (void)hashmap_remove(u->map, c->key);
+        goto out;
+    }
+    c->where = CALL_SENT;
+    list_add_tail(&u->sent, &c->node);
+    c->session = u->session;
+    log_debug(u->log, "server '%s': -> %s #%" PRId64, up_name(u), c->method, c->id);
+out:
+    json_object_put(req);
+    json_object_put(id);
+    return r;
+}
+
+/* Sends a user call that was waiting or is new; a failure is reported from the kick. */
+void up_send_or_fail(struct upstream *u, struct upstream_call *c)
+{
+    int r = up_send_call(u, c);
+    if (r >= 0)
+        return;
+    int code = up_call_err(r);
+    char *m =
+        up_asprintf("server '%s': cannot send '%s': %s", up_name(u), c->method, up_strerror(u, r));
+    up_call_fail_later(u, c, code, m);
+    free(m);
+}
+
+void up_flush_waiting(struct upstream *u)
+{
+    struct upstream_call *c;
+    while (u->conn && u->sess == SESSION_OPEN && (c = up_call_pop(u, CALL_WAITING)))
+        up_send_or_fail(u, c);
+}
+
+int up_call_new(struct upstream *u, const char *method, struct json_object *params,
+                int64_t timeout_ms, struct upstream_call **ret)
+{
+    struct upstream_call *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->u = u;
+    list_init(&c->node);
+    u->ncalls++;
+    c->method = strdup(method);
+    if (!c->method) {
+        up_call_free(c);
+        return -ENOMEM;
+    }
+    c->params = params ? json_object_get(params) : NULL;
+    c->id = u->next_id++;
+    snprintf(c->key, sizeof(c->key), "%" PRId64, c->id);
+    c->timeout_ms = timeout_ms;
+    c->started = loop_now(u->loop);
+    c->deadline = c->started + timeout_ms;
+    c->hard_deadline = c->started + timeout_ms * UPSTREAM_MAX_TOTAL_FACTOR;
+    if (timeout_ms > 0) {
+        int r = loop_timer_add(u->loop, timeout_ms, call_timer_fired, c, &c->timer);
+        if (r < 0) {
+            up_call_free(c);
+            return r;
+        }
+    }
+    *ret = c;
+    return 0;
+}
+
+/* ---- timers ----------------------------------------------------------------------------- */
+
+static void ping_answered(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m,
+                          int error)
+{
+    (void)c;
+    u->ping_call = NULL;
+    if (m) {
+        log_debug(u->log, "server '%s': answers pings: not hung", up_name(u));
+        return;
+    }
+    char d[32];
+    up_fmt_ms(d, sizeof(d), UPSTREAM_PING_TIMEOUT_MS);
+    char *msg = up_asprintf("server '%s' did not answer a ping within %s after a request timed "
+                            "out: restarting it",
+                            up_name(u), d);
+    log_warn(u->log, "%s", msg);
+    if (u->no_reconnect)
+        up_conn_lost(u, error, msg);
+    else
+        up_reconnect_now(u);
+    free(msg);
+}
+
+/* After a request timed out: is the server still there? */
+static void check_alive(struct upstream *u)
+{
+    struct upstream_call *c = NULL;
+    if (u->ping_call || !u->conn || u->state != UPSTREAM_READY || u->sess == SESSION_REINIT)
+        return;
+    if (up_call_new(u, "ping", NULL, UPSTREAM_PING_TIMEOUT_MS, &c) < 0)
+        return;
+    c->ifn = ping_answered;
+    if (up_send_call(u, c) < 0) {
+        up_call_free(c);
+        return;
+    }
+    u->ping_call = c;
+}
+
+/* The message of a call that timed out before it was sent. */
+static char *unsent_timeout_message(struct upstream *u, struct upstream_call *c)
+{
+    char d[32];
+    up_fmt_ms(d, sizeof(d), c->timeout_ms);
+    if (c->where == CALL_PARKED)
+        return up_asprintf("server '%s' did not answer '%s' within %s (waiting for fresh "
+                           "credentials)",
+                           up_name(u), c->method, d);
+    if (u->last_error && u->state != UPSTREAM_READY)
+        return up_asprintf("server '%s' could not be connected within %s: %s", up_name(u), d,
+                           u->last_error);
+    return up_asprintf("server '%s' could not be connected within %s", up_name(u), d);
+}
+
+static void call_timer_fired(struct loop_timer *t, void *userdata)
+{
+    struct upstream_call *c = userdata;
+    struct upstream *u = c->u;
+    char d[32], *msg = NULL;
+    (void)t;
+
+    if (c->where == CALL_WAITING || c->where == CALL_PARKED) {
+        int code = c->where == CALL_PARKED ? -ETIMEDOUT : -ENOTCONN;
+        msg = unsent_timeout_message(u, c);
+        up_call_unlink(u, c);
+        (void)up_call_fail_now(u, c, code, msg);
+        goto out;
+    }
+    if (c->where != CALL_SENT)
+        goto out;
+    if (c->ifn) {
+        up_call_unlink(u, c);
+        (void)up_call_fail_now(u, c, -ETIMEDOUT, NULL);
+        goto out;
+    }
+    up_call_unlink(u, c);
+    if (u->conn)
+        transport_answered(u->conn->t, (uint64_t)c->id);
+    if (u->sess != SESSION_REINIT)
+        send_cancelled(u, c->id, "timed out");
+    if (c->progressed && c->deadline >= c->hard_deadline) {
+        up_fmt_ms(d, sizeof(d), c->hard_deadline - c->started);
+        msg = up_asprintf("server '%s' did not finish '%s' within %s (the most progress "
+                          "notifications can extend its timeout to)",
+                          up_name(u), c->method, d);
+    } else {
+        up_fmt_ms(d, sizeof(d), c->timeout_ms);
+        msg = up_asprintf("server '%s' did not answer '%s' within %s", up_name(u), c->method, d);
+    }
+    log_info(u->log, "%s", msg);
+    if (!up_call_fail_now(u, c, -ETIMEDOUT, msg))
+        goto out;
+    check_alive(u);
+out:
+    free(msg);
+}
+
+/* Where a new call goes, by state; a failure is reported from the kick. */
+static void call_dispatch(struct upstream *u, struct upstream_call *c)
+{
+    char *m = NULL;
+    if (u->ncalls > UP_MAX_CALLS) {
+        m = up_asprintf("server '%s': too many requests at once (%d): try again later", up_name(u),
+                        UP_MAX_CALLS);
+        up_call_fail_later(u, c, -ENOBUFS, m);
+        free(m);
+        return;
+    }
+    switch (u->state) {
+    case UPSTREAM_READY:
+        if (u->sess == SESSION_OPEN) {
+            up_send_or_fail(u, c);
+            break;
+        }
+        /* waits for the session */
+        up_call_put(u, c, CALL_WAITING, false);
+        break;
+    case UPSTREAM_CONNECTING:
+        up_call_put(u, c, CALL_WAITING, false);
+        break;
+    case UPSTREAM_IDLE:
+    case UPSTREAM_BACKOFF:
+        up_call_put(u, c, CALL_WAITING, false);
+        upstream_connect(u);
+        break;
+    case UPSTREAM_FAILED:
+        m = up_asprintf("%s", u->last_error ? u->last_error : "server cannot be used");
+        up_call_fail_later(u, c, -ESHUTDOWN, m);
+        break;
+    case UPSTREAM_CLOSING:
+    case UPSTREAM_CLOSED:
+        m = up_asprintf("server '%s' was closed", up_name(u));
+        up_call_fail_later(u, c, -ESHUTDOWN, m);
+        break;
+    }
+    free(m);
+}
+
+int upstream_call(struct upstream *u, const char *method, struct json_object *params,
+                  int64_t timeout_ms, upstream_response_fn fn, upstream_progress_fn progress,
+                  void *userdata, struct upstream_call **ret)
+{
+    struct upstream_call *c = NULL;
+    if (!u || up_freed(u) || !method || !fn || !ret)
+        return -EINVAL;
+    if (timeout_ms <= 0)
+        timeout_ms = u->request_timeout_ms;
+    int r = up_call_new(u, method, params, timeout_ms, &c);
+    if (r < 0)
+        return r;
+    c->fn = fn;
+    c->progress = progress;
+    c->userdata = userdata;
+    struct json_object *tok = params ? jrpc_progress_token(params) : NULL;
+    if (tok)
+        c->token = json_object_get(tok);
+    call_dispatch(u, c);
+    *ret = c;
+    return 0;
+}
+
+void upstream_call_cancel(struct upstream_call *c, const char *reason)
+{
+    if (!c || c->in_callback)
+        return;
+    struct upstream *u = c->u;
+    bool sent = c->where == CALL_SENT;
+    up_call_unlink(u, c);
+    if (sent && u->conn) {
+        transport_answered(u->conn->t, (uint64_t)c->id);
+        if (u->sess != SESSION_REINIT)
+            send_cancelled(u, c->id, reason);
+    }
+    up_call_free(c);
+}
+
+int upstream_notify(struct upstream *u, const char *method, struct json_object *params)
+{
+    if (!u || !method)
+        return -EINVAL;
+    if (up_freed(u) || u->state != UPSTREAM_READY || !u->conn || u->sess == SESSION_REINIT)
+        return 0;
+    return up_send_notification(u, method, params);
+}
+
+int upstream_respond(struct upstream *u, uint64_t gen, struct json_object *id,
+                     struct json_object *result, struct json_object *error)
+{
+    if (!u || !id || (!result) == (!error))
+        return -EINVAL;
+    if (up_freed(u) || !u->conn || u->conn->gen != gen)
+        return 0;
+    struct json_object *resp = json_object_new_object();
+    if (!resp)
+        return -ENOMEM;
+    if (json_object_object_add(resp, "jsonrpc", json_object_new_string("2.0")) < 0 ||
+        json_object_object_add(resp, "id", json_object_get(id)) < 0 ||
+        json_object_object_add(resp, result ? "result" : "error",
+                               json_object_get(result ? result : error)) < 0) {
+        json_object_put(resp);
+        return -ENOMEM;
+    }
+    return send_response(u, resp);
+}
+
+/* Answers a server's ping (from upstream_conn.c). */
+int up_send_response(struct upstream *u, struct json_object *resp)
+{
+    return send_response(u, resp);
+}

@@ -1,0 +1,522 @@
+/* upstream_connect.c - connecting: the credentials asked for, the transport opened with them,
+ * the initialize handshake; a session the server forgot re-initialized, a refused one given
+ * fresh credentials (the calls parked meanwhile), and credentials refreshed ahead of their
+ * expiry with the transport's set-headers op, within the same session. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "upstream_internal.h"
+
+#define REFRESH_RETRY_MS (5 * 1000) /* a refresh that failed, while the old answer holds */
+
+static void creds_done(int error, const struct credentials *c, const char *message, void *userdata);
+static void init_answered(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m,
+                          int error);
+
+/* ---- credentials ------------------------------------------------------------------------ */
+
+void up_creds_cancel(struct upstream *u)
+{
+    struct credentials_request *q = u->cred_req;
+    u->cred_req = NULL;
+    credentials_cancel(q);
+}
+
+static int creds_ask(struct upstream *u, enum credentials_reason reason, enum cred_purpose purpose)
+{
+    up_creds_cancel(u);
+    u->cred_purpose = purpose;
+    log_debug(u->log, "server '%s': asking for credentials (%s)", up_name(u),
+              credentials_reason_name(reason));
+    struct credentials_query q = {
+        .server = u->srv,
+        .reason = reason,
+        .challenge =
+            reason == CREDENTIALS_UNAUTHORIZED && u->conn ? transport_challenge(u->conn->t) : NULL,
+    };
+    int r = credentials_ask(u->provider, &q, creds_done, u, &u->cred_req);
+    if (r < 0)
+        u->cred_req = NULL;
+    return r;
+}
+
+static void expiry_fired(struct loop_timer *t, void *userdata)
+{
+    struct upstream *u = userdata;
+    (void)t;
+    if (!u->conn || u->cred_req)
+        return; /* an answer is on its way already */
+    int r = creds_ask(u, CREDENTIALS_EXPIRING, CRED_REFRESH);
+    if (r < 0)
+        log_warn(u->log, "server '%s': cannot refresh the credentials: %s", up_name(u),
+                 strerror(-r));
+}
+
+/* Arms the refresh ahead of the answer's expiry (an answer without one never expires). */
+static void arm_expiry(struct upstream *u)
+{
+    if (!u->creds.expires_at) {
+        up_disarm(&u->expiry_timer);
+        return;
+    }
+    int64_t life = u->creds.expires_at - credentials_now_ms();
+    int64_t delay = life - credentials_skew_ms(life);
+    if (delay < CREDENTIALS_SKEW_MIN_MS)
+        delay = CREDENTIALS_SKEW_MIN_MS; /* never a loop of asking for one that expired */
+    if (up_arm(u, &u->expiry_timer, delay, expiry_fired) < 0)
+        log_warn(u->log, "server '%s': cannot arm the credentials refresh", up_name(u));
+}
+
+/* ---- opening the transport ------------------------------------------------------------------ */
+
+static bool is_permanent_start_error(int r)
+{
+    return r == -ENOENT || r == -EACCES || r == -ENOTDIR || r == -EINVAL || r == -ENOEXEC ||
+           r == -ELOOP || r == -ENAMETOOLONG || r == -EISDIR;
+}
+
+/* A failure to start; the message for the user says which server. */
+static void start_failed(struct upstream *u, int r, const char *what, const struct err *e)
+{
+    bool permanent = r != -ENOMEM && is_permanent_start_error(r);
+    char *m = up_asprintf("server '%s': %s%s%s", up_name(u), what ? what : "", what ? ": " : "",
+                          e && e->msg[0] ? e->msg : strerror(-r));
+    up_connect_fail(u, r, m, permanent);
+    free(m);
+}
+
+static int send_initialize(struct upstream *u)
+{
+    struct json_object *p = json_object_new_object();
+    struct upstream_call *c = NULL;
+    int r = -ENOMEM;
+
+    if (!p)
+        return -ENOMEM;
+    if (json_object_object_add(p, "protocolVersion", json_object_new_string(u->offer_version)) <
+            0 ||
+        json_object_object_add(p, "capabilities", json_object_get(u->client_caps)) < 0 ||
+        json_object_object_add(p, "clientInfo", json_object_get(u->client_info)) < 0)
+        goto out;
+    r = up_call_new(u, "initialize", p, 0, &c);
+    if (r < 0)
+        goto out;
+    c->ifn = init_answered;
+    c->flags = TRANSPORT_INITIALIZE;
+    r = up_send_call(u, c);
+    if (r < 0) {
+        up_call_free(c);
+        goto out;
+    }
+    u->init_call = c;
+out:
+    json_object_put(p);
+    return r;
+}
+
+void up_conn_free(struct conn *cn)
+{
+    if (!cn)
+        return;
+    transport_free(cn->t);
+    free(cn);
+}
+
+/* Opens the transport with the credentials in u->creds and sends initialize. */
+static void open_transport(struct upstream *u)
+{
+    struct err e = ERR_INIT;
+    struct conn *cn = calloc(1, sizeof(*cn));
+    if (!cn) {
+        start_failed(u, -ENOMEM, NULL, NULL);
+        return;
+    }
+    cn->u = u;
+    cn->gen = u->gen + 1;
+    list_init(&cn->node);
+    int64_t t = u->request_timeout_ms > u->connect_timeout_ms ? u->request_timeout_ms
+                                                              : u->connect_timeout_ms;
+    struct transport_spec spec = {
+        .loop = u->loop,
+        .log = u->log,
+        .server = u->srv,
+        .lookup = credentials_lookup,
+        .lookup_userdata = &u->creds,
+        .headers = (const char *const *)u->creds.headers,
+        .timeout_ms = t * UPSTREAM_MAX_TOTAL_FACTOR,
+        .max_message = UP_MAX_MESSAGE,
+    };
+    int r = u->transport_open(&spec, &up_transport_handler, cn, &cn->t, &e);
+    if (r < 0) {
+        free(cn);
+        start_failed(u, r, NULL, &e);
+        return;
+    }
+    u->conn = cn;
+    arm_expiry(u);
+    r = send_initialize(u);
+    if (r < 0)
+        start_failed(u, r, "cannot send initialize", NULL);
+}
+
+/* The credentials could not be had: the connect attempt fails. */
+static void creds_failed(struct upstream *u, int error, const char *message)
+{
+    char *m = up_asprintf("server '%s': %s", up_name(u), message ? message : strerror(-error));
+    up_connect_fail(u, error, m, error == -ENOENT || error == -EINVAL);
+    free(m);
+}
+
+static void connect_with(struct upstream *u, int error, const struct credentials *c,
+                         const char *message)
+{
+    if (error < 0) {
+        creds_failed(u, error, message);
+        return;
+    }
+    if (credentials_copy(&u->creds, c) < 0) {
+        start_failed(u, -ENOMEM, NULL, NULL);
+        return;
+    }
+    open_transport(u);
+}
+
+static void init_refused_fail(struct upstream *u, int error)
+{
+    char *m = up_asprintf("server '%s': initialize failed: %s", up_name(u), up_strerror(u, error));
+    up_init_failed(u, up_connect_err(error), m);
+    free(m);
+}
+
+void up_init_refused(struct upstream *u, int error)
+{
+    if (!u->refreshed_in_connect && u->sess != SESSION_REINIT) {
+        /* once per attempt: ask again, and start over if the answer is new */
+        u->refreshed_in_connect = true;
+        u->cred_error = error;
+        log_debug(u->log, "server '%s': %s: asking for fresh credentials", up_name(u),
+                  up_strerror(u, error));
+        if (creds_ask(u, CREDENTIALS_UNAUTHORIZED, CRED_CONNECT_RETRY) >= 0)
+            return;
+    }
+    init_refused_fail(u, error);
+}
+
+static void connect_retry_with(struct upstream *u, int error, const struct credentials *c,
+                               const char *message)
+{
+    if (error < 0) {
+        creds_failed(u, error, message);
+        return;
+    }
+    if (credentials_headers_equal(c->headers, u->creds.headers)) {
+        init_refused_fail(u, u->cred_error); /* the same again would be refused the same */
+        return;
+    }
+    if (credentials_copy(&u->creds, c) < 0) {
+        start_failed(u, -ENOMEM, NULL, NULL);
+        return;
+    }
+    struct conn *old = u->conn;
+    u->conn = NULL;
+    if (old)
+        up_retire(u, old);
+    open_transport(u);
+}
+
+/* ---- a 401 in the middle of a session ------------------------------------------------------- */
+
+void up_reauth(struct upstream *u, struct upstream_call *c)
+{
+    up_call_put(u, c, CALL_PARKED, false);
+    if (u->sess == SESSION_REAUTH)
+        return;
+    u->sess = SESSION_REAUTH;
+    log_info(u->log, "server '%s': '%s' was refused (%s): asking for fresh credentials", up_name(u),
+             c->method, up_strerror(u, -EACCES));
+    int r = creds_ask(u, CREDENTIALS_UNAUTHORIZED, CRED_REAUTH);
+    if (r < 0) {
+        char *m = up_asprintf("cannot ask for credentials: %s", strerror(-r));
+        creds_done(r, NULL, m, u);
+        free(m);
+    }
+}
+
+/* Fails every parked call with its 401; why (NULL: none) says why it was not retried. */
+static void fail_parked(struct upstream *u, const char *why)
+{
+    struct upstream_call *c;
+    while ((c = up_call_pop(u, CALL_PARKED))) {
+        char *m =
+            up_asprintf("server '%s': '%s' failed: %s%s%s%s", up_name(u), c->method,
+                        up_strerror(u, -EACCES), why ? " (" : "", why ? why : "", why ? ")" : "");
+        up_call_fail_later(u, c, -EACCES, m);
+        free(m);
+    }
+}
+
+static void reauth_with(struct upstream *u, int error, const struct credentials *c,
+                        const char *message)
+{
+    if (u->sess == SESSION_REAUTH)
+        u->sess = SESSION_OPEN;
+    if (error < 0) {
+        char *m = up_asprintf("fresh credentials could not be had: %s",
+                              message ? message : strerror(-error));
+        fail_parked(u, m);
+        free(m);
+    } else if (credentials_headers_equal(c->headers, u->creds.headers)) {
+        fail_parked(u, NULL); /* nothing new to try */
+    } else if (credentials_copy(&u->creds, c) < 0 ||
+               transport_set_headers(u->conn->t, (const char *const *)u->creds.headers) < 0) {
+        fail_parked(u, "the request headers could not be replaced");
+    } else {
+        /* sent again, once each, ahead of the calls that waited meanwhile */
+        struct list_node *n;
+        while ((n = u->parked.prev) != &u->parked) {
+            struct upstream_call *p = list_entry(n, struct upstream_call, node);
+            up_call_unlink(u, p);
+            p->auth_retried = true;
+            up_call_put(u, p, CALL_WAITING, true);
+        }
+        arm_expiry(u);
+    }
+    up_flush_waiting(u);
+}
+
+static void refresh_with(struct upstream *u, int error, const struct credentials *c,
+                         const char *message)
+{
+    if (error < 0) {
+        bool valid = credentials_now_ms() < u->creds.expires_at;
+        log_warn(u->log, "server '%s': refreshing the credentials failed: %s%s", up_name(u),
+                 message ? message : strerror(-error), valid ? "; the current ones are kept" : "");
+        if (valid && up_arm(u, &u->expiry_timer, REFRESH_RETRY_MS, expiry_fired) < 0)
+            log_warn(u->log, "server '%s': cannot arm the credentials refresh", up_name(u));
+        return;
+    }
+    if (credentials_copy(&u->creds, c) < 0) {
+        log_warn(u->log, "server '%s': out of memory refreshing the credentials", up_name(u));
+        return;
+    }
+    /* a wire without headers (stdio) uses the new values from its next start */
+    int r = transport_set_headers(u->conn->t, (const char *const *)u->creds.headers);
+    if (r < 0 && r != -EOPNOTSUPP)
+        log_warn(u->log, "server '%s': cannot replace the request headers: %s", up_name(u),
+                 strerror(-r));
+    else
+        log_debug(u->log, "server '%s': credentials refreshed", up_name(u));
+    arm_expiry(u);
+}
+
+static void creds_done(int error, const struct credentials *c, const char *message, void *userdata)
+{
+    struct upstream *u = userdata;
+    u->cred_req = NULL;
+    switch (u->cred_purpose) {
+    case CRED_CONNECT:
+        connect_with(u, error, c, message);
+        break;
+    case CRED_CONNECT_RETRY:
+        connect_retry_with(u, error, c, message);
+        break;
+    case CRED_REAUTH:
+        reauth_with(u, error, c, message);
+        break;
+    case CRED_REFRESH:
+        refresh_with(u, error, c, message);
+        break;
+    }
+}
+
+/* ---- the handshake ------------------------------------------------------------------------ */
+
+/* The structured error a failed connect reports for a transport error. */
+int up_connect_err(int error)
+{
+    int e = up_call_err(error);
+    return e == -ECONNRESET ? -ENOTCONN : e;
+}
+
+static void connect_timer_fired(struct loop_timer *t, void *userdata)
+{
+    struct upstream *u = userdata;
+    char d[32];
+    (void)t;
+    up_fmt_ms(d, sizeof(d), u->connect_timeout_ms);
+    if (u->sess == SESSION_REINIT) {
+        char *m = up_asprintf("server '%s': re-initializing the expired session timed out after %s",
+                              up_name(u), d);
+        up_conn_lost(u, -ETIMEDOUT, m);
+        free(m);
+    } else if (u->state == UPSTREAM_CONNECTING) {
+        char *m = up_asprintf("server '%s': connect timed out after %s", up_name(u), d);
+        up_connect_fail(u, -ETIMEDOUT, m, false);
+        free(m);
+    }
+}
+
+/* Starts a connect attempt (from the loop). */
+void up_connect_start(struct upstream *u)
+{
+    up_disarm(&u->backoff_timer);
+    u->start_pending = false;
+    if (!up_set_state(u, UPSTREAM_CONNECTING, 0, NULL) || u->state != UPSTREAM_CONNECTING ||
+        u->start_pending || u->conn)
+        return;
+    u->refreshed_in_connect = false;
+    int r = up_arm(u, &u->connect_timer, u->connect_timeout_ms, connect_timer_fired);
+    if (r < 0) {
+        start_failed(u, r, NULL, NULL);
+        return;
+    }
+    log_debug(u->log, "server '%s': connecting", up_name(u));
+    r = creds_ask(u, u->attempts++ ? CREDENTIALS_RECONNECT : CREDENTIALS_CONNECT, CRED_CONNECT);
+    if (r < 0)
+        start_failed(u, r, "cannot ask for the credentials", NULL);
+}
+
+void up_init_failed(struct upstream *u, int error, const char *message)
+{
+    if (u->sess == SESSION_REINIT)
+        up_conn_lost(u, error, message);
+    else
+        up_connect_fail(u, error, message, false);
+}
+
+/* The protocol version of an initialize result, or NULL with the reason in *why. */
+static const char *init_version(struct upstream *u, struct json_object *res, char **why)
+{
+    struct json_object *v = NULL;
+    const char *ver = NULL;
+    if (json_object_is_type(res, json_type_object) &&
+        json_object_object_get_ex(res, "protocolVersion", &v) &&
+        json_object_is_type(v, json_type_string))
+        ver = json_object_get_string(v);
+    if (!ver) {
+        *why = up_asprintf("server '%s': the answer to initialize has no protocol version",
+                           up_name(u));
+        return NULL;
+    }
+    if (!up_version_known(ver)) {
+        *why = up_asprintf("server '%s' speaks protocol version '%.64s', which the bridge does "
+                           "not (it speaks 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05)",
+                           up_name(u), ver);
+        return NULL;
+    }
+    return ver;
+}
+
+/* Keeps what the initialize result says about the server. -ENOMEM. */
+static int init_keep(struct upstream *u, struct json_object *res, const char *ver)
+{
+    struct json_object *v = NULL;
+    char *version = strdup(ver);
+    const char *instr = NULL;
+    if (json_object_object_get_ex(res, "instructions", &v) &&
+        json_object_is_type(v, json_type_string))
+        instr = json_object_get_string(v);
+    char *instructions = instr ? strdup(instr) : NULL;
+    if (!version || (instr && !instructions)) {
+        free(version);
+        free(instructions);
+        return -ENOMEM;
+    }
+    free(u->version);
+    u->version = version;
+    free(u->instructions);
+    u->instructions = instructions;
+    json_object_put(u->caps);
+    u->caps = NULL;
+    if (json_object_object_get_ex(res, "capabilities", &v) &&
+        json_object_is_type(v, json_type_object))
+        u->caps = json_object_get(v);
+    json_object_put(u->info);
+    u->info = NULL;
+    if (json_object_object_get_ex(res, "serverInfo", &v) &&
+        json_object_is_type(v, json_type_object))
+        u->info = json_object_get(v);
+    return 0;
+}
+
+/* The session is up on cn: READY (or back to an open session after re-initializing). */
+static void init_done(struct upstream *u, struct conn *cn)
+{
+    int r = transport_session_open(cn->t, u->version);
+    (void)r; /* logged by the transport */
+    up_disarm(&u->connect_timer);
+    u->session++;
+    if (u->sess == SESSION_REINIT) {
+        u->sess = SESSION_OPEN;
+        log_info(u->log, "server '%s': session re-established", up_name(u));
+        up_flush_waiting(u);
+        return;
+    }
+    u->gen = cn->gen;
+    u->ready_at = loop_now(u->loop);
+    log_info(u->log, "server '%s': connected (protocol %s)", up_name(u), u->version);
+    up_flush_waiting(u);
+    (void)up_set_state(u, UPSTREAM_READY, 0, NULL);
+}
+
+/* The answer to initialize, on connect or on re-initializing a session the server lost. */
+static void init_answered(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m,
+                          int error)
+{
+    struct conn *cn = u->conn;
+    char *msg = NULL;
+    (void)c;
+
+    u->init_call = NULL;
+    if (!m || !cn) {
+        msg = up_asprintf("server '%s': initialize failed: %s", up_name(u), up_strerror(u, error));
+        up_init_failed(u, error < 0 ? error : -EPROTO, msg);
+        goto out;
+    }
+    if (m->error) {
+        const char *em = json_object_get_string(json_object_object_get(m->error, "message"));
+        /* bounded: the server's text goes to the log and to the user */
+        msg = up_asprintf("server '%s': initialize failed: %.200s", up_name(u),
+                          em ? em : "(no message)");
+        up_init_failed(u, -EPROTO, msg);
+        goto out;
+    }
+    const char *ver = init_version(u, m->result, &msg);
+    if (!ver) {
+        up_init_failed(u, -EPROTO, msg);
+        goto out;
+    }
+    if (init_keep(u, m->result, ver) < 0) {
+        msg = up_asprintf("server '%s': out of memory", up_name(u));
+        up_init_failed(u, -ENOMEM, msg);
+        goto out;
+    }
+    int r = up_send_notification(u, "notifications/initialized", NULL);
+    if (r < 0) {
+        msg = up_asprintf("server '%s': cannot send notifications/initialized: %s", up_name(u),
+                          up_strerror(u, r));
+        up_init_failed(u, r, msg);
+        goto out;
+    }
+    init_done(u, cn);
+out:
+    free(msg);
+}
+
+/* Re-initializes a session the server forgot (-ESTALE), keeping READY. */
+void up_start_reinit(struct upstream *u)
+{
+    u->sess = SESSION_REINIT;
+    log_info(u->log, "server '%s': %s: re-initializing", up_name(u), up_strerror(u, -ESTALE));
+    int r = up_arm(u, &u->connect_timer, u->connect_timeout_ms, connect_timer_fired);
+    if (r >= 0)
+        r = send_initialize(u);
+    if (r < 0) {
+        char *m = up_asprintf("server '%s': the session expired and cannot be re-established: %s",
+                              up_name(u), up_strerror(u, r));
+        up_conn_lost(u, r, m);
+        free(m);
+    }
+}

@@ -1,0 +1,208 @@
+/* upstream_internal.h - what the parts of the upstream module share (upstream.c: the state
+ * machine, calls and the public side; upstream_connect.c: credentials, the transport and the
+ * handshake; upstream_list.c: listings through every page). Not for anyone else.
+ *
+ * Layout: a `struct conn` is one transport with the session on it; the upstream has at most
+ * one current conn, plus conns being retired (their transport shutting down) that it only
+ * waits for. Calls live in exactly one place: the sent list and the id
+ * map (sent, waiting for their answer), the waiting list (for READY, or for a session being
+ * re-established or re-authorized), the parked list (refused with 401, waiting for fresh
+ * credentials) or the failing list (a failure to report from the loop).
+ *
+ * The id map is credkit/hashmap.h keyed by the id in decimal (ids are sequential integers, so
+ * an integer-keyed array would do as well; the one map of the project costs one small key copy
+ * per request, next to the request's own JSON, and keeps ids chosen by nobody but us
+ * unguessable to its layout all the same).
+ *
+ * Freeing: upstream_free() tears everything down at once and marks the upstream UP_FREED; the
+ * memory goes with loop_release() after the iteration, so code after a user callback checks
+ * up_freed() (and whether its conn is still the current one) before going on. */
+#pragma once
+
+#include "credkit/hashmap.h"
+#include "credkit/list.h"
+
+#include "credentials.h"
+#include "jsonrpc.h"
+#include "transport.h"
+#include "upstream.h"
+
+#define UP_MAX_MESSAGE (16u * 1024u * 1024u) /* both transports' default frame bound */
+#define UP_MAX_CALLS   10000                 /* calls sent, waiting or failing, per upstream */
+
+enum conn_state {
+    CONN_CURRENT,
+    CONN_RETIRING, /* shut down, waiting for the transport's on_done */
+    CONN_DEAD,     /* retiring and nothing left to wait for: freed by the kick */
+};
+
+struct conn {
+    struct upstream *u;
+    struct transport *t;
+    struct list_node node; /* on u->retiring */
+    uint64_t gen;          /* the generation this conn has (or will have once READY) */
+    enum conn_state state;
+};
+
+enum call_where {
+    CALL_NEW,
+    CALL_WAITING, /* u->waiting */
+    CALL_SENT,    /* u->sent and u->map */
+    CALL_PARKED,  /* u->parked: refused with 401, waiting for fresh credentials */
+    CALL_FAILING, /* u->failing */
+};
+
+struct upstream_call;
+/* internal calls (initialize, ping): an answer, or an error (-ETIMEDOUT) */
+typedef void (*call_internal_fn)(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m,
+                                 int error);
+
+struct upstream_call {
+    struct upstream *u;
+    int64_t id;
+    char key[24]; /* id in decimal: the map's key */
+    char *method;
+    struct json_object *params;
+    struct json_object *token; /* the caller's progress token, NULL when none */
+    bool token_swapped;
+    int64_t timeout_ms, started, deadline, hard_deadline;
+    struct loop_timer *timer;
+    upstream_response_fn fn;
+    upstream_progress_fn progress;
+    void *userdata;
+    call_internal_fn ifn;
+    unsigned flags; /* transport_send flags */
+    enum call_where where;
+    uint64_t session;  /* u->session when sent */
+    bool retried;      /* sent again after the session was lost (-ESTALE) */
+    bool auth_retried; /* sent again with fresh credentials after a 401 */
+    bool in_callback;  /* its response callback is running: freed by whoever called it */
+    bool progressed;
+    int error; /* CALL_FAILING */
+    char *message;
+    struct list_node node; /* on the list where says */
+};
+
+/* The session on the current conn, while READY. */
+enum session_state {
+    SESSION_OPEN,
+    SESSION_REINIT, /* the server forgot it (404): initialize again; calls wait */
+    SESSION_REAUTH, /* a 401: fresh credentials are asked for; calls wait */
+};
+
+/* What the credentials being asked for are for. */
+enum cred_purpose {
+    CRED_CONNECT,       /* a connect attempt waits for them */
+    CRED_CONNECT_RETRY, /* initialize was refused (401/403): once more with fresh ones */
+    CRED_REAUTH,        /* a 401 mid-session: the parked calls wait */
+    CRED_REFRESH,       /* ahead of expiry: nothing waits */
+};
+
+enum up_life {
+    UP_LIVE,
+    UP_FREED, /* upstream_free() called; the memory goes after the iteration */
+};
+
+struct upstream {
+    struct loop *loop;
+    struct log *log;
+    struct mcp_server *srv;
+    struct credentials_provider *provider;
+    upstream_transport_open_fn transport_open;
+    struct json_object *client_caps;
+    struct json_object *client_info;
+    char *offer_version;
+    int64_t connect_timeout_ms, request_timeout_ms;
+    bool no_reconnect;
+    struct upstream_handler h;
+    void *userdata;
+
+    enum upstream_state state;
+    enum session_state sess;
+    char *last_error;
+    struct json_object *caps, *info;
+    char *instructions, *version;
+    uint64_t gen;
+    uint64_t session; /* counts sessions established (connects and re-initializations) */
+    int64_t next_id;
+    unsigned attempts; /* connect attempts started: CONNECT for the first, RECONNECT after */
+
+    struct conn *conn;
+    struct list_node retiring;
+    struct credentials_request *cred_req;
+    enum cred_purpose cred_purpose;
+    int cred_error; /* CRED_CONNECT_RETRY: initialize's error, reported if nothing changes */
+    struct credentials creds; /* the last answer (secrets) */
+    struct loop_timer *expiry_timer;
+    bool refreshed_in_connect; /* a 401 to initialize asked once already in this attempt */
+    struct upstream_call *init_call, *ping_call;
+
+    struct hashmap *map;
+    struct list_node sent, waiting, parked, failing;
+    size_t ncalls;
+    struct list_node lists;
+
+    struct loop_timer *kick;
+    bool start_pending, close_pending;
+    struct loop_timer *connect_timer, *backoff_timer;
+    int64_t backoff_ms, ready_at;
+    uint64_t rng;
+
+    enum up_life life;
+    struct loop_release release;
+};
+
+/* upstream.c and upstream_call.c */
+const char *up_name(const struct upstream *u);
+bool up_freed(const struct upstream *u);
+char *up_asprintf(const char *fmt, ...) _printf_(1, 2);
+void up_fmt_ms(char *buf, size_t size, int64_t ms);
+const char *up_strerror(const struct upstream *u, int error);
+int up_call_err(int error);
+void up_kick(struct upstream *u);
+int up_arm(struct upstream *u, struct loop_timer **t, int64_t delay, loop_timer_fn fn);
+void up_disarm(struct loop_timer **t);
+bool up_set_state(struct upstream *u, enum upstream_state s, int error, const char *message);
+int up_call_new(struct upstream *u, const char *method, struct json_object *params,
+                int64_t timeout_ms, struct upstream_call **ret);
+void up_call_free(struct upstream_call *c);
+void up_call_unlink(struct upstream *u, struct upstream_call *c);
+void up_call_put(struct upstream *u, struct upstream_call *c, enum call_where where, bool front);
+struct upstream_call *up_call_pop(struct upstream *u, enum call_where where);
+void up_call_fail_later(struct upstream *u, struct upstream_call *c, int error,
+                        const char *message);
+bool up_call_fail_now(struct upstream *u, struct upstream_call *c, int error, const char *message);
+int up_send_call(struct upstream *u, struct upstream_call *c);
+void up_send_or_fail(struct upstream *u, struct upstream_call *c);
+int up_send_notification(struct upstream *u, const char *method, struct json_object *params);
+void up_flush_waiting(struct upstream *u);
+/* Fails the calls sent on the current session and those parked, from the kick. */
+void up_fail_inflight(struct upstream *u, int error, const char *why);
+void up_fail_waiting(struct upstream *u, int error, const char *message);
+void up_drop_conn(struct upstream *u);
+void up_retire(struct upstream *u, struct conn *cn);
+void up_conn_done(struct upstream *u, struct conn *cn);
+bool up_version_known(const char *v);
+int up_send_response(struct upstream *u, struct json_object *resp);
+void up_connect_fail(struct upstream *u, int error, const char *message, bool permanent);
+void up_conn_lost(struct upstream *u, int error, const char *message);
+void up_reconnect_now(struct upstream *u);
+
+/* upstream_connect.c */
+void up_connect_start(struct upstream *u);
+void up_start_reinit(struct upstream *u);
+void up_init_failed(struct upstream *u, int error, const char *message);
+/* initialize was refused (401/403): asks for fresh credentials once per attempt. */
+void up_init_refused(struct upstream *u, int error);
+int up_connect_err(int error);
+void up_creds_cancel(struct upstream *u);
+/* A call was refused with 401 mid-session: parks it and asks for fresh credentials. */
+void up_reauth(struct upstream *u, struct upstream_call *c);
+void up_conn_free(struct conn *cn);
+
+/* upstream_conn.c: the transport's events */
+void up_handle_message(struct upstream *u, struct conn *cn, const char *text, size_t len);
+extern const struct transport_handler up_transport_handler;
+
+/* upstream_list.c */
+void up_lists_free(struct upstream *u);

@@ -1,0 +1,707 @@
+/* test_upstream_fake.c - the upstream state machine over a fake transport and a fake
+ * credentials provider, both written here: nothing runs but the loop.
+ *
+ * Covered: the handshake and a call routed by id; a request error reported by its tag; the
+ * connection lost (in-flight calls -ECONNRESET, BACKOFF); the provider asked CONNECT then
+ * RECONNECT and the transport opened with its headers and ${VAR} values; a mid-session 401
+ * parks the call and the calls made meanwhile, asks UNAUTHORIZED, swaps the headers in the same
+ * session and retries once, a second 401 fails with a clear error and the same headers fail at
+ * once; credentials with expires_at refreshed (EXPIRING) ahead of expiry with set-headers and
+ * no new session; an upstream freed while the provider asks cancels the question. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "credkit/json.h"
+#include "credkit/log.h"
+
+#include "credentials.h"
+#include "loop.h"
+#include "tests.h"
+#include "transport.h"
+#include "upstream.h"
+
+static struct log *lg;
+
+/* ---- waiting, bounded ---- */
+
+typedef bool (*pred_fn)(void *ctx);
+
+struct waiter {
+    struct loop *l;
+    pred_fn p;
+    void *ctx;
+};
+
+static void waiter_tick(struct loop_timer *t, void *userdata)
+{
+    struct waiter *w = userdata;
+    if (w->p(w->ctx))
+        loop_quit(w->l, 0);
+    else
+        loop_timer_rearm(t, 2);
+}
+
+static void waiter_deadline(struct loop_timer *t, void *userdata)
+{
+    (void)t;
+    loop_quit(userdata, -ETIMEDOUT);
+}
+
+static bool wait_for(struct loop *l, pred_fn p, void *ctx, int64_t ms)
+{
+    struct waiter w = {l, p, ctx};
+    struct loop_timer *tick = NULL, *deadline = NULL;
+    if (p(ctx))
+        return true;
+    CHECK_INT(loop_timer_add(l, 2, waiter_tick, &w, &tick), 0);
+    CHECK_INT(loop_timer_add(l, ms, waiter_deadline, l, &deadline), 0);
+    int r = loop_run(l);
+    loop_timer_cancel(tick);
+    loop_timer_cancel(deadline);
+    return r == 0 && p(ctx);
+}
+
+/* Runs the loop for ms (what is due meanwhile happens). */
+static void spin(struct loop *l, int64_t ms)
+{
+    struct loop_timer *deadline = NULL;
+    CHECK_INT(loop_timer_add(l, ms, waiter_deadline, l, &deadline), 0);
+    (void)loop_run(l);
+    loop_timer_cancel(deadline);
+}
+
+/* ---- the fake transport ---- */
+
+#define MAX_SENT 64
+
+struct fake {
+    struct transport t;
+    const struct transport_handler *h;
+    void *userdata;
+    struct json_object *sent[MAX_SENT];
+    int nsent;
+    char headers[8][128]; /* the last header set given, at open or by set_headers */
+    int nheaders;
+    int set_headers_calls;
+    char url_var[64];
+    bool freed;
+};
+
+static struct fake *fakes[8];
+static int nfakes;
+
+static void fake_keep_headers(struct fake *f, const char *const *headers)
+{
+    f->nheaders = 0;
+    for (size_t i = 0; headers && headers[i] && i < 8; i++)
+        snprintf(f->headers[f->nheaders++], sizeof(f->headers[0]), "%s", headers[i]);
+}
+
+static int fake_send(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag)
+{
+    struct fake *f = (struct fake *)(void *)t;
+    (void)flags, (void)tag;
+    if (f->nsent >= MAX_SENT)
+        return -ENOBUFS;
+    char *s = strndup(msg, len);
+    f->sent[f->nsent++] = json_tokener_parse(s);
+    free(s);
+    return 0;
+}
+
+static int fake_set_headers(struct transport *t, const char *const *headers)
+{
+    struct fake *f = (struct fake *)(void *)t;
+    f->set_headers_calls++;
+    fake_keep_headers(f, headers);
+    return 0;
+}
+
+static int fake_shutdown(struct transport *t)
+{
+    (void)t;
+    return -EOPNOTSUPP; /* nothing to wait for */
+}
+
+static void fake_free(struct transport *t)
+{
+    struct fake *f = (struct fake *)(void *)t;
+    f->freed = true; /* the memory stays for the checks; released at the end of the test */
+}
+
+static const char *fake_strerror(int error)
+{
+    return error == -EACCES ? "the fake says 401" : NULL;
+}
+
+static const char *fake_challenge(const struct transport *t)
+{
+    (void)t;
+    return "Bearer scope=\"fake\"";
+}
+
+static const struct transport_ops fake_ops = {
+    .name = "fake",
+    .challenge = fake_challenge,
+    .strerror = fake_strerror,
+    .send = fake_send,
+    .set_headers = fake_set_headers,
+    .shutdown = fake_shutdown,
+    .free = fake_free,
+};
+
+static int fake_open(const struct transport_spec *spec, const struct transport_handler *h,
+                     void *userdata, struct transport **ret, struct err *e)
+{
+    (void)e;
+    struct fake *f = calloc(1, sizeof(*f));
+    if (!f || nfakes >= 8) {
+        free(f);
+        return -ENOMEM;
+    }
+    f->t.ops = &fake_ops;
+    f->h = h;
+    f->userdata = userdata;
+    fake_keep_headers(f, spec->headers);
+    char *v = NULL;
+    if (spec->lookup(spec->lookup_userdata, "HOST", &v, NULL) == 0) {
+        snprintf(f->url_var, sizeof(f->url_var), "%s", v);
+        free(v);
+    }
+    fakes[nfakes++] = f;
+    *ret = &f->t;
+    return 0;
+}
+
+static void fakes_release(void)
+{
+    for (int i = 0; i < nfakes; i++) {
+        for (int k = 0; k < fakes[i]->nsent; k++)
+            json_object_put(fakes[i]->sent[k]);
+        free(fakes[i]);
+    }
+    nfakes = 0;
+}
+
+static struct fake *cur(void)
+{
+    return nfakes ? fakes[nfakes - 1] : NULL;
+}
+
+static const char *sent_method(struct fake *f, int i)
+{
+    return i < f->nsent ? json_get_string(f->sent[i], "method") : NULL;
+}
+
+static int64_t sent_id(struct fake *f, int i)
+{
+    int64_t id = 0;
+    return i < f->nsent && json_get_int64(f->sent[i], "id", &id) ? id : -1;
+}
+
+static int count_method(struct fake *f, const char *method)
+{
+    int n = 0;
+    for (int i = 0; i < f->nsent; i++)
+        n += sent_method(f, i) && strcmp(sent_method(f, i), method) == 0;
+    return n;
+}
+
+/* The server's side: a message to the upstream. */
+static void fake_deliver(struct fake *f, const char *text)
+{
+    f->h->on_message(text, strlen(text), f->userdata);
+}
+
+static void fake_answer_init(struct fake *f)
+{
+    char buf[512];
+    snprintf(buf, sizeof(buf),
+             "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"result\":{\"protocolVersion\":"
+             "\"2025-11-25\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"f\"}}}",
+             sent_id(f, 0));
+    fake_deliver(f, buf);
+}
+
+static void fake_answer(struct fake *f, int64_t id)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"result\":{\"ok\":true}}",
+             id);
+    fake_deliver(f, buf);
+}
+
+/* ---- the fake provider ---- */
+
+struct fprov {
+    struct credentials_provider p;
+    struct credentials_request r;
+    struct loop *loop;
+    struct loop_timer *t;
+    credentials_done_fn done;
+    void *userdata;
+    bool open;
+    int asks[4]; /* by reason */
+    enum credentials_reason last;
+    int cancels;
+    const char *header_for[4]; /* the header answered for each reason */
+    int64_t lifetime_ms;       /* 0: no expires_at */
+    int answer_error;
+    char challenge[64]; /* of the last question */
+};
+
+static void fprov_fire(struct loop_timer *t, void *userdata)
+{
+    struct fprov *p = userdata;
+    (void)t;
+    if (!p->open)
+        return;
+    p->open = false;
+    if (p->answer_error) {
+        p->done(p->answer_error, NULL, "no credentials today", p->userdata);
+        return;
+    }
+    char *headers[] = {(char *)p->header_for[p->last], NULL};
+    char *vars[] = {"HOST=example.test", NULL};
+    struct credentials c = {
+        .headers = p->header_for[p->last] ? headers : NULL,
+        .vars = vars,
+        .expires_at = p->lifetime_ms ? credentials_now_ms() + p->lifetime_ms : 0,
+    };
+    p->done(0, &c, NULL, p->userdata);
+}
+
+static int fprov_ask(struct credentials_provider *prov, const struct credentials_query *q,
+                     credentials_done_fn done, void *userdata, struct credentials_request **ret)
+{
+    struct fprov *p = (struct fprov *)(void *)prov;
+    enum credentials_reason reason = q->reason;
+    snprintf(p->challenge, sizeof(p->challenge), "%s", q->challenge ? q->challenge : "");
+    CHECK(!p->open);
+    p->asks[reason]++;
+    p->last = reason;
+    p->done = done;
+    p->userdata = userdata;
+    p->open = true;
+    p->r.provider = prov;
+    if (p->t)
+        loop_timer_rearm(p->t, 1);
+    else if (loop_timer_add(p->loop, 1, fprov_fire, p, &p->t) < 0)
+        return -ENOMEM;
+    *ret = &p->r;
+    return 0;
+}
+
+static void fprov_cancel(struct credentials_request *r)
+{
+    struct fprov *p = (struct fprov *)(void *)r->provider;
+    p->open = false;
+    p->cancels++;
+}
+
+static void fprov_free(struct credentials_provider *prov)
+{
+    struct fprov *p = (struct fprov *)(void *)prov;
+    loop_timer_cancel(p->t);
+    p->t = NULL;
+}
+
+static const struct credentials_provider_ops fprov_ops = {
+    .name = "fake",
+    .ask = fprov_ask,
+    .cancel = fprov_cancel,
+    .free = fprov_free,
+};
+
+/* ---- the upstream under test ---- */
+
+struct res {
+    bool done;
+    int error;
+    char msg[256];
+    bool ok;
+};
+
+static void on_response(struct upstream_call *c, struct json_object *resp, int error,
+                        const char *message, void *userdata)
+{
+    struct res *r = userdata;
+    (void)c;
+    r->done = true;
+    r->error = error;
+    snprintf(r->msg, sizeof(r->msg), "%s", message ? message : "");
+    r->ok = resp && json_object_object_get_ex(json_get_object(resp, "result"), "ok", NULL);
+}
+
+static bool res_done(void *ctx)
+{
+    return ((struct res *)ctx)->done;
+}
+
+struct rec {
+    enum upstream_state last;
+    int ready, backoff;
+};
+
+static void on_state(struct upstream *u, enum upstream_state s, int error, const char *message,
+                     void *userdata)
+{
+    struct rec *r = userdata;
+    (void)u, (void)error, (void)message;
+    r->last = s;
+    r->ready += s == UPSTREAM_READY;
+    r->backoff += s == UPSTREAM_BACKOFF;
+}
+
+static const struct upstream_handler handler = {.on_state = on_state};
+
+static char *empty_v[] = {NULL};
+static char *hdr_v[] = {"Authorization: Bearer ${TOKEN}", NULL};
+
+static struct mcp_server server = {
+    .name = "fake",
+    .source = "test",
+    .transport = MCP_TRANSPORT_HTTP,
+    .url = "http://${HOST}/mcp",
+    .args = empty_v,
+    .env = empty_v,
+    .headers = hdr_v,
+};
+
+struct fixture {
+    struct loop *loop;
+    struct fprov prov;
+    struct rec rec;
+    struct upstream *u;
+};
+
+static bool sent_count_at_least(void *ctx)
+{
+    struct fake *f = cur();
+    return f && f->nsent >= *(int *)ctx;
+}
+
+static bool is_ready(void *ctx)
+{
+    return ((struct fixture *)ctx)->rec.last == UPSTREAM_READY;
+}
+
+static void fx_start(struct fixture *fx, int64_t lifetime_ms)
+{
+    memset(fx, 0, sizeof(*fx));
+    CHECK_INT(loop_new(&fx->loop), 0);
+    fx->prov.p.ops = &fprov_ops;
+    fx->prov.loop = fx->loop;
+    fx->prov.header_for[CREDENTIALS_CONNECT] = "Authorization: Bearer one";
+    fx->prov.header_for[CREDENTIALS_RECONNECT] = "Authorization: Bearer one";
+    fx->prov.header_for[CREDENTIALS_UNAUTHORIZED] = "Authorization: Bearer two";
+    fx->prov.header_for[CREDENTIALS_EXPIRING] = "Authorization: Bearer three";
+    fx->prov.lifetime_ms = lifetime_ms;
+    struct upstream_opts o = {
+        .loop = fx->loop,
+        .log = lg,
+        .server = &server,
+        .credentials = &fx->prov.p,
+        .transport_open = fake_open,
+        .connect_timeout_ms = 5000,
+        .request_timeout_ms = 5000,
+    };
+    struct err e = ERR_INIT;
+    CHECK_INT(upstream_new(&o, &handler, &fx->rec, &fx->u, &e), 0);
+    upstream_connect(fx->u);
+    int one = 1;
+    CHECK(wait_for(fx->loop, sent_count_at_least, &one, 2000));
+    CHECK_STR(sent_method(cur(), 0), "initialize");
+    fake_answer_init(cur());
+    CHECK(wait_for(fx->loop, is_ready, fx, 2000));
+}
+
+static void fx_stop(struct fixture *fx)
+{
+    upstream_free(fx->u);
+    spin(fx->loop, 5);
+    loop_free(fx->loop);
+    fakes_release();
+}
+
+/* ---- tests ---- */
+
+/* the handshake, a call answered by id, the provider's answer used to open the transport */
+static void test_fake_handshake_and_call(void)
+{
+    struct fixture fx;
+    fx_start(&fx, 0);
+    struct fake *f = cur();
+    CHECK_INT(fx.prov.asks[CREDENTIALS_CONNECT], 1);
+    CHECK_INT(f->nheaders, 1);
+    CHECK_STR(f->headers[0], "Authorization: Bearer one");
+    CHECK_STR(f->url_var, "example.test"); /* ${HOST} from the answer's vars */
+    CHECK_STR(sent_method(f, 1), "notifications/initialized");
+
+    struct res r = {0};
+    struct upstream_call *c = NULL;
+    CHECK_INT(upstream_call(fx.u, "tools/list", NULL, 0, on_response, NULL, &r, &c), 0);
+    CHECK_STR(sent_method(f, 2), "tools/list");
+    fake_answer(f, sent_id(f, 2));
+    CHECK(wait_for(fx.loop, res_done, &r, 2000));
+    CHECK_INT(r.error, 0);
+    CHECK(r.ok);
+    fx_stop(&fx);
+}
+
+/* an error reported with the request's tag fails that call only */
+static void test_fake_error_by_tag(void)
+{
+    struct fixture fx;
+    fx_start(&fx, 0);
+    struct fake *f = cur();
+    struct res a = {0}, b = {0};
+    struct upstream_call *ca = NULL, *cb = NULL;
+    CHECK_INT(upstream_call(fx.u, "a", NULL, 0, on_response, NULL, &a, &ca), 0);
+    CHECK_INT(upstream_call(fx.u, "b", NULL, 0, on_response, NULL, &b, &cb), 0);
+    f->h->on_error(-EPROTO, (uint64_t)sent_id(f, 3), f->userdata);
+    CHECK(wait_for(fx.loop, res_done, &b, 2000));
+    CHECK_INT(b.error, -EPROTO);
+    CHECK_STR(b.msg, "server 'fake': 'b' failed: the answer broke the protocol");
+    CHECK(!a.done);
+    fake_answer(f, sent_id(f, 2));
+    CHECK(wait_for(fx.loop, res_done, &a, 2000));
+    CHECK_INT(a.error, 0);
+    fx_stop(&fx);
+}
+
+static bool in_backoff(void *ctx)
+{
+    return ((struct fixture *)ctx)->rec.backoff > 0;
+}
+
+static bool second_conn_sent(void *ctx)
+{
+    (void)ctx;
+    return nfakes == 2 && cur()->nsent >= 1;
+}
+
+/* the connection lost: in-flight calls fail, BACKOFF, and the next connect asks RECONNECT */
+static void test_fake_lost(void)
+{
+    struct fixture fx;
+    fx_start(&fx, 0);
+    struct fake *f = cur();
+    struct res a = {0};
+    struct upstream_call *ca = NULL;
+    CHECK_INT(upstream_call(fx.u, "a", NULL, 0, on_response, NULL, &a, &ca), 0);
+    f->h->on_lost(-ECONNRESET, "the wire was cut", f->userdata);
+    CHECK(wait_for(fx.loop, res_done, &a, 2000));
+    CHECK_INT(a.error, -ECONNRESET);
+    CHECK_CONTAINS(a.msg, "the wire was cut");
+    CHECK(wait_for(fx.loop, in_backoff, &fx, 2000));
+    CHECK(f->freed);
+    upstream_reconnect(fx.u);
+    CHECK(wait_for(fx.loop, second_conn_sent, NULL, 2000));
+    CHECK_INT(fx.prov.asks[CREDENTIALS_RECONNECT], 1);
+    fx_stop(&fx);
+}
+
+static bool asked_unauthorized(void *ctx)
+{
+    struct fixture *fx = ctx;
+    return fx->prov.asks[CREDENTIALS_UNAUTHORIZED] > 0 && !fx->prov.open;
+}
+
+/* a 401 mid-session: parked, new headers in the same session, retried once; a call made
+ * meanwhile waits and goes after it; the retried call refused again fails clearly */
+static void test_fake_unauthorized(void)
+{
+    struct fixture fx;
+    fx_start(&fx, 0);
+    struct fake *f = cur();
+    struct res a = {0}, b = {0}, c = {0};
+    struct upstream_call *ca = NULL, *cb = NULL, *cc = NULL;
+    CHECK_INT(upstream_call(fx.u, "a", NULL, 0, on_response, NULL, &a, &ca), 0);
+    CHECK_INT(upstream_call(fx.u, "c", NULL, 0, on_response, NULL, &c, &cc), 0);
+    int64_t id_a = sent_id(f, 2), id_c = sent_id(f, 3);
+    f->h->on_error(-EACCES, (uint64_t)id_a, f->userdata);
+    /* asked at once; a call made now waits for the answer */
+    CHECK_INT(upstream_call(fx.u, "b", NULL, 0, on_response, NULL, &b, &cb), 0);
+    CHECK_INT(f->nsent, 4);
+    CHECK(wait_for(fx.loop, asked_unauthorized, &fx, 2000));
+    CHECK_STR(fx.prov.challenge, "Bearer scope=\"fake\""); /* the refusal's, for the provider */
+    CHECK_INT(f->set_headers_calls, 1);
+    CHECK_STR(f->headers[0], "Authorization: Bearer two");
+    CHECK_INT(f->nsent, 6);
+    CHECK_STR(sent_method(f, 4), "a"); /* the parked call first, with its id */
+    CHECK(sent_id(f, 4) == id_a);
+    CHECK_STR(sent_method(f, 5), "b");
+    CHECK(!a.done && !b.done && !c.done);
+    CHECK_INT(nfakes, 1); /* no new connection, no new session */
+    CHECK_INT(count_method(f, "initialize"), 1);
+
+    fake_answer(f, sent_id(f, 5));
+    CHECK(wait_for(fx.loop, res_done, &b, 2000));
+    CHECK_INT(b.error, 0);
+    f->h->on_error(-EACCES, (uint64_t)id_a, f->userdata); /* refused again */
+    CHECK(wait_for(fx.loop, res_done, &a, 2000));
+    CHECK_INT(a.error, -EACCES);
+    CHECK_STR(
+        a.msg,
+        "server 'fake': 'a' failed: the fake says 401 (refused again with fresh credentials)");
+    fake_answer(f, id_c); /* a call in flight meanwhile was never failed */
+    CHECK(wait_for(fx.loop, res_done, &c, 2000));
+    CHECK_INT(c.error, 0);
+    CHECK_INT(fx.prov.asks[CREDENTIALS_UNAUTHORIZED], 1);
+    fx_stop(&fx);
+}
+
+/* the provider has nothing new: the call fails at once with the 401, nothing is resent */
+static void test_fake_unauthorized_same(void)
+{
+    struct fixture fx;
+    fx_start(&fx, 0);
+    fx.prov.header_for[CREDENTIALS_UNAUTHORIZED] = "Authorization: Bearer one";
+    struct fake *f = cur();
+    struct res a = {0};
+    struct upstream_call *ca = NULL;
+    CHECK_INT(upstream_call(fx.u, "a", NULL, 0, on_response, NULL, &a, &ca), 0);
+    f->h->on_error(-EACCES, (uint64_t)sent_id(f, 2), f->userdata);
+    CHECK(wait_for(fx.loop, res_done, &a, 2000));
+    CHECK_INT(a.error, -EACCES);
+    CHECK_STR(a.msg, "server 'fake': 'a' failed: the fake says 401");
+    CHECK_INT(f->nsent, 3);
+    CHECK_INT(f->set_headers_calls, 0);
+
+    /* and a provider that fails says so */
+    fx.prov.answer_error = -EIO;
+    struct res b = {0};
+    struct upstream_call *cb = NULL;
+    CHECK_INT(upstream_call(fx.u, "b", NULL, 0, on_response, NULL, &b, &cb), 0);
+    f->h->on_error(-EACCES, (uint64_t)sent_id(f, 3), f->userdata);
+    CHECK(wait_for(fx.loop, res_done, &b, 2000));
+    CHECK_INT(b.error, -EACCES);
+    CHECK_CONTAINS(b.msg, "(fresh credentials could not be had: no credentials today)");
+    CHECK_INT(fx.rec.ready, 1);
+    fx_stop(&fx);
+}
+
+static bool refreshed(void *ctx)
+{
+    struct fixture *fx = ctx;
+    return cur()->set_headers_calls > 0 && fx->prov.asks[CREDENTIALS_EXPIRING] > 0;
+}
+
+/* an answer with expires_at is asked again (EXPIRING) ahead of it; the headers are swapped in
+ * the same session */
+static void test_fake_expiry_refresh(void)
+{
+    struct fixture fx;
+    fx_start(&fx, 2500); /* skew: a quarter, at least 1 s: asked again after ~1.5 s */
+    struct fake *f = cur();
+    spin(fx.loop, 800);
+    CHECK_INT(fx.prov.asks[CREDENTIALS_EXPIRING], 0);
+    CHECK(wait_for(fx.loop, refreshed, &fx, 3000));
+    CHECK_STR(f->headers[0], "Authorization: Bearer three");
+    CHECK_INT(nfakes, 1);
+    CHECK_INT(count_method(f, "initialize"), 1);
+    CHECK_INT(fx.rec.ready, 1);
+    struct res a = {0};
+    struct upstream_call *ca = NULL;
+    CHECK_INT(upstream_call(fx.u, "a", NULL, 0, on_response, NULL, &a, &ca), 0);
+    fake_answer(f, sent_id(f, f->nsent - 1));
+    CHECK(wait_for(fx.loop, res_done, &a, 2000));
+    CHECK_INT(a.error, 0);
+    fx_stop(&fx);
+}
+
+static void test_skew(void)
+{
+    CHECK(credentials_skew_ms(3600 * 1000) == 60 * 1000);
+    CHECK(credentials_skew_ms(100 * 1000) == 25 * 1000);
+    CHECK(credentials_skew_ms(2000) == 1000);
+    CHECK(credentials_skew_ms(0) == 1000);
+}
+
+/* freed while the provider asks: the question is cancelled */
+static void test_fake_free_cancels(void)
+{
+    struct loop *l = NULL;
+    CHECK_INT(loop_new(&l), 0);
+    struct fprov p = {.p.ops = &fprov_ops, .loop = l};
+    struct rec rec = {0};
+    struct upstream_opts o = {
+        .loop = l, .log = lg, .server = &server, .credentials = &p.p, .transport_open = fake_open};
+    struct upstream *u = NULL;
+    CHECK_INT(upstream_new(&o, &handler, &rec, &u, NULL), 0);
+    upstream_connect(u);
+    spin(l, 0);
+    /* the kick started the connect: the provider is asked */
+    CHECK_INT(p.asks[CREDENTIALS_CONNECT], 1);
+    CHECK(p.open);
+    upstream_free(u);
+    CHECK_INT(p.cancels, 1);
+    CHECK_INT(nfakes, 0);
+    spin(l, 5);
+    loop_free(l);
+}
+
+static void test_default_provider(void)
+{
+    struct loop *l = NULL;
+    CHECK_INT(loop_new(&l), 0);
+    struct rec rec = {0};
+    setenv("FAKE_TEST_TOKEN", "sekrit", 1);
+    setenv("HOST", "h.test", 1);
+    char *hv[] = {"Authorization: Bearer ${FAKE_TEST_TOKEN}", NULL};
+    struct mcp_server s = server;
+    s.headers = hv;
+    struct upstream_opts o = {.loop = l, .log = lg, .server = &s, .transport_open = fake_open};
+    struct upstream *u = NULL;
+    CHECK_INT(upstream_new(&o, &handler, &rec, &u, NULL), 0);
+    upstream_connect(u);
+    int one = 1;
+    CHECK(wait_for(l, sent_count_at_least, &one, 2000));
+    struct fake *f = cur();
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_STR(f->headers[0], "Authorization: Bearer sekrit");
+        CHECK_STR(f->url_var, "h.test");
+    }
+    upstream_free(u);
+    spin(l, 5);
+    loop_free(l);
+    fakes_release();
+    unsetenv("HOST");
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    lg = log_new("test_upstream_fake", STDERR_FILENO);
+    if (!lg)
+        return 2;
+    if (getenv("UPSTREAM_TEST_DEBUG"))
+        log_set_level(lg, LOG_DEBUG);
+    test_fn fns[] = {
+        test_fake_handshake_and_call,
+        test_fake_error_by_tag,
+        test_fake_lost,
+        test_fake_unauthorized,
+        test_fake_unauthorized_same,
+        test_fake_expiry_refresh,
+        test_skew,
+        test_fake_free_cancels,
+        test_default_provider,
+    };
+    int r = tests_run("test_fake_handshake_and_call, test_fake_error_by_tag, test_fake_lost, "
+                      "test_fake_unauthorized, test_fake_unauthorized_same, "
+                      "test_fake_expiry_refresh, test_skew, test_fake_free_cancels, "
+                      "test_default_provider",
+                      fns, sizeof(fns) / sizeof(fns[0]));
+    log_free(lg);
+    return r;
+}
