@@ -70,6 +70,7 @@ struct hreq {
     struct buf json;          /* BODY_JSON */
     struct sse_parser sse;    /* BODY_SSE of a POST and its resumptions (not the GET stream) */
     char *sid;                /* MCP-Session-Id of an initialize answer */
+    char *challenge;          /* WWW-Authenticate of the answer (the first one), NULL */
     char *start_id;           /* a resumption: the last id it was started with */
     int64_t deadline;         /* a POST and its resumptions: the hard timeout, loop clock */
     struct loop_timer *timer; /* a resumption's delay */
@@ -88,6 +89,7 @@ struct http_upstream {
     void *userdata;
     char *session_id;
     char *proto;
+    char *challenge; /* of the last 401 or 403: http_upstream_challenge() */
     struct hreq *reqs;
     struct hreq *stream; /* the GET, also on reqs */
     uint64_t seq;        /* of the last hreq created */
@@ -123,6 +125,42 @@ static bool visible_ascii(const char *s, size_t n)
         if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
             return false;
     return true;
+}
+
+static void headers_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        secure_free(v[i]);
+    free(v);
+}
+
+/* Copies "Name: value" strings (secrets) into *ret_v and *ret_n; -EINVAL with the index of the
+ * first bad one in *ret_bad. */
+static int headers_copy(const char *const *in, char ***ret_v, size_t *ret_n, size_t *ret_bad)
+{
+    size_t n = 0;
+    while (in && in[n])
+        n++;
+    char **v = calloc(n + 1, sizeof(char *));
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = in[i];
+        const char *colon = strchr(s, ':');
+        if (!colon || colon == s || strpbrk(s, "\r\n") || memchr(s, ' ', (size_t)(colon - s))) {
+            headers_free(v, i);
+            *ret_bad = i;
+            return -EINVAL;
+        }
+        v[i] = strdup(s);
+        if (!v[i]) {
+            headers_free(v, i);
+            return -ENOMEM;
+        }
+    }
+    *ret_v = v;
+    *ret_n = n;
+    return 0;
 }
 
 /* ---- errors ---------------------------------------------------------------------------- */
@@ -213,12 +251,12 @@ static void emit_message(struct http_upstream *u, const char *msg, size_t len)
     u->busy--;
 }
 
-static void emit_error(struct http_upstream *u, int error, const char *msg, size_t len)
+static void emit_error(struct http_upstream *u, int error, uint64_t tag)
 {
     if (gone(u) || !u->h.on_error)
         return;
     u->busy++;
-    u->h.on_error(error, msg, len, u->userdata);
+    u->h.on_error(error, tag, u->userdata);
     u->busy--;
 }
 
@@ -308,6 +346,7 @@ static void hreq_free(struct hreq *r)
     loop_timer_cancel(r->timer);
     free(r->msg);
     free(r->sid);
+    free(r->challenge);
     free(r->start_id);
     buf_release(&r->json);
     sse_parser_release(&r->sse);
@@ -348,6 +387,8 @@ static void hreq_reset(struct hreq *r)
     r->sid_done = false;
     free(r->sid);
     r->sid = NULL;
+    free(r->challenge);
+    r->challenge = NULL;
     buf_release(&r->json);
     sse_end(&r->sse);
 }
@@ -481,26 +522,48 @@ fail:
     return 0;
 }
 
+/* The value of the header line p[0..len) when it is named name (lowercase, with its colon),
+ * trimmed; NULL otherwise. */
+static const char *header_value(const char *p, size_t len, const char *name, size_t *ret_n)
+{
+    size_t nl = strlen(name);
+    if (len < nl || strncasecmp(p, name, nl) != 0)
+        return NULL;
+    const char *v = p + nl, *end = p + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    *ret_n = (size_t)(end - v);
+    return v;
+}
+
 static size_t on_header(char *p, size_t size, size_t nmemb, void *userdata)
 {
-    static const char name[] = "mcp-session-id:";
     struct hreq *r = userdata;
-    size_t len = size * nmemb;
+    size_t len = size * nmemb, n = 0;
+    const char *v;
 
     if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) { /* a new response (after 1xx) */
         free(r->sid);
         r->sid = NULL;
         r->sid_bad = false;
+        free(r->challenge);
+        r->challenge = NULL;
         return len;
     }
-    if (!r->is_init || len < sizeof(name) - 1 || strncasecmp(p, name, sizeof(name) - 1) != 0)
+    v = header_value(p, len, "www-authenticate:", &n);
+    if (v && !r->challenge) {
+        r->challenge = strndup(v, n);
+        if (!r->challenge) {
+            r->error = -ENOMEM;
+            return 0;
+        }
         return len;
-    const char *v = p + sizeof(name) - 1, *end = p + len;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
-        end--;
-    size_t n = (size_t)(end - v);
+    }
+    v = r->is_init ? header_value(p, len, "mcp-session-id:", &n) : NULL;
+    if (!v)
+        return len;
     free(r->sid);
     r->sid = NULL;
     if (n > HTTP_UPSTREAM_SESSION_ID_MAX || !visible_ascii(v, n)) {
@@ -661,7 +724,7 @@ static void deliver_json(struct hreq *r)
     if (json_parse(p, len, u->max_message, &arr, NULL) < 0 ||
         !json_object_is_type(arr, json_type_array)) {
         json_object_put(arr);
-        emit_error(u, -EBADMSG, r->msg, r->len);
+        emit_error(u, -EBADMSG, r->tag);
         return;
     }
     size_t n = json_object_array_length(arr);
@@ -683,17 +746,14 @@ static int xfer_error(struct hreq *r, CURLcode cc, long status)
     return status_to_errno(status, r->had_session);
 }
 
-/* A POST taken back from a finished transfer: its message (for on_error) and r freed. */
+/* A request that cannot go on: r freed, then the caller told. */
 static void fail_req(struct hreq *r, int error)
 {
     struct http_upstream *u = r->u;
-    char *msg = r->msg;
-    r->msg = NULL;
-    size_t len = r->len;
+    uint64_t tag = r->tag;
 
     hreq_free(r);
-    emit_error(u, error, msg, len);
-    free(msg);
+    emit_error(u, error, tag);
 }
 
 /* ---- resuming an answer ------------------------------------------------------------------- */
@@ -901,7 +961,7 @@ static bool post_done(struct hreq *r, CURLcode cc, long status)
         }
     }
     if (k < 0)
-        emit_error(u, k, r->msg, r->len);
+        emit_error(u, k, r->tag);
     return false;
 }
 
@@ -919,7 +979,7 @@ static bool resume_done(struct hreq *r, CURLcode cc, long status)
     } else if (k == 0 || k == -EOPNOTSUPP) {
         k = -ECONNRESET; /* nothing new, or a server that cannot resume: the answer is lost */
     }
-    emit_error(u, k, r->msg, r->len);
+    emit_error(u, k, r->tag);
     return false;
 }
 
@@ -968,7 +1028,7 @@ static void stream_done(struct hreq *r, CURLcode cc, long status)
     if (k == -EOPNOTSUPP) /* 405: the server offers no GET stream */
         k = 0;
     if (k == -ESTALE)
-        emit_error(u, k, NULL, 0);
+        emit_error(u, k, 0);
     emit_close(u, k);
 }
 
@@ -997,6 +1057,11 @@ static void xfer_done(CURL *easy, CURLcode cc, void *userdata)
 
     r->running = false;
     (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status == 401 || status == 403) { /* the latest refusal's challenge, for the caller */
+        free(u->challenge);
+        u->challenge = r->challenge;
+        r->challenge = NULL;
+    }
     if (!r->stop) {
         switch (r->kind) {
         case HREQ_POST:
@@ -1029,13 +1094,12 @@ static void really_free(struct http_upstream *u)
         hreq_free(u->reqs);
     loop_timer_cancel(u->retry);
     loop_timer_cancel(u->endpoint_timer);
-    for (size_t i = 0; i < u->n_headers; i++)
-        secure_free(u->headers[i]);
-    free(u->headers);
+    headers_free(u->headers, u->n_headers);
     free(u->url);
     free(u->endpoint);
     free(u->session_id);
     free(u->proto);
+    free(u->challenge);
     sse_parser_release(&u->stream_sse);
     free(u);
 }
@@ -1227,29 +1291,12 @@ int http_upstream_new(struct loop *l, const struct http_upstream_spec *spec,
         k = -ENOMEM;
         goto out;
     }
-    size_t n = 0;
-    while (spec->headers && spec->headers[n])
-        n++;
-    u->headers = calloc(n + 1, sizeof(char *));
-    if (!u->headers) {
-        k = -ENOMEM;
+    size_t bad = 0;
+    k = headers_copy(spec->headers, &u->headers, &u->n_headers, &bad);
+    if (k == -EINVAL) /* the number only: the value may be a secret */
+        k = err_set(e, -EINVAL, "header %zu is not 'Name: value'", bad + 1);
+    if (k < 0)
         goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const char *s = spec->headers[i];
-        const char *colon = strchr(s, ':');
-        if (!colon || colon == s || strpbrk(s, "\r\n") || memchr(s, ' ', (size_t)(colon - s))) {
-            /* the name only: the value may be a secret */
-            k = err_set(e, -EINVAL, "header %zu is not 'Name: value'", i + 1);
-            goto out;
-        }
-        u->headers[i] = strdup(s);
-        if (!u->headers[i]) {
-            k = -ENOMEM;
-            goto out;
-        }
-        u->n_headers++;
-    }
     *ret = u;
     u = NULL;
     k = 0;
@@ -1328,6 +1375,27 @@ int http_upstream_set_protocol_version(struct http_upstream *u, const char *vers
     free(u->proto);
     u->proto = v;
     return 0;
+}
+
+int http_upstream_set_headers(struct http_upstream *u, const char *const *headers)
+{
+    char **v = NULL;
+    size_t n = 0, bad = 0;
+
+    if (!u)
+        return -EINVAL;
+    int k = headers_copy(headers, &v, &n, &bad);
+    if (k < 0)
+        return k;
+    headers_free(u->headers, u->n_headers);
+    u->headers = v;
+    u->n_headers = n;
+    return 0;
+}
+
+const char *http_upstream_challenge(const struct http_upstream *u)
+{
+    return u ? u->challenge : NULL;
 }
 
 const char *http_upstream_session_id(const struct http_upstream *u)

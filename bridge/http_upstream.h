@@ -112,10 +112,12 @@ typedef void (*http_upstream_message_fn)(const char *msg, size_t len, void *user
  * http_upstream_open_stream() again. */
 typedef void (*http_upstream_close_fn)(int reason, void *userdata);
 /* A request failed: error is -errno (-ESTALE: the session is gone, see above; -EPROTO: an
- * answer that breaks the transport; -ETIMEDOUT; -E2BIG; -ECONNREFUSED; -EACCES for 401 ...).
- * msg/len is the message that was POSTed (borrowed, for the caller to find its id), or NULL/0
- * for the GET stream. Messages already delivered from that answer stay delivered. */
-typedef void (*http_upstream_error_fn)(int error, const char *msg, size_t len, void *userdata);
+ * answer that breaks the transport; -ETIMEDOUT; -E2BIG; -ECONNREFUSED; -EACCES for 401, -EPERM
+ * for 403 (http_upstream_challenge() then holds the server's WWW-Authenticate) ...). tag is the
+ * one given to http_upstream_send() for that request, 0 for an error not tied to one request
+ * (the GET stream) or for a message sent with tag 0 (notifications, responses). Messages
+ * already delivered from that answer stay delivered. */
+typedef void (*http_upstream_error_fn)(int error, uint64_t tag, void *userdata);
 /* http_upstream_close() is over: 0, or the DELETE's -errno (for the log only). */
 typedef void (*http_upstream_done_fn)(int result, void *userdata);
 
@@ -137,8 +139,8 @@ enum http_upstream_send_flags {
 };
 
 /* POSTs one JSON-RPC message (copied). flags: HTTP_UPSTREAM_INITIALIZE. tag: non-zero for a
- * request whose answer may be resumed (see above; the caller's own request id works well),
- * 0 for notifications and responses. The POST starts from the loop (after the current
+ * request, which names it in on_error and whose answer may be resumed (see above; the caller's
+ * own request id works well), 0 for notifications and responses. The POST starts from the loop (after the current
  * iteration), so this may be called from anywhere, callbacks included. -EINVAL for an empty
  * message, -E2BIG above max_message, -ESHUTDOWN after http_upstream_close(), -ENOBUFS when
  * HTTP_UPSTREAM_PENDING_MAX messages already wait for a legacy endpoint, -ENOMEM. */
@@ -152,6 +154,18 @@ void http_upstream_answered(struct http_upstream *u, uint64_t tag);
 /* Whether the upstream speaks the 2024-11-05 HTTP+SSE transport (after a fallback or by
  * spec.legacy_sse). */
 bool http_upstream_is_legacy(const struct http_upstream *u);
+
+/* Replaces the headers of spec.headers ("Name: value" strings, NULL-terminated; NULL for none)
+ * for every request started after the call: copied as secrets, the old copies wiped. The
+ * session (MCP-Session-Id) is kept, so a new token needs no new MCP session; a running GET
+ * stream keeps the headers it was started with until it is reopened. -EINVAL for a string that
+ * is not "Name: value" (the headers are then left as they were), -ENOMEM. */
+int http_upstream_set_headers(struct http_upstream *u, const char *const *headers) _must_check_;
+
+/* The WWW-Authenticate value of the most recent answer of 401 or 403 (the first such header of
+ * it, as sent), or NULL when there was none or it had none. Borrowed, valid until the next call
+ * into the upstream; read it from on_error (or on_close) to see why a request was refused. */
+const char *http_upstream_challenge(const struct http_upstream *u);
 
 /* Sends "MCP-Protocol-Version: version" on every later request (copied; visible ASCII only,
  * else -EINVAL). */

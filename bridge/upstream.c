@@ -978,7 +978,7 @@ static void c_stderr(const char *line, size_t len, void *userdata);
 static void c_stdio_close(int reason, void *userdata);
 static void c_stdio_exit(int status, void *userdata);
 static void c_http_close(int reason, void *userdata);
-static void c_http_error(int error, const char *msg, size_t len, void *userdata);
+static void c_http_error(int error, uint64_t tag, void *userdata);
 
 static const struct stdio_upstream_handler stdio_handler = {
     .on_message = c_message,
@@ -1611,29 +1611,24 @@ static void call_stale(struct upstream *u, struct upstream_call *c)
         start_reinit(u);
 }
 
-static void http_error(struct upstream *u, struct conn *cn, int error, const char *text, size_t len)
+static void http_error(struct upstream *u, struct conn *cn, int error, uint64_t tag)
 {
-    struct jrpc_msg m = {0};
-    struct err e = ERR_INIT;
     struct upstream_call *c = NULL;
     char *msg = NULL;
 
-    if (!text) {
-        log_debug(u->log, "server '%s': the event stream failed: %s", name_of(u),
-                  transport_err_text(error));
+    if (!tag) { /* the GET stream, or a notification or response */
+        log_debug(u->log, "server '%s': the event stream or a message without an id failed: %s",
+                  name_of(u), transport_err_text(error));
         /* the GET stream's 404: the session is gone; re-established now, not at the next
          * call, as what the server sends by itself would be lost meanwhile */
         if (error == -ESTALE && cn == u->conn && u->state == UPSTREAM_READY && !u->reiniting)
             start_reinit(u);
         return;
     }
-    if (jrpc_parse(text, len, MAX_MESSAGE, &m, &e) < 0)
-        return;
-    if (m.kind == JRPC_REQUEST)
-        c = call_by_id(u, m.id);
+    c = map_find(&u->map, (int64_t)tag); /* the tag is the call's id */
     if (!c) {
-        log_debug(u->log, "server '%s': sending %s failed: %s", name_of(u),
-                  m.method ? m.method : "an answer", transport_err_text(error));
+        log_debug(u->log, "server '%s': sending #%" PRIu64 " failed: %s", name_of(u), tag,
+                  transport_err_text(error));
         goto out;
     }
     if (c == u->init_call) {
@@ -1688,17 +1683,16 @@ static void http_error(struct upstream *u, struct conn *cn, int error, const cha
     }
 out:
     free(msg);
-    jrpc_msg_done(&m);
 }
 
-static void c_http_error(int error, const char *msg, size_t len, void *userdata)
+static void c_http_error(int error, uint64_t tag, void *userdata)
 {
     struct conn *cn = userdata;
     struct upstream *u = cn->u;
     if (cn->retiring)
         return;
     enter(u);
-    http_error(u, cn, error, msg, len);
+    http_error(u, cn, error, tag);
     leave(u);
 }
 

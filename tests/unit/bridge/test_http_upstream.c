@@ -426,6 +426,61 @@ static enum MHD_Result order_req(struct MHD_Connection *c, const char *url, cons
                        NULL);
 }
 
+/* /auth: a token that expires within the session. The initialize works with any token, a
+ * call only with "Bearer new" (else 401 and a challenge); "forbidden" is 403 whatever the
+ * token. */
+struct auth_seen {
+    int calls;
+    char init_auth[F], call1_auth[F], call2_auth[F], call2_sid[F];
+};
+static struct auth_seen auth;
+
+static const char auth_401[] = "Bearer resource_metadata=\"http://127.0.0.1/.well-known/x\"";
+static const char auth_403[] = "Bearer error=\"insufficient_scope\", scope=\"admin\"";
+
+static enum MHD_Result reply_challenge(struct MHD_Connection *c, unsigned status,
+                                       const char *challenge)
+{
+    static const char body[] = "refused";
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+    if (r)
+        (void)MHD_add_response_header(r, "WWW-Authenticate", challenge);
+    return httpd_queue(c, status, "text/plain", NULL, r);
+}
+
+static enum MHD_Result auth_req(struct MHD_Connection *c, struct upload *u)
+{
+    char name[F], tool[F], a[F];
+    parse_post(u, name, tool);
+    httpd_header(c, "Authorization", a, F);
+
+    if (strcmp(name, "initialize") == 0) {
+        pthread_mutex_lock(&seen.mu);
+        snprintf(auth.init_auth, F, "%s", a);
+        pthread_mutex_unlock(&seen.mu);
+        return httpd_reply(c, 200, "application/json",
+                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", "s-auth");
+    }
+    if (strcmp(name, "tools/call") != 0)
+        return httpd_reply(c, 202, NULL, "", NULL);
+    pthread_mutex_lock(&seen.mu);
+    int n = ++auth.calls;
+    if (n == 1)
+        snprintf(auth.call1_auth, F, "%s", a);
+    if (n == 2) {
+        snprintf(auth.call2_auth, F, "%s", a);
+        httpd_header(c, "Mcp-Session-Id", auth.call2_sid, F);
+    }
+    pthread_mutex_unlock(&seen.mu);
+    if (strcmp(tool, "forbidden") == 0)
+        return reply_challenge(c, 403, auth_403);
+    if (strcmp(a, "Bearer new") != 0)
+        return reply_challenge(c, 401, auth_401);
+    return httpd_reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}",
+                       NULL);
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -456,6 +511,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
             return poll_get(conn, u);
         return httpd_reply(conn, 405, NULL, "", NULL);
     }
+    if (strcmp(url, "/auth") == 0 && strcmp(method, "POST") == 0)
+        return auth_req(conn, u);
     if (strcmp(url, "/order") == 0 || strcmp(url, "/resess") == 0)
         return order_req(conn, url, method, u);
     if (ends_with(url, "/messages") && strcmp(method, "POST") == 0)
@@ -525,9 +582,9 @@ struct client {
     bool free_in_callback; /* test_free_in_callback */
 };
 
-static void sendc(struct client *c, const char *msg, bool init)
+static void sendc(struct client *c, const char *msg, bool init, uint64_t tag)
 {
-    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), init ? HTTP_UPSTREAM_INITIALIZE : 0, 0),
+    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), init ? HTTP_UPSTREAM_INITIALIZE : 0, tag),
               0);
 }
 
@@ -545,7 +602,7 @@ static void advance(struct client *c)
         !c->bad_type_error || !c->closes)
         return;
     c->stale_sent = true;
-    sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"stale\"}", false);
+    sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"stale\"}", false, 9);
 }
 
 static void on_message(const char *msg, size_t len, void *userdata)
@@ -579,10 +636,10 @@ static void on_message(const char *msg, size_t len, void *userdata)
             CHECK_STR(http_upstream_session_id(c->u), "abc");
             CHECK_INT(http_upstream_set_protocol_version(c->u, "2025-11-25"), 0);
             CHECK_INT(http_upstream_set_protocol_version(c->u, "bad version"), -EINVAL);
-            sendc(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", false);
-            sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", false);
-            sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"old/array\"}", false);
-            sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"bad/type\"}", false);
+            sendc(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", false, 0);
+            sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", false, 0);
+            sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"old/array\"}", false, 0);
+            sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"bad/type\"}", false, 6);
             CHECK_INT(http_upstream_open_stream(c->u), 0);
             CHECK_INT(http_upstream_open_stream(c->u), -EALREADY);
         }
@@ -600,26 +657,24 @@ static void on_message(const char *msg, size_t len, void *userdata)
     advance(c);
 }
 
-static void on_error(int error, const char *msg, size_t len, void *userdata)
+static void on_error(int error, uint64_t tag, void *userdata)
 {
     struct client *c = userdata;
-    char *s = msg ? strndup(msg, len) : NULL;
-    if (error == -EPROTO && s && strstr(s, "bad/type"))
+    if (error == -EPROTO && tag == 6) /* bad/type */
         c->bad_type_error++;
-    else if (error == -ESTALE && s && strstr(s, "stale")) {
+    else if (error == -ESTALE && tag == 9) { /* stale */
         c->stale_error++;
         CHECK_INT(http_upstream_close(c->u, on_done), 0);
         CHECK_INT(http_upstream_close(c->u, on_done), -ESHUTDOWN);
         CHECK_INT(http_upstream_send(c->u, "{}", 2, 0, 0), -ESHUTDOWN);
     } else {
         if (!c->free_in_callback)
-            fprintf(stderr, "unexpected error %d for %s\n", error, s ? s : "(stream)");
+            fprintf(stderr, "unexpected error %d for tag %llu\n", error, (unsigned long long)tag);
         c->other_errors++;
         c->last_error = error;
         if (c->free_in_callback)
             loop_quit(c->loop, 0);
     }
-    free(s);
     advance(c);
 }
 
@@ -663,7 +718,7 @@ static void run_session(unsigned stale)
     CHECK_INT(http_upstream_new(c.loop, &spec, &handler_, &c, &c.u, &e), 0);
     CHECK_STR(http_upstream_session_id(c.u), "");
     CHECK_INT(loop_timer_add(c.loop, 10000, guard, &c, &t), 0);
-    sendc(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}", true);
+    sendc(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}", true, 0);
 
     CHECK_INT(loop_run(c.loop), 0);
 
@@ -720,7 +775,7 @@ static void test_free_in_callback(void)
     struct http_upstream_spec spec = {.url = url};
     CHECK_INT(http_upstream_new(c.loop, &spec, &handler_, &c, &c.u, NULL), 0);
     CHECK_INT(loop_timer_add(c.loop, 10000, guard, &c, &t), 0);
-    sendc(&c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", false);
+    sendc(&c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", false, 0);
     CHECK_INT(loop_run(c.loop), 0);
     CHECK_INT(c.others, 1);
     CHECK(c.u == NULL);
@@ -748,7 +803,7 @@ static void test_refused_and_bad_spec(void)
     struct http_upstream_spec spec = {.url = "http://127.0.0.1:1/mcp", .timeout_ms = 2000};
     CHECK_INT(http_upstream_new(c.loop, &spec, &handler_, &c, &c.u, NULL), 0);
     CHECK_INT(loop_timer_add(c.loop, 10000, guard, &c, &t), 0);
-    sendc(&c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}", false);
+    sendc(&c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}", false, 7);
     CHECK_INT(loop_run(c.loop), 0);
     CHECK_INT(c.other_errors, 1);
     CHECK_INT(c.last_error, -ECONNREFUSED);
@@ -847,10 +902,10 @@ static void p_message(const char *msg, size_t len, void *userdata)
     p_check(c);
 }
 
-static void p_error(int error, const char *msg, size_t len, void *userdata)
+static void p_error(int error, uint64_t tag, void *userdata)
 {
     struct pclient *c = userdata;
-    int id = msg ? msg_id(msg, len, NULL) : -1;
+    int id = tag ? (int)tag : -1;
 
     if (id == 11) {
         c->err11 = error;
@@ -962,9 +1017,9 @@ struct lclient {
     struct loop_timer *wait;
 };
 
-static void l_send(struct lclient *c, const char *msg, unsigned flags)
+static void l_send(struct lclient *c, const char *msg, unsigned flags, uint64_t tag)
 {
-    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), flags, 0), 0);
+    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), flags, tag), 0);
 }
 
 static void l_next(struct lclient *c)
@@ -973,7 +1028,7 @@ static void l_next(struct lclient *c)
         loop_quit(c->loop, 0);
     if (c->expect == L_WORKS && c->got2 && c->fail_error && !c->ended) {
         c->ended = true;
-        l_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"end/stream\"}", 0);
+        l_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"end/stream\"}", 0, 0);
     }
 }
 
@@ -986,9 +1041,9 @@ static void l_message(const char *msg, size_t len, void *userdata)
         c->got1 = true;
         c->legacy_at_1 = http_upstream_is_legacy(c->u);
         c->open_stream_rc = http_upstream_open_stream(c->u);
-        l_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", 0);
-        l_send(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", 0);
-        l_send(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"fail\"}", 0);
+        l_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", 0, 0);
+        l_send(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", 0, 2);
+        l_send(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"fail\"}", 0, 3);
     } else if (id == 2) {
         c->got2 = true;
     } else if (id == 98) {
@@ -999,10 +1054,10 @@ static void l_message(const char *msg, size_t len, void *userdata)
     l_next(c);
 }
 
-static void l_error(int error, const char *msg, size_t len, void *userdata)
+static void l_error(int error, uint64_t tag, void *userdata)
 {
     struct lclient *c = userdata;
-    int id = msg ? msg_id(msg, len, NULL) : -1;
+    int id = tag ? (int)tag : -1;
 
     if (id == 1)
         c->init_error = error;
@@ -1078,9 +1133,9 @@ static void run_legacy(const char *path, unsigned init_status, const char *endpo
     CHECK_INT(loop_timer_add(c.loop, 10000, guard, &c, &t), 0);
     c.t0 = loop_now(c.loop);
     l_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}",
-           HTTP_UPSTREAM_INITIALIZE);
+           HTTP_UPSTREAM_INITIALIZE, 1);
     if (legacy_sse) /* before the endpoint is known: waits for it, in order */
-        l_send(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"early\"}", 0);
+        l_send(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"early\"}", 0, 0);
 
     CHECK_INT(loop_run(c.loop), 0);
 
@@ -1149,7 +1204,7 @@ static void run_legacy(const char *path, unsigned init_status, const char *endpo
     if (c.closes) {
         c.expect = L_UNAUTHORIZED;
         c.init_error = 0;
-        l_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", 0);
+        l_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", 0, 1);
         CHECK_INT(loop_run(c.loop), 0);
         CHECK_INT(c.init_error, c.close_reason);
         CHECK_INT(c.closes, 1);
@@ -1247,10 +1302,10 @@ static void o_message(const char *msg, size_t len, void *userdata)
     loop_quit(c->loop, 0); /* the answer to the call */
 }
 
-static void o_error(int error, const char *msg, size_t len, void *userdata)
+static void o_error(int error, uint64_t tag, void *userdata)
 {
     struct oclient *c = userdata;
-    (void)msg, (void)len;
+    (void)tag;
     fprintf(stderr, "order: unexpected error %d\n", error);
     c->errors++;
 }
@@ -1336,6 +1391,111 @@ static void test_order_and_sessions(void)
     loop_free(l);
 }
 
+/* ---- headers replaced within a session, the server's challenge ---- */
+
+struct aclient {
+    struct loop *loop;
+    struct http_upstream *u;
+    int err2, err4, others;
+    bool got3;
+    char challenge2[256], challenge4[256];
+};
+
+static void a_send(struct aclient *c, int id, const char *tool)
+{
+    char msg[160];
+    snprintf(
+        msg, sizeof(msg),
+        "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\"}}",
+        id, tool);
+    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), 0, (uint64_t)id), 0);
+}
+
+static void a_message(const char *msg, size_t len, void *userdata)
+{
+    struct aclient *c = userdata;
+    int id = msg_id(msg, len, NULL);
+    const char *bad[] = {"Authorization Bearer new", NULL};
+
+    if (id == 1) {
+        CHECK(http_upstream_challenge(c->u) == NULL);
+        const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+        CHECK_INT(http_upstream_send(c->u, n, strlen(n), 0, 0), 0);
+        /* refused: the headers stay as they were (the call still carries the old token) */
+        CHECK_INT(http_upstream_set_headers(c->u, bad), -EINVAL);
+        a_send(c, 2, "echo");
+    } else if (id == 3) {
+        c->got3 = true;
+        http_upstream_answered(c->u, 3);
+        a_send(c, 4, "forbidden");
+    } else {
+        c->others++;
+    }
+}
+
+static void a_error(int error, uint64_t tag, void *userdata)
+{
+    struct aclient *c = userdata;
+    const char *ch = http_upstream_challenge(c->u);
+    const char *fresh[] = {"Authorization: Bearer new", NULL};
+
+    if (tag == 2) {
+        c->err2 = error;
+        snprintf(c->challenge2, sizeof(c->challenge2), "%s", ch ? ch : "(none)");
+        /* a new token for the same session */
+        CHECK_INT(http_upstream_set_headers(c->u, fresh), 0);
+        a_send(c, 3, "echo");
+    } else if (tag == 4) {
+        c->err4 = error;
+        snprintf(c->challenge4, sizeof(c->challenge4), "%s", ch ? ch : "(none)");
+        loop_quit(c->loop, 0);
+    } else {
+        fprintf(stderr, "auth: unexpected error %d for tag %llu\n", error, (unsigned long long)tag);
+        c->others++;
+    }
+}
+
+static void test_headers_and_challenge(void)
+{
+    struct aclient c = {0};
+    struct loop_timer *t = NULL;
+    char url[128];
+    const char *headers[] = {"Authorization: Bearer old", NULL};
+    const struct http_upstream_handler h = {.on_message = a_message, .on_error = a_error};
+
+    memset(&auth, 0, sizeof(auth));
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/auth", port);
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_upstream_spec spec = {.url = url, .headers = headers, .timeout_ms = 5000};
+    CHECK_INT(http_upstream_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK(http_upstream_challenge(c.u) == NULL);
+    CHECK_INT(loop_timer_add(c.loop, 10000, guard, &c, &t), 0);
+    const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}";
+    CHECK_INT(http_upstream_send(c.u, init, strlen(init), HTTP_UPSTREAM_INITIALIZE, 1), 0);
+
+    CHECK_INT(loop_run(c.loop), 0);
+
+    CHECK_INT(c.err2, -EACCES); /* 401, reported with the request's tag */
+    CHECK_STR(c.challenge2, auth_401);
+    CHECK(c.got3);
+    CHECK_INT(c.err4, -EPERM); /* 403 */
+    CHECK_STR(c.challenge4, auth_403);
+    CHECK_INT(c.others, 0);
+    CHECK_STR(http_upstream_session_id(c.u), "s-auth"); /* no new session for a new token */
+    pthread_mutex_lock(&seen.mu);
+    CHECK_INT(auth.calls, 3);
+    CHECK_STR(auth.init_auth, "Bearer old");
+    CHECK_STR(auth.call1_auth, "Bearer old");
+    CHECK_STR(auth.call2_auth, "Bearer new");
+    CHECK_STR(auth.call2_sid, "s-auth");
+    pthread_mutex_unlock(&seen.mu);
+    CHECK_INT(http_upstream_set_headers(c.u, NULL), 0); /* none at all is fine too */
+
+    loop_timer_cancel(t);
+    http_upstream_free(c.u);
+    loop_free(c.loop);
+}
+
 static void test_all(void)
 {
     daemon_ = httpd_start(handler, NULL, completed, 0, &port);
@@ -1347,6 +1507,7 @@ static void test_all(void)
     test_legacy();
     test_legacy_queue_bound();
     test_order_and_sessions();
+    test_headers_and_challenge();
     pthread_mutex_lock(&seen.mu);
     stopping = true;
     pthread_cond_broadcast(&cv);
