@@ -191,24 +191,11 @@ static void l_close(int reason, void *userdata)
         CHECK_INT(loop_timer_add(c->loop, 0, l_wait, c, &c->wait), 0);
 }
 
-/* Runs one legacy exchange against path ("/sse" or "/x/sse") whose POSTs get init_status and
- * whose stream announces endpoint ("" for none; "PORT" becomes the server's port). */
-static void run_legacy(const char *path, unsigned init_status, const char *endpoint,
-                       bool legacy_sse, int64_t timeout_ms, enum lexpect expect)
+/* A new legacy server for the next exchange: POSTs to the SSE URL get init_status, the stream
+ * announces endpoint ("" for none; "PORT" becomes the server's port); the streams of the
+ * exchange before end. */
+static void legacy_reset(unsigned init_status, const char *endpoint)
 {
-    struct lclient c = {.expect = expect,
-                        .want_messages = expect != L_WORKS ? 0
-                                         : legacy_sse      ? 6
-                                                           : 5};
-    struct loop_timer *t = NULL;
-    char url[128];
-    const char *headers[] = {"Authorization: Bearer s3cret", NULL};
-    const struct http_upstream_handler h = {
-        .on_message = l_message, .on_error = l_error, .on_close = l_close};
-
-    fprintf(stderr, "legacy: %s, initialize answered %u, endpoint '%s'%s\n", path, init_status,
-            endpoint, legacy_sse ? ", SSE from the start" : "");
-    fx_url(url, sizeof(url), path); /* the server runs: its port is known */
     pthread_mutex_lock(&fx_mu);
     unsigned gen = legacy.q.gen;
     memset(&legacy, 0, sizeof(legacy));
@@ -222,20 +209,13 @@ static void run_legacy(const char *path, unsigned init_status, const char *endpo
     else
         snprintf(legacy.endpoint, sizeof(legacy.endpoint), "%s", endpoint);
     pthread_mutex_unlock(&fx_mu);
+}
 
-    CHECK_INT(loop_new(&c.loop), 0);
-    struct http_upstream_spec spec = {
-        .url = url, .headers = headers, .timeout_ms = timeout_ms, .legacy_sse = legacy_sse};
-    CHECK_INT(http_upstream_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
-    CHECK(http_upstream_is_legacy(c.u) == legacy_sse);
-    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
-    c.t0 = loop_now(c.loop);
-    l_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}",
-           HTTP_UPSTREAM_INITIALIZE, 1);
-    if (legacy_sse) /* before the endpoint is known: waits for it, in order */
-        l_send(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"early\"}", 0, 0);
-
-    CHECK_INT(loop_run(c.loop), 0);
+/* What one legacy exchange (run_legacy) must have done, as c->expect says. */
+static void l_check(const struct lclient *cl, const char *path, bool legacy_sse, int64_t timeout_ms)
+{
+    const struct lclient c = *cl;
+    enum lexpect expect = c.expect;
 
     pthread_mutex_lock(&fx_mu);
     CHECK_INT(legacy.sse_posts, legacy_sse ? 0 : 1);
@@ -297,6 +277,43 @@ static void run_legacy(const char *path, unsigned init_status, const char *endpo
         CHECK_INT(c.other_errors, 0);
     CHECK_INT(c.others, 0);
     pthread_mutex_unlock(&fx_mu);
+}
+
+/* Runs one legacy exchange against path ("/sse" or "/x/sse") whose POSTs get init_status and
+ * whose stream announces endpoint ("" for none; "PORT" becomes the server's port). */
+static void run_legacy(const char *path, unsigned init_status, const char *endpoint,
+                       bool legacy_sse, int64_t timeout_ms, enum lexpect expect)
+{
+    struct lclient c = {.expect = expect,
+                        .want_messages = expect != L_WORKS ? 0
+                                         : legacy_sse      ? 6
+                                                           : 5};
+    struct loop_timer *t = NULL;
+    char url[128];
+    const char *headers[] = {"Authorization: Bearer s3cret", NULL};
+    const struct http_upstream_handler h = {
+        .on_message = l_message, .on_error = l_error, .on_close = l_close};
+
+    fprintf(stderr, "legacy: %s, initialize answered %u, endpoint '%s'%s\n", path, init_status,
+            endpoint, legacy_sse ? ", SSE from the start" : "");
+    fx_url(url, sizeof(url), path); /* the server runs: its port is known */
+    legacy_reset(init_status, endpoint);
+
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_upstream_spec spec = {
+        .url = url, .headers = headers, .timeout_ms = timeout_ms, .legacy_sse = legacy_sse};
+    CHECK_INT(http_upstream_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK(http_upstream_is_legacy(c.u) == legacy_sse);
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+    c.t0 = loop_now(c.loop);
+    l_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}",
+           HTTP_UPSTREAM_INITIALIZE, 1);
+    if (legacy_sse) /* before the endpoint is known: waits for it, in order */
+        l_send(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"early\"}", 0, 0);
+
+    CHECK_INT(loop_run(c.loop), 0);
+
+    l_check(&c, path, legacy_sse, timeout_ms);
 
     /* the connection is over: later messages fail, the stream is not reopened */
     if (c.closes) {
