@@ -27,7 +27,10 @@ size_t http_legacy_count_pending(const struct http_upstream *u)
     const struct list_node *i;
     size_t n = 0;
 
-    list_for_each(i, &u->reqs) n += pending_post(list_entry(i, struct http_req, node));
+    list_for_each(i, &u->reqs)
+    {
+        n += pending_post(list_entry(i, struct http_req, node));
+    }
     return n;
 }
 

@@ -12,6 +12,7 @@
  *
  * The resumption of a POST's answer is http_resume.c's, the 2024-11-05 transport
  * http_legacy.c's; this file only hands them the transfers that are theirs. */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,49 +22,50 @@
 
 /* ---- states -------------------------------------------------------------------------------- */
 
-static void set_state(struct http_upstream *u, enum http_state to)
+static bool state_ok(enum http_state from, enum http_state to)
 {
-    /* OPEN -> CLOSING -> DELETING -> CLOSED, CLOSING -> CLOSED, any -> DEAD */
     switch (to) {
     case HTTP_OPEN:
-        return;
+        return false;
     case HTTP_CLOSING:
-        if (u->state != HTTP_OPEN)
-            return;
-        break;
+        return from == HTTP_OPEN;
     case HTTP_DELETING:
-        if (u->state != HTTP_CLOSING)
-            return;
-        break;
+        return from == HTTP_CLOSING;
     case HTTP_CLOSED:
-        if (u->state != HTTP_CLOSING && u->state != HTTP_DELETING)
-            return;
-        break;
+        return from == HTTP_CLOSING || from == HTTP_DELETING;
     case HTTP_DEAD:
-        break;
+        return from != HTTP_DEAD;
     }
+    return false;
+}
+
+/* The upstream's lifecycle (http_internal.h): every change of u->state is made here. */
+static void set_state(struct http_upstream *u, enum http_state to)
+{
+    assert(state_ok(u->state, to));
+    (void)state_ok;
     u->state = to;
+}
+
+static bool mode_ok(enum http_mode from, enum http_mode to)
+{
+    switch (to) {
+    case MODE_STREAMABLE:
+        return false;
+    case MODE_LEGACY_WAIT:
+        return from == MODE_STREAMABLE;
+    case MODE_LEGACY_READY:
+        return from == MODE_LEGACY_WAIT;
+    case MODE_LEGACY_OVER:
+        return from == MODE_LEGACY_WAIT || from == MODE_LEGACY_READY;
+    }
+    return false;
 }
 
 void http_set_mode(struct http_upstream *u, enum http_mode to)
 {
-    /* STREAMABLE -> LEGACY_WAIT -> LEGACY_READY -> LEGACY_OVER, LEGACY_WAIT -> LEGACY_OVER */
-    switch (to) {
-    case MODE_STREAMABLE:
-        return;
-    case MODE_LEGACY_WAIT:
-        if (u->mode != MODE_STREAMABLE)
-            return;
-        break;
-    case MODE_LEGACY_READY:
-        if (u->mode != MODE_LEGACY_WAIT)
-            return;
-        break;
-    case MODE_LEGACY_OVER:
-        if (u->mode == MODE_STREAMABLE)
-            return;
-        break;
-    }
+    assert(mode_ok(u->mode, to));
+    (void)mode_ok;
     u->mode = to;
 }
 
