@@ -33,10 +33,10 @@
  * the server has none (benign: on_close(0)). Its GET starts once the notifications and
  * responses POSTed before the call have been answered (notifications/initialized got its
  * 202, mcp-client.md 1), and the POSTs sent after the call start only once the GET has
- * started, so that no request reaches the server before the stream that may carry its answer. When the stream ends after the server gave a
- * "retry" or an event id, it is reopened after retry ms (HTTP_UPSTREAM_RETRY_DEFAULT_MS when
- * only an id was given) with Last-Event-ID, on a loop timer; otherwise on_close tells that it
- * is over.
+ * started, so that no request reaches the server before the stream that may carry its answer.
+ * When the stream ends after the server gave a "retry" or an event id, it is reopened after
+ * retry ms (HTTP_UPSTREAM_RETRY_DEFAULT_MS when only an id was given) with Last-Event-ID, on a
+ * loop timer; otherwise on_close tells that it is over.
  *
  * Bounds: each message (a JSON body, an SSE line or event) is at most spec.max_message bytes
  * (-E2BIG); every POST and DELETE has a hard timeout of spec.timeout_ms, SSE answers included
@@ -75,7 +75,11 @@
  * reports the initialize POST's own error (the server speaks neither transport).
  *
  * Callbacks come from the loop, never from inside an http_upstream_* call; any function here,
- * http_upstream_free() included, may be called from inside them. Not thread-safe. */
+ * http_upstream_free() included, may be called from inside them. Not thread-safe.
+ *
+ * Written as http_upstream.c (this interface, sessions, the GET stream), http_req.c (one
+ * transfer), http_resume.c (resuming an answer) and http_legacy.c (the 2024-11-05 transport),
+ * which share the private http_internal.h. */
 #pragma once
 
 #include <stdbool.h>
@@ -140,8 +144,9 @@ enum http_upstream_send_flags {
 
 /* POSTs one JSON-RPC message (copied). flags: HTTP_UPSTREAM_INITIALIZE. tag: non-zero for a
  * request, which names it in on_error and whose answer may be resumed (see above; the caller's
- * own request id works well), 0 for notifications and responses. The POST starts from the loop (after the current
- * iteration), so this may be called from anywhere, callbacks included. -EINVAL for an empty
+ * own request id works well), 0 for notifications and responses. The POST starts from the
+ * loop (a later iteration, never inside this call), so this may be called from anywhere,
+ * callbacks included. -EINVAL for an empty
  * message, -E2BIG above max_message, -ESHUTDOWN after http_upstream_close(), -ENOBUFS when
  * HTTP_UPSTREAM_PENDING_MAX messages already wait for a legacy endpoint, -ENOMEM. */
 int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, unsigned flags,
@@ -184,6 +189,7 @@ int http_upstream_open_stream(struct http_upstream *u) _must_check_;
  * other callback follows. Later calls: -ESHUTDOWN. The caller still frees. */
 int http_upstream_close(struct http_upstream *u, http_upstream_done_fn done) _must_check_;
 
-/* Frees at once without any callback, stopping every transfer. NULL-safe; safe from inside its
- * callbacks (the memory then goes after the current iteration). */
+/* Frees without any further callback: nothing is reported from the call on, and the transfers
+ * stop and the memory goes after the current iteration (loop_release(); at loop_free() at the
+ * latest), so this is safe from inside any of its callbacks. NULL-safe. */
 void http_upstream_free(struct http_upstream *u);

@@ -168,9 +168,52 @@ static int sse_line_append(struct sse_parser *p, const char *s, size_t n)
     return buf_append(&p->line, s, n);
 }
 
+/* The stream's start: one UTF-8 BOM is skipped, also when split across chunks. The bytes of a
+ * BOM seen so far wait in p->line (only ever BOM bytes, so they can be taken as the start of
+ * the first line if the BOM does not complete). 1 when the whole chunk is held so, 0 to go on
+ * from *s, < 0 on error. */
+static int sse_skip_bom(struct sse_parser *p, const char **s, size_t len)
+{
+    const char *c = *s;
+    size_t held = p->line.len, i = 0;
+
+    while (held + i < sizeof(sse_bom) && i < len && (unsigned char)c[i] == sse_bom[held + i])
+        i++;
+    if (held + i == sizeof(sse_bom)) {
+        buf_reset(&p->line);
+        *s += i;
+        p->bom_checked = true;
+        return 0;
+    }
+    if (i == len) {
+        int r = buf_append(&p->line, c, i);
+        return r < 0 ? r : 1;
+    }
+    p->bom_checked = true;
+    return 0;
+}
+
+/* The next line end at or after s (end when none): the nearer of the next LF and the next CR,
+ * each looked for again only once s has passed it (NULL: not looked for yet), so that a chunk
+ * is scanned once. */
+static const char *sse_next_eol(const char *s, const char *end, const char **lf, const char **cr)
+{
+    if (!*lf || *lf < s) {
+        *lf = memchr(s, '\n', (size_t)(end - s));
+        if (!*lf)
+            *lf = end;
+    }
+    if (!*cr || *cr < s) {
+        *cr = memchr(s, '\r', (size_t)(end - s));
+        if (!*cr)
+            *cr = end;
+    }
+    return *lf < *cr ? *lf : *cr;
+}
+
 int sse_feed(struct sse_parser *p, const char *data, size_t len)
 {
-    const char *s = data, *end = data + len, *lf, *cr;
+    const char *s = data, *end = data + len, *lf = NULL, *cr = NULL;
     int r = 0;
 
     if (p->error < 0)
@@ -179,20 +222,10 @@ int sse_feed(struct sse_parser *p, const char *data, size_t len)
         return 0;
 
     if (!p->bom_checked) {
-        /* the bytes of a BOM seen so far wait in p->line (only ever BOM bytes, so they can be
-         * taken as the start of the first line if the BOM does not complete) */
-        size_t held = p->line.len, i = 0;
-        while (held + i < sizeof(sse_bom) && i < len && (unsigned char)s[i] == sse_bom[held + i])
-            i++;
-        if (held + i == sizeof(sse_bom)) {
-            buf_reset(&p->line);
-            s += i;
-            p->bom_checked = true;
-        } else if (i == len) {
-            r = buf_append(&p->line, s, i);
+        r = sse_skip_bom(p, &s, len);
+        if (r != 0) {
+            r = r < 0 ? r : 0;
             goto out;
-        } else {
-            p->bom_checked = true;
         }
     }
 
@@ -202,31 +235,10 @@ int sse_feed(struct sse_parser *p, const char *data, size_t len)
             s++;
     }
 
-    lf = cr = s;
-    if (s < end) {
-        lf = memchr(s, '\n', (size_t)(end - s));
-        if (!lf)
-            lf = end;
-        cr = memchr(s, '\r', (size_t)(end - s));
-        if (!cr)
-            cr = end;
-    }
-
     while (s < end) {
-        const char *eol, *line;
+        const char *eol = sse_next_eol(s, end, &lf, &cr), *line;
         size_t n;
 
-        if (lf < s) {
-            lf = memchr(s, '\n', (size_t)(end - s));
-            if (!lf)
-                lf = end;
-        }
-        if (cr < s) {
-            cr = memchr(s, '\r', (size_t)(end - s));
-            if (!cr)
-                cr = end;
-        }
-        eol = lf < cr ? lf : cr;
         if (eol == end) {
             r = sse_line_append(p, s, (size_t)(end - s));
             goto out;

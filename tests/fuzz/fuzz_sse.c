@@ -1,7 +1,7 @@
 /* fuzz_sse.c - libFuzzer target: chunking must not change what the SSE parser sees.
  *
  * Build and run from the source root (not built by CMake yet):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Icommon -Ibridge \
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Icommon/include -Ibridge \
  *       bridge/sse.c common/buf.c common/secmem.c tests/fuzz/fuzz_sse.c -lcrypto -o fuzz_sse
  *   ./fuzz_sse -max_total_time=60 [corpus-dir]
  * (Debian's clang-14 needs libclang-rt-14-dev for -fsanitize=fuzzer.)
