@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/printbuf.h>
+
 #include "credkit/buf.h"
 #include "credkit/file.h"
 #include "credkit/json.h"
@@ -94,6 +96,11 @@ int json_parse(const char *text, size_t len, size_t max_len, struct json_object 
         return err_set(e, -ENOMEM, "out of memory");
     json_tokener_set_flags(tok, JSON_TOKENER_FLAGS);
     int r = json_parse_with(tok, text, len, max_len, "document", &obj, e);
+    /* the tokener's scratch buffer still holds the tail of the longest string it read (a token,
+     * when this is the token store) and json-c frees it unwiped. Its fields are public in
+     * json-c's header, though documented as private: this is the only place they are used */
+    if (tok->pb && tok->pb->buf && tok->pb->size > 0)
+        secure_wipe(tok->pb->buf, (size_t)tok->pb->size);
     json_tokener_free(tok);
     if (r < 0)
         return r;
