@@ -259,7 +259,14 @@ static void test_helper_answer_no_copy_left(void)
         "{\"headers\":{\"A\":\"" CANARY "\",\"B\":1}}",
         "{\"headers\":{\"A\":\"" CANARY "\"},\"version\":2}",
         "{\"headers\":{\"A\":\"" CANARY "\"},\"x\":[\"" CANARY "\"],\"y\":",
+        "{\"headers\":{\"A\":\"" CANARY CANARY CANARY CANARY CANARY CANARY "\",\"a\":\"\"}}",
     };
+    static const char *const bad_secrets[] = {
+        "{\"secrets\":{\"A\":{\"value\":\"" CANARY CANARY CANARY CANARY "\",\"error\":\"e\"}}}",
+        "{\"secrets\":{\"A\":{\"value\":\"" CANARY "\"},\"B\":{}}}",
+        "{\"secrets\":{\"A\":{\"value\":\"" CANARY "\"}},\"version\":9}",
+    };
+    static const char long_value[] = CANARY CANARY CANARY CANARY CANARY CANARY CANARY CANARY;
     struct helper_headers h = {0}, g = {0};
     struct helper_secrets s = {0}, t = {0};
     struct buf out;
@@ -270,6 +277,8 @@ static void test_helper_answer_no_copy_left(void)
     buf_init_secret(&out, 0);
     CHECK_INT(helper_headers_add(&h, "Authorization", "Bearer " CANARY, 7 + strlen(CANARY), NULL),
               0);
+    /* a long value too: the reader's buffers grow while they decode it */
+    CHECK_INT(helper_headers_add(&h, "X-Long", long_value, strlen(long_value), NULL), 0);
     h.expires_at = 100;
     CHECK_INT(helper_headers_write(&h, &out), 0);
     CHECK_INT(helper_headers_parse(out.data, out.len, &g, &e), 0);
@@ -280,14 +289,18 @@ static void test_helper_answer_no_copy_left(void)
 
     buf_init_secret(&out, 0);
     CHECK_INT(helper_secrets_add_value(&s, "TOKEN", CANARY, strlen(CANARY), "command", 5), 0);
+    CHECK_INT(helper_secrets_add_value(&s, "LONG", long_value, strlen(long_value), "file", 0), 0);
     CHECK_INT(helper_secrets_write(&s, &out), 0);
     CHECK_INT(helper_secrets_parse(out.data, out.len, &t, &e), 0);
+    CHECK_STR(t.n == 2 ? t.v[1].value : NULL, long_value);
     helper_secrets_release(&t);
     helper_secrets_release(&s);
     buf_release(&out);
 
     for (size_t i = 0; i < ELEMENTSOF(bad); i++)
         CHECK(helper_headers_parse(bad[i], strlen(bad[i]), &g, &e) < 0);
+    for (size_t i = 0; i < ELEMENTSOF(bad_secrets); i++)
+        CHECK(helper_secrets_parse(bad_secrets[i], strlen(bad_secrets[i]), &t, &e) < 0);
     wipewatch_scan(NULL);
     CHECK_INT(wipewatch_found(), 0);
 }
