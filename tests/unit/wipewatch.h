@@ -4,13 +4,14 @@
  * A wipe cannot be observed after free() without undefined behaviour, so the test program
  * defines free() itself: every free() in the program (the libraries it links included) comes
  * here first, looks at the block while it is still allocated, and then forwards to the real
- * free() found with dlsym(RTLD_NEXT) - glibc's, or under ASan the sanitizer's, so the
+ * free() found with dlsym(RTLD_NEXT) (realloc() likewise) - glibc's, or under ASan the sanitizer's, so the
  * sanitizers keep working. Two ways to look:
  *
  *   wipewatch_add(p, n)   watches one block: wipewatch_wiped(i) says whether it was freed with
  *                         its first n bytes all zero (wipewatch_freed(i): freed at all);
  *   wipewatch_scan(s)     from now on, counts the blocks freed while they still hold the
- *                         string s anywhere (wipewatch_found()); wipewatch_scan(NULL) stops.
+ *                         string s anywhere (wipewatch_found()), and those realloc() moved
+ *                         away from while they held it; wipewatch_scan(NULL) stops.
  *
  * Include it in exactly one file of a test program, before the code under test runs. Every test
  * of a wipe first checks that the watch sees an unwiped block (a plain free()), so a watch that
@@ -83,6 +84,27 @@ WIPEWATCH_RAW_ void free(void *p)
     if (p)
         wipewatch_look(p);
     wipewatch_real_free(p);
+}
+
+/* realloc() that moves a block frees the old one inside the allocator, past free(): the old
+ * block is looked at first, and counts when it held the string under scan and was moved. */
+static void *(*wipewatch_real_realloc)(void *, size_t);
+
+WIPEWATCH_RAW_ void *realloc(void *p, size_t n)
+{
+    if (!wipewatch_real_realloc) {
+        void *sym = dlsym(RTLD_NEXT, "realloc");
+        memcpy(&wipewatch_real_realloc, &sym, sizeof(sym));
+        if (!wipewatch_real_realloc)
+            abort();
+    }
+    bool held = false;
+    if (p && wipewatch_needle)
+        held = memmem(p, malloc_usable_size(p), wipewatch_needle, strlen(wipewatch_needle));
+    void *q = wipewatch_real_realloc(p, n);
+    if (q && q != p && held)
+        wipewatch_hits++;
+    return q;
 }
 
 /* Forgets every watch. */
