@@ -382,9 +382,12 @@ out:
     return status;
 }
 
-/* The `header --json` answer for te into out: the Authorization header and the token's expiry
- * (when the server gave none, an hour after it was issued). */
-static int write_header_answer(const struct token_entry *te, struct buf *out, struct err *e)
+/* The answer of `header` for te into out: with json the helper protocol's headers answer (the
+ * Authorization header and the token's expiry; when the server gave none, an hour after it was
+ * issued), else the header line. A token that could not be sent as a header value (a control
+ * character) is refused in both forms, with a message in e that never quotes it. */
+static int write_header_answer(const struct token_entry *te, bool json, struct buf *out,
+                               struct err *e)
 {
     struct helper_headers h = {0};
     struct buf value;
@@ -394,7 +397,8 @@ static int write_header_answer(const struct token_entry *te, struct buf *out, st
         r = helper_headers_add(&h, "Authorization", value.data, value.len, e);
     h.expires_at = te->expires_at > 0 ? te->expires_at : te->issued_at + 3600;
     if (r >= 0) {
-        r = helper_headers_write(&h, out);
+        r = json ? helper_headers_write(&h, out)
+                 : buf_printf(out, "Authorization: %s\n", h.v[0].value);
         if (r < 0)
             (void)err_set(e, r, "%s", strerror(-r));
     }
@@ -451,13 +455,9 @@ static int cmd_header(int argc, char **argv)
     }
     struct buf b;
     buf_init_secret(&b, 1024 * 1024);
-    if (json) {
-        r = write_header_answer(te, &b, &e);
-        if (r < 0)
-            log_error(arg_log, "cannot build the answer: %s", err_msg(&e));
-    } else {
-        r = buf_printf(&b, "Authorization: Bearer %s\n", te->access_token);
-    }
+    r = write_header_answer(te, json, &b, &e);
+    if (r < 0)
+        log_error(arg_log, "cannot build the answer: %s", err_msg(&e));
     if (r >= 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
         r = -EIO;
     (void)fflush(stdout);
