@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/path.h"
+
 #include "tokens.h"
 
 #include "tests.h"
@@ -64,7 +66,7 @@ static void test_watch_sees_unwiped(void)
     wipewatch_reset();
     char *s = strdup(ACCESS);
     size_t w = wipewatch_add(s, sizeof(ACCESS));
-    free(s);
+    wipewatch_plain_free(s);
     CHECK(wipewatch_freed(w) && !wipewatch_wiped(w));
 }
 
@@ -103,10 +105,11 @@ static void test_token_entry_clear_tokens(void)
  * without a wipe unless the store wipes them: no block that held a secret is freed with it. */
 static void test_save_load_leave_no_copy(void)
 {
-    static char agent[4096];
     struct err e = ERR_INIT;
-    (void)snprintf(agent, sizeof(agent), "%s/wipe-agent", tests_tmpdir());
-    CHECK_INT(setenv("PI_CODING_AGENT_DIR", agent, 1), 0);
+    char *agent = path_join(tests_tmpdir(), "wipe-agent");
+    CHECK(agent != NULL);
+    CHECK_INT(setenv("PI_CODING_AGENT_DIR", agent ? agent : "/nonexistent", 1), 0);
+    free(agent);
 
     wipewatch_reset();
     struct token_entry *t = entry_with_secrets();

@@ -27,13 +27,13 @@ static void test_watch_sees_unwiped(void)
     CHECK(s != NULL);
     size_t w = wipewatch_add(s, sizeof(CANARY));
     CHECK(!wipewatch_freed(w));
-    free(s);
+    wipewatch_plain_free(s);
     CHECK(wipewatch_freed(w));
     CHECK(!wipewatch_wiped(w));
 
     s = strdup(CANARY);
     wipewatch_scan(CANARY);
-    free(s);
+    wipewatch_plain_free(s);
     wipewatch_scan(NULL);
     CHECK_INT(wipewatch_found(), 1);
 

@@ -75,7 +75,7 @@ static void test_watch_sees_unwiped(void)
     char *s = strdup(MARK4);
     size_t w = wipewatch_add(s, sizeof(MARK4));
     wipewatch_scan(MARK);
-    free(s);
+    wipewatch_plain_free(s);
     wipewatch_scan(NULL);
     CHECK(wipewatch_freed(w) && !wipewatch_wiped(w));
     CHECK_INT(wipewatch_found(), 1);
