@@ -8,408 +8,31 @@
 
 #include "credkit/helper_answer.h"
 #include "credkit/json.h"
+#include "credkit/jsonr.h"
 #include "credkit/jsonw.h"
 #include "credkit/secmem.h"
-
-/* ---- a small JSON reader ----
- *
- * json-c keeps its own copies of every string it parses (in the object and in the tokener's
- * scratch buffer) and frees them without wiping, so the answers, which carry secrets, are read
- * here instead: a strict RFC 8259 reader that decodes each string straight into a secret buffer
- * and skips the members it does not know, bounded in size and depth. */
-
-struct reader {
-    const char *s;
-    size_t len;
-    size_t pos;
-    unsigned depth;
-    struct err *e;
-};
-
-static int syntax(struct reader *rd, const char *what)
-{
-    return json_error_at(rd->e, rd->s, rd->len, rd->pos, what);
-}
-
-static void skip_ws(struct reader *rd)
-{
-    while (rd->pos < rd->len && (rd->s[rd->pos] == ' ' || rd->s[rd->pos] == '\t' ||
-                                 rd->s[rd->pos] == '\n' || rd->s[rd->pos] == '\r'))
-        rd->pos++;
-}
-
-static int peek(struct reader *rd)
-{
-    skip_ws(rd);
-    return rd->pos < rd->len ? (unsigned char)rd->s[rd->pos] : -1;
-}
-
-static int expect(struct reader *rd, char c, const char *what)
-{
-    if (peek(rd) != (unsigned char)c)
-        return syntax(rd, what);
-    rd->pos++;
-    return 0;
-}
-
-/* The length of the well-formed UTF-8 sequence at p (no overlongs, no surrogates, at most
- * U+10FFFF), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t avail)
-{
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        n = 2;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        n = 3;
-        if (p[0] == 0xe0)
-            lo = 0xa0;
-        else if (p[0] == 0xed)
-            hi = 0x9f;
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        n = 4;
-        if (p[0] == 0xf0)
-            lo = 0x90;
-        else if (p[0] == 0xf4)
-            hi = 0x8f;
-    } else
-        return 0;
-    if (avail < n || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
-            return 0;
-    return n;
-}
-
-/* Whether s[0..len) is well-formed UTF-8: JSON text can carry nothing else. */
-static bool utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < len;) {
-        size_t n = p[i] < 0x80 ? 1 : utf8_seq(p + i, len - i);
-        if (n == 0)
-            return false;
-        i += n;
-    }
-    return true;
-}
-
-static int hex4(struct reader *rd, unsigned *ret)
-{
-    unsigned v = 0;
-    if (rd->len - rd->pos < 4)
-        return syntax(rd, "invalid \\u escape");
-    for (int i = 0; i < 4; i++) {
-        char c = rd->s[rd->pos + (size_t)i];
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            d = (unsigned)(c - 'A' + 10);
-        else
-            return syntax(rd, "invalid \\u escape");
-        v = v << 4 | d;
-    }
-    rd->pos += 4;
-    *ret = v;
-    return 0;
-}
-
-static int put_utf8(struct buf *out, unsigned cp)
-{
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xc0 | cp >> 6);
-        u[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xe0 | cp >> 12);
-        u[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-        u[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        u[0] = (char)(0xf0 | cp >> 18);
-        u[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-        u[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-        u[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    return out ? buf_append(out, u, n) : 0;
-}
-
-/* After the backslash of \uXXXX (pos on the 'u'): one code point, surrogate pairs joined. */
-static int read_u_escape(struct reader *rd, struct buf *out)
-{
-    unsigned cp, lo;
-    rd->pos++;
-    int r = hex4(rd, &cp);
-    if (r < 0)
-        return r;
-    if (cp >= 0xdc00 && cp <= 0xdfff)
-        return syntax(rd, "lone surrogate in a \\u escape");
-    if (cp >= 0xd800 && cp <= 0xdbff) {
-        if (rd->len - rd->pos < 2 || rd->s[rd->pos] != '\\' || rd->s[rd->pos + 1] != 'u')
-            return syntax(rd, "lone surrogate in a \\u escape");
-        rd->pos += 2;
-        r = hex4(rd, &lo);
-        if (r < 0)
-            return r;
-        if (lo < 0xdc00 || lo > 0xdfff)
-            return syntax(rd, "lone surrogate in a \\u escape");
-        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-    }
-    /* no field of an answer may hold a NUL, and C strings could not carry one */
-    if (cp == 0)
-        return syntax(rd, "\\u0000 in a string");
-    return put_utf8(out, cp);
-}
-
-static int read_escape(struct reader *rd, struct buf *out)
-{
-    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-    rd->pos++; /* the backslash */
-    if (rd->pos >= rd->len)
-        return syntax(rd, "unterminated string");
-    char c = rd->s[rd->pos];
-    if (c == 'u')
-        return read_u_escape(rd, out);
-    const char *f = c ? strchr(from, c) : NULL;
-    if (!f)
-        return syntax(rd, "invalid escape in a string");
-    rd->pos++;
-    return out ? buf_append_char(out, to[f - from]) : 0;
-}
-
-/* Reads a string into out (a secret buffer, appended to), or only checks it when out is NULL. */
-static int read_string(struct reader *rd, struct buf *out)
-{
-    int r = expect(rd, '"', "expected a string");
-    while (r >= 0) {
-        if (rd->pos >= rd->len)
-            return syntax(rd, "unterminated string");
-        const unsigned char *p = (const unsigned char *)rd->s + rd->pos;
-        if (*p == '"') {
-            rd->pos++;
-            return 0;
-        }
-        if (*p == '\\') {
-            r = read_escape(rd, out);
-            continue;
-        }
-        if (*p < 0x20)
-            return syntax(rd, "control character in a string");
-        size_t n = *p < 0x80 ? 1 : utf8_seq(p, rd->len - rd->pos);
-        if (n == 0)
-            return syntax(rd, "invalid UTF-8 in a string");
-        r = out ? buf_append(out, p, n) : 0;
-        rd->pos += n;
-    }
-    return r;
-}
 
 static bool is_digit(int c)
 {
     return c >= '0' && c <= '9';
 }
 
-/* Reads a number; *ret_int tells whether it was an integer that fits in int64_t (then in
- * *ret). */
-static int read_number(struct reader *rd, bool *ret_int, int64_t *ret)
+static int type_error(struct jsonr *rd, const char *what, const char *want)
 {
-    bool neg = false, integer = true;
-    uint64_t v = 0;
-    if (rd->s[rd->pos] == '-') {
-        neg = true;
-        rd->pos++;
-    }
-    if (rd->pos >= rd->len || !is_digit(rd->s[rd->pos]))
-        return syntax(rd, "invalid number");
-    if (rd->s[rd->pos] == '0' && rd->pos + 1 < rd->len && is_digit(rd->s[rd->pos + 1]))
-        return syntax(rd, "invalid number (leading zero)");
-    for (; rd->pos < rd->len && is_digit(rd->s[rd->pos]); rd->pos++) {
-        unsigned d = (unsigned)(rd->s[rd->pos] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            integer = false;
-        else
-            v = v * 10 + d;
-    }
-    if (rd->pos < rd->len && rd->s[rd->pos] == '.') {
-        integer = false;
-        rd->pos++;
-        if (rd->pos >= rd->len || !is_digit(rd->s[rd->pos]))
-            return syntax(rd, "invalid number");
-        while (rd->pos < rd->len && is_digit(rd->s[rd->pos]))
-            rd->pos++;
-    }
-    if (rd->pos < rd->len && (rd->s[rd->pos] == 'e' || rd->s[rd->pos] == 'E')) {
-        integer = false;
-        rd->pos++;
-        if (rd->pos < rd->len && (rd->s[rd->pos] == '+' || rd->s[rd->pos] == '-'))
-            rd->pos++;
-        if (rd->pos >= rd->len || !is_digit(rd->s[rd->pos]))
-            return syntax(rd, "invalid number");
-        while (rd->pos < rd->len && is_digit(rd->s[rd->pos]))
-            rd->pos++;
-    }
-    if (integer && v > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
-        integer = false;
-    *ret_int = integer;
-    if (integer)
-        *ret = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
-    return 0;
-}
-
-static int enter(struct reader *rd)
-{
-    if (++rd->depth > JSON_MAX_DEPTH)
-        return syntax(rd, "nesting too deep");
-    rd->pos++; /* '{' or '[' */
-    return 0;
-}
-
-static int skip_value(struct reader *rd);
-
-/* Reads the next member's key of an object whose '{' was consumed: 1 with the key in key (a
- * secret buffer, reset first), 0 at the closing '}' (consumed). count counts the members. */
-static int object_next(struct reader *rd, size_t *count, struct buf *key)
-{
-    int c = peek(rd);
-    if (c == '}') {
-        rd->pos++;
-        rd->depth--;
-        return 0;
-    }
-    if (*count > 0) {
-        if (c != ',')
-            return syntax(rd, "expected ',' or '}'");
-        rd->pos++;
-    } else if (c != '"') {
-        return syntax(rd, "expected a string or '}'");
-    }
-    buf_reset(key);
-    int r = read_string(rd, key);
-    if (r >= 0)
-        r = expect(rd, ':', "expected ':'");
-    if (r < 0)
-        return r;
-    (*count)++;
-    return 1;
-}
-
-static int skip_object(struct reader *rd)
-{
-    struct buf key;
-    size_t count = 0;
-    int r = enter(rd);
-    buf_init_secret(&key, HELPER_ANSWER_MAX);
-    while (r >= 0) {
-        r = object_next(rd, &count, &key);
-        if (r <= 0)
-            break;
-        r = skip_value(rd);
-    }
-    buf_release(&key);
-    return r;
-}
-
-static int skip_array(struct reader *rd)
-{
-    int r = enter(rd);
-    for (size_t i = 0; r >= 0; i++) {
-        int c = peek(rd);
-        if (c == ']') {
-            rd->pos++;
-            rd->depth--;
-            return 0;
-        }
-        if (i > 0) {
-            if (c != ',')
-                return syntax(rd, "expected ',' or ']'");
-            rd->pos++;
-        }
-        r = skip_value(rd);
-    }
-    return r;
-}
-
-static int skip_literal(struct reader *rd, const char *word)
-{
-    size_t n = strlen(word);
-    if (rd->len - rd->pos < n || memcmp(rd->s + rd->pos, word, n) != 0)
-        return syntax(rd, "unexpected character");
-    rd->pos += n;
-    return 0;
-}
-
-static int skip_value(struct reader *rd)
-{
-    bool integer;
-    int64_t v;
-    switch (peek(rd)) {
-    case '{':
-        return skip_object(rd);
-    case '[':
-        return skip_array(rd);
-    case '"':
-        return read_string(rd, NULL);
-    case 't':
-        return skip_literal(rd, "true");
-    case 'f':
-        return skip_literal(rd, "false");
-    case 'n':
-        return skip_literal(rd, "null");
-    case -1:
-        return syntax(rd, "unexpected end of the answer");
-    default:
-        if (rd->s[rd->pos] == '-' || is_digit(rd->s[rd->pos]))
-            return read_number(rd, &integer, &v);
-        return syntax(rd, "unexpected character");
-    }
-}
-
-/* The JSON type of the value ahead, for messages: "a string", "an object"... */
-static const char *kind_ahead(struct reader *rd)
-{
-    switch (peek(rd)) {
-    case '{':
-        return "an object";
-    case '[':
-        return "an array";
-    case '"':
-        return "a string";
-    case 't':
-    case 'f':
-        return "a boolean";
-    case 'n':
-        return "null";
-    default:
-        return "a number";
-    }
-}
-
-static int type_error(struct reader *rd, const char *what, const char *want)
-{
-    int c = peek(rd);
+    int c = jsonr_peek(rd);
     if (c <= 0 || !strchr("{[\"tfn-0123456789", c))
-        return skip_value(rd); /* not a value at all: a syntax error, with its position */
-    return err_set(rd->e, -EBADMSG, "%s must be %s, not %s", what, want, kind_ahead(rd));
+        return jsonr_skip(rd); /* not a value at all: a syntax error, with its position */
+    return err_set(rd->e, -EBADMSG, "%s must be %s, not %s", what, want, jsonr_kind(rd));
 }
 
 /* Reads a string member's value into a fresh copy (*ret, caller frees with secure_free). */
-static int read_string_dup(struct reader *rd, const char *what, char **ret)
+static int read_string_dup(struct jsonr *rd, const char *what, char **ret)
 {
     struct buf b;
-    if (peek(rd) != '"')
+    if (jsonr_peek(rd) != '"')
         return type_error(rd, what, "a string");
     buf_init_secret(&b, HELPER_ANSWER_MAX);
-    int r = read_string(rd, &b);
+    int r = jsonr_string(rd, &b);
     if (r >= 0) {
         *ret = buf_detach(&b);
         if (!*ret)
@@ -419,14 +42,14 @@ static int read_string_dup(struct reader *rd, const char *what, char **ret)
     return r;
 }
 
-static int read_positive_int(struct reader *rd, const char *what, int64_t *ret)
+static int read_positive_int(struct jsonr *rd, const char *what, int64_t *ret)
 {
     bool integer = false;
     int64_t v = 0;
-    int c = peek(rd);
+    int c = jsonr_peek(rd);
     if (c != '-' && !is_digit(c))
         return type_error(rd, what, "a positive integer");
-    int r = read_number(rd, &integer, &v);
+    int r = jsonr_number(rd, &integer, &v);
     if (r < 0)
         return r;
     if (!integer || v <= 0)
@@ -435,7 +58,7 @@ static int read_positive_int(struct reader *rd, const char *what, int64_t *ret)
     return 0;
 }
 
-static int read_version(struct reader *rd, bool *seen)
+static int read_version(struct jsonr *rd, bool *seen)
 {
     int64_t v = 0;
     if (*seen)
@@ -452,22 +75,22 @@ static int read_version(struct reader *rd, bool *seen)
     return 0;
 }
 
-static int reader_begin(struct reader *rd, const char *text, size_t len, struct err *e)
+static int reader_begin(struct jsonr *rd, const char *text, size_t len, struct err *e)
 {
-    *rd = (struct reader){.s = text, .len = len, .e = e};
+    jsonr_init(rd, text, len, e);
     if (len > HELPER_ANSWER_MAX)
         return err_set(e, -E2BIG, "the answer is larger than %u bytes", HELPER_ANSWER_MAX);
-    if (peek(rd) == -1)
+    if (jsonr_peek(rd) == -1)
         return err_set(e, -EBADMSG, "empty answer: expected a JSON object");
-    if (peek(rd) != '{')
+    if (jsonr_peek(rd) != '{')
         return err_set(e, -EBADMSG, "the answer is not a JSON object");
-    return enter(rd);
+    return jsonr_object_begin(rd);
 }
 
-static int reader_end(struct reader *rd)
+static int reader_end(struct jsonr *rd)
 {
-    if (peek(rd) != -1)
-        return syntax(rd, "unexpected characters after the answer");
+    if (jsonr_peek(rd) != -1)
+        return jsonr_syntax(rd, "unexpected characters after the answer");
     return 0;
 }
 
@@ -552,8 +175,8 @@ int helper_secrets_add_value(struct helper_secrets *a, const char *name, const c
                              size_t len, const char *source, int64_t expires_at)
 {
     if (!secret_name_valid(name) || helper_secrets_find(a, name) || memchr(value, 0, len) ||
-        !utf8_valid(value, len) || expires_at < 0 ||
-        (source && !utf8_valid(source, strlen(source))))
+        !jsonr_utf8_valid(value, len) || expires_at < 0 ||
+        (source && !jsonr_utf8_valid(source, strlen(source))))
         return -EINVAL;
     struct helper_secret s = {
         .name = strdup(name),
@@ -572,7 +195,7 @@ int helper_secrets_add_value(struct helper_secrets *a, const char *name, const c
 int helper_secrets_add_error(struct helper_secrets *a, const char *name, const char *message)
 {
     if (!secret_name_valid(name) || helper_secrets_find(a, name) ||
-        !utf8_valid(message, strlen(message)))
+        !jsonr_utf8_valid(message, strlen(message)))
         return -EINVAL;
     struct helper_secret s = {.name = strdup(name), .error = strdup(message)};
     return secrets_push(a, &s);
@@ -630,7 +253,7 @@ int helper_secrets_write(const struct helper_secrets *a, struct buf *out)
 }
 
 /* One member of "secrets", after its key (the name, already checked). */
-static int read_secret(struct reader *rd, const char *name, struct helper_secrets *a)
+static int read_secret(struct jsonr *rd, const char *name, struct helper_secrets *a)
 {
     struct helper_secret s = {0};
     struct buf key;
@@ -638,12 +261,12 @@ static int read_secret(struct reader *rd, const char *name, struct helper_secret
     char what[128];
     int r;
 
-    if (peek(rd) != '{')
+    if (jsonr_peek(rd) != '{')
         return err_set(rd->e, -EBADMSG, "\"secrets\": '%s' must be an object, not %s", name,
-                       kind_ahead(rd));
+                       jsonr_kind(rd));
     buf_init_secret(&key, HELPER_ANSWER_MAX);
-    r = enter(rd);
-    while (r >= 0 && (r = object_next(rd, &count, &key)) > 0) {
+    r = jsonr_object_begin(rd);
+    while (r >= 0 && (r = jsonr_object_next(rd, &count, &key)) > 0) {
         const char *k = buf_str(&key);
         char **field = strcmp(k, "value") == 0    ? &s.value
                        : strcmp(k, "source") == 0 ? &s.source
@@ -657,7 +280,7 @@ static int read_secret(struct reader *rd, const char *name, struct helper_secret
         else if (strcmp(k, "expires_at") == 0)
             r = read_positive_int(rd, what, &s.expires_at);
         else
-            r = skip_value(rd);
+            r = jsonr_skip(rd);
         if (r >= 0 && field == &s.value)
             s.value_len = strlen(s.value);
     }
@@ -675,16 +298,16 @@ static int read_secret(struct reader *rd, const char *name, struct helper_secret
     return secrets_push(a, &s);
 }
 
-static int read_secrets_object(struct reader *rd, struct helper_secrets *a)
+static int read_secrets_object(struct jsonr *rd, struct helper_secrets *a)
 {
     struct buf key;
     size_t count = 0;
     int r;
-    if (peek(rd) != '{')
+    if (jsonr_peek(rd) != '{')
         return type_error(rd, "\"secrets\"", "an object");
     buf_init_secret(&key, HELPER_ANSWER_MAX);
-    r = enter(rd);
-    while (r >= 0 && (r = object_next(rd, &count, &key)) > 0) {
+    r = jsonr_object_begin(rd);
+    while (r >= 0 && (r = jsonr_object_next(rd, &count, &key)) > 0) {
         const char *name = buf_str(&key);
         char desc[96];
         describe_name("name", name, key.len, count, desc, sizeof(desc));
@@ -705,13 +328,13 @@ static int read_secrets_object(struct reader *rd, struct helper_secrets *a)
 int helper_secrets_parse(const char *text, size_t len, struct helper_secrets *ret, struct err *e)
 {
     struct helper_secrets a = {0};
-    struct reader rd;
+    struct jsonr rd;
     struct buf key;
     size_t count = 0;
     bool version = false, secrets = false;
     int r = reader_begin(&rd, text, len, e);
     buf_init_secret(&key, HELPER_ANSWER_MAX);
-    while (r >= 0 && (r = object_next(&rd, &count, &key)) > 0) {
+    while (r >= 0 && (r = jsonr_object_next(&rd, &count, &key)) > 0) {
         if (strcmp(buf_str(&key), "version") == 0) {
             r = read_version(&rd, &version);
         } else if (strcmp(buf_str(&key), "secrets") == 0) {
@@ -721,7 +344,7 @@ int helper_secrets_parse(const char *text, size_t len, struct helper_secrets *re
                 r = read_secrets_object(&rd, &a);
             secrets = true;
         } else {
-            r = skip_value(&rd);
+            r = jsonr_skip(&rd);
         }
     }
     if (r >= 0)
@@ -783,7 +406,7 @@ int helper_headers_add(struct helper_headers *a, const char *name, const char *v
                        "header '%s': the value has a control character (CR, LF, NUL and the like "
                        "are refused)",
                        name);
-    if (!utf8_valid(value, len))
+    if (!jsonr_utf8_valid(value, len))
         return err_set(e, -EINVAL, "header '%s': the value is not valid UTF-8", name);
     if (helper_headers_get(a, name))
         return err_set(e, -EINVAL, "header '%s' appears twice", name);
@@ -842,17 +465,17 @@ int helper_headers_write(const struct helper_headers *a, struct buf *out)
     return r;
 }
 
-static int read_headers_object(struct reader *rd, struct helper_headers *a)
+static int read_headers_object(struct jsonr *rd, struct helper_headers *a)
 {
     struct buf key, value;
     size_t count = 0;
     int r;
-    if (peek(rd) != '{')
+    if (jsonr_peek(rd) != '{')
         return type_error(rd, "\"headers\"", "an object");
     buf_init_secret(&key, HELPER_ANSWER_MAX);
     buf_init_secret(&value, HELPER_ANSWER_MAX);
-    r = enter(rd);
-    while (r >= 0 && (r = object_next(rd, &count, &key)) > 0) {
+    r = jsonr_object_begin(rd);
+    while (r >= 0 && (r = jsonr_object_next(rd, &count, &key)) > 0) {
         const char *name = buf_str(&key);
         char desc[96], what[128];
         describe_name("header", name, key.len, count, desc, sizeof(desc));
@@ -864,12 +487,12 @@ static int read_headers_object(struct reader *rd, struct helper_headers *a)
             break;
         }
         (void)snprintf(what, sizeof(what), "\"headers\": %s", desc);
-        if (peek(rd) != '"') {
+        if (jsonr_peek(rd) != '"') {
             r = type_error(rd, what, "a string");
             break;
         }
         buf_reset(&value);
-        r = read_string(rd, &value);
+        r = jsonr_string(rd, &value);
         if (r >= 0 && !helper_header_value_valid(buf_str(&value), value.len))
             r = err_set(rd->e, -EBADMSG,
                         "%s: the value has a control character (CR, LF, NUL and the like are "
@@ -888,13 +511,13 @@ static int read_headers_object(struct reader *rd, struct helper_headers *a)
 int helper_headers_parse(const char *text, size_t len, struct helper_headers *ret, struct err *e)
 {
     struct helper_headers a = {0};
-    struct reader rd;
+    struct jsonr rd;
     struct buf key;
     size_t count = 0;
     bool version = false, headers = false, expires = false;
     int r = reader_begin(&rd, text, len, e);
     buf_init_secret(&key, HELPER_ANSWER_MAX);
-    while (r >= 0 && (r = object_next(&rd, &count, &key)) > 0) {
+    while (r >= 0 && (r = jsonr_object_next(&rd, &count, &key)) > 0) {
         const char *k = buf_str(&key);
         if (strcmp(k, "version") == 0) {
             r = read_version(&rd, &version);
@@ -907,7 +530,7 @@ int helper_headers_parse(const char *text, size_t len, struct helper_headers *re
                         : read_positive_int(&rd, "\"expires_at\"", &a.expires_at);
             expires = true;
         } else {
-            r = skip_value(&rd);
+            r = jsonr_skip(&rd);
         }
     }
     if (r >= 0)

@@ -13,8 +13,9 @@
  * buffer (buf_init_secret) with *_write, or parse one with *_parse. A reader takes a missing
  * "version" as 1, ignores members it does not know (as git's credential helpers do) and refuses
  * a newer version with a message that says so. Values are secrets: every copy this module makes
- * is wiped when released, and none of its messages quotes a value. The reader does not use
- * json-c, whose string copies are freed unwiped; it decodes strings straight into wiped memory.
+ * is wiped when released, and none of its messages quotes a value. The readers do not use
+ * json-c, whose string copies are freed unwiped, but jsonr.h, which decodes strings straight
+ * into wiped memory.
  *
  * Embedded values: struct helper_headers h = {0}; ...; helper_headers_release(&h). */
 #pragma once
