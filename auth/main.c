@@ -11,7 +11,6 @@
 #include "credkit/args.h"
 #include "credkit/duration.h"
 #include "credkit/helper_answer.h"
-#include "credkit/jsonw.h"
 #include "credkit/log.h"
 #include "credkit/mcp_config.h"
 #include "credkit/path.h"

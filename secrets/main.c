@@ -13,7 +13,6 @@
 #include "credkit/child.h"
 #include "credkit/duration.h"
 #include "credkit/helper_answer.h"
-#include "credkit/jsonw.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
 #include "credkit/util.h"
