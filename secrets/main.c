@@ -241,10 +241,10 @@ static int resolve_one(struct cli *c, const char *name, bool json, struct helper
     int r = 0;
     if (resolver_get(c->rs, name, &res, &e) < 0) {
         *status = EXIT_FAILED;
-        if (!json)
+        if (!json) {
             log_error(c->log, "%s", err_msg(&e));
-        if (!json)
             return 0;
+        }
         /* the message goes through redaction too: it may quote a command's stderr */
         struct buf msg;
         buf_init(&msg, ERR_MSG_MAX * 2);
