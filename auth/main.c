@@ -10,7 +10,7 @@
 
 #include "credkit/args.h"
 #include "credkit/duration.h"
-#include "credkit/jsonw.h"
+#include "credkit/helper_answer.h"
 #include "credkit/log.h"
 #include "credkit/mcp_config.h"
 #include "credkit/path.h"
@@ -92,8 +92,10 @@ static const char header_help[] =
     "\n"
     "Print a valid Authorization header for SERVER, refreshing the token first when it has\n"
     "expired or is about to. Never prompts and never opens a browser: when no valid token can\n"
-    "be had it exits with status 4 and says which command signs in. With --json:\n"
-    "  {\"headers\": {\"Authorization\": \"Bearer ...\"}, \"expires_at\": 1767225600}\n"
+    "be had it exits with status 4 and says which command signs in. With --json, one line for\n"
+    "programs (docs/helper-protocol.md):\n"
+    "  {\"headers\": {\"Authorization\": \"Bearer ...\"}, \"expires_at\": 1767225600,\n"
+    "   \"version\": 1}\n"
     "--refresh refreshes now even when the token looks valid (the server refused it: a 401);\n"
     "callers that refresh at the same moment still cause one refresh.\n"
     "\n"
@@ -412,6 +414,31 @@ out:
     return status;
 }
 
+/* The answer of `header` for te into out: with json the helper protocol's headers answer (the
+ * Authorization header and the token's expiry; when the server gave none, an hour after it was
+ * issued), else the header line. A token that could not be sent as a header value (a control
+ * character) is refused in both forms, with a message in e that never quotes it. */
+static int write_header_answer(const struct token_entry *te, bool json, struct buf *out,
+                               struct err *e)
+{
+    struct helper_headers h = {0};
+    struct buf value;
+    buf_init_secret(&value, 1024 * 1024);
+    int r = buf_printf(&value, "Bearer %s", te->access_token);
+    if (r >= 0)
+        r = helper_headers_add(&h, "Authorization", value.data, value.len, e);
+    h.expires_at = te->expires_at > 0 ? te->expires_at : te->issued_at + 3600;
+    if (r >= 0) {
+        r = json ? helper_headers_write(&h, out)
+                 : buf_printf(out, "Authorization: %s\n", h.v[0].value);
+        if (r < 0)
+            (void)err_set(e, r, "%s", strerror(-r));
+    }
+    buf_release(&value);
+    helper_headers_release(&h);
+    return r;
+}
+
 static int cmd_header(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -460,21 +487,9 @@ static int cmd_header(int argc, char **argv)
     }
     struct buf b;
     buf_init_secret(&b, 1024 * 1024);
-    int64_t exp = te->expires_at > 0 ? te->expires_at : te->issued_at + 3600;
-    if (json) {
-        struct buf value;
-        buf_init_secret(&value, 1024 * 1024);
-        r = buf_printf(&value, "Bearer %s", te->access_token);
-        if (r >= 0)
-            r = buf_append_str(&b, "{\"headers\":{\"Authorization\":");
-        if (r >= 0)
-            r = jsonw_string(&b, value.data, value.len);
-        if (r >= 0)
-            r = buf_printf(&b, "},\"expires_at\":%lld}\n", (long long)exp);
-        buf_release(&value);
-    } else {
-        r = buf_printf(&b, "Authorization: Bearer %s\n", te->access_token);
-    }
+    r = write_header_answer(te, json, &b, &e);
+    if (r < 0)
+        log_error(arg_log, "cannot build the answer: %s", err_msg(&e));
     if (r >= 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
         r = -EIO;
     (void)fflush(stdout);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/printbuf.h>
+
 #include "credkit/buf.h"
 #include "credkit/file.h"
 #include "credkit/json.h"
@@ -94,6 +96,11 @@ int json_parse(const char *text, size_t len, size_t max_len, struct json_object 
         return err_set(e, -ENOMEM, "out of memory");
     json_tokener_set_flags(tok, JSON_TOKENER_FLAGS);
     int r = json_parse_with(tok, text, len, max_len, "document", &obj, e);
+    /* the tokener's scratch buffer still holds the tail of the longest string it read (a token,
+     * when this is the token store) and json-c frees it unwiped. Its fields are public in
+     * json-c's header, though documented as private: this is the only place they are used */
+    if (tok->pb && tok->pb->buf && tok->pb->size > 0)
+        secure_wipe(tok->pb->buf, (size_t)tok->pb->size);
     json_tokener_free(tok);
     if (r < 0)
         return r;
@@ -134,42 +141,167 @@ out:
     return r;
 }
 
+/* ---- writing: json-c's pretty format, into a secret buffer ----
+ *
+ * json-c serialises into a print buffer of its own that grows by realloc(), and each move
+ * leaves a copy of the text so far in freed memory: the token store's tokens, the literals of
+ * secrets.json. So the containers and strings are written here, byte for byte as json-c writes
+ * them with JSON_WRITE_FLAGS (test_json_write checks it against json-c), into a buffer that
+ * wipes; numbers, booleans and null, which hold no secret, are json-c's own text. */
+
+#define JSON_WRITE_FLAGS                                                                           \
+    (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+static int write_indent(struct buf *out, int level)
+{
+    int r = 0;
+    for (int i = 0; r >= 0 && i < level; i++)
+        r = buf_append(out, "  ", 2);
+    return r;
+}
+
+/* json-c's escaping (json_escape_str) under JSON_C_TO_STRING_NOSLASHESCAPE: quote, backslash and
+ * the control characters; DEL and bytes >= 0x80 as they are. */
+static int write_escaped(struct buf *out, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t plain = 0;
+    int r = buf_append_char(out, '"');
+    for (size_t i = 0; r >= 0 && i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[6] = {'\\', 0, '0', '0', 0, 0};
+        size_t n = 2;
+        switch (c) {
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '"':
+        case '\\':
+            esc[1] = (char)c;
+            break;
+        default:
+            if (c >= 0x20)
+                continue;
+            esc[1] = 'u';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        r = buf_append(out, s + plain, i - plain);
+        if (r >= 0)
+            r = buf_append(out, esc, n);
+        plain = i + 1;
+    }
+    if (r >= 0)
+        r = buf_append(out, s + plain, len - plain);
+    if (r >= 0)
+        r = buf_append_char(out, '"');
+    return r;
+}
+
+static int write_value(struct buf *out, struct json_object *v, int level);
+
+static int write_object(struct buf *out, struct json_object *v, int level)
+{
+    bool had = false;
+    int r = buf_append_str(out, "{\n");
+    json_object_object_foreach(v, key, val)
+    {
+        if (r >= 0 && had)
+            r = buf_append_str(out, ",\n");
+        had = true;
+        if (r >= 0)
+            r = write_indent(out, level + 1);
+        if (r >= 0)
+            r = write_escaped(out, key, strlen(key));
+        if (r >= 0)
+            r = buf_append_str(out, ": ");
+        if (r >= 0)
+            r = write_value(out, val, level + 1);
+    }
+    if (r >= 0 && had)
+        r = buf_append_char(out, '\n');
+    if (r >= 0)
+        r = write_indent(out, level);
+    if (r >= 0)
+        r = buf_append_char(out, '}');
+    return r;
+}
+
+static int write_array(struct buf *out, struct json_object *v, int level)
+{
+    size_t n = json_object_array_length(v);
+    int r = buf_append_str(out, "[\n");
+    for (size_t i = 0; r >= 0 && i < n; i++) {
+        if (i > 0)
+            r = buf_append_str(out, ",\n");
+        if (r >= 0)
+            r = write_indent(out, level + 1);
+        if (r >= 0)
+            r = write_value(out, json_object_array_get_idx(v, i), level + 1);
+    }
+    if (r >= 0 && n > 0)
+        r = buf_append_char(out, '\n');
+    if (r >= 0)
+        r = write_indent(out, level);
+    if (r >= 0)
+        r = buf_append_char(out, ']');
+    return r;
+}
+
+static int write_value(struct buf *out, struct json_object *v, int level)
+{
+    switch (v ? json_object_get_type(v) : json_type_null) {
+    case json_type_null:
+        return buf_append_str(out, "null");
+    case json_type_object:
+        return write_object(out, v, level);
+    case json_type_array:
+        return write_array(out, v, level);
+    case json_type_string:
+        return write_escaped(out, json_object_get_string(v), (size_t)json_object_get_string_len(v));
+    default: {
+        const char *s = json_object_to_json_string_ext(v, JSON_WRITE_FLAGS);
+        return s ? buf_append_str(out, s) : -ENOMEM;
+    }
+    }
+}
+
 int json_write_file(const char *path, struct json_object *obj, mode_t mode, struct err *e)
 {
-    char *data = NULL;
-    size_t slen = 0;
+    struct buf out;
     int r;
 
     if (!obj) {
         char *disp = path_display(path);
         r = err_set(e, -EINVAL, "cannot write '%s': no JSON value", disp ? disp : path);
         free(disp);
-        goto out;
+        return r;
     }
+    buf_init_secret(&out, (size_t)1 << 30);
     /* pretty + spaced is what JSON.stringify(v, null, 2) writes, short of empty containers */
-    const char *s = json_object_to_json_string_length(
-        obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE,
-        &slen);
-    if (!s) {
-        r = err_set(e, -ENOMEM, "out of memory");
-        goto out;
-    }
-    data = malloc(slen + 2);
-    if (!data) {
-        r = err_set(e, -ENOMEM, "out of memory");
-        goto out;
-    }
-    memcpy(data, s, slen);
-    data[slen] = '\n';
-    data[slen + 1] = 0;
-    /* the text lives on in obj's print buffer until the next serialisation or the put; it may
-     * hold secrets, and json-c rebuilds it from scratch on every call, so wipe it */
-    secure_wipe((char *)s, slen);
-
-    r = file_write_atomic(path, data, slen + 1, mode, e);
-out:
-    if (data)
-        secure_free_len(data, slen + 2);
+    r = write_value(&out, obj, 0);
+    if (r >= 0)
+        r = buf_append_char(&out, '\n');
+    if (r == -E2BIG)
+        r = err_set(e, r, "cannot write '%s': larger than 1 GiB", path);
+    else if (r < 0)
+        r = err_set(e, r, "out of memory");
+    else
+        r = file_write_atomic(path, out.data, out.len, mode, e);
+    buf_release(&out);
     return r;
 }
 

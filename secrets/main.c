@@ -12,7 +12,7 @@
 #include "credkit/args.h"
 #include "credkit/child.h"
 #include "credkit/duration.h"
-#include "credkit/jsonw.h"
+#include "credkit/helper_answer.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
 #include "credkit/util.h"
@@ -259,7 +259,8 @@ static int cmd_get(struct cli *c, int argc, char **argv)
 static const char resolve_help[] =
     "usage: secrets resolve [--json] [--no-cache] NAME...\n"
     "\n"
-    "Resolve each NAME. With --json, print one JSON object for programs (the bridge uses it):\n"
+    "Resolve each NAME. With --json, print one JSON object for programs (the bridge uses it;\n"
+    "docs/helper-protocol.md):\n"
     "  {\"version\": 1, \"secrets\": {\"NAME\": {\"value\": \"...\", \"source\": \"command\",\n"
     "    \"expires_at\": 1767225600}, \"OTHER\": {\"error\": \"...\"}}}\n"
     "expires_at is in unix seconds and absent when the value does not expire; ask again after\n"
@@ -272,12 +273,67 @@ static const char resolve_help[] =
     "  secrets resolve GITHUB_TOKEN\n"
     "  secrets resolve --json GITHUB_TOKEN OPENAI_API_KEY | jq .\n";
 
+/* Prints the line of `resolve` without --json for a resolved name (never the value). */
+static void print_resolved(const char *name, const struct resolved *res)
+{
+    char when[64] = "does not expire";
+    if (res->expires_at > 0 && res->expires_at <= now_unix()) {
+        (void)snprintf(when, sizeof(when), "resolved afresh every time (ttl 0)");
+    } else if (res->expires_at > 0) {
+        char d[DURATION_BUF_SIZE];
+        int64_t left = res->expires_at - now_unix();
+        (void)snprintf(when, sizeof(when), "expires in %s%s",
+                       duration_format(left > 0 ? left * 1000 : 0, d, sizeof(d)),
+                       res->cached ? " (cached)" : "");
+    }
+    printf("%s: resolved from %s, %zu character%s, %s\n", name, res->source, res->len,
+           res->len == 1 ? "" : "s", when);
+}
+
+/* Resolves name into the answer (with --json) or prints its line (without). Returns -errno
+ * when the answer cannot be built; a name that does not resolve sets *status. */
+static int resolve_one(struct cli *c, const char *name, bool json, struct helper_secrets *answer,
+                       int *status)
+{
+    struct err e = ERR_INIT;
+    struct resolved res = {0};
+    int r = 0;
+    if (resolver_get(c->rs, name, &res, &e) < 0) {
+        *status = EXIT_FAILED;
+        if (!json) {
+            log_error(c->log, "%s", err_msg(&e));
+            return 0;
+        }
+        /* the message goes through redaction too: it may quote a command's stderr */
+        struct buf msg;
+        buf_init(&msg, ERR_MSG_MAX * 2);
+        r = redact_apply(log_redact(c->log), err_msg(&e), strlen(err_msg(&e)), &msg);
+        if (r >= 0)
+            r = helper_secrets_add_error(answer, name, buf_str(&msg));
+        buf_release(&msg);
+        return r;
+    }
+    if (json)
+        r = helper_secrets_add_value(answer, name, res.value, res.len, res.source,
+                                     res.expires_at > 0 ? res.expires_at : 0);
+    else
+        print_resolved(name, &res);
+    if (res.env_shadowed)
+        log_info(c->log,
+                 "'%s': an environment variable of the same name is set and ignored: the recipe "
+                 "wins",
+                 name);
+    resolved_release(&res);
+    return r;
+}
+
 static int cmd_resolve(struct cli *c, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'}, {"no-cache", no_argument, NULL, 'C'}, {0}};
     bool json = false;
     int opt, status = EXIT_OK, r;
+    struct helper_secrets answer = {0};
     struct buf out;
 
     if (args_wants_help(argc, argv)) {
@@ -304,79 +360,17 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
     if (r != EXIT_OK)
         return r;
 
-    buf_init_secret(&out, 64 * 1024 * 1024);
-    r = buf_append_str(&out, "{\"version\":1,\"secrets\":{");
-    bool first = true;
+    r = 0;
     for (int i = optind; r >= 0 && i < argc; i++) {
         bool dup = false;
         for (int k = optind; k < i; k++)
             dup |= strcmp(argv[k], argv[i]) == 0;
-        if (dup)
-            continue;
-        struct err e = ERR_INIT;
-        struct resolved res = {0};
-        int rr = resolver_get(c->rs, argv[i], &res, &e);
-        if (!first)
-            r = buf_append_char(&out, ',');
-        first = false;
-        if (r >= 0)
-            r = jsonw_string(&out, argv[i], strlen(argv[i]));
-        if (r >= 0)
-            r = buf_append_str(&out, ":{");
-        if (rr < 0) {
-            status = EXIT_FAILED;
-            if (!json)
-                log_error(c->log, "%s", err_msg(&e));
-            /* the message goes through redaction too: it may quote a command's stderr */
-            struct buf msg;
-            buf_init(&msg, ERR_MSG_MAX * 2);
-            if (r >= 0)
-                r = redact_apply(log_redact(c->log), err_msg(&e), strlen(err_msg(&e)), &msg);
-            if (r >= 0)
-                r = jsonw_kv_string(&out, "error", buf_str(&msg));
-            buf_release(&msg);
-        } else {
-            if (r >= 0)
-                r = jsonw_string(&out, "value", 5);
-            if (r >= 0)
-                r = buf_append_char(&out, ':');
-            if (r >= 0)
-                r = jsonw_string(&out, res.value, res.len);
-            if (r >= 0)
-                r = buf_append_char(&out, ',');
-            if (r >= 0)
-                r = jsonw_kv_string(&out, "source", res.source);
-            if (r >= 0 && res.expires_at > 0) {
-                r = buf_append_char(&out, ',');
-                if (r >= 0)
-                    r = jsonw_kv_int(&out, "expires_at", res.expires_at);
-            }
-            if (!json) {
-                char when[64] = "does not expire";
-                if (res.expires_at > 0 && res.expires_at <= now_unix()) {
-                    (void)snprintf(when, sizeof(when), "resolved afresh every time (ttl 0)");
-                } else if (res.expires_at > 0) {
-                    char d[DURATION_BUF_SIZE];
-                    int64_t left = res.expires_at - now_unix();
-                    (void)snprintf(when, sizeof(when), "expires in %s%s",
-                                   duration_format(left > 0 ? left * 1000 : 0, d, sizeof(d)),
-                                   res.cached ? " (cached)" : "");
-                }
-                printf("%s: resolved from %s, %zu character%s, %s\n", argv[i], res.source, res.len,
-                       res.len == 1 ? "" : "s", when);
-            }
-            if (res.env_shadowed)
-                log_info(c->log,
-                         "'%s': an environment variable of the same name is set and ignored: "
-                         "the recipe wins",
-                         argv[i]);
-            resolved_release(&res);
-        }
-        if (r >= 0)
-            r = buf_append_char(&out, '}');
+        if (!dup)
+            r = resolve_one(c, argv[i], json, &answer, &status);
     }
-    if (r >= 0)
-        r = buf_append_str(&out, "}}\n");
+    buf_init_secret(&out, 64 * 1024 * 1024);
+    if (r >= 0 && json)
+        r = helper_secrets_write(&answer, &out);
     if (r < 0) {
         log_error(c->log, "cannot build the answer: %s", strerror(-r));
         status = EXIT_FAILED;
@@ -384,6 +378,7 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
         write_out(out.data, out.len);
     }
     buf_release(&out);
+    helper_secrets_release(&answer);
     return status;
 }
 

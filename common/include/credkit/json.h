@@ -55,8 +55,9 @@ int json_read_file(const char *path, size_t max_len, unsigned flags, struct json
                    struct err *e) _must_check_;
 
 /* Serialises obj (pretty, two-space indent, "key": value, slashes not escaped, trailing
- * newline: JSON.stringify(v, null, 2) but for empty containers) and replaces path atomically
- * with the given mode. json-c's copy of the text inside obj is wiped afterwards. */
+ * newline: JSON.stringify(v, null, 2) but for empty containers; byte for byte json-c's format)
+ * and replaces path atomically with the given mode. The text is built in memory that is wiped,
+ * never in json-c's print buffer, whose growth would leave copies of it behind. */
 int json_write_file(const char *path, struct json_object *obj, mode_t mode,
                     struct err *e) _must_check_;
 
