@@ -20,7 +20,7 @@ for (const key of keys) {
   const [transport, sz] = key.split('|');
   const of = (kase) => rows.filter((r) => r.transport === transport && String(r.size) === sz && r.case === kase);
   const direct = of('direct');
-  for (const kase of ['direct', 'connect', 'serve']) {
+  for (const kase of ['direct', 'connect', 'connect@base', 'serve', 'serve@base']) {
     const rs = of(kase);
     if (!rs.length) continue;
     const pid = kase === 'direct' ? (transport === 'http' ? 'pid' : 'child') : 'child';
