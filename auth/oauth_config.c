@@ -308,17 +308,29 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
         return r;
 
     struct json_object *idp = member(o, "idp");
-    if (idp && (r = parse_idp(idp, c, e)) < 0)
-        return r;
+    if (idp) {
+        r = parse_idp(idp, c, e);
+        if (r < 0)
+            return r;
+    }
     const struct grant_ops *g = grant_find(c->grant);
     if (g && g->needs_idp && !idp)
         return bad(e, "\"oauth.grant\": \"%s\" needs an \"oauth.idp\" object", g->name);
-    if (c->client_metadata_url && (r = check_metadata_url(c->client_metadata_url, e)) < 0)
-        return r;
-    if (c->redirect_uri && (r = check_redirect_uri(c->redirect_uri, e)) < 0)
-        return r;
-    if (c->client_secret && (r = check_secret_template(c->client_secret, e)) < 0)
-        return r;
+    if (c->client_metadata_url) {
+        r = check_metadata_url(c->client_metadata_url, e);
+        if (r < 0)
+            return r;
+    }
+    if (c->redirect_uri) {
+        r = check_redirect_uri(c->redirect_uri, e);
+        if (r < 0)
+            return r;
+    }
+    if (c->client_secret) {
+        r = check_secret_template(c->client_secret, e);
+        if (r < 0)
+            return r;
+    }
     return 0;
 }
 

@@ -470,10 +470,16 @@ int framing_new(struct loop *l, int rfd, int wfd, const struct framing_handler *
 
     if (!l || !h || !ret || !h->on_error || (rfd < 0 && wfd < 0) || (rfd >= 0 && !h->on_message))
         return -EINVAL;
-    if (rfd >= 0 && (r = check_fd(rfd)) < 0)
-        return r;
-    if (wfd >= 0 && wfd != rfd && (r = check_fd(wfd)) < 0)
-        return r;
+    if (rfd >= 0) {
+        r = check_fd(rfd);
+        if (r < 0)
+            return r;
+    }
+    if (wfd >= 0 && wfd != rfd) {
+        r = check_fd(wfd);
+        if (r < 0)
+            return r;
+    }
 
     f = calloc(1, sizeof(*f));
     if (!f)

@@ -180,21 +180,168 @@ static int reap(struct child *c, int options)
     return 1;
 }
 
-int child_spawn(const struct child_spec *spec, struct child **ret, struct err *e)
-{
-    int in_ours = -1, in_theirs = -1, out_ours = -1, out_theirs = -1, err_ours = -1,
-        err_theirs = -1, rep_fds[2] = {-1, -1}, devnull = -1;
-    struct child *c = NULL;
-    bool masked = false;
-    sigset_t all, old;
-    int r;
+/* The descriptors child_spawn() opens: ours stay with the parent (O_NONBLOCK), theirs become
+ * the child's stdio, and the report pipe brings back why the child could not exec. */
+struct spawn_fds {
+    int devnull;
+    int in_ours, in_theirs, out_ours, out_theirs, err_ours, err_theirs;
+    int rep[2];
+};
 
+static void spawn_fds_init(struct spawn_fds *f)
+{
+    *f = (struct spawn_fds){
+        .devnull = -1,
+        .in_ours = -1,
+        .in_theirs = -1,
+        .out_ours = -1,
+        .out_theirs = -1,
+        .err_ours = -1,
+        .err_theirs = -1,
+        .rep = {-1, -1},
+    };
+}
+
+/* After fork(): our copies of the child's ends go, so that EOF on ours means the child closed
+ * them. */
+static void spawn_fds_close_theirs(struct spawn_fds *f)
+{
+    close_fd(&f->devnull);
+    close_fd(&f->in_theirs);
+    close_fd(&f->out_theirs);
+    close_fd(&f->err_theirs);
+    close_fd(&f->rep[1]);
+}
+
+static void spawn_fds_close(struct spawn_fds *f)
+{
+    close_fd(&f->devnull);
+    close_fd(&f->in_ours);
+    close_fd(&f->in_theirs);
+    close_fd(&f->out_ours);
+    close_fd(&f->out_theirs);
+    close_fd(&f->err_ours);
+    close_fd(&f->err_theirs);
+    close_fd(&f->rep[0]);
+    close_fd(&f->rep[1]);
+}
+
+static int spawn_check(const struct child_spec *spec, struct child **ret, struct err *e)
+{
     if (!spec || !ret)
         return err_set(e, -EINVAL, "no command to run");
     if (!spec->shell_command && (!spec->argv || !spec->argv[0] || !spec->argv[0][0]))
         return err_set(e, -EINVAL, "no command to run");
     if ((spec->flags & CHILD_STDERR_PIPE) && (spec->flags & CHILD_STDERR_INHERIT))
         return err_set(e, -EINVAL, "stderr cannot be both piped and inherited");
+    return 0;
+}
+
+/* Opens /dev/null for the streams that are neither piped nor inherited, the pipes asked for and
+ * the report pipe, and points plan at the child's ends. On failure f holds what was opened. */
+static int spawn_open_fds(const struct child_spec *spec, const char *name, struct spawn_fds *f,
+                          struct exec_plan *plan, struct err *e)
+{
+    int r;
+
+    if (!(spec->flags & CHILD_STDIN_PIPE) || !(spec->flags & CHILD_STDOUT_PIPE) ||
+        !(spec->flags & (CHILD_STDERR_PIPE | CHILD_STDERR_INHERIT))) {
+        f->devnull = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+        if (f->devnull < 0)
+            return err_set(e, -errno, "cannot run '%s': cannot open '/dev/null': %s", name,
+                           strerror(errno));
+    }
+    plan->src[0] = plan->src[1] = plan->src[2] = f->devnull;
+    if (spec->flags & CHILD_STDERR_INHERIT)
+        plan->src[2] = -1;
+    if (spec->flags & CHILD_STDIN_PIPE) {
+        r = open_pipe(false, &f->in_ours, &f->in_theirs);
+        if (r < 0)
+            goto fail_pipe;
+        plan->src[0] = f->in_theirs;
+    }
+    if (spec->flags & CHILD_STDOUT_PIPE) {
+        r = open_pipe(true, &f->out_ours, &f->out_theirs);
+        if (r < 0)
+            goto fail_pipe;
+        plan->src[1] = f->out_theirs;
+    }
+    if (spec->flags & CHILD_STDERR_PIPE) {
+        r = open_pipe(true, &f->err_ours, &f->err_theirs);
+        if (r < 0)
+            goto fail_pipe;
+        plan->src[2] = f->err_theirs;
+    }
+    /* the child writes errno here when it cannot exec; a successful exec closes it (EOF) */
+    if (pipe2(f->rep, O_CLOEXEC) < 0) {
+        r = -errno;
+        goto fail_pipe;
+    }
+    plan->report_fd = f->rep[1];
+    return 0;
+
+fail_pipe:
+    return err_set(e, r, "cannot run '%s': cannot create a pipe: %s", name, strerror(-r));
+}
+
+/* Forks; the child goes straight to child_exec() and never returns here. */
+static int spawn_fork(struct exec_plan *plan, const char *name, pid_t *ret_pid, struct err *e)
+{
+    sigset_t all, old;
+    int r;
+
+    /* Block every signal across fork(): a handler of ours must not run in the child before
+     * it has reset the dispositions. The child unblocks after resetting. */
+    (void)sigfillset(&all);
+    r = -pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (r < 0)
+        return err_set(e, r, "cannot run '%s': %s", name, strerror(-r));
+
+    pid_t pid = fork();
+    if (pid < 0) {
+        r = err_set(e, -errno, "cannot run '%s': %s", name, strerror(errno));
+        (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return r;
+    }
+    if (pid == 0)
+        child_exec(plan);
+
+    (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+    *ret_pid = pid;
+    return 0;
+}
+
+/* 0 when the child exec'd (the report pipe closed without a word), else why it could not. */
+static int spawn_read_report(int fd, const char *name, const char *cwd, struct err *e)
+{
+    struct child_report rep;
+    ssize_t n;
+
+    do
+        n = read(fd, &rep, sizeof(rep));
+    while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return 0;
+    if (n < 0)
+        return err_set(e, -errno, "cannot run '%s': %s", name, strerror(errno));
+    if (n != (ssize_t)sizeof(rep) || rep.errnum <= 0)
+        return err_set(e, -EIO, "cannot run '%s': the child failed before exec", name);
+    if (rep.stage == STAGE_CHDIR)
+        return err_set(e, -rep.errnum, "cannot run '%s': cannot change to directory '%s': %s", name,
+                       cwd, strerror(rep.errnum));
+    return err_set(e, -rep.errnum, "cannot run '%s': %s", name, strerror(rep.errnum));
+}
+
+int child_spawn(const struct child_spec *spec, struct child **ret, struct err *e)
+{
+    struct spawn_fds f;
+    struct child *c = NULL;
+    pid_t pid;
+    int r;
+
+    r = spawn_check(spec, ret, e);
+    if (r < 0)
+        return r;
 
     const char *name = spec->shell_command ? "/bin/sh" : spec->argv[0];
     const char *sh_argv[] = {"sh", "-c", spec->shell_command, NULL};
@@ -207,120 +354,36 @@ int child_spawn(const struct child_spec *spec, struct child **ret, struct err *e
         .src = {-1, -1, -1},
     };
 
+    spawn_fds_init(&f);
     c = calloc(1, sizeof(*c));
     if (!c)
         return err_set(e, -ENOMEM, "cannot run '%s': out of memory", name);
     c->pid = -1;
     c->fd_in = c->fd_out = c->fd_err = -1;
 
-    if (!(spec->flags & CHILD_STDIN_PIPE) || !(spec->flags & CHILD_STDOUT_PIPE) ||
-        !(spec->flags & (CHILD_STDERR_PIPE | CHILD_STDERR_INHERIT))) {
-        devnull = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
-        if (devnull < 0) {
-            r = err_set(e, -errno, "cannot run '%s': cannot open '/dev/null': %s", name,
-                        strerror(errno));
-            goto out;
-        }
-    }
-    plan.src[0] = plan.src[1] = plan.src[2] = devnull;
-    if (spec->flags & CHILD_STDERR_INHERIT)
-        plan.src[2] = -1;
-    if (spec->flags & CHILD_STDIN_PIPE) {
-        r = open_pipe(false, &in_ours, &in_theirs);
-        if (r < 0)
-            goto fail_pipe;
-        plan.src[0] = in_theirs;
-    }
-    if (spec->flags & CHILD_STDOUT_PIPE) {
-        r = open_pipe(true, &out_ours, &out_theirs);
-        if (r < 0)
-            goto fail_pipe;
-        plan.src[1] = out_theirs;
-    }
-    if (spec->flags & CHILD_STDERR_PIPE) {
-        r = open_pipe(true, &err_ours, &err_theirs);
-        if (r < 0)
-            goto fail_pipe;
-        plan.src[2] = err_theirs;
-    }
-    /* the child writes errno here when it cannot exec; a successful exec closes it (EOF) */
-    if (pipe2(rep_fds, O_CLOEXEC) < 0) {
-        r = -errno;
-        goto fail_pipe;
-    }
-    plan.report_fd = rep_fds[1];
-
-    /* Block every signal across fork(): a handler of ours must not run in the child before
-     * it has reset the dispositions. The child unblocks after resetting. */
-    (void)sigfillset(&all);
-    r = -pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (r < 0) {
-        r = err_set(e, r, "cannot run '%s': %s", name, strerror(-r));
+    r = spawn_open_fds(spec, name, &f, &plan, e);
+    if (r < 0)
         goto out;
-    }
-    masked = true;
-
-    pid_t pid = fork();
-    if (pid < 0) {
-        r = err_set(e, -errno, "cannot run '%s': %s", name, strerror(errno));
+    r = spawn_fork(&plan, name, &pid, e);
+    if (r < 0)
         goto out;
-    }
-    if (pid == 0)
-        child_exec(&plan);
-
-    (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-    masked = false;
     c->pid = pid;
     (void)setpgid(pid, pid); /* EACCES once the child has exec'd: it did it itself */
+    spawn_fds_close_theirs(&f);
 
-    /* drop our copies of the child's ends: EOF on ours must mean the child closed them */
-    close_fd(&devnull);
-    close_fd(&in_theirs);
-    close_fd(&out_theirs);
-    close_fd(&err_theirs);
-    close_fd(&rep_fds[1]);
-
-    struct child_report rep;
-    ssize_t n;
-    do
-        n = read(rep_fds[0], &rep, sizeof(rep));
-    while (n < 0 && errno == EINTR);
-    if (n != 0) {
-        if (n < 0)
-            r = err_set(e, -errno, "cannot run '%s': %s", name, strerror(errno));
-        else if (n != (ssize_t)sizeof(rep) || rep.errnum <= 0)
-            r = err_set(e, -EIO, "cannot run '%s': the child failed before exec", name);
-        else if (rep.stage == STAGE_CHDIR)
-            r = err_set(e, -rep.errnum, "cannot run '%s': cannot change to directory '%s': %s",
-                        name, spec->cwd, strerror(rep.errnum));
-        else
-            r = err_set(e, -rep.errnum, "cannot run '%s': %s", name, strerror(rep.errnum));
+    r = spawn_read_report(f.rep[0], name, spec->cwd, e);
+    if (r < 0)
         goto out; /* child_free() below reaps it */
-    }
 
-    c->fd_in = in_ours;
-    c->fd_out = out_ours;
-    c->fd_err = err_ours;
-    in_ours = out_ours = err_ours = -1;
+    c->fd_in = f.in_ours;
+    c->fd_out = f.out_ours;
+    c->fd_err = f.err_ours;
+    f.in_ours = f.out_ours = f.err_ours = -1;
     *ret = c;
     c = NULL;
     r = 0;
-    goto out;
-
-fail_pipe:
-    r = err_set(e, r, "cannot run '%s': cannot create a pipe: %s", name, strerror(-r));
 out:
-    if (masked)
-        (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-    close_fd(&devnull);
-    close_fd(&in_ours);
-    close_fd(&in_theirs);
-    close_fd(&out_ours);
-    close_fd(&out_theirs);
-    close_fd(&err_ours);
-    close_fd(&err_theirs);
-    close_fd(&rep_fds[0]);
-    close_fd(&rep_fds[1]);
+    spawn_fds_close(&f);
     child_free(c);
     return r;
 }

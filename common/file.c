@@ -103,13 +103,13 @@ out:
     return r;
 }
 
-int file_read(const char *path, unsigned flags, struct buf *out, struct err *e)
+/* Opens path for reading, refusing what is not a regular file (and, with FILE_SECRET, one others
+ * can reach) or does not fit in out; out then has room for the file's current size. */
+static int read_open(const char *path, const char *dp, unsigned flags, struct buf *out, int *ret_fd,
+                     struct err *e)
 {
-    char *disp = path_display(path);
-    const char *dp = disp ? disp : path;
-    size_t old_len = out->len;
     struct stat st;
-    int fd = -1, r;
+    int fd, r;
 
     /* O_NONBLOCK: opening a FIFO must not hang until a writer shows up; it is refused below and
      * has no effect on regular files. Symlinks are followed, the checks apply to the target. */
@@ -117,40 +117,47 @@ int file_read(const char *path, unsigned flags, struct buf *out, struct err *e)
     if (fd < 0) {
         int k = errno;
         if (k == ENOENT)
-            r = err_set(e, -ENOENT, "'%s' does not exist", dp);
-        else
-            r = err_set(e, -k, "cannot open '%s': %s", dp, strerror(k));
-        goto out;
+            return err_set(e, -ENOENT, "'%s' does not exist", dp);
+        return err_set(e, -k, "cannot open '%s': %s", dp, strerror(k));
     }
     if (fstat(fd, &st) < 0) {
         int k = errno;
         r = err_set(e, -k, "cannot read '%s': %s", dp, strerror(k));
-        goto out;
+        goto fail;
     }
     if (S_ISDIR(st.st_mode)) {
         r = err_set(e, -EISDIR, "'%s' is a directory, not a file", dp);
-        goto out;
+        goto fail;
     }
     if (!S_ISREG(st.st_mode)) {
         r = err_set(e, -EINVAL, "'%s' is not a regular file", dp);
-        goto out;
+        goto fail;
     }
     if (flags & FILE_SECRET) {
         r = check_private(path, dp, &st, e);
         if (r < 0)
-            goto out;
+            goto fail;
     }
     if (st.st_size < 0 || (uintmax_t)st.st_size > out->max - out->len) {
         r = err_set(e, -E2BIG, "'%s' is larger than %zu bytes", dp, out->max);
-        goto out;
+        goto fail;
     }
     /* one allocation for the expected size: fewer copies of a secret while growing */
     r = buf_reserve(out, (size_t)st.st_size);
     if (r < 0) {
         r = err_set(e, r, "cannot read '%s': %s", dp, strerror(-r));
-        goto out;
+        goto fail;
     }
+    *ret_fd = fd;
+    return 0;
+fail:
+    (void)close(fd);
+    return r;
+}
 
+/* Appends what is left to read from fd to out, up to out->max: -E2BIG when there is more. */
+static int read_all(int fd, const char *dp, struct buf *out, struct err *e)
+{
     for (;;) {
         size_t room = out->max - out->len;
         if (room == 0) {
@@ -161,36 +168,43 @@ int file_read(const char *path, unsigned flags, struct buf *out, struct err *e)
                 continue;
             if (n < 0) {
                 int k = errno;
-                r = err_set(e, -k, "cannot read '%s': %s", dp, strerror(k));
-                goto out;
+                return err_set(e, -k, "cannot read '%s': %s", dp, strerror(k));
             }
             if (n > 0) {
                 secure_wipe(&probe, 1);
-                r = err_set(e, -E2BIG, "'%s' is larger than %zu bytes", dp, out->max);
-                goto out;
+                return err_set(e, -E2BIG, "'%s' is larger than %zu bytes", dp, out->max);
             }
-            break;
+            return 0;
         }
         size_t want = room < READ_CHUNK ? room : READ_CHUNK;
-        r = buf_reserve(out, want);
-        if (r < 0) {
-            r = err_set(e, r, "cannot read '%s': %s", dp, strerror(-r));
-            goto out;
-        }
+        int r = buf_reserve(out, want);
+        if (r < 0)
+            return err_set(e, r, "cannot read '%s': %s", dp, strerror(-r));
         ssize_t n = read(fd, out->data + out->len, want);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
             int k = errno;
-            r = err_set(e, -k, "cannot read '%s': %s", dp, strerror(k));
-            goto out;
+            return err_set(e, -k, "cannot read '%s': %s", dp, strerror(k));
         }
         if (n == 0)
-            break;
+            return 0;
         out->len += (size_t)n;
         out->data[out->len] = 0;
     }
-    r = 0;
+}
+
+int file_read(const char *path, unsigned flags, struct buf *out, struct err *e)
+{
+    char *disp = path_display(path);
+    const char *dp = disp ? disp : path;
+    size_t old_len = out->len;
+    int fd = -1, r;
+
+    r = read_open(path, dp, flags, out, &fd, e);
+    if (r < 0)
+        goto out;
+    r = read_all(fd, dp, out, e);
 out:
     if (r < 0 && out->len > old_len) {
         /* the caller's buffer is as it was */
@@ -203,6 +217,55 @@ out:
         (void)close(fd);
     free(disp);
     return r;
+}
+
+/* A new, empty temporary file beside base in dir (so that rename() is atomic): hidden, and the
+ * base name cut so that the name stays within NAME_MAX. On success the caller unlinks and frees
+ * *ret_tmp and closes *ret_fd. */
+static int tmp_create(const char *dir, const char *base, const char *dp, const char *ddp,
+                      char **ret_tmp, int *ret_fd, struct err *e)
+{
+    char *tmp = NULL;
+
+    if (asprintf(&tmp, "%s%s.%.200s.XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/", base) < 0)
+        return err_set(e, -ENOMEM, "cannot write '%s': out of memory", dp);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int k = errno;
+        int r = err_set(e, -k, "cannot write '%s': cannot create a temporary file in '%s': %s", dp,
+                        ddp, strerror(k));
+        free(tmp);
+        return r;
+    }
+    *ret_tmp = tmp;
+    *ret_fd = fd;
+    return 0;
+}
+
+/* Writes all of data to fd and flushes it to disk. */
+static int write_synced(int fd, const void *data, size_t len, const char *dp, struct err *e)
+{
+    const char *p = data;
+    size_t off = 0;
+
+    while (off < len) {
+        size_t chunk = len - off;
+        if (chunk > SSIZE_MAX)
+            chunk = SSIZE_MAX;
+        ssize_t n = write(fd, p + off, chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int k = errno;
+            return err_set(e, -k, "cannot write '%s': %s", dp, strerror(k));
+        }
+        off += (size_t)n;
+    }
+    if (fsync(fd) < 0) {
+        int k = errno;
+        return err_set(e, -k, "cannot write '%s': cannot flush it to disk: %s", dp, strerror(k));
+    }
+    return 0;
 }
 
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
@@ -227,20 +290,9 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
     ddisp = path_display(dir);
     const char *ddp = ddisp ? ddisp : dir;
 
-    /* same directory, so rename() is atomic; hidden, and the base name is cut so the
-     * temporary name stays within NAME_MAX */
-    if (asprintf(&tmp, "%s%s.%.200s.XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/", base) < 0) {
-        tmp = NULL;
-        r = err_set(e, -ENOMEM, "cannot write '%s': out of memory", dp);
+    r = tmp_create(dir, base, dp, ddp, &tmp, &fd, e);
+    if (r < 0)
         goto out;
-    }
-    fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        int k = errno;
-        r = err_set(e, -k, "cannot write '%s': cannot create a temporary file in '%s': %s", dp, ddp,
-                    strerror(k));
-        goto out;
-    }
     tmp_exists = true;
 
     /* before any byte is written, so a secret is never readable by others even briefly */
@@ -250,28 +302,9 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
                     (unsigned)(mode & 07777), strerror(k));
         goto out;
     }
-
-    const char *p = data;
-    size_t off = 0;
-    while (off < len) {
-        size_t chunk = len - off;
-        if (chunk > SSIZE_MAX)
-            chunk = SSIZE_MAX;
-        ssize_t n = write(fd, p + off, chunk);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int k = errno;
-            r = err_set(e, -k, "cannot write '%s': %s", dp, strerror(k));
-            goto out;
-        }
-        off += (size_t)n;
-    }
-    if (fsync(fd) < 0) {
-        int k = errno;
-        r = err_set(e, -k, "cannot write '%s': cannot flush it to disk: %s", dp, strerror(k));
+    r = write_synced(fd, data, len, dp, e);
+    if (r < 0)
         goto out;
-    }
     int c = close(fd);
     fd = -1;
     if (c < 0) {

@@ -395,27 +395,197 @@ static CURLcode http_setup(CURL *c, const char *url, const char *method, bool wi
     return cc;
 }
 
-int http_do(const struct http_request *req, struct http_response *resp, struct err *e)
-{
-    CURL *c = NULL;
-    struct curl_slist *headers = NULL;
-    struct http_xfer x = {0};
+/* One request across its hops: the libcurl handle, the URL and method of the current hop, and
+ * what the callbacks gathered of its response. */
+struct http_call {
+    const struct http_request *req;
+    CURL *c;
+    struct curl_slist *headers; /* this hop's request headers, wiped when freed */
+    struct http_xfer x;
     struct buf body;
-    char *url = NULL, *next = NULL, *canon = NULL, *media = NULL, *effective = NULL;
+    char *url; /* this hop's URL */
+    const char *method;
+    bool with_body;
+    int64_t timeout_ms, deadline;
+    long status;
     char errbuf[CURL_ERROR_SIZE];
-    const char *method = req->method ? req->method : "GET";
-    bool with_body = req->body != NULL;
+};
+
+/* The deadline counts from here, before anything is checked or allocated. */
+static void http_call_init(struct http_call *h, const struct http_request *req)
+{
     int64_t timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : HTTP_TIMEOUT_DEFAULT_MS;
-    int64_t deadline = now_mono_ms() + timeout_ms;
-    long status = 0;
+
+    *h = (struct http_call){
+        .req = req,
+        .method = req->method ? req->method : "GET",
+        .with_body = req->body != NULL,
+        .timeout_ms = timeout_ms,
+        .deadline = now_mono_ms() + timeout_ms,
+    };
+    if (req->secret_body)
+        buf_init_secret(&h->body, req->max_body ? req->max_body : HTTP_MAX_BODY_DEFAULT);
+    else
+        buf_init(&h->body, req->max_body ? req->max_body : HTTP_MAX_BODY_DEFAULT);
+    h->x.body = &h->body;
+}
+
+static void http_call_release(struct http_call *h)
+{
+    if (h->x.headers) {
+        headers_clear(h->x.headers, &h->x.n_headers);
+        free(h->x.headers);
+        h->x.headers = NULL;
+    }
+    buf_release(&h->body);
+    slist_free_wiped(h->headers);
+    h->headers = NULL;
+    curl_easy_cleanup(h->c);
+    h->c = NULL;
+    free(h->url);
+    h->url = NULL;
+}
+
+/* One exchange with h->url, within what is left of the deadline: on success h->status, h->x
+ * and h->body hold its response (the previous hop's are dropped first). */
+static int http_hop(struct http_call *h, struct err *e)
+{
+    const struct http_request *req = h->req;
+    int64_t left = h->deadline - now_mono_ms();
     int r;
 
-    if (req->secret_body)
-        buf_init_secret(&body, req->max_body ? req->max_body : HTTP_MAX_BODY_DEFAULT);
-    else
-        buf_init(&body, req->max_body ? req->max_body : HTTP_MAX_BODY_DEFAULT);
-    x.body = &body;
+    if (left <= 0)
+        return timed_out(req->url, h->timeout_ms, e);
+    headers_clear(h->x.headers, &h->x.n_headers);
+    h->x.error = 0;
+    h->x.header_overflow = false;
+    buf_reset(&h->body);
+    slist_free_wiped(h->headers);
+    h->headers = NULL;
+    r = build_headers(req, h->with_body, &h->headers);
+    if (r < 0)
+        return r;
 
+    curl_easy_reset(h->c); /* keeps the connection cache for a same-origin hop */
+    h->errbuf[0] = 0;
+    CURLcode cc = http_setup(h->c, h->url, h->method, h->with_body, req, h->headers, left,
+                             h->body.max, &h->x, h->errbuf);
+    if (cc != CURLE_OK)
+        return cc == CURLE_OUT_OF_MEMORY ? -ENOMEM
+                                         : err_set(e, -EIO, "cannot set up a request to '%s': %s",
+                                                   req->url, curl_easy_strerror(cc));
+    cc = curl_easy_perform(h->c);
+    if (cc != CURLE_OK)
+        return http_error(h->c, cc, &h->x, req->url, h->timeout_ms, h->body.max, h->errbuf, e);
+    (void)curl_easy_getinfo(h->c, CURLINFO_RESPONSE_CODE, &h->status);
+    return 0;
+}
+
+/* Whether to follow the response of hop number hops: 0 when it is the answer, 1 when h now
+ * names the next hop (its URL, and its method after RFC 9110's rewrites), or why the redirect
+ * is refused. */
+static int redirect_decide(struct http_call *h, int hops, struct err *e)
+{
+    const struct http_request *req = h->req;
+    char *next = NULL;
+    int r;
+
+    if (!req->follow_redirects || h->status < 300 || h->status > 399)
+        return 0;
+    const char *location = headers_find(h->x.headers, "location");
+    if (!location)
+        return 0; /* 304 and the like: a response like any other */
+
+    /* the Location value is never quoted: it may carry a code or a token */
+    r = url_resolve(h->url, location, &next, NULL);
+    if (r == -ENOMEM)
+        goto out;
+    if (r < 0) {
+        r = err_set(e, -EXDEV,
+                    "'%s' redirected to a location that is not an http(s) URL: "
+                    "refused",
+                    req->url);
+        goto out;
+    }
+    if (!url_same_origin(h->url, next)) {
+        char *other = NULL;
+        r = url_origin(next, &other);
+        if (r == -ENOMEM)
+            goto out;
+        r = err_set(e, -EXDEV, "'%s' redirected to another origin ('%s'): refused", req->url,
+                    other ? other : "?");
+        free(other);
+        goto out;
+    }
+    if (hops >= HTTP_MAX_REDIRECTS) {
+        r = err_set(e, -ELOOP, "'%s' redirected more than %d times: refused", req->url,
+                    HTTP_MAX_REDIRECTS);
+        goto out;
+    }
+    /* RFC 9110 15.4: 303 always, and 301/302 after a POST by custom, become GET */
+    if (h->status == 303 ||
+        ((h->status == 301 || h->status == 302) && strcmp(h->method, "POST") == 0)) {
+        if (strcmp(h->method, "HEAD") != 0)
+            h->method = "GET";
+        h->with_body = false;
+    }
+    free(h->url);
+    h->url = next;
+    next = NULL;
+    r = 1;
+out:
+    free(next);
+    return r;
+}
+
+/* Moves the last hop's response into *resp. */
+static int response_take(struct http_call *h, struct http_response *resp)
+{
+    char *media = NULL, *effective = NULL, *eff = NULL;
+    int r;
+
+    if (curl_easy_getinfo(h->c, CURLINFO_EFFECTIVE_URL, &eff) != CURLE_OK || !eff)
+        eff = h->url;
+    effective = strdup(eff);
+    if (!effective) {
+        r = -ENOMEM;
+        goto out;
+    }
+    const char *ct = headers_find(h->x.headers, "content-type");
+    if (ct) {
+        r = media_type_parse(ct, &media);
+        if (r < 0)
+            goto out;
+    }
+    r = buf_reserve(&h->body, 0); /* data is never NULL, even for an empty body */
+    if (r < 0)
+        goto out;
+
+    *resp = (struct http_response){
+        .status = h->status,
+        .media_type = media,
+        .body = h->body,
+        .effective_url = effective,
+        .headers = h->x.headers,
+    };
+    media = NULL;
+    effective = NULL;
+    h->x.headers = NULL;
+    buf_init(&h->body, 0); /* moved into *resp */
+    r = 0;
+out:
+    free(media);
+    free(effective);
+    return r;
+}
+
+int http_do(const struct http_request *req, struct http_response *resp, struct err *e)
+{
+    struct http_call h;
+    char *canon = NULL;
+    int r;
+
+    http_call_init(&h, req);
     if (!req->url) {
         r = err_set(e, -EINVAL, "no URL to request");
         goto out;
@@ -427,133 +597,28 @@ int http_do(const struct http_request *req, struct http_response *resp, struct e
     if (r < 0)
         goto out;
 
-    x.headers = calloc(HTTP_MAX_HEADERS + 1, sizeof(char *));
-    url = strdup(req->url);
-    c = curl_easy_init();
-    if (!x.headers || !url || !c) {
+    h.x.headers = calloc(HTTP_MAX_HEADERS + 1, sizeof(char *));
+    h.url = strdup(req->url);
+    h.c = curl_easy_init();
+    if (!h.x.headers || !h.url || !h.c) {
         r = -ENOMEM;
         goto out;
     }
 
     for (int hops = 0;; hops++) {
-        int64_t left = deadline - now_mono_ms();
-        if (left <= 0) {
-            r = timed_out(req->url, timeout_ms, e);
-            goto out;
-        }
-        headers_clear(x.headers, &x.n_headers);
-        x.error = 0;
-        x.header_overflow = false;
-        buf_reset(&body);
-        slist_free_wiped(headers);
-        headers = NULL;
-        r = build_headers(req, with_body, &headers);
+        r = http_hop(&h, e);
         if (r < 0)
             goto out;
-
-        curl_easy_reset(c); /* keeps the connection cache for a same-origin hop */
-        errbuf[0] = 0;
-        CURLcode cc =
-            http_setup(c, url, method, with_body, req, headers, left, body.max, &x, errbuf);
-        if (cc != CURLE_OK) {
-            r = cc == CURLE_OUT_OF_MEMORY ? -ENOMEM
-                                          : err_set(e, -EIO, "cannot set up a request to '%s': %s",
-                                                    req->url, curl_easy_strerror(cc));
+        r = redirect_decide(&h, hops, e);
+        if (r < 0)
             goto out;
-        }
-        cc = curl_easy_perform(c);
-        if (cc != CURLE_OK) {
-            r = http_error(c, cc, &x, req->url, timeout_ms, body.max, errbuf, e);
-            goto out;
-        }
-        (void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-
-        if (!req->follow_redirects || status < 300 || status > 399)
+        if (r == 0)
             break;
-        const char *location = headers_find(x.headers, "location");
-        if (!location)
-            break; /* 304 and the like: a response like any other */
-
-        /* the Location value is never quoted: it may carry a code or a token */
-        r = url_resolve(url, location, &next, NULL);
-        if (r == -ENOMEM)
-            goto out;
-        if (r < 0) {
-            r = err_set(e, -EXDEV,
-                        "'%s' redirected to a location that is not an http(s) URL: "
-                        "refused",
-                        req->url);
-            goto out;
-        }
-        if (!url_same_origin(url, next)) {
-            char *other = NULL;
-            r = url_origin(next, &other);
-            if (r == -ENOMEM)
-                goto out;
-            r = err_set(e, -EXDEV, "'%s' redirected to another origin ('%s'): refused", req->url,
-                        other ? other : "?");
-            free(other);
-            goto out;
-        }
-        if (hops >= HTTP_MAX_REDIRECTS) {
-            r = err_set(e, -ELOOP, "'%s' redirected more than %d times: refused", req->url,
-                        HTTP_MAX_REDIRECTS);
-            goto out;
-        }
-        /* RFC 9110 15.4: 303 always, and 301/302 after a POST by custom, become GET */
-        if (status == 303 || ((status == 301 || status == 302) && strcmp(method, "POST") == 0)) {
-            if (strcmp(method, "HEAD") != 0)
-                method = "GET";
-            with_body = false;
-        }
-        free(url);
-        url = next;
-        next = NULL;
     }
-
-    char *eff = NULL;
-    if (curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &eff) != CURLE_OK || !eff)
-        eff = url;
-    effective = strdup(eff);
-    if (!effective) {
-        r = -ENOMEM;
-        goto out;
-    }
-    const char *ct = headers_find(x.headers, "content-type");
-    if (ct) {
-        r = media_type_parse(ct, &media);
-        if (r < 0)
-            goto out;
-    }
-    r = buf_reserve(&body, 0); /* data is never NULL, even for an empty body */
-    if (r < 0)
-        goto out;
-
-    *resp = (struct http_response){
-        .status = status,
-        .media_type = media,
-        .body = body,
-        .effective_url = effective,
-        .headers = x.headers,
-    };
-    media = NULL;
-    effective = NULL;
-    x.headers = NULL;
-    buf_init(&body, 0); /* moved into *resp */
-    r = 0;
+    r = response_take(&h, resp);
 out:
-    if (x.headers) {
-        headers_clear(x.headers, &x.n_headers);
-        free(x.headers);
-    }
-    buf_release(&body);
-    slist_free_wiped(headers);
-    curl_easy_cleanup(c);
-    free(url);
-    free(next);
+    http_call_release(&h);
     free(canon);
-    free(media);
-    free(effective);
     return r;
 }
 

@@ -131,8 +131,10 @@ static int parse_transport(struct mcp_server *s, struct json_object *o, struct e
                       "\"command\" for a stdio one");
     if (!url && !cmd)
         return bad(e, "needs \"url\" (an HTTP server) or \"command\" (a stdio server)");
-    if ((r = mcp_field_string(o, "url", "url", 0, &s->url, e)) < 0 ||
-        (r = mcp_field_string(o, "command", "command", MCP_FIELD_NONBLANK, &s->command, e)) < 0)
+    r = mcp_field_string(o, "url", "url", 0, &s->url, e);
+    if (r >= 0)
+        r = mcp_field_string(o, "command", "command", MCP_FIELD_NONBLANK, &s->command, e);
+    if (r < 0)
         return r;
 
     r = mcp_field_enum(o, "type", "type", types, "\"stdio\", \"http\" or \"sse\"", &type, e);
@@ -203,13 +205,21 @@ static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *
 
     if (!json_object_is_type(o, json_type_object))
         return bad(e, "the entry must be an object, not %s", mcp_field_type(o));
-    if ((r = parse_transport(s, o, e)) < 0 || (r = mcp_field_strv(o, "args", &s->args, e)) < 0 ||
-        (r = get_string_map(o, "env", false, &s->env, e)) < 0 ||
-        (r = mcp_field_string(o, "cwd", "cwd", 0, &s->cwd, e)) < 0 ||
-        (r = get_string_map(o, "headers", true, &s->headers, e)) < 0 ||
-        (r = mcp_field_ms(o, "timeout", &s->timeout_ms, e)) < 0 ||
-        (r = mcp_field_string(o, "headersHelper", "headersHelper", MCP_FIELD_NONBLANK,
-                              &s->headers_helper, e)) < 0)
+    r = parse_transport(s, o, e);
+    if (r >= 0)
+        r = mcp_field_strv(o, "args", &s->args, e);
+    if (r >= 0)
+        r = get_string_map(o, "env", false, &s->env, e);
+    if (r >= 0)
+        r = mcp_field_string(o, "cwd", "cwd", 0, &s->cwd, e);
+    if (r >= 0)
+        r = get_string_map(o, "headers", true, &s->headers, e);
+    if (r >= 0)
+        r = mcp_field_ms(o, "timeout", &s->timeout_ms, e);
+    if (r >= 0)
+        r = mcp_field_string(o, "headersHelper", "headersHelper", MCP_FIELD_NONBLANK,
+                             &s->headers_helper, e);
+    if (r < 0)
         return r;
     return parse_auth(s, o, e);
 }

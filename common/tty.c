@@ -48,15 +48,81 @@ static void on_interrupt(int sig)
     tty_interrupted = 1;
 }
 
+static const int prompt_sigs[] = {SIGINT, SIGTERM, SIGQUIT, SIGHUP};
+
+/* The caller's signal handlers and mask while a prompt is on screen, and the mask ppoll()
+ * waits with. */
+struct prompt_signals {
+    struct sigaction old_sa[ELEMENTSOF(prompt_sigs)];
+    sigset_t orig_mask, wait_mask;
+};
+
+/* The signals stay blocked except inside ppoll(), which unblocks them atomically: a Ctrl-C
+ * that lands between a check of the flag and the wait can then not be lost. */
+static void prompt_signals_catch(struct prompt_signals *s)
+{
+    struct sigaction sa = {.sa_handler = on_interrupt}; /* no SA_RESTART: read() returns EINTR */
+    sigset_t block;
+
+    tty_interrupted = 0;
+    sigemptyset(&sa.sa_mask);
+    sigemptyset(&block);
+    for (size_t i = 0; i < ELEMENTSOF(prompt_sigs); i++)
+        sigaddset(&block, prompt_sigs[i]);
+    (void)sigprocmask(SIG_BLOCK, &block, &s->orig_mask);
+    s->wait_mask = s->orig_mask;
+    for (size_t i = 0; i < ELEMENTSOF(prompt_sigs); i++) {
+        (void)sigaction(prompt_sigs[i], &sa, &s->old_sa[i]);
+        sigdelset(&s->wait_mask, prompt_sigs[i]);
+    }
+}
+
+/* Unblocks while our handler is still in place, so a signal that arrived meanwhile lands there
+ * (and is the cancellation it already was), then puts the caller's handlers back. */
+static void prompt_signals_restore(struct prompt_signals *s)
+{
+    (void)sigprocmask(SIG_SETMASK, &s->orig_mask, NULL);
+    for (size_t i = 0; i < ELEMENTSOF(prompt_sigs); i++)
+        (void)sigaction(prompt_sigs[i], &s->old_sa[i], NULL);
+}
+
+/* Reads one line from fd into line, without its end: -ECANCELED on a signal or end of file. */
+static int prompt_read_line(int fd, const sigset_t *wait_mask, struct buf *line)
+{
+    for (;;) {
+        char c;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (tty_interrupted)
+            return -ECANCELED;
+        int pr = ppoll(&pfd, 1, NULL, wait_mask);
+        if (pr < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        ssize_t n = read(fd, &c, 1);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -ECANCELED;
+        if (c == '\n' || c == '\r')
+            return 0;
+        int r = buf_append_char(line, c);
+        if (r < 0)
+            return r;
+    }
+}
+
 int tty_prompt(const char *prompt, bool secret, char **ret)
 {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGQUIT, SIGHUP};
-    struct sigaction old_sa[ELEMENTSOF(sigs)];
-    struct sigaction sa = {.sa_handler = on_interrupt}; /* no SA_RESTART: read() returns EINTR */
+    struct prompt_signals sigs;
     struct termios old, quiet;
     bool restore = false;
     struct buf line;
-    int r = 0;
+    int r;
 
     /* non-blocking: a line that Ctrl-C flushed after ppoll() saw it must not block read() */
     int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -64,20 +130,7 @@ int tty_prompt(const char *prompt, bool secret, char **ret)
         return -errno;
     buf_init(&line, TTY_LINE_MAX);
     line.secret = secret;
-    tty_interrupted = 0;
-    sigemptyset(&sa.sa_mask);
-    /* the signals stay blocked except inside ppoll(), which unblocks them atomically: a
-     * Ctrl-C that lands between a check of the flag and the wait can then not be lost */
-    sigset_t block, orig_mask, wait_mask;
-    sigemptyset(&block);
-    for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
-        sigaddset(&block, sigs[i]);
-    (void)sigprocmask(SIG_BLOCK, &block, &orig_mask);
-    wait_mask = orig_mask;
-    for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
-        (void)sigaction(sigs[i], &sa, &old_sa[i]);
-        sigdelset(&wait_mask, sigs[i]);
-    }
+    prompt_signals_catch(&sigs);
 
     if (secret && tcgetattr(fd, &old) == 0) {
         quiet = old;
@@ -86,48 +139,12 @@ int tty_prompt(const char *prompt, bool secret, char **ret)
             restore = true;
     }
     write_str(fd, prompt);
-
-    for (;;) {
-        char c;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        if (tty_interrupted) {
-            r = -ECANCELED;
-            break;
-        }
-        int pr = ppoll(&pfd, 1, NULL, &wait_mask);
-        if (pr < 0) {
-            if (errno == EINTR)
-                continue;
-            r = -errno;
-            break;
-        }
-        ssize_t n = read(fd, &c, 1);
-        if (n < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            r = -errno;
-            break;
-        }
-        if (n == 0) {
-            r = -ECANCELED;
-            break;
-        }
-        if (c == '\n' || c == '\r')
-            break;
-        r = buf_append_char(&line, c);
-        if (r < 0)
-            break;
-    }
-
+    r = prompt_read_line(fd, &sigs.wait_mask, &line);
     if (restore)
         (void)tcsetattr(fd, TCSAFLUSH, &old);
     if (secret)
         write_str(fd, "\n");
-    /* unblock while our handler is still in place, so a signal that arrived meanwhile lands
-     * there (and is the cancellation it already was), then put the caller's handlers back */
-    (void)sigprocmask(SIG_SETMASK, &orig_mask, NULL);
-    for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
-        (void)sigaction(sigs[i], &old_sa[i], NULL);
+    prompt_signals_restore(&sigs);
     close(fd);
     if (r < 0) {
         buf_release(&line);

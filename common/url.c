@@ -99,41 +99,40 @@ static int url_ipv6_host(const char *bracketed, const char *zone, char **ret)
     return 0;
 }
 
-/* Parses an absolute http(s) URL. -EINVAL with a message naming what is wrong, -ENOMEM. */
-static int url_parse(const char *in, struct url_parts *ret, struct err *e)
+/* A CURLU handle holding in, which must be an absolute URL. */
+static int url_handle(const char *in, CURLU **ret, struct err *e)
 {
-    struct url_parts p = {0};
-    CURLU *h = NULL;
-    char *user = NULL, *password = NULL, *port = NULL, *host = NULL, *zone = NULL;
-    int r;
-
-    if (!in || !*in) {
-        r = err_set(e, -EINVAL, "empty URL: expected one like 'https://mcp.example.com'");
-        goto out;
-    }
-    h = curl_url();
-    if (!h) {
-        r = -ENOMEM;
-        goto out;
-    }
+    if (!in || !*in)
+        return err_set(e, -EINVAL, "empty URL: expected one like 'https://mcp.example.com'");
+    CURLU *h = curl_url();
+    if (!h)
+        return -ENOMEM;
     /* no CURLU_DEFAULT_SCHEME and no CURLU_GUESS_SCHEME: a relative URL is an error */
     CURLUcode rc = curl_url_set(h, CURLUPART_URL, in, 0);
-    if (rc == CURLUE_OUT_OF_MEMORY) {
-        r = -ENOMEM;
-        goto out;
-    }
     if (rc != CURLUE_OK) {
-        r = err_set(e, -EINVAL,
-                    "'%s' is not a valid absolute URL: expected one like "
-                    "'https://mcp.example.com'",
-                    in);
-        goto out;
+        int r = rc == CURLUE_OUT_OF_MEMORY
+                    ? -ENOMEM
+                    : err_set(e, -EINVAL,
+                              "'%s' is not a valid absolute URL: expected one like "
+                              "'https://mcp.example.com'",
+                              in);
+        curl_url_cleanup(h);
+        return r;
     }
+    *ret = h;
+    return 0;
+}
+
+/* -EINVAL when the URL carries a user name or a password. */
+static int url_check_userinfo(CURLU *h, struct err *e)
+{
+    char *user = NULL, *password = NULL;
+    int r, r2;
 
     r = url_get_part(h, CURLUPART_USER, &user);
     if (r < 0)
         goto out;
-    int r2 = url_get_part(h, CURLUPART_PASSWORD, &password);
+    r2 = url_get_part(h, CURLUPART_PASSWORD, &password);
     if (r2 < 0) {
         r = r2;
         goto out;
@@ -146,13 +145,19 @@ static int url_parse(const char *in, struct url_parts *ret, struct err *e)
                     "the 'user:password@' part");
         goto out;
     }
-    r = url_get_part(h, CURLUPART_SCHEME, &p.scheme);
-    if (r < 0)
-        goto out;
-    if (r > 0 || (strcmp(p.scheme, "http") != 0 && strcmp(p.scheme, "https") != 0)) {
-        r = err_set(e, -EINVAL, "'%s' is not an http or https URL", in);
-        goto out;
-    }
+    r = 0;
+out:
+    free(user);
+    secure_free(password);
+    return r;
+}
+
+/* p->host: lowercase, or an IPv6 literal in RFC 5952 form with its zone. */
+static int url_take_host(CURLU *h, const char *in, struct url_parts *p, struct err *e)
+{
+    char *host = NULL, *zone = NULL;
+    int r;
+
     r = url_get_part(h, CURLUPART_HOST, &host);
     if (r < 0)
         goto out;
@@ -164,16 +169,28 @@ static int url_parse(const char *in, struct url_parts *ret, struct err *e)
         r = url_get_part(h, CURLUPART_ZONEID, &zone);
         if (r < 0)
             goto out;
-        r = url_ipv6_host(host, zone, &p.host);
+        r = url_ipv6_host(host, zone, &p->host);
         if (r == -EINVAL)
             r = err_set(e, -EINVAL, "'%s' has an invalid IPv6 address", in);
         if (r < 0)
             goto out;
     } else {
         ascii_lower(host);
-        p.host = host;
+        p->host = host;
         host = NULL;
     }
+    r = 0;
+out:
+    free(host);
+    free(zone);
+    return r;
+}
+
+/* p->port: 0 when absent or the scheme's default (p->scheme is set). */
+static int url_take_port(CURLU *h, const char *in, struct url_parts *p, struct err *e)
+{
+    char *port = NULL;
+    int r;
 
     r = url_get_part(h, CURLUPART_PORT, &port);
     if (r < 0)
@@ -186,28 +203,64 @@ static int url_parse(const char *in, struct url_parts *ret, struct err *e)
             r = err_set(e, -EINVAL, "'%s' has an invalid port number", in);
             goto out;
         }
-        unsigned def = strcmp(p.scheme, "https") == 0 ? 443 : 80;
-        p.port = v == def ? 0 : (unsigned)v;
+        unsigned def = strcmp(p->scheme, "https") == 0 ? 443 : 80;
+        p->port = v == def ? 0 : (unsigned)v;
     }
+    r = 0;
+out:
+    free(port);
+    return r;
+}
 
-    r = url_get_part(h, CURLUPART_PATH, &p.path);
+/* p->path ("/" at least) and p->query (NULL when empty). */
+static int url_take_path_query(CURLU *h, struct url_parts *p)
+{
+    int r = url_get_part(h, CURLUPART_PATH, &p->path);
+    if (r < 0)
+        return r;
+    if (r > 0 || !*p->path) {
+        free(p->path);
+        p->path = strdup("/");
+        if (!p->path)
+            return -ENOMEM;
+    }
+    r = url_get_part(h, CURLUPART_QUERY, &p->query);
+    if (r < 0)
+        return r;
+    if (p->query && !*p->query) {
+        free(p->query);
+        p->query = NULL;
+    }
+    return 0;
+}
+
+/* Parses an absolute http(s) URL. -EINVAL with a message naming what is wrong, -ENOMEM. */
+static int url_parse(const char *in, struct url_parts *ret, struct err *e)
+{
+    struct url_parts p = {0};
+    CURLU *h = NULL;
+    int r;
+
+    r = url_handle(in, &h, e);
     if (r < 0)
         goto out;
-    if (r > 0 || !*p.path) {
-        free(p.path);
-        p.path = strdup("/");
-        if (!p.path) {
-            r = -ENOMEM;
-            goto out;
-        }
-    }
-    r = url_get_part(h, CURLUPART_QUERY, &p.query);
+    r = url_check_userinfo(h, e);
     if (r < 0)
         goto out;
-    if (p.query && !*p.query) {
-        free(p.query);
-        p.query = NULL;
+    r = url_get_part(h, CURLUPART_SCHEME, &p.scheme);
+    if (r < 0)
+        goto out;
+    if (r > 0 || (strcmp(p.scheme, "http") != 0 && strcmp(p.scheme, "https") != 0)) {
+        r = err_set(e, -EINVAL, "'%s' is not an http or https URL", in);
+        goto out;
     }
+    r = url_take_host(h, in, &p, e);
+    if (r >= 0)
+        r = url_take_port(h, in, &p, e);
+    if (r >= 0)
+        r = url_take_path_query(h, &p);
+    if (r < 0)
+        goto out;
 
     *ret = p;
     p = (struct url_parts){0};
@@ -215,11 +268,6 @@ static int url_parse(const char *in, struct url_parts *ret, struct err *e)
 out:
     url_parts_release(&p);
     curl_url_cleanup(h);
-    free(user);
-    secure_free(password);
-    free(port);
-    free(host);
-    free(zone);
     return r;
 }
 

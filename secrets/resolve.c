@@ -205,11 +205,76 @@ out:
     return ret;
 }
 
+static int run_env(const struct recipe *r, struct buf *value, struct err *e)
+{
+    const char *v = getenv(r->arg);
+    if (!v)
+        return err_set(e, -ENOENT, "'%s': the environment variable '%s' is not set", r->name,
+                       r->arg);
+    if (!*v)
+        return err_set(e, -ENODATA, "'%s': the environment variable '%s' is empty", r->name,
+                       r->arg);
+    return buf_append_str(value, v);
+}
+
+static int run_keychain(const struct recipe *r, struct buf *value, struct err *e)
+{
+    char *v = NULL;
+    int rc = keychain_lookup(r->arg, &v, e);
+    if (rc == -ENOENT && strcmp(r->arg, r->name) == 0)
+        rc = err_set(e, rc,
+                     "'%s': the keychain has no item '%s': run 'secrets configure %s "
+                     "--keychain' to store it",
+                     r->name, r->arg, r->name);
+    else if (rc == -ENOENT)
+        rc = err_set(e, rc,
+                     "'%s': the keychain has no item '%s': to store it, run: secrets "
+                     "configure %s --keychain --label \"%s\"",
+                     r->name, r->arg, r->name, r->arg);
+    else if (rc < 0)
+        rc = err_prefix(e, "'%s'", r->name);
+    else
+        rc = buf_append_str(value, v);
+    secure_free(v);
+    return rc;
+}
+
+/* A command with a TTL, through the cache: under the cache's lock for the recipe, the cached
+ * value when there is a fresh one (unless RESOLVE_NO_CACHE), else the command's, stored with
+ * its expiry. *expires_at and *cached are set on success. */
+static int run_cached_command(struct resolver *rs, const struct recipe *r, int64_t now,
+                              struct buf *value, int64_t *expires_at, bool *cached, struct err *e)
+{
+    struct file_lock *lock = NULL;
+    char key[65];
+    int rc;
+
+    recipe_fingerprint(r, rs->scope, key);
+    rc = cache_lock(rs->cache, key, r->timeout_ms + CACHE_LOCK_SLACK_MS, &lock, e);
+    if (rc < 0) {
+        rc = err_prefix(e, "'%s'", r->name);
+        goto out;
+    }
+    if (!(rs->flags & RESOLVE_NO_CACHE) &&
+        cache_lookup(rs->cache, key, now, value, expires_at) >= 0) {
+        *cached = true;
+        goto out;
+    }
+    rc = run_command(rs, r, value, e);
+    if (rc >= 0) {
+        /* the TTL starts when the command finished, not when we were asked */
+        *expires_at = now_unix() + (r->ttl_ms + 999) / 1000;
+        if (cache_store(rs->cache, key, value->data, value->len, *expires_at) < 0)
+            cache_drop(rs->cache, key);
+    }
+out:
+    file_lock_release(lock);
+    return rc;
+}
+
 int resolver_run(struct resolver *rs, const struct recipe *r, struct resolved *ret, struct err *e)
 {
     struct buf value;
-    struct file_lock *lock = NULL;
-    char key[65];
     int64_t expires_at = 0, now = now_unix();
     bool cached = false;
     int rc = 0;
@@ -221,70 +286,25 @@ int resolver_run(struct resolver *rs, const struct recipe *r, struct resolved *r
         expires_at = now; /* resolve again every time */
 
     switch (r->kind) {
-    case RECIPE_ENV: {
-        const char *v = getenv(r->arg);
-        if (!v)
-            rc = err_set(e, -ENOENT, "'%s': the environment variable '%s' is not set", r->name,
-                         r->arg);
-        else if (!*v)
-            rc = err_set(e, -ENODATA, "'%s': the environment variable '%s' is empty", r->name,
-                         r->arg);
-        else
-            rc = buf_append_str(&value, v);
+    case RECIPE_ENV:
+        rc = run_env(r, &value, e);
         break;
-    }
     case RECIPE_LITERAL:
         rc = buf_append_str(&value, r->arg);
         break;
     case RECIPE_FILE:
         rc = run_file(r, &value, e);
         break;
-    case RECIPE_KEYCHAIN: {
-        char *v = NULL;
-        rc = keychain_lookup(r->arg, &v, e);
-        if (rc == -ENOENT && strcmp(r->arg, r->name) == 0)
-            rc = err_set(e, rc,
-                         "'%s': the keychain has no item '%s': run 'secrets configure %s "
-                         "--keychain' to store it",
-                         r->name, r->arg, r->name);
-        else if (rc == -ENOENT)
-            rc = err_set(e, rc,
-                         "'%s': the keychain has no item '%s': to store it, run: secrets "
-                         "configure %s --keychain --label \"%s\"",
-                         r->name, r->arg, r->name, r->arg);
-        else if (rc < 0)
-            rc = err_prefix(e, "'%s'", r->name);
-        else
-            rc = buf_append_str(&value, v);
-        secure_free(v);
+    case RECIPE_KEYCHAIN:
+        rc = run_keychain(r, &value, e);
         break;
-    }
     case RECIPE_COMMAND:
-        if (r->ttl_ms <= 0 || !rs->cache) {
+        if (r->ttl_ms <= 0 || !rs->cache)
             rc = run_command(rs, r, &value, e);
-            break;
-        }
-        recipe_fingerprint(r, rs->scope, key);
-        rc = cache_lock(rs->cache, key, r->timeout_ms + CACHE_LOCK_SLACK_MS, &lock, e);
-        if (rc < 0) {
-            rc = err_prefix(e, "'%s'", r->name);
-            break;
-        }
-        if (!(rs->flags & RESOLVE_NO_CACHE) &&
-            cache_lookup(rs->cache, key, now, &value, &expires_at) >= 0) {
-            cached = true;
-            break;
-        }
-        rc = run_command(rs, r, &value, e);
-        if (rc >= 0) {
-            /* the TTL starts when the command finished, not when we were asked */
-            expires_at = now_unix() + (r->ttl_ms + 999) / 1000;
-            if (cache_store(rs->cache, key, value.data, value.len, expires_at) < 0)
-                cache_drop(rs->cache, key);
-        }
+        else
+            rc = run_cached_command(rs, r, now, &value, &expires_at, &cached, e);
         break;
     }
-    file_lock_release(lock);
     if (rc >= 0)
         rc = finish(rs, r->name, &value, recipe_kind_str(r->kind), expires_at, ret, e);
     if (rc >= 0)

@@ -352,16 +352,9 @@ static void check_load_fails(const char *content, mode_t mode, int code, const c
     free(p);
 }
 
-static void test_refusals(void)
+/* Entry files that do not load, each also refused as the target of a save. */
+static void refusals_bad_files(void)
 {
-    fresh_store("refusals");
-    struct err e = ERR_INIT;
-    struct token_entry *t = NULL;
-    CHECK_INT(token_entry_new(URL, ISS, &t), 0);
-    CHECK_INT(tokens_save(t, &e), 0);
-    token_entry_free(t);
-    t = NULL;
-
     check_load_fails("{\"version\": 1,\n  \"server_url\": }\n", 0600, -EBADMSG, "line 2, column");
     check_load_fails("", 0600, -EBADMSG, "empty document");
     check_load_fails("[1]", 0600, -EBADMSG, "the top level\" must be an object, not an array");
@@ -393,6 +386,13 @@ static void test_refusals(void)
     /* others can read it */
     check_load_fails("{\"version\": 1, \"server_url\": \"" URL "\", \"issuer\": \"" ISS "\"}", 0644,
                      -EACCES, "chmod 600");
+}
+
+/* The entry file for URL and ISS exists and cannot be parsed. */
+static void refusals_unreadable_entry(void)
+{
+    struct err e = ERR_INIT;
+    struct token_entry *t = NULL;
 
     /* with issuer NULL, an unreadable entry is reported when nothing else matches */
     char *p = entry_file(URL, ISS);
@@ -427,8 +427,28 @@ static void test_refusals(void)
     CHECK_STR(now, "{\"version\": 1,\n  \"server_url\": }\n");
     free(now);
     free(p);
+}
 
-    /* arguments */
+static void test_refusals(void)
+{
+    fresh_store("refusals");
+    struct err e = ERR_INIT;
+    struct token_entry *t = NULL;
+    CHECK_INT(token_entry_new(URL, ISS, &t), 0);
+    CHECK_INT(tokens_save(t, &e), 0);
+    token_entry_free(t);
+    t = NULL;
+
+    refusals_bad_files();
+    refusals_unreadable_entry();
+}
+
+static void test_entry_arguments(void)
+{
+    fresh_store("arguments");
+    struct err e = ERR_INIT;
+    struct token_entry *t = NULL;
+
     CHECK_INT(token_entry_new("", ISS, &t), -EINVAL);
     CHECK_INT(token_entry_new(URL, NULL, &t), -EINVAL);
     CHECK_INT(token_entry_new(URL "\n", ISS, &t), -EINVAL);
@@ -594,4 +614,4 @@ static void test_method_names(void)
 }
 
 TESTS_MAIN(test_round_trip, test_newest_for_url, test_unknown_keys_preserved, test_refusals,
-           test_clear, test_delete, test_lock, test_method_names)
+           test_entry_arguments, test_clear, test_delete, test_lock, test_method_names)

@@ -879,13 +879,9 @@ static void cancel_slow(struct loop_timer *t, void *userdata)
     c->cancel = NULL;
 }
 
-static void test_curl(void)
+/* A bound socket that does not listen, so that connect() to it is refused; its port in *ret_port. */
+static int refusing_socket(unsigned *ret_port)
 {
-    CHECK_INT(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
-    struct server srv;
-    server_start(&srv);
-
-    /* a bound socket that does not listen: connect() is refused */
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -893,7 +889,14 @@ static void test_curl(void)
     CHECK(fd >= 0);
     CHECK_INT(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     CHECK_INT(getsockname(fd, (struct sockaddr *)&sa, &salen), 0);
+    *ret_port = ntohs(sa.sin_port);
+    return fd;
+}
 
+/* A loop with NGET quick transfers, one refused, two slow ones and the timer that cancels one of
+ * them, all added. */
+static struct curl_ctx *curl_ctx_start(unsigned srv_port, unsigned refused_port)
+{
     struct curl_ctx *c = calloc(1, sizeof(*c));
     if (!c)
         exit(2);
@@ -902,22 +905,23 @@ static void test_curl(void)
     CHECK(loop_curl_multi(c->l) == loop_curl_multi(c->l));
     char url[128];
     for (unsigned i = 0; i < NGET; i++) {
-        snprintf(url, sizeof(url), "http://127.0.0.1:%u/n/%u", srv.port, i);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%u/n/%u", srv_port, i);
         xfer_setup(c, &c->get[i], url);
     }
-    snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", ntohs(sa.sin_port));
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", refused_port);
     xfer_setup(c, &c->refused, url);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%u/slow", srv.port);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/slow", srv_port);
     xfer_setup(c, &c->slow_timer, url);
     xfer_setup(c, &c->slow_done, url);
     CHECK_INT(loop_curl_add(c->l, c->get[0].easy, xfer_done, &c->get[0]), -EALREADY);
     CHECK_INT(loop_timer_add(c->l, 20, cancel_slow, c, &c->cancel), 0);
+    return c;
+}
 
-    int64_t t0 = now_mono_ms();
-    CHECK_INT(loop_run(c->l), 0); /* ends when the last transfer has finished or gone */
-    int64_t took = now_mono_ms() - t0;
-    CHECK(took < 5000); /* the slow ones were stopped, they would take 10 s */
-
+/* After the first run: every quick transfer answered, the refused one failed, the slow ones
+ * stopped without their done callback. */
+static void curl_check_first_run(struct curl_ctx *c)
+{
     for (unsigned i = 0; i < NGET; i++) {
         struct xfer *x = &c->get[i];
         CHECK_INT(x->done_calls, 1);
@@ -935,8 +939,11 @@ static void test_curl(void)
     CHECK(c->slow_timer.len > 0 && c->slow_timer.len < 200);
     CHECK_INT(c->slow_done.done_calls, 0);
     CHECK(c->cancel == NULL);
+}
 
-    /* a handle the loop gave back can go round again */
+/* a handle the loop gave back can go round again */
+static void curl_check_again(struct curl_ctx *c)
+{
     free(c->get[0].body);
     c->get[0].body = NULL;
     c->get[0].len = 0;
@@ -945,9 +952,12 @@ static void test_curl(void)
     CHECK_INT(c->get[0].done_calls, 2);
     CHECK_INT(c->get[0].result, CURLE_OK);
     CHECK_INT(c->get[0].len, 100);
+}
 
-    /* loop_free with a transfer still running: taken off the multi handle, done not called,
-     * the handle still ours to free */
+/* loop_free with a transfer still running: taken off the multi handle, done not called, the
+ * handle still ours to free */
+static void curl_check_free_running(struct curl_ctx *c)
+{
     c->slow_timer.len = 0;
     CHECK_INT(loop_curl_add(c->l, c->slow_timer.easy, xfer_done, &c->slow_timer), 0);
     struct loop_timer *q;
@@ -956,13 +966,36 @@ static void test_curl(void)
     CHECK(c->slow_timer.len > 0);
     loop_free(c->l);
     CHECK_INT(c->slow_timer.done_calls, 0);
+}
 
+static void curl_ctx_free(struct curl_ctx *c)
+{
     for (unsigned i = 0; i < NGET; i++)
         xfer_release(&c->get[i]);
     xfer_release(&c->refused);
     xfer_release(&c->slow_timer);
     xfer_release(&c->slow_done);
     free(c);
+}
+
+static void test_curl(void)
+{
+    CHECK_INT(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
+    struct server srv;
+    server_start(&srv);
+    unsigned refused_port = 0;
+    int fd = refusing_socket(&refused_port);
+    struct curl_ctx *c = curl_ctx_start(srv.port, refused_port);
+
+    int64_t t0 = now_mono_ms();
+    CHECK_INT(loop_run(c->l), 0); /* ends when the last transfer has finished or gone */
+    int64_t took = now_mono_ms() - t0;
+    CHECK(took < 5000); /* the slow ones were stopped, they would take 10 s */
+    curl_check_first_run(c);
+    curl_check_again(c);
+    curl_check_free_running(c);
+
+    curl_ctx_free(c);
     close(fd);
     server_stop(&srv);
     curl_global_cleanup();

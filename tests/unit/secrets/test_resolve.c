@@ -368,42 +368,45 @@ static void test_env_shadowed(void)
 
 static char *runs_ttl, *runs_zero;
 
-static void test_ttl_cache(void)
-{
-    struct resolver *rs = new_resolver(cache, redact, 0);
-    struct resolver *nocache = new_resolver(cache, redact, RESOLVE_NO_CACHE);
-    struct resolver *nullcache = new_resolver(NULL, redact, 0);
-    struct resolved a = {0}, b = {0};
-    const struct recipe *r = NULL;
-    struct err e = ERR_INIT;
-    char key[65], *entry = NULL;
+/* The CMDTTL scenario: one recipe's cache entry seen through resolvers with and without the
+ * cache, the command's run count growing step by step; each step below starts where the last
+ * one left it. */
+struct ttl_case {
+    struct resolver *rs, *nocache, *nullcache;
+    const struct recipe *r;
+    char key[65];
+    char *entry;
+    struct resolved a; /* the first answer: later expiries are measured against it */
+    int64_t refreshed; /* the expiry RESOLVE_NO_CACHE wrote */
+};
 
-    CHECK(cache != NULL);
-    CHECK_INT(store_get(store, "CMDTTL", &r, &e), 0);
-    if (!r || !cache)
-        goto out;
-    recipe_fingerprint(r, agent_dir, key);
-    CHECK_INT(strlen(key), 64);
-    CHECK(asprintf(&entry, "%s/credkit-secrets/%s", runtime_dir, key) > 0);
-    CHECK(!exists(entry));
+static void ttl_first_then_cached(struct ttl_case *t)
+{
+    struct resolved b = {0};
 
     /* first: runs, expires one TTL after it ran */
     int64_t before = now_unix();
-    expect_value(rs, "CMDTTL", "ttl-value-777", "command", &a);
+    expect_value(t->rs, "CMDTTL", "ttl-value-777", "command", &t->a);
     int64_t after = now_unix();
-    CHECK(!a.cached);
-    CHECK(a.expires_at >= before + 3600 && a.expires_at <= after + 3600);
+    CHECK(!t->a.cached);
+    CHECK(t->a.expires_at >= before + 3600 && t->a.expires_at <= after + 3600);
     CHECK_INT(count_lines(runs_ttl), 1);
-    CHECK(exists(entry));
+    CHECK(exists(t->entry));
 
     /* second: from the cache, same value and expiry, no run */
-    expect_value(rs, "CMDTTL", "ttl-value-777", "command", &b);
+    expect_value(t->rs, "CMDTTL", "ttl-value-777", "command", &b);
     CHECK(b.cached);
-    CHECK_INT(b.expires_at, a.expires_at);
+    CHECK_INT(b.expires_at, t->a.expires_at);
     CHECK_INT(count_lines(runs_ttl), 1);
     resolved_release(&b);
+}
 
-    /* served from the cache, the value is still registered for redaction */
+/* served from the cache, the value is still registered for redaction */
+static void ttl_cached_is_redacted(void)
+{
+    struct resolved b = {0};
+    struct err e = ERR_INIT;
+
     struct redact *fresh = redact_new();
     CHECK(fresh != NULL);
     struct resolver *rs2 = new_resolver(cache, fresh, 0);
@@ -413,68 +416,128 @@ static void test_ttl_cache(void)
     resolved_release(&b);
     resolver_free(rs2);
     redact_free(fresh);
+}
 
-    /* RESOLVE_NO_CACHE runs again (and refreshes the entry) */
-    expect_value(nocache, "CMDTTL", "ttl-value-777", "command", &b);
+/* RESOLVE_NO_CACHE runs again (and refreshes the entry) */
+static void ttl_no_cache_flag(struct ttl_case *t)
+{
+    struct resolved b = {0};
+
+    expect_value(t->nocache, "CMDTTL", "ttl-value-777", "command", &b);
     CHECK(!b.cached);
     CHECK_INT(count_lines(runs_ttl), 2);
-    CHECK(b.expires_at >= a.expires_at);
-    int64_t refreshed = b.expires_at;
+    CHECK(b.expires_at >= t->a.expires_at);
+    t->refreshed = b.expires_at;
     resolved_release(&b);
-    expect_value(rs, "CMDTTL", "ttl-value-777", "command", &b);
+    expect_value(t->rs, "CMDTTL", "ttl-value-777", "command", &b);
     CHECK(b.cached);
-    CHECK_INT(b.expires_at, refreshed);
+    CHECK_INT(b.expires_at, t->refreshed);
     CHECK_INT(count_lines(runs_ttl), 2);
     resolved_release(&b);
+}
 
-    /* no cache at all: runs every time, still with its expiry */
-    before = now_unix();
-    expect_value(nullcache, "CMDTTL", "ttl-value-777", "command", &b);
-    after = now_unix();
+/* no cache at all: runs every time, still with its expiry */
+static void ttl_without_cache(struct ttl_case *t)
+{
+    struct resolved b = {0};
+
+    int64_t before = now_unix();
+    expect_value(t->nullcache, "CMDTTL", "ttl-value-777", "command", &b);
+    int64_t after = now_unix();
     CHECK(!b.cached);
     CHECK(b.expires_at >= before + 3600 && b.expires_at <= after + 3600);
     CHECK_INT(count_lines(runs_ttl), 3);
     resolved_release(&b);
+}
 
-    /* an expired entry is not served */
+/* an expired entry is not served */
+static void ttl_expired_entry(struct ttl_case *t)
+{
+    struct resolved b = {0};
     struct stat st;
-    CHECK_INT(stat(entry, &st), 0);
+
+    CHECK_INT(stat(t->entry, &st), 0);
     CHECK_INT(st.st_mode & 07777, 0600);
-    CHECK_INT(st.st_mtime, refreshed);
-    CHECK_INT(cache_store(cache, key, "stale-value", 11, now_unix() - 1), 0);
-    expect_value(rs, "CMDTTL", "ttl-value-777", "command", &b);
+    CHECK_INT(st.st_mtime, t->refreshed);
+    CHECK_INT(cache_store(cache, t->key, "stale-value", 11, now_unix() - 1), 0);
+    expect_value(t->rs, "CMDTTL", "ttl-value-777", "command", &b);
     CHECK(!b.cached);
     CHECK_INT(count_lines(runs_ttl), 4);
     resolved_release(&b);
+}
 
-    /* a changed recipe (another TTL) never gets the old value */
+/* a changed recipe (another TTL) never gets the old value */
+static void ttl_changed_recipe(struct ttl_case *t)
+{
+    struct resolved b = {0};
+    struct err e = ERR_INIT;
     struct recipe *changed = NULL;
-    CHECK_INT(recipe_new("CMDTTL", RECIPE_COMMAND, r->arg, &changed), 0);
+
+    CHECK_INT(recipe_new("CMDTTL", RECIPE_COMMAND, t->r->arg, &changed), 0);
     changed->ttl_ms = 2 * 3600 * 1000;
-    CHECK_INT(resolver_run(rs, changed, &b, &e), 0);
+    CHECK_INT(resolver_run(t->rs, changed, &b, &e), 0);
     CHECK(!b.cached);
     CHECK_INT(count_lines(runs_ttl), 5);
     resolved_release(&b);
     /* a part-second TTL is rounded up */
     changed->ttl_ms = 1500;
-    before = now_unix();
-    CHECK_INT(resolver_run(rs, changed, &b, &e), 0);
-    after = now_unix();
+    int64_t before = now_unix();
+    CHECK_INT(resolver_run(t->rs, changed, &b, &e), 0);
+    int64_t after = now_unix();
     CHECK(b.expires_at >= before + 2 && b.expires_at <= after + 2);
     resolved_release(&b);
     recipe_free(changed);
+}
 
-    /* ttl 0: runs every time, expires now, nothing cached */
-    r = NULL;
+static void test_ttl_cache(void)
+{
+    struct ttl_case t = {
+        .rs = new_resolver(cache, redact, 0),
+        .nocache = new_resolver(cache, redact, RESOLVE_NO_CACHE),
+        .nullcache = new_resolver(NULL, redact, 0),
+    };
+    struct err e = ERR_INIT;
+
+    CHECK(cache != NULL);
+    CHECK_INT(store_get(store, "CMDTTL", &t.r, &e), 0);
+    if (!t.r || !cache)
+        goto out;
+    recipe_fingerprint(t.r, agent_dir, t.key);
+    CHECK_INT(strlen(t.key), 64);
+    CHECK(asprintf(&t.entry, "%s/credkit-secrets/%s", runtime_dir, t.key) > 0);
+    CHECK(!exists(t.entry));
+
+    ttl_first_then_cached(&t);
+    ttl_cached_is_redacted();
+    ttl_no_cache_flag(&t);
+    ttl_without_cache(&t);
+    ttl_expired_entry(&t);
+    ttl_changed_recipe(&t);
+out:
+    resolved_release(&t.a);
+    free(t.entry);
+    resolver_free(t.nullcache);
+    resolver_free(t.nocache);
+    resolver_free(t.rs);
+}
+
+/* ttl 0: runs every time, expires now, nothing cached */
+static void test_ttl_zero(void)
+{
+    struct resolver *rs = new_resolver(cache, redact, 0);
+    struct resolved b = {0};
+    const struct recipe *r = NULL;
+    struct err e = ERR_INIT;
+
     CHECK_INT(store_get(store, "CMDTTL0", &r, &e), 0);
     if (r) {
         char key0[65], *entry0 = NULL;
         recipe_fingerprint(r, agent_dir, key0);
         CHECK(asprintf(&entry0, "%s/credkit-secrets/%s", runtime_dir, key0) > 0);
         for (int i = 1; i <= 2; i++) {
-            before = now_unix();
+            int64_t before = now_unix();
             expect_value(rs, "CMDTTL0", "zero-ttl-value", "command", &b);
-            after = now_unix();
+            int64_t after = now_unix();
             CHECK(!b.cached);
             CHECK(b.expires_at >= before && b.expires_at <= after);
             CHECK_INT(count_lines(runs_zero), i);
@@ -483,12 +546,6 @@ static void test_ttl_cache(void)
         CHECK(!exists(entry0));
         free(entry0);
     }
-
-out:
-    resolved_release(&a);
-    free(entry);
-    resolver_free(nullcache);
-    resolver_free(nocache);
     resolver_free(rs);
 }
 
@@ -603,7 +660,7 @@ int main(void)
         fprintf(stderr, "no cache in %s\n", runtime_dir);
 
     int r = TESTS_RUN(test_env_and_literal, test_file, test_command, test_environment_fallback,
-                      test_env_shadowed, test_ttl_cache);
+                      test_env_shadowed, test_ttl_cache, test_ttl_zero);
 
     cache_free(cache);
     redact_free(redact);

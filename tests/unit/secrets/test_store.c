@@ -210,23 +210,13 @@ out:
     free(path);
 }
 
-static void test_save_roundtrip(void)
+/* Adds ZED and ADDED to s, whose agent directory was removed, and saves it twice: once creating
+ * the directory, once tightening it. */
+static void roundtrip_edit_and_save(struct store *s, const char *dir, const char *path,
+                                    struct err *e)
 {
-    char *src = tmp_path("saveroundtrip/src/secrets.json");
-    char *dir = tmp_path("saveroundtrip/new/agent");
-    char *path = tmp_path("saveroundtrip/new/agent/secrets.json");
-    struct store *s = NULL, *s2 = NULL;
-    struct err e = ERR_INIT;
     struct recipe *r = NULL;
-    struct json_object *before = NULL, *after = NULL, *v = NULL;
-    const struct recipe *got = NULL;
 
-    write_file(src, SAMPLE, 0600);
-    CHECK_INT(json_read_file(src, 1 << 20, 0, &before, &e), 0);
-    write_file(path, SAMPLE, 0600);
-    CHECK_INT(store_load(path, &s, &e), 0);
-    if (!s)
-        goto out;
     /* the agent directory goes away under the loaded store: save creates it again */
     CHECK_INT(unlink(path), 0);
     CHECK_INT(rmdir(dir), 0);
@@ -239,24 +229,32 @@ static void test_save_roundtrip(void)
     recipe_free(r);
     r = NULL;
     mode_t old_umask = umask(0);
-    CHECK_INT(store_save(s, &e), 0);
+    CHECK_INT(store_save(s, e), 0);
     umask(old_umask);
-    CHECK_STR(e.msg, "");
+    CHECK_STR(e->msg, "");
     CHECK_INT(mode_of(dir), 0700);
     CHECK_INT(mode_of(path), 0600);
     /* an existing directory that is too open is tightened; the umask does not matter */
     CHECK_INT(chmod(dir, 0755), 0);
     CHECK_INT(chmod(path, 0600), 0);
     old_umask = umask(077);
-    CHECK_INT(store_save(s, &e), 0);
+    CHECK_INT(store_save(s, e), 0);
     umask(old_umask);
     CHECK_INT(mode_of(dir), 0700);
     CHECK_INT(mode_of(path), 0600);
+}
 
-    /* unknown keys and bad entries come back unchanged; the changes are there */
-    CHECK_INT(json_read_file(path, 1 << 20, JSON_READ_SECRET, &after, &e), 0);
-    if (!after || !before)
-        goto out;
+/* unknown keys and bad entries come back unchanged; the changes are there. False when the
+ * saved file could not be read. */
+static bool roundtrip_check_json(struct json_object *before, const char *path, struct err *e)
+{
+    struct json_object *after = NULL, *v = NULL;
+
+    CHECK_INT(json_read_file(path, 1 << 20, JSON_READ_SECRET, &after, e), 0);
+    if (!after || !before) {
+        json_object_put(after);
+        return false;
+    }
     CHECK_INT(json_object_object_length(after), 8);
     static const char *const same[] = {"$schema", "ALPHA", "BAD", "MID", "1NUM", "$comment"};
     for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
@@ -272,11 +270,19 @@ static void test_save_roundtrip(void)
     CHECK_STR(json_object_get_string(v), "file:/etc/zed-token");
     CHECK(json_object_object_get_ex(after, "ADDED", &v));
     CHECK_STR(json_object_get_string(v), "keychain:work");
+    json_object_put(after);
+    return true;
+}
 
-    /* and in the same order: re-load and compare names */
-    CHECK_INT(store_load(path, &s2, &e), 0);
+/* and in the same order: re-load and compare names; no temporary file left beside it */
+static void roundtrip_check_reload(const char *path, struct err *e)
+{
+    struct store *s2 = NULL;
+    const struct recipe *got = NULL;
+
+    CHECK_INT(store_load(path, &s2, e), 0);
     if (!s2)
-        goto out;
+        return;
     static const char *const order[] = {"ZED", "ALPHA", "BAD", "MID", "1NUM", "ADDED"};
     CHECK_INT(store_count(s2), 6);
     for (size_t i = 0; i < 6; i++)
@@ -287,23 +293,42 @@ static void test_save_roundtrip(void)
           strstr(text, "\"1NUM\"") < strstr(text, "$comment") &&
           strstr(text, "$comment") < strstr(text, "\"ADDED\""));
     free(text);
-    CHECK_INT(store_get(s2, "BAD", &got, &e), -EINVAL);
-    CHECK_CONTAINS(e.msg, "not a number");
+    CHECK_INT(store_get(s2, "BAD", &got, e), -EINVAL);
+    CHECK_CONTAINS(e->msg, "not a number");
     got = NULL;
-    CHECK_INT(store_get(s2, "ZED", &got, &e), 0);
+    CHECK_INT(store_get(s2, "ZED", &got, e), 0);
     CHECK(got && got->kind == RECIPE_FILE && strcmp(got->arg, "/etc/zed-token") == 0);
 
-    /* no temporary file left beside it */
     CHECK_INT(access(path, F_OK), 0);
     char *lock = NULL;
     CHECK(asprintf(&lock, "%s.lock", path) > 0);
     CHECK(access(lock, F_OK) < 0);
     free(lock);
+    store_free(s2);
+}
+
+static void test_save_roundtrip(void)
+{
+    char *src = tmp_path("saveroundtrip/src/secrets.json");
+    char *dir = tmp_path("saveroundtrip/new/agent");
+    char *path = tmp_path("saveroundtrip/new/agent/secrets.json");
+    struct store *s = NULL;
+    struct err e = ERR_INIT;
+    struct json_object *before = NULL;
+
+    write_file(src, SAMPLE, 0600);
+    CHECK_INT(json_read_file(src, 1 << 20, 0, &before, &e), 0);
+    write_file(path, SAMPLE, 0600);
+    CHECK_INT(store_load(path, &s, &e), 0);
+    if (!s)
+        goto out;
+    /* one error struct throughout, as store_save() must leave it empty */
+    roundtrip_edit_and_save(s, dir, path, &e);
+    if (roundtrip_check_json(before, path, &e))
+        roundtrip_check_reload(path, &e);
 out:
     json_object_put(before);
-    json_object_put(after);
     store_free(s);
-    store_free(s2);
     free(src);
     free(dir);
     free(path);
