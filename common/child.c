@@ -336,7 +336,7 @@ int child_spawn(const struct child_spec *spec, struct child **ret, struct err *e
 {
     struct spawn_fds f;
     struct child *c = NULL;
-    pid_t pid;
+    pid_t pid = -1;
     int r;
 
     r = spawn_check(spec, ret, e);

@@ -162,7 +162,7 @@ int mcp_field_strv(struct json_object *o, const char *key, char ***ret, struct e
     size_t n = v ? json_object_array_length(v) : 0;
     for (size_t i = 0; i < n; i++) {
         struct json_object *it = json_object_array_get_idx(v, i);
-        const char *s;
+        const char *s = NULL;
         char lbl[128];
         (void)snprintf(lbl, sizeof(lbl), "\"%s\"[%zu]", key, i);
         if (!it) {

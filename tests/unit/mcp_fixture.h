@@ -42,7 +42,10 @@ static inline void mkdir_p(const char *path)
 
 static inline void setup(const char *name)
 {
-    snprintf(base, sizeof(base), "%s/%s", tests_tmpdir(), name);
+    if (snprintf(base, sizeof(base), "%s/%s", tests_tmpdir(), name) >= (int)sizeof(base)) {
+        fprintf(stderr, "test directory name too long\n");
+        exit(2);
+    }
     mkdir_p(P("home/.pi/agent"));
     mkdir_p(P("home/proj/.pi"));
     setenv("HOME", P("home"), 1);
