@@ -260,11 +260,19 @@ static void test_helper_answer_no_copy_left(void)
         "{\"headers\":{\"A\":\"" CANARY "\"},\"version\":2}",
         "{\"headers\":{\"A\":\"" CANARY "\"},\"x\":[\"" CANARY "\"],\"y\":",
         "{\"headers\":{\"A\":\"" CANARY CANARY CANARY CANARY CANARY CANARY "\",\"a\":\"\"}}",
+        "{\"headers\":{\"A\":\"" CANARY "\"}} x",
     };
     static const char *const bad_secrets[] = {
         "{\"secrets\":{\"A\":{\"value\":\"" CANARY CANARY CANARY CANARY "\",\"error\":\"e\"}}}",
         "{\"secrets\":{\"A\":{\"value\":\"" CANARY "\"},\"B\":{}}}",
         "{\"secrets\":{\"A\":{\"value\":\"" CANARY "\"}},\"version\":9}",
+        /* refused as soon as the second key is read: the first is in the tree built so far */
+        "{\"secrets\":{\"A\":{\"value\":\"" CANARY "\"},\"A\":{\"value\":\"y\"}}}",
+    };
+    /* accepted, but json-c keeps only the last of a repeated member and frees the first */
+    static const char *const repeated[] = {
+        "{\"headers\":{},\"x\":\"" CANARY "\",\"x\":1}",
+        "{\"headers\":{\"A\":\"b\"},\"x\":{\"y\":[\"" CANARY "\"]},\"x\":null}",
     };
     static const char long_value[] = CANARY CANARY CANARY CANARY CANARY CANARY CANARY CANARY;
     struct helper_headers h = {0}, g = {0};
@@ -301,6 +309,10 @@ static void test_helper_answer_no_copy_left(void)
         CHECK(helper_headers_parse(bad[i], strlen(bad[i]), &g, &e) < 0);
     for (size_t i = 0; i < ELEMENTSOF(bad_secrets); i++)
         CHECK(helper_secrets_parse(bad_secrets[i], strlen(bad_secrets[i]), &t, &e) < 0);
+    for (size_t i = 0; i < ELEMENTSOF(repeated); i++) {
+        CHECK_INT(helper_headers_parse(repeated[i], strlen(repeated[i]), &g, &e), 0);
+        helper_headers_release(&g);
+    }
     wipewatch_scan(NULL);
     CHECK_INT(wipewatch_found(), 0);
 }
