@@ -103,8 +103,8 @@ static bool secret_name_valid(const char *s)
  *
  * And json-c (0.16) lets through, even with JSON_TOKENER_STRICT, some of what JSON (RFC 8259)
  * and the protocol refuse: control characters inside strings, lone surrogates (turned into
- * U+FFFD, which would change a value), overlong and surrogate UTF-8, numbers such as 1. and 00,
- * and \u0000 (which no C string can carry). check_strict() finds those on the text json-c has
+ * U+FFFD, which would change a value), overlong and surrogate UTF-8, numbers such as 1., 00 and
+ * NaN, and \u0000 (which no C string can carry). check_strict() finds those on the text json-c has
  * read, so every error is the first in the text, worded "line L, column C: what". */
 
 enum answer_kind {
@@ -242,7 +242,8 @@ static int check_strict(const struct reader *rd, size_t limit)
             return syntax(rd, i, "control character in a string");
         } else if (!in_string && (c == '-' || is_digit(c))) {
             r = check_number(rd, &i);
-        } else if (!in_string && c == 0) {
+        } else if (!in_string && (c == 0 || c == 'N' || c == 'I')) {
+            /* NaN, Infinity and -Infinity: json-c takes them, strict or not */
             return syntax(rd, i, "unexpected character");
         } else {
             if (c == '"')
