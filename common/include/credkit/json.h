@@ -74,7 +74,7 @@ bool json_get_int64(struct json_object *obj, const char *key, int64_t *ret);
  * before json_object_put() gives its memory back: json-c frees its copies unwiped. Keys are not
  * wiped: json-c's API offers them read-only and its hash table depends on them, so they stay in
  * the memory json-c frees. Keys are names, not secrets: never store a secret as a key. The
- * strings are left their lengths and hold zero bytes, so use o for nothing but put afterwards.
+ * strings keep their lengths but hold zero bytes: put o afterwards, and use it for nothing else.
  * NULL-safe. */
 void json_wipe_strings(struct json_object *o);
 
