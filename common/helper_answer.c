@@ -1,4 +1,4 @@
-/* helper_answer.c - the secrets and headers answers: writers, and readers that wipe */
+/* helper_answer.c - the secrets and headers answers: writers, and readers over json-c that wipe */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -6,9 +6,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include <json-c/printbuf.h>
+
 #include "credkit/helper_answer.h"
 #include "credkit/json.h"
-#include "credkit/jsonr.h"
 #include "credkit/jsonw.h"
 #include "credkit/secmem.h"
 
@@ -17,81 +18,47 @@ static bool is_digit(int c)
     return c >= '0' && c <= '9';
 }
 
-static int type_error(struct jsonr *rd, const char *what, const char *want)
+/* The length of the well-formed UTF-8 sequence at p (no overlongs, no surrogates, at most
+ * U+10FFFF), or 0. */
+static size_t utf8_seq(const unsigned char *p, size_t avail)
 {
-    int c = jsonr_peek(rd);
-    if (c <= 0 || !strchr("{[\"tfn-0123456789", c))
-        return jsonr_skip(rd); /* not a value at all: a syntax error, with its position */
-    return err_set(rd->e, -EBADMSG, "%s must be %s, not %s", what, want, jsonr_kind(rd));
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        n = 2;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        n = 3;
+        if (p[0] == 0xe0)
+            lo = 0xa0;
+        else if (p[0] == 0xed)
+            hi = 0x9f;
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        n = 4;
+        if (p[0] == 0xf0)
+            lo = 0x90;
+        else if (p[0] == 0xf4)
+            hi = 0x8f;
+    } else
+        return 0;
+    if (avail < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
 }
 
-/* Reads a string member's value into a fresh copy (*ret, caller frees with secure_free). */
-static int read_string_dup(struct jsonr *rd, const char *what, char **ret)
+/* Whether s[0..len) is well-formed UTF-8: JSON text can carry nothing else. */
+static bool utf8_valid(const char *s, size_t len)
 {
-    struct buf b;
-    if (jsonr_peek(rd) != '"')
-        return type_error(rd, what, "a string");
-    buf_init_secret(&b, HELPER_ANSWER_MAX);
-    int r = jsonr_string(rd, &b);
-    if (r >= 0) {
-        *ret = buf_detach(&b);
-        if (!*ret)
-            r = -ENOMEM;
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        size_t n = p[i] < 0x80 ? 1 : utf8_seq(p + i, len - i);
+        if (n == 0)
+            return false;
+        i += n;
     }
-    buf_release(&b);
-    return r;
-}
-
-static int read_positive_int(struct jsonr *rd, const char *what, int64_t *ret)
-{
-    bool integer = false;
-    int64_t v = 0;
-    int c = jsonr_peek(rd);
-    if (c != '-' && !is_digit(c))
-        return type_error(rd, what, "a positive integer");
-    int r = jsonr_number(rd, &integer, &v);
-    if (r < 0)
-        return r;
-    if (!integer || v <= 0)
-        return err_set(rd->e, -EBADMSG, "%s must be a positive integer", what);
-    *ret = v;
-    return 0;
-}
-
-static int read_version(struct jsonr *rd, bool *seen)
-{
-    int64_t v = 0;
-    if (*seen)
-        return err_set(rd->e, -EBADMSG, "\"version\" appears twice");
-    *seen = true;
-    int r = read_positive_int(rd, "\"version\"", &v);
-    if (r < 0)
-        return r;
-    if (v > HELPER_ANSWER_VERSION)
-        return err_set(rd->e, -EPROTONOSUPPORT,
-                       "the answer is in version %lld of the helper protocol, and this program "
-                       "reads version %d: update it",
-                       (long long)v, HELPER_ANSWER_VERSION);
-    return 0;
-}
-
-static int reader_begin(struct jsonr *rd, const char *text, size_t len, struct err *e)
-{
-    jsonr_init(rd, text, len, e);
-    if (len > HELPER_ANSWER_MAX)
-        return err_set(e, -E2BIG, "the answer is larger than %u bytes", HELPER_ANSWER_MAX);
-    if (jsonr_peek(rd) == -1)
-        return err_set(e, -EBADMSG, "empty answer: expected a JSON object");
-    if (jsonr_peek(rd) != '{')
-        return err_set(e, -EBADMSG, "the answer is not a JSON object");
-    return jsonr_object_begin(rd);
-}
-
-static int reader_end(struct jsonr *rd)
-{
-    if (jsonr_peek(rd) != -1)
-        return jsonr_syntax(rd, "unexpected characters after the answer");
-    return 0;
+    return true;
 }
 
 /* Names the index-th member (1-based) in a message: by its name when that is short printable
@@ -108,8 +75,6 @@ static void describe_name(const char *kind, const char *name, size_t n, size_t i
         (void)snprintf(out, size, "%s #%zu", kind, index);
 }
 
-/* ---- the secrets answer ---- */
-
 static bool secret_name_valid(const char *s)
 {
     if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
@@ -119,6 +84,389 @@ static bool secret_name_valid(const char *s)
             return false;
     return true;
 }
+
+/* ---- reading: json-c, as strict as the protocol, leaving no copy behind ----
+ *
+ * json-c parses an answer into a tree; a reader walks it, copies what it keeps into memory of
+ * its own, and wipes every string of the tree (json_wipe_strings) before it puts it. The
+ * tokener is driven here rather than through json_parse(), for what that cannot give:
+ *   - a repeated member: json-c keeps the last and frees the value before it, unwiped. The text
+ *     goes to the tokener in pieces that end at each ':', so each key is seen before its value:
+ *     a repetition the protocol refuses stops the parse there, and any other has the value it
+ *     replaces wiped first;
+ *   - a failed parse: the tokener frees the tree it had built so far unwiped, so that is wiped
+ *     first;
+ *   - the tokener's scratch buffer, which would grow by realloc() (each move leaving a copy
+ *     behind): it is sized for the whole text before the parse, and wiped after it.
+ * The tokener's fields are public in json-c's header, though documented as private; pb, depth
+ * and stack are the only ones read (json.c reads pb too).
+ *
+ * And json-c (0.16) lets through, even with JSON_TOKENER_STRICT, some of what JSON (RFC 8259)
+ * and the protocol refuse: control characters inside strings, lone surrogates (turned into
+ * U+FFFD, which would change a value), overlong and surrogate UTF-8, numbers such as 1., 00 and
+ * NaN, and \u0000 (which no C string can carry). check_strict() finds those on the text json-c has
+ * read, so every error is the first in the text, worded "line L, column C: what". */
+
+enum answer_kind {
+    ANSWER_SECRETS,
+    ANSWER_HEADERS,
+};
+
+struct reader {
+    const char *text; /* borrowed */
+    size_t len;
+    enum answer_kind kind;
+    struct err *e; /* borrowed */
+};
+
+static int syntax(const struct reader *rd, size_t pos, const char *what)
+{
+    return json_error_at(rd->e, rd->text, rd->len, pos, what);
+}
+
+static bool is_json_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static bool hex4(const char *s, size_t len, size_t i, unsigned *ret)
+{
+    unsigned v = 0;
+    if (len - i < 4 || i > len)
+        return false;
+    for (size_t k = i; k < i + 4; k++) {
+        char c = s[k];
+        unsigned d;
+        if (c >= '0' && c <= '9')
+            d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            d = (unsigned)(c - 'A' + 10);
+        else
+            return false;
+        v = v << 4 | d;
+    }
+    *ret = v;
+    return true;
+}
+
+/* The escape at text[*pos] (a backslash, in a string): checked, *pos past it. */
+static int check_escape(const struct reader *rd, size_t *pos)
+{
+    const char *s = rd->text;
+    size_t i = *pos + 1;
+    unsigned cp, lo;
+    if (i >= rd->len) { /* the string is unterminated: check_strict() says so */
+        *pos = rd->len;
+        return 0;
+    }
+    if (s[i] != 'u') {
+        if (!s[i] || !strchr("\"\\/bfnrt", s[i]))
+            return syntax(rd, i, "invalid escape in a string");
+        *pos = i + 1;
+        return 0;
+    }
+    if (!hex4(s, rd->len, i + 1, &cp))
+        return syntax(rd, i + 1, "invalid \\u escape");
+    i += 5;
+    if (cp >= 0xdc00 && cp <= 0xdfff)
+        return syntax(rd, i, "lone surrogate in a \\u escape");
+    if (cp >= 0xd800 && cp <= 0xdbff) {
+        if (rd->len - i < 2 || s[i] != '\\' || s[i + 1] != 'u')
+            return syntax(rd, i, "lone surrogate in a \\u escape");
+        if (!hex4(s, rd->len, i + 2, &lo))
+            return syntax(rd, i + 2, "invalid \\u escape");
+        if (lo < 0xdc00 || lo > 0xdfff)
+            return syntax(rd, i + 6, "lone surrogate in a \\u escape");
+        i += 6;
+    }
+    /* no field of an answer may hold a NUL, and C strings could not carry one */
+    if (cp == 0)
+        return syntax(rd, i, "\\u0000 in a string");
+    *pos = i;
+    return 0;
+}
+
+/* The number at text[*pos] (outside strings): RFC 8259's grammar, *pos past it. */
+static int check_number(const struct reader *rd, size_t *pos)
+{
+    const char *s = rd->text;
+    size_t i = *pos, len = rd->len;
+    if (s[i] == '-')
+        i++;
+    if (i >= len || !is_digit(s[i]))
+        return syntax(rd, i, "invalid number");
+    if (s[i] == '0' && i + 1 < len && is_digit(s[i + 1]))
+        return syntax(rd, i, "invalid number (leading zero)");
+    while (i < len && is_digit(s[i]))
+        i++;
+    if (i < len && s[i] == '.') {
+        if (++i >= len || !is_digit(s[i]))
+            return syntax(rd, i, "invalid number");
+        while (i < len && is_digit(s[i]))
+            i++;
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        if (++i < len && (s[i] == '+' || s[i] == '-'))
+            i++;
+        if (i >= len || !is_digit(s[i]))
+            return syntax(rd, i, "invalid number");
+        while (i < len && is_digit(s[i]))
+            i++;
+    }
+    *pos = i;
+    return 0;
+}
+
+/* What json-c lets through (see above), in the text before limit, which json-c has read as
+ * JSON (so strings and numbers are where they seem). 0, or -EBADMSG at the first. */
+static int check_strict(const struct reader *rd, size_t limit)
+{
+    const unsigned char *s = (const unsigned char *)rd->text;
+    bool in_string = false;
+    size_t i = 0;
+    int r = 0;
+    if (limit > rd->len)
+        limit = rd->len;
+    while (r >= 0 && i < limit) {
+        unsigned char c = s[i];
+        if (c >= 0x80) {
+            size_t n = utf8_seq(s + i, rd->len - i);
+            if (n == 0)
+                return syntax(rd, i, in_string ? "invalid UTF-8 in a string" : "invalid UTF-8");
+            i += n;
+        } else if (in_string && c == '\\') {
+            r = check_escape(rd, &i);
+        } else if (in_string && c < 0x20) {
+            return syntax(rd, i, "control character in a string");
+        } else if (!in_string && (c == '-' || is_digit(c))) {
+            r = check_number(rd, &i);
+        } else if (!in_string && (c == 0 || c == 'N' || c == 'I')) {
+            /* NaN, Infinity and -Infinity: json-c takes them, strict or not */
+            return syntax(rd, i, "unexpected character");
+        } else {
+            if (c == '"')
+                in_string = !in_string;
+            i++;
+        }
+    }
+    if (r >= 0 && in_string && i >= rd->len)
+        r = syntax(rd, rd->len, "unterminated string");
+    return r;
+}
+
+/* A json-c error at pos, unless check_strict() finds one before it. */
+static int fail_at(const struct reader *rd, size_t pos, const char *what)
+{
+    int r = check_strict(rd, pos + 1);
+    return r < 0 ? r : syntax(rd, pos, what);
+}
+
+/* Whether a repetition of the member being read is refused (what: the member, for the
+ * message): the members of the answer itself a reader knows, the names in "secrets" and
+ * "headers", and a secret's own members. A repeated name that is itself invalid is let through:
+ * the walk refuses its first appearance. */
+static bool repeat_refused(const struct reader *rd, struct json_tokener *tok, char *what,
+                           size_t size)
+{
+    int d = tok->depth;
+    const char *key = tok->stack[d].obj_field_name;
+    const char *in = d >= 1 ? tok->stack[0].obj_field_name : NULL; /* the answer's member */
+    if (d == 0) {
+        bool known = strcmp(key, "version") == 0 ||
+                     (rd->kind == ANSWER_SECRETS
+                          ? strcmp(key, "secrets") == 0
+                          : strcmp(key, "headers") == 0 || strcmp(key, "expires_at") == 0);
+        if (known)
+            (void)snprintf(what, size, "\"%s\"", key);
+        return known;
+    }
+    if (!in)
+        return false;
+    if (rd->kind == ANSWER_SECRETS && strcmp(in, "secrets") == 0) {
+        if (d == 1 && secret_name_valid(key)) {
+            (void)snprintf(what, size, "\"secrets\": '%s'", key);
+            return true;
+        }
+        const char *name = tok->stack[1].obj_field_name;
+        if (d == 2 && secret_name_valid(name) &&
+            (strcmp(key, "value") == 0 || strcmp(key, "source") == 0 || strcmp(key, "error") == 0 ||
+             strcmp(key, "expires_at") == 0)) {
+            (void)snprintf(what, size, "\"secrets\": '%s': \"%s\"", name, key);
+            return true;
+        }
+    }
+    if (rd->kind == ANSWER_HEADERS && strcmp(in, "headers") == 0 && d == 1 &&
+        helper_header_name_valid(key, strlen(key))) {
+        char desc[96];
+        describe_name("header", key, strlen(key),
+                      (size_t)json_object_object_length(tok->stack[1].current) + 1, desc,
+                      sizeof(desc));
+        (void)snprintf(what, size, "\"headers\": %s", desc);
+        return true;
+    }
+    return false;
+}
+
+/* After a piece that ends at the ':' at colon: when it followed a key (not inside a string)
+ * that the object being read already has, refuses the repetition or wipes the value json-c is
+ * about to replace. */
+static int check_repeat(const struct reader *rd, struct json_tokener *tok, size_t colon)
+{
+    struct json_tokener_srec *top = &tok->stack[tok->depth];
+    struct json_object *old = NULL;
+    char what[160];
+    if (top->state != json_tokener_state_eatws ||
+        top->saved_state != json_tokener_state_object_value || !top->obj_field_name ||
+        !json_object_object_get_ex(top->current, top->obj_field_name, &old))
+        return 0;
+    if (repeat_refused(rd, tok, what, sizeof(what))) {
+        int r = check_strict(rd, colon);
+        return r < 0 ? r : err_set(rd->e, -EBADMSG, "%s appears twice", what);
+    }
+    json_wipe_strings(old);
+    return 0;
+}
+
+static const char *tokener_error_what(enum json_tokener_error jerr, char *buf, size_t size)
+{
+    /* worded as json_parse() words them */
+    if (jerr == json_tokener_error_parse_eof || jerr == json_tokener_continue)
+        return "unexpected end of input";
+    if (jerr == json_tokener_error_depth) {
+        (void)snprintf(buf, size, "nested more than %d levels deep", JSON_MAX_DEPTH);
+        return buf;
+    }
+    return json_tokener_error_desc(jerr);
+}
+
+/* Parses the answer's object out of text[0..len), which begins with '{' (after whitespace),
+ * piece by piece (see above). On success *ret is the tree, which the caller wipes and puts. */
+static int tokenize(const struct reader *rd, struct json_tokener *tok, struct json_object **ret)
+{
+    /* json-c takes a NUL for the end of the text: it never sees one (check_strict() does) */
+    const char *nul = memchr(rd->text, 0, rd->len);
+    size_t feed = nul ? (size_t)(nul - rd->text) : rd->len, pos = 0;
+    char buf[64];
+    int r = 0;
+    while (r >= 0 && pos < feed) {
+        const char *colon = memchr(rd->text + pos, ':', feed - pos);
+        size_t n = colon ? (size_t)(colon - rd->text) + 1 - pos : feed - pos;
+        struct json_object *root = json_tokener_parse_ex(tok, rd->text + pos, (int)n);
+        enum json_tokener_error jerr = json_tokener_get_error(tok);
+        size_t end = pos + json_tokener_get_parse_end(tok);
+        if (root) {
+            r = check_strict(rd, end);
+            while (r >= 0 && end < rd->len && is_json_space(rd->text[end]))
+                end++;
+            if (r >= 0 && end < rd->len)
+                r = syntax(rd, end, "unexpected characters after the answer");
+            if (r < 0) {
+                json_wipe_strings(root);
+                json_object_put(root);
+                return r;
+            }
+            *ret = root;
+            return 0;
+        }
+        if (jerr != json_tokener_continue)
+            return fail_at(rd, end, tokener_error_what(jerr, buf, sizeof(buf)));
+        pos += n;
+        if (colon)
+            r = check_repeat(rd, tok, pos - 1);
+    }
+    return r < 0 ? r : fail_at(rd, feed, tokener_error_what(json_tokener_continue, buf, 0));
+}
+
+/* The answer's tree out of text[0..len): refusals as the protocol says, no copy left behind.
+ * Caller wipes (json_wipe_strings) and puts *ret. */
+static int reader_parse(const char *text, size_t len, enum answer_kind kind,
+                        struct json_object **ret, struct err *e)
+{
+    struct reader rd = {.text = text, .len = len, .kind = kind, .e = e};
+    size_t i = 0;
+    if (len > HELPER_ANSWER_MAX)
+        return err_set(e, -E2BIG, "the answer is larger than %u bytes", HELPER_ANSWER_MAX);
+    while (i < len && is_json_space(text[i]))
+        i++;
+    if (i == len)
+        return err_set(e, -EBADMSG, "empty answer: expected a JSON object");
+    if (text[i] != '{')
+        return err_set(e, -EBADMSG, "the answer is not a JSON object");
+
+    struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+    if (!tok)
+        return err_set(e, -ENOMEM, "out of memory");
+    json_tokener_set_flags(tok, JSON_TOKENER_FLAGS);
+    /* room for the longest string the text can hold, so the buffer never moves */
+    int r = printbuf_memset(tok->pb, 0, 0, (int)len + 8);
+    if (r < 0)
+        r = err_set(e, -ENOMEM, "out of memory");
+    else
+        r = tokenize(&rd, tok, ret);
+    if (r < 0)
+        for (int d = 0; d <= tok->depth; d++)
+            json_wipe_strings(tok->stack[d].current);
+    if (tok->pb && tok->pb->buf && tok->pb->size > 0)
+        secure_wipe(tok->pb->buf, (size_t)tok->pb->size);
+    json_tokener_free(tok);
+    return r;
+}
+
+static int type_error(struct err *e, const char *what, const char *want, struct json_object *v)
+{
+    return err_set(e, -EBADMSG, "%s must be %s, not %s", what, want,
+                   json_type_desc(json_object_get_type(v)));
+}
+
+/* A string member's value into a fresh copy (*ret, caller frees with secure_free_len). */
+static int read_string_dup(struct json_object *v, const char *what, char **ret, size_t *ret_len,
+                           struct err *e)
+{
+    if (!json_object_is_type(v, json_type_string))
+        return type_error(e, what, "a string", v);
+    size_t len = (size_t)json_object_get_string_len(v);
+    char *p = malloc(len + 1);
+    if (!p)
+        return err_set(e, -ENOMEM, "out of memory");
+    memcpy(p, json_object_get_string(v), len);
+    p[len] = 0;
+    *ret = p;
+    if (ret_len)
+        *ret_len = len;
+    return 0;
+}
+
+static int read_positive_int(struct json_object *v, const char *what, int64_t *ret, struct err *e)
+{
+    enum json_type t = json_object_get_type(v);
+    if (t != json_type_int && t != json_type_double)
+        return type_error(e, what, "a positive integer", v);
+    int64_t x = json_object_get_int64(v);
+    /* json-c keeps an integer above INT64_MAX unsigned, and get_int64 clamps it */
+    if (t != json_type_int || x <= 0 ||
+        (x == INT64_MAX && json_object_get_uint64(v) > (uint64_t)INT64_MAX))
+        return err_set(e, -EBADMSG, "%s must be a positive integer", what);
+    *ret = x;
+    return 0;
+}
+
+static int read_version(struct json_object *v, struct err *e)
+{
+    int64_t version = 0;
+    int r = read_positive_int(v, "\"version\"", &version, e);
+    if (r < 0)
+        return r;
+    if (version > HELPER_ANSWER_VERSION)
+        return err_set(e, -EPROTONOSUPPORT,
+                       "the answer is in version %lld of the helper protocol, and this program "
+                       "reads version %d: update it",
+                       (long long)version, HELPER_ANSWER_VERSION);
+    return 0;
+}
+
+/* ---- the secrets answer ---- */
 
 static void secret_release(struct helper_secret *s)
 {
@@ -175,8 +523,8 @@ int helper_secrets_add_value(struct helper_secrets *a, const char *name, const c
                              size_t len, const char *source, int64_t expires_at)
 {
     if (!secret_name_valid(name) || helper_secrets_find(a, name) || memchr(value, 0, len) ||
-        !jsonr_utf8_valid(value, len) || expires_at < 0 ||
-        (source && !jsonr_utf8_valid(source, strlen(source))))
+        !utf8_valid(value, len) || expires_at < 0 ||
+        (source && !utf8_valid(source, strlen(source))))
         return -EINVAL;
     struct helper_secret s = {
         .name = strdup(name),
@@ -195,7 +543,7 @@ int helper_secrets_add_value(struct helper_secrets *a, const char *name, const c
 int helper_secrets_add_error(struct helper_secrets *a, const char *name, const char *message)
 {
     if (!secret_name_valid(name) || helper_secrets_find(a, name) ||
-        !jsonr_utf8_valid(message, strlen(message)))
+        !utf8_valid(message, strlen(message)))
         return -EINVAL;
     struct helper_secret s = {.name = strdup(name), .error = strdup(message)};
     return secrets_push(a, &s);
@@ -252,43 +600,38 @@ int helper_secrets_write(const struct helper_secrets *a, struct buf *out)
     return r;
 }
 
-/* One member of "secrets", after its key (the name, already checked). */
-static int read_secret(struct jsonr *rd, const char *name, struct helper_secrets *a)
+/* One member of "secrets" (the name already checked). */
+static int read_secret(struct json_object *v, const char *name, struct helper_secrets *a,
+                       struct err *e)
 {
     struct helper_secret s = {0};
-    struct buf key;
-    size_t count = 0;
-    char what[128];
-    int r;
+    int r = 0;
 
-    if (jsonr_peek(rd) != '{')
-        return err_set(rd->e, -EBADMSG, "\"secrets\": '%s' must be an object, not %s", name,
-                       jsonr_kind(rd));
-    buf_init_secret(&key, HELPER_ANSWER_MAX);
-    r = jsonr_object_begin(rd);
-    while (r >= 0 && (r = jsonr_object_next(rd, &count, &key)) > 0) {
-        const char *k = buf_str(&key);
+    if (!json_object_is_type(v, json_type_object))
+        return err_set(e, -EBADMSG, "\"secrets\": '%s' must be an object, not %s", name,
+                       json_type_desc(json_object_get_type(v)));
+    json_object_object_foreach(v, k, f)
+    {
         char **field = strcmp(k, "value") == 0    ? &s.value
                        : strcmp(k, "source") == 0 ? &s.source
                        : strcmp(k, "error") == 0  ? &s.error
                                                   : NULL;
+        bool expires = strcmp(k, "expires_at") == 0;
+        char what[128];
+        if (!field && !expires)
+            continue; /* a member this reader does not know */
         (void)snprintf(what, sizeof(what), "\"secrets\": '%s': \"%s\"", name, k);
-        if ((field && *field) || (strcmp(k, "expires_at") == 0 && s.expires_at))
-            r = err_set(rd->e, -EBADMSG, "%s appears twice", what);
-        else if (field)
-            r = read_string_dup(rd, what, field);
-        else if (strcmp(k, "expires_at") == 0)
-            r = read_positive_int(rd, what, &s.expires_at);
+        if (field)
+            r = read_string_dup(f, what, field, field == &s.value ? &s.value_len : NULL, e);
         else
-            r = jsonr_skip(rd);
-        if (r >= 0 && field == &s.value)
-            s.value_len = strlen(s.value);
+            r = read_positive_int(f, what, &s.expires_at, e);
+        if (r < 0)
+            break;
     }
-    buf_release(&key);
     if (r >= 0 && s.value && s.error)
-        r = err_set(rd->e, -EBADMSG, "\"secrets\": '%s' has both \"value\" and \"error\"", name);
+        r = err_set(e, -EBADMSG, "\"secrets\": '%s' has both \"value\" and \"error\"", name);
     if (r >= 0 && !s.value && !s.error)
-        r = err_set(rd->e, -EBADMSG, "\"secrets\": '%s' has neither \"value\" nor \"error\"", name);
+        r = err_set(e, -EBADMSG, "\"secrets\": '%s' has neither \"value\" nor \"error\"", name);
     if (r >= 0)
         s.name = strdup(name);
     if (r < 0) {
@@ -298,60 +641,54 @@ static int read_secret(struct jsonr *rd, const char *name, struct helper_secrets
     return secrets_push(a, &s);
 }
 
-static int read_secrets_object(struct jsonr *rd, struct helper_secrets *a)
+static int read_secrets_object(struct json_object *v, struct helper_secrets *a, struct err *e)
 {
-    struct buf key;
     size_t count = 0;
-    int r;
-    if (jsonr_peek(rd) != '{')
-        return type_error(rd, "\"secrets\"", "an object");
-    buf_init_secret(&key, HELPER_ANSWER_MAX);
-    r = jsonr_object_begin(rd);
-    while (r >= 0 && (r = jsonr_object_next(rd, &count, &key)) > 0) {
-        const char *name = buf_str(&key);
+    int r = 0;
+    if (!json_object_is_type(v, json_type_object))
+        return type_error(e, "\"secrets\"", "an object", v);
+    json_object_object_foreach(v, name, secret)
+    {
         char desc[96];
-        describe_name("name", name, key.len, count, desc, sizeof(desc));
+        describe_name("name", name, strlen(name), ++count, desc, sizeof(desc));
         if (!secret_name_valid(name))
-            r = err_set(rd->e, -EBADMSG,
+            r = err_set(e, -EBADMSG,
                         "\"secrets\": %s is not a valid secret name (letters, digits and '_', "
                         "not starting with a digit)",
                         desc);
-        else if (helper_secrets_find(a, name))
-            r = err_set(rd->e, -EBADMSG, "\"secrets\": '%s' appears twice", name);
         else
-            r = read_secret(rd, name, a);
+            r = read_secret(secret, name, a, e);
+        if (r < 0)
+            break;
     }
-    buf_release(&key);
     return r;
 }
 
 int helper_secrets_parse(const char *text, size_t len, struct helper_secrets *ret, struct err *e)
 {
     struct helper_secrets a = {0};
-    struct jsonr rd;
-    struct buf key;
-    size_t count = 0;
-    bool version = false, secrets = false;
-    int r = reader_begin(&rd, text, len, e);
-    buf_init_secret(&key, HELPER_ANSWER_MAX);
-    while (r >= 0 && (r = jsonr_object_next(&rd, &count, &key)) > 0) {
-        if (strcmp(buf_str(&key), "version") == 0) {
-            r = read_version(&rd, &version);
-        } else if (strcmp(buf_str(&key), "secrets") == 0) {
-            if (secrets)
-                r = err_set(e, -EBADMSG, "\"secrets\" appears twice");
-            else
-                r = read_secrets_object(&rd, &a);
+    struct json_object *root = NULL;
+    bool secrets = false;
+    int r = reader_parse(text, len, ANSWER_SECRETS, &root, e);
+    if (r < 0)
+        return r;
+    /* in the answer's order, members this reader does not know ignored (repetitions were
+     * refused while it was parsed) */
+    json_object_object_foreach(root, k, v)
+    {
+        if (strcmp(k, "version") == 0) {
+            r = read_version(v, e);
+        } else if (strcmp(k, "secrets") == 0) {
+            r = read_secrets_object(v, &a, e);
             secrets = true;
-        } else {
-            r = jsonr_skip(&rd);
         }
+        if (r < 0)
+            break;
     }
-    if (r >= 0)
-        r = reader_end(&rd);
     if (r >= 0 && !secrets)
         r = err_set(e, -EBADMSG, "the answer has no \"secrets\" object");
-    buf_release(&key);
+    json_wipe_strings(root);
+    json_object_put(root);
     if (r < 0) {
         helper_secrets_release(&a);
         return r;
@@ -406,7 +743,7 @@ int helper_headers_add(struct helper_headers *a, const char *name, const char *v
                        "header '%s': the value has a control character (CR, LF, NUL and the like "
                        "are refused)",
                        name);
-    if (!jsonr_utf8_valid(value, len))
+    if (!utf8_valid(value, len))
         return err_set(e, -EINVAL, "header '%s': the value is not valid UTF-8", name);
     if (helper_headers_get(a, name))
         return err_set(e, -EINVAL, "header '%s' appears twice", name);
@@ -465,79 +802,72 @@ int helper_headers_write(const struct helper_headers *a, struct buf *out)
     return r;
 }
 
-static int read_headers_object(struct jsonr *rd, struct helper_headers *a)
+static int read_header(struct json_object *v, const char *name, size_t count,
+                       struct helper_headers *a, struct err *e)
 {
-    struct buf key, value;
+    size_t n = strlen(name);
+    char desc[96], what[128];
+    if (!helper_header_name_valid(name, n))
+        return err_set(e, -EBADMSG,
+                       "\"headers\": member %zu: the name is not an HTTP token (letters, digits "
+                       "and !#$%%&'*+-.^_`|~)",
+                       count);
+    describe_name("header", name, n, count, desc, sizeof(desc));
+    (void)snprintf(what, sizeof(what), "\"headers\": %s", desc);
+    if (!json_object_is_type(v, json_type_string))
+        return type_error(e, what, "a string", v);
+    const char *value = json_object_get_string(v);
+    size_t len = (size_t)json_object_get_string_len(v);
+    if (!helper_header_value_valid(value, len))
+        return err_set(e, -EBADMSG,
+                       "%s: the value has a control character (CR, LF, NUL and the like are "
+                       "refused)",
+                       what);
+    if (helper_headers_get(a, name)) /* in another case: json-c's keys are case-sensitive */
+        return err_set(e, -EBADMSG, "%s appears twice", what);
+    return helper_headers_add(a, name, value, len, e);
+}
+
+static int read_headers_object(struct json_object *v, struct helper_headers *a, struct err *e)
+{
     size_t count = 0;
-    int r;
-    if (jsonr_peek(rd) != '{')
-        return type_error(rd, "\"headers\"", "an object");
-    buf_init_secret(&key, HELPER_ANSWER_MAX);
-    buf_init_secret(&value, HELPER_ANSWER_MAX);
-    r = jsonr_object_begin(rd);
-    while (r >= 0 && (r = jsonr_object_next(rd, &count, &key)) > 0) {
-        const char *name = buf_str(&key);
-        char desc[96], what[128];
-        describe_name("header", name, key.len, count, desc, sizeof(desc));
-        if (!helper_header_name_valid(name, key.len)) {
-            r = err_set(rd->e, -EBADMSG,
-                        "\"headers\": member %zu: the name is not an HTTP token (letters, digits "
-                        "and !#$%%&'*+-.^_`|~)",
-                        count);
+    int r = 0;
+    if (!json_object_is_type(v, json_type_object))
+        return type_error(e, "\"headers\"", "an object", v);
+    json_object_object_foreach(v, name, value)
+    {
+        r = read_header(value, name, ++count, a, e);
+        if (r < 0)
             break;
-        }
-        (void)snprintf(what, sizeof(what), "\"headers\": %s", desc);
-        if (jsonr_peek(rd) != '"') {
-            r = type_error(rd, what, "a string");
-            break;
-        }
-        buf_reset(&value);
-        r = jsonr_string(rd, &value);
-        if (r >= 0 && !helper_header_value_valid(buf_str(&value), value.len))
-            r = err_set(rd->e, -EBADMSG,
-                        "%s: the value has a control character (CR, LF, NUL and the like are "
-                        "refused)",
-                        what);
-        else if (r >= 0 && helper_headers_get(a, name))
-            r = err_set(rd->e, -EBADMSG, "%s appears twice", what);
-        else if (r >= 0)
-            r = helper_headers_add(a, name, buf_str(&value), value.len, rd->e);
     }
-    buf_release(&value);
-    buf_release(&key);
     return r;
 }
 
 int helper_headers_parse(const char *text, size_t len, struct helper_headers *ret, struct err *e)
 {
     struct helper_headers a = {0};
-    struct jsonr rd;
-    struct buf key;
-    size_t count = 0;
-    bool version = false, headers = false, expires = false;
-    int r = reader_begin(&rd, text, len, e);
-    buf_init_secret(&key, HELPER_ANSWER_MAX);
-    while (r >= 0 && (r = jsonr_object_next(&rd, &count, &key)) > 0) {
-        const char *k = buf_str(&key);
+    struct json_object *root = NULL;
+    bool headers = false;
+    int r = reader_parse(text, len, ANSWER_HEADERS, &root, e);
+    if (r < 0)
+        return r;
+    json_object_object_foreach(root, k, v)
+    {
         if (strcmp(k, "version") == 0) {
-            r = read_version(&rd, &version);
+            r = read_version(v, e);
         } else if (strcmp(k, "headers") == 0) {
-            r = headers ? err_set(e, -EBADMSG, "\"headers\" appears twice")
-                        : read_headers_object(&rd, &a);
+            r = read_headers_object(v, &a, e);
             headers = true;
         } else if (strcmp(k, "expires_at") == 0) {
-            r = expires ? err_set(e, -EBADMSG, "\"expires_at\" appears twice")
-                        : read_positive_int(&rd, "\"expires_at\"", &a.expires_at);
-            expires = true;
-        } else {
-            r = jsonr_skip(&rd);
+            r = read_positive_int(v, "\"expires_at\"", &a.expires_at, e);
         }
+        if (r < 0)
+            break;
     }
-    if (r >= 0)
-        r = reader_end(&rd);
     if (r >= 0 && !headers)
         r = err_set(e, -EBADMSG, "the answer has no \"headers\" object");
-    buf_release(&key);
+    json_wipe_strings(root);
+    json_object_put(root);
     if (r < 0) {
         helper_headers_release(&a);
         return r;

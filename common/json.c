@@ -354,6 +354,29 @@ bool json_get_int64(struct json_object *obj, const char *key, int64_t *ret)
     return true;
 }
 
+void json_wipe_strings(struct json_object *o)
+{
+    switch (json_object_get_type(o)) {
+    case json_type_string:
+        secure_wipe((char *)json_object_get_string(o), (size_t)json_object_get_string_len(o));
+        break;
+    case json_type_object: {
+        json_object_object_foreach(o, key, val)
+        {
+            (void)key;
+            json_wipe_strings(val);
+        }
+        break;
+    }
+    case json_type_array:
+        for (size_t i = 0, n = json_object_array_length(o); i < n; i++)
+            json_wipe_strings(json_object_array_get_idx(o, i));
+        break;
+    default:
+        break;
+    }
+}
+
 const char *json_type_desc(enum json_type t)
 {
     switch (t) {

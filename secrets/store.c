@@ -70,6 +70,9 @@ void store_free(struct store *s)
     if (!s)
         return;
     entries_clear(s);
+    /* literal recipes hold their values in the tree, which json-c frees unwiped. A tree given to
+     * store_from_json() is wiped too: the store is freed once its document is written */
+    json_wipe_strings(s->root);
     json_object_put(s->root);
     free(s->path);
     free(s);

@@ -32,6 +32,10 @@ int store_load(const char *path, struct store **ret, struct err *e) _must_check_
  * root is not an object. Caller frees with store_free(). */
 int store_from_json(const char *path, struct json_object *root, struct store **ret,
                     struct err *e) _must_check_;
+
+/* Frees the store, wiping every string of its tree first (literal recipes hold their values
+ * there): a root given to store_from_json() is wiped as well, so free the store only once that
+ * document is written. NULL-safe. */
 void store_free(struct store *s);
 
 const char *store_path(const struct store *s);

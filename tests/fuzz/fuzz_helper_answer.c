@@ -2,7 +2,7 @@
  *
  * Build and run from the source root (not built by CMake yet):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Icommon/include \
- *       common/helper_answer.c common/jsonr.c common/jsonw.c common/json.c common/buf.c \
+ *       common/helper_answer.c common/jsonw.c common/json.c common/buf.c \
  *       common/secmem.c common/err.c common/file.c common/path.c common/util.c \
  *       tests/fuzz/fuzz_helper_answer.c \
  *       $(pkg-config --cflags --libs json-c) -lcrypto -o fuzz_helper_answer

@@ -13,9 +13,11 @@
  * buffer (buf_init_secret) with *_write, or parse one with *_parse. A reader takes a missing
  * "version" as 1, ignores members it does not know (as git's credential helpers do) and refuses
  * a newer version with a message that says so. Values are secrets: every copy this module makes
- * is wiped when released, and none of its messages quotes a value. The readers do not use
- * json-c, whose string copies are freed unwiped, but jsonr.h, which decodes strings straight
- * into wiped memory.
+ * is wiped when released, and none of its messages quotes a value. The readers parse with
+ * json-c, held to RFC 8259 where json-c alone is laxer, copy the values they keep into memory
+ * of their own and wipe json-c's copies in place before its tree is freed (a failed parse's
+ * too); a member the protocol forbids to repeat is refused as soon as its key is read, before
+ * json-c would drop the first value.
  *
  * Embedded values: struct helper_headers h = {0}; ...; helper_headers_release(&h). */
 #pragma once

@@ -70,5 +70,13 @@ struct json_object *json_get_array(struct json_object *obj, const char *key);
 bool json_get_bool(struct json_object *obj, const char *key, bool *ret);
 bool json_get_int64(struct json_object *obj, const char *key, int64_t *ret);
 
+/* Wipes, in place, every string value in the tree under o (objects and arrays, recursively),
+ * before json_object_put() gives its memory back: json-c frees its copies unwiped. Keys are not
+ * wiped: json-c's API offers them read-only and its hash table depends on them, so they stay in
+ * the memory json-c frees. Keys are names, not secrets: never store a secret as a key. The
+ * strings keep their lengths but hold zero bytes: put o afterwards, and use it for nothing else.
+ * NULL-safe. */
+void json_wipe_strings(struct json_object *o);
+
 /* Human name of a json-c type for messages: "a string", "an object", "a number"... */
 const char *json_type_desc(enum json_type t);

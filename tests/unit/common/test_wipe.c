@@ -250,6 +250,31 @@ static void test_helper_secrets_release(void)
     CHECK(wipewatch_wiped(a));
 }
 
+/* json_wipe_strings(): every string value of a tree, nested in objects and arrays, is wiped
+ * before json-c frees it (the first put shows the watch sees the copies otherwise). */
+static void test_json_wipe_strings(void)
+{
+    static const char text[] = "{\"a\":\"" CANARY "\",\"b\":[1,{\"c\":[\"" CANARY
+                               "\"]},null],\"d\":{\"e\":\"" CANARY "\",\"f\":true}}";
+    struct json_object *o = NULL;
+    struct err e = ERR_INIT;
+    wipewatch_reset();
+    CHECK_INT(json_parse(text, strlen(text), sizeof(text), &o, &e), 0);
+    wipewatch_scan(CANARY);
+    json_object_put(o);
+    wipewatch_scan(NULL);
+    CHECK_INT(wipewatch_found(), 3);
+
+    o = NULL;
+    CHECK_INT(json_parse(text, strlen(text), sizeof(text), &o, &e), 0);
+    wipewatch_scan(CANARY);
+    json_wipe_strings(o);
+    json_object_put(o);
+    wipewatch_scan(NULL);
+    CHECK_INT(wipewatch_found(), 0);
+    json_wipe_strings(NULL);
+}
+
 /* Writing and reading an answer, and every scratch buffer the reader uses (failed parses
  * included), free no copy of a value unwiped. */
 static void test_helper_answer_no_copy_left(void)
@@ -260,11 +285,19 @@ static void test_helper_answer_no_copy_left(void)
         "{\"headers\":{\"A\":\"" CANARY "\"},\"version\":2}",
         "{\"headers\":{\"A\":\"" CANARY "\"},\"x\":[\"" CANARY "\"],\"y\":",
         "{\"headers\":{\"A\":\"" CANARY CANARY CANARY CANARY CANARY CANARY "\",\"a\":\"\"}}",
+        "{\"headers\":{\"A\":\"" CANARY "\"}} x",
     };
     static const char *const bad_secrets[] = {
         "{\"secrets\":{\"A\":{\"value\":\"" CANARY CANARY CANARY CANARY "\",\"error\":\"e\"}}}",
         "{\"secrets\":{\"A\":{\"value\":\"" CANARY "\"},\"B\":{}}}",
         "{\"secrets\":{\"A\":{\"value\":\"" CANARY "\"}},\"version\":9}",
+        /* refused as soon as the second key is read: the first is in the tree built so far */
+        "{\"secrets\":{\"A\":{\"value\":\"" CANARY "\"},\"A\":{\"value\":\"y\"}}}",
+    };
+    /* accepted, but json-c keeps only the last of a repeated member and frees the first */
+    static const char *const repeated[] = {
+        "{\"headers\":{},\"x\":\"" CANARY "\",\"x\":1}",
+        "{\"headers\":{\"A\":\"b\"},\"x\":{\"y\":[\"" CANARY "\"]},\"x\":null}",
     };
     static const char long_value[] = CANARY CANARY CANARY CANARY CANARY CANARY CANARY CANARY;
     struct helper_headers h = {0}, g = {0};
@@ -301,6 +334,10 @@ static void test_helper_answer_no_copy_left(void)
         CHECK(helper_headers_parse(bad[i], strlen(bad[i]), &g, &e) < 0);
     for (size_t i = 0; i < ELEMENTSOF(bad_secrets); i++)
         CHECK(helper_secrets_parse(bad_secrets[i], strlen(bad_secrets[i]), &t, &e) < 0);
+    for (size_t i = 0; i < ELEMENTSOF(repeated); i++) {
+        CHECK_INT(helper_headers_parse(repeated[i], strlen(repeated[i]), &g, &e), 0);
+        helper_headers_release(&g);
+    }
     wipewatch_scan(NULL);
     CHECK_INT(wipewatch_found(), 0);
 }
@@ -308,5 +345,6 @@ static void test_helper_answer_no_copy_left(void)
 TESTS_MAIN(test_watch_sees_unwiped, test_secure_free, test_secure_free_len,
            test_secure_random_token, test_buf_secret_growth_and_release, test_buf_secret_in_place,
            test_buf_detach_then_secure_free, test_strv_release_secure, test_strv_free_secure,
-           test_json_write_file, test_json_read_file_secret, test_helper_headers_release,
-           test_helper_secrets_release, test_helper_answer_no_copy_left)
+           test_json_write_file, test_json_read_file_secret, test_json_wipe_strings,
+           test_helper_headers_release, test_helper_secrets_release,
+           test_helper_answer_no_copy_left)

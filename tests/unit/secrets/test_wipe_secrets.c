@@ -24,9 +24,6 @@
 #define MARK "CANARY-51e0a7d3c2"
 /* longer than the strings around it, so that a scratch buffer would keep its tail */
 #define MARK4 MARK MARK MARK MARK
-/* a literal recipe's value sits in secrets.json, and the store keeps json-c's tree of that file
- * (freed unwiped by store_free()): it carries a mark of its own, outside the scan */
-#define LITMARK "LITERAL-51e0a7d3c2"
 
 static char runtime_dir[] = "/dev/shm/credkit-unit-wipe-XXXXXX";
 static char *agent_dir, *store_file;
@@ -55,7 +52,8 @@ static void write_store(void)
     CHECK_INT(dir_ensure(agent_dir, 0700, &e), 0);
     CHECK_INT(file_write_atomic(file, "file-" MARK4 "\n", strlen("file-" MARK4 "\n"), 0600, &e), 0);
     CHECK(asprintf(&recipe, "file:%s", file) > 0);
-    add_str(root, "LIT", "literal:lit-" LITMARK);
+    /* a literal recipe's value sits in secrets.json itself: the store keeps json-c's tree of it */
+    add_str(root, "LIT", "literal:lit-" MARK4);
     add_str(root, "FILE", recipe);
     add_str(root, "ENVR", "env:UNIT_WIPE_VAR");
     /* the command's text must not hold the mark its output does */
@@ -100,7 +98,7 @@ static void resolve_each(struct resolver *rs, size_t *watched, size_t *n)
         struct resolved res = {0};
         struct err e = ERR_INIT;
         CHECK_INT(resolver_get(rs, names[i], &res, &e), 0);
-        CHECK(res.value && (strstr(res.value, MARK4) || strstr(res.value, LITMARK)));
+        CHECK(res.value && strstr(res.value, MARK4));
         if (res.value)
             watched[(*n)++] = wipewatch_add(res.value, res.len + 1);
         resolved_release(&res);
