@@ -160,11 +160,11 @@ struct http_upstream {
     struct http_req *stream; /* STREAM_ORDERED, STREAM_ACTIVE: the GET, also on reqs */
     uint64_t seq;            /* of the last http_req created */
     struct sse_parser stream_sse;
-    struct loop_timer *retry; /* STREAM_RETRY: the reconnection's delay */
-    struct loop_timer *kick;  /* starts what can start, from the loop */
-    int legacy_error;         /* MODE_LEGACY_OVER: why (for messages sent later) */
-    int fallback_error;       /* the initialize POST's error that made us fall back, 0 */
-    char *endpoint;           /* legacy: where messages are POSTed, once known */
+    struct loop_timer *retry;  /* STREAM_RETRY: the reconnection's delay */
+    struct loop_deferred kick; /* starts what can start, from the loop (deferred phase) */
+    int legacy_error;          /* MODE_LEGACY_OVER: why (for messages sent later) */
+    int fallback_error;        /* the initialize POST's error that made us fall back, 0 */
+    char *endpoint;            /* legacy: where messages are POSTed, once known */
     struct loop_timer *endpoint_timer;
     http_upstream_done_fn done;
 };
@@ -180,8 +180,8 @@ void http_stream_set(struct http_upstream *u, enum http_stream to, struct http_r
 void http_emit_message(struct http_upstream *u, const char *msg, size_t len);
 void http_emit_error(struct http_upstream *u, int error, uint64_t tag);
 void http_emit_close(struct http_upstream *u, int reason);
-/* Starts what can start, from the loop (a timer): never from the caller's or libcurl's stack.
- * -ENOMEM when it cannot be arranged (what was marked then waits for the next kick). */
+/* Starts what can start, from the loop (the embedded deferred call, in this iteration's
+ * deferred phase): never from the caller's or libcurl's stack. Cannot fail; returns 0. */
 int http_kick(struct http_upstream *u);
 /* An initialize answer known to be 2xx: its session id becomes the upstream's. -EPROTO for
  * an id that is not visible ASCII. */

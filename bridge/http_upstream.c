@@ -3,9 +3,9 @@
  * http_internal.h for the states).
  *
  * Every transfer is a struct http_req on the upstream's list (http_req.c). Transfers start
- * from the kick, a loop timer, never from the caller's stack: a send may come from inside
- * libcurl's write callback (a message on an SSE answer), where libcurl refuses
- * curl_multi_add_handle. The kick starts the oldest transfer that may start (startable())
+ * from the kick, a deferred call embedded in the upstream (cancelled when it goes), never from
+ * the caller's stack: a send may come from inside libcurl's write callback (a message on an SSE
+ * answer), where libcurl refuses curl_multi_add_handle. The kick starts the oldest transfer that may start (startable())
  * until none may, and does the work of http_upstream_close(). The upstream's memory goes
  * through loop_release(), after the iteration, so http_upstream_free() is safe from inside any
  * callback of ours.
@@ -261,11 +261,10 @@ static void start_failed(struct http_upstream *u, struct http_req *r, int k)
 
 static void close_work(struct http_upstream *u);
 
-static void kick_fired(struct loop_timer *t, void *userdata)
+static void kick_fired(void *userdata)
 {
     struct http_upstream *u = userdata;
     struct list_node *i;
-    (void)t;
 
     if (u->state == HTTP_CLOSING) {
         close_work(u);
@@ -300,11 +299,9 @@ int http_kick(struct http_upstream *u)
 {
     if (u->state == HTTP_DEAD)
         return 0;
-    if (u->kick) {
-        loop_timer_rearm(u->kick, 0);
-        return 0;
-    }
-    return loop_timer_add(u->loop, 0, kick_fired, u, &u->kick);
+    /* embedded and cancelled when the upstream goes: it cannot fail, nor outlive it */
+    loop_defer_queue(u->loop, &u->kick, kick_fired, u);
+    return 0;
 }
 
 static void drop_transfers(struct http_upstream *u)
@@ -382,7 +379,7 @@ static void upstream_destroy(struct http_upstream *u)
     drop_transfers(u);
     loop_timer_cancel(u->retry);
     loop_timer_cancel(u->endpoint_timer);
-    loop_timer_cancel(u->kick);
+    loop_defer_cancel(&u->kick);
     strv_release_secure(&u->headers);
     free(u->url);
     free(u->endpoint);
@@ -607,7 +604,6 @@ void http_upstream_free(struct http_upstream *u)
     u->retry = NULL;
     loop_timer_cancel(u->endpoint_timer);
     u->endpoint_timer = NULL;
-    loop_timer_cancel(u->kick);
-    u->kick = NULL;
+    loop_defer_cancel(&u->kick);
     loop_release(u->loop, &u->release, upstream_released);
 }

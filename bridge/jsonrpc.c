@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "credkit/json.h"
+#include "credkit/util.h"
 
 #include "jsonrpc.h"
 
@@ -240,9 +241,8 @@ bool jrpc_id_key(struct json_object *id, char *buf, size_t size)
         return false;
     if (is_exact_int(id)) {
         int64_t i = json_object_get_int64(id);
-        int n = i < 0 ? snprintf(buf, size, "%" PRId64, i)
-                      : snprintf(buf, size, "%" PRIu64, json_object_get_uint64(id));
-        return n > 0 && (size_t)n < size;
+        size_t n = i < 0 ? fmt_i64(buf, size, i) : fmt_u64(buf, size, json_object_get_uint64(id));
+        return n > 0;
     }
     if (!is_clean_string(id))
         return false;

@@ -46,12 +46,6 @@ struct loop_timer {
     struct loop_timer *prev, *next; /* l->timers while live; l->dead_timers when dead */
 };
 
-struct loop_deferred {
-    loop_defer_fn fn;
-    void *userdata;
-    struct loop_deferred *next;
-};
-
 /* One transfer on the multi handle; found from the easy handle through CURLOPT_PRIVATE. */
 struct loop_curl_xfer {
     struct loop *loop;
@@ -84,7 +78,7 @@ struct loop {
     size_t n_user_armed; /* armed, not internal */
     uint64_t seq;
 
-    struct loop_deferred *defer_head, *defer_tail;
+    struct list_node deferred;         /* struct loop_deferred, in the order queued */
     struct loop_release *release_head; /* LIFO: each node's fn is independent of the others */
 
     int sigfd;
@@ -392,36 +386,62 @@ static unsigned io_revents(uint32_t e, unsigned want)
 
 /* ---- deferred calls ---- */
 
+static void defer_link(struct loop *l, struct loop_deferred *d, loop_defer_fn fn, void *userdata)
+{
+    d->fn = fn;
+    d->userdata = userdata;
+    d->queued = true;
+    list_add_tail(&l->deferred, &d->node);
+}
+
 int loop_defer(struct loop *l, loop_defer_fn fn, void *userdata)
 {
     if (!l || !fn)
         return -EINVAL;
-    struct loop_deferred *d = malloc(sizeof(*d));
+    struct loop_deferred *d = calloc(1, sizeof(*d));
     if (!d)
         return -ENOMEM;
-    d->fn = fn;
-    d->userdata = userdata;
-    d->next = NULL;
-    if (l->defer_tail)
-        l->defer_tail->next = d;
-    else
-        l->defer_head = d;
-    l->defer_tail = d;
+    d->owned = true;
+    defer_link(l, d, fn, userdata);
     return 0;
 }
 
-/* Runs the calls queued so far; calls they queue wait for the next round. */
+void loop_defer_queue(struct loop *l, struct loop_deferred *d, loop_defer_fn fn, void *userdata)
+{
+    if (d->queued)
+        return;
+    defer_link(l, d, fn, userdata);
+}
+
+void loop_defer_cancel(struct loop_deferred *d)
+{
+    if (!d->queued)
+        return;
+    list_remove(&d->node);
+    d->queued = false;
+}
+
+/* Runs the calls queued so far; calls they queue wait for the next round. One taken back with
+ * loop_defer_cancel() while this round runs is simply no longer on the round's list. */
 static void defer_run(struct loop *l)
 {
-    struct loop_deferred *d = l->defer_head;
-    l->defer_head = l->defer_tail = NULL;
-    while (d) {
-        struct loop_deferred *next = d->next;
+    struct list_node round;
+    if (list_is_empty(&l->deferred))
+        return;
+    /* the queue becomes this round's list; the loop's queue starts empty again */
+    round = l->deferred;
+    round.next->prev = &round;
+    round.prev->next = &round;
+    list_init(&l->deferred);
+    while (!list_is_empty(&round)) {
+        struct loop_deferred *d = list_entry(list_first(&round), struct loop_deferred, node);
+        list_remove(&d->node);
+        d->queued = false;
         loop_defer_fn fn = d->fn;
         void *userdata = d->userdata;
-        free(d);
+        if (d->owned)
+            free(d);
         fn(userdata);
-        d = next;
     }
 }
 
@@ -726,6 +746,7 @@ int loop_new(struct loop **ret)
         free(l);
         return r;
     }
+    list_init(&l->deferred);
     l->sigfd = -1;
     (void)sigemptyset(&l->sig_mask);
     l->now = now_mono_ms();
@@ -754,7 +775,7 @@ void loop_free(struct loop *l)
 
     /* deferred calls usually release memory: run them while the loop is still whole */
     l->dispatching = true;
-    while (l->defer_head || l->release_head) {
+    while (!list_is_empty(&l->deferred) || l->release_head) {
         defer_run(l);
         release_run(l);
     }
@@ -803,12 +824,12 @@ void loop_quit(struct loop *l, int code)
 static bool loop_alive(const struct loop *l)
 {
     return l->n_user_ios > 0 || l->n_user_armed > 0 || l->n_sighandlers > 0 || l->n_xfers > 0 ||
-           l->defer_head || l->release_head;
+           !list_is_empty(&l->deferred) || l->release_head;
 }
 
 static int loop_timeout(const struct loop *l)
 {
-    if (l->defer_head || l->release_head)
+    if (!list_is_empty(&l->deferred) || l->release_head)
         return 0;
     if (l->heap_len == 0)
         return -1;

@@ -27,6 +27,7 @@
 #include <curl/curl.h>
 
 #include "credkit/err.h"
+#include "credkit/list.h"
 #include "credkit/macro.h"
 
 struct loop;
@@ -104,6 +105,28 @@ int loop_signal(struct loop *l, int signo, loop_signal_fn fn, void *userdata) _m
 /* Runs fn(userdata) after the current iteration's other callbacks, in the order queued. A call
  * queued by a deferred call runs in the next iteration. */
 int loop_defer(struct loop *l, loop_defer_fn fn, void *userdata) _must_check_;
+
+/* The same call embedded in the object it works on, so that queuing it cannot fail and the
+ * object can take it back when it goes away: zero it (or LOOP_DEFERRED_INIT), queue it with
+ * loop_defer_queue() (a no-op while it is queued: one run however often it is asked for, as a
+ * "kick"), and loop_defer_cancel() it before the object is freed. It runs in the same phase and
+ * order as loop_defer()'s calls. The loop only links it; the caller owns the memory. */
+struct loop_deferred {
+    struct list_node node; /* on the loop's queue while queued */
+    loop_defer_fn fn;
+    void *userdata;
+    bool queued;
+    bool owned; /* allocated by loop_defer(): freed after it ran */
+};
+
+#define LOOP_DEFERRED_INIT                                                                         \
+    {                                                                                              \
+        {NULL, NULL}, NULL, NULL, false, false                                                     \
+    }
+
+void loop_defer_queue(struct loop *l, struct loop_deferred *d, loop_defer_fn fn, void *userdata);
+/* Takes d off the queue (nothing happens when it is not queued). */
+void loop_defer_cancel(struct loop_deferred *d);
 
 /* Deferred release, as libuv's close callback: an object that a callback further up the stack
  * may still be using embeds a struct loop_release and, where it would free itself, queues

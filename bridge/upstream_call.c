@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/util.h"
+
 #include "upstream_internal.h"
 
 static void call_timer_fired(struct loop_timer *t, void *userdata);
@@ -266,7 +268,7 @@ int up_call_new(struct upstream *u, const char *method, struct json_object *para
     }
     c->params = params ? json_object_get(params) : NULL;
     c->id = u->next_id++;
-    snprintf(c->key, sizeof(c->key), "%" PRId64, c->id);
+    (void)fmt_i64(c->key, sizeof(c->key), c->id);
     c->timeout_ms = timeout_ms;
     c->started = loop_now(u->loop);
     c->deadline = c->started + timeout_ms;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/util.h"
+
 #include "upstream_internal.h"
 
 /* ---- messages from the server ------------------------------------------------------------- */
@@ -14,7 +16,7 @@
 static struct upstream_call *call_by_tag(struct upstream *u, uint64_t tag)
 {
     char key[24];
-    snprintf(key, sizeof(key), "%" PRIu64, tag);
+    (void)fmt_u64(key, sizeof(key), tag);
     return hashmap_get(u->map, key);
 }
 

@@ -242,11 +242,10 @@ static int check_request(const struct http_request *req, struct err *e)
 int http_curl_baseline(void *curl)
 {
     CURL *c = curl;
+    /* kept to what every transfer needs: the bridge sets it on each of its requests */
     if (curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_USERAGENT, HTTP_USER_AGENT) != CURLE_OK)
+        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK)
         return -EINVAL;
     return 0;
 }
@@ -364,6 +363,10 @@ static CURLcode http_setup(CURL *c, const char *url, const char *method, bool wi
     } while (0)
     if (http_curl_baseline(c) < 0)
         cc = CURLE_UNKNOWN_OPTION;
+    /* a redirect is followed by hand (same origin only), never by libcurl: the protocols are a
+     * second fence */
+    SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_USERAGENT, HTTP_USER_AGENT);
     SET(CURLOPT_ERRORBUFFER, errbuf);
     SET(CURLOPT_URL, url);
     SET(CURLOPT_TIMEOUT_MS, (long)timeout_ms);

@@ -63,3 +63,33 @@ int write_full(int fd, const void *p, size_t n)
     }
     return 0;
 }
+
+size_t fmt_u64(char *buf, size_t size, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (n + 1 > size)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    buf[n] = '\0';
+    return n;
+}
+
+size_t fmt_i64(char *buf, size_t size, int64_t v)
+{
+    if (v >= 0)
+        return fmt_u64(buf, size, (uint64_t)v);
+    if (size < 2)
+        return 0;
+    /* the magnitude of INT64_MIN does not fit in an int64_t: negate in unsigned */
+    size_t n = fmt_u64(buf + 1, size - 1, 0 - (uint64_t)v);
+    if (n == 0)
+        return 0;
+    buf[0] = '-';
+    return n + 1;
+}

@@ -154,24 +154,47 @@ int store_get(struct store *s, const char *name, const struct recipe **ret, stru
     return -ENOENT;
 }
 
+/* The recipe under name, with a reference of the caller's, or NULL. */
+static struct json_object *take_old(struct store *s, const char *name)
+{
+    struct json_object *old = NULL;
+    return json_object_object_get_ex(s->root, name, &old) ? json_object_get(old) : NULL;
+}
+
+/* A replaced or removed recipe may be a literal value: wiped before json-c frees it. */
+static void drop_old(struct json_object *old)
+{
+    if (!old)
+        return;
+    json_wipe_strings(old);
+    json_object_put(old);
+}
+
 int store_set(struct store *s, const struct recipe *r)
 {
     struct json_object *v = recipe_to_json(r);
     if (!v)
         return -ENOMEM;
+    struct json_object *old = take_old(s, r->name);
     if (json_object_object_add(s->root, r->name, v) != 0) {
+        json_object_put(old); /* still in the document: not wiped */
         json_object_put(v);
         return -ENOMEM;
     }
-    return entries_build(s);
+    int k = entries_build(s);
+    drop_old(old);
+    return k;
 }
 
 int store_remove(struct store *s, const char *name)
 {
-    if (!json_object_object_get_ex(s->root, name, NULL))
+    struct json_object *old = take_old(s, name);
+    if (!old)
         return -ENOENT;
     json_object_object_del(s->root, name);
-    return entries_build(s);
+    int k = entries_build(s);
+    drop_old(old);
+    return k;
 }
 
 int store_save(struct store *s, struct err *e)

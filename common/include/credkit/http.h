@@ -66,8 +66,9 @@ void http_response_header_each(const struct http_response *resp, const char *nam
                                void (*fn)(const char *value, void *userdata), void *userdata);
 
 /* The policy every libcurl handle of the suite starts from, the bridge's event-loop transfers
- * as much as http_do()'s: no signals (the bridge owns its signal handling), http and https only
- * (for redirects too), redirects never followed by libcurl (callers decide, by origin), and the
- * suite's User-Agent. Returns 0, or -EINVAL when libcurl refused an option (one too old). The
- * handle is a CURL *, taken as void * so this header does not pull in libcurl's. */
+ * as much as http_do()'s: no signals (the bridge owns its signal handling), http and https only,
+ * redirects never followed by libcurl (callers decide, by origin). Kept to that: the bridge sets
+ * it on every request (http_do() adds its User-Agent). Returns 0, or -EINVAL when libcurl
+ * refused an option (one too old). The handle is a CURL *, taken as void * so this header does
+ * not pull in libcurl's. */
 int http_curl_baseline(void *curl) _must_check_;

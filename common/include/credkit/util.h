@@ -10,6 +10,12 @@
 /* Whole-string decimal parse; -EINVAL on junk or empty, -ERANGE on overflow. Never atoi. */
 int parse_int64(const char *s, int64_t *ret) _must_check_;
 
+/* Writes v in decimal and a NUL into buf[0..size): the length written, or 0 when it does not fit.
+ * The same text as printf's PRIu64/PRId64, without printf's cost (ids on the bridge's hot
+ * path). */
+size_t fmt_u64(char *buf, size_t size, uint64_t v);
+size_t fmt_i64(char *buf, size_t size, int64_t v);
+
 /* Wall clock, seconds since the epoch (for expires_at values shown to users and programs). */
 int64_t now_unix(void);
 

@@ -1,11 +1,14 @@
 /* test_infra.c - the one copy of each container: strv, list, hashmap */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "credkit/hashmap.h"
 #include "credkit/list.h"
 #include "credkit/strv.h"
+#include "credkit/util.h"
 
 #include "tests.h"
 
@@ -158,5 +161,23 @@ static void test_hashmap_many(void)
     hashmap_free(m);
 }
 
+/* fmt_u64/fmt_i64 write what printf writes, and refuse a buffer too small */
+static void test_fmt_int(void)
+{
+    static const int64_t vals[] = {0, 1, 9, 10, 42, -1, -10, 1234567890123LL, INT64_MAX, INT64_MIN};
+    char a[32], b[32];
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+        (void)snprintf(b, sizeof(b), "%" PRId64, vals[i]);
+        CHECK_INT(fmt_i64(a, sizeof(a), vals[i]), strlen(b));
+        CHECK_STR(a, b);
+    }
+    CHECK_INT(fmt_u64(a, sizeof(a), UINT64_MAX), 20);
+    CHECK_STR(a, "18446744073709551615");
+    CHECK_INT(fmt_u64(a, 3, 123), 0); /* "123" and its NUL need 4 */
+    CHECK_INT(fmt_u64(a, 4, 123), 3);
+    CHECK_INT(fmt_i64(a, 4, -123), 0);
+    CHECK_INT(fmt_i64(a, 1, -1), 0);
+}
+
 TESTS_MAIN(test_strv_push_detach, test_strv_release_secure, test_list, test_hashmap_basic,
-           test_hashmap_many)
+           test_hashmap_many, test_fmt_int)
