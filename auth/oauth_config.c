@@ -9,15 +9,13 @@
 
 #include "credkit/buf.h"
 #include "credkit/json.h"
+#include "credkit/mcp_field.h"
 #include "credkit/secmem.h"
 #include "credkit/url.h"
 #include "credkit/util.h"
 
 #include "grant.h"
 #include "oauth_config.h"
-
-#define DISP_MAX 96 /* names quoted in messages, as the loader quotes them */
-#define DISP_BUF (DISP_MAX + 16)
 
 #define bad(e, ...) err_set((e), -EINVAL, __VA_ARGS__)
 
@@ -26,99 +24,17 @@ static int oom(struct err *e)
     return err_set(e, -ENOMEM, "out of memory");
 }
 
-/* A copy of s fit to quote in a message: control characters as \xHH, cut after DISP_MAX bytes
- * (at a character boundary). */
-static void disp(char out[DISP_BUF], const char *s)
-{
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (o >= DISP_MAX && (*p & 0xc0) != 0x80) {
-            memcpy(out + o, "...", 4);
-            return;
-        }
-        if (*p < 0x20 || *p == 0x7f) {
-            (void)snprintf(out + o, 5, "\\x%02x", *p);
-            o += 4;
-        } else {
-            out[o++] = (char)*p;
-        }
-    }
-    out[o] = 0;
-}
-
-/* ---- members ----------------------------------------------------------------------------- */
-
-/* The value of key; NULL when absent or null (a null counts as absent). */
-static struct json_object *member(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v;
-}
-
-static const char *type_of(struct json_object *v)
-{
-    return json_type_desc(json_object_get_type(v));
-}
-
-enum {
-    STR_NONBLANK = 1 << 0, /* not empty, not only whitespace */
-};
-
-static bool is_blank(const char *s)
-{
-    for (; *s; s++)
-        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
-            return false;
-    return true;
-}
-
-/* A JSON string as a C string: no NUL inside. */
-static int string_value(struct json_object *v, const char *label, unsigned flags, const char **ret,
-                        struct err *e)
-{
-    if (!json_object_is_type(v, json_type_string))
-        return bad(e, "%s must be a string, not %s", label, type_of(v));
-    const char *s = json_object_get_string(v);
-    if (strlen(s) != (size_t)json_object_get_string_len(v))
-        return bad(e, "%s must not contain a NUL character", label);
-    if ((flags & STR_NONBLANK) && is_blank(s))
-        return bad(e, "%s must not be blank", label);
-    *ret = s;
-    return 0;
-}
-
-/* An optional string member, copied; *ret untouched when absent. */
+/* The loader's typed readers (credkit/mcp_field.h), so that these keys speak as the others do;
+ * a string that may be a secret (a client secret written out) is wiped when replaced. */
 static int get_string(struct json_object *o, const char *key, const char *label, unsigned flags,
                       char **ret, struct err *e)
 {
-    struct json_object *v = member(o, key);
-    const char *s = NULL;
-    char lbl[128];
-    if (!v)
-        return 0;
-    (void)snprintf(lbl, sizeof(lbl), "\"%s\"", label);
-    int r = string_value(v, lbl, flags, &s, e);
-    if (r < 0)
+    char *v = NULL;
+    int r = mcp_field_string(o, key, label, flags, &v, e);
+    if (r < 0 || !v)
         return r;
-    char *c = strdup(s);
-    if (!c)
-        return oom(e);
     secure_free(*ret);
-    *ret = c;
-    return 0;
-}
-
-static int get_bool(struct json_object *o, const char *key, const char *label, bool *ret,
-                    struct err *e)
-{
-    struct json_object *v = member(o, key);
-    if (!v)
-        return 0;
-    if (!json_object_is_type(v, json_type_boolean))
-        return bad(e, "\"%s\" must be true or false, not %s", label, type_of(v));
-    *ret = json_object_get_boolean(v);
+    *ret = v;
     return 0;
 }
 
@@ -126,26 +42,16 @@ static int get_bool(struct json_object *o, const char *key, const char *label, b
 static int get_word(struct json_object *o, const char *key, const char *label,
                     const char *const *words, const char *expect, char **ret, struct err *e)
 {
-    struct json_object *v = member(o, key);
-    const char *s;
-    char lbl[128], wd[DISP_BUF];
-    if (!v)
-        return 0;
-    (void)snprintf(lbl, sizeof(lbl), "\"%s\"", label);
-    int r = string_value(v, lbl, 0, &s, e);
-    if (r < 0)
+    int i = -1;
+    int r = mcp_field_enum(o, key, label, words, expect, &i, e);
+    if (r < 0 || i < 0)
         return r;
-    for (size_t i = 0; words[i]; i++)
-        if (strcmp(s, words[i]) == 0) {
-            char *c = strdup(words[i]);
-            if (!c)
-                return oom(e);
-            free(*ret);
-            *ret = c;
-            return 0;
-        }
-    disp(wd, s);
-    return bad(e, "%s must be %s, not '%s'", lbl, expect, wd);
+    char *c = strdup(words[i]);
+    if (!c)
+        return oom(e);
+    free(*ret);
+    *ret = c;
+    return 0;
 }
 
 /* ---- checks ------------------------------------------------------------------------------ */
@@ -247,18 +153,20 @@ static int parse_idp(struct json_object *idp, struct oauth_config *c, struct err
 {
     int r;
     if (!json_object_is_type(idp, json_type_object))
-        return bad(e, "\"oauth.idp\" must be an object, not %s", type_of(idp));
-    r = get_string(idp, "issuer", "oauth.idp.issuer", STR_NONBLANK, &c->idp_issuer, e);
+        return bad(e, "\"oauth.idp\" must be an object, not %s", mcp_field_type(idp));
+    r = get_string(idp, "issuer", "oauth.idp.issuer", MCP_FIELD_NONBLANK, &c->idp_issuer, e);
     if (r >= 0)
-        r = get_string(idp, "tokenEndpoint", "oauth.idp.tokenEndpoint", STR_NONBLANK,
+        r = get_string(idp, "tokenEndpoint", "oauth.idp.tokenEndpoint", MCP_FIELD_NONBLANK,
                        &c->idp_token_endpoint, e);
     if (r >= 0)
-        r = get_string(idp, "clientId", "oauth.idp.clientId", STR_NONBLANK, &c->idp_client_id, e);
+        r = get_string(idp, "clientId", "oauth.idp.clientId", MCP_FIELD_NONBLANK, &c->idp_client_id,
+                       e);
     if (r >= 0)
-        r = get_string(idp, "clientSecret", "oauth.idp.clientSecret", STR_NONBLANK,
+        r = get_string(idp, "clientSecret", "oauth.idp.clientSecret", MCP_FIELD_NONBLANK,
                        &c->idp_client_secret, e);
     if (r >= 0)
-        r = get_string(idp, "idToken", "oauth.idp.idToken", STR_NONBLANK, &c->idp_id_token, e);
+        r = get_string(idp, "idToken", "oauth.idp.idToken", MCP_FIELD_NONBLANK, &c->idp_id_token,
+                       e);
     if (r < 0)
         return r;
     if (!c->idp_token_endpoint || !c->idp_id_token)
@@ -276,10 +184,11 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
     int r;
 
     if (!json_object_is_type(o, json_type_object))
-        return bad(e, "\"oauth\" must be an object, not %s", type_of(o));
-    r = get_string(o, "clientId", "oauth.clientId", STR_NONBLANK, &c->client_id, e);
+        return bad(e, "\"oauth\" must be an object, not %s", mcp_field_type(o));
+    r = get_string(o, "clientId", "oauth.clientId", MCP_FIELD_NONBLANK, &c->client_id, e);
     if (r >= 0)
-        r = get_string(o, "clientSecret", "oauth.clientSecret", STR_NONBLANK, &c->client_secret, e);
+        r = get_string(o, "clientSecret", "oauth.clientSecret", MCP_FIELD_NONBLANK,
+                       &c->client_secret, e);
     if (r >= 0)
         r = get_string(o, "clientMetadataUrl", "oauth.clientMetadataUrl", 0,
                        &c->client_metadata_url, e);
@@ -288,12 +197,12 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
     if (r >= 0)
         r = get_string(o, "redirectUri", "oauth.redirectUri", 0, &c->redirect_uri, e);
     if (r >= 0)
-        r = get_string(o, "privateKeyFile", "oauth.privateKeyFile", STR_NONBLANK,
+        r = get_string(o, "privateKeyFile", "oauth.privateKeyFile", MCP_FIELD_NONBLANK,
                        &c->private_key_file, e);
     if (r >= 0)
-        r = get_bool(o, "refreshScope", "oauth.refreshScope", &c->refresh_sends_scope, e);
+        r = mcp_field_bool(o, "refreshScope", "oauth.refreshScope", &c->refresh_sends_scope, e);
     if (r >= 0)
-        r = get_bool(o, "sendResource", "oauth.sendResource", &send_resource, e);
+        r = mcp_field_bool(o, "sendResource", "oauth.sendResource", &send_resource, e);
     if (r < 0)
         return r;
     c->omit_resource = !send_resource;
@@ -307,7 +216,7 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
     if (r < 0)
         return r;
 
-    struct json_object *idp = member(o, "idp");
+    struct json_object *idp = mcp_field_member(o, "idp");
     if (idp) {
         r = parse_idp(idp, c, e);
         if (r < 0)
@@ -340,8 +249,9 @@ int oauth_config_parse(struct json_object *entry, struct oauth_config **ret, str
     int r;
     if (!c)
         return oom(e);
-    struct json_object *o =
-        entry && json_object_is_type(entry, json_type_object) ? member(entry, "oauth") : NULL;
+    struct json_object *o = entry && json_object_is_type(entry, json_type_object)
+                                ? mcp_field_member(entry, "oauth")
+                                : NULL;
     if (o) {
         r = parse_members(o, c, e);
         if (r < 0)
@@ -362,8 +272,8 @@ int oauth_config_parse_server(const struct mcp_server *s, struct oauth_config **
     if (r == -ENOMEM)
         return oom(e);
     if (r < 0) {
-        char nd[DISP_BUF];
-        disp(nd, s->name ? s->name : "");
+        char nd[MCP_DISP_BUF];
+        mcp_disp(nd, s->name ? s->name : "");
         return err_set(e, r, "'%s': server '%s': %s", s->source ? s->source : "", nd,
                        err_msg(&why));
     }

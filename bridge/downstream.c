@@ -590,8 +590,7 @@ static void on_shutdown_timer(struct loop_timer *t, void *userdata)
 static void answer_waiting(struct downstream *d)
 {
     struct list_node *i, *tmp;
-    list_for_each_safe(i, tmp, &d->pending)
-    {
+    list_for_each_safe (i, tmp, &d->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type == DS_PT_LIST) {
             ds_answer_list(d, p->id, p->kind);

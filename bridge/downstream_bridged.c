@@ -48,8 +48,7 @@ void ds_bridged_drop(struct downstream *d, struct ds_server *s, uint64_t keep_ge
                      const char *reason)
 {
     struct list_node *i, *tmp;
-    list_for_each_safe(i, tmp, &d->bridged)
-    {
+    list_for_each_safe (i, tmp, &d->bridged) {
         struct ds_bridged *b = list_entry(i, struct ds_bridged, node);
         if ((s && b->s != s) || (keep_gen && b->gen == keep_gen))
             continue;
@@ -169,8 +168,7 @@ static struct ds_bridged *find_up(struct downstream *d, struct ds_server *s,
                                   struct json_object *up_id)
 {
     struct list_node *i;
-    list_for_each(i, &d->bridged)
-    {
+    list_for_each (i, &d->bridged) {
         struct ds_bridged *b = list_entry(i, struct ds_bridged, node);
         if (b->s == s && json_object_equal(b->up_id, up_id))
             return b;
@@ -191,8 +189,7 @@ static struct ds_bridged *find_bid(struct downstream *d, struct json_object *bid
     if (errno || *end)
         return NULL;
     struct list_node *i;
-    list_for_each(i, &d->bridged)
-    {
+    list_for_each (i, &d->bridged) {
         struct ds_bridged *b = list_entry(i, struct ds_bridged, node);
         if (b->n == n)
             return b;

@@ -305,8 +305,7 @@ void ds_cancel_request(struct downstream *d, struct json_object *params)
 void ds_fail_pending_of(struct downstream *d, struct ds_server *s)
 {
     struct list_node *i, *tmp;
-    list_for_each_safe(i, tmp, &d->pending)
-    {
+    list_for_each_safe (i, tmp, &d->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type != DS_PT_CALL || p->s != s)
             continue;

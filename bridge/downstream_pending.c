@@ -79,8 +79,7 @@ void ds_pending_free(struct ds_pending *p)
 struct ds_pending *ds_pending_find_type(struct downstream *d, enum ds_pending_type t)
 {
     struct list_node *i;
-    list_for_each(i, &d->pending)
-    {
+    list_for_each (i, &d->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type == t)
             return p;
@@ -91,14 +90,12 @@ struct ds_pending *ds_pending_find_type(struct downstream *d, enum ds_pending_ty
 void ds_pending_release_all(struct downstream *d)
 {
     struct list_node *i, *tmp;
-    list_for_each_safe(i, tmp, &d->pending)
-    {
+    list_for_each_safe (i, tmp, &d->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         p->call = NULL;
         ds_pending_free(p);
     }
-    list_for_each_safe(i, tmp, &d->pool)
-    {
+    list_for_each_safe (i, tmp, &d->pool) {
         list_remove(i);
         free(list_entry(i, struct ds_pending, node));
     }

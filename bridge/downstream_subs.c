@@ -107,8 +107,7 @@ static void sub_forget(struct downstream *d, const char *uri)
     if (sub)
         sub_free(d, sub);
     struct list_node *i;
-    list_for_each(i, &d->pending)
-    {
+    list_for_each (i, &d->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->sub == DS_SUB_ADD && strcmp(p->sub_uri, uri) == 0) {
             p->sub = DS_SUB_NONE;
@@ -121,8 +120,7 @@ static void sub_forget(struct downstream *d, const char *uri)
 void ds_subs_drop_removed(struct downstream *d)
 {
     struct list_node *i, *tmp;
-    list_for_each_safe(i, tmp, &d->subs)
-    {
+    list_for_each_safe (i, tmp, &d->subs) {
         struct ds_sub *sub = list_entry(i, struct ds_sub, node);
         if (!ds_server_find(d, sub->server))
             sub_free(d, sub);
@@ -188,8 +186,7 @@ static void on_resubscribed(struct upstream_call *c, struct json_object *respons
 void ds_subs_renew(struct downstream *d, struct ds_server *s)
 {
     struct list_node *i;
-    list_for_each(i, &d->subs)
-    {
+    list_for_each (i, &d->subs) {
         struct ds_sub *sub = list_entry(i, struct ds_sub, node);
         if (strcmp(sub->server, s->name) != 0)
             continue;

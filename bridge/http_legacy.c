@@ -27,8 +27,7 @@ size_t http_legacy_count_pending(const struct http_upstream *u)
     const struct list_node *i;
     size_t n = 0;
 
-    list_for_each(i, &u->reqs)
-    {
+    list_for_each (i, &u->reqs) {
         n += pending_post(list_entry(i, struct http_req, node));
     }
     return n;
@@ -42,8 +41,7 @@ void http_legacy_fail_pending(struct http_upstream *u, int error)
         struct http_req *r = NULL;
         if (http_gone(u))
             return;
-        list_for_each(i, &u->reqs)
-        {
+        list_for_each (i, &u->reqs) {
             struct http_req *c = list_entry(i, struct http_req, node);
             if (pending_post(c)) {
                 r = c; /* the oldest */

@@ -534,11 +534,7 @@ static int req_setopt(struct http_req *r, const char *url, int64_t timeout)
 {
     CURL *c = r->easy;
     CURLcode cc = CURLE_OK;
-#define SET(opt, val)                                                                              \
-    do {                                                                                           \
-        if (cc == CURLE_OK)                                                                        \
-            cc = curl_easy_setopt(c, opt, val);                                                    \
-    } while (0)
+#define SET(opt, val) HTTP_SETOPT(cc, c, opt, val)
     if (http_curl_baseline(c) < 0)
         cc = CURLE_UNKNOWN_OPTION;
     SET(CURLOPT_URL, url);

@@ -232,8 +232,7 @@ static bool startable(const struct http_upstream *u, const struct http_req *r)
     if (r->kind == HREQ_POST && u->mode != MODE_STREAMABLE) /* after the end, kick fails them */
         return u->mode == MODE_LEGACY_READY;
     if (r == u->stream && u->stream_state == STREAM_ORDERED) {
-        list_for_each(i, &u->reqs)
-        {
+        list_for_each (i, &u->reqs) {
             const struct http_req *p = list_entry(i, struct http_req, node);
             if (p->kind == HREQ_POST && !p->tag && p->state != HREQ_STOPPED && p->seq < r->seq)
                 return false;
@@ -276,8 +275,7 @@ static void kick_fired(void *userdata)
         struct http_req *r = NULL;
         if (http_gone(u))
             return;
-        list_for_each(i, &u->reqs)
-        {
+        list_for_each (i, &u->reqs) {
             struct http_req *c = list_entry(i, struct http_req, node);
             if (startable(u, c)) {
                 r = c; /* the oldest */
@@ -452,8 +450,7 @@ void http_upstream_answered(struct http_upstream *u, uint64_t tag)
 
     if (!u || !tag || u->state == HTTP_DEAD)
         return;
-    list_for_each_safe(i, tmp, &u->reqs)
-    {
+    list_for_each_safe (i, tmp, &u->reqs) {
         struct http_req *r = list_entry(i, struct http_req, node);
         if (r->tag != tag || r->state == HREQ_STOPPED || r->kind == HREQ_DELETE)
             continue;

@@ -273,8 +273,7 @@ static void kick_fired(struct loop_timer *t, void *userdata)
     (void)t;
 
     /* conns that had nothing to wait for */
-    list_for_each_safe(i, tmp, &u->retiring)
-    {
+    list_for_each_safe (i, tmp, &u->retiring) {
         struct conn *cn = list_entry(i, struct conn, node);
         if (cn->state == CONN_DEAD) {
             list_remove(&cn->node);

@@ -356,11 +356,7 @@ static CURLcode http_setup(CURL *c, const char *url, const char *method, bool wi
                            int64_t timeout_ms, size_t max_body, struct http_xfer *x, char *errbuf)
 {
     CURLcode cc = CURLE_OK;
-#define SET(opt, val)                                                                              \
-    do {                                                                                           \
-        if (cc == CURLE_OK)                                                                        \
-            cc = curl_easy_setopt(c, opt, val);                                                    \
-    } while (0)
+#define SET(opt, val) HTTP_SETOPT(cc, c, opt, val)
     if (http_curl_baseline(c) < 0)
         cc = CURLE_UNKNOWN_OPTION;
     /* a redirect is followed by hand (same origin only), never by libcurl: the protocols are a

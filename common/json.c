@@ -10,6 +10,7 @@
 #include "credkit/buf.h"
 #include "credkit/file.h"
 #include "credkit/json.h"
+#include "credkit/jsonw.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
 
@@ -164,51 +165,7 @@ static int write_indent(struct buf *out, int level)
  * the control characters; DEL and bytes >= 0x80 as they are. */
 static int write_escaped(struct buf *out, const char *s, size_t len)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t plain = 0;
-    int r = buf_append_char(out, '"');
-    for (size_t i = 0; r >= 0 && i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[6] = {'\\', 0, '0', '0', 0, 0};
-        size_t n = 2;
-        switch (c) {
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '"':
-        case '\\':
-            esc[1] = (char)c;
-            break;
-        default:
-            if (c >= 0x20)
-                continue;
-            esc[1] = 'u';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            n = 6;
-        }
-        r = buf_append(out, s + plain, i - plain);
-        if (r >= 0)
-            r = buf_append(out, esc, n);
-        plain = i + 1;
-    }
-    if (r >= 0)
-        r = buf_append(out, s + plain, len - plain);
-    if (r >= 0)
-        r = buf_append_char(out, '"');
-    return r;
+    return jsonw_string_ex(out, s, len, 0);
 }
 
 static int write_value(struct buf *out, struct json_object *v, int level);

@@ -5,6 +5,11 @@
 
 int jsonw_string(struct buf *b, const char *s, size_t len)
 {
+    return jsonw_string_ex(b, s, len, JSONW_ESCAPE_DEL);
+}
+
+int jsonw_string_ex(struct buf *b, const char *s, size_t len, unsigned flags)
+{
     static const char hex[] = "0123456789abcdef";
     int r = buf_append_char(b, '"');
     size_t plain = 0;
@@ -35,7 +40,7 @@ int jsonw_string(struct buf *b, const char *s, size_t len)
             memcpy(esc, "\\f", n = 2);
             break;
         default:
-            if (c < 0x20 || c == 0x7f) {
+            if (c < 0x20 || (c == 0x7f && (flags & JSONW_ESCAPE_DEL))) {
                 memcpy(esc, "\\u00", 4);
                 esc[4] = hex[c >> 4];
                 esc[5] = hex[c & 15];

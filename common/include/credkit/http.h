@@ -72,3 +72,15 @@ void http_response_header_each(const struct http_response *resp, const char *nam
  * refused an option (one too old). The handle is a CURL *, taken as void * so this header does
  * not pull in libcurl's. */
 int http_curl_baseline(void *curl) _must_check_;
+
+/* Sets one libcurl option unless an earlier one of the chain failed, so that a chain of
+ * options ends with one result to check (for the files that include <curl/curl.h>):
+ *     CURLcode cc = CURLE_OK;
+ *     HTTP_SETOPT(cc, easy, CURLOPT_URL, url);
+ *     HTTP_SETOPT(cc, easy, CURLOPT_TIMEOUT_MS, 5000L);
+ *     if (cc != CURLE_OK) ... */
+#define HTTP_SETOPT(cc, easy, opt, val)                                                            \
+    do {                                                                                           \
+        if ((cc) == CURLE_OK)                                                                      \
+            (cc) = curl_easy_setopt((easy), (opt), (val));                                         \
+    } while (0)

@@ -16,6 +16,14 @@
  * '\\' are escaped; bytes >= 0x80 are copied as they are (the input is expected to be UTF-8). */
 int jsonw_string(struct buf *b, const char *s, size_t len) _must_check_;
 
+enum jsonw_flags {
+    JSONW_ESCAPE_DEL = 1 << 0, /* DEL (0x7f) as \u007f too, as jsonw_string() does; without it,
+                                  DEL as it is, as json-c writes it */
+};
+
+/* jsonw_string() with a choice of escapes (enum jsonw_flags). */
+int jsonw_string_ex(struct buf *b, const char *s, size_t len, unsigned flags) _must_check_;
+
 /* Appends "\"key\":" followed by the quoted string value. */
 int jsonw_kv_string(struct buf *b, const char *key, const char *value) _must_check_;
 

@@ -76,13 +76,13 @@ static void test_list(void)
 
     int order[5], n = 0;
     struct list_node *i, *tmp;
-    list_for_each(i, &head) order[n++] = list_entry(i, struct item, node)->v;
+    list_for_each (i, &head)
+        order[n++] = list_entry(i, struct item, node)->v;
     CHECK_INT(n, 5);
     CHECK(order[0] == 2 && order[1] == 0 && order[2] == 1 && order[3] == 3 && order[4] == 4);
 
     n = 0;
-    list_for_each_safe(i, tmp, &head)
-    {
+    list_for_each_safe (i, tmp, &head) {
         struct item *x = list_entry(i, struct item, node);
         if (x->v % 2 == 0)
             list_remove(&x->node);
