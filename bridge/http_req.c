@@ -374,7 +374,9 @@ fail:
 static const char *header_value(const char *p, size_t len, const char *name, size_t *ret_n)
 {
     size_t nl = strlen(name);
-    if (len < nl || strncasecmp(p, name, nl) != 0)
+    /* name is lowercase: the first letter rules out most header lines without a call */
+    if (len < nl || ((unsigned char)p[0] | 0x20) != (unsigned char)name[0] ||
+        strncasecmp(p, name, nl) != 0)
         return NULL;
     const char *v = p + nl, *end = p + len;
     while (v < end && (*v == ' ' || *v == '\t'))
