@@ -24,49 +24,13 @@
 #include "credentials.h"
 #include "loop.h"
 #include "tests.h"
+#include "loop_wait.h"
 #include "transport.h"
 #include "upstream.h"
 
 static struct log *lg;
 
-/* ---- waiting, bounded ---- */
-
-typedef bool (*pred_fn)(void *ctx);
-
-struct waiter {
-    struct loop *l;
-    pred_fn p;
-    void *ctx;
-};
-
-static void waiter_tick(struct loop_timer *t, void *userdata)
-{
-    struct waiter *w = userdata;
-    if (w->p(w->ctx))
-        loop_quit(w->l, 0);
-    else
-        loop_timer_rearm(t, 2);
-}
-
-static void waiter_deadline(struct loop_timer *t, void *userdata)
-{
-    (void)t;
-    loop_quit(userdata, -ETIMEDOUT);
-}
-
-static bool wait_for(struct loop *l, pred_fn p, void *ctx, int64_t ms)
-{
-    struct waiter w = {l, p, ctx};
-    struct loop_timer *tick = NULL, *deadline = NULL;
-    if (p(ctx))
-        return true;
-    CHECK_INT(loop_timer_add(l, 2, waiter_tick, &w, &tick), 0);
-    CHECK_INT(loop_timer_add(l, ms, waiter_deadline, l, &deadline), 0);
-    int r = loop_run(l);
-    loop_timer_cancel(tick);
-    loop_timer_cancel(deadline);
-    return r == 0 && p(ctx);
-}
+/* ---- waiting on conditions, bounded: loop_wait.h ---- */
 
 /* Runs the loop for ms (what is due meanwhile happens). */
 static void spin(struct loop *l, int64_t ms)
