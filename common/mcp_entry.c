@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "credkit/buf.h"
 #include "credkit/mcp_field.h"
@@ -155,11 +156,41 @@ static int parse_transport(struct mcp_server *s, struct json_object *o, struct e
     return 0;
 }
 
-/* "bearerTokenEnv", "oauth" and "auth": the credential mode. */
-static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e)
+/* Whether the entry's "headers" set Authorization (any case). */
+static bool has_authorization_header(const struct mcp_server *s)
+{
+    static const char name[] = "Authorization:";
+    for (size_t i = 0; s->headers && s->headers[i]; i++)
+        if (strncasecmp(s->headers[i], name, sizeof(name) - 1) == 0)
+            return true;
+    return false;
+}
+
+/* "auth": "oauth", "bearer", "none", or false (the same as "none"); -1 when absent. */
+static int parse_auth_key(struct json_object *o, int *ret, struct err *e)
 {
     static const char *const auths[] = {"oauth", "bearer", "none", NULL};
-    static const enum mcp_auth_mode auth_mode[] = {MCP_AUTH_OAUTH, MCP_AUTH_BEARER, MCP_AUTH_NONE};
+    static const int auth_mode[] = {MCP_AUTH_OAUTH, MCP_AUTH_BEARER, MCP_AUTH_DISABLED};
+    struct json_object *v = mcp_field_member(o, "auth");
+    int auth = -1;
+    if (v && json_object_is_type(v, json_type_boolean)) {
+        if (json_object_get_boolean(v))
+            return bad(e, "\"auth\" is true, which names no way to sign in: use \"oauth\", "
+                          "\"bearer\", or false for none");
+        *ret = MCP_AUTH_DISABLED;
+        return 0;
+    }
+    int r = mcp_field_enum(o, "auth", "auth", auths, "\"oauth\", \"bearer\", \"none\" or false",
+                           &auth, e);
+    if (r < 0)
+        return r;
+    *ret = auth >= 0 ? auth_mode[auth] : -1;
+    return 0;
+}
+
+/* "bearerTokenEnv", "bearerToken", "oauth" and "auth": the credential mode. */
+static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e)
+{
     int r, auth = -1;
 
     r = mcp_field_string(o, "bearerTokenEnv", "bearerTokenEnv", 0, &s->bearer_token_env, e);
@@ -173,27 +204,43 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
                    "digits and '_'), not '%s'",
                    d);
     }
+    r = mcp_field_string(o, "bearerToken", "bearerToken", MCP_FIELD_NONBLANK, &s->bearer_token, e);
+    if (r < 0)
+        return r;
+    if (s->bearer_token && s->bearer_token_env)
+        return bad(e, "both \"bearerToken\" and \"bearerTokenEnv\" are set: keep one");
 
     /* the object's own keys are mcp-auth's to read (auth/oauth_config.c); here it only says
-     * that the entry signs in with OAuth */
+     * that the entry signs in with OAuth. false says it does not. */
     struct json_object *oauth = mcp_field_member(o, "oauth");
+    bool oauth_off = oauth && json_object_is_type(oauth, json_type_boolean) &&
+                     !json_object_get_boolean(oauth);
+    if (oauth_off)
+        oauth = NULL;
     if (oauth && !json_object_is_type(oauth, json_type_object))
-        return bad(e, "\"oauth\" must be an object, not %s", mcp_field_type(oauth));
+        return bad(e, "\"oauth\" must be an object (or false), not %s", mcp_field_type(oauth));
 
-    r = mcp_field_enum(o, "auth", "auth", auths, "\"oauth\", \"bearer\" or \"none\"", &auth, e);
+    r = parse_auth_key(o, &auth, e);
     if (r < 0)
         return r;
     if (auth >= 0)
-        s->auth = auth_mode[auth];
+        s->auth = (enum mcp_auth_mode)auth;
     else if (oauth)
         s->auth = MCP_AUTH_OAUTH;
-    else if (s->bearer_token_env)
+    else if (s->bearer_token_env || s->bearer_token)
         s->auth = MCP_AUTH_BEARER;
+    else if (oauth_off)
+        s->auth = MCP_AUTH_DISABLED;
     else
         s->auth = MCP_AUTH_NONE;
-    if (s->auth == MCP_AUTH_BEARER && !s->bearer_token_env)
-        return bad(e, "\"auth\" is \"bearer\" but \"bearerTokenEnv\" is missing: name the "
-                      "environment variable that holds the token");
+    if (s->auth == MCP_AUTH_BEARER && !s->bearer_token_env && !s->bearer_token)
+        return bad(e, "\"auth\" is \"bearer\" but neither \"bearerTokenEnv\" nor "
+                      "\"bearerToken\" is set: name the environment variable (or secret) that "
+                      "holds the token");
+    if ((s->auth == MCP_AUTH_OAUTH || s->auth == MCP_AUTH_BEARER) && has_authorization_header(s))
+        return bad(e, "\"headers\" sets Authorization, and the entry also signs in with %s: "
+                      "remove one of them",
+                   s->auth == MCP_AUTH_OAUTH ? "OAuth" : "a bearer token");
     return 0;
 }
 
@@ -317,6 +364,32 @@ static int expand_env(const struct mcp_server *s, const struct mcp_config_opts *
     return 0;
 }
 
+/* One template's missing variables into missing (its value wiped); what names it for a syntax
+ * error. */
+static int expand_one(const char *tmpl, const char *what, const struct mcp_config_opts *opts,
+                      struct strv *missing, struct err *e)
+{
+    char *val = NULL;
+    int r = mcp_expand_collect(tmpl, opts->lookup, opts->lookup_userdata, missing, &val, e);
+    secure_free(val);
+    if (r < 0 && r != -ENOENT)
+        return err_prefix(e, "%s", what);
+    return 0;
+}
+
+static int expand_args(const struct mcp_server *s, const struct mcp_config_opts *opts,
+                       struct strv *missing, struct err *e)
+{
+    for (size_t i = 0; s->args[i]; i++) {
+        char what[32];
+        snprintf(what, sizeof(what), "\"args\" element %zu", i + 1);
+        int r = expand_one(s->args[i], what, opts, missing, e);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 /* -ENOENT naming the missing variables that fit in a message (missing_vars has them all). */
 static int missing_error(const struct strv *missing, struct err *e)
 {
@@ -359,16 +432,24 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
     r = expand_headers(s, opts, &missing, e);
     if (r >= 0)
         r = expand_env(s, opts, &missing, e);
+    if (r >= 0)
+        r = expand_args(s, opts, &missing, e);
+    if (r >= 0 && s->bearer_token)
+        r = expand_one(s->bearer_token, "\"bearerToken\"", opts, &missing, e);
     if (r < 0)
         goto out;
 
     if (missing.n > 0) {
-        r = missing_error(&missing, e);
+        r = opts->defer_vars ? 0 : missing_error(&missing, e);
         if (r == -ENOMEM)
             goto out;
         s->missing_vars = strv_detach(&missing);
         if (!s->missing_vars)
             r = oom(e);
+        if (r < 0 || !url)
+            goto out;
+        /* deferred: the URL is checked once its variables have values */
+        r = 0;
         goto out;
     }
     if (url) {
@@ -399,6 +480,7 @@ void mcp_server_free(struct mcp_server *s)
     secure_free(s->url);
     strv_free_secure(s->headers);
     free(s->bearer_token_env);
+    secure_free(s->bearer_token);
     free(s->headers_helper);
     json_object_put(s->raw);
     free(s->error);
@@ -444,6 +526,7 @@ int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret)
     DUP(cwd);
     DUP(url);
     DUP(bearer_token_env);
+    DUP(bearer_token);
     DUP(headers_helper);
     DUP(error);
 #undef DUP

@@ -56,6 +56,10 @@ struct mcp_config_opts {
     mcp_check_entry_fn check_entry;       /* NULL: no check beyond the generic entry */
     mcp_check_settings_fn check_settings; /* NULL: every layer's settings merge */
     void *check_userdata;                 /* for both checks */
+    /* A ${VAR} the lookup does not know leaves the entry valid: it is only listed in
+     * missing_vars, for a tool that resolves the names itself later (the bridge asks `secrets`
+     * at each connect), and the URL is checked then. false: the entry is invalid. */
+    bool defer_vars;
 };
 
 /* A problem with a whole file (not JSON, root not an object, unreadable). */

@@ -106,11 +106,19 @@ static const struct reject rejects[] = {
     {"r-url-cred", "{'url': 'https://me:hunter2@x.example/mcp'}",
      "\"url\" must not contain a user name or password"},
     {"r-auth", "{'url': 'https://x.example', 'auth': 'basic'}",
-     "\"auth\" must be \"oauth\", \"bearer\" or \"none\", not 'basic'"},
+     "\"auth\" must be \"oauth\", \"bearer\", \"none\" or false, not 'basic'"},
     {"r-auth-bool", "{'url': 'https://x.example', 'auth': true}",
-     "\"auth\" must be a string, not a boolean"},
+     "\"auth\" is true, which names no way to sign in"},
+    {"r-auth-num", "{'url': 'https://x.example', 'auth': 1}",
+     "\"auth\" must be a string, not a number"},
+    {"r-bearer-both",
+     "{'url': 'https://x.example', 'bearerToken': 't', 'bearerTokenEnv': 'T'}",
+     "both \"bearerToken\" and \"bearerTokenEnv\" are set"},
+    {"r-oauth-header",
+     "{'url': 'https://x.example', 'auth': 'oauth', 'headers': {'authorization': 'Bearer x'}}",
+     "\"headers\" sets Authorization, and the entry also signs in with OAuth"},
     {"r-bearer", "{'url': 'https://x.example', 'auth': 'bearer'}",
-     "\"auth\" is \"bearer\" but \"bearerTokenEnv\" is missing"},
+     "\"auth\" is \"bearer\" but neither \"bearerTokenEnv\" nor \"bearerToken\" is set"},
     {"r-bearer-env", "{'url': 'https://x.example', 'auth': 'bearer', 'bearerTokenEnv': '1TOKEN'}",
      "\"bearerTokenEnv\" must be the name of an environment variable"},
     {"r-bearer-env2", "{'url': 'https://x.example', 'bearerTokenEnv': 'MY-TOKEN'}",
@@ -120,9 +128,9 @@ static const struct reject rejects[] = {
     {"r-helper-num", "{'url': 'https://x.example', 'headersHelper': 1}",
      "\"headersHelper\" must be a string, not a number"},
     {"r-oauth", "{'url': 'https://x.example', 'oauth': 'yes'}",
-     "\"oauth\" must be an object, not a string"},
+     "\"oauth\" must be an object (or false), not a string"},
     {"r-oauth-true", "{'url': 'https://x.example', 'oauth': true}",
-     "\"oauth\" must be an object, not a boolean"},
+     "\"oauth\" must be an object (or false), not a boolean"},
     {"r-nul", "{'command': 'x\\u0000y'}", "\"command\" must not contain a NUL character"},
     {"", "{'command': 'x'}", "the name must not be empty"},
     {"r-ctl\\u0001x", "{'command': 'x'}", "the name must not contain control characters"},
@@ -305,7 +313,7 @@ static void test_fields_and_types(void)
     CHECK((x = mcp_config_find(c, "au-bearer")) && x->auth == MCP_AUTH_BEARER &&
           strcmp(x->bearer_token_env, "TOK") == 0);
     CHECK((x = mcp_config_find(c, "au-bearer2")) && x->auth == MCP_AUTH_BEARER);
-    CHECK((x = mcp_config_find(c, "au-none")) && x->auth == MCP_AUTH_NONE);
+    CHECK((x = mcp_config_find(c, "au-none")) && x->auth == MCP_AUTH_DISABLED);
     CHECK((x = mcp_config_find(c, "au-explicit")) && x->auth == MCP_AUTH_OAUTH);
     CHECK((x = mcp_config_find(c, "nulls")) && !x->cwd && x->timeout_ms == 0 && !x->env[0]);
     mcp_config_free(c);
@@ -327,7 +335,7 @@ static void test_expansion(void)
         "  'headers': {'Authorization': 'Bearer ${MCPT_TOKEN}', 'X-Cost': '$$5 $x $'}},"
         "'miss': {'url': 'https://x.example/${MCPT_MISSING1}',"
         "  'headers': {'Authorization': 'Bearer ${MCPT_MISSING1}', 'X-Ok': '${MCPT_TOKEN}'},"
-        "  'oauth': {'clientSecret': '${MCPT_MISSING2}'}},"
+        "  'auth': 'none', 'oauth': {'clientSecret': '${MCPT_MISSING2}'}},"
         "'miss1': {'command': 'x', 'env': {'TOKEN': '${MCPT_MISSING2}', 'OK': '${MCPT_TOKEN}'}},"
         "'ftp': {'url': '${MCPT_BASE_FTP}/mcp'},"
         "'unset': {'url': '${MCPT_BASE_UNSET}/mcp'},"
