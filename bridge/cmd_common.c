@@ -111,6 +111,7 @@ struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log
         .config_path = g->config,
         .cwd = getcwd(cwd, sizeof(cwd)),
         .bundled_path = bundled,
+        .defer_vars = true, /* resolved by `secrets` at each connect (cred_helper.h) */
     };
     if (!opts.cwd)
         log_warn(log,

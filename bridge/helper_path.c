@@ -1,6 +1,7 @@
 /* helper_path.c - finding `secrets` and `mcp-auth` (helper_path.h). */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
