@@ -131,7 +131,7 @@ struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log
     return c;
 }
 
-static bool is_url(const char *target)
+bool cli_is_url(const char *target)
 {
     return strstr(target, "://") != NULL;
 }
@@ -357,7 +357,7 @@ struct mcp_config *cli_config_for(const char *target, const char *const *headers
     char *name = NULL;
     const char *source;
 
-    if (is_url(target)) {
+    if (cli_is_url(target)) {
         name = name_from_url(target);
         if (!name) {
             log_error(log, "out of memory");
