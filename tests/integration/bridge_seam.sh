@@ -13,7 +13,9 @@
 #   5. a tool that needs a wider scope: the error names `mcp-auth NAME --scope "..."`; with
 #      autoAuth the bridge signs in itself; a server that always answers 403: the storm brake;
 #   6. canaries (a bearer token, the rotating secret, every token the provider issued) in no
-#      command line of any process, no stdio server's environment, no file the test wrote.
+#      command line of any process (sampled every 100 ms; every helper run's arguments are also
+#      logged by its wrapper), no stdio server's environment, no file the test wrote (logs,
+#      stderr, every call's result or error).
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/bridge.sh"
 
@@ -33,16 +35,23 @@ echo "\$(date +%s%3N) \$*" >>"$T_ROOT/${h%%:*}.runs"
 exec "${h#*:}" "\$@"
 EOF
 done
-# $BROWSER: the headless browser, noting each start
+# $BROWSER: the headless browser, noting each start and end. Chromium gets a home outside
+# T_ROOT: its crash handler may outlive it for a moment, and is no process of the bridge's.
+mkdir -p "$XDG_RUNTIME_DIR/browser-home"
 cat >"$T_ROOT/bin/browser" <<EOF
 #!/bin/sh
 date +%s%3N >>"$T_ROOT/browser.opened"
-exec node "$PEERS_DIR/browser.mjs" "\$@"
+HOME="$XDG_RUNTIME_DIR/browser-home" node "$PEERS_DIR/browser.mjs" "\$@"
+rc=\$?
+date +%s%3N >>"$T_ROOT/browser.closed"
+exit \$rc
 EOF
 chmod +x "$T_ROOT/bin/"*
 export CREDKIT_SECRETS="$T_ROOT/bin/secrets" CREDKIT_MCP_AUTH="$T_ROOT/bin/mcp-auth"
 export BROWSER="$T_ROOT/bin/browser" BROWSER_LOG="$T_ROOT/browser.log"
-opened() { [ -f "$T_ROOT/browser.opened" ] && wc -l <"$T_ROOT/browser.opened" || echo 0; }
+count() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
+opened() { count "$T_ROOT/browser.opened"; }
+browsers_closed() { [ "$(count "$T_ROOT/browser.closed")" -ge "$(opened)" ]; }
 
 # peer NAME FILE ARGS...: start_peer, its output kept as T_ROOT/NAME.log (a peer may run twice)
 peer() {
@@ -85,12 +94,14 @@ seam() {
     shift 3
     SEAM_STATIC_TOKEN="$STATIC_TOKEN" driver "$label" "$T_ROOT/$label.bridge.log" seam-agent.mjs \
         --scenario "$scenario" --bridge "$(bridge "$config")" --bridge-log "$T_ROOT/$label.bridge.log" \
-        --browser-marker "$T_ROOT/browser.opened" --mcp-auth-runs "$T_ROOT/mcp-auth.runs" \
+        --browser-marker "$T_ROOT/browser.opened" --browser-closed "$T_ROOT/browser.closed" --mcp-auth-runs "$T_ROOT/mcp-auth.runs" \
         --secrets-runs "$T_ROOT/secrets.runs" --as "$AS" "$@"
 }
 login() { # CONFIG NAME: a sign-in from outside the bridge, through the browser
     run 0 "$MCP_AUTH_BIN" --config "$1" login "$2" --timeout 90s
     assert_contains "$ERR" "signed in to"
+    # (mcp-auth does not wait for the browser, which ends on its own a moment later)
+    wait_until 30 "the browser to close" browsers_closed
 }
 
 # 1. one sign-in, then 60 s of calls across 3 s tokens

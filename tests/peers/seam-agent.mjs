@@ -18,7 +18,9 @@
 // bridge gave.
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync, existsSync, readFileSync, renameSync, writeFileSync,
+} from 'node:fs';
 
 import {
   Agent, Checks, commandLine, descendants, expect, sleep, stillRunning, textOf,
@@ -41,6 +43,7 @@ const spec = {
   as: { type: 'string', arg: 'URL', help: 'the authorization server (auth-server.mjs)' },
   rs: { type: 'string', arg: 'URL', help: "the MCP server's URL (mcp-resource-server.mjs or seam-header-server.mjs)" },
   'browser-marker': { type: 'string', arg: 'PATH', help: 'a file that gets one line each time $BROWSER is started' },
+  'browser-closed': { type: 'string', arg: 'PATH', help: 'a file that gets one line each time $BROWSER ends' },
   'mcp-auth': { type: 'string', arg: 'PATH', help: 'mcp-auth, to sign in from outside the bridge and read its status' },
   'auth-config': { type: 'string', arg: 'PATH', help: 'the configuration the bridge was given (for mcp-auth --config)' },
   'mcp-auth-runs': { type: 'string', arg: 'PATH', help: "the log of the bridge's mcp-auth wrapper: one line \"MS ARGS...\" per run" },
@@ -136,15 +139,26 @@ async function listNames(a) {
   return r.tools.map((t) => t.name);
 }
 
+// Every call's outcome, one JSON line each, in BRIDGE-LOG.calls: the error results are among the
+// places the canary checks search.
+function logCall(a, name, r) {
+  if (!opts.bridgeLog) return;
+  const line = { t: Date.now(), bridge: a.label, tool: name, ok: r.ok, isError: r.isError, text: r.text, error: r.error, ms: r.ms };
+  appendFileSync(`${opts.bridgeLog}.calls`, `${JSON.stringify(line)}\n`);
+}
+
 // a call that never throws: {ok, isError, text, result, error, ms}
 async function call(a, name, args = {}, timeout = 10000) {
   const t = Date.now();
+  let r;
   try {
     const result = await a.call(name, args, { timeout });
-    return { ok: !result.isError, isError: !!result.isError, text: textOf(result), result, ms: Date.now() - t };
+    r = { ok: !result.isError, isError: !!result.isError, text: textOf(result), result, ms: Date.now() - t };
   } catch (err) {
-    return { ok: false, isError: false, error: String(err?.message ?? err), text: '', ms: Date.now() - t };
+    r = { ok: false, isError: false, error: String(err?.message ?? err), text: '', ms: Date.now() - t };
   }
+  logCall(a, name, r);
+  return r;
 }
 
 const why = (r) => (r.error ? `error: ${short(r.error)}` : `isError: ${short(r.text)}`);
@@ -562,15 +576,20 @@ async function scenarioStorm() {
     expect(quiet >= 3, `the sign-ins did not stop: ${calls.map((c) => c.logins).join(', ')}`);
     expect(browserOpens() - opened === logins, `the browser opened ${browserOpens() - opened} times for ${logins} sign-ins`);
   });
-  await checks.run('every call is an isError result; past the brake, "login required" with the reason', async () => {
+  const last = calls[calls.length - 1];
+  await checks.run('every call is an isError result; past the brake, the text names the command and the reason', async () => {
     for (const [i, c] of calls.entries()) {
       expect(c.isError, `call ${i + 1}: ${c.ok ? 'succeeded' : why(c)}`);
     }
-    const last = calls[calls.length - 1];
     expect(commandRe(opts.server).test(last.text), `the last text does not name 'mcp-auth ${opts.server}': ${short(last.text)}`);
-    expect(/login required|sign in/i.test(last.text), `the last text does not say a sign-in is needed: ${short(last.text)}`);
+    expect(/\b3\b/.test(last.text) && /\b10 minutes\b/.test(last.text), `the last text does not give the brake as the reason (3 sign-ins in 10 minutes): ${short(last.text)}`);
     expect(last.ms < 3000, `the call past the brake took ${last.ms} ms`);
     process.stdout.write(`note: the text past the brake: ${short(last.text)}\n`);
+  });
+  // the contract: past the brake, the server is "login required": its calls get the sign-in text
+  // ("server 'NAME' needs you to sign in: run 'mcp-auth NAME'"), with the reason
+  await checks.run('past the brake, the server is "login required" (the sign-in text)', async () => {
+    expect(/needs you to sign in|login required/i.test(last.text), `the text past the brake is not the "login required" one: ${short(last.text)}`);
   });
   return [a];
 }
@@ -591,6 +610,16 @@ try {
 } catch (err) {
   checks.failed.push('scenario');
   process.stdout.write(`FAIL ${opts.scenario}: ${err?.stack ?? err}\n`);
+}
+// a sign-in's browser ends on its own shortly after the sign-in: wait for it
+if (opts.browserClosed && browserOpens() > lines(opts.browserClosed).length) {
+  await checks.run('the browsers started for sign-ins have closed', async () => {
+    const end = Date.now() + 30000;
+    while (browserOpens() > lines(opts.browserClosed).length) {
+      expect(Date.now() < end, `${browserOpens() - lines(opts.browserClosed).length} browser(s) still open after 30 s`);
+      await sleep(100);
+    }
+  }, 35000);
 }
 for (const a of agents) {
   if (a.child && a.child.exit === null) await cleanExit(a);
