@@ -471,8 +471,10 @@ async function scenarioLogin() {
     expect(names.includes(opts.tool), `tools: ${JSON.stringify(names)}`);
   });
   await checks.run('"login required" logged at most once for the episode', async () => {
+    // the warning that names the command to run, whatever its words
     const warned = logText(opts.bridgeLog).split('\n')
-      .filter((l) => /warning/.test(l) && l.includes(`'${opts.server}'`) && /login required|sign in/i.test(l));
+      .filter((l) => /warning/.test(l) && commandRe(opts.server).test(l));
+    expect(warned.length >= 1, 'no warning names the command to run');
     expect(warned.length <= 1, `${warned.length} warnings: ${warned.slice(0, 4).join(' | ')}`);
   });
   return [a];
@@ -589,7 +591,7 @@ async function scenarioStorm() {
   // the contract: past the brake, the server is "login required": its calls get the sign-in text
   // ("server 'NAME' needs you to sign in: run 'mcp-auth NAME'"), with the reason
   await checks.run('past the brake, the server is "login required" (the sign-in text)', async () => {
-    expect(/needs you to sign in|login required/i.test(last.text), `the text past the brake is not the "login required" one: ${short(last.text)}`);
+    expect(/needs you to sign in|sign-in required|login required/i.test(last.text), `the text past the brake is not the "login required" one: ${short(last.text)}`);
   });
   return [a];
 }
