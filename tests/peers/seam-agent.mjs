@@ -256,7 +256,8 @@ async function scenarioPoll() {
   });
   if (as && rs) {
     const refreshes = as.refresh_token_grants;
-    process.stdout.write(`note: ${refreshes} refreshes, ${rs.distinct_tokens} distinct tokens accepted, `
+    const left = as.refresh_log.map((e) => e.left_ms).filter((v) => v !== null);
+    process.stdout.write(`note: ${refreshes} refreshes (the last token had ${left.length ? `${Math.min(...left)}..${Math.max(...left)}` : '?'} ms left), ${rs.distinct_tokens} distinct tokens accepted, `
       + `${rs.unauthorized} 401s, token requests ${JSON.stringify(as.token_requests)}, errors ${JSON.stringify(as.token_errors)}\n`);
     await checks.run(`at least ${opts.minTokens} distinct tokens accepted by the MCP server (${rs.distinct_tokens})`, async () => {
       expect(rs.distinct_tokens >= opts.minTokens, `the MCP server accepted ${rs.distinct_tokens} distinct tokens in ${elapsed.toFixed(0)} s, expected at least ${opts.minTokens} (tokens live ${opts.ttl} s)`);
@@ -377,7 +378,7 @@ async function scenarioRotate() {
       }
       await sleep(opts.interval);
     }
-    await checks.run(`value ${k} reaches the server within one TTL (${seenAt ?? 'never'} ms, bound ${bound} ms)`, async () => {
+    await checks.run(`value ${k} reaches the server within one TTL (${seenAt === undefined ? 'never' : `after ${seenAt} ms`}; bound ${bound} ms)`, async () => {
       expect(seenAt !== undefined, `the server never saw value ${k} within ${(bound + 3000) / 1000} s`);
       expect(seenAt <= bound, `the server saw value ${k} ${seenAt} ms after it changed, more than one TTL (${opts.ttl} s)`);
     });
