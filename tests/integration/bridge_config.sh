@@ -5,6 +5,9 @@
 
 : "${MCP_BRIDGE_BIN:?MCP_BRIDGE_BIN must point at the mcp-bridge binary (ctest sets it)}"
 : "${PTYDRIVE_BIN:?PTYDRIVE_BIN must point at the ptydrive tool (ctest sets it)}"
+: "${MCP_AUTH_BIN:?MCP_AUTH_BIN must point at the mcp-auth binary (ctest sets it)}"
+# the helpers list and add ask: the real ones of this build
+export CREDKIT_SECRETS="$SECRETS_BIN" CREDKIT_MCP_AUTH="$MCP_AUTH_BIN"
 
 B() {
     "$MCP_BRIDGE_BIN" "$@"
@@ -79,7 +82,8 @@ assert_contains "$OUT" "good"
 assert_contains "$OUT" "node server.js --port '1 2'" "the command line, quoted"
 assert_contains "$OUT" "has both \"url\" and \"command\"" "the reason of an invalid entry"
 assert_contains "$OUT" "\"timeout\""
-assert_contains "$OUT" "missing: MISSING_TOKEN_XYZ"
+assert_contains "$OUT" '${MISSING_TOKEN_XYZ}: missing: '"'MISSING_TOKEN_XYZ' has no recipe" "secrets' reason"
+assert_contains "$OUT" "run 'secrets configure MISSING_TOKEN_XYZ'"
 assert_not_contains "$OUT" "Bearer" "list (header values are not shown)"
 assert_contains "$OUT" "$PROJ/.pi/mcp.json': line 3, column" "the diagnostic with line and column"
 assert_contains "$OUT" "$PROJ/.mcp.json (absent)"
@@ -91,7 +95,9 @@ run 0 B list --json
 J=$OUT
 assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" "arr,both,good,needs,zero" "sorted names"
 assert_eq "$(json_get "$J" 'Object.keys(j.servers[0]).join(",")')" \
-    "name,transport,command,args,url,source,layer,valid,error,missingVariables" "server keys"
+    "name,transport,command,args,url,source,layer,valid,error,missingVariables,status,credentials" "server keys"
+assert_eq "$(json_get "$J" 'Object.keys(j.servers[0].credentials).join(",")')" "variables,oauth,headersHelper" \
+    "credentials keys"
 assert_eq "$(json_get "$J" 'Object.keys(j).join(",")')" "servers,files,diagnostics" "top-level keys"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").args')" '["server.js","--port","1 2"]'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").url')" "null"
@@ -108,6 +114,12 @@ assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "zero").transport')" 
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "arr").args')" '["--x","y"]'
 assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "arr").error')" '"env"'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").missingVariables')" '["MISSING_TOKEN_XYZ"]'
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").status')" "missing"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").credentials.variables[0].resolved')" "false"
+assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "needs").credentials.variables[0].error')" \
+    "secrets configure MISSING_TOKEN_XYZ"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").status')" "ok"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "both").status')" "invalid"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").url')" "https://example.com/mcp"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").command')" "null"
 assert_eq "$(json_get "$J" 'j.files.map(f => f.exists).join(",")')" "false,true,false,true"
@@ -115,6 +127,84 @@ assert_eq "$(json_get "$J" 'j.files[1].path')" "$USER_FILE"
 assert_eq "$(json_get "$J" 'j.diagnostics.length')" 1
 assert_eq "$(json_get "$J" 'j.diagnostics[0].source')" "$PROJ/.pi/mcp.json"
 assert_contains "$(json_get "$J" 'j.diagnostics[0].message')" "line 3, column"
+
+# ---- list: the credentials each server needs, asked of the real secrets and mcp-auth ------
+# a canary value comes from a command recipe and from the environment: it is never shown
+CANARY=canary-list-5d1c9e
+SJ="$PI_CODING_AGENT_DIR/secrets.json"
+printf '{"RECIPE_TOKEN_XYZ": "!echo %s-recipe"}\n' "$CANARY" >"$SJ"
+chmod 600 "$SJ"
+export ENV_TOKEN_XYZ="$CANARY-env"
+# a headersHelper that leaves a mark if it is ever run
+cat >"$T_ROOT/get-headers" <<EOF
+#!/bin/sh
+touch "$T_ROOT/helper-ran"
+echo '{"headers": {"X-Key": "$CANARY-helper"}}'
+EOF
+chmod 755 "$T_ROOT/get-headers"
+cat >"$T_ROOT/creds.json" <<EOF
+{
+  "mcpServers": {
+    "recipe": {"url": "https://r.example.com/mcp", "headers": {"X-Key": "\${RECIPE_TOKEN_XYZ}"}},
+    "envtok": {"url": "https://e.example.com/mcp", "bearerTokenEnv": "ENV_TOKEN_XYZ"},
+    "nothing": {"url": "https://n.example.com/mcp", "auth": "bearer", "bearerToken": "\${NO_SUCH_TOKEN_XYZ}"},
+    "stdio": {"command": "srv", "args": ["--key", "\${RECIPE_TOKEN_XYZ}"], "env": {"K": "\${NO_SUCH_TOKEN_XYZ}"}},
+    "linear": {"url": "https://mcp.linear.example/mcp", "auth": "oauth"},
+    "helper": {"url": "https://h.example.com/mcp", "headersHelper": "'$T_ROOT/get-headers' --x"},
+    "nohelper": {"url": "https://h.example.com/mcp", "headersHelper": "no-such-helper-xyz --x"},
+    "plain": {"url": "https://p.example.com/mcp", "auth": "none"}
+  }
+}
+EOF
+run 0 B --config "$T_ROOT/creds.json" list
+L=$OUT
+assert_not_contains "$L" "$CANARY" "list (no value is shown)"
+check test ! -e "$T_ROOT/helper-ran"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^recipe .* ok ')" 1 "a name a recipe resolves"
+assert_contains "$L" '${RECIPE_TOKEN_XYZ}: ok (from a command recipe, expires in 5m)'
+assert_eq "$(printf '%s\n' "$L" | grep -c '^envtok .* ok ')" 1 "a bearerTokenEnv from the environment"
+assert_contains "$L" '${ENV_TOKEN_XYZ}: ok (from the environment, no recipe)'
+assert_eq "$(printf '%s\n' "$L" | grep -c '^nothing .* missing ')" 1 "a bearerToken that does not resolve"
+assert_contains "$L" '${NO_SUCH_TOKEN_XYZ}: missing: '"'NO_SUCH_TOKEN_XYZ' has no recipe"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^stdio .* missing ')" 1 "a stdio server's env"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^linear .* login ')" 1 "an OAuth entry with nothing stored"
+assert_contains "$L" "oauth: login required: run 'mcp-auth --config $T_ROOT/creds.json linear'"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^helper .* ok ')" 1 "a headersHelper that is there"
+assert_contains "$L" "headersHelper: $T_ROOT/get-headers, found at $T_ROOT/get-headers (list does not run it)"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^nohelper .* missing ')" 1 "a headersHelper that is not"
+assert_contains "$L" "headersHelper: 'no-such-helper-xyz' is not found on PATH"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^plain .* ok ')" 1 "auth none"
+assert_eq "$(printf '%s\n' "$L" | grep -A1 '^plain ' | grep -c '^    ' || true)" 0 "nothing to say about auth none"
+run 0 B --config "$T_ROOT/creds.json" list --json
+J=$OUT
+assert_not_contains "$J" "$CANARY" "list --json (no value is shown)"
+check test ! -e "$T_ROOT/helper-ran"
+assert_eq "$(json_get "$J" 'j.servers.map(s => s.name + "=" + s.status).join(" ")')" \
+    "envtok=ok helper=ok linear=login nohelper=missing nothing=missing plain=ok recipe=ok stdio=missing"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "recipe").credentials.variables.map(v => [v.name, v.resolved, v.source, v.error])')" \
+    '[["RECIPE_TOKEN_XYZ",true,"command",null]]'
+assert_eq "$(json_get "$J" 'typeof j.servers.find(s => s.name === "recipe").credentials.variables[0].expiresAt')" "number"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "envtok").credentials.variables[0].source')" "environment"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "stdio").missingVariables')" '["NO_SUCH_TOKEN_XYZ"]'
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.state')" "login-required"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.command')" \
+    "mcp-auth --config $T_ROOT/creds.json linear"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "helper").credentials.headersHelper.path')" "$T_ROOT/get-headers"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "nohelper").credentials.headersHelper.path')" "null"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "plain").credentials.oauth')" "null"
+
+# a helper that is not installed is each server's state, never a failure of the list
+CREDKIT_SECRETS="$T_ROOT/no-secrets" CREDKIT_MCP_AUTH="$T_ROOT/no-mcp-auth" run 0 B --config "$T_ROOT/creds.json" list
+assert_contains "$OUT" '${RECIPE_TOKEN_XYZ}: missing: '"CREDKIT_SECRETS names '$T_ROOT/no-secrets'"
+assert_contains "$OUT" "oauth: cannot tell: CREDKIT_MCP_AUTH names '$T_ROOT/no-mcp-auth'"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^linear .* missing ')" 1 "mcp-auth missing: the sign-in cannot be told"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^helper .* ok ')" 1 "the others are still shown"
+# a secrets.json that secrets refuses: every name says why
+chmod 644 "$SJ"
+run 0 B --config "$T_ROOT/creds.json" list
+assert_contains "$OUT" "\${RECIPE_TOKEN_XYZ}: missing: 'secrets' failed (exit status 3)"
+rm -f "$SJ"
+unset ENV_TOKEN_XYZ
 
 # a --config that does not exist: the configuration cannot be loaded at all
 run 3 B list --config "$T_ROOT/nope.json"
