@@ -15,7 +15,7 @@ B() {
 
 # no bundled layer, no shared layer from the real environment
 export CREDKIT_BRIDGE_BUNDLED=
-unset XDG_CONFIG_HOME MISSING_TOKEN_XYZ HOSTVAR_XYZ || true
+unset XDG_CONFIG_HOME MISSING_TOKEN_XYZ HOSTVAR_XYZ GITHUB_TOKEN CORP_KEY EVERYTHING_KEY GH_TOKEN || true
 PROJ="$T_ROOT/proj"
 mkdir -p "$PROJ"
 cd "$PROJ"
@@ -234,8 +234,31 @@ check same_json <(node -e 'console.log(JSON.stringify(require(process.argv[1]).m
     '{"type":"http","url":"https://mcp.github.com/mcp","timeout":30000,"bearerTokenEnv":"GITHUB_TOKEN"}'
 assert_eq "$(file_mode "$USER_FILE")" 640 "the file keeps its mode"
 assert_eq "$(ls -A "$PI_CODING_AGENT_DIR" | tr '\n' ' ')" "mcp.json " "no temporary or lock file left"
+# what add says is what the bridge does: it asks secrets for GITHUB_TOKEN at each connect
+assert_contains "$ERR" "'github' uses \${GITHUB_TOKEN}, which does not resolve now: 'GITHUB_TOKEN' has no recipe"
+assert_contains "$ERR" "run 'secrets configure GITHUB_TOKEN'" "how to set it up"
 run 0 B list --json
 assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "github").valid')" "true"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "github").status')" "missing"
+# once secrets has a recipe, add says so (never the value) and list agrees
+ADD_CANARY=canary-add-83b1f0
+printf '{"GITHUB_TOKEN": "!echo %s"}\n' "$ADD_CANARY" >"$PI_CODING_AGENT_DIR/secrets.json"
+chmod 600 "$PI_CODING_AGENT_DIR/secrets.json"
+run 0 B -v add github --url https://mcp.github.com/mcp --bearer-env GITHUB_TOKEN --timeout 30s --force
+assert_contains "$ERR" "'github' is sent 'Authorization: Bearer <\${GITHUB_TOKEN}>': the bridge asks 'secrets' for GITHUB_TOKEN at each connect"
+assert_contains "$ERR" "\${GITHUB_TOKEN} resolves now (source: command)"
+assert_contains "$ERR" "try it with: mcp-bridge test github"
+assert_not_contains "$ERR" "does not resolve" "add, with a recipe"
+assert_not_contains "$ERR" "$ADD_CANARY" "add's messages"
+run 0 B list --json
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "github").status')" "ok"
+assert_not_contains "$OUT" "$ADD_CANARY" "list"
+# a value only this shell's environment has: said, with the way to make it a recipe
+GH_ENV_ONLY_XYZ=x run 0 B -v --config "$T_ROOT/env-only.json" add envonly --url https://e.example.com/mcp --bearer-env GH_ENV_ONLY_XYZ
+assert_contains "$ERR" "\${GH_ENV_ONLY_XYZ} comes from the environment of this shell (no recipe)"
+assert_contains "$ERR" "secrets configure GH_ENV_ONLY_XYZ"
+rm -f "$PI_CODING_AGENT_DIR/secrets.json" "$T_ROOT/env-only.json"
+cp "$USER_FILE" "$T_ROOT/before.json"
 
 cp "$USER_FILE" "$T_ROOT/before.json"
 run 0 B add corp --url 'https://${HOSTVAR_XYZ}/mcp' --header 'X-Api-Key: ${CORP_KEY}' \
@@ -243,8 +266,18 @@ run 0 B add corp --url 'https://${HOSTVAR_XYZ}/mcp' --header 'X-Api-Key: ${CORP_
 check same_but "$USER_FILE" "$T_ROOT/before.json" mcpServers.corp
 check same_json <(node -e 'console.log(JSON.stringify(require(process.argv[1]).mcpServers.corp))' "$USER_FILE") \
     '{"type":"http","url":"https://${HOSTVAR_XYZ}/mcp","headers":{"X-Api-Key":"${CORP_KEY}","X-Team":"team-7"},"auth":"oauth"}'
-assert_contains "$ERR" "HOSTVAR_XYZ" "a warning about the variable not set now"
+assert_contains "$ERR" "'corp' uses \${HOSTVAR_XYZ}, which does not resolve now" "a warning about the variable"
+assert_contains "$ERR" "'corp' uses \${CORP_KEY}, which does not resolve now" "each variable"
+assert_contains "$ERR" "run 'secrets configure CORP_KEY'"
 assert_not_contains "$ERR" "credential" "no warning for templates"
+# --oauth: the entry is mcp-auth's as it is, and says how to sign in (with -v, when scripted)
+run 0 B -v --config "$T_ROOT/oauth.json" add oauthsrv --url https://o.example.com/mcp --oauth
+assert_contains "$ERR" "sign in once with: mcp-auth --config $T_ROOT/oauth.json oauthsrv"
+run 4 "$MCP_AUTH_BIN" --config "$T_ROOT/oauth.json" status --json oauthsrv
+assert_eq "$(json_get "$OUT" 'j.servers.length')" 0 "mcp-auth reads the entry add wrote"
+run 0 B --config "$T_ROOT/oauth.json" list
+assert_contains "$OUT" "oauth: login required: run 'mcp-auth --config $T_ROOT/oauth.json oauthsrv'"
+rm -f "$T_ROOT/oauth.json"
 
 # stdio, into the project file (created 0644)
 run 0 B add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything \
@@ -381,11 +414,12 @@ expect Name [githubcopilot]:
 sendline gh
 expect Choose 1-3 [1]: 
 sendline bearer
-expect Environment variable that holds the token [GH_TOKEN]: 
+expect Secret or environment variable that holds the token [GH_TOKEN]: 
 sendline 
 expect Choose 1-2 [1]: 
 sendline 1
-expect the token is read from GH_TOKEN
+expect '"'"'gh'"'"' is sent '"'"'Authorization: Bearer <${GH_TOKEN}>'"'"': the bridge asks '"'"'secrets'"'"' for GH_TOKEN at each connect
+expect run '"'"'secrets configure GH_TOKEN'"'"'
 wait 0' add
 assert_eq "$(json_get "$(cat "$USER_FILE")" 'j.mcpServers.gh.bearerTokenEnv')" "GH_TOKEN"
 
