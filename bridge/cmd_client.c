@@ -134,7 +134,7 @@ static void finish(struct client *c, int status)
  * required", -ENOKEY, its message naming the command) has its own. */
 static int failure_status(int error)
 {
-    return error == -ENOKEY ? BRIDGE_EXIT_LOGIN_REQUIRED : BRIDGE_EXIT_FAILED;
+    return error == CREDENTIALS_LOGIN_REQUIRED ? BRIDGE_EXIT_LOGIN_REQUIRED : BRIDGE_EXIT_FAILED;
 }
 
 /* ---- test ---- */
@@ -426,6 +426,9 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         else
             start_call(c);
         return;
+    case UPSTREAM_LOGIN:
+        error = CREDENTIALS_LOGIN_REQUIRED; /* the message names the command that signs in */
+        /* fall through */
     case UPSTREAM_BACKOFF:
     case UPSTREAM_FAILED:
         if (c->finished)
