@@ -20,6 +20,7 @@
 
 #include "cmd_creds.h"
 #include "helper_path.h"
+#include "helper_proc.h"
 
 #define STATUS_ANSWER_MAX (1024u * 1024u) /* mcp-auth status --json: every stored sign-in */
 #define STDERR_SHOWN      300             /* of a helper's stderr, in a reason */
@@ -168,7 +169,7 @@ static int secrets_ask(const char *const *names, size_t n, struct creds_var *var
     int r = helper_path_find(HELPER_SECRETS, &path, e);
     if (r < 0)
         goto out;
-    argv = calloc(n + 4, sizeof(*argv));
+    argv = calloc(n + 5, sizeof(*argv));
     if (!argv) {
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
@@ -176,8 +177,9 @@ static int secrets_ask(const char *const *names, size_t n, struct creds_var *var
     argv[0] = path;
     argv[1] = "resolve";
     argv[2] = "--json";
+    argv[3] = "--";
     for (size_t i = 0; i < n; i++)
-        argv[3 + i] = names[i];
+        argv[4 + i] = names[i];
     r = run_helper("secrets", argv, HELPER_ANSWER_MAX, true, &res, e);
     if (r < 0)
         goto out;
@@ -365,37 +367,25 @@ static int server_oauth(struct creds_server *cs, struct json_object *status, con
 
 int creds_helper_program(const char *cmdline, char **ret, bool *ret_shell)
 {
+    struct strv words = STRV_INIT;
+    struct err e = ERR_INIT;
     const char *p = cmdline + strspn(cmdline, " \t");
-    struct buf w;
-    int r = 0;
     if (*p == '!') {
         *ret_shell = true;
         *ret = strdup("/bin/sh");
         return *ret ? 0 : -ENOMEM;
     }
-    buf_init(&w, 4096);
-    for (; r >= 0 && *p && *p != ' ' && *p != '\t'; p++) {
-        if (*p == '\'' || *p == '"') {
-            const char *q = strchr(p + 1, *p);
-            if (!q) {
-                r = -EINVAL;
-                break;
-            }
-            r = buf_append(&w, p + 1, (size_t)(q - p - 1));
-            p = q;
-        } else {
-            r = buf_append_char(&w, *p);
-        }
-    }
-    if (r >= 0 && w.len == 0)
+    /* split as the bridge splits it when it runs the command */
+    int r = helper_cmdline_split(cmdline, &words, &e);
+    if (r >= 0 && (words.n == 0 || !words.v[0][0]))
         r = -EINVAL;
     if (r >= 0) {
-        *ret = buf_detach(&w);
+        *ret = strdup(words.v[0]);
         *ret_shell = false;
         r = *ret ? 0 : -ENOMEM;
     }
-    buf_release(&w);
-    return r == -E2BIG ? -EINVAL : r;
+    strv_release(&words);
+    return r;
 }
 
 static bool is_executable(const char *path)

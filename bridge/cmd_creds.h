@@ -116,9 +116,9 @@ int creds_oauth_from_status(struct json_object *status, const char *url, bool oa
                             const char *command, int64_t now, struct creds_oauth *ret) _must_check_;
 void creds_oauth_release(struct creds_oauth *o);
 
-/* The program a headersHelper command line runs: its first word, unquoted ('...' and "..."),
- * or "/bin/sh" for a command starting with '!'. Caller frees *ret. -EINVAL for an empty
- * command or an unclosed quote, -ENOMEM. */
+/* The program a headersHelper command line runs: its first word, split as the bridge splits it
+ * (helper_cmdline_split()), or "/bin/sh" for a command starting with '!'. Caller frees *ret.
+ * -EINVAL for an empty command or an unclosed quote, -ENOMEM. */
 int creds_helper_program(const char *cmdline, char **ret, bool *ret_shell) _must_check_;
 
 /* The command that signs in to NAME, as a person types it: "mcp-auth NAME", with --config PATH
