@@ -120,6 +120,8 @@ static int run_helper(const char *prog, const char *const *argv, size_t max_out,
     struct child_result res;
     struct err ce = ERR_INIT;
     int r = child_run(&spec, &o, &res, &ce);
+    if (r == -E2BIG)
+        return err_set(e, r, "the answer of '%s' is larger than %zu bytes", prog, max_out);
     if (r < 0)
         return err_set(e, r, "cannot run '%s': %s", prog, err_msg(&ce));
     *ret = res;
@@ -208,23 +210,33 @@ out:
     return r;
 }
 
-int creds_vars_resolve(const char *const *names, size_t n, struct creds_var *vars)
+/* secrets_ask() for names[0..n): an answer too large for one run (many long values) is asked
+ * for again in halves, so that only a single value over the bound fails. */
+static int resolve_range(const char *const *names, size_t n, struct creds_var *vars)
 {
     struct err e = ERR_INIT;
-    for (size_t i = 0; i < n; i++) {
-        vars[i].name = strdup(names[i]);
-        if (!vars[i].name)
-            return -ENOMEM;
-    }
-    if (n == 0)
-        return 0;
     int r = secrets_ask(names, n, vars, &e);
+    if (r == -E2BIG && n > 1) {
+        size_t half = n / 2;
+        r = resolve_range(names, half, vars);
+        return r < 0 ? r : resolve_range(names + half, n - half, vars + half);
+    }
     if (r == -ENOMEM)
         return r;
     for (size_t i = 0; r < 0 && i < n; i++)
         if (var_error(&vars[i], err_msg(&e)) < 0)
             return -ENOMEM;
     return 0;
+}
+
+int creds_vars_resolve(const char *const *names, size_t n, struct creds_var *vars)
+{
+    for (size_t i = 0; i < n; i++) {
+        vars[i].name = strdup(names[i]);
+        if (!vars[i].name)
+            return -ENOMEM;
+    }
+    return n == 0 ? 0 : resolve_range(names, n, vars);
 }
 
 /* ---- mcp-auth ---------------------------------------------------------------------------------- */

@@ -102,8 +102,9 @@ void creds_report_free(struct creds_report *r);
 int creds_names_of(const struct mcp_server *s, struct strv *out) _must_check_;
 
 /* Asks `secrets resolve --json` about names[0..n) and fills vars[0..n) (zeroed by the caller;
- * released with creds_vars_release()). A secrets that cannot be found, run or read makes every
- * name unresolved with the reason. -ENOMEM only. */
+ * released with creds_vars_release()): one run, or runs for halves of the names when the answer
+ * is larger than HELPER_ANSWER_MAX (long values). A secrets that cannot be found, run or read
+ * makes every name it was asked for unresolved, with the reason. -ENOMEM only. */
 int creds_vars_resolve(const char *const *names, size_t n, struct creds_var *vars) _must_check_;
 void creds_vars_release(struct creds_var *vars, size_t n);
 

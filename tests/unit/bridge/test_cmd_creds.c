@@ -3,7 +3,8 @@
  * --json` (signed in, expired with and without a refresh token, nothing stored, another URL),
  * the program of a headersHelper (quotes, '!', bad input), the sign-in command with --config,
  * the words list prints, and the run of `secrets resolve --json` through CREDKIT_SECRETS: an
- * answer read (a canary value kept nowhere), a failing helper, a missing one.
+ * answer read (a canary value kept nowhere), a failing helper, an answer too large for one run,
+ * a missing helper.
  *
  * The commands are not part of bridge_core (they make the executable), so the module is
  * compiled into this test. */
@@ -298,6 +299,35 @@ static void test_secrets_run(void)
     CHECK_INT(creds_vars_resolve(names, 1, v), 0);
     CHECK_CONTAINS(v[0].error, "cannot read the answer of 'secrets'");
     creds_vars_release(v, 1);
+
+    /* an answer over the bound for all the names at once: asked again in halves, so that only
+     * the one value that is too large by itself fails */
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fprintf(f, "#!/bin/sh\n"
+                   "big() { head -c \"$1\" /dev/zero | tr '\\0' x; }\n"
+                   "printf '{\"secrets\":{'\n"
+                   "sep=\n"
+                   "shift 3\n" /* resolve --json -- */
+                   "for n; do\n"
+                   "  size=30000; [ \"$n\" = CREDS_HUGE ] && size=70000\n"
+                   "  printf '%%s\"%%s\":{\"value\":\"%%s\",\"source\":\"file\"}' \"$sep\" \"$n\" "
+                   "\"$(big $size)\"\n"
+                   "  sep=,\n"
+                   "done\n"
+                   "printf '}}\\n'\n");
+        fclose(f);
+        CHECK_INT(chmod(path, 0700), 0);
+    }
+    const char *many[] = {"CREDS_A", "CREDS_B", "CREDS_HUGE", "CREDS_C"};
+    struct creds_var m[4] = {0};
+    CHECK_INT(creds_vars_resolve(many, 4, m), 0);
+    CHECK(m[0].resolved && m[1].resolved && m[3].resolved);
+    CHECK_STR(m[3].source, "file");
+    CHECK(!m[2].resolved);
+    CHECK_CONTAINS(m[2].error, "larger than 65536 bytes");
+    creds_vars_release(m, 4);
 
     /* not installed where it is said to be */
     (void)unlink(path);
