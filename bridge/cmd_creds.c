@@ -21,6 +21,7 @@
 #include "cmd_creds.h"
 #include "helper_path.h"
 #include "helper_proc.h"
+#include "server_config.h"
 
 #define STATUS_ANSWER_MAX (1024u * 1024u) /* mcp-auth status --json: every stored sign-in */
 #define STDERR_SHOWN      300             /* of a helper's stderr, in a reason */
@@ -536,7 +537,8 @@ static int report_vars(struct creds_report *rep)
     return r;
 }
 
-static int report_oauth(struct creds_report *rep, const char *config_path)
+static int report_oauth(struct creds_report *rep, const struct mcp_config *c,
+                        const char *config_path)
 {
     struct json_object *status = NULL;
     struct err e = ERR_INIT;
@@ -557,6 +559,7 @@ static int report_oauth(struct creds_report *rep, const char *config_path)
                 return -ENOMEM;
         }
         r = server_oauth(cs, status, err_msg(&e), config_path, now);
+        cs->oauth.auto_auth = server_config_auto_auth(c, cs->server);
     }
     json_object_put(status);
     return r;
@@ -579,7 +582,7 @@ int creds_report_new(const struct mcp_config *c, const char *config_path, struct
     }
     r = report_vars(rep);
     if (r >= 0)
-        r = report_oauth(rep, config_path);
+        r = report_oauth(rep, c, config_path);
     for (size_t i = 0; r >= 0 && i < n; i++)
         if (rep->servers[i].checked && rep->servers[i].server->headers_helper)
             r = server_helper(&rep->servers[i]);
@@ -714,7 +717,10 @@ int creds_describe_oauth(const struct creds_oauth *o, int64_t now, struct buf *o
         return buf_append_str(out, "signed in, the token expired: it is refreshed at the next "
                                    "connect");
     case CREDS_OAUTH_LOGIN_REQUIRED:
-        return buf_printf(out, "login required: run '%s'", o->command ? o->command : "mcp-auth");
+        return buf_printf(out, "login required: run '%s'%s", o->command ? o->command : "mcp-auth",
+                          o->auto_auth ? " (autoAuth is on: the bridge also signs in by itself "
+                                         "when a call needs it)"
+                                       : "");
     case CREDS_OAUTH_UNKNOWN:
         return buf_printf(out, "cannot tell: %s", o->error ? o->error : "mcp-auth failed");
     case CREDS_OAUTH_NOT_USED:

@@ -55,8 +55,9 @@ struct creds_oauth {
     enum creds_oauth_state state;
     int64_t expires_at; /* SIGNED_IN: Unix seconds; 0: unknown */
     bool refresh_token;
-    char *command; /* LOGIN_REQUIRED: the command that signs in ("mcp-auth linear") */
-    char *error;   /* UNKNOWN: why */
+    bool auto_auth; /* the entry's autoAuth (or settings.autoAuth): the bridge signs in itself */
+    char *command;  /* LOGIN_REQUIRED: the command that signs in ("mcp-auth linear") */
+    char *error;    /* UNKNOWN: why */
 };
 
 /* The "headersHelper" of an entry, looked at but not run. */

@@ -157,7 +157,8 @@ static const char list_help[] =
     "                     \"error\": string|null}],\n"
     "                   \"oauth\": null|{\"state\": \"signed-in\"|\"expired\"|\"login-required\"|\n"
     "                     \"unknown\", \"expiresAt\": number|null, \"refreshToken\": bool,\n"
-    "                     \"command\": string|null, \"error\": string|null},\n"
+    "                     \"autoAuth\": bool, \"command\": string|null,\n"
+    "                     \"error\": string|null},\n"
     "                   \"headersHelper\": null|{\"program\", \"shell\": bool,\n"
     "                     \"path\": string|null}}}],\n"
     "                 \"files\": [{\"path\", \"exists\": bool}],\n"
@@ -234,6 +235,7 @@ static struct json_object *json_oauth(bool *oom, const struct creds_oauth *oa)
     cfg_jadd(oom, o, "state", cfg_jstr(oom, states[oa->state]));
     cfg_jadd(oom, o, "expiresAt", jint_or_null(oom, oa->expires_at));
     cfg_jadd(oom, o, "refreshToken", jbool(oom, oa->refresh_token));
+    cfg_jadd(oom, o, "autoAuth", jbool(oom, oa->auto_auth));
     cfg_jadd(oom, o, "command", cfg_jstr(oom, oa->command));
     cfg_jadd(oom, o, "error", cfg_jstr(oom, oa->error));
     return o;

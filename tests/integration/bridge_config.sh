@@ -150,6 +150,7 @@ cat >"$T_ROOT/creds.json" <<EOF
     "nothing": {"url": "https://n.example.com/mcp", "auth": "bearer", "bearerToken": "\${NO_SUCH_TOKEN_XYZ}"},
     "stdio": {"command": "srv", "args": ["--key", "\${RECIPE_TOKEN_XYZ}"], "env": {"K": "\${NO_SUCH_TOKEN_XYZ}"}},
     "linear": {"url": "https://mcp.linear.example/mcp", "auth": "oauth"},
+    "autolin": {"url": "https://auto.linear.example/mcp", "auth": "oauth", "autoAuth": true},
     "helper": {"url": "https://h.example.com/mcp", "headersHelper": "'$T_ROOT/get-headers' --x"},
     "nohelper": {"url": "https://h.example.com/mcp", "headersHelper": "no-such-helper-xyz --x"},
     "plain": {"url": "https://p.example.com/mcp", "auth": "none"}
@@ -168,7 +169,9 @@ assert_eq "$(printf '%s\n' "$L" | grep -c '^nothing .* missing ')" 1 "a bearerTo
 assert_contains "$L" '${NO_SUCH_TOKEN_XYZ}: missing: '"'NO_SUCH_TOKEN_XYZ' has no recipe"
 assert_eq "$(printf '%s\n' "$L" | grep -c '^stdio .* missing ')" 1 "a stdio server's env"
 assert_eq "$(printf '%s\n' "$L" | grep -c '^linear .* login ')" 1 "an OAuth entry with nothing stored"
-assert_contains "$L" "oauth: login required: run 'mcp-auth --config $T_ROOT/creds.json linear'"
+assert_contains "$L" "oauth: login required: run 'mcp-auth --config $T_ROOT/creds.json linear'
+"
+assert_contains "$L" "oauth: login required: run 'mcp-auth --config $T_ROOT/creds.json autolin' (autoAuth is on"
 assert_eq "$(printf '%s\n' "$L" | grep -c '^helper .* ok ')" 1 "a headersHelper that is there"
 assert_contains "$L" "headersHelper: $T_ROOT/get-headers, found at $T_ROOT/get-headers (list does not run it)"
 assert_eq "$(printf '%s\n' "$L" | grep -c '^nohelper .* missing ')" 1 "a headersHelper that is not"
@@ -180,13 +183,15 @@ J=$OUT
 assert_not_contains "$J" "$CANARY" "list --json (no value is shown)"
 check test ! -e "$T_ROOT/helper-ran"
 assert_eq "$(json_get "$J" 'j.servers.map(s => s.name + "=" + s.status).join(" ")')" \
-    "envtok=ok helper=ok linear=login nohelper=missing nothing=missing plain=ok recipe=ok stdio=missing"
+    "autolin=login envtok=ok helper=ok linear=login nohelper=missing nothing=missing plain=ok recipe=ok stdio=missing"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "recipe").credentials.variables.map(v => [v.name, v.resolved, v.source, v.error])')" \
     '[["RECIPE_TOKEN_XYZ",true,"command",null]]'
 assert_eq "$(json_get "$J" 'typeof j.servers.find(s => s.name === "recipe").credentials.variables[0].expiresAt')" "number"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "envtok").credentials.variables[0].source')" "environment"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "stdio").missingVariables')" '["NO_SUCH_TOKEN_XYZ"]'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.state')" "login-required"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.autoAuth')" "false"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "autolin").credentials.oauth.autoAuth')" "true"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.command')" \
     "mcp-auth --config $T_ROOT/creds.json linear"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "helper").credentials.headersHelper.path')" "$T_ROOT/get-headers"
