@@ -198,6 +198,51 @@ assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "helper").credentials
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "nohelper").credentials.headersHelper.path')" "null"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "plain").credentials.oauth')" "null"
 
+# a sign-in stored by mcp-auth (its store's format, written here: signing in with a browser is
+# tests/integration/auth_oidc.sh's), read by the real mcp-auth status and matched to the entries
+# by canonical URL, whatever their spelling; the tokens are never shown
+store_signin() { # URL EXPIRES_AT REFRESH_TOKEN|""
+    local issuer=https://as.example.com name
+    name=$(printf '%s\n%s' "$1" "$issuer" | sha256sum | cut -c1-32)
+    mkdir -p "$PI_CODING_AGENT_DIR/oauth"
+    chmod 700 "$PI_CODING_AGENT_DIR" "$PI_CODING_AGENT_DIR/oauth"
+    printf '{"version": 1, "server_url": "%s", "issuer": "%s", "registration": {"method": "dynamic", "client_id": "c"}, "tokens": {"access_token": "%s-at", %s"token_type": "Bearer", "expires_at": %s}}\n' \
+        "$1" "$issuer" "$CANARY" "${3:+\"refresh_token\": \"$3\", }" "$2" \
+        >"$PI_CODING_AGENT_DIR/oauth/$name.json"
+    chmod 600 "$PI_CODING_AGENT_DIR/oauth/$name.json"
+}
+NOW=$(date +%s)
+store_signin https://fresh.example.com/mcp $((NOW + 3600)) "$CANARY-rt"
+store_signin https://stale.example.com/mcp $((NOW - 60)) "$CANARY-rt"
+store_signin https://dead.example.com/mcp $((NOW - 60)) ""
+cat >"$T_ROOT/signed.json" <<EOF
+{"mcpServers": {
+  "fresh": {"url": "https://FRESH.example.com:443/mcp", "auth": "oauth"},
+  "stale": {"url": "https://stale.example.com/mcp", "oauth": {}},
+  "dead": {"url": "https://dead.example.com/mcp", "auth": "oauth"},
+  "quiet": {"url": "https://fresh.example.com/mcp"},
+  "off": {"url": "https://fresh.example.com/mcp", "auth": "none"}
+}}
+EOF
+run 0 B --config "$T_ROOT/signed.json" list
+assert_not_contains "$OUT" "$CANARY" "list (no token is shown)"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^fresh .* ok ')" 1 "signed in"
+assert_eq "$(printf '%s\n' "$OUT" | grep -A1 '^fresh ' | grep -c 'oauth: signed in, expires in .*, refreshed by itself$')" 1 \
+    "signed in, with the expiry and the refresh token"
+assert_contains "$OUT" "oauth: signed in, the token expired: it is refreshed at the next connect"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^dead .* login ')" 1 "expired with nothing to refresh it"
+assert_contains "$OUT" "oauth: login required: run 'mcp-auth --config $T_ROOT/signed.json dead'"
+assert_eq "$(printf '%s\n' "$OUT" | grep -A1 '^quiet ' | grep -c 'oauth: signed in')" 1 \
+    "a sign-in stored for an entry without auth (used after a 401)"
+assert_eq "$(printf '%s\n' "$OUT" | grep -A1 '^off ' | grep -c '^    ' || true)" 0 "auth none: never signs in"
+run 0 B --config "$T_ROOT/signed.json" list --json
+assert_not_contains "$OUT" "$CANARY" "list --json (no token is shown)"
+assert_eq "$(json_get "$OUT" 'j.servers.map(s => s.name + "=" + (s.credentials.oauth ? s.credentials.oauth.state : "-")).join(" ")')" \
+    "dead=login-required fresh=signed-in off=- quiet=signed-in stale=expired"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.expiresAt')" "$((NOW + 3600))"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.refreshToken')" "true"
+rm -rf "$PI_CODING_AGENT_DIR/oauth"
+
 # a helper that is not installed is each server's state, never a failure of the list
 CREDKIT_SECRETS="$T_ROOT/no-secrets" CREDKIT_MCP_AUTH="$T_ROOT/no-mcp-auth" run 0 B --config "$T_ROOT/creds.json" list
 assert_contains "$OUT" '${RECIPE_TOKEN_XYZ}: missing: '"CREDKIT_SECRETS names '$T_ROOT/no-secrets'"
