@@ -103,43 +103,48 @@ static const char *slot_program(enum slot_kind k)
 
 /* ---- what an entry needs -------------------------------------------------------------------- */
 
+struct name_set {
+    struct strv *v;
+    bool oom;
+};
+
 static void collect_name(const char *name, void *userdata)
 {
-    struct strv *names = userdata;
-    for (size_t i = 0; i < names->n; i++)
-        if (strcmp(names->v[i], name) == 0)
+    struct name_set *ns = userdata;
+    for (size_t i = 0; i < ns->v->n; i++)
+        if (strcmp(ns->v->v[i], name) == 0)
             return;
-    if (strv_push(names, name) < 0)
-        names->n = SIZE_MAX; /* marks the failure: checked by the caller */
+    if (!ns->oom && strv_push(ns->v, name) < 0)
+        ns->oom = true;
 }
 
-static void collect_pairs(char *const *v, const char *sep, struct strv *names)
+static void collect_pairs(char *const *v, const char *sep, struct name_set *ns)
 {
     for (size_t i = 0; v && v[i]; i++) {
         const char *at = strstr(v[i], sep);
         if (at)
-            mcp_template_vars(at + strlen(sep), collect_name, names);
+            mcp_template_vars(at + strlen(sep), collect_name, ns);
     }
 }
 
 /* The ${NAME}s the entry refers to, bearerTokenEnv's name among them. -ENOMEM. */
 static int needed_names(const struct mcp_server *s, struct strv *names)
 {
+    struct name_set ns = {names, false};
     if (s->transport == MCP_TRANSPORT_STDIO) {
-        collect_pairs(s->env, "=", names);
+        collect_pairs(s->env, "=", &ns);
         for (size_t i = 0; s->args && s->args[i]; i++)
-            mcp_template_vars(s->args[i], collect_name, names);
+            mcp_template_vars(s->args[i], collect_name, &ns);
     } else {
         if (s->url)
-            mcp_template_vars(s->url, collect_name, names);
-        collect_pairs(s->headers, ": ", names);
+            mcp_template_vars(s->url, collect_name, &ns);
+        collect_pairs(s->headers, ": ", &ns);
         if (s->bearer_token)
-            mcp_template_vars(s->bearer_token, collect_name, names);
+            mcp_template_vars(s->bearer_token, collect_name, &ns);
         if (s->bearer_token_env)
-            collect_name(s->bearer_token_env, names);
+            collect_name(s->bearer_token_env, &ns);
     }
-    if (names->n == SIZE_MAX) {
-        names->n = 0;
+    if (ns.oom) {
         strv_release(names);
         return -ENOMEM;
     }
@@ -220,7 +225,7 @@ char *cred_helper_login_message(const struct cred_helper_opts *o, const char *na
     else
         snprintf(cmd, sizeof(cmd), "mcp-auth %s", target);
     if (!o->auth_required_message) {
-        if (asprintf(&m, "server '%s' needs you to sign in: run '%s'", name, cmd) < 0)
+        if (asprintf(&m, "sign-in required: run '%s'", cmd) < 0)
             return NULL;
         return m;
     }
