@@ -107,8 +107,9 @@ static int run_failed(const char *prog, const struct child_result *res, struct e
                    line[0] ? ": " : "", line);
 }
 
-/* Runs the helper at path with argv (argv[0] is path) and captures its output; 0 and *ret when
- * it ran and printed something, else -errno with e. */
+/* Runs the helper prog (argv[0] its path) to its end and captures its output: 0 and *ret
+ * (released by the caller) whenever it ran, whatever its exit status; -errno with e when it
+ * could not be started or its output exceeded max_out. */
 static int run_helper(const char *prog, const char *const *argv, size_t max_out, bool secret,
                       struct child_result *ret, struct err *e)
 {
@@ -124,7 +125,7 @@ static int run_helper(const char *prog, const char *const *argv, size_t max_out,
     if (r == -E2BIG)
         return err_set(e, r, "the answer of '%s' is larger than %zu bytes", prog, max_out);
     if (r < 0)
-        return err_set(e, r, "cannot run '%s': %s", prog, err_msg(&ce));
+        return err_set(e, r, "%s", err_msg(&ce)); /* "cannot run 'PATH': ..." */
     *ret = res;
     return 0;
 }
