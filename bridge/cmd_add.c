@@ -602,8 +602,8 @@ static void add_report(const struct args_globals *g, struct log *log, const stru
                     cmd);
         free(cmd);
     }
-    add_say(log, guided, "try it with: mcp-bridge%s%s test %s", g->config ? " --config " : "",
-            g->config ? g->config : "", a->name);
+    add_say(log, guided, "try it with: mcp-bridge%s%s%s test %s", g->config ? " --config \"" : "",
+            g->config ? g->config : "", g->config ? "\"" : "", a->name);
 }
 
 /* Puts the entry into the file at path under its lock, checks it as the bridge will read it,

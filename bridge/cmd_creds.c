@@ -643,13 +643,9 @@ int creds_login_command(const char *name, const char *config_path, char **ret)
     int r;
     buf_init(&b, 8192);
     r = buf_append_str(&b, "mcp-auth ");
-    if (r >= 0 && config_path) {
-        r = buf_append_str(&b, "--config ");
-        if (r >= 0)
-            r = creds_shell_quote(&b, config_path);
-        if (r >= 0)
-            r = buf_append_char(&b, ' ');
-    }
+    /* --config "PATH", as the bridge's own messages write it (cred_helper.c) */
+    if (r >= 0 && config_path)
+        r = buf_printf(&b, "--config \"%s\" ", config_path);
     if (r >= 0)
         r = creds_shell_quote(&b, name);
     if (r >= 0) {

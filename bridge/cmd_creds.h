@@ -123,8 +123,9 @@ void creds_oauth_release(struct creds_oauth *o);
  * -EINVAL for an empty command or an unclosed quote, -ENOMEM. */
 int creds_helper_program(const char *cmdline, char **ret, bool *ret_shell) _must_check_;
 
-/* The command that signs in to NAME, as a person types it: "mcp-auth NAME", with --config PATH
- * when given, quoted for a shell where needed. Caller frees *ret. -ENOMEM. */
+/* The command that signs in to NAME, as a person types it and as the bridge's messages write it:
+ * "mcp-auth NAME", with --config "PATH" when given (NAME quoted for a shell where needed).
+ * Caller frees *ret. -ENOMEM. */
 int creds_login_command(const char *name, const char *config_path, char **ret) _must_check_;
 
 /* Appends s quoted for a POSIX shell when it needs quoting. -E2BIG, -ENOMEM. */

@@ -207,11 +207,11 @@ assert_contains "$ERR" "CREDKIT_SECRETS names '$T_ROOT/no-secrets'"
 # login required, nothing stored in mcp-auth: exit 6, the command to run on stderr, nothing on
 # stdout (no server is contacted: the sign-in is missing before that)
 run 6 B --config "$T_ROOT/creds.json" test oauthsrv
-assert_contains "$ERR" "needs you to sign in: run 'mcp-auth --config"
-assert_contains "$ERR" "oauthsrv'"
+assert_contains "$ERR" "server 'oauthsrv'"
+assert_contains "$ERR" "run 'mcp-auth --config \"$T_ROOT/creds.json\" oauthsrv'"
 assert_eq "$OUT" "" "test's stdout when a sign-in is needed"
 run 6 B --config "$T_ROOT/creds.json" call oauthsrv anything '{}'
-assert_contains "$ERR" "needs you to sign in: run 'mcp-auth"
+assert_contains "$ERR" "run 'mcp-auth --config \"$T_ROOT/creds.json\" oauthsrv'"
 assert_eq "$OUT" "" "call's stdout when a sign-in is needed"
 run 6 B --config "$T_ROOT/creds.json" call oauthsrv anything --json
 assert_eq "$OUT" "" "call --json's stdout when a sign-in is needed"

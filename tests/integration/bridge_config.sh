@@ -169,9 +169,9 @@ assert_eq "$(printf '%s\n' "$L" | grep -c '^nothing .* missing ')" 1 "a bearerTo
 assert_contains "$L" '${NO_SUCH_TOKEN_XYZ}: missing: '"'NO_SUCH_TOKEN_XYZ' has no recipe"
 assert_eq "$(printf '%s\n' "$L" | grep -c '^stdio .* missing ')" 1 "a stdio server's env"
 assert_eq "$(printf '%s\n' "$L" | grep -c '^linear .* login ')" 1 "an OAuth entry with nothing stored"
-assert_contains "$L" "oauth: login required: run 'mcp-auth --config $T_ROOT/creds.json linear'
+assert_contains "$L" "oauth: login required: run 'mcp-auth --config \"$T_ROOT/creds.json\" linear'
 "
-assert_contains "$L" "oauth: login required: run 'mcp-auth --config $T_ROOT/creds.json autolin' (autoAuth is on"
+assert_contains "$L" "oauth: login required: run 'mcp-auth --config \"$T_ROOT/creds.json\" autolin' (autoAuth is on"
 assert_eq "$(printf '%s\n' "$L" | grep -c '^helper .* ok ')" 1 "a headersHelper that is there"
 assert_contains "$L" "headersHelper: $T_ROOT/get-headers, found at $T_ROOT/get-headers (list does not run it)"
 assert_eq "$(printf '%s\n' "$L" | grep -c '^nohelper .* missing ')" 1 "a headersHelper that is not"
@@ -193,7 +193,7 @@ assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.autoAuth')" "false"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "autolin").credentials.oauth.autoAuth')" "true"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.command')" \
-    "mcp-auth --config $T_ROOT/creds.json linear"
+    "mcp-auth --config \"$T_ROOT/creds.json\" linear"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "helper").credentials.headersHelper.path')" "$T_ROOT/get-headers"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "nohelper").credentials.headersHelper.path')" "null"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "plain").credentials.oauth')" "null"
@@ -231,7 +231,7 @@ assert_eq "$(printf '%s\n' "$OUT" | grep -A1 '^fresh ' | grep -c 'oauth: signed 
     "signed in, with the expiry and the refresh token"
 assert_contains "$OUT" "oauth: signed in, the token expired: it is refreshed at the next connect"
 assert_eq "$(printf '%s\n' "$OUT" | grep -c '^dead .* login ')" 1 "expired with nothing to refresh it"
-assert_contains "$OUT" "oauth: login required: run 'mcp-auth --config $T_ROOT/signed.json dead'"
+assert_contains "$OUT" "oauth: login required: run 'mcp-auth --config \"$T_ROOT/signed.json\" dead'"
 assert_eq "$(printf '%s\n' "$OUT" | grep -A1 '^quiet ' | grep -c 'oauth: signed in')" 1 \
     "a sign-in stored for an entry without auth (used after a 401)"
 assert_eq "$(printf '%s\n' "$OUT" | grep -A1 '^off ' | grep -c '^    ' || true)" 0 "auth none: never signs in"
@@ -322,11 +322,11 @@ assert_contains "$ERR" "run 'secrets configure CORP_KEY'"
 assert_not_contains "$ERR" "credential" "no warning for templates"
 # --oauth: the entry is mcp-auth's as it is, and says how to sign in (with -v, when scripted)
 run 0 B -v --config "$T_ROOT/oauth.json" add oauthsrv --url https://o.example.com/mcp --oauth
-assert_contains "$ERR" "sign in once with: mcp-auth --config $T_ROOT/oauth.json oauthsrv"
+assert_contains "$ERR" "sign in once with: mcp-auth --config \"$T_ROOT/oauth.json\" oauthsrv"
 run 4 "$MCP_AUTH_BIN" --config "$T_ROOT/oauth.json" status --json oauthsrv
 assert_eq "$(json_get "$OUT" 'j.servers.length')" 0 "mcp-auth reads the entry add wrote"
 run 0 B --config "$T_ROOT/oauth.json" list
-assert_contains "$OUT" "oauth: login required: run 'mcp-auth --config $T_ROOT/oauth.json oauthsrv'"
+assert_contains "$OUT" "oauth: login required: run 'mcp-auth --config \"$T_ROOT/oauth.json\" oauthsrv'"
 rm -f "$T_ROOT/oauth.json"
 
 # stdio, into the project file (created 0644)

@@ -215,7 +215,7 @@ static void test_login_command(void)
     CHECK_STR(cmd, "mcp-auth linear");
     free(cmd);
     CHECK_INT(creds_login_command("my server", "/tmp/a b.json", &cmd), 0);
-    CHECK_STR(cmd, "mcp-auth --config '/tmp/a b.json' 'my server'");
+    CHECK_STR(cmd, "mcp-auth --config \"/tmp/a b.json\" 'my server'");
     free(cmd);
 }
 
