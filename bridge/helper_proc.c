@@ -331,16 +331,20 @@ int helper_cmdline_split(const char *line, struct strv *out, struct err *e)
 
 void helper_proc_first_line(const char *err, size_t len, char *buf, size_t max)
 {
-    size_t i = 0, o = 0;
+    size_t i = 0, end, o = 0;
     if (!max)
         return;
     while (i < len && (err[i] == '\n' || err[i] == '\r' || err[i] == ' '))
         i++;
-    for (; i < len && err[i] != '\n' && o + 1 < max; i++) {
+    /* the line's end, without the blanks and the CR of a CRLF before it: trimmed before the
+     * control characters are replaced, or a CR would show as '?' */
+    for (end = i; end < len && err[end] != '\n'; end++)
+        ;
+    while (end > i && (err[end - 1] == '\r' || err[end - 1] == ' '))
+        end--;
+    for (; i < end && o + 1 < max; i++) {
         unsigned char c = (unsigned char)err[i];
         buf[o++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
     }
-    while (o > 0 && (buf[o - 1] == '\r' || buf[o - 1] == ' '))
-        o--;
     buf[o] = '\0';
 }
