@@ -35,6 +35,7 @@ struct helper_proc {
     enum proc_phase phase;
     bool timed_out;
     int64_t deadline; /* loop time of the timeout */
+    int64_t kill_at;  /* PROC_TERMED: loop time of the SIGKILL */
     int error;
     helper_proc_done_fn done;
     void *userdata;
@@ -202,10 +203,17 @@ static void timer_fired(struct loop_timer *t, void *userdata)
     case PROC_RUNNING:
         p->timed_out = true;
         p->phase = PROC_TERMED;
+        p->kill_at = loop_now(p->loop) + KILL_GRACE_MS;
         (void)child_kill(p->child, SIGTERM);
         arm(p, KILL_GRACE_MS);
         break;
     case PROC_TERMED:
+        /* its pipes are closed, and it has what is left of its grace to exit: the reap polls
+         * (try_reap() rearmed this timer) */
+        if (!p->out_io && !p->err_io && loop_now(p->loop) < p->kill_at) {
+            try_reap(p);
+            break;
+        }
         /* a helper that ignores SIGTERM, or a grandchild holding the pipes */
         give_up(p, 0);
         break;
