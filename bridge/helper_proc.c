@@ -113,8 +113,8 @@ static void try_reap(struct helper_proc *p)
         arm(p, REAP_POLL_MS);
         return;
     }
-    if (r < 0)
-        status = 0;
+    if (r < 0 && !p->error)
+        p->error = -EIO; /* its exit status is unknown (reaped behind our back): not a success */
     (void)child_kill(p->child, SIGKILL); /* its group: nothing outlives the helper */
     finish(p, status);
 }
