@@ -310,7 +310,9 @@ int helper_cmdline_split(const char *line, struct strv *out, struct err *e)
                     if (r < 0)
                         break;
                 }
-                if (r >= 0 && *s != q) {
+                if (r < 0)
+                    break; /* s may be at the end already: not one step further */
+                if (*s != q) {
                     buf_release(&w);
                     return err_set(e, -EINVAL, "an unterminated %s quote (from '%.20s')",
                                    q == '"' ? "double" : "single", start - 1);
