@@ -428,6 +428,14 @@ static void run_failure(const struct slot *s, const struct helper_proc_result *r
     snprintf(buf, size, "%s %s%s%s", slot_program(s->kind), how, line[0] ? ": " : "", line);
 }
 
+/* An answer's expires_at (Unix seconds, any positive int64) in milliseconds: a time past the
+ * year 9999 counts as then, so that the product cannot overflow. */
+static int64_t expires_ms(int64_t seconds)
+{
+    const int64_t max = INT64_C(253402300799); /* 9999-12-31T23:59:59Z */
+    return (seconds > max ? max : seconds) * 1000;
+}
+
 static int secrets_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
                           size_t size)
 {
@@ -453,8 +461,8 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
             break;
         }
         r = strv_pushf(&vals, "%s=%s", x->name, x->value);
-        if (r >= 0 && x->expires_at > 0 && (!exp || x->expires_at * 1000 < exp))
-            exp = x->expires_at * 1000;
+        if (r >= 0 && x->expires_at > 0 && (!exp || expires_ms(x->expires_at) < exp))
+            exp = expires_ms(x->expires_at);
     }
     helper_secrets_release(&a);
     if (r == -ENOMEM)
@@ -479,7 +487,7 @@ static int headers_answer(struct slot *s, const struct helper_proc_result *res, 
     struct strv vals = STRV_INIT;
     for (size_t i = 0; i < a.n && r >= 0; i++)
         r = strv_pushf(&vals, "%s: %s", a.v[i].name, a.v[i].value);
-    int64_t exp = a.expires_at > 0 ? a.expires_at * 1000 : 0;
+    int64_t exp = a.expires_at > 0 ? expires_ms(a.expires_at) : 0;
     helper_headers_release(&a);
     if (r < 0) {
         strv_release_secure(&vals);
