@@ -452,7 +452,9 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
 {
     struct helper_secrets a = {0};
     struct err e = ERR_INIT;
-    if (!res->out_len) {
+    /* its exit status says nothing (1: some names failed), but one killed (at the timeout, or
+     * by anything else) said only part of its answer */
+    if (!res->out_len || res->signal) {
         run_failure(s, res, msg, size);
         return -EIO;
     }
