@@ -447,11 +447,10 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
         s->missing_vars = strv_detach(&missing);
         if (!s->missing_vars)
             r = oom(e);
+        /* deferred: a URL with a missing variable is checked once it has a value; one
+         * without is checked now */
         if (r < 0 || !url)
             goto out;
-        /* deferred: the URL is checked once its variables have values */
-        r = 0;
-        goto out;
     }
     if (url) {
         bool had_vars = strchr(s->url, '$') != NULL;
