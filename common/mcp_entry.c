@@ -237,6 +237,12 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
         return bad(e, "\"auth\" is \"bearer\" but neither \"bearerTokenEnv\" nor "
                       "\"bearerToken\" is set: name the environment variable (or secret) that "
                       "holds the token");
+    /* both would be sent as Authorization, one silently replacing the other */
+    if (s->auth == MCP_AUTH_OAUTH && (s->bearer_token_env || s->bearer_token))
+        return bad(e,
+                   "the entry signs in with OAuth and also names a bearer token (\"%s\"): "
+                   "remove one of them",
+                   s->bearer_token_env ? "bearerTokenEnv" : "bearerToken");
     if ((s->auth == MCP_AUTH_OAUTH || s->auth == MCP_AUTH_BEARER) && has_authorization_header(s))
         return bad(e,
                    "\"headers\" sets Authorization, and the entry also signs in with %s: "
