@@ -323,6 +323,22 @@ static int bearer_header(const struct mcp_server *s, const struct credentials *c
     return r < 0 ? err_set(e, -ENOMEM, "out of memory") : 0;
 }
 
+/* The entry's headers once expanded: a value that came with a CR or LF would add headers of
+ * its own to the request (the load-time check saw only the environment, not `secrets`). */
+static int check_header_values(const struct strv *headers, struct err *e)
+{
+    for (size_t i = 0; i < headers->n; i++) {
+        const char *h = headers->v[i], *colon = strchr(h, ':');
+        const char *v = colon ? colon + 1 + strspn(colon + 1, " ") : h;
+        if (!helper_header_value_valid(v, strlen(v)))
+            return err_set(e, -EINVAL,
+                           "\"headers\": header '%.*s' has a control character after expanding "
+                           "variables (CR, LF and the like are refused)",
+                           colon ? (int)(colon - h) : 0, h);
+    }
+    return 0;
+}
+
 /* The answer of the slots q needed, put together. */
 static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires_at, struct err *e)
 {
@@ -343,6 +359,9 @@ static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires
     int r = credentials_expand_pairs(s->headers, ": ", credentials_lookup, &vars, headers, e);
     if (r < 0)
         return err_prefix(e, "\"headers\"");
+    r = check_header_values(headers, e);
+    if (r < 0)
+        return r;
     r = bearer_header(s, &vars, headers, e);
     if (r >= 0 && s->headers_helper && h->slots[SLOT_HELPER].have)
         r = merge_headers(headers, &h->slots[SLOT_HELPER].vals);
