@@ -856,8 +856,10 @@ static int headers_helper_run(struct slot *s, struct err *e)
         return start(s, &spec, e);
     }
     r = helper_cmdline_split(cmd, &argv, e);
-    if (r < 0)
+    if (r < 0) {
+        strv_release(&argv); /* the words before the problem */
         return err_prefix(e, "\"headersHelper\"");
+    }
     spec.argv = (const char *const *)argv.v;
     r = start(s, &spec, e);
     strv_release(&argv);
