@@ -644,14 +644,14 @@ static void step_up_decide(struct slot *s, const char *granted)
             buf_release(&all);
             return;
         }
-        snprintf(msg, sizeof(msg), "cannot sign in to server '%s' again: %s", s->srv->name,
-                 err_msg(&e));
+        snprintf(msg, sizeof(msg), "cannot sign in again: %s", err_msg(&e));
         slot_settled(s, -EPERM, msg);
     } else {
+        /* read after "server 'NAME': ", as every message of the provider */
         snprintf(msg, sizeof(msg),
-                 "server '%s' refused the request: it needs a wider grant than the one signed "
-                 "in (insufficient_scope). Run '%s --scope \"%s\"'%s%s",
-                 s->srv->name, cmd, scopes, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
+                 "the request was refused: it needs a wider grant than the one signed in "
+                 "(insufficient_scope). Run '%s --scope \"%s\"'%s%s",
+                 cmd, scopes, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
         slot_settled(s, -EPERM, msg);
     }
     buf_release(&all);
