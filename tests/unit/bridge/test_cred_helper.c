@@ -848,7 +848,7 @@ static void test_login_required(void)
     struct answer a = {0};
     ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
     CHECK_INT(a.error, CREDENTIALS_LOGIN_REQUIRED);
-    CHECK_STR(a.message, "server 'srv' needs you to sign in: run 'mcp-auth srv'");
+    CHECK_STR(a.message, "sign-in required: run 'mcp-auth srv'"); /* after "server 'srv': " */
     CHECK_INT(lines("login.runs"), 0); /* no autoAuth: never signs in by itself */
     /* not cached: asked again at the next need */
     ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
@@ -868,7 +868,7 @@ static void test_login_required(void)
     put_file("need-login", "");
     ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
     CHECK_INT(a.error, CREDENTIALS_LOGIN_REQUIRED);
-    CHECK_CONTAINS(a.message, "run 'mcp-auth --config '/x/mcp.json' srv'");
+    CHECK_STR(a.message, "sign-in required: run 'mcp-auth --config \"/x/mcp.json\" srv'");
     answer_release(&a);
     fx_free(&f);
 
@@ -883,11 +883,11 @@ static void test_login_required(void)
     fx_free(&f);
 
     char *msg = cred_helper_login_message(&(struct cred_helper_opts){0}, "linear");
-    CHECK_STR(msg, "server 'linear' needs you to sign in: run 'mcp-auth linear'");
+    CHECK_STR(msg, "sign-in required: run 'mcp-auth linear'");
     free(msg);
     msg = cred_helper_login_message(&(struct cred_helper_opts){.auth_target = "https://l.example"},
                                     "linear");
-    CHECK_STR(msg, "server 'linear' needs you to sign in: run 'mcp-auth https://l.example'");
+    CHECK_STR(msg, "sign-in required: run 'mcp-auth https://l.example'");
     free(msg);
     msg = cred_helper_login_message(
         &(struct cred_helper_opts){.auth_required_message = "$${server"}, "linear");
@@ -953,8 +953,8 @@ static void test_auto_auth(void)
     unlink(at("login-signs-in"));
     ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
     CHECK_INT(a.error, CREDENTIALS_LOGIN_REQUIRED);
-    CHECK_CONTAINS(a.message, "server 'srv' needs you to sign in: run 'mcp-auth srv'");
-    CHECK_CONTAINS(a.message, "signing in by itself failed: mcp-auth failed (exit status 1)");
+    CHECK_STR(a.message, "signing in by itself (autoAuth) failed: mcp-auth failed (exit status 1). "
+                         "Run 'mcp-auth srv' to see why");
     answer_release(&a);
     fx_free(&f);
 }
@@ -1003,7 +1003,7 @@ static void test_storm_brake(void)
     ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
     CHECK_INT(a.error, CREDENTIALS_LOGIN_REQUIRED);
     CHECK_INT(lines("login.runs"), 3);
-    CHECK_CONTAINS(a.message, "needs you to sign in: run 'mcp-auth srv'");
+    CHECK_CONTAINS(a.message, "sign-in required: run 'mcp-auth srv'");
     CHECK_CONTAINS(a.message, "3 sign-ins in the last 10 minutes did not help");
     /* and the next need starts no more */
     ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
@@ -1031,8 +1031,9 @@ static void test_step_up(void)
     /* without autoAuth: the command that widens the grant */
     ask(&f, &s, CREDENTIALS_FORBIDDEN, scope_challenge, &a);
     CHECK_INT(a.error, -EPERM);
-    CHECK_CONTAINS(a.message, "'mcp-auth srv --scope \"a b c\"'");
-    CHECK_CONTAINS(a.message, "insufficient_scope");
+    /* the upstream puts "server 'srv': " before it */
+    CHECK_STR(a.message, "the request was refused: it needs a wider grant than the one signed in "
+                         "(insufficient_scope). Run 'mcp-auth srv --scope \"a b c\"'");
     CHECK_INT(lines("login.runs"), 0);
     CHECK_CONTAINS(slurp("auth.argv"), "\n[status][--json][--][srv]\n");
     answer_release(&a);
@@ -1053,6 +1054,23 @@ static void test_step_up(void)
     CHECK_STR(slurp("auth.runs"), "header\nstatus\nlogin\nheader\n");
     CHECK_CONTAINS(slurp("auth.argv"),
                    "\n[-q][login][--timeout][120000ms][--scope][a b c][--][srv]\n");
+    /* refused even so: what to do next */
+    char *hint = credentials_refused_hint(f.p, &s, -EPERM);
+    CHECK_CONTAINS(hint, "the grant was widened to \"a b c\" and the server still refuses");
+    free(hint);
+    hint = credentials_refused_hint(f.p, &s, -EACCES);
+    CHECK_STR(hint, "sign in again with 'mcp-auth srv'");
+    free(hint);
+    struct mcp_server plain = http_entry();
+    CHECK(credentials_refused_hint(f.p, &plain, -EACCES) == NULL); /* not signed in with OAuth */
+
+    /* the widened sign-in fails: -EPERM, with the command to run by hand */
+    put_file("login.exit", "3");
+    ask(&f, &s, CREDENTIALS_FORBIDDEN, scope_challenge, &a);
+    CHECK_INT(a.error, -EPERM);
+    CHECK_STR(a.message, "signing in by itself (autoAuth) failed: mcp-auth failed (exit status 3). "
+                         "Run 'mcp-auth srv --scope \"a b c\"' to see why");
+    unlink(at("login.exit"));
     answer_release(&a);
     fx_free(&f);
 
