@@ -105,10 +105,14 @@ static void try_reap(struct helper_proc *p)
     int status = 0;
     int r = child_wait(p->child, false, &status);
     if (r == 0) {
-        /* it closed its output but goes on running: killed at the timeout all the same */
-        if (loop_now(p->loop) >= p->deadline && !p->timed_out) {
+        /* it closed its output but goes on running: at the timeout it gets SIGTERM, and
+         * SIGKILL a second later, as a helper that keeps its output open does */
+        if (p->phase == PROC_REAPING && !p->timed_out && !p->error &&
+            loop_now(p->loop) >= p->deadline) {
             p->timed_out = true;
-            (void)child_kill(p->child, SIGKILL);
+            p->phase = PROC_TERMED;
+            p->kill_at = loop_now(p->loop) + KILL_GRACE_MS;
+            (void)child_kill(p->child, SIGTERM);
         }
         arm(p, REAP_POLL_MS);
         return;
