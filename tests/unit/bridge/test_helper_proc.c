@@ -384,7 +384,7 @@ static void test_closed_output(void)
     int64_t took = r.ended_ms - t0;
     CHECK_INT(r.error, 0);
     CHECK(r.timed_out);
-    CHECK(r.signal != 0);
+    CHECK_INT(r.signal, SIGTERM);
     CHECK_STR(r.out, "said\n");
     CHECK(took >= 300);
     CHECK(took < 300 + 3000);
@@ -392,6 +392,17 @@ static void test_closed_output(void)
     CHECK(pid > 0);
     if (pid > 0)
         CHECK(wait_gone(pid, 3000));
+    run_release(&r);
+
+    /* the same, ignoring SIGTERM: SIGKILL a second later */
+    t0 = mono_ms();
+    run_script(l, script("closer-stubborn.sh", "trap '' TERM; echo said; exec >&- 2>&-; sleep 30"),
+               300, 0, &r);
+    took = r.ended_ms - t0;
+    CHECK(r.timed_out);
+    CHECK_INT(r.signal, SIGKILL);
+    CHECK(took >= 300 + 1000);
+    CHECK(took < 300 + 1000 + 3000);
     run_release(&r);
 
     /* it closes its output, then exits on its own a little later: not a timeout */
