@@ -159,7 +159,7 @@ static bool run_done(void *ctx)
     return ((struct run *)ctx)->calls > 0;
 }
 
-/* Runs the script at path (argv: path and the words of extra), waits for done (bounded). */
+/* Starts the script at path (no arguments); checks that done did not come from inside start. */
 static int start_script(struct loop *l, const char *path, int64_t timeout_ms, size_t max_out,
                         struct run *r, struct helper_proc **ret)
 {
