@@ -45,8 +45,11 @@ struct slot {
     struct cred_helper *h;
     struct helper_proc *proc; /* the run, NULL when none */
     enum oauth_step step;
-    bool refresh;                 /* this run asks mcp-auth to refresh */
-    bool step_up;                 /* this run widens the grant (FORBIDDEN) */
+    bool refresh; /* this run asks mcp-auth to refresh */
+    bool step_up; /* this run widens the grant (FORBIDDEN) */
+    bool again;   /* a request came that this run cannot answer (a refusal
+                                   * after it started): one more run follows, with: */
+    bool again_refresh, again_step_up;
     bool have;                    /* an answer is kept */
     struct strv vals;             /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
     int64_t expires_at;           /* ms; 0: the answer did not say */
@@ -425,6 +428,15 @@ static void slot_settled(struct slot *s, int error, const char *message)
 {
     struct cred_helper *h = s->h;
     unsigned bit = 1u << s->kind;
+    if (s->again) {
+        /* its answer predates what a waiting request needs: every waiting one gets the next */
+        s->again = false;
+        s->refresh = s->again_refresh;
+        s->step_up = s->again_step_up;
+        s->again_refresh = s->again_step_up = false;
+        slot_start(s, s->srv); /* settles again by itself when it cannot start */
+        return;
+    }
     struct list_node *n, *next;
     list_for_each_safe (n, next, &h->reqs) {
         struct ch_req *q = list_entry(n, struct ch_req, node);
@@ -648,10 +660,17 @@ static void step_up_decide(struct slot *s, const char *granted)
         slot_settled(s, -EPERM, msg);
     } else {
         /* read after "server 'NAME': ", as every message of the provider */
-        snprintf(msg, sizeof(msg),
-                 "the request was refused: it needs a wider grant than the one signed in "
-                 "(insufficient_scope). Run '%s --scope \"%s\"'%s%s",
-                 cmd, scopes, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
+        if (*scopes)
+            snprintf(msg, sizeof(msg),
+                     "the request was refused: it needs a wider grant than the one signed in "
+                     "(insufficient_scope). Run '%s --scope \"%s\"'%s%s",
+                     cmd, scopes, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
+        else
+            snprintf(msg, sizeof(msg),
+                     "the request was refused: it needs a wider grant than the one signed in "
+                     "(insufficient_scope), and the server named no scope. Run '%s --scope "
+                     "\"SCOPES\"' with the scopes its documentation names%s%s",
+                     cmd, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
         slot_settled(s, -EPERM, msg);
     }
     buf_release(&all);
@@ -931,7 +950,17 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
         if (!(need & (1u << k)))
             continue;
         if (s->proc) {
-            q->waiting |= 1u << k; /* the run under way answers this one too */
+            q->waiting |= 1u << k; /* the run under way answers this one too, unless: */
+            bool refused = query->reason == CREDENTIALS_UNAUTHORIZED || step_up;
+            if (refused && !(k == SLOT_OAUTH && (step_up ? s->step_up : s->refresh))) {
+                s->again = true;
+                s->again_refresh |= k == SLOT_OAUTH && !step_up;
+                s->again_step_up |= k == SLOT_OAUTH && step_up;
+                if (k == SLOT_OAUTH && step_up) {
+                    free(s->challenged);
+                    s->challenged = challenged_scopes(query->challenge);
+                }
+            }
             continue;
         }
         if (slot_fresh(h, s, query->reason) && !(k == SLOT_OAUTH && step_up))

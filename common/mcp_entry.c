@@ -299,7 +299,7 @@ static int check_server_name(const char *name, struct err *e)
 
 /* The server URL, after expansion: what url_canonical() accepts (absolute http(s), a host, no
  * credentials). The message never quotes the URL: a query may hold a key, a variable a secret. */
-static int check_server_url(const char *url, bool had_vars, struct err *e)
+int mcp_server_check_url(const char *url, bool had_vars, struct err *e)
 {
     const char *after = had_vars ? " after expanding variables" : "";
     size_t n = url_scheme_len(url);
@@ -460,7 +460,7 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
     }
     if (url) {
         bool had_vars = strchr(s->url, '$') != NULL;
-        r = check_server_url(url, had_vars, e);
+        r = mcp_server_check_url(url, had_vars, e);
         if (r < 0)
             goto out;
     }
