@@ -35,6 +35,7 @@ struct helper_proc {
     enum proc_phase phase;
     bool timed_out;
     int64_t deadline; /* loop time of the timeout */
+    int64_t kill_at;  /* PROC_TERMED: loop time of the SIGKILL */
     int error;
     helper_proc_done_fn done;
     void *userdata;
@@ -104,16 +105,20 @@ static void try_reap(struct helper_proc *p)
     int status = 0;
     int r = child_wait(p->child, false, &status);
     if (r == 0) {
-        /* it closed its output but goes on running: killed at the timeout all the same */
-        if (loop_now(p->loop) >= p->deadline && !p->timed_out) {
+        /* it closed its output but goes on running: at the timeout it gets SIGTERM, and
+         * SIGKILL a second later, as a helper that keeps its output open does */
+        if (p->phase == PROC_REAPING && !p->timed_out && !p->error &&
+            loop_now(p->loop) >= p->deadline) {
             p->timed_out = true;
-            (void)child_kill(p->child, SIGKILL);
+            p->phase = PROC_TERMED;
+            p->kill_at = loop_now(p->loop) + KILL_GRACE_MS;
+            (void)child_kill(p->child, SIGTERM);
         }
         arm(p, REAP_POLL_MS);
         return;
     }
-    if (r < 0)
-        status = 0;
+    if (r < 0 && !p->error)
+        p->error = -EIO; /* its exit status is unknown (reaped behind our back): not a success */
     (void)child_kill(p->child, SIGKILL); /* its group: nothing outlives the helper */
     finish(p, status);
 }
@@ -202,10 +207,17 @@ static void timer_fired(struct loop_timer *t, void *userdata)
     case PROC_RUNNING:
         p->timed_out = true;
         p->phase = PROC_TERMED;
+        p->kill_at = loop_now(p->loop) + KILL_GRACE_MS;
         (void)child_kill(p->child, SIGTERM);
         arm(p, KILL_GRACE_MS);
         break;
     case PROC_TERMED:
+        /* its pipes are closed, and it has what is left of its grace to exit: the reap polls
+         * (try_reap() rearmed this timer) */
+        if (!p->out_io && !p->err_io && loop_now(p->loop) < p->kill_at) {
+            try_reap(p);
+            break;
+        }
         /* a helper that ignores SIGTERM, or a grandchild holding the pipes */
         give_up(p, 0);
         break;
@@ -302,7 +314,9 @@ int helper_cmdline_split(const char *line, struct strv *out, struct err *e)
                     if (r < 0)
                         break;
                 }
-                if (r >= 0 && *s != q) {
+                if (r < 0)
+                    break; /* s may be at the end already: not one step further */
+                if (*s != q) {
                     buf_release(&w);
                     return err_set(e, -EINVAL, "an unterminated %s quote (from '%.20s')",
                                    q == '"' ? "double" : "single", start - 1);
@@ -331,16 +345,20 @@ int helper_cmdline_split(const char *line, struct strv *out, struct err *e)
 
 void helper_proc_first_line(const char *err, size_t len, char *buf, size_t max)
 {
-    size_t i = 0, o = 0;
+    size_t i = 0, end, o = 0;
     if (!max)
         return;
     while (i < len && (err[i] == '\n' || err[i] == '\r' || err[i] == ' '))
         i++;
-    for (; i < len && err[i] != '\n' && o + 1 < max; i++) {
+    /* the line's end, without the blanks and the CR of a CRLF before it: trimmed before the
+     * control characters are replaced, or a CR would show as '?' */
+    for (end = i; end < len && err[end] != '\n'; end++)
+        ;
+    while (end > i && (err[end - 1] == '\r' || err[end - 1] == ' '))
+        end--;
+    for (; i < end && o + 1 < max; i++) {
         unsigned char c = (unsigned char)err[i];
         buf[o++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
     }
-    while (o > 0 && (buf[o - 1] == '\r' || buf[o - 1] == ' '))
-        o--;
     buf[o] = '\0';
 }

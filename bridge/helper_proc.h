@@ -47,7 +47,8 @@ struct helper_proc_result {
     size_t err_len;
 };
 
-/* error 0 and res; or -E2BIG (output over max_out) / -EIO (reading failed) with res NULL. */
+/* error 0 and res; or -E2BIG (output over max_out) / -EIO (reading failed, or its exit status
+ * could not be had) with res NULL. */
 typedef void (*helper_proc_done_fn)(struct helper_proc *p, int error,
                                     const struct helper_proc_result *res, void *userdata);
 
