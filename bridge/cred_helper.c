@@ -786,6 +786,15 @@ static int start(struct slot *s, const struct helper_proc_spec *spec, struct err
     return helper_proc_start(s->h->loop, spec, run_done, s, &s->proc, e);
 }
 
+/* What a sign-in says while it waits (the URL to open, when no browser could be started): to the
+ * log, where the person running the agent sees it. */
+static void login_line(const char *line, size_t len, void *userdata)
+{
+    struct slot *s = userdata;
+    if (len)
+        log_warn(s->h->log, "server '%s': mcp-auth: %.*s", s->srv->name, (int)len, line);
+}
+
 /* mcp-auth [--config PATH] STEP ... TARGET */
 static int oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e)
 {
@@ -835,6 +844,7 @@ static int oauth_run(struct slot *s, enum oauth_step step, const char *scope, st
     struct helper_proc_spec spec = {
         .argv = (const char *const *)argv.v,
         .timeout_ms = run_timeout,
+        .on_err_line = step == OAUTH_LOGIN ? login_line : NULL,
     };
     r = start(s, &spec, e);
     strv_release(&argv);

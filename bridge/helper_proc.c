@@ -39,6 +39,9 @@ struct helper_proc {
     int error;
     helper_proc_done_fn done;
     void *userdata;
+    void (*on_err_line)(const char *line, size_t len, void *userdata);
+    char line[HELPER_PROC_LINE_MAX]; /* the stderr line being read, for on_err_line */
+    size_t line_len;
     struct loop_release release;
 };
 
@@ -176,6 +179,27 @@ static void on_out(struct loop_io *io, int fd, unsigned events, void *userdata)
     }
 }
 
+/* Hands on_err_line every complete line of chunk (and what is left at EOF). */
+static void err_lines(struct helper_proc *p, const char *chunk, size_t n, bool eof)
+{
+    for (size_t i = 0; i < n && p->phase != PROC_ABANDONED; i++) {
+        if (chunk[i] != '\n') {
+            if (p->line_len < sizeof(p->line))
+                p->line[p->line_len++] = chunk[i];
+            continue;
+        }
+        size_t len = p->line_len;
+        if (len && p->line[len - 1] == '\r')
+            len--;
+        p->on_err_line(p->line, len, p->userdata);
+        p->line_len = 0;
+    }
+    if (eof && p->line_len && p->phase != PROC_ABANDONED) {
+        p->on_err_line(p->line, p->line_len, p->userdata);
+        p->line_len = 0;
+    }
+}
+
 static void on_err(struct loop_io *io, int fd, unsigned events, void *userdata)
 {
     struct helper_proc *p = userdata;
@@ -185,6 +209,11 @@ static void on_err(struct loop_io *io, int fd, unsigned events, void *userdata)
     for (;;) {
         ssize_t n = read(fd, chunk, sizeof(chunk));
         if (n > 0) {
+            if (p->on_err_line) {
+                err_lines(p, chunk, (size_t)n, false);
+                if (p->phase == PROC_ABANDONED)
+                    return; /* cancelled from the callback: the memory goes after the loop */
+            }
             size_t room = p->err.max > p->err.len ? p->err.max - p->err.len : 0;
             if (room && buf_append(&p->err, chunk, (size_t)n < room ? (size_t)n : room) < 0)
                 continue; /* out of memory: the message is only shorter */
@@ -194,6 +223,11 @@ static void on_err(struct loop_io *io, int fd, unsigned events, void *userdata)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
+        if (p->on_err_line) {
+            err_lines(p, NULL, 0, true);
+            if (p->phase == PROC_ABANDONED)
+                return;
+        }
         stream_closed(p, &p->err_io);
         return;
     }
@@ -241,6 +275,7 @@ int helper_proc_start(struct loop *l, const struct helper_proc_spec *spec, helpe
     p->loop = l;
     p->done = done;
     p->userdata = userdata;
+    p->on_err_line = spec->on_err_line;
     p->max_out = spec->max_out ? spec->max_out : HELPER_ANSWER_MAX;
     buf_init_secret(&p->out, p->max_out + 1);
     buf_init(&p->err, HELPER_PROC_STDERR_MAX);

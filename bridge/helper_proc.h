@@ -34,7 +34,13 @@ struct helper_proc_spec {
     const char *const *envp;   /* NULL: the bridge's own environment */
     int64_t timeout_ms;        /* 0: HELPER_PROC_TIMEOUT_DEFAULT_MS */
     size_t max_out;            /* 0: 64 KiB (HELPER_ANSWER_MAX) */
+    /* Optional: each line of standard error as it comes (without its newline; a line longer
+     * than HELPER_PROC_LINE_MAX is cut), from the loop, before done. For a run that talks to a
+     * person while it lasts (a sign-in prints the URL to open). Not called after a cancel. */
+    void (*on_err_line)(const char *line, size_t len, void *userdata);
 };
+
+#define HELPER_PROC_LINE_MAX 1024
 
 /* What a finished run gave. Borrowed by done for its duration. */
 struct helper_proc_result {

@@ -673,6 +673,68 @@ static void test_first_line(void)
     CHECK(buf[0] == 'k');
 }
 
+/* Standard error line by line while the run lasts (a sign-in's URL), and all of it at the end. */
+struct line_run {
+    struct run r; /* first: on_done takes the same userdata */
+    char lines[512];
+    int n_lines;
+    bool before_done; /* every line came before done */
+};
+
+static void on_line(const char *line, size_t len, void *userdata)
+{
+    struct line_run *lr = userdata;
+    size_t used = strlen(lr->lines);
+    if (lr->r.calls)
+        lr->before_done = false;
+    snprintf(lr->lines + used, sizeof(lr->lines) - used, "[%.*s]", (int)len, line);
+    lr->n_lines++;
+}
+
+static bool first_line_seen(void *ctx)
+{
+    return ((struct line_run *)ctx)->n_lines > 0;
+}
+
+static void test_err_lines(void)
+{
+    struct loop *l = NULL;
+    CHECK_INT(loop_new(&l), 0);
+    if (!l)
+        return;
+    const char *marker = tmp_path("lines-go");
+    char body[512];
+    /* the first line comes while the helper waits: it is handed on before the run ends */
+    snprintf(body, sizeof(body),
+             "printf 'open this URL:\\r\\n' >&2\n"
+             "while [ ! -e '%s' ]; do sleep 0.02; done\n"
+             "printf '  http://x/auth\\n\\nlast' >&2\necho out\n",
+             marker);
+    const char *path = script("lines.sh", body);
+    const char *argv[] = {path, NULL};
+    struct line_run lr = {.before_done = true};
+    struct helper_proc_spec spec = {.argv = argv, .timeout_ms = 10000, .on_err_line = on_line};
+    struct err e = ERR_INIT;
+    struct helper_proc *p = NULL;
+    CHECK_INT(helper_proc_start(l, &spec, on_done, &lr, &p, &e), 0);
+    CHECK(wait_for(l, first_line_seen, &lr, 10000));
+    CHECK_STR(lr.lines, "[open this URL:]");
+    CHECK_INT(lr.r.calls, 0);
+    FILE *f = fopen(marker, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    CHECK(wait_for(l, run_done, &lr.r, 10000));
+    CHECK_STR(lr.lines, "[open this URL:][  http://x/auth][][last]");
+    CHECK(lr.before_done);
+    CHECK_INT(lr.r.exit_code, 0);
+    CHECK(lr.r.err && strstr(lr.r.err, "http://x/auth"));
+    run_release(&lr.r);
+    unlink(marker);
+    loop_free(l);
+}
+
 TESTS_MAIN(test_output_and_status, test_shell_and_env, test_output_bound, test_stderr_cut,
            test_timeout, test_closed_output, test_grandchild_holds_pipe, test_cancel,
-           test_status_lost, test_chain, test_start_failures, test_cmdline_split, test_first_line)
+           test_status_lost, test_chain, test_start_failures, test_cmdline_split, test_first_line,
+           test_err_lines)
