@@ -203,6 +203,18 @@ static unsigned needed_slots(struct cred_helper *h, const struct credentials_que
     return need;
 }
 
+/* When asking the slot's helper again can give something new (ms). `secrets` answers from its
+ * own cache until expires_at: asking before it gives the same value. mcp-auth and a
+ * headersHelper renew ahead of the expiry (mcp-auth at the same skew, counted in whole
+ * seconds): a little after the skew point, so that theirs has passed too. */
+static int64_t slot_refresh_at(const struct slot *s)
+{
+    if (s->kind == SLOT_SECRETS)
+        return s->expires_at;
+    int64_t at = s->expires_at - credentials_skew_ms(s->expires_at - s->got_at) + 100;
+    return at < s->expires_at ? at : s->expires_at;
+}
+
 /* Whether the slot's answer can serve a request of this reason without asking again. */
 static bool slot_fresh(const struct cred_helper *h, const struct slot *s,
                        enum credentials_reason reason)
@@ -213,10 +225,8 @@ static bool slot_fresh(const struct cred_helper *h, const struct slot *s,
         return false;
     if (!s->expires_at)
         return reason != CREDENTIALS_RECONNECT;
-    int64_t now = credentials_now_ms();
-    int64_t life = s->expires_at - s->got_at;
     (void)h;
-    return now < s->expires_at - credentials_skew_ms(life);
+    return credentials_now_ms() < slot_refresh_at(s);
 }
 
 /* ---- messages ------------------------------------------------------------------------------- */
@@ -349,20 +359,26 @@ static int check_header_values(const struct strv *headers, struct err *e)
 }
 
 /* The answer of the slots q needed, put together. */
-static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires_at, struct err *e)
+static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires_at,
+                        int64_t *refresh_at, struct err *e)
 {
     struct cred_helper *h = q->h;
     const struct mcp_server *s = q->srv;
     struct slot *sec = &h->slots[SLOT_SECRETS];
     struct credentials vars = {.vars = sec->have ? sec->vals.v : NULL};
-    int64_t exp = 0;
+    int64_t exp = 0, ref = 0;
     for (int k = 0; k < SLOT_N; k++) {
         struct slot *sl = &h->slots[k];
-        if (sl->have && sl->expires_at && (!exp || sl->expires_at < exp) &&
-            (k != SLOT_OAUTH || oauth_applies(h, s)) && (k != SLOT_HELPER || s->headers_helper))
+        if (!sl->have || !sl->expires_at || (k == SLOT_OAUTH && !oauth_applies(h, s)) ||
+            (k == SLOT_HELPER && !s->headers_helper))
+            continue;
+        if (!exp || sl->expires_at < exp)
             exp = sl->expires_at;
+        if (!ref || slot_refresh_at(sl) < ref)
+            ref = slot_refresh_at(sl);
     }
     *expires_at = exp;
+    *refresh_at = ref;
     if (s->transport == MCP_TRANSPORT_STDIO)
         return 0;
     int r = credentials_expand_pairs(s->headers, ": ", credentials_lookup, &vars, headers, e);
@@ -386,10 +402,10 @@ static void req_answer(void *userdata)
     struct ch_req *q = userdata;
     struct strv headers = STRV_INIT;
     struct err e = ERR_INIT;
-    int64_t exp = 0;
+    int64_t exp = 0, ref = 0;
     int r = q->error;
     if (!r) {
-        r = build_answer(q, &headers, &exp, &e);
+        r = build_answer(q, &headers, &exp, &ref, &e);
         if (r < 0)
             req_fail(q, r, err_msg(&e));
     }
@@ -408,6 +424,7 @@ static void req_answer(void *userdata)
             .headers = headers.n ? headers.v : NULL,
             .vars = sec->have && sec->vals.n ? sec->vals.v : NULL,
             .expires_at = exp,
+            .refresh_at = ref,
         };
         req_free(q);
         done(0, &c, NULL, ud);

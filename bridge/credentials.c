@@ -79,7 +79,7 @@ static int strv_copy(char ***dst, char *const *src)
 
 int credentials_copy(struct credentials *dst, const struct credentials *src)
 {
-    struct credentials c = {.expires_at = src->expires_at};
+    struct credentials c = {.expires_at = src->expires_at, .refresh_at = src->refresh_at};
     if (strv_copy(&c.headers, src->headers) < 0 || strv_copy(&c.vars, src->vars) < 0) {
         credentials_release(&c);
         return -ENOMEM;
@@ -95,6 +95,7 @@ void credentials_release(struct credentials *c)
     strv_free_secure(c->vars);
     c->headers = c->vars = NULL;
     c->expires_at = 0;
+    c->refresh_at = 0;
 }
 
 bool credentials_headers_equal(char *const *a, char *const *b)

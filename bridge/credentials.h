@@ -57,6 +57,8 @@ struct credentials {
     char **headers;     /* "Name: value", NULL-terminated; NULL: none */
     char **vars;        /* "NAME=value" for ${NAME}, NULL-terminated; NULL: none */
     int64_t expires_at; /* Unix time in milliseconds; 0: does not expire */
+    int64_t refresh_at; /* when asking again can give a newer answer (ms; before expires_at);
+                         * 0: expires_at minus credentials_skew_ms() */
 };
 
 /* error 0 and c; or -errno with a message for the user (never a secret value), c NULL.

@@ -65,7 +65,9 @@ static void arm_expiry(struct upstream *u)
     }
     int64_t now = credentials_now_ms();
     int64_t life = u->creds.expires_at - u->creds_got_at;
-    int64_t delay = u->creds.expires_at - credentials_skew_ms(life) - now;
+    int64_t at =
+        u->creds.refresh_at ? u->creds.refresh_at : u->creds.expires_at - credentials_skew_ms(life);
+    int64_t delay = at - now;
     if (delay <= 0) {
         /* asked at that point already, and the helper gave the same answer back (its own
          * margin is a little later): halfway to the expiry, then again */

@@ -373,18 +373,30 @@ static void test_secrets_expiry(void)
     ask(&f, &s, CREDENTIALS_EXPIRING, NULL, &a);
     CHECK_INT(lines("secrets.runs"), 1);
 
-    /* one that is within its skew of expiring is asked again, whatever the reason */
+    /* secrets answers from its own cache until expires_at: asking before then gives the same
+     * value, so one about to expire is still served from here (refresh_at is its expiry) */
     snprintf(json, sizeof(json),
              "{\"secrets\": {\"A\": {\"value\": \"a\", \"expires_at\": %" PRId64 "},"
              "\"B\": {\"value\": \"b\"}}}\n",
-             now_s() + 1);
+             now_s() + 5);
     put_file("secrets.json", json);
     ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a); /* takes the new answer */
     CHECK_INT(lines("secrets.runs"), 2);
+    CHECK_INT(a.c.refresh_at, a.c.expires_at);
     ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    CHECK_INT(lines("secrets.runs"), 2);
+    /* one that has expired is asked again, whatever the reason */
+    snprintf(json, sizeof(json),
+             "{\"secrets\": {\"A\": {\"value\": \"a\", \"expires_at\": %" PRId64 "},"
+             "\"B\": {\"value\": \"b\"}}}\n",
+             now_s() - 1);
+    put_file("secrets.json", json);
+    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
     CHECK_INT(lines("secrets.runs"), 3);
-    ask(&f, &s, CREDENTIALS_EXPIRING, NULL, &a);
+    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
     CHECK_INT(lines("secrets.runs"), 4);
+    ask(&f, &s, CREDENTIALS_EXPIRING, NULL, &a);
+    CHECK_INT(lines("secrets.runs"), 5);
 
     /* an expires_at far beyond what milliseconds hold: kept far in the future, not wrapped */
     put_file("secrets.json", "{\"secrets\": {\"A\": {\"value\": \"a\", \"expires_at\": "
@@ -393,7 +405,7 @@ static void test_secrets_expiry(void)
     CHECK_INT(a.error, 0);
     CHECK(a.c.expires_at > (now_s() + 100LL * 365 * 86400) * 1000);
     ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
-    CHECK_INT(lines("secrets.runs"), 5); /* and counts as fresh */
+    CHECK_INT(lines("secrets.runs"), 6); /* and counts as fresh */
     answer_release(&a);
     fx_free(&f);
 }
