@@ -11,7 +11,7 @@
 #include "credkit/util.h"
 #include "credkit/version.h"
 
-#include "challenge.h"
+#include "credkit/challenge.h"
 #include "discovery.h"
 
 #define METADATA_MAX (256 * 1024)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "credkit/challenge.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
 
@@ -21,6 +22,8 @@ const char *credentials_reason_name(enum credentials_reason reason)
         return "unauthorized";
     case CREDENTIALS_EXPIRING:
         return "expiring";
+    case CREDENTIALS_FORBIDDEN:
+        return "forbidden";
     }
     return "unknown";
 }
@@ -391,4 +394,16 @@ int credentials_entry_new(const struct credentials_entry_opts *opts,
     ep->o = *opts;
     *ret = &ep->p;
     return 0;
+}
+
+bool credentials_insufficient_scope(const char *challenge)
+{
+    struct auth_challenges list = {0};
+    if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
+        return false;
+    const struct auth_challenge *c = challenges_find(&list, "Bearer");
+    const char *v = c ? challenge_param(c, "error") : NULL;
+    bool yes = v && strcmp(v, "insufficient_scope") == 0;
+    challenges_release(&list);
+    return yes;
 }

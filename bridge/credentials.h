@@ -20,6 +20,7 @@
  * server entry given to ask() stays valid until then. */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,7 +41,14 @@ enum credentials_reason {
     CREDENTIALS_RECONNECT,    /* every later connect */
     CREDENTIALS_UNAUTHORIZED, /* the server refused what the last answer gave (401) */
     CREDENTIALS_EXPIRING,     /* the last answer expires soon */
+    CREDENTIALS_FORBIDDEN,    /* the server refused a request with 403 insufficient_scope: the
+                               * grant must be widened (step-up) */
 };
+#define CREDENTIALS_N_REASONS 5
+
+/* The error of an answer that says a login is required (no token, a refresh refused): a state,
+ * not a failure; the message names the command that signs in. */
+#define CREDENTIALS_LOGIN_REQUIRED (-ENOKEY)
 
 const char *credentials_reason_name(enum credentials_reason reason);
 
@@ -63,8 +71,8 @@ struct credentials_request;
 struct credentials_query {
     const struct mcp_server *server;
     enum credentials_reason reason;
-    /* UNAUTHORIZED: the server's WWW-Authenticate challenge of the refusal (HTTP), NULL when
-     * none; e.g. the scopes a step-up needs. */
+    /* UNAUTHORIZED, FORBIDDEN: the server's WWW-Authenticate challenge of the refusal (HTTP),
+     * NULL when none; e.g. the scopes a step-up needs. */
     const char *challenge;
 };
 
@@ -132,3 +140,7 @@ int credentials_expand_pairs(char *const *v, const char *sep, mcp_lookup_fn look
 int64_t credentials_skew_ms(int64_t lifetime_ms);
 /* Unix time in milliseconds (expires_at's clock). */
 int64_t credentials_now_ms(void);
+
+/* Whether a WWW-Authenticate value is a Bearer challenge with error="insufficient_scope" (a 403
+ * that a wider grant would turn into a success: FORBIDDEN). */
+bool credentials_insufficient_scope(const char *challenge);

@@ -19,6 +19,11 @@ int server_config_parse(struct json_object *raw, struct server_config *ret, stru
         r = mcp_field_string(raw, "lifecycle", "lifecycle", 0, &sc.lifecycle, e);
     if (r >= 0)
         r = mcp_field_strv(raw, "excludeTools", &sc.exclude_tools, e);
+    if (r >= 0 && mcp_field_member(raw, "autoAuth")) {
+        bool v = false;
+        r = mcp_field_bool(raw, "autoAuth", "autoAuth", &v, e);
+        sc.auto_auth = v;
+    }
     if (r < 0) {
         server_config_release(&sc);
         return r;
@@ -67,8 +72,38 @@ int server_config_check_entry(void *userdata, const char *name, struct json_obje
 int server_config_check_settings(void *userdata, struct json_object *settings, struct err *e)
 {
     int i = -1;
+    bool b = false;
+    char *m = NULL;
     (void)userdata;
-    return tool_prefix(settings, &i, e);
+    int r = tool_prefix(settings, &i, e);
+    if (r >= 0)
+        r = mcp_field_bool(settings, "autoAuth", "settings.autoAuth", &b, e);
+    if (r >= 0)
+        r = mcp_field_string(settings, "authRequiredMessage", "settings.authRequiredMessage",
+                             MCP_FIELD_NONBLANK, &m, e);
+    free(m);
+    return r;
+}
+
+bool server_config_auto_auth(const struct mcp_config *c, const struct mcp_server *s)
+{
+    struct server_config sc = SERVER_CONFIG_INIT;
+    bool v = false;
+    if (s && s->raw && server_config_parse(s->raw, &sc, NULL) >= 0 && sc.auto_auth >= 0) {
+        v = sc.auto_auth > 0;
+        server_config_release(&sc);
+        return v;
+    }
+    server_config_release(&sc);
+    if (mcp_field_bool(mcp_config_settings(c), "autoAuth", "settings.autoAuth", &v, NULL) < 0)
+        return false;
+    return v;
+}
+
+const char *server_config_auth_message(const struct mcp_config *c)
+{
+    struct json_object *v = mcp_field_member(mcp_config_settings(c), "authRequiredMessage");
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
 static void add_checks(const struct mcp_config_opts *opts, struct mcp_config_opts *ret)

@@ -1,5 +1,5 @@
 /* upstream.c - one MCP server the bridge talks to, as a client: the state machine (IDLE,
- * CONNECTING, READY, BACKOFF, FAILED, CLOSING, CLOSED, and the transitions between them, here
+ * CONNECTING, READY, BACKOFF, FAILED, LOGIN, CLOSING, CLOSED, and the transitions between them, here
  * only), the retiring connections, creating and freeing (upstream_internal.h says how the
  * parts fit). */
 #include <errno.h>
@@ -206,6 +206,20 @@ static void enter_failed(struct upstream *u, int error, const char *message)
     (void)up_set_state(u, UPSTREAM_FAILED, error, message);
 }
 
+/* A sign-in is needed: nothing is retried by itself; a later call asks again (upstream.h). */
+static void enter_login(struct upstream *u, int error, const char *message)
+{
+    up_disarm(&u->backoff_timer);
+    u->recheck_at = loop_now(u->loop) + UPSTREAM_RECHECK_MS;
+    char *m = up_asprintf("%s", message ? message : "a sign-in is needed");
+    up_fail_waiting(u, error, m);
+    free(m);
+    /* once per episode: the calls that find it so say it too */
+    if (u->state != UPSTREAM_LOGIN)
+        log_warn(u->log, "%s", message ? message : "a sign-in is needed");
+    (void)up_set_state(u, UPSTREAM_LOGIN, error, message);
+}
+
 static void enter_backoff(struct upstream *u, int error, const char *message)
 {
     int64_t base = u->backoff_ms;
@@ -224,7 +238,10 @@ static void enter_backoff(struct upstream *u, int error, const char *message)
 void up_connect_fail(struct upstream *u, int error, const char *message, bool permanent)
 {
     up_drop_conn(u);
-    if (permanent || u->no_reconnect)
+    u->recheck_at = 0;
+    if (error == CREDENTIALS_LOGIN_REQUIRED && !u->no_reconnect)
+        enter_login(u, error, message);
+    else if (permanent || u->no_reconnect)
         enter_failed(u, error, message);
     else
         enter_backoff(u, error, message);
@@ -235,6 +252,10 @@ void up_conn_lost(struct upstream *u, int error, const char *message)
 {
     up_drop_conn(u);
     up_fail_inflight(u, -ECONNRESET, message);
+    if (error == CREDENTIALS_LOGIN_REQUIRED && !u->no_reconnect) {
+        enter_login(u, error, message);
+        return;
+    }
     if (u->no_reconnect) {
         enter_failed(u, error, message);
         return;
@@ -439,6 +460,7 @@ void upstream_connect(struct upstream *u)
         return;
     switch (u->state) {
     case UPSTREAM_FAILED:
+    case UPSTREAM_LOGIN:
         u->backoff_ms = UPSTREAM_BACKOFF_INITIAL_MS;
         /* fall through */
     case UPSTREAM_IDLE:
@@ -460,6 +482,7 @@ void upstream_reconnect(struct upstream *u)
     switch (u->state) {
     case UPSTREAM_IDLE:
     case UPSTREAM_FAILED:
+    case UPSTREAM_LOGIN:
         upstream_connect(u);
         break;
     case UPSTREAM_CONNECTING:
@@ -543,6 +566,8 @@ const char *upstream_state_name(enum upstream_state s)
         return "backoff";
     case UPSTREAM_FAILED:
         return "failed";
+    case UPSTREAM_LOGIN:
+        return "login-required";
     case UPSTREAM_CLOSING:
         return "closing";
     case UPSTREAM_CLOSED:

@@ -10,7 +10,14 @@
  *   any -> CLOSING -> CLOSED            (upstream_close)
  *   any -> FAILED                       (the entry cannot work as configured: a missing ${VAR},
  *                                        a command that does not exist; no retry until
- *                                        upstream_connect() is called again)
+ *                                        upstream_connect() is called again, or a call comes
+ *                                        UPSTREAM_RECHECK_MS after a failure that came from
+ *                                        the credentials: a secret may have been set up since)
+ *   any -> LOGIN                        (the provider says a sign-in is needed: calls fail at
+ *                                        once with -ENOKEY and the provider's message naming
+ *                                        the command; a call UPSTREAM_RECHECK_MS or more after
+ *                                        the last ask connects again, so a sign-in made
+ *                                        elsewhere is picked up by the next call)
  *
  * Connecting: the credentials provider (credentials.h; opts.credentials, by default the entry
  * itself: its headers and ${VAR}s through opts.lookup, or opts.headers_fn) is asked, with
@@ -59,8 +66,11 @@
  *                  says why the last attempt failed);
  *   -ESHUTDOWN     upstream_close() or the call was made on a FAILED upstream (message: why);
  *   -EPROTO        the server's answer broke the protocol (not JSON-RPC);
- *   -EACCES        the server refused the credentials (HTTP 401 or 403; a 401 is retried once
- *                  with fresh credentials first, above);
+ *   -EACCES        the server refused the credentials (HTTP 401; retried once with fresh
+ *                  credentials first, above);
+ *   -EPERM         the server refused the request (HTTP 403); one with insufficient_scope is
+ *                  retried once after the provider was asked for a wider grant (FORBIDDEN);
+ *   -ENOKEY        a sign-in is needed (LOGIN; the message names the command);
  *   -E2BIG         a message over the size bound;
  *   -ENOBUFS       too many requests at once (10000 per upstream), or a stdio server that
  *                  does not read its input (framing.h's pending bound).
@@ -112,6 +122,9 @@ extern const char *const UPSTREAM_PROTOCOL_VERSIONS[];
 #define UPSTREAM_BACKOFF_MAX_MS             (30 * 1000)
 #define UPSTREAM_BACKOFF_RESET_MS           (60 * 1000)
 #define UPSTREAM_LIST_MAX_PAGES             1000 /* a server that never ends its pages */
+#define UPSTREAM_RECHECK_MS                 (3 * 1000)
+#define UPSTREAM_REFRESH_RETRY_MS           (5 * 1000)
+#define UPSTREAM_REFRESH_RETRY_MAX_MS       (5 * 60 * 1000)
 
 enum upstream_state {
     UPSTREAM_IDLE,
@@ -119,6 +132,7 @@ enum upstream_state {
     UPSTREAM_READY,
     UPSTREAM_BACKOFF,
     UPSTREAM_FAILED,
+    UPSTREAM_LOGIN, /* the credentials need a sign-in (CREDENTIALS_LOGIN_REQUIRED) */
     UPSTREAM_CLOSING,
     UPSTREAM_CLOSED,
 };

@@ -411,8 +411,16 @@ static void call_dispatch(struct upstream *u, struct upstream_call *c)
         upstream_connect(u);
         break;
     case UPSTREAM_FAILED:
+    case UPSTREAM_LOGIN:
+        if (u->recheck_at && loop_now(u->loop) >= u->recheck_at) {
+            /* a sign-in or a secret may have been set up since: ask again */
+            up_call_put(u, c, CALL_WAITING, false);
+            upstream_connect(u);
+            break;
+        }
         m = up_asprintf("%s", u->last_error ? u->last_error : "server cannot be used");
-        up_call_fail_later(u, c, -ESHUTDOWN, m);
+        up_call_fail_later(u, c, u->state == UPSTREAM_LOGIN ? CREDENTIALS_LOGIN_REQUIRED : -ESHUTDOWN,
+                           m);
         break;
     case UPSTREAM_CLOSING:
     case UPSTREAM_CLOSED:

@@ -198,14 +198,19 @@ static void call_error(struct upstream *u, struct conn *cn, struct upstream_call
         return;
     }
     up_call_unlink(u, c);
-    if (error == -EACCES && !c->auth_retried && u->state == UPSTREAM_READY &&
+    bool step_up = error == -EPERM && cn == u->conn &&
+                   credentials_insufficient_scope(transport_challenge(cn->t));
+    if ((error == -EACCES || step_up) && !c->auth_retried && u->state == UPSTREAM_READY &&
         u->sess != SESSION_REINIT) {
-        up_reauth(u, c); /* parked; retried once with fresh credentials */
+        up_reauth(u, c, error); /* parked; retried once with fresh credentials */
         return;
     }
-    char *msg = up_asprintf(
-        "server '%s': '%s' failed: %s%s", up_name(u), c->method, up_strerror(u, error),
-        error == -EACCES && c->auth_retried ? " (refused again with fresh credentials)" : "");
+    char *msg = up_asprintf("server '%s': '%s' failed: %s%s", up_name(u), c->method,
+                            up_strerror(u, error),
+                            (error == -EACCES || error == -EPERM) && c->auth_retried
+                                ? " (refused again with fresh credentials: see 'mcp-bridge "
+                                  "list' for where they come from)"
+                                : "");
     if (up_call_fail_now(u, c, up_call_err(error), msg) && u->conn == cn &&
         (error == -ECONNREFUSED || error == -EHOSTUNREACH))
         up_conn_lost(u, -ECONNRESET, msg);

@@ -9,9 +9,8 @@
 
 #include "upstream_internal.h"
 
-#define REFRESH_RETRY_MS (5 * 1000) /* a refresh that failed, while the old answer holds */
-
 static void creds_done(int error, const struct credentials *c, const char *message, void *userdata);
+static void connect_timer_fired(struct loop_timer *t, void *userdata);
 static void init_answered(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m,
                           int error);
 
@@ -33,8 +32,10 @@ static int creds_ask(struct upstream *u, enum credentials_reason reason, enum cr
     struct credentials_query q = {
         .server = u->srv,
         .reason = reason,
-        .challenge =
-            reason == CREDENTIALS_UNAUTHORIZED && u->conn ? transport_challenge(u->conn->t) : NULL,
+        .challenge = (reason == CREDENTIALS_UNAUTHORIZED || reason == CREDENTIALS_FORBIDDEN) &&
+                             u->conn
+                         ? transport_challenge(u->conn->t)
+                         : NULL,
     };
     int r = credentials_ask(u->provider, &q, creds_done, u, &u->cred_req);
     if (r < 0)
@@ -133,6 +134,16 @@ static void open_transport(struct upstream *u)
         start_failed(u, -ENOMEM, NULL, NULL);
         return;
     }
+    if (!u->connect_timer || u->sess != SESSION_REINIT) {
+        /* the connect timeout covers the wire and the handshake, not the credentials (a
+         * sign-in may take minutes; every helper run is bounded by itself) */
+        int r = up_arm(u, &u->connect_timer, u->connect_timeout_ms, connect_timer_fired);
+        if (r < 0) {
+            free(cn);
+            start_failed(u, r, NULL, NULL);
+            return;
+        }
+    }
     cn->u = u;
     cn->gen = u->gen + 1;
     list_init(&cn->node);
@@ -167,6 +178,8 @@ static void creds_failed(struct upstream *u, int error, const char *message)
     char *m = up_asprintf("server '%s': %s", up_name(u), message ? message : strerror(-error));
     up_connect_fail(u, error, m, error == -ENOENT || error == -EINVAL);
     free(m);
+    if (u->state == UPSTREAM_FAILED && !u->no_reconnect)
+        u->recheck_at = loop_now(u->loop) + UPSTREAM_RECHECK_MS; /* a secret may be set up */
 }
 
 static void connect_with(struct upstream *u, int error, const struct credentials *c,
@@ -198,7 +211,10 @@ void up_init_refused(struct upstream *u, int error)
         u->cred_error = error;
         log_debug(u->log, "server '%s': %s: asking for fresh credentials", up_name(u),
                   up_strerror(u, error));
-        if (creds_ask(u, CREDENTIALS_UNAUTHORIZED, CRED_CONNECT_RETRY) >= 0)
+        bool step_up = error == -EPERM && u->conn &&
+                       credentials_insufficient_scope(transport_challenge(u->conn->t));
+        if (creds_ask(u, step_up ? CREDENTIALS_FORBIDDEN : CREDENTIALS_UNAUTHORIZED,
+                      CRED_CONNECT_RETRY) >= 0)
             return;
     }
     init_refused_fail(u, error);
@@ -228,15 +244,18 @@ static void connect_retry_with(struct upstream *u, int error, const struct crede
 
 /* ---- a 401 in the middle of a session ------------------------------------------------------- */
 
-void up_reauth(struct upstream *u, struct upstream_call *c)
+void up_reauth(struct upstream *u, struct upstream_call *c, int error)
 {
     up_call_put(u, c, CALL_PARKED, false);
+    c->refused = error;
     if (u->sess == SESSION_REAUTH)
         return;
     u->sess = SESSION_REAUTH;
-    log_info(u->log, "server '%s': '%s' was refused (%s): asking for fresh credentials", up_name(u),
-             c->method, up_strerror(u, -EACCES));
-    int r = creds_ask(u, CREDENTIALS_UNAUTHORIZED, CRED_REAUTH);
+    bool forbidden = error == -EPERM;
+    log_info(u->log, "server '%s': '%s' was refused (%s): asking for %s", up_name(u), c->method,
+             up_strerror(u, error), forbidden ? "a wider grant" : "fresh credentials");
+    int r = creds_ask(u, forbidden ? CREDENTIALS_FORBIDDEN : CREDENTIALS_UNAUTHORIZED,
+                      CRED_REAUTH);
     if (r < 0) {
         char *m = up_asprintf("cannot ask for credentials: %s", strerror(-r));
         creds_done(r, NULL, m, u);
@@ -244,15 +263,28 @@ void up_reauth(struct upstream *u, struct upstream_call *c)
     }
 }
 
-/* Fails every parked call with its 401; why (NULL: none) says why it was not retried. */
+/* Fails every parked call with its refusal; why (NULL: none) says why it was not retried. */
 static void fail_parked(struct upstream *u, const char *why)
 {
     struct upstream_call *c;
     while ((c = up_call_pop(u, CALL_PARKED))) {
-        char *m =
-            up_asprintf("server '%s': '%s' failed: %s%s%s%s", up_name(u), c->method,
-                        up_strerror(u, -EACCES), why ? " (" : "", why ? why : "", why ? ")" : "");
-        up_call_fail_later(u, c, -EACCES, m);
+        int error = c->refused ? c->refused : -EACCES;
+        char *m = up_asprintf("server '%s': '%s' failed: %s%s%s%s", up_name(u), c->method,
+                              up_strerror(u, error), why ? " (" : "", why ? why : "",
+                              why ? ")" : "");
+        up_call_fail_later(u, c, error, m);
+        free(m);
+    }
+}
+
+/* Fails every parked call with the provider's own error and words (a sign-in is needed, a
+ * wider grant must be asked for). */
+static void fail_parked_with(struct upstream *u, int error, const char *message)
+{
+    struct upstream_call *c;
+    while ((c = up_call_pop(u, CALL_PARKED))) {
+        char *m = up_asprintf("server '%s': %s", up_name(u), message ? message : strerror(-error));
+        up_call_fail_later(u, c, error, m);
         free(m);
     }
 }
@@ -262,7 +294,15 @@ static void reauth_with(struct upstream *u, int error, const struct credentials 
 {
     if (u->sess == SESSION_REAUTH)
         u->sess = SESSION_OPEN;
-    if (error < 0) {
+    if (error == CREDENTIALS_LOGIN_REQUIRED) {
+        fail_parked_with(u, error, message);
+        char *m = up_asprintf("server '%s': %s", up_name(u), message ? message : "");
+        up_conn_lost(u, error, m); /* LOGIN: the next call after a sign-in reconnects */
+        free(m);
+        return;
+    } else if (error == -EPERM) {
+        fail_parked_with(u, error, message); /* the step-up's words: the command to run */
+    } else if (error < 0) {
         char *m = up_asprintf("fresh credentials could not be had: %s",
                               message ? message : strerror(-error));
         fail_parked(u, m);
@@ -290,13 +330,33 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
                          const char *message)
 {
     if (error < 0) {
-        bool valid = credentials_now_ms() < u->creds.expires_at;
-        log_warn(u->log, "server '%s': refreshing the credentials failed: %s%s", up_name(u),
-                 message ? message : strerror(-error), valid ? "; the current ones are kept" : "");
-        if (valid && up_arm(u, &u->expiry_timer, REFRESH_RETRY_MS, expiry_fired) < 0)
+        int64_t left = u->creds.expires_at - credentials_now_ms();
+        if (left <= 0) {
+            /* expired: the calls get the helper's error, and a later one asks again */
+            char *m = up_asprintf("server '%s': the credentials expired and new ones could not "
+                                  "be had: %s",
+                                  up_name(u), message ? message : strerror(-error));
+            up_conn_lost(u, error == CREDENTIALS_LOGIN_REQUIRED ? error : -EACCES, m);
+            free(m);
+            return;
+        }
+        int64_t wait = u->refresh_retry_ms ? u->refresh_retry_ms : UPSTREAM_REFRESH_RETRY_MS;
+        u->refresh_retry_ms = wait * 2 > UPSTREAM_REFRESH_RETRY_MAX_MS
+                                  ? UPSTREAM_REFRESH_RETRY_MAX_MS
+                                  : wait * 2;
+        if (wait > left)
+            wait = left; /* once more just as they expire */
+        char d[32];
+        up_fmt_ms(d, sizeof(d), wait);
+        log_warn(u->log,
+                 "server '%s': refreshing the credentials failed: %s; the current ones are kept "
+                 "(trying again in %s)",
+                 up_name(u), message ? message : strerror(-error), d);
+        if (up_arm(u, &u->expiry_timer, wait, expiry_fired) < 0)
             log_warn(u->log, "server '%s': cannot arm the credentials refresh", up_name(u));
         return;
     }
+    u->refresh_retry_ms = 0;
     if (credentials_copy(&u->creds, c) < 0) {
         log_warn(u->log, "server '%s': out of memory refreshing the credentials", up_name(u));
         return;
@@ -306,8 +366,11 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
     if (r < 0 && r != -EOPNOTSUPP)
         log_warn(u->log, "server '%s': cannot replace the request headers: %s", up_name(u),
                  strerror(-r));
+    else if (u->creds.expires_at)
+        log_info(u->log, "server '%s': credentials refreshed (valid for %" PRId64 " s)",
+                 up_name(u), (u->creds.expires_at - credentials_now_ms()) / 1000);
     else
-        log_debug(u->log, "server '%s': credentials refreshed", up_name(u));
+        log_info(u->log, "server '%s': credentials refreshed", up_name(u));
     arm_expiry(u);
 }
 
@@ -367,13 +430,8 @@ void up_connect_start(struct upstream *u)
         u->start_pending || u->conn)
         return;
     u->refreshed_in_connect = false;
-    int r = up_arm(u, &u->connect_timer, u->connect_timeout_ms, connect_timer_fired);
-    if (r < 0) {
-        start_failed(u, r, NULL, NULL);
-        return;
-    }
     log_debug(u->log, "server '%s': connecting", up_name(u));
-    r = creds_ask(u, u->attempts++ ? CREDENTIALS_RECONNECT : CREDENTIALS_CONNECT, CRED_CONNECT);
+    int r = creds_ask(u, u->attempts++ ? CREDENTIALS_RECONNECT : CREDENTIALS_CONNECT, CRED_CONNECT);
     if (r < 0)
         start_failed(u, r, "cannot ask for the credentials", NULL);
 }

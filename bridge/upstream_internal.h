@@ -76,6 +76,7 @@ struct upstream_call {
     uint64_t session;  /* u->session when sent */
     bool retried;      /* sent again after the session was lost (-ESTALE) */
     bool auth_retried; /* sent again with fresh credentials after a 401 */
+    int refused;       /* CALL_PARKED: the refusal (-EACCES 401, -EPERM 403 insufficient_scope) */
     bool in_callback;  /* its response callback is running: freed by whoever called it */
     bool progressed;
     int error; /* CALL_FAILING */
@@ -133,6 +134,9 @@ struct upstream {
     enum cred_purpose cred_purpose;
     int cred_error; /* CRED_CONNECT_RETRY: initialize's error, reported if nothing changes */
     struct credentials creds; /* the last answer (secrets) */
+    int64_t recheck_at;       /* LOGIN, or FAILED by the credentials: a call from then on
+                               * connects again (loop time; 0: FAILED for good) */
+    int64_t refresh_retry_ms; /* the next wait after a failed refresh (backoff) */
     struct loop_timer *expiry_timer;
     bool refreshed_in_connect; /* a 401 to initialize asked once already in this attempt */
     struct upstream_call *init_call, *ping_call;
@@ -196,8 +200,9 @@ void up_init_failed(struct upstream *u, int error, const char *message);
 void up_init_refused(struct upstream *u, int error);
 int up_connect_err(int error);
 void up_creds_cancel(struct upstream *u);
-/* A call was refused with 401 mid-session: parks it and asks for fresh credentials. */
-void up_reauth(struct upstream *u, struct upstream_call *c);
+/* A call was refused mid-session (error: -EACCES for a 401, -EPERM for a 403
+ * insufficient_scope): parks it and asks for fresh credentials or a wider grant. */
+void up_reauth(struct upstream *u, struct upstream_call *c, int error);
 void up_conn_free(struct conn *cn);
 
 /* upstream_conn.c: the transport's events */

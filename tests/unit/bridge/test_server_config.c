@@ -174,7 +174,7 @@ static void test_fields(void)
 
     /* a failed parse leaves its output alone */
     struct json_object *bad = json_tokener_parse("{\"lifecycle\": \"x\", \"excludeTools\": 1}");
-    struct server_config keep = {NULL, NULL, 7};
+    struct server_config keep = {NULL, NULL, 7, -1};
     CHECK_INT(server_config_parse(bad, &keep, &e), -EINVAL);
     CHECK_CONTAINS(e.msg, "\"excludeTools\" must be an array of strings, not a number");
     CHECK(keep.idle_timeout_ms == 7 && !keep.lifecycle && !keep.exclude_tools);

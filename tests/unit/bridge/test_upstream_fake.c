@@ -212,10 +212,10 @@ struct fprov {
     credentials_done_fn done;
     void *userdata;
     bool open;
-    int asks[4]; /* by reason */
+    int asks[CREDENTIALS_N_REASONS]; /* by reason */
     enum credentials_reason last;
     int cancels;
-    const char *header_for[4]; /* the header answered for each reason */
+    const char *header_for[CREDENTIALS_N_REASONS]; /* the header answered for each reason */
     int64_t lifetime_ms;       /* 0: no expires_at */
     int answer_error;
     char challenge[64]; /* of the last question */

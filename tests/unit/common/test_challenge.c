@@ -1,5 +1,5 @@
 /* test_challenge.c - WWW-Authenticate challenges, RFC 9110 section 11 */
-#include "challenge.h"
+#include "credkit/challenge.h"
 #include "tests.h"
 
 static void check_bad(const char *header, const char *msg_part)

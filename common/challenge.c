@@ -20,7 +20,7 @@
 
 #include "credkit/buf.h"
 
-#include "challenge.h"
+#include "credkit/challenge.h"
 
 #define CHALLENGE_HEADER_MAX (16u * 1024u) /* bytes in one header value */
 #define CHALLENGE_PARAMS_MAX 64            /* params in one challenge */

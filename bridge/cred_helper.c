@@ -1,0 +1,974 @@
+/* cred_helper.c - the credentials provider over `secrets`, `mcp-auth` and headersHelper
+ * (cred_helper.h). Three slots, one per kind of helper, each holding its last answer and at
+ * most one run; requests wait on the slots they need and are answered when the last of them
+ * is in. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "credkit/buf.h"
+#include "credkit/challenge.h"
+#include "credkit/helper_answer.h"
+#include "credkit/json.h"
+#include "credkit/list.h"
+#include "credkit/mcp_template.h"
+#include "credkit/secmem.h"
+#include "credkit/strv.h"
+
+#include "cred_helper.h"
+#include "helper_path.h"
+#include "helper_proc.h"
+
+#define MSG_MAX 480
+
+enum slot_kind {
+    SLOT_SECRETS, /* secrets resolve --json NAME... */
+    SLOT_OAUTH,   /* mcp-auth header --json NAME (and login, status) */
+    SLOT_HELPER,  /* the entry's headersHelper */
+    SLOT_N
+};
+
+/* What the OAuth slot's run is doing. */
+enum oauth_step {
+    OAUTH_HEADER, /* mcp-auth header */
+    OAUTH_STATUS, /* mcp-auth status --json: the scopes granted, for a step-up */
+    OAUTH_LOGIN,  /* mcp-auth login (autoAuth) */
+};
+
+struct cred_helper;
+
+struct slot {
+    enum slot_kind kind;
+    struct cred_helper *h;
+    struct helper_proc *proc; /* the run, NULL when none */
+    enum oauth_step step;
+    bool refresh;         /* this run asks mcp-auth to refresh */
+    bool step_up;         /* this run widens the grant (FORBIDDEN) */
+    bool have;            /* an answer is kept */
+    struct strv vals;     /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
+    int64_t expires_at;   /* ms; 0: the answer did not say */
+    int64_t got_at;       /* ms, when it came */
+    char *challenged;     /* step-up: the scopes the server asked for */
+    const struct mcp_server *srv; /* of the run's request (valid while a request waits) */
+};
+
+struct ch_req {
+    struct credentials_request r; /* first */
+    struct cred_helper *h;
+    struct list_node node;
+    const struct mcp_server *srv;
+    enum credentials_reason reason;
+    unsigned waiting; /* 1 << slot_kind */
+    int error;
+    char *message;
+    credentials_done_fn done;
+    void *userdata;
+    struct loop_deferred answer;
+};
+
+struct cred_helper {
+    struct credentials_provider p; /* first */
+    struct loop *loop;
+    struct log *log;
+    char *config_path, *auth_target, *auth_message;
+    bool auto_auth;
+    int64_t helper_timeout_ms, login_timeout_ms;
+    bool oauth_found; /* a 401 with a Bearer challenge made OAuth apply to this entry */
+    struct slot slots[SLOT_N];
+    struct list_node reqs;
+    int64_t logins[CRED_HELPER_LOGINS_MAX]; /* when the last logins started (ms, a ring) */
+    unsigned n_logins;
+};
+
+static void slot_start(struct slot *s, const struct mcp_server *srv);
+static void req_check(struct ch_req *q);
+
+static const char *slot_program(enum slot_kind k)
+{
+    switch (k) {
+    case SLOT_SECRETS:
+        return "secrets";
+    case SLOT_OAUTH:
+        return "mcp-auth";
+    case SLOT_HELPER:
+        return "headersHelper";
+    case SLOT_N:
+        break;
+    }
+    return "?";
+}
+
+/* ---- what an entry needs -------------------------------------------------------------------- */
+
+static void collect_name(const char *name, void *userdata)
+{
+    struct strv *names = userdata;
+    for (size_t i = 0; i < names->n; i++)
+        if (strcmp(names->v[i], name) == 0)
+            return;
+    if (strv_push(names, name) < 0)
+        names->n = SIZE_MAX; /* marks the failure: checked by the caller */
+}
+
+static void collect_pairs(char *const *v, const char *sep, struct strv *names)
+{
+    for (size_t i = 0; v && v[i]; i++) {
+        const char *at = strstr(v[i], sep);
+        if (at)
+            mcp_template_vars(at + strlen(sep), collect_name, names);
+    }
+}
+
+/* The ${NAME}s the entry refers to, bearerTokenEnv's name among them. -ENOMEM. */
+static int needed_names(const struct mcp_server *s, struct strv *names)
+{
+    if (s->transport == MCP_TRANSPORT_STDIO) {
+        collect_pairs(s->env, "=", names);
+        for (size_t i = 0; s->args && s->args[i]; i++)
+            mcp_template_vars(s->args[i], collect_name, names);
+    } else {
+        if (s->url)
+            mcp_template_vars(s->url, collect_name, names);
+        collect_pairs(s->headers, ": ", names);
+        if (s->bearer_token)
+            mcp_template_vars(s->bearer_token, collect_name, names);
+        if (s->bearer_token_env)
+            collect_name(s->bearer_token_env, names);
+    }
+    if (names->n == SIZE_MAX) {
+        names->n = 0;
+        strv_release(names);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static bool has_bearer_challenge(const char *challenge)
+{
+    struct auth_challenges list = {0};
+    if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
+        return false;
+    bool found = challenges_find(&list, "Bearer") != NULL;
+    challenges_release(&list);
+    return found;
+}
+
+static bool oauth_applies(const struct cred_helper *h, const struct mcp_server *s)
+{
+    return s->transport != MCP_TRANSPORT_STDIO &&
+           (s->auth == MCP_AUTH_OAUTH || (h->oauth_found && s->auth == MCP_AUTH_NONE));
+}
+
+static unsigned needed_slots(struct cred_helper *h, const struct credentials_query *q,
+                             bool has_names)
+{
+    const struct mcp_server *s = q->server;
+    if ((q->reason == CREDENTIALS_UNAUTHORIZED || q->reason == CREDENTIALS_FORBIDDEN) &&
+        s->auth == MCP_AUTH_NONE && !s->headers_helper && !h->oauth_found &&
+        s->transport != MCP_TRANSPORT_STDIO && has_bearer_challenge(q->challenge)) {
+        log_info(h->log, "server '%s': it asks for an OAuth sign-in (a Bearer challenge): asking "
+                         "mcp-auth",
+                 s->name);
+        h->oauth_found = true;
+    }
+    unsigned need = has_names ? 1u << SLOT_SECRETS : 0;
+    if (oauth_applies(h, s))
+        need |= 1u << SLOT_OAUTH;
+    if (s->headers_helper && s->transport != MCP_TRANSPORT_STDIO)
+        need |= 1u << SLOT_HELPER;
+    return need;
+}
+
+/* Whether the slot's answer can serve a request of this reason without asking again. */
+static bool slot_fresh(const struct cred_helper *h, const struct slot *s,
+                       enum credentials_reason reason)
+{
+    if (!s->have)
+        return false;
+    if (reason == CREDENTIALS_UNAUTHORIZED || reason == CREDENTIALS_FORBIDDEN)
+        return false;
+    if (!s->expires_at)
+        return reason != CREDENTIALS_RECONNECT;
+    int64_t now = credentials_now_ms();
+    int64_t life = s->expires_at - s->got_at;
+    (void)h;
+    return now < s->expires_at - credentials_skew_ms(life);
+}
+
+/* ---- messages ------------------------------------------------------------------------------- */
+
+/* "mcp-auth [--config PATH] NAME" into buf. */
+static void signin_command(const struct cred_helper *h, const char *name, char *buf, size_t size)
+{
+    const char *target = h->auth_target ? h->auth_target : name;
+    if (h->config_path)
+        snprintf(buf, size, "mcp-auth --config '%s' %s", h->config_path, target);
+    else
+        snprintf(buf, size, "mcp-auth %s", target);
+}
+
+char *cred_helper_login_message(const struct cred_helper_opts *o, const char *name)
+{
+    char cmd[MSG_MAX], *m = NULL;
+    const char *target = o->auth_target ? o->auth_target : name;
+    if (o->config_path)
+        snprintf(cmd, sizeof(cmd), "mcp-auth --config '%s' %s", o->config_path, target);
+    else
+        snprintf(cmd, sizeof(cmd), "mcp-auth %s", target);
+    if (!o->auth_required_message) {
+        if (asprintf(&m, "server '%s' needs you to sign in: run '%s'", name, cmd) < 0)
+            return NULL;
+        return m;
+    }
+    struct buf b;
+    buf_init(&b, 4096);
+    const char *t = o->auth_required_message;
+    static const char key[] = "${server}";
+    int r = 0;
+    while (*t && r >= 0) {
+        if (strncmp(t, key, sizeof(key) - 1) == 0) {
+            r = buf_append_str(&b, name);
+            t += sizeof(key) - 1;
+        } else {
+            r = buf_append_char(&b, *t++);
+        }
+    }
+    if (r >= 0)
+        m = strdup(b.data ? b.data : "");
+    buf_release(&b);
+    return m;
+}
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+static void req_free(struct ch_req *q)
+{
+    list_remove(&q->node);
+    loop_defer_cancel(&q->answer);
+    free(q->message);
+    free(q);
+}
+
+static void req_fail(struct ch_req *q, int error, const char *message)
+{
+    if (q->error)
+        return; /* the first failure is the one reported */
+    q->error = error;
+    q->message = strdup(message ? message : strerror(-error));
+}
+
+/* "Name: value" pairs of src into out, replacing those of the same name already there. */
+static int merge_headers(struct strv *out, const struct strv *src)
+{
+    for (size_t i = 0; i < src->n; i++) {
+        const char *colon = strchr(src->v[i], ':');
+        size_t n = colon ? (size_t)(colon - src->v[i]) + 1 : 0;
+        for (size_t j = 0; n && j < out->n; j++) {
+            if (strncasecmp(out->v[j], src->v[i], n) == 0) {
+                secure_free(out->v[j]);
+                memmove(&out->v[j], &out->v[j + 1], (out->n - j) * sizeof(char *));
+                out->n--;
+                j--;
+            }
+        }
+        if (strv_push(out, src->v[i]) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* "Authorization: Bearer <value>" of bearerTokenEnv or bearerToken, when the entry has one. */
+static int bearer_header(const struct mcp_server *s, const struct credentials *c, struct strv *out,
+                         struct err *e)
+{
+    char *v = NULL;
+    int r;
+    if (s->bearer_token_env) {
+        r = credentials_lookup((void *)(uintptr_t)c, s->bearer_token_env, &v, e);
+        if (r == -ENOENT)
+            return err_set(e, r, "the bearer token variable '%s' has no value",
+                           s->bearer_token_env);
+    } else if (s->bearer_token) {
+        r = mcp_expand(s->bearer_token, credentials_lookup, (void *)(uintptr_t)c, &v, e);
+        if (r < 0)
+            err_prefix(e, "\"bearerToken\"");
+    } else {
+        return 0;
+    }
+    if (r < 0)
+        return r;
+    if (!*v || !helper_header_value_valid(v, strlen(v))) {
+        secure_free(v);
+        return err_set(e, -EINVAL,
+                       "the bearer token is empty or has a control character (CR, LF and the "
+                       "like are refused)");
+    }
+    r = strv_pushf(out, "Authorization: Bearer %s", v);
+    secure_free(v);
+    return r < 0 ? err_set(e, -ENOMEM, "out of memory") : 0;
+}
+
+/* The answer of the slots q needed, put together. */
+static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires_at,
+                        struct err *e)
+{
+    struct cred_helper *h = q->h;
+    const struct mcp_server *s = q->srv;
+    struct slot *sec = &h->slots[SLOT_SECRETS];
+    struct credentials vars = {.vars = sec->have ? sec->vals.v : NULL};
+    int64_t exp = 0;
+    for (int k = 0; k < SLOT_N; k++) {
+        struct slot *sl = &h->slots[k];
+        if (sl->have && sl->expires_at && (!exp || sl->expires_at < exp) &&
+            (k != SLOT_OAUTH || oauth_applies(h, s)) && (k != SLOT_HELPER || s->headers_helper))
+            exp = sl->expires_at;
+    }
+    *expires_at = exp;
+    if (s->transport == MCP_TRANSPORT_STDIO)
+        return 0;
+    int r = credentials_expand_pairs(s->headers, ": ", credentials_lookup, &vars, headers, e);
+    if (r < 0)
+        return err_prefix(e, "\"headers\"");
+    r = bearer_header(s, &vars, headers, e);
+    if (r >= 0 && s->headers_helper && h->slots[SLOT_HELPER].have)
+        r = merge_headers(headers, &h->slots[SLOT_HELPER].vals);
+    if (r >= 0 && oauth_applies(h, s) && h->slots[SLOT_OAUTH].have)
+        r = merge_headers(headers, &h->slots[SLOT_OAUTH].vals);
+    if (r == -ENOMEM)
+        return err_set(e, r, "out of memory");
+    return r;
+}
+
+static void req_answer(void *userdata)
+{
+    struct ch_req *q = userdata;
+    struct strv headers = STRV_INIT;
+    struct err e = ERR_INIT;
+    int64_t exp = 0;
+    int r = q->error;
+    if (!r) {
+        r = build_answer(q, &headers, &exp, &e);
+        if (r < 0)
+            req_fail(q, r, err_msg(&e));
+    }
+    credentials_done_fn done = q->done;
+    void *ud = q->userdata;
+    if (q->error) {
+        char *m = q->message;
+        q->message = NULL;
+        int error = q->error;
+        req_free(q);
+        done(error, NULL, m, ud);
+        free(m);
+    } else {
+        struct slot *sec = &q->h->slots[SLOT_SECRETS];
+        struct credentials c = {
+            .headers = headers.n ? headers.v : NULL,
+            .vars = sec->have && sec->vals.n ? sec->vals.v : NULL,
+            .expires_at = exp,
+        };
+        req_free(q);
+        done(0, &c, NULL, ud);
+    }
+    strv_release_secure(&headers);
+}
+
+/* Answers q from the loop once no slot it needs is running. */
+static void req_check(struct ch_req *q)
+{
+    if (q->waiting)
+        return;
+    loop_defer_queue(q->h->loop, &q->answer, req_answer, q);
+}
+
+/* A slot's run is over: every request waiting on it goes on. */
+static void slot_settled(struct slot *s, int error, const char *message)
+{
+    struct cred_helper *h = s->h;
+    unsigned bit = 1u << s->kind;
+    struct list_node *n, *next;
+    list_for_each_safe(n, next, &h->reqs)
+    {
+        struct ch_req *q = list_entry(n, struct ch_req, node);
+        if (!(q->waiting & bit))
+            continue;
+        q->waiting &= ~bit;
+        if (error)
+            req_fail(q, error, message);
+        req_check(q);
+    }
+}
+
+/* ---- the answers of the helpers --------------------------------------------------------------- */
+
+static void slot_keep(struct slot *s, struct strv *vals, int64_t expires_at)
+{
+    strv_release_secure(&s->vals);
+    s->vals = *vals;
+    *vals = (struct strv)STRV_INIT;
+    s->have = true;
+    s->got_at = credentials_now_ms();
+    s->expires_at = expires_at;
+}
+
+/* The failure of a run, in words: "<program> failed (exit status 3): <first line of stderr>". */
+static void run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
+                        size_t size)
+{
+    char line[200], how[64];
+    helper_proc_first_line(res->err, res->err_len, line, sizeof(line));
+    if (res->timed_out)
+        snprintf(how, sizeof(how), "did not answer in time");
+    else if (res->signal)
+        snprintf(how, sizeof(how), "was killed by signal %d", res->signal);
+    else
+        snprintf(how, sizeof(how), "failed (exit status %d)", res->exit_code);
+    snprintf(buf, size, "%s %s%s%s", slot_program(s->kind), how, line[0] ? ": " : "", line);
+}
+
+static int secrets_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
+                          size_t size)
+{
+    struct helper_secrets a = {0};
+    struct err e = ERR_INIT;
+    if (!res->out_len) {
+        run_failure(s, res, msg, size);
+        return -EIO;
+    }
+    int r = helper_secrets_parse(res->out, res->out_len, &a, &e);
+    if (r < 0) {
+        snprintf(msg, size, "the answer of 'secrets resolve' is not usable: %s", err_msg(&e));
+        return r;
+    }
+    struct strv vals = STRV_INIT;
+    int64_t exp = 0;
+    r = 0;
+    for (size_t i = 0; i < a.n && r >= 0; i++) {
+        const struct helper_secret *x = &a.v[i];
+        if (x->error) {
+            snprintf(msg, size, "%s", x->error);
+            r = -ENOENT;
+            break;
+        }
+        r = strv_pushf(&vals, "%s=%s", x->name, x->value);
+        if (r >= 0 && x->expires_at > 0 && (!exp || x->expires_at * 1000 < exp))
+            exp = x->expires_at * 1000;
+    }
+    helper_secrets_release(&a);
+    if (r == -ENOMEM)
+        snprintf(msg, size, "out of memory");
+    if (r >= 0)
+        slot_keep(s, &vals, exp);
+    strv_release_secure(&vals);
+    return r;
+}
+
+static int headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
+                          size_t size)
+{
+    struct helper_headers a = {0};
+    struct err e = ERR_INIT;
+    int r = helper_headers_parse(res->out, res->out_len, &a, &e);
+    if (r < 0) {
+        snprintf(msg, size, "the answer of %s is not usable: %s", slot_program(s->kind),
+                 err_msg(&e));
+        return r;
+    }
+    struct strv vals = STRV_INIT;
+    for (size_t i = 0; i < a.n && r >= 0; i++)
+        r = strv_pushf(&vals, "%s: %s", a.v[i].name, a.v[i].value);
+    int64_t exp = a.expires_at > 0 ? a.expires_at * 1000 : 0;
+    helper_headers_release(&a);
+    if (r < 0) {
+        strv_release_secure(&vals);
+        snprintf(msg, size, "out of memory");
+        return -ENOMEM;
+    }
+    slot_keep(s, &vals, exp);
+    return 0;
+}
+
+/* ---- OAuth: header, login, step-up ---------------------------------------------------------- */
+
+static bool login_allowed(struct cred_helper *h, char *why, size_t size)
+{
+    int64_t now = credentials_now_ms();
+    unsigned recent = 0;
+    for (unsigned i = 0; i < h->n_logins && i < CRED_HELPER_LOGINS_MAX; i++)
+        recent += now - h->logins[i] < CRED_HELPER_LOGINS_WINDOW_MS;
+    if (recent < CRED_HELPER_LOGINS_MAX)
+        return true;
+    snprintf(why, size, "%d sign-ins in the last %d minutes did not help, so no more are started "
+                        "for now",
+             CRED_HELPER_LOGINS_MAX, CRED_HELPER_LOGINS_WINDOW_MS / 60000);
+    return false;
+}
+
+static void login_note(struct cred_helper *h)
+{
+    h->logins[h->n_logins++ % CRED_HELPER_LOGINS_MAX] = credentials_now_ms();
+}
+
+/* The scopes of a 403 insufficient_scope challenge (a copy), NULL when it names none. */
+static char *challenged_scopes(const char *challenge)
+{
+    struct auth_challenges list = {0};
+    char *scopes = NULL;
+    if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
+        return NULL;
+    const struct auth_challenge *c = challenges_find(&list, "Bearer");
+    const char *v = c ? challenge_param(c, "scope") : NULL;
+    if (v && *v)
+        scopes = strdup(v);
+    challenges_release(&list);
+    return scopes;
+}
+
+/* Appends to out each space-separated word of add that out lacks. -ENOMEM. */
+static int scope_union(struct buf *out, const char *add)
+{
+    const char *p = add;
+    while (p && *p) {
+        p += strspn(p, " ");
+        size_t n = strcspn(p, " ");
+        if (!n)
+            break;
+        bool have = false;
+        const char *q = out->data ? out->data : "";
+        while (*q && !have) {
+            q += strspn(q, " ");
+            size_t m = strcspn(q, " ");
+            have = m == n && strncmp(q, p, n) == 0;
+            q += m;
+        }
+        if (!have && ((out->len && buf_append_char(out, ' ') < 0) || buf_append(out, p, n) < 0))
+            return -ENOMEM;
+        p += n;
+    }
+    return 0;
+}
+
+/* The scopes granted, from `mcp-auth status --json` (NULL when none or unreadable). */
+static char *granted_scopes(const struct helper_proc_result *res)
+{
+    struct json_object *root = NULL, *servers = NULL;
+    char *scope = NULL;
+    if (!res->out_len || json_parse(res->out, res->out_len, HELPER_ANSWER_MAX, &root, NULL) < 0)
+        return NULL;
+    if (json_object_object_get_ex(root, "servers", &servers) &&
+        json_object_is_type(servers, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(servers) && !scope; i++) {
+            struct json_object *sc = NULL;
+            if (json_object_object_get_ex(json_object_array_get_idx(servers, i), "scope", &sc) &&
+                json_object_is_type(sc, json_type_string))
+                scope = strdup(json_object_get_string(sc));
+        }
+    }
+    json_object_put(root);
+    return scope;
+}
+
+static int oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e);
+
+/* The step-up's scopes are known (granted ∪ challenged): run the login or explain. */
+static void step_up_decide(struct slot *s, const char *granted)
+{
+    struct cred_helper *h = s->h;
+    struct buf all;
+    char cmd[MSG_MAX], msg[MSG_MAX * 2], why[200];
+    buf_init(&all, 8192);
+    int r = scope_union(&all, granted);
+    if (r >= 0)
+        r = scope_union(&all, s->challenged);
+    const char *scopes = all.data ? all.data : "";
+    signin_command(h, s->srv->name, cmd, sizeof(cmd));
+    if (r < 0) {
+        slot_settled(s, -ENOMEM, "out of memory");
+    } else if (h->auto_auth && login_allowed(h, why, sizeof(why))) {
+        struct err e = ERR_INIT;
+        log_warn(h->log, "server '%s': it needs a wider grant (scope \"%s\"): signing in again",
+                 s->srv->name, scopes);
+        r = oauth_run(s, OAUTH_LOGIN, scopes, &e);
+        if (r >= 0) {
+            buf_release(&all);
+            return;
+        }
+        snprintf(msg, sizeof(msg), "cannot sign in to server '%s' again: %s", s->srv->name,
+                 err_msg(&e));
+        slot_settled(s, -EPERM, msg);
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "server '%s' refused the request: it needs a wider grant than the one signed "
+                 "in (insufficient_scope). Run '%s --scope \"%s\"'%s%s",
+                 s->srv->name, cmd, scopes, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
+        slot_settled(s, -EPERM, msg);
+    }
+    buf_release(&all);
+}
+
+static void oauth_done(struct slot *s, const struct helper_proc_result *res)
+{
+    struct cred_helper *h = s->h;
+    char msg[MSG_MAX * 2], why[200];
+    struct err e = ERR_INIT;
+    const char *name = s->srv->name;
+
+    switch (s->step) {
+    case OAUTH_STATUS: {
+        char *granted = granted_scopes(res);
+        step_up_decide(s, granted);
+        free(granted);
+        return;
+    }
+    case OAUTH_LOGIN:
+        if (res->exit_code != 0) {
+            char fail[MSG_MAX];
+            run_failure(s, res, fail, sizeof(fail));
+            char *m = cred_helper_login_message(&(struct cred_helper_opts){
+                                                    .config_path = h->config_path,
+                                                    .auth_target = h->auth_target,
+                                                    .auth_required_message = h->auth_message,
+                                                },
+                                                name);
+            snprintf(msg, sizeof(msg), "%s (signing in by itself failed: %s)",
+                     m ? m : "login required", fail);
+            free(m);
+            slot_settled(s, s->step_up ? -EPERM : CREDENTIALS_LOGIN_REQUIRED, msg);
+            return;
+        }
+        log_info(h->log, "server '%s': signed in", name);
+        s->refresh = false;
+        if (oauth_run(s, OAUTH_HEADER, NULL, &e) < 0)
+            slot_settled(s, -EIO, err_msg(&e));
+        return;
+    case OAUTH_HEADER:
+        break;
+    }
+    if (res->exit_code == 4) {
+        if (h->auto_auth && login_allowed(h, why, sizeof(why))) {
+            log_warn(h->log, "server '%s': signing in (autoAuth): running mcp-auth login", name);
+            if (oauth_run(s, OAUTH_LOGIN, NULL, &e) >= 0)
+                return;
+            snprintf(why, sizeof(why), "%s", err_msg(&e));
+        }
+        char *m = cred_helper_login_message(&(struct cred_helper_opts){
+                                                .config_path = h->config_path,
+                                                .auth_target = h->auth_target,
+                                                .auth_required_message = h->auth_message,
+                                            },
+                                            name);
+        if (h->auto_auth)
+            snprintf(msg, sizeof(msg), "%s (%s)", m ? m : "login required", why);
+        else
+            snprintf(msg, sizeof(msg), "%s", m ? m : "login required");
+        free(m);
+        strv_release_secure(&s->vals);
+        s->have = false;
+        slot_settled(s, CREDENTIALS_LOGIN_REQUIRED, msg);
+        return;
+    }
+    if (res->exit_code != 0 || !res->out_len) {
+        run_failure(s, res, msg, sizeof(msg));
+        slot_settled(s, -EIO, msg);
+        return;
+    }
+    int r = headers_answer(s, res, msg, sizeof(msg));
+    if (r >= 0 && s->step_up)
+        log_info(h->log, "server '%s': the grant was widened", name);
+    slot_settled(s, r < 0 ? r : 0, r < 0 ? msg : NULL);
+}
+
+/* ---- runs ------------------------------------------------------------------------------------ */
+
+static void run_done(struct helper_proc *p, int error, const struct helper_proc_result *res,
+                     void *userdata)
+{
+    struct slot *s = userdata;
+    char msg[MSG_MAX * 2];
+    (void)p;
+    s->proc = NULL;
+    if (error < 0) {
+        snprintf(msg, sizeof(msg), "%s: %s", slot_program(s->kind),
+                 error == -E2BIG ? "its answer is larger than 65536 bytes" : strerror(-error));
+        slot_settled(s, error, msg);
+        return;
+    }
+    if (s->kind == SLOT_OAUTH) {
+        oauth_done(s, res);
+        return;
+    }
+    int r;
+    if (s->kind == SLOT_SECRETS) {
+        r = secrets_answer(s, res, msg, sizeof(msg));
+    } else if (res->exit_code != 0 || !res->out_len) {
+        run_failure(s, res, msg, sizeof(msg));
+        r = -EIO;
+    } else {
+        r = headers_answer(s, res, msg, sizeof(msg));
+    }
+    slot_settled(s, r < 0 ? r : 0, r < 0 ? msg : NULL);
+}
+
+static int start(struct slot *s, const struct helper_proc_spec *spec, struct err *e)
+{
+    return helper_proc_start(s->h->loop, spec, run_done, s, &s->proc, e);
+}
+
+/* mcp-auth [--config PATH] STEP ... TARGET */
+static int oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e)
+{
+    struct cred_helper *h = s->h;
+    char *prog = NULL, timeout[32];
+    int r = helper_path_find(HELPER_MCP_AUTH, &prog, e);
+    if (r < 0)
+        return r;
+    struct strv argv = STRV_INIT;
+    const char *target = h->auth_target ? h->auth_target : s->srv->name;
+    r = strv_push(&argv, prog);
+    if (r >= 0 && h->config_path)
+        r = strv_push(&argv, "--config") < 0 ? -ENOMEM : strv_push(&argv, h->config_path);
+    int64_t run_timeout = h->helper_timeout_ms;
+    switch (step) {
+    case OAUTH_HEADER:
+        if (r >= 0)
+            r = strv_push(&argv, "header") < 0 || strv_push(&argv, "--json") < 0 ? -ENOMEM : 0;
+        if (r >= 0 && s->refresh)
+            r = strv_push(&argv, "--refresh");
+        break;
+    case OAUTH_STATUS:
+        if (r >= 0)
+            r = strv_push(&argv, "status") < 0 || strv_push(&argv, "--json") < 0 ? -ENOMEM : 0;
+        break;
+    case OAUTH_LOGIN:
+        snprintf(timeout, sizeof(timeout), "%" PRId64 "ms", h->login_timeout_ms);
+        if (r >= 0)
+            r = strv_push(&argv, "-q") < 0 || strv_push(&argv, "login") < 0 ||
+                        strv_push(&argv, "--timeout") < 0 || strv_push(&argv, timeout) < 0
+                    ? -ENOMEM
+                    : 0;
+        if (r >= 0 && scope && *scope)
+            r = strv_push(&argv, "--scope") < 0 ? -ENOMEM : strv_push(&argv, scope);
+        run_timeout = h->login_timeout_ms + 5000;
+        login_note(h);
+        break;
+    }
+    if (r >= 0)
+        r = strv_push(&argv, "--") < 0 ? -ENOMEM : strv_push(&argv, target);
+    free(prog);
+    if (r < 0) {
+        strv_release(&argv);
+        return err_set(e, -ENOMEM, "out of memory");
+    }
+    s->step = step;
+    struct helper_proc_spec spec = {
+        .argv = (const char *const *)argv.v,
+        .timeout_ms = run_timeout,
+    };
+    r = start(s, &spec, e);
+    strv_release(&argv);
+    return r;
+}
+
+static int secrets_run(struct slot *s, struct err *e)
+{
+    struct strv names = STRV_INIT, argv = STRV_INIT;
+    char *prog = NULL;
+    int r = needed_names(s->srv, &names);
+    if (r < 0)
+        return err_set(e, r, "out of memory");
+    r = helper_path_find(HELPER_SECRETS, &prog, e);
+    if (r >= 0) {
+        r = strv_push(&argv, prog) < 0 || strv_push(&argv, "resolve") < 0 ||
+                    strv_push(&argv, "--json") < 0 || strv_push(&argv, "--") < 0
+                ? -ENOMEM
+                : 0;
+        for (size_t i = 0; r >= 0 && i < names.n; i++)
+            r = strv_push(&argv, names.v[i]);
+        if (r < 0)
+            r = err_set(e, -ENOMEM, "out of memory");
+    }
+    if (r >= 0) {
+        struct helper_proc_spec spec = {
+            .argv = (const char *const *)argv.v,
+            .timeout_ms = s->h->helper_timeout_ms,
+        };
+        r = start(s, &spec, e);
+    }
+    free(prog);
+    strv_release(&names);
+    strv_release(&argv);
+    return r;
+}
+
+static int headers_helper_run(struct slot *s, struct err *e)
+{
+    const char *cmd = s->srv->headers_helper;
+    struct helper_proc_spec spec = {.timeout_ms = s->h->helper_timeout_ms};
+    struct strv argv = STRV_INIT;
+    int r;
+    if (cmd[0] == '!') {
+        spec.shell_command = cmd + 1 + strspn(cmd + 1, " \t");
+        return start(s, &spec, e);
+    }
+    r = helper_cmdline_split(cmd, &argv, e);
+    if (r < 0)
+        return err_prefix(e, "\"headersHelper\"");
+    spec.argv = (const char *const *)argv.v;
+    r = start(s, &spec, e);
+    strv_release(&argv);
+    return r;
+}
+
+/* Starts the slot's run for srv (its failure to start settles it). */
+static void slot_start(struct slot *s, const struct mcp_server *srv)
+{
+    struct err e = ERR_INIT;
+    char msg[MSG_MAX * 2];
+    int r;
+    s->srv = srv;
+    switch (s->kind) {
+    case SLOT_SECRETS:
+        r = secrets_run(s, &e);
+        break;
+    case SLOT_OAUTH:
+        r = s->step_up ? oauth_run(s, OAUTH_STATUS, NULL, &e) : oauth_run(s, OAUTH_HEADER, NULL, &e);
+        break;
+    default:
+        r = headers_helper_run(s, &e);
+        break;
+    }
+    if (r < 0) {
+        snprintf(msg, sizeof(msg), "%s", err_msg(&e));
+        /* from the loop: slot_settled answers the requests through their deferred calls */
+        slot_settled(s, r == -ENOMEM ? r : -ENOENT, msg);
+    }
+}
+
+/* ---- the provider ---------------------------------------------------------------------------- */
+
+static int ch_ask(struct credentials_provider *p, const struct credentials_query *query,
+                  credentials_done_fn done, void *userdata, struct credentials_request **ret)
+{
+    struct cred_helper *h = (struct cred_helper *)(void *)p;
+    struct strv names = STRV_INIT;
+    int r = needed_names(query->server, &names);
+    if (r < 0)
+        return r;
+    bool has_names = names.n > 0;
+    strv_release(&names);
+
+    struct ch_req *q = calloc(1, sizeof(*q));
+    if (!q)
+        return -ENOMEM;
+    q->r.provider = p;
+    q->h = h;
+    q->srv = query->server;
+    q->reason = query->reason;
+    q->done = done;
+    q->userdata = userdata;
+    list_add_tail(&h->reqs, &q->node);
+
+    unsigned need = needed_slots(h, query, has_names);
+    bool step_up = query->reason == CREDENTIALS_FORBIDDEN;
+    for (int k = 0; k < SLOT_N; k++) {
+        struct slot *s = &h->slots[k];
+        if (!(need & (1u << k)))
+            continue;
+        if (s->proc) {
+            q->waiting |= 1u << k; /* the run under way answers this one too */
+            continue;
+        }
+        if (slot_fresh(h, s, query->reason) && !(k == SLOT_OAUTH && step_up))
+            continue;
+        q->waiting |= 1u << k;
+        s->refresh = k == SLOT_OAUTH && query->reason == CREDENTIALS_UNAUTHORIZED;
+        s->step_up = k == SLOT_OAUTH && step_up;
+        if (s->step_up) {
+            free(s->challenged);
+            s->challenged = challenged_scopes(query->challenge);
+        }
+    }
+    /* started after the request is in the list: a failure to start settles it from the loop */
+    for (int k = 0; k < SLOT_N; k++)
+        if ((q->waiting & (1u << k)) && !h->slots[k].proc)
+            slot_start(&h->slots[k], query->server);
+    if (step_up && !(need & (1u << SLOT_OAUTH)))
+        req_fail(q, -EPERM,
+                 "the server refused the request (403 insufficient_scope), and the entry does "
+                 "not sign in with OAuth: widen the token's permissions where it comes from");
+    req_check(q);
+    *ret = &q->r;
+    return 0;
+}
+
+static void ch_cancel(struct credentials_request *r)
+{
+    struct ch_req *q = (struct ch_req *)(void *)r;
+    req_free(q); /* the runs go on: their answers are kept for the next request */
+}
+
+static void ch_free(struct credentials_provider *p)
+{
+    struct cred_helper *h = (struct cred_helper *)(void *)p;
+    struct list_node *n;
+    while ((n = list_first(&h->reqs)))
+        req_free(list_entry(n, struct ch_req, node));
+    for (int k = 0; k < SLOT_N; k++) {
+        helper_proc_cancel(h->slots[k].proc);
+        strv_release_secure(&h->slots[k].vals);
+        free(h->slots[k].challenged);
+    }
+    free(h->config_path);
+    free(h->auth_target);
+    free(h->auth_message);
+    free(h);
+}
+
+static const struct credentials_provider_ops ch_ops = {
+    .name = "helpers",
+    .ask = ch_ask,
+    .cancel = ch_cancel,
+    .free = ch_free,
+};
+
+static int dup_opt(const char *s, char **ret)
+{
+    *ret = NULL;
+    if (s && !(*ret = strdup(s)))
+        return -ENOMEM;
+    return 0;
+}
+
+int cred_helper_new(const struct cred_helper_opts *o, struct credentials_provider **ret)
+{
+    if (!o || !o->loop || !o->log || !ret)
+        return -EINVAL;
+    struct cred_helper *h = calloc(1, sizeof(*h));
+    if (!h)
+        return -ENOMEM;
+    h->p.ops = &ch_ops;
+    h->loop = o->loop;
+    h->log = o->log;
+    h->auto_auth = o->auto_auth;
+    h->helper_timeout_ms = o->helper_timeout_ms > 0 ? o->helper_timeout_ms
+                                                    : HELPER_PROC_TIMEOUT_DEFAULT_MS;
+    h->login_timeout_ms = o->login_timeout_ms > 0 ? o->login_timeout_ms
+                                                  : CRED_HELPER_LOGIN_TIMEOUT_DEFAULT_MS;
+    list_init(&h->reqs);
+    for (int k = 0; k < SLOT_N; k++) {
+        h->slots[k].kind = (enum slot_kind)k;
+        h->slots[k].h = h;
+        h->slots[k].vals = (struct strv)STRV_INIT;
+    }
+    if (dup_opt(o->config_path, &h->config_path) < 0 ||
+        dup_opt(o->auth_target, &h->auth_target) < 0 ||
+        dup_opt(o->auth_required_message, &h->auth_message) < 0) {
+        ch_free(&h->p);
+        return -ENOMEM;
+    }
+    *ret = &h->p;
+    return 0;
+}
