@@ -419,3 +419,13 @@ struct catalog_source *catalog_route_uri(const struct catalog *c, const char *ur
     }
     return src;
 }
+
+const char *catalog_unprefix(const struct catalog *c, const char *server, const char *exposed)
+{
+    char pre[NAMING_MAX + 1];
+    naming_expose(c->prefix, server, "", pre);
+    size_t n = strlen(pre);
+    if (strncmp(exposed, pre, n) != 0 || !exposed[n])
+        return NULL;
+    return exposed + n;
+}

@@ -122,6 +122,11 @@ void catalog_announce(struct catalog *c, bool tell, void (*notify)(const char *m
 struct catalog_source *catalog_find(const struct catalog *c, enum catalog_kind k, const char *key,
                                     const char **ret_orig);
 
+/* For a tool name the catalogue does not list: the part after the exposed-name prefix of server
+ * (the name the server would know it by, borrowed from exposed), or NULL when exposed does not
+ * start with that prefix. For a server whose tools are not known yet (a sign-in is needed). */
+const char *catalog_unprefix(const struct catalog *c, const char *server, const char *exposed);
+
 /* The source a resource URI belongs to: the one that listed it, else the one whose template's
  * literal prefix (up to its first '{') matches longest (the first of equal ones); NULL when
  * neither. */

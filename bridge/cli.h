@@ -51,6 +51,9 @@ int cli_parse_duration(const char *opt, const char *arg, struct log *log,
  * (with the given "Name: value" headers, templates allowed), anything else is looked up by name
  * in the layered configuration. NULL (reported) when not found or invalid. *ret_name gets the
  * entry's name (borrowed from the returned config). */
+/* Whether the SERVER argument is a URL rather than an entry's name. */
+bool cli_is_url(const char *target);
+
 struct mcp_config *cli_config_for(const char *target, const char *const *headers,
                                   const struct args_globals *g, struct log *log,
                                   const char **ret_name);

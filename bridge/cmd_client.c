@@ -17,6 +17,7 @@
 #include "credkit/mcp_config.h"
 
 #include "cli.h"
+#include "cred_setup.h"
 #include "downstream.h"
 #include "jsonrpc.h"
 #include "loop.h"
@@ -607,7 +608,19 @@ static int client_run(struct client *c, const char *target, const struct args_gl
         .connect_timeout_ms = c->connect_timeout_ms,
         .no_reconnect = true,
     };
-    r = upstream_new(&o, &handler, c, &c->u, &e);
+    struct cred_setup cs = {
+        .loop = c->loop,
+        .log = c->log,
+        .g = g,
+        .config = config,
+        .auth_target = cli_is_url(target) ? target : NULL,
+    };
+    r = cred_setup_provider(&cs, config, c->server, &o.credentials, &e);
+    if (r >= 0) {
+        r = upstream_new(&o, &handler, c, &c->u, &e);
+        if (r < 0)
+            credentials_provider_free(o.credentials);
+    }
     if (r < 0) {
         log_error(c->log, "%s", err_msg(&e));
         c->status = r == -EINVAL ? BRIDGE_EXIT_CONFIG : BRIDGE_EXIT_FAILED;

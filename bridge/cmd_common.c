@@ -131,7 +131,7 @@ struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log
     return c;
 }
 
-static bool is_url(const char *target)
+bool cli_is_url(const char *target)
 {
     return strstr(target, "://") != NULL;
 }
@@ -267,8 +267,8 @@ static void report_not_found(const struct mcp_config *c, const char *target, str
 
 /* {"mcpServers": {NAME: raw}}: the entry s again, alone, to be validated by the same code
  * from what was written. *ret_name and *ret_root are the caller's; -ENOMEM (reported). */
-static int root_from_entry(const struct mcp_server *s, struct log *log, char **ret_name,
-                           struct json_object **ret_root)
+static int root_from_entry(const struct mcp_server *s, const struct mcp_config *layered,
+                           struct log *log, char **ret_name, struct json_object **ret_root)
 {
     char *name = strdup(s->name);
     struct json_object *root = json_object_new_object();
@@ -280,6 +280,13 @@ static int root_from_entry(const struct mcp_server *s, struct log *log, char **r
     struct json_object *raw = json_object_get(s->raw);
     if (json_object_object_add(servers, name, raw) < 0) {
         json_object_put(raw);
+        goto oom;
+    }
+    /* the merged settings come along: autoAuth, authRequiredMessage, toolPrefix */
+    struct json_object *settings = mcp_config_settings(layered);
+    if (settings && json_object_object_length(settings) > 0 &&
+        json_object_object_add(root, "settings", json_object_get(settings)) < 0) {
+        json_object_put(settings);
         goto oom;
     }
     *ret_name = name;
@@ -327,7 +334,8 @@ static struct mcp_config *load_one(struct json_object *root, const char *source,
 {
     struct mcp_config *one = NULL;
     struct err e = ERR_INIT;
-    int r = server_config_load_object(root, source, NULL, &one, &e);
+    struct mcp_config_opts opts = {.defer_vars = true}; /* as cli_load_config() */
+    int r = server_config_load_object(root, source, &opts, &one, &e);
     if (r < 0) {
         log_error(log, "%s", err_msg(&e));
         return NULL;
@@ -357,7 +365,7 @@ struct mcp_config *cli_config_for(const char *target, const char *const *headers
     char *name = NULL;
     const char *source;
 
-    if (is_url(target)) {
+    if (cli_is_url(target)) {
         name = name_from_url(target);
         if (!name) {
             log_error(log, "out of memory");
@@ -370,7 +378,7 @@ struct mcp_config *cli_config_for(const char *target, const char *const *headers
         source = "command line";
     } else {
         const struct mcp_server *s = find_named(target, headers, g, log, &layered);
-        if (!s || root_from_entry(s, log, &name, &root) < 0)
+        if (!s || root_from_entry(s, layered, log, &name, &root) < 0)
             goto out;
         source = s->source;
     }

@@ -17,6 +17,7 @@
 #include "credkit/mcp_config.h"
 
 #include "cli.h"
+#include "cred_setup.h"
 #include "downstream.h"
 #include "loop.h"
 
@@ -68,6 +69,7 @@ struct serve {
     const struct args_globals *g;
     struct downstream *d;
     struct mcp_config *config; /* aggregate: the one applied, for the next reload's diff */
+    struct cred_setup creds;   /* the credentials of every upstream (cred_setup.h) */
     int in_flags, out_flags;   /* as found, restored at the end (-1: untouched) */
     int status;
     bool done;
@@ -191,6 +193,7 @@ static void on_reload(int signo, void *userdata)
     report_changes(s, s->config, c);
     mcp_config_free(s->config);
     s->config = c;
+    s->creds.config = c;
 }
 
 static void on_hup_single(int signo, void *userdata)
@@ -205,6 +208,9 @@ static void on_hup_single(int signo, void *userdata)
 static int run(struct serve *s, enum downstream_mode mode, const struct mcp_config *config,
                const char *single_name, int64_t connect_timeout_ms)
 {
+    s->creds.log = s->log;
+    s->creds.g = s->g;
+    s->creds.config = config;
     struct err e = ERR_INIT;
     int r;
 
@@ -236,6 +242,7 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
                   strerror(-r));
         goto out;
     }
+    s->creds.loop = s->loop;
     struct downstream_opts o = {
         .loop = s->loop,
         .log = s->log,
@@ -244,6 +251,8 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
         .mode = mode,
         .config = config,
         .single_name = single_name,
+        .credentials_new = cred_setup_provider,
+        .credentials_userdata = &s->creds,
         .connect_timeout_ms = connect_timeout_ms,
         .on_done = on_done,
         .userdata = s,
@@ -370,6 +379,8 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         cli_config_for(argv[optind], (const char *const *)headers, g, log, &name);
     if (!c)
         return BRIDGE_EXIT_CONFIG;
+    if (cli_is_url(argv[optind]))
+        s.creds.auth_target = argv[optind]; /* mcp-auth is told the URL: it has no entry */
     int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms);
     mcp_config_free(c);
     return status;

@@ -45,13 +45,13 @@ struct slot {
     struct cred_helper *h;
     struct helper_proc *proc; /* the run, NULL when none */
     enum oauth_step step;
-    bool refresh;         /* this run asks mcp-auth to refresh */
-    bool step_up;         /* this run widens the grant (FORBIDDEN) */
-    bool have;            /* an answer is kept */
-    struct strv vals;     /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
-    int64_t expires_at;   /* ms; 0: the answer did not say */
-    int64_t got_at;       /* ms, when it came */
-    char *challenged;     /* step-up: the scopes the server asked for */
+    bool refresh;                 /* this run asks mcp-auth to refresh */
+    bool step_up;                 /* this run widens the grant (FORBIDDEN) */
+    bool have;                    /* an answer is kept */
+    struct strv vals;             /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
+    int64_t expires_at;           /* ms; 0: the answer did not say */
+    int64_t got_at;               /* ms, when it came */
+    char *challenged;             /* step-up: the scopes the server asked for */
     const struct mcp_server *srv; /* of the run's request (valid while a request waits) */
 };
 
@@ -169,8 +169,9 @@ static unsigned needed_slots(struct cred_helper *h, const struct credentials_que
     if ((q->reason == CREDENTIALS_UNAUTHORIZED || q->reason == CREDENTIALS_FORBIDDEN) &&
         s->auth == MCP_AUTH_NONE && !s->headers_helper && !h->oauth_found &&
         s->transport != MCP_TRANSPORT_STDIO && has_bearer_challenge(q->challenge)) {
-        log_info(h->log, "server '%s': it asks for an OAuth sign-in (a Bearer challenge): asking "
-                         "mcp-auth",
+        log_info(h->log,
+                 "server '%s': it asks for an OAuth sign-in (a Bearer challenge): asking "
+                 "mcp-auth",
                  s->name);
         h->oauth_found = true;
     }
@@ -312,8 +313,7 @@ static int bearer_header(const struct mcp_server *s, const struct credentials *c
 }
 
 /* The answer of the slots q needed, put together. */
-static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires_at,
-                        struct err *e)
+static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires_at, struct err *e)
 {
     struct cred_helper *h = q->h;
     const struct mcp_server *s = q->srv;
@@ -390,8 +390,7 @@ static void slot_settled(struct slot *s, int error, const char *message)
     struct cred_helper *h = s->h;
     unsigned bit = 1u << s->kind;
     struct list_node *n, *next;
-    list_for_each_safe(n, next, &h->reqs)
-    {
+    list_for_each_safe (n, next, &h->reqs) {
         struct ch_req *q = list_entry(n, struct ch_req, node);
         if (!(q->waiting & bit))
             continue;
@@ -501,8 +500,9 @@ static bool login_allowed(struct cred_helper *h, char *why, size_t size)
         recent += now - h->logins[i] < CRED_HELPER_LOGINS_WINDOW_MS;
     if (recent < CRED_HELPER_LOGINS_MAX)
         return true;
-    snprintf(why, size, "%d sign-ins in the last %d minutes did not help, so no more are started "
-                        "for now",
+    snprintf(why, size,
+             "%d sign-ins in the last %d minutes did not help, so no more are started "
+             "for now",
              CRED_HELPER_LOGINS_MAX, CRED_HELPER_LOGINS_WINDOW_MS / 60000);
     return false;
 }
@@ -627,12 +627,13 @@ static void oauth_done(struct slot *s, const struct helper_proc_result *res)
         if (res->exit_code != 0) {
             char fail[MSG_MAX];
             run_failure(s, res, fail, sizeof(fail));
-            char *m = cred_helper_login_message(&(struct cred_helper_opts){
-                                                    .config_path = h->config_path,
-                                                    .auth_target = h->auth_target,
-                                                    .auth_required_message = h->auth_message,
-                                                },
-                                                name);
+            char *m = cred_helper_login_message(
+                &(struct cred_helper_opts){
+                    .config_path = h->config_path,
+                    .auth_target = h->auth_target,
+                    .auth_required_message = h->auth_message,
+                },
+                name);
             snprintf(msg, sizeof(msg), "%s (signing in by itself failed: %s)",
                      m ? m : "login required", fail);
             free(m);
@@ -654,12 +655,13 @@ static void oauth_done(struct slot *s, const struct helper_proc_result *res)
                 return;
             snprintf(why, sizeof(why), "%s", err_msg(&e));
         }
-        char *m = cred_helper_login_message(&(struct cred_helper_opts){
-                                                .config_path = h->config_path,
-                                                .auth_target = h->auth_target,
-                                                .auth_required_message = h->auth_message,
-                                            },
-                                            name);
+        char *m = cred_helper_login_message(
+            &(struct cred_helper_opts){
+                .config_path = h->config_path,
+                .auth_target = h->auth_target,
+                .auth_required_message = h->auth_message,
+            },
+            name);
         if (h->auto_auth)
             snprintf(msg, sizeof(msg), "%s (%s)", m ? m : "login required", why);
         else
@@ -834,7 +836,8 @@ static void slot_start(struct slot *s, const struct mcp_server *srv)
         r = secrets_run(s, &e);
         break;
     case SLOT_OAUTH:
-        r = s->step_up ? oauth_run(s, OAUTH_STATUS, NULL, &e) : oauth_run(s, OAUTH_HEADER, NULL, &e);
+        r = s->step_up ? oauth_run(s, OAUTH_STATUS, NULL, &e)
+                       : oauth_run(s, OAUTH_HEADER, NULL, &e);
         break;
     default:
         r = headers_helper_run(s, &e);
@@ -953,10 +956,10 @@ int cred_helper_new(const struct cred_helper_opts *o, struct credentials_provide
     h->loop = o->loop;
     h->log = o->log;
     h->auto_auth = o->auto_auth;
-    h->helper_timeout_ms = o->helper_timeout_ms > 0 ? o->helper_timeout_ms
-                                                    : HELPER_PROC_TIMEOUT_DEFAULT_MS;
-    h->login_timeout_ms = o->login_timeout_ms > 0 ? o->login_timeout_ms
-                                                  : CRED_HELPER_LOGIN_TIMEOUT_DEFAULT_MS;
+    h->helper_timeout_ms =
+        o->helper_timeout_ms > 0 ? o->helper_timeout_ms : HELPER_PROC_TIMEOUT_DEFAULT_MS;
+    h->login_timeout_ms =
+        o->login_timeout_ms > 0 ? o->login_timeout_ms : CRED_HELPER_LOGIN_TIMEOUT_DEFAULT_MS;
     list_init(&h->reqs);
     for (int k = 0; k < SLOT_N; k++) {
         h->slots[k].kind = (enum slot_kind)k;

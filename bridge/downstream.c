@@ -627,6 +627,7 @@ void downstream_shutdown(struct downstream *d)
 
 static int servers_from_config(struct downstream *d, const struct mcp_config *config, struct err *e)
 {
+    d->loading = config;
     size_t n = mcp_config_count(config);
     d->servers = calloc(n ? n : 1, sizeof(*d->servers));
     if (!d->servers)
@@ -654,6 +655,7 @@ static int servers_from_config(struct downstream *d, const struct mcp_config *co
 static int single_from_config(struct downstream *d, const struct mcp_config *config,
                               const char *name, struct err *e)
 {
+    d->loading = config;
     const struct mcp_server *entry = name ? mcp_config_find(config, name) : NULL;
     if (!entry && !name && mcp_config_count(config) == 1)
         entry = mcp_config_at(config, 0);
@@ -686,6 +688,8 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     d->mode = opts->mode;
     d->lookup = opts->lookup;
     d->lookup_userdata = opts->lookup_userdata;
+    d->credentials_new = opts->credentials_new;
+    d->credentials_userdata = opts->credentials_userdata;
     d->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
                                                          : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
     d->on_done = opts->on_done;
@@ -789,7 +793,9 @@ int downstream_reload(struct downstream *d, const struct mcp_config *config, str
         free(fresh);
         return err_set(e, -ENOMEM, "out of memory");
     }
+    d->loading = config;
     int r = reload_next(d, config, next, fresh, &nn, e);
+    d->loading = NULL;
     if (r < 0) {
         free(next);
         free(fresh);

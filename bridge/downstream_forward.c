@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "credkit/json.h"
@@ -21,6 +22,11 @@ static void tool_error_text(char *buf, size_t size, const struct ds_server *s, i
     switch (error) {
     case -ESHUTDOWN:
         snprintf(buf, size, "mcp-bridge: server '%s' is not available: %s", s->name, what);
+        break;
+    case CREDENTIALS_LOGIN_REQUIRED:
+    case -EPERM:
+        /* the provider's words: the command that signs in, or widens the grant */
+        snprintf(buf, size, "mcp-bridge: %s", what);
         break;
     case -ETIMEDOUT:
         /* upstream.h: a request that timed out has been cancelled upstream */
@@ -53,6 +59,7 @@ static int error_code(int error)
     case -ECONNRESET:
     case -ENOTCONN:
     case -ESHUTDOWN:
+    case CREDENTIALS_LOGIN_REQUIRED:
         return JRPC_CONNECTION_CLOSED;
     default:
         return JRPC_INTERNAL_ERROR;
@@ -160,6 +167,24 @@ static struct json_object *string_member(struct json_object *o, const char *name
 }
 
 /* tools/call, prompts/get: the exposed name back to the server's own */
+/* The server waiting for a sign-in that an unknown tool name belongs to, and the name it would
+ * know the tool by (a copy in *ret_orig's storage: borrowed from name). */
+static struct ds_server *signin_server(struct downstream *d, const char *name,
+                                       const char **ret_orig)
+{
+    for (size_t i = 0; i < d->n_servers; i++) {
+        struct ds_server *s = d->servers[i];
+        if (upstream_state(s->u) != UPSTREAM_LOGIN)
+            continue;
+        const char *orig = catalog_unprefix(d->cat, s->name, name);
+        if (orig) {
+            *ret_orig = orig;
+            return s;
+        }
+    }
+    return NULL;
+}
+
 static void forward_named(struct downstream *d, struct jrpc_msg *m, enum catalog_kind k)
 {
     struct json_object *nameobj = string_member(m->params, "name");
@@ -173,6 +198,20 @@ static void forward_named(struct downstream *d, struct jrpc_msg *m, enum catalog
     if (!src) {
         if (hold(d, m))
             return;
+        struct ds_server *s = k == CATALOG_TOOLS ? signin_server(d, name, &orig) : NULL;
+        if (s) {
+            /* its tools are not known yet: the call says how to sign in, or, after a sign-in,
+             * connects and goes through (upstream.h, LOGIN) */
+            char *copy = strdup(orig); /* orig is inside nameobj's own string */
+            if (!copy || json_object_set_string(nameobj, copy) == 0) {
+                free(copy);
+                ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+                return;
+            }
+            free(copy);
+            ds_forward(d, m, s, true);
+            return;
+        }
         char nr[512];
         not_ready(d, nr, sizeof(nr));
         /* MCP answers an unknown tool with -32602 */

@@ -162,6 +162,12 @@ struct downstream {
     struct framing *fr; /* the agent's side; NULL once broken */
     mcp_lookup_fn lookup;
     void *lookup_userdata;
+    int (*credentials_new)(void *userdata, const struct mcp_config *config,
+                           const struct mcp_server *entry, struct credentials_provider **ret,
+                           struct err *e);
+    void *credentials_userdata;
+    const struct mcp_config *loading; /* during downstream_new() and _reload(): for
+                                       * credentials_new */
     int64_t connect_timeout_ms;
     downstream_done_fn on_done;
     void *userdata;

@@ -83,7 +83,15 @@ static int server_upstream(struct downstream *d, struct ds_server *s,
         .protocol_version = real ? d->protocol_version : NULL,
         .connect_timeout_ms = d->connect_timeout_ms,
     };
-    return upstream_new(&o, &server_handler, s, ret, e);
+    if (real && d->credentials_new) {
+        int r = d->credentials_new(d->credentials_userdata, d->loading, entry, &o.credentials, e);
+        if (r < 0)
+            return r;
+    }
+    int r = upstream_new(&o, &server_handler, s, ret, e);
+    if (r < 0)
+        credentials_provider_free(o.credentials);
+    return r;
 }
 
 static void server_cancel_lists(struct ds_server *s)
@@ -366,6 +374,15 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         ds_bridged_drop(d, s, 0, "the connection to the server was lost");
         server_cancel_lists(s);
         ds_announce(d); /* what its listings changed before they were cut */
+        server_first_round_over(s);
+        break;
+    case UPSTREAM_LOGIN:
+        /* a sign-in is needed: its calls say so, its tools stay listed (the next call after a
+         * sign-in connects again, and the lists are refreshed then) */
+        ds_bridged_drop(d, s, 0, "the server needs a sign-in");
+        server_cancel_lists(s);
+        if (d->mode == DOWNSTREAM_SINGLE && !upstream_generation(u))
+            ds_single_fail(d, message ? message : "a sign-in is needed");
         server_first_round_over(s);
         break;
     case UPSTREAM_FAILED:

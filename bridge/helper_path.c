@@ -88,8 +88,8 @@ int helper_path_find(enum helper_kind kind, char **ret, struct err *e)
         r = take_if_executable(named, ret);
         if (r == 0)
             return err_set(e, -ENOENT,
-                           "%s names '%s', which is not an executable file: fix or unset it",
-                           var, named);
+                           "%s names '%s', which is not an executable file: fix or unset it", var,
+                           named);
         return r < 0 ? err_set(e, r, "out of memory") : 0;
     }
     if (own_folder(dir, sizeof(dir))) {

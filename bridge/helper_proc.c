@@ -50,8 +50,8 @@ uint64_t helper_proc_started(void)
 
 static void proc_release(struct loop_release *node)
 {
-    struct helper_proc *p = (struct helper_proc *)(void *)((char *)node -
-                                                            offsetof(struct helper_proc, release));
+    struct helper_proc *p =
+        (struct helper_proc *)(void *)((char *)node - offsetof(struct helper_proc, release));
     buf_release(&p->out);
     buf_release(&p->err);
     free(p);

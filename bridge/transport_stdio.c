@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 
 #include "credkit/list.h"
+#include "credkit/mcp_template.h"
+#include "credkit/secmem.h"
 #include "credkit/strv.h"
 
 #include "credentials.h"
@@ -139,8 +141,16 @@ int transport_stdio_open(const struct transport_spec *spec, const struct transpo
         goto out;
     }
     r = strv_push(&argv, srv->command);
-    for (size_t i = 0; r >= 0 && srv->args && srv->args[i]; i++)
-        r = strv_push(&argv, srv->args[i]);
+    for (size_t i = 0; r >= 0 && srv->args && srv->args[i]; i++) {
+        /* ${NAME}s resolved at each start: a rotated value is used from the next one on */
+        char *arg = NULL;
+        r = mcp_expand(srv->args[i], spec->lookup, spec->lookup_userdata, &arg, e);
+        if (r < 0) {
+            err_prefix(e, "\"args\" element %zu", i + 1);
+            goto out;
+        }
+        r = strv_push_take(&argv, arg); /* wiped and freed on failure */
+    }
     s = calloc(1, sizeof(*s));
     if (s)
         s->name = strdup(srv->name);
@@ -170,7 +180,7 @@ out:
     if (s)
         free(s->name);
     free(s);
-    strv_release(&argv);
+    strv_release_secure(&argv); /* an argument may hold a secret the user put there */
     strv_release_secure(&env);
     return r;
 }

@@ -205,12 +205,12 @@ static void call_error(struct upstream *u, struct conn *cn, struct upstream_call
         up_reauth(u, c, error); /* parked; retried once with fresh credentials */
         return;
     }
-    char *msg = up_asprintf("server '%s': '%s' failed: %s%s", up_name(u), c->method,
-                            up_strerror(u, error),
-                            (error == -EACCES || error == -EPERM) && c->auth_retried
-                                ? " (refused again with fresh credentials: see 'mcp-bridge "
-                                  "list' for where they come from)"
-                                : "");
+    char *msg =
+        up_asprintf("server '%s': '%s' failed: %s%s", up_name(u), c->method, up_strerror(u, error),
+                    (error == -EACCES || error == -EPERM) && c->auth_retried
+                        ? " (refused again with fresh credentials: see 'mcp-bridge "
+                          "list' for where they come from)"
+                        : "");
     if (up_call_fail_now(u, c, up_call_err(error), msg) && u->conn == cn &&
         (error == -ECONNREFUSED || error == -EHOSTUNREACH))
         up_conn_lost(u, -ECONNRESET, msg);

@@ -32,10 +32,10 @@ static int creds_ask(struct upstream *u, enum credentials_reason reason, enum cr
     struct credentials_query q = {
         .server = u->srv,
         .reason = reason,
-        .challenge = (reason == CREDENTIALS_UNAUTHORIZED || reason == CREDENTIALS_FORBIDDEN) &&
-                             u->conn
-                         ? transport_challenge(u->conn->t)
-                         : NULL,
+        .challenge =
+            (reason == CREDENTIALS_UNAUTHORIZED || reason == CREDENTIALS_FORBIDDEN) && u->conn
+                ? transport_challenge(u->conn->t)
+                : NULL,
     };
     int r = credentials_ask(u->provider, &q, creds_done, u, &u->cred_req);
     if (r < 0)
@@ -254,8 +254,7 @@ void up_reauth(struct upstream *u, struct upstream_call *c, int error)
     bool forbidden = error == -EPERM;
     log_info(u->log, "server '%s': '%s' was refused (%s): asking for %s", up_name(u), c->method,
              up_strerror(u, error), forbidden ? "a wider grant" : "fresh credentials");
-    int r = creds_ask(u, forbidden ? CREDENTIALS_FORBIDDEN : CREDENTIALS_UNAUTHORIZED,
-                      CRED_REAUTH);
+    int r = creds_ask(u, forbidden ? CREDENTIALS_FORBIDDEN : CREDENTIALS_UNAUTHORIZED, CRED_REAUTH);
     if (r < 0) {
         char *m = up_asprintf("cannot ask for credentials: %s", strerror(-r));
         creds_done(r, NULL, m, u);
@@ -269,9 +268,9 @@ static void fail_parked(struct upstream *u, const char *why)
     struct upstream_call *c;
     while ((c = up_call_pop(u, CALL_PARKED))) {
         int error = c->refused ? c->refused : -EACCES;
-        char *m = up_asprintf("server '%s': '%s' failed: %s%s%s%s", up_name(u), c->method,
-                              up_strerror(u, error), why ? " (" : "", why ? why : "",
-                              why ? ")" : "");
+        char *m =
+            up_asprintf("server '%s': '%s' failed: %s%s%s%s", up_name(u), c->method,
+                        up_strerror(u, error), why ? " (" : "", why ? why : "", why ? ")" : "");
         up_call_fail_later(u, c, error, m);
         free(m);
     }
@@ -341,9 +340,8 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
             return;
         }
         int64_t wait = u->refresh_retry_ms ? u->refresh_retry_ms : UPSTREAM_REFRESH_RETRY_MS;
-        u->refresh_retry_ms = wait * 2 > UPSTREAM_REFRESH_RETRY_MAX_MS
-                                  ? UPSTREAM_REFRESH_RETRY_MAX_MS
-                                  : wait * 2;
+        u->refresh_retry_ms =
+            wait * 2 > UPSTREAM_REFRESH_RETRY_MAX_MS ? UPSTREAM_REFRESH_RETRY_MAX_MS : wait * 2;
         if (wait > left)
             wait = left; /* once more just as they expire */
         char d[32];
@@ -367,8 +365,8 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
         log_warn(u->log, "server '%s': cannot replace the request headers: %s", up_name(u),
                  strerror(-r));
     else if (u->creds.expires_at)
-        log_info(u->log, "server '%s': credentials refreshed (valid for %" PRId64 " s)",
-                 up_name(u), (u->creds.expires_at - credentials_now_ms()) / 1000);
+        log_info(u->log, "server '%s': credentials refreshed (valid for %" PRId64 " s)", up_name(u),
+                 (u->creds.expires_at - credentials_now_ms()) / 1000);
     else
         log_info(u->log, "server '%s': credentials refreshed", up_name(u));
     arm_expiry(u);

@@ -213,8 +213,8 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
     /* the object's own keys are mcp-auth's to read (auth/oauth_config.c); here it only says
      * that the entry signs in with OAuth. false says it does not. */
     struct json_object *oauth = mcp_field_member(o, "oauth");
-    bool oauth_off = oauth && json_object_is_type(oauth, json_type_boolean) &&
-                     !json_object_get_boolean(oauth);
+    bool oauth_off =
+        oauth && json_object_is_type(oauth, json_type_boolean) && !json_object_get_boolean(oauth);
     if (oauth_off)
         oauth = NULL;
     if (oauth && !json_object_is_type(oauth, json_type_object))
@@ -238,8 +238,9 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
                       "\"bearerToken\" is set: name the environment variable (or secret) that "
                       "holds the token");
     if ((s->auth == MCP_AUTH_OAUTH || s->auth == MCP_AUTH_BEARER) && has_authorization_header(s))
-        return bad(e, "\"headers\" sets Authorization, and the entry also signs in with %s: "
-                      "remove one of them",
+        return bad(e,
+                   "\"headers\" sets Authorization, and the entry also signs in with %s: "
+                   "remove one of them",
                    s->auth == MCP_AUTH_OAUTH ? "OAuth" : "a bearer token");
     return 0;
 }

@@ -30,9 +30,9 @@ enum mcp_transport {
 const char *mcp_transport_name(enum mcp_transport t);
 
 enum mcp_auth_mode {
-    MCP_AUTH_NONE,   /* nothing configured */
-    MCP_AUTH_OAUTH,  /* "auth": "oauth", or an "oauth" object */
-    MCP_AUTH_BEARER, /* "auth": "bearer" with "bearerTokenEnv" or "bearerToken" */
+    MCP_AUTH_NONE,     /* nothing configured */
+    MCP_AUTH_OAUTH,    /* "auth": "oauth", or an "oauth" object */
+    MCP_AUTH_BEARER,   /* "auth": "bearer" with "bearerTokenEnv" or "bearerToken" */
     MCP_AUTH_DISABLED, /* "auth": "none" or false, or "oauth": false: never sign in, not even
                         * after a 401 with a Bearer challenge */
 };
@@ -61,8 +61,8 @@ struct mcp_server {
     /* credentials. An explicit "auth" wins; without it an "oauth" object means OAUTH, else
      * "bearerTokenEnv" means BEARER. */
     enum mcp_auth_mode auth;
-    char *bearer_token_env; /* a ${NAME}: the secret or variable holding the token */
-    char *bearer_token;     /* template (a literal token or ${NAME}), as written */
+    char *bearer_token_env;  /* a ${NAME}: the secret or variable holding the token */
+    char *bearer_token;      /* template (a literal token or ${NAME}), as written */
     char *headers_helper;    /* command whose answer gives headers */
     struct json_object *raw; /* the entry as written (owned reference): the tools' own keys */
     /* validation. Fields parsed before the first problem are filled in, the rest are not. */

@@ -216,7 +216,7 @@ struct fprov {
     enum credentials_reason last;
     int cancels;
     const char *header_for[CREDENTIALS_N_REASONS]; /* the header answered for each reason */
-    int64_t lifetime_ms;       /* 0: no expires_at */
+    int64_t lifetime_ms;                           /* 0: no expires_at */
     int answer_error;
     char challenge[64]; /* of the last question */
 };
@@ -515,7 +515,8 @@ static void test_fake_unauthorized(void)
     CHECK_INT(a.error, -EACCES);
     CHECK_STR(
         a.msg,
-        "server 'fake': 'a' failed: the fake says 401 (refused again with fresh credentials)");
+        "server 'fake': 'a' failed: the fake says 401 (refused again with fresh credentials: see "
+        "'mcp-bridge list' for where they come from)");
     fake_answer(f, id_c); /* a call in flight meanwhile was never failed */
     CHECK(wait_for(fx.loop, res_done, &c, 2000));
     CHECK_INT(c.error, 0);
