@@ -220,7 +220,7 @@ char *cred_helper_login_message(const struct cred_helper_opts *o, const char *na
     else
         snprintf(cmd, sizeof(cmd), "mcp-auth %s", target);
     if (!o->auth_required_message) {
-        if (asprintf(&m, "server '%s' needs you to sign in: run '%s'", name, cmd) < 0)
+        if (asprintf(&m, "sign-in required: run '%s'", cmd) < 0)
             return NULL;
         return m;
     }

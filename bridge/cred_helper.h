@@ -50,8 +50,8 @@ struct cred_helper_opts {
     const char *auth_target;
     bool auto_auth;                    /* the entry's "autoAuth", else settings.autoAuth */
     const char *auth_required_message; /* settings.authRequiredMessage (${server}); NULL:
-                                        * "server 'NAME' needs you to sign in: run 'mcp-auth
-                                        * NAME'". Copied. */
+                                        * "sign-in required: run 'mcp-auth NAME'" (messages
+                                        * put "server 'NAME': " before it). Copied. */
     int64_t helper_timeout_ms;         /* 0: HELPER_PROC_TIMEOUT_DEFAULT_MS */
     int64_t login_timeout_ms;          /* 0: CRED_HELPER_LOGIN_TIMEOUT_DEFAULT_MS */
 };

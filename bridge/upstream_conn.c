@@ -205,12 +205,19 @@ static void call_error(struct upstream *u, struct conn *cn, struct upstream_call
         up_reauth(u, c, error); /* parked; retried once with fresh credentials */
         return;
     }
-    char *msg =
-        up_asprintf("server '%s': '%s' failed: %s%s", up_name(u), c->method, up_strerror(u, error),
-                    (error == -EACCES || error == -EPERM) && c->auth_retried
-                        ? " (refused again with fresh credentials: see 'mcp-bridge "
-                          "list' for where they come from)"
-                        : "");
+    char fix[160] = "";
+    if ((error == -EACCES || error == -EPERM) && c->auth_retried) {
+        if (u->srv->auth == MCP_AUTH_OAUTH)
+            snprintf(fix, sizeof(fix),
+                     " (refused again with fresh credentials: sign in again with 'mcp-auth %s')",
+                     up_name(u));
+        else
+            snprintf(fix, sizeof(fix),
+                     " (refused again with fresh credentials: 'mcp-bridge list' shows where "
+                     "they come from)");
+    }
+    char *msg = up_asprintf("server '%s': '%s' failed: %s%s", up_name(u), c->method,
+                            up_strerror(u, error), fix);
     if (up_call_fail_now(u, c, up_call_err(error), msg) && u->conn == cn &&
         (error == -ECONNREFUSED || error == -EHOSTUNREACH))
         up_conn_lost(u, -ECONNRESET, msg);

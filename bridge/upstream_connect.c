@@ -58,7 +58,8 @@ static void expiry_fired(struct loop_timer *t, void *userdata)
 /* Arms the refresh ahead of the answer's expiry (an answer without one never expires). */
 static void arm_expiry(struct upstream *u)
 {
-    if (!u->creds.expires_at) {
+    /* a stdio server took its values at its start: the next start asks again (RECONNECT) */
+    if (!u->creds.expires_at || u->srv->transport == MCP_TRANSPORT_STDIO) {
         up_disarm(&u->expiry_timer);
         return;
     }

@@ -272,4 +272,19 @@ static void test_skew(void)
     CHECK_STR(credentials_reason_name(CREDENTIALS_EXPIRING), "expiring");
 }
 
-TESTS_MAIN(test_entry_stdio, test_entry_http, test_entry_hook, test_skew)
+/* A 403 is a step-up only when its Bearer challenge says insufficient_scope. */
+static void test_insufficient_scope(void)
+{
+    CHECK(credentials_insufficient_scope(
+        "Bearer error=\"insufficient_scope\", scope=\"files:write\""));
+    CHECK(credentials_insufficient_scope(
+        "Basic realm=\"x\", bearer error=insufficient_scope, scope=\"a b\""));
+    CHECK(!credentials_insufficient_scope("Bearer error=\"invalid_token\""));
+    CHECK(!credentials_insufficient_scope("Basic error=\"insufficient_scope\""));
+    CHECK(!credentials_insufficient_scope("Bearer error=\"insufficient_scope"));
+    CHECK(!credentials_insufficient_scope(""));
+    CHECK(!credentials_insufficient_scope(NULL));
+    CHECK_STR(credentials_reason_name(CREDENTIALS_FORBIDDEN), "forbidden");
+}
+
+TESTS_MAIN(test_entry_stdio, test_entry_http, test_entry_hook, test_skew, test_insufficient_scope)

@@ -513,10 +513,9 @@ static void test_fake_unauthorized(void)
     f->h->on_error(-EACCES, (uint64_t)id_a, f->userdata); /* refused again */
     CHECK(wait_for(fx.loop, res_done, &a, 2000));
     CHECK_INT(a.error, -EACCES);
-    CHECK_STR(
-        a.msg,
-        "server 'fake': 'a' failed: the fake says 401 (refused again with fresh credentials: see "
-        "'mcp-bridge list' for where they come from)");
+    CHECK_STR(a.msg,
+              "server 'fake': 'a' failed: the fake says 401 (refused again with fresh credentials: "
+              "'mcp-bridge list' shows where they come from)");
     fake_answer(f, id_c); /* a call in flight meanwhile was never failed */
     CHECK(wait_for(fx.loop, res_done, &c, 2000));
     CHECK_INT(c.error, 0);
