@@ -52,6 +52,7 @@ struct slot {
     int64_t expires_at;           /* ms; 0: the answer did not say */
     int64_t got_at;               /* ms, when it came */
     char *challenged;             /* step-up: the scopes the server asked for */
+    char *scopes;                 /* step-up: granted and challenged, as asked for */
     const struct mcp_server *srv; /* of the run's request (valid while a request waits) */
 };
 
@@ -103,43 +104,48 @@ static const char *slot_program(enum slot_kind k)
 
 /* ---- what an entry needs -------------------------------------------------------------------- */
 
+struct name_set {
+    struct strv *v;
+    bool oom;
+};
+
 static void collect_name(const char *name, void *userdata)
 {
-    struct strv *names = userdata;
-    for (size_t i = 0; i < names->n; i++)
-        if (strcmp(names->v[i], name) == 0)
+    struct name_set *ns = userdata;
+    for (size_t i = 0; i < ns->v->n; i++)
+        if (strcmp(ns->v->v[i], name) == 0)
             return;
-    if (strv_push(names, name) < 0)
-        names->n = SIZE_MAX; /* marks the failure: checked by the caller */
+    if (!ns->oom && strv_push(ns->v, name) < 0)
+        ns->oom = true;
 }
 
-static void collect_pairs(char *const *v, const char *sep, struct strv *names)
+static void collect_pairs(char *const *v, const char *sep, struct name_set *ns)
 {
     for (size_t i = 0; v && v[i]; i++) {
         const char *at = strstr(v[i], sep);
         if (at)
-            mcp_template_vars(at + strlen(sep), collect_name, names);
+            mcp_template_vars(at + strlen(sep), collect_name, ns);
     }
 }
 
 /* The ${NAME}s the entry refers to, bearerTokenEnv's name among them. -ENOMEM. */
 static int needed_names(const struct mcp_server *s, struct strv *names)
 {
+    struct name_set ns = {names, false};
     if (s->transport == MCP_TRANSPORT_STDIO) {
-        collect_pairs(s->env, "=", names);
+        collect_pairs(s->env, "=", &ns);
         for (size_t i = 0; s->args && s->args[i]; i++)
-            mcp_template_vars(s->args[i], collect_name, names);
+            mcp_template_vars(s->args[i], collect_name, &ns);
     } else {
         if (s->url)
-            mcp_template_vars(s->url, collect_name, names);
-        collect_pairs(s->headers, ": ", names);
+            mcp_template_vars(s->url, collect_name, &ns);
+        collect_pairs(s->headers, ": ", &ns);
         if (s->bearer_token)
-            mcp_template_vars(s->bearer_token, collect_name, names);
+            mcp_template_vars(s->bearer_token, collect_name, &ns);
         if (s->bearer_token_env)
-            collect_name(s->bearer_token_env, names);
+            collect_name(s->bearer_token_env, &ns);
     }
-    if (names->n == SIZE_MAX) {
-        names->n = 0;
+    if (ns.oom) {
         strv_release(names);
         return -ENOMEM;
     }
@@ -201,24 +207,24 @@ static bool slot_fresh(const struct cred_helper *h, const struct slot *s,
 
 /* ---- messages ------------------------------------------------------------------------------- */
 
-/* "mcp-auth [--config PATH] NAME" into buf. */
-static void signin_command(const struct cred_helper *h, const char *name, char *buf, size_t size)
+/* "mcp-auth [--config "PATH"] NAME" into buf. */
+static void signin_command_of(const char *config_path, const char *target, char *buf, size_t size)
 {
-    const char *target = h->auth_target ? h->auth_target : name;
-    if (h->config_path)
-        snprintf(buf, size, "mcp-auth --config '%s' %s", h->config_path, target);
+    if (config_path)
+        snprintf(buf, size, "mcp-auth --config \"%s\" %s", config_path, target);
     else
         snprintf(buf, size, "mcp-auth %s", target);
+}
+
+static void signin_command(const struct cred_helper *h, const char *name, char *buf, size_t size)
+{
+    signin_command_of(h->config_path, h->auth_target ? h->auth_target : name, buf, size);
 }
 
 char *cred_helper_login_message(const struct cred_helper_opts *o, const char *name)
 {
     char cmd[MSG_MAX], *m = NULL;
-    const char *target = o->auth_target ? o->auth_target : name;
-    if (o->config_path)
-        snprintf(cmd, sizeof(cmd), "mcp-auth --config '%s' %s", o->config_path, target);
-    else
-        snprintf(cmd, sizeof(cmd), "mcp-auth %s", target);
+    signin_command_of(o->config_path, o->auth_target ? o->auth_target : name, cmd, sizeof(cmd));
     if (!o->auth_required_message) {
         if (asprintf(&m, "sign-in required: run '%s'", cmd) < 0)
             return NULL;
@@ -417,7 +423,7 @@ static void slot_keep(struct slot *s, struct strv *vals, int64_t expires_at)
 static void run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
                         size_t size)
 {
-    char line[200], how[64];
+    char line[400], how[64];
     helper_proc_first_line(res->err, res->err_len, line, sizeof(line));
     if (res->timed_out)
         snprintf(how, sizeof(how), "did not answer in time");
@@ -584,6 +590,8 @@ static void step_up_decide(struct slot *s, const char *granted)
     if (r >= 0)
         r = scope_union(&all, s->challenged);
     const char *scopes = all.data ? all.data : "";
+    free(s->scopes);
+    s->scopes = strdup(scopes);
     signin_command(h, s->srv->name, cmd, sizeof(cmd));
     if (r < 0) {
         slot_settled(s, -ENOMEM, "out of memory");
@@ -625,19 +633,19 @@ static void oauth_done(struct slot *s, const struct helper_proc_result *res)
     }
     case OAUTH_LOGIN:
         if (res->exit_code != 0) {
-            char fail[MSG_MAX];
+            /* the sign-in itself failed: its reason, and the command to try it by hand */
+            char fail[MSG_MAX], cmd[MSG_MAX];
             run_failure(s, res, fail, sizeof(fail));
-            char *m = cred_helper_login_message(
-                &(struct cred_helper_opts){
-                    .config_path = h->config_path,
-                    .auth_target = h->auth_target,
-                    .auth_required_message = h->auth_message,
-                },
-                name);
-            snprintf(msg, sizeof(msg), "%s (signing in by itself failed: %s)",
-                     m ? m : "login required", fail);
+            signin_command(h, name, cmd, sizeof(cmd));
+            char *m = NULL;
+            if (asprintf(&m,
+                         "signing in by itself (autoAuth) failed: %s. Run '%s%s%s%s' to see why",
+                         fail, cmd, s->step_up ? " --scope \"" : "",
+                         s->step_up && s->scopes ? s->scopes : "", s->step_up ? "\"" : "") < 0)
+                m = NULL;
+            slot_settled(s, s->step_up ? -EPERM : CREDENTIALS_LOGIN_REQUIRED,
+                         m ? m : "signing in by itself (autoAuth) failed");
             free(m);
-            slot_settled(s, s->step_up ? -EPERM : CREDENTIALS_LOGIN_REQUIRED, msg);
             return;
         }
         log_info(h->log, "server '%s': signed in", name);
@@ -907,6 +915,27 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
     return 0;
 }
 
+static char *ch_refused_hint(struct credentials_provider *p, const struct mcp_server *srv,
+                             int error)
+{
+    struct cred_helper *h = (struct cred_helper *)(void *)p;
+    char cmd[MSG_MAX], *m = NULL;
+    int r = 0;
+    if (!oauth_applies(h, srv))
+        return NULL;
+    signin_command(h, srv->name, cmd, sizeof(cmd));
+    const struct slot *s = &h->slots[SLOT_OAUTH];
+    if (error == -EPERM)
+        r = asprintf(&m,
+                     "the grant was widened to \"%s\" and the server still refuses: it asks for "
+                     "more than this sign-in may have; '%s --scope \"...\"' asks for other "
+                     "scopes",
+                     s->scopes ? s->scopes : "", cmd);
+    else
+        r = asprintf(&m, "sign in again with '%s'", cmd);
+    return r < 0 ? NULL : m;
+}
+
 static void ch_cancel(struct credentials_request *r)
 {
     struct ch_req *q = (struct ch_req *)(void *)r;
@@ -923,6 +952,7 @@ static void ch_free(struct credentials_provider *p)
         helper_proc_cancel(h->slots[k].proc);
         strv_release_secure(&h->slots[k].vals);
         free(h->slots[k].challenged);
+        free(h->slots[k].scopes);
     }
     free(h->config_path);
     free(h->auth_target);
@@ -934,6 +964,7 @@ static const struct credentials_provider_ops ch_ops = {
     .name = "helpers",
     .ask = ch_ask,
     .cancel = ch_cancel,
+    .refused_hint = ch_refused_hint,
     .free = ch_free,
 };
 

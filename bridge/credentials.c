@@ -42,6 +42,12 @@ void credentials_cancel(struct credentials_request *r)
         r->provider->ops->cancel(r);
 }
 
+char *credentials_refused_hint(struct credentials_provider *p, const struct mcp_server *srv,
+                               int error)
+{
+    return p && p->ops->refused_hint ? p->ops->refused_hint(p, srv, error) : NULL;
+}
+
 void credentials_provider_free(struct credentials_provider *p)
 {
     if (p)

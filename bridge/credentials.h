@@ -83,6 +83,10 @@ struct credentials_provider_ops {
                credentials_done_fn done, void *userdata, struct credentials_request **ret);
     /* Gives up on a request: no callback follows. */
     void (*cancel)(struct credentials_request *r);
+    /* Optional: what to do when the server refused (error -EACCES or -EPERM) even the fresh
+     * answer, as a sentence ("sign in again with 'mcp-auth x'"); NULL: nothing to add. Caller
+     * frees. */
+    char *(*refused_hint)(struct credentials_provider *p, const struct mcp_server *srv, int error);
     void (*free)(struct credentials_provider *p);
 };
 
@@ -99,6 +103,9 @@ int credentials_ask(struct credentials_provider *p, const struct credentials_que
                     struct credentials_request **ret) _must_check_;
 /* NULL-safe. */
 void credentials_cancel(struct credentials_request *r);
+/* The provider's refused_hint, or NULL (also when it has none). Caller frees. */
+char *credentials_refused_hint(struct credentials_provider *p, const struct mcp_server *srv,
+                               int error);
 /* NULL-safe. Not while a request is open. */
 void credentials_provider_free(struct credentials_provider *p);
 

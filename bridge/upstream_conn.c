@@ -205,16 +205,12 @@ static void call_error(struct upstream *u, struct conn *cn, struct upstream_call
         up_reauth(u, c, error); /* parked; retried once with fresh credentials */
         return;
     }
-    char fix[160] = "";
+    char fix[640] = "";
     if ((error == -EACCES || error == -EPERM) && c->auth_retried) {
-        if (u->srv->auth == MCP_AUTH_OAUTH)
-            snprintf(fix, sizeof(fix),
-                     " (refused again with fresh credentials: sign in again with 'mcp-auth %s')",
-                     up_name(u));
-        else
-            snprintf(fix, sizeof(fix),
-                     " (refused again with fresh credentials: 'mcp-bridge list' shows where "
-                     "they come from)");
+        char *hint = credentials_refused_hint(u->provider, u->srv, error);
+        snprintf(fix, sizeof(fix), " (refused again with fresh credentials: %s)",
+                 hint ? hint : "'mcp-bridge list' shows where they come from");
+        free(hint);
     }
     char *msg = up_asprintf("server '%s': '%s' failed: %s%s", up_name(u), c->method,
                             up_strerror(u, error), fix);

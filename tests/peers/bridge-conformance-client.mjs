@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// bridge-conformance-client.mjs MCP_BRIDGE_BIN URL: the conformance suite's client as an agent
-// would be one - the SDK's Client over stdio on `mcp-bridge connect URL` (single mode). It lists
+// bridge-conformance-client.mjs MCP_BRIDGE_BIN [BRIDGE_OPTION...] SERVER: the conformance suite's
+// client as an agent would be one - the SDK's Client over stdio on
+// `mcp-bridge [BRIDGE_OPTION...] connect SERVER` (single mode; SERVER is a URL or the name of an
+// entry of the --config file, e.g. `MCP_BRIDGE_BIN --config mcp.json -v conformance`). It lists
 // the tools and calls each with arguments made from its input schema; it answers elicitation by
 // accepting with nothing filled in and lets the SDK apply the schema's defaults
 // (elicitation.form.applyDefaults), and sampling with a canned message. Exit status 0 when every
@@ -11,9 +13,10 @@ import {
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-const [bridgeBin, url] = process.argv.slice(2);
-if (!bridgeBin || !url) {
-  process.stderr.write('usage: node bridge-conformance-client.mjs MCP_BRIDGE_BIN URL\n');
+const [bridgeBin, ...rest] = process.argv.slice(2);
+const server = rest.pop();
+if (!bridgeBin || !server) {
+  process.stderr.write('usage: node bridge-conformance-client.mjs MCP_BRIDGE_BIN [BRIDGE_OPTION...] SERVER\n');
   process.exit(2);
 }
 setTimeout(() => {
@@ -45,7 +48,7 @@ client.setRequestHandler(CreateMessageRequestSchema, async () => ({
 client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [] }));
 
 const transport = new StdioClientTransport({
-  command: bridgeBin, args: ['connect', url], stderr: 'inherit', env: process.env,
+  command: bridgeBin, args: [...rest, 'connect', server], stderr: 'inherit', env: process.env,
 });
 let failed = 0;
 try {
