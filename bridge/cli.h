@@ -18,6 +18,8 @@ enum {
     BRIDGE_EXIT_USAGE = 2,      /* bad command line */
     BRIDGE_EXIT_CONFIG = 3,     /* bad or missing configuration (entry not found, invalid) */
     BRIDGE_EXIT_TOOL_ERROR = 4, /* call: the tool answered with isError */
+    /* 5 is mcp-auth's (the authorization server or the network failed) */
+    BRIDGE_EXIT_LOGIN_REQUIRED = 6, /* test, call: the server needs a sign-in (upstream -ENOKEY) */
 };
 
 /* cmd_serve.c: "serve" (aggregate) and "connect NAME|URL" (single mode) */

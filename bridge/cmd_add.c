@@ -6,6 +6,7 @@
  * write, leaves the file as it was. Values are stored as written: ${VAR} is never expanded. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include "cmd_add_names.h"
 #include "cmd_cfgfile.h"
 #include "cmd_config.h"
+#include "cmd_creds.h"
 #include "server_config.h"
 
 static const char add_help[] =
@@ -42,21 +44,25 @@ static const char add_help[] =
     "replaced atomically and keeps every other entry and key as it was.\n"
     "\n"
     "  --url URL          an HTTP server (Streamable HTTP, or the older SSE with --type sse)\n"
-    "  --header 'N: V'    a header sent with every request; V may use ${VAR}, read from the\n"
-    "                     environment when the bridge connects (never write a token here)\n"
-    "  --oauth            the server uses OAuth: sign in once with 'mcp-auth NAME'\n"
-    "  --bearer-env VAR   send 'Authorization: Bearer <value of VAR>'\n"
+    "  --header 'N: V'    a header sent with every request; V may use ${NAME}, which the\n"
+    "                     bridge asks 'secrets' for at each connect (never write a token here)\n"
+    "  --oauth            the server uses OAuth: sign in once with 'mcp-auth NAME'; the bridge\n"
+    "                     asks mcp-auth for a fresh token at each connect\n"
+    "  --bearer-env VAR   send 'Authorization: Bearer <value of VAR>': the bridge asks\n"
+    "                     'secrets' for VAR at each connect (its recipe, else the environment)\n"
     "  --no-auth          no credentials (do not ask)\n"
     "  --command CMD      a stdio server: the program to start (no shell)\n"
     "  --arg A            one argument for CMD (repeat for each)\n"
-    "  --env K=V          an environment variable for CMD; V may use ${VAR}\n"
+    "  --env K=V          an environment variable for CMD; V may use ${NAME}\n"
     "  --cwd DIR          the directory CMD runs in\n"
     "  --timeout D        the request timeout for this server (e.g. 30s; default 60s)\n"
     "  --scope S          user: ~/.pi/agent/mcp.json, or the --config file (default)\n"
     "                     project: .mcp.json in the working directory\n"
     "  --force            replace an entry of the same name in that file\n"
     "\n"
-    "Without a terminal, NAME and --url or --command are required.\n"
+    "Without a terminal, NAME and --url or --command are required. Once written, each ${NAME}\n"
+    "of the entry is asked of 'secrets' as the bridge will ask it: one that does not resolve\n"
+    "is a warning that says how to set it up ('secrets configure NAME').\n"
     "\n"
     "exit status: 0 added, 1 the file could not be written, 2 usage error, 3 the entry is\n"
     "invalid, already exists (without --force) or the file cannot be changed, 130 cancelled\n"
@@ -186,8 +192,8 @@ static int add_option(struct log *log, struct add_args *a, int opt, const char *
         r = set_once(log, "--bearer-env", &a->bearer_env, arg);
         if (r >= 0 && !name_is_valid(arg)) {
             log_error(log,
-                      "--bearer-env takes the name of an environment variable (letters, digits "
-                      "and '_'), not '%s'",
+                      "--bearer-env takes the name of a secret or environment variable "
+                      "(letters, digits and '_'), not '%s'",
                       arg);
             r = -EINVAL;
         }
@@ -410,7 +416,7 @@ static void add_warn_clear_secrets(struct log *log, const struct add_args *a, co
         if (looks_secret(ename, v))
             log_warn(log,
                      "the value of %s looks like a credential written out: it is stored in clear "
-                     "in '%s'; write ${%s} instead and set %s where the bridge runs",
+                     "in '%s'; write ${%s} instead and give it a recipe: secrets configure %s",
                      ename, disp, ename, ename);
     }
 }
@@ -481,18 +487,18 @@ static int build_entry(const struct add_args *a, struct json_object **ret)
 
 /* Checks the entry name in root as the bridge will read it: the loader validates the whole
  * document as if it were the file display. An invalid entry: -EINVAL with the loader's
- * reason. Variables that are not set now do not make it invalid (they may be set where the
- * bridge runs): their names come back in *ret_missing ("A, B"), or NULL. */
+ * reason. Names that are not in the environment do not make it invalid (the bridge asks
+ * `secrets` for them at connect). The names its credentials refer to (cmd_creds.h) are
+ * appended to names. */
 static int check_entry(struct json_object *root, const char *name, const char *display,
-                       char **ret_missing, struct err *e)
+                       struct strv *names, struct err *e)
 {
+    struct mcp_config_opts o = {.defer_vars = true};
     struct mcp_config *c = NULL;
     struct err le = ERR_INIT;
-    struct buf m;
     int r;
 
-    buf_init(&m, 64 * 1024);
-    r = server_config_load_object(root, display, NULL, &c, &le);
+    r = server_config_load_object(root, display, &o, &c, &le);
     if (r < 0) {
         r = err_set(e, r, "cannot check the entry: %s", err_msg(&le));
         goto out;
@@ -502,43 +508,77 @@ static int check_entry(struct json_object *root, const char *name, const char *d
         r = err_set(e, -EIO, "cannot check the entry: the loader does not see '%s'", name);
         goto out;
     }
-    if (s->error && !s->missing_vars) {
+    if (s->error) {
         r = err_set(e, -EINVAL, "%s", s->error);
         goto out;
     }
-    for (size_t i = 0; s->missing_vars && s->missing_vars[i]; i++) {
-        r = buf_printf(&m, "%s%s", i ? ", " : "", s->missing_vars[i]);
-        if (r < 0) {
-            r = err_set(e, -ENOMEM, "out of memory");
-            goto out;
-        }
-    }
-    *ret_missing = NULL;
-    if (m.len) {
-        *ret_missing = buf_detach(&m);
-        if (!*ret_missing) {
-            r = err_set(e, -ENOMEM, "out of memory");
-            goto out;
-        }
-    }
-    r = 0;
+    r = creds_names_of(s, names);
+    if (r < 0)
+        r = err_set(e, -ENOMEM, "out of memory");
 out:
     mcp_config_free(c);
-    buf_release(&m);
     return r;
+}
+
+/* What comes next, for a person being guided (plain lines), else at info level. */
+_printf_(3, 4) static void add_say(struct log *log, bool guided, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (guided)
+        fprintf(stderr, "%s\n", msg);
+    else
+        log_info(log, "%s", msg);
+}
+
+/* Each ${NAME} of the entry, asked of `secrets` now as the bridge will ask it at each
+ * connect: one that does not resolve is a warning with secrets' reason (which says what to
+ * run); one that only the environment of this shell answers may be missing where the bridge
+ * runs. Values are never seen: cmd_creds.h keeps only the state. */
+static void add_report_names(struct log *log, const struct add_args *a, const struct strv *names,
+                             bool guided)
+{
+    struct creds_var *vars = calloc(names->n ? names->n : 1, sizeof(*vars));
+    if (!vars || creds_vars_resolve((const char *const *)names->v, names->n, vars) < 0) {
+        log_warn(log, "cannot check the names '%s' uses: out of memory", a->name);
+        goto out;
+    }
+    for (size_t i = 0; i < names->n; i++) {
+        const struct creds_var *v = &vars[i];
+        if (!v->resolved)
+            log_warn(log, "'%s' uses ${%s}, which does not resolve now: %s", a->name, v->name,
+                     v->error);
+        else if (strcmp(v->source, "environment") == 0)
+            add_say(log, guided,
+                    "${%s} comes from the environment of this shell (no recipe): the bridge "
+                    "needs it in its own environment too, or a recipe: secrets configure %s",
+                    v->name, v->name);
+        else
+            add_say(log, guided,
+                    "${%s} resolves now (source: %s): the bridge asks 'secrets' for it at each "
+                    "connect",
+                    v->name, v->source);
+    }
+out:
+    creds_vars_release(vars, names->n);
+    free(vars);
 }
 
 /* After the write: what comes next, and what may stand in the entry's way. */
 static void add_report(const struct args_globals *g, struct log *log, const struct add_args *a,
-                       const char *disp, const char *missing, bool guided)
+                       const char *disp, const struct strv *names, bool guided)
 {
     /* quiet when scripted; a person being guided gets a confirmation and what comes next */
     log_msg(log, guided ? LOG_ERROR : LOG_INFO, "added '%s' to '%s'", a->name, disp);
-    if (missing)
-        log_warn(log,
-                 "'%s' uses %s, not set now: it works once %s set where the bridge runs (in "
-                 "the environment, or with 'secrets configure')",
-                 a->name, missing, strchr(missing, ',') ? "they are" : "it is");
+    if (a->bearer_env)
+        add_say(log, guided,
+                "'%s' is sent 'Authorization: Bearer <${%s}>': the bridge asks 'secrets' for %s "
+                "at each connect (its recipe, else the bridge's environment)",
+                a->name, a->bearer_env, a->bearer_env);
+    add_report_names(log, a, names, guided);
 
     /* a higher layer with the same name would hide the new entry */
     struct mcp_config *c = NULL;
@@ -553,16 +593,17 @@ static void add_report(const struct args_globals *g, struct log *log, const stru
     mcp_config_free(c);
     free(cwd);
 
-    if (guided) {
-        if (a->oauth)
-            fprintf(stderr, "sign in once with: mcp-auth %s\n", a->name);
-        if (a->bearer_env)
-            fprintf(stderr,
-                    "the token is read from %s when the bridge connects (set it, or: secrets "
-                    "configure %s)\n",
-                    a->bearer_env, a->bearer_env);
-        fprintf(stderr, "try it with: mcp-bridge test %s\n", a->name);
+    if (a->oauth) {
+        char *cmd = NULL;
+        if (creds_login_command(a->name, g->config, &cmd) >= 0)
+            add_say(log, guided,
+                    "sign in once with: %s (the bridge then asks mcp-auth for a fresh token at "
+                    "each connect)",
+                    cmd);
+        free(cmd);
     }
+    add_say(log, guided, "try it with: mcp-bridge%s%s%s test %s", g->config ? " --config \"" : "",
+            g->config ? g->config : "", g->config ? "\"" : "", a->name);
 }
 
 /* Puts the entry into the file at path under its lock, checks it as the bridge will read it,
@@ -573,7 +614,7 @@ static int add_write(const struct args_globals *g, struct log *log, const struct
     bool user = a->scope == CFG_SCOPE_USER;
     struct cfg_file *f = NULL;
     struct err e = ERR_INIT;
-    char *missing = NULL;
+    struct strv names = STRV_INIT;
     int r, status = BRIDGE_EXIT_CONFIG;
 
     r = cfg_file_open(path, user, user ? 0600 : 0644, &f, &e);
@@ -591,7 +632,7 @@ static int add_write(const struct args_globals *g, struct log *log, const struct
         status = BRIDGE_EXIT_FAILED;
         goto out;
     }
-    r = check_entry(cfg_file_doc(f), a->name, cfg_file_display(f), &missing, &e);
+    r = check_entry(cfg_file_doc(f), a->name, cfg_file_display(f), &names, &e);
     if (r < 0) {
         log_error(log, "%s (nothing was changed)", err_msg(&e));
         status = r == -EINVAL ? BRIDGE_EXIT_CONFIG : BRIDGE_EXIT_FAILED;
@@ -604,10 +645,16 @@ static int add_write(const struct args_globals *g, struct log *log, const struct
         goto out;
     }
     status = BRIDGE_EXIT_OK;
-    add_report(g, log, a, cfg_file_display(f), missing, guided);
+    /* the lock is let go first: the report asks secrets, which may run a command recipe */
+    char *disp = strdup(cfg_file_display(f));
+    cfg_file_free(f);
+    f = NULL;
+    if (disp)
+        add_report(g, log, a, disp, &names, guided);
+    free(disp);
 out:
     cfg_file_free(f);
-    free(missing);
+    strv_release(&names);
     return status;
 }
 

@@ -259,8 +259,8 @@ out:
 /* NAME=value lines until an empty one. */
 static int guided_env(struct add_args *a)
 {
-    const char *prompt = "Environment variable for it, NAME=value (${VAR} is read from the "
-                         "bridge's environment; empty line when done): ";
+    const char *prompt = "Environment variable for it, NAME=value (${NAME} is asked of 'secrets' "
+                         "at each start; empty line when done): ";
     for (;;) {
         char *answer = NULL;
         int r = ask(prompt, &answer);
@@ -327,7 +327,8 @@ static int guided_bearer_env(struct add_args *a)
 {
     char def[80], prompt[160];
     add_name_token_env(a->name, def, sizeof(def));
-    (void)snprintf(prompt, sizeof(prompt), "Environment variable that holds the token [%s]: ", def);
+    (void)snprintf(prompt, sizeof(prompt),
+                   "Secret or environment variable that holds the token [%s]: ", def);
     while (!a->bearer_env) {
         char *answer = NULL;
         int r = ask_default(prompt, def, &answer);
@@ -337,8 +338,7 @@ static int guided_bearer_env(struct add_args *a)
             a->bearer_env = answer;
             answer = NULL;
         } else
-            fprintf(stderr, "a variable name is letters, digits and '_', not starting with a "
-                            "digit\n");
+            fprintf(stderr, "a name is letters, digits and '_', not starting with a digit\n");
         free(answer);
     }
     return 0;
@@ -352,7 +352,7 @@ static int guided_auth(struct add_args *a)
             "How does it authenticate?\n"
             "  1) none    no credentials needed\n"
             "  2) oauth   sign in with the browser (once: mcp-auth %s)\n"
-            "  3) bearer  a token taken from an environment variable\n",
+            "  3) bearer  a token from 'secrets' (a recipe) or an environment variable\n",
             a->name);
     r = ask_choice("Choose 1-3 [1]: ", words, 3, 0, &k);
     if (r < 0)

@@ -33,7 +33,12 @@ static const char test_help[] =
     "Connect to SERVER (a name from mcp.json, or an http(s) URL), list its tools through every\n"
     "page, print how many there are and their names, and disconnect. The exit status says\n"
     "whether it worked: 0 yes, 1 the server failed (the message says why), 3 no such server or\n"
-    "an invalid entry.\n"
+    "an invalid entry, 6 the server needs a sign-in (the message names the command to run,\n"
+    "e.g. 'mcp-auth NAME').\n"
+    "\n"
+    "Credentials are asked as the bridge asks them at every connect: ${NAME} of 'secrets', the\n"
+    "token of an OAuth entry of 'mcp-auth', a headersHelper run ('mcp-bridge list' shows their\n"
+    "state without connecting; -v shows each refresh).\n"
     "\n"
     "  --json               print {\"server\", \"transport\", \"protocolVersion\",\n"
     "                       \"serverInfo\", \"tools\": [names]} instead\n"
@@ -64,7 +69,8 @@ static const char call_help[] =
     "\n"
     "exit status: 0 ok, 1 the server failed (could not connect, JSON-RPC error, timeout), 2\n"
     "usage error (JSON-ARGS not a JSON object), 3 no such server or an invalid entry, 4 the tool\n"
-    "answered with isError (its content is printed on stderr).\n"
+    "answered with isError (its content is printed on stderr), 6 the server needs a sign-in\n"
+    "(the message names the command to run, e.g. 'mcp-auth NAME').\n"
     "\n"
     "examples:\n"
     "  mcp-bridge call everything echo '{\"message\": \"hello\"}'\n"
@@ -122,6 +128,13 @@ static void finish(struct client *c, int status)
     }
     if (loop_timer_add(c->loop, CLOSE_GRACE_MS, on_guard, c, &c->guard) < 0)
         loop_quit(c->loop, 0);
+}
+
+/* The exit status for an upstream failure: a sign-in that is needed (the provider's "login
+ * required", -ENOKEY, its message naming the command) has its own. */
+static int failure_status(int error)
+{
+    return error == CREDENTIALS_LOGIN_REQUIRED ? BRIDGE_EXIT_LOGIN_REQUIRED : BRIDGE_EXIT_FAILED;
 }
 
 /* ---- test ---- */
@@ -209,7 +222,7 @@ static void on_tools(struct upstream *u, struct json_object *items, int error, c
     if (error < 0) {
         log_error(c->log, "'%s': cannot list the tools: %s", c->server->name,
                   message ? message : strerror(-error));
-        finish(c, BRIDGE_EXIT_FAILED);
+        finish(c, failure_status(error));
         return;
     }
     int status = BRIDGE_EXIT_OK;
@@ -320,7 +333,7 @@ static void on_call_response(struct upstream_call *call, struct json_object *res
     c->call = NULL;
     if (error < 0) {
         log_error(c->log, "%s", message ? message : strerror(-error));
-        finish(c, BRIDGE_EXIT_FAILED);
+        finish(c, failure_status(error));
         return;
     }
     struct json_object *err = json_get_object(response, "error");
@@ -413,13 +426,16 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         else
             start_call(c);
         return;
+    case UPSTREAM_LOGIN:
+        error = CREDENTIALS_LOGIN_REQUIRED; /* the message names the command that signs in */
+        /* fall through */
     case UPSTREAM_BACKOFF:
     case UPSTREAM_FAILED:
         if (c->finished)
             return;
         /* with no_reconnect the upstream leaves saying why to us */
         log_error(c->log, "%s", message ? message : strerror(error < 0 ? -error : EIO));
-        finish(c, BRIDGE_EXIT_FAILED);
+        finish(c, failure_status(error));
         return;
     case UPSTREAM_CLOSED:
         loop_quit(c->loop, 0);

@@ -45,8 +45,11 @@ struct slot {
     struct cred_helper *h;
     struct helper_proc *proc; /* the run, NULL when none */
     enum oauth_step step;
-    bool refresh;                 /* this run asks mcp-auth to refresh */
-    bool step_up;                 /* this run widens the grant (FORBIDDEN) */
+    bool refresh; /* this run asks mcp-auth to refresh */
+    bool step_up; /* this run widens the grant (FORBIDDEN) */
+    bool again;   /* a request came that this run cannot answer (a refusal
+                                   * after it started): one more run follows, with: */
+    bool again_refresh, again_step_up;
     bool have;                    /* an answer is kept */
     struct strv vals;             /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
     int64_t expires_at;           /* ms; 0: the answer did not say */
@@ -162,6 +165,16 @@ static bool has_bearer_challenge(const char *challenge)
     return found;
 }
 
+/* Whether the entry's own "headers" set Authorization (any case). */
+static bool sets_authorization(const struct mcp_server *s)
+{
+    static const char name[] = "Authorization:";
+    for (size_t i = 0; s->headers && s->headers[i]; i++)
+        if (strncasecmp(s->headers[i], name, sizeof(name) - 1) == 0)
+            return true;
+    return false;
+}
+
 static bool oauth_applies(const struct cred_helper *h, const struct mcp_server *s)
 {
     return s->transport != MCP_TRANSPORT_STDIO &&
@@ -173,8 +186,9 @@ static unsigned needed_slots(struct cred_helper *h, const struct credentials_que
 {
     const struct mcp_server *s = q->server;
     if ((q->reason == CREDENTIALS_UNAUTHORIZED || q->reason == CREDENTIALS_FORBIDDEN) &&
-        s->auth == MCP_AUTH_NONE && !s->headers_helper && !h->oauth_found &&
-        s->transport != MCP_TRANSPORT_STDIO && has_bearer_challenge(q->challenge)) {
+        s->auth == MCP_AUTH_NONE && !s->headers_helper && !sets_authorization(s) &&
+        !h->oauth_found && s->transport != MCP_TRANSPORT_STDIO &&
+        has_bearer_challenge(q->challenge)) {
         log_info(h->log,
                  "server '%s': it asks for an OAuth sign-in (a Bearer challenge): asking "
                  "mcp-auth",
@@ -318,6 +332,22 @@ static int bearer_header(const struct mcp_server *s, const struct credentials *c
     return r < 0 ? err_set(e, -ENOMEM, "out of memory") : 0;
 }
 
+/* The entry's headers once expanded: a value that came with a CR or LF would add headers of
+ * its own to the request (the load-time check saw only the environment, not `secrets`). */
+static int check_header_values(const struct strv *headers, struct err *e)
+{
+    for (size_t i = 0; i < headers->n; i++) {
+        const char *h = headers->v[i], *colon = strchr(h, ':');
+        const char *v = colon ? colon + 1 + strspn(colon + 1, " ") : h;
+        if (!helper_header_value_valid(v, strlen(v)))
+            return err_set(e, -EINVAL,
+                           "\"headers\": header '%.*s' has a control character after expanding "
+                           "variables (CR, LF and the like are refused)",
+                           colon ? (int)(colon - h) : 0, h);
+    }
+    return 0;
+}
+
 /* The answer of the slots q needed, put together. */
 static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires_at, struct err *e)
 {
@@ -338,6 +368,9 @@ static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires
     int r = credentials_expand_pairs(s->headers, ": ", credentials_lookup, &vars, headers, e);
     if (r < 0)
         return err_prefix(e, "\"headers\"");
+    r = check_header_values(headers, e);
+    if (r < 0)
+        return r;
     r = bearer_header(s, &vars, headers, e);
     if (r >= 0 && s->headers_helper && h->slots[SLOT_HELPER].have)
         r = merge_headers(headers, &h->slots[SLOT_HELPER].vals);
@@ -395,6 +428,15 @@ static void slot_settled(struct slot *s, int error, const char *message)
 {
     struct cred_helper *h = s->h;
     unsigned bit = 1u << s->kind;
+    if (s->again) {
+        /* its answer predates what a waiting request needs: every waiting one gets the next */
+        s->again = false;
+        s->refresh = s->again_refresh;
+        s->step_up = s->again_step_up;
+        s->again_refresh = s->again_step_up = false;
+        slot_start(s, s->srv); /* settles again by itself when it cannot start */
+        return;
+    }
     struct list_node *n, *next;
     list_for_each_safe (n, next, &h->reqs) {
         struct ch_req *q = list_entry(n, struct ch_req, node);
@@ -434,12 +476,22 @@ static void run_failure(const struct slot *s, const struct helper_proc_result *r
     snprintf(buf, size, "%s %s%s%s", slot_program(s->kind), how, line[0] ? ": " : "", line);
 }
 
+/* An answer's expires_at (Unix seconds, any positive int64) in milliseconds: a time past the
+ * year 9999 counts as then, so that the product cannot overflow. */
+static int64_t expires_ms(int64_t seconds)
+{
+    const int64_t max = INT64_C(253402300799); /* 9999-12-31T23:59:59Z */
+    return (seconds > max ? max : seconds) * 1000;
+}
+
 static int secrets_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
                           size_t size)
 {
     struct helper_secrets a = {0};
     struct err e = ERR_INIT;
-    if (!res->out_len) {
+    /* its exit status says nothing (1: some names failed), but one killed (at the timeout, or
+     * by anything else) said only part of its answer */
+    if (!res->out_len || res->signal) {
         run_failure(s, res, msg, size);
         return -EIO;
     }
@@ -459,8 +511,8 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
             break;
         }
         r = strv_pushf(&vals, "%s=%s", x->name, x->value);
-        if (r >= 0 && x->expires_at > 0 && (!exp || x->expires_at * 1000 < exp))
-            exp = x->expires_at * 1000;
+        if (r >= 0 && x->expires_at > 0 && (!exp || expires_ms(x->expires_at) < exp))
+            exp = expires_ms(x->expires_at);
     }
     helper_secrets_release(&a);
     if (r == -ENOMEM)
@@ -485,7 +537,7 @@ static int headers_answer(struct slot *s, const struct helper_proc_result *res, 
     struct strv vals = STRV_INIT;
     for (size_t i = 0; i < a.n && r >= 0; i++)
         r = strv_pushf(&vals, "%s: %s", a.v[i].name, a.v[i].value);
-    int64_t exp = a.expires_at > 0 ? a.expires_at * 1000 : 0;
+    int64_t exp = a.expires_at > 0 ? expires_ms(a.expires_at) : 0;
     helper_headers_release(&a);
     if (r < 0) {
         strv_release_secure(&vals);
@@ -604,14 +656,21 @@ static void step_up_decide(struct slot *s, const char *granted)
             buf_release(&all);
             return;
         }
-        snprintf(msg, sizeof(msg), "cannot sign in to server '%s' again: %s", s->srv->name,
-                 err_msg(&e));
+        snprintf(msg, sizeof(msg), "cannot sign in again: %s", err_msg(&e));
         slot_settled(s, -EPERM, msg);
     } else {
-        snprintf(msg, sizeof(msg),
-                 "server '%s' refused the request: it needs a wider grant than the one signed "
-                 "in (insufficient_scope). Run '%s --scope \"%s\"'%s%s",
-                 s->srv->name, cmd, scopes, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
+        /* read after "server 'NAME': ", as every message of the provider */
+        if (*scopes)
+            snprintf(msg, sizeof(msg),
+                     "the request was refused: it needs a wider grant than the one signed in "
+                     "(insufficient_scope). Run '%s --scope \"%s\"'%s%s",
+                     cmd, scopes, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
+        else
+            snprintf(msg, sizeof(msg),
+                     "the request was refused: it needs a wider grant than the one signed in "
+                     "(insufficient_scope), and the server named no scope. Run '%s --scope "
+                     "\"SCOPES\"' with the scopes its documentation names%s%s",
+                     cmd, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
         slot_settled(s, -EPERM, msg);
     }
     buf_release(&all);
@@ -727,6 +786,15 @@ static int start(struct slot *s, const struct helper_proc_spec *spec, struct err
     return helper_proc_start(s->h->loop, spec, run_done, s, &s->proc, e);
 }
 
+/* What a sign-in says while it waits (the URL to open, when no browser could be started): to the
+ * log, where the person running the agent sees it. */
+static void login_line(const char *line, size_t len, void *userdata)
+{
+    struct slot *s = userdata;
+    if (len)
+        log_warn(s->h->log, "server '%s': mcp-auth: %.*s", s->srv->name, (int)len, line);
+}
+
 /* mcp-auth [--config PATH] STEP ... TARGET */
 static int oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e)
 {
@@ -776,6 +844,7 @@ static int oauth_run(struct slot *s, enum oauth_step step, const char *scope, st
     struct helper_proc_spec spec = {
         .argv = (const char *const *)argv.v,
         .timeout_ms = run_timeout,
+        .on_err_line = step == OAUTH_LOGIN ? login_line : NULL,
     };
     r = start(s, &spec, e);
     strv_release(&argv);
@@ -824,8 +893,10 @@ static int headers_helper_run(struct slot *s, struct err *e)
         return start(s, &spec, e);
     }
     r = helper_cmdline_split(cmd, &argv, e);
-    if (r < 0)
+    if (r < 0) {
+        strv_release(&argv); /* the words before the problem */
         return err_prefix(e, "\"headersHelper\"");
+    }
     spec.argv = (const char *const *)argv.v;
     r = start(s, &spec, e);
     strv_release(&argv);
@@ -889,7 +960,17 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
         if (!(need & (1u << k)))
             continue;
         if (s->proc) {
-            q->waiting |= 1u << k; /* the run under way answers this one too */
+            q->waiting |= 1u << k; /* the run under way answers this one too, unless: */
+            bool refused = query->reason == CREDENTIALS_UNAUTHORIZED || step_up;
+            if (refused && !(k == SLOT_OAUTH && (step_up ? s->step_up : s->refresh))) {
+                s->again = true;
+                s->again_refresh |= k == SLOT_OAUTH && !step_up;
+                s->again_step_up |= k == SLOT_OAUTH && step_up;
+                if (k == SLOT_OAUTH && step_up) {
+                    free(s->challenged);
+                    s->challenged = challenged_scopes(query->challenge);
+                }
+            }
             continue;
         }
         if (slot_fresh(h, s, query->reason) && !(k == SLOT_OAUTH && step_up))

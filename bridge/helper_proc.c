@@ -35,9 +35,13 @@ struct helper_proc {
     enum proc_phase phase;
     bool timed_out;
     int64_t deadline; /* loop time of the timeout */
+    int64_t kill_at;  /* PROC_TERMED: loop time of the SIGKILL */
     int error;
     helper_proc_done_fn done;
     void *userdata;
+    void (*on_err_line)(const char *line, size_t len, void *userdata);
+    char line[HELPER_PROC_LINE_MAX]; /* the stderr line being read, for on_err_line */
+    size_t line_len;
     struct loop_release release;
 };
 
@@ -104,16 +108,20 @@ static void try_reap(struct helper_proc *p)
     int status = 0;
     int r = child_wait(p->child, false, &status);
     if (r == 0) {
-        /* it closed its output but goes on running: killed at the timeout all the same */
-        if (loop_now(p->loop) >= p->deadline && !p->timed_out) {
+        /* it closed its output but goes on running: at the timeout it gets SIGTERM, and
+         * SIGKILL a second later, as a helper that keeps its output open does */
+        if (p->phase == PROC_REAPING && !p->timed_out && !p->error &&
+            loop_now(p->loop) >= p->deadline) {
             p->timed_out = true;
-            (void)child_kill(p->child, SIGKILL);
+            p->phase = PROC_TERMED;
+            p->kill_at = loop_now(p->loop) + KILL_GRACE_MS;
+            (void)child_kill(p->child, SIGTERM);
         }
         arm(p, REAP_POLL_MS);
         return;
     }
-    if (r < 0)
-        status = 0;
+    if (r < 0 && !p->error)
+        p->error = -EIO; /* its exit status is unknown (reaped behind our back): not a success */
     (void)child_kill(p->child, SIGKILL); /* its group: nothing outlives the helper */
     finish(p, status);
 }
@@ -171,6 +179,27 @@ static void on_out(struct loop_io *io, int fd, unsigned events, void *userdata)
     }
 }
 
+/* Hands on_err_line every complete line of chunk (and what is left at EOF). */
+static void err_lines(struct helper_proc *p, const char *chunk, size_t n, bool eof)
+{
+    for (size_t i = 0; i < n && p->phase != PROC_ABANDONED; i++) {
+        if (chunk[i] != '\n') {
+            if (p->line_len < sizeof(p->line))
+                p->line[p->line_len++] = chunk[i];
+            continue;
+        }
+        size_t len = p->line_len;
+        if (len && p->line[len - 1] == '\r')
+            len--;
+        p->on_err_line(p->line, len, p->userdata);
+        p->line_len = 0;
+    }
+    if (eof && p->line_len && p->phase != PROC_ABANDONED) {
+        p->on_err_line(p->line, p->line_len, p->userdata);
+        p->line_len = 0;
+    }
+}
+
 static void on_err(struct loop_io *io, int fd, unsigned events, void *userdata)
 {
     struct helper_proc *p = userdata;
@@ -180,6 +209,11 @@ static void on_err(struct loop_io *io, int fd, unsigned events, void *userdata)
     for (;;) {
         ssize_t n = read(fd, chunk, sizeof(chunk));
         if (n > 0) {
+            if (p->on_err_line) {
+                err_lines(p, chunk, (size_t)n, false);
+                if (p->phase == PROC_ABANDONED)
+                    return; /* cancelled from the callback: the memory goes after the loop */
+            }
             size_t room = p->err.max > p->err.len ? p->err.max - p->err.len : 0;
             if (room && buf_append(&p->err, chunk, (size_t)n < room ? (size_t)n : room) < 0)
                 continue; /* out of memory: the message is only shorter */
@@ -189,6 +223,11 @@ static void on_err(struct loop_io *io, int fd, unsigned events, void *userdata)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
+        if (p->on_err_line) {
+            err_lines(p, NULL, 0, true);
+            if (p->phase == PROC_ABANDONED)
+                return;
+        }
         stream_closed(p, &p->err_io);
         return;
     }
@@ -202,10 +241,17 @@ static void timer_fired(struct loop_timer *t, void *userdata)
     case PROC_RUNNING:
         p->timed_out = true;
         p->phase = PROC_TERMED;
+        p->kill_at = loop_now(p->loop) + KILL_GRACE_MS;
         (void)child_kill(p->child, SIGTERM);
         arm(p, KILL_GRACE_MS);
         break;
     case PROC_TERMED:
+        /* its pipes are closed, and it has what is left of its grace to exit: the reap polls
+         * (try_reap() rearmed this timer) */
+        if (!p->out_io && !p->err_io && loop_now(p->loop) < p->kill_at) {
+            try_reap(p);
+            break;
+        }
         /* a helper that ignores SIGTERM, or a grandchild holding the pipes */
         give_up(p, 0);
         break;
@@ -229,6 +275,7 @@ int helper_proc_start(struct loop *l, const struct helper_proc_spec *spec, helpe
     p->loop = l;
     p->done = done;
     p->userdata = userdata;
+    p->on_err_line = spec->on_err_line;
     p->max_out = spec->max_out ? spec->max_out : HELPER_ANSWER_MAX;
     buf_init_secret(&p->out, p->max_out + 1);
     buf_init(&p->err, HELPER_PROC_STDERR_MAX);
@@ -302,7 +349,9 @@ int helper_cmdline_split(const char *line, struct strv *out, struct err *e)
                     if (r < 0)
                         break;
                 }
-                if (r >= 0 && *s != q) {
+                if (r < 0)
+                    break; /* s may be at the end already: not one step further */
+                if (*s != q) {
                     buf_release(&w);
                     return err_set(e, -EINVAL, "an unterminated %s quote (from '%.20s')",
                                    q == '"' ? "double" : "single", start - 1);
@@ -331,16 +380,20 @@ int helper_cmdline_split(const char *line, struct strv *out, struct err *e)
 
 void helper_proc_first_line(const char *err, size_t len, char *buf, size_t max)
 {
-    size_t i = 0, o = 0;
+    size_t i = 0, end, o = 0;
     if (!max)
         return;
     while (i < len && (err[i] == '\n' || err[i] == '\r' || err[i] == ' '))
         i++;
-    for (; i < len && err[i] != '\n' && o + 1 < max; i++) {
+    /* the line's end, without the blanks and the CR of a CRLF before it: trimmed before the
+     * control characters are replaced, or a CR would show as '?' */
+    for (end = i; end < len && err[end] != '\n'; end++)
+        ;
+    while (end > i && (err[end - 1] == '\r' || err[end - 1] == ' '))
+        end--;
+    for (; i < end && o + 1 < max; i++) {
         unsigned char c = (unsigned char)err[i];
         buf[o++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
     }
-    while (o > 0 && (buf[o - 1] == '\r' || buf[o - 1] == ' '))
-        o--;
     buf[o] = '\0';
 }

@@ -34,7 +34,13 @@ struct helper_proc_spec {
     const char *const *envp;   /* NULL: the bridge's own environment */
     int64_t timeout_ms;        /* 0: HELPER_PROC_TIMEOUT_DEFAULT_MS */
     size_t max_out;            /* 0: 64 KiB (HELPER_ANSWER_MAX) */
+    /* Optional: each line of standard error as it comes (without its newline; a line longer
+     * than HELPER_PROC_LINE_MAX is cut), from the loop, before done. For a run that talks to a
+     * person while it lasts (a sign-in prints the URL to open). Not called after a cancel. */
+    void (*on_err_line)(const char *line, size_t len, void *userdata);
 };
+
+#define HELPER_PROC_LINE_MAX 1024
 
 /* What a finished run gave. Borrowed by done for its duration. */
 struct helper_proc_result {
@@ -47,7 +53,8 @@ struct helper_proc_result {
     size_t err_len;
 };
 
-/* error 0 and res; or -E2BIG (output over max_out) / -EIO (reading failed) with res NULL. */
+/* error 0 and res; or -E2BIG (output over max_out) / -EIO (reading failed, or its exit status
+ * could not be had) with res NULL. */
 typedef void (*helper_proc_done_fn)(struct helper_proc *p, int error,
                                     const struct helper_proc_result *res, void *userdata);
 

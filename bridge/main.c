@@ -30,7 +30,8 @@ static const char usage_text[] =
     "  test SERVER [--json] connect, list the tools, disconnect\n"
     "  call SERVER TOOL [JSON-ARGS] [--json] [--timeout D]\n"
     "                       call one tool and print its result\n"
-    "  list                 the configured servers, where they come from, their problems\n"
+    "  list                 the configured servers, where they come from, their problems,\n"
+    "                       the credentials each needs and their state\n"
     "  add                  add a server (guided on a terminal, or by flags)\n"
     "  remove SERVER        remove a server from its file\n"
     "\n"
@@ -51,9 +52,12 @@ static const char usage_text[] =
     "  mcp-bridge connect https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n"
     "  claude mcp add bridge -- mcp-bridge      # register it in Claude Code\n"
     "\n"
+    "credentials: ${NAME} is asked of 'secrets' (a recipe, else the environment), OAuth of\n"
+    "'mcp-auth', at each connect; CREDKIT_SECRETS and CREDKIT_MCP_AUTH name the helpers.\n"
+    "\n"
     "exit status: 0 ok, 1 the server failed (could not connect, the call failed), 2 usage\n"
-    "error, 3 configuration error (server not found or invalid), 4 the tool reported an error.\n"
-    "See docs/bridge.md.\n";
+    "error, 3 configuration error (server not found or invalid), 4 the tool reported an error,\n"
+    "6 the server needs a sign-in (the message names the command). See docs/bridge.md.\n";
 
 static int usage_error(struct log *log, const char *what)
 {

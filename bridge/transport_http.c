@@ -253,6 +253,14 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
         err_prefix(e, "url");
         return r;
     }
+    if (strchr(srv->url, '$')) {
+        /* its variables were resolved only now (defer_vars): the loader's checks, here */
+        r = mcp_server_check_url(url, true, e);
+        if (r < 0) {
+            secure_free(url);
+            return r;
+        }
+    }
     x = calloc(1, sizeof(*x));
     if (x)
         x->name = strdup(srv->name);

@@ -237,6 +237,12 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
         return bad(e, "\"auth\" is \"bearer\" but neither \"bearerTokenEnv\" nor "
                       "\"bearerToken\" is set: name the environment variable (or secret) that "
                       "holds the token");
+    /* both would be sent as Authorization, one silently replacing the other */
+    if (s->auth == MCP_AUTH_OAUTH && (s->bearer_token_env || s->bearer_token))
+        return bad(e,
+                   "the entry signs in with OAuth and also names a bearer token (\"%s\"): "
+                   "remove one of them",
+                   s->bearer_token_env ? "bearerTokenEnv" : "bearerToken");
     if ((s->auth == MCP_AUTH_OAUTH || s->auth == MCP_AUTH_BEARER) && has_authorization_header(s))
         return bad(e,
                    "\"headers\" sets Authorization, and the entry also signs in with %s: "
@@ -293,7 +299,7 @@ static int check_server_name(const char *name, struct err *e)
 
 /* The server URL, after expansion: what url_canonical() accepts (absolute http(s), a host, no
  * credentials). The message never quotes the URL: a query may hold a key, a variable a secret. */
-static int check_server_url(const char *url, bool had_vars, struct err *e)
+int mcp_server_check_url(const char *url, bool had_vars, struct err *e)
 {
     const char *after = had_vars ? " after expanding variables" : "";
     size_t n = url_scheme_len(url);
@@ -447,15 +453,14 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
         s->missing_vars = strv_detach(&missing);
         if (!s->missing_vars)
             r = oom(e);
+        /* deferred: a URL with a missing variable is checked once it has a value; one
+         * without is checked now */
         if (r < 0 || !url)
             goto out;
-        /* deferred: the URL is checked once its variables have values */
-        r = 0;
-        goto out;
     }
     if (url) {
         bool had_vars = strchr(s->url, '$') != NULL;
-        r = check_server_url(url, had_vars, e);
+        r = mcp_server_check_url(url, had_vars, e);
         if (r < 0)
             goto out;
     }

@@ -43,6 +43,13 @@ for cmd in serve connect test call; do
     assert_contains "$OUT" "usage: mcp-bridge" "$cmd --help"
     assert_contains "$OUT" "example" "$cmd --help"
 done
+for cmd in test call; do
+    run 0 B "$cmd" --help
+    assert_contains "$OUT" "6 the server needs a sign-in" "$cmd --help: the exit status of a sign-in"
+done
+run 0 B --help
+assert_contains "$OUT" "6 the server needs a sign-in" "--help: the exit status of a sign-in"
+assert_contains "$OUT" "CREDKIT_SECRETS and CREDKIT_MCP_AUTH"
 run 0 B call --help
 assert_contains "$OUT" "elicitation/create is accepted with the default"
 assert_contains "$OUT" "roots/list gets an empty list"
@@ -87,8 +94,11 @@ assert_contains "$ERR" "configured: blank, ev, missing, needsvar"
 run 3 C call nosuch echo
 run 3 C test blank
 assert_contains "$ERR" "server 'blank'"
-run 3 C test needsvar
-assert_contains "$ERR" "BRIDGE_CLI_UNSET_HOST"
+# a ${NAME} in the environment nowhere leaves the entry valid: secrets is asked at connect, and
+# the connect fails (1) with its reason, which says how to set it up
+run 1 C test needsvar
+assert_contains "$ERR" "'BRIDGE_CLI_UNSET_HOST' has no recipe"
+assert_contains "$ERR" "run 'secrets configure BRIDGE_CLI_UNSET_HOST'"
 run 3 B --config "$T_ROOT/absent.json" test ev
 assert_contains "$ERR" "does not exist"
 run 3 B test ftp://files.example/mcp
@@ -162,6 +172,50 @@ assert_contains "$ERR" "no-such-server"
 # no answer in time: 1 (progress every second re-arms the timeout, the first comes too late)
 run 1 C call ev trigger-long-running-operation '{"duration": 5, "steps": 5}' --timeout 300ms
 # the server's stdio child is gone after each command
+T_CHECKS=$((T_CHECKS + 1))
+! pgrep -f "$MARK" >/dev/null || fail "a server child outlived its command"
+
+# ---- credentials: the real secrets and mcp-auth, asked at each start or connect ----
+export CREDKIT_SECRETS="$SECRETS_BIN" CREDKIT_MCP_AUTH="${MCP_AUTH_BIN:?MCP_AUTH_BIN must point at mcp-auth (ctest sets it)}"
+CLI_CANARY="canary-cli-$$-4e7a"
+mkdir -p "$PI_CODING_AGENT_DIR"
+chmod 700 "$PI_CODING_AGENT_DIR"
+printf '{"CLI_RECIPE_TOKEN": "!echo %s"}\n' "$CLI_CANARY" >"$PI_CODING_AGENT_DIR/secrets.json"
+chmod 600 "$PI_CODING_AGENT_DIR/secrets.json"
+cat >"$T_ROOT/creds.json" <<EOF
+{"mcpServers": {
+  "withsecret": {"command": "node", "args": ["$EVERYTHING", "stdio", "$MARK"],
+                 "env": {"CLI_SEEN": "\${CLI_RECIPE_TOKEN}"}},
+  "nosecret": {"command": "node", "args": ["$EVERYTHING", "stdio", "$MARK"],
+               "env": {"CLI_SEEN": "\${CLI_NO_SUCH_TOKEN}"}},
+  "oauthsrv": {"url": "http://127.0.0.1:9/mcp", "auth": "oauth"}
+}}
+EOF
+# the recipe's value reaches the server that asked for it (its environment), and nothing else
+run 0 B --config "$T_ROOT/creds.json" -vv call withsecret get-env
+assert_contains "$OUT" "$CLI_CANARY" "the server's environment"
+assert_not_contains "$ERR" "$CLI_CANARY" "the bridge's log"
+run 0 B --config "$T_ROOT/creds.json" list
+assert_not_contains "$OUT$ERR" "$CLI_CANARY" "list"
+# a name that resolves nowhere: the server fails (1) with secrets' reason, what to run
+run 1 B --config "$T_ROOT/creds.json" test nosecret
+assert_contains "$ERR" "'CLI_NO_SUCH_TOKEN' has no recipe"
+assert_contains "$ERR" "secrets configure CLI_NO_SUCH_TOKEN"
+# secrets not installed: a message naming what to install or set
+CREDKIT_SECRETS="$T_ROOT/no-secrets" run 1 B --config "$T_ROOT/creds.json" test withsecret
+assert_contains "$ERR" "CREDKIT_SECRETS names '$T_ROOT/no-secrets'"
+# login required, nothing stored in mcp-auth: exit 6, the command to run on stderr, nothing on
+# stdout (no server is contacted: the sign-in is missing before that)
+run 6 B --config "$T_ROOT/creds.json" test oauthsrv
+assert_contains "$ERR" "server 'oauthsrv'"
+assert_contains "$ERR" "run 'mcp-auth --config \"$T_ROOT/creds.json\" oauthsrv'"
+assert_eq "$OUT" "" "test's stdout when a sign-in is needed"
+run 6 B --config "$T_ROOT/creds.json" call oauthsrv anything '{}'
+assert_contains "$ERR" "run 'mcp-auth --config \"$T_ROOT/creds.json\" oauthsrv'"
+assert_eq "$OUT" "" "call's stdout when a sign-in is needed"
+run 6 B --config "$T_ROOT/creds.json" call oauthsrv anything --json
+assert_eq "$OUT" "" "call --json's stdout when a sign-in is needed"
+rm -f "$PI_CODING_AGENT_DIR/secrets.json"
 T_CHECKS=$((T_CHECKS + 1))
 ! pgrep -f "$MARK" >/dev/null || fail "a server child outlived its command"
 

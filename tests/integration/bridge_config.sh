@@ -5,6 +5,9 @@
 
 : "${MCP_BRIDGE_BIN:?MCP_BRIDGE_BIN must point at the mcp-bridge binary (ctest sets it)}"
 : "${PTYDRIVE_BIN:?PTYDRIVE_BIN must point at the ptydrive tool (ctest sets it)}"
+: "${MCP_AUTH_BIN:?MCP_AUTH_BIN must point at the mcp-auth binary (ctest sets it)}"
+# the helpers list and add ask: the real ones of this build
+export CREDKIT_SECRETS="$SECRETS_BIN" CREDKIT_MCP_AUTH="$MCP_AUTH_BIN"
 
 B() {
     "$MCP_BRIDGE_BIN" "$@"
@@ -12,7 +15,7 @@ B() {
 
 # no bundled layer, no shared layer from the real environment
 export CREDKIT_BRIDGE_BUNDLED=
-unset XDG_CONFIG_HOME MISSING_TOKEN_XYZ HOSTVAR_XYZ || true
+unset XDG_CONFIG_HOME MISSING_TOKEN_XYZ HOSTVAR_XYZ GITHUB_TOKEN CORP_KEY EVERYTHING_KEY GH_TOKEN || true
 PROJ="$T_ROOT/proj"
 mkdir -p "$PROJ"
 cd "$PROJ"
@@ -79,7 +82,8 @@ assert_contains "$OUT" "good"
 assert_contains "$OUT" "node server.js --port '1 2'" "the command line, quoted"
 assert_contains "$OUT" "has both \"url\" and \"command\"" "the reason of an invalid entry"
 assert_contains "$OUT" "\"timeout\""
-assert_contains "$OUT" "missing: MISSING_TOKEN_XYZ"
+assert_contains "$OUT" '${MISSING_TOKEN_XYZ}: missing: '"'MISSING_TOKEN_XYZ' has no recipe" "secrets' reason"
+assert_contains "$OUT" "run 'secrets configure MISSING_TOKEN_XYZ'"
 assert_not_contains "$OUT" "Bearer" "list (header values are not shown)"
 assert_contains "$OUT" "$PROJ/.pi/mcp.json': line 3, column" "the diagnostic with line and column"
 assert_contains "$OUT" "$PROJ/.mcp.json (absent)"
@@ -91,7 +95,9 @@ run 0 B list --json
 J=$OUT
 assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" "arr,both,good,needs,zero" "sorted names"
 assert_eq "$(json_get "$J" 'Object.keys(j.servers[0]).join(",")')" \
-    "name,transport,command,args,url,source,layer,valid,error,missingVariables" "server keys"
+    "name,transport,command,args,url,source,layer,valid,error,missingVariables,status,credentials" "server keys"
+assert_eq "$(json_get "$J" 'Object.keys(j.servers[0].credentials).join(",")')" "variables,oauth,headersHelper" \
+    "credentials keys"
 assert_eq "$(json_get "$J" 'Object.keys(j).join(",")')" "servers,files,diagnostics" "top-level keys"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").args')" '["server.js","--port","1 2"]'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").url')" "null"
@@ -108,6 +114,12 @@ assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "zero").transport')" 
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "arr").args')" '["--x","y"]'
 assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "arr").error')" '"env"'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").missingVariables')" '["MISSING_TOKEN_XYZ"]'
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").status')" "missing"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").credentials.variables[0].resolved')" "false"
+assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "needs").credentials.variables[0].error')" \
+    "secrets configure MISSING_TOKEN_XYZ"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").status')" "ok"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "both").status')" "invalid"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").url')" "https://example.com/mcp"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").command')" "null"
 assert_eq "$(json_get "$J" 'j.files.map(f => f.exists).join(",")')" "false,true,false,true"
@@ -115,6 +127,134 @@ assert_eq "$(json_get "$J" 'j.files[1].path')" "$USER_FILE"
 assert_eq "$(json_get "$J" 'j.diagnostics.length')" 1
 assert_eq "$(json_get "$J" 'j.diagnostics[0].source')" "$PROJ/.pi/mcp.json"
 assert_contains "$(json_get "$J" 'j.diagnostics[0].message')" "line 3, column"
+
+# ---- list: the credentials each server needs, asked of the real secrets and mcp-auth ------
+# a canary value comes from a command recipe and from the environment: it is never shown
+CANARY=canary-list-5d1c9e
+SJ="$PI_CODING_AGENT_DIR/secrets.json"
+printf '{"RECIPE_TOKEN_XYZ": "!echo %s-recipe"}\n' "$CANARY" >"$SJ"
+chmod 600 "$SJ"
+export ENV_TOKEN_XYZ="$CANARY-env"
+# a headersHelper that leaves a mark if it is ever run
+cat >"$T_ROOT/get-headers" <<EOF
+#!/bin/sh
+touch "$T_ROOT/helper-ran"
+echo '{"headers": {"X-Key": "$CANARY-helper"}}'
+EOF
+chmod 755 "$T_ROOT/get-headers"
+cat >"$T_ROOT/creds.json" <<EOF
+{
+  "mcpServers": {
+    "recipe": {"url": "https://r.example.com/mcp", "headers": {"X-Key": "\${RECIPE_TOKEN_XYZ}"}},
+    "envtok": {"url": "https://e.example.com/mcp", "bearerTokenEnv": "ENV_TOKEN_XYZ"},
+    "nothing": {"url": "https://n.example.com/mcp", "auth": "bearer", "bearerToken": "\${NO_SUCH_TOKEN_XYZ}"},
+    "stdio": {"command": "srv", "args": ["--key", "\${RECIPE_TOKEN_XYZ}"], "env": {"K": "\${NO_SUCH_TOKEN_XYZ}"}},
+    "linear": {"url": "https://mcp.linear.example/mcp", "auth": "oauth"},
+    "autolin": {"url": "https://auto.linear.example/mcp", "auth": "oauth", "autoAuth": true},
+    "helper": {"url": "https://h.example.com/mcp", "headersHelper": "'$T_ROOT/get-headers' --x"},
+    "nohelper": {"url": "https://h.example.com/mcp", "headersHelper": "no-such-helper-xyz --x"},
+    "plain": {"url": "https://p.example.com/mcp", "auth": "none"}
+  }
+}
+EOF
+run 0 B --config "$T_ROOT/creds.json" list
+L=$OUT
+assert_not_contains "$L" "$CANARY" "list (no value is shown)"
+check test ! -e "$T_ROOT/helper-ran"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^recipe .* ok ')" 1 "a name a recipe resolves"
+assert_contains "$L" '${RECIPE_TOKEN_XYZ}: ok (from a command recipe, expires in 5m)'
+assert_eq "$(printf '%s\n' "$L" | grep -c '^envtok .* ok ')" 1 "a bearerTokenEnv from the environment"
+assert_contains "$L" '${ENV_TOKEN_XYZ}: ok (from the environment, no recipe)'
+assert_eq "$(printf '%s\n' "$L" | grep -c '^nothing .* missing ')" 1 "a bearerToken that does not resolve"
+assert_contains "$L" '${NO_SUCH_TOKEN_XYZ}: missing: '"'NO_SUCH_TOKEN_XYZ' has no recipe"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^stdio .* missing ')" 1 "a stdio server's env"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^linear .* login ')" 1 "an OAuth entry with nothing stored"
+assert_contains "$L" "oauth: login required: run 'mcp-auth --config \"$T_ROOT/creds.json\" linear'
+"
+assert_contains "$L" "oauth: login required: run 'mcp-auth --config \"$T_ROOT/creds.json\" autolin' (autoAuth is on"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^helper .* ok ')" 1 "a headersHelper that is there"
+assert_contains "$L" "headersHelper: $T_ROOT/get-headers, found at $T_ROOT/get-headers (list does not run it)"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^nohelper .* missing ')" 1 "a headersHelper that is not"
+assert_contains "$L" "headersHelper: 'no-such-helper-xyz' is not found on PATH"
+assert_eq "$(printf '%s\n' "$L" | grep -c '^plain .* ok ')" 1 "auth none"
+assert_eq "$(printf '%s\n' "$L" | grep -A1 '^plain ' | grep -c '^    ' || true)" 0 "nothing to say about auth none"
+run 0 B --config "$T_ROOT/creds.json" list --json
+J=$OUT
+assert_not_contains "$J" "$CANARY" "list --json (no value is shown)"
+check test ! -e "$T_ROOT/helper-ran"
+assert_eq "$(json_get "$J" 'j.servers.map(s => s.name + "=" + s.status).join(" ")')" \
+    "autolin=login envtok=ok helper=ok linear=login nohelper=missing nothing=missing plain=ok recipe=ok stdio=missing"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "recipe").credentials.variables.map(v => [v.name, v.resolved, v.source, v.error])')" \
+    '[["RECIPE_TOKEN_XYZ",true,"command",null]]'
+assert_eq "$(json_get "$J" 'typeof j.servers.find(s => s.name === "recipe").credentials.variables[0].expiresAt')" "number"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "envtok").credentials.variables[0].source')" "environment"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "stdio").missingVariables')" '["NO_SUCH_TOKEN_XYZ"]'
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.state')" "login-required"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.autoAuth')" "false"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "autolin").credentials.oauth.autoAuth')" "true"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.command')" \
+    "mcp-auth --config \"$T_ROOT/creds.json\" linear"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "helper").credentials.headersHelper.path')" "$T_ROOT/get-headers"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "nohelper").credentials.headersHelper.path')" "null"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "plain").credentials.oauth')" "null"
+
+# a sign-in stored by mcp-auth (its store's format, written here: signing in with a browser is
+# tests/integration/auth_oidc.sh's), read by the real mcp-auth status and matched to the entries
+# by canonical URL, whatever their spelling; the tokens are never shown
+store_signin() { # URL EXPIRES_AT REFRESH_TOKEN|""
+    local issuer=https://as.example.com name
+    name=$(printf '%s\n%s' "$1" "$issuer" | sha256sum | cut -c1-32)
+    mkdir -p "$PI_CODING_AGENT_DIR/oauth"
+    chmod 700 "$PI_CODING_AGENT_DIR" "$PI_CODING_AGENT_DIR/oauth"
+    printf '{"version": 1, "server_url": "%s", "issuer": "%s", "registration": {"method": "dynamic", "client_id": "c"}, "tokens": {"access_token": "%s-at", %s"token_type": "Bearer", "expires_at": %s}}\n' \
+        "$1" "$issuer" "$CANARY" "${3:+\"refresh_token\": \"$3\", }" "$2" \
+        >"$PI_CODING_AGENT_DIR/oauth/$name.json"
+    chmod 600 "$PI_CODING_AGENT_DIR/oauth/$name.json"
+}
+NOW=$(date +%s)
+store_signin https://fresh.example.com/mcp $((NOW + 3600)) "$CANARY-rt"
+store_signin https://stale.example.com/mcp $((NOW - 60)) "$CANARY-rt"
+store_signin https://dead.example.com/mcp $((NOW - 60)) ""
+cat >"$T_ROOT/signed.json" <<EOF
+{"mcpServers": {
+  "fresh": {"url": "https://FRESH.example.com:443/mcp", "auth": "oauth"},
+  "stale": {"url": "https://stale.example.com/mcp", "oauth": {}},
+  "dead": {"url": "https://dead.example.com/mcp", "auth": "oauth"},
+  "quiet": {"url": "https://fresh.example.com/mcp"},
+  "off": {"url": "https://fresh.example.com/mcp", "auth": "none"}
+}}
+EOF
+run 0 B --config "$T_ROOT/signed.json" list
+assert_not_contains "$OUT" "$CANARY" "list (no token is shown)"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^fresh .* ok ')" 1 "signed in"
+assert_eq "$(printf '%s\n' "$OUT" | grep -A1 '^fresh ' | grep -c 'oauth: signed in, expires in .*, refreshed by itself$')" 1 \
+    "signed in, with the expiry and the refresh token"
+assert_contains "$OUT" "oauth: signed in, the token expired: it is refreshed at the next connect"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^dead .* login ')" 1 "expired with nothing to refresh it"
+assert_contains "$OUT" "oauth: login required: run 'mcp-auth --config \"$T_ROOT/signed.json\" dead'"
+assert_eq "$(printf '%s\n' "$OUT" | grep -A1 '^quiet ' | grep -c 'oauth: signed in')" 1 \
+    "a sign-in stored for an entry without auth (used after a 401)"
+assert_eq "$(printf '%s\n' "$OUT" | grep -A1 '^off ' | grep -c '^    ' || true)" 0 "auth none: never signs in"
+run 0 B --config "$T_ROOT/signed.json" list --json
+assert_not_contains "$OUT" "$CANARY" "list --json (no token is shown)"
+assert_eq "$(json_get "$OUT" 'j.servers.map(s => s.name + "=" + (s.credentials.oauth ? s.credentials.oauth.state : "-")).join(" ")')" \
+    "dead=login-required fresh=signed-in off=- quiet=signed-in stale=expired"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.expiresAt')" "$((NOW + 3600))"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.refreshToken')" "true"
+rm -rf "$PI_CODING_AGENT_DIR/oauth"
+
+# a helper that is not installed is each server's state, never a failure of the list
+CREDKIT_SECRETS="$T_ROOT/no-secrets" CREDKIT_MCP_AUTH="$T_ROOT/no-mcp-auth" run 0 B --config "$T_ROOT/creds.json" list
+assert_contains "$OUT" '${RECIPE_TOKEN_XYZ}: missing: '"CREDKIT_SECRETS names '$T_ROOT/no-secrets'"
+assert_contains "$OUT" "oauth: cannot tell: CREDKIT_MCP_AUTH names '$T_ROOT/no-mcp-auth'"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^linear .* missing ')" 1 "mcp-auth missing: the sign-in cannot be told"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^helper .* ok ')" 1 "the others are still shown"
+# a secrets.json that secrets refuses: every name says why
+chmod 644 "$SJ"
+run 0 B --config "$T_ROOT/creds.json" list
+assert_contains "$OUT" "\${RECIPE_TOKEN_XYZ}: missing: 'secrets' failed (exit status 3)"
+rm -f "$SJ"
+unset ENV_TOKEN_XYZ
 
 # a --config that does not exist: the configuration cannot be loaded at all
 run 3 B list --config "$T_ROOT/nope.json"
@@ -144,8 +284,31 @@ check same_json <(node -e 'console.log(JSON.stringify(require(process.argv[1]).m
     '{"type":"http","url":"https://mcp.github.com/mcp","timeout":30000,"bearerTokenEnv":"GITHUB_TOKEN"}'
 assert_eq "$(file_mode "$USER_FILE")" 640 "the file keeps its mode"
 assert_eq "$(ls -A "$PI_CODING_AGENT_DIR" | tr '\n' ' ')" "mcp.json " "no temporary or lock file left"
+# what add says is what the bridge does: it asks secrets for GITHUB_TOKEN at each connect
+assert_contains "$ERR" "'github' uses \${GITHUB_TOKEN}, which does not resolve now: 'GITHUB_TOKEN' has no recipe"
+assert_contains "$ERR" "run 'secrets configure GITHUB_TOKEN'" "how to set it up"
 run 0 B list --json
 assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "github").valid')" "true"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "github").status')" "missing"
+# once secrets has a recipe, add says so (never the value) and list agrees
+ADD_CANARY=canary-add-83b1f0
+printf '{"GITHUB_TOKEN": "!echo %s"}\n' "$ADD_CANARY" >"$PI_CODING_AGENT_DIR/secrets.json"
+chmod 600 "$PI_CODING_AGENT_DIR/secrets.json"
+run 0 B -v add github --url https://mcp.github.com/mcp --bearer-env GITHUB_TOKEN --timeout 30s --force
+assert_contains "$ERR" "'github' is sent 'Authorization: Bearer <\${GITHUB_TOKEN}>': the bridge asks 'secrets' for GITHUB_TOKEN at each connect"
+assert_contains "$ERR" "\${GITHUB_TOKEN} resolves now (source: command)"
+assert_contains "$ERR" "try it with: mcp-bridge test github"
+assert_not_contains "$ERR" "does not resolve" "add, with a recipe"
+assert_not_contains "$ERR" "$ADD_CANARY" "add's messages"
+run 0 B list --json
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "github").status')" "ok"
+assert_not_contains "$OUT" "$ADD_CANARY" "list"
+# a value only this shell's environment has: said, with the way to make it a recipe
+GH_ENV_ONLY_XYZ=x run 0 B -v --config "$T_ROOT/env-only.json" add envonly --url https://e.example.com/mcp --bearer-env GH_ENV_ONLY_XYZ
+assert_contains "$ERR" "\${GH_ENV_ONLY_XYZ} comes from the environment of this shell (no recipe)"
+assert_contains "$ERR" "secrets configure GH_ENV_ONLY_XYZ"
+rm -f "$PI_CODING_AGENT_DIR/secrets.json" "$T_ROOT/env-only.json"
+cp "$USER_FILE" "$T_ROOT/before.json"
 
 cp "$USER_FILE" "$T_ROOT/before.json"
 run 0 B add corp --url 'https://${HOSTVAR_XYZ}/mcp' --header 'X-Api-Key: ${CORP_KEY}' \
@@ -153,8 +316,18 @@ run 0 B add corp --url 'https://${HOSTVAR_XYZ}/mcp' --header 'X-Api-Key: ${CORP_
 check same_but "$USER_FILE" "$T_ROOT/before.json" mcpServers.corp
 check same_json <(node -e 'console.log(JSON.stringify(require(process.argv[1]).mcpServers.corp))' "$USER_FILE") \
     '{"type":"http","url":"https://${HOSTVAR_XYZ}/mcp","headers":{"X-Api-Key":"${CORP_KEY}","X-Team":"team-7"},"auth":"oauth"}'
-assert_contains "$ERR" "HOSTVAR_XYZ" "a warning about the variable not set now"
+assert_contains "$ERR" "'corp' uses \${HOSTVAR_XYZ}, which does not resolve now" "a warning about the variable"
+assert_contains "$ERR" "'corp' uses \${CORP_KEY}, which does not resolve now" "each variable"
+assert_contains "$ERR" "run 'secrets configure CORP_KEY'"
 assert_not_contains "$ERR" "credential" "no warning for templates"
+# --oauth: the entry is mcp-auth's as it is, and says how to sign in (with -v, when scripted)
+run 0 B -v --config "$T_ROOT/oauth.json" add oauthsrv --url https://o.example.com/mcp --oauth
+assert_contains "$ERR" "sign in once with: mcp-auth --config \"$T_ROOT/oauth.json\" oauthsrv"
+run 4 "$MCP_AUTH_BIN" --config "$T_ROOT/oauth.json" status --json oauthsrv
+assert_eq "$(json_get "$OUT" 'j.servers.length')" 0 "mcp-auth reads the entry add wrote"
+run 0 B --config "$T_ROOT/oauth.json" list
+assert_contains "$OUT" "oauth: login required: run 'mcp-auth --config \"$T_ROOT/oauth.json\" oauthsrv'"
+rm -f "$T_ROOT/oauth.json"
 
 # stdio, into the project file (created 0644)
 run 0 B add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything \
@@ -291,11 +464,12 @@ expect Name [githubcopilot]:
 sendline gh
 expect Choose 1-3 [1]: 
 sendline bearer
-expect Environment variable that holds the token [GH_TOKEN]: 
+expect Secret or environment variable that holds the token [GH_TOKEN]: 
 sendline 
 expect Choose 1-2 [1]: 
 sendline 1
-expect the token is read from GH_TOKEN
+expect '"'"'gh'"'"' is sent '"'"'Authorization: Bearer <${GH_TOKEN}>'"'"': the bridge asks '"'"'secrets'"'"' for GH_TOKEN at each connect
+expect run '"'"'secrets configure GH_TOKEN'"'"'
 wait 0' add
 assert_eq "$(json_get "$(cat "$USER_FILE")" 'j.mcpServers.gh.bearerTokenEnv')" "GH_TOKEN"
 

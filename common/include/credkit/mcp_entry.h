@@ -73,6 +73,12 @@ struct mcp_server {
                           * expansion) */
 };
 
+/* Checks a server URL after its ${VAR}s were expanded (had_vars: say so in the message): an
+ * http:// or https:// URL with a host and no user name or password. -EINVAL with a message that
+ * never quotes the URL (a query may hold a key), -ENOMEM. The loader checks every URL it can;
+ * one whose variables were deferred (defer_vars) is checked by the tool that expands it. */
+int mcp_server_check_url(const char *url, bool had_vars, struct err *e) _must_check_;
+
 /* Copies s deeply into *ret (raw is shared: a new reference is taken), so that it outlives the
  * configuration it came from. A NULL vector among args, env and headers becomes an empty one
  * in the copy (an entry built by hand). -EINVAL for a NULL argument, -ENOMEM; *ret untouched

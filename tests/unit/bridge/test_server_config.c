@@ -43,6 +43,10 @@ static const struct reject rejects[] = {
     {"r-life", "{'command': 'x', 'lifecycle': 1}", "\"lifecycle\" must be a string, not a number"},
     {"r-life-nul", "{'command': 'x', 'lifecycle': 'a\\u0000b'}",
      "\"lifecycle\" must not contain a NUL character"},
+    {"r-auto", "{'url': 'https://x.example', 'autoAuth': 'yes'}",
+     "\"autoAuth\" must be true or false, not a string"},
+    {"r-auto-num", "{'url': 'https://x.example', 'autoAuth': 1}",
+     "\"autoAuth\" must be true or false, not a number"},
 };
 /* clang-format on */
 
@@ -247,6 +251,115 @@ static void test_tool_prefix(void)
     mcp_config_free(c);
 }
 
+/* "autoAuth" per entry and in the settings, "authRequiredMessage" in the settings */
+static void test_auto_auth(void)
+{
+    setup("sc-autoauth");
+    put(USER, "{'settings': {'autoAuth': true, 'authRequiredMessage': 'Sign in to ${server}'},"
+              " 'mcpServers': {"
+              "'plain': {'url': 'https://p.example'},"
+              "'on': {'url': 'https://p.example', 'autoAuth': true},"
+              "'off': {'url': 'https://p.example', 'autoAuth': false},"
+              "'null': {'url': 'https://p.example', 'autoAuth': null}}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    CHECK_INT(mcp_config_diag_count(c), 0);
+    const struct mcp_server *plain = mcp_config_find(c, "plain"), *on = mcp_config_find(c, "on"),
+                            *off = mcp_config_find(c, "off"), *nul = mcp_config_find(c, "null");
+    CHECK(plain && on && off && nul);
+    if (plain && on && off && nul) {
+        CHECK(!plain->error && !on->error && !off->error && !nul->error);
+        CHECK(server_config_auto_auth(c, plain)); /* the settings' */
+        CHECK(server_config_auto_auth(c, on));
+        CHECK(!server_config_auto_auth(c, off)); /* the entry's own wins */
+        CHECK(server_config_auto_auth(c, nul));  /* null: as if absent */
+        struct server_config sc = SERVER_CONFIG_INIT;
+        struct err e = ERR_INIT;
+        CHECK_INT(server_config_parse(on->raw, &sc, &e), 0);
+        CHECK_INT(sc.auto_auth, 1);
+        server_config_release(&sc);
+        CHECK_INT(server_config_parse(off->raw, &sc, &e), 0);
+        CHECK_INT(sc.auto_auth, 0);
+        server_config_release(&sc);
+        CHECK_INT(server_config_parse(plain->raw, &sc, &e), 0);
+        CHECK_INT(sc.auto_auth, -1);
+        server_config_release(&sc);
+        CHECK_INT(server_config_parse(nul->raw, &sc, &e), 0);
+        CHECK_INT(sc.auto_auth, -1);
+        server_config_release(&sc);
+    }
+    CHECK_STR(server_config_auth_message(c), "Sign in to ${server}");
+    mcp_config_free(c);
+
+    /* a higher layer turns it off, key by key; null leaves the lower layer's value */
+    put(PROJ1, "{'settings': {'autoAuth': false}}");
+    put(PROJ2, "{'settings': {'autoAuth': null, 'authRequiredMessage': null}}");
+    c = load();
+    if (c) {
+        const struct mcp_server *p = mcp_config_find(c, "plain");
+        CHECK(p && !server_config_auto_auth(c, p));
+        CHECK(p && server_config_auto_auth(c, mcp_config_find(c, "on")));
+        CHECK_STR(server_config_auth_message(c), "Sign in to ${server}");
+        mcp_config_free(c);
+    }
+
+    /* invalid settings: a diagnostic of their file, which adds nothing; the lower layers hold */
+    put(PROJ1, "{'settings': {'autoAuth': 'yes', 'authRequiredMessage': 'never seen'}}");
+    put(PROJ2, "{'settings': {'authRequiredMessage': '  '}}");
+    c = load();
+    if (c) {
+        CHECK_INT(mcp_config_diag_count(c), 2);
+        if (mcp_config_diag_count(c) == 2) {
+            CHECK_STR(mcp_config_diag_at(c, 0)->message,
+                      "'~/proj/.mcp.json': \"settings.autoAuth\" must be true or false, not a "
+                      "string: it is ignored");
+            CHECK_CONTAINS(mcp_config_diag_at(c, 1)->message,
+                           "'~/proj/.pi/mcp.json': \"settings.authRequiredMessage\" must not be "
+                           "blank");
+        }
+        CHECK(server_config_auto_auth(c, mcp_config_find(c, "plain")));
+        CHECK_STR(server_config_auth_message(c), "Sign in to ${server}");
+        mcp_config_free(c);
+    }
+    put(PROJ1, "{'settings': {'authRequiredMessage': 5}}");
+    put(PROJ2, "{}");
+    c = load();
+    if (c) {
+        CHECK_INT(mcp_config_diag_count(c), 1);
+        if (mcp_config_diag_count(c) == 1)
+            CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
+                           "\"settings.authRequiredMessage\" must be a string, not a number");
+        mcp_config_free(c);
+    }
+
+    /* nothing set anywhere: off, and the default message */
+    setup("sc-autoauth-none");
+    put(USER, "{'mcpServers': {'plain': {'url': 'https://p.example'}}}");
+    c = load();
+    if (c) {
+        CHECK(!server_config_auto_auth(c, mcp_config_find(c, "plain")));
+        CHECK(server_config_auth_message(c) == NULL);
+        mcp_config_free(c);
+    }
+    CHECK(!server_config_auto_auth(NULL, NULL));
+    CHECK(server_config_auth_message(NULL) == NULL);
+
+    /* loaded without the checks: a value of the wrong type counts as unset */
+    setup("sc-autoauth-unchecked");
+    put(USER, "{'settings': {'autoAuth': 'yes', 'authRequiredMessage': 7},"
+              " 'mcpServers': {'e': {'url': 'https://p.example', 'autoAuth': 'no'}}}");
+    struct mcp_config_opts o = {.cwd = P("home/proj")};
+    struct err e = ERR_INIT;
+    c = NULL;
+    CHECK_INT(mcp_config_load(&o, &c, &e), 0);
+    if (c) {
+        CHECK(!server_config_auto_auth(c, mcp_config_find(c, "e")));
+        CHECK(server_config_auth_message(c) == NULL);
+        mcp_config_free(c);
+    }
+}
+
 /* a configuration held in memory: the same checks */
 static void test_load_object(void)
 {
@@ -285,4 +398,4 @@ static void test_load_object(void)
     CHECK(c == NULL);
 }
 
-TESTS_MAIN(test_rejections, test_fields, test_tool_prefix, test_load_object)
+TESTS_MAIN(test_rejections, test_fields, test_tool_prefix, test_auto_auth, test_load_object)

@@ -122,6 +122,34 @@ static const struct reject rejects[] = {
      "\"bearerTokenEnv\" must be the name of an environment variable"},
     {"r-bearer-env2", "{'url': 'https://x.example', 'bearerTokenEnv': 'MY-TOKEN'}",
      "not 'MY-TOKEN'"},
+    {"r-bearer-hdr",
+     "{'url': 'https://x.example', 'bearerTokenEnv': 'T', 'headers': "
+     "{'AUTHORIZATION': 'Bearer SECRETLITERAL'}}",
+     "\"headers\" sets Authorization, and the entry also signs in with a bearer token"},
+    {"r-bearer-tok-hdr",
+     "{'url': 'https://x.example', 'auth': 'bearer', 'bearerToken': 'x', "
+     "'headers': {'Authorization': 'x'}}",
+     "\"headers\" sets Authorization, and the entry also signs in with a bearer token"},
+    {"r-oauth-obj-hdr",
+     "{'url': 'https://x.example', 'oauth': {}, 'headers': "
+     "{'Authorization': 'Basic SECRETLITERAL'}}",
+     "\"headers\" sets Authorization, and the entry also signs in with OAuth"},
+    {"r-oauth-bearer", "{'url': 'https://x.example', 'auth': 'oauth', 'bearerTokenEnv': 'T'}",
+     "the entry signs in with OAuth and also names a bearer token"},
+    {"r-oauth-obj-bearer", "{'url': 'https://x.example', 'oauth': {}, 'bearerToken': '${T}'}",
+     "the entry signs in with OAuth and also names a bearer token"},
+    {"r-bearer-tok-blank", "{'url': 'https://x.example', 'bearerToken': ' '}",
+     "\"bearerToken\" must not be blank"},
+    {"r-bearer-tok-num", "{'url': 'https://x.example', 'bearerToken': 5}",
+     "\"bearerToken\" must be a string, not a number"},
+    {"r-bearer-tok-tmpl", "{'url': 'https://x.example', 'bearerToken': 'SECRETLITERAL${T'}",
+     "\"bearerToken\": unterminated \"${\""},
+    {"r-args-tmpl", "{'command': 'x', 'args': ['ok', '--k=${1X}']}",
+     "\"args\" element 2: invalid variable name"},
+    {"r-auth-false-str", "{'url': 'https://x.example', 'auth': 'false'}",
+     "\"auth\" must be \"oauth\", \"bearer\", \"none\" or false, not 'false'"},
+    {"r-oauth-num", "{'url': 'https://x.example', 'oauth': 0}",
+     "\"oauth\" must be an object (or false), not a number"},
     {"r-helper", "{'url': 'https://x.example', 'headersHelper': '  '}",
      "\"headersHelper\" must not be blank"},
     {"r-helper-num", "{'url': 'https://x.example', 'headersHelper': 1}",
@@ -386,6 +414,179 @@ static void test_expansion(void)
     unsetenv("MCPT_NL");
 }
 
+/* "auth": false / "none" / "oauth": false turn signing in off; "bearerToken"; which
+ * Authorization headers the entry may set itself */
+static void test_auth_modes(void)
+{
+    setup("authmodes");
+    put(USER, "{'mcpServers': {"
+              "'off-false': {'url': 'https://a.example', 'auth': false},"
+              "'off-none': {'url': 'https://a.example', 'auth': 'none'},"
+              "'off-oauth': {'url': 'https://a.example', 'oauth': false},"
+              "'off-oauth-null': {'url': 'https://a.example', 'oauth': null},"
+              "'oauth-over-false': {'url': 'https://a.example', 'oauth': false, 'auth': 'oauth'},"
+              "'bearer-over-false': {'url': 'https://a.example', 'oauth': false,"
+              "  'bearerTokenEnv': 'TOK'},"
+              "'tok-literal': {'url': 'https://a.example', 'bearerToken': 'lit'},"
+              "'tok-template': {'url': 'https://a.example', 'auth': 'bearer',"
+              "  'bearerToken': 'Bearer-less ${MCPT_AM_TOKEN}'},"
+              "'static': {'url': 'https://a.example', 'headers': {'Authorization': 'Bearer s'}},"
+              "'static-none': {'url': 'https://a.example', 'auth': 'none',"
+              "  'headers': {'Authorization': 'Bearer s'}},"
+              "'static-off': {'url': 'https://a.example', 'oauth': false,"
+              "  'headers': {'authorization': 'Bearer s'}},"
+              "'static-helper': {'url': 'https://a.example', 'headersHelper': 'h',"
+              "  'headers': {'Authorization': 'Bearer s'}},"
+              "'bearer-auth-none': {'url': 'https://a.example', 'auth': 'bearer',"
+              "  'bearerTokenEnv': 'TOK', 'oauth': {'clientId': 'c'}}"
+              "}}");
+    setenv("MCPT_AM_TOKEN", "tok", 1);
+    struct mcp_config *c = load();
+    unsetenv("MCPT_AM_TOKEN");
+    if (!c)
+        return;
+    for (size_t i = 0; i < mcp_config_count(c); i++) {
+        const struct mcp_server *s = mcp_config_at(c, i);
+        CHECK(s->error == NULL);
+        if (s->error)
+            fprintf(stderr, "  %s\n", s->error);
+    }
+    static const struct {
+        const char *name;
+        enum mcp_auth_mode auth;
+    } modes[] = {
+        {"off-false", MCP_AUTH_DISABLED},
+        {"off-none", MCP_AUTH_DISABLED},
+        {"off-oauth", MCP_AUTH_DISABLED},
+        {"off-oauth-null", MCP_AUTH_NONE},
+        {"oauth-over-false", MCP_AUTH_OAUTH},
+        {"bearer-over-false", MCP_AUTH_BEARER},
+        {"tok-literal", MCP_AUTH_BEARER},
+        {"tok-template", MCP_AUTH_BEARER},
+        {"static", MCP_AUTH_NONE},
+        {"static-none", MCP_AUTH_DISABLED},
+        {"static-off", MCP_AUTH_DISABLED},
+        {"static-helper", MCP_AUTH_NONE},
+        {"bearer-auth-none", MCP_AUTH_BEARER},
+    };
+    for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
+        const struct mcp_server *s = mcp_config_find(c, modes[i].name);
+        CHECK(s != NULL);
+        if (s)
+            CHECK_INT(s->auth, modes[i].auth);
+        if (s && s->auth != modes[i].auth)
+            fprintf(stderr, "  entry '%s'\n", modes[i].name);
+    }
+    const struct mcp_server *s = mcp_config_find(c, "tok-literal");
+    CHECK(s && s->bearer_token && strcmp(s->bearer_token, "lit") == 0 && !s->bearer_token_env);
+    s = mcp_config_find(c, "tok-template");
+    CHECK(s && s->bearer_token && strcmp(s->bearer_token, "Bearer-less ${MCPT_AM_TOKEN}") == 0);
+    CHECK(s && !s->missing_vars);
+
+    /* a copy keeps the bearer token */
+    struct mcp_server *cp = NULL;
+    CHECK_INT(mcp_server_dup(s, &cp), 0);
+    mcp_config_free(c);
+    CHECK(cp && cp->bearer_token && strcmp(cp->bearer_token, "Bearer-less ${MCPT_AM_TOKEN}") == 0);
+    CHECK(cp && cp->auth == MCP_AUTH_BEARER);
+    mcp_server_free(cp);
+}
+
+/* defer_vars: names the environment lacks leave the entry valid, listed in missing_vars, for a
+ * tool that resolves them at each connect; everything else is still checked */
+static void test_defer_vars(void)
+{
+    setup("defer");
+    unsetenv("MCPT_D_HOST");
+    unsetenv("MCPT_D_KEY");
+    unsetenv("MCPT_D_ARG");
+    unsetenv("MCPT_D_TOK");
+    setenv("MCPT_D_FTP", "ftp://x.example", 1);
+    put(USER,
+        "{'mcpServers': {"
+        "'url': {'url': 'https://${MCPT_D_HOST}/mcp', 'headers': {'X-K': '${MCPT_D_KEY}',"
+        "  'X-K2': 'again ${MCPT_D_KEY} ${MCPT_D_HOST}'}},"
+        "'args': {'command': 'x', 'args': ['--a=${MCPT_D_ARG}', 'b'],"
+        "  'env': {'E': '${MCPT_D_KEY}'}},"
+        "'tok': {'url': 'https://a.example', 'auth': 'bearer',"
+        "  'bearerToken': '${MCPT_D_TOK}'},"
+        "'bad-url': {'url': 'ftp://a.example/mcp', 'headers': {'X-K': '${MCPT_D_KEY}'}},"
+        "'bad-url-var': {'url': '${MCPT_D_FTP}/mcp', 'headers': {'X-K': '${MCPT_D_KEY}'}},"
+        "'cred-url': {'url': 'https://me:pw@a.example/', 'headers': {'X-K': '${MCPT_D_KEY}'}},"
+        "'bad-tmpl': {'url': 'https://a.example', 'headers': {'X-K': '${MCPT_D_KEY'},"
+        "  'env': {}},"
+        "'crlf': {'url': 'https://a.example', 'headers': {'X-K': '${MCPT_D_KEY}'}}"
+        "}}");
+    struct mcp_config_opts o = {.cwd = P("home/proj"), .defer_vars = true};
+    struct mcp_config *c = load_opts(&o);
+    if (!c)
+        return;
+    const struct mcp_server *s = mcp_config_find(c, "url");
+    CHECK(s && !s->error);
+    CHECK(s && vlen(s->missing_vars) == 2);
+    if (s && vlen(s->missing_vars) == 2) {
+        CHECK_STR(s->missing_vars[0], "MCPT_D_HOST");
+        CHECK_STR(s->missing_vars[1], "MCPT_D_KEY");
+        CHECK_STR(s->url, "https://${MCPT_D_HOST}/mcp"); /* the template, kept */
+    }
+    s = mcp_config_find(c, "args");
+    CHECK(s && !s->error && vlen(s->missing_vars) == 2);
+    if (s && vlen(s->missing_vars) == 2) {
+        CHECK_STR(s->missing_vars[0], "MCPT_D_KEY"); /* env before args */
+        CHECK_STR(s->missing_vars[1], "MCPT_D_ARG");
+    }
+    s = mcp_config_find(c, "tok");
+    CHECK(s && !s->error && vlen(s->missing_vars) == 1);
+    /* what does not depend on a missing name is checked now */
+    s = mcp_config_find(c, "bad-url");
+    CHECK(s && s->error && strstr(s->error, "must be an http:// or https:// URL, not 'ftp:'"));
+    s = mcp_config_find(c, "bad-url-var");
+    CHECK(s && s->error &&
+          strstr(s->error, "must be an http:// or https:// URL after expanding variables"));
+    s = mcp_config_find(c, "cred-url");
+    CHECK(s && s->error && strstr(s->error, "must not contain a user name or password"));
+    CHECK(s && s->error && !strstr(s->error, "pw"));
+    s = mcp_config_find(c, "bad-tmpl");
+    CHECK(s && s->error && strstr(s->error, "unterminated"));
+    mcp_config_free(c);
+
+    /* without defer_vars, the same entries are invalid, naming what is missing */
+    o.defer_vars = false;
+    c = load_opts(&o);
+    if (!c)
+        return;
+    s = mcp_config_find(c, "url");
+    CHECK(s && s->error && strstr(s->error, "variables 'MCPT_D_HOST', 'MCPT_D_KEY' are not set"));
+    CHECK(s && vlen(s->missing_vars) == 2);
+    s = mcp_config_find(c, "args");
+    CHECK(s && s->error && strstr(s->error, "'MCPT_D_ARG'"));
+    s = mcp_config_find(c, "tok");
+    CHECK(s && s->error && strstr(s->error, "variable 'MCPT_D_TOK' is not set"));
+    mcp_config_free(c);
+
+    /* once the names are there, the values are checked as always */
+    setenv("MCPT_D_HOST", "h.example", 1);
+    setenv("MCPT_D_KEY", "a\r\nX-Evil: 1", 1);
+    setenv("MCPT_D_ARG", "1", 1);
+    setenv("MCPT_D_TOK", "t", 1);
+    o.defer_vars = true;
+    c = load_opts(&o);
+    if (c) {
+        s = mcp_config_find(c, "url");
+        CHECK(s && s->error && strstr(s->error, "contains a line break after expanding"));
+        s = mcp_config_find(c, "args");
+        CHECK(s && !s->error && !s->missing_vars);
+        s = mcp_config_find(c, "tok");
+        CHECK(s && !s->error && !s->missing_vars);
+        mcp_config_free(c);
+    }
+    unsetenv("MCPT_D_HOST");
+    unsetenv("MCPT_D_KEY");
+    unsetenv("MCPT_D_ARG");
+    unsetenv("MCPT_D_TOK");
+    unsetenv("MCPT_D_FTP");
+}
+
 /* more missing variables than a message holds: all listed in missing_vars, the message cut */
 static void test_many_missing(void)
 {
@@ -528,5 +729,6 @@ static void test_server_dup_by_hand(void)
     mcp_server_free(NULL);
 }
 
-TESTS_MAIN(test_rejections, test_names, test_fields_and_types, test_expansion, test_many_missing,
-           test_server_dup, test_server_dup_by_hand, test_transport_name)
+TESTS_MAIN(test_rejections, test_names, test_fields_and_types, test_auth_modes, test_defer_vars,
+           test_expansion, test_many_missing, test_server_dup, test_server_dup_by_hand,
+           test_transport_name)
