@@ -50,7 +50,10 @@ export CREDKIT_MCP_AUTH="$MCP_AUTH_BIN" CREDKIT_SECRETS="$SECRETS_BIN"
 export CI=true DEMO_ACCESS_TTL=8 DEMO_TOKENS=4
 run 0 bash "$TESTS_DIR/../scripts/demo" --oauth-stage
 assert_contains "$OUT" '"auth": "oauth"'
-# before the sign-in: login required, with the command that fixes it
+# before the sign-in: login required, with the command that fixes it (list, then a call); after
+# it, signed in
+assert_contains "$OUT" "oauth: login required: run 'mcp-auth protected'"
+assert_contains "$OUT" "oauth: signed in, expires in"
 assert_contains "$OUT" "(exit status 6)"
 assert_contains "$ERR" "server 'protected': sign-in required: run 'mcp-auth protected'"
 # the sign-in, through the headless browser
@@ -110,6 +113,7 @@ assert_contains "$ERR" "same value both times"
 suffix=$(printf '%s\n' "$OUT" | sed -n 's/^(the token typed at the prompt.*it ends in \.\.\.\(....\))$/\1/p')
 [ -n "$suffix" ] || fail "the demo did not say how its API token ends:
 $OUT"
+assert_contains "$OUT" '${DEMO_API_TOKEN}: ok (from a keychain recipe)'
 assert_contains "$OUT" "  mcp_api_whoami"
 assert_contains "$OUT" "  mcp_api-templated_whoami"
 accepted=$(printf '%s\n' "$OUT" | grep -c "^  authorized by a bearer token ending in \.\.\.$suffix (" || true)
