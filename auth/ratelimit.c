@@ -12,7 +12,7 @@ static const struct {
     const char *words; /* in the message */
     int cap;           /* per minute */
 } kinds[] = {
-    [RATELIMIT_TOKEN] = {"token", "token requests", 12},
+    [RATELIMIT_TOKEN] = {"token", "token requests", 60},
     [RATELIMIT_SIGNIN] = {"signin", "sign-ins", 5},
 };
 

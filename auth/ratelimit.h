@@ -12,7 +12,8 @@
 #include "tokens.h"
 
 enum ratelimit_kind {
-    RATELIMIT_TOKEN,  /* a request to the token endpoint (a grant, a refresh): 12 a minute */
+    RATELIMIT_TOKEN,  /* a request to the token endpoint (a grant, a refresh): 60 a minute,
+                       * enough for tokens that live seconds, still a brake for a loop */
     RATELIMIT_SIGNIN, /* a sign-in: 5 a minute */
 };
 

@@ -49,7 +49,7 @@ struct slot {
     bool step_up; /* this run widens the grant (FORBIDDEN) */
     bool again;   /* a request came that this run cannot answer (a refusal
                                    * after it started): one more run follows, with: */
-    bool again_refresh, again_step_up;
+    bool again_step_up;
     bool have;                    /* an answer is kept */
     struct strv vals;             /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
     int64_t expires_at;           /* ms; 0: the answer did not say */
@@ -431,9 +431,9 @@ static void slot_settled(struct slot *s, int error, const char *message)
     if (s->again) {
         /* its answer predates what a waiting request needs: every waiting one gets the next */
         s->again = false;
-        s->refresh = s->again_refresh;
+        s->refresh = false;
         s->step_up = s->again_step_up;
-        s->again_refresh = s->again_step_up = false;
+        s->again_step_up = false;
         slot_start(s, s->srv); /* settles again by itself when it cannot start */
         return;
     }
@@ -671,7 +671,10 @@ static void step_up_decide(struct slot *s, const char *granted)
                      "(insufficient_scope), and the server named no scope. Run '%s --scope "
                      "\"SCOPES\"' with the scopes its documentation names%s%s",
                      cmd, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
-        slot_settled(s, -EPERM, msg);
+        if (h->auto_auth) /* past the storm brake: a sign-in is needed (LOGIN), and why */
+            snprintf(msg, sizeof(msg), "sign-in required: run '%s --scope \"%s\"' (%s)", cmd,
+                     *scopes ? scopes : "SCOPES", why);
+        slot_settled(s, h->auto_auth ? CREDENTIALS_LOGIN_REQUIRED : -EPERM, msg);
     }
     buf_release(&all);
 }
@@ -961,15 +964,13 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
             continue;
         if (s->proc) {
             q->waiting |= 1u << k; /* the run under way answers this one too, unless: */
-            bool refused = query->reason == CREDENTIALS_UNAUTHORIZED || step_up;
-            if (refused && !(k == SLOT_OAUTH && (step_up ? s->step_up : s->refresh))) {
+            /* a step-up is a sequence of its own (status, login, header): it follows the run.
+             * A 401 takes the run's answer: the upstream asks again if it is the same. */
+            if (k == SLOT_OAUTH && step_up && !s->step_up) {
                 s->again = true;
-                s->again_refresh |= k == SLOT_OAUTH && !step_up;
-                s->again_step_up |= k == SLOT_OAUTH && step_up;
-                if (k == SLOT_OAUTH && step_up) {
-                    free(s->challenged);
-                    s->challenged = challenged_scopes(query->challenge);
-                }
+                s->again_step_up = true;
+                free(s->challenged);
+                s->challenged = challenged_scopes(query->challenge);
             }
             continue;
         }

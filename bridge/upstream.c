@@ -214,9 +214,12 @@ static void enter_login(struct upstream *u, int error, const char *message)
     char *m = up_asprintf("%s", message ? message : "a sign-in is needed");
     up_fail_waiting(u, error, m);
     free(m);
-    /* once per episode: the calls that find it so say it too */
-    if (u->state != UPSTREAM_LOGIN)
+    /* once per episode (until it is READY again): the calls that find it so say it too */
+    if (!u->login_warned)
         log_warn(u->log, "%s", message ? message : "a sign-in is needed");
+    else
+        log_debug(u->log, "%s", message ? message : "a sign-in is needed");
+    u->login_warned = true;
     (void)up_set_state(u, UPSTREAM_LOGIN, error, message);
 }
 

@@ -204,6 +204,7 @@ int up_send_call(struct upstream *u, struct upstream_call *c)
 
     if (!u->conn)
         return -ENOTCONN;
+    c->creds_gen = u->creds_gen;
     id = json_object_new_int64(c->id);
     if (!id)
         goto out;

@@ -200,6 +200,14 @@ static void call_error(struct upstream *u, struct conn *cn, struct upstream_call
     up_call_unlink(u, c);
     bool step_up = error == -EPERM && cn == u->conn &&
                    credentials_insufficient_scope(transport_challenge(cn->t));
+    if (error == -EACCES && !c->auth_retried && u->state == UPSTREAM_READY &&
+        u->sess == SESSION_OPEN && c->creds_gen != u->creds_gen) {
+        /* refused with credentials that were replaced meanwhile: again, with the new ones */
+        c->auth_retried = true;
+        up_call_put(u, c, CALL_WAITING, true);
+        up_flush_waiting(u);
+        return;
+    }
     if ((error == -EACCES || step_up) && !c->auth_retried && u->state == UPSTREAM_READY &&
         u->sess != SESSION_REINIT) {
         up_reauth(u, c, error); /* parked; retried once with fresh credentials */

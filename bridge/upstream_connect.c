@@ -63,12 +63,29 @@ static void arm_expiry(struct upstream *u)
         up_disarm(&u->expiry_timer);
         return;
     }
-    int64_t life = u->creds.expires_at - credentials_now_ms();
-    int64_t delay = life - credentials_skew_ms(life);
-    if (delay < CREDENTIALS_SKEW_MIN_MS)
-        delay = CREDENTIALS_SKEW_MIN_MS; /* never a loop of asking for one that expired */
+    int64_t now = credentials_now_ms();
+    int64_t life = u->creds.expires_at - u->creds_got_at;
+    int64_t delay = u->creds.expires_at - credentials_skew_ms(life) - now;
+    if (delay <= 0) {
+        /* asked at that point already, and the helper gave the same answer back (its own
+         * margin is a little later): halfway to the expiry, then again */
+        int64_t left = u->creds.expires_at - now;
+        delay = left >= 200 ? left / 2 : CREDENTIALS_SKEW_MIN_MS; /* never a tight loop */
+    }
     if (up_arm(u, &u->expiry_timer, delay, expiry_fired) < 0)
         log_warn(u->log, "server '%s': cannot arm the credentials refresh", up_name(u));
+}
+
+/* Keeps an answer as the credentials in force. -ENOMEM (the old ones are kept then). */
+static int keep_creds(struct upstream *u, const struct credentials *c)
+{
+    int64_t old_exp = u->creds.expires_at;
+    if (credentials_copy(&u->creds, c) < 0)
+        return -ENOMEM;
+    if (c->expires_at != old_exp || !u->creds_got_at)
+        u->creds_got_at = credentials_now_ms();
+    u->creds_gen++;
+    return 0;
 }
 
 /* ---- opening the transport ------------------------------------------------------------------ */
@@ -190,7 +207,7 @@ static void connect_with(struct upstream *u, int error, const struct credentials
         creds_failed(u, error, message);
         return;
     }
-    if (credentials_copy(&u->creds, c) < 0) {
+    if (keep_creds(u, c) < 0) {
         start_failed(u, -ENOMEM, NULL, NULL);
         return;
     }
@@ -232,7 +249,7 @@ static void connect_retry_with(struct upstream *u, int error, const struct crede
         init_refused_fail(u, u->cred_error); /* the same again would be refused the same */
         return;
     }
-    if (credentials_copy(&u->creds, c) < 0) {
+    if (keep_creds(u, c) < 0) {
         start_failed(u, -ENOMEM, NULL, NULL);
         return;
     }
@@ -294,6 +311,17 @@ static void reauth_with(struct upstream *u, int error, const struct credentials 
 {
     if (u->sess == SESSION_REAUTH)
         u->sess = SESSION_OPEN;
+    if (error >= 0 && credentials_headers_equal(c->headers, u->creds.headers) &&
+        !u->reauth_forced) {
+        /* the answer of a run that began before the refusal: once more, from a run of its own
+         * (a refresh) */
+        u->reauth_forced = true;
+        u->sess = SESSION_REAUTH;
+        if (creds_ask(u, CREDENTIALS_UNAUTHORIZED, CRED_REAUTH) >= 0)
+            return;
+        u->sess = SESSION_OPEN;
+    }
+    u->reauth_forced = false;
     if (error == CREDENTIALS_LOGIN_REQUIRED) {
         fail_parked_with(u, error, message);
         char *m = up_asprintf("server '%s': %s", up_name(u), message ? message : "");
@@ -309,7 +337,7 @@ static void reauth_with(struct upstream *u, int error, const struct credentials 
         free(m);
     } else if (credentials_headers_equal(c->headers, u->creds.headers)) {
         fail_parked(u, NULL); /* nothing new to try */
-    } else if (credentials_copy(&u->creds, c) < 0 ||
+    } else if (keep_creds(u, c) < 0 ||
                transport_set_headers(u->conn->t, (const char *const *)u->creds.headers) < 0) {
         fail_parked(u, "the request headers could not be replaced");
     } else {
@@ -356,7 +384,7 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
         return;
     }
     u->refresh_retry_ms = 0;
-    if (credentials_copy(&u->creds, c) < 0) {
+    if (keep_creds(u, c) < 0) {
         log_warn(u->log, "server '%s': out of memory refreshing the credentials", up_name(u));
         return;
     }
@@ -513,6 +541,7 @@ static void init_done(struct upstream *u, struct conn *cn)
     }
     u->gen = cn->gen;
     u->ready_at = loop_now(u->loop);
+    u->login_warned = false;
     log_info(u->log, "server '%s': connected (protocol %s)", up_name(u), u->version);
     up_flush_waiting(u);
     (void)up_set_state(u, UPSTREAM_READY, 0, NULL);

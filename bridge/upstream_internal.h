@@ -73,11 +73,13 @@ struct upstream_call {
     call_internal_fn ifn;
     unsigned flags; /* transport_send flags */
     enum call_where where;
-    uint64_t session;  /* u->session when sent */
-    bool retried;      /* sent again after the session was lost (-ESTALE) */
-    bool auth_retried; /* sent again with fresh credentials after a 401 */
-    int refused;       /* CALL_PARKED: the refusal (-EACCES 401, -EPERM 403 insufficient_scope) */
-    bool in_callback;  /* its response callback is running: freed by whoever called it */
+    uint64_t session;   /* u->session when sent */
+    bool retried;       /* sent again after the session was lost (-ESTALE) */
+    bool auth_retried;  /* sent again with fresh credentials after a 401 */
+    int refused;        /* CALL_PARKED: the refusal (-EACCES 401, -EPERM 403 insufficient_scope) */
+    uint64_t creds_gen; /* u->creds_gen when it was sent: a refusal of older credentials is
+                         * answered by sending it again with the current ones */
+    bool in_callback;   /* its response callback is running: freed by whoever called it */
     bool progressed;
     int error; /* CALL_FAILING */
     char *message;
@@ -137,6 +139,10 @@ struct upstream {
     int64_t recheck_at;       /* LOGIN, or FAILED by the credentials: a call from then on
                                * connects again (loop time; 0: FAILED for good) */
     int64_t refresh_retry_ms; /* the next wait after a failed refresh (backoff) */
+    int64_t creds_got_at;     /* credentials_now_ms() when creds' expires_at was first had */
+    uint64_t creds_gen;       /* counts the answers put in creds */
+    bool login_warned;        /* "a sign-in is needed" was logged in this episode */
+    bool reauth_forced;       /* this refusal's answer was the same once: asked again */
     struct loop_timer *expiry_timer;
     bool refreshed_in_connect; /* a 401 to initialize asked once already in this attempt */
     struct upstream_call *init_call, *ping_call;

@@ -40,6 +40,7 @@ the resource), refresh tokens with rotation, client_credentials, revocation, int
 dev login/consent pages (any login name, any password).
 
 Test endpoints: GET /__test/stats (counters, JSON), POST /__test/reset (zero the counters),
+GET /__test/issued-tokens (every access and refresh token issued since start, never reset),
 POST /__test/forget-clients (drop every dynamically registered client, as if the server had been
 reset), POST /__test/revoke-all (drop every grant and token).`;
 
@@ -124,10 +125,18 @@ function freshStats() {
     introspections: 0,
     client_credentials_grants: 0,
     authorization_code_grants: 0,
+    // one {t, grant, left_ms} per successful refresh_token grant: left_ms is how long the access
+    // token issued last for that grant still had to live (a second refresh in one lifetime
+    // shows as a left_ms close to the whole lifetime)
+    refresh_log: [],
   };
 }
 let stats = freshStats();
 const bump = (obj, key) => { obj[key] = (obj[key] ?? 0) + 1; };
+// Not reset with the counters: every token the server issued (GET /__test/issued-tokens, for
+// tests that check that no token leaks), and the expiry (ms) of the last access token per grant.
+const issued = { access_tokens: new Set(), refresh_tokens: new Set() };
+const lastAccessExpiry = new Map();
 
 // ---- static clients ----------------------------------------------------------------------------
 function idSecret(value, flag) {
@@ -281,6 +290,7 @@ provider.use(async (ctx, next) => {
     if (ok && gt === 'refresh_token') stats.refresh_token_grants += 1;
     if (ok && gt === 'client_credentials') stats.client_credentials_grants += 1;
     if (ok && gt === 'authorization_code') stats.authorization_code_grants += 1;
+    if (ok) noteIssued(ctx, gt);
   } else if (route === 'revocation' && ok) {
     stats.revocations += 1;
   } else if (route === 'registration' && ok) {
@@ -314,6 +324,8 @@ httpServer.on('request', (req, res) => {
   if (path.startsWith('/__test/')) {
     if (req.method === 'GET' && path === '/__test/stats') {
       sendJson(res, 200, { ...stats, issuer, live: liveCounts() });
+    } else if (req.method === 'GET' && path === '/__test/issued-tokens') {
+      sendJson(res, 200, { access_tokens: [...issued.access_tokens], refresh_tokens: [...issued.refresh_tokens] });
     } else if (req.method === 'POST' && path === '/__test/reset') {
       stats = freshStats();
       sendJson(res, 200, { ok: true });
@@ -338,6 +350,23 @@ httpServer.on('request', (req, res) => {
   }
   providerCallback(req, res);
 });
+
+// Keeps the tokens of a successful token response, and for a refresh how long the grant's
+// previous access token still had (refresh_log).
+function noteIssued(ctx, gt) {
+  const body = ctx.body && typeof ctx.body === 'object' ? ctx.body : {};
+  if (typeof body.access_token === 'string') issued.access_tokens.add(body.access_token);
+  if (typeof body.refresh_token === 'string') issued.refresh_tokens.add(body.refresh_token);
+  const e = ctx.oidc?.entities ?? {};
+  const grant = e.RefreshToken?.grantId ?? e.AuthorizationCode?.grantId ?? e.Grant?.jti;
+  if (!grant) return;
+  const now = Date.now();
+  if (gt === 'refresh_token') {
+    const last = lastAccessExpiry.get(grant);
+    stats.refresh_log.push({ t: now, grant, left_ms: last === undefined ? null : last - now });
+  }
+  if (typeof body.expires_in === 'number') lastAccessExpiry.set(grant, now + body.expires_in * 1000);
+}
 
 function liveCounts() {
   const now = Date.now();

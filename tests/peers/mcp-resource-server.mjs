@@ -17,6 +17,8 @@ const spec = {
   'scopes-supported': { type: 'string', default: 'mcp:read mcp:write', arg: '"S1 S2"', help: 'scopes_supported in the protected resource metadata ("" leaves the field out)' },
   'challenge-scope': { type: 'string', arg: '"S1 S2"', help: 'add scope="..." to the 401 challenge' },
   'require-scope': { type: 'list', arg: 'SCOPE', help: 'answer 403 insufficient_scope (with scope="...") when the token lacks this scope' },
+  'tool-scope': { type: 'list', arg: 'TOOL=SCOPE', help: 'a tools/call of TOOL needs SCOPE: 403 insufficient_scope (scope = the token\'s scopes + SCOPE) otherwise; TOOL is added (answering as whoami) unless it is whoami' },
+  'forbid-tool': { type: 'list', arg: 'TOOL', help: 'fault: every tools/call of TOOL gets 403 insufficient_scope (scope = the token\'s scopes + --scopes-supported), whatever the token; TOOL is added as with --tool-scope' },
   'wrong-resource': { type: 'bool', help: 'fault: the protected resource metadata names https://wrong.example/mcp as its resource' },
   'prm-resource': { type: 'string', arg: 'URL', help: 'the resource value of the metadata; {origin} stands for http://127.0.0.1:PORT (e.g. "{origin}/" for the same-origin prefix case)' },
   'no-prm': { type: 'bool', help: 'fault / 2025-03-26 style: serve no protected resource metadata and leave resource_metadata out of the challenge' },
@@ -33,7 +35,8 @@ WWW-Authenticate: Bearer resource_metadata="http://127.0.0.1:PORT/.well-known/oa
 Serves RFC 9728 metadata at /.well-known/oauth-protected-resource/mcp and at the root variant.
 One tool, whoami, returns the token's sub, scope, aud and client_id.
 
-Test endpoints: GET /__test/stats (counters, JSON), POST /__test/reset (zero them).`;
+Test endpoints: GET /__test/stats (counters, JSON), POST /__test/reset (zero them),
+GET /__test/tokens (every token accepted since start, never reset).`;
 
 const opts = parseArgs(spec, process.argv.slice(2), usage);
 const log = makeLogger('mcp-resource-server', opts.quiet);
@@ -42,6 +45,17 @@ if (!opts.issuer) {
   process.exit(2);
 }
 const issuer = opts.issuer;
+// tool name -> the scope its calls need (--tool-scope), or null: never enough (--forbid-tool)
+const toolScopes = new Map();
+for (const v of opts.toolScope) {
+  const i = v.indexOf('=');
+  if (i <= 0 || i === v.length - 1) {
+    process.stderr.write("mcp-resource-server: --tool-scope wants TOOL=SCOPE\n");
+    process.exit(2);
+  }
+  toolScopes.set(v.slice(0, i), v.slice(i + 1));
+}
+for (const t of opts.forbidTool) toolScopes.set(t, null);
 
 const httpServer = createServer();
 const port = await listen(httpServer, opts.port);
@@ -63,9 +77,12 @@ function freshStats() {
     sessions_opened: 0,
     prm_requests: 0,
     subjects: {}, // requests per token sub
+    distinct_tokens: 0, // different tokens accepted
   };
 }
 let stats = freshStats();
+let tokensSinceReset = new Set();
+const acceptedTokens = new Set(); // every token accepted since start (GET /__test/tokens), never reset
 
 // ---- tokens ------------------------------------------------------------------------------------
 let jwks;
@@ -151,23 +168,50 @@ async function authenticate(req) {
 }
 
 // ---- MCP ---------------------------------------------------------------------------------------
+async function whoami(extra) {
+  stats.tool_calls += 1;
+  const claims = extra.authInfo?.extra?.claims ?? {};
+  const who = {
+    sub: claims.sub ?? null,
+    scope: claims.scope ?? null,
+    aud: claims.aud ?? null,
+    client_id: claims.client_id ?? null,
+    exp: claims.exp ?? null,
+  };
+  return { content: [{ type: 'text', text: JSON.stringify(who) }], structuredContent: who };
+}
+
 function newMcpServer() {
   const server = new McpServer({ name: 'credkit-test-resource-server', version: '1.0.0' });
   server.registerTool('whoami', {
     description: "Returns the bearer token's sub, scope, aud and client_id.",
-  }, async (extra) => {
-    stats.tool_calls += 1;
-    const claims = extra.authInfo?.extra?.claims ?? {};
-    const who = {
-      sub: claims.sub ?? null,
-      scope: claims.scope ?? null,
-      aud: claims.aud ?? null,
-      client_id: claims.client_id ?? null,
-      exp: claims.exp ?? null,
-    };
-    return { content: [{ type: 'text', text: JSON.stringify(who) }], structuredContent: who };
-  });
+  }, whoami);
+  for (const name of toolScopes.keys()) {
+    if (name === 'whoami') continue;
+    server.registerTool(name, { description: `As whoami, behind a scope check (${name}).` }, whoami);
+  }
   return server;
+}
+
+// The 403 for a tools/call (single or in a batch) of a tool whose scope the token lacks
+// (--tool-scope, --forbid-tool), or undefined.
+function toolScopeRefusal(body, scopes) {
+  const calls = (Array.isArray(body) ? body : [body])
+    .filter((m) => m?.method === 'tools/call' && toolScopes.has(m.params?.name));
+  for (const m of calls) {
+    const name = m.params.name;
+    const need = toolScopes.get(name);
+    if (need !== null && scopes.includes(need)) continue;
+    const extra = need === null ? opts.scopesSupported.split(' ').filter(Boolean) : [need];
+    const wanted = [...new Set([...scopes, ...extra])].join(' ');
+    const description = need === null ? `${name} is never allowed` : `${name} needs ${need}`;
+    return {
+      status: 403,
+      headers: { 'www-authenticate': challenge({ error: 'insufficient_scope', description, scope: wanted }) },
+      body: { error: 'insufficient_scope', error_description: description },
+    };
+  }
+  return undefined;
 }
 
 const sessions = new Map(); // session id -> transport
@@ -185,7 +229,18 @@ async function handleMcp(req, res) {
     sendJson(res, a.status, a.body, a.headers);
     return;
   }
+  const refusal = toolScopeRefusal(rpc.body, a.auth.scopes);
+  if (refusal) {
+    stats.forbidden += 1;
+    sendJson(res, refusal.status, refusal.body, refusal.headers);
+    return;
+  }
   stats.authorized += 1;
+  if (!tokensSinceReset.has(a.auth.token)) {
+    tokensSinceReset.add(a.auth.token);
+    stats.distinct_tokens = tokensSinceReset.size;
+  }
+  acceptedTokens.add(a.auth.token);
   const sub = a.auth.extra.claims.sub ?? '(none)';
   stats.subjects[sub] = (stats.subjects[sub] ?? 0) + 1;
   req.auth = a.auth;
@@ -224,13 +279,17 @@ serveHttp(httpServer, log, sessions, async (req, res, path) => {
     prm(res);
   } else if (req.method === 'GET' && path === '/__test/stats') {
     sendJson(res, 200, { ...stats, resource: resourceUrl, issuer, open_sessions: sessions.size });
+  } else if (req.method === 'GET' && path === '/__test/tokens') {
+    sendJson(res, 200, { tokens: [...acceptedTokens] });
   } else if (req.method === 'POST' && path === '/__test/reset') {
     stats = freshStats();
+    tokensSinceReset = new Set();
     sendJson(res, 200, { ok: true });
   } else {
     return false;
   }
   return true;
 });
-log(`resource ${resourceUrl}; issuer ${issuer}${opts.requireScope.length ? `; requires ${opts.requireScope.join(' ')}` : ''}`);
+const toolRules = [...toolScopes].map(([t, s]) => `${t} ${s ?? 'never'}`).join(', ');
+log(`resource ${resourceUrl}; issuer ${issuer}${opts.requireScope.length ? `; requires ${opts.requireScope.join(' ')}` : ''}${toolRules ? `; tools: ${toolRules}` : ''}`);
 ready(resourceUrl);

@@ -24,7 +24,7 @@ kill_leftovers() {
         kill -KILL "$pid" 2>/dev/null || true
     done
 }
-trap 'rc=$?; kill_leftovers; (exit $rc); t_cleanup' EXIT
+trap 'rc=$?; set +e; kill_leftovers; (exit $rc); t_cleanup' EXIT
 
 BRIDGE_FAILED=()
 # driver LABEL BRIDGE_LOG SCRIPT ARGS...: runs the node driver tests/peers/SCRIPT (its output in
