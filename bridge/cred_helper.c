@@ -51,6 +51,7 @@ struct slot {
                                    * after it started): one more run follows, with: */
     bool again_step_up;
     bool have;                    /* an answer is kept */
+    bool stale;                   /* ... that was stale as it came: used once, never fresh */
     struct strv vals;             /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
     int64_t expires_at;           /* ms; 0: the answer did not say */
     int64_t got_at;               /* ms, when it came */
@@ -219,7 +220,7 @@ static int64_t slot_refresh_at(const struct slot *s)
 static bool slot_fresh(const struct cred_helper *h, const struct slot *s,
                        enum credentials_reason reason)
 {
-    if (!s->have)
+    if (!s->have || s->stale)
         return false;
     if (reason == CREDENTIALS_UNAUTHORIZED || reason == CREDENTIALS_FORBIDDEN)
         return false;
@@ -470,6 +471,7 @@ static void slot_settled(struct slot *s, int error, const char *message)
 
 static void slot_keep(struct slot *s, struct strv *vals, int64_t expires_at)
 {
+    s->stale = false;
     strv_release_secure(&s->vals);
     s->vals = *vals;
     *vals = (struct strv)STRV_INIT;
@@ -519,6 +521,7 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
     }
     struct strv vals = STRV_INIT;
     int64_t exp = 0;
+    bool any_stale = false;
     r = 0;
     for (size_t i = 0; i < a.n && r >= 0; i++) {
         const struct helper_secret *x = &a.v[i];
@@ -528,14 +531,20 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
             break;
         }
         r = strv_pushf(&vals, "%s=%s", x->name, x->value);
-        if (r >= 0 && x->expires_at > 0 && (!exp || expires_ms(x->expires_at) < exp))
+        /* one that is stale as it comes (a recipe with a TTL of 0: never cached) serves this
+         * connect, and is asked for again at the next: no timer asks every second */
+        bool stale = x->expires_at > 0 && expires_ms(x->expires_at) <= credentials_now_ms();
+        any_stale |= stale;
+        if (r >= 0 && x->expires_at > 0 && !stale && (!exp || expires_ms(x->expires_at) < exp))
             exp = expires_ms(x->expires_at);
     }
     helper_secrets_release(&a);
     if (r == -ENOMEM)
         snprintf(msg, size, "out of memory");
-    if (r >= 0)
+    if (r >= 0) {
         slot_keep(s, &vals, exp);
+        s->stale = any_stale;
+    }
     strv_release_secure(&vals);
     return r;
 }

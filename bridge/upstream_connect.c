@@ -386,6 +386,8 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
         return;
     }
     u->refresh_retry_ms = 0;
+    bool same = c->expires_at == u->creds.expires_at &&
+                credentials_headers_equal(c->headers, u->creds.headers);
     if (keep_creds(u, c) < 0) {
         log_warn(u->log, "server '%s': out of memory refreshing the credentials", up_name(u));
         return;
@@ -395,6 +397,8 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
     if (r < 0 && r != -EOPNOTSUPP)
         log_warn(u->log, "server '%s': cannot replace the request headers: %s", up_name(u),
                  strerror(-r));
+    else if (same)
+        log_debug(u->log, "server '%s': the credentials are unchanged", up_name(u));
     else if (u->creds.expires_at)
         log_info(u->log, "server '%s': credentials refreshed (valid for %" PRId64 " s)", up_name(u),
                  (u->creds.expires_at - credentials_now_ms()) / 1000);
