@@ -166,16 +166,6 @@ static bool has_bearer_challenge(const char *challenge)
     return found;
 }
 
-/* Whether the entry's own "headers" set Authorization (any case). */
-static bool sets_authorization(const struct mcp_server *s)
-{
-    static const char name[] = "Authorization:";
-    for (size_t i = 0; s->headers && s->headers[i]; i++)
-        if (strncasecmp(s->headers[i], name, sizeof(name) - 1) == 0)
-            return true;
-    return false;
-}
-
 static bool oauth_applies(const struct cred_helper *h, const struct mcp_server *s)
 {
     return s->transport != MCP_TRANSPORT_STDIO &&
@@ -187,9 +177,9 @@ static unsigned needed_slots(struct cred_helper *h, const struct credentials_que
 {
     const struct mcp_server *s = q->server;
     if ((q->reason == CREDENTIALS_UNAUTHORIZED || q->reason == CREDENTIALS_FORBIDDEN) &&
-        s->auth == MCP_AUTH_NONE && !s->headers_helper && !sets_authorization(s) &&
-        !h->oauth_found && s->transport != MCP_TRANSPORT_STDIO &&
-        has_bearer_challenge(q->challenge)) {
+        s->auth == MCP_AUTH_NONE && !s->headers_helper &&
+        !mcp_server_sets_header(s, "Authorization") && !h->oauth_found &&
+        s->transport != MCP_TRANSPORT_STDIO && has_bearer_challenge(q->challenge)) {
         log_info(h->log,
                  "server '%s': it asks for an OAuth sign-in (a Bearer challenge): asking "
                  "mcp-auth",

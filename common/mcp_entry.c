@@ -156,12 +156,11 @@ static int parse_transport(struct mcp_server *s, struct json_object *o, struct e
     return 0;
 }
 
-/* Whether the entry's "headers" set Authorization (any case). */
-static bool has_authorization_header(const struct mcp_server *s)
+bool mcp_server_sets_header(const struct mcp_server *s, const char *name)
 {
-    static const char name[] = "Authorization:";
+    size_t n = strlen(name);
     for (size_t i = 0; s->headers && s->headers[i]; i++)
-        if (strncasecmp(s->headers[i], name, sizeof(name) - 1) == 0)
+        if (strncasecmp(s->headers[i], name, n) == 0 && s->headers[i][n] == ':')
             return true;
     return false;
 }
@@ -243,7 +242,8 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
                    "the entry signs in with OAuth and also names a bearer token (\"%s\"): "
                    "remove one of them",
                    s->bearer_token_env ? "bearerTokenEnv" : "bearerToken");
-    if ((s->auth == MCP_AUTH_OAUTH || s->auth == MCP_AUTH_BEARER) && has_authorization_header(s))
+    if ((s->auth == MCP_AUTH_OAUTH || s->auth == MCP_AUTH_BEARER) &&
+        mcp_server_sets_header(s, "Authorization"))
         return bad(e,
                    "\"headers\" sets Authorization, and the entry also signs in with %s: "
                    "remove one of them",

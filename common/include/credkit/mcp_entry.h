@@ -73,6 +73,9 @@ struct mcp_server {
                           * expansion) */
 };
 
+/* Whether the entry's "headers" set the header called name (any case). */
+bool mcp_server_sets_header(const struct mcp_server *s, const char *name);
+
 /* Checks a server URL after its ${VAR}s were expanded (had_vars: say so in the message): an
  * http:// or https:// URL with a host and no user name or password. -EINVAL with a message that
  * never quotes the URL (a query may hold a key), -ENOMEM. The loader checks every URL it can;

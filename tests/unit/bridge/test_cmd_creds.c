@@ -267,7 +267,8 @@ static void test_secrets_run(void)
     char path[4096];
     const char *names[] = {"CREDS_A", "CREDS_B", "CREDS_C"};
     struct creds_var v[3] = {0};
-    snprintf(path, sizeof(path), "%s/fake-secrets", tests_tmpdir());
+    int n = snprintf(path, sizeof(path), "%s/fake-secrets", tests_tmpdir());
+    CHECK(n > 0 && (size_t)n < sizeof(path));
     setenv("CREDKIT_SECRETS", path, 1);
 
     write_helper(path,

@@ -23,6 +23,7 @@
 
 #include "helper_proc.h"
 #include "loop.h"
+#include "procwatch.h"
 #include "tests.h"
 
 #include "loop_wait.h"
@@ -34,34 +35,6 @@ static int64_t mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Gone, or a zombie waiting for init: either way no longer running. */
-static bool process_gone(pid_t pid)
-{
-    if (kill(pid, 0) < 0 && errno == ESRCH)
-        return true;
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return true;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')'); /* the state follows "(comm)" */
-    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-}
-
-static bool wait_gone(pid_t pid, int max_ms)
-{
-    for (int t = 0; t <= max_ms; t += 20) {
-        if (process_gone(pid))
-            return true;
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return false;
 }
 
 /* tmpdir/name, a shell script with body; the path in a static buffer of its own per call. */
@@ -86,7 +59,8 @@ static const char *tmp_path(const char *name)
     static char paths[8][4096];
     static unsigned next;
     char *path = paths[next++ % 8];
-    snprintf(path, 4096, "%s/%s", tests_tmpdir(), name);
+    int n = snprintf(path, 4096, "%s/%s", tests_tmpdir(), name);
+    CHECK(n > 0 && n < 4096);
     return path;
 }
 

@@ -16,6 +16,7 @@
 
 #include "loop.h"
 #include "stdio_upstream.h"
+#include "procwatch.h"
 #include "tests.h"
 
 __attribute__((constructor)) static void ignore_sigpipe(void)
@@ -180,32 +181,6 @@ static bool has_line_prefix(const struct srec *r, const char *s)
         if (strncmp(r->lines[i], s, strlen(s)) == 0)
             return true;
     return false;
-}
-
-/* Whether pid is gone (or a zombie waiting for its parent, which is not us). */
-static bool process_gone(pid_t pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *rp = strrchr(buf, ')');
-    return !rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X';
-}
-
-static bool wait_gone(pid_t pid, int64_t ms)
-{
-    int64_t end = now_mono_ms() + ms;
-    while (!process_gone(pid)) {
-        if (now_mono_ms() > end)
-            return false;
-        usleep(10000);
-    }
-    return true;
 }
 
 static bool no_zombies(void)

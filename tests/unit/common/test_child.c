@@ -15,6 +15,7 @@
 
 #include "credkit/child.h"
 
+#include "procwatch.h"
 #include "tests.h"
 
 static int64_t mono_ms(void)
@@ -30,35 +31,6 @@ static void check_no_children(void)
     errno = 0;
     CHECK_INT(waitpid(-1, NULL, WNOHANG), -1);
     CHECK_INT(errno, ECHILD);
-}
-
-/* Gone, or a zombie waiting for init: either way no longer running. */
-static bool process_gone(pid_t pid)
-{
-    if (kill(pid, 0) < 0 && errno == ESRCH)
-        return true;
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return true;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')'); /* state follows "(comm)" */
-    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-}
-
-/* Waits, bounded, for pid to stop running. */
-static bool wait_gone(pid_t pid, int max_ms)
-{
-    for (int t = 0; t <= max_ms; t += 20) {
-        if (process_gone(pid))
-            return true;
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return false;
 }
 
 static int run_sh(const char *cmd, const struct child_run_opts *o, struct child_result *res,
