@@ -39,7 +39,8 @@ assert_contains "$ERR" "mcp-auth demo"
 run 0 A login demo --timeout 90s
 assert_contains "$ERR" "signed in to $MCP"
 assert_contains "$ERR" "open this URL to sign in"
-assert_contains "$(cat "$BROWSER_LOG")" "/callback"
+# the browser logs its last navigation as it happens: mcp-auth may have finished already
+wait_until 10 "the browser's log to show the callback" grep -q /callback "$BROWSER_LOG"
 assert_eq "$(file_mode "$PI_CODING_AGENT_DIR/oauth")" 700 "oauth dir mode"
 for f in "$PI_CODING_AGENT_DIR"/oauth/*.json; do assert_eq "$(file_mode "$f")" 600 "entry mode"; done
 

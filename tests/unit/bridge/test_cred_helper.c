@@ -791,8 +791,9 @@ static void test_oauth_header(void)
     CHECK_INT(lines("auth.runs"), 2);
     CHECK_CONTAINS(slurp("auth.argv"),
                    "\n[--config][/etc/cfg/mcp.json][header][--json][--refresh][--][srv]\n");
-    /* the next plain ask does not refresh */
-    put_header_json("header.json", CANARY "-soon", now_s() + 1);
+    /* the next plain ask does not refresh (this answer is due for renewal as it comes: it
+     * expires within the current second) */
+    put_header_json("header.json", CANARY "-soon", now_s());
     ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
     ask(&f, &s, CREDENTIALS_EXPIRING, NULL, &a);
     CHECK_INT(lines("auth.runs"), 4);
