@@ -1,7 +1,7 @@
 /* cred_helper.c - the credentials provider over `secrets`, `mcp-auth` and headersHelper
  * (cred_helper.h). Three slots, one per kind of helper, each holding its last answer and at
  * most one run; requests wait on the slots they need and are answered when the last of them
- * is in. */
+ * is in. mcp-auth's own steps (header, login, step-up) are in cred_oauth.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,53 +12,12 @@
 #include "credkit/buf.h"
 #include "credkit/challenge.h"
 #include "credkit/helper_answer.h"
-#include "credkit/json.h"
-#include "credkit/list.h"
 #include "credkit/mcp_template.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
 
-#include "cred_helper.h"
+#include "cred_helper_int.h"
 #include "helper_path.h"
-#include "helper_proc.h"
-
-#define MSG_MAX 480
-
-enum slot_kind {
-    SLOT_SECRETS, /* secrets resolve --json NAME... */
-    SLOT_OAUTH,   /* mcp-auth header --json NAME (and login, status) */
-    SLOT_HELPER,  /* the entry's headersHelper */
-    SLOT_N
-};
-
-/* What the OAuth slot's run is doing. */
-enum oauth_step {
-    OAUTH_HEADER, /* mcp-auth header */
-    OAUTH_STATUS, /* mcp-auth status --json: the scopes granted, for a step-up */
-    OAUTH_LOGIN,  /* mcp-auth login (autoAuth) */
-};
-
-struct cred_helper;
-
-struct slot {
-    enum slot_kind kind;
-    struct cred_helper *h;
-    struct helper_proc *proc; /* the run, NULL when none */
-    enum oauth_step step;
-    bool refresh; /* this run asks mcp-auth to refresh */
-    bool step_up; /* this run widens the grant (FORBIDDEN) */
-    bool again;   /* a request came that this run cannot answer (a refusal
-                                   * after it started): one more run follows, with: */
-    bool again_step_up;
-    bool have;                    /* an answer is kept */
-    bool stale;                   /* ... that was stale as it came: used once, never fresh */
-    struct strv vals;             /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
-    int64_t expires_at;           /* ms; 0: the answer did not say */
-    int64_t got_at;               /* ms, when it came */
-    char *challenged;             /* step-up: the scopes the server asked for */
-    char *scopes;                 /* step-up: granted and challenged, as asked for */
-    const struct mcp_server *srv; /* of the run's request (valid while a request waits) */
-};
 
 struct ch_req {
     struct credentials_request r; /* first */
@@ -74,24 +33,10 @@ struct ch_req {
     struct loop_deferred answer;
 };
 
-struct cred_helper {
-    struct credentials_provider p; /* first */
-    struct loop *loop;
-    struct log *log;
-    char *config_path, *auth_target, *auth_message;
-    bool auto_auth;
-    int64_t helper_timeout_ms, login_timeout_ms;
-    bool oauth_found; /* a 401 with a Bearer challenge made OAuth apply to this entry */
-    struct slot slots[SLOT_N];
-    struct list_node reqs;
-    int64_t logins[CRED_HELPER_LOGINS_MAX]; /* when the last logins started (ms, a ring) */
-    unsigned n_logins;
-};
-
 static void slot_start(struct slot *s, const struct mcp_server *srv);
 static void req_check(struct ch_req *q);
 
-static const char *slot_program(enum slot_kind k)
+const char *ch_slot_program(enum slot_kind k)
 {
     switch (k) {
     case SLOT_SECRETS:
@@ -218,50 +163,6 @@ static bool slot_fresh(const struct cred_helper *h, const struct slot *s,
         return reason != CREDENTIALS_RECONNECT;
     (void)h;
     return credentials_now_ms() < slot_refresh_at(s);
-}
-
-/* ---- messages ------------------------------------------------------------------------------- */
-
-/* "mcp-auth [--config "PATH"] NAME" into buf. */
-static void signin_command_of(const char *config_path, const char *target, char *buf, size_t size)
-{
-    if (config_path)
-        snprintf(buf, size, "mcp-auth --config \"%s\" %s", config_path, target);
-    else
-        snprintf(buf, size, "mcp-auth %s", target);
-}
-
-static void signin_command(const struct cred_helper *h, const char *name, char *buf, size_t size)
-{
-    signin_command_of(h->config_path, h->auth_target ? h->auth_target : name, buf, size);
-}
-
-char *cred_helper_login_message(const struct cred_helper_opts *o, const char *name)
-{
-    char cmd[MSG_MAX], *m = NULL;
-    signin_command_of(o->config_path, o->auth_target ? o->auth_target : name, cmd, sizeof(cmd));
-    if (!o->auth_required_message) {
-        if (asprintf(&m, "sign-in required: run '%s'", cmd) < 0)
-            return NULL;
-        return m;
-    }
-    struct buf b;
-    buf_init(&b, 4096);
-    const char *t = o->auth_required_message;
-    static const char key[] = "${server}";
-    int r = 0;
-    while (*t && r >= 0) {
-        if (strncmp(t, key, sizeof(key) - 1) == 0) {
-            r = buf_append_str(&b, name);
-            t += sizeof(key) - 1;
-        } else {
-            r = buf_append_char(&b, *t++);
-        }
-    }
-    if (r >= 0)
-        m = strdup(b.data ? b.data : "");
-    buf_release(&b);
-    return m;
 }
 
 /* ---- requests ----------------------------------------------------------------------------- */
@@ -432,7 +333,7 @@ static void req_check(struct ch_req *q)
 }
 
 /* A slot's run is over: every request waiting on it goes on. */
-static void slot_settled(struct slot *s, int error, const char *message)
+void ch_slot_settled(struct slot *s, int error, const char *message)
 {
     struct cred_helper *h = s->h;
     unsigned bit = 1u << s->kind;
@@ -471,8 +372,8 @@ static void slot_keep(struct slot *s, struct strv *vals, int64_t expires_at)
 }
 
 /* The failure of a run, in words: "<program> failed (exit status 3): <first line of stderr>". */
-static void run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
-                        size_t size)
+void ch_run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
+                    size_t size)
 {
     char line[400], how[64];
     helper_proc_first_line(res->err, res->err_len, line, sizeof(line));
@@ -482,7 +383,7 @@ static void run_failure(const struct slot *s, const struct helper_proc_result *r
         snprintf(how, sizeof(how), "was killed by signal %d", res->signal);
     else
         snprintf(how, sizeof(how), "failed (exit status %d)", res->exit_code);
-    snprintf(buf, size, "%s %s%s%s", slot_program(s->kind), how, line[0] ? ": " : "", line);
+    snprintf(buf, size, "%s %s%s%s", ch_slot_program(s->kind), how, line[0] ? ": " : "", line);
 }
 
 /* An answer's expires_at (Unix seconds, any positive int64) in milliseconds: a time past the
@@ -501,7 +402,7 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
     /* its exit status says nothing (1: some names failed), but one killed (at the timeout, or
      * by anything else) said only part of its answer */
     if (!res->out_len || res->signal) {
-        run_failure(s, res, msg, size);
+        ch_run_failure(s, res, msg, size);
         return -EIO;
     }
     int r = helper_secrets_parse(res->out, res->out_len, &a, &e);
@@ -539,14 +440,13 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
     return r;
 }
 
-static int headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
-                          size_t size)
+int ch_headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg, size_t size)
 {
     struct helper_headers a = {0};
     struct err e = ERR_INIT;
     int r = helper_headers_parse(res->out, res->out_len, &a, &e);
     if (r < 0) {
-        snprintf(msg, size, "the answer of %s is not usable: %s", slot_program(s->kind),
+        snprintf(msg, size, "the answer of %s is not usable: %s", ch_slot_program(s->kind),
                  err_msg(&e));
         return r;
     }
@@ -564,211 +464,6 @@ static int headers_answer(struct slot *s, const struct helper_proc_result *res, 
     return 0;
 }
 
-/* ---- OAuth: header, login, step-up ---------------------------------------------------------- */
-
-static bool login_allowed(struct cred_helper *h, char *why, size_t size)
-{
-    int64_t now = credentials_now_ms();
-    unsigned recent = 0;
-    for (unsigned i = 0; i < h->n_logins && i < CRED_HELPER_LOGINS_MAX; i++)
-        recent += now - h->logins[i] < CRED_HELPER_LOGINS_WINDOW_MS;
-    if (recent < CRED_HELPER_LOGINS_MAX)
-        return true;
-    snprintf(why, size,
-             "%d sign-ins in the last %d minutes did not help, so no more are started "
-             "for now",
-             CRED_HELPER_LOGINS_MAX, CRED_HELPER_LOGINS_WINDOW_MS / 60000);
-    return false;
-}
-
-static void login_note(struct cred_helper *h)
-{
-    h->logins[h->n_logins++ % CRED_HELPER_LOGINS_MAX] = credentials_now_ms();
-}
-
-/* The scopes of a 403 insufficient_scope challenge (a copy), NULL when it names none. */
-static char *challenged_scopes(const char *challenge)
-{
-    struct auth_challenges list = {0};
-    char *scopes = NULL;
-    if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
-        return NULL;
-    const struct auth_challenge *c = challenges_find(&list, "Bearer");
-    const char *v = c ? challenge_param(c, "scope") : NULL;
-    if (v && *v)
-        scopes = strdup(v);
-    challenges_release(&list);
-    return scopes;
-}
-
-/* Appends to out each space-separated word of add that out lacks. -ENOMEM. */
-static int scope_union(struct buf *out, const char *add)
-{
-    const char *p = add;
-    while (p && *p) {
-        p += strspn(p, " ");
-        size_t n = strcspn(p, " ");
-        if (!n)
-            break;
-        bool have = false;
-        const char *q = out->data ? out->data : "";
-        while (*q && !have) {
-            q += strspn(q, " ");
-            size_t m = strcspn(q, " ");
-            have = m == n && strncmp(q, p, n) == 0;
-            q += m;
-        }
-        if (!have && ((out->len && buf_append_char(out, ' ') < 0) || buf_append(out, p, n) < 0))
-            return -ENOMEM;
-        p += n;
-    }
-    return 0;
-}
-
-/* The scopes granted, from `mcp-auth status --json` (NULL when none or unreadable). */
-static char *granted_scopes(const struct helper_proc_result *res)
-{
-    struct json_object *root = NULL, *servers = NULL;
-    char *scope = NULL;
-    if (!res->out_len || json_parse(res->out, res->out_len, HELPER_ANSWER_MAX, &root, NULL) < 0)
-        return NULL;
-    if (json_object_object_get_ex(root, "servers", &servers) &&
-        json_object_is_type(servers, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(servers) && !scope; i++) {
-            struct json_object *sc = NULL;
-            if (json_object_object_get_ex(json_object_array_get_idx(servers, i), "scope", &sc) &&
-                json_object_is_type(sc, json_type_string))
-                scope = strdup(json_object_get_string(sc));
-        }
-    }
-    json_object_put(root);
-    return scope;
-}
-
-static int oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e);
-
-/* The step-up's scopes are known (granted ∪ challenged): run the login or explain. */
-static void step_up_decide(struct slot *s, const char *granted)
-{
-    struct cred_helper *h = s->h;
-    struct buf all;
-    char cmd[MSG_MAX], msg[MSG_MAX * 2], why[200];
-    buf_init(&all, 8192);
-    int r = scope_union(&all, granted);
-    if (r >= 0)
-        r = scope_union(&all, s->challenged);
-    const char *scopes = all.data ? all.data : "";
-    free(s->scopes);
-    s->scopes = strdup(scopes);
-    signin_command(h, s->srv->name, cmd, sizeof(cmd));
-    if (r < 0) {
-        slot_settled(s, -ENOMEM, "out of memory");
-    } else if (h->auto_auth && login_allowed(h, why, sizeof(why))) {
-        struct err e = ERR_INIT;
-        log_warn(h->log, "server '%s': it needs a wider grant (scope \"%s\"): signing in again",
-                 s->srv->name, scopes);
-        r = oauth_run(s, OAUTH_LOGIN, scopes, &e);
-        if (r >= 0) {
-            buf_release(&all);
-            return;
-        }
-        snprintf(msg, sizeof(msg), "cannot sign in again: %s", err_msg(&e));
-        slot_settled(s, -EPERM, msg);
-    } else {
-        /* read after "server 'NAME': ", as every message of the provider */
-        if (*scopes)
-            snprintf(msg, sizeof(msg),
-                     "the request was refused: it needs a wider grant than the one signed in "
-                     "(insufficient_scope). Run '%s --scope \"%s\"'%s%s",
-                     cmd, scopes, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
-        else
-            snprintf(msg, sizeof(msg),
-                     "the request was refused: it needs a wider grant than the one signed in "
-                     "(insufficient_scope), and the server named no scope. Run '%s --scope "
-                     "\"SCOPES\"' with the scopes its documentation names%s%s",
-                     cmd, h->auto_auth ? "; " : "", h->auto_auth ? why : "");
-        if (h->auto_auth) /* past the storm brake: a sign-in is needed (LOGIN), and why */
-            snprintf(msg, sizeof(msg), "sign-in required: run '%s --scope \"%s\"' (%s)", cmd,
-                     *scopes ? scopes : "SCOPES", why);
-        slot_settled(s, h->auto_auth ? CREDENTIALS_LOGIN_REQUIRED : -EPERM, msg);
-    }
-    buf_release(&all);
-}
-
-static void oauth_done(struct slot *s, const struct helper_proc_result *res)
-{
-    struct cred_helper *h = s->h;
-    char msg[MSG_MAX * 2], why[200];
-    struct err e = ERR_INIT;
-    const char *name = s->srv->name;
-
-    switch (s->step) {
-    case OAUTH_STATUS: {
-        char *granted = granted_scopes(res);
-        step_up_decide(s, granted);
-        free(granted);
-        return;
-    }
-    case OAUTH_LOGIN:
-        if (res->exit_code != 0) {
-            /* the sign-in itself failed: its reason, and the command to try it by hand */
-            char fail[MSG_MAX], cmd[MSG_MAX];
-            run_failure(s, res, fail, sizeof(fail));
-            signin_command(h, name, cmd, sizeof(cmd));
-            char *m = NULL;
-            if (asprintf(&m,
-                         "signing in by itself (autoAuth) failed: %s. Run '%s%s%s%s' to see why",
-                         fail, cmd, s->step_up ? " --scope \"" : "",
-                         s->step_up && s->scopes ? s->scopes : "", s->step_up ? "\"" : "") < 0)
-                m = NULL;
-            slot_settled(s, s->step_up ? -EPERM : CREDENTIALS_LOGIN_REQUIRED,
-                         m ? m : "signing in by itself (autoAuth) failed");
-            free(m);
-            return;
-        }
-        log_info(h->log, "server '%s': signed in", name);
-        s->refresh = false;
-        if (oauth_run(s, OAUTH_HEADER, NULL, &e) < 0)
-            slot_settled(s, -EIO, err_msg(&e));
-        return;
-    case OAUTH_HEADER:
-        break;
-    }
-    if (res->exit_code == 4) {
-        if (h->auto_auth && login_allowed(h, why, sizeof(why))) {
-            log_warn(h->log, "server '%s': signing in (autoAuth): running mcp-auth login", name);
-            if (oauth_run(s, OAUTH_LOGIN, NULL, &e) >= 0)
-                return;
-            snprintf(why, sizeof(why), "%s", err_msg(&e));
-        }
-        char *m = cred_helper_login_message(
-            &(struct cred_helper_opts){
-                .config_path = h->config_path,
-                .auth_target = h->auth_target,
-                .auth_required_message = h->auth_message,
-            },
-            name);
-        if (h->auto_auth)
-            snprintf(msg, sizeof(msg), "%s (%s)", m ? m : "login required", why);
-        else
-            snprintf(msg, sizeof(msg), "%s", m ? m : "login required");
-        free(m);
-        strv_release_secure(&s->vals);
-        s->have = false;
-        slot_settled(s, CREDENTIALS_LOGIN_REQUIRED, msg);
-        return;
-    }
-    if (res->exit_code != 0 || !res->out_len) {
-        run_failure(s, res, msg, sizeof(msg));
-        slot_settled(s, -EIO, msg);
-        return;
-    }
-    int r = headers_answer(s, res, msg, sizeof(msg));
-    if (r >= 0 && s->step_up)
-        log_info(h->log, "server '%s': the grant was widened", name);
-    slot_settled(s, r < 0 ? r : 0, r < 0 ? msg : NULL);
-}
-
 /* ---- runs ------------------------------------------------------------------------------------ */
 
 static void run_done(struct helper_proc *p, int error, const struct helper_proc_result *res,
@@ -779,95 +474,30 @@ static void run_done(struct helper_proc *p, int error, const struct helper_proc_
     (void)p;
     s->proc = NULL;
     if (error < 0) {
-        snprintf(msg, sizeof(msg), "%s: %s", slot_program(s->kind),
+        snprintf(msg, sizeof(msg), "%s: %s", ch_slot_program(s->kind),
                  error == -E2BIG ? "its answer is larger than 65536 bytes" : strerror(-error));
-        slot_settled(s, error, msg);
+        ch_slot_settled(s, error, msg);
         return;
     }
     if (s->kind == SLOT_OAUTH) {
-        oauth_done(s, res);
+        ch_oauth_done(s, res);
         return;
     }
     int r;
     if (s->kind == SLOT_SECRETS) {
         r = secrets_answer(s, res, msg, sizeof(msg));
     } else if (res->exit_code != 0 || !res->out_len) {
-        run_failure(s, res, msg, sizeof(msg));
+        ch_run_failure(s, res, msg, sizeof(msg));
         r = -EIO;
     } else {
-        r = headers_answer(s, res, msg, sizeof(msg));
+        r = ch_headers_answer(s, res, msg, sizeof(msg));
     }
-    slot_settled(s, r < 0 ? r : 0, r < 0 ? msg : NULL);
+    ch_slot_settled(s, r < 0 ? r : 0, r < 0 ? msg : NULL);
 }
 
-static int start(struct slot *s, const struct helper_proc_spec *spec, struct err *e)
+int ch_start(struct slot *s, const struct helper_proc_spec *spec, struct err *e)
 {
     return helper_proc_start(s->h->loop, spec, run_done, s, &s->proc, e);
-}
-
-/* What a sign-in says while it waits (the URL to open, when no browser could be started): to the
- * log, where the person running the agent sees it. */
-static void login_line(const char *line, size_t len, void *userdata)
-{
-    struct slot *s = userdata;
-    if (len)
-        log_warn(s->h->log, "server '%s': mcp-auth: %.*s", s->srv->name, (int)len, line);
-}
-
-/* mcp-auth [--config PATH] STEP ... TARGET */
-static int oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e)
-{
-    struct cred_helper *h = s->h;
-    char *prog = NULL, timeout[32];
-    int r = helper_path_find(HELPER_MCP_AUTH, &prog, e);
-    if (r < 0)
-        return r;
-    struct strv argv = STRV_INIT;
-    const char *target = h->auth_target ? h->auth_target : s->srv->name;
-    r = strv_push(&argv, prog);
-    if (r >= 0 && h->config_path)
-        r = strv_push(&argv, "--config") < 0 ? -ENOMEM : strv_push(&argv, h->config_path);
-    int64_t run_timeout = h->helper_timeout_ms;
-    switch (step) {
-    case OAUTH_HEADER:
-        if (r >= 0)
-            r = strv_push(&argv, "header") < 0 || strv_push(&argv, "--json") < 0 ? -ENOMEM : 0;
-        if (r >= 0 && s->refresh)
-            r = strv_push(&argv, "--refresh");
-        break;
-    case OAUTH_STATUS:
-        if (r >= 0)
-            r = strv_push(&argv, "status") < 0 || strv_push(&argv, "--json") < 0 ? -ENOMEM : 0;
-        break;
-    case OAUTH_LOGIN:
-        snprintf(timeout, sizeof(timeout), "%" PRId64 "ms", h->login_timeout_ms);
-        if (r >= 0)
-            r = strv_push(&argv, "-q") < 0 || strv_push(&argv, "login") < 0 ||
-                        strv_push(&argv, "--timeout") < 0 || strv_push(&argv, timeout) < 0
-                    ? -ENOMEM
-                    : 0;
-        if (r >= 0 && scope && *scope)
-            r = strv_push(&argv, "--scope") < 0 ? -ENOMEM : strv_push(&argv, scope);
-        run_timeout = h->login_timeout_ms + 5000;
-        login_note(h);
-        break;
-    }
-    if (r >= 0)
-        r = strv_push(&argv, "--") < 0 ? -ENOMEM : strv_push(&argv, target);
-    free(prog);
-    if (r < 0) {
-        strv_release(&argv);
-        return err_set(e, -ENOMEM, "out of memory");
-    }
-    s->step = step;
-    struct helper_proc_spec spec = {
-        .argv = (const char *const *)argv.v,
-        .timeout_ms = run_timeout,
-        .on_err_line = step == OAUTH_LOGIN ? login_line : NULL,
-    };
-    r = start(s, &spec, e);
-    strv_release(&argv);
-    return r;
 }
 
 static int secrets_run(struct slot *s, struct err *e)
@@ -893,7 +523,7 @@ static int secrets_run(struct slot *s, struct err *e)
             .argv = (const char *const *)argv.v,
             .timeout_ms = s->h->helper_timeout_ms,
         };
-        r = start(s, &spec, e);
+        r = ch_start(s, &spec, e);
     }
     free(prog);
     strv_release(&names);
@@ -909,7 +539,7 @@ static int headers_helper_run(struct slot *s, struct err *e)
     int r;
     if (cmd[0] == '!') {
         spec.shell_command = cmd + 1 + strspn(cmd + 1, " \t");
-        return start(s, &spec, e);
+        return ch_start(s, &spec, e);
     }
     r = helper_cmdline_split(cmd, &argv, e);
     if (r < 0) {
@@ -917,7 +547,7 @@ static int headers_helper_run(struct slot *s, struct err *e)
         return err_prefix(e, "\"headersHelper\"");
     }
     spec.argv = (const char *const *)argv.v;
-    r = start(s, &spec, e);
+    r = ch_start(s, &spec, e);
     strv_release(&argv);
     return r;
 }
@@ -934,8 +564,8 @@ static void slot_start(struct slot *s, const struct mcp_server *srv)
         r = secrets_run(s, &e);
         break;
     case SLOT_OAUTH:
-        r = s->step_up ? oauth_run(s, OAUTH_STATUS, NULL, &e)
-                       : oauth_run(s, OAUTH_HEADER, NULL, &e);
+        r = s->step_up ? ch_oauth_run(s, OAUTH_STATUS, NULL, &e)
+                       : ch_oauth_run(s, OAUTH_HEADER, NULL, &e);
         break;
     default:
         r = headers_helper_run(s, &e);
@@ -944,7 +574,7 @@ static void slot_start(struct slot *s, const struct mcp_server *srv)
     if (r < 0) {
         snprintf(msg, sizeof(msg), "%s", err_msg(&e));
         /* from the loop: slot_settled answers the requests through their deferred calls */
-        slot_settled(s, r == -ENOMEM ? r : -ENOENT, msg);
+        ch_slot_settled(s, r == -ENOMEM ? r : -ENOENT, msg);
     }
 }
 
@@ -986,7 +616,7 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
                 s->again = true;
                 s->again_step_up = true;
                 free(s->challenged);
-                s->challenged = challenged_scopes(query->challenge);
+                s->challenged = ch_challenged_scopes(query->challenge);
             }
             continue;
         }
@@ -997,7 +627,7 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
         s->step_up = k == SLOT_OAUTH && step_up;
         if (s->step_up) {
             free(s->challenged);
-            s->challenged = challenged_scopes(query->challenge);
+            s->challenged = ch_challenged_scopes(query->challenge);
         }
     }
     /* started after the request is in the list: a failure to start settles it from the loop */
@@ -1021,7 +651,7 @@ static char *ch_refused_hint(struct credentials_provider *p, const struct mcp_se
     int r = 0;
     if (!oauth_applies(h, srv))
         return NULL;
-    signin_command(h, srv->name, cmd, sizeof(cmd));
+    ch_signin_command(h, srv->name, cmd, sizeof(cmd));
     const struct slot *s = &h->slots[SLOT_OAUTH];
     if (error == -EPERM)
         r = asprintf(&m,
