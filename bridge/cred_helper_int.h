@@ -41,13 +41,13 @@ struct slot {
     bool step_up;       /* this run widens the grant (FORBIDDEN) */
     bool again;         /* a step-up was asked for while this run went on: one follows it */
     bool again_step_up; /* ... and it widens the grant */
-    bool have;                    /* an answer is kept */
-    bool stale;                   /* ... that was stale as it came: used once, never fresh */
-    struct strv vals;             /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
-    int64_t expires_at;           /* ms; 0: the answer did not say */
-    int64_t got_at;               /* ms, when it came */
-    char *challenged;             /* step-up: the scopes the server asked for */
-    char *scopes;                 /* step-up: granted and challenged, as asked for */
+    bool have;          /* an answer is kept */
+    bool stale;         /* ... that was stale as it came: used once, never fresh */
+    struct strv vals;   /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
+    int64_t expires_at; /* ms; 0: the answer did not say */
+    int64_t got_at;     /* ms, when it came */
+    char *challenged;   /* step-up: the scopes the server asked for */
+    char *scopes;       /* step-up: granted and challenged, as asked for */
     const struct mcp_server *srv; /* of the run's request (valid while a request waits) */
 };
 
@@ -75,8 +75,7 @@ void ch_slot_settled(struct slot *s, int error, const char *message);
 void ch_run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
                     size_t size);
 /* Keeps a headers answer in the slot; -errno with msg saying why it is not usable. */
-int ch_headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
-                      size_t size);
+int ch_headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg, size_t size);
 /* Starts the slot's helper process. */
 int ch_start(struct slot *s, const struct helper_proc_spec *spec, struct err *e);
 

@@ -141,7 +141,6 @@ static char *granted_scopes(const struct helper_proc_result *res)
     return scope;
 }
 
-
 /* The step-up's scopes are known (granted ∪ challenged): run the login or explain. */
 static void step_up_decide(struct slot *s, const char *granted)
 {
@@ -217,7 +216,7 @@ void ch_oauth_done(struct slot *s, const struct helper_proc_result *res)
                          s->step_up && s->scopes ? s->scopes : "", s->step_up ? "\"" : "") < 0)
                 m = NULL;
             ch_slot_settled(s, s->step_up ? -EPERM : CREDENTIALS_LOGIN_REQUIRED,
-                         m ? m : "signing in by itself (autoAuth) failed");
+                            m ? m : "signing in by itself (autoAuth) failed");
             free(m);
             return;
         }
