@@ -710,6 +710,18 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
             return commands[i].run(sub_argc, sub_argv);
         }
     if (strcmp(cmd, "help") == 0) {
+        /* "mcp-auth help header": header's own help, as "mcp-auth header --help" */
+        for (size_t i = 0; sub_argc > 1 && i < ELEMENTSOF(commands); i++) {
+            if (strcmp(sub_argv[1], commands[i].name) != 0)
+                continue;
+            char help_opt[] = "--help";
+            char *help_argv[] = {sub_argv[1], help_opt, NULL};
+            return dispatch(sub_argv[1], 2, help_argv);
+        }
+        if (sub_argc > 1 && strcmp(sub_argv[1], "help") != 0) {
+            log_error(arg_log, "unknown command '%s' (see 'mcp-auth --help')", sub_argv[1]);
+            return EXIT_USAGE;
+        }
         fputs(usage_text, stdout);
         return EXIT_OK;
     }

@@ -121,10 +121,10 @@ int main(int argc, char **argv)
                                           : LOG_WARN);
 
     const char *cmd = argc > 1 ? argv[1] : NULL;
+    /* "mcp-bridge help call": the command's own help (the vector lives as long as main) */
+    static char help_opt[] = "--help";
+    char *help_argv[] = {argv[0], argc > 2 ? argv[2] : NULL, help_opt, NULL};
     if (cmd && strcmp(cmd, "help") == 0 && argc > 2) {
-        /* "mcp-bridge help call": the command's own help */
-        static char help_opt[] = "--help";
-        char *help_argv[] = {argv[0], argv[2], help_opt, NULL};
         argc = 3;
         argv = help_argv;
         cmd = argv[1];

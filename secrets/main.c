@@ -755,14 +755,7 @@ static int parse_globals(int argc, char **argv, int *verbosity, bool *quiet)
     return -1;
 }
 
-static int cmd_help(struct cli *c, int argc, char **argv)
-{
-    (void)c;
-    (void)argc;
-    (void)argv;
-    fputs(usage_text, stdout);
-    return EXIT_OK;
-}
+static int cmd_help(struct cli *c, int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -773,6 +766,29 @@ static const struct {
     {"remove", cmd_remove}, {"exec", cmd_exec},
     {"help", cmd_help},
 };
+
+/* "secrets help": the usage; "secrets help get": get's own help, as "secrets get --help". */
+static int cmd_help(struct cli *c, int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stdout);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
+        if (strcmp(argv[1], commands[i].name) != 0 || commands[i].fn == cmd_help)
+            continue;
+        char progname[64], help_opt[] = "--help";
+        (void)snprintf(progname, sizeof(progname), "secrets %s", commands[i].name);
+        char *help_argv[] = {progname, help_opt, NULL};
+        optind = 0;
+        return commands[i].fn(c, 2, help_argv);
+    }
+    if (strcmp(argv[1], "help") == 0) {
+        fputs(usage_text, stdout);
+        return EXIT_OK;
+    }
+    return usage_error(c, "unknown command '%s'", argv[1]);
+}
 
 int main(int argc, char **argv)
 {

@@ -13,6 +13,16 @@ TIMEOUT=5 # seconds mcp-auth waits for the browser; every run is also killed aft
 A() { "$MCP_AUTH_BIN" "$@"; }
 login() { timeout -k 5 60 "$MCP_AUTH_BIN" login demo --timeout "${TIMEOUT}s" "$@"; }
 
+# "help COMMAND" is the command's own help, as "COMMAND --help"
+for c in login header status logout; do
+    run 0 A help "$c"
+    assert_contains "$OUT" "usage: mcp-auth $c" "help $c"
+done
+run 0 A help
+assert_contains "$OUT" "usage: mcp-auth"
+run 2 A help frobnicate
+assert_contains "$ERR" "unknown command 'frobnicate'"
+
 # use_store NAME: a fresh token store of its own
 use_store() {
     export PI_CODING_AGENT_DIR="$T_ROOT/agent-$1"

@@ -55,6 +55,18 @@ assert_contains "$OUT" "elicitation/create is accepted with the default"
 assert_contains "$OUT" "roots/list gets an empty list"
 run 0 B --help -v # help wins wherever it is
 assert_contains "$OUT" "usage: mcp-bridge"
+# "help COMMAND" is the command's own help
+for cmd in serve connect list add remove test call; do
+    run 0 B help "$cmd"
+    assert_contains "$OUT" "usage: mcp-bridge" "help $cmd"
+    assert_contains "$OUT" "$cmd" "help $cmd"
+done
+run 0 B help list
+assert_contains "$OUT" "usage: mcp-bridge list"
+run 0 B help
+assert_contains "$OUT" "usage: mcp-bridge [OPTIONS]"
+run 2 B help frobnicate
+assert_contains "$ERR" "unknown command 'frobnicate'"
 
 # ---- usage errors: 2 ----
 run 2 B frobnicate

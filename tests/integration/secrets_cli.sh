@@ -15,6 +15,15 @@ done
 run 2 S frobnicate
 assert_contains "$ERR" "unknown command 'frobnicate'"
 run 2 S
+# "help COMMAND" is the command's own help
+for c in configure get resolve list remove exec; do
+    run 0 S help "$c"
+    assert_contains "$OUT" "usage: secrets $c" "help $c"
+done
+run 0 S help
+assert_contains "$OUT" "examples:"
+run 2 S help frobnicate
+assert_contains "$ERR" "unknown command 'frobnicate'"
 
 # env recipe, through configure; files are private
 export APP_TOKEN_SRC="env-value-123"
