@@ -83,21 +83,11 @@ void creds_vars_release(struct creds_var *vars, size_t n)
     }
 }
 
-/* The first line of a helper's stderr, cut, into out ("" when it said nothing). */
-static void stderr_line(const struct buf *err, char *out, size_t size)
-{
-    const char *s = err->data ? err->data : "";
-    size_t n = strcspn(s, "\n");
-    if (n > STDERR_SHOWN)
-        n = STDERR_SHOWN;
-    (void)snprintf(out, size, "%.*s", (int)n, s);
-}
-
 /* Why a helper's run gave no answer to read, into e. */
 static int run_failed(const char *prog, const struct child_result *res, struct err *e)
 {
-    char line[STDERR_SHOWN + 1];
-    stderr_line(&res->err, line, sizeof(line));
+    char line[STDERR_SHOWN + 1]; /* its first line, control characters replaced */
+    helper_proc_first_line(res->err.data ? res->err.data : "", res->err.len, line, sizeof(line));
     if (res->timed_out)
         return err_set(e, -ETIMEDOUT, "'%s' did not answer within %d s", prog,
                        CREDS_HELPER_TIMEOUT_MS / 1000);
