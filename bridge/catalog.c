@@ -23,7 +23,8 @@ const struct catalog_kind_info CATALOG_KINDS[CATALOG_N_KINDS] = {
 };
 
 static const char *const PREFIX_DESC[] = {
-    [MCP_TOOL_PREFIX_SERVER] = "mcp_<server>_<name>",
+    [MCP_TOOL_PREFIX_MCP] = "mcp_<server>_<name>",
+    [MCP_TOOL_PREFIX_SERVER] = "<server>_<name>",
     [MCP_TOOL_PREFIX_SHORT] = "<server>_<name>",
     [MCP_TOOL_PREFIX_NONE] = "<name>",
 };
@@ -290,7 +291,7 @@ int catalog_new(struct log *log, struct catalog **ret)
     if (!c)
         return -ENOMEM;
     c->log = log;
-    c->prefix = MCP_TOOL_PREFIX_SERVER;
+    c->prefix = MCP_TOOL_PREFIX_MCP;
     for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++) {
         c->lists[k].items = json_object_new_array();
         if (!c->lists[k].items) {

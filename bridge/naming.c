@@ -75,12 +75,13 @@ void naming_expose(enum mcp_tool_prefix prefix, const char *server, const char *
     if (!name)
         name = "";
     switch (prefix) {
-    case MCP_TOOL_PREFIX_SERVER:
+    case MCP_TOOL_PREFIX_MCP:
         head = "mcp_";
         mid = server;
         tail = "_";
         break;
-    case MCP_TOOL_PREFIX_SHORT:
+    case MCP_TOOL_PREFIX_SERVER:
+    case MCP_TOOL_PREFIX_SHORT: /* TODO(compat): without a "-mcp" suffix */
         mid = server;
         tail = "_";
         break;

@@ -36,9 +36,10 @@
 
 /* settings.toolPrefix (server_config.h reads it) */
 enum mcp_tool_prefix {
-    MCP_TOOL_PREFIX_SERVER, /* mcp_<server>_<tool> (default) */
-    MCP_TOOL_PREFIX_SHORT,  /* <server>_<tool> */
-    MCP_TOOL_PREFIX_NONE,   /* <tool> */
+    MCP_TOOL_PREFIX_MCP,    /* mcp_<server>_<tool> (the default; "mcp") */
+    MCP_TOOL_PREFIX_SERVER, /* <server>_<tool> ("server", the pi adapter's default) */
+    MCP_TOOL_PREFIX_SHORT,  /* <server without a "-mcp" suffix>_<tool> ("short") */
+    MCP_TOOL_PREFIX_NONE,   /* <tool> ("none") */
 };
 
 /* The exposed name for tool (or prompt) `name` of `server`, into buf (at least NAMING_MAX + 1

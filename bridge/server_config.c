@@ -6,7 +6,9 @@
 #include "credkit/strv.h"
 #include "server_config.h"
 
-static const char *const prefixes[] = {"server", "short", "none", NULL};
+/* in the order of enum mcp_tool_prefix */
+static const char *const prefixes[] = {"mcp", "server", "short", "none", NULL};
+static const char *const lifecycles[] = {"lazy", "eager", "keep-alive", NULL};
 
 int server_config_parse(struct json_object *raw, struct server_config *ret, struct err *e)
 {
@@ -14,9 +16,15 @@ int server_config_parse(struct json_object *raw, struct server_config *ret, stru
     int r;
 
     /* in the order the loader always read them, so that the first problem is the same one */
+    /* TODO(compat): minutes, 0 = never, the old milliseconds where unambiguous */
     r = mcp_field_ms(raw, "idleTimeout", &sc.idle_timeout_ms, e);
-    if (r >= 0)
-        r = mcp_field_string(raw, "lifecycle", "lifecycle", 0, &sc.lifecycle, e);
+    if (r >= 0) {
+        int i = -1;
+        r = mcp_field_enum(raw, "lifecycle", "lifecycle", lifecycles,
+                           "\"lazy\", \"eager\" or \"keep-alive\"", &i, e);
+        if (i >= 0)
+            sc.lifecycle = (enum server_lifecycle)i;
+    }
     if (r >= 0)
         r = mcp_field_strv(raw, "excludeTools", &sc.exclude_tools, e);
     if (r >= 0 && mcp_field_member(raw, "autoAuth")) {
@@ -37,7 +45,7 @@ void server_config_release(struct server_config *sc)
     if (!sc)
         return;
     strv_free(sc->exclude_tools);
-    free(sc->lifecycle);
+    strv_free(sc->direct_tools);
     *sc = (struct server_config)SERVER_CONFIG_INIT;
 }
 
@@ -54,8 +62,30 @@ enum mcp_tool_prefix server_config_tool_prefix(const struct mcp_config *c)
     /* checked at load time, layer by layer; a configuration loaded without the checks falls
      * back to the default for a value that is not one of the words */
     if (tool_prefix(mcp_config_settings(c), &i, NULL) < 0 || i < 0)
-        return MCP_TOOL_PREFIX_SERVER;
+        return MCP_TOOL_PREFIX_MCP;
     return (enum mcp_tool_prefix)i;
+}
+
+void server_settings_get(const struct mcp_config *c, struct server_settings *ret)
+{
+    struct json_object *st = c ? mcp_config_settings(c) : NULL;
+    *ret = (struct server_settings){
+        .tool_prefix = server_config_tool_prefix(c),
+        .idle_timeout_ms = SERVER_IDLE_TIMEOUT_DEFAULT_MS,
+        .direct_tools = true,
+        .sampling = true,
+        .settle_timeout_ms = SERVER_SETTLE_TIMEOUT_DEFAULT_MS,
+    };
+    /* TODO(compat): idleTimeout, directTools, disableProxyTool, sampling, samplingAutoApprove,
+     * settleTimeout */
+    if (mcp_field_bool(st, "autoAuth", "settings.autoAuth", &ret->auto_auth, NULL) < 0)
+        ret->auto_auth = false;
+    ret->auth_required_message = server_config_auth_message(c);
+}
+
+int64_t server_config_idle_ms(const struct server_config *sc, const struct server_settings *st)
+{
+    return sc->idle_timeout_ms >= 0 ? sc->idle_timeout_ms : st->idle_timeout_ms;
 }
 
 int server_config_check_entry(void *userdata, const char *name, struct json_object *raw,

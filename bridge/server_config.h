@@ -25,19 +25,62 @@
 #include "credkit/mcp_config.h"
 #include "naming.h"
 
+enum server_lifecycle {
+    SERVER_LIFECYCLE_LAZY,       /* default: connect on first use, close after idleTimeout */
+    SERVER_LIFECYCLE_EAGER,      /* connect at start, close after idleTimeout */
+    SERVER_LIFECYCLE_KEEP_ALIVE, /* connect at start, reconnect whenever it drops, never idle */
+};
+
+/* "directTools" of an entry */
+enum server_direct {
+    SERVER_DIRECT_UNSET = -1, /* absent: settings.directTools decides */
+    SERVER_DIRECT_NONE = 0,   /* false: only through the proxy tool */
+    SERVER_DIRECT_ALL = 1,    /* true: every tool listed directly */
+    SERVER_DIRECT_LIST = 2,   /* a list: those tools (raw names) directly */
+};
+
 /* The bridge's keys of one entry. An embeddable value: zero it (SERVER_CONFIG_INIT), fill it
  * with server_config_parse(), free what it holds with server_config_release(). */
 struct server_config {
-    char **exclude_tools;    /* NULL-terminated; never NULL once parsed (empty when absent) */
-    char *lifecycle;         /* as written; NULL when absent */
-    int64_t idle_timeout_ms; /* 0: none */
-    int auto_auth;           /* "autoAuth": 1 true, 0 false, -1 absent (settings.autoAuth) */
+    char **exclude_tools;            /* NULL-terminated; never NULL once parsed (empty when
+                                      * absent); raw or exposed (prefixed) names */
+    enum server_lifecycle lifecycle; /* LAZY when absent */
+    int64_t idle_timeout_ms;         /* "idleTimeout" (minutes): -1 absent (the settings'),
+                                      * 0 never */
+    int auto_auth;                   /* "autoAuth": 1 true, 0 false, -1 absent (settings) */
+    enum server_direct direct;       /* "directTools" */
+    char **direct_tools;             /* SERVER_DIRECT_LIST: the names; else NULL */
+    int expose_resources;            /* "exposeResources": 1, 0, -1 absent (false) */
+    bool debug;                      /* "debug": the server's stderr at the default level */
 };
 
 #define SERVER_CONFIG_INIT                                                                         \
     {                                                                                              \
-        NULL, NULL, 0, -1                                                                          \
+        NULL, SERVER_LIFECYCLE_LAZY, -1, -1, SERVER_DIRECT_UNSET, NULL, -1, false                  \
     }
+
+/* The merged "settings" as the bridge reads them, defaults filled in. */
+struct server_settings {
+    enum mcp_tool_prefix tool_prefix;  /* "toolPrefix"; default MCP_TOOL_PREFIX_MCP */
+    int64_t idle_timeout_ms;           /* "idleTimeout" (minutes); default 10 min; 0 never */
+    bool direct_tools;                 /* "directTools"; default true (see docs/bridge.md) */
+    bool disable_proxy_tool;           /* "disableProxyTool"; default false */
+    bool auto_auth;                    /* "autoAuth"; default false */
+    const char *auth_required_message; /* borrowed from the configuration; NULL: none */
+    bool sampling;                     /* "sampling"; default true */
+    bool sampling_auto_approve;        /* "samplingAutoApprove"; default false */
+    int64_t settle_timeout_ms;         /* "settleTimeout" (ms); default 1500 */
+};
+
+#define SERVER_IDLE_TIMEOUT_DEFAULT_MS   (10 * 60 * 1000)
+#define SERVER_SETTLE_TIMEOUT_DEFAULT_MS 1500
+
+/* The settings of c (NULL: the defaults). Values that failed their check at load time are
+ * left at the lower layers' or the default. */
+void server_settings_get(const struct mcp_config *c, struct server_settings *ret);
+
+/* The idle timeout that applies to an entry: its own, else the settings'. 0: never. */
+int64_t server_config_idle_ms(const struct server_config *sc, const struct server_settings *st);
 
 /* Parses the bridge's keys of raw (an entry, borrowed) into *ret, which is written only on
  * success (release it with server_config_release()). -EINVAL with the reason, in the words of
@@ -48,8 +91,8 @@ int server_config_parse(struct json_object *raw, struct server_config *ret,
 /* Frees what sc holds and zeroes it; NULL is fine. */
 void server_config_release(struct server_config *sc);
 
-/* The exposed-name prefix of the configuration (settings.toolPrefix); the default, "server",
- * when no layer sets it validly (or for NULL). */
+/* The exposed-name prefix of the configuration (settings.toolPrefix); the default,
+ * MCP_TOOL_PREFIX_MCP, when no layer sets it validly (or for NULL). */
 enum mcp_tool_prefix server_config_tool_prefix(const struct mcp_config *c);
 
 /* Whether entry s signs in by itself: its "autoAuth", else settings.autoAuth, else false. */

@@ -491,6 +491,9 @@ void mcp_server_free(struct mcp_server *s)
     json_object_put(s->raw);
     free(s->error);
     strv_free(s->missing_vars);
+    free(s->import);
+    strv_free(s->shadowed);
+    strv_free(s->warnings);
     free(s);
 }
 
@@ -535,17 +538,20 @@ int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret)
     DUP(bearer_token);
     DUP(headers_helper);
     DUP(error);
+    DUP(import);
 #undef DUP
     /* the three vectors are never NULL in the copy, even when s was built by hand without them;
      * missing_vars stays NULL when there are none */
     if (vector_dup(s->args, &c->args) < 0 || vector_dup(s->env, &c->env) < 0 ||
-        vector_dup(s->headers, &c->headers) < 0 ||
+        vector_dup(s->headers, &c->headers) < 0 || vector_dup(s->shadowed, &c->shadowed) < 0 ||
+        vector_dup(s->warnings, &c->warnings) < 0 ||
         (s->missing_vars && vector_dup(s->missing_vars, &c->missing_vars) < 0))
         oom = true;
     c->layer = s->layer;
     c->transport = s->transport;
     c->timeout_ms = s->timeout_ms;
     c->auth = s->auth;
+    c->disabled = s->disabled;
     c->raw = s->raw ? json_object_get(s->raw) : NULL;
     if (oom) {
         mcp_server_free(c);
@@ -585,7 +591,10 @@ int mcp_server_build(const char *name, struct json_object *entry, const char *so
     s->args = calloc(1, sizeof(char *));
     s->env = calloc(1, sizeof(char *));
     s->headers = calloc(1, sizeof(char *));
-    if (!s->name || !s->source || !s->args || !s->env || !s->headers) {
+    s->shadowed = calloc(1, sizeof(char *));
+    s->warnings = calloc(1, sizeof(char *));
+    if (!s->name || !s->source || !s->args || !s->env || !s->headers || !s->shadowed ||
+        !s->warnings) {
         r = -ENOMEM;
         goto out;
     }

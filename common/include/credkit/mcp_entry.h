@@ -65,6 +65,22 @@ struct mcp_server {
     char *bearer_token;      /* template (a literal token or ${NAME}), as written */
     char *headers_helper;    /* command whose answer gives headers */
     struct json_object *raw; /* the entry as written (owned reference): the tools' own keys */
+    /* "disabled": true (Claude Code, Cursor, the pi adapter): the entry is valid and listed, as
+     * disabled, but no tool starts it. */
+    bool disabled;
+    /* Where it came from beyond source: NULL for a layer's own "mcpServers"/"servers", else the
+     * import that brought it ("cursor", "claude-code", ...; credkit/mcp_import.h). */
+    char *import;
+    /* The entries of the same name this one won over (higher layer, or a layer's own entry over
+     * an import), highest first, each as "<display path>" or "<display path> (import <name>)".
+     * NULL-terminated; never NULL in an entry of a configuration (empty when none), NULL
+     * in one built by hand. */
+    char **shadowed;
+    /* Problems that did not make the entry invalid: a key no tool knows, a value read with an
+     * older meaning ('"idleTimeout" is in minutes: 60000 is 41 days'). Each names the key and
+     * says what to do, without file and server (the reader adds them). NULL-terminated, as
+     * shadowed. */
+    char **warnings;
     /* validation. Fields parsed before the first problem are filled in, the rest are not. */
     char *error;         /* NULL when valid; else why the entry cannot be used:
                           * "'<file>': server '<name>': <reason>", never a value */

@@ -30,17 +30,17 @@ static char *repeat(char *out, const char *unit, size_t n)
 
 static void test_prefix_modes(void)
 {
-    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "github", "create_issue"), "mcp_github_create_issue");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "github", "create_issue"), "mcp_github_create_issue");
     CHECK_STR(expose(MCP_TOOL_PREFIX_SHORT, "github", "create_issue"), "github_create_issue");
     CHECK_STR(expose(MCP_TOOL_PREFIX_NONE, "github", "create_issue"), "create_issue");
     CHECK_STR(expose(MCP_TOOL_PREFIX_NONE, NULL, "x"), "x");
-    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "a-b", "C-d_9"), "mcp_a-b_C-d_9");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "a-b", "C-d_9"), "mcp_a-b_C-d_9");
 }
 
 static void test_sanitise(void)
 {
-    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "my server", "get file"), "mcp_my_server_get_file");
-    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "srv.local", "fs/read.file"),
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "my server", "get file"), "mcp_my_server_get_file");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "srv.local", "fs/read.file"),
               "mcp_srv_local_fs_read_file");
     CHECK_STR(expose(MCP_TOOL_PREFIX_NONE, "", "a:b@c!d$e%f\\g\"h'i\tj"), "a_b_c_d_e_f_g_h_i_j");
     /* one '_' per character, whatever its UTF-8 length: é (2), € (3), 😀 (4); octal escapes
@@ -58,7 +58,7 @@ static void test_sanitise(void)
     /* empty */
     CHECK_STR(expose(MCP_TOOL_PREFIX_NONE, "", ""), "_");
     CHECK_STR(expose(MCP_TOOL_PREFIX_NONE, "srv", NULL), "_");
-    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "", ""), "mcp__");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "", ""), "mcp__");
     CHECK_STR(expose(MCP_TOOL_PREFIX_SHORT, "", ""), "_");
 }
 
@@ -73,26 +73,26 @@ static void test_length_bound(void)
     /* 64 with the prefix: "mcp_s_" + 58 */
     repeat(name, "a", 58);
     snprintf(want, sizeof(want), "mcp_s_%s", name);
-    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "s", name), want);
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "s", name), want);
 
     /* 65 bytes: 57 + '_' + hash; expected values computed in Python:
      *   h = FNV-1a-32(full); "%06x" % ((h >> 24) ^ (h & 0xffffff)) */
     repeat(name, "x", 65);
     CHECK_STR(expose(MCP_TOOL_PREFIX_NONE, "", name),
               "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx_2b1733");
-    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "github",
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "github",
                      "get_the_very_long_list_of_all_open_pull_requests_for_this_repository"),
               "mcp_github_get_the_very_long_list_of_all_open_pull_reques_0e09e4");
     /* differing only in the last byte: distinct and each stable */
-    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "github",
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "github",
                      "get_the_very_long_list_of_all_open_pull_requests_for_this_repositorz"),
               "mcp_github_get_the_very_long_list_of_all_open_pull_reques_0e0b4e");
     repeat(name, "a", 58);
     strcat(name, "b");
-    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "s", name),
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "s", name),
               "mcp_s_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa_3c7de4");
     name[58] = 'c';
-    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "s", name),
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "s", name),
               "mcp_s_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa_3c7f92");
     /* the hash is of the unsanitised name: '.' and '/' sanitise alike, hash apart */
     repeat(name, "a", 57);
@@ -114,7 +114,7 @@ static void test_length_bound(void)
     char huge[10000];
     memset(huge, 'q', sizeof(huge) - 1);
     huge[sizeof(huge) - 1] = 0;
-    const char *h = expose(MCP_TOOL_PREFIX_SERVER, huge, huge);
+    const char *h = expose(MCP_TOOL_PREFIX_MCP, huge, huge);
     CHECK_INT(strlen(h), 64);
     CHECK(strncmp(h, "mcp_qqqq", 8) == 0);
     CHECK(h[57] == '_');

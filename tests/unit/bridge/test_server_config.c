@@ -134,7 +134,7 @@ static void test_fields(void)
         /* the vector is never NULL */
         CHECK(sc.exclude_tools != NULL);
         server_config_release(&sc);
-        CHECK(sc.exclude_tools == NULL && sc.lifecycle == NULL);
+        CHECK(sc.exclude_tools == NULL && sc.lifecycle == SERVER_LIFECYCLE_LAZY);
     }
 
     struct server_config sc = SERVER_CONFIG_INIT;
@@ -143,7 +143,7 @@ static void test_fields(void)
     CHECK(h != NULL);
     if (h && server_config_parse(h->raw, &sc, &e) >= 0) {
         CHECK_INT(sc.idle_timeout_ms, 60000);
-        CHECK_STR(sc.lifecycle, "eager");
+        CHECK_INT(sc.lifecycle, SERVER_LIFECYCLE_EAGER);
         CHECK_INT(vlen(sc.exclude_tools), 2);
         CHECK_STR(sc.exclude_tools[1], "b");
         server_config_release(&sc);
@@ -151,14 +151,15 @@ static void test_fields(void)
     const struct mcp_server *d = mcp_config_find(c, "d");
     if (d && server_config_parse(d->raw, &sc, &e) >= 0) {
         CHECK_INT(sc.idle_timeout_ms, 2000);
-        CHECK(sc.lifecycle == NULL);
+        CHECK(sc.lifecycle == SERVER_LIFECYCLE_LAZY);
         CHECK_INT(vlen(sc.exclude_tools), 0);
         server_config_release(&sc);
     }
     CHECK(d != NULL);
     const struct mcp_server *n = mcp_config_find(c, "nulls");
     if (n && server_config_parse(n->raw, &sc, &e) >= 0) {
-        CHECK(sc.idle_timeout_ms == 0 && !sc.lifecycle && sc.exclude_tools && !sc.exclude_tools[0]);
+        CHECK(sc.idle_timeout_ms == 0 && sc.lifecycle == SERVER_LIFECYCLE_LAZY &&
+              sc.exclude_tools && !sc.exclude_tools[0]);
         server_config_release(&sc);
     }
     CHECK(n != NULL);
@@ -169,7 +170,7 @@ static void test_fields(void)
     mcp_config_free(c);
     if (cp && server_config_parse(cp->raw, &sc, &e) >= 0) {
         CHECK_INT(sc.idle_timeout_ms, 60000);
-        CHECK_STR(sc.lifecycle, "eager");
+        CHECK_INT(sc.lifecycle, SERVER_LIFECYCLE_EAGER);
         CHECK_INT(vlen(sc.exclude_tools), 2);
         CHECK_STR(sc.exclude_tools[1], "b");
         server_config_release(&sc);
@@ -178,10 +179,12 @@ static void test_fields(void)
 
     /* a failed parse leaves its output alone */
     struct json_object *bad = json_tokener_parse("{\"lifecycle\": \"x\", \"excludeTools\": 1}");
-    struct server_config keep = {NULL, NULL, 7, -1};
+    struct server_config keep = SERVER_CONFIG_INIT;
+    keep.idle_timeout_ms = 7;
     CHECK_INT(server_config_parse(bad, &keep, &e), -EINVAL);
     CHECK_CONTAINS(e.msg, "\"excludeTools\" must be an array of strings, not a number");
-    CHECK(keep.idle_timeout_ms == 7 && !keep.lifecycle && !keep.exclude_tools);
+    CHECK(keep.idle_timeout_ms == 7 && keep.lifecycle == SERVER_LIFECYCLE_LAZY &&
+          !keep.exclude_tools);
     json_object_put(bad);
     server_config_release(NULL);
 }
@@ -218,27 +221,27 @@ static void test_tool_prefix(void)
     struct err e = ERR_INIT;
     c = NULL;
     CHECK_INT(mcp_config_load(&o, &c, &e), 0);
-    CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_SERVER);
+    CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_MCP);
     mcp_config_free(c);
 
     put(PROJ2, "{'settings': {'toolPrefix': 'server'}}");
     put(PROJ1, "{'settings': []}");
     c = load();
     if (c) {
-        CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_SERVER);
+        CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_MCP);
         CHECK_INT(mcp_config_diag_count(c), 1);
         if (mcp_config_diag_count(c) == 1)
             CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
                            "\"settings\" must be an object, not an array");
         mcp_config_free(c);
     }
-    CHECK_INT(server_config_tool_prefix(NULL), MCP_TOOL_PREFIX_SERVER);
+    CHECK_INT(server_config_tool_prefix(NULL), MCP_TOOL_PREFIX_MCP);
 
     /* no file: the default */
     setup("sc-prefix-none");
     c = load();
     CHECK(c != NULL);
-    CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_SERVER);
+    CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_MCP);
     mcp_config_free(c);
 
     /* "mcpServers" that is not an object skips the file, settings included */
@@ -247,7 +250,7 @@ static void test_tool_prefix(void)
               " 'settings': {'toolPrefix': 'none'}}");
     c = load();
     CHECK(c != NULL);
-    CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_SERVER);
+    CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_MCP);
     mcp_config_free(c);
 }
 
@@ -390,7 +393,7 @@ static void test_load_object(void)
         CHECK_STR(mcp_config_diag_at(c, 0)->message,
                   "'command line': \"settings.toolPrefix\" must be a string, not a number: it is "
                   "ignored");
-    CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_SERVER);
+    CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_MCP);
     mcp_config_free(c);
     json_object_put(root);
     c = NULL;
