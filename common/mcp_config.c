@@ -244,6 +244,13 @@ static int read_settings(struct loader *L, struct layer *y)
             return r;
         if (r < 0)
             return add_diag(L->c, y->display, "'%s': %s: it is ignored", y->display, err_msg(&le));
+        /* accepted with warnings (credkit/mcp_field.h): one diagnostic each */
+        for (const char *p = r > 0 ? le.msg : ""; *p; p += *p == '\n') {
+            size_t n = strcspn(p, "\n");
+            if (add_diag(L->c, y->display, "'%s': %.*s", y->display, (int)n, p) < 0)
+                return -ENOMEM;
+            p += n;
+        }
     }
     json_object_object_foreach(st, key, val)
     {

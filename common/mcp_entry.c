@@ -26,6 +26,45 @@ static int oom(struct err *e)
     return err_set(e, -ENOMEM, "out of memory");
 }
 
+/* Appends the warnings of w to s->warnings. -ENOMEM. */
+static int add_warnings(struct mcp_server *s, struct strv *w)
+{
+    struct strv all = STRV_INIT;
+    int r = 0;
+    if (w->n == 0)
+        return 0;
+    for (size_t i = 0; r >= 0 && s->warnings && s->warnings[i]; i++)
+        r = strv_push(&all, s->warnings[i]);
+    for (size_t i = 0; r >= 0 && i < w->n; i++)
+        r = strv_push(&all, w->v[i]);
+    char **v = r >= 0 ? strv_detach(&all) : NULL;
+    strv_release(&all);
+    if (!v)
+        return -ENOMEM;
+    strv_free(s->warnings);
+    s->warnings = v;
+    return 0;
+}
+
+/* The warnings a tool's check gave, one a line in msg. -ENOMEM. */
+static int add_warning_lines(struct mcp_server *s, const char *msg)
+{
+    struct strv w = STRV_INIT;
+    int r = 0;
+    for (const char *p = msg; r >= 0 && *p;) {
+        size_t n = strcspn(p, "\n");
+        if (n > 0)
+            r = strv_pushf(&w, "%.*s", (int)n, p);
+        p += n;
+        if (*p)
+            p++;
+    }
+    if (r >= 0)
+        r = add_warnings(s, &w);
+    strv_release(&w);
+    return r < 0 ? -ENOMEM : 0;
+}
+
 const char *mcp_transport_name(enum mcp_transport t)
 {
     switch (t) {
@@ -273,9 +312,72 @@ static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *
     if (r >= 0)
         r = mcp_field_string(o, "headersHelper", "headersHelper", MCP_FIELD_NONBLANK,
                              &s->headers_helper, e);
+    if (r >= 0)
+        r = mcp_field_bool(o, "disabled", "disabled", &s->disabled, e);
     if (r < 0)
         return r;
     return parse_auth(s, o, e);
+}
+
+/* ---- keys no tool reads ------------------------------------------------------------------ */
+
+/* Every key of an entry that some tool of the suite reads, and the keys other clients write
+ * that mean nothing here but do no harm. A key of neither is a warning, never an error: a
+ * file written for another client still works. */
+static const char *const known_keys[] = {
+    /* common's generic entry */
+    "command", "args", "env", "cwd", "url", "headers", "type", "timeout", "headersHelper", "auth",
+    "bearerToken", "bearerTokenEnv", "disabled",
+    /* mcp-auth (auth/oauth_config.c) */
+    "oauth",
+    /* the bridge (bridge/server_config.c) */
+    "excludeTools", "lifecycle", "idleTimeout", "autoAuth", "directTools", "exposeResources",
+    "debug",
+    /* other clients': the agent's own approval lists, a description, VS Code's "dev" */
+    "description", "alwaysAllow", "autoApprove", "dev", NULL};
+
+/* Keys of other clients that would change what the server does, which no tool here reads: a
+ * warning that says what to write instead. */
+static const struct {
+    const char *key, *why;
+} unread_keys[] = {
+    {"envFile", "the file is not read: put the variables in \"env\""},
+    {"disabledTools", "no tool reads it: list the tools in \"excludeTools\""},
+};
+
+static int unknown_keys(struct mcp_server *s, struct json_object *o)
+{
+    struct strv w = STRV_INIT;
+    int r = 0;
+
+    if (!json_object_is_type(o, json_type_object))
+        return 0;
+    json_object_object_foreach(o, key, val)
+    {
+        (void)val;
+        char kd[MCP_DISP_BUF];
+        const char *why = NULL;
+        bool known = false;
+        for (size_t i = 0; known_keys[i] && !known; i++)
+            known = strcmp(key, known_keys[i]) == 0;
+        for (size_t i = 0; i < ELEMENTSOF(unread_keys) && !why; i++)
+            if (strcmp(key, unread_keys[i].key) == 0)
+                why = unread_keys[i].why;
+        if (known)
+            continue;
+        mcp_disp(kd, key);
+        r = why ? strv_pushf(&w, "\"%s\" is ignored: %s", kd, why)
+                : strv_pushf(&w,
+                             "\"%s\" is not a key of an entry: it is ignored (check the "
+                             "spelling)",
+                             kd);
+        if (r < 0)
+            goto out;
+    }
+    r = add_warnings(s, &w);
+out:
+    strv_release(&w);
+    return r;
 }
 
 static int check_server_name(const char *name, struct err *e)
@@ -443,6 +545,8 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
         r = expand_args(s, opts, &missing, e);
     if (r >= 0 && s->bearer_token)
         r = expand_one(s->bearer_token, "\"bearerToken\"", opts, &missing, e);
+    if (r >= 0 && s->cwd)
+        r = expand_one(s->cwd, "\"cwd\"", opts, &missing, e);
     if (r < 0)
         goto out;
 
@@ -469,6 +573,23 @@ out:
     secure_free(url);
     strv_release(&missing);
     return r;
+}
+
+int mcp_server_expand_cwd(const struct mcp_server *s, mcp_lookup_fn lookup, void *userdata,
+                          char **ret, struct err *e)
+{
+    char *v = NULL;
+    if (!s || !ret)
+        return err_set(e, -EINVAL, "no entry");
+    if (!s->cwd) {
+        *ret = NULL;
+        return 0;
+    }
+    int r = mcp_expand(s->cwd, lookup, userdata, &v, e);
+    if (r < 0)
+        return err_prefix(e, "\"cwd\"");
+    *ret = v;
+    return 0;
 }
 
 /* ---- the entry --------------------------------------------------------------------------- */
@@ -602,8 +723,15 @@ int mcp_server_build(const char *name, struct json_object *entry, const char *so
     r = check_server_name(name, &why);
     if (r >= 0)
         r = parse_entry(s, entry, &why);
-    if (r >= 0 && opts->check_entry)
+    if (r >= 0 && opts->check_entry) {
         r = opts->check_entry(opts->check_userdata, name, entry, &why);
+        if (r > 0) { /* accepted, with warnings */
+            r = add_warning_lines(s, why.msg);
+            err_clear(&why);
+        }
+    }
+    if (r != -ENOMEM && unknown_keys(s, entry) < 0)
+        r = -ENOMEM;
     if (r >= 0)
         r = expand_entry(s, opts, &why);
     if (r == -ENOMEM)

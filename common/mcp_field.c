@@ -1,10 +1,12 @@
 /* mcp_field.c - typed members of a configuration object. */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/duration.h"
 #include "credkit/json.h"
 #include "credkit/mcp_field.h"
 #include "credkit/strv.h"
@@ -209,4 +211,111 @@ int mcp_field_enum(struct json_object *o, const char *key, const char *label,
         }
     mcp_disp(wd, s);
     return bad(e, "%s must be %s, not '%s'", lbl, expect, wd);
+}
+
+#define MINUTES_MAX (366LL * 24 * 60) /* a year */
+
+static int minutes_bad(const char *label, const char *what, struct err *e)
+{
+    return bad(e,
+               "\"%s\" must be a number of minutes (0 = never) or a duration with its unit "
+               "such as \"90s\", not %s",
+               label, what);
+}
+
+/* m minutes (0 <= m <= MINUTES_MAX) in milliseconds; a positive m never rounds to 0 */
+static int64_t minutes_ms(double m)
+{
+    int64_t ms = (int64_t)(m * 60000.0 + 0.5);
+    return m > 0 && ms == 0 ? 1 : ms;
+}
+
+static int minutes_string(struct json_object *v, const char *label, int64_t *ret_ms, struct err *e)
+{
+    char lbl[128], wd[MCP_DISP_BUF];
+    const char *s = NULL;
+    int64_t ms = 0;
+    (void)snprintf(lbl, sizeof(lbl), "\"%s\"", label);
+    int r = mcp_field_string_value(v, lbl, MCP_FIELD_NONBLANK, &s, e);
+    if (r < 0)
+        return r;
+    size_t n = strlen(s);
+    char last = s[n - 1];
+    mcp_disp(wd, s);
+    /* a bare number in a string would be seconds to duration_parse(), minutes to the
+     * adapter: neither is assumed */
+    if (!((last >= 'a' && last <= 'z') || (last >= 'A' && last <= 'Z'))) {
+        char what[MCP_DISP_BUF + 64];
+        (void)snprintf(what, sizeof(what), "'%s' (a number is written without quotes)", wd);
+        return minutes_bad(label, what, e);
+    }
+    if (duration_parse(s, &ms) < 0) {
+        char what[MCP_DISP_BUF + 8];
+        (void)snprintf(what, sizeof(what), "'%s'", wd);
+        return minutes_bad(label, what, e);
+    }
+    if (ms > MINUTES_MAX * 60000)
+        return bad(e, "\"%s\" must be at most a year, not '%s'", label, wd);
+    *ret_ms = ms;
+    return 0;
+}
+
+int mcp_field_minutes(struct json_object *o, const char *key, const char *label, int64_t *ret_ms,
+                      bool *ret_large, struct err *e)
+{
+    struct json_object *v = mcp_field_member(o, key);
+    char what[64];
+    double m;
+
+    if (!v)
+        return 0;
+    if (json_object_is_type(v, json_type_string))
+        return minutes_string(v, label, ret_ms, e);
+    if (json_object_is_type(v, json_type_int)) {
+        int64_t x = json_object_get_int64(v);
+        if (x < 0) {
+            (void)snprintf(what, sizeof(what), "%lld", (long long)x);
+            return minutes_bad(label, what, e);
+        }
+        if (x > MINUTES_MAX) /* INT64_MAX also stands for every larger integer */
+            return bad(e, "\"%s\" must be at most %lld minutes (a year)", label, MINUTES_MAX);
+        m = (double)x;
+    } else if (json_object_is_type(v, json_type_double)) {
+        m = json_object_get_double(v);
+        if (!isfinite(m) || m < 0) {
+            (void)snprintf(what, sizeof(what), "%g", m);
+            return minutes_bad(label, what, e);
+        }
+        if (m > (double)MINUTES_MAX)
+            return bad(e, "\"%s\" must be at most %lld minutes (a year), not %g", label,
+                       MINUTES_MAX, m);
+    } else {
+        return minutes_bad(label, mcp_field_type(v), e);
+    }
+    *ret_ms = minutes_ms(m);
+    if (ret_large)
+        *ret_large = m >= 1000;
+    return 0;
+}
+
+int mcp_field_warn(struct err *e, const char *fmt, ...)
+{
+    if (!e)
+        return 1;
+    if (e->code < 0) /* an error's message is not a warning */
+        e->msg[0] = 0;
+    e->code = 0;
+    char line[ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    (void)vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    size_t have = strlen(e->msg), n = strlen(line);
+    size_t need = n + (have ? 1 : 0);
+    if (have + need < sizeof(e->msg)) {
+        if (have)
+            e->msg[have++] = '\n';
+        memcpy(e->msg + have, line, n + 1);
+    }
+    return 1;
 }

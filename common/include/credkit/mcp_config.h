@@ -38,13 +38,15 @@
 /* A tool's check of its own keys in one entry, called while the configuration loads for the
  * winning entry of each name once its generic keys are valid, before its variables are expanded.
  * raw is the entry (an object, borrowed). -EINVAL (or another negative errno) with the reason,
- * without file and server, makes the entry invalid with that reason; -ENOMEM fails the load. */
+ * without file and server, makes the entry invalid with that reason; -ENOMEM fails the load.
+ * 1: valid, with warnings in e, one a line (mcp_field_warn()), added to the entry's warnings. */
 typedef int (*mcp_check_entry_fn)(void *userdata, const char *name, struct json_object *raw,
                                   struct err *e);
 
 /* A tool's check of one layer's "settings" object (borrowed). An error is a diagnostic of that
  * file ("'<file>': <reason>: it is ignored") and that layer's settings are left out of the merge;
- * -ENOMEM fails the load. */
+ * -ENOMEM fails the load. 1: valid, with warnings in e, one a line (mcp_field_warn()), each a
+ * diagnostic of the file ("'<file>': <warning>"); the settings merge. */
 typedef int (*mcp_check_settings_fn)(void *userdata, struct json_object *settings, struct err *e);
 
 struct mcp_config_opts {

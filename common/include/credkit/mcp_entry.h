@@ -19,6 +19,7 @@
 #include <json-c/json.h>
 
 #include "credkit/macro.h"
+#include "credkit/mcp_template.h"
 
 enum mcp_transport {
     MCP_TRANSPORT_STDIO,
@@ -97,6 +98,12 @@ bool mcp_server_sets_header(const struct mcp_server *s, const char *name);
  * never quotes the URL (a query may hold a key), -ENOMEM. The loader checks every URL it can;
  * one whose variables were deferred (defer_vars) is checked by the tool that expands it. */
 int mcp_server_check_url(const char *url, bool had_vars, struct err *e) _must_check_;
+
+/* The working directory of a stdio entry, its ${VAR}s expanded through lookup (NULL: the
+ * environment) as "args" are at each start: *ret is NULL when the entry has no "cwd". Errors as
+ * mcp_expand(), the message prefixed with "\"cwd\"". Caller frees with secure_free(). */
+int mcp_server_expand_cwd(const struct mcp_server *s, mcp_lookup_fn lookup, void *userdata,
+                          char **ret, struct err *e) _must_check_;
 
 /* Copies s deeply into *ret (raw is shared: a new reference is taken), so that it outlives the
  * configuration it came from. A NULL vector among args, env and headers becomes an empty one

@@ -62,3 +62,18 @@ int mcp_field_strv(struct json_object *o, const char *key, char ***ret, struct e
 int mcp_field_enum(struct json_object *o, const char *key, const char *label,
                    const char *const *words, const char *expect, int *ret,
                    struct err *e) _must_check_;
+
+/* An optional span of time counted in minutes, as the pi adapter writes "idleTimeout": a
+ * number of minutes (fractions allowed, 0 = never), or a string with a unit ("90s", "500ms",
+ * "2m", "1h30m"; credkit/duration.h). *ret_ms is the span in milliseconds (0 for 0; a positive
+ * span shorter than 1 ms is 1 ms), at most a year. *ret_large (may be NULL) is set when the
+ * value was a number of 1000 or more, which looks like milliseconds of an older meaning: the
+ * caller warns (mcp_field_warn()) and still reads minutes. Both untouched when absent. */
+int mcp_field_minutes(struct json_object *o, const char *key, const char *label, int64_t *ret_ms,
+                      bool *ret_large, struct err *e) _must_check_;
+
+/* A check of a tool's own keys (mcp_config_opts.check_entry, .check_settings) that accepts
+ * the keys with warnings says so by returning 1 with the warnings in e, one a line:
+ * mcp_field_warn() appends one line to e (code 0) and returns 1. A line that does not fit in
+ * e is left out. Lines name the key and say what to do, as error messages do. */
+int mcp_field_warn(struct err *e, const char *fmt, ...) _printf_(2, 3);
