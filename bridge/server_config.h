@@ -1,18 +1,34 @@
 /* server_config.h - the bridge's own keys of the MCP configuration.
  *
  * common/ reads the layers and the generic entry (credkit/mcp_config.h); the keys only the bridge
- * acts on are read here, from the entry's raw object and from the merged settings:
- *   per entry   "excludeTools"  tools (as the server names them) left out of the agent's list
- *               "lifecycle"     when to start the server ("lazy", "eager", ...), kept as written
- *               "idleTimeout"   how long an unused server is kept, in milliseconds
- *               "autoAuth"      sign in by itself when a sign-in is needed (cred_helper.h)
- *   settings    "toolPrefix"    how tools are named (naming.h): "server", "short" or "none"
- *               "autoAuth"      the same for every entry that does not say
+ * acts on are read here, from the entry's raw object and from the merged settings, with the
+ * meanings of the pi adapter (docs/bridge.md has the table):
+ *   per entry   "excludeTools"     tools left out of the agent's list (raw or exposed names)
+ *               "lifecycle"        "lazy" (default), "eager" or "keep-alive"
+ *               "idleTimeout"      minutes an unused server is kept (fractions allowed, 0 never;
+ *                                  or a duration with its unit, "90s"); a number of 1000 or more
+ *                                  is read as minutes with a warning (the old milliseconds?)
+ *               "autoAuth"         sign in by itself when a sign-in is needed (cred_helper.h)
+ *               "directTools"      true, false, or the raw names of the tools listed directly
+ *               "exposeResources"  each resource also as a read tool
+ *               "debug"            the server's stderr at the default log level
+ *   settings    "toolPrefix"       how tools are named (naming.h): "mcp", "server", "short",
+ *                                  "none"
+ *               "idleTimeout"      as per entry; default 10 minutes
+ *               "directTools"      true (default) or false: the proxy tool's context-saving mode
+ *               "disableProxyTool" no "mcp" proxy tool
+ *               "autoAuth"         the same for every entry that does not say
  *               "authRequiredMessage"  the "login required" text, with ${server}
+ *               "sampling"         false: servers' sampling requests are refused
+ *               "samplingAutoApprove"  accepted, with a warning: the agent approves, not the bridge
+ *               "settleTimeout"    milliseconds the first list waits for connecting servers
  * The bridge loads its configuration with server_config_load() or server_config_load_object(),
  * which register the checks below with the loader: an invalid key of an entry makes that entry
  * invalid (in `mcp-bridge list` as in `serve`), and an invalid setting is a diagnostic of its
- * file that leaves the lower layers' value in force, as for common's own keys. */
+ * file that leaves the lower layers' value in force, as for common's own keys. A key of the
+ * settings the bridge does not know, or a value it reads with a warning, is a diagnostic of the
+ * file too, and the settings still count; warnings about an entry's keys are in its
+ * `warnings`. */
 #pragma once
 
 #include <stdbool.h>
@@ -45,8 +61,8 @@ struct server_config {
     char **exclude_tools;            /* NULL-terminated; never NULL once parsed (empty when
                                       * absent); raw or exposed (prefixed) names */
     enum server_lifecycle lifecycle; /* LAZY when absent */
-    int64_t idle_timeout_ms;         /* "idleTimeout" (minutes): -1 absent (the settings'),
-                                      * 0 never */
+    int64_t idle_timeout_ms;         /* "idleTimeout" (minutes) in ms: -1 absent (the
+                                      * settings'), 0 never */
     int auto_auth;                   /* "autoAuth": 1 true, 0 false, -1 absent (settings) */
     enum server_direct direct;       /* "directTools" */
     char **direct_tools;             /* SERVER_DIRECT_LIST: the names; else NULL */
@@ -74,17 +90,21 @@ struct server_settings {
 
 #define SERVER_IDLE_TIMEOUT_DEFAULT_MS   (10 * 60 * 1000)
 #define SERVER_SETTLE_TIMEOUT_DEFAULT_MS 1500
+#define SERVER_SETTLE_TIMEOUT_MAX_MS     60000
 
 /* The settings of c (NULL: the defaults). Values that failed their check at load time are
  * left at the lower layers' or the default. */
 void server_settings_get(const struct mcp_config *c, struct server_settings *ret);
 
-/* The idle timeout that applies to an entry: its own, else the settings'. 0: never. */
+/* The idle timeout that applies to an entry: 0 (never) for "keep-alive", else its own, else the
+ * settings'. 0: never. */
 int64_t server_config_idle_ms(const struct server_config *sc, const struct server_settings *st);
 
 /* Parses the bridge's keys of raw (an entry, borrowed) into *ret, which is written only on
  * success (release it with server_config_release()). -EINVAL with the reason, in the words of
- * the loader ('"idleTimeout" must be a positive number of milliseconds, not -1'), -ENOMEM. */
+ * the loader ('"lifecycle" must be "lazy", "eager" or "keep-alive", not 'x''), -ENOMEM. A value
+ * read with a warning is no error here: the loader's check reports it (in the entry's
+ * warnings). */
 int server_config_parse(struct json_object *raw, struct server_config *ret,
                         struct err *e) _must_check_;
 
@@ -102,7 +122,9 @@ bool server_config_auto_auth(const struct mcp_config *c, const struct mcp_server
 const char *server_config_auth_message(const struct mcp_config *c);
 
 /* The loader's checks (mcp_config_opts.check_entry, .check_settings; userdata unused): the
- * entry's keys parse, the settings' toolPrefix is one of the three words. */
+ * entry's keys parse, every setting has a value of its kind. 1 with the warnings in e, one a
+ * line (mcp_field_warn()), when the keys are accepted with warnings: an "idleTimeout" of 1000
+ * or more, an unknown key of the settings, "samplingAutoApprove". */
 int server_config_check_entry(void *userdata, const char *name, struct json_object *raw,
                               struct err *e) _must_check_;
 int server_config_check_settings(void *userdata, struct json_object *settings,

@@ -31,9 +31,31 @@ struct reject {
 /* clang-format off: one rejection a line reads better than a wrapped table */
 static const struct reject rejects[] = {
     {"r-idle", "{'command': 'x', 'idleTimeout': -1}",
-     "\"idleTimeout\" must be a positive number of milliseconds, not -1"},
-    {"r-idle-frac", "{'command': 'x', 'idleTimeout': 1.5}",
-     "\"idleTimeout\" must be a whole number of milliseconds, not 1.5"},
+     "\"idleTimeout\" must be a number of minutes (0 = never) or a duration with its unit such as "
+     "\"90s\", not -1"},
+    {"r-idle-frac", "{'command': 'x', 'idleTimeout': -0.5}",
+     "\"idleTimeout\" must be a number of minutes (0 = never) or a duration with its unit such as "
+     "\"90s\", not -0.5"},
+    {"r-idle-str", "{'command': 'x', 'idleTimeout': '10'}",
+     "not '10' (a number is written without quotes)"},
+    {"r-idle-unit", "{'command': 'x', 'idleTimeout': '10 parsecs'}",
+     "such as \"90s\", not '10 parsecs'"},
+    {"r-idle-bool", "{'command': 'x', 'idleTimeout': true}", "such as \"90s\", not a boolean"},
+    {"r-idle-big", "{'command': 'x', 'idleTimeout': 1e9}",
+     "\"idleTimeout\" must be at most 527040 minutes (a year), not 1e+09"},
+    {"r-idle-bigint", "{'command': 'x', 'idleTimeout': 99999999999999999999}",
+     "\"idleTimeout\" must be at most 527040 minutes (a year)"},
+    {"r-idle-bigstr", "{'command': 'x', 'idleTimeout': '400d'}",
+     "\"idleTimeout\" must be at most a year, not '400d'"},
+    {"r-life-word", "{'command': 'x', 'lifecycle': 'keepalive'}",
+     "\"lifecycle\" must be \"lazy\", \"eager\" or \"keep-alive\", not 'keepalive'"},
+    {"r-direct", "{'command': 'x', 'directTools': 'yes'}",
+     "\"directTools\" must be true, false or an array of tool names, not a string"},
+    {"r-direct-idx", "{'command': 'x', 'directTools': ['a', 1]}",
+     "\"directTools\"[1] must be a string, not a number"},
+    {"r-expose", "{'command': 'x', 'exposeResources': 'yes'}",
+     "\"exposeResources\" must be true or false, not a string"},
+    {"r-debug", "{'command': 'x', 'debug': 1}", "\"debug\" must be true or false, not a number"},
     {"r-excl", "{'command': 'x', 'excludeTools': 'a'}",
      "\"excludeTools\" must be an array of strings, not a string"},
     {"r-excl-idx", "{'command': 'x', 'excludeTools': ['a', {}]}",
@@ -120,6 +142,12 @@ static void test_fields(void)
         "'s': {'command': 'node', 'args': ['server.js', '--port', '1'],"
         "  'env': {'A': '1', 'EMPTY': ''}, 'cwd': '/tmp', 'type': 'stdio'},"
         "'d': {'command': 'x', 'idleTimeout': 2.0e3},"
+        "'m': {'command': 'x', 'idleTimeout': 0.5, 'directTools': ['a', 'b'],"
+        "  'exposeResources': true, 'debug': true},"
+        "'z': {'command': 'x', 'idleTimeout': 0, 'directTools': false, 'exposeResources': false,"
+        "  'debug': false, 'lifecycle': 'keep-alive'},"
+        "'u': {'command': 'x', 'idleTimeout': '90s', 'directTools': true},"
+        "'v': {'command': 'x', 'idleTimeout': '1h30m', 'lifecycle': 'lazy'},"
         "'nulls': {'command': 'x', 'lifecycle': null, 'idleTimeout': null, 'excludeTools': null}"
         "}}");
     struct mcp_config *c = load();
@@ -142,23 +170,64 @@ static void test_fields(void)
     const struct mcp_server *h = mcp_config_find(c, "h");
     CHECK(h != NULL);
     if (h && server_config_parse(h->raw, &sc, &e) >= 0) {
-        CHECK_INT(sc.idle_timeout_ms, 60000);
+        CHECK_INT(sc.idle_timeout_ms, 60000LL * 60000); /* minutes, as the adapter means */
         CHECK_INT(sc.lifecycle, SERVER_LIFECYCLE_EAGER);
         CHECK_INT(vlen(sc.exclude_tools), 2);
         CHECK_STR(sc.exclude_tools[1], "b");
+        CHECK(sc.direct == SERVER_DIRECT_UNSET && !sc.direct_tools);
+        CHECK(sc.expose_resources == -1 && !sc.debug && sc.auto_auth == -1);
         server_config_release(&sc);
+        /* read as minutes, with a warning naming the key: it looks like the old milliseconds */
+        CHECK_INT(vlen(h->warnings), 2);
+        if (vlen(h->warnings) == 2) {
+            CHECK_STR(h->warnings[0], "\"idleTimeout\" is in minutes: 60000 minutes is 41 "
+                                      "days; write \"60s\" for the same time in seconds");
+            CHECK_CONTAINS(h->warnings[1], "\"future\" is not a key of an entry");
+        }
     }
     const struct mcp_server *d = mcp_config_find(c, "d");
     if (d && server_config_parse(d->raw, &sc, &e) >= 0) {
-        CHECK_INT(sc.idle_timeout_ms, 2000);
+        CHECK_INT(sc.idle_timeout_ms, 2000LL * 60000);
         CHECK(sc.lifecycle == SERVER_LIFECYCLE_LAZY);
         CHECK_INT(vlen(sc.exclude_tools), 0);
         server_config_release(&sc);
+        CHECK_INT(vlen(d->warnings), 1);
+        if (vlen(d->warnings) == 1)
+            CHECK_STR(d->warnings[0], "\"idleTimeout\" is in minutes: 2000 minutes is 33 hours; "
+                                      "write \"2s\" for the same time in seconds");
     }
     CHECK(d != NULL);
+    const struct mcp_server *m = mcp_config_find(c, "m"), *z = mcp_config_find(c, "z"),
+                            *u = mcp_config_find(c, "u"), *v = mcp_config_find(c, "v");
+    CHECK(m && z && u && v);
+    if (m && server_config_parse(m->raw, &sc, &e) >= 0) {
+        CHECK_INT(sc.idle_timeout_ms, 30000);
+        CHECK(sc.direct == SERVER_DIRECT_LIST && vlen(sc.direct_tools) == 2);
+        CHECK_STR(sc.direct_tools ? sc.direct_tools[1] : NULL, "b");
+        CHECK(sc.expose_resources == 1 && sc.debug);
+        server_config_release(&sc);
+        CHECK_INT(vlen(m->warnings), 0);
+    }
+    if (z && server_config_parse(z->raw, &sc, &e) >= 0) {
+        CHECK_INT(sc.idle_timeout_ms, 0); /* never */
+        CHECK(sc.direct == SERVER_DIRECT_NONE && !sc.direct_tools);
+        CHECK(sc.expose_resources == 0 && !sc.debug);
+        CHECK(sc.lifecycle == SERVER_LIFECYCLE_KEEP_ALIVE);
+        server_config_release(&sc);
+        CHECK(z->error == NULL && vlen(z->warnings) == 0);
+    }
+    if (u && server_config_parse(u->raw, &sc, &e) >= 0) {
+        CHECK_INT(sc.idle_timeout_ms, 90000);
+        CHECK(sc.direct == SERVER_DIRECT_ALL);
+        server_config_release(&sc);
+    }
+    if (v && server_config_parse(v->raw, &sc, &e) >= 0) {
+        CHECK_INT(sc.idle_timeout_ms, 90LL * 60000);
+        server_config_release(&sc);
+    }
     const struct mcp_server *n = mcp_config_find(c, "nulls");
     if (n && server_config_parse(n->raw, &sc, &e) >= 0) {
-        CHECK(sc.idle_timeout_ms == 0 && sc.lifecycle == SERVER_LIFECYCLE_LAZY &&
+        CHECK(sc.idle_timeout_ms == -1 && sc.lifecycle == SERVER_LIFECYCLE_LAZY &&
               sc.exclude_tools && !sc.exclude_tools[0]);
         server_config_release(&sc);
     }
@@ -169,7 +238,7 @@ static void test_fields(void)
     CHECK_INT(mcp_server_dup(h, &cp), 0);
     mcp_config_free(c);
     if (cp && server_config_parse(cp->raw, &sc, &e) >= 0) {
-        CHECK_INT(sc.idle_timeout_ms, 60000);
+        CHECK_INT(sc.idle_timeout_ms, 60000LL * 60000);
         CHECK_INT(sc.lifecycle, SERVER_LIFECYCLE_EAGER);
         CHECK_INT(vlen(sc.exclude_tools), 2);
         CHECK_STR(sc.exclude_tools[1], "b");
@@ -182,7 +251,8 @@ static void test_fields(void)
     struct server_config keep = SERVER_CONFIG_INIT;
     keep.idle_timeout_ms = 7;
     CHECK_INT(server_config_parse(bad, &keep, &e), -EINVAL);
-    CHECK_CONTAINS(e.msg, "\"excludeTools\" must be an array of strings, not a number");
+    /* the keys are read in a fixed order: lifecycle before excludeTools */
+    CHECK_CONTAINS(e.msg, "\"lifecycle\" must be \"lazy\", \"eager\" or \"keep-alive\", not 'x'");
     CHECK(keep.idle_timeout_ms == 7 && keep.lifecycle == SERVER_LIFECYCLE_LAZY &&
           !keep.exclude_tools);
     json_object_put(bad);
@@ -205,13 +275,20 @@ static void test_tool_prefix(void)
     if (c) {
         /* key by key: the project's files do not set it validly, the user file's "none" holds */
         CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_NONE);
-        CHECK_INT(mcp_config_diag_count(c), 1);
-        if (mcp_config_diag_count(c) == 1) {
-            CHECK_STR(mcp_config_diag_at(c, 0)->source, "~/proj/.pi/mcp.json");
-            CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
-                           "'~/proj/.pi/mcp.json': \"settings.toolPrefix\" must be \"server\", "
-                           "\"short\" or \"none\", not 'bogus'");
-            CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message, ": it is ignored");
+        /* the unknown settings are warnings of their files, the bad word an error */
+        CHECK_INT(mcp_config_diag_count(c), 3);
+        if (mcp_config_diag_count(c) == 3) {
+            CHECK_STR(mcp_config_diag_at(c, 0)->message,
+                      "'~/.pi/agent/mcp.json': \"settings.other\" is not a setting the bridge "
+                      "knows: it is ignored (check the spelling)");
+            CHECK_STR(mcp_config_diag_at(c, 1)->message,
+                      "'~/proj/.mcp.json': \"settings.somethingElse\" is not a setting the "
+                      "bridge knows: it is ignored (check the spelling)");
+            CHECK_STR(mcp_config_diag_at(c, 2)->source, "~/proj/.pi/mcp.json");
+            CHECK_CONTAINS(mcp_config_diag_at(c, 2)->message,
+                           "'~/proj/.pi/mcp.json': \"settings.toolPrefix\" must be \"mcp\", "
+                           "\"server\", \"short\" or \"none\", not 'bogus'");
+            CHECK_CONTAINS(mcp_config_diag_at(c, 2)->message, ": it is ignored");
         }
         CHECK(mcp_config_find(c, "a") != NULL); /* the file's servers still count */
         mcp_config_free(c);
@@ -228,10 +305,10 @@ static void test_tool_prefix(void)
     put(PROJ1, "{'settings': []}");
     c = load();
     if (c) {
-        CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_MCP);
-        CHECK_INT(mcp_config_diag_count(c), 1);
-        if (mcp_config_diag_count(c) == 1)
-            CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
+        CHECK_INT(server_config_tool_prefix(c), MCP_TOOL_PREFIX_SERVER);
+        CHECK_INT(mcp_config_diag_count(c), 2); /* and "other" of the user file */
+        if (mcp_config_diag_count(c) == 2)
+            CHECK_CONTAINS(mcp_config_diag_at(c, 1)->message,
                            "\"settings\" must be an object, not an array");
         mcp_config_free(c);
     }
@@ -401,4 +478,192 @@ static void test_load_object(void)
     CHECK(c == NULL);
 }
 
-TESTS_MAIN(test_rejections, test_fields, test_tool_prefix, test_auto_auth, test_load_object)
+/* every setting with the adapter's meaning, the defaults, and what a bad value leaves */
+static void test_settings(void)
+{
+    struct server_settings st;
+
+    server_settings_get(NULL, &st);
+    CHECK_INT(st.tool_prefix, MCP_TOOL_PREFIX_MCP);
+    CHECK_INT(st.idle_timeout_ms, 10 * 60 * 1000);
+    CHECK(st.direct_tools && !st.disable_proxy_tool && !st.auto_auth && st.sampling &&
+          !st.sampling_auto_approve && !st.auth_required_message);
+    CHECK_INT(st.settle_timeout_ms, 1500);
+
+    setup("sc-settings");
+    put(SHARED, "{'settings': {'idleTimeout': 30, 'settleTimeout': 900}}");
+    put(USER, "{'settings': {'toolPrefix': 'short', 'idleTimeout': 0.5, 'directTools': false,"
+              " 'disableProxyTool': true, 'autoAuth': true, 'authRequiredMessage': 'sign in',"
+              " 'sampling': false, 'samplingAutoApprove': true},"
+              " 'mcpServers': {'a': {'command': 'x'}, 'k': {'command': 'x', 'idleTimeout': 3,"
+              " 'lifecycle': 'keep-alive'}, 'b': {'command': 'x', 'idleTimeout': 0}}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    server_settings_get(c, &st);
+    CHECK_INT(st.tool_prefix, MCP_TOOL_PREFIX_SHORT);
+    CHECK_INT(st.idle_timeout_ms, 30000);
+    CHECK(!st.direct_tools && st.disable_proxy_tool && st.auto_auth && !st.sampling &&
+          st.sampling_auto_approve);
+    CHECK_STR(st.auth_required_message, "sign in");
+    CHECK_INT(st.settle_timeout_ms, 900);
+    /* samplingAutoApprove is accepted and says it does nothing here */
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    if (mcp_config_diag_count(c) == 1)
+        CHECK_STR(mcp_config_diag_at(c, 0)->message,
+                  "'~/.pi/agent/mcp.json': \"settings.samplingAutoApprove\" has no effect here: "
+                  "the bridge forwards sampling requests to the agent, which asks or approves");
+    /* the idle timeout of an entry: its own, else the settings'; keep-alive never */
+    const char *names[] = {"a", "k", "b"};
+    const int64_t want[] = {30000, 0, 0};
+    for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+        const struct mcp_server *s = mcp_config_find(c, names[i]);
+        struct server_config sc = SERVER_CONFIG_INIT;
+        struct err e = ERR_INIT;
+        CHECK(s && !s->error);
+        if (s && server_config_parse(s->raw, &sc, &e) >= 0) {
+            CHECK_INT(server_config_idle_ms(&sc, &st), want[i]);
+            server_config_release(&sc);
+        }
+    }
+    mcp_config_free(c);
+
+    /* 0 = never, a duration string, and a large number read as minutes with a warning */
+    put(USER, "{'settings': {'idleTimeout': 0}}");
+    c = load();
+    server_settings_get(c, &st);
+    CHECK_INT(st.idle_timeout_ms, 0);
+    CHECK_INT(mcp_config_diag_count(c), 0);
+    mcp_config_free(c);
+    put(USER, "{'settings': {'idleTimeout': '500ms'}}");
+    c = load();
+    server_settings_get(c, &st);
+    CHECK_INT(st.idle_timeout_ms, 500);
+    mcp_config_free(c);
+    put(USER, "{'settings': {'idleTimeout': 60000, 'bogus': 1, 'toolprefix': 'x'}}");
+    c = load();
+    server_settings_get(c, &st);
+    CHECK_INT(st.idle_timeout_ms, 60000LL * 60000);
+    CHECK_INT(mcp_config_diag_count(c), 3);
+    if (mcp_config_diag_count(c) == 3) {
+        CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message, "\"settings.bogus\" is not a setting");
+        CHECK_CONTAINS(mcp_config_diag_at(c, 1)->message,
+                       "\"settings.toolprefix\" is not a setting");
+        CHECK_STR(mcp_config_diag_at(c, 2)->message,
+                  "'~/.pi/agent/mcp.json': \"settings.idleTimeout\" is in minutes: 60000 "
+                  "minutes is 41 days; write \"60s\" for the same time in seconds");
+    }
+    mcp_config_free(c);
+
+    /* a bad value: a diagnostic, the file's settings left out, the lower layer's in force */
+    static const struct {
+        const char *settings, *reason;
+    } bads[] = {
+        {"'idleTimeout': -1", "\"settings.idleTimeout\" must be a number of minutes"},
+        {"'directTools': ['a']", "\"settings.directTools\" must be true or false, not an array"},
+        {"'disableProxyTool': 1", "\"settings.disableProxyTool\" must be true or false"},
+        {"'sampling': 'no'", "\"settings.sampling\" must be true or false, not a string"},
+        {"'samplingAutoApprove': 0", "\"settings.samplingAutoApprove\" must be true or false"},
+        {"'settleTimeout': 0", "settings: \"settleTimeout\" must be a positive number"},
+        {"'settleTimeout': 1.5", "\"settleTimeout\" must be a whole number of milliseconds"},
+        {"'settleTimeout': 60001", "\"settings.settleTimeout\" must be at most 60000"},
+        {"'toolPrefix': 'SERVER'", "\"settings.toolPrefix\" must be \"mcp\", \"server\""},
+    };
+    for (size_t i = 0; i < ELEMENTSOF(bads); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), "{'settings': {%s, 'autoAuth': false}}", bads[i].settings);
+        put(USER, "{'settings': {'autoAuth': true, 'idleTimeout': 2, 'settleTimeout': 700}}");
+        put(PROJ1, text);
+        c = load();
+        if (!c)
+            continue;
+        server_settings_get(c, &st);
+        CHECK_INT(mcp_config_diag_count(c), 1);
+        if (mcp_config_diag_count(c) == 1) {
+            CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message, bads[i].reason);
+            CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message, ": it is ignored");
+        }
+        CHECK(st.auto_auth); /* the user file's: the project file's settings are left out */
+        CHECK_INT(st.idle_timeout_ms, 120000);
+        CHECK_INT(st.settle_timeout_ms, 700);
+        CHECK(st.direct_tools && !st.disable_proxy_tool && st.sampling);
+        CHECK_INT(st.tool_prefix, MCP_TOOL_PREFIX_MCP);
+        mcp_config_free(c);
+    }
+
+    /* loaded without the checks: a bad value leaves the default */
+    setup("sc-settings-unchecked");
+    put(USER, "{'settings': {'idleTimeout': 'x', 'directTools': 'no', 'sampling': 0,"
+              " 'settleTimeout': 99999999, 'disableProxyTool': null}}");
+    struct mcp_config_opts o = {.cwd = P("home/proj")};
+    struct err e = ERR_INIT;
+    c = NULL;
+    CHECK_INT(mcp_config_load(&o, &c, &e), 0);
+    server_settings_get(c, &st);
+    CHECK_INT(st.idle_timeout_ms, 10 * 60 * 1000);
+    CHECK(st.direct_tools && st.sampling && !st.disable_proxy_tool);
+    CHECK_INT(st.settle_timeout_ms, 1500);
+    mcp_config_free(c);
+}
+
+/* every key of a pi adapter entry is accepted; a key no tool knows is a warning, not an error */
+static void test_adapter_entry(void)
+{
+    setup("sc-adapter");
+    put(USER, "{'mcpServers': {"
+              "'fs': {'command': 'npx', 'args': ['-y', 'server-filesystem', '/tmp'],"
+              "  'env': {'NODE_OPTIONS': '--max-old-space-size=4096'}, 'cwd': '/tmp',"
+              "  'lifecycle': 'lazy', 'idleTimeout': 15, 'debug': false,"
+              "  'exposeResources': true, 'directTools': ['list'], 'excludeTools': ['rm']},"
+              "'web': {'url': 'https://api.example.com/mcp', 'headers': {'X-Custom': 'v'},"
+              "  'auth': 'oauth', 'oauth': {'grantType': 'authorization_code', 'clientId': 'x',"
+              "  'clientSecret': 'y', 'scope': 'read write', 'redirectUri': 'http://127.0.0.1/cb',"
+              "  'clientName': 'Pi MCP Client', 'clientUri': 'https://pi.dev'}},"
+              "'tok': {'url': 'https://api.example.com/mcp', 'auth': 'bearer',"
+              "  'bearerToken': 'static-token'},"
+              "'tokenv': {'url': 'https://api.example.com/mcp', 'auth': 'bearer',"
+              "  'bearerTokenEnv': 'MY_API_KEY'},"
+              "'off': {'url': 'https://api.example.com/mcp', 'auth': false, 'oauth': false},"
+              "'never': {'command': 'x', 'idleTimeout': 0, 'disabled': true},"
+              "'cline': {'command': 'x', 'alwaysAllow': ['a'], 'autoApprove': [], 'timeout': 60000,"
+              "  'description': 'd', 'type': 'stdio', 'disabled': false},"
+              "'typo': {'command': 'x', 'lifecyle': 'eager', 'envFile': '.env',"
+              "  'disabledTools': ['a']}}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    CHECK_INT(mcp_config_diag_count(c), 0);
+    for (size_t i = 0; i < mcp_config_count(c); i++) {
+        const struct mcp_server *s = mcp_config_at(c, i);
+        CHECK(s->error == NULL);
+        if (s->error)
+            fprintf(stderr, "  %s\n", s->error);
+        if (strcmp(s->name, "typo") != 0) {
+            CHECK_INT(vlen(s->warnings), 0);
+            if (vlen(s->warnings))
+                fprintf(stderr, "  %s: %s\n", s->name, s->warnings[0]);
+        }
+    }
+    const struct mcp_server *never = mcp_config_find(c, "never"),
+                            *cline = mcp_config_find(c, "cline"),
+                            *typo = mcp_config_find(c, "typo");
+    CHECK(never && never->disabled && cline && !cline->disabled);
+    CHECK(typo != NULL);
+    if (typo) {
+        CHECK_INT(vlen(typo->warnings), 3);
+        if (vlen(typo->warnings) == 3) {
+            CHECK_STR(typo->warnings[0], "\"lifecyle\" is not a key of an entry: it is ignored "
+                                         "(check the spelling)");
+            CHECK_STR(typo->warnings[1],
+                      "\"envFile\" is ignored: the file is not read: put the variables in \"env\"");
+            CHECK_STR(typo->warnings[2], "\"disabledTools\" is ignored: no tool reads it: list "
+                                         "the tools in \"excludeTools\"");
+        }
+    }
+    const struct mcp_server *tok = mcp_config_find(c, "tok"), *off = mcp_config_find(c, "off");
+    CHECK(tok && tok->auth == MCP_AUTH_BEARER && off && off->auth == MCP_AUTH_DISABLED);
+    mcp_config_free(c);
+}
+
+TESTS_MAIN(test_rejections, test_fields, test_tool_prefix, test_auto_auth, test_load_object,
+           test_settings, test_adapter_entry)
