@@ -513,11 +513,16 @@ static int missing_error(const struct strv *missing, struct err *e)
             break;
         cut = r < 0;
     }
+    /* an input is a secret to configure: say how, for the first one */
+    char hint[MCP_DISP_BUF + 192] = "";
+    for (size_t i = 0; i < missing->n && !*hint; i++)
+        (void)mcp_template_missing_hint(missing->v[i], hint, sizeof(hint));
     if (r == -ENOMEM)
         r = oom(e);
     else
-        r = err_set(e, -ENOENT, "variable%s %s%s %s not set", missing->n > 1 ? "s" : "",
-                    buf_str(&msg), cut ? ", ..." : "", missing->n > 1 ? "are" : "is");
+        r = err_set(e, -ENOENT, "variable%s %s%s %s not set%s%s", missing->n > 1 ? "s" : "",
+                    buf_str(&msg), cut ? ", ..." : "", missing->n > 1 ? "are" : "is",
+                    *hint ? ": " : "", hint);
     buf_release(&msg);
     return r;
 }

@@ -1,6 +1,7 @@
 /* mcp_template.c - ${VAR} templates: one scanner, two walks over it (expansion and the list of
  * variables a template names). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,9 @@ static int oom(struct err *e)
 
 struct scan_ops {
     int (*lit)(void *ud, const char *p, size_t n); /* literal text; NULL: ignored */
-    int (*var)(void *ud, const char *name);        /* a ${NAME}; NULL: ignored */
+    /* a reference: its name as written ("NAME", "env:NAME", "input:ID"), and its default
+     * (NULL when it has none; dflt_len bytes, not terminated); NULL: ignored */
+    int (*var)(void *ud, const char *name, const char *dflt, size_t dflt_len);
 };
 
 static int scan_flush(const struct scan_ops *ops, void *ud, const char *p, size_t n)
@@ -31,8 +34,30 @@ static int scan_flush(const struct scan_ops *ops, void *ud, const char *p, size_
     return ops->lit && n > 0 ? ops->lit(ud, p, n) : 0;
 }
 
-/* The variable whose "${" is at p (at is its 1-based position, for messages): its name checked
- * and handed to ops->var; *ret_end is the "}". */
+/* An input's ID (VS Code's "inputs"): letters, digits, '_', '-' and '.'. */
+static bool input_id_is_valid(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == '-' || *s == '.'))
+            return false;
+    return true;
+}
+
+static bool ref_is_valid(const char *name)
+{
+    if (strncmp(name, MCP_TEMPLATE_ENV, strlen(MCP_TEMPLATE_ENV)) == 0)
+        return name_is_valid(name + strlen(MCP_TEMPLATE_ENV));
+    if (strncmp(name, MCP_TEMPLATE_INPUT, strlen(MCP_TEMPLATE_INPUT)) == 0)
+        return input_id_is_valid(name + strlen(MCP_TEMPLATE_INPUT));
+    return name_is_valid(name);
+}
+
+/* The reference whose "${" is at p (at is its 1-based position, for messages): "${NAME}",
+ * "${NAME:-default}", "${env:NAME}", "${input:ID}"; its name checked and handed to ops->var;
+ * *ret_end is the "}". The default is literal text up to the first "}". */
 static int scan_var(const char *p, size_t at, const struct scan_ops *ops, void *ud,
                     const char **ret_end, struct err *e)
 {
@@ -42,19 +67,28 @@ static int scan_var(const char *p, size_t at, const struct scan_ops *ops, void *
                    "unterminated \"${\" at character %zu: close it with \"}\", or write "
                    "\"$${\" for a literal \"${\"",
                    at);
-    size_t n = (size_t)(end - start);
+    const char *dflt = NULL;
+    size_t n = (size_t)(end - start), dlen = 0;
+    for (const char *q = start; q + 1 < end; q++)
+        if (q[0] == ':' && q[1] == '-') {
+            dflt = q + 2;
+            dlen = (size_t)(end - dflt);
+            n = (size_t)(q - start);
+            break;
+        }
     char name[VAR_NAME_MAX + 1];
     if (n > 0 && n <= VAR_NAME_MAX) {
         memcpy(name, start, n);
         name[n] = 0;
     }
-    if (n == 0 || n > VAR_NAME_MAX || !name_is_valid(name))
+    if (n == 0 || n > VAR_NAME_MAX || !ref_is_valid(name))
         return bad(e,
                    "invalid variable name in \"${...}\" at character %zu: use letters, "
-                   "digits and '_', not starting with a digit",
+                   "digits and '_', not starting with a digit (the forms are ${NAME}, "
+                   "${NAME:-default}, ${env:NAME} and ${input:ID})",
                    at);
     if (ops->var) {
-        int r = ops->var(ud, name);
+        int r = ops->var(ud, name, dflt, dlen);
         if (r < 0)
             return r;
     }
@@ -101,13 +135,18 @@ static int template_scan(const char *tmpl, const struct scan_ops *ops, void *ud,
 
 struct vars_ctx {
     void (*fn)(const char *name, void *userdata);
+    void (*ref_fn)(const char *name, bool has_default, void *userdata);
     void *userdata;
 };
 
-static int vars_var(void *ud, const char *name)
+static int vars_var(void *ud, const char *name, const char *dflt, size_t dflt_len)
 {
     struct vars_ctx *c = ud;
-    c->fn(name, c->userdata);
+    (void)dflt_len;
+    if (c->fn)
+        c->fn(name, c->userdata);
+    else
+        c->ref_fn(name, dflt != NULL, c->userdata);
     return 0;
 }
 
@@ -116,15 +155,67 @@ void mcp_template_vars(const char *tmpl, void (*fn)(const char *name, void *user
 {
     if (!tmpl || !fn)
         return;
-    struct vars_ctx c = {fn, userdata};
+    struct vars_ctx c = {fn, NULL, userdata};
     const struct scan_ops ops = {NULL, vars_var};
     (void)template_scan(tmpl, &ops, &c, NULL);
 }
 
-static int env_lookup(void *userdata, const char *name, char **ret, struct err *e)
+void mcp_template_refs(const char *tmpl,
+                       void (*fn)(const char *name, bool has_default, void *userdata),
+                       void *userdata)
+{
+    if (!tmpl || !fn)
+        return;
+    struct vars_ctx c = {NULL, fn, userdata};
+    const struct scan_ops ops = {NULL, vars_var};
+    (void)template_scan(tmpl, &ops, &c, NULL);
+}
+
+const char *mcp_template_env_name(const char *name)
+{
+    if (strncmp(name, MCP_TEMPLATE_INPUT, strlen(MCP_TEMPLATE_INPUT)) == 0)
+        return NULL;
+    if (strncmp(name, MCP_TEMPLATE_ENV, strlen(MCP_TEMPLATE_ENV)) == 0)
+        return name + strlen(MCP_TEMPLATE_ENV);
+    return name;
+}
+
+const char *mcp_template_input_id(const char *name)
+{
+    if (strncmp(name, MCP_TEMPLATE_INPUT, strlen(MCP_TEMPLATE_INPUT)) == 0)
+        return name + strlen(MCP_TEMPLATE_INPUT);
+    return NULL;
+}
+
+int mcp_template_missing_hint(const char *name, char *buf, size_t size)
+{
+    const char *id = mcp_template_input_id(name);
+    if (!id)
+        return snprintf(buf, size, "%s", "");
+    if (!name_is_valid(id))
+        return snprintf(buf, size,
+                        "an input is read from the secret of its ID, and a secret's name uses "
+                        "letters, digits and '_': rename the input '%s'",
+                        id);
+    return snprintf(buf, size, "run: secrets configure %s", id);
+}
+
+const char *mcp_template_secret_name(const char *name)
+{
+    if (strncmp(name, MCP_TEMPLATE_ENV, strlen(MCP_TEMPLATE_ENV)) == 0)
+        return NULL;
+    if (strncmp(name, MCP_TEMPLATE_INPUT, strlen(MCP_TEMPLATE_INPUT)) == 0)
+        return name + strlen(MCP_TEMPLATE_INPUT);
+    return name;
+}
+
+int mcp_lookup_env(void *userdata, const char *name, char **ret, struct err *e)
 {
     (void)userdata;
-    const char *v = getenv(name);
+    const char *env = mcp_template_env_name(name);
+    if (!env)
+        return -ENOENT; /* an input is a secret: the environment does not know it */
+    const char *v = getenv(env);
     if (!v)
         return -ENOENT;
     char *c = strdup(v);
@@ -155,16 +246,25 @@ static int expand_lit(void *ud, const char *p, size_t n)
     return r < 0 ? oom(c->e) : 0;
 }
 
-static int expand_var(void *ud, const char *name)
+static int expand_var(void *ud, const char *name, const char *dflt, size_t dflt_len)
 {
     struct expand_ctx *c = ud;
     struct err le = ERR_INIT;
     char *val = NULL;
     int r = c->lookup(c->userdata, name, &val, &le);
+    /* ${NAME:-default}: the default when unset or empty, as in sh */
+    if (dflt && (r == -ENOENT || (r >= 0 && (!val || !*val)))) {
+        secure_free(val);
+        return expand_lit(c, dflt, dflt_len);
+    }
     if (r == -ENOENT) {
         c->any_missing = true;
-        if (!c->missing)
-            return err_set(c->e, -ENOENT, "variable '%s' is not set", name);
+        if (!c->missing) {
+            char hint[VAR_NAME_MAX + 192];
+            (void)mcp_template_missing_hint(name, hint, sizeof(hint));
+            return err_set(c->e, -ENOENT, "variable '%s' is not set%s%s", name, *hint ? ": " : "",
+                           hint);
+        }
         if (strv_contains(c->missing, name))
             return 0;
         return strv_push(c->missing, name) < 0 ? oom(c->e) : 0;
@@ -184,7 +284,7 @@ static int expand_var(void *ud, const char *name)
 static int expand(const char *tmpl, mcp_lookup_fn lookup, void *userdata, struct strv *missing,
                   char **ret, struct err *e)
 {
-    struct expand_ctx c = {lookup ? lookup : env_lookup, userdata, {0}, missing, false, e};
+    struct expand_ctx c = {lookup ? lookup : mcp_lookup_env, userdata, {0}, missing, false, e};
     const struct scan_ops ops = {expand_lit, expand_var};
     int r;
 

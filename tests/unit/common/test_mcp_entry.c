@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "credkit/mcp_config.h"
+#include "credkit/mcp_field.h"
 #include "credkit/secmem.h"
 
 #include "mcp_fixture.h"
@@ -729,6 +730,136 @@ static void test_server_dup_by_hand(void)
     mcp_server_free(NULL);
 }
 
-TESTS_MAIN(test_rejections, test_names, test_fields_and_types, test_auth_modes, test_defer_vars,
-           test_expansion, test_many_missing, test_server_dup, test_server_dup_by_hand,
-           test_transport_name)
+/* a check of a tool's keys that accepts them with warnings (one a line) */
+static int warn_check(void *userdata, const char *name, struct json_object *raw, struct err *e)
+{
+    (void)userdata;
+    if (strcmp(name, "w") == 0) {
+        mcp_field_warn(e, "\"first\" is odd");
+        return mcp_field_warn(e, "\"second\" too");
+    }
+    if (strcmp(name, "bad") == 0)
+        return err_set(e, -EINVAL, "\"x\" is bad");
+    (void)raw;
+    return 0;
+}
+
+/* what the pi adapter's entries hold, and the other clients' keys: accepted; a key no tool
+ * reads is a warning naming it; "disabled" and "cwd" */
+static void test_compat_keys(void)
+{
+    setup("compat");
+    unsetenv("MCPT_CW_UNSET");
+    setenv("MCPT_CW_DIR", "/srv", 1);
+    put(USER, "{'mcpServers': {"
+              "'bearer-lit': {'url': 'https://a.example', 'auth': 'bearer',"
+              "  'bearerToken': 'static-token'},"
+              "'bearer-env': {'url': 'https://a.example', 'auth': 'bearer',"
+              "  'bearerTokenEnv': 'MY_API_KEY'},"
+              "'both-off': {'url': 'https://a.example', 'auth': false, 'oauth': false},"
+              "'idle0': {'command': 'x', 'idleTimeout': 0, 'lifecycle': 'eager'},"
+              "'dis': {'command': 'x', 'disabled': true},"
+              "'en': {'command': 'x', 'disabled': false},"
+              "'dis-bad': {'command': 'x', 'disabled': 'yes'},"
+              "'cwd': {'command': 'x', 'cwd': '${MCPT_CW_DIR}/${MCPT_CW_SUB:-app}'},"
+              "'cwd-miss': {'command': 'x', 'cwd': '${MCPT_CW_UNSET}'},"
+              "'cwd-bad': {'command': 'x', 'cwd': '${MCPT CW}'},"
+              "'input': {'command': 'x', 'args': ['--key=${input:api_key}']},"
+              "'others': {'command': 'x', 'type': 'stdio', 'description': 'd', 'alwaysAllow': [],"
+              "  'autoApprove': ['t'], 'timeout': 60000, 'dev': {}},"
+              "'unk': {'command': 'x', 'zzz': 1, 'envFile': '.env', 'aaa': null},"
+              "'unk-bad': {'command': 5, 'zzz': 1}"
+              "}}");
+    struct mcp_config *c = load();
+    if (!c)
+        goto out;
+    static const char *const valid[] = {"bearer-lit", "bearer-env", "both-off", "idle0", "dis",
+                                        "en",         "cwd",        "others",   "unk"};
+    for (size_t i = 0; i < ELEMENTSOF(valid); i++) {
+        const struct mcp_server *s = mcp_config_find(c, valid[i]);
+        CHECK(s && !s->error);
+        if (s && s->error)
+            fprintf(stderr, "  %s\n", s->error);
+        if (s && strcmp(valid[i], "unk") != 0)
+            CHECK_INT(vlen(s->warnings), 0);
+    }
+    const struct mcp_server *s = mcp_config_find(c, "bearer-lit");
+    CHECK(s && s->auth == MCP_AUTH_BEARER && s->bearer_token);
+    s = mcp_config_find(c, "bearer-env");
+    CHECK(s && s->auth == MCP_AUTH_BEARER && s->bearer_token_env);
+    s = mcp_config_find(c, "both-off");
+    CHECK(s && s->auth == MCP_AUTH_DISABLED);
+    CHECK(mcp_config_find(c, "dis")->disabled);
+    CHECK(!mcp_config_find(c, "en")->disabled);
+    CHECK(!mcp_config_find(c, "idle0")->disabled);
+    s = mcp_config_find(c, "dis-bad");
+    CHECK(s && s->error && strstr(s->error, "\"disabled\" must be true or false, not a string"));
+
+    /* cwd: a template, checked at load and expanded at each start */
+    s = mcp_config_find(c, "cwd");
+    CHECK(s && s->cwd && strcmp(s->cwd, "${MCPT_CW_DIR}/${MCPT_CW_SUB:-app}") == 0);
+    char *dir = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(mcp_server_expand_cwd(s, NULL, NULL, &dir, &e), 0);
+    CHECK_STR(dir, "/srv/app");
+    secure_free(dir);
+    CHECK_INT(mcp_server_expand_cwd(mcp_config_find(c, "en"), NULL, NULL, &dir, &e), 0);
+    CHECK(dir == NULL);
+    s = mcp_config_find(c, "cwd-miss");
+    CHECK(s && s->error && strstr(s->error, "variable 'MCPT_CW_UNSET' is not set"));
+    CHECK(s && vlen(s->missing_vars) == 1);
+    s = mcp_config_find(c, "cwd-bad");
+    CHECK(s && s->error && strstr(s->error, "\"cwd\": invalid variable name"));
+    s = mcp_config_find(c, "input");
+    CHECK(s && s->error &&
+          strstr(s->error, "variable 'input:api_key' is not set: run: secrets configure api_key"));
+
+    /* keys no tool reads: warnings, in the file's order; the entry stays valid */
+    s = mcp_config_find(c, "unk");
+    CHECK(s && !s->error && vlen(s->warnings) == 3);
+    if (s && vlen(s->warnings) == 3) {
+        CHECK_STR(s->warnings[0], "\"zzz\" is not a key of an entry: it is ignored (check the "
+                                  "spelling)");
+        CHECK_STR(s->warnings[1], "\"envFile\" is ignored: the file is not read: put the "
+                                  "variables in \"env\"");
+        CHECK_STR(s->warnings[2], "\"aaa\" is not a key of an entry: it is ignored (check the "
+                                  "spelling)");
+        struct mcp_server *cp = NULL;
+        CHECK_INT(mcp_server_dup(s, &cp), 0);
+        CHECK(cp && vlen(cp->warnings) == 3 && strcmp(cp->warnings[2], s->warnings[2]) == 0);
+        mcp_server_free(cp);
+    }
+    s = mcp_config_find(c, "unk-bad"); /* an invalid entry says both */
+    CHECK(s && s->error && vlen(s->warnings) == 1);
+    struct mcp_server *cp = NULL;
+    CHECK_INT(mcp_server_dup(mcp_config_find(c, "dis"), &cp), 0);
+    CHECK(cp && cp->disabled);
+    mcp_server_free(cp);
+    mcp_config_free(c);
+
+    /* a tool's check that accepts with warnings: each line one warning, before the unknown keys */
+    put(USER, "{'mcpServers': {'w': {'command': 'x', 'q': 1}, 'bad': {'command': 'x'},"
+              " 'plain': {'command': 'x'}}}");
+    struct mcp_config_opts o = {.cwd = P("home/proj"), .check_entry = warn_check};
+    c = load_opts(&o);
+    if (!c)
+        goto out;
+    s = mcp_config_find(c, "w");
+    CHECK(s && !s->error && vlen(s->warnings) == 3);
+    if (s && vlen(s->warnings) == 3) {
+        CHECK_STR(s->warnings[0], "\"first\" is odd");
+        CHECK_STR(s->warnings[1], "\"second\" too");
+        CHECK_CONTAINS(s->warnings[2], "\"q\" is not a key");
+    }
+    s = mcp_config_find(c, "bad");
+    CHECK(s && s->error && strstr(s->error, "server 'bad': \"x\" is bad"));
+    s = mcp_config_find(c, "plain");
+    CHECK(s && !s->error && vlen(s->warnings) == 0);
+    mcp_config_free(c);
+out:
+    unsetenv("MCPT_CW_DIR");
+}
+
+TESTS_MAIN(test_compat_keys, test_rejections, test_names, test_fields_and_types, test_auth_modes,
+           test_defer_vars, test_expansion, test_many_missing, test_server_dup,
+           test_server_dup_by_hand, test_transport_name)

@@ -118,4 +118,94 @@ static void test_expand_collect(void)
     strv_release(&missing);
 }
 
-TESTS_MAIN(test_mcp_expand, test_expand_collect)
+/* userdata: char[256]; "name?" for a reference with a default */
+static void collect_refs(const char *name, bool has_default, void *userdata)
+{
+    char *s = userdata;
+    size_t n = strlen(s);
+    snprintf(s + n, 256 - n, "%s%s,", name, has_default ? "?" : "");
+}
+
+/* ${NAME:-default}, ${env:NAME}, ${input:ID}: the lookup sees the name as written */
+static void test_forms(void)
+{
+    static const char *const kv[] = {"A",           "alpha",     "E",         "",
+                                     "env:A",       "env-alpha", "input:key", "the-key",
+                                     "input:k-1.x", "k1",        NULL};
+    struct table t = {kv, 0};
+
+    check_expand("${A:-x}", "alpha");
+    check_expand("${E:-x}", "x"); /* empty: the default, as in sh */
+    check_expand("${NOPE:-}", "");
+    check_expand("${NOPE:-a b/c:d-e$}", "a b/c:d-e$"); /* literal, up to the first } */
+    check_expand("<${NOPE:-${A}>", "<${A>");           /* no nesting */
+    check_expand("${NOPE:-x}}", "x}");
+
+    struct err e = ERR_INIT;
+    char *out = NULL;
+    CHECK_INT(mcp_expand("${env:A}|${input:key}|${input:k-1.x}|${input:NOPE:-d}", table_lookup, &t,
+                         &out, &e),
+              0);
+    CHECK_STR(out, "env-alpha|the-key|k1|d");
+    secure_free(out);
+
+    check_expand_fails("${env:}", -EINVAL, "invalid variable name");
+    check_expand_fails("${env:1A}", -EINVAL, "invalid variable name");
+    check_expand_fails("${input:}", -EINVAL, "invalid variable name");
+    check_expand_fails("${input:a b}", -EINVAL, "invalid variable name");
+    check_expand_fails("${other:A}", -EINVAL, "the forms are ${NAME}, ${NAME:-default}");
+    check_expand_fails("${:-x}", -EINVAL, "invalid variable name");
+    check_expand_fails("${A:x}", -EINVAL, "invalid variable name");
+    check_expand_fails("${input:tok}", -ENOENT,
+                       "variable 'input:tok' is not set: run: secrets configure tok");
+    check_expand_fails("${input:api-key}", -ENOENT, "rename the input 'api-key'");
+    check_expand_fails("${env:NOPE}", -ENOENT, "variable 'env:NOPE' is not set");
+    check_expand_fails("${LOCKED:-x}", -EACCES, "the keyring is locked"); /* not a default */
+
+    /* the default lookup: env:NAME is NAME, an input is never the environment's */
+    setenv("MCPT_FORM", "v", 1);
+    setenv("input:MCPT_FORM", "never", 1);
+    CHECK_INT(mcp_expand("${env:MCPT_FORM}${MCPT_FORM}${MCPT_UNSET:-d}", NULL, NULL, &out, &e), 0);
+    CHECK_STR(out, "vvd");
+    secure_free(out);
+    CHECK_INT(mcp_expand("${input:MCPT_FORM}", NULL, NULL, &out, &e), -ENOENT);
+    CHECK_CONTAINS(e.msg, "run: secrets configure MCPT_FORM");
+    unsetenv("input:MCPT_FORM");
+    unsetenv("MCPT_FORM");
+
+    /* a missing defaulted reference is not missing */
+    struct strv missing = STRV_INIT;
+    CHECK_INT(mcp_expand_collect("${NOPE:-d}${input:ID}${env:NOPE2}${NOPE:-e}", table_lookup, &t,
+                                 &missing, &out, &e),
+              -ENOENT);
+    CHECK_INT(missing.n, 2);
+    if (missing.n == 2) {
+        CHECK_STR(missing.v[0], "input:ID");
+        CHECK_STR(missing.v[1], "env:NOPE2");
+    }
+    strv_release(&missing);
+
+    /* the names as written, without defaults; a defaulted one reported too */
+    char names[256] = "";
+    mcp_template_vars("${A:-x}${env:B}${input:c-d}${E}", collect, names);
+    CHECK_STR(names, "A,env:B,input:c-d,E,");
+    names[0] = 0;
+    mcp_template_refs("${A:-x}${env:B}${input:c-d}${E}${F:-}", collect_refs, names);
+    CHECK_STR(names, "A?,env:B,input:c-d,E,F?,");
+
+    CHECK_STR(mcp_template_env_name("A"), "A");
+    CHECK_STR(mcp_template_env_name("env:A"), "A");
+    CHECK(mcp_template_env_name("input:A") == NULL);
+    CHECK_STR(mcp_template_secret_name("A"), "A");
+    CHECK_STR(mcp_template_secret_name("input:A"), "A");
+    CHECK(mcp_template_secret_name("env:A") == NULL);
+    CHECK_STR(mcp_template_input_id("input:x"), "x");
+    CHECK(mcp_template_input_id("x") == NULL);
+    char hint[128];
+    mcp_template_missing_hint("A", hint, sizeof(hint));
+    CHECK_STR(hint, "");
+    mcp_template_missing_hint("input:ab", hint, sizeof(hint));
+    CHECK_STR(hint, "run: secrets configure ab");
+}
+
+TESTS_MAIN(test_mcp_expand, test_expand_collect, test_forms)
