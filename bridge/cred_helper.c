@@ -15,6 +15,7 @@
 #include "credkit/mcp_template.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
+#include "credkit/util.h"
 
 #include "cred_helper_int.h"
 #include "helper_path.h"
@@ -53,19 +54,32 @@ const char *ch_slot_program(enum slot_kind k)
 
 /* ---- what an entry needs -------------------------------------------------------------------- */
 
+/* The names an entry asks `secrets` for: "NAME" as NAME, "input:ID" as ID, never "env:NAME"
+ * (the environment only: credentials_lookup() reads it there). optional (may be NULL) holds
+ * those every reference of which has a default (${NAME:-x}): unset, they are no error. */
 struct name_set {
     struct strv *v;
+    struct strv required; /* referenced at least once without a default */
+    struct strv *optional;
     bool oom;
 };
 
-static void collect_name(const char *name, void *userdata)
+static void push_once(struct strv *v, const char *name, bool *oom)
+{
+    if (!*oom && !strv_contains(v, name) && strv_push(v, name) < 0)
+        *oom = true;
+}
+
+static void collect_ref(const char *ref, bool has_default, void *userdata)
 {
     struct name_set *ns = userdata;
-    for (size_t i = 0; i < ns->v->n; i++)
-        if (strcmp(ns->v->v[i], name) == 0)
-            return;
-    if (!ns->oom && strv_push(ns->v, name) < 0)
-        ns->oom = true;
+    const char *name = mcp_template_secret_name(ref);
+    /* a name `secrets` would refuse is not asked: it stays missing, with the reason */
+    if (!name || !name_is_valid(name))
+        return;
+    push_once(ns->v, name, &ns->oom);
+    if (!has_default)
+        push_once(&ns->required, name, &ns->oom);
 }
 
 static void collect_pairs(char *const *v, const char *sep, struct name_set *ns)
@@ -73,29 +87,38 @@ static void collect_pairs(char *const *v, const char *sep, struct name_set *ns)
     for (size_t i = 0; v && v[i]; i++) {
         const char *at = strstr(v[i], sep);
         if (at)
-            mcp_template_vars(at + strlen(sep), collect_name, ns);
+            mcp_template_refs(at + strlen(sep), collect_ref, ns);
     }
 }
 
-/* The ${NAME}s the entry refers to, bearerTokenEnv's name among them. -ENOMEM. */
-static int needed_names(const struct mcp_server *s, struct strv *names)
+/* The names of `secrets` the entry refers to, bearerTokenEnv's name among them, and (optional
+ * may be NULL) those that may stay unset. -ENOMEM. */
+static int needed_names(const struct mcp_server *s, struct strv *names, struct strv *optional)
 {
-    struct name_set ns = {names, false};
+    struct name_set ns = {names, STRV_INIT, optional, false};
     if (s->transport == MCP_TRANSPORT_STDIO) {
         collect_pairs(s->env, "=", &ns);
         for (size_t i = 0; s->args && s->args[i]; i++)
-            mcp_template_vars(s->args[i], collect_name, &ns);
+            mcp_template_refs(s->args[i], collect_ref, &ns);
+        if (s->cwd)
+            mcp_template_refs(s->cwd, collect_ref, &ns);
     } else {
         if (s->url)
-            mcp_template_vars(s->url, collect_name, &ns);
+            mcp_template_refs(s->url, collect_ref, &ns);
         collect_pairs(s->headers, ": ", &ns);
         if (s->bearer_token)
-            mcp_template_vars(s->bearer_token, collect_name, &ns);
+            mcp_template_refs(s->bearer_token, collect_ref, &ns);
         if (s->bearer_token_env)
-            collect_name(s->bearer_token_env, &ns);
+            collect_ref(s->bearer_token_env, false, &ns);
     }
+    for (size_t i = 0; optional && i < names->n; i++)
+        if (!strv_contains(&ns.required, names->v[i]))
+            push_once(optional, names->v[i], &ns.oom);
+    strv_release(&ns.required);
     if (ns.oom) {
         strv_release(names);
+        if (optional)
+            strv_release(optional);
         return -ENOMEM;
     }
     return 0;
@@ -410,12 +433,16 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
         snprintf(msg, size, "the answer of 'secrets resolve' is not usable: %s", err_msg(&e));
         return r;
     }
-    struct strv vals = STRV_INIT;
+    struct strv vals = STRV_INIT, names = STRV_INIT, optional = STRV_INIT;
     int64_t exp = 0;
     bool any_stale = false;
-    r = 0;
+    r = s->srv ? needed_names(s->srv, &names, &optional) : 0;
+    strv_release(&names);
     for (size_t i = 0; i < a.n && r >= 0; i++) {
         const struct helper_secret *x = &a.v[i];
+        /* unset, a ${NAME:-default} takes its default */
+        if (x->error && strv_contains(&optional, x->name))
+            continue;
         if (x->error) {
             snprintf(msg, size, "%s", x->error);
             r = -ENOENT;
@@ -430,6 +457,7 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
             exp = expires_ms(x->expires_at);
     }
     helper_secrets_release(&a);
+    strv_release(&optional);
     if (r == -ENOMEM)
         snprintf(msg, size, "out of memory");
     if (r >= 0) {
@@ -504,7 +532,7 @@ static int secrets_run(struct slot *s, struct err *e)
 {
     struct strv names = STRV_INIT, argv = STRV_INIT;
     char *prog = NULL;
-    int r = needed_names(s->srv, &names);
+    int r = needed_names(s->srv, &names, NULL);
     if (r < 0)
         return err_set(e, r, "out of memory");
     r = helper_path_find(HELPER_SECRETS, &prog, e);
@@ -585,7 +613,7 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
 {
     struct cred_helper *h = (struct cred_helper *)(void *)p;
     struct strv names = STRV_INIT;
-    int r = needed_names(query->server, &names);
+    int r = needed_names(query->server, &names, NULL);
     if (r < 0)
         return r;
     bool has_names = names.n > 0;

@@ -287,6 +287,58 @@ static void idle(struct fx *f, int64_t ms)
     (void)wait_for(f->l, never, NULL, ms);
 }
 
+/* ${env:NAME} is never asked of secrets, ${input:ID} is asked as ID, and a ${NAME:-default}
+ * that secrets cannot resolve takes its default */
+static void test_secrets_forms(void)
+{
+    struct fx f;
+    fx_new(&f, "forms", NULL);
+    put_file("secrets.json", "{\"version\": 1, \"secrets\": {"
+                             "\"TOK\": {\"value\": \"" CANARY "\", \"source\": \"command\"},"
+                             "\"OPT\": {\"error\": \"'OPT' has no recipe\"}}}\n");
+    setenv("MCPT_CH_HOST", "env.test", 1);
+    struct mcp_server s = http_entry();
+    char *headers[] = {"X-Key: ${input:TOK}", "X-Opt: [${OPT:-none}]", "X-Env: ${env:MCPT_CH_HOST}",
+                       NULL};
+    s.url = "https://${env:MCPT_CH_HOST}/mcp";
+    s.headers = headers;
+    struct answer a = {0};
+    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    CHECK_INT(a.error, 0);
+    if (a.error)
+        fprintf(stderr, "  %s\n", a.message);
+    CHECK_STR(slurp("secrets.argv"), "[resolve][--json][--][TOK][OPT]\n");
+    CHECK_STR(header_of(&a.c, "X-Key"), CANARY);
+    CHECK_STR(header_of(&a.c, "X-Opt"), "[none]");
+    CHECK_STR(header_of(&a.c, "X-Env"), "env.test");
+    answer_release(&a);
+    fx_free(&f);
+
+    /* the same name without a default as well: its failure is the answer's */
+    fx_new(&f, "forms-required", NULL);
+    put_file("secrets.json", "{\"secrets\": {\"OPT\": {\"error\": \"'OPT' has no recipe\"}}}\n");
+    char *headers2[] = {"X-Opt: ${OPT:-none}", "X-Req: ${OPT}", NULL};
+    s.headers = headers2;
+    s.url = "https://srv.example/mcp";
+    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    CHECK(a.error < 0);
+    CHECK_CONTAINS(a.message, "'OPT' has no recipe");
+    answer_release(&a);
+    fx_free(&f);
+
+    /* only ${env:...}: secrets is not run */
+    fx_new(&f, "forms-env", NULL);
+    char *headers3[] = {"X-Env: ${env:MCPT_CH_HOST}", NULL};
+    s.headers = headers3;
+    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    CHECK_INT(a.error, 0);
+    CHECK_STR(header_of(&a.c, "X-Env"), "env.test");
+    CHECK_INT(lines("secrets.runs"), 0);
+    answer_release(&a);
+    fx_free(&f);
+    unsetenv("MCPT_CH_HOST");
+}
+
 /* ---- secrets ------------------------------------------------------------------------------- */
 
 static void test_secrets_vars_and_cache(void)
@@ -1241,11 +1293,11 @@ static void test_new_args(void)
 
 int main(void)
 {
-    int r = TESTS_RUN(test_secrets_vars_and_cache, test_secrets_expiry, test_secrets_errors,
-                      test_two_asks_one_run, test_cancel, test_bearer, test_headers_helper,
-                      test_stdio_vars, test_oauth_header, test_expires_at_smallest,
-                      test_login_required, test_auto_auth, test_oauth_failures, test_storm_brake,
-                      test_step_up, test_oauth_found_by_challenge, test_timeouts,
-                      test_missing_helpers, test_new_args);
+    int r = TESTS_RUN(
+        test_secrets_forms, test_secrets_vars_and_cache, test_secrets_expiry, test_secrets_errors,
+        test_two_asks_one_run, test_cancel, test_bearer, test_headers_helper, test_stdio_vars,
+        test_oauth_header, test_expires_at_smallest, test_login_required, test_auto_auth,
+        test_oauth_failures, test_storm_brake, test_step_up, test_oauth_found_by_challenge,
+        test_timeouts, test_missing_helpers, test_new_args);
     return r;
 }
