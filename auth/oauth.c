@@ -275,7 +275,8 @@ out:
 
 /* The RFC 7591 registration request of a public native client. NULL on ENOMEM. Caller puts. */
 static struct json_object *registration_request(const char *redirect_uri, const char *scope,
-                                                bool device)
+                                                bool device, const char *client_name,
+                                                const char *client_uri)
 {
     struct json_object *req = json_object_new_object();
     struct json_object *uris = json_object_new_array(), *grants = json_object_new_array(),
@@ -294,7 +295,11 @@ static struct json_object *registration_request(const char *redirect_uri, const 
         (void)json_object_array_add(
             grants, json_object_new_string("urn:ietf:params:oauth:grant-type:device_code"));
     (void)json_object_array_add(types, json_object_new_string("code"));
-    (void)json_object_object_add(req, "client_name", json_object_new_string("mcp-auth (credkit)"));
+    (void)json_object_object_add(
+        req, "client_name",
+        json_object_new_string(client_name ? client_name : "mcp-auth (credkit)"));
+    if (client_uri)
+        (void)json_object_object_add(req, "client_uri", json_object_new_string(client_uri));
     (void)json_object_object_add(req, "redirect_uris", uris);
     (void)json_object_object_add(req, "grant_types", grants);
     (void)json_object_object_add(req, "response_types", types);
@@ -340,8 +345,17 @@ static int registration_from_answer(struct json_object *answer, const char *endp
 int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope, bool device,
                    int64_t timeout_ms, struct registration *ret, struct err *e)
 {
+    return oauth_register_as(endpoint, redirect_uri, scope, device, NULL, NULL, timeout_ms, ret, e);
+}
+
+int oauth_register_as(const char *endpoint, const char *redirect_uri, const char *scope,
+                      bool device, const char *client_name, const char *client_uri,
+                      int64_t timeout_ms, struct registration *ret, struct err *e)
+{
     static const char *const headers[] = {"Accept: application/json", NULL};
-    struct json_object *req = registration_request(redirect_uri, scope, device), *answer = NULL;
+    struct json_object *req = registration_request(redirect_uri, scope, device, client_name,
+                                                   client_uri),
+                       *answer = NULL;
     struct http_response resp = {0};
     int r;
     if (!req)

@@ -68,6 +68,12 @@ int oauth_client_exists(const char *client_uri, const char *access_token, int64_
 int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope, bool device,
                    int64_t timeout_ms, struct registration *ret, struct err *e) _must_check_;
 
+/* oauth_register() with the client's own client_name (NULL: mcp-auth's) and client_uri (NULL:
+ * none sent): "oauth.clientName", "oauth.clientUri". */
+int oauth_register_as(const char *endpoint, const char *redirect_uri, const char *scope,
+                      bool device, const char *client_name, const char *client_uri,
+                      int64_t timeout_ms, struct registration *ret, struct err *e) _must_check_;
+
 void registration_release(struct registration *r);
 
 /* RFC 7009 revocation of token (hint "access_token" or "refresh_token"). */

@@ -128,6 +128,61 @@ static int check_secret_template(const char *tmpl, struct err *e)
 
 /* ---- the object -------------------------------------------------------------------------- */
 
+#define CLIENT_NAME_MAX 200 /* bytes */
+
+/* oauth.clientName: shown to the user on the consent screen: one line of text */
+static int check_client_name(const char *name, struct err *e)
+{
+    if (strlen(name) > CLIENT_NAME_MAX)
+        return bad(e, "\"oauth.clientName\" must be at most %d bytes", CLIENT_NAME_MAX);
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return bad(e, "\"oauth.clientName\" must not contain control characters");
+    return 0;
+}
+
+/* oauth.clientUri: the client's home page as the consent screen links it (RFC 7591 2): an
+ * https:// URL, which an authorization server may check, without credentials in it. */
+static int check_client_uri(const char *url, struct err *e)
+{
+    char *canon = NULL;
+    int r = url_has_userinfo(url) ? -EINVAL : url_canonical(url, &canon, NULL);
+    bool ok = r >= 0 && strncmp(canon, "https://", 8) == 0;
+    free(canon);
+    if (r == -ENOMEM)
+        return oom(e);
+    if (!ok)
+        return bad(e, "\"oauth.clientUri\" must be an https:// URL without a user name or "
+                      "password (the client's home page, which the sign-in page links): it is "
+                      "sent in the client registration");
+    return 0;
+}
+
+/* "grantType" (the pi adapter's key) as "grant": the same word, or no more than the adapter's
+ * two; both keys given must agree. */
+static int parse_grant_type(struct json_object *o, struct oauth_config *c, struct err *e)
+{
+    static const char *const types[] = {"authorization_code", "client_credentials", NULL};
+    char *t = NULL;
+    int r = get_word(o, "grantType", "oauth.grantType", types,
+                     "\"authorization_code\" or \"client_credentials\" (\"oauth.grant\" names "
+                     "mcp-auth's other grants)",
+                     &t, e);
+    if (r < 0 || !t)
+        return r;
+    if (c->grant && strcmp(c->grant, t) != 0) {
+        r = bad(e,
+                "\"oauth.grantType\" is '%s' but \"oauth.grant\" is '%s': they name the same "
+                "thing, keep one",
+                t, c->grant);
+        free(t);
+        return r;
+    }
+    free(c->grant);
+    c->grant = t;
+    return 0;
+}
+
 /* "\"a\", \"b\" or \"c\"": the grants as the message lists them. */
 static int grant_words(const char **words, size_t max, char *expect, size_t size)
 {
@@ -211,6 +266,12 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
         return oom(e);
     r = get_word(o, "grant", "oauth.grant", grants, expect, &c->grant, e);
     if (r >= 0)
+        r = parse_grant_type(o, c, e);
+    if (r >= 0)
+        r = get_string(o, "clientName", "oauth.clientName", MCP_FIELD_NONBLANK, &c->client_name, e);
+    if (r >= 0)
+        r = get_string(o, "clientUri", "oauth.clientUri", MCP_FIELD_NONBLANK, &c->client_uri, e);
+    if (r >= 0)
         r = get_word(o, "privateKeyAlg", "oauth.privateKeyAlg", algs, "\"ES256\" or \"RS256\"",
                      &c->private_key_alg, e);
     if (r < 0)
@@ -227,6 +288,16 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
         return bad(e, "\"oauth.grant\": \"%s\" needs an \"oauth.idp\" object", g->name);
     if (c->client_metadata_url) {
         r = check_metadata_url(c->client_metadata_url, e);
+        if (r < 0)
+            return r;
+    }
+    if (c->client_name) {
+        r = check_client_name(c->client_name, e);
+        if (r < 0)
+            return r;
+    }
+    if (c->client_uri) {
+        r = check_client_uri(c->client_uri, e);
         if (r < 0)
             return r;
     }
@@ -252,6 +323,9 @@ int oauth_config_parse(struct json_object *entry, struct oauth_config **ret, str
     struct json_object *o = entry && json_object_is_type(entry, json_type_object)
                                 ? mcp_field_member(entry, "oauth")
                                 : NULL;
+    /* "oauth": false (the pi adapter's) says no OAuth: the loader's "auth" mode; no settings */
+    if (o && json_object_is_type(o, json_type_boolean) && !json_object_get_boolean(o))
+        o = NULL;
     if (o) {
         r = parse_members(o, c, e);
         if (r < 0)
@@ -290,6 +364,8 @@ void oauth_config_free(struct oauth_config *c)
     free(c->scope);
     free(c->redirect_uri);
     free(c->grant);
+    free(c->client_name);
+    free(c->client_uri);
     free(c->private_key_file);
     free(c->private_key_alg);
     free(c->idp_issuer);

@@ -27,7 +27,11 @@ struct oauth_config {
     char *scope;               /* space-separated scopes to request */
     char *redirect_uri;        /* fixes the loopback redirect (pre-registered clients) */
     char *grant;               /* as written: one of the grants of grant.h; NULL: the default,
-                                  "authorization_code" */
+                                  "authorization_code". The pi adapter's "grantType" is read as
+                                  this ("authorization_code" or "client_credentials") */
+    char *client_name;         /* "clientName": client_name of a dynamic registration; NULL:
+                                  mcp-auth's own */
+    char *client_uri;          /* "clientUri": client_uri of a dynamic registration (https) */
     char *private_key_file;    /* PEM key for private_key_jwt */
     char *private_key_alg;     /* "ES256" or "RS256"; NULL: from the key type */
     bool refresh_sends_scope;  /* quirk: send scope on refresh requests ("refreshScope": true) */

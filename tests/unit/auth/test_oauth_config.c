@@ -102,6 +102,28 @@ static const struct {
      "with an explicit port"},
     {"r-oa-redir-num", "{'url': 'https://x.example', 'oauth': {'redirectUri': 8080}}",
      "\"oauth.redirectUri\" must be a string, not a number"},
+    {"r-gt-word", "{'url': 'https://x.example', 'oauth': {'grantType': 'password'}}",
+     "\"oauth.grantType\" must be \"authorization_code\" or \"client_credentials\" (\"oauth.grant\" names mcp-auth's other grants), not 'password'"},
+    {"r-gt-jwt", "{'url': 'https://x.example', 'oauth': {'grantType': 'jwt-bearer'}}",
+     "\"oauth.grantType\" must be \"authorization_code\" or \"client_credentials\""},
+    {"r-gt-num", "{'url': 'https://x.example', 'oauth': {'grantType': 1}}",
+     "\"oauth.grantType\" must be a string, not a number"},
+    {"r-gt-clash", "{'url': 'https://x.example', 'oauth': {'grantType': 'client_credentials', 'grant': 'authorization_code'}}",
+     "\"oauth.grantType\" is 'client_credentials' but \"oauth.grant\" is 'authorization_code': they name the same thing, keep one"},
+    {"r-cn-num", "{'url': 'https://x.example', 'oauth': {'clientName': 5}}",
+     "\"oauth.clientName\" must be a string, not a number"},
+    {"r-cn-blank", "{'url': 'https://x.example', 'oauth': {'clientName': ' '}}",
+     "\"oauth.clientName\" must not be blank"},
+    {"r-cn-ctl", "{'url': 'https://x.example', 'oauth': {'clientName': 'a\\nb'}}",
+     "\"oauth.clientName\" must not contain control characters"},
+    {"r-cu-http", "{'url': 'https://x.example', 'oauth': {'clientUri': 'http://pi.dev'}}",
+     "\"oauth.clientUri\" must be an https:// URL without a user name or password"},
+    {"r-cu-rel", "{'url': 'https://x.example', 'oauth': {'clientUri': 'pi.dev'}}",
+     "\"oauth.clientUri\" must be an https:// URL"},
+    {"r-cu-user", "{'url': 'https://x.example', 'oauth': {'clientUri': 'https://u:p@pi.dev'}}",
+     "\"oauth.clientUri\" must be an https:// URL without a user name or password"},
+    {"r-cu-arr", "{'url': 'https://x.example', 'oauth': {'clientUri': []}}",
+     "\"oauth.clientUri\" must be a string, not an array"},
     {"r-tmpl-secret", "{'url': 'https://x.example', 'oauth': {'clientSecret': '${}'}}",
      "\"oauth.clientSecret\": invalid variable name"},
     {"r-tmpl-secret-open",
@@ -284,6 +306,44 @@ static void test_idp(void)
     oauth_config_free(o);
 }
 
+/* the pi adapter's sub-keys: grantType (as grant), clientName, clientUri; "oauth": false */
+static void test_adapter_keys(void)
+{
+    struct oauth_config *c =
+        parse("{'url': 'https://a.example', 'auth': 'oauth', 'oauth': {"
+              "  'grantType': 'authorization_code', 'clientId': 'optional-pre-registered-id',"
+              "  'clientSecret': 'optional-secret', 'scope': 'optional-scopes',"
+              "  'redirectUri': 'http://127.0.0.1:9000/callback', 'clientName': 'Pi MCP Client',"
+              "  'clientUri': 'https://pi.dev'}}");
+    CHECK(c != NULL);
+    if (c) {
+        CHECK_STR(c->grant, "authorization_code");
+        CHECK_STR(c->client_id, "optional-pre-registered-id");
+        CHECK_STR(c->client_secret, "optional-secret");
+        CHECK_STR(c->scope, "optional-scopes");
+        CHECK_STR(c->redirect_uri, "http://127.0.0.1:9000/callback");
+        CHECK_STR(c->client_name, "Pi MCP Client");
+        CHECK_STR(c->client_uri, "https://pi.dev");
+    }
+    oauth_config_free(c);
+    c = parse("{'url': 'https://a.example', 'oauth': {'grantType': 'client_credentials',"
+              " 'grant': 'client_credentials', 'clientId': 'c', 'clientSecret': 's'}}");
+    CHECK(c && c->grant && strcmp(c->grant, "client_credentials") == 0);
+    CHECK(c && grant_find(c->grant) == &grant_client_credentials);
+    CHECK(c && !c->client_name && !c->client_uri);
+    oauth_config_free(c);
+    c = parse("{'url': 'https://a.example', 'oauth': {'grantType': null, 'clientName': null}}");
+    CHECK(c && !c->grant && !c->client_name);
+    oauth_config_free(c);
+    /* false: no OAuth, no settings (the loader makes the entry's auth DISABLED) */
+    c = parse("{'url': 'https://a.example', 'oauth': false}");
+    CHECK(c && !c->client_id && !c->grant);
+    oauth_config_free(c);
+    c = parse("{'url': 'https://a.example', 'auth': false, 'oauth': false}");
+    CHECK(c != NULL);
+    oauth_config_free(c);
+}
+
 /* the names the parser accepts are the registry's; the default is the first */
 static void test_grants(void)
 {
@@ -309,4 +369,4 @@ static void test_grants(void)
 }
 
 TESTS_MAIN(test_rejections, test_server_name, test_oauth, test_fields_and_types, test_idp,
-           test_grants)
+           test_grants, test_adapter_keys)

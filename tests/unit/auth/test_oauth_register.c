@@ -1,0 +1,128 @@
+/* test_oauth_register.c - the dynamic registration request (RFC 7591) as an authorization
+ * server receives it: mcp-auth's client_name by default, "oauth.clientName" and
+ * "oauth.clientUri" when the entry gives them. An in-test HTTP server on 127.0.0.1 answers. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include <json-c/json.h>
+
+#include "httpd.h" /* also named here: CMake links libmicrohttpd to tests that include it */
+#include "oauth.h"
+#include "tests.h"
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char *last_body; /* the last registration request's body, under mu */
+
+struct upload {
+    char *data;
+    size_t len;
+};
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *data,
+                               size_t *data_size, void **con_cls)
+{
+    (void)cls;
+    (void)url;
+    (void)method;
+    (void)version;
+    struct upload *u = *con_cls;
+    if (!u) {
+        u = calloc(1, sizeof(*u));
+        *con_cls = u;
+        return u ? MHD_YES : MHD_NO;
+    }
+    if (*data_size)
+        return httpd_upload_append(&u->data, &u->len, data, data_size) ? MHD_YES : MHD_NO;
+    pthread_mutex_lock(&mu);
+    free(last_body);
+    last_body = u->data ? strdup(u->data) : NULL;
+    pthread_mutex_unlock(&mu);
+    return httpd_reply(c, 201, "application/json", "{\"client_id\": \"cid-1\"}", NULL);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    struct upload *u = *con_cls;
+    if (u)
+        free(u->data);
+    free(u);
+    *con_cls = NULL;
+}
+
+/* The string member key of the last request, or NULL; caller frees. */
+static char *sent(const char *key)
+{
+    char *v = NULL;
+    pthread_mutex_lock(&mu);
+    struct json_object *o = last_body ? json_tokener_parse(last_body) : NULL;
+    struct json_object *m = NULL;
+    if (o && json_object_object_get_ex(o, key, &m) && json_object_is_type(m, json_type_string))
+        v = strdup(json_object_get_string(m));
+    json_object_put(o);
+    pthread_mutex_unlock(&mu);
+    return v;
+}
+
+static void test_client_name_and_uri(void)
+{
+    unsigned port = 0;
+    struct MHD_Daemon *d = httpd_start(handler, NULL, completed, 0, &port);
+    char endpoint[64];
+    snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%u/register", port);
+    struct registration reg = {0};
+    struct err e = ERR_INIT;
+
+    /* the default: mcp-auth's own name, no client_uri */
+    int r = oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, 5000, &reg, &e);
+    CHECK_INT(r, 0);
+    if (r < 0)
+        fprintf(stderr, "  %s\n", err_msg(&e));
+    CHECK_STR(reg.client_id, "cid-1");
+    registration_release(&reg);
+    char *name = sent("client_name"), *uri = sent("client_uri");
+    CHECK_STR(name, "mcp-auth (credkit)");
+    CHECK(uri == NULL);
+    free(name);
+    free(uri);
+
+    /* the entry's */
+    reg = (struct registration){0};
+    r = oauth_register_as(endpoint, "http://127.0.0.1:9/callback", NULL, false, "Pi MCP Client",
+                          "https://pi.dev", 5000, &reg, &e);
+    CHECK_INT(r, 0);
+    registration_release(&reg);
+    name = sent("client_name");
+    uri = sent("client_uri");
+    CHECK_STR(name, "Pi MCP Client");
+    CHECK_STR(uri, "https://pi.dev");
+    free(name);
+    free(uri);
+    pthread_mutex_lock(&mu);
+    CHECK(last_body && strstr(last_body, "\"redirect_uris\":[\"http://127.0.0.1:9/callback\"]"));
+    pthread_mutex_unlock(&mu);
+
+    /* a name alone: client_uri stays out */
+    reg = (struct registration){0};
+    r = oauth_register_as(endpoint, "http://127.0.0.1:9/callback", NULL, false, "Only Name", NULL,
+                          5000, &reg, &e);
+    CHECK_INT(r, 0);
+    registration_release(&reg);
+    name = sent("client_name");
+    uri = sent("client_uri");
+    CHECK_STR(name, "Only Name");
+    CHECK(uri == NULL);
+    free(name);
+    free(uri);
+
+    MHD_stop_daemon(d);
+    free(last_body);
+    last_body = NULL;
+}
+
+TESTS_MAIN(test_client_name_and_uri)
