@@ -63,7 +63,8 @@ static void redact_add_logged(struct log *log, const char *name, const char *val
  * without a lookup takes it). */
 static void redact_var(const char *name, void *userdata)
 {
-    redact_add_logged(userdata, name, getenv(name));
+    redact_add_logged(userdata, name,
+                      mcp_template_env_name(name) ? getenv(mcp_template_env_name(name)) : NULL);
 }
 
 /* "NAME<sep>template": the value as written (a literal may be a secret too) and the values of
