@@ -345,9 +345,12 @@ static const struct {
     {"disabledTools", "no tool reads it: list the tools in \"excludeTools\""},
 };
 
+#define UNKNOWN_KEYS_SHOWN 16 /* warnings about keys of one entry; the rest counted */
+
 static int unknown_keys(struct mcp_server *s, struct json_object *o)
 {
     struct strv w = STRV_INIT;
+    size_t more = 0;
     int r = 0;
 
     if (!json_object_is_type(o, json_type_object))
@@ -365,6 +368,10 @@ static int unknown_keys(struct mcp_server *s, struct json_object *o)
                 why = unread_keys[i].why;
         if (known)
             continue;
+        if (w.n == UNKNOWN_KEYS_SHOWN) {
+            more++;
+            continue;
+        }
         mcp_disp(kd, key);
         r = why ? strv_pushf(&w, "\"%s\" is ignored: %s", kd, why)
                 : strv_pushf(&w,
@@ -373,6 +380,11 @@ static int unknown_keys(struct mcp_server *s, struct json_object *o)
                              kd);
         if (r < 0)
             goto out;
+    }
+    if (more > 0 && strv_pushf(&w, "%zu more key%s no tool reads: they are ignored", more,
+                               more > 1 ? "s" : "") < 0) {
+        r = -ENOMEM;
+        goto out;
     }
     r = add_warnings(s, &w);
 out:

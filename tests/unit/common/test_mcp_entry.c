@@ -768,7 +768,10 @@ static void test_compat_keys(void)
               "'others': {'command': 'x', 'type': 'stdio', 'description': 'd', 'alwaysAllow': [],"
               "  'autoApprove': ['t'], 'timeout': 60000, 'dev': {}},"
               "'unk': {'command': 'x', 'zzz': 1, 'envFile': '.env', 'aaa': null},"
-              "'unk-bad': {'command': 5, 'zzz': 1}"
+              "'unk-bad': {'command': 5, 'zzz': 1},"
+              "'many': {'command': 'x', 'k0': 0, 'k1': 0, 'k2': 0, 'k3': 0, 'k4': 0, 'k5': 0,"
+              "  'k6': 0, 'k7': 0, 'k8': 0, 'k9': 0, 'k10': 0, 'k11': 0, 'k12': 0, 'k13': 0,"
+              "  'k14': 0, 'k15': 0, 'k16': 0, 'k17': 0, 'k18': 0, 'k19': 0}"
               "}}");
     struct mcp_config *c = load();
     if (!c)
@@ -828,6 +831,12 @@ static void test_compat_keys(void)
         CHECK_INT(mcp_server_dup(s, &cp), 0);
         CHECK(cp && vlen(cp->warnings) == 3 && strcmp(cp->warnings[2], s->warnings[2]) == 0);
         mcp_server_free(cp);
+    }
+    s = mcp_config_find(c, "many");
+    CHECK(s && !s->error && vlen(s->warnings) == 17);
+    if (s && vlen(s->warnings) == 17) {
+        CHECK_CONTAINS(s->warnings[15], "\"k15\" is not a key");
+        CHECK_STR(s->warnings[16], "4 more keys no tool reads: they are ignored");
     }
     s = mcp_config_find(c, "unk-bad"); /* an invalid entry says both */
     CHECK(s && s->error && vlen(s->warnings) == 1);
