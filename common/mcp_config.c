@@ -85,6 +85,7 @@ struct loader {
 };
 
 static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...) _printf_(3, 4);
+/* Adds a diagnostic, once: a file imported by two layers is read twice. */
 static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...)
 {
     struct mcp_config_diag *d = realloc(c->diags, (c->n_diags + 1) * sizeof(*d));
@@ -104,6 +105,13 @@ static int add_diag(struct mcp_config *c, const char *source, const char *fmt, .
         free(d->message);
         return -ENOMEM;
     }
+    for (size_t i = 0; i < c->n_diags; i++)
+        if (strcmp(c->diags[i].source, d->source) == 0 &&
+            strcmp(c->diags[i].message, d->message) == 0) {
+            free(d->source);
+            free(d->message);
+            return 0;
+        }
     c->n_diags++;
     return 0;
 }
@@ -493,11 +501,27 @@ static int cand_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* How the shadowed list names a candidate: "<display path>" or "<display path> (import <name>)". */
-static int push_shadowed(struct strv *sv, const struct cand *k)
+static bool same_origin(const struct cand *a, const struct cand *b)
 {
-    return k->import ? strv_pushf(sv, "%s (import %s)", k->source, k->import)
-                     : strv_push(sv, k->source);
+    return strcmp(a->source, b->source) == 0 &&
+           (a->import && b->import ? strcmp(a->import, b->import) == 0 : a->import == b->import);
+}
+
+/* How the shadowed list names a candidate: "<display path>" or "<display path> (import <name>)";
+ * a file imported by two layers is named once, and not at all when the winner comes from it. */
+static int push_shadowed(struct strv *sv, const struct cand *k, const struct cand *w)
+{
+    char *label = NULL;
+    if (same_origin(k, w))
+        return 0;
+    if (k->import ? asprintf(&label, "%s (import %s)", k->source, k->import) < 0
+                  : !(label = strdup(k->source)))
+        return -ENOMEM;
+    if (strv_contains(sv, label)) {
+        free(label);
+        return 0;
+    }
+    return strv_push_take(sv, label);
 }
 
 /* What the candidates of one name, cands[first..win) (lower first), tell of the winner
@@ -511,7 +535,7 @@ static int annotate(struct mcp_server *s, const struct cand *cands, size_t first
     if (w->import && !(s->import = strdup(w->import)))
         return -ENOMEM;
     for (size_t k = win; r >= 0 && k-- > first;)
-        r = push_shadowed(&shadowed, &cands[k]);
+        r = push_shadowed(&shadowed, &cands[k], w);
     for (size_t i = 0; r >= 0 && s->warnings && s->warnings[i]; i++)
         r = strv_push(&warnings, s->warnings[i]);
     for (size_t i = 0; r >= 0 && w->notes && w->notes[i]; i++)

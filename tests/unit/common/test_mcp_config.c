@@ -700,6 +700,26 @@ static void test_import_layers(void)
     CHECK(b && strcmp(b->source, "~/proj/.cursor/mcp.json") == 0);
     check_shadowed(b, (const char *const[]){"~/.pi/agent/mcp.json", NULL});
     mcp_config_free(c);
+
+    /* a file imported by two layers: the higher import wins, and the file is not named as
+     * shadowing itself; its problems are told once */
+    put(USER, "{'imports': ['cursor'], 'mcpServers': {'u': {'command': 'user-u'}}}");
+    put(PROJ1, "{'imports': ['cursor']}");
+    put(PROJ2, "{}");
+    put("home/.cursor/mcp.json", "{'mcpServers': {'u': {'command': 'cursor-u'},"
+                                 " 'me': {'command': 'mcp-bridge'}}}");
+    c = load();
+    if (!c)
+        return;
+    const struct mcp_server *u = mcp_config_find(c, "u");
+    CHECK(u && strcmp(u->command, "cursor-u") == 0 && u->layer == MCP_LAYER_PROJECT);
+    check_shadowed(u, (const char *const[]){"~/.pi/agent/mcp.json", NULL});
+    a = mcp_config_find(c, "a");
+    CHECK(a && strcmp(a->command, "cursor-proj") == 0);
+    /* (the user layer's import of cursor reads the project's .cursor/mcp.json too) */
+    check_shadowed(a, (const char *const[]){"~/.config/mcp/mcp.json", NULL});
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    mcp_config_free(c);
 }
 
 /* Only the winner is validated and expanded: a shadowed entry's variables are never looked up
