@@ -420,7 +420,7 @@ static int integer_value(struct toml *T, const char *key, struct json_object **r
     size_t digits = 0;
 
     mcp_disp(kd, key);
-    if (*s == '+' || *s == '-')
+    if (s < T->end && (*s == '+' || *s == '-'))
         neg = *s++ == '-';
     if (s + 1 < T->end && s[0] == '0' && (s[1] == 'x' || s[1] == 'o' || s[1] == 'b'))
         return bad(T,

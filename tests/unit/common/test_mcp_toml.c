@@ -207,6 +207,32 @@ static void test_strings_hostile(void)
     CHECK(read_toml_n("[mcp_servers.s]\nv = 'a\0b'\n", 24, &e) == NULL);
     CHECK_CONTAINS(err_msg(&e), "line 2: not UTF-8 text (or a NUL byte)");
 
+    /* the text need not end in a NUL: nothing is read past len (an exact-size copy, so that a
+     * sanitizer or valgrind sees any read beyond it) */
+    static const char *const cut[] = {"[mcp_servers.s]\nv = +",
+                                      "[mcp_servers.s]\nv = ",
+                                      "[mcp_servers.s]\nv = \"\\",
+                                      "[mcp_servers.s]\nv = tru",
+                                      "[mcp_servers.s]\nv = [\"a\",",
+                                      "[mcp_servers.",
+                                      "x = {a=1,",
+                                      "[mcp_servers.s]\nv = '''a''",
+                                      "x = 1979-05-27 ",
+                                      "# c"};
+    for (size_t i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+        size_t len = strlen(cut[i]);
+        char *exact = malloc(len);
+        CHECK(exact != NULL);
+        if (!exact)
+            continue;
+        memcpy(exact, cut[i], len);
+        struct json_object *out = NULL;
+        int r = mcp_toml_read_servers(exact, len, &out, &e);
+        CHECK(r == -EBADMSG || (r == 0 && i >= 8)); /* the last two are whole */
+        json_object_put(out);
+        free(exact);
+    }
+
     /* a long line: a string of 900 KiB is read; a key beyond 4 KiB is refused */
     size_t n = 900 * 1024;
     char *t = malloc(n + 64);
