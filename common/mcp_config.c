@@ -67,6 +67,7 @@ struct cand {
     const char *source; /* display path, borrowed */
     const char *import; /* NULL for the layer's own entries, else the import's name */
     char *const *notes; /* NULL, or what the import says of the entry (borrowed) */
+    unsigned part;      /* the import's part it came from (mcp_import_entry.part), 0: own */
     size_t layer;       /* index into the layers: the layer that defines or imports it */
     size_t seq;         /* order of reading: later wins */
 };
@@ -241,7 +242,7 @@ static int find_layers(struct loader *L, struct err *e)
 /* Adds a candidate, unless it runs the bridge itself: that one is skipped with a diagnostic, so
  * that no file (another client's least of all) makes the bridge start itself, over and over. */
 static int add_cand(struct loader *L, const char *name, struct json_object *entry, size_t layer,
-                    const char *source, const char *import, char *const *notes)
+                    const char *source, const char *import, char *const *notes, unsigned part)
 {
     if (mcp_import_runs_bridge(entry)) {
         char nd[MCP_DISP_BUF];
@@ -260,7 +261,8 @@ static int add_cand(struct loader *L, const char *name, struct json_object *entr
         L->cands = v;
         L->cap_cands = cap;
     }
-    L->cands[L->n_cands] = (struct cand){name, entry, source, import, notes, layer, L->n_cands};
+    L->cands[L->n_cands] =
+        (struct cand){name, entry, source, import, notes, part, layer, L->n_cands};
     L->n_cands++;
     return 0;
 }
@@ -406,7 +408,7 @@ static int read_imports(struct loader *L, size_t idx)
         for (size_t k = 0; r >= 0 && k < mcp_import_count(read[i]); k++) {
             const struct mcp_import_entry *en = mcp_import_at(read[i], k);
             r = add_cand(L, en->name, en->entry, idx, en->source, mcp_import_name(read[i]),
-                         en->notes);
+                         en->notes, en->part);
         }
     free(read);
     return r;
@@ -444,14 +446,14 @@ static int scan_root(struct loader *L, size_t idx, struct err *e)
         {
             if (ms && json_object_object_get_ex(ms, name, NULL))
                 continue;
-            if (add_cand(L, name, entry, idx, y->display, NULL, NULL) < 0)
+            if (add_cand(L, name, entry, idx, y->display, NULL, NULL, 0) < 0)
                 return oom(e);
         }
     }
     if (ms) {
         json_object_object_foreach(ms, name, entry)
         {
-            if (add_cand(L, name, entry, idx, y->display, NULL, NULL) < 0)
+            if (add_cand(L, name, entry, idx, y->display, NULL, NULL, 0) < 0)
                 return oom(e);
         }
     }
@@ -501,9 +503,10 @@ static int cand_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The same entry of the same file: one file imported by two layers gives it twice. */
 static bool same_origin(const struct cand *a, const struct cand *b)
 {
-    return strcmp(a->source, b->source) == 0 &&
+    return a->part == b->part && strcmp(a->source, b->source) == 0 &&
            (a->import && b->import ? strcmp(a->import, b->import) == 0 : a->import == b->import);
 }
 

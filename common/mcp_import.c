@@ -39,6 +39,7 @@ struct mcp_import {
     const char *name; /* static: the client's */
     struct item *items;
     size_t n_items, cap_items;
+    unsigned n_parts; /* the servers' objects read so far (the part of the next one) */
     struct mcp_config_diag *diags;
     size_t n_diags;
     struct ifile files[MAX_FILES];
@@ -97,7 +98,7 @@ static int add_item(struct mcp_import *im, const char *name, struct json_object 
         im->items = v;
         im->cap_items = cap;
     }
-    it.pub = (struct mcp_import_entry){it.name, it.entry, it.source, it.notes};
+    it.pub = (struct mcp_import_entry){it.name, it.entry, it.source, it.notes, im->n_parts};
     im->items[im->n_items++] = it;
     return 0;
 fail:
@@ -312,6 +313,7 @@ static int add_servers(const struct ctx *x, struct json_object *root, const char
 
     if (!obj)
         return 0;
+    im->n_parts++;
     if (!json_object_is_type(obj, json_type_object))
         return add_diag(im, display,
                         "'%s' (import %s): %s\"%s\" must be an object, not %s: its servers are "

@@ -62,6 +62,9 @@ struct mcp_import_entry {
     /* NULL-terminated notes that belong with the entry if it is used (a VS Code input read as a
      * secret), never NULL */
     char *const *notes;
+    /* Which servers' object of the import it came from, counting from 1 in the order read:
+     * tells apart two entries of one file (~/.claude.json's own and its project's). */
+    unsigned part;
 };
 size_t mcp_import_count(const struct mcp_import *im);
 const struct mcp_import_entry *mcp_import_at(const struct mcp_import *im, size_t i);

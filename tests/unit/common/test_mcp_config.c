@@ -720,6 +720,23 @@ static void test_import_layers(void)
     check_shadowed(a, (const char *const[]){"~/.config/mcp/mcp.json", NULL});
     CHECK_INT(mcp_config_diag_count(c), 1);
     mcp_config_free(c);
+
+    /* two entries of one file: ~/.claude.json's project entry shadows its own, both named */
+    char text[4096];
+    snprintf(text, sizeof(text),
+             "{'mcpServers': {'cc': {'command': 'user'}},"
+             " 'projects': {'%s': {'mcpServers': {'cc': {'command': 'local'}}}}}",
+             P("home/proj"));
+    put("home/.claude.json", text);
+    put(USER, "{'imports': ['claude-code']}");
+    put(PROJ1, "{'imports': ['claude-code']}");
+    c = load();
+    if (!c)
+        return;
+    const struct mcp_server *cc = mcp_config_find(c, "cc");
+    CHECK(cc && strcmp(cc->command, "local") == 0 && cc->layer == MCP_LAYER_PROJECT);
+    check_shadowed(cc, (const char *const[]){"~/.claude.json (import claude-code)", NULL});
+    mcp_config_free(c);
 }
 
 /* Only the winner is validated and expanded: a shadowed entry's variables are never looked up

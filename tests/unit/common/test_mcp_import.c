@@ -121,6 +121,9 @@ static void test_claude_code(void)
     CHECK_STR(item(im, 3),
               "c@~/.claude.json={\"type\":\"http\",\"url\":\"https://c.example/mcp\"}");
     CHECK_STR(item(im, 4), "a@~/.claude.json={\"command\":\"local-a\"}");
+    CHECK_INT(mcp_import_at(im, 0)->part, 1);
+    CHECK_INT(mcp_import_at(im, 2)->part, 2);
+    CHECK_INT(mcp_import_at(im, 4)->part, 3);
     CHECK_INT(mcp_import_file_count(im), 2);
     mcp_import_free(im);
 
