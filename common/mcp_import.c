@@ -14,6 +14,7 @@
 #include "credkit/mcp_toml.h"
 #include "credkit/path.h"
 #include "credkit/strv.h"
+#include "credkit/util.h"
 #include "mcp_internal.h"
 
 #define MAX_FILES           4
@@ -273,10 +274,24 @@ static int input_notes(struct json_object *o, struct strv *notes, int depth)
             size_t n = strcspn(s, "}");
             if (!s[n] || n == 0 || n > MCP_DISP_MAX)
                 continue;
+            const char *dflt = strstr(s, ":-"); /* ${input:ID:-default} */
+            if (dflt && (size_t)(dflt - s) < n)
+                n = (size_t)(dflt - s);
             char id[MCP_DISP_BUF], *note = NULL;
             mcp_disp_n(id, s, n);
-            if (asprintf(&note, "${input:%s} is read from the secret %s: run secrets configure %s",
-                         id, id, id) < 0)
+            /* secrets' names are letters, digits and '_': a VS Code id such as "api-key" has
+             * no secret to be read from */
+            int k = name_is_valid(id)
+                        ? asprintf(&note,
+                                   "${input:%s} is read from the secret %s: run secrets "
+                                   "configure %s",
+                                   id, id, id)
+                        : asprintf(&note,
+                                   "${input:%s} would be read from the secret '%s', which is not "
+                                   "a valid secret name (letters, digits and '_'): rename the "
+                                   "input",
+                                   id, id);
+            if (k < 0)
                 return -ENOMEM;
             if (strv_contains(notes, note)) {
                 free(note);

@@ -216,7 +216,8 @@ static void test_vscode(void)
         " 'servers': {'gh': {'type': 'http', 'url': 'https://api.example/mcp',"
         " 'headers': {'Authorization': 'Bearer ${input:gh-token}'}},"
         " 'fs': {'type': 'stdio', 'command': 'node', 'args': ['${workspaceFolder}/fs.js'],"
-        " 'env': {'K': '${input:key}', 'K2': '${input:key}', 'K3': '${input:}'}}}}");
+        " 'env': {'K': '${input:key}', 'K2': '${input:key}', 'K3': '${input:}', 'K4': "
+        "'${input:key:-x}'}}}}");
     struct mcp_import *im = imp("vscode", P("home/proj"));
     if (!im)
         return;
@@ -226,8 +227,10 @@ static void test_vscode(void)
     CHECK_STR(gh->name, "gh");
     CHECK_STR(gh->source, "~/proj/.vscode/mcp.json");
     CHECK_INT(vlen((char **)gh->notes), 1);
-    CHECK_STR(gh->notes[0],
-              "${input:gh-token} is read from the secret gh-token: run secrets configure gh-token");
+    /* (a name secrets cannot hold) */
+    CHECK_STR(gh->notes[0], "${input:gh-token} would be read from the secret 'gh-token', which "
+                            "is not a valid secret name (letters, digits and '_'): rename the "
+                            "input");
     CHECK_STR(fs->name, "fs");
     CHECK_INT(vlen((char **)fs->notes), 1); /* once, however often it is used */
     CHECK_STR(fs->notes[0], "${input:key} is read from the secret key: run secrets configure key");
