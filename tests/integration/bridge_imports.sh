@@ -99,6 +99,10 @@ command = "codex-shared"
 command = "npx"
 args = ["-y", "mcp-bridge", "serve"]
 
+[mcp_servers.codex-off]
+command = "off-cmd"
+enabled = false
+
 [tui]
 notifications = true
 EOF
@@ -136,6 +140,7 @@ assert_contains "$(row cursor-x)" "~/.cursor/mcp.json" "the row of 'cursor-x'"
 # Codex's tables
 assert_contains "$(row codex-tool)" "~/.codex/config.toml" "the row of 'codex-tool'"
 assert_contains "$(row codex-tool)" "codex-cmd --flag" "the row of 'codex-tool'"
+assert_contains "$(row codex-off)" "~/.codex/config.toml" "the row of 'codex-off'"
 assert_contains "$(row mine)" "my-own" "the row of 'mine'"
 for loser in claude-user-shared vscode-shared cursor-shared codex-shared dot-claude-cmd \
     shared-layer-cmd cursor-cmd elsewhere; do
@@ -151,7 +156,7 @@ assert_contains "$OUT" "server 'codex-npx' in '~/.codex/config.toml' (import cod
 run 0 B list --json
 J=$OUT
 assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" \
-    "cc-dot,cc-local,cc-user,codex-tool,cursor-only,cursor-x,low,mine,shared,vs-fs,vs-remote" \
+    "cc-dot,cc-local,cc-user,codex-off,codex-tool,cursor-only,cursor-x,low,mine,shared,vs-fs,vs-remote" \
     "the servers of list --json"
 # (vs-remote's ${input:vs-token} is for the templates to read: not checked here)
 assert_eq "$(json_get "$J" 'j.servers.filter(s => !s.valid && s.name !== "vs-remote").map(s => s.name + ": " + s.error).join("; ")')" "" \
@@ -172,8 +177,9 @@ command = "f"
 tool_timeout_sec = 2.5
 EOF
 echo '{"imports": ["codex", "cursr"]}' >"$USER_FILE"
+line=$(grep -n 'tool_timeout_sec = 2.5' "$HOME/.codex/config.toml" | cut -d: -f1)
 run 0 B list
-assert_contains "$OUT" "'~/.codex/config.toml' (import codex): line 25: 'tool_timeout_sec': only whole numbers are read here"
+assert_contains "$OUT" "'~/.codex/config.toml' (import codex): line $line: 'tool_timeout_sec': only whole numbers are read here"
 assert_contains "$OUT" "unknown import 'cursr' in \"imports\": the accepted ones are cursor, claude-code, claude-desktop, vscode, windsurf, codex"
 assert_eq "$(row codex-tool)" "" "a server of the Codex file that is not read"
 assert_contains "$(row low)" "low-cmd" "the shared layer's entry"

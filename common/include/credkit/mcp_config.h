@@ -56,7 +56,8 @@ typedef int (*mcp_check_settings_fn)(void *userdata, struct json_object *setting
 
 struct mcp_config_opts {
     const char *config_path;  /* replaces ~/.pi/agent/mcp.json (--config); NULL: default */
-    const char *cwd;          /* for the project layers; NULL: no project layers */
+    const char *cwd;          /* for the project layers and the project files of imports
+                               * (.cursor/, .vscode/, ~/.claude.json's projects); NULL: none */
     const char *bundled_path; /* NULL: no bundled layer */
     mcp_lookup_fn lookup;     /* NULL: the process environment */
     void *lookup_userdata;
