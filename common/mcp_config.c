@@ -337,80 +337,49 @@ static int note_import_files(struct mcp_config *c, const struct mcp_import *im)
     return 0;
 }
 
-/* Reads one import of a layer: its files, diagnostics and entries (kept in L until the end). */
-static int read_import(struct loader *L, const char *name, struct mcp_import **ret)
+/* Told of a problem while a layer's imports are read. */
+static int import_diag(void *userdata, const char *source, const char *message)
 {
-    struct mcp_import **v = realloc(L->imports, (L->n_imports + 1) * sizeof(*v));
-    struct err le = ERR_INIT;
-    if (!v)
-        return -ENOMEM;
-    L->imports = v;
-    int r = mcp_import_read(name, import_cwd(L), &v[L->n_imports], &le);
-    if (r < 0)
-        return r; /* -ENOMEM: the name is known */
-    struct mcp_import *im = v[L->n_imports++];
-    for (size_t i = 0; i < mcp_import_diag_count(im); i++) {
-        const struct mcp_config_diag *d = mcp_import_diag_at(im, i);
-        if (add_diag(L->c, d->source, "%s", d->message) < 0)
-            return -ENOMEM;
-    }
-    *ret = im;
-    return note_import_files(L->c, im);
+    return add_diag(userdata, source, "%s", message);
 }
 
-/* A layer's "imports": each name checked and read in the order listed, then their entries
- * added as candidates from the last import to the first, so that the first listed ranks
- * highest among them, and all of them below the layer's own entries, added after. */
+/* A layer's "imports", read in the order listed; their entries are added as candidates from the
+ * last import to the first, so that the first listed ranks highest among them, and all of them
+ * below the layer's own entries, added after. The imports are kept in L: the candidates borrow
+ * from them. */
 static int read_imports(struct loader *L, size_t idx)
 {
     struct layer *y = &L->layers[idx];
     struct json_object *list = mcp_field_member(y->root, "imports");
     struct mcp_import **read = NULL;
     size_t n = 0;
-    int r = 0;
 
     if (!list)
         return 0;
-    if (!json_object_is_type(list, json_type_array))
-        return add_diag(L->c, y->display,
-                        "'%s': \"imports\" must be an array of names (%s), not %s: nothing is "
-                        "imported",
-                        y->display, mcp_import_accepted(), mcp_field_type(list));
-    size_t len = json_object_array_length(list);
-    read = calloc(len ? len : 1, sizeof(*read));
-    if (!read)
+    int r = mcp_import_read_list(list, y->display, import_cwd(L), import_diag, L->c, &read, &n);
+    if (r < 0)
+        return r;
+    struct mcp_import **v = realloc(L->imports, (L->n_imports + n) * sizeof(*v));
+    if (!v) {
+        for (size_t i = 0; i < n; i++)
+            mcp_import_free(read[i]);
+        free(read);
         return -ENOMEM;
-    for (size_t i = 0; i < len && r >= 0; i++) {
-        struct json_object *el = json_object_array_get_idx(list, i);
-        char nd[MCP_DISP_BUF];
-        if (!el || !json_object_is_type(el, json_type_string)) {
-            r = add_diag(L->c, y->display,
-                         "'%s': \"imports\" element %zu must be a name (%s), not %s: it is "
-                         "ignored",
-                         y->display, i + 1, mcp_import_accepted(), mcp_field_type(el));
-            continue;
-        }
-        const char *name = json_object_get_string(el);
-        if (!mcp_import_known(name)) {
-            mcp_disp(nd, name);
-            r = add_diag(L->c, y->display,
-                         "'%s': unknown import '%s' in \"imports\": the accepted ones are %s",
-                         y->display, nd, mcp_import_accepted());
-            continue;
-        }
-        bool again = false; /* listed twice: the first place counts */
-        for (size_t k = 0; k < n && !again; k++)
-            again = strcmp(mcp_import_name(read[k]), name) == 0;
-        if (!again)
-            r = read_import(L, name, &read[n++]);
     }
-    for (size_t i = n; r >= 0 && i-- > 0;)
-        for (size_t k = 0; r >= 0 && k < mcp_import_count(read[i]); k++) {
-            const struct mcp_import_entry *en = mcp_import_at(read[i], k);
-            r = add_cand(L, en->name, en->entry, idx, en->source, mcp_import_name(read[i]),
-                         en->notes, en->part);
-        }
+    L->imports = v;
+    memcpy(v + L->n_imports, read, n * sizeof(*v));
+    L->n_imports += n;
     free(read);
+    for (size_t i = 0; r >= 0 && i < n; i++)
+        r = note_import_files(L->c, v[L->n_imports - n + i]);
+    for (size_t i = n; r >= 0 && i-- > 0;) {
+        const struct mcp_import *im = v[L->n_imports - n + i];
+        for (size_t k = 0; r >= 0 && k < mcp_import_count(im); k++) {
+            const struct mcp_import_entry *en = mcp_import_at(im, k);
+            r = add_cand(L, en->name, en->entry, idx, en->source, mcp_import_name(im), en->notes,
+                         en->part);
+        }
+    }
     return r;
 }
 

@@ -687,6 +687,87 @@ out:
     return r < 0 ? err_set(e, r, "out of memory") : 0;
 }
 
+/* A problem of the list itself, formatted, to diag. */
+static int list_diag(mcp_import_diag_fn diag, void *userdata, const char *source, const char *fmt,
+                     ...) _printf_(4, 5);
+static int list_diag(mcp_import_diag_fn diag, void *userdata, const char *source, const char *fmt,
+                     ...)
+{
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vasprintf(&msg, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return -ENOMEM;
+    int r = diag(userdata, source, msg);
+    free(msg);
+    return r;
+}
+
+/* One name of the list: checked, read unless it was read already, its problems told. */
+static int read_list_item(struct json_object *el, size_t i, const char *display, const char *cwd,
+                          mcp_import_diag_fn diag, void *userdata, struct mcp_import **v, size_t *n)
+{
+    char nd[MCP_DISP_BUF];
+    struct err le = ERR_INIT;
+
+    if (!el || !json_object_is_type(el, json_type_string))
+        return list_diag(diag, userdata, display,
+                         "'%s': \"imports\" element %zu must be a name (%s), not %s: it is "
+                         "ignored",
+                         display, i + 1, mcp_import_accepted(), mcp_field_type(el));
+    const char *name = json_object_get_string(el);
+    if (!mcp_import_known(name)) {
+        mcp_disp(nd, name);
+        return list_diag(diag, userdata, display,
+                         "'%s': unknown import '%s' in \"imports\": the accepted ones are %s",
+                         display, nd, mcp_import_accepted());
+    }
+    for (size_t k = 0; k < *n; k++)
+        if (strcmp(v[k]->name, name) == 0)
+            return 0;
+    int r = mcp_import_read(name, cwd, &v[*n], &le);
+    if (r < 0)
+        return r; /* -ENOMEM: the name is known */
+    struct mcp_import *im = v[(*n)++];
+    for (size_t k = 0; r >= 0 && k < im->n_diags; k++)
+        r = diag(userdata, im->diags[k].source, im->diags[k].message);
+    return r;
+}
+
+int mcp_import_read_list(struct json_object *list, const char *display, const char *cwd,
+                         mcp_import_diag_fn diag, void *userdata, struct mcp_import ***ret,
+                         size_t *ret_n)
+{
+    struct mcp_import **v = NULL;
+    size_t n = 0, len = 0;
+    int r = 0;
+
+    if (list && !json_object_is_type(list, json_type_array))
+        r = list_diag(diag, userdata, display,
+                      "'%s': \"imports\" must be an array of names (%s), not %s: nothing is "
+                      "imported",
+                      display, mcp_import_accepted(), mcp_field_type(list));
+    else if (list)
+        len = json_object_array_length(list);
+    v = calloc(len ? len : 1, sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; r >= 0 && i < len; i++)
+        r = read_list_item(json_object_array_get_idx(list, i), i, display, cwd, diag, userdata, v,
+                           &n);
+    if (r < 0) {
+        for (size_t i = 0; i < n; i++)
+            mcp_import_free(v[i]);
+        free(v);
+        return r;
+    }
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
 void mcp_import_free(struct mcp_import *im)
 {
     if (!im)

@@ -48,6 +48,20 @@ int mcp_import_read(const char *name, const char *cwd, struct mcp_import **ret,
                     struct err *e) _must_check_;
 void mcp_import_free(struct mcp_import *im);
 
+/* Told of each problem while a list is read: source is the file it is about (display path). A
+ * negative return (-ENOMEM) stops the reading with it. */
+typedef int (*mcp_import_diag_fn)(void *userdata, const char *source, const char *message);
+
+/* Reads the imports that a layer file's "imports" value names (list: borrowed, any JSON; the
+ * file's display path names it in messages), in the order listed, an import listed twice once,
+ * at its first place. Every problem, with the list (not an array, an element that is not a
+ * string, an unknown name) and with the imports' files, goes to diag; the rest is read. *ret is
+ * a new array of *ret_n imports (n may be 0). -ENOMEM (or diag's error). Caller frees each with
+ * mcp_import_free() and the array with free(). */
+int mcp_import_read_list(struct json_object *list, const char *display, const char *cwd,
+                         mcp_import_diag_fn diag, void *userdata, struct mcp_import ***ret,
+                         size_t *ret_n) _must_check_;
+
 /* The import's name ("cursor"). Borrowed. */
 const char *mcp_import_name(const struct mcp_import *im);
 

@@ -8,6 +8,7 @@
 
 #include "credkit/json.h"
 #include "credkit/mcp_import.h"
+#include "credkit/strv.h"
 
 #include "mcp_fixture.h"
 
@@ -364,5 +365,59 @@ static void test_runs_bridge(void)
     CHECK(!runs("[1]"));
 }
 
+/* Collects what read_list says. */
+static int collect(void *userdata, const char *source, const char *message)
+{
+    struct strv *sv = userdata;
+    return strv_pushf(sv, "%s|%s", source, message);
+}
+
+static void test_read_list(void)
+{
+    setup("list");
+    put("home/.cursor/mcp.json", "{'mcpServers': {'a': {'command': 'a'}}}");
+    put("home/.codex/config.toml", "[mcp_servers.b]\ncommand = 'b'\nx = 1.5\n");
+    struct json_object *list =
+        json_tokener_parse("[\"codex\", 7, \"cursor\", \"nope\", \"codex\"]");
+    struct strv diags = STRV_INIT;
+    struct mcp_import **v = NULL;
+    size_t n = 9;
+    CHECK_INT(mcp_import_read_list(list, "f.json", NULL, collect, &diags, &v, &n), 0);
+    CHECK_INT(n, 2); /* codex once, at its first place, then cursor */
+    if (n == 2) {
+        CHECK_STR(mcp_import_name(v[0]), "codex");
+        CHECK_STR(mcp_import_name(v[1]), "cursor");
+        CHECK_INT(mcp_import_count(v[1]), 1);
+    }
+    CHECK_INT(diags.n, 3);
+    if (diags.n == 3) {
+        CHECK_CONTAINS(diags.v[0], "~/.codex/config.toml|'~/.codex/config.toml' (import codex): "
+                                   "line 3: 'x': only whole numbers");
+        CHECK_STR(diags.v[1], "f.json|'f.json': \"imports\" element 2 must be a name (cursor, "
+                              "claude-code, claude-desktop, vscode, windsurf, codex), not a "
+                              "number: it is ignored");
+        CHECK_STR(diags.v[2], "f.json|'f.json': unknown import 'nope' in \"imports\": the "
+                              "accepted ones are cursor, claude-code, claude-desktop, vscode, "
+                              "windsurf, codex");
+    }
+    for (size_t i = 0; v && i < n; i++)
+        mcp_import_free(v[i]);
+    free(v);
+    strv_release(&diags);
+    json_object_put(list);
+
+    /* not a list: nothing read, said once */
+    list = json_object_new_object();
+    v = NULL;
+    CHECK_INT(mcp_import_read_list(list, "f.json", NULL, collect, &diags, &v, &n), 0);
+    CHECK_INT(n, 0);
+    CHECK_INT(diags.n, 1);
+    if (diags.n == 1)
+        CHECK_CONTAINS(diags.v[0], "\"imports\" must be an array of names");
+    free(v);
+    strv_release(&diags);
+    json_object_put(list);
+}
+
 TESTS_MAIN(test_unknown, test_cursor, test_claude_code, test_claude_desktop_windsurf, test_vscode,
-           test_codex, test_runs_bridge)
+           test_codex, test_runs_bridge, test_read_list)
