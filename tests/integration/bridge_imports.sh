@@ -1,9 +1,9 @@
 # mcp-bridge with other clients' files imported ("imports" in the user layer): a Claude Code
 # ~/.claude.json with a projects map (and ~/.claude/mcp.json), a VS Code .vscode/mcp.json with
-# inputs, a Cursor file and a Codex config.toml, imported in priority order. `mcp-bridge list`
-# (and --json) must show which entry won each clash and where it came from, and leave out the
-# entries that run the bridge itself, saying so; a Codex file the reader does not read is a
-# problem with its line. Then the SDK's Client (tests/peers/bridge-imports.mjs) on
+# inputs, a Cursor file, a Codex config.toml, a Windsurf and a Claude Desktop file, imported in
+# priority order. `mcp-bridge list` (and --json) must show which entry won each clash and where
+# it came from, and leave out the entries that run the bridge itself, saying so; a Codex file the
+# reader does not read is a problem with its line. Then the SDK's Client (tests/peers/bridge-imports.mjs) on
 # `mcp-bridge serve` lists and calls the tools of server-everything imported from Cursor and of a
 # server imported from Codex, while the self-referencing entry is never started.
 . "$(dirname "$0")/lib/common.sh"
@@ -106,12 +106,16 @@ enabled = false
 [tui]
 notifications = true
 EOF
+mkdir -p "$HOME/.codeium/windsurf" "$HOME/.config/Claude"
+echo '{"mcpServers": {"ws-remote": {"serverUrl": "https://ws.example/mcp"}, "cursor-x": {"command": "ws-x"}}}' \
+    >"$HOME/.codeium/windsurf/mcp_config.json"
+echo '{"mcpServers": {"desk": {"command": "desk-cmd"}}}' >"$HOME/.config/Claude/claude_desktop_config.json"
 # the shared layer, below the user layer and its imports
 echo '{"mcpServers": {"cc-user": {"command": "shared-layer-cmd"}, "low": {"command": "low-cmd"}}}' \
     >"$HOME/.config/mcp/mcp.json"
 cat >"$USER_FILE" <<'EOF'
 {
-  "imports": ["claude-code", "vscode", "cursor", "codex"],
+  "imports": ["claude-code", "vscode", "cursor", "codex", "windsurf", "claude-desktop"],
   "mcpServers": {
     "mine": {"command": "my-own"},
     "cursor-only": {"command": "mine-wins"}
@@ -142,8 +146,12 @@ assert_contains "$(row codex-tool)" "~/.codex/config.toml" "the row of 'codex-to
 assert_contains "$(row codex-tool)" "codex-cmd --flag" "the row of 'codex-tool'"
 assert_contains "$(row codex-off)" "~/.codex/config.toml" "the row of 'codex-off'"
 assert_contains "$(row mine)" "my-own" "the row of 'mine'"
+# Windsurf's serverUrl, Claude Desktop's file
+assert_contains "$(row ws-remote)" "https://ws.example/mcp" "the row of 'ws-remote'"
+assert_contains "$(row ws-remote)" "~/.codeium/windsurf/mcp_config.json" "the row of 'ws-remote'"
+assert_contains "$(row desk)" "~/.config/Claude/claude_desktop_config.json" "the row of 'desk'"
 for loser in claude-user-shared vscode-shared cursor-shared codex-shared dot-claude-cmd \
-    shared-layer-cmd cursor-cmd elsewhere; do
+    shared-layer-cmd cursor-cmd elsewhere ws-x; do
     assert_not_contains "$OUT" "$loser" "list"
 done
 # the entries that run the bridge itself: not listed, a note each
@@ -156,7 +164,7 @@ assert_contains "$OUT" "server 'codex-npx' in '~/.codex/config.toml' (import cod
 run 0 B list --json
 J=$OUT
 assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" \
-    "cc-dot,cc-local,cc-user,codex-off,codex-tool,cursor-only,cursor-x,low,mine,shared,vs-fs,vs-remote" \
+    "cc-dot,cc-local,cc-user,codex-off,codex-tool,cursor-only,cursor-x,desk,low,mine,shared,vs-fs,vs-remote,ws-remote" \
     "the servers of list --json"
 # (vs-remote's ${input:vs-token} is for the templates to read: not checked here)
 assert_eq "$(json_get "$J" 'j.servers.filter(s => !s.valid && s.name !== "vs-remote").map(s => s.name + ": " + s.error).join("; ")')" "" \
