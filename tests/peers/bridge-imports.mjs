@@ -5,7 +5,7 @@
 // of a server that must not be there may be listed (--absent-prefix), and at the end the bridge
 // must exit 0 at the end of its stdin with no process left. One line per check on stdout; exit
 // status 0 only when all passed (tests/integration/bridge_imports.sh).
-import { Agent, Checks, checkCleanExit, expect, textOf } from './bridge-lib.mjs';
+import { Agent, Checks, checkCleanExit, expect, sleep, textOf } from './bridge-lib.mjs';
 import { parseArgs } from './lib/common.mjs';
 
 const spec = {
@@ -33,8 +33,15 @@ const connected = await checks.run('the agent connects to mcp-bridge serve', asy
 
 if (connected) {
   await checks.run('tools/list has the imported servers\' tools and none of the others', async () => {
-    const res = await agent.request('tools/list', {});
-    tools = (res.tools ?? []).map((t) => t.name);
+    // a server that is slow to start may come after the first answer (announced later): ask
+    // again until every expected tool is there, for a bounded time
+    const list = async () => {
+      const res = await agent.request('tools/list', {});
+      tools = (res.tools ?? []).map((t) => t.name);
+      return opts.expectTool.every((want) => tools.includes(want));
+    };
+    const end = Date.now() + 20000;
+    while (!(await list()) && Date.now() < end) await sleep(200);
     for (const want of opts.expectTool) {
       expect(tools.includes(want), `'${want}' is not listed; listed: ${tools.join(', ')}`);
     }
