@@ -380,7 +380,8 @@ static int read_json_servers(const struct ctx *x, const char *dir, const char *r
 static int read_cursor(const struct ctx *x)
 {
     int r = read_json_servers(x, x->home, ".cursor/mcp.json", "mcpServers", map_vars, false);
-    if (r >= 0)
+    /* in the home directory the project's file is the user's */
+    if (r >= 0 && !(x->cwd && x->home && strcmp(x->cwd, x->home) == 0))
         r = read_json_servers(x, x->cwd, ".cursor/mcp.json", "mcpServers", map_vars, false);
     return r;
 }

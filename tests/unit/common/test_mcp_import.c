@@ -88,6 +88,14 @@ static void test_cursor(void)
     CHECK(mcp_import_at(im, 3) == NULL);
     mcp_import_free(im);
 
+    /* run in the home directory: the one file read once */
+    im = imp("cursor", P("home"));
+    if (im) {
+        CHECK_INT(mcp_import_file_count(im), 1);
+        CHECK_INT(mcp_import_count(im), 2);
+    }
+    mcp_import_free(im);
+
     /* no project: only the user's file, ${workspaceFolder} left as written */
     im = imp("cursor", NULL);
     if (!im)
