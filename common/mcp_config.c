@@ -2,10 +2,12 @@
  * how they merge.
  *
  * Loading is two passes. The first reads every layer and collects (name, entry) candidates and
- * the settings; the second sorts the candidates by name, keeps the one from the highest layer for
- * each name, and only then validates and expands it (mcp_entry.c): an entry that a higher layer
- * replaces is never looked at, so its variables are never looked up (the lookup may end up asking
- * `secrets`). */
+ * the settings: per layer first the entries of its "imports" (other clients' files,
+ * mcp_import.c), the last import listed first, then the layer's own, so that the order of
+ * reading is the order of priority. The second sorts the candidates by name, keeps the one read
+ * last (the highest) for each name, records the others as the ones it shadowed, and only then
+ * validates and expands it (mcp_entry.c): an entry that a higher one replaces is never looked
+ * at, so its variables are never looked up (the lookup may end up asking `secrets`). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,13 +17,22 @@
 
 #include "credkit/json.h"
 #include "credkit/mcp_field.h"
+#include "credkit/mcp_import.h"
 #include "credkit/path.h"
+#include "credkit/strv.h"
 #include "mcp_internal.h"
 
 #define MAX_FILES 5
 
 struct mcp_file {
     char *path; /* absolute */
+    bool exists;
+};
+
+/* A file an import considered. */
+struct mcp_ifile {
+    char *path;         /* absolute */
+    const char *import; /* static */
     bool exists;
 };
 
@@ -32,6 +43,8 @@ struct mcp_config {
     size_t n_diags;
     struct mcp_file files[MAX_FILES];
     size_t n_files;
+    struct mcp_ifile *ifiles;
+    size_t n_ifiles;
     struct json_object *settings; /* merged, an object */
 };
 
@@ -49,10 +62,14 @@ struct layer {
 };
 
 struct cand {
-    const char *name; /* borrowed from the layer's root */
+    const char *name; /* borrowed from the layer's root or an import */
     struct json_object *entry;
-    size_t layer; /* index into the layers */
-    size_t seq;   /* order of reading: later wins */
+    const char *source; /* display path, borrowed */
+    const char *import; /* NULL for the layer's own entries, else the import's name */
+    char *const *notes; /* NULL, or what the import says of the entry (borrowed) */
+    unsigned part;      /* the import's part it came from (mcp_import_entry.part), 0: own */
+    size_t layer;       /* index into the layers: the layer that defines or imports it */
+    size_t seq;         /* order of reading: later wins */
 };
 
 struct loader {
@@ -62,9 +79,14 @@ struct loader {
     size_t n_layers;
     struct cand *cands;
     size_t n_cands, cap_cands;
+    struct mcp_import **imports; /* read, kept for the candidates that borrow from them */
+    size_t n_imports;
+    char *cwd; /* opts->cwd made absolute, for the imports; NULL: none */
+    bool cwd_tried;
 };
 
 static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...) _printf_(3, 4);
+/* Adds a diagnostic, once: a file imported by two layers is read twice. */
 static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...)
 {
     struct mcp_config_diag *d = realloc(c->diags, (c->n_diags + 1) * sizeof(*d));
@@ -84,6 +106,13 @@ static int add_diag(struct mcp_config *c, const char *source, const char *fmt, .
         free(d->message);
         return -ENOMEM;
     }
+    for (size_t i = 0; i < c->n_diags; i++)
+        if (strcmp(c->diags[i].source, d->source) == 0 &&
+            strcmp(c->diags[i].message, d->message) == 0) {
+            free(d->source);
+            free(d->message);
+            return 0;
+        }
     c->n_diags++;
     return 0;
 }
@@ -210,8 +239,20 @@ static int find_layers(struct loader *L, struct err *e)
 
 /* ---- reading them ------------------------------------------------------------------------ */
 
-static int add_cand(struct loader *L, const char *name, struct json_object *entry, size_t layer)
+/* Adds a candidate, unless it runs the bridge itself: that one is skipped with a diagnostic, so
+ * that no file (another client's least of all) makes the bridge start itself, over and over. */
+static int add_cand(struct loader *L, const char *name, struct json_object *entry, size_t layer,
+                    const char *source, const char *import, char *const *notes, unsigned part)
 {
+    if (mcp_import_runs_bridge(entry)) {
+        char nd[MCP_DISP_BUF];
+        mcp_disp(nd, name);
+        return add_diag(L->c, source,
+                        "server '%s' in '%s'%s%s%s is skipped: it runs mcp-bridge itself, which "
+                        "would start the bridge inside itself",
+                        nd, source, import ? " (import " : "", import ? import : "",
+                        import ? ")" : "");
+    }
     if (L->n_cands == L->cap_cands) {
         size_t cap = L->cap_cands ? L->cap_cands * 2 : 16;
         struct cand *v = realloc(L->cands, cap * sizeof(*v));
@@ -220,7 +261,8 @@ static int add_cand(struct loader *L, const char *name, struct json_object *entr
         L->cands = v;
         L->cap_cands = cap;
     }
-    L->cands[L->n_cands] = (struct cand){name, entry, layer, L->n_cands};
+    L->cands[L->n_cands] =
+        (struct cand){name, entry, source, import, notes, part, layer, L->n_cands};
     L->n_cands++;
     return 0;
 }
@@ -265,6 +307,89 @@ static int read_settings(struct loader *L, struct layer *y)
     return 0;
 }
 
+/* ---- imports ----------------------------------------------------------------------------- */
+
+/* The project directory for the imports, absolute; NULL without one (or when it cannot be
+ * resolved: the project layers said so already). */
+static const char *import_cwd(struct loader *L)
+{
+    if (!L->cwd_tried && L->opts->cwd) {
+        L->cwd_tried = true;
+        if (absolute(L->opts->cwd, &L->cwd) < 0)
+            L->cwd = NULL;
+    }
+    return L->cwd;
+}
+
+/* Keeps im's files in the configuration's list, each path once. */
+static int note_import_files(struct mcp_config *c, const struct mcp_import *im)
+{
+    for (size_t i = 0; i < mcp_import_file_count(im); i++) {
+        bool exists = false;
+        const char *p = mcp_import_file_at(im, i, &exists);
+        size_t k = 0;
+        while (k < c->n_ifiles && strcmp(c->ifiles[k].path, p) != 0)
+            k++;
+        if (k < c->n_ifiles)
+            continue;
+        struct mcp_ifile *v = realloc(c->ifiles, (c->n_ifiles + 1) * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        c->ifiles = v;
+        v[c->n_ifiles] = (struct mcp_ifile){strdup(p), mcp_import_name(im), exists};
+        if (!v[c->n_ifiles].path)
+            return -ENOMEM;
+        c->n_ifiles++;
+    }
+    return 0;
+}
+
+/* Told of a problem while a layer's imports are read. */
+static int import_diag(void *userdata, const char *source, const char *message)
+{
+    return add_diag(userdata, source, "%s", message);
+}
+
+/* A layer's "imports", read in the order listed; their entries are added as candidates from the
+ * last import to the first, so that the first listed ranks highest among them, and all of them
+ * below the layer's own entries, added after. The imports are kept in L: the candidates borrow
+ * from them. */
+static int read_imports(struct loader *L, size_t idx)
+{
+    struct layer *y = &L->layers[idx];
+    struct json_object *list = mcp_field_member(y->root, "imports");
+    struct mcp_import **read = NULL;
+    size_t n = 0;
+
+    if (!list)
+        return 0;
+    int r = mcp_import_read_list(list, y->display, import_cwd(L), import_diag, L->c, &read, &n);
+    if (r < 0)
+        return r;
+    struct mcp_import **v = realloc(L->imports, (L->n_imports + n) * sizeof(*v));
+    if (!v) {
+        for (size_t i = 0; i < n; i++)
+            mcp_import_free(read[i]);
+        free(read);
+        return -ENOMEM;
+    }
+    L->imports = v;
+    memcpy(v + L->n_imports, read, n * sizeof(*v));
+    L->n_imports += n;
+    free(read);
+    for (size_t i = 0; r >= 0 && i < n; i++)
+        r = note_import_files(L->c, v[L->n_imports - n + i]);
+    for (size_t i = n; r >= 0 && i-- > 0;) {
+        const struct mcp_import *im = v[L->n_imports - n + i];
+        for (size_t k = 0; r >= 0 && k < mcp_import_count(im); k++) {
+            const struct mcp_import_entry *en = mcp_import_at(im, k);
+            r = add_cand(L, en->name, en->entry, idx, en->source, mcp_import_name(im), en->notes,
+                         en->part);
+        }
+    }
+    return r;
+}
+
 /* Collects the candidates and settings of a layer whose root is read; a root that is not
  * usable is a diagnostic and the layer is skipped. */
 static int scan_root(struct loader *L, size_t idx, struct err *e)
@@ -289,7 +414,7 @@ static int scan_root(struct loader *L, size_t idx, struct err *e)
                      y->display, key, mcp_field_type(mcp_field_member(y->root, key)));
         goto skip;
     }
-    if (read_settings(L, y) < 0)
+    if (read_settings(L, y) < 0 || read_imports(L, idx) < 0)
         return oom(e);
     /* "servers" first, skipping what "mcpServers" of the same file defines */
     if (sv) {
@@ -297,14 +422,14 @@ static int scan_root(struct loader *L, size_t idx, struct err *e)
         {
             if (ms && json_object_object_get_ex(ms, name, NULL))
                 continue;
-            if (add_cand(L, name, entry, idx) < 0)
+            if (add_cand(L, name, entry, idx, y->display, NULL, NULL, 0) < 0)
                 return oom(e);
         }
     }
     if (ms) {
         json_object_object_foreach(ms, name, entry)
         {
-            if (add_cand(L, name, entry, idx) < 0)
+            if (add_cand(L, name, entry, idx, y->display, NULL, NULL, 0) < 0)
                 return oom(e);
         }
     }
@@ -354,8 +479,64 @@ static int cand_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* The second pass: the last candidate of each name (highest layer) wins, is validated and
- * expanded; the result is sorted by name. */
+/* The same entry of the same file: one file imported by two layers gives it twice. */
+static bool same_origin(const struct cand *a, const struct cand *b)
+{
+    return a->part == b->part && strcmp(a->source, b->source) == 0 &&
+           (a->import && b->import ? strcmp(a->import, b->import) == 0 : a->import == b->import);
+}
+
+/* How the shadowed list names a candidate: "<display path>" or "<display path> (import <name>)";
+ * a file imported by two layers is named once, and not at all when the winner comes from it. */
+static int push_shadowed(struct strv *sv, const struct cand *k, const struct cand *w)
+{
+    char *label = NULL;
+    if (same_origin(k, w))
+        return 0;
+    if (k->import ? asprintf(&label, "%s (import %s)", k->source, k->import) < 0
+                  : !(label = strdup(k->source)))
+        return -ENOMEM;
+    if (strv_contains(sv, label)) {
+        free(label);
+        return 0;
+    }
+    return strv_push_take(sv, label);
+}
+
+/* What the candidates of one name, cands[first..win) (lower first), tell of the winner
+ * s = cands[win]: its import, the ones it shadowed (highest first), the import's notes. */
+static int annotate(struct mcp_server *s, const struct cand *cands, size_t first, size_t win)
+{
+    struct strv shadowed = STRV_INIT, warnings = STRV_INIT;
+    const struct cand *w = &cands[win];
+    int r = 0;
+
+    if (w->import && !(s->import = strdup(w->import)))
+        return -ENOMEM;
+    for (size_t k = win; r >= 0 && k-- > first;)
+        r = push_shadowed(&shadowed, &cands[k], w);
+    for (size_t i = 0; r >= 0 && s->warnings && s->warnings[i]; i++)
+        r = strv_push(&warnings, s->warnings[i]);
+    for (size_t i = 0; r >= 0 && w->notes && w->notes[i]; i++)
+        r = strv_push(&warnings, w->notes[i]);
+    char **sv = NULL, **wv = NULL;
+    if (r >= 0 && (!(sv = strv_detach(&shadowed)) || !(wv = strv_detach(&warnings))))
+        r = -ENOMEM;
+    if (r >= 0) {
+        strv_free(s->shadowed);
+        s->shadowed = sv;
+        strv_free(s->warnings);
+        s->warnings = wv;
+    } else {
+        strv_free(sv);
+    }
+    strv_release(&shadowed);
+    strv_release(&warnings);
+    return r;
+}
+
+/* The second pass: the last candidate of each name (highest) wins, is validated and expanded,
+ * and learns which ones it shadowed; the result is sorted by name. */
 static int build_servers(struct loader *L, struct err *e)
 {
     if (L->n_cands > 0)
@@ -363,16 +544,20 @@ static int build_servers(struct loader *L, struct err *e)
     L->c->servers = calloc(L->n_cands ? L->n_cands : 1, sizeof(*L->c->servers));
     if (!L->c->servers)
         return oom(e);
-    for (size_t i = 0; i < L->n_cands; i++) {
-        const struct cand *k = &L->cands[i];
-        if (i + 1 < L->n_cands && strcmp(k->name, L->cands[i + 1].name) == 0)
-            continue;
-        const struct layer *y = &L->layers[k->layer];
-        int r = mcp_server_build(k->name, k->entry, y->display, y->layer, L->opts,
-                                 &L->c->servers[L->c->n_servers]);
+    for (size_t i = 0; i < L->n_cands;) {
+        size_t win = i;
+        while (win + 1 < L->n_cands && strcmp(L->cands[win + 1].name, L->cands[i].name) == 0)
+            win++;
+        const struct cand *k = &L->cands[win];
+        struct mcp_server *s = NULL;
+        int r =
+            mcp_server_build(k->name, k->entry, k->source, L->layers[k->layer].layer, L->opts, &s);
         if (r < 0)
             return oom(e);
-        L->c->n_servers++;
+        L->c->servers[L->c->n_servers++] = s;
+        if (annotate(s, L->cands, i, win) < 0)
+            return oom(e);
+        i = win + 1;
     }
     return 0;
 }
@@ -396,6 +581,10 @@ static void loader_release(struct loader *L)
         json_object_put(L->layers[i].root);
     }
     free(L->cands);
+    for (size_t i = 0; i < L->n_imports; i++)
+        mcp_import_free(L->imports[i]);
+    free(L->imports);
+    free(L->cwd);
 }
 
 int mcp_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret, struct err *e)
@@ -480,6 +669,9 @@ void mcp_config_free(struct mcp_config *c)
     free(c->diags);
     for (size_t i = 0; i < c->n_files; i++)
         free(c->files[i].path);
+    for (size_t i = 0; i < c->n_ifiles; i++)
+        free(c->ifiles[i].path);
+    free(c->ifiles);
     json_object_put(c->settings);
     free(c);
 }
@@ -541,4 +733,21 @@ const char *mcp_config_file_at(const struct mcp_config *c, size_t i, bool *ret_e
     if (ret_exists)
         *ret_exists = c->files[i].exists;
     return c->files[i].path;
+}
+
+size_t mcp_config_import_file_count(const struct mcp_config *c)
+{
+    return c ? c->n_ifiles : 0;
+}
+
+const char *mcp_config_import_file_at(const struct mcp_config *c, size_t i, const char **ret_import,
+                                      bool *ret_exists)
+{
+    if (!c || i >= c->n_ifiles)
+        return NULL;
+    if (ret_import)
+        *ret_import = c->ifiles[i].import;
+    if (ret_exists)
+        *ret_exists = c->ifiles[i].exists;
+    return c->ifiles[i].path;
 }

@@ -10,6 +10,13 @@
  * "mcpServers" (pi, Claude Code, Cursor) or "servers" (the older pi bridge format); both are
  * read, "mcpServers" winning within one file. "settings" keys merge key by key, higher wins.
  *
+ * A layer may also say "imports": ["cursor", "claude-code", ...] (credkit/mcp_import.h): the
+ * servers of those clients' own files then rank below that layer's own entries and above the
+ * lower layers, the first import listed winning a clash among them. An imported entry has the
+ * imported file as its source, the import's name as its import, and the importing layer as its
+ * layer. The winner of every clash lists the entries it replaced in its shadowed. An entry that
+ * runs mcp-bridge itself (mcp_import_runs_bridge()) is skipped, in any file, with a diagnostic.
+ *
  * Validation is per entry (credkit/mcp_entry.h): an invalid entry is kept with its reason (so
  * `mcp-bridge list` can show it) and every other entry still works. A file that is not JSON is
  * reported with line and column and skipped as a whole layer; a missing file is simply absent.
@@ -51,7 +58,8 @@ typedef int (*mcp_check_settings_fn)(void *userdata, struct json_object *setting
 
 struct mcp_config_opts {
     const char *config_path;  /* replaces ~/.pi/agent/mcp.json (--config); NULL: default */
-    const char *cwd;          /* for the project layers; NULL: no project layers */
+    const char *cwd;          /* for the project layers and the project files of imports
+                               * (.cursor/, .vscode/, ~/.claude.json's projects); NULL: none */
     const char *bundled_path; /* NULL: no bundled layer */
     mcp_lookup_fn lookup;     /* NULL: the process environment */
     void *lookup_userdata;
@@ -64,7 +72,8 @@ struct mcp_config_opts {
     bool defer_vars;
 };
 
-/* A problem with a whole file (not JSON, root not an object, unreadable). */
+/* A problem with a whole file (not JSON, root not an object, unreadable), or a note about one of
+ * its entries that is not used (skipped: it runs the bridge itself). */
 struct mcp_config_diag {
     char *source; /* display path */
     char *message;
@@ -108,3 +117,11 @@ const struct mcp_config_diag *mcp_config_diag_at(const struct mcp_config *c, siz
  * `mcp-bridge list` and `add`). Borrowed absolute paths. */
 size_t mcp_config_file_count(const struct mcp_config *c);
 const char *mcp_config_file_at(const struct mcp_config *c, size_t i, bool *ret_exists);
+
+/* The other clients' files that the layers' "imports" considered, whether they existed or not,
+ * each once, in the order they were first read (credkit/mcp_import.h). These are not layers: no
+ * tool edits them. Borrowed absolute paths; *ret_import (may be NULL) the import's name
+ * ("cursor"), static. */
+size_t mcp_config_import_file_count(const struct mcp_config *c);
+const char *mcp_config_import_file_at(const struct mcp_config *c, size_t i, const char **ret_import,
+                                      bool *ret_exists);

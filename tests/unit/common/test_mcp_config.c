@@ -582,6 +582,305 @@ static void test_load_object(void)
     CHECK(c == NULL);
 }
 
+/* ---- imports ------------------------------------------------------------------------------ */
+
+static void check_shadowed(const struct mcp_server *s, const char *const *want)
+{
+    size_t n = 0;
+    while (want[n])
+        n++;
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    CHECK(s->shadowed != NULL);
+    CHECK_INT(vlen(s->shadowed), n);
+    for (size_t i = 0; i < n && s->shadowed && i < vlen(s->shadowed); i++)
+        CHECK_STR(s->shadowed[i], want[i]);
+}
+
+/* A layer's imports rank below its own entries and above the lower layers; the first import
+ * listed wins; every winner knows what it shadowed. */
+static void test_import_priority(void)
+{
+    setup("import-priority");
+    put(SHARED, "{'mcpServers': {'w': {'command': 'shared-w'}, 'v': {'command': 'shared-v'}}}");
+    put(USER, "{'imports': ['cursor', 'claude-code'], 'mcpServers': {'x': {'command': 'user-x'}}}");
+    put("home/.cursor/mcp.json",
+        "{'mcpServers': {'x': {'command': 'cursor-x'}, 'y': {'command': 'cursor-y'}}}");
+    put("home/.claude.json", "{'mcpServers': {'y': {'command': 'claude-y'},"
+                             " 'w': {'command': 'claude-w'}, 'z': {'command': 'claude-z'}}}");
+    put(PROJ2, "{'mcpServers': {'v': {'command': 'proj-v'}}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    CHECK_INT(mcp_config_diag_count(c), 0);
+    CHECK_INT(mcp_config_count(c), 5);
+
+    const struct mcp_server *x = mcp_config_find(c, "x");
+    CHECK(x && !x->error && strcmp(x->command, "user-x") == 0 && x->import == NULL);
+    CHECK(x && strcmp(x->source, "~/.pi/agent/mcp.json") == 0 && x->layer == MCP_LAYER_USER);
+    check_shadowed(x, (const char *const[]){"~/.cursor/mcp.json (import cursor)", NULL});
+
+    const struct mcp_server *y = mcp_config_find(c, "y");
+    CHECK(y && !y->error && strcmp(y->command, "cursor-y") == 0);
+    CHECK(y && y->import && strcmp(y->import, "cursor") == 0);
+    CHECK(y && strcmp(y->source, "~/.cursor/mcp.json") == 0 && y->layer == MCP_LAYER_USER);
+    check_shadowed(y, (const char *const[]){"~/.claude.json (import claude-code)", NULL});
+
+    /* an import of the user layer beats the shared layer */
+    const struct mcp_server *w = mcp_config_find(c, "w");
+    CHECK(w && strcmp(w->command, "claude-w") == 0 && w->import &&
+          strcmp(w->import, "claude-code") == 0);
+    CHECK(w && strcmp(w->source, "~/.claude.json") == 0 && w->layer == MCP_LAYER_USER);
+    check_shadowed(w, (const char *const[]){"~/.config/mcp/mcp.json", NULL});
+
+    const struct mcp_server *z = mcp_config_find(c, "z");
+    check_shadowed(z, (const char *const[]){NULL});
+
+    /* a clash between layers is recorded too */
+    const struct mcp_server *v = mcp_config_find(c, "v");
+    CHECK(v && strcmp(v->command, "proj-v") == 0 && v->import == NULL);
+    check_shadowed(v, (const char *const[]){"~/.config/mcp/mcp.json", NULL});
+
+    /* the imported files are listed apart from the layers */
+    CHECK_INT(mcp_config_file_count(c), 4);
+    CHECK_INT(mcp_config_import_file_count(c), 4);
+    const char *want[][2] = {{"home/.cursor/mcp.json", "cursor"},
+                             {"home/proj/.cursor/mcp.json", "cursor"},
+                             {"home/.claude/mcp.json", "claude-code"},
+                             {"home/.claude.json", "claude-code"}};
+    const bool exist[] = {true, false, false, true};
+    for (size_t i = 0; i < 4; i++) {
+        const char *imp = NULL;
+        bool ex = !exist[i];
+        CHECK_STR(mcp_config_import_file_at(c, i, &imp, &ex), P(want[i][0]));
+        CHECK_STR(imp, want[i][1]);
+        CHECK(ex == exist[i]);
+    }
+    CHECK(mcp_config_import_file_at(c, 4, NULL, NULL) == NULL);
+    mcp_config_free(c);
+
+    /* the same imports listed the other way round: claude-code wins */
+    put(USER, "{'imports': ['claude-code', 'cursor', 'claude-code']}");
+    c = load();
+    if (!c)
+        return;
+    y = mcp_config_find(c, "y");
+    CHECK(y && strcmp(y->command, "claude-y") == 0);
+    check_shadowed(y, (const char *const[]){"~/.cursor/mcp.json (import cursor)", NULL});
+    x = mcp_config_find(c, "x");
+    CHECK(x && strcmp(x->command, "cursor-x") == 0);
+    CHECK_INT(mcp_config_import_file_count(c), 4); /* each file once */
+    mcp_config_free(c);
+}
+
+/* Every clash between layers leaves a trace, highest first; a project layer's import ranks
+ * above the user layer and below the project file that imports it. */
+static void test_import_layers(void)
+{
+    setup("import-layers");
+    put(SHARED, "{'mcpServers': {'a': {'command': 'shared'}}}");
+    put(USER, "{'mcpServers': {'a': {'command': 'user'}, 'b': {'command': 'user-b'}}}");
+    put(PROJ1, "{'imports': ['cursor'], 'mcpServers': {'a': {'command': 'proj1'}}}");
+    put(PROJ2, "{'mcpServers': {'a': {'command': 'proj2'}}}");
+    put("home/proj/.cursor/mcp.json", "{'mcpServers': {'a': {'command': 'cursor-proj'},"
+                                      " 'b': {'command': 'cursor-b'}}}");
+    put("home/.cursor/mcp.json", "{'mcpServers': {'a': {'command': 'cursor-user'}}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    const struct mcp_server *a = mcp_config_find(c, "a");
+    CHECK(a && strcmp(a->command, "proj2") == 0);
+    check_shadowed(
+        a, (const char *const[]){"~/proj/.mcp.json", "~/proj/.cursor/mcp.json (import cursor)",
+                                 "~/.cursor/mcp.json (import cursor)", "~/.pi/agent/mcp.json",
+                                 "~/.config/mcp/mcp.json", NULL});
+    const struct mcp_server *b = mcp_config_find(c, "b");
+    CHECK(b && strcmp(b->command, "cursor-b") == 0 && b->layer == MCP_LAYER_PROJECT);
+    CHECK(b && strcmp(b->source, "~/proj/.cursor/mcp.json") == 0);
+    check_shadowed(b, (const char *const[]){"~/.pi/agent/mcp.json", NULL});
+    mcp_config_free(c);
+
+    /* a file imported by two layers: the higher import wins, and the file is not named as
+     * shadowing itself; its problems are told once */
+    put(USER, "{'imports': ['cursor'], 'mcpServers': {'u': {'command': 'user-u'}}}");
+    put(PROJ1, "{'imports': ['cursor']}");
+    put(PROJ2, "{}");
+    put("home/.cursor/mcp.json", "{'mcpServers': {'u': {'command': 'cursor-u'},"
+                                 " 'me': {'command': 'mcp-bridge'}}}");
+    c = load();
+    if (!c)
+        return;
+    const struct mcp_server *u = mcp_config_find(c, "u");
+    CHECK(u && strcmp(u->command, "cursor-u") == 0 && u->layer == MCP_LAYER_PROJECT);
+    check_shadowed(u, (const char *const[]){"~/.pi/agent/mcp.json", NULL});
+    a = mcp_config_find(c, "a");
+    CHECK(a && strcmp(a->command, "cursor-proj") == 0);
+    /* (the user layer's import of cursor reads the project's .cursor/mcp.json too) */
+    check_shadowed(a, (const char *const[]){"~/.config/mcp/mcp.json", NULL});
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    mcp_config_free(c);
+
+    /* two entries of one file: ~/.claude.json's project entry shadows its own, both named */
+    char text[4096];
+    snprintf(text, sizeof(text),
+             "{'mcpServers': {'cc': {'command': 'user'}},"
+             " 'projects': {'%s': {'mcpServers': {'cc': {'command': 'local'}}}}}",
+             P("home/proj"));
+    put("home/.claude.json", text);
+    put(USER, "{'imports': ['claude-code']}");
+    put(PROJ1, "{'imports': ['claude-code']}");
+    c = load();
+    if (!c)
+        return;
+    const struct mcp_server *cc = mcp_config_find(c, "cc");
+    CHECK(cc && strcmp(cc->command, "local") == 0 && cc->layer == MCP_LAYER_PROJECT);
+    check_shadowed(cc, (const char *const[]){"~/.claude.json (import claude-code)", NULL});
+    mcp_config_free(c);
+}
+
+/* Only the winner is validated and expanded: a shadowed entry's variables are never looked up
+ * and its errors never shown; an imported winner is validated like any entry, its errors
+ * naming the imported file. */
+static void test_import_validation(void)
+{
+    setup("import-validation");
+    put(USER, "{'imports': ['cursor'], 'mcpServers': {'a': {'command': 'a'}}}");
+    put("home/.cursor/mcp.json",
+        "{'mcpServers': {'a': {'url': 'https://${SECRET_A}/'}, 'bad': {'command': ''},"
+        " 'v': {'url': 'https://${HOST}/mcp'}}}");
+    static const char *const kv[] = {"HOST", "h.example", NULL};
+    struct table t = {kv, 0};
+    struct mcp_config_opts o = {
+        .cwd = P("home/proj"), .lookup = table_lookup, .lookup_userdata = &t};
+    struct mcp_config *c = load_opts(&o);
+    if (!c)
+        return;
+    CHECK_INT(t.calls, 1); /* HOST only: the shadowed entry's SECRET_A was never asked for */
+    const struct mcp_server *a = mcp_config_find(c, "a");
+    CHECK(a && !a->error);
+    const struct mcp_server *bad = mcp_config_find(c, "bad");
+    CHECK(bad && bad->error);
+    if (bad && bad->error)
+        CHECK_CONTAINS(bad->error, "'~/.cursor/mcp.json': server 'bad': ");
+    const struct mcp_server *v = mcp_config_find(c, "v");
+    CHECK(v && !v->error && v->import && strcmp(v->import, "cursor") == 0);
+    mcp_config_free(c);
+}
+
+/* An entry that runs the bridge itself is skipped, imported or not, with a note; the entry of
+ * the same name below it is used instead. */
+static void test_import_self(void)
+{
+    setup("import-self");
+    put(SHARED, "{'mcpServers': {'bridge': {'command': 'real-server'}}}");
+    put(USER, "{'imports': ['cursor'],"
+              " 'mcpServers': {'bridge': {'command': '/usr/bin/mcp-bridge', 'args': ['serve']}}}");
+    put("home/.cursor/mcp.json",
+        "{'mcpServers': {'pi': {'command': 'npx', 'args': ['-y', 'mcp-bridge', 'serve']},"
+        " 'ok': {'command': 'node', 'args': ['server.js']}}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    CHECK(mcp_config_find(c, "pi") == NULL);
+    CHECK(mcp_config_find(c, "ok") != NULL);
+    const struct mcp_server *b = mcp_config_find(c, "bridge");
+    CHECK(b && strcmp(b->command, "real-server") == 0);
+    check_shadowed(b, (const char *const[]){NULL});
+    CHECK_INT(mcp_config_diag_count(c), 2);
+    if (mcp_config_diag_count(c) == 2) {
+        CHECK_STR(mcp_config_diag_at(c, 0)->source, "~/.cursor/mcp.json");
+        CHECK_STR(mcp_config_diag_at(c, 0)->message,
+                  "server 'pi' in '~/.cursor/mcp.json' (import cursor) is skipped: it runs "
+                  "mcp-bridge itself, which would start the bridge inside itself");
+        CHECK_STR(mcp_config_diag_at(c, 1)->source, "~/.pi/agent/mcp.json");
+        CHECK_STR(mcp_config_diag_at(c, 1)->message,
+                  "server 'bridge' in '~/.pi/agent/mcp.json' is skipped: it runs mcp-bridge "
+                  "itself, which would start the bridge inside itself");
+    }
+    mcp_config_free(c);
+}
+
+/* "imports" that are not usable: diagnostics, and every usable name still imported; problems
+ * with an imported file become the configuration's; VS Code's inputs leave a note. */
+static void test_import_diags(void)
+{
+    setup("import-diags");
+    put(USER, "{'imports': 'cursor'}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    CHECK_STR(mcp_config_diag_at(c, 0)->message,
+              "'~/.pi/agent/mcp.json': \"imports\" must be an array of names (cursor, "
+              "claude-code, claude-desktop, vscode, windsurf, codex), not a string: nothing is "
+              "imported");
+    mcp_config_free(c);
+
+    put(USER, "{'imports': ['Cursor', 5, 'vscode', null]}");
+    put("home/proj/.vscode/mcp.json",
+        "{'inputs': [{'id': 'tok', 'type': 'promptString'}],"
+        " 'servers': {'gh': {'type': 'http', 'url': 'https://gh.example/mcp',"
+        " 'headers': {'Authorization': 'Bearer ${input:tok}'}}}}");
+    c = load();
+    if (!c)
+        return;
+    CHECK_INT(mcp_config_diag_count(c), 3);
+    CHECK_STR(mcp_config_diag_at(c, 0)->message,
+              "'~/.pi/agent/mcp.json': unknown import 'Cursor' in \"imports\": the accepted ones "
+              "are cursor, claude-code, claude-desktop, vscode, windsurf, codex");
+    CHECK_CONTAINS(mcp_config_diag_at(c, 1)->message, "\"imports\" element 2 must be a name");
+    CHECK_CONTAINS(mcp_config_diag_at(c, 2)->message, "\"imports\" element 4 must be a name");
+    CHECK_CONTAINS(mcp_config_diag_at(c, 2)->message, "not null: it is ignored");
+    const struct mcp_server *gh = mcp_config_find(c, "gh");
+    CHECK(gh && gh->import && strcmp(gh->import, "vscode") == 0);
+    CHECK(gh && gh->transport == MCP_TRANSPORT_HTTP);
+    CHECK(gh && strcmp(gh->source, "~/proj/.vscode/mcp.json") == 0);
+    size_t nw = gh ? vlen(gh->warnings) : 0;
+    CHECK(nw >= 1);
+    if (nw >= 1)
+        CHECK_STR(gh->warnings[nw - 1],
+                  "${input:tok} is read from the secret tok: run secrets configure tok");
+    mcp_config_free(c);
+
+    /* an imported file that is not JSON, and one whose TOML is not read */
+    put(USER, "{'imports': ['windsurf', 'codex'], 'mcpServers': {'mine': {'command': 'm'}}}");
+    put("home/.codeium/windsurf/mcp_config.json", "{'mcpServers': }");
+    put("home/.codex/config.toml", "[mcp_servers.c]\ncommand = 'c'\nstartup_timeout_sec = 2.5\n");
+    c = load();
+    if (!c)
+        return;
+    CHECK_INT(mcp_config_count(c), 1);
+    CHECK_INT(mcp_config_diag_count(c), 2);
+    CHECK_STR(mcp_config_diag_at(c, 0)->source, "~/.codeium/windsurf/mcp_config.json");
+    CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
+                   "'~/.codeium/windsurf/mcp_config.json': line 1");
+    CHECK_STR(mcp_config_diag_at(c, 1)->message,
+              "'~/.codex/config.toml' (import codex): line 3: 'startup_timeout_sec': only whole "
+              "numbers are read here, not floats (write 60, not 60.0): its servers are not "
+              "imported");
+    mcp_config_free(c);
+
+    /* codex's tables, validated as entries; a configuration held in memory imports too */
+    put("home/.codex/config.toml", "[mcp_servers.c]\ncommand = 'c'\nenabled = false\n"
+                                   "startup_timeout_sec = 3\n");
+    struct json_object *root = json_tokener_parse("{\"imports\": [\"codex\"]}");
+    struct err e = ERR_INIT;
+    c = NULL;
+    struct mcp_config_opts o = {0};
+    CHECK_INT(mcp_config_load_object(root, "command line", &o, &c, &e), 0);
+    json_object_put(root);
+    if (!c)
+        return;
+    const struct mcp_server *cs = mcp_config_find(c, "c");
+    CHECK(cs && !cs->error && cs->timeout_ms == 3000 &&
+          strcmp(cs->source, "~/.codex/config.toml") == 0);
+    bool dis = false;
+    CHECK(cs && json_get_bool(cs->raw, "disabled", &dis) && dis);
+    mcp_config_free(c);
+}
+
 TESTS_MAIN(test_layering, test_files_absent, test_xdg, test_root_keys, test_config_override,
            test_malformed, test_lookup_callback, test_settings, test_check_entry, test_sorted,
-           test_load_object)
+           test_load_object, test_import_priority, test_import_layers, test_import_validation,
+           test_import_self, test_import_diags)
