@@ -4,10 +4,10 @@
 
 #include "stderr_tail.h"
 
-void stderr_tail_escape(char out[STDERR_TAIL_LINE_BUF], const char *s, size_t len)
+void stderr_tail_escape_n(char *out, size_t size, const char *s, size_t len)
 {
-    size_t o = 0, i = 0;
-    for (; i < len && o < STDERR_TAIL_LINE_MAX; i++) {
+    size_t o = 0, i = 0, max = size - 8;
+    for (; i < len && o < max; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c < 0x20 || c == 0x7f) {
             (void)snprintf(out + o, 5, "\\x%02x", c);
@@ -26,6 +26,11 @@ void stderr_tail_escape(char out[STDERR_TAIL_LINE_BUF], const char *s, size_t le
         o += 3;
     }
     out[o] = '\0';
+}
+
+void stderr_tail_escape(char out[STDERR_TAIL_LINE_BUF], const char *s, size_t len)
+{
+    stderr_tail_escape_n(out, STDERR_TAIL_LINE_BUF, s, len);
 }
 
 void stderr_tail_add(struct stderr_tail *t, const char *line, size_t len)

@@ -32,6 +32,8 @@ struct stderr_tail {
  * \xHH, cut after STDERR_TAIL_LINE_MAX bytes of output at a UTF-8 character boundary, with
  * "..." after a cut. */
 void stderr_tail_escape(char out[STDERR_TAIL_LINE_BUF], const char *s, size_t len);
+/* The same into out of size bytes (at least 16): cut after size - 8 bytes of output. */
+void stderr_tail_escape_n(char *out, size_t size, const char *s, size_t len);
 
 /* Keeps one line (not NUL-terminated, without its line end), escaped as above; the oldest one
  * goes when the ring is full. */
