@@ -81,7 +81,8 @@ static void s_lost(struct transport_stdio *s, int reason, int status)
                        WTERMSIG(status), strsignal(WTERMSIG(status)));
     else
         (void)snprintf(why, sizeof(why), "the server exited");
-    s->h.on_lost(reason < 0 ? reason : -ECONNRESET, why, s->userdata);
+    /* a server gone (its end seen first on stdout or on stdin) is one reason: -ECONNRESET */
+    s->h.on_lost(reason < 0 && reason != -EPIPE ? reason : -ECONNRESET, why, s->userdata);
 }
 
 static void s_close(int reason, void *userdata)

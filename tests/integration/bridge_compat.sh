@@ -72,6 +72,23 @@ list_of() {
     LIST=$OUT
 }
 
+# ---- --mcp-config: --config's other name, wherever --config goes; the last one given wins -------
+run 0 B --help
+assert_contains "$OUT" "--mcp-config PATH"
+printf '{"mcpServers": {"one": {"command": "x"}}}\n' >"$T_ROOT/one.json"
+printf '{"mcpServers": {"two": {"command": "x"}}}\n' >"$T_ROOT/two.json"
+names() { json_get "$OUT" 'j.servers.map((s) => s.name).join(",")'; }
+run 0 B --mcp-config "$T_ROOT/one.json" list --json
+assert_eq "$(names)" "one"
+run 0 B list --json --mcp-config="$T_ROOT/two.json"
+assert_eq "$(names)" "two"
+run 0 B --config "$T_ROOT/one.json" list --json --mcp-config "$T_ROOT/two.json"
+assert_eq "$(names)" "two" "--config then --mcp-config"
+run 0 B --mcp-config "$T_ROOT/two.json" list --json --config "$T_ROOT/one.json"
+assert_eq "$(names)" "one" "--mcp-config then --config"
+run 3 B list --mcp-config "$T_ROOT/none.json"
+assert_contains "$ERR" "$T_ROOT/none.json"
+
 # ---- the configuration structure ("配置结构"): server, imports, settings -------------------------
 cat >"$T_ROOT/structure.json" <<'EOF'
 {
