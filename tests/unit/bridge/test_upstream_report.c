@@ -1,7 +1,8 @@
 /* test_upstream_report.c - what the log says of a server that fails (upstream_connect.c's
  * reports): a crash loop is one warning with the server's last stderr lines (escaped, the
  * exit status named), its retries at debug level; a server that comes back is "working again"
- * at info, and fails anew with a warning again only as a new episode; "debug": true logs the
+ * at info, and fails anew with a warning again only as a new episode; a server that never
+ * answers initialize is one warning with what it said; "debug": true logs the
  * server's stderr at info, without it at debug. The scripted server of upstream_fixture.h
  * behind a shell that fails while a flag file is absent. */
 #include <fcntl.h>
@@ -66,10 +67,16 @@ static void sh_def(struct sh_def *d, const char *name, const char *script, struc
 }
 
 /* The upstream on log f, without a stderr handler of its own (the upstream logs the lines). */
-static struct upstream *start_logged(struct rec *r, const struct mcp_server *s, struct flog *f)
+static struct upstream *start_timed(struct rec *r, const struct mcp_server *s, struct flog *f,
+                                    int64_t connect_timeout_ms)
 {
     static const struct upstream_handler h = {.on_state = on_state};
-    struct upstream_opts o = {.loop = r->loop, .log = f->log, .server = s};
+    struct upstream_opts o = {
+        .loop = r->loop,
+        .log = f->log,
+        .server = s,
+        .connect_timeout_ms = connect_timeout_ms,
+    };
     struct err e = ERR_INIT;
     struct upstream *u = NULL;
     int k = upstream_new(&o, &h, r, &u, &e);
@@ -78,6 +85,11 @@ static struct upstream *start_logged(struct rec *r, const struct mcp_server *s, 
         exit(2);
     r->u = u;
     return u;
+}
+
+static struct upstream *start_logged(struct rec *r, const struct mcp_server *s, struct flog *f)
+{
+    return start_timed(r, s, f, 0);
 }
 
 static void test_crash_loop(void)
@@ -147,6 +159,29 @@ static void test_working_again(void)
     rec_release(&r);
 }
 
+/* a server that never answers initialize: the timeout, once, with what it said */
+static void test_no_answer(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct flog f;
+    struct sh_def d;
+    flog_open(&f, "hung", LOG_WARN);
+    sh_def(&d, "hung", "echo 'waiting for a licence server' >&2; exec sleep 1000", NULL);
+    struct upstream *u = start_timed(&r, &d.s, &f, 300);
+    upstream_connect(u);
+    CHECK(wait_state(&r, UPSTREAM_BACKOFF, 3, 15000));
+    upstream_free(u);
+    r.u = NULL;
+    const char *t = flog_text(&f);
+    CHECK_INT(count(t, "warning: server 'hung': connect timed out after 300 ms; connecting again"),
+              1);
+    CHECK_INT(count(t, "warning: server 'hung': stderr (its last line): waiting for a licence "
+                       "server\n"),
+              1);
+    log_free(f.log);
+    rec_release(&r);
+}
+
 /* "debug": true: its stderr at info; without it at debug */
 static void test_debug_key(void)
 {
@@ -175,4 +210,4 @@ static void test_debug_key(void)
     }
 }
 
-UPSTREAM_TEST_MAIN(test_crash_loop, test_working_again, test_debug_key)
+UPSTREAM_TEST_MAIN(test_crash_loop, test_working_again, test_no_answer, test_debug_key)
