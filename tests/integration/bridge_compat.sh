@@ -253,7 +253,8 @@ fi
 # ---- imports ("导入其他工具配置") with a relative command ------------------------------------------
 mkdir -p "$HOME/.cursor"
 cat >"$HOME/.cursor/mcp.json" <<EOF
-{"mcpServers": {"from-cursor": {"command": "npx", "args": ["-y", "cursor-server"]}}}
+{"mcpServers": {"from-cursor": {"command": "npx", "args": ["-y", "cursor-server"]},
+                "my-custom-server": {"command": "npx", "args": ["-y", "shadowed-by-the-layer"]}}}
 EOF
 cat >"$T_ROOT/imports.json" <<'EOF'
 {
@@ -274,6 +275,9 @@ if [ "$FULL" = 1 ]; then # COMPAT_FULL: imports (B), shown by list
     assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "from-cursor").import')" "cursor"
     run 0 B list --mcp-config "$T_ROOT/imports.json"
     assert_contains "$OUT" "(import cursor)" "list: where the entry came from"
+    assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "my-custom-server").shadowed')" \
+        "[\"~/.cursor/mcp.json (import cursor)\"]" "the layer's own entry wins over the import"
+    assert_contains "$OUT" "    shadows: ~/.cursor/mcp.json (import cursor)"
     agent "$T_ROOT/imports.json" mcp_from-cursor_echo '{"message": "imported"}'
     assert_eq "$(json_get "$OUT" 'j.text')" "Echo: imported"
 fi
@@ -289,7 +293,8 @@ cat >"$T_ROOT/keys.json" <<EOF
     "noresources": { "command": "npx", "args": ["nores"], "exposeResources": false },
     "loud": { "command": "npx", "args": ["loud"], "debug": true },
     "quiet": { "command": "node", "args": ["$EVERYTHING", "stdio", "$T_ROOT/quiet"] },
-    "off": { "command": "npx", "args": ["off"], "disabled": true }
+    "off": { "command": "npx", "args": ["off"], "disabled": true },
+    "typo": { "command": "npx", "args": ["typo"], "alwaysAllow": [], "lifecyle": "eager" }
   },
   "settings": { "idleTimeout": 10 }
 }
@@ -313,6 +318,11 @@ if [ "$FULL" = 1 ]; then # COMPAT_FULL: idleTimeout 0, disabled (A, C), minutes 
     run 0 B list --mcp-config "$T_ROOT/keys.json"
     assert_eq "$(printf '%s\n' "$OUT" | grep -c '^never-idle .* lazy never ')" 1 "list: never idle"
     assert_eq "$(printf '%s\n' "$OUT" | grep -c '^off .* disabled ')" 1 "list: disabled"
+    # an unknown key is a warning naming it, never an invalid entry; alwaysAllow is known
+    assert_eq "$(status_of typo)" "ok" "keys: a misspelt key"
+    assert_contains "$(json_get "$LIST" 'j.servers.find((s) => s.name === "typo").warnings.join("|")')" "lifecyle"
+    assert_not_contains "$(json_get "$LIST" 'j.servers.find((s) => s.name === "typo").warnings.join("|")')" "alwaysAllow"
+    assert_contains "$OUT" "    warning: " "list: the warning under its entry"
     agent "$T_ROOT/keys.json" mcp_quiet_echo '{"message": "again"}'
     assert_eq "$(has_tool mcp_off_echo)" "false" "a disabled server is not started"
     assert_eq "$(pgrep -fc -- "$T_ROOT/npx off" || true)" "0"
