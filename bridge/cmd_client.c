@@ -21,6 +21,7 @@
 #include "downstream.h"
 #include "jsonrpc.h"
 #include "loop.h"
+#include "stderr_tail.h"
 #include "upstream.h"
 
 #define ARGS_MAX_BYTES (16u * 1024u * 1024u)  /* JSON-ARGS, on the command line or stdin */
@@ -32,9 +33,10 @@ static const char test_help[] =
     "\n"
     "Connect to SERVER (a name from mcp.json, or an http(s) URL), list its tools through every\n"
     "page, print how many there are and their names, and disconnect. The exit status says\n"
-    "whether it worked: 0 yes, 1 the server failed (the message says why), 3 no such server or\n"
-    "an invalid entry, 6 the server needs a sign-in (the message names the command to run,\n"
-    "e.g. 'mcp-auth NAME').\n"
+    "whether it worked: 0 yes, 1 the server failed (the message says why, and the last lines\n"
+    "the server wrote on its stderr follow), 3 no such server or an invalid entry,\n"
+    "6 the server needs a sign-in (the message names the command to run, e.g. 'mcp-auth\n"
+    "NAME'). -v shows every line of the server's stderr as it comes.\n"
     "\n"
     "Credentials are asked as the bridge asks them at every connect: ${NAME} of 'secrets', the\n"
     "token of an OAuth entry of 'mcp-auth', a headersHelper run ('mcp-bridge list' shows their\n"
@@ -100,6 +102,7 @@ struct client {
     struct loop_timer *guard; /* bounds the close */
     bool started, finished;
     int status;
+    struct stderr_tail tail; /* a stdio server's last stderr lines, quoted when it fails */
 };
 
 static void on_guard(struct loop_timer *t, void *userdata)
@@ -117,6 +120,12 @@ static void finish(struct client *c, int status)
         return;
     c->finished = true;
     c->status = status;
+    /* a server that failed: what it said last, it often says why ("API_KEY is not set") */
+    size_t n = status == BRIDGE_EXIT_FAILED ? stderr_tail_count(&c->tail) : 0;
+    for (size_t i = 0; i < n; i++)
+        log_error(c->log, "server '%s': stderr%s: %s", c->server->name,
+                  i == 0 ? (n > 1 ? " (its last lines)" : " (its last line)") : "",
+                  stderr_tail_at(&c->tail, i));
     upstream_list_cancel(c->list);
     c->list = NULL;
     upstream_call_cancel(c->call, "the client is closing");
@@ -561,7 +570,12 @@ static void on_stderr(struct upstream *u, const char *line, size_t len, void *us
 {
     struct client *c = userdata;
     (void)u;
-    log_info(c->log, "server '%s': %.*s", c->server->name, (int)(len > 4096 ? 4096 : len), line);
+    stderr_tail_add(&c->tail, line, len);
+    if (log_get_level(c->log) < LOG_INFO)
+        return;
+    char shown[4104]; /* a whole line (stdio_upstream.h's bound), escaped */
+    stderr_tail_escape_n(shown, sizeof(shown), line, len);
+    log_info(c->log, "server '%s': %s", c->server->name, shown);
 }
 
 static void on_signal(int signo, void *userdata)

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "credkit/buf.h"
+#include "credkit/duration.h"
 #include "credkit/json.h"
 #include "credkit/mcp_config.h"
 #include "credkit/path.h"
@@ -21,6 +22,7 @@
 #include "cli.h"
 #include "cmd_config.h"
 #include "cmd_creds.h"
+#include "server_config.h"
 
 static const char *layer_word(enum mcp_layer l)
 {
@@ -122,6 +124,83 @@ static const char *entry_reason(const struct mcp_server *s)
     return p + k + 3;
 }
 
+/* Appends s with its control characters (and DEL) as \xHH: names, paths, commands and messages
+ * come from files anyone may have written, and go to a terminal. */
+static int append_escaped(struct buf *out, const char *s)
+{
+    int r = 0;
+    for (const unsigned char *p = (const unsigned char *)s; r >= 0 && *p; p++)
+        r = *p < 0x20 || *p == 0x7f ? buf_printf(out, "\\x%02x", *p)
+                                    : buf_append_char(out, (char)*p);
+    return r;
+}
+
+/* s escaped, in out (reset first); "" when it does not fit. Borrowed from out. */
+static const char *escaped(struct buf *out, const char *s)
+{
+    buf_reset(out);
+    return append_escaped(out, s ? s : "") < 0 ? "" : buf_str(out);
+}
+
+/* Where the entry came from: its file's display path, and "(import NAME)" for an imported one.
+ * Escaped. */
+static int entry_origin(const struct mcp_server *s, struct buf *out)
+{
+    int r = append_escaped(out, s->source);
+    if (r >= 0 && s->import) {
+        r = buf_append_str(out, " (import ");
+        if (r >= 0)
+            r = append_escaped(out, s->import);
+        if (r >= 0)
+            r = buf_append_char(out, ')');
+    }
+    return r;
+}
+
+static const char *lifecycle_word(enum server_lifecycle l)
+{
+    switch (l) {
+    case SERVER_LIFECYCLE_LAZY:
+        return "lazy";
+    case SERVER_LIFECYCLE_EAGER:
+        return "eager";
+    case SERVER_LIFECYCLE_KEEP_ALIVE:
+        return "keep-alive";
+    }
+    return "lazy";
+}
+
+/* The entry's lifecycle and the idle timeout that applies to it (*ret_idle_ms: 0 never, -1
+ * keep-alive, which is never idle-closed). -EINVAL for an invalid entry (none applies). */
+static int entry_lifecycle(const struct mcp_server *s, const struct server_settings *st,
+                           enum server_lifecycle *ret_l, int64_t *ret_idle_ms)
+{
+    struct server_config sc = SERVER_CONFIG_INIT;
+    if (s->error || !s->raw || server_config_parse(s->raw, &sc, NULL) < 0)
+        return -EINVAL;
+    *ret_l = sc.lifecycle;
+    *ret_idle_ms =
+        sc.lifecycle == SERVER_LIFECYCLE_KEEP_ALIVE ? -1 : server_config_idle_ms(&sc, st);
+    server_config_release(&sc);
+    return 0;
+}
+
+/* The LIFECYCLE column: "lazy 10m", "eager never" (idleTimeout 0), "keep-alive"; "-" for an
+ * invalid entry. */
+static int entry_lifecycle_text(const struct mcp_server *s, const struct server_settings *st,
+                                struct buf *out)
+{
+    enum server_lifecycle l;
+    int64_t idle;
+    char d[32];
+    if (entry_lifecycle(s, st, &l, &idle) < 0)
+        return buf_append_str(out, "-");
+    if (idle < 0)
+        return buf_append_str(out, lifecycle_word(l));
+    return buf_printf(out, "%s %s", lifecycle_word(l),
+                      idle == 0 ? "never" : duration_format(idle, d, sizeof(d)));
+}
+
 /* ---- list -------------------------------------------------------------------------------- */
 
 static const char list_help[] =
@@ -133,8 +212,14 @@ static const char list_help[] =
     "value. Then the files that were considered (lowest priority first) and what was wrong\n"
     "with any of them as a whole (not JSON, with line and column).\n"
     "\n"
-    "STATUS: ok; invalid (the entry cannot be used: why); missing (a ${NAME} does not resolve,\n"
-    "a headersHelper or mcp-auth is not there); login (OAuth: sign in with the command shown).\n"
+    "STATUS: ok; disabled (\"disabled\": true: listed, never started); invalid (the entry\n"
+    "cannot be used: why); missing (a ${NAME} does not resolve, a headersHelper or mcp-auth is\n"
+    "not there); login (OAuth: sign in with the command shown).\n"
+    "SOURCE: the file, and \"(import NAME)\" for an entry an \"imports\" list brought in; under\n"
+    "the entry, \"shadows:\" names the entries of the same name it won over (lower layers,\n"
+    "imports), and \"warning:\" what is odd in it without making it invalid (an unknown key).\n"
+    "LIFECYCLE: lazy (started at the first use), eager (at start) or keep-alive (at start,\n"
+    "restarted when it drops), with the idle timeout after which it is closed (never: 0).\n"
     "The credentials are asked as the bridge asks them at connect, once for all servers:\n"
     "  ${NAME}         'secrets resolve --json' (a recipe first, then the environment): ok and\n"
     "                  where from, or why not (command recipes run, or answer from their cache)\n"
@@ -143,15 +228,20 @@ static const char list_help[] =
     "                  effects; 'mcp-bridge test NAME' runs it)\n"
     "\n"
     "Layers, lowest to highest: the bundled configuration, ~/.config/mcp/mcp.json,\n"
-    "~/.pi/agent/mcp.json (or --config PATH), .mcp.json and .pi/mcp.json in the working\n"
-    "directory. A higher layer replaces a whole entry of the same name.\n"
+    "~/.pi/agent/mcp.json (or --config PATH, --mcp-config PATH), .mcp.json and .pi/mcp.json in\n"
+    "the working directory. A higher layer replaces a whole entry of the same name; a layer's\n"
+    "own entries win over those it imports.\n"
     "\n"
     "  --json        one JSON object for programs (paths absolute, every key always present):\n"
     "                {\"servers\": [{\"name\", \"transport\": \"stdio\"|\"http\"|\"sse\",\n"
     "                  \"command\": string|null, \"args\": [string], \"url\": string|null,\n"
     "                  \"source\": path, \"layer\": \"bundled\"|\"shared\"|\"user\"|\"project\",\n"
+    "                  \"import\": string|null, \"shadowed\": [string], \"disabled\": bool,\n"
+    "                  \"warnings\": [string],\n"
+    "                  \"lifecycle\": \"lazy\"|\"eager\"|\"keep-alive\"|null (invalid),\n"
+    "                  \"idleTimeoutMs\": number|null (0: never; null: keep-alive, invalid),\n"
     "                  \"valid\": bool, \"error\": string|null, \"missingVariables\": [string],\n"
-    "                  \"status\": \"ok\"|\"invalid\"|\"missing\"|\"login\",\n"
+    "                  \"status\": \"ok\"|\"disabled\"|\"invalid\"|\"missing\"|\"login\",\n"
     "                  \"credentials\": {\"variables\": [{\"name\", \"resolved\": bool,\n"
     "                     \"source\": string|null, \"expiresAt\": number|null,\n"
     "                     \"error\": string|null}],\n"
@@ -187,7 +277,9 @@ static const char *source_path(const struct mcp_config *c, char *const *displays
 /* The STATUS of an entry. Static. */
 static const char *entry_status(const struct creds_server *cs)
 {
-    return cs->server->error ? "invalid" : creds_server_status(cs);
+    if (cs->server->error)
+        return "invalid";
+    return cs->server->disabled ? "disabled" : creds_server_status(cs);
 }
 
 static struct json_object *jint_or_null(bool *oom, int64_t v)
@@ -269,9 +361,25 @@ static struct json_object *json_credentials(bool *oom, const struct creds_server
     return o;
 }
 
+/* The lifecycle keys of an entry's JSON object. */
+static void json_lifecycle(bool *oom, struct json_object *o, const struct mcp_server *s,
+                           const struct server_settings *st)
+{
+    enum server_lifecycle l;
+    int64_t idle;
+    bool valid = entry_lifecycle(s, st, &l, &idle) >= 0;
+    cfg_jadd(oom, o, "lifecycle", valid ? cfg_jstr(oom, lifecycle_word(l)) : NULL);
+    struct json_object *jidle = valid && idle >= 0 ? json_object_new_int64(idle) : NULL;
+    if (valid && idle >= 0 && !jidle)
+        *oom = true;
+    cfg_jadd(oom, o, "idleTimeoutMs", jidle);
+}
+
 static int list_json(const struct mcp_config *c, const struct creds_report *rep,
                      char *const *displays)
 {
+    struct server_settings st;
+    server_settings_get(c, &st);
     bool oom = false;
     struct json_object *root = json_object_new_object();
     struct json_object *servers = json_object_new_array(), *files = json_object_new_array(),
@@ -293,6 +401,11 @@ static int list_json(const struct mcp_config *c, const struct creds_report *rep,
         cfg_jadd(&oom, o, "url", cfg_jstr(&oom, view_url(s)));
         cfg_jadd(&oom, o, "source", cfg_jstr(&oom, source_path(c, displays, s->source)));
         cfg_jadd(&oom, o, "layer", cfg_jstr(&oom, layer_word(s->layer)));
+        cfg_jadd(&oom, o, "import", cfg_jstr(&oom, s->import));
+        cfg_jadd(&oom, o, "shadowed", cfg_jstrv(&oom, s->shadowed));
+        cfg_jadd(&oom, o, "disabled", jbool(&oom, s->disabled));
+        cfg_jadd(&oom, o, "warnings", cfg_jstrv(&oom, s->warnings));
+        json_lifecycle(&oom, o, s, &st);
         cfg_jadd(&oom, o, "valid", json_object_new_boolean(!s->error));
         cfg_jadd(&oom, o, "error", cfg_jstr(&oom, s->error));
         cfg_jadd(&oom, o, "missingVariables", json_missing(&oom, cs));
@@ -325,67 +438,132 @@ static int list_json(const struct mcp_config *c, const struct creds_report *rep,
     return text ? 0 : -ENOMEM;
 }
 
+/* The lines under an entry that say where else it is written and what is odd in it: the
+ * entries it won over, its warnings. Escaped. */
+static void print_origin_details(const struct mcp_server *s, struct buf *line)
+{
+    for (size_t i = 0; s->shadowed && s->shadowed[i]; i++)
+        printf("    shadows: %s\n", escaped(line, s->shadowed[i]));
+    for (size_t i = 0; s->warnings && s->warnings[i]; i++)
+        printf("    warning: %s\n", escaped(line, s->warnings[i]));
+}
+
 /* The lines under an entry: why it is invalid, or the state of each credential it needs. */
 static int print_details(const struct creds_server *cs, int64_t now, struct buf *line)
 {
     int r = 0;
+    print_origin_details(cs->server, line);
     if (cs->server->error) {
-        printf("    error: %s\n", entry_reason(cs->server));
+        printf("    error: %s\n", escaped(line, entry_reason(cs->server)));
         return 0;
     }
+    if (cs->server->disabled)
+        return 0; /* never started: what it would need is not its state */
+    /* the helpers' answers quote their own errors: escaped as the rest */
+    struct buf shown;
+    buf_init(&shown, 2 * line->max + 64);
     for (size_t i = 0; r >= 0 && i < cs->n_vars; i++) {
         buf_reset(line);
         r = creds_describe_var(&cs->vars[i], now, line);
-        if (r >= 0)
-            printf("    ${%s}: %s\n", cs->vars[i].name, buf_str(line));
+        if (r >= 0) {
+            printf("    ${%s}: ", escaped(&shown, cs->vars[i].name));
+            printf("%s\n", escaped(&shown, buf_str(line)));
+        }
     }
     if (r >= 0 && cs->oauth.state != CREDS_OAUTH_NOT_USED) {
         buf_reset(line);
         r = creds_describe_oauth(&cs->oauth, now, line);
         if (r >= 0)
-            printf("    oauth: %s\n", buf_str(line));
+            printf("    oauth: %s\n", escaped(&shown, buf_str(line)));
     }
     if (r >= 0 && cs->helper) {
         buf_reset(line);
         r = creds_describe_helper(cs->helper, line);
         if (r >= 0)
-            printf("    headersHelper: %s\n", buf_str(line));
+            printf("    headersHelper: %s\n", escaped(&shown, buf_str(line)));
     }
+    buf_release(&shown);
+    return r;
+}
+
+/* The columns of one entry, escaped, each in its own buffer. */
+struct list_row {
+    struct buf name, origin, lifecycle, target, raw_target;
+};
+
+static void list_row_init(struct list_row *w)
+{
+    buf_init(&w->name, 64 * 1024);
+    buf_init(&w->origin, 64 * 1024);
+    buf_init(&w->lifecycle, 64);
+    buf_init(&w->target, 1024 * 1024);
+    buf_init(&w->raw_target, 256 * 1024);
+}
+
+static void list_row_release(struct list_row *w)
+{
+    buf_release(&w->name);
+    buf_release(&w->origin);
+    buf_release(&w->lifecycle);
+    buf_release(&w->target);
+    buf_release(&w->raw_target);
+}
+
+static int list_row_fill(struct list_row *w, const struct mcp_server *s,
+                         const struct server_settings *st)
+{
+    buf_reset(&w->name);
+    buf_reset(&w->origin);
+    buf_reset(&w->lifecycle);
+    buf_reset(&w->target);
+    buf_reset(&w->raw_target);
+    int r = append_escaped(&w->name, s->name);
+    if (r >= 0)
+        r = entry_origin(s, &w->origin);
+    if (r >= 0)
+        r = entry_lifecycle_text(s, st, &w->lifecycle);
+    if (r >= 0)
+        r = entry_target(s, &w->raw_target);
+    if (r >= 0)
+        r = append_escaped(&w->target, buf_str(&w->raw_target));
     return r;
 }
 
 static int list_text(const struct mcp_config *c, const struct creds_report *rep)
 {
-    size_t n = mcp_config_count(c), w_name = 4, w_src = 6;
+    size_t n = mcp_config_count(c), w_name = 4, w_src = 6, w_life = 9;
     int64_t now = (int64_t)time(NULL);
-    struct buf target, line;
+    struct server_settings st;
+    struct list_row row;
+    struct buf line;
     int r = 0;
 
-    for (size_t i = 0; i < n; i++) {
-        const struct mcp_server *s = mcp_config_at(c, i);
-        size_t k = strlen(s->name), m = strlen(s->source);
-        w_name = k > w_name ? k : w_name;
-        w_src = m > w_src ? m : w_src;
+    server_settings_get(c, &st);
+    list_row_init(&row);
+    for (size_t i = 0; i < n && r >= 0; i++) {
+        r = list_row_fill(&row, mcp_config_at(c, i), &st);
+        w_name = row.name.len > w_name ? row.name.len : w_name;
+        w_src = row.origin.len > w_src ? row.origin.len : w_src;
+        w_life = row.lifecycle.len > w_life ? row.lifecycle.len : w_life;
     }
     if (n == 0)
         printf("no MCP servers configured: add one with 'mcp-bridge add'\n");
     else
-        printf("%-*s  %-9s  %-7s  %-*s  %s\n", (int)w_name, "NAME", "TRANSPORT", "STATUS",
-               (int)w_src, "SOURCE", "COMMAND OR URL");
-    buf_init(&target, 256 * 1024);
+        printf("%-*s  %-9s  %-8s  %-*s  %-*s  %s\n", (int)w_name, "NAME", "TRANSPORT", "STATUS",
+               (int)w_life, "LIFECYCLE", (int)w_src, "SOURCE", "COMMAND OR URL");
     buf_init(&line, 64 * 1024);
     for (size_t i = 0; i < n && r >= 0; i++) {
         const struct creds_server *cs = creds_report_at(rep, i);
         const struct mcp_server *s = cs->server;
-        buf_reset(&target);
-        r = entry_target(s, &target);
+        r = list_row_fill(&row, s, &st);
         if (r < 0)
             break;
-        printf("%-*s  %-9s  %-7s  %-*s  %s\n", (int)w_name, s->name, view_transport(s),
-               entry_status(cs), (int)w_src, s->source, buf_str(&target));
+        printf("%-*s  %-9s  %-8s  %-*s  %-*s  %s\n", (int)w_name, buf_str(&row.name),
+               view_transport(s), entry_status(cs), (int)w_life, buf_str(&row.lifecycle),
+               (int)w_src, buf_str(&row.origin), buf_str(&row.target));
         r = print_details(cs, now, &line);
     }
-    buf_release(&target);
+    list_row_release(&row);
     buf_release(&line);
 
     printf("\nfiles, lowest priority first:\n");
@@ -393,13 +571,19 @@ static int list_text(const struct mcp_config *c, const struct creds_report *rep)
         bool exists = false;
         const char *p = mcp_config_file_at(c, i, &exists);
         char *d = path_display(p);
-        printf("  %s%s\n", d ? d : p, exists ? "" : " (absent)");
+        struct buf shown;
+        buf_init(&shown, 64 * 1024);
+        printf("  %s%s\n", escaped(&shown, d ? d : p), exists ? "" : " (absent)");
+        buf_release(&shown);
         free(d);
     }
     if (mcp_config_diag_count(c) > 0) {
+        struct buf msg;
+        buf_init(&msg, 64 * 1024);
         printf("\nproblems with files (their servers are not used):\n");
         for (size_t i = 0; i < mcp_config_diag_count(c); i++)
-            printf("  %s\n", mcp_config_diag_at(c, i)->message);
+            printf("  %s\n", escaped(&msg, mcp_config_diag_at(c, i)->message));
+        buf_release(&msg);
     }
     return r;
 }

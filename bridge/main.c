@@ -37,6 +37,7 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  --config PATH        read this file instead of ~/.pi/agent/mcp.json\n"
+    "  --mcp-config PATH    the same (the pi adapter's name for it)\n"
     "  -v, --verbose        say more (twice: debug, every message exchanged)\n"
     "  -q, --quiet          errors only\n"
     "  -h, --help           this help ('mcp-bridge COMMAND --help' for a command)\n"
@@ -65,14 +66,30 @@ static int usage_error(struct log *log, const char *what)
     return BRIDGE_EXIT_USAGE;
 }
 
-/* "-vv", "-qv": bundled -v/-q (args_take_globals takes them one per argument). */
+/* "-vv", "-qv": bundled -v/-q (args_take_globals takes them one per argument); and
+ * "--mcp-config PATH" / "--mcp-config=PATH", the pi adapter's name for --config, rewritten to
+ * --config in place, so that it is accepted wherever --config is (before or after the command)
+ * and the last of the two wins. */
 static int take_bundled_flags(int argc, char **argv, struct args_globals *g)
 {
+    static char config_opt[] = "--config";
+    static const char mcp_config[] = "--mcp-config";
+    const size_t k = sizeof(mcp_config) - 1;
     int w = 1;
     bool past_dashes = false;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        char *a = argv[i];
         past_dashes |= strcmp(a, "--") == 0;
+        if (!past_dashes && strcmp(a, mcp_config) == 0) {
+            argv[w++] = config_opt;
+            continue;
+        }
+        if (!past_dashes && strncmp(a, mcp_config, k) == 0 && a[k] == '=') {
+            /* "--mcp-config=PATH" -> "--config=PATH": the same string, 4 bytes shorter */
+            memmove(a + 2, a + 6, strlen(a + 6) + 1);
+            argv[w++] = a;
+            continue;
+        }
         bool bundled =
             !past_dashes && a[0] == '-' && a[1] && a[2] && strspn(a + 1, "vq") == strlen(a + 1);
         if (!bundled) {

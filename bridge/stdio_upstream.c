@@ -217,6 +217,8 @@ static void on_poll(struct loop_timer *t, void *userdata)
         loop_timer_rearm(t, STDIO_UPSTREAM_POLL_MS);
 }
 
+static void drain_stderr(struct stdio_upstream *s);
+
 static void fr_message(const char *msg, size_t len, void *userdata)
 {
     struct stdio_upstream *s = userdata;
@@ -228,6 +230,9 @@ static void fr_eof(void *userdata)
 {
     struct stdio_upstream *s = userdata;
     s->out_done = true;
+    drain_stderr(s);
+    if (freed(s))
+        return;
     connection_over(s, 0);
     if (!freed(s))
         maybe_finish(s);
@@ -241,6 +246,9 @@ static void fr_error(int error, void *userdata)
     s->fr = NULL;
     close_stdin(s);
     s->out_done = true;
+    drain_stderr(s);
+    if (freed(s))
+        return;
     connection_over(s, error);
     if (!freed(s))
         maybe_finish(s);
@@ -256,28 +264,29 @@ static void emit_stderr(struct stdio_upstream *s)
         s->h.on_stderr(s->errline, n, s->userdata);
 }
 
-static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *userdata)
+/* One read of its stderr, its lines delivered. 1 when there may be more now, 0 when it would
+ * block, -1 at its end (or when s was freed meanwhile). At the end the server is finished
+ * with when it can be, unless the caller does that itself (may_finish false). */
+static int read_stderr(struct stdio_upstream *s, int fd, bool may_finish)
 {
-    struct stdio_upstream *s = userdata;
     char chunk[8192];
-    (void)io;
-    (void)events;
     ssize_t n;
     do
         n = read(fd, chunk, sizeof(chunk));
     while (n < 0 && errno == EINTR);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        goto out;
+        return 0;
     if (n <= 0) {
         /* EOF (or an error: nothing more will come either way) */
         if (!s->errskip)
             emit_stderr(s);
         if (freed(s))
-            goto out;
+            return -1;
         loop_io_remove(s->err_io);
         s->err_io = NULL;
-        maybe_finish(s);
-        goto out;
+        if (may_finish)
+            maybe_finish(s);
+        return -1;
     }
     for (const char *p = chunk, *end = chunk + n; p < end && !freed(s);) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -300,8 +309,25 @@ static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *user
         s->errlen = 0;
         p = nl + 1;
     }
-out:
-    return;
+    return freed(s) ? -1 : 1;
+}
+
+static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    (void)io;
+    (void)events;
+    (void)read_stderr(userdata, fd, true);
+}
+
+/* What the server wrote to its stderr before its stdout ended (a crash: all of it is in the
+ * pipe by now) is delivered before the end is, so that whoever reports the end can quote it.
+ * Bounded: a server still writing is read on by the loop. The caller finishes (on_close with
+ * its own reason first). */
+static void drain_stderr(struct stdio_upstream *s)
+{
+    for (int i = 0; i < 16 && s->err_io && !freed(s); i++)
+        if (read_stderr(s, child_stderr_fd(s->child), false) <= 0)
+            break;
 }
 
 /* ---- public ---- */

@@ -1,7 +1,15 @@
 /* transport_stdio.c - transport.h over a child process (stdio_upstream.h): the entry's command
  * and args run with its env expanded from the credentials' answer; the connection is over
- * when the child closes its output or exits. */
+ * when the child closes its output or exits.
+ *
+ * The end is reported (on_lost) once the child has been reaped, with what became of it ("the
+ * server exited with status 3", "was killed by signal 9"), unless the connection broke for a
+ * reason of its own first (a message over the bound): a server that crashes reads the same
+ * each time, however its pipes happened to close, and its last stderr lines are all in by
+ * then. Meanwhile what is sent is dropped (0): the end follows. */
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -30,6 +38,9 @@ struct transport_stdio {
     struct transport_handler h;
     void *userdata;
     enum stdio_phase phase;
+    bool ending;    /* the connection is over (on_close, or a write found it broken): on_lost
+                  * follows at the exit */
+    int end_reason; /* on_close's reason: 0 (EOF), -EPIPE, -E2BIG ... */
     struct loop_release release;
 };
 
@@ -52,21 +63,36 @@ static void s_stderr(const char *line, size_t len, void *userdata)
         s->h.on_stderr(line, len, s->userdata);
 }
 
-static void s_lost(struct transport_stdio *s, int reason)
+/* Reports the end: reason as from on_close, status as from on_exit (-1: unknown). */
+static void s_lost(struct transport_stdio *s, int reason, int status)
 {
+    char why[96];
     if (s->phase != STDIO_OPEN)
         return;
     s->phase = STDIO_LOST;
-    const char *why = reason == 0        ? "the server exited or closed its output"
-                      : reason == -E2BIG ? "the server sent a message over the size bound"
-                      : reason == -EPIPE ? "the server closed its input"
-                                         : strerror(-reason);
-    s->h.on_lost(reason < 0 ? reason : -ECONNRESET, why, s->userdata);
+    if (reason == -E2BIG)
+        (void)snprintf(why, sizeof(why), "the server sent a message over the size bound");
+    else if (reason != 0 && reason != -EPIPE)
+        (void)snprintf(why, sizeof(why), "%s", strerror(-reason));
+    else if (status >= 0 && WIFEXITED(status))
+        (void)snprintf(why, sizeof(why), "the server exited with status %d", WEXITSTATUS(status));
+    else if (status >= 0 && WIFSIGNALED(status))
+        (void)snprintf(why, sizeof(why), "the server was killed by signal %d (%s)",
+                       WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        (void)snprintf(why, sizeof(why), "the server exited");
+    /* a server gone (its end seen first on stdout or on stdin) is one reason: -ECONNRESET */
+    s->h.on_lost(reason < 0 && reason != -EPIPE ? reason : -ECONNRESET, why, s->userdata);
 }
 
 static void s_close(int reason, void *userdata)
 {
-    s_lost(userdata, reason);
+    struct transport_stdio *s = userdata;
+    if (!s->ending || (s->end_reason == -EPIPE && reason != 0))
+        s->end_reason = reason;
+    s->ending = true;
+    if (reason != 0 && reason != -EPIPE)
+        s_lost(s, reason, -1); /* a reason of its own: said at once */
 }
 
 static void s_exit(int status, void *userdata)
@@ -76,8 +102,7 @@ static void s_exit(int status, void *userdata)
         log_debug(s->log, "server '%s': exited with status %d", s->name, WEXITSTATUS(status));
     else if (status >= 0 && WIFSIGNALED(status))
         log_debug(s->log, "server '%s': killed by signal %d", s->name, WTERMSIG(status));
-    /* on_close comes first; should it not have, the connection is over all the same */
-    s_lost(s, 0);
+    s_lost(s, s->end_reason, status);
     if (s->phase != STDIO_FREED && s->h.on_done)
         s->h.on_done(s->userdata);
 }
@@ -91,9 +116,20 @@ static const struct stdio_upstream_handler stdio_handler = {
 
 static int s_send(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag)
 {
+    struct transport_stdio *s = of(t);
     (void)flags;
     (void)tag;
-    return stdio_upstream_send(of(t)->child, msg, len);
+    if (s->ending && s->phase == STDIO_OPEN)
+        return 0; /* the server is going: on_lost says how, at its exit */
+    int r = stdio_upstream_send(s->child, msg, len);
+    if (r == -EPIPE && s->phase == STDIO_OPEN) {
+        /* it closed its input, most likely by exiting: on_close and on_exit follow */
+        s->ending = true;
+        if (!s->end_reason)
+            s->end_reason = -EPIPE;
+        return 0;
+    }
+    return r;
 }
 
 static int s_shutdown(struct transport *t)

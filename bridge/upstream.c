@@ -200,9 +200,7 @@ static void enter_failed(struct upstream *u, int error, const char *message)
     char *m = up_asprintf("%s", message ? message : "the server cannot be used");
     up_fail_waiting(u, -ENOTCONN, m);
     free(m);
-    /* a one-shot client reports the failure itself, as its error */
-    log_msg(u->log, u->no_reconnect ? LOG_DEBUG : LOG_WARN, "%s",
-            message ? message : "server failed");
+    up_report_failure(u, error, message, NULL); /* a one-shot client's at debug: it says it */
     (void)up_set_state(u, UPSTREAM_FAILED, error, message);
 }
 
@@ -234,7 +232,7 @@ static void enter_backoff(struct upstream *u, int error, const char *message)
     }
     char d[32];
     up_fmt_ms(d, sizeof(d), delay);
-    log_info(u->log, "%s; connecting again in %s", message ? message : "server disconnected", d);
+    up_report_failure(u, error, message ? message : "server disconnected", d);
     (void)up_set_state(u, UPSTREAM_BACKOFF, error, message);
 }
 

@@ -278,11 +278,7 @@ static void t_message(const char *msg, size_t len, void *userdata)
 static void t_stderr(const char *line, size_t len, void *userdata)
 {
     struct conn *cn = userdata;
-    struct upstream *u = cn->u;
-    if (u->h.on_stderr)
-        u->h.on_stderr(u, line, len, u->userdata);
-    else
-        log_debug(u->log, "server '%s': %.*s", up_name(u), (int)len, line);
+    up_stderr_line(cn->u, line, len); /* upstream_connect.c: the failure reports quote it */
 }
 
 static void t_error(int error, uint64_t tag, void *userdata)

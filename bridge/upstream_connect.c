@@ -1,13 +1,17 @@
 /* upstream_connect.c - connecting: the credentials asked for, the transport opened with them,
  * the initialize handshake; a session the server forgot re-initialized, a refused one given
  * fresh credentials (the calls parked meanwhile), and credentials refreshed ahead of their
- * expiry with the transport's set-headers op, within the same session. */
+ * expiry with the transport's set-headers op, within the same session. And what the user hears
+ * of it: a server that keeps failing is reported once per reason, with its last stderr lines,
+ * and once more when it works again. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "upstream_internal.h"
+
+#define UP_STDERR_LOG_BUF 4104 /* a stderr line as logged: STDIO_UPSTREAM_STDERR_LINE, escaped */
 
 static void creds_done(int error, const struct credentials *c, const char *message, void *userdata);
 static void connect_timer_fired(struct loop_timer *t, void *userdata);
@@ -427,6 +431,85 @@ static void creds_done(int error, const struct credentials *c, const char *messa
     }
 }
 
+/* ---- failure reports ---------------------------------------------------------------------- */
+
+/* What makes two failures the same for the report: the error and the message (which names the
+ * server and what happened, never a wait or a count). FNV-1a; never 0. */
+static uint64_t reason_key(int error, const char *message)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uint32_t)error;
+    for (const unsigned char *p = (const unsigned char *)message; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+void up_report_failure(struct upstream *u, int error, const char *message, const char *retry)
+{
+    const char *m = message ? message : "the server failed";
+    uint64_t key = reason_key(error, m);
+    int64_t now = loop_now(u->loop);
+    /* the same reason again after a short spell of working (a server that crashes soon after
+     * it starts) is still the same episode; after UPSTREAM_BACKOFF_RESET_MS it is news */
+    bool news =
+        key != u->rep_key || (u->rep_ok_at && now - u->rep_ok_at >= UPSTREAM_BACKOFF_RESET_MS);
+    enum log_level level = news && !u->no_reconnect ? LOG_WARN : LOG_DEBUG;
+    if (news) {
+        u->rep_key = key;
+        u->rep_ok_said = false;
+    }
+    u->rep_ok_at = 0;
+    if (retry)
+        log_msg(u->log, level, "%s; connecting again in %s%s", m, retry,
+                level == LOG_WARN ? " (said once: the retries that fail the same way are logged "
+                                    "at debug level)"
+                                  : "");
+    else
+        log_msg(u->log, level, "%s", m);
+    if (level != LOG_WARN)
+        return;
+    size_t n = stderr_tail_count(&u->tail);
+    for (size_t i = 0; i < n; i++)
+        log_msg(u->log, level, "server '%s': stderr%s: %s", up_name(u),
+                i == 0 ? (n > 1 ? " (its last lines)" : " (its last line)") : "",
+                stderr_tail_at(&u->tail, i));
+}
+
+/* After failures were reported: it works again (once per reported reason). */
+static void report_working(struct upstream *u)
+{
+    if (!u->rep_key)
+        return;
+    u->rep_ok_at = loop_now(u->loop);
+    if (u->rep_ok_said)
+        return;
+    u->rep_ok_said = true;
+    log_info(u->log, "server '%s' is working again", up_name(u));
+}
+
+/* "debug": true in the entry: its stderr at the default verbose level (the key is checked as
+ * a boolean when the configuration loads, server_config.h). */
+static bool stderr_at_info(const struct upstream *u)
+{
+    struct json_object *v = NULL;
+    return u->srv->raw && json_object_object_get_ex(u->srv->raw, "debug", &v) &&
+           json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+void up_stderr_line(struct upstream *u, const char *line, size_t len)
+{
+    stderr_tail_add(&u->tail, line, len);
+    if (u->h.on_stderr) {
+        u->h.on_stderr(u, line, len, u->userdata);
+        return;
+    }
+    enum log_level level = stderr_at_info(u) ? LOG_INFO : LOG_DEBUG;
+    if (log_get_level(u->log) < level)
+        return;
+    char shown[UP_STDERR_LOG_BUF];
+    stderr_tail_escape_n(shown, sizeof(shown), line, len);
+    log_msg(u->log, level, "server '%s': %s", up_name(u), shown);
+}
+
 /* ---- the handshake ------------------------------------------------------------------------ */
 
 /* The structured error a failed connect reports for a transport error. */
@@ -463,6 +546,7 @@ void up_connect_start(struct upstream *u)
         u->start_pending || u->conn)
         return;
     u->refreshed_in_connect = false;
+    stderr_tail_clear(&u->tail); /* a report quotes this attempt's lines */
     log_debug(u->log, "server '%s': connecting", up_name(u));
     int r = creds_ask(u, u->attempts++ ? CREDENTIALS_RECONNECT : CREDENTIALS_CONNECT, CRED_CONNECT);
     if (r < 0)
@@ -549,6 +633,7 @@ static void init_done(struct upstream *u, struct conn *cn)
     u->ready_at = loop_now(u->loop);
     u->login_warned = false;
     log_info(u->log, "server '%s': connected (protocol %s)", up_name(u), u->version);
+    report_working(u);
     up_flush_waiting(u);
     (void)up_set_state(u, UPSTREAM_READY, 0, NULL);
 }

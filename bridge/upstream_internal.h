@@ -24,6 +24,7 @@
 
 #include "credentials.h"
 #include "jsonrpc.h"
+#include "stderr_tail.h"
 #include "transport.h"
 #include "upstream.h"
 
@@ -158,6 +159,14 @@ struct upstream {
     int64_t backoff_ms, ready_at;
     uint64_t rng;
 
+    /* Failure reports (upstream_connect.c): the server's last stderr lines (this attempt's),
+     * the reason last reported at warn (a hash of the error and message; 0: none), whether
+     * "working again" was said since, and when it last was. */
+    struct stderr_tail tail;
+    uint64_t rep_key;
+    bool rep_ok_said;
+    int64_t rep_ok_at;
+
     enum up_life life;
     struct loop_release release;
 };
@@ -210,6 +219,14 @@ void up_creds_cancel(struct upstream *u);
  * insufficient_scope): parks it and asks for fresh credentials or a wider grant. */
 void up_reauth(struct upstream *u, struct upstream_call *c, int error);
 void up_conn_free(struct conn *cn);
+/* Reports a failed or lost connection (message: what happened, "server 'x': ..."; retry: the
+ * wait before the next attempt, NULL when none follows by itself): at warn level with the
+ * server's last stderr lines the first time and whenever the reason changes, at debug for the
+ * retries that fail the same way (a one-shot client's always at debug: it reports itself). */
+void up_report_failure(struct upstream *u, int error, const char *message, const char *retry);
+/* One line of a stdio server's stderr: kept for the failure report, then to h.on_stderr, else
+ * logged (escaped) at debug level, or at info for an entry with "debug": true. */
+void up_stderr_line(struct upstream *u, const char *line, size_t len);
 
 /* upstream_conn.c: the transport's events */
 void up_handle_message(struct upstream *u, struct conn *cn, const char *text, size_t len);

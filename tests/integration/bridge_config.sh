@@ -88,6 +88,8 @@ assert_not_contains "$OUT" "Bearer" "list (header values are not shown)"
 assert_contains "$OUT" "$PROJ/.pi/mcp.json': line 3, column" "the diagnostic with line and column"
 assert_contains "$OUT" "$PROJ/.mcp.json (absent)"
 assert_eq "$(printf '%s\n' "$OUT" | grep -c '^good .* ok ')" 1 "good is ok"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^good .* ok  *lazy 10m  ')" 1 "good: lazy, the default idle timeout"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^both .* invalid  *-  ')" 1 "no lifecycle for an invalid entry"
 assert_eq "$(printf '%s\n' "$OUT" | grep -c '^both .* invalid ')" 1 "both is invalid"
 assert_eq "$(printf '%s\n' "$OUT" | grep -c '^needs .* missing ')" 1 "needs misses a variable"
 
@@ -95,7 +97,7 @@ run 0 B list --json
 J=$OUT
 assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" "arr,both,good,needs,zero" "sorted names"
 assert_eq "$(json_get "$J" 'Object.keys(j.servers[0]).join(",")')" \
-    "name,transport,command,args,url,source,layer,valid,error,missingVariables,status,credentials" "server keys"
+    "name,transport,command,args,url,source,layer,import,shadowed,disabled,warnings,lifecycle,idleTimeoutMs,valid,error,missingVariables,status,credentials" "server keys"
 assert_eq "$(json_get "$J" 'Object.keys(j.servers[0].credentials).join(",")')" "variables,oauth,headersHelper" \
     "credentials keys"
 assert_eq "$(json_get "$J" 'Object.keys(j).join(",")')" "servers,files,diagnostics" "top-level keys"
@@ -105,6 +107,12 @@ assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").source')" "$U
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").layer')" "user"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").valid')" "true"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").error')" "null"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").import')" "null"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").shadowed')" "[]"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").disabled')" "false"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").lifecycle')" "lazy"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").idleTimeoutMs')" "600000"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "both").lifecycle')" "null"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "both").valid')" "false"
 assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "both").error')" "server 'both'"
 # an invalid entry is shown as written

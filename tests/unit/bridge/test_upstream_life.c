@@ -24,7 +24,7 @@ static void test_exit_mid_call(void)
     CHECK_INT(e.error, -ECONNRESET);
     CHECK_INT(s.error, -ECONNRESET);
     CHECK_STR(e.message, "server 'ex': the connection was lost before 'tools/call' was "
-                         "answered: the server exited or closed its output");
+                         "answered: the server exited with status 0");
     CHECK(state_count(&r, UPSTREAM_BACKOFF) == 1);
 
     /* reconnects by itself after the first backoff step */

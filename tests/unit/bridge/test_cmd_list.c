@@ -1,0 +1,244 @@
+/* test_cmd_list.c - what `mcp-bridge list` prints of an entry, from entries completed by hand
+ * with what the loader fills in for imports and keys (import, shadowed, disabled, warnings):
+ * the SOURCE with "(import NAME)", "disabled" as the STATUS, the "shadows:" and "warning:"
+ * lines, the LIFECYCLE column (lazy / eager / keep-alive, the idle timeout, "never"), control
+ * characters escaped in names, paths, commands and warnings, and the same in --json.
+ *
+ * The commands are not part of bridge_core (they make the executable), so the modules list
+ * uses are compiled into this test. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "cmd_common.c"
+#include "cmd_config.c"
+#include "cmd_creds.c"
+#include "cmd_list.c" /* the module under test, with its static helpers */
+#include "tests.h"
+
+/* The configuration of JSON text j (' stands for "), loaded as the bridge loads it. */
+static struct mcp_config *load(const char *j)
+{
+    char text[4096];
+    snprintf(text, sizeof(text), "%s", j);
+    for (char *p = text; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    struct json_object *root = json_tokener_parse(text);
+    struct mcp_config_opts o = {.defer_vars = true};
+    struct mcp_config *c = NULL;
+    struct err e = ERR_INIT;
+    CHECK(root != NULL);
+    CHECK_INT(server_config_load_object(root, "/cfg/mcp.json", &o, &c, &e), 0);
+    json_object_put(root);
+    return c;
+}
+
+/* Entry name of c, writable: the fields the loader fills in for imports and keys are set by
+ * hand here (they belong to the configuration, freed with it). */
+static struct mcp_server *entry(struct mcp_config *c, const char *name)
+{
+    struct mcp_server *s = (struct mcp_server *)mcp_config_find(c, name);
+    CHECK(s != NULL);
+    return s;
+}
+
+static char **vec(const char *a, const char *b)
+{
+    char **v = calloc(3, sizeof(*v));
+    v[0] = strdup(a);
+    v[1] = b ? strdup(b) : NULL;
+    return v;
+}
+
+static void set_vec(char ***field, char **v)
+{
+    strv_free(*field);
+    *field = v;
+}
+
+/* What fn printed on stdout. Caller frees. */
+static char *captured(int (*fn)(const struct mcp_config *, const struct creds_report *, void *),
+                      const struct mcp_config *c, const struct creds_report *rep, void *arg)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/out.txt", tests_tmpdir());
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    CHECK(saved >= 0 && fd >= 0);
+    dup2(fd, STDOUT_FILENO);
+    close(fd);
+    int r = fn(c, rep, arg);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    CHECK_INT(r, 0);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (!f)
+        return strdup("");
+    char *out = calloc(1, 1 << 20);
+    size_t n = fread(out, 1, (1 << 20) - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    return out;
+}
+
+static int run_text(const struct mcp_config *c, const struct creds_report *rep, void *arg)
+{
+    (void)arg;
+    return list_text(c, rep);
+}
+
+static int run_json(const struct mcp_config *c, const struct creds_report *rep, void *arg)
+{
+    return list_json(c, rep, arg);
+}
+
+/* The line of out that starts with prefix (a copy, without its end), or NULL. */
+static char *line_of(const char *out, const char *prefix)
+{
+    static char line[4096];
+    for (const char *p = out; *p;) {
+        size_t n = strcspn(p, "\n");
+        if (strncmp(p, prefix, strlen(prefix)) == 0) {
+            snprintf(line, sizeof(line), "%.*s", (int)n, p);
+            return line;
+        }
+        p += n + (p[n] == '\n');
+    }
+    return NULL;
+}
+
+static struct mcp_config *fixture(void)
+{
+    struct mcp_config *c = load("{'mcpServers': {"
+                                " 'plain': {'command': 'srv'},"
+                                " 'off': {'command': 'srv', 'disabled': true},"
+                                " 'eager': {'command': 'srv', 'lifecycle': 'eager'},"
+                                " 'kept': {'command': 'srv', 'lifecycle': 'keep-alive'},"
+                                " 'ctl': {'command': 'a\\u0007b', 'args': ['x\\u001b[2Jy']},"
+                                " 'imp': {'url': 'http://127.0.0.1:9/mcp'}}}");
+    struct mcp_server *s = entry(c, "off");
+    s->disabled = true; /* the loader sets it from "disabled": true */
+    s = entry(c, "imp");
+    free(s->import);
+    s->import = strdup("cursor");
+    free(s->source);
+    s->source = strdup("~/.cursor/mcp.json");
+    set_vec(&s->shadowed, vec("~/.claude.json (import claude-code)", "~/.config/mcp/mcp.json"));
+    set_vec(&s->warnings, vec("unknown key \"alwaysAllow\x1b]0;x\a\": ignored", NULL));
+    return c;
+}
+
+static void test_text(void)
+{
+    setenv("CREDKIT_SECRETS", "/nonexistent/secrets", 1);
+    setenv("CREDKIT_MCP_AUTH", "/nonexistent/mcp-auth", 1);
+    struct mcp_config *c = fixture();
+    struct creds_report *rep = NULL;
+    CHECK_INT(creds_report_new(c, NULL, &rep), 0);
+    char *out = captured(run_text, c, rep, NULL);
+
+    const char *l = line_of(out, "NAME ");
+    CHECK(l && strstr(l, "STATUS") && strstr(l, "LIFECYCLE") && strstr(l, "SOURCE"));
+    l = line_of(out, "plain ");
+    CHECK(l && strstr(l, " ok ") && strstr(l, " lazy 10m ") && strstr(l, "/cfg/mcp.json"));
+    l = line_of(out, "off ");
+    CHECK(l && strstr(l, " disabled ") && !strstr(l, " ok "));
+    l = line_of(out, "eager ");
+    CHECK(l && strstr(l, " eager 10m "));
+    l = line_of(out, "kept ");
+    CHECK(l && strstr(l, " keep-alive ") && !strstr(l, "keep-alive 10m"));
+    l = line_of(out, "imp ");
+    CHECK(l && strstr(l, "~/.cursor/mcp.json (import cursor)"));
+    CHECK(strstr(out, "    shadows: ~/.claude.json (import claude-code)\n    shadows: "
+                      "~/.config/mcp/mcp.json\n") != NULL);
+    CHECK(strstr(out, "    warning: unknown key \"alwaysAllow\\x1b]0;x\\x07\": ignored\n") != NULL);
+    l = line_of(out, "ctl ");
+    CHECK(l && strstr(l, "'a\\x07b' 'x\\x1b[2Jy'"));
+    /* nothing of the user's reaches the terminal raw */
+    CHECK(strchr(out, '\x1b') == NULL && strchr(out, '\a') == NULL);
+    free(out);
+    creds_report_free(rep);
+    mcp_config_free(c);
+}
+
+static void test_idle(void)
+{
+    struct mcp_config *c =
+        load("{'mcpServers': {'a': {'command': 'srv'}}, 'settings': {'toolPrefix': 'server'}}");
+    struct server_settings st;
+    server_settings_get(c, &st);
+    struct buf b;
+    buf_init(&b, 256);
+    const struct mcp_server *s = mcp_config_find(c, "a");
+    CHECK_INT(entry_lifecycle_text(s, &st, &b), 0);
+    CHECK_STR(buf_str(&b), "lazy 10m");
+    st.idle_timeout_ms = 0;
+    buf_reset(&b);
+    CHECK_INT(entry_lifecycle_text(s, &st, &b), 0);
+    CHECK_STR(buf_str(&b), "lazy never");
+    st.idle_timeout_ms = 90 * 1000;
+    buf_reset(&b);
+    CHECK_INT(entry_lifecycle_text(s, &st, &b), 0);
+    CHECK_STR(buf_str(&b), "lazy 1m30s");
+    buf_release(&b);
+    mcp_config_free(c);
+}
+
+static void test_json(void)
+{
+    struct mcp_config *c = fixture();
+    struct creds_report *rep = NULL;
+    char *displays[8] = {0};
+    CHECK_INT(creds_report_new(c, NULL, &rep), 0);
+    char *out = captured(run_json, c, rep, displays);
+    struct json_object *root = json_tokener_parse(out);
+    CHECK(root != NULL);
+    struct json_object *servers = json_get_array(root, "servers");
+    size_t seen = 0;
+    for (size_t i = 0; servers && i < json_object_array_length(servers); i++) {
+        struct json_object *o = json_object_array_get_idx(servers, i);
+        const char *name = json_get_string(o, "name");
+        struct json_object *v = NULL;
+        if (strcmp(name, "off") == 0) {
+            seen++;
+            CHECK_STR(json_get_string(o, "status"), "disabled");
+            CHECK(json_object_object_get_ex(o, "disabled", &v) && json_object_get_boolean(v));
+        } else if (strcmp(name, "imp") == 0) {
+            seen++;
+            CHECK_STR(json_get_string(o, "import"), "cursor");
+            struct json_object *sh = json_get_array(o, "shadowed");
+            CHECK(sh && json_object_array_length(sh) == 2);
+            CHECK_STR(json_object_get_string(json_object_array_get_idx(sh, 0)),
+                      "~/.claude.json (import claude-code)");
+            struct json_object *w = json_get_array(o, "warnings");
+            CHECK(w && json_object_array_length(w) == 1);
+            CHECK_STR(json_get_string(o, "lifecycle"), "lazy");
+            CHECK(json_object_object_get_ex(o, "idleTimeoutMs", &v) &&
+                  json_object_get_int64(v) == 600000);
+        } else if (strcmp(name, "kept") == 0) {
+            seen++;
+            CHECK_STR(json_get_string(o, "lifecycle"), "keep-alive");
+            CHECK(json_object_object_get_ex(o, "idleTimeoutMs", &v) && v == NULL);
+        } else if (strcmp(name, "plain") == 0) {
+            seen++;
+            CHECK(json_object_object_get_ex(o, "import", &v) && v == NULL);
+            CHECK(json_object_object_get_ex(o, "disabled", &v) && !json_object_get_boolean(v));
+            CHECK_STR(json_get_string(o, "status"), "ok");
+        }
+    }
+    CHECK_INT(seen, 4);
+    json_object_put(root);
+    free(out);
+    creds_report_free(rep);
+    mcp_config_free(c);
+}
+
+TESTS_MAIN(test_text, test_idle, test_json)
