@@ -3,10 +3,14 @@
  * The agent's initialize waits for the upstream's READY and is answered with the upstream's
  * own InitializeResult, or refused with the reason once the connect timeout passed or the
  * upstream failed (the agent may send initialize again, and the bridge tries again too).
- * Once initialized, every request is forwarded as it is. */
+ * Once initialized, every request is forwarded as it is, but for the server's excludeTools:
+ * left out of its tools/list answers (downstream_forward.c) and refused in tools/call, as in
+ * aggregate mode. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+
+#include "credkit/json.h"
 
 #include "downstream_int.h"
 
@@ -98,7 +102,14 @@ void ds_single_timeout(struct downstream *d)
 
 static void forward_tool_call(struct downstream *d, struct jrpc_msg *m)
 {
-    ds_forward(d, m, d->servers[0], true);
+    struct ds_server *s = d->servers[0];
+    const char *name = json_get_string(m->params, "name");
+    if (name && catalog_excluded(d->cat, s->src, name)) {
+        /* MCP answers an unknown tool with -32602 */
+        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown tool '%s' (excludeTools)", name);
+        return;
+    }
+    ds_forward(d, m, s, true);
 }
 
 static void forward_subscription(struct downstream *d, struct jrpc_msg *m)

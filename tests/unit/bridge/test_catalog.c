@@ -196,7 +196,8 @@ static void test_configured_collisions(void)
     struct catalog_source *v[] = {one, two};
 
     CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
-    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "run,run_2,run_3,run_4,secret");
+    /* configured: the proxy tool first */
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,run,run_2,run_3,run_4,secret");
     const char *orig = NULL;
     CHECK(catalog_find(c, CATALOG_TOOLS, "run_3", &orig) == one);
     CHECK_STR(orig, "run");
