@@ -67,23 +67,6 @@ static int error_code(int error)
     }
 }
 
-/* Single mode: the excludeTools of the server left out of its tools/list answer (only then is
- * the answer changed). */
-static void filter_excluded(struct downstream *d, struct ds_pending *p,
-                            struct json_object *response)
-{
-    if (d->mode != DOWNSTREAM_SINGLE || strcmp(p->method, "tools/list") != 0 ||
-        !catalog_source_has_exclude(p->s->src))
-        return;
-    struct json_object *tools = json_get_array(json_get_object(response, "result"), "tools");
-    size_t n = tools ? json_object_array_length(tools) : 0;
-    for (size_t i = n; i-- > 0;) {
-        const char *name = json_get_string(json_object_array_get_idx(tools, i), "name");
-        if (name && catalog_excluded(d->cat, p->s->src, name))
-            (void)json_object_array_del_idx(tools, i, 1);
-    }
-}
-
 static void on_call_response(struct upstream_call *c, struct json_object *response, int error,
                              const char *message, void *userdata)
 {
@@ -95,7 +78,6 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
     if (!error) {
         if (p->sub == DS_SUB_ADD && !json_object_object_get_ex(response, "error", NULL))
             ds_subs_remember(d, p->s, p->sub_uri);
-        filter_excluded(d, p, response);
         /* the id is the agent's again; everything else passes as it is */
         if (json_object_object_add(response, "id", json_object_get(p->id)) == 0)
             ds_send_json(d, response);

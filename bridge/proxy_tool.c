@@ -803,10 +803,15 @@ static int connect_server(struct downstream *d, const char *name, struct buf *ou
         return unknown_server(d, name, out);
     }
     const char *reason = NULL;
-    if (ds_server_avail(s, &reason) == DS_AVAIL_CONNECTED)
+    enum ds_avail before = ds_server_avail(s, &reason);
+    if (before == DS_AVAIL_CONNECTED)
         return buf_printf(out,
                           "server '%s' is connected: %zu tools (mcp({server: \"%s\"}) lists them)",
                           name, proxy_tool_count(d->cat, s->src), name);
+    /* the reason is borrowed until the state changes: the wake changes it */
+    char last[DS_TEXT_MAX] = "";
+    if (before == DS_AVAIL_FAILED && reason)
+        snprintf(last, sizeof(last), " (the last attempt failed: %s)", reason);
     struct err e = ERR_INIT;
     if (ds_server_wake(s, &e) < 0) {
         *is_error = true;
@@ -822,10 +827,10 @@ static int connect_server(struct downstream *d, const char *name, struct buf *ou
                           reason ? reason : "");
     }
     return buf_printf(out,
-                      "server '%s' is connecting; its tools are listed once it is (the agent is "
+                      "server '%s' is connecting%s; its tools are listed once it is (the agent is "
                       "told with notifications/tools/list_changed; mcp({server: \"%s\"}) shows "
                       "them)",
-                      name, name);
+                      name, last, name);
 }
 
 /* Whether a server waiting for a sign-in would know name (its tools are not listed yet). */
