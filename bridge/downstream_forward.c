@@ -341,6 +341,9 @@ void ds_forward_tool_call(struct downstream *d, struct jrpc_msg *m)
 {
     const char *name = json_get_string(m->params, "name");
     if (name && strcmp(name, PROXY_TOOL_NAME) == 0 && catalog_proxy_enabled(d->cat)) {
+        /* what it names may not be listed yet: it waits for the first lists, like a tools/call */
+        if (proxy_tool_waits(m->params) && hold(d, m))
+            return;
         proxy_tool_call(d, m->id, m->params);
         return;
     }

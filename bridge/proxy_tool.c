@@ -892,6 +892,17 @@ static void call(struct downstream *d, struct json_object *id, struct json_objec
     json_object_put(root);
 }
 
+bool proxy_tool_waits(struct json_object *params)
+{
+    struct proxy_request rq;
+    char err[256];
+    if (proxy_request_parse(json_object_object_get(params, "arguments"), &rq, err, sizeof(err)) < 0)
+        return false;
+    bool waits = rq.mode != PROXY_STATUS && rq.mode != PROXY_CONNECT;
+    proxy_request_release(&rq);
+    return waits;
+}
+
 void proxy_tool_call(struct downstream *d, struct json_object *id, struct json_object *params)
 {
     struct proxy_request rq;

@@ -50,6 +50,11 @@ struct json_object *proxy_tool_definition(void);
  * answers through ds_reply_result, or forwards the call it names. */
 void proxy_tool_call(struct downstream *d, struct json_object *id, struct json_object *params);
 
+/* Whether a call of the proxy tool with these params (borrowed) waits for the first lists to
+ * settle, as a tools/call naming an unknown tool does: every mode but the status and connect,
+ * which answer at once (and a call whose arguments are refused: it is answered at once). */
+bool proxy_tool_waits(struct json_object *params);
+
 /* ---- the parts (unit-tested) ------------------------------------------------------------- */
 
 enum proxy_mode {

@@ -1,8 +1,8 @@
 /* test_proxy_tool.c - the proxy tool's parts without a downstream: its definition, reading its
- * arguments (the modes' precedence, args as an object or a string, what is refused), the regex
- * guard (nested repetition, back references, bounds, length), search (words OR'ed, name
- * matches first, regex, schemas, the bound), schema rendering, describe, a server's tools, a
- * status line and close names. */
+ * arguments (the modes' precedence, args as an object or a string, what is refused, what waits
+ * for the first lists), the regex guard (nested repetition, back references, bounds, length),
+ * search (words OR'ed, name matches first, regex, schemas, the bound), schema rendering,
+ * describe, a server's tools, a status line and close names. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -133,6 +133,26 @@ static void test_parse(void)
     CHECK_INT(req(big, &rq, err), -EINVAL);
     CHECK_CONTAINS(err, "the search is 300 bytes: at most 256");
     proxy_request_release(NULL);
+
+    /* what waits for the first lists: all but the status, connect and refused arguments */
+    static const struct {
+        const char *params;
+        bool waits;
+    } waits[] = {
+        {"{}", false},
+        {"{\"arguments\":{}}", false},
+        {"{\"arguments\":{\"connect\":\"s\",\"server\":\"s\"}}", false},
+        {"{\"arguments\":{\"server\":\"s\"}}", true},
+        {"{\"arguments\":{\"search\":\"q\"}}", true},
+        {"{\"arguments\":{\"describe\":\"t\"}}", true},
+        {"{\"arguments\":{\"tool\":\"t\",\"args\":{}}}", true},
+        {"{\"arguments\":{\"tool\":\"t\",\"args\":\"{bad\"}}", false},
+    };
+    for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+        struct json_object *params = parse(waits[i].params);
+        CHECK_INT(proxy_tool_waits(params), waits[i].waits);
+        json_object_put(params);
+    }
 }
 
 static void test_regex_check(void)
