@@ -413,7 +413,8 @@ static int build_tools_of(const struct catalog *c, struct catalog_source *src, s
             continue; /* not an object, or without its name: nothing the agent could use */
         const char *raw = orig;
         if (resource) {
-            /* the hash of a long URI keeps long ones apart: cut here, the name is cut anyway */
+            /* a URI is taken up to 256 bytes: the name is cut to NAMING_MAX anyway, its hash
+             * over what is taken */
             (void)snprintf(raw_buf, sizeof(raw_buf), "%s%s", RESOURCE_TOOL_PREFIX, orig);
             raw = raw_buf;
         }
