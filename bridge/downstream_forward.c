@@ -166,10 +166,8 @@ static struct json_object *contents_as_tool_result(struct json_object *result)
             json_object_object_del(item, "isError");
         return item;
     }
-    if (json_object_object_add(res, "content", content) < 0) {
-        content = NULL;
-        goto oom;
-    }
+    if (json_object_object_add(res, "content", content) < 0)
+        goto oom; /* json-c keeps no reference to what it failed to add */
     return res;
 oom:
     json_object_put(content);
