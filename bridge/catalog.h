@@ -10,6 +10,17 @@
  * is in changes), leaves excluded tools out, and keeps the first of equal URIs. It is rebuilt
  * whenever a list of a server changes, never per call; lookups are one hash.
  *
+ * Tools have two lists in one: every tool of every source is routable (catalog_find,
+ * catalog_tool_find: tools/call by its exposed name, and the proxy tool), but the array the
+ * agent is given holds the proxy tool "mcp" first (unless settings.disableProxyTool) and then
+ * only the direct tools: by default every tool (settings.directTools true); with
+ * settings.directTools false only those the entry's directTools names (true: all of that
+ * server's; a list: those raw or exposed names); MCP_DIRECT_TOOLS ("server,server/tool",
+ * "__none__": none) overrides both. With no proxy tool and no direct tool at all, every tool is
+ * listed (with a warning). A tool whose exposed name is "mcp" while the proxy tool is on is left
+ * out (with a warning). excludeTools names raw or exposed names. A source with exposeResources
+ * also has, per resource, a read tool named as its tool "resource_<uri>" would be.
+ *
  * The catalogue also remembers which lists the agent has been given and which of those changed
  * since it was last told (catalog_announce), so that the agent hears of a change only in a list
  * it has, and a round of changes gives one notification per list (resources and templates share
@@ -27,6 +38,8 @@
 #include "credkit/log.h"
 #include "credkit/macro.h"
 #include "credkit/mcp_config.h"
+
+#include "server_config.h"
 
 enum catalog_kind {
     CATALOG_TOOLS,
@@ -68,6 +81,21 @@ int catalog_source_from_entry(const struct mcp_server *entry, void *userdata,
  * it). */
 void catalog_source_free(struct catalog_source *src);
 
+/* Which of the source's tools are listed directly (its "directTools"): SERVER_DIRECT_UNSET
+ * (settings.directTools decides), _NONE, _ALL, or _LIST with tools (a NULL-terminated vector
+ * of raw or exposed names, copied). 0 or -ENOMEM (unchanged). At the next rebuild. */
+int catalog_source_set_direct(struct catalog_source *src, enum server_direct direct,
+                              char *const *tools) _must_check_;
+/* Whether the source's resources get read tools too ("exposeResources"). At the next rebuild
+ * of its tools or resources. */
+void catalog_source_set_expose_resources(struct catalog_source *src, bool on);
+
+/* Whether the source has excludeTools, and whether they name the tool raw (by that name, or
+ * by the name the catalogue's prefix would give it). For single mode, whose lists pass
+ * through. */
+bool catalog_source_has_exclude(const struct catalog_source *src);
+bool catalog_excluded(const struct catalog *c, const struct catalog_source *src, const char *raw);
+
 const char *catalog_source_name(const struct catalog_source *src); /* borrowed */
 void *catalog_source_userdata(const struct catalog_source *src);
 
@@ -88,11 +116,26 @@ int catalog_new(struct log *log, struct catalog **ret) _must_check_;
 /* Frees the catalogue, not the sources. NULL is fine. */
 void catalog_free(struct catalog *c);
 
-/* Takes the configuration's naming settings (settings.toolPrefix). The catalogue changes at
- * the next rebuild. */
+/* Takes the configuration's naming and tool settings (settings.toolPrefix, directTools,
+ * disableProxyTool). The catalogue changes at the next rebuild; a tools list never built yet
+ * is built now (the proxy tool alone). Before this, every tool is direct and there is no
+ * proxy tool. */
 void catalog_configure(struct catalog *c, const struct mcp_config *config);
 
-/* How names are formed, for the agent's instructions: "mcp_<server>_<name>" (static). */
+/* The same tool settings by hand: settings.directTools, and whether the proxy tool is
+ * listed. */
+void catalog_set_modes(struct catalog *c, bool direct_default, bool proxy);
+
+/* MCP_DIRECT_TOOLS (catalog_new() reads the environment's): a comma-separated list of server
+ * names and server/tool (raw or exposed name); "__none__" among them: no direct tools; NULL
+ * or only blanks: not set. 0 or -ENOMEM (unchanged). At the next rebuild. */
+int catalog_set_direct_override(struct catalog *c, const char *spec) _must_check_;
+
+/* Whether the proxy tool "mcp" is listed (and answered). */
+bool catalog_proxy_enabled(const struct catalog *c);
+
+/* How names are formed, for the agent's instructions: "mcp_<server>_<name>",
+ * "<server>_<name>", "<server without -mcp>_<name>" or "<name>" (static). */
 const char *catalog_naming_desc(const struct catalog *c);
 
 /* Rebuilds kind k from the n sources v (borrowed; in this order; the same source twice is not
@@ -103,7 +146,8 @@ int catalog_rebuild(struct catalog *c, enum catalog_kind k, struct catalog_sourc
                     size_t n, bool tell);
 
 /* The exposed array of kind k (borrowed, valid until the next rebuild of k; never NULL) and
- * its length. */
+ * its length (tools: the proxy tool and the direct ones). A rebuild of resources rebuilds the
+ * tools too when a source has exposeResources. */
 struct json_object *catalog_items(const struct catalog *c, enum catalog_kind k);
 size_t catalog_count(const struct catalog *c, enum catalog_kind k);
 
@@ -121,6 +165,24 @@ void catalog_announce(struct catalog *c, bool tell, void (*notify)(const char *m
  * (borrowed, valid until the next rebuild of k). */
 struct catalog_source *catalog_find(const struct catalog *c, enum catalog_kind k, const char *key,
                                     const char **ret_orig);
+
+/* One routable tool (borrowed, valid until the next rebuild of tools). */
+struct catalog_tool {
+    struct catalog_source *src;
+    const char *name;         /* exposed */
+    const char *orig;         /* the server's name for it; for a resource tool the URI */
+    struct json_object *item; /* the Tool object as the agent sees it */
+    bool direct;              /* in the tools list */
+    bool resource;            /* a read tool of the resource orig (resources/read) */
+};
+
+/* The routable tool of exposed name name (NULL: none) into *ret (may be NULL); false when
+ * none. */
+bool catalog_tool_find(const struct catalog *c, const char *name, struct catalog_tool *ret);
+/* Every routable tool, in the order built (the sources', then each one's list): count, and
+ * the one at i (< count). */
+size_t catalog_tool_count(const struct catalog *c);
+void catalog_tool_at(const struct catalog *c, size_t i, struct catalog_tool *ret);
 
 /* For a tool name the catalogue does not list: the part after the exposed-name prefix of server
  * (the name the server would know it by, borrowed from exposed), or NULL when exposed does not

@@ -14,6 +14,7 @@
 #include "credkit/json.h"
 
 #include "downstream_int.h"
+#include "proxy_tool.h"
 
 static void tool_error_text(char *buf, size_t size, const struct ds_server *s, int error,
                             const char *message)
@@ -125,6 +126,109 @@ struct ds_pending *ds_forward(struct downstream *d, struct jrpc_msg *m, struct d
     return p;
 }
 
+/* ---- resource read tools ----------------------------------------------------------------- */
+
+/* A resources/read result as tool content: text as text, a blob as an embedded resource. NULL
+ * on ENOMEM. */
+static struct json_object *contents_as_tool_result(struct json_object *result)
+{
+    struct json_object *contents = json_get_array(result, "contents");
+    struct json_object *res = json_object_new_object(), *content = json_object_new_array();
+    if (!res || !content)
+        goto oom;
+    for (size_t i = 0; contents && i < json_object_array_length(contents); i++) {
+        struct json_object *c = json_object_array_get_idx(contents, i);
+        const char *text = json_get_string(c, "text");
+        struct json_object *item = json_object_new_object();
+        if (!item)
+            goto oom;
+        int r;
+        if (text) {
+            r = json_object_object_add(item, "type", json_object_new_string("text"));
+            if (r >= 0)
+                r = json_object_object_add(item, "text", json_object_new_string(text));
+        } else {
+            r = json_object_object_add(item, "type", json_object_new_string("resource"));
+            if (r >= 0)
+                r = json_object_object_add(item, "resource", json_object_get(c));
+        }
+        if (r < 0 || json_object_array_add(content, item) < 0) {
+            json_object_put(item);
+            goto oom;
+        }
+    }
+    if (!json_object_array_length(content)) {
+        struct json_object *item = jrpc_new_tool_error("the resource has no contents");
+        json_object_put(content);
+        json_object_put(res);
+        /* not an error: an empty resource; the same text without isError */
+        if (item)
+            json_object_object_del(item, "isError");
+        return item;
+    }
+    if (json_object_object_add(res, "content", content) < 0)
+        goto oom; /* json-c keeps no reference to what it failed to add */
+    return res;
+oom:
+    json_object_put(content);
+    json_object_put(res);
+    return NULL;
+}
+
+static void on_resource_tool_response(struct upstream_call *c, struct json_object *response,
+                                      int error, const char *message, void *userdata)
+{
+    struct ds_pending *p = userdata;
+    struct downstream *d = p->d;
+    (void)c;
+
+    p->call = NULL;
+    struct json_object *err = error ? NULL : json_object_object_get(response, "error");
+    if (error) {
+        char text[DS_TEXT_MAX];
+        tool_error_text(text, sizeof(text), p->s, error, message);
+        ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+    } else if (err) {
+        char text[DS_TEXT_MAX];
+        snprintf(text, sizeof(text), "server '%s' could not read the resource: %s", p->s->name,
+                 json_get_string(err, "message") ? json_get_string(err, "message") : "error");
+        ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+    } else {
+        struct json_object *res =
+            contents_as_tool_result(json_object_object_get(response, "result"));
+        if (res)
+            ds_reply_result(d, p->id, res);
+        else
+            ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    }
+    ds_pending_free(p);
+}
+
+/* A read tool of exposeResources: resources/read of uri on s, answered as a tool result. */
+static void forward_resource_tool(struct downstream *d, struct jrpc_msg *m, struct ds_server *s,
+                                  const char *uri)
+{
+    struct ds_pending *p = ds_pending_new(d, DS_PT_CALL, m->id, "resources/read");
+    if (!p) {
+        ds_reply_too_many(d, m->id);
+        return;
+    }
+    p->s = s;
+    p->tool_call = true;
+    struct json_object *params = json_object_new_object();
+    struct json_object *meta = json_object_object_get(m->params, "_meta");
+    int r = params && json_object_object_add(params, "uri", json_object_new_string(uri)) == 0 &&
+                    (!meta || json_object_object_add(params, "_meta", json_object_get(meta)) == 0)
+                ? upstream_call(s->u, "resources/read", params, 0, on_resource_tool_response,
+                                on_call_progress, p, &p->call)
+                : -ENOMEM;
+    json_object_put(params);
+    if (r < 0) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_pending_free(p);
+    }
+}
+
 /* Keeps a request that names something not (yet) in the catalogue until the first round is
  * over. true when held (or answered: no room). */
 static bool hold(struct downstream *d, struct jrpc_msg *m)
@@ -195,6 +299,11 @@ static void forward_named(struct downstream *d, struct jrpc_msg *m, enum catalog
     }
     const char *orig;
     struct catalog_source *src = catalog_find(d->cat, k, name, &orig);
+    struct catalog_tool t;
+    if (src && k == CATALOG_TOOLS && catalog_tool_find(d->cat, name, &t) && t.resource) {
+        forward_resource_tool(d, m, catalog_source_userdata(src), t.orig);
+        return;
+    }
     if (!src) {
         if (hold(d, m))
             return;
@@ -228,6 +337,14 @@ static void forward_named(struct downstream *d, struct jrpc_msg *m, enum catalog
 
 void ds_forward_tool_call(struct downstream *d, struct jrpc_msg *m)
 {
+    const char *name = json_get_string(m->params, "name");
+    if (name && strcmp(name, PROXY_TOOL_NAME) == 0 && catalog_proxy_enabled(d->cat)) {
+        /* what it names may not be listed yet: it waits for the first lists, like a tools/call */
+        if (proxy_tool_waits(m->params) && hold(d, m))
+            return;
+        proxy_tool_call(d, m->id, m->params);
+        return;
+    }
     forward_named(d, m, CATALOG_TOOLS);
 }
 

@@ -3,10 +3,15 @@
  * The agent's initialize waits for the upstream's READY and is answered with the upstream's
  * own InitializeResult, or refused with the reason once the connect timeout passed or the
  * upstream failed (the agent may send initialize again, and the bridge tries again too).
- * Once initialized, every request is forwarded as it is. */
+ * Once initialized, every request is forwarded as it is, but for the server's excludeTools:
+ * left out of its tools/list answers and refused in tools/call, as in aggregate mode (without
+ * excludeTools the answers pass untouched). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "credkit/json.h"
 
 #include "downstream_int.h"
 
@@ -98,7 +103,62 @@ void ds_single_timeout(struct downstream *d)
 
 static void forward_tool_call(struct downstream *d, struct jrpc_msg *m)
 {
-    ds_forward(d, m, d->servers[0], true);
+    struct ds_server *s = d->servers[0];
+    const char *name = json_get_string(m->params, "name");
+    if (name && catalog_excluded(d->cat, s->src, name)) {
+        /* MCP answers an unknown tool with -32602 */
+        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown tool '%s' (excludeTools)", name);
+        return;
+    }
+    ds_forward(d, m, s, true);
+}
+
+static void on_tools_listed(struct upstream_call *c, struct json_object *response, int error,
+                            const char *message, void *userdata)
+{
+    struct ds_pending *p = userdata;
+    struct downstream *d = p->d;
+    (void)c;
+
+    p->call = NULL;
+    if (error) {
+        ds_reply_error(d, p->id,
+                       error == -ETIMEDOUT ? JRPC_REQUEST_TIMEOUT : JRPC_CONNECTION_CLOSED,
+                       message ? message : strerror(-error));
+        ds_pending_free(p);
+        return;
+    }
+    struct json_object *tools = json_get_array(json_get_object(response, "result"), "tools");
+    for (size_t i = tools ? json_object_array_length(tools) : 0; i-- > 0;) {
+        const char *name = json_get_string(json_object_array_get_idx(tools, i), "name");
+        if (name && catalog_excluded(d->cat, p->s->src, name))
+            (void)json_object_array_del_idx(tools, i, 1);
+    }
+    if (json_object_object_add(response, "id", json_object_get(p->id)) == 0)
+        ds_send_json(d, response);
+    else
+        ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    ds_pending_free(p);
+}
+
+/* tools/list: passed through, less the excludeTools when there are some. */
+static void list_tools(struct downstream *d, struct jrpc_msg *m)
+{
+    struct ds_server *s = d->servers[0];
+    if (!catalog_source_has_exclude(s->src)) {
+        ds_forward(d, m, s, false);
+        return;
+    }
+    struct ds_pending *p = ds_pending_new(d, DS_PT_CALL, m->id, m->method);
+    if (!p) {
+        ds_reply_too_many(d, m->id);
+        return;
+    }
+    p->s = s;
+    if (upstream_call(s->u, m->method, m->params, 0, on_tools_listed, NULL, p, &p->call) < 0) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_pending_free(p);
+    }
 }
 
 static void forward_subscription(struct downstream *d, struct jrpc_msg *m)
@@ -108,6 +168,7 @@ static void forward_subscription(struct downstream *d, struct jrpc_msg *m)
 
 static const struct ds_method SINGLE_METHODS[] = {
     {"tools/call", forward_tool_call},
+    {"tools/list", list_tools},
     {"logging/setLevel", ds_set_level},
     {"resources/subscribe", forward_subscription},
     {"resources/unsubscribe", forward_subscription},

@@ -66,10 +66,26 @@ static void sanitise(const char *s, char *out, size_t *len)
     }
 }
 
+/* The server name without a "-mcp" suffix (the pi adapter's "short"): "github-mcp" ->
+ * "github"; a name that is only "-mcp", or has no such suffix, stays as it is. Into buf when cut
+ * (a name too long for buf is hashed with its suffix, as written: names that long are cut to
+ * the bound anyway). */
+static const char *short_name(const char *server, char *buf, size_t size)
+{
+    static const char suffix[] = "-mcp";
+    size_t n = strlen(server), sl = sizeof(suffix) - 1;
+    if (n <= sl || strcmp(server + n - sl, suffix) != 0 || n - sl >= size)
+        return server;
+    memcpy(buf, server, n - sl);
+    buf[n - sl] = '\0';
+    return buf;
+}
+
 void naming_expose(enum mcp_tool_prefix prefix, const char *server, const char *name,
                    char buf[static NAMING_MAX + 1])
 {
     const char *head = "", *mid = "", *tail = "";
+    char short_buf[256];
     if (!server)
         server = "";
     if (!name)
@@ -81,8 +97,11 @@ void naming_expose(enum mcp_tool_prefix prefix, const char *server, const char *
         tail = "_";
         break;
     case MCP_TOOL_PREFIX_SERVER:
-    case MCP_TOOL_PREFIX_SHORT: /* TODO(compat): without a "-mcp" suffix */
         mid = server;
+        tail = "_";
+        break;
+    case MCP_TOOL_PREFIX_SHORT:
+        mid = short_name(server, short_buf, sizeof(short_buf));
         tail = "_";
         break;
     case MCP_TOOL_PREFIX_NONE:

@@ -1,16 +1,20 @@
 /* naming.h - the names tools and prompts get in aggregate mode.
  *
  * Each upstream's tools are exposed as <prefix><tool>, the prefix chosen by settings.toolPrefix:
- *   server (default)  "mcp_" + server + "_"     mcp_github_create_issue
- *   short             server + "_"              github_create_issue
- *   none              ""                        create_issue
+ *   mcp (default)     "mcp_" + server + "_"                      mcp_github-mcp_create_issue
+ *   server            server + "_"                               github-mcp_create_issue
+ *   short             server without a "-mcp" suffix + "_"       github_create_issue
+ *   none              ""                                         create_issue
+ * (server "github-mcp"; "server", "short" and "none" are the pi adapter's modes, "mcp" the
+ * older pi bridge's naming and the default here.)
  * Names are then sanitised for every agent's rules: each byte outside [A-Za-z0-9_-] becomes '_'
  * (a multi-byte UTF-8 character becomes one '_'), and a name longer than NAMING_MAX (64) keeps
  * its first 57 bytes plus '_' and 6 hex digits of a hash (FNV-1a 32) of the unsanitised full
  * name, so long names that differ only at the end stay distinct and stable. An empty result
  * becomes "_".
  *
- * Precisely: the full name is the prefix of the table (with the server name as given)
+ * Precisely: the full name is the prefix of the table (with the server name as given, for
+ * "short" without a final "-mcp" when something is left before it)
  * followed by the name as given, in bytes; a UTF-8 lead byte (0xC2..0xF4) and the
  * continuation bytes that follow it (at most its sequence length) make one '_', every other
  * byte outside the set one '_' each. The hash is FNV-1a 32

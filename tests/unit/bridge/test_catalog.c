@@ -1,5 +1,6 @@
 /* test_catalog.c - the exposed lists of aggregate mode, without a loop or upstreams: sources
- * fed by hand, rebuilt, looked up and announced. */
+ * fed by hand, rebuilt, looked up and announced; the tool modes (proxy tool, direct tools,
+ * MCP_DIRECT_TOOLS), excludeTools by raw and exposed name, resource read tools. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -196,7 +197,8 @@ static void test_configured_collisions(void)
     struct catalog_source *v[] = {one, two};
 
     CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
-    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "run,run_2,run_3,run_4,secret");
+    /* configured: the proxy tool first */
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,run,run_2,run_3,run_4,secret");
     const char *orig = NULL;
     CHECK(catalog_find(c, CATALOG_TOOLS, "run_3", &orig) == one);
     CHECK_STR(orig, "run");
@@ -334,4 +336,190 @@ static void test_announce(void)
     log_free(l);
 }
 
-TESTS_MAIN(test_kinds, test_tools, test_configured_collisions, test_resources, test_announce)
+/* The tool modes: the proxy tool first, direct tools by settings, entry and MCP_DIRECT_TOOLS,
+ * every tool routable, a tool named like the proxy left out, disableProxyTool with nothing
+ * direct lists everything. */
+static void test_direct_tools(void)
+{
+    char path[4200];
+    struct log *l = test_log("catalog-direct.log", path);
+    struct catalog *c = NULL;
+    CHECK_INT(catalog_new(l, &c), 0);
+    if (!c)
+        return;
+    CHECK(!catalog_proxy_enabled(c));
+    struct catalog_source *a = source("a", NULL, NULL), *b = source("b", NULL, NULL);
+    catalog_source_set_items(a, CATALOG_TOOLS, items("[{\"name\":\"x\"},{\"name\":\"y\"}]"));
+    catalog_source_set_items(b, CATALOG_TOOLS, items("[{\"name\":\"x\"},{\"name\":\"z\"}]"));
+    struct catalog_source *v[] = {a, b};
+
+    /* the default: every tool, and the proxy tool first */
+    catalog_set_modes(c, true, true);
+    CHECK(catalog_proxy_enabled(c));
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_x,mcp_a_y,mcp_b_x,mcp_b_z");
+    CHECK_INT(catalog_count(c, CATALOG_TOOLS), 5);
+    CHECK_INT(catalog_tool_count(c), 4);
+
+    /* settings.directTools false: only the entries' */
+    catalog_set_modes(c, false, true);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp");
+    struct catalog_tool t;
+    CHECK(catalog_tool_find(c, "mcp_b_z", &t));
+    CHECK(t.src == b && !t.direct && !t.resource);
+    CHECK_STR(t.orig, "z");
+    CHECK_STR(t.name, "mcp_b_z");
+    const char *orig = NULL;
+    CHECK(catalog_find(c, CATALOG_TOOLS, "mcp_a_y", &orig) == a); /* still routable */
+    CHECK_STR(orig, "y");
+    char *list[] = {"y", "mcp_b_z", NULL};
+    CHECK_INT(catalog_source_set_direct(a, SERVER_DIRECT_LIST, list), 0);
+    CHECK_INT(catalog_source_set_direct(b, SERVER_DIRECT_LIST, list), 0); /* exposed names too */
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_y,mcp_b_z");
+    CHECK_INT(catalog_source_set_direct(b, SERVER_DIRECT_ALL, NULL), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_y,mcp_b_x,mcp_b_z");
+    /* an entry's false wins over the settings' true */
+    catalog_set_modes(c, true, true);
+    CHECK_INT(catalog_source_set_direct(b, SERVER_DIRECT_NONE, NULL), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_y");
+    CHECK_INT(catalog_source_set_direct(a, SERVER_DIRECT_UNSET, NULL), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_x,mcp_a_y");
+
+    /* MCP_DIRECT_TOOLS overrides both: servers, server/tool (raw or exposed), blanks */
+    CHECK_INT(catalog_set_direct_override(c, " b/z , a/mcp_a_x,,"), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_x,mcp_b_z");
+    CHECK_INT(catalog_set_direct_override(c, "b"), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_b_x,mcp_b_z");
+    CHECK_INT(catalog_set_direct_override(c, "b,__none__"), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp");
+    CHECK(catalog_tool_find(c, "mcp_a_x", NULL));
+    /* ... with no proxy tool either: everything, with a warning */
+    catalog_set_modes(c, true, false);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp_a_x,mcp_a_y,mcp_b_x,mcp_b_z");
+    CHECK_INT(catalog_set_direct_override(c, "  "), 0); /* blank: not set: the entries' */
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp_a_x,mcp_a_y");
+    CHECK_INT(catalog_set_direct_override(c, NULL), 0);
+
+    /* a tool exposed as "mcp" is left out while the proxy tool is on, not renamed */
+    catalog_set_modes(c, true, true);
+    struct catalog_source *n = source("n", NULL, NULL);
+    catalog_source_set_items(n, CATALOG_TOOLS, items("[{\"name\":\"mcp\"},{\"name\":\"w\"}]"));
+    struct catalog_source *vn[] = {n};
+    struct mcp_config *none = NULL;
+    struct err e = ERR_INIT;
+    struct json_object *root =
+        json_tokener_parse("{\"settings\":{\"toolPrefix\":\"none\"},\"mcpServers\":{}}");
+    CHECK_INT(mcp_config_load_object(root, "test", &(struct mcp_config_opts){0}, &none, &e), 0);
+    json_object_put(root);
+    catalog_configure(c, none);
+    CHECK(catalog_proxy_enabled(c));
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, vn, 1, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,w");
+    CHECK(!catalog_tool_find(c, "mcp", NULL));
+    CHECK(!catalog_tool_find(c, "mcp_2", NULL));
+    /* without the proxy tool it is a tool like any other */
+    catalog_set_modes(c, true, false);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, vn, 1, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,w");
+    CHECK(catalog_tool_find(c, "mcp", NULL));
+
+    catalog_free(c);
+    mcp_config_free(none);
+    log_free(l);
+    CHECK_INT(log_count(path, "tool 'mcp' of server 'n' is left out: its name 'mcp' is the proxy "
+                              "tool's"),
+              1);
+    CHECK_INT(log_count(path, "settings.disableProxyTool is set and no tool is direct"), 1);
+    catalog_source_free(a);
+    catalog_source_free(b);
+    catalog_source_free(n);
+}
+
+/* excludeTools by raw or exposed name; the configuration's modes; resource read tools follow
+ * their resources; a configured catalogue that never listed has the proxy tool alone. */
+static void test_exclude_and_resources(void)
+{
+    char path[4200];
+    struct log *l = test_log("catalog-exclude.log", path);
+    struct json_object *root = json_tokener_parse(
+        "{\"settings\":{\"toolPrefix\":\"short\",\"directTools\":false},\"mcpServers\":{"
+        "\"gh-mcp\":{\"command\":\"true\",\"excludeTools\":[\"raw\",\"gh_exposed\"],"
+        "\"directTools\":[\"keep\"]},"
+        "\"docs\":{\"command\":\"true\",\"exposeResources\":true,\"directTools\":true}}}");
+    struct mcp_config *config = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(mcp_config_load_object(root, "test", &(struct mcp_config_opts){0}, &config, &e), 0);
+    json_object_put(root);
+    if (!config)
+        return;
+    struct catalog *c = NULL;
+    CHECK_INT(catalog_new(l, &c), 0);
+    if (!c)
+        return;
+    catalog_configure(c, config);
+    CHECK_STR(catalog_naming_desc(c), "<server without -mcp>_<name>");
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp");
+    struct catalog_source *gh = NULL, *docs = NULL;
+    CHECK_INT(catalog_source_from_entry(mcp_config_find(config, "gh-mcp"), NULL, &gh), 0);
+    CHECK_INT(catalog_source_from_entry(mcp_config_find(config, "docs"), NULL, &docs), 0);
+    if (!gh || !docs)
+        return;
+    CHECK(catalog_source_has_exclude(gh) && !catalog_source_has_exclude(docs));
+    CHECK(catalog_excluded(c, gh, "raw") && catalog_excluded(c, gh, "exposed"));
+    CHECK(!catalog_excluded(c, gh, "keep") && !catalog_excluded(c, docs, "raw"));
+    catalog_source_set_items(gh, CATALOG_TOOLS,
+                             items("[{\"name\":\"raw\"},{\"name\":\"exposed\"},{\"name\":\"keep\"},"
+                                   "{\"name\":\"other\"}]"));
+    catalog_source_set_items(docs, CATALOG_TOOLS, items("[{\"name\":\"find\"}]"));
+    catalog_source_set_items(
+        docs, CATALOG_RESOURCES,
+        items("[{\"uri\":\"file:///a/readme.md\",\"name\":\"readme\",\"mimeType\":\"text/"
+              "markdown\"},{\"uri\":\"x:y\",\"description\":\"second\"}]"));
+    struct catalog_source *v[] = {gh, docs};
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"),
+              "mcp,gh_keep,docs_find,docs_resource_file____a_readme_md,docs_resource_x_y");
+    CHECK(!catalog_tool_find(c, "gh_raw", NULL) && !catalog_tool_find(c, "gh_exposed", NULL));
+    struct catalog_tool t;
+    CHECK(catalog_tool_find(c, "gh_other", &t) && !t.direct);
+    CHECK(catalog_tool_find(c, "docs_resource_x_y", &t) && t.resource && t.direct);
+    CHECK_STR(t.orig, "x:y");
+    CHECK(t.src == docs);
+    struct json_object *d;
+    CHECK(json_object_object_get_ex(t.item, "description", &d) &&
+          strcmp(json_object_get_string(d), "Reads the resource x:y of server 'docs': second") ==
+              0);
+    CHECK(catalog_tool_find(c, "docs_resource_file____a_readme_md", &t));
+    CHECK(json_object_object_get_ex(t.item, "description", &d) &&
+          strcmp(json_object_get_string(d), "Reads the resource file:///a/readme.md of server "
+                                            "'docs' (text/markdown): readme") == 0);
+    CHECK(json_object_object_get_ex(t.item, "inputSchema", &d) &&
+          json_object_is_type(d, json_type_object));
+
+    /* a rebuild of the resources brings their tools along */
+    catalog_source_set_items(docs, CATALOG_RESOURCES, items("[{\"uri\":\"x:z\"}]"));
+    CHECK_INT(catalog_rebuild(c, CATALOG_RESOURCES, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,gh_keep,docs_find,docs_resource_x_z");
+    catalog_source_set_expose_resources(docs, false);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,gh_keep,docs_find");
+
+    catalog_free(c);
+    catalog_source_free(gh);
+    catalog_source_free(docs);
+    mcp_config_free(config);
+    log_free(l);
+}
+
+TESTS_MAIN(test_kinds, test_tools, test_configured_collisions, test_resources, test_announce,
+           test_direct_tools, test_exclude_and_resources)

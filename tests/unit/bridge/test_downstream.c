@@ -78,8 +78,8 @@ static void test_aggregate_catalogue(void)
 
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
     CHECK_STR(names_of(r, "tools", "name"),
-              "mcp_a_b_c mcp_a_echo mcp_a_x_y mcp_a_sample mcp_a_b_c_2 mcp_a_b_echo");
-    CHECK_STR(path_str(r, "result.tools.0.description"), "a scripted tool");
+              "mcp mcp_a_b_c mcp_a_echo mcp_a_x_y mcp_a_sample mcp_a_b_c_2 mcp_a_b_echo");
+    CHECK_STR(path_str(r, "result.tools.1.description"), "a scripted tool");
     CHECK(path(r, "result.nextCursor") == NULL);
     json_object_put(r);
     CHECK(file_contains(f.log_path, "exposed as 'mcp_a_b_c_2'"));

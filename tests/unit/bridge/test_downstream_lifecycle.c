@@ -41,7 +41,7 @@ static void test_slow_server(void)
     int64_t t0 = now_ms();
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
     int64_t took = now_ms() - t0;
-    CHECK_STR(names_of(r, "tools", "name"), "mcp_fast_echo");
+    CHECK_STR(names_of(r, "tools", "name"), "mcp mcp_fast_echo");
     CHECK(took >= 500); /* it did wait for the slow one ... */
     CHECK(took < 5000); /* ... but not for long */
     json_object_put(r);
@@ -58,7 +58,7 @@ static void test_list_changed_flood(void)
               0);
     initialize(&f, NULL);
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
-    CHECK_STR(names_of(r, "tools", "name"), "mcp_a_flood mcp_a_lists");
+    CHECK_STR(names_of(r, "tools", "name"), "mcp mcp_a_flood mcp_a_lists");
     json_object_put(r);
     r = call_tool(&f, "2", "mcp_a_flood");
     CHECK_STR(path_str(r, "result.content.0.text"), "flooded");
@@ -94,7 +94,7 @@ static void test_reload_settles(void)
     CHECK_INT(downstream_reload(f.d, c, &e), 0);
     mcp_config_free(c);
     r = fx_wait(&f, match_id, "1", NULL, 2000);
-    CHECK_STR(names_of(r, "tools", "name"), "mcp_fast_echo");
+    CHECK_STR(names_of(r, "tools", "name"), "mcp mcp_fast_echo");
     json_object_put(r);
     fx_stop(&f);
 }
@@ -208,7 +208,7 @@ static void test_reload(void)
               0);
     initialize(&f, NULL);
     struct json_object *r = fx_request(&f, "1", "tools/list", NULL);
-    CHECK_STR(names_of(r, "tools", "name"), "mcp_a_echo mcp_b_echo mcp_b_pid");
+    CHECK_STR(names_of(r, "tools", "name"), "mcp mcp_a_echo mcp_b_echo mcp_b_pid");
     json_object_put(r);
     r = fx_request(&f, "2", "tools/call", "{\"name\":\"mcp_b_pid\"}");
     char pid_before[32];
@@ -230,7 +230,7 @@ static void test_reload(void)
     bool ok = false;
     while (!ok && now_ms() < deadline) {
         r = fx_request(&f, "3", "tools/list", NULL);
-        ok = strcmp(names_of(r, "tools", "name"), "mcp_b_echo mcp_b_pid mcp_c_echo") == 0;
+        ok = strcmp(names_of(r, "tools", "name"), "mcp mcp_b_echo mcp_b_pid mcp_c_echo") == 0;
         json_object_put(r);
         if (!ok)
             json_object_put(
@@ -264,7 +264,7 @@ static void test_reload(void)
         json_object_put(
             fx_wait(&f, match_method, "notifications/tools/list_changed", NULL, WAIT_MS));
         r = fx_request(&f, "7", "tools/list", NULL);
-        ok = strcmp(names_of(r, "tools", "name"), "mcp_b_echo mcp_b_pid mcp_b_more") == 0;
+        ok = strcmp(names_of(r, "tools", "name"), "mcp mcp_b_echo mcp_b_pid mcp_b_more") == 0;
         json_object_put(r);
     }
     CHECK(ok);

@@ -1,7 +1,7 @@
-/* test_naming.c - exposed names: the three prefix modes, sanitising (spaces, dots, slashes,
- * UTF-8 characters, stray bytes, empty names), the 64-byte bound (exactly 64, 65 and longer,
- * after sanitising), the hash suffix against values computed independently (Python), and the
- * collision set: deterministic suffixes, names that already end in "_2", suffixes at the bound,
+/* test_naming.c - exposed names: the four prefix modes ("short" without a "-mcp" suffix),
+ * sanitising (spaces, dots, slashes, UTF-8 characters, stray bytes, empty names), the 64-byte
+ * bound (exactly 64, 65 and longer, after sanitising), the hash suffix against values computed
+ * independently (Python), and the collision set: deterministic suffixes, names that already end in "_2", suffixes at the bound,
  * thousands of names (one of them thousands of times) without quadratic cost. */
 #include <stdint.h>
 #include <string.h>
@@ -31,7 +31,18 @@ static char *repeat(char *out, const char *unit, size_t n)
 static void test_prefix_modes(void)
 {
     CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "github", "create_issue"), "mcp_github_create_issue");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "github", "create_issue"), "github_create_issue");
     CHECK_STR(expose(MCP_TOOL_PREFIX_SHORT, "github", "create_issue"), "github_create_issue");
+    /* the adapter's "server" keeps the whole name, "short" drops one "-mcp" suffix */
+    CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "github-mcp", "x"), "mcp_github-mcp_x");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, "github-mcp", "x"), "github-mcp_x");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_SHORT, "github-mcp", "x"), "github_x");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_SHORT, "a-mcp-mcp", "x"), "a-mcp_x");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_SHORT, "-mcp", "x"), "-mcp_x");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_SHORT, "mcp", "x"), "mcp_x");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_SHORT, "github-MCP", "x"), "github-MCP_x");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_SHORT, "my.srv-mcp", "x"), "my_srv_x");
+    CHECK_STR(expose(MCP_TOOL_PREFIX_SERVER, NULL, "x"), "_x");
     CHECK_STR(expose(MCP_TOOL_PREFIX_NONE, "github", "create_issue"), "create_issue");
     CHECK_STR(expose(MCP_TOOL_PREFIX_NONE, NULL, "x"), "x");
     CHECK_STR(expose(MCP_TOOL_PREFIX_MCP, "a-b", "C-d_9"), "mcp_a-b_C-d_9");
