@@ -114,28 +114,6 @@ oom:
     return -ENOMEM;
 }
 
-/* TODO(compat): server_config_parse() reads "directTools" and "exposeResources" once their
- * parsing is complete (server_config.c); until then what it left unset is read here. */
-static void entry_modes_fallback(struct json_object *raw, struct server_config *sc)
-{
-    struct json_object *v = NULL;
-    bool b;
-    if (sc->direct == SERVER_DIRECT_UNSET && json_object_object_get_ex(raw, "directTools", &v)) {
-        if (json_object_is_type(v, json_type_boolean)) {
-            sc->direct = json_object_get_boolean(v) ? SERVER_DIRECT_ALL : SERVER_DIRECT_NONE;
-        } else if (json_object_is_type(v, json_type_array)) {
-            char **names = NULL;
-            if (mcp_field_strv(raw, "directTools", &names, NULL) >= 0) {
-                strv_free(sc->direct_tools);
-                sc->direct_tools = names;
-                sc->direct = SERVER_DIRECT_LIST;
-            }
-        }
-    }
-    if (sc->expose_resources < 0 && json_get_bool(raw, "exposeResources", &b))
-        sc->expose_resources = b;
-}
-
 int catalog_source_from_entry(const struct mcp_server *entry, void *userdata,
                               struct catalog_source **ret)
 {
@@ -145,7 +123,6 @@ int catalog_source_from_entry(const struct mcp_server *entry, void *userdata,
     int r = server_config_parse(entry->raw, &sc, NULL);
     if (r < 0)
         return r;
-    entry_modes_fallback(entry->raw, &sc);
     struct catalog_source *src = NULL;
     r = catalog_source_new(entry->name, sc.exclude_tools, userdata, &src);
     if (r >= 0)
@@ -639,20 +616,12 @@ void catalog_free(struct catalog *c)
     free(c);
 }
 
-/* TODO(compat): server_settings_get() reads settings.directTools and disableProxyTool once
- * their parsing is complete (server_config.c); until then they are read here too. */
 static void read_modes(const struct mcp_config *config, bool *direct, bool *proxy)
 {
     struct server_settings st;
     server_settings_get(config, &st);
     *direct = st.direct_tools;
     *proxy = !st.disable_proxy_tool;
-    struct json_object *settings = config ? mcp_config_settings(config) : NULL;
-    bool v;
-    if (json_get_bool(settings, "directTools", &v))
-        *direct = v;
-    if (json_get_bool(settings, "disableProxyTool", &v))
-        *proxy = !v;
 }
 
 void catalog_configure(struct catalog *c, const struct mcp_config *config)

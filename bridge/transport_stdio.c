@@ -169,6 +169,7 @@ int transport_stdio_open(const struct transport_spec *spec, const struct transpo
     const struct mcp_server *srv = spec->server;
     struct strv env = STRV_INIT, argv = STRV_INIT;
     struct transport_stdio *s = NULL;
+    char *cwd = NULL;
     int r;
 
     r = credentials_expand_pairs(srv->env, "=", spec->lookup, spec->lookup_userdata, &env, e);
@@ -187,6 +188,11 @@ int transport_stdio_open(const struct transport_spec *spec, const struct transpo
         }
         r = strv_push_take(&argv, arg); /* wiped and freed on failure */
     }
+    if (r >= 0) {
+        r = mcp_server_expand_cwd(srv, spec->lookup, spec->lookup_userdata, &cwd, e);
+        if (r < 0)
+            goto out;
+    }
     s = calloc(1, sizeof(*s));
     if (s)
         s->name = strdup(srv->name);
@@ -202,7 +208,7 @@ int transport_stdio_open(const struct transport_spec *spec, const struct transpo
     struct stdio_upstream_spec sp = {
         .argv = (const char *const *)argv.v,
         .env = (const char *const *)env.v,
-        .cwd = srv->cwd,
+        .cwd = cwd,
         .max_frame = spec->max_message,
     };
     r = stdio_upstream_new(spec->loop, &sp, &stdio_handler, s, &s->child, e);
@@ -218,5 +224,6 @@ out:
     free(s);
     strv_release_secure(&argv); /* an argument may hold a secret the user put there */
     strv_release_secure(&env);
+    secure_free(cwd);
     return r;
 }
