@@ -5,7 +5,8 @@
  * the lifecycles (each an enum, with its legal transitions in one function below), the agent's
  * side of the connection and its flow control, the dispatch tables of the agent's methods and
  * notifications, the first round of the catalogue (the first answer to a list waits for every
- * server to settle, bounded by the settle window), and the object's construction (with the
+ * server to settle, bounded by the settle window; a request naming what is not listed yet, by
+ * the connect timeout), and the object's construction (with the
  * settings and the metadata cache), reload, shutdown (which saves the cache) and release. */
 #include <assert.h>
 #include <errno.h>
@@ -236,6 +237,40 @@ static void handle_held(struct downstream *d, struct ds_pending *p)
     json_object_put(root);
 }
 
+static void log_unsettled(struct downstream *d)
+{
+    for (size_t i = 0; i < d->n_servers; i++)
+        if (!ds_server_settled(d->servers[i]))
+            log_info(d->log, "server '%s': not connected yet; its tools follow when it is",
+                     d->servers[i]->name);
+}
+
+/* The lists waiting are answered, oldest first. */
+static void answer_lists(struct downstream *d)
+{
+    for (struct list_node *i = d->pending.prev, *prev; i != &d->pending; i = prev) {
+        prev = i->prev;
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        if (p->type == DS_PT_LIST) {
+            ds_answer_list(d, p->id, p->kind);
+            ds_pending_free(p);
+        }
+    }
+}
+
+void ds_on_window_timer(struct loop_timer *t, void *userdata)
+{
+    struct downstream *d = userdata;
+    (void)t;
+    loop_timer_cancel(d->window_timer);
+    d->window_timer = NULL;
+    if (d->session != DS_SESSION_SETTLING || d->lists_open)
+        return;
+    d->lists_open = true;
+    log_unsettled(d);
+    answer_lists(d);
+}
+
 static void settle_now(struct downstream *d)
 {
     if (d->session != DS_SESSION_SETTLING)
@@ -243,10 +278,11 @@ static void settle_now(struct downstream *d)
     ds_set_session(d, DS_SESSION_READY);
     loop_timer_cancel(d->settle_timer);
     d->settle_timer = NULL;
-    for (size_t i = 0; i < d->n_servers; i++)
-        if (!ds_server_settled(d->servers[i]))
-            log_info(d->log, "server '%s': not connected yet; its tools follow when it is",
-                     d->servers[i]->name);
+    loop_timer_cancel(d->window_timer);
+    d->window_timer = NULL;
+    if (!d->lists_open)
+        log_unsettled(d);
+    d->lists_open = true;
 
     /* answer in the order the agent asked: the list is newest first, so walk it backwards
      * (requests handled again meanwhile are newer: they are reached too, and skipped) */
@@ -319,11 +355,11 @@ void ds_set_level(struct downstream *d, struct jrpc_msg *m)
 }
 
 /* tools/list, prompts/list, resources/list, resources/templates/list: from the catalogue,
- * once it has settled. */
+ * once it has settled or the settle window passed. */
 static void handle_list(struct downstream *d, struct jrpc_msg *m)
 {
     enum catalog_kind k = (enum catalog_kind)catalog_kind_of(m->method);
-    if (d->session == DS_SESSION_READY) {
+    if (d->session == DS_SESSION_READY || d->lists_open) {
         ds_answer_list(d, m->id, k);
         return;
     }
@@ -610,6 +646,8 @@ void downstream_shutdown(struct downstream *d)
     set_reading(d, DS_READING_OFF);
     loop_timer_cancel(d->settle_timer);
     d->settle_timer = NULL;
+    loop_timer_cancel(d->window_timer);
+    d->window_timer = NULL;
     if (loop_timer_add(d->loop, DOWNSTREAM_SHUTDOWN_MS, on_shutdown_timer, d, &d->shutdown_timer) <
         0)
         d->shutdown_timer = NULL;
@@ -861,6 +899,7 @@ void downstream_free(struct downstream *d)
     if (d->done_call)
         d->done_call->d = NULL;
     loop_timer_cancel(d->settle_timer);
+    loop_timer_cancel(d->window_timer);
     loop_timer_cancel(d->shutdown_timer);
     if (d->cache_timer)
         ds_cache_save_now(d);

@@ -167,17 +167,17 @@ void ds_start_upstreams(struct downstream *d)
         ds_server_start(s);
         i++;
     }
-    /* aggregate: the first lists wait for the servers that connect at most the settle window
-     * (settings.settleTimeout, bounded by the connect timeout); single mode's initialize waits
-     * for its server up to the connect timeout */
-    int64_t wait = d->connect_timeout_ms;
-    if (d->mode == DOWNSTREAM_AGGREGATE && d->settings.settle_timeout_ms >= 0 &&
-        d->settings.settle_timeout_ms < wait)
-        wait = d->settings.settle_timeout_ms;
     if (d->mode == DOWNSTREAM_AGGREGATE && d->session != DS_SESSION_SETTLING)
         return; /* settled already: every server was listed from the cache */
-    if (loop_timer_add(d->loop, wait, ds_on_settle_timer, d, &d->settle_timer) < 0)
+    /* the first round (and single mode's initialize) waits at most the connect timeout; in
+     * aggregate mode the first lists wait at most the settle window (settings.settleTimeout,
+     * bounded by the connect timeout) */
+    if (loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer, d, &d->settle_timer) < 0)
         d->settle_timer = NULL; /* no timer: the first list waits for the servers themselves */
+    int64_t window = d->settings.settle_timeout_ms;
+    if (d->mode == DOWNSTREAM_AGGREGATE && window >= 0 && window < d->connect_timeout_ms &&
+        loop_timer_add(d->loop, window, ds_on_window_timer, d, &d->window_timer) < 0)
+        d->window_timer = NULL; /* the first lists wait for the first round */
     ds_settle_check(d);
 }
 

@@ -206,7 +206,12 @@ struct downstream {
 
     struct catalog *cat;
 
-    struct loop_timer *settle_timer; /* also single mode's initialize timeout */
+    struct loop_timer *settle_timer; /* the first round's bound (the connect timeout); also
+                                      * single mode's initialize timeout */
+    /* aggregate: the settle window (settings.settleTimeout): the first lists are answered when
+     * it passes (lists_open), requests naming what is not listed yet wait for the first round */
+    struct loop_timer *window_timer;
+    bool lists_open;
     struct json_object *agent_caps;  /* the agent's capabilities as it declared them */
     struct json_object *client_caps; /* what upstreams are offered: roots, sampling,
                                          elicitation when the agent declared them */
@@ -281,10 +286,12 @@ void ds_rebuild(struct downstream *d, enum catalog_kind k);
 void ds_announce(struct downstream *d);
 /* Answers a list request from the catalogue; false when it could not (answered -32603). */
 bool ds_answer_list(struct downstream *d, struct json_object *id, enum catalog_kind k);
-/* The first round is over when every active server has settled: the waiting lists and held
- * requests are answered. */
+/* The first round is over when every active server has settled (or the connect timeout
+ * passed): the waiting lists and held requests are answered. */
 void ds_settle_check(struct downstream *d);
 void ds_on_settle_timer(struct loop_timer *t, void *userdata);
+/* The settle window passed: the lists waiting are answered from what there is. */
+void ds_on_window_timer(struct loop_timer *t, void *userdata);
 /* Dispatches an agent request (also one held until the catalogue settled). */
 void ds_handle_request(struct downstream *d, struct jrpc_msg *m);
 /* Shutdown is over once every server is closed. */
