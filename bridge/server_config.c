@@ -78,6 +78,8 @@ void server_settings_get(const struct mcp_config *c, struct server_settings *ret
     };
     /* TODO(compat): idleTimeout, directTools, disableProxyTool, sampling, samplingAutoApprove,
      * settleTimeout */
+    if (mcp_field_bool(st, "sampling", "settings.sampling", &ret->sampling, NULL) < 0)
+        ret->sampling = true;
     if (mcp_field_ms(st, "settleTimeout", &ret->settle_timeout_ms, NULL) < 0)
         ret->settle_timeout_ms = SERVER_SETTLE_TIMEOUT_DEFAULT_MS;
     if (mcp_field_bool(st, "autoAuth", "settings.autoAuth", &ret->auto_auth, NULL) < 0)
