@@ -13,6 +13,8 @@
 //   hung    a server that never answers (`sleep 1000`) beside two working ones: the first
 //           tools/list answers within the settle window plus slack, with the working servers'
 //           tools
+//   sampling settings.sampling false: a server's sampling/createMessage is answered -32601 by
+//           the bridge, the agent is never asked
 // One line per check on stdout; exit status 0 only when all passed.
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -167,7 +169,7 @@ try {
     expect(pidsOf('lazy').length === 1, `lazy server processes: ${pidsOf('lazy')}`);
   }, 30000);
   await checks.run('the lists are cached (0600), keyed by the entry', async () => {
-    await agent.until(() => ['lazy', 'eager', 'keep'].every((n) => cached()[n]?.tools?.length === 2), 10000, 'the cache written');
+    await agent.until(() => ['lazy', 'eager', 'keep'].every((n) => cached()[n]?.tools?.length === 3), 10000, 'the cache written');
     const e = cached().lazy;
     expect(/^[0-9a-f]{64}$/.test(e.key), `the key ${e.key}`);
     expect(e.tools.some((t) => t.name === 'echo'), `the cached tools: ${JSON.stringify(e.tools)}`);
@@ -254,6 +256,19 @@ try {
     expect(!names.some((n) => n.startsWith('mcp_hung_')), 'tools of the hung server?');
     process.stdout.write(`# first tools/list beside a hung server: ${ms} ms\n`);
   }, 20000);
+  await finish();
+
+  // -- sampling: false -------------------------------------------------------------------------
+  checks.prefix = 'lifecycle/sampling/';
+  const nosampling = join(opts.work, 'nosampling.json');
+  writeFileSync(nosampling, JSON.stringify({ settings: { sampling: false }, mcpServers: { one: tiny('one') } }));
+  await start('sampling', nosampling, { MCP_BRIDGE_CACHE: 'off' });
+  await checks.run('settings.sampling false: the server\'s sampling/createMessage is refused, the agent never asked', async () => {
+    await untilListed(['mcp_one_sample'], 15000, 'the server listed');
+    const r = await works('mcp_one_sample');
+    expect(textOf(r) === 'error -32601: sampling is disabled by settings.sampling', `the server got: ${textOf(r)}`);
+    expect(agent.samplingRequests.length === 0, `the agent was asked: ${JSON.stringify(agent.samplingRequests)}`);
+  }, 30000);
   await finish();
 
   ok = checks.summary();

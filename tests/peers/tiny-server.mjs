@@ -3,7 +3,9 @@
 // but node's own modules, so that it starts in a few tens of milliseconds: the lifecycle test
 // (tests/integration/bridge_lifecycle.sh) and the startup benchmark (bench/startup) start many.
 // Tools: echo {message} -> "<name>: <message>"; pid -> its process id (text and
-// structuredContent {pid}); and --tools N-2 more, tool3 .. toolN, answering their own name.
+// structuredContent {pid}); sample -> asks the client for sampling/createMessage and answers
+// with what came back ("sampled: <text>" or "error <code>: <message>"); and --tools N-3 more,
+// tool4 .. toolN, answering their own name.
 // Options: --name NAME (serverInfo.name; default tiny), --tools N (default 2), --tag TEXT
 // (ignored: lets a test find its processes by their command line).
 import { createInterface } from 'node:readline';
@@ -14,20 +16,31 @@ const opt = (name, dflt) => {
   return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
 };
 const name = opt('name', 'tiny');
-const count = Math.max(2, Number(opt('tools', '2')) || 2);
+const count = Math.max(3, Number(opt('tools', '3')) || 3);
 
 const schema = (props = {}) => ({ type: 'object', properties: props });
 const tools = [
   { name: 'echo', description: `${name}: says the message back`, inputSchema: schema({ message: { type: 'string' } }) },
   { name: 'pid', description: `${name}: its process id`, inputSchema: schema() },
+  { name: 'sample', description: `${name}: asks the client for a completion`, inputSchema: schema() },
 ];
-for (let i = 3; i <= count; i++) tools.push({ name: `tool${i}`, description: `${name}: tool ${i}`, inputSchema: schema() });
+for (let i = 4; i <= count; i++) tools.push({ name: `tool${i}`, description: `${name}: tool ${i}`, inputSchema: schema() });
 
 const send = (msg) => process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', ...msg })}\n`);
 const text = (t, extra = {}) => ({ content: [{ type: 'text', text: t }], ...extra });
 
-function call(params) {
+// requests of ours to the client, by id: the tools/call id they answer
+const asked = new Map();
+let nextAsk = 1;
+
+function call(params, id) {
   const tool = params?.name;
+  if (tool === 'sample') {
+    const ask = `ask${nextAsk++}`;
+    asked.set(ask, id);
+    send({ id: ask, method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'hello' } }], maxTokens: 10 } });
+    return null; // answered when the client's answer comes
+  }
   if (tool === 'echo') return text(`${name}: ${params.arguments?.message ?? ''}`);
   if (tool === 'pid') return text(String(process.pid), { structuredContent: { pid: process.pid } });
   if (tools.some((t) => t.name === tool)) return text(tool);
@@ -43,7 +56,13 @@ rl.on('line', (line) => {
     send({ id: null, error: { code: -32700, message: 'parse error' } });
     return;
   }
-  if (m.id === undefined || !m.method) return; // notifications, answers
+  if (m.id !== undefined && !m.method && asked.has(m.id)) {
+    const id = asked.get(m.id);
+    asked.delete(m.id);
+    send({ id, result: m.error ? text(`error ${m.error.code}: ${m.error.message}`) : text(`sampled: ${m.result?.content?.text ?? ''}`) });
+    return;
+  }
+  if (m.id === undefined || !m.method) return; // notifications, other answers
   switch (m.method) {
     case 'initialize':
       send({
@@ -61,9 +80,11 @@ rl.on('line', (line) => {
     case 'tools/list':
       send({ id: m.id, result: { tools } });
       break;
-    case 'tools/call':
-      send({ id: m.id, result: call(m.params) });
+    case 'tools/call': {
+      const result = call(m.params, m.id);
+      if (result) send({ id: m.id, result });
       break;
+    }
     default:
       send({ id: m.id, error: { code: -32601, message: `method not found: ${m.method}` } });
   }
