@@ -5,8 +5,9 @@
  * the lifecycles (each an enum, with its legal transitions in one function below), the agent's
  * side of the connection and its flow control, the dispatch tables of the agent's methods and
  * notifications, the first round of the catalogue (the first answer to a list waits for every
- * server to settle, bounded by the connect timeout), and the object's construction, reload,
- * shutdown and release. */
+ * server to settle, bounded by the settle window; a request naming what is not listed yet, by
+ * the connect timeout), and the object's construction (with the
+ * settings and the metadata cache), reload, shutdown (which saves the cache) and release. */
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -236,6 +237,40 @@ static void handle_held(struct downstream *d, struct ds_pending *p)
     json_object_put(root);
 }
 
+static void log_unsettled(struct downstream *d)
+{
+    for (size_t i = 0; i < d->n_servers; i++)
+        if (!ds_server_settled(d->servers[i]))
+            log_info(d->log, "server '%s': not connected yet; its tools follow when it is",
+                     d->servers[i]->name);
+}
+
+/* The lists waiting are answered, oldest first. */
+static void answer_lists(struct downstream *d)
+{
+    for (struct list_node *i = d->pending.prev, *prev; i != &d->pending; i = prev) {
+        prev = i->prev;
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        if (p->type == DS_PT_LIST) {
+            ds_answer_list(d, p->id, p->kind);
+            ds_pending_free(p);
+        }
+    }
+}
+
+void ds_on_window_timer(struct loop_timer *t, void *userdata)
+{
+    struct downstream *d = userdata;
+    (void)t;
+    loop_timer_cancel(d->window_timer);
+    d->window_timer = NULL;
+    if (d->session != DS_SESSION_SETTLING || d->lists_open)
+        return;
+    d->lists_open = true;
+    log_unsettled(d);
+    answer_lists(d);
+}
+
 static void settle_now(struct downstream *d)
 {
     if (d->session != DS_SESSION_SETTLING)
@@ -243,10 +278,11 @@ static void settle_now(struct downstream *d)
     ds_set_session(d, DS_SESSION_READY);
     loop_timer_cancel(d->settle_timer);
     d->settle_timer = NULL;
-    for (size_t i = 0; i < d->n_servers; i++)
-        if (!ds_server_settled(d->servers[i]))
-            log_info(d->log, "server '%s': not connected yet; its tools follow when it is",
-                     d->servers[i]->name);
+    loop_timer_cancel(d->window_timer);
+    d->window_timer = NULL;
+    if (!d->lists_open)
+        log_unsettled(d);
+    d->lists_open = true;
 
     /* answer in the order the agent asked: the list is newest first, so walk it backwards
      * (requests handled again meanwhile are newer: they are reached too, and skipped) */
@@ -319,11 +355,11 @@ void ds_set_level(struct downstream *d, struct jrpc_msg *m)
 }
 
 /* tools/list, prompts/list, resources/list, resources/templates/list: from the catalogue,
- * once it has settled. */
+ * once it has settled or the settle window passed. */
 static void handle_list(struct downstream *d, struct jrpc_msg *m)
 {
     enum catalog_kind k = (enum catalog_kind)catalog_kind_of(m->method);
-    if (d->session == DS_SESSION_READY) {
+    if (d->session == DS_SESSION_READY || d->lists_open) {
         ds_answer_list(d, m->id, k);
         return;
     }
@@ -610,6 +646,8 @@ void downstream_shutdown(struct downstream *d)
     set_reading(d, DS_READING_OFF);
     loop_timer_cancel(d->settle_timer);
     d->settle_timer = NULL;
+    loop_timer_cancel(d->window_timer);
+    d->window_timer = NULL;
     if (loop_timer_add(d->loop, DOWNSTREAM_SHUTDOWN_MS, on_shutdown_timer, d, &d->shutdown_timer) <
         0)
         d->shutdown_timer = NULL;
@@ -617,6 +655,7 @@ void downstream_shutdown(struct downstream *d)
     answer_waiting(d);
     ds_bridged_drop(d, NULL, 0, NULL);
     /* calls in flight fail with -ESHUTDOWN and are answered from their callbacks */
+    ds_cache_save_now(d); /* what the servers listed last */
     while (d->n_servers)
         ds_server_remove(d, d->servers[d->n_servers - 1]);
     rebuild_all(d); /* no route may point at a server that is gone */
@@ -664,6 +703,11 @@ static int single_from_config(struct downstream *d, const struct mcp_config *con
                        name ? name : "");
     if (entry->error)
         return err_set(e, -EINVAL, "%s", entry->error);
+    if (entry->disabled)
+        return err_set(e, -EPERM,
+                       "server '%s' is disabled (\"disabled\": true in its entry): remove that "
+                       "to connect it",
+                       entry->name);
     d->servers = calloc(1, sizeof(*d->servers));
     if (!d->servers)
         return err_set(e, -ENOMEM, "out of memory");
@@ -703,6 +747,23 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
         goto fail;
     }
     catalog_configure(d->cat, opts->config);
+    server_settings_get(opts->config, &d->settings);
+    d->settings.auth_required_message = NULL; /* borrowed from the configuration */
+    if (d->mode == DOWNSTREAM_AGGREGATE) {
+        struct err e2 = ERR_INIT;
+        r = meta_cache_open(NULL, &d->cache, &e2);
+        if (r == -ENOMEM) {
+            err_set(e, r, "out of memory");
+            goto fail;
+        }
+        if (r < 0)
+            log_info(d->log, "no metadata cache: %s", err_msg(&e2));
+        else if (meta_cache_load_error(d->cache))
+            log_warn(d->log,
+                     "the metadata cache '%s' is not used (it is replaced at the next "
+                     "save): %s",
+                     meta_cache_path(d->cache), meta_cache_load_error(d->cache));
+    }
 
     if (d->mode == DOWNSTREAM_SINGLE)
         r = single_from_config(d, opts->config, opts->single_name, e);
@@ -710,6 +771,9 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
         r = servers_from_config(d, opts->config, e);
     if (r < 0)
         goto fail;
+
+    if (d->mode == DOWNSTREAM_AGGREGATE)
+        rebuild_all(d); /* the lists of servers listed from the cache, before anything connects */
 
     r = framing_new(d->loop, opts->in_fd, opts->out_fd, &agent_handler, NULL, d, &d->fr);
     if (r < 0) {
@@ -794,6 +858,8 @@ int downstream_reload(struct downstream *d, const struct mcp_config *config, str
         return err_set(e, -ENOMEM, "out of memory");
     }
     d->loading = config;
+    server_settings_get(config, &d->settings);
+    d->settings.auth_required_message = NULL;
     int r = reload_next(d, config, next, fresh, &nn, e);
     d->loading = NULL;
     if (r < 0) {
@@ -812,7 +878,7 @@ int downstream_reload(struct downstream *d, const struct mcp_config *config, str
             continue;
         added++;
         if (ds_started(d))
-            upstream_connect(next[j]->u);
+            ds_server_start(next[j]);
     }
     free(fresh);
     ds_subs_drop_removed(d);
@@ -833,7 +899,11 @@ void downstream_free(struct downstream *d)
     if (d->done_call)
         d->done_call->d = NULL;
     loop_timer_cancel(d->settle_timer);
+    loop_timer_cancel(d->window_timer);
     loop_timer_cancel(d->shutdown_timer);
+    if (d->cache_timer)
+        ds_cache_save_now(d);
+    meta_cache_free(d->cache);
     for (size_t i = 0; i < d->n_servers; i++)
         ds_server_free(d->servers[i]); /* calls in flight go with their upstream */
     for (size_t i = 0; i < d->n_closing; i++)

@@ -8,14 +8,27 @@
  *   - initialize is answered at once, by the bridge: protocolVersion the agent's when the bridge
  *     knows it (else UPSTREAM_PROTOCOL_LATEST), serverInfo {"name":"mcp-bridge",...},
  *     capabilities tools/prompts/resources (listChanged, subscribe), logging, completions, and
- *     instructions naming the servers. Then every upstream connects, in parallel, offering the
- *     agent's own capabilities (roots, sampling, elicitation: only those the agent declared, as
- *     objects, with what it declared in them; nothing else) and the agent's protocol version.
+ *     instructions naming the servers (those listed from the cache, then those connecting, as
+ *     such: nothing is connected yet). Then the upstreams start, in parallel, as their
+ *     "lifecycle" says (below), offering the agent's own capabilities (roots, sampling,
+ *     elicitation: only those the agent declared, as objects, with what it declared in them;
+ *     nothing else) and the agent's protocol version.
+ *   - lifecycles: "lazy" (the default) is not connected at start when the metadata cache
+ *     (meta_cache.h) holds its lists for the entry as written, else connected to learn them;
+ *     "eager" and "keep-alive" connect at start. Lazy and eager servers are disconnected
+ *     (upstream_disconnect: no process, no socket) once idle for their idleTimeout: no call in
+ *     flight, no request of theirs waiting for the agent, no listing, no subscription of the
+ *     agent on them. A request routed to a server that is not connected connects it (the
+ *     upstream connects from IDLE by itself). "disabled": true: never started, nothing listed.
+ *     Single mode ignores all this: its server is always connected.
  *   - tools/list, prompts/list, resources/list, resources/templates/list answer from the
  *     catalogue: each upstream's lists, fetched through all pages after each READY and after
- *     each list_changed notification from it. The first answer waits until every upstream has
- *     settled (listed, failed, or its connect timeout passed), never longer; upstreams that
- *     come later announce themselves with notifications/tools/list_changed (etc.). One page,
+ *     each list_changed notification from it, or from the cache until then. The first answer
+ *     waits until every upstream has settled (listed, failed, or listed from the cache) or the
+ *     settle window passed (settings.settleTimeout, 1.5 s by default, at most the connect
+ *     timeout), never longer; upstreams that come later announce themselves with
+ *     notifications/tools/list_changed (etc.). The lists are written to the cache after each
+ *     listing round (at most once a second, and at shutdown). One page,
  *     no cursor. The agent is told of a change (notifications/<kind>/list_changed) only in lists
  *     it has been given, so the upstreams connecting at startup cause no storm of them.
  *   - tools and prompts are renamed (naming.h); excludeTools are left out; tools/call and

@@ -107,6 +107,11 @@ static bool may_forward(struct ds_server *s, uint64_t gen, const char *method,
         refuse(s->u, gen, id, JRPC_METHOD_NOT_FOUND, text);
         return false;
     }
+    /* settings.sampling false: the agent is never asked for a completion */
+    if (strcmp(method, "sampling/createMessage") == 0 && !d->settings.sampling) {
+        refuse(s->u, gen, id, JRPC_METHOD_NOT_FOUND, "sampling is disabled by settings.sampling");
+        return false;
+    }
     /* only what the upstreams were offered, that is what the agent declared */
     if (!d->client_caps || !json_object_object_get_ex(d->client_caps, cap, NULL) || !d->fr ||
         ds_shutting(d)) {

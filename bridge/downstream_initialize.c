@@ -48,22 +48,68 @@ oom:
     return NULL;
 }
 
-/* The instructions naming the servers, into instr. -ENOMEM. */
+/* Appends the names of the servers that pick says yes to: "'a', 'b' and 'c'". The count. */
+static size_t append_names(struct downstream *d, struct buf *instr,
+                           bool (*pick)(struct ds_server *), int *r)
+{
+    size_t n = 0, total = 0;
+    for (size_t i = 0; i < d->n_servers; i++)
+        total += pick(d->servers[i]);
+    for (size_t i = 0; i < d->n_servers && *r >= 0; i++) {
+        if (!pick(d->servers[i]))
+            continue;
+        *r = buf_printf(instr, "%s'%s'",
+                        n == 0           ? ""
+                        : n + 1 == total ? " and "
+                                         : ", ",
+                        d->servers[i]->name);
+        n++;
+    }
+    return n;
+}
+
+static bool listed_from_cache(struct ds_server *s)
+{
+    return !s->disabled && s->from_cache;
+}
+
+static bool connecting_now(struct ds_server *s)
+{
+    return !s->disabled && !s->from_cache;
+}
+
+/* The instructions, into instr. initialize is answered before any server has connected, so
+ * they claim no connection: they name the servers listed from the metadata cache (their tools
+ * are in the lists now), then those still connecting, as such (their tools come with
+ * notifications/tools/list_changed, or never when they fail). Disabled servers are not named.
+ * -ENOMEM. */
 static int aggregate_instructions(struct downstream *d, struct buf *instr)
 {
-    if (d->n_servers == 0)
+    size_t cached = 0, connecting = 0;
+    for (size_t i = 0; i < d->n_servers; i++) {
+        cached += listed_from_cache(d->servers[i]);
+        connecting += connecting_now(d->servers[i]);
+    }
+    if (cached + connecting == 0)
         return buf_append_str(instr, "mcp-bridge: no MCP servers are configured.");
-    int r = buf_append_str(instr, "mcp-bridge serves the tools, prompts and resources of the "
-                                  "MCP servers ");
-    for (size_t i = 0; i < d->n_servers && r >= 0; i++)
-        r = buf_printf(instr, "%s'%s'",
-                       i == 0                  ? ""
-                       : i + 1 == d->n_servers ? " and "
-                                               : ", ",
-                       d->servers[i]->name);
+    int r = buf_append_str(instr, "mcp-bridge serves the tools, prompts and resources of several "
+                                  "MCP servers as one.");
+    if (r >= 0 && cached) {
+        r = buf_append_str(instr, " Listed from its cache: ");
+        append_names(d, instr, listed_from_cache, &r);
+        if (r >= 0)
+            r = buf_append_str(instr, " (a lazy server connects at its first use).");
+    }
+    if (r >= 0 && connecting) {
+        r = buf_append_str(instr, " Connecting now: ");
+        append_names(d, instr, connecting_now, &r);
+        if (r >= 0)
+            r = buf_append_str(instr, " (tools of a server are announced with "
+                                      "notifications/tools/list_changed once it has listed "
+                                      "them; one that cannot connect is left out).");
+    }
     if (r >= 0)
-        r = buf_printf(instr, " as one. Tool and prompt names are %s.",
-                       catalog_naming_desc(d->cat));
+        r = buf_printf(instr, " Tool and prompt names are %s.", catalog_naming_desc(d->cat));
     return r;
 }
 
@@ -118,11 +164,20 @@ void ds_start_upstreams(struct downstream *d)
             i++; /* single mode: the agent's initialize times out, naming the reason */
             continue;
         }
-        upstream_connect(s->u);
+        ds_server_start(s);
         i++;
     }
+    if (d->mode == DOWNSTREAM_AGGREGATE && d->session != DS_SESSION_SETTLING)
+        return; /* settled already: every server was listed from the cache */
+    /* the first round (and single mode's initialize) waits at most the connect timeout; in
+     * aggregate mode the first lists wait at most the settle window (settings.settleTimeout,
+     * bounded by the connect timeout) */
     if (loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer, d, &d->settle_timer) < 0)
         d->settle_timer = NULL; /* no timer: the first list waits for the servers themselves */
+    int64_t window = d->settings.settle_timeout_ms;
+    if (d->mode == DOWNSTREAM_AGGREGATE && window >= 0 && window < d->connect_timeout_ms &&
+        loop_timer_add(d->loop, window, ds_on_window_timer, d, &d->window_timer) < 0)
+        d->window_timer = NULL; /* the first lists wait for the first round */
     ds_settle_check(d);
 }
 

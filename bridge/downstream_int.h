@@ -34,14 +34,17 @@
 #include "downstream.h"
 #include "jsonrpc.h"
 #include "loop.h"
+#include "meta_cache.h"
+#include "server_config.h"
 #include "upstream.h"
 
-#define DS_MAX_PENDING 4096 /* agent requests in flight (or waiting for the catalogue) */
-#define DS_MAX_BRIDGED 256  /* server requests waiting for the agent's answer */
-#define DS_MAX_SUBS    4096 /* resource subscriptions remembered for reconnects */
-#define DS_POOL_MAX    64   /* pending records kept for reuse: no malloc per call */
-#define DS_TEXT_MAX    1024 /* error texts for the agent */
-#define DS_METHOD_MAX  48   /* of a method name kept for the log */
+#define DS_MAX_PENDING   4096 /* agent requests in flight (or waiting for the catalogue) */
+#define DS_MAX_BRIDGED   256  /* server requests waiting for the agent's answer */
+#define DS_MAX_SUBS      4096 /* resource subscriptions remembered for reconnects */
+#define DS_POOL_MAX      64   /* pending records kept for reuse: no malloc per call */
+#define DS_TEXT_MAX      1024 /* error texts for the agent */
+#define DS_METHOD_MAX    48   /* of a method name kept for the log */
+#define DS_CACHE_SAVE_MS 1000 /* the cache is written at most this often (and at shutdown) */
 
 /* ---- lifecycles -------------------------------------------------------------------------- */
 
@@ -105,6 +108,26 @@ struct ds_server {
     bool relist[CATALOG_N_KINDS];                   /* list again when the one in flight is over */
     struct ds_lister listers[CATALOG_N_KINDS];
     struct list_node resubs; /* struct ds_resub in flight */
+
+    /* lifecycle (server_config.h; aggregate mode only: single mode is always connected) */
+    enum server_lifecycle lifecycle;
+    int64_t idle_ms; /* 0: never idle-closed */
+    bool disabled;   /* "disabled": true: a template upstream for good, never started */
+    bool from_cache; /* its lists came from the cache (it has not listed since) */
+    char key[META_CACHE_KEY_LEN + 1]; /* the cache key of its entry; "" when none */
+    int64_t last_used;                /* loop time of its last READY or answered call */
+    struct loop_timer *idle_timer;
+    char *reason; /* the last failure (BACKOFF, FAILED, LOGIN), cleared at READY */
+};
+
+/* What the proxy tool's status says of a server (ds_server_avail). */
+enum ds_avail {
+    DS_AVAIL_CONNECTED,  /* READY */
+    DS_AVAIL_CONNECTING, /* connecting or listing */
+    DS_AVAIL_IDLE,       /* lazy or idle-closed: listed from the cache or an earlier connect */
+    DS_AVAIL_FAILED,     /* last connect failed: reason set */
+    DS_AVAIL_LOGIN,      /* sign-in required: reason holds the command to run */
+    DS_AVAIL_DISABLED,   /* "disabled": true */
 };
 
 enum ds_pending_type {
@@ -183,7 +206,12 @@ struct downstream {
 
     struct catalog *cat;
 
-    struct loop_timer *settle_timer; /* also single mode's initialize timeout */
+    struct loop_timer *settle_timer; /* the first round's bound (the connect timeout); also
+                                      * single mode's initialize timeout */
+    /* aggregate: the settle window (settings.settleTimeout): the first lists are answered when
+     * it passes (lists_open), requests naming what is not listed yet wait for the first round */
+    struct loop_timer *window_timer;
+    bool lists_open;
     struct json_object *agent_caps;  /* the agent's capabilities as it declared them */
     struct json_object *client_caps; /* what upstreams are offered: roots, sampling,
                                          elicitation when the agent declared them */
@@ -202,6 +230,12 @@ struct downstream {
     size_t n_bridged;
     uint64_t bridge_counter;
     char *log_level; /* logging/setLevel, re-applied after reconnects */
+
+    /* the settings of the configuration (server_settings_get(); auth_required_message is
+     * not kept: the configuration is borrowed only while loading) */
+    struct server_settings settings;
+    struct meta_cache *cache;       /* NULL: off (MCP_BRIDGE_CACHE=off, no agent directory) */
+    struct loop_timer *cache_timer; /* a save is due */
 
     int status; /* for on_done: -errno when the agent's side broke */
     struct loop_timer *shutdown_timer;
@@ -252,10 +286,12 @@ void ds_rebuild(struct downstream *d, enum catalog_kind k);
 void ds_announce(struct downstream *d);
 /* Answers a list request from the catalogue; false when it could not (answered -32603). */
 bool ds_answer_list(struct downstream *d, struct json_object *id, enum catalog_kind k);
-/* The first round is over when every active server has settled: the waiting lists and held
- * requests are answered. */
+/* The first round is over when every active server has settled (or the connect timeout
+ * passed): the waiting lists and held requests are answered. */
 void ds_settle_check(struct downstream *d);
 void ds_on_settle_timer(struct loop_timer *t, void *userdata);
+/* The settle window passed: the lists waiting are answered from what there is. */
+void ds_on_window_timer(struct loop_timer *t, void *userdata);
 /* Dispatches an agent request (also one held until the catalogue settled). */
 void ds_handle_request(struct downstream *d, struct jrpc_msg *m);
 /* Shutdown is over once every server is closed. */
@@ -293,6 +329,17 @@ void ds_server_remove(struct downstream *d, struct ds_server *s);
 void ds_server_finish(struct downstream *d, struct ds_server *s);
 /* Sends the log level the agent asked for to s, when it is READY and has logging. */
 void ds_apply_level(struct downstream *d, struct ds_server *s);
+/* Starts a server made real, as its lifecycle says: a lazy one whose lists came from the
+ * cache is settled at once and not connected; a disabled one never starts; others connect. */
+void ds_server_start(struct ds_server *s);
+/* What the proxy tool's status says of s; *ret_reason (may be NULL) borrowed, NULL when none. */
+enum ds_avail ds_server_avail(const struct ds_server *s, const char **ret_reason);
+/* Connect s now if it is not (a lazy or idle one); 0, or -errno with e (disabled, invalid). */
+int ds_server_wake(struct ds_server *s, struct err *e);
+/* A request of the agent for s was answered: s was in use now (the idle clock restarts). */
+void ds_server_used(struct ds_server *s);
+/* Writes the cache now when a save is due (at shutdown). */
+void ds_cache_save_now(struct downstream *d);
 
 /* ---- downstream_pending.c ---------------------------------------------------------------- */
 
@@ -352,6 +399,8 @@ void ds_subs_release(struct downstream *d);
 void ds_subs_forward(struct downstream *d, struct jrpc_msg *m, struct ds_server *s);
 /* The server accepted the agent's subscription to uri. */
 void ds_subs_remember(struct downstream *d, struct ds_server *s, const char *uri);
+/* Whether the agent has a subscription on s (s then stays connected). */
+bool ds_subs_has(struct downstream *d, const struct ds_server *s);
 /* After READY: the agent's subscriptions on s, again. */
 void ds_subs_renew(struct downstream *d, struct ds_server *s);
 /* Frees the renewals in flight of s (their calls go with its upstream). */

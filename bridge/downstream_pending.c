@@ -65,6 +65,8 @@ void ds_pending_free(struct ds_pending *p)
     d->n_pending--;
     if (jrpc_id_key(p->id, key, sizeof(key)))
         (void)hashmap_remove(d->ids, key);
+    if (p->type == DS_PT_CALL && p->s)
+        ds_server_used(p->s); /* the idle clock starts when the last answer went */
     json_object_put(p->id);
     json_object_put(p->msg);
     free(p->sub_uri);
@@ -93,6 +95,7 @@ void ds_pending_release_all(struct downstream *d)
     list_for_each_safe (i, tmp, &d->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         p->call = NULL;
+        p->s = NULL; /* the servers are freed already */
         ds_pending_free(p);
     }
     list_for_each_safe (i, tmp, &d->pool) {

@@ -5,13 +5,17 @@
  * come with the agent's initialize. Then each is created again from the template's own copy
  * of its entry, with those, and connected (ds_server_make_real). After each READY a server
  * lists everything again; a list_changed notification lists that kind again (at most one
- * listing per kind in flight, and one more after it). */
+ * listing per kind in flight, and one more after it). Each server's lifecycle ("lazy",
+ * "eager", "keep-alive", "disabled") decides whether it connects at start and whether it is
+ * disconnected when idle; its lists go to the metadata cache after each listing round and come
+ * from it at start (downstream.h). */
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "credkit/json.h"
 
@@ -43,7 +47,7 @@ void ds_server_set_state(struct ds_server *s, enum ds_server_state to)
 
 bool ds_server_settled(const struct ds_server *s)
 {
-    return s->state == DS_SERVER_SETTLED;
+    return s->state == DS_SERVER_SETTLED || s->disabled;
 }
 
 /* The first round of s is over: the catalogue may have settled. */
@@ -108,12 +112,240 @@ void ds_server_free(struct ds_server *s)
     if (!s)
         return;
     server_cancel_lists(s);
+    loop_timer_cancel(s->idle_timer);
     upstream_free(s->u); /* with the calls of the resubs, without callbacks */
     ds_subs_release_server(s);
     catalog_source_free(s->src);
     json_object_put(s->raw);
+    free(s->reason);
     free(s->name);
     free(s);
+}
+
+/* ---- lifecycle of an entry, the cache -------------------------------------------------- */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Its lifecycle, idle timeout and cache key; its lists come from the cache when it holds them
+ * for this entry as written (a lazy server is then not connected at start; the others are, and
+ * what they list replaces the cached lists, announced when it differs). */
+static void server_lifecycle_of(struct downstream *d, struct ds_server *s,
+                                const struct mcp_server *entry)
+{
+    struct server_config sc = SERVER_CONFIG_INIT;
+    s->disabled = entry->disabled;
+    if (entry->raw && server_config_parse(entry->raw, &sc, NULL) >= 0) {
+        s->lifecycle = sc.lifecycle;
+        s->idle_ms = server_config_idle_ms(&sc, &d->settings);
+    } else {
+        /* the loader checked the keys: defaults for an entry made without them */
+        s->lifecycle = SERVER_LIFECYCLE_LAZY;
+        s->idle_ms = d->settings.idle_timeout_ms;
+    }
+    server_config_release(&sc);
+    if (d->mode != DOWNSTREAM_AGGREGATE || s->disabled)
+        return;
+    if (!d->cache || !entry->raw || meta_cache_key(entry->raw, s->key) < 0) {
+        s->key[0] = '\0';
+        return;
+    }
+    struct json_object *cached = meta_cache_get(d->cache, s->name, s->key, wall_ms());
+    if (!cached)
+        return;
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++) {
+        struct json_object *items = json_get_array(cached, CATALOG_KINDS[k].key);
+        catalog_source_set_items(s->src, k, items ? json_object_get(items) : NULL);
+    }
+    s->from_cache = true;
+}
+
+static void on_cache_timer(struct loop_timer *t, void *userdata)
+{
+    struct downstream *d = userdata;
+    (void)t;
+    loop_timer_cancel(d->cache_timer);
+    d->cache_timer = NULL;
+    ds_cache_save_now(d);
+}
+
+void ds_cache_save_now(struct downstream *d)
+{
+    loop_timer_cancel(d->cache_timer);
+    d->cache_timer = NULL;
+    struct err e = ERR_INIT;
+    if (meta_cache_save(d->cache, wall_ms(), &e) < 0)
+        log_warn(d->log, "the metadata cache is not saved: %s", err_msg(&e));
+}
+
+/* The lists s gave, into the cache (saved within DS_CACHE_SAVE_MS). */
+static void cache_update(struct ds_server *s)
+{
+    struct downstream *d = s->d;
+    if (!d->cache || !s->key[0] || d->mode != DOWNSTREAM_AGGREGATE)
+        return;
+    struct json_object *lists = json_object_new_object();
+    for (enum catalog_kind k = 0; lists && k < CATALOG_N_KINDS; k++) {
+        struct json_object *items = catalog_source_items(s->src, k);
+        if (items &&
+            json_object_object_add(lists, CATALOG_KINDS[k].key, json_object_get(items)) < 0)
+            break;
+    }
+    int r = lists ? meta_cache_put(d->cache, s->name, s->key, lists, wall_ms(), 0) : -ENOMEM;
+    json_object_put(lists);
+    if (r == -E2BIG)
+        log_info(d->log, "server '%s': its lists are over %u bytes: not cached", s->name,
+                 META_CACHE_SERVER_MAX);
+    else if (r < 0)
+        log_warn(d->log, "server '%s': its lists are not cached: out of memory", s->name);
+    if (meta_cache_dirty(d->cache) && !d->cache_timer &&
+        loop_timer_add(d->loop, DS_CACHE_SAVE_MS, on_cache_timer, d, &d->cache_timer) < 0) {
+        d->cache_timer = NULL;
+        ds_cache_save_now(d);
+    }
+}
+
+/* ---- idle -------------------------------------------------------------------------------- */
+
+/* Whether s may be idle-closed at all: aggregate mode, not keep-alive, a timeout. */
+static bool server_idles(const struct ds_server *s)
+{
+    return s->d->mode == DOWNSTREAM_AGGREGATE && s->lifecycle != SERVER_LIFECYCLE_KEEP_ALIVE &&
+           s->idle_ms > 0 && !s->disabled;
+}
+
+/* Something of the agent's is under way on s: a call, a request of the server waiting for the
+ * agent, a subscription, a listing. */
+static bool server_busy(struct ds_server *s)
+{
+    struct downstream *d = s->d;
+    struct list_node *i;
+    list_for_each (i, &d->pending) {
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        if (p->type == DS_PT_CALL && p->s == s)
+            return true;
+    }
+    list_for_each (i, &d->bridged) {
+        if (list_entry(i, struct ds_bridged, node)->s == s)
+            return true;
+    }
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
+        if (s->listing[k])
+            return true;
+    return ds_subs_has(d, s);
+}
+
+static void on_idle_timer(struct loop_timer *t, void *userdata);
+
+static void arm_idle(struct ds_server *s, int64_t delay)
+{
+    loop_timer_cancel(s->idle_timer);
+    s->idle_timer = NULL;
+    if (!server_idles(s) || s->state == DS_SERVER_CLOSING)
+        return;
+    if (loop_timer_add(s->d->loop, delay > 0 ? delay : 1, on_idle_timer, s, &s->idle_timer) < 0)
+        s->idle_timer = NULL; /* no memory: it stays connected */
+}
+
+static void on_idle_timer(struct loop_timer *t, void *userdata)
+{
+    struct ds_server *s = userdata;
+    struct downstream *d = s->d;
+    (void)t;
+    loop_timer_cancel(s->idle_timer);
+    s->idle_timer = NULL;
+    enum upstream_state st = upstream_state(s->u);
+    if (st != UPSTREAM_CONNECTING && st != UPSTREAM_READY && st != UPSTREAM_BACKOFF)
+        return; /* not connected: nothing to close */
+    int64_t left = s->last_used + s->idle_ms - loop_now(d->loop);
+    if (server_busy(s) || left > 0) {
+        arm_idle(s, left > 0 ? left : s->idle_ms);
+        return;
+    }
+    log_info(d->log,
+             "server '%s': idle for %" PRId64 " s: disconnected (its lists stay; the "
+             "next call connects it again)",
+             s->name, s->idle_ms / 1000);
+    server_cancel_lists(s);
+    upstream_disconnect(s->u);
+}
+
+void ds_server_used(struct ds_server *s)
+{
+    s->last_used = loop_now(s->d->loop);
+}
+
+void ds_server_start(struct ds_server *s)
+{
+    if (s->disabled || s->state != DS_SERVER_FIRST_ROUND)
+        return;
+    if (s->d->mode == DOWNSTREAM_AGGREGATE && s->from_cache) {
+        /* listed from the cache: settled at once; a lazy one connects at its first use */
+        server_first_round_over(s);
+        if (s->lifecycle == SERVER_LIFECYCLE_LAZY)
+            return;
+    }
+    s->last_used = loop_now(s->d->loop);
+    upstream_connect(s->u);
+}
+
+enum ds_avail ds_server_avail(const struct ds_server *s, const char **ret_reason)
+{
+    const char *reason = NULL;
+    enum ds_avail a;
+    if (s->disabled) {
+        a = DS_AVAIL_DISABLED;
+    } else {
+        switch (upstream_state(s->u)) {
+        case UPSTREAM_READY:
+            a = DS_AVAIL_CONNECTED;
+            break;
+        case UPSTREAM_CONNECTING:
+            a = DS_AVAIL_CONNECTING;
+            break;
+        case UPSTREAM_BACKOFF:
+            /* waiting to try again after a failure */
+            a = s->reason ? DS_AVAIL_FAILED : DS_AVAIL_CONNECTING;
+            reason = s->reason;
+            break;
+        case UPSTREAM_FAILED:
+            a = DS_AVAIL_FAILED;
+            reason = s->reason ? s->reason : upstream_last_error(s->u);
+            break;
+        case UPSTREAM_LOGIN:
+            a = DS_AVAIL_LOGIN;
+            reason = s->reason ? s->reason : upstream_last_error(s->u);
+            break;
+        case UPSTREAM_IDLE:
+        case UPSTREAM_CLOSING:
+        case UPSTREAM_CLOSED:
+        default:
+            a = DS_AVAIL_IDLE;
+            break;
+        }
+    }
+    if (ret_reason)
+        *ret_reason = reason;
+    return a;
+}
+
+int ds_server_wake(struct ds_server *s, struct err *e)
+{
+    if (s->disabled)
+        return err_set(e, -EPERM, "server '%s' is disabled (\"disabled\": true in its entry)",
+                       s->name);
+    if (s->state == DS_SERVER_TEMPLATE)
+        return err_set(e, -EAGAIN, "server '%s' is not started yet: the client has not initialized",
+                       s->name);
+    if (s->state == DS_SERVER_CLOSING || ds_shutting(s->d))
+        return err_set(e, -ESHUTDOWN, "server '%s' is closing", s->name);
+    s->last_used = loop_now(s->d->loop);
+    upstream_connect(s->u); /* a no-op when connecting or connected */
+    return 0;
 }
 
 int ds_server_new(struct downstream *d, const struct mcp_server *entry, struct ds_server **ret,
@@ -133,10 +365,12 @@ int ds_server_new(struct downstream *d, const struct mcp_server *entry, struct d
     }
     for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
         s->listers[k] = (struct ds_lister){s, k};
-    r = server_upstream(d, s, entry, ds_started(d), &s->u, e);
+    server_lifecycle_of(d, s, entry);
+    bool real = ds_started(d) && !s->disabled;
+    r = server_upstream(d, s, entry, real, &s->u, e);
     if (r < 0)
         goto fail;
-    s->state = ds_started(d) ? DS_SERVER_FIRST_ROUND : DS_SERVER_TEMPLATE;
+    s->state = real ? DS_SERVER_FIRST_ROUND : DS_SERVER_TEMPLATE;
     *ret = s;
     return 0;
 fail:
@@ -146,8 +380,8 @@ fail:
 
 int ds_server_make_real(struct downstream *d, struct ds_server *s, struct err *e)
 {
-    if (s->state != DS_SERVER_TEMPLATE)
-        return 0;
+    if (s->state != DS_SERVER_TEMPLATE || s->disabled)
+        return 0; /* a disabled one stays a template: never started */
     struct upstream *u;
     int r = server_upstream(d, s, upstream_server(s->u), true, &u, e);
     if (r < 0)
@@ -190,6 +424,8 @@ void ds_server_remove(struct downstream *d, struct ds_server *s)
 {
     servers_take(d->servers, &d->n_servers, s);
     server_cancel_lists(s);
+    loop_timer_cancel(s->idle_timer);
+    s->idle_timer = NULL;
     bool real = s->state != DS_SERVER_TEMPLATE;
     if (real)
         ds_server_set_state(s, DS_SERVER_CLOSING);
@@ -269,6 +505,10 @@ static void on_listed(struct upstream *u, struct json_object *items, int error, 
     ds_rebuild(d, k);
     if (!server_listing(s)) {
         ds_announce(d);
+        if (upstream_state(s->u) == UPSTREAM_READY) {
+            s->from_cache = false;
+            cache_update(s);
+        }
         server_first_round_over(s);
     }
 }
@@ -293,6 +533,8 @@ static void list_all(struct ds_server *s)
             ds_rebuild(s->d, k);
     if (!server_listing(s)) {
         ds_announce(s->d);
+        s->from_cache = false;
+        cache_update(s);
         server_first_round_over(s);
     }
 }
@@ -349,6 +591,11 @@ static void on_ready(struct ds_server *s)
     /* requests of an older session cannot be answered any more (a session the server
      * forgot, re-established without a BACKOFF in between) */
     ds_bridged_drop(d, s, upstream_generation(s->u), "the server's session ended");
+    free(s->reason);
+    s->reason = NULL;
+    s->last_used = loop_now(d->loop);
+    if (!closing)
+        arm_idle(s, s->idle_ms);
     ds_apply_level(d, s);
     if (!closing)
         ds_subs_renew(d, s);
@@ -365,6 +612,14 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
     struct downstream *d = s->d;
     (void)u;
 
+    if ((state == UPSTREAM_BACKOFF || state == UPSTREAM_FAILED || state == UPSTREAM_LOGIN) &&
+        message) {
+        char *m = strdup(message);
+        if (m) {
+            free(s->reason);
+            s->reason = m;
+        }
+    }
     switch (state) {
     case UPSTREAM_READY:
         on_ready(s);

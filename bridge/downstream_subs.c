@@ -52,6 +52,16 @@ void ds_subs_release(struct downstream *d)
     d->subs_by_uri = NULL;
 }
 
+bool ds_subs_has(struct downstream *d, const struct ds_server *s)
+{
+    struct list_node *i;
+    list_for_each (i, &d->subs) {
+        if (strcmp(list_entry(i, struct ds_sub, node)->server, s->name) == 0)
+            return true;
+    }
+    return false;
+}
+
 static void cannot_renew(struct downstream *d, const struct ds_server *s, const char *uri)
 {
     log_warn(d->log,

@@ -496,6 +496,30 @@ void upstream_reconnect(struct upstream *u)
     }
 }
 
+void upstream_disconnect(struct upstream *u)
+{
+    if (!u || up_freed(u))
+        return;
+    switch (u->state) {
+    case UPSTREAM_CONNECTING:
+    case UPSTREAM_READY:
+    case UPSTREAM_BACKOFF:
+        break;
+    default:
+        return;
+    }
+    char *m = up_asprintf("server '%s' was disconnected", up_name(u));
+    up_drop_conn(u);
+    up_fail_inflight(u, -ECONNRESET, m);
+    up_fail_waiting(u, -ENOTCONN, m);
+    free(m);
+    up_disarm(&u->backoff_timer);
+    u->start_pending = false;
+    u->backoff_ms = UPSTREAM_BACKOFF_INITIAL_MS;
+    u->state = UPSTREAM_IDLE; /* the caller asked: no callback */
+    up_kick(u);
+}
+
 void upstream_close(struct upstream *u)
 {
     if (!u || up_freed(u) || u->state == UPSTREAM_CLOSING || u->state == UPSTREAM_CLOSED)

@@ -8,6 +8,7 @@
  *   IDLE -> CONNECTING -> READY -> (connection lost) -> BACKOFF -> CONNECTING -> READY ...
  *                     \-> (connect failed or timed out) -> BACKOFF
  *   any -> CLOSING -> CLOSED            (upstream_close)
+ *   CONNECTING|READY|BACKOFF -> IDLE    (upstream_disconnect: an idle server, no process)
  *   any -> FAILED                       (the entry cannot work as configured: a missing ${VAR},
  *                                        a command that does not exist; no retry until
  *                                        upstream_connect() is called again, or a call comes
@@ -219,6 +220,14 @@ void upstream_connect(struct upstream *u);
 /* Drops the connection and connects again now (e.g. the configuration changed underneath, or
  * a hung server); calls in flight fail with -ECONNRESET. */
 void upstream_reconnect(struct upstream *u);
+
+/* Back to IDLE (from CONNECTING, READY or BACKOFF; a no-op otherwise): the transport is shut
+ * down as by upstream_close() (stdio: the child is stopped and reaped; HTTP: the session is
+ * DELETEd), calls in flight fail with -ECONNRESET and waiting ones with -ENOTCONN, no
+ * reconnect is scheduled. No state callback (the caller asked). The next upstream_connect() or
+ * upstream_call() connects again, as the first time (the credentials provider is kept). What
+ * an idle server costs: no process, no socket. */
+void upstream_disconnect(struct upstream *u);
 
 /* Closes: calls in flight and waiting fail with -ESHUTDOWN, a credentials request is
  * cancelled, the transport is shut down (stdio: close stdin, SIGTERM, SIGKILL as in

@@ -22,7 +22,9 @@ second="$PEERS_DIR/bridge-server.mjs"
 config() {
     node - "$1" "$2" "$node_bin" "$tap" "$everything" "$second" "$T_ROOT" <<'JS'
 const [file, tapLog, node, tap, everything, second, tag] = process.argv.slice(2);
-require('fs').writeFileSync(file, JSON.stringify({ mcpServers: {
+// (settleTimeout: the lists are compared with the servers' own, so the first one must wait for
+// both servers, however loaded the machine)
+require('fs').writeFileSync(file, JSON.stringify({ settings: { settleTimeout: 15000 }, mcpServers: {
   everything: { command: node, args: [tap, tapLog, '--', node, everything, 'stdio'],
                 env: { BRIDGE_TEST_ENTRY: 'entry-value' } },
   second: { command: node, args: [second, '--name', 'second', '--tag', tag] },

@@ -326,9 +326,9 @@ await client.close();
 console.log(JSON.stringify(out));
 EOF
 SERVE_CFG="$T_ROOT/serve.json"
-printf '{"mcpServers": {"ev": {"command": "node", "args": ["%s", "stdio", "%s"]}, "blank": {"command": ""}}}\n' \
+printf '{"settings": {"settleTimeout": 15000}, "mcpServers": {"ev": {"command": "node", "args": ["%s", "stdio", "%s"]}, "blank": {"command": ""}}}\n' \
     "$EVERYTHING" "$MARK" >"$SERVE_CFG"
-printf '{"mcpServers": {"ev": {"command": "node", "args": ["%s", "stdio", "%s"]}, "ev2": {"command": "node", "args": ["%s", "stdio", "%s"]}}}\n' \
+printf '{"settings": {"settleTimeout": 15000}, "mcpServers": {"ev": {"command": "node", "args": ["%s", "stdio", "%s"]}, "ev2": {"command": "node", "args": ["%s", "stdio", "%s"]}}}\n' \
     "$EVERYTHING" "$MARK" "$EVERYTHING" "$MARK" >"$T_ROOT/serve2.json"
 run 0 node "$T_ROOT/agent.mjs" serve "$MCP_BRIDGE_BIN" "[\"--config\", \"$SERVE_CFG\", \"-v\"]" \
     "$T_ROOT/serve2.json" "$SERVE_CFG"

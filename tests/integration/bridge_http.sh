@@ -50,14 +50,16 @@ POLL=http://127.0.0.1:3001/mcp
 LEGACY=http://127.0.0.1:3000/mcp
 
 cat >"$T_ROOT/http.json" <<EOF
-{ "mcpServers": {
+{ "settings": { "settleTimeout": 15000 },
+  "mcpServers": {
     "everything": { "url": "$EV" },
     "json": { "url": "$JSON", "timeout": 20000 },
     "poll": { "url": "$POLL" }
 } }
 EOF
 cat >"$T_ROOT/legacy.json" <<EOF
-{ "mcpServers": {
+{ "settings": { "settleTimeout": 15000 },
+  "mcpServers": {
     "legacy": { "url": "$LEGACY" },
     "legacy-sse": { "url": "$LEGACY", "type": "sse" }
 } }

@@ -195,6 +195,7 @@ try {
 
   const config = join(opts.work, 'mcp.json');
   writeFileSync(config, JSON.stringify({
+    settings: { settleTimeout: 20000 }, // the first tools/list must have every working server
     mcpServers: {
       slow: { command: 'node', args: [join(here, 'bridge-server.mjs'), '--name', 'slow', '--tag', opts.tag], timeout: 2000 },
       mine: { url: mine.url, timeout: 2000 },
