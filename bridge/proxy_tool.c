@@ -21,65 +21,6 @@
 #define SERVERS_LISTED  20 /* servers named after an unknown one */
 #define REGEX_DEPTH_MAX 32
 
-/* ---- TODO(compat): downstream_servers.c provides these (downstream_int.h, "enum ds_avail");
- * this block goes when it does. The weak definitions say what the upstream's state says. */
-enum ds_avail {
-    DS_AVAIL_CONNECTED,
-    DS_AVAIL_CONNECTING,
-    DS_AVAIL_IDLE,
-    DS_AVAIL_FAILED,
-    DS_AVAIL_LOGIN,
-    DS_AVAIL_DISABLED,
-};
-enum ds_avail ds_server_avail(const struct ds_server *s, const char **ret_reason);
-int ds_server_wake(struct ds_server *s, struct err *e);
-
-__attribute__((weak)) enum ds_avail ds_server_avail(const struct ds_server *s,
-                                                    const char **ret_reason)
-{
-    const struct mcp_server *entry = upstream_server(s->u);
-    const char *reason = NULL;
-    enum ds_avail a;
-    switch (upstream_state(s->u)) {
-    case UPSTREAM_READY:
-        a = DS_AVAIL_CONNECTED;
-        break;
-    case UPSTREAM_CONNECTING:
-    case UPSTREAM_BACKOFF:
-        a = DS_AVAIL_CONNECTING;
-        reason = upstream_last_error(s->u);
-        break;
-    case UPSTREAM_FAILED:
-        a = DS_AVAIL_FAILED;
-        reason = upstream_last_error(s->u);
-        break;
-    case UPSTREAM_LOGIN:
-        a = DS_AVAIL_LOGIN;
-        reason = upstream_last_error(s->u);
-        break;
-    default:
-        a = DS_AVAIL_IDLE;
-        break;
-    }
-    if (entry && entry->disabled) {
-        a = DS_AVAIL_DISABLED;
-        reason = NULL;
-    }
-    if (ret_reason)
-        *ret_reason = reason;
-    return a;
-}
-
-__attribute__((weak)) int ds_server_wake(struct ds_server *s, struct err *e)
-{
-    const struct mcp_server *entry = upstream_server(s->u);
-    if (entry && entry->disabled)
-        return err_set(e, -EPERM, "server '%s' is disabled (\"disabled\": true)", s->name);
-    upstream_connect(s->u);
-    return 0;
-}
-/* ---- end of the TODO(compat) block ---------------------------------------------------------- */
-
 static const char DEFINITION[] =
     "{\"name\":\"" PROXY_TOOL_NAME "\","
     "\"title\":\"MCP servers\","

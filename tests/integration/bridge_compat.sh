@@ -8,14 +8,10 @@
 # invalid. And servers that fail say so: `mcp-bridge test` quotes a failing server's stderr, a
 # crash-looping server is reported once at the default level with its stderr (escaped), and a
 # server that works again says so.
-#
-# Parts that need the other pieces of issue 12 (entry keys, imports, lifecycle, the proxy tool)
-# run with COMPAT_FULL=1 (blocks marked "COMPAT_FULL" below).
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/bridge.sh"
 
 B() { "$MCP_BRIDGE_BIN" "$@"; }
-FULL=${COMPAT_FULL:-0}
 EVERYTHING="$PEERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 SDK="$PEERS_DIR/node_modules/@modelcontextprotocol/sdk/dist/esm"
 [ -f "$EVERYTHING" ] || fail "server-everything is missing: run scripts/install-deps"
@@ -114,10 +110,9 @@ assert_eq "$(json_get "$LIST" 'j.diagnostics.length')" "0" "structure: no proble
 # toolPrefix "server": <server>_<tool>; a tool that is not listed directly is still callable
 agent "$T_ROOT/structure.json" server-name_echo '{"message": "structure"}'
 assert_eq "$(json_get "$OUT" 'j.text')" "Echo: structure"
-if [ "$FULL" = 1 ]; then # COMPAT_FULL: settings.directTools false = the proxy tool alone (D)
-    assert_eq "$(has_tool mcp)" "true" "structure: the proxy tool"
-    assert_eq "$(has_tool server-name_echo)" "false" "structure: directTools false lists no tool directly"
-fi
+# settings.directTools false = the proxy tool alone
+assert_eq "$(has_tool mcp)" "true" "structure: the proxy tool"
+assert_eq "$(has_tool server-name_echo)" "false" "structure: directTools false lists no tool directly"
 
 # ---- stdio transport ("stdio 传输"), cwd made local ---------------------------------------------
 cat >"$T_ROOT/stdio.json" <<EOF
@@ -140,11 +135,10 @@ assert_eq "$(status_of filesystem)" "ok" "stdio: filesystem"
 assert_eq "$(json_get "$LIST" 'j.servers[0].lifecycle')" "lazy"
 agent "$T_ROOT/stdio.json" mcp_filesystem_get-sum '{"a": 40, "b": 2}'
 assert_eq "$(json_get "$OUT" 'j.text')" "The sum of 40 and 2 is 42."
-if [ "$FULL" = 1 ]; then # COMPAT_FULL: idleTimeout in minutes (A)
-    assert_eq "$(json_get "$LIST" 'j.servers[0].idleTimeoutMs')" "900000" "stdio: 15 minutes"
-    run 0 B list --mcp-config "$T_ROOT/stdio.json"
-    assert_eq "$(printf '%s\n' "$OUT" | grep -c '^filesystem .* lazy 15m ')" 1 "stdio: list's lifecycle"
-fi
+# idleTimeout in minutes
+assert_eq "$(json_get "$LIST" 'j.servers[0].idleTimeoutMs')" "900000" "stdio: 15 minutes"
+run 0 B list --mcp-config "$T_ROOT/stdio.json"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^filesystem .* lazy 15m ')" 1 "stdio: list's lifecycle"
 
 # ---- HTTP transport ("HTTP 传输") with OAuth, and the OAuth keys ("OAuth 配置") ----------------
 cat >"$T_ROOT/http.json" <<EOF
@@ -186,9 +180,8 @@ assert_eq "$(status_of remote)" "login" "http: remote (oauth, not signed in)"
 assert_eq "$(status_of linear)" "login" "http: linear (oauth, not signed in)"
 agent "$T_ROOT/http.json" mcp_plain_echo '{"message": "over http"}'
 assert_eq "$(json_get "$OUT" 'j.text')" "remote: over http"
-if [ "$FULL" = 1 ]; then # COMPAT_FULL: the adapter's oauth sub-keys (A)
-    assert_eq "$(status_of oauth-full)" "login" "http: oauth-full (every sub-key accepted)"
-fi
+# the adapter's oauth sub-keys
+assert_eq "$(status_of oauth-full)" "login" "http: oauth-full (every sub-key accepted)"
 
 # ---- bearer tokens ("Bearer Token"), "auth": false, "oauth": false --------------------------------
 export MY_API_KEY="bearer-from-env"
@@ -207,15 +200,14 @@ assert_eq "$(status_of fromenv)" "ok" "bearer: bearerTokenEnv"
 agent "$T_ROOT/bearer.json" mcp_fromenv_echo '{"message": "bearer"}'
 assert_eq "$(json_get "$OUT" 'j.text')" "remote: bearer"
 assert_not_contains "$ERR" "bearer-from-env" "the bridge's log (no token)"
-if [ "$FULL" = 1 ]; then # COMPAT_FULL: "bearerToken", "auth": false, "oauth": false (A)
-    for n in static noauth nooauth; do
-        assert_eq "$(status_of "$n")" "ok" "bearer: $n"
-    done
-    assert_not_contains "$LIST" "static-token" "list --json (no token)"
-    agent "$T_ROOT/bearer.json" mcp_static_echo '{"message": "static"}'
-    assert_eq "$(json_get "$OUT" 'j.text')" "remote: static"
-    assert_eq "$(has_tool mcp_noauth_echo) $(has_tool mcp_nooauth_echo)" "true true"
-fi
+# "bearerToken", "auth": false, "oauth": false
+for n in static noauth nooauth; do
+    assert_eq "$(status_of "$n")" "ok" "bearer: $n"
+done
+assert_not_contains "$LIST" "static-token" "list --json (no token)"
+agent "$T_ROOT/bearer.json" mcp_static_echo '{"message": "static"}'
+assert_eq "$(json_get "$OUT" 'j.text')" "remote: static"
+assert_eq "$(has_tool mcp_noauth_echo) $(has_tool mcp_nooauth_echo)" "true true"
 
 # ---- direct tools ("Direct tools" example), toolPrefix "short" ----------------------------------
 export GITHUB_TOKEN="gh-token-from-env"
@@ -245,10 +237,9 @@ agent "$T_ROOT/direct.json" github_echo '{"message": "direct"}'
 assert_eq "$(json_get "$OUT" 'j.text')" "Echo: direct"
 assert_eq "$(has_tool github_get-sum)" "true" "direct: a listed direct tool"
 assert_not_contains "$ERR" "gh-token-from-env" "the bridge's log (no secret)"
-if [ "$FULL" = 1 ]; then # COMPAT_FULL: "short" drops a "-mcp" suffix (D)
-    agent "$T_ROOT/direct.json" xcodebuild_echo '{"message": "short"}'
-    assert_eq "$(json_get "$OUT" 'j.text')" "Echo: short"
-fi
+# "short" drops a "-mcp" suffix
+agent "$T_ROOT/direct.json" xcodebuild_echo '{"message": "short"}'
+assert_eq "$(json_get "$OUT" 'j.text')" "Echo: short"
 
 # ---- imports ("导入其他工具配置") with a relative command ------------------------------------------
 mkdir -p "$HOME/.cursor"
@@ -270,17 +261,16 @@ list_of "$T_ROOT/imports.json"
 assert_eq "$(status_of my-custom-server)" "ok" "imports: my-custom-server"
 agent "$T_ROOT/imports.json" mcp_my-custom-server_echo '{"message": "custom"}'
 assert_eq "$(json_get "$OUT" 'j.text')" "Echo: custom"
-if [ "$FULL" = 1 ]; then # COMPAT_FULL: imports (B), shown by list
-    assert_eq "$(status_of from-cursor)" "ok" "imports: the Cursor entry"
-    assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "from-cursor").import')" "cursor"
-    run 0 B list --mcp-config "$T_ROOT/imports.json"
-    assert_contains "$OUT" "(import cursor)" "list: where the entry came from"
-    assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "my-custom-server").shadowed')" \
-        "[\"~/.cursor/mcp.json (import cursor)\"]" "the layer's own entry wins over the import"
-    assert_contains "$OUT" "    shadows: ~/.cursor/mcp.json (import cursor)"
-    agent "$T_ROOT/imports.json" mcp_from-cursor_echo '{"message": "imported"}'
-    assert_eq "$(json_get "$OUT" 'j.text')" "Echo: imported"
-fi
+# imports, shown by list
+assert_eq "$(status_of from-cursor)" "ok" "imports: the Cursor entry"
+assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "from-cursor").import')" "cursor"
+run 0 B list --mcp-config "$T_ROOT/imports.json"
+assert_contains "$OUT" "(import cursor)" "list: where the entry came from"
+assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "my-custom-server").shadowed')" \
+    "[\"~/.cursor/mcp.json (import cursor)\"]" "the layer's own entry wins over the import"
+assert_contains "$OUT" "    shadows: ~/.cursor/mcp.json (import cursor)"
+agent "$T_ROOT/imports.json" mcp_from-cursor_echo '{"message": "imported"}'
+assert_eq "$(json_get "$OUT" 'j.text')" "Echo: imported"
 
 # ---- lifecycle ("生命周期管理"), exposeResources, and the keys other clients write ---------------
 cat >"$T_ROOT/keys.json" <<EOF
@@ -310,23 +300,22 @@ agent "$T_ROOT/keys.json" mcp_loud_echo '{"message": "keys"}' -v
 assert_eq "$(json_get "$OUT" 'j.text')" "Echo: keys"
 assert_contains "$ERR" "server 'loud': Starting default (STDIO) server..." "debug: true at -v"
 assert_not_contains "$ERR" "server 'quiet': Starting" "a server's stderr without debug at -v"
-if [ "$FULL" = 1 ]; then # COMPAT_FULL: idleTimeout 0, disabled (A, C), minutes (A)
-    assert_eq "$(status_of never-idle)" "ok" "keys: idleTimeout 0"
-    assert_eq "$(status_of off)" "disabled" "keys: disabled"
-    assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "never-idle").idleTimeoutMs')" "0"
-    assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "heavy-server").idleTimeoutMs')" "1800000"
-    run 0 B list --mcp-config "$T_ROOT/keys.json"
-    assert_eq "$(printf '%s\n' "$OUT" | grep -c '^never-idle .* lazy never ')" 1 "list: never idle"
-    assert_eq "$(printf '%s\n' "$OUT" | grep -c '^off .* disabled ')" 1 "list: disabled"
-    # an unknown key is a warning naming it, never an invalid entry; alwaysAllow is known
-    assert_eq "$(status_of typo)" "ok" "keys: a misspelt key"
-    assert_contains "$(json_get "$LIST" 'j.servers.find((s) => s.name === "typo").warnings.join("|")')" "lifecyle"
-    assert_not_contains "$(json_get "$LIST" 'j.servers.find((s) => s.name === "typo").warnings.join("|")')" "alwaysAllow"
-    assert_contains "$OUT" "    warning: " "list: the warning under its entry"
-    agent "$T_ROOT/keys.json" mcp_quiet_echo '{"message": "again"}'
-    assert_eq "$(has_tool mcp_off_echo)" "false" "a disabled server is not started"
-    assert_eq "$(pgrep -fc -- "$T_ROOT/npx off" || true)" "0"
-fi
+# idleTimeout 0, disabled, minutes
+assert_eq "$(status_of never-idle)" "ok" "keys: idleTimeout 0"
+assert_eq "$(status_of off)" "disabled" "keys: disabled"
+assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "never-idle").idleTimeoutMs')" "0"
+assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "heavy-server").idleTimeoutMs')" "1800000"
+run 0 B list --mcp-config "$T_ROOT/keys.json"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^never-idle .* lazy never ')" 1 "list: never idle"
+assert_eq "$(printf '%s\n' "$OUT" | grep -c '^off .* disabled ')" 1 "list: disabled"
+# an unknown key is a warning naming it, never an invalid entry; alwaysAllow is known
+assert_eq "$(status_of typo)" "ok" "keys: a misspelt key"
+assert_contains "$(json_get "$LIST" 'j.servers.find((s) => s.name === "typo").warnings.join("|")')" "lifecyle"
+assert_not_contains "$(json_get "$LIST" 'j.servers.find((s) => s.name === "typo").warnings.join("|")')" "alwaysAllow"
+assert_contains "$OUT" "    warning: " "list: the warning under its entry"
+agent "$T_ROOT/keys.json" mcp_quiet_echo '{"message": "again"}'
+assert_eq "$(has_tool mcp_off_echo)" "false" "a disabled server is not started"
+assert_eq "$(pgrep -fc -- "$T_ROOT/npx off" || true)" "0"
 
 # ---- servers that fail say so ---------------------------------------------------------------------
 # crashy: says why on stderr (with a terminal escape in it), then exits, every time
