@@ -486,9 +486,9 @@ static void report_working(struct upstream *u)
     log_info(u->log, "server '%s' is working again", up_name(u));
 }
 
-/* "debug": true in the entry: its stderr at the default verbose level (the key is checked as
- * a boolean when the configuration loads, server_config.h). */
-static bool stderr_at_info(const struct upstream *u)
+/* "debug": true in the entry: its stderr at the default level, as the pi adapter shows it (the
+ * key is checked as a boolean when the configuration loads, server_config.h). */
+static bool stderr_shown(const struct upstream *u)
 {
     struct json_object *v = NULL;
     return u->srv->raw && json_object_object_get_ex(u->srv->raw, "debug", &v) &&
@@ -502,12 +502,13 @@ void up_stderr_line(struct upstream *u, const char *line, size_t len)
         u->h.on_stderr(u, line, len, u->userdata);
         return;
     }
-    enum log_level level = stderr_at_info(u) ? LOG_INFO : LOG_DEBUG;
+    bool debug = stderr_shown(u);
+    enum log_level level = debug ? LOG_WARN : LOG_DEBUG;
     if (log_get_level(u->log) < level)
         return;
     char shown[UP_STDERR_LOG_BUF];
     stderr_tail_escape_n(shown, sizeof(shown), line, len);
-    log_msg(u->log, level, "server '%s': %s", up_name(u), shown);
+    log_msg(u->log, level, "server '%s'%s: %s", up_name(u), debug ? " (stderr)" : "", shown);
 }
 
 /* ---- the handshake ------------------------------------------------------------------------ */

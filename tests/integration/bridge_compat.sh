@@ -295,11 +295,11 @@ for n in heavy-server eager kept noresources loud quiet; do
 done
 assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "kept").lifecycle')" "keep-alive"
 assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "eager").lifecycle')" "eager"
-# "debug": true: the server's stderr at -v (info); the others' only at -vv
-agent "$T_ROOT/keys.json" mcp_loud_echo '{"message": "keys"}' -v
+# "debug": true: the server's stderr at the default level; the others' only at -vv
+agent "$T_ROOT/keys.json" mcp_loud_echo '{"message": "keys"}'
 assert_eq "$(json_get "$OUT" 'j.text')" "Echo: keys"
-assert_contains "$ERR" "server 'loud': Starting default (STDIO) server..." "debug: true at -v"
-assert_not_contains "$ERR" "server 'quiet': Starting" "a server's stderr without debug at -v"
+assert_contains "$ERR" "server 'loud' (stderr): Starting default (STDIO) server..." "debug: true at the default level"
+assert_not_contains "$ERR" "server 'quiet'" "a server's stderr without debug at the default level"
 # idleTimeout 0, disabled, minutes
 assert_eq "$(status_of never-idle)" "ok" "keys: idleTimeout 0"
 assert_eq "$(status_of off)" "disabled" "keys: disabled"

@@ -3,7 +3,7 @@
  * exit status named), its retries at debug level; a server that comes back is "working again"
  * at info, and fails anew with a warning again only as a new episode; a server that never
  * answers initialize is one warning with what it said; "debug": true logs the
- * server's stderr at info, without it at debug. The scripted server of upstream_fixture.h
+ * server's stderr at the default level (warn), without it at debug. The scripted server of upstream_fixture.h
  * behind a shell that fails while a flag file is absent. */
 #include <fcntl.h>
 
@@ -182,7 +182,7 @@ static void test_no_answer(void)
     rec_release(&r);
 }
 
-/* "debug": true: its stderr at info; without it at debug */
+/* "debug": true: its stderr at the default level (warn); without it at debug */
 static void test_debug_key(void)
 {
     for (int debug = 0; debug <= 1; debug++) {
@@ -193,7 +193,7 @@ static void test_debug_key(void)
         snprintf(script, sizeof(script),
                  "echo 'hello from\\033 stderr' >&2; exec '%s' --server basic", self_exe);
         struct json_object *raw = json_tokener_parse(debug ? "{\"debug\": true}" : "{}");
-        flog_open(&f, debug ? "debug-on" : "debug-off", LOG_INFO);
+        flog_open(&f, debug ? "debug-on" : "debug-off", LOG_WARN);
         sh_def(&d, "talk", script, raw);
         struct upstream *u = start_logged(&r, &d.s, &f);
         upstream_connect(u);
@@ -201,7 +201,8 @@ static void test_debug_key(void)
         pid_t pid = call_pid(&r); /* a round trip: the stderr line came before the answer */
         CHECK(pid > 0);
         const char *t = flog_text(&f);
-        CHECK_INT(count(t, "bridge: server 'talk': hello from\\x1b stderr\n"), debug);
+        CHECK_INT(count(t, "bridge: warning: server 'talk' (stderr): hello from\\x1b stderr\n"),
+                  debug);
         upstream_free(u);
         r.u = NULL;
         json_object_put(raw);
