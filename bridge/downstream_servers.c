@@ -626,6 +626,10 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         break;
     case UPSTREAM_BACKOFF:
         log_debug(d->log, "server '%s': waiting to connect again", s->name);
+        /* a lazy or eager server that keeps failing stops trying once idle: the next use
+         * tries again */
+        if (!s->idle_timer && s->state != DS_SERVER_CLOSING)
+            arm_idle(s, s->last_used + s->idle_ms - loop_now(d->loop));
         ds_bridged_drop(d, s, 0, "the connection to the server was lost");
         server_cancel_lists(s);
         ds_announce(d); /* what its listings changed before they were cut */
