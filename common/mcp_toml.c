@@ -205,7 +205,7 @@ static int hex_digits(struct toml *T, size_t n, uint32_t *ret)
 /* A Unicode escape (after \u or \U) as UTF-8. */
 static int unicode_escape(struct toml *T, size_t digits, struct buf *out)
 {
-    uint32_t cp;
+    uint32_t cp = 0;
     unsigned char u[4];
     size_t n;
     int r = hex_digits(T, digits, &cp);

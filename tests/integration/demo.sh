@@ -60,7 +60,7 @@ assert_contains "$ERR" "server 'protected': sign-in required: run 'mcp-auth prot
 assert_contains "$ERR" "signed in to http://127.0.0.1:"
 # the agent: one session, every call answered, four tokens, a clean exit
 assert_contains "$OUT" "connected to mcp-bridge"
-assert_contains "$OUT" "tools/list: mcp_protected_whoami"
+assert_contains "$OUT" "tools/list: mcp, mcp_protected_whoami"
 assert_contains "$OUT" "token 4, valid until"
 assert_contains "$OUT" "on one session: 0 failed, 4 different tokens accepted by the server"
 assert_contains "$OUT" "stdin closed: the server exited by itself with status 0"
