@@ -114,6 +114,7 @@ struct ds_server {
     int64_t idle_ms; /* 0: never idle-closed */
     bool disabled;   /* "disabled": true: a template upstream for good, never started */
     bool from_cache; /* its lists came from the cache (it has not listed since) */
+    int64_t ttl_ms[CATALOG_N_KINDS];  /* the "ttlMs" each list gave (-1: none), for the cache */
     char key[META_CACHE_KEY_LEN + 1]; /* the cache key of its entry; "" when none */
     int64_t last_used;                /* loop time of its last READY or answered call */
     struct loop_timer *idle_timer;

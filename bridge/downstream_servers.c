@@ -195,7 +195,18 @@ static void cache_update(struct ds_server *s)
             json_object_object_add(lists, CATALOG_KINDS[k].key, json_object_get(items)) < 0)
             break;
     }
-    int r = lists ? meta_cache_put(d->cache, s->name, s->key, lists, wall_ms(), 0) : -ENOMEM;
+    /* the shortest "ttlMs" a list gave; 0 (keep it no time at all): not cached */
+    int64_t ttl = -1;
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
+        if (s->ttl_ms[k] >= 0 && (ttl < 0 || s->ttl_ms[k] < ttl))
+            ttl = s->ttl_ms[k];
+    int r = 0;
+    if (ttl == 0) {
+        meta_cache_drop(d->cache, s->name);
+        log_debug(d->log, "server '%s': its lists have \"ttlMs\": 0: not cached", s->name);
+    } else {
+        r = lists ? meta_cache_put(d->cache, s->name, s->key, lists, wall_ms(), ttl) : -ENOMEM;
+    }
     json_object_put(lists);
     if (r == -E2BIG)
         log_info(d->log, "server '%s': its lists are over %u bytes: not cached", s->name,
@@ -363,8 +374,10 @@ int ds_server_new(struct downstream *d, const struct mcp_server *entry, struct d
         r = err_set(e, -ENOMEM, "out of memory");
         goto fail;
     }
-    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++) {
         s->listers[k] = (struct ds_lister){s, k};
+        s->ttl_ms[k] = -1;
+    }
     server_lifecycle_of(d, s, entry);
     bool real = ds_started(d) && !s->disabled;
     r = server_upstream(d, s, entry, real, &s->u, e);
@@ -484,8 +497,10 @@ static void on_listed(struct upstream *u, struct json_object *items, int error, 
     enum catalog_kind k = ls->k;
     (void)u;
 
+    int64_t ttl = upstream_list_ttl_ms(s->listing[k]);
     s->listing[k] = NULL;
     if (!error) {
+        s->ttl_ms[k] = ttl;
         catalog_source_set_items(s->src, k, items);
         log_debug(d->log, "server '%s': %zu %ss", s->name, json_object_array_length(items),
                   CATALOG_KINDS[k].noun);

@@ -309,3 +309,6 @@ int upstream_list(struct upstream *u, const char *method, const char *key, upstr
                   void *userdata, struct upstream_list **ret) _must_check_;
 /* Stops a listing; no callback follows. NULL-safe. */
 void upstream_list_cancel(struct upstream_list *l);
+/* The shortest "ttlMs" (how long the list may be kept, in ms) of the pages answered so far, or
+ * -1 when none gave one; in the callback, the whole list's. NULL: -1. */
+int64_t upstream_list_ttl_ms(const struct upstream_list *l);

@@ -14,6 +14,7 @@ struct upstream_list {
     struct json_object *items;
     char *cursor;
     unsigned pages;
+    int64_t ttl_ms; /* the shortest "ttlMs" of its pages; -1: none gave one */
     struct upstream_call *call;
     bool in_callback;      /* fn is running: freed when it returns */
     struct list_node node; /* on u->lists */
@@ -148,6 +149,14 @@ static void list_page_answered(struct upstream_call *c, struct json_object *resp
         }
     }
     l->pages++;
+    /* "ttlMs": how long the list may be kept (the 2026-07-28 revision; older servers may send
+     * it too): the shortest of the pages counts */
+    struct json_object *ttl = NULL;
+    if (json_object_object_get_ex(res, "ttlMs", &ttl) && json_object_is_type(ttl, json_type_int)) {
+        int64_t t = json_object_get_int64(ttl);
+        if (t >= 0 && (l->ttl_ms < 0 || t < l->ttl_ms))
+            l->ttl_ms = t;
+    }
     const char *cursor = next_cursor(l, res);
     if (!cursor) {
         list_finish(l, 0, NULL);
@@ -178,6 +187,7 @@ int upstream_list(struct upstream *u, const char *method, const char *key, upstr
     list_init(&l->node);
     l->method = strdup(method);
     l->key = strdup(key);
+    l->ttl_ms = -1;
     l->items = json_object_new_array();
     if (!l->method || !l->key || !l->items || list_request(l) < 0) {
         list_free(l);
@@ -194,4 +204,9 @@ void upstream_list_cancel(struct upstream_list *l)
         return;
     list_remove(&l->node);
     list_free(l);
+}
+
+int64_t upstream_list_ttl_ms(const struct upstream_list *l)
+{
+    return l ? l->ttl_ms : -1;
 }

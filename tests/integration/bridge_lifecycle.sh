@@ -8,13 +8,6 @@
 . "$(dirname "$0")/lib/bridge.sh"
 
 mkdir "$T_ROOT/work"
-# "idleTimeout": "1s" (a duration string) comes with the configuration keys' part of issue 12; a
-# build that refuses it still reads a number as milliseconds (1000: a second)
-printf '{"mcpServers": {"probe": {"command": "true", "idleTimeout": "1s"}}}\n' >"$T_ROOT/probe.json"
-idle_value='"1s"'
-if "$MCP_BRIDGE_BIN" list --config "$T_ROOT/probe.json" 2>&1 | grep -q 'idleTimeout'; then
-    idle_value=1000
-fi
 driver lifecycle "$T_ROOT/work/cold.log" bridge-lifecycle.mjs \
-    --bridge "$MCP_BRIDGE_BIN" --work "$T_ROOT/work" --tag "$T_ROOT" --idle-value "$idle_value"
+    --bridge "$MCP_BRIDGE_BIN" --work "$T_ROOT/work" --tag "$T_ROOT" --idle-value '"1s"'
 bridge_done "mcp-bridge lifecycles and cache"

@@ -30,7 +30,6 @@ const spec = {
   bridge: { type: 'string', arg: 'PATH', help: 'the mcp-bridge binary' },
   work: { type: 'string', arg: 'DIR', help: 'a directory for the configuration and the logs' },
   tag: { type: 'string', default: 'bridge-lifecycle', arg: 'TEXT', help: 'put on the command line of every server started' },
-  idle: { type: 'string', default: 'yes', arg: 'yes|no', help: 'whether the bridge reads "idleTimeout": "1s" (no: the idle checks are skipped)' },
   'idle-value': { type: 'string', default: '"1s"', arg: 'JSON', help: 'the idleTimeout written in the entries (a JSON value)' },
   deadline: { type: 'int', default: 150, arg: 'SECONDS', help: 'the whole run is stopped (a failure) after this long' },
 };
@@ -45,7 +44,6 @@ if (!opts.bridge || !opts.work || !process.env.PI_CODING_AGENT_DIR) {
 const TINY = join(here, 'tiny-server.mjs');
 const CACHE = join(process.env.PI_CODING_AGENT_DIR, 'mcp-bridge-cache.json');
 const SETTLE_MS = 1500; // settings.settleTimeout's default
-const IDLE = opts.idle === 'yes';
 const checks = new Checks('lifecycle/');
 
 const deadline = setTimeout(() => {
@@ -66,7 +64,7 @@ function lazyRunnable(yes) {
 }
 
 const tiny = (name) => ({ command: 'node', args: [TINY, '--name', name, '--tag', opts.tag] });
-const idle = IDLE ? { idleTimeout: JSON.parse(opts.idleValue) } : {};
+const idle = { idleTimeout: JSON.parse(opts.idleValue) };
 
 function writeConfig(file, servers) {
   const path = join(opts.work, file);
@@ -80,6 +78,9 @@ function lifecycleServers(lazyExtra = []) {
     lazy: { command: LAZY_BIN, args: ['--name', 'lazy', '--tag', opts.tag, ...lazyExtra], lifecycle: 'lazy', timeout: 4000, ...idle },
     eager: { ...tiny('eager'), lifecycle: 'eager', ...idle },
     keep: { ...tiny('keep'), lifecycle: 'keep-alive' },
+    // lists that say how long they may be kept ("ttlMs")
+    ttl60: { ...tiny('ttl60'), args: [TINY, '--name', 'ttl60', '--ttl', '60000', '--tag', opts.tag], lifecycle: 'keep-alive' },
+    ttl0: { ...tiny('ttl0'), args: [TINY, '--name', 'ttl0', '--ttl', '0', '--tag', opts.tag], lifecycle: 'keep-alive' },
   };
 }
 
@@ -176,23 +177,27 @@ try {
     const { statSync } = await import('node:fs');
     expect((statSync(CACHE).mode & 0o777) === 0o600, `mode ${(statSync(CACHE).mode & 0o777).toString(8)}`);
   }, 20000);
-  if (IDLE) {
-    await checks.run('idleTimeout: lazy and eager disconnect (no process left), keep-alive stays', async () => {
-      await agent.until(() => pidsOf('lazy').length === 0 && pidsOf('eager').length === 0, 15000, 'the idle servers stopping');
-      expect(pidsOf('keep').length === 1, `keep-alive processes: ${pidsOf('keep')}`);
-      const names = await toolNames();
-      expect(all.every((n) => names.includes(n)), `an idle server's tools are still listed: ${names.join(' ')}`);
-    }, 25000);
-    await checks.run('a call wakes the idle lazy server, which idles again', async () => {
-      // (the answer proves a process again; it may be gone by the time it is read here when the
-      // machine is slow: the idle timeout is a second)
-      const pid = pidOf(await works('mcp_lazy_pid'));
-      expect(Number.isInteger(pid) && pid > 0, `the answer: ${pid}`);
-      await agent.until(() => pidsOf('lazy').length === 0, 15000, 'the lazy server idling again');
-    }, 30000);
-  } else {
-    process.stdout.write('skip lifecycle/cold/idle: this build does not read "idleTimeout": "1s"\n');
-  }
+  await checks.run('a list\'s ttlMs bounds its cache entry; ttlMs 0 keeps it out', async () => {
+    await agent.until(() => cached().ttl60?.tools?.length === 3, 10000, 'the ttl60 server cached');
+    const e = cached().ttl60;
+    expect(e.expiresAt - e.savedAt === 60000, `kept for ${e.expiresAt - e.savedAt} ms, not the 60000 of its ttlMs`);
+    const other = cached().keep;
+    expect(other.expiresAt - other.savedAt === 7 * 24 * 3600 * 1000, `without ttlMs: kept ${other.expiresAt - other.savedAt} ms`);
+    expect(!cached().ttl0, 'a list with "ttlMs": 0 was cached');
+  }, 20000);
+  await checks.run('idleTimeout: lazy and eager disconnect (no process left), keep-alive stays', async () => {
+    await agent.until(() => pidsOf('lazy').length === 0 && pidsOf('eager').length === 0, 15000, 'the idle servers stopping');
+    expect(pidsOf('keep').length === 1, `keep-alive processes: ${pidsOf('keep')}`);
+    const names = await toolNames();
+    expect(all.every((n) => names.includes(n)), `an idle server's tools are still listed: ${names.join(' ')}`);
+  }, 25000);
+  await checks.run('a call wakes the idle lazy server, which idles again', async () => {
+    // (the answer proves a process again; it may be gone by the time it is read here when the
+    // machine is slow: the idle timeout is a second)
+    const pid = pidOf(await works('mcp_lazy_pid'));
+    expect(Number.isInteger(pid) && pid > 0, `the answer: ${pid}`);
+    await agent.until(() => pidsOf('lazy').length === 0, 15000, 'the lazy server idling again');
+  }, 30000);
   await checks.run('keep-alive: killed with SIGKILL, it is started again by itself', async () => {
     const pid = pidOf(await works('mcp_keep_pid'));
     process.kill(pid, 'SIGKILL');
@@ -226,11 +231,9 @@ try {
     const r = await call('mcp_lazy_echo', { message: 'hi' });
     expect(r.isError === true, `the call worked: ${JSON.stringify(r)}`);
     expect(textOf(r).includes('lazy'), `the error does not name the server: ${textOf(r)}`);
-    if (IDLE) {
-      // it keeps failing: once idle it stops trying (no start every backoff period)
-      const log = join(opts.work, 'gone.log');
-      await agent.until(() => readFileSync(log, 'utf8').includes("server 'lazy': idle for"), 15000, 'the failing lazy server given up when idle');
-    }
+    // it keeps failing: once idle it stops trying (no start every backoff period)
+    const log = join(opts.work, 'gone.log');
+    await agent.until(() => readFileSync(log, 'utf8').includes("server 'lazy': idle for"), 15000, 'the failing lazy server given up when idle');
   }, 40000);
   await finish();
 

@@ -6,8 +6,9 @@
 // structuredContent {pid}); sample -> asks the client for sampling/createMessage and answers
 // with what came back ("sampled: <text>" or "error <code>: <message>"); and --tools N-3 more,
 // tool4 .. toolN, answering their own name.
-// Options: --name NAME (serverInfo.name; default tiny), --tools N (default 2), --tag TEXT
-// (ignored: lets a test find its processes by their command line).
+// Options: --name NAME (serverInfo.name; default tiny), --tools N (default 3), --ttl MS (the
+// tools/list result's "ttlMs": how long a client may keep it), --tag TEXT (ignored: lets a test
+// find its processes by their command line).
 import { createInterface } from 'node:readline';
 
 const argv = process.argv.slice(2);
@@ -17,6 +18,7 @@ const opt = (name, dflt) => {
 };
 const name = opt('name', 'tiny');
 const count = Math.max(3, Number(opt('tools', '3')) || 3);
+const ttl = opt('ttl', null);
 
 const schema = (props = {}) => ({ type: 'object', properties: props });
 const tools = [
@@ -78,7 +80,7 @@ rl.on('line', (line) => {
       send({ id: m.id, result: {} });
       break;
     case 'tools/list':
-      send({ id: m.id, result: { tools } });
+      send({ id: m.id, result: ttl === null ? { tools } : { tools, ttlMs: Number(ttl) } });
       break;
     case 'tools/call': {
       const result = call(m.params, m.id);

@@ -66,7 +66,8 @@ static char *captured(int (*fn)(const struct mcp_config *, const struct creds_re
                       const struct mcp_config *c, const struct creds_report *rep, void *arg)
 {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/out.txt", tests_tmpdir());
+    int pn = snprintf(path, sizeof(path), "%s/out.txt", tests_tmpdir());
+    CHECK(pn > 0 && (size_t)pn < sizeof(path));
     fflush(stdout);
     int saved = dup(STDOUT_FILENO);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
