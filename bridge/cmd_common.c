@@ -325,6 +325,11 @@ static const struct mcp_server *find_named(const char *target, const char *const
         log_error(log, "%s", s->error);
         return NULL;
     }
+    if (s->disabled)
+        log_warn(log,
+                 "server '%s' is disabled (\"disabled\": true in its entry): 'serve' does not "
+                 "start it",
+                 s->name);
     return s;
 }
 

@@ -303,6 +303,9 @@ assert_not_contains "$ERR" "server 'quiet'" "a server's stderr without debug at 
 # idleTimeout 0, disabled, minutes
 assert_eq "$(status_of never-idle)" "ok" "keys: idleTimeout 0"
 assert_eq "$(status_of off)" "disabled" "keys: disabled"
+# named on the command line, a disabled server is still tested, with a word about it
+run 0 B test off --mcp-config "$T_ROOT/keys.json"
+assert_contains "$ERR" "server 'off' is disabled (\"disabled\": true in its entry): 'serve' does not start it"
 assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "never-idle").idleTimeoutMs')" "0"
 assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "heavy-server").idleTimeoutMs')" "1800000"
 run 0 B list --mcp-config "$T_ROOT/keys.json"
