@@ -5,7 +5,7 @@
 //
 // Each scenario writes its configuration into DIR, runs `mcp-bridge serve` (or `connect`) on it
 // and prints one "ok"/"FAIL" line per check:
-//   proxy     the proxy tool: status (connected, failed and why), search (words,
+//   proxy     the proxy tool: status (connected, failed and why, disabled), search (words,
 //             regex, a hostile regex refused, a pattern too long), describe, server, connect,
 //             calls (args as an object and as a string, a bad string, an unknown tool, progress
 //             through the proxy), excludeTools by raw and exposed name, exposeResources
@@ -53,6 +53,7 @@ async function scenarioProxy() {
     mcpServers: {
       everything: everything({ excludeTools: ['toggle-simulated-logging', 'mcp_everything_get-env'], exposeResources: true }),
       broken: { command: `${opts.root}/no-such-command` },
+      off: { command: `${opts.root}/never-started`, disabled: true },
     },
   });
   let tools = [];
@@ -76,7 +77,8 @@ async function scenarioProxy() {
     const text = textOf(await proxy(a, {}));
     expect(/^everything: connected, \d+ tools$/m.test(text), `status: ${text}`);
     expect(/^broken: failed \(.*no-such-command.*\), 0 tools$/m.test(text), `status: ${text}`);
-    expect(/^2 servers, \d+ tools \(\d+ listed directly\)/.test(text), `status: ${text}`);
+    expect(/^off: disabled, 0 tools$/m.test(text), `status: ${text}`);
+    expect(/^3 servers, \d+ tools \(\d+ listed directly\)/.test(text), `status: ${text}`);
   });
   await checks.run('search: words OR\'ed, case-insensitive, name matches first', async () => {
     const text = textOf(await proxy(a, { search: 'ECHO sum' }));
@@ -114,7 +116,7 @@ async function scenarioProxy() {
     const text = textOf(await proxy(a, { server: 'everything' }));
     expect(/^server 'everything' \(connected\): \d+ tools/.test(text) && text.includes('\nmcp_everything_echo - '), text);
     const r = await proxy(a, { server: 'nope' });
-    expect(r.isError && textOf(r).includes("the servers: 'broken', 'everything'"), JSON.stringify(r));
+    expect(r.isError && textOf(r).includes("the servers: 'broken', 'everything', 'off'"), JSON.stringify(r));
   });
   await checks.run('connect: a connected server, a failed one, an unknown one', async () => {
     const text = textOf(await proxy(a, { connect: 'everything' }));
@@ -122,6 +124,8 @@ async function scenarioProxy() {
     let r = await proxy(a, { connect: 'broken' });
     // connecting again, honestly: the failure before is named
     expect(/^server 'broken' is connecting \(the last attempt failed: .*no-such-command/.test(textOf(r)), JSON.stringify(r));
+    r = await proxy(a, { connect: 'off' });
+    expect(r.isError && textOf(r).includes('disabled'), JSON.stringify(r));
     r = await proxy(a, { connect: 'nope' });
     expect(r.isError && textOf(r).startsWith("unknown server 'nope'"), JSON.stringify(r));
   });
