@@ -264,13 +264,23 @@ static const char list_help[] =
     "  mcp-bridge list\n"
     "  mcp-bridge list --json | jq '.servers[] | select(.status != \"ok\") | .name'\n";
 
-/* Display path -> absolute path of the files the configuration considered (entries and
- * diagnostics name files by their display path). Borrowed; disp itself when unknown. */
+/* Display path -> absolute path of the files the configuration considered, layers and
+ * imported files (entries and diagnostics name files by their display path). Borrowed; disp
+ * itself when unknown. */
 static const char *source_path(const struct mcp_config *c, char *const *displays, const char *disp)
 {
     for (size_t i = 0; i < mcp_config_file_count(c); i++)
         if (displays[i] && strcmp(displays[i], disp) == 0)
             return mcp_config_file_at(c, i, NULL);
+    /* an imported entry's file (a handful: their display paths are made here) */
+    for (size_t i = 0; i < mcp_config_import_file_count(c); i++) {
+        const char *p = mcp_config_import_file_at(c, i, NULL, NULL);
+        char *d = path_display(p);
+        bool same = d && strcmp(d, disp) == 0;
+        free(d);
+        if (same)
+            return p;
+    }
     return disp;
 }
 
@@ -383,7 +393,7 @@ static int list_json(const struct mcp_config *c, const struct creds_report *rep,
     bool oom = false;
     struct json_object *root = json_object_new_object();
     struct json_object *servers = json_object_new_array(), *files = json_object_new_array(),
-                       *diags = json_object_new_array();
+                       *imported = json_object_new_array(), *diags = json_object_new_array();
 
     for (size_t i = 0; i < mcp_config_count(c); i++) {
         const struct creds_server *cs = creds_report_at(rep, i);
@@ -421,6 +431,16 @@ static int list_json(const struct mcp_config *c, const struct creds_report *rep,
         cfg_jadd(&oom, o, "exists", json_object_new_boolean(exists));
         cfg_jpush(&oom, files, o);
     }
+    for (size_t i = 0; i < mcp_config_import_file_count(c); i++) {
+        bool exists = false;
+        const char *name = NULL;
+        const char *p = mcp_config_import_file_at(c, i, &name, &exists);
+        struct json_object *o = json_object_new_object();
+        cfg_jadd(&oom, o, "path", cfg_jstr(&oom, p));
+        cfg_jadd(&oom, o, "import", cfg_jstr(&oom, name));
+        cfg_jadd(&oom, o, "exists", json_object_new_boolean(exists));
+        cfg_jpush(&oom, imported, o);
+    }
     for (size_t i = 0; i < mcp_config_diag_count(c); i++) {
         const struct mcp_config_diag *d = mcp_config_diag_at(c, i);
         struct json_object *o = json_object_new_object();
@@ -430,6 +450,7 @@ static int list_json(const struct mcp_config *c, const struct creds_report *rep,
     }
     cfg_jadd(&oom, root, "servers", servers);
     cfg_jadd(&oom, root, "files", files);
+    cfg_jadd(&oom, root, "importedFiles", imported);
     cfg_jadd(&oom, root, "diagnostics", diags);
     const char *text = oom ? NULL : json_object_to_json_string_ext(root, CFG_JSON_OUT_FLAGS);
     if (text)
@@ -574,6 +595,20 @@ static int list_text(const struct mcp_config *c, const struct creds_report *rep)
         struct buf shown;
         buf_init(&shown, 64 * 1024);
         printf("  %s%s\n", escaped(&shown, d ? d : p), exists ? "" : " (absent)");
+        buf_release(&shown);
+        free(d);
+    }
+    if (mcp_config_import_file_count(c) > 0)
+        printf("\nimported files (\"imports\"; never written to):\n");
+    for (size_t i = 0; i < mcp_config_import_file_count(c); i++) {
+        bool exists = false;
+        const char *name = NULL;
+        const char *p = mcp_config_import_file_at(c, i, &name, &exists);
+        char *d = path_display(p);
+        struct buf shown;
+        buf_init(&shown, 64 * 1024);
+        printf("  %s (import %s)%s\n", escaped(&shown, d ? d : p), name ? name : "?",
+               exists ? "" : " (absent)");
         buf_release(&shown);
         free(d);
     }

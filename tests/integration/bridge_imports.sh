@@ -125,6 +125,10 @@ EOF
 
 run 0 B list
 # the first import listed wins, and within Claude Code the project's entry
+assert_contains "$(row shared)" "~/.claude.json (import claude-code)" "the row of 'shared' names its import"
+assert_contains "$OUT" "    shadows: ~/.cursor/mcp.json (import cursor)"
+assert_contains "$OUT" "imported files (\"imports\"; never written to):"
+assert_contains "$OUT" "  ~/.codex/config.toml (import codex)"
 assert_contains "$(row shared)" "~/.claude.json" "the row of 'shared'"
 assert_contains "$(row shared)" "claude-local-shared" "the row of 'shared'"
 assert_contains "$(row cc-local)" "https://cc-local.example/mcp" "the row of 'cc-local'"
@@ -171,7 +175,16 @@ assert_eq "$(json_get "$J" 'j.servers.filter(s => !s.valid && s.name !== "vs-rem
     "the invalid entries"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "shared").layer')" "user" \
     "the layer of an imported entry (the importing one)"
-assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "shared").source')" ".claude.json"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "shared").source')" "$HOME/.claude.json" \
+    "an imported entry's source, absolute"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "shared").import')" "claude-code"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "shared").shadowed.join("|")')" \
+    "~/.claude.json (import claude-code)|$PROJ/.vscode/mcp.json (import vscode)|~/.cursor/mcp.json (import cursor)|~/.codex/config.toml (import codex)" \
+    "what 'shared' won over, highest first"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "codex-off").status')" "disabled" "enabled = false"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "mine").import')" "null" "a layer's own entry"
+assert_contains "$(json_get "$J" 'j.importedFiles.map(f => f.import + " " + f.path).join("\n")')" \
+    "codex $HOME/.codex/config.toml" "the imported files of list --json"
 assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "vs-remote").source')" \
     "$PROJ/.vscode/mcp.json"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "low").layer')" "shared"
