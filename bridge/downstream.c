@@ -245,8 +245,10 @@ static void log_unsettled(struct downstream *d)
                      d->servers[i]->name);
 }
 
-/* The lists waiting are answered, oldest first. */
-static void answer_lists(struct downstream *d)
+/* The lists waiting are answered, and with held the requests held for the catalogue handled
+ * again, in the order the agent asked: the list is newest first, so it is walked backwards
+ * (requests handled again meanwhile are newer: they are reached too, and skipped). */
+static void answer_waiting_lists(struct downstream *d, bool held)
 {
     for (struct list_node *i = d->pending.prev, *prev; i != &d->pending; i = prev) {
         prev = i->prev;
@@ -254,6 +256,8 @@ static void answer_lists(struct downstream *d)
         if (p->type == DS_PT_LIST) {
             ds_answer_list(d, p->id, p->kind);
             ds_pending_free(p);
+        } else if (held && p->type == DS_PT_HELD) {
+            handle_held(d, p);
         }
     }
 }
@@ -268,7 +272,7 @@ void ds_on_window_timer(struct loop_timer *t, void *userdata)
         return;
     d->lists_open = true;
     log_unsettled(d);
-    answer_lists(d);
+    answer_waiting_lists(d, false);
 }
 
 static void settle_now(struct downstream *d)
@@ -283,19 +287,7 @@ static void settle_now(struct downstream *d)
     if (!d->lists_open)
         log_unsettled(d);
     d->lists_open = true;
-
-    /* answer in the order the agent asked: the list is newest first, so walk it backwards
-     * (requests handled again meanwhile are newer: they are reached too, and skipped) */
-    for (struct list_node *i = d->pending.prev, *prev; i != &d->pending; i = prev) {
-        prev = i->prev;
-        struct ds_pending *p = list_entry(i, struct ds_pending, node);
-        if (p->type == DS_PT_LIST) {
-            ds_answer_list(d, p->id, p->kind);
-            ds_pending_free(p);
-        } else if (p->type == DS_PT_HELD) {
-            handle_held(d, p);
-        }
-    }
+    answer_waiting_lists(d, true);
 }
 
 void ds_settle_check(struct downstream *d)
