@@ -41,7 +41,8 @@ struct names_ctx {
 static void add_name(const char *name, void *userdata)
 {
     struct names_ctx *ctx = userdata;
-    name = mcp_template_secret_name(name); /* input:ID is the secret ID; env:NAME none */
+    char secret[MCP_TEMPLATE_SECRET_BUF];
+    name = mcp_template_secret_name(name, secret); /* input:ID is a secret; env:NAME none */
     if (name && ctx->r >= 0 && !strv_contains(ctx->out, name))
         ctx->r = strv_push(ctx->out, name);
 }

@@ -73,7 +73,8 @@ static void push_once(struct strv *v, const char *name, bool *oom)
 static void collect_ref(const char *ref, bool has_default, void *userdata)
 {
     struct name_set *ns = userdata;
-    const char *name = mcp_template_secret_name(ref);
+    char secret[MCP_TEMPLATE_SECRET_BUF];
+    const char *name = mcp_template_secret_name(ref, secret);
     /* a name `secrets` would refuse is not asked: it stays missing, with the reason */
     if (!name || !name_is_valid(name))
         return;

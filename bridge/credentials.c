@@ -115,8 +115,10 @@ int credentials_lookup(void *userdata, const char *name, char **ret, struct err 
     /* ${env:NAME}: the environment, never a secret; ${input:ID}: the secret ID */
     if (strncmp(name, MCP_TEMPLATE_ENV, strlen(MCP_TEMPLATE_ENV)) == 0)
         return mcp_lookup_env(NULL, name, ret, e);
-    if (mcp_template_input_id(name))
-        name = mcp_template_input_id(name);
+    char secret[MCP_TEMPLATE_SECRET_BUF];
+    name = mcp_template_secret_name(name, secret);
+    if (!name)
+        return -ENOENT;
     size_t n = strlen(name);
     for (size_t i = 0; c && c->vars && c->vars[i]; i++) {
         if (strncmp(c->vars[i], name, n) == 0 && c->vars[i][n] == '=') {

@@ -277,20 +277,21 @@ static int input_notes(struct json_object *o, struct strv *notes, int depth)
             const char *dflt = strstr(s, ":-"); /* ${input:ID:-default} */
             if (dflt && (size_t)(dflt - s) < n)
                 n = (size_t)(dflt - s);
-            char id[MCP_DISP_BUF], *note = NULL;
+            char id[MCP_DISP_BUF], ref[MCP_DISP_BUF + 8], secret[MCP_TEMPLATE_SECRET_BUF];
+            char *note = NULL;
             mcp_disp_n(id, s, n);
-            /* secrets' names are letters, digits and '_': a VS Code id such as "api-key" has
-             * no secret to be read from */
-            int k = name_is_valid(id)
-                        ? asprintf(&note,
-                                   "${input:%s} is read from the secret %s: run secrets "
-                                   "configure %s",
-                                   id, id, id)
-                        : asprintf(&note,
-                                   "${input:%s} would be read from the secret '%s', which is not "
-                                   "a valid secret name (letters, digits and '_'): rename the "
-                                   "input",
-                                   id, id);
+            (void)snprintf(ref, sizeof(ref), "%s%s", MCP_TEMPLATE_INPUT, id);
+            /* secrets' names are letters, digits and '_': a VS Code id such as "api-key" is
+             * read from the secret api_key */
+            const char *sn = mcp_template_secret_name(ref, secret);
+            int k = sn ? asprintf(&note,
+                                  "${input:%s} is read from the secret %s: run secrets "
+                                  "configure %s",
+                                  id, sn, sn)
+                       : asprintf(&note,
+                                  "${input:%s}: the input's ID is too long to name a secret: "
+                                  "shorten it",
+                                  id);
             if (k < 0)
                 return -ENOMEM;
             if (strv_contains(notes, note)) {

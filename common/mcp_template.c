@@ -190,23 +190,43 @@ const char *mcp_template_input_id(const char *name)
 int mcp_template_missing_hint(const char *name, char *buf, size_t size)
 {
     const char *id = mcp_template_input_id(name);
+    char secret[MCP_TEMPLATE_SECRET_BUF];
     if (!id)
         return snprintf(buf, size, "%s", "");
-    if (!name_is_valid(id))
+    const char *sn = mcp_template_secret_name(name, secret);
+    if (!sn)
+        return snprintf(buf, size, "the input's ID is too long to name a secret: shorten it");
+    if (strcmp(sn, id) != 0)
         return snprintf(buf, size,
-                        "an input is read from the secret of its ID, and a secret's name uses "
-                        "letters, digits and '_': rename the input '%s'",
-                        id);
+                        "run: secrets configure %s (the input '%s' is read from that "
+                        "secret: a secret's name uses letters, digits and '_')",
+                        sn, id);
     return snprintf(buf, size, "run: secrets configure %s", id);
 }
 
-const char *mcp_template_secret_name(const char *name)
+const char *mcp_template_secret_name(const char *name, char buf[static MCP_TEMPLATE_SECRET_BUF])
 {
     if (strncmp(name, MCP_TEMPLATE_ENV, strlen(MCP_TEMPLATE_ENV)) == 0)
         return NULL;
-    if (strncmp(name, MCP_TEMPLATE_INPUT, strlen(MCP_TEMPLATE_INPUT)) == 0)
-        return name + strlen(MCP_TEMPLATE_INPUT);
-    return name;
+    if (strncmp(name, MCP_TEMPLATE_INPUT, strlen(MCP_TEMPLATE_INPUT)) != 0)
+        return name;
+    const char *id = name + strlen(MCP_TEMPLATE_INPUT);
+    if (name_is_valid(id))
+        return id;
+    /* a VS Code id ("api-key", "gh.token"): each byte outside [A-Za-z0-9_] becomes '_', and
+     * one that starts with a digit gets a '_' before it */
+    size_t n = 0;
+    if (*id >= '0' && *id <= '9')
+        buf[n++] = '_';
+    for (const char *p = id; *p; p++) {
+        if (n + 1 >= MCP_TEMPLATE_SECRET_BUF)
+            return NULL;
+        bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                  (*p >= '0' && *p <= '9') || *p == '_';
+        buf[n++] = ok ? *p : '_';
+    }
+    buf[n] = 0;
+    return n > 0 && name_is_valid(buf) ? buf : NULL;
 }
 
 int mcp_lookup_env(void *userdata, const char *name, char **ret, struct err *e)

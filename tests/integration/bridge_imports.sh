@@ -170,8 +170,13 @@ J=$OUT
 assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" \
     "cc-dot,cc-local,cc-user,codex-off,codex-tool,cursor-only,cursor-x,desk,low,mine,shared,vs-fs,vs-remote,ws-remote" \
     "the servers of list --json"
-# (vs-remote's ${input:vs-token} is for the templates to read: not checked here)
-assert_eq "$(json_get "$J" 'j.servers.filter(s => !s.valid && s.name !== "vs-remote").map(s => s.name + ": " + s.error).join("; ")')" "" \
+# vs-remote's ${input:vs-token} is the secret vs_token (a secret's name has no '-'): not set up
+assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "vs-remote").warnings.join("\n")')" \
+    '${input:vs-token} is read from the secret vs_token: run secrets configure vs_token'
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "vs-remote").status')" "missing" "an input not set up"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "vs-remote").credentials.variables.map(v => v.name).join(",")')" \
+    "vs_token" "the secret an input is read from"
+assert_eq "$(json_get "$J" 'j.servers.filter(s => !s.valid).map(s => s.name + ": " + s.error).join("; ")')" "" \
     "the invalid entries"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "shared").layer')" "user" \
     "the layer of an imported entry (the importing one)"

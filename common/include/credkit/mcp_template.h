@@ -65,13 +65,19 @@ void mcp_template_refs(const char *tmpl,
  * "input:ID". Borrowed from name. */
 const char *mcp_template_env_name(const char *name);
 
-/* The secret a reference asks `secrets` for: NAME for "NAME", ID for "input:ID", NULL for
- * "env:NAME" (the environment only). Borrowed from name. */
-const char *mcp_template_secret_name(const char *name);
+#define MCP_TEMPLATE_SECRET_BUF 130 /* a secret name made from an input's ID, and its NUL */
+
+/* The secret a reference asks `secrets` for: NAME for "NAME"; for "input:ID" the ID when it is
+ * a valid secret name, else the ID with each byte outside [A-Za-z0-9_] made '_' (and a '_'
+ * before a leading digit), written into buf: VS Code's "api-key" is the secret api_key. NULL
+ * for "env:NAME" (the environment only) and for an ID too long for buf. Borrowed from name or
+ * buf. */
+const char *mcp_template_secret_name(const char *name, char buf[static MCP_TEMPLATE_SECRET_BUF]);
 
 /* ID for "input:ID", else NULL. Borrowed from name. */
 const char *mcp_template_input_id(const char *name);
 
 /* What to do about a missing reference, for a message ("run: secrets configure ID" for an
- * input; "" for the others), into buf. Returns as snprintf(). */
+ * input, naming the secret as mcp_template_secret_name() makes it; "" for the others), into
+ * buf. Returns as snprintf(). */
 int mcp_template_missing_hint(const char *name, char *buf, size_t size);

@@ -236,10 +236,9 @@ static void test_vscode(void)
     CHECK_STR(gh->name, "gh");
     CHECK_STR(gh->source, "~/proj/.vscode/mcp.json");
     CHECK_INT(vlen((char **)gh->notes), 1);
-    /* (a name secrets cannot hold) */
-    CHECK_STR(gh->notes[0], "${input:gh-token} would be read from the secret 'gh-token', which "
-                            "is not a valid secret name (letters, digits and '_'): rename the "
-                            "input");
+    /* (an id secrets cannot hold as a name: its secret is gh_token) */
+    CHECK_STR(gh->notes[0],
+              "${input:gh-token} is read from the secret gh_token: run secrets configure gh_token");
     CHECK_STR(fs->name, "fs");
     CHECK_INT(vlen((char **)fs->notes), 1); /* once, however often it is used */
     CHECK_STR(fs->notes[0], "${input:key} is read from the secret key: run secrets configure key");

@@ -158,7 +158,9 @@ static void test_forms(void)
     check_expand_fails("${A:x}", -EINVAL, "invalid variable name");
     check_expand_fails("${input:tok}", -ENOENT,
                        "variable 'input:tok' is not set: run: secrets configure tok");
-    check_expand_fails("${input:api-key}", -ENOENT, "rename the input 'api-key'");
+    check_expand_fails("${input:api-key}", -ENOENT,
+                       "run: secrets configure api_key (the input 'api-key' is read from that "
+                       "secret");
     check_expand_fails("${env:NOPE}", -ENOENT, "variable 'env:NOPE' is not set");
     check_expand_fails("${LOCKED:-x}", -EACCES, "the keyring is locked"); /* not a default */
 
@@ -196,9 +198,20 @@ static void test_forms(void)
     CHECK_STR(mcp_template_env_name("A"), "A");
     CHECK_STR(mcp_template_env_name("env:A"), "A");
     CHECK(mcp_template_env_name("input:A") == NULL);
-    CHECK_STR(mcp_template_secret_name("A"), "A");
-    CHECK_STR(mcp_template_secret_name("input:A"), "A");
-    CHECK(mcp_template_secret_name("env:A") == NULL);
+    char sb[MCP_TEMPLATE_SECRET_BUF];
+    CHECK_STR(mcp_template_secret_name("A", sb), "A");
+    CHECK_STR(mcp_template_secret_name("input:A", sb), "A");
+    CHECK(mcp_template_secret_name("env:A", sb) == NULL);
+    /* VS Code ids: what a secret's name cannot hold becomes '_' */
+    CHECK_STR(mcp_template_secret_name("input:api-key", sb), "api_key");
+    CHECK_STR(mcp_template_secret_name("input:gh.token-2", sb), "gh_token_2");
+    CHECK_STR(mcp_template_secret_name("input:1st", sb), "_1st");
+    char longid[300] = "input:";
+    memset(longid + 6, 'a', 200);
+    longid[206] = 0;
+    CHECK(mcp_template_secret_name(longid, sb) == longid + 6); /* valid: as it is */
+    longid[10] = '-';
+    CHECK(mcp_template_secret_name(longid, sb) == NULL); /* made, but too long for a name */
     CHECK_STR(mcp_template_input_id("input:x"), "x");
     CHECK(mcp_template_input_id("x") == NULL);
     char hint[128];
