@@ -79,10 +79,10 @@ static bool connecting_now(struct ds_server *s)
 }
 
 /* The instructions, into instr. initialize is answered before any server has connected, so
- * they claim no connection: they name the servers listed from the metadata cache (their tools
- * are in the lists now), then those still connecting, as such (their tools come with
- * notifications/tools/list_changed, or never when they fail). Disabled servers are not named.
- * -ENOMEM. */
+ * they name only the servers whose tools are in the lists now, those listed from the metadata
+ * cache; the others are counted, as connecting (their tools come with
+ * notifications/tools/list_changed, or never when they fail). Disabled servers are not
+ * counted. Then the proxy tool, when there is one, and how names are formed. -ENOMEM. */
 static int aggregate_instructions(struct downstream *d, struct buf *instr)
 {
     size_t cached = 0, connecting = 0;
@@ -100,14 +100,17 @@ static int aggregate_instructions(struct downstream *d, struct buf *instr)
         if (r >= 0)
             r = buf_append_str(instr, " (a lazy server connects at its first use).");
     }
-    if (r >= 0 && connecting) {
-        r = buf_append_str(instr, " Connecting now: ");
-        append_names(d, instr, connecting_now, &r);
-        if (r >= 0)
-            r = buf_append_str(instr, " (tools of a server are announced with "
-                                      "notifications/tools/list_changed once it has listed "
-                                      "them; one that cannot connect is left out).");
-    }
+    if (r >= 0 && connecting)
+        r = buf_printf(instr,
+                       " %zu %sserver%s connecting now: %s tools are announced with "
+                       "notifications/tools/list_changed once listed (one that cannot connect "
+                       "is left out).",
+                       connecting, cached ? "more " : "", connecting == 1 ? " is" : "s are",
+                       connecting == 1 ? "its" : "their");
+    if (r >= 0 && catalog_proxy_enabled(d->cat))
+        r = buf_append_str(instr, " The tool 'mcp' shows each server's state, finds tools by "
+                                  "words (search), describes them and calls them, also those "
+                                  "not listed directly.");
     if (r >= 0)
         r = buf_printf(instr, " Tool and prompt names are %s.", catalog_naming_desc(d->cat));
     return r;

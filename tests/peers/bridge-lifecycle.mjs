@@ -213,6 +213,9 @@ try {
   await checks.run('a cached lazy server is listed with no process until its first call', async () => {
     const names = await toolNames();
     expect(names.includes('mcp_lazy_echo'), `the first tools/list lacks the lazy server's tools: ${names.join(' ')}`);
+    // the instructions name the servers listed from the cache (nothing has connected yet)
+    const instr = agent.init?.instructions ?? '';
+    expect(/Listed from its cache: .*'lazy'/.test(instr), `the instructions: ${JSON.stringify(instr)}`);
     // the others connect at start: once they run, the lazy one still does not
     await agent.until(() => pidsOf('eager').length === 1 && pidsOf('keep').length === 1, 15000, 'eager and keep-alive connecting');
     expect(pidsOf('lazy').length === 0, `a lazy process before any call: ${pidsOf('lazy')}`);
