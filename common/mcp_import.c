@@ -243,6 +243,63 @@ static int map_vars(const struct ctx *x, const char *display, const char *name,
     return 0;
 }
 
+/* Cursor's static OAuth client: "auth": {"CLIENT_ID", "CLIENT_SECRET", "scopes": [...]} is
+ * "oauth": {"clientId", "clientSecret", "scope": "a b"} here (mcp-auth's keys). Members that are
+ * not strings are left out (the entry then signs in as far as the rest allows). */
+static int cursor_auth(struct json_object *c)
+{
+    struct json_object *auth = mcp_field_member(c, "auth");
+    if (!auth || !json_object_is_type(auth, json_type_object) || mcp_field_member(c, "oauth"))
+        return 0;
+    struct json_object *oauth = json_object_new_object();
+    struct buf scope;
+    buf_init(&scope, 64 * 1024);
+    int r = oauth ? 0 : -ENOMEM;
+    static const char *const keys[][2] = {{"CLIENT_ID", "clientId"},
+                                          {"CLIENT_SECRET", "clientSecret"}};
+    for (size_t i = 0; r >= 0 && i < 2; i++) {
+        struct json_object *v = mcp_field_member(auth, keys[i][0]);
+        if (v && json_object_is_type(v, json_type_string) &&
+            json_object_object_add(oauth, keys[i][1], json_object_get(v)) < 0)
+            r = -ENOMEM;
+    }
+    struct json_object *scopes = mcp_field_member(auth, "scopes");
+    for (size_t i = 0; r >= 0 && scopes && json_object_is_type(scopes, json_type_array) &&
+                       i < json_object_array_length(scopes);
+         i++) {
+        struct json_object *v = json_object_array_get_idx(scopes, i);
+        if (json_object_is_type(v, json_type_string))
+            r = buf_printf(&scope, "%s%s", scope.len ? " " : "", json_object_get_string(v));
+    }
+    if (r >= 0 && scope.len &&
+        json_object_object_add(oauth, "scope", json_object_new_string(buf_str(&scope))) < 0)
+        r = -ENOMEM;
+    buf_release(&scope);
+    if (r >= 0 && json_object_object_add(c, "oauth", oauth) < 0)
+        r = -ENOMEM;
+    else if (r < 0)
+        json_object_put(oauth);
+    if (r >= 0 && json_object_object_add(c, "auth", json_object_new_string("oauth")) < 0)
+        r = -ENOMEM;
+    return r < 0 ? -ENOMEM : 0;
+}
+
+/* Cursor: its variables, and its "auth" object. */
+static int map_cursor(const struct ctx *x, const char *display, const char *name,
+                      struct json_object *in, struct json_object **ret)
+{
+    struct json_object *c = NULL;
+    int r = map_vars(x, display, name, in, &c);
+    if (r >= 0)
+        r = cursor_auth(c);
+    if (r < 0) {
+        json_object_put(c);
+        return r;
+    }
+    *ret = c;
+    return 0;
+}
+
 /* Windsurf names a remote server's URL "serverUrl". */
 static int map_windsurf(const struct ctx *x, const char *display, const char *name,
                         struct json_object *in, struct json_object **ret)
@@ -380,10 +437,10 @@ static int read_json_servers(const struct ctx *x, const char *dir, const char *r
 
 static int read_cursor(const struct ctx *x)
 {
-    int r = read_json_servers(x, x->home, ".cursor/mcp.json", "mcpServers", map_vars, false);
+    int r = read_json_servers(x, x->home, ".cursor/mcp.json", "mcpServers", map_cursor, false);
     /* in the home directory the project's file is the user's */
     if (r >= 0 && !(x->cwd && x->home && strcmp(x->cwd, x->home) == 0))
-        r = read_json_servers(x, x->cwd, ".cursor/mcp.json", "mcpServers", map_vars, false);
+        r = read_json_servers(x, x->cwd, ".cursor/mcp.json", "mcpServers", map_cursor, false);
     return r;
 }
 

@@ -104,6 +104,28 @@ static void test_cursor(void)
     CHECK_INT(mcp_import_count(im), 2);
     CHECK_CONTAINS(item(im, 1), "\"${workspaceFolder}/x\"");
     mcp_import_free(im);
+
+    /* Cursor's static OAuth client, "auth": {...}, is mcp-auth's "oauth" */
+    put("home/.cursor/mcp.json",
+        "{'mcpServers': {'o': {'url': 'https://o.example/mcp', 'auth': {'CLIENT_ID': 'cid',"
+        " 'CLIENT_SECRET': '${env:O_SECRET}', 'scopes': ['read', 'write', 7]}},"
+        " 'p': {'url': 'https://p.example/mcp', 'auth': {'scopes': []}},"
+        " 'q': {'url': 'https://q.example/mcp', 'auth': 'oauth', 'oauth': {'clientId': 'x'}}}}");
+    im = imp("cursor", NULL);
+    if (!im)
+        return;
+    CHECK_INT(mcp_import_count(im), 3);
+    CHECK_STR(item(im, 0),
+              "o@~/.cursor/mcp.json={\"url\":\"https://o.example/mcp\",\"auth\":\"oauth\","
+              "\"oauth\":{\"clientId\":\"cid\",\"clientSecret\":\"${env:O_SECRET}\","
+              "\"scope\":\"read write\"}}");
+    CHECK_STR(
+        item(im, 1),
+        "p@~/.cursor/mcp.json={\"url\":\"https://p.example/mcp\",\"auth\":\"oauth\",\"oauth\":{}}");
+    CHECK_STR(item(im, 2),
+              "q@~/.cursor/mcp.json={\"url\":\"https://q.example/mcp\",\"auth\":\"oauth\","
+              "\"oauth\":{\"clientId\":\"x\"}}");
+    mcp_import_free(im);
 }
 
 static void test_claude_code(void)
