@@ -100,7 +100,7 @@ assert_eq "$(json_get "$J" 'Object.keys(j.servers[0]).join(",")')" \
     "name,transport,command,args,url,source,layer,import,shadowed,disabled,warnings,lifecycle,idleTimeoutMs,valid,error,missingVariables,status,credentials" "server keys"
 assert_eq "$(json_get "$J" 'Object.keys(j.servers[0].credentials).join(",")')" "variables,oauth,headersHelper" \
     "credentials keys"
-assert_eq "$(json_get "$J" 'Object.keys(j).join(",")')" "servers,files,diagnostics" "top-level keys"
+assert_eq "$(json_get "$J" 'Object.keys(j).join(",")')" "servers,files,importedFiles,diagnostics" "top-level keys"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").args')" '["server.js","--port","1 2"]'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").url')" "null"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").source')" "$USER_FILE"
