@@ -264,23 +264,30 @@ static const char list_help[] =
     "  mcp-bridge list\n"
     "  mcp-bridge list --json | jq '.servers[] | select(.status != \"ok\") | .name'\n";
 
-/* Display path -> absolute path of the files the configuration considered, layers and
- * imported files (entries and diagnostics name files by their display path). Borrowed; disp
- * itself when unknown. */
-static const char *source_path(const struct mcp_config *c, char *const *displays, const char *disp)
+/* The display paths of the files c considered, in the order of mcp_config_file_at() and then
+ * of mcp_config_import_file_at(): entries and diagnostics name files by them. -ENOMEM. */
+static int file_displays(const struct mcp_config *c, struct strv *ret)
 {
-    for (size_t i = 0; i < mcp_config_file_count(c); i++)
-        if (displays[i] && strcmp(displays[i], disp) == 0)
-            return mcp_config_file_at(c, i, NULL);
-    /* an imported entry's file (a handful: their display paths are made here) */
-    for (size_t i = 0; i < mcp_config_import_file_count(c); i++) {
-        const char *p = mcp_config_import_file_at(c, i, NULL, NULL);
-        char *d = path_display(p);
-        bool same = d && strcmp(d, disp) == 0;
-        free(d);
-        if (same)
-            return p;
+    size_t nl = mcp_config_file_count(c), ni = mcp_config_import_file_count(c);
+    for (size_t i = 0; i < nl + ni; i++) {
+        const char *p = i < nl ? mcp_config_file_at(c, i, NULL)
+                               : mcp_config_import_file_at(c, i - nl, NULL, NULL);
+        if (strv_push_take(ret, path_display(p)) < 0)
+            return -ENOMEM;
     }
+    return 0;
+}
+
+/* Display path -> absolute path of a file the configuration considered, a layer or an imported
+ * file (displays: file_displays()). Borrowed; disp itself when unknown. */
+static const char *source_path(const struct mcp_config *c, const struct strv *displays,
+                               const char *disp)
+{
+    size_t nl = mcp_config_file_count(c);
+    for (size_t i = 0; i < displays->n; i++)
+        if (strcmp(displays->v[i], disp) == 0)
+            return i < nl ? mcp_config_file_at(c, i, NULL)
+                          : mcp_config_import_file_at(c, i - nl, NULL, NULL);
     return disp;
 }
 
@@ -386,7 +393,7 @@ static void json_lifecycle(bool *oom, struct json_object *o, const struct mcp_se
 }
 
 static int list_json(const struct mcp_config *c, const struct creds_report *rep,
-                     char *const *displays)
+                     const struct strv *displays)
 {
     struct server_settings st;
     server_settings_get(c, &st);
@@ -550,6 +557,18 @@ static int list_row_fill(struct list_row *w, const struct mcp_server *s,
     return r;
 }
 
+/* One line of the files sections: the display path (escaped), its import, whether it exists. */
+static void print_file(const char *path, const char *import, bool exists)
+{
+    char *d = path_display(path);
+    struct buf shown;
+    buf_init(&shown, 64 * 1024);
+    printf("  %s%s%s%s%s\n", escaped(&shown, d ? d : path), import ? " (import " : "",
+           import ? import : "", import ? ")" : "", exists ? "" : " (absent)");
+    buf_release(&shown);
+    free(d);
+}
+
 static int list_text(const struct mcp_config *c, const struct creds_report *rep)
 {
     size_t n = mcp_config_count(c), w_name = 4, w_src = 6, w_life = 9;
@@ -591,12 +610,7 @@ static int list_text(const struct mcp_config *c, const struct creds_report *rep)
     for (size_t i = 0; i < mcp_config_file_count(c); i++) {
         bool exists = false;
         const char *p = mcp_config_file_at(c, i, &exists);
-        char *d = path_display(p);
-        struct buf shown;
-        buf_init(&shown, 64 * 1024);
-        printf("  %s%s\n", escaped(&shown, d ? d : p), exists ? "" : " (absent)");
-        buf_release(&shown);
-        free(d);
+        print_file(p, NULL, exists);
     }
     if (mcp_config_import_file_count(c) > 0)
         printf("\nimported files (\"imports\"; never written to):\n");
@@ -604,13 +618,7 @@ static int list_text(const struct mcp_config *c, const struct creds_report *rep)
         bool exists = false;
         const char *name = NULL;
         const char *p = mcp_config_import_file_at(c, i, &name, &exists);
-        char *d = path_display(p);
-        struct buf shown;
-        buf_init(&shown, 64 * 1024);
-        printf("  %s (import %s)%s\n", escaped(&shown, d ? d : p), name ? name : "?",
-               exists ? "" : " (absent)");
-        buf_release(&shown);
-        free(d);
+        print_file(p, name ? name : "?", exists);
     }
     if (mcp_config_diag_count(c) > 0) {
         struct buf msg;
@@ -628,7 +636,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
     struct mcp_config *c = NULL;
     struct creds_report *rep = NULL;
-    char *displays[8] = {0};
+    struct strv displays = STRV_INIT;
     bool json = false;
     int opt, r, status = BRIDGE_EXIT_FAILED;
 
@@ -650,10 +658,9 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
     if (!c)
         return BRIDGE_EXIT_CONFIG;
 
-    for (size_t i = 0; i < mcp_config_file_count(c) && i < ELEMENTSOF(displays); i++) {
-        displays[i] = path_display(mcp_config_file_at(c, i, NULL));
-        if (!displays[i])
-            goto out;
+    if (file_displays(c, &displays) < 0) {
+        log_error(log, "out of memory");
+        goto out;
     }
     /* the helpers are asked once for all the servers; a failing one is a server's state */
     r = creds_report_new(c, g->config, &rep);
@@ -661,7 +668,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
         log_error(log, "cannot check the credentials: %s", strerror(-r));
         goto out;
     }
-    r = json ? list_json(c, rep, displays) : list_text(c, rep);
+    r = json ? list_json(c, rep, &displays) : list_text(c, rep);
     if (r < 0) {
         log_error(log, "cannot print the list: %s", strerror(-r));
         goto out;
@@ -672,8 +679,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
     }
     status = BRIDGE_EXIT_OK;
 out:
-    for (size_t i = 0; i < ELEMENTSOF(displays); i++)
-        free(displays[i]);
+    strv_release(&displays);
     creds_report_free(rep);
     mcp_config_free(c);
     return status;

@@ -197,9 +197,10 @@ static void test_json(void)
 {
     struct mcp_config *c = fixture();
     struct creds_report *rep = NULL;
-    char *displays[8] = {0};
+    struct strv displays = STRV_INIT;
+    CHECK_INT(file_displays(c, &displays), 0);
     CHECK_INT(creds_report_new(c, NULL, &rep), 0);
-    char *out = captured(run_json, c, rep, displays);
+    char *out = captured(run_json, c, rep, &displays);
     struct json_object *root = json_tokener_parse(out);
     CHECK(root != NULL);
     struct json_object *servers = json_get_array(root, "servers");
@@ -238,6 +239,7 @@ static void test_json(void)
     CHECK_INT(seen, 4);
     json_object_put(root);
     free(out);
+    strv_release(&displays);
     creds_report_free(rep);
     mcp_config_free(c);
 }
