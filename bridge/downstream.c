@@ -902,6 +902,7 @@ void downstream_free(struct downstream *d)
         ds_server_free(d->closing[i]);
     free(d->servers);
     free(d->closing);
+    ds_mrtr_release_all(d);
     ds_pending_release_all(d);
     hashmap_free(d->ids);
     ds_subs_release(d);

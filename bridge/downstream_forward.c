@@ -75,6 +75,8 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
     (void)c;
 
     p->call = NULL;
+    if (p->mrtr && ds_mrtr_on_response(p, response, error, message))
+        return;
     if (!error) {
         if (p->sub == DS_SUB_ADD && !json_object_object_get_ex(response, "error", NULL))
             ds_subs_remember(d, p->s, p->sub_uri);
@@ -109,6 +111,9 @@ static void on_call_progress(struct upstream_call *c, struct json_object *params
 struct ds_pending *ds_forward(struct downstream *d, struct jrpc_msg *m, struct ds_server *s,
                               bool tool_call)
 {
+    if (d->modern && json_object_object_get_ex(m->params, "requestState", NULL) &&
+        ds_mrtr_resume(d, m, s) != 0)
+        return NULL; /* the bridge's own state: resumed, or refused (answered either way) */
     struct ds_pending *p = ds_pending_new(d, DS_PT_CALL, m->id, m->method);
     if (!p) {
         ds_reply_too_many(d, m->id);
@@ -116,8 +121,10 @@ struct ds_pending *ds_forward(struct downstream *d, struct jrpc_msg *m, struct d
     }
     p->s = s;
     p->tool_call = tool_call;
-    int r = upstream_call(s->u, m->method, m->params, 0, on_call_response, on_call_progress, p,
-                          &p->call);
+    /* a modern agent answers a modern server's InputRequiredResult itself */
+    int r =
+        upstream_call_ex(s->u, m->method, m->params, 0, d->modern ? UPSTREAM_CALL_INPUT_PASS : 0,
+                         on_call_response, on_call_progress, p, &p->call);
     if (r < 0) {
         ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         ds_pending_free(p);

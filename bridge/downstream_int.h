@@ -159,6 +159,9 @@ struct ds_pending {
     char *sub_uri; /* DS_SUB_ADD */
     int64_t start;
     char method[DS_METHOD_MAX];
+    /* downstream_mrtr.c: a modern agent's request whose legacy server asked for input: the
+     * round trips' state (the record outlives the agent's id in between); NULL when none */
+    struct ds_mrtr *mrtr;
 };
 
 /* A request of a server forwarded to the agent. */
@@ -217,6 +220,11 @@ struct downstream {
     struct json_object *client_caps; /* what upstreams are offered: roots, sampling,
                                          elicitation when the agent declared them */
     char *protocol_version;          /* the agent's, when the bridge knows it */
+    /* The agent speaks 2026-07-28 (no initialize, _meta on every request; it said so with
+     * server/discover or a request's io.modelcontextprotocol/protocolVersion); false: the
+     * legacy era (initialize), today's behaviour. */
+    bool modern;
+    struct ds_mrtr_state *mrtr; /* downstream_mrtr.c's table of suspended requests; NULL */
 
     struct list_node pending; /* struct ds_pending, newest first */
     size_t n_pending;
@@ -391,6 +399,26 @@ void ds_bridged_progress(struct downstream *d, struct jrpc_msg *m);
 void ds_bridged_drop(struct downstream *d, struct ds_server *s, uint64_t keep_gen,
                      const char *reason);
 void ds_bridged_release_all(struct downstream *d);
+
+/* ---- downstream_mrtr.c: a legacy server's requests during a modern agent's call --------- */
+
+/* A legacy server's request arrived (upstream_handler.on_request) while the agent is modern:
+ * when it belongs to a request of the agent in flight (upstream_related_call), that request is
+ * answered with an InputRequiredResult whose requestState (HMAC-signed, per-process key)
+ * resumes it; true when taken (false: refuse it as today). */
+bool ds_mrtr_server_request(struct ds_server *s, uint64_t gen, struct json_object *msg);
+/* A modern agent's request to s carries params.requestState: 1 when it was the bridge's own
+ * (resumed, or refused as forged or expired: answered), 0 when it is not the bridge's
+ * (forward it as it is: the server's own state), -1 on ENOMEM (answered). */
+int ds_mrtr_resume(struct downstream *d, struct jrpc_msg *m, struct ds_server *s);
+/* The upstream's answer (as upstream_response_fn) to a pending with mrtr set: true when
+ * taken (kept until the agent comes back, or answered). */
+bool ds_mrtr_on_response(struct ds_pending *p, struct json_object *response, int error,
+                         const char *message);
+/* The pending p goes away (freed): its rounds' state with it. */
+void ds_mrtr_pending_free(struct ds_pending *p);
+/* Everything suspended goes (shutdown, downstream_free). */
+void ds_mrtr_release_all(struct downstream *d);
 
 /* ---- downstream_subs.c ------------------------------------------------------------------- */
 

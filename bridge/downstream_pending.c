@@ -67,6 +67,8 @@ void ds_pending_free(struct ds_pending *p)
         (void)hashmap_remove(d->ids, key);
     if (p->type == DS_PT_CALL && p->s)
         ds_server_used(p->s); /* the idle clock starts when the last answer went */
+    ds_mrtr_pending_free(p);
+    p->mrtr = NULL;
     json_object_put(p->id);
     json_object_put(p->msg);
     free(p->sub_uri);

@@ -645,3 +645,8 @@ uint64_t upstream_generation(const struct upstream *u)
 {
     return u->gen;
 }
+
+enum upstream_era upstream_era(const struct upstream *u)
+{
+    return u->era;
+}

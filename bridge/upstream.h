@@ -111,7 +111,8 @@
 #include "credentials.h"
 #include "loop.h"
 
-#define UPSTREAM_PROTOCOL_LATEST "2025-11-25"
+#define UPSTREAM_PROTOCOL_LATEST "2025-11-25" /* the newest legacy (initialize) revision */
+#define UPSTREAM_PROTOCOL_MODERN "2026-07-28" /* the first revision without initialize */
 /* NULL-terminated list of the versions the bridge speaks, newest first */
 extern const char *const UPSTREAM_PROTOCOL_VERSIONS[];
 
@@ -140,6 +141,16 @@ enum upstream_state {
 
 struct upstream;
 struct upstream_call;
+
+/* The era a server speaks, known once it is READY (UNKNOWN before; the detection is
+ * remembered per process for stdio servers and per origin for HTTP ones). LEGACY: the
+ * initialize handshake (2024-11-05 .. 2025-11-25). MODERN: 2026-07-28 and later, every request
+ * stamped with _meta, no session. */
+enum upstream_era {
+    UPSTREAM_ERA_UNKNOWN,
+    UPSTREAM_ERA_LEGACY,
+    UPSTREAM_ERA_MODERN,
+};
 
 /* State changes. error is 0 on the way up; for BACKOFF and FAILED it is the cause (-errno, as
  * for calls) and message says what happened ("server 'x': cannot run 'foo': No such file or
@@ -259,6 +270,9 @@ const char *upstream_protocol_version(const struct upstream *u);
  * "completions"). */
 bool upstream_has_capability(const struct upstream *u, const char *name);
 
+/* The era of the server (above); UNKNOWN before the first READY. */
+enum upstream_era upstream_era(const struct upstream *u);
+
 /* Session generation: counts READY transitions (0 before the first). */
 uint64_t upstream_generation(const struct upstream *u);
 
@@ -281,6 +295,32 @@ typedef void (*upstream_progress_fn)(struct upstream_call *c, struct json_object
 int upstream_call(struct upstream *u, const char *method, struct json_object *params,
                   int64_t timeout_ms, upstream_response_fn fn, upstream_progress_fn progress,
                   void *userdata, struct upstream_call **ret) _must_check_;
+
+/* Flags of upstream_call_ex(). */
+enum upstream_call_flags {
+    /* A modern server's InputRequiredResult ("resultType": "input_required") is delivered to
+     * fn as it is: the caller (a modern agent behind the bridge) answers it and sends the
+     * request again itself. Without it the upstream satisfies it: each of its inputRequests
+     * goes to on_request as a server request (an id of the upstream's own), their answers
+     * (upstream_respond) are sent back with the request again under a new id, "requestState"
+     * byte for byte, at most UPSTREAM_INPUT_MAX_ROUNDS rounds; fn sees only the final result. */
+    UPSTREAM_CALL_INPUT_PASS = 1u << 0,
+};
+#define UPSTREAM_INPUT_MAX_ROUNDS 10
+
+/* upstream_call() with flags (enum upstream_call_flags). */
+int upstream_call_ex(struct upstream *u, const char *method, struct json_object *params,
+                     int64_t timeout_ms, unsigned flags, upstream_response_fn fn,
+                     upstream_progress_fn progress, void *userdata,
+                     struct upstream_call **ret) _must_check_;
+
+/* The call a server request (as given to on_request) belongs to: over HTTP the call on whose
+ * response stream it came; otherwise the only call in flight on the upstream that may ask for
+ * input (tools/call, resources/read, prompts/get); else NULL. For an input request unpacked
+ * from an InputRequiredResult, the call that got it. */
+struct upstream_call *upstream_related_call(struct upstream *u, struct json_object *msg);
+/* The userdata given with the call. */
+void *upstream_call_userdata(const struct upstream_call *c);
 
 /* The caller gives up on a call: no callback follows. If it was sent, notifications/cancelled
  * with its id and reason (NULL: none) is sent upstream. NULL-safe. */

@@ -21,6 +21,7 @@ void up_call_free(struct upstream_call *c)
     if (!c)
         return;
     c->u->ncalls--;
+    up_mrtr_free(c);
     loop_timer_cancel(c->timer);
     free(c->method);
     json_object_put(c->params);
@@ -436,6 +437,13 @@ int upstream_call(struct upstream *u, const char *method, struct json_object *pa
                   int64_t timeout_ms, upstream_response_fn fn, upstream_progress_fn progress,
                   void *userdata, struct upstream_call **ret)
 {
+    return upstream_call_ex(u, method, params, timeout_ms, 0, fn, progress, userdata, ret);
+}
+
+int upstream_call_ex(struct upstream *u, const char *method, struct json_object *params,
+                     int64_t timeout_ms, unsigned flags, upstream_response_fn fn,
+                     upstream_progress_fn progress, void *userdata, struct upstream_call **ret)
+{
     struct upstream_call *c = NULL;
     if (!u || up_freed(u) || !method || !fn || !ret)
         return -EINVAL;
@@ -447,12 +455,35 @@ int upstream_call(struct upstream *u, const char *method, struct json_object *pa
     c->fn = fn;
     c->progress = progress;
     c->userdata = userdata;
+    c->uflags = flags;
     struct json_object *tok = params ? jrpc_progress_token(params) : NULL;
     if (tok)
         c->token = json_object_get(tok);
     call_dispatch(u, c);
     *ret = c;
     return 0;
+}
+
+void up_call_reissue(struct upstream *u, struct upstream_call *c, struct json_object *new_params)
+{
+    if (c->where == CALL_SENT && u->conn)
+        transport_answered(u->conn->t, (uint64_t)c->id);
+    up_call_unlink(u, c);
+    if (new_params) {
+        json_object_put(c->params);
+        c->params = json_object_get(new_params);
+        c->token_swapped = false; /* a new params object carries the caller's token, if any */
+    }
+    c->id = u->next_id++;
+    (void)fmt_i64(c->key, sizeof(c->key), c->id);
+    if (c->token && c->token_swapped)
+        c->token_swapped = false; /* up_send_call() puts the new id in as the token */
+    call_dispatch(u, c);
+}
+
+void *upstream_call_userdata(const struct upstream_call *c)
+{
+    return c ? c->userdata : NULL;
 }
 
 void upstream_call_cancel(struct upstream_call *c, const char *reason)
@@ -484,6 +515,8 @@ int upstream_respond(struct upstream *u, uint64_t gen, struct json_object *id,
 {
     if (!u || !id || (!result) == (!error))
         return -EINVAL;
+    if (!up_freed(u) && up_mrtr_take_response(u, id, result, error))
+        return 0;
     if (up_freed(u) || !u->conn || u->conn->gen != gen)
         return 0;
     struct json_object *resp = json_object_new_object();

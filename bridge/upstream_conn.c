@@ -32,8 +32,10 @@ static void deliver(struct upstream *u, struct conn *cn, struct upstream_call *c
                     struct jrpc_msg *m)
 {
     up_call_unlink(u, c);
-    up_disarm(&c->timer);
     transport_answered(cn->t, (uint64_t)c->id);
+    if (!c->ifn && up_mrtr_on_result(u, c, m))
+        return; /* an input round (upstream_mrtr.c): the call goes on, its timer too */
+    up_disarm(&c->timer);
     if (c->ifn) {
         c->ifn(u, c, m, 0);
         up_call_free(c);

@@ -72,7 +72,9 @@ struct upstream_call {
     upstream_progress_fn progress;
     void *userdata;
     call_internal_fn ifn;
-    unsigned flags; /* transport_send flags */
+    unsigned flags;  /* transport_send flags */
+    unsigned uflags; /* enum upstream_call_flags */
+    void *mrtr;      /* upstream_mrtr.c's state of its input rounds; NULL when none */
     enum call_where where;
     uint64_t session;   /* u->session when sent */
     bool retried;       /* sent again after the session was lost (-ESTALE) */
@@ -123,6 +125,10 @@ struct upstream {
 
     enum upstream_state state;
     enum session_state sess;
+    enum upstream_era era; /* of the current (or last) session */
+    /* while a server request is handed to on_request: the tag of the request on whose
+     * response stream it came (0: none known, e.g. stdio or the server's own stream) */
+    uint64_t request_tag;
     char *last_error;
     struct json_object *caps, *info;
     char *instructions, *version;
@@ -206,6 +212,24 @@ int up_send_response(struct upstream *u, struct json_object *resp);
 void up_connect_fail(struct upstream *u, int error, const char *message, bool permanent);
 void up_conn_lost(struct upstream *u, int error, const char *message);
 void up_reconnect_now(struct upstream *u);
+
+/* Sends c again as a new request: a new id of the upstream's (an answer to the old one is
+ * dropped as an answer to no request), its params replaced by new_params when that is not
+ * NULL (reference taken), the progress token following the new id. The 2026-07-28 revision's
+ * retries (input rounds, -32020, a broken response stream) never reuse an id. c must be
+ * CALL_SENT or CALL_NEW (it is unlinked first); a failure is reported through its callback
+ * from the loop. */
+void up_call_reissue(struct upstream *u, struct upstream_call *c, struct json_object *new_params);
+
+/* upstream_mrtr.c: input rounds (UPSTREAM_CALL_INPUT_PASS unset) */
+/* A response m for c is about to be delivered: true when the input rounds took it (an
+ * InputRequiredResult being satisfied; c stays with them). */
+bool up_mrtr_on_result(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m);
+/* upstream_respond() of an id the rounds made up: true when taken. */
+bool up_mrtr_take_response(struct upstream *u, struct json_object *id, struct json_object *result,
+                           struct json_object *error);
+/* c is freed: its rounds' state goes with it. */
+void up_mrtr_free(struct upstream_call *c);
 
 /* upstream_connect.c */
 void up_connect_start(struct upstream *u);
