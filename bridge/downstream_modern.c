@@ -74,7 +74,7 @@ bool ds_modern_check(struct downstream *d, struct jrpc_msg *m)
 {
     struct json_object *meta = request_meta(m), *v;
     if (!json_object_object_get_ex(meta, DS_META_VERSION, &v)) {
-        ds_reply_errorf(d, m->id, JRPC_INVALID_REQUEST,
+        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS,
                         "%s needs params._meta[\"" DS_META_VERSION "\"] (%s: no initialize)",
                         m->method, UPSTREAM_PROTOCOL_MODERN);
         return false;
@@ -85,7 +85,7 @@ bool ds_modern_check(struct downstream *d, struct jrpc_msg *m)
         return false;
     }
     if (!json_get_object(meta, DS_META_CAPS)) {
-        ds_reply_errorf(d, m->id, JRPC_INVALID_REQUEST,
+        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS,
                         "%s needs params._meta[\"" DS_META_CAPS "\"], an object", m->method);
         return false;
     }

@@ -39,7 +39,7 @@ static void test_discover_and_errors(void)
         0);
     /* a discover without _meta does not make the agent modern */
     struct json_object *r = fx_request(&f, "\"d0\"", "server/discover", NULL);
-    CHECK_INT(path_int(r, "error.code"), -32600);
+    CHECK_INT(path_int(r, "error.code"), -32602);
     CHECK_CONTAINS(path_str(r, "error.message"), "io.modelcontextprotocol/protocolVersion");
     json_object_put(r);
     /* nor does a version the bridge does not serve */
@@ -67,11 +67,11 @@ static void test_discover_and_errors(void)
 
     /* every later request is checked */
     r = fx_request(&f, "1", "tools/list", NULL);
-    CHECK_INT(path_int(r, "error.code"), -32600);
+    CHECK_INT(path_int(r, "error.code"), -32602);
     json_object_put(r);
     r = fx_request(&f, "2", "tools/list",
                    "{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}");
-    CHECK_INT(path_int(r, "error.code"), -32600);
+    CHECK_INT(path_int(r, "error.code"), -32602);
     CHECK_CONTAINS(path_str(r, "error.message"), "clientCapabilities");
     json_object_put(r);
     r = fx_request(&f, "3", "tools/list",
