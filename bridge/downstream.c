@@ -138,6 +138,11 @@ void ds_send_put(struct downstream *d, struct json_object *o)
 
 void ds_reply_result(struct downstream *d, struct json_object *id, struct json_object *result)
 {
+    if (d->modern && ds_result_hints(result, false, 0) < 0) {
+        json_object_put(result);
+        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
     ds_send_put(d, jrpc_new_result(id, result));
     json_object_put(result);
 }
@@ -185,7 +190,11 @@ void ds_rebuild(struct downstream *d, enum catalog_kind k)
 
 static void notify_agent(const char *method, void *userdata)
 {
-    ds_send_put(userdata, jrpc_new_notification(method, NULL));
+    struct downstream *d = userdata;
+    if (d->modern)
+        ds_listen_list_changed(d, method); /* only on the listens that ask for it */
+    else
+        ds_send_put(d, jrpc_new_notification(method, NULL));
 }
 
 /* A server's new lists are announced together once its listing round is over, not one by
@@ -205,8 +214,10 @@ static void rebuild_all(struct downstream *d)
 bool ds_answer_list(struct downstream *d, struct json_object *id, enum catalog_kind k)
 {
     struct json_object *res = json_object_new_object();
-    if (!res || json_object_object_add(res, CATALOG_KINDS[k].key,
-                                       json_object_get(catalog_items(d->cat, k))) < 0) {
+    if (!res ||
+        json_object_object_add(res, CATALOG_KINDS[k].key,
+                               json_object_get(catalog_items(d->cat, k))) < 0 ||
+        (d->modern && ds_result_hints(res, true, ds_list_ttl(d, k)) < 0)) {
         json_object_put(res);
         ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
         return false;
@@ -377,6 +388,65 @@ static const struct ds_method AGGREGATE_METHODS[] = {
     {"logging/setLevel", ds_set_level},
 };
 
+/* The methods the 2026-07-28 revision removed: a modern agent gets -32601 for them. */
+static bool removed_method(const char *method)
+{
+    static const char *const removed[] = {"ping", "logging/setLevel", "resources/subscribe",
+                                          "resources/unsubscribe"};
+    for (size_t i = 0; i < ELEMENTSOF(removed); i++)
+        if (strcmp(removed[i], method) == 0)
+            return true;
+    return false;
+}
+
+static void discover(struct downstream *d, struct jrpc_msg *m)
+{
+    if (d->mode == DOWNSTREAM_SINGLE) {
+        ds_single_discover(d, m);
+        return;
+    }
+    struct json_object *res = ds_aggregate_discover(d);
+    if (res)
+        ds_reply_result(d, m->id, res);
+    else
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+}
+
+/* A modern agent's request (downstream_modern.c). */
+static void modern_request(struct downstream *d, struct jrpc_msg *m)
+{
+    if (strcmp(m->method, "initialize") == 0) {
+        ds_reply_errorf(d, m->id, JRPC_INVALID_REQUEST, "this session uses %s (no initialize)",
+                        UPSTREAM_PROTOCOL_MODERN);
+        return;
+    }
+    if (!ds_modern_check(d, m))
+        return;
+    if (removed_method(m->method)) {
+        ds_reply_errorf(d, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s' (not in %s)",
+                        m->method, UPSTREAM_PROTOCOL_MODERN);
+        return;
+    }
+    if (strcmp(m->method, "server/discover") == 0) {
+        discover(d, m);
+        return;
+    }
+    if (strcmp(m->method, "subscriptions/listen") == 0) {
+        ds_listen_open(d, m);
+        return;
+    }
+    if (d->mode == DOWNSTREAM_SINGLE) {
+        ds_single_request(d, m);
+        return;
+    }
+    const struct ds_method *h =
+        ds_method_find(AGGREGATE_METHODS, ELEMENTSOF(AGGREGATE_METHODS), m->method);
+    if (h)
+        h->handle(d, m);
+    else
+        ds_reply_errorf(d, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s'", m->method);
+}
+
 void ds_handle_request(struct downstream *d, struct jrpc_msg *m)
 {
     /* two answers with one id would be the agent's to untangle: the second request is not
@@ -386,8 +456,21 @@ void ds_handle_request(struct downstream *d, struct jrpc_msg *m)
                         "id already in use: a request with this id is still in flight");
         return;
     }
-    /* single mode passes ping on too, once there is a session to ask */
-    if (strcmp(m->method, "ping") == 0 && !(d->mode == DOWNSTREAM_SINGLE && ds_initialized(d))) {
+    /* before any initialize, a request of the 2026-07-28 era makes the agent modern (when its
+     * _meta is right: an agent that is told the version is wrong may still initialize) */
+    if (!d->modern && d->session == DS_SESSION_NEW && ds_modern_opening(m)) {
+        if (!ds_modern_check(d, m) || ds_modern_start(d, m) < 0)
+            return;
+    }
+    if (d->modern) {
+        modern_request(d, m);
+        return;
+    }
+    /* single mode passes ping on too, once there is a session to ask (a modern server has no
+     * ping: the bridge answers it) */
+    if (strcmp(m->method, "ping") == 0 &&
+        !(d->mode == DOWNSTREAM_SINGLE && ds_initialized(d) &&
+          upstream_era(d->servers[0]->u) != UPSTREAM_ERA_MODERN)) {
         struct json_object *empty = json_object_new_object();
         if (empty)
             ds_reply_result(d, m->id, empty);
@@ -623,6 +706,8 @@ static void answer_waiting(struct downstream *d)
         if (p->type == DS_PT_LIST) {
             ds_answer_list(d, p->id, p->kind);
             ds_pending_free(p);
+        } else if (p->type == DS_PT_LISTEN) {
+            ds_listen_end(p, true); /* its closing result */
         } else if (p->type != DS_PT_CALL) {
             ds_reply_error(d, p->id, JRPC_CONNECTION_CLOSED, "mcp-bridge is shutting down");
             ds_pending_free(p);

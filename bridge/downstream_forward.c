@@ -80,8 +80,10 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
     if (!error) {
         if (p->sub == DS_SUB_ADD && !json_object_object_get_ex(response, "error", NULL))
             ds_subs_remember(d, p->s, p->sub_uri);
-        /* the id is the agent's again; everything else passes as it is */
-        if (json_object_object_add(response, "id", json_object_get(p->id)) == 0)
+        /* the id is the agent's again; everything else passes as it is (a modern agent's
+         * result gets what the 2026-07-28 revision asks for, in the same object) */
+        if (ds_modern_response(d, p, response) == 0 &&
+            json_object_object_add(response, "id", json_object_get(p->id)) == 0)
             ds_send_json(d, response);
         else
             ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
@@ -121,6 +123,7 @@ struct ds_pending *ds_forward(struct downstream *d, struct jrpc_msg *m, struct d
     }
     p->s = s;
     p->tool_call = tool_call;
+    ds_modern_forwarding(d, m, p);
     /* a modern agent answers a modern server's InputRequiredResult itself */
     int r =
         upstream_call_ex(s->u, m->method, m->params, 0, d->modern ? UPSTREAM_CALL_INPUT_PASS : 0,
@@ -238,7 +241,7 @@ static void forward_resource_tool(struct downstream *d, struct jrpc_msg *m, stru
 
 /* Keeps a request that names something not (yet) in the catalogue until the first round is
  * over. true when held (or answered: no room). */
-static bool hold(struct downstream *d, struct jrpc_msg *m)
+bool ds_hold(struct downstream *d, struct jrpc_msg *m)
 {
     if (d->session != DS_SESSION_SETTLING)
         return false;
@@ -312,7 +315,7 @@ static void forward_named(struct downstream *d, struct jrpc_msg *m, enum catalog
         return;
     }
     if (!src) {
-        if (hold(d, m))
+        if (ds_hold(d, m))
             return;
         struct ds_server *s = k == CATALOG_TOOLS ? signin_server(d, name, &orig) : NULL;
         if (s) {
@@ -347,7 +350,7 @@ void ds_forward_tool_call(struct downstream *d, struct jrpc_msg *m)
     const char *name = json_get_string(m->params, "name");
     if (name && strcmp(name, PROXY_TOOL_NAME) == 0 && catalog_proxy_enabled(d->cat)) {
         /* what it names may not be listed yet: it waits for the first lists, like a tools/call */
-        if (proxy_tool_waits(m->params) && hold(d, m))
+        if (proxy_tool_waits(m->params) && ds_hold(d, m))
             return;
         proxy_tool_call(d, m->id, m->params);
         return;
@@ -362,7 +365,7 @@ void ds_forward_prompt_get(struct downstream *d, struct jrpc_msg *m)
 
 /* The server a resource URI belongs to (downstream.h): the catalogue's choice, else - when
  * only one server has resources - that one; or NULL. */
-static struct ds_server *route_uri(struct downstream *d, const char *uri)
+struct ds_server *ds_route_uri(struct downstream *d, const char *uri)
 {
     struct catalog_source *src = catalog_route_uri(d->cat, uri);
     if (src)
@@ -390,11 +393,12 @@ static void forward_uri(struct downstream *d, struct jrpc_msg *m, const char *ur
         ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "%s needs params.uri, a string", m->method);
         return;
     }
-    struct ds_server *s = route_uri(d, uri);
+    struct ds_server *s = ds_route_uri(d, uri);
     if (!s) {
-        if (hold(d, m))
+        if (ds_hold(d, m))
             return;
-        ds_reply_errorf(d, m->id, JRPC_RESOURCE_NOT_FOUND,
+        /* 2026-07-28 has -32602 for it */
+        ds_reply_errorf(d, m->id, d->modern ? JRPC_INVALID_PARAMS : JRPC_RESOURCE_NOT_FOUND,
                         "resource not found: no server lists '%s'", uri);
         return;
     }
@@ -416,7 +420,7 @@ static void complete_prompt(struct downstream *d, struct jrpc_msg *m, struct jso
     const char *orig;
     struct catalog_source *src = catalog_find(d->cat, CATALOG_PROMPTS, name, &orig);
     if (!src) {
-        if (name && hold(d, m))
+        if (name && ds_hold(d, m))
             return;
         ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown prompt '%s'", name ? name : "");
         return;
@@ -457,6 +461,10 @@ void ds_cancel_request(struct downstream *d, struct json_object *params)
     if (!p || p->type == DS_PT_INIT)
         return;
     log_debug(d->log, "%s cancelled by the client", p->method);
+    if (p->type == DS_PT_LISTEN) {
+        ds_listen_end(p, false); /* the agent expects nothing more of it */
+        return;
+    }
     if (p->call) {
         struct upstream_call *call = p->call;
         p->call = NULL;

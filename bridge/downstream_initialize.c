@@ -153,6 +153,50 @@ oom:
     return NULL;
 }
 
+struct json_object *ds_discover_result(struct json_object *caps, struct json_object *info,
+                                       const char *instructions, int64_t ttl_ms)
+{
+    struct json_object *res = json_object_new_object(), *versions = json_object_new_array(),
+                       *meta = json_object_new_object();
+    if (!res || !versions || !meta ||
+        json_object_array_add(versions, json_object_new_string(UPSTREAM_PROTOCOL_MODERN)) < 0)
+        goto oom;
+    struct json_object *v = versions, *mt = meta;
+    versions = meta = NULL; /* json_object_object_add() takes its value even when it fails */
+    if (json_object_object_add(res, "resultType", json_object_new_string("complete")) < 0 ||
+        json_object_object_add(res, "supportedVersions", v) < 0 ||
+        json_object_object_add(res, "capabilities",
+                               caps ? json_object_get(caps) : json_object_new_object()) < 0 ||
+        json_object_object_add(res, "_meta", mt) < 0 ||
+        json_object_object_add(mt, DS_META_SERVER_INFO,
+                               info ? json_object_get(info) : json_object_new_object()) < 0 ||
+        (instructions &&
+         json_object_object_add(res, "instructions", json_object_new_string(instructions)) < 0) ||
+        json_object_object_add(res, "ttlMs", json_object_new_int64(ttl_ms)) < 0 ||
+        json_object_object_add(res, "cacheScope", json_object_new_string("private")) < 0)
+        goto oom;
+    return res;
+oom:
+    json_object_put(res);
+    json_object_put(versions);
+    json_object_put(meta);
+    return NULL;
+}
+
+/* server/discover of a modern agent in aggregate mode: what initialize would say. */
+struct json_object *ds_aggregate_discover(struct downstream *d)
+{
+    struct json_object *init = aggregate_init_result(d);
+    struct json_object *res = init
+                                  ? ds_discover_result(json_object_object_get(init, "capabilities"),
+                                                       json_object_object_get(init, "serverInfo"),
+                                                       json_get_string(init, "instructions"),
+                                                       ds_list_ttl(d, CATALOG_TOOLS))
+                                  : NULL;
+    json_object_put(init);
+    return res;
+}
+
 void ds_start_upstreams(struct downstream *d)
 {
     for (size_t i = 0; i < d->n_servers;) {
@@ -184,12 +228,8 @@ void ds_start_upstreams(struct downstream *d)
     ds_settle_check(d);
 }
 
-/* What the agent declared is what upstreams are offered, on every (re)connect. false on
- * ENOMEM. */
-static bool take_agent_capabilities(struct downstream *d, struct jrpc_msg *m)
+int ds_take_capabilities(struct downstream *d, const char *version, struct json_object *caps)
 {
-    const char *version = json_get_string(m->params, "protocolVersion");
-    struct json_object *caps = json_get_object(m->params, "capabilities");
     free(d->protocol_version);
     d->protocol_version = known_version(version) ? strdup(version) : NULL;
     json_object_put(d->agent_caps);
@@ -197,16 +237,16 @@ static bool take_agent_capabilities(struct downstream *d, struct jrpc_msg *m)
     json_object_put(d->client_caps);
     d->client_caps = json_object_new_object();
     if (!d->agent_caps || !d->client_caps)
-        return false;
+        return -ENOMEM;
     /* the capabilities whose requests the bridge forwards, and only as declared: a value that
      * is not an object (null included) is not a capability */
     static const char *const offered[] = {"roots", "sampling", "elicitation"};
     for (size_t i = 0; i < ELEMENTSOF(offered); i++) {
         struct json_object *v = json_get_object(caps, offered[i]);
         if (v && json_object_object_add(d->client_caps, offered[i], json_object_get(v)) < 0)
-            return false;
+            return -ENOMEM;
     }
-    return true;
+    return 0;
 }
 
 void ds_handle_initialize(struct downstream *d, struct jrpc_msg *m)
@@ -215,7 +255,8 @@ void ds_handle_initialize(struct downstream *d, struct jrpc_msg *m)
         ds_reply_error(d, m->id, JRPC_INVALID_REQUEST, "initialize was already received");
         return;
     }
-    if (!ds_started(d) && !take_agent_capabilities(d, m)) {
+    if (!ds_started(d) && ds_take_capabilities(d, json_get_string(m->params, "protocolVersion"),
+                                               json_get_object(m->params, "capabilities")) < 0) {
         ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }

@@ -38,13 +38,24 @@
 #include "server_config.h"
 #include "upstream.h"
 
-#define DS_MAX_PENDING   4096 /* agent requests in flight (or waiting for the catalogue) */
-#define DS_MAX_BRIDGED   256  /* server requests waiting for the agent's answer */
-#define DS_MAX_SUBS      4096 /* resource subscriptions remembered for reconnects */
-#define DS_POOL_MAX      64   /* pending records kept for reuse: no malloc per call */
-#define DS_TEXT_MAX      1024 /* error texts for the agent */
-#define DS_METHOD_MAX    48   /* of a method name kept for the log */
-#define DS_CACHE_SAVE_MS 1000 /* the cache is written at most this often (and at shutdown) */
+#define DS_MAX_PENDING   4096  /* agent requests in flight (or waiting for the catalogue) */
+#define DS_MAX_BRIDGED   256   /* server requests waiting for the agent's answer */
+#define DS_MAX_SUBS      4096  /* resource subscriptions remembered for reconnects */
+#define DS_POOL_MAX      64    /* pending records kept for reuse: no malloc per call */
+#define DS_TEXT_MAX      1024  /* error texts for the agent */
+#define DS_METHOD_MAX    48    /* of a method name kept for the log */
+#define DS_CACHE_SAVE_MS 1000  /* the cache is written at most this often (and at shutdown) */
+#define DS_MAX_LISTENS   64    /* a modern agent's subscriptions/listen requests open at once */
+#define DS_LIST_TTL_MS   60000 /* "ttlMs" of a list no server gave one for (modern agents) */
+
+/* The 2026-07-28 era's error codes and _meta keys (basic/index.mdx). */
+#define DS_ERR_MISSING_CAPABILITY  (-32021) /* MissingRequiredClientCapability */
+#define DS_ERR_UNSUPPORTED_VERSION (-32022) /* UnsupportedProtocolVersion */
+#define DS_META_VERSION            "io.modelcontextprotocol/protocolVersion"
+#define DS_META_CAPS               "io.modelcontextprotocol/clientCapabilities"
+#define DS_META_LOG_LEVEL          "io.modelcontextprotocol/logLevel"
+#define DS_META_SERVER_INFO        "io.modelcontextprotocol/serverInfo"
+#define DS_META_SUBSCRIPTION       "io.modelcontextprotocol/subscriptionId"
 
 /* ---- lifecycles -------------------------------------------------------------------------- */
 
@@ -119,6 +130,9 @@ struct ds_server {
     int64_t last_used;                /* loop time of its last READY or answered call */
     struct loop_timer *idle_timer;
     char *reason; /* the last failure (BACKOFF, FAILED, LOGIN), cleared at READY */
+    /* a modern agent's: the level last sent to this legacy server with logging/setLevel (the
+     * agent asks per request); NULL when none */
+    char *level_sent;
 };
 
 /* What the proxy tool's status says of a server (ds_server_avail). */
@@ -132,11 +146,22 @@ enum ds_avail {
 };
 
 enum ds_pending_type {
-    DS_PT_CALL, /* forwarded upstream; call is the upstream_call */
-    DS_PT_LIST, /* a list request waiting for the first round of the catalogue */
-    DS_PT_HELD, /* a request naming something the catalogue does not know yet */
-    DS_PT_INIT, /* single mode: the agent's initialize waiting for READY */
+    DS_PT_CALL,     /* forwarded upstream; call is the upstream_call */
+    DS_PT_LIST,     /* a list request waiting for the first round of the catalogue */
+    DS_PT_HELD,     /* a request naming something the catalogue does not know yet */
+    DS_PT_INIT,     /* single mode: the agent's initialize waiting for READY */
+    DS_PT_DISCOVER, /* single mode: a modern agent's server/discover waiting for READY (msg) */
+    DS_PT_LISTEN,   /* a modern agent's subscriptions/listen, open until cancelled (listen) */
 };
+
+/* What a modern agent's result needs besides "resultType" (CacheableResult: caching.mdx). */
+enum ds_shape {
+    DS_SHAPE_PLAIN,
+    DS_SHAPE_LIST, /* tools/list, prompts/list, resources/list, resources/templates/list */
+    DS_SHAPE_READ, /* resources/read */
+};
+
+struct ds_listen;
 
 /* What a forwarded request does to the subscriptions the bridge remembers. */
 enum ds_sub_op {
@@ -162,6 +187,11 @@ struct ds_pending {
     /* downstream_mrtr.c: a modern agent's request whose legacy server asked for input: the
      * round trips' state (the record outlives the agent's id in between); NULL when none */
     struct ds_mrtr *mrtr;
+    /* a modern agent's request: the shape of its result, and the log level its _meta asked for
+     * (ds_log_rank(); 0: none, so the server's notifications/message are not for it) */
+    enum ds_shape shape;
+    int log_rank;
+    struct ds_listen *listen; /* DS_PT_LISTEN: its filter */
 };
 
 /* A request of a server forwarded to the agent. */
@@ -225,6 +255,7 @@ struct downstream {
      * legacy era (initialize), today's behaviour. */
     bool modern;
     struct ds_mrtr_state *mrtr; /* downstream_mrtr.c's table of suspended requests; NULL */
+    size_t n_listens;           /* DS_PT_LISTEN records */
 
     struct list_node pending; /* struct ds_pending, newest first */
     size_t n_pending;
@@ -315,6 +346,64 @@ void ds_set_level(struct downstream *d, struct jrpc_msg *m);
 void ds_handle_initialize(struct downstream *d, struct jrpc_msg *m);
 /* Makes the upstreams real and connects them all, in parallel (once: from NEW). */
 void ds_start_upstreams(struct downstream *d);
+/* What the agent declared (its protocol version, NULL when none or unknown; its capabilities,
+ * borrowed, NULL: none) is what every upstream is offered. -ENOMEM. */
+int ds_take_capabilities(struct downstream *d, const char *version, struct json_object *caps);
+/* A DiscoverResult: supportedVersions [2026-07-28], capabilities and serverInfo (borrowed,
+ * NULL: {}), instructions (NULL: none), ttlMs, cacheScope "private", resultType. NULL on
+ * ENOMEM. */
+struct json_object *ds_discover_result(struct json_object *caps, struct json_object *info,
+                                       const char *instructions, int64_t ttl_ms);
+/* Aggregate mode's: the bridge's capabilities, serverInfo and instructions, as initialize
+ * gives them. NULL on ENOMEM. */
+struct json_object *ds_aggregate_discover(struct downstream *d);
+
+/* ---- downstream_modern.c: a 2026-07-28 agent --------------------------------------------- */
+
+/* Whether a request opens the modern era (before any initialize): server/discover, or
+ * params._meta with io.modelcontextprotocol/protocolVersion. */
+bool ds_modern_opening(const struct jrpc_msg *m);
+/* Checks a modern request's _meta: false when it was answered (-32600 a required key missing,
+ * -32022 an unsupported version, -32602 a log level that is none). */
+bool ds_modern_check(struct downstream *d, struct jrpc_msg *m);
+/* The agent became modern with request m: its capabilities taken, the upstreams started.
+ * -ENOMEM (answered). */
+int ds_modern_start(struct downstream *d, struct jrpc_msg *m);
+/* -32021 for a request that needs the client capability cap the agent did not declare. */
+void ds_reply_missing_capability(struct downstream *d, struct json_object *id, const char *cap);
+/* The rank of an MCP log level (debug 1 .. emergency 8), 0 for none. */
+int ds_log_rank(const char *level);
+/* The "ttlMs" of the aggregate list of kind k: the shortest a server gave, 0 while a server is
+ * still connecting, else DS_LIST_TTL_MS. */
+int64_t ds_list_ttl(struct downstream *d, enum catalog_kind k);
+/* Adds "resultType": "complete" to a result that has none and, when cacheable, "ttlMs"
+ * (ttl_ms) and "cacheScope" ("private") when missing. -ENOMEM. */
+int ds_result_hints(struct json_object *result, bool cacheable, int64_t ttl_ms);
+/* A server's answer to a modern agent's request p, before it goes to the agent (in place):
+ * the result hints, -32002 as -32602. No-op for a legacy agent. -ENOMEM. */
+int ds_modern_response(struct downstream *d, const struct ds_pending *p,
+                       struct json_object *response);
+/* A modern agent's request m is being forwarded as p (p->s set): its result's shape and log
+ * level noted; a legacy server gets the level with logging/setLevel. */
+void ds_modern_forwarding(struct downstream *d, struct jrpc_msg *m, struct ds_pending *p);
+/* notifications/message of s for a modern agent: sent when a request of the agent on s asked
+ * for logs at or below its level. */
+void ds_modern_log(struct downstream *d, struct ds_server *s, struct json_object *msg);
+
+/* ---- downstream_listen.c: a modern agent's subscriptions/listen ------------------------- */
+
+/* Opens the listen of request m: acknowledged, then the notifications its filter asks for. */
+void ds_listen_open(struct downstream *d, struct jrpc_msg *m);
+/* The listen p ends: answered with its closing result when graceful (shutdown), silently when
+ * the agent cancelled it; its resource subscriptions are dropped where no other listen has
+ * them. p is freed. */
+void ds_listen_end(struct ds_pending *p, bool graceful);
+/* Frees a listen's filter (ds_pending_free). NULL-safe. */
+void ds_listen_free(struct downstream *d, struct ds_listen *l);
+/* A list changed (its notification method): told on every listen that asks for it. */
+void ds_listen_list_changed(struct downstream *d, const char *method);
+/* notifications/resources/updated of a server: told on every listen with that resource. */
+void ds_listen_resource_updated(struct downstream *d, struct json_object *msg);
 
 /* ---- downstream_servers.c ---------------------------------------------------------------- */
 
@@ -373,6 +462,9 @@ void ds_reply_too_many(struct downstream *d, struct json_object *id);
  * memory). */
 struct ds_pending *ds_forward(struct downstream *d, struct jrpc_msg *m, struct ds_server *s,
                               bool tool_call);
+/* Keeps a request that names something not (yet) in the catalogue until the first round is
+ * over (aggregate mode, while settling). true when held (or answered: no room). */
+bool ds_hold(struct downstream *d, struct jrpc_msg *m);
 /* Aggregate mode's handlers: tools/call, prompts/get, resources/read|subscribe|unsubscribe,
  * completion/complete. */
 void ds_forward_tool_call(struct downstream *d, struct jrpc_msg *m);
@@ -432,6 +524,13 @@ void ds_subs_remember(struct downstream *d, struct ds_server *s, const char *uri
 bool ds_subs_has(struct downstream *d, const struct ds_server *s);
 /* After READY: the agent's subscriptions on s, again. */
 void ds_subs_renew(struct downstream *d, struct ds_server *s);
+/* A modern agent's listen wants updates of uri, which s serves: subscribed on s (and renewed
+ * after reconnects) unless it is already. */
+void ds_subs_listen_add(struct downstream *d, struct ds_server *s, const char *uri);
+/* No listen wants uri any more: unsubscribed on its server and forgotten. */
+void ds_subs_listen_drop(struct downstream *d, const char *uri);
+/* The server a resource URI belongs to (downstream_forward.c's routing), or NULL. */
+struct ds_server *ds_route_uri(struct downstream *d, const char *uri);
 /* Frees the renewals in flight of s (their calls go with its upstream). */
 void ds_subs_release_server(struct ds_server *s);
 /* The subscriptions of servers that are not in the configuration any more are dropped. */
@@ -447,5 +546,8 @@ void ds_single_ready(struct downstream *d);
 void ds_single_fail(struct downstream *d, const char *why);
 /* The connect timeout passed with the agent's initialize waiting. */
 void ds_single_timeout(struct downstream *d);
+/* A modern agent's server/discover in single mode: from the server's own, or its
+ * InitializeResult (waiting for READY). */
+void ds_single_discover(struct downstream *d, struct jrpc_msg *m);
 /* An initialized agent's request in single mode. */
 void ds_single_request(struct downstream *d, struct jrpc_msg *m);

@@ -69,6 +69,8 @@ void ds_pending_free(struct ds_pending *p)
         ds_server_used(p->s); /* the idle clock starts when the last answer went */
     ds_mrtr_pending_free(p);
     p->mrtr = NULL;
+    ds_listen_free(d, p->listen);
+    p->listen = NULL;
     json_object_put(p->id);
     json_object_put(p->msg);
     free(p->sub_uri);

@@ -118,6 +118,7 @@ void ds_server_free(struct ds_server *s)
     catalog_source_free(s->src);
     json_object_put(s->raw);
     free(s->reason);
+    free(s->level_sent);
     free(s->name);
     free(s);
 }
@@ -608,6 +609,8 @@ static void on_ready(struct ds_server *s)
     ds_bridged_drop(d, s, upstream_generation(s->u), "the server's session ended");
     free(s->reason);
     s->reason = NULL;
+    free(s->level_sent); /* a new session has the server's default level */
+    s->level_sent = NULL;
     s->last_used = loop_now(d->loop);
     if (!closing)
         arm_idle(s, s->idle_ms);
@@ -713,9 +716,32 @@ static void relist_resources(struct ds_server *s, struct json_object *msg)
     start_list(s, CATALOG_TEMPLATES);
 }
 
+/* A server's notification for a modern agent: list changes and resource updates only on the
+ * listens that ask for them, logs only for the requests that asked for them; what 2026-07-28
+ * removed (notifications/elicitation/complete) is dropped. */
+static void tell_modern(struct ds_server *s, struct json_object *msg)
+{
+    struct downstream *d = s->d;
+    const char *method = json_get_string(msg, "method");
+    if (!method)
+        return;
+    if (strcmp(method, "notifications/message") == 0)
+        ds_modern_log(d, s, msg);
+    else if (strcmp(method, "notifications/resources/updated") == 0)
+        ds_listen_resource_updated(d, msg);
+    else if (strstr(method, "/list_changed"))
+        ds_listen_list_changed(d, method); /* single mode: the server's own */
+    else if (strcmp(method, "notifications/elicitation/complete") != 0)
+        ds_send_json(d, msg);
+}
+
 static void pass_to_agent(struct ds_server *s, struct json_object *msg)
 {
-    if (ds_initialized(s->d))
+    if (!ds_initialized(s->d))
+        return;
+    if (s->d->modern)
+        tell_modern(s, msg);
+    else
         ds_send_json(s->d, msg);
 }
 

@@ -22,10 +22,14 @@ static void answer_init(struct downstream *d, struct ds_pending *p)
     const char *instr = upstream_instructions(u);
     struct json_object *caps = upstream_server_capabilities(u);
     struct json_object *info = upstream_server_info(u);
+    /* a modern server has no version of the legacy era: the agent's, else the newest one */
+    const char *version =
+        upstream_era(u) == UPSTREAM_ERA_MODERN
+            ? (d->protocol_version ? d->protocol_version : UPSTREAM_PROTOCOL_LATEST)
+            : upstream_protocol_version(u);
     if (!res)
         goto oom;
-    if (json_object_object_add(res, "protocolVersion",
-                               json_object_new_string(upstream_protocol_version(u))) < 0 ||
+    if (json_object_object_add(res, "protocolVersion", json_object_new_string(version)) < 0 ||
         json_object_object_add(res, "capabilities",
                                caps ? json_object_get(caps) : json_object_new_object()) < 0 ||
         json_object_object_add(res, "serverInfo",
@@ -43,8 +47,64 @@ oom:
     ds_set_session(d, DS_SESSION_REFUSED);
 }
 
+/* A modern agent's server/discover, the server READY: a modern server's own answer (passed
+ * through), else one made of its InitializeResult. */
+static void discover_now(struct downstream *d, struct jrpc_msg *m)
+{
+    struct ds_server *s = d->servers[0];
+    if (upstream_era(s->u) == UPSTREAM_ERA_MODERN) {
+        ds_forward(d, m, s, false);
+        return;
+    }
+    struct json_object *res =
+        ds_discover_result(upstream_server_capabilities(s->u), upstream_server_info(s->u),
+                           upstream_instructions(s->u), DS_LIST_TTL_MS);
+    if (res)
+        ds_reply_result(d, m->id, res);
+    else
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+}
+
+/* The discover requests waiting for READY, in the order they came (the list is newest
+ * first): answered now, or refused with why (NULL: answered). */
+static void discovers_waiting(struct downstream *d, const char *why)
+{
+    for (struct list_node *i = d->pending.prev, *prev; i != &d->pending; i = prev) {
+        prev = i->prev;
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        if (p->type != DS_PT_DISCOVER)
+            continue;
+        if (why) {
+            ds_reply_errorf(d, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s",
+                            d->servers[0]->name, why);
+            ds_pending_free(p);
+            continue;
+        }
+        struct json_object *root = p->msg;
+        p->msg = NULL;
+        struct jrpc_msg m = {
+            .root = root,
+            .kind = JRPC_REQUEST,
+            .method = json_get_string(root, "method"),
+            .id = json_object_object_get(root, "id"),
+            .params = json_object_object_get(root, "params"),
+        };
+        ds_pending_free(p);
+        discover_now(d, &m);
+        json_object_put(root);
+    }
+}
+
 void ds_single_ready(struct downstream *d)
 {
+    if (d->modern) {
+        loop_timer_cancel(d->settle_timer);
+        d->settle_timer = NULL;
+        if (d->session == DS_SESSION_CONNECTING)
+            ds_set_session(d, DS_SESSION_READY);
+        discovers_waiting(d, NULL);
+        return;
+    }
     struct ds_pending *p = ds_pending_find_type(d, DS_PT_INIT);
     if (!p)
         return;
@@ -55,6 +115,12 @@ void ds_single_ready(struct downstream *d)
 
 void ds_single_fail(struct downstream *d, const char *why)
 {
+    if (d->modern) {
+        loop_timer_cancel(d->settle_timer);
+        d->settle_timer = NULL;
+        discovers_waiting(d, why); /* the agent may ask again; the upstream goes on trying */
+        return;
+    }
     struct ds_pending *p = ds_pending_find_type(d, DS_PT_INIT);
     if (!p)
         return;
@@ -66,6 +132,26 @@ void ds_single_fail(struct downstream *d, const char *why)
     ds_pending_free(p);
     ds_set_session(d, DS_SESSION_REFUSED); /* the agent may try again; the upstream goes on
                                               trying too */
+}
+
+void ds_single_discover(struct downstream *d, struct jrpc_msg *m)
+{
+    struct ds_server *s = d->servers[0];
+    if (upstream_state(s->u) == UPSTREAM_READY) {
+        discover_now(d, m);
+        return;
+    }
+    struct ds_pending *p = ds_pending_new(d, DS_PT_DISCOVER, m->id, m->method);
+    if (!p) {
+        ds_reply_too_many(d, m->id);
+        return;
+    }
+    p->msg = json_object_get(m->root);
+    if (upstream_state(s->u) == UPSTREAM_FAILED)
+        upstream_connect(s->u); /* the agent asks again: the bridge tries again */
+    if (!d->settle_timer &&
+        loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer, d, &d->settle_timer) < 0)
+        d->settle_timer = NULL;
 }
 
 void ds_single_initialize(struct downstream *d, struct jrpc_msg *m)
@@ -134,7 +220,8 @@ static void on_tools_listed(struct upstream_call *c, struct json_object *respons
         if (name && catalog_excluded(d->cat, p->s->src, name))
             (void)json_object_array_del_idx(tools, i, 1);
     }
-    if (json_object_object_add(response, "id", json_object_get(p->id)) == 0)
+    if (ds_modern_response(d, p, response) == 0 &&
+        json_object_object_add(response, "id", json_object_get(p->id)) == 0)
         ds_send_json(d, response);
     else
         ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
@@ -155,6 +242,7 @@ static void list_tools(struct downstream *d, struct jrpc_msg *m)
         return;
     }
     p->s = s;
+    ds_modern_forwarding(d, m, p);
     if (upstream_call(s->u, m->method, m->params, 0, on_tools_listed, NULL, p, &p->call) < 0) {
         ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         ds_pending_free(p);

@@ -20,10 +20,18 @@ struct ds_sub {
     char uri[];
 };
 
-/* A resources/subscribe the bridge sends again after a reconnect (its answer is only logged). */
+/* A resources/subscribe the bridge sends again after a reconnect, or for a modern agent's
+ * listen, or a listen's resources/unsubscribe (the answers are only logged). */
+enum ds_resub_kind {
+    DS_RESUB_RENEW,
+    DS_RESUB_LISTEN,  /* remembered already; forgotten when the server refuses it */
+    DS_RESUB_DROPPED, /* a resources/unsubscribe */
+};
+
 struct ds_resub {
     struct list_node node; /* in s->resubs */
     struct ds_server *s;
+    enum ds_resub_kind kind;
     char uri[]; /* for the log */
 };
 
@@ -176,7 +184,16 @@ static void on_resubscribed(struct upstream_call *c, struct json_object *respons
     struct json_object *err = response ? json_object_object_get(response, "error") : NULL;
     (void)c;
 
-    if (err)
+    if (rs->kind == DS_RESUB_DROPPED) {
+        log_debug(d->log, "server '%s': unsubscribed from '%s'%s", s->name, rs->uri,
+                  err || error ? " (failed)" : "");
+    } else if (rs->kind == DS_RESUB_LISTEN && err) {
+        log_warn(d->log, "server '%s': cannot subscribe to '%s': %s", s->name, rs->uri,
+                 json_get_string(err, "message") ? json_get_string(err, "message") : "error");
+        struct ds_sub *sub = hashmap_get(d->subs_by_uri, rs->uri);
+        if (sub && strcmp(sub->server, s->name) == 0)
+            sub_free(d, sub);
+    } else if (err)
         log_warn(d->log, "server '%s': cannot subscribe again to '%s' after reconnecting: %s",
                  s->name, rs->uri,
                  json_get_string(err, "message") ? json_get_string(err, "message") : "error");
@@ -192,34 +209,57 @@ static void on_resubscribed(struct upstream_call *c, struct json_object *respons
     resub_free(rs);
 }
 
+/* Sends method for uri to s; its answer is logged (and acted on by kind). */
+static void send_sub(struct downstream *d, struct ds_server *s, const char *method, const char *uri,
+                     enum ds_resub_kind kind)
+{
+    size_t len = strlen(uri);
+    struct ds_resub *rs = calloc(1, sizeof(*rs) + len + 1);
+    struct json_object *params = json_object_new_object();
+    struct upstream_call *c;
+    if (rs) {
+        list_init(&rs->node);
+        rs->s = s;
+        rs->kind = kind;
+        memcpy(rs->uri, uri, len + 1);
+    }
+    if (!rs || !params || json_object_object_add(params, "uri", json_object_new_string(uri)) < 0 ||
+        upstream_call(s->u, method, params, 0, on_resubscribed, NULL, rs, &c) < 0) {
+        log_warn(d->log, "server '%s': out of memory: %s of '%s' not sent", s->name, method, uri);
+        free(rs);
+        json_object_put(params);
+        return;
+    }
+    json_object_put(params);
+    list_add_head(&s->resubs, &rs->node);
+}
+
 /* A new session knows no subscriptions. */
 void ds_subs_renew(struct downstream *d, struct ds_server *s)
 {
     struct list_node *i;
     list_for_each (i, &d->subs) {
         struct ds_sub *sub = list_entry(i, struct ds_sub, node);
-        if (strcmp(sub->server, s->name) != 0)
-            continue;
-        size_t len = strlen(sub->uri);
-        struct ds_resub *rs = calloc(1, sizeof(*rs) + len + 1);
-        struct json_object *params = json_object_new_object();
-        struct upstream_call *c;
-        if (rs) {
-            list_init(&rs->node);
-            rs->s = s;
-            memcpy(rs->uri, sub->uri, len + 1);
-        }
-        if (!rs || !params ||
-            json_object_object_add(params, "uri", json_object_new_string(sub->uri)) < 0 ||
-            upstream_call(s->u, "resources/subscribe", params, 0, on_resubscribed, NULL, rs, &c) <
-                0) {
-            log_warn(d->log, "server '%s': out of memory: cannot subscribe again to '%s'", s->name,
-                     sub->uri);
-            free(rs);
-            json_object_put(params);
-            continue;
-        }
-        json_object_put(params);
-        list_add_head(&s->resubs, &rs->node);
+        if (strcmp(sub->server, s->name) == 0)
+            send_sub(d, s, "resources/subscribe", sub->uri, DS_RESUB_RENEW);
     }
+}
+
+void ds_subs_listen_add(struct downstream *d, struct ds_server *s, const char *uri)
+{
+    struct ds_sub *cur = hashmap_get(d->subs_by_uri, uri);
+    if (cur && strcmp(cur->server, s->name) == 0)
+        return; /* subscribed already, for another listen */
+    /* remembered now, so that a READY before the answer renews it too */
+    ds_subs_remember(d, s, uri);
+    send_sub(d, s, "resources/subscribe", uri, DS_RESUB_LISTEN);
+}
+
+void ds_subs_listen_drop(struct downstream *d, const char *uri)
+{
+    struct ds_sub *sub = hashmap_get(d->subs_by_uri, uri);
+    struct ds_server *s = sub ? ds_server_find(d, sub->server) : NULL;
+    sub_forget(d, uri);
+    if (s && upstream_state(s->u) == UPSTREAM_READY)
+        send_sub(d, s, "resources/unsubscribe", uri, DS_RESUB_DROPPED);
 }

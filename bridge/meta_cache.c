@@ -83,6 +83,23 @@ static struct json_object *sorted_copy(struct json_object *o, bool *oom)
     }
 }
 
+/* SHA-256 hex of len bytes of text into hex (META_CACHE_KEY_LEN + 1 bytes). -ENOMEM. */
+static int sha256_hex(const char *text, size_t len, char *hex)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    if (EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) != 1 ||
+        mdlen * 2 != META_CACHE_KEY_LEN)
+        return -ENOMEM;
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned i = 0; i < mdlen; i++) {
+        hex[2 * i] = digits[md[i] >> 4];
+        hex[2 * i + 1] = digits[md[i] & 15];
+    }
+    hex[META_CACHE_KEY_LEN] = '\0';
+    return 0;
+}
+
 int meta_cache_key(struct json_object *raw, char *hex)
 {
     bool oom = false;
@@ -91,20 +108,7 @@ int meta_cache_key(struct json_object *raw, char *hex)
         return -ENOMEM;
     const char *text =
         json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned mdlen = 0;
-    int r = 0;
-    if (!text || EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL) != 1 ||
-        mdlen * 2 != META_CACHE_KEY_LEN) {
-        r = -ENOMEM;
-    } else {
-        static const char digits[] = "0123456789abcdef";
-        for (unsigned i = 0; i < mdlen; i++) {
-            hex[2 * i] = digits[md[i] >> 4];
-            hex[2 * i + 1] = digits[md[i] & 15];
-        }
-        hex[META_CACHE_KEY_LEN] = '\0';
-    }
+    int r = text ? sha256_hex(text, strlen(text), hex) : -ENOMEM;
     json_object_put(s);
     return r;
 }
@@ -191,8 +195,18 @@ static bool entry_fresh(struct json_object *entry, int64_t now_ms)
     return now_ms >= saved - 60 * 1000 && now_ms < expires;
 }
 
-struct json_object *meta_cache_get(struct meta_cache *c, const char *name, const char *key,
-                                   int64_t now_ms)
+/* Whether a private entry was saved for the authorization context auth (NULL: none). */
+static bool same_context(struct json_object *entry, const char *auth)
+{
+    const char *saved = json_get_string(entry, "authContext");
+    char hex[META_CACHE_KEY_LEN + 1];
+    if (!auth || !saved)
+        return !auth && !saved;
+    return sha256_hex(auth, strlen(auth), hex) == 0 && strcmp(hex, saved) == 0;
+}
+
+struct json_object *meta_cache_get_scoped(struct meta_cache *c, const char *name, const char *key,
+                                          int64_t now_ms, const char *auth)
 {
     if (!c)
         return NULL;
@@ -200,7 +214,16 @@ struct json_object *meta_cache_get(struct meta_cache *c, const char *name, const
     const char *k = json_get_string(entry, "key");
     if (!k || strcmp(k, key) != 0 || !entry_fresh(entry, now_ms))
         return NULL;
+    const char *scope = json_get_string(entry, "cacheScope");
+    if (scope && strcmp(scope, "private") == 0 && !same_context(entry, auth))
+        return NULL; /* another authorization context's */
     return entry;
+}
+
+struct json_object *meta_cache_get(struct meta_cache *c, const char *name, const char *key,
+                                   int64_t now_ms)
+{
+    return meta_cache_get_scoped(c, name, key, now_ms, NULL);
 }
 
 static int touch(struct meta_cache *c, const char *name, bool put)
@@ -219,14 +242,33 @@ void meta_cache_drop(struct meta_cache *c, const char *name)
 int meta_cache_put(struct meta_cache *c, const char *name, const char *key,
                    struct json_object *lists, int64_t now_ms, int64_t ttl_ms)
 {
+    return meta_cache_put_scoped(c, name, key, lists, now_ms, ttl_ms, META_CACHE_SCOPE_UNSET, NULL);
+}
+
+int meta_cache_put_scoped(struct meta_cache *c, const char *name, const char *key,
+                          struct json_object *lists, int64_t now_ms, int64_t ttl_ms,
+                          enum meta_cache_scope scope, const char *auth)
+{
     if (!c)
         return 0;
     if (ttl_ms <= 0 || ttl_ms > META_CACHE_TTL_MS)
         ttl_ms = META_CACHE_TTL_MS;
+    char hex[META_CACHE_KEY_LEN + 1];
     struct json_object *entry = json_object_new_object();
     if (!entry || json_object_object_add(entry, "key", json_object_new_string(key)) < 0 ||
         json_object_object_add(entry, "savedAt", json_object_new_int64(now_ms)) < 0 ||
         json_object_object_add(entry, "expiresAt", json_object_new_int64(now_ms + ttl_ms)) < 0)
+        goto oom;
+    if (scope != META_CACHE_SCOPE_UNSET &&
+        json_object_object_add(
+            entry, "cacheScope",
+            json_object_new_string(scope == META_CACHE_SCOPE_PRIVATE ? "private" : "public")) < 0)
+        goto oom;
+    /* a private list is for its authorization context only: kept with a digest of it (never
+     * the credentials themselves) */
+    if (scope == META_CACHE_SCOPE_PRIVATE && auth &&
+        (sha256_hex(auth, strlen(auth), hex) < 0 ||
+         json_object_object_add(entry, "authContext", json_object_new_string(hex)) < 0))
         goto oom;
     size_t size = 0;
     for (size_t i = 0; i < ELEMENTSOF(META_CACHE_LISTS); i++) {

@@ -15,7 +15,12 @@
  * the SHA-256 of the entry as written, serialised canonically (keys sorted at every level, no
  * whitespace): "${VAR}" templates stay as written, so no resolved value (no secret) is in it,
  * and any change of the entry makes its cached lists invalid. An entry expires META_CACHE_TTL_MS
- * after it was saved, or sooner when a list gave a shorter ttlMs. Bounds: a server whose lists
+ * after it was saved, or sooner when a list gave a shorter ttlMs (a list with "ttlMs": 0 is not
+ * cached at all: the caller drops the server). A list's "cacheScope" (2026-07-28,
+ * caching.mdx) is kept with it: "public" and unset lists are served to whoever reads the
+ * cache; a "private" one is saved with "authContext", the SHA-256 of the authorization context
+ * it was fetched in (an identity of the credentials the caller gives, never a secret in the
+ * file), and served only to the same context (none when it was saved without). Bounds: a server whose lists
  * take over META_CACHE_SERVER_MAX bytes is not cached; the file is kept under
  * META_CACHE_TOTAL_MAX bytes by dropping the oldest servers. A file that cannot be read or
  * parsed counts as empty (and is replaced by the next save). MCP_BRIDGE_CACHE=off in the
@@ -75,6 +80,24 @@ struct json_object *meta_cache_get(struct meta_cache *c, const char *name, const
  * dropped from the cache instead. -ENOMEM. */
 int meta_cache_put(struct meta_cache *c, const char *name, const char *key,
                    struct json_object *lists, int64_t now_ms, int64_t ttl_ms) _must_check_;
+
+/* The scope of a server's lists ("cacheScope"): UNSET when they gave none (earlier
+ * revisions). */
+enum meta_cache_scope {
+    META_CACHE_SCOPE_UNSET,
+    META_CACHE_SCOPE_PUBLIC,
+    META_CACHE_SCOPE_PRIVATE,
+};
+
+/* meta_cache_put() with the lists' scope and, for a private one, the authorization context
+ * they were fetched in (NULL: none, e.g. a stdio server; the text is digested, not stored). */
+int meta_cache_put_scoped(struct meta_cache *c, const char *name, const char *key,
+                          struct json_object *lists, int64_t now_ms, int64_t ttl_ms,
+                          enum meta_cache_scope scope, const char *auth) _must_check_;
+/* meta_cache_get() for the authorization context auth (NULL: none): a private entry of
+ * another context is a miss. meta_cache_get() is this with NULL. */
+struct json_object *meta_cache_get_scoped(struct meta_cache *c, const char *name, const char *key,
+                                          int64_t now_ms, const char *auth);
 
 /* Forgets server name. */
 void meta_cache_drop(struct meta_cache *c, const char *name);

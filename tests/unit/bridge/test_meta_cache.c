@@ -182,6 +182,49 @@ static struct json_object *big_lists(size_t bytes)
     return lists;
 }
 
+static bool file_has(const char *p, const char *needle)
+{
+    char buf[65536];
+    FILE *fp = fopen(p, "r");
+    if (!fp)
+        return false;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+/* cacheScope: public lists for anyone, private ones only for their authorization context, which
+ * is in the file as a digest, never as given */
+static void test_scope(void)
+{
+    setup("scope");
+    struct meta_cache *c = open_cache();
+    struct json_object *lists = parse("{\"tools\":[{\"name\":\"echo\"}]}");
+    CHECK_INT(meta_cache_put_scoped(c, "pub", "k", lists, NOW, 0, META_CACHE_SCOPE_PUBLIC, "tok-a"),
+              0);
+    CHECK_INT(
+        meta_cache_put_scoped(c, "priv", "k", lists, NOW, 0, META_CACHE_SCOPE_PRIVATE, "tok-a"), 0);
+    CHECK_INT(meta_cache_put_scoped(c, "local", "k", lists, NOW, 0, META_CACHE_SCOPE_PRIVATE, NULL),
+              0);
+    save(c, NOW);
+    meta_cache_free(c);
+    CHECK(!file_has(cache_file, "tok-a"));
+    c = open_cache();
+    CHECK(meta_cache_get_scoped(c, "pub", "k", NOW + 1, "tok-b") != NULL);
+    CHECK(meta_cache_get(c, "pub", "k", NOW + 1) != NULL);
+    CHECK(meta_cache_get_scoped(c, "priv", "k", NOW + 1, "tok-a") != NULL);
+    CHECK_STR(
+        json_get_string(meta_cache_get_scoped(c, "priv", "k", NOW + 1, "tok-a"), "cacheScope"),
+        "private");
+    CHECK(meta_cache_get_scoped(c, "priv", "k", NOW + 1, "tok-b") == NULL);
+    CHECK(meta_cache_get(c, "priv", "k", NOW + 1) == NULL);
+    CHECK(meta_cache_get(c, "local", "k", NOW + 1) != NULL);
+    CHECK(meta_cache_get_scoped(c, "local", "k", NOW + 1, "tok-a") == NULL);
+    meta_cache_free(c);
+    json_object_put(lists);
+}
+
 static void test_bounds(void)
 {
     setup("bounds");
@@ -259,4 +302,5 @@ static void test_malformed(void)
     json_object_put(lists);
 }
 
-TESTS_MAIN(test_key, test_off, test_roundtrip, test_bounds, test_two_writers, test_malformed)
+TESTS_MAIN(test_key, test_off, test_roundtrip, test_scope, test_bounds, test_two_writers,
+           test_malformed)
