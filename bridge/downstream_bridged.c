@@ -5,7 +5,11 @@
  * agent's answer goes back to that server with its own id. A progress token in such a request
  * reaches the agent as that same "b<n>" (servers choose tokens alone, so two may collide). A
  * request dies with its server's session: the agent is then told with notifications/cancelled.
- * At most DS_MAX_BRIDGED wait at once; a list suffices. */
+ * At most DS_MAX_BRIDGED wait at once; a list suffices.
+ *
+ * A 2026-07-28 agent takes no requests from servers: a request of a legacy server during one
+ * of its calls becomes that call's InputRequiredResult (downstream_mrtr.c); any other is
+ * refused. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -56,6 +60,7 @@ void ds_bridged_drop(struct downstream *d, struct ds_server *s, uint64_t keep_ge
             tell_cancelled(d, b, reason);
         bridged_free(d, b);
     }
+    ds_mrtr_drop(d, s, keep_gen, !reason);
 }
 
 void ds_bridged_release_all(struct downstream *d)
@@ -136,6 +141,13 @@ void ds_bridged_request(struct ds_server *s, uint64_t gen, struct json_object *m
 
     if (!method || !id || !may_forward(s, gen, method, id))
         return;
+    if (d->modern) {
+        if (!ds_mrtr_server_request(s, gen, msg))
+            refuse(s->u, gen, id, JRPC_METHOD_NOT_FOUND,
+                   "the client speaks MCP 2026-07-28, which takes requests of a server only "
+                   "while one of its own requests to that server is in flight");
+        return;
+    }
     struct ds_bridged *b = calloc(1, sizeof(*b));
     char bid[32];
     if (!b)
@@ -209,6 +221,8 @@ void ds_bridged_cancelled(struct ds_server *s, struct json_object *msg)
     struct json_object *rid = json_object_object_get(params, "requestId");
     struct ds_bridged *b = rid ? find_up(d, s, rid) : NULL;
     char bid[32];
+    if (rid && d->modern)
+        ds_mrtr_server_cancelled(s, rid);
     if (!b)
         return;
     bridged_id(b, bid);

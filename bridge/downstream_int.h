@@ -511,6 +511,12 @@ bool ds_mrtr_on_response(struct ds_pending *p, struct json_object *response, int
 void ds_mrtr_pending_free(struct ds_pending *p);
 /* Everything suspended goes (shutdown, downstream_free). */
 void ds_mrtr_release_all(struct downstream *d);
+/* As ds_bridged_drop (which calls it): the requests of s's server (every server's when NULL)
+ * but those of session keep_gen are forgotten; gone: the server (or the bridge) goes, and the
+ * agent's requests suspended on it with it (their calls cancelled). */
+void ds_mrtr_drop(struct downstream *d, struct ds_server *s, uint64_t keep_gen, bool gone);
+/* notifications/cancelled of s's server for its request up_id. */
+void ds_mrtr_server_cancelled(struct ds_server *s, struct json_object *up_id);
 
 /* ---- downstream_subs.c ------------------------------------------------------------------- */
 
