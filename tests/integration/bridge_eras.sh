@@ -13,7 +13,10 @@
 # directly. Then faults across eras: a forged requestState (the bridge's own form, "mcpb1.",
 # refused with -32602 whatever the server's era), and a server killed under a keep-alive entry
 # (for a modern server the bridge must send its subscriptions/listen again: list changes still
-# arrive). A table at the end lists every run.
+# arrive), and a legacy server killed in the middle of a modern agent's input round (the retry's
+# requestState names a request that is gone: -32602 or an error result naming the lost server;
+# a new call works). A table at the end lists
+# every run. Not covered: an expired requestState (the bridge keeps one 10 minutes).
 . "$(dirname "$0")/lib/common.sh"
 
 : "${MCP_BRIDGE_BIN:?MCP_BRIDGE_BIN must point at mcp-bridge (ctest sets it)}"
@@ -152,6 +155,16 @@ for srv in legacy modern; do
         fi
     done
 done
+
+# a legacy server restarted in the middle of a modern agent's input round: the retry's state
+# names a request that is gone (-32602, or an error result naming the lost server), a new call works
+agent_run restart-roundtrip "$T_ROOT/restart-roundtrip.json" --sdk v2 --prefix eras --steps restart-roundtrip \
+    --command "$(json_argv "$MCP_BRIDGE_BIN" --config "$T_ROOT/keep-legacy.json" serve)"
+if [ "$AGENT_RC" = 0 ]; then
+    record "legacy server restarted mid-round" pass "$AGENT_SUMMARY"
+else
+    record "legacy server restarted mid-round" FAIL "$(grep '^FAIL' "$T_ROOT/restart-roundtrip.out" | head -2 | tr '\n' ' ')"
+fi
 
 echo; printf '%s\n' "${rows[@]}"
 [ "${#failed[@]}" -eq 0 ] || fail "${#failed[@]} run(s) across eras failed: ${failed[*]}"

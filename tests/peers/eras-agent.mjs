@@ -263,6 +263,38 @@ const steps = {
     expect(now !== first, `the server was not started again within ${opts.waitMs} ms`);
     return { restarted: true };
   },
+  // modern agent, legacy server behind a keep-alive entry: the server's elicitation comes back
+  // as an InputRequiredResult with the bridge's requestState; the server is killed before the
+  // retry, so the suspended request is gone: the retry must fail (-32602, or an error result
+  // naming the lost server), and a fresh call must work on the new server
+  async 'restart-roundtrip'() {
+    expect(v2, 'restart-roundtrip is a modern agent\'s step');
+    const pid = await callText('pid', {});
+    const first = await rawRequest('tools/call', { name: name('confirm'), arguments: { question: 'Go on?' } });
+    const r = first.result;
+    expect(r?.resultType === 'input_required' && r.inputRequests && typeof r.requestState === 'string',
+      `confirm did not answer input_required: ${JSON.stringify(first.error ?? r)}`);
+    const key = Object.keys(r.inputRequests)[0];
+    process.kill(Number(pid), 'SIGKILL');
+    let now = pid;
+    const end = Date.now() + opts.waitMs;
+    while (now === pid && Date.now() < end) {
+      now = await callText('pid', {}).catch(() => pid);
+      if (now === pid) await new Promise((res) => setTimeout(res, 200));
+    }
+    expect(now !== pid, `the server was not started again within ${opts.waitMs} ms`);
+    const retry = await rawRequest('tools/call', {
+      name: name('confirm'), arguments: { question: 'Go on?' },
+      inputResponses: { [key]: { action: 'accept', content: { ok: true } } }, requestState: r.requestState,
+    });
+    // either the state names a request that is gone (-32602: send it again without it), or the
+    // bridge kept what became of it: an error result naming the lost connection; never a success
+    const lost = retry.result?.isError && /connection was lost|killed|exited/.test(textOf(retry.result));
+    expect(retry.error?.code === -32602 || lost, `the retry after the restart got ${JSON.stringify(retry.error ?? retry.result)}, expected -32602 or an error result naming the lost server`);
+    const again = await callText('confirm', { question: 'Go on?' });
+    expect(again === 'elicitation accept {"ok":true}', `a fresh confirm answered '${again}'`);
+    return { refused: retry.error?.code ?? 'error result', again };
+  },
   async listchanged() {
     if (v2 && client.getProtocolEra?.() === 'modern') await listen({ toolsListChanged: true });
     const before = seen.toolsChanged;
