@@ -42,8 +42,9 @@ static const char test_help[] =
     "token of an OAuth entry of 'mcp-auth', a headersHelper run ('mcp-bridge list' shows their\n"
     "state without connecting; -v shows each refresh).\n"
     "\n"
-    "  --json               print {\"server\", \"transport\", \"protocolVersion\",\n"
-    "                       \"serverInfo\", \"tools\": [names]} instead\n"
+    "  --json               print {\"server\", \"transport\", \"protocolVersion\", \"era\"\n"
+    "                       (\"modern\" or \"legacy\"), \"serverInfo\", \"tools\": [names]}\n"
+    "                       instead\n"
     "  --connect-timeout D  how long the server may take to connect (default 15s)\n"
     "\n"
     "examples:\n"
@@ -165,6 +166,12 @@ static void first_line(const char *s, size_t width, char *out, size_t size)
         memcpy(out + n, "...", 4);
 }
 
+/* The era of a connected server, as test prints it. */
+static const char *era_name(const struct upstream *u)
+{
+    return upstream_era(u) == UPSTREAM_ERA_MODERN ? "modern" : "legacy";
+}
+
 static int print_test_json(struct client *c, struct json_object *tools)
 {
     struct json_object *o = json_object_new_object(), *names = json_object_new_array();
@@ -182,6 +189,7 @@ static int print_test_json(struct client *c, struct json_object *tools)
         json_object_object_add(
             o, "transport", json_object_new_string(mcp_transport_name(c->server->transport))) < 0 ||
         json_object_object_add(o, "protocolVersion", pv ? json_object_new_string(pv) : NULL) < 0 ||
+        json_object_object_add(o, "era", json_object_new_string(era_name(c->u))) < 0 ||
         json_object_object_add(o, "serverInfo", json_object_get(info)) < 0)
         goto out;
     if (json_object_object_add(o, "tools", names) < 0)
@@ -203,9 +211,9 @@ static void print_test_text(struct client *c, struct json_object *tools)
     const char *sname = json_get_string(info, "name"), *sver = json_get_string(info, "version");
     const char *pv = upstream_protocol_version(c->u);
     size_t n = json_object_array_length(tools), width = 0;
-    printf("'%s': connected over %s (protocol %s%s%s%s%s)\n", c->server->name,
-           mcp_transport_name(c->server->transport), pv ? pv : "?", sname ? ", server " : "",
-           sname ? sname : "", sver ? " " : "", sver ? sver : "");
+    printf("'%s': connected over %s (protocol %s (%s)%s%s%s%s)\n", c->server->name,
+           mcp_transport_name(c->server->transport), pv ? pv : "?", era_name(c->u),
+           sname ? ", server " : "", sname ? sname : "", sver ? " " : "", sver ? sver : "");
     for (size_t i = 0; i < n; i++) {
         const char *name = json_get_string(json_object_array_get_idx(tools, i), "name");
         size_t len = name ? strlen(name) : 0;

@@ -103,6 +103,8 @@ struct http_req {
     unsigned flags; /* http_upstream_send()'s: HTTP_UPSTREAM_INITIALIZE */
     CURL *easy;
     struct curl_slist *hdrs; /* may hold secrets: wiped when freed */
+    struct strv extra;       /* http_upstream_send_ex()'s headers */
+    bool error_body;         /* HTTP_UPSTREAM_MODERN: a 400/404 answer read as JSON */
     char *msg;               /* the POSTed message */
     size_t len;
     uint64_t tag;             /* the caller's, 0: none */

@@ -180,6 +180,7 @@ static void req_destroy(struct http_req *r)
         http_stream_set(r->u, STREAM_NONE, NULL);
     loop_timer_cancel(r->timer);
     free(r->msg);
+    strv_release_secure(&r->extra);
     free(r->sid);
     free(r->challenge);
     free(r->start_id);
@@ -299,6 +300,14 @@ static int classify(struct http_req *r)
     char *ct = NULL;
 
     (void)curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    if ((status == 400 || status == 404) && r->kind == HREQ_POST &&
+        (r->flags & HTTP_UPSTREAM_MODERN)) {
+        /* a 2026-07-28 server's refusal carries a JSON-RPC error: read it */
+        (void)curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
+        r->body = media_type_is(ct, "application/json") ? BODY_JSON : BODY_DISCARD;
+        r->error_body = r->body == BODY_JSON;
+        return 0;
+    }
     if (status < 200 || status >= 300 || r->kind == HREQ_DELETE || r->kind == HREQ_LEGACY_POST) {
         r->body = BODY_DISCARD;
         return 0;
@@ -495,10 +504,18 @@ static int req_headers(struct http_req *r, struct curl_slist **ret)
     struct curl_slist *l = NULL, *n;
     bool get = r->kind == HREQ_GET || r->kind == HREQ_RESUME;
     bool post = r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST;
+    bool modern = (r->flags & HTTP_UPSTREAM_MODERN) != 0;
     int k = 0;
 
     for (size_t i = 0; i < u->headers.n && k >= 0; i++) {
         n = curl_slist_append(l, u->headers.v[i]);
+        if (n)
+            l = n;
+        else
+            k = -ENOMEM;
+    }
+    for (size_t i = 0; i < r->extra.n && k >= 0; i++) {
+        n = curl_slist_append(l, r->extra.v[i]);
         if (n)
             l = n;
         else
@@ -511,11 +528,11 @@ static int req_headers(struct http_req *r, struct curl_slist **ret)
         k = add_header(&l, "Content-Type", "application/json");
     if (k >= 0)
         k = add_header(&l, "Expect", ""); /* no 100-continue round trip */
-    if (k >= 0 && u->session_id && !(post && (r->flags & HTTP_UPSTREAM_INITIALIZE))) {
+    if (k >= 0 && u->session_id && !modern && !(post && (r->flags & HTTP_UPSTREAM_INITIALIZE))) {
         k = add_header(&l, "MCP-Session-Id", u->session_id);
         r->session = SESSION_SENT;
     }
-    if (k >= 0 && u->proto)
+    if (k >= 0 && u->proto && !modern)
         k = add_header(&l, "MCP-Protocol-Version", u->proto);
     if (k >= 0 && get) {
         const char *id = sse_last_id(r->kind == HREQ_GET ? &u->stream_sse : &r->sse);
@@ -610,6 +627,31 @@ int http_req_start(struct http_req *r)
 
 /* ---- finished transfers ------------------------------------------------------------------ */
 
+/* The JSON body of a 2026-07-28 request's 400 or 404: a JSON-RPC error is delivered as the
+ * answer (its id the request's when the server gave none, as an error about the request
+ * itself may); anything else leaves the status's error to report. */
+static void modern_refusal(struct http_req *r)
+{
+    struct json_object *o = NULL, *err = NULL, *id = NULL;
+    if (json_parse(r->json.data, r->json.len, r->u->max_message, &o, NULL) < 0 ||
+        !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, "error", &err) ||
+        !json_object_is_type(err, json_type_object)) {
+        json_object_put(o);
+        return;
+    }
+    if (r->tag && (!json_object_object_get_ex(o, "id", &id) || !id) &&
+        json_object_object_add(o, "id", json_object_new_int64((int64_t)r->tag)) < 0) {
+        json_object_put(o);
+        return;
+    }
+    size_t n = 0;
+    const char *s = json_object_to_json_string_length(
+        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+    if (s)
+        http_emit_message(r->u, s, n);
+    json_object_put(o);
+}
+
 /* A Streamable POST finished. Returns true when r lives on (resumed, or re-sent to the legacy
  * endpoint). */
 static bool post_done(struct http_req *r, CURLcode cc, long status)
@@ -621,12 +663,21 @@ static bool post_done(struct http_req *r, CURLcode cc, long status)
         return false;
     if (http_legacy_fallback(r, cc, status, &k))
         return true;
-    if (k == 0)
-        k = http_commit_session(r);
-    if (k == 0 && r->body == BODY_JSON)
-        http_req_deliver_json(r);
+    if (r->error_body) {
+        if (cc == CURLE_OK)
+            modern_refusal(r);
+    } else {
+        if (k == 0)
+            k = http_commit_session(r);
+        if (k == 0 && r->body == BODY_JSON)
+            http_req_deliver_json(r);
+    }
     if (r->reply == REPLY_ARRIVED) /* the request is over: nothing more to say about it */
         return false;
+    if ((r->flags & HTTP_UPSTREAM_MODERN) && r->reply == REPLY_AWAITED && r->body == BODY_SSE) {
+        http_emit_error(u, -ECONNRESET, r->tag); /* no resumption in 2026-07-28 */
+        return false;
+    }
     if (r->reply == REPLY_AWAITED && r->body == BODY_SSE && !http_gone(u) &&
         http_resume_post_ended(r, cc, status, &k))
         return true;

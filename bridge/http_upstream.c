@@ -465,8 +465,30 @@ bool http_upstream_is_legacy(const struct http_upstream *u)
     return u && u->mode != MODE_STREAMABLE;
 }
 
+void http_upstream_abort(struct http_upstream *u, uint64_t tag)
+{
+    struct list_node *i, *tmp;
+
+    if (!u || !tag || u->state == HTTP_DEAD)
+        return;
+    list_for_each_safe (i, tmp, &u->reqs) {
+        struct http_req *r = list_entry(i, struct http_req, node);
+        if (r->tag != tag || r->state == HREQ_STOPPED || r->kind == HREQ_DELETE)
+            continue;
+        r->reply = REPLY_ARRIVED;
+        if (r->kind == HREQ_POST || r->kind == HREQ_RESUME)
+            http_req_stop(r);
+    }
+}
+
 int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, unsigned flags,
                        uint64_t tag)
+{
+    return http_upstream_send_ex(u, msg, len, flags, tag, NULL);
+}
+
+int http_upstream_send_ex(struct http_upstream *u, const char *msg, size_t len, unsigned flags,
+                          uint64_t tag, const char *const *hdrs)
 {
     int k;
 
@@ -498,8 +520,13 @@ int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, uns
     }
     r->msg = copy;
     r->len = len;
-    r->flags = flags & HTTP_UPSTREAM_INITIALIZE;
+    r->flags = flags & (HTTP_UPSTREAM_INITIALIZE | HTTP_UPSTREAM_MODERN);
     r->tag = tag;
+    for (size_t j = 0; hdrs && hdrs[j]; j++)
+        if (strv_push(&r->extra, hdrs[j]) < 0) {
+            http_req_free(r);
+            return -ENOMEM;
+        }
     r->reply = tag ? REPLY_AWAITED : REPLY_NONE;
     k = http_kick(u);
     if (k < 0)

@@ -140,6 +140,12 @@ int http_upstream_new(struct loop *l, const struct http_upstream_spec *spec,
 
 enum http_upstream_send_flags {
     HTTP_UPSTREAM_INITIALIZE = 1 << 0, /* the initialize request: its MCP-Session-Id is kept */
+    /* a 2026-07-28 request: no MCP-Session-Id and no MCP-Protocol-Version of the session (the
+     * caller's extra headers carry its own); a 400 or 404 answer whose body is a JSON-RPC
+     * error is delivered as that message (with the request's tag as its id when it has none)
+     * instead of an error; an SSE answer that ends before the response is not resumed but is
+     * on_error(-ECONNRESET) at once (the revision has no resumption) */
+    HTTP_UPSTREAM_MODERN = 1 << 1,
 };
 
 /* POSTs one JSON-RPC message (copied). flags: HTTP_UPSTREAM_INITIALIZE. tag: non-zero for a
@@ -151,6 +157,15 @@ enum http_upstream_send_flags {
  * HTTP_UPSTREAM_PENDING_MAX messages already wait for a legacy endpoint, -ENOMEM. */
 int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, unsigned flags,
                        uint64_t tag) _must_check_;
+
+/* http_upstream_send() with extra request headers ("Name: value", NULL-terminated, copied;
+ * NULL: none), sent after the caller's and before ours. */
+int http_upstream_send_ex(struct http_upstream *u, const char *msg, size_t len, unsigned flags,
+                          uint64_t tag, const char *const *hdrs) _must_check_;
+
+/* Stops the POST sent with tag (its answer stream closed: how a 2026-07-28 client cancels a
+ * request over HTTP); nothing more is reported about it. Unknown tags are ignored. */
+void http_upstream_abort(struct http_upstream *u, uint64_t tag);
 
 /* The response to the request sent with tag has arrived: stop waiting for (or resuming) its
  * answer stream. Unknown tags are ignored. */

@@ -21,6 +21,27 @@ int transport_send(struct transport *t, const char *msg, size_t len, unsigned fl
     return t->ops->send(t, msg, len, flags, tag);
 }
 
+int transport_send_hdrs(struct transport *t, const char *msg, size_t len, unsigned flags,
+                        uint64_t tag, const char *const *hdrs)
+{
+    if (!t)
+        return -ENOTCONN;
+    if (t->ops->send_hdrs)
+        return t->ops->send_hdrs(t, msg, len, flags, tag, hdrs);
+    return t->ops->send(t, msg, len, flags, tag);
+}
+
+bool transport_can_abort(const struct transport *t)
+{
+    return t && t->ops->abort;
+}
+
+void transport_abort(struct transport *t, uint64_t tag)
+{
+    if (t && t->ops->abort)
+        t->ops->abort(t, tag);
+}
+
 void transport_answered(struct transport *t, uint64_t tag)
 {
     if (t && t->ops->answered)

@@ -26,6 +26,9 @@
 
 enum transport_send_flags {
     TRANSPORT_INITIALIZE = 1 << 0, /* the initialize request (HTTP: its session id is kept) */
+    /* a 2026-07-28 request (HTTP: no session headers, a refusal's JSON-RPC error delivered as
+     * the answer, no resumption: http_upstream.h's HTTP_UPSTREAM_MODERN) */
+    TRANSPORT_MODERN = 1 << 1,
 };
 
 /* What the transport reports; userdata is the one given to transport_open(). */
@@ -55,6 +58,13 @@ struct transport_ops {
      * id for requests (errors come back with it), 0 otherwise. -E2BIG, -ENOBUFS, -ESHUTDOWN,
      * -ENOMEM, or the wire's -errno. */
     int (*send)(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag);
+    /* send with extra headers ("Name: value", NULL-terminated) for the wire to add (HTTP).
+     * Optional: without it, send (the wire has no headers). */
+    int (*send_hdrs)(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag,
+                     const char *const *hdrs);
+    /* Gives up on the request sent with tag by the wire's own means (HTTP: its answer stream
+     * is closed). Optional: NULL when the wire has none (stdio: notifications/cancelled). */
+    void (*abort)(struct transport *t, uint64_t tag);
     /* The response to the request sent with tag has arrived (stop resuming its answer).
      * Optional. */
     void (*answered)(struct transport *t, uint64_t tag);
@@ -110,6 +120,12 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
 /* The ops, NULL-safe where that makes sense (a NULL transport: -ENOTCONN). */
 int transport_send(struct transport *t, const char *msg, size_t len, unsigned flags,
                    uint64_t tag) _must_check_;
+/* transport_send() with extra headers for a wire that has them (ignored by one that has not). */
+int transport_send_hdrs(struct transport *t, const char *msg, size_t len, unsigned flags,
+                        uint64_t tag, const char *const *hdrs) _must_check_;
+/* Whether the wire can give up on a request by itself (transport_abort()). */
+bool transport_can_abort(const struct transport *t);
+void transport_abort(struct transport *t, uint64_t tag);
 void transport_answered(struct transport *t, uint64_t tag);
 int transport_session_open(struct transport *t, const char *version);
 /* -EOPNOTSUPP when the wire has no headers. */

@@ -150,10 +150,22 @@ static const struct http_upstream_handler http_handler = {
     .on_error = h_error,
 };
 
+static int h_send_hdrs(struct transport *t, const char *msg, size_t len, unsigned flags,
+                       uint64_t tag, const char *const *hdrs)
+{
+    unsigned hf = (flags & TRANSPORT_INITIALIZE ? HTTP_UPSTREAM_INITIALIZE : 0) |
+                  (flags & TRANSPORT_MODERN ? HTTP_UPSTREAM_MODERN : 0);
+    return http_upstream_send_ex(of(t)->http, msg, len, hf, tag, hdrs);
+}
+
 static int h_send(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag)
 {
-    unsigned hf = flags & TRANSPORT_INITIALIZE ? HTTP_UPSTREAM_INITIALIZE : 0;
-    return http_upstream_send(of(t)->http, msg, len, hf, tag);
+    return h_send_hdrs(t, msg, len, flags, tag, NULL);
+}
+
+static void h_abort(struct transport *t, uint64_t tag)
+{
+    http_upstream_abort(of(t)->http, tag);
 }
 
 static void h_answered(struct transport *t, uint64_t tag)
@@ -233,6 +245,8 @@ static void h_free(struct transport *t)
 static const struct transport_ops http_ops = {
     .name = "http",
     .send = h_send,
+    .send_hdrs = h_send_hdrs,
+    .abort = h_abort,
     .answered = h_answered,
     .session_open = h_session_open,
     .set_headers = h_set_headers,

@@ -182,6 +182,14 @@ void up_drop_conn(struct upstream *u)
         up_call_unlink(u, c);
         up_call_free(c);
     }
+    if ((c = u->probe_call)) {
+        /* a stdio server that exited on server/discover: the next start says initialize */
+        up_call_unlink(u, c);
+        up_call_free(c);
+        if (u->srv->transport == MCP_TRANSPORT_STDIO)
+            u->known_era = UPSTREAM_ERA_LEGACY;
+    }
+    up_listen_stop(u);
     up_disarm(&u->connect_timer);
     up_disarm(&u->expiry_timer);
     up_creds_cancel(u);
@@ -352,6 +360,9 @@ static void really_free(struct upstream *u)
     json_object_put(u->info);
     free(u->instructions);
     free(u->version);
+    free(u->log_level);
+    json_object_put(u->tool_headers);
+    json_object_put(u->listen_uris);
     free(u);
 }
 
@@ -548,7 +559,10 @@ static void free_calls(struct upstream *u)
     while ((c = up_call_pop(u, CALL_WAITING)) || (c = up_call_pop(u, CALL_PARKED)) ||
            (c = up_call_pop(u, CALL_FAILING)))
         up_call_free(c);
-    u->init_call = u->ping_call = NULL;
+    if (u->relist_call)
+        up_call_free(u->relist_call);
+    u->relist_call = NULL;
+    u->init_call = u->ping_call = u->probe_call = u->listen_call = NULL;
 }
 
 void upstream_free(struct upstream *u)
@@ -565,7 +579,9 @@ void upstream_free(struct upstream *u)
         up_conn_free(list_entry(n, struct conn, node));
     }
     up_lists_free(u);
+    u->relist = NULL;
     free_calls(u);
+    up_listen_free(u);
     up_disarm(&u->kick);
     up_disarm(&u->connect_timer);
     up_disarm(&u->backoff_timer);

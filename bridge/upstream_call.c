@@ -10,6 +10,7 @@
 
 #include "credkit/util.h"
 
+#include "mcp_headers.h"
 #include "upstream_internal.h"
 
 static void call_timer_fired(struct loop_timer *t, void *userdata);
@@ -26,6 +27,7 @@ void up_call_free(struct upstream_call *c)
     free(c->method);
     json_object_put(c->params);
     json_object_put(c->token);
+    json_object_put(c->local_result);
     free(c->message);
     free(c);
 }
@@ -79,11 +81,27 @@ void up_call_unlink(struct upstream *u, struct upstream_call *c)
         u->init_call = NULL;
     if (u->ping_call == c)
         u->ping_call = NULL;
+    if (u->probe_call == c)
+        u->probe_call = NULL;
+    if (u->listen_call == c)
+        u->listen_call = NULL;
 }
 
 /* Reports a failure from the loop now (c unlinked). false: the upstream was freed. */
 bool up_call_fail_now(struct upstream *u, struct upstream_call *c, int error, const char *message)
 {
+    if (!error && c->local_result && !c->ifn) {
+        struct json_object *id = json_object_new_int64(c->id);
+        struct json_object *resp = id ? jrpc_new_result(id, c->local_result) : NULL;
+        json_object_put(id);
+        if (!resp)
+            return up_call_fail_now(u, c, -ENOMEM, NULL);
+        c->in_callback = true;
+        c->fn(c, resp, 0, NULL, c->userdata);
+        json_object_put(resp);
+        up_call_free(c);
+        return !up_freed(u);
+    }
     if (c->ifn) {
         c->ifn(u, c, NULL, error);
         up_call_free(c);
@@ -146,7 +164,8 @@ void up_fail_waiting(struct upstream *u, int error, const char *message)
 
 /* ---- sending ------------------------------------------------------------------------------- */
 
-static int conn_send(struct conn *cn, struct json_object *msg, unsigned flags, uint64_t tag)
+static int conn_send(struct conn *cn, struct json_object *msg, unsigned flags, uint64_t tag,
+                     const char *const *hdrs)
 {
     size_t len = 0;
     const char *text = jrpc_serialize(msg, &len);
@@ -154,7 +173,61 @@ static int conn_send(struct conn *cn, struct json_object *msg, unsigned flags, u
         return -ENOMEM;
     if (len > UP_MAX_MESSAGE)
         return -E2BIG;
+    if (hdrs)
+        return transport_send_hdrs(cn ? cn->t : NULL, text, len, flags, tag, hdrs);
     return transport_send(cn ? cn->t : NULL, text, len, flags, tag);
+}
+
+#define META_PROTOCOL "io.modelcontextprotocol/protocolVersion"
+#define META_CAPS     "io.modelcontextprotocol/clientCapabilities"
+#define META_INFO     "io.modelcontextprotocol/clientInfo"
+#define META_LOGLEVEL "io.modelcontextprotocol/logLevel"
+
+/* A 2026-07-28 request's _meta: the protocol version always, the client's capabilities and
+ * info unless the caller's params carry their own (a modern agent's), the log level asked
+ * for. In place (as the progress token). -ENOMEM, -EINVAL for params that are not an object. */
+static int stamp(struct upstream *u, struct upstream_call *c)
+{
+    struct json_object *meta = NULL;
+    if (!c->params) {
+        c->params = json_object_new_object();
+        if (!c->params)
+            return -ENOMEM;
+    }
+    if (!json_object_is_type(c->params, json_type_object))
+        return -EINVAL;
+    if (!json_object_object_get_ex(c->params, "_meta", &meta) ||
+        !json_object_is_type(meta, json_type_object)) {
+        meta = json_object_new_object();
+        if (!meta || json_object_object_add(c->params, "_meta", meta) < 0)
+            return -ENOMEM;
+    }
+    if (json_object_object_add(meta, META_PROTOCOL,
+                               json_object_new_string(UPSTREAM_PROTOCOL_MODERN)) < 0 ||
+        (!json_object_object_get_ex(meta, META_CAPS, NULL) &&
+         json_object_object_add(meta, META_CAPS, json_object_get(u->client_caps)) < 0) ||
+        (!json_object_object_get_ex(meta, META_INFO, NULL) &&
+         json_object_object_add(meta, META_INFO, json_object_get(u->client_info)) < 0) ||
+        (u->log_level && !json_object_object_get_ex(meta, META_LOGLEVEL, NULL) &&
+         json_object_object_add(meta, META_LOGLEVEL, json_object_new_string(u->log_level)) < 0))
+        return -ENOMEM;
+    return 0;
+}
+
+/* The HTTP headers of a 2026-07-28 request (a wire without headers: none). */
+static int modern_headers(struct upstream *u, struct upstream_call *c, struct strv *out)
+{
+    if (u->srv->transport == MCP_TRANSPORT_STDIO)
+        return 0;
+    int k = strv_push(out, "MCP-Protocol-Version: " UPSTREAM_PROTOCOL_MODERN);
+    struct json_object *map = NULL, *name = NULL;
+    if (k >= 0 && u->tool_headers && strcmp(c->method, "tools/call") == 0 &&
+        json_object_object_get_ex(c->params, "name", &name) &&
+        json_object_is_type(name, json_type_string))
+        (void)json_object_object_get_ex(u->tool_headers, json_object_get_string(name), &map);
+    if (k >= 0)
+        k = mcp_headers_for_request(c->method, c->params, map, out);
+    return k;
 }
 
 int up_send_notification(struct upstream *u, const char *method, struct json_object *params)
@@ -164,7 +237,7 @@ int up_send_notification(struct upstream *u, const char *method, struct json_obj
     struct json_object *n = jrpc_new_notification(method, params);
     if (!n)
         return -ENOMEM;
-    int r = conn_send(u->conn, n, 0, 0);
+    int r = conn_send(u->conn, n, 0, 0, NULL);
     json_object_put(n);
     if (r < 0)
         log_debug(u->log, "server '%s': cannot send %s: %s", up_name(u), method, up_strerror(u, r));
@@ -192,19 +265,46 @@ static int send_response(struct upstream *u, struct json_object *resp)
 {
     if (!resp)
         return -ENOMEM;
-    int r = u->conn ? conn_send(u->conn, resp, 0, 0) : 0;
+    int r = u->conn ? conn_send(u->conn, resp, 0, 0, NULL) : 0;
     json_object_put(resp);
     return r;
+}
+
+/* The server is told that c (sent, now unlinked) is given up: over HTTP to a 2026-07-28
+ * server by closing its answer stream, else with notifications/cancelled. */
+static void cancel_sent(struct upstream *u, struct upstream_call *c, const char *reason)
+{
+    if (!u->conn)
+        return;
+    if ((c->flags & TRANSPORT_MODERN) && transport_can_abort(u->conn->t)) {
+        transport_abort(u->conn->t, (uint64_t)c->id);
+        return;
+    }
+    transport_answered(u->conn->t, (uint64_t)c->id);
+    if (u->sess != SESSION_REINIT)
+        send_cancelled(u, c->id, reason);
 }
 
 /* Sends c on the current conn and puts it in the map. */
 int up_send_call(struct upstream *u, struct upstream_call *c)
 {
     struct json_object *id = NULL, *req = NULL;
+    struct strv hdrs = STRV_INIT;
     int r = -ENOMEM;
 
     if (!u->conn)
         return -ENOTCONN;
+    bool modern =
+        (u->wire_modern && !(c->flags & TRANSPORT_INITIALIZE)) || (c->flags & TRANSPORT_MODERN);
+    if (modern) {
+        c->flags |= TRANSPORT_MODERN;
+        r = stamp(u, c);
+        if (r >= 0)
+            r = modern_headers(u, c, &hdrs);
+        if (r < 0)
+            goto out;
+        r = -ENOMEM;
+    }
     c->creds_gen = u->creds_gen;
     id = json_object_new_int64(c->id);
     if (!id)
@@ -219,7 +319,8 @@ int up_send_call(struct upstream *u, struct upstream_call *c)
     r = hashmap_put(u->map, c->key, c);
     if (r < 0)
         goto out;
-    r = conn_send(u->conn, req, c->flags, (uint64_t)c->id);
+    r = conn_send(u->conn, req, c->flags, (uint64_t)c->id,
+                  modern && hdrs.n ? (const char *const *)hdrs.v : NULL);
     if (r < 0) {
         (void)hashmap_remove(u->map, c->key);
         goto out;
@@ -229,6 +330,7 @@ int up_send_call(struct upstream *u, struct upstream_call *c)
     c->session = u->session;
     log_debug(u->log, "server '%s': -> %s #%" PRId64, up_name(u), c->method, c->id);
 out:
+    strv_release_secure(&hdrs);
     json_object_put(req);
     json_object_put(id);
     return r;
@@ -237,6 +339,8 @@ out:
 /* Sends a user call that was waiting or is new; a failure is reported from the kick. */
 void up_send_or_fail(struct upstream *u, struct upstream_call *c)
 {
+    if (u->wire_modern && up_modern_local(u, c))
+        return;
     int r = up_send_call(u, c);
     if (r >= 0)
         return;
@@ -316,7 +420,9 @@ static void check_alive(struct upstream *u)
     struct upstream_call *c = NULL;
     if (u->ping_call || !u->conn || u->state != UPSTREAM_READY || u->sess == SESSION_REINIT)
         return;
-    if (up_call_new(u, "ping", NULL, UPSTREAM_PING_TIMEOUT_MS, &c) < 0)
+    /* 2026-07-28 has no ping: server/discover tells as much */
+    if (up_call_new(u, u->wire_modern ? "server/discover" : "ping", NULL, UPSTREAM_PING_TIMEOUT_MS,
+                    &c) < 0)
         return;
     c->ifn = ping_answered;
     if (up_send_call(u, c) < 0) {
@@ -363,10 +469,7 @@ static void call_timer_fired(struct loop_timer *t, void *userdata)
         goto out;
     }
     up_call_unlink(u, c);
-    if (u->conn)
-        transport_answered(u->conn->t, (uint64_t)c->id);
-    if (u->sess != SESSION_REINIT)
-        send_cancelled(u, c->id, "timed out");
+    cancel_sent(u, c, "timed out");
     if (c->progressed && c->deadline >= c->hard_deadline) {
         up_fmt_ms(d, sizeof(d), c->hard_deadline - c->started);
         msg = up_asprintf("server '%s' did not finish '%s' within %s (the most progress "
@@ -493,11 +596,8 @@ void upstream_call_cancel(struct upstream_call *c, const char *reason)
     struct upstream *u = c->u;
     bool sent = c->where == CALL_SENT;
     up_call_unlink(u, c);
-    if (sent && u->conn) {
-        transport_answered(u->conn->t, (uint64_t)c->id);
-        if (u->sess != SESSION_REINIT)
-            send_cancelled(u, c->id, reason);
-    }
+    if (sent)
+        cancel_sent(u, c, reason);
     up_call_free(c);
 }
 
@@ -507,6 +607,8 @@ int upstream_notify(struct upstream *u, const char *method, struct json_object *
         return -EINVAL;
     if (up_freed(u) || u->state != UPSTREAM_READY || !u->conn || u->sess == SESSION_REINIT)
         return 0;
+    if (u->wire_modern && strcmp(method, "notifications/roots/list_changed") == 0)
+        return 0; /* 2026-07-28: the roots travel with each request */
     return up_send_notification(u, method, params);
 }
 
@@ -536,4 +638,106 @@ int upstream_respond(struct upstream *u, uint64_t gen, struct json_object *id,
 int up_send_response(struct upstream *u, struct json_object *resp)
 {
     return send_response(u, resp);
+}
+
+/* ---- 2026-07-28 ---------------------------------------------------------------------------- */
+
+void up_call_answer_later(struct upstream *u, struct upstream_call *c, struct json_object *result)
+{
+    up_call_unlink(u, c);
+    up_disarm(&c->timer);
+    json_object_put(c->local_result);
+    c->local_result = result ? result : json_object_new_object();
+    if (!c->local_result) {
+        up_call_fail_later(u, c, -ENOMEM, NULL);
+        return;
+    }
+    c->error = 0;
+    up_call_put(u, c, CALL_FAILING, false);
+    up_kick(u);
+}
+
+bool up_method_safe(const char *m)
+{
+    static const char *const safe[] = {"tools/list",
+                                       "resources/list",
+                                       "resources/read",
+                                       "resources/templates/list",
+                                       "prompts/list",
+                                       "prompts/get",
+                                       "completion/complete",
+                                       "server/discover",
+                                       NULL};
+    for (size_t i = 0; safe[i]; i++)
+        if (strcmp(m, safe[i]) == 0)
+            return true;
+    return false;
+}
+
+void up_tools_listed(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m)
+{
+    struct json_object *tools = NULL, *cursor = NULL;
+    if (u->srv->transport == MCP_TRANSPORT_STDIO || !m->result ||
+        !json_object_object_get_ex(m->result, "tools", &tools) ||
+        !json_object_is_type(tools, json_type_array))
+        return;
+    bool first = !c->params || !json_object_object_get_ex(c->params, "cursor", &cursor) || !cursor;
+    if (first || !u->tool_headers) {
+        json_object_put(u->tool_headers);
+        u->tool_headers = json_object_new_object();
+        if (!u->tool_headers)
+            return;
+    }
+    for (size_t i = json_object_array_length(tools); i-- > 0;) {
+        struct json_object *t = json_object_array_get_idx(tools, i), *nm = NULL, *map = NULL;
+        char *why = NULL;
+        const char *name =
+            json_object_object_get_ex(t, "name", &nm) && json_object_is_type(nm, json_type_string)
+                ? json_object_get_string(nm)
+                : "(no name)";
+        int r = mcp_headers_tool_params(t, &map, &why);
+        if (r == -EINVAL) {
+            log_warn(u->log, "server '%s': tool '%.200s' is left out: %s", up_name(u), name,
+                     why ? why : "its x-mcp-header markings are invalid");
+            free(why);
+            (void)json_object_array_del_idx(tools, i, 1);
+            continue;
+        }
+        if (map && json_object_object_add(u->tool_headers, name, map) < 0)
+            json_object_put(map);
+    }
+}
+
+static void relisted(struct upstream *u, struct json_object *items, int error, const char *message,
+                     void *userdata)
+{
+    struct upstream_call *c = u->relist_call;
+    (void)error;
+    (void)message;
+    (void)userdata;
+    json_object_put(items); /* the markings were kept as the pages came */
+    u->relist = NULL;
+    u->relist_call = NULL;
+    if (c)
+        up_call_reissue(u, c, NULL);
+}
+
+bool up_header_mismatch(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m)
+{
+    struct json_object *code = NULL;
+    if (!m->error || c->mismatch_retried || c->ifn || u->relist_call ||
+        !json_object_object_get_ex(m->error, "code", &code) ||
+        json_object_get_int64(code) != -32020 || strcmp(c->method, "tools/call") != 0)
+        return false;
+    c->mismatch_retried = true;
+    log_info(u->log,
+             "server '%s': the headers of 'tools/call' did not match (-32020): listing "
+             "the tools again and sending it once more",
+             up_name(u));
+    if (upstream_list(u, "tools/list", "tools", relisted, NULL, &u->relist) < 0) {
+        up_call_reissue(u, c, NULL);
+        return true;
+    }
+    u->relist_call = c;
+    return true;
 }

@@ -33,6 +33,12 @@ static void deliver(struct upstream *u, struct conn *cn, struct upstream_call *c
 {
     up_call_unlink(u, c);
     transport_answered(cn->t, (uint64_t)c->id);
+    if (!c->ifn && u->wire_modern) {
+        if (strcmp(c->method, "tools/list") == 0)
+            up_tools_listed(u, c, m);
+        else if (up_header_mismatch(u, c, m))
+            return; /* tools listed again, then sent once more */
+    }
     if (!c->ifn && up_mrtr_on_result(u, c, m))
         return; /* an input round (upstream_mrtr.c): the call goes on, its timer too */
     up_disarm(&c->timer);
@@ -143,7 +149,7 @@ void up_handle_message(struct upstream *u, struct conn *cn, const char *text, si
     case JRPC_NOTIFICATION:
         if (strcmp(m.method, "notifications/progress") == 0) {
             on_progress(u, &m);
-        } else {
+        } else if (!up_listen_notification(u, &m)) {
             log_debug(u->log, "server '%s': <- %s", up_name(u), m.method);
             if (u->h.on_notification)
                 u->h.on_notification(u, m.method, m.root, u->userdata);
@@ -200,6 +206,15 @@ static void call_error(struct upstream *u, struct conn *cn, struct upstream_call
         return;
     }
     up_call_unlink(u, c);
+    if (error == -ECONNRESET && (c->flags & TRANSPORT_MODERN) && !c->stream_retried &&
+        cn == u->conn && up_method_safe(c->method)) {
+        /* its answer stream broke: a request that only reads is sent again, under a new id */
+        c->stream_retried = true;
+        log_debug(u->log, "server '%s': the answer to '%s' broke off: sending it again", up_name(u),
+                  c->method);
+        up_call_reissue(u, c, NULL);
+        return;
+    }
     bool step_up = error == -EPERM && cn == u->conn &&
                    credentials_insufficient_scope(transport_challenge(cn->t));
     if (error == -EACCES && !c->auth_retried && u->state == UPSTREAM_READY &&
@@ -257,6 +272,12 @@ static void conn_error(struct upstream *u, struct conn *cn, int error, uint64_t 
             up_asprintf("server '%s': initialize failed: %s", up_name(u), up_strerror(u, error));
         up_init_failed(u, up_connect_err(error), msg);
         free(msg);
+        return;
+    }
+    if (c == u->probe_call) {
+        up_call_unlink(u, c);
+        up_call_free(c);
+        up_probe_error(u, error);
         return;
     }
     if (c == u->ping_call) {

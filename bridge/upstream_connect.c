@@ -17,6 +17,8 @@ static void creds_done(int error, const struct credentials *c, const char *messa
 static void connect_timer_fired(struct loop_timer *t, void *userdata);
 static void init_answered(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m,
                           int error);
+static void discover_answered(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m,
+                              int error);
 
 /* ---- credentials ------------------------------------------------------------------------ */
 
@@ -141,6 +143,97 @@ out:
     return r;
 }
 
+/* ---- the era: which handshake ------------------------------------------------------------ */
+
+#define PROBE_TIMEOUT_MAX_MS (5 * 1000)
+#define ORIGINS_MAX          256
+
+/* What HTTP servers answered the probe, per origin (scheme://host:port), for the process. */
+static struct {
+    char *origin;
+    enum upstream_era era;
+} origins[ORIGINS_MAX];
+
+/* The origin of an HTTP entry's url as written, into buf ("" for stdio). */
+static void origin_of(const struct upstream *u, char *buf, size_t size)
+{
+    buf[0] = 0;
+    const char *url = u->srv->url;
+    if (u->srv->transport == MCP_TRANSPORT_STDIO || !url)
+        return;
+    const char *p = strstr(url, "://");
+    size_t n = p ? (size_t)(p + 3 - url) + strcspn(p + 3, "/?#") : strlen(url);
+    if (n >= size)
+        n = size - 1;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = url[i] >= 'A' && url[i] <= 'Z' ? (char)(url[i] + 32) : url[i];
+    buf[n] = 0;
+}
+
+static enum upstream_era known_era(const struct upstream *u)
+{
+    char o[512];
+    origin_of(u, o, sizeof(o));
+    if (!o[0])
+        return u->known_era;
+    for (size_t i = 0; i < ORIGINS_MAX && origins[i].origin; i++)
+        if (strcmp(origins[i].origin, o) == 0)
+            return origins[i].era;
+    return UPSTREAM_ERA_UNKNOWN;
+}
+
+static void remember_era(struct upstream *u, enum upstream_era era)
+{
+    char o[512];
+    u->known_era = era;
+    origin_of(u, o, sizeof(o));
+    if (!o[0])
+        return;
+    size_t i = 0;
+    for (; i < ORIGINS_MAX && origins[i].origin; i++)
+        if (strcmp(origins[i].origin, o) == 0) {
+            origins[i].era = era;
+            return;
+        }
+    if (i == ORIGINS_MAX)
+        return; /* full: probed each time */
+    origins[i].origin = strdup(o);
+    origins[i].era = era;
+}
+
+static int send_discover(struct upstream *u)
+{
+    struct upstream_call *c = NULL;
+    int64_t t = u->connect_timeout_ms;
+    if (u->srv->protocol != MCP_PROTOCOL_MODERN && t > PROBE_TIMEOUT_MAX_MS)
+        t = PROBE_TIMEOUT_MAX_MS;
+    int r = up_call_new(u, "server/discover", NULL, t, &c);
+    if (r < 0)
+        return r;
+    u->probe_tries++;
+    c->ifn = discover_answered;
+    c->flags = TRANSPORT_MODERN;
+    r = up_send_call(u, c);
+    if (r < 0) {
+        up_call_free(c);
+        return r;
+    }
+    u->probe_call = c;
+    return 0;
+}
+
+/* The first message on a new conn: server/discover unless the entry or what the server
+ * answered before says it is legacy. */
+static int start_handshake(struct upstream *u)
+{
+    u->wire_modern = false;
+    u->probe_tries = 0;
+    if (u->srv->protocol == MCP_PROTOCOL_LEGACY ||
+        (u->srv->protocol == MCP_PROTOCOL_AUTO && known_era(u) == UPSTREAM_ERA_LEGACY))
+        return send_initialize(u);
+    return send_discover(u);
+}
+
 void up_conn_free(struct conn *cn)
 {
     if (!cn)
@@ -191,9 +284,9 @@ static void open_transport(struct upstream *u)
     }
     u->conn = cn;
     arm_expiry(u);
-    r = send_initialize(u);
+    r = start_handshake(u);
     if (r < 0)
-        start_failed(u, r, "cannot send initialize", NULL);
+        start_failed(u, r, "cannot send the first request", NULL);
 }
 
 /* The credentials could not be had: the connect attempt fails. */
@@ -633,6 +726,7 @@ static void init_done(struct upstream *u, struct conn *cn)
     u->gen = cn->gen;
     u->ready_at = loop_now(u->loop);
     u->login_warned = false;
+    u->era = UPSTREAM_ERA_LEGACY;
     log_info(u->log, "server '%s': connected (protocol %s)", up_name(u), u->version);
     report_working(u);
     up_flush_waiting(u);
@@ -697,4 +791,167 @@ void up_start_reinit(struct upstream *u)
         up_conn_lost(u, r, m);
         free(m);
     }
+}
+
+/* ---- server/discover ---------------------------------------------------------------------- */
+
+static bool has_modern(struct json_object *arr)
+{
+    if (!json_object_is_type(arr, json_type_array))
+        return false;
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        const char *v = json_object_get_string(json_object_array_get_idx(arr, i));
+        if (v && strcmp(v, UPSTREAM_PROTOCOL_MODERN) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Keeps what a discover result says; res may be NULL (a modern server that refused it). */
+static int discover_keep(struct upstream *u, struct json_object *res)
+{
+    struct json_object *v = NULL, *meta = NULL;
+    const char *instr = NULL;
+    if (res && json_object_object_get_ex(res, "instructions", &v) &&
+        json_object_is_type(v, json_type_string))
+        instr = json_object_get_string(v);
+    char *version = strdup(UPSTREAM_PROTOCOL_MODERN);
+    char *instructions = instr ? strdup(instr) : NULL;
+    if (!version || (instr && !instructions)) {
+        free(version);
+        free(instructions);
+        return -ENOMEM;
+    }
+    free(u->version);
+    u->version = version;
+    free(u->instructions);
+    u->instructions = instructions;
+    json_object_put(u->caps);
+    u->caps = NULL;
+    if (res && json_object_object_get_ex(res, "capabilities", &v) &&
+        json_object_is_type(v, json_type_object))
+        u->caps = json_object_get(v);
+    else
+        u->caps = json_object_new_object();
+    json_object_put(u->info);
+    u->info = NULL;
+    /* the revision puts serverInfo in _meta; some servers still put it in the result */
+    if (res && json_object_object_get_ex(res, "_meta", &meta) &&
+        json_object_object_get_ex(meta, "io.modelcontextprotocol/serverInfo", &v) &&
+        json_object_is_type(v, json_type_object))
+        u->info = json_object_get(v);
+    else if (res && json_object_object_get_ex(res, "serverInfo", &v) &&
+             json_object_is_type(v, json_type_object))
+        u->info = json_object_get(v);
+    return 0;
+}
+
+static void modern_ready(struct upstream *u, struct conn *cn, struct json_object *res)
+{
+    if (discover_keep(u, res) < 0) {
+        char *msg = up_asprintf("server '%s': out of memory", up_name(u));
+        up_init_failed(u, -ENOMEM, msg);
+        free(msg);
+        return;
+    }
+    remember_era(u, UPSTREAM_ERA_MODERN);
+    u->wire_modern = true;
+    up_disarm(&u->connect_timer);
+    u->session++;
+    u->gen = cn->gen;
+    u->ready_at = loop_now(u->loop);
+    u->login_warned = false;
+    u->era = UPSTREAM_ERA_MODERN;
+    log_info(u->log, "server '%s': connected (protocol %s, no session)", up_name(u), u->version);
+    report_working(u);
+    up_flush_waiting(u);
+    if (!up_set_state(u, UPSTREAM_READY, 0, NULL) || u->state != UPSTREAM_READY || !u->wire_modern)
+        return;
+    up_listen_start(u);
+}
+
+/* The server is not a 2026-07-28 one: initialize, unless the entry wants 2026-07-28 only. */
+static void not_modern(struct upstream *u, const char *why)
+{
+    if (u->srv->protocol == MCP_PROTOCOL_MODERN) {
+        char *m = up_asprintf("server '%s' does not speak protocol %s, which its entry asks for "
+                              "(\"protocolVersion\": \"%s\"; \"auto\" falls back to the "
+                              "initialize handshake): %s",
+                              up_name(u), UPSTREAM_PROTOCOL_MODERN, UPSTREAM_PROTOCOL_MODERN, why);
+        up_connect_fail(u, -EPROTO, m, false);
+        free(m);
+        return;
+    }
+    remember_era(u, UPSTREAM_ERA_LEGACY);
+    log_debug(u->log, "server '%s': not a %s server (%s): initialize", up_name(u),
+              UPSTREAM_PROTOCOL_MODERN, why);
+    if (!u->conn)
+        return; /* it is gone: the next attempt starts with initialize */
+    int r = send_initialize(u);
+    if (r < 0) {
+        char *m =
+            up_asprintf("server '%s': cannot send initialize: %s", up_name(u), up_strerror(u, r));
+        up_connect_fail(u, r, m, false);
+        free(m);
+    }
+}
+
+/* The answer to the probe (m NULL: it failed with error, or timed out). */
+static void discover_answered(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m,
+                              int error)
+{
+    struct conn *cn = u->conn;
+    struct json_object *v = NULL, *data = NULL;
+    char *why = NULL;
+    (void)c;
+
+    u->probe_call = NULL;
+    if (m && m->result) {
+        if (cn && json_object_object_get_ex(m->result, "supportedVersions", &v) && has_modern(v)) {
+            modern_ready(u, cn, m->result);
+            return;
+        }
+        not_modern(u, "its server/discover result does not list " UPSTREAM_PROTOCOL_MODERN);
+        return;
+    }
+    if (m && m->error) {
+        int64_t code = json_object_get_int64(json_object_object_get(m->error, "code"));
+        const char *em = json_object_get_string(json_object_object_get(m->error, "message"));
+        bool listed = json_object_object_get_ex(m->error, "data", &data) &&
+                      json_object_object_get_ex(data, "supported", &v) && has_modern(v);
+        if (cn && code == -32022 && listed && u->probe_tries < 2) {
+            /* it lists the version we sent: once more, with the version it names */
+            log_debug(u->log,
+                      "server '%s': server/discover refused (-32022) though it lists %s: "
+                      "sending it again",
+                      up_name(u), UPSTREAM_PROTOCOL_MODERN);
+            int r = send_discover(u);
+            if (r >= 0)
+                return;
+        }
+        if (cn && (code == -32020 || code == -32021 || (code == -32022 && listed))) {
+            /* a modern server's own refusal: modern, though it told us nothing of itself */
+            log_warn(u->log,
+                     "server '%s': server/discover was refused (%" PRId64 ": %.200s); "
+                     "using it as a %s server without its capabilities",
+                     up_name(u), code, em ? em : "", UPSTREAM_PROTOCOL_MODERN);
+            modern_ready(u, cn, NULL);
+            return;
+        }
+        why = up_asprintf("server/discover: error %" PRId64 ": %.200s", code, em ? em : "");
+    } else {
+        why = up_asprintf("server/discover: %s", up_strerror(u, error));
+    }
+    not_modern(u, why ? why : "server/discover failed");
+    free(why);
+}
+
+/* The probe failed on the wire (from upstream_conn.c). */
+void up_probe_error(struct upstream *u, int error)
+{
+    if (error == -EACCES || error == -EPERM) {
+        up_init_refused(u, error);
+        return;
+    }
+    discover_answered(u, NULL, NULL, error);
 }

@@ -82,7 +82,10 @@ struct upstream_call {
     int refused;        /* CALL_PARKED: the refusal (-EACCES 401, -EPERM 403 insufficient_scope) */
     uint64_t creds_gen; /* u->creds_gen when it was sent: a refusal of older credentials is
                          * answered by sending it again with the current ones */
-    bool in_callback;   /* its response callback is running: freed by whoever called it */
+    bool mismatch_retried; /* sent again after a -32020 (HeaderMismatch) and a new tools/list */
+    bool stream_retried;   /* sent again after its answer stream broke (2026-07-28) */
+    struct json_object *local_result; /* CALL_FAILING with error 0: answered here, this */
+    bool in_callback; /* its response callback is running: freed by whoever called it */
     bool progressed;
     int error; /* CALL_FAILING */
     char *message;
@@ -126,6 +129,24 @@ struct upstream {
     enum upstream_state state;
     enum session_state sess;
     enum upstream_era era; /* of the current (or last) session */
+    /* 2026-07-28 on the current conn: every request stamped (set by a server/discover answer
+     * that says so, cleared when a conn is opened) */
+    bool wire_modern;
+    /* what a stdio server (the process: per upstream) answered the probe last: LEGACY skips
+     * it; HTTP servers are remembered per origin (upstream_connect.c) */
+    enum upstream_era known_era;
+    struct upstream_call *probe_call; /* server/discover while connecting */
+    unsigned probe_tries;             /* sent in this attempt (-32022 listing ours: again) */
+    char *log_level;                  /* logging/setLevel to a modern server: stamped */
+    /* x-mcp-header markings of the tools of the last tools/list: {tool: [[header, key...]]} */
+    struct json_object *tool_headers;
+    struct upstream_call *relist_call; /* waiting for tools/list after a -32020 */
+    struct upstream_list *relist;
+    /* the one subscriptions/listen (upstream_listen.c) */
+    struct upstream_call *listen_call;
+    struct json_object *listen_uris; /* resources subscribed to: an array of strings */
+    struct loop_timer *listen_timer; /* re-sending it after a drop */
+    int64_t listen_retry_ms;
     /* while a server request is handed to on_request: the tag of the request on whose
      * response stream it came (0: none known, e.g. stdio or the server's own stream) */
     uint64_t request_tag;
@@ -231,10 +252,36 @@ bool up_mrtr_take_response(struct upstream *u, struct json_object *id, struct js
 /* c is freed: its rounds' state goes with it. */
 void up_mrtr_free(struct upstream_call *c);
 
+/* upstream_listen.c: what a 2026-07-28 server does not have, done here */
+/* A user call about to be sent to a modern server: true when it was answered here (ping,
+ * logging/setLevel, resources/subscribe and unsubscribe), from the kick. */
+bool up_modern_local(struct upstream *u, struct upstream_call *c);
+/* READY with a modern server: opens the listen stream. */
+void up_listen_start(struct upstream *u);
+/* The connection is gone or closing: the listen's state goes (its URIs stay). */
+void up_listen_stop(struct upstream *u);
+/* A notification from the server: true when consumed here (the listen's acknowledgement). */
+bool up_listen_notification(struct upstream *u, struct jrpc_msg *m);
+void up_listen_free(struct upstream *u);
+
+/* upstream_call.c */
+/* Answers c with result (reference taken) from the kick, as if the server had. */
+void up_call_answer_later(struct upstream *u, struct upstream_call *c, struct json_object *result);
+/* A tools/list answer of a modern HTTP server: its x-mcp-header markings kept for the calls,
+ * the tools with invalid ones left out of it (a warning each). */
+void up_tools_listed(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m);
+/* A modern server refused c with -32020 (HeaderMismatch): true when it lists the tools again
+ * and then sends c once more (c taken). */
+bool up_header_mismatch(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m);
+/* Whether a request only reads (sent again after its answer stream broke). */
+bool up_method_safe(const char *method);
+
 /* upstream_connect.c */
 void up_connect_start(struct upstream *u);
 void up_start_reinit(struct upstream *u);
 void up_init_failed(struct upstream *u, int error, const char *message);
+/* The server/discover probe failed on the wire: refused (credentials), else not modern. */
+void up_probe_error(struct upstream *u, int error);
 /* initialize was refused (401/403): asks for fresh credentials once per attempt. */
 void up_init_refused(struct upstream *u, int error);
 int up_connect_err(int error);

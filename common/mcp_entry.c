@@ -290,6 +290,21 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
     return 0;
 }
 
+/* "protocolVersion": "auto" (the default), "legacy" or "2026-07-28". */
+static int parse_protocol(struct mcp_server *s, struct json_object *o, struct err *e)
+{
+    static const char *const words[] = {"auto", "legacy", "2026-07-28", NULL};
+    static const enum mcp_protocol_mode modes[] = {MCP_PROTOCOL_AUTO, MCP_PROTOCOL_LEGACY,
+                                                   MCP_PROTOCOL_MODERN};
+    int i = -1;
+    int r = mcp_field_enum(o, "protocolVersion", "protocolVersion", words,
+                           "\"auto\", \"legacy\" or \"2026-07-28\"", &i, e);
+    if (r < 0)
+        return r;
+    s->protocol = i < 0 ? MCP_PROTOCOL_AUTO : modes[i];
+    return 0;
+}
+
 /* The generic keys of one entry; -EINVAL with the reason (without file and server) when invalid,
  * -ENOMEM. */
 static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *e)
@@ -314,6 +329,8 @@ static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *
                              &s->headers_helper, e);
     if (r >= 0)
         r = mcp_field_bool(o, "disabled", "disabled", &s->disabled, e);
+    if (r >= 0)
+        r = parse_protocol(s, o, e);
     if (r < 0)
         return r;
     return parse_auth(s, o, e);
@@ -327,7 +344,7 @@ static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *
 static const char *const known_keys[] = {
     /* common's generic entry */
     "command", "args", "env", "cwd", "url", "headers", "type", "timeout", "headersHelper", "auth",
-    "bearerToken", "bearerTokenEnv", "disabled",
+    "bearerToken", "bearerTokenEnv", "disabled", "protocolVersion",
     /* mcp-auth (auth/oauth_config.c) */
     "oauth",
     /* the bridge (bridge/server_config.c) */
@@ -688,6 +705,7 @@ int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret)
     c->layer = s->layer;
     c->transport = s->transport;
     c->timeout_ms = s->timeout_ms;
+    c->protocol = s->protocol;
     c->auth = s->auth;
     c->disabled = s->disabled;
     c->raw = s->raw ? json_object_get(s->raw) : NULL;

@@ -30,6 +30,13 @@ enum mcp_transport {
 /* The transport's name as "type" spells it in an entry: "stdio", "http", "sse". Static. */
 const char *mcp_transport_name(enum mcp_transport t);
 
+/* "protocolVersion": which era of MCP to speak to the server (the bridge's upstream). */
+enum mcp_protocol_mode {
+    MCP_PROTOCOL_AUTO,   /* absent or "auto": probe with server/discover, else initialize */
+    MCP_PROTOCOL_LEGACY, /* "legacy": the initialize handshake only (2024-11-05 .. 2025-11-25) */
+    MCP_PROTOCOL_MODERN, /* "2026-07-28": no initialize; a server that is not modern fails */
+};
+
 enum mcp_auth_mode {
     MCP_AUTH_NONE,     /* nothing configured */
     MCP_AUTH_OAUTH,    /* "auth": "oauth", or an "oauth" object */
@@ -56,9 +63,10 @@ struct mcp_server {
     char **env; /* "NAME=template" */
     char *cwd;
     /* http, sse */
-    char *url;          /* template, as written */
-    char **headers;     /* "Name: template" (exactly one space after the colon) */
-    int64_t timeout_ms; /* 0: the consumer's default */
+    char *url;                       /* template, as written */
+    char **headers;                  /* "Name: template" (exactly one space after the colon) */
+    int64_t timeout_ms;              /* 0: the consumer's default */
+    enum mcp_protocol_mode protocol; /* "protocolVersion" */
     /* credentials. An explicit "auth" wins; without it an "oauth" object means OAUTH, else
      * "bearerTokenEnv" means BEARER. */
     enum mcp_auth_mode auth;

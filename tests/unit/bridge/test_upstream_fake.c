@@ -55,6 +55,7 @@ struct fake {
     int nheaders;
     int set_headers_calls;
     char url_var[64];
+    char last_hdrs[1024]; /* the extra headers of the last send_hdrs, joined with '|' */
     bool freed;
 };
 
@@ -78,6 +79,18 @@ static int fake_send(struct transport *t, const char *msg, size_t len, unsigned 
     f->sent[f->nsent++] = json_tokener_parse(s);
     free(s);
     return 0;
+}
+
+static int fake_send_hdrs(struct transport *t, const char *msg, size_t len, unsigned flags,
+                          uint64_t tag, const char *const *hdrs)
+{
+    struct fake *f = (struct fake *)(void *)t;
+    f->last_hdrs[0] = 0;
+    for (size_t i = 0; hdrs && hdrs[i]; i++) {
+        size_t n = strlen(f->last_hdrs);
+        snprintf(f->last_hdrs + n, sizeof(f->last_hdrs) - n, "%s|", hdrs[i]);
+    }
+    return fake_send(t, msg, len, flags, tag);
 }
 
 static int fake_set_headers(struct transport *t, const char *const *headers)
@@ -116,6 +129,7 @@ static const struct transport_ops fake_ops = {
     .challenge = fake_challenge,
     .strerror = fake_strerror,
     .send = fake_send,
+    .send_hdrs = fake_send_hdrs,
     .set_headers = fake_set_headers,
     .shutdown = fake_shutdown,
     .free = fake_free,
@@ -337,6 +351,7 @@ static struct mcp_server server = {
     .args = empty_v,
     .env = empty_v,
     .headers = hdr_v,
+    .protocol = MCP_PROTOCOL_LEGACY, /* the handshake these tests follow: initialize */
 };
 
 struct fixture {
@@ -355,6 +370,28 @@ static bool sent_count_at_least(void *ctx)
 static bool is_ready(void *ctx)
 {
     return ((struct fixture *)ctx)->rec.last == UPSTREAM_READY;
+}
+
+static void fx_open(struct fixture *fx, const struct mcp_server *srv)
+{
+    memset(fx, 0, sizeof(*fx));
+    CHECK_INT(loop_new(&fx->loop), 0);
+    fx->prov.p.ops = &fprov_ops;
+    fx->prov.loop = fx->loop;
+    struct upstream_opts o = {
+        .loop = fx->loop,
+        .log = lg,
+        .server = srv,
+        .credentials = &fx->prov.p,
+        .transport_open = fake_open,
+        .connect_timeout_ms = 5000,
+        .request_timeout_ms = 5000,
+    };
+    struct err e = ERR_INIT;
+    CHECK_INT(upstream_new(&o, &handler, &fx->rec, &fx->u, &e), 0);
+    upstream_connect(fx->u);
+    int one = 1;
+    CHECK(wait_for(fx->loop, sent_count_at_least, &one, 2000));
 }
 
 static void fx_start(struct fixture *fx, int64_t lifetime_ms)
@@ -642,6 +679,174 @@ static void test_default_provider(void)
     unsetenv("HOST");
 }
 
+/* ---- the era ---- */
+
+static struct mcp_server srv_auto_modern = {.name = "am",
+                                            .source = "test",
+                                            .transport = MCP_TRANSPORT_HTTP,
+                                            .url = "http://auto-modern.test/mcp",
+                                            .args = empty_v,
+                                            .env = empty_v,
+                                            .headers = empty_v};
+static struct mcp_server srv_auto_legacy = {.name = "al",
+                                            .source = "test",
+                                            .transport = MCP_TRANSPORT_HTTP,
+                                            .url = "http://auto-legacy.test/mcp",
+                                            .args = empty_v,
+                                            .env = empty_v,
+                                            .headers = empty_v};
+static struct mcp_server srv_only_modern = {.name = "om",
+                                            .source = "test",
+                                            .transport = MCP_TRANSPORT_HTTP,
+                                            .url = "http://only-modern.test/mcp",
+                                            .args = empty_v,
+                                            .env = empty_v,
+                                            .headers = empty_v,
+                                            .protocol = MCP_PROTOCOL_MODERN};
+
+static const char *meta_of(struct fake *f, int i, const char *key)
+{
+    struct json_object *p = json_get_object(f->sent[i], "params");
+    struct json_object *m = json_get_object(p, "_meta"), *v = NULL;
+    if (!m || !json_object_object_get_ex(m, key, &v))
+        return NULL;
+    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "(object)";
+}
+
+static void deliver_fmt(struct fake *f, int64_t id, const char *body)
+{
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",%s}", id, body);
+    fake_deliver(f, buf);
+}
+
+/* auto, and the server answers server/discover: modern; no initialize, every request stamped,
+ * ping and logging/setLevel answered here, the listen stream opened, x-mcp-header mirrored */
+static void test_era_modern(void)
+{
+    struct fixture fx;
+    fx_open(&fx, &srv_auto_modern);
+    struct fake *f = cur();
+    CHECK_STR(sent_method(f, 0), "server/discover");
+    CHECK_STR(meta_of(f, 0, "io.modelcontextprotocol/protocolVersion"), "2026-07-28");
+    CHECK_STR(meta_of(f, 0, "io.modelcontextprotocol/clientInfo"), "(object)");
+    CHECK_STR(meta_of(f, 0, "io.modelcontextprotocol/clientCapabilities"), "(object)");
+    CHECK_STR(f->last_hdrs, "MCP-Protocol-Version: 2026-07-28|Mcp-Method: server/discover|");
+    deliver_fmt(f, sent_id(f, 0),
+                "\"result\":{\"supportedVersions\":[\"2026-07-28\"],\"capabilities\":{\"tools\":"
+                "{\"listChanged\":true}},\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{"
+                "\"name\":\"m\"}},\"instructions\":\"hi\",\"resultType\":\"complete\"}");
+    CHECK(wait_for(fx.loop, is_ready, &fx, 2000));
+    CHECK(upstream_era(fx.u) == UPSTREAM_ERA_MODERN);
+    CHECK_STR(upstream_protocol_version(fx.u), "2026-07-28");
+    CHECK_STR(upstream_instructions(fx.u), "hi");
+    CHECK_STR(json_get_string(upstream_server_info(fx.u), "name"), "m");
+    CHECK(upstream_has_capability(fx.u, "tools"));
+    CHECK_INT(count_method(f, "initialize"), 0);
+    CHECK_INT(count_method(f, "notifications/initialized"), 0);
+    CHECK_INT(count_method(f, "subscriptions/listen"), 1);
+
+    /* ping and logging/setLevel: answered here; the level stamped from then on */
+    int before = f->nsent;
+    struct res r = {0};
+    struct upstream_call *c = NULL;
+    struct json_object *lp = json_tokener_parse("{\"level\":\"debug\"}");
+    CHECK_INT(upstream_call(fx.u, "ping", NULL, 0, on_response, NULL, &r, &c), 0);
+    CHECK(wait_for(fx.loop, res_done, &r, 2000));
+    CHECK_INT(r.error, 0);
+    memset(&r, 0, sizeof(r));
+    CHECK_INT(upstream_call(fx.u, "logging/setLevel", lp, 0, on_response, NULL, &r, &c), 0);
+    json_object_put(lp);
+    CHECK(wait_for(fx.loop, res_done, &r, 2000));
+    CHECK_INT(r.error, 0);
+    CHECK_INT(f->nsent, before);
+
+    /* tools/list: an invalid marking drops the tool; a valid one is mirrored on tools/call */
+    memset(&r, 0, sizeof(r));
+    CHECK_INT(upstream_call(fx.u, "tools/list", NULL, 0, on_response, NULL, &r, &c), 0);
+    CHECK_STR(sent_method(f, before), "tools/list");
+    CHECK_STR(meta_of(f, before, "io.modelcontextprotocol/logLevel"), "debug");
+    deliver_fmt(f, sent_id(f, before),
+                "\"result\":{\"tools\":[{\"name\":\"ok\",\"inputSchema\":{\"type\":\"object\","
+                "\"properties\":{\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"}}}},"
+                "{\"name\":\"bad\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"n\":{"
+                "\"type\":\"number\",\"x-mcp-header\":\"N\"}}}}]}");
+    CHECK(wait_for(fx.loop, res_done, &r, 2000));
+    memset(&r, 0, sizeof(r));
+    struct json_object *cp =
+        json_tokener_parse("{\"name\":\"ok\",\"arguments\":{\"region\":\"eu west\"}}");
+    CHECK_INT(upstream_call(fx.u, "tools/call", cp, 0, on_response, NULL, &r, &c), 0);
+    json_object_put(cp);
+    CHECK_STR(f->last_hdrs, "MCP-Protocol-Version: 2026-07-28|Mcp-Method: tools/call|Mcp-Name: "
+                            "ok|Mcp-Param-Region: eu west|");
+    /* a -32020: the tools listed again, then the call once more under a new id */
+    int at = f->nsent - 1;
+    deliver_fmt(f, sent_id(f, at), "\"error\":{\"code\":-32020,\"message\":\"mismatch\"}");
+    spin(fx.loop, 20);
+    CHECK_STR(sent_method(f, at + 1), "tools/list");
+    deliver_fmt(f, sent_id(f, at + 1), "\"result\":{\"tools\":[]}");
+    spin(fx.loop, 20);
+    CHECK_STR(sent_method(f, at + 2), "tools/call");
+    CHECK(sent_id(f, at + 2) != sent_id(f, at));
+    CHECK_STR(f->last_hdrs,
+              "MCP-Protocol-Version: 2026-07-28|Mcp-Method: tools/call|Mcp-Name: ok|");
+    fake_answer(f, sent_id(f, at + 2));
+    CHECK(wait_for(fx.loop, res_done, &r, 2000));
+    CHECK(r.ok);
+    fx_stop(&fx);
+}
+
+/* auto, and server/discover is refused as a legacy server refuses it: initialize on the same
+ * connection; the next connect to that origin skips the probe */
+static void test_era_legacy(void)
+{
+    for (int round = 0; round < 2; round++) {
+        struct fixture fx;
+        fx_open(&fx, &srv_auto_legacy);
+        struct fake *f = cur();
+        int i = 0;
+        if (round == 0) {
+            CHECK_STR(sent_method(f, 0), "server/discover");
+            deliver_fmt(f, sent_id(f, 0),
+                        "\"error\":{\"code\":-32600,\"message\":\"Server not initialized\"}");
+            spin(fx.loop, 20);
+            i = 1;
+        }
+        CHECK_STR(sent_method(f, i), "initialize");
+        CHECK(!meta_of(f, i, "io.modelcontextprotocol/protocolVersion"));
+        char buf[512];
+        snprintf(buf, sizeof(buf),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"result\":{\"protocolVersion\":"
+                 "\"2025-11-25\",\"capabilities\":{},\"serverInfo\":{\"name\":\"f\"}}}",
+                 sent_id(f, i));
+        fake_deliver(f, buf);
+        CHECK(wait_for(fx.loop, is_ready, &fx, 2000));
+        CHECK(upstream_era(fx.u) == UPSTREAM_ERA_LEGACY);
+        CHECK_STR(sent_method(f, i + 1), "notifications/initialized");
+        fx_stop(&fx);
+    }
+}
+
+static bool is_failed(void *ctx)
+{
+    struct fixture *fx = ctx;
+    return fx->rec.last == UPSTREAM_BACKOFF || fx->rec.last == UPSTREAM_FAILED;
+}
+
+/* "protocolVersion": "2026-07-28" and a server that is not: the connect fails, saying so */
+static void test_era_only_modern(void)
+{
+    struct fixture fx;
+    fx_open(&fx, &srv_only_modern);
+    struct fake *f = cur();
+    CHECK_STR(sent_method(f, 0), "server/discover");
+    deliver_fmt(f, sent_id(f, 0), "\"error\":{\"code\":-32601,\"message\":\"Method not found\"}");
+    CHECK(wait_for(fx.loop, is_failed, &fx, 2000));
+    CHECK_INT(count_method(f, "initialize"), 0);
+    CHECK_CONTAINS(upstream_last_error(fx.u), "\"protocolVersion\": \"2026-07-28\"");
+    fx_stop(&fx);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -660,11 +865,15 @@ int main(void)
         test_skew,
         test_fake_free_cancels,
         test_default_provider,
+        test_era_modern,
+        test_era_legacy,
+        test_era_only_modern,
     };
     int r = tests_run("test_fake_handshake_and_call, test_fake_error_by_tag, test_fake_lost, "
                       "test_fake_unauthorized, test_fake_unauthorized_same, "
                       "test_fake_expiry_refresh, test_skew, test_fake_free_cancels, "
-                      "test_default_provider",
+                      "test_default_provider, test_era_modern, test_era_legacy, "
+                      "test_era_only_modern",
                       fns, sizeof(fns) / sizeof(fns[0]));
     log_free(lg);
     return r;

@@ -869,6 +869,42 @@ out:
     unsetenv("MCPT_CW_DIR");
 }
 
-TESTS_MAIN(test_compat_keys, test_rejections, test_names, test_fields_and_types, test_auth_modes,
-           test_defer_vars, test_expansion, test_many_missing, test_server_dup,
-           test_server_dup_by_hand, test_transport_name)
+/* "protocolVersion": auto by default, legacy, 2026-07-28; anything else names the three */
+static void test_protocol_version(void)
+{
+    setup("protover");
+    put(USER, "{'mcpServers': {"
+              "'none': {'command': 'x'},"
+              "'auto': {'command': 'x', 'protocolVersion': 'auto'},"
+              "'legacy': {'url': 'https://a.example', 'protocolVersion': 'legacy'},"
+              "'modern': {'url': 'https://a.example', 'protocolVersion': '2026-07-28'},"
+              "'old': {'command': 'x', 'protocolVersion': '2025-11-25'},"
+              "'num': {'command': 'x', 'protocolVersion': 2026}"
+              "}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    const struct mcp_server *s = mcp_config_find(c, "none");
+    CHECK(s && !s->error && s->protocol == MCP_PROTOCOL_AUTO && vlen(s->warnings) == 0);
+    s = mcp_config_find(c, "auto");
+    CHECK(s && !s->error && s->protocol == MCP_PROTOCOL_AUTO);
+    s = mcp_config_find(c, "legacy");
+    CHECK(s && !s->error && s->protocol == MCP_PROTOCOL_LEGACY);
+    s = mcp_config_find(c, "modern");
+    CHECK(s && !s->error && s->protocol == MCP_PROTOCOL_MODERN && vlen(s->warnings) == 0);
+    s = mcp_config_find(c, "old");
+    CHECK(s && s->error &&
+          strstr(s->error, "\"protocolVersion\" must be \"auto\", \"legacy\" or "
+                           "\"2026-07-28\", not '2025-11-25'"));
+    s = mcp_config_find(c, "num");
+    CHECK(s && s->error && strstr(s->error, "\"protocolVersion\" must be a string"));
+    struct mcp_server *cp = NULL;
+    CHECK_INT(mcp_server_dup(mcp_config_find(c, "modern"), &cp), 0);
+    CHECK(cp && cp->protocol == MCP_PROTOCOL_MODERN);
+    mcp_server_free(cp);
+    mcp_config_free(c);
+}
+
+TESTS_MAIN(test_protocol_version, test_compat_keys, test_rejections, test_names,
+           test_fields_and_types, test_auth_modes, test_defer_vars, test_expansion,
+           test_many_missing, test_server_dup, test_server_dup_by_hand, test_transport_name)
