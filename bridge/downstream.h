@@ -48,6 +48,30 @@
  *   again), names and lists unchanged, every request forwarded as it is (ping included, once
  *   initialized).
  *
+ * Modern agents (2026-07-28: no initialize; downstream_modern.c, downstream_listen.c): an agent
+ *   whose first request is server/discover, or carries params._meta
+ *   io.modelcontextprotocol/protocolVersion, before any initialize, is modern for the process
+ *   (once that _meta passes the checks below); initialize makes it legacy, as today. Its first
+ *   request starts the upstreams as initialize does, its _meta clientCapabilities taking the
+ *   place of initialize's capabilities. Every request of it is checked: protocolVersion or
+ *   clientCapabilities missing -32600, a version other than 2026-07-28 -32022 with
+ *   data.supported, a logLevel that is none -32602; ping, logging/setLevel,
+ *   resources/subscribe and unsubscribe -32601; initialize -32600. server/discover is answered
+ *   as initialize would be (aggregate), from the server's InitializeResult (single, legacy
+ *   server) or by the server (single, modern server). Results get "resultType": "complete"
+ *   when missing, lists and resources/read "ttlMs" and "cacheScope" ("private"); resource not
+ *   found is -32602. A server's notifications/message goes to it only for a request of it in
+ *   flight on that server that asked for logs (_meta logLevel), at or above that level (a
+ *   legacy server's level is lowered with logging/setLevel to the lowest asked for). List
+ *   changes and resource updates reach it only on its subscriptions/listen requests: each
+ *   acknowledged at once, then the notifications its filter asks for, tagged with
+ *   _meta["io.modelcontextprotocol/subscriptionId"]; its resourceSubscriptions subscribed on
+ *   the servers as resources/subscribe is for a legacy agent; cancelled: no answer; at
+ *   shutdown: its closing result.
+ * Single mode across eras: a legacy agent's initialize with a modern server is answered from
+ *   the server's discover information (protocolVersion the agent's, else
+ *   UPSTREAM_PROTOCOL_LATEST), and its ping by the bridge.
+ *
  * Both modes:
  *   - results pass through verbatim (content of every type, structuredContent, isError, _meta);
  *     only the id is the agent's again. Requests pass with their params as the agent sent them

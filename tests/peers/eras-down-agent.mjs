@@ -2,7 +2,7 @@
 // and stays at 2026-07-28 when the answer says so) against mcp-bridge in aggregate mode with
 // server-everything (a legacy server) behind it: the era the agent settles on, discover's
 // result, tools, resources, prompts, completion, subscriptions/listen with a resource update,
-// and a legacy agent (the v1 SDK Client) against the same configuration, unchanged.
+// single mode (connect) with the same server, and a legacy agent (the v1 SDK Client) against the same configuration, unchanged.
 //   node eras-down-agent.mjs --bridge PATH --everything PATH --root DIR
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -22,7 +22,7 @@ writeFileSync(config, JSON.stringify({
   mcpServers: { everything: { command: process.execPath, args: [opts.everything, 'stdio', opts.root] } },
 }));
 const env = { ...process.env, PI_CODING_AGENT_DIR: `${opts.root}/pi`, MCP_BRIDGE_CACHE: 'off' };
-const transportOf = (T) => new T({ command: opts.bridge, args: ['--config', config], env, stderr: 'ignore' });
+const transportOf = (T, args = ['--config', config]) => new T({ command: opts.bridge, args, env, stderr: 'ignore' });
 
 const checks = new Checks('modern/');
 const agent = new Client({ name: 'eras-down', version: '1' }, {
@@ -76,6 +76,22 @@ await checks.run('subscriptions/listen: acknowledged, a resource update on it', 
 }, 30000);
 await agent.close();
 
+const single = new Checks('single/');
+const one = new Client({ name: 'eras-down-single', version: '1' }, { versionNegotiation: { mode: 'auto' } });
+await single.run('connect: a modern agent, a legacy server: discover from its InitializeResult', async () => {
+  await one.connect(transportOf(StdioClientTransport, ['connect', 'everything', '--config', config]));
+  expect(one.getProtocolEra() === 'modern', `era ${one.getProtocolEra()}`);
+  const d = one.getDiscoverResult();
+  expect(d?.supportedVersions?.[0] === '2026-07-28', JSON.stringify(d));
+  const info = d._meta?.['io.modelcontextprotocol/serverInfo'];
+  expect(info?.name && info.name !== 'mcp-bridge', JSON.stringify(info));
+  const tools = (await one.listTools()).tools.map((t) => t.name);
+  expect(tools.includes('echo'), tools.join(' '));
+  const r = await one.callTool({ name: 'echo', arguments: { message: 'hi' } });
+  expect(r.content?.[0]?.text === 'Echo: hi', JSON.stringify(r));
+}, 40000);
+await one.close();
+
 const legacy = new Checks('legacy/');
 const old = new LegacyClient({ name: 'eras-down-legacy', version: '1' });
 await legacy.run('a legacy agent gets the legacy era, unchanged', async () => {
@@ -89,5 +105,5 @@ await legacy.run('a legacy agent gets the legacy era, unchanged', async () => {
 }, 40000);
 await old.close();
 
-const ok = checks.summary() & legacy.summary();
+const ok = checks.summary() & single.summary() & legacy.summary();
 process.exit(ok ? 0 : 1);

@@ -296,6 +296,21 @@ static void test_single_discover(void)
     json_object_put(r);
     fx_stop(&f);
 
+    /* a server that cannot start: discover says why, and may be asked again */
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{\"gone\":{\"command\":\"credkit-no-such-command\"}}}",
+                       DOWNSTREAM_SINGLE, "gone", 500),
+              0);
+    int64_t t0 = now_ms();
+    r = modern(&f, "1", "server/discover", NULL);
+    CHECK_INT(path_int(r, "error.code"), -32000);
+    CHECK_CONTAINS(path_str(r, "error.message"), "credkit-no-such-command");
+    CHECK(now_ms() - t0 < 5000);
+    json_object_put(r);
+    r = modern(&f, "2", "server/discover", NULL);
+    CHECK_INT(path_int(r, "error.code"), -32000);
+    json_object_put(r);
+    fx_stop(&f);
+
     /* a legacy agent in single mode is as before */
     CHECK_INT(
         fx_start(&f, "{\"mcpServers\":{" SERVER("solo", "") "}}", DOWNSTREAM_SINGLE, "solo", 0), 0);
