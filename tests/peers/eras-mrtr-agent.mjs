@@ -9,8 +9,8 @@
 // still gets elicitation/create as a request of the bridge. The other way round: the v1 Client
 // against eras-mrtr-server.mjs (an SDK v2 server whose tools ask with InputRequiredResult: one
 // round, two rounds, no requestState) in both modes, and `mcp-bridge call` answering it alone.
-// (Over the legacy era the server's SDK asks with requests of its own; once the bridge speaks
-// 2026-07-28 to it, the bridge unpacks its InputRequiredResults: the answers are the same.)
+// (The bridge speaks 2026-07-28 to that server, checked first: the questions the legacy agent
+// gets are the bridge's unpacking of the server's InputRequiredResults.)
 //   node eras-mrtr-agent.mjs --bridge PATH --everything PATH --modern PATH --root DIR
 import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -239,6 +239,10 @@ const old = new Checks('legacy/');
 await legacy(old);
 
 const up = new Checks('legacy-to-modern/');
+await up.run('the bridge speaks 2026-07-28 to eras-mrtr-server (its InputRequiredResults reach the bridge)', async () => {
+  const out = execFileSync(opts.bridge, ['--config', config, 'test', 'modern', '--json'], { env, encoding: 'utf8' });
+  expect(JSON.parse(out).era === 'modern', out);
+}, 40000);
 await legacyToModern(up, ['--config', config], 'mcp_modern_');
 await legacyToModern(up, ['--config', config, 'connect', 'modern'], '');
 await bridgeCall(up);
