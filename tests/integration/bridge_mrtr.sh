@@ -9,5 +9,6 @@
 
 everything="$PEERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 driver mrtr "$T_ROOT/mrtr.log" eras-mrtr-agent.mjs \
-    --bridge "$MCP_BRIDGE_BIN" --everything "$everything" --root "$T_ROOT"
+    --bridge "$MCP_BRIDGE_BIN" --everything "$everything" --modern "$PEERS_DIR/eras-mrtr-server.mjs" \
+    --root "$T_ROOT"
 bridge_done "elicitation across the eras"

@@ -6,8 +6,12 @@
 // InputRequiredResult as the bridge writes it, a forged and a tampered requestState (-32602), a
 // state used twice, and server-everything killed while the agent is away (the retry gets the
 // failure; the next call works again on the restarted server). A legacy agent (the v1 Client)
-// still gets elicitation/create as a request of the bridge.
-//   node eras-mrtr-agent.mjs --bridge PATH --everything PATH --root DIR
+// still gets elicitation/create as a request of the bridge. The other way round: the v1 Client
+// against eras-mrtr-server.mjs (an SDK v2 server whose tools ask with InputRequiredResult: one
+// round, two rounds, no requestState) in both modes, and `mcp-bridge call` answering it alone.
+// (The bridge speaks 2026-07-28 to that server, checked first: the questions the legacy agent
+// gets are the bridge's unpacking of the server's InputRequiredResults.)
+//   node eras-mrtr-agent.mjs --bridge PATH --everything PATH --modern PATH --root DIR
 import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -19,14 +23,19 @@ import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.j
 import { StdioClientTransport as LegacyStdio } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { Checks, expect } from './bridge-lib.mjs';
+import { Checks, expect, sleep } from './bridge-lib.mjs';
 
 const { values: opts } = parseArgs({
-  options: { bridge: { type: 'string' }, everything: { type: 'string' }, root: { type: 'string' } },
+  options: {
+    bridge: { type: 'string' }, everything: { type: 'string' }, modern: { type: 'string' }, root: { type: 'string' },
+  },
 });
 const config = `${opts.root}/eras-mrtr.json`;
 writeFileSync(config, JSON.stringify({
-  mcpServers: { everything: { command: process.execPath, args: [opts.everything, 'stdio', opts.root] } },
+  mcpServers: {
+    everything: { command: process.execPath, args: [opts.everything, 'stdio', opts.root] },
+    modern: { command: process.execPath, args: [opts.modern, opts.root] },
+  },
 }));
 const env = { ...process.env, PI_CODING_AGENT_DIR: `${opts.root}/pi`, MCP_BRIDGE_CACHE: 'off' };
 const INVALID = 'requestState is invalid or expired: send the request again without it';
@@ -51,7 +60,12 @@ async function modernRoundTrip(checks, args, tool) {
     expect(agent.getProtocolEra() === 'modern', `era ${agent.getProtocolEra()}`);
   }, 40000);
   await checks.run('elicitation: the server asks, the agent answers, the call completes', async () => {
-    const tools = (await agent.listTools()).tools.map((t) => t.name);
+    // in aggregate mode a server still connecting is listed when it is ready
+    let tools = [];
+    for (let i = 0; i < 40 && !tools.includes(tool); i++) {
+      if (i) await sleep(250);
+      tools = (await agent.listTools()).tools.map((t) => t.name);
+    }
     expect(tools.includes(tool), tools.join(' '));
     const r = await agent.callTool({ name: tool, arguments: {} });
     const text = JSON.stringify(r.content);
@@ -180,6 +194,41 @@ async function legacy(checks) {
   await old.close();
 }
 
+// ---- a legacy agent, a modern server ----------------------------------------------------------
+
+async function legacyToModern(checks, args, prefix) {
+  const old = new LegacyClient({ name: 'eras-mrtr-legacy', version: '1' }, { capabilities: { elicitation: {} } });
+  const asked = [];
+  old.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params.message);
+    return { action: 'accept', content: req.params.message.includes('colour') ? { colour: 'blue' } : { name: 'Ada' } };
+  });
+  await checks.run('a legacy agent, a modern server: one question', async () => {
+    await old.connect(new LegacyStdio({ command: opts.bridge, args, env, stderr: 'ignore' }));
+    const r = await old.callTool({ name: `${prefix}ask`, arguments: {} });
+    expect(r.content?.[0]?.text === 'hello Ada' && asked.length === 1, JSON.stringify(r));
+    expect(r.structuredContent?.states?.at(-1) === 'ask:1', JSON.stringify(r.structuredContent));
+  }, 40000);
+  await checks.run('two rounds, the state of each echoed exactly', async () => {
+    const r = await old.callTool({ name: `${prefix}twice`, arguments: {} });
+    expect(r.content?.[0]?.text === 'Ada likes blue' && asked.length === 3, `${JSON.stringify(r)} ${asked}`);
+    expect(JSON.stringify(r.structuredContent?.states?.slice(-2)) === '["twice:1","twice:2:Ada"]',
+      JSON.stringify(r.structuredContent));
+  });
+  await checks.run('no requestState given: none sent back', async () => {
+    const r = await old.callTool({ name: `${prefix}nostate`, arguments: {} });
+    expect(r.content?.[0]?.text === 'no state, Ada' && !r.isError, JSON.stringify(r));
+  });
+  await old.close();
+}
+
+function bridgeCall(checks) {
+  return checks.run('mcp-bridge call answers the questions itself (the schema\'s defaults)', async () => {
+    const out = execFileSync(opts.bridge, ['--config', config, 'call', 'modern', 'twice'], { env, encoding: 'utf8' });
+    expect(out.trim() === 'Default likes grey', out);
+  }, 40000);
+}
+
 const aggregate = new Checks('aggregate/');
 await modernRoundTrip(aggregate, ['--config', config], 'mcp_everything_trigger-elicitation-request');
 const single = new Checks('single/');
@@ -189,5 +238,14 @@ await raw(lines);
 const old = new Checks('legacy/');
 await legacy(old);
 
-const ok = aggregate.summary() & single.summary() & lines.summary() & old.summary();
+const up = new Checks('legacy-to-modern/');
+await up.run('the bridge speaks 2026-07-28 to eras-mrtr-server (its InputRequiredResults reach the bridge)', async () => {
+  const out = execFileSync(opts.bridge, ['--config', config, 'test', 'modern', '--json'], { env, encoding: 'utf8' });
+  expect(JSON.parse(out).era === 'modern', out);
+}, 40000);
+await legacyToModern(up, ['--config', config], 'mcp_modern_');
+await legacyToModern(up, ['--config', config, 'connect', 'modern'], '');
+await bridgeCall(up);
+
+const ok = aggregate.summary() & single.summary() & lines.summary() & old.summary() & up.summary();
 process.exit(ok ? 0 : 1);

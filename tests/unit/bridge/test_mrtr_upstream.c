@@ -310,11 +310,20 @@ static void fx_start(struct fixture *fx)
     CHECK(the_fake != NULL);
     for (int i = 0; i < 200 && the_fake->nsent < 1; i++)
         spin(fx->loop, 5);
-    /* the handshake as the proto branch does it; a modern server's discover would do as well:
-     * the era is what the rounds look at */
-    deliver("{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"result\":{\"protocolVersion\":"
-            "\"2025-11-25\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"m\"}}}",
-            last_id());
+    /* a 2026-07-28 server's discover result (or, to an initialize, an InitializeResult: the
+     * era is what the rounds look at, and on_state sets it) */
+    const char *first = json_get_string(last_sent(), "method");
+    if (first && strcmp(first, "server/discover") == 0)
+        deliver("{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"result\":{\"resultType\":"
+                "\"complete\",\"supportedVersions\":[\"2026-07-28\"],\"capabilities\":{"
+                "\"tools\":{}},\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{\"name\":"
+                "\"m\",\"version\":\"1\"}}}}",
+                last_id());
+    else
+        deliver("{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"result\":{\"protocolVersion\":"
+                "\"2025-11-25\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":"
+                "\"m\"}}}",
+                last_id());
     CHECK(wait_for(fx->loop, is_ready, &fx->rec, 2000));
 }
 
