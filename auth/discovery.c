@@ -252,7 +252,10 @@ static int find_prm(struct discovery *d, const char *hinted, int64_t timeout_ms,
         }
         d->prm = prm;
         d->resource_metadata_url = strdup(cands.v[i]);
-        if (!d->resource_metadata_url) {
+        /* RFC 9728 section 3.3: the resource identifier as the metadata publishes it, byte for
+         * byte (it names this server, checked above), is what RFC 8707 requests carry */
+        d->resource = strdup(resource);
+        if (!d->resource_metadata_url || !d->resource) {
             r = -ENOMEM;
             goto out;
         }
@@ -473,7 +476,8 @@ int discovery_from_cache(const char *server_url, const char *issuer, struct json
         return -ENOMEM;
     d->server_url = strdup(server_url);
     d->issuer = strdup(issuer);
-    d->resource = strdup(server_url);
+    const char *published = prm ? json_get_string(prm, "resource") : NULL;
+    d->resource = strdup(published ? published : server_url);
     if (resource_metadata_url)
         d->resource_metadata_url = strdup(resource_metadata_url);
     if (!d->server_url || !d->issuer || !d->resource ||

@@ -25,8 +25,9 @@
 
 struct discovery {
     char *server_url;            /* canonical */
-    char *resource;              /* what to send as RFC 8707 resource: the canonical server URL
-                                    (the PRM's "resource" only has to match it) */
+    char *resource;              /* what to send as RFC 8707 resource: the PRM's "resource" as
+                                    published (it must name this server), else the canonical
+                                    server URL */
     char *resource_metadata_url; /* where the PRM came from; NULL when none */
     struct json_object *prm;     /* NULL: the server has none */
     char *issuer;
