@@ -30,7 +30,11 @@ const FAULTS = {
   'state-mismatch': '/authorize redirects with another state',
   'iss-mismatch': '/authorize redirects with iss=https://evil.example',
   'iss-missing': '/authorize redirects without iss (the metadata promises it)',
+  'iss-normalized': '/authorize redirects with iss=<issuer>/ (equal only after normalisation)',
+  'iss-unadvertised': 'the metadata does not promise iss; /authorize redirects with iss=https://evil.example',
   'error-callback': '/authorize redirects with error=access_denied',
+  'error-iss-mismatch': '/authorize redirects with error=access_denied and iss=https://evil.example',
+  'error-iss-missing': '/authorize redirects with error=access_denied without iss (the metadata promises it)',
   'no-callback': '/authorize answers 200 with a page and never redirects',
   'invalid-client-once': 'the first /token request gets 401 invalid_client (the client is forgotten)',
   'no-registration': 'no registration_endpoint',
@@ -85,6 +89,7 @@ function asMetadata() {
   };
   if (fault === 'no-pkce-field') delete m.code_challenge_methods_supported;
   if (fault === 'no-registration') delete m.registration_endpoint;
+  if (fault === 'iss-unadvertised') delete m.authorization_response_iss_parameter_supported;
   return m;
 }
 
@@ -146,6 +151,12 @@ function authorize(req, res, url) {
         { 'content-type': 'text/html; charset=utf-8' });
     case 'error-callback':
       return redirectTo(res, redirectUri, { error: 'access_denied', error_description: 'User said no', state, iss: base });
+    case 'error-iss-mismatch':
+    case 'error-iss-missing':
+      return redirectTo(res, redirectUri, {
+        error: 'access_denied', error_description: 'Evil says no', error_uri: 'https://evil.example/why', state,
+        iss: fault === 'error-iss-mismatch' ? 'https://evil.example' : undefined,
+      });
     default:
       break;
   }
@@ -154,7 +165,9 @@ function authorize(req, res, url) {
   return redirectTo(res, redirectUri, {
     code,
     state: fault === 'state-mismatch' ? `${state}x` : state,
-    iss: fault === 'iss-missing' ? undefined : fault === 'iss-mismatch' ? 'https://evil.example' : base,
+    iss: fault === 'iss-missing' ? undefined
+      : fault === 'iss-mismatch' || fault === 'iss-unadvertised' ? 'https://evil.example'
+      : fault === 'iss-normalized' ? `${base}/` : base,
   });
 }
 
