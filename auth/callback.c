@@ -277,7 +277,8 @@ static int keep_result(struct callback *cb, const struct params *p)
     if (!p->value[P_ERROR])
         res.code = dup_or_null(p->value[P_CODE], &oom);
     res.state = dup_or_null(p->value[P_STATE], &oom);
-    res.iss = dup_or_null(p->value[P_ISS], &oom);
+    /* an empty iss is present (and matches no issuer), not absent: RFC 9207 2.4 */
+    res.iss = dup_or_null(p->value[P_ISS] ? p->value[P_ISS] : p->seen[P_ISS] ? "" : NULL, &oom);
     res.error = dup_or_null(p->value[P_ERROR], &oom);
     res.error_description = dup_or_null(p->value[P_ERROR_DESCRIPTION], &oom);
     res.error_uri = dup_or_null(p->value[P_ERROR_URI], &oom);

@@ -38,12 +38,49 @@ const char *client_secret_method(const struct discovery *d)
     return "client_secret_basic";
 }
 
+/* Client IDs belong to the authorization server that issued them (MCP 2026-07-28,
+ * "Authorization Server Binding"): a pre-registered client this server was signed in with under
+ * another issuer, and never under this one, is refused with an error instead of being presented
+ * to the new server. The binding is what the store recorded at earlier sign-ins. */
+static int check_preregistered_binding(const struct grant_session *s, struct err *e)
+{
+    const char *id = s->t->oauth->client_id;
+    const struct token_entry *te = s->te;
+    if (te->registration == REGISTRATION_PRE && te->client_id && strcmp(te->client_id, id) == 0)
+        return 0; /* already used with this issuer */
+    struct token_entry **all = NULL;
+    size_t n = 0;
+    struct err le = ERR_INIT;
+    int r = tokens_list(&all, &n, &le); /* unreadable entries cannot testify: skipped */
+    if (r < 0)
+        return 0;
+    const char *old = NULL;
+    for (size_t i = 0; i < n && !old; i++)
+        if (all[i]->registration == REGISTRATION_PRE && all[i]->client_id &&
+            strcmp(all[i]->client_id, id) == 0 && strcmp(all[i]->server_url, te->server_url) == 0 &&
+            strcmp(all[i]->issuer, te->issuer) != 0)
+            old = all[i]->issuer;
+    if (old)
+        r = err_set(e, -EINVAL,
+                    "the authorization server of '%s' changed from '%s' to '%s', and the "
+                    "pre-registered client '%s' (oauth.clientId) belongs to '%s': register a "
+                    "client at '%s' and set it as oauth.clientId (and oauth.clientSecret)",
+                    te->server_url, old, te->issuer, id, old, te->issuer);
+    for (size_t i = 0; i < n; i++)
+        token_entry_free(all[i]);
+    free(all);
+    return old ? r : 0;
+}
+
 /* A client registered beforehand: oauth.clientId (and its secret) from the settings. */
 static int use_preregistered(const struct grant_session *s, const char *redirect_uri, struct err *e)
 {
     struct token_entry *te = s->te;
     char *secret = NULL;
-    int r = client_config_secret(s->t, &secret, e);
+    int r = check_preregistered_binding(s, e);
+    if (r < 0)
+        return r;
+    r = client_config_secret(s->t, &secret, e);
     if (r < 0)
         return r;
     te->registration = REGISTRATION_PRE;

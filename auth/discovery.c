@@ -125,15 +125,24 @@ out:
     return r;
 }
 
-/* The unauthenticated initialize POST; reads the Bearer challenge of a 401. */
+/* The unauthenticated probe; reads the Bearer challenge of a 401. It is a 2026-07-28
+ * server/discover request, not initialize: a server that protects every request answers both
+ * with 401, but some let initialize through and protect only what follows (the challenge's
+ * scope, which the sign-in should ask for, is then never seen), and a 2026-07-28 server has no
+ * initialize at all. A server without authorization answers it with a result or an error, and
+ * opens no session. */
 static int probe(struct discovery *d, int64_t timeout_ms, char **ret_prm_url, struct err *e)
 {
-    static const char *const headers[] = {"Accept: application/json, text/event-stream", NULL};
+    static const char *const headers[] = {"Accept: application/json, text/event-stream",
+                                          "MCP-Protocol-Version: 2026-07-28",
+                                          "Mcp-Method: server/discover", NULL};
     char body[512];
     (void)snprintf(body, sizeof(body),
-                   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
-                   "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{"
-                   "\"name\":\"mcp-auth\",\"version\":\"%s\"}}}",
+                   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{"
+                   "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                   "\"io.modelcontextprotocol/clientCapabilities\":{},"
+                   "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"mcp-auth\","
+                   "\"version\":\"%s\"}}}}",
                    PROJECT_VERSION_STR);
     struct http_request req = {
         .method = "POST",
@@ -150,7 +159,7 @@ static int probe(struct discovery *d, int64_t timeout_ms, char **ret_prm_url, st
     int r = http_do(&req, &resp, e);
     if (r == -E2BIG) {
         err_clear(e);
-        return 0; /* a big answer to initialize: certainly not a 401 */
+        return 0; /* a big answer to the probe: certainly not a 401 */
     }
     if (r < 0)
         return err_prefix(e, "cannot reach the MCP server");
@@ -252,7 +261,10 @@ static int find_prm(struct discovery *d, const char *hinted, int64_t timeout_ms,
         }
         d->prm = prm;
         d->resource_metadata_url = strdup(cands.v[i]);
-        if (!d->resource_metadata_url) {
+        /* RFC 9728 section 3.3: the resource identifier as the metadata publishes it, byte for
+         * byte (it names this server, checked above), is what RFC 8707 requests carry */
+        d->resource = strdup(resource);
+        if (!d->resource_metadata_url || !d->resource) {
             r = -ENOMEM;
             goto out;
         }
@@ -473,7 +485,8 @@ int discovery_from_cache(const char *server_url, const char *issuer, struct json
         return -ENOMEM;
     d->server_url = strdup(server_url);
     d->issuer = strdup(issuer);
-    d->resource = strdup(server_url);
+    const char *published = prm ? json_get_string(prm, "resource") : NULL;
+    d->resource = strdup(published ? published : server_url);
     if (resource_metadata_url)
         d->resource_metadata_url = strdup(resource_metadata_url);
     if (!d->server_url || !d->issuer || !d->resource ||

@@ -1,7 +1,8 @@
 /* discovery.h - from an MCP server URL to its authorization server (spec §3 of
  * docs/auth.md; MCP authorization, RFC 9728, RFC 8414, OpenID Connect Discovery).
  *
- *  1. Probe: an unauthenticated MCP initialize POST; a 401's WWW-Authenticate (parsed with
+ *  1. Probe: an unauthenticated MCP server/discover POST (2026-07-28; any era's server
+ *     protecting its endpoint answers it with 401); a 401's WWW-Authenticate (parsed with
  *     challenge.h) may name the protected resource metadata and the scope to ask for.
  *  2. Protected resource metadata, in order: the challenge's resource_metadata URL, then
  *     /.well-known/oauth-protected-resource/<path>, then the root variant. Its "resource" must
@@ -25,8 +26,9 @@
 
 struct discovery {
     char *server_url;            /* canonical */
-    char *resource;              /* what to send as RFC 8707 resource: the canonical server URL
-                                    (the PRM's "resource" only has to match it) */
+    char *resource;              /* what to send as RFC 8707 resource: the PRM's "resource" as
+                                    published (it must name this server), else the canonical
+                                    server URL */
     char *resource_metadata_url; /* where the PRM came from; NULL when none */
     struct json_object *prm;     /* NULL: the server has none */
     char *issuer;

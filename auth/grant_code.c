@@ -15,6 +15,7 @@
 #include "client.h"
 #include "crypto.h"
 #include "grant.h"
+#include "iss.h"
 #include "store.h"
 
 #define LOGIN_TIMEOUT_DEFAULT_MS (5 * 60 * 1000)
@@ -107,12 +108,33 @@ static int authorize(const struct grant_session *s, struct callback *cb, const c
     return r;
 }
 
-/* Judges what came back to the redirect: an error, or a code from the right issuer (RFC 9207:
- * a mix-up attack sends the code from another authorization server). */
-static int check_callback(const struct grant_session *s, const struct callback_result *res,
-                          bool *ret_client_rejected, struct err *e)
+/* Judges what came back to the redirect. The issuer first (RFC 9207, MCP 2026-07-28): a
+ * mix-up attack sends the response of another authorization server, and a response that fails
+ * the check is neither acted on nor shown - not even its error, which is the attacker's text.
+ * Then an error, or the code. */
+static int check_callback(const struct grant_session *s, const char *recorded_issuer,
+                          const struct callback_result *res, bool *ret_client_rejected,
+                          struct err *e)
 {
     const struct discovery *d = s->d;
+    switch (iss_check(recorded_issuer, iss_advertised(d->as), res->iss)) {
+    case ISS_MISSING:
+        return err_set(e, -EPERM,
+                       "the response to the sign-in did not come from the expected authorization "
+                       "server: '%s' promises an 'iss' parameter "
+                       "(authorization_response_iss_parameter_supported) but the response has "
+                       "none: refusing it",
+                       recorded_issuer);
+    case ISS_MISMATCH:
+        /* the iss itself is shown: it names who answered, and a user must see the mix-up */
+        return err_set(e, -EPERM,
+                       "the response to the sign-in did not come from the expected authorization "
+                       "server: it came back from issuer '%s', not '%s': refusing it (start "
+                       "again; if this persists, suspect a mix-up attack)",
+                       res->iss, recorded_issuer);
+    case ISS_OK:
+        break;
+    }
     if (res->error) {
         if (grant_is_client_error(res->error) && s->te->registration == REGISTRATION_DYNAMIC) {
             *ret_client_rejected = true;
@@ -122,17 +144,6 @@ static int check_callback(const struct grant_session *s, const struct callback_r
                        res->error_description ? ": " : "",
                        res->error_description ? res->error_description : "");
     }
-    if (res->iss && strcmp(res->iss, d->issuer) != 0)
-        return err_set(e, -EPERM,
-                       "the sign-in came back from issuer '%s', not '%s': refusing the code",
-                       res->iss, d->issuer);
-    struct json_object *v = NULL;
-    if (!res->iss && d->as &&
-        json_object_object_get_ex(d->as, "authorization_response_iss_parameter_supported", &v) &&
-        json_object_get_boolean(v))
-        return err_set(e, -EPERM,
-                       "the authorization server promises an 'iss' parameter but the sign-in "
-                       "came back without one: refusing the code");
     return 0;
 }
 
@@ -180,12 +191,15 @@ out:
 static int code_attempt(struct grant_session *s, struct callback *cb, bool *ret_client_rejected,
                         struct err *e)
 {
-    char *verifier = NULL, *challenge = NULL, *state = NULL, *url = NULL;
+    char *verifier = NULL, *challenge = NULL, *state = NULL, *url = NULL, *issuer = NULL;
     struct callback_result res = {0};
     int r;
 
     *ret_client_rejected = false;
-    r = pkce_new(&verifier, &challenge);
+    /* the issuer of the validated metadata, recorded with the verifier and the state of this
+     * one request: the response is judged against it (RFC 9207) */
+    issuer = strdup(s->d->issuer);
+    r = issuer ? pkce_new(&verifier, &challenge) : -ENOMEM;
     if (r >= 0)
         r = secure_random_token(32, &state);
     if (r >= 0)
@@ -193,13 +207,14 @@ static int code_attempt(struct grant_session *s, struct callback *cb, bool *ret_
     if (r >= 0)
         r = authorize(s, cb, url, state, &res, e);
     if (r >= 0)
-        r = check_callback(s, &res, ret_client_rejected, e);
+        r = check_callback(s, issuer, &res, ret_client_rejected, e);
     if (r >= 0)
         r = exchange_code(s, res.code, verifier, ret_client_rejected, e);
     callback_result_release(&res);
     secure_free(verifier);
     secure_free(challenge);
     secure_free(state);
+    free(issuer);
     free(url);
     return r;
 }

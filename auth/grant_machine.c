@@ -124,6 +124,51 @@ static int jwt_bearer_secrets(const struct auth_target *t, char **ret_id_token,
     return r;
 }
 
+/* Workload identity federation (RFC 7523 section 2.1): the workload's own JWT, from the
+ * environment, is the JWT bearer grant itself. A refused assertion is an error: neither
+ * retried nor replaced by another grant. */
+static int workload_jwt(const struct auth_target *t, const struct discovery *d,
+                        struct token_entry *te, const char *scope, int64_t http_timeout,
+                        struct err *e)
+{
+    const struct oauth_config *oa = t->oauth;
+    char *assertion = NULL, *secret = NULL;
+    struct token_response tr = {0};
+    if (!oa->client_id)
+        return err_set(e, -EINVAL,
+                       "grant \"jwt-bearer\" with oauth.assertion needs oauth.clientId for '%s' "
+                       "in mcp.json",
+                       target_name(t));
+    int r = mcp_expand(oa->assertion, NULL, NULL, &assertion, e);
+    if (r < 0) {
+        r = err_prefix(e, "oauth.assertion of '%s'", target_name(t));
+        goto out;
+    }
+    r = client_config_secret(t, &secret, e);
+    if (r < 0)
+        goto out;
+    struct oauth_client client = {
+        .client_id = oa->client_id,
+        .client_secret = secret,
+        .auth_method = secret ? client_secret_method(d) : "none",
+    };
+    const char *params[] = {
+        "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        "assertion",  assertion,
+        "scope",      scope,
+        "resource",   grant_resource(t, d),
+        NULL,
+    };
+    r = grant_request_tokens(te, d, &client, params, http_timeout, &tr, e);
+    if (r >= 0)
+        r = take_config_grant(te, &tr, "the JWT bearer grant failed", &client, scope, e);
+out:
+    token_response_release(&tr);
+    secure_free(assertion);
+    secure_free(secret);
+    return r;
+}
+
 /* Enterprise cross-app access: the identity provider's ID token is exchanged there for an
  * identity assertion grant, which the MCP server's authorization server takes as a JWT bearer
  * grant. No browser. */
@@ -135,6 +180,8 @@ static int jwt_bearer(const struct auth_target *t, const struct discovery *d,
     struct token_response tr = {0};
     const struct oauth_config *oa = t->oauth;
     int r;
+    if (oa->assertion && !oa->idp_token_endpoint)
+        return workload_jwt(t, d, te, scope, http_timeout, e);
     if (!oa->client_id || !oa->idp_token_endpoint || !oa->idp_id_token)
         return err_set(e, -EINVAL,
                        "grant \"jwt-bearer\" needs oauth.clientId and oauth.idp.tokenEndpoint and "

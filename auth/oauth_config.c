@@ -255,6 +255,8 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
         r = get_string(o, "privateKeyFile", "oauth.privateKeyFile", MCP_FIELD_NONBLANK,
                        &c->private_key_file, e);
     if (r >= 0)
+        r = get_string(o, "assertion", "oauth.assertion", MCP_FIELD_NONBLANK, &c->assertion, e);
+    if (r >= 0)
         r = mcp_field_bool(o, "refreshScope", "oauth.refreshScope", &c->refresh_sends_scope, e);
     if (r >= 0)
         r = mcp_field_bool(o, "sendResource", "oauth.sendResource", &send_resource, e);
@@ -284,8 +286,11 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
             return r;
     }
     const struct grant_ops *g = grant_find(c->grant);
-    if (g && g->needs_idp && !idp)
-        return bad(e, "\"oauth.grant\": \"%s\" needs an \"oauth.idp\" object", g->name);
+    if (g && g->needs_idp && !idp && !c->assertion)
+        return bad(e,
+                   "\"oauth.grant\": \"%s\" needs an \"oauth.idp\" object (or an "
+                   "\"oauth.assertion\", the workload's own JWT)",
+                   g->name);
     if (c->client_metadata_url) {
         r = check_metadata_url(c->client_metadata_url, e);
         if (r < 0)
@@ -373,5 +378,6 @@ void oauth_config_free(struct oauth_config *c)
     free(c->idp_client_id);
     secure_free(c->idp_client_secret);
     secure_free(c->idp_id_token);
+    secure_free(c->assertion);
     free(c);
 }

@@ -42,6 +42,9 @@ struct oauth_config {
     char *idp_client_id;
     char *idp_client_secret; /* template; wiped on free */
     char *idp_id_token;      /* template: "${VAR}" naming where the ID token is */
+    /* "assertion": for grant "jwt-bearer" without "idp", the workload's own JWT (RFC 7523,
+     * workload identity federation), a template ("${VAR}"); wiped on free */
+    char *assertion;
 };
 
 /* Parses the "oauth" object of entry (the entry object as written; borrowed). An entry without

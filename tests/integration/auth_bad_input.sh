@@ -75,8 +75,12 @@ cases=(
     "redirect-other-origin|5|redirected to another origin ('http://127.0.0.2:"
     "reg-no-client-id|5|client registration at '{AS}/register': the answer has no client_id"
     "token-no-access-token|5|token request: the answer from '{AS}/token' has no access_token"
-    "iss-mismatch|5|the sign-in came back from issuer 'https://evil.example', not '{AS}': refusing the code"
-    "iss-missing|5|promises an 'iss' parameter but the sign-in came back without one"
+    "iss-mismatch|5|the response to the sign-in did not come from the expected authorization server: it came back from issuer 'https://evil.example', not '{AS}': refusing it"
+    "iss-missing|5|the response to the sign-in did not come from the expected authorization server: '{AS}' promises an 'iss' parameter (authorization_response_iss_parameter_supported) but the response has none: refusing it"
+    "iss-normalized|5|it came back from issuer '{AS}/', not '{AS}': refusing it"
+    "iss-unadvertised|5|it came back from issuer 'https://evil.example', not '{AS}': refusing it"
+    "error-iss-mismatch|5|it came back from issuer 'https://evil.example', not '{AS}': refusing it"
+    "error-iss-missing|5|'{AS}' promises an 'iss' parameter (authorization_response_iss_parameter_supported) but the response has none"
     "error-callback|5|sign-in failed: access_denied: User said no"
     "no-callback|1|nobody signed in within ${TIMEOUT}s: run the command again, or use --no-browser and open the URL yourself, or use --timeout to wait longer"
     "no-registration|3|does not offer dynamic client registration: register a client there and set \"oauth\": {\"clientId\""
@@ -91,9 +95,16 @@ for c in "${cases[@]}"; do
     assert_contains "$ERR" "${msg//\{AS\}/$AS}" "message for '$fault'"
     assert_no_token "$fault"
     case $fault in
-    iss-mismatch | iss-missing | error-callback | no-callback)
+    iss-* | error-* | no-callback)
         # the code (if any) was refused before it reached the token endpoint
         assert_eq "$(stat_of 'j.token_requests')" 0 "token requests with '$fault'" ;;
+    esac
+    case $fault in
+    error-iss-*)
+        # an error response that fails the issuer check is neither acted on nor shown
+        assert_not_contains "$ERR" "access_denied" "the error of '$fault'"
+        assert_not_contains "$ERR" "Evil says no" "the error_description of '$fault'"
+        assert_not_contains "$ERR" "evil.example/why" "the error_uri of '$fault'" ;;
     esac
     if [ "$fault" = no-callback ]; then
         [ "$elapsed" -ge $((TIMEOUT * 1000 - 500)) ] && [ "$elapsed" -lt $((TIMEOUT * 1000 + 10000)) ] ||

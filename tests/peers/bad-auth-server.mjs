@@ -8,7 +8,13 @@
 //   GET  /.well-known/oauth-authorization-server       RFC 8414 metadata, issuer <base>
 //   GET  /authorize   POST /token   POST /register
 //   GET  /__test/stats   {"paths": {"/token": 2, ...}, "registrations": n, "token_requests": n,
-//                         "tokens_issued": n, "authorize_requests": n, "fault": "..."}
+//                         "tokens_issued": n, "authorize_requests": n, "fault": "...",
+//                         "registrations_at": {issuer: n}, "authorize_clients": {issuer: [id]}}
+//   POST /__test/move-as  the authorization server moves (migration): from then on the protected
+//                         resource metadata names the issuer http://localhost:PORT (the same
+//                         process under another name), whose metadata is served to requests
+//                         for Host localhost:PORT; clients registered before belong to the old
+//                         issuer and are refused (invalid_client) under the new one
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 
@@ -30,7 +36,11 @@ const FAULTS = {
   'state-mismatch': '/authorize redirects with another state',
   'iss-mismatch': '/authorize redirects with iss=https://evil.example',
   'iss-missing': '/authorize redirects without iss (the metadata promises it)',
+  'iss-normalized': '/authorize redirects with iss=<issuer>/ (equal only after normalisation)',
+  'iss-unadvertised': 'the metadata does not promise iss; /authorize redirects with iss=https://evil.example',
   'error-callback': '/authorize redirects with error=access_denied',
+  'error-iss-mismatch': '/authorize redirects with error=access_denied and iss=https://evil.example',
+  'error-iss-missing': '/authorize redirects with error=access_denied without iss (the metadata promises it)',
   'no-callback': '/authorize answers 200 with a page and never redirects',
   'invalid-client-once': 'the first /token request gets 401 invalid_client (the client is forgotten)',
   'no-registration': 'no registration_endpoint',
@@ -54,28 +64,34 @@ const fault = opts.fault;
 const log = makeLogger(`bad-auth-server ${fault}`, opts.quiet);
 
 let base = ''; // http://127.0.0.1:PORT, set once listening
+let movedTo = ''; // http://localhost:PORT once /__test/move-as was posted
 const clients = new Map(); // client_id -> registration
 const codes = new Map(); // code -> {clientId, redirectUri, challenge, resource, scope}
 const forgotten = new Set(); // client ids answered invalid_client
-const stats = { paths: {}, registrations: 0, token_requests: 0, tokens_issued: 0, authorize_requests: 0 };
+const stats = { paths: {}, registrations: 0, token_requests: 0, tokens_issued: 0, authorize_requests: 0,
+  registrations_at: {}, authorize_clients: {} };
+// the issuer a request addresses: the moved one only for its own host name
+const issuerOf = (req) => (movedTo && req.headers.host === new URL(movedTo).host ? movedTo : base);
+// the issuer the protected resource currently names
+const currentIssuer = () => movedTo || base;
 
 const rand = (n = 24) => randomBytes(n).toString('base64url');
 
 function prm() {
   return {
     resource: fault === 'resource-mismatch' ? 'https://other.example/mcp' : `${base}/mcp`,
-    authorization_servers: [base],
+    authorization_servers: [currentIssuer()],
     scopes_supported: ['mcp'],
     bearer_methods_supported: ['header'],
   };
 }
 
-function asMetadata() {
+function asMetadata(issuer = base) {
   const m = {
-    issuer: fault === 'issuer-mismatch' ? 'https://issuer.example' : base,
-    authorization_endpoint: `${base}/authorize`,
-    token_endpoint: fault === 'http-endpoint' ? 'http://example.invalid/token' : `${base}/token`,
-    registration_endpoint: `${base}/register`,
+    issuer: fault === 'issuer-mismatch' ? 'https://issuer.example' : issuer,
+    authorization_endpoint: `${issuer}/authorize`,
+    token_endpoint: fault === 'http-endpoint' ? 'http://example.invalid/token' : `${issuer}/token`,
+    registration_endpoint: `${issuer}/register`,
     response_types_supported: ['code'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
     token_endpoint_auth_methods_supported: ['none'],
@@ -85,6 +101,7 @@ function asMetadata() {
   };
   if (fault === 'no-pkce-field') delete m.code_challenge_methods_supported;
   if (fault === 'no-registration') delete m.registration_endpoint;
+  if (fault === 'iss-unadvertised') delete m.authorization_response_iss_parameter_supported;
   return m;
 }
 
@@ -101,7 +118,7 @@ function redirectTo(res, uri, params) {
   res.end();
 }
 
-function serveAsMetadata(res) {
+function serveAsMetadata(req, res) {
   if (fault === 'redirect-other-origin') {
     const other = base.replace('127.0.0.1', '127.0.0.2');
     res.writeHead(302, { location: `${other}/.well-known/oauth-authorization-server`, 'content-length': 0 });
@@ -120,7 +137,7 @@ function serveAsMetadata(res) {
     for (let i = 0; i < text.length; i += 16384) res.write(text.slice(i, i + 16384));
     return res.end();
   }
-  return sendJson(res, 200, asMetadata());
+  return sendJson(res, 200, asMetadata(issuerOf(req)));
 }
 
 function authorize(req, res, url) {
@@ -133,19 +150,27 @@ function authorize(req, res, url) {
   // (this server checks PKCE and the redirect URI, not who registered)
   if (!clientId || !redirectUri || !/^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+\//.test(redirectUri))
     return sendText(res, 400, 'bad authorization request: client_id and a loopback redirect_uri are required\n');
+  const issuer = issuerOf(req);
+  (stats.authorize_clients[issuer] ??= []).push(clientId);
   const reg = clients.get(clientId);
   if (reg && !reg.redirect_uris.includes(redirectUri))
     return sendText(res, 400, 'redirect_uri is not registered for this client\n');
   if (forgotten.has(clientId)) return sendText(res, 400, 'unknown client\n');
   if (q.get('response_type') !== 'code' || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge'))
-    return redirectTo(res, redirectUri, { error: 'invalid_request', error_description: 'PKCE S256 required', state, iss: base });
+    return redirectTo(res, redirectUri, { error: 'invalid_request', error_description: 'PKCE S256 required', state, iss: issuer });
 
   switch (fault) {
     case 'no-callback':
       return sendText(res, 200, 'Please sign in. (This page never sends you anywhere.)\n',
         { 'content-type': 'text/html; charset=utf-8' });
     case 'error-callback':
-      return redirectTo(res, redirectUri, { error: 'access_denied', error_description: 'User said no', state, iss: base });
+      return redirectTo(res, redirectUri, { error: 'access_denied', error_description: 'User said no', state, iss: issuer });
+    case 'error-iss-mismatch':
+    case 'error-iss-missing':
+      return redirectTo(res, redirectUri, {
+        error: 'access_denied', error_description: 'Evil says no', error_uri: 'https://evil.example/why', state,
+        iss: fault === 'error-iss-mismatch' ? 'https://evil.example' : undefined,
+      });
     default:
       break;
   }
@@ -154,7 +179,9 @@ function authorize(req, res, url) {
   return redirectTo(res, redirectUri, {
     code,
     state: fault === 'state-mismatch' ? `${state}x` : state,
-    iss: fault === 'iss-missing' ? undefined : fault === 'iss-mismatch' ? 'https://evil.example' : base,
+    iss: fault === 'iss-missing' ? undefined
+      : fault === 'iss-mismatch' || fault === 'iss-unadvertised' ? 'https://evil.example'
+      : fault === 'iss-normalized' ? `${base}/` : issuer,
   });
 }
 
@@ -193,6 +220,7 @@ async function register(req, res) {
   } catch {
     return sendJson(res, 400, { error: 'invalid_client_metadata', error_description: 'not JSON' });
   }
+  stats.registrations_at[issuerOf(req)] = (stats.registrations_at[issuerOf(req)] ?? 0) + 1;
   if (!Array.isArray(body.redirect_uris) || !body.redirect_uris.length)
     return sendJson(res, 400, { error: 'invalid_redirect_uri', error_description: 'redirect_uris required' });
   stats.registrations++;
@@ -228,7 +256,11 @@ async function handle(req, res) {
   if (req.method === 'GET' && (path === '/.well-known/oauth-protected-resource/mcp' ||
                                path === '/.well-known/oauth-protected-resource'))
     return sendJson(res, 200, prm());
-  if (req.method === 'GET' && path === '/.well-known/oauth-authorization-server') return serveAsMetadata(res);
+  if (req.method === 'GET' && path === '/.well-known/oauth-authorization-server') return serveAsMetadata(req, res);
+  if (req.method === 'POST' && path === '/__test/move-as') {
+    movedTo = base.replace('127.0.0.1', 'localhost');
+    return sendJson(res, 200, { moved_to: movedTo });
+  }
   if (req.method === 'GET' && path === '/authorize') return authorize(req, res, url);
   if (req.method === 'POST' && path === '/token') return token(req, res);
   if (req.method === 'POST' && path === '/register' && fault !== 'no-registration') return register(req, res);

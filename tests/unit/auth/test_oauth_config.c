@@ -61,6 +61,9 @@ static const struct {
      "not 'password'"},
     {"r-oa-jwtbearer", "{'url': 'https://x.example', 'oauth': {'grant': 'jwt-bearer'}}",
      "\"oauth.grant\": \"jwt-bearer\" needs an \"oauth.idp\" object"},
+    {"r-oa-assertion-type",
+     "{'url': 'https://x.example', 'oauth': {'grant': 'jwt-bearer', 'assertion': 7}}",
+     "\"oauth.assertion\" must be a string, not a number"},
     {"r-oa-idp-type", "{'url': 'https://x.example', 'oauth': {'idp': 'x'}}",
      "\"oauth.idp\" must be an object"},
     {"r-oa-idp-partial", "{'url': 'https://x.example', 'oauth': {'idp': {'issuer': 'https://i'}}}",
@@ -306,6 +309,20 @@ static void test_idp(void)
     oauth_config_free(o);
 }
 
+/* workload identity federation: jwt-bearer with the workload's own JWT instead of an idp */
+static void test_assertion(void)
+{
+    struct oauth_config *o = parse("{'url': 'https://o.example', 'oauth': {'clientId': 'w',"
+                                   "  'grant': 'jwt-bearer', 'assertion': '${WORKLOAD_JWT}'}}");
+    CHECK(o != NULL);
+    if (o) {
+        CHECK_STR(o->grant, "jwt-bearer");
+        CHECK_STR(o->assertion, "${WORKLOAD_JWT}");
+        CHECK(o->idp_token_endpoint == NULL);
+    }
+    oauth_config_free(o);
+}
+
 /* the pi adapter's sub-keys: grantType (as grant), clientName, clientUri; "oauth": false */
 static void test_adapter_keys(void)
 {
@@ -369,4 +386,4 @@ static void test_grants(void)
 }
 
 TESTS_MAIN(test_rejections, test_server_name, test_oauth, test_fields_and_types, test_idp,
-           test_grants, test_adapter_keys)
+           test_assertion, test_grants, test_adapter_keys)

@@ -90,6 +90,18 @@ static void test_client_name_and_uri(void)
     CHECK(uri == NULL);
     free(name);
     free(uri);
+    /* 2026-07-28: a loopback client says it is native (OIDC would take "web" by default, which
+     * refuses loopback redirect URIs), and asks for refresh tokens */
+    char *app = sent("application_type"), *method = sent("token_endpoint_auth_method");
+    CHECK_STR(app, "native");
+    CHECK_STR(method, "none");
+    free(app);
+    free(method);
+    pthread_mutex_lock(&mu);
+    CHECK(last_body &&
+          strstr(last_body, "\"grant_types\":[\"authorization_code\",\"refresh_token\"]"));
+    CHECK(last_body && !strstr(last_body, "\"scope\""));
+    pthread_mutex_unlock(&mu);
 
     /* the entry's */
     reg = (struct registration){0};

@@ -613,5 +613,41 @@ static void test_method_names(void)
     CHECK_STR(registration_method_str(REGISTRATION_NONE), "none");
 }
 
-TESTS_MAIN(test_round_trip, test_newest_for_url, test_unknown_keys_preserved, test_refusals,
-           test_entry_arguments, test_clear, test_delete, test_lock, test_method_names)
+/* Client credentials are bound to the issuer that issued them: a server whose authorization
+ * server changed gets an entry of its own for the new issuer, and the old client is never
+ * what loading under the new issuer yields. */
+static void test_issuer_binding(void)
+{
+    fresh_store("binding");
+    struct err e = ERR_INIT;
+    struct token_entry *old = full_entry(URL, "https://as1.example"), *l = NULL;
+    CHECK_INT(tokens_save(old, &e), 0);
+    CHECK_INT(tokens_load(URL, "https://as2.example", &l, &e), -ENOENT);
+    CHECK(l == NULL);
+
+    struct token_entry *neu = full_entry(URL, "https://as2.example");
+    free(neu->client_id);
+    neu->client_id = strdup("as2-client");
+    CHECK_INT(tokens_save(neu, &e), 0);
+    CHECK_INT(tokens_load(URL, "https://as2.example", &l, &e), 0);
+    CHECK(l && strcmp(l->client_id, "as2-client") == 0);
+    token_entry_free(l);
+    l = NULL;
+    CHECK_INT(tokens_load(URL, "https://as1.example", &l, &e), 0);
+    CHECK(l && strcmp(l->client_id, "client-123") == 0);
+    token_entry_free(l);
+    l = NULL;
+    /* issuers are compared as strings: a trailing slash is another issuer */
+    CHECK_INT(tokens_load(URL, "https://as1.example/", &l, &e), -ENOENT);
+    char *p1 = entry_file(URL, "https://as1.example"), *p2 = entry_file(URL, "https://as2.example");
+    CHECK(p1 && p2 && strcmp(p1, p2) != 0);
+    CHECK(p1 && mode_of(p1) == 0600);
+    free(p1);
+    free(p2);
+    token_entry_free(old);
+    token_entry_free(neu);
+}
+
+TESTS_MAIN(test_round_trip, test_newest_for_url, test_issuer_binding, test_unknown_keys_preserved,
+           test_refusals, test_entry_arguments, test_clear, test_delete, test_lock,
+           test_method_names)
