@@ -104,6 +104,49 @@ static int prepare(struct grant_session *s, struct err *e)
     return r;
 }
 
+/* After a sign-in at issuer for server_url: the tokens other authorization servers issued for
+ * the same server are dropped (their registrations stay, bound to their issuers). The server
+ * now names another authorization server, so those tokens are of no use to it, and they must
+ * not be taken for the current ones (credentials are bound to the server that issued them).
+ * Failures are only said: the sign-in itself succeeded. */
+static void retire_other_issuers(const char *server_url, const char *issuer,
+                                 const struct auth_ui *ui)
+{
+    struct token_entry **v = NULL;
+    size_t n = 0;
+    struct err le = ERR_INIT;
+    if (tokens_list(&v, &n, &le) < 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        const struct token_entry *o = v[i];
+        if (strcmp(o->server_url, server_url) != 0 || strcmp(o->issuer, issuer) == 0 ||
+            (!o->access_token && !o->refresh_token))
+            continue;
+        struct file_lock *lock = NULL;
+        struct token_entry *te = NULL;
+        struct err e = ERR_INIT;
+        int r = store_lock(server_url, o->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, &e);
+        if (r >= 0)
+            r = store_load(server_url, o->issuer, &te, &e);
+        if (r >= 0) {
+            token_entry_clear_tokens(te);
+            r = store_save(te, &e);
+        }
+        if (r >= 0)
+            auth_ui_say(ui, AUTH_SAY_INFO,
+                        "dropped the tokens of the previous authorization server %s", o->issuer);
+        else
+            auth_ui_say(ui, AUTH_SAY_INFO,
+                        "could not drop the tokens of the previous authorization server %s: %s",
+                        o->issuer, err_msg(&e));
+        token_entry_free(te);
+        file_lock_release(lock);
+    }
+    for (size_t i = 0; i < n; i++)
+        token_entry_free(v[i]);
+    free(v);
+}
+
 int auth_login(const struct auth_target *t, const struct login_opts *o, const struct auth_ui *ui,
                struct token_entry **ret, struct err *e)
 {
@@ -143,6 +186,7 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
         r = store_save(s.te, e);
     if (r < 0)
         goto out;
+    retire_other_issuers(t->server_url, d->issuer, ui);
     *ret = s.te;
     s.te = NULL;
     r = 0;

@@ -420,6 +420,21 @@ out:
     return r;
 }
 
+/* Which of two entries of one server is its current one: the one that holds tokens, then the
+ * one whose tokens were obtained last, then the one written last. Not simply the one written
+ * last: when the server's authorization server changes, the old issuer's entry is still written
+ * (a refresh that failed, a registration dropped) after the sign-in at the new one, and must not
+ * take its place. */
+static bool entry_newer(const struct token_entry *a, const struct token_entry *b)
+{
+    bool ta = a->access_token != NULL, tb = b->access_token != NULL;
+    if (ta != tb)
+        return ta;
+    if (a->issued_at != b->issued_at)
+        return a->issued_at > b->issued_at;
+    return a->updated_at > b->updated_at;
+}
+
 int tokens_load(const char *server_url, const char *issuer, struct token_entry **ret, struct err *e)
 {
     struct token_entry **v = NULL, *t = NULL;
@@ -467,7 +482,7 @@ int tokens_load(const char *server_url, const char *issuer, struct token_entry *
         }
         size_t best = 0;
         for (size_t i = 1; i < n; i++)
-            if (v[i]->updated_at > v[best]->updated_at)
+            if (entry_newer(v[i], v[best]))
                 best = i; /* ties: the first issuer in sort order */
         t = v[best];
         v[best] = NULL;

@@ -68,8 +68,9 @@ int tokens_dir(bool create, char **ret, struct err *e) _must_check_;
 int tokens_entry_path(const char *server_url, const char *issuer, char **ret,
                       struct err *e) _must_check_;
 
-/* Loads the entry for (server_url, issuer); issuer NULL picks the most recently updated entry
- * whose server_url is exactly server_url (callers pass url_canonical() forms, here and
+/* Loads the entry for (server_url, issuer); issuer NULL picks the current entry whose
+ * server_url is exactly server_url (the one holding tokens, obtained last; then the one
+ * written last) (callers pass url_canonical() forms, here and
  * everywhere in this API). -ENOENT when there is none. A corrupt entry, one of another format
  * version, or one whose content does not match its file name is -EBADMSG with a message naming
  * the file (-EACCES when others can read it, with the chmod that fixes it). With issuer NULL, an

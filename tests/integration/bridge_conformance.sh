@@ -89,7 +89,7 @@ run_one() {
         case "$s" in
         # the client is meant to stop before it calls a tool
         auth/scope-retry-limit | auth/resource-mismatch | auth/iss-wrong-issuer | auth/iss-unexpected | \
-            auth/iss-supported-missing | auth/metadata-issuer-mismatch) ;;
+            auth/iss-supported-missing | auth/iss-normalized | auth/metadata-issuer-mismatch) ;;
         *) grep -q 'Sent 200 response for POST /mcp (method: tools/call)' "$dir/out" || called=no ;;
         esac
     fi

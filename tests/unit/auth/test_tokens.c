@@ -251,6 +251,30 @@ static void test_newest_for_url(void)
     token_entry_free(l);
     l = NULL;
 
+    /* the server's authorization server changed: the sign-in at the new one (tokens obtained
+     * later) is the current entry, even when the old one is written after it (a refresh that
+     * failed), and an entry without tokens never is while another has some */
+    struct token_entry *d = full_entry(URL, "https://d.example");
+    d->issued_at = 1700000500;
+    CHECK_INT(tokens_save(d, &e), 0);
+    set_updated_at(URL, "https://d.example", 4000);
+    CHECK_INT(tokens_load(URL, NULL, &l, &e), 0);
+    CHECK(l && strcmp(l->issuer, "https://d.example") == 0);
+    token_entry_free(l);
+    l = NULL;
+    struct token_entry *f = NULL;
+    CHECK_INT(token_entry_new(URL, "https://f.example", &f), 0);
+    CHECK_INT(tokens_save(f, &e), 0);
+    set_updated_at(URL, "https://f.example", 9000);
+    CHECK_INT(tokens_load(URL, NULL, &l, &e), 0);
+    CHECK(l && strcmp(l->issuer, "https://d.example") == 0);
+    token_entry_free(l);
+    l = NULL;
+    CHECK_INT(tokens_delete(URL, "https://d.example", &e), 0);
+    CHECK_INT(tokens_delete(URL, "https://f.example", &e), 0);
+    token_entry_free(d);
+    token_entry_free(f);
+
     /* neither a prefix nor an extension of a stored URL matches */
     struct token_entry *sentinel = (struct token_entry *)(uintptr_t)1;
     l = sentinel;
