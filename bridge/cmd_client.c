@@ -426,6 +426,47 @@ out:
     }
 }
 
+/* A modern server's tools are listed before a call: over HTTP its x-mcp-header parameters are
+ * mirrored as Mcp-Param-* headers, which the upstream learns from the list, and a tool it
+ * dropped for invalid markings must not be called. */
+static void on_call_tools(struct upstream *u, struct json_object *items, int error,
+                          const char *message, void *userdata)
+{
+    struct client *c = userdata;
+    (void)u;
+    c->list = NULL;
+    if (error) {
+        log_error(c->log, "%s", message ? message : strerror(-error));
+        finish(c, failure_status(error));
+        return;
+    }
+    bool found = false;
+    for (size_t i = 0; !found && i < json_object_array_length(items); i++) {
+        const char *name = json_get_string(json_object_array_get_idx(items, i), "name");
+        found = name && strcmp(name, c->tool) == 0;
+    }
+    json_object_put(items);
+    if (!found) {
+        char shown[256];
+        stderr_tail_escape_n(shown, sizeof(shown), c->tool, strlen(c->tool));
+        log_error(c->log,
+                  "'%s' lists no tool '%s' (a tool whose x-mcp-header markings are invalid is "
+                  "left out, with a warning): run 'mcp-bridge test %s' to see its tools",
+                  c->server->name, shown, c->server->name);
+        finish(c, BRIDGE_EXIT_FAILED);
+        return;
+    }
+    start_call(c);
+}
+
+static void start_modern_call(struct client *c)
+{
+    if (upstream_list(c->u, "tools/list", "tools", on_call_tools, c, &c->list) < 0) {
+        log_error(c->log, "out of memory");
+        finish(c, BRIDGE_EXIT_FAILED);
+    }
+}
+
 /* ---- the upstream ---- */
 
 static void on_state(struct upstream *u, enum upstream_state state, int error, const char *message,
@@ -440,6 +481,8 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         c->started = true;
         if (c->kind == CLIENT_TEST)
             start_test(c);
+        else if (upstream_era(c->u) == UPSTREAM_ERA_MODERN)
+            start_modern_call(c);
         else
             start_call(c);
         return;
