@@ -124,6 +124,32 @@ static int jwt_bearer_secrets(const struct auth_target *t, char **ret_id_token,
     return r;
 }
 
+/* The JWT bearer grant (RFC 7523) with assertion at the authorization server, as the configured
+ * client (secret NULL: a public one). */
+static int jwt_bearer_grant(const struct auth_target *t, const struct discovery *d,
+                            struct token_entry *te, const char *secret, const char *assertion,
+                            const char *scope, int64_t http_timeout, struct err *e)
+{
+    struct token_response tr = {0};
+    struct oauth_client client = {
+        .client_id = t->oauth->client_id,
+        .client_secret = secret,
+        .auth_method = secret ? client_secret_method(d) : "none",
+    };
+    const char *params[] = {
+        "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        "assertion",  assertion,
+        "scope",      scope,
+        "resource",   grant_resource(t, d),
+        NULL,
+    };
+    int r = grant_request_tokens(te, d, &client, params, http_timeout, &tr, e);
+    if (r >= 0)
+        r = take_config_grant(te, &tr, "the JWT bearer grant failed", &client, scope, e);
+    token_response_release(&tr);
+    return r;
+}
+
 /* Workload identity federation (RFC 7523 section 2.1): the workload's own JWT, from the
  * environment, is the JWT bearer grant itself. A refused assertion is an error: neither
  * retried nor replaced by another grant. */
@@ -133,7 +159,6 @@ static int workload_jwt(const struct auth_target *t, const struct discovery *d,
 {
     const struct oauth_config *oa = t->oauth;
     char *assertion = NULL, *secret = NULL;
-    struct token_response tr = {0};
     if (!oa->client_id)
         return err_set(e, -EINVAL,
                        "grant \"jwt-bearer\" with oauth.assertion needs oauth.clientId for '%s' "
@@ -147,23 +172,8 @@ static int workload_jwt(const struct auth_target *t, const struct discovery *d,
     r = client_config_secret(t, &secret, e);
     if (r < 0)
         goto out;
-    struct oauth_client client = {
-        .client_id = oa->client_id,
-        .client_secret = secret,
-        .auth_method = secret ? client_secret_method(d) : "none",
-    };
-    const char *params[] = {
-        "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer",
-        "assertion",  assertion,
-        "scope",      scope,
-        "resource",   grant_resource(t, d),
-        NULL,
-    };
-    r = grant_request_tokens(te, d, &client, params, http_timeout, &tr, e);
-    if (r >= 0)
-        r = take_config_grant(te, &tr, "the JWT bearer grant failed", &client, scope, e);
+    r = jwt_bearer_grant(t, d, te, secret, assertion, scope, http_timeout, e);
 out:
-    token_response_release(&tr);
     secure_free(assertion);
     secure_free(secret);
     return r;
@@ -177,7 +187,6 @@ static int jwt_bearer(const struct auth_target *t, const struct discovery *d,
                       struct err *e)
 {
     char *id_token = NULL, *idp_secret = NULL, *secret = NULL, *jag = NULL;
-    struct token_response tr = {0};
     const struct oauth_config *oa = t->oauth;
     int r;
     if (oa->assertion && !oa->idp_token_endpoint)
@@ -198,23 +207,8 @@ static int jwt_bearer(const struct auth_target *t, const struct discovery *d,
                              grant_resource(t, d), scope, http_timeout, &jag, e);
     if (r < 0)
         goto out;
-    struct oauth_client client = {
-        .client_id = oa->client_id,
-        .client_secret = secret,
-        .auth_method = secret ? client_secret_method(d) : "none",
-    };
-    const char *params[] = {
-        "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer",
-        "assertion",  jag,
-        "scope",      scope,
-        "resource",   grant_resource(t, d),
-        NULL,
-    };
-    r = grant_request_tokens(te, d, &client, params, http_timeout, &tr, e);
-    if (r >= 0)
-        r = take_config_grant(te, &tr, "the JWT bearer grant failed", &client, scope, e);
+    r = jwt_bearer_grant(t, d, te, secret, jag, scope, http_timeout, e);
 out:
-    token_response_release(&tr);
     secure_free(id_token);
     secure_free(idp_secret);
     secure_free(secret);

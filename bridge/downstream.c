@@ -412,6 +412,21 @@ static void discover(struct downstream *d, struct jrpc_msg *m)
         ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
 }
 
+/* A request the session may take, to the mode's handler. */
+static void dispatch(struct downstream *d, struct jrpc_msg *m)
+{
+    if (d->mode == DOWNSTREAM_SINGLE) {
+        ds_single_request(d, m);
+        return;
+    }
+    const struct ds_method *h =
+        ds_method_find(AGGREGATE_METHODS, ELEMENTSOF(AGGREGATE_METHODS), m->method);
+    if (h)
+        h->handle(d, m);
+    else
+        ds_reply_errorf(d, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s'", m->method);
+}
+
 /* A modern agent's request (downstream_modern.c). */
 static void modern_request(struct downstream *d, struct jrpc_msg *m)
 {
@@ -435,16 +450,7 @@ static void modern_request(struct downstream *d, struct jrpc_msg *m)
         ds_listen_open(d, m);
         return;
     }
-    if (d->mode == DOWNSTREAM_SINGLE) {
-        ds_single_request(d, m);
-        return;
-    }
-    const struct ds_method *h =
-        ds_method_find(AGGREGATE_METHODS, ELEMENTSOF(AGGREGATE_METHODS), m->method);
-    if (h)
-        h->handle(d, m);
-    else
-        ds_reply_errorf(d, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s'", m->method);
+    dispatch(d, m);
 }
 
 void ds_handle_request(struct downstream *d, struct jrpc_msg *m)
@@ -484,16 +490,7 @@ void ds_handle_request(struct downstream *d, struct jrpc_msg *m)
         ds_reply_error(d, m->id, JRPC_INVALID_REQUEST, "not initialized: send initialize first");
         return;
     }
-    if (d->mode == DOWNSTREAM_SINGLE) {
-        ds_single_request(d, m);
-        return;
-    }
-    const struct ds_method *h =
-        ds_method_find(AGGREGATE_METHODS, ELEMENTSOF(AGGREGATE_METHODS), m->method);
-    if (h)
-        h->handle(d, m);
-    else
-        ds_reply_errorf(d, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s'", m->method);
+    dispatch(d, m);
 }
 
 /* ---- the agent's notifications and answers ----------------------------------------------- */

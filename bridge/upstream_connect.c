@@ -678,15 +678,18 @@ static const char *init_version(struct upstream *u, struct json_object *res, cha
     return ver;
 }
 
-/* Keeps what the initialize result says about the server. -ENOMEM. */
-static int init_keep(struct upstream *u, struct json_object *res, const char *ver)
+/* Keeps what an initialize result (modern false) or a discover result (modern true; res may
+ * be NULL: a modern server that refused it) says about the server: the version spoken, the
+ * instructions, the capabilities (a modern server's are {} when it said none) and serverInfo
+ * (a discover result's is in _meta; some servers still put it in the result). -ENOMEM. */
+static int keep_server(struct upstream *u, struct json_object *res, const char *ver, bool modern)
 {
-    struct json_object *v = NULL;
-    char *version = strdup(ver);
+    struct json_object *v = NULL, *meta = NULL;
     const char *instr = NULL;
-    if (json_object_object_get_ex(res, "instructions", &v) &&
+    if (res && json_object_object_get_ex(res, "instructions", &v) &&
         json_object_is_type(v, json_type_string))
         instr = json_object_get_string(v);
+    char *version = strdup(ver);
     char *instructions = instr ? strdup(instr) : NULL;
     if (!version || (instr && !instructions)) {
         free(version);
@@ -699,13 +702,19 @@ static int init_keep(struct upstream *u, struct json_object *res, const char *ve
     u->instructions = instructions;
     json_object_put(u->caps);
     u->caps = NULL;
-    if (json_object_object_get_ex(res, "capabilities", &v) &&
+    if (res && json_object_object_get_ex(res, "capabilities", &v) &&
         json_object_is_type(v, json_type_object))
         u->caps = json_object_get(v);
+    else if (modern)
+        u->caps = json_object_new_object();
     json_object_put(u->info);
     u->info = NULL;
-    if (json_object_object_get_ex(res, "serverInfo", &v) &&
+    if (modern && res && json_object_object_get_ex(res, "_meta", &meta) &&
+        json_object_object_get_ex(meta, "io.modelcontextprotocol/serverInfo", &v) &&
         json_object_is_type(v, json_type_object))
+        u->info = json_object_get(v);
+    else if (res && json_object_object_get_ex(res, "serverInfo", &v) &&
+             json_object_is_type(v, json_type_object))
         u->info = json_object_get(v);
     return 0;
 }
@@ -760,7 +769,7 @@ static void init_answered(struct upstream *u, struct upstream_call *c, struct jr
         up_init_failed(u, -EPROTO, msg);
         goto out;
     }
-    if (init_keep(u, m->result, ver) < 0) {
+    if (keep_server(u, m->result, ver, false) < 0) {
         msg = up_asprintf("server '%s': out of memory", up_name(u));
         up_init_failed(u, -ENOMEM, msg);
         goto out;
@@ -807,48 +816,9 @@ static bool has_modern(struct json_object *arr)
     return false;
 }
 
-/* Keeps what a discover result says; res may be NULL (a modern server that refused it). */
-static int discover_keep(struct upstream *u, struct json_object *res)
-{
-    struct json_object *v = NULL, *meta = NULL;
-    const char *instr = NULL;
-    if (res && json_object_object_get_ex(res, "instructions", &v) &&
-        json_object_is_type(v, json_type_string))
-        instr = json_object_get_string(v);
-    char *version = strdup(UPSTREAM_PROTOCOL_MODERN);
-    char *instructions = instr ? strdup(instr) : NULL;
-    if (!version || (instr && !instructions)) {
-        free(version);
-        free(instructions);
-        return -ENOMEM;
-    }
-    free(u->version);
-    u->version = version;
-    free(u->instructions);
-    u->instructions = instructions;
-    json_object_put(u->caps);
-    u->caps = NULL;
-    if (res && json_object_object_get_ex(res, "capabilities", &v) &&
-        json_object_is_type(v, json_type_object))
-        u->caps = json_object_get(v);
-    else
-        u->caps = json_object_new_object();
-    json_object_put(u->info);
-    u->info = NULL;
-    /* the revision puts serverInfo in _meta; some servers still put it in the result */
-    if (res && json_object_object_get_ex(res, "_meta", &meta) &&
-        json_object_object_get_ex(meta, "io.modelcontextprotocol/serverInfo", &v) &&
-        json_object_is_type(v, json_type_object))
-        u->info = json_object_get(v);
-    else if (res && json_object_object_get_ex(res, "serverInfo", &v) &&
-             json_object_is_type(v, json_type_object))
-        u->info = json_object_get(v);
-    return 0;
-}
-
 static void modern_ready(struct upstream *u, struct conn *cn, struct json_object *res)
 {
-    if (discover_keep(u, res) < 0) {
+    if (keep_server(u, res, UPSTREAM_PROTOCOL_MODERN, true) < 0) {
         char *msg = up_asprintf("server '%s': out of memory", up_name(u));
         up_init_failed(u, -ENOMEM, msg);
         free(msg);
