@@ -61,6 +61,28 @@ int json_read_file(const char *path, size_t max_len, unsigned flags, struct json
 int json_write_file(const char *path, struct json_object *obj, mode_t mode,
                     struct err *e) _must_check_;
 
+/* A key given more than once in one object of a JSON text. json-c (like JSON.parse()) keeps
+ * the last and drops the others without a word, and the next write of the document would lose
+ * them for good: readers of files people edit report these instead. */
+struct json_dup {
+    char **path; /* the object's location: the keys leading to it (array indexes as
+                      * decimal strings); npath == 0 for the top-level object */
+    size_t npath;
+    char *key;      /* the key given twice (decoded) */
+    unsigned line;  /* the line of its second (or later) occurrence, 1-based */
+    unsigned first; /* the line of its first */
+};
+
+/* Finds every key given more than once in the same object of text[0..len), a JSON text that
+ * json_parse() accepted (anything else: -EBADMSG, with nothing found). Keys compare decoded
+ * ("a" and "\u0061" are the same key). Linear in the size of the text. The number found (>= 0)
+ * with *ret their array in the order of the text (NULL when none), or -ENOMEM / -EBADMSG.
+ * Caller frees with json_dups_free(). */
+int json_find_duplicates(const char *text, size_t len, struct json_dup **ret) _must_check_;
+
+/* Frees what json_find_duplicates() returned. NULL-safe. */
+void json_dups_free(struct json_dup *d, size_t n);
+
 /* Borrowed accessors; NULL/false when obj is not an object, or the key is absent or of another
  * type. json_get_int64 takes integers only (not 1.5, not 1e3) and refuses values above
  * INT64_MAX; json-c clamps those below INT64_MIN to it. *ret is written only on true. */
