@@ -827,7 +827,7 @@ static int cmd_help(struct cli *c, int argc, char **argv)
         fputs(usage_text, stdout);
         return EXIT_OK;
     }
-    return usage_error(c, "no help for '%s': not a command", argv[1]);
+    return usage_error(c, "unknown command '%s': there is no help for it", argv[1]);
 }
 
 int main(int argc, char **argv)
