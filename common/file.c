@@ -1,6 +1,8 @@
 /* file.c - atomic replace, private permissions, locks */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -14,9 +16,14 @@
 #include "credkit/file.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/textsafe.h"
 #include "credkit/util.h"
 
 #define READ_CHUNK (64u * 1024u)
+
+/* A temporary file of the old naming (no writer's pid in it) is stale once it is this old: no
+ * write takes that long. */
+#define TMP_OLD_STALE_S (10 * 60)
 
 struct file_lock {
     int fd;
@@ -57,6 +64,29 @@ static void describe_uid(uid_t uid, char *dst, size_t n)
         (void)snprintf(dst, n, "'%s' (uid %lu)", res->pw_name, (unsigned long)uid);
     else
         (void)snprintf(dst, n, "uid %lu", (unsigned long)uid);
+}
+
+/* What the symbolic link at path points to, escaped for a terminal, in a new string ("?" when
+ * it cannot be read). Caller frees; NULL on ENOMEM. */
+static char *link_target(const char *path)
+{
+    char t[PATH_MAX];
+    ssize_t n = readlink(path, t, sizeof(t) - 1);
+    if (n < 0)
+        return strdup("?");
+    t[n] = 0;
+    return text_escape_dup(t);
+}
+
+/* -ELOOP with advice for a secret file (or lock file) at path that is a symbolic link. */
+static int refuse_symlink(const char *path, const char *dp, const char *what, const char *fix,
+                          struct err *e)
+{
+    char *target = link_target(path);
+    int r = err_set(e, -ELOOP, "'%s' is a symbolic link to '%s': %s %s", dp, target ? target : "?",
+                    what, fix);
+    free(target);
+    return r;
 }
 
 /* -EACCES with advice when st (of path, shown as dp) is not ours alone; 0 otherwise. */
@@ -112,12 +142,23 @@ static int read_open(const char *path, const char *dp, unsigned flags, struct bu
     int fd, r;
 
     /* O_NONBLOCK: opening a FIFO must not hang until a writer shows up; it is refused below and
-     * has no effect on regular files. Symlinks are followed, the checks apply to the target. */
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+     * has no effect on regular files. A secret file must be the file itself: its permissions
+     * are what is checked, and a chmod advised for a link would change whatever it points to.
+     * Other files are followed, the checks apply to the target. */
+    int oflags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    if (flags & FILE_SECRET)
+        oflags |= O_NOFOLLOW;
+    fd = open(path, oflags);
     if (fd < 0) {
         int k = errno;
+        struct stat lst;
         if (k == ENOENT)
             return err_set(e, -ENOENT, "'%s' does not exist", dp);
+        if (k == ELOOP && (flags & FILE_SECRET) && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+            return refuse_symlink(path, dp,
+                                  "a file holding secrets must be the file itself, not a link "
+                                  "(its own permissions are what keeps it private):",
+                                  "replace the link by the file itself", e);
         return err_set(e, -k, "cannot open '%s': %s", dp, strerror(k));
     }
     if (fstat(fd, &st) < 0) {
@@ -219,15 +260,96 @@ out:
     return r;
 }
 
-/* A new, empty temporary file beside base in dir (so that rename() is atomic): hidden, and the
- * base name cut so that the name stays within NAME_MAX. On success the caller unlinks and frees
- * *ret_tmp and closes *ret_fd. */
+/* The temporaries of base: ".BASE.PID.XXXXXX" (the writer's pid), the base name cut to 200
+ * bytes so that the name stays within NAME_MAX. An older naming had no pid: ".BASE.XXXXXX". */
+#define TMP_BASE_MAX 200
+
+static bool all_digits(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+/* mkstemp()'s six letters and digits. strict: at least one capital or digit as well, so that a
+ * file of the user's (".secrets.json.backup") is never taken for one. */
+static bool mkstemp_suffix(const char *s, bool strict)
+{
+    bool mixed = false;
+    if (strlen(s) != 6)
+        return false;
+    for (size_t i = 0; i < 6; i++) {
+        char ch = s[i];
+        bool lower = ch >= 'a' && ch <= 'z';
+        bool other = (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        if (!lower && !other)
+            return false;
+        mixed |= other;
+    }
+    return mixed || !strict;
+}
+
+/* Whether name (an entry of the directory, st its lstat) is a temporary of base that its writer
+ * left behind: one whose writer's process is gone, or one of the old naming older than
+ * TMP_OLD_STALE_S. Only our own regular files; never this process's own. */
+static bool tmp_is_stale(const char *name, const char *base, const struct stat *st)
+{
+    size_t bl = strnlen(base, TMP_BASE_MAX);
+    if (name[0] != '.' || strncmp(name + 1, base, bl) != 0 || name[1 + bl] != '.')
+        return false;
+    if (!S_ISREG(st->st_mode) || st->st_uid != geteuid())
+        return false;
+    const char *rest = name + 2 + bl;
+    const char *dot = strchr(rest, '.');
+    if (dot && all_digits(rest, (size_t)(dot - rest)) && mkstemp_suffix(dot + 1, false)) {
+        int64_t pid = 0;
+        char num[24];
+        size_t n = (size_t)(dot - rest);
+        if (n >= sizeof(num))
+            return false;
+        memcpy(num, rest, n);
+        num[n] = 0;
+        if (parse_int64(num, &pid) < 0 || pid <= 0 || pid > INT32_MAX || pid == (int64_t)getpid())
+            return false;
+        /* EPERM: the process exists (another user's): not gone */
+        return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+    }
+    if (!dot && mkstemp_suffix(rest, true))
+        return st->st_mtime + TMP_OLD_STALE_S < time(NULL);
+    return false;
+}
+
+/* Removes the temporaries of base in dir that a writer killed mid-write left behind (each a
+ * full copy of what it was writing). Best effort: what cannot be removed stays. */
+static void tmp_sweep(const char *dir, const char *base)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (de->d_name[0] != '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (tmp_is_stale(de->d_name, base, &st))
+            (void)unlinkat(dirfd(d), de->d_name, 0);
+    }
+    (void)closedir(d);
+}
+
+/* A new, empty temporary file beside base in dir (so that rename() is atomic): hidden, named
+ * with our pid (so that a later writer can tell it stale once we are gone). On success the
+ * caller unlinks and frees *ret_tmp and closes *ret_fd. */
 static int tmp_create(const char *dir, const char *base, const char *dp, const char *ddp,
                       char **ret_tmp, int *ret_fd, struct err *e)
 {
     char *tmp = NULL;
 
-    if (asprintf(&tmp, "%s%s.%.200s.XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/", base) < 0)
+    if (asprintf(&tmp, "%s%s.%.*s.%ld.XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/", TMP_BASE_MAX,
+                 base, (long)getpid()) < 0)
         return err_set(e, -ENOMEM, "cannot write '%s': out of memory", dp);
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
@@ -290,6 +412,8 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
     ddisp = path_display(dir);
     const char *ddp = ddisp ? ddisp : dir;
 
+    /* before ours is made: on a full disk, what a killed writer left takes room we need */
+    tmp_sweep(dir, base);
     r = tmp_create(dir, base, dp, ddp, &tmp, &fd, e);
     if (r < 0)
         goto out;
@@ -472,10 +596,17 @@ int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_loc
 
     if (timeout_ms < 0)
         timeout_ms = 0;
-    fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+    /* never through a link: whoever planted it would have us create or lock a file of their
+     * choosing */
+    fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
     if (fd < 0) {
         int k = errno;
-        r = err_set(e, -k, "cannot open the lock file '%s': %s", dp, strerror(k));
+        struct stat lst;
+        if (k == ELOOP && lstat(lock_path, &lst) == 0 && S_ISLNK(lst.st_mode))
+            r = refuse_symlink(lock_path, dp, "a lock file is never followed through a link:",
+                               "remove the link (the lock file is created again)", e);
+        else
+            r = err_set(e, -k, "cannot open the lock file '%s': %s", dp, strerror(k));
         goto out;
     }
 

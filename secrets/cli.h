@@ -49,6 +49,16 @@ int cli_open(struct cli *c);
 int cli_open_locked(struct cli *c, struct jsonfile **ret);
 void cli_close(struct cli *c);
 
+/* Logs the formatted message at level with every character that could act on a terminal
+ * escaped (credkit/textsafe.h): messages quote names, commands, paths, labels and the standard
+ * error of commands, which come from files and programs anyone may have written. Every message
+ * of the secrets commands goes through here. */
+void cli_say(struct cli *c, enum log_level level, const char *fmt, ...) _printf_(3, 4);
+#define cli_error(c, ...) cli_say((c), LOG_ERROR, __VA_ARGS__)
+#define cli_warn(c, ...)  cli_say((c), LOG_WARN, __VA_ARGS__)
+#define cli_info(c, ...)  cli_say((c), LOG_INFO, __VA_ARGS__)
+#define cli_debug(c, ...) cli_say((c), LOG_DEBUG, __VA_ARGS__)
+
 /* "3 characters" style description of a value without showing it. */
 void cli_mask(const char *value, size_t len, char *out, size_t size);
 

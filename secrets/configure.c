@@ -69,7 +69,7 @@ static void configure_args_release(struct configure_args *a)
 static int set_kind(struct cli *c, struct configure_args *a, enum recipe_kind kind, const char *arg)
 {
     if (a->kind >= 0) {
-        log_error(c->log, "choose one source: --keychain, --command, --env or --file");
+        cli_error(c, "choose one source: --keychain, --command, --env or --file");
         return -EINVAL;
     }
     a->kind = (int)kind;
@@ -84,7 +84,7 @@ static int set_kind(struct cli *c, struct configure_args *a, enum recipe_kind ki
 static int parse_duration_opt(struct cli *c, const char *opt, const char *s, int64_t *ret)
 {
     if (duration_parse(s, ret) < 0) {
-        log_error(c->log, "%s: '%s' is not a duration (use e.g. 30s, 5m, 8h, 1h30m or 0)", opt, s);
+        cli_error(c, "%s: '%s' is not a duration (use e.g. 30s, 5m, 8h, 1h30m or 0)", opt, s);
         return -EINVAL;
     }
     return 0;
@@ -113,20 +113,20 @@ static int read_value_stdin(struct cli *c, char **ret)
             break;
     }
     if (r == -E2BIG)
-        log_error(c->log, "the value on stdin is larger than 1 MiB");
+        cli_error(c, "the value on stdin is larger than 1 MiB");
     else if (r < 0)
-        log_error(c->log, "cannot read the value from stdin: %s", strerror(-r));
+        cli_error(c, "cannot read the value from stdin: %s", strerror(-r));
     if (r >= 0) {
         if (b.len && b.data[b.len - 1] == '\n')
             b.data[--b.len] = 0;
         if (b.len && b.data[b.len - 1] == '\r')
             b.data[--b.len] = 0;
         if (b.len == 0) {
-            log_error(c->log, "no value on stdin: pipe it in, e.g. printf %%s \"$VALUE\" | "
-                              "secrets configure NAME --keychain");
+            cli_error(c, "no value on stdin: pipe it in, e.g. printf %%s \"$VALUE\" | "
+                         "secrets configure NAME --keychain");
             r = -ENODATA;
         } else if (memchr(b.data, 0, b.len)) {
-            log_error(c->log, "the value on stdin contains a NUL byte");
+            cli_error(c, "the value on stdin contains a NUL byte");
             r = -EINVAL;
         }
     }
@@ -283,7 +283,7 @@ static void kc_txn_rollback(struct cli *c, struct kc_txn *t)
     int rr =
         t->had_old ? keychain_store(t->label, t->old_value, &e2) : keychain_delete(t->label, &e2);
     if (rr < 0 && rr != -ENOENT)
-        log_error(c->log, "could not restore the keychain item '%s': %s", t->label, err_msg(&e2));
+        cli_error(c, "could not restore the keychain item '%s': %s", t->label, err_msg(&e2));
 }
 
 static void kc_txn_release(struct kc_txn *t)
@@ -299,8 +299,7 @@ static void drop_old_item(struct cli *c, const char *old_label, const char *name
     if (!old_label || cli_label_in_use(c->store, old_label, name))
         return;
     if (keychain_delete(old_label, &e2) < 0 && e2.code != -ENOENT)
-        log_warn(c->log, "could not delete the old keychain item '%s': %s", old_label,
-                 err_msg(&e2));
+        cli_warn(c, "could not delete the old keychain item '%s': %s", old_label, err_msg(&e2));
 }
 
 /* ---- apply --------------------------------------------------------------------------------- */
@@ -361,9 +360,9 @@ static int apply(struct cli *c, struct jsonfile *f, struct recipe *rec, const ch
     if (r >= 0)
         r = jsonfile_commit(f, &e);
     if (r < 0) {
-        log_error(c->log, "%s", e.msg[0] ? err_msg(&e) : strerror(-r));
+        cli_error(c, "%s", e.msg[0] ? err_msg(&e) : strerror(-r));
         kc_txn_rollback(c, &t);
-        log_error(c->log, "nothing was changed");
+        cli_error(c, "nothing was changed");
     } else {
         drop_old_item(c, old_label, rec->name);
         r = 0;
@@ -454,12 +453,12 @@ static int configure_parse(struct cli *c, int argc, char **argv, struct configur
             return EXIT_USAGE;
     }
     if (argc - optind != 1) {
-        log_error(c->log, "configure takes exactly one NAME (see 'secrets configure --help')");
+        cli_error(c, "configure takes exactly one NAME (see 'secrets configure --help')");
         return EXIT_USAGE;
     }
     const char *name = argv[optind];
     if (!name_is_valid(name)) {
-        log_error(c->log,
+        cli_error(c,
                   "'%s' is not a valid secret name: use letters, digits and '_', not starting "
                   "with a digit",
                   name);
@@ -467,7 +466,7 @@ static int configure_parse(struct cli *c, int argc, char **argv, struct configur
     }
     const char *conflict = configure_conflict(a);
     if (conflict) {
-        log_error(c->log, "%s", conflict);
+        cli_error(c, "%s", conflict);
         return EXIT_USAGE;
     }
     *ret_name = name;
@@ -483,7 +482,7 @@ static int read_value(struct cli *c, const char *name, struct configure_args *a)
     (void)snprintf(prompt, sizeof(prompt), "Value for %s (input hidden): ", name);
     int r = tty_prompt(prompt, true, &a->value);
     if (r >= 0 && !a->value[0]) {
-        log_error(c->log, "the value is empty; nothing was changed");
+        cli_error(c, "the value is empty; nothing was changed");
         r = -ENODATA;
     }
     return r;
@@ -497,8 +496,8 @@ static int configure_decide(struct cli *c, const char *name, struct configure_ar
     int r;
     if (a->kind < 0) {
         if (!tty_interactive()) {
-            log_error(c->log, "configure needs a source: --keychain, --command CMD, --env VAR or "
-                              "--file PATH (or run it on a terminal to be guided)");
+            cli_error(c, "configure needs a source: --keychain, --command CMD, --env VAR or "
+                         "--file PATH (or run it on a terminal to be guided)");
             return EXIT_USAGE;
         }
         *ret_guided = true;
@@ -542,7 +541,7 @@ static int configure_recipe(struct cli *c, const char *name, const struct config
     json_object_put(j);
     recipe_free(check);
     if (r < 0) {
-        log_error(c->log, "%s", err_msg(&e));
+        cli_error(c, "%s", err_msg(&e));
         recipe_free(rec);
         return EXIT_USAGE;
     }
@@ -580,7 +579,7 @@ int cmd_configure(struct cli *c, int argc, char **argv)
     }
     /* quiet by default when scripted; a person being guided gets a confirmation */
     char *disp = path_display(c->store_path);
-    log_msg(c->log, guided_mode ? LOG_ERROR : LOG_INFO, "saved '%s' (%s '%s') in '%s'", name,
+    cli_say(c, guided_mode ? LOG_ERROR : LOG_INFO, "saved '%s' (%s '%s') in '%s'", name,
             recipe_kind_str(rec->kind), rec->arg, disp ? disp : c->store_path);
     free(disp);
     status = EXIT_OK;

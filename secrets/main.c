@@ -15,6 +15,7 @@
 #include "credkit/helper_answer.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/textsafe.h"
 #include "credkit/util.h"
 #include "credkit/version.h"
 
@@ -45,6 +46,7 @@ static const char usage_text[] =
     "  remove NAME         delete the recipe (and its keychain item)\n"
     "  exec [NAME...] -- CMD [ARGS...]\n"
     "                      run CMD with the secrets in its environment\n"
+    "  help [COMMAND]      this help, or COMMAND's (as 'secrets COMMAND --help')\n"
     "\n"
     "options:\n"
     "  -v, --verbose       say more (twice: debug)\n"
@@ -62,6 +64,20 @@ static const char usage_text[] =
     "exit status: 0 ok, 1 some secret did not resolve, 2 usage error, 3 configuration\n"
     "error; exec: 125/126/127 as env(1), else the command's status. See docs/secrets.md.\n";
 
+void cli_say(struct cli *c, enum log_level level, const char *fmt, ...)
+{
+    char msg[2 * ERR_MSG_MAX];
+    va_list ap;
+    if (log_get_level(c->log) < level)
+        return;
+    va_start(ap, fmt);
+    (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    char *esc = text_escape_dup(msg);
+    log_msg(c->log, level, "%s", esc ? esc : "(out of memory)");
+    free(esc);
+}
+
 static int usage_error(struct cli *c, const char *fmt, ...) _printf_(2, 3);
 static int usage_error(struct cli *c, const char *fmt, ...)
 {
@@ -70,7 +86,7 @@ static int usage_error(struct cli *c, const char *fmt, ...)
     va_start(ap, fmt);
     (void)vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    log_error(c->log, "%s (see 'secrets --help')", msg);
+    cli_error(c, "%s (see 'secrets --help')", msg);
     return EXIT_USAGE;
 }
 
@@ -82,7 +98,7 @@ static int cli_paths(struct cli *c)
     if (r >= 0)
         r = path_agent_file("secrets.json", &c->store_path, &e);
     if (r < 0) {
-        log_error(c->log, "%s", err_msg(&e));
+        cli_error(c, "%s", err_msg(&e));
         return EXIT_CONFIG;
     }
     return EXIT_OK;
@@ -91,9 +107,9 @@ static int cli_paths(struct cli *c)
 /* Reports why secrets.json could not be read. EXIT_CONFIG. */
 static int store_failed(struct cli *c, int r, const struct err *e)
 {
-    log_error(c->log, "%s", err_msg(e));
+    cli_error(c, "%s", err_msg(e));
     if (r == -EBADMSG)
-        log_error(c->log, "fix the file by hand; it is left exactly as it is");
+        cli_error(c, "fix the file by hand; it is left exactly as it is");
     return EXIT_CONFIG;
 }
 
@@ -102,16 +118,16 @@ static int cli_start(struct cli *c)
 {
     int r = cache_open(&c->cache);
     if (r < 0) {
-        log_error(c->log, "cannot open the cache: %s", strerror(-r));
+        cli_error(c, "cannot open the cache: %s", strerror(-r));
         return EXIT_FAILED;
     }
     if (!c->cache)
-        log_debug(c->log, "no private runtime directory ($XDG_RUNTIME_DIR): commands run on "
-                          "every resolution");
+        cli_debug(c, "no private runtime directory ($XDG_RUNTIME_DIR): commands run on "
+                     "every resolution");
     r = resolver_new(c->store, c->cache, log_redact(c->log), c->agent_dir, c->resolve_flags,
                      &c->rs);
     if (r < 0) {
-        log_error(c->log, "%s", strerror(-r));
+        cli_error(c, "%s", strerror(-r));
         return EXIT_FAILED;
     }
     return EXIT_OK;
@@ -138,7 +154,7 @@ int cli_open_locked(struct cli *c, struct jsonfile **ret)
         return status;
     char *lock = store_lock_path(c->store_path);
     if (!lock) {
-        log_error(c->log, "out of memory");
+        cli_error(c, "out of memory");
         return EXIT_FAILED;
     }
     const struct jsonfile_opts o = {
@@ -238,13 +254,18 @@ static int cmd_get(struct cli *c, int argc, char **argv)
     }
     if (argc - optind != 1)
         return usage_error(c, "get takes exactly one NAME");
+    if (!name_is_valid(argv[optind]))
+        return usage_error(c,
+                           "'%s' is not a valid secret name (letters, digits and '_', not "
+                           "starting with a digit)",
+                           argv[optind]);
     int r = cli_open(c);
     if (r != EXIT_OK)
         return r;
     struct err e = ERR_INIT;
     struct resolved res = {0};
     if (resolver_get(c->rs, argv[optind], &res, &e) < 0) {
-        log_error(c->log, "%s", err_msg(&e));
+        cli_error(c, "%s", err_msg(&e));
         return EXIT_FAILED;
     }
     write_out(res.value, res.len);
@@ -301,7 +322,7 @@ static int resolve_one(struct cli *c, const char *name, bool json, struct helper
     if (resolver_get(c->rs, name, &res, &e) < 0) {
         *status = EXIT_FAILED;
         if (!json) {
-            log_error(c->log, "%s", err_msg(&e));
+            cli_error(c, "%s", err_msg(&e));
             return 0;
         }
         /* the message goes through redaction too: it may quote a command's stderr */
@@ -319,7 +340,7 @@ static int resolve_one(struct cli *c, const char *name, bool json, struct helper
     else
         print_resolved(name, &res);
     if (res.env_shadowed)
-        log_info(c->log,
+        cli_info(c,
                  "'%s': an environment variable of the same name is set and ignored: the recipe "
                  "wins",
                  name);
@@ -372,7 +393,7 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
     if (r >= 0 && json)
         r = helper_secrets_write(&answer, &out);
     if (r < 0) {
-        log_error(c->log, "cannot build the answer: %s", strerror(-r));
+        cli_error(c, "cannot build the answer: %s", strerror(-r));
         status = EXIT_FAILED;
     } else if (json) {
         write_out(out.data, out.len);
@@ -476,9 +497,15 @@ static struct json_object *list_entry(struct cli *c, const char *name, bool chec
     return o;
 }
 
-static void list_print_row(const char *name, const struct list_row *row)
+/* The row on stdout. The name (a key of the file) and the status (which quotes a command's
+ * stderr) are escaped: neither may act on the terminal or forge a row. scratch is reused. */
+static void list_print_row(const char *raw_name, const struct list_row *row, struct buf *scratch)
 {
-    printf("%-24s %-9s %-6s %s\n", name, row->kind, row->ttl, row->status);
+    struct buf st;
+    buf_init(&st, 4 * sizeof(row->status) + 16);
+    const char *status = text_escaped(&st, row->status);
+    const char *name = text_escaped(scratch, raw_name);
+    printf("%-24s %-9s %-6s %s\n", name, row->kind, row->ttl, status);
     if (row->rec && row->rec->kind == RECIPE_LITERAL)
         printf("  warning: the value is stored in secrets.json in clear: move it to the "
                "keychain with 'secrets configure %s --keychain'\n",
@@ -487,6 +514,7 @@ static void list_print_row(const char *name, const struct list_row *row)
         printf("  note: the environment variable %s is also set; the recipe answers, not the "
                "environment\n",
                name);
+    buf_release(&st);
 }
 
 static void list_print_json(struct json_object *arr)
@@ -525,11 +553,13 @@ static int cmd_list(struct cli *c, int argc, char **argv)
         return r;
 
     struct json_object *arr = json_object_new_array();
+    struct buf scratch;
+    buf_init(&scratch, 64 * 1024);
     size_t n = store_count(c->store);
     if (!json && n == 0) {
         char *disp = path_display(c->store_path);
         printf("no recipes in '%s': add one with 'secrets configure NAME'\n",
-               disp ? disp : c->store_path);
+               text_escaped(&scratch, disp ? disp : c->store_path));
         free(disp);
     } else if (!json) {
         printf("%-24s %-9s %-6s %s\n", "NAME", "SOURCE", "TTL", "STATUS");
@@ -541,12 +571,13 @@ static int cmd_list(struct cli *c, int argc, char **argv)
         if (!o)
             break;
         if (!json)
-            list_print_row(name, &row);
+            list_print_row(name, &row, &scratch);
         (void)json_object_array_add(arr, o);
     }
     if (json && arr)
         list_print_json(arr);
     json_object_put(arr);
+    buf_release(&scratch);
     return EXIT_OK;
 }
 
@@ -570,7 +601,7 @@ static int remove_label(struct cli *c, const struct recipe *rec, const char *nam
         return 0;
     /* keep an item another recipe still points at */
     if (cli_label_in_use(c->store, rec->arg, name)) {
-        log_info(c->log, "keeping keychain item '%s': another recipe uses it", rec->arg);
+        cli_info(c, "keeping keychain item '%s': another recipe uses it", rec->arg);
         return 0;
     }
     *ret_label = strdup(rec->arg);
@@ -602,7 +633,7 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
     status = EXIT_FAILED;
     r = store_get(c->store, name, &rec, &e);
     if (r == -ENOENT) {
-        log_error(c->log, "'%s' has no recipe", name);
+        cli_error(c, "'%s' has no recipe", name);
         goto out;
     }
     if (r >= 0 && remove_label(c, rec, name, &label) < 0)
@@ -612,21 +643,21 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
     if (r >= 0)
         r = jsonfile_commit(f, &e);
     if (r < 0) {
-        log_error(c->log, "%s", e.msg[0] ? err_msg(&e) : strerror(-r));
+        cli_error(c, "%s", e.msg[0] ? err_msg(&e) : strerror(-r));
         goto out;
     }
     if (label) {
         err_clear(&e);
         r = keychain_delete(label, &e);
         if (r < 0 && r != -ENOENT) {
-            log_error(c->log,
+            cli_error(c,
                       "removed the recipe, but not its keychain item '%s': %s (delete it later "
                       "with: secret-tool clear label '%s')",
                       label, err_msg(&e), label);
             goto out;
         }
     }
-    log_info(c->log, "removed '%s'", name);
+    cli_info(c, "removed '%s'", name);
     status = EXIT_OK;
 out:
     free(label);
@@ -686,7 +717,7 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
         struct err e = ERR_INIT;
         struct resolved res = {0};
         if (resolver_get(c->rs, name, &res, &e) < 0) {
-            log_error(c->log, "%s", err_msg(&e));
+            cli_error(c, "%s", err_msg(&e));
             failed = true;
             continue;
         }
@@ -695,7 +726,7 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
         resolved_release(&res);
     }
     if (failed) {
-        log_error(c->log, "not running '%s': some secrets did not resolve", argv[dash + 1]);
+        cli_error(c, "not running '%s': some secrets did not resolve", argv[dash + 1]);
         child_env_free(env);
         return EXIT_EXEC_SELF;
     }
@@ -712,7 +743,7 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
     execvpe(argv[dash + 1], argv + dash + 1, env);
     r = errno;
     child_env_free(env);
-    log_error(c->log, "cannot run '%s': %s", argv[dash + 1], strerror(r));
+    cli_error(c, "cannot run '%s': %s", argv[dash + 1], strerror(r));
     return r == ENOENT ? EXIT_EXEC_NOTFOUND : EXIT_EXEC_CANNOT;
 }
 
@@ -787,7 +818,7 @@ static int cmd_help(struct cli *c, int argc, char **argv)
         fputs(usage_text, stdout);
         return EXIT_OK;
     }
-    return usage_error(c, "unknown command '%s'", argv[1]);
+    return usage_error(c, "no help for '%s': not a command", argv[1]);
 }
 
 int main(int argc, char **argv)

@@ -3,8 +3,10 @@
  * A file holding secrets is 0600 in a 0700 directory, is replaced atomically (temporary file
  * in the same directory, fsync, rename, fsync of the directory) so that a crash or a full disk
  * never leaves it half-written, and is refused on read when group or others could read it,
- * with the chmod that fixes it. Locks are advisory, per file, work across processes and are
- * always taken with a timeout. */
+ * with the chmod that fixes it; a secret file that is a symbolic link is refused, naming where
+ * it points (a chmod would change the target, and its permissions are not the link's). Locks
+ * are advisory, per file, work across processes, are always taken with a timeout, and their
+ * files are never opened through a symbolic link. */
 #pragma once
 
 #include <stdbool.h>
@@ -17,20 +19,32 @@
 #include "credkit/macro.h"
 
 enum file_read_flags {
-    FILE_SECRET = 1 << 0, /* refuse when group/other have any access; say the chmod */
+    FILE_SECRET = 1 << 0, /* refuse when group/other have any access (say the chmod), or when
+                           * path itself is a symbolic link (-ELOOP, naming its target) */
 };
 
 /* Appends the whole file to out (which keeps its own max; -E2BIG with a message beyond it).
- * Symlinks are followed; anything but a regular file is refused (-EISDIR, -EINVAL), a FIFO
- * without waiting. -ENOENT when missing, -EACCES with "chmod 600 '<path>'" advice when
- * FILE_SECRET and the mode is too open or the file is not ours. Messages name the display
- * path. On failure out is as it was (the part read is wiped if out is secret). */
+ * Without FILE_SECRET symlinks are followed; with it, a path whose last component is a symlink
+ * is refused with -ELOOP: "'<path>' is a symbolic link to '<target>': ... replace the link by
+ * the file itself" (links among the directories above are followed). Anything but a regular
+ * file is refused (-EISDIR, -EINVAL), a FIFO without waiting. -ENOENT when missing, -EACCES
+ * with "chmod 600 '<path>'" advice when FILE_SECRET and the mode is too open or the file is not
+ * ours. Messages name the display path. On failure out is as it was (the part read is wiped if
+ * out is secret). */
 int file_read(const char *path, unsigned flags, struct buf *out, struct err *e) _must_check_;
 
 /* Replaces path with data atomically and durably, with exactly the given mode (no umask). On
  * failure the old file is intact and no temporary file is left behind, with one exception: if
  * flushing the directory fails after the rename, the new content is in place (not yet durable)
- * and the error says so. A symlink at path is replaced, not followed. */
+ * and the error says so. A symlink at path is replaced, not followed.
+ *
+ * The temporary is ".<base>.<pid>.XXXXXX" beside path (base cut to 200 bytes). A writer killed
+ * mid-write (kill -9, power loss) leaves its temporary behind, a full copy of what it wrote:
+ * every call first removes those of the same path whose writer's process no longer exists
+ * (and those of the older naming ".<base>.XXXXXX" older than 10 minutes), our own regular
+ * files only; a live writer's temporary is never touched. (A directory shared by several
+ * machines cannot tell a writer on another one from a dead one: write such files under a
+ * lock that the other machines respect, as jsonfile does.) */
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
                       struct err *e) _must_check_;
 
@@ -47,8 +61,9 @@ int file_check_private(const char *path, struct err *e) _must_check_;
 struct file_lock;
 
 /* Takes an exclusive advisory lock on lock_path (created 0600 if missing), waiting at most
- * timeout_ms. -ETIMEDOUT with a message naming the file when it cannot. The lock is released by
- * file_lock_release() or when the process exits. Caller releases. */
+ * timeout_ms. -ETIMEDOUT with a message naming the file when it cannot. A lock_path that is a
+ * symbolic link is refused (-ELOOP, naming its target, "remove the link"), never followed. The
+ * lock is released by file_lock_release() or when the process exits. Caller releases. */
 int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_lock **ret,
                       struct err *e) _must_check_;
 

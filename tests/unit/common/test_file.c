@@ -416,6 +416,108 @@ static void test_lock(void)
     CHECK_CONTAINS(e.msg, "cannot open the lock file");
 }
 
+/* A secret file that is a symbolic link is refused, naming the target (a chmod advised for the
+ * link would change the target); without FILE_SECRET links are followed. */
+static void test_read_secret_symlink(void)
+{
+    struct err e = ERR_INIT;
+    struct buf b;
+    const char *target = tpath("real-secret.json");
+    const char *link = tpath("linked-secret.json");
+    put(target, "{}", 0600);
+    CHECK_INT(symlink(target, link), 0);
+    CHECK_INT(slurp(link, FILE_SECRET, 0, &b, &e), -ELOOP);
+    CHECK_CONTAINS(e.msg, "linked-secret.json' is a symbolic link to '");
+    CHECK_CONTAINS(e.msg, "real-secret.json'");
+    CHECK_CONTAINS(e.msg, "replace the link by the file itself");
+    CHECK(strstr(e.msg, "chmod") == NULL);
+    CHECK_INT(b.len, 0);
+    buf_release(&b);
+    CHECK_INT(slurp(link, 0, 0, &b, &e), 0);
+    CHECK_STR(buf_str(&b), "{}");
+    buf_release(&b);
+
+    /* a target with control characters is shown escaped */
+    const char *evil = tpath("evil-link");
+    CHECK_INT(symlink("/tmp/\033[2Jx", evil), 0);
+    err_clear(&e);
+    CHECK_INT(slurp(evil, FILE_SECRET, 0, &b, &e), -ELOOP);
+    CHECK(strchr(e.msg, 033) == NULL);
+    CHECK_CONTAINS(e.msg, "\\x1b[2Jx'");
+    buf_release(&b);
+}
+
+/* A lock file that is a symbolic link is never followed (nothing is created at its target). */
+static void test_lock_symlink_refused(void)
+{
+    struct err e = ERR_INIT;
+    struct file_lock *l = NULL;
+    const char *target = tpath("lock-target");
+    const char *link = tpath("linked.lock");
+    CHECK_INT(symlink(target, link), 0);
+    CHECK_INT(file_lock_acquire(link, 10, &l, &e), -ELOOP);
+    CHECK(l == NULL);
+    CHECK_CONTAINS(e.msg, "linked.lock' is a symbolic link to '");
+    CHECK_CONTAINS(e.msg, "remove the link");
+    CHECK(access(target, F_OK) < 0);
+}
+
+/* A pid that is surely gone: a child that has exited and been reaped. */
+static pid_t gone_pid(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    int status;
+    (void)waitpid(pid, &status, 0);
+    return pid;
+}
+
+/* The temporaries a killed writer left are removed by the next write of that file; a live
+ * writer's, another file's and the user's own files are not. */
+static void test_write_atomic_sweeps_stale(void)
+{
+    struct err e = ERR_INIT;
+    char name[4096];
+    const char *p = tpath("swept.json");
+    put(p, "old", 0600);
+
+    snprintf(name, sizeof(name), "%s/.swept.json.%ld.Ab12cd", tests_tmpdir(), (long)gone_pid());
+    put(name, "stale copy", 0600);
+    char live[4096];
+    /* our parent is alive: its temporary stays */
+    snprintf(live, sizeof(live), "%s/.swept.json.%ld.Ab12cd", tests_tmpdir(), (long)getppid());
+    put(live, "live copy", 0600);
+    char other[4096];
+    snprintf(other, sizeof(other), "%s/.other.json.%ld.Ab12cd", tests_tmpdir(), (long)gone_pid());
+    put(other, "x", 0600);
+    char backup[4096];
+    snprintf(backup, sizeof(backup), "%s/.swept.json.backup", tests_tmpdir());
+    put(backup, "mine", 0600);
+    char oldfmt[4096], recent[4096];
+    snprintf(oldfmt, sizeof(oldfmt), "%s/.swept.json.Qx7Zp2", tests_tmpdir());
+    put(oldfmt, "stale, old naming", 0600);
+    struct timespec times[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+    CHECK_INT(utimensat(AT_FDCWD, oldfmt, times, 0), 0);
+    CHECK_INT(utimensat(AT_FDCWD, backup, times, 0), 0);
+    snprintf(recent, sizeof(recent), "%s/.swept.json.Rt5Yq1", tests_tmpdir());
+    put(recent, "maybe a writer of the old naming", 0600);
+
+    CHECK_INT(file_write_atomic(p, "new", 3, 0600, &e), 0);
+    CHECK(access(name, F_OK) < 0);
+    CHECK(access(oldfmt, F_OK) < 0);
+    CHECK_INT(access(live, F_OK), 0);
+    CHECK_INT(access(other, F_OK), 0);
+    CHECK_INT(access(backup, F_OK), 0);
+    CHECK_INT(access(recent, F_OK), 0);
+    (void)unlink(live);
+    (void)unlink(other);
+    (void)unlink(backup);
+    (void)unlink(recent);
+    CHECK_INT(count_prefixed(tests_tmpdir(), ".swept.json."), 0);
+}
+
 TESTS_MAIN(test_write_atomic_replaces, test_write_atomic_failures,
            test_write_atomic_midway_failure_keeps_old, test_dir_ensure, test_read_refuses_non_files,
-           test_read_size_cap, test_read_secret, test_lock)
+           test_read_size_cap, test_read_secret, test_read_secret_symlink, test_lock,
+           test_lock_symlink_refused, test_write_atomic_sweeps_stale)
