@@ -269,3 +269,19 @@ run 0 A status
 assert_contains "$OUT" "unusable"
 run 0 A status --json
 assert_eq "$(json_get "$OUT" 'j.servers[0].access_token_usable')" false
+
+# ---- the store's files: an entry that is a symbolic link is refused naming its target (a
+# chmod would change the target), never followed nor replaced; a store directory others can
+# enter is tightened to 0700 by any command that reads it ----
+mv "$ENTRY" "$T_ROOT/entry.target"
+ln -s "$T_ROOT/entry.target" "$ENTRY"
+run 1 A header demo
+assert_contains "$ERR" "is a symbolic link to '$T_ROOT/entry.target'"
+assert_eq "$OUT" "" "standard output of header with a symlinked entry"
+[ -L "$ENTRY" ] || fail "the symlinked entry was replaced"
+T_CHECKS=$((T_CHECKS + 1))
+rm "$ENTRY"
+mv "$T_ROOT/entry.target" "$ENTRY"
+chmod 0755 "$PI_CODING_AGENT_DIR/oauth"
+run 0 A status
+assert_eq "$(file_mode "$PI_CODING_AGENT_DIR/oauth")" 700 "the store's mode after status"
