@@ -153,10 +153,15 @@ static int refresh_under_lock(const struct auth_target *t, const char *issuer, c
     bool same = seen && te->access_token && secure_streq(seen, te->access_token);
     if (!auth_token_fresh(te, now_unix()) || (force && same)) {
         r = refresh_locked(t, te, http_timeout, e);
+        if (r < 0 && r != AUTH_LOGIN_REQUIRED && r != -ENOMEM)
+            (void)err_prefix(e, "cannot refresh the token for '%s'", te->server_url);
         struct err se = ERR_INIT;
         int sr = store_save(te, r < 0 ? &se : e);
-        if (r >= 0 && sr < 0)
+        if (r >= 0 && sr < 0) {
+            (void)err_prefix(e, "the new token could not be stored (the stored sign-in is as "
+                                "it was)");
             r = sr;
+        }
         if (r < 0)
             goto out;
     }

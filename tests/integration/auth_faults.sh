@@ -147,3 +147,145 @@ assert_eq "$(temps)" "" "temporaries left after the next run"
 run 0 A header --refresh --json rs
 assert_eq "$(mcp_status "Authorization: $(json_get "$OUT" 'j.headers.Authorization')")" 200 \
     "initialize with the token after the kills"
+
+# ---- 2. a full disk, a read-only store: a copy of the store on a small tmpfs, in a private
+# mount namespace (gone with it) ----
+FS_AGENT="$T_ROOT/agent-fs"
+FS_OUT="$T_ROOT/fs"
+mkdir -p "$FS_AGENT/oauth" "$FS_OUT"
+cp "$CONFIG" "$FS_AGENT/mcp.json"
+run 0 A header --refresh rs # a token valid for the next seconds, to be handed out from the copy
+cat >"$T_ROOT/fs-faults.sh" <<'EOF'
+# fs-faults.sh STORE SRC_ENTRY OUT: runs mcp-auth against STORE on a full, then read-only
+# tmpfs; leaves each run's status, output and what the store holds in OUT
+set -u
+store=$1 src=$2 out=$3
+entry="$store/$(basename "$src")"
+mount -t tmpfs -o size=128k,mode=0700 credkit-test "$store" || exit 90
+cp -p "$src" "$entry" || exit 91
+step() { # NAME ARGS...: one mcp-auth run, then what the store holds
+    local name=$1
+    shift
+    "$MCP_AUTH_BIN" "$@" >"$out/$name.out" 2>"$out/$name.err"
+    echo $? >"$out/$name.rc"
+    if cmp -s "$src" "$entry"; then echo same; else echo changed; fi >"$out/$name.entry"
+    find "$store" -maxdepth 1 -name '.*.json.*' -printf '%f\n' >"$out/$name.temps"
+}
+# full: what is left is less than an entry
+dd if=/dev/zero of="$store/filler" bs=4k 2>/dev/null
+step full-refresh header --refresh rs
+step full-header header rs
+rm -f "$store/filler"
+mount -o remount,ro "$store" || exit 92
+step ro-refresh header --refresh rs
+step ro-header header rs
+step ro-status status --json
+EOF
+rc=0
+PI_CODING_AGENT_DIR="$FS_AGENT" unshare -m -- bash "$T_ROOT/fs-faults.sh" "$FS_AGENT/oauth" \
+    "$ENTRY" "$FS_OUT" || rc=$?
+[ "$rc" = 0 ] || fail "the tmpfs store could not be set up ($rc)"
+fs_check() { # NAME STATUS [MESSAGE]
+    assert_eq "$(cat "$FS_OUT/$1.rc")" "$2" "the status of $1: $(cat "$FS_OUT/$1.err")"
+    assert_eq "$(cat "$FS_OUT/$1.entry")" same "the entry after $1"
+    assert_eq "$(cat "$FS_OUT/$1.temps")" "" "temporaries after $1"
+    [ -z "${3:-}" ] || assert_contains "$(cat "$FS_OUT/$1.err")" "$3" "the message of $1"
+}
+fs_check full-refresh 1 "the new token could not be stored (the stored sign-in is as it was): cannot write"
+assert_contains "$(cat "$FS_OUT/full-refresh.err")" "No space left on device"
+fs_check full-header 0
+assert_contains "$(cat "$FS_OUT/full-header.out")" "Authorization: Bearer " "the header on a full disk"
+fs_check ro-refresh 1 "Read-only file system"
+fs_check ro-header 0
+assert_contains "$(cat "$FS_OUT/ro-header.out")" "Authorization: Bearer " "the header on a read-only store"
+fs_check ro-status 0
+echo "full disk: $(cat "$FS_OUT/full-refresh.err")"
+echo "read-only: $(cat "$FS_OUT/ro-refresh.err")"
+
+# ---- 3. the authorization server unreachable during refresh, through the bridge ----
+# The bridge runs mcp-auth through a wrapper: while T_ROOT/as.down exists, mcp-auth runs in a
+# network namespace of its own where nothing listens, so that every connection to the
+# authorization server is refused, as when it is down; the server itself keeps its state (its
+# grants live in memory), so that it can come back.
+mkdir -p "$T_ROOT/bin"
+cat >"$T_ROOT/bin/mcp-auth" <<EOF
+#!/bin/sh
+echo "\$(date +%s%3N) \$*" >>"$T_ROOT/mcp-auth.runs"
+if [ -e "$T_ROOT/as.down" ]; then
+    exec unshare -n -- sh -c 'ip link set lo up && exec "\$0" "\$@"' "$MCP_AUTH_BIN" "\$@"
+fi
+exec "$MCP_AUTH_BIN" "\$@"
+EOF
+chmod +x "$T_ROOT/bin/mcp-auth"
+export CREDKIT_MCP_AUTH="$T_ROOT/bin/mcp-auth"
+cat >"$T_ROOT/agent.mjs" <<EOF
+// agent.mjs BRIDGE_ARGV RESULTS STOP: the SDK's Client on the bridge, calling the whoami tool
+// every 200 ms until STOP exists; one JSON line per call in RESULTS: {t, ok, text}.
+import { appendFileSync, existsSync } from 'node:fs';
+import { Agent, sleep, textOf } from '$PEERS_DIR/bridge-lib.mjs';
+const [argv, results, stop] = process.argv.slice(2);
+const a = new Agent('auth-faults');
+await a.connect({ kind: 'stdio', argv: JSON.parse(argv), stderrPath: '$T_ROOT/bridge.log' });
+const tools = (await a.request('tools/list', {})).tools.map((t) => t.name);
+const tool = tools.find((n) => n.endsWith('whoami'));
+if (!tool) {
+  console.log('FAIL no whoami tool among ' + JSON.stringify(tools));
+  process.exit(1);
+}
+while (!existsSync(stop)) {
+  const t = Date.now();
+  let line;
+  try {
+    const r = await a.call(tool, {}, { timeout: 60000 });
+    line = { t, ok: !r.isError, text: textOf(r) };
+  } catch (e) {
+    line = { t, ok: false, text: String(e?.message ?? e) };
+  }
+  appendFileSync(results, JSON.stringify(line) + '\n');
+  await sleep(200);
+}
+await a.client.close();
+console.log('ok the agent ended');
+EOF
+R="$T_ROOT/calls.jsonl"
+: >"$R"
+# calls SINCE_MS OK: how many calls made after SINCE_MS (epoch ms) had that outcome
+calls() { node -e 'const [f, since, ok] = process.argv.slice(1); console.log(require("fs").readFileSync(f, "utf8").split("\n").filter(Boolean).map(JSON.parse).filter((c) => c.t > Number(since) && String(c.ok) === ok).length)' "$R" "$1" "$2"; }
+have_calls() { [ "$(calls "$1" "$2")" -ge "$3" ]; }
+# last_call SINCE_MS OK FIELD: the t or text of the last such call
+last_call() { node -e 'const [f, since, ok, k] = process.argv.slice(1); const v = require("fs").readFileSync(f, "utf8").split("\n").filter(Boolean).map(JSON.parse).filter((c) => c.t > Number(since) && String(c.ok) === ok); console.log(v.length ? v[v.length - 1][k] : "")' "$R" "$1" "$2" "$3"; }
+first_call() { node -e 'const [f, since, ok, k] = process.argv.slice(1); const v = require("fs").readFileSync(f, "utf8").split("\n").filter(Boolean).map(JSON.parse).filter((c) => c.t > Number(since) && String(c.ok) === ok); console.log(v.length ? v[0][k] : "")' "$R" "$1" "$2" "$3"; }
+
+node "$T_ROOT/agent.mjs" "$(json_argv "$MCP_BRIDGE_BIN" -v --config "$CONFIG" serve)" "$R" \
+    "$T_ROOT/agent.stop" >"$T_ROOT/agent.out" 2>"$T_ROOT/agent.err" &
+AGENT=$!
+wait_until 60 "three calls through the bridge" have_calls 0 true 3
+assert_eq "$(calls 0 false)" 0 "failed calls with the server up"
+# a token that lives its full 8 s from now, in the store, for the bridge's next ask
+run 0 A header --refresh rs
+touch "$T_ROOT/as.down"
+DOWN=$(ms_now)
+# the unexpired token keeps working, until it must be refreshed; then the calls fail
+wait_until 30 "a call failing while the authorization server is down" have_calls "$DOWN" false 1
+last_ok=$(last_call "$DOWN" true t)
+[ -n "$last_ok" ] && [ $((last_ok - DOWN)) -ge 3000 ] ||
+    fail "the unexpired token did not carry the calls: the last good one came $((${last_ok:-$DOWN} - DOWN)) ms after the outage began"
+T_CHECKS=$((T_CHECKS + 1))
+why=$(first_call "$DOWN" false text)
+echo "a call while the authorization server is down: $why"
+assert_contains "$why" "rs" "the failed call's message names the server"
+assert_contains "$why" "cannot refresh the token for '$RS'" "the failed call's message says why"
+assert_contains "$why" "connection refused" "the failed call's message says why"
+# it stays so while the server is down
+wait_until 30 "a second failed call" have_calls "$DOWN" false 2
+# back: the next calls succeed, on the same bridge, without a new sign-in
+rm -f "$T_ROOT/as.down"
+UP=$(ms_now)
+logins_before=$(grep -c ' login ' "$T_ROOT/mcp-auth.runs" || true)
+wait_until 60 "a call succeeding once the authorization server is back" have_calls "$UP" true 2
+echo "recovered $(($(first_call "$UP" true t) - UP)) ms after the authorization server came back"
+assert_eq "$(grep -c ' login ' "$T_ROOT/mcp-auth.runs" || true)" "$logins_before" "sign-ins by the bridge"
+touch "$T_ROOT/agent.stop"
+rc=0
+wait "$AGENT" || rc=$?
+assert_eq "$rc" 0 "the agent's status: $(cat "$T_ROOT/agent.out" "$T_ROOT/agent.err")"
