@@ -7,6 +7,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/secmem.h"
+#include "credkit/textsafe.h"
 #include "credkit/url.h"
 #include "credkit/util.h"
 
@@ -89,7 +90,12 @@ static int authorize(const struct grant_session *s, struct callback *cb, const c
 {
     const struct login_opts *o = s->o;
     int64_t timeout = login_timeout(o);
-    auth_ui_say(s->ui, AUTH_SAY_ALWAYS, "open this URL to sign in:\n\n  %s\n", url);
+    /* shown as is but escaped: the endpoint in it is the authorization server's text */
+    struct buf su;
+    buf_init(&su, 64 * 1024);
+    auth_ui_say(s->ui, AUTH_SAY_ALWAYS, "open this URL to sign in:\n\n  %s\n",
+                text_escaped(&su, url));
+    buf_release(&su);
     if (!o->no_browser) {
         struct err be = ERR_INIT;
         if (browser_open(url, &be) < 0)
@@ -358,14 +364,23 @@ static int device_flow(struct grant_session *s, struct err *e)
                                &da, e);
     if (r < 0)
         return r;
+    /* all three are the authorization server's text: escaped for the terminal */
+    struct buf sv, sc, sf;
+    buf_init(&sv, 64 * 1024);
+    buf_init(&sc, 64 * 1024);
+    buf_init(&sf, 64 * 1024);
     if (da.verification_uri_complete)
         auth_ui_say(s->ui, AUTH_SAY_ALWAYS,
                     "to sign in, open %s and enter the code %s\n  (or open %s , which carries "
                     "the code)",
-                    da.verification_uri, da.user_code, da.verification_uri_complete);
+                    text_escaped(&sv, da.verification_uri), text_escaped(&sc, da.user_code),
+                    text_escaped(&sf, da.verification_uri_complete));
     else
         auth_ui_say(s->ui, AUTH_SAY_ALWAYS, "to sign in, open %s and enter the code %s",
-                    da.verification_uri, da.user_code);
+                    text_escaped(&sv, da.verification_uri), text_escaped(&sc, da.user_code));
+    buf_release(&sv);
+    buf_release(&sc);
+    buf_release(&sf);
     int64_t deadline = now_mono_ms() + da.expires_in * 1000;
     int64_t limit = s->o->timeout_ms > 0 ? now_mono_ms() + s->o->timeout_ms : deadline;
     if (limit < deadline)

@@ -15,6 +15,7 @@
 #include "credkit/mcp_config.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/textsafe.h"
 #include "credkit/url.h"
 #include "credkit/util.h"
 #include "credkit/version.h"
@@ -126,6 +127,37 @@ static struct log *arg_log;
 static const char *arg_config;
 static bool arg_quiet;
 
+/* ---- messages ---- */
+
+/* Every message carries text from others: answers of the authorization server (error
+ * descriptions, issuers, endpoints), the stored entries, the configuration. It reaches the
+ * terminal escaped (textsafe.h), so that none of it can move the cursor, clear the screen or
+ * reverse the text around it. */
+_printf_(2, 0) static void vsay(enum log_level level, const char *fmt, va_list ap)
+{
+    struct buf raw, esc;
+    buf_init_secret(&raw, 64 * 1024);
+    buf_init_secret(&esc, 256 * 1024);
+    if (buf_vprintf(&raw, fmt, ap) >= 0 && text_escape_append(&esc, raw.data, raw.len) >= 0)
+        log_msg(arg_log, level, "%s", buf_str(&esc));
+    else
+        log_msg(arg_log, level, "%s", "(a message too long to show)");
+    buf_release(&esc);
+    buf_release(&raw);
+}
+
+_printf_(2, 3) static void say(enum log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(level, fmt, ap);
+    va_end(ap);
+}
+
+#define say_error(...) say(LOG_ERROR, __VA_ARGS__)
+#define say_warn(...)  say(LOG_WARN, __VA_ARGS__)
+#define say_info(...)  say(LOG_INFO, __VA_ARGS__)
+
 /* ---- resolving SERVER ---- */
 
 struct target_ctx {
@@ -180,7 +212,7 @@ static int target_by_url(const char *arg, struct target_ctx *tc)
     struct err e = ERR_INIT;
     int r = url_canonical(arg, &tc->url, &e);
     if (r < 0) {
-        log_error(arg_log, "%s", err_msg(&e));
+        say_error("%s", err_msg(&e));
         return EXIT_USAGE;
     }
     for (size_t i = 0; i < mcp_config_count(tc->config) && !tc->oauth; i++) {
@@ -195,7 +227,7 @@ static int target_by_url(const char *arg, struct target_ctx *tc)
         secure_free(u);
     }
     if (!tc->oauth && oauth_config_parse(NULL, &tc->oauth, &e) < 0) {
-        log_error(arg_log, "%s", err_msg(&e));
+        say_error("%s", err_msg(&e));
         return EXIT_FAILED;
     }
     return EXIT_OK;
@@ -216,8 +248,7 @@ static int unknown_name(const char *arg, const struct mcp_config *config)
         if (r < 0)
             break;
     }
-    log_error(arg_log,
-              "no server named '%s' in %s: give its URL instead, or add it to one of "
+    say_error("no server named '%s' in %s: give its URL instead, or add it to one of "
               "those files (see docs/auth.md)",
               arg, files.len ? buf_str(&files) : "the MCP configuration");
     buf_release(&files);
@@ -232,17 +263,16 @@ static int target_by_name(const char *arg, struct target_ctx *tc)
     if (!s)
         return unknown_name(arg, tc->config);
     if (s->error) {
-        log_error(arg_log, "%s", s->error);
+        say_error("%s", s->error);
         return EXIT_CONFIG;
     }
     int r = oauth_config_parse_server(s, &tc->oauth, &e);
     if (r < 0) {
-        log_error(arg_log, "%s", err_msg(&e));
+        say_error("%s", err_msg(&e));
         return r == -ENOMEM ? EXIT_FAILED : EXIT_CONFIG;
     }
     if (s->transport == MCP_TRANSPORT_STDIO || !s->url) {
-        log_error(arg_log,
-                  "'%s' is a stdio server: it takes credentials from its environment, not "
+        say_error("'%s' is a stdio server: it takes credentials from its environment, not "
                   "from OAuth",
                   arg);
         return EXIT_CONFIG;
@@ -253,7 +283,7 @@ static int target_by_name(const char *arg, struct target_ctx *tc)
         r = url_canonical(u, &tc->url, &e);
     secure_free(u);
     if (r < 0) {
-        log_error(arg_log, "'%s': %s", arg, err_msg(&e));
+        say_error("'%s': %s", arg, err_msg(&e));
         return EXIT_CONFIG;
     }
     tc->name = strdup(arg);
@@ -271,13 +301,13 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
     };
     int r = mcp_config_load(&opts, &tc->config, &e);
     if (r < 0) {
-        log_error(arg_log, "%s", err_msg(&e));
+        say_error("%s", err_msg(&e));
         return EXIT_CONFIG;
     }
     /* a file that could not be read at all: its servers are missing, say why */
     for (size_t i = 0; i < mcp_config_diag_count(tc->config); i++) {
         const struct mcp_config_diag *dg = mcp_config_diag_at(tc->config, i);
-        log_warn(arg_log, "%s", dg->message);
+        say_warn("%s", dg->message);
     }
     int status = strstr(arg, "://") ? target_by_url(arg, tc) : target_by_name(arg, tc);
     if (status != EXIT_OK)
@@ -302,7 +332,7 @@ _printf_(3, 4) static void ui_say(void *userdata, enum auth_say_level level, con
         (void)vfprintf(stderr, fmt, ap);
         (void)fputc('\n', stderr);
     } else {
-        log_vmsg(arg_log, LOG_ERROR, fmt, ap);
+        vsay(LOG_ERROR, fmt, ap);
     }
     va_end(ap);
 }
@@ -373,8 +403,7 @@ static int cmd_login(int argc, char **argv)
             break;
         case OPT_TIMEOUT:
             if (duration_parse(optarg, &lo.timeout_ms) < 0 || lo.timeout_ms <= 0) {
-                log_error(arg_log, "--timeout: '%s' is not a positive duration (e.g. 90s, 5m)",
-                          optarg);
+                say_error("--timeout: '%s' is not a positive duration (e.g. 90s, 5m)", optarg);
                 return EXIT_USAGE;
             }
             break;
@@ -383,7 +412,7 @@ static int cmd_login(int argc, char **argv)
         }
     }
     if (argc - optind != 1) {
-        log_error(arg_log, "login takes exactly one SERVER (see 'mcp-auth login --help')");
+        say_error("login takes exactly one SERVER (see 'mcp-auth login --help')");
         return EXIT_USAGE;
     }
     status = resolve_target(argv[optind], &tc);
@@ -392,21 +421,28 @@ static int cmd_login(int argc, char **argv)
     struct auth_ui ui = {.say = ui_say, .countdown = ui_countdown};
     int r = auth_login(&tc.t, &lo, &ui, &te, &e);
     if (r == -EALREADY) {
-        log_msg(arg_log, arg_quiet ? LOG_INFO : LOG_ERROR, "%s", err_msg(&e));
+        say(arg_quiet ? LOG_INFO : LOG_ERROR, "%s", err_msg(&e));
         status = EXIT_OK;
         goto out;
     }
     if (r < 0) {
-        log_error(arg_log, "%s", err_msg(&e));
+        say_error("%s", err_msg(&e));
         status = exit_for(r);
         goto out;
     }
     char exp[64];
     describe_expiry(te->expires_at, exp, sizeof(exp));
-    if (!arg_quiet)
-        fprintf(stderr, "signed in to %s\n  scopes:  %s\n  expires: %s%s\n", tc.url,
-                te->scope && *te->scope ? te->scope : "(none)", exp,
+    if (!arg_quiet) {
+        struct buf su, ss;
+        buf_init(&su, 64 * 1024);
+        buf_init(&ss, 64 * 1024);
+        fprintf(stderr, "signed in to %s\n  scopes:  %s\n  expires: %s%s\n",
+                text_escaped(&su, tc.url),
+                te->scope && *te->scope ? text_escaped(&ss, te->scope) : "(none)", exp,
                 te->refresh_token ? " (refreshed automatically)" : "");
+        buf_release(&su);
+        buf_release(&ss);
+    }
     status = EXIT_OK;
 out:
     token_entry_free(te);
@@ -423,8 +459,16 @@ static int write_header_answer(const struct token_entry *te, bool json, struct b
 {
     struct helper_headers h = {0};
     struct buf value;
+    if (!auth_token_sendable(te))
+        return err_set(e, AUTH_LOGIN_REQUIRED,
+                       "the stored token for '%s' is not a valid bearer token (RFC 6750), so it "
+                       "is never sent",
+                       te->server_url);
     buf_init_secret(&value, 1024 * 1024);
     int r = buf_printf(&value, "Bearer %s", te->access_token);
+    if (r >= 0 && !header_value_safe(value.data, value.len))
+        r = err_set(e, AUTH_LOGIN_REQUIRED,
+                    "the stored token for '%s' cannot be sent as a header value", te->server_url);
     if (r >= 0)
         r = helper_headers_add(&h, "Authorization", value.data, value.len, e);
     h.expires_at = te->expires_at > 0 ? te->expires_at : te->issued_at + 3600;
@@ -461,22 +505,27 @@ static int cmd_header(int argc, char **argv)
             return EXIT_USAGE;
     }
     if (argc - optind != 1) {
-        log_error(arg_log, "header takes exactly one SERVER (see 'mcp-auth header --help')");
+        say_error("header takes exactly one SERVER (see 'mcp-auth header --help')");
         return EXIT_USAGE;
     }
     status = resolve_target(argv[optind], &tc);
     if (status != EXIT_OK)
         goto out;
     int r = auth_fresh_token(&tc.t, 0, force, &te, &e);
+    if (r >= 0 && !auth_token_sendable(te))
+        r = err_set(&e, AUTH_LOGIN_REQUIRED,
+                    "the stored token for '%s' is not a valid bearer token (RFC 6750), so it "
+                    "is never sent",
+                    te->server_url);
     if (r == AUTH_LOGIN_REQUIRED) {
         char cmd[1024];
         signin_command(&tc, cmd, sizeof(cmd));
-        log_error(arg_log, "%s: sign in with: %s", err_msg(&e), cmd);
+        say_error("%s: sign in with: %s", err_msg(&e), cmd);
         status = EXIT_LOGIN_REQUIRED;
         goto out;
     }
     if (r < 0) {
-        log_error(arg_log, "%s", err_msg(&e));
+        say_error("%s", err_msg(&e));
         status = exit_for(r);
         goto out;
     }
@@ -488,8 +537,16 @@ static int cmd_header(int argc, char **argv)
     struct buf b;
     buf_init_secret(&b, 1024 * 1024);
     r = write_header_answer(te, json, &b, &e);
+    if (r == AUTH_LOGIN_REQUIRED) {
+        char cmd[1024];
+        signin_command(&tc, cmd, sizeof(cmd));
+        say_error("%s: sign in with: %s", err_msg(&e), cmd);
+        buf_release(&b);
+        status = EXIT_LOGIN_REQUIRED;
+        goto out;
+    }
     if (r < 0)
-        log_error(arg_log, "cannot build the answer: %s", err_msg(&e));
+        say_error("cannot build the answer: %s", err_msg(&e));
     if (r >= 0 && fwrite(b.data, 1, b.len, stdout) != b.len)
         r = -EIO;
     (void)fflush(stdout);
@@ -513,6 +570,9 @@ static struct json_object *status_json(const struct token_entry *t)
         (void)json_object_object_add(o, "client_id", json_object_new_string(t->client_id));
     (void)json_object_object_add(o, "has_access_token",
                                  json_object_new_boolean(t->access_token != NULL));
+    if (t->access_token)
+        (void)json_object_object_add(o, "access_token_usable",
+                                     json_object_new_boolean(auth_token_sendable(t)));
     if (t->access_token && t->expires_at > 0)
         (void)json_object_object_add(o, "expires_at", json_object_new_int64(t->expires_at));
     if (t->scope)
@@ -540,12 +600,22 @@ static size_t status_print(struct token_entry *const *all, size_t n, const char 
         describe_expiry(t->access_token ? t->expires_at : 0, exp, sizeof(exp));
         if (!t->access_token)
             (void)snprintf(exp, sizeof(exp), "signed out");
-        if (json)
+        else if (!auth_token_sendable(t))
+            (void)snprintf(exp, sizeof(exp), "unusable"); /* never sent: see `header` */
+        if (json) {
             (void)json_object_array_add(arr, status_json(t));
-        else
-            printf("%-40s %-30s %-18s %-12s %-7s %s\n", t->server_url, t->issuer,
-                   registration_method_str(t->registration), exp, t->refresh_token ? "yes" : "no",
-                   t->scope ? t->scope : "-");
+        } else {
+            struct buf su, si, ss;
+            buf_init(&su, 64 * 1024);
+            buf_init(&si, 64 * 1024);
+            buf_init(&ss, 64 * 1024);
+            printf("%-40s %-30s %-18s %-12s %-7s %s\n", text_escaped(&su, t->server_url),
+                   text_escaped(&si, t->issuer), registration_method_str(t->registration), exp,
+                   t->refresh_token ? "yes" : "no", t->scope ? text_escaped(&ss, t->scope) : "-");
+            buf_release(&su);
+            buf_release(&si);
+            buf_release(&ss);
+        }
     }
     if (json) {
         struct json_object *root = json_object_new_object();
@@ -582,7 +652,7 @@ static int cmd_status(int argc, char **argv)
             return EXIT_USAGE;
     }
     if (argc - optind > 1) {
-        log_error(arg_log, "status takes at most one SERVER");
+        say_error("status takes at most one SERVER");
         return EXIT_USAGE;
     }
     if (argc - optind == 1) {
@@ -591,12 +661,12 @@ static int cmd_status(int argc, char **argv)
             goto out;
     }
     if (tokens_list(&all, &n, &e) < 0) {
-        log_error(arg_log, "%s", err_msg(&e));
+        say_error("%s", err_msg(&e));
         status = EXIT_FAILED;
         goto out;
     }
     if (e.msg[0])
-        log_warn(arg_log, "%s", err_msg(&e));
+        say_warn("%s", err_msg(&e));
     if (status_print(all, n, tc.url, json) == 0 && tc.url)
         status = EXIT_LOGIN_REQUIRED;
 out:
@@ -620,7 +690,7 @@ static int cmd_logout(int argc, char **argv)
     while (getopt_long(argc, argv, "", (const struct option[]){{0}}, NULL) != -1)
         return EXIT_USAGE;
     if (argc - optind != 1) {
-        log_error(arg_log, "logout takes exactly one SERVER");
+        say_error("logout takes exactly one SERVER");
         return EXIT_USAGE;
     }
     status = resolve_target(argv[optind], &tc);
@@ -628,18 +698,18 @@ static int cmd_logout(int argc, char **argv)
         goto out;
     int r = auth_logout(&tc.t, 0, &revoked, &warn, &e);
     if (r == -ENOENT) {
-        log_info(arg_log, "nothing stored for %s", tc.url);
+        say_info("nothing stored for %s", tc.url);
         status = EXIT_OK;
         goto out;
     }
     if (r < 0) {
-        log_error(arg_log, "%s", err_msg(&e));
+        say_error("%s", err_msg(&e));
         status = exit_for(r);
         goto out;
     }
     if (warn.msg[0])
-        log_warn(arg_log, "deleted the local tokens, but revoking them failed: %s", err_msg(&warn));
-    log_info(arg_log, "signed out of %s%s", tc.url,
+        say_warn("deleted the local tokens, but revoking them failed: %s", err_msg(&warn));
+    say_info("signed out of %s%s", tc.url,
              revoked ? " (tokens revoked at the authorization server)" : "");
     status = EXIT_OK;
 out:
@@ -719,14 +789,14 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
             return dispatch(sub_argv[1], 2, help_argv);
         }
         if (sub_argc > 1 && strcmp(sub_argv[1], "help") != 0) {
-            log_error(arg_log, "unknown command '%s' (see 'mcp-auth --help')", sub_argv[1]);
+            say_error("unknown command '%s' (see 'mcp-auth --help')", sub_argv[1]);
             return EXIT_USAGE;
         }
         fputs(usage_text, stdout);
         return EXIT_OK;
     }
     if (cmd[0] == '-') {
-        log_error(arg_log, "unknown option '%s' (see 'mcp-auth --help')", cmd);
+        say_error("unknown option '%s' (see 'mcp-auth --help')", cmd);
         return EXIT_USAGE;
     }
     /* "mcp-auth SERVER [options]": login; the server stays in argv as the operand */

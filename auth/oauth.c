@@ -9,6 +9,7 @@
 #include "credkit/http.h"
 #include "credkit/json.h"
 #include "credkit/secmem.h"
+#include "credkit/textsafe.h"
 #include "credkit/url.h"
 
 #include "crypto.h"
@@ -159,6 +160,39 @@ out:
     return r;
 }
 
+bool oauth_bearer_token_valid(const char *token, size_t len)
+{
+    return token && b64token_valid(token, len);
+}
+
+/* A successful token answer's access_token and token_type, checked before anything is kept:
+ * the token goes out as "Authorization: Bearer <token>", so one that is not an RFC 6750
+ * b64token (a line break in it would make a second header line in every consumer) is refused
+ * here and never stored. The message never quotes the token. */
+static int token_check_answer(struct json_object *obj, const char *endpoint, struct err *e)
+{
+    struct json_object *at = NULL;
+    (void)json_object_object_get_ex(obj, "access_token", &at);
+    if (!oauth_bearer_token_valid(json_object_get_string(at),
+                                  (size_t)json_object_get_string_len(at)))
+        return err_set(e, -EPROTO,
+                       "token request: the access token from '%s' is not a valid bearer token "
+                       "(RFC 6750 allows letters, digits, -._~+/ and = at the end only; it "
+                       "would break the Authorization header): refused, nothing was stored; "
+                       "report this to the authorization server's operator",
+                       endpoint);
+    const char *type = json_get_string(obj, "token_type");
+    if (type && strcasecmp(type, "bearer") != 0) {
+        struct buf sc;
+        buf_init(&sc, 256);
+        int r = err_set(e, -EPROTO, "token request: unsupported token type '%.64s' (only Bearer)",
+                        text_escaped(&sc, type));
+        buf_release(&sc);
+        return r;
+    }
+    return 0;
+}
+
 int oauth_token(const char *endpoint, const struct oauth_client *client, const char *const *params,
                 int64_t timeout_ms, struct token_response *ret, struct err *e)
 {
@@ -195,6 +229,9 @@ int oauth_token(const char *endpoint, const struct oauth_client *client, const c
                         endpoint);
             goto out;
         }
+        r = token_check_answer(obj, endpoint, e);
+        if (r < 0)
+            goto out;
         t.access_token = strdup(at);
         t.token_type = dup_json_string(obj, "token_type");
         t.refresh_token = dup_json_string(obj, "refresh_token");
@@ -204,11 +241,6 @@ int oauth_token(const char *endpoint, const struct oauth_client *client, const c
             t.expires_in = ei;
         if (!t.access_token) {
             r = -ENOMEM;
-            goto out;
-        }
-        if (t.token_type && strcasecmp(t.token_type, "bearer") != 0) {
-            r = err_set(e, -EPROTO, "token request: unsupported token type '%s' (only Bearer)",
-                        t.token_type);
             goto out;
         }
     }
@@ -328,6 +360,12 @@ static int registration_from_answer(struct json_object *answer, const char *endp
     json_get_int64(answer, "client_secret_expires_at", &reg.client_secret_expires_at);
     reg.client_uri = dup_json_string(answer, "registration_client_uri");
     reg.access_token = dup_json_string(answer, "registration_access_token");
+    if (reg.access_token && !oauth_bearer_token_valid(reg.access_token, strlen(reg.access_token))) {
+        /* it would go out as a bearer token: one that cannot is not kept (the registration
+         * works without it; only the check that the client still exists is skipped) */
+        secure_free(reg.access_token);
+        reg.access_token = NULL;
+    }
     if (reg.client_uri && url_check_secure(reg.client_uri, "registration_client_uri", NULL) < 0) {
         free(reg.client_uri); /* never send a token to an insecure endpoint */
         reg.client_uri = NULL;
@@ -402,6 +440,8 @@ int oauth_client_exists(const char *client_uri, const char *access_token, int64_
     struct buf hdr;
     struct http_response resp = {0};
     int r;
+    if (!oauth_bearer_token_valid(access_token, access_token ? strlen(access_token) : 0))
+        return -EINVAL; /* cannot tell: never a header built from it */
     buf_init_secret(&hdr, 16 * 1024);
     r = buf_printf(&hdr, "Authorization: Bearer %s", access_token);
     if (r < 0)

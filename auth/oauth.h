@@ -8,6 +8,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "credkit/err.h"
@@ -40,6 +41,10 @@ int oauth_token(const char *endpoint, const struct oauth_client *client, const c
                 int64_t timeout_ms, struct token_response *ret, struct err *e) _must_check_;
 
 void token_response_release(struct token_response *t);
+
+/* Whether token[0..len) may be sent as "Authorization: Bearer <token>": an RFC 6750
+ * b64token (NULL: no). oauth_token() refuses an answer whose access token is not one. */
+bool oauth_bearer_token_valid(const char *token, size_t len);
 
 /* RFC 8693 token exchange at an identity provider: subject_token (an ID token) for an
  * identity assertion authorization grant (ID-JAG) meant for audience (the MCP server's

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "credkit/secmem.h"
 #include "credkit/util.h"
@@ -9,6 +10,7 @@
 #include "client.h"
 #include "discovery.h"
 #include "grant.h"
+#include "oauth.h"
 #include "refresh.h"
 #include "store.h"
 
@@ -32,9 +34,15 @@ static int64_t effective_expiry(const struct token_entry *t)
     return t->issued_at + UNKNOWN_LIFETIME_S;
 }
 
+bool auth_token_sendable(const struct token_entry *t)
+{
+    return t->access_token && oauth_bearer_token_valid(t->access_token, strlen(t->access_token)) &&
+           (!t->token_type || strcasecmp(t->token_type, "bearer") == 0);
+}
+
 bool auth_token_fresh(const struct token_entry *t, int64_t now)
 {
-    if (!t->access_token)
+    if (!auth_token_sendable(t))
         return false;
     int64_t exp = effective_expiry(t);
     return now < exp - auth_refresh_margin(t->issued_at, exp);
@@ -84,6 +92,24 @@ static int use_refresh_token(const struct auth_target *t, const struct discovery
     return r;
 }
 
+/* Why no new token can be had for te without a person (it has no refresh token, and its grant
+ * needs one). */
+static int login_required(struct token_entry *te, struct err *e)
+{
+    if (te->access_token && !auth_token_sendable(te))
+        return err_set(e, AUTH_LOGIN_REQUIRED,
+                       "the stored token for '%s' is not a valid bearer token (RFC 6750: "
+                       "letters, digits, -._~+/ and = at the end only, token type Bearer), so "
+                       "it is never sent, and there is no refresh token",
+                       te->server_url);
+    return err_set(e, AUTH_LOGIN_REQUIRED,
+                   !te->access_token ? "no sign-in for '%s' yet"
+                   : auth_token_fresh(te, now_unix())
+                       ? "the server refused the token for '%s' and there is no refresh token"
+                       : "the token for '%s' has expired and there is no refresh token",
+                   te->server_url);
+}
+
 /* New tokens for te, which the caller holds locked: with the refresh token, or from a grant
  * that needs no person when there is none. */
 static int refresh_locked(const struct auth_target *t, struct token_entry *te, int64_t http_timeout,
@@ -92,6 +118,8 @@ static int refresh_locked(const struct auth_target *t, struct token_entry *te, i
     const struct grant_ops *grant = grant_of(t);
     struct discovery *d = NULL;
     int r;
+    if (!te->refresh_token && !grant->renew)
+        return login_required(te, e); /* nothing to ask the authorization server */
     if (te->as_metadata)
         r = discovery_from_cache(te->server_url, te->issuer, te->as_metadata, te->prm,
                                  te->resource_metadata_url, te->discovered_at, &d);
@@ -101,15 +129,8 @@ static int refresh_locked(const struct auth_target *t, struct token_entry *te, i
         return r;
     if (te->refresh_token)
         r = use_refresh_token(t, d, te, http_timeout, e);
-    else if (grant->renew)
-        r = grant->renew(t, d, te, http_timeout, e);
     else
-        r = err_set(e, AUTH_LOGIN_REQUIRED,
-                    !te->access_token ? "no sign-in for '%s' yet"
-                    : auth_token_fresh(te, now_unix())
-                        ? "the server refused the token for '%s' and there is no refresh token"
-                        : "the token for '%s' has expired and there is no refresh token",
-                    te->server_url);
+        r = grant->renew(t, d, te, http_timeout, e);
     discovery_free(d);
     return r;
 }
@@ -132,10 +153,15 @@ static int refresh_under_lock(const struct auth_target *t, const char *issuer, c
     bool same = seen && te->access_token && secure_streq(seen, te->access_token);
     if (!auth_token_fresh(te, now_unix()) || (force && same)) {
         r = refresh_locked(t, te, http_timeout, e);
+        if (r < 0 && r != AUTH_LOGIN_REQUIRED && r != -ENOMEM)
+            (void)err_prefix(e, "cannot refresh the token for '%s'", te->server_url);
         struct err se = ERR_INIT;
         int sr = store_save(te, r < 0 ? &se : e);
-        if (r >= 0 && sr < 0)
+        if (r >= 0 && sr < 0) {
+            (void)err_prefix(e, "the new token could not be stored (the stored sign-in is as "
+                                "it was)");
             r = sr;
+        }
         if (r < 0)
             goto out;
     }

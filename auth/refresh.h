@@ -28,6 +28,11 @@ int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms, bool 
  * 60 s and a quarter of its lifetime before expiry, at least 1 s. */
 int64_t auth_refresh_margin(int64_t issued_at, int64_t expires_at);
 
-/* Whether t holds an access token that needs no refresh yet at now (unix seconds): one of an
- * unknown lifetime counts as expiring an hour after it was issued. */
+/* Whether t's access token may be handed out as "Authorization: Bearer <token>": present, an
+ * RFC 6750 b64token, of token type Bearer (or none). A store written by an older version or
+ * edited by hand may hold one that is not: it is never sent, and counts as expired. */
+bool auth_token_sendable(const struct token_entry *t);
+
+/* Whether t holds a sendable access token that needs no refresh yet at now (unix seconds):
+ * one of an unknown lifetime counts as expiring an hour after it was issued. */
 bool auth_token_fresh(const struct token_entry *t, int64_t now);

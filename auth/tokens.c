@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -124,7 +125,10 @@ int tokens_dir(bool create, char **ret, struct err *e)
     int r = path_agent_file("oauth", &dir, e);
     if (r < 0)
         goto out;
-    if (create) {
+    /* a store others can enter lets them swap entries or read names: tightened to 0700 when
+     * ours, refused with the fix when not; also when only reading, but never created then */
+    struct stat st;
+    if (create || stat(dir, &st) == 0) {
         r = dir_ensure(dir, 0700, e);
         if (r < 0)
             goto out;

@@ -61,7 +61,9 @@ struct token_entry {
     struct json_object *extra; /* unknown keys, written back; owned; NULL */
 };
 
-/* The store's directory (created 0700 when create). Caller frees. */
+/* The store's directory (created 0700 when create). An existing one that group or others can
+ * use is tightened to 0700 when ours, refused (-EACCES, saying who must run which chmod) when
+ * not, whether create or not. Caller frees. */
 int tokens_dir(bool create, char **ret, struct err *e) _must_check_;
 
 /* Path of the entry file for (server_url, issuer). Caller frees. */

@@ -75,6 +75,7 @@ cases=(
     "redirect-other-origin|5|redirected to another origin ('http://127.0.0.2:"
     "reg-no-client-id|5|client registration at '{AS}/register': the answer has no client_id"
     "token-no-access-token|5|token request: the answer from '{AS}/token' has no access_token"
+    "token-crlf|5|token request: the access token from '{AS}/token' is not a valid bearer token"
     "iss-mismatch|5|the response to the sign-in did not come from the expected authorization server: it came back from issuer 'https://evil.example', not '{AS}': refusing it"
     "iss-missing|5|the response to the sign-in did not come from the expected authorization server: '{AS}' promises an 'iss' parameter (authorization_response_iss_parameter_supported) but the response has none: refusing it"
     "iss-normalized|5|it came back from issuer '{AS}/', not '{AS}': refusing it"
@@ -82,6 +83,7 @@ cases=(
     "error-iss-mismatch|5|it came back from issuer 'https://evil.example', not '{AS}': refusing it"
     "error-iss-missing|5|'{AS}' promises an 'iss' parameter (authorization_response_iss_parameter_supported) but the response has none"
     "error-callback|5|sign-in failed: access_denied: User said no"
+    "error-controls|5|sign-in failed: access_denied: No\\x1b[2J\\u{202e}forged"
     "no-callback|1|nobody signed in within ${TIMEOUT}s: run the command again, or use --no-browser and open the URL yourself, or use --timeout to wait longer"
     "no-registration|3|does not offer dynamic client registration: register a client there and set \"oauth\": {\"clientId\""
 )
@@ -100,6 +102,14 @@ for c in "${cases[@]}"; do
         assert_eq "$(stat_of 'j.token_requests')" 0 "token requests with '$fault'" ;;
     esac
     case $fault in
+    error-controls)
+        # the authorization server's text reaches the terminal escaped: no ESC, no override
+        if LC_ALL=C grep -q $'\x1b' <<<"$ERR" || LC_ALL=C grep -q $'\xe2\x80\xae' <<<"$ERR"; then
+            fail "a control character of the authorization server reached the terminal: $ERR"
+        fi
+        T_CHECKS=$((T_CHECKS + 1)) ;;
+    token-crlf)
+        assert_not_contains "$ERR" "X-Injected" "the refused token in the message" ;;
     error-iss-*)
         # an error response that fails the issuer check is neither acted on nor shown
         assert_not_contains "$ERR" "access_denied" "the error of '$fault'"
@@ -239,3 +249,39 @@ assert_eq "$OUT" "$HEADER" "the header after the failed sign-ins"
 run 0 A status --json
 assert_eq "$(json_get "$OUT" 'j.servers.length')" 1
 assert_eq "$(json_get "$OUT" 'j.servers[0].has_access_token')" true
+
+# ---- a stored token that could not go out as a header (an older version's store, or edited
+# by hand): never handed out, by `header` or `header --json`; "login required" with the reason
+# and the command; `status` says it is unusable and the file's issuer reaches it escaped ----
+node -e '
+const fs = require("fs"), f = process.argv[1], j = JSON.parse(fs.readFileSync(f, "utf8"));
+j.tokens.access_token = "at-x\r\nX-Injected: 1";
+delete j.tokens.refresh_token;
+fs.writeFileSync(f, JSON.stringify(j), { mode: 0o600 });' "$ENTRY"
+for form in "" --json; do
+    run 4 A header $form demo
+    assert_eq "$OUT" "" "standard output of header $form with a bad stored token"
+    assert_contains "$ERR" "the stored token for '$AS/mcp' is not a valid bearer token"
+    assert_contains "$ERR" "sign in with: mcp-auth demo"
+    assert_not_contains "$ERR" "X-Injected" "the message of header $form"
+done
+run 0 A status
+assert_contains "$OUT" "unusable"
+run 0 A status --json
+assert_eq "$(json_get "$OUT" 'j.servers[0].access_token_usable')" false
+
+# ---- the store's files: an entry that is a symbolic link is refused naming its target (a
+# chmod would change the target), never followed nor replaced; a store directory others can
+# enter is tightened to 0700 by any command that reads it ----
+mv "$ENTRY" "$T_ROOT/entry.target"
+ln -s "$T_ROOT/entry.target" "$ENTRY"
+run 1 A header demo
+assert_contains "$ERR" "is a symbolic link to '$T_ROOT/entry.target'"
+assert_eq "$OUT" "" "standard output of header with a symlinked entry"
+[ -L "$ENTRY" ] || fail "the symlinked entry was replaced"
+T_CHECKS=$((T_CHECKS + 1))
+rm "$ENTRY"
+mv "$T_ROOT/entry.target" "$ENTRY"
+chmod 0755 "$PI_CODING_AGENT_DIR/oauth"
+run 0 A status
+assert_eq "$(file_mode "$PI_CODING_AGENT_DIR/oauth")" 700 "the store's mode after status"

@@ -33,12 +33,14 @@ const FAULTS = {
   'redirect-other-origin': 'the metadata GET answers 302 to http://127.0.0.2:PORT/...',
   'reg-no-client-id': 'the registration answer has no client_id',
   'token-no-access-token': 'the token answer has no access_token',
+  'token-crlf': 'the token answer\'s access_token holds CR LF and a header line',
   'state-mismatch': '/authorize redirects with another state',
   'iss-mismatch': '/authorize redirects with iss=https://evil.example',
   'iss-missing': '/authorize redirects without iss (the metadata promises it)',
   'iss-normalized': '/authorize redirects with iss=<issuer>/ (equal only after normalisation)',
   'iss-unadvertised': 'the metadata does not promise iss; /authorize redirects with iss=https://evil.example',
   'error-callback': '/authorize redirects with error=access_denied',
+  'error-controls': '/authorize redirects with an error_description holding ESC sequences and a bidi override',
   'error-iss-mismatch': '/authorize redirects with error=access_denied and iss=https://evil.example',
   'error-iss-missing': '/authorize redirects with error=access_denied without iss (the metadata promises it)',
   'no-callback': '/authorize answers 200 with a page and never redirects',
@@ -165,6 +167,8 @@ function authorize(req, res, url) {
         { 'content-type': 'text/html; charset=utf-8' });
     case 'error-callback':
       return redirectTo(res, redirectUri, { error: 'access_denied', error_description: 'User said no', state, iss: issuer });
+    case 'error-controls':
+      return redirectTo(res, redirectUri, { error: 'access_denied', error_description: 'No\x1b[2J\u202eforged', state, iss: issuer });
     case 'error-iss-mismatch':
     case 'error-iss-missing':
       return redirectTo(res, redirectUri, {
@@ -208,6 +212,7 @@ async function token(req, res) {
     return tokenError(400, 'invalid_target', `resource ${form.get('resource')}`);
   const answer = { token_type: 'Bearer', expires_in: 3600, refresh_token: rand(), scope: c.scope ?? 'mcp' };
   if (fault !== 'token-no-access-token') answer.access_token = `at-${rand()}`;
+  if (fault === 'token-crlf') answer.access_token += '\r\nX-Injected: 1';
   else answer.note = 'no access_token here';
   stats.tokens_issued++;
   return sendJson(res, 200, answer);

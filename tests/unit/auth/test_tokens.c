@@ -672,6 +672,84 @@ static void test_issuer_binding(void)
     token_entry_free(neu);
 }
 
+/* The store's directory, too open: tightened to 0700 when ours, on reading as on writing;
+ * refused with the fix when someone else's. */
+static void test_store_dir_mode(void)
+{
+    const char *store = fresh_store("dirmode");
+    struct err e = ERR_INIT;
+    struct token_entry *t = full_entry(URL, ISS), *got = NULL;
+    CHECK_INT(tokens_save(t, &e), 0);
+    CHECK_INT(mode_of(store), 0700);
+
+    CHECK_INT(chmod(store, 0755), 0);
+    CHECK_INT(tokens_load(URL, NULL, &got, &e), 0); /* a read tightens it */
+    token_entry_free(got);
+    got = NULL;
+    CHECK_INT(mode_of(store), 0700);
+    CHECK_INT(chmod(store, 0777), 0);
+    CHECK_INT(tokens_save(t, &e), 0); /* and a write */
+    CHECK_INT(mode_of(store), 0700);
+
+    /* someone else's: refused, saying who must run what; nothing read, nothing written */
+    if (geteuid() == 0) {
+        CHECK_INT(chmod(store, 0755), 0);
+        CHECK_INT(chown(store, 4242, (gid_t)-1), 0);
+        CHECK_INT(tokens_load(URL, NULL, &got, &e), -EACCES);
+        CHECK_CONTAINS(err_msg(&e), "is accessible to others (mode 0755)");
+        CHECK_CONTAINS(err_msg(&e), "chmod 700");
+        CHECK_INT(tokens_save(t, &e), -EACCES);
+        CHECK_INT(mode_of(store), 0755);
+        CHECK_INT(chown(store, 0, (gid_t)-1), 0);
+    }
+    token_entry_free(t);
+}
+
+/* An entry file or a lock file that is a symbolic link: refused, naming where it points, never
+ * followed, never replaced by a write. */
+static void test_symlinks_refused(void)
+{
+    fresh_store("symlinks");
+    struct err e = ERR_INIT;
+    struct token_entry *t = full_entry(URL, ISS), *got = NULL;
+    CHECK_INT(tokens_save(t, &e), 0);
+    char *p = entry_file(URL, ISS);
+    char target[4200], lock[4200];
+    (void)snprintf(target, sizeof(target), "%s.elsewhere", p);
+    CHECK_INT(rename(p, target), 0);
+    CHECK_INT(symlink(target, p), 0);
+
+    CHECK_INT(tokens_load(URL, ISS, &got, &e), -ELOOP);
+    CHECK_CONTAINS(err_msg(&e), "is a symbolic link to '");
+    CHECK_CONTAINS(err_msg(&e), ".elsewhere'");
+    CHECK_INT(tokens_load(URL, NULL, &got, &e), -ELOOP); /* looked up by URL: reported too */
+    CHECK_INT(tokens_save(t, &e), -ELOOP);
+    CHECK_CONTAINS(err_msg(&e), "not replacing it");
+    struct stat st;
+    CHECK(lstat(p, &st) == 0 && S_ISLNK(st.st_mode)); /* still the link: nothing written */
+    CHECK_INT(unlink(p), 0);
+    CHECK_INT(rename(target, p), 0);
+    CHECK_INT(tokens_load(URL, ISS, &got, &e), 0);
+    token_entry_free(got);
+
+    /* the lock */
+    (void)snprintf(lock, sizeof(lock), "%s.lock", p);
+    (void)snprintf(target, sizeof(target), "%s.lock-target", p);
+    (void)unlink(lock);
+    put(target, "", 0600);
+    CHECK_INT(symlink(target, lock), 0);
+    struct file_lock *l = NULL;
+    CHECK_INT(tokens_lock(URL, ISS, 1000, &l, &e), -ELOOP);
+    CHECK_CONTAINS(err_msg(&e), "symbolic link");
+    CHECK(l == NULL);
+    file_lock_release(l);
+    CHECK_INT(unlink(lock), 0);
+    CHECK_INT(tokens_lock(URL, ISS, 1000, &l, &e), 0);
+    file_lock_release(l);
+    free(p);
+    token_entry_free(t);
+}
+
 TESTS_MAIN(test_round_trip, test_newest_for_url, test_issuer_binding, test_unknown_keys_preserved,
            test_refusals, test_entry_arguments, test_clear, test_delete, test_lock,
-           test_method_names)
+           test_method_names, test_store_dir_mode, test_symlinks_refused)
