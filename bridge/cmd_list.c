@@ -17,6 +17,7 @@
 #include "credkit/mcp_config.h"
 #include "credkit/path.h"
 #include "credkit/strv.h"
+#include "credkit/textsafe.h"
 #include "credkit/util.h"
 
 #include "cli.h"
@@ -124,15 +125,34 @@ static const char *entry_reason(const struct mcp_server *s)
     return p + k + 3;
 }
 
-/* Appends s with its control characters (and DEL) as \xHH: names, paths, commands and messages
- * come from files anyone may have written, and go to a terminal. */
+/* Appends s escaped for a terminal (textsafe: controls, bidi overrides, invalid UTF-8): names,
+ * paths, commands and messages come from files anyone may have written. When s does not fit in
+ * what out may still hold, as much of it as fits and a note of its length: one huge entry must
+ * not make the whole report fail. 0, or -ENOMEM (-E2BIG when out cannot even hold the note). */
 static int append_escaped(struct buf *out, const char *s)
 {
-    int r = 0;
-    for (const unsigned char *p = (const unsigned char *)s; r >= 0 && *p; p++)
-        r = *p < 0x20 || *p == 0x7f ? buf_printf(out, "\\x%02x", *p)
-                                    : buf_append_char(out, (char)*p);
-    return r;
+    size_t start = out->len, n = strlen(s), done = 0;
+    int r = text_escape_append(out, s, n);
+    if (r != -E2BIG)
+        return r;
+    char note[128];
+    int k = snprintf(note, sizeof(note),
+                     "... (%zu bytes, too long to show: see 'mcp-bridge list --json')", n);
+    /* again, a piece at a time while the worst case of a piece (4 bytes shown for each byte)
+     * and the note still fit; never a character cut in two */
+    out->len = start;
+    if (out->data)
+        out->data[start] = '\0';
+    while (done < n && out->len + 4 * 1024 + (size_t)k + 1 <= out->max) {
+        size_t piece = n - done < 1024 ? n - done : 1024;
+        while (piece > 1 && done + piece < n && ((unsigned char)s[done + piece] & 0xc0) == 0x80)
+            piece--;
+        r = text_escape_append(out, s + done, piece);
+        if (r < 0)
+            return r;
+        done += piece;
+    }
+    return buf_append_str(out, note);
 }
 
 /* s escaped, in out (reset first); "" when it does not fit. Borrowed from out. */
@@ -524,8 +544,9 @@ static void list_row_init(struct list_row *w)
     buf_init(&w->name, 64 * 1024);
     buf_init(&w->origin, 64 * 1024);
     buf_init(&w->lifecycle, 64);
-    buf_init(&w->target, 1024 * 1024);
-    buf_init(&w->raw_target, 256 * 1024);
+    buf_init(&w->target, 64 * 1024);
+    /* a whole file's entry, shell-quoted (each ' four bytes): what is shown is capped in target */
+    buf_init(&w->raw_target, 64u * 1024 * 1024);
 }
 
 static void list_row_release(struct list_row *w)
@@ -557,15 +578,21 @@ static int list_row_fill(struct list_row *w, const struct mcp_server *s,
     return r;
 }
 
+/* The widest a column is padded to */
+#define LIST_COLUMN_MAX 48
+
 /* One line of the files sections: the display path (escaped), its import, whether it exists. */
 static void print_file(const char *path, const char *import, bool exists)
 {
     char *d = path_display(path);
-    struct buf shown;
+    struct buf shown, shown_import;
     buf_init(&shown, 64 * 1024);
+    buf_init(&shown_import, 1024);
     printf("  %s%s%s%s%s\n", escaped(&shown, d ? d : path), import ? " (import " : "",
-           import ? import : "", import ? ")" : "", exists ? "" : " (absent)");
+           import ? escaped(&shown_import, import) : "", import ? ")" : "",
+           exists ? "" : " (absent)");
     buf_release(&shown);
+    buf_release(&shown_import);
     free(d);
 }
 
@@ -586,6 +613,9 @@ static int list_text(const struct mcp_config *c, const struct creds_report *rep)
         w_src = row.origin.len > w_src ? row.origin.len : w_src;
         w_life = row.lifecycle.len > w_life ? row.lifecycle.len : w_life;
     }
+    /* one long name or path overflows its own row, not the alignment of every other one */
+    w_name = w_name > LIST_COLUMN_MAX ? LIST_COLUMN_MAX : w_name;
+    w_src = w_src > LIST_COLUMN_MAX ? LIST_COLUMN_MAX : w_src;
     if (n == 0)
         printf("no MCP servers configured: add one with 'mcp-bridge add'\n");
     else
