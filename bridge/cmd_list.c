@@ -234,7 +234,9 @@ static const char list_help[] =
     "\n"
     "STATUS: ok; disabled (\"disabled\": true: listed, never started); invalid (the entry\n"
     "cannot be used: why); missing (a ${NAME} does not resolve, a headersHelper or mcp-auth is\n"
-    "not there); login (OAuth: sign in with the command shown).\n"
+    "not there); login (OAuth: sign in with the command shown); untrusted (an entry of the\n"
+    "project's files, not used until approved: run mcp-bridge trust; also when it changed\n"
+    "since it was approved).\n"
     "SOURCE: the file, and \"(import NAME)\" for an entry an \"imports\" list brought in; under\n"
     "the entry, \"shadows:\" names the entries of the same name it won over (lower layers,\n"
     "imports), and \"warning:\" what is odd in it without making it invalid (an unknown key).\n"
@@ -261,7 +263,9 @@ static const char list_help[] =
     "                  \"lifecycle\": \"lazy\"|\"eager\"|\"keep-alive\"|null (invalid),\n"
     "                  \"idleTimeoutMs\": number|null (0: never; null: keep-alive, invalid),\n"
     "                  \"valid\": bool, \"error\": string|null, \"missingVariables\": [string],\n"
-    "                  \"status\": \"ok\"|\"disabled\"|\"invalid\"|\"missing\"|\"login\",\n"
+    "                  \"status\": \"ok\"|\"disabled\"|\"invalid\"|\"missing\"|\"login\"|\n"
+    "                    \"untrusted\",\n"
+    "                  \"trust\": \"trusted\"|\"approved\"|\"untrusted\"|\"changed\",\n"
     "                  \"credentials\": {\"variables\": [{\"name\", \"resolved\": bool,\n"
     "                     \"source\": string|null, \"expiresAt\": number|null,\n"
     "                     \"error\": string|null}],\n"
@@ -311,9 +315,16 @@ static const char *source_path(const struct mcp_config *c, const struct strv *di
     return disp;
 }
 
-/* The STATUS of an entry. Static. */
-static const char *entry_status(const struct creds_server *cs)
+static bool untrusted(enum mcp_trust t)
 {
+    return t == MCP_TRUST_UNTRUSTED || t == MCP_TRUST_CHANGED;
+}
+
+/* The STATUS of an entry. Static. */
+static const char *entry_status(const struct creds_server *cs, enum mcp_trust t)
+{
+    if (untrusted(t))
+        return "untrusted";
     if (cs->server->error)
         return "invalid";
     return cs->server->disabled ? "disabled" : creds_server_status(cs);
@@ -446,7 +457,8 @@ static int list_json(const struct mcp_config *c, const struct creds_report *rep,
         cfg_jadd(&oom, o, "valid", json_object_new_boolean(!s->error));
         cfg_jadd(&oom, o, "error", cfg_jstr(&oom, s->error));
         cfg_jadd(&oom, o, "missingVariables", json_missing(&oom, cs));
-        cfg_jadd(&oom, o, "status", cfg_jstr(&oom, entry_status(cs)));
+        cfg_jadd(&oom, o, "status", cfg_jstr(&oom, entry_status(cs, mcp_config_trust_at(c, i))));
+        cfg_jadd(&oom, o, "trust", cfg_jstr(&oom, mcp_trust_name(mcp_config_trust_at(c, i))));
         cfg_jadd(&oom, o, "credentials", json_credentials(&oom, cs));
         cfg_jpush(&oom, servers, o);
     }
@@ -497,10 +509,16 @@ static void print_origin_details(const struct mcp_server *s, struct buf *line)
 }
 
 /* The lines under an entry: why it is invalid, or the state of each credential it needs. */
-static int print_details(const struct creds_server *cs, int64_t now, struct buf *line)
+static int print_details(const struct creds_server *cs, enum mcp_trust t, int64_t now,
+                         struct buf *line)
 {
     int r = 0;
     print_origin_details(cs->server, line);
+    if (untrusted(t)) {
+        printf("    %s (run: mcp-bridge trust)\n",
+               t == MCP_TRUST_CHANGED ? "untrusted: changed since it was approved" : "untrusted");
+        return 0;
+    }
     if (cs->server->error) {
         printf("    error: %s\n", escaped(line, entry_reason(cs->server)));
         return 0;
@@ -619,7 +637,7 @@ static int list_text(const struct mcp_config *c, const struct creds_report *rep)
     if (n == 0)
         printf("no MCP servers configured: add one with 'mcp-bridge add'\n");
     else
-        printf("%-*s  %-9s  %-8s  %-*s  %-*s  %s\n", (int)w_name, "NAME", "TRANSPORT", "STATUS",
+        printf("%-*s  %-9s  %-9s  %-*s  %-*s  %s\n", (int)w_name, "NAME", "TRANSPORT", "STATUS",
                (int)w_life, "LIFECYCLE", (int)w_src, "SOURCE", "COMMAND OR URL");
     buf_init(&line, 64 * 1024);
     for (size_t i = 0; i < n && r >= 0; i++) {
@@ -628,10 +646,11 @@ static int list_text(const struct mcp_config *c, const struct creds_report *rep)
         r = list_row_fill(&row, s, &st);
         if (r < 0)
             break;
-        printf("%-*s  %-9s  %-8s  %-*s  %-*s  %s\n", (int)w_name, buf_str(&row.name),
-               view_transport(s), entry_status(cs), (int)w_life, buf_str(&row.lifecycle),
+        enum mcp_trust t = mcp_config_trust_at(c, i);
+        printf("%-*s  %-9s  %-9s  %-*s  %-*s  %s\n", (int)w_name, buf_str(&row.name),
+               view_transport(s), entry_status(cs, t), (int)w_life, buf_str(&row.lifecycle),
                (int)w_src, buf_str(&row.origin), buf_str(&row.target));
-        r = print_details(cs, now, &line);
+        r = print_details(cs, t, now, &line);
     }
     list_row_release(&row);
     buf_release(&line);
