@@ -35,6 +35,9 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
 int cmd_add(int argc, char **argv, const struct args_globals *g, struct log *log);
 int cmd_remove(int argc, char **argv, const struct args_globals *g, struct log *log);
 
+/* cmd_trust.c: "trust [--project DIR] [--yes] [--revoke] [--json]" */
+int cmd_trust(int argc, char **argv, const struct args_globals *g, struct log *log);
+
 /* cmd_common.c: shared by the commands */
 struct mcp_config;
 /* Loads the layered configuration as every command sees it: --config, the project layers of
@@ -45,6 +48,11 @@ struct mcp_config;
  * of the ${VAR}s of url, headers and env) are registered with the log's redaction, so that no
  * message of the process prints them; cli_config_for() does the same. */
 struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log);
+/* The same with the project layers of cwd (absolute; NULL: none) instead of the working
+ * directory's. The project's entries are inert until approved (trust.h: "mcp-bridge trust"):
+ * each of them is invalid with the reason, and its ${VAR}s are never looked up. */
+struct mcp_config *cli_load_config_at(const struct args_globals *g, struct log *log,
+                                      const char *cwd);
 /* A duration option ("--timeout 30s"): a positive duration into *ret_ms, else reported
  * ("OPT: 'ARG' is not a positive duration") and -EINVAL (the caller exits BRIDGE_EXIT_USAGE). */
 int cli_parse_duration(const char *opt, const char *arg, struct log *log,

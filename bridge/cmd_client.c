@@ -15,6 +15,7 @@
 #include "credkit/buf.h"
 #include "credkit/json.h"
 #include "credkit/mcp_config.h"
+#include "credkit/textsafe.h"
 
 #include "cli.h"
 #include "cred_setup.h"
@@ -205,18 +206,26 @@ out:
     return r;
 }
 
+/* Everything test prints comes from the server or the file: escaped for the terminal. */
 static void print_test_text(struct client *c, struct json_object *tools)
 {
     struct json_object *info = upstream_server_info(c->u);
     const char *sname = json_get_string(info, "name"), *sver = json_get_string(info, "version");
     const char *pv = upstream_protocol_version(c->u);
     size_t n = json_object_array_length(tools), width = 0;
-    printf("'%s': connected over %s (protocol %s (%s)%s%s%s%s)\n", c->server->name,
-           mcp_transport_name(c->server->transport), pv ? pv : "?", era_name(c->u),
-           sname ? ", server " : "", sname ? sname : "", sver ? " " : "", sver ? sver : "");
+    struct buf e1, e2, e3, e4;
+    buf_init(&e1, 64 * 1024);
+    buf_init(&e2, 64 * 1024);
+    buf_init(&e3, 64 * 1024);
+    buf_init(&e4, 64 * 1024);
+    printf("'%s': connected over %s (protocol %s (%s)%s%s%s%s)\n",
+           text_escaped(&e1, c->server->name), mcp_transport_name(c->server->transport),
+           pv ? text_escaped(&e2, pv) : "?", era_name(c->u), sname ? ", server " : "",
+           sname ? text_escaped(&e3, sname) : "", sver ? " " : "",
+           sver ? text_escaped(&e4, sver) : "");
     for (size_t i = 0; i < n; i++) {
         const char *name = json_get_string(json_object_array_get_idx(tools, i), "name");
-        size_t len = name ? strlen(name) : 0;
+        size_t len = name ? strlen(text_escaped(&e1, name)) : 0;
         if (len > width && len <= 40)
             width = len;
     }
@@ -226,8 +235,13 @@ static void print_test_text(struct client *c, struct json_object *tools)
         const char *name = json_get_string(t, "name"), *desc = json_get_string(t, "description");
         char d[DESC_WIDTH + 8];
         first_line(desc ? desc : "", DESC_WIDTH, d, sizeof(d));
-        printf("  %-*s%s%s\n", (int)width, name ? name : "(no name)", *d ? "  " : "", d);
+        printf("  %-*s%s%s\n", (int)width, name ? text_escaped(&e1, name) : "(no name)",
+               *d ? "  " : "", text_escaped(&e2, d));
     }
+    buf_release(&e1);
+    buf_release(&e2);
+    buf_release(&e3);
+    buf_release(&e4);
 }
 
 static void on_tools(struct upstream *u, struct json_object *items, int error, const char *message,
@@ -612,9 +626,18 @@ static void on_notification(struct upstream *u, const char *method, struct json_
     struct json_object *params = json_get_object(msg, "params"), *data = NULL;
     const char *level = json_get_string(params, "level");
     (void)json_object_object_get_ex(params, "data", &data);
-    log_info(c->log, "'%s' [%s]: %s", c->server->name, level ? level : "log",
-             json_object_is_type(data, json_type_string) ? json_object_get_string(data)
-                                                         : json_object_to_json_string(data));
+    struct buf e1, e2, e3;
+    buf_init(&e1, 64 * 1024);
+    buf_init(&e2, 1024);
+    buf_init(&e3, 64 * 1024);
+    log_info(c->log, "'%s' [%s]: %s", text_escaped(&e1, c->server->name),
+             text_escaped(&e2, level ? level : "log"),
+             text_escaped(&e3, json_object_is_type(data, json_type_string)
+                                   ? json_object_get_string(data)
+                                   : json_object_to_json_string(data)));
+    buf_release(&e1);
+    buf_release(&e2);
+    buf_release(&e3);
 }
 
 static void on_stderr(struct upstream *u, const char *line, size_t len, void *userdata)

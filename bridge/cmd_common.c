@@ -14,6 +14,7 @@
 #include "credkit/redact.h"
 
 #include "cli.h"
+#include "trust.h"
 #include "server_config.h"
 
 #define URL_NAME_MAX 64 /* a name made from a URL's host */
@@ -102,25 +103,39 @@ static void redact_config(struct log *log, const struct mcp_config *c)
         redact_entry(log, mcp_config_at(c, i));
 }
 
-struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log)
+/* The approvals of project entries, for the loader; NULL (nothing approved, said once) when
+ * they cannot be read. */
+static struct trust_store *load_trust(struct log *log)
+{
+    struct trust_store *t = NULL;
+    struct err e = ERR_INIT;
+    if (trust_store_load(NULL, &t, &e) < 0) {
+        log_warn(log, "%s: no project entry is used until this is fixed", err_msg(&e));
+        return NULL;
+    }
+    return t;
+}
+
+struct mcp_config *cli_load_config_at(const struct args_globals *g, struct log *log,
+                                      const char *cwd)
 {
     struct mcp_config *c = NULL;
     struct err e = ERR_INIT;
-    char cwd[PATH_MAX];
     char *bundled = bundled_path();
+    struct trust_store *trust = cwd ? load_trust(log) : NULL;
     struct mcp_config_opts opts = {
         .config_path = g->config,
-        .cwd = getcwd(cwd, sizeof(cwd)),
+        .cwd = cwd,
         .bundled_path = bundled,
         .defer_vars = true, /* resolved by `secrets` at each connect (cred_helper.h) */
+        /* a project's entries are inert until approved (trust.h) */
+        .trust = trust_check,
+        .trust_userdata = trust,
+        .trust_hint = "run mcp-bridge trust",
     };
-    if (!opts.cwd)
-        log_warn(log,
-                 "cannot tell the working directory (%s): the project files .mcp.json and "
-                 ".pi/mcp.json are not read",
-                 strerror(errno));
     int r = server_config_load(&opts, &c, &e);
     free(bundled);
+    trust_store_free(trust);
     if (r < 0) {
         log_error(log, "%s", err_msg(&e));
         return NULL;
@@ -130,6 +145,18 @@ struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log
     for (size_t i = 0; i < mcp_config_diag_count(c); i++)
         log_warn(log, "%s", mcp_config_diag_at(c, i)->message);
     return c;
+}
+
+struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log)
+{
+    char cwd[PATH_MAX];
+    const char *at = getcwd(cwd, sizeof(cwd));
+    if (!at)
+        log_warn(log,
+                 "cannot tell the working directory (%s): the project files .mcp.json and "
+                 ".pi/mcp.json are not read",
+                 strerror(errno));
+    return cli_load_config_at(g, log, at);
 }
 
 bool cli_is_url(const char *target)

@@ -17,6 +17,7 @@
 #include "credkit/mcp_config.h"
 #include "credkit/path.h"
 #include "credkit/strv.h"
+#include "credkit/textsafe.h"
 #include "credkit/util.h"
 
 #include "cli.h"
@@ -124,15 +125,34 @@ static const char *entry_reason(const struct mcp_server *s)
     return p + k + 3;
 }
 
-/* Appends s with its control characters (and DEL) as \xHH: names, paths, commands and messages
- * come from files anyone may have written, and go to a terminal. */
+/* Appends s escaped for a terminal (textsafe: controls, bidi overrides, invalid UTF-8): names,
+ * paths, commands and messages come from files anyone may have written. When s does not fit in
+ * what out may still hold, as much of it as fits and a note of its length: one huge entry must
+ * not make the whole report fail. 0, or -ENOMEM (-E2BIG when out cannot even hold the note). */
 static int append_escaped(struct buf *out, const char *s)
 {
-    int r = 0;
-    for (const unsigned char *p = (const unsigned char *)s; r >= 0 && *p; p++)
-        r = *p < 0x20 || *p == 0x7f ? buf_printf(out, "\\x%02x", *p)
-                                    : buf_append_char(out, (char)*p);
-    return r;
+    size_t start = out->len, n = strlen(s), done = 0;
+    int r = text_escape_append(out, s, n);
+    if (r != -E2BIG)
+        return r;
+    char note[128];
+    int k = snprintf(note, sizeof(note),
+                     "... (%zu bytes, too long to show: see 'mcp-bridge list --json')", n);
+    /* again, a piece at a time while the worst case of a piece (4 bytes shown for each byte)
+     * and the note still fit; never a character cut in two */
+    out->len = start;
+    if (out->data)
+        out->data[start] = '\0';
+    while (done < n && out->len + 4 * 1024 + (size_t)k + 1 <= out->max) {
+        size_t piece = n - done < 1024 ? n - done : 1024;
+        while (piece > 1 && done + piece < n && ((unsigned char)s[done + piece] & 0xc0) == 0x80)
+            piece--;
+        r = text_escape_append(out, s + done, piece);
+        if (r < 0)
+            return r;
+        done += piece;
+    }
+    return buf_append_str(out, note);
 }
 
 /* s escaped, in out (reset first); "" when it does not fit. Borrowed from out. */
@@ -214,7 +234,9 @@ static const char list_help[] =
     "\n"
     "STATUS: ok; disabled (\"disabled\": true: listed, never started); invalid (the entry\n"
     "cannot be used: why); missing (a ${NAME} does not resolve, a headersHelper or mcp-auth is\n"
-    "not there); login (OAuth: sign in with the command shown).\n"
+    "not there); login (OAuth: sign in with the command shown); untrusted (an entry of the\n"
+    "project's files, not used until approved: run mcp-bridge trust; also when it changed\n"
+    "since it was approved).\n"
     "SOURCE: the file, and \"(import NAME)\" for an entry an \"imports\" list brought in; under\n"
     "the entry, \"shadows:\" names the entries of the same name it won over (lower layers,\n"
     "imports), and \"warning:\" what is odd in it without making it invalid (an unknown key).\n"
@@ -241,7 +263,9 @@ static const char list_help[] =
     "                  \"lifecycle\": \"lazy\"|\"eager\"|\"keep-alive\"|null (invalid),\n"
     "                  \"idleTimeoutMs\": number|null (0: never; null: keep-alive, invalid),\n"
     "                  \"valid\": bool, \"error\": string|null, \"missingVariables\": [string],\n"
-    "                  \"status\": \"ok\"|\"disabled\"|\"invalid\"|\"missing\"|\"login\",\n"
+    "                  \"status\": \"ok\"|\"disabled\"|\"invalid\"|\"missing\"|\"login\"|\n"
+    "                    \"untrusted\",\n"
+    "                  \"trust\": \"trusted\"|\"approved\"|\"untrusted\"|\"changed\",\n"
     "                  \"credentials\": {\"variables\": [{\"name\", \"resolved\": bool,\n"
     "                     \"source\": string|null, \"expiresAt\": number|null,\n"
     "                     \"error\": string|null}],\n"
@@ -291,9 +315,16 @@ static const char *source_path(const struct mcp_config *c, const struct strv *di
     return disp;
 }
 
-/* The STATUS of an entry. Static. */
-static const char *entry_status(const struct creds_server *cs)
+static bool untrusted(enum mcp_trust t)
 {
+    return t == MCP_TRUST_UNTRUSTED || t == MCP_TRUST_CHANGED;
+}
+
+/* The STATUS of an entry. Static. */
+static const char *entry_status(const struct creds_server *cs, enum mcp_trust t)
+{
+    if (untrusted(t))
+        return "untrusted";
     if (cs->server->error)
         return "invalid";
     return cs->server->disabled ? "disabled" : creds_server_status(cs);
@@ -426,7 +457,8 @@ static int list_json(const struct mcp_config *c, const struct creds_report *rep,
         cfg_jadd(&oom, o, "valid", json_object_new_boolean(!s->error));
         cfg_jadd(&oom, o, "error", cfg_jstr(&oom, s->error));
         cfg_jadd(&oom, o, "missingVariables", json_missing(&oom, cs));
-        cfg_jadd(&oom, o, "status", cfg_jstr(&oom, entry_status(cs)));
+        cfg_jadd(&oom, o, "status", cfg_jstr(&oom, entry_status(cs, mcp_config_trust_at(c, i))));
+        cfg_jadd(&oom, o, "trust", cfg_jstr(&oom, mcp_trust_name(mcp_config_trust_at(c, i))));
         cfg_jadd(&oom, o, "credentials", json_credentials(&oom, cs));
         cfg_jpush(&oom, servers, o);
     }
@@ -477,10 +509,16 @@ static void print_origin_details(const struct mcp_server *s, struct buf *line)
 }
 
 /* The lines under an entry: why it is invalid, or the state of each credential it needs. */
-static int print_details(const struct creds_server *cs, int64_t now, struct buf *line)
+static int print_details(const struct creds_server *cs, enum mcp_trust t, int64_t now,
+                         struct buf *line)
 {
     int r = 0;
     print_origin_details(cs->server, line);
+    if (untrusted(t)) {
+        printf("    %s (run: mcp-bridge trust)\n",
+               t == MCP_TRUST_CHANGED ? "untrusted: changed since it was approved" : "untrusted");
+        return 0;
+    }
     if (cs->server->error) {
         printf("    error: %s\n", escaped(line, entry_reason(cs->server)));
         return 0;
@@ -524,8 +562,9 @@ static void list_row_init(struct list_row *w)
     buf_init(&w->name, 64 * 1024);
     buf_init(&w->origin, 64 * 1024);
     buf_init(&w->lifecycle, 64);
-    buf_init(&w->target, 1024 * 1024);
-    buf_init(&w->raw_target, 256 * 1024);
+    buf_init(&w->target, 64 * 1024);
+    /* a whole file's entry, shell-quoted (each ' four bytes): what is shown is capped in target */
+    buf_init(&w->raw_target, 64u * 1024 * 1024);
 }
 
 static void list_row_release(struct list_row *w)
@@ -557,15 +596,21 @@ static int list_row_fill(struct list_row *w, const struct mcp_server *s,
     return r;
 }
 
+/* The widest a column is padded to */
+#define LIST_COLUMN_MAX 48
+
 /* One line of the files sections: the display path (escaped), its import, whether it exists. */
 static void print_file(const char *path, const char *import, bool exists)
 {
     char *d = path_display(path);
-    struct buf shown;
+    struct buf shown, shown_import;
     buf_init(&shown, 64 * 1024);
+    buf_init(&shown_import, 1024);
     printf("  %s%s%s%s%s\n", escaped(&shown, d ? d : path), import ? " (import " : "",
-           import ? import : "", import ? ")" : "", exists ? "" : " (absent)");
+           import ? escaped(&shown_import, import) : "", import ? ")" : "",
+           exists ? "" : " (absent)");
     buf_release(&shown);
+    buf_release(&shown_import);
     free(d);
 }
 
@@ -586,10 +631,13 @@ static int list_text(const struct mcp_config *c, const struct creds_report *rep)
         w_src = row.origin.len > w_src ? row.origin.len : w_src;
         w_life = row.lifecycle.len > w_life ? row.lifecycle.len : w_life;
     }
+    /* one long name or path overflows its own row, not the alignment of every other one */
+    w_name = w_name > LIST_COLUMN_MAX ? LIST_COLUMN_MAX : w_name;
+    w_src = w_src > LIST_COLUMN_MAX ? LIST_COLUMN_MAX : w_src;
     if (n == 0)
         printf("no MCP servers configured: add one with 'mcp-bridge add'\n");
     else
-        printf("%-*s  %-9s  %-8s  %-*s  %-*s  %s\n", (int)w_name, "NAME", "TRANSPORT", "STATUS",
+        printf("%-*s  %-9s  %-9s  %-*s  %-*s  %s\n", (int)w_name, "NAME", "TRANSPORT", "STATUS",
                (int)w_life, "LIFECYCLE", (int)w_src, "SOURCE", "COMMAND OR URL");
     buf_init(&line, 64 * 1024);
     for (size_t i = 0; i < n && r >= 0; i++) {
@@ -598,10 +646,11 @@ static int list_text(const struct mcp_config *c, const struct creds_report *rep)
         r = list_row_fill(&row, s, &st);
         if (r < 0)
             break;
-        printf("%-*s  %-9s  %-8s  %-*s  %-*s  %s\n", (int)w_name, buf_str(&row.name),
-               view_transport(s), entry_status(cs), (int)w_life, buf_str(&row.lifecycle),
+        enum mcp_trust t = mcp_config_trust_at(c, i);
+        printf("%-*s  %-9s  %-9s  %-*s  %-*s  %s\n", (int)w_name, buf_str(&row.name),
+               view_transport(s), entry_status(cs, t), (int)w_life, buf_str(&row.lifecycle),
                (int)w_src, buf_str(&row.origin), buf_str(&row.target));
-        r = print_details(cs, now, &line);
+        r = print_details(cs, t, now, &line);
     }
     list_row_release(&row);
     buf_release(&line);

@@ -34,6 +34,9 @@ static const char usage_text[] =
     "                       the credentials each needs and their state\n"
     "  add                  add a server (guided on a terminal, or by flags)\n"
     "  remove SERVER        remove a server from its file\n"
+    "  trust [--project DIR] [--yes] [--revoke]\n"
+    "                       review and approve the servers a project's files define: they\n"
+    "                       are not used until approved (a changed one needs it again)\n"
     "\n"
     "options:\n"
     "  --config PATH        read this file instead of ~/.pi/agent/mcp.json\n"
@@ -44,7 +47,8 @@ static const char usage_text[] =
     "  -V, --version        print the version\n"
     "\n"
     "configuration, lowest to highest priority: the bundled file, ~/.config/mcp/mcp.json,\n"
-    "~/.pi/agent/mcp.json (or --config), .mcp.json and .pi/mcp.json in the working directory.\n"
+    "~/.pi/agent/mcp.json (or --config), .mcp.json and .pi/mcp.json in the working directory\n"
+    "(the project's: used once approved with 'mcp-bridge trust').\n"
     "\n"
     "examples:\n"
     "  mcp-bridge                               # what the agent runs\n"
@@ -114,8 +118,9 @@ int main(int argc, char **argv)
         const char *name;
         cmd_fn fn;
     } cmds[] = {
-        {"serve", cmd_serve}, {"connect", cmd_connect}, {"test", cmd_test},     {"call", cmd_call},
-        {"list", cmd_list},   {"add", cmd_add},         {"remove", cmd_remove},
+        {"serve", cmd_serve},   {"connect", cmd_connect}, {"test", cmd_test},
+        {"call", cmd_call},     {"list", cmd_list},       {"add", cmd_add},
+        {"remove", cmd_remove}, {"trust", cmd_trust},
     };
     struct args_globals g = {0};
     struct log *log;

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "credkit/buf.h"
+#include "credkit/file.h"
 #include "credkit/json.h"
 #include "credkit/mcp_field.h"
 #include "credkit/mcp_import.h"
@@ -27,6 +29,12 @@
 struct mcp_file {
     char *path; /* absolute */
     bool exists;
+};
+
+/* Where an entry of the result comes from, and how far it is trusted. */
+struct mcp_origin {
+    char *path; /* absolute */
+    enum mcp_trust trust;
 };
 
 /* A file an import considered. */
@@ -46,6 +54,7 @@ struct mcp_config {
     struct mcp_ifile *ifiles;
     size_t n_ifiles;
     struct json_object *settings; /* merged, an object */
+    struct mcp_origin *origins;   /* of servers[i], the same index */
 };
 
 static int oom(struct err *e)
@@ -64,12 +73,16 @@ struct layer {
 struct cand {
     const char *name; /* borrowed from the layer's root or an import */
     struct json_object *entry;
-    const char *source; /* display path, borrowed */
-    const char *import; /* NULL for the layer's own entries, else the import's name */
-    char *const *notes; /* NULL, or what the import says of the entry (borrowed) */
-    unsigned part;      /* the import's part it came from (mcp_import_entry.part), 0: own */
-    size_t layer;       /* index into the layers: the layer that defines or imports it */
-    size_t seq;         /* order of reading: later wins */
+    const char *source;  /* display path, borrowed */
+    const char *import;  /* NULL for the layer's own entries, else the import's name */
+    char *const *notes;  /* NULL, or what the import says of the entry (borrowed) */
+    unsigned part;       /* the import's part it came from (mcp_import_entry.part), 0: own */
+    size_t layer;        /* index into the layers: the layer that defines or imports it */
+    size_t seq;          /* order of reading: later wins */
+    const char *path;    /* absolute path of its file (borrowed) */
+    bool project;        /* written by the project: untrusted until approved */
+    const char *problem; /* NULL, or why it cannot be used although it parsed (a key given
+                          * twice): borrowed from the loader's problems */
 };
 
 struct loader {
@@ -83,6 +96,7 @@ struct loader {
     size_t n_imports;
     char *cwd; /* opts->cwd made absolute, for the imports; NULL: none */
     bool cwd_tried;
+    struct strv problems; /* owns the candidates' problems */
 };
 
 static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...) _printf_(3, 4);
@@ -242,7 +256,8 @@ static int find_layers(struct loader *L, struct err *e)
 /* Adds a candidate, unless it runs the bridge itself: that one is skipped with a diagnostic, so
  * that no file (another client's least of all) makes the bridge start itself, over and over. */
 static int add_cand(struct loader *L, const char *name, struct json_object *entry, size_t layer,
-                    const char *source, const char *import, char *const *notes, unsigned part)
+                    const char *source, const char *import, char *const *notes, unsigned part,
+                    const char *path, bool project)
 {
     if (mcp_import_runs_bridge(entry)) {
         char nd[MCP_DISP_BUF];
@@ -261,8 +276,8 @@ static int add_cand(struct loader *L, const char *name, struct json_object *entr
         L->cands = v;
         L->cap_cands = cap;
     }
-    L->cands[L->n_cands] =
-        (struct cand){name, entry, source, import, notes, part, layer, L->n_cands};
+    L->cands[L->n_cands] = (struct cand){name,  entry,      source, import,  notes, part,
+                                         layer, L->n_cands, path,   project, NULL};
     L->n_cands++;
     return 0;
 }
@@ -383,20 +398,100 @@ static int read_imports(struct loader *L, size_t idx)
         const struct mcp_import *im = v[L->n_imports - n + i];
         for (size_t k = 0; r >= 0 && k < mcp_import_count(im); k++) {
             const struct mcp_import_entry *en = mcp_import_at(im, k);
+            /* what a project layer imports is the project's to choose: untrusted as well */
             r = add_cand(L, en->name, en->entry, idx, en->source, mcp_import_name(im), en->notes,
-                         en->part);
+                         en->part, en->path, en->project || y->layer == MCP_LAYER_PROJECT);
         }
     }
     return r;
 }
 
+/* Whether a key given twice is about one server: its name given twice under "mcpServers" or
+ * "servers", or a key given twice inside it. *ret_name: the server's (borrowed from d). */
+static bool dup_of_server(const struct json_dup *d, const char **ret_name)
+{
+    if (d->npath == 0 ||
+        (strcmp(d->path[0], "mcpServers") != 0 && strcmp(d->path[0], "servers") != 0))
+        return false;
+    *ret_name = d->npath == 1 ? d->key : d->path[1];
+    return true;
+}
+
+/* A key given twice outside any server (a top-level key, in "settings"): which of the two the
+ * file means is not known, so none of the file is used. 1 when the layer is to be skipped
+ * (with its diagnostic), 0 when not, -ENOMEM. */
+static int dups_of_file(struct loader *L, const struct layer *y, const struct json_dup *dups,
+                        size_t n)
+{
+    const char *name;
+    for (size_t i = 0; i < n; i++) {
+        if (dup_of_server(&dups[i], &name))
+            continue;
+        char kd[MCP_DISP_BUF];
+        mcp_disp(kd, dups[i].key);
+        return add_diag(L->c, y->display,
+                        "'%s': line %u: \"%s\" is given twice (first on line %u): no server of "
+                        "this file is used; keep one of them",
+                        y->display, dups[i].line, kd, dups[i].first) < 0
+                   ? -ENOMEM
+                   : 1;
+    }
+    return 0;
+}
+
+/* The problem of the candidates of layer idx (its own, from cands[first] on) that a key given
+ * twice is about: "its name is given twice" or "\"env.X\" is given twice", with both lines. */
+static int dups_of_servers(struct loader *L, size_t idx, size_t first, const struct json_dup *dups,
+                           size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct json_dup *d = &dups[i];
+        const char *name;
+        char *msg = NULL;
+        int k;
+        if (!dup_of_server(d, &name))
+            continue;
+        if (d->npath == 1) {
+            k = asprintf(&msg,
+                         "its name is given twice in the file (lines %u and %u): keep one of them",
+                         d->first, d->line);
+        } else {
+            struct buf kp;
+            buf_init(&kp, 4096);
+            int rr = 0;
+            for (size_t j = 2; rr >= 0 && j < d->npath; j++)
+                rr = buf_printf(&kp, "%s.", d->path[j]);
+            if (rr >= 0)
+                rr = buf_append_str(&kp, d->key);
+            char kd[MCP_DISP_BUF];
+            mcp_disp(kd, rr >= 0 ? buf_str(&kp) : d->key);
+            buf_release(&kp);
+            k = asprintf(&msg, "\"%s\" is given twice (lines %u and %u): keep one of them", kd,
+                         d->first, d->line);
+        }
+        if (k < 0 || strv_push_take(&L->problems, msg) < 0)
+            return -ENOMEM;
+        for (size_t c = first; c < L->n_cands; c++)
+            if (L->cands[c].layer == idx && !L->cands[c].import && !L->cands[c].problem &&
+                strcmp(L->cands[c].name, name) == 0)
+                L->cands[c].problem = L->problems.v[L->problems.n - 1];
+    }
+    return 0;
+}
+
 /* Collects the candidates and settings of a layer whose root is read; a root that is not
- * usable is a diagnostic and the layer is skipped. */
-static int scan_root(struct loader *L, size_t idx, struct err *e)
+ * usable is a diagnostic and the layer is skipped, as one that gives a key twice outside its
+ * servers. dups: the keys its text gives twice. */
+static int scan_root(struct loader *L, size_t idx, const struct json_dup *dups, size_t ndups,
+                     struct err *e)
 {
     struct layer *y = &L->layers[idx];
+    size_t first = L->n_cands;
     int r;
 
+    r = dups_of_file(L, y, dups, ndups);
+    if (r != 0)
+        goto skip;
     if (!json_object_is_type(y->root, json_type_object)) {
         r = add_diag(L->c, y->display, "'%s': the root must be an object, not %s", y->display,
                      mcp_field_type(y->root));
@@ -422,18 +517,20 @@ static int scan_root(struct loader *L, size_t idx, struct err *e)
         {
             if (ms && json_object_object_get_ex(ms, name, NULL))
                 continue;
-            if (add_cand(L, name, entry, idx, y->display, NULL, NULL, 0) < 0)
+            if (add_cand(L, name, entry, idx, y->display, NULL, NULL, 0, y->path,
+                         y->layer == MCP_LAYER_PROJECT) < 0)
                 return oom(e);
         }
     }
     if (ms) {
         json_object_object_foreach(ms, name, entry)
         {
-            if (add_cand(L, name, entry, idx, y->display, NULL, NULL, 0) < 0)
+            if (add_cand(L, name, entry, idx, y->display, NULL, NULL, 0, y->path,
+                         y->layer == MCP_LAYER_PROJECT) < 0)
                 return oom(e);
         }
     }
-    return 0;
+    return dups_of_servers(L, idx, first, dups, ndups) < 0 ? oom(e) : 0;
 skip:
     json_object_put(y->root);
     y->root = NULL;
@@ -454,7 +551,9 @@ static int read_layer(struct loader *L, size_t idx, struct err *e)
         return oom(e);
     L->c->n_files++;
 
-    r = json_read_file(y->path, MCP_CONFIG_MAX_BYTES, 0, &y->root, &le);
+    struct json_dup *dups = NULL;
+    size_t ndups = 0;
+    r = mcp_read_json(y->path, MCP_CONFIG_MAX_BYTES, &y->root, &dups, &ndups, &le);
     f->exists = r != -ENOENT;
     if (r == -ENOENT && y->explicit_path)
         return err_set(e, -ENOENT, "configuration file '%s' does not exist: check the path",
@@ -465,7 +564,44 @@ static int read_layer(struct loader *L, size_t idx, struct err *e)
         return oom(e);
     if (r < 0)
         return add_diag(L->c, y->display, "%s", err_msg(&le)) < 0 ? oom(e) : 0;
-    return scan_root(L, idx, e);
+    r = scan_root(L, idx, dups, ndups, e);
+    json_dups_free(dups, ndups);
+    return r;
+}
+
+int mcp_read_json(const char *path, size_t max, struct json_object **ret,
+                  struct json_dup **ret_dups, size_t *ret_ndups, struct err *e)
+{
+    struct json_object *obj = NULL;
+    struct json_dup *dups = NULL;
+    struct buf b;
+    int r, n = 0;
+
+    buf_init(&b, max);
+    r = file_read(path, 0, &b, e); /* its messages name the file */
+    if (r < 0)
+        goto out;
+    r = json_parse(buf_str(&b), b.len, b.max, &obj, e);
+    if (r < 0) {
+        char *disp = path_display(path);
+        (void)err_prefix(e, "'%s'", disp ? disp : path);
+        free(disp);
+        goto out;
+    }
+    n = json_find_duplicates(buf_str(&b), b.len, &dups);
+    if (n < 0) {
+        r = n == -ENOMEM ? oom(e) : err_set(e, n, "cannot check the keys of '%s'", path);
+        goto out;
+    }
+    *ret = obj;
+    obj = NULL;
+    *ret_dups = dups;
+    *ret_ndups = (size_t)n;
+    r = 0;
+out:
+    json_object_put(obj);
+    buf_release(&b);
+    return r;
 }
 
 /* ---- merging ----------------------------------------------------------------------------- */
@@ -535,14 +671,83 @@ static int annotate(struct mcp_server *s, const struct cand *cands, size_t first
     return r;
 }
 
+/* The lookup of an inert entry: nothing is ever looked up for it. */
+static int inert_lookup(void *userdata, const char *name, char **ret, struct err *e)
+{
+    (void)userdata;
+    (void)name;
+    (void)ret;
+    return err_set(e, -ENOENT, "not looked up");
+}
+
+/* Makes s, built without a lookup, an invalid entry for reason: its missing variables were
+ * never asked for, so none is listed. */
+static int make_inert(struct mcp_server *s, const char *source, const char *name,
+                      const char *reason, const char *hint)
+{
+    char nd[MCP_DISP_BUF];
+    char *msg = NULL;
+    mcp_disp(nd, name);
+    if (asprintf(&msg, "'%s': server '%s': %s%s%s", source, nd, reason, hint ? ": " : "",
+                 hint ? hint : "") < 0)
+        return -ENOMEM;
+    free(s->error);
+    s->error = msg;
+    strv_free(s->missing_vars);
+    s->missing_vars = NULL;
+    return 0;
+}
+
+/* Builds the winner k: validated and expanded, unless it is not to be used (a key given
+ * twice, a project's entry not approved), which is checked without anything looked up. */
+static int build_one(struct loader *L, const struct cand *k, struct mcp_server **ret,
+                     enum mcp_trust *ret_trust)
+{
+    const struct mcp_config_opts *o = L->opts;
+    struct mcp_config_opts inert;
+    enum mcp_trust trust = MCP_TRUST_TRUSTED;
+    const char *reason = k->problem, *hint = NULL;
+    int r;
+
+    if (k->project && o->trust) {
+        r = o->trust(o->trust_userdata, k->name, k->path, k->entry);
+        if (r < 0)
+            return r;
+        trust = (enum mcp_trust)r;
+    }
+    if (!reason && (trust == MCP_TRUST_UNTRUSTED || trust == MCP_TRUST_CHANGED)) {
+        reason = trust == MCP_TRUST_CHANGED
+                     ? "untrusted project entry: changed since it was approved"
+                     : "untrusted project entry: not started until approved";
+        hint = o->trust_hint;
+    }
+    if (reason) {
+        inert = *o;
+        inert.lookup = inert_lookup;
+        inert.lookup_userdata = NULL;
+        inert.defer_vars = true;
+        o = &inert;
+    }
+    r = mcp_server_build(k->name, k->entry, k->source, L->layers[k->layer].layer, o, ret);
+    if (r >= 0 && reason && (r = make_inert(*ret, k->source, k->name, reason, hint)) < 0) {
+        mcp_server_free(*ret);
+        *ret = NULL;
+    }
+    if (r >= 0)
+        *ret_trust = trust;
+    return r;
+}
+
 /* The second pass: the last candidate of each name (highest) wins, is validated and expanded,
  * and learns which ones it shadowed; the result is sorted by name. */
 static int build_servers(struct loader *L, struct err *e)
 {
     if (L->n_cands > 0)
         qsort(L->cands, L->n_cands, sizeof(*L->cands), cand_cmp);
-    L->c->servers = calloc(L->n_cands ? L->n_cands : 1, sizeof(*L->c->servers));
-    if (!L->c->servers)
+    size_t cap = L->n_cands ? L->n_cands : 1;
+    L->c->servers = calloc(cap, sizeof(*L->c->servers));
+    L->c->origins = calloc(cap, sizeof(*L->c->origins));
+    if (!L->c->servers || !L->c->origins)
         return oom(e);
     for (size_t i = 0; i < L->n_cands;) {
         size_t win = i;
@@ -550,11 +755,14 @@ static int build_servers(struct loader *L, struct err *e)
             win++;
         const struct cand *k = &L->cands[win];
         struct mcp_server *s = NULL;
-        int r =
-            mcp_server_build(k->name, k->entry, k->source, L->layers[k->layer].layer, L->opts, &s);
-        if (r < 0)
+        enum mcp_trust trust = MCP_TRUST_TRUSTED;
+        if (build_one(L, k, &s, &trust) < 0)
             return oom(e);
+        struct mcp_origin *og = &L->c->origins[L->c->n_servers];
         L->c->servers[L->c->n_servers++] = s;
+        og->trust = trust;
+        if (!(og->path = strdup(k->path ? k->path : k->source)))
+            return oom(e);
         if (annotate(s, L->cands, i, win) < 0)
             return oom(e);
         i = win + 1;
@@ -581,6 +789,7 @@ static void loader_release(struct loader *L)
         json_object_put(L->layers[i].root);
     }
     free(L->cands);
+    strv_release(&L->problems);
     for (size_t i = 0; i < L->n_imports; i++)
         mcp_import_free(L->imports[i]);
     free(L->imports);
@@ -640,7 +849,7 @@ int mcp_config_load_object(struct json_object *root, const char *source,
         goto out;
     }
     L.layers[0].root = json_object_get(root);
-    r = scan_root(&L, 0, e);
+    r = scan_root(&L, 0, NULL, 0, e);
     if (r < 0)
         goto out;
     r = build_servers(&L, e);
@@ -659,9 +868,12 @@ void mcp_config_free(struct mcp_config *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->n_servers; i++)
+    for (size_t i = 0; i < c->n_servers; i++) {
         mcp_server_free(c->servers[i]);
+        free(c->origins[i].path);
+    }
     free(c->servers);
+    free(c->origins);
     for (size_t i = 0; i < c->n_diags; i++) {
         free(c->diags[i].source);
         free(c->diags[i].message);
@@ -704,6 +916,31 @@ const struct mcp_server *mcp_config_find(const struct mcp_config *c, const char 
             lo = mid + 1;
     }
     return NULL;
+}
+
+enum mcp_trust mcp_config_trust_at(const struct mcp_config *c, size_t i)
+{
+    return c && i < c->n_servers ? c->origins[i].trust : MCP_TRUST_TRUSTED;
+}
+
+const char *mcp_config_path_at(const struct mcp_config *c, size_t i)
+{
+    return c && i < c->n_servers ? c->origins[i].path : NULL;
+}
+
+const char *mcp_trust_name(enum mcp_trust t)
+{
+    switch (t) {
+    case MCP_TRUST_TRUSTED:
+        return "trusted";
+    case MCP_TRUST_APPROVED:
+        return "approved";
+    case MCP_TRUST_UNTRUSTED:
+        return "untrusted";
+    case MCP_TRUST_CHANGED:
+        return "changed";
+    }
+    return "untrusted";
 }
 
 struct json_object *mcp_config_settings(const struct mcp_config *c)

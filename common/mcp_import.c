@@ -28,6 +28,7 @@ struct item {
     char *name;
     struct json_object *entry;
     char *source;
+    char *path;
     char **notes;
 };
 
@@ -83,13 +84,14 @@ static int add_diag(struct mcp_import *im, const char *source, const char *fmt, 
     return 0;
 }
 
-/* Takes entry (a reference) and notes. */
+/* Takes entry (a reference) and notes. The entry comes from the file read last. */
 static int add_item(struct mcp_import *im, const char *name, struct json_object *entry,
-                    const char *source, char **notes)
+                    const char *source, bool project, char **notes)
 {
     struct item it = {.name = strdup(name), .entry = entry, .source = strdup(source)};
+    it.path = im->n_files ? strdup(im->files[im->n_files - 1].path) : strdup(source);
     it.notes = notes ? notes : calloc(1, sizeof(char *));
-    if (!it.name || !it.source || !it.notes)
+    if (!it.name || !it.source || !it.path || !it.notes)
         goto fail;
     if (im->n_items == im->cap_items) {
         size_t cap = im->cap_items ? im->cap_items * 2 : 16;
@@ -99,12 +101,14 @@ static int add_item(struct mcp_import *im, const char *name, struct json_object 
         im->items = v;
         im->cap_items = cap;
     }
-    it.pub = (struct mcp_import_entry){it.name, it.entry, it.source, it.notes, im->n_parts};
+    it.pub = (struct mcp_import_entry){it.name,     it.entry, it.source, it.notes,
+                                       im->n_parts, it.path,  project};
     im->items[im->n_items++] = it;
     return 0;
 fail:
     free(it.name);
     free(it.source);
+    free(it.path);
     strv_free(it.notes);
     json_object_put(entry);
     return -ENOMEM;
@@ -138,7 +142,9 @@ static int read_json(struct mcp_import *im, char *path, size_t max, struct json_
     if (r < 0)
         return r;
     *ret_display = d;
-    r = json_read_file(im->files[im->n_files - 1].path, max, 0, ret_root, &le);
+    struct json_dup *dups = NULL;
+    size_t ndups = 0;
+    r = mcp_read_json(im->files[im->n_files - 1].path, max, ret_root, &dups, &ndups, &le);
     im->files[im->n_files - 1].exists = r != -ENOENT;
     if (r == -ENOENT)
         return 0;
@@ -147,6 +153,19 @@ static int read_json(struct mcp_import *im, char *path, size_t max, struct json_
     if (r < 0)
         return add_diag(im, d, "%s (import %s): its servers are not imported", err_msg(&le),
                         im->name);
+    if (ndups > 0) {
+        /* which one the client itself uses is not known: none is imported */
+        char kd[MCP_DISP_BUF];
+        mcp_disp(kd, dups[0].key);
+        r = add_diag(im, d,
+                     "'%s' (import %s): line %u: \"%s\" is given twice (first on line %u): "
+                     "its servers are not imported; keep one of them",
+                     d, im->name, dups[0].line, kd, dups[0].first);
+        json_dups_free(dups, ndups);
+        json_object_put(*ret_root);
+        *ret_root = NULL;
+        return r;
+    }
     if (!json_object_is_type(*ret_root, json_type_object)) {
         r = add_diag(im, d,
                      "'%s' (import %s): the root must be an object, not %s: its servers "
@@ -378,7 +397,8 @@ static int input_notes(struct json_object *o, struct strv *notes, int depth)
 /* The servers of obj (the value of key in root, a file's display path) as items: a missing key
  * is no server; one that is not an object is a diagnostic. */
 static int add_servers(const struct ctx *x, struct json_object *root, const char *key,
-                       const char *display, const char *where, map_fn map, bool inputs)
+                       const char *display, const char *where, map_fn map, bool inputs,
+                       bool project)
 {
     struct mcp_import *im = x->im;
     struct json_object *obj = mcp_field_member(root, key);
@@ -406,7 +426,8 @@ static int add_servers(const struct ctx *x, struct json_object *root, const char
             r = input_notes(entry, &notes, 0);
         if (r >= 0 && entry) {
             char **nv = strv_detach(&notes);
-            r = nv ? add_item(im, name, entry, display, nv) : -ENOMEM; /* takes entry, nv */
+            r = nv ? add_item(im, name, entry, display, project, nv)
+                   : -ENOMEM; /* takes entry, nv */
             entry = NULL;
         }
         json_object_put(entry);
@@ -427,7 +448,7 @@ static int read_json_servers(const struct ctx *x, const char *dir, const char *r
         return 0;
     int r = read_json(x->im, path_join(dir, rel), MCP_CONFIG_MAX_BYTES, &root, &d);
     if (r >= 0 && root)
-        r = add_servers(x, root, key, d, "", map, inputs);
+        r = add_servers(x, root, key, d, "", map, inputs, x->cwd && dir == x->cwd);
     json_object_put(root);
     free(d);
     return r;
@@ -472,10 +493,10 @@ static int read_claude_code(const struct ctx *x)
         return r;
     r = read_json(x->im, path_join(x->home, ".claude.json"), CLAUDE_JSON_MAX, &root, &d);
     if (r >= 0 && root)
-        r = add_servers(x, root, "mcpServers", d, "", NULL, false);
+        r = add_servers(x, root, "mcpServers", d, "", NULL, false, false);
     struct json_object *proj = root ? claude_project(x, root) : NULL;
     if (r >= 0 && proj && json_object_is_type(proj, json_type_object))
-        r = add_servers(x, proj, "mcpServers", d, "the project's ", NULL, false);
+        r = add_servers(x, proj, "mcpServers", d, "the project's ", NULL, false, false);
     json_object_put(root);
     free(d);
     return r;
@@ -671,7 +692,7 @@ static int read_codex(const struct ctx *x)
         r = -ENOMEM;
         goto out;
     }
-    r = add_servers(x, root, "mcp_servers", d, "", map_codex, false);
+    r = add_servers(x, root, "mcp_servers", d, "", map_codex, false, false);
     json_object_put(root);
 out:
     json_wipe_strings(servers);
@@ -835,6 +856,7 @@ void mcp_import_free(struct mcp_import *im)
         struct item *it = &im->items[i];
         free(it->name);
         free(it->source);
+        free(it->path);
         strv_free(it->notes);
         /* not wiped: the configuration's entries keep a reference as their raw */
         json_object_put(it->entry);

@@ -25,6 +25,12 @@
  * registers check_entry / check_settings in the options. A key whose value is null counts as
  * absent.
  *
+ * A key given twice in one object of a file (which a JSON reader resolves silently, the last
+ * winning) is reported, never resolved: a server's name given twice in "mcpServers", or a key
+ * given twice inside an entry, makes that entry invalid with both lines named (the file's other
+ * entries work); given twice elsewhere (a top-level key, in "settings"), the file is a
+ * diagnostic and not used, as one that is not JSON.
+ *
  * ${VAR} references in "url", "headers" values and "env" values are kept as written in the
  * entry (templates, credkit/mcp_template.h). Expansion happens at load time once, to validate (a
  * URL is checked after substitution) and to list missing variables; a consumer expands again
@@ -56,6 +62,28 @@ typedef int (*mcp_check_entry_fn)(void *userdata, const char *name, struct json_
  * diagnostic of the file ("'<file>': <warning>"); the settings merge. */
 typedef int (*mcp_check_settings_fn)(void *userdata, struct json_object *settings, struct err *e);
 
+/* Whether an entry written by whoever wrote the project may be used. A project-layer file
+ * (.mcp.json, .pi/mcp.json) or a project file of an import can start commands and send the
+ * values of ${VAR}s where it likes: such an entry is used only once the user approved it as it
+ * is (the bridge keeps the approvals, bridge/trust.h). The levels of trust an entry has: */
+enum mcp_trust {
+    MCP_TRUST_TRUSTED,   /* not written by the project: bundled, shared, user, --config */
+    MCP_TRUST_APPROVED,  /* a project's entry, approved as it is now */
+    MCP_TRUST_UNTRUSTED, /* a project's entry never approved */
+    MCP_TRUST_CHANGED,   /* a project's entry approved once, changed since */
+};
+
+/* "trusted", "approved", "untrusted", "changed". Static. */
+const char *mcp_trust_name(enum mcp_trust t);
+
+/* Asked for the winning entry of each name that a project wrote, before anything of it is
+ * looked at: name, path (the absolute path of the file that holds it) and the entry as written
+ * (borrowed). Returns MCP_TRUST_APPROVED, MCP_TRUST_UNTRUSTED or MCP_TRUST_CHANGED, or -ENOMEM.
+ * An entry that is not approved is kept inert, as an invalid entry whose reason says so (with
+ * opts.trust_hint): its variables are never looked up, no tool starts it. */
+typedef int (*mcp_trust_fn)(void *userdata, const char *name, const char *path,
+                            struct json_object *entry);
+
 struct mcp_config_opts {
     const char *config_path;  /* replaces ~/.pi/agent/mcp.json (--config); NULL: default */
     const char *cwd;          /* for the project layers and the project files of imports
@@ -70,6 +98,11 @@ struct mcp_config_opts {
      * missing_vars, for a tool that resolves the names itself later (the bridge asks `secrets`
      * at each connect), and the URL is checked then. false: the entry is invalid. */
     bool defer_vars;
+    /* NULL: every entry is trusted, the project's too (a tool that reads the configuration
+     * without connecting to anything, or that keeps approvals of its own). */
+    mcp_trust_fn trust;
+    void *trust_userdata;
+    const char *trust_hint; /* what an inert entry's reason says to do ("run mcp-bridge trust") */
 };
 
 /* A problem with a whole file (not JSON, root not an object, unreadable), or a note about one of
@@ -104,6 +137,12 @@ int mcp_config_load_object(struct json_object *root, const char *source,
 size_t mcp_config_count(const struct mcp_config *c);
 const struct mcp_server *mcp_config_at(const struct mcp_config *c, size_t i);
 const struct mcp_server *mcp_config_find(const struct mcp_config *c, const char *name);
+
+/* Of the entry at i: how far it is trusted (MCP_TRUST_TRUSTED when opts.trust was NULL), and
+ * the absolute path of the file that holds it (the source given to mcp_config_load_object()
+ * for one loaded from memory). Borrowed. */
+enum mcp_trust mcp_config_trust_at(const struct mcp_config *c, size_t i);
+const char *mcp_config_path_at(const struct mcp_config *c, size_t i);
 
 /* The "settings" of every layer merged key by key, the highest layer winning; a null value does
  * not override, and a layer whose settings are not an object (or failed check_settings) adds

@@ -19,8 +19,9 @@
  * over the user's. Cursor and VS Code's own variables ${workspaceFolder} and ${userHome} are
  * replaced by <cwd> and the home directory. Without a cwd the project files are not read.
  *
- * A missing file is not a problem; one that cannot be read or is not of the expected shape is a
- * diagnostic of the import, and its servers are not used. */
+ * A missing file is not a problem; one that cannot be read, is not of the expected shape or
+ * gives a key twice in one object (which a JSON reader would silently resolve) is a diagnostic
+ * of the import, and its servers are not used. */
 #pragma once
 
 #include <stdbool.h>
@@ -79,6 +80,12 @@ struct mcp_import_entry {
     /* Which servers' object of the import it came from, counting from 1 in the order read:
      * tells apart two entries of one file (~/.claude.json's own and its project's). */
     unsigned part;
+    /* The absolute path of that file, and whether it is a file of the project directory
+     * (<cwd>/.cursor/mcp.json, <cwd>/.vscode/mcp.json): written by whoever wrote the project,
+     * such an entry is untrusted until approved, as the project layers' own
+     * (mcp_config_opts.trust). */
+    const char *path;
+    bool project;
 };
 size_t mcp_import_count(const struct mcp_import *im);
 const struct mcp_import_entry *mcp_import_at(const struct mcp_import *im, size_t i);

@@ -880,7 +880,91 @@ static void test_import_diags(void)
     mcp_config_free(c);
 }
 
+/* A key given twice is never resolved silently: a server's name or a key inside an entry makes
+ * that entry invalid with both lines, the other entries work; elsewhere the file is not used */
+static void test_duplicates(void)
+{
+    setup("dups");
+    put(USER, "{'mcpServers': {\n"
+              "  'a': {'command': 'first'},\n"
+              "  'b': {'command': 'b', 'env': {'X': '1', 'X': '2'}},\n"
+              "  'a': {'command': 'second'},\n"
+              "  'ok': {'command': 'ok'}}}\n");
+    put(PROJ1, "{'mcpServers': {'p': {'command': 'p'}},\n 'mcpServers': {'q': {'command': 'q'}}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    const struct mcp_server *s = mcp_config_find(c, "a");
+    CHECK(s && s->error && strstr(s->error, "its name is given twice in the file (lines 2 and 4)"));
+    s = mcp_config_find(c, "b");
+    CHECK(s && s->error && strstr(s->error, "\"env.X\" is given twice (lines 3 and 3)"));
+    s = mcp_config_find(c, "ok");
+    CHECK(s && !s->error);
+    CHECK(mcp_config_find(c, "p") == NULL && mcp_config_find(c, "q") == NULL);
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    if (mcp_config_diag_count(c) == 1)
+        CHECK(strstr(mcp_config_diag_at(c, 0)->message,
+                     "line 2: \"mcpServers\" is given twice (first on line 1)"));
+    mcp_config_free(c);
+}
+
+/* The trust callback: userdata counts its calls; "approved" is approved, "changed" changed. */
+static int trust_cb(void *userdata, const char *name, const char *path, struct json_object *entry)
+{
+    (void)entry;
+    (*(int *)userdata)++;
+    CHECK(path && path[0] == '/');
+    if (strcmp(name, "approved") == 0)
+        return MCP_TRUST_APPROVED;
+    return strcmp(name, "changed") == 0 ? MCP_TRUST_CHANGED : MCP_TRUST_UNTRUSTED;
+}
+
+/* Project entries are asked about, others never; one not approved is inert, its variables never
+ * looked up, with the reason and the hint */
+static void test_trust(void)
+{
+    setup("trust");
+    put(USER, "{'mcpServers': {'user': {'url': 'https://u.example/${A}'}}}");
+    put(PROJ1, "{'mcpServers': {'approved': {'url': 'https://a.example/${A}'},"
+               " 'changed': {'command': 'c', 'env': {'K': '${COUNTED}'}}}}");
+    put(PROJ2, "{'mcpServers': {'new': {'url': 'https://n.example/${COUNTED}'}}}");
+    static const char *const kv[] = {"A", "alpha", "COUNTED", "x", NULL};
+    struct table t = {kv, 0};
+    int calls = 0;
+    struct mcp_config_opts o = {.cwd = P("home/proj"),
+                                .lookup = table_lookup,
+                                .lookup_userdata = &t,
+                                .trust = trust_cb,
+                                .trust_userdata = &calls,
+                                .trust_hint = "run the trust command"};
+    struct mcp_config *c = load_opts(&o);
+    if (!c)
+        return;
+    CHECK_INT(calls, 3);
+    CHECK_INT(t.calls, 2); /* A for user and approved; COUNTED never */
+    for (size_t i = 0; i < mcp_config_count(c); i++) {
+        const struct mcp_server *s = mcp_config_at(c, i);
+        enum mcp_trust tr = mcp_config_trust_at(c, i);
+        CHECK(mcp_config_path_at(c, i)[0] == '/');
+        if (strcmp(s->name, "user") == 0) {
+            CHECK(tr == MCP_TRUST_TRUSTED && !s->error);
+        } else if (strcmp(s->name, "approved") == 0) {
+            CHECK(tr == MCP_TRUST_APPROVED && !s->error);
+        } else if (strcmp(s->name, "changed") == 0) {
+            CHECK(tr == MCP_TRUST_CHANGED && s->error &&
+                  strstr(s->error, "untrusted project entry: changed since it was approved: "
+                                   "run the trust command"));
+            CHECK(s->missing_vars == NULL);
+        } else {
+            CHECK(tr == MCP_TRUST_UNTRUSTED && s->error &&
+                  strstr(s->error, "untrusted project entry") && s->missing_vars == NULL);
+        }
+    }
+    CHECK_STR(mcp_trust_name(MCP_TRUST_CHANGED), "changed");
+    mcp_config_free(c);
+}
+
 TESTS_MAIN(test_layering, test_files_absent, test_xdg, test_root_keys, test_config_override,
            test_malformed, test_lookup_callback, test_settings, test_check_entry, test_sorted,
            test_load_object, test_import_priority, test_import_layers, test_import_validation,
-           test_import_self, test_import_diags)
+           test_import_self, test_import_diags, test_duplicates, test_trust)
