@@ -613,11 +613,24 @@ static void on_agent_drain(void *userdata)
     log_debug(d->log, "the client caught up: reading it again");
 }
 
+/* The agent closed its side while its requests were held back (it did not read its answers):
+ * it is gone, whatever it still reads; what it wrote last is not read any more. */
+static void on_agent_hangup(void *userdata)
+{
+    struct downstream *d = userdata;
+    log_info(d->log,
+             "the client closed its side while not reading its answers (%zu bytes "
+             "queued for it): shutting down",
+             framing_pending(d->fr));
+    downstream_shutdown(d);
+}
+
 static const struct framing_handler agent_handler = {
     .on_message = on_agent_message,
     .on_eof = on_agent_eof,
     .on_error = on_agent_error,
     .on_drain = on_agent_drain,
+    .on_hangup = on_agent_hangup,
 };
 
 /* ---- shutdown ---------------------------------------------------------------------------- */

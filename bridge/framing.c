@@ -59,6 +59,7 @@ struct framing {
     bool reading; /* wanted by the user */
     bool eof;     /* read() returned 0 */
     bool eof_reported;
+    bool hup; /* the writer hung up while reading was off (on_hangup was called) */
 
     /* output */
     struct wchunk *whead, *wtail, *wspare;
@@ -88,6 +89,15 @@ static unsigned read_interest(const struct framing *f)
     return f->rfd >= 0 && f->reading && !f->eof && !f->broken && !f->freed ? LOOP_READ : 0;
 }
 
+/* While reading is off, the writer's going away is still watched for (when someone asks). */
+static unsigned hup_interest(const struct framing *f)
+{
+    return f->rfd >= 0 && f->h.on_hangup && !f->reading && !f->eof && !f->hup && !f->broken &&
+                   !f->freed
+               ? LOOP_HUP
+               : 0;
+}
+
 static unsigned write_interest(const struct framing *f)
 {
     return f->wio && f->wstate != W_RELEASED && f->pending > 0 && !f->werr && !f->broken &&
@@ -100,9 +110,9 @@ static int update_events(struct framing *f)
 {
     int r = 0;
     if (f->rio && f->rio == f->wio)
-        return loop_io_set_events(f->rio, read_interest(f) | write_interest(f));
+        return loop_io_set_events(f->rio, read_interest(f) | hup_interest(f) | write_interest(f));
     if (f->rio)
-        r = loop_io_set_events(f->rio, read_interest(f));
+        r = loop_io_set_events(f->rio, read_interest(f) | hup_interest(f));
     if (r >= 0 && f->wio)
         r = loop_io_set_events(f->wio, write_interest(f));
     return r;
@@ -423,8 +433,14 @@ static void on_io(struct loop_io *io, int fd, unsigned events, void *userdata)
     (void)fd;
     if (io == f->wio && (events & (LOOP_WRITE | LOOP_HUP)) && write_interest(f))
         handle_writable(f);
-    if (io == f->rio && (events & (LOOP_READ | LOOP_HUP)) && read_interest(f))
+    if (io == f->rio && (events & (LOOP_READ | LOOP_HUP)) && read_interest(f)) {
         (void)read_once(f);
+    } else if (io == f->rio && (events & LOOP_HUP) && hup_interest(f)) {
+        /* level-triggered: reported once, then no longer watched */
+        f->hup = true;
+        (void)update_events(f); /* interest only shrinks */
+        f->h.on_hangup(f->userdata);
+    }
 }
 
 static void on_notify(struct loop_timer *t, void *userdata)

@@ -38,7 +38,13 @@
  *
  * The descriptors stay the caller's: the framing neither closes them nor changes their flags
  * (they must already be O_NONBLOCK), and one descriptor may be both rfd and wfd (a socket).
- * Regular files cannot be watched by epoll: -EPERM. */
+ * Regular files and /dev/null, which epoll cannot watch, are read and written as poll() sees
+ * them, always ready: /dev/null as input is end of input at once.
+ *
+ * Hang-up while not reading: with on_hangup, a framing whose reading is off still watches rfd
+ * for its writer going away (a pipe's last writer closing, a socket's peer shutting down), so
+ * that a peer which stops while its messages are held back by flow control is noticed at
+ * once rather than at the next read. */
 #pragma once
 
 #include <stdbool.h>
@@ -63,6 +69,10 @@ typedef void (*framing_eof_fn)(void *userdata);
 typedef void (*framing_error_fn)(int error, void *userdata);
 /* The outgoing queue has become empty (after framing_pending() was > 0). */
 typedef void (*framing_drain_fn)(void *userdata);
+/* The writer of rfd went away while reading was off (framing_set_reading(false)): what it
+ * wrote before is still there to be read when reading resumes, then on_eof follows. Called at
+ * most once. */
+typedef void (*framing_hangup_fn)(void *userdata);
 /* framing_close_write() finished: 0 when everything was written, else -errno. */
 typedef void (*framing_done_fn)(int status, void *userdata);
 
@@ -71,6 +81,7 @@ struct framing_handler {
     framing_eof_fn on_eof;         /* optional */
     framing_error_fn on_error;     /* required */
     framing_drain_fn on_drain;     /* optional */
+    framing_hangup_fn on_hangup;   /* optional: without it a hang-up is seen only by reading */
 };
 
 struct framing_opts {
@@ -80,8 +91,7 @@ struct framing_opts {
 
 /* Starts framing on rfd (input, -1 for none) and wfd (output, -1 for none), both
  * non-blocking; reading starts at once. h is copied; opts may be NULL. userdata is passed to
- * every callback. -EINVAL for bad arguments, -EPERM for descriptors epoll cannot watch,
- * -ENOMEM. Caller frees with framing_free(), before loop_free(). */
+ * every callback. -EINVAL for bad arguments, -ENOMEM. Caller frees with framing_free(), before loop_free(). */
 int framing_new(struct loop *l, int rfd, int wfd, const struct framing_handler *h,
                 const struct framing_opts *opts, void *userdata, struct framing **ret) _must_check_;
 

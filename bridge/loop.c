@@ -25,8 +25,9 @@
 struct loop_io {
     struct loop *loop;
     int fd;
-    unsigned events; /* requested: LOOP_READ | LOOP_WRITE */
+    unsigned events; /* requested: LOOP_READ | LOOP_WRITE | LOOP_HUP */
     bool registered; /* in the epoll set (not while events == 0) */
+    bool always;     /* epoll refused the fd (a regular file, /dev/null): always ready */
     bool dead;
     bool internal; /* the loop's own (signalfd, curl sockets): keeps nothing alive */
     loop_io_fn fn;
@@ -70,6 +71,7 @@ struct loop {
 
     struct loop_io *ios, *dead_ios;
     size_t n_user_ios;
+    size_t n_always_ready; /* live watchers of fds epoll refused, with reading or writing asked */
 
     struct loop_timer **heap;
     size_t heap_len, heap_cap;
@@ -275,7 +277,27 @@ static uint32_t io_epoll_events(unsigned events)
         e |= EPOLLIN | EPOLLRDHUP;
     if (events & LOOP_WRITE)
         e |= EPOLLOUT;
+    if (events & LOOP_HUP)
+        e |= EPOLLRDHUP; /* EPOLLHUP and EPOLLERR come whatever is asked */
     return e;
+}
+
+static bool io_always_ready(const struct loop_io *io)
+{
+    return io->always && !io->dead && (io->events & (LOOP_READ | LOOP_WRITE));
+}
+
+/* An fd epoll refuses is one poll() reports always readable and writable (a regular file,
+ * /dev/null): read() and write() on it never block, so its watcher is called every iteration
+ * while it asks for reading or writing, and the loop does not sleep meanwhile. */
+static void io_set_always(struct loop_io *io, unsigned events)
+{
+    struct loop *l = io->loop;
+    if (io_always_ready(io))
+        l->n_always_ready--;
+    io->events = events;
+    if (io_always_ready(io))
+        l->n_always_ready++;
 }
 
 static int io_apply(struct loop_io *io, unsigned events)
@@ -284,14 +306,24 @@ static int io_apply(struct loop_io *io, unsigned events)
     struct epoll_event ev = {.events = io_epoll_events(events), .data.ptr = io};
     int op;
 
+    if (io->always) {
+        io_set_always(io, events);
+        return 0;
+    }
+
     /* an fd with no interest leaves the set: level-triggered HUP/ERR would otherwise be
      * reported on every iteration to a watcher that asked for nothing */
     if (events == 0)
         op = io->registered ? EPOLL_CTL_DEL : -1;
     else
         op = io->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-    if (op >= 0 && epoll_ctl(l->epfd, op, io->fd, &ev) < 0)
-        return -errno;
+    if (op >= 0 && epoll_ctl(l->epfd, op, io->fd, &ev) < 0) {
+        if (errno != EPERM || op != EPOLL_CTL_ADD || io->internal)
+            return -errno;
+        io->always = true;
+        io_set_always(io, events);
+        return 0;
+    }
     io->registered = events != 0;
     io->events = events;
     return 0;
@@ -302,7 +334,7 @@ static int io_new(struct loop *l, int fd, unsigned events, bool internal, loop_i
 {
     if (fd < 0)
         return -EBADF;
-    if ((events & ~(unsigned)(LOOP_READ | LOOP_WRITE)) || !fn)
+    if ((events & ~(unsigned)(LOOP_READ | LOOP_WRITE | LOOP_HUP)) || !fn)
         return -EINVAL;
     struct loop_io *io = calloc(1, sizeof(*io));
     if (!io)
@@ -337,7 +369,7 @@ int loop_io_add(struct loop *l, int fd, unsigned events, loop_io_fn fn, void *us
 
 int loop_io_set_events(struct loop_io *io, unsigned events)
 {
-    if (!io || io->dead || (events & ~(unsigned)(LOOP_READ | LOOP_WRITE)))
+    if (!io || io->dead || (events & ~(unsigned)(LOOP_READ | LOOP_WRITE | LOOP_HUP)))
         return -EINVAL;
     if (events == io->events)
         return 0;
@@ -352,6 +384,8 @@ void loop_io_remove(struct loop_io *io)
     /* at once, not after the iteration: the caller may close the fd as soon as we return */
     if (io->registered)
         (void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+    if (io_always_ready(io))
+        l->n_always_ready--;
     io->registered = false;
     io->dead = true;
     if (io->prev)
@@ -829,7 +863,7 @@ static bool loop_alive(const struct loop *l)
 
 static int loop_timeout(const struct loop *l)
 {
-    if (!list_is_empty(&l->deferred) || l->release_head)
+    if (!list_is_empty(&l->deferred) || l->release_head || l->n_always_ready > 0)
         return 0;
     if (l->heap_len == 0)
         return -1;
@@ -866,6 +900,25 @@ static void run_io(struct loop *l, const struct epoll_event *evs, int n)
     }
 }
 
+/* The watchers of fds epoll refused, as if epoll had reported them ready (at most a batch per
+ * iteration; the loop does not sleep while one is left). Collected first: a callback may remove
+ * any watcher, whose memory stays until the iteration ends. */
+static void run_always(struct loop *l)
+{
+    struct loop_io *ready[LOOP_EPOLL_BATCH];
+    size_t n = 0;
+    if (l->n_always_ready == 0)
+        return;
+    for (struct loop_io *io = l->ios; io && n < LOOP_EPOLL_BATCH; io = io->next)
+        if (io_always_ready(io))
+            ready[n++] = io;
+    for (size_t i = 0; i < n; i++) {
+        struct loop_io *io = ready[i];
+        if (io_always_ready(io))
+            io->fn(io, io->fd, io->events & (LOOP_READ | LOOP_WRITE), io->userdata);
+    }
+}
+
 static int loop_iterate(struct loop *l)
 {
     struct epoll_event evs[LOOP_EPOLL_BATCH];
@@ -879,6 +932,7 @@ static int loop_iterate(struct loop *l)
     l->dispatching = true;
     run_timers(l);
     run_io(l, evs, n);
+    run_always(l);
     if (l->sig_ready) {
         l->sig_ready = false;
         sig_dispatch(l);

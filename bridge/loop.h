@@ -37,7 +37,8 @@ struct loop_timer;
 enum loop_events {
     LOOP_READ = 1 << 0,
     LOOP_WRITE = 1 << 1,
-    LOOP_HUP = 1 << 2, /* reported, never requested: peer hung up or error */
+    LOOP_HUP = 1 << 2, /* peer hung up or error: always reported; asked alone, it watches a
+                          descriptor for its peer going away while it is not read */
 };
 
 typedef void (*loop_io_fn)(struct loop_io *io, int fd, unsigned events, void *userdata);
@@ -72,11 +73,13 @@ int loop_run(struct loop *l);
  * deferred calls of this iteration still run). */
 void loop_quit(struct loop *l, int code);
 
-/* Watches fd for events (LOOP_READ and/or LOOP_WRITE, or 0 for none yet). The fd stays the
- * caller's; one watcher per fd (-EEXIST otherwise; -EPERM for files epoll cannot watch).
- * The callback gets LOOP_HUP on hang-up or error, together with LOOP_READ when reading was
- * asked for, so that a reader sees EOF (or the error) from read(). Caller frees with
- * loop_io_remove() (or loop_free()). */
+/* Watches fd for events (LOOP_READ and/or LOOP_WRITE, LOOP_HUP, or 0 for none yet). The fd
+ * stays the caller's; one watcher per fd (-EEXIST otherwise). The callback gets LOOP_HUP on
+ * hang-up or error, together with LOOP_READ when reading was asked for, so that a reader sees
+ * EOF (or the error) from read(). A descriptor epoll cannot watch (a regular file, /dev/null)
+ * is taken as poll() takes it, always readable and writable: its callback runs in every
+ * iteration while it asks for LOOP_READ or LOOP_WRITE (never with LOOP_HUP), and the loop does
+ * not sleep meanwhile. Caller frees with loop_io_remove() (or loop_free()). */
 int loop_io_add(struct loop *l, int fd, unsigned events, loop_io_fn fn, void *userdata,
                 struct loop_io **ret) _must_check_;
 /* Replaces the interest set (0 stops reporting anything, LOOP_HUP included, until set again). */

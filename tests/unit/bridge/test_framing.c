@@ -3,13 +3,16 @@
  * before the newline), EOF with an unterminated last line, 1 MiB messages both ways through
  * pipes and through one socket, backpressure and the queue bound, EPIPE (from send and from
  * the queue; with SIGPIPE at its default disposition too, in a child), close_write with done,
- * pausing, and framing_free() from inside callbacks (ASan catches a use after free). */
+ * pausing, and framing_free() from inside callbacks (ASan catches a use after free); /dev/null
+ * and regular files, which epoll refuses, both ways; a writer hanging up while reading is off
+ * (a pipe and a socket), seen without reading. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -101,7 +104,8 @@ struct rec {
     char *msg[REC_MAX];
     size_t len[REC_MAX];
     int n;
-    int eofs, errors, error, drains;
+    int eofs, errors, error, drains, hangups;
+    bool quit_on_hangup;
     int quit_after;  /* loop_quit once this many messages arrived (0: never) */
     int free_after;  /* framing_free() from on_message after this many (0: never) */
     int pause_after; /* framing_set_reading(false) after this many */
@@ -168,11 +172,20 @@ static void rec_drain(void *userdata)
     r->drains++;
 }
 
+static void rec_hangup(void *userdata)
+{
+    struct rec *r = userdata;
+    r->hangups++;
+    if (r->quit_on_hangup)
+        loop_quit(r->l, 0);
+}
+
 static const struct framing_handler rec_handler = {
     .on_message = rec_message,
     .on_eof = rec_eof,
     .on_error = rec_error,
     .on_drain = rec_drain,
+    .on_hangup = rec_hangup,
 };
 
 static void rec_clear(struct rec *r)
@@ -886,7 +899,120 @@ static void test_close_write(void)
     loop_free(l);
 }
 
+/* /dev/null and regular files: epoll refuses them; they are always ready, as poll() has it */
+static void test_unpollable(void)
+{
+    struct loop *l = new_loop();
+    int in = open("/dev/null", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int out = open("/dev/null", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    CHECK(in >= 0 && out >= 0);
+    struct rec r = {.quit_on_eof = true};
+    rec_framing(l, &r, in, out, 0, 0);
+    CHECK_INT(framing_send(r.f, "[0]", 3), 0);
+    CHECK_INT(run_for(l, 5000), 0); /* end of input at once, not -EPERM */
+    CHECK_INT(r.eofs, 1);
+    CHECK_INT(r.n, 0);
+    CHECK_INT(r.errors, 0);
+    framing_free(r.f);
+    close_fd(&in);
+    close_fd(&out);
+
+    /* a file of messages in, a file out: every message, then EOF; the loop then has nothing
+     * left to wait for but the watchers that ask for nothing */
+    char inpath[] = "/tmp/test_framing_inXXXXXX", outpath[] = "/tmp/test_framing_outXXXXXX";
+    int fi = mkstemp(inpath), fo = mkstemp(outpath);
+    CHECK(fi >= 0 && fo >= 0);
+    for (int i = 0; i < 1000; i++) {
+        char line[32];
+        int n = snprintf(line, sizeof(line), "[%d]\n", i);
+        write_all(fi, line, (size_t)n);
+    }
+    CHECK(lseek(fi, 0, SEEK_SET) == 0);
+    CHECK(fcntl(fi, F_SETFL, O_NONBLOCK) == 0);
+    CHECK(fcntl(fo, F_SETFL, O_NONBLOCK) == 0);
+    struct rec r2 = {.quit_on_eof = true};
+    rec_framing(l, &r2, fi, fo, 0, 0);
+    r2.echo = r2.f;
+    CHECK_INT(run_for(l, 5000), 0);
+    CHECK_INT(r2.n, 1000);
+    CHECK_INT(r2.eofs, 1);
+    CHECK_INT(r2.echo_err, 0);
+    CHECK_INT(framing_pending(r2.f), 0);
+    framing_free(r2.f);
+    rec_clear(&r2);
+    struct stat st;
+    CHECK(fstat(fo, &st) == 0 && st.st_size > 1000 * 4);
+    close_fd(&fi);
+    close_fd(&fo);
+    unlink(inpath);
+    unlink(outpath);
+    loop_free(l);
+}
+
+/* Reading is off (flow control) and the writer goes: noticed without reading, once; what it
+ * wrote before is still delivered when reading resumes, then EOF. */
+static void test_hangup_while_paused(void)
+{
+    struct loop *l = new_loop();
+    int p[2];
+    new_pipe(p);
+    struct rec r = {.quit_on_hangup = true};
+    rec_framing(l, &r, p[0], -1, 0, 0);
+    framing_set_reading(r.f, false);
+    write_all(p[1], "[1]\n[2]\n", 8);
+    CHECK_INT(run_for(l, 50), -ETIMEDOUT); /* data alone wakes nobody */
+    CHECK_INT(r.n, 0);
+    CHECK_INT(r.hangups, 0);
+    close_fd(&p[1]);
+    CHECK_INT(run_for(l, 5000), 0);
+    CHECK_INT(r.hangups, 1);
+    CHECK_INT(r.n, 0);
+    CHECK_INT(r.eofs, 0);
+    CHECK_INT(run_for(l, 30), -ETIMEDOUT); /* reported once, not on every iteration */
+    CHECK_INT(r.hangups, 1);
+    r.quit_on_eof = true;
+    framing_set_reading(r.f, true);
+    CHECK_INT(run_for(l, 5000), 0);
+    CHECK_INT(r.n, 2);
+    CHECK_INT(r.eofs, 1);
+    CHECK_INT(r.hangups, 1);
+    framing_free(r.f);
+    rec_clear(&r);
+    close_fd(&p[0]);
+
+    /* a socket whose peer shuts down its writing side (and keeps reading) */
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+    struct rec r2 = {.quit_on_hangup = true};
+    rec_framing(l, &r2, sv[0], sv[0], 0, 0);
+    framing_set_reading(r2.f, false);
+    CHECK_INT(framing_send(r2.f, "[0]", 3), 0);
+    CHECK_INT(run_for(l, 30), -ETIMEDOUT);
+    CHECK(shutdown(sv[1], SHUT_WR) == 0);
+    CHECK_INT(run_for(l, 5000), 0);
+    CHECK_INT(r2.hangups, 1);
+    CHECK_INT(r2.errors, 0);
+    framing_free(r2.f);
+    close_fd(&sv[0]);
+    close_fd(&sv[1]);
+
+    /* without on_hangup nothing is watched while paused: the old behaviour */
+    new_pipe(p);
+    struct framing_handler h = rec_handler;
+    h.on_hangup = NULL;
+    struct rec r3 = {0};
+    r3.l = l;
+    CHECK_INT(framing_new(l, p[0], -1, &h, NULL, &r3, &r3.f), 0);
+    framing_set_reading(r3.f, false);
+    close_fd(&p[1]);
+    CHECK_INT(run_for(l, 50), -ETIMEDOUT);
+    CHECK_INT(r3.hangups, 0);
+    framing_free(r3.f);
+    close_fd(&p[0]);
+    loop_free(l);
+}
+
 TESTS_MAIN(test_split_every_boundary, test_crlf_and_empty_lines, test_frame_bound, test_eof,
            test_pause_and_free_in_callback, test_send_arguments, test_big_messages_pipes,
            test_big_messages_socket, test_backpressure, test_epipe, test_epipe_sigpipe_default,
-           test_close_write)
+           test_close_write, test_unpollable, test_hangup_while_paused)

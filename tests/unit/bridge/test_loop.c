@@ -389,7 +389,7 @@ static void test_io_pipe(void)
     struct loop_io *dup_io = NULL;
     CHECK_INT(loop_io_add(l, c.rfd, LOOP_READ, pipe_read, &c, &dup_io), -EEXIST);
     CHECK_INT(loop_io_add(l, -1, LOOP_READ, pipe_read, &c, &dup_io), -EBADF);
-    CHECK_INT(loop_io_add(l, c.rfd, LOOP_HUP, pipe_read, &c, &dup_io), -EINVAL);
+    CHECK_INT(loop_io_add(l, c.rfd, 1u << 5, pipe_read, &c, &dup_io), -EINVAL);
     CHECK_INT(loop_run(l), 0); /* ends once both ends are removed */
     CHECK_INT(c.writes, 2);
     c.got[c.got_len] = '\0';
@@ -495,6 +495,93 @@ static void never_read(struct loop_io *io, int fd, unsigned events, void *userda
 static void count_timer(struct loop_timer *t, void *userdata)
 {
     (*(int *)userdata)++;
+}
+
+/* Descriptors epoll refuses (/dev/null, a regular file) are always ready while they ask for
+ * reading or writing, never with LOOP_HUP; asking for nothing lets the loop end. */
+struct always_ctx {
+    struct loop_io *io;
+    int calls;
+    unsigned last;
+    int stop_after;
+};
+
+static void always_ready(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    struct always_ctx *c = userdata;
+    c->calls++;
+    c->last = events;
+    if (c->calls == c->stop_after)
+        CHECK_INT(loop_io_set_events(io, 0), 0);
+}
+
+static void test_io_unpollable(void)
+{
+    struct loop *l = new_loop();
+    int fd = open("/dev/null", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    CHECK(fd >= 0);
+    struct always_ctx c = {.stop_after = 3};
+    CHECK_INT(loop_io_add(l, fd, LOOP_READ | LOOP_WRITE, always_ready, &c, &c.io), 0);
+    struct loop_timer *t = NULL;
+    struct loop *lp = l;
+    CHECK_INT(loop_timer_add(l, 20, quit_with, &lp, &t), 0);
+    /* three calls in a row without sleeping, then nothing asked: the loop sleeps again (a
+     * watcher keeps it alive, as any other) until the timer */
+    CHECK_INT(loop_run(l), 42);
+    CHECK_INT(c.calls, 3);
+    CHECK_INT(c.last, LOOP_READ | LOOP_WRITE);
+    loop_timer_cancel(t);
+    CHECK_INT(loop_timer_add(l, 20, quit_with, &lp, &t), 0);
+    CHECK_INT(loop_io_set_events(c.io, LOOP_HUP), 0); /* a file never hangs up */
+    CHECK_INT(loop_run(l), 42);
+    CHECK_INT(c.calls, 3);
+    loop_timer_cancel(t);
+    loop_io_remove(c.io);
+    c.io = NULL;
+    close(fd);
+    loop_free(l);
+}
+
+/* LOOP_HUP alone: a pipe's last writer closing is reported without reading, and data alone
+ * is not. */
+struct hup_ctx {
+    struct loop *l;
+    int hups, others;
+};
+
+static void hup_only(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    struct hup_ctx *c = userdata;
+    if (events == LOOP_HUP)
+        c->hups++;
+    else
+        c->others++;
+    loop_io_remove(io);
+    loop_quit(c->l, 0);
+}
+
+static void test_io_hup_only(void)
+{
+    struct loop *l = new_loop();
+    struct loop *lp = l;
+    int p[2];
+    CHECK_INT(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+    struct hup_ctx c = {.l = l};
+    struct loop_io *io = NULL;
+    CHECK_INT(loop_io_add(l, p[0], LOOP_HUP, hup_only, &c, &io), 0);
+    CHECK_INT(write(p[1], "x", 1), 1);
+    struct loop_timer *t = NULL;
+    CHECK_INT(loop_timer_add(l, 30, quit_with, &lp, &t), 0);
+    CHECK_INT(loop_run(l), 42);
+    CHECK_INT(c.hups + c.others, 0);
+    close(p[1]);
+    loop_timer_rearm(t, 5000);
+    CHECK_INT(loop_run(l), 0);
+    CHECK_INT(c.hups, 1);
+    CHECK_INT(c.others, 0);
+    loop_timer_cancel(t);
+    close(p[0]);
+    loop_free(l);
 }
 
 static void test_quit(void)
@@ -876,4 +963,5 @@ static void test_curl(void)
 }
 
 TESTS_MAIN(test_timer_order, test_timer_cancel, test_timer_rearm, test_timer_zero, test_timer_many,
-           test_io_pipe, test_io_remove_in_batch, test_quit, test_signal, test_curl)
+           test_io_pipe, test_io_remove_in_batch, test_io_unpollable, test_io_hup_only, test_quit,
+           test_signal, test_curl)
