@@ -632,6 +632,11 @@ static int read_secret(struct json_object *v, const char *name, struct helper_se
         r = err_set(e, -EBADMSG, "\"secrets\": '%s' has both \"value\" and \"error\"", name);
     if (r >= 0 && !s.value && !s.error)
         r = err_set(e, -EBADMSG, "\"secrets\": '%s' has neither \"value\" nor \"error\"", name);
+    if (r >= 0 && s.error) { /* "source" and "expires_at" describe a value: none here */
+        free(s.source);
+        s.source = NULL;
+        s.expires_at = 0;
+    }
     if (r >= 0)
         s.name = strdup(name);
     if (r < 0) {

@@ -90,22 +90,31 @@ static int put_utf8(struct buf *out, uint32_t c)
     return buf_append(out, b, n);
 }
 
-/* Reads the string at pos (at its opening quote), decoded into out when out is not NULL. */
+/* Reads the string at pos (at its opening quote), decoded into out when out is not NULL. A key
+ * (out set) may be single-quoted: json-c's strict mode takes those. */
 static int read_string(struct scan *sc, struct buf *out)
 {
-    if (sc->pos >= sc->len || sc->s[sc->pos] != '"')
+    char q = sc->pos < sc->len ? sc->s[sc->pos] : 0;
+    if (q != '"' && (q != '\'' || !out))
         return fail(sc, -EBADMSG);
     sc->pos++;
     while (sc->pos < sc->len) {
         size_t start = sc->pos;
-        while (sc->pos < sc->len && sc->s[sc->pos] != '"' && sc->s[sc->pos] != '\\' &&
+        while (sc->pos < sc->len && sc->s[sc->pos] != q && sc->s[sc->pos] != '\\' &&
                sc->s[sc->pos] != '\n')
             sc->pos++;
         if (out && sc->pos > start && buf_append(out, sc->s + start, sc->pos - start) < 0)
             return fail(sc, -ENOMEM);
-        if (sc->pos >= sc->len || sc->s[sc->pos] == '\n')
+        if (sc->pos >= sc->len)
             return fail(sc, -EBADMSG);
-        if (sc->s[sc->pos++] == '"')
+        if (sc->s[sc->pos] == '\n') { /* json-c takes control characters in strings */
+            sc->line++;
+            sc->pos++;
+            if (out && buf_append(out, "\n", 1) < 0)
+                return fail(sc, -ENOMEM);
+            continue;
+        }
+        if (sc->s[sc->pos++] == q)
             return 0;
         if (sc->pos >= sc->len)
             return fail(sc, -EBADMSG);
@@ -263,9 +272,10 @@ static int read_value(struct scan *sc, unsigned depth)
         return read_array(sc, depth);
     if (c == '"')
         return read_string(sc, NULL);
-    /* a number, true, false or null: json_parse() checked its form */
+    /* a number, true, false or null (or NaN, Infinity, -Infinity, which json-c takes): json_parse()
+     * checked its form */
     size_t start = sc->pos;
-    while (sc->pos < sc->len && strchr("+-.0123456789eEtruefalsn", sc->s[sc->pos]) &&
+    while (sc->pos < sc->len && strchr("+-.0123456789eEtruefalsnNaIiy", sc->s[sc->pos]) &&
            sc->s[sc->pos])
         sc->pos++;
     return sc->pos > start ? 0 : fail(sc, -EBADMSG);

@@ -381,6 +381,10 @@ static int read_imports(struct loader *L, size_t idx)
     int r = mcp_import_read_list(list, y->display, import_cwd(L), import_diag, L->c, &read, &n);
     if (r < 0)
         return r;
+    if (n == 0) { /* realloc to 0 bytes would free L->imports */
+        free(read);
+        return 0;
+    }
     struct mcp_import **v = realloc(L->imports, (L->n_imports + n) * sizeof(*v));
     if (!v) {
         for (size_t i = 0; i < n; i++)

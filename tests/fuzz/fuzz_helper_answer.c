@@ -1,13 +1,7 @@
 /* fuzz_helper_answer.c - libFuzzer target: the helper answers' readers on any input.
  *
- * Build and run from the source root (not built by CMake yet):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Icommon/include \
- *       common/helper_answer.c common/jsonw.c common/json.c common/buf.c \
- *       common/secmem.c common/err.c common/file.c common/path.c common/util.c \
- *       tests/fuzz/fuzz_helper_answer.c \
- *       $(pkg-config --cflags --libs json-c) -lcrypto -o fuzz_helper_answer
- *   ./fuzz_helper_answer -max_total_time=60 [corpus-dir]
- * (Debian's clang-14 needs libclang-rt-14-dev for -fsanitize=fuzzer.)
+ * Built with -DENABLE_FUZZING=ON and run by ctest (tests/fuzz/CMakeLists.txt); by hand:
+ *   build-fuzz/tests/fuzz/fuzz_helper_answer -max_total_time=600 tests/fuzz/corpus/fuzz_helper_answer
  *
  * Each input is read as a secrets answer and as a headers answer. Whatever the reader accepts,
  * the writer must write, the reader must read back to the same values, and writing that again

@@ -1,14 +1,8 @@
 /* fuzz_mcp_toml.c - libFuzzer target: the reader of Codex's [mcp_servers.NAME] tables on any
  * input.
  *
- * Build and run from the source root (not built by CMake yet):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Icommon/include \
- *       common/mcp_toml.c common/mcp_field.c common/json.c common/jsonw.c common/buf.c \
- *       common/strv.c common/secmem.c common/err.c common/file.c common/path.c common/util.c \
- *       tests/fuzz/fuzz_mcp_toml.c $(pkg-config --cflags --libs json-c) -lcrypto \
- *       -o fuzz_mcp_toml
- *   ./fuzz_mcp_toml -max_total_time=60 [corpus-dir]
- * (Debian's clang-14 needs libclang-rt-14-dev for -fsanitize=fuzzer.)
+ * Built with -DENABLE_FUZZING=ON and run by ctest (tests/fuzz/CMakeLists.txt); by hand:
+ *   build-fuzz/tests/fuzz/fuzz_mcp_toml -max_total_time=600 tests/fuzz/corpus/fuzz_mcp_toml
  *
  * Whatever the reader accepts must have the promised shape (an object of objects whose values
  * are strings, integers, booleans, arrays of strings or objects of strings); whatever it refuses
@@ -42,6 +36,7 @@ static void check_strings(struct json_object *o, enum json_type container)
     }
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct json_object *o = NULL;

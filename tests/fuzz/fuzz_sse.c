@@ -1,10 +1,7 @@
 /* fuzz_sse.c - libFuzzer target: chunking must not change what the SSE parser sees.
  *
- * Build and run from the source root (not built by CMake yet):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Icommon/include -Ibridge \
- *       bridge/sse.c common/buf.c common/secmem.c tests/fuzz/fuzz_sse.c -lcrypto -o fuzz_sse
- *   ./fuzz_sse -max_total_time=60 [corpus-dir]
- * (Debian's clang-14 needs libclang-rt-14-dev for -fsanitize=fuzzer.)
+ * Built with -DENABLE_FUZZING=ON and run by ctest (tests/fuzz/CMakeLists.txt); by hand:
+ *   build-fuzz/tests/fuzz/fuzz_sse -max_total_time=600 tests/fuzz/corpus/fuzz_sse
  *
  * Input: byte 0 picks the bounds, bytes 1-3 pick three cut positions, the rest is the stream.
  * The stream is parsed one-shot, cut at those positions, and one byte per chunk; each run feeds

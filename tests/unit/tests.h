@@ -8,7 +8,7 @@
  * is an error). */
 #pragma once
 
-#include <errno.h>
+#include <errno.h> /* program_invocation_short_name too (_GNU_SOURCE) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,12 +92,32 @@ static inline void tests_name(const char *names, size_t i)
     tests_current[n] = '\0';
 }
 
+/* Whether TESTS_SKIP (environment: "program:test,program:test") names the test running now
+ * in this program. For runs that slow everything down many times over (scripts/test
+ * --valgrind), which only the tests bounding a time would fail. */
+static inline int tests_skipped(void)
+{
+    const char *list = getenv("TESTS_SKIP");
+    char want[256];
+    int n = snprintf(want, sizeof(want), "%s:%s", program_invocation_short_name, tests_current);
+    if (!list || n <= 0 || (size_t)n >= sizeof(want))
+        return 0;
+    for (const char *p = list; (p = strstr(p, want)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
 static inline int tests_run(const char *names, test_fn *fns, size_t n)
 {
     int failed_tests = 0;
     for (size_t i = 0; i < n; i++) {
         int before = tests_failures;
         tests_name(names, i);
+        if (tests_skipped()) {
+            fprintf(stderr, "SKIP %s (TESTS_SKIP)\n", tests_current);
+            continue;
+        }
         fns[i]();
         if (tests_failures != before) {
             failed_tests++;

@@ -85,6 +85,28 @@ static void test_bad(void)
     CHECK_INT(find(deep, &d), -EBADMSG);
 }
 
+/* What json_parse() takes beyond RFC 8259 (json-c's strict mode): NaN and Infinity, single-quoted
+ * keys, a raw line break inside a string (counted as a line). Found by tests/fuzz/fuzz_json_dups. */
+static void test_json_c_extensions(void)
+{
+    struct json_dup *d = NULL;
+    const char *text = "{\"a\": NaN, \"b\": [Infinity, -Infinity], 'c': \"two\nlines\",\n"
+                       " \"c\": 1, 'a': 2}";
+    struct json_object *o = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(json_parse(text, strlen(text), 4096, &o, &e), 0);
+    json_object_put(o);
+    int n = find(text, &d);
+    CHECK_INT(n, 2);
+    if (n == 2) {
+        CHECK_STR(d[0].key, "c");
+        CHECK_INT((int)d[0].line, 3);
+        CHECK_INT((int)d[0].first, 1);
+        CHECK_STR(d[1].key, "a");
+    }
+    json_dups_free(d, (size_t)(n > 0 ? n : 0));
+}
+
 static void test_many_keys_linear(void)
 {
     /* 20000 distinct keys and one repeated: found once, quickly (a quadratic scan would take
@@ -105,4 +127,5 @@ static void test_many_keys_linear(void)
     buf_release(&b);
 }
 
-TESTS_MAIN(test_none, test_found, test_escapes_and_pairs, test_bad, test_many_keys_linear)
+TESTS_MAIN(test_none, test_found, test_escapes_and_pairs, test_bad, test_json_c_extensions,
+           test_many_keys_linear)
