@@ -15,6 +15,7 @@ export XDG_RUNTIME_DIR
 export HOME="$T_ROOT/home"
 mkdir -p "$HOME" && chmod 700 "$XDG_RUNTIME_DIR"
 T_CHECKS=0
+T_CLEANUP_DIRS=() # more directories to remove at the end
 trap 't_cleanup' EXIT
 # a test stopped by a signal (ctest's timeout) must not look like a pass
 trap 'echo "FAIL: stopped by a signal" >&2; exit 1' INT TERM HUP
@@ -25,7 +26,7 @@ t_cleanup() {
     if [ "$rc" -eq 0 ] && [ "${#T_CANARIES[@]}" -gt 0 ]; then
         t_canary_scan || rc=$?
     fi
-    rm -rf "$T_ROOT" "$XDG_RUNTIME_DIR"
+    rm -rf "$T_ROOT" "$XDG_RUNTIME_DIR" "${T_CLEANUP_DIRS[@]}"
     if [ "$rc" -eq 0 ]; then
         if [ "$T_CHECKS" -eq 0 ]; then
             echo "FAIL: no checks ran" >&2
@@ -107,7 +108,15 @@ t_canary_stdout_ok() {
     shift
     case "$prog" in
     S | secrets | "${SECRETS_BIN##*/}")
-        for a in "$@"; do case "$a" in get | resolve | exec) echo 1 && return ;; esac; done ;;
+        local resolve=0 json=0
+        for a in "$@"; do
+            case "$a" in
+            get | exec) echo 1 && return ;;
+            resolve) resolve=1 ;;
+            --json) json=1 ;;
+            esac
+        done
+        [ "$resolve$json" = 11 ] && echo 1 && return ;;
     A | mcp-auth | "${MCP_AUTH_BIN:-mcp-auth}" | "$(basename "${MCP_AUTH_BIN:-mcp-auth}")")
         for a in "$@"; do case "$a" in header) echo 1 && return ;; esac; done ;;
     esac
@@ -138,7 +147,12 @@ t_canary_scan() {
             for i in "${!T_CANARIES[@]}"; do
                 grep -qaF -f "$pat.$i" "$f" && hit="$hit $((i + 1))"
             done
-            echo "FAIL: canary${hit} in ${f#"$T_ROOT"/} (under T_ROOT), which is not declared to hold it" >&2
+            echo "FAIL: canary${hit} in ${f#"$T_ROOT"/} (under T_ROOT), which is not declared to hold it:" >&2
+            # the first lines that hold one, each canary shown as <canary N>
+            grep -naF -f "$pat" "$f" | head -n 3 | while IFS= read -r line; do
+                line=$(t_mask "$line")
+                echo "    ${line:0:400}" >&2
+            done
             bad=$((bad + 1))
         fi
     done < <(find "$T_ROOT" -type f -print0 2>/dev/null)
