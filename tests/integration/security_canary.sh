@@ -33,11 +33,14 @@ B() { "$MCP_BRIDGE_BIN" "$@"; }
 
 rand() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
 CANARY="cnry$(rand)"
-V_KEY="$CANARY-key" V_CMD="$CANARY-cmd" V_ENV="$CANARY-env" V_HELPER="$CANARY-helper" V_BAD="$CANARY-bad"
-# the files that hold a value by design: the command recipe's and the helpers' sources, and the
-# configured server's answer with its environment (checked below for what it must not hold)
-VALUES="$T_ROOT/values" RESULTS="$T_ROOT/results"
-t_canary "$CANARY" --held-by "$VALUES" --held-by "$RESULTS/cfg-env.json"
+V_KEY="$CANARY-key" V_CMD="$CANARY-cmd" V_ENV="$CANARY-env" V_FILE="$CANARY-file" V_LIT="$CANARY-lit"
+V_HELPER="$CANARY-helper" V_BAD="$CANARY-bad"
+VARIANTS=("$V_KEY" "$V_CMD" "$V_ENV" "$V_FILE" "$V_LIT" "$V_HELPER" "$V_BAD")
+# the files that hold a value by design: the command, file and helper recipes' sources,
+# secrets.json with its literal recipe, and the configured server's answer with its environment
+# (both checked below for what they must not hold)
+VALUES="$T_ROOT/values" RESULTS="$T_ROOT/results" SJ="$PI_CODING_AGENT_DIR/secrets.json"
+t_canary "$CANARY" --held-by "$VALUES" --held-by "$RESULTS/cfg-env.json" --held-by "$SJ"
 mkdir -p -m 700 "$VALUES" "$RESULTS" "$T_ROOT/bin"
 (
     umask 077
@@ -45,6 +48,7 @@ mkdir -p -m 700 "$VALUES" "$RESULTS" "$T_ROOT/bin"
     printf '%s' "$V_HELPER" >"$VALUES/helper"
     printf '%s' "$V_BAD" >"$VALUES/bad"
     printf '%s' "$V_ENV" >"$VALUES/env"
+    printf '%s\n' "$V_FILE" >"$VALUES/file"
 )
 digest() { printf '%s' "$1" | sha256sum | cut -c1-16; }
 
@@ -74,7 +78,8 @@ start_peer auth-server --access-ttl 120
 AS=$PEER_URL
 start_peer mcp-resource-server --issuer "$AS"
 RS=$PEER_URL
-start_peer seam-header-server --record-header x-api-key --record-header authorization --record-header x-helper
+start_peer seam-header-server --record-header x-api-key --record-header authorization --record-header x-helper \
+    --record-header x-file --record-header x-lit
 HS=$PEER_URL
 TOKEN_URLS="$AS/__test/issued-tokens ${RS%/mcp}/__test/tokens"
 
@@ -88,7 +93,7 @@ RULES=$(node -e 'process.stdout.write(JSON.stringify([
     ["/mcp-bridge |/secrets |/mcp-auth |/bin/(bad-)?helper|sleep 0\\.4|cat .*/values/", ["env"]],
 ]))')
 CANARY_WATCH_STOP="$T_ROOT/watch.stop" CANARY_WATCH_OUT="$T_ROOT/watch.report" CANARY_ROOT_PID=$$ \
-    CANARY_VALUES="$(printf 'key=%s\ncmd=%s\nenv=%s\nhelper=%s\nbad=%s\n' "$V_KEY" "$V_CMD" "$V_ENV" "$V_HELPER" "$V_BAD")" \
+    CANARY_VALUES="$(printf 'key=%s\ncmd=%s\nenv=%s\nfile=%s\nlit=%s\nhelper=%s\nbad=%s\n' "${VARIANTS[@]}")" \
     CANARY_ENV_RULES="$RULES" CANARY_TOKEN_URLS="$TOKEN_URLS" \
     CANARY_PROGRAMS="secrets=$SEC mcp-auth=$AUTH mcp-bridge=$BRIDGE" \
     node "$LIB/canary-watch.mjs" </dev/null >/dev/null 2>"$T_ROOT/watch.err" &
@@ -99,11 +104,16 @@ T_PEER_PIDS+=("$watcher")
 run_in 0 "$V_KEY" S configure C_KEY --keychain
 run 0 S configure C_CMD --command "sleep 0.4; cat '$VALUES/cmd'" --ttl 0
 run 0 "$WS" "$SECRETS_BIN" configure C_ENV --env C_SRC
-run 0 "$WS" "$SECRETS_BIN" -v -v resolve C_KEY C_CMD C_ENV
+run 0 S configure C_FILE --file "$VALUES/file"
+# a literal recipe is written by hand (in clear in secrets.json, which is why it warns)
+node -e 'const fs = require("fs"), f = process.argv[1], j = JSON.parse(fs.readFileSync(f, "utf8"));
+    j.C_LIT = "literal:" + fs.readFileSync(process.argv[2], "utf8"); fs.writeFileSync(f, JSON.stringify(j, null, 2) + "\n");' \
+    "$SJ" <(printf '%s' "$V_LIT")
+run 0 "$WS" "$SECRETS_BIN" -v -v resolve C_KEY C_CMD C_ENV C_FILE C_LIT
 run 0 "$WS" "$SECRETS_BIN" -v -v list
 run 0 "$WS" "$SECRETS_BIN" -v -v list --json
-T_CANARY_STDOUT=1 run 0 "$WS" "$SECRETS_BIN" -v -v resolve --json C_KEY C_CMD C_ENV
-for v in "$V_KEY" "$V_CMD" "$V_ENV"; do
+T_CANARY_STDOUT=1 run 0 "$WS" "$SECRETS_BIN" -v -v resolve --json C_KEY C_CMD C_ENV C_FILE C_LIT
+for v in "$V_KEY" "$V_CMD" "$V_ENV" "$V_FILE" "$V_LIT"; do
     T_CHECKS=$((T_CHECKS + 1))
     case "$OUT" in *"$v"*) ;; *) fail "secrets resolve --json does not answer every value" ;; esac
 done
@@ -123,7 +133,8 @@ CFG="$T_ROOT/mcp.json"
 server() { printf '{"command": "node", "args": ["%s", "--role", "%s", "--tag", "%s"]%s}' "$LIB/canary-server.mjs" "$1" "$T_ROOT" "${2:-}"; }
 cat >"$CFG" <<EOF
 {"mcpServers": {
-  "hdr": {"url": "$HS", "headers": {"X-Api-Key": "\${C_KEY}"}, "bearerTokenEnv": "C_ENV"},
+  "hdr": {"url": "$HS", "headers": {"X-Api-Key": "\${C_KEY}", "X-File": "\${C_FILE}", "X-Lit": "\${C_LIT}"},
+          "bearerTokenEnv": "C_ENV"},
   "helped": {"url": "$HS", "headersHelper": "$T_ROOT/bin/helper"},
   "badhelper": {"url": "$HS", "headersHelper": "$T_ROOT/bin/bad-helper"},
   "missing": {"url": "$HS", "headers": {"X-Api-Key": "\${C_KEY}", "X-Other": "\${C_NOT_ANYWHERE}"}},
@@ -166,12 +177,15 @@ run 0 A --config "$CFG" -v status rs
 # 4. the agent on the bridge
 PEERS_DIR="$PEERS_DIR" CANARY_BRIDGE="$(json_argv "$WS" "$MCP_BRIDGE_BIN" -vv --config "$CFG" serve)" \
     CANARY_BRIDGE_LOG="$T_ROOT/bridge.log" CANARY_RESULTS="$RESULTS" \
-    CANARY_DIGESTS="{\"x-api-key\": \"$(digest "$V_KEY")\", \"authorization\": \"$(digest "Bearer $V_ENV")\", \"x-helper\": \"$(digest "$V_HELPER")\"}" \
+    CANARY_DIGESTS="{\"x-api-key\": \"$(digest "$V_KEY")\", \"authorization\": \"$(digest "Bearer $V_ENV")\",
+        \"x-file\": \"$(digest "$V_FILE")\", \"x-lit\": \"$(digest "$V_LIT")\", \"x-helper\": \"$(digest "$V_HELPER")\"}" \
     driver agent "$T_ROOT/bridge.log" ../integration/lib/canary-agent.mjs
 # what the configured server was given: its two secrets, no other
 must_hold "$RESULTS/cfg-env.json" "$V_CMD" "the configured server's environment (the command recipe's value)"
 must_hold "$RESULTS/cfg-env.json" "$V_KEY" "the configured server's environment (the keychain value)"
-for v in "$V_ENV" "$V_HELPER" "$V_BAD"; do must_not_hold "$RESULTS/cfg-env.json" "$v" "the configured server's environment"; done
+for v in "$V_ENV" "$V_FILE" "$V_LIT" "$V_HELPER" "$V_BAD"; do
+    must_not_hold "$RESULTS/cfg-env.json" "$v" "the configured server's environment"
+done
 must_hold "$RESULTS/plain-fail.json" "failing on purpose" "the error result quoting the environment"
 must_hold "$T_ROOT/bridge.log" "canary-server plain: environment" "the bridge's log of its servers' stderr"
 
@@ -280,5 +294,11 @@ assert_eq "$rc" 0 "mcp-bridge serve at the end of its input ($(tail -3 "$ND/brid
 register_tokens
 [ "${#TOKENS[@]}" -ge 2 ] || fail "the authorization server issued no token to look for"
 T_CHECKS=$((T_CHECKS + 1))
+# the two files that hold a value by design hold no other
+must_hold "$SJ" "$V_LIT" "secrets.json (the literal recipe)"
+for v in "$V_KEY" "$V_CMD" "$V_ENV" "$V_FILE" "$V_HELPER" "$V_BAD" "${!TOKENS[@]}"; do
+    must_not_hold "$SJ" "$v" "secrets.json: a value other than the literal recipe's"
+done
+for v in "${!TOKENS[@]}"; do must_not_hold "$RESULTS/cfg-env.json" "$v" "the configured server's environment (a token)"; done
 
 bridge_done "the canary through every path"
