@@ -12,7 +12,9 @@
 #include "credkit/buf.h"
 #include "credkit/challenge.h"
 #include "credkit/helper_answer.h"
+#include "credkit/log.h"
 #include "credkit/mcp_template.h"
+#include "credkit/redact.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
 #include "credkit/util.h"
@@ -418,6 +420,18 @@ static int64_t expires_ms(int64_t seconds)
     return (seconds > max ? max : seconds) * 1000;
 }
 
+/* A value a helper answered goes into the log's redaction, as those of the environment do
+ * (cmd_common.c): a server that quotes its environment or a header on its stderr (logged at
+ * -vv), or an error that quotes one, never prints it. A bearer token is also known alone. */
+static void redact_answer(struct slot *s, const char *name, const char *value, size_t len)
+{
+    struct redact *r = log_redact(s->h->log);
+    if (redact_add(r, name, value, len) < 0 || (len > 7 && strncasecmp(value, "Bearer ", 7) == 0 &&
+                                                redact_add(r, name, value + 7, len - 7) < 0))
+        log_debug(s->h->log, "cannot register the value of '%s' for redaction: out of memory",
+                  name);
+}
+
 static int secrets_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
                           size_t size)
 {
@@ -450,6 +464,7 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
             break;
         }
         r = strv_pushf(&vals, "%s=%s", x->name, x->value);
+        redact_answer(s, x->name, x->value, x->value_len);
         /* one that is stale as it comes (a recipe with a TTL of 0: never cached) serves this
          * connect, and is asked for again at the next: no timer asks every second */
         bool stale = x->expires_at > 0 && expires_ms(x->expires_at) <= credentials_now_ms();
@@ -480,8 +495,10 @@ int ch_headers_answer(struct slot *s, const struct helper_proc_result *res, char
         return r;
     }
     struct strv vals = STRV_INIT;
-    for (size_t i = 0; i < a.n && r >= 0; i++)
+    for (size_t i = 0; i < a.n && r >= 0; i++) {
         r = strv_pushf(&vals, "%s: %s", a.v[i].name, a.v[i].value);
+        redact_answer(s, a.v[i].name, a.v[i].value, a.v[i].value_len);
+    }
     int64_t exp = a.expires_at > 0 ? expires_ms(a.expires_at) : 0;
     helper_headers_release(&a);
     if (r < 0) {

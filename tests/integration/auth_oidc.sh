@@ -56,6 +56,7 @@ assert_not_contains "$OUT" "Bearer" "status output"
 # the header works against the server; without it the server refuses
 run 0 A header --json demo
 hdr="Authorization: $(json_get "$OUT" 'j.headers.Authorization')"
+t_canary "${hdr#Authorization: Bearer }"
 exp1=$(json_get "$OUT" 'j.expires_at')
 assert_eq "$(mcp_status "$hdr")" 200 "initialize with the token"
 assert_eq "$(mcp_status "X-Nothing: 1")" 401 "initialize without a token"

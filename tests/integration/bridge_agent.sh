@@ -12,6 +12,7 @@
 . "$(dirname "$0")/lib/bridge.sh"
 # a "secret" of the bridge's environment that no server may see
 export CREDKIT_TEST_CANARY="canary-$RANDOM$RANDOM"
+t_canary "$CREDKIT_TEST_CANARY"
 
 everything="$PEERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 node_bin=$(command -v node)

@@ -5,6 +5,7 @@
 . "$(dirname "$0")/lib/common.sh"
 
 CANARY="canary-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+t_canary "$CANARY" --held-by "$T_ROOT/canary-file" --held-by "$T_ROOT/json-out" --held-by "$T_ROOT/leaky-json"
 printf '%s\n' "$CANARY" >"$T_ROOT/canary-file"
 chmod 600 "$T_ROOT/canary-file"
 LOG="$T_ROOT/all-stderr"

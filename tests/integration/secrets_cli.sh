@@ -27,6 +27,7 @@ assert_contains "$ERR" "unknown command 'frobnicate'"
 
 # env recipe, through configure; files are private
 export APP_TOKEN_SRC="env-value-123"
+t_canary env-value-123 file-secret-1 --held-by "$HOME/tok"
 run 0 S configure APP_TOKEN --env APP_TOKEN_SRC
 assert_eq "$(file_mode "$SJ")" 600 "secrets.json mode"
 assert_eq "$(file_mode "$PI_CODING_AGENT_DIR")" 700 "agent dir mode"

@@ -7,6 +7,7 @@
 
 # drive SCRIPT_TEXT ARGS...: runs "secrets ARGS" on a pty with the script; transcript in $OUT.
 drive() { pty_drive "$1" "$SECRETS_BIN" "${@:2}"; }
+t_canary typed-secret-value-4242 flag-typed-value-77
 
 # keychain: the value is typed with echo off and never shown
 drive 'expect Choose 1-4: 

@@ -6,6 +6,7 @@
 
 : "${FAULTINJECT_LIB:?FAULTINJECT_LIB must point at the fault-injection shim (ctest sets it)}"
 SJ="$PI_CODING_AGENT_DIR/secrets.json"
+t_canary first-keychain-value "second value with spaces é" labelled-value third-value
 
 lookup() { secret-tool lookup label "$1" 2>/dev/null || true; }
 

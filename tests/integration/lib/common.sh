@@ -15,6 +15,7 @@ export XDG_RUNTIME_DIR
 export HOME="$T_ROOT/home"
 mkdir -p "$HOME" && chmod 700 "$XDG_RUNTIME_DIR"
 T_CHECKS=0
+T_CLEANUP_DIRS=() # more directories to remove at the end
 trap 't_cleanup' EXIT
 # a test stopped by a signal (ctest's timeout) must not look like a pass
 trap 'echo "FAIL: stopped by a signal" >&2; exit 1' INT TERM HUP
@@ -22,7 +23,10 @@ trap 'echo "FAIL: stopped by a signal" >&2; exit 1' INT TERM HUP
 t_cleanup() {
     local rc=$?
     t_stop_peers
-    rm -rf "$T_ROOT" "$XDG_RUNTIME_DIR"
+    if [ "$rc" -eq 0 ] && [ "${#T_CANARIES[@]}" -gt 0 ]; then
+        t_canary_scan || rc=$?
+    fi
+    rm -rf "$T_ROOT" "$XDG_RUNTIME_DIR" "${T_CLEANUP_DIRS[@]}"
     if [ "$rc" -eq 0 ]; then
         if [ "$T_CHECKS" -eq 0 ]; then
             echo "FAIL: no checks ran" >&2
@@ -30,6 +34,139 @@ t_cleanup() {
         fi
         echo "ok: $T_CHECKS checks"
     fi
+    exit "$rc"
+}
+
+# Canaries: values a test registers as secret (t_canary VALUE... [--held-by PATH]...). From then
+# on, the captured stdout and stderr of every `run`/`run_in`/`pty_drive` must not hold any of
+# them (stdout may, for the commands that print values by design: secrets get, resolve --json
+# and exec, mcp-auth header; or with T_CANARY_STDOUT=1 before the call), and at cleanup no file
+# under T_ROOT may hold one: logs, stderr, outputs, the agent directory. The only exceptions are
+# the token store ($PI_CODING_AGENT_DIR/oauth) and the paths given with --held-by (a file, or a
+# directory and everything under it), which hold a value by design. Each capture and each file
+# scanned counts as a check; a scan that finds no file to read fails. (pty_drive's script, the
+# test's own typing, is not scanned: it holds what the test types in.) The values are never
+# printed: a finding names the canary by its number.
+T_CANARIES=()
+T_CANARY_HELD=()
+t_canary() {
+    [ $# -gt 0 ] && [ "$1" != --held-by ] || fail "t_canary: no value given"
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --held-by)
+            [ $# -ge 2 ] || fail "t_canary: --held-by needs a path"
+            T_CANARY_HELD+=("$2")
+            shift 2
+            ;;
+        *)
+            [ "${#1}" -ge 8 ] || fail "t_canary: a canary must be at least 8 characters (got ${#1}), or it would match by chance"
+            T_CANARIES+=("$1")
+            shift
+            ;;
+        esac
+    done
+}
+
+# t_mask TEXT: TEXT with every registered canary replaced by <canary N>
+t_mask() {
+    local text=$1 i
+    for i in "${!T_CANARIES[@]}"; do text=${text//"${T_CANARIES[$i]}"/<canary $((i + 1))>}; done
+    printf '%s' "$text"
+}
+
+# t_canary_which TEXT: the numbers of the canaries TEXT holds (empty: none)
+t_canary_which() {
+    local i found=""
+    for i in "${!T_CANARIES[@]}"; do
+        case "$1" in *"${T_CANARIES[$i]}"*) found="$found $((i + 1))" ;; esac
+    done
+    printf '%s' "${found# }"
+}
+
+# t_canary_capture WHAT STDOUT_ALLOWED OUT ERR CMD...: checks a run's captured output
+t_canary_capture() {
+    local what=$1 out_ok=$2 out=$3 err=$4 hit
+    shift 4
+    [ "${#T_CANARIES[@]}" -gt 0 ] || return 0
+    T_CHECKS=$((T_CHECKS + 1))
+    hit=$(t_canary_which "$err")
+    [ -z "$hit" ] || fail "canary $hit in the stderr of $what '$(t_mask "$*")':
+$(t_mask "$err")"
+    [ "$out_ok" = 1 ] && return 0
+    hit=$(t_canary_which "$out")
+    [ -z "$hit" ] || fail "canary $hit in the stdout of $what '$(t_mask "$*")' (T_CANARY_STDOUT=1 if it prints values by design):
+$(t_mask "$out")"
+}
+
+# t_canary_stdout_ok CMD...: 1 when CMD prints values on stdout by design
+t_canary_stdout_ok() {
+    [ "${T_CANARY_STDOUT:-0}" = 1 ] && {
+        echo 1
+        return
+    }
+    local prog=${1##*/} a
+    shift
+    case "$prog" in
+    S | secrets | "${SECRETS_BIN##*/}")
+        local resolve=0 json=0
+        for a in "$@"; do
+            case "$a" in
+            get | exec) echo 1 && return ;;
+            resolve) resolve=1 ;;
+            --json) json=1 ;;
+            esac
+        done
+        [ "$resolve$json" = 11 ] && echo 1 && return ;;
+    A | mcp-auth | "${MCP_AUTH_BIN:-mcp-auth}" | "$(basename "${MCP_AUTH_BIN:-mcp-auth}")")
+        for a in "$@"; do case "$a" in header) echo 1 && return ;; esac; done ;;
+    esac
+    echo 0
+}
+
+# t_canary_scan: every file under T_ROOT but the token store, run's own capture files (checked
+# when captured) and the declared holders must hold no canary
+t_canary_scan() {
+    local pat="$XDG_RUNTIME_DIR/.canaries" f held skip i files=0 bytes=0 bad=0 hit
+    # the values go to grep in files, never on its command line
+    (
+        umask 077
+        printf '%s\n' "${T_CANARIES[@]}" >"$pat"
+        for i in "${!T_CANARIES[@]}"; do printf '%s\n' "${T_CANARIES[$i]}" >"$pat.$i"; done
+    )
+    while IFS= read -r -d '' f; do
+        skip=0
+        for held in "${PI_CODING_AGENT_DIR:-$T_ROOT/agent}/oauth" "$T_ROOT/out" "$T_ROOT/err" \
+            "$T_ROOT/script" "${T_CANARY_HELD[@]}"; do
+            case "$f" in "$held" | "$held"/*) skip=1 ;; esac
+        done
+        [ "$skip" = 0 ] || continue
+        files=$((files + 1))
+        bytes=$((bytes + $(stat -c %s "$f")))
+        if grep -qaF -f "$pat" "$f"; then
+            hit=""
+            for i in "${!T_CANARIES[@]}"; do
+                grep -qaF -f "$pat.$i" "$f" && hit="$hit $((i + 1))"
+            done
+            echo "FAIL: canary${hit} in ${f#"$T_ROOT"/} (under T_ROOT), which is not declared to hold it:" >&2
+            # the first lines that hold one, each canary shown as <canary N>
+            grep -naF -f "$pat" "$f" | head -n 3 | while IFS= read -r line; do
+                line=$(t_mask "$line")
+                echo "    ${line:0:400}" >&2
+            done
+            bad=$((bad + 1))
+        fi
+    done < <(find "$T_ROOT" -type f -print0 2>/dev/null)
+    rm -f "$pat" "$pat".*
+    if [ "$files" -eq 0 ]; then
+        echo "FAIL: the canary scan found no file to read under T_ROOT: it would prove nothing" >&2
+        return 1
+    fi
+    T_CHECKS=$((T_CHECKS + files))
+    if [ "$bad" -ne 0 ]; then
+        echo "FAIL: canaries: $bad of $files files under T_ROOT hold a canary" >&2
+        return 1
+    fi
+    echo "canaries: ${#T_CANARIES[@]} value(s) in none of $files files ($bytes bytes) under T_ROOT"
 }
 
 fail() {
@@ -47,12 +184,13 @@ run() {
     ERR=$(cat "$T_ROOT/err")
     T_CHECKS=$((T_CHECKS + 1))
     if [ "$rc" != "$want" ]; then
-        fail "'$*' exited $rc, expected $want
+        fail "'$(t_mask "$*")' exited $rc, expected $want
 --- stdout
-$OUT
+$(t_mask "$OUT")
 --- stderr
-$ERR"
+$(t_mask "$ERR")"
     fi
+    t_canary_capture run "$(t_canary_stdout_ok "$@")" "$OUT" "$ERR" "$@"
 }
 
 # run_in EXPECTED_STATUS INPUT CMD...: like run, with INPUT on stdin.
@@ -64,11 +202,12 @@ run_in() {
     OUT=$(cat "$T_ROOT/out")
     ERR=$(cat "$T_ROOT/err")
     T_CHECKS=$((T_CHECKS + 1))
-    [ "$rc" = "$want" ] || fail "'$*' (stdin given) exited $rc, expected $want
+    [ "$rc" = "$want" ] || fail "'$(t_mask "$*")' (stdin given) exited $rc, expected $want
 --- stdout
-$OUT
+$(t_mask "$OUT")
 --- stderr
-$ERR"
+$(t_mask "$ERR")"
+    t_canary_capture run_in "$(t_canary_stdout_ok "$@")" "$OUT" "$ERR" "$@"
 }
 
 assert_eq() {
@@ -161,7 +300,8 @@ pty_drive() {
         "$@" >/dev/null 2>"$T_ROOT/err" || rc=$?
     OUT=$(cat "$T_ROOT/transcript")
     T_CHECKS=$((T_CHECKS + 1))
-    [ "$rc" = 0 ] || fail "ptydrive failed ($rc): $(cat "$T_ROOT/err")
+    [ "$rc" = 0 ] || fail "ptydrive failed ($rc): $(t_mask "$(cat "$T_ROOT/err")")
 --- transcript
-$OUT"
+$(t_mask "$OUT")"
+    t_canary_capture pty_drive "$(t_canary_stdout_ok "$@")" "$OUT" "$(cat "$T_ROOT/err")" "$@"
 }
