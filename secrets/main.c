@@ -810,7 +810,7 @@ static const struct {
 /* "secrets help": the usage; "secrets help get": get's own help, as "secrets get --help". */
 static int cmd_help(struct cli *c, int argc, char **argv)
 {
-    if (argc < 2) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(usage_text, stdout);
         return EXIT_OK;
     }

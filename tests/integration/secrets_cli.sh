@@ -202,6 +202,8 @@ run 2 S get 'bad name'
 assert_contains "$ERR" "'bad name' is not a valid secret name"
 run 2 S help nosuchcommand
 assert_contains "$ERR" "unknown command 'nosuchcommand'"
+run 0 S help --help
+assert_contains "$OUT" "help [COMMAND]"
 
 # names and a command's stderr with terminal controls are shown escaped, never raw
 ESC=$(printf '\033')

@@ -42,9 +42,11 @@ int file_read(const char *path, unsigned flags, struct buf *out, struct err *e) 
  * mid-write (kill -9, power loss) leaves its temporary behind, a full copy of what it wrote:
  * every call first removes those of the same path whose writer's process no longer exists
  * (and those of the older naming ".<base>.XXXXXX" older than 10 minutes), our own regular
- * files only; a live writer's temporary is never touched. (A directory shared by several
- * machines cannot tell a writer on another one from a dead one: write such files under a
- * lock that the other machines respect, as jsonfile does.) */
+ * files only; a live writer's temporary is never touched. (A directory shared with writers
+ * whose pids this process cannot see - another machine over NFS, another PID namespace - cannot
+ * tell such a writer from a dead one: its temporary may go, and its rename then fails with a
+ * clear error, the old file intact. Write such files under a lock all writers take, as
+ * jsonfile does: the sweep then runs while no other writer can be mid-write.) */
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
                       struct err *e) _must_check_;
 
