@@ -178,6 +178,41 @@ run 0 B test marker
 T_CHECKS=$((T_CHECKS + 1))
 [ -e "$T_ROOT/marker-ran" ] || fail "the approved command did not run"
 
+# ---- a running bridge: revoked, then approved and reloaded (SIGHUP) ----
+cat >"$T_ROOT/hup.mjs" <<EOF
+import { execFileSync } from "node:child_process";
+import { Client } from "$SDK/client/index.js";
+import { StdioClientTransport } from "$SDK/client/stdio.js";
+const [dir, want] = process.argv.slice(2);
+const transport = new StdioClientTransport({
+  command: process.env.MCP_BRIDGE_BIN, args: ["serve"], cwd: dir, env: process.env,
+  stderr: "inherit",
+});
+const client = new Client({ name: "bridge-trust-hup", version: "1.0.0" }, { capabilities: {} });
+const within = (p, ms, what) => Promise.race([p, new Promise((_, reject) =>
+  setTimeout(() => reject(new Error("timed out waiting for " + what)), ms).unref())]);
+await within(client.connect(transport), 60000, "initialize");
+const names = async () => (await within(client.listTools(), 60000, "tools/list")).tools.map((t) => t.name);
+const before = (await names()).includes(want);
+execFileSync(process.env.MCP_BRIDGE_BIN, ["trust", "--yes", "--project", dir], { stdio: "ignore" });
+process.kill(transport.pid, "SIGHUP");
+let after = false;
+for (const end = Date.now() + 60000; !after && Date.now() < end;) {
+  after = (await names()).includes(want);
+  if (!after) await new Promise((r) => setTimeout(r, 100));
+}
+const r = after ? await within(client.callTool({ name: want, arguments: {} }), 60000, want) : null;
+await client.close();
+console.log(JSON.stringify({ before, after, text: r?.content?.[0]?.text ?? null }));
+EOF
+run 0 B trust --revoke
+run 0 node "$T_ROOT/hup.mjs" "$PROJ" mcp_web_seen
+assert_eq "$(json_get "$OUT" 'j.before')" false "a revoked entry is not served"
+assert_eq "$(json_get "$OUT" 'j.after')" true "approved and reloaded (SIGHUP): served without a restart"
+assert_eq "$(json_get "$OUT" 'JSON.parse(j.text).headers["x-api-key"]')" "$SECRET_DIGEST"
+assert_contains "$ERR" "configuration reloaded: changed 'marker', 'web'" "the reload names the approved entries"
+rm -f "$T_ROOT/marker-ran"
+
 # ---- changed, renamed, elsewhere: untrusted again ----
 rm -f "$T_ROOT/marker-ran"
 sed -i 's|"TOKEN": |"TOKEN2": |' "$PROJ/.mcp.json"
