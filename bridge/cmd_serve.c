@@ -15,6 +15,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/mcp_config.h"
+#include "credkit/textsafe.h"
 
 #include "cli.h"
 #include "cred_setup.h"
@@ -129,7 +130,9 @@ static const char *new_broken_file(const struct mcp_config *old, const struct mc
     return NULL;
 }
 
-/* Logs what a reload changes: "added x, removed y, changed z". */
+/* Logs what a reload changes: "added x, removed y, changed z" (an entry that became usable or
+ * unusable as written, approved or revoked with mcp-bridge trust, counts as changed). Names
+ * are escaped: they come from files. */
 static void report_changes(struct serve *s, const struct mcp_config *old,
                            const struct mcp_config *c)
 {
@@ -137,18 +140,23 @@ static void report_changes(struct serve *s, const struct mcp_config *old,
     buf_init(&added, 4096);
     buf_init(&removed, 4096);
     buf_init(&changed, 4096);
+    struct buf shown;
+    buf_init(&shown, 1024);
     for (size_t i = 0; i < mcp_config_count(c); i++) {
         const struct mcp_server *e = mcp_config_at(c, i), *o = mcp_config_find(old, e->name);
-        struct buf *b = !o ? &added : !json_object_equal(o->raw, e->raw) ? &changed : NULL;
-        if (b && buf_printf(b, "%s'%s'", b->len ? ", " : "", e->name) < 0)
+        struct buf *b = !o                                                             ? &added
+                        : !json_object_equal(o->raw, e->raw) || !o->error != !e->error ? &changed
+                                                                                       : NULL;
+        if (b && buf_printf(b, "%s'%s'", b->len ? ", " : "", text_escaped(&shown, e->name)) < 0)
             continue; /* the list is cut: what fits is said */
     }
     for (size_t i = 0; i < mcp_config_count(old); i++) {
         const struct mcp_server *o = mcp_config_at(old, i);
-        if (!mcp_config_find(c, o->name) &&
-            buf_printf(&removed, "%s'%s'", removed.len ? ", " : "", o->name) < 0)
+        if (!mcp_config_find(c, o->name) && buf_printf(&removed, "%s'%s'", removed.len ? ", " : "",
+                                                       text_escaped(&shown, o->name)) < 0)
             continue;
     }
+    buf_release(&shown);
     /* asked for by the user (SIGHUP): said unless -q */
     enum log_level level = s->g->quiet ? LOG_INFO : LOG_ERROR;
     if (!added.len && !removed.len && !changed.len)

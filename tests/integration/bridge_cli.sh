@@ -257,6 +257,11 @@ printf '{"mcpServers": {"bundled-ev": {"command": "node", "args": ["%s", "stdio"
 run 0 bash -c 'cd "$1/proj" && CREDKIT_BRIDGE_BUNDLED="$1/bundled.json" "$2" test bundled-ev --json' \
     _ "$T_ROOT" "$MCP_BRIDGE_BIN"
 assert_eq "$(json_get "$OUT" 'j.server')" "bundled-ev"
+# a project's entry is used once approved (bridge_trust.sh tests the approvals)
+run 3 bash -c 'cd "$1/proj" && "$2" call proj-ev echo "{\"message\": \"project\"}"' \
+    _ "$T_ROOT" "$MCP_BRIDGE_BIN"
+assert_contains "$ERR" "untrusted project entry" "a project's entry before its approval"
+run 0 B trust --yes --project "$T_ROOT/proj"
 run 0 bash -c 'cd "$1/proj" && "$2" call proj-ev echo "{\"message\": \"project\"}"' \
     _ "$T_ROOT" "$MCP_BRIDGE_BIN"
 assert_eq "$OUT" "Echo: project"

@@ -123,6 +123,14 @@ cat >"$USER_FILE" <<'EOF'
 }
 EOF
 
+# the project's VS Code file is the project's: its entries are untrusted until approved
+run 0 B list --json
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "vs-remote").status')" "untrusted" \
+    "an entry of the project's .vscode/mcp.json before its approval"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "cursor-x").trust')" "trusted" \
+    "an entry of ~/.cursor/mcp.json"
+run 0 B trust --yes
+assert_contains "$OUT" "server 'vs-remote' in"
 run 0 B list
 # the first import listed wins, and within Claude Code the project's entry
 assert_contains "$(row shared)" "~/.claude.json (import claude-code)" "the row of 'shared' names its import"

@@ -244,4 +244,39 @@ static void test_json(void)
     mcp_config_free(c);
 }
 
-TESTS_MAIN(test_text, test_idle, test_json)
+/* Bidirectional controls and invalid UTF-8 are escaped (textsafe); one entry too long to show
+ * is shown cut with its length, and the others are listed (the list used to fail as a whole) */
+static void test_hostile(void)
+{
+    setenv("CREDKIT_SECRETS", "/nonexistent/secrets", 1);
+    setenv("CREDKIT_MCP_AUTH", "/nonexistent/mcp-auth", 1);
+    struct mcp_config *c = load("{'mcpServers': {'a-huge': {'command': 'srv'},"
+                                " 'b-bidi': {'command': 'evil\u202egnp.sh'},"
+                                " 'c-after': {'command': 'last'}}}");
+    size_t n = 300 * 1024;
+    char *big = malloc(n + 1);
+    memset(big, 'x', n);
+    big[n] = '\0';
+    struct mcp_server *s = entry(c, "a-huge");
+    char **v = calloc(2, sizeof(*v));
+    v[0] = big;
+    set_vec(&s->args, v);
+    s = entry(c, "b-bidi");
+    set_vec(&s->warnings, vec("bad \xff byte", NULL));
+    struct creds_report *rep = NULL;
+    CHECK_INT(creds_report_new(c, NULL, &rep), 0);
+    char *out = captured(run_text, c, rep, NULL);
+    const char *l = line_of(out, "a-huge ");
+    CHECK(l != NULL);
+    CHECK(strstr(out, "bytes, too long to show: see 'mcp-bridge list --json')") != NULL);
+    l = line_of(out, "b-bidi ");
+    CHECK(l && strstr(l, "evil\\u{202e}gnp.sh"));
+    CHECK(strstr(out, "    warning: bad \\xff byte\n") != NULL);
+    CHECK(line_of(out, "c-after ") != NULL);
+    CHECK(strstr(out, "\xe2\x80\xae") == NULL);
+    free(out);
+    creds_report_free(rep);
+    mcp_config_free(c);
+}
+
+TESTS_MAIN(test_text, test_idle, test_json, test_hostile)
