@@ -240,7 +240,9 @@ chmod 600 "$ND/agent/secrets.json"
 # (an array, not a function: run in the background, each program then is $! itself)
 as_user=("${AS_USER[@]}" env -i PATH="$PATH" HOME="$ND/home" PI_CODING_AGENT_DIR="$ND/agent"
     XDG_RUNTIME_DIR="$ND/run" BROWSER="$ND/browser" CREDKIT_BRIDGE_BUNDLED="$CREDKIT_BRIDGE_BUNDLED")
-[ -z "${ASAN_OPTIONS:-}" ] || as_user+=(ASAN_OPTIONS="$ASAN_OPTIONS")
+# (a sanitized build: LeakSanitizer cannot stop the threads of a process that is not dumpable
+# without CAP_SYS_PTRACE, which that user has not)
+as_user+=(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
 [ -z "${UBSAN_OPTIONS:-}" ] || as_user+=(UBSAN_OPTIONS="$UBSAN_OPTIONS")
 # not_dumpable NAME PID EXE: PID runs EXE, with a soft core-file limit of 0, not dumpable
 not_dumpable() {
