@@ -25,6 +25,7 @@
 rand() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
 STATIC_TOKEN="seamtok$(rand)"
 ROT_PREFIX="seamrot$(rand)"
+t_canary "$STATIC_TOKEN" "$ROT_PREFIX" --held-by "$T_ROOT/rotating.value" --held-by "$T_ROOT/rotating.value.tmp"
 
 # The bridge's helpers, through wrappers that log each run ("MS ARGS...") and exec the real one.
 mkdir -p "$T_ROOT/bin" "$PI_CODING_AGENT_DIR"

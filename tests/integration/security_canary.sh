@@ -1,5 +1,6 @@
 # One canary, through every path a secret takes in the suite, with real parts: a keychain recipe
-# (gnome-keyring in a private D-Bus session), a command recipe and an env recipe of `secrets`;
+# (gnome-keyring in a private D-Bus session), a command, an env, a file and a literal recipe of
+# `secrets`;
 # an OAuth token of oidc-provider (auth-server.mjs) kept by mcp-auth, signed in through headless
 # Chromium; headers to a real HTTP MCP server that records their digests (seam-header-server.mjs);
 # a headersHelper's answer; a stdio server whose "env" gets two secrets and another one that gets
@@ -84,8 +85,8 @@ HS=$PEER_URL
 TOKEN_URLS="$AS/__test/issued-tokens ${RS%/mcp}/__test/tokens"
 
 # the watcher, from before the first secret is stored. Its rules, the first match wins: the
-# agent, the bridge and the helpers it runs (with their children) get the bridge's environment,
-# which holds the env recipe's source; the configured server gets the two secrets of its "env";
+# bridge and the helpers it runs (with their children) get the bridge's environment, which holds
+# the env recipe's source (the agent hands it to the bridge through with-src, holding none); the configured server gets the two secrets of its "env";
 # every other process of the test (the other server, the peers, the browser) gets none.
 SEC=$(readlink -f "$SECRETS_BIN") AUTH=$(readlink -f "$MCP_AUTH_BIN") BRIDGE=$(readlink -f "$MCP_BRIDGE_BIN")
 RULES=$(node -e 'process.stdout.write(JSON.stringify([
@@ -100,7 +101,7 @@ CANARY_WATCH_STOP="$T_ROOT/watch.stop" CANARY_WATCH_OUT="$T_ROOT/watch.report" C
 watcher=$!
 T_PEER_PIDS+=("$watcher")
 
-# 1. the secrets: keychain, command (slow enough for the watcher to see it), env
+# 1. the secrets: keychain, command (slow enough for the watcher to see it), env, file, literal
 run_in 0 "$V_KEY" S configure C_KEY --keychain
 run 0 S configure C_CMD --command "sleep 0.4; cat '$VALUES/cmd'" --ttl 0
 run 0 "$WS" "$SECRETS_BIN" configure C_ENV --env C_SRC
@@ -188,6 +189,9 @@ for v in "$V_ENV" "$V_FILE" "$V_LIT" "$V_HELPER" "$V_BAD"; do
 done
 must_hold "$RESULTS/plain-fail.json" "failing on purpose" "the error result quoting the environment"
 must_hold "$T_ROOT/bridge.log" "canary-server plain: environment" "the bridge's log of its servers' stderr"
+# the configured server's stderr is logged too, with the secrets of its environment redacted
+must_hold "$T_ROOT/bridge.log" "canary-server configured: environment" "the bridge's log of its servers' stderr"
+must_hold "$T_ROOT/bridge.log" '"API_KEY":"[REDACTED:C_CMD]"' "the bridge's log of the configured server's environment"
 
 # 5. the one-shot commands and the listings
 run 0 B --config "$CFG" list
@@ -240,7 +244,9 @@ chmod 600 "$ND/agent/secrets.json"
 # (an array, not a function: run in the background, each program then is $! itself)
 as_user=("${AS_USER[@]}" env -i PATH="$PATH" HOME="$ND/home" PI_CODING_AGENT_DIR="$ND/agent"
     XDG_RUNTIME_DIR="$ND/run" BROWSER="$ND/browser" CREDKIT_BRIDGE_BUNDLED="$CREDKIT_BRIDGE_BUNDLED")
-[ -z "${ASAN_OPTIONS:-}" ] || as_user+=(ASAN_OPTIONS="$ASAN_OPTIONS")
+# (a sanitized build: LeakSanitizer cannot stop the threads of a process that is not dumpable
+# without CAP_SYS_PTRACE, which that user has not)
+as_user+=(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
 [ -z "${UBSAN_OPTIONS:-}" ] || as_user+=(UBSAN_OPTIONS="$UBSAN_OPTIONS")
 # not_dumpable NAME PID EXE: PID runs EXE, with a soft core-file limit of 0, not dumpable
 not_dumpable() {
