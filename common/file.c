@@ -599,6 +599,10 @@ int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_loc
     /* never through a link: whoever planted it would have us create or lock a file of their
      * choosing */
     fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+    if (fd < 0 && errno == EROFS)
+        /* an existing lock file on a read-only filesystem still locks (flock needs no write
+         * access): the write that follows then fails, saying why */
+        fd = open(lock_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
     if (fd < 0) {
         int k = errno;
         struct stat lst;

@@ -27,7 +27,10 @@ struct jsonfile {
     char *snapshot; /* the document as last read or written, serialised: "unchanged" is equal */
     size_t snapshot_len;
     mode_t mode;
+    size_t max_size; /* what its readers accept: never written bigger */
     bool always_write;
+    struct json_dup *dups; /* with JSONFILE_DUPLICATES: the keys given twice, as read */
+    size_t ndups;
     int dir_fd;             /* the locked directory; -1 */
     struct file_lock *lock; /* the lock file; NULL */
 };
@@ -37,6 +40,7 @@ void jsonfile_free(struct jsonfile *f)
     if (!f)
         return;
     json_object_put(f->doc);
+    json_dups_free(f->dups, f->ndups);
     if (f->snapshot)
         secure_free_len(f->snapshot, f->snapshot_len);
     if (f->dir_fd >= 0)
@@ -134,13 +138,44 @@ out:
     return r;
 }
 
+/* json_read_file(), and the keys given twice in the text. */
+static int read_with_dups(struct jsonfile *f, const struct jsonfile_opts *o, struct err *e)
+{
+    struct buf text;
+    int r;
+    if (o->flags & JSONFILE_SECRET)
+        buf_init_secret(&text, o->max_size);
+    else
+        buf_init(&text, o->max_size);
+    r = file_read(f->path, (o->flags & JSONFILE_SECRET) ? FILE_SECRET : 0, &text, e);
+    if (r < 0)
+        goto out;
+    r = json_parse(buf_str(&text), text.len, text.max, &f->doc, e);
+    if (r < 0) {
+        (void)err_prefix(e, "'%s'", f->display);
+        goto out;
+    }
+    r = json_find_duplicates(buf_str(&text), text.len, &f->dups);
+    if (r < 0) {
+        r = err_set(e, r, "cannot read '%s': %s", f->display, strerror(-r));
+        goto out;
+    }
+    f->ndups = (size_t)r;
+    r = 0;
+out:
+    buf_release(&text);
+    return r;
+}
+
 /* Reads the document: {} for a missing file with JSONFILE_CREATE. */
 static int read_doc(struct jsonfile *f, const struct jsonfile_opts *o, struct err *e)
 {
     struct err le = ERR_INIT;
     struct stat st;
-    int r = json_read_file(f->path, o->max_size,
-                           (o->flags & JSONFILE_SECRET) ? JSON_READ_SECRET : 0, &f->doc, &le);
+    int r = (o->flags & JSONFILE_DUPLICATES)
+                ? read_with_dups(f, o, &le)
+                : json_read_file(f->path, o->max_size,
+                                 (o->flags & JSONFILE_SECRET) ? JSON_READ_SECRET : 0, &f->doc, &le);
     f->mode = o->mode;
     if (r == -ENOENT && (o->flags & JSONFILE_CREATE)) {
         f->doc = json_object_new_object();
@@ -165,6 +200,7 @@ int jsonfile_open(const char *path, const struct jsonfile_opts *o, struct jsonfi
         return err_set(e, -ENOMEM, "out of memory");
     f->dir_fd = -1;
     f->always_write = o->flags & JSONFILE_ALWAYS_WRITE;
+    f->max_size = o->max_size;
     f->path = strdup(path);
     f->display = path_display(path);
     if (!f->path || !f->display) {
@@ -214,6 +250,12 @@ const char *jsonfile_display(const struct jsonfile *f)
     return f->display;
 }
 
+size_t jsonfile_duplicates(const struct jsonfile *f, const struct json_dup **ret)
+{
+    *ret = f->dups;
+    return f->ndups;
+}
+
 int jsonfile_commit(struct jsonfile *f, struct err *e)
 {
     char *now = NULL;
@@ -224,6 +266,25 @@ int jsonfile_commit(struct jsonfile *f, struct err *e)
     if (!f->always_write && len == f->snapshot_len && memcmp(now, f->snapshot, len) == 0) {
         secure_free_len(now, len);
         return 0;
+    }
+    /* the document holds one of each key given twice: writing it would drop the others */
+    if (f->ndups > 0) {
+        const struct json_dup *d = &f->dups[0];
+        secure_free_len(now, len);
+        return err_set(e, -ENOTUNIQ,
+                       "cannot write '%s': \"%s\" is given twice (lines %u and %u), and a rewrite "
+                       "would keep only one: remove the extra one by hand first; it was left as it "
+                       "was",
+                       f->display, d->key, d->first, d->line);
+    }
+    /* a file its own reader refuses would stop every command that reads it: refused here, the
+     * old file left as it was (json_write_file() adds the newline) */
+    if (f->max_size > 0 && len + 1 > f->max_size) {
+        secure_free_len(now, len);
+        return err_set(e, -EFBIG,
+                       "cannot write '%s': it would be %zu bytes, more than the %zu bytes it may "
+                       "hold (the limit its readers enforce); it was left as it was",
+                       f->display, len + 1, f->max_size);
     }
     r = json_write_file(f->path, f->doc, f->mode, e);
     if (r < 0) {

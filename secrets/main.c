@@ -164,12 +164,21 @@ int cli_open_locked(struct cli *c, struct jsonfile **ret)
         .mode = 0600,
         /* a configure that stores a keychain value must fail, and restore the keychain, when
          * the file cannot be written: written even when the recipe is the same */
-        .flags = JSONFILE_CREATE | JSONFILE_SECRET | JSONFILE_PRIVATE_DIR | JSONFILE_ALWAYS_WRITE,
+        .flags = JSONFILE_CREATE | JSONFILE_SECRET | JSONFILE_PRIVATE_DIR | JSONFILE_ALWAYS_WRITE |
+                 JSONFILE_DUPLICATES,
     };
     r = jsonfile_open(c->store_path, &o, &f, &e);
     free(lock);
     if (r >= 0)
         r = store_from_json(c->store_path, jsonfile_doc(f), &c->store, &e);
+    if (r >= 0) {
+        const struct json_dup *d = NULL;
+        size_t n = jsonfile_duplicates(f, &d);
+        r = store_set_duplicates(c->store, d, n);
+        /* a rewrite would keep only one of each: refused before anything is changed */
+        if (r >= 0)
+            r = store_duplicates_error(c->store, &e);
+    }
     if (r < 0) {
         jsonfile_free(f);
         return store_failed(c, r, &e);
@@ -818,7 +827,7 @@ static int cmd_help(struct cli *c, int argc, char **argv)
         fputs(usage_text, stdout);
         return EXIT_OK;
     }
-    return usage_error(c, "no help for '%s': not a command", argv[1]);
+    return usage_error(c, "unknown command '%s': there is no help for it", argv[1]);
 }
 
 int main(int argc, char **argv)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "credkit/file.h"
+#include "credkit/hashmap.h"
 #include "credkit/json.h"
 #include "credkit/path.h"
 
@@ -16,11 +17,22 @@ struct store_entry {
     struct err err;        /* why it did not parse */
 };
 
+/* A key given twice in the file, as it concerns an entry. */
+struct store_dup {
+    char *name;    /* the entry's name (or a "$" key): the top-level key it is under */
+    char *key;     /* the key given twice inside the entry's recipe; NULL: the name itself */
+    unsigned line; /* its second occurrence */
+    unsigned first;
+};
+
 struct store {
     char *path;
     struct json_object *root;
     struct store_entry *entries;
     size_t n;
+    struct hashmap *index; /* name -> entry: lookups do not walk the entries */
+    struct store_dup *dups;
+    size_t ndups;
 };
 
 static void entries_clear(struct store *s)
@@ -32,6 +44,43 @@ static void entries_clear(struct store *s)
     free(s->entries);
     s->entries = NULL;
     s->n = 0;
+    hashmap_free(s->index);
+    s->index = NULL;
+}
+
+static void dups_clear(struct store *s)
+{
+    for (size_t i = 0; i < s->ndups; i++) {
+        free(s->dups[i].name);
+        free(s->dups[i].key);
+    }
+    free(s->dups);
+    s->dups = NULL;
+    s->ndups = 0;
+}
+
+/* An entry with a key given twice does not resolve: json-c kept one of them without a word,
+ * and which one the user meant is theirs to say. The first duplicate of each entry is named. */
+static void dups_apply(struct store *s)
+{
+    for (size_t i = 0; i < s->ndups; i++) {
+        const struct store_dup *d = &s->dups[i];
+        struct store_entry *en = hashmap_get(s->index, d->name);
+        if (!en || !en->recipe)
+            continue;
+        recipe_free(en->recipe);
+        en->recipe = NULL;
+        if (d->key)
+            (void)err_set(&en->err, -EINVAL,
+                          "'%s': \"%s\" is given twice in its recipe (lines %u and %u): remove "
+                          "one",
+                          d->name, d->key, d->first, d->line);
+        else
+            (void)err_set(&en->err, -EINVAL,
+                          "'%s' is given more than once (lines %u and %u): only one recipe may "
+                          "have a name, so it does not resolve until the others are removed",
+                          d->name, d->first, d->line);
+    }
 }
 
 static int entries_build(struct store *s)
@@ -47,7 +96,8 @@ static int entries_build(struct store *s)
     if (n == 0)
         return 0;
     s->entries = calloc(n, sizeof(*s->entries));
-    if (!s->entries)
+    s->index = hashmap_new();
+    if (!s->entries || !s->index)
         return -ENOMEM;
     json_object_object_foreach(s->root, key, val)
     {
@@ -61,7 +111,11 @@ static int entries_build(struct store *s)
         int r = recipe_parse(key, val, &en->recipe, &en->err);
         if (r == -ENOMEM)
             return r;
+        r = hashmap_put(s->index, key, en);
+        if (r < 0)
+            return r;
     }
+    dups_apply(s);
     return 0;
 }
 
@@ -70,6 +124,7 @@ void store_free(struct store *s)
     if (!s)
         return;
     entries_clear(s);
+    dups_clear(s);
     /* literal recipes hold their values in the tree, which json-c frees unwiped. A tree given to
      * store_from_json() is wiped too: the store is freed once its document is written */
     json_wipe_strings(s->root);
@@ -104,20 +159,100 @@ int store_from_json(const char *path, struct json_object *root, struct store **r
     return 0;
 }
 
+int store_set_duplicates(struct store *s, const struct json_dup *d, size_t n)
+{
+    dups_clear(s);
+    if (n == 0)
+        return 0;
+    s->dups = calloc(n, sizeof(*s->dups));
+    if (!s->dups)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        struct store_dup *sd = &s->dups[s->ndups++];
+        const char *name = d[i].npath ? d[i].path[0] : d[i].key;
+        sd->line = d[i].line;
+        sd->first = d[i].first;
+        sd->name = strdup(name);
+        if (d[i].npath)
+            sd->key = strdup(d[i].key);
+        if (!sd->name || (d[i].npath && !sd->key))
+            return -ENOMEM;
+    }
+    return entries_build(s);
+}
+
+size_t store_duplicates(const struct store *s)
+{
+    return s->ndups;
+}
+
+int store_duplicates_error(const struct store *s, struct err *e)
+{
+    if (s->ndups == 0)
+        return 0;
+    const struct store_dup *d = &s->dups[0];
+    char *disp = path_display(s->path);
+    char more[64] = "";
+    if (s->ndups > 1)
+        (void)snprintf(more, sizeof(more), " (and %zu more)", s->ndups - 1);
+    int r;
+    if (d->key)
+        r = err_set(e, -ENOTUNIQ,
+                    "'%s' has keys given twice: \"%s\" in '%s' on lines %u and %u%s; a rewrite "
+                    "would keep only one of each, so it is not changed: remove the extra ones by "
+                    "hand",
+                    disp ? disp : s->path, d->key, d->name, d->first, d->line, more);
+    else
+        r = err_set(e, -ENOTUNIQ,
+                    "'%s' has keys given twice: '%s' on lines %u and %u%s; a rewrite would keep "
+                    "only one of each, so it is not changed: remove the extra ones by hand",
+                    disp ? disp : s->path, d->name, d->first, d->line, more);
+    free(disp);
+    return r;
+}
+
 int store_load(const char *path, struct store **ret, struct err *e)
 {
     struct json_object *root = NULL;
-    int r = json_read_file(path, STORE_MAX_SIZE, JSON_READ_SECRET, &root, e);
+    struct json_dup *dups = NULL;
+    struct store *s = NULL;
+    size_t ndups = 0;
+    struct buf text;
+    int r;
+
+    buf_init_secret(&text, STORE_MAX_SIZE);
+    r = file_read(path, FILE_SECRET, &text, e);
     if (r == -ENOENT) {
         err_clear(e);
         root = json_object_new_object();
-        if (!root)
-            return -ENOMEM;
-    } else if (r < 0) {
-        return r;
+        r = root ? 0 : -ENOMEM;
+    } else if (r >= 0) {
+        r = json_parse(buf_str(&text), text.len, text.max, &root, e);
+        if (r < 0) {
+            char *disp = path_display(path);
+            (void)err_prefix(e, "'%s'", disp ? disp : path);
+            free(disp);
+        }
+        if (r >= 0) {
+            int k = json_find_duplicates(buf_str(&text), text.len, &dups);
+            r = k < 0 ? k : 0;
+            ndups = k > 0 ? (size_t)k : 0;
+        }
     }
-    r = store_from_json(path, root, ret, e);
+    if (r < 0)
+        goto out;
+    r = store_from_json(path, root, &s, e);
+    if (r >= 0)
+        r = store_set_duplicates(s, dups, ndups);
+    if (r < 0)
+        goto out;
+    *ret = s;
+    s = NULL;
+out:
+    store_free(s);
+    json_dups_free(dups, ndups);
     json_object_put(root);
+    buf_release(&text);
     return r;
 }
 
@@ -138,20 +273,18 @@ const char *store_name(const struct store *s, size_t i)
 
 int store_get(struct store *s, const char *name, const struct recipe **ret, struct err *e)
 {
-    for (size_t i = 0; i < s->n; i++) {
-        if (strcmp(s->entries[i].name, name) != 0)
-            continue;
-        if (!s->entries[i].recipe) {
-            char *disp = path_display(s->path);
-            int r = err_set(e, s->entries[i].err.code ? s->entries[i].err.code : -EINVAL,
-                            "'%s': %s", disp ? disp : s->path, err_msg(&s->entries[i].err));
-            free(disp);
-            return r;
-        }
-        *ret = s->entries[i].recipe;
-        return 0;
+    const struct store_entry *en = s->index ? hashmap_get(s->index, name) : NULL;
+    if (!en)
+        return -ENOENT;
+    if (!en->recipe) {
+        char *disp = path_display(s->path);
+        int r = err_set(e, en->err.code ? en->err.code : -EINVAL, "'%s': %s", disp ? disp : s->path,
+                        err_msg(&en->err));
+        free(disp);
+        return r;
     }
-    return -ENOENT;
+    *ret = en->recipe;
+    return 0;
 }
 
 /* The recipe under name, with a reference of the caller's, or NULL. */

@@ -15,6 +15,7 @@
 
 #include "credkit/err.h"
 #include "credkit/file.h"
+#include "credkit/json.h"
 #include "credkit/macro.h"
 
 #include "recipe.h"
@@ -24,7 +25,8 @@
 
 struct store;
 
-/* Loads path. A missing file is an empty store. Caller frees with store_free(). */
+/* Loads path. A missing file is an empty store. Keys given twice in one object are found
+ * (store_set_duplicates()). Caller frees with store_free(). */
 int store_load(const char *path, struct store **ret, struct err *e) _must_check_;
 
 /* A store on a document already read from path (by a jsonfile holding its lock): the store
@@ -32,6 +34,20 @@ int store_load(const char *path, struct store **ret, struct err *e) _must_check_
  * root is not an object. Caller frees with store_free(). */
 int store_from_json(const char *path, struct json_object *root, struct store **ret,
                     struct err *e) _must_check_;
+
+/* The keys given twice in the store's file (json_find_duplicates() of its text; the store keeps
+ * copies). An entry whose name is given twice, or with a key given twice in its recipe, is an
+ * invalid entry (store_get() says which lines), never one of the versions silently; the other
+ * entries are unaffected. 0 or -ENOMEM. */
+int store_set_duplicates(struct store *s, const struct json_dup *d, size_t n) _must_check_;
+
+/* How many keys are given twice. A store with any must not be written: the rewrite would keep
+ * only one of each. */
+size_t store_duplicates(const struct store *s);
+
+/* -ENOTUNIQ with a message naming the file, the first key given twice and its lines, and what
+ * to do, when there are duplicates; 0 when there are none. */
+int store_duplicates_error(const struct store *s, struct err *e) _must_check_;
 
 /* Frees the store, wiping every string of its tree first (literal recipes hold their values
  * there): a root given to store_from_json() is wiped as well, so free the store only once that
@@ -46,7 +62,8 @@ size_t store_count(const struct store *s);
 const char *store_name(const struct store *s, size_t i);
 
 /* The parsed recipe for name: 0 and *ret (borrowed, valid until the store changes), -ENOENT
- * when there is no entry, or -EINVAL with the entry's error message. */
+ * when there is no entry, or -EINVAL with the entry's error message. Constant time (an index):
+ * a loop over every entry stays linear. */
 int store_get(struct store *s, const char *name, const struct recipe **ret,
               struct err *e) _must_check_;
 

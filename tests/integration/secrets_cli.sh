@@ -195,3 +195,83 @@ run 3 S get A
 assert_contains "$ERR" "chmod 600 '$SJ'"
 chmod 600 "$SJ"
 run 0 S get A
+
+# ---- hardening: exit statuses, escaping, links, duplicates, the size limit ----
+run 2 S get 'bad name'
+assert_contains "$ERR" "'bad name' is not a valid secret name"
+run 2 S help nosuchcommand
+assert_contains "$ERR" "unknown command 'nosuchcommand'"
+
+# names and a command's stderr with terminal controls are shown escaped, never raw
+ESC=$(printf '\033')
+printf '{"\\u001b[2JFAKE": "env:HOME", "LOUD": "!printf \\"\\\\033[2Jcleared\\\\342\\\\200\\\\256evil\\" >&2; exit 1"}\n' >"$SJ"
+chmod 600 "$SJ"
+run 0 S list
+assert_not_contains "$OUT" "$ESC" "list output"
+assert_contains "$OUT" '\x1b[2JFAKE'
+assert_contains "$OUT" '\x1b[2Jcleared\u{202e}evil'
+run 1 S get LOUD
+assert_not_contains "$ERR" "$ESC" "get's error"
+assert_contains "$ERR" '\x1b[2Jcleared'
+run 0 S list --json
+assert_contains "$(json_get "$OUT" 'j.secrets.find((s) => s.name === "LOUD").error')" "${ESC}[2Jcleared"
+
+# a symlinked secrets.json is refused, naming the target, without a chmod to run
+printf '{"A": "env:HOME"}\n' >"$T_ROOT/real.json"
+chmod 600 "$T_ROOT/real.json"
+mv "$SJ" "$T_ROOT/old.json"
+ln -s "$T_ROOT/real.json" "$SJ"
+run 3 S get A
+assert_contains "$ERR" "is a symbolic link to '$T_ROOT/real.json'"
+assert_contains "$ERR" "replace the link by the file itself"
+assert_not_contains "$ERR" "chmod"
+run 3 S configure B --env HOME
+cmp -s "$T_ROOT/real.json" <(printf '{"A": "env:HOME"}\n') || fail "the link's target was changed"
+T_CHECKS=$((T_CHECKS + 1))
+rm "$SJ"
+cp "$T_ROOT/real.json" "$SJ"
+chmod 600 "$SJ"
+
+# a lock file that is a symbolic link is never followed
+rm -f "$SJ.lock"
+ln -s "$T_ROOT/planted" "$SJ.lock"
+run 3 S configure B --env HOME
+assert_contains "$ERR" "secrets.json.lock' is a symbolic link to '$T_ROOT/planted'"
+[ ! -e "$T_ROOT/planted" ] || fail "the lock's link was followed"
+T_CHECKS=$((T_CHECKS + 1))
+rm "$SJ.lock"
+
+# an agent directory others can enter is tightened at the next change
+chmod 755 "$PI_CODING_AGENT_DIR"
+run 0 S configure B --env HOME
+assert_eq "$(file_mode "$PI_CODING_AGENT_DIR")" 700 "agent dir tightened"
+
+# duplicate keys: the name given twice does not resolve, the others do; no rewrite drops one
+printf '{\n  "DUP": "env:HOME",\n  "OK": "env:HOME",\n  "DUP": "env:USER"\n}\n' >"$SJ"
+chmod 600 "$SJ"
+cp "$SJ" "$T_ROOT/dups.json"
+run 1 S get DUP
+assert_contains "$ERR" "'DUP' is given more than once (lines 2 and 4)"
+run 0 S get OK
+run 0 S list
+assert_contains "$OUT" "given more than once"
+run 3 S configure NEW --env HOME
+assert_contains "$ERR" "has keys given twice: 'DUP' on lines 2 and 4"
+assert_contains "$ERR" "remove the extra ones by hand"
+run 3 S remove OK
+cmp -s "$SJ" "$T_ROOT/dups.json" || fail "a file with duplicate keys was rewritten"
+T_CHECKS=$((T_CHECKS + 1))
+
+# a change that would make secrets.json bigger than its reader accepts is refused
+node -e '
+    const o = {};
+    for (let i = 0; i < 8400; i++) o["N" + i] = "literal:" + "x".repeat(100);
+    require("fs").writeFileSync(process.argv[1], JSON.stringify(o, null, 2) + "\n", {mode: 0o600});
+' "$SJ"
+cp "$SJ" "$T_ROOT/big.json"
+run 1 S configure HUGE --command "echo $(head -c 100000 /dev/zero | tr '\0' a)"
+assert_contains "$ERR" "more than the 1048576 bytes it may hold"
+assert_contains "$ERR" "nothing was changed"
+cmp -s "$SJ" "$T_ROOT/big.json" || fail "the over-limit change was written"
+T_CHECKS=$((T_CHECKS + 1))
+run 0 S get N1

@@ -62,8 +62,10 @@ struct file_lock;
 
 /* Takes an exclusive advisory lock on lock_path (created 0600 if missing), waiting at most
  * timeout_ms. -ETIMEDOUT with a message naming the file when it cannot. A lock_path that is a
- * symbolic link is refused (-ELOOP, naming its target, "remove the link"), never followed. The
- * lock is released by file_lock_release() or when the process exits. Caller releases. */
+ * symbolic link is refused (-ELOOP, naming its target, "remove the link"), never followed. On
+ * a read-only filesystem an existing lock file is opened read-only and locked all the same (so
+ * that the caller's write fails with the real reason, EROFS). The lock is released by
+ * file_lock_release() or when the process exits. Caller releases. */
 int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_lock **ret,
                       struct err *e) _must_check_;
 

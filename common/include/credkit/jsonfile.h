@@ -19,6 +19,7 @@
 #include <json-c/json.h>
 
 #include "credkit/err.h"
+#include "credkit/json.h"
 #include "credkit/macro.h"
 
 enum jsonfile_flags {
@@ -31,6 +32,9 @@ enum jsonfile_flags {
     JSONFILE_ALWAYS_WRITE = 1 << 6,   /* commit writes an unchanged document too (when the
                                        * write is part of a larger transaction that must fail
                                        * as a whole if the file cannot be written) */
+    JSONFILE_DUPLICATES = 1 << 7,     /* find the keys given twice in the text read
+                                       * (jsonfile_duplicates()); while there are any,
+                                       * jsonfile_commit() refuses to write (-ENOTUNIQ) */
 };
 
 struct jsonfile_opts {
@@ -38,7 +42,7 @@ struct jsonfile_opts {
     const char *lock_holder; /* who holds a directory lock, for the message when it times out
                               * ("mcp-bridge add or remove"); NULL: "another process" */
     int64_t lock_timeout_ms;
-    size_t max_size; /* the largest file read (-E2BIG beyond it) */
+    size_t max_size; /* the largest file read (-E2BIG beyond it) and written (-EFBIG) */
     mode_t mode;     /* the permissions written (exactly: no umask), and a new file's */
     unsigned flags;  /* enum jsonfile_flags */
 };
@@ -61,9 +65,18 @@ void jsonfile_replace(struct jsonfile *f, struct json_object *doc);
 /* The path as given to jsonfile_open(), with ~ for $HOME, for messages. Borrowed. */
 const char *jsonfile_display(const struct jsonfile *f);
 
+/* With JSONFILE_DUPLICATES: the keys given twice in one object of the file as read (see
+ * json_find_duplicates()), their number and *ret (borrowed, valid until the free; NULL when
+ * none). Without the flag: 0. */
+size_t jsonfile_duplicates(const struct jsonfile *f, const struct json_dup **ret);
+
 /* Writes the document when it differs from what was read (or last committed), or always with
  * JSONFILE_ALWAYS_WRITE: 1 written, 0 unchanged (nothing touched), or file_write_atomic()'s
- * error, the old file then intact. */
+ * error, the old file then intact. A document that would be larger than max_size (the file's
+ * readers refuse such a file) is not written: -EFBIG, "cannot write '<path>': it would be N
+ * bytes, more than the M bytes it may hold ...", the old file intact. With JSONFILE_DUPLICATES
+ * and keys given twice in the file, nothing is written either: -ENOTUNIQ, naming the first key
+ * and its lines (the document keeps one of each; writing it would drop the others). */
 int jsonfile_commit(struct jsonfile *f, struct err *e) _must_check_;
 
 /* Releases the lock and frees, without writing. NULL-safe. */

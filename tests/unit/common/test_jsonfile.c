@@ -260,5 +260,60 @@ static void test_locks(void)
     CHECK_CONTAINS(e.msg, "chmod 600");
 }
 
-TESTS_MAIN(test_create, test_modify, test_unchanged_not_rewritten, test_failed_write_keeps_old,
-           test_symlink_followed, test_locks)
+/* A document its own reader would refuse (bigger than max_size) is never written. */
+static void test_size_limit_on_write(void)
+{
+    struct err e = ERR_INIT;
+    const char *p = tpath("limited.json");
+    put(p, "{\"a\": 1}\n", 0600);
+    struct jsonfile_opts o = dir_locked;
+    o.max_size = 22;
+    /* {"a": 1, "b": 1} pretty-printed with its newline: 23 bytes */
+    CHECK_INT(jsonfile_edit(p, &o, set_key, "b", &e), -EFBIG);
+    CHECK_CONTAINS(e.msg,
+                   "limited.json': it would be 23 bytes, more than the 22 bytes it may hold");
+    CHECK_STR(content(p), "{\"a\": 1}\n");
+    o.max_size = 23;
+    CHECK_INT(jsonfile_edit(p, &o, set_key, "b", &e), 1);
+    struct json_object *doc = NULL;
+    CHECK_INT(json_read_file(p, 23, 0, &doc, &e), 0);
+    json_object_put(doc);
+}
+
+/* With JSONFILE_DUPLICATES the keys given twice are found, and the file is not rewritten
+ * (which would keep only one of them). */
+static void test_duplicates_refuse_write(void)
+{
+    struct err e = ERR_INIT;
+    struct jsonfile *f = NULL;
+    const struct json_dup *d = NULL;
+    const char *p = tpath("dups.json");
+    const char *text = "{\n  \"x\": 1,\n  \"x\": 2\n}\n";
+    put(p, text, 0600);
+    struct jsonfile_opts o = dir_locked;
+    o.flags |= JSONFILE_DUPLICATES;
+    CHECK_INT(jsonfile_open(p, &o, &f, &e), 0);
+    if (!f)
+        return;
+    CHECK_INT(jsonfile_duplicates(f, &d), 1);
+    CHECK_STR(d[0].key, "x");
+    CHECK_INT(d[0].first, 2);
+    CHECK_INT(d[0].line, 3);
+    (void)json_object_object_add(jsonfile_doc(f), "y", json_object_new_int(3));
+    CHECK_INT(jsonfile_commit(f, &e), -ENOTUNIQ);
+    CHECK_CONTAINS(e.msg, "\"x\" is given twice (lines 2 and 3)");
+    jsonfile_free(f);
+    CHECK_STR(content(p), text);
+    /* without the flag: none found, as before */
+    CHECK_INT(jsonfile_open(p, &dir_locked, &f, &e), 0);
+    CHECK_INT(jsonfile_duplicates(f, &d), 0);
+    jsonfile_free(f);
+    /* a malformed file is still reported with its position */
+    put(p, "{\"x\": }", 0600);
+    CHECK_INT(jsonfile_open(p, &o, &f, &e), -EBADMSG);
+    CHECK_CONTAINS(e.msg, "dups.json': line 1");
+}
+
+TESTS_MAIN(test_size_limit_on_write, test_duplicates_refuse_write, test_create, test_modify,
+           test_unchanged_not_rewritten, test_failed_write_keeps_old, test_symlink_followed,
+           test_locks)

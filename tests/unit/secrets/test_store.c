@@ -1,6 +1,7 @@
 /* test_store.c - secrets.json: load, look up, change, save, lock */
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -471,6 +472,123 @@ static void test_lock(void)
     free(lockpath);
 }
 
+/* A name given twice does not resolve (the lines are named), nor does a recipe with a key given
+ * twice; the other names work; the store knows it must not be written. */
+static void test_duplicates(void)
+{
+    char *path = tmp_path("dups/secrets.json");
+    struct store *s = NULL;
+    struct err e = ERR_INIT;
+    const struct recipe *r = NULL;
+    write_file(path,
+               "{\n"
+               "  \"TOKEN\": \"env:ONE\",\n"
+               "  \"OTHER\": \"env:OTHER_SRC\",\n"
+               "  \"TOKEN\": \"env:TWO\",\n"
+               "  \"CMD\": {\"command\": \"echo a\",\n"
+               "          \"command\": \"echo b\"}\n"
+               "}\n",
+               0600);
+    CHECK_INT(store_load(path, &s, &e), 0);
+    if (!s)
+        goto out;
+    CHECK_INT(store_duplicates(s), 2);
+    CHECK_INT(store_get(s, "TOKEN", &r, &e), -EINVAL);
+    CHECK_CONTAINS(e.msg, "'TOKEN' is given more than once (lines 2 and 4)");
+    err_clear(&e);
+    CHECK_INT(store_get(s, "CMD", &r, &e), -EINVAL);
+    CHECK_CONTAINS(e.msg, "'CMD': \"command\" is given twice in its recipe (lines 5 and 6)");
+    CHECK_INT(store_get(s, "OTHER", &r, &e), 0);
+    CHECK_STR(r->arg, "OTHER_SRC");
+    err_clear(&e);
+    CHECK_INT(store_duplicates_error(s, &e), -ENOTUNIQ);
+    CHECK_CONTAINS(e.msg, "has keys given twice: 'TOKEN' on lines 2 and 4 (and 1 more)");
+    CHECK_CONTAINS(e.msg, "remove the extra ones by hand");
+    /* a change does not bring the hidden version back */
+    struct recipe *nr = NULL;
+    CHECK_INT(recipe_new("NEW", RECIPE_ENV, "NEW_SRC", &nr), 0);
+    CHECK_INT(store_set(s, nr), 0);
+    recipe_free(nr);
+    CHECK_INT(store_get(s, "TOKEN", &r, NULL), -EINVAL);
+    store_free(s);
+    s = NULL;
+
+    /* none: nothing to say */
+    write_file(path, "{\"A\": \"env:A\", \"B\": {\"env\": \"B\"}}", 0600);
+    CHECK_INT(store_load(path, &s, &e), 0);
+    if (s) {
+        CHECK_INT(store_duplicates(s), 0);
+        CHECK_INT(store_duplicates_error(s, &e), 0);
+    }
+out:
+    store_free(s);
+    free(path);
+}
+
+/* secrets.json as a symbolic link is refused, naming the target; no chmod advised */
+static void test_symlink_refused(void)
+{
+    char *target = tmp_path("real/secrets.json"), *dir = tmp_path("linked");
+    char *path = tmp_path("linked/secrets.json");
+    struct store *s = NULL;
+    struct err e = ERR_INIT;
+    write_file(target, "{}", 0600);
+    CHECK_INT(dir_ensure(dir, 0700, NULL), 0);
+    CHECK_INT(symlink(target, path), 0);
+    CHECK_INT(store_load(path, &s, &e), -ELOOP);
+    CHECK_CONTAINS(e.msg, "'~/linked/secrets.json' is a symbolic link to '");
+    CHECK_CONTAINS(e.msg, "replace the link by the file itself");
+    CHECK(strstr(e.msg, "chmod") == NULL);
+    store_free(s);
+    free(target);
+    free(dir);
+    free(path);
+}
+
+static double secs(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Looking up every name (what list and exec do) costs the time of n lookups, not n * n: with
+ * 40000 entries a walk over the entries per lookup takes tens of seconds (and would hit the
+ * test's timeout); by index, milliseconds. The ratio of 4n to n stays far below the 16 of a
+ * quadratic lookup too (best of three, so that a busy machine does not make it fail). */
+static double lookup_all(size_t n)
+{
+    struct json_object *root = json_object_new_object();
+    struct store *s = NULL;
+    char name[32];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "N%zu", i);
+        (void)json_object_object_add(root, name, json_object_new_string("env:X"));
+    }
+    CHECK_INT(store_from_json("/x/secrets.json", root, &s, NULL), 0);
+    json_object_put(root);
+    double best = 1e9;
+    for (int round = 0; s && round < 3; round++) {
+        double t0 = secs();
+        for (size_t i = 0; i < store_count(s); i++) {
+            const struct recipe *r = NULL;
+            if (store_get(s, store_name(s, i), &r, NULL) < 0)
+                CHECK(false);
+        }
+        double t = secs() - t0;
+        best = t < best ? t : best;
+    }
+    store_free(s);
+    return best;
+}
+
+static void test_lookup_linear(void)
+{
+    double small = lookup_all(10000), big = lookup_all(40000);
+    CHECK(big < 2.0);
+    CHECK(big < 8 * small + 0.05);
+}
+
 int main(void)
 {
     /* never the real home: messages abbreviate the test directory to "~" */
@@ -478,5 +596,6 @@ int main(void)
         setenv("PI_CODING_AGENT_DIR", tests_tmpdir(), 1) < 0)
         return 2;
     return TESTS_RUN(test_missing_is_empty, test_entries, test_set_remove, test_save_roundtrip,
-                     test_malformed, test_not_an_object, test_open_mode_refused, test_lock);
+                     test_malformed, test_not_an_object, test_open_mode_refused, test_lock,
+                     test_duplicates, test_symlink_refused, test_lookup_linear);
 }
