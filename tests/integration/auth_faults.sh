@@ -34,7 +34,8 @@ RS=$PEER_URL
 case "$RS" in */mcp) ;; *) RS="$RS/mcp" ;; esac
 mkdir -p "$PI_CODING_AGENT_DIR"
 CONFIG="$PI_CODING_AGENT_DIR/mcp.json"
-printf '{"mcpServers": {"rs": {"url": "%s", "auth": "oauth"}}}\n' "$RS" >"$CONFIG"
+# (a request timeout of 8 s: a call the bridge holds while it reconnects ends within a bound)
+printf '{"mcpServers": {"rs": {"url": "%s", "auth": "oauth", "timeout": 8000}}}\n' "$RS" >"$CONFIG"
 STORE="$PI_CODING_AGENT_DIR/oauth"
 run 0 A login rs --timeout 90s
 assert_contains "$ERR" "signed in to $RS"
@@ -296,8 +297,16 @@ T_CHECKS=$((T_CHECKS + 1))
 why=$(first_call "$DOWN" false text)
 echo "a call while the authorization server is down: $why"
 assert_contains "$why" "rs" "the failed call's message names the server"
-assert_contains "$why" "cannot refresh the token for '$RS'" "the failed call's message says why"
-assert_contains "$why" "connection refused" "the failed call's message says why"
+case $why in
+*"cannot refresh the token for '$RS'"*)
+    assert_contains "$why" "connection refused" "the failed call's message says why" ;;
+*)
+    # the bridge found the credentials expired before the call came (it then reconnects, and a
+    # call waits for that up to the entry's timeout): its log says why, once
+    echo "note: the failed call does not say why; the bridge's log must"
+    assert_contains "$(cat "$T_ROOT/bridge.log")" "cannot refresh the token for '$RS'" "the bridge's log"
+    assert_contains "$(cat "$T_ROOT/bridge.log")" "connection refused" "the bridge's log" ;;
+esac
 # it stays so while the server is down
 wait_calls 30 "a second failed call" "$DOWN" false 2
 # back: the next calls succeed, on the same bridge, without a new sign-in
