@@ -57,7 +57,7 @@ static const char usage_text[] =
     "  --config PATH        read this file instead of ~/.pi/agent/mcp.json\n"
     "  -v, --verbose        say more\n"
     "  -q, --quiet          errors only (the sign-in URL is still printed)\n"
-    "  -h, --help           this help ('mcp-auth COMMAND --help' for a command)\n"
+    "  -h, --help           this help ('mcp-auth help COMMAND' for a command's own)\n"
     "  -V, --version        print the version\n"
     "\n"
     "examples:\n"
@@ -780,6 +780,10 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
             return commands[i].run(sub_argc, sub_argv);
         }
     if (strcmp(cmd, "help") == 0) {
+        if (sub_argc > 2) {
+            say_error("help takes at most one COMMAND (see 'mcp-auth --help')");
+            return EXIT_USAGE;
+        }
         /* "mcp-auth help header": header's own help, as "mcp-auth header --help" */
         for (size_t i = 0; sub_argc > 1 && i < ELEMENTSOF(commands); i++) {
             if (strcmp(sub_argv[1], commands[i].name) != 0)

@@ -22,6 +22,9 @@ run 0 A help
 assert_contains "$OUT" "usage: mcp-auth"
 run 2 A help frobnicate
 assert_contains "$ERR" "unknown command 'frobnicate'"
+run 2 A help header status
+assert_contains "$ERR" "help takes at most one COMMAND"
+assert_eq "$OUT" "" "standard output of a help with two commands"
 
 # use_store NAME: a fresh token store of its own
 use_store() {
