@@ -561,6 +561,7 @@ void up_report_failure(struct upstream *u, int error, const char *message, const
     if (news) {
         u->rep_key = key;
         u->rep_ok_said = false;
+        u->rep_warned = level == LOG_WARN;
     }
     u->rep_ok_at = 0;
     if (retry)
@@ -588,7 +589,9 @@ static void report_working(struct upstream *u)
     if (u->rep_ok_said)
         return;
     u->rep_ok_said = true;
-    log_info(u->log, "server '%s' is working again", up_name(u));
+    /* heard where the failure was: a user told it is unusable is told it works again */
+    log_msg(u->log, u->rep_warned ? LOG_WARN : LOG_INFO, "server '%s' is working again",
+            up_name(u));
 }
 
 /* "debug": true in the entry: its stderr at the default level, as the pi adapter shows it (the
