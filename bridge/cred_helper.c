@@ -4,6 +4,7 @@
  * is in. mcp-auth's own steps (header, login, step-up) are in cred_oauth.c. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "credkit/redact.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
+#include "credkit/textsafe.h"
 #include "credkit/util.h"
 
 #include "cred_helper_int.h"
@@ -249,11 +251,16 @@ static int bearer_header(const struct mcp_server *s, const struct credentials *c
     }
     if (r < 0)
         return r;
-    if (!*v || !helper_header_value_valid(v, strlen(v))) {
+    const char *why = !*v || !b64token_valid(v, strlen(v))
+                          ? "the bearer token is empty or not an RFC 6750 token (letters, digits "
+                            "and -._~+/, then '=' only at the end)"
+                          : NULL;
+    if (why) {
         secure_free(v);
         return err_set(e, -EINVAL,
-                       "the bearer token is empty or has a control character (CR, LF and the "
-                       "like are refused)");
+                       "header 'Authorization' is refused: %s; the server is not "
+                       "connected",
+                       why);
     }
     r = strv_pushf(out, "Authorization: Bearer %s", v);
     secure_free(v);
@@ -267,11 +274,18 @@ static int check_header_values(const struct strv *headers, struct err *e)
     for (size_t i = 0; i < headers->n; i++) {
         const char *h = headers->v[i], *colon = strchr(h, ':');
         const char *v = colon ? colon + 1 + strspn(colon + 1, " ") : h;
-        if (!helper_header_value_valid(v, strlen(v)))
+        char name[256];
+        int n = colon && colon - h < (ptrdiff_t)sizeof(name) &&
+                        helper_header_name_valid(h, (size_t)(colon - h))
+                    ? (int)(colon - h)
+                    : 0;
+        memcpy(name, h, (size_t)n);
+        name[n] = '\0';
+        const char *why = helper_header_refusal(name, v, strlen(v));
+        if (why)
             return err_set(e, -EINVAL,
-                           "\"headers\": header '%.*s' has a control character after expanding "
-                           "variables (CR, LF and the like are refused)",
-                           colon ? (int)(colon - h) : 0, h);
+                           "\"headers\": header '%.*s' is refused after expanding variables: %s", n,
+                           h, why);
     }
     return 0;
 }

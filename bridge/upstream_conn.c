@@ -98,6 +98,21 @@ static void on_request(struct upstream *u, struct conn *cn, struct jrpc_msg *m)
     (void)r;
 }
 
+/* A message of the server's that is skipped: said a few times a window, the rest counted. */
+static void warn_skipped(struct upstream *u, const char *what, const char *why)
+{
+    unsigned suppressed;
+    if (!u->junk_rl.window_ms)
+        u->junk_rl = LOG_RATELIMIT_INIT(LOG_RATELIMIT_WINDOW_MS, LOG_RATELIMIT_BURST);
+    if (!log_ratelimit_check(&u->junk_rl, loop_now(u->loop), &suppressed))
+        return;
+    if (suppressed)
+        log_warn(u->log, "server '%s': %u similar messages suppressed (skipped messages)",
+                 up_name(u), suppressed);
+    log_warn(u->log, "server '%s': skipped a message that is not %s%s%s", up_name(u), what,
+             why ? ": " : "", why ? why : "");
+}
+
 static void on_invalid(struct upstream *u, struct conn *cn, struct jrpc_msg *m)
 {
     struct json_object *id = NULL;
@@ -108,7 +123,7 @@ static void on_invalid(struct upstream *u, struct conn *cn, struct jrpc_msg *m)
          json_object_object_get_ex(m->root, "error", NULL)))
         c = call_by_id(u, id);
     if (!c) {
-        log_warn(u->log, "server '%s': skipped a message that is not JSON-RPC", up_name(u));
+        warn_skipped(u, "JSON-RPC", NULL);
         return;
     }
     char *msg = up_asprintf("server '%s' answered '%s' with a message that is not JSON-RPC",
@@ -130,8 +145,7 @@ void up_handle_message(struct upstream *u, struct conn *cn, const char *text, si
     struct err e = ERR_INIT;
     int r = jrpc_parse(text, len, UP_MAX_MESSAGE, &m, &e);
     if (r < 0) {
-        log_warn(u->log, "server '%s': skipped a message that is not JSON: %s", up_name(u),
-                 err_msg(&e));
+        warn_skipped(u, "JSON", err_msg(&e));
         return;
     }
     struct upstream_call *c;

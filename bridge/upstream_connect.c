@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cred_check.h"
 #include "upstream_internal.h"
 
 #define UP_STDERR_LOG_BUF 4104 /* a stderr line as logged: STDIO_UPSTREAM_STDERR_LINE, escaped */
@@ -507,7 +508,18 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
 static void creds_done(int error, const struct credentials *c, const char *message, void *userdata)
 {
     struct upstream *u = userdata;
+    struct err e = ERR_INIT;
     u->cred_req = NULL;
+    if (error >= 0) {
+        /* whatever gave them, they go to the server only if they are safe to send there */
+        int r = cred_check_answer(u->srv, c, &e);
+        if (r < 0) {
+            error = r;
+            message = r == -ENOMEM ? "out of memory" : err_msg(&e);
+            c = NULL;
+            log_debug(u->log, "server '%s': its credentials are refused: %s", up_name(u), message);
+        }
+    }
     switch (u->cred_purpose) {
     case CRED_CONNECT:
         connect_with(u, error, c, message);
@@ -549,6 +561,7 @@ void up_report_failure(struct upstream *u, int error, const char *message, const
     if (news) {
         u->rep_key = key;
         u->rep_ok_said = false;
+        u->rep_warned = level == LOG_WARN;
     }
     u->rep_ok_at = 0;
     if (retry)
@@ -576,7 +589,9 @@ static void report_working(struct upstream *u)
     if (u->rep_ok_said)
         return;
     u->rep_ok_said = true;
-    log_info(u->log, "server '%s' is working again", up_name(u));
+    /* heard where the failure was: a user told it is unusable is told it works again */
+    log_msg(u->log, u->rep_warned ? LOG_WARN : LOG_INFO, "server '%s' is working again",
+            up_name(u));
 }
 
 /* "debug": true in the entry: its stderr at the default level, as the pi adapter shows it (the

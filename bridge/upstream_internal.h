@@ -190,8 +190,10 @@ struct upstream {
      * the reason last reported at warn (a hash of the error and message; 0: none), whether
      * "working again" was said since, and when it last was. */
     struct stderr_tail tail;
+    struct log_ratelimit junk_rl; /* the server's messages that are not JSON(-RPC) */
     uint64_t rep_key;
     bool rep_ok_said;
+    bool rep_warned; /* the episode's failure was said at warning level */
     int64_t rep_ok_at;
 
     enum up_life life;

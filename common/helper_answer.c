@@ -12,6 +12,7 @@
 #include "credkit/json.h"
 #include "credkit/jsonw.h"
 #include "credkit/secmem.h"
+#include "credkit/textsafe.h"
 
 static bool is_digit(int c)
 {
@@ -728,6 +729,23 @@ bool helper_header_value_valid(const char *value, size_t len)
     return true;
 }
 
+const char *helper_header_refusal(const char *name, const char *value, size_t len)
+{
+    static const char bearer[] = "Bearer ";
+    if (len == 0)
+        return "the value is empty";
+    if (!helper_header_value_valid(value, len))
+        return "the value has a control character (CR, LF, NUL and the like are refused)";
+    if (!header_value_safe(value, len))
+        return "the value begins or ends with a space or a tab";
+    if (name && strcasecmp(name, "Authorization") == 0 && len >= sizeof(bearer) - 1 &&
+        strncasecmp(value, bearer, sizeof(bearer) - 1) == 0 &&
+        !b64token_valid(value + sizeof(bearer) - 1, len - (sizeof(bearer) - 1)))
+        return "the bearer token is not an RFC 6750 token (letters, digits and -._~+/, then "
+               "'=' only at the end)";
+    return NULL;
+}
+
 const char *helper_headers_get(const struct helper_headers *a, const char *name)
 {
     for (size_t i = 0; i < a->n; i++)
@@ -743,11 +761,9 @@ int helper_headers_add(struct helper_headers *a, const char *name, const char *v
         return err_set(e, -EINVAL,
                        "a header name is not an HTTP token (letters, digits and "
                        "!#$%%&'*+-.^_`|~)");
-    if (!helper_header_value_valid(value, len))
-        return err_set(e, -EINVAL,
-                       "header '%s': the value has a control character (CR, LF, NUL and the like "
-                       "are refused)",
-                       name);
+    const char *why = helper_header_refusal(name, value, len);
+    if (why)
+        return err_set(e, -EINVAL, "header '%s': %s", name, why);
     if (!utf8_valid(value, len))
         return err_set(e, -EINVAL, "header '%s': the value is not valid UTF-8", name);
     if (helper_headers_get(a, name))
@@ -823,11 +839,9 @@ static int read_header(struct json_object *v, const char *name, size_t count,
         return type_error(e, what, "a string", v);
     const char *value = json_object_get_string(v);
     size_t len = (size_t)json_object_get_string_len(v);
-    if (!helper_header_value_valid(value, len))
-        return err_set(e, -EBADMSG,
-                       "%s: the value has a control character (CR, LF, NUL and the like are "
-                       "refused)",
-                       what);
+    const char *why = helper_header_refusal(name, value, len);
+    if (why)
+        return err_set(e, -EBADMSG, "%s: %s", what, why);
     if (helper_headers_get(a, name)) /* in another case: json-c's keys are case-sensitive */
         return err_set(e, -EBADMSG, "%s appears twice", what);
     return helper_headers_add(a, name, value, len, e);

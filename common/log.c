@@ -88,3 +88,23 @@ void log_msg(struct log *l, enum log_level level, const char *fmt, ...)
     log_vmsg(l, level, fmt, ap);
     va_end(ap);
 }
+
+bool log_ratelimit_check(struct log_ratelimit *rl, int64_t now, unsigned *ret_suppressed)
+{
+    if (ret_suppressed)
+        *ret_suppressed = 0;
+    if (rl->n == 0 || now - rl->start >= rl->window_ms || now < rl->start) {
+        rl->start = now;
+        rl->n = 0;
+    }
+    if (rl->n >= rl->burst) {
+        if (rl->suppressed < UINT32_MAX)
+            rl->suppressed++;
+        return false;
+    }
+    rl->n++;
+    if (ret_suppressed)
+        *ret_suppressed = rl->suppressed;
+    rl->suppressed = 0;
+    return true;
+}

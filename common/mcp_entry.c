@@ -330,6 +330,8 @@ static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *
     if (r >= 0)
         r = mcp_field_bool(o, "disabled", "disabled", &s->disabled, e);
     if (r >= 0)
+        r = mcp_field_bool(o, "allowHttp", "allowHttp", &s->allow_http, e);
+    if (r >= 0)
         r = parse_protocol(s, o, e);
     if (r < 0)
         return r;
@@ -344,7 +346,7 @@ static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *
 static const char *const known_keys[] = {
     /* common's generic entry */
     "command", "args", "env", "cwd", "url", "headers", "type", "timeout", "headersHelper", "auth",
-    "bearerToken", "bearerTokenEnv", "disabled", "protocolVersion",
+    "bearerToken", "bearerTokenEnv", "disabled", "protocolVersion", "allowHttp",
     /* mcp-auth (auth/oauth_config.c) */
     "oauth",
     /* the bridge (bridge/server_config.c) */
@@ -708,6 +710,7 @@ int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret)
     c->protocol = s->protocol;
     c->auth = s->auth;
     c->disabled = s->disabled;
+    c->allow_http = s->allow_http;
     c->raw = s->raw ? json_object_get(s->raw) : NULL;
     if (oom) {
         mcp_server_free(c);

@@ -85,4 +85,48 @@ agent legacy-name single "$(bridge connect legacy --config "$T_ROOT/legacy.json"
 agent legacy-aggregate aggregate "$(bridge serve --config "$T_ROOT/legacy.json")" \
     "legacy=sse:$LEGACY:legacy" "legacy-sse=sse:$LEGACY:legacy"
 
+# Credentials over plain http: to loopback they go; to any other host only with "allowHttp"
+# (in this namespace 10.255.255.1 is unreachable: a refusal comes before any connection, an
+# allowed attempt fails connecting). Headers that are not safe to send are refused by name.
+echo "== credentials over plain http, unsafe headers"
+token="tok-$RANDOM-$RANDOM"
+printf '#!/bin/sh\nprintf %s\n' "'{\"headers\":{\"Authorization\":\"Bearer has space\"}}\\n'" \
+    >"$T_ROOT/helper-bad.sh"
+chmod +x "$T_ROOT/helper-bad.sh"
+cat >"$T_ROOT/plain.json" <<EOF
+{ "mcpServers": {
+    "local-bearer": { "url": "$EV", "headers": { "Authorization": "Bearer \${CK_TOKEN}" } },
+    "remote-bearer": { "url": "http://10.255.255.1:9/mcp",
+                       "headers": { "Authorization": "Bearer \${CK_TOKEN}" } },
+    "remote-query": { "url": "http://10.255.255.1:9/mcp?key=\${CK_TOKEN}" },
+    "remote-allowed": { "url": "http://10.255.255.1:9/mcp", "allowHttp": true,
+                        "headers": { "Authorization": "Bearer \${CK_TOKEN}" } },
+    "remote-literal": { "url": "http://10.255.255.1:9/mcp", "headers": { "X-Client": "t" } },
+    "bad-helper": { "url": "$EV", "headersHelper": "$T_ROOT/helper-bad.sh" }
+} }
+EOF
+plain() {
+    run "$1" env CK_TOKEN="$token" "$MCP_BRIDGE_BIN" --config "$T_ROOT/plain.json" test "$2" \
+        --connect-timeout 3s
+}
+plain 0 local-bearer
+echo "ok loopback: the bearer token goes over plain http"
+refusal="plain http to a host that is not loopback"
+plain 1 remote-bearer
+assert_contains "$ERR" "server 'remote-bearer': the URL is $refusal: credentials (header 'Authorization') are not sent in clear; use an https:// URL, or set \"allowHttp\": true"
+plain 1 remote-query
+assert_contains "$ERR" 'carries ${...} values: they are not sent in clear'
+plain 1 remote-allowed
+T_CHECKS=$((T_CHECKS + 1))
+case $ERR in *"$refusal"*) fail "allowHttp: still refused: $ERR" ;; esac
+plain 1 remote-literal
+T_CHECKS=$((T_CHECKS + 1))
+case $ERR in *"$refusal"*) fail "a literal header counted as a credential: $ERR" ;; esac
+plain 1 bad-helper
+assert_contains "$ERR" "header 'Authorization'"
+assert_contains "$ERR" "the bearer token is not an RFC 6750 token"
+T_CHECKS=$((T_CHECKS + 1))
+case $(cat "$T_ROOT"/*.log "$T_ROOT/err" "$T_ROOT/out") in *"$token"*) fail "the token is in an output" ;; esac
+echo "ok credentials refused over plain http to other hosts unless allowHttp; unsafe headers refused"
+
 bridge_done "mcp-bridge with HTTP servers"

@@ -103,10 +103,18 @@ bool helper_header_name_valid(const char *name, size_t len);
  * character (HTAB is allowed). */
 bool helper_header_value_valid(const char *value, size_t len);
 
+/* Why value[0..len) may not be sent as the value of the header called name: NULL when it may
+ * (header_value_safe() of credkit/textsafe.h, and for "Authorization: Bearer TOKEN" an RFC 6750
+ * b64token, as every consumer of a bearer header expects); else a phrase for a message, static,
+ * that never quotes the value: "the value is empty", "the value has a control character (CR,
+ * LF, NUL and the like are refused)", "the value begins or ends with a space or a tab", "the
+ * bearer token is not an RFC 6750 token (...)". */
+const char *helper_header_refusal(const char *name, const char *value, size_t len);
+
 /* Appends a header: copies of name and value[0..len) (wiped on release). -EINVAL with e naming
- * the header (never the value) when the name is not a token, the value has a control
- * character, or a header of that name (in any case) is already there; -ENOMEM. a unchanged on
- * failure. e may be NULL. */
+ * the header (never the value) when the name is not a token, the value is refused by
+ * helper_header_refusal() or is not UTF-8, or a header of that name (in any case) is already
+ * there; -ENOMEM. a unchanged on failure. e may be NULL. */
 int helper_headers_add(struct helper_headers *a, const char *name, const char *value, size_t len,
                        struct err *e) _must_check_;
 

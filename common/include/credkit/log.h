@@ -10,6 +10,8 @@
 #pragma once
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "credkit/macro.h"
 #include "credkit/redact.h"
@@ -42,3 +44,25 @@ void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap) 
 #define log_warn(l, ...)  log_msg((l), LOG_WARN, __VA_ARGS__)
 #define log_info(l, ...)  log_msg((l), LOG_INFO, __VA_ARGS__)
 #define log_debug(l, ...) log_msg((l), LOG_DEBUG, __VA_ARGS__)
+
+/* A rate limit for one kind of message that a peer can make repeat without end (a server's
+ * lines that are not JSON): at most burst of them in each window of window_ms; the rest are
+ * counted, and the first one let through in a later window says how many were left out
+ * ("N similar messages suppressed"), so that a flood costs a few lines a window, never one a
+ * message, and nothing goes unsaid. Embedded, zeroed with LOG_RATELIMIT_INIT; no allocation;
+ * time comes from the caller (monotonic milliseconds), so it is a pure function. */
+struct log_ratelimit {
+    int64_t window_ms;
+    unsigned burst;
+    int64_t start;       /* of the current window; 0 before the first message */
+    unsigned n;          /* let through in the current window */
+    unsigned suppressed; /* counted since the last one let through */
+};
+#define LOG_RATELIMIT_INIT(window, b) ((struct log_ratelimit){.window_ms = (window), .burst = (b)})
+#define LOG_RATELIMIT_WINDOW_MS       10000
+#define LOG_RATELIMIT_BURST           5
+
+/* Whether a message at now may be logged. When it may, *ret_suppressed (if not NULL) is the
+ * number of messages left out before it (say it first when > 0); when it may not, it is
+ * counted. */
+bool log_ratelimit_check(struct log_ratelimit *rl, int64_t now, unsigned *ret_suppressed);

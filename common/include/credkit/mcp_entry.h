@@ -77,6 +77,11 @@ struct mcp_server {
     /* "disabled": true (Claude Code, Cursor, the pi adapter): the entry is valid and listed, as
      * disabled, but no tool starts it. */
     bool disabled;
+    /* "allowHttp": true: credentials (an Authorization header, a helper's or mcp-auth's
+     * headers, headers and a url with ${...} values) may go to a plain http:// URL whose host
+     * is not loopback. Without it the bridge refuses to connect such an entry with credentials:
+     * OAuth 2.1 requires TLS, and anyone on the path reads a plain http request. */
+    bool allow_http;
     /* Where it came from beyond source: NULL for a layer's own "mcpServers"/"servers", else the
      * import that brought it ("cursor", "claude-code", ...; credkit/mcp_import.h). */
     char *import;

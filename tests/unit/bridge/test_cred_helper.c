@@ -643,8 +643,15 @@ static void test_bearer(void)
              "{\"secrets\": {\"TOK\": {\"value\": \"" CANARY "\\r\\nX-Evil: 1\"}}}\n");
     ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
     CHECK_INT(a.error, -EINVAL);
-    CHECK_CONTAINS(a.message, "control character");
+    CHECK_CONTAINS(a.message, "header 'Authorization' is refused: the bearer token is empty or "
+                              "not an RFC 6750 token");
     CHECK(!strstr(a.message, "Evil"));
+    /* nor one that is not a b64token (a space, a quote) */
+    put_file("secrets.json", "{\"secrets\": {\"TOK\": {\"value\": \"" CANARY " x\"}}}\n");
+    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    CHECK_INT(a.error, -EINVAL);
+    CHECK_CONTAINS(a.message, "not an RFC 6750 token");
+    CHECK(!strstr(a.message, CANARY));
     t.bearer_token = "${TOK}";
     ask(&f, &t, CREDENTIALS_RECONNECT, NULL, &a);
     CHECK_INT(a.error, -EINVAL);

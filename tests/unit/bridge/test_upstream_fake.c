@@ -352,6 +352,7 @@ static struct mcp_server server = {
     .env = empty_v,
     .headers = hdr_v,
     .protocol = MCP_PROTOCOL_LEGACY, /* the handshake these tests follow: initialize */
+    .allow_http = true,              /* the fake transport: nothing goes on a network */
 };
 
 struct fixture {

@@ -122,6 +122,33 @@ static void test_crash_loop(void)
     rec_release(&r);
 }
 
+/* A server that writes lines that are not JSON: a few warnings a window, not one a line, and
+ * the server still works. */
+static void test_junk_rate_limited(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct flog f;
+    struct sh_def d;
+    char script[4400];
+    snprintf(script, sizeof(script),
+             "i=0; while [ $i -lt 200 ]; do echo \"junk $i\"; i=$((i+1)); done; exec '%s' --server "
+             "basic",
+             self_exe);
+    flog_open(&f, "junk", LOG_WARN);
+    sh_def(&d, "noisy", script, NULL);
+    struct upstream *u = start_logged(&r, &d.s, &f);
+    upstream_connect(u);
+    CHECK(wait_state(&r, UPSTREAM_READY, 1, 10000));
+    const char *t = flog_text(&f);
+    CHECK_INT(count(t, "warning: server 'noisy': skipped a message that is not JSON"),
+              LOG_RATELIMIT_BURST);
+    CHECK_INT(count(t, "suppressed"), 0); /* said by the first one of a later window */
+    upstream_free(u);
+    r.u = NULL;
+    log_free(f.log);
+    rec_release(&r);
+}
+
 static void test_working_again(void)
 {
     struct rec r = {.loop = new_loop()};
@@ -145,7 +172,7 @@ static void test_working_again(void)
     const char *t = flog_text(&f);
     CHECK_INT(count(t, "warning: server 'flaky': the server exited with status 1"), 1);
     CHECK_INT(count(t, "warning: server 'flaky': stderr (its last line): not yet\n"), 1);
-    CHECK_INT(count(t, "bridge: server 'flaky' is working again\n"), 1);
+    CHECK_INT(count(t, "bridge: warning: server 'flaky' is working again\n"), 1);
 
     /* it fails again at once: the same episode, not a new warning */
     unlink(flag);
@@ -211,4 +238,5 @@ static void test_debug_key(void)
     }
 }
 
-UPSTREAM_TEST_MAIN(test_crash_loop, test_working_again, test_no_answer, test_debug_key)
+UPSTREAM_TEST_MAIN(test_crash_loop, test_junk_rate_limited, test_working_again, test_no_answer,
+                   test_debug_key)

@@ -321,6 +321,40 @@ static void test_headers_add_refusals(void)
     CHECK(!helper_header_name_valid("\xc3\xa9", 2));
     CHECK(helper_header_value_valid("Bearer x\ty \xc3\xa9", 13));
     CHECK(helper_header_value_valid("", 0));
+
+    /* what may go out as a header: header_value_safe(), and a bearer token is a b64token */
+    CHECK(helper_header_refusal("Authorization", "Bearer abc-._~+/09==", 20) == NULL);
+    CHECK(helper_header_refusal("authorization", "bearer abc", 10) == NULL);
+    CHECK(helper_header_refusal("Authorization", "Basic dTpw", 10) == NULL);
+    CHECK(helper_header_refusal("X-Key", "a b\t\"q\" \xe2\x82\xac", 11) == NULL);
+    CHECK_STR(helper_header_refusal("X-Key", "", 0), "the value is empty");
+    CHECK_STR(helper_header_refusal("X-Key", " a", 2),
+              "the value begins or ends with a space or a tab");
+    CHECK_STR(helper_header_refusal("X-Key", "a\t", 2),
+              "the value begins or ends with a space or a tab");
+    CHECK_STR(helper_header_refusal("X-Key", "a\r\nb", 4),
+              "the value has a control character (CR, LF, NUL and the like are refused)");
+    const char *not_b64[] = {"Bearer a b",       "Bearer a=b",  "Bearer \"a\"", "Bearer ",
+                             "Bearer a\xc3\xa9", "Bearer =abc", "Bearer a;b"};
+    for (size_t i = 0; i < ELEMENTSOF(not_b64); i++) {
+        const char *why = helper_header_refusal("Authorization", not_b64[i], strlen(not_b64[i]));
+        CHECK(why != NULL);
+        if (why && strcmp(not_b64[i], "Bearer ") != 0)
+            CHECK_CONTAINS(why, "the bearer token is not an RFC 6750 token");
+    }
+    /* other headers may carry what a bearer token may not */
+    CHECK(helper_header_refusal("X-Auth", "Bearer a b", 10) == NULL);
+
+    struct helper_headers a = {0};
+    err_clear(&e);
+    CHECK_INT(helper_headers_add(&a, "Authorization", "Bearer a b", 10, &e), -EINVAL);
+    CHECK_STR(err_msg(&e), "header 'Authorization': the bearer token is not an RFC 6750 token "
+                           "(letters, digits and -._~+/, then '=' only at the end)");
+    CHECK_INT(helper_headers_add(&a, "X-Tenant", "", 0, &e), -EINVAL);
+    CHECK_STR(err_msg(&e), "header 'X-Tenant': the value is empty");
+    CHECK_INT(helper_headers_add(&a, "X-Tenant", "t ", 2, &e), -EINVAL);
+    CHECK_INT(a.n, 0);
+    helper_headers_release(&a);
 }
 
 static void test_headers_round_trip(void)
@@ -329,16 +363,16 @@ static void test_headers_round_trip(void)
     struct buf out;
     struct err e = ERR_INIT;
     buf_init_secret(&out, 0);
-    CHECK_INT(helper_headers_add(&h, "Authorization", "Bearer \"q\" \\ \xe2\x82\xac", 16, &e), 0);
-    CHECK_INT(helper_headers_add(&h, "X-Tenant", "", 0, &e), 0);
+    CHECK_INT(helper_headers_add(&h, "X-Quoted", "Bearer \"q\" \\ \xe2\x82\xac", 16, &e), 0);
+    CHECK_INT(helper_headers_add(&h, "X-Tenant", "t", 1, &e), 0);
     h.expires_at = 7;
     CHECK_INT(helper_headers_write(&h, &out), 0);
     CHECK_INT(helper_headers_parse(out.data, out.len, &g, &e), 0);
     CHECK_INT(g.n, 2);
     CHECK_INT(g.expires_at, 7);
-    CHECK_STR(helper_headers_get(&g, "authorization"), "Bearer \"q\" \\ \xe2\x82\xac");
+    CHECK_STR(helper_headers_get(&g, "x-quoted"), "Bearer \"q\" \\ \xe2\x82\xac");
     CHECK_INT(g.v[0].value_len, 16);
-    CHECK_STR(helper_headers_get(&g, "X-Tenant"), "");
+    CHECK_STR(helper_headers_get(&g, "X-Tenant"), "t");
     struct buf again;
     buf_init_secret(&again, 0);
     CHECK_INT(helper_headers_write(&g, &again), 0);
@@ -406,6 +440,13 @@ static void test_headers_refusals(void)
         {"{\"headers\":{\"X-B\":\"" CANARY "\\u007f\"}}", -EBADMSG,
          "header 'X-B': the value has a control character"},
         {"{\"headers\":{\"X-B\":\"" CANARY "\\u0000\"}}", -EBADMSG, "\\u0000 in a string"},
+        {"{\"headers\":{\"Authorization\":\"Bearer " CANARY " x\"}}", -EBADMSG,
+         "\"headers\": header 'Authorization': the bearer token is not an RFC 6750 token"},
+        {"{\"headers\":{\"authorization\":\"bearer " CANARY "\\u00e9\"}}", -EBADMSG,
+         "header 'authorization': the bearer token is not an RFC 6750 token"},
+        {"{\"headers\":{\"X-B\":\"" CANARY " \"}}", -EBADMSG,
+         "header 'X-B': the value begins or ends with a space or a tab"},
+        {"{\"headers\":{\"X-B\":\"\"}}", -EBADMSG, "header 'X-B': the value is empty"},
         {"{\"headers\":{\"Bad Name\":\"" CANARY "\"}}", -EBADMSG,
          "\"headers\": member 1: the name is not an HTTP token"},
         {"{\"headers\":{\"X-A\":\"1\",\"X:B\":\"" CANARY "\"}}", -EBADMSG,

@@ -761,6 +761,8 @@ static void test_compat_keys(void)
               "'dis': {'command': 'x', 'disabled': true},"
               "'en': {'command': 'x', 'disabled': false},"
               "'dis-bad': {'command': 'x', 'disabled': 'yes'},"
+              "'plain': {'url': 'http://mcp.example:8080/mcp', 'allowHttp': true},"
+              "'plain-bad': {'url': 'http://mcp.example/mcp', 'allowHttp': 1},"
               "'cwd': {'command': 'x', 'cwd': '${MCPT_CW_DIR}/${MCPT_CW_SUB:-app}'},"
               "'cwd-miss': {'command': 'x', 'cwd': '${MCPT_CW_UNSET}'},"
               "'cwd-bad': {'command': 'x', 'cwd': '${MCPT CW}'},"
@@ -777,7 +779,7 @@ static void test_compat_keys(void)
     if (!c)
         goto out;
     static const char *const valid[] = {"bearer-lit", "bearer-env", "both-off", "idle0", "dis",
-                                        "en",         "cwd",        "others",   "unk"};
+                                        "en",         "cwd",        "others",   "unk",   "plain"};
     for (size_t i = 0; i < ELEMENTSOF(valid); i++) {
         const struct mcp_server *s = mcp_config_find(c, valid[i]);
         CHECK(s && !s->error);
@@ -797,6 +799,10 @@ static void test_compat_keys(void)
     CHECK(!mcp_config_find(c, "idle0")->disabled);
     s = mcp_config_find(c, "dis-bad");
     CHECK(s && s->error && strstr(s->error, "\"disabled\" must be true or false, not a string"));
+    CHECK(mcp_config_find(c, "plain")->allow_http);
+    CHECK(!mcp_config_find(c, "bearer-lit")->allow_http);
+    s = mcp_config_find(c, "plain-bad");
+    CHECK(s && s->error && strstr(s->error, "\"allowHttp\" must be true or false, not a number"));
 
     /* cwd: a template, checked at load and expanded at each start */
     s = mcp_config_find(c, "cwd");
@@ -843,6 +849,10 @@ static void test_compat_keys(void)
     struct mcp_server *cp = NULL;
     CHECK_INT(mcp_server_dup(mcp_config_find(c, "dis"), &cp), 0);
     CHECK(cp && cp->disabled);
+    mcp_server_free(cp);
+    cp = NULL;
+    CHECK_INT(mcp_server_dup(mcp_config_find(c, "plain"), &cp), 0);
+    CHECK(cp && cp->allow_http);
     mcp_server_free(cp);
     mcp_config_free(c);
 

@@ -1,0 +1,56 @@
+/* test_log.c - the rate limit of repeated messages: a burst per window, the rest counted and
+ * said by the first message of a later window, a new window after a quiet spell, a clock that
+ * goes back, and a flood of a million messages costing a few lines per window. */
+#include <stdint.h>
+
+#include "credkit/log.h"
+#include "tests.h"
+
+static void test_ratelimit_burst_and_count(void)
+{
+    struct log_ratelimit rl = LOG_RATELIMIT_INIT(1000, 3);
+    unsigned sup = 99;
+    int64_t t = 5000;
+    for (int i = 0; i < 3; i++) {
+        CHECK(log_ratelimit_check(&rl, t + i, &sup));
+        CHECK_INT(sup, 0);
+    }
+    for (int i = 0; i < 7; i++)
+        CHECK(!log_ratelimit_check(&rl, t + 10 + i, &sup));
+    CHECK(!log_ratelimit_check(&rl, t + 999, NULL));
+    /* the next window: let through, with the count of what was left out */
+    CHECK(log_ratelimit_check(&rl, t + 1000, &sup));
+    CHECK_INT(sup, 8);
+    CHECK(log_ratelimit_check(&rl, t + 1001, &sup));
+    CHECK_INT(sup, 0);
+    /* a long quiet spell: a fresh window, nothing to report */
+    CHECK(log_ratelimit_check(&rl, t + 60000, &sup));
+    CHECK_INT(sup, 0);
+    /* a clock that went back starts a window too */
+    CHECK(log_ratelimit_check(&rl, 10, &sup));
+    CHECK(log_ratelimit_check(&rl, 11, &sup));
+    CHECK(log_ratelimit_check(&rl, 12, &sup));
+    CHECK(!log_ratelimit_check(&rl, 13, &sup));
+    CHECK(log_ratelimit_check(&rl, 1013, &sup));
+    CHECK_INT(sup, 1);
+}
+
+static void test_ratelimit_flood(void)
+{
+    struct log_ratelimit rl = LOG_RATELIMIT_INIT(LOG_RATELIMIT_WINDOW_MS, LOG_RATELIMIT_BURST);
+    unsigned long long shown = 0, said_suppressed = 0, sup;
+    /* a million messages over 100 s: a burst in each of the 10 windows */
+    for (int64_t i = 0; i < 1000000; i++) {
+        unsigned s;
+        if (log_ratelimit_check(&rl, 1 + i / 10, &s)) {
+            shown++;
+            said_suppressed += s;
+        }
+    }
+    CHECK(shown <= 10 * LOG_RATELIMIT_BURST + LOG_RATELIMIT_BURST);
+    CHECK(shown >= 10 * LOG_RATELIMIT_BURST);
+    sup = rl.suppressed;
+    CHECK_INT(shown + said_suppressed + sup, 1000000ull);
+}
+
+TESTS_MAIN(test_ratelimit_burst_and_count, test_ratelimit_flood)
