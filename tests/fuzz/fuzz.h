@@ -6,6 +6,7 @@
  * file name or an argument). */
 #pragma once
 
+#include <ftw.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,4 +43,35 @@ static inline void fuzz_split(const uint8_t *s, size_t len, uint8_t sep, char **
     size_t n = at ? (size_t)(at - s) : len;
     *ret_a = fuzz_strndup(s, n);
     *ret_b = at ? fuzz_strndup(at + 1, len - n - 1) : fuzz_strndup(s, 0);
+}
+
+/* fuzz_tmpdir(): a private directory, $TMPDIR/NAME.XXXXXX (or /tmp/...), removed with what is in
+ * it when the target exits normally (-max_total_time, -runs); a crash leaves it for a look. */
+static char fuzz_tmpdir_path[256];
+
+static inline int fuzz_rm_(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static inline void fuzz_tmpdir_remove_(void)
+{
+    if (fuzz_tmpdir_path[0])
+        (void)nftw(fuzz_tmpdir_path, fuzz_rm_, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static inline const char *fuzz_tmpdir(const char *name)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(fuzz_tmpdir_path, sizeof(fuzz_tmpdir_path), "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp",
+             name);
+    if (!mkdtemp(fuzz_tmpdir_path)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    atexit(fuzz_tmpdir_remove_);
+    return fuzz_tmpdir_path;
 }

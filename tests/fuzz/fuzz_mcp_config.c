@@ -53,12 +53,7 @@ static void mkdirs(const char *rel)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(root, sizeof(root), "%s/fuzz_mcp_config.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(root)) {
-        perror("mkdtemp");
-        exit(2);
-    }
+    snprintf(root, sizeof(root), "%s", fuzz_tmpdir("fuzz_mcp_config"));
     for (size_t i = 0; i < NFILES; i++)
         mkdirs(files[i]);
     char home[300];

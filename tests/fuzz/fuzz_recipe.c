@@ -19,14 +19,7 @@ static char path[300];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    static char dir[256];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof(dir), "%s/fuzz_recipe.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        exit(2);
-    }
-    snprintf(path, sizeof(path), "%s/secrets.json", dir);
+    snprintf(path, sizeof(path), "%s/secrets.json", fuzz_tmpdir("fuzz_recipe"));
     return 0;
 }
 
