@@ -13,6 +13,7 @@
 #include "credkit/helper_answer.h"
 #include "credkit/log.h"
 #include "credkit/mcp_config.h"
+#include "credkit/mcp_trust.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
 #include "credkit/textsafe.h"
@@ -295,11 +296,21 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
 {
     struct err e = ERR_INIT;
     char cwd[4096];
+    struct trust_store *trust = NULL;
+    struct err te = ERR_INIT;
+    /* a project's entries are inert until approved (credkit/mcp_trust.h): mcp-auth neither
+     * expands their variables nor signs in to the URLs they name */
+    if (trust_store_load(NULL, &trust, &te) < 0)
+        say_warn("%s: no project entry is used until this is fixed", err_msg(&te));
     struct mcp_config_opts opts = {
         .config_path = arg_config,
         .cwd = getcwd(cwd, sizeof(cwd)),
+        .trust = trust_check,
+        .trust_userdata = trust,
+        .trust_hint = "run mcp-bridge trust",
     };
     int r = mcp_config_load(&opts, &tc->config, &e);
+    trust_store_free(trust);
     if (r < 0) {
         say_error("%s", err_msg(&e));
         return EXIT_CONFIG;

@@ -14,7 +14,7 @@
 #include "credkit/redact.h"
 
 #include "cli.h"
-#include "trust.h"
+#include "credkit/mcp_trust.h"
 #include "server_config.h"
 
 #define URL_NAME_MAX 64 /* a name made from a URL's host */

@@ -23,7 +23,7 @@
 #include "cli.h"
 #include "cmd_config.h"
 #include "cmd_creds.h"
-#include "trust.h"
+#include "credkit/mcp_trust.h"
 
 static const char trust_help[] =
     "usage: mcp-bridge trust [--project DIR] [--yes] [--json]\n"

@@ -111,6 +111,12 @@ run 3 B test web
 assert_contains "$ERR" "untrusted project entry"
 run 3 B call web seen
 run 3 B connect marker
+# mcp-auth reads the same layers: it neither signs in to nor hands out a header for the URL of
+# an untrusted entry
+run 3 "$MCP_AUTH_BIN" header web
+assert_contains "$ERR" "untrusted project entry"
+run 3 "$MCP_AUTH_BIN" login web --no-browser --timeout 5s
+assert_contains "$ERR" "run mcp-bridge trust"
 
 agent "$PROJ" mcp_mine_echo mcp_mine_echo '{"message": "hi"}'
 assert_eq "$(has_tool mcp_mine_echo)" true "the user's entry works"
@@ -169,6 +175,8 @@ assert_eq "$(json_get "$OUT" 'j.servers.map(s => s.name + "=" + s.trust).join(" 
     "marker=approved mine=trusted web=approved"
 run 0 B trust
 assert_contains "$OUT" "is approved as it is: nothing to do"
+run 4 "$MCP_AUTH_BIN" header web
+assert_not_contains "$ERR" "untrusted" "mcp-auth uses an approved entry"
 
 agent "$PROJ" mcp_web_seen mcp_web_seen
 assert_eq "$(has_tool mcp_web_seen)" true "an approved HTTP entry gives its tools"

@@ -65,7 +65,7 @@ typedef int (*mcp_check_settings_fn)(void *userdata, struct json_object *setting
 /* Whether an entry written by whoever wrote the project may be used. A project-layer file
  * (.mcp.json, .pi/mcp.json) or a project file of an import can start commands and send the
  * values of ${VAR}s where it likes: such an entry is used only once the user approved it as it
- * is (the bridge keeps the approvals, bridge/trust.h). The levels of trust an entry has: */
+ * is (the approvals: credkit/mcp_trust.h). The levels of trust an entry has: */
 enum mcp_trust {
     MCP_TRUST_TRUSTED,   /* not written by the project: bundled, shared, user, --config */
     MCP_TRUST_APPROVED,  /* a project's entry, approved as it is now */

@@ -219,7 +219,7 @@ static void store_entry(const char *url, const char *access, const char *type, c
 
 static void test_stored_bad_token(void)
 {
-    char agent[4096];
+    char agent[8192];
     (void)snprintf(agent, sizeof(agent), "%s/token_safety", tests_tmpdir());
     CHECK_INT(setenv("PI_CODING_AGENT_DIR", agent, 1), 0);
     unsigned port = 0;

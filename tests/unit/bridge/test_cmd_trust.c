@@ -10,7 +10,7 @@
 #include <json-c/json.h>
 
 #include "tests.h"
-#include "trust.h"
+#include "credkit/mcp_trust.h"
 
 static struct json_object *parse(const char *j)
 {

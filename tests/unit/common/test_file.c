@@ -478,23 +478,23 @@ static pid_t gone_pid(void)
 static void test_write_atomic_sweeps_stale(void)
 {
     struct err e = ERR_INIT;
-    char name[4096];
+    char name[8192];
     const char *p = tpath("swept.json");
     put(p, "old", 0600);
 
     snprintf(name, sizeof(name), "%s/.swept.json.%ld.Ab12cd", tests_tmpdir(), (long)gone_pid());
     put(name, "stale copy", 0600);
-    char live[4096];
+    char live[8192];
     /* our parent is alive: its temporary stays */
     snprintf(live, sizeof(live), "%s/.swept.json.%ld.Ab12cd", tests_tmpdir(), (long)getppid());
     put(live, "live copy", 0600);
-    char other[4096];
+    char other[8192];
     snprintf(other, sizeof(other), "%s/.other.json.%ld.Ab12cd", tests_tmpdir(), (long)gone_pid());
     put(other, "x", 0600);
-    char backup[4096];
+    char backup[8192];
     snprintf(backup, sizeof(backup), "%s/.swept.json.backup", tests_tmpdir());
     put(backup, "mine", 0600);
-    char oldfmt[4096], recent[4096];
+    char oldfmt[8192], recent[8192];
     snprintf(oldfmt, sizeof(oldfmt), "%s/.swept.json.Qx7Zp2", tests_tmpdir());
     put(oldfmt, "stale, old naming", 0600);
     struct timespec times[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};

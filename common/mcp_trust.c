@@ -1,4 +1,4 @@
-/* trust.c - the approvals of project entries: digest, store, check, approve, revoke. */
+/* mcp_trust.c - the approvals of project entries: digest, store, check, approve, revoke. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include "credkit/jsonfile.h"
 #include "credkit/path.h"
 
-#include "trust.h"
+#include "credkit/mcp_trust.h"
 
 #define TRUST_MAX_BYTES    (4u * 1024u * 1024u)
 #define CANON_MAX          (16u * 1024u * 1024u)

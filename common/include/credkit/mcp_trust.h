@@ -1,4 +1,4 @@
-/* trust.h - the approvals of the entries a project wrote.
+/* mcp_trust.h - the approvals of the entries a project wrote.
  *
  * A cloned repository's .mcp.json or .pi/mcp.json (and the project files of imports) can start
  * commands and send the values of ${VAR}s where it likes, so the loader keeps such an entry
