@@ -751,6 +751,23 @@ void downstream_shutdown(struct downstream *d)
 
 /* ---- construction, reload ---------------------------------------------------------------- */
 
+/* An entry not started: said in the log (reason alone, or after "server 'NAME': " with
+ * prefix), and kept with its reason for the proxy's status. -ENOMEM only. */
+static int ds_skip(struct downstream *d, const char *name, const char *reason, bool prefix)
+{
+    if (prefix)
+        log_warn(d->log, "server '%s': %s", name, reason);
+    else
+        log_warn(d->log, "%s", reason);
+    size_t n = strlen(name), k = strlen(reason);
+    char *rec = malloc(n + k + 2);
+    if (!rec)
+        return -ENOMEM;
+    memcpy(rec, name, n + 1);
+    memcpy(rec + n + 1, reason, k + 1);
+    return strv_push_take(&d->skipped, rec);
+}
+
 static int servers_from_config(struct downstream *d, const struct mcp_config *config, struct err *e)
 {
     d->loading = config;
@@ -761,7 +778,8 @@ static int servers_from_config(struct downstream *d, const struct mcp_config *co
     for (size_t i = 0; i < n; i++) {
         const struct mcp_server *entry = mcp_config_at(config, i);
         if (entry->error) {
-            log_warn(d->log, "%s", entry->error);
+            if (ds_skip(d, entry->name, entry->error, false) < 0)
+                return err_set(e, -ENOMEM, "out of memory");
             continue;
         }
         struct ds_server *s;
@@ -770,7 +788,8 @@ static int servers_from_config(struct downstream *d, const struct mcp_config *co
         if (r == -ENOMEM)
             return err_set(e, r, "out of memory");
         if (r < 0) {
-            log_warn(d->log, "server '%s': %s", entry->name, err_msg(&e2));
+            if (ds_skip(d, entry->name, err_msg(&e2), true) < 0)
+                return err_set(e, -ENOMEM, "out of memory");
             continue;
         }
         d->servers[d->n_servers++] = s;
@@ -880,10 +899,11 @@ static int reload_next(struct downstream *d, const struct mcp_config *config,
                        struct ds_server **next, bool *fresh, size_t *ret_n, struct err *e)
 {
     size_t n = mcp_config_count(config), nn = 0;
+    strv_release(&d->skipped); /* said again for the new configuration */
     for (size_t i = 0; i < n; i++) {
         const struct mcp_server *entry = mcp_config_at(config, i);
         if (entry->error) {
-            log_warn(d->log, "%s", entry->error);
+            (void)ds_skip(d, entry->name, entry->error, false); /* only the status lacks it */
             continue;
         }
         struct ds_server *old = ds_server_find(d, entry->name);
@@ -901,7 +921,7 @@ static int reload_next(struct downstream *d, const struct mcp_config *config,
             return err_set(e, r, "out of memory");
         }
         if (r < 0) {
-            log_warn(d->log, "server '%s': %s", entry->name, err_msg(&e2));
+            (void)ds_skip(d, entry->name, err_msg(&e2), true);
             continue;
         }
         fresh[nn] = true;
@@ -997,6 +1017,7 @@ void downstream_free(struct downstream *d)
         ds_server_free(d->closing[i]);
     free(d->servers);
     free(d->closing);
+    strv_release(&d->skipped);
     ds_mrtr_release_all(d);
     ds_pending_release_all(d);
     hashmap_free(d->ids);

@@ -29,6 +29,7 @@
 #include "credkit/list.h"
 #include "credkit/log.h"
 #include "credkit/mcp_config.h"
+#include "credkit/strv.h"
 
 #include "catalog.h"
 #include "downstream.h"
@@ -237,6 +238,9 @@ struct downstream {
     size_t n_servers;
     struct ds_server **closing; /* removed, waiting for CLOSED */
     size_t n_closing;
+    /* the entries not started (invalid, untrusted, refused), for the proxy tool's status:
+     * each string is the name, a NUL, then the reason (ds_skipped_reason()) */
+    struct strv skipped;
 
     struct catalog *cat;
 

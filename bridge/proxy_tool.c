@@ -710,6 +710,16 @@ static int status(struct downstream *d, struct buf *out)
                                   proxy_tool_count(d->cat, s->src));
         }
     }
+    /* the entries of the configuration that were not started, and why (an untrusted project
+     * entry, an invalid one): an agent asked for a missing server can tell the user what to do */
+    for (size_t i = 0; r >= 0 && i < d->skipped.n; i++) {
+        const char *name = d->skipped.v[i];
+        r = buf_printf(out, "%s: not started (", name);
+        if (r >= 0)
+            r = append_line(out, name + strlen(name) + 1, 300);
+        if (r >= 0)
+            r = buf_append_str(out, ")\n");
+    }
     return r;
 }
 

@@ -124,6 +124,10 @@ assert_eq "$(json_get "$OUT" 'j.text')" "Echo: hi"
 assert_eq "$(has_tool mcp_marker_echo)" false "an untrusted entry gives no tools"
 assert_eq "$(has_tool mcp_web_seen)" false "an untrusted entry gives no tools"
 assert_contains "$ERR" "untrusted project entry" "serve says why it skips them"
+# the proxy tool's status names them and says why, for an agent asked to use one
+agent "$PROJ" mcp mcp '{}'
+assert_contains "$(json_get "$OUT" 'j.text')" "marker: not started ("
+assert_contains "$(json_get "$OUT" 'j.text')" "untrusted project entry: not started until approved"
 check_no_mark() {
     T_CHECKS=$((T_CHECKS + 1))
     [ ! -e "$T_ROOT/marker-ran" ] || fail "$1: the untrusted command ran"
