@@ -57,31 +57,17 @@ static int servers_of(struct cfg_file *f, const char *key, struct json_object **
 
 /* A file that gives a key twice in one object cannot be rewritten: the document read holds
  * only the last of the two, and writing it would drop the other for good. Read under the lock. */
-static int refuse_duplicates(struct cfg_file *f, const char *abs, struct err *e)
+static int refuse_duplicates(struct cfg_file *f, struct err *e)
 {
-    struct json_dup *dups = NULL;
-    struct err le = ERR_INIT;
-    struct buf text;
-    int r, n;
-
-    buf_init(&text, CFG_FILE_MAX);
-    r = file_read(abs, 0, &text, &le);
-    if (r < 0) { /* absent (created on write), or jsonfile_open() would have said */
-        buf_release(&text);
+    const struct json_dup *dups = NULL;
+    if (jsonfile_duplicates(f->jf, &dups) == 0)
         return 0;
-    }
-    n = json_find_duplicates(buf_str(&text), text.len, &dups);
-    buf_release(&text);
-    if (n <= 0)
-        return n == -ENOMEM ? err_set(e, -ENOMEM, "out of memory") : 0;
     char kd[MCP_DISP_BUF];
     mcp_disp(kd, dups[0].key);
-    r = err_set(e, -EBADMSG,
-                "'%s': line %u: \"%s\" is given twice (first on line %u), and a rewrite would "
-                "keep only one of them: remove the one you do not want",
-                cfg_file_display(f), dups[0].line, kd, dups[0].first);
-    json_dups_free(dups, (size_t)n);
-    return r;
+    return err_set(e, -EBADMSG,
+                   "'%s': line %u: \"%s\" is given twice (first on line %u), and a rewrite would "
+                   "keep only one of them: remove the one you do not want",
+                   cfg_file_display(f), dups[0].line, kd, dups[0].first);
 }
 
 int cfg_file_open(const char *path, bool create_dir, mode_t new_mode, struct cfg_file **ret,
@@ -93,7 +79,7 @@ int cfg_file_open(const char *path, bool create_dir, mode_t new_mode, struct cfg
         .max_size = CFG_FILE_MAX,
         .mode = new_mode,
         .flags = JSONFILE_CREATE | JSONFILE_KEEP_MODE | JSONFILE_FOLLOW_SYMLINK |
-                 (create_dir ? JSONFILE_MKDIR : 0),
+                 JSONFILE_DUPLICATES | (create_dir ? JSONFILE_MKDIR : 0),
     };
     struct cfg_file *f = calloc(1, sizeof(*f));
     char *abs = NULL;
@@ -107,7 +93,7 @@ int cfg_file_open(const char *path, bool create_dir, mode_t new_mode, struct cfg
     r = jsonfile_open(abs, &o, &f->jf, e);
     if (r < 0)
         goto out;
-    r = refuse_duplicates(f, abs, e);
+    r = refuse_duplicates(f, e);
     if (r < 0)
         goto out;
     struct json_object *root = cfg_file_doc(f);

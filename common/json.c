@@ -111,8 +111,29 @@ int json_parse(const char *text, size_t len, size_t max_len, struct json_object 
     return 0;
 }
 
-int json_read_file(const char *path, size_t max_len, unsigned flags, struct json_object **ret,
-                   struct err *e)
+int json_parse_dups(const char *text, size_t len, size_t max_len, struct json_object **ret,
+                    struct json_dup **ret_dups, size_t *ret_ndups, struct err *e)
+{
+    struct json_object *obj = NULL;
+    *ret_dups = NULL;
+    *ret_ndups = 0;
+    int r = json_parse(text, len, max_len, &obj, e);
+    if (r < 0)
+        return r;
+    int n = json_find_duplicates(text, len, ret_dups);
+    if (n < 0) {
+        json_wipe_strings(obj); /* it may be the token store's, or hold literals */
+        json_object_put(obj);
+        return n == -ENOMEM ? err_set(e, n, "out of memory")
+                            : err_set(e, n, "cannot check the keys: %s", strerror(-n));
+    }
+    *ret_ndups = (size_t)n;
+    *ret = obj;
+    return 0;
+}
+
+int json_read_file_dups(const char *path, size_t max_len, unsigned flags, struct json_object **ret,
+                        struct json_dup **ret_dups, size_t *ret_ndups, struct err *e)
 {
     struct json_object *obj = NULL;
     struct buf b;
@@ -127,7 +148,10 @@ int json_read_file(const char *path, size_t max_len, unsigned flags, struct json
     r = file_read(path, (flags & JSON_READ_SECRET) ? FILE_SECRET : 0, &b, e);
     if (r < 0)
         goto out;
-    r = json_parse(buf_str(&b), b.len, b.max, &obj, e);
+    if (ret_dups)
+        r = json_parse_dups(buf_str(&b), b.len, b.max, &obj, ret_dups, ret_ndups, e);
+    else
+        r = json_parse(buf_str(&b), b.len, b.max, &obj, e);
     if (r < 0) {
         char *disp = path_display(path);
         (void)err_prefix(e, "'%s'", disp ? disp : path);
@@ -140,6 +164,12 @@ int json_read_file(const char *path, size_t max_len, unsigned flags, struct json
 out:
     buf_release(&b);
     return r;
+}
+
+int json_read_file(const char *path, size_t max_len, unsigned flags, struct json_object **ret,
+                   struct err *e)
+{
+    return json_read_file_dups(path, max_len, flags, ret, NULL, NULL, e);
 }
 
 /* ---- writing: json-c's pretty format, into a secret buffer ----

@@ -12,6 +12,7 @@
 #include "credkit/buf.h"
 #include "credkit/hashmap.h"
 #include "credkit/json.h"
+#include "credkit/util.h"
 
 struct scan {
     const char *s;
@@ -46,24 +47,13 @@ static int fail(struct scan *sc, int r)
     return r;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int read_hex4(struct scan *sc, uint32_t *ret)
 {
     uint32_t v = 0;
     if (sc->len - sc->pos < 4)
         return fail(sc, -EBADMSG);
     for (int i = 0; i < 4; i++) {
-        int h = hexval(sc->s[sc->pos++]);
+        int h = hex_digit(sc->s[sc->pos++]);
         if (h < 0)
             return fail(sc, -EBADMSG);
         v = v << 4 | (uint32_t)h;
@@ -184,6 +174,18 @@ static void pop(struct scan *sc)
     free(sc->path[--sc->npath]);
 }
 
+/* After a member or an element: 1 at the container's end (close), 0 at a comma, or the error. */
+static int next_or_end(struct scan *sc, char close)
+{
+    skip_ws(sc);
+    if (sc->pos >= sc->len)
+        return fail(sc, -EBADMSG);
+    char c = sc->s[sc->pos++];
+    if (c == close)
+        return 1;
+    return c == ',' ? 0 : fail(sc, -EBADMSG);
+}
+
 static int read_object(struct scan *sc, unsigned depth)
 {
     size_t id = sc->nobj++;
@@ -219,14 +221,8 @@ static int read_object(struct scan *sc, unsigned depth)
         pop(sc);
         if (r < 0)
             return r;
-        skip_ws(sc);
-        if (sc->pos >= sc->len)
-            return fail(sc, -EBADMSG);
-        char c = sc->s[sc->pos++];
-        if (c == '}')
-            return 0;
-        if (c != ',')
-            return fail(sc, -EBADMSG);
+        if ((r = next_or_end(sc, '}')) != 0)
+            return r < 0 ? r : 0;
     }
 }
 
@@ -247,14 +243,8 @@ static int read_array(struct scan *sc, unsigned depth)
         pop(sc);
         if (r < 0)
             return r;
-        skip_ws(sc);
-        if (sc->pos >= sc->len)
-            return fail(sc, -EBADMSG);
-        char c = sc->s[sc->pos++];
-        if (c == ']')
-            return 0;
-        if (c != ',')
-            return fail(sc, -EBADMSG);
+        if ((r = next_or_end(sc, ']')) != 0)
+            return r < 0 ? r : 0;
     }
 }
 

@@ -138,44 +138,15 @@ out:
     return r;
 }
 
-/* json_read_file(), and the keys given twice in the text. */
-static int read_with_dups(struct jsonfile *f, const struct jsonfile_opts *o, struct err *e)
-{
-    struct buf text;
-    int r;
-    if (o->flags & JSONFILE_SECRET)
-        buf_init_secret(&text, o->max_size);
-    else
-        buf_init(&text, o->max_size);
-    r = file_read(f->path, (o->flags & JSONFILE_SECRET) ? FILE_SECRET : 0, &text, e);
-    if (r < 0)
-        goto out;
-    r = json_parse(buf_str(&text), text.len, text.max, &f->doc, e);
-    if (r < 0) {
-        (void)err_prefix(e, "'%s'", f->display);
-        goto out;
-    }
-    r = json_find_duplicates(buf_str(&text), text.len, &f->dups);
-    if (r < 0) {
-        r = err_set(e, r, "cannot read '%s': %s", f->display, strerror(-r));
-        goto out;
-    }
-    f->ndups = (size_t)r;
-    r = 0;
-out:
-    buf_release(&text);
-    return r;
-}
-
 /* Reads the document: {} for a missing file with JSONFILE_CREATE. */
 static int read_doc(struct jsonfile *f, const struct jsonfile_opts *o, struct err *e)
 {
     struct err le = ERR_INIT;
     struct stat st;
+    unsigned rf = (o->flags & JSONFILE_SECRET) ? JSON_READ_SECRET : 0;
     int r = (o->flags & JSONFILE_DUPLICATES)
-                ? read_with_dups(f, o, &le)
-                : json_read_file(f->path, o->max_size,
-                                 (o->flags & JSONFILE_SECRET) ? JSON_READ_SECRET : 0, &f->doc, &le);
+                ? json_read_file_dups(f->path, o->max_size, rf, &f->doc, &f->dups, &f->ndups, &le)
+                : json_read_file(f->path, o->max_size, rf, &f->doc, &le);
     f->mode = o->mode;
     if (r == -ENOENT && (o->flags & JSONFILE_CREATE)) {
         f->doc = json_object_new_object();

@@ -557,7 +557,7 @@ static int read_layer(struct loader *L, size_t idx, struct err *e)
 
     struct json_dup *dups = NULL;
     size_t ndups = 0;
-    r = mcp_read_json(y->path, MCP_CONFIG_MAX_BYTES, &y->root, &dups, &ndups, &le);
+    r = json_read_file_dups(y->path, MCP_CONFIG_MAX_BYTES, 0, &y->root, &dups, &ndups, &le);
     f->exists = r != -ENOENT;
     if (r == -ENOENT && y->explicit_path)
         return err_set(e, -ENOENT, "configuration file '%s' does not exist: check the path",
@@ -570,41 +570,6 @@ static int read_layer(struct loader *L, size_t idx, struct err *e)
         return add_diag(L->c, y->display, "%s", err_msg(&le)) < 0 ? oom(e) : 0;
     r = scan_root(L, idx, dups, ndups, e);
     json_dups_free(dups, ndups);
-    return r;
-}
-
-int mcp_read_json(const char *path, size_t max, struct json_object **ret,
-                  struct json_dup **ret_dups, size_t *ret_ndups, struct err *e)
-{
-    struct json_object *obj = NULL;
-    struct json_dup *dups = NULL;
-    struct buf b;
-    int r, n = 0;
-
-    buf_init(&b, max);
-    r = file_read(path, 0, &b, e); /* its messages name the file */
-    if (r < 0)
-        goto out;
-    r = json_parse(buf_str(&b), b.len, b.max, &obj, e);
-    if (r < 0) {
-        char *disp = path_display(path);
-        (void)err_prefix(e, "'%s'", disp ? disp : path);
-        free(disp);
-        goto out;
-    }
-    n = json_find_duplicates(buf_str(&b), b.len, &dups);
-    if (n < 0) {
-        r = n == -ENOMEM ? oom(e) : err_set(e, n, "cannot check the keys of '%s'", path);
-        goto out;
-    }
-    *ret = obj;
-    obj = NULL;
-    *ret_dups = dups;
-    *ret_ndups = (size_t)n;
-    r = 0;
-out:
-    json_object_put(obj);
-    buf_release(&b);
     return r;
 }
 

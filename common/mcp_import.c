@@ -144,7 +144,7 @@ static int read_json(struct mcp_import *im, char *path, size_t max, struct json_
     *ret_display = d;
     struct json_dup *dups = NULL;
     size_t ndups = 0;
-    r = mcp_read_json(im->files[im->n_files - 1].path, max, ret_root, &dups, &ndups, &le);
+    r = json_read_file_dups(im->files[im->n_files - 1].path, max, 0, ret_root, &dups, &ndups, &le);
     im->files[im->n_files - 1].exists = r != -ENOENT;
     if (r == -ENOENT)
         return 0;

@@ -14,10 +14,3 @@
 int mcp_server_build(const char *name, struct json_object *entry, const char *source,
                      enum mcp_layer layer, const struct mcp_config_opts *opts,
                      struct mcp_server **ret) _must_check_;
-
-/* Reads and parses the JSON file path (at most max bytes), as json_read_file() does (same
- * errors and messages), and finds the keys it gives twice in one object (json_find_duplicates():
- * *ret_dups, *ret_ndups; NULL and 0 when none). Caller puts *ret and frees the duplicates with
- * json_dups_free(). */
-int mcp_read_json(const char *path, size_t max, struct json_object **ret,
-                  struct json_dup **ret_dups, size_t *ret_ndups, struct err *e) _must_check_;

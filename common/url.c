@@ -17,6 +17,7 @@
 #include "credkit/buf.h"
 #include "credkit/secmem.h"
 #include "credkit/url.h"
+#include "credkit/util.h"
 
 /* A URL taken apart: every field malloc'd (plain malloc, not curl's), host lowercase and, for
  * an IPv6 literal, in brackets and in RFC 5952 form. */
@@ -508,17 +509,6 @@ char *url_encode(const char *s)
     return out;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Form-decodes s[0..n) into a new string: '+' is a space, %XX a byte, a '%' not followed by
  * two hex digits stays as it is (as with curl_easy_unescape). -EBADMSG for %00, which would cut
  * the C string short. Caller frees with secure_free(). */
@@ -532,8 +522,8 @@ static int form_decode(const char *s, size_t n, char **ret)
         int hi, lo;
         if (s[i] == '+') {
             out[o++] = ' ';
-        } else if (s[i] == '%' && i + 2 < n && (hi = hexval(s[i + 1])) >= 0 &&
-                   (lo = hexval(s[i + 2])) >= 0) {
+        } else if (s[i] == '%' && i + 2 < n && (hi = hex_digit(s[i + 1])) >= 0 &&
+                   (lo = hex_digit(s[i + 2])) >= 0) {
             char c = (char)(hi << 4 | lo);
             if (c == 0) {
                 secure_free_len(out, n + 1);

@@ -93,3 +93,14 @@ size_t fmt_i64(char *buf, size_t size, int64_t v)
     buf[0] = '-';
     return n + 1;
 }
+
+int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

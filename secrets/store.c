@@ -217,27 +217,11 @@ int store_load(const char *path, struct store **ret, struct err *e)
     struct json_dup *dups = NULL;
     struct store *s = NULL;
     size_t ndups = 0;
-    struct buf text;
-    int r;
-
-    buf_init_secret(&text, STORE_MAX_SIZE);
-    r = file_read(path, FILE_SECRET, &text, e);
+    int r = json_read_file_dups(path, STORE_MAX_SIZE, JSON_READ_SECRET, &root, &dups, &ndups, e);
     if (r == -ENOENT) {
         err_clear(e);
         root = json_object_new_object();
         r = root ? 0 : -ENOMEM;
-    } else if (r >= 0) {
-        r = json_parse(buf_str(&text), text.len, text.max, &root, e);
-        if (r < 0) {
-            char *disp = path_display(path);
-            (void)err_prefix(e, "'%s'", disp ? disp : path);
-            free(disp);
-        }
-        if (r >= 0) {
-            int k = json_find_duplicates(buf_str(&text), text.len, &dups);
-            r = k < 0 ? k : 0;
-            ndups = k > 0 ? (size_t)k : 0;
-        }
     }
     if (r < 0)
         goto out;
@@ -252,7 +236,6 @@ out:
     store_free(s);
     json_dups_free(dups, ndups);
     json_object_put(root);
-    buf_release(&text);
     return r;
 }
 

@@ -19,6 +19,8 @@
 
 #define JSON_MAX_DEPTH 64
 
+struct json_dup; /* below */
+
 /* Parses exactly one JSON value from text[0..len) (trailing whitespace allowed, anything else
  * is an error; a NUL byte anywhere is an error). Strict: no trailing commas, valid UTF-8.
  * len > max_len fails with -E2BIG. Syntax errors: -EBADMSG and a message
@@ -54,6 +56,10 @@ enum json_read_flags {
 int json_read_file(const char *path, size_t max_len, unsigned flags, struct json_object **ret,
                    struct err *e) _must_check_;
 
+/* json_read_file() that also finds the keys given twice (json_parse_dups()). */
+int json_read_file_dups(const char *path, size_t max_len, unsigned flags, struct json_object **ret,
+                        struct json_dup **ret_dups, size_t *ret_ndups, struct err *e) _must_check_;
+
 /* Serialises obj (pretty, two-space indent, "key": value, slashes not escaped, trailing
  * newline: JSON.stringify(v, null, 2) but for empty containers; byte for byte json-c's format)
  * and replaces path atomically with the given mode. The text is built in memory that is wiped,
@@ -82,6 +88,12 @@ int json_find_duplicates(const char *text, size_t len, struct json_dup **ret) _m
 
 /* Frees what json_find_duplicates() returned. NULL-safe. */
 void json_dups_free(struct json_dup *d, size_t n);
+
+/* json_parse() of text, and the keys given twice in it (json_find_duplicates()): *ret_dups
+ * NULL and *ret_ndups 0 when there are none. For readers of files people edit. Caller puts
+ * *ret and frees *ret_dups with json_dups_free(). */
+int json_parse_dups(const char *text, size_t len, size_t max_len, struct json_object **ret,
+                    struct json_dup **ret_dups, size_t *ret_ndups, struct err *e) _must_check_;
 
 /* Borrowed accessors; NULL/false when obj is not an object, or the key is absent or of another
  * type. json_get_int64 takes integers only (not 1.5, not 1e3) and refuses values above

@@ -10,6 +10,9 @@
 /* Whole-string decimal parse; -EINVAL on junk or empty, -ERANGE on overflow. Never atoi. */
 int parse_int64(const char *s, int64_t *ret) _must_check_;
 
+/* The value of the hexadecimal digit c (either case), or -1 when c is not one. */
+int hex_digit(char c);
+
 /* Writes v in decimal and a NUL into buf[0..size): the length written, or 0 when it does not fit.
  * The same text as printf's PRIu64/PRId64, without printf's cost (ids on the bridge's hot
  * path). */
