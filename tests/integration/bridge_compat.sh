@@ -364,7 +364,7 @@ $SERR"
 assert_contains "$SERR" "warning: server 'crashy': stderr (its last lines): fatal: API_KEY is not set"
 assert_contains "$SERR" "warning: server 'crashy': stderr: clear\\x1b[2Jscreen"
 assert_eq "$(grep -c $'\x1b' "$T_ROOT/serve.err" || true)" "0" "no raw escape in the log"
-assert_eq "$(grep -c "warning: server 'flaky'" "$T_ROOT/serve.err" || true)" "2" "flaky: one failure report and its stderr line:
+assert_eq "$(grep -c "warning: server 'flaky'" "$T_ROOT/serve.err" || true)" "3" "flaky: one failure report, its stderr line and its recovery:
 $SERR"
 assert_contains "$SERR" "warning: server 'flaky': stderr (its last line): not ready yet"
 

@@ -17,6 +17,9 @@
 . "$(dirname "$0")/lib/bridge.sh"
 
 CYCLES=${BRIDGE_CYCLES:-1000}
+# under AddressSanitizer, freed memory is held in a quarantine (256 MiB) that VmRSS would count
+# as growth: without it, what the process keeps is what it measures (leaks are LSan's at exit)
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
 SESSIONS=${BRIDGE_SESSIONS:-1000}
 FD_SLACK=1 # descriptors (not sockets) the bridge may hold more at the end than after warm-up
 RSS_SLACK_KB=$((12 * 1024)) # VmRSS growth allowed (allocator noise; a leak per cycle is far more)
@@ -88,7 +91,7 @@ async function until(what, ms, fn) {
 }
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
-const t = new StdioClientTransport({ command: bridge, args: ['--config', config, 'serve'], stderr: 'pipe' });
+const t = new StdioClientTransport({ command: bridge, args: ['--config', config, 'serve'], stderr: 'pipe', env: process.env });
 let log = '';
 t.stderr.on('data', (b) => { log = (log + b).slice(-20000); });
 const client = new Client({ name: 'cycles', version: '1' });
