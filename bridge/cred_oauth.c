@@ -252,6 +252,26 @@ void ch_oauth_done(struct slot *s, const struct helper_proc_result *res)
         ch_slot_settled(s, CREDENTIALS_LOGIN_REQUIRED, msg);
         return;
     }
+    if (res->exit_code == 5 && !res->timed_out && !res->signal) {
+        /* the authorization server or the network failed: no valid token now, and a sign-in
+         * may be needed if it lasts; the next call asks again, so recovery needs nothing */
+        char line[400];
+        helper_proc_first_line(res->err, res->err_len, line, sizeof(line));
+        char *m = cred_helper_login_message(
+            &(struct cred_helper_opts){
+                .config_path = h->config_path,
+                .auth_target = h->auth_target,
+                .auth_required_message = h->auth_message,
+            },
+            name);
+        snprintf(msg, sizeof(msg),
+                 "no valid token: mcp-auth could not refresh it (%s); it is tried again at the "
+                 "next call, and if that keeps failing: %s",
+                 line[0] ? line : "the authorization server failed", m ? m : "login required");
+        free(m);
+        ch_slot_settled(s, -EIO, msg);
+        return;
+    }
     if (res->exit_code != 0 || !res->out_len) {
         ch_run_failure(s, res, msg, sizeof(msg));
         ch_slot_settled(s, -EIO, msg);

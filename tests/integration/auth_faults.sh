@@ -299,13 +299,15 @@ echo "a call while the authorization server is down: $why"
 assert_contains "$why" "rs" "the failed call's message names the server"
 case $why in
 *"cannot refresh the token for '$RS'"*)
-    assert_contains "$why" "connection refused" "the failed call's message says why" ;;
+    assert_contains "$why" "connection refused" "the failed call's message says why"
+    assert_contains "$why" "sign-in required: run 'mcp-auth" "and what to do if it lasts" ;;
 *)
     # the bridge found the credentials expired before the call came (it then reconnects, and a
     # call waits for that up to the entry's timeout): its log says why, once
     echo "note: the failed call does not say why; the bridge's log must"
     assert_contains "$(cat "$T_ROOT/bridge.log")" "cannot refresh the token for '$RS'" "the bridge's log"
-    assert_contains "$(cat "$T_ROOT/bridge.log")" "connection refused" "the bridge's log" ;;
+    assert_contains "$(cat "$T_ROOT/bridge.log")" "connection refused" "the bridge's log"
+    assert_contains "$(cat "$T_ROOT/bridge.log")" "sign-in required: run 'mcp-auth" "the bridge's log" ;;
 esac
 # it stays so while the server is down
 wait_calls 30 "a second failed call" "$DOWN" false 2
