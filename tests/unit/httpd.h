@@ -76,6 +76,46 @@ static inline bool httpd_upload_append(char **data, size_t *len, const char *chu
     return true;
 }
 
+/* A request body, collected in *con_cls across the calls MHD makes to the access handler. */
+struct httpd_upload {
+    char *data; /* NUL-terminated; NULL when the body is empty */
+    size_t len;
+};
+
+/* The access handler's first step: true with *ret the upload once the whole body is there;
+ * false with *now what the handler returns meanwhile (the first call, a chunk, no memory). */
+static inline bool httpd_collect(void **con_cls, const char *data, size_t *data_size,
+                                 struct httpd_upload **ret, enum MHD_Result *now)
+{
+    struct httpd_upload *u = *con_cls;
+    if (!u) {
+        u = calloc(1, sizeof(*u));
+        *con_cls = u;
+        *now = u ? MHD_YES : MHD_NO;
+        return false;
+    }
+    if (*data_size) {
+        *now = httpd_upload_append(&u->data, &u->len, data, data_size) ? MHD_YES : MHD_NO;
+        return false;
+    }
+    *ret = u;
+    return true;
+}
+
+/* The request-completed callback that frees what httpd_collect() collected. */
+static inline void httpd_upload_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                                          enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    struct httpd_upload *u = *con_cls;
+    if (u)
+        free(u->data);
+    free(u);
+    *con_cls = NULL;
+}
+
 /* Queues r (taken, also when NULL: MHD_NO) with a Content-Type and an Mcp-Session-Id when
  * not NULL. */
 static inline enum MHD_Result httpd_queue(struct MHD_Connection *c, unsigned status,

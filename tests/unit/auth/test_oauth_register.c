@@ -14,11 +14,6 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char *last_body; /* the last registration request's body, under mu */
 
-struct upload {
-    char *data;
-    size_t len;
-};
-
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *data,
                                size_t *data_size, void **con_cls)
@@ -27,32 +22,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     (void)url;
     (void)method;
     (void)version;
-    struct upload *u = *con_cls;
-    if (!u) {
-        u = calloc(1, sizeof(*u));
-        *con_cls = u;
-        return u ? MHD_YES : MHD_NO;
-    }
-    if (*data_size)
-        return httpd_upload_append(&u->data, &u->len, data, data_size) ? MHD_YES : MHD_NO;
+    struct httpd_upload *u = NULL;
+    enum MHD_Result now;
+    if (!httpd_collect(con_cls, data, data_size, &u, &now))
+        return now;
     pthread_mutex_lock(&mu);
     free(last_body);
     last_body = u->data ? strdup(u->data) : NULL;
     pthread_mutex_unlock(&mu);
     return httpd_reply(c, 201, "application/json", "{\"client_id\": \"cid-1\"}", NULL);
-}
-
-static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
-                      enum MHD_RequestTerminationCode toe)
-{
-    (void)cls;
-    (void)c;
-    (void)toe;
-    struct upload *u = *con_cls;
-    if (u)
-        free(u->data);
-    free(u);
-    *con_cls = NULL;
 }
 
 /* The string member key of the last request, or NULL; caller frees. */
@@ -72,7 +50,7 @@ static char *sent(const char *key)
 static void test_client_name_and_uri(void)
 {
     unsigned port = 0;
-    struct MHD_Daemon *d = httpd_start(handler, NULL, completed, 0, &port);
+    struct MHD_Daemon *d = httpd_start(handler, NULL, httpd_upload_completed, 0, &port);
     char endpoint[64];
     snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%u/register", port);
     struct registration reg = {0};

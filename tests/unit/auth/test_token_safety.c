@@ -25,11 +25,6 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static const char *answer; /* what the token endpoint answers next, under mu */
 static int requests;       /* how many requests came, under mu */
 
-struct upload {
-    char *data;
-    size_t len;
-};
-
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *data,
                                size_t *data_size, void **con_cls)
@@ -38,32 +33,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     (void)url;
     (void)method;
     (void)version;
-    struct upload *u = *con_cls;
-    if (!u) {
-        u = calloc(1, sizeof(*u));
-        *con_cls = u;
-        return u ? MHD_YES : MHD_NO;
-    }
-    if (*data_size)
-        return httpd_upload_append(&u->data, &u->len, data, data_size) ? MHD_YES : MHD_NO;
+    struct httpd_upload *u = NULL;
+    enum MHD_Result now;
+    if (!httpd_collect(con_cls, data, data_size, &u, &now))
+        return now;
     pthread_mutex_lock(&mu);
     const char *a = answer;
     requests++;
     pthread_mutex_unlock(&mu);
     return httpd_reply(c, 200, "application/json", a, NULL);
-}
-
-static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
-                      enum MHD_RequestTerminationCode toe)
-{
-    (void)cls;
-    (void)c;
-    (void)toe;
-    struct upload *u = *con_cls;
-    if (u)
-        free(u->data);
-    free(u);
-    *con_cls = NULL;
 }
 
 static void set_answer(const char *a)
@@ -104,7 +82,7 @@ static int token_request(const char *endpoint, struct token_response *tr, struct
 static void test_refused_at_receipt(void)
 {
     unsigned port = 0;
-    struct MHD_Daemon *d = httpd_start(handler, NULL, completed, 0, &port);
+    struct MHD_Daemon *d = httpd_start(handler, NULL, httpd_upload_completed, 0, &port);
     char endpoint[64];
     snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%u/token", port);
     static const char *const bad[] = {
@@ -153,7 +131,7 @@ static void test_refused_at_receipt(void)
 static void test_registration_token(void)
 {
     unsigned port = 0;
-    struct MHD_Daemon *d = httpd_start(handler, NULL, completed, 0, &port);
+    struct MHD_Daemon *d = httpd_start(handler, NULL, httpd_upload_completed, 0, &port);
     char endpoint[64];
     snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%u/register", port);
     struct registration reg = {0};
@@ -223,7 +201,7 @@ static void test_stored_bad_token(void)
     (void)snprintf(agent, sizeof(agent), "%s/token_safety", tests_tmpdir());
     CHECK_INT(setenv("PI_CODING_AGENT_DIR", agent, 1), 0);
     unsigned port = 0;
-    struct MHD_Daemon *d = httpd_start(handler, NULL, completed, 0, &port);
+    struct MHD_Daemon *d = httpd_start(handler, NULL, httpd_upload_completed, 0, &port);
     struct oauth_config *oc = NULL;
     struct err e = ERR_INIT;
     CHECK_INT(oauth_config_parse(NULL, &oc, &e), 0);
