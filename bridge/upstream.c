@@ -174,6 +174,7 @@ void up_retire(struct upstream *u, struct conn *cn)
 void up_drop_conn(struct upstream *u)
 {
     struct upstream_call *c;
+    up_skipped_flush(u);
     if ((c = u->init_call)) {
         up_call_unlink(u, c);
         up_call_free(c);
@@ -570,6 +571,7 @@ void upstream_free(struct upstream *u)
     if (!u || up_freed(u))
         return;
     u->life = UP_FREED;
+    up_skipped_flush(u);
     up_creds_cancel(u);
     up_conn_free(u->conn);
     u->conn = NULL;

@@ -98,6 +98,13 @@ static void on_request(struct upstream *u, struct conn *cn, struct jrpc_msg *m)
     (void)r;
 }
 
+static void say_suppressed(struct upstream *u, unsigned n)
+{
+    if (n)
+        log_warn(u->log, "server '%s': %u similar messages suppressed (skipped messages)",
+                 up_name(u), n);
+}
+
 /* A message of the server's that is skipped: said a few times a window, the rest counted. */
 static void warn_skipped(struct upstream *u, const char *what, const char *why)
 {
@@ -106,11 +113,14 @@ static void warn_skipped(struct upstream *u, const char *what, const char *why)
         u->junk_rl = LOG_RATELIMIT_INIT(LOG_RATELIMIT_WINDOW_MS, LOG_RATELIMIT_BURST);
     if (!log_ratelimit_check(&u->junk_rl, loop_now(u->loop), &suppressed))
         return;
-    if (suppressed)
-        log_warn(u->log, "server '%s': %u similar messages suppressed (skipped messages)",
-                 up_name(u), suppressed);
+    say_suppressed(u, suppressed);
     log_warn(u->log, "server '%s': skipped a message that is not %s%s%s", up_name(u), what,
              why ? ": " : "", why ? why : "");
+}
+
+void up_skipped_flush(struct upstream *u)
+{
+    say_suppressed(u, log_ratelimit_take(&u->junk_rl));
 }
 
 static void on_invalid(struct upstream *u, struct conn *cn, struct jrpc_msg *m)

@@ -228,6 +228,8 @@ void up_flush_waiting(struct upstream *u);
 void up_fail_inflight(struct upstream *u, int error, const char *why);
 void up_fail_waiting(struct upstream *u, int error, const char *message);
 void up_drop_conn(struct upstream *u);
+/* Says how many of the server's skipped messages were left unsaid (its connection ended). */
+void up_skipped_flush(struct upstream *u);
 void up_retire(struct upstream *u, struct conn *cn);
 void up_conn_done(struct upstream *u, struct conn *cn);
 bool up_version_known(const char *v);

@@ -108,3 +108,10 @@ bool log_ratelimit_check(struct log_ratelimit *rl, int64_t now, unsigned *ret_su
     rl->suppressed = 0;
     return true;
 }
+
+unsigned log_ratelimit_take(struct log_ratelimit *rl)
+{
+    unsigned n = rl->suppressed;
+    rl->suppressed = 0;
+    return n;
+}

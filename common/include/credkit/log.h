@@ -66,3 +66,7 @@ struct log_ratelimit {
  * number of messages left out before it (say it first when > 0); when it may not, it is
  * counted. */
 bool log_ratelimit_check(struct log_ratelimit *rl, int64_t now, unsigned *ret_suppressed);
+
+/* The messages counted and not yet said, now zero: for the end of their source (a server's
+ * connection closed), so that a flood that stops is still said in full. */
+unsigned log_ratelimit_take(struct log_ratelimit *rl);

@@ -145,6 +145,9 @@ static void test_junk_rate_limited(void)
     CHECK_INT(count(t, "suppressed"), 0); /* said by the first one of a later window */
     upstream_free(u);
     r.u = NULL;
+    /* or, when none comes, at the end of the server */
+    t = flog_text(&f);
+    CHECK_INT(count(t, "warning: server 'noisy': 195 similar messages suppressed"), 1);
     log_free(f.log);
     rec_release(&r);
 }
