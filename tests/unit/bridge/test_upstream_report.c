@@ -212,6 +212,27 @@ static void test_no_answer(void)
     rec_release(&r);
 }
 
+/* a line over the size bound: the server is dropped, said once at the default level however
+ * often it does it again */
+static void test_oversize(void)
+{
+    struct rec r = {.loop = new_loop()};
+    struct flog f;
+    struct sh_def d;
+    flog_open(&f, "big", LOG_WARN);
+    sh_def(&d, "big", "head -c 17000000 /dev/zero | tr '\\000' a; echo; exec sleep 1000", NULL);
+    struct upstream *u = start_logged(&r, &d.s, &f);
+    upstream_connect(u);
+    CHECK(wait_state(&r, UPSTREAM_BACKOFF, 3, 30000));
+    upstream_free(u);
+    r.u = NULL;
+    const char *t = flog_text(&f);
+    CHECK_INT(count(t, "the server sent a message over the size bound"), 1);
+    CHECK_INT(count(t, "warning: server 'big': "), 1);
+    log_free(f.log);
+    rec_release(&r);
+}
+
 /* "debug": true: its stderr at the default level (warn); without it at debug */
 static void test_debug_key(void)
 {
@@ -242,4 +263,4 @@ static void test_debug_key(void)
 }
 
 UPSTREAM_TEST_MAIN(test_crash_loop, test_junk_rate_limited, test_working_again, test_no_answer,
-                   test_debug_key)
+                   test_oversize, test_debug_key)
