@@ -430,6 +430,9 @@ void ds_server_remove(struct downstream *d, struct ds_server *s);
 /* Frees a server that is no longer in the active list. */
 void ds_server_finish(struct downstream *d, struct ds_server *s);
 /* Sends the log level the agent asked for to s, when it is READY and has logging. */
+/* Sends logging/setLevel LEVEL to the server (its answer only logged at debug). 0, or < 0
+ * with the failure logged. */
+int ds_send_level(struct ds_server *s, const char *level);
 void ds_apply_level(struct downstream *d, struct ds_server *s);
 /* Starts a server made real, as its lifecycle says: a lazy one whose lists came from the
  * cache is settled at once and not connected; a disabled one never starts; others connect. */

@@ -200,17 +200,6 @@ int ds_modern_response(struct downstream *d, const struct ds_pending *p,
 
 /* ---- requests and logs ------------------------------------------------------------------- */
 
-static void on_level_sent(struct upstream_call *c, struct json_object *response, int error,
-                          const char *message, void *userdata)
-{
-    struct ds_server *s = userdata;
-    (void)c;
-    (void)response;
-    if (error)
-        log_debug(s->d->log, "server '%s': logging/setLevel failed: %s", s->name,
-                  message ? message : strerror(-error));
-}
-
 /* A legacy server knows only its session's level: it is lowered to the lowest level a request
  * asked for (never raised: each request's own level filters what it gets). */
 static void legacy_level(struct ds_server *s, const char *level)
@@ -219,19 +208,17 @@ static void legacy_level(struct ds_server *s, const char *level)
         !upstream_has_capability(s->u, "logging") ||
         (s->level_sent && ds_log_rank(level) >= ds_log_rank(s->level_sent)))
         return;
-    struct json_object *params = json_object_new_object();
-    struct upstream_call *c;
     char *copy = strdup(level);
-    if (!params || !copy ||
-        json_object_object_add(params, "level", json_object_new_string(level)) < 0 ||
-        upstream_call(s->u, "logging/setLevel", params, 0, on_level_sent, NULL, s, &c) < 0) {
+    if (!copy) {
         log_error(s->d->log, "server '%s': cannot set its log level: out of memory", s->name);
-        free(copy);
-    } else {
-        free(s->level_sent);
-        s->level_sent = copy;
+        return;
     }
-    json_object_put(params);
+    if (ds_send_level(s, level) < 0) {
+        free(copy);
+        return;
+    }
+    free(s->level_sent);
+    s->level_sent = copy;
 }
 
 void ds_modern_forwarding(struct downstream *d, struct jrpc_msg *m, struct ds_pending *p)

@@ -582,18 +582,25 @@ static void on_level_set(struct upstream_call *c, struct json_object *response, 
                   message ? message : strerror(-error));
 }
 
+int ds_send_level(struct ds_server *s, const char *level)
+{
+    struct json_object *params = json_object_new_object();
+    struct upstream_call *c;
+    int r = -ENOMEM;
+    if (params && json_object_object_add(params, "level", json_object_new_string(level)) == 0)
+        r = upstream_call(s->u, "logging/setLevel", params, 0, on_level_set, NULL, s, &c);
+    json_object_put(params);
+    if (r < 0)
+        log_error(s->d->log, "server '%s': cannot set its log level: out of memory", s->name);
+    return r < 0 ? r : 0;
+}
+
 void ds_apply_level(struct downstream *d, struct ds_server *s)
 {
     if (!d->log_level || upstream_state(s->u) != UPSTREAM_READY ||
         !upstream_has_capability(s->u, "logging"))
         return;
-    struct json_object *params = json_object_new_object();
-    struct upstream_call *c;
-    if (!params ||
-        json_object_object_add(params, "level", json_object_new_string(d->log_level)) < 0 ||
-        upstream_call(s->u, "logging/setLevel", params, 0, on_level_set, NULL, s, &c) < 0)
-        log_error(d->log, "server '%s': cannot set its log level: out of memory", s->name);
-    json_object_put(params);
+    (void)ds_send_level(s, d->log_level);
 }
 
 /* ---- upstream callbacks ------------------------------------------------------------------ */

@@ -444,28 +444,9 @@ out:
     return k;
 }
 
-void http_upstream_answered(struct http_upstream *u, uint64_t tag)
-{
-    struct list_node *i, *tmp;
-
-    if (!u || !tag || u->state == HTTP_DEAD)
-        return;
-    list_for_each_safe (i, tmp, &u->reqs) {
-        struct http_req *r = list_entry(i, struct http_req, node);
-        if (r->tag != tag || r->state == HREQ_STOPPED || r->kind == HREQ_DELETE)
-            continue;
-        r->reply = REPLY_ARRIVED; /* a POST ends by itself: not resumed, no error */
-        if (r->kind == HREQ_RESUME)
-            http_req_stop(r); /* a resumed GET may stay open for more */
-    }
-}
-
-bool http_upstream_is_legacy(const struct http_upstream *u)
-{
-    return u && u->mode != MODE_STREAMABLE;
-}
-
-void http_upstream_abort(struct http_upstream *u, uint64_t tag)
+/* The requests of tag still going are over for the caller: their reply is taken as arrived,
+ * and those of the kinds in stop_kinds (a bit per enum value) are stopped now. */
+static void tag_done(struct http_upstream *u, uint64_t tag, unsigned stop_kinds)
 {
     struct list_node *i, *tmp;
 
@@ -476,9 +457,25 @@ void http_upstream_abort(struct http_upstream *u, uint64_t tag)
         if (r->tag != tag || r->state == HREQ_STOPPED || r->kind == HREQ_DELETE)
             continue;
         r->reply = REPLY_ARRIVED;
-        if (r->kind == HREQ_POST || r->kind == HREQ_RESUME)
+        if (stop_kinds & (1u << r->kind))
             http_req_stop(r);
     }
+}
+
+void http_upstream_answered(struct http_upstream *u, uint64_t tag)
+{
+    /* a POST ends by itself: not resumed, no error; a resumed GET may stay open for more */
+    tag_done(u, tag, 1u << HREQ_RESUME);
+}
+
+bool http_upstream_is_legacy(const struct http_upstream *u)
+{
+    return u && u->mode != MODE_STREAMABLE;
+}
+
+void http_upstream_abort(struct http_upstream *u, uint64_t tag)
+{
+    tag_done(u, tag, 1u << HREQ_POST | 1u << HREQ_RESUME);
 }
 
 int http_upstream_send(struct http_upstream *u, const char *msg, size_t len, unsigned flags,
