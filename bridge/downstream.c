@@ -233,19 +233,11 @@ bool ds_answer_list(struct downstream *d, struct json_object *id, enum catalog_k
  * gets. */
 static void handle_held(struct downstream *d, struct ds_pending *p)
 {
-    struct json_object *root = p->msg;
-    p->msg = NULL;
-    struct jrpc_msg m = {
-        .root = root,
-        .kind = JRPC_REQUEST,
-        .method = json_get_string(root, "method"),
-        .id = json_object_object_get(root, "id"),
-        .params = json_object_object_get(root, "params"),
-    };
-    ds_pending_free(p);
+    struct jrpc_msg m;
+    ds_pending_take_request(p, &m);
     if (m.method && m.id)
         ds_handle_request(d, &m);
-    json_object_put(root);
+    json_object_put(m.root);
 }
 
 static void log_unsettled(struct downstream *d)

@@ -455,6 +455,9 @@ struct ds_pending *ds_pending_new(struct downstream *d, enum ds_pending_type typ
 /* Takes the record off the list and the map (to the pool). NULL-safe. Its call is not
  * cancelled: the caller cancels it or lets it go with its upstream. */
 void ds_pending_free(struct ds_pending *p);
+/* Frees a record that held the agent's request (p->msg), handing the request out as a message
+ * in *m (its root the caller's to put after handling it). */
+void ds_pending_take_request(struct ds_pending *p, struct jrpc_msg *m);
 /* The agent's request in flight with this id, or NULL. */
 struct ds_pending *ds_pending_find(struct downstream *d, struct json_object *id);
 /* The newest record of this type, or NULL. */

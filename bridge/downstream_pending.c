@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/json.h"
+
 #include "downstream_int.h"
 
 struct ds_pending *ds_pending_find(struct downstream *d, struct json_object *id)
@@ -80,6 +82,20 @@ void ds_pending_free(struct ds_pending *p)
     } else {
         free(p);
     }
+}
+
+void ds_pending_take_request(struct ds_pending *p, struct jrpc_msg *m)
+{
+    struct json_object *root = p->msg;
+    p->msg = NULL;
+    *m = (struct jrpc_msg){
+        .root = root,
+        .kind = JRPC_REQUEST,
+        .method = json_get_string(root, "method"),
+        .id = json_object_object_get(root, "id"),
+        .params = json_object_object_get(root, "params"),
+    };
+    ds_pending_free(p);
 }
 
 struct ds_pending *ds_pending_find_type(struct downstream *d, enum ds_pending_type t)

@@ -80,18 +80,10 @@ static void discovers_waiting(struct downstream *d, const char *why)
             ds_pending_free(p);
             continue;
         }
-        struct json_object *root = p->msg;
-        p->msg = NULL;
-        struct jrpc_msg m = {
-            .root = root,
-            .kind = JRPC_REQUEST,
-            .method = json_get_string(root, "method"),
-            .id = json_object_object_get(root, "id"),
-            .params = json_object_object_get(root, "params"),
-        };
-        ds_pending_free(p);
+        struct jrpc_msg m;
+        ds_pending_take_request(p, &m);
         discover_now(d, &m);
-        json_object_put(root);
+        json_object_put(m.root);
     }
 }
 
