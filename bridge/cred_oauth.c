@@ -62,6 +62,19 @@ char *cred_helper_login_message(const struct cred_helper_opts *o, const char *na
 
 /* ---- OAuth: header, login, step-up ---------------------------------------------------------- */
 
+/* "sign-in required: run 'mcp-auth NAME'" (or settings.authRequiredMessage), or NULL (no
+ * memory). Caller frees. */
+static char *login_message(const struct cred_helper *h, const char *name)
+{
+    return cred_helper_login_message(
+        &(struct cred_helper_opts){
+            .config_path = h->config_path,
+            .auth_target = h->auth_target,
+            .auth_required_message = h->auth_message,
+        },
+        name);
+}
+
 static bool login_allowed(struct cred_helper *h, char *why, size_t size)
 {
     int64_t now = credentials_now_ms();
@@ -235,13 +248,7 @@ void ch_oauth_done(struct slot *s, const struct helper_proc_result *res)
                 return;
             snprintf(why, sizeof(why), "%s", err_msg(&e));
         }
-        char *m = cred_helper_login_message(
-            &(struct cred_helper_opts){
-                .config_path = h->config_path,
-                .auth_target = h->auth_target,
-                .auth_required_message = h->auth_message,
-            },
-            name);
+        char *m = login_message(h, name);
         if (h->auto_auth)
             snprintf(msg, sizeof(msg), "%s (%s)", m ? m : "login required", why);
         else
@@ -257,13 +264,7 @@ void ch_oauth_done(struct slot *s, const struct helper_proc_result *res)
          * may be needed if it lasts; the next call asks again, so recovery needs nothing */
         char line[400];
         helper_proc_first_line(res->err, res->err_len, line, sizeof(line));
-        char *m = cred_helper_login_message(
-            &(struct cred_helper_opts){
-                .config_path = h->config_path,
-                .auth_target = h->auth_target,
-                .auth_required_message = h->auth_message,
-            },
-            name);
+        char *m = login_message(h, name);
         snprintf(msg, sizeof(msg),
                  "no valid token: mcp-auth could not refresh it (%s); it is tried again at the "
                  "next call, and if that keeps failing: %s",
