@@ -7,6 +7,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/log.h"
+#include "credkit/textsafe.h"
 #include "credkit/util.h"
 
 struct log {
@@ -51,6 +52,23 @@ enum log_level log_get_level(const struct log *l)
     return l->level;
 }
 
+/* s[0..len) escaped for the terminal (textsafe.h), but for its line breaks and tabs, which
+ * multi-line messages (a server's last lines of stderr) are written with. */
+static int escape_keeping_lines(struct buf *out, const char *s, size_t len)
+{
+    size_t start = 0;
+    int r = 0;
+    for (size_t i = 0; r >= 0 && i <= len; i++) {
+        if (i < len && s[i] != '\n' && s[i] != '\t')
+            continue;
+        r = text_escape_append(out, s + start, i - start);
+        if (r >= 0 && i < len)
+            r = buf_append_char(out, s[i]);
+        start = i + 1;
+    }
+    return r;
+}
+
 struct redact *log_redact(struct log *l)
 {
     return l->redact;
@@ -68,8 +86,16 @@ void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap)
         buf_append_str(&raw, "(message too long)") < 0)
         goto out;
     int r = buf_printf(&out, "%s: %s", l->prog, level == LOG_WARN ? "warning: " : "");
-    if (r >= 0)
-        r = redact_apply(l->redact, buf_str(&raw), raw.len, &out);
+    if (r >= 0) {
+        /* redacted first (a value with a control character must still be found), then
+         * escaped: a message quoting a server or a file cannot act on the terminal */
+        struct buf red;
+        buf_init_secret(&red, 128 * 1024);
+        r = redact_apply(l->redact, buf_str(&raw), raw.len, &red);
+        if (r >= 0)
+            r = escape_keeping_lines(&out, buf_str(&red), red.len);
+        buf_release(&red);
+    }
     if (r >= 0 && (out.len == 0 || out.data[out.len - 1] != '\n'))
         r = buf_append_char(&out, '\n');
     if (r < 0)

@@ -15,6 +15,7 @@
 #include "credkit/helper_answer.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/redact.h"
 #include "credkit/textsafe.h"
 #include "credkit/util.h"
 #include "credkit/version.h"
@@ -73,7 +74,12 @@ void cli_say(struct cli *c, enum log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     (void)vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    char *esc = text_escape_dup(msg);
+    /* redacted before it is escaped: a value with a control character is still found */
+    struct buf red;
+    buf_init_secret(&red, 4 * sizeof(msg));
+    int r = redact_apply(log_redact(c->log), msg, strlen(msg), &red);
+    char *esc = r < 0 ? NULL : text_escape_dup(buf_str(&red));
+    buf_release(&red);
     log_msg(c->log, level, "%s", esc ? esc : "(out of memory)");
     free(esc);
 }

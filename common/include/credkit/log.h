@@ -36,7 +36,10 @@ enum log_level log_get_level(const struct log *l);
 /* The registry every line passes through. Borrowed; owned by the log. */
 struct redact *log_redact(struct log *l);
 
-/* Writes one line (a trailing newline is added if missing) when level <= the log's level. */
+/* Writes one line (a trailing newline is added if missing) when level <= the log's level: the
+ * message redacted (the registry's values replaced), then escaped for the terminal as
+ * textsafe.h says, but for its line breaks and tabs. Escaping is idempotent, so a message whose
+ * parts were escaped already comes out the same. */
 void log_msg(struct log *l, enum log_level level, const char *fmt, ...) _printf_(3, 4);
 void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap) _printf_(3, 0);
 

@@ -62,4 +62,23 @@ static void test_log_redacts(void)
                    "prog: warning: careful\n");
 }
 
-TESTS_MAIN(test_replace, test_longest_wins, test_log_redacts)
+/* a value with control characters is redacted before the message is escaped; the rest of
+ * the message reaches the terminal escaped, but for its line breaks and tabs */
+static void test_log_redacts_then_escapes(void)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/log2.txt", tests_tmpdir());
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    CHECK(fd >= 0);
+    struct log *l = log_new("prog", fd);
+    CHECK_INT(redact_add(log_redact(l), "PEM", "line-one\nline\ttwo\x1b", 18), 0);
+    log_warn(l, "server said: %s; then \x1b[2J\xe2\x80\xae and\n\tmore", "line-one\nline\ttwo\x1b");
+    log_free(l);
+    char out[1024] = {0};
+    CHECK(pread(fd, out, sizeof(out) - 1, 0) > 0);
+    close(fd);
+    CHECK_STR(out,
+              "prog: warning: server said: [REDACTED:PEM]; then \\x1b[2J\\u{202e} and\n\tmore\n");
+}
+
+TESTS_MAIN(test_replace, test_longest_wins, test_log_redacts, test_log_redacts_then_escapes)
