@@ -31,7 +31,11 @@ const everything = (extra = {}) => ({ command: process.execPath, args: [opts.eve
 let n = 0;
 async function bridgeWith(config, { env = {}, mode = 'serve', name } = {}) {
   const file = `${opts.root}/${opts.scenario}-${++n}.json`;
-  writeFileSync(file, JSON.stringify(config, null, 2));
+  // the checks compare the first tools/list with every server's tools: it waits for them all
+  // (the settle window ends as soon as every server is settled), as slow as a sanitizer build
+  // under load may make their start
+  const settings = { settleTimeout: 20000, ...(config.settings || {}) };
+  writeFileSync(file, JSON.stringify({ ...config, settings }, null, 2));
   const a = new Agent(`bridge ${n}`);
   const argv = [opts.bridge, mode, ...(name ? [name] : []), '--config', file];
   await a.connect({ kind: 'stdio', argv, stderrPath: `${opts.root}/${opts.scenario}-${n}.bridge.log`, env: { ...process.env, ...env } },
