@@ -100,7 +100,7 @@ for (;;) {
     const cmd = read(pid, 'cmdline');
     if (!st || cmd === null || cmd === '') continue; // gone, or a kernel thread
     const text = cmd.split('\0').join(' ').trim();
-    info.set(pid, { st, text });
+    info.set(pid, { st, cmd, text });
     if (!byParent.has(st.ppid)) byParent.set(st.ppid, []);
     byParent.get(st.ppid).push(pid);
     if (!cmdlines.has(text)) cmdlines.set(text, pid);
@@ -112,10 +112,14 @@ for (;;) {
     const p = queue.shift();
     for (const c of byParent.get(p) ?? []) {
       queue.push(c);
-      const { st, text } = info.get(c);
+      const { st, cmd, text } = info.get(c);
       suite.add(c);
+      // the command line was read before the environment: a process that execs in between
+      // (a shell's fork becoming the command it runs) would pair the old command line with
+      // the new environment, so the pair counts only if the command line is still the same
+      // after (the process is taken again at the next scan)
       const environ = read(c, 'environ');
-      if (environ !== null) {
+      if (environ !== null && read(c, 'cmdline') === cmd) {
         const rule = rules.find((r) => r.re.test(text));
         if (rule) rule.seen += 1;
         const key = `${rule ? rule.re.source : ''}\0${environ}`;
