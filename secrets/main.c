@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "credkit/args.h"
 #include "credkit/child.h"
 #include "credkit/duration.h"
+#include "credkit/file.h"
 #include "credkit/helper_answer.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
@@ -145,6 +147,14 @@ int cli_open(struct cli *c)
     int status = cli_paths(c);
     if (status != EXIT_OK)
         return status;
+    /* a directory others can enter lets them swap the recipes: tightened to 0700 when ours,
+     * refused with the fix when not, when reading too (as mcp-auth does its store); never
+     * created here, and left alone while it holds no secrets.json */
+    struct stat st;
+    if (lstat(c->store_path, &st) == 0 && dir_ensure(c->agent_dir, 0700, &e) < 0) {
+        cli_error(c, "%s", err_msg(&e));
+        return EXIT_CONFIG;
+    }
     int r = store_load(c->store_path, &c->store, &e);
     if (r < 0)
         return store_failed(c, r, &e);

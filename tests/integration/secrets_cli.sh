@@ -248,6 +248,10 @@ rm "$SJ.lock"
 chmod 755 "$PI_CODING_AGENT_DIR"
 run 0 S configure B --env HOME
 assert_eq "$(file_mode "$PI_CODING_AGENT_DIR")" 700 "agent dir tightened"
+# and at a read too, while it holds secrets.json
+chmod 755 "$PI_CODING_AGENT_DIR"
+run 0 S get B
+assert_eq "$(file_mode "$PI_CODING_AGENT_DIR")" 700 "agent dir tightened by a read"
 
 # duplicate keys: the name given twice does not resolve, the others do; no rewrite drops one
 printf '{\n  "DUP": "env:HOME",\n  "OK": "env:HOME",\n  "DUP": "env:USER"\n}\n' >"$SJ"
