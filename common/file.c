@@ -322,9 +322,8 @@ static bool tmp_is_stale(const char *name, const char *base, const struct stat *
     return false;
 }
 
-/* Removes the temporaries of base in dir that a writer killed mid-write left behind (each a
- * full copy of what it was writing). Best effort: what cannot be removed stays. */
-static void tmp_sweep(const char *dir, const char *base)
+void dir_sweep(const char *dir, bool (*stale)(const char *name, const struct stat *st, void *ctx),
+               void *ctx)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -332,12 +331,23 @@ static void tmp_sweep(const char *dir, const char *base)
     struct dirent *de;
     while ((de = readdir(d))) {
         struct stat st;
-        if (de->d_name[0] != '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
-        if (tmp_is_stale(de->d_name, base, &st))
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            stale(de->d_name, &st, ctx))
             (void)unlinkat(dirfd(d), de->d_name, 0);
     }
     (void)closedir(d);
+}
+
+static bool tmp_of_base_stale(const char *name, const struct stat *st, void *base)
+{
+    return tmp_is_stale(name, base, st);
+}
+
+/* Removes the temporaries of base in dir that a writer killed mid-write left behind (each a
+ * full copy of what it was writing). */
+static void tmp_sweep(const char *dir, const char *base)
+{
+    dir_sweep(dir, tmp_of_base_stale, (void *)base);
 }
 
 /* A new, empty temporary file beside base in dir (so that rename() is atomic): hidden, named

@@ -1,5 +1,4 @@
 /* cache.c - TTL cache of command results in the user's runtime directory */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,21 +30,10 @@ void cache_free(struct cache *c)
     free(c);
 }
 
-static void sweep(const char *dir, int64_t now)
+/* an entry (64 hex digits; anything else is left alone) that has expired */
+static bool entry_expired(const char *name, const struct stat *st, void *now)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        struct stat st;
-        if (strlen(de->d_name) != 64)
-            continue; /* entries are 64 hex digits; leave anything else alone */
-        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-            st.st_mtime <= now)
-            (void)unlinkat(dirfd(d), de->d_name, 0);
-    }
-    closedir(d);
+    return strlen(name) == 64 && S_ISREG(st->st_mode) && st->st_mtime <= *(int64_t *)now;
 }
 
 int cache_open(struct cache **ret)
@@ -73,7 +61,8 @@ int cache_open(struct cache **ret)
         cache_free(c);
         return 0;
     }
-    sweep(c->dir, now_unix());
+    int64_t now = now_unix();
+    dir_sweep(c->dir, entry_expired, &now);
     *ret = c;
     return 0;
 }

@@ -50,6 +50,14 @@ int file_read(const char *path, unsigned flags, struct buf *out, struct err *e) 
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
                       struct err *e) _must_check_;
 
+struct stat;
+
+/* Removes each entry of dir for which stale(name, its lstat, ctx) is true: the sweep of what
+ * writers left behind. Best effort: an unreadable directory or an entry that cannot be removed
+ * is left as it is. */
+void dir_sweep(const char *dir, bool (*stale)(const char *name, const struct stat *st, void *ctx),
+               void *ctx);
+
 /* Creates dir and missing parents. The last component gets exactly `mode` when created (0700
  * for private directories); an existing last component that is more open than `mode` is
  * chmod'ed down when we own it, else -EACCES with advice. Parents are created 0700 (minus the
