@@ -57,13 +57,19 @@ struct mcp_config *cli_load_config_at(const struct args_globals *g, struct log *
  * ("OPT: 'ARG' is not a positive duration") and -EINVAL (the caller exits BRIDGE_EXIT_USAGE). */
 int cli_parse_duration(const char *opt, const char *arg, struct log *log,
                        int64_t *ret_ms) _must_check_;
-/* A one-entry configuration for NAME|URL: an http(s) URL becomes an entry named after its host
- * (with the given "Name: value" headers, templates allowed), anything else is looked up by name
- * in the layered configuration. NULL (reported) when not found or invalid. *ret_name gets the
- * entry's name (borrowed from the returned config). */
 /* Whether the SERVER argument is a URL rather than an entry's name. */
 bool cli_is_url(const char *target);
 
-struct mcp_config *cli_config_for(const char *target, const char *const *headers,
+/* cli_config_for()'s flags */
+enum {
+    CLI_ALLOW_HTTP = 1 << 0, /* --allow-http: the URL's entry says "allowHttp": true */
+};
+
+/* A one-entry configuration for NAME|URL: an http(s) URL becomes an entry named after its host
+ * (with the given "Name: value" headers, templates allowed; CLI_ALLOW_HTTP as "allowHttp"),
+ * anything else is looked up by name in the layered configuration (headers and CLI_ALLOW_HTTP
+ * are then usage errors: they belong in the entry). NULL (reported) when not found or
+ * invalid. *ret_name gets the entry's name (borrowed from the returned config). */
+struct mcp_config *cli_config_for(const char *target, const char *const *headers, unsigned flags,
                                   const struct args_globals *g, struct log *log,
                                   const char **ret_name);

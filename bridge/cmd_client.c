@@ -30,7 +30,7 @@
 #define CLOSE_GRACE_MS DOWNSTREAM_SHUTDOWN_MS /* closing the upstream, at most */
 
 static const char test_help[] =
-    "usage: mcp-bridge test SERVER [--json] [--connect-timeout D]\n"
+    "usage: mcp-bridge test SERVER [--json] [--allow-http] [--connect-timeout D]\n"
     "\n"
     "Connect to SERVER (a name from mcp.json, or an http(s) URL), list its tools through every\n"
     "page, print how many there are and their names, and disconnect. The exit status says\n"
@@ -46,6 +46,9 @@ static const char test_help[] =
     "  --json               print {\"server\", \"transport\", \"protocolVersion\", \"era\"\n"
     "                       (\"modern\" or \"legacy\"), \"serverInfo\", \"tools\": [names]}\n"
     "                       instead\n"
+    "  --allow-http         with a URL: let credentials (mcp-auth's token) go to a plain\n"
+    "                       http:// URL whose host is not loopback (\"allowHttp\": true of an\n"
+    "                       entry)\n"
     "  --connect-timeout D  how long the server may take to connect (default 15s)\n"
     "\n"
     "examples:\n"
@@ -53,7 +56,7 @@ static const char test_help[] =
     "  mcp-bridge test https://mcp.example.com/mcp --json\n";
 
 static const char call_help[] =
-    "usage: mcp-bridge call SERVER TOOL [JSON-ARGS] [--json] [--timeout D]\n"
+    "usage: mcp-bridge call SERVER TOOL [JSON-ARGS] [--json] [--timeout D] [--allow-http]\n"
     "\n"
     "Connect to SERVER (a name from mcp.json, or an http(s) URL), call TOOL with the arguments\n"
     "JSON-ARGS (a JSON object; '-' reads it from stdin; default {}), print the result and\n"
@@ -65,6 +68,8 @@ static const char call_help[] =
     "  --timeout D          how long the call may take (default: the entry's \"timeout\", else\n"
     "                       60s; progress from the server extends it, up to 10 times)\n"
     "  --connect-timeout D  how long the server may take to connect (default 15s)\n"
+    "  --allow-http         with a URL: let credentials (mcp-auth's token) go to a plain\n"
+    "                       http:// URL whose host is not loopback\n"
     "\n"
     "There is no agent to ask, so requests from the server during the call are answered here:\n"
     "elicitation/create is accepted with the default of each field of the requested schema\n"
@@ -93,6 +98,7 @@ struct client {
     struct upstream *u;
     const struct mcp_server *server; /* borrowed from the one-entry config */
     bool json;
+    unsigned config_flags; /* cli_config_for()'s: --allow-http */
     int64_t connect_timeout_ms;
     /* call */
     const char *tool;
@@ -684,7 +690,7 @@ static int client_run(struct client *c, const char *target, const struct args_gl
     int r;
 
     c->status = BRIDGE_EXIT_FAILED;
-    config = cli_config_for(target, NULL, g, c->log, &name);
+    config = cli_config_for(target, NULL, c->config_flags, g, c->log, &name);
     if (!config)
         return BRIDGE_EXIT_CONFIG;
     c->server = mcp_config_find(config, name);
@@ -755,9 +761,10 @@ out:
  * (reported). */
 static int client_options(struct client *c, int argc, char **argv)
 {
-    enum { OPT_JSON = 256, OPT_TIMEOUT, OPT_CONNECT_TIMEOUT };
+    enum { OPT_JSON = 256, OPT_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_ALLOW_HTTP };
     static const struct option opts[] = {
         {"json", no_argument, NULL, OPT_JSON},
+        {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
         {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {0},
@@ -768,6 +775,9 @@ static int client_options(struct client *c, int argc, char **argv)
         switch (opt) {
         case OPT_JSON:
             c->json = true;
+            break;
+        case OPT_ALLOW_HTTP:
+            c->config_flags |= CLI_ALLOW_HTTP;
             break;
         case OPT_TIMEOUT:
             if (c->kind != CLIENT_CALL) {

@@ -207,7 +207,7 @@ static char *name_from_url(const char *url)
 /* {"mcpServers": {NAME: {"url": URL, "headers": {...}}}} from the command line. -EINVAL with a
  * message for a header that is not "Name: value". */
 static int url_root(const char *url, const char *name, const char *const *headers,
-                    struct json_object **ret, struct err *e)
+                    unsigned flags, struct json_object **ret, struct err *e)
 {
     struct json_object *root = json_object_new_object(), *servers = json_object_new_object(),
                        *entry = json_object_new_object(), *hdrs = json_object_new_object();
@@ -245,6 +245,13 @@ static int url_root(const char *url, const char *name, const char *const *header
     if (json_object_object_add(entry, "headers", hdrs) < 0)
         goto out;
     hdrs = NULL;
+    if (flags & CLI_ALLOW_HTTP) {
+        struct json_object *jb = json_object_new_boolean(1);
+        if (!jb || json_object_object_add(entry, "allowHttp", jb) < 0) {
+            json_object_put(jb);
+            goto out;
+        }
+    }
     if (json_object_object_add(servers, name, entry) < 0)
         goto out;
     entry = NULL;
@@ -330,13 +337,20 @@ oom:
 /* The usable entry named target in the layered configuration (borrowed from *layered, which
  * the caller frees), else NULL (reported). */
 static const struct mcp_server *find_named(const char *target, const char *const *headers,
-                                           const struct args_globals *g, struct log *log,
-                                           struct mcp_config **layered)
+                                           unsigned flags, const struct args_globals *g,
+                                           struct log *log, struct mcp_config **layered)
 {
     if (headers && headers[0]) {
         log_error(log,
                   "--header goes with a URL; the headers of '%s' are set in its configuration "
                   "entry",
+                  target);
+        return NULL;
+    }
+    if (flags & CLI_ALLOW_HTTP) {
+        log_error(log,
+                  "--allow-http goes with a URL; for '%s' set \"allowHttp\": true in its "
+                  "configuration entry",
                   target);
         return NULL;
     }
@@ -388,7 +402,7 @@ static struct mcp_config *load_one(struct json_object *root, const char *source,
     return NULL;
 }
 
-struct mcp_config *cli_config_for(const char *target, const char *const *headers,
+struct mcp_config *cli_config_for(const char *target, const char *const *headers, unsigned flags,
                                   const struct args_globals *g, struct log *log,
                                   const char **ret_name)
 {
@@ -404,13 +418,13 @@ struct mcp_config *cli_config_for(const char *target, const char *const *headers
             log_error(log, "out of memory");
             goto out;
         }
-        if (url_root(target, name, headers, &root, &e) < 0) {
+        if (url_root(target, name, headers, flags, &root, &e) < 0) {
             log_error(log, "%s", err_msg(&e));
             goto out;
         }
         source = "command line";
     } else {
-        const struct mcp_server *s = find_named(target, headers, g, log, &layered);
+        const struct mcp_server *s = find_named(target, headers, flags, g, log, &layered);
         if (!s || root_from_entry(s, layered, log, &name, &root) < 0)
             goto out;
         source = s->source;

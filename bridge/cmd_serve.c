@@ -47,7 +47,8 @@ static const char serve_help[] =
     "  kill -HUP $(pidof mcp-bridge)     # after editing mcp.json\n";
 
 static const char connect_help[] =
-    "usage: mcp-bridge connect SERVER [--header 'Name: value']... [--connect-timeout D]\n"
+    "usage: mcp-bridge connect SERVER [--header 'Name: value']... [--allow-http]\n"
+    "                          [--connect-timeout D]\n"
     "\n"
     "Serve one server on stdin/stdout as it is: its own initialize answer, names, lists and\n"
     "results, unchanged. SERVER is a name from mcp.json or an http(s) URL (Streamable HTTP,\n"
@@ -56,6 +57,8 @@ static const char connect_help[] =
     "  --header 'Name: value'  an HTTP header for a URL (repeatable); the value may use ${VAR},\n"
     "                       taken from the environment at each connect, so that no secret has\n"
     "                       to be written on the command line (values are never printed)\n"
+    "  --allow-http         let credentials go to a plain http:// URL whose host is not\n"
+    "                       loopback (\"allowHttp\": true of an entry), on a network you trust\n"
     "  --connect-timeout D  how long the server may take to connect (default 15s)\n"
     "\n"
     "examples:\n"
@@ -337,12 +340,14 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
 
 int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256, OPT_HEADER };
+    enum { OPT_CONNECT_TIMEOUT = 256, OPT_HEADER, OPT_ALLOW_HTTP };
     static const struct option opts[] = {
         {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
         {"header", required_argument, NULL, OPT_HEADER},
+        {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
         {0},
     };
+    unsigned flags = 0;
     struct serve s = {.log = log, .g = g};
     char *headers[MAX_HEADERS + 1] = {0};
     size_t n_headers = 0;
@@ -373,6 +378,9 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
             }
             headers[n_headers++] = optarg;
             break;
+        case OPT_ALLOW_HTTP:
+            flags |= CLI_ALLOW_HTTP;
+            break;
         default:
             return BRIDGE_EXIT_USAGE;
         }
@@ -384,7 +392,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
     }
     /* the header values are registered for redaction as the entry is made (cli.h) */
     struct mcp_config *c =
-        cli_config_for(argv[optind], (const char *const *)headers, g, log, &name);
+        cli_config_for(argv[optind], (const char *const *)headers, flags, g, log, &name);
     if (!c)
         return BRIDGE_EXIT_CONFIG;
     if (cli_is_url(argv[optind]))

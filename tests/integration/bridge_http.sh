@@ -107,7 +107,7 @@ cat >"$T_ROOT/plain.json" <<EOF
 EOF
 plain() {
     run "$1" env CK_TOKEN="$token" "$MCP_BRIDGE_BIN" --config "$T_ROOT/plain.json" test "$2" \
-        --connect-timeout 3s
+        --connect-timeout 3s "${@:3}"
 }
 plain 0 local-bearer
 echo "ok loopback: the bearer token goes over plain http"
@@ -122,6 +122,19 @@ case $ERR in *"$refusal"*) fail "allowHttp: still refused: $ERR" ;; esac
 plain 1 remote-literal
 T_CHECKS=$((T_CHECKS + 1))
 case $ERR in *"$refusal"*) fail "a literal header counted as a credential: $ERR" ;; esac
+# a URL on the command line: --allow-http is its "allowHttp" (and belongs to an entry's name
+# nowhere)
+plain_url() {
+    run "$1" env CK_TOKEN="$token" "$MCP_BRIDGE_BIN" test 'http://10.255.255.1:9/mcp?key=${CK_TOKEN}' \
+        --connect-timeout 3s "${@:2}"
+}
+plain_url 1
+assert_contains "$ERR" 'carries ${...} values: they are not sent in clear'
+plain_url 1 --allow-http
+T_CHECKS=$((T_CHECKS + 1))
+case $ERR in *"$refusal"*) fail "--allow-http: still refused: $ERR" ;; esac
+plain 3 remote-bearer --allow-http
+assert_contains "$ERR" "--allow-http goes with a URL; for 'remote-bearer' set \"allowHttp\": true in its configuration entry"
 plain 1 bad-helper
 assert_contains "$ERR" "header 'Authorization'"
 assert_contains "$ERR" "the bearer token is not an RFC 6750 token"
