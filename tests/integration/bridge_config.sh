@@ -369,6 +369,18 @@ run 0 B add legacy --command new-legacy --force
 assert_eq "$(json_get "$(cat "$USER_FILE")" 'j.servers.legacy')" "undefined"
 assert_eq "$(json_get "$(cat "$USER_FILE")" 'j.mcpServers.legacy.command')" "new-legacy"
 
+# a file that gives a key twice: add and remove refuse to rewrite it (the rewrite would keep
+# one of the two), saying where; the file is left byte for byte
+printf '{"mcpServers": {\n  "one": {"command": "a"},\n  "two": {"command": "b"},\n  "one": {"command": "c"}\n}}\n' \
+    >"$T_ROOT/dups.json"
+cp "$T_ROOT/dups.json" "$T_ROOT/dups.before"
+run 3 B --config "$T_ROOT/dups.json" add three --command d
+assert_contains "$ERR" "dups.json': line 4: \"one\" is given twice (first on line 2), and a rewrite would keep only one of them: remove the one you do not want"
+check cmp -s "$T_ROOT/dups.json" "$T_ROOT/dups.before"
+run 3 B --config "$T_ROOT/dups.json" remove two
+assert_contains "$ERR" "\"one\" is given twice (first on line 2)"
+check cmp -s "$T_ROOT/dups.json" "$T_ROOT/dups.before"
+
 # a file in the older format only: the new entry goes under "servers"
 printf '{"servers": {"old": {"command": "old-server"}}, "keep": true}\n' >"$T_ROOT/old.json"
 run 0 B --config "$T_ROOT/old.json" add newer --command newer-server

@@ -135,6 +135,30 @@ T_CHECKS=$((T_CHECKS + 1))
 case $ERR in *"$refusal"*) fail "--allow-http: still refused: $ERR" ;; esac
 plain 3 remote-bearer --allow-http
 assert_contains "$ERR" "--allow-http goes with a URL; for 'remote-bearer' set \"allowHttp\": true in its configuration entry"
+# serve: the refusal is said once at the default level, not at each of its retries
+# (-vv shows every attempt: the retries are at debug level, without "warning:")
+cat >"$T_ROOT/refused.json" <<EOF
+{ "mcpServers": { "remote-bearer": { "url": "http://10.255.255.1:9/mcp", "lifecycle": "keep-alive",
+                                     "headers": { "Authorization": "Bearer \${CK_TOKEN}" } } } }
+EOF
+mkfifo "$T_ROOT/refused.in"
+CK_TOKEN="$token" timeout 60 "$MCP_BRIDGE_BIN" -vv serve --config "$T_ROOT/refused.json" \
+    <"$T_ROOT/refused.in" >"$T_ROOT/refused.out" 2>"$T_ROOT/refused.log" &
+refused_pid=$!
+exec 3>"$T_ROOT/refused.in"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' >&3
+refusals() { grep -c "server 'remote-bearer': the URL is $refusal" "$T_ROOT/refused.log" || true; }
+attempts() { [ "$(refusals)" -ge "$1" ]; }
+wait_until 30 "four refused attempts to connect remote-bearer" attempts 4
+exec 3>&-
+rc=0
+wait "$refused_pid" || rc=$? # bounded by its timeout
+assert_eq "$rc" 0 "the bridge at the end of its input"
+assert_eq "$(grep -c "warning: server 'remote-bearer': the URL is $refusal" "$T_ROOT/refused.log" || true)" 1 \
+    "the refusal said once at the default level in $(refusals) refused attempts"
+T_CHECKS=$((T_CHECKS + 1))
+[ "$(grep -c "^mcp-bridge: server 'remote-bearer': the URL is $refusal" "$T_ROOT/refused.log" || true)" -ge 3 ] ||
+    fail "the retries' refusals are not at debug level: $(cat "$T_ROOT/refused.log")"
 plain 1 bad-helper
 assert_contains "$ERR" "header 'Authorization'"
 assert_contains "$ERR" "the bearer token is not an RFC 6750 token"
