@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/hashmap.h"
 #include "credkit/util.h"
 #include "credkit/version.h"
 
@@ -363,6 +364,7 @@ static void really_free(struct upstream *u)
     free(u->version);
     free(u->log_level);
     json_object_put(u->tool_headers);
+    hashmap_free(u->left_out_said);
     json_object_put(u->listen_uris);
     free(u);
 }

@@ -9,6 +9,7 @@
  * once; credentials with expires_at refreshed (EXPIRING) ahead of expiry with set-headers and
  * no new session; an upstream freed while the provider asks cancels the question. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -721,11 +722,34 @@ static void deliver_fmt(struct fake *f, int64_t id, const char *body)
     fake_deliver(f, buf);
 }
 
+/* How many lines of the file at path contain needle. */
+static int lines_with(const char *path, const char *needle)
+{
+    FILE *fp = fopen(path, "r");
+    char line[2048];
+    int n = 0;
+    if (!fp)
+        return -1;
+    while (fgets(line, sizeof(line), fp))
+        n += strstr(line, needle) != NULL;
+    fclose(fp);
+    return n;
+}
+
 /* auto, and the server answers server/discover: modern; no initialize, every request stamped,
- * ping and logging/setLevel answered here, the listen stream opened, x-mcp-header mirrored */
+ * ping and logging/setLevel answered here, the listen stream opened, x-mcp-header mirrored, a
+ * tool left out for its markings said once however often it is listed */
 static void test_era_modern(void)
 {
     struct fixture fx;
+    /* this test's log in a file, at the default level, to count what it says */
+    char logpath[4200];
+    snprintf(logpath, sizeof(logpath), "%s/era_modern.log", tests_tmpdir());
+    int logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    CHECK(logfd >= 0);
+    struct log *saved_lg = lg;
+    lg = log_new("test_upstream_fake", logfd);
+    CHECK(lg != NULL);
     fx_open(&fx, &srv_auto_modern);
     struct fake *f = cur();
     CHECK_STR(sent_method(f, 0), "server/discover");
@@ -773,6 +797,22 @@ static void test_era_modern(void)
                 "{\"name\":\"bad\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"n\":{"
                 "\"type\":\"number\",\"x-mcp-header\":\"N\"}}}}]}");
     CHECK(wait_for(fx.loop, res_done, &r, 2000));
+    /* listed again, with one more bad tool: only the new one is said */
+    for (int round = 0; round < 3; round++) {
+        memset(&r, 0, sizeof(r));
+        CHECK_INT(upstream_call(fx.u, "tools/list", NULL, 0, on_response, NULL, &r, &c), 0);
+        deliver_fmt(f, sent_id(f, f->nsent - 1),
+                    "\"result\":{\"tools\":[{\"name\":\"ok\",\"inputSchema\":{\"type\":"
+                    "\"object\",\"properties\":{\"region\":{\"type\":\"string\",\"x-mcp-header\":"
+                    "\"Region\"}}}},{\"name\":\"bad\",\"inputSchema\":{\"type\":\"object\","
+                    "\"properties\":{\"n\":{\"type\":\"number\",\"x-mcp-header\":\"N\"}}}},{\"name\":"
+                    "\"bad2\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"o\":{\"type\":"
+                    "\"object\",\"x-mcp-header\":\"O\"}}}}]}");
+        CHECK(wait_for(fx.loop, res_done, &r, 2000));
+    }
+    CHECK_INT(lines_with(logpath, "tool 'bad' is left out"), 1);
+    CHECK_INT(lines_with(logpath, "tool 'bad2' is left out"), 1);
+    CHECK_INT(lines_with(logpath, "tool 'ok' is left out"), 0);
     memset(&r, 0, sizeof(r));
     struct json_object *cp =
         json_tokener_parse("{\"name\":\"ok\",\"arguments\":{\"region\":\"eu west\"}}");
@@ -795,6 +835,9 @@ static void test_era_modern(void)
     CHECK(wait_for(fx.loop, res_done, &r, 2000));
     CHECK(r.ok);
     fx_stop(&fx);
+    log_free(lg);
+    close(logfd);
+    lg = saved_lg;
 }
 
 /* auto, and server/discover is refused as a legacy server refuses it: initialize on the same
