@@ -56,6 +56,33 @@ char *up_asprintf(const char *fmt, ...)
     return s;
 }
 
+#define UP_WARNED_MAX 1024
+
+void up_warn_once(struct upstream *u, const char *fmt, ...)
+{
+    va_list ap;
+    char *m = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&m, fmt, ap) < 0)
+        m = NULL;
+    va_end(ap);
+    if (!m) {
+        log_warn(u->log, "server '%s': out of memory for a warning", up_name(u));
+        return;
+    }
+    bool said = u->warned && hashmap_get(u->warned, m);
+    if (!said) {
+        if (!u->warned)
+            u->warned = hashmap_new();
+        if (u->warned && hashmap_size(u->warned) < UP_WARNED_MAX) {
+            int r = hashmap_put(u->warned, m, u); /* no memory: said again next time */
+            (void)r;
+        }
+    }
+    log_msg(u->log, said ? LOG_DEBUG : LOG_WARN, "%s", m);
+    free(m);
+}
+
 static uint64_t rng_next(struct upstream *u)
 {
     uint64_t x = u->rng;
@@ -364,7 +391,7 @@ static void really_free(struct upstream *u)
     free(u->version);
     free(u->log_level);
     json_object_put(u->tool_headers);
-    hashmap_free(u->left_out_said);
+    hashmap_free(u->warned);
     json_object_put(u->listen_uris);
     free(u);
 }

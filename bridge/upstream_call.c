@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "credkit/hashmap.h"
 #include "credkit/util.h"
 
 #include "mcp_headers.h"
@@ -675,29 +674,6 @@ bool up_method_safe(const char *m)
     return false;
 }
 
-/* distinct tools left out that are remembered as said; past it, each is said again */
-#define LEFT_OUT_SAID_MAX 1024
-
-/* A tool left out for its markings is said once per tool and reason for the upstream's life: a
- * server that lists again and again (or sends list_changed in a loop) does not repeat it at the
- * default level. */
-static void warn_left_out(struct upstream *u, const char *name, const char *why)
-{
-    char *key = up_asprintf("%.200s\n%s", name, why);
-    bool said = key && u->left_out_said && hashmap_get(u->left_out_said, key);
-    if (!said && key) {
-        if (!u->left_out_said)
-            u->left_out_said = hashmap_new();
-        if (u->left_out_said && hashmap_size(u->left_out_said) < LEFT_OUT_SAID_MAX) {
-            int r = hashmap_put(u->left_out_said, key, u); /* no memory: said again next time */
-            (void)r;
-        }
-    }
-    free(key);
-    log_msg(u->log, said ? LOG_DEBUG : LOG_WARN, "server '%s': tool '%.200s' is left out: %s",
-            up_name(u), name, why);
-}
-
 void up_tools_listed(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m)
 {
     struct json_object *tools = NULL, *cursor = NULL;
@@ -721,7 +697,8 @@ void up_tools_listed(struct upstream *u, struct upstream_call *c, struct jrpc_ms
                 : "(no name)";
         int r = mcp_headers_tool_params(t, &map, &why);
         if (r == -EINVAL) {
-            warn_left_out(u, name, why ? why : "its x-mcp-header markings are invalid");
+            up_warn_once(u, "server '%s': tool '%.200s' is left out: %s", up_name(u), name,
+                         why ? why : "its x-mcp-header markings are invalid");
             free(why);
             (void)json_object_array_del_idx(tools, i, 1);
             continue;

@@ -140,8 +140,7 @@ struct upstream {
     char *log_level;                  /* logging/setLevel to a modern server: stamped */
     /* x-mcp-header markings of the tools of the last tools/list: {tool: [[header, key...]]} */
     struct json_object *tool_headers;
-    /* the tools left out for their markings that were said, "NAME\nWHY" (upstream_call.c) */
-    struct hashmap *left_out_said;
+    struct hashmap *warned; /* up_warn_once()'s messages said */
     struct upstream_call *relist_call; /* waiting for tools/list after a -32020 */
     struct upstream_list *relist;
     /* the one subscriptions/listen (upstream_listen.c) */
@@ -206,6 +205,10 @@ struct upstream {
 const char *up_name(const struct upstream *u);
 bool up_freed(const struct upstream *u);
 char *up_asprintf(const char *fmt, ...) _printf_(1, 2);
+/* A warning about what the server sent that it may send again and again (a listing, every
+ * time it lists): said at the default level the first time, at debug level after, for the
+ * upstream's life (UP_WARNED_MAX distinct messages are remembered; past them, said again). */
+void up_warn_once(struct upstream *u, const char *fmt, ...) _printf_(2, 3);
 void up_fmt_ms(char *buf, size_t size, int64_t ms);
 const char *up_strerror(const struct upstream *u, int error);
 int up_call_err(int error);

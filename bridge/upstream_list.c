@@ -102,13 +102,13 @@ static const char *next_cursor(struct upstream_list *l, struct json_object *res)
         return NULL;
     if (l->cursor && strcmp(cursor, l->cursor) == 0) {
         /* the page it was asked for, again: it would go on to the page bound */
-        log_warn(l->u->log, "server '%s': %s gave the same cursor again: the list ends here",
-                 up_name(l->u), l->method);
+        up_warn_once(l->u, "server '%s': %s gave the same cursor again: the list ends here",
+                     up_name(l->u), l->method);
         return NULL;
     }
     if (l->pages >= UPSTREAM_LIST_MAX_PAGES) {
-        log_warn(l->u->log, "server '%s': %s still had more after %d pages: the rest is left out",
-                 up_name(l->u), l->method, UPSTREAM_LIST_MAX_PAGES);
+        up_warn_once(l->u, "server '%s': %s still had more after %d pages: the rest is left out",
+                     up_name(l->u), l->method, UPSTREAM_LIST_MAX_PAGES);
         return NULL;
     }
     return cursor;
