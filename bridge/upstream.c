@@ -45,13 +45,18 @@ void up_fmt_ms(char *buf, size_t size, int64_t ms)
         snprintf(buf, size, "%" PRId64 " ms", ms);
 }
 
+static char *up_vasprintf(const char *fmt, va_list ap) _printf_(1, 0);
+static char *up_vasprintf(const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
 char *up_asprintf(const char *fmt, ...)
 {
     va_list ap;
-    char *s = NULL;
     va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
+    char *s = up_vasprintf(fmt, ap);
     va_end(ap);
     return s;
 }
@@ -61,10 +66,8 @@ char *up_asprintf(const char *fmt, ...)
 void up_warn_once(struct upstream *u, const char *fmt, ...)
 {
     va_list ap;
-    char *m = NULL;
     va_start(ap, fmt);
-    if (vasprintf(&m, fmt, ap) < 0)
-        m = NULL;
+    char *m = up_vasprintf(fmt, ap);
     va_end(ap);
     if (!m) {
         log_warn(u->log, "server '%s': out of memory for a warning", up_name(u));

@@ -147,6 +147,21 @@ static inline int tests_run(const char *names, test_fn *fns, size_t n)
         return tests_run(#__VA_ARGS__, _fns, sizeof(_fns) / sizeof(_fns[0]));                      \
     }
 
+/* How many lines of the file at path contain needle (a line is read up to 2047 bytes at a time);
+ * -1 when it cannot be opened. */
+static inline int tests_count_lines(const char *path, const char *needle)
+{
+    FILE *fp = fopen(path, "r");
+    char line[2048];
+    int n = 0;
+    if (!fp)
+        return -1;
+    while (fgets(line, sizeof(line), fp))
+        n += strstr(line, needle) != NULL;
+    fclose(fp);
+    return n;
+}
+
 /* A fresh private directory for this test program: $TEST_TMPDIR (or /tmp) + mkdtemp.
  * Returns a static buffer. Exits on failure: nothing else could run. */
 static inline const char *tests_tmpdir(void)

@@ -29,21 +29,6 @@ static struct log *test_log(const char *name, char path[static 4200])
     return l;
 }
 
-/* How many lines of the log at path contain needle. */
-static int log_count(const char *path, const char *needle)
-{
-    FILE *fp = fopen(path, "r");
-    char line[2048];
-    int n = 0;
-    if (!fp)
-        return -1;
-    while (fgets(line, sizeof(line), fp))
-        if (strstr(line, needle))
-            n++;
-    fclose(fp);
-    return n;
-}
-
 static struct json_object *items(const char *json)
 {
     struct json_object *o = json_tokener_parse(json);
@@ -213,12 +198,12 @@ static void test_configured_collisions(void)
     CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 0);
     catalog_free(c);
     log_free(l);
-    CHECK_INT(log_count(path, "tool 'run' of server 'one' is exposed as 'run_3': 'run' is taken "
+    CHECK_INT(tests_count_lines(path, "tool 'run' of server 'one' is exposed as 'run_3': 'run' is taken "
                               "by another"),
               1);
-    CHECK_INT(log_count(path, "tool 'run' of server 'two' is exposed as 'run_4'"), 1);
-    CHECK_INT(log_count(path, "prompt 'run' of server 'two' is exposed as 'run_2'"), 1);
-    CHECK_INT(log_count(path, "is exposed as"), 3);
+    CHECK_INT(tests_count_lines(path, "tool 'run' of server 'two' is exposed as 'run_4'"), 1);
+    CHECK_INT(tests_count_lines(path, "prompt 'run' of server 'two' is exposed as 'run_2'"), 1);
+    CHECK_INT(tests_count_lines(path, "is exposed as"), 3);
     catalog_source_free(one);
     catalog_source_free(two);
     mcp_config_free(config);
@@ -436,10 +421,10 @@ static void test_direct_tools(void)
     catalog_free(c);
     mcp_config_free(none);
     log_free(l);
-    CHECK_INT(log_count(path, "tool 'mcp' of server 'n' is left out: its name 'mcp' is the proxy "
+    CHECK_INT(tests_count_lines(path, "tool 'mcp' of server 'n' is left out: its name 'mcp' is the proxy "
                               "tool's"),
               1);
-    CHECK_INT(log_count(path, "settings.disableProxyTool is set and no tool is direct"), 1);
+    CHECK_INT(tests_count_lines(path, "settings.disableProxyTool is set and no tool is direct"), 1);
     catalog_source_free(a);
     catalog_source_free(b);
     catalog_source_free(n);

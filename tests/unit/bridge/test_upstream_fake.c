@@ -722,20 +722,6 @@ static void deliver_fmt(struct fake *f, int64_t id, const char *body)
     fake_deliver(f, buf);
 }
 
-/* How many lines of the file at path contain needle. */
-static int lines_with(const char *path, const char *needle)
-{
-    FILE *fp = fopen(path, "r");
-    char line[2048];
-    int n = 0;
-    if (!fp)
-        return -1;
-    while (fgets(line, sizeof(line), fp))
-        n += strstr(line, needle) != NULL;
-    fclose(fp);
-    return n;
-}
-
 /* auto, and the server answers server/discover: modern; no initialize, every request stamped,
  * ping and logging/setLevel answered here, the listen stream opened, x-mcp-header mirrored, a
  * tool left out for its markings said once however often it is listed */
@@ -810,9 +796,9 @@ static void test_era_modern(void)
                     "\"object\",\"x-mcp-header\":\"O\"}}}}]}");
         CHECK(wait_for(fx.loop, res_done, &r, 2000));
     }
-    CHECK_INT(lines_with(logpath, "tool 'bad' is left out"), 1);
-    CHECK_INT(lines_with(logpath, "tool 'bad2' is left out"), 1);
-    CHECK_INT(lines_with(logpath, "tool 'ok' is left out"), 0);
+    CHECK_INT(tests_count_lines(logpath, "tool 'bad' is left out"), 1);
+    CHECK_INT(tests_count_lines(logpath, "tool 'bad2' is left out"), 1);
+    CHECK_INT(tests_count_lines(logpath, "tool 'ok' is left out"), 0);
     memset(&r, 0, sizeof(r));
     struct json_object *cp =
         json_tokener_parse("{\"name\":\"ok\",\"arguments\":{\"region\":\"eu west\"}}");
