@@ -236,30 +236,32 @@ static void test_progress(void)
     upstream_connect(u);
     CHECK(wait_state(&r, UPSTREAM_READY, 1, 10000));
 
-    /* 4 progress notifications 100 ms apart, answer at 450 ms: past the 250 ms timeout, but
-     * each progress re-arms it */
+    /* 6 progress notifications 150 ms apart, answer at about 975 ms: past the 600 ms timeout,
+     * but each progress re-arms it (a server held up to 450 ms between two is still in time,
+     * for a loaded machine) */
     struct res p;
     /* from the loop's clock, as the call's timers are: now_mono_ms() here can be a few ms
      * later than the loop_now() the call starts from, and the bounds below would race */
     int64_t t0 = loop_now(r.loop);
-    call_tool(u, "progress", "{\"count\":4,\"every\":100}", "tok-1", 250, &p);
+    call_tool(u, "progress", "{\"count\":6,\"every\":150}", "tok-1", 600, &p);
     CHECK(wait_res(r.loop, &p, 5000));
     CHECK_INT(p.error, 0);
-    CHECK(p.at - t0 >= 400);
-    CHECK_INT(p.progress, 4);
+    CHECK(p.at - t0 >= 900);
+    CHECK_INT(p.progress, 6);
     CHECK_STR(p.progress_tok, "\"tok-1\""); /* the caller's token, put back */
     char want[64];
     snprintf(want, sizeof(want), "token:%lld", (long long)p.id);
     CHECK_STR(p.text, want); /* the server saw the call's own id */
 
-    /* endless progress: the hard maximum is 10 x the timeout */
+    /* endless progress: the hard maximum is 10 x the timeout (progress every 50 ms against a
+     * 300 ms timeout: 250 ms of slack for a loaded machine) */
     struct res f;
     t0 = loop_now(r.loop);
-    call_tool(u, "progress_forever", "{\"every\":30}", "tok-2", 100, &f);
-    CHECK(wait_res(r.loop, &f, 5000));
+    call_tool(u, "progress_forever", "{\"every\":50}", "tok-2", 300, &f);
+    CHECK(wait_res(r.loop, &f, 10000));
     CHECK_INT(f.error, -ETIMEDOUT);
-    CHECK(f.at - t0 >= 1000);
-    CHECK(f.at - t0 < 1800);
+    CHECK(f.at - t0 >= 3000);
+    CHECK(f.at - t0 < 4500);
     CHECK(f.progress > 10);
     CHECK_CONTAINS(f.message, "server 'prog'");
     CHECK_CONTAINS(f.message, "did not finish");
