@@ -1,6 +1,6 @@
 /* test_mrtr_upstream.c - a modern server's InputRequiredResult satisfied by the upstream for a
- * caller without UPSTREAM_CALL_INPUT_PASS (upstream_mrtr.c), over a fake transport written
- * here: nothing runs but the loop.
+ * caller without UPSTREAM_CALL_INPUT_PASS (upstream_mrtr.c), over the fake transport of
+ * fake_transport.h: nothing runs but the loop.
  *
  * Covered: one round (the input handed to on_request with an id of the bridge's, the related
  * call named, the request sent again under a new id with inputResponses and requestState
@@ -26,89 +26,17 @@
 #include "tests.h"
 #include "loop_wait.h"
 #include "transport.h"
+#include "fake_transport.h"
 #include "upstream.h"
 #include "upstream_internal.h"
 
 static struct log *lg;
 
-static void spin(struct loop *l, int64_t ms)
-{
-    struct loop_timer *deadline = NULL;
-    CHECK_INT(loop_timer_add(l, ms, waiter_deadline, l, &deadline), 0);
-    (void)loop_run(l);
-    loop_timer_cancel(deadline);
-}
-
-/* ---- the fake transport ---- */
-
-#define MAX_SENT 128
-
-struct fake {
-    struct transport t;
-    const struct transport_handler *h;
-    void *userdata;
-    struct json_object *sent[MAX_SENT];
-    int nsent;
-};
-
-static struct fake *the_fake;
-
-static int fake_send(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag)
-{
-    struct fake *f = (struct fake *)(void *)t;
-    (void)flags, (void)tag;
-    if (f->nsent >= MAX_SENT)
-        return -ENOBUFS;
-    char *s = strndup(msg, len);
-    f->sent[f->nsent++] = json_tokener_parse(s);
-    free(s);
-    return 0;
-}
-
-static int fake_shutdown(struct transport *t)
-{
-    (void)t;
-    return -EOPNOTSUPP;
-}
-
-static void fake_free(struct transport *t)
-{
-    (void)t; /* released at the end of the test */
-}
-
-static const struct transport_ops fake_ops = {
-    .name = "fake",
-    .send = fake_send,
-    .shutdown = fake_shutdown,
-    .free = fake_free,
-};
-
-static int fake_open(const struct transport_spec *spec, const struct transport_handler *h,
-                     void *userdata, struct transport **ret, struct err *e)
-{
-    (void)spec, (void)e;
-    struct fake *f = calloc(1, sizeof(*f));
-    if (!f)
-        return -ENOMEM;
-    f->t.ops = &fake_ops;
-    f->h = h;
-    f->userdata = userdata;
-    the_fake = f;
-    *ret = &f->t;
-    return 0;
-}
-
-static void fake_release(void)
-{
-    for (int k = 0; the_fake && k < the_fake->nsent; k++)
-        json_object_put(the_fake->sent[k]);
-    free(the_fake);
-    the_fake = NULL;
-}
+/* ---- the fake transport: fake_transport.h ---- */
 
 static struct json_object *last_sent(void)
 {
-    return the_fake->nsent ? the_fake->sent[the_fake->nsent - 1] : NULL;
+    return cur()->nsent ? cur()->sent[cur()->nsent - 1] : NULL;
 }
 
 static int64_t last_id(void)
@@ -116,16 +44,6 @@ static int64_t last_id(void)
     int64_t id = -1;
     (void)json_get_int64(last_sent(), "id", &id);
     return id;
-}
-
-static int count_method(const char *method)
-{
-    int n = 0;
-    for (int i = 0; i < the_fake->nsent; i++) {
-        const char *m = json_get_string(the_fake->sent[i], "method");
-        n += m && strcmp(m, method) == 0;
-    }
-    return n;
 }
 
 static void deliver(const char *fmt, ...) _printf_(1, 2);
@@ -136,7 +54,7 @@ static void deliver(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    the_fake->h->on_message(buf, strlen(buf), the_fake->userdata);
+    fake_deliver(cur(), buf);
 }
 
 /* The answer to the last request sent: an InputRequiredResult with these inputRequests and
@@ -305,10 +223,10 @@ static void fx_start(struct fixture *fx)
     CHECK_INT(upstream_new(&o, &handler, &fx->rec, &fx->u, &e), 0);
     fx->rec.u = fx->u;
     upstream_connect(fx->u);
-    for (int i = 0; i < 200 && !the_fake; i++)
+    for (int i = 0; i < 200 && !cur(); i++)
         spin(fx->loop, 5);
-    CHECK(the_fake != NULL);
-    for (int i = 0; i < 200 && the_fake->nsent < 1; i++)
+    CHECK(cur() != NULL);
+    for (int i = 0; i < 200 && cur()->nsent < 1; i++)
         spin(fx->loop, 5);
     /* a 2026-07-28 server's discover result (or, to an initialize, an InitializeResult: the
      * era is what the rounds look at, and on_state sets it) */
@@ -334,7 +252,7 @@ static void fx_stop(struct fixture *fx)
     for (int i = 0; i < fx->rec.nreqs; i++)
         json_object_put(fx->rec.reqs[i]);
     loop_free(fx->loop);
-    fake_release();
+    fakes_release();
 }
 
 static struct upstream_call *call(struct fixture *fx, unsigned flags, int64_t timeout_ms,
@@ -373,11 +291,11 @@ static void test_one_round(void)
     CHECK(qid && strncmp(qid, "mcpb-input-", 11) == 0);
     CHECK(fx.rec.related[0] == c);
     CHECK(upstream_related_call(fx.u, q) == c);
-    CHECK_INT(count_method("tools/call"), 1); /* nothing sent while the input is out */
+    CHECK_INT(count_method(cur(), "tools/call"), 1); /* nothing sent while the input is out */
     CHECK(!r.done);
 
     CHECK_INT(respond(&fx.rec, 0, 0), 0);
-    CHECK_INT(count_method("tools/call"), 2);
+    CHECK_INT(count_method(cur(), "tools/call"), 2);
     struct json_object *again = last_sent();
     struct json_object *params = json_get_object(again, "params");
     CHECK(last_id() != first);
@@ -402,7 +320,7 @@ static void test_one_round(void)
     CHECK_INT(respond(&fx.rec, 0, 0), 0);
     spin(fx.loop, 10);
     CHECK_INT(r.calls, 1);
-    CHECK_INT(count_method("tools/call"), 2);
+    CHECK_INT(count_method(cur(), "tools/call"), 2);
     fx_stop(&fx);
 }
 
@@ -458,13 +376,13 @@ static void test_eleven_rounds(void)
     (void)call(&fx, 0, 0, &r);
     for (int i = 0; i < UPSTREAM_INPUT_MAX_ROUNDS; i++)
         ask(ELICIT, "\"again\"");
-    CHECK_INT(count_method("tools/call"), UPSTREAM_INPUT_MAX_ROUNDS + 1);
+    CHECK_INT(count_method(cur(), "tools/call"), UPSTREAM_INPUT_MAX_ROUNDS + 1);
     CHECK(!r.done);
     ask(ELICIT, "\"again\"");
     CHECK(wait_for(fx.loop, res_done, &r, 2000));
     CHECK_INT(r.error, -EPROTO);
     CHECK_CONTAINS(r.msg, "after 10 rounds");
-    CHECK_INT(count_method("tools/call"), UPSTREAM_INPUT_MAX_ROUNDS + 1);
+    CHECK_INT(count_method(cur(), "tools/call"), UPSTREAM_INPUT_MAX_ROUNDS + 1);
     fx_stop(&fx);
 }
 
@@ -484,13 +402,13 @@ static void test_input_error(void)
     CHECK_INT(r.error, -EPROTO);
     CHECK_CONTAINS(r.msg, "sampling/createMessage");
     CHECK_CONTAINS(r.msg, "no can do");
-    CHECK_INT(count_method("tools/call"), 1);
+    CHECK_INT(count_method(cur(), "tools/call"), 1);
     /* the other input is called off */
     CHECK_CONTAINS(fx.rec.cancelled, json_get_string(fx.rec.reqs[1], "id"));
     /* and its late answer goes nowhere */
     CHECK_INT(respond(&fx.rec, 1, 0), 0);
     spin(fx.loop, 10);
-    CHECK_INT(count_method("tools/call"), 1);
+    CHECK_INT(count_method(cur(), "tools/call"), 1);
     CHECK_INT(r.calls, 1);
 
     /* an input request that is no input at all fails the call too */
@@ -517,10 +435,10 @@ static void test_timeout_and_cancel(void)
     CHECK_CONTAINS(fx.rec.cancelled, json_get_string(fx.rec.reqs[0], "id"));
     /* the server heard of it, for the id it answered (then a ping: is it still there?) */
     struct json_object *n = NULL;
-    for (int i = 0; i < the_fake->nsent && !n; i++) {
-        const char *m = json_get_string(the_fake->sent[i], "method");
+    for (int i = 0; i < cur()->nsent && !n; i++) {
+        const char *m = json_get_string(cur()->sent[i], "method");
         if (m && strcmp(m, "notifications/cancelled") == 0)
-            n = the_fake->sent[i];
+            n = cur()->sent[i];
     }
     CHECK(n != NULL);
     int64_t rid = 0;
@@ -531,10 +449,10 @@ static void test_timeout_and_cancel(void)
     ask(ELICIT, "\"s\"");
     CHECK_INT(fx.rec.nreqs, 2);
     upstream_call_cancel(c, "changed my mind");
-    int sent = the_fake->nsent;
+    int sent = cur()->nsent;
     CHECK_INT(respond(&fx.rec, 1, 0), 0); /* nobody's any more: nothing sent */
     spin(fx.loop, 20);
-    CHECK_INT(the_fake->nsent, sent);
+    CHECK_INT(cur()->nsent, sent);
     CHECK(!r.done);
     CHECK(upstream_related_call(fx.u, fx.rec.reqs[1]) == NULL);
     fx_stop(&fx);

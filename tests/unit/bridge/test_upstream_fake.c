@@ -1,5 +1,5 @@
-/* test_upstream_fake.c - the upstream state machine over a fake transport and a fake
- * credentials provider, both written here: nothing runs but the loop.
+/* test_upstream_fake.c - the upstream state machine over a fake transport (fake_transport.h)
+ * and a fake credentials provider written here: nothing runs but the loop.
  *
  * Covered: the handshake and a call routed by id; a request error reported by its tag; the
  * connection lost (in-flight calls -ECONNRESET, BACKOFF); the provider asked CONNECT then
@@ -27,177 +27,12 @@
 #include "tests.h"
 #include "loop_wait.h"
 #include "transport.h"
+#include "fake_transport.h"
 #include "upstream.h"
 
 static struct log *lg;
 
-/* ---- waiting on conditions, bounded: loop_wait.h ---- */
-
-/* Runs the loop for ms (what is due meanwhile happens). */
-static void spin(struct loop *l, int64_t ms)
-{
-    struct loop_timer *deadline = NULL;
-    CHECK_INT(loop_timer_add(l, ms, waiter_deadline, l, &deadline), 0);
-    (void)loop_run(l);
-    loop_timer_cancel(deadline);
-}
-
-/* ---- the fake transport ---- */
-
-#define MAX_SENT 64
-
-struct fake {
-    struct transport t;
-    const struct transport_handler *h;
-    void *userdata;
-    struct json_object *sent[MAX_SENT];
-    int nsent;
-    char headers[8][128]; /* the last header set given, at open or by set_headers */
-    int nheaders;
-    int set_headers_calls;
-    char url_var[64];
-    char last_hdrs[1024]; /* the extra headers of the last send_hdrs, joined with '|' */
-    bool freed;
-};
-
-static struct fake *fakes[8];
-static int nfakes;
-
-static void fake_keep_headers(struct fake *f, const char *const *headers)
-{
-    f->nheaders = 0;
-    for (size_t i = 0; headers && headers[i] && i < 8; i++)
-        snprintf(f->headers[f->nheaders++], sizeof(f->headers[0]), "%s", headers[i]);
-}
-
-static int fake_send(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag)
-{
-    struct fake *f = (struct fake *)(void *)t;
-    (void)flags, (void)tag;
-    if (f->nsent >= MAX_SENT)
-        return -ENOBUFS;
-    char *s = strndup(msg, len);
-    f->sent[f->nsent++] = json_tokener_parse(s);
-    free(s);
-    return 0;
-}
-
-static int fake_send_hdrs(struct transport *t, const char *msg, size_t len, unsigned flags,
-                          uint64_t tag, const char *const *hdrs)
-{
-    struct fake *f = (struct fake *)(void *)t;
-    f->last_hdrs[0] = 0;
-    for (size_t i = 0; hdrs && hdrs[i]; i++) {
-        size_t n = strlen(f->last_hdrs);
-        snprintf(f->last_hdrs + n, sizeof(f->last_hdrs) - n, "%s|", hdrs[i]);
-    }
-    return fake_send(t, msg, len, flags, tag);
-}
-
-static int fake_set_headers(struct transport *t, const char *const *headers)
-{
-    struct fake *f = (struct fake *)(void *)t;
-    f->set_headers_calls++;
-    fake_keep_headers(f, headers);
-    return 0;
-}
-
-static int fake_shutdown(struct transport *t)
-{
-    (void)t;
-    return -EOPNOTSUPP; /* nothing to wait for */
-}
-
-static void fake_free(struct transport *t)
-{
-    struct fake *f = (struct fake *)(void *)t;
-    f->freed = true; /* the memory stays for the checks; released at the end of the test */
-}
-
-static const char *fake_strerror(int error)
-{
-    return error == -EACCES ? "the fake says 401" : NULL;
-}
-
-static const char *fake_challenge(const struct transport *t)
-{
-    (void)t;
-    return "Bearer scope=\"fake\"";
-}
-
-static const struct transport_ops fake_ops = {
-    .name = "fake",
-    .challenge = fake_challenge,
-    .strerror = fake_strerror,
-    .send = fake_send,
-    .send_hdrs = fake_send_hdrs,
-    .set_headers = fake_set_headers,
-    .shutdown = fake_shutdown,
-    .free = fake_free,
-};
-
-static int fake_open(const struct transport_spec *spec, const struct transport_handler *h,
-                     void *userdata, struct transport **ret, struct err *e)
-{
-    (void)e;
-    struct fake *f = calloc(1, sizeof(*f));
-    if (!f || nfakes >= 8) {
-        free(f);
-        return -ENOMEM;
-    }
-    f->t.ops = &fake_ops;
-    f->h = h;
-    f->userdata = userdata;
-    fake_keep_headers(f, spec->headers);
-    char *v = NULL;
-    if (spec->lookup(spec->lookup_userdata, "HOST", &v, NULL) == 0) {
-        snprintf(f->url_var, sizeof(f->url_var), "%s", v);
-        free(v);
-    }
-    fakes[nfakes++] = f;
-    *ret = &f->t;
-    return 0;
-}
-
-static void fakes_release(void)
-{
-    for (int i = 0; i < nfakes; i++) {
-        for (int k = 0; k < fakes[i]->nsent; k++)
-            json_object_put(fakes[i]->sent[k]);
-        free(fakes[i]);
-    }
-    nfakes = 0;
-}
-
-static struct fake *cur(void)
-{
-    return nfakes ? fakes[nfakes - 1] : NULL;
-}
-
-static const char *sent_method(struct fake *f, int i)
-{
-    return i < f->nsent ? json_get_string(f->sent[i], "method") : NULL;
-}
-
-static int64_t sent_id(struct fake *f, int i)
-{
-    int64_t id = 0;
-    return i < f->nsent && json_get_int64(f->sent[i], "id", &id) ? id : -1;
-}
-
-static int count_method(struct fake *f, const char *method)
-{
-    int n = 0;
-    for (int i = 0; i < f->nsent; i++)
-        n += sent_method(f, i) && strcmp(sent_method(f, i), method) == 0;
-    return n;
-}
-
-/* The server's side: a message to the upstream. */
-static void fake_deliver(struct fake *f, const char *text)
-{
-    f->h->on_message(text, strlen(text), f->userdata);
-}
+/* ---- the fake transport: fake_transport.h ---- */
 
 static void fake_answer_init(struct fake *f)
 {
