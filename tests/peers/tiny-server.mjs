@@ -9,13 +9,8 @@
 // Options: --name NAME (serverInfo.name; default tiny), --tools N (default 3), --ttl MS (the
 // tools/list result's "ttlMs": how long a client may keep it), --tag TEXT (ignored: lets a test
 // find its processes by their command line).
-import { createInterface } from 'node:readline';
+import { opt, send, serveStdio, text } from './lib/stdio-server.mjs';
 
-const argv = process.argv.slice(2);
-const opt = (name, dflt) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
-};
 const name = opt('name', 'tiny');
 const count = Math.max(3, Number(opt('tools', '3')) || 3);
 const ttl = opt('ttl', null);
@@ -28,67 +23,38 @@ const tools = [
 ];
 for (let i = 4; i <= count; i++) tools.push({ name: `tool${i}`, description: `${name}: tool ${i}`, inputSchema: schema() });
 
-const send = (msg) => process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', ...msg })}\n`);
-const text = (t, extra = {}) => ({ content: [{ type: 'text', text: t }], ...extra });
-
 // requests of ours to the client, by id: the tools/call id they answer
 const asked = new Map();
 let nextAsk = 1;
 
-function call(params, id) {
+function call(id, params) {
   const tool = params?.name;
   if (tool === 'sample') {
     const ask = `ask${nextAsk++}`;
     asked.set(ask, id);
     send({ id: ask, method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'hello' } }], maxTokens: 10 } });
-    return null; // answered when the client's answer comes
+    return; // answered when the client's answer comes
   }
-  if (tool === 'echo') return text(`${name}: ${params.arguments?.message ?? ''}`);
-  if (tool === 'pid') return text(String(process.pid), { structuredContent: { pid: process.pid } });
-  if (tools.some((t) => t.name === tool)) return text(tool);
-  return text(`unknown tool ${tool}`, { isError: true });
+  let result;
+  if (tool === 'echo') result = text(`${name}: ${params.arguments?.message ?? ''}`);
+  else if (tool === 'pid') result = text(String(process.pid), { structuredContent: { pid: process.pid } });
+  else if (tools.some((t) => t.name === tool)) result = text(tool);
+  else result = text(`unknown tool ${tool}`, { isError: true });
+  send({ id, result });
 }
 
-const rl = createInterface({ input: process.stdin });
-rl.on('line', (line) => {
-  let m;
-  try {
-    m = JSON.parse(line);
-  } catch {
-    send({ id: null, error: { code: -32700, message: 'parse error' } });
-    return;
-  }
-  if (m.id !== undefined && !m.method && asked.has(m.id)) {
-    const id = asked.get(m.id);
-    asked.delete(m.id);
-    send({ id, result: m.error ? text(`error ${m.error.code}: ${m.error.message}`) : text(`sampled: ${m.result?.content?.text ?? ''}`) });
-    return;
-  }
-  if (m.id === undefined || !m.method) return; // notifications, other answers
-  switch (m.method) {
-    case 'initialize':
-      send({
-        id: m.id,
-        result: {
-          protocolVersion: m.params?.protocolVersion ?? '2025-06-18',
-          capabilities: { tools: { listChanged: true } },
-          serverInfo: { name, version: '1.0.0' },
-        },
-      });
-      break;
-    case 'ping':
-      send({ id: m.id, result: {} });
-      break;
-    case 'tools/list':
-      send({ id: m.id, result: ttl === null ? { tools } : { tools, ttlMs: Number(ttl) } });
-      break;
-    case 'tools/call': {
-      const result = call(m.params, m.id);
-      if (result) send({ id: m.id, result });
-      break;
-    }
-    default:
-      send({ id: m.id, error: { code: -32601, message: `method not found: ${m.method}` } });
-  }
+function onAnswer(m) {
+  if (!asked.has(m.id)) return false;
+  const id = asked.get(m.id);
+  asked.delete(m.id);
+  send({ id, result: m.error ? text(`error ${m.error.code}: ${m.error.message}`) : text(`sampled: ${m.result?.content?.text ?? ''}`) });
+  return true;
+}
+
+serveStdio({
+  name,
+  capabilities: { tools: { listChanged: true } },
+  listTools: () => (ttl === null ? { tools } : { tools, ttlMs: Number(ttl) }),
+  call,
+  onAnswer,
 });
-rl.on('close', () => process.exit(0));

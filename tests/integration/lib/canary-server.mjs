@@ -8,13 +8,8 @@
 //   tool fail      a result with isError whose text quotes its environment
 //   tool rpcfail   a JSON-RPC error whose message quotes its environment
 // Options: --role NAME (serverInfo.name), --tag TEXT (ignored: lets a test find its processes).
-import { createInterface } from 'node:readline';
+import { opt, send, serveStdio, text } from '../../peers/lib/stdio-server.mjs';
 
-const argv = process.argv.slice(2);
-const opt = (name, dflt) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
-};
 const role = opt('role', 'canary');
 const env = () => JSON.stringify(process.env);
 
@@ -24,9 +19,6 @@ const tools = [
   { name: 'fail', description: `${role}: fails, quoting its environment`, inputSchema: schema },
   { name: 'rpcfail', description: `${role}: a JSON-RPC error quoting its environment`, inputSchema: schema },
 ];
-
-const send = (msg) => process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', ...msg })}\n`);
-const text = (t, extra = {}) => ({ content: [{ type: 'text', text: t }], ...extra });
 
 process.stderr.write(`canary-server ${role}: environment ${env()}\n`);
 
@@ -38,38 +30,4 @@ function call(id, params) {
   else send({ id, result: text(`unknown tool ${tool}`, { isError: true }) });
 }
 
-const rl = createInterface({ input: process.stdin });
-rl.on('line', (line) => {
-  let m;
-  try {
-    m = JSON.parse(line);
-  } catch {
-    send({ id: null, error: { code: -32700, message: 'parse error' } });
-    return;
-  }
-  if (m.id === undefined || !m.method) return; // notifications, answers
-  switch (m.method) {
-    case 'initialize':
-      send({
-        id: m.id,
-        result: {
-          protocolVersion: m.params?.protocolVersion ?? '2025-06-18',
-          capabilities: { tools: {} },
-          serverInfo: { name: role, version: '1.0.0' },
-        },
-      });
-      break;
-    case 'ping':
-      send({ id: m.id, result: {} });
-      break;
-    case 'tools/list':
-      send({ id: m.id, result: { tools } });
-      break;
-    case 'tools/call':
-      call(m.id, m.params);
-      break;
-    default:
-      send({ id: m.id, error: { code: -32601, message: `method not found: ${m.method}` } });
-  }
-});
-rl.on('close', () => process.exit(0));
+serveStdio({ name: role, capabilities: { tools: {} }, listTools: () => ({ tools }), call });
