@@ -290,11 +290,15 @@ static void open_transport(struct upstream *u)
         start_failed(u, r, "cannot send the first request", NULL);
 }
 
-/* The credentials could not be had: the connect attempt fails. */
+/* The credentials could not be had: the connect attempt fails; for good (until a call
+ * UPSTREAM_RECHECK_MS later asks again, or a reload) when no retry can do better: a ${NAME} that
+ * resolves nowhere, a helper missing, an answer cred_check refused. */
 static void creds_failed(struct upstream *u, int error, const char *message)
 {
     char *m = up_asprintf("server '%s': %s", up_name(u), message ? message : strerror(-error));
-    up_connect_fail(u, error, m, error == -ENOENT || error == -EINVAL);
+    bool permanent = error == -ENOENT || error == -EINVAL || u->creds_refused;
+    u->creds_refused = false;
+    up_connect_fail(u, error, m, permanent);
     free(m);
     if (u->state == UPSTREAM_FAILED && !u->no_reconnect)
         u->recheck_at = loop_now(u->loop) + UPSTREAM_RECHECK_MS; /* a secret may be set up */
@@ -518,6 +522,9 @@ static void creds_done(int error, const struct credentials *c, const char *messa
             message = r == -ENOMEM ? "out of memory" : err_msg(&e);
             c = NULL;
             log_debug(u->log, "server '%s': its credentials are refused: %s", up_name(u), message);
+            /* connecting, creds_failed() takes it; a refresh keeps what it has */
+            u->creds_refused = r != -ENOMEM && (u->cred_purpose == CRED_CONNECT ||
+                                                u->cred_purpose == CRED_CONNECT_RETRY);
         }
     }
     switch (u->cred_purpose) {

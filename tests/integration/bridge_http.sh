@@ -135,8 +135,9 @@ T_CHECKS=$((T_CHECKS + 1))
 case $ERR in *"$refusal"*) fail "--allow-http: still refused: $ERR" ;; esac
 plain 3 remote-bearer --allow-http
 assert_contains "$ERR" "--allow-http goes with a URL; for 'remote-bearer' set \"allowHttp\": true in its configuration entry"
-# serve: the refusal is said once at the default level, not at each of its retries
-# (-vv shows every attempt: the retries are at debug level, without "warning:")
+# serve: a refusal fails the server for good, said once at the default level: no retry in a
+# loop (each would run the credentials helpers again); a use later asks again, said at debug
+# level (-vv shows every attempt; the repeats have no "warning:")
 cat >"$T_ROOT/refused.json" <<EOF
 { "mcpServers": { "remote-bearer": { "url": "http://10.255.255.1:9/mcp", "lifecycle": "keep-alive",
                                      "headers": { "Authorization": "Bearer \${CK_TOKEN}" } } } }
@@ -146,19 +147,25 @@ CK_TOKEN="$token" timeout 60 "$MCP_BRIDGE_BIN" -vv serve --config "$T_ROOT/refus
     <"$T_ROOT/refused.in" >"$T_ROOT/refused.out" 2>"$T_ROOT/refused.log" &
 refused_pid=$!
 exec 3>"$T_ROOT/refused.in"
-printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' >&3
-refusals() { grep -c "server 'remote-bearer': the URL is $refusal" "$T_ROOT/refused.log" || true; }
-attempts() { [ "$(refusals)" -ge "$1" ]; }
-wait_until 30 "four refused attempts to connect remote-bearer" attempts 4
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}' >&3
+asks() { grep -c "server 'remote-bearer': asking for credentials" "$T_ROOT/refused.log" || true; }
+failed_times() { [ "$(grep -c "server 'remote-bearer': failed (" "$T_ROOT/refused.log" || true)" -ge "$1" ]; }
+wait_until 30 "remote-bearer to fail" failed_times 1
+# the backoff would have tried again twice within 2 s (0.5 s, then 1 s)
+sleep 2
+assert_eq "$(asks)" 1 "attempts while failed for good"
+printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp","arguments":{"connect":"remote-bearer"}}}' >&3
+wait_until 30 "remote-bearer to fail again after mcp({connect})" failed_times 2
 exec 3>&-
 rc=0
 wait "$refused_pid" || rc=$? # bounded by its timeout
 assert_eq "$rc" 0 "the bridge at the end of its input"
+assert_eq "$(asks)" 2 "attempts: the first and the one asked for"
 assert_eq "$(grep -c "warning: server 'remote-bearer': the URL is $refusal" "$T_ROOT/refused.log" || true)" 1 \
-    "the refusal said once at the default level in $(refusals) refused attempts"
-T_CHECKS=$((T_CHECKS + 1))
-[ "$(grep -c "^mcp-bridge: server 'remote-bearer': the URL is $refusal" "$T_ROOT/refused.log" || true)" -ge 3 ] ||
-    fail "the retries' refusals are not at debug level: $(cat "$T_ROOT/refused.log")"
+    "the refusal said at the default level"
+assert_eq "$(grep -c "^mcp-bridge: server 'remote-bearer': the URL is $refusal" "$T_ROOT/refused.log" || true)" 1 \
+    "the second refusal, at debug level"
 plain 1 bad-helper
 assert_contains "$ERR" "header 'Authorization'"
 assert_contains "$ERR" "the bearer token is not an RFC 6750 token"
