@@ -206,8 +206,8 @@ static char *name_from_url(const char *url)
 
 /* {"mcpServers": {NAME: {"url": URL, "headers": {...}}}} from the command line. -EINVAL with a
  * message for a header that is not "Name: value". */
-static int url_root(const char *url, const char *name, const char *const *headers,
-                    unsigned flags, struct json_object **ret, struct err *e)
+static int url_root(const char *url, const char *name, const char *const *headers, unsigned flags,
+                    struct json_object **ret, struct err *e)
 {
     struct json_object *root = json_object_new_object(), *servers = json_object_new_object(),
                        *entry = json_object_new_object(), *hdrs = json_object_new_object();

@@ -140,7 +140,7 @@ struct upstream {
     char *log_level;                  /* logging/setLevel to a modern server: stamped */
     /* x-mcp-header markings of the tools of the last tools/list: {tool: [[header, key...]]} */
     struct json_object *tool_headers;
-    struct hashmap *warned; /* up_warn_once()'s messages said */
+    struct hashmap *warned;            /* up_warn_once()'s messages said */
     struct upstream_call *relist_call; /* waiting for tools/list after a -32020 */
     struct upstream_list *relist;
     /* the one subscriptions/listen (upstream_listen.c) */

@@ -198,8 +198,9 @@ static void test_configured_collisions(void)
     CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 0);
     catalog_free(c);
     log_free(l);
-    CHECK_INT(tests_count_lines(path, "tool 'run' of server 'one' is exposed as 'run_3': 'run' is taken "
-                              "by another"),
+    CHECK_INT(tests_count_lines(path,
+                                "tool 'run' of server 'one' is exposed as 'run_3': 'run' is taken "
+                                "by another"),
               1);
     CHECK_INT(tests_count_lines(path, "tool 'run' of server 'two' is exposed as 'run_4'"), 1);
     CHECK_INT(tests_count_lines(path, "prompt 'run' of server 'two' is exposed as 'run_2'"), 1);
@@ -421,8 +422,9 @@ static void test_direct_tools(void)
     catalog_free(c);
     mcp_config_free(none);
     log_free(l);
-    CHECK_INT(tests_count_lines(path, "tool 'mcp' of server 'n' is left out: its name 'mcp' is the proxy "
-                              "tool's"),
+    CHECK_INT(tests_count_lines(path,
+                                "tool 'mcp' of server 'n' is left out: its name 'mcp' is the proxy "
+                                "tool's"),
               1);
     CHECK_INT(tests_count_lines(path, "settings.disableProxyTool is set and no tool is direct"), 1);
     catalog_source_free(a);

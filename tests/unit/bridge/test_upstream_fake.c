@@ -622,13 +622,14 @@ static void test_era_modern(void)
     for (int round = 0; round < 3; round++) {
         memset(&r, 0, sizeof(r));
         CHECK_INT(upstream_call(fx.u, "tools/list", NULL, 0, on_response, NULL, &r, &c), 0);
-        deliver_fmt(f, sent_id(f, f->nsent - 1),
-                    "\"result\":{\"tools\":[{\"name\":\"ok\",\"inputSchema\":{\"type\":"
-                    "\"object\",\"properties\":{\"region\":{\"type\":\"string\",\"x-mcp-header\":"
-                    "\"Region\"}}}},{\"name\":\"bad\",\"inputSchema\":{\"type\":\"object\","
-                    "\"properties\":{\"n\":{\"type\":\"number\",\"x-mcp-header\":\"N\"}}}},{\"name\":"
-                    "\"bad2\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"o\":{\"type\":"
-                    "\"object\",\"x-mcp-header\":\"O\"}}}}]}");
+        deliver_fmt(
+            f, sent_id(f, f->nsent - 1),
+            "\"result\":{\"tools\":[{\"name\":\"ok\",\"inputSchema\":{\"type\":"
+            "\"object\",\"properties\":{\"region\":{\"type\":\"string\",\"x-mcp-header\":"
+            "\"Region\"}}}},{\"name\":\"bad\",\"inputSchema\":{\"type\":\"object\","
+            "\"properties\":{\"n\":{\"type\":\"number\",\"x-mcp-header\":\"N\"}}}},{\"name\":"
+            "\"bad2\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"o\":{\"type\":"
+            "\"object\",\"x-mcp-header\":\"O\"}}}}]}");
         CHECK(wait_for(fx.loop, res_done, &r, 2000));
     }
     CHECK_INT(tests_count_lines(logpath, "tool 'bad' is left out"), 1);
