@@ -152,9 +152,10 @@ printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol
 asks() { grep -c "server 'remote-bearer': asking for credentials" "$T_ROOT/refused.log" || true; }
 failed_times() { [ "$(grep -c "server 'remote-bearer': failed (" "$T_ROOT/refused.log" || true)" -ge "$1" ]; }
 wait_until 30 "remote-bearer to fail" failed_times 1
-# the backoff would have tried again twice within 2 s (0.5 s, then 1 s)
-sleep 2
+# failed for good, not waiting in the backoff (which says so as it starts to wait)
 assert_eq "$(asks)" 1 "attempts while failed for good"
+assert_eq "$(grep -c "server 'remote-bearer': waiting to connect again" "$T_ROOT/refused.log" || true)" 0 \
+    "backoff waits after the refusal"
 printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp","arguments":{"connect":"remote-bearer"}}}' >&3
 wait_until 30 "remote-bearer to fail again after mcp({connect})" failed_times 2
 exec 3>&-

@@ -101,7 +101,9 @@ async function watch() {
       if (!cmdlines.has(text)) cmdlines.set(text, name);
       // the stdio servers of the bridges (tests/peers/bridge-server.mjs over stdio)
       if (/bridge-server\.mjs/.test(text) && !/--transport http/.test(text)) {
-        const env = readProc(name, 'environ');
+        // paired only if the command line is the same after the read (no exec in between)
+        let env = readProc(name, 'environ');
+        if (readProc(name, 'cmdline') !== cmd) env = null;
         if (env !== null) stdioServers.add(name);
         if (env !== null && !environs.has(env)) environs.set(env, `${name} ${text}`);
       }
