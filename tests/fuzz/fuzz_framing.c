@@ -1,5 +1,5 @@
-/* fuzz_framing.c - libFuzzer target: newline-delimited JSON-RPC over a pipe (bridge/framing.c,
- * bridge/jsonrpc.c).
+/* fuzz_framing.c - libFuzzer target: newline-delimited JSON-RPC over a pipe (bridge/core/framing.c,
+ * bridge/core/jsonrpc.c).
  *
  * Input: byte 0 picks the frame bound, byte 1 a cut position, the rest is the stream a server
  * (or an agent) writes. The stream goes through a pipe in two writes (the loop reads between
@@ -15,9 +15,9 @@
 
 #include "credkit/err.h"
 
-#include "framing.h"
-#include "jsonrpc.h"
-#include "loop.h"
+#include "core/framing.h"
+#include "core/jsonrpc.h"
+#include "core/loop.h"
 
 #include "fuzz.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sse.h"
+#include "core/sse.h"
 
 struct fz {
     uint64_t h;

@@ -7,9 +7,9 @@
  * its tests and ends with DOWNSTREAM_TESTS_MAIN(bench or NULL, test_a, test_b, ...). */
 #pragma once
 
-#include "downstream.h"
-#include "framing.h"
-#include "loop.h"
+#include "downstream/downstream.h"
+#include "core/framing.h"
+#include "core/loop.h"
 #include "tests.h"
 
 #include "downstream_server.h"

@@ -3,7 +3,7 @@
  * test_http_upstream.c (Streamable HTTP: sessions, the GET stream, order, headers and
  * challenges), test_http_resume.c (a POST's answer resumed, 2025-11-25 polling) and
  * test_http_legacy.c (the 2024-11-05 HTTP+SSE transport) each run one in-test server
- * (libmicrohttpd on 127.0.0.1, httpd.h) and drive http_upstream on a loop. The server's
+ * (libmicrohttpd on 127.0.0.1, httpd.h) and drive http_conn on a loop. The server's
  * plumbing is here: collecting a request's body, then handing it to the test's fx_route();
  * streamed answers (a head, then the events of a queue or keep-alive comments while the client
  * stays); the lock and condition every test's server state lives under; a guard timer. What a
@@ -22,9 +22,9 @@
 #include <json-c/json.h>
 #include <microhttpd.h>
 
-#include "http_upstream.h"
+#include "transport/http_conn.h"
 #include "httpd.h"
-#include "loop.h"
+#include "core/loop.h"
 #include "tests.h"
 
 #define F 64

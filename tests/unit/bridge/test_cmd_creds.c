@@ -17,7 +17,7 @@
 
 #include <json-c/json.h>
 
-#include "cmd_creds.c" /* the module under test, with its static helpers */
+#include "cli/cmd_creds.c" /* the module under test, with its static helpers */
 #include "tests.h"
 
 #define CANARY "canary-7f3e-value"

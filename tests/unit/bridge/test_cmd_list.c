@@ -14,10 +14,10 @@
 
 #include <json-c/json.h>
 
-#include "cmd_common.c"
-#include "cmd_config.c"
-#include "cmd_creds.c"
-#include "cmd_list.c" /* the module under test, with its static helpers */
+#include "cli/cmd_common.c"
+#include "cli/cmd_config.c"
+#include "cli/cmd_creds.c"
+#include "cli/cmd_list.c" /* the module under test, with its static helpers */
 #include "tests.h"
 
 /* The configuration of JSON text j (' stands for "), loaded as the bridge loads it. */

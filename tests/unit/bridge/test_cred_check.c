@@ -8,7 +8,7 @@
 
 #include "credkit/mcp_entry.h"
 
-#include "cred_check.h"
+#include "creds/cred_check.h"
 #include "tests.h"
 
 #define CANARY "cAnArY-7f3e"

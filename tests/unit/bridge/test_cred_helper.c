@@ -27,9 +27,9 @@
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
 
-#include "cred_helper.h"
-#include "credentials.h"
-#include "loop.h"
+#include "creds/cred_helper.h"
+#include "creds/credentials.h"
+#include "core/loop.h"
 #include "tests.h"
 
 #include "loop_wait.h"

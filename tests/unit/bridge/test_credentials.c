@@ -14,8 +14,8 @@
 
 #include "credkit/secmem.h"
 
-#include "credentials.h"
-#include "loop.h"
+#include "creds/credentials.h"
+#include "core/loop.h"
 #include "tests.h"
 
 struct answer {

@@ -18,8 +18,8 @@
 
 #include "credkit/util.h"
 
-#include "framing.h"
-#include "loop.h"
+#include "core/framing.h"
+#include "core/loop.h"
 #include "tests.h"
 
 __attribute__((constructor)) static void ignore_sigpipe(void)

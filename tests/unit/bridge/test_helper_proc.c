@@ -21,8 +21,8 @@
 
 #include "credkit/strv.h"
 
-#include "helper_proc.h"
-#include "loop.h"
+#include "creds/helper_proc.h"
+#include "core/loop.h"
 #include "procwatch.h"
 #include "tests.h"
 

@@ -103,7 +103,7 @@ enum lexpect {
 
 struct lclient {
     struct loop *loop;
-    struct http_upstream *u;
+    struct http_conn *u;
     enum lexpect expect;
     bool got1, got2, legacy_at_1, ended;
     int open_stream_rc;
@@ -117,7 +117,7 @@ struct lclient {
 
 static void l_send(struct lclient *c, const char *msg, unsigned flags, uint64_t tag)
 {
-    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), flags, tag), 0);
+    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), flags, tag), 0);
 }
 
 static void l_next(struct lclient *c)
@@ -137,8 +137,8 @@ static void l_message(const char *msg, size_t len, void *userdata)
 
     if (id == 1) {
         c->got1 = true;
-        c->legacy_at_1 = http_upstream_is_legacy(c->u);
-        c->open_stream_rc = http_upstream_open_stream(c->u);
+        c->legacy_at_1 = http_conn_is_legacy(c->u);
+        c->open_stream_rc = http_conn_open_stream(c->u);
         l_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", 0, 0);
         l_send(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", 0, 2);
         l_send(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"fail\"}", 0, 3);
@@ -251,7 +251,7 @@ static void l_check(const struct lclient *cl, const char *path, bool legacy_sse,
         break;
     case L_UNAUTHORIZED:
         CHECK_INT(c.init_error, -EACCES);
-        CHECK(!http_upstream_is_legacy(c.u));
+        CHECK(!http_conn_is_legacy(c.u));
         CHECK_INT(c.closes, 0);
         CHECK_INT(legacy.gets, 0);
         break;
@@ -291,7 +291,7 @@ static void run_legacy(const char *path, unsigned init_status, const char *endpo
     struct loop_timer *t = NULL;
     char url[128];
     const char *headers[] = {"Authorization: Bearer s3cret", NULL};
-    const struct http_upstream_handler h = {
+    const struct http_conn_handler h = {
         .on_message = l_message, .on_error = l_error, .on_close = l_close};
 
     fprintf(stderr, "legacy: %s, initialize answered %u, endpoint '%s'%s\n", path, init_status,
@@ -300,14 +300,14 @@ static void run_legacy(const char *path, unsigned init_status, const char *endpo
     legacy_reset(init_status, endpoint);
 
     CHECK_INT(loop_new(&c.loop), 0);
-    struct http_upstream_spec spec = {
+    struct http_conn_spec spec = {
         .url = url, .headers = headers, .timeout_ms = timeout_ms, .legacy_sse = legacy_sse};
-    CHECK_INT(http_upstream_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
-    CHECK(http_upstream_is_legacy(c.u) == legacy_sse);
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK(http_conn_is_legacy(c.u) == legacy_sse);
     CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
     c.t0 = loop_now(c.loop);
     l_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}",
-           HTTP_UPSTREAM_INITIALIZE, 1);
+           HTTP_CONN_INITIALIZE, 1);
     if (legacy_sse) /* before the endpoint is known: waits for it, in order */
         l_send(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"early\"}", 0, 0);
 
@@ -330,7 +330,7 @@ static void run_legacy(const char *path, unsigned init_status, const char *endpo
 
     loop_timer_cancel(c.wait);
     loop_timer_cancel(t);
-    http_upstream_free(c.u);
+    http_conn_free(c.u);
     loop_free(c.loop);
 }
 
@@ -338,22 +338,22 @@ static void run_legacy(const char *path, unsigned init_status, const char *endpo
 static void test_legacy_queue_bound(void)
 {
     struct loop *l = NULL;
-    struct http_upstream *u = NULL;
+    struct http_conn *u = NULL;
     char url[128];
     const char *ping = "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}";
-    const struct http_upstream_handler h = {.on_message = l_message};
+    const struct http_conn_handler h = {.on_message = l_message};
 
     fx_url(url, sizeof(url), "/sse");
     CHECK_INT(loop_new(&l), 0);
-    struct http_upstream_spec spec = {.url = url, .legacy_sse = true};
-    CHECK_INT(http_upstream_new(l, &spec, &h, NULL, &u, NULL), 0);
+    struct http_conn_spec spec = {.url = url, .legacy_sse = true};
+    CHECK_INT(http_conn_new(l, &spec, &h, NULL, &u, NULL), 0);
     int k = 0;
-    for (int i = 0; i < HTTP_UPSTREAM_PENDING_MAX && k == 0; i++)
-        k = http_upstream_send(u, ping, strlen(ping), 0, 0);
+    for (int i = 0; i < HTTP_CONN_PENDING_MAX && k == 0; i++)
+        k = http_conn_send(u, ping, strlen(ping), 0, 0);
     CHECK_INT(k, 0);
-    CHECK_INT(http_upstream_send(u, ping, strlen(ping), 0, 0), -ENOBUFS);
-    CHECK_INT(http_upstream_open_stream(u), 0); /* legacy: a no-op */
-    http_upstream_free(u);
+    CHECK_INT(http_conn_send(u, ping, strlen(ping), 0, 0), -ENOBUFS);
+    CHECK_INT(http_conn_open_stream(u), 0); /* legacy: a no-op */
+    http_conn_free(u);
     loop_free(l);
 }
 

@@ -121,7 +121,7 @@ static enum MHD_Result fx_route(struct MHD_Connection *conn, const char *url, co
 
 struct pclient {
     struct loop *loop;
-    struct http_upstream *u;
+    struct http_conn *u;
     struct loop_timer *wait;
     int64_t sent_at, got10_at, err11_at, err12_at, err14_at;
     bool got10, got13;
@@ -136,7 +136,7 @@ static void p_send(struct pclient *c, int id, const char *tool)
         msg, sizeof(msg),
         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\"}}",
         id, tool);
-    CHECK_INT(http_upstream_send(c->u, msg, strlen(msg), 0, (uint64_t)id), 0);
+    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), 0, (uint64_t)id), 0);
 }
 
 /* every answer and error is in: wait (bounded by the guard) for the held stream to end */
@@ -165,9 +165,9 @@ static void p_message(const char *msg, size_t len, void *userdata)
     int id = msg_id(msg, len, &method);
 
     if (id == 1) {
-        CHECK_INT(http_upstream_set_protocol_version(c->u, "2025-11-25"), 0);
+        CHECK_INT(http_conn_set_protocol_version(c->u, "2025-11-25"), 0);
         const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
-        CHECK_INT(http_upstream_send(c->u, n, strlen(n), 0, 0), 0);
+        CHECK_INT(http_conn_send(c->u, n, strlen(n), 0, 0), 0);
         c->sent_at = loop_now(c->loop);
         p_send(c, 10, "resume");
         p_send(c, 11, "noid");
@@ -177,10 +177,10 @@ static void p_message(const char *msg, size_t len, void *userdata)
     } else if (id == 10) {
         c->got10 = true;
         c->got10_at = loop_now(c->loop);
-        http_upstream_answered(c->u, 10);
+        http_conn_answered(c->u, 10);
     } else if (id == 13) {
         c->got13 = true;
-        http_upstream_answered(c->u, 13);
+        http_conn_answered(c->u, 13);
     } else if (id < 0 && strcmp(method, "notifications/progress") == 0) {
         c->progress++;
     } else {
@@ -216,20 +216,20 @@ static void test_polling(void)
     struct loop_timer *t = NULL;
     char url[128];
     const char *headers[] = {"Authorization: Bearer s3cret", NULL};
-    const struct http_upstream_handler h = {.on_message = p_message, .on_error = p_error};
+    const struct http_conn_handler h = {.on_message = p_message, .on_error = p_error};
 
     fx_on_completed = completed;
     fx_url(url, sizeof(url), "/poll");
     CHECK_INT(loop_new(&c.loop), 0);
-    struct http_upstream_spec spec = {.url = url, .headers = headers, .timeout_ms = 2000};
-    CHECK_INT(http_upstream_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    struct http_conn_spec spec = {.url = url, .headers = headers, .timeout_ms = 2000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
     CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
     const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}";
-    CHECK_INT(http_upstream_send(c.u, init, strlen(init), HTTP_UPSTREAM_INITIALIZE, 1), 0);
+    CHECK_INT(http_conn_send(c.u, init, strlen(init), HTTP_CONN_INITIALIZE, 1), 0);
 
     CHECK_INT(loop_run(c.loop), 0);
 
-    CHECK(!http_upstream_is_legacy(c.u));
+    CHECK(!http_conn_is_legacy(c.u));
     /* resumed twice (ids kept coming), answered on the second resumption */
     CHECK(c.got10);
     CHECK(c.got10_at - c.sent_at >= 600); /* two retries of 300 ms, on the loop clock */
@@ -278,7 +278,7 @@ static void test_polling(void)
 
     loop_timer_cancel(t);
     loop_timer_cancel(c.wait);
-    http_upstream_free(c.u);
+    http_conn_free(c.u);
     loop_free(c.loop);
 }
 

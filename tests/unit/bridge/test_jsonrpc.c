@@ -11,7 +11,7 @@
 
 #include "credkit/json.h"
 
-#include "jsonrpc.h"
+#include "core/jsonrpc.h"
 #include "tests.h"
 
 #define MAX (1024u * 1024u)

@@ -18,7 +18,7 @@
 
 #include "credkit/util.h"
 
-#include "loop.h"
+#include "core/loop.h"
 #include "httpd.h"
 #include "tests.h"
 

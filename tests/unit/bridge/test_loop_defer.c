@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loop.h"
+#include "core/loop.h"
 #include "tests.h"
 
 static struct loop *new_loop(void)

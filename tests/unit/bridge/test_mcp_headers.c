@@ -6,7 +6,7 @@
 
 #include "credkit/json.h"
 
-#include "mcp_headers.h"
+#include "transport/mcp_headers.h"
 #include "tests.h"
 
 static void check_enc(const char *in, const char *want)

@@ -14,7 +14,7 @@
 
 #include "credkit/json.h"
 
-#include "meta_cache.h"
+#include "downstream/meta_cache.h"
 #include "tests.h"
 
 #define DAY_MS (24LL * 60 * 60 * 1000)

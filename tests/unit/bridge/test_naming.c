@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "naming.h"
+#include "config/naming.h"
 #include "tests.h"
 
 static const char *expose(enum mcp_tool_prefix p, const char *server, const char *name)

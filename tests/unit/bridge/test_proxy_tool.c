@@ -16,9 +16,9 @@
 #include "credkit/buf.h"
 #include "credkit/log.h"
 
-#include "catalog.h"
+#include "downstream/catalog.h"
 #include "downstream_fixture.h"
-#include "proxy_tool.h"
+#include "downstream/proxy_tool.h"
 
 static struct json_object *parse(const char *json)
 {

@@ -8,7 +8,7 @@
 #include "credkit/mcp_config.h"
 
 #include "mcp_fixture.h"
-#include "server_config.h"
+#include "config/server_config.h"
 
 static struct mcp_config *load(void)
 {

@@ -6,7 +6,7 @@
 
 #include "credkit/buf.h"
 
-#include "sse.h"
+#include "core/sse.h"
 #include "tests.h"
 
 /* Every event as "type|data|id;" with \n \r \0 \\ | ; escaped, so a whole run compares as a

@@ -3,7 +3,7 @@
  * formatting with a separator, clearing. */
 #include <string.h>
 
-#include "stderr_tail.h"
+#include "core/stderr_tail.h"
 #include "tests.h"
 
 static void test_escape(void)

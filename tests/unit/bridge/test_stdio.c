@@ -14,8 +14,8 @@
 
 #include "credkit/util.h"
 
-#include "loop.h"
-#include "stdio_upstream.h"
+#include "core/loop.h"
+#include "transport/stdio_child.h"
 #include "procwatch.h"
 #include "tests.h"
 
@@ -67,7 +67,7 @@ static bool loop_ran_out(struct loop *l)
 
 struct srec {
     struct loop *l;
-    struct stdio_upstream *s;
+    struct stdio_child *s;
     int n;         /* messages */
     int bad_order; /* messages not as expected ({"id":N} in order) */
     char *last;    /* the last message */
@@ -99,7 +99,7 @@ static void s_message(const char *msg, size_t len, void *userdata)
     r->last = strndup(msg, len);
     r->n++;
     if (r->free_on_message) {
-        stdio_upstream_free(r->s);
+        stdio_child_free(r->s);
         r->s = NULL;
         loop_quit(r->l, 0);
     }
@@ -110,7 +110,7 @@ static void s_message(const char *msg, size_t len, void *userdata)
 static void s_stderr(const char *line, size_t len, void *userdata)
 {
     struct srec *r = userdata;
-    CHECK(len > 0 && len <= STDIO_UPSTREAM_STDERR_LINE);
+    CHECK(len > 0 && len <= STDIO_CHILD_STDERR_LINE);
     CHECK(memchr(line, '\n', len) == NULL);
     if (r->nlines < LINES_MAX) {
         r->lines[r->nlines] = strndup(line, len);
@@ -139,7 +139,7 @@ static void s_exit(int status, void *userdata)
     loop_quit(r->l, 0);
 }
 
-static const struct stdio_upstream_handler s_handler = {
+static const struct stdio_child_handler s_handler = {
     .on_message = s_message,
     .on_stderr = s_stderr,
     .on_close = s_close,
@@ -148,7 +148,7 @@ static const struct stdio_upstream_handler s_handler = {
 
 static void srec_release(struct srec *r)
 {
-    stdio_upstream_free(r->s);
+    stdio_child_free(r->s);
     r->s = NULL;
     free(r->last);
     r->last = NULL;
@@ -157,11 +157,11 @@ static void srec_release(struct srec *r)
     r->nlines = 0;
 }
 
-static int start(struct loop *l, struct srec *r, struct stdio_upstream_spec *spec)
+static int start(struct loop *l, struct srec *r, struct stdio_child_spec *spec)
 {
     struct err e = ERR_INIT;
     r->l = l;
-    int ret = stdio_upstream_new(l, spec, &s_handler, r, &r->s, &e);
+    int ret = stdio_child_new(l, spec, &s_handler, r, &r->s, &e);
     if (ret < 0)
         fprintf(stderr, "start: %s\n", err_msg(&e));
     return ret;
@@ -195,18 +195,18 @@ static void echo_100(bool poll_exit)
 {
     struct loop *l = new_loop();
     const char *argv[] = {"cat", NULL};
-    struct stdio_upstream_spec spec = {.argv = argv, .term_after_ms = 5000, .poll_exit = poll_exit};
+    struct stdio_child_spec spec = {.argv = argv, .term_after_ms = 5000, .poll_exit = poll_exit};
     struct srec r = {.quit_after = 100, .check_ids = true};
     CHECK_INT(start(l, &r, &spec), 0);
     if (!r.s) {
         loop_free(l);
         return;
     }
-    CHECK(stdio_upstream_pid(r.s) > 0);
+    CHECK(stdio_child_pid(r.s) > 0);
     for (int i = 0; i < 100; i++) {
         char m[64];
         int n = snprintf(m, sizeof(m), "{\"jsonrpc\":\"2.0\",\"id\":%d}", i);
-        CHECK_INT(stdio_upstream_send(r.s, m, (size_t)n), 0);
+        CHECK_INT(stdio_child_send(r.s, m, (size_t)n), 0);
     }
     CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r.n, 100);
@@ -215,9 +215,9 @@ static void echo_100(bool poll_exit)
 
     /* cat exits on stdin EOF: quick, status 0, on_close first */
     int64_t t0 = now_mono_ms();
-    stdio_upstream_shutdown(r.s);
-    stdio_upstream_shutdown(r.s); /* idempotent */
-    CHECK_INT(stdio_upstream_send(r.s, "{}", 2), -ESHUTDOWN);
+    stdio_child_shutdown(r.s);
+    stdio_child_shutdown(r.s); /* idempotent */
+    CHECK_INT(stdio_child_send(r.s, "{}", 2), -ESHUTDOWN);
     CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r.exits, 1);
     CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
@@ -248,7 +248,7 @@ static void test_stderr_lines(void)
         "echo oops >&2; printf 'crlf\\r\\n\\n\\r\\n' >&2; printf '%10000s\\n' '' | tr ' ' x >&2;"
         "printf '%4096s\\n' '' | tr ' ' y >&2; echo tail >&2; printf 'no newline' >&2; exec cat",
         NULL};
-    struct stdio_upstream_spec spec = {.argv = argv};
+    struct stdio_child_spec spec = {.argv = argv};
     struct srec r = {0};
     CHECK_INT(start(l, &r, &spec), 0);
     if (!r.s) {
@@ -262,16 +262,16 @@ static void test_stderr_lines(void)
         CHECK_STR(r.lines[0], "oops");
         CHECK_STR(r.lines[1], "crlf");
         /* cut at 4 KiB, the rest of the line dropped */
-        CHECK_INT(r.line_len[2], STDIO_UPSTREAM_STDERR_LINE);
-        CHECK(strspn(r.lines[2], "x") == STDIO_UPSTREAM_STDERR_LINE);
+        CHECK_INT(r.line_len[2], STDIO_CHILD_STDERR_LINE);
+        CHECK(strspn(r.lines[2], "x") == STDIO_CHILD_STDERR_LINE);
         /* exactly 4 KiB is whole, once */
-        CHECK_INT(r.line_len[3], STDIO_UPSTREAM_STDERR_LINE);
-        CHECK(strspn(r.lines[3], "y") == STDIO_UPSTREAM_STDERR_LINE);
+        CHECK_INT(r.line_len[3], STDIO_CHILD_STDERR_LINE);
+        CHECK(strspn(r.lines[3], "y") == STDIO_CHILD_STDERR_LINE);
         CHECK_STR(r.lines[4], "tail");
     }
     /* an unterminated last line comes when stderr closes */
     r.quit_on_line_prefix = NULL;
-    stdio_upstream_shutdown(r.s);
+    stdio_child_shutdown(r.s);
     CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r.exits, 1);
     CHECK_INT(r.nlines, 6);
@@ -287,7 +287,7 @@ static void test_stderr_long_line_at_once(void)
     /* a full 4 KiB is said at once, without waiting for a newline that may never come */
     struct loop *l = new_loop();
     const char *argv[] = {"sh", "-c", "printf '%5000s' '' | tr ' ' z >&2; exec cat", NULL};
-    struct stdio_upstream_spec spec = {.argv = argv};
+    struct stdio_child_spec spec = {.argv = argv};
     struct srec r = {.quit_on_line_prefix = "z"};
     CHECK_INT(start(l, &r, &spec), 0);
     if (!r.s) {
@@ -296,9 +296,9 @@ static void test_stderr_long_line_at_once(void)
     }
     CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r.nlines, 1);
-    CHECK_INT(r.line_len[0], STDIO_UPSTREAM_STDERR_LINE);
+    CHECK_INT(r.line_len[0], STDIO_CHILD_STDERR_LINE);
     r.quit_on_line_prefix = NULL;
-    stdio_upstream_shutdown(r.s);
+    stdio_child_shutdown(r.s);
     CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r.exits, 1);
     CHECK_INT(r.nlines, 1); /* the rest of the line is dropped, also at EOF */
@@ -313,7 +313,7 @@ static void test_environment(void)
     const char *argv[] = {"sh", "-c", "env >&2; pwd >&2; echo done >&2; exec cat", NULL};
     const char *env[] = {"ENTRY_VAR=hello world", "ENTRY_EMPTY=", "ENTRY_EQ=a=b", NULL};
     const char *dir = tests_tmpdir();
-    struct stdio_upstream_spec spec = {.argv = argv, .env = env, .cwd = dir};
+    struct stdio_child_spec spec = {.argv = argv, .env = env, .cwd = dir};
     struct srec r = {.quit_on_line_prefix = "done"};
     CHECK_INT(start(l, &r, &spec), 0);
     if (!r.s) {
@@ -343,7 +343,7 @@ static void test_environment(void)
     CHECK_INT(foreign, 0);
     CHECK_INT(r.n, 0); /* stdout carried nothing but messages: none */
     r.quit_on_line_prefix = NULL;
-    stdio_upstream_shutdown(r.s);
+    stdio_child_shutdown(r.s);
     CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r.exits, 1);
     srec_release(&r);
@@ -354,36 +354,36 @@ static void test_environment(void)
 static void test_start_failures(void)
 {
     struct loop *l = new_loop();
-    struct stdio_upstream *s = NULL;
+    struct stdio_child *s = NULL;
     struct err e = ERR_INIT;
     struct srec r = {.l = l};
 
     const char *argv[] = {"credkit-no-such-command", "--stdio", NULL};
-    struct stdio_upstream_spec spec = {.argv = argv};
-    CHECK_INT(stdio_upstream_new(l, &spec, &s_handler, &r, &s, &e), -ENOENT);
+    struct stdio_child_spec spec = {.argv = argv};
+    CHECK_INT(stdio_child_new(l, &spec, &s_handler, &r, &s, &e), -ENOENT);
     CHECK(s == NULL);
     CHECK_STR(err_msg(&e), "cannot run 'credkit-no-such-command': No such file or directory");
 
     const char *argv_cat[] = {"cat", NULL};
     char missing[4200];
     snprintf(missing, sizeof(missing), "%s/missing", tests_tmpdir());
-    struct stdio_upstream_spec spec2 = {.argv = argv_cat, .cwd = missing};
+    struct stdio_child_spec spec2 = {.argv = argv_cat, .cwd = missing};
     err_clear(&e);
-    CHECK_INT(stdio_upstream_new(l, &spec2, &s_handler, &r, &s, &e), -ENOENT);
+    CHECK_INT(stdio_child_new(l, &spec2, &s_handler, &r, &s, &e), -ENOENT);
     CHECK(s == NULL);
     CHECK_CONTAINS(err_msg(&e), "cannot change to directory");
 
     const char *env[] = {"SECRETVALUE", NULL};
-    struct stdio_upstream_spec spec3 = {.argv = argv_cat, .env = env};
+    struct stdio_child_spec spec3 = {.argv = argv_cat, .env = env};
     err_clear(&e);
-    CHECK_INT(stdio_upstream_new(l, &spec3, &s_handler, &r, &s, &e), -EINVAL);
+    CHECK_INT(stdio_child_new(l, &spec3, &s_handler, &r, &s, &e), -EINVAL);
     CHECK(s == NULL);
     CHECK_CONTAINS(err_msg(&e), "cannot run 'cat': invalid environment entry 0");
     CHECK(strstr(err_msg(&e), "SECRETVALUE") == NULL); /* a value is never quoted */
 
     const char *empty[] = {"", NULL};
-    struct stdio_upstream_spec spec4 = {.argv = empty};
-    CHECK_INT(stdio_upstream_new(l, &spec4, &s_handler, &r, &s, &e), -EINVAL);
+    struct stdio_child_spec spec4 = {.argv = empty};
+    CHECK_INT(stdio_child_new(l, &spec4, &s_handler, &r, &s, &e), -EINVAL);
     CHECK(s == NULL);
     CHECK(loop_ran_out(l)); /* nothing left on the loop */
     loop_free(l);
@@ -395,14 +395,14 @@ static void test_server_exits(void)
 {
     struct loop *l = new_loop();
     const char *argv[] = {"sh", "-c", "read line; echo \"{\\\"got\\\":$line}\"; exit 5", NULL};
-    struct stdio_upstream_spec spec = {.argv = argv};
+    struct stdio_child_spec spec = {.argv = argv};
     struct srec r = {0};
     CHECK_INT(start(l, &r, &spec), 0);
     if (!r.s) {
         loop_free(l);
         return;
     }
-    CHECK_INT(stdio_upstream_send(r.s, "[42]", 4), 0);
+    CHECK_INT(stdio_child_send(r.s, "[42]", 4), 0);
     CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r.n, 1);
     CHECK_STR(r.last, "{\"got\":[42]}");
@@ -410,7 +410,7 @@ static void test_server_exits(void)
     CHECK_INT(r.close_before_exit, 1);
     CHECK_INT(r.close_reason, 0);
     CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 5);
-    int e = stdio_upstream_send(r.s, "[1]", 3);
+    int e = stdio_child_send(r.s, "[1]", 3);
     CHECK(e == -ESHUTDOWN || e == -EPIPE);
     srec_release(&r);
     loop_free(l);
@@ -420,7 +420,7 @@ static void test_frame_over_bound(void)
 {
     struct loop *l = new_loop();
     const char *argv[] = {"sh", "-c", "echo '[1]'; printf '[%100s]\\n' ''; exec cat", NULL};
-    struct stdio_upstream_spec spec = {.argv = argv, .max_frame = 16};
+    struct stdio_child_spec spec = {.argv = argv, .max_frame = 16};
     struct srec r = {0};
     CHECK_INT(start(l, &r, &spec), 0);
     if (!r.s) {
@@ -442,7 +442,7 @@ static void shutdown_case(const char *script, int64_t term_ms, int64_t kill_ms, 
 {
     struct loop *l = new_loop();
     const char *argv[] = {"sh", "-c", script, NULL};
-    struct stdio_upstream_spec spec = {
+    struct stdio_child_spec spec = {
         .argv = argv, .term_after_ms = term_ms, .kill_after_ms = kill_ms};
     struct srec r = {.quit_on_line_prefix = "ready"};
     CHECK_INT(start(l, &r, &spec), 0);
@@ -453,7 +453,7 @@ static void shutdown_case(const char *script, int64_t term_ms, int64_t kill_ms, 
     CHECK_INT(run_for(l, 10000), 0); /* its traps are set */
     r.quit_on_line_prefix = NULL;
     int64_t t0 = now_mono_ms();
-    stdio_upstream_shutdown(r.s);
+    stdio_child_shutdown(r.s);
     CHECK_INT(run_for(l, 10000), 0);
     int64_t took = r.t_exit - t0;
     CHECK_INT(r.exits, 1);
@@ -499,7 +499,7 @@ static void test_grandchild_killed(void)
     /* the grandchild holds stdout (and stderr): the group goes when the server exits */
     struct loop *l = new_loop();
     const char *argv[] = {"sh", "-c", "sleep 30 & echo \"pid $!\" >&2; cat", NULL};
-    struct stdio_upstream_spec spec = {.argv = argv, .term_after_ms = 5000, .kill_after_ms = 5000};
+    struct stdio_child_spec spec = {.argv = argv, .term_after_ms = 5000, .kill_after_ms = 5000};
     struct srec r = {.quit_on_line_prefix = "pid "};
     CHECK_INT(start(l, &r, &spec), 0);
     if (!r.s) {
@@ -510,10 +510,10 @@ static void test_grandchild_killed(void)
     int64_t gpid = 0;
     CHECK(r.nlines == 1 && parse_int64(r.lines[0] + 4, &gpid) == 0 && gpid > 0);
     r.quit_on_line_prefix = NULL;
-    pid_t pgid = stdio_upstream_pid(r.s);
+    pid_t pgid = stdio_child_pid(r.s);
     CHECK_INT(getpgid((pid_t)gpid), pgid);
     int64_t t0 = now_mono_ms();
-    stdio_upstream_shutdown(r.s);
+    stdio_child_shutdown(r.s);
     CHECK_INT(run_for(l, 20000), 0);
     CHECK_INT(r.exits, 1);
     CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
@@ -532,7 +532,7 @@ static void straggler_case(bool free_early)
     const char *argv[] = {
         "sh", "-c",
         "trap '' TERM; sleep 30 </dev/null >/dev/null 2>&1 & echo \"pid $!\" >&2; exit 7", NULL};
-    struct stdio_upstream_spec spec = {.argv = argv, .kill_after_ms = free_early ? 5000 : 200};
+    struct stdio_child_spec spec = {.argv = argv, .kill_after_ms = free_early ? 5000 : 200};
     struct srec r = {0};
     CHECK_INT(start(l, &r, &spec), 0);
     if (!r.s) {
@@ -575,7 +575,7 @@ static void test_free_while_running(void)
 {
     struct loop *l = new_loop();
     const char *argv[] = {"sh", "-c", "trap '' TERM; sleep 30 & echo \"pid $!\" >&2; wait", NULL};
-    struct stdio_upstream_spec spec = {.argv = argv};
+    struct stdio_child_spec spec = {.argv = argv};
     struct srec r = {.quit_on_line_prefix = "pid "};
     CHECK_INT(start(l, &r, &spec), 0);
     if (!r.s) {
@@ -585,7 +585,7 @@ static void test_free_while_running(void)
     CHECK_INT(run_for(l, 10000), 0);
     int64_t gpid = 0;
     CHECK(r.nlines == 1 && parse_int64(r.lines[0] + 4, &gpid) == 0 && gpid > 0);
-    pid_t pid = stdio_upstream_pid(r.s);
+    pid_t pid = stdio_child_pid(r.s);
     int64_t t0 = now_mono_ms();
     srec_release(&r); /* SIGKILL to the group, reaped before it returns */
     CHECK(now_mono_ms() - t0 < 1000);
@@ -599,16 +599,16 @@ static void test_free_while_running(void)
     /* free from inside on_message (ASan: no use after free) */
     l = new_loop();
     const char *argv_cat[] = {"cat", NULL};
-    struct stdio_upstream_spec spec2 = {.argv = argv_cat};
+    struct stdio_child_spec spec2 = {.argv = argv_cat};
     struct srec r2 = {.free_on_message = true};
     CHECK_INT(start(l, &r2, &spec2), 0);
     if (!r2.s) {
         loop_free(l);
         return;
     }
-    CHECK_INT(stdio_upstream_send(r2.s, "[1]", 3), 0);
-    CHECK_INT(stdio_upstream_send(r2.s, "[2]", 3), 0);
-    CHECK_INT(stdio_upstream_send(r2.s, "[3]", 3), 0);
+    CHECK_INT(stdio_child_send(r2.s, "[1]", 3), 0);
+    CHECK_INT(stdio_child_send(r2.s, "[2]", 3), 0);
+    CHECK_INT(stdio_child_send(r2.s, "[3]", 3), 0);
     CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r2.n, 1);
     CHECK(r2.s == NULL);
@@ -624,7 +624,7 @@ static void free_on_close(int reason, void *userdata)
     struct srec *r = userdata;
     r->closes++;
     r->close_reason = reason;
-    stdio_upstream_free(r->s);
+    stdio_child_free(r->s);
     r->s = NULL;
     loop_quit(r->l, 0);
 }
@@ -633,12 +633,12 @@ static void test_free_in_close(void)
 {
     struct loop *l = new_loop();
     const char *argv[] = {"sh", "-c", "echo '[1]'; exit 0", NULL};
-    struct stdio_upstream_spec spec = {.argv = argv};
-    struct stdio_upstream_handler h = s_handler;
+    struct stdio_child_spec spec = {.argv = argv};
+    struct stdio_child_handler h = s_handler;
     h.on_close = free_on_close;
     struct srec r = {.l = l};
     struct err e = ERR_INIT;
-    CHECK_INT(stdio_upstream_new(l, &spec, &h, &r, &r.s, &e), 0);
+    CHECK_INT(stdio_child_new(l, &spec, &h, &r, &r.s, &e), 0);
     CHECK_INT(run_for(l, 10000), 0);
     CHECK_INT(r.n, 1);
     CHECK_INT(r.closes, 1);

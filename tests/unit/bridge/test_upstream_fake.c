@@ -22,13 +22,13 @@
 #include "credkit/json.h"
 #include "credkit/log.h"
 
-#include "credentials.h"
-#include "loop.h"
+#include "creds/credentials.h"
+#include "core/loop.h"
 #include "tests.h"
 #include "loop_wait.h"
-#include "transport.h"
+#include "transport/transport.h"
 #include "fake_transport.h"
-#include "upstream.h"
+#include "upstream/upstream.h"
 
 static struct log *lg;
 

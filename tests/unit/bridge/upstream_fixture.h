@@ -33,10 +33,10 @@
 #include "credkit/log.h"
 #include "credkit/util.h"
 
-#include "loop.h"
+#include "core/loop.h"
 #include "tests.h"
 #include "loop_wait.h"
-#include "upstream.h"
+#include "upstream/upstream.h"
 
 __attribute__((constructor)) static void ignore_sigpipe(void)
 {

@@ -1,0 +1,919 @@
+/* cmd_client.c - "test" and "call": one-shot clients of one server
+ *
+ * Each connects one upstream (no reconnect: a connection lost is a failure to report, not to
+ * hide), does its one thing on the loop, closes the upstream (stdio servers stopped and reaped,
+ * HTTP sessions deleted) and exits with a status that says how it went. There is no agent
+ * behind these commands, so the server's own requests are answered here (see call_help). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "credkit/buf.h"
+#include "credkit/json.h"
+#include "credkit/mcp_config.h"
+#include "credkit/textsafe.h"
+
+#include "cli/cli.h"
+#include "creds/cred_setup.h"
+#include "downstream/downstream.h"
+#include "core/jsonrpc.h"
+#include "core/loop.h"
+#include "core/stderr_tail.h"
+#include "upstream/upstream.h"
+
+#define ARGS_MAX_BYTES (16u * 1024u * 1024u)  /* JSON-ARGS, on the command line or stdin */
+#define DESC_WIDTH     72                     /* a tool's description in `test`'s listing */
+#define CLOSE_GRACE_MS DOWNSTREAM_SHUTDOWN_MS /* closing the upstream, at most */
+
+static const char test_help[] =
+    "usage: mcp-bridge test SERVER [--json] [--allow-http] [--connect-timeout D]\n"
+    "\n"
+    "Connect to SERVER (a name from mcp.json, or an http(s) URL), list its tools through every\n"
+    "page, print how many there are and their names, and disconnect. The exit status says\n"
+    "whether it worked: 0 yes, 1 the server failed (the message says why, and the last lines\n"
+    "the server wrote on its stderr follow), 3 no such server or an invalid entry,\n"
+    "6 the server needs a sign-in (the message names the command to run, e.g. 'mcp-auth\n"
+    "NAME'). -v shows every line of the server's stderr as it comes.\n"
+    "\n"
+    "Credentials are asked as the bridge asks them at every connect: ${NAME} of 'secrets', the\n"
+    "token of an OAuth entry of 'mcp-auth', a headersHelper run ('mcp-bridge list' shows their\n"
+    "state without connecting; -v shows each refresh).\n"
+    "\n"
+    "  --json               print {\"server\", \"transport\", \"protocolVersion\", \"era\"\n"
+    "                       (\"modern\" or \"legacy\"), \"serverInfo\", \"tools\": [names]}\n"
+    "                       instead\n"
+    "  --allow-http         with a URL: let credentials (mcp-auth's token) go to a plain\n"
+    "                       http:// URL whose host is not loopback (\"allowHttp\": true of an\n"
+    "                       entry)\n"
+    "  --connect-timeout D  how long the server may take to connect (default 15s)\n"
+    "\n"
+    "examples:\n"
+    "  mcp-bridge test github\n"
+    "  mcp-bridge test https://mcp.example.com/mcp --json\n";
+
+static const char call_help[] =
+    "usage: mcp-bridge call SERVER TOOL [JSON-ARGS] [--json] [--timeout D] [--allow-http]\n"
+    "\n"
+    "Connect to SERVER (a name from mcp.json, or an http(s) URL), call TOOL with the arguments\n"
+    "JSON-ARGS (a JSON object; '-' reads it from stdin; default {}), print the result and\n"
+    "disconnect. Text is printed as it is; other content is summarised, one line each\n"
+    "(\"[image image/png, 1234 bytes]\", \"[resource link URI]\"); structuredContent is printed\n"
+    "when there is no text.\n"
+    "\n"
+    "  --json               print the raw result object on one line instead\n"
+    "  --timeout D          how long the call may take (default: the entry's \"timeout\", else\n"
+    "                       60s; progress from the server extends it, up to 10 times)\n"
+    "  --connect-timeout D  how long the server may take to connect (default 15s)\n"
+    "  --allow-http         with a URL: let credentials (mcp-auth's token) go to a plain\n"
+    "                       http:// URL whose host is not loopback\n"
+    "\n"
+    "There is no agent to ask, so requests from the server during the call are answered here:\n"
+    "elicitation/create is accepted with the default of each field of the requested schema\n"
+    "(fields without a default are left out), roots/list gets an empty list, and\n"
+    "sampling/createMessage is refused (-32601, no model to ask).\n"
+    "\n"
+    "exit status: 0 ok, 1 the server failed (could not connect, JSON-RPC error, timeout), 2\n"
+    "usage error (JSON-ARGS not a JSON object), 3 no such server or an invalid entry, 4 the tool\n"
+    "answered with isError (its content is printed on stderr), 6 the server needs a sign-in\n"
+    "(the message names the command to run, e.g. 'mcp-auth NAME').\n"
+    "\n"
+    "examples:\n"
+    "  mcp-bridge call everything echo '{\"message\": \"hello\"}'\n"
+    "  echo '{\"a\": 1, \"b\": 2}' | mcp-bridge call everything get-sum - --json\n"
+    "  mcp-bridge call https://mcp.example.com/mcp search '{\"q\": \"x\"}' --timeout 2m\n";
+
+enum client_kind {
+    CLIENT_TEST,
+    CLIENT_CALL,
+};
+
+struct client {
+    enum client_kind kind;
+    struct loop *loop;
+    struct log *log;
+    struct upstream *u;
+    const struct mcp_server *server; /* borrowed from the one-entry config */
+    bool json;
+    unsigned config_flags; /* cli_config_for()'s: --allow-http */
+    int64_t connect_timeout_ms;
+    /* call */
+    const char *tool;
+    struct json_object *args;
+    int64_t timeout_ms;
+    struct upstream_call *call;
+    /* test */
+    struct upstream_list *list;
+    struct loop_timer *guard; /* bounds the close */
+    bool started, finished;
+    int status;
+    struct stderr_tail tail; /* a stdio server's last stderr lines, quoted when it fails */
+};
+
+static void on_guard(struct loop_timer *t, void *userdata)
+{
+    struct client *c = userdata;
+    (void)t;
+    log_warn(c->log, "server '%s' did not close in time: stopping it", c->server->name);
+    loop_quit(c->loop, 0);
+}
+
+/* The end: closes the upstream; the loop ends when it is CLOSED (or after CLOSE_GRACE_MS). */
+static void finish(struct client *c, int status)
+{
+    if (c->finished)
+        return;
+    c->finished = true;
+    c->status = status;
+    /* a server that failed: what it said last, it often says why ("API_KEY is not set") */
+    size_t n = status == BRIDGE_EXIT_FAILED ? stderr_tail_count(&c->tail) : 0;
+    for (size_t i = 0; i < n; i++)
+        log_error(c->log, "server '%s': stderr%s: %s", c->server->name,
+                  i == 0 ? (n > 1 ? " (its last lines)" : " (its last line)") : "",
+                  stderr_tail_at(&c->tail, i));
+    upstream_list_cancel(c->list);
+    c->list = NULL;
+    upstream_call_cancel(c->call, "the client is closing");
+    c->call = NULL;
+    upstream_close(c->u);
+    if (upstream_state(c->u) == UPSTREAM_CLOSED) {
+        loop_quit(c->loop, 0);
+        return;
+    }
+    if (loop_timer_add(c->loop, CLOSE_GRACE_MS, on_guard, c, &c->guard) < 0)
+        loop_quit(c->loop, 0);
+}
+
+/* The exit status for an upstream failure: a sign-in that is needed (the provider's "login
+ * required", -ENOKEY, its message naming the command) has its own. */
+static int failure_status(int error)
+{
+    return error == CREDENTIALS_LOGIN_REQUIRED ? BRIDGE_EXIT_LOGIN_REQUIRED : BRIDGE_EXIT_FAILED;
+}
+
+/* ---- test ---- */
+
+/* The first line of s, at most width bytes (cut at a UTF-8 boundary), into out. */
+static void first_line(const char *s, size_t width, char *out, size_t size)
+{
+    size_t n = strcspn(s, "\r\n");
+    if (n > width) {
+        n = width;
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+            n--;
+    }
+    if (n >= size)
+        n = size - 1;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    if (n < strcspn(s, "\r\n") && n + 4 < size)
+        memcpy(out + n, "...", 4);
+}
+
+/* The era of a connected server, as test prints it. */
+static const char *era_name(const struct upstream *u)
+{
+    return upstream_era(u) == UPSTREAM_ERA_MODERN ? "modern" : "legacy";
+}
+
+static int print_test_json(struct client *c, struct json_object *tools)
+{
+    struct json_object *o = json_object_new_object(), *names = json_object_new_array();
+    int r = -ENOMEM;
+    if (!o || !names)
+        goto out;
+    for (size_t i = 0; i < json_object_array_length(tools); i++) {
+        const char *n = json_get_string(json_object_array_get_idx(tools, i), "name");
+        if (n && json_object_array_add(names, json_object_new_string(n)) < 0)
+            goto out;
+    }
+    const char *pv = upstream_protocol_version(c->u);
+    struct json_object *info = upstream_server_info(c->u);
+    if (json_object_object_add(o, "server", json_object_new_string(c->server->name)) < 0 ||
+        json_object_object_add(
+            o, "transport", json_object_new_string(mcp_transport_name(c->server->transport))) < 0 ||
+        json_object_object_add(o, "protocolVersion", pv ? json_object_new_string(pv) : NULL) < 0 ||
+        json_object_object_add(o, "era", json_object_new_string(era_name(c->u))) < 0 ||
+        json_object_object_add(o, "serverInfo", json_object_get(info)) < 0)
+        goto out;
+    if (json_object_object_add(o, "tools", names) < 0)
+        goto out;
+    names = NULL;
+    printf("%s\n",
+           json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                 JSON_C_TO_STRING_NOSLASHESCAPE));
+    r = 0;
+out:
+    json_object_put(o);
+    json_object_put(names);
+    return r;
+}
+
+/* Everything test prints comes from the server or the file: escaped for the terminal. */
+static void print_test_text(struct client *c, struct json_object *tools)
+{
+    struct json_object *info = upstream_server_info(c->u);
+    const char *sname = json_get_string(info, "name"), *sver = json_get_string(info, "version");
+    const char *pv = upstream_protocol_version(c->u);
+    size_t n = json_object_array_length(tools), width = 0;
+    struct buf e1, e2, e3, e4;
+    buf_init(&e1, 64 * 1024);
+    buf_init(&e2, 64 * 1024);
+    buf_init(&e3, 64 * 1024);
+    buf_init(&e4, 64 * 1024);
+    printf("'%s': connected over %s (protocol %s (%s)%s%s%s%s)\n",
+           text_escaped(&e1, c->server->name), mcp_transport_name(c->server->transport),
+           pv ? text_escaped(&e2, pv) : "?", era_name(c->u), sname ? ", server " : "",
+           sname ? text_escaped(&e3, sname) : "", sver ? " " : "",
+           sver ? text_escaped(&e4, sver) : "");
+    for (size_t i = 0; i < n; i++) {
+        const char *name = json_get_string(json_object_array_get_idx(tools, i), "name");
+        size_t len = name ? strlen(text_escaped(&e1, name)) : 0;
+        if (len > width && len <= 40)
+            width = len;
+    }
+    printf("%zu tool%s%s\n", n, n == 1 ? "" : "s", n ? ":" : "");
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *t = json_object_array_get_idx(tools, i);
+        const char *name = json_get_string(t, "name"), *desc = json_get_string(t, "description");
+        char d[DESC_WIDTH + 8];
+        first_line(desc ? desc : "", DESC_WIDTH, d, sizeof(d));
+        printf("  %-*s%s%s\n", (int)width, name ? text_escaped(&e1, name) : "(no name)",
+               *d ? "  " : "", text_escaped(&e2, d));
+    }
+    buf_release(&e1);
+    buf_release(&e2);
+    buf_release(&e3);
+    buf_release(&e4);
+}
+
+static void on_tools(struct upstream *u, struct json_object *items, int error, const char *message,
+                     void *userdata)
+{
+    struct client *c = userdata;
+    (void)u;
+    c->list = NULL;
+    if (error < 0) {
+        log_error(c->log, "'%s': cannot list the tools: %s", c->server->name,
+                  message ? message : strerror(-error));
+        finish(c, failure_status(error));
+        return;
+    }
+    int status = BRIDGE_EXIT_OK;
+    if (c->json) {
+        if (print_test_json(c, items) < 0) {
+            log_error(c->log, "out of memory");
+            status = BRIDGE_EXIT_FAILED;
+        }
+    } else {
+        print_test_text(c, items);
+    }
+    json_object_put(items);
+    (void)fflush(stdout);
+    finish(c, status);
+}
+
+static void start_test(struct client *c)
+{
+    if (!upstream_has_capability(c->u, "tools")) {
+        /* a server without tools is no failure: say what it offers instead */
+        struct json_object *empty = json_object_new_array();
+        if (!empty) {
+            finish(c, BRIDGE_EXIT_FAILED);
+            return;
+        }
+        log_info(c->log, "'%s' does not offer tools", c->server->name);
+        on_tools(c->u, empty, 0, NULL, c);
+        return;
+    }
+    if (upstream_list(c->u, "tools/list", "tools", on_tools, c, &c->list) < 0) {
+        log_error(c->log, "out of memory");
+        finish(c, BRIDGE_EXIT_FAILED);
+    }
+}
+
+/* ---- call ---- */
+
+/* The size of base64 data once decoded. */
+static size_t base64_bytes(const char *s)
+{
+    size_t n = 0, pad = 0;
+    for (; *s; s++) {
+        if (*s == '=')
+            pad++;
+        else if (*s != ' ' && *s != '\n' && *s != '\r' && *s != '\t')
+            n++;
+    }
+    (void)pad;
+    return n * 3 / 4;
+}
+
+/* Writes a tool result for a person: see call_help. */
+static void render_result(FILE *out, struct json_object *result)
+{
+    struct json_object *content = json_get_array(result, "content");
+    bool any_text = false;
+    for (size_t i = 0; content && i < json_object_array_length(content); i++) {
+        struct json_object *it = json_object_array_get_idx(content, i);
+        const char *type = json_get_string(it, "type");
+        const char *mime = json_get_string(it, "mimeType");
+        if (!type) {
+            fprintf(out, "[content without a type]\n");
+        } else if (strcmp(type, "text") == 0) {
+            const char *t = json_get_string(it, "text");
+            size_t n = t ? strlen(t) : 0;
+            if (n)
+                (void)fwrite(t, 1, n, out);
+            if (!n || t[n - 1] != '\n')
+                (void)fputc('\n', out);
+            any_text = true;
+        } else if (strcmp(type, "image") == 0 || strcmp(type, "audio") == 0) {
+            const char *data = json_get_string(it, "data");
+            fprintf(out, "[%s %s, %zu bytes]\n", type, mime ? mime : "(no type)",
+                    data ? base64_bytes(data) : 0);
+        } else if (strcmp(type, "resource_link") == 0) {
+            const char *uri = json_get_string(it, "uri"), *name = json_get_string(it, "name");
+            fprintf(out, "[resource link %s%s%s%s%s%s]\n", uri ? uri : "(no uri)",
+                    name ? " \"" : "", name ? name : "", name ? "\"" : "", mime ? ", " : "",
+                    mime ? mime : "");
+        } else if (strcmp(type, "resource") == 0) {
+            struct json_object *res = json_get_object(it, "resource");
+            const char *uri = json_get_string(res, "uri"), *text = json_get_string(res, "text");
+            const char *blob = json_get_string(res, "blob");
+            mime = json_get_string(res, "mimeType");
+            fprintf(out, "[resource %s%s%s, %zu bytes%s]\n", uri ? uri : "(no uri)",
+                    mime ? " " : "", mime ? mime : "",
+                    text   ? strlen(text)
+                    : blob ? base64_bytes(blob)
+                           : 0,
+                    text ? " of text" : "");
+        } else {
+            fprintf(out, "[%s content]\n", type);
+        }
+    }
+    struct json_object *sc = NULL;
+    if (!any_text && json_object_object_get_ex(result, "structuredContent", &sc) && sc)
+        fprintf(out, "%s\n",
+                json_object_to_json_string_ext(sc, JSON_C_TO_STRING_PRETTY |
+                                                       JSON_C_TO_STRING_SPACED |
+                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static void on_call_response(struct upstream_call *call, struct json_object *response, int error,
+                             const char *message, void *userdata)
+{
+    struct client *c = userdata;
+    (void)call;
+    c->call = NULL;
+    if (error < 0) {
+        log_error(c->log, "%s", message ? message : strerror(-error));
+        finish(c, failure_status(error));
+        return;
+    }
+    struct json_object *err = json_get_object(response, "error");
+    if (err) {
+        const char *m = json_get_string(err, "message");
+        int64_t code = 0;
+        (void)json_get_int64(err, "code", &code);
+        log_error(c->log, "'%s': tool '%s' failed: %s (JSON-RPC error %lld)", c->server->name,
+                  c->tool, m ? m : "no message", (long long)code);
+        finish(c, BRIDGE_EXIT_FAILED);
+        return;
+    }
+    struct json_object *result = json_get_object(response, "result");
+    if (!result) {
+        log_error(c->log, "'%s': the answer to tools/call has no result object", c->server->name);
+        finish(c, BRIDGE_EXIT_FAILED);
+        return;
+    }
+    bool is_error = false;
+    (void)json_get_bool(result, "isError", &is_error);
+    if (c->json) {
+        size_t len;
+        const char *text = jrpc_serialize(result, &len);
+        (void)fwrite(text, 1, len, stdout);
+        (void)fputc('\n', stdout);
+    } else if (is_error) {
+        log_error(c->log, "tool '%s' reported an error:", c->tool);
+        (void)fflush(stdout);
+        render_result(stderr, result);
+    } else {
+        render_result(stdout, result);
+    }
+    /* the answer is out before the server is stopped, which may take a moment */
+    (void)fflush(stdout);
+    finish(c, is_error ? BRIDGE_EXIT_TOOL_ERROR : BRIDGE_EXIT_OK);
+}
+
+static void on_call_progress(struct upstream_call *call, struct json_object *params, void *userdata)
+{
+    struct client *c = userdata;
+    (void)call;
+    const char *m = json_get_string(params, "message");
+    struct json_object *p = NULL, *t = NULL;
+    (void)json_object_object_get_ex(params, "progress", &p);
+    (void)json_object_object_get_ex(params, "total", &t);
+    log_info(c->log, "progress %s%s%s%s%s", p ? json_object_to_json_string(p) : "?", t ? "/" : "",
+             t ? json_object_to_json_string(t) : "", m ? ": " : "", m ? m : "");
+}
+
+static void start_call(struct client *c)
+{
+    struct json_object *params = json_object_new_object(), *meta = json_object_new_object();
+    int r = -ENOMEM;
+    if (!params || !meta)
+        goto out;
+    if (json_object_object_add(params, "name", json_object_new_string(c->tool)) < 0 ||
+        json_object_object_add(params, "arguments", json_object_get(c->args)) < 0)
+        goto out;
+    /* a progress token, so that a long call that reports progress is not cut by the timeout */
+    if (json_object_object_add(meta, "progressToken", json_object_new_int(1)) < 0)
+        goto out;
+    if (json_object_object_add(params, "_meta", meta) < 0)
+        goto out;
+    meta = NULL;
+    r = upstream_call(c->u, "tools/call", params, c->timeout_ms, on_call_response, on_call_progress,
+                      c, &c->call);
+out:
+    json_object_put(params);
+    json_object_put(meta);
+    if (r < 0) {
+        log_error(c->log, "out of memory");
+        finish(c, BRIDGE_EXIT_FAILED);
+    }
+}
+
+/* A modern server's tools are listed before a call: over HTTP its x-mcp-header parameters are
+ * mirrored as Mcp-Param-* headers, which the upstream learns from the list, and a tool it
+ * dropped for invalid markings must not be called. */
+static void on_call_tools(struct upstream *u, struct json_object *items, int error,
+                          const char *message, void *userdata)
+{
+    struct client *c = userdata;
+    (void)u;
+    c->list = NULL;
+    if (error) {
+        log_error(c->log, "%s", message ? message : strerror(-error));
+        finish(c, failure_status(error));
+        return;
+    }
+    bool found = false;
+    for (size_t i = 0; !found && i < json_object_array_length(items); i++) {
+        const char *name = json_get_string(json_object_array_get_idx(items, i), "name");
+        found = name && strcmp(name, c->tool) == 0;
+    }
+    json_object_put(items);
+    if (!found) {
+        char shown[256];
+        stderr_tail_escape_n(shown, sizeof(shown), c->tool, strlen(c->tool));
+        log_error(c->log,
+                  "'%s' lists no tool '%s' (a tool whose x-mcp-header markings are invalid is "
+                  "left out, with a warning): run 'mcp-bridge test %s' to see its tools",
+                  c->server->name, shown, c->server->name);
+        finish(c, BRIDGE_EXIT_FAILED);
+        return;
+    }
+    start_call(c);
+}
+
+static void start_modern_call(struct client *c)
+{
+    if (upstream_list(c->u, "tools/list", "tools", on_call_tools, c, &c->list) < 0) {
+        log_error(c->log, "out of memory");
+        finish(c, BRIDGE_EXIT_FAILED);
+    }
+}
+
+/* ---- the upstream ---- */
+
+static void on_state(struct upstream *u, enum upstream_state state, int error, const char *message,
+                     void *userdata)
+{
+    struct client *c = userdata;
+    (void)u;
+    switch (state) {
+    case UPSTREAM_READY:
+        if (c->started || c->finished)
+            return;
+        c->started = true;
+        if (c->kind == CLIENT_TEST)
+            start_test(c);
+        else if (upstream_era(c->u) == UPSTREAM_ERA_MODERN)
+            start_modern_call(c);
+        else
+            start_call(c);
+        return;
+    case UPSTREAM_LOGIN:
+        error = CREDENTIALS_LOGIN_REQUIRED; /* the message names the command that signs in */
+        /* fall through */
+    case UPSTREAM_BACKOFF:
+    case UPSTREAM_FAILED:
+        if (c->finished)
+            return;
+        /* with no_reconnect the upstream leaves saying why to us */
+        log_error(c->log, "%s", message ? message : strerror(error < 0 ? -error : EIO));
+        finish(c, failure_status(error));
+        return;
+    case UPSTREAM_CLOSED:
+        loop_quit(c->loop, 0);
+        return;
+    default:
+        return;
+    }
+}
+
+/* The content of an elicitation accepted with the defaults of the requested schema. */
+static struct json_object *elicit_defaults(struct json_object *params)
+{
+    struct json_object *content = json_object_new_object();
+    struct json_object *props =
+        json_get_object(json_get_object(params, "requestedSchema"), "properties");
+    if (!content || !props)
+        return content;
+    json_object_object_foreach(props, key, schema)
+    {
+        struct json_object *def = NULL;
+        if (!json_object_object_get_ex(schema, "default", &def) || !def)
+            continue;
+        if (json_object_object_add(content, key, json_object_get(def)) < 0) {
+            json_object_put(content);
+            return NULL;
+        }
+    }
+    return content;
+}
+
+static struct json_object *error_object(int code, const char *message)
+{
+    struct json_object *o = json_object_new_object();
+    if (o && (json_object_object_add(o, "code", json_object_new_int(code)) < 0 ||
+              json_object_object_add(o, "message", json_object_new_string(message)) < 0)) {
+        json_object_put(o);
+        o = NULL;
+    }
+    return o;
+}
+
+static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg, void *userdata)
+{
+    struct client *c = userdata;
+    struct json_object *id = NULL, *result = NULL, *error = NULL;
+    struct json_object *params = json_get_object(msg, "params");
+    const char *method = json_get_string(msg, "method");
+    (void)json_object_object_get_ex(msg, "id", &id);
+    if (!method)
+        method = "";
+
+    if (strcmp(method, "elicitation/create") == 0) {
+        const char *mode = json_get_string(params, "mode");
+        const char *q = json_get_string(params, "message");
+        result = json_object_new_object();
+        if (mode && strcmp(mode, "form") != 0) {
+            /* only forms can be answered without a person (a URL must be visited) */
+            log_warn(c->log,
+                     "'%s' asked to open a URL (\"%s\"): declined, as nobody is here to "
+                     "do it",
+                     c->server->name, q ? q : "");
+            if (result &&
+                json_object_object_add(result, "action", json_object_new_string("decline")) < 0) {
+                json_object_put(result);
+                result = NULL;
+            }
+        } else {
+            struct json_object *content = elicit_defaults(params);
+            log_info(c->log, "'%s' asked \"%s\": accepted with the schema's defaults",
+                     c->server->name, q ? q : "");
+            if (result && content &&
+                json_object_object_add(result, "action", json_object_new_string("accept")) >= 0 &&
+                json_object_object_add(result, "content", content) >= 0)
+                content = NULL;
+            else {
+                json_object_put(result);
+                result = NULL;
+            }
+            json_object_put(content);
+        }
+    } else if (strcmp(method, "roots/list") == 0) {
+        result = json_object_new_object();
+        if (result && json_object_object_add(result, "roots", json_object_new_array()) < 0) {
+            json_object_put(result);
+            result = NULL;
+        }
+    } else if (strcmp(method, "sampling/createMessage") == 0) {
+        log_info(c->log, "'%s' asked for sampling: refused, as there is no model here",
+                 c->server->name);
+        error = error_object(JRPC_METHOD_NOT_FOUND,
+                             "sampling is not available: mcp-bridge call has no model to ask");
+    } else {
+        error = error_object(JRPC_METHOD_NOT_FOUND, "method not found");
+    }
+    if (!result && !error)
+        error = error_object(JRPC_INTERNAL_ERROR, "out of memory");
+    if (result || error) {
+        int r = upstream_respond(u, gen, id, result, error);
+        if (r < 0)
+            log_warn(c->log, "'%s': cannot answer its %s request: %s", c->server->name, method,
+                     strerror(-r));
+    }
+    json_object_put(result);
+    json_object_put(error);
+}
+
+static void on_notification(struct upstream *u, const char *method, struct json_object *msg,
+                            void *userdata)
+{
+    struct client *c = userdata;
+    (void)u;
+    if (strcmp(method, "notifications/message") != 0)
+        return;
+    struct json_object *params = json_get_object(msg, "params"), *data = NULL;
+    const char *level = json_get_string(params, "level");
+    (void)json_object_object_get_ex(params, "data", &data);
+    struct buf e1, e2, e3;
+    buf_init(&e1, 64 * 1024);
+    buf_init(&e2, 1024);
+    buf_init(&e3, 64 * 1024);
+    log_info(c->log, "'%s' [%s]: %s", text_escaped(&e1, c->server->name),
+             text_escaped(&e2, level ? level : "log"),
+             text_escaped(&e3, json_object_is_type(data, json_type_string)
+                                   ? json_object_get_string(data)
+                                   : json_object_to_json_string(data)));
+    buf_release(&e1);
+    buf_release(&e2);
+    buf_release(&e3);
+}
+
+static void on_stderr(struct upstream *u, const char *line, size_t len, void *userdata)
+{
+    struct client *c = userdata;
+    (void)u;
+    stderr_tail_add(&c->tail, line, len);
+    if (log_get_level(c->log) < LOG_INFO)
+        return;
+    char shown[4104]; /* a whole line (stdio_child.h's bound), escaped */
+    stderr_tail_escape_n(shown, sizeof(shown), line, len);
+    log_info(c->log, "server '%s': %s", c->server->name, shown);
+}
+
+static void on_signal(int signo, void *userdata)
+{
+    struct client *c = userdata;
+    if (c->finished) {
+        loop_quit(c->loop, 0); /* a second one: do not wait for the close */
+        return;
+    }
+    log_error(c->log, "%s", signo == SIGINT ? "interrupted" : "terminated");
+    if (c->call) {
+        struct upstream_call *call = c->call;
+        c->call = NULL;
+        upstream_call_cancel(call, signo == SIGINT ? "interrupted" : "terminated");
+    }
+    finish(c, BRIDGE_EXIT_FAILED);
+}
+
+/* Connects to target and runs the command on the loop. */
+static int client_run(struct client *c, const char *target, const struct args_globals *g)
+{
+    static const struct upstream_handler handler = {
+        .on_state = on_state,
+        .on_request = on_request,
+        .on_notification = on_notification,
+        .on_stderr = on_stderr,
+    };
+    struct json_object *caps = NULL;
+    struct mcp_config *config = NULL;
+    struct err e = ERR_INIT;
+    const char *name = NULL;
+    int r;
+
+    c->status = BRIDGE_EXIT_FAILED;
+    config = cli_config_for(target, NULL, c->config_flags, g, c->log, &name);
+    if (!config)
+        return BRIDGE_EXIT_CONFIG;
+    c->server = mcp_config_find(config, name);
+
+    r = loop_new(&c->loop);
+    if (r >= 0)
+        r = loop_signal(c->loop, SIGINT, on_signal, c);
+    if (r >= 0)
+        r = loop_signal(c->loop, SIGTERM, on_signal, c);
+    if (r < 0) {
+        log_error(c->log, "cannot start the event loop: %s", strerror(-r));
+        goto out;
+    }
+    /* what can be answered without an agent (on_request): forms and roots, not sampling */
+    caps = json_tokener_parse("{\"roots\": {}, \"elicitation\": {\"form\": {}}}");
+    if (!caps) {
+        log_error(c->log, "out of memory");
+        goto out;
+    }
+    struct upstream_opts o = {
+        .loop = c->loop,
+        .log = c->log,
+        .server = c->server,
+        .client_capabilities = caps,
+        .connect_timeout_ms = c->connect_timeout_ms,
+        .no_reconnect = true,
+    };
+    struct cred_setup cs = {
+        .loop = c->loop,
+        .log = c->log,
+        .g = g,
+        .config = config,
+        .auth_target = cli_is_url(target) ? target : NULL,
+    };
+    r = cred_setup_provider(&cs, config, c->server, &o.credentials, &e);
+    if (r >= 0) {
+        r = upstream_new(&o, &handler, c, &c->u, &e);
+        if (r < 0)
+            credentials_provider_free(o.credentials);
+    }
+    if (r < 0) {
+        log_error(c->log, "%s", err_msg(&e));
+        c->status = r == -EINVAL ? BRIDGE_EXIT_CONFIG : BRIDGE_EXIT_FAILED;
+        goto out;
+    }
+    upstream_connect(c->u);
+    r = loop_run(c->loop);
+    if (r < 0) {
+        log_error(c->log, "the event loop failed: %s", strerror(-r));
+        c->status = BRIDGE_EXIT_FAILED;
+    } else if (!c->finished) {
+        log_error(c->log, "'%s': the connection ended without an answer", c->server->name);
+        c->status = BRIDGE_EXIT_FAILED;
+    }
+out:
+    upstream_free(c->u);
+    c->u = NULL;
+    loop_timer_cancel(c->guard);
+    c->guard = NULL;
+    loop_free(c->loop);
+    c->loop = NULL;
+    json_object_put(caps);
+    mcp_config_free(config);
+    return c->status;
+}
+
+/* The options of test and call (call alone takes --timeout). -EINVAL after a usage error
+ * (reported). */
+static int client_options(struct client *c, int argc, char **argv)
+{
+    enum { OPT_JSON = 256, OPT_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_ALLOW_HTTP };
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {0},
+    };
+    int opt;
+    /* "-" (stdin) is an operand, not an option: getopt leaves a lone "-" alone */
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_JSON:
+            c->json = true;
+            break;
+        case OPT_ALLOW_HTTP:
+            c->config_flags |= CLI_ALLOW_HTTP;
+            break;
+        case OPT_TIMEOUT:
+            if (c->kind != CLIENT_CALL) {
+                log_error(c->log, "--timeout goes with call; test takes --connect-timeout");
+                return -EINVAL;
+            }
+            if (cli_parse_duration("--timeout", optarg, c->log, &c->timeout_ms) < 0)
+                return -EINVAL;
+            break;
+        case OPT_CONNECT_TIMEOUT:
+            if (cli_parse_duration("--connect-timeout", optarg, c->log, &c->connect_timeout_ms) < 0)
+                return -EINVAL;
+            break;
+        default:
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+int cmd_test(int argc, char **argv, const struct args_globals *g, struct log *log)
+{
+    struct client c = {.kind = CLIENT_TEST, .log = log};
+
+    if (args_wants_help(argc, argv)) {
+        fputs(test_help, stdout);
+        return BRIDGE_EXIT_OK;
+    }
+    if (client_options(&c, argc, argv) < 0)
+        return BRIDGE_EXIT_USAGE;
+    if (argc - optind != 1) {
+        log_error(log, "test takes exactly one SERVER, a name or a URL (see 'mcp-bridge test "
+                       "--help')");
+        return BRIDGE_EXIT_USAGE;
+    }
+    return client_run(&c, argv[optind], g);
+}
+
+/* Reads JSON-ARGS from stdin ("-"), bounded. */
+static int read_stdin(struct buf *b, struct log *log)
+{
+    for (;;) {
+        int r = buf_reserve(b, 65536);
+        if (r < 0) {
+            log_error(log, "JSON-ARGS from stdin: more than %u bytes", ARGS_MAX_BYTES);
+            return r;
+        }
+        ssize_t n = read(STDIN_FILENO, b->data + b->len, 65536);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            log_error(log, "cannot read JSON-ARGS from stdin: %s", strerror(errno));
+            return -errno;
+        }
+        if (n == 0)
+            return 0;
+        b->len += (size_t)n;
+        b->data[b->len] = '\0';
+    }
+}
+
+/* JSON-ARGS: a JSON object ("-": from stdin). */
+static int parse_args(const char *arg, struct log *log, struct json_object **ret)
+{
+    struct json_object *o = NULL;
+    struct err e = ERR_INIT;
+    struct buf in;
+    int r;
+
+    buf_init(&in, ARGS_MAX_BYTES);
+    if (strcmp(arg, "-") == 0) {
+        r = read_stdin(&in, log);
+        if (r < 0)
+            goto out;
+    } else {
+        r = buf_append_str(&in, arg);
+        if (r < 0) {
+            log_error(log, "JSON-ARGS: more than %u bytes", ARGS_MAX_BYTES);
+            goto out;
+        }
+    }
+    r = json_parse(in.data ? in.data : "", in.len, ARGS_MAX_BYTES, &o, &e);
+    if (r < 0) {
+        log_error(log,
+                  "JSON-ARGS%s is not JSON: %s (write it as a JSON object, e.g. "
+                  "'{\"message\": \"hi\"}')",
+                  strcmp(arg, "-") == 0 ? " (from stdin)" : "", err_msg(&e));
+        goto out;
+    }
+    if (!json_object_is_type(o, json_type_object)) {
+        log_error(log,
+                  "JSON-ARGS must be a JSON object of the tool's arguments (e.g. "
+                  "'{\"message\": \"hi\"}'), not %s",
+                  json_type_desc(json_object_get_type(o)));
+        r = -EINVAL;
+        goto out;
+    }
+    *ret = o;
+    o = NULL;
+    r = 0;
+out:
+    json_object_put(o);
+    buf_release(&in);
+    return r;
+}
+
+int cmd_call(int argc, char **argv, const struct args_globals *g, struct log *log)
+{
+    struct client c = {.kind = CLIENT_CALL, .log = log};
+    int status;
+
+    if (args_wants_help(argc, argv)) {
+        fputs(call_help, stdout);
+        return BRIDGE_EXIT_OK;
+    }
+    if (client_options(&c, argc, argv) < 0)
+        return BRIDGE_EXIT_USAGE;
+    int n = argc - optind;
+    if (n < 2 || n > 3) {
+        log_error(log, "call takes SERVER TOOL [JSON-ARGS] (see 'mcp-bridge call --help')");
+        return BRIDGE_EXIT_USAGE;
+    }
+    c.tool = argv[optind + 1];
+    if (!*c.tool) {
+        log_error(log, "call: the TOOL name is empty");
+        return BRIDGE_EXIT_USAGE;
+    }
+    if (n == 3) {
+        if (parse_args(argv[optind + 2], log, &c.args) < 0)
+            return BRIDGE_EXIT_USAGE;
+    } else {
+        c.args = json_object_new_object();
+        if (!c.args)
+            return BRIDGE_EXIT_FAILED;
+    }
+    status = client_run(&c, argv[optind], g);
+    json_object_put(c.args);
+    return status;
+}

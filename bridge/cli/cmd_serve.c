@@ -1,0 +1,403 @@
+/* cmd_serve.c - "serve" (aggregate mode) and "connect" (single mode): the bridge on stdin/stdout
+ *
+ * Both run the downstream (downstream.h) on the loop with the agent on stdin/stdout, which are
+ * made non-blocking for the time being and given back as they were (the descriptions may be
+ * shared with the parent, a terminal or the agent's other children). Everything said to the
+ * user goes to stderr: stdout carries the protocol. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "credkit/buf.h"
+#include "credkit/mcp_config.h"
+#include "credkit/textsafe.h"
+
+#include "cli/cli.h"
+#include "creds/cred_setup.h"
+#include "downstream/downstream.h"
+#include "core/loop.h"
+
+#define MAX_HEADERS 64
+
+static const char serve_help[] =
+    "usage: mcp-bridge [serve] [--connect-timeout D]\n"
+    "\n"
+    "Serve every valid server of the layered configuration as one MCP server on stdin/stdout:\n"
+    "this is what the agent runs. Tools and prompts are named mcp_<server>_<tool> (see\n"
+    "settings.toolPrefix), resources keep their URIs. Servers connect in parallel; one that is\n"
+    "slow or broken never holds the others back, and one that comes later is announced with\n"
+    "list_changed. Invalid entries are reported (on stderr, as every log) and skipped.\n"
+    "\n"
+    "  --connect-timeout D  how long a server may take to connect (default 15s)\n"
+    "\n"
+    "signals: SIGHUP reloads the configuration (servers added, removed or changed connect or\n"
+    "disconnect; the rest are left alone; a configuration that cannot be read is not applied).\n"
+    "SIGTERM, SIGINT and the end of stdin shut down cleanly (every server closed, every child\n"
+    "reaped).\n"
+    "\n"
+    "examples:\n"
+    "  mcp-bridge\n"
+    "  mcp-bridge --config ~/work/mcp.json --connect-timeout 30s\n"
+    "  claude mcp add bridge -- mcp-bridge\n"
+    "  kill -HUP $(pidof mcp-bridge)     # after editing mcp.json\n";
+
+static const char connect_help[] =
+    "usage: mcp-bridge connect SERVER [--header 'Name: value']... [--allow-http]\n"
+    "                          [--connect-timeout D]\n"
+    "\n"
+    "Serve one server on stdin/stdout as it is: its own initialize answer, names, lists and\n"
+    "results, unchanged. SERVER is a name from mcp.json or an http(s) URL (Streamable HTTP,\n"
+    "falling back to HTTP+SSE by itself): a drop-in for 'npx mcp-remote URL'. Logs go to stderr.\n"
+    "\n"
+    "  --header 'Name: value'  an HTTP header for a URL (repeatable); the value may use ${VAR},\n"
+    "                       taken from the environment at each connect, so that no secret has\n"
+    "                       to be written on the command line (values are never printed)\n"
+    "  --allow-http         let credentials go to a plain http:// URL whose host is not\n"
+    "                       loopback (\"allowHttp\": true of an entry), on a network you trust\n"
+    "  --connect-timeout D  how long the server may take to connect (default 15s)\n"
+    "\n"
+    "examples:\n"
+    "  mcp-bridge connect github\n"
+    "  mcp-bridge connect https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n"
+    "  claude mcp add example -- mcp-bridge connect https://mcp.example.com/mcp\n";
+
+/* One run of the bridge. */
+struct serve {
+    struct loop *loop;
+    struct log *log;
+    const struct args_globals *g;
+    struct downstream *d;
+    struct mcp_config *config; /* aggregate: the one applied, for the next reload's diff */
+    struct cred_setup creds;   /* the credentials of every upstream (cred_setup.h) */
+    int in_flags, out_flags;   /* as found, restored at the end (-1: untouched) */
+    int status;
+    bool done;
+};
+
+static int set_nonblock(int fd, int *ret_old)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0)
+        return -errno;
+    if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -errno;
+    *ret_old = fl;
+    return 0;
+}
+
+static void restore_flags(struct serve *s)
+{
+    if (s->in_flags >= 0)
+        (void)fcntl(STDIN_FILENO, F_SETFL, s->in_flags);
+    if (s->out_flags >= 0)
+        (void)fcntl(STDOUT_FILENO, F_SETFL, s->out_flags);
+    s->in_flags = s->out_flags = -1;
+}
+
+static void on_done(int status, void *userdata)
+{
+    struct serve *s = userdata;
+    if (status == -EPIPE)
+        log_info(s->log, "the agent closed its side (stdout): shutting down");
+    else if (status < 0)
+        log_error(s->log, "the connection to the agent broke: %s", strerror(-status));
+    s->status = status < 0 ? BRIDGE_EXIT_FAILED : BRIDGE_EXIT_OK;
+    s->done = true;
+    loop_quit(s->loop, 0);
+}
+
+static void on_stop(int signo, void *userdata)
+{
+    struct serve *s = userdata;
+    log_info(s->log, "%s: shutting down", signo == SIGINT ? "interrupted" : "terminated");
+    downstream_shutdown(s->d);
+}
+
+/* Whether the new configuration lost a file the old one could read: a file being edited is
+ * often not JSON for a moment, and applying that would disconnect all its servers. */
+static const char *new_broken_file(const struct mcp_config *old, const struct mcp_config *c)
+{
+    for (size_t i = 0; i < mcp_config_diag_count(c); i++) {
+        const struct mcp_config_diag *d = mcp_config_diag_at(c, i);
+        bool known = false;
+        for (size_t j = 0; j < mcp_config_diag_count(old) && !known; j++)
+            known = strcmp(mcp_config_diag_at(old, j)->source, d->source) == 0;
+        if (!known)
+            return d->source;
+    }
+    return NULL;
+}
+
+/* Logs what a reload changes: "added x, removed y, changed z" (an entry that became usable or
+ * unusable as written, approved or revoked with mcp-bridge trust, counts as changed). Names
+ * are escaped: they come from files. */
+static void report_changes(struct serve *s, const struct mcp_config *old,
+                           const struct mcp_config *c)
+{
+    struct buf added, removed, changed;
+    buf_init(&added, 4096);
+    buf_init(&removed, 4096);
+    buf_init(&changed, 4096);
+    struct buf shown;
+    buf_init(&shown, 1024);
+    for (size_t i = 0; i < mcp_config_count(c); i++) {
+        const struct mcp_server *e = mcp_config_at(c, i), *o = mcp_config_find(old, e->name);
+        struct buf *b = !o                                                             ? &added
+                        : !json_object_equal(o->raw, e->raw) || !o->error != !e->error ? &changed
+                                                                                       : NULL;
+        if (b && buf_printf(b, "%s'%s'", b->len ? ", " : "", text_escaped(&shown, e->name)) < 0)
+            continue; /* the list is cut: what fits is said */
+    }
+    for (size_t i = 0; i < mcp_config_count(old); i++) {
+        const struct mcp_server *o = mcp_config_at(old, i);
+        if (!mcp_config_find(c, o->name) && buf_printf(&removed, "%s'%s'", removed.len ? ", " : "",
+                                                       text_escaped(&shown, o->name)) < 0)
+            continue;
+    }
+    buf_release(&shown);
+    /* asked for by the user (SIGHUP): said unless -q */
+    enum log_level level = s->g->quiet ? LOG_INFO : LOG_ERROR;
+    if (!added.len && !removed.len && !changed.len)
+        log_msg(s->log, level, "configuration reloaded: no server changed");
+    else
+        log_msg(s->log, level, "configuration reloaded:%s%s%s%s%s%s", added.len ? " added " : "",
+                buf_str(&added), removed.len ? (added.len ? "; removed " : " removed ") : "",
+                buf_str(&removed),
+                changed.len ? (added.len || removed.len ? "; changed " : " changed ") : "",
+                buf_str(&changed));
+    buf_release(&added);
+    buf_release(&removed);
+    buf_release(&changed);
+}
+
+static void on_reload(int signo, void *userdata)
+{
+    struct serve *s = userdata;
+    struct err e = ERR_INIT;
+    (void)signo;
+    log_info(s->log, "SIGHUP: reloading the configuration");
+    struct mcp_config *c = cli_load_config(s->g, s->log);
+    if (!c) {
+        log_error(s->log, "the configuration could not be loaded: the servers stay as they were");
+        return;
+    }
+    const char *broken = new_broken_file(s->config, c);
+    if (broken) {
+        log_error(s->log,
+                  "'%s' cannot be used (see above): the servers stay as they were; fix "
+                  "it and send SIGHUP again",
+                  broken);
+        mcp_config_free(c);
+        return;
+    }
+    int r = downstream_reload(s->d, c, &e);
+    if (r < 0) {
+        log_error(s->log, "cannot apply the new configuration: %s", err_msg(&e));
+        mcp_config_free(c);
+        return;
+    }
+    report_changes(s, s->config, c);
+    mcp_config_free(s->config);
+    s->config = c;
+    s->creds.config = c;
+}
+
+static void on_hup_single(int signo, void *userdata)
+{
+    struct serve *s = userdata;
+    (void)signo;
+    log_info(s->log, "SIGHUP: nothing to reload in single mode (restart 'mcp-bridge connect' "
+                     "to pick up a changed entry)");
+}
+
+/* Runs the downstream until it is done. config is borrowed (kept by the caller). */
+static int run(struct serve *s, enum downstream_mode mode, const struct mcp_config *config,
+               const char *single_name, int64_t connect_timeout_ms)
+{
+    s->creds.log = s->log;
+    s->creds.g = s->g;
+    s->creds.config = config;
+    struct err e = ERR_INIT;
+    int r;
+
+    s->in_flags = s->out_flags = -1;
+    s->status = BRIDGE_EXIT_FAILED;
+    r = loop_new(&s->loop);
+    if (r < 0) {
+        log_error(s->log, "cannot start the event loop: %s", strerror(-r));
+        goto out;
+    }
+    /* signals first, so that none arriving during the start is lost to its default action */
+    r = loop_signal(s->loop, SIGTERM, on_stop, s);
+    if (r >= 0)
+        r = loop_signal(s->loop, SIGINT, on_stop, s);
+    if (r >= 0)
+        r = loop_signal(s->loop, SIGHUP, mode == DOWNSTREAM_AGGREGATE ? on_reload : on_hup_single,
+                        s);
+    if (r < 0) {
+        log_error(s->log, "cannot watch signals: %s", strerror(-r));
+        goto out;
+    }
+    r = set_nonblock(STDIN_FILENO, &s->in_flags);
+    if (r >= 0)
+        r = set_nonblock(STDOUT_FILENO, &s->out_flags);
+    if (r < 0) {
+        log_error(s->log,
+                  "cannot use stdin/stdout (%s): run mcp-bridge with the agent on its "
+                  "stdin and stdout",
+                  strerror(-r));
+        goto out;
+    }
+    s->creds.loop = s->loop;
+    struct downstream_opts o = {
+        .loop = s->loop,
+        .log = s->log,
+        .in_fd = STDIN_FILENO,
+        .out_fd = STDOUT_FILENO,
+        .mode = mode,
+        .config = config,
+        .single_name = single_name,
+        .credentials_new = cred_setup_provider,
+        .credentials_userdata = &s->creds,
+        .connect_timeout_ms = connect_timeout_ms,
+        .on_done = on_done,
+        .userdata = s,
+    };
+    r = downstream_new(&o, &s->d, &e);
+    if (r < 0) {
+        log_error(s->log, "%s", err_msg(&e));
+        goto out;
+    }
+    r = loop_run(s->loop);
+    if (r < 0) {
+        log_error(s->log, "the event loop failed: %s", strerror(-r));
+        s->status = BRIDGE_EXIT_FAILED;
+    } else if (!s->done) {
+        /* the loop ran out of work without on_done: not supposed to happen; say so */
+        log_error(s->log, "the bridge stopped unexpectedly");
+        s->status = BRIDGE_EXIT_FAILED;
+    }
+out:
+    downstream_free(s->d);
+    s->d = NULL;
+    loop_free(s->loop);
+    s->loop = NULL;
+    restore_flags(s);
+    return s->status;
+}
+
+int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log)
+{
+    enum { OPT_CONNECT_TIMEOUT = 256 };
+    static const struct option opts[] = {
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {0},
+    };
+    struct serve s = {.log = log, .g = g};
+    int64_t connect_timeout_ms = 0;
+    int opt;
+
+    if (args_wants_help(argc, argv)) {
+        fputs(serve_help, stdout);
+        return BRIDGE_EXIT_OK;
+    }
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt != OPT_CONNECT_TIMEOUT)
+            return BRIDGE_EXIT_USAGE;
+        if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
+            return BRIDGE_EXIT_USAGE;
+    }
+    if (optind < argc) {
+        log_error(log,
+                  "serve takes no argument, '%s' is one too many (to serve one server: "
+                  "'mcp-bridge connect %s')",
+                  argv[optind], argv[optind]);
+        return BRIDGE_EXIT_USAGE;
+    }
+    s.config = cli_load_config(g, log);
+    if (!s.config)
+        return BRIDGE_EXIT_CONFIG;
+    size_t valid = 0;
+    for (size_t i = 0; i < mcp_config_count(s.config); i++)
+        valid += !mcp_config_at(s.config, i)->error;
+    if (valid == 0)
+        log_warn(log, "no server is configured: the agent sees no tools until one is added "
+                      "('mcp-bridge add') and the configuration reloaded (SIGHUP)");
+    else
+        log_info(log, "serving %zu server%s", valid, valid == 1 ? "" : "s");
+    if (isatty(STDIN_FILENO) && !g->quiet)
+        log_error(log, "reading MCP messages from the terminal: mcp-bridge is meant to be run by "
+                       "an agent (see 'mcp-bridge --help'); Ctrl-D ends");
+    int status = run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms);
+    mcp_config_free(s.config);
+    return status;
+}
+
+int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log *log)
+{
+    enum { OPT_CONNECT_TIMEOUT = 256, OPT_HEADER, OPT_ALLOW_HTTP };
+    static const struct option opts[] = {
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {"header", required_argument, NULL, OPT_HEADER},
+        {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
+        {0},
+    };
+    unsigned flags = 0;
+    struct serve s = {.log = log, .g = g};
+    char *headers[MAX_HEADERS + 1] = {0};
+    size_t n_headers = 0;
+    int64_t connect_timeout_ms = 0;
+    const char *name = NULL;
+    int opt;
+
+    if (args_wants_help(argc, argv)) {
+        fputs(connect_help, stdout);
+        return BRIDGE_EXIT_OK;
+    }
+    while ((opt = getopt_long(argc, argv, "H:", opts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_CONNECT_TIMEOUT:
+            if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
+                return BRIDGE_EXIT_USAGE;
+            break;
+        case 'H':
+        case OPT_HEADER:
+            if (n_headers == MAX_HEADERS) {
+                log_error(log, "--header: at most %d headers", MAX_HEADERS);
+                return BRIDGE_EXIT_USAGE;
+            }
+            if (!strchr(optarg, ':') || optarg[0] == ':') {
+                log_error(log, "--header: a header is written 'Name: value' (see 'mcp-bridge "
+                               "connect --help')");
+                return BRIDGE_EXIT_USAGE;
+            }
+            headers[n_headers++] = optarg;
+            break;
+        case OPT_ALLOW_HTTP:
+            flags |= CLI_ALLOW_HTTP;
+            break;
+        default:
+            return BRIDGE_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 1) {
+        log_error(log, "connect takes exactly one SERVER, a name or a URL (see 'mcp-bridge "
+                       "connect --help')");
+        return BRIDGE_EXIT_USAGE;
+    }
+    /* the header values are registered for redaction as the entry is made (cli.h) */
+    struct mcp_config *c =
+        cli_config_for(argv[optind], (const char *const *)headers, flags, g, log, &name);
+    if (!c)
+        return BRIDGE_EXIT_CONFIG;
+    if (cli_is_url(argv[optind]))
+        s.creds.auth_target = argv[optind]; /* mcp-auth is told the URL: it has no entry */
+    int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms);
+    mcp_config_free(c);
+    return status;
+}

@@ -1,0 +1,194 @@
+/* main.c - mcp-bridge: serve the MCP servers of the layered mcp.json files as one, over stdio */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "credkit/args.h"
+#include "credkit/log.h"
+#include "credkit/secmem.h"
+#include "credkit/version.h"
+
+#include "cli/cli.h"
+
+static const char usage_text[] =
+    "usage: mcp-bridge [OPTIONS] [serve] [--connect-timeout D]\n"
+    "       mcp-bridge [OPTIONS] COMMAND [ARGS]\n"
+    "\n"
+    "An MCP server over stdio that serves the MCP servers of your mcp.json files as one. Run\n"
+    "it as the agent's MCP server (Claude Code, Cursor, pi ...): every server's tools appear\n"
+    "as mcp_<server>_<tool>. SERVER is a server name from mcp.json, or a URL.\n"
+    "\n"
+    "commands:\n"
+    "  serve                serve every configured server on stdin/stdout (the default)\n"
+    "  connect SERVER [--header 'Name: value']...\n"
+    "                       serve one server as it is, names unchanged (replaces\n"
+    "                       'npx mcp-remote URL')\n"
+    "  test SERVER [--json] connect, list the tools, disconnect\n"
+    "  call SERVER TOOL [JSON-ARGS] [--json] [--timeout D]\n"
+    "                       call one tool and print its result\n"
+    "  list                 the configured servers, where they come from, their problems,\n"
+    "                       the credentials each needs and their state\n"
+    "  add                  add a server (guided on a terminal, or by flags)\n"
+    "  remove SERVER        remove a server from its file\n"
+    "  trust [--project DIR] [--yes] [--revoke]\n"
+    "                       review and approve the servers a project's files define: they\n"
+    "                       are not used until approved (a changed one needs it again)\n"
+    "\n"
+    "options:\n"
+    "  --config PATH        read this file instead of ~/.pi/agent/mcp.json\n"
+    "  --mcp-config PATH    the same (the pi adapter's name for it)\n"
+    "  -v, --verbose        say more (twice: debug, every message exchanged)\n"
+    "  -q, --quiet          errors only\n"
+    "  -h, --help           this help ('mcp-bridge COMMAND --help' for a command)\n"
+    "  -V, --version        print the version\n"
+    "\n"
+    "configuration, lowest to highest priority: the bundled file, ~/.config/mcp/mcp.json,\n"
+    "~/.pi/agent/mcp.json (or --config), .mcp.json and .pi/mcp.json in the working directory\n"
+    "(the project's: used once approved with 'mcp-bridge trust').\n"
+    "\n"
+    "examples:\n"
+    "  mcp-bridge                               # what the agent runs\n"
+    "  mcp-bridge test github\n"
+    "  mcp-bridge call github search_issues '{\"query\": \"bridge\"}'\n"
+    "  mcp-bridge connect https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n"
+    "  claude mcp add bridge -- mcp-bridge      # register it in Claude Code\n"
+    "\n"
+    "credentials: ${NAME} is asked of 'secrets' (a recipe, else the environment), OAuth of\n"
+    "'mcp-auth', at each connect; CREDKIT_SECRETS and CREDKIT_MCP_AUTH name the helpers.\n"
+    "\n"
+    "exit status: 0 ok, 1 the server failed (could not connect, the call failed), 2 usage\n"
+    "error, 3 configuration error (server not found or invalid), 4 the tool reported an error,\n"
+    "6 the server needs a sign-in (the message names the command). See docs/bridge.md.\n";
+
+static int usage_error(struct log *log, const char *what)
+{
+    log_error(log, "%s (see 'mcp-bridge --help')", what);
+    return BRIDGE_EXIT_USAGE;
+}
+
+/* "-vv", "-qv": bundled -v/-q (args_take_globals takes them one per argument); and
+ * "--mcp-config PATH" / "--mcp-config=PATH", the pi adapter's name for --config, rewritten to
+ * --config in place, so that it is accepted wherever --config is (before or after the command)
+ * and the last of the two wins. */
+static int take_bundled_flags(int argc, char **argv, struct args_globals *g)
+{
+    static char config_opt[] = "--config";
+    static const char mcp_config[] = "--mcp-config";
+    const size_t k = sizeof(mcp_config) - 1;
+    int w = 1;
+    bool past_dashes = false;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        past_dashes |= strcmp(a, "--") == 0;
+        if (!past_dashes && strcmp(a, mcp_config) == 0) {
+            argv[w++] = config_opt;
+            continue;
+        }
+        if (!past_dashes && strncmp(a, mcp_config, k) == 0 && a[k] == '=') {
+            /* "--mcp-config=PATH" -> "--config=PATH": the same string, 4 bytes shorter */
+            memmove(a + 2, a + 6, strlen(a + 6) + 1);
+            argv[w++] = a;
+            continue;
+        }
+        bool bundled =
+            !past_dashes && a[0] == '-' && a[1] && a[2] && strspn(a + 1, "vq") == strlen(a + 1);
+        if (!bundled) {
+            argv[w++] = argv[i];
+            continue;
+        }
+        for (const char *p = a + 1; *p; p++) {
+            if (*p == 'v')
+                g->verbosity++;
+            else
+                g->quiet = true;
+        }
+    }
+    argv[w] = NULL;
+    return w;
+}
+
+int main(int argc, char **argv)
+{
+    typedef int (*cmd_fn)(int, char **, const struct args_globals *, struct log *);
+    static const struct {
+        const char *name;
+        cmd_fn fn;
+    } cmds[] = {
+        {"serve", cmd_serve},   {"connect", cmd_connect}, {"test", cmd_test},
+        {"call", cmd_call},     {"list", cmd_list},       {"add", cmd_add},
+        {"remove", cmd_remove}, {"trust", cmd_trust},
+    };
+    struct args_globals g = {0};
+    struct log *log;
+    int status;
+
+    /* the agent may go away at any moment: a write to its closed pipe must be an error to
+     * handle (EPIPE), not the end of the process */
+    (void)signal(SIGPIPE, SIG_IGN);
+    (void)secure_harden_process(NULL);
+    log = log_new("mcp-bridge", STDERR_FILENO);
+    if (!log)
+        return BRIDGE_EXIT_FAILED;
+
+    /* global options may come before or after the command ("mcp-bridge test x -v") */
+    argc = take_bundled_flags(argc, argv, &g);
+    argc = args_take_globals(argc, argv, true, &g);
+    log_set_level(log, g.quiet            ? LOG_ERROR
+                       : g.verbosity >= 2 ? LOG_DEBUG
+                       : g.verbosity      ? LOG_INFO
+                                          : LOG_WARN);
+
+    const char *cmd = argc > 1 ? argv[1] : NULL;
+    /* "mcp-bridge help call": the command's own help (the vector lives as long as main) */
+    static char help_opt[] = "--help";
+    char *help_argv[] = {argv[0], argc > 2 ? argv[2] : NULL, help_opt, NULL};
+    if (cmd && strcmp(cmd, "help") == 0 && argc > 2) {
+        argc = 3;
+        argv = help_argv;
+        cmd = argv[1];
+    }
+    if (cmd && (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0)) {
+        fputs(usage_text, stdout);
+        status = BRIDGE_EXIT_OK;
+        goto out;
+    }
+    if (cmd &&
+        (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0)) {
+        printf("mcp-bridge (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
+        status = BRIDGE_EXIT_OK;
+        goto out;
+    }
+    if (!cmd || cmd[0] == '-') {
+        /* no command: serve, with whatever options follow ("mcp-bridge --connect-timeout 5s") */
+        char progname[] = "mcp-bridge serve";
+        argv[0] = progname;
+        optind = 0;
+        status = cmd_serve(argc, argv, &g, log);
+        goto out;
+    }
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        if (strcmp(cmd, cmds[i].name) != 0)
+            continue;
+        char progname[64];
+        (void)snprintf(progname, sizeof(progname), "mcp-bridge %s", cmd);
+        argv[1] = progname; /* getopt's own messages then read "mcp-bridge call: ..." */
+        optind = 0;         /* each command parses its own argv (0: full reset) */
+        status = cmds[i].fn(argc - 1, argv + 1, &g, log);
+        goto out;
+    }
+    char msg[160];
+    (void)snprintf(msg, sizeof(msg), "unknown command '%.64s'", cmd);
+    status = usage_error(log, msg);
+out:
+    /* output cut short (a full disk, a reader gone) must not look like success */
+    if ((fflush(stdout) != 0 || ferror(stdout)) && status == BRIDGE_EXIT_OK) {
+        log_error(log, "cannot write to stdout: %s", strerror(errno));
+        status = BRIDGE_EXIT_FAILED;
+    }
+    log_free(log);
+    return status;
+}

@@ -1,0 +1,139 @@
+/* server_config.h - the bridge's own keys of the MCP configuration.
+ *
+ * common/ reads the layers and the generic entry (credkit/mcp_config.h); the keys only the bridge
+ * acts on are read here, from the entry's raw object and from the merged settings, with the
+ * meanings of the pi adapter (docs/bridge.md has the table):
+ *   per entry   "excludeTools"     tools left out of the agent's list (raw or exposed names)
+ *               "lifecycle"        "lazy" (default), "eager" or "keep-alive"
+ *               "idleTimeout"      minutes an unused server is kept (fractions allowed, 0 never;
+ *                                  or a duration with its unit, "90s"); a number of 1000 or more
+ *                                  is read as minutes with a warning (the old milliseconds?)
+ *               "autoAuth"         sign in by itself when a sign-in is needed (cred_helper.h)
+ *               "directTools"      true, false, or the raw names of the tools listed directly
+ *               "exposeResources"  each resource also as a read tool
+ *               "debug"            the server's stderr at the default log level
+ *   settings    "toolPrefix"       how tools are named (naming.h): "mcp", "server", "short",
+ *                                  "none"
+ *               "idleTimeout"      as per entry; default 10 minutes
+ *               "directTools"      true (default) or false: the proxy tool's context-saving mode
+ *               "disableProxyTool" no "mcp" proxy tool
+ *               "autoAuth"         the same for every entry that does not say
+ *               "authRequiredMessage"  the "login required" text, with ${server}
+ *               "sampling"         false: servers' sampling requests are refused
+ *               "samplingAutoApprove"  accepted, with a warning: the agent approves, not the bridge
+ *               "settleTimeout"    milliseconds the first list waits for connecting servers
+ * The bridge loads its configuration with server_config_load() or server_config_load_object(),
+ * which register the checks below with the loader: an invalid key of an entry makes that entry
+ * invalid (in `mcp-bridge list` as in `serve`), and an invalid setting is a diagnostic of its
+ * file that leaves the lower layers' value in force, as for common's own keys. A key of the
+ * settings the bridge does not know, or a value it reads with a warning, is a diagnostic of the
+ * file too, and the settings still count; warnings about an entry's keys are in its
+ * `warnings`. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "credkit/err.h"
+#include "credkit/macro.h"
+#include "credkit/mcp_config.h"
+#include "config/naming.h"
+
+enum server_lifecycle {
+    SERVER_LIFECYCLE_LAZY,       /* default: connect on first use, close after idleTimeout */
+    SERVER_LIFECYCLE_EAGER,      /* connect at start, close after idleTimeout */
+    SERVER_LIFECYCLE_KEEP_ALIVE, /* connect at start, reconnect whenever it drops, never idle */
+};
+
+/* "directTools" of an entry */
+enum server_direct {
+    SERVER_DIRECT_UNSET = -1, /* absent: settings.directTools decides */
+    SERVER_DIRECT_NONE = 0,   /* false: only through the proxy tool */
+    SERVER_DIRECT_ALL = 1,    /* true: every tool listed directly */
+    SERVER_DIRECT_LIST = 2,   /* a list: those tools (raw names) directly */
+};
+
+/* The bridge's keys of one entry. An embeddable value: zero it (SERVER_CONFIG_INIT), fill it
+ * with server_config_parse(), free what it holds with server_config_release(). */
+struct server_config {
+    char **exclude_tools;            /* NULL-terminated; never NULL once parsed (empty when
+                                      * absent); raw or exposed (prefixed) names */
+    enum server_lifecycle lifecycle; /* LAZY when absent */
+    int64_t idle_timeout_ms;         /* "idleTimeout" (minutes) in ms: -1 absent (the
+                                      * settings'), 0 never */
+    int auto_auth;                   /* "autoAuth": 1 true, 0 false, -1 absent (settings) */
+    enum server_direct direct;       /* "directTools" */
+    char **direct_tools;             /* SERVER_DIRECT_LIST: the names; else NULL */
+    int expose_resources;            /* "exposeResources": 1, 0, -1 absent (false) */
+    bool debug;                      /* "debug": the server's stderr at the default level */
+};
+
+#define SERVER_CONFIG_INIT                                                                         \
+    {                                                                                              \
+        NULL, SERVER_LIFECYCLE_LAZY, -1, -1, SERVER_DIRECT_UNSET, NULL, -1, false                  \
+    }
+
+/* The merged "settings" as the bridge reads them, defaults filled in. */
+struct server_settings {
+    enum mcp_tool_prefix tool_prefix;  /* "toolPrefix"; default MCP_TOOL_PREFIX_MCP */
+    int64_t idle_timeout_ms;           /* "idleTimeout" (minutes); default 10 min; 0 never */
+    bool direct_tools;                 /* "directTools"; default true (see docs/bridge.md) */
+    bool disable_proxy_tool;           /* "disableProxyTool"; default false */
+    bool auto_auth;                    /* "autoAuth"; default false */
+    const char *auth_required_message; /* borrowed from the configuration; NULL: none */
+    bool sampling;                     /* "sampling"; default true */
+    bool sampling_auto_approve;        /* "samplingAutoApprove"; default false */
+    int64_t settle_timeout_ms;         /* "settleTimeout" (ms); default 1500 */
+};
+
+#define SERVER_IDLE_TIMEOUT_DEFAULT_MS   (10 * 60 * 1000)
+#define SERVER_SETTLE_TIMEOUT_DEFAULT_MS 1500
+#define SERVER_SETTLE_TIMEOUT_MAX_MS     60000
+
+/* The settings of c (NULL: the defaults). Values that failed their check at load time are
+ * left at the lower layers' or the default. */
+void server_settings_get(const struct mcp_config *c, struct server_settings *ret);
+
+/* The idle timeout that applies to an entry: 0 (never) for "keep-alive", else its own, else the
+ * settings'. 0: never. */
+int64_t server_config_idle_ms(const struct server_config *sc, const struct server_settings *st);
+
+/* Parses the bridge's keys of raw (an entry, borrowed) into *ret, which is written only on
+ * success (release it with server_config_release()). -EINVAL with the reason, in the words of
+ * the loader ('"lifecycle" must be "lazy", "eager" or "keep-alive", not 'x''), -ENOMEM. A value
+ * read with a warning is no error here: the loader's check reports it (in the entry's
+ * warnings). */
+int server_config_parse(struct json_object *raw, struct server_config *ret,
+                        struct err *e) _must_check_;
+
+/* Frees what sc holds and zeroes it; NULL is fine. */
+void server_config_release(struct server_config *sc);
+
+/* The exposed-name prefix of the configuration (settings.toolPrefix); the default,
+ * MCP_TOOL_PREFIX_MCP, when no layer sets it validly (or for NULL). */
+enum mcp_tool_prefix server_config_tool_prefix(const struct mcp_config *c);
+
+/* Whether entry s signs in by itself: its "autoAuth", else settings.autoAuth, else false. */
+bool server_config_auto_auth(const struct mcp_config *c, const struct mcp_server *s);
+
+/* settings.authRequiredMessage, or NULL. Borrowed from c. */
+const char *server_config_auth_message(const struct mcp_config *c);
+
+/* The loader's checks (mcp_config_opts.check_entry, .check_settings; userdata unused): the
+ * entry's keys parse, every setting has a value of its kind. 1 with the warnings in e, one a
+ * line (mcp_field_warn()), when the keys are accepted with warnings: an "idleTimeout" of 1000
+ * or more, an unknown key of the settings, "samplingAutoApprove". */
+int server_config_check_entry(void *userdata, const char *name, struct json_object *raw,
+                              struct err *e) _must_check_;
+int server_config_check_settings(void *userdata, struct json_object *settings,
+                                 struct err *e) _must_check_;
+
+/* mcp_config_load() and mcp_config_load_object() (same contracts, opts NULL as there) with the
+ * checks above registered. Caller frees with mcp_config_free(). */
+int server_config_load(const struct mcp_config_opts *opts, struct mcp_config **ret,
+                       struct err *e) _must_check_;
+int server_config_load_object(struct json_object *root, const char *source,
+                              const struct mcp_config_opts *opts, struct mcp_config **ret,
+                              struct err *e) _must_check_;

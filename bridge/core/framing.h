@@ -1,0 +1,126 @@
+/* framing.h - newline-delimited JSON messages over a pair of non-blocking descriptors.
+ *
+ * The stdio transport in both directions: the agent's stdin/stdout downstream, a server
+ * child's stdout/stdin upstream. One message per line, no embedded newline (compact JSON never
+ * has one). A framing watches its descriptors on the loop and never blocks.
+ *
+ * Reading: bytes are read straight into one bounded buffer and split on '\n'; one trailing
+ * '\r' is stripped and empty lines are skipped. Each message is handed to on_message as a
+ * pointer into that buffer, valid only during the call (no copy per message). A message longer
+ * than max_frame bytes (not counting its "\r\n") is -E2BIG, detected as soon as that many bytes
+ * without a newline have arrived, not when the newline finally comes. At end of input an
+ * unterminated last line is still delivered, then on_eof is called; writing goes on.
+ *
+ * Writing: framing_send() writes msg + "\n" at once when the descriptor takes it (no copy at
+ * all); whatever it does not take is copied once into the outgoing queue, which is flushed when
+ * the descriptor becomes writable. The queue is bounded (max_pending, -ENOBUFS beyond it) and
+ * framing_pending() tells how full it is, so a forwarder can stop reading its source while its
+ * destination is slow (framing_set_reading) and resume on on_drain.
+ *
+ * SIGPIPE: writing to a pipe whose reader has gone raises SIGPIPE, which kills a process that
+ * has not ignored it; pipes have no MSG_NOSIGNAL. The process should ignore SIGPIPE
+ * (mcp-bridge does so first thing in main). A framing created while SIGPIPE is neither ignored
+ * nor blocked protects each write on a pipe itself (blocks SIGPIPE in the thread around the
+ * write and consumes the one it raised: three more syscalls per write), so a library user
+ * cannot be killed by it, only slowed down. Sockets use send(MSG_NOSIGNAL). Either way the
+ * writer sees EPIPE, reported as -EPIPE.
+ *
+ * Errors: on_error(-errno) means the connection is broken and must be dropped: -E2BIG (frame
+ * over the bound), -EPIPE (the reader went away), or what read()/write() failed with. It is
+ * called at most once, nothing else is called after it, and the framing stops watching its
+ * descriptors; the caller frees it (from inside on_error too). Write errors found inside
+ * framing_send() are also returned by it; on_error follows from the loop. Before a write error
+ * is reported, input already waiting is read and delivered, so a last reply that the peer
+ * wrote before it went away is not lost.
+ *
+ * Callbacks come from the loop, never from inside a framing_* call. Any framing function may
+ * be called from inside a callback, including framing_free() on this framing.
+ *
+ * The descriptors stay the caller's: the framing neither closes them nor changes their flags
+ * (they must already be O_NONBLOCK), and one descriptor may be both rfd and wfd (a socket).
+ * Regular files and /dev/null, which epoll cannot watch, are read and written as poll() sees
+ * them, always ready: /dev/null as input is end of input at once.
+ *
+ * Hang-up while not reading: with on_hangup, a framing whose reading is off still watches rfd
+ * for its writer going away (a pipe's last writer closing, a socket's peer shutting down), so
+ * that a peer which stops while its messages are held back by flow control is noticed at
+ * once rather than at the next read. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "credkit/err.h"
+#include "credkit/macro.h"
+
+#include "core/loop.h"
+
+#define FRAMING_MAX_FRAME_DEFAULT   (16u * 1024u * 1024u)
+#define FRAMING_MAX_PENDING_DEFAULT (64u * 1024u * 1024u)
+
+struct framing;
+
+/* A complete message, without its line end and never empty. msg is borrowed: valid only
+ * during the call, and not NUL-terminated. */
+typedef void (*framing_message_fn)(const char *msg, size_t len, void *userdata);
+/* End of input; reading has stopped, writing still works. */
+typedef void (*framing_eof_fn)(void *userdata);
+/* The connection is broken (see above); nothing follows. */
+typedef void (*framing_error_fn)(int error, void *userdata);
+/* The outgoing queue has become empty (after framing_pending() was > 0). */
+typedef void (*framing_drain_fn)(void *userdata);
+/* The writer of rfd went away while reading was off (framing_set_reading(false)): what it
+ * wrote before is still there to be read when reading resumes, then on_eof follows. Called at
+ * most once. */
+typedef void (*framing_hangup_fn)(void *userdata);
+/* framing_close_write() finished: 0 when everything was written, else -errno. */
+typedef void (*framing_done_fn)(int status, void *userdata);
+
+struct framing_handler {
+    framing_message_fn on_message; /* required when rfd >= 0 */
+    framing_eof_fn on_eof;         /* optional */
+    framing_error_fn on_error;     /* required */
+    framing_drain_fn on_drain;     /* optional */
+    framing_hangup_fn on_hangup;   /* optional: without it a hang-up is seen only by reading */
+};
+
+struct framing_opts {
+    size_t max_frame;   /* 0: FRAMING_MAX_FRAME_DEFAULT */
+    size_t max_pending; /* 0: FRAMING_MAX_PENDING_DEFAULT; bytes queued, line ends included */
+};
+
+/* Starts framing on rfd (input, -1 for none) and wfd (output, -1 for none), both
+ * non-blocking; reading starts at once. h is copied; opts may be NULL. userdata is passed to
+ * every callback. -EINVAL for bad arguments, -ENOMEM. Caller frees with framing_free(), before loop_free(). */
+int framing_new(struct loop *l, int rfd, int wfd, const struct framing_handler *h,
+                const struct framing_opts *opts, void *userdata, struct framing **ret) _must_check_;
+
+/* Sends msg + "\n": written now as far as the descriptor takes it, the rest queued (copied)
+ * and written from the loop. msg stays the caller's and may be reused on return. -EINVAL for
+ * an empty message or one containing '\n', -ENOBUFS when it does not fit within max_pending
+ * (nothing is queued then; the queue is not dropped), -EPIPE (and other write errors) once the
+ * connection is broken, -ESHUTDOWN after framing_close_write() or without wfd. */
+int framing_send(struct framing *f, const char *msg, size_t len) _must_check_;
+
+/* Bytes queued and not yet written. */
+size_t framing_pending(const struct framing *f);
+
+/* Stops (false) or resumes (true) reading; messages already read but not yet delivered wait
+ * too. For flow control. */
+void framing_set_reading(struct framing *f, bool on);
+
+/* Closes the writing direction (not the descriptor): later sends fail with -ESHUTDOWN.
+ * With done: the queue is flushed from the loop and done(status) is called once when it is
+ * empty (0) or writing failed (-errno; then instead of on_error); after that the framing never
+ * touches wfd again and the caller may close it. Without done (NULL): what the descriptor
+ * takes right now is written, the rest discarded, and wfd is released at once; this also
+ * cancels an earlier close with done, whose done is then not called. Reading is unaffected.
+ * -EALREADY when the writing direction was already released; -ESHUTDOWN when a close with
+ * done is already under way and done is given again; -EPIPE etc. when the connection is
+ * already broken. */
+int framing_close_write(struct framing *f, framing_done_fn done, void *userdata) _must_check_;
+
+/* Writes what the descriptor takes right now (no waiting), discards the rest, stops watching
+ * and frees. No callback is called. The descriptors stay the caller's. Safe from inside this
+ * framing's callbacks. NULL-safe. */
+void framing_free(struct framing *f);

@@ -1,0 +1,401 @@
+/* jsonrpc.c - JSON-RPC 2.0 messages: parse once, classify, serialise once */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "credkit/json.h"
+#include "credkit/util.h"
+
+#include "core/jsonrpc.h"
+
+#define SERIALIZE_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+/* Keys are string literals: json-c need not copy them, and the builders add each key once. */
+#define ADD_FLAGS (JSON_C_OBJECT_ADD_KEY_IS_NEW | JSON_C_OBJECT_ADD_CONSTANT_KEY)
+
+/* One tokener per thread, made on first use and reset for every message: a json_tokener
+ * allocates its parse stack and string buffer, which would otherwise be paid for per message.
+ * The key only frees the tokener of a thread that exits; the main thread's lives until exit. */
+static _Thread_local struct json_tokener *tls_tokener;
+static pthread_key_t tokener_key;
+static pthread_once_t tokener_once = PTHREAD_ONCE_INIT;
+static bool tokener_key_ok;
+
+static void tokener_destroy(void *p)
+{
+    if (p)
+        json_tokener_free(p);
+}
+
+static void tokener_key_init(void)
+{
+    tokener_key_ok = pthread_key_create(&tokener_key, tokener_destroy) == 0;
+}
+
+static struct json_tokener *tokener_get(void)
+{
+    if (tls_tokener)
+        return tls_tokener; /* json_parse_with() resets it */
+    struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+    if (!tok)
+        return NULL;
+    json_tokener_set_flags(tok, JSON_TOKENER_FLAGS);
+    (void)pthread_once(&tokener_once, tokener_key_init);
+    /* without the key the tokener still works; a thread that exits then leaks it */
+    if (tokener_key_ok)
+        (void)pthread_setspecific(tokener_key, tok);
+    tls_tokener = tok;
+    return tok;
+}
+
+static struct json_object *member(struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    return json_object_object_get_ex(obj, key, &v) ? v : NULL;
+}
+
+/* Whether obj has the member, and its value (NULL for JSON null) in *ret: one lookup. */
+static bool lookup(struct json_object *obj, const char *key, struct json_object **ret)
+{
+    return json_object_object_get_ex(obj, key, ret);
+}
+
+/* A string without NUL bytes: as a C string it means exactly what it says. */
+static bool is_clean_string(struct json_object *v)
+{
+    if (!json_object_is_type(v, json_type_string))
+        return false;
+    const char *s = json_object_get_string(v);
+    return strlen(s) == (size_t)json_object_get_string_len(v);
+}
+
+/* json-c clamps integers beyond [INT64_MIN, UINT64_MAX] to those limits: two different ids
+ * would come out as one, and the answer would carry an id the sender never used. */
+static bool is_exact_int(struct json_object *v)
+{
+    if (!json_object_is_type(v, json_type_int))
+        return false;
+    int64_t i = json_object_get_int64(v);
+    if (i == INT64_MIN)
+        return false;
+    return i < INT64_MAX || json_object_get_uint64(v) != UINT64_MAX;
+}
+
+static bool is_valid_id(struct json_object *id)
+{
+    if (is_exact_int(id))
+        return true;
+    return is_clean_string(id) && json_object_get_string_len(id) <= JRPC_ID_KEY_MAX;
+}
+
+/* A malformed error (not an object, or no integer code or string message) becomes a
+ * well-formed one that carries the original as data, so that the pending request is settled
+ * and whoever reads the error can rely on its shape. */
+static int repair_error(struct json_object *root, struct json_object **error)
+{
+    struct json_object *orig = *error, *code = NULL, *message = NULL;
+    if (json_object_is_type(orig, json_type_object)) {
+        code = member(orig, "code");
+        message = member(orig, "message");
+        if (json_object_is_type(code, json_type_int) &&
+            json_object_is_type(message, json_type_string))
+            return 0;
+    }
+    int64_t c = JRPC_INTERNAL_ERROR;
+    if (json_object_is_type(code, json_type_int)) {
+        c = json_object_get_int64(code);
+        if (c < INT_MIN || c > INT_MAX)
+            c = JRPC_INTERNAL_ERROR;
+    }
+    const char *msg = json_object_is_type(message, json_type_string)
+                          ? json_object_get_string(message)
+                          : "the peer sent a malformed JSON-RPC error";
+    struct json_object *fixed = jrpc_new_error(NULL, (int)c, msg, orig);
+    if (!fixed)
+        return -ENOMEM;
+    struct json_object *inner = member(fixed, "error");
+    /* replacing a member puts the old value: inner keeps orig alive through its "data" */
+    if (json_object_object_add(root, "error", json_object_get(inner)) < 0) {
+        json_object_put(inner);
+        json_object_put(fixed);
+        return -ENOMEM;
+    }
+    json_object_put(fixed);
+    *error = inner;
+    return 0;
+}
+
+/* Fills m from m->root. Returns 0 (m->kind set) or -ENOMEM. */
+static int classify(struct jrpc_msg *m)
+{
+    struct json_object *root = m->root;
+
+    m->kind = JRPC_INVALID;
+    if (!json_object_is_type(root, json_type_object))
+        return 0; /* a batch, or a scalar */
+
+    struct json_object *id, *method, *version, *params, *result, *error;
+    bool has_id = lookup(root, "id", &id);
+    bool id_ok = has_id && is_valid_id(id);
+    if (id_ok)
+        m->id = id; /* even for an invalid message: an error answer can echo it */
+
+    bool has_method = lookup(root, "method", &method);
+    if (has_method && is_clean_string(method))
+        m->method = json_object_get_string(method);
+
+    (void)lookup(root, "jsonrpc", &version);
+    if (!json_object_is_type(version, json_type_string) ||
+        strcmp(json_object_get_string(version), "2.0") != 0 ||
+        json_object_get_string_len(version) != 3)
+        return 0;
+
+    bool has_result = lookup(root, "result", &result), has_error = lookup(root, "error", &error);
+
+    if (has_method) {
+        if (!m->method || has_result || has_error)
+            return 0;
+        (void)lookup(root, "params", &params);
+        /* MCP params are objects; null is taken for absent, as some peers write it */
+        if (params && !json_object_is_type(params, json_type_object))
+            return 0;
+        if (has_id && !id_ok)
+            return 0;
+        m->params = params;
+        m->kind = has_id ? JRPC_REQUEST : JRPC_NOTIFICATION;
+        return 0;
+    }
+
+    if (!id_ok || has_result == has_error)
+        return 0;
+    if (has_result) {
+        m->result = result;
+    } else {
+        int r = repair_error(root, &error);
+        if (r < 0)
+            return r;
+        m->error = error;
+    }
+    m->kind = JRPC_RESPONSE;
+    return 0;
+}
+
+int jrpc_parse(const char *text, size_t len, size_t max_len, struct jrpc_msg *ret, struct err *e)
+{
+    struct json_object *root = NULL;
+    int r;
+
+    /* said here with the message's size, which the log of a bridge wants to see */
+    if (len > max_len || len >= INT_MAX) {
+        r = err_set(e, -E2BIG, "message of %zu bytes is larger than the limit of %zu bytes", len,
+                    max_len < INT_MAX - 1 ? max_len : (size_t)INT_MAX - 1);
+        goto out;
+    }
+    struct json_tokener *tok = tokener_get();
+    if (!tok) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    /* root stays NULL for a bare JSON null: classified JRPC_INVALID below */
+    r = json_parse_with(tok, text, len, max_len, "message", &root, e);
+    if (r < 0)
+        goto out;
+
+    struct jrpc_msg m = {.root = root};
+    r = classify(&m);
+    if (r < 0) {
+        r = err_set(e, r, "out of memory");
+        goto out;
+    }
+    root = NULL; /* m owns it now */
+    *ret = m;
+    r = 0;
+out:
+    json_object_put(root);
+    return r;
+}
+
+void jrpc_msg_done(struct jrpc_msg *m)
+{
+    if (!m)
+        return;
+    json_object_put(m->root);
+    *m = (struct jrpc_msg){0};
+}
+
+const char *jrpc_serialize(struct json_object *obj, size_t *ret_len)
+{
+    size_t len = 0;
+    const char *s = json_object_to_json_string_length(obj, SERIALIZE_FLAGS, &len);
+    if (s && ret_len)
+        *ret_len = len;
+    return s;
+}
+
+bool jrpc_id_key(struct json_object *id, char *buf, size_t size)
+{
+    if (!buf || size == 0)
+        return false;
+    if (is_exact_int(id)) {
+        int64_t i = json_object_get_int64(id);
+        size_t n = i < 0 ? fmt_i64(buf, size, i) : fmt_u64(buf, size, json_object_get_uint64(id));
+        return n > 0;
+    }
+    if (!is_clean_string(id))
+        return false;
+    size_t len = (size_t)json_object_get_string_len(id);
+    if (len > JRPC_ID_KEY_MAX || len + 2 > size)
+        return false;
+    buf[0] = 's';
+    memcpy(buf + 1, json_object_get_string(id), len + 1);
+    return true;
+}
+
+/* Adds val (a new reference, or NULL for null) under a constant key; on failure puts val. */
+static bool add(struct json_object *obj, const char *key, struct json_object *val)
+{
+    if (json_object_object_add_ex(obj, key, val, ADD_FLAGS) == 0)
+        return true;
+    json_object_put(val);
+    return false;
+}
+
+/* {"jsonrpc":"2.0"} */
+static struct json_object *new_message(void)
+{
+    struct json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    struct json_object *v = json_object_new_string_len("2.0", 3);
+    if (!v || !add(o, "jsonrpc", v)) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Adds a new string member; false on ENOMEM. */
+static bool add_string(struct json_object *obj, const char *key, const char *s)
+{
+    struct json_object *v = json_object_new_string(s);
+    return v && add(obj, key, v);
+}
+
+struct json_object *jrpc_new_request(struct json_object *id, const char *method,
+                                     struct json_object *params)
+{
+    struct json_object *o = new_message();
+    if (!o || !add(o, "id", json_object_get(id)) || !add_string(o, "method", method) ||
+        (params && !add(o, "params", json_object_get(params)))) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
+struct json_object *jrpc_new_notification(const char *method, struct json_object *params)
+{
+    struct json_object *o = new_message();
+    if (!o || !add_string(o, "method", method) ||
+        (params && !add(o, "params", json_object_get(params)))) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
+struct json_object *jrpc_new_result(struct json_object *id, struct json_object *result)
+{
+    struct json_object *o = new_message();
+    struct json_object *res = result ? json_object_get(result) : json_object_new_object();
+    if (!o || !res || !add(o, "id", json_object_get(id))) {
+        json_object_put(res);
+        json_object_put(o);
+        return NULL;
+    }
+    if (!add(o, "result", res)) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
+struct json_object *jrpc_new_error(struct json_object *id, int code, const char *message,
+                                   struct json_object *data)
+{
+    struct json_object *o = new_message();
+    struct json_object *err = json_object_new_object();
+    struct json_object *c = json_object_new_int(code);
+    if (!o || !err || !c || !add(o, "id", json_object_get(id))) {
+        json_object_put(c);
+        goto fail;
+    }
+    if (!add(err, "code", c) || !add_string(err, "message", message) ||
+        (data && !add(err, "data", json_object_get(data))))
+        goto fail;
+    if (!add(o, "error", err)) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+fail:
+    json_object_put(err);
+    json_object_put(o);
+    return NULL;
+}
+
+struct json_object *jrpc_new_tool_error(const char *message)
+{
+    struct json_object *o = json_object_new_object();
+    struct json_object *content = json_object_new_array_ext(1);
+    struct json_object *item = json_object_new_object();
+    if (!o || !content || !item || !add_string(item, "type", "text") ||
+        !add_string(item, "text", message))
+        goto fail;
+    if (json_object_array_add(content, item) < 0)
+        goto fail;
+    item = NULL; /* content owns it */
+    struct json_object *c = content;
+    content = NULL; /* add() takes it, even when it fails */
+    if (!add(o, "content", c))
+        goto fail;
+    if (!add(o, "isError", json_object_new_boolean(1)))
+        goto fail;
+    return o;
+fail:
+    json_object_put(item);
+    json_object_put(content);
+    json_object_put(o);
+    return NULL;
+}
+
+/* params._meta, when params and it are objects */
+static struct json_object *meta_of(struct json_object *params)
+{
+    if (!json_object_is_type(params, json_type_object))
+        return NULL;
+    struct json_object *meta = member(params, "_meta");
+    return json_object_is_type(meta, json_type_object) ? meta : NULL;
+}
+
+struct json_object *jrpc_progress_token(struct json_object *params)
+{
+    struct json_object *token = member(meta_of(params), "progressToken");
+    /* tokens are mapped like ids, so the same rule: jrpc_id_key() works on any token returned */
+    return is_valid_id(token) ? token : NULL;
+}
+
+void jrpc_set_progress_token(struct json_object *params, struct json_object *token)
+{
+    /* only a token jrpc_progress_token would return is ever mapped */
+    if (!jrpc_progress_token(params))
+        return;
+    struct json_object *meta = meta_of(params);
+    /* the key exists: json-c replaces the value in place (putting the old one), which cannot
+     * fail for lack of memory */
+    if (json_object_object_add(meta, "progressToken", json_object_get(token)) < 0)
+        json_object_put(token);
+}

@@ -1,0 +1,1025 @@
+/* downstream.c - the MCP server the agent talks to: its side, dispatch, settling, shutdown and
+ * reload (downstream.h).
+ *
+ * The other parts of the downstream are in the files downstream_int.h names; this one holds
+ * the lifecycles (each an enum, with its legal transitions in one function below), the agent's
+ * side of the connection and its flow control, the dispatch tables of the agent's methods and
+ * notifications, the first round of the catalogue (the first answer to a list waits for every
+ * server to settle, bounded by the settle window; a request naming what is not listed yet, by
+ * the connect timeout), and the object's construction (with the
+ * settings and the metadata cache), reload, shutdown (which saves the cache) and release. */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credkit/json.h"
+
+#include "downstream/downstream_int.h"
+#include "core/framing.h"
+
+/* ---- lifecycles -------------------------------------------------------------------------- */
+
+static bool session_transition_legal(enum ds_session from, enum ds_session to)
+{
+    switch (to) {
+    case DS_SESSION_CONNECTING:
+        return from == DS_SESSION_NEW || from == DS_SESSION_REFUSED;
+    case DS_SESSION_REFUSED:
+        return from == DS_SESSION_CONNECTING;
+    case DS_SESSION_SETTLING:
+        return from == DS_SESSION_NEW;
+    case DS_SESSION_READY:
+        return from == DS_SESSION_CONNECTING || from == DS_SESSION_SETTLING;
+    case DS_SESSION_NEW:
+    default:
+        return false;
+    }
+}
+
+void ds_set_session(struct downstream *d, enum ds_session to)
+{
+    assert(session_transition_legal(d->session, to));
+    (void)session_transition_legal;
+    d->session = to;
+}
+
+static bool phase_transition_legal(enum ds_phase from, enum ds_phase to)
+{
+    switch (to) {
+    case DS_PHASE_SHUTTING:
+        return from == DS_PHASE_RUNNING;
+    case DS_PHASE_FLUSHING:
+        return from == DS_PHASE_SHUTTING;
+    case DS_PHASE_DONE:
+        return from == DS_PHASE_SHUTTING || from == DS_PHASE_FLUSHING;
+    case DS_PHASE_RUNNING:
+    default:
+        return false;
+    }
+}
+
+static void set_phase(struct downstream *d, enum ds_phase to)
+{
+    assert(phase_transition_legal(d->phase, to));
+    (void)phase_transition_legal;
+    d->phase = to;
+}
+
+/* Reading the agent: ON <-> THROTTLED, and OFF (for good) from either. */
+static void set_reading(struct downstream *d, enum ds_reading to)
+{
+    assert(d->reading != DS_READING_OFF && d->reading != to);
+    d->reading = to;
+    if (d->fr)
+        framing_set_reading(d->fr, to == DS_READING_ON);
+}
+
+bool ds_init_seen(const struct downstream *d)
+{
+    return d->session == DS_SESSION_CONNECTING || ds_initialized(d);
+}
+
+bool ds_initialized(const struct downstream *d)
+{
+    return d->session == DS_SESSION_SETTLING || d->session == DS_SESSION_READY;
+}
+
+bool ds_started(const struct downstream *d)
+{
+    return d->session != DS_SESSION_NEW;
+}
+
+bool ds_shutting(const struct downstream *d)
+{
+    return d->phase != DS_PHASE_RUNNING;
+}
+
+bool ds_may_tell(const struct downstream *d)
+{
+    return ds_initialized(d) && !ds_shutting(d);
+}
+
+bool ds_log_debugging(const struct downstream *d)
+{
+    return log_get_level(d->log) >= LOG_DEBUG;
+}
+
+/* ---- sending to the agent ---------------------------------------------------------------- */
+
+void ds_send_json(struct downstream *d, struct json_object *o)
+{
+    if (!d->fr || !o)
+        return;
+    size_t len;
+    const char *text = jrpc_serialize(o, &len);
+    if (!text)
+        return;
+    int r = framing_send(d->fr, text, len);
+    if (r == -ENOBUFS)
+        log_error(d->log, "the agent does not read its messages: one of %zu bytes dropped", len);
+    /* other errors: the framing reports them through on_error */
+    if (d->reading == DS_READING_ON && framing_pending(d->fr) > DOWNSTREAM_AGENT_HIGH_WATER) {
+        /* the agent is slower than its answers: it gets no new requests in until it has read */
+        set_reading(d, DS_READING_THROTTLED);
+        log_debug(d->log, "the client does not keep up: %zu bytes queued for it, not reading it",
+                  framing_pending(d->fr));
+    }
+}
+
+void ds_send_put(struct downstream *d, struct json_object *o)
+{
+    ds_send_json(d, o);
+    json_object_put(o);
+}
+
+void ds_reply_result(struct downstream *d, struct json_object *id, struct json_object *result)
+{
+    if (d->modern && ds_result_hints(result, false, 0) < 0) {
+        json_object_put(result);
+        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    ds_send_put(d, jrpc_new_result(id, result));
+    json_object_put(result);
+}
+
+void ds_reply_error(struct downstream *d, struct json_object *id, int code, const char *message)
+{
+    ds_send_put(d, jrpc_new_error(id, code, message, NULL));
+}
+
+void ds_reply_errorf(struct downstream *d, struct json_object *id, int code, const char *fmt, ...)
+{
+    char text[DS_TEXT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    ds_reply_error(d, id, code, text);
+}
+
+static void reply_empty(struct downstream *d, struct json_object *id)
+{
+    struct json_object *empty = json_object_new_object();
+    if (empty)
+        ds_reply_result(d, id, empty);
+    else
+        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+}
+
+/* ---- the catalogue ----------------------------------------------------------------------- */
+
+void ds_rebuild(struct downstream *d, enum catalog_kind k)
+{
+    if (d->mode != DOWNSTREAM_AGGREGATE)
+        return;
+    struct catalog_source **v = malloc((d->n_servers ? d->n_servers : 1) * sizeof(*v));
+    if (!v) {
+        log_error(d->log, "cannot build the list of %ss: out of memory", CATALOG_KINDS[k].noun);
+        return;
+    }
+    for (size_t i = 0; i < d->n_servers; i++)
+        v[i] = d->servers[i]->src;
+    (void)catalog_rebuild(d->cat, k, v, d->n_servers, ds_may_tell(d)); /* logs its failure */
+    free(v);
+}
+
+static void notify_agent(const char *method, void *userdata)
+{
+    struct downstream *d = userdata;
+    if (d->modern)
+        ds_listen_list_changed(d, method); /* only on the listens that ask for it */
+    else
+        ds_send_put(d, jrpc_new_notification(method, NULL));
+}
+
+/* A server's new lists are announced together once its listing round is over, not one by
+ * one. */
+void ds_announce(struct downstream *d)
+{
+    catalog_announce(d->cat, ds_may_tell(d), notify_agent, d);
+}
+
+static void rebuild_all(struct downstream *d)
+{
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
+        ds_rebuild(d, k);
+    ds_announce(d);
+}
+
+bool ds_answer_list(struct downstream *d, struct json_object *id, enum catalog_kind k)
+{
+    struct json_object *res = json_object_new_object();
+    if (!res ||
+        json_object_object_add(res, CATALOG_KINDS[k].key,
+                               json_object_get(catalog_items(d->cat, k))) < 0 ||
+        (d->modern && ds_result_hints(res, true, ds_list_ttl(d, k)) < 0)) {
+        json_object_put(res);
+        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+        return false;
+    }
+    ds_reply_result(d, id, res);
+    catalog_mark_listed(d->cat, k);
+    return true;
+}
+
+/* ---- settling: the first answer to a list waits for it ---------------------------------- */
+
+/* A held request, handled now as if it had just come: the catalogue is as complete as it
+ * gets. */
+static void handle_held(struct downstream *d, struct ds_pending *p)
+{
+    struct jrpc_msg m;
+    ds_pending_take_request(p, &m);
+    if (m.method && m.id)
+        ds_handle_request(d, &m);
+    json_object_put(m.root);
+}
+
+static void log_unsettled(struct downstream *d)
+{
+    for (size_t i = 0; i < d->n_servers; i++)
+        if (!ds_server_settled(d->servers[i]))
+            log_info(d->log, "server '%s': not connected yet; its tools follow when it is",
+                     d->servers[i]->name);
+}
+
+/* The lists waiting are answered, and with held the requests held for the catalogue handled
+ * again, in the order the agent asked: the list is newest first, so it is walked backwards
+ * (requests handled again meanwhile are newer: they are reached too, and skipped). */
+static void answer_waiting_lists(struct downstream *d, bool held)
+{
+    for (struct list_node *i = d->pending.prev, *prev; i != &d->pending; i = prev) {
+        prev = i->prev;
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        if (p->type == DS_PT_LIST) {
+            ds_answer_list(d, p->id, p->kind);
+            ds_pending_free(p);
+        } else if (held && p->type == DS_PT_HELD) {
+            handle_held(d, p);
+        }
+    }
+}
+
+void ds_on_window_timer(struct loop_timer *t, void *userdata)
+{
+    struct downstream *d = userdata;
+    (void)t;
+    loop_timer_cancel(d->window_timer);
+    d->window_timer = NULL;
+    if (d->session != DS_SESSION_SETTLING || d->lists_open)
+        return;
+    d->lists_open = true;
+    log_unsettled(d);
+    answer_waiting_lists(d, false);
+}
+
+static void settle_now(struct downstream *d)
+{
+    if (d->session != DS_SESSION_SETTLING)
+        return;
+    ds_set_session(d, DS_SESSION_READY);
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
+    loop_timer_cancel(d->window_timer);
+    d->window_timer = NULL;
+    if (!d->lists_open)
+        log_unsettled(d);
+    d->lists_open = true;
+    answer_waiting_lists(d, true);
+}
+
+void ds_settle_check(struct downstream *d)
+{
+    if (d->mode != DOWNSTREAM_AGGREGATE || d->session != DS_SESSION_SETTLING || ds_shutting(d))
+        return;
+    for (size_t i = 0; i < d->n_servers; i++)
+        if (!ds_server_settled(d->servers[i]))
+            return;
+    settle_now(d);
+}
+
+void ds_on_settle_timer(struct loop_timer *t, void *userdata)
+{
+    struct downstream *d = userdata;
+    (void)t;
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
+    if (d->mode == DOWNSTREAM_AGGREGATE)
+        settle_now(d);
+    else
+        ds_single_timeout(d);
+}
+
+/* ---- the agent's requests ---------------------------------------------------------------- */
+
+const struct ds_method *ds_method_find(const struct ds_method *table, size_t n, const char *method)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(table[i].method, method) == 0)
+            return &table[i];
+    return NULL;
+}
+
+void ds_set_level(struct downstream *d, struct jrpc_msg *m)
+{
+    const char *level = json_get_string(m->params, "level");
+    if (!level) {
+        ds_reply_error(d, m->id, JRPC_INVALID_PARAMS, "logging/setLevel needs params.level");
+        return;
+    }
+    char *copy = strdup(level);
+    if (!copy) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    free(d->log_level);
+    d->log_level = copy;
+    if (d->mode == DOWNSTREAM_SINGLE) {
+        /* passed through; remembered for reconnects */
+        ds_forward(d, m, d->servers[0], false);
+        return;
+    }
+    for (size_t i = 0; i < d->n_servers; i++)
+        ds_apply_level(d, d->servers[i]);
+    reply_empty(d, m->id);
+}
+
+/* tools/list, prompts/list, resources/list, resources/templates/list: from the catalogue,
+ * once it has settled or the settle window passed. */
+static void handle_list(struct downstream *d, struct jrpc_msg *m)
+{
+    enum catalog_kind k = (enum catalog_kind)catalog_kind_of(m->method);
+    if (d->session == DS_SESSION_READY || d->lists_open) {
+        ds_answer_list(d, m->id, k);
+        return;
+    }
+    struct ds_pending *p = ds_pending_new(d, DS_PT_LIST, m->id, m->method);
+    if (!p)
+        ds_reply_too_many(d, m->id);
+    else
+        p->kind = k;
+}
+
+/* Aggregate mode, once initialized. */
+static const struct ds_method AGGREGATE_METHODS[] = {
+    {"tools/call", ds_forward_tool_call},
+    {"tools/list", handle_list},
+    {"prompts/list", handle_list},
+    {"resources/list", handle_list},
+    {"resources/templates/list", handle_list},
+    {"prompts/get", ds_forward_prompt_get},
+    {"resources/read", ds_forward_resource},
+    {"resources/subscribe", ds_forward_resource},
+    {"resources/unsubscribe", ds_forward_resource},
+    {"completion/complete", ds_forward_completion},
+    {"logging/setLevel", ds_set_level},
+};
+
+/* The methods the 2026-07-28 revision removed: a modern agent gets -32601 for them. */
+static bool removed_method(const char *method)
+{
+    static const char *const removed[] = {"ping", "logging/setLevel", "resources/subscribe",
+                                          "resources/unsubscribe"};
+    for (size_t i = 0; i < ELEMENTSOF(removed); i++)
+        if (strcmp(removed[i], method) == 0)
+            return true;
+    return false;
+}
+
+static void discover(struct downstream *d, struct jrpc_msg *m)
+{
+    if (d->mode == DOWNSTREAM_SINGLE) {
+        ds_single_discover(d, m);
+        return;
+    }
+    struct json_object *res = ds_aggregate_discover(d);
+    if (res)
+        ds_reply_result(d, m->id, res);
+    else
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+}
+
+/* A request the session may take, to the mode's handler. */
+static void dispatch(struct downstream *d, struct jrpc_msg *m)
+{
+    if (d->mode == DOWNSTREAM_SINGLE) {
+        ds_single_request(d, m);
+        return;
+    }
+    const struct ds_method *h =
+        ds_method_find(AGGREGATE_METHODS, ELEMENTSOF(AGGREGATE_METHODS), m->method);
+    if (h)
+        h->handle(d, m);
+    else
+        ds_reply_errorf(d, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s'", m->method);
+}
+
+/* A modern agent's request (downstream_modern.c). */
+static void modern_request(struct downstream *d, struct jrpc_msg *m)
+{
+    if (strcmp(m->method, "initialize") == 0) {
+        ds_reply_errorf(d, m->id, JRPC_INVALID_REQUEST, "this session uses %s (no initialize)",
+                        UPSTREAM_PROTOCOL_MODERN);
+        return;
+    }
+    if (!ds_modern_check(d, m))
+        return;
+    if (removed_method(m->method)) {
+        ds_reply_errorf(d, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s' (not in %s)",
+                        m->method, UPSTREAM_PROTOCOL_MODERN);
+        return;
+    }
+    if (strcmp(m->method, "server/discover") == 0) {
+        discover(d, m);
+        return;
+    }
+    if (strcmp(m->method, "subscriptions/listen") == 0) {
+        ds_listen_open(d, m);
+        return;
+    }
+    dispatch(d, m);
+}
+
+void ds_handle_request(struct downstream *d, struct jrpc_msg *m)
+{
+    /* two answers with one id would be the agent's to untangle: the second request is not
+     * taken (JSON-RPC ids are unique among the requests in flight) */
+    if (ds_pending_find(d, m->id)) {
+        ds_reply_errorf(d, m->id, JRPC_INVALID_REQUEST,
+                        "id already in use: a request with this id is still in flight");
+        return;
+    }
+    /* before any initialize, a request of the 2026-07-28 era makes the agent modern (when its
+     * _meta is right: an agent that is told the version is wrong may still initialize) */
+    if (!d->modern && d->session == DS_SESSION_NEW && ds_modern_opening(m)) {
+        if (!ds_modern_check(d, m) || ds_modern_start(d, m) < 0)
+            return;
+    }
+    if (d->modern) {
+        modern_request(d, m);
+        return;
+    }
+    /* single mode passes ping on too, once there is a session to ask (a modern server has no
+     * ping: the bridge answers it) */
+    if (strcmp(m->method, "ping") == 0 &&
+        !(d->mode == DOWNSTREAM_SINGLE && ds_initialized(d) &&
+          upstream_era(d->servers[0]->u) != UPSTREAM_ERA_MODERN)) {
+        struct json_object *empty = json_object_new_object();
+        if (empty)
+            ds_reply_result(d, m->id, empty);
+        return;
+    }
+    if (strcmp(m->method, "initialize") == 0) {
+        ds_handle_initialize(d, m);
+        return;
+    }
+    if (!ds_initialized(d)) {
+        ds_reply_error(d, m->id, JRPC_INVALID_REQUEST, "not initialized: send initialize first");
+        return;
+    }
+    dispatch(d, m);
+}
+
+/* ---- the agent's notifications and answers ----------------------------------------------- */
+
+static void on_cancelled(struct downstream *d, struct jrpc_msg *m)
+{
+    ds_cancel_request(d, m->params);
+}
+
+static void on_initialized(struct downstream *d, struct jrpc_msg *m)
+{
+    /* every upstream sends its own */
+    (void)d;
+    (void)m;
+}
+
+static void on_roots_changed(struct downstream *d, struct jrpc_msg *m)
+{
+    for (size_t i = 0; i < d->n_servers; i++) {
+        int r = upstream_notify(d->servers[i]->u, m->method, m->params);
+        if (r < 0)
+            log_debug(d->log, "server '%s': %s not sent: %s", d->servers[i]->name, m->method,
+                      strerror(-r));
+    }
+}
+
+static const struct ds_method NOTIFICATIONS[] = {
+    {"notifications/cancelled", on_cancelled},
+    {"notifications/initialized", on_initialized},
+    {"notifications/roots/list_changed", on_roots_changed},
+    {"notifications/progress", ds_bridged_progress},
+};
+
+static void handle_notification(struct downstream *d, struct jrpc_msg *m)
+{
+    const struct ds_method *h = ds_method_find(NOTIFICATIONS, ELEMENTSOF(NOTIFICATIONS), m->method);
+    if (h) {
+        h->handle(d, m);
+    } else if (d->mode == DOWNSTREAM_SINGLE && ds_initialized(d)) {
+        int r = upstream_notify(d->servers[0]->u, m->method, m->params);
+        (void)r;
+    } else {
+        log_debug(d->log, "client notification %s ignored", m->method);
+    }
+}
+
+static void on_agent_message(const char *text, size_t len, void *userdata)
+{
+    struct downstream *d = userdata;
+    struct jrpc_msg m = {0};
+    struct err e = ERR_INIT;
+
+    if (ds_shutting(d))
+        return;
+    int r = jrpc_parse(text, len, FRAMING_MAX_FRAME_DEFAULT, &m, &e);
+    if (r < 0) {
+        if (r == -EBADMSG)
+            ds_reply_errorf(d, NULL, JRPC_PARSE_ERROR, "parse error: %s", err_msg(&e));
+        else
+            ds_reply_errorf(d, NULL, JRPC_INTERNAL_ERROR, "cannot read the message: %s",
+                            err_msg(&e));
+        return;
+    }
+    switch (m.kind) {
+    case JRPC_REQUEST:
+        ds_handle_request(d, &m);
+        break;
+    case JRPC_NOTIFICATION:
+        if (ds_init_seen(d))
+            handle_notification(d, &m);
+        break;
+    case JRPC_RESPONSE:
+        ds_bridged_response(d, &m);
+        break;
+    default:
+        /* a broken answer (to a request of a server) gets none: there is nobody to tell */
+        if (!m.method && (json_object_object_get_ex(m.root, "result", NULL) ||
+                          json_object_object_get_ex(m.root, "error", NULL)))
+            break;
+        ds_reply_error(d, m.id, JRPC_INVALID_REQUEST,
+                       "invalid request: not a JSON-RPC 2.0 message");
+        break;
+    }
+    jrpc_msg_done(&m);
+}
+
+static void on_agent_eof(void *userdata)
+{
+    struct downstream *d = userdata;
+    log_debug(d->log, "the client closed its side: shutting down");
+    downstream_shutdown(d);
+}
+
+static void on_agent_error(int error, void *userdata)
+{
+    struct downstream *d = userdata;
+    framing_free(d->fr);
+    d->fr = NULL;
+    if (!d->status)
+        d->status = error;
+    if (error == -E2BIG)
+        log_error(d->log, "the client sent a message over %u bytes: closing",
+                  FRAMING_MAX_FRAME_DEFAULT);
+    else if (error != -EPIPE)
+        log_error(d->log, "the client connection broke: %s", strerror(-error));
+    if (ds_shutting(d))
+        ds_check_shutdown(d);
+    else
+        downstream_shutdown(d);
+}
+
+/* Everything queued for the agent is written: read it again (never once shutting down, which
+ * stops reading for good). */
+static void on_agent_drain(void *userdata)
+{
+    struct downstream *d = userdata;
+    if (d->reading != DS_READING_THROTTLED || !d->fr)
+        return;
+    set_reading(d, DS_READING_ON);
+    log_debug(d->log, "the client caught up: reading it again");
+}
+
+/* The agent closed its side while its requests were held back (it did not read its answers):
+ * it is gone, whatever it still reads; what it wrote last is not read any more. */
+static void on_agent_hangup(void *userdata)
+{
+    struct downstream *d = userdata;
+    log_info(d->log,
+             "the client closed its side while not reading its answers (%zu bytes "
+             "queued for it): shutting down",
+             framing_pending(d->fr));
+    downstream_shutdown(d);
+}
+
+static const struct framing_handler agent_handler = {
+    .on_message = on_agent_message,
+    .on_eof = on_agent_eof,
+    .on_error = on_agent_error,
+    .on_drain = on_agent_drain,
+    .on_hangup = on_agent_hangup,
+};
+
+/* ---- shutdown ---------------------------------------------------------------------------- */
+
+static void run_done(void *userdata)
+{
+    struct ds_done_call *dc = userdata;
+    struct downstream *d = dc->d;
+    int status = dc->status;
+    free(dc);
+    if (!d)
+        return; /* freed meanwhile */
+    d->done_call = NULL;
+    d->on_done(status, d->userdata); /* last: the caller may free d here */
+}
+
+static void finish(struct downstream *d, int status)
+{
+    if (d->phase == DS_PHASE_DONE)
+        return;
+    set_phase(d, DS_PHASE_DONE);
+    loop_timer_cancel(d->shutdown_timer);
+    d->shutdown_timer = NULL;
+    struct ds_done_call *dc = calloc(1, sizeof(*dc));
+    if (dc) {
+        dc->d = d;
+        dc->status = status;
+        if (loop_defer(d->loop, run_done, dc) == 0) {
+            d->done_call = dc;
+            return;
+        }
+        free(dc);
+    }
+    d->on_done(status, d->userdata); /* no memory for a deferred call: now */
+}
+
+static void on_flushed(int status, void *userdata)
+{
+    struct downstream *d = userdata;
+    if (status < 0 && !d->status)
+        d->status = status;
+    finish(d, d->status);
+}
+
+void ds_check_shutdown(struct downstream *d)
+{
+    if (d->phase != DS_PHASE_SHUTTING || d->n_servers || d->n_closing)
+        return;
+    set_phase(d, DS_PHASE_FLUSHING);
+    /* the answers still queued for the agent go out first */
+    if (d->fr && framing_close_write(d->fr, on_flushed, d) == 0)
+        return;
+    finish(d, d->status);
+}
+
+static void on_shutdown_timer(struct loop_timer *t, void *userdata)
+{
+    struct downstream *d = userdata;
+    (void)t;
+    loop_timer_cancel(d->shutdown_timer);
+    d->shutdown_timer = NULL;
+    log_warn(d->log, "shutdown took longer than %d s: stopping what is left",
+             DOWNSTREAM_SHUTDOWN_MS / 1000);
+    while (d->n_closing)
+        ds_server_finish(d, d->closing[d->n_closing - 1]); /* killed and reaped */
+    while (d->n_servers) {
+        struct ds_server *s = d->servers[--d->n_servers];
+        ds_server_finish(d, s);
+    }
+    if (d->fr) {
+        int r = framing_close_write(d->fr, NULL, NULL); /* what it takes now; the rest goes */
+        (void)r;
+    }
+    finish(d, d->status);
+}
+
+/* What waits for the catalogue or the upstream's handshake is answered now, newest first. */
+static void answer_waiting(struct downstream *d)
+{
+    struct list_node *i, *tmp;
+    list_for_each_safe (i, tmp, &d->pending) {
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        if (p->type == DS_PT_LIST) {
+            ds_answer_list(d, p->id, p->kind);
+            ds_pending_free(p);
+        } else if (p->type == DS_PT_LISTEN) {
+            ds_listen_end(p, true); /* its closing result */
+        } else if (p->type != DS_PT_CALL) {
+            ds_reply_error(d, p->id, JRPC_CONNECTION_CLOSED, "mcp-bridge is shutting down");
+            ds_pending_free(p);
+        }
+    }
+}
+
+void downstream_shutdown(struct downstream *d)
+{
+    if (!d || ds_shutting(d))
+        return;
+    set_phase(d, DS_PHASE_SHUTTING);
+    set_reading(d, DS_READING_OFF);
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
+    loop_timer_cancel(d->window_timer);
+    d->window_timer = NULL;
+    if (loop_timer_add(d->loop, DOWNSTREAM_SHUTDOWN_MS, on_shutdown_timer, d, &d->shutdown_timer) <
+        0)
+        d->shutdown_timer = NULL;
+
+    answer_waiting(d);
+    ds_bridged_drop(d, NULL, 0, NULL);
+    /* calls in flight fail with -ESHUTDOWN and are answered from their callbacks */
+    ds_cache_save_now(d); /* what the servers listed last */
+    while (d->n_servers)
+        ds_server_remove(d, d->servers[d->n_servers - 1]);
+    rebuild_all(d); /* no route may point at a server that is gone */
+    ds_check_shutdown(d);
+}
+
+/* ---- construction, reload ---------------------------------------------------------------- */
+
+/* An entry not started: said in the log (reason alone, or after "server 'NAME': " with
+ * prefix), and kept with its reason for the proxy's status. -ENOMEM only. */
+static int ds_skip(struct downstream *d, const char *name, const char *reason, bool prefix)
+{
+    if (prefix)
+        log_warn(d->log, "server '%s': %s", name, reason);
+    else
+        log_warn(d->log, "%s", reason);
+    size_t n = strlen(name), k = strlen(reason);
+    char *rec = malloc(n + k + 2);
+    if (!rec)
+        return -ENOMEM;
+    memcpy(rec, name, n + 1);
+    memcpy(rec + n + 1, reason, k + 1);
+    return strv_push_take(&d->skipped, rec);
+}
+
+static int servers_from_config(struct downstream *d, const struct mcp_config *config, struct err *e)
+{
+    d->loading = config;
+    size_t n = mcp_config_count(config);
+    d->servers = calloc(n ? n : 1, sizeof(*d->servers));
+    if (!d->servers)
+        return err_set(e, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const struct mcp_server *entry = mcp_config_at(config, i);
+        if (entry->error) {
+            if (ds_skip(d, entry->name, entry->error, false) < 0)
+                return err_set(e, -ENOMEM, "out of memory");
+            continue;
+        }
+        struct ds_server *s;
+        struct err e2 = ERR_INIT;
+        int r = ds_server_new(d, entry, &s, &e2);
+        if (r == -ENOMEM)
+            return err_set(e, r, "out of memory");
+        if (r < 0) {
+            if (ds_skip(d, entry->name, err_msg(&e2), true) < 0)
+                return err_set(e, -ENOMEM, "out of memory");
+            continue;
+        }
+        d->servers[d->n_servers++] = s;
+    }
+    return 0;
+}
+
+static int single_from_config(struct downstream *d, const struct mcp_config *config,
+                              const char *name, struct err *e)
+{
+    d->loading = config;
+    const struct mcp_server *entry = name ? mcp_config_find(config, name) : NULL;
+    if (!entry && !name && mcp_config_count(config) == 1)
+        entry = mcp_config_at(config, 0);
+    if (!entry)
+        return err_set(e, -ENOENT, "no server '%s' in the configuration: see 'mcp-bridge list'",
+                       name ? name : "");
+    if (entry->error)
+        return err_set(e, -EINVAL, "%s", entry->error);
+    if (entry->disabled)
+        return err_set(e, -EPERM,
+                       "server '%s' is disabled (\"disabled\": true in its entry): remove that "
+                       "to connect it",
+                       entry->name);
+    d->servers = calloc(1, sizeof(*d->servers));
+    if (!d->servers)
+        return err_set(e, -ENOMEM, "out of memory");
+    int r = ds_server_new(d, entry, &d->servers[0], e);
+    if (r < 0)
+        return r;
+    d->n_servers = 1;
+    return 0;
+}
+
+int downstream_new(const struct downstream_opts *opts, struct downstream **ret, struct err *e)
+{
+    if (!opts || !opts->loop || !opts->log || !opts->on_done || !opts->config || !ret ||
+        opts->in_fd < 0 || opts->out_fd < 0)
+        return err_set(e, -EINVAL, "downstream: missing options");
+    struct downstream *d = calloc(1, sizeof(*d));
+    int r;
+    if (!d)
+        return err_set(e, -ENOMEM, "out of memory");
+    d->loop = opts->loop;
+    d->log = opts->log;
+    d->mode = opts->mode;
+    d->lookup = opts->lookup;
+    d->lookup_userdata = opts->lookup_userdata;
+    d->credentials_new = opts->credentials_new;
+    d->credentials_userdata = opts->credentials_userdata;
+    d->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
+                                                         : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
+    d->on_done = opts->on_done;
+    d->userdata = opts->userdata;
+    list_init(&d->pending);
+    list_init(&d->pool);
+    list_init(&d->bridged);
+    d->ids = hashmap_new();
+    if (!d->ids || ds_subs_init(d) < 0 || catalog_new(d->log, &d->cat) < 0) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    catalog_configure(d->cat, opts->config);
+    server_settings_get(opts->config, &d->settings);
+    d->settings.auth_required_message = NULL; /* borrowed from the configuration */
+    if (d->mode == DOWNSTREAM_AGGREGATE) {
+        struct err e2 = ERR_INIT;
+        r = meta_cache_open(NULL, &d->cache, &e2);
+        if (r == -ENOMEM) {
+            err_set(e, r, "out of memory");
+            goto fail;
+        }
+        if (r < 0)
+            log_info(d->log, "no metadata cache: %s", err_msg(&e2));
+        else if (meta_cache_load_error(d->cache))
+            log_warn(d->log,
+                     "the metadata cache '%s' is not used (it is replaced at the next "
+                     "save): %s",
+                     meta_cache_path(d->cache), meta_cache_load_error(d->cache));
+    }
+
+    if (d->mode == DOWNSTREAM_SINGLE)
+        r = single_from_config(d, opts->config, opts->single_name, e);
+    else
+        r = servers_from_config(d, opts->config, e);
+    if (r < 0)
+        goto fail;
+
+    if (d->mode == DOWNSTREAM_AGGREGATE)
+        rebuild_all(d); /* the lists of servers listed from the cache, before anything connects */
+
+    r = framing_new(d->loop, opts->in_fd, opts->out_fd, &agent_handler, NULL, d, &d->fr);
+    if (r < 0) {
+        err_set(e, r, "cannot watch the client's stdin and stdout: %s", strerror(-r));
+        goto fail;
+    }
+    *ret = d;
+    return 0;
+fail:
+    downstream_free(d);
+    return r;
+}
+
+/* The servers of a new configuration, in its order: kept ones (the entry as written is
+ * unchanged) and new ones (fresh[i] set). -ENOMEM (nothing changed), with e set. */
+static int reload_next(struct downstream *d, const struct mcp_config *config,
+                       struct ds_server **next, bool *fresh, size_t *ret_n, struct err *e)
+{
+    size_t n = mcp_config_count(config), nn = 0;
+    strv_release(&d->skipped); /* said again for the new configuration */
+    for (size_t i = 0; i < n; i++) {
+        const struct mcp_server *entry = mcp_config_at(config, i);
+        if (entry->error) {
+            (void)ds_skip(d, entry->name, entry->error, false); /* only the status lacks it */
+            continue;
+        }
+        struct ds_server *old = ds_server_find(d, entry->name);
+        if (old && json_object_equal(old->raw, entry->raw)) {
+            next[nn++] = old;
+            continue;
+        }
+        struct ds_server *s;
+        struct err e2 = ERR_INIT;
+        int r = ds_server_new(d, entry, &s, &e2);
+        if (r == -ENOMEM) {
+            for (size_t j = 0; j < nn; j++)
+                if (fresh[j])
+                    ds_server_free(next[j]);
+            return err_set(e, r, "out of memory");
+        }
+        if (r < 0) {
+            (void)ds_skip(d, entry->name, err_msg(&e2), true);
+            continue;
+        }
+        fresh[nn] = true;
+        next[nn++] = s;
+    }
+    *ret_n = nn;
+    return 0;
+}
+
+/* Closes every active server not in next (changed ones too: a new one replaces it). */
+static size_t reload_close_removed(struct downstream *d, struct ds_server *const *next, size_t nn)
+{
+    size_t removed = 0;
+    for (size_t i = d->n_servers; i-- > 0;) {
+        struct ds_server *s = d->servers[i];
+        bool kept = false;
+        for (size_t j = 0; j < nn && !kept; j++)
+            kept = next[j] == s;
+        if (!kept) {
+            log_info(d->log, "server '%s': removed from the configuration", s->name);
+            ds_server_remove(d, s);
+            removed++;
+        }
+    }
+    return removed;
+}
+
+int downstream_reload(struct downstream *d, const struct mcp_config *config, struct err *e)
+{
+    if (d->mode != DOWNSTREAM_AGGREGATE)
+        return err_set(e, -EOPNOTSUPP, "a single-server bridge does not reload its configuration");
+    if (ds_shutting(d))
+        return 0;
+
+    size_t n = mcp_config_count(config), nn = 0;
+    struct ds_server **next = calloc(n ? n : 1, sizeof(*next));
+    bool *fresh = calloc(n ? n : 1, sizeof(*fresh));
+    if (!next || !fresh) {
+        free(next);
+        free(fresh);
+        return err_set(e, -ENOMEM, "out of memory");
+    }
+    d->loading = config;
+    server_settings_get(config, &d->settings);
+    d->settings.auth_required_message = NULL;
+    int r = reload_next(d, config, next, fresh, &nn, e);
+    d->loading = NULL;
+    if (r < 0) {
+        free(next);
+        free(fresh);
+        return r;
+    }
+
+    size_t removed = reload_close_removed(d, next, nn), added = 0;
+    free(d->servers);
+    d->servers = next;
+    d->n_servers = nn;
+    catalog_configure(d->cat, config);
+    for (size_t j = 0; j < nn; j++) {
+        if (!fresh[j])
+            continue;
+        added++;
+        if (ds_started(d))
+            ds_server_start(next[j]);
+    }
+    free(fresh);
+    ds_subs_drop_removed(d);
+    log_info(d->log,
+             "configuration reloaded: %zu servers, %zu added or changed, %zu removed or "
+             "changed",
+             nn, added, removed);
+    rebuild_all(d);
+    /* the first lists may have been waiting only for a server that is gone now */
+    ds_settle_check(d);
+    return 0;
+}
+
+void downstream_free(struct downstream *d)
+{
+    if (!d)
+        return;
+    if (d->done_call)
+        d->done_call->d = NULL;
+    loop_timer_cancel(d->settle_timer);
+    loop_timer_cancel(d->window_timer);
+    loop_timer_cancel(d->shutdown_timer);
+    if (d->cache_timer)
+        ds_cache_save_now(d);
+    meta_cache_free(d->cache);
+    for (size_t i = 0; i < d->n_servers; i++)
+        ds_server_free(d->servers[i]); /* calls in flight go with their upstream */
+    for (size_t i = 0; i < d->n_closing; i++)
+        ds_server_free(d->closing[i]);
+    free(d->servers);
+    free(d->closing);
+    strv_release(&d->skipped);
+    ds_mrtr_release_all(d);
+    ds_pending_release_all(d);
+    hashmap_free(d->ids);
+    ds_subs_release(d);
+    ds_bridged_release_all(d);
+    catalog_free(d->cat);
+    framing_free(d->fr);
+    json_object_put(d->agent_caps);
+    json_object_put(d->client_caps);
+    free(d->protocol_version);
+    free(d->log_level);
+    free(d);
+}

@@ -1,0 +1,496 @@
+/* downstream_forward.c - the agent's requests on their way to a server and back.
+ *
+ * Every agent message is parsed once, its id swapped in place where it goes upstream, and
+ * serialised once. Aggregate mode maps exposed names back through the catalogue and routes
+ * resource URIs (downstream.h); a request naming what the catalogue does not know before it
+ * has settled is held until it has. A tools/call that fails in the bridge is answered with a
+ * tool result with isError, other methods with JSON-RPC errors. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credkit/json.h"
+
+#include "downstream/downstream_int.h"
+#include "downstream/proxy_tool.h"
+
+static void tool_error_text(char *buf, size_t size, const struct ds_server *s, int error,
+                            const char *message)
+{
+    const char *what = message && *message ? message : strerror(-error);
+    switch (error) {
+    case -ESHUTDOWN:
+        snprintf(buf, size, "mcp-bridge: server '%s' is not available: %s", s->name, what);
+        break;
+    case CREDENTIALS_LOGIN_REQUIRED:
+    case -EPERM:
+        /* the provider's words: the command that signs in, or widens the grant */
+        snprintf(buf, size, "mcp-bridge: %s", what);
+        break;
+    case -ETIMEDOUT:
+        /* upstream.h: a request that timed out has been cancelled upstream */
+        snprintf(buf, size,
+                 "mcp-bridge: the call timed out: %s. mcp-bridge sent the server "
+                 "notifications/cancelled for it, so it should stop working on it. The call "
+                 "can be retried.",
+                 message && *message ? message : "server did not answer in time");
+        break;
+    case -ECONNRESET:
+        snprintf(buf, size,
+                 "mcp-bridge: the connection to server '%s' was lost during the call (%s); it "
+                 "may or may not have taken effect. The call can be retried.",
+                 s->name, what);
+        break;
+    default:
+        snprintf(buf, size,
+                 "mcp-bridge: the call to server '%s' failed: %s. The call can be "
+                 "retried.",
+                 s->name, what);
+        break;
+    }
+}
+
+static int error_code(int error)
+{
+    switch (error) {
+    case -ETIMEDOUT:
+        return JRPC_REQUEST_TIMEOUT;
+    case -ECONNRESET:
+    case -ENOTCONN:
+    case -ESHUTDOWN:
+    case CREDENTIALS_LOGIN_REQUIRED:
+        return JRPC_CONNECTION_CLOSED;
+    default:
+        return JRPC_INTERNAL_ERROR;
+    }
+}
+
+static void on_call_response(struct upstream_call *c, struct json_object *response, int error,
+                             const char *message, void *userdata)
+{
+    struct ds_pending *p = userdata;
+    struct downstream *d = p->d;
+    (void)c;
+
+    p->call = NULL;
+    if (p->mrtr && ds_mrtr_on_response(p, response, error, message))
+        return;
+    if (!error) {
+        if (p->sub == DS_SUB_ADD && !json_object_object_get_ex(response, "error", NULL))
+            ds_subs_remember(d, p->s, p->sub_uri);
+        /* the id is the agent's again; everything else passes as it is (a modern agent's
+         * result gets what the 2026-07-28 revision asks for, in the same object) */
+        if (ds_modern_response(d, p, response) == 0 &&
+            json_object_object_add(response, "id", json_object_get(p->id)) == 0)
+            ds_send_json(d, response);
+        else
+            ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    } else if (p->tool_call) {
+        char text[DS_TEXT_MAX];
+        tool_error_text(text, sizeof(text), p->s, error, message);
+        ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+    } else {
+        ds_reply_error(d, p->id, error_code(error), message ? message : strerror(-error));
+    }
+    if (ds_log_debugging(d))
+        log_debug(d->log, "%s: server '%s': %s in %" PRId64 " ms", p->method, p->s->name,
+                  error                                                ? "failed"
+                  : json_object_object_get_ex(response, "error", NULL) ? "error"
+                                                                       : "answered",
+                  loop_now(d->loop) - p->start);
+    ds_pending_free(p);
+}
+
+static void on_call_progress(struct upstream_call *c, struct json_object *params, void *userdata)
+{
+    struct ds_pending *p = userdata;
+    (void)c;
+    ds_send_put(p->d, jrpc_new_notification("notifications/progress", params));
+}
+
+struct ds_pending *ds_forward(struct downstream *d, struct jrpc_msg *m, struct ds_server *s,
+                              bool tool_call)
+{
+    if (d->modern && json_object_object_get_ex(m->params, "requestState", NULL) &&
+        ds_mrtr_resume(d, m, s) != 0)
+        return NULL; /* the bridge's own state: resumed, or refused (answered either way) */
+    struct ds_pending *p = ds_pending_new(d, DS_PT_CALL, m->id, m->method);
+    if (!p) {
+        ds_reply_too_many(d, m->id);
+        return NULL;
+    }
+    p->s = s;
+    p->tool_call = tool_call;
+    ds_modern_forwarding(d, m, p);
+    /* a modern agent answers a modern server's InputRequiredResult itself */
+    int r =
+        upstream_call_ex(s->u, m->method, m->params, 0, d->modern ? UPSTREAM_CALL_INPUT_PASS : 0,
+                         on_call_response, on_call_progress, p, &p->call);
+    if (r < 0) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_pending_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* ---- resource read tools ----------------------------------------------------------------- */
+
+/* A resources/read result as tool content: text as text, a blob as an embedded resource. NULL
+ * on ENOMEM. */
+static struct json_object *contents_as_tool_result(struct json_object *result)
+{
+    struct json_object *contents = json_get_array(result, "contents");
+    struct json_object *res = json_object_new_object(), *content = json_object_new_array();
+    if (!res || !content)
+        goto oom;
+    for (size_t i = 0; contents && i < json_object_array_length(contents); i++) {
+        struct json_object *c = json_object_array_get_idx(contents, i);
+        const char *text = json_get_string(c, "text");
+        struct json_object *item = json_object_new_object();
+        if (!item)
+            goto oom;
+        int r;
+        if (text) {
+            r = json_object_object_add(item, "type", json_object_new_string("text"));
+            if (r >= 0)
+                r = json_object_object_add(item, "text", json_object_new_string(text));
+        } else {
+            r = json_object_object_add(item, "type", json_object_new_string("resource"));
+            if (r >= 0)
+                r = json_object_object_add(item, "resource", json_object_get(c));
+        }
+        if (r < 0 || json_object_array_add(content, item) < 0) {
+            json_object_put(item);
+            goto oom;
+        }
+    }
+    if (!json_object_array_length(content)) {
+        struct json_object *item = jrpc_new_tool_error("the resource has no contents");
+        json_object_put(content);
+        json_object_put(res);
+        /* not an error: an empty resource; the same text without isError */
+        if (item)
+            json_object_object_del(item, "isError");
+        return item;
+    }
+    if (json_object_object_add(res, "content", content) < 0)
+        goto oom; /* json-c keeps no reference to what it failed to add */
+    return res;
+oom:
+    json_object_put(content);
+    json_object_put(res);
+    return NULL;
+}
+
+static void on_resource_tool_response(struct upstream_call *c, struct json_object *response,
+                                      int error, const char *message, void *userdata)
+{
+    struct ds_pending *p = userdata;
+    struct downstream *d = p->d;
+    (void)c;
+
+    p->call = NULL;
+    struct json_object *err = error ? NULL : json_object_object_get(response, "error");
+    if (error) {
+        char text[DS_TEXT_MAX];
+        tool_error_text(text, sizeof(text), p->s, error, message);
+        ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+    } else if (err) {
+        char text[DS_TEXT_MAX];
+        snprintf(text, sizeof(text), "server '%s' could not read the resource: %s", p->s->name,
+                 json_get_string(err, "message") ? json_get_string(err, "message") : "error");
+        ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+    } else {
+        struct json_object *res =
+            contents_as_tool_result(json_object_object_get(response, "result"));
+        if (res)
+            ds_reply_result(d, p->id, res);
+        else
+            ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    }
+    ds_pending_free(p);
+}
+
+/* A read tool of exposeResources: resources/read of uri on s, answered as a tool result. */
+static void forward_resource_tool(struct downstream *d, struct jrpc_msg *m, struct ds_server *s,
+                                  const char *uri)
+{
+    struct ds_pending *p = ds_pending_new(d, DS_PT_CALL, m->id, "resources/read");
+    if (!p) {
+        ds_reply_too_many(d, m->id);
+        return;
+    }
+    p->s = s;
+    p->tool_call = true;
+    struct json_object *params = json_object_new_object();
+    struct json_object *meta = json_object_object_get(m->params, "_meta");
+    int r = params && json_object_object_add(params, "uri", json_object_new_string(uri)) == 0 &&
+                    (!meta || json_object_object_add(params, "_meta", json_object_get(meta)) == 0)
+                ? upstream_call(s->u, "resources/read", params, 0, on_resource_tool_response,
+                                on_call_progress, p, &p->call)
+                : -ENOMEM;
+    json_object_put(params);
+    if (r < 0) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_pending_free(p);
+    }
+}
+
+/* Keeps a request that names something not (yet) in the catalogue until the first round is
+ * over. true when held (or answered: no room). */
+bool ds_hold(struct downstream *d, struct jrpc_msg *m)
+{
+    if (d->session != DS_SESSION_SETTLING)
+        return false;
+    struct ds_pending *p = ds_pending_new(d, DS_PT_HELD, m->id, m->method);
+    if (!p) {
+        ds_reply_too_many(d, m->id);
+        return true;
+    }
+    p->msg = json_object_get(m->root);
+    return true;
+}
+
+/* Names the servers that are not READY, for messages: "" when all are. */
+static void not_ready(struct downstream *d, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < d->n_servers && len + 1 < size; i++) {
+        if (upstream_state(d->servers[i]->u) == UPSTREAM_READY)
+            continue;
+        int n = snprintf(buf + len, size - len, "%s'%s'",
+                         len ? ", " : " (not connected: ", d->servers[i]->name);
+        if (n < 0)
+            break;
+        len += (size_t)n;
+    }
+    if (len && len + 2 < size)
+        memcpy(buf + len, ")", 2);
+}
+
+/* The string member name of o (borrowed, changed in place when the name is mapped back), or
+ * NULL. */
+static struct json_object *string_member(struct json_object *o, const char *name)
+{
+    struct json_object *v = json_object_object_get(o, name);
+    return json_object_is_type(v, json_type_string) ? v : NULL;
+}
+
+/* tools/call, prompts/get: the exposed name back to the server's own */
+/* The server waiting for a sign-in that an unknown tool name belongs to, and the name it would
+ * know the tool by (a copy in *ret_orig's storage: borrowed from name). */
+static struct ds_server *signin_server(struct downstream *d, const char *name,
+                                       const char **ret_orig)
+{
+    for (size_t i = 0; i < d->n_servers; i++) {
+        struct ds_server *s = d->servers[i];
+        if (upstream_state(s->u) != UPSTREAM_LOGIN)
+            continue;
+        const char *orig = catalog_unprefix(d->cat, s->name, name);
+        if (orig) {
+            *ret_orig = orig;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+static void forward_named(struct downstream *d, struct jrpc_msg *m, enum catalog_kind k)
+{
+    struct json_object *nameobj = string_member(m->params, "name");
+    const char *name = nameobj ? json_object_get_string(nameobj) : NULL;
+    if (!name) {
+        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "%s needs params.name, a string", m->method);
+        return;
+    }
+    const char *orig;
+    struct catalog_source *src = catalog_find(d->cat, k, name, &orig);
+    struct catalog_tool t;
+    if (src && k == CATALOG_TOOLS && catalog_tool_find(d->cat, name, &t) && t.resource) {
+        forward_resource_tool(d, m, catalog_source_userdata(src), t.orig);
+        return;
+    }
+    if (!src) {
+        if (ds_hold(d, m))
+            return;
+        struct ds_server *s = k == CATALOG_TOOLS ? signin_server(d, name, &orig) : NULL;
+        if (s) {
+            /* its tools are not known yet: the call says how to sign in, or, after a sign-in,
+             * connects and goes through (upstream.h, LOGIN) */
+            char *copy = strdup(orig); /* orig is inside nameobj's own string */
+            if (!copy || json_object_set_string(nameobj, copy) == 0) {
+                free(copy);
+                ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+                return;
+            }
+            free(copy);
+            ds_forward(d, m, s, true);
+            return;
+        }
+        char nr[512];
+        not_ready(d, nr, sizeof(nr));
+        /* MCP answers an unknown tool with -32602 */
+        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown %s '%s'%s", CATALOG_KINDS[k].noun,
+                        name, nr);
+        return;
+    }
+    if (json_object_set_string(nameobj, orig) == 0) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    ds_forward(d, m, catalog_source_userdata(src), k == CATALOG_TOOLS);
+}
+
+void ds_forward_tool_call(struct downstream *d, struct jrpc_msg *m)
+{
+    const char *name = json_get_string(m->params, "name");
+    if (name && strcmp(name, PROXY_TOOL_NAME) == 0 && catalog_proxy_enabled(d->cat)) {
+        /* what it names may not be listed yet: it waits for the first lists, like a tools/call */
+        if (proxy_tool_waits(m->params) && ds_hold(d, m))
+            return;
+        proxy_tool_call(d, m->id, m->params);
+        return;
+    }
+    forward_named(d, m, CATALOG_TOOLS);
+}
+
+void ds_forward_prompt_get(struct downstream *d, struct jrpc_msg *m)
+{
+    forward_named(d, m, CATALOG_PROMPTS);
+}
+
+/* The server a resource URI belongs to (downstream.h): the catalogue's choice, else - when
+ * only one server has resources - that one; or NULL. */
+struct ds_server *ds_route_uri(struct downstream *d, const char *uri)
+{
+    struct catalog_source *src = catalog_route_uri(d->cat, uri);
+    if (src)
+        return catalog_source_userdata(src);
+    struct ds_server *only = NULL;
+    for (size_t i = 0; i < d->n_servers; i++) {
+        if (!upstream_has_capability(d->servers[i]->u, "resources"))
+            continue;
+        if (only)
+            return NULL;
+        only = d->servers[i];
+    }
+    return only;
+}
+
+static bool is_subscription(const char *method)
+{
+    return strcmp(method, "resources/subscribe") == 0 ||
+           strcmp(method, "resources/unsubscribe") == 0;
+}
+
+static void forward_uri(struct downstream *d, struct jrpc_msg *m, const char *uri)
+{
+    if (!uri) {
+        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "%s needs params.uri, a string", m->method);
+        return;
+    }
+    struct ds_server *s = ds_route_uri(d, uri);
+    if (!s) {
+        if (ds_hold(d, m))
+            return;
+        /* 2026-07-28 has -32602 for it */
+        ds_reply_errorf(d, m->id, d->modern ? JRPC_INVALID_PARAMS : JRPC_RESOURCE_NOT_FOUND,
+                        "resource not found: no server lists '%s'", uri);
+        return;
+    }
+    if (is_subscription(m->method))
+        ds_subs_forward(d, m, s);
+    else
+        ds_forward(d, m, s, false);
+}
+
+void ds_forward_resource(struct downstream *d, struct jrpc_msg *m)
+{
+    forward_uri(d, m, json_get_string(m->params, "uri"));
+}
+
+static void complete_prompt(struct downstream *d, struct jrpc_msg *m, struct json_object *ref)
+{
+    struct json_object *nameobj = string_member(ref, "name");
+    const char *name = nameobj ? json_object_get_string(nameobj) : NULL;
+    const char *orig;
+    struct catalog_source *src = catalog_find(d->cat, CATALOG_PROMPTS, name, &orig);
+    if (!src) {
+        if (name && ds_hold(d, m))
+            return;
+        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown prompt '%s'", name ? name : "");
+        return;
+    }
+    if (json_object_set_string(nameobj, orig) == 0) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    ds_forward(d, m, catalog_source_userdata(src), false);
+}
+
+void ds_forward_completion(struct downstream *d, struct jrpc_msg *m)
+{
+    struct json_object *ref = json_object_object_get(m->params, "ref");
+    const char *type = json_get_string(ref, "type");
+    if (type && strcmp(type, "ref/prompt") == 0) {
+        complete_prompt(d, m, ref);
+    } else if (type && strcmp(type, "ref/resource") == 0) {
+        const char *uri = json_get_string(ref, "uri");
+        struct catalog_source *src = catalog_find(d->cat, CATALOG_TEMPLATES, uri, NULL);
+        if (src)
+            ds_forward(d, m, catalog_source_userdata(src), false);
+        else
+            forward_uri(d, m, uri);
+    } else {
+        ds_reply_error(d, m->id, JRPC_INVALID_PARAMS,
+                       "completion/complete needs params.ref of type 'ref/prompt' or "
+                       "'ref/resource'");
+    }
+}
+
+void ds_cancel_request(struct downstream *d, struct json_object *params)
+{
+    struct json_object *rid = json_object_object_get(params, "requestId");
+    struct ds_pending *p = rid ? ds_pending_find(d, rid) : NULL;
+    /* a request already answered (or never seen) has nothing to cancel; initialize is not
+     * cancelled (MCP) */
+    if (!p || p->type == DS_PT_INIT)
+        return;
+    log_debug(d->log, "%s cancelled by the client", p->method);
+    if (p->type == DS_PT_LISTEN) {
+        ds_listen_end(p, false); /* the agent expects nothing more of it */
+        return;
+    }
+    if (p->call) {
+        struct upstream_call *call = p->call;
+        p->call = NULL;
+        upstream_call_cancel(call, json_get_string(params, "reason"));
+    }
+    ds_pending_free(p);
+}
+
+void ds_fail_pending_of(struct downstream *d, struct ds_server *s)
+{
+    struct list_node *i, *tmp;
+    list_for_each_safe (i, tmp, &d->pending) {
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        if (p->type != DS_PT_CALL || p->s != s)
+            continue;
+        struct upstream_call *call = p->call;
+        p->call = NULL;
+        upstream_call_cancel(call, NULL);
+        if (p->tool_call) {
+            char text[DS_TEXT_MAX];
+            snprintf(text, sizeof(text), "server '%s' was closed before it answered", s->name);
+            ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+        } else {
+            ds_reply_errorf(d, p->id, JRPC_CONNECTION_CLOSED,
+                            "server '%s' was closed before it answered", s->name);
+        }
+        ds_pending_free(p);
+    }
+}

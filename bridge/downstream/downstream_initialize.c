@@ -1,0 +1,275 @@
+/* downstream_initialize.c - the agent's initialize (downstream.h).
+ *
+ * What the agent declares (its protocol version when the bridge knows it; roots, sampling and
+ * elicitation as it declared them) is what every upstream is offered, on every (re)connect.
+ * Aggregate mode answers at once, as the bridge, and starts the upstreams; single mode's
+ * answer waits for its upstream (downstream_single.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credkit/buf.h"
+#include "credkit/json.h"
+#include "credkit/version.h"
+
+#include "downstream/downstream_int.h"
+
+static bool known_version(const char *v)
+{
+    for (size_t i = 0; v && UPSTREAM_PROTOCOL_VERSIONS[i]; i++)
+        if (strcmp(UPSTREAM_PROTOCOL_VERSIONS[i], v) == 0)
+            return true;
+    return false;
+}
+
+/* What the bridge offers in aggregate mode. NULL on ENOMEM. */
+static struct json_object *aggregate_capabilities(void)
+{
+    struct json_object *caps = json_object_new_object();
+    if (!caps)
+        return NULL;
+    static const char *const listed[] = {"tools", "prompts"};
+    for (size_t i = 0; i < ELEMENTSOF(listed); i++) {
+        struct json_object *c = json_object_new_object();
+        if (!c || json_object_object_add(caps, listed[i], c) < 0 ||
+            json_object_object_add(c, "listChanged", json_object_new_boolean(1)) < 0)
+            goto oom;
+    }
+    struct json_object *rc = json_object_new_object();
+    if (!rc || json_object_object_add(caps, "resources", rc) < 0 ||
+        json_object_object_add(rc, "subscribe", json_object_new_boolean(1)) < 0 ||
+        json_object_object_add(rc, "listChanged", json_object_new_boolean(1)) < 0 ||
+        json_object_object_add(caps, "logging", json_object_new_object()) < 0 ||
+        json_object_object_add(caps, "completions", json_object_new_object()) < 0)
+        goto oom;
+    return caps;
+oom:
+    json_object_put(caps);
+    return NULL;
+}
+
+/* Appends the names of the servers that pick says yes to: "'a', 'b' and 'c'". The count. */
+static size_t append_names(struct downstream *d, struct buf *instr,
+                           bool (*pick)(struct ds_server *), int *r)
+{
+    size_t n = 0, total = 0;
+    for (size_t i = 0; i < d->n_servers; i++)
+        total += pick(d->servers[i]);
+    for (size_t i = 0; i < d->n_servers && *r >= 0; i++) {
+        if (!pick(d->servers[i]))
+            continue;
+        *r = buf_printf(instr, "%s'%s'",
+                        n == 0           ? ""
+                        : n + 1 == total ? " and "
+                                         : ", ",
+                        d->servers[i]->name);
+        n++;
+    }
+    return n;
+}
+
+static bool listed_from_cache(struct ds_server *s)
+{
+    return !s->disabled && s->from_cache;
+}
+
+static bool connecting_now(struct ds_server *s)
+{
+    return !s->disabled && !s->from_cache;
+}
+
+/* The instructions, into instr. initialize is answered before any server has connected, so
+ * they name only the servers whose tools are in the lists now, those listed from the metadata
+ * cache; the others are counted, as connecting (their tools come with
+ * notifications/tools/list_changed, or never when they fail). Disabled servers are not
+ * counted. Then the proxy tool, when there is one, and how names are formed. -ENOMEM. */
+static int aggregate_instructions(struct downstream *d, struct buf *instr)
+{
+    size_t cached = 0, connecting = 0;
+    for (size_t i = 0; i < d->n_servers; i++) {
+        cached += listed_from_cache(d->servers[i]);
+        connecting += connecting_now(d->servers[i]);
+    }
+    if (cached + connecting == 0)
+        return buf_append_str(instr, "mcp-bridge: no MCP servers are configured.");
+    int r = buf_append_str(instr, "mcp-bridge serves the tools, prompts and resources of several "
+                                  "MCP servers as one.");
+    if (r >= 0 && cached) {
+        r = buf_append_str(instr, " Listed from its cache: ");
+        append_names(d, instr, listed_from_cache, &r);
+        if (r >= 0)
+            r = buf_append_str(instr, " (a lazy server connects at its first use).");
+    }
+    if (r >= 0 && connecting)
+        r = buf_printf(instr,
+                       " %zu %sserver%s connecting now: %s tools are announced with "
+                       "notifications/tools/list_changed once listed (one that cannot connect "
+                       "is left out).",
+                       connecting, cached ? "more " : "", connecting == 1 ? " is" : "s are",
+                       connecting == 1 ? "its" : "their");
+    if (r >= 0 && catalog_proxy_enabled(d->cat))
+        r = buf_append_str(instr, " The tool 'mcp' shows each server's state, finds tools by "
+                                  "words (search), describes them and calls them, also those "
+                                  "not listed directly.");
+    if (r >= 0)
+        r = buf_printf(instr, " Tool and prompt names are %s.", catalog_naming_desc(d->cat));
+    return r;
+}
+
+static struct json_object *aggregate_init_result(struct downstream *d)
+{
+    struct json_object *res = json_object_new_object();
+    struct json_object *caps = aggregate_capabilities();
+    struct json_object *info = json_object_new_object();
+    struct buf instr;
+    buf_init(&instr, 64 * 1024);
+
+    if (!res || !caps || !info)
+        goto oom;
+    if (json_object_object_add(info, "name", json_object_new_string("mcp-bridge")) < 0 ||
+        json_object_object_add(info, "version", json_object_new_string(PROJECT_VERSION_STR)) < 0)
+        goto oom;
+    if (aggregate_instructions(d, &instr) < 0)
+        goto oom;
+    if (json_object_object_add(res, "protocolVersion",
+                               json_object_new_string(d->protocol_version
+                                                          ? d->protocol_version
+                                                          : UPSTREAM_PROTOCOL_LATEST)) < 0)
+        goto oom;
+    /* json_object_object_add() takes its value even when it fails */
+    struct json_object *c = caps, *in = info;
+    caps = info = NULL;
+    if (json_object_object_add(res, "capabilities", c) < 0 ||
+        json_object_object_add(res, "serverInfo", in) < 0 ||
+        json_object_object_add(res, "instructions", json_object_new_string(buf_str(&instr))) < 0)
+        goto oom;
+    buf_release(&instr);
+    return res;
+oom:
+    buf_release(&instr);
+    json_object_put(res);
+    json_object_put(caps);
+    json_object_put(info);
+    return NULL;
+}
+
+struct json_object *ds_discover_result(struct json_object *caps, struct json_object *info,
+                                       const char *instructions, int64_t ttl_ms)
+{
+    struct json_object *res = json_object_new_object(), *versions = json_object_new_array(),
+                       *meta = json_object_new_object();
+    if (!res || !versions || !meta ||
+        json_object_array_add(versions, json_object_new_string(UPSTREAM_PROTOCOL_MODERN)) < 0)
+        goto oom;
+    struct json_object *v = versions, *mt = meta;
+    versions = meta = NULL; /* json_object_object_add() takes its value even when it fails */
+    if (json_object_object_add(res, "resultType", json_object_new_string("complete")) < 0 ||
+        json_object_object_add(res, "supportedVersions", v) < 0 ||
+        json_object_object_add(res, "capabilities",
+                               caps ? json_object_get(caps) : json_object_new_object()) < 0 ||
+        json_object_object_add(res, "_meta", mt) < 0 ||
+        json_object_object_add(mt, DS_META_SERVER_INFO,
+                               info ? json_object_get(info) : json_object_new_object()) < 0 ||
+        (instructions &&
+         json_object_object_add(res, "instructions", json_object_new_string(instructions)) < 0) ||
+        json_object_object_add(res, "ttlMs", json_object_new_int64(ttl_ms)) < 0 ||
+        json_object_object_add(res, "cacheScope", json_object_new_string("private")) < 0)
+        goto oom;
+    return res;
+oom:
+    json_object_put(res);
+    json_object_put(versions);
+    json_object_put(meta);
+    return NULL;
+}
+
+/* server/discover of a modern agent in aggregate mode: what initialize would say. */
+struct json_object *ds_aggregate_discover(struct downstream *d)
+{
+    struct json_object *init = aggregate_init_result(d);
+    struct json_object *res = init
+                                  ? ds_discover_result(json_object_object_get(init, "capabilities"),
+                                                       json_object_object_get(init, "serverInfo"),
+                                                       json_get_string(init, "instructions"),
+                                                       ds_list_ttl(d, CATALOG_TOOLS))
+                                  : NULL;
+    json_object_put(init);
+    return res;
+}
+
+void ds_start_upstreams(struct downstream *d)
+{
+    for (size_t i = 0; i < d->n_servers;) {
+        struct ds_server *s = d->servers[i];
+        struct err e = ERR_INIT;
+        if (ds_server_make_real(d, s, &e) < 0) {
+            log_error(d->log, "server '%s': %s", s->name, err_msg(&e));
+            if (d->mode == DOWNSTREAM_AGGREGATE) {
+                ds_server_remove(d, s);
+                continue;
+            }
+            i++; /* single mode: the agent's initialize times out, naming the reason */
+            continue;
+        }
+        ds_server_start(s);
+        i++;
+    }
+    if (d->mode == DOWNSTREAM_AGGREGATE && d->session != DS_SESSION_SETTLING)
+        return; /* settled already: every server was listed from the cache */
+    /* the first round (and single mode's initialize) waits at most the connect timeout; in
+     * aggregate mode the first lists wait at most the settle window (settings.settleTimeout,
+     * bounded by the connect timeout) */
+    if (loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer, d, &d->settle_timer) < 0)
+        d->settle_timer = NULL; /* no timer: the first list waits for the servers themselves */
+    int64_t window = d->settings.settle_timeout_ms;
+    if (d->mode == DOWNSTREAM_AGGREGATE && window >= 0 && window < d->connect_timeout_ms &&
+        loop_timer_add(d->loop, window, ds_on_window_timer, d, &d->window_timer) < 0)
+        d->window_timer = NULL; /* the first lists wait for the first round */
+    ds_settle_check(d);
+}
+
+int ds_take_capabilities(struct downstream *d, const char *version, struct json_object *caps)
+{
+    free(d->protocol_version);
+    d->protocol_version = known_version(version) ? strdup(version) : NULL;
+    json_object_put(d->agent_caps);
+    d->agent_caps = caps ? json_object_get(caps) : json_object_new_object();
+    json_object_put(d->client_caps);
+    d->client_caps = json_object_new_object();
+    if (!d->agent_caps || !d->client_caps)
+        return -ENOMEM;
+    /* the capabilities whose requests the bridge forwards, and only as declared: a value that
+     * is not an object (null included) is not a capability */
+    static const char *const offered[] = {"roots", "sampling", "elicitation"};
+    for (size_t i = 0; i < ELEMENTSOF(offered); i++) {
+        struct json_object *v = json_get_object(caps, offered[i]);
+        if (v && json_object_object_add(d->client_caps, offered[i], json_object_get(v)) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+void ds_handle_initialize(struct downstream *d, struct jrpc_msg *m)
+{
+    if (ds_init_seen(d)) {
+        ds_reply_error(d, m->id, JRPC_INVALID_REQUEST, "initialize was already received");
+        return;
+    }
+    if (!ds_started(d) && ds_take_capabilities(d, json_get_string(m->params, "protocolVersion"),
+                                               json_get_object(m->params, "capabilities")) < 0) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    if (d->mode == DOWNSTREAM_SINGLE) {
+        ds_single_initialize(d, m);
+        return;
+    }
+    struct json_object *res = aggregate_init_result(d);
+    if (!res) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    ds_set_session(d, DS_SESSION_SETTLING);
+    ds_reply_result(d, m->id, res);
+    ds_start_upstreams(d);
+}

@@ -1,0 +1,133 @@
+/* downstream_pending.c - the records of the agent's requests the bridge has not answered.
+ *
+ * A request that goes upstream (or waits for the catalogue, or single mode's initialize) gets
+ * a record, reused from a small pool (no malloc per call beyond the map's copy of the key),
+ * the userdata of its upstream_call, so its answer needs no lookup. The records are also in a
+ * map keyed by the canonical text of the agent's id (jrpc_id_key: 1 and "1" differ), for
+ * duplicate ids and cancellation, and on a list, newest first, for the walks that answer
+ * several at once (shutdown, a server that goes away, settling). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credkit/json.h"
+
+#include "downstream/downstream_int.h"
+
+struct ds_pending *ds_pending_find(struct downstream *d, struct json_object *id)
+{
+    char key[JRPC_ID_KEY_MAX + 2];
+    if (!jrpc_id_key(id, key, sizeof(key)))
+        return NULL; /* not an id: no request of the agent has it */
+    return hashmap_get(d->ids, key);
+}
+
+struct ds_pending *ds_pending_new(struct downstream *d, enum ds_pending_type type,
+                                  struct json_object *id, const char *method)
+{
+    char key[JRPC_ID_KEY_MAX + 2];
+    if (d->n_pending >= DS_MAX_PENDING || !jrpc_id_key(id, key, sizeof(key)))
+        return NULL;
+    struct ds_pending *p;
+    struct list_node *n = list_first(&d->pool);
+    if (n) {
+        list_remove(n);
+        d->n_pool--;
+        p = list_entry(n, struct ds_pending, node);
+        memset(p, 0, sizeof(*p));
+    } else {
+        p = calloc(1, sizeof(*p));
+        if (!p)
+            return NULL;
+    }
+    list_init(&p->node);
+    if (hashmap_put(d->ids, key, p) < 0) {
+        free(p); /* -ENOMEM; -EEXIST cannot be: the caller looked the id up */
+        return NULL;
+    }
+    p->d = d;
+    p->type = type;
+    p->id = json_object_get(id);
+    p->start = loop_now(d->loop);
+    if (ds_log_debugging(d)) /* the method is only ever logged */
+        snprintf(p->method, sizeof(p->method), "%s", method ? method : "?");
+    list_add_head(&d->pending, &p->node);
+    d->n_pending++;
+    return p;
+}
+
+void ds_pending_free(struct ds_pending *p)
+{
+    if (!p)
+        return;
+    struct downstream *d = p->d;
+    char key[JRPC_ID_KEY_MAX + 2];
+    list_remove(&p->node);
+    d->n_pending--;
+    if (jrpc_id_key(p->id, key, sizeof(key)))
+        (void)hashmap_remove(d->ids, key);
+    if (p->type == DS_PT_CALL && p->s)
+        ds_server_used(p->s); /* the idle clock starts when the last answer went */
+    ds_mrtr_pending_free(p);
+    p->mrtr = NULL;
+    ds_listen_free(d, p->listen);
+    p->listen = NULL;
+    json_object_put(p->id);
+    json_object_put(p->msg);
+    free(p->sub_uri);
+    if (d->n_pool < DS_POOL_MAX) {
+        list_add_head(&d->pool, &p->node);
+        d->n_pool++;
+    } else {
+        free(p);
+    }
+}
+
+void ds_pending_take_request(struct ds_pending *p, struct jrpc_msg *m)
+{
+    struct json_object *root = p->msg;
+    p->msg = NULL;
+    *m = (struct jrpc_msg){
+        .root = root,
+        .kind = JRPC_REQUEST,
+        .method = json_get_string(root, "method"),
+        .id = json_object_object_get(root, "id"),
+        .params = json_object_object_get(root, "params"),
+    };
+    ds_pending_free(p);
+}
+
+struct ds_pending *ds_pending_find_type(struct downstream *d, enum ds_pending_type t)
+{
+    struct list_node *i;
+    list_for_each (i, &d->pending) {
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        if (p->type == t)
+            return p;
+    }
+    return NULL;
+}
+
+void ds_pending_release_all(struct downstream *d)
+{
+    struct list_node *i, *tmp;
+    list_for_each_safe (i, tmp, &d->pending) {
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        p->call = NULL;
+        p->s = NULL; /* the servers are freed already */
+        ds_pending_free(p);
+    }
+    list_for_each_safe (i, tmp, &d->pool) {
+        list_remove(i);
+        free(list_entry(i, struct ds_pending, node));
+    }
+    d->n_pool = 0;
+}
+
+void ds_reply_too_many(struct downstream *d, struct json_object *id)
+{
+    ds_reply_errorf(d, id, JRPC_INTERNAL_ERROR,
+                    "too many requests in flight (at most %d): wait for some to finish",
+                    DS_MAX_PENDING);
+}

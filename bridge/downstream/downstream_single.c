@@ -1,0 +1,265 @@
+/* downstream_single.c - single mode: one upstream, passed through (downstream.h).
+ *
+ * The agent's initialize waits for the upstream's READY and is answered with the upstream's
+ * own InitializeResult, or refused with the reason once the connect timeout passed or the
+ * upstream failed (the agent may send initialize again, and the bridge tries again too).
+ * Once initialized, every request is forwarded as it is, but for the server's excludeTools:
+ * left out of its tools/list answers and refused in tools/call, as in aggregate mode (without
+ * excludeTools the answers pass untouched). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "credkit/json.h"
+
+#include "downstream/downstream_int.h"
+
+static void answer_init(struct downstream *d, struct ds_pending *p)
+{
+    struct upstream *u = d->servers[0]->u;
+    struct json_object *res = json_object_new_object();
+    const char *instr = upstream_instructions(u);
+    struct json_object *caps = upstream_server_capabilities(u);
+    struct json_object *info = upstream_server_info(u);
+    /* a modern server has no version of the legacy era: the agent's, else the newest one */
+    const char *version =
+        upstream_era(u) == UPSTREAM_ERA_MODERN
+            ? (d->protocol_version ? d->protocol_version : UPSTREAM_PROTOCOL_LATEST)
+            : upstream_protocol_version(u);
+    if (!res)
+        goto oom;
+    if (json_object_object_add(res, "protocolVersion", json_object_new_string(version)) < 0 ||
+        json_object_object_add(res, "capabilities",
+                               caps ? json_object_get(caps) : json_object_new_object()) < 0 ||
+        json_object_object_add(res, "serverInfo",
+                               info ? json_object_get(info) : json_object_new_object()) < 0 ||
+        (instr && json_object_object_add(res, "instructions", json_object_new_string(instr)) < 0))
+        goto oom;
+    ds_reply_result(d, p->id, res);
+    ds_pending_free(p);
+    ds_set_session(d, DS_SESSION_READY);
+    return;
+oom:
+    json_object_put(res);
+    ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    ds_pending_free(p);
+    ds_set_session(d, DS_SESSION_REFUSED);
+}
+
+/* A modern agent's server/discover, the server READY: a modern server's own answer (passed
+ * through), else one made of its InitializeResult. */
+static void discover_now(struct downstream *d, struct jrpc_msg *m)
+{
+    struct ds_server *s = d->servers[0];
+    if (upstream_era(s->u) == UPSTREAM_ERA_MODERN) {
+        ds_forward(d, m, s, false);
+        return;
+    }
+    struct json_object *res =
+        ds_discover_result(upstream_server_capabilities(s->u), upstream_server_info(s->u),
+                           upstream_instructions(s->u), DS_LIST_TTL_MS);
+    if (res)
+        ds_reply_result(d, m->id, res);
+    else
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+}
+
+/* The discover requests waiting for READY, in the order they came (the list is newest
+ * first): answered now, or refused with why (NULL: answered). */
+static void discovers_waiting(struct downstream *d, const char *why)
+{
+    for (struct list_node *i = d->pending.prev, *prev; i != &d->pending; i = prev) {
+        prev = i->prev;
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        if (p->type != DS_PT_DISCOVER)
+            continue;
+        if (why) {
+            ds_reply_errorf(d, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s",
+                            d->servers[0]->name, why);
+            ds_pending_free(p);
+            continue;
+        }
+        struct jrpc_msg m;
+        ds_pending_take_request(p, &m);
+        discover_now(d, &m);
+        json_object_put(m.root);
+    }
+}
+
+void ds_single_ready(struct downstream *d)
+{
+    if (d->modern) {
+        loop_timer_cancel(d->settle_timer);
+        d->settle_timer = NULL;
+        if (d->session == DS_SESSION_CONNECTING)
+            ds_set_session(d, DS_SESSION_READY);
+        discovers_waiting(d, NULL);
+        return;
+    }
+    struct ds_pending *p = ds_pending_find_type(d, DS_PT_INIT);
+    if (!p)
+        return;
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
+    answer_init(d, p);
+}
+
+void ds_single_fail(struct downstream *d, const char *why)
+{
+    if (d->modern) {
+        loop_timer_cancel(d->settle_timer);
+        d->settle_timer = NULL;
+        discovers_waiting(d, why); /* the agent may ask again; the upstream goes on trying */
+        return;
+    }
+    struct ds_pending *p = ds_pending_find_type(d, DS_PT_INIT);
+    if (!p)
+        return;
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
+    struct ds_server *s = d->servers[0];
+    ds_reply_errorf(d, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s", s->name,
+                    why);
+    ds_pending_free(p);
+    ds_set_session(d, DS_SESSION_REFUSED); /* the agent may try again; the upstream goes on
+                                              trying too */
+}
+
+void ds_single_discover(struct downstream *d, struct jrpc_msg *m)
+{
+    struct ds_server *s = d->servers[0];
+    if (upstream_state(s->u) == UPSTREAM_READY) {
+        discover_now(d, m);
+        return;
+    }
+    struct ds_pending *p = ds_pending_new(d, DS_PT_DISCOVER, m->id, m->method);
+    if (!p) {
+        ds_reply_too_many(d, m->id);
+        return;
+    }
+    p->msg = json_object_get(m->root);
+    if (upstream_state(s->u) == UPSTREAM_FAILED)
+        upstream_connect(s->u); /* the agent asks again: the bridge tries again */
+    if (!d->settle_timer &&
+        loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer, d, &d->settle_timer) < 0)
+        d->settle_timer = NULL;
+}
+
+void ds_single_initialize(struct downstream *d, struct jrpc_msg *m)
+{
+    struct ds_pending *p = ds_pending_new(d, DS_PT_INIT, m->id, m->method);
+    if (!p) {
+        ds_reply_too_many(d, m->id);
+        return;
+    }
+    bool started = ds_started(d);
+    ds_set_session(d, DS_SESSION_CONNECTING);
+    struct ds_server *s = d->servers[0];
+    if (started && upstream_state(s->u) == UPSTREAM_READY) {
+        answer_init(d, p);
+        return;
+    }
+    if (started && upstream_state(s->u) == UPSTREAM_FAILED)
+        upstream_connect(s->u); /* the agent tries again: so does the bridge */
+    if (!started)
+        ds_start_upstreams(d);
+    else if (!d->settle_timer && loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer,
+                                                d, &d->settle_timer) < 0)
+        d->settle_timer = NULL;
+}
+
+/* The connect timeout passed with the agent's initialize waiting. */
+void ds_single_timeout(struct downstream *d)
+{
+    char why[DS_TEXT_MAX];
+    const char *last = upstream_last_error(d->servers[0]->u);
+    snprintf(why, sizeof(why), "not connected within %" PRId64 " ms%s%s", d->connect_timeout_ms,
+             last ? ": " : "", last ? last : "");
+    ds_single_fail(d, why);
+}
+
+static void forward_tool_call(struct downstream *d, struct jrpc_msg *m)
+{
+    struct ds_server *s = d->servers[0];
+    const char *name = json_get_string(m->params, "name");
+    if (name && catalog_excluded(d->cat, s->src, name)) {
+        /* MCP answers an unknown tool with -32602 */
+        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown tool '%s' (excludeTools)", name);
+        return;
+    }
+    ds_forward(d, m, s, true);
+}
+
+static void on_tools_listed(struct upstream_call *c, struct json_object *response, int error,
+                            const char *message, void *userdata)
+{
+    struct ds_pending *p = userdata;
+    struct downstream *d = p->d;
+    (void)c;
+
+    p->call = NULL;
+    if (error) {
+        ds_reply_error(d, p->id,
+                       error == -ETIMEDOUT ? JRPC_REQUEST_TIMEOUT : JRPC_CONNECTION_CLOSED,
+                       message ? message : strerror(-error));
+        ds_pending_free(p);
+        return;
+    }
+    struct json_object *tools = json_get_array(json_get_object(response, "result"), "tools");
+    for (size_t i = tools ? json_object_array_length(tools) : 0; i-- > 0;) {
+        const char *name = json_get_string(json_object_array_get_idx(tools, i), "name");
+        if (name && catalog_excluded(d->cat, p->s->src, name))
+            (void)json_object_array_del_idx(tools, i, 1);
+    }
+    if (ds_modern_response(d, p, response) == 0 &&
+        json_object_object_add(response, "id", json_object_get(p->id)) == 0)
+        ds_send_json(d, response);
+    else
+        ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    ds_pending_free(p);
+}
+
+/* tools/list: passed through, less the excludeTools when there are some. */
+static void list_tools(struct downstream *d, struct jrpc_msg *m)
+{
+    struct ds_server *s = d->servers[0];
+    if (!catalog_source_has_exclude(s->src)) {
+        ds_forward(d, m, s, false);
+        return;
+    }
+    struct ds_pending *p = ds_pending_new(d, DS_PT_CALL, m->id, m->method);
+    if (!p) {
+        ds_reply_too_many(d, m->id);
+        return;
+    }
+    p->s = s;
+    ds_modern_forwarding(d, m, p);
+    if (upstream_call(s->u, m->method, m->params, 0, on_tools_listed, NULL, p, &p->call) < 0) {
+        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_pending_free(p);
+    }
+}
+
+static void forward_subscription(struct downstream *d, struct jrpc_msg *m)
+{
+    ds_subs_forward(d, m, d->servers[0]);
+}
+
+static const struct ds_method SINGLE_METHODS[] = {
+    {"tools/call", forward_tool_call},
+    {"tools/list", list_tools},
+    {"logging/setLevel", ds_set_level},
+    {"resources/subscribe", forward_subscription},
+    {"resources/unsubscribe", forward_subscription},
+};
+
+void ds_single_request(struct downstream *d, struct jrpc_msg *m)
+{
+    const struct ds_method *h =
+        ds_method_find(SINGLE_METHODS, ELEMENTSOF(SINGLE_METHODS), m->method);
+    if (h)
+        h->handle(d, m);
+    else
+        ds_forward(d, m, d->servers[0], false);
+}

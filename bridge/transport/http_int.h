@@ -1,0 +1,252 @@
+/* http_int.h - what the files of the HTTP upstream share; private to them.
+ *
+ * The HTTP upstream is one module, http_conn.h its interface, written as four files along
+ * its seams: http_conn.c (the public calls, the upstream's lifecycle, sessions, the GET
+ * stream and the order in which transfers start), http_req.c (one transfer: building it,
+ * libcurl's callbacks, reading its answer, mapping its outcome to -errno), http_resume.c (a
+ * POST's answer resumed with GET + Last-Event-ID, 2025-11-25 polling) and http_legacy.c (the
+ * 2024-11-05 HTTP+SSE transport). The structs below are not opaque because these four files
+ * are together their one owner: they work on the same upstream and the same transfers, and
+ * hiding the fields behind accessors would only spread each decision over two files. Nothing
+ * else includes this header.
+ *
+ * The lifecycles, each an enum whose transitions are made in one function:
+ * - a transfer (enum http_req_state, http_req_set_state()):
+ *       QUEUED  -> RUNNING                  started by the kick (or a resumption's timer)
+ *       RUNNING -> DONE                     libcurl finished it; its outcome is handled
+ *       DONE    -> QUEUED                   the initialize POST, to be re-sent to a legacy
+ *                                           endpoint
+ *       DONE    -> WAITING -> RUNNING       an answer resumed after the server's retry
+ *       QUEUED, RUNNING, WAITING -> STOPPED stopped by us: freed after the iteration
+ *                                           (loop_release), without any callback
+ *   A DONE transfer that does not live on is freed at once.
+ * - what a transfer has to do with the session (enum http_req_session): requests sent with
+ *   MCP-Session-Id are SENT from the start; the answer to an initialize POST goes NONE ->
+ *   OFFERED (a usable id) or BAD, back to NONE on a new response after a 1xx, and TAKEN once
+ *   judged (http_commit_session()).
+ * - the reply a tagged request waits for (enum http_req_reply): AWAITED -> ARRIVED
+ *   (http_conn_answered()); an untagged message has NONE.
+ * - the upstream (enum http_state, set_state() in http_conn.c): OPEN -> CLOSING
+ *   (http_conn_close()) -> DELETING (the DELETE runs) -> CLOSED (done called); CLOSING ->
+ *   CLOSED without a session; any -> DEAD (http_conn_free(): memory released after the
+ *   iteration).
+ * - its transport (enum http_mode, http_set_mode()): STREAMABLE -> LEGACY_WAIT (a fallback;
+ *   or the start with spec.legacy_sse) -> LEGACY_READY (the endpoint is known) ->
+ *   LEGACY_OVER (the stream ended: the connection is over); LEGACY_WAIT -> LEGACY_OVER.
+ * - the GET stream (enum http_stream, http_stream_set()): NONE -> ORDERED
+ *   (http_conn_open_stream(): waits for the POSTs before it, holds back those after it)
+ *   -> ACTIVE (started) -> NONE or RETRY (waiting to reconnect) -> ACTIVE; the legacy
+ *   stream is ACTIVE from the start; any -> NONE when the stream is dropped. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+
+#include "credkit/buf.h"
+#include "credkit/list.h"
+#include "credkit/strv.h"
+
+#include "transport/http_conn.h"
+#include "core/loop.h"
+#include "core/sse.h"
+
+enum http_req_kind {
+    HREQ_POST,        /* a message, Streamable HTTP */
+    HREQ_LEGACY_POST, /* a message to the legacy endpoint: only its status counts */
+    HREQ_GET,         /* the GET stream: server-initiated messages, or the legacy connection */
+    HREQ_RESUME,      /* a POST's answer resumed with GET + Last-Event-ID */
+    HREQ_DELETE,      /* the end of the session */
+};
+
+enum http_req_state {
+    HREQ_QUEUED,
+    HREQ_RUNNING,
+    HREQ_DONE,
+    HREQ_WAITING,
+    HREQ_STOPPED,
+};
+
+enum http_req_session {
+    SESSION_NONE,
+    SESSION_SENT,
+    SESSION_OFFERED,
+    SESSION_BAD,
+    SESSION_TAKEN,
+};
+
+enum http_req_reply {
+    REPLY_NONE,
+    REPLY_AWAITED,
+    REPLY_ARRIVED,
+};
+
+enum http_req_body {
+    BODY_UNKNOWN, /* no byte of the body seen yet */
+    BODY_JSON,
+    BODY_SSE,
+    BODY_DISCARD, /* a non-2xx answer's body, or a legacy POST's */
+};
+
+struct http_req {
+    struct http_conn *u; /* NULL once the upstream let go of a STOPPED transfer */
+    struct loop *loop;
+    struct list_node node;       /* on u->reqs, oldest first */
+    struct loop_release release; /* STOPPED: the free after the iteration */
+    enum http_req_kind kind;
+    enum http_req_state state;
+    enum http_req_session session;
+    enum http_req_reply reply;
+    enum http_req_body body;
+    unsigned flags; /* http_conn_send()'s: HTTP_CONN_INITIALIZE */
+    CURL *easy;
+    struct curl_slist *hdrs; /* may hold secrets: wiped when freed */
+    struct strv extra;       /* http_conn_send_ex()'s headers */
+    bool error_body;         /* HTTP_CONN_MODERN: a 400/404 answer read as JSON */
+    char *msg;               /* the POSTed message */
+    size_t len;
+    uint64_t tag;             /* the caller's, 0: none */
+    uint64_t seq;             /* order of creation */
+    struct buf json;          /* BODY_JSON */
+    struct sse_parser sse;    /* BODY_SSE of a POST and its resumptions (not the GET stream) */
+    char *sid;                /* SESSION_OFFERED: the initialize answer's MCP-Session-Id */
+    char *challenge;          /* the answer's (first) WWW-Authenticate, NULL */
+    char *start_id;           /* a resumption: the last id it was started with */
+    size_t ids;               /* events with an id on this response */
+    int64_t deadline;         /* a POST and its resumptions: the hard timeout, loop clock */
+    struct loop_timer *timer; /* WAITING: a resumption's delay */
+    size_t discarded;
+    int error; /* why a callback of ours stopped the transfer */
+};
+
+enum http_state {
+    HTTP_OPEN,
+    HTTP_CLOSING,
+    HTTP_DELETING,
+    HTTP_CLOSED,
+    HTTP_DEAD,
+};
+
+enum http_mode {
+    MODE_STREAMABLE,
+    MODE_LEGACY_WAIT,
+    MODE_LEGACY_READY,
+    MODE_LEGACY_OVER,
+};
+
+enum http_stream {
+    STREAM_NONE,
+    STREAM_ORDERED,
+    STREAM_ACTIVE,
+    STREAM_RETRY,
+};
+
+struct http_conn {
+    struct loop *loop;
+    struct loop_release release;
+    enum http_state state;
+    enum http_mode mode;
+    enum http_stream stream_state;
+    char *url;
+    struct strv headers; /* secrets */
+    int64_t timeout_ms;
+    size_t max_message;
+    struct http_conn_handler h;
+    void *userdata;
+    char *session_id;
+    char *proto;
+    char *challenge;         /* of the last 401 or 403: http_conn_challenge() */
+    struct list_node reqs;   /* struct http_req, oldest first */
+    struct http_req *stream; /* STREAM_ORDERED, STREAM_ACTIVE: the GET, also on reqs */
+    uint64_t seq;            /* of the last http_req created */
+    struct sse_parser stream_sse;
+    struct loop_timer *retry;  /* STREAM_RETRY: the reconnection's delay */
+    struct loop_deferred kick; /* starts what can start, from the loop (deferred phase) */
+    int legacy_error;          /* MODE_LEGACY_OVER: why (for messages sent later) */
+    int fallback_error;        /* the initialize POST's error that made us fall back, 0 */
+    char *endpoint;            /* legacy: where messages are POSTed, once known */
+    struct loop_timer *endpoint_timer;
+    http_conn_done_fn done;
+};
+
+/* ---- http_conn.c ---------------------------------------------------------------------- */
+
+/* Whether the caller is no longer to hear from us (closing, closed or freed). */
+bool http_gone(const struct http_conn *u);
+void http_set_mode(struct http_conn *u, enum http_mode to);
+/* Sets the GET stream's state; r is the stream for ORDERED and ACTIVE, else NULL. */
+void http_stream_set(struct http_conn *u, enum http_stream to, struct http_req *r);
+/* Callbacks to the caller, each only while the upstream is open. */
+void http_emit_message(struct http_conn *u, const char *msg, size_t len);
+void http_emit_error(struct http_conn *u, int error, uint64_t tag);
+void http_emit_close(struct http_conn *u, int reason);
+/* Starts what can start, from the loop (the embedded deferred call, in this iteration's
+ * deferred phase): never from the caller's or libcurl's stack. Cannot fail; returns 0. */
+int http_kick(struct http_conn *u);
+/* An initialize answer known to be 2xx: its session id becomes the upstream's. -EPROTO for
+ * an id that is not visible ASCII. */
+int http_commit_session(struct http_req *r) _must_check_;
+/* A finished GET stream (Streamable HTTP). */
+void http_stream_done(struct http_req *r, CURLcode cc, long status);
+/* The DELETE of http_conn_close() finished: done is called. */
+void http_delete_done(struct http_req *r, CURLcode cc, long status);
+
+/* ---- http_req.c --------------------------------------------------------------------------- */
+
+/* A new transfer at the end of u's list, QUEUED. NULL on ENOMEM. Freed with http_req_free(). */
+struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind);
+/* Frees r, stopping its transfer; not from inside libcurl's callbacks (use http_req_stop()).
+ * A STOPPED transfer is only let go of (its release frees it). NULL-safe. */
+void http_req_free(struct http_req *r);
+/* Stops r without any callback: STOPPED now, freed after the iteration. */
+void http_req_stop(struct http_req *r);
+/* The one place where a transfer changes state (see the top of this file). */
+void http_req_set_state(struct http_req *r, enum http_req_state to);
+/* A finished transfer made ready to start again: the easy handle goes (its connection stays in
+ * the multi handle's pool), and so does what was read of its answer. */
+void http_req_reset(struct http_req *r);
+/* Builds the request and adds it to the loop's multi handle: RUNNING. -errno, r unchanged in
+ * state (the caller frees or fails it). */
+int http_req_start(struct http_req *r) _must_check_;
+/* The -errno of a finished transfer: libcurl's code, else the status. */
+int http_req_error(const struct http_req *r, CURLcode cc, long status);
+/* r freed, then on_error(error, its tag). */
+void http_req_fail(struct http_req *r, int error);
+/* A JSON answer's message(s) to the caller (one object, or each element of an array). */
+void http_req_deliver_json(struct http_req *r);
+/* Whether the id can be sent as Last-Event-ID. */
+bool http_id_usable(const char *id);
+/* Whether the SSE event has the given type. */
+bool http_event_is(const struct sse_event *ev, const char *type);
+
+/* ---- http_resume.c ------------------------------------------------------------------------ */
+
+/* A POST's SSE answer (Streamable HTTP) ended with error k: resumes it when it can (true: r
+ * lives on), or returns false with the error to report in *k. */
+bool http_resume_post_ended(struct http_req *r, CURLcode cc, long status, int *k);
+/* A resumption finished. Returns true when r lives on (resumed again). */
+bool http_resume_done(struct http_req *r, CURLcode cc, long status);
+
+/* ---- http_legacy.c ------------------------------------------------------------------------ */
+
+/* Opens the legacy GET stream; the POSTs wait for its endpoint event, timeout_ms at most. */
+int http_legacy_open(struct http_conn *u) _must_check_;
+/* Whether the initialize POST r, finished with status, was refused as a 2024-11-05 server
+ * refuses it; if so, switches to the old transport and queues r again (true: r lives on),
+ * or reports why that failed in *k (false). */
+bool http_legacy_fallback(struct http_req *r, CURLcode cc, long status, int *k);
+/* An event of the legacy GET stream that is not a message: the endpoint. < 0 drops the
+ * stream. */
+int http_legacy_event(struct http_conn *u, const struct sse_event *ev);
+/* A POST to the legacy endpoint finished: only its status counts. */
+void http_legacy_post_done(struct http_req *r, CURLcode cc, long status);
+/* The legacy GET stream finished (the connection is over). */
+void http_legacy_stream_done(struct http_req *r, CURLcode cc, long status);
+/* The legacy connection is over with error: what waits fails, and the caller is told. */
+void http_legacy_end(struct http_conn *u, int error);
+/* Messages waiting for the endpoint (bounded by HTTP_CONN_PENDING_MAX). */
+size_t http_legacy_count_pending(const struct http_conn *u);
+/* Fails the messages not yet sent, oldest first (a callback may send more, or free us). */
+void http_legacy_fail_pending(struct http_conn *u, int error);

@@ -1,0 +1,736 @@
+/* http_req.c - one transfer of the HTTP upstream (see http_int.h).
+ *
+ * A struct http_req is one HTTP exchange on the loop's libcurl multi handle: a POST of a
+ * message, the GET stream, a resumption or the DELETE. This file builds it (the caller's
+ * headers, the session and protocol headers, Last-Event-ID), reads its answer as it comes
+ * (libcurl's header and write callbacks: the session id of an initialize answer, the
+ * challenge of a refusal, the body as JSON or as an event stream, or discarded), and turns a
+ * finished one into -errno; what then happens to it is decided by the kind's own file
+ * (http_conn.c, http_resume.c, http_legacy.c) from xfer_done below.
+ *
+ * A transfer stopped from inside libcurl's callbacks cannot be removed there (libcurl refuses
+ * curl_multi_remove_handle): it is marked STOPPED and freed after the iteration through
+ * loop_release(). When the upstream goes first, it lets go of such a transfer (r->u = NULL),
+ * which its release then frees alone. */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <json-c/json.h>
+
+#include "credkit/http.h"
+#include "credkit/json.h"
+#include "credkit/secmem.h"
+
+#include "transport/http_int.h"
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+static int curl_to_errno(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_OK:
+        return 0;
+    case CURLE_OPERATION_TIMEDOUT:
+        return -ETIMEDOUT;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return -EHOSTUNREACH;
+    case CURLE_COULDNT_CONNECT:
+        return -ECONNREFUSED;
+    case CURLE_OUT_OF_MEMORY:
+        return -ENOMEM;
+    case CURLE_FILESIZE_EXCEEDED:
+        return -E2BIG;
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+        return -ECONNRESET;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return -EINVAL;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_USE_SSL_FAILED:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_BAD_CONTENT_ENCODING:
+        return -EPROTO;
+    default:
+        return -EIO;
+    }
+}
+
+static int status_to_errno(long status, bool had_session)
+{
+    if (status >= 200 && status < 300)
+        return 0;
+    switch (status) {
+    case 400: /* the TypeScript SDK's servers answer an unknown session so */
+        return had_session ? -ESTALE : -EPROTO;
+    case 401:
+        return -EACCES;
+    case 403:
+        return -EPERM;
+    case 404:
+        return had_session ? -ESTALE : -ENOENT;
+    case 405:
+        return -EOPNOTSUPP;
+    case 408:
+    case 504:
+        return -ETIMEDOUT;
+    case 413:
+        return -E2BIG;
+    case 429:
+    case 503:
+        return -EAGAIN;
+    default:
+        return status >= 500 ? -EREMOTEIO : -EPROTO;
+    }
+}
+
+int http_req_error(const struct http_req *r, CURLcode cc, long status)
+{
+    if (cc != CURLE_OK)
+        return r->error ? r->error : curl_to_errno(cc);
+    return status_to_errno(status, r->session == SESSION_SENT);
+}
+
+/* ---- the lifecycle ------------------------------------------------------------------------ */
+
+static bool transition_ok(enum http_req_state from, enum http_req_state to)
+{
+    switch (to) {
+    case HREQ_QUEUED:
+        return from == HREQ_DONE; /* re-sent to a legacy endpoint */
+    case HREQ_RUNNING:
+        return from == HREQ_QUEUED || from == HREQ_WAITING;
+    case HREQ_DONE:
+        return from == HREQ_RUNNING;
+    case HREQ_WAITING:
+        return from == HREQ_DONE;
+    case HREQ_STOPPED:
+        return from != HREQ_STOPPED;
+    }
+    return false;
+}
+
+void http_req_set_state(struct http_req *r, enum http_req_state to)
+{
+    assert(transition_ok(r->state, to));
+    (void)transition_ok;
+    r->state = to;
+}
+
+static void slist_free_wipe(struct curl_slist *l)
+{
+    for (struct curl_slist *s = l; s; s = s->next)
+        secure_wipe(s->data, strlen(s->data));
+    curl_slist_free_all(l);
+}
+
+/* An event of a request's answer (the POST's or a resumption's). */
+static int req_event(const struct sse_event *ev, void *userdata)
+{
+    struct http_req *r = userdata;
+    struct http_conn *u = r->u;
+
+    if (ev->id[0])
+        r->ids++;
+    if (ev->data_len > 0 && http_event_is(ev, "message"))
+        http_emit_message(u, ev->data, ev->data_len);
+    return http_gone(u) || r->state == HREQ_STOPPED ? -ECANCELED : 0;
+}
+
+struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind)
+{
+    struct http_req *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->u = u;
+    r->loop = u->loop;
+    r->kind = kind;
+    r->state = HREQ_QUEUED;
+    r->seq = ++u->seq;
+    buf_init(&r->json, u->max_message);
+    sse_parser_init(&r->sse, u->max_message, u->max_message, req_event, r);
+    list_add_tail(&u->reqs, &r->node);
+    return r;
+}
+
+/* Frees r for good: off the multi handle, off the list. */
+static void req_destroy(struct http_req *r)
+{
+    if (r->easy) {
+        loop_curl_remove(r->loop, r->easy); /* a no-op when it is not running */
+        curl_easy_cleanup(r->easy);
+    }
+    slist_free_wipe(r->hdrs);
+    list_remove(&r->node);
+    if (r->u && r->u->stream == r)
+        http_stream_set(r->u, STREAM_NONE, NULL);
+    loop_timer_cancel(r->timer);
+    free(r->msg);
+    strv_release_secure(&r->extra);
+    free(r->sid);
+    free(r->challenge);
+    free(r->start_id);
+    buf_release(&r->json);
+    sse_parser_release(&r->sse);
+    free(r);
+}
+
+static void req_released(struct loop_release *node)
+{
+    req_destroy(list_entry(node, struct http_req, release));
+}
+
+void http_req_free(struct http_req *r)
+{
+    if (!r)
+        return;
+    if (r->state == HREQ_STOPPED) { /* its release, queued, frees it */
+        list_remove(&r->node);
+        r->u = NULL;
+        return;
+    }
+    req_destroy(r);
+}
+
+void http_req_stop(struct http_req *r)
+{
+    struct http_conn *u = r->u;
+
+    if (r->state == HREQ_STOPPED)
+        return;
+    http_req_set_state(r, HREQ_STOPPED);
+    loop_timer_cancel(r->timer);
+    r->timer = NULL;
+    if (u && u->stream == r)
+        http_stream_set(u, STREAM_NONE, NULL);
+    loop_release(r->loop, &r->release, req_released);
+    if (u)
+        (void)http_kick(u); /* what waited for it may start */
+}
+
+void http_req_reset(struct http_req *r)
+{
+    if (r->easy)
+        curl_easy_cleanup(r->easy);
+    r->easy = NULL;
+    slist_free_wipe(r->hdrs);
+    r->hdrs = NULL;
+    r->body = BODY_UNKNOWN;
+    r->discarded = 0;
+    r->error = 0;
+    r->session = SESSION_NONE;
+    free(r->sid);
+    r->sid = NULL;
+    free(r->challenge);
+    r->challenge = NULL;
+    buf_release(&r->json);
+    sse_end(&r->sse);
+}
+
+void http_req_fail(struct http_req *r, int error)
+{
+    struct http_conn *u = r->u;
+    uint64_t tag = r->tag;
+
+    http_req_free(r);
+    http_emit_error(u, error, tag);
+}
+
+/* ---- reading the answer --------------------------------------------------------------------- */
+
+bool http_event_is(const struct sse_event *ev, const char *type)
+{
+    size_t n = strlen(type);
+    return ev->type_len == n && memcmp(ev->type, type, n) == 0;
+}
+
+/* Can be sent as Last-Event-ID: no control character (an id never holds CR, LF or NUL, but
+ * other controls would make a bad header), no white space at either end, bounded. */
+bool http_id_usable(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > HTTP_CONN_SESSION_ID_MAX || id[0] == ' ' || id[n - 1] == ' ')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)id[i] < 0x20 || (unsigned char)id[i] == 0x7f)
+            return false;
+    return true;
+}
+
+static bool visible_ascii(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+            return false;
+    return true;
+}
+
+static bool media_type_is(const char *ct, const char *want)
+{
+    if (!ct)
+        return false;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    return n == strlen(want) && strncasecmp(ct, want, n) == 0;
+}
+
+/* How to read the body, from the status and Content-Type, at its first byte. */
+static int classify(struct http_req *r)
+{
+    long status = 0;
+    char *ct = NULL;
+
+    (void)curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    if ((status == 400 || status == 404) && r->kind == HREQ_POST && (r->flags & HTTP_CONN_MODERN)) {
+        /* a 2026-07-28 server's refusal carries a JSON-RPC error: read it */
+        (void)curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
+        r->body = media_type_is(ct, "application/json") ? BODY_JSON : BODY_DISCARD;
+        r->error_body = r->body == BODY_JSON;
+        return 0;
+    }
+    if (status < 200 || status >= 300 || r->kind == HREQ_DELETE || r->kind == HREQ_LEGACY_POST) {
+        r->body = BODY_DISCARD;
+        return 0;
+    }
+    int k = http_commit_session(r);
+    if (k < 0)
+        return k;
+    (void)curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
+    if (media_type_is(ct, "text/event-stream"))
+        r->body = BODY_SSE;
+    else if (r->kind == HREQ_POST && media_type_is(ct, "application/json"))
+        r->body = BODY_JSON;
+    else
+        return -EPROTO; /* a body we cannot read */
+    return 0;
+}
+
+/* Whether the transfer is to go on taking bytes. */
+static bool req_live(const struct http_req *r)
+{
+    const struct http_conn *u = r->u;
+    if (!u || r->state == HREQ_STOPPED || u->state == HTTP_DEAD)
+        return false;
+    /* the DELETE runs while closing, and its answer may have a body (an HTML 404 page) */
+    return u->state == HTTP_OPEN || r->kind == HREQ_DELETE;
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata)
+{
+    struct http_req *r = userdata;
+    struct http_conn *u = r->u;
+    size_t len = size * nmemb;
+    int k;
+
+    if (!req_live(r))
+        return 0;
+    if (r->body == BODY_UNKNOWN) {
+        k = classify(r);
+        if (k < 0)
+            goto fail;
+    }
+    switch (r->body) {
+    case BODY_DISCARD:
+        r->discarded += len;
+        if (r->discarded > u->max_message) {
+            k = -E2BIG;
+            goto fail;
+        }
+        return len;
+    case BODY_JSON:
+        k = buf_append(&r->json, p, len);
+        if (k < 0)
+            goto fail;
+        return len;
+    case BODY_SSE:
+        k = sse_feed(r->kind == HREQ_GET ? &u->stream_sse : &r->sse, p, len);
+        if (!req_live(r))
+            return 0;
+        if (k < 0)
+            goto fail;
+        return len;
+    default:
+        k = -EPROTO;
+        goto fail;
+    }
+fail:
+    r->error = k;
+    return 0;
+}
+
+/* The value of the header line p[0..len) when it is named name (lowercase, with its colon),
+ * trimmed; NULL otherwise. */
+static const char *header_value(const char *p, size_t len, const char *name, size_t *ret_n)
+{
+    size_t nl = strlen(name);
+    /* name is lowercase: the first letter rules out most header lines without a call */
+    if (len < nl || ((unsigned char)p[0] | 0x20) != (unsigned char)name[0] ||
+        strncasecmp(p, name, nl) != 0)
+        return NULL;
+    const char *v = p + nl, *end = p + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    *ret_n = (size_t)(end - v);
+    return v;
+}
+
+/* The MCP-Session-Id of an initialize answer: kept when usable, judged at commit. */
+static size_t offer_session(struct http_req *r, const char *v, size_t n, size_t len)
+{
+    free(r->sid);
+    r->sid = NULL;
+    if (n > HTTP_CONN_SESSION_ID_MAX || !visible_ascii(v, n)) {
+        r->session = SESSION_BAD;
+        return len;
+    }
+    r->sid = strndup(v, n);
+    if (!r->sid) {
+        r->error = -ENOMEM;
+        return 0;
+    }
+    r->session = SESSION_OFFERED;
+    return len;
+}
+
+static size_t on_header(char *p, size_t size, size_t nmemb, void *userdata)
+{
+    struct http_req *r = userdata;
+    size_t len = size * nmemb, n = 0;
+    const char *v;
+
+    if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) { /* a new response (after 1xx) */
+        free(r->sid);
+        r->sid = NULL;
+        if (r->session == SESSION_OFFERED || r->session == SESSION_BAD)
+            r->session = SESSION_NONE;
+        free(r->challenge);
+        r->challenge = NULL;
+        return len;
+    }
+    v = header_value(p, len, "www-authenticate:", &n);
+    if (v && !r->challenge) {
+        r->challenge = strndup(v, n);
+        if (!r->challenge) {
+            r->error = -ENOMEM;
+            return 0;
+        }
+        return len;
+    }
+    if (!(r->flags & HTTP_CONN_INITIALIZE) || r->session == SESSION_TAKEN)
+        return len;
+    v = header_value(p, len, "mcp-session-id:", &n);
+    return v ? offer_session(r, v, n, len) : len;
+}
+
+void http_req_deliver_json(struct http_req *r)
+{
+    struct http_conn *u = r->u;
+    const char *p = r->json.data;
+    size_t len = r->json.len;
+    size_t i = 0;
+
+    while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+        i++;
+    if (i == len)
+        return; /* 200 with an empty body */
+    if (p[i] != '[') {
+        http_emit_message(u, p, len); /* one message: the caller parses it */
+        return;
+    }
+    /* a 2025-03-26 server's batch answer: each element on its own */
+    struct json_object *arr = NULL;
+    if (json_parse(p, len, u->max_message, &arr, NULL) < 0 ||
+        !json_object_is_type(arr, json_type_array)) {
+        json_object_put(arr);
+        http_emit_error(u, -EBADMSG, r->tag);
+        return;
+    }
+    size_t n = json_object_array_length(arr);
+    for (size_t j = 0; j < n && !http_gone(u); j++) {
+        size_t sl = 0;
+        const char *s = json_object_to_json_string_length(
+            json_object_array_get_idx(arr, j),
+            JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &sl);
+        if (s)
+            http_emit_message(u, s, sl);
+    }
+    json_object_put(arr);
+}
+
+/* ---- starting ------------------------------------------------------------------------------- */
+
+static int add_header(struct curl_slist **l, const char *name, const char *value)
+{
+    struct buf b;
+    buf_init_secret(&b, 64 * 1024);
+    int k = buf_printf(&b, "%s: %s", name, value);
+    if (k >= 0) {
+        struct curl_slist *n = curl_slist_append(*l, buf_str(&b));
+        if (n)
+            *l = n;
+        else
+            k = -ENOMEM;
+    }
+    buf_release(&b);
+    return k;
+}
+
+/* The request's headers: the caller's, then ours. */
+static int req_headers(struct http_req *r, struct curl_slist **ret)
+{
+    struct http_conn *u = r->u;
+    struct curl_slist *l = NULL, *n;
+    bool get = r->kind == HREQ_GET || r->kind == HREQ_RESUME;
+    bool post = r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST;
+    bool modern = (r->flags & HTTP_CONN_MODERN) != 0;
+    int k = 0;
+
+    for (size_t i = 0; i < u->headers.n && k >= 0; i++) {
+        n = curl_slist_append(l, u->headers.v[i]);
+        if (n)
+            l = n;
+        else
+            k = -ENOMEM;
+    }
+    for (size_t i = 0; i < r->extra.n && k >= 0; i++) {
+        n = curl_slist_append(l, r->extra.v[i]);
+        if (n)
+            l = n;
+        else
+            k = -ENOMEM;
+    }
+    if (k >= 0)
+        k = add_header(&l, "Accept",
+                       get ? "text/event-stream" : "application/json, text/event-stream");
+    if (k >= 0 && post)
+        k = add_header(&l, "Content-Type", "application/json");
+    if (k >= 0)
+        k = add_header(&l, "Expect", ""); /* no 100-continue round trip */
+    if (k >= 0 && u->session_id && !modern && !(post && (r->flags & HTTP_CONN_INITIALIZE))) {
+        k = add_header(&l, "MCP-Session-Id", u->session_id);
+        r->session = SESSION_SENT;
+    }
+    if (k >= 0 && u->proto && !modern)
+        k = add_header(&l, "MCP-Protocol-Version", u->proto);
+    if (k >= 0 && get) {
+        const char *id = sse_last_id(r->kind == HREQ_GET ? &u->stream_sse : &r->sse);
+        if (http_id_usable(id))
+            k = add_header(&l, "Last-Event-ID", id);
+    }
+    if (k < 0) {
+        slist_free_wipe(l);
+        return k;
+    }
+    *ret = l;
+    return 0;
+}
+
+static void xfer_done(CURL *easy, CURLcode cc, void *userdata);
+
+static int req_setopt(struct http_req *r, const char *url, int64_t timeout)
+{
+    CURL *c = r->easy;
+    CURLcode cc = CURLE_OK;
+#define SET(opt, val) HTTP_SETOPT(cc, c, opt, val)
+    if (http_curl_baseline(c) < 0)
+        cc = CURLE_UNKNOWN_OPTION;
+    SET(CURLOPT_URL, url);
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    SET(CURLOPT_HTTPHEADER, r->hdrs);
+    SET(CURLOPT_WRITEFUNCTION, on_write);
+    SET(CURLOPT_WRITEDATA, r);
+    SET(CURLOPT_HEADERFUNCTION, on_header);
+    SET(CURLOPT_HEADERDATA, r);
+    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
+    if (r->kind != HREQ_GET)
+        SET(CURLOPT_TIMEOUT_MS, (long)timeout);
+    switch (r->kind) {
+    case HREQ_POST:
+    case HREQ_LEGACY_POST:
+        SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
+        SET(CURLOPT_POSTFIELDS, r->msg);
+        break;
+    case HREQ_GET:
+    case HREQ_RESUME:
+        SET(CURLOPT_HTTPGET, 1L);
+        break;
+    case HREQ_DELETE:
+        SET(CURLOPT_CUSTOMREQUEST, "DELETE");
+        break;
+    }
+#undef SET
+    return curl_to_errno(cc);
+}
+
+int http_req_start(struct http_req *r)
+{
+    struct http_conn *u = r->u;
+    const char *url = u->url;
+    int64_t timeout = u->timeout_ms;
+    int k;
+
+    if (r->kind == HREQ_POST && u->mode != MODE_STREAMABLE)
+        r->kind = HREQ_LEGACY_POST; /* sent by the old transport: only its status counts */
+    if (r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST) {
+        if (r->kind == HREQ_LEGACY_POST)
+            url = u->endpoint;
+        r->deadline = loop_now(u->loop) + timeout;
+    } else if (r->kind == HREQ_RESUME) {
+        timeout = r->deadline - loop_now(u->loop); /* what is left of the POST's */
+        if (timeout <= 0)
+            return -ETIMEDOUT;
+        free(r->start_id);
+        r->start_id = strdup(sse_last_id(&r->sse));
+        if (!r->start_id)
+            return -ENOMEM;
+        r->ids = 0;
+    } else if (r->kind == HREQ_DELETE && timeout > HTTP_CONN_CLOSE_TIMEOUT_MS) {
+        timeout = HTTP_CONN_CLOSE_TIMEOUT_MS;
+    }
+    if (!url)
+        return -EINVAL;
+    r->easy = curl_easy_init();
+    if (!r->easy)
+        return -ENOMEM;
+    k = req_headers(r, &r->hdrs);
+    if (k >= 0)
+        k = req_setopt(r, url, timeout);
+    if (k >= 0)
+        k = loop_curl_add(u->loop, r->easy, xfer_done, r);
+    if (k < 0)
+        return k;
+    http_req_set_state(r, HREQ_RUNNING);
+    return 0;
+}
+
+/* ---- finished transfers ------------------------------------------------------------------ */
+
+/* The JSON body of a 2026-07-28 request's 400 or 404: a JSON-RPC error is delivered as the
+ * answer (its id the request's when the server gave none, as an error about the request
+ * itself may); anything else leaves the status's error to report. */
+static void modern_refusal(struct http_req *r)
+{
+    struct json_object *o = NULL, *err = NULL, *id = NULL;
+    if (json_parse(r->json.data, r->json.len, r->u->max_message, &o, NULL) < 0 ||
+        !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, "error", &err) ||
+        !json_object_is_type(err, json_type_object)) {
+        json_object_put(o);
+        return;
+    }
+    if (r->tag && (!json_object_object_get_ex(o, "id", &id) || !id) &&
+        json_object_object_add(o, "id", json_object_new_int64((int64_t)r->tag)) < 0) {
+        json_object_put(o);
+        return;
+    }
+    size_t n = 0;
+    const char *s = json_object_to_json_string_length(
+        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+    if (s)
+        http_emit_message(r->u, s, n);
+    json_object_put(o);
+}
+
+/* A Streamable POST finished. Returns true when r lives on (resumed, or re-sent to the legacy
+ * endpoint). */
+static bool post_done(struct http_req *r, CURLcode cc, long status)
+{
+    struct http_conn *u = r->u;
+    int k = http_req_error(r, cc, status);
+
+    if (http_gone(u))
+        return false;
+    if (http_legacy_fallback(r, cc, status, &k))
+        return true;
+    if (r->error_body) {
+        if (cc == CURLE_OK)
+            modern_refusal(r);
+    } else {
+        if (k == 0)
+            k = http_commit_session(r);
+        if (k == 0 && r->body == BODY_JSON)
+            http_req_deliver_json(r);
+    }
+    if (r->reply == REPLY_ARRIVED) /* the request is over: nothing more to say about it */
+        return false;
+    if ((r->flags & HTTP_CONN_MODERN) && r->reply == REPLY_AWAITED && r->body == BODY_SSE) {
+        http_emit_error(u, -ECONNRESET, r->tag); /* no resumption in 2026-07-28 */
+        return false;
+    }
+    if (r->reply == REPLY_AWAITED && r->body == BODY_SSE && !http_gone(u) &&
+        http_resume_post_ended(r, cc, status, &k))
+        return true;
+    if (k < 0)
+        http_emit_error(u, k, r->tag);
+    return false;
+}
+
+/* The latest refusal's challenge, for http_conn_challenge(). */
+static void keep_challenge(struct http_req *r, long status)
+{
+    if (status != 401 && status != 403)
+        return;
+    free(r->u->challenge);
+    r->u->challenge = r->challenge;
+    r->challenge = NULL;
+}
+
+static void xfer_done(CURL *easy, CURLcode cc, void *userdata)
+{
+    struct http_req *r = userdata;
+    struct http_conn *u = r->u;
+    long status = 0;
+    bool keep = false;
+
+    if (r->state == HREQ_STOPPED || !u || u->state == HTTP_DEAD)
+        return; /* freed by its release, or the upstream's */
+    http_req_set_state(r, HREQ_DONE);
+    (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    keep_challenge(r, status);
+    switch (r->kind) {
+    case HREQ_POST:
+        keep = post_done(r, cc, status);
+        break;
+    case HREQ_LEGACY_POST:
+        http_legacy_post_done(r, cc, status);
+        break;
+    case HREQ_GET:
+        if (u->mode != MODE_STREAMABLE)
+            http_legacy_stream_done(r, cc, status);
+        else
+            http_stream_done(r, cc, status);
+        break;
+    case HREQ_RESUME:
+        keep = http_resume_done(r, cc, status);
+        break;
+    case HREQ_DELETE:
+        http_delete_done(r, cc, status);
+        break;
+    }
+    if (u->state == HTTP_DEAD) /* freed from a callback: the release takes r with it */
+        return;
+    if (!keep)
+        http_req_free(r);
+    if (u->stream_state == STREAM_ORDERED && !http_gone(u))
+        (void)http_kick(u); /* it may have waited for this one */
+}

@@ -1,0 +1,498 @@
+/* stdio_child.c - an MCP server run as a child process, spoken to over its stdin/stdout */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "credkit/child.h"
+#include "credkit/list.h"
+
+#include "transport/stdio_child.h"
+
+enum phase {
+    P_RUNNING,
+    P_FLUSHING, /* shutdown: stdin being flushed, then closed; SIGTERM at the step timer */
+    P_TERM,     /* SIGTERM sent; SIGKILL at the step timer */
+    P_KILL,     /* SIGKILL sent; waiting for the exit */
+    P_REAPED,   /* reaped; waiting for EOF on its pipes, at most until the step timer */
+    P_DONE,     /* on_exit called; the step timer, if armed, SIGKILLs stragglers */
+    P_FREED,    /* stdio_child_free() called; the memory goes after the loop iteration */
+};
+
+struct stdio_child {
+    struct loop *loop;
+    struct child *child;
+    struct framing *fr;      /* its stdout and stdin; NULL once broken or done */
+    struct loop_io *err_io;  /* its stderr; NULL at EOF */
+    struct loop_io *exit_io; /* pidfd */
+    int pidfd;
+    struct loop_timer *poll; /* without a pidfd */
+    struct loop_timer *step; /* shutdown steps, see enum phase */
+    struct stdio_child_handler h;
+    void *userdata;
+    int64_t term_after_ms, kill_after_ms;
+
+    enum phase phase;
+    bool out_done; /* stdout at EOF, or no longer read */
+    bool stdin_closed;
+    bool closed; /* on_close called */
+    int status;
+
+    char errline[STDIO_CHILD_STDERR_LINE];
+    size_t errlen;
+    bool errskip; /* dropping the rest of an overlong line */
+
+    struct loop_release release; /* stdio_child_free() from inside a callback of ours */
+};
+
+static bool freed(const struct stdio_child *s)
+{
+    return s->phase == P_FREED;
+}
+
+static void close_stdin(struct stdio_child *s)
+{
+    if (s->stdin_closed)
+        return;
+    /* anything still queued is dropped; -EALREADY (released already) needs nothing more, and
+     * a broken framing (fr_error) is freed before we get here */
+    int r = s->fr ? framing_close_write(s->fr, NULL, NULL) : 0;
+    (void)r;
+    child_close_stdin(s->child);
+    s->stdin_closed = true;
+}
+
+/* Stops watching everything but the step timer. */
+static void stop_watching(struct stdio_child *s)
+{
+    framing_free(s->fr);
+    s->fr = NULL;
+    loop_io_remove(s->err_io);
+    s->err_io = NULL;
+    loop_io_remove(s->exit_io);
+    s->exit_io = NULL;
+    if (s->pidfd >= 0) {
+        (void)close(s->pidfd);
+        s->pidfd = -1;
+    }
+    loop_timer_cancel(s->poll);
+    s->poll = NULL;
+}
+
+static void finish(struct stdio_child *s)
+{
+    if (s->phase != P_REAPED)
+        return;
+    stop_watching(s);
+    s->out_done = true;
+    s->phase = P_DONE;
+    /* stragglers that ignored the SIGTERM get SIGKILL when the timer fires; nobody left */
+    if (kill(-child_pid(s->child), 0) < 0) {
+        loop_timer_cancel(s->step);
+        s->step = NULL;
+    }
+    if (!s->closed) {
+        s->closed = true;
+        if (s->h.on_close)
+            s->h.on_close(0, s->userdata);
+        if (freed(s))
+            return;
+    }
+    if (s->h.on_exit)
+        s->h.on_exit(s->status, s->userdata);
+}
+
+static void maybe_finish(struct stdio_child *s)
+{
+    if (s->phase == P_REAPED && s->out_done && !s->err_io)
+        finish(s);
+}
+
+static void stdin_flushed(int status, void *userdata)
+{
+    struct stdio_child *s = userdata;
+    (void)status; /* a server that closed its stdin first has what it wanted */
+    child_close_stdin(s->child);
+    s->stdin_closed = true;
+}
+
+static void begin_shutdown(struct stdio_child *s)
+{
+    if (s->phase != P_RUNNING)
+        return;
+    s->phase = P_FLUSHING;
+    if (!s->stdin_closed && (!s->fr || framing_close_write(s->fr, stdin_flushed, s) < 0))
+        close_stdin(s);
+    loop_timer_rearm(s->step, s->term_after_ms);
+}
+
+static void connection_over(struct stdio_child *s, int reason)
+{
+    if (s->closed)
+        return;
+    s->closed = true;
+    if (s->h.on_close)
+        s->h.on_close(reason, s->userdata);
+    if (!freed(s))
+        begin_shutdown(s);
+}
+
+/* ---- from the loop ---- */
+
+static void on_step(struct loop_timer *t, void *userdata)
+{
+    struct stdio_child *s = userdata;
+    (void)t;
+    switch (s->phase) {
+    case P_FLUSHING:
+        close_stdin(s);
+        (void)child_kill(s->child, SIGTERM);
+        s->phase = P_TERM;
+        loop_timer_rearm(s->step, s->kill_after_ms);
+        break;
+    case P_TERM:
+        (void)child_kill(s->child, SIGKILL);
+        s->phase = P_KILL;
+        break;
+    case P_REAPED:
+        /* something outside the group holds its pipes: stop waiting for them */
+        (void)child_kill(s->child, SIGKILL);
+        finish(s);
+        break;
+    case P_DONE:
+        (void)child_kill(s->child, SIGKILL);
+        loop_timer_cancel(s->step);
+        s->step = NULL;
+        break;
+    default:
+        break;
+    }
+}
+
+static void reaped(struct stdio_child *s, int status)
+{
+    s->status = status;
+    enum phase was = s->phase;
+    s->phase = P_REAPED;
+    loop_io_remove(s->exit_io);
+    s->exit_io = NULL;
+    if (s->pidfd >= 0) {
+        (void)close(s->pidfd);
+        s->pidfd = -1;
+    }
+    loop_timer_cancel(s->poll);
+    s->poll = NULL;
+    /* nothing it started outlives it; a server that has exited reads no more input */
+    close_stdin(s);
+    (void)child_kill(s->child, was == P_KILL ? SIGKILL : SIGTERM);
+    loop_timer_rearm(s->step, s->kill_after_ms);
+    maybe_finish(s);
+}
+
+static void check_exit(struct stdio_child *s)
+{
+    int status;
+    int r = child_wait(s->child, false, &status);
+    if (r == 0)
+        return;
+    reaped(s, r > 0 ? status : -1);
+}
+
+static void on_pidfd(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    struct stdio_child *s = userdata;
+    (void)io;
+    (void)fd;
+    (void)events;
+    check_exit(s);
+}
+
+static void on_poll(struct loop_timer *t, void *userdata)
+{
+    struct stdio_child *s = userdata;
+    check_exit(s);
+    if (!freed(s) && s->poll == t)
+        loop_timer_rearm(t, STDIO_CHILD_POLL_MS);
+}
+
+static void drain_stderr(struct stdio_child *s);
+
+static void fr_message(const char *msg, size_t len, void *userdata)
+{
+    struct stdio_child *s = userdata;
+    if (!s->closed)
+        s->h.on_message(msg, len, s->userdata);
+}
+
+static void fr_eof(void *userdata)
+{
+    struct stdio_child *s = userdata;
+    s->out_done = true;
+    drain_stderr(s);
+    if (freed(s))
+        return;
+    connection_over(s, 0);
+    if (!freed(s))
+        maybe_finish(s);
+}
+
+static void fr_error(int error, void *userdata)
+{
+    struct stdio_child *s = userdata;
+    /* the framing is finished with both pipes: stdout no longer read, stdin closed */
+    framing_free(s->fr);
+    s->fr = NULL;
+    close_stdin(s);
+    s->out_done = true;
+    drain_stderr(s);
+    if (freed(s))
+        return;
+    connection_over(s, error);
+    if (!freed(s))
+        maybe_finish(s);
+}
+
+static void emit_stderr(struct stdio_child *s)
+{
+    size_t n = s->errlen;
+    s->errlen = 0;
+    if (n > 0 && s->errline[n - 1] == '\r')
+        n--;
+    if (n > 0 && s->h.on_stderr)
+        s->h.on_stderr(s->errline, n, s->userdata);
+}
+
+/* One read of its stderr, its lines delivered. 1 when there may be more now, 0 when it would
+ * block, -1 at its end (or when s was freed meanwhile). At the end the server is finished
+ * with when it can be, unless the caller does that itself (may_finish false). */
+static int read_stderr(struct stdio_child *s, int fd, bool may_finish)
+{
+    char chunk[8192];
+    ssize_t n;
+    do
+        n = read(fd, chunk, sizeof(chunk));
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    if (n <= 0) {
+        /* EOF (or an error: nothing more will come either way) */
+        if (!s->errskip)
+            emit_stderr(s);
+        if (freed(s))
+            return -1;
+        loop_io_remove(s->err_io);
+        s->err_io = NULL;
+        if (may_finish)
+            maybe_finish(s);
+        return -1;
+    }
+    for (const char *p = chunk, *end = chunk + n; p < end && !freed(s);) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!s->errskip) {
+            size_t take = (size_t)((nl ? nl : end) - p);
+            size_t room = sizeof(s->errline) - s->errlen;
+            memcpy(s->errline + s->errlen, p, take < room ? take : room);
+            s->errlen += take < room ? take : room;
+            if (!nl && s->errlen == sizeof(s->errline)) {
+                /* full: say what we have now, drop the rest of the line */
+                emit_stderr(s);
+                s->errskip = true;
+            }
+        }
+        if (!nl)
+            break;
+        if (!s->errskip)
+            emit_stderr(s);
+        s->errskip = false;
+        s->errlen = 0;
+        p = nl + 1;
+    }
+    return freed(s) ? -1 : 1;
+}
+
+static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    (void)io;
+    (void)events;
+    (void)read_stderr(userdata, fd, true);
+}
+
+/* What the server wrote to its stderr before its stdout ended (a crash: all of it is in the
+ * pipe by now) is delivered before the end is, so that whoever reports the end can quote it.
+ * Bounded: a server still writing is read on by the loop. The caller finishes (on_close with
+ * its own reason first). */
+static void drain_stderr(struct stdio_child *s)
+{
+    for (int i = 0; i < 16 && s->err_io && !freed(s); i++)
+        if (read_stderr(s, child_stderr_fd(s->child), false) <= 0)
+            break;
+}
+
+/* ---- public ---- */
+
+static void release_fn(struct loop_release *node)
+{
+    free(list_entry(node, struct stdio_child, release));
+}
+
+static int build_env(const char *const *env, char ***ret, struct err *e)
+{
+    char **envp = NULL;
+    int r = child_env_minimal(&envp);
+    if (r < 0)
+        return err_set(e, r, "cannot build the environment: %s", strerror(-r));
+    for (size_t i = 0; env && env[i]; i++) {
+        const char *eq = strchr(env[i], '=');
+        if (!eq || eq == env[i]) {
+            r = err_set(e, -EINVAL, "invalid environment entry %zu: expected NAME=value", i);
+            goto out;
+        }
+        char *name = strndup(env[i], (size_t)(eq - env[i]));
+        if (!name) {
+            r = err_set(e, -ENOMEM, "cannot build the environment: out of memory");
+            goto out;
+        }
+        r = child_env_set(&envp, name, eq + 1);
+        if (r < 0)
+            err_set(e, r, "invalid environment variable '%s'", name);
+        free(name);
+        if (r < 0)
+            goto out;
+    }
+    *ret = envp;
+    envp = NULL;
+    r = 0;
+out:
+    child_env_free(envp);
+    return r;
+}
+
+static int open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    return fd < 0 ? -errno : fd;
+#else
+    (void)pid;
+    return -ENOSYS;
+#endif
+}
+
+int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
+                    const struct stdio_child_handler *h, void *userdata, struct stdio_child **ret,
+                    struct err *e)
+{
+    struct stdio_child *s = NULL;
+    char **envp = NULL;
+    int r;
+
+    if (!l || !spec || !h || !h->on_message || !ret)
+        return err_set(e, -EINVAL, "invalid arguments");
+    if (!spec->argv || !spec->argv[0] || !spec->argv[0][0])
+        return err_set(e, -EINVAL, "no command to run");
+    if (spec->term_after_ms < 0 || spec->kill_after_ms < 0)
+        return err_set(e, -EINVAL, "cannot run '%s': invalid shutdown times", spec->argv[0]);
+
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return err_set(e, -ENOMEM, "cannot run '%s': out of memory", spec->argv[0]);
+    s->loop = l;
+    s->pidfd = -1;
+    s->h = *h;
+    s->userdata = userdata;
+    s->term_after_ms = spec->term_after_ms ? spec->term_after_ms : STDIO_CHILD_TERM_AFTER_MS;
+    s->kill_after_ms = spec->kill_after_ms ? spec->kill_after_ms : STDIO_CHILD_KILL_AFTER_MS;
+
+    r = build_env(spec->env, &envp, e);
+    if (r < 0) {
+        err_prefix(e, "cannot run '%s'", spec->argv[0]);
+        goto out;
+    }
+    struct child_spec cs = {
+        .argv = spec->argv,
+        .envp = (const char *const *)envp,
+        .cwd = spec->cwd,
+        .flags = CHILD_STDIN_PIPE | CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE,
+    };
+    r = child_spawn(&cs, &s->child, e);
+    if (r < 0)
+        goto out;
+
+    /* the step timer is armed now so that arming it later cannot fail; the first firing in
+     * P_RUNNING does nothing */
+    r = loop_timer_add(l, 0, on_step, s, &s->step);
+    if (r < 0)
+        goto fail;
+    const struct framing_handler fh = {
+        .on_message = fr_message,
+        .on_eof = fr_eof,
+        .on_error = fr_error,
+    };
+    const struct framing_opts fo = {.max_frame = spec->max_frame, .max_pending = spec->max_pending};
+    r = framing_new(l, child_stdout_fd(s->child), child_stdin_fd(s->child), &fh, &fo, s, &s->fr);
+    if (r < 0)
+        goto fail;
+    r = loop_io_add(l, child_stderr_fd(s->child), LOOP_READ, on_stderr_io, s, &s->err_io);
+    if (r < 0)
+        goto fail;
+
+    if (!spec->poll_exit)
+        s->pidfd = open_pidfd(child_pid(s->child));
+    if (s->pidfd >= 0)
+        r = loop_io_add(l, s->pidfd, LOOP_READ, on_pidfd, s, &s->exit_io);
+    else
+        r = loop_timer_add(l, STDIO_CHILD_POLL_MS, on_poll, s, &s->poll);
+    if (r < 0)
+        goto fail;
+
+    *ret = s;
+    s = NULL;
+    r = 0;
+    goto out;
+fail:
+    r = err_set(e, r, "cannot watch '%s': %s", spec->argv[0], strerror(-r));
+out:
+    child_env_free(envp);
+    stdio_child_free(s);
+    return r;
+}
+
+int stdio_child_send(struct stdio_child *s, const char *msg, size_t len)
+{
+    if (!s || freed(s))
+        return -EINVAL;
+    if (!s->fr)
+        return -EPIPE;
+    if (s->phase != P_RUNNING)
+        return -ESHUTDOWN;
+    return framing_send(s->fr, msg, len);
+}
+
+void stdio_child_shutdown(struct stdio_child *s)
+{
+    if (s && !freed(s))
+        begin_shutdown(s);
+}
+
+pid_t stdio_child_pid(const struct stdio_child *s)
+{
+    return child_pid(s->child);
+}
+
+void stdio_child_free(struct stdio_child *s)
+{
+    if (!s || freed(s))
+        return;
+    stop_watching(s);
+    /* stragglers of a server already reaped: child_free() only kills an unreaped one */
+    if (s->step && (s->phase == P_REAPED || s->phase == P_DONE))
+        (void)child_kill(s->child, SIGKILL);
+    loop_timer_cancel(s->step);
+    s->step = NULL;
+    child_free(s->child);
+    s->child = NULL;
+    s->phase = P_FREED;
+    loop_release(s->loop, &s->release, release_fn);
+}

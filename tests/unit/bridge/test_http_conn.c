@@ -1,0 +1,711 @@
+/* test_http_upstream.c - the Streamable HTTP upstream against a tiny Streamable HTTP server
+ * (http_fixture.h): a session end to end (initialize, the session id, JSON, arrays and SSE
+ * answers, the GET stream and its reconnection, a lost session, the DELETE), freeing from a
+ * callback, refused connections and bad specs, the order of the GET stream and the requests
+ * around it, sessions that change, and headers replaced within a session after a 401. The
+ * resumption of answers is test_http_resume.c's, the legacy transport test_http_legacy.c's. */
+#include "http_fixture.h"
+#include "httpd.h" /* also named here: CMake links libmicrohttpd to tests that include it */
+
+/* what the server saw; written by its thread under fx_mu, read after loop_run */
+struct seen {
+    char init_sid[F];
+    char notif_sid[F], notif_proto[F];
+    char tools_sid[F], tools_proto[F], tools_accept[F], tools_ctype[F], tools_auth[F];
+    int gets;
+    char get1_lei[F], get2_lei[F], get_accept[F], get_sid[F];
+    int deletes;
+    char del_sid[F];
+};
+
+static struct seen seen;
+/* what the server answers a request whose session it does not know: 404 as the spec says, or
+ * 400 as the TypeScript SDK's servers do */
+static unsigned stale_status = 404;
+
+/* /order: the GET stream must wait for notifications/initialized's answer, and requests sent
+ * after http_conn_open_stream() must wait for the GET; /resess: sessions that change */
+struct order_seen {
+    int64_t notif_answered, get_at, call_at;
+    int inits, gets;
+    char get_lei[F], get_sid[F], call_sid[F];
+};
+static struct order_seen order;
+
+static const char tools_sse[] =
+    "id: p1\nretry: 5000\ndata: \n\n" /* priming */
+    ": a comment\n"
+    "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n"
+    "event: other\ndata: {\"not\":\"a message\"}\n\n" /* not a message */
+    "data: {\"jsonrpc\":\"2.0\",\n"
+    "data: \"id\":2,\"result\":{}}\n\n";
+
+/* the method of a POSTed message, and for tools/call the tool's name */
+
+static enum MHD_Result post(struct MHD_Connection *c, const struct upload *u)
+{
+    char name[F], tool[F];
+    parse_post(u, name, tool);
+
+    pthread_mutex_lock(&fx_mu);
+    enum MHD_Result ret;
+    if (strcmp(name, "initialize") == 0) {
+        httpd_header(c, "Mcp-Session-Id", seen.init_sid, F);
+        ret = httpd_reply(
+            c, 200, "application/json; charset=utf-8",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-11-25\"}}",
+            "abc");
+    } else if (strcmp(name, "notifications/initialized") == 0) {
+        httpd_header(c, "Mcp-Session-Id", seen.notif_sid, F);
+        httpd_header(c, "MCP-Protocol-Version", seen.notif_proto, F);
+        ret = httpd_reply(c, 202, NULL, "", NULL);
+    } else if (strcmp(name, "tools/list") == 0) {
+        httpd_header(c, "Mcp-Session-Id", seen.tools_sid, F);
+        httpd_header(c, "MCP-Protocol-Version", seen.tools_proto, F);
+        httpd_header(c, "Accept", seen.tools_accept, F);
+        httpd_header(c, "Content-Type", seen.tools_ctype, F);
+        httpd_header(c, "Authorization", seen.tools_auth, F);
+        ret = httpd_reply(c, 200, "Text/Event-Stream ; charset=utf-8", tools_sse, NULL);
+    } else if (strcmp(name, "old/array") == 0) {
+        ret = httpd_reply(c, 200, "application/json",
+                          " [{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}},"
+                          "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}]",
+                          NULL);
+    } else if (strcmp(name, "bad/type") == 0) {
+        ret = httpd_reply(c, 200, "text/html", "<html></html>", NULL);
+    } else if (strcmp(name, "stale") == 0) {
+        const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
+        ret = httpd_reply(c, sid ? stale_status : 400, "text/plain", "no such session", NULL);
+    } else {
+        ret = httpd_reply(c, 400, "text/plain", "bad", NULL);
+    }
+    pthread_mutex_unlock(&fx_mu);
+    return ret;
+}
+
+static enum MHD_Result get(struct MHD_Connection *c)
+{
+    pthread_mutex_lock(&fx_mu);
+    enum MHD_Result ret;
+    seen.gets++;
+    httpd_header(c, "Accept", seen.get_accept, F);
+    httpd_header(c, "Mcp-Session-Id", seen.get_sid, F);
+    if (seen.gets == 1) {
+        httpd_header(c, "Last-Event-ID", seen.get1_lei, F);
+        ret = httpd_reply(c, 200, "text/event-stream",
+                          "id: g1\nretry: 100\n"
+                          "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n",
+                          NULL);
+    } else {
+        httpd_header(c, "Last-Event-ID", seen.get2_lei, F);
+        ret = httpd_reply(c, 405, "text/plain", "no stream", NULL);
+    }
+    pthread_mutex_unlock(&fx_mu);
+    return ret;
+}
+
+static enum MHD_Result order_req(struct MHD_Connection *c, const char *url, const char *method,
+                                 struct upload *u)
+{
+    char name[F], tool[F];
+    bool resess = strcmp(url, "/resess") == 0;
+    if (strcmp(method, "GET") == 0) {
+        pthread_mutex_lock(&fx_mu);
+        order.gets++;
+        order.get_at = now_ms();
+        httpd_header(c, "Last-Event-ID", order.get_lei, F);
+        httpd_header(c, "Mcp-Session-Id", order.get_sid, F);
+        pthread_mutex_unlock(&fx_mu);
+        if (resess) /* an id to resume from, then the end */
+            return httpd_reply(c, 200, "text/event-stream", "id: old-1\nretry: 60000\ndata: \n\n",
+                               NULL);
+        return httpd_reply(c, 405, NULL, "", NULL);
+    }
+    parse_post(u, name, tool);
+    if (strcmp(name, "initialize") == 0) {
+        pthread_mutex_lock(&fx_mu);
+        int n = ++order.inits;
+        pthread_mutex_unlock(&fx_mu);
+        /* /resess: the first session is "s1", the second has no id (a stateless server) */
+        const char *sid = !resess ? "o1" : n == 1 ? "s1" : NULL;
+        return httpd_reply(c, 200, "application/json",
+                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", sid);
+    }
+    if (strcmp(name, "notifications/initialized") == 0) {
+        if (!resess) {
+            struct timespec ts = {0, 300 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        pthread_mutex_lock(&fx_mu);
+        order.notif_answered = now_ms();
+        pthread_mutex_unlock(&fx_mu);
+        return httpd_reply(c, 202, NULL, "", NULL);
+    }
+    pthread_mutex_lock(&fx_mu);
+    order.call_at = now_ms();
+    httpd_header(c, "Mcp-Session-Id", order.call_sid, F);
+    pthread_mutex_unlock(&fx_mu);
+    return httpd_reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}",
+                       NULL);
+}
+
+/* /auth: a token that expires within the session. The initialize works with any token, a
+ * call only with "Bearer new" (else 401 and a challenge); "forbidden" is 403 whatever the
+ * token. */
+struct auth_seen {
+    int calls;
+    char init_auth[F], call1_auth[F], call2_auth[F], call2_sid[F];
+};
+static struct auth_seen auth;
+
+static const char auth_401[] = "Bearer resource_metadata=\"http://127.0.0.1/.well-known/x\"";
+static const char auth_403[] = "Bearer error=\"insufficient_scope\", scope=\"admin\"";
+
+static enum MHD_Result reply_challenge(struct MHD_Connection *c, unsigned status,
+                                       const char *challenge)
+{
+    static const char body[] = "refused";
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+    if (r)
+        (void)MHD_add_response_header(r, "WWW-Authenticate", challenge);
+    return httpd_queue(c, status, "text/plain", NULL, r);
+}
+
+static enum MHD_Result auth_req(struct MHD_Connection *c, struct upload *u)
+{
+    char name[F], tool[F], a[F];
+    parse_post(u, name, tool);
+    httpd_header(c, "Authorization", a, F);
+
+    if (strcmp(name, "initialize") == 0) {
+        pthread_mutex_lock(&fx_mu);
+        snprintf(auth.init_auth, F, "%s", a);
+        pthread_mutex_unlock(&fx_mu);
+        return httpd_reply(c, 200, "application/json",
+                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", "s-auth");
+    }
+    if (strcmp(name, "tools/call") != 0)
+        return httpd_reply(c, 202, NULL, "", NULL);
+    pthread_mutex_lock(&fx_mu);
+    int n = ++auth.calls;
+    if (n == 1)
+        snprintf(auth.call1_auth, F, "%s", a);
+    if (n == 2) {
+        snprintf(auth.call2_auth, F, "%s", a);
+        httpd_header(c, "Mcp-Session-Id", auth.call2_sid, F);
+    }
+    pthread_mutex_unlock(&fx_mu);
+    if (strcmp(tool, "forbidden") == 0)
+        return reply_challenge(c, 403, auth_403);
+    if (strcmp(a, "Bearer new") != 0)
+        return reply_challenge(c, 401, auth_401);
+    return httpd_reply(c, 200, "application/json", "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}",
+                       NULL);
+}
+
+static enum MHD_Result fx_route(struct MHD_Connection *conn, const char *url, const char *method,
+                                struct upload *u)
+{
+    if (strcmp(url, "/auth") == 0 && strcmp(method, "POST") == 0)
+        return auth_req(conn, u);
+    if (strcmp(url, "/order") == 0 || strcmp(url, "/resess") == 0)
+        return order_req(conn, url, method, u);
+    if (strcmp(method, "POST") == 0)
+        return post(conn, u);
+    if (strcmp(method, "GET") == 0)
+        return get(conn);
+    if (strcmp(method, "DELETE") == 0) {
+        pthread_mutex_lock(&fx_mu);
+        seen.deletes++;
+        httpd_header(conn, "Mcp-Session-Id", seen.del_sid, F);
+        pthread_mutex_unlock(&fx_mu);
+        /* as a server without DELETE answers it: 404 and a page, which is fine */
+        return httpd_reply(conn, 404, "text/html", "<html>Cannot DELETE /mcp</html>", NULL);
+    }
+    return httpd_reply(conn, 405, NULL, "", NULL);
+}
+
+/* ---- the client side ----------------------------------------------------------------------- */
+
+struct client {
+    struct loop *loop;
+    struct http_conn *u;
+    bool got[5]; /* results by id */
+    int dup;     /* a result seen twice */
+    int progress, stream_msgs, others;
+    int bad_type_error, stale_error, other_errors;
+    int closes, close_reason, last_error;
+    int64_t stream_msg_at, close_at;
+    bool stale_sent;
+    int done_calls, done_result;
+    bool free_in_callback; /* test_free_in_callback */
+};
+
+static void sendc(struct client *c, const char *msg, bool init, uint64_t tag)
+{
+    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), init ? HTTP_CONN_INITIALIZE : 0, tag), 0);
+}
+
+static void on_done(int result, void *userdata)
+{
+    struct client *c = userdata;
+    c->done_calls++;
+    c->done_result = result;
+    loop_quit(c->loop, 0);
+}
+
+static void advance(struct client *c)
+{
+    if (c->stale_sent || !c->got[2] || !c->got[3] || !c->got[4] || !c->progress ||
+        !c->bad_type_error || !c->closes)
+        return;
+    c->stale_sent = true;
+    sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"stale\"}", false, 9);
+}
+
+static void on_message(const char *msg, size_t len, void *userdata)
+{
+    struct client *c = userdata;
+    char *s = strndup(msg, len);
+    json_object *o = s ? json_tokener_parse(s) : NULL;
+    free(s);
+    CHECK(o != NULL);
+    if (!o)
+        return;
+    json_object *v;
+    if (c->free_in_callback) {
+        json_object_put(o);
+        http_conn_free(c->u);
+        c->u = NULL;
+        c->others++;
+        loop_quit(c->loop, 0);
+        return;
+    }
+    if (json_object_object_get_ex(o, "id", &v)) {
+        int id = json_object_get_int(v);
+        if (id >= 1 && id <= 4) {
+            if (c->got[id])
+                c->dup++;
+            c->got[id] = true;
+        } else {
+            c->others++;
+        }
+        if (id == 1) {
+            CHECK_STR(http_conn_session_id(c->u), "abc");
+            CHECK_INT(http_conn_set_protocol_version(c->u, "2025-11-25"), 0);
+            CHECK_INT(http_conn_set_protocol_version(c->u, "bad version"), -EINVAL);
+            sendc(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", false, 0);
+            sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", false, 0);
+            sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"old/array\"}", false, 0);
+            sendc(c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"bad/type\"}", false, 6);
+            CHECK_INT(http_conn_open_stream(c->u), 0);
+            CHECK_INT(http_conn_open_stream(c->u), -EALREADY);
+        }
+    } else if (json_object_object_get_ex(o, "method", &v)) {
+        const char *m = json_object_get_string(v);
+        if (strcmp(m, "notifications/progress") == 0)
+            c->progress++;
+        else if (strcmp(m, "notifications/message") == 0) {
+            c->stream_msgs++;
+            c->stream_msg_at = now_ms();
+        } else
+            c->others++;
+    }
+    json_object_put(o);
+    advance(c);
+}
+
+static void on_error(int error, uint64_t tag, void *userdata)
+{
+    struct client *c = userdata;
+    if (error == -EPROTO && tag == 6) /* bad/type */
+        c->bad_type_error++;
+    else if (error == -ESTALE && tag == 9) { /* stale */
+        c->stale_error++;
+        CHECK_INT(http_conn_close(c->u, on_done), 0);
+        CHECK_INT(http_conn_close(c->u, on_done), -ESHUTDOWN);
+        CHECK_INT(http_conn_send(c->u, "{}", 2, 0, 0), -ESHUTDOWN);
+    } else {
+        if (!c->free_in_callback)
+            fprintf(stderr, "unexpected error %d for tag %llu\n", error, (unsigned long long)tag);
+        c->other_errors++;
+        c->last_error = error;
+        if (c->free_in_callback)
+            loop_quit(c->loop, 0);
+    }
+    advance(c);
+}
+
+static void on_close(int reason, void *userdata)
+{
+    struct client *c = userdata;
+    c->closes++;
+    c->close_reason = reason;
+    c->close_at = now_ms();
+    advance(c);
+}
+
+static const struct http_conn_handler handler_ = {
+    .on_message = on_message, .on_close = on_close, .on_error = on_error};
+
+static void run_session(unsigned stale)
+{
+    struct client c = {0};
+    struct loop_timer *t = NULL;
+    struct err e = ERR_INIT;
+    char url[128];
+    const char *headers[] = {"Authorization: Bearer s3cret", NULL};
+
+    stale_status = stale;
+    pthread_mutex_lock(&fx_mu);
+    memset(&seen, 0, sizeof(seen));
+    pthread_mutex_unlock(&fx_mu);
+    fx_url(url, sizeof(url), "/mcp");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url, .headers = headers, .timeout_ms = 5000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &handler_, &c, &c.u, &e), 0);
+    CHECK_STR(http_conn_session_id(c.u), "");
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+    sendc(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}", true, 0);
+
+    CHECK_INT(loop_run(c.loop), 0);
+
+    for (int i = 1; i <= 4; i++)
+        CHECK(c.got[i]);
+    CHECK_INT(c.dup, 0);
+    CHECK_INT(c.progress, 1);
+    CHECK_INT(c.others, 0);
+    CHECK_INT(c.bad_type_error, 1);
+    CHECK_INT(c.stale_error, 1);
+    CHECK_INT(c.other_errors, 0);
+    CHECK_INT(c.stream_msgs, 1);
+    CHECK_INT(c.closes, 1);
+    CHECK_INT(c.close_reason, 0); /* the reconnection got 405 */
+    if (c.close_at - c.stream_msg_at < 95)
+        fprintf(stderr, "reconnected after %lld ms\n", (long long)(c.close_at - c.stream_msg_at));
+    CHECK(c.close_at - c.stream_msg_at >= 95); /* waited for retry: 100 (the loop counts from its
+                                                * cached clock, a millisecond may go) */
+    CHECK_INT(c.done_calls, 1);
+    CHECK_INT(c.done_result, 0);
+
+    pthread_mutex_lock(&fx_mu);
+    CHECK_STR(seen.init_sid, "");
+    CHECK_STR(seen.notif_sid, "abc");
+    CHECK_STR(seen.notif_proto, "2025-11-25");
+    CHECK_STR(seen.tools_sid, "abc");
+    CHECK_STR(seen.tools_proto, "2025-11-25");
+    CHECK_STR(seen.tools_accept, "application/json, text/event-stream");
+    CHECK_STR(seen.tools_ctype, "application/json");
+    CHECK_STR(seen.tools_auth, "Bearer s3cret");
+    CHECK_INT(seen.gets, 2);
+    CHECK_STR(seen.get_accept, "text/event-stream");
+    CHECK_STR(seen.get_sid, "abc");
+    CHECK_STR(seen.get1_lei, "");
+    CHECK_STR(seen.get2_lei, "g1");
+    CHECK_INT(seen.deletes, 1);
+    CHECK_STR(seen.del_sid, "abc");
+    pthread_mutex_unlock(&fx_mu);
+
+    loop_timer_cancel(t);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+}
+
+static void test_sessions(void)
+{
+    run_session(404);
+    run_session(400);
+}
+
+/* freeing the upstream from on_message, inside libcurl's write callback (an SSE answer) */
+static void test_free_in_callback(void)
+{
+    struct client c = {.free_in_callback = true};
+    struct loop_timer *t = NULL;
+    char url[128];
+
+    fx_url(url, sizeof(url), "/mcp");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url};
+    CHECK_INT(http_conn_new(c.loop, &spec, &handler_, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+    sendc(&c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", false, 0);
+    CHECK_INT(loop_run(c.loop), 0);
+    CHECK_INT(c.others, 1);
+    CHECK(c.u == NULL);
+    loop_timer_cancel(t);
+    loop_free(c.loop);
+}
+
+static void test_refused_and_bad_spec(void)
+{
+    struct client c = {.free_in_callback = true};
+    struct loop_timer *t = NULL;
+    struct err e = ERR_INIT;
+    struct http_conn *u = NULL;
+
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec bad = {.url = "ftp://127.0.0.1/"};
+    CHECK_INT(http_conn_new(c.loop, &bad, &handler_, &c, &u, &e), -EINVAL);
+    const char *hs[] = {"Authorization Bearer s3cret", NULL};
+    struct http_conn_spec bad2 = {.url = "http://127.0.0.1/", .headers = hs};
+    CHECK_INT(http_conn_new(c.loop, &bad2, &handler_, &c, &u, &e), -EINVAL);
+    CHECK(strstr(err_msg(&e), "s3cret") == NULL);
+    CHECK(u == NULL);
+
+    /* port 1 on loopback: nothing listens */
+    struct http_conn_spec spec = {.url = "http://127.0.0.1:1/mcp", .timeout_ms = 2000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &handler_, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+    sendc(&c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}", false, 7);
+    CHECK_INT(loop_run(c.loop), 0);
+    CHECK_INT(c.other_errors, 1);
+    CHECK_INT(c.last_error, -ECONNREFUSED);
+    loop_timer_cancel(t);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+}
+
+/* ---- the GET stream's order, sessions that change, secrets in messages ---- */
+
+struct oclient {
+    struct loop *loop;
+    struct http_conn *u;
+    int phase, errors, closes;
+    bool resess;
+};
+
+static void o_send(struct oclient *c, const char *msg, unsigned flags, uint64_t tag)
+{
+    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), flags, tag), 0);
+}
+
+static const char o_init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+static const char o_inited[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+static const char o_call[] = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\"}";
+
+static void o_message(const char *msg, size_t len, void *userdata)
+{
+    struct oclient *c = userdata;
+    bool init = memmem(msg, len, "\"id\":1", 6) != NULL;
+    if (init && !c->resess) {
+        o_send(c, o_inited, 0, 0);
+        CHECK_INT(http_conn_open_stream(c->u), 0);
+        o_send(c, o_call, 0, 5);
+        return;
+    }
+    if (init && c->phase == 0) { /* the first session: its GET stream gets an id */
+        c->phase = 1;
+        o_send(c, o_inited, 0, 0);
+        CHECK_INT(http_conn_open_stream(c->u), 0);
+        return;
+    }
+    if (init) { /* the second session (no id): the GET stream starts afresh */
+        c->phase = 3;
+        CHECK_STR(http_conn_session_id(c->u), "");
+        o_send(c, o_inited, 0, 0);
+        int k = http_conn_open_stream(c->u);
+        CHECK(k == 0 || k == -EALREADY);
+        o_send(c, o_call, 0, 5);
+        return;
+    }
+    loop_quit(c->loop, 0); /* the answer to the call */
+}
+
+static void o_error(int error, uint64_t tag, void *userdata)
+{
+    struct oclient *c = userdata;
+    (void)tag;
+    fprintf(stderr, "order: unexpected error %d\n", error);
+    c->errors++;
+}
+
+static void o_close(int reason, void *userdata)
+{
+    ((struct oclient *)userdata)->closes++;
+    (void)reason;
+}
+
+static void o_tick(struct loop_timer *t, void *userdata)
+{
+    struct oclient *c = userdata;
+    pthread_mutex_lock(&fx_mu);
+    bool got = order.gets >= 1;
+    pthread_mutex_unlock(&fx_mu);
+    if (c->phase == 1 && got) { /* re-initialize, as after a lost session */
+        c->phase = 2;
+        o_send(c, o_init, HTTP_CONN_INITIALIZE, 1);
+    }
+    loop_timer_rearm(t, 20);
+}
+
+static void run_order(bool resess)
+{
+    struct oclient c = {.resess = resess};
+    struct loop_timer *t = NULL, *tick = NULL;
+    char url[128];
+    static const struct http_conn_handler h = {
+        .on_message = o_message, .on_error = o_error, .on_close = o_close};
+
+    memset(&order, 0, sizeof(order));
+    fx_url(url, sizeof(url), resess ? "/resess" : "/order");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url, .timeout_ms = 5000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+    CHECK_INT(loop_timer_add(c.loop, 20, o_tick, &c, &tick), 0);
+    o_send(&c, o_init, HTTP_CONN_INITIALIZE, 1);
+    CHECK_INT(loop_run(c.loop), 0);
+    CHECK_INT(c.errors, 0);
+    pthread_mutex_lock(&fx_mu);
+    if (!resess) {
+        CHECK_INT(order.gets, 1);
+        /* the GET came once notifications/initialized was answered, the call after the GET */
+        CHECK(order.notif_answered != 0 && order.get_at >= order.notif_answered);
+        CHECK(order.call_at >= order.get_at);
+        CHECK_STR(order.get_sid, "o1");
+        CHECK_STR(order.call_sid, "o1");
+    } else {
+        CHECK_INT(order.inits, 2);
+        CHECK(order.gets >= 1);
+        /* the second session has no id: neither the old id nor its last event id are sent */
+        CHECK_STR(order.call_sid, "");
+        if (order.gets >= 2) {
+            CHECK_STR(order.get_sid, "");
+            CHECK_STR(order.get_lei, "");
+        }
+    }
+    pthread_mutex_unlock(&fx_mu);
+    loop_timer_cancel(t);
+    loop_timer_cancel(tick);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+}
+
+static void test_order_and_sessions(void)
+{
+    run_order(false);
+    run_order(true);
+
+    /* an expanded URL may hold a token: error messages do not quote it */
+    struct loop *l = NULL;
+    struct http_conn *u = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(loop_new(&l), 0);
+    struct http_conn_spec bad = {.url = "ftp://h/?token=s3cret"};
+    CHECK_INT(http_conn_new(l, &bad, &handler_, NULL, &u, &e), -EINVAL);
+    CHECK(strstr(err_msg(&e), "s3cret") == NULL);
+    struct http_conn_spec bad2 = {.url = "http://h/?token=s3cret x"};
+    CHECK_INT(http_conn_new(l, &bad2, &handler_, NULL, &u, &e), -EINVAL);
+    CHECK(strstr(err_msg(&e), "s3cret") == NULL);
+    loop_free(l);
+}
+
+/* ---- headers replaced within a session, the server's challenge ---- */
+
+struct aclient {
+    struct loop *loop;
+    struct http_conn *u;
+    int err2, err4, others;
+    bool got3;
+    char challenge2[256], challenge4[256];
+};
+
+static void a_send(struct aclient *c, int id, const char *tool)
+{
+    char msg[160];
+    snprintf(
+        msg, sizeof(msg),
+        "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\"}}",
+        id, tool);
+    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), 0, (uint64_t)id), 0);
+}
+
+static void a_message(const char *msg, size_t len, void *userdata)
+{
+    struct aclient *c = userdata;
+    int id = msg_id(msg, len, NULL);
+    const char *bad[] = {"Authorization Bearer new", NULL};
+
+    if (id == 1) {
+        CHECK(http_conn_challenge(c->u) == NULL);
+        const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+        CHECK_INT(http_conn_send(c->u, n, strlen(n), 0, 0), 0);
+        /* refused: the headers stay as they were (the call still carries the old token) */
+        CHECK_INT(http_conn_set_headers(c->u, bad), -EINVAL);
+        a_send(c, 2, "echo");
+    } else if (id == 3) {
+        c->got3 = true;
+        http_conn_answered(c->u, 3);
+        a_send(c, 4, "forbidden");
+    } else {
+        c->others++;
+    }
+}
+
+static void a_error(int error, uint64_t tag, void *userdata)
+{
+    struct aclient *c = userdata;
+    const char *ch = http_conn_challenge(c->u);
+    const char *fresh[] = {"Authorization: Bearer new", NULL};
+
+    if (tag == 2) {
+        c->err2 = error;
+        snprintf(c->challenge2, sizeof(c->challenge2), "%s", ch ? ch : "(none)");
+        /* a new token for the same session */
+        CHECK_INT(http_conn_set_headers(c->u, fresh), 0);
+        a_send(c, 3, "echo");
+    } else if (tag == 4) {
+        c->err4 = error;
+        snprintf(c->challenge4, sizeof(c->challenge4), "%s", ch ? ch : "(none)");
+        loop_quit(c->loop, 0);
+    } else {
+        fprintf(stderr, "auth: unexpected error %d for tag %llu\n", error, (unsigned long long)tag);
+        c->others++;
+    }
+}
+
+static void test_headers_and_challenge(void)
+{
+    struct aclient c = {0};
+    struct loop_timer *t = NULL;
+    char url[128];
+    const char *headers[] = {"Authorization: Bearer old", NULL};
+    const struct http_conn_handler h = {.on_message = a_message, .on_error = a_error};
+
+    memset(&auth, 0, sizeof(auth));
+    fx_url(url, sizeof(url), "/auth");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url, .headers = headers, .timeout_ms = 5000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK(http_conn_challenge(c.u) == NULL);
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+    const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}";
+    CHECK_INT(http_conn_send(c.u, init, strlen(init), HTTP_CONN_INITIALIZE, 1), 0);
+
+    CHECK_INT(loop_run(c.loop), 0);
+
+    CHECK_INT(c.err2, -EACCES); /* 401, reported with the request's tag */
+    CHECK_STR(c.challenge2, auth_401);
+    CHECK(c.got3);
+    CHECK_INT(c.err4, -EPERM); /* 403 */
+    CHECK_STR(c.challenge4, auth_403);
+    CHECK_INT(c.others, 0);
+    CHECK_STR(http_conn_session_id(c.u), "s-auth"); /* no new session for a new token */
+    pthread_mutex_lock(&fx_mu);
+    CHECK_INT(auth.calls, 3);
+    CHECK_STR(auth.init_auth, "Bearer old");
+    CHECK_STR(auth.call1_auth, "Bearer old");
+    CHECK_STR(auth.call2_auth, "Bearer new");
+    CHECK_STR(auth.call2_sid, "s-auth");
+    pthread_mutex_unlock(&fx_mu);
+    CHECK_INT(http_conn_set_headers(c.u, NULL), 0); /* none at all is fine too */
+
+    loop_timer_cancel(t);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+}
+
+TESTS_MAIN(test_sessions, test_free_in_callback, test_refused_and_bad_spec, test_order_and_sessions,
+           test_headers_and_challenge)
