@@ -1,34 +1,17 @@
 /* server_config.h - the bridge's own keys of the MCP configuration.
  *
  * common/ reads the layers and the generic entry (credkit/mcp_config.h); the keys only the bridge
- * acts on are read here, from the entry's raw object and from the merged settings, with the
- * meanings of the pi adapter (docs/bridge.md has the table):
- *   per entry   "excludeTools"     tools left out of the agent's list (raw or exposed names)
- *               "lifecycle"        "lazy" (default), "eager" or "keep-alive"
- *               "idleTimeout"      minutes an unused server is kept (fractions allowed, 0 never;
- *                                  or a duration with its unit, "90s"); a number of 1000 or more
- *                                  is read as minutes with a warning (the old milliseconds?)
- *               "autoAuth"         sign in by itself when a sign-in is needed (cred_helper.h)
- *               "directTools"      true, false, or the raw names of the tools listed directly
- *               "exposeResources"  each resource also as a read tool
- *               "debug"            the server's stderr at the default log level
- *   settings    "toolPrefix"       how tools are named (naming.h): "mcp", "server", "short",
- *                                  "none"
- *               "idleTimeout"      as per entry; default 10 minutes
- *               "directTools"      true (default) or false: the proxy tool's context-saving mode
- *               "disableProxyTool" no "mcp" proxy tool
- *               "autoAuth"         the same for every entry that does not say
- *               "authRequiredMessage"  the "login required" text, with ${server}
- *               "sampling"         false: servers' sampling requests are refused
- *               "samplingAutoApprove"  accepted, with a warning: the agent approves, not the bridge
- *               "settleTimeout"    milliseconds the first list waits for connecting servers
- * The bridge loads its configuration with server_config_load() or server_config_load_object(),
- * which register the checks below with the loader: an invalid key of an entry makes that entry
- * invalid (in `mcp-bridge list` as in `serve`), and an invalid setting is a diagnostic of its
- * file that leaves the lower layers' value in force, as for common's own keys. A key of the
- * settings the bridge does not know, or a value it reads with a warning, is a diagnostic of the
- * file too, and the settings still count; warnings about an entry's keys are in its
- * `warnings`. */
+ * acts on are read here, from the entry's raw object ("excludeTools", "lifecycle",
+ * "idleTimeout", "autoAuth", "directTools", "exposeResources", "debug") and from the merged
+ * settings ("toolPrefix", "idleTimeout", "directTools", "disableProxyTool", "autoAuth",
+ * "authRequiredMessage", "sampling", "samplingAutoApprove", "settleTimeout"), with the meanings
+ * of the pi adapter (docs/bridge.md has the table for users, docs/development.md, "Modules in
+ * detail", each key's reading). The bridge loads its configuration with server_config_load()
+ * or server_config_load_object(), which register the checks below with the loader: an invalid
+ * key of an entry makes that entry invalid (in `mcp-bridge list` as in `serve`), and an
+ * invalid setting is a diagnostic of its file that leaves the lower layers' value in force, as
+ * for common's own keys. Unknown settings and values read with a warning are diagnostics of the
+ * file too; warnings about an entry's keys are in its `warnings`. */
 #pragma once
 
 #include <stdbool.h>

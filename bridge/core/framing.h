@@ -2,49 +2,17 @@
  *
  * The stdio transport in both directions: the agent's stdin/stdout downstream, a server
  * child's stdout/stdin upstream. One message per line, no embedded newline (compact JSON never
- * has one). A framing watches its descriptors on the loop and never blocks.
+ * has one). A framing watches its descriptors on the loop and never blocks. Messages read are
+ * handed over as pointers into one bounded buffer, valid during the call; messages sent go out
+ * at once or into a queue bounded by max_pending (-ENOBUFS beyond it), whose fill lets a
+ * forwarder stop reading while its destination is slow. A message over max_frame (-E2BIG), a
+ * reader gone (-EPIPE, never a SIGPIPE that kills) or a failed read or write breaks the
+ * connection: on_error comes once and the caller frees the framing. docs/development.md,
+ * "Modules in detail", has reading, writing, SIGPIPE, errors, descriptors and hang-up in full.
  *
- * Reading: bytes are read straight into one bounded buffer and split on '\n'; one trailing
- * '\r' is stripped and empty lines are skipped. Each message is handed to on_message as a
- * pointer into that buffer, valid only during the call (no copy per message). A message longer
- * than max_frame bytes (not counting its "\r\n") is -E2BIG, detected as soon as that many bytes
- * without a newline have arrived, not when the newline finally comes. At end of input an
- * unterminated last line is still delivered, then on_eof is called; writing goes on.
- *
- * Writing: framing_send() writes msg + "\n" at once when the descriptor takes it (no copy at
- * all); whatever it does not take is copied once into the outgoing queue, which is flushed when
- * the descriptor becomes writable. The queue is bounded (max_pending, -ENOBUFS beyond it) and
- * framing_pending() tells how full it is, so a forwarder can stop reading its source while its
- * destination is slow (framing_set_reading) and resume on on_drain.
- *
- * SIGPIPE: writing to a pipe whose reader has gone raises SIGPIPE, which kills a process that
- * has not ignored it; pipes have no MSG_NOSIGNAL. The process should ignore SIGPIPE
- * (mcp-bridge does so first thing in main). A framing created while SIGPIPE is neither ignored
- * nor blocked protects each write on a pipe itself (blocks SIGPIPE in the thread around the
- * write and consumes the one it raised: three more syscalls per write), so a library user
- * cannot be killed by it, only slowed down. Sockets use send(MSG_NOSIGNAL). Either way the
- * writer sees EPIPE, reported as -EPIPE.
- *
- * Errors: on_error(-errno) means the connection is broken and must be dropped: -E2BIG (frame
- * over the bound), -EPIPE (the reader went away), or what read()/write() failed with. It is
- * called at most once, nothing else is called after it, and the framing stops watching its
- * descriptors; the caller frees it (from inside on_error too). Write errors found inside
- * framing_send() are also returned by it; on_error follows from the loop. Before a write error
- * is reported, input already waiting is read and delivered, so a last reply that the peer
- * wrote before it went away is not lost.
- *
+ * The descriptors stay the caller's: the framing neither closes them nor changes their flags.
  * Callbacks come from the loop, never from inside a framing_* call. Any framing function may
- * be called from inside a callback, including framing_free() on this framing.
- *
- * The descriptors stay the caller's: the framing neither closes them nor changes their flags
- * (they must already be O_NONBLOCK), and one descriptor may be both rfd and wfd (a socket).
- * Regular files and /dev/null, which epoll cannot watch, are read and written as poll() sees
- * them, always ready: /dev/null as input is end of input at once.
- *
- * Hang-up while not reading: with on_hangup, a framing whose reading is off still watches rfd
- * for its writer going away (a pipe's last writer closing, a socket's peer shutting down), so
- * that a peer which stops while its messages are held back by flow control is noticed at
- * once rather than at the next read. */
+ * be called from inside a callback, including framing_free() on this framing. */
 #pragma once
 
 #include <stdbool.h>

@@ -5,29 +5,11 @@
  * (jrpc_serialize). Classification follows JSON-RPC 2.0: an object with "method" and "id" is a
  * request, with "method" and no "id" a notification, with "result" or "error" and an "id" a
  * response. Ids are strings or integers (MCP forbids null ids and fractional numbers); anything
- * else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in 2025-06-18).
- *
- * The rules in detail (anything else is JRPC_INVALID):
- *   - the root is an object with "jsonrpc": "2.0";
- *   - an id is a string of at most JRPC_ID_KEY_MAX bytes without NUL, or an integer (json-c
- *     type int) from -(2^63 - 1) to 2^64 - 2: json-c clamps integers beyond its range to
- *     INT64_MIN and UINT64_MAX, so those two are refused rather than merged with others;
- *   - "method" present: it must be a string without NUL, there must be neither "result" nor
- *     "error", "params" must be an object or absent (null counts as absent); with an "id" (a
- *     valid one) a request, without one a notification;
- *   - no "method": a response needs a valid id and exactly one of "result" and "error".
- *     A malformed error (not an object, or without an integer "code" and a string "message")
- *     still makes a response, so that the pending request is settled and not left to time
- *     out: jrpc_parse replaces it in the tree by {"code": its code if an integer in int range
- *     else JRPC_INTERNAL_ERROR, "message": its message if a string else a text saying the
- *     peer sent a malformed error, "data": the original error}. So a JRPC_RESPONSE's error,
- *     when set, always has an integer code and a string message.
- * Members other than these are ignored (and kept). json-c's strict mode still accepts the
- * literals NaN and Infinity (passed on as written) and single-quoted object keys (written
- * back double-quoted).
- *
- * Ids are compared and used as map keys through their canonical text (jrpc_id_key): an integer
- * as decimal digits, a string as 's' + the string, so 1 and "1" never collide. */
+ * else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in 2025-06-18). A malformed
+ * error still makes a response (so its request is settled), rewritten with an integer code and
+ * a string message. Ids are compared and used as map keys through their canonical text
+ * (jrpc_id_key), so 1 and "1" never collide. docs/development.md, "Modules in detail", has the
+ * rules in detail. */
 #pragma once
 
 #include <stdbool.h>

@@ -16,9 +16,8 @@
  * signals, then deferred calls. Everything is level-triggered. Callbacks get their userdata
  * back; a watcher or timer may be removed from inside any callback, including its own and
  * including one whose events are already pending in this iteration: it is marked dead, never
- * called again, and its memory is freed after the iteration.
- *
- * Not thread-safe: every function is called from the loop's thread. */
+ * called again, and its memory is freed after the iteration. Not thread-safe: every function
+ * is called from the loop's thread. */
 #pragma once
 
 #include <stdbool.h>

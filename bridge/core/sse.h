@@ -1,33 +1,14 @@
 /* sse.h - a Server-Sent Events parser that follows the WHATWG event-stream rules.
  *
  * Fed arbitrary chunks of a text/event-stream body (as they come off the network), it calls
- * back once per dispatched event. Rules (html.spec.whatwg.org, "Interpreting an event
- * stream"): lines end in CRLF, LF or CR (a CR at the end of one chunk followed by LF at the
- * start of the next is one line end); one leading UTF-8 BOM is skipped (also when split across
- * chunks); lines starting with ':' are comments; "field: value" split at the first colon, one
- * space after the colon removed; a line without a colon is a field with an empty value; fields:
- * event (type), data (value + "\n" appended to the data buffer), id (sets the stream's last
- * event ID buffer unless the value contains NUL), retry (digits only, else ignored, also on
- * overflow: the reconnection time in ms); other fields are ignored. A blank line dispatches:
- * first the last event ID buffer becomes the last event id (sse_last_id) - also when nothing is
- * dispatched, so an id-only event still updates it; then, when the data buffer is empty, data
- * and type are reset and nothing is dispatched; otherwise the single trailing "\n" is dropped,
- * the type defaults to "message", fn is called, data and type are reset.
- *
- * Note for MCP: "data: \n\n" (the TS SDK's priming event "id: X\nretry: N\ndata: \n\n") is, per
- * the spec, an event with empty data (the data buffer held "\n"), so it IS dispatched with
- * data_len 0; the transport skips such events (mcp-client.md 1). Only an event without any data
- * line is not dispatched.
- *
- * Bytes are passed through as they are: invalid UTF-8 is not replaced with U+FFFD (the JSON
- * parser behind us rejects it).
- *
- * Bounded: a line longer than max_line bytes (without its line end) or an event whose data
- * exceeds max_event bytes is -E2BIG; the stream must be dropped, and every later sse_feed
- * returns the same error until sse_end.
- *
- * One parser can outlive one HTTP response, like an EventSource: sse_end finishes a stream and
- * the next sse_feed starts a new one (a reconnection), keeping the last event id and retry. */
+ * back once per dispatched event, following html.spec.whatwg.org, "Interpreting an event
+ * stream" (line ends, comments, fields, the last event id, retry). An event with empty data
+ * (the TS SDK's priming event) IS dispatched, with data_len 0; only an event without any data
+ * line is not. Bytes are passed through as they are. Bounded: a line over max_line or an event
+ * over max_event is -E2BIG, and the stream must be dropped. One parser can outlive one HTTP
+ * response, like an EventSource: sse_end finishes a stream and the next sse_feed starts a new
+ * one, keeping the last event id and retry. docs/development.md, "Modules in detail", has the
+ * rules as implemented, the note for MCP and the bounds. */
 #pragma once
 
 #include <stdbool.h>

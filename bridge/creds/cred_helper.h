@@ -2,29 +2,14 @@
  * `secrets` for ${NAME}s, `mcp-auth` for OAuth, and an entry's own headersHelper.
  *
  * What an entry needs decides what is asked (docs/helper-protocol.md, "How the bridge asks"):
- *   - every ${NAME} of its url and headers (HTTP), env and args (stdio), bearerToken, and the
- *     name of bearerTokenEnv: one `secrets resolve --json NAME...` (recipe first, then the
- *     bridge's environment); bearerTokenEnv/bearerToken become "Authorization: Bearer <value>";
- *   - "auth": "oauth" or an "oauth" object, or an HTTP server that answered 401 with a Bearer
- *     challenge (unless "auth" is "none" or false): `mcp-auth header --json [--refresh] NAME`;
- *     its exit status 4 is "login required" (-ENOKEY), a state of its own, not a failure;
- *   - "headersHelper": the command, run without a shell (or with one, after '!').
- * The three run side by side; each is a helper process on the loop (helper_proc.h), bounded in
- * time and output. One run at a time per kind: a request that needs what is being fetched waits
- * for that run. Answers are kept in memory only, until their expires_at minus
- * credentials_skew_ms() (an answer without one: until the next reconnect or refusal), and wiped
- * when replaced.
- *
- * When it asks again, by reason: CONNECT uses what is fresh; RECONNECT also asks again what does
- * not say when it expires; UNAUTHORIZED asks everything again (mcp-auth with --refresh);
- * FORBIDDEN (a 403 with error="insufficient_scope") is a step-up: with autoAuth, `mcp-auth
- * login NAME --scope "<granted and challenged scopes>"` and then the new header; without it,
- * -EPERM with a message naming that command. EXPIRING asks what is about to expire.
- *
- * autoAuth: when mcp-auth says a login is required, the provider runs `mcp-auth login NAME`
- * itself (the browser opens through $BROWSER or xdg-open), bounded by the login timeout, and
- * asks for the header again; at most one login at a time, and at most CRED_HELPER_LOGINS_MAX
- * per CRED_HELPER_LOGINS_WINDOW_MS (then "login required", with the reason). */
+ * `secrets resolve --json` for its ${NAME}s, `mcp-auth header --json` for OAuth (exit status 4
+ * is "login required", -ENOKEY, a state of its own), its headersHelper command. The three run
+ * side by side, each a helper process on the loop (helper_proc.h), bounded in time and output,
+ * one run at a time per kind. Answers are kept in memory only, until they expire, and wiped
+ * when replaced. The reason an upstream asks (credentials.h) decides what is asked again; a 403
+ * insufficient_scope is a step-up. With autoAuth the provider runs `mcp-auth login` itself,
+ * bounded in time and in count. docs/development.md, "Modules in detail", has what is asked
+ * for what, when it is asked again, the step-up and autoAuth in full. */
 #pragma once
 
 #include <stdbool.h>

@@ -1,85 +1,21 @@
 /* http_conn.h - an MCP server spoken to over Streamable HTTP (mcp-client.md 1).
  *
  * The HTTP sibling of stdio_child.h, driven entirely by the loop's libcurl multi handle:
- * no call here blocks. Every message the caller sends is one POST to the endpoint, with
- * "Accept: application/json, text/event-stream", "Content-Type: application/json", the
- * caller's headers (spec.headers: "Name: value" strings such as "Authorization: Bearer ...",
- * treated as secrets: copies are wiped before they are freed) and, once known, MCP-Session-Id
- * and MCP-Protocol-Version. The answer is one of:
- *   - 202, or 200 with an empty body: nothing (notifications and responses);
- *   - application/json: one message, or a JSON array (2025-03-26 servers) of messages, each
- *     delivered on its own;
- *   - text/event-stream: every "message" event with non-empty data is a message (events with
- *     empty data - priming, keep-alive - are skipped, their id remembered by the parser);
- *   - anything else: on_error for that request (-EPROTO), never a guess.
- * Media types are compared ignoring parameters and case. Messages arrive as the server sends
- * them, in whatever order; routing by JSON-RPC id is the caller's job.
- *
- * Sessions: the MCP-Session-Id of the response to the POST the caller marks as initialize
- * (and only that one) is kept, after checking it is visible ASCII (0x21-0x7E; else -EPROTO),
- * and sent on every later request; an initialize POST never carries the old one. A 404 to a
- * request that carried a session id is on_error(-ESTALE): the session is gone, and the caller
- * re-initializes (initialize, notifications/initialized, http_conn_open_stream()) and
- * retries the request once (mcp-client.md 1). A 400 to a request that carried a session id is
- * -ESTALE too: the TypeScript SDK's servers (server-everything among them) answer an unknown
- * session with 400 "No valid session ID provided"; re-initializing once is the only way back,
- * and the single retry bounds the cost when the 400 had another cause.
- *
- * Sessions change only through an initialize answer: one without MCP-Session-Id leaves no
- * session (a stateless server), and a new session drops the old one's GET stream, its pending
- * reconnection and its last event id (they belong to the old session).
- *
- * http_conn_open_stream() opens the GET stream for server-initiated messages; a 405 means
- * the server has none (benign: on_close(0)). Its GET starts once the notifications and
- * responses POSTed before the call have been answered (notifications/initialized got its
- * 202, mcp-client.md 1), and the POSTs sent after the call start only once the GET has
- * started, so that no request reaches the server before the stream that may carry its answer.
- * When the stream ends after the server gave a "retry" or an event id, it is reopened after
- * retry ms (HTTP_CONN_RETRY_DEFAULT_MS when only an id was given) with Last-Event-ID, on a
- * loop timer; otherwise on_close tells that it is over.
- *
- * Bounds: each message (a JSON body, an SSE line or event) is at most spec.max_message bytes
- * (-E2BIG); every POST and DELETE has a hard timeout of spec.timeout_ms, SSE answers included
- * (an MCP-level timeout with progress extension is the caller's, below that maximum); the GET
- * stream has only a connect timeout. Connections are reused (HTTP/1.1 keep-alive, through the
- * multi handle); redirects are not followed; only http and https URLs are accepted.
- *
- * Resuming a POST's answer (2025-11-25 polling): a request is sent with a non-zero tag, and the
- * caller calls http_conn_answered(tag) when its response has arrived (on any stream). When
- * the SSE answer to a request ends - cleanly or broken - before it was answered and an event id
- * was seen on it, the stream is resumed after the server's retry (HTTP_CONN_RETRY_DEFAULT_MS
- * when none was given) with GET + "Last-Event-ID: <last id of that stream>", again and again
- * while events with ids keep coming, within the POST's own hard timeout; messages from it are
- * delivered as any others, and the resumed GET is stopped once the tag is answered. An answer
- * that ends unanswered with no event id to resume from is on_error(-ECONNRESET) for that
- * request (the response is lost; the caller must not wait for its timeout). So is a resumption
- * that brought no event with an id (the same Last-Event-ID would bring nothing either) or was
- * answered 405; another refusal is its status's error (-ESTALE for a 404 with the session,
- * -EACCES ...), past the hard timeout -ETIMEDOUT. Once a tag is answered, nothing more is
- * reported about that request (not even its POST's late error).
- *
- * Legacy HTTP+SSE (2024-11-05): when the POST marked initialize is answered 400, 404 or 405
- * (401 and 403 stay -EACCES: authorization, not transport), or from the start with
- * spec.legacy_sse, the upstream switches to the old transport by itself: GET url with
- * "Accept: text/event-stream"; the first "endpoint" event gives the URI to POST to (resolved
- * against the SSE URL; same origin only, else -EPROTO); the pending initialize is then POSTed
- * there, and every later message too; answers arrive as "message" events on that one GET
- * stream (a POST's own body is ignored beyond its status). In legacy mode the GET stream is the
- * connection: http_conn_open_stream() is a no-op (0), and when the stream ends, on_close
- * reports it (-ECONNRESET, or the error) and the connection is over - the caller reconnects
- * with a new upstream. http_conn_is_legacy() tells which transport is in use.
- * Messages sent before the endpoint is known wait for it, in order (HTTP_CONN_PENDING_MAX
- * of them); when it does not come within timeout_ms, each fails with -ETIMEDOUT and on_close
- * says -ETIMEDOUT. Messages that still wait when the stream ends, or are sent after that,
- * fail with the stream's reason. After a fallback, a GET refused 400, 404 or 405 as well
- * reports the initialize POST's own error (the server speaks neither transport).
+ * no call here blocks. Every message the caller sends is one POST to the endpoint; its answer
+ * (nothing, JSON or an event stream) is delivered message by message, in the order the server
+ * sends them (routing by JSON-RPC id is the caller's job). It keeps the session
+ * (MCP-Session-Id) and reports a forgotten one as -ESTALE, opens the GET stream for the
+ * server's own messages, resumes an interrupted SSE answer with Last-Event-ID (2025-11-25
+ * polling), and falls back by itself to the 2024-11-05 HTTP+SSE transport. Every message is
+ * bounded in size and every POST in time. The caller's headers are secrets: copies are wiped
+ * before they are freed. docs/development.md, "Modules in detail", has the answers, sessions,
+ * the GET stream, the bounds, resumption and the legacy transport in full.
  *
  * Callbacks come from the loop, never from inside an http_conn_* call; any function here,
- * http_conn_free() included, may be called from inside them. Not thread-safe.
- *
- * Written as http_conn.c (this interface, sessions, the GET stream), http_req.c (one
- * transfer), http_resume.c (resuming an answer) and http_legacy.c (the 2024-11-05 transport),
- * which share the private http_int.h. */
+ * http_conn_free() included, may be called from inside them. Not thread-safe. Written as
+ * http_conn.c (this interface, sessions, the GET stream), http_req.c (one transfer),
+ * http_resume.c (resuming an answer) and http_legacy.c (the 2024-11-05 transport), which share
+ * the private http_int.h. */
 #pragma once
 
 #include <stdbool.h>

@@ -10,33 +10,11 @@
  * hiding the fields behind accessors would only spread each decision over two files. Nothing
  * else includes this header.
  *
- * The lifecycles, each an enum whose transitions are made in one function:
- * - a transfer (enum http_req_state, http_req_set_state()):
- *       QUEUED  -> RUNNING                  started by the kick (or a resumption's timer)
- *       RUNNING -> DONE                     libcurl finished it; its outcome is handled
- *       DONE    -> QUEUED                   the initialize POST, to be re-sent to a legacy
- *                                           endpoint
- *       DONE    -> WAITING -> RUNNING       an answer resumed after the server's retry
- *       QUEUED, RUNNING, WAITING -> STOPPED stopped by us: freed after the iteration
- *                                           (loop_release), without any callback
- *   A DONE transfer that does not live on is freed at once.
- * - what a transfer has to do with the session (enum http_req_session): requests sent with
- *   MCP-Session-Id are SENT from the start; the answer to an initialize POST goes NONE ->
- *   OFFERED (a usable id) or BAD, back to NONE on a new response after a 1xx, and TAKEN once
- *   judged (http_commit_session()).
- * - the reply a tagged request waits for (enum http_req_reply): AWAITED -> ARRIVED
- *   (http_conn_answered()); an untagged message has NONE.
- * - the upstream (enum http_state, set_state() in http_conn.c): OPEN -> CLOSING
- *   (http_conn_close()) -> DELETING (the DELETE runs) -> CLOSED (done called); CLOSING ->
- *   CLOSED without a session; any -> DEAD (http_conn_free(): memory released after the
- *   iteration).
- * - its transport (enum http_mode, http_set_mode()): STREAMABLE -> LEGACY_WAIT (a fallback;
- *   or the start with spec.legacy_sse) -> LEGACY_READY (the endpoint is known) ->
- *   LEGACY_OVER (the stream ended: the connection is over); LEGACY_WAIT -> LEGACY_OVER.
- * - the GET stream (enum http_stream, http_stream_set()): NONE -> ORDERED
- *   (http_conn_open_stream(): waits for the POSTs before it, holds back those after it)
- *   -> ACTIVE (started) -> NONE or RETRY (waiting to reconnect) -> ACTIVE; the legacy
- *   stream is ACTIVE from the start; any -> NONE when the stream is dropped. */
+ * The lifecycles are enums whose transitions are each made in one function: a transfer
+ * (enum http_req_state, http_req_set_state()), its part in the session (enum
+ * http_req_session), the reply a tagged request waits for (enum http_req_reply), the upstream
+ * (enum http_state), its transport (enum http_mode, http_set_mode()) and the GET stream (enum
+ * http_stream, http_stream_set()); docs/development.md, "Modules in detail", draws each one. */
 #pragma once
 
 #include <stdbool.h>

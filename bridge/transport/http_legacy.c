@@ -1,5 +1,5 @@
 /* http_legacy.c - the 2024-11-05 HTTP+SSE transport of the HTTP upstream (see
- * http_conn.h, "Legacy HTTP+SSE", and http_int.h).
+ * docs/development.md, http_conn.h's "Legacy HTTP+SSE", and http_int.h).
  *
  * The upstream falls back to it when its initialize POST is refused as an old server refuses
  * it (http_legacy_fallback()), or speaks it from the start (spec.legacy_sse). Then the GET

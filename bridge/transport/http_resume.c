@@ -1,5 +1,5 @@
 /* http_resume.c - a POST's answer resumed with GET + Last-Event-ID (2025-11-25 polling; see
- * http_conn.h, "Resuming a POST's answer", and http_int.h).
+ * docs/development.md, http_conn.h's "Resuming a POST's answer", and http_int.h).
  *
  * When the SSE answer to a tagged request ends before the request was answered and an event
  * id was seen on it, the same struct http_req becomes a resumption (HREQ_RESUME): its parser is

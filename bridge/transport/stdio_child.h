@@ -4,31 +4,12 @@
  * header of that name would replace <stdio.h> for all of them.)
  *
  * stdio_child_new() starts the server (mcp-client.md 2): argv run directly, no shell, in a
- * process group of its own, in cwd, with the minimal environment (HOME, PATH, USER, LOGNAME,
- * SHELL, TERM, LANG of ours) plus the entry's env, so secrets given to the bridge do not leak to
- * every server. Its stdout and stdin are framed as newline-delimited JSON (framing.h); each
- * stderr line (cut at STDIO_CHILD_STDERR_LINE bytes) goes to on_stderr, for the log; stderr
- * is drained for as long as it is open, as it is free-form and no error signal.
- *
- * Its end, in order: on_close(reason) once, when the connection is over: stdout reached EOF
- * (reason 0; also when the server exited), or framing failed (-E2BIG for a message over
- * max_frame, -EPIPE when the server closed its stdin, another -errno). Then the server is
- * shut down (below) unless it already exited, and on_exit(status) comes once, when it has been
- * reaped and its pipes are closed (or kill_after_ms after it was reaped, should something
- * outside its process group hold them).
- *
- * Shutdown (stdio_child_shutdown(), or by itself after on_close): what is queued for stdin
- * is flushed and stdin closed; term_after_ms later, if the server is still running, SIGTERM to
- * its process group (stdin closed now if the flush has not finished); kill_after_ms after that
- * SIGKILL. Messages the server still writes meanwhile are delivered (its stdout is read to
- * the end, so a server blocked on a full pipe can still see EOF and exit). When the server
- * exits, by itself or so, the rest of its process group gets SIGTERM, then SIGKILL
- * kill_after_ms later: nothing it started outlives it.
- *
- * The exit is seen through a pidfd watched by the loop (Linux >= 5.3), else by a waitpid()
- * poll every STDIO_CHILD_POLL_MS (SIGCHLD would need one handler shared by every upstream,
- * which the loop's one-handler-per-signal rule leaves to a process-wide owner; a poll needs
- * none). The process must ignore SIGPIPE (see framing.h).
+ * process group of its own, with the minimal environment plus the entry's env. Its stdout and
+ * stdin are framed as newline-delimited JSON (framing.h), its stderr lines go to on_stderr.
+ * Its end comes as on_close(reason) once, then on_exit(status) once it is reaped. Shutdown
+ * closes stdin, then sends SIGTERM and SIGKILL to its process group, so that nothing it
+ * started outlives it. docs/development.md, "Modules in detail", has the environment, the end,
+ * the shutdown sequence and how the exit is seen, in full. The process must ignore SIGPIPE.
  *
  * Callbacks come from the loop, never from inside a stdio_child_* call; any function here,
  * stdio_child_free() included, may be called from inside them. Not thread-safe. */

@@ -1,100 +1,20 @@
 /* upstream.h - one MCP server the bridge talks to, as a client: a session over a transport.
  *
- * An upstream owns its transport (transport.h: transport_stdio.c for "command" entries,
- * transport_http.c for "url" entries: Streamable HTTP, falling back to the 2024-11-05 HTTP+SSE
- * transport by itself, or "type": "sse"), performs the MCP handshake, and multiplexes requests
- * over it. The session code here never asks which transport it has:
+ * An upstream owns its transport (transport.h: stdio for "command" entries, Streamable HTTP or
+ * the 2024-11-05 HTTP+SSE transport for "url" entries) and never asks which one it has. It asks
+ * its credentials provider (credentials.h) at each connect and when credentials run out or are
+ * refused, performs the MCP handshake, and multiplexes requests with ids of its own (the caller
+ * puts its own back), reconnecting with backoff. Its states: IDLE, CONNECTING, READY, BACKOFF,
+ * FAILED (the entry cannot work as configured), LOGIN (a sign-in is needed), CLOSING, CLOSED.
+ * Failures reach callers as -errno codes, never as text to search; a JSON-RPC error answer is
+ * no failure, it is delivered as it is. docs/development.md, "Modules in detail", has the
+ * states and their transitions, connecting, credentials within a session, requests, every
+ * failure code, reconnecting and the routing of the server's messages.
  *
- *   IDLE -> CONNECTING -> READY -> (connection lost) -> BACKOFF -> CONNECTING -> READY ...
- *                     \-> (connect failed or timed out) -> BACKOFF
- *   any -> CLOSING -> CLOSED            (upstream_close)
- *   CONNECTING|READY|BACKOFF -> IDLE    (upstream_disconnect: an idle server, no process)
- *   any -> FAILED                       (the entry cannot work as configured: a missing ${VAR},
- *                                        a command that does not exist; no retry until
- *                                        upstream_connect() is called again, or a call comes
- *                                        UPSTREAM_RECHECK_MS after a failure that came from
- *                                        the credentials: a secret may have been set up since)
- *   any -> LOGIN                        (the provider says a sign-in is needed: calls fail at
- *                                        once with -ENOKEY and the provider's message naming
- *                                        the command; a call UPSTREAM_RECHECK_MS or more after
- *                                        the last ask connects again, so a sign-in made
- *                                        elsewhere is picked up by the next call)
- *
- * Connecting: the credentials provider (credentials.h; opts.credentials, by default the entry
- * itself: its headers and ${VAR}s through opts.lookup, or opts.headers_fn) is asked, with
- * CONNECT the first time and RECONNECT after, and answers from the loop; the transport is
- * opened with its headers, the entry's url and env expanded from its variables (so rotated
- * values are picked up at each connect, and no lookup blocks the loop). Then "initialize" is
- * sent with the client capabilities and info given in the options and the newest protocol
- * version (or opts.protocol_version), the answer's protocolVersion must be one the bridge knows
- * (UPSTREAM_PROTOCOL_VERSIONS; anything else fails the connect with a message naming it), then
- * "notifications/initialized" is sent and the transport's own stream opened (HTTP: the GET
- * stream). The whole connect is bounded by connect_timeout_ms. READY is reported then; over
- * HTTP the GET itself waits for the 202 of notifications/initialized and every request sent
- * after READY waits inside the transport until the GET has started (http_conn.h), so no
- * request overtakes the stream. A 404 on the GET stream re-initializes the session at once.
- * A JSON-RPC error in answer to initialize fails the connect (-EPROTO) with the server's
- * message (at most 200 characters of it). A 401 or 403 to initialize asks the provider again
- * (UNAUTHORIZED) once per attempt, and starts over when its answer differs. A listing ends
- * early, as if complete, when the server gives back the cursor it was just sent (logged).
- *
- * Credentials within a session: an answer with expires_at is asked for again (EXPIRING) at
- * expires_at minus credentials_skew_ms(), and the new headers replace the old ones in the same
- * session (stdio: the new values are used from the next start). A 401 to a call in the middle
- * of a session parks it (and the calls made meanwhile wait), asks the provider (UNAUTHORIZED),
- * sets the new headers and sends the parked calls again, once each; an answer with the same
- * headers, a failed one, or a second 401 fails the call (-EACCES) with a message saying so.
- * Other calls in flight are not failed and no new MCP session is opened for it.
- *
- * Requests (upstream_call): each gets an id of the upstream's own (integers counting up from 1,
- * never reused within an upstream), so callers never think about id collisions; the answer comes
- * back to the caller's callback with the upstream's id (the caller puts its own back). A call
- * made while CONNECTING or BACKOFF waits for READY (a call in BACKOFF starts the connect at
- * once instead of waiting for the backoff timer; so does a call in IDLE) for at most its own
- * timeout. A progress token in params._meta.progressToken is replaced by the call's own id on
- * the wire and put back in each notifications/progress delivered to the caller's progress
- * callback; progress re-arms the call's timeout, up to UPSTREAM_MAX_TOTAL_FACTOR times the
- * timeout in all (a hard maximum).
- *
- * Failures, always structured (an errno-style code, never message text to search):
- *   -ETIMEDOUT     no answer within the timeout: notifications/cancelled is sent upstream with
- *                  reason "timed out"; then a ping (UPSTREAM_PING_TIMEOUT_MS) checks the server,
- *                  and a server that does not answer it either is treated as hung: the
- *                  connection is dropped and re-established (stdio servers restarted);
- *   -ECONNRESET    the connection was lost while the request was in flight (the child died,
- *                  the HTTP request failed); it is not retried, as it may have taken effect;
- *   -ENOTCONN      the upstream could not be connected within the call's timeout (the message
- *                  says why the last attempt failed);
- *   -ESHUTDOWN     upstream_close() or the call was made on a FAILED upstream (message: why);
- *   -EPROTO        the server's answer broke the protocol (not JSON-RPC);
- *   -EACCES        the server refused the credentials (HTTP 401; retried once with fresh
- *                  credentials first, above);
- *   -EPERM         the server refused the request (HTTP 403); one with insufficient_scope is
- *                  retried once after the provider was asked for a wider grant (FORBIDDEN);
- *   -ENOKEY        a sign-in is needed (LOGIN; the message names the command);
- *   -E2BIG         a message over the size bound;
- *   -ENOBUFS       too many requests at once (10000 per upstream), or a stdio server that
- *                  does not read its input (framing.h's pending bound).
- * A JSON-RPC error answer is not a failure here: the response is delivered as it is.
- * A session that the server forgot (-ESTALE from the transport: HTTP 404 on a request carrying
- * MCP-Session-Id) is re-initialized and the request is sent again once (mcp-client.md 1),
- * invisibly to the caller.
- *
- * Reconnecting: after a READY connection is lost, or a connect failed, the upstream waits
- * (capped exponential backoff: UPSTREAM_BACKOFF_INITIAL_MS doubling up to
- * UPSTREAM_BACKOFF_MAX_MS, with up to 25% jitter, reset after a connection stayed READY for
- * UPSTREAM_BACKOFF_RESET_MS) then connects again; one attempt at a time.
- *
- * Messages from the server: responses are routed by id to their calls (whichever HTTP stream
- * they came on); notifications/progress to the call that owns the token; "ping" requests are
- * answered here; every other request (sampling/createMessage, elicitation/create, roots/list,
- * ...) goes to on_request, which answers with upstream_respond(); every other notification
- * (notifications/message, resources/updated, tools|resources|prompts/list_changed, cancelled, elicitation/complete)
- * goes to on_notification. A message that is not JSON-RPC is logged and skipped.
- *
- * Callbacks come from the loop, never from inside an upstream_* call (a call that fails at
- * once is reported through its callback from the loop too). Any upstream function may be
- * called from inside a callback, upstream_free() included. Not thread-safe. */
+ * The caller owns the upstream (upstream_new, upstream_free). Callbacks come from the loop,
+ * never from inside an upstream_* call (a call that fails at once is reported through its
+ * callback from the loop too). Any upstream function may be called from inside a callback,
+ * upstream_free() included. Not thread-safe. */
 #pragma once
 
 #include <stdbool.h>

@@ -3,21 +3,14 @@
  * Two programs of the suite answer other programs with one line of JSON: `secrets resolve
  * --json` (the secrets answer) and `mcp-auth header --json` (the headers answer, which any
  * `headersHelper` command prints too). docs/helper-protocol.md is the contract; this module is
- * its only writer and reader, so the version rule lives in one constant:
- *
- *   secrets: {"version":1,"secrets":{"NAME":{"value":"...","source":"command","expires_at":N},
- *                                    "OTHER":{"error":"..."}}}
- *   headers: {"headers":{"Authorization":"Bearer ..."},"expires_at":N,"version":1}
+ * its only writer and reader, so the version rule lives in one constant.
  *
  * Build an answer in a struct (helper_secrets_add_*, helper_headers_add), write it into a secret
  * buffer (buf_init_secret) with *_write, or parse one with *_parse. A reader takes a missing
  * "version" as 1, ignores members it does not know (as git's credential helpers do) and refuses
  * a newer version with a message that says so. Values are secrets: every copy this module makes
- * is wiped when released, and none of its messages quotes a value. The readers parse with
- * json-c, held to RFC 8259 where json-c alone is laxer, copy the values they keep into memory
- * of their own and wipe json-c's copies in place before its tree is freed (a failed parse's
- * too); a member the protocol forbids to repeat is refused as soon as its key is read, before
- * json-c would drop the first value.
+ * is wiped when released (json-c's own copies too), and none of its messages quotes a value.
+ * docs/development.md, "Modules in detail", shows both answers and how the readers parse.
  *
  * Embedded values: struct helper_headers h = {0}; ...; helper_headers_release(&h). */
 #pragma once

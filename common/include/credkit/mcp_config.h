@@ -1,41 +1,17 @@
 /* mcp_config.h - the layered MCP server configuration (mcp.json files).
  *
- * Layers, lowest to highest priority:
- *   1. bundled               (opts.bundled_path; ships empty)
- *   2. ~/.config/mcp/mcp.json  (shared with other MCP clients; $XDG_CONFIG_HOME honoured)
- *   3. ~/.pi/agent/mcp.json    (PI_CODING_AGENT_DIR honoured), or opts.config_path instead
- *   4. .mcp.json               in opts.cwd (project)
- *   5. .pi/mcp.json            in opts.cwd (project)
- * A higher layer replaces a whole entry of the same name. Each file's servers live under
- * "mcpServers" (pi, Claude Code, Cursor) or "servers" (the older pi bridge format); both are
- * read, "mcpServers" winning within one file. "settings" keys merge key by key, higher wins.
- *
- * A layer may also say "imports": ["cursor", "claude-code", ...] (credkit/mcp_import.h): the
- * servers of those clients' own files then rank below that layer's own entries and above the
- * lower layers, the first import listed winning a clash among them. An imported entry has the
- * imported file as its source, the import's name as its import, and the importing layer as its
- * layer. The winner of every clash lists the entries it replaced in its shadowed. An entry that
- * runs mcp-bridge itself (mcp_import_runs_bridge()) is skipped, in any file, with a diagnostic.
- *
- * Validation is per entry (credkit/mcp_entry.h): an invalid entry is kept with its reason (so
- * `mcp-bridge list` can show it) and every other entry still works. A file that is not JSON is
- * reported with line and column and skipped as a whole layer; a missing file is simply absent.
- * Keys common/ does not know are kept in the entry's `raw` (and in the merged settings) for the
- * tools; a tool that wants its own keys checked at load time, as if they were generic ones,
- * registers check_entry / check_settings in the options. A key whose value is null counts as
- * absent.
- *
- * A key given twice in one object of a file (which a JSON reader resolves silently, the last
- * winning) is reported, never resolved: a server's name given twice in "mcpServers", or a key
- * given twice inside an entry, makes that entry invalid with both lines named (the file's other
- * entries work); given twice elsewhere (a top-level key, in "settings"), the file is a
- * diagnostic and not used, as one that is not JSON.
- *
- * ${VAR} references in "url", "headers" values and "env" values are kept as written in the
- * entry (templates, credkit/mcp_template.h). Expansion happens at load time once, to validate (a
- * URL is checked after substitution) and to list missing variables; a consumer expands again
- * whenever it connects. A missing variable fails that entry with a message naming it: never an
- * empty header. */
+ * Layers, lowest to highest priority: the bundled file, ~/.config/mcp/mcp.json,
+ * ~/.pi/agent/mcp.json (or opts.config_path instead), then the project's .mcp.json and
+ * .pi/mcp.json in opts.cwd. A higher layer replaces a whole entry of the same name; "settings"
+ * keys merge key by key, higher wins. A layer may import other clients' files
+ * (credkit/mcp_import.h), ranked just below its own entries. Validation is per entry
+ * (credkit/mcp_entry.h): an invalid entry is kept with its reason and every other entry still
+ * works; keys common/ does not know stay in the entry's `raw` for the tools, which may register
+ * check_entry / check_settings to have them checked at load time. A key given twice in one
+ * object is reported, never resolved. ${VAR} references are kept as written and expanded once
+ * at load time to validate; a consumer expands again whenever it connects.
+ * docs/development.md, "Modules in detail", has the layers, imports, validation, duplicate keys
+ * and templates in full. */
 #pragma once
 
 #include <stdbool.h>

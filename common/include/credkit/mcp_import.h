@@ -3,25 +3,13 @@
  * A layer file of the configuration may say "imports": ["cursor", "claude-code", ...]: the
  * servers those clients have configured are then read from their own files, each mapped onto
  * the shape of an mcp.json entry so that the generic loader (credkit/mcp_config.h) validates it
- * like any other. This module knows, per client, which files to read, where in them the servers
- * are and how their keys translate; the loader decides priority and validation.
- *
- *   cursor          ~/.cursor/mcp.json, then <cwd>/.cursor/mcp.json ("mcpServers")
- *   claude-code     ~/.claude/mcp.json ("mcpServers"), then ~/.claude.json: its top-level
- *                   "mcpServers", then "projects"[<cwd>]."mcpServers"
- *   claude-desktop  $XDG_CONFIG_HOME/Claude/claude_desktop_config.json ("mcpServers"; default
- *                   ~/.config/Claude/)
- *   vscode          <cwd>/.vscode/mcp.json ("servers"; ${input:ID} resolves as the secret ID)
- *   windsurf        ~/.codeium/windsurf/mcp_config.json ("mcpServers"; "serverUrl" read as
- *                   "url")
- *   codex           ~/.codex/config.toml ([mcp_servers.NAME] tables, credkit/mcp_toml.h)
- * Within one import, a later file (or part of a file) of that list wins a clash: the project's
- * over the user's. Cursor and VS Code's own variables ${workspaceFolder} and ${userHome} are
- * replaced by <cwd> and the home directory. Without a cwd the project files are not read.
- *
- * A missing file is not a problem; one that cannot be read, is not of the expected shape or
- * gives a key twice in one object (which a JSON reader would silently resolve) is a diagnostic
- * of the import, and its servers are not used. */
+ * like any other. This module knows, per client (cursor, claude-code, claude-desktop, vscode,
+ * windsurf, codex), which files to read, where in them the servers are and how their keys
+ * translate; the loader decides priority and validation. Within one import, the project's file
+ * wins a clash over the user's. A missing file is not a problem; one that cannot be read, is
+ * not of the expected shape or gives a key twice in one object is a diagnostic of the import,
+ * and its servers are not used. docs/development.md, "Modules in detail", has each client's
+ * files and keys. */
 #pragma once
 
 #include <stdbool.h>
