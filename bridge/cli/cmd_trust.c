@@ -1,6 +1,6 @@
 /* cmd_trust.c - mcp-bridge trust: review and approve the entries a project wrote.
  *
- * A project's entries are inert until approved (trust.h). trust shows, for each entry of the
+ * A project's entries are inert until approved (credkit/mcp_trust.h). trust shows, for each entry of the
  * project that is not approved as it is now, exactly what it would run and which ${VAR}s it
  * would send where, every value as written (nothing is expanded or looked up) and escaped for
  * the terminal; then asks (on a terminal) or takes --yes, and records the approvals. --revoke
