@@ -18,7 +18,7 @@
 
 #include "downstream/catalog.h"
 #include "downstream_fixture.h"
-#include "downstream/proxy_tool.h"
+#include "downstream/proxy_search.h"
 
 static struct json_object *parse(const char *json)
 {

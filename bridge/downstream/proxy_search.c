@@ -12,7 +12,7 @@
 
 #include "downstream/catalog.h"
 #include "downstream/downstream_int.h"
-#include "downstream/proxy_tool.h"
+#include "downstream/proxy_search.h"
 
 #define MAX_TERMS       32
 #define ARGS_MAX        (1024u * 1024u) /* of args given as a string */
