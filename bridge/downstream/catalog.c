@@ -12,7 +12,7 @@
 
 #include "downstream/catalog.h"
 #include "config/naming.h"
-#include "downstream/proxy_search.h"
+#include "downstream/proxy.h"
 #include "config/server_config.h"
 
 #define RESOURCE_TOOL_PREFIX "resource_"

@@ -1,9 +1,8 @@
-/* proxy_tool.c - the "mcp" tool (proxy_tool.h): parse the mode, answer in compact text, or send
- * the call it names down the agent's own tools/call path. */
+/* proxy_search.c - the proxy tool's answers read off the catalogue (proxy_search.h): the
+ * search and its regex guard, describe, a server's tools, status lines, close names. */
 #include <ctype.h>
 #include <errno.h>
 #include <regex.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,174 +10,12 @@
 #include "credkit/json.h"
 
 #include "downstream/catalog.h"
-#include "downstream/downstream_int.h"
+#include "downstream/proxy.h"
 #include "downstream/proxy_search.h"
 
 #define MAX_TERMS       32
-#define ARGS_MAX        (1024u * 1024u) /* of args given as a string */
-#define DESCRIBE_MAX    2000            /* bytes of a tool's description in describe */
-#define SUGGEST_MAX     5
-#define SERVERS_LISTED  20 /* servers named after an unknown one */
+#define DESCRIBE_MAX    2000 /* bytes of a tool's description in describe */
 #define REGEX_DEPTH_MAX 32
-
-static const char DEFINITION[] =
-    "{\"name\":\"" PROXY_TOOL_NAME "\","
-    "\"title\":\"MCP servers\","
-    "\"description\":\"The tools of every MCP server behind this bridge, also those not listed "
-    "directly. No arguments: each server's status. server: that server's tools. search: find "
-    "tools by words (any of them; regex: true for a regular expression; includeSchemas: true "
-    "adds their input schemas). describe: one tool's parameters. connect: connect a server "
-    "now. tool + args: call a tool. One mode per call: tool, connect, describe, search, server, "
-    "in that order.\","
-    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-    "\"tool\":{\"type\":\"string\",\"description\":\"A tool to call (its exposed name, as "
-    "search and server show it), with args\"},"
-    "\"args\":{\"type\":\"object\",\"description\":\"The tool's arguments: a JSON object (a "
-    "string holding one works too)\"},"
-    "\"connect\":{\"type\":\"string\",\"description\":\"A server to connect now\"},"
-    "\"describe\":{\"type\":\"string\",\"description\":\"A tool whose description and "
-    "parameters to show\"},"
-    "\"search\":{\"type\":\"string\",\"description\":\"Words to look for in tool names and "
-    "descriptions (any of them matches)\"},"
-    "\"regex\":{\"type\":\"boolean\",\"description\":\"search is a POSIX extended regular "
-    "expression (case-insensitive)\"},"
-    "\"includeSchemas\":{\"type\":\"boolean\",\"description\":\"search also shows each tool's "
-    "input schema\"},"
-    "\"server\":{\"type\":\"string\",\"description\":\"A server whose tools to list\"}}},"
-    "\"annotations\":{\"title\":\"MCP servers\",\"openWorldHint\":true}}";
-
-struct json_object *proxy_tool_definition(void)
-{
-    return json_tokener_parse(DEFINITION);
-}
-
-/* ---- arguments --------------------------------------------------------------------------- */
-
-static int fail(char *err, size_t size, const char *fmt, ...) _printf_(3, 4);
-static int fail(char *err, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, size, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
-
-/* The string member key (NULL when absent, null or ""); -EINVAL for another type. */
-static int string_arg(struct json_object *o, const char *key, const char **ret, char *err,
-                      size_t size)
-{
-    struct json_object *v = json_object_object_get(o, key);
-    *ret = NULL;
-    if (!v)
-        return 0;
-    if (!json_object_is_type(v, json_type_string))
-        return fail(err, size, "'%s' must be a string, not %s", key,
-                    json_type_desc(json_object_get_type(v)));
-    const char *s = json_object_get_string(v);
-    *ret = *s ? s : NULL;
-    return 0;
-}
-
-static int bool_arg(struct json_object *o, const char *key, bool *ret, char *err, size_t size)
-{
-    struct json_object *v = json_object_object_get(o, key);
-    *ret = false;
-    if (!v)
-        return 0;
-    if (!json_object_is_type(v, json_type_boolean))
-        return fail(err, size, "'%s' must be true or false, not %s", key,
-                    json_type_desc(json_object_get_type(v)));
-    *ret = json_object_get_boolean(v);
-    return 0;
-}
-
-/* args: an object, a string holding one ("" and absent: {}); a new reference in *ret. */
-static int call_args(struct json_object *o, struct json_object **ret, char *err, size_t size)
-{
-    struct json_object *v = json_object_object_get(o, "args");
-    if (!v)
-        v = json_object_object_get(o, "arguments");
-    if (json_object_is_type(v, json_type_object)) {
-        *ret = json_object_get(v);
-        return 0;
-    }
-    const char *text = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-    if (!v || (text && !text[strspn(text, " \t\r\n")])) {
-        *ret = json_object_new_object();
-        return *ret ? 0 : -ENOMEM;
-    }
-    if (!text)
-        return fail(err, size, "'args' must be a JSON object (or a string holding one), not %s",
-                    json_type_desc(json_object_get_type(v)));
-    struct json_object *parsed = NULL;
-    struct err e = ERR_INIT;
-    int r = json_parse(text, strlen(text), ARGS_MAX, &parsed, &e);
-    if (r == -ENOMEM)
-        return r;
-    if (r < 0)
-        return fail(err, size, "'args' is a string that does not hold JSON: %s", err_msg(&e));
-    if (!json_object_is_type(parsed, json_type_object)) {
-        r = fail(err, size, "'args' must hold a JSON object, not %s",
-                 json_type_desc(json_object_get_type(parsed)));
-        json_object_put(parsed);
-        return r;
-    }
-    *ret = parsed;
-    return 0;
-}
-
-int proxy_request_parse(struct json_object *arguments, struct proxy_request *ret, char *err,
-                        size_t err_size)
-{
-    static const struct {
-        const char *key;
-        enum proxy_mode mode;
-    } modes[] = {
-        {"tool", PROXY_CALL},     {"connect", PROXY_CONNECT}, {"describe", PROXY_DESCRIBE},
-        {"search", PROXY_SEARCH}, {"server", PROXY_SERVER},
-    };
-    struct proxy_request rq = {.mode = PROXY_STATUS};
-    int r;
-
-    if (arguments && !json_object_is_type(arguments, json_type_object))
-        return fail(err, err_size, "the arguments must be an object, not %s",
-                    json_type_desc(json_object_get_type(arguments)));
-    /* the adapter's precedence: tool > connect > describe > search > server > status */
-    for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
-        const char *s;
-        r = string_arg(arguments, modes[i].key, &s, err, err_size);
-        if (r < 0)
-            return r;
-        if (s && rq.mode == PROXY_STATUS) {
-            rq.mode = modes[i].mode;
-            rq.target = s;
-        }
-    }
-    r = bool_arg(arguments, "regex", &rq.regex, err, err_size);
-    if (r >= 0)
-        r = bool_arg(arguments, "includeSchemas", &rq.include_schemas, err, err_size);
-    if (r < 0)
-        return r;
-    if (rq.mode == PROXY_SEARCH && strlen(rq.target) > PROXY_PATTERN_MAX)
-        return fail(err, err_size, "the search is %zu bytes: at most %d", strlen(rq.target),
-                    PROXY_PATTERN_MAX);
-    if (rq.mode == PROXY_CALL) {
-        r = call_args(arguments, &rq.args, err, err_size);
-        if (r < 0)
-            return r;
-    }
-    *ret = rq;
-    return 0;
-}
-
-void proxy_request_release(struct proxy_request *r)
-{
-    if (!r)
-        return;
-    json_object_put(r->args);
-    r->args = NULL;
-}
 
 /* ---- regular expressions ----------------------------------------------------------------- */
 
@@ -238,7 +75,8 @@ int proxy_regex_check(const char *p, char *err, size_t size)
 {
     size_t n = strlen(p);
     if (n > PROXY_PATTERN_MAX)
-        return fail(err, size, "the pattern is %zu bytes: at most %d", n, PROXY_PATTERN_MAX);
+        return proxy_refuse(err, size, "the pattern is %zu bytes: at most %d", n,
+                            PROXY_PATTERN_MAX);
     bool repeats[REGEX_DEPTH_MAX]; /* the open group has a repetition inside */
     int depth = 0;
     bool after_group = false, group_repeats = false; /* the last atom was a group (that ...) */
@@ -254,12 +92,13 @@ int proxy_regex_check(const char *p, char *err, size_t size)
         }
         if (quant) {
             if (bmax > PROXY_REPEAT_MAX)
-                return fail(err, size, "the pattern repeats {%lu} times: at most %d", bmax,
-                            PROXY_REPEAT_MAX);
+                return proxy_refuse(err, size, "the pattern repeats {%lu} times: at most %d", bmax,
+                                    PROXY_REPEAT_MAX);
             if ((after_group && group_repeats) || after_repeat)
-                return fail(err, size,
-                            "the pattern repeats a repetition (like \"(a+)+\"): that can take "
-                            "very long to match; write it without nesting");
+                return proxy_refuse(
+                    err, size,
+                    "the pattern repeats a repetition (like \"(a+)+\"): that can take "
+                    "very long to match; write it without nesting");
             if (depth > 0)
                 repeats[depth - 1] = true;
             after_repeat = true;
@@ -273,21 +112,22 @@ int proxy_regex_check(const char *p, char *err, size_t size)
         switch (c) {
         case '\\':
             if (isdigit((unsigned char)p[i + 1]))
-                return fail(err, size, "the pattern has a back reference (\\%c): not allowed",
-                            p[i + 1]);
+                return proxy_refuse(
+                    err, size, "the pattern has a back reference (\\%c): not allowed", p[i + 1]);
             if (p[i + 1])
                 i++;
             break;
         case '[': {
             size_t end = bracket_end(p + i);
             if (!end)
-                return fail(err, size, "the pattern has a '[' that does not close");
+                return proxy_refuse(err, size, "the pattern has a '[' that does not close");
             i += end;
             break;
         }
         case '(':
             if (depth == REGEX_DEPTH_MAX)
-                return fail(err, size, "the pattern nests groups deeper than %d", REGEX_DEPTH_MAX);
+                return proxy_refuse(err, size, "the pattern nests groups deeper than %d",
+                                    REGEX_DEPTH_MAX);
             repeats[depth++] = false;
             break;
         case ')':
@@ -307,8 +147,7 @@ int proxy_regex_check(const char *p, char *err, size_t size)
 
 /* ---- search ------------------------------------------------------------------------------ */
 
-/* Appends s cut to at most max bytes, on one line (the first), at a character boundary. */
-static int append_line(struct buf *out, const char *s, size_t max)
+int proxy_append_line(struct buf *out, const char *s, size_t max)
 {
     size_t n = strcspn(s, "\r\n");
     bool cut = n > max;
@@ -330,7 +169,7 @@ static int tool_line(struct buf *out, const struct catalog_tool *t, bool schema)
     if (r >= 0 && desc && *desc) {
         r = buf_append_str(out, " - ");
         if (r >= 0)
-            r = append_line(out, desc, PROXY_LINE_DESC);
+            r = proxy_append_line(out, desc, PROXY_LINE_DESC);
     }
     if (r >= 0)
         r = buf_append_char(out, '\n');
@@ -375,7 +214,8 @@ static int matcher_init(struct matcher *m, const char *query, bool regex, char *
         if (q != 0) {
             char why[128];
             regerror(q, &m->re, why, sizeof(why));
-            return fail(err, size, "the pattern is not a valid regular expression: %s", why);
+            return proxy_refuse(err, size, "the pattern is not a valid regular expression: %s",
+                                why);
         }
         return 0;
     }
@@ -389,7 +229,7 @@ static int matcher_init(struct matcher *m, const char *query, bool regex, char *
     if (!m->n_terms) {
         free(m->copy);
         m->copy = NULL;
-        return fail(err, size, "the search has no words");
+        return proxy_refuse(err, size, "the search has no words");
     }
     return 0;
 }
@@ -513,7 +353,7 @@ int proxy_render_schema(struct json_object *schema, struct buf *out)
         if (r >= 0 && desc && *desc) {
             r = buf_append_str(out, ": ");
             if (r >= 0)
-                r = append_line(out, desc, PROXY_PARAM_DESC);
+                r = proxy_append_line(out, desc, PROXY_PARAM_DESC);
         }
         if (r >= 0)
             r = buf_append_char(out, '\n');
@@ -606,7 +446,7 @@ int proxy_status_line(struct buf *out, const char *name, const char *state, cons
     if (r >= 0 && reason && *reason) {
         r = buf_append_str(out, " (");
         if (r >= 0)
-            r = append_line(out, reason, 300);
+            r = proxy_append_line(out, reason, 300);
         if (r >= 0)
             r = buf_append_char(out, ')');
     }
@@ -628,288 +468,4 @@ int proxy_suggest(const struct catalog *c, const char *name, size_t max, struct 
         }
     }
     return r;
-}
-
-/* ---- answering --------------------------------------------------------------------------- */
-
-static void reply_text(struct downstream *d, struct json_object *id, const char *text,
-                       bool is_error)
-{
-    struct json_object *res = NULL;
-    if (is_error) {
-        res = jrpc_new_tool_error(text);
-    } else {
-        struct json_object *item = json_object_new_object(), *content = json_object_new_array();
-        res = json_object_new_object();
-        if (!item || !content || !res ||
-            json_object_object_add(item, "type", json_object_new_string("text")) < 0 ||
-            json_object_object_add(item, "text", json_object_new_string(text)) < 0 ||
-            json_object_array_add(content, item) < 0) {
-            json_object_put(item);
-            json_object_put(content);
-            json_object_put(res);
-            res = NULL;
-        } else if (json_object_object_add(res, "content", content) < 0) {
-            json_object_put(content);
-            json_object_put(res);
-            res = NULL;
-        }
-    }
-    if (res)
-        ds_reply_result(d, id, res);
-    else
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
-}
-
-static const char *avail_word(enum ds_avail a)
-{
-    switch (a) {
-    case DS_AVAIL_CONNECTED:
-        return "connected";
-    case DS_AVAIL_CONNECTING:
-        return "connecting";
-    case DS_AVAIL_IDLE:
-        return "idle (connects when used)";
-    case DS_AVAIL_FAILED:
-        return "failed";
-    case DS_AVAIL_LOGIN:
-        return "sign-in required";
-    case DS_AVAIL_DISABLED:
-        return "disabled";
-    default:
-        return "unknown";
-    }
-}
-
-static int status(struct downstream *d, struct buf *out)
-{
-    size_t direct = 0, n = catalog_tool_count(d->cat);
-    for (size_t i = 0; i < n; i++) {
-        struct catalog_tool t;
-        catalog_tool_at(d->cat, i, &t);
-        direct += t.direct;
-    }
-    int r = buf_printf(out,
-                       "%zu server%s, %zu tools (%zu listed directly). mcp({server: NAME}) "
-                       "lists a server's tools, mcp({search: \"words\"}) finds tools, "
-                       "mcp({describe: TOOL}) shows parameters, mcp({tool: TOOL, args: {...}}) "
-                       "calls one.\n",
-                       d->n_servers, d->n_servers == 1 ? "" : "s", n, direct);
-    for (size_t i = 0; r >= 0 && i < d->n_servers; i++) {
-        struct ds_server *s = d->servers[i];
-        const char *reason = NULL;
-        enum ds_avail a = ds_server_avail(s, &reason);
-        if (a == DS_AVAIL_LOGIN && reason) {
-            r = buf_printf(out, "%s: %s (", s->name, avail_word(a));
-            if (r >= 0)
-                r = append_line(out, reason, 300);
-            if (r >= 0)
-                r = buf_append_str(out, ")\n");
-        } else {
-            r = proxy_status_line(out, s->name, avail_word(a), reason,
-                                  proxy_tool_count(d->cat, s->src));
-        }
-    }
-    /* the entries of the configuration that were not started, and why (an untrusted project
-     * entry, an invalid one): an agent asked for a missing server can tell the user what to do */
-    for (size_t i = 0; r >= 0 && i < d->skipped.n; i++) {
-        const char *name = d->skipped.v[i];
-        r = buf_printf(out, "%s: not started (", name);
-        if (r >= 0)
-            r = append_line(out, name + strlen(name) + 1, 300);
-        if (r >= 0)
-            r = buf_append_str(out, ")\n");
-    }
-    return r;
-}
-
-static int unknown_server(struct downstream *d, const char *name, struct buf *out)
-{
-    int r = buf_printf(out, "unknown server '%s'", name);
-    for (size_t i = 0; r >= 0 && i < d->n_servers && i < SERVERS_LISTED; i++)
-        r = buf_printf(out, "%s'%s'", i ? ", " : "; the servers: ", d->servers[i]->name);
-    if (r >= 0 && d->n_servers > SERVERS_LISTED)
-        r = buf_printf(out, " and %zu more", d->n_servers - SERVERS_LISTED);
-    return r;
-}
-
-static int unknown_tool(struct downstream *d, const char *name, struct buf *out)
-{
-    int r = buf_printf(out, "unknown tool '%s'", name);
-    struct buf sug;
-    buf_init(&sug, 4096);
-    if (r >= 0 && proxy_suggest(d->cat, name, SUGGEST_MAX, &sug) >= 0 && sug.len)
-        r = buf_printf(out, "; did you mean: %s?", buf_str(&sug));
-    buf_release(&sug);
-    if (r >= 0)
-        r = buf_append_str(out, " mcp({search: \"words\"}) finds tools");
-    return r;
-}
-
-static int connect_server(struct downstream *d, const char *name, struct buf *out, bool *is_error)
-{
-    struct ds_server *s = ds_server_find(d, name);
-    if (!s) {
-        *is_error = true;
-        return unknown_server(d, name, out);
-    }
-    const char *reason = NULL;
-    enum ds_avail before = ds_server_avail(s, &reason);
-    if (before == DS_AVAIL_CONNECTED)
-        return buf_printf(out,
-                          "server '%s' is connected: %zu tools (mcp({server: \"%s\"}) lists them)",
-                          name, proxy_tool_count(d->cat, s->src), name);
-    /* the reason is borrowed until the state changes: the wake changes it */
-    char last[DS_TEXT_MAX] = "";
-    if (before == DS_AVAIL_FAILED && reason)
-        snprintf(last, sizeof(last), " (the last attempt failed: %s)", reason);
-    struct err e = ERR_INIT;
-    if (ds_server_wake(s, &e) < 0) {
-        *is_error = true;
-        return buf_printf(out, "cannot connect server '%s': %s", name, err_msg(&e));
-    }
-    enum ds_avail a = ds_server_avail(s, &reason);
-    if (a == DS_AVAIL_CONNECTED)
-        return buf_printf(out, "server '%s' is connected: %zu tools", name,
-                          proxy_tool_count(d->cat, s->src));
-    if (a == DS_AVAIL_FAILED || a == DS_AVAIL_LOGIN) {
-        *is_error = true;
-        return buf_printf(out, "server '%s': %s%s%s", name, avail_word(a), reason ? ": " : "",
-                          reason ? reason : "");
-    }
-    return buf_printf(out,
-                      "server '%s' is connecting%s; its tools are listed once it is (the agent is "
-                      "told with notifications/tools/list_changed; mcp({server: \"%s\"}) shows "
-                      "them)",
-                      name, last, name);
-}
-
-/* Whether a server waiting for a sign-in would know name (its tools are not listed yet). */
-static bool signin_knows(struct downstream *d, const char *name)
-{
-    for (size_t i = 0; i < d->n_servers; i++)
-        if (upstream_state(d->servers[i]->u) == UPSTREAM_LOGIN &&
-            catalog_unprefix(d->cat, d->servers[i]->name, name))
-            return true;
-    return false;
-}
-
-/* tool + args: a tools/call of that tool, as if the agent had sent it. */
-static void call(struct downstream *d, struct json_object *id, struct json_object *params,
-                 struct proxy_request *rq)
-{
-    struct catalog_tool t;
-    const char *name = rq->target;
-    if (strcmp(name, PROXY_TOOL_NAME) == 0) {
-        reply_text(d, id, "the mcp tool does not call itself: name another tool", true);
-        return;
-    }
-    if (proxy_find_tool(d->cat, name, &t)) {
-        name = t.name;
-    } else if (d->session != DS_SESSION_SETTLING && !signin_knows(d, name)) {
-        struct buf out;
-        buf_init(&out, 8192);
-        int r = unknown_tool(d, name, &out);
-        reply_text(d, id, r == -ENOMEM ? "out of memory" : buf_str(&out), true);
-        buf_release(&out);
-        return;
-    }
-    struct json_object *root = json_object_new_object(), *p = json_object_new_object();
-    struct json_object *meta = json_object_object_get(params, "_meta");
-    struct json_object *meta_copy = NULL;
-    if (meta && json_object_deep_copy(meta, &meta_copy, NULL) < 0)
-        meta_copy = NULL;
-    if (!root || !p || (meta && !meta_copy) ||
-        json_object_object_add(p, "name", json_object_new_string(name)) < 0 ||
-        json_object_object_add(p, "arguments", json_object_get(rq->args)) < 0 ||
-        (meta_copy && json_object_object_add(p, "_meta", meta_copy) < 0) ||
-        json_object_object_add(root, "jsonrpc", json_object_new_string("2.0")) < 0 ||
-        json_object_object_add(root, "id", json_object_get(id)) < 0 ||
-        json_object_object_add(root, "method", json_object_new_string("tools/call")) < 0 ||
-        json_object_object_add(root, "params", p) < 0) {
-        json_object_put(root);
-        json_object_put(p);
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
-        return;
-    }
-    struct jrpc_msg m = {
-        .root = root,
-        .kind = JRPC_REQUEST,
-        .method = "tools/call",
-        .id = json_object_object_get(root, "id"),
-        .params = p,
-    };
-    ds_forward_tool_call(d, &m);
-    json_object_put(root);
-}
-
-bool proxy_tool_waits(struct json_object *params)
-{
-    struct proxy_request rq;
-    char err[256];
-    if (proxy_request_parse(json_object_object_get(params, "arguments"), &rq, err, sizeof(err)) < 0)
-        return false;
-    bool waits = rq.mode != PROXY_STATUS && rq.mode != PROXY_CONNECT;
-    proxy_request_release(&rq);
-    return waits;
-}
-
-void proxy_tool_call(struct downstream *d, struct json_object *id, struct json_object *params)
-{
-    struct proxy_request rq;
-    char err[512];
-    int r = proxy_request_parse(json_object_object_get(params, "arguments"), &rq, err, sizeof(err));
-    if (r < 0) {
-        reply_text(d, id, r == -ENOMEM ? "out of memory" : err, true);
-        return;
-    }
-    if (rq.mode == PROXY_CALL) {
-        call(d, id, params, &rq);
-        proxy_request_release(&rq);
-        return;
-    }
-    struct buf out;
-    buf_init(&out, PROXY_TEXT_MAX);
-    bool is_error = false;
-    struct ds_server *s;
-    switch (rq.mode) {
-    case PROXY_CONNECT:
-        r = connect_server(d, rq.target, &out, &is_error);
-        break;
-    case PROXY_DESCRIBE:
-        r = proxy_describe(d->cat, rq.target, &out);
-        if (r == -ENOENT) {
-            is_error = true;
-            r = unknown_tool(d, rq.target, &out);
-        }
-        break;
-    case PROXY_SEARCH:
-        r = proxy_search(d->cat, rq.target, rq.regex, rq.include_schemas, &out, err, sizeof(err));
-        if (r == -EINVAL) {
-            is_error = true;
-            buf_reset(&out);
-            r = buf_append_str(&out, err);
-        }
-        break;
-    case PROXY_SERVER:
-        s = ds_server_find(d, rq.target);
-        if (!s) {
-            is_error = true;
-            r = unknown_server(d, rq.target, &out);
-        } else {
-            r = proxy_list_server(d->cat, s->src, avail_word(ds_server_avail(s, NULL)), &out);
-        }
-        break;
-    case PROXY_STATUS:
-    default:
-        r = status(d, &out);
-        break;
-    }
-    /* -E2BIG: the answer is cut at the bound, which is what it says */
-    if (r == -ENOMEM)
-        reply_text(d, id, "out of memory", true);
-    else
-        reply_text(d, id, buf_str(&out) ? buf_str(&out) : "", is_error);
-    buf_release(&out);
-    proxy_request_release(&rq);
 }
