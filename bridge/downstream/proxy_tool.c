@@ -7,10 +7,10 @@
 
 #include "credkit/json.h"
 
-#include "downstream/catalog.h"
+#include "catalog/catalog.h"
 #include "downstream/downstream_int.h"
-#include "downstream/proxy.h"
-#include "downstream/proxy_search.h"
+#include "catalog/proxy.h"
+#include "catalog/proxy_search.h"
 #include "downstream/proxy_tool.h"
 
 #define SUGGEST_MAX    5

@@ -8,7 +8,7 @@
 
 #include <json-c/json.h>
 
-#include "downstream/proxy.h"
+#include "catalog/proxy.h"
 #include "tests.h"
 
 static struct json_object *parse(const char *json)

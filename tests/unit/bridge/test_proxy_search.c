@@ -14,8 +14,8 @@
 #include "credkit/buf.h"
 #include "credkit/log.h"
 
-#include "downstream/catalog.h"
-#include "downstream/proxy_search.h"
+#include "catalog/catalog.h"
+#include "catalog/proxy_search.h"
 #include "tests.h"
 
 static struct json_object *parse(const char *json)

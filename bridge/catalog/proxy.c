@@ -6,7 +6,7 @@
 
 #include "credkit/json.h"
 
-#include "downstream/proxy.h"
+#include "catalog/proxy.h"
 
 #define ARGS_MAX (1024u * 1024u) /* of args given as a string */
 

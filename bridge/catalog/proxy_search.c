@@ -9,9 +9,9 @@
 
 #include "credkit/json.h"
 
-#include "downstream/catalog.h"
-#include "downstream/proxy.h"
-#include "downstream/proxy_search.h"
+#include "catalog/catalog.h"
+#include "catalog/proxy.h"
+#include "catalog/proxy_search.h"
 
 #define MAX_TERMS       32
 #define DESCRIBE_MAX    2000 /* bytes of a tool's description in describe */
