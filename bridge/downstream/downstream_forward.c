@@ -14,6 +14,7 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "catalog/proxy.h"
 #include "downstream/proxy_tool.h"
 
 static void tool_error_text(char *buf, size_t size, const struct ds_server *s, int error,

@@ -31,7 +31,7 @@
 #include "credkit/mcp_config.h"
 #include "credkit/strv.h"
 
-#include "downstream/catalog.h"
+#include "catalog/catalog.h"
 #include "downstream/downstream.h"
 #include "core/jsonrpc.h"
 #include "core/loop.h"

@@ -11,7 +11,7 @@
 #include "credkit/log.h"
 #include "credkit/mcp_config.h"
 
-#include "downstream/catalog.h"
+#include "catalog/catalog.h"
 #include "tests.h"
 
 static struct log *test_log(const char *name, char path[static 4200])

@@ -1,33 +1,21 @@
 /* catalog.h - what the agent sees of the servers in aggregate mode: the exposed lists.
  *
  * A catalogue holds, per kind (tools, prompts, resources, resource templates), the array the
- * agent is given for the list request of that kind and a map from each exposed name (tools,
+ * agent is given for that kind's list request and a map from each exposed name (tools,
  * prompts) or URI (resources, templates) to the server that listed it and the name or URI that
- * server knows. It is built from sources, one per server: a source keeps the server's name, its
- * excludeTools and the lists the server gave, as it gave them. Rebuilding one kind walks the
- * sources in the order given (the configuration's), names tools and prompts (naming.h: prefix,
- * sanitise, bound, then "_2", "_3" on collisions, each collision logged once, when the list it
- * is in changes), leaves excluded tools out, and keeps the first of equal URIs. It is rebuilt
- * whenever a list of a server changes, never per call; lookups are one hash.
+ * server knows. It is built from sources, one per server, each keeping the server's name, its
+ * excludeTools, directTools and exposeResources and the lists the server gave, as it gave them.
+ * Rebuilding one kind walks the sources in the order given (the configuration's), names tools
+ * and prompts (config/naming.h), leaves excluded tools out and keeps the first of equal URIs;
+ * it is done whenever a list of a server changes, never per call, and a lookup is one hash.
  *
- * Tools have two lists in one: every tool of every source is routable (catalog_find,
- * catalog_tool_find: tools/call by its exposed name, and the proxy tool), but the array the
- * agent is given holds the proxy tool "mcp" first (unless settings.disableProxyTool) and then
- * only the direct tools: by default every tool (settings.directTools true); with
- * settings.directTools false only those the entry's directTools names (true: all of that
- * server's; a list: those raw or exposed names); MCP_DIRECT_TOOLS ("server,server/tool",
- * "__none__": none) overrides both. With no proxy tool and no direct tool at all, every tool is
- * listed (with a warning). A tool whose exposed name is "mcp" while the proxy tool is on is left
- * out (with a warning). excludeTools names raw or exposed names. A source with exposeResources
- * also has, per resource, a read tool named as its tool "resource_<uri>" would be.
+ * Every tool of every source is routable (tools/call by its exposed name, and the proxy tool of
+ * proxy.h), but the tools list holds the proxy tool first and then only the direct tools
+ * (catalog_items()). The catalogue also remembers which lists the agent has been given and
+ * which of those changed since it was last told (catalog_announce()).
  *
- * The catalogue also remembers which lists the agent has been given and which of those changed
- * since it was last told (catalog_announce), so that the agent hears of a change only in a list
- * it has, and a round of changes gives one notification per list (resources and templates share
- * theirs).
- *
- * This module knows neither the loop nor the upstreams: the caller lists the servers and feeds
- * the answers in (catalog_source_set_items). Not thread-safe. */
+ * This module knows neither the loop, the upstreams nor the downstream: the caller lists the
+ * servers and feeds the answers in (catalog_source_set_items). Not thread-safe. */
 #pragma once
 
 #include <stdbool.h>
@@ -68,8 +56,9 @@ struct catalog_source;
 /* ---- sources ----------------------------------------------------------------------------- */
 
 /* A source named name (copied) leaving out the tools named in exclude (a NULL-terminated
- * vector, copied; NULL: none), with no lists yet. userdata is the caller's, given back by
- * catalog_find() and catalog_route_uri(). 0 or -ENOMEM. Free with catalog_source_free(). */
+ * vector of raw or exposed names, copied; NULL: none), with no lists yet. userdata is the
+ * caller's, given back by catalog_find() and catalog_route_uri(). 0 or -ENOMEM. Free with
+ * catalog_source_free(). */
 int catalog_source_new(const char *name, char *const *exclude, void *userdata,
                        struct catalog_source **ret) _must_check_;
 
@@ -86,8 +75,9 @@ void catalog_source_free(struct catalog_source *src);
  * of raw or exposed names, copied). 0 or -ENOMEM (unchanged). At the next rebuild. */
 int catalog_source_set_direct(struct catalog_source *src, enum server_direct direct,
                               char *const *tools) _must_check_;
-/* Whether the source's resources get read tools too ("exposeResources"). At the next rebuild
- * of its tools or resources. */
+/* Whether the source's resources get read tools too ("exposeResources"): per resource, a tool
+ * named as the source's tool "resource_<uri>" would be, that reads it. At the next rebuild of
+ * its tools or resources. */
 void catalog_source_set_expose_resources(struct catalog_source *src, bool on);
 
 /* Whether the source has excludeTools, and whether they name the tool raw (by that name, or
@@ -146,8 +136,14 @@ int catalog_rebuild(struct catalog *c, enum catalog_kind k, struct catalog_sourc
                     size_t n, bool tell);
 
 /* The exposed array of kind k (borrowed, valid until the next rebuild of k; never NULL) and
- * its length (tools: the proxy tool and the direct ones). A rebuild of resources rebuilds the
- * tools too when a source has exposeResources. */
+ * its length. A rebuild of resources rebuilds the tools too when a source has
+ * exposeResources. The tools list is the proxy tool "mcp" first (unless
+ * settings.disableProxyTool), then the direct tools: by default every tool
+ * (settings.directTools true); with settings.directTools false only those the entry's
+ * directTools names (true: all of that server's; a list: those raw or exposed names);
+ * MCP_DIRECT_TOOLS ("server,server/tool", "__none__": none) overrides both. With no proxy tool
+ * and no direct tool at all, every tool is listed (with a warning). A tool whose exposed name
+ * is "mcp" while the proxy tool is on is left out (with a warning). */
 struct json_object *catalog_items(const struct catalog *c, enum catalog_kind k);
 size_t catalog_count(const struct catalog *c, enum catalog_kind k);
 
@@ -156,7 +152,8 @@ void catalog_mark_listed(struct catalog *c, enum catalog_kind k);
 
 /* Tells of the lists that are due, one notification method each (resources and templates
  * share "notifications/resources/list_changed"), in kind order, through notify, and clears
- * them; with tell false they are cleared without a word. */
+ * them; with tell false they are cleared without a word. So the agent hears of a change only
+ * in a list it has been given, and a round of changes gives one notification per list. */
 void catalog_announce(struct catalog *c, bool tell, void (*notify)(const char *method, void *ud),
                       void *ud);
 

@@ -10,9 +10,9 @@
 #include "credkit/mcp_field.h"
 #include "credkit/strv.h"
 
-#include "downstream/catalog.h"
+#include "catalog/catalog.h"
 #include "config/naming.h"
-#include "downstream/proxy_tool.h"
+#include "catalog/proxy.h"
 #include "config/server_config.h"
 
 #define RESOURCE_TOOL_PREFIX "resource_"
