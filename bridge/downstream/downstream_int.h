@@ -50,7 +50,6 @@
 #define DS_LIST_TTL_MS   60000 /* "ttlMs" of a list no server gave one for (modern agents) */
 
 /* The 2026-07-28 era's error codes and _meta keys (basic/index.mdx). */
-#define DS_ERR_MISSING_CAPABILITY  (-32021) /* MissingRequiredClientCapability */
 #define DS_ERR_UNSUPPORTED_VERSION (-32022) /* UnsupportedProtocolVersion */
 #define DS_META_VERSION            "io.modelcontextprotocol/protocolVersion"
 #define DS_META_CAPS               "io.modelcontextprotocol/clientCapabilities"
@@ -373,8 +372,6 @@ bool ds_modern_check(struct downstream *d, struct jrpc_msg *m);
 /* The agent became modern with request m: its capabilities taken, the upstreams started.
  * -ENOMEM (answered). */
 int ds_modern_start(struct downstream *d, struct jrpc_msg *m);
-/* -32021 for a request that needs the client capability cap the agent did not declare. */
-void ds_reply_missing_capability(struct downstream *d, struct json_object *id, const char *cap);
 /* The rank of an MCP log level (debug 1 .. emergency 8), 0 for none. */
 int ds_log_rank(const char *level);
 /* The "ttlMs" of the aggregate list of kind k: the shortest a server gave, 0 while a server is

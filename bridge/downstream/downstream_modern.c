@@ -120,25 +120,6 @@ int ds_modern_start(struct downstream *d, struct jrpc_msg *m)
     return 0;
 }
 
-void ds_reply_missing_capability(struct downstream *d, struct json_object *id, const char *cap)
-{
-    struct json_object *data = json_object_new_object(), *req = json_object_new_object();
-    if (!data || !req || json_object_object_add(req, cap, json_object_new_object()) < 0 ||
-        json_object_object_add(data, "requiredCapabilities", req) < 0) {
-        json_object_put(req);
-        json_object_put(data);
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
-        return;
-    }
-    char text[DS_TEXT_MAX];
-    snprintf(text, sizeof(text),
-             "the server needs the client capability '%s' for this request: declare it in "
-             "params._meta[\"" DS_META_CAPS "\"]",
-             cap);
-    ds_send_put(d, jrpc_new_error(id, DS_ERR_MISSING_CAPABILITY, text, data));
-    json_object_put(data);
-}
-
 /* ---- results ----------------------------------------------------------------------------- */
 
 int64_t ds_list_ttl(struct downstream *d, enum catalog_kind k)
