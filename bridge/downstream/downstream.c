@@ -19,7 +19,7 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
-#include "core/framing.h"
+#include "downstream/agent_transport.h"
 
 /* ---- lifecycles -------------------------------------------------------------------------- */
 
@@ -74,8 +74,7 @@ static void set_reading(struct downstream *d, enum ds_reading to)
 {
     assert(d->reading != DS_READING_OFF && d->reading != to);
     d->reading = to;
-    if (d->fr)
-        framing_set_reading(d->fr, to == DS_READING_ON);
+    agent_transport_set_reading(d->agent, to == DS_READING_ON);
 }
 
 bool ds_init_seen(const struct downstream *d)
@@ -112,21 +111,22 @@ bool ds_log_debugging(const struct downstream *d)
 
 void ds_send_json(struct downstream *d, struct json_object *o)
 {
-    if (!d->fr || !o)
+    if (!d->agent || !o)
         return;
     size_t len;
     const char *text = jrpc_serialize(o, &len);
     if (!text)
         return;
-    int r = framing_send(d->fr, text, len);
+    int r = agent_transport_send(d->agent, text, len);
     if (r == -ENOBUFS)
         log_error(d->log, "the agent does not read its messages: one of %zu bytes dropped", len);
-    /* other errors: the framing reports them through on_error */
-    if (d->reading == DS_READING_ON && framing_pending(d->fr) > DOWNSTREAM_AGENT_HIGH_WATER) {
+    /* other errors: the transport reports them through on_error */
+    if (d->reading == DS_READING_ON &&
+        agent_transport_pending(d->agent) > DOWNSTREAM_AGENT_HIGH_WATER) {
         /* the agent is slower than its answers: it gets no new requests in until it has read */
         set_reading(d, DS_READING_THROTTLED);
         log_debug(d->log, "the client does not keep up: %zu bytes queued for it, not reading it",
-                  framing_pending(d->fr));
+                  agent_transport_pending(d->agent));
     }
 }
 
@@ -537,7 +537,7 @@ static void on_agent_message(const char *text, size_t len, void *userdata)
 
     if (ds_shutting(d))
         return;
-    int r = jrpc_parse(text, len, FRAMING_MAX_FRAME_DEFAULT, &m, &e);
+    int r = jrpc_parse(text, len, AGENT_MAX_MESSAGE, &m, &e);
     if (r < 0) {
         if (r == -EBADMSG)
             ds_reply_errorf(d, NULL, JRPC_PARSE_ERROR, "parse error: %s", err_msg(&e));
@@ -579,13 +579,12 @@ static void on_agent_eof(void *userdata)
 static void on_agent_error(int error, void *userdata)
 {
     struct downstream *d = userdata;
-    framing_free(d->fr);
-    d->fr = NULL;
+    agent_transport_free(d->agent);
+    d->agent = NULL;
     if (!d->status)
         d->status = error;
     if (error == -E2BIG)
-        log_error(d->log, "the client sent a message over %u bytes: closing",
-                  FRAMING_MAX_FRAME_DEFAULT);
+        log_error(d->log, "the client sent a message over %u bytes: closing", AGENT_MAX_MESSAGE);
     else if (error != -EPIPE)
         log_error(d->log, "the client connection broke: %s", strerror(-error));
     if (ds_shutting(d))
@@ -599,7 +598,7 @@ static void on_agent_error(int error, void *userdata)
 static void on_agent_drain(void *userdata)
 {
     struct downstream *d = userdata;
-    if (d->reading != DS_READING_THROTTLED || !d->fr)
+    if (d->reading != DS_READING_THROTTLED || !d->agent)
         return;
     set_reading(d, DS_READING_ON);
     log_debug(d->log, "the client caught up: reading it again");
@@ -613,11 +612,11 @@ static void on_agent_hangup(void *userdata)
     log_info(d->log,
              "the client closed its side while not reading its answers (%zu bytes "
              "queued for it): shutting down",
-             framing_pending(d->fr));
+             agent_transport_pending(d->agent));
     downstream_shutdown(d);
 }
 
-static const struct framing_handler agent_handler = {
+static const struct agent_transport_handler agent_handler = {
     .on_message = on_agent_message,
     .on_eof = on_agent_eof,
     .on_error = on_agent_error,
@@ -673,7 +672,7 @@ void ds_check_shutdown(struct downstream *d)
         return;
     set_phase(d, DS_PHASE_FLUSHING);
     /* the answers still queued for the agent go out first */
-    if (d->fr && framing_close_write(d->fr, on_flushed, d) == 0)
+    if (d->agent && agent_transport_close_write(d->agent, on_flushed, d) == 0)
         return;
     finish(d, d->status);
 }
@@ -692,8 +691,9 @@ static void on_shutdown_timer(struct loop_timer *t, void *userdata)
         struct ds_server *s = d->servers[--d->n_servers];
         ds_server_finish(d, s);
     }
-    if (d->fr) {
-        int r = framing_close_write(d->fr, NULL, NULL); /* what it takes now; the rest goes */
+    if (d->agent) {
+        int r = agent_transport_close_write(d->agent, NULL,
+                                            NULL); /* what it takes now; the rest goes */
         (void)r;
     }
     finish(d, d->status);
@@ -873,11 +873,12 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     if (d->mode == DOWNSTREAM_AGGREGATE)
         rebuild_all(d); /* the lists of servers listed from the cache, before anything connects */
 
-    r = framing_new(d->loop, opts->in_fd, opts->out_fd, &agent_handler, NULL, d, &d->fr);
+    r = agent_stdio_open(d->loop, opts->in_fd, opts->out_fd, &d->agent);
     if (r < 0) {
         err_set(e, r, "cannot watch the client's stdin and stdout: %s", strerror(-r));
         goto fail;
     }
+    agent_transport_bind(d->agent, &agent_handler, d);
     *ret = d;
     return 0;
 fail:
@@ -1016,7 +1017,7 @@ void downstream_free(struct downstream *d)
     ds_subs_release(d);
     ds_bridged_release_all(d);
     catalog_free(d->cat);
-    framing_free(d->fr);
+    agent_transport_free(d->agent);
     json_object_put(d->agent_caps);
     json_object_put(d->client_caps);
     free(d->protocol_version);

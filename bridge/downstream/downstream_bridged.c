@@ -118,7 +118,7 @@ static bool may_forward(struct ds_server *s, uint64_t gen, const char *method,
         return false;
     }
     /* only what the upstreams were offered, that is what the agent declared */
-    if (!d->client_caps || !json_object_object_get_ex(d->client_caps, cap, NULL) || !d->fr ||
+    if (!d->client_caps || !json_object_object_get_ex(d->client_caps, cap, NULL) || !d->agent ||
         ds_shutting(d)) {
         snprintf(text, sizeof(text), "the client does not support %s", cap);
         refuse(s->u, gen, id, JRPC_METHOD_NOT_FOUND, text);

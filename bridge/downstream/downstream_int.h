@@ -100,6 +100,7 @@ enum ds_server_state {
 /* ---- the parts' records ------------------------------------------------------------------ */
 
 struct ds_server;
+struct agent_transport; /* agent_transport.h */
 
 /* The userdata of one listing: which server, which kind. */
 struct ds_lister {
@@ -216,7 +217,7 @@ struct downstream {
     struct loop *loop;
     struct log *log;
     enum downstream_mode mode;
-    struct framing *fr; /* the agent's side; NULL once broken */
+    struct agent_transport *agent; /* the agent's side; NULL once broken */
     mcp_lookup_fn lookup;
     void *lookup_userdata;
     int (*credentials_new)(void *userdata, const struct mcp_config *config,
