@@ -146,6 +146,7 @@ enum downstream_mode {
 
 struct downstream;
 struct credentials_provider; /* credentials.h */
+struct agent_transport;      /* agent_transport.h */
 
 /* The bridge is over (stdin ended, or downstream_shutdown() finished): status 0, or -errno when
  * the agent's side broke (stdout closed: -EPIPE). */
@@ -154,7 +155,9 @@ typedef void (*downstream_done_fn)(int status, void *userdata);
 struct downstream_opts {
     struct loop *loop; /* required */
     struct log *log;   /* required */
-    int in_fd, out_fd; /* the agent's side, O_NONBLOCK; stay the caller's */
+    /* the agent's side, O_NONBLOCK, staying the caller's; both -1: no agent yet (aggregate
+     * mode: they come with downstream_add_agent()) */
+    int in_fd, out_fd;
     enum downstream_mode mode;
     /* The servers: every valid entry of config (aggregate), or the one named by single_name
      * (single; an entry built from a URL on the command line is passed in a config of its
@@ -177,6 +180,14 @@ struct downstream_opts {
 
 int downstream_new(const struct downstream_opts *opts, struct downstream **ret,
                    struct err *e) _must_check_;
+
+/* One more agent on the same servers, catalogue and cache, on the transport t (taken: freed
+ * by the downstream, also on failure). It has its own session, requests, subscriptions and
+ * server requests; the servers are offered the capabilities of the agent that started them
+ * (the first to initialize). The bridge is over when its last agent is. Aggregate mode only
+ * (single mode: -EOPNOTSUPP once it has its agent); -ESHUTDOWN, -ENOMEM. */
+int downstream_add_agent(struct downstream *d, struct agent_transport *t,
+                         struct err *e) _must_check_;
 
 /* A new configuration (SIGHUP): entries that are new connect (if the agent has initialized),
  * removed ones are closed, changed ones (any difference in the entry as written) are closed and

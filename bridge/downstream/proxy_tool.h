@@ -20,7 +20,7 @@
  * are tool results with isError that say what is wrong, with close names when there are some.
  *
  * The text-making parts take the catalogue and plain values and are unit-tested alone; only
- * proxy_tool_call() needs a downstream. */
+ * proxy_tool_call() needs a downstream's agent. */
 #pragma once
 
 #include <stdbool.h>
@@ -41,14 +41,14 @@
 
 struct catalog;
 struct catalog_source;
-struct downstream;
+struct ds_agent; /* downstream_int.h: the agent that called */
 
 /* The proxy tool's definition: a Tool object (new reference; NULL on ENOMEM). */
 struct json_object *proxy_tool_definition(void);
 
-/* Handles a tools/call of the proxy tool (params: the call's params, borrowed; id borrowed):
- * answers through ds_reply_result, or forwards the call it names. */
-void proxy_tool_call(struct downstream *d, struct json_object *id, struct json_object *params);
+/* Handles a tools/call of the proxy tool of agent a (params: the call's params, borrowed; id
+ * borrowed): answers a through ds_reply_result, or forwards the call it names. */
+void proxy_tool_call(struct ds_agent *a, struct json_object *id, struct json_object *params);
 
 /* Whether a call of the proxy tool with these params (borrowed) waits for the first lists to
  * settle, as a tools/call naming an unknown tool does: every mode but the status and connect,
