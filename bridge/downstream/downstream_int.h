@@ -1,24 +1,16 @@
 /* downstream_int.h - what the files of the downstream share (downstream.h is the interface).
  *
- * The downstream is one object split by part: downstream.c (the agent's side, the dispatch
- * tables, settling, shutdown, reload), downstream_initialize.c (the agent's initialize),
- * downstream_servers.c (the servers: their
- * upstreams, their lifecycle, listing, the upstream callbacks), downstream_pending.c (the
- * records of the agent's requests in flight), downstream_forward.c (routing and forwarding the
- * agent's requests), downstream_bridged.c (requests of servers forwarded to the agent),
- * downstream_subs.c (resource subscriptions renewed after reconnects) and
- * downstream_single.c (single mode's initialize). The catalogue is a module of its own
- * (catalog.h).
- *
- * The parts share this header, not opaque handles, because they act on one state and call
- * each other both ways: a server's READY renews subscriptions, drops the server requests of its
- * old session, answers single mode's initialize and relists; a request the catalogue does not
- * know yet waits as a pending record and is dispatched again when the catalogue settles. Split
- * behind opaque interfaces, each part would take the others as callbacks with the same
- * arguments. Nothing outside these files includes this header.
+ * One object split by part, each file a part (mapped in docs/development.md, "The downstream in
+ * detail"): the agents' side and dispatch, initialize, the servers, pending records, forwarding,
+ * server requests, subscriptions, single mode, the 2026-07-28 era. What is shared by every agent
+ * (servers, catalogue, cache, settings, the first round, shutdown) is in struct downstream; what
+ * is one agent's is in struct ds_agent, of which the downstream holds a list. The parts share
+ * this header because they act on one state and call each other both ways. Nothing outside
+ * these files includes it.
  *
  * The lifecycles are enums, each with its legal transitions in one function (ds_set_session,
- * set_phase and set_reading in downstream.c, ds_server_set_state in downstream_servers.c). */
+ * ds_set_round, set_phase and set_reading in downstream.c, ds_server_set_state in
+ * downstream_servers.c). */
 #pragma once
 
 #include <stdbool.h>
