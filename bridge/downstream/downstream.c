@@ -19,7 +19,7 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
-#include "core/framing.h"
+#include "downstream/agent_transport.h"
 
 /* ---- lifecycles -------------------------------------------------------------------------- */
 
@@ -30,21 +30,39 @@ static bool session_transition_legal(enum ds_session from, enum ds_session to)
         return from == DS_SESSION_NEW || from == DS_SESSION_REFUSED;
     case DS_SESSION_REFUSED:
         return from == DS_SESSION_CONNECTING;
-    case DS_SESSION_SETTLING:
-        return from == DS_SESSION_NEW;
     case DS_SESSION_READY:
-        return from == DS_SESSION_CONNECTING || from == DS_SESSION_SETTLING;
+        return from == DS_SESSION_CONNECTING || from == DS_SESSION_NEW;
     case DS_SESSION_NEW:
     default:
         return false;
     }
 }
 
-void ds_set_session(struct downstream *d, enum ds_session to)
+void ds_set_session(struct ds_agent *a, enum ds_session to)
 {
-    assert(session_transition_legal(d->session, to));
+    assert(session_transition_legal(a->session, to));
     (void)session_transition_legal;
-    d->session = to;
+    a->session = to;
+}
+
+static bool round_transition_legal(enum ds_round from, enum ds_round to)
+{
+    switch (to) {
+    case DS_ROUND_FIRST:
+        return from == DS_ROUND_NONE;
+    case DS_ROUND_SETTLED:
+        return from == DS_ROUND_NONE || from == DS_ROUND_FIRST;
+    case DS_ROUND_NONE:
+    default:
+        return false;
+    }
+}
+
+void ds_set_round(struct downstream *d, enum ds_round to)
+{
+    assert(round_transition_legal(d->round, to));
+    (void)round_transition_legal;
+    d->round = to;
 }
 
 static bool phase_transition_legal(enum ds_phase from, enum ds_phase to)
@@ -70,27 +88,31 @@ static void set_phase(struct downstream *d, enum ds_phase to)
 }
 
 /* Reading the agent: ON <-> THROTTLED, and OFF (for good) from either. */
-static void set_reading(struct downstream *d, enum ds_reading to)
+static void set_reading(struct ds_agent *a, enum ds_reading to)
 {
-    assert(d->reading != DS_READING_OFF && d->reading != to);
-    d->reading = to;
-    if (d->fr)
-        framing_set_reading(d->fr, to == DS_READING_ON);
+    assert(a->reading != DS_READING_OFF && a->reading != to);
+    a->reading = to;
+    agent_transport_set_reading(a->t, to == DS_READING_ON);
 }
 
-bool ds_init_seen(const struct downstream *d)
+bool ds_init_seen(const struct ds_agent *a)
 {
-    return d->session == DS_SESSION_CONNECTING || ds_initialized(d);
+    return a->session == DS_SESSION_CONNECTING || ds_initialized(a);
 }
 
-bool ds_initialized(const struct downstream *d)
+bool ds_initialized(const struct ds_agent *a)
 {
-    return d->session == DS_SESSION_SETTLING || d->session == DS_SESSION_READY;
+    return a->session == DS_SESSION_READY;
 }
 
 bool ds_started(const struct downstream *d)
 {
-    return d->session != DS_SESSION_NEW;
+    return d->round != DS_ROUND_NONE;
+}
+
+bool ds_settling(const struct downstream *d)
+{
+    return d->round == DS_ROUND_FIRST;
 }
 
 bool ds_shutting(const struct downstream *d)
@@ -98,9 +120,37 @@ bool ds_shutting(const struct downstream *d)
     return d->phase != DS_PHASE_RUNNING;
 }
 
-bool ds_may_tell(const struct downstream *d)
+bool ds_may_tell(const struct ds_agent *a)
 {
-    return ds_initialized(d) && !ds_shutting(d);
+    return ds_initialized(a) && !ds_shutting(a->d);
+}
+
+bool ds_may_tell_any(const struct downstream *d)
+{
+    struct list_node *i;
+    list_for_each (i, &d->agents)
+        if (ds_may_tell(list_entry(i, struct ds_agent, node)))
+            return true;
+    return false;
+}
+
+struct ds_agent *ds_agent_first(struct downstream *d)
+{
+    struct list_node *n = list_first(&d->agents);
+    return n ? list_entry(n, struct ds_agent, node) : NULL;
+}
+
+struct ds_agent *ds_agent_next(struct ds_agent *a)
+{
+    return a->node.next == &a->d->agents ? NULL : list_entry(a->node.next, struct ds_agent, node);
+}
+
+struct ds_agent *ds_agent_of_call(struct downstream *d, const struct upstream_call *c)
+{
+    for (struct ds_agent *a = c ? ds_agent_first(d) : NULL; a; a = ds_agent_next(a))
+        if (ds_mrtr_record_of_call(a, c))
+            return a;
+    return NULL;
 }
 
 bool ds_log_debugging(const struct downstream *d)
@@ -110,65 +160,67 @@ bool ds_log_debugging(const struct downstream *d)
 
 /* ---- sending to the agent ---------------------------------------------------------------- */
 
-void ds_send_json(struct downstream *d, struct json_object *o)
+void ds_send_json(struct ds_agent *a, struct json_object *o)
 {
-    if (!d->fr || !o)
+    struct downstream *d = a->d;
+    if (!a->t || !o)
         return;
     size_t len;
     const char *text = jrpc_serialize(o, &len);
     if (!text)
         return;
-    int r = framing_send(d->fr, text, len);
+    int r = agent_transport_send(a->t, text, len);
     if (r == -ENOBUFS)
         log_error(d->log, "the agent does not read its messages: one of %zu bytes dropped", len);
-    /* other errors: the framing reports them through on_error */
-    if (d->reading == DS_READING_ON && framing_pending(d->fr) > DOWNSTREAM_AGENT_HIGH_WATER) {
+    /* other errors: the transport reports them through on_error */
+    if (a->reading == DS_READING_ON &&
+        agent_transport_pending(a->t) > DOWNSTREAM_AGENT_HIGH_WATER) {
         /* the agent is slower than its answers: it gets no new requests in until it has read */
-        set_reading(d, DS_READING_THROTTLED);
+        set_reading(a, DS_READING_THROTTLED);
         log_debug(d->log, "the client does not keep up: %zu bytes queued for it, not reading it",
-                  framing_pending(d->fr));
+                  agent_transport_pending(a->t));
     }
 }
 
-void ds_send_put(struct downstream *d, struct json_object *o)
+void ds_send_put(struct ds_agent *a, struct json_object *o)
 {
-    ds_send_json(d, o);
+    ds_send_json(a, o);
     json_object_put(o);
 }
 
-void ds_reply_result(struct downstream *d, struct json_object *id, struct json_object *result)
+void ds_reply_result(struct ds_agent *a, struct json_object *id, struct json_object *result)
 {
-    if (d->modern && ds_result_hints(result, false, 0) < 0) {
+    if (a->modern && ds_result_hints(result, false, 0) < 0) {
         json_object_put(result);
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
-    ds_send_put(d, jrpc_new_result(id, result));
+    ds_send_put(a, jrpc_new_result(id, result));
     json_object_put(result);
 }
 
-void ds_reply_error(struct downstream *d, struct json_object *id, int code, const char *message)
+void ds_reply_error(struct ds_agent *a, struct json_object *id, int code, const char *message)
 {
-    ds_send_put(d, jrpc_new_error(id, code, message, NULL));
+    ds_send_put(a, jrpc_new_error(id, code, message, NULL));
 }
 
-void ds_reply_errorf(struct downstream *d, struct json_object *id, int code, const char *fmt, ...)
+void ds_reply_errorf(struct ds_agent *a, struct json_object *id, int code, const char *fmt, ...)
 {
     char text[DS_TEXT_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    ds_reply_error(d, id, code, text);
+    ds_reply_error(a, id, code, text);
 }
 
-static void reply_empty(struct downstream *d, struct json_object *id)
+static void reply_empty(struct ds_agent *a, struct json_object *id)
 {
     struct json_object *empty = json_object_new_object();
     if (empty)
-        ds_reply_result(d, id, empty);
+        ds_reply_result(a, id, empty);
     else
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, id, JRPC_INTERNAL_ERROR, "out of memory");
 }
 
 /* ---- the catalogue ----------------------------------------------------------------------- */
@@ -184,24 +236,30 @@ void ds_rebuild(struct downstream *d, enum catalog_kind k)
     }
     for (size_t i = 0; i < d->n_servers; i++)
         v[i] = d->servers[i]->src;
-    (void)catalog_rebuild(d->cat, k, v, d->n_servers, ds_may_tell(d)); /* logs its failure */
+    (void)catalog_rebuild(d->cat, k, v, d->n_servers, ds_may_tell_any(d)); /* logs its failure */
     free(v);
 }
 
+/* Every agent that may hear of it (the catalogue knows whether a list was given at all, not to
+ * which agent). */
 static void notify_agent(const char *method, void *userdata)
 {
     struct downstream *d = userdata;
-    if (d->modern)
-        ds_listen_list_changed(d, method); /* only on the listens that ask for it */
-    else
-        ds_send_put(d, jrpc_new_notification(method, NULL));
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a)) {
+        if (!ds_may_tell(a))
+            continue;
+        if (a->modern)
+            ds_listen_list_changed(a, method); /* only on the listens that ask for it */
+        else
+            ds_send_put(a, jrpc_new_notification(method, NULL));
+    }
 }
 
 /* A server's new lists are announced together once its listing round is over, not one by
  * one. */
 void ds_announce(struct downstream *d)
 {
-    catalog_announce(d->cat, ds_may_tell(d), notify_agent, d);
+    catalog_announce(d->cat, ds_may_tell_any(d), notify_agent, d);
 }
 
 static void rebuild_all(struct downstream *d)
@@ -211,18 +269,19 @@ static void rebuild_all(struct downstream *d)
     ds_announce(d);
 }
 
-bool ds_answer_list(struct downstream *d, struct json_object *id, enum catalog_kind k)
+bool ds_answer_list(struct ds_agent *a, struct json_object *id, enum catalog_kind k)
 {
+    struct downstream *d = a->d;
     struct json_object *res = json_object_new_object();
     if (!res ||
         json_object_object_add(res, CATALOG_KINDS[k].key,
                                json_object_get(catalog_items(d->cat, k))) < 0 ||
-        (d->modern && ds_result_hints(res, true, ds_list_ttl(d, k)) < 0)) {
+        (a->modern && ds_result_hints(res, true, ds_list_ttl(d, k)) < 0)) {
         json_object_put(res);
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, id, JRPC_INTERNAL_ERROR, "out of memory");
         return false;
     }
-    ds_reply_result(d, id, res);
+    ds_reply_result(a, id, res);
     catalog_mark_listed(d->cat, k);
     return true;
 }
@@ -231,12 +290,12 @@ bool ds_answer_list(struct downstream *d, struct json_object *id, enum catalog_k
 
 /* A held request, handled now as if it had just come: the catalogue is as complete as it
  * gets. */
-static void handle_held(struct downstream *d, struct ds_pending *p)
+static void handle_held(struct ds_agent *a, struct ds_pending *p)
 {
     struct jrpc_msg m;
     ds_pending_take_request(p, &m);
     if (m.method && m.id)
-        ds_handle_request(d, &m);
+        ds_handle_request(a, &m);
     json_object_put(m.root);
 }
 
@@ -251,16 +310,16 @@ static void log_unsettled(struct downstream *d)
 /* The lists waiting are answered, and with held the requests held for the catalogue handled
  * again, in the order the agent asked: the list is newest first, so it is walked backwards
  * (requests handled again meanwhile are newer: they are reached too, and skipped). */
-static void answer_waiting_lists(struct downstream *d, bool held)
+static void answer_waiting_lists(struct ds_agent *a, bool held)
 {
-    for (struct list_node *i = d->pending.prev, *prev; i != &d->pending; i = prev) {
+    for (struct list_node *i = a->pending.prev, *prev; i != &a->pending; i = prev) {
         prev = i->prev;
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type == DS_PT_LIST) {
-            ds_answer_list(d, p->id, p->kind);
+            ds_answer_list(a, p->id, p->kind);
             ds_pending_free(p);
         } else if (held && p->type == DS_PT_HELD) {
-            handle_held(d, p);
+            handle_held(a, p);
         }
     }
 }
@@ -271,18 +330,19 @@ void ds_on_window_timer(struct loop_timer *t, void *userdata)
     (void)t;
     loop_timer_cancel(d->window_timer);
     d->window_timer = NULL;
-    if (d->session != DS_SESSION_SETTLING || d->lists_open)
+    if (!ds_settling(d) || d->lists_open)
         return;
     d->lists_open = true;
     log_unsettled(d);
-    answer_waiting_lists(d, false);
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
+        answer_waiting_lists(a, false);
 }
 
 static void settle_now(struct downstream *d)
 {
-    if (d->session != DS_SESSION_SETTLING)
+    if (!ds_settling(d))
         return;
-    ds_set_session(d, DS_SESSION_READY);
+    ds_set_round(d, DS_ROUND_SETTLED);
     loop_timer_cancel(d->settle_timer);
     d->settle_timer = NULL;
     loop_timer_cancel(d->window_timer);
@@ -290,12 +350,13 @@ static void settle_now(struct downstream *d)
     if (!d->lists_open)
         log_unsettled(d);
     d->lists_open = true;
-    answer_waiting_lists(d, true);
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
+        answer_waiting_lists(a, true);
 }
 
 void ds_settle_check(struct downstream *d)
 {
-    if (d->mode != DOWNSTREAM_AGGREGATE || d->session != DS_SESSION_SETTLING || ds_shutting(d))
+    if (d->mode != DOWNSTREAM_AGGREGATE || !ds_settling(d) || ds_shutting(d))
         return;
     for (size_t i = 0; i < d->n_servers; i++)
         if (!ds_server_settled(d->servers[i]))
@@ -325,42 +386,44 @@ const struct ds_method *ds_method_find(const struct ds_method *table, size_t n, 
     return NULL;
 }
 
-void ds_set_level(struct downstream *d, struct jrpc_msg *m)
+void ds_set_level(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     const char *level = json_get_string(m->params, "level");
     if (!level) {
-        ds_reply_error(d, m->id, JRPC_INVALID_PARAMS, "logging/setLevel needs params.level");
+        ds_reply_error(a, m->id, JRPC_INVALID_PARAMS, "logging/setLevel needs params.level");
         return;
     }
     char *copy = strdup(level);
     if (!copy) {
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
-    free(d->log_level);
-    d->log_level = copy;
+    free(a->log_level);
+    a->log_level = copy;
     if (d->mode == DOWNSTREAM_SINGLE) {
         /* passed through; remembered for reconnects */
-        ds_forward(d, m, d->servers[0], false);
+        ds_forward(a, m, d->servers[0], false);
         return;
     }
     for (size_t i = 0; i < d->n_servers; i++)
-        ds_apply_level(d, d->servers[i]);
-    reply_empty(d, m->id);
+        ds_apply_level(d, d->servers[i], a->log_level);
+    reply_empty(a, m->id);
 }
 
 /* tools/list, prompts/list, resources/list, resources/templates/list: from the catalogue,
  * once it has settled or the settle window passed. */
-static void handle_list(struct downstream *d, struct jrpc_msg *m)
+static void handle_list(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     enum catalog_kind k = (enum catalog_kind)catalog_kind_of(m->method);
-    if (d->session == DS_SESSION_READY || d->lists_open) {
-        ds_answer_list(d, m->id, k);
+    if (d->round == DS_ROUND_SETTLED || d->lists_open) {
+        ds_answer_list(a, m->id, k);
         return;
     }
-    struct ds_pending *p = ds_pending_new(d, DS_PT_LIST, m->id, m->method);
+    struct ds_pending *p = ds_pending_new(a, DS_PT_LIST, m->id, m->method);
     if (!p)
-        ds_reply_too_many(d, m->id);
+        ds_reply_too_many(a, m->id);
     else
         p->kind = k;
 }
@@ -391,116 +454,119 @@ static bool removed_method(const char *method)
     return false;
 }
 
-static void discover(struct downstream *d, struct jrpc_msg *m)
+static void discover(struct ds_agent *a, struct jrpc_msg *m)
 {
-    if (d->mode == DOWNSTREAM_SINGLE) {
-        ds_single_discover(d, m);
+    if (a->d->mode == DOWNSTREAM_SINGLE) {
+        ds_single_discover(a, m);
         return;
     }
-    struct json_object *res = ds_aggregate_discover(d);
+    struct json_object *res = ds_aggregate_discover(a);
     if (res)
-        ds_reply_result(d, m->id, res);
+        ds_reply_result(a, m->id, res);
     else
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
 }
 
 /* A request the session may take, to the mode's handler. */
-static void dispatch(struct downstream *d, struct jrpc_msg *m)
+static void dispatch(struct ds_agent *a, struct jrpc_msg *m)
 {
-    if (d->mode == DOWNSTREAM_SINGLE) {
-        ds_single_request(d, m);
+    if (a->d->mode == DOWNSTREAM_SINGLE) {
+        ds_single_request(a, m);
         return;
     }
     const struct ds_method *h =
         ds_method_find(AGGREGATE_METHODS, ELEMENTSOF(AGGREGATE_METHODS), m->method);
     if (h)
-        h->handle(d, m);
+        h->handle(a, m);
     else
-        ds_reply_errorf(d, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s'", m->method);
+        ds_reply_errorf(a, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s'", m->method);
 }
 
 /* A modern agent's request (downstream_modern.c). */
-static void modern_request(struct downstream *d, struct jrpc_msg *m)
+static void modern_request(struct ds_agent *a, struct jrpc_msg *m)
 {
     if (strcmp(m->method, "initialize") == 0) {
-        ds_reply_errorf(d, m->id, JRPC_INVALID_REQUEST, "this session uses %s (no initialize)",
+        ds_reply_errorf(a, m->id, JRPC_INVALID_REQUEST, "this session uses %s (no initialize)",
                         UPSTREAM_PROTOCOL_MODERN);
         return;
     }
-    if (!ds_modern_check(d, m))
+    if (!ds_modern_check(a, m))
         return;
     if (removed_method(m->method)) {
-        ds_reply_errorf(d, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s' (not in %s)",
+        ds_reply_errorf(a, m->id, JRPC_METHOD_NOT_FOUND, "method not found: '%s' (not in %s)",
                         m->method, UPSTREAM_PROTOCOL_MODERN);
         return;
     }
     if (strcmp(m->method, "server/discover") == 0) {
-        discover(d, m);
+        discover(a, m);
         return;
     }
     if (strcmp(m->method, "subscriptions/listen") == 0) {
-        ds_listen_open(d, m);
+        ds_listen_open(a, m);
         return;
     }
-    dispatch(d, m);
+    dispatch(a, m);
 }
 
-void ds_handle_request(struct downstream *d, struct jrpc_msg *m)
+void ds_handle_request(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     /* two answers with one id would be the agent's to untangle: the second request is not
      * taken (JSON-RPC ids are unique among the requests in flight) */
-    if (ds_pending_find(d, m->id)) {
-        ds_reply_errorf(d, m->id, JRPC_INVALID_REQUEST,
+    if (ds_pending_find(a, m->id)) {
+        ds_reply_errorf(a, m->id, JRPC_INVALID_REQUEST,
                         "id already in use: a request with this id is still in flight");
         return;
     }
     /* before any initialize, a request of the 2026-07-28 era makes the agent modern (when its
      * _meta is right: an agent that is told the version is wrong may still initialize) */
-    if (!d->modern && d->session == DS_SESSION_NEW && ds_modern_opening(m)) {
-        if (!ds_modern_check(d, m) || ds_modern_start(d, m) < 0)
+    if (!a->modern && a->session == DS_SESSION_NEW && ds_modern_opening(m)) {
+        if (!ds_modern_check(a, m) || ds_modern_start(a, m) < 0)
             return;
     }
-    if (d->modern) {
-        modern_request(d, m);
+    if (a->modern) {
+        modern_request(a, m);
         return;
     }
     /* single mode passes ping on too, once there is a session to ask (a modern server has no
      * ping: the bridge answers it) */
     if (strcmp(m->method, "ping") == 0 &&
-        !(d->mode == DOWNSTREAM_SINGLE && ds_initialized(d) &&
+        !(d->mode == DOWNSTREAM_SINGLE && ds_initialized(a) &&
           upstream_era(d->servers[0]->u) != UPSTREAM_ERA_MODERN)) {
         struct json_object *empty = json_object_new_object();
         if (empty)
-            ds_reply_result(d, m->id, empty);
+            ds_reply_result(a, m->id, empty);
         return;
     }
     if (strcmp(m->method, "initialize") == 0) {
-        ds_handle_initialize(d, m);
+        ds_handle_initialize(a, m);
         return;
     }
-    if (!ds_initialized(d)) {
-        ds_reply_error(d, m->id, JRPC_INVALID_REQUEST, "not initialized: send initialize first");
+    if (!ds_initialized(a)) {
+        ds_reply_error(a, m->id, JRPC_INVALID_REQUEST, "not initialized: send initialize first");
         return;
     }
-    dispatch(d, m);
+    dispatch(a, m);
 }
 
 /* ---- the agent's notifications and answers ----------------------------------------------- */
 
-static void on_cancelled(struct downstream *d, struct jrpc_msg *m)
+static void on_cancelled(struct ds_agent *a, struct jrpc_msg *m)
 {
-    ds_cancel_request(d, m->params);
+    ds_cancel_request(a, m->params);
 }
 
-static void on_initialized(struct downstream *d, struct jrpc_msg *m)
+static void on_initialized(struct ds_agent *a, struct jrpc_msg *m)
 {
     /* every upstream sends its own */
-    (void)d;
+    (void)a;
     (void)m;
 }
 
-static void on_roots_changed(struct downstream *d, struct jrpc_msg *m)
+/* Any agent's: the servers ask again (what they were offered is the lead agent's). */
+static void on_roots_changed(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     for (size_t i = 0; i < d->n_servers; i++) {
         int r = upstream_notify(d->servers[i]->u, m->method, m->params);
         if (r < 0)
@@ -516,12 +582,13 @@ static const struct ds_method NOTIFICATIONS[] = {
     {"notifications/progress", ds_bridged_progress},
 };
 
-static void handle_notification(struct downstream *d, struct jrpc_msg *m)
+static void handle_notification(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     const struct ds_method *h = ds_method_find(NOTIFICATIONS, ELEMENTSOF(NOTIFICATIONS), m->method);
     if (h) {
-        h->handle(d, m);
-    } else if (d->mode == DOWNSTREAM_SINGLE && ds_initialized(d)) {
+        h->handle(a, m);
+    } else if (d->mode == DOWNSTREAM_SINGLE && ds_initialized(a)) {
         int r = upstream_notify(d->servers[0]->u, m->method, m->params);
         (void)r;
     } else {
@@ -531,93 +598,114 @@ static void handle_notification(struct downstream *d, struct jrpc_msg *m)
 
 static void on_agent_message(const char *text, size_t len, void *userdata)
 {
-    struct downstream *d = userdata;
+    struct ds_agent *a = userdata;
+    struct downstream *d = a->d;
     struct jrpc_msg m = {0};
     struct err e = ERR_INIT;
 
     if (ds_shutting(d))
         return;
-    int r = jrpc_parse(text, len, FRAMING_MAX_FRAME_DEFAULT, &m, &e);
+    int r = jrpc_parse(text, len, AGENT_MAX_MESSAGE, &m, &e);
     if (r < 0) {
         if (r == -EBADMSG)
-            ds_reply_errorf(d, NULL, JRPC_PARSE_ERROR, "parse error: %s", err_msg(&e));
+            ds_reply_errorf(a, NULL, JRPC_PARSE_ERROR, "parse error: %s", err_msg(&e));
         else
-            ds_reply_errorf(d, NULL, JRPC_INTERNAL_ERROR, "cannot read the message: %s",
+            ds_reply_errorf(a, NULL, JRPC_INTERNAL_ERROR, "cannot read the message: %s",
                             err_msg(&e));
         return;
     }
     switch (m.kind) {
     case JRPC_REQUEST:
-        ds_handle_request(d, &m);
+        ds_handle_request(a, &m);
         break;
     case JRPC_NOTIFICATION:
-        if (ds_init_seen(d))
-            handle_notification(d, &m);
+        if (ds_init_seen(a))
+            handle_notification(a, &m);
         break;
     case JRPC_RESPONSE:
-        ds_bridged_response(d, &m);
+        ds_bridged_response(a, &m);
         break;
     default:
         /* a broken answer (to a request of a server) gets none: there is nobody to tell */
         if (!m.method && (json_object_object_get_ex(m.root, "result", NULL) ||
                           json_object_object_get_ex(m.root, "error", NULL)))
             break;
-        ds_reply_error(d, m.id, JRPC_INVALID_REQUEST,
+        ds_reply_error(a, m.id, JRPC_INVALID_REQUEST,
                        "invalid request: not a JSON-RPC 2.0 message");
         break;
     }
     jrpc_msg_done(&m);
 }
 
+/* Whether another agent than a is still there to be read. */
+static bool others_open(struct ds_agent *a)
+{
+    for (struct ds_agent *o = ds_agent_first(a->d); o; o = ds_agent_next(o))
+        if (o != a && o->t && o->reading != DS_READING_OFF)
+            return true;
+    return false;
+}
+
+/* The agent a is over (its side closed or broke): the bridge is over with its last agent. */
+static void agent_over(struct ds_agent *a)
+{
+    struct downstream *d = a->d;
+    if (ds_shutting(d)) {
+        ds_check_shutdown(d);
+    } else if (others_open(a)) {
+        if (a->reading != DS_READING_OFF)
+            set_reading(a, DS_READING_OFF);
+    } else {
+        downstream_shutdown(d);
+    }
+}
+
 static void on_agent_eof(void *userdata)
 {
-    struct downstream *d = userdata;
-    log_debug(d->log, "the client closed its side: shutting down");
-    downstream_shutdown(d);
+    struct ds_agent *a = userdata;
+    log_debug(a->d->log, "the client closed its side: shutting down");
+    agent_over(a);
 }
 
 static void on_agent_error(int error, void *userdata)
 {
-    struct downstream *d = userdata;
-    framing_free(d->fr);
-    d->fr = NULL;
+    struct ds_agent *a = userdata;
+    struct downstream *d = a->d;
+    agent_transport_free(a->t);
+    a->t = NULL;
     if (!d->status)
         d->status = error;
     if (error == -E2BIG)
-        log_error(d->log, "the client sent a message over %u bytes: closing",
-                  FRAMING_MAX_FRAME_DEFAULT);
+        log_error(d->log, "the client sent a message over %u bytes: closing", AGENT_MAX_MESSAGE);
     else if (error != -EPIPE)
         log_error(d->log, "the client connection broke: %s", strerror(-error));
-    if (ds_shutting(d))
-        ds_check_shutdown(d);
-    else
-        downstream_shutdown(d);
+    agent_over(a);
 }
 
 /* Everything queued for the agent is written: read it again (never once shutting down, which
  * stops reading for good). */
 static void on_agent_drain(void *userdata)
 {
-    struct downstream *d = userdata;
-    if (d->reading != DS_READING_THROTTLED || !d->fr)
+    struct ds_agent *a = userdata;
+    if (a->reading != DS_READING_THROTTLED || !a->t)
         return;
-    set_reading(d, DS_READING_ON);
-    log_debug(d->log, "the client caught up: reading it again");
+    set_reading(a, DS_READING_ON);
+    log_debug(a->d->log, "the client caught up: reading it again");
 }
 
 /* The agent closed its side while its requests were held back (it did not read its answers):
  * it is gone, whatever it still reads; what it wrote last is not read any more. */
 static void on_agent_hangup(void *userdata)
 {
-    struct downstream *d = userdata;
-    log_info(d->log,
+    struct ds_agent *a = userdata;
+    log_info(a->d->log,
              "the client closed its side while not reading its answers (%zu bytes "
              "queued for it): shutting down",
-             framing_pending(d->fr));
-    downstream_shutdown(d);
+             agent_transport_pending(a->t));
+    agent_over(a);
 }
 
-static const struct framing_handler agent_handler = {
+static const struct agent_transport_handler agent_handler = {
     .on_message = on_agent_message,
     .on_eof = on_agent_eof,
     .on_error = on_agent_error,
@@ -661,10 +749,12 @@ static void finish(struct downstream *d, int status)
 
 static void on_flushed(int status, void *userdata)
 {
-    struct downstream *d = userdata;
+    struct ds_agent *a = userdata;
+    struct downstream *d = a->d;
     if (status < 0 && !d->status)
         d->status = status;
-    finish(d, d->status);
+    if (--d->n_flushing == 0)
+        finish(d, d->status);
 }
 
 void ds_check_shutdown(struct downstream *d)
@@ -672,10 +762,12 @@ void ds_check_shutdown(struct downstream *d)
     if (d->phase != DS_PHASE_SHUTTING || d->n_servers || d->n_closing)
         return;
     set_phase(d, DS_PHASE_FLUSHING);
-    /* the answers still queued for the agent go out first */
-    if (d->fr && framing_close_write(d->fr, on_flushed, d) == 0)
-        return;
-    finish(d, d->status);
+    /* the answers still queued for the agents go out first */
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
+        if (a->t && agent_transport_close_write(a->t, on_flushed, a) == 0)
+            d->n_flushing++;
+    if (!d->n_flushing)
+        finish(d, d->status);
 }
 
 static void on_shutdown_timer(struct loop_timer *t, void *userdata)
@@ -692,26 +784,28 @@ static void on_shutdown_timer(struct loop_timer *t, void *userdata)
         struct ds_server *s = d->servers[--d->n_servers];
         ds_server_finish(d, s);
     }
-    if (d->fr) {
-        int r = framing_close_write(d->fr, NULL, NULL); /* what it takes now; the rest goes */
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a)) {
+        /* what it takes now; the rest goes */
+        int r = a->t ? agent_transport_close_write(a->t, NULL, NULL) : 0;
         (void)r;
     }
+    d->n_flushing = 0;
     finish(d, d->status);
 }
 
 /* What waits for the catalogue or the upstream's handshake is answered now, newest first. */
-static void answer_waiting(struct downstream *d)
+static void answer_waiting(struct ds_agent *a)
 {
     struct list_node *i, *tmp;
-    list_for_each_safe (i, tmp, &d->pending) {
+    list_for_each_safe (i, tmp, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type == DS_PT_LIST) {
-            ds_answer_list(d, p->id, p->kind);
+            ds_answer_list(a, p->id, p->kind);
             ds_pending_free(p);
         } else if (p->type == DS_PT_LISTEN) {
             ds_listen_end(p, true); /* its closing result */
         } else if (p->type != DS_PT_CALL) {
-            ds_reply_error(d, p->id, JRPC_CONNECTION_CLOSED, "mcp-bridge is shutting down");
+            ds_reply_error(a, p->id, JRPC_CONNECTION_CLOSED, "mcp-bridge is shutting down");
             ds_pending_free(p);
         }
     }
@@ -722,7 +816,9 @@ void downstream_shutdown(struct downstream *d)
     if (!d || ds_shutting(d))
         return;
     set_phase(d, DS_PHASE_SHUTTING);
-    set_reading(d, DS_READING_OFF);
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
+        if (a->reading != DS_READING_OFF)
+            set_reading(a, DS_READING_OFF);
     loop_timer_cancel(d->settle_timer);
     d->settle_timer = NULL;
     loop_timer_cancel(d->window_timer);
@@ -731,7 +827,8 @@ void downstream_shutdown(struct downstream *d)
         0)
         d->shutdown_timer = NULL;
 
-    answer_waiting(d);
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
+        answer_waiting(a);
     ds_bridged_drop(d, NULL, 0, NULL);
     /* calls in flight fail with -ESHUTDOWN and are answered from their callbacks */
     ds_cache_save_now(d); /* what the servers listed last */
@@ -816,10 +913,70 @@ static int single_from_config(struct downstream *d, const struct mcp_config *con
     return 0;
 }
 
+static void agent_free(struct ds_agent *a)
+{
+    if (!a)
+        return;
+    list_remove(&a->node);
+    ds_mrtr_release_all(a);
+    ds_pending_release_all(a);
+    hashmap_free(a->ids);
+    ds_subs_release(a);
+    ds_bridged_release_all(a);
+    agent_transport_free(a->t);
+    json_object_put(a->agent_caps);
+    json_object_put(a->client_caps);
+    free(a->protocol_version);
+    free(a->log_level);
+    free(a);
+}
+
+/* A new agent on t (taken, also on failure). -ENOMEM. */
+static int agent_new(struct downstream *d, struct agent_transport *t)
+{
+    struct ds_agent *a = calloc(1, sizeof(*a));
+    if (!a) {
+        agent_transport_free(t);
+        return -ENOMEM;
+    }
+    a->d = d;
+    list_init(&a->pending);
+    list_init(&a->pool);
+    list_init(&a->bridged);
+    list_add_tail(&d->agents, &a->node);
+    a->t = t;
+    a->ids = hashmap_new();
+    if (!a->ids || ds_subs_init(a) < 0) {
+        agent_free(a);
+        return -ENOMEM;
+    }
+    agent_transport_bind(t, &agent_handler, a);
+    return 0;
+}
+
+int downstream_add_agent(struct downstream *d, struct agent_transport *t, struct err *e)
+{
+    if (!d || !t) {
+        agent_transport_free(t);
+        return err_set(e, -EINVAL, "downstream: no agent");
+    }
+    if (d->mode == DOWNSTREAM_SINGLE && !list_is_empty(&d->agents)) {
+        agent_transport_free(t);
+        return err_set(e, -EOPNOTSUPP, "a single-server bridge serves one client");
+    }
+    if (ds_shutting(d)) {
+        agent_transport_free(t);
+        return err_set(e, -ESHUTDOWN, "the bridge is shutting down");
+    }
+    int r = agent_new(d, t);
+    return r < 0 ? err_set(e, r, "out of memory") : 0;
+}
+
 int downstream_new(const struct downstream_opts *opts, struct downstream **ret, struct err *e)
 {
     if (!opts || !opts->loop || !opts->log || !opts->on_done || !opts->config || !ret ||
-        opts->in_fd < 0 || opts->out_fd < 0)
+        (opts->in_fd < 0) != (opts->out_fd < 0) ||
+        (opts->in_fd < 0 && opts->mode == DOWNSTREAM_SINGLE))
         return err_set(e, -EINVAL, "downstream: missing options");
     struct downstream *d = calloc(1, sizeof(*d));
     int r;
@@ -836,11 +993,8 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
                                                          : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
     d->on_done = opts->on_done;
     d->userdata = opts->userdata;
-    list_init(&d->pending);
-    list_init(&d->pool);
-    list_init(&d->bridged);
-    d->ids = hashmap_new();
-    if (!d->ids || ds_subs_init(d) < 0 || catalog_new(d->log, &d->cat) < 0) {
+    list_init(&d->agents);
+    if (catalog_new(d->log, &d->cat) < 0) {
         r = err_set(e, -ENOMEM, "out of memory");
         goto fail;
     }
@@ -873,10 +1027,15 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     if (d->mode == DOWNSTREAM_AGGREGATE)
         rebuild_all(d); /* the lists of servers listed from the cache, before anything connects */
 
-    r = framing_new(d->loop, opts->in_fd, opts->out_fd, &agent_handler, NULL, d, &d->fr);
-    if (r < 0) {
-        err_set(e, r, "cannot watch the client's stdin and stdout: %s", strerror(-r));
-        goto fail;
+    if (opts->in_fd >= 0) {
+        struct agent_transport *t;
+        r = agent_stdio_open(d->loop, opts->in_fd, opts->out_fd, &t);
+        if (r >= 0)
+            r = agent_new(d, t);
+        if (r < 0) {
+            err_set(e, r, "cannot watch the client's stdin and stdout: %s", strerror(-r));
+            goto fail;
+        }
     }
     *ret = d;
     return 0;
@@ -1010,16 +1169,8 @@ void downstream_free(struct downstream *d)
     free(d->servers);
     free(d->closing);
     strv_release(&d->skipped);
-    ds_mrtr_release_all(d);
-    ds_pending_release_all(d);
-    hashmap_free(d->ids);
-    ds_subs_release(d);
-    ds_bridged_release_all(d);
+    while (!list_is_empty(&d->agents))
+        agent_free(ds_agent_first(d));
     catalog_free(d->cat);
-    framing_free(d->fr);
-    json_object_put(d->agent_caps);
-    json_object_put(d->client_caps);
-    free(d->protocol_version);
-    free(d->log_level);
     free(d);
 }

@@ -26,47 +26,54 @@ static void bridged_id(const struct ds_bridged *b, char buf[static 32])
     snprintf(buf, 32, "b%" PRIu64, b->n);
 }
 
-static void bridged_free(struct downstream *d, struct ds_bridged *b)
+static void bridged_free(struct ds_agent *a, struct ds_bridged *b)
 {
     list_remove(&b->node);
-    d->n_bridged--;
+    a->n_bridged--;
     json_object_put(b->up_id);
     json_object_put(b->token);
     free(b);
 }
 
-static void tell_cancelled(struct downstream *d, const struct ds_bridged *b, const char *reason)
+static void tell_cancelled(struct ds_agent *a, const struct ds_bridged *b, const char *reason)
 {
     char bid[32];
     bridged_id(b, bid);
     struct json_object *params = json_object_new_object();
     if (params && json_object_object_add(params, "requestId", json_object_new_string(bid)) == 0 &&
         json_object_object_add(params, "reason", json_object_new_string(reason)) == 0)
-        ds_send_put(d, jrpc_new_notification("notifications/cancelled", params));
+        ds_send_put(a, jrpc_new_notification("notifications/cancelled", params));
     json_object_put(params);
 }
 
 /* The session of a request that dies may be the agent's question to its user (elicitation):
  * with a reason the agent is told, and may stop asking. */
-void ds_bridged_drop(struct downstream *d, struct ds_server *s, uint64_t keep_gen,
-                     const char *reason)
+static void agent_drop(struct ds_agent *a, struct ds_server *s, uint64_t keep_gen,
+                       const char *reason)
 {
     struct list_node *i, *tmp;
-    list_for_each_safe (i, tmp, &d->bridged) {
+    list_for_each_safe (i, tmp, &a->bridged) {
         struct ds_bridged *b = list_entry(i, struct ds_bridged, node);
         if ((s && b->s != s) || (keep_gen && b->gen == keep_gen))
             continue;
-        if (reason && ds_initialized(d) && !ds_shutting(d))
-            tell_cancelled(d, b, reason);
-        bridged_free(d, b);
+        if (reason && ds_may_tell(a))
+            tell_cancelled(a, b, reason);
+        bridged_free(a, b);
     }
-    ds_mrtr_drop(d, s, keep_gen, !reason);
+    ds_mrtr_drop(a, s, keep_gen, !reason);
 }
 
-void ds_bridged_release_all(struct downstream *d)
+void ds_bridged_drop(struct downstream *d, struct ds_server *s, uint64_t keep_gen,
+                     const char *reason)
 {
-    while (!list_is_empty(&d->bridged))
-        bridged_free(d, list_entry(list_first(&d->bridged), struct ds_bridged, node));
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
+        agent_drop(a, s, keep_gen, reason);
+}
+
+void ds_bridged_release_all(struct ds_agent *a)
+{
+    while (!list_is_empty(&a->bridged))
+        bridged_free(a, list_entry(list_first(&a->bridged), struct ds_bridged, node));
 }
 
 /* The requests of servers the bridge forwards, and the capability of the agent each needs. */
@@ -99,8 +106,8 @@ static void refuse(struct upstream *u, uint64_t gen, struct json_object *id, int
     json_object_put(err);
 }
 
-/* Whether the request may go to the agent; else it is refused here. */
-static bool may_forward(struct ds_server *s, uint64_t gen, const char *method,
+/* Whether the request may go to the agent a; else it is refused here. */
+static bool may_forward(struct ds_agent *a, struct ds_server *s, uint64_t gen, const char *method,
                         struct json_object *id)
 {
     struct downstream *d = s->d;
@@ -118,13 +125,13 @@ static bool may_forward(struct ds_server *s, uint64_t gen, const char *method,
         return false;
     }
     /* only what the upstreams were offered, that is what the agent declared */
-    if (!d->client_caps || !json_object_object_get_ex(d->client_caps, cap, NULL) || !d->fr ||
+    if (!a || !a->client_caps || !json_object_object_get_ex(a->client_caps, cap, NULL) || !a->t ||
         ds_shutting(d)) {
         snprintf(text, sizeof(text), "the client does not support %s", cap);
         refuse(s->u, gen, id, JRPC_METHOD_NOT_FOUND, text);
         return false;
     }
-    if (d->n_bridged >= DS_MAX_BRIDGED) {
+    if (a->n_bridged >= DS_MAX_BRIDGED) {
         snprintf(text, sizeof(text), "too many requests waiting for the client (at most %d)",
                  DS_MAX_BRIDGED);
         refuse(s->u, gen, id, JRPC_INTERNAL_ERROR, text);
@@ -138,11 +145,15 @@ void ds_bridged_request(struct ds_server *s, uint64_t gen, struct json_object *m
     struct downstream *d = s->d;
     const char *method = json_get_string(msg, "method");
     struct json_object *id = json_object_object_get(msg, "id");
+    /* the agent whose call the server asks for, else the one the server was offered */
+    struct ds_agent *a = ds_agent_of_call(d, upstream_related_call(s->u, msg));
+    if (!a)
+        a = d->lead;
 
-    if (!method || !id || !may_forward(s, gen, method, id))
+    if (!method || !id || !may_forward(a, s, gen, method, id))
         return;
-    if (d->modern) {
-        if (!ds_mrtr_server_request(s, gen, msg))
+    if (a->modern) {
+        if (!ds_mrtr_server_request(a, s, gen, msg))
             refuse(s->u, gen, id, JRPC_METHOD_NOT_FOUND,
                    "the client speaks MCP 2026-07-28, which takes requests of a server only "
                    "while one of its own requests to that server is in flight");
@@ -156,7 +167,7 @@ void ds_bridged_request(struct ds_server *s, uint64_t gen, struct json_object *m
     b->s = s;
     b->gen = gen;
     b->up_id = json_object_get(id);
-    b->n = ++d->bridge_counter;
+    b->n = ++a->bridge_counter;
     struct json_object *params = json_object_object_get(msg, "params");
     struct json_object *token = jrpc_progress_token(params);
     b->token = json_object_get(token);
@@ -172,20 +183,20 @@ void ds_bridged_request(struct ds_server *s, uint64_t gen, struct json_object *m
      * bridge's id as the token and its progress goes back to this server with its own */
     if (token)
         jrpc_set_progress_token(params, nid);
-    list_add_head(&d->bridged, &b->node);
-    d->n_bridged++;
+    list_add_head(&a->bridged, &b->node);
+    a->n_bridged++;
     log_debug(d->log, "server '%s': %s forwarded to the client as %s", s->name, method, bid);
-    ds_send_json(d, msg);
+    ds_send_json(a, msg);
     return;
 oom:
     refuse(s->u, gen, id, JRPC_INTERNAL_ERROR, "out of memory");
 }
 
-static struct ds_bridged *find_up(struct downstream *d, struct ds_server *s,
+static struct ds_bridged *find_up(struct ds_agent *a, struct ds_server *s,
                                   struct json_object *up_id)
 {
     struct list_node *i;
-    list_for_each (i, &d->bridged) {
+    list_for_each (i, &a->bridged) {
         struct ds_bridged *b = list_entry(i, struct ds_bridged, node);
         if (b->s == s && json_object_equal(b->up_id, up_id))
             return b;
@@ -194,7 +205,7 @@ static struct ds_bridged *find_up(struct downstream *d, struct ds_server *s,
 }
 
 /* The request the agent knows as "b<n>" (an id or a progress token of the bridge's), or NULL. */
-static struct ds_bridged *find_bid(struct downstream *d, struct json_object *bid)
+static struct ds_bridged *find_bid(struct ds_agent *a, struct json_object *bid)
 {
     const char *sid =
         json_object_is_type(bid, json_type_string) ? json_object_get_string(bid) : NULL;
@@ -206,7 +217,7 @@ static struct ds_bridged *find_bid(struct downstream *d, struct json_object *bid
     if (errno || *end)
         return NULL;
     struct list_node *i;
-    list_for_each (i, &d->bridged) {
+    list_for_each (i, &a->bridged) {
         struct ds_bridged *b = list_entry(i, struct ds_bridged, node);
         if (b->n == n)
             return b;
@@ -216,28 +227,31 @@ static struct ds_bridged *find_bid(struct downstream *d, struct json_object *bid
 
 void ds_bridged_cancelled(struct ds_server *s, struct json_object *msg)
 {
-    struct downstream *d = s->d;
     struct json_object *params = json_object_object_get(msg, "params");
     struct json_object *rid = json_object_object_get(params, "requestId");
-    struct ds_bridged *b = rid ? find_up(d, s, rid) : NULL;
-    char bid[32];
-    if (rid && d->modern)
-        ds_mrtr_server_cancelled(s, rid);
-    if (!b)
+    for (struct ds_agent *a = rid ? ds_agent_first(s->d) : NULL; a; a = ds_agent_next(a)) {
+        struct ds_bridged *b = find_up(a, s, rid);
+        char bid[32];
+        if (a->modern)
+            ds_mrtr_server_cancelled(a, s, rid);
+        if (!b)
+            continue;
+        bridged_id(b, bid);
+        bridged_free(a, b);
+        struct json_object *nid = json_object_new_string(bid);
+        if (nid && json_object_object_add(params, "requestId", nid) == 0)
+            ds_send_json(a, msg);
+        else
+            json_object_put(nid);
         return;
-    bridged_id(b, bid);
-    bridged_free(d, b);
-    struct json_object *nid = json_object_new_string(bid);
-    if (nid && json_object_object_add(params, "requestId", nid) == 0)
-        ds_send_json(d, msg);
-    else
-        json_object_put(nid);
+    }
 }
 
-void ds_bridged_progress(struct downstream *d, struct jrpc_msg *m)
+void ds_bridged_progress(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     /* progress of the agent on a request a server made: the token is the bridge's */
-    struct ds_bridged *b = find_bid(d, json_object_object_get(m->params, "progressToken"));
+    struct ds_bridged *b = find_bid(a, json_object_object_get(m->params, "progressToken"));
     if (b && b->token &&
         json_object_object_add(m->params, "progressToken", json_object_get(b->token)) == 0) {
         int r = upstream_notify(b->s->u, m->method, m->params);
@@ -248,9 +262,10 @@ void ds_bridged_progress(struct downstream *d, struct jrpc_msg *m)
     }
 }
 
-void ds_bridged_response(struct downstream *d, struct jrpc_msg *m)
+void ds_bridged_response(struct ds_agent *a, struct jrpc_msg *m)
 {
-    struct ds_bridged *b = find_bid(d, m->id);
+    struct downstream *d = a->d;
+    struct ds_bridged *b = find_bid(a, m->id);
     if (!b) {
         log_debug(d->log, "client answer to no request of a server ignored");
         return;
@@ -264,5 +279,5 @@ void ds_bridged_response(struct downstream *d, struct jrpc_msg *m)
         log_debug(d->log, "server '%s': answer to b%" PRIu64 " not sent: %s", b->s->name, b->n,
                   strerror(-r));
     json_object_put(empty);
-    bridged_free(d, b);
+    bridged_free(a, b);
 }

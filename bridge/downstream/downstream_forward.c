@@ -72,7 +72,8 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
                              const char *message, void *userdata)
 {
     struct ds_pending *p = userdata;
-    struct downstream *d = p->d;
+    struct ds_agent *a = p->a;
+    struct downstream *d = a->d;
     (void)c;
 
     p->call = NULL;
@@ -80,20 +81,20 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
         return;
     if (!error) {
         if (p->sub == DS_SUB_ADD && !json_object_object_get_ex(response, "error", NULL))
-            ds_subs_remember(d, p->s, p->sub_uri);
+            ds_subs_remember(a, p->s, p->sub_uri);
         /* the id is the agent's again; everything else passes as it is (a modern agent's
          * result gets what the 2026-07-28 revision asks for, in the same object) */
-        if (ds_modern_response(d, p, response) == 0 &&
+        if (ds_modern_response(p, response) == 0 &&
             json_object_object_add(response, "id", json_object_get(p->id)) == 0)
-            ds_send_json(d, response);
+            ds_send_json(a, response);
         else
-            ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+            ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
     } else if (p->tool_call) {
         char text[DS_TEXT_MAX];
         tool_error_text(text, sizeof(text), p->s, error, message);
-        ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+        ds_reply_result(a, p->id, jrpc_new_tool_error(text));
     } else {
-        ds_reply_error(d, p->id, error_code(error), message ? message : strerror(-error));
+        ds_reply_error(a, p->id, error_code(error), message ? message : strerror(-error));
     }
     if (ds_log_debugging(d))
         log_debug(d->log, "%s: server '%s': %s in %" PRId64 " ms", p->method, p->s->name,
@@ -108,29 +109,29 @@ static void on_call_progress(struct upstream_call *c, struct json_object *params
 {
     struct ds_pending *p = userdata;
     (void)c;
-    ds_send_put(p->d, jrpc_new_notification("notifications/progress", params));
+    ds_send_put(p->a, jrpc_new_notification("notifications/progress", params));
 }
 
-struct ds_pending *ds_forward(struct downstream *d, struct jrpc_msg *m, struct ds_server *s,
+struct ds_pending *ds_forward(struct ds_agent *a, struct jrpc_msg *m, struct ds_server *s,
                               bool tool_call)
 {
-    if (d->modern && json_object_object_get_ex(m->params, "requestState", NULL) &&
-        ds_mrtr_resume(d, m, s) != 0)
+    if (a->modern && json_object_object_get_ex(m->params, "requestState", NULL) &&
+        ds_mrtr_resume(a, m, s) != 0)
         return NULL; /* the bridge's own state: resumed, or refused (answered either way) */
-    struct ds_pending *p = ds_pending_new(d, DS_PT_CALL, m->id, m->method);
+    struct ds_pending *p = ds_pending_new(a, DS_PT_CALL, m->id, m->method);
     if (!p) {
-        ds_reply_too_many(d, m->id);
+        ds_reply_too_many(a, m->id);
         return NULL;
     }
     p->s = s;
     p->tool_call = tool_call;
-    ds_modern_forwarding(d, m, p);
+    ds_modern_forwarding(a, m, p);
     /* a modern agent answers a modern server's InputRequiredResult itself */
     int r =
-        upstream_call_ex(s->u, m->method, m->params, 0, d->modern ? UPSTREAM_CALL_INPUT_PASS : 0,
+        upstream_call_ex(s->u, m->method, m->params, 0, a->modern ? UPSTREAM_CALL_INPUT_PASS : 0,
                          on_call_response, on_call_progress, p, &p->call);
     if (r < 0) {
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         ds_pending_free(p);
         return NULL;
     }
@@ -190,7 +191,7 @@ static void on_resource_tool_response(struct upstream_call *c, struct json_objec
                                       int error, const char *message, void *userdata)
 {
     struct ds_pending *p = userdata;
-    struct downstream *d = p->d;
+    struct ds_agent *a = p->a;
     (void)c;
 
     p->call = NULL;
@@ -198,30 +199,30 @@ static void on_resource_tool_response(struct upstream_call *c, struct json_objec
     if (error) {
         char text[DS_TEXT_MAX];
         tool_error_text(text, sizeof(text), p->s, error, message);
-        ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+        ds_reply_result(a, p->id, jrpc_new_tool_error(text));
     } else if (err) {
         char text[DS_TEXT_MAX];
         snprintf(text, sizeof(text), "server '%s' could not read the resource: %s", p->s->name,
                  json_get_string(err, "message") ? json_get_string(err, "message") : "error");
-        ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+        ds_reply_result(a, p->id, jrpc_new_tool_error(text));
     } else {
         struct json_object *res =
             contents_as_tool_result(json_object_object_get(response, "result"));
         if (res)
-            ds_reply_result(d, p->id, res);
+            ds_reply_result(a, p->id, res);
         else
-            ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+            ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
     }
     ds_pending_free(p);
 }
 
 /* A read tool of exposeResources: resources/read of uri on s, answered as a tool result. */
-static void forward_resource_tool(struct downstream *d, struct jrpc_msg *m, struct ds_server *s,
+static void forward_resource_tool(struct ds_agent *a, struct jrpc_msg *m, struct ds_server *s,
                                   const char *uri)
 {
-    struct ds_pending *p = ds_pending_new(d, DS_PT_CALL, m->id, "resources/read");
+    struct ds_pending *p = ds_pending_new(a, DS_PT_CALL, m->id, "resources/read");
     if (!p) {
-        ds_reply_too_many(d, m->id);
+        ds_reply_too_many(a, m->id);
         return;
     }
     p->s = s;
@@ -235,20 +236,20 @@ static void forward_resource_tool(struct downstream *d, struct jrpc_msg *m, stru
                 : -ENOMEM;
     json_object_put(params);
     if (r < 0) {
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         ds_pending_free(p);
     }
 }
 
 /* Keeps a request that names something not (yet) in the catalogue until the first round is
  * over. true when held (or answered: no room). */
-bool ds_hold(struct downstream *d, struct jrpc_msg *m)
+bool ds_hold(struct ds_agent *a, struct jrpc_msg *m)
 {
-    if (d->session != DS_SESSION_SETTLING)
+    if (!ds_settling(a->d))
         return false;
-    struct ds_pending *p = ds_pending_new(d, DS_PT_HELD, m->id, m->method);
+    struct ds_pending *p = ds_pending_new(a, DS_PT_HELD, m->id, m->method);
     if (!p) {
-        ds_reply_too_many(d, m->id);
+        ds_reply_too_many(a, m->id);
         return true;
     }
     p->msg = json_object_get(m->root);
@@ -300,23 +301,24 @@ static struct ds_server *signin_server(struct downstream *d, const char *name,
     return NULL;
 }
 
-static void forward_named(struct downstream *d, struct jrpc_msg *m, enum catalog_kind k)
+static void forward_named(struct ds_agent *a, struct jrpc_msg *m, enum catalog_kind k)
 {
+    struct downstream *d = a->d;
     struct json_object *nameobj = string_member(m->params, "name");
     const char *name = nameobj ? json_object_get_string(nameobj) : NULL;
     if (!name) {
-        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "%s needs params.name, a string", m->method);
+        ds_reply_errorf(a, m->id, JRPC_INVALID_PARAMS, "%s needs params.name, a string", m->method);
         return;
     }
     const char *orig;
     struct catalog_source *src = catalog_find(d->cat, k, name, &orig);
     struct catalog_tool t;
     if (src && k == CATALOG_TOOLS && catalog_tool_find(d->cat, name, &t) && t.resource) {
-        forward_resource_tool(d, m, catalog_source_userdata(src), t.orig);
+        forward_resource_tool(a, m, catalog_source_userdata(src), t.orig);
         return;
     }
     if (!src) {
-        if (ds_hold(d, m))
+        if (ds_hold(a, m))
             return;
         struct ds_server *s = k == CATALOG_TOOLS ? signin_server(d, name, &orig) : NULL;
         if (s) {
@@ -325,43 +327,44 @@ static void forward_named(struct downstream *d, struct jrpc_msg *m, enum catalog
             char *copy = strdup(orig); /* orig is inside nameobj's own string */
             if (!copy || json_object_set_string(nameobj, copy) == 0) {
                 free(copy);
-                ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+                ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
                 return;
             }
             free(copy);
-            ds_forward(d, m, s, true);
+            ds_forward(a, m, s, true);
             return;
         }
         char nr[512];
         not_ready(d, nr, sizeof(nr));
         /* MCP answers an unknown tool with -32602 */
-        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown %s '%s'%s", CATALOG_KINDS[k].noun,
+        ds_reply_errorf(a, m->id, JRPC_INVALID_PARAMS, "unknown %s '%s'%s", CATALOG_KINDS[k].noun,
                         name, nr);
         return;
     }
     if (json_object_set_string(nameobj, orig) == 0) {
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
-    ds_forward(d, m, catalog_source_userdata(src), k == CATALOG_TOOLS);
+    ds_forward(a, m, catalog_source_userdata(src), k == CATALOG_TOOLS);
 }
 
-void ds_forward_tool_call(struct downstream *d, struct jrpc_msg *m)
+void ds_forward_tool_call(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     const char *name = json_get_string(m->params, "name");
     if (name && strcmp(name, PROXY_TOOL_NAME) == 0 && catalog_proxy_enabled(d->cat)) {
         /* what it names may not be listed yet: it waits for the first lists, like a tools/call */
-        if (proxy_tool_waits(m->params) && ds_hold(d, m))
+        if (proxy_tool_waits(m->params) && ds_hold(a, m))
             return;
-        proxy_tool_call(d, m->id, m->params);
+        proxy_tool_call(a, m->id, m->params);
         return;
     }
-    forward_named(d, m, CATALOG_TOOLS);
+    forward_named(a, m, CATALOG_TOOLS);
 }
 
-void ds_forward_prompt_get(struct downstream *d, struct jrpc_msg *m)
+void ds_forward_prompt_get(struct ds_agent *a, struct jrpc_msg *m)
 {
-    forward_named(d, m, CATALOG_PROMPTS);
+    forward_named(a, m, CATALOG_PROMPTS);
 }
 
 /* The server a resource URI belongs to (downstream.h): the catalogue's choice, else - when
@@ -388,75 +391,79 @@ static bool is_subscription(const char *method)
            strcmp(method, "resources/unsubscribe") == 0;
 }
 
-static void forward_uri(struct downstream *d, struct jrpc_msg *m, const char *uri)
+static void forward_uri(struct ds_agent *a, struct jrpc_msg *m, const char *uri)
 {
+    struct downstream *d = a->d;
     if (!uri) {
-        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "%s needs params.uri, a string", m->method);
+        ds_reply_errorf(a, m->id, JRPC_INVALID_PARAMS, "%s needs params.uri, a string", m->method);
         return;
     }
     struct ds_server *s = ds_route_uri(d, uri);
     if (!s) {
-        if (ds_hold(d, m))
+        if (ds_hold(a, m))
             return;
         /* 2026-07-28 has -32602 for it */
-        ds_reply_errorf(d, m->id, d->modern ? JRPC_INVALID_PARAMS : JRPC_RESOURCE_NOT_FOUND,
+        ds_reply_errorf(a, m->id, a->modern ? JRPC_INVALID_PARAMS : JRPC_RESOURCE_NOT_FOUND,
                         "resource not found: no server lists '%s'", uri);
         return;
     }
     if (is_subscription(m->method))
-        ds_subs_forward(d, m, s);
+        ds_subs_forward(a, m, s);
     else
-        ds_forward(d, m, s, false);
+        ds_forward(a, m, s, false);
 }
 
-void ds_forward_resource(struct downstream *d, struct jrpc_msg *m)
+void ds_forward_resource(struct ds_agent *a, struct jrpc_msg *m)
 {
-    forward_uri(d, m, json_get_string(m->params, "uri"));
+    forward_uri(a, m, json_get_string(m->params, "uri"));
 }
 
-static void complete_prompt(struct downstream *d, struct jrpc_msg *m, struct json_object *ref)
+static void complete_prompt(struct ds_agent *a, struct jrpc_msg *m, struct json_object *ref)
 {
+    struct downstream *d = a->d;
     struct json_object *nameobj = string_member(ref, "name");
     const char *name = nameobj ? json_object_get_string(nameobj) : NULL;
     const char *orig;
     struct catalog_source *src = catalog_find(d->cat, CATALOG_PROMPTS, name, &orig);
     if (!src) {
-        if (name && ds_hold(d, m))
+        if (name && ds_hold(a, m))
             return;
-        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown prompt '%s'", name ? name : "");
+        ds_reply_errorf(a, m->id, JRPC_INVALID_PARAMS, "unknown prompt '%s'", name ? name : "");
         return;
     }
     if (json_object_set_string(nameobj, orig) == 0) {
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
-    ds_forward(d, m, catalog_source_userdata(src), false);
+    ds_forward(a, m, catalog_source_userdata(src), false);
 }
 
-void ds_forward_completion(struct downstream *d, struct jrpc_msg *m)
+void ds_forward_completion(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     struct json_object *ref = json_object_object_get(m->params, "ref");
     const char *type = json_get_string(ref, "type");
     if (type && strcmp(type, "ref/prompt") == 0) {
-        complete_prompt(d, m, ref);
+        complete_prompt(a, m, ref);
     } else if (type && strcmp(type, "ref/resource") == 0) {
         const char *uri = json_get_string(ref, "uri");
         struct catalog_source *src = catalog_find(d->cat, CATALOG_TEMPLATES, uri, NULL);
         if (src)
-            ds_forward(d, m, catalog_source_userdata(src), false);
+            ds_forward(a, m, catalog_source_userdata(src), false);
         else
-            forward_uri(d, m, uri);
+            forward_uri(a, m, uri);
     } else {
-        ds_reply_error(d, m->id, JRPC_INVALID_PARAMS,
+        ds_reply_error(a, m->id, JRPC_INVALID_PARAMS,
                        "completion/complete needs params.ref of type 'ref/prompt' or "
                        "'ref/resource'");
     }
 }
 
-void ds_cancel_request(struct downstream *d, struct json_object *params)
+void ds_cancel_request(struct ds_agent *a, struct json_object *params)
 {
     struct json_object *rid = json_object_object_get(params, "requestId");
-    struct ds_pending *p = rid ? ds_pending_find(d, rid) : NULL;
+    struct ds_pending *p = rid ? ds_pending_find(a, rid) : NULL;
+    struct downstream *d = a->d;
     /* a request already answered (or never seen) has nothing to cancel; initialize is not
      * cancelled (MCP) */
     if (!p || p->type == DS_PT_INIT)
@@ -474,10 +481,10 @@ void ds_cancel_request(struct downstream *d, struct json_object *params)
     ds_pending_free(p);
 }
 
-void ds_fail_pending_of(struct downstream *d, struct ds_server *s)
+static void fail_pending_of(struct ds_agent *a, struct ds_server *s)
 {
     struct list_node *i, *tmp;
-    list_for_each_safe (i, tmp, &d->pending) {
+    list_for_each_safe (i, tmp, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type != DS_PT_CALL || p->s != s)
             continue;
@@ -487,11 +494,17 @@ void ds_fail_pending_of(struct downstream *d, struct ds_server *s)
         if (p->tool_call) {
             char text[DS_TEXT_MAX];
             snprintf(text, sizeof(text), "server '%s' was closed before it answered", s->name);
-            ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+            ds_reply_result(a, p->id, jrpc_new_tool_error(text));
         } else {
-            ds_reply_errorf(d, p->id, JRPC_CONNECTION_CLOSED,
+            ds_reply_errorf(a, p->id, JRPC_CONNECTION_CLOSED,
                             "server '%s' was closed before it answered", s->name);
         }
         ds_pending_free(p);
     }
+}
+
+void ds_fail_pending_of(struct downstream *d, struct ds_server *s)
+{
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
+        fail_pending_of(a, s);
 }

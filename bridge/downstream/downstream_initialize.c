@@ -116,7 +116,8 @@ static int aggregate_instructions(struct downstream *d, struct buf *instr)
     return r;
 }
 
-static struct json_object *aggregate_init_result(struct downstream *d)
+/* version: the agent's protocol version, NULL when the bridge does not know it. */
+static struct json_object *aggregate_init_result(struct downstream *d, const char *version)
 {
     struct json_object *res = json_object_new_object();
     struct json_object *caps = aggregate_capabilities();
@@ -131,10 +132,9 @@ static struct json_object *aggregate_init_result(struct downstream *d)
         goto oom;
     if (aggregate_instructions(d, &instr) < 0)
         goto oom;
-    if (json_object_object_add(res, "protocolVersion",
-                               json_object_new_string(d->protocol_version
-                                                          ? d->protocol_version
-                                                          : UPSTREAM_PROTOCOL_LATEST)) < 0)
+    if (json_object_object_add(
+            res, "protocolVersion",
+            json_object_new_string(version ? version : UPSTREAM_PROTOCOL_LATEST)) < 0)
         goto oom;
     /* json_object_object_add() takes its value even when it fails */
     struct json_object *c = caps, *in = info;
@@ -184,9 +184,10 @@ oom:
 }
 
 /* server/discover of a modern agent in aggregate mode: what initialize would say. */
-struct json_object *ds_aggregate_discover(struct downstream *d)
+struct json_object *ds_aggregate_discover(struct ds_agent *a)
 {
-    struct json_object *init = aggregate_init_result(d);
+    struct downstream *d = a->d;
+    struct json_object *init = aggregate_init_result(d, a->protocol_version);
     struct json_object *res = init
                                   ? ds_discover_result(json_object_object_get(init, "capabilities"),
                                                        json_object_object_get(init, "serverInfo"),
@@ -197,8 +198,11 @@ struct json_object *ds_aggregate_discover(struct downstream *d)
     return res;
 }
 
-void ds_start_upstreams(struct downstream *d)
+void ds_start_upstreams(struct ds_agent *a)
 {
+    struct downstream *d = a->d;
+    d->lead = a;
+    ds_set_round(d, d->mode == DOWNSTREAM_AGGREGATE ? DS_ROUND_FIRST : DS_ROUND_SETTLED);
     for (size_t i = 0; i < d->n_servers;) {
         struct ds_server *s = d->servers[i];
         struct err e = ERR_INIT;
@@ -214,7 +218,7 @@ void ds_start_upstreams(struct downstream *d)
         ds_server_start(s);
         i++;
     }
-    if (d->mode == DOWNSTREAM_AGGREGATE && d->session != DS_SESSION_SETTLING)
+    if (d->mode == DOWNSTREAM_AGGREGATE && !ds_settling(d))
         return; /* settled already: every server was listed from the cache */
     /* the first round (and single mode's initialize) waits at most the connect timeout; in
      * aggregate mode the first lists wait at most the settle window (settings.settleTimeout,
@@ -228,48 +232,51 @@ void ds_start_upstreams(struct downstream *d)
     ds_settle_check(d);
 }
 
-int ds_take_capabilities(struct downstream *d, const char *version, struct json_object *caps)
+int ds_take_capabilities(struct ds_agent *a, const char *version, struct json_object *caps)
 {
-    free(d->protocol_version);
-    d->protocol_version = known_version(version) ? strdup(version) : NULL;
-    json_object_put(d->agent_caps);
-    d->agent_caps = caps ? json_object_get(caps) : json_object_new_object();
-    json_object_put(d->client_caps);
-    d->client_caps = json_object_new_object();
-    if (!d->agent_caps || !d->client_caps)
+    free(a->protocol_version);
+    a->protocol_version = known_version(version) ? strdup(version) : NULL;
+    json_object_put(a->agent_caps);
+    a->agent_caps = caps ? json_object_get(caps) : json_object_new_object();
+    json_object_put(a->client_caps);
+    a->client_caps = json_object_new_object();
+    if (!a->agent_caps || !a->client_caps)
         return -ENOMEM;
     /* the capabilities whose requests the bridge forwards, and only as declared: a value that
      * is not an object (null included) is not a capability */
     static const char *const offered[] = {"roots", "sampling", "elicitation"};
     for (size_t i = 0; i < ELEMENTSOF(offered); i++) {
         struct json_object *v = json_get_object(caps, offered[i]);
-        if (v && json_object_object_add(d->client_caps, offered[i], json_object_get(v)) < 0)
+        if (v && json_object_object_add(a->client_caps, offered[i], json_object_get(v)) < 0)
             return -ENOMEM;
     }
     return 0;
 }
 
-void ds_handle_initialize(struct downstream *d, struct jrpc_msg *m)
+void ds_handle_initialize(struct ds_agent *a, struct jrpc_msg *m)
 {
-    if (ds_init_seen(d)) {
-        ds_reply_error(d, m->id, JRPC_INVALID_REQUEST, "initialize was already received");
+    struct downstream *d = a->d;
+    if (ds_init_seen(a)) {
+        ds_reply_error(a, m->id, JRPC_INVALID_REQUEST, "initialize was already received");
         return;
     }
-    if (!ds_started(d) && ds_take_capabilities(d, json_get_string(m->params, "protocolVersion"),
+    /* taken once: single mode's initialize sent again keeps what the upstream was offered */
+    if (!a->agent_caps && ds_take_capabilities(a, json_get_string(m->params, "protocolVersion"),
                                                json_get_object(m->params, "capabilities")) < 0) {
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
     if (d->mode == DOWNSTREAM_SINGLE) {
-        ds_single_initialize(d, m);
+        ds_single_initialize(a, m);
         return;
     }
-    struct json_object *res = aggregate_init_result(d);
+    struct json_object *res = aggregate_init_result(d, a->protocol_version);
     if (!res) {
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
-    ds_set_session(d, DS_SESSION_SETTLING);
-    ds_reply_result(d, m->id, res);
-    ds_start_upstreams(d);
+    ds_set_session(a, DS_SESSION_READY);
+    ds_reply_result(a, m->id, res);
+    if (!ds_started(d))
+        ds_start_upstreams(a); /* the first agent's: the upstreams are offered what it declared */
 }

@@ -28,7 +28,7 @@ struct ds_listen {
 static const char *const FILTER_KEYS[] = {"toolsListChanged", "promptsListChanged",
                                           "resourcesListChanged"};
 
-void ds_listen_free(struct downstream *d, struct ds_listen *l)
+void ds_listen_free(struct ds_agent *a, struct ds_listen *l)
 {
     if (!l)
         return;
@@ -36,14 +36,14 @@ void ds_listen_free(struct downstream *d, struct ds_listen *l)
         free(l->uris[i]);
     free(l->uris);
     free(l);
-    d->n_listens--;
+    a->n_listens--;
 }
 
 /* Whether an open listen other than skip has uri among its resources. */
-static bool uri_wanted(struct downstream *d, const struct ds_pending *skip, const char *uri)
+static bool uri_wanted(struct ds_agent *a, const struct ds_pending *skip, const char *uri)
 {
     struct list_node *i;
-    list_for_each (i, &d->pending) {
+    list_for_each (i, &a->pending) {
         const struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p == skip || p->type != DS_PT_LISTEN)
             continue;
@@ -92,9 +92,10 @@ static bool subscribable(struct downstream *d, struct ds_server *s)
 /* The filter of params (its "notifications") into l, the acknowledged one into ack; the
  * servers of the URIs into srv (l->n_uris of them). -EINVAL (not an object), -EAGAIN (a URI
  * no server lists yet, while the catalogue settles), -ENOMEM. */
-static int parse_filter(struct downstream *d, struct json_object *params, struct ds_listen *l,
+static int parse_filter(struct ds_agent *a, struct json_object *params, struct ds_listen *l,
                         struct json_object *ack, struct ds_server ***srv)
 {
+    struct downstream *d = a->d;
     struct json_object *filter = json_get_object(params, "notifications");
     if (!filter)
         return -EINVAL;
@@ -126,7 +127,7 @@ static int parse_filter(struct downstream *d, struct json_object *params, struct
             return -EINVAL;
         const char *uri = json_object_get_string(u);
         struct ds_server *s = ds_route_uri(d, uri);
-        if (!s && d->session == DS_SESSION_SETTLING)
+        if (!s && ds_settling(d))
             return -EAGAIN;
         if (!s || !subscribable(d, s))
             continue; /* not acknowledged: nobody serves it */
@@ -141,10 +142,11 @@ static int parse_filter(struct downstream *d, struct json_object *params, struct
     return 0;
 }
 
-void ds_listen_open(struct downstream *d, struct jrpc_msg *m)
+void ds_listen_open(struct ds_agent *a, struct jrpc_msg *m)
 {
-    if (d->n_listens >= DS_MAX_LISTENS) {
-        ds_reply_errorf(d, m->id, JRPC_INTERNAL_ERROR,
+    struct downstream *d = a->d;
+    if (a->n_listens >= DS_MAX_LISTENS) {
+        ds_reply_errorf(a, m->id, JRPC_INTERNAL_ERROR,
                         "too many subscriptions/listen open (at most %d): cancel one first",
                         DS_MAX_LISTENS);
         return;
@@ -152,23 +154,23 @@ void ds_listen_open(struct downstream *d, struct jrpc_msg *m)
     struct ds_listen *l = calloc(1, sizeof(*l));
     struct json_object *ack = json_object_new_object();
     struct ds_server **srv = NULL;
-    int r = l && ack ? parse_filter(d, m->params, l, ack, &srv) : -ENOMEM;
-    d->n_listens += l != NULL; /* ds_listen_free counts it down */
-    if (r == -EAGAIN && ds_hold(d, m))
+    int r = l && ack ? parse_filter(a, m->params, l, ack, &srv) : -ENOMEM;
+    a->n_listens += l != NULL; /* ds_listen_free counts it down */
+    if (r == -EAGAIN && ds_hold(a, m))
         goto out; /* a URI no server has listed yet: once the catalogue settled */
     if (r == -EINVAL || r == -EAGAIN) {
-        ds_reply_error(d, m->id, JRPC_INVALID_PARAMS,
+        ds_reply_error(a, m->id, JRPC_INVALID_PARAMS,
                        "subscriptions/listen needs params.notifications, an object with "
                        "toolsListChanged, promptsListChanged, resourcesListChanged (booleans) "
                        "and resourceSubscriptions (URIs)");
         goto out;
     }
-    struct ds_pending *p = r < 0 ? NULL : ds_pending_new(d, DS_PT_LISTEN, m->id, m->method);
+    struct ds_pending *p = r < 0 ? NULL : ds_pending_new(a, DS_PT_LISTEN, m->id, m->method);
     if (!p) {
         if (r < 0)
-            ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+            ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         else
-            ds_reply_too_many(d, m->id);
+            ds_reply_too_many(a, m->id);
         goto out;
     }
     p->listen = l;
@@ -178,32 +180,33 @@ void ds_listen_open(struct downstream *d, struct jrpc_msg *m)
         if (!params)
             json_object_put(meta);
         json_object_put(params);
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         ds_pending_free(p);
         l = NULL;
         goto out;
     }
     /* the acknowledgement first: the updates of the subscriptions made now come after it */
-    ds_send_put(d, jrpc_new_notification("notifications/subscriptions/acknowledged", params));
+    ds_send_put(a, jrpc_new_notification("notifications/subscriptions/acknowledged", params));
     json_object_put(params);
     for (size_t i = 0; i < l->n_uris; i++)
-        ds_subs_listen_add(d, srv[i], l->uris[i]);
+        ds_subs_listen_add(a, srv[i], l->uris[i]);
     log_debug(d->log, "subscriptions/listen open: %zu resources", l->n_uris);
     l = NULL;
 out:
-    ds_listen_free(d, l);
+    ds_listen_free(a, l);
     free(srv);
     json_object_put(ack);
 }
 
 void ds_listen_end(struct ds_pending *p, bool graceful)
 {
-    struct downstream *d = p->d;
+    struct ds_agent *a = p->a;
+    struct downstream *d = a->d;
     if (graceful) {
         struct json_object *res = json_object_new_object(), *meta = tag(p->id);
         if (res && meta && json_object_object_add(res, "_meta", meta) == 0 &&
             ds_result_hints(res, false, 0) == 0) {
-            ds_reply_result(d, p->id, res);
+            ds_reply_result(a, p->id, res);
         } else {
             if (!res)
                 json_object_put(meta);
@@ -211,16 +214,17 @@ void ds_listen_end(struct ds_pending *p, bool graceful)
         }
     }
     for (size_t i = 0; !ds_shutting(d) && i < p->listen->n_uris; i++)
-        if (!uri_wanted(d, p, p->listen->uris[i]))
-            ds_subs_listen_drop(d, p->listen->uris[i]);
+        if (!uri_wanted(a, p, p->listen->uris[i]))
+            ds_subs_listen_drop(a, p->listen->uris[i]);
     ds_pending_free(p);
 }
 
 /* A notification of listen p: method, the params members of base (borrowed, may be NULL)
  * without its _meta, and the tag. */
-static void send_tagged(struct downstream *d, const struct ds_pending *p, const char *method,
+static void send_tagged(struct ds_agent *a, const struct ds_pending *p, const char *method,
                         struct json_object *base)
 {
+    struct downstream *d = a->d;
     struct json_object *params = json_object_new_object(), *meta = tag(p->id);
     if (!params || !meta)
         goto oom;
@@ -236,7 +240,7 @@ static void send_tagged(struct downstream *d, const struct ds_pending *p, const 
         meta = NULL;
         goto oom;
     }
-    ds_send_put(d, jrpc_new_notification(method, params));
+    ds_send_put(a, jrpc_new_notification(method, params));
     json_object_put(params);
     return;
 oom:
@@ -245,7 +249,7 @@ oom:
     log_error(d->log, "%s not sent to the client: out of memory", method);
 }
 
-void ds_listen_list_changed(struct downstream *d, const char *method)
+void ds_listen_list_changed(struct ds_agent *a, const char *method)
 {
     int k = -1;
     for (enum catalog_kind i = 0; i < CATALOG_N_KINDS && k < 0; i++)
@@ -254,27 +258,27 @@ void ds_listen_list_changed(struct downstream *d, const char *method)
     if (k < 0)
         return;
     struct list_node *i;
-    list_for_each (i, &d->pending) {
+    list_for_each (i, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type == DS_PT_LISTEN && p->listen->kinds[k])
-            send_tagged(d, p, method, NULL);
+            send_tagged(a, p, method, NULL);
     }
 }
 
-void ds_listen_resource_updated(struct downstream *d, struct json_object *msg)
+void ds_listen_resource_updated(struct ds_agent *a, struct json_object *msg)
 {
     struct json_object *params = json_object_object_get(msg, "params");
     const char *uri = json_get_string(params, "uri");
     if (!uri)
         return;
     struct list_node *i;
-    list_for_each (i, &d->pending) {
+    list_for_each (i, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type != DS_PT_LISTEN)
             continue;
         for (size_t j = 0; j < p->listen->n_uris; j++) {
             if (strcmp(p->listen->uris[j], uri) == 0) {
-                send_tagged(d, p, "notifications/resources/updated", params);
+                send_tagged(a, p, "notifications/resources/updated", params);
                 break;
             }
         }

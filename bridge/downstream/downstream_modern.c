@@ -45,7 +45,7 @@ bool ds_modern_opening(const struct jrpc_msg *m)
 }
 
 /* -32022 with the versions the bridge serves to a modern agent, and the one asked for. */
-static void reply_unsupported(struct downstream *d, struct json_object *id, const char *requested)
+static void reply_unsupported(struct ds_agent *a, struct json_object *id, const char *requested)
 {
     struct json_object *data = json_object_new_object(), *supported = json_object_new_array();
     if (!data || !supported ||
@@ -53,12 +53,12 @@ static void reply_unsupported(struct downstream *d, struct json_object *id, cons
         json_object_object_add(data, "supported", supported) < 0) {
         json_object_put(supported);
         json_object_put(data);
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
     if (json_object_object_add(data, "requested", json_object_new_string(requested)) < 0) {
         json_object_put(data);
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
     char text[DS_TEXT_MAX];
@@ -66,26 +66,26 @@ static void reply_unsupported(struct downstream *d, struct json_object *id, cons
              "unsupported protocol version '%s': mcp-bridge serves %s (or initialize for the "
              "earlier revisions)",
              requested, UPSTREAM_PROTOCOL_MODERN);
-    ds_send_put(d, jrpc_new_error(id, DS_ERR_UNSUPPORTED_VERSION, text, data));
+    ds_send_put(a, jrpc_new_error(id, DS_ERR_UNSUPPORTED_VERSION, text, data));
     json_object_put(data);
 }
 
-bool ds_modern_check(struct downstream *d, struct jrpc_msg *m)
+bool ds_modern_check(struct ds_agent *a, struct jrpc_msg *m)
 {
     struct json_object *meta = request_meta(m), *v;
     if (!json_object_object_get_ex(meta, DS_META_VERSION, &v)) {
-        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS,
+        ds_reply_errorf(a, m->id, JRPC_INVALID_PARAMS,
                         "%s needs params._meta[\"" DS_META_VERSION "\"] (%s: no initialize)",
                         m->method, UPSTREAM_PROTOCOL_MODERN);
         return false;
     }
     const char *version = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
     if (strcmp(version, UPSTREAM_PROTOCOL_MODERN) != 0) {
-        reply_unsupported(d, m->id, version);
+        reply_unsupported(a, m->id, version);
         return false;
     }
     if (!json_get_object(meta, DS_META_CAPS)) {
-        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS,
+        ds_reply_errorf(a, m->id, JRPC_INVALID_PARAMS,
                         "%s needs params._meta[\"" DS_META_CAPS "\"], an object", m->method);
         return false;
     }
@@ -93,7 +93,7 @@ bool ds_modern_check(struct downstream *d, struct jrpc_msg *m)
     if (json_object_object_get_ex(meta, DS_META_LOG_LEVEL, &level) &&
         !ds_log_rank(json_object_is_type(level, json_type_string) ? json_object_get_string(level)
                                                                   : NULL)) {
-        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS,
+        ds_reply_errorf(a, m->id, JRPC_INVALID_PARAMS,
                         "params._meta[\"" DS_META_LOG_LEVEL
                         "\"] is not a log level (debug, info, notice, warning, error, critical, "
                         "alert, emergency)");
@@ -102,41 +102,24 @@ bool ds_modern_check(struct downstream *d, struct jrpc_msg *m)
     return true;
 }
 
-int ds_modern_start(struct downstream *d, struct jrpc_msg *m)
+int ds_modern_start(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     struct json_object *caps = json_get_object(request_meta(m), DS_META_CAPS);
-    if (ds_take_capabilities(d, NULL, caps) < 0) {
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+    if (ds_take_capabilities(a, NULL, caps) < 0) {
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         return -ENOMEM;
     }
-    d->modern = true;
+    a->modern = true;
     log_debug(d->log, "the client speaks %s (no initialize)", UPSTREAM_PROTOCOL_MODERN);
     if (d->mode == DOWNSTREAM_AGGREGATE) {
-        ds_set_session(d, DS_SESSION_SETTLING);
+        ds_set_session(a, DS_SESSION_READY);
     } else {
-        ds_set_session(d, DS_SESSION_CONNECTING); /* READY with the upstream's */
+        ds_set_session(a, DS_SESSION_CONNECTING); /* READY with the upstream's */
     }
-    ds_start_upstreams(d);
+    if (!ds_started(d))
+        ds_start_upstreams(a); /* the first agent's: the upstreams are offered what it declared */
     return 0;
-}
-
-void ds_reply_missing_capability(struct downstream *d, struct json_object *id, const char *cap)
-{
-    struct json_object *data = json_object_new_object(), *req = json_object_new_object();
-    if (!data || !req || json_object_object_add(req, cap, json_object_new_object()) < 0 ||
-        json_object_object_add(data, "requiredCapabilities", req) < 0) {
-        json_object_put(req);
-        json_object_put(data);
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
-        return;
-    }
-    char text[DS_TEXT_MAX];
-    snprintf(text, sizeof(text),
-             "the server needs the client capability '%s' for this request: declare it in "
-             "params._meta[\"" DS_META_CAPS "\"]",
-             cap);
-    ds_send_put(d, jrpc_new_error(id, DS_ERR_MISSING_CAPABILITY, text, data));
-    json_object_put(data);
 }
 
 /* ---- results ----------------------------------------------------------------------------- */
@@ -177,10 +160,9 @@ int ds_result_hints(struct json_object *result, bool cacheable, int64_t ttl_ms)
     return 0;
 }
 
-int ds_modern_response(struct downstream *d, const struct ds_pending *p,
-                       struct json_object *response)
+int ds_modern_response(const struct ds_pending *p, struct json_object *response)
 {
-    if (!d->modern)
+    if (!p->a->modern)
         return 0;
     struct json_object *err;
     if (json_object_object_get_ex(response, "error", &err)) {
@@ -221,9 +203,9 @@ static void legacy_level(struct ds_server *s, const char *level)
     s->level_sent = copy;
 }
 
-void ds_modern_forwarding(struct downstream *d, struct jrpc_msg *m, struct ds_pending *p)
+void ds_modern_forwarding(struct ds_agent *a, struct jrpc_msg *m, struct ds_pending *p)
 {
-    if (!d->modern)
+    if (!a->modern)
         return;
     if (catalog_kind_of(m->method) >= 0)
         p->shape = DS_SHAPE_LIST;
@@ -235,14 +217,14 @@ void ds_modern_forwarding(struct downstream *d, struct jrpc_msg *m, struct ds_pe
         legacy_level(p->s, level);
 }
 
-void ds_modern_log(struct downstream *d, struct ds_server *s, struct json_object *msg)
+void ds_modern_log(struct ds_agent *a, struct ds_server *s, struct json_object *msg)
 {
     int rank = ds_log_rank(json_get_string(json_object_object_get(msg, "params"), "level"));
     struct list_node *i;
-    list_for_each (i, &d->pending) {
+    list_for_each (i, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type == DS_PT_CALL && p->s == s && p->log_rank && rank >= p->log_rank) {
-            ds_send_json(d, msg);
+            ds_send_json(a, msg);
             return;
         }
     }

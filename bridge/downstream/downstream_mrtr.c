@@ -130,10 +130,10 @@ static bool b64url_decode(const char *in, size_t len, char *out, size_t size)
     return true;
 }
 
-static struct ds_mrtr_state *table(struct downstream *d)
+static struct ds_mrtr_state *table(struct ds_agent *a)
 {
-    if (d->mrtr)
-        return d->mrtr;
+    if (a->mrtr)
+        return a->mrtr;
     struct ds_mrtr_state *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
@@ -149,7 +149,7 @@ static struct ds_mrtr_state *table(struct downstream *d)
     long long ms = v ? strtoll(v, &end, 10) : 0;
     if (v && *end == '\0' && ms > 0 && ms < MRTR_KEEP_MS)
         t->keep_ms = ms;
-    d->mrtr = t;
+    a->mrtr = t;
     return t;
 }
 
@@ -257,49 +257,49 @@ static struct ds_mrtr *record_new(struct ds_pending *p)
 }
 
 /* Frees a suspended record (it is on no list of the downstream's but the table's). */
-static void suspended_free(struct downstream *d, struct ds_pending *p)
+static void suspended_free(struct ds_agent *a, struct ds_pending *p)
 {
     list_remove(&p->node);
-    d->mrtr->n_suspended--;
+    a->mrtr->n_suspended--;
     /* back on the list for ds_pending_free, without an id: the agent's old one is answered,
      * and may be in use again by another request */
-    list_add_head(&d->pending, &p->node);
-    d->n_pending++;
+    list_add_head(&a->pending, &p->node);
+    a->n_pending++;
     json_object_put(p->id);
     p->id = NULL;
     ds_pending_free(p);
 }
 
 /* The record leaves the map of the agent's ids and the list of what is in flight. */
-static void suspend(struct downstream *d, struct ds_pending *p)
+static void suspend(struct ds_agent *a, struct ds_pending *p)
 {
     struct ds_mrtr *r = p->mrtr;
     char key[JRPC_ID_KEY_MAX + 2];
     if (jrpc_id_key(p->id, key, sizeof(key)))
-        (void)hashmap_remove(d->ids, key);
+        (void)hashmap_remove(a->ids, key);
     list_remove(&p->node);
-    d->n_pending--;
+    a->n_pending--;
     json_object_put(p->id);
     p->id = NULL;
-    list_add_tail(&d->mrtr->suspended, &p->node);
-    d->mrtr->n_suspended++;
+    list_add_tail(&a->mrtr->suspended, &p->node);
+    a->mrtr->n_suspended++;
     r->suspended = true;
 }
 
 static void expired(struct loop_timer *t, void *userdata);
 
 /* The record carries the agent's new id; false when it cannot (answered). */
-static bool attach(struct downstream *d, struct ds_pending *p, struct json_object *id)
+static bool attach(struct ds_agent *a, struct ds_pending *p, struct json_object *id)
 {
     char key[JRPC_ID_KEY_MAX + 2];
-    if (!jrpc_id_key(id, key, sizeof(key)) || hashmap_put(d->ids, key, p) < 0) {
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+    if (!jrpc_id_key(id, key, sizeof(key)) || hashmap_put(a->ids, key, p) < 0) {
+        ds_reply_error(a, id, JRPC_INTERNAL_ERROR, "out of memory");
         return false;
     }
     list_remove(&p->node);
-    d->mrtr->n_suspended--;
-    list_add_head(&d->pending, &p->node);
-    d->n_pending++;
+    a->mrtr->n_suspended--;
+    list_add_head(&a->pending, &p->node);
+    a->n_pending++;
     p->id = json_object_get(id);
     p->mrtr->suspended = false;
     loop_timer_cancel(p->mrtr->timer);
@@ -345,39 +345,39 @@ oom:
 }
 
 /* Answers the agent's request with what the server asks; the record is suspended. */
-static void ask(struct downstream *d, struct ds_pending *p)
+static void ask(struct ds_agent *a, struct ds_pending *p)
 {
-    struct ds_mrtr_state *t = d->mrtr;
+    struct ds_mrtr_state *t = a->mrtr;
     struct ds_mrtr *r = p->mrtr;
     char state[MRTR_STATE_MAX];
-    int64_t expires = loop_now(d->loop) + t->keep_ms;
+    int64_t expires = loop_now(a->d->loop) + t->keep_ms;
     r->no = ++t->counter;
     struct json_object *res = NULL;
     if (!make_state(t, r->no, expires, p->s->name, state) || !(res = input_required(r, state)) ||
-        loop_timer_add(d->loop, t->keep_ms, expired, p, &r->timer) < 0) {
+        loop_timer_add(a->d->loop, t->keep_ms, expired, p, &r->timer) < 0) {
         json_object_put(res);
-        ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
         struct upstream_call *c = p->call;
         p->call = NULL;
         upstream_call_cancel(c, "out of memory");
         ds_pending_free(p);
         return;
     }
-    log_debug(d->log, "%s: server '%s' asks the client for input (state %" PRIu64 ")", p->method,
+    log_debug(a->d->log, "%s: server '%s' asks the client for input (state %" PRIu64 ")", p->method,
               p->s->name, r->no);
-    ds_reply_result(d, p->id, res);
-    suspend(d, p);
+    ds_reply_result(a, p->id, res);
+    suspend(a, p);
 }
 
 static void expired(struct loop_timer *t, void *userdata)
 {
     struct ds_pending *p = userdata;
-    struct downstream *d = p->d;
+    struct ds_agent *a = p->a;
     struct ds_mrtr *r = p->mrtr;
     (void)t;
-    log_info(d->log, "server '%s': the client did not send %s again within %d minutes: cancelled",
-             p->s ? p->s->name : "?", p->method[0] ? p->method : "its request",
-             MRTR_KEEP_MS / 60000);
+    log_info(
+        a->d->log, "server '%s': the client did not send %s again within %d minutes: cancelled",
+        p->s ? p->s->name : "?", p->method[0] ? p->method : "its request", MRTR_KEEP_MS / 60000);
     while (r->n_reqs) {
         answer_server(p, &r->reqs[0], "the client did not answer in time");
         req_remove(r, 0);
@@ -385,21 +385,20 @@ static void expired(struct loop_timer *t, void *userdata)
     struct upstream_call *c = p->call;
     p->call = NULL;
     upstream_call_cancel(c, "the client did not come back for it");
-    suspended_free(d, p);
+    suspended_free(a, p);
 }
 
-/* The agent's record whose upstream call is c: in flight or suspended. */
-static struct ds_pending *record_of_call(struct downstream *d, struct upstream_call *c)
+struct ds_pending *ds_mrtr_record_of_call(struct ds_agent *a, const struct upstream_call *c)
 {
     struct list_node *i;
-    list_for_each (i, &d->pending) {
+    list_for_each (i, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type == DS_PT_CALL && p->call == c)
             return p;
     }
-    if (!d->mrtr)
+    if (!a->mrtr)
         return NULL;
-    list_for_each (i, &d->mrtr->suspended) {
+    list_for_each (i, &a->mrtr->suspended) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->call == c)
             return p;
@@ -414,16 +413,16 @@ static void refuse(struct ds_server *s, uint64_t gen, struct json_object *id, co
     answer_server(&tmp, &q, message);
 }
 
-bool ds_mrtr_server_request(struct ds_server *s, uint64_t gen, struct json_object *msg)
+bool ds_mrtr_server_request(struct ds_agent *a, struct ds_server *s, uint64_t gen,
+                            struct json_object *msg)
 {
-    struct downstream *d = s->d;
     struct json_object *id = json_object_object_get(msg, "id");
     struct upstream_call *c = upstream_related_call(s->u, msg);
-    struct ds_pending *p = c ? record_of_call(d, c) : NULL;
+    struct ds_pending *p = c ? ds_mrtr_record_of_call(a, c) : NULL;
     if (!p || p->s != s)
         return false;
     char text[DS_TEXT_MAX];
-    struct ds_mrtr_state *t = table(d);
+    struct ds_mrtr_state *t = table(a);
     struct ds_mrtr *r = t ? record_new(p) : NULL;
     if (!r) {
         refuse(s, gen, id, "out of memory");
@@ -449,43 +448,43 @@ bool ds_mrtr_server_request(struct ds_server *s, uint64_t gen, struct json_objec
     q->gen = gen;
     snprintf(q->key, sizeof(q->key), "input%u", ++r->keys);
     if (!r->suspended)
-        ask(d, p);
+        ask(a, p);
     /* else it waits for the agent's next try */
     return true;
 }
 
 /* Gives the final answer kept while the agent was away to its retry. */
-static void answer_final(struct downstream *d, struct ds_pending *p)
+static void answer_final(struct ds_agent *a, struct ds_pending *p)
 {
     struct ds_mrtr *r = p->mrtr;
-    if (!r->final_error && r->final && ds_modern_response(d, p, r->final) == 0 &&
+    if (!r->final_error && r->final && ds_modern_response(p, r->final) == 0 &&
         json_object_object_add(r->final, "id", json_object_get(p->id)) == 0) {
-        ds_send_json(d, r->final);
+        ds_send_json(a, r->final);
     } else if (!r->final_error) {
-        ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
     } else {
         const char *what = r->final_message ? r->final_message : strerror(-r->final_error);
         if (p->tool_call) {
             char text[DS_TEXT_MAX];
             snprintf(text, sizeof(text), "mcp-bridge: the call to server '%s' failed: %s",
                      p->s ? p->s->name : "?", what);
-            ds_reply_result(d, p->id, jrpc_new_tool_error(text));
+            ds_reply_result(a, p->id, jrpc_new_tool_error(text));
         } else {
             int code = r->final_error == -ETIMEDOUT ? JRPC_REQUEST_TIMEOUT
                        : r->final_error == -ECONNRESET || r->final_error == -ENOTCONN ||
                                r->final_error == -ESHUTDOWN
                            ? JRPC_CONNECTION_CLOSED
                            : JRPC_INTERNAL_ERROR;
-            ds_reply_error(d, p->id, code, what);
+            ds_reply_error(a, p->id, code, what);
         }
     }
     ds_pending_free(p);
 }
 
-static struct ds_pending *find_suspended(struct downstream *d, uint64_t no)
+static struct ds_pending *find_suspended(struct ds_agent *a, uint64_t no)
 {
     struct list_node *i;
-    list_for_each (i, &d->mrtr->suspended) {
+    list_for_each (i, &a->mrtr->suspended) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->mrtr->no == no)
             return p;
@@ -508,13 +507,13 @@ static void answer_inputs(struct ds_pending *p, struct json_object *responses)
         }
         int k = upstream_respond(p->s->u, q->gen, q->up_id, v, NULL);
         if (k < 0)
-            log_debug(p->d->log, "server '%s': answer to %s not sent: %s", p->s->name, q->key,
+            log_debug(p->a->d->log, "server '%s': answer to %s not sent: %s", p->s->name, q->key,
                       strerror(-k));
         req_remove(r, i);
     }
 }
 
-int ds_mrtr_resume(struct downstream *d, struct jrpc_msg *m, struct ds_server *s)
+int ds_mrtr_resume(struct ds_agent *a, struct jrpc_msg *m, struct ds_server *s)
 {
     struct json_object *so = json_object_object_get(m->params, "requestState");
     const char *state =
@@ -523,36 +522,36 @@ int ds_mrtr_resume(struct downstream *d, struct jrpc_msg *m, struct ds_server *s
     if (!state || strncmp(state, MRTR_PREFIX, strlen(MRTR_PREFIX)) != 0) {
         if (!legacy)
             return 0; /* the server's own: it reads it */
-        ds_reply_error(d, m->id, JRPC_INVALID_PARAMS, INVALID_STATE);
+        ds_reply_error(a, m->id, JRPC_INVALID_PARAMS, INVALID_STATE);
         return 1;
     }
     uint64_t no = 0;
     struct ds_pending *p = NULL;
-    if (d->mrtr && s && read_state(d->mrtr, state, s->name, loop_now(d->loop), &no))
-        p = find_suspended(d, no);
+    if (a->mrtr && s && read_state(a->mrtr, state, s->name, loop_now(a->d->loop), &no))
+        p = find_suspended(a, no);
     if (!p || p->s != s) {
-        log_debug(d->log, "%s: a requestState that is not valid (or not any more) refused",
+        log_debug(a->d->log, "%s: a requestState that is not valid (or not any more) refused",
                   m->method);
-        ds_reply_error(d, m->id, JRPC_INVALID_PARAMS, INVALID_STATE);
+        ds_reply_error(a, m->id, JRPC_INVALID_PARAMS, INVALID_STATE);
         return 1;
     }
     struct json_object *responses = json_object_object_get(m->params, "inputResponses");
     if (responses && !json_object_is_type(responses, json_type_object)) {
-        ds_reply_error(d, m->id, JRPC_INVALID_PARAMS, "inputResponses must be an object");
+        ds_reply_error(a, m->id, JRPC_INVALID_PARAMS, "inputResponses must be an object");
         return 1;
     }
-    if (d->n_pending >= DS_MAX_PENDING) {
-        ds_reply_too_many(d, m->id);
+    if (a->n_pending >= DS_MAX_PENDING) {
+        ds_reply_too_many(a, m->id);
         return 1;
     }
-    if (!attach(d, p, m->id))
+    if (!attach(a, p, m->id))
         return 1;
     if (!p->mrtr->has_final)
         answer_inputs(p, responses);
     if (p->mrtr->has_final)
-        answer_final(d, p);
+        answer_final(a, p);
     else if (p->mrtr->n_reqs)
-        ask(d, p); /* what arrived meanwhile, and what was not answered */
+        ask(a, p); /* what arrived meanwhile, and what was not answered */
     return 1;
 }
 
@@ -571,10 +570,10 @@ bool ds_mrtr_on_response(struct ds_pending *p, struct json_object *response, int
     return true;
 }
 
-void ds_mrtr_drop(struct downstream *d, struct ds_server *s, uint64_t keep_gen, bool gone)
+void ds_mrtr_drop(struct ds_agent *a, struct ds_server *s, uint64_t keep_gen, bool gone)
 {
     struct list_node *i, *tmp;
-    list_for_each (i, &d->pending) {
+    list_for_each (i, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         for (size_t k = 0; p->mrtr && (!s || p->s == s) && k < p->mrtr->n_reqs;) {
             if (keep_gen && p->mrtr->reqs[k].gen == keep_gen)
@@ -583,9 +582,9 @@ void ds_mrtr_drop(struct downstream *d, struct ds_server *s, uint64_t keep_gen, 
                 req_remove(p->mrtr, k);
         }
     }
-    if (!d->mrtr)
+    if (!a->mrtr)
         return;
-    list_for_each_safe (i, tmp, &d->mrtr->suspended) {
+    list_for_each_safe (i, tmp, &a->mrtr->suspended) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (s && p->s != s)
             continue;
@@ -601,15 +600,14 @@ void ds_mrtr_drop(struct downstream *d, struct ds_server *s, uint64_t keep_gen, 
         struct upstream_call *c = p->call;
         p->call = NULL;
         upstream_call_cancel(c, NULL);
-        suspended_free(d, p);
+        suspended_free(a, p);
     }
 }
 
-void ds_mrtr_server_cancelled(struct ds_server *s, struct json_object *up_id)
+void ds_mrtr_server_cancelled(struct ds_agent *a, struct ds_server *s, struct json_object *up_id)
 {
-    struct downstream *d = s->d;
     struct list_node *i;
-    struct list_node *lists[2] = {&d->pending, d->mrtr ? &d->mrtr->suspended : NULL};
+    struct list_node *lists[2] = {&a->pending, a->mrtr ? &a->mrtr->suspended : NULL};
     for (size_t l = 0; l < 2 && lists[l]; l++) {
         list_for_each (i, lists[l]) {
             struct ds_pending *p = list_entry(i, struct ds_pending, node);
@@ -623,17 +621,17 @@ void ds_mrtr_server_cancelled(struct ds_server *s, struct json_object *up_id)
     }
 }
 
-void ds_mrtr_release_all(struct downstream *d)
+void ds_mrtr_release_all(struct ds_agent *a)
 {
-    if (!d->mrtr)
+    if (!a->mrtr)
         return;
-    while (!list_is_empty(&d->mrtr->suspended)) {
-        struct ds_pending *p = list_entry(list_first(&d->mrtr->suspended), struct ds_pending, node);
+    while (!list_is_empty(&a->mrtr->suspended)) {
+        struct ds_pending *p = list_entry(list_first(&a->mrtr->suspended), struct ds_pending, node);
         p->s = NULL; /* the servers are freed already, their calls with them */
         p->call = NULL;
-        suspended_free(d, p);
+        suspended_free(a, p);
     }
-    secure_wipe(d->mrtr->key, sizeof(d->mrtr->key));
-    free(d->mrtr);
-    d->mrtr = NULL;
+    secure_wipe(a->mrtr->key, sizeof(a->mrtr->key));
+    free(a->mrtr);
+    a->mrtr = NULL;
 }

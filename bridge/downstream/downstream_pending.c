@@ -15,25 +15,26 @@
 
 #include "downstream/downstream_int.h"
 
-struct ds_pending *ds_pending_find(struct downstream *d, struct json_object *id)
+struct ds_pending *ds_pending_find(struct ds_agent *a, struct json_object *id)
 {
     char key[JRPC_ID_KEY_MAX + 2];
     if (!jrpc_id_key(id, key, sizeof(key)))
         return NULL; /* not an id: no request of the agent has it */
-    return hashmap_get(d->ids, key);
+    return hashmap_get(a->ids, key);
 }
 
-struct ds_pending *ds_pending_new(struct downstream *d, enum ds_pending_type type,
+struct ds_pending *ds_pending_new(struct ds_agent *a, enum ds_pending_type type,
                                   struct json_object *id, const char *method)
 {
+    struct downstream *d = a->d;
     char key[JRPC_ID_KEY_MAX + 2];
-    if (d->n_pending >= DS_MAX_PENDING || !jrpc_id_key(id, key, sizeof(key)))
+    if (a->n_pending >= DS_MAX_PENDING || !jrpc_id_key(id, key, sizeof(key)))
         return NULL;
     struct ds_pending *p;
-    struct list_node *n = list_first(&d->pool);
+    struct list_node *n = list_first(&a->pool);
     if (n) {
         list_remove(n);
-        d->n_pool--;
+        a->n_pool--;
         p = list_entry(n, struct ds_pending, node);
         memset(p, 0, sizeof(*p));
     } else {
@@ -42,18 +43,18 @@ struct ds_pending *ds_pending_new(struct downstream *d, enum ds_pending_type typ
             return NULL;
     }
     list_init(&p->node);
-    if (hashmap_put(d->ids, key, p) < 0) {
+    if (hashmap_put(a->ids, key, p) < 0) {
         free(p); /* -ENOMEM; -EEXIST cannot be: the caller looked the id up */
         return NULL;
     }
-    p->d = d;
+    p->a = a;
     p->type = type;
     p->id = json_object_get(id);
     p->start = loop_now(d->loop);
     if (ds_log_debugging(d)) /* the method is only ever logged */
         snprintf(p->method, sizeof(p->method), "%s", method ? method : "?");
-    list_add_head(&d->pending, &p->node);
-    d->n_pending++;
+    list_add_head(&a->pending, &p->node);
+    a->n_pending++;
     return p;
 }
 
@@ -61,24 +62,24 @@ void ds_pending_free(struct ds_pending *p)
 {
     if (!p)
         return;
-    struct downstream *d = p->d;
+    struct ds_agent *a = p->a;
     char key[JRPC_ID_KEY_MAX + 2];
     list_remove(&p->node);
-    d->n_pending--;
+    a->n_pending--;
     if (jrpc_id_key(p->id, key, sizeof(key)))
-        (void)hashmap_remove(d->ids, key);
+        (void)hashmap_remove(a->ids, key);
     if (p->type == DS_PT_CALL && p->s)
         ds_server_used(p->s); /* the idle clock starts when the last answer went */
     ds_mrtr_pending_free(p);
     p->mrtr = NULL;
-    ds_listen_free(d, p->listen);
+    ds_listen_free(a, p->listen);
     p->listen = NULL;
     json_object_put(p->id);
     json_object_put(p->msg);
     free(p->sub_uri);
-    if (d->n_pool < DS_POOL_MAX) {
-        list_add_head(&d->pool, &p->node);
-        d->n_pool++;
+    if (a->n_pool < DS_POOL_MAX) {
+        list_add_head(&a->pool, &p->node);
+        a->n_pool++;
     } else {
         free(p);
     }
@@ -98,10 +99,10 @@ void ds_pending_take_request(struct ds_pending *p, struct jrpc_msg *m)
     ds_pending_free(p);
 }
 
-struct ds_pending *ds_pending_find_type(struct downstream *d, enum ds_pending_type t)
+struct ds_pending *ds_pending_find_type(struct ds_agent *a, enum ds_pending_type t)
 {
     struct list_node *i;
-    list_for_each (i, &d->pending) {
+    list_for_each (i, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type == t)
             return p;
@@ -109,25 +110,25 @@ struct ds_pending *ds_pending_find_type(struct downstream *d, enum ds_pending_ty
     return NULL;
 }
 
-void ds_pending_release_all(struct downstream *d)
+void ds_pending_release_all(struct ds_agent *a)
 {
     struct list_node *i, *tmp;
-    list_for_each_safe (i, tmp, &d->pending) {
+    list_for_each_safe (i, tmp, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         p->call = NULL;
         p->s = NULL; /* the servers are freed already */
         ds_pending_free(p);
     }
-    list_for_each_safe (i, tmp, &d->pool) {
+    list_for_each_safe (i, tmp, &a->pool) {
         list_remove(i);
         free(list_entry(i, struct ds_pending, node));
     }
-    d->n_pool = 0;
+    a->n_pool = 0;
 }
 
-void ds_reply_too_many(struct downstream *d, struct json_object *id)
+void ds_reply_too_many(struct ds_agent *a, struct json_object *id)
 {
-    ds_reply_errorf(d, id, JRPC_INTERNAL_ERROR,
+    ds_reply_errorf(a, id, JRPC_INTERNAL_ERROR,
                     "too many requests in flight (at most %d): wait for some to finish",
                     DS_MAX_PENDING);
 }

@@ -83,8 +83,9 @@ static int server_upstream(struct downstream *d, struct ds_server *s,
         .server = entry,
         .lookup = d->lookup,
         .lookup_userdata = d->lookup_userdata,
-        .client_capabilities = real ? d->client_caps : NULL,
-        .protocol_version = real ? d->protocol_version : NULL,
+        /* the lead agent's (the one that started the upstreams), as with one agent */
+        .client_capabilities = real && d->lead ? d->lead->client_caps : NULL,
+        .protocol_version = real && d->lead ? d->lead->protocol_version : NULL,
         .connect_timeout_ms = d->connect_timeout_ms,
     };
     if (real && d->credentials_new) {
@@ -230,20 +231,22 @@ static bool server_idles(const struct ds_server *s)
            s->idle_ms > 0 && !s->disabled;
 }
 
-/* Something of the agent's is under way on s: a call, a request of the server waiting for the
+/* Something of an agent's is under way on s: a call, a request of the server waiting for the
  * agent, a subscription, a listing. */
 static bool server_busy(struct ds_server *s)
 {
     struct downstream *d = s->d;
     struct list_node *i;
-    list_for_each (i, &d->pending) {
-        struct ds_pending *p = list_entry(i, struct ds_pending, node);
-        if (p->type == DS_PT_CALL && p->s == s)
-            return true;
-    }
-    list_for_each (i, &d->bridged) {
-        if (list_entry(i, struct ds_bridged, node)->s == s)
-            return true;
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a)) {
+        list_for_each (i, &a->pending) {
+            struct ds_pending *p = list_entry(i, struct ds_pending, node);
+            if (p->type == DS_PT_CALL && p->s == s)
+                return true;
+        }
+        list_for_each (i, &a->bridged) {
+            if (list_entry(i, struct ds_bridged, node)->s == s)
+                return true;
+        }
     }
     for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
         if (s->listing[k])
@@ -595,12 +598,14 @@ int ds_send_level(struct ds_server *s, const char *level)
     return r < 0 ? r : 0;
 }
 
-void ds_apply_level(struct downstream *d, struct ds_server *s)
+void ds_apply_level(struct downstream *d, struct ds_server *s, const char *level)
 {
-    if (!d->log_level || upstream_state(s->u) != UPSTREAM_READY ||
+    for (struct ds_agent *a = ds_agent_first(d); a && !level; a = ds_agent_next(a))
+        level = a->log_level;
+    if (!level || upstream_state(s->u) != UPSTREAM_READY ||
         !upstream_has_capability(s->u, "logging"))
         return;
-    (void)ds_send_level(s, d->log_level);
+    (void)ds_send_level(s, level);
 }
 
 /* ---- upstream callbacks ------------------------------------------------------------------ */
@@ -621,7 +626,7 @@ static void on_ready(struct ds_server *s)
     s->last_used = loop_now(d->loop);
     if (!closing)
         arm_idle(s, s->idle_ms);
-    ds_apply_level(d, s);
+    ds_apply_level(d, s, NULL);
     if (!closing)
         ds_subs_renew(d, s);
     if (d->mode == DOWNSTREAM_SINGLE)
@@ -726,30 +731,37 @@ static void relist_resources(struct ds_server *s, struct json_object *msg)
 /* A server's notification for a modern agent: list changes and resource updates only on the
  * listens that ask for them, logs only for the requests that asked for them; what 2026-07-28
  * removed (notifications/elicitation/complete) is dropped. */
-static void tell_modern(struct ds_server *s, struct json_object *msg)
+static void tell_modern(struct ds_agent *a, struct ds_server *s, struct json_object *msg)
 {
-    struct downstream *d = s->d;
     const char *method = json_get_string(msg, "method");
     if (!method)
         return;
     if (strcmp(method, "notifications/message") == 0)
-        ds_modern_log(d, s, msg);
+        ds_modern_log(a, s, msg);
     else if (strcmp(method, "notifications/resources/updated") == 0)
-        ds_listen_resource_updated(d, msg);
+        ds_listen_resource_updated(a, msg);
     else if (strstr(method, "/list_changed"))
-        ds_listen_list_changed(d, method); /* single mode: the server's own */
+        ds_listen_list_changed(a, method); /* single mode: the server's own */
     else if (strcmp(method, "notifications/elicitation/complete") != 0)
-        ds_send_json(d, msg);
+        ds_send_json(a, msg);
 }
 
+/* A server's notification goes to the agent of the call it came with (a log message of that
+ * call: upstream_related_call), else to every agent. */
 static void pass_to_agent(struct ds_server *s, struct json_object *msg)
 {
-    if (!ds_initialized(s->d))
-        return;
-    if (s->d->modern)
-        tell_modern(s, msg);
-    else
-        ds_send_json(s->d, msg);
+    struct ds_agent *only = NULL;
+    const char *method = json_get_string(msg, "method");
+    if (method && strcmp(method, "notifications/message") == 0)
+        only = ds_agent_of_call(s->d, upstream_related_call(s->u, msg));
+    for (struct ds_agent *a = ds_agent_first(s->d); a; a = ds_agent_next(a)) {
+        if ((only && a != only) || !ds_initialized(a))
+            continue;
+        if (a->modern)
+            tell_modern(a, s, msg);
+        else
+            ds_send_json(a, msg);
+    }
 }
 
 static const struct server_notification SERVER_NOTIFICATIONS[] = {

@@ -15,8 +15,9 @@
 
 #include "downstream/downstream_int.h"
 
-static void answer_init(struct downstream *d, struct ds_pending *p)
+static void answer_init(struct ds_agent *a, struct ds_pending *p)
 {
+    struct downstream *d = a->d;
     struct upstream *u = d->servers[0]->u;
     struct json_object *res = json_object_new_object();
     const char *instr = upstream_instructions(u);
@@ -25,7 +26,7 @@ static void answer_init(struct downstream *d, struct ds_pending *p)
     /* a modern server has no version of the legacy era: the agent's, else the newest one */
     const char *version =
         upstream_era(u) == UPSTREAM_ERA_MODERN
-            ? (d->protocol_version ? d->protocol_version : UPSTREAM_PROTOCOL_LATEST)
+            ? (a->protocol_version ? a->protocol_version : UPSTREAM_PROTOCOL_LATEST)
             : upstream_protocol_version(u);
     if (!res)
         goto oom;
@@ -36,106 +37,111 @@ static void answer_init(struct downstream *d, struct ds_pending *p)
                                info ? json_object_get(info) : json_object_new_object()) < 0 ||
         (instr && json_object_object_add(res, "instructions", json_object_new_string(instr)) < 0))
         goto oom;
-    ds_reply_result(d, p->id, res);
+    ds_reply_result(a, p->id, res);
     ds_pending_free(p);
-    ds_set_session(d, DS_SESSION_READY);
+    ds_set_session(a, DS_SESSION_READY);
     return;
 oom:
     json_object_put(res);
-    ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
     ds_pending_free(p);
-    ds_set_session(d, DS_SESSION_REFUSED);
+    ds_set_session(a, DS_SESSION_REFUSED);
 }
 
 /* A modern agent's server/discover, the server READY: a modern server's own answer (passed
  * through), else one made of its InitializeResult. */
-static void discover_now(struct downstream *d, struct jrpc_msg *m)
+static void discover_now(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     struct ds_server *s = d->servers[0];
     if (upstream_era(s->u) == UPSTREAM_ERA_MODERN) {
-        ds_forward(d, m, s, false);
+        ds_forward(a, m, s, false);
         return;
     }
     struct json_object *res =
         ds_discover_result(upstream_server_capabilities(s->u), upstream_server_info(s->u),
                            upstream_instructions(s->u), DS_LIST_TTL_MS);
     if (res)
-        ds_reply_result(d, m->id, res);
+        ds_reply_result(a, m->id, res);
     else
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
 }
 
 /* The discover requests waiting for READY, in the order they came (the list is newest
  * first): answered now, or refused with why (NULL: answered). */
-static void discovers_waiting(struct downstream *d, const char *why)
+static void discovers_waiting(struct ds_agent *a, const char *why)
 {
-    for (struct list_node *i = d->pending.prev, *prev; i != &d->pending; i = prev) {
+    struct downstream *d = a->d;
+    for (struct list_node *i = a->pending.prev, *prev; i != &a->pending; i = prev) {
         prev = i->prev;
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type != DS_PT_DISCOVER)
             continue;
         if (why) {
-            ds_reply_errorf(d, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s",
+            ds_reply_errorf(a, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s",
                             d->servers[0]->name, why);
             ds_pending_free(p);
             continue;
         }
         struct jrpc_msg m;
         ds_pending_take_request(p, &m);
-        discover_now(d, &m);
+        discover_now(a, &m);
         json_object_put(m.root);
     }
 }
 
 void ds_single_ready(struct downstream *d)
 {
-    if (d->modern) {
+    struct ds_agent *a = d->lead; /* single mode's one agent */
+    if (a->modern) {
         loop_timer_cancel(d->settle_timer);
         d->settle_timer = NULL;
-        if (d->session == DS_SESSION_CONNECTING)
-            ds_set_session(d, DS_SESSION_READY);
-        discovers_waiting(d, NULL);
+        if (a->session == DS_SESSION_CONNECTING)
+            ds_set_session(a, DS_SESSION_READY);
+        discovers_waiting(a, NULL);
         return;
     }
-    struct ds_pending *p = ds_pending_find_type(d, DS_PT_INIT);
+    struct ds_pending *p = ds_pending_find_type(a, DS_PT_INIT);
     if (!p)
         return;
     loop_timer_cancel(d->settle_timer);
     d->settle_timer = NULL;
-    answer_init(d, p);
+    answer_init(a, p);
 }
 
 void ds_single_fail(struct downstream *d, const char *why)
 {
-    if (d->modern) {
+    struct ds_agent *a = d->lead; /* single mode's one agent */
+    if (a->modern) {
         loop_timer_cancel(d->settle_timer);
         d->settle_timer = NULL;
-        discovers_waiting(d, why); /* the agent may ask again; the upstream goes on trying */
+        discovers_waiting(a, why); /* the agent may ask again; the upstream goes on trying */
         return;
     }
-    struct ds_pending *p = ds_pending_find_type(d, DS_PT_INIT);
+    struct ds_pending *p = ds_pending_find_type(a, DS_PT_INIT);
     if (!p)
         return;
     loop_timer_cancel(d->settle_timer);
     d->settle_timer = NULL;
     struct ds_server *s = d->servers[0];
-    ds_reply_errorf(d, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s", s->name,
+    ds_reply_errorf(a, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s", s->name,
                     why);
     ds_pending_free(p);
-    ds_set_session(d, DS_SESSION_REFUSED); /* the agent may try again; the upstream goes on
+    ds_set_session(a, DS_SESSION_REFUSED); /* the agent may try again; the upstream goes on
                                               trying too */
 }
 
-void ds_single_discover(struct downstream *d, struct jrpc_msg *m)
+void ds_single_discover(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     struct ds_server *s = d->servers[0];
     if (upstream_state(s->u) == UPSTREAM_READY) {
-        discover_now(d, m);
+        discover_now(a, m);
         return;
     }
-    struct ds_pending *p = ds_pending_new(d, DS_PT_DISCOVER, m->id, m->method);
+    struct ds_pending *p = ds_pending_new(a, DS_PT_DISCOVER, m->id, m->method);
     if (!p) {
-        ds_reply_too_many(d, m->id);
+        ds_reply_too_many(a, m->id);
         return;
     }
     p->msg = json_object_get(m->root);
@@ -146,24 +152,25 @@ void ds_single_discover(struct downstream *d, struct jrpc_msg *m)
         d->settle_timer = NULL;
 }
 
-void ds_single_initialize(struct downstream *d, struct jrpc_msg *m)
+void ds_single_initialize(struct ds_agent *a, struct jrpc_msg *m)
 {
-    struct ds_pending *p = ds_pending_new(d, DS_PT_INIT, m->id, m->method);
+    struct downstream *d = a->d;
+    struct ds_pending *p = ds_pending_new(a, DS_PT_INIT, m->id, m->method);
     if (!p) {
-        ds_reply_too_many(d, m->id);
+        ds_reply_too_many(a, m->id);
         return;
     }
     bool started = ds_started(d);
-    ds_set_session(d, DS_SESSION_CONNECTING);
+    ds_set_session(a, DS_SESSION_CONNECTING);
     struct ds_server *s = d->servers[0];
     if (started && upstream_state(s->u) == UPSTREAM_READY) {
-        answer_init(d, p);
+        answer_init(a, p);
         return;
     }
     if (started && upstream_state(s->u) == UPSTREAM_FAILED)
         upstream_connect(s->u); /* the agent tries again: so does the bridge */
     if (!started)
-        ds_start_upstreams(d);
+        ds_start_upstreams(a);
     else if (!d->settle_timer && loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer,
                                                 d, &d->settle_timer) < 0)
         d->settle_timer = NULL;
@@ -179,28 +186,30 @@ void ds_single_timeout(struct downstream *d)
     ds_single_fail(d, why);
 }
 
-static void forward_tool_call(struct downstream *d, struct jrpc_msg *m)
+static void forward_tool_call(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     struct ds_server *s = d->servers[0];
     const char *name = json_get_string(m->params, "name");
     if (name && catalog_excluded(d->cat, s->src, name)) {
         /* MCP answers an unknown tool with -32602 */
-        ds_reply_errorf(d, m->id, JRPC_INVALID_PARAMS, "unknown tool '%s' (excludeTools)", name);
+        ds_reply_errorf(a, m->id, JRPC_INVALID_PARAMS, "unknown tool '%s' (excludeTools)", name);
         return;
     }
-    ds_forward(d, m, s, true);
+    ds_forward(a, m, s, true);
 }
 
 static void on_tools_listed(struct upstream_call *c, struct json_object *response, int error,
                             const char *message, void *userdata)
 {
     struct ds_pending *p = userdata;
-    struct downstream *d = p->d;
+    struct ds_agent *a = p->a;
+    struct downstream *d = a->d;
     (void)c;
 
     p->call = NULL;
     if (error) {
-        ds_reply_error(d, p->id,
+        ds_reply_error(a, p->id,
                        error == -ETIMEDOUT ? JRPC_REQUEST_TIMEOUT : JRPC_CONNECTION_CLOSED,
                        message ? message : strerror(-error));
         ds_pending_free(p);
@@ -212,38 +221,40 @@ static void on_tools_listed(struct upstream_call *c, struct json_object *respons
         if (name && catalog_excluded(d->cat, p->s->src, name))
             (void)json_object_array_del_idx(tools, i, 1);
     }
-    if (ds_modern_response(d, p, response) == 0 &&
+    if (ds_modern_response(p, response) == 0 &&
         json_object_object_add(response, "id", json_object_get(p->id)) == 0)
-        ds_send_json(d, response);
+        ds_send_json(a, response);
     else
-        ds_reply_error(d, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
     ds_pending_free(p);
 }
 
 /* tools/list: passed through, less the excludeTools when there are some. */
-static void list_tools(struct downstream *d, struct jrpc_msg *m)
+static void list_tools(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     struct ds_server *s = d->servers[0];
     if (!catalog_source_has_exclude(s->src)) {
-        ds_forward(d, m, s, false);
+        ds_forward(a, m, s, false);
         return;
     }
-    struct ds_pending *p = ds_pending_new(d, DS_PT_CALL, m->id, m->method);
+    struct ds_pending *p = ds_pending_new(a, DS_PT_CALL, m->id, m->method);
     if (!p) {
-        ds_reply_too_many(d, m->id);
+        ds_reply_too_many(a, m->id);
         return;
     }
     p->s = s;
-    ds_modern_forwarding(d, m, p);
+    ds_modern_forwarding(a, m, p);
     if (upstream_call(s->u, m->method, m->params, 0, on_tools_listed, NULL, p, &p->call) < 0) {
-        ds_reply_error(d, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         ds_pending_free(p);
     }
 }
 
-static void forward_subscription(struct downstream *d, struct jrpc_msg *m)
+static void forward_subscription(struct ds_agent *a, struct jrpc_msg *m)
 {
-    ds_subs_forward(d, m, d->servers[0]);
+    struct downstream *d = a->d;
+    ds_subs_forward(a, m, d->servers[0]);
 }
 
 static const struct ds_method SINGLE_METHODS[] = {
@@ -254,12 +265,13 @@ static const struct ds_method SINGLE_METHODS[] = {
     {"resources/unsubscribe", forward_subscription},
 };
 
-void ds_single_request(struct downstream *d, struct jrpc_msg *m)
+void ds_single_request(struct ds_agent *a, struct jrpc_msg *m)
 {
+    struct downstream *d = a->d;
     const struct ds_method *h =
         ds_method_find(SINGLE_METHODS, ELEMENTSOF(SINGLE_METHODS), m->method);
     if (h)
-        h->handle(d, m);
+        h->handle(a, m);
     else
-        ds_forward(d, m, d->servers[0], false);
+        ds_forward(a, m, d->servers[0], false);
 }

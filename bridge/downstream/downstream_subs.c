@@ -15,7 +15,7 @@
 
 /* A subscription of the agent's. */
 struct ds_sub {
-    struct list_node node; /* in d->subs */
+    struct list_node node; /* in a->subs */
     char *server;          /* the name of the server that accepted it */
     char uri[];
 };
@@ -31,41 +31,44 @@ enum ds_resub_kind {
 struct ds_resub {
     struct list_node node; /* in s->resubs */
     struct ds_server *s;
+    struct ds_agent *a; /* whose subscription it is */
     enum ds_resub_kind kind;
     char uri[]; /* for the log */
 };
 
-int ds_subs_init(struct downstream *d)
+int ds_subs_init(struct ds_agent *a)
 {
-    list_init(&d->subs);
-    d->subs_by_uri = hashmap_new();
-    return d->subs_by_uri ? 0 : -ENOMEM;
+    list_init(&a->subs);
+    a->subs_by_uri = hashmap_new();
+    return a->subs_by_uri ? 0 : -ENOMEM;
 }
 
-static void sub_free(struct downstream *d, struct ds_sub *sub)
+static void sub_free(struct ds_agent *a, struct ds_sub *sub)
 {
-    (void)hashmap_remove(d->subs_by_uri, sub->uri);
+    (void)hashmap_remove(a->subs_by_uri, sub->uri);
     list_remove(&sub->node);
     free(sub->server);
     free(sub);
 }
 
-void ds_subs_release(struct downstream *d)
+void ds_subs_release(struct ds_agent *a)
 {
-    if (!d->subs_by_uri)
+    if (!a->subs_by_uri)
         return; /* never initialised */
-    while (!list_is_empty(&d->subs))
-        sub_free(d, list_entry(list_first(&d->subs), struct ds_sub, node));
-    hashmap_free(d->subs_by_uri);
-    d->subs_by_uri = NULL;
+    while (!list_is_empty(&a->subs))
+        sub_free(a, list_entry(list_first(&a->subs), struct ds_sub, node));
+    hashmap_free(a->subs_by_uri);
+    a->subs_by_uri = NULL;
 }
 
 bool ds_subs_has(struct downstream *d, const struct ds_server *s)
 {
     struct list_node *i;
-    list_for_each (i, &d->subs) {
-        if (strcmp(list_entry(i, struct ds_sub, node)->server, s->name) == 0)
-            return true;
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a)) {
+        list_for_each (i, &a->subs) {
+            if (strcmp(list_entry(i, struct ds_sub, node)->server, s->name) == 0)
+                return true;
+        }
     }
     return false;
 }
@@ -78,23 +81,24 @@ static void cannot_renew(struct downstream *d, const struct ds_server *s, const 
              s->name, uri);
 }
 
-void ds_subs_remember(struct downstream *d, struct ds_server *s, const char *uri)
+void ds_subs_remember(struct ds_agent *a, struct ds_server *s, const char *uri)
 {
-    struct ds_sub *cur = hashmap_get(d->subs_by_uri, uri);
+    struct downstream *d = a->d;
+    struct ds_sub *cur = hashmap_get(a->subs_by_uri, uri);
     if (cur && strcmp(cur->server, s->name) == 0)
         return;
     if (cur) {
         /* another server's before: it keeps its place */
         char *name = strdup(s->name);
         if (!name) {
-            cannot_renew(d, s, uri);
+            cannot_renew(a->d, s, uri);
             return;
         }
         free(cur->server);
         cur->server = name;
         return;
     }
-    if (hashmap_size(d->subs_by_uri) >= DS_MAX_SUBS) {
+    if (hashmap_size(a->subs_by_uri) >= DS_MAX_SUBS) {
         log_warn(d->log,
                  "server '%s': more than %d resource subscriptions: '%s' is not renewed "
                  "after a reconnect",
@@ -105,27 +109,27 @@ void ds_subs_remember(struct downstream *d, struct ds_server *s, const char *uri
     struct ds_sub *sub = calloc(1, sizeof(*sub) + len + 1);
     if (!sub || !(sub->server = strdup(s->name))) {
         free(sub);
-        cannot_renew(d, s, uri);
+        cannot_renew(a->d, s, uri);
         return;
     }
     memcpy(sub->uri, uri, len + 1);
-    if (hashmap_put(d->subs_by_uri, sub->uri, sub) < 0) {
+    if (hashmap_put(a->subs_by_uri, sub->uri, sub) < 0) {
         free(sub->server);
         free(sub);
-        cannot_renew(d, s, uri);
+        cannot_renew(a->d, s, uri);
         return;
     }
-    list_add_tail(&d->subs, &sub->node);
+    list_add_tail(&a->subs, &sub->node);
 }
 
 /* The agent unsubscribed: neither remembered nor renewed, even by a subscribe still in flight. */
-static void sub_forget(struct downstream *d, const char *uri)
+static void sub_forget(struct ds_agent *a, const char *uri)
 {
-    struct ds_sub *sub = hashmap_get(d->subs_by_uri, uri);
+    struct ds_sub *sub = hashmap_get(a->subs_by_uri, uri);
     if (sub)
-        sub_free(d, sub);
+        sub_free(a, sub);
     struct list_node *i;
-    list_for_each (i, &d->pending) {
+    list_for_each (i, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->sub == DS_SUB_ADD && strcmp(p->sub_uri, uri) == 0) {
             p->sub = DS_SUB_NONE;
@@ -138,27 +142,29 @@ static void sub_forget(struct downstream *d, const char *uri)
 void ds_subs_drop_removed(struct downstream *d)
 {
     struct list_node *i, *tmp;
-    list_for_each_safe (i, tmp, &d->subs) {
-        struct ds_sub *sub = list_entry(i, struct ds_sub, node);
-        if (!ds_server_find(d, sub->server))
-            sub_free(d, sub);
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a)) {
+        list_for_each_safe (i, tmp, &a->subs) {
+            struct ds_sub *sub = list_entry(i, struct ds_sub, node);
+            if (!ds_server_find(d, sub->server))
+                sub_free(a, sub);
+        }
     }
 }
 
-void ds_subs_forward(struct downstream *d, struct jrpc_msg *m, struct ds_server *s)
+void ds_subs_forward(struct ds_agent *a, struct jrpc_msg *m, struct ds_server *s)
 {
     const char *uri = json_get_string(m->params, "uri");
     bool add = strcmp(m->method, "resources/subscribe") == 0;
     if (uri && !add)
-        sub_forget(d, uri);
-    struct ds_pending *p = ds_forward(d, m, s, false);
+        sub_forget(a, uri);
+    struct ds_pending *p = ds_forward(a, m, s, false);
     if (!p || !uri || !add)
         return;
     p->sub_uri = strdup(uri);
     if (p->sub_uri)
         p->sub = DS_SUB_ADD;
     else
-        cannot_renew(d, s, uri);
+        cannot_renew(a->d, s, uri);
 }
 
 /* ---- renewing after READY ---------------------------------------------------------------- */
@@ -180,6 +186,7 @@ static void on_resubscribed(struct upstream_call *c, struct json_object *respons
 {
     struct ds_resub *rs = userdata;
     struct ds_server *s = rs->s;
+    struct ds_agent *a = rs->a;
     struct downstream *d = s->d;
     struct json_object *err = response ? json_object_object_get(response, "error") : NULL;
     (void)c;
@@ -190,9 +197,9 @@ static void on_resubscribed(struct upstream_call *c, struct json_object *respons
     } else if (rs->kind == DS_RESUB_LISTEN && err) {
         log_warn(d->log, "server '%s': cannot subscribe to '%s': %s", s->name, rs->uri,
                  json_get_string(err, "message") ? json_get_string(err, "message") : "error");
-        struct ds_sub *sub = hashmap_get(d->subs_by_uri, rs->uri);
+        struct ds_sub *sub = hashmap_get(a->subs_by_uri, rs->uri);
         if (sub && strcmp(sub->server, s->name) == 0)
-            sub_free(d, sub);
+            sub_free(a, sub);
     } else if (err)
         log_warn(d->log, "server '%s': cannot subscribe again to '%s' after reconnecting: %s",
                  s->name, rs->uri,
@@ -210,9 +217,10 @@ static void on_resubscribed(struct upstream_call *c, struct json_object *respons
 }
 
 /* Sends method for uri to s; its answer is logged (and acted on by kind). */
-static void send_sub(struct downstream *d, struct ds_server *s, const char *method, const char *uri,
+static void send_sub(struct ds_agent *a, struct ds_server *s, const char *method, const char *uri,
                      enum ds_resub_kind kind)
 {
+    struct downstream *d = a->d;
     size_t len = strlen(uri);
     struct ds_resub *rs = calloc(1, sizeof(*rs) + len + 1);
     struct json_object *params = json_object_new_object();
@@ -220,6 +228,7 @@ static void send_sub(struct downstream *d, struct ds_server *s, const char *meth
     if (rs) {
         list_init(&rs->node);
         rs->s = s;
+        rs->a = a;
         rs->kind = kind;
         memcpy(rs->uri, uri, len + 1);
     }
@@ -238,28 +247,31 @@ static void send_sub(struct downstream *d, struct ds_server *s, const char *meth
 void ds_subs_renew(struct downstream *d, struct ds_server *s)
 {
     struct list_node *i;
-    list_for_each (i, &d->subs) {
-        struct ds_sub *sub = list_entry(i, struct ds_sub, node);
-        if (strcmp(sub->server, s->name) == 0)
-            send_sub(d, s, "resources/subscribe", sub->uri, DS_RESUB_RENEW);
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a)) {
+        list_for_each (i, &a->subs) {
+            struct ds_sub *sub = list_entry(i, struct ds_sub, node);
+            if (strcmp(sub->server, s->name) == 0)
+                send_sub(a, s, "resources/subscribe", sub->uri, DS_RESUB_RENEW);
+        }
     }
 }
 
-void ds_subs_listen_add(struct downstream *d, struct ds_server *s, const char *uri)
+void ds_subs_listen_add(struct ds_agent *a, struct ds_server *s, const char *uri)
 {
-    struct ds_sub *cur = hashmap_get(d->subs_by_uri, uri);
+    struct ds_sub *cur = hashmap_get(a->subs_by_uri, uri);
     if (cur && strcmp(cur->server, s->name) == 0)
         return; /* subscribed already, for another listen */
     /* remembered now, so that a READY before the answer renews it too */
-    ds_subs_remember(d, s, uri);
-    send_sub(d, s, "resources/subscribe", uri, DS_RESUB_LISTEN);
+    ds_subs_remember(a, s, uri);
+    send_sub(a, s, "resources/subscribe", uri, DS_RESUB_LISTEN);
 }
 
-void ds_subs_listen_drop(struct downstream *d, const char *uri)
+void ds_subs_listen_drop(struct ds_agent *a, const char *uri)
 {
-    struct ds_sub *sub = hashmap_get(d->subs_by_uri, uri);
+    struct downstream *d = a->d;
+    struct ds_sub *sub = hashmap_get(a->subs_by_uri, uri);
     struct ds_server *s = sub ? ds_server_find(d, sub->server) : NULL;
-    sub_forget(d, uri);
+    sub_forget(a, uri);
     if (s && upstream_state(s->u) == UPSTREAM_READY)
-        send_sub(d, s, "resources/unsubscribe", uri, DS_RESUB_DROPPED);
+        send_sub(a, s, "resources/unsubscribe", uri, DS_RESUB_DROPPED);
 }

@@ -16,8 +16,7 @@
 #define SUGGEST_MAX    5
 #define SERVERS_LISTED 20 /* servers named after an unknown one */
 
-static void reply_text(struct downstream *d, struct json_object *id, const char *text,
-                       bool is_error)
+static void reply_text(struct ds_agent *a, struct json_object *id, const char *text, bool is_error)
 {
     struct json_object *res = NULL;
     if (is_error) {
@@ -40,9 +39,9 @@ static void reply_text(struct downstream *d, struct json_object *id, const char 
         }
     }
     if (res)
-        ds_reply_result(d, id, res);
+        ds_reply_result(a, id, res);
     else
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, id, JRPC_INTERNAL_ERROR, "out of memory");
 }
 
 static const char *avail_word(enum ds_avail a)
@@ -179,22 +178,23 @@ static bool signin_knows(struct downstream *d, const char *name)
 }
 
 /* tool + args: a tools/call of that tool, as if the agent had sent it. */
-static void call(struct downstream *d, struct json_object *id, struct json_object *params,
+static void call(struct ds_agent *a, struct json_object *id, struct json_object *params,
                  struct proxy_request *rq)
 {
+    struct downstream *d = a->d;
     struct catalog_tool t;
     const char *name = rq->target;
     if (strcmp(name, PROXY_TOOL_NAME) == 0) {
-        reply_text(d, id, "the mcp tool does not call itself: name another tool", true);
+        reply_text(a, id, "the mcp tool does not call itself: name another tool", true);
         return;
     }
     if (proxy_find_tool(d->cat, name, &t)) {
         name = t.name;
-    } else if (d->session != DS_SESSION_SETTLING && !signin_knows(d, name)) {
+    } else if (!ds_settling(d) && !signin_knows(d, name)) {
         struct buf out;
         buf_init(&out, 8192);
         int r = unknown_tool(d, name, &out);
-        reply_text(d, id, r == -ENOMEM ? "out of memory" : buf_str(&out), true);
+        reply_text(a, id, r == -ENOMEM ? "out of memory" : buf_str(&out), true);
         buf_release(&out);
         return;
     }
@@ -213,7 +213,7 @@ static void call(struct downstream *d, struct json_object *id, struct json_objec
         json_object_object_add(root, "params", p) < 0) {
         json_object_put(root);
         json_object_put(p);
-        ds_reply_error(d, id, JRPC_INTERNAL_ERROR, "out of memory");
+        ds_reply_error(a, id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
     struct jrpc_msg m = {
@@ -223,21 +223,22 @@ static void call(struct downstream *d, struct json_object *id, struct json_objec
         .id = json_object_object_get(root, "id"),
         .params = p,
     };
-    ds_forward_tool_call(d, &m);
+    ds_forward_tool_call(a, &m);
     json_object_put(root);
 }
 
-void proxy_tool_call(struct downstream *d, struct json_object *id, struct json_object *params)
+void proxy_tool_call(struct ds_agent *a, struct json_object *id, struct json_object *params)
 {
+    struct downstream *d = a->d;
     struct proxy_request rq;
     char err[512];
     int r = proxy_request_parse(json_object_object_get(params, "arguments"), &rq, err, sizeof(err));
     if (r < 0) {
-        reply_text(d, id, r == -ENOMEM ? "out of memory" : err, true);
+        reply_text(a, id, r == -ENOMEM ? "out of memory" : err, true);
         return;
     }
     if (rq.mode == PROXY_CALL) {
-        call(d, id, params, &rq);
+        call(a, id, params, &rq);
         proxy_request_release(&rq);
         return;
     }
@@ -280,9 +281,9 @@ void proxy_tool_call(struct downstream *d, struct json_object *id, struct json_o
     }
     /* -E2BIG: the answer is cut at the bound, which is what it says */
     if (r == -ENOMEM)
-        reply_text(d, id, "out of memory", true);
+        reply_text(a, id, "out of memory", true);
     else
-        reply_text(d, id, buf_str(&out) ? buf_str(&out) : "", is_error);
+        reply_text(a, id, buf_str(&out) ? buf_str(&out) : "", is_error);
     buf_release(&out);
     proxy_request_release(&rq);
 }

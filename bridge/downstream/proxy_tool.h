@@ -11,8 +11,8 @@
 
 #include <json-c/json.h>
 
-struct downstream;
+struct ds_agent; /* downstream_int.h: the agent that called */
 
-/* Handles a tools/call of the proxy tool (params: the call's params, borrowed; id borrowed):
- * answers through ds_reply_result, or forwards the call it names. */
-void proxy_tool_call(struct downstream *d, struct json_object *id, struct json_object *params);
+/* Handles a tools/call of the proxy tool of agent a (params: the call's params, borrowed; id
+ * borrowed): answers a through ds_reply_result, or forwards the call it names. */
+void proxy_tool_call(struct ds_agent *a, struct json_object *id, struct json_object *params);
