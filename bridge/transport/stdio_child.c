@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "credkit/child.h"
@@ -13,9 +12,8 @@
 
 enum phase {
     P_RUNNING,
-    P_FLUSHING, /* shutdown: stdin being flushed, then closed; SIGTERM at the step timer */
-    P_TERM,     /* SIGTERM sent; SIGKILL at the step timer */
-    P_KILL,     /* SIGKILL sent; waiting for the exit */
+    P_STOPPING, /* shutdown: stdin flushed, then closed at the SIGTERM; the child's stop steps
+                 * at the step timer */
     P_REAPED,   /* reaped; waiting for EOF on its pipes, at most until the step timer */
     P_DONE,     /* on_exit called; the step timer, if armed, SIGKILLs stragglers */
     P_FREED,    /* stdio_child_free() called; the memory goes after the loop iteration */
@@ -26,8 +24,7 @@ struct stdio_child {
     struct child *child;
     struct framing *fr;      /* its stdout and stdin; NULL once broken or done */
     struct loop_io *err_io;  /* its stderr; NULL at EOF */
-    struct loop_io *exit_io; /* pidfd */
-    int pidfd;
+    struct loop_io *exit_io; /* the child's pidfd */
     struct loop_timer *poll; /* without a pidfd */
     struct loop_timer *step; /* shutdown steps, see enum phase */
     struct stdio_child_handler h;
@@ -73,10 +70,6 @@ static void stop_watching(struct stdio_child *s)
     s->err_io = NULL;
     loop_io_remove(s->exit_io);
     s->exit_io = NULL;
-    if (s->pidfd >= 0) {
-        (void)close(s->pidfd);
-        s->pidfd = -1;
-    }
     loop_timer_cancel(s->poll);
     s->poll = NULL;
 }
@@ -118,14 +111,25 @@ static void stdin_flushed(int status, void *userdata)
     s->stdin_closed = true;
 }
 
+/* Arms the step timer for the child's next stop step; fallback_ms from now when none is due. */
+static void arm_step(struct stdio_child *s, int64_t fallback_ms)
+{
+    int64_t at = child_stop_deadline(s->child);
+    if (at != INT64_MAX)
+        loop_timer_rearm(s->step, at - loop_now(s->loop));
+    else if (fallback_ms >= 0)
+        loop_timer_rearm(s->step, fallback_ms);
+}
+
 static void begin_shutdown(struct stdio_child *s)
 {
     if (s->phase != P_RUNNING)
         return;
-    s->phase = P_FLUSHING;
+    s->phase = P_STOPPING;
     if (!s->stdin_closed && (!s->fr || framing_close_write(s->fr, stdin_flushed, s) < 0))
         close_stdin(s);
-    loop_timer_rearm(s->step, s->term_after_ms);
+    child_stop(s->child, loop_now(s->loop), s->term_after_ms, s->kill_after_ms);
+    arm_step(s, -1);
 }
 
 static void connection_over(struct stdio_child *s, int reason)
@@ -146,15 +150,10 @@ static void on_step(struct loop_timer *t, void *userdata)
     struct stdio_child *s = userdata;
     (void)t;
     switch (s->phase) {
-    case P_FLUSHING:
-        close_stdin(s);
-        (void)child_kill(s->child, SIGTERM);
-        s->phase = P_TERM;
-        loop_timer_rearm(s->step, s->kill_after_ms);
-        break;
-    case P_TERM:
-        (void)child_kill(s->child, SIGKILL);
-        s->phase = P_KILL;
+    case P_STOPPING:
+        close_stdin(s); /* the flush had until the SIGTERM */
+        (void)child_stop_step(s->child, loop_now(s->loop));
+        arm_step(s, -1);
         break;
     case P_REAPED:
         /* something outside the group holds its pipes: stop waiting for them */
@@ -174,20 +173,16 @@ static void on_step(struct loop_timer *t, void *userdata)
 static void reaped(struct stdio_child *s, int status)
 {
     s->status = status;
-    enum phase was = s->phase;
     s->phase = P_REAPED;
     loop_io_remove(s->exit_io);
     s->exit_io = NULL;
-    if (s->pidfd >= 0) {
-        (void)close(s->pidfd);
-        s->pidfd = -1;
-    }
     loop_timer_cancel(s->poll);
     s->poll = NULL;
-    /* nothing it started outlives it; a server that has exited reads no more input */
+    /* nothing it started outlives it (SIGTERM to the rest of its group now, SIGKILL
+     * kill_after_ms later); a server that has exited reads no more input */
     close_stdin(s);
-    (void)child_kill(s->child, was == P_KILL ? SIGKILL : SIGTERM);
-    loop_timer_rearm(s->step, s->kill_after_ms);
+    child_stop(s->child, loop_now(s->loop), 0, s->kill_after_ms);
+    arm_step(s, s->kill_after_ms);
     maybe_finish(s);
 }
 
@@ -369,17 +364,6 @@ out:
     return r;
 }
 
-static int open_pidfd(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-    return fd < 0 ? -errno : fd;
-#else
-    (void)pid;
-    return -ENOSYS;
-#endif
-}
-
 int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
                     const struct stdio_child_handler *h, void *userdata, struct stdio_child **ret,
                     struct err *e)
@@ -399,7 +383,6 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
     if (!s)
         return err_set(e, -ENOMEM, "cannot run '%s': out of memory", spec->argv[0]);
     s->loop = l;
-    s->pidfd = -1;
     s->h = *h;
     s->userdata = userdata;
     s->term_after_ms = spec->term_after_ms ? spec->term_after_ms : STDIO_CHILD_TERM_AFTER_MS;
@@ -438,10 +421,9 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
     if (r < 0)
         goto fail;
 
-    if (!spec->poll_exit)
-        s->pidfd = open_pidfd(child_pid(s->child));
-    if (s->pidfd >= 0)
-        r = loop_io_add(l, s->pidfd, LOOP_READ, on_pidfd, s, &s->exit_io);
+    int pidfd = spec->poll_exit ? -1 : child_pidfd(s->child);
+    if (pidfd >= 0)
+        r = loop_io_add(l, pidfd, LOOP_READ, on_pidfd, s, &s->exit_io);
     else
         r = loop_timer_add(l, STDIO_CHILD_POLL_MS, on_poll, s, &s->poll);
     if (r < 0)
