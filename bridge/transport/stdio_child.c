@@ -1,8 +1,11 @@
-/* stdio_child.c - an MCP server run as a child process, spoken to over its stdin/stdout */
+/* stdio_child.c - an MCP server run as a child process, spoken to over its stdin/stdout: the
+ * stdio transport (transport.h's ops), its events given straight to the transport handler */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "credkit/child.h"
@@ -15,27 +18,39 @@ enum phase {
     P_STOPPING, /* shutdown: stdin flushed, then closed at the SIGTERM; the child's stop steps
                  * at the step timer */
     P_REAPED,   /* reaped; waiting for EOF on its pipes, at most until the step timer */
-    P_DONE,     /* on_exit called; the step timer, if armed, SIGKILLs stragglers */
+    P_DONE,     /* on_done called; the step timer, if armed, SIGKILLs stragglers */
     P_FREED,    /* stdio_child_free() called; the memory goes after the loop iteration */
 };
 
+/* The connection, as the transport handler sees it. */
+enum conn_state {
+    C_OPEN,
+    C_INPUT_GONE, /* a send found its stdin closed: its output is still read, on_lost at the exit */
+    C_CLOSED,     /* its output is over (EOF, or the framing failed): on_lost at the exit */
+    C_LOST,       /* on_lost called */
+};
+
 struct stdio_child {
+    struct transport t; /* first: the ops of transport.h work on this object */
     struct loop *loop;
+    struct log *log;
+    char *name; /* the server's, for the log */
     struct child *child;
     struct framing *fr;      /* its stdout and stdin; NULL once broken or done */
     struct loop_io *err_io;  /* its stderr; NULL at EOF */
     struct loop_io *exit_io; /* the child's pidfd */
     struct loop_timer *poll; /* without a pidfd */
     struct loop_timer *step; /* shutdown steps, see enum phase */
-    struct stdio_child_handler h;
+    struct transport_handler h;
     void *userdata;
     int64_t term_after_ms, kill_after_ms;
 
     enum phase phase;
-    bool out_done; /* stdout at EOF, or no longer read */
+    enum conn_state conn;
+    int end_reason; /* why the connection is over: 0 (EOF), -EPIPE, -E2BIG ... */
+    bool out_done;  /* stdout at EOF, or no longer read */
     bool stdin_closed;
-    bool closed; /* on_close called */
-    int status;
+    int status; /* P_REAPED, P_DONE: as from waitpid(), -1 when someone else reaped it */
 
     char errline[STDIO_CHILD_STDERR_LINE];
     size_t errlen;
@@ -74,6 +89,30 @@ static void stop_watching(struct stdio_child *s)
     s->poll = NULL;
 }
 
+/* Reports the end (on_lost), once: reason as the connection ended, status as from waitpid()
+ * (-1: unknown). A server that crashes reads the same each time, however its pipes happened to
+ * close. */
+static void report_lost(struct stdio_child *s, int reason, int status)
+{
+    char why[96];
+    if (s->conn == C_LOST)
+        return;
+    s->conn = C_LOST;
+    if (reason == -E2BIG)
+        (void)snprintf(why, sizeof(why), "the server sent a message over the size bound");
+    else if (reason != 0 && reason != -EPIPE)
+        (void)snprintf(why, sizeof(why), "%s", strerror(-reason));
+    else if (status >= 0 && WIFEXITED(status))
+        (void)snprintf(why, sizeof(why), "the server exited with status %d", WEXITSTATUS(status));
+    else if (status >= 0 && WIFSIGNALED(status))
+        (void)snprintf(why, sizeof(why), "the server was killed by signal %d (%s)",
+                       WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        (void)snprintf(why, sizeof(why), "the server exited");
+    /* a server gone (its end seen first on stdout or on stdin) is one reason: -ECONNRESET */
+    s->h.on_lost(reason < 0 && reason != -EPIPE ? reason : -ECONNRESET, why, s->userdata);
+}
+
 static void finish(struct stdio_child *s)
 {
     if (s->phase != P_REAPED)
@@ -86,15 +125,16 @@ static void finish(struct stdio_child *s)
         loop_timer_cancel(s->step);
         s->step = NULL;
     }
-    if (!s->closed) {
-        s->closed = true;
-        if (s->h.on_close)
-            s->h.on_close(0, s->userdata);
-        if (freed(s))
-            return;
-    }
-    if (s->h.on_exit)
-        s->h.on_exit(s->status, s->userdata);
+    if (s->conn == C_OPEN || s->conn == C_INPUT_GONE)
+        s->conn = C_CLOSED; /* its output ended with it (end_reason is 0 or -EPIPE) */
+    int status = s->status;
+    if (status >= 0 && WIFEXITED(status))
+        log_debug(s->log, "server '%s': exited with status %d", s->name, WEXITSTATUS(status));
+    else if (status >= 0 && WIFSIGNALED(status))
+        log_debug(s->log, "server '%s': killed by signal %d", s->name, WTERMSIG(status));
+    report_lost(s, s->end_reason, status);
+    if (!freed(s) && s->h.on_done)
+        s->h.on_done(s->userdata);
 }
 
 static void maybe_finish(struct stdio_child *s)
@@ -132,13 +172,18 @@ static void begin_shutdown(struct stdio_child *s)
     arm_step(s, -1);
 }
 
+/* Its output is over (reason 0) or the framing failed (reason -errno): a reason of its own is
+ * said at once, an ordinary end at the exit, with what became of the server. Then it is shut
+ * down. */
 static void connection_over(struct stdio_child *s, int reason)
 {
-    if (s->closed)
+    if (s->conn == C_CLOSED || s->conn == C_LOST)
         return;
-    s->closed = true;
-    if (s->h.on_close)
-        s->h.on_close(reason, s->userdata);
+    if (s->conn == C_OPEN || (s->end_reason == -EPIPE && reason != 0))
+        s->end_reason = reason;
+    s->conn = C_CLOSED;
+    if (reason != 0 && reason != -EPIPE)
+        report_lost(s, reason, -1);
     if (!freed(s))
         begin_shutdown(s);
 }
@@ -217,7 +262,7 @@ static void drain_stderr(struct stdio_child *s);
 static void fr_message(const char *msg, size_t len, void *userdata)
 {
     struct stdio_child *s = userdata;
-    if (!s->closed)
+    if (s->conn == C_OPEN || s->conn == C_INPUT_GONE)
         s->h.on_message(msg, len, s->userdata);
 }
 
@@ -316,8 +361,8 @@ static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *user
 
 /* What the server wrote to its stderr before its stdout ended (a crash: all of it is in the
  * pipe by now) is delivered before the end is, so that whoever reports the end can quote it.
- * Bounded: a server still writing is read on by the loop. The caller finishes (on_close with
- * its own reason first). */
+ * Bounded: a server still writing is read on by the loop. The caller finishes (the end of
+ * the connection with its own reason first). */
 static void drain_stderr(struct stdio_child *s)
 {
     for (int i = 0; i < 16 && s->err_io && !freed(s); i++)
@@ -329,7 +374,9 @@ static void drain_stderr(struct stdio_child *s)
 
 static void release_fn(struct loop_release *node)
 {
-    free(list_entry(node, struct stdio_child, release));
+    struct stdio_child *s = list_entry(node, struct stdio_child, release);
+    free(s->name);
+    free(s);
 }
 
 static int build_env(const char *const *env, char ***ret, struct err *e)
@@ -364,15 +411,40 @@ out:
     return r;
 }
 
+static int op_send(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag)
+{
+    (void)flags;
+    (void)tag;
+    return stdio_child_send((struct stdio_child *)(void *)t, msg, len);
+}
+
+static int op_shutdown(struct transport *t)
+{
+    stdio_child_shutdown((struct stdio_child *)(void *)t); /* on_done follows */
+    return 0;
+}
+
+static void op_free(struct transport *t)
+{
+    stdio_child_free((struct stdio_child *)(void *)t);
+}
+
+static const struct transport_ops stdio_ops = {
+    .name = "stdio",
+    .send = op_send,
+    .shutdown = op_shutdown,
+    .free = op_free,
+};
+
 int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
-                    const struct stdio_child_handler *h, void *userdata, struct stdio_child **ret,
+                    const struct transport_handler *h, void *userdata, struct stdio_child **ret,
                     struct err *e)
 {
     struct stdio_child *s = NULL;
     char **envp = NULL;
     int r;
 
-    if (!l || !spec || !h || !h->on_message || !ret)
+    if (!l || !spec || !h || !h->on_message || !h->on_lost || !ret)
         return err_set(e, -EINVAL, "invalid arguments");
     if (!spec->argv || !spec->argv[0] || !spec->argv[0][0])
         return err_set(e, -EINVAL, "no command to run");
@@ -382,7 +454,14 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
     s = calloc(1, sizeof(*s));
     if (!s)
         return err_set(e, -ENOMEM, "cannot run '%s': out of memory", spec->argv[0]);
+    s->t.ops = &stdio_ops;
     s->loop = l;
+    s->log = spec->log;
+    s->name = strdup(spec->name ? spec->name : spec->argv[0]);
+    if (!s->name) {
+        free(s);
+        return err_set(e, -ENOMEM, "cannot run '%s': out of memory", spec->argv[0]);
+    }
     s->h = *h;
     s->userdata = userdata;
     s->term_after_ms = spec->term_after_ms ? spec->term_after_ms : STDIO_CHILD_TERM_AFTER_MS;
@@ -445,11 +524,17 @@ int stdio_child_send(struct stdio_child *s, const char *msg, size_t len)
 {
     if (!s || freed(s))
         return -EINVAL;
-    if (!s->fr)
-        return -EPIPE;
-    if (s->phase != P_RUNNING)
-        return -ESHUTDOWN;
-    return framing_send(s->fr, msg, len);
+    if (s->conn == C_INPUT_GONE || s->conn == C_CLOSED)
+        return 0; /* the server is going: on_lost says how, at its exit */
+    int r = !s->fr ? -EPIPE : s->phase != P_RUNNING ? -ESHUTDOWN : framing_send(s->fr, msg, len);
+    if (r == -EPIPE && s->conn == C_OPEN) {
+        /* it closed its input, most likely by exiting: the end of its output and its exit
+         * follow */
+        s->conn = C_INPUT_GONE;
+        s->end_reason = -EPIPE;
+        return 0;
+    }
+    return r;
 }
 
 void stdio_child_shutdown(struct stdio_child *s)
@@ -461,6 +546,16 @@ void stdio_child_shutdown(struct stdio_child *s)
 pid_t stdio_child_pid(const struct stdio_child *s)
 {
     return child_pid(s->child);
+}
+
+int stdio_child_status(const struct stdio_child *s)
+{
+    return s->phase == P_REAPED || s->phase == P_DONE ? s->status : -1;
+}
+
+struct transport *stdio_child_transport(struct stdio_child *s)
+{
+    return &s->t;
 }
 
 void stdio_child_free(struct stdio_child *s)

@@ -1,9 +1,9 @@
-/* test_stdio.c - MCP servers as child processes: cat as an echo server (100 messages in
- * order, with pidfd and with the waitpid poll), stderr lines to the log callback (CRLF, empty,
- * cut at 4 KiB), the minimal environment and cwd, a server that answers and exits by itself,
- * a frame over the bound, the shutdown sequence (exit on stdin EOF, on SIGTERM, SIGKILL after
- * the grace), a grandchild holding stdout killed with the group, command not found, free while
- * running and from inside a callback, and no zombie left at the end. */
+/* test_stdio.c - MCP servers as child processes, the stdio transport: cat as an echo server
+ * (100 messages in order, with pidfd and with the waitpid poll), stderr lines to the log
+ * callback (CRLF, empty, cut at 4 KiB), the minimal environment and cwd, a server that answers
+ * and exits by itself, a frame over the bound, the shutdown sequence (exit on stdin EOF, on
+ * SIGTERM, SIGKILL after the grace), a grandchild holding stdout killed with the group, command
+ * not found, free while running and from inside a callback, and no zombie left at the end. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,7 +74,8 @@ struct srec {
     char *lines[LINES_MAX];
     size_t line_len[LINES_MAX];
     int nlines;
-    int closes, close_reason, exits, status;
+    int closes, close_reason, exits, status; /* closes: on_lost; exits: on_done */
+    char why[128];                           /* on_lost's */
     int close_before_exit;
     int messages_after_close;
     int64_t t_exit;
@@ -122,28 +123,29 @@ static void s_stderr(const char *line, size_t len, void *userdata)
         loop_quit(r->l, 0);
 }
 
-static void s_close(int reason, void *userdata)
+static void s_lost(int reason, const char *why, void *userdata)
 {
     struct srec *r = userdata;
     r->closes++;
     r->close_reason = reason;
+    snprintf(r->why, sizeof(r->why), "%s", why);
 }
 
-static void s_exit(int status, void *userdata)
+static void s_done(void *userdata)
 {
     struct srec *r = userdata;
     r->exits++;
-    r->status = status;
+    r->status = stdio_child_status(r->s);
     r->close_before_exit = r->closes;
     r->t_exit = now_mono_ms();
     loop_quit(r->l, 0);
 }
 
-static const struct stdio_child_handler s_handler = {
+static const struct transport_handler s_handler = {
     .on_message = s_message,
     .on_stderr = s_stderr,
-    .on_close = s_close,
-    .on_exit = s_exit,
+    .on_lost = s_lost,
+    .on_done = s_done,
 };
 
 static void srec_release(struct srec *r)
@@ -222,7 +224,8 @@ static void echo_100(bool poll_exit)
     CHECK_INT(r.exits, 1);
     CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     CHECK_INT(r.close_before_exit, 1);
-    CHECK_INT(r.close_reason, 0);
+    CHECK_INT(r.close_reason, -ECONNRESET); /* an ordinary end, said at the exit */
+    CHECK_STR(r.why, "the server exited with status 0");
     CHECK(r.t_exit - t0 < 1000);
     CHECK_INT(r.messages_after_close, 0);
     srec_release(&r);
@@ -408,7 +411,8 @@ static void test_server_exits(void)
     CHECK_STR(r.last, "{\"got\":[42]}");
     CHECK_INT(r.exits, 1);
     CHECK_INT(r.close_before_exit, 1);
-    CHECK_INT(r.close_reason, 0);
+    CHECK_INT(r.close_reason, -ECONNRESET);
+    CHECK_STR(r.why, "the server exited with status 5");
     CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 5);
     int e = stdio_child_send(r.s, "[1]", 3);
     CHECK(e == -ESHUTDOWN || e == -EPIPE);
@@ -431,6 +435,7 @@ static void test_frame_over_bound(void)
     CHECK_INT(r.n, 1);
     CHECK_INT(r.closes, 1);
     CHECK_INT(r.close_reason, -E2BIG);
+    CHECK_STR(r.why, "the server sent a message over the size bound");
     CHECK_INT(r.exits, 1); /* shut down by itself: cat saw stdin EOF */
     CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     srec_release(&r);
@@ -618,10 +623,11 @@ static void test_free_while_running(void)
     CHECK(no_zombies());
 }
 
-/* free from inside on_exit and on_close */
-static void free_on_close(int reason, void *userdata)
+/* free from inside on_lost */
+static void free_on_close(int reason, const char *why, void *userdata)
 {
     struct srec *r = userdata;
+    (void)why;
     r->closes++;
     r->close_reason = reason;
     stdio_child_free(r->s);
@@ -634,8 +640,8 @@ static void test_free_in_close(void)
     struct loop *l = new_loop();
     const char *argv[] = {"sh", "-c", "echo '[1]'; exit 0", NULL};
     struct stdio_child_spec spec = {.argv = argv};
-    struct stdio_child_handler h = s_handler;
-    h.on_close = free_on_close;
+    struct transport_handler h = s_handler;
+    h.on_lost = free_on_close;
     struct srec r = {.l = l};
     struct err e = ERR_INIT;
     CHECK_INT(stdio_child_new(l, &spec, &h, &r, &r.s, &e), 0);
