@@ -24,6 +24,7 @@ enum phase {
 
 /* The connection, as the transport handler sees it. */
 enum conn_state {
+    C_STARTING, /* not exec'd yet, as far as we know: the exec report is read from the loop */
     C_OPEN,
     C_INPUT_GONE, /* a send found its stdin closed: its output is still read, on_lost at the exit */
     C_CLOSED,     /* its output is over (EOF, or the framing failed): on_lost at the exit */
@@ -34,10 +35,12 @@ struct stdio_child {
     struct transport t; /* first: the ops of transport.h work on this object */
     struct loop *loop;
     struct log *log;
-    char *name; /* the server's, for the log */
+    char *name;    /* the server's, for the log */
+    char *command; /* argv[0], for the log */
     struct child *child;
     struct framing *fr;      /* its stdout and stdin; NULL once broken or done */
     struct loop_io *err_io;  /* its stderr; NULL at EOF */
+    struct loop_io *exec_io; /* the exec report, C_STARTING */
     struct loop_io *exit_io; /* the child's pidfd */
     struct loop_timer *poll; /* without a pidfd */
     struct loop_timer *step; /* shutdown steps, see enum phase */
@@ -83,6 +86,8 @@ static void stop_watching(struct stdio_child *s)
     s->fr = NULL;
     loop_io_remove(s->err_io);
     s->err_io = NULL;
+    loop_io_remove(s->exec_io);
+    s->exec_io = NULL;
     loop_io_remove(s->exit_io);
     s->exit_io = NULL;
     loop_timer_cancel(s->poll);
@@ -125,7 +130,7 @@ static void finish(struct stdio_child *s)
         loop_timer_cancel(s->step);
         s->step = NULL;
     }
-    if (s->conn == C_OPEN || s->conn == C_INPUT_GONE)
+    if (s->conn != C_LOST)
         s->conn = C_CLOSED; /* its output ended with it (end_reason is 0 or -EPIPE) */
     int status = s->status;
     if (status >= 0 && WIFEXITED(status))
@@ -179,7 +184,7 @@ static void connection_over(struct stdio_child *s, int reason)
 {
     if (s->conn == C_CLOSED || s->conn == C_LOST)
         return;
-    if (s->conn == C_OPEN || (s->end_reason == -EPIPE && reason != 0))
+    if (s->conn == C_OPEN || s->conn == C_STARTING || (s->end_reason == -EPIPE && reason != 0))
         s->end_reason = reason;
     s->conn = C_CLOSED;
     if (reason != 0 && reason != -EPIPE)
@@ -231,8 +236,46 @@ static void reaped(struct stdio_child *s, int status)
     maybe_finish(s);
 }
 
+/* Reads the exec report once it is there. Whatever the child does after it - writing, closing
+ * its output, exiting - is seen after it, so each of those settles it first: no message is
+ * dropped, and an exec failure is never taken for an exit with status 127. */
+static void settle_exec(struct stdio_child *s)
+{
+    if (s->conn != C_STARTING)
+        return;
+    struct err e = ERR_INIT;
+    int r = child_exec_result(s->child, &e);
+    if (r == -EAGAIN)
+        return;
+    loop_io_remove(s->exec_io);
+    s->exec_io = NULL;
+    if (r == 0) {
+        s->conn = C_OPEN;
+        log_debug(s->log, "server '%s': started '%s' (pid %d)", s->name, s->command,
+                  (int)child_pid(s->child));
+        return;
+    }
+    /* what stdio_child_new() would have failed with, had it waited for the exec */
+    s->conn = C_LOST;
+    if (s->h.on_open_failed)
+        s->h.on_open_failed(r, err_msg(&e), s->userdata);
+    else
+        s->h.on_lost(r, err_msg(&e), s->userdata);
+}
+
+static void on_exec(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    (void)io;
+    (void)fd;
+    (void)events;
+    settle_exec(userdata);
+}
+
 static void check_exit(struct stdio_child *s)
 {
+    settle_exec(s);
+    if (freed(s))
+        return;
     int status;
     int r = child_wait(s->child, false, &status);
     if (r == 0)
@@ -262,13 +305,17 @@ static void drain_stderr(struct stdio_child *s);
 static void fr_message(const char *msg, size_t len, void *userdata)
 {
     struct stdio_child *s = userdata;
-    if (s->conn == C_OPEN || s->conn == C_INPUT_GONE)
+    settle_exec(s);
+    if (!freed(s) && (s->conn == C_OPEN || s->conn == C_INPUT_GONE))
         s->h.on_message(msg, len, s->userdata);
 }
 
 static void fr_eof(void *userdata)
 {
     struct stdio_child *s = userdata;
+    settle_exec(s);
+    if (freed(s))
+        return;
     s->out_done = true;
     drain_stderr(s);
     if (freed(s))
@@ -281,6 +328,9 @@ static void fr_eof(void *userdata)
 static void fr_error(int error, void *userdata)
 {
     struct stdio_child *s = userdata;
+    settle_exec(s);
+    if (freed(s))
+        return;
     /* the framing is finished with both pipes: stdout no longer read, stdin closed */
     framing_free(s->fr);
     s->fr = NULL;
@@ -376,6 +426,7 @@ static void release_fn(struct loop_release *node)
 {
     struct stdio_child *s = list_entry(node, struct stdio_child, release);
     free(s->name);
+    free(s->command);
     free(s);
 }
 
@@ -458,7 +509,10 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
     s->loop = l;
     s->log = spec->log;
     s->name = strdup(spec->name ? spec->name : spec->argv[0]);
-    if (!s->name) {
+    s->command = strdup(spec->argv[0]);
+    if (!s->name || !s->command) {
+        free(s->name);
+        free(s->command);
         free(s);
         return err_set(e, -ENOMEM, "cannot run '%s': out of memory", spec->argv[0]);
     }
@@ -476,7 +530,9 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
         .argv = spec->argv,
         .envp = (const char *const *)envp,
         .cwd = spec->cwd,
-        .flags = CHILD_STDIN_PIPE | CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE,
+        /* the exec is not waited for (10-50 ms on a busy machine, the loop's time): its
+         * report is read from the loop */
+        .flags = CHILD_STDIN_PIPE | CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE | CHILD_EXEC_LATER,
     };
     r = child_spawn(&cs, &s->child, e);
     if (r < 0)
@@ -497,6 +553,9 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
     if (r < 0)
         goto fail;
     r = loop_io_add(l, child_stderr_fd(s->child), LOOP_READ, on_stderr_io, s, &s->err_io);
+    if (r < 0)
+        goto fail;
+    r = loop_io_add(l, child_exec_fd(s->child), LOOP_READ, on_exec, s, &s->exec_io);
     if (r < 0)
         goto fail;
 
@@ -527,10 +586,11 @@ int stdio_child_send(struct stdio_child *s, const char *msg, size_t len)
     if (s->conn == C_INPUT_GONE || s->conn == C_CLOSED)
         return 0; /* the server is going: on_lost says how, at its exit */
     int r = !s->fr ? -EPIPE : s->phase != P_RUNNING ? -ESHUTDOWN : framing_send(s->fr, msg, len);
-    if (r == -EPIPE && s->conn == C_OPEN) {
+    if (r == -EPIPE && (s->conn == C_OPEN || s->conn == C_STARTING)) {
         /* it closed its input, most likely by exiting: the end of its output and its exit
-         * follow */
-        s->conn = C_INPUT_GONE;
+         * follow (while starting, the exec report first: it may say why) */
+        if (s->conn == C_OPEN)
+            s->conn = C_INPUT_GONE;
         s->end_reason = -EPIPE;
         return 0;
     }

@@ -48,6 +48,11 @@ struct transport_handler {
     /* After transport_shutdown() returned 0, or after on_lost: the transport has nothing left
      * to wait for and may be freed. */
     void (*on_done)(void *userdata);
+    /* The wire could not be started after all: transport_open() returned before it could know
+     * (a child's exec is reported from the loop). error and message are what transport_open()
+     * would have failed with ("cannot run 'CMD': No such file or directory"); no message and
+     * no on_lost follow, on_done does. Optional: without it, on_lost(error, message). */
+    void (*on_open_failed)(int error, const char *message, void *userdata);
 };
 
 struct transport;

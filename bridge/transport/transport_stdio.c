@@ -58,8 +58,6 @@ int transport_stdio_open(const struct transport_spec *spec, const struct transpo
     r = stdio_child_new(spec->loop, &sp, h, userdata, &s, e);
     if (r < 0)
         goto out;
-    log_debug(spec->log, "server '%s': started '%s' (pid %d)", srv->name, srv->command,
-              (int)stdio_child_pid(s));
     *ret = stdio_child_transport(s);
 out:
     strv_release_secure(&argv); /* an argument may hold a secret the user put there */

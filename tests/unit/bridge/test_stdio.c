@@ -76,6 +76,8 @@ struct srec {
     int nlines;
     int closes, close_reason, exits, status; /* closes: on_lost; exits: on_done */
     char why[128];                           /* on_lost's */
+    int open_failed, open_error;             /* on_open_failed */
+    char open_msg[256];
     int close_before_exit;
     int messages_after_close;
     int64_t t_exit;
@@ -141,11 +143,20 @@ static void s_done(void *userdata)
     loop_quit(r->l, 0);
 }
 
+static void s_open_failed(int error, const char *message, void *userdata)
+{
+    struct srec *r = userdata;
+    r->open_failed++;
+    r->open_error = error;
+    snprintf(r->open_msg, sizeof(r->open_msg), "%s", message);
+}
+
 static const struct transport_handler s_handler = {
     .on_message = s_message,
     .on_stderr = s_stderr,
     .on_lost = s_lost,
     .on_done = s_done,
+    .on_open_failed = s_open_failed,
 };
 
 static void srec_release(struct srec *r)
@@ -354,6 +365,29 @@ static void test_environment(void)
     loop_free(l);
 }
 
+/* A command that cannot be exec'd: stdio_child_new() does not wait for the exec; the failure
+ * comes from the loop, with the message it would have failed with, then on_done. */
+static void exec_fails(struct loop *l, struct stdio_child_spec *spec, int want_error,
+                       const char *want_msg, bool exact)
+{
+    struct srec r = {0};
+    CHECK_INT(start(l, &r, spec), 0);
+    if (!r.s)
+        return;
+    CHECK_INT(r.open_failed, 0); /* not from inside the call */
+    CHECK_INT(run_for(l, 10000), 0);
+    CHECK_INT(r.open_failed, 1);
+    CHECK_INT(r.open_error, want_error);
+    if (exact)
+        CHECK_STR(r.open_msg, want_msg);
+    else
+        CHECK_CONTAINS(r.open_msg, want_msg);
+    CHECK_INT(r.closes, 0); /* no on_lost after it */
+    CHECK_INT(r.exits, 1);
+    CHECK_INT(r.n, 0);
+    srec_release(&r);
+}
+
 static void test_start_failures(void)
 {
     struct loop *l = new_loop();
@@ -363,18 +397,14 @@ static void test_start_failures(void)
 
     const char *argv[] = {"credkit-no-such-command", "--stdio", NULL};
     struct stdio_child_spec spec = {.argv = argv};
-    CHECK_INT(stdio_child_new(l, &spec, &s_handler, &r, &s, &e), -ENOENT);
-    CHECK(s == NULL);
-    CHECK_STR(err_msg(&e), "cannot run 'credkit-no-such-command': No such file or directory");
+    exec_fails(l, &spec, -ENOENT, "cannot run 'credkit-no-such-command': No such file or directory",
+               true);
 
     const char *argv_cat[] = {"cat", NULL};
     char missing[4200];
     snprintf(missing, sizeof(missing), "%s/missing", tests_tmpdir());
     struct stdio_child_spec spec2 = {.argv = argv_cat, .cwd = missing};
-    err_clear(&e);
-    CHECK_INT(stdio_child_new(l, &spec2, &s_handler, &r, &s, &e), -ENOENT);
-    CHECK(s == NULL);
-    CHECK_CONTAINS(err_msg(&e), "cannot change to directory");
+    exec_fails(l, &spec2, -ENOENT, "cannot change to directory", false);
 
     const char *env[] = {"SECRETVALUE", NULL};
     struct stdio_child_spec spec3 = {.argv = argv_cat, .env = env};
