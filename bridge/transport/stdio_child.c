@@ -28,7 +28,7 @@ enum conn_state {
     C_OPEN,
     C_INPUT_GONE, /* a send found its stdin closed: its output is still read, on_lost at the exit */
     C_CLOSED,     /* its output is over (EOF, or the framing failed): on_lost at the exit */
-    C_LOST,       /* on_lost called */
+    C_LOST,       /* on_lost (or on_open_failed) called */
 };
 
 struct stdio_child {

@@ -1,7 +1,7 @@
 /* transport.h - the wire under an upstream session: one connection to one MCP server, behind a
  * small ops table (as curl's struct Curl_ssl), so the session code never asks which one it has.
  *
- * Two implementations: transport_stdio.c (a child process, stdio_child.h) and
+ * Two implementations: stdio_child.c (a child process; transport_stdio.c opens it) and
  * transport_http.c (Streamable HTTP and the legacy HTTP+SSE transport, http_conn.h); a
  * test plugs a fake one in by filling a struct transport with its own ops. transport_open()
  * picks the implementation from the entry's "type". Everything that is particular to one wire
