@@ -487,6 +487,39 @@ static const struct transport_ops stdio_ops = {
     .free = op_free,
 };
 
+/* Watches the child on the loop: its pipes, the exec report, its exit; the step timer. */
+static int watch(struct stdio_child *s, const struct stdio_child_spec *spec)
+{
+    /* the step timer is armed now so that arming it later cannot fail; the first firing in
+     * P_RUNNING does nothing */
+    int r = loop_timer_add(s->loop, 0, on_step, s, &s->step);
+    if (r < 0)
+        return r;
+    const struct framing_handler fh = {
+        .on_message = fr_message,
+        .on_eof = fr_eof,
+        .on_error = fr_error,
+    };
+    const struct framing_opts fo = {.max_frame = spec->max_frame, .max_pending = spec->max_pending};
+    r = framing_new(s->loop, child_stdout_fd(s->child), child_stdin_fd(s->child), &fh, &fo, s,
+                    &s->fr);
+    if (r < 0)
+        return r;
+    r = loop_io_add(s->loop, child_stderr_fd(s->child), LOOP_READ, on_stderr_io, s, &s->err_io);
+    if (r < 0)
+        return r;
+    r = loop_io_add(s->loop, child_exec_fd(s->child), LOOP_READ, on_exec, s, &s->exec_io);
+    if (r < 0)
+        return r;
+
+    int pidfd = spec->poll_exit ? -1 : child_pidfd(s->child);
+    if (pidfd >= 0)
+        r = loop_io_add(s->loop, pidfd, LOOP_READ, on_pidfd, s, &s->exit_io);
+    else
+        r = loop_timer_add(s->loop, STDIO_CHILD_POLL_MS, on_poll, s, &s->poll);
+    return r;
+}
+
 int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
                     const struct transport_handler *h, void *userdata, struct stdio_child **ret,
                     struct err *e)
@@ -538,32 +571,7 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
     if (r < 0)
         goto out;
 
-    /* the step timer is armed now so that arming it later cannot fail; the first firing in
-     * P_RUNNING does nothing */
-    r = loop_timer_add(l, 0, on_step, s, &s->step);
-    if (r < 0)
-        goto fail;
-    const struct framing_handler fh = {
-        .on_message = fr_message,
-        .on_eof = fr_eof,
-        .on_error = fr_error,
-    };
-    const struct framing_opts fo = {.max_frame = spec->max_frame, .max_pending = spec->max_pending};
-    r = framing_new(l, child_stdout_fd(s->child), child_stdin_fd(s->child), &fh, &fo, s, &s->fr);
-    if (r < 0)
-        goto fail;
-    r = loop_io_add(l, child_stderr_fd(s->child), LOOP_READ, on_stderr_io, s, &s->err_io);
-    if (r < 0)
-        goto fail;
-    r = loop_io_add(l, child_exec_fd(s->child), LOOP_READ, on_exec, s, &s->exec_io);
-    if (r < 0)
-        goto fail;
-
-    int pidfd = spec->poll_exit ? -1 : child_pidfd(s->child);
-    if (pidfd >= 0)
-        r = loop_io_add(l, pidfd, LOOP_READ, on_pidfd, s, &s->exit_io);
-    else
-        r = loop_timer_add(l, STDIO_CHILD_POLL_MS, on_poll, s, &s->poll);
+    r = watch(s, spec);
     if (r < 0)
         goto fail;
 
