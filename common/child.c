@@ -1,33 +1,35 @@
 /* child.c - child processes, spawned safely and always reaped */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "credkit/child.h"
-#include "credkit/io.h"
 #include "credkit/secmem.h"
-#include "credkit/util.h"
 
-#define CHILD_MAX_STDERR_DEFAULT (64u * 1024u)
-#define CHILD_KILL_GRACE_DEFAULT 1000
-/* Without a pidfd we cannot poll for the child's exit, so we look at least this often. */
-#define CHILD_REAP_POLL_MS 10
+#define PIDFD_UNTRIED (-2)
 
 struct child {
     pid_t pid; /* also the process group id */
     int fd_in, fd_out, fd_err;
-    bool reaped;
-    bool lost; /* reaped by someone else (ECHILD): no status, nothing left to reap */
+    int pidfd;     /* PIDFD_UNTRIED until child_pidfd() is first asked, -1: none to be had */
+    int report_fd; /* CHILD_EXEC_LATER: the exec report's read end until it is read */
+    char *name;    /* CHILD_EXEC_LATER: for the exec report's message */
+    char *cwd;     /* CHILD_EXEC_LATER: likewise */
+    enum {
+        LIFE_RUNNING,
+        LIFE_REAPED, /* status known */
+        LIFE_LOST,   /* reaped by someone else (ECHILD): no status, nothing left to reap */
+    } life;
+    enum child_stop stop;
+    int64_t stop_at;       /* CHILD_STOP_TERM_DUE, CHILD_STOP_KILL_DUE: when the step is due */
+    int64_t kill_after_ms; /* CHILD_STOP_TERM_DUE: from SIGTERM to SIGKILL */
     int status;
 };
 
@@ -156,11 +158,16 @@ static int open_pipe(bool we_read, int *ret_ours, int *ret_theirs)
     return 0;
 }
 
+static bool gone(const struct child *c)
+{
+    return c->life != LIFE_RUNNING;
+}
+
 static int reap(struct child *c, int options)
 {
-    if (c->reaped)
+    if (c->life == LIFE_REAPED)
         return 1;
-    if (c->lost)
+    if (c->life == LIFE_LOST)
         return -ECHILD;
     int status;
     pid_t p;
@@ -170,12 +177,12 @@ static int reap(struct child *c, int options)
     if (p < 0) {
         int r = -errno;
         if (r == -ECHILD) /* someone reaped it behind our back: it is gone, do not retry */
-            c->lost = true;
+            c->life = LIFE_LOST;
         return r;
     }
     if (p == 0)
         return 0;
-    c->reaped = true;
+    c->life = LIFE_REAPED;
     c->status = status;
     return 1;
 }
@@ -273,7 +280,7 @@ static int spawn_open_fds(const struct child_spec *spec, const char *name, struc
         plan->src[2] = f->err_theirs;
     }
     /* the child writes errno here when it cannot exec; a successful exec closes it (EOF) */
-    if (pipe2(f->rep, O_CLOEXEC) < 0) {
+    if (pipe2(f->rep, O_CLOEXEC | (spec->flags & CHILD_EXEC_LATER ? O_NONBLOCK : 0)) < 0) {
         r = -errno;
         goto fail_pipe;
     }
@@ -322,6 +329,8 @@ static int spawn_read_report(int fd, const char *name, const char *cwd, struct e
     while (n < 0 && errno == EINTR);
     if (n == 0)
         return 0;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return -EAGAIN; /* CHILD_EXEC_LATER: not exec'd yet */
     if (n < 0)
         return err_set(e, -errno, "cannot run '%s': %s", name, strerror(errno));
     if (n != (ssize_t)sizeof(rep) || rep.errnum <= 0)
@@ -360,6 +369,9 @@ int child_spawn(const struct child_spec *spec, struct child **ret, struct err *e
         return err_set(e, -ENOMEM, "cannot run '%s': out of memory", name);
     c->pid = -1;
     c->fd_in = c->fd_out = c->fd_err = -1;
+    c->pidfd = PIDFD_UNTRIED;
+    c->report_fd = -1;
+    c->stop_at = INT64_MAX;
 
     r = spawn_open_fds(spec, name, &f, &plan, e);
     if (r < 0)
@@ -371,9 +383,21 @@ int child_spawn(const struct child_spec *spec, struct child **ret, struct err *e
     (void)setpgid(pid, pid); /* EACCES once the child has exec'd: it did it itself */
     spawn_fds_close_theirs(&f);
 
-    r = spawn_read_report(f.rep[0], name, spec->cwd, e);
-    if (r < 0)
-        goto out; /* child_free() below reaps it */
+    if (spec->flags & CHILD_EXEC_LATER) {
+        /* the caller reads the report when it comes (child_exec_result()) */
+        c->name = strdup(name);
+        c->cwd = spec->cwd ? strdup(spec->cwd) : NULL;
+        if (!c->name || (spec->cwd && !c->cwd)) {
+            r = err_set(e, -ENOMEM, "cannot run '%s': out of memory", name);
+            goto out;
+        }
+        c->report_fd = f.rep[0];
+        f.rep[0] = -1;
+    } else {
+        r = spawn_read_report(f.rep[0], name, spec->cwd, e);
+        if (r < 0)
+            goto out; /* child_free() below reaps it */
+    }
 
     c->fd_in = f.in_ours;
     c->fd_out = f.out_ours;
@@ -438,6 +462,74 @@ int child_wait(struct child *c, bool block, int *ret_status)
     return 1;
 }
 
+int child_exec_fd(const struct child *c)
+{
+    return c->report_fd;
+}
+
+int child_exec_result(struct child *c, struct err *e)
+{
+    if (c->report_fd < 0)
+        return 0;
+    int r = spawn_read_report(c->report_fd, c->name, c->cwd, e);
+    if (r == -EAGAIN)
+        return r;
+    close_fd(&c->report_fd);
+    return r;
+}
+
+int child_pidfd(struct child *c)
+{
+    if (c->pidfd != PIDFD_UNTRIED)
+        return c->pidfd;
+    c->pidfd = -1;
+#ifdef SYS_pidfd_open
+    /* only while it is unreaped: afterwards its pid may belong to another process */
+    if (c->pid > 0 && !gone(c)) {
+        int fd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+        c->pidfd = fd < 0 ? -1 : fd; /* ENOSYS before Linux 5.3; ESRCH when auto-reaped */
+    }
+#endif
+    return c->pidfd;
+}
+
+static int64_t add_ms(int64_t t, int64_t d)
+{
+    return d > INT64_MAX - t ? INT64_MAX : t + d;
+}
+
+void child_stop(struct child *c, int64_t now_ms, int64_t term_after_ms, int64_t kill_after_ms)
+{
+    int64_t at = add_ms(now_ms, term_after_ms > 0 ? term_after_ms : 0);
+    if (c->stop == CHILD_STOP_NONE || (c->stop == CHILD_STOP_TERM_DUE && at < c->stop_at)) {
+        c->stop = CHILD_STOP_TERM_DUE;
+        c->stop_at = at;
+        c->kill_after_ms = kill_after_ms > 0 ? kill_after_ms : 0;
+    }
+    (void)child_stop_step(c, now_ms);
+}
+
+int64_t child_stop_deadline(const struct child *c)
+{
+    return c->stop == CHILD_STOP_TERM_DUE || c->stop == CHILD_STOP_KILL_DUE ? c->stop_at
+                                                                            : INT64_MAX;
+}
+
+enum child_stop child_stop_step(struct child *c, int64_t now_ms)
+{
+    if (c->stop == CHILD_STOP_TERM_DUE && now_ms >= c->stop_at) {
+        (void)child_kill(c, SIGTERM);
+        c->stop = CHILD_STOP_KILL_DUE;
+        c->stop_at = add_ms(now_ms, c->kill_after_ms);
+    }
+    if (c->stop == CHILD_STOP_KILL_DUE && now_ms >= c->stop_at) {
+        (void)child_kill(c, SIGKILL);
+        c->stop = CHILD_STOP_KILLED;
+        c->stop_at = INT64_MAX;
+    }
+    return c->stop;
+}
+
 void child_free(struct child *c)
 {
     if (!c)
@@ -445,276 +537,19 @@ void child_free(struct child *c)
     close_fd(&c->fd_in);
     close_fd(&c->fd_out);
     close_fd(&c->fd_err);
-    if (c->pid > 0 && !c->reaped && !c->lost) {
+    close_fd(&c->report_fd);
+    if (c->pid > 0 && !gone(c)) {
         (void)kill(-c->pid, SIGKILL);
         /* the leader itself, should it not be in its group yet; safe: it is unreaped, so its
          * pid cannot have been reused */
         (void)kill(c->pid, SIGKILL);
         (void)reap(c, 0);
     }
+    if (c->pidfd >= 0)
+        (void)close(c->pidfd);
+    free(c->name);
+    secure_free(c->cwd);
     free(c);
-}
-
-/* --- child_run(): the whole life of a child for a CLI. --- */
-
-static int64_t add_ms(int64_t t, int64_t d)
-{
-    return d > INT64_MAX - t ? INT64_MAX : t + d;
-}
-
-/* A descriptor that becomes readable when the child exits (Linux >= 5.3), so poll() can wait
- * for the exit and the pipes at once. -1 when unavailable: the caller then looks every
- * CHILD_REAP_POLL_MS. A pidfd is always close-on-exec. */
-static int open_pidfd(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-    return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-    (void)pid;
-    return -1;
-#endif
-}
-
-/* One read from a child's pipe into b. Returns 1 after data, 0 at EOF, -EAGAIN when there is
- * nothing now, -E2BIG when b is full (unless truncate: then the excess is dropped), -errno. */
-static int read_into(int fd, struct buf *b, bool truncate)
-{
-    char chunk[16384];
-    ssize_t n;
-    do
-        n = read(fd, chunk, sizeof(chunk));
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return -errno;
-    if (n == 0)
-        return 0;
-    size_t len = (size_t)n;
-    if (truncate && len > b->max - b->len)
-        len = b->max - b->len;
-    int r = buf_append(b, chunk, len);
-    if (b->secret)
-        secure_wipe(chunk, (size_t)n);
-    return r < 0 ? r : 1;
-}
-
-int child_run(const struct child_spec *spec, const struct child_run_opts *opts,
-              struct child_result *ret, struct err *e)
-{
-    struct child *c = NULL;
-    struct buf out, errb;
-    int pidfd = -1, sigfd = -1, interrupted = 0;
-    sigset_t watched, oldmask;
-    bool masked = false;
-    int r;
-
-    if (!spec || !opts || !ret)
-        return err_set(e, -EINVAL, "no command to run");
-    const char *name = spec->shell_command ? "/bin/sh" : spec->argv ? spec->argv[0] : NULL;
-    if (!name)
-        return err_set(e, -EINVAL, "no command to run");
-    if (opts->timeout_ms <= 0 || opts->kill_grace_ms < 0 || (!opts->stdin_data && opts->stdin_len))
-        return err_set(e, -EINVAL, "cannot run '%s': invalid options", name);
-
-    size_t max_out = opts->max_stdout ? opts->max_stdout : BUF_MAX_DEFAULT;
-    size_t max_err = opts->max_stderr ? opts->max_stderr : CHILD_MAX_STDERR_DEFAULT;
-    int64_t grace = opts->kill_grace_ms ? opts->kill_grace_ms : CHILD_KILL_GRACE_DEFAULT;
-    if (opts->secret_output)
-        buf_init_secret(&out, max_out);
-    else
-        buf_init(&out, max_out);
-    buf_init(&errb, max_err);
-
-    /* A SIGINT, SIGTERM or SIGHUP meant for us while the child runs: take its whole process
-     * group down first (it is in a group of its own, so the terminal's Ctrl-C never reaches
-     * it), then let the signal do what it would have done. Signals the caller had blocked stay
-     * the caller's business. */
-    sigemptyset(&watched);
-    sigset_t cur;
-    if (pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0) {
-        static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-            if (!sigismember(&cur, sigs[i]))
-                sigaddset(&watched, sigs[i]);
-    }
-    if (pthread_sigmask(SIG_BLOCK, &watched, &oldmask) == 0) {
-        masked = true;
-        sigfd = signalfd(-1, &watched, SFD_CLOEXEC | SFD_NONBLOCK);
-    }
-
-    struct child_spec s = *spec;
-    s.flags = CHILD_STDOUT_PIPE | (opts->stdin_data ? CHILD_STDIN_PIPE : 0) |
-              (spec->flags & CHILD_STDERR_INHERIT ? CHILD_STDERR_INHERIT : CHILD_STDERR_PIPE);
-    r = child_spawn(&s, &c, e);
-    if (r < 0)
-        goto out;
-    pidfd = open_pidfd(c->pid);
-
-    const char *in_p = opts->stdin_data;
-    size_t in_left = opts->stdin_len;
-    if (in_left == 0)
-        child_close_stdin(c);
-
-    int64_t deadline = add_ms(now_mono_ms(), opts->timeout_ms);
-    int64_t kill_at = INT64_MAX;
-    bool timed_out = false;
-
-    for (;;) {
-        if (!c->reaped) {
-            r = reap(c, WNOHANG);
-            if (r < 0) {
-                r = err_set(e, r, "cannot wait for '%s': %s", name, strerror(-r));
-                goto out;
-            }
-        }
-        if (c->reaped)
-            close_fd(&pidfd);
-        /* done when it has exited and everything it wrote is read; a grandchild may hold the
-         * pipes after the child exits, we keep reading until EOF or the timeout */
-        if (c->reaped && c->fd_out < 0 && c->fd_err < 0)
-            break;
-
-        int64_t now = now_mono_ms();
-        if (!timed_out && now >= deadline) {
-            timed_out = true;
-            (void)child_kill(c, SIGTERM);
-            kill_at = add_ms(now, grace);
-        }
-        if (timed_out && now >= kill_at) {
-            (void)child_kill(c, SIGKILL);
-            /* no waiting for EOF now: whoever escaped the group could hold the pipes forever */
-            child_close_stdin(c);
-            close_fd(&c->fd_out);
-            close_fd(&c->fd_err);
-            if (!c->reaped) {
-                r = reap(c, 0);
-                if (r < 0) {
-                    r = err_set(e, r, "cannot wait for '%s': %s", name, strerror(-r));
-                    goto out;
-                }
-            }
-            break;
-        }
-
-        struct pollfd pfd[5];
-        int nfds = 0, i_in = -1, i_out = -1, i_err = -1;
-        if (c->fd_in >= 0) {
-            i_in = nfds;
-            pfd[nfds++] = (struct pollfd){.fd = c->fd_in, .events = POLLOUT};
-        }
-        if (c->fd_out >= 0) {
-            i_out = nfds;
-            pfd[nfds++] = (struct pollfd){.fd = c->fd_out, .events = POLLIN};
-        }
-        if (c->fd_err >= 0) {
-            i_err = nfds;
-            pfd[nfds++] = (struct pollfd){.fd = c->fd_err, .events = POLLIN};
-        }
-        if (pidfd >= 0)
-            pfd[nfds++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
-        int i_sig = -1;
-        if (sigfd >= 0 && !interrupted) {
-            i_sig = nfds;
-            pfd[nfds++] = (struct pollfd){.fd = sigfd, .events = POLLIN};
-        }
-
-        int64_t wait = (timed_out ? kill_at : deadline) - now;
-        if (!c->reaped && pidfd < 0 && wait > CHILD_REAP_POLL_MS)
-            wait = CHILD_REAP_POLL_MS;
-        if (wait > INT32_MAX)
-            wait = INT32_MAX;
-        if (poll(pfd, (nfds_t)nfds, (int)wait) < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            r = err_set(e, -errno, "cannot run '%s': poll: %s", name, strerror(errno));
-            goto out;
-        }
-
-        if (i_sig >= 0 && pfd[i_sig].revents) {
-            struct signalfd_siginfo si;
-            if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                interrupted = (int)si.ssi_signo;
-                /* the same path as a timeout, starting now */
-                deadline = now_mono_ms();
-            }
-            continue;
-        }
-        if (i_in >= 0 && pfd[i_in].revents) {
-            ssize_t w = write_nosigpipe(c->fd_in, in_p, in_left);
-            if (w >= 0) {
-                in_p += w;
-                in_left -= (size_t)w;
-                if (in_left == 0)
-                    child_close_stdin(c);
-            } else if (errno == EPIPE) {
-                child_close_stdin(c); /* it stopped reading: its exit status will tell */
-            } else if (errno != EAGAIN) {
-                r = err_set(e, -errno, "cannot write to '%s': %s", name, strerror(errno));
-                goto out;
-            }
-        }
-        if (i_out >= 0 && pfd[i_out].revents) {
-            r = read_into(c->fd_out, &out, false);
-            if (r == 0) {
-                close_fd(&c->fd_out);
-            } else if (r == -E2BIG) {
-                r = err_set(e, -E2BIG, "output exceeds %zu bytes", max_out);
-                goto out;
-            } else if (r < 0 && r != -EAGAIN) {
-                r = err_set(e, r, "cannot read the output of '%s': %s", name, strerror(-r));
-                goto out;
-            }
-        }
-        if (i_err >= 0 && pfd[i_err].revents) {
-            r = read_into(c->fd_err, &errb, true);
-            if (r == 0) {
-                close_fd(&c->fd_err);
-            } else if (r < 0 && r != -EAGAIN) {
-                r = err_set(e, r, "cannot read the errors of '%s': %s", name, strerror(-r));
-                goto out;
-            }
-        }
-    }
-
-    if (interrupted) {
-        r = err_set(e, -EINTR, "'%s' was stopped: we were interrupted by signal %d", name,
-                    interrupted);
-        goto out;
-    }
-    int status = c->status;
-    *ret = (struct child_result){
-        .exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-        .signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-        .timed_out = timed_out,
-        .out = out,
-        .err = errb,
-    };
-    /* handed over: nothing left to release here */
-    buf_init(&out, max_out);
-    buf_init(&errb, max_err);
-    r = 0;
-
-out:
-    close_fd(&pidfd);
-    if (r < 0 && c)
-        (void)child_kill(c, SIGKILL); /* leave nothing of it running; child_free() reaps */
-    child_free(c);
-    buf_release(&out);
-    buf_release(&errb);
-    close_fd(&sigfd);
-    if (masked)
-        (void)pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
-    /* the child is gone: now the signal may do what it was sent to do */
-    if (interrupted)
-        (void)raise(interrupted);
-    return r;
-}
-
-void child_result_release(struct child_result *r)
-{
-    if (!r)
-        return;
-    buf_release(&r->out);
-    buf_release(&r->err);
 }
 
 /* --- Environment vectors. --- */

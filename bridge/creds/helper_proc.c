@@ -15,11 +15,10 @@
 #include "creds/helper_proc.h"
 
 #define KILL_GRACE_MS 1000
-#define REAP_POLL_MS  10
 
 enum proc_phase {
     PROC_RUNNING,  /* reading its output */
-    PROC_TERMED,   /* timed out: SIGTERM sent, SIGKILL next */
+    PROC_TERMED,   /* timed out: SIGTERM sent, SIGKILL at child_stop_deadline() */
     PROC_REAPING,  /* both pipes at EOF (or given up): waiting for the exit status */
     PROC_DONE,     /* done is being called */
     PROC_ABANDONED /* cancelled */
@@ -29,13 +28,13 @@ struct helper_proc {
     struct loop *loop;
     struct child *child;
     struct loop_io *out_io, *err_io;
+    struct loop_io *exit_io; /* its pidfd, while reaping */
     struct loop_timer *timer;
     struct buf out, err;
     size_t max_out;
     enum proc_phase phase;
     bool timed_out;
     int64_t deadline; /* loop time of the timeout */
-    int64_t kill_at;  /* PROC_TERMED: loop time of the SIGKILL */
     int error;
     helper_proc_done_fn done;
     void *userdata;
@@ -66,7 +65,8 @@ static void proc_free(struct helper_proc *p)
 {
     loop_io_remove(p->out_io);
     loop_io_remove(p->err_io);
-    p->out_io = p->err_io = NULL;
+    loop_io_remove(p->exit_io);
+    p->out_io = p->err_io = p->exit_io = NULL;
     loop_timer_cancel(p->timer);
     p->timer = NULL;
     if (p->child)
@@ -102,7 +102,43 @@ static void arm(struct helper_proc *p, int64_t ms)
         p->timer = NULL; /* the run then ends at EOF only: child_free() kills at worst */
 }
 
-/* Both pipes are done with (or given up on): reap it, polling briefly if need be. */
+static void timed_out(struct helper_proc *p)
+{
+    p->timed_out = true;
+    p->phase = PROC_TERMED;
+    child_stop(p->child, loop_now(p->loop), 0, KILL_GRACE_MS); /* SIGTERM now */
+}
+
+static void try_reap(struct helper_proc *p);
+
+static void on_exit_fd(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    (void)io;
+    (void)fd;
+    (void)events;
+    try_reap(userdata);
+}
+
+/* Waits for the exit: by its pidfd where there is one (the timer then keeps the deadlines
+ * only), else by a poll. */
+static void wait_exit(struct helper_proc *p)
+{
+    int fd = child_pidfd(p->child);
+    if (fd >= 0 && !p->exit_io &&
+        loop_io_add(p->loop, fd, LOOP_READ, on_exit_fd, p, &p->exit_io) < 0)
+        p->exit_io = NULL;
+    if (!p->exit_io) {
+        arm(p, CHILD_REAP_POLL_MS);
+        return;
+    }
+    int64_t at = p->phase == PROC_TERMED    ? child_stop_deadline(p->child)
+                 : p->timed_out || p->error ? INT64_MAX
+                                            : p->deadline;
+    if (at != INT64_MAX)
+        arm(p, at - loop_now(p->loop));
+}
+
+/* Both pipes are done with (or given up on): reap it, waiting for its exit if need be. */
 static void try_reap(struct helper_proc *p)
 {
     int status = 0;
@@ -111,13 +147,9 @@ static void try_reap(struct helper_proc *p)
         /* it closed its output but goes on running: at the timeout it gets SIGTERM, and
          * SIGKILL a second later, as a helper that keeps its output open does */
         if (p->phase == PROC_REAPING && !p->timed_out && !p->error &&
-            loop_now(p->loop) >= p->deadline) {
-            p->timed_out = true;
-            p->phase = PROC_TERMED;
-            p->kill_at = loop_now(p->loop) + KILL_GRACE_MS;
-            (void)child_kill(p->child, SIGTERM);
-        }
-        arm(p, REAP_POLL_MS);
+            loop_now(p->loop) >= p->deadline)
+            timed_out(p);
+        wait_exit(p);
         return;
     }
     if (r < 0 && !p->error)
@@ -239,20 +271,18 @@ static void timer_fired(struct loop_timer *t, void *userdata)
     (void)t;
     switch (p->phase) {
     case PROC_RUNNING:
-        p->timed_out = true;
-        p->phase = PROC_TERMED;
-        p->kill_at = loop_now(p->loop) + KILL_GRACE_MS;
-        (void)child_kill(p->child, SIGTERM);
+        timed_out(p);
         arm(p, KILL_GRACE_MS);
         break;
     case PROC_TERMED:
-        /* its pipes are closed, and it has what is left of its grace to exit: the reap polls
+        /* its pipes are closed, and it has what is left of its grace to exit: the reap waits
          * (try_reap() rearmed this timer) */
-        if (!p->out_io && !p->err_io && loop_now(p->loop) < p->kill_at) {
+        if (!p->out_io && !p->err_io && loop_now(p->loop) < child_stop_deadline(p->child)) {
             try_reap(p);
             break;
         }
         /* a helper that ignores SIGTERM, or a grandchild holding the pipes */
+        (void)child_stop_step(p->child, loop_now(p->loop)); /* SIGKILL */
         give_up(p, 0);
         break;
     case PROC_REAPING:

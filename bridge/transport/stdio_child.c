@@ -1,9 +1,11 @@
-/* stdio_child.c - an MCP server run as a child process, spoken to over its stdin/stdout */
+/* stdio_child.c - an MCP server run as a child process, spoken to over its stdin/stdout: the
+ * stdio transport (transport.h's ops), its events given straight to the transport handler */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "credkit/child.h"
@@ -13,32 +15,45 @@
 
 enum phase {
     P_RUNNING,
-    P_FLUSHING, /* shutdown: stdin being flushed, then closed; SIGTERM at the step timer */
-    P_TERM,     /* SIGTERM sent; SIGKILL at the step timer */
-    P_KILL,     /* SIGKILL sent; waiting for the exit */
+    P_STOPPING, /* shutdown: stdin flushed, then closed at the SIGTERM; the child's stop steps
+                 * at the step timer */
     P_REAPED,   /* reaped; waiting for EOF on its pipes, at most until the step timer */
-    P_DONE,     /* on_exit called; the step timer, if armed, SIGKILLs stragglers */
+    P_DONE,     /* on_done called; the step timer, if armed, SIGKILLs stragglers */
     P_FREED,    /* stdio_child_free() called; the memory goes after the loop iteration */
 };
 
+/* The connection, as the transport handler sees it. */
+enum conn_state {
+    C_STARTING, /* not exec'd yet, as far as we know: the exec report is read from the loop */
+    C_OPEN,
+    C_INPUT_GONE, /* a send found its stdin closed: its output is still read, on_lost at the exit */
+    C_CLOSED,     /* its output is over (EOF, or the framing failed): on_lost at the exit */
+    C_LOST,       /* on_lost (or on_open_failed) called */
+};
+
 struct stdio_child {
+    struct transport t; /* first: the ops of transport.h work on this object */
     struct loop *loop;
+    struct log *log;
+    char *name;    /* the server's, for the log */
+    char *command; /* argv[0], for the log */
     struct child *child;
     struct framing *fr;      /* its stdout and stdin; NULL once broken or done */
     struct loop_io *err_io;  /* its stderr; NULL at EOF */
-    struct loop_io *exit_io; /* pidfd */
-    int pidfd;
+    struct loop_io *exec_io; /* the exec report, C_STARTING */
+    struct loop_io *exit_io; /* the child's pidfd */
     struct loop_timer *poll; /* without a pidfd */
     struct loop_timer *step; /* shutdown steps, see enum phase */
-    struct stdio_child_handler h;
+    struct transport_handler h;
     void *userdata;
     int64_t term_after_ms, kill_after_ms;
 
     enum phase phase;
-    bool out_done; /* stdout at EOF, or no longer read */
+    enum conn_state conn;
+    int end_reason; /* why the connection is over: 0 (EOF), -EPIPE, -E2BIG ... */
+    bool out_done;  /* stdout at EOF, or no longer read */
     bool stdin_closed;
-    bool closed; /* on_close called */
-    int status;
+    int status; /* P_REAPED, P_DONE: as from waitpid(), -1 when someone else reaped it */
 
     char errline[STDIO_CHILD_STDERR_LINE];
     size_t errlen;
@@ -71,14 +86,36 @@ static void stop_watching(struct stdio_child *s)
     s->fr = NULL;
     loop_io_remove(s->err_io);
     s->err_io = NULL;
+    loop_io_remove(s->exec_io);
+    s->exec_io = NULL;
     loop_io_remove(s->exit_io);
     s->exit_io = NULL;
-    if (s->pidfd >= 0) {
-        (void)close(s->pidfd);
-        s->pidfd = -1;
-    }
     loop_timer_cancel(s->poll);
     s->poll = NULL;
+}
+
+/* Reports the end (on_lost), once: reason as the connection ended, status as from waitpid()
+ * (-1: unknown). A server that crashes reads the same each time, however its pipes happened to
+ * close. */
+static void report_lost(struct stdio_child *s, int reason, int status)
+{
+    char why[96];
+    if (s->conn == C_LOST)
+        return;
+    s->conn = C_LOST;
+    if (reason == -E2BIG)
+        (void)snprintf(why, sizeof(why), "the server sent a message over the size bound");
+    else if (reason != 0 && reason != -EPIPE)
+        (void)snprintf(why, sizeof(why), "%s", strerror(-reason));
+    else if (status >= 0 && WIFEXITED(status))
+        (void)snprintf(why, sizeof(why), "the server exited with status %d", WEXITSTATUS(status));
+    else if (status >= 0 && WIFSIGNALED(status))
+        (void)snprintf(why, sizeof(why), "the server was killed by signal %d (%s)",
+                       WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        (void)snprintf(why, sizeof(why), "the server exited");
+    /* a server gone (its end seen first on stdout or on stdin) is one reason: -ECONNRESET */
+    s->h.on_lost(reason < 0 && reason != -EPIPE ? reason : -ECONNRESET, why, s->userdata);
 }
 
 static void finish(struct stdio_child *s)
@@ -93,15 +130,16 @@ static void finish(struct stdio_child *s)
         loop_timer_cancel(s->step);
         s->step = NULL;
     }
-    if (!s->closed) {
-        s->closed = true;
-        if (s->h.on_close)
-            s->h.on_close(0, s->userdata);
-        if (freed(s))
-            return;
-    }
-    if (s->h.on_exit)
-        s->h.on_exit(s->status, s->userdata);
+    if (s->conn != C_LOST)
+        s->conn = C_CLOSED; /* its output ended with it (end_reason is 0 or -EPIPE) */
+    int status = s->status;
+    if (status >= 0 && WIFEXITED(status))
+        log_debug(s->log, "server '%s': exited with status %d", s->name, WEXITSTATUS(status));
+    else if (status >= 0 && WIFSIGNALED(status))
+        log_debug(s->log, "server '%s': killed by signal %d", s->name, WTERMSIG(status));
+    report_lost(s, s->end_reason, status);
+    if (!freed(s) && s->h.on_done)
+        s->h.on_done(s->userdata);
 }
 
 static void maybe_finish(struct stdio_child *s)
@@ -118,23 +156,39 @@ static void stdin_flushed(int status, void *userdata)
     s->stdin_closed = true;
 }
 
+/* Arms the step timer for the child's next stop step; fallback_ms from now when none is due. */
+static void arm_step(struct stdio_child *s, int64_t fallback_ms)
+{
+    int64_t at = child_stop_deadline(s->child);
+    if (at != INT64_MAX)
+        loop_timer_rearm(s->step, at - loop_now(s->loop));
+    else if (fallback_ms >= 0)
+        loop_timer_rearm(s->step, fallback_ms);
+}
+
 static void begin_shutdown(struct stdio_child *s)
 {
     if (s->phase != P_RUNNING)
         return;
-    s->phase = P_FLUSHING;
+    s->phase = P_STOPPING;
     if (!s->stdin_closed && (!s->fr || framing_close_write(s->fr, stdin_flushed, s) < 0))
         close_stdin(s);
-    loop_timer_rearm(s->step, s->term_after_ms);
+    child_stop(s->child, loop_now(s->loop), s->term_after_ms, s->kill_after_ms);
+    arm_step(s, -1);
 }
 
+/* Its output is over (reason 0) or the framing failed (reason -errno): a reason of its own is
+ * said at once, an ordinary end at the exit, with what became of the server. Then it is shut
+ * down. */
 static void connection_over(struct stdio_child *s, int reason)
 {
-    if (s->closed)
+    if (s->conn == C_CLOSED || s->conn == C_LOST)
         return;
-    s->closed = true;
-    if (s->h.on_close)
-        s->h.on_close(reason, s->userdata);
+    if (s->conn == C_OPEN || s->conn == C_STARTING || (s->end_reason == -EPIPE && reason != 0))
+        s->end_reason = reason;
+    s->conn = C_CLOSED;
+    if (reason != 0 && reason != -EPIPE)
+        report_lost(s, reason, -1);
     if (!freed(s))
         begin_shutdown(s);
 }
@@ -146,15 +200,10 @@ static void on_step(struct loop_timer *t, void *userdata)
     struct stdio_child *s = userdata;
     (void)t;
     switch (s->phase) {
-    case P_FLUSHING:
-        close_stdin(s);
-        (void)child_kill(s->child, SIGTERM);
-        s->phase = P_TERM;
-        loop_timer_rearm(s->step, s->kill_after_ms);
-        break;
-    case P_TERM:
-        (void)child_kill(s->child, SIGKILL);
-        s->phase = P_KILL;
+    case P_STOPPING:
+        close_stdin(s); /* the flush had until the SIGTERM */
+        (void)child_stop_step(s->child, loop_now(s->loop));
+        arm_step(s, -1);
         break;
     case P_REAPED:
         /* something outside the group holds its pipes: stop waiting for them */
@@ -174,25 +223,59 @@ static void on_step(struct loop_timer *t, void *userdata)
 static void reaped(struct stdio_child *s, int status)
 {
     s->status = status;
-    enum phase was = s->phase;
     s->phase = P_REAPED;
     loop_io_remove(s->exit_io);
     s->exit_io = NULL;
-    if (s->pidfd >= 0) {
-        (void)close(s->pidfd);
-        s->pidfd = -1;
-    }
     loop_timer_cancel(s->poll);
     s->poll = NULL;
-    /* nothing it started outlives it; a server that has exited reads no more input */
+    /* nothing it started outlives it (SIGTERM to the rest of its group now, SIGKILL
+     * kill_after_ms later); a server that has exited reads no more input */
     close_stdin(s);
-    (void)child_kill(s->child, was == P_KILL ? SIGKILL : SIGTERM);
-    loop_timer_rearm(s->step, s->kill_after_ms);
+    child_stop(s->child, loop_now(s->loop), 0, s->kill_after_ms);
+    arm_step(s, s->kill_after_ms);
     maybe_finish(s);
+}
+
+/* Reads the exec report once it is there. Whatever the child does after it - writing, closing
+ * its output, exiting - is seen after it, so each of those settles it first: no message is
+ * dropped, and an exec failure is never taken for an exit with status 127. */
+static void settle_exec(struct stdio_child *s)
+{
+    if (s->conn != C_STARTING)
+        return;
+    struct err e = ERR_INIT;
+    int r = child_exec_result(s->child, &e);
+    if (r == -EAGAIN)
+        return;
+    loop_io_remove(s->exec_io);
+    s->exec_io = NULL;
+    if (r == 0) {
+        s->conn = C_OPEN;
+        log_debug(s->log, "server '%s': started '%s' (pid %d)", s->name, s->command,
+                  (int)child_pid(s->child));
+        return;
+    }
+    /* what stdio_child_new() would have failed with, had it waited for the exec */
+    s->conn = C_LOST;
+    if (s->h.on_open_failed)
+        s->h.on_open_failed(r, err_msg(&e), s->userdata);
+    else
+        s->h.on_lost(r, err_msg(&e), s->userdata);
+}
+
+static void on_exec(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    (void)io;
+    (void)fd;
+    (void)events;
+    settle_exec(userdata);
 }
 
 static void check_exit(struct stdio_child *s)
 {
+    settle_exec(s);
+    if (freed(s))
+        return;
     int status;
     int r = child_wait(s->child, false, &status);
     if (r == 0)
@@ -222,13 +305,17 @@ static void drain_stderr(struct stdio_child *s);
 static void fr_message(const char *msg, size_t len, void *userdata)
 {
     struct stdio_child *s = userdata;
-    if (!s->closed)
+    settle_exec(s);
+    if (!freed(s) && (s->conn == C_OPEN || s->conn == C_INPUT_GONE))
         s->h.on_message(msg, len, s->userdata);
 }
 
 static void fr_eof(void *userdata)
 {
     struct stdio_child *s = userdata;
+    settle_exec(s);
+    if (freed(s))
+        return;
     s->out_done = true;
     drain_stderr(s);
     if (freed(s))
@@ -241,6 +328,9 @@ static void fr_eof(void *userdata)
 static void fr_error(int error, void *userdata)
 {
     struct stdio_child *s = userdata;
+    settle_exec(s);
+    if (freed(s))
+        return;
     /* the framing is finished with both pipes: stdout no longer read, stdin closed */
     framing_free(s->fr);
     s->fr = NULL;
@@ -321,8 +411,8 @@ static void on_stderr_io(struct loop_io *io, int fd, unsigned events, void *user
 
 /* What the server wrote to its stderr before its stdout ended (a crash: all of it is in the
  * pipe by now) is delivered before the end is, so that whoever reports the end can quote it.
- * Bounded: a server still writing is read on by the loop. The caller finishes (on_close with
- * its own reason first). */
+ * Bounded: a server still writing is read on by the loop. The caller finishes (the end of
+ * the connection with its own reason first). */
 static void drain_stderr(struct stdio_child *s)
 {
     for (int i = 0; i < 16 && s->err_io && !freed(s); i++)
@@ -334,7 +424,10 @@ static void drain_stderr(struct stdio_child *s)
 
 static void release_fn(struct loop_release *node)
 {
-    free(list_entry(node, struct stdio_child, release));
+    struct stdio_child *s = list_entry(node, struct stdio_child, release);
+    free(s->name);
+    free(s->command);
+    free(s);
 }
 
 static int build_env(const char *const *env, char ***ret, struct err *e)
@@ -369,26 +462,73 @@ out:
     return r;
 }
 
-static int open_pidfd(pid_t pid)
+static int op_send(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag)
 {
-#ifdef SYS_pidfd_open
-    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-    return fd < 0 ? -errno : fd;
-#else
-    (void)pid;
-    return -ENOSYS;
-#endif
+    (void)flags;
+    (void)tag;
+    return stdio_child_send((struct stdio_child *)(void *)t, msg, len);
+}
+
+static int op_shutdown(struct transport *t)
+{
+    stdio_child_shutdown((struct stdio_child *)(void *)t); /* on_done follows */
+    return 0;
+}
+
+static void op_free(struct transport *t)
+{
+    stdio_child_free((struct stdio_child *)(void *)t);
+}
+
+static const struct transport_ops stdio_ops = {
+    .name = "stdio",
+    .send = op_send,
+    .shutdown = op_shutdown,
+    .free = op_free,
+};
+
+/* Watches the child on the loop: its pipes, the exec report, its exit; the step timer. */
+static int watch(struct stdio_child *s, const struct stdio_child_spec *spec)
+{
+    /* the step timer is armed now so that arming it later cannot fail; the first firing in
+     * P_RUNNING does nothing */
+    int r = loop_timer_add(s->loop, 0, on_step, s, &s->step);
+    if (r < 0)
+        return r;
+    const struct framing_handler fh = {
+        .on_message = fr_message,
+        .on_eof = fr_eof,
+        .on_error = fr_error,
+    };
+    const struct framing_opts fo = {.max_frame = spec->max_frame, .max_pending = spec->max_pending};
+    r = framing_new(s->loop, child_stdout_fd(s->child), child_stdin_fd(s->child), &fh, &fo, s,
+                    &s->fr);
+    if (r < 0)
+        return r;
+    r = loop_io_add(s->loop, child_stderr_fd(s->child), LOOP_READ, on_stderr_io, s, &s->err_io);
+    if (r < 0)
+        return r;
+    r = loop_io_add(s->loop, child_exec_fd(s->child), LOOP_READ, on_exec, s, &s->exec_io);
+    if (r < 0)
+        return r;
+
+    int pidfd = spec->poll_exit ? -1 : child_pidfd(s->child);
+    if (pidfd >= 0)
+        r = loop_io_add(s->loop, pidfd, LOOP_READ, on_pidfd, s, &s->exit_io);
+    else
+        r = loop_timer_add(s->loop, STDIO_CHILD_POLL_MS, on_poll, s, &s->poll);
+    return r;
 }
 
 int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
-                    const struct stdio_child_handler *h, void *userdata, struct stdio_child **ret,
+                    const struct transport_handler *h, void *userdata, struct stdio_child **ret,
                     struct err *e)
 {
     struct stdio_child *s = NULL;
     char **envp = NULL;
     int r;
 
-    if (!l || !spec || !h || !h->on_message || !ret)
+    if (!l || !spec || !h || !h->on_message || !h->on_lost || !ret)
         return err_set(e, -EINVAL, "invalid arguments");
     if (!spec->argv || !spec->argv[0] || !spec->argv[0][0])
         return err_set(e, -EINVAL, "no command to run");
@@ -398,8 +538,17 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
     s = calloc(1, sizeof(*s));
     if (!s)
         return err_set(e, -ENOMEM, "cannot run '%s': out of memory", spec->argv[0]);
+    s->t.ops = &stdio_ops;
     s->loop = l;
-    s->pidfd = -1;
+    s->log = spec->log;
+    s->name = strdup(spec->name ? spec->name : spec->argv[0]);
+    s->command = strdup(spec->argv[0]);
+    if (!s->name || !s->command) {
+        free(s->name);
+        free(s->command);
+        free(s);
+        return err_set(e, -ENOMEM, "cannot run '%s': out of memory", spec->argv[0]);
+    }
     s->h = *h;
     s->userdata = userdata;
     s->term_after_ms = spec->term_after_ms ? spec->term_after_ms : STDIO_CHILD_TERM_AFTER_MS;
@@ -414,36 +563,15 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
         .argv = spec->argv,
         .envp = (const char *const *)envp,
         .cwd = spec->cwd,
-        .flags = CHILD_STDIN_PIPE | CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE,
+        /* the exec is not waited for (10-50 ms on a busy machine, the loop's time): its
+         * report is read from the loop */
+        .flags = CHILD_STDIN_PIPE | CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE | CHILD_EXEC_LATER,
     };
     r = child_spawn(&cs, &s->child, e);
     if (r < 0)
         goto out;
 
-    /* the step timer is armed now so that arming it later cannot fail; the first firing in
-     * P_RUNNING does nothing */
-    r = loop_timer_add(l, 0, on_step, s, &s->step);
-    if (r < 0)
-        goto fail;
-    const struct framing_handler fh = {
-        .on_message = fr_message,
-        .on_eof = fr_eof,
-        .on_error = fr_error,
-    };
-    const struct framing_opts fo = {.max_frame = spec->max_frame, .max_pending = spec->max_pending};
-    r = framing_new(l, child_stdout_fd(s->child), child_stdin_fd(s->child), &fh, &fo, s, &s->fr);
-    if (r < 0)
-        goto fail;
-    r = loop_io_add(l, child_stderr_fd(s->child), LOOP_READ, on_stderr_io, s, &s->err_io);
-    if (r < 0)
-        goto fail;
-
-    if (!spec->poll_exit)
-        s->pidfd = open_pidfd(child_pid(s->child));
-    if (s->pidfd >= 0)
-        r = loop_io_add(l, s->pidfd, LOOP_READ, on_pidfd, s, &s->exit_io);
-    else
-        r = loop_timer_add(l, STDIO_CHILD_POLL_MS, on_poll, s, &s->poll);
+    r = watch(s, spec);
     if (r < 0)
         goto fail;
 
@@ -463,11 +591,18 @@ int stdio_child_send(struct stdio_child *s, const char *msg, size_t len)
 {
     if (!s || freed(s))
         return -EINVAL;
-    if (!s->fr)
-        return -EPIPE;
-    if (s->phase != P_RUNNING)
-        return -ESHUTDOWN;
-    return framing_send(s->fr, msg, len);
+    if (s->conn == C_INPUT_GONE || s->conn == C_CLOSED)
+        return 0; /* the server is going: on_lost says how, at its exit */
+    int r = !s->fr ? -EPIPE : s->phase != P_RUNNING ? -ESHUTDOWN : framing_send(s->fr, msg, len);
+    if (r == -EPIPE && (s->conn == C_OPEN || s->conn == C_STARTING)) {
+        /* it closed its input, most likely by exiting: the end of its output and its exit
+         * follow (while starting, the exec report first: it may say why) */
+        if (s->conn == C_OPEN)
+            s->conn = C_INPUT_GONE;
+        s->end_reason = -EPIPE;
+        return 0;
+    }
+    return r;
 }
 
 void stdio_child_shutdown(struct stdio_child *s)
@@ -479,6 +614,16 @@ void stdio_child_shutdown(struct stdio_child *s)
 pid_t stdio_child_pid(const struct stdio_child *s)
 {
     return child_pid(s->child);
+}
+
+int stdio_child_status(const struct stdio_child *s)
+{
+    return s->phase == P_REAPED || s->phase == P_DONE ? s->status : -1;
+}
+
+struct transport *stdio_child_transport(struct stdio_child *s)
+{
+    return &s->t;
 }
 
 void stdio_child_free(struct stdio_child *s)

@@ -1,7 +1,7 @@
 /* transport.h - the wire under an upstream session: one connection to one MCP server, behind a
  * small ops table (as curl's struct Curl_ssl), so the session code never asks which one it has.
  *
- * Two implementations: transport_stdio.c (a child process, stdio_child.h) and
+ * Two implementations: stdio_child.c (a child process; transport_stdio.c opens it) and
  * transport_http.c (Streamable HTTP and the legacy HTTP+SSE transport, http_conn.h); a
  * test plugs a fake one in by filling a struct transport with its own ops. transport_open()
  * picks the implementation from the entry's "type". Everything that is particular to one wire
@@ -48,6 +48,11 @@ struct transport_handler {
     /* After transport_shutdown() returned 0, or after on_lost: the transport has nothing left
      * to wait for and may be freed. */
     void (*on_done)(void *userdata);
+    /* The wire could not be started after all: transport_open() returned before it could know
+     * (a child's exec is reported from the loop). error and message are what transport_open()
+     * would have failed with ("cannot run 'CMD': No such file or directory"); no message and
+     * no on_lost follow, on_done does. Optional: without it, on_lost(error, message). */
+    void (*on_open_failed)(int error, const char *message, void *userdata);
 };
 
 struct transport;

@@ -106,7 +106,7 @@ static bool is_permanent_start_error(int r)
 }
 
 /* A failure to start; the message for the user says which server. */
-static void start_failed(struct upstream *u, int r, const char *what, const struct err *e)
+void up_start_failed(struct upstream *u, int r, const char *what, const struct err *e)
 {
     bool permanent = r != -ENOMEM && is_permanent_start_error(r);
     char *m = up_asprintf("server '%s': %s%s%s", up_name(u), what ? what : "", what ? ": " : "",
@@ -249,7 +249,7 @@ static void open_transport(struct upstream *u)
     struct err e = ERR_INIT;
     struct conn *cn = calloc(1, sizeof(*cn));
     if (!cn) {
-        start_failed(u, -ENOMEM, NULL, NULL);
+        up_start_failed(u, -ENOMEM, NULL, NULL);
         return;
     }
     if (!u->connect_timer || u->sess != SESSION_REINIT) {
@@ -258,7 +258,7 @@ static void open_transport(struct upstream *u)
         int r = up_arm(u, &u->connect_timer, u->connect_timeout_ms, connect_timer_fired);
         if (r < 0) {
             free(cn);
-            start_failed(u, r, NULL, NULL);
+            up_start_failed(u, r, NULL, NULL);
             return;
         }
     }
@@ -280,14 +280,14 @@ static void open_transport(struct upstream *u)
     int r = u->transport_open(&spec, &up_transport_handler, cn, &cn->t, &e);
     if (r < 0) {
         free(cn);
-        start_failed(u, r, NULL, &e);
+        up_start_failed(u, r, NULL, &e);
         return;
     }
     u->conn = cn;
     arm_expiry(u);
     r = start_handshake(u);
     if (r < 0)
-        start_failed(u, r, "cannot send the first request", NULL);
+        up_start_failed(u, r, "cannot send the first request", NULL);
 }
 
 /* The credentials could not be had: the connect attempt fails; for good (until a call
@@ -312,7 +312,7 @@ static void connect_with(struct upstream *u, int error, const struct credentials
         return;
     }
     if (keep_creds(u, c) < 0) {
-        start_failed(u, -ENOMEM, NULL, NULL);
+        up_start_failed(u, -ENOMEM, NULL, NULL);
         return;
     }
     open_transport(u);
@@ -354,7 +354,7 @@ static void connect_retry_with(struct upstream *u, int error, const struct crede
         return;
     }
     if (keep_creds(u, c) < 0) {
-        start_failed(u, -ENOMEM, NULL, NULL);
+        up_start_failed(u, -ENOMEM, NULL, NULL);
         return;
     }
     struct conn *old = u->conn;
@@ -666,7 +666,7 @@ void up_connect_start(struct upstream *u)
     log_debug(u->log, "server '%s': connecting", up_name(u));
     int r = creds_ask(u, u->attempts++ ? CREDENTIALS_RECONNECT : CREDENTIALS_CONNECT, CRED_CONNECT);
     if (r < 0)
-        start_failed(u, r, "cannot ask for the credentials", NULL);
+        up_start_failed(u, r, "cannot ask for the credentials", NULL);
 }
 
 void up_init_failed(struct upstream *u, int error, const char *message)

@@ -244,6 +244,10 @@ void up_conn_done(struct upstream *u, struct conn *cn);
 bool up_version_known(const char *v);
 int up_send_response(struct upstream *u, struct json_object *resp);
 void up_connect_fail(struct upstream *u, int error, const char *message, bool permanent);
+/* The connection could not be started (the transport failed to open, at once or from the loop):
+ * for good when no retry can do better (command not found ...). what: NULL, or what was being
+ * done; e: the transport's message, NULL for strerror(r). */
+void up_start_failed(struct upstream *u, int r, const char *what, const struct err *e);
 void up_conn_lost(struct upstream *u, int error, const char *message);
 void up_reconnect_now(struct upstream *u);
 

@@ -349,6 +349,16 @@ static void t_lost(int reason, const char *why, void *userdata)
     free(m);
 }
 
+static void t_open_failed(int error, const char *message, void *userdata)
+{
+    struct conn *cn = userdata;
+    if (cn->state != CONN_CURRENT)
+        return;
+    struct err e = ERR_INIT;
+    (void)err_set(&e, error, "%s", message);
+    up_start_failed(cn->u, error, NULL, &e);
+}
+
 static void t_done(void *userdata)
 {
     struct conn *cn = userdata;
@@ -368,4 +378,5 @@ const struct transport_handler up_transport_handler = {
     .on_lost = t_lost,
     .on_stderr = t_stderr,
     .on_done = t_done,
+    .on_open_failed = t_open_failed,
 };

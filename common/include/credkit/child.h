@@ -1,15 +1,20 @@
-/* child.h - child processes, spawned safely and always reaped.
+/* child.h - child processes, spawned safely, stopped one way and always reaped.
  *
  * A child runs its argv directly (execvp), or "/bin/sh -c CMD" only when the user wrote a
- * shell command. It gets its own process group, so a timeout kills everything it started
- * (SIGTERM to the group, SIGKILL after a grace period), an environment the caller controls,
- * /dev/null for every stream it does not pipe, and no descriptor of ours (O_CLOEXEC).
+ * shell command. It gets its own process group, so a stop reaches everything it started, an
+ * environment the caller controls, /dev/null for every stream it does not pipe, and no
+ * descriptor of ours (O_CLOEXEC).
  *
  * Two layers:
- *  - child_spawn() and friends: the child and its pipes, for an event loop that reads them
- *    itself (the bridge's stdio upstreams and helper processes).
+ *  - child_spawn() and friends: the child and its pipes, for a caller that waits itself (the
+ *    bridge's event loop: stdio servers, helper processes). The stop is a sequence of steps -
+ *    SIGTERM to the group when due, SIGKILL a grace later - whose deadlines the caller waits
+ *    for (child_stop_deadline()) along with the exit (child_pidfd() readable, or a poll every
+ *    CHILD_REAP_POLL_MS), then calls child_stop_step() and child_wait(). Nothing here blocks
+ *    but child_wait(block) and child_free().
  *  - child_run(): spawn, feed stdin, collect stdout (bounded, 1 MiB by default) and stderr
- *    (bounded, kept for the error message), enforce the timeout, reap. For CLIs. */
+ *    (bounded, kept for the error message), enforce the timeout, reap; blocking in poll(), with
+ *    the same steps. For CLIs. */
 #pragma once
 
 #include <stdbool.h>
@@ -26,7 +31,11 @@ enum child_flags {
     CHILD_STDOUT_PIPE = 1 << 1, /* else /dev/null */
     CHILD_STDERR_PIPE = 1 << 2, /* else /dev/null, unless CHILD_STDERR_INHERIT */
     CHILD_STDERR_INHERIT = 1 << 3,
+    CHILD_EXEC_LATER = 1 << 4, /* child_spawn() does not wait for the exec: child_exec_fd() */
 };
+
+/* Without a pidfd the exit cannot be waited for: look at least this often. */
+#define CHILD_REAP_POLL_MS 10
 
 struct child_spec {
     const char *const *argv;   /* used when shell_command is NULL; argv[0] looked up on PATH:
@@ -44,10 +53,21 @@ struct child;
 /* Starts the child. Exec failures (command not found, not executable) are reported here, as
  * -ENOENT/-EACCES with a message naming the command ("cannot run 'CMD': ..."; CMD is argv[0],
  * or "/bin/sh" for a shell command), not as a mysterious exit status 127; so is a cwd that
- * cannot be entered. The child starts with default signal dispositions and an empty signal
- * mask. Pipe ends we keep are O_CLOEXEC and O_NONBLOCK; the child's ends are blocking.
- * Caller frees with child_free(). */
+ * cannot be entered. With CHILD_EXEC_LATER they are not waited for (the fork returns at once,
+ * the exec takes its time): child_exec_result() tells them, the same way. The child starts
+ * with default signal dispositions and an empty signal mask. Pipe ends we keep are O_CLOEXEC
+ * and O_NONBLOCK; the child's ends are blocking. Caller frees with child_free(). */
 int child_spawn(const struct child_spec *spec, struct child **ret, struct err *e) _must_check_;
+
+/* CHILD_EXEC_LATER: a descriptor that becomes readable once the child has exec'd or failed to;
+ * -1 once child_exec_result() has said which (and always without the flag). Borrowed. */
+int child_exec_fd(const struct child *c);
+
+/* CHILD_EXEC_LATER: 0 when the child exec'd, -EAGAIN when that is not known yet, else the
+ * -errno and message child_spawn() would have failed with (the child then exits with 127 by
+ * itself; child_wait() or child_free() reaps it). Ask again only after -EAGAIN; 0 without the
+ * flag. */
+int child_exec_result(struct child *c, struct err *e) _must_check_;
 
 pid_t child_pid(const struct child *c);
 
@@ -68,8 +88,35 @@ int child_kill(struct child *c, int sig);
  * status is remembered and returned again. EINTR-safe. */
 int child_wait(struct child *c, bool block, int *ret_status) _must_check_;
 
-/* Closes the pipes; if the child has not been reaped, kills its group with SIGKILL and reaps
- * it. Never leaves a zombie. NULL-safe. */
+/* A descriptor that becomes readable when the child exits (a pidfd, Linux >= 5.3), opened on
+ * first use while the child is unreaped; -1 when none can be had: poll child_wait() every
+ * CHILD_REAP_POLL_MS then. Borrowed, valid until child_free() (stop watching it first). */
+int child_pidfd(struct child *c);
+
+/* The stop of the child's group, whether or not the child itself has been reaped. */
+enum child_stop {
+    CHILD_STOP_NONE,     /* not begun */
+    CHILD_STOP_TERM_DUE, /* SIGTERM due at child_stop_deadline() */
+    CHILD_STOP_KILL_DUE, /* SIGTERM sent; SIGKILL due at child_stop_deadline() */
+    CHILD_STOP_KILLED,   /* SIGKILL sent: the exit follows, as it cannot be ignored */
+};
+
+/* Begins the stop: SIGTERM to the group term_after_ms after now_ms (at once for 0: sent before
+ * this returns), SIGKILL kill_after_ms after that. Called again, it only brings a SIGTERM not
+ * yet sent forward. Times are the caller's monotonic milliseconds (loop_now(), now_mono_ms()).
+ * The pipes are left alone: the caller closes stdin when it means to (it may flush it first). */
+void child_stop(struct child *c, int64_t now_ms, int64_t term_after_ms, int64_t kill_after_ms);
+
+/* When child_stop_step() is next due; INT64_MAX when nothing is. */
+int64_t child_stop_deadline(const struct child *c);
+
+/* Sends what is due at now_ms (SIGTERM, SIGKILL) and returns where the stop is. Harmless to
+ * call early or often. */
+enum child_stop child_stop_step(struct child *c, int64_t now_ms);
+
+/* Closes the pipes and the pidfd; if the child has not been reaped, kills its group with
+ * SIGKILL and reaps it (blocking, bounded: SIGKILL cannot be ignored). Never leaves a zombie.
+ * NULL-safe. */
 void child_free(struct child *c);
 
 struct child_run_opts {

@@ -1,9 +1,9 @@
-/* test_stdio.c - MCP servers as child processes: cat as an echo server (100 messages in
- * order, with pidfd and with the waitpid poll), stderr lines to the log callback (CRLF, empty,
- * cut at 4 KiB), the minimal environment and cwd, a server that answers and exits by itself,
- * a frame over the bound, the shutdown sequence (exit on stdin EOF, on SIGTERM, SIGKILL after
- * the grace), a grandchild holding stdout killed with the group, command not found, free while
- * running and from inside a callback, and no zombie left at the end. */
+/* test_stdio.c - MCP servers as child processes, the stdio transport: cat as an echo server
+ * (100 messages in order, with pidfd and with the waitpid poll), stderr lines to the log
+ * callback (CRLF, empty, cut at 4 KiB), the minimal environment and cwd, a server that answers
+ * and exits by itself, a frame over the bound, the shutdown sequence (exit on stdin EOF, on
+ * SIGTERM, SIGKILL after the grace), a grandchild holding stdout killed with the group, command
+ * not found, free while running and from inside a callback, and no zombie left at the end. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,7 +74,10 @@ struct srec {
     char *lines[LINES_MAX];
     size_t line_len[LINES_MAX];
     int nlines;
-    int closes, close_reason, exits, status;
+    int closes, close_reason, exits, status; /* closes: on_lost; exits: on_done */
+    char why[128];                           /* on_lost's */
+    int open_failed, open_error;             /* on_open_failed */
+    char open_msg[256];
     int close_before_exit;
     int messages_after_close;
     int64_t t_exit;
@@ -122,28 +125,38 @@ static void s_stderr(const char *line, size_t len, void *userdata)
         loop_quit(r->l, 0);
 }
 
-static void s_close(int reason, void *userdata)
+static void s_lost(int reason, const char *why, void *userdata)
 {
     struct srec *r = userdata;
     r->closes++;
     r->close_reason = reason;
+    snprintf(r->why, sizeof(r->why), "%s", why);
 }
 
-static void s_exit(int status, void *userdata)
+static void s_done(void *userdata)
 {
     struct srec *r = userdata;
     r->exits++;
-    r->status = status;
+    r->status = stdio_child_status(r->s);
     r->close_before_exit = r->closes;
     r->t_exit = now_mono_ms();
     loop_quit(r->l, 0);
 }
 
-static const struct stdio_child_handler s_handler = {
+static void s_open_failed(int error, const char *message, void *userdata)
+{
+    struct srec *r = userdata;
+    r->open_failed++;
+    r->open_error = error;
+    snprintf(r->open_msg, sizeof(r->open_msg), "%s", message);
+}
+
+static const struct transport_handler s_handler = {
     .on_message = s_message,
     .on_stderr = s_stderr,
-    .on_close = s_close,
-    .on_exit = s_exit,
+    .on_lost = s_lost,
+    .on_done = s_done,
+    .on_open_failed = s_open_failed,
 };
 
 static void srec_release(struct srec *r)
@@ -222,7 +235,8 @@ static void echo_100(bool poll_exit)
     CHECK_INT(r.exits, 1);
     CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     CHECK_INT(r.close_before_exit, 1);
-    CHECK_INT(r.close_reason, 0);
+    CHECK_INT(r.close_reason, -ECONNRESET); /* an ordinary end, said at the exit */
+    CHECK_STR(r.why, "the server exited with status 0");
     CHECK(r.t_exit - t0 < 1000);
     CHECK_INT(r.messages_after_close, 0);
     srec_release(&r);
@@ -351,6 +365,29 @@ static void test_environment(void)
     loop_free(l);
 }
 
+/* A command that cannot be exec'd: stdio_child_new() does not wait for the exec; the failure
+ * comes from the loop, with the message it would have failed with, then on_done. */
+static void exec_fails(struct loop *l, struct stdio_child_spec *spec, int want_error,
+                       const char *want_msg, bool exact)
+{
+    struct srec r = {0};
+    CHECK_INT(start(l, &r, spec), 0);
+    if (!r.s)
+        return;
+    CHECK_INT(r.open_failed, 0); /* not from inside the call */
+    CHECK_INT(run_for(l, 10000), 0);
+    CHECK_INT(r.open_failed, 1);
+    CHECK_INT(r.open_error, want_error);
+    if (exact)
+        CHECK_STR(r.open_msg, want_msg);
+    else
+        CHECK_CONTAINS(r.open_msg, want_msg);
+    CHECK_INT(r.closes, 0); /* no on_lost after it */
+    CHECK_INT(r.exits, 1);
+    CHECK_INT(r.n, 0);
+    srec_release(&r);
+}
+
 static void test_start_failures(void)
 {
     struct loop *l = new_loop();
@@ -360,18 +397,14 @@ static void test_start_failures(void)
 
     const char *argv[] = {"credkit-no-such-command", "--stdio", NULL};
     struct stdio_child_spec spec = {.argv = argv};
-    CHECK_INT(stdio_child_new(l, &spec, &s_handler, &r, &s, &e), -ENOENT);
-    CHECK(s == NULL);
-    CHECK_STR(err_msg(&e), "cannot run 'credkit-no-such-command': No such file or directory");
+    exec_fails(l, &spec, -ENOENT, "cannot run 'credkit-no-such-command': No such file or directory",
+               true);
 
     const char *argv_cat[] = {"cat", NULL};
     char missing[4200];
     snprintf(missing, sizeof(missing), "%s/missing", tests_tmpdir());
     struct stdio_child_spec spec2 = {.argv = argv_cat, .cwd = missing};
-    err_clear(&e);
-    CHECK_INT(stdio_child_new(l, &spec2, &s_handler, &r, &s, &e), -ENOENT);
-    CHECK(s == NULL);
-    CHECK_CONTAINS(err_msg(&e), "cannot change to directory");
+    exec_fails(l, &spec2, -ENOENT, "cannot change to directory", false);
 
     const char *env[] = {"SECRETVALUE", NULL};
     struct stdio_child_spec spec3 = {.argv = argv_cat, .env = env};
@@ -408,7 +441,8 @@ static void test_server_exits(void)
     CHECK_STR(r.last, "{\"got\":[42]}");
     CHECK_INT(r.exits, 1);
     CHECK_INT(r.close_before_exit, 1);
-    CHECK_INT(r.close_reason, 0);
+    CHECK_INT(r.close_reason, -ECONNRESET);
+    CHECK_STR(r.why, "the server exited with status 5");
     CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 5);
     int e = stdio_child_send(r.s, "[1]", 3);
     CHECK(e == -ESHUTDOWN || e == -EPIPE);
@@ -431,6 +465,7 @@ static void test_frame_over_bound(void)
     CHECK_INT(r.n, 1);
     CHECK_INT(r.closes, 1);
     CHECK_INT(r.close_reason, -E2BIG);
+    CHECK_STR(r.why, "the server sent a message over the size bound");
     CHECK_INT(r.exits, 1); /* shut down by itself: cat saw stdin EOF */
     CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     srec_release(&r);
@@ -618,10 +653,11 @@ static void test_free_while_running(void)
     CHECK(no_zombies());
 }
 
-/* free from inside on_exit and on_close */
-static void free_on_close(int reason, void *userdata)
+/* free from inside on_lost */
+static void free_on_close(int reason, const char *why, void *userdata)
 {
     struct srec *r = userdata;
+    (void)why;
     r->closes++;
     r->close_reason = reason;
     stdio_child_free(r->s);
@@ -634,8 +670,8 @@ static void test_free_in_close(void)
     struct loop *l = new_loop();
     const char *argv[] = {"sh", "-c", "echo '[1]'; exit 0", NULL};
     struct stdio_child_spec spec = {.argv = argv};
-    struct stdio_child_handler h = s_handler;
-    h.on_close = free_on_close;
+    struct transport_handler h = s_handler;
+    h.on_lost = free_on_close;
     struct srec r = {.l = l};
     struct err e = ERR_INIT;
     CHECK_INT(stdio_child_new(l, &spec, &h, &r, &r.s, &e), 0);

@@ -614,6 +614,80 @@ static void test_async_kill_and_free(void)
     child_free(NULL);
 }
 
+/* Waits up to ms for fd to become readable. */
+static bool readable(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, ms) == 1;
+}
+
+/* The stop's steps: SIGTERM at once, SIGKILL when due (not before), the exit on the pidfd. */
+static void test_stop_steps(void)
+{
+    const char *argv[] = {"sh", "-c", "trap '' TERM; echo up; exec sleep 30", NULL};
+    struct child_spec spec = {.argv = argv, .flags = CHILD_STDOUT_PIPE};
+    struct child *c = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(child_spawn(&spec, &c, &e), 0);
+    if (!c)
+        return;
+    CHECK(readable(child_stdout_fd(c), 5000)); /* its trap is set */
+    int pidfd = child_pidfd(c);
+    CHECK_INT(child_pidfd(c), pidfd); /* one, kept */
+    int64_t now = mono_ms();
+    CHECK_INT(child_stop_deadline(c), INT64_MAX);
+    child_stop(c, now, 0, 300);
+    CHECK_INT(child_stop_step(c, now), CHILD_STOP_KILL_DUE); /* SIGTERM sent */
+    CHECK_INT(child_stop_deadline(c), now + 300);
+    if (pidfd >= 0)
+        CHECK(!readable(pidfd, 100)); /* it ignores SIGTERM */
+    CHECK_INT(child_wait(c, false, NULL), 0);
+    child_stop(c, now, 0, 0); /* SIGTERM sent already: nothing changes */
+    CHECK_INT(child_stop_deadline(c), now + 300);
+    CHECK_INT(child_stop_step(c, now + 300), CHILD_STOP_KILLED);
+    CHECK_INT(child_stop_deadline(c), INT64_MAX);
+    if (pidfd >= 0)
+        CHECK(readable(pidfd, 5000));
+    int st = 0;
+    CHECK_INT(child_wait(c, true, &st), 1);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    child_free(c);
+    check_no_children();
+}
+
+/* CHILD_EXEC_LATER: child_spawn() returns before the exec; the report tells it later. */
+static void test_exec_later(void)
+{
+    const char *bad[] = {"credkit-no-such-command", NULL};
+    struct child_spec spec = {.argv = bad, .flags = CHILD_EXEC_LATER};
+    struct child *c = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(child_spawn(&spec, &c, &e), 0);
+    if (!c)
+        return;
+    CHECK(child_exec_fd(c) >= 0);
+    CHECK(readable(child_exec_fd(c), 5000));
+    CHECK_INT(child_exec_result(c, &e), -ENOENT);
+    CHECK_STR(err_msg(&e), "cannot run 'credkit-no-such-command': No such file or directory");
+    CHECK_INT(child_exec_fd(c), -1);
+    int st = 0;
+    CHECK_INT(child_wait(c, true, &st), 1);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 127);
+    child_free(c);
+
+    const char *ok[] = {"true", NULL};
+    spec.argv = ok;
+    c = NULL;
+    CHECK_INT(child_spawn(&spec, &c, &e), 0);
+    if (!c)
+        return;
+    CHECK(readable(child_exec_fd(c), 5000));
+    CHECK_INT(child_exec_result(c, &e), 0);
+    CHECK_INT(child_exec_result(c, &e), 0);
+    child_free(c);
+    check_no_children();
+}
+
 static void test_bad_args(void)
 {
     struct child_spec spec = {0};
@@ -637,4 +711,5 @@ TESTS_MAIN(test_echo_argv, test_shell_pipe, test_exit_code_and_stderr, test_kill
            test_term_ignored_gets_kill, test_stdout_overflow, test_stderr_truncated,
            test_env_minimal, test_env_inherit, test_cwd, test_grandchild_holds_stdout,
            test_unpiped_stdio_is_devnull, test_child_ends_blocking, test_signals_reset,
-           test_async_cat, test_async_kill_and_free, test_bad_args)
+           test_async_cat, test_async_kill_and_free, test_stop_steps, test_exec_later,
+           test_bad_args)
