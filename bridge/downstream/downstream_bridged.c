@@ -19,6 +19,8 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_bridged_int.h"
+#include "downstream/downstream_mrtr_int.h"
 
 /* The id (and progress token) the agent knows b by: "b<n>". */
 static void bridged_id(const struct ds_bridged *b, char buf[static 32])

@@ -14,6 +14,12 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_forward_int.h"
+#include "downstream/downstream_modern_int.h"
+#include "downstream/downstream_listen_int.h"
+#include "downstream/downstream_pending_int.h"
+#include "downstream/downstream_mrtr_int.h"
+#include "downstream/downstream_subs_int.h"
 #include "catalog/proxy.h"
 #include "downstream/proxy_tool.h"
 

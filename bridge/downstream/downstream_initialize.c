@@ -13,6 +13,10 @@
 #include "credkit/version.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_initialize_int.h"
+#include "downstream/downstream_modern_int.h"
+#include "downstream/downstream_servers_int.h"
+#include "downstream/downstream_single_int.h"
 
 static bool known_version(const char *v)
 {

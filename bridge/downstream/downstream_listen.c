@@ -18,6 +18,11 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_listen_int.h"
+#include "downstream/downstream_modern_int.h"
+#include "downstream/downstream_pending_int.h"
+#include "downstream/downstream_forward_int.h"
+#include "downstream/downstream_subs_int.h"
 
 struct ds_listen {
     bool kinds[CATALOG_N_KINDS]; /* tools, prompts, resources (templates: with resources) */

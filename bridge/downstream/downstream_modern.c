@@ -19,6 +19,9 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_modern_int.h"
+#include "downstream/downstream_initialize_int.h"
+#include "downstream/downstream_servers_int.h"
 
 /* The syslog levels of MCP logging, lowest first: a level's rank is its index + 1. */
 static const char *const LOG_LEVELS[] = {

@@ -33,6 +33,9 @@
 #include "credkit/secmem.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_mrtr_int.h"
+#include "downstream/downstream_modern_int.h"
+#include "downstream/downstream_pending_int.h"
 
 #define MRTR_MAX_SUSPENDED 64
 #define MRTR_KEEP_MS       (10 * 60 * 1000)

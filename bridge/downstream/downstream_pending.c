@@ -14,6 +14,10 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_pending_int.h"
+#include "downstream/downstream_listen_int.h"
+#include "downstream/downstream_servers_int.h"
+#include "downstream/downstream_mrtr_int.h"
 
 struct ds_pending *ds_pending_find(struct ds_agent *a, struct json_object *id)
 {

@@ -20,6 +20,13 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_servers_int.h"
+#include "downstream/downstream_modern_int.h"
+#include "downstream/downstream_listen_int.h"
+#include "downstream/downstream_forward_int.h"
+#include "downstream/downstream_bridged_int.h"
+#include "downstream/downstream_subs_int.h"
+#include "downstream/downstream_single_int.h"
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
 

@@ -14,6 +14,12 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_single_int.h"
+#include "downstream/downstream_initialize_int.h"
+#include "downstream/downstream_modern_int.h"
+#include "downstream/downstream_pending_int.h"
+#include "downstream/downstream_forward_int.h"
+#include "downstream/downstream_subs_int.h"
 
 static void answer_init(struct ds_agent *a, struct ds_pending *p)
 {

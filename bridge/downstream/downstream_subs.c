@@ -12,6 +12,9 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_subs_int.h"
+#include "downstream/downstream_servers_int.h"
+#include "downstream/downstream_forward_int.h"
 
 /* A subscription of the agent's. */
 struct ds_sub {

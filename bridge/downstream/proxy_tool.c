@@ -9,6 +9,8 @@
 
 #include "catalog/catalog.h"
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_servers_int.h"
+#include "downstream/downstream_forward_int.h"
 #include "catalog/proxy.h"
 #include "catalog/proxy_search.h"
 #include "downstream/proxy_tool.h"

@@ -1,0 +1,20 @@
+/* downstream_single_int.h - single mode (connect): the agent's initialize and server/discover
+ * wait for the one upstream's READY; its requests are passed through. */
+#pragma once
+
+#include "downstream/downstream_int.h"
+
+/* The agent's initialize in single mode (the capabilities are taken already). Single mode has
+ * one agent: the lead, once it has started the upstream. */
+void ds_single_initialize(struct ds_agent *a, struct jrpc_msg *m);
+/* The upstream is READY: the initialize waiting for it is answered. */
+void ds_single_ready(struct downstream *d);
+/* The upstream failed, or the connect timeout passed: the initialize waiting is refused. */
+void ds_single_fail(struct downstream *d, const char *why);
+/* The connect timeout passed with the agent's initialize waiting. */
+void ds_single_timeout(struct downstream *d);
+/* A modern agent's server/discover in single mode: from the server's own, or its
+ * InitializeResult (waiting for READY). */
+void ds_single_discover(struct ds_agent *a, struct jrpc_msg *m);
+/* An initialized agent's request in single mode. */
+void ds_single_request(struct ds_agent *a, struct jrpc_msg *m);
