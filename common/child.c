@@ -20,8 +20,12 @@ struct child {
     int fd_in, fd_out, fd_err;
     int pidfd;     /* PIDFD_UNTRIED until child_pidfd() is first asked, -1: none to be had */
     int report_fd; /* CHILD_EXEC_LATER: the exec report's read end until it is read */
-    char *name;    /* CHILD_EXEC_LATER: for the exec report's message */
-    char *cwd;     /* CHILD_EXEC_LATER: likewise */
+    /* ... and once read: kept open until child_free(), since a caller's event loop may still
+     * watch it (a descriptor closed under epoll stays registered while a forked sibling holds
+     * its pipe, and its events then name freed memory) */
+    int report_spent;
+    char *name; /* CHILD_EXEC_LATER: for the exec report's message */
+    char *cwd;  /* CHILD_EXEC_LATER: likewise */
     enum {
         LIFE_RUNNING,
         LIFE_REAPED, /* status known */
@@ -371,6 +375,7 @@ int child_spawn(const struct child_spec *spec, struct child **ret, struct err *e
     c->fd_in = c->fd_out = c->fd_err = -1;
     c->pidfd = PIDFD_UNTRIED;
     c->report_fd = -1;
+    c->report_spent = -1;
     c->stop_at = INT64_MAX;
 
     r = spawn_open_fds(spec, name, &f, &plan, e);
@@ -474,7 +479,8 @@ int child_exec_result(struct child *c, struct err *e)
     int r = spawn_read_report(c->report_fd, c->name, c->cwd, e);
     if (r == -EAGAIN)
         return r;
-    close_fd(&c->report_fd);
+    c->report_spent = c->report_fd;
+    c->report_fd = -1;
     return r;
 }
 
@@ -538,6 +544,7 @@ void child_free(struct child *c)
     close_fd(&c->fd_out);
     close_fd(&c->fd_err);
     close_fd(&c->report_fd);
+    close_fd(&c->report_spent);
     if (c->pid > 0 && !gone(c)) {
         (void)kill(-c->pid, SIGKILL);
         /* the leader itself, should it not be in its group yet; safe: it is unreaped, so its

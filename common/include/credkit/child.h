@@ -60,7 +60,8 @@ struct child;
 int child_spawn(const struct child_spec *spec, struct child **ret, struct err *e) _must_check_;
 
 /* CHILD_EXEC_LATER: a descriptor that becomes readable once the child has exec'd or failed to;
- * -1 once child_exec_result() has said which (and always without the flag). Borrowed. */
+ * -1 once child_exec_result() has said which (and always without the flag). Borrowed: it stays
+ * open until child_free(), so a loop watching it may stop watching after the answer. */
 int child_exec_fd(const struct child *c);
 
 /* CHILD_EXEC_LATER: 0 when the child exec'd, -EAGAIN when that is not known yet, else the
