@@ -1,4 +1,4 @@
-/* test_http_upstream.c - the Streamable HTTP upstream against a tiny Streamable HTTP server
+/* test_http_conn.c - the Streamable HTTP upstream against a tiny Streamable HTTP server
  * (http_fixture.h): a session end to end (initialize, the session id, JSON, arrays and SSE
  * answers, the GET stream and its reconnection, a lost session, the DELETE), freeing from a
  * callback, refused connections and bad specs, the order of the GET stream and the requests
@@ -113,6 +113,7 @@ static enum MHD_Result order_req(struct MHD_Connection *c, const char *url, cons
         pthread_mutex_lock(&fx_mu);
         order.gets++;
         order.get_at = now_ms();
+        pthread_cond_broadcast(&fx_cv);
         httpd_header(c, "Last-Event-ID", order.get_lei, F);
         httpd_header(c, "Mcp-Session-Id", order.get_sid, F);
         pthread_mutex_unlock(&fx_mu);
@@ -142,6 +143,14 @@ static enum MHD_Result order_req(struct MHD_Connection *c, const char *url, cons
         return httpd_reply(c, 202, NULL, "", NULL);
     }
     pthread_mutex_lock(&fx_mu);
+    /* the client starts the call after the GET, but the server's threads may see them in either
+     * order: the call is answered once the GET is there (bounded), as a server that answers
+     * on the stream would need it */
+    struct timespec until;
+    (void)clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    while (order.gets < 1 && !fx_stopping && pthread_cond_timedwait(&fx_cv, &fx_mu, &until) == 0)
+        ;
     order.call_at = now_ms();
     httpd_header(c, "Mcp-Session-Id", order.call_sid, F);
     pthread_mutex_unlock(&fx_mu);
