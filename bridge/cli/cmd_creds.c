@@ -400,9 +400,7 @@ static bool is_executable(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* Where prog is run from: as it is when it names a path, else the first on PATH (as execvp
- * looks for it). Caller frees; NULL when not found (or out of memory). */
-static char *program_path(const char *prog)
+char *creds_program_path(const char *prog)
 {
     if (strchr(prog, '/'))
         return is_executable(prog) ? strdup(prog) : NULL;
@@ -433,7 +431,7 @@ static int server_helper(struct creds_server *cs)
         r = h->program ? 0 : -ENOMEM;
     }
     if (r >= 0 && h->program) {
-        h->path = program_path(h->program);
+        h->path = creds_program_path(h->program);
     }
     return r;
 }

@@ -6,9 +6,7 @@
  * answer read (a canary value kept nowhere), a failing helper, an answer too large for one run,
  * a missing helper. For every credential form of an entry, `list` shows a sign-in exactly when
  * the provider `serve` uses would ask mcp-auth for one (credentials_oauth_use(), one rule).
- *
- * The commands are not part of bridge_core (they make the executable), so the module is
- * compiled into this test. */
+ */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,10 +18,14 @@
 
 #include <json-c/json.h>
 
-#include "cli/cmd_creds.c" /* the module under test, with its static helpers */
+#include "credkit/log.h"
+#include "credkit/mcp_config.h"
+#include "credkit/strv.h"
+
+#include "cli/cmd_creds.h"
 #include "core/loop.h"
 #include "creds/cred_helper.h"
-#include "credkit/log.h"
+#include "creds/credentials.h"
 #include "tests.h"
 
 #include "loop_wait.h"
@@ -209,11 +211,11 @@ static void test_helper_program(void)
     buf_release(&b);
 
     /* looked up as execvp would: a path as it is, a name on PATH */
-    char *found = program_path("sh");
+    char *found = creds_program_path("sh");
     CHECK(found != NULL && found[0] == '/');
     free(found);
-    CHECK(program_path("/nonexistent/creds-helper") == NULL);
-    CHECK(program_path("creds-no-such-helper-xyz") == NULL);
+    CHECK(creds_program_path("/nonexistent/creds-helper") == NULL);
+    CHECK(creds_program_path("creds-no-such-helper-xyz") == NULL);
 }
 
 static void test_login_command(void)
