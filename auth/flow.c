@@ -31,34 +31,7 @@ static char *scope_union(const char *a, const char *b)
 {
     struct buf out;
     buf_init(&out, 16 * 1024);
-    const char *srcs[2] = {a, b};
-    for (int k = 0; k < 2; k++) {
-        const char *p = srcs[k];
-        while (p && *p) {
-            p += strspn(p, " ");
-            size_t n = strcspn(p, " ");
-            if (n == 0)
-                break;
-            /* skip duplicates */
-            bool dup = false;
-            const char *q = buf_str(&out);
-            while (*q) {
-                size_t m = strcspn(q, " ");
-                if (m == n && strncmp(q, p, n) == 0)
-                    dup = true;
-                q += m;
-                q += strspn(q, " ");
-            }
-            if (!dup) {
-                if ((out.len && buf_append_char(&out, ' ') < 0) || buf_append(&out, p, n) < 0) {
-                    buf_release(&out);
-                    return NULL;
-                }
-            }
-            p += n;
-        }
-    }
-    if (out.len == 0) {
+    if (buf_append_new_words(&out, a) < 0 || buf_append_new_words(&out, b) < 0 || out.len == 0) {
         buf_release(&out);
         return NULL;
     }

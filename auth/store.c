@@ -1,4 +1,8 @@
-/* store.c - the token store as the sign-in flow uses it: its own error codes, setters */
+/* store.c - the token store as mcp-auth's commands use it (store.h). Every command reaches
+ * tokens.c through here: tokens.c speaks of files (-EBADMSG, -EINVAL, -EIO, a lock that timed
+ * out, as its tests check), these of what the exit status must tell apart from the authorization
+ * server's failures (-EUCLEAN, -ENOLCK); with them, the entry's setters that wipe and the
+ * recording of a token response, which belong to no file format. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* buf.c - growable byte buffer with a hard cap */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,4 +176,43 @@ void buf_trim(struct buf *b)
         secure_wipe(b->data + n, b->len - n);
     b->len = n;
     b->data[n] = 0;
+}
+
+/* Whether the space-separated list held in b has the word p[0..n). */
+static bool has_word(const struct buf *b, const char *p, size_t n)
+{
+    const char *q = b->data ? b->data : "";
+    while (*q) {
+        q += strspn(q, " ");
+        size_t m = strcspn(q, " ");
+        if (m == n && strncmp(q, p, n) == 0)
+            return true;
+        q += m;
+    }
+    return false;
+}
+
+int buf_append_new_words(struct buf *b, const char *words)
+{
+    const char *p = words;
+    while (p && *p) {
+        p += strspn(p, " ");
+        size_t n = strcspn(p, " ");
+        if (!n)
+            break;
+        if (!has_word(b, p, n)) {
+            size_t before = b->len;
+            int r = b->len ? buf_append_char(b, ' ') : 0;
+            if (r >= 0)
+                r = buf_append(b, p, n);
+            if (r < 0) {
+                b->len = before; /* not a separator without its word */
+                if (b->data)
+                    b->data[before] = '\0';
+                return r;
+            }
+        }
+        p += n;
+    }
+    return 0;
 }

@@ -19,6 +19,7 @@
 #include "credkit/util.h"
 
 #include "cli/cmd_creds.h"
+#include "creds/credentials.h"
 #include "creds/helper_path.h"
 #include "creds/helper_proc.h"
 #include "config/server_config.h"
@@ -330,12 +331,11 @@ static int entry_canonical_url(const struct mcp_server *s, char **ret, struct er
     return r;
 }
 
-/* Whether mcp-auth may hold a sign-in the bridge uses for s: OAuth entries, and HTTP entries
- * that say nothing (a 401 with a Bearer challenge signs in). */
+/* Whether mcp-auth may hold a sign-in the bridge uses for s: the provider's own rule
+ * (credentials_oauth_use()), OAuth entries and those a Bearer challenge signs in. */
 static bool oauth_applies(const struct mcp_server *s)
 {
-    return s->transport != MCP_TRANSPORT_STDIO && s->url &&
-           (s->auth == MCP_AUTH_OAUTH || s->auth == MCP_AUTH_NONE);
+    return credentials_oauth_use(s) != CREDENTIALS_OAUTH_NEVER;
 }
 
 static int oauth_unknown(struct creds_oauth *o, const char *why)
@@ -348,7 +348,7 @@ static int server_oauth(struct creds_server *cs, struct json_object *status, con
                         const char *config_path, int64_t now)
 {
     const struct mcp_server *s = cs->server;
-    bool oauth = s->auth == MCP_AUTH_OAUTH;
+    bool oauth = credentials_oauth_use(s) == CREDENTIALS_OAUTH_ALWAYS;
     struct err e = ERR_INIT;
     char *url = NULL, *cmd = NULL;
     int r;
@@ -400,9 +400,7 @@ static bool is_executable(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* Where prog is run from: as it is when it names a path, else the first on PATH (as execvp
- * looks for it). Caller frees; NULL when not found (or out of memory). */
-static char *program_path(const char *prog)
+char *creds_program_path(const char *prog)
 {
     if (strchr(prog, '/'))
         return is_executable(prog) ? strdup(prog) : NULL;
@@ -433,7 +431,7 @@ static int server_helper(struct creds_server *cs)
         r = h->program ? 0 : -ENOMEM;
     }
     if (r >= 0 && h->program) {
-        h->path = program_path(h->program);
+        h->path = creds_program_path(h->program);
     }
     return r;
 }

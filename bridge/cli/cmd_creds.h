@@ -123,6 +123,11 @@ void creds_oauth_release(struct creds_oauth *o);
  * -EINVAL for an empty command or an unclosed quote, -ENOMEM. */
 int creds_helper_program(const char *cmdline, char **ret, bool *ret_shell) _must_check_;
 
+/* Where a headersHelper's program is run from: prog itself when it names a path, else the first
+ * on PATH (as execvp looks for it); an executable regular file either way. Caller frees; NULL
+ * when not found (or out of memory). */
+char *creds_program_path(const char *prog);
+
 /* The command that signs in to NAME, as a person types it and as the bridge's messages write it:
  * "mcp-auth NAME", with --config "PATH" when given (NAME quoted for a shell where needed).
  * Caller frees *ret. -ENOMEM. */

@@ -23,6 +23,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_config.h"
 #include "cli/cmd_creds.h"
+#include "cli/cmd_list.h"
 #include "config/server_config.h"
 
 static const char *layer_word(enum mcp_layer l)
@@ -205,10 +206,8 @@ static int entry_lifecycle(const struct mcp_server *s, const struct server_setti
     return 0;
 }
 
-/* The LIFECYCLE column: "lazy 10m", "eager never" (idleTimeout 0), "keep-alive"; "-" for an
- * invalid entry. */
-static int entry_lifecycle_text(const struct mcp_server *s, const struct server_settings *st,
-                                struct buf *out)
+int list_lifecycle_text(const struct mcp_server *s, const struct server_settings *st,
+                        struct buf *out)
 {
     enum server_lifecycle l;
     int64_t idle;
@@ -288,9 +287,7 @@ static const char list_help[] =
     "  mcp-bridge list\n"
     "  mcp-bridge list --json | jq '.servers[] | select(.status != \"ok\") | .name'\n";
 
-/* The display paths of the files c considered, in the order of mcp_config_file_at() and then
- * of mcp_config_import_file_at(): entries and diagnostics name files by them. -ENOMEM. */
-static int file_displays(const struct mcp_config *c, struct strv *ret)
+int list_file_displays(const struct mcp_config *c, struct strv *ret)
 {
     size_t nl = mcp_config_file_count(c), ni = mcp_config_import_file_count(c);
     for (size_t i = 0; i < nl + ni; i++) {
@@ -303,7 +300,7 @@ static int file_displays(const struct mcp_config *c, struct strv *ret)
 }
 
 /* Display path -> absolute path of a file the configuration considered, a layer or an imported
- * file (displays: file_displays()). Borrowed; disp itself when unknown. */
+ * file (displays: list_file_displays()). Borrowed; disp itself when unknown. */
 static const char *source_path(const struct mcp_config *c, const struct strv *displays,
                                const char *disp)
 {
@@ -423,8 +420,8 @@ static void json_lifecycle(bool *oom, struct json_object *o, const struct mcp_se
     cfg_jadd(oom, o, "idleTimeoutMs", jidle);
 }
 
-static int list_json(const struct mcp_config *c, const struct creds_report *rep,
-                     const struct strv *displays)
+int list_json(const struct mcp_config *c, const struct creds_report *rep,
+              const struct strv *displays)
 {
     struct server_settings st;
     server_settings_get(c, &st);
@@ -588,7 +585,7 @@ static int list_row_fill(struct list_row *w, const struct mcp_server *s,
     if (r >= 0)
         r = entry_origin(s, &w->origin);
     if (r >= 0)
-        r = entry_lifecycle_text(s, st, &w->lifecycle);
+        r = list_lifecycle_text(s, st, &w->lifecycle);
     if (r >= 0)
         r = entry_target(s, &w->raw_target);
     if (r >= 0)
@@ -614,7 +611,7 @@ static void print_file(const char *path, const char *import, bool exists)
     free(d);
 }
 
-static int list_text(const struct mcp_config *c, const struct creds_report *rep)
+int list_text(const struct mcp_config *c, const struct creds_report *rep)
 {
     size_t n = mcp_config_count(c), w_name = 4, w_src = 6, w_life = 9;
     int64_t now = (int64_t)time(NULL);
@@ -707,7 +704,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
     if (!c)
         return BRIDGE_EXIT_CONFIG;
 
-    if (file_displays(c, &displays) < 0) {
+    if (list_file_displays(c, &displays) < 0) {
         log_error(log, "out of memory");
         goto out;
     }

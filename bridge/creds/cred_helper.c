@@ -11,7 +11,6 @@
 #include <strings.h>
 
 #include "credkit/buf.h"
-#include "credkit/challenge.h"
 #include "credkit/helper_answer.h"
 #include "credkit/log.h"
 #include "credkit/mcp_template.h"
@@ -129,20 +128,9 @@ static int needed_names(const struct mcp_server *s, struct strv *names, struct s
     return 0;
 }
 
-static bool has_bearer_challenge(const char *challenge)
-{
-    struct auth_challenges list = {0};
-    if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
-        return false;
-    bool found = challenges_find(&list, "Bearer") != NULL;
-    challenges_release(&list);
-    return found;
-}
-
 static bool oauth_applies(const struct cred_helper *h, const struct mcp_server *s)
 {
-    return s->transport != MCP_TRANSPORT_STDIO &&
-           (s->auth == MCP_AUTH_OAUTH || (h->oauth_found && s->auth == MCP_AUTH_NONE));
+    return credentials_oauth_applies(s, h->oauth_found);
 }
 
 static unsigned needed_slots(struct cred_helper *h, const struct credentials_query *q,
@@ -150,9 +138,8 @@ static unsigned needed_slots(struct cred_helper *h, const struct credentials_que
 {
     const struct mcp_server *s = q->server;
     if ((q->reason == CREDENTIALS_UNAUTHORIZED || q->reason == CREDENTIALS_FORBIDDEN) &&
-        s->auth == MCP_AUTH_NONE && !s->headers_helper &&
-        !mcp_server_sets_header(s, "Authorization") && !h->oauth_found &&
-        s->transport != MCP_TRANSPORT_STDIO && has_bearer_challenge(q->challenge)) {
+        !h->oauth_found && credentials_oauth_use(s) == CREDENTIALS_OAUTH_CHALLENGE &&
+        credentials_bearer_challenge(q->challenge)) {
         log_info(h->log,
                  "server '%s': it asks for an OAuth sign-in (a Bearer challenge): asking "
                  "mcp-auth",

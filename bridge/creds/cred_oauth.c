@@ -111,29 +111,6 @@ char *ch_challenged_scopes(const char *challenge)
 }
 
 /* Appends to out each space-separated word of add that out lacks. -ENOMEM. */
-static int scope_union(struct buf *out, const char *add)
-{
-    const char *p = add;
-    while (p && *p) {
-        p += strspn(p, " ");
-        size_t n = strcspn(p, " ");
-        if (!n)
-            break;
-        bool have = false;
-        const char *q = out->data ? out->data : "";
-        while (*q && !have) {
-            q += strspn(q, " ");
-            size_t m = strcspn(q, " ");
-            have = m == n && strncmp(q, p, n) == 0;
-            q += m;
-        }
-        if (!have && ((out->len && buf_append_char(out, ' ') < 0) || buf_append(out, p, n) < 0))
-            return -ENOMEM;
-        p += n;
-    }
-    return 0;
-}
-
 /* The scopes granted, from `mcp-auth status --json` (NULL when none or unreadable). */
 static char *granted_scopes(const struct helper_proc_result *res)
 {
@@ -161,9 +138,9 @@ static void step_up_decide(struct slot *s, const char *granted)
     struct buf all;
     char cmd[MSG_MAX], msg[MSG_MAX * 2], why[200];
     buf_init(&all, 8192);
-    int r = scope_union(&all, granted);
+    int r = buf_append_new_words(&all, granted);
     if (r >= 0)
-        r = scope_union(&all, s->challenged);
+        r = buf_append_new_words(&all, s->challenged);
     const char *scopes = all.data ? all.data : "";
     free(s->scopes);
     s->scopes = strdup(scopes);

@@ -421,3 +421,38 @@ bool credentials_insufficient_scope(const char *challenge)
     challenges_release(&list);
     return yes;
 }
+
+bool credentials_bearer_challenge(const char *challenge)
+{
+    struct auth_challenges list = {0};
+    if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
+        return false;
+    bool found = challenges_find(&list, "Bearer") != NULL;
+    challenges_release(&list);
+    return found;
+}
+
+enum credentials_oauth_use credentials_oauth_use(const struct mcp_server *s)
+{
+    if (s->transport == MCP_TRANSPORT_STDIO || !s->url)
+        return CREDENTIALS_OAUTH_NEVER;
+    switch (s->auth) {
+    case MCP_AUTH_OAUTH:
+        return CREDENTIALS_OAUTH_ALWAYS;
+    case MCP_AUTH_NONE:
+        /* a sign-in found by a challenge must not silently replace the entry's own */
+        if (s->headers_helper || mcp_server_sets_header(s, "Authorization"))
+            return CREDENTIALS_OAUTH_NEVER;
+        return CREDENTIALS_OAUTH_CHALLENGE;
+    case MCP_AUTH_BEARER:
+    case MCP_AUTH_DISABLED:
+        break;
+    }
+    return CREDENTIALS_OAUTH_NEVER;
+}
+
+bool credentials_oauth_applies(const struct mcp_server *s, bool challenged)
+{
+    enum credentials_oauth_use use = credentials_oauth_use(s);
+    return use == CREDENTIALS_OAUTH_ALWAYS || (use == CREDENTIALS_OAUTH_CHALLENGE && challenged);
+}

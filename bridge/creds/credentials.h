@@ -153,3 +153,24 @@ int64_t credentials_now_ms(void);
 /* Whether a WWW-Authenticate value is a Bearer challenge with error="insufficient_scope" (a 403
  * that a wider grant would turn into a success: FORBIDDEN). */
 bool credentials_insufficient_scope(const char *challenge);
+/* Whether a WWW-Authenticate value holds a Bearer challenge (any parameters). */
+bool credentials_bearer_challenge(const char *challenge);
+
+/* When an entry signs in with mcp-auth: the one rule of the helpers' provider (cred_helper.h,
+ * which asks mcp-auth for the header) and of `mcp-bridge list` (which shows the sign-in), so
+ * that list never describes a mode the bridge does not use. */
+enum credentials_oauth_use {
+    CREDENTIALS_OAUTH_NEVER,     /* stdio; "auth": "bearer", "none" or false; or no "auth" while
+                                  * Authorization comes from elsewhere (the entry's "headers", a
+                                  * headersHelper): mcp-auth's header would replace it */
+    CREDENTIALS_OAUTH_ALWAYS,    /* "auth": "oauth", or an "oauth" object */
+    CREDENTIALS_OAUTH_CHALLENGE, /* no "auth": once the server answered a 401 or a 403 with a
+                                  * Bearer challenge, and from then on */
+};
+
+/* The entry's use of mcp-auth (its transport, url, "auth", "headers", "headersHelper"; neither
+ * autoAuth nor allowHttp changes it: they say how a sign-in happens and where it may go). */
+enum credentials_oauth_use credentials_oauth_use(const struct mcp_server *s);
+/* Whether mcp-auth's header goes on s's requests now: ALWAYS, or CHALLENGE once challenged
+ * (the server answered with a Bearer challenge, credentials_bearer_challenge()). */
+bool credentials_oauth_applies(const struct mcp_server *s, bool challenged);

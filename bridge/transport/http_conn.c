@@ -83,10 +83,18 @@ bool http_gone(const struct http_conn *u)
 
 /* ---- callbacks to the caller ------------------------------------------------------------- */
 
-void http_emit_message(struct http_conn *u, const char *msg, size_t len)
+void http_emit_message(struct http_conn *u, const char *msg, size_t len, uint64_t tag)
 {
-    if (!http_gone(u))
-        u->h.on_message(msg, len, u->userdata);
+    if (http_gone(u))
+        return;
+    u->message_tag = tag;
+    u->h.on_message(msg, len, u->userdata);
+    u->message_tag = 0; /* freed from inside, the memory lasts the iteration */
+}
+
+uint64_t http_conn_message_tag(const struct http_conn *u)
+{
+    return u->message_tag;
 }
 
 void http_emit_error(struct http_conn *u, int error, uint64_t tag)
@@ -152,7 +160,7 @@ static int stream_event(const struct sse_event *ev, void *userdata)
             return k;
     } else if (ev->data_len > 0 && http_event_is(ev, "message")) {
         /* empty data: priming or keep-alive; the parser has recorded its id */
-        http_emit_message(u, ev->data, ev->data_len);
+        http_emit_message(u, ev->data, ev->data_len, 0);
     }
     return http_gone(u) ? -ECANCELED : 0;
 }

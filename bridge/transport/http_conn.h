@@ -118,6 +118,11 @@ bool http_conn_is_legacy(const struct http_conn *u);
  * is not "Name: value" (the headers are then left as they were), -ENOMEM. */
 int http_conn_set_headers(struct http_conn *u, const char *const *headers) _must_check_;
 
+/* While on_message runs: the tag of the request on whose answer (its POST's stream, or a
+ * resumption of it) the message came, so that a server request names the request it belongs
+ * to; 0 for the GET stream, the legacy transport's stream and requests sent with tag 0. */
+uint64_t http_conn_message_tag(const struct http_conn *u);
+
 /* The WWW-Authenticate value of the most recent answer of 401 or 403 (the first such header of
  * it, as sent), or NULL when there was none or it had none. Borrowed, valid until the next call
  * into the upstream; read it from on_error (or on_close) to see why a request was refused. */

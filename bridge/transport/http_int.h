@@ -136,6 +136,7 @@ struct http_conn {
     char *session_id;
     char *proto;
     char *challenge;         /* of the last 401 or 403: http_conn_challenge() */
+    uint64_t message_tag;    /* during on_message: http_conn_message_tag() */
     struct list_node reqs;   /* struct http_req, oldest first */
     struct http_req *stream; /* STREAM_ORDERED, STREAM_ACTIVE: the GET, also on reqs */
     uint64_t seq;            /* of the last http_req created */
@@ -157,7 +158,8 @@ void http_set_mode(struct http_conn *u, enum http_mode to);
 /* Sets the GET stream's state; r is the stream for ORDERED and ACTIVE, else NULL. */
 void http_stream_set(struct http_conn *u, enum http_stream to, struct http_req *r);
 /* Callbacks to the caller, each only while the upstream is open. */
-void http_emit_message(struct http_conn *u, const char *msg, size_t len);
+/* tag: the request on whose answer the message came (0: the GET stream) */
+void http_emit_message(struct http_conn *u, const char *msg, size_t len, uint64_t tag);
 void http_emit_error(struct http_conn *u, int error, uint64_t tag);
 void http_emit_close(struct http_conn *u, int reason);
 /* Starts what can start, from the loop (the embedded deferred call, in this iteration's

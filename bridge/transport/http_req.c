@@ -147,7 +147,7 @@ static int req_event(const struct sse_event *ev, void *userdata)
     if (ev->id[0])
         r->ids++;
     if (ev->data_len > 0 && http_event_is(ev, "message"))
-        http_emit_message(u, ev->data, ev->data_len);
+        http_emit_message(u, ev->data, ev->data_len, r->tag);
     return http_gone(u) || r->state == HREQ_STOPPED ? -ECANCELED : 0;
 }
 
@@ -455,7 +455,7 @@ void http_req_deliver_json(struct http_req *r)
     if (i == len)
         return; /* 200 with an empty body */
     if (p[i] != '[') {
-        http_emit_message(u, p, len); /* one message: the caller parses it */
+        http_emit_message(u, p, len, r->tag); /* one message: the caller parses it */
         return;
     }
     /* a 2025-03-26 server's batch answer: each element on its own */
@@ -473,7 +473,7 @@ void http_req_deliver_json(struct http_req *r)
             json_object_array_get_idx(arr, j),
             JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &sl);
         if (s)
-            http_emit_message(u, s, sl);
+            http_emit_message(u, s, sl, r->tag);
     }
     json_object_put(arr);
 }
@@ -647,7 +647,7 @@ static void modern_refusal(struct http_req *r)
     const char *s = json_object_to_json_string_length(
         o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
     if (s)
-        http_emit_message(r->u, s, n);
+        http_emit_message(r->u, s, n, r->tag);
     json_object_put(o);
 }
 

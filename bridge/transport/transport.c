@@ -80,6 +80,11 @@ const char *transport_challenge(const struct transport *t)
     return t && t->ops->challenge ? t->ops->challenge(t) : NULL;
 }
 
+uint64_t transport_message_tag(const struct transport *t)
+{
+    return t && t->ops->message_tag ? t->ops->message_tag(t) : 0;
+}
+
 const char *transport_strerror(const struct transport *t, int error)
 {
     const char *s = t && t->ops->strerror ? t->ops->strerror(error) : NULL;

@@ -90,6 +90,10 @@ struct transport_ops {
     /* A sentence for a transport error, for messages ("HTTP 404 Not Found: check the URL");
      * NULL for an error the wire has no words of its own for. Optional. */
     const char *(*strerror)(int error);
+    /* While on_message runs: the tag of the request on whose answer the message came (HTTP: a
+     * POST's response stream), 0 when none (the server's own stream). Optional (NULL: the wire
+     * cannot tell, as stdio). */
+    uint64_t (*message_tag)(const struct transport *t);
 };
 
 /* Every implementation embeds this first. */
@@ -139,5 +143,7 @@ int transport_shutdown(struct transport *t);
 void transport_free(struct transport *t);
 /* NULL when the wire has none (or t is NULL). */
 const char *transport_challenge(const struct transport *t);
+/* The message_tag op; 0 when the wire cannot tell (or t is NULL). */
+uint64_t transport_message_tag(const struct transport *t);
 /* A sentence for error: the transport's own words, else the generic ones (NULL t is fine). */
 const char *transport_strerror(const struct transport *t, int error);

@@ -201,6 +201,12 @@ static const char *h_challenge(const struct transport *t)
     return http_conn_challenge(x->http);
 }
 
+static uint64_t h_message_tag(const struct transport *t)
+{
+    const struct transport_http *x = (const struct transport_http *)(const void *)t;
+    return http_conn_message_tag(x->http);
+}
+
 static void h_closed(int result, void *userdata)
 {
     struct transport_http *x = userdata;
@@ -254,6 +260,7 @@ static const struct transport_ops http_ops = {
     .free = h_free,
     .challenge = h_challenge,
     .strerror = h_strerror,
+    .message_tag = h_message_tag,
 };
 
 int transport_http_open(const struct transport_spec *spec, const struct transport_handler *h,

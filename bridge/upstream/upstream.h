@@ -239,8 +239,6 @@ int upstream_call_ex(struct upstream *u, const char *method, struct json_object 
  * input (tools/call, resources/read, prompts/get); else NULL. For an input request unpacked
  * from an InputRequiredResult, the call that got it. */
 struct upstream_call *upstream_related_call(struct upstream *u, struct json_object *msg);
-/* The userdata given with the call. */
-void *upstream_call_userdata(const struct upstream_call *c);
 
 /* The caller gives up on a call: no callback follows. If it was sent, notifications/cancelled
  * with its id and reason (NULL: none) is sent upstream. NULL-safe. */

@@ -584,11 +584,6 @@ void up_call_reissue(struct upstream *u, struct upstream_call *c, struct json_ob
     call_dispatch(u, c);
 }
 
-void *upstream_call_userdata(const struct upstream_call *c)
-{
-    return c ? c->userdata : NULL;
-}
-
 void upstream_call_cancel(struct upstream_call *c, const char *reason)
 {
     if (!c || c->in_callback)

@@ -292,23 +292,23 @@ static void open_transport(struct upstream *u)
 
 /* The credentials could not be had: the connect attempt fails; for good (until a call
  * UPSTREAM_RECHECK_MS later asks again, or a reload) when no retry can do better: a ${NAME} that
- * resolves nowhere, a helper missing, an answer cred_check refused. */
-static void creds_failed(struct upstream *u, int error, const char *message)
+ * resolves nowhere, a helper missing, an answer cred_check refused (refused). */
+static void creds_failed(struct upstream *u, int error, const char *message, bool refused)
 {
     char *m = up_asprintf("server '%s': %s", up_name(u), message ? message : strerror(-error));
-    bool permanent = error == -ENOENT || error == -EINVAL || u->creds_refused;
-    u->creds_refused = false;
+    bool permanent = error == -ENOENT || error == -EINVAL || refused;
     up_connect_fail(u, error, m, permanent);
     free(m);
     if (u->state == UPSTREAM_FAILED && !u->no_reconnect)
         u->recheck_at = loop_now(u->loop) + UPSTREAM_RECHECK_MS; /* a secret may be set up */
 }
 
+/* refused: error is cred_check's refusal of the answer (creds_failed()) */
 static void connect_with(struct upstream *u, int error, const struct credentials *c,
-                         const char *message)
+                         const char *message, bool refused)
 {
     if (error < 0) {
-        creds_failed(u, error, message);
+        creds_failed(u, error, message, refused);
         return;
     }
     if (keep_creds(u, c) < 0) {
@@ -343,10 +343,10 @@ void up_init_refused(struct upstream *u, int error)
 }
 
 static void connect_retry_with(struct upstream *u, int error, const struct credentials *c,
-                               const char *message)
+                               const char *message, bool refused)
 {
     if (error < 0) {
-        creds_failed(u, error, message);
+        creds_failed(u, error, message, refused);
         return;
     }
     if (credentials_headers_equal(c->headers, u->creds.headers)) {
@@ -513,6 +513,7 @@ static void creds_done(int error, const struct credentials *c, const char *messa
 {
     struct upstream *u = userdata;
     struct err e = ERR_INIT;
+    bool refused = false; /* by cred_check: the entry cannot work as it is */
     u->cred_req = NULL;
     if (error >= 0) {
         /* whatever gave them, they go to the server only if they are safe to send there */
@@ -523,16 +524,15 @@ static void creds_done(int error, const struct credentials *c, const char *messa
             c = NULL;
             log_debug(u->log, "server '%s': its credentials are refused: %s", up_name(u), message);
             /* connecting, creds_failed() takes it; a refresh keeps what it has */
-            u->creds_refused = r != -ENOMEM && (u->cred_purpose == CRED_CONNECT ||
-                                                u->cred_purpose == CRED_CONNECT_RETRY);
+            refused = r != -ENOMEM;
         }
     }
     switch (u->cred_purpose) {
     case CRED_CONNECT:
-        connect_with(u, error, c, message);
+        connect_with(u, error, c, message, refused);
         break;
     case CRED_CONNECT_RETRY:
-        connect_retry_with(u, error, c, message);
+        connect_retry_with(u, error, c, message, refused);
         break;
     case CRED_REAUTH:
         reauth_with(u, error, c, message);

@@ -164,10 +164,6 @@ struct upstream {
     struct credentials_request *cred_req;
     enum cred_purpose cred_purpose;
     int cred_error; /* CRED_CONNECT_RETRY: initialize's error, reported if nothing changes */
-    /* the answer was refused by cred_check (plain http, an unsafe header): the entry cannot
-     * work as it is, so the attempt fails for good (asked again by a later call, not by the
-     * backoff) */
-    bool creds_refused;
     struct credentials creds; /* the last answer (secrets) */
     int64_t recheck_at;       /* LOGIN, or FAILED by the credentials: a call from then on
                                * connects again (loop time; 0: FAILED for good) */

@@ -90,7 +90,12 @@ static void on_request(struct upstream *u, struct conn *cn, struct jrpc_msg *m)
     }
     log_debug(u->log, "server '%s': <- request %s", up_name(u), m->method);
     if (u->h.on_request) {
+        /* the request of the stream it came on names the call it belongs to (several calls
+         * may be asking at once): upstream_related_call() */
+        uint64_t tag = u->request_tag;
+        u->request_tag = transport_message_tag(cn->t);
         u->h.on_request(u, cn->gen, m->root, u->userdata);
+        u->request_tag = tag; /* freed from inside, the memory lasts the iteration */
         return;
     }
     int r =

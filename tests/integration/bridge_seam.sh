@@ -77,6 +77,13 @@ RS6=$PEER_URL
 peer hs seam-header-server
 HS=$PEER_URL
 
+# the resource servers fetch the issuer's key set at their first token: under the sanitizers
+# that first fetch can be slow enough to refuse the first call, so each has it before any call
+keys_in() { node -e 'fetch(process.argv[1], {method: "POST"}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "${1%/mcp}/__test/keys"; }
+for u in "$RS1" "$RS2" "$RS4" "$RS5" "$RS6"; do
+    wait_until 60 "the key set of $u" keys_in "$u"
+done
+
 # 6. the watcher of every command line and every stdio server's environment, from now on
 tokens_of() { echo "${1%/mcp}/__test/tokens"; }
 TOKEN_URLS="$AS/__test/issued-tokens"

@@ -36,7 +36,8 @@ Serves RFC 9728 metadata at /.well-known/oauth-protected-resource/mcp and at the
 One tool, whoami, returns the token's sub, scope, aud and client_id.
 
 Test endpoints: GET /__test/stats (counters, JSON), POST /__test/reset (zero them),
-GET /__test/tokens (every token accepted since start, never reset).`;
+GET /__test/tokens (every token accepted since start, never reset), POST /__test/keys (fetch
+the issuer's key set now: 200 once it is in, 503 while it cannot be had).`;
 
 const opts = parseArgs(spec, process.argv.slice(2), usage);
 const log = makeLogger('mcp-resource-server', opts.quiet);
@@ -281,6 +282,16 @@ serveHttp(httpServer, log, sessions, async (req, res, path) => {
     sendJson(res, 200, { ...stats, resource: resourceUrl, issuer, open_sessions: sessions.size });
   } else if (req.method === 'GET' && path === '/__test/tokens') {
     sendJson(res, 200, { tokens: [...acceptedTokens] });
+  } else if (req.method === 'POST' && path === '/__test/keys') {
+    // the issuer's key set fetched now rather than at the first token (a test waits on this
+    // before its first call, so that a slow first fetch is not taken for a refusal)
+    try {
+      const set = await keySet();
+      await set.reload();
+      sendJson(res, 200, { ok: true });
+    } catch (err) {
+      sendJson(res, 503, { ok: false, error: String(err?.message ?? err) });
+    }
   } else if (req.method === 'POST' && path === '/__test/reset') {
     stats = freshStats();
     tokensSinceReset = new Set();

@@ -58,3 +58,8 @@ void buf_consume(struct buf *b, size_t n);
 
 /* Strips ASCII whitespace at both ends, in place. */
 void buf_trim(struct buf *b);
+
+/* Appends each space-separated word of words (NULL: none) that b does not hold yet, one space
+ * between words: the union of two OAuth scope lists, in order, each scope once. -E2BIG past
+ * max, -ENOMEM; on failure b holds the words appended before. */
+int buf_append_new_words(struct buf *b, const char *words) _must_check_;

@@ -1,7 +1,8 @@
 /* fake_transport.h - a transport written for the upstream's unit tests: nothing runs but the
  * loop. Each one opened is kept (at most FAKE_MAX, released by fakes_release()); it records
  * every message sent (parsed), the headers given at open and by set_headers, and the extra
- * headers of the last send_hdrs; the test plays the server with fake_deliver(). Its 401 reads
+ * headers of the last send_hdrs; the test plays the server with fake_deliver() (or
+ * fake_deliver_on(), as on the answer stream of one request, as HTTP does). Its 401 reads
  * "the fake says 401" and its challenge is `Bearer scope="fake"`.
  *
  * Included by test_upstream_fake.c and test_mrtr_upstream.c, after tests.h, loop.h,
@@ -44,6 +45,7 @@ struct fake {
     int set_headers_calls;
     char url_var[64];     /* ${HOST} as the transport's lookup gave it at open */
     char last_hdrs[1024]; /* the extra headers of the last send_hdrs, joined with '|' */
+    uint64_t message_tag; /* during fake_deliver_on(): the request whose stream it plays */
     bool freed;
 };
 
@@ -112,6 +114,11 @@ static const char *fake_challenge(const struct transport *t)
     return "Bearer scope=\"fake\"";
 }
 
+static uint64_t fake_message_tag(const struct transport *t)
+{
+    return ((const struct fake *)(const void *)t)->message_tag;
+}
+
 static const struct transport_ops fake_ops = {
     .name = "fake",
     .challenge = fake_challenge,
@@ -121,6 +128,7 @@ static const struct transport_ops fake_ops = {
     .set_headers = fake_set_headers,
     .shutdown = fake_shutdown,
     .free = fake_free,
+    .message_tag = fake_message_tag,
 };
 
 static int fake_open(const struct transport_spec *spec, const struct transport_handler *h,
@@ -185,6 +193,14 @@ static int count_method(struct fake *f, const char *method)
 static void fake_deliver(struct fake *f, const char *text)
 {
     f->h->on_message(text, strlen(text), f->userdata);
+}
+
+/* The same on the answer stream of the request sent with tag (its id). */
+static void fake_deliver_on(struct fake *f, uint64_t tag, const char *text)
+{
+    f->message_tag = tag;
+    f->h->on_message(text, strlen(text), f->userdata);
+    f->message_tag = 0;
 }
 
 #pragma GCC diagnostic pop

@@ -4,21 +4,31 @@
  * the program of a headersHelper (quotes, '!', bad input), the sign-in command with --config,
  * the words list prints, and the run of `secrets resolve --json` through CREDKIT_SECRETS: an
  * answer read (a canary value kept nowhere), a failing helper, an answer too large for one run,
- * a missing helper.
- *
- * The commands are not part of bridge_core (they make the executable), so the module is
- * compiled into this test. */
+ * a missing helper. For every credential form of an entry, `list` shows a sign-in exactly when
+ * the provider `serve` uses would ask mcp-auth for one (credentials_oauth_use(), one rule).
+ */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
-#include "cli/cmd_creds.c" /* the module under test, with its static helpers */
+#include "credkit/log.h"
+#include "credkit/mcp_config.h"
+#include "credkit/strv.h"
+
+#include "cli/cmd_creds.h"
+#include "core/loop.h"
+#include "creds/cred_helper.h"
+#include "creds/credentials.h"
 #include "tests.h"
+
+#include "loop_wait.h"
 
 #define CANARY "canary-7f3e-value"
 
@@ -201,11 +211,11 @@ static void test_helper_program(void)
     buf_release(&b);
 
     /* looked up as execvp would: a path as it is, a name on PATH */
-    char *found = program_path("sh");
+    char *found = creds_program_path("sh");
     CHECK(found != NULL && found[0] == '/');
     free(found);
-    CHECK(program_path("/nonexistent/creds-helper") == NULL);
-    CHECK(program_path("creds-no-such-helper-xyz") == NULL);
+    CHECK(creds_program_path("/nonexistent/creds-helper") == NULL);
+    CHECK(creds_program_path("creds-no-such-helper-xyz") == NULL);
 }
 
 static void test_login_command(void)
@@ -338,5 +348,217 @@ static void test_secrets_run(void)
     unsetenv("CREDKIT_SECRETS");
 }
 
+/* ---- list and the provider agree --------------------------------------------------------- */
+
+static char agree_dir[4096];
+
+static const char *agree_at(const char *name)
+{
+    static char paths[4][4096 + 64];
+    static unsigned next;
+    char *p = paths[next++ % 4];
+    snprintf(p, sizeof(paths[0]), "%s/%s", agree_dir, name);
+    return p;
+}
+
+static void agree_script(const char *name, const char *body)
+{
+    FILE *f = fopen(agree_at(name), "we");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fprintf(f, "#!/bin/sh\nD='%s'\n%s\n", agree_dir, body);
+    fclose(f);
+    CHECK_INT(chmod(agree_at(name), 0700), 0);
+}
+
+/* The runs of `mcp-auth header` since the file was last removed. */
+static int header_runs(void)
+{
+    FILE *f = fopen(agree_at("auth.runs"), "re");
+    char line[64];
+    int n = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        n += strcmp(line, "header\n") == 0;
+    fclose(f);
+    return n;
+}
+
+struct agree_answer {
+    int calls;
+};
+
+static void agree_done(int error, const struct credentials *c, const char *message, void *userdata)
+{
+    (void)error;
+    (void)c;
+    (void)message;
+    ((struct agree_answer *)userdata)->calls++;
+}
+
+static bool agree_answered(void *ctx)
+{
+    return ((struct agree_answer *)ctx)->calls > 0;
+}
+
+/* Asks p for s's credentials for reason and waits for the answer. */
+static void agree_ask(struct loop *l, struct credentials_provider *p, const struct mcp_server *s,
+                      enum credentials_reason reason, const char *challenge)
+{
+    struct credentials_query q = {.server = s, .reason = reason, .challenge = challenge};
+    struct credentials_request *r = NULL;
+    struct agree_answer a = {0};
+    CHECK_INT(credentials_ask(p, &q, agree_done, &a, &r), 0);
+    CHECK(wait_for(l, agree_answered, &a, 20000));
+}
+
+/* Every credential form of docs/bridge.md, each with a sign-in stored in mcp-auth for its URL:
+ * list shows that sign-in exactly for the entries whose requests the provider gives
+ * mcp-auth's header (from the first connect, or once a 401 brings a Bearer challenge). The
+ * entries that set Authorization themselves (in "headers" or through a headersHelper) are
+ * where the two used to differ: list showed a sign-in that serve never sent. */
+static void test_oauth_list_agrees_with_provider(void)
+{
+    static const char challenge[] = "Bearer realm=\"mcp\"";
+    static const struct {
+        const char *name;
+        enum credentials_oauth_use use;
+    } want[] = {
+        {"oauth", CREDENTIALS_OAUTH_ALWAYS},
+        {"oauth-object", CREDENTIALS_OAUTH_ALWAYS},
+        {"oauth-auto", CREDENTIALS_OAUTH_ALWAYS},
+        {"oauth-plain-http", CREDENTIALS_OAUTH_ALWAYS},
+        {"nothing", CREDENTIALS_OAUTH_CHALLENGE},
+        {"nothing-sse", CREDENTIALS_OAUTH_CHALLENGE},
+        {"nothing-plain-http", CREDENTIALS_OAUTH_CHALLENGE},
+        {"header-var", CREDENTIALS_OAUTH_CHALLENGE},
+        {"header-auth", CREDENTIALS_OAUTH_NEVER},
+        {"helper", CREDENTIALS_OAUTH_NEVER},
+        {"bearer-env", CREDENTIALS_OAUTH_NEVER},
+        {"bearer-token", CREDENTIALS_OAUTH_NEVER},
+        {"auth-none", CREDENTIALS_OAUTH_NEVER},
+        {"auth-false", CREDENTIALS_OAUTH_NEVER},
+        {"oauth-false", CREDENTIALS_OAUTH_NEVER},
+        {"stdio", CREDENTIALS_OAUTH_NEVER},
+    };
+    char status[4096];
+    int n = snprintf(agree_dir, sizeof(agree_dir), "%s/agree", tests_tmpdir());
+    CHECK(n > 0 && (size_t)n < sizeof(agree_dir));
+    CHECK_INT(mkdir(agree_dir, 0700), 0);
+    struct mcp_config *c = load(
+        "{'settings': {'autoAuth': false}, 'mcpServers': {"
+        " 'oauth': {'url': 'https://oauth.example/mcp', 'auth': 'oauth'},"
+        " 'oauth-object': {'url': 'https://oauth-object.example/mcp', 'oauth': {'scope': 'a'}},"
+        " 'oauth-auto': {'url': 'https://oauth-auto.example/mcp', 'auth': 'oauth',"
+        "                'autoAuth': true},"
+        " 'oauth-plain-http': {'url': 'http://oauth-plain-http.example/mcp', 'auth': 'oauth'},"
+        " 'nothing': {'url': 'https://nothing.example/mcp'},"
+        " 'nothing-sse': {'type': 'sse', 'url': 'https://nothing-sse.example/sse'},"
+        " 'nothing-plain-http': {'url': 'http://nothing-plain-http.example/mcp'},"
+        " 'header-var': {'url': 'https://header-var.example/mcp',"
+        "                'headers': {'X-Key': '${CT_KEY}'}},"
+        " 'header-auth': {'url': 'https://header-auth.example/mcp',"
+        "                 'headers': {'Authorization': 'Bearer ${CT_TOK}'}},"
+        " 'helper': {'url': 'https://helper.example/mcp', 'headersHelper': 'HELPER'},"
+        " 'bearer-env': {'url': 'https://bearer-env.example/mcp', 'bearerTokenEnv': 'CT_TOK'},"
+        " 'bearer-token': {'url': 'https://bearer-token.example/mcp', 'auth': 'bearer',"
+        "                  'bearerToken': '${CT_TOK}'},"
+        " 'auth-none': {'url': 'https://auth-none.example/mcp', 'auth': 'none'},"
+        " 'auth-false': {'url': 'https://auth-false.example/mcp', 'auth': false},"
+        " 'oauth-false': {'url': 'https://oauth-false.example/mcp', 'oauth': false},"
+        " 'stdio': {'command': 'srv', 'env': {'K': '${CT_KEY}'}}}}");
+    /* every URL above has a sign-in stored */
+    size_t len = (size_t)snprintf(status, sizeof(status), "{\"version\": 1, \"servers\": [");
+    for (size_t i = 0; i < mcp_config_count(c); i++) {
+        const struct mcp_server *s = mcp_config_at(c, i);
+        if (s->url)
+            len += (size_t)snprintf(status + len, sizeof(status) - len,
+                                    "%s{\"server_url\": \"%s\", \"has_access_token\": true,"
+                                    " \"has_refresh_token\": true}",
+                                    len > 30 ? "," : "", s->url);
+    }
+    (void)snprintf(status + len, sizeof(status) - len, "]}");
+    CHECK(strlen(status) < sizeof(status) - 1);
+    char auth[8192];
+    (void)snprintf(auth, sizeof(auth),
+                   "for a; do case \"$a\" in header|status) sub=$a; break;; esac; done\n"
+                   "echo \"$sub\" >> \"$D/auth.runs\"\n"
+                   "case \"$sub\" in\n"
+                   "status) printf '%%s\\n' '%s';;\n"
+                   "header) echo '{\"headers\": {\"Authorization\": \"Bearer oa\"}, "
+                   "\"version\": 1}';;\n"
+                   "esac",
+                   status);
+    agree_script("mcp-auth", auth);
+    agree_script("secrets", "echo '{\"version\": 1, \"secrets\": {"
+                            "\"CT_TOK\": {\"value\": \"tok\", \"source\": \"command\"},"
+                            "\"CT_KEY\": {\"value\": \"key\", \"source\": \"command\"}}}'");
+    agree_script("helper", "echo '{\"headers\": {\"Authorization\": \"Bearer hh\"}}'");
+    setenv("CREDKIT_MCP_AUTH", agree_at("mcp-auth"), 1);
+    setenv("CREDKIT_SECRETS", agree_at("secrets"), 1);
+    struct mcp_server *hs = (struct mcp_server *)mcp_config_find(c, "helper");
+    CHECK(hs != NULL);
+    if (hs) {
+        free(hs->headers_helper);
+        hs->headers_helper = strdup(agree_at("helper"));
+    }
+
+    struct creds_report *rep = NULL;
+    CHECK_INT(creds_report_new(c, NULL, &rep), 0);
+    struct loop *l = NULL;
+    CHECK_INT(loop_new(&l), 0);
+    int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    struct log *log = log_new("mcp-bridge", null_fd);
+    CHECK(log != NULL);
+    CHECK_INT((int)mcp_config_count(c), (int)ELEMENTSOF(want));
+    char name[sizeof(tests_current)];
+    memcpy(name, tests_current, sizeof(name));
+    for (size_t i = 0; i < mcp_config_count(c); i++) {
+        const struct creds_server *cs = creds_report_at(rep, i);
+        const struct mcp_server *s = cs->server;
+        size_t k = 0;
+        while (k < ELEMENTSOF(want) && strcmp(want[k].name, s->name) != 0)
+            k++;
+        CHECK(k < ELEMENTSOF(want));
+        if (k == ELEMENTSOF(want))
+            continue;
+        /* failures name the entry */
+        (void)snprintf(tests_current, sizeof(tests_current), "oauth agreement, entry '%s'",
+                       s->name);
+        CHECK(cs->checked && !s->error);
+        enum credentials_oauth_use use = credentials_oauth_use(s);
+        CHECK_INT(use, want[k].use);
+
+        /* what list describes */
+        bool listed = cs->oauth.state != CREDS_OAUTH_NOT_USED;
+        CHECK(listed == (use != CREDENTIALS_OAUTH_NEVER));
+        if (listed)
+            CHECK_INT(cs->oauth.state, CREDS_OAUTH_SIGNED_IN);
+
+        /* what the provider does: at the first connect, and after a 401 with a challenge */
+        struct cred_helper_opts o = {.loop = l, .log = log};
+        struct credentials_provider *p = NULL;
+        CHECK_INT(cred_helper_new(&o, &p), 0);
+        (void)unlink(agree_at("auth.runs"));
+        agree_ask(l, p, s, CREDENTIALS_CONNECT, NULL);
+        CHECK_INT(header_runs(), use == CREDENTIALS_OAUTH_ALWAYS);
+        agree_ask(l, p, s, CREDENTIALS_UNAUTHORIZED, challenge);
+        bool asked = header_runs() > 0;
+        CHECK(asked == listed);
+        CHECK(asked == credentials_oauth_applies(s, true));
+        credentials_provider_free(p);
+    }
+    memcpy(tests_current, name, sizeof(name));
+    log_free(log);
+    (void)close(null_fd);
+    loop_free(l);
+    creds_report_free(rep);
+    mcp_config_free(c);
+    unsetenv("CREDKIT_MCP_AUTH");
+    unsetenv("CREDKIT_SECRETS");
+}
+
 TESTS_MAIN(test_names, test_oauth_state, test_helper_program, test_login_command, test_describe_var,
-           test_secrets_run)
+           test_secrets_run, test_oauth_list_agrees_with_provider)

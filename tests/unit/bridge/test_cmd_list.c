@@ -3,9 +3,7 @@
  * the SOURCE with "(import NAME)", "disabled" as the STATUS, the "shadows:" and "warning:"
  * lines, the LIFECYCLE column (lazy / eager / keep-alive, the idle timeout, "never"), control
  * characters escaped in names, paths, commands and warnings, and the same in --json.
- *
- * The commands are not part of bridge_core (they make the executable), so the modules list
- * uses are compiled into this test. */
+ */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +12,14 @@
 
 #include <json-c/json.h>
 
-#include "cli/cmd_common.c"
-#include "cli/cmd_config.c"
-#include "cli/cmd_creds.c"
-#include "cli/cmd_list.c" /* the module under test, with its static helpers */
+#include "credkit/buf.h"
+#include "credkit/json.h"
+#include "credkit/mcp_config.h"
+#include "credkit/strv.h"
+
+#include "cli/cmd_creds.h"
+#include "cli/cmd_list.h"
+#include "config/server_config.h"
 #include "tests.h"
 
 /* The configuration of JSON text j (' stands for "), loaded as the bridge loads it. */
@@ -179,15 +181,15 @@ static void test_idle(void)
     struct buf b;
     buf_init(&b, 256);
     const struct mcp_server *s = mcp_config_find(c, "a");
-    CHECK_INT(entry_lifecycle_text(s, &st, &b), 0);
+    CHECK_INT(list_lifecycle_text(s, &st, &b), 0);
     CHECK_STR(buf_str(&b), "lazy 10m");
     st.idle_timeout_ms = 0;
     buf_reset(&b);
-    CHECK_INT(entry_lifecycle_text(s, &st, &b), 0);
+    CHECK_INT(list_lifecycle_text(s, &st, &b), 0);
     CHECK_STR(buf_str(&b), "lazy never");
     st.idle_timeout_ms = 90 * 1000;
     buf_reset(&b);
-    CHECK_INT(entry_lifecycle_text(s, &st, &b), 0);
+    CHECK_INT(list_lifecycle_text(s, &st, &b), 0);
     CHECK_STR(buf_str(&b), "lazy 1m30s");
     buf_release(&b);
     mcp_config_free(c);
@@ -198,7 +200,7 @@ static void test_json(void)
     struct mcp_config *c = fixture();
     struct creds_report *rep = NULL;
     struct strv displays = STRV_INIT;
-    CHECK_INT(file_displays(c, &displays), 0);
+    CHECK_INT(list_file_displays(c, &displays), 0);
     CHECK_INT(creds_report_new(c, NULL, &rep), 0);
     char *out = captured(run_json, c, rep, &displays);
     struct json_object *root = json_tokener_parse(out);

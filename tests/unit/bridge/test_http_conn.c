@@ -1,8 +1,9 @@
-/* test_http_upstream.c - the Streamable HTTP upstream against a tiny Streamable HTTP server
+/* test_http_conn.c - the Streamable HTTP upstream against a tiny Streamable HTTP server
  * (http_fixture.h): a session end to end (initialize, the session id, JSON, arrays and SSE
  * answers, the GET stream and its reconnection, a lost session, the DELETE), freeing from a
  * callback, refused connections and bad specs, the order of the GET stream and the requests
- * around it, sessions that change, and headers replaced within a session after a 401. The
+ * around it, sessions that change, headers replaced within a session after a 401, and the
+ * request each message came for (two calls answered at once, each on its own stream). The
  * resumption of answers is test_http_resume.c's, the legacy transport test_http_legacy.c's. */
 #include "http_fixture.h"
 #include "httpd.h" /* also named here: CMake links libmicrohttpd to tests that include it */
@@ -113,6 +114,7 @@ static enum MHD_Result order_req(struct MHD_Connection *c, const char *url, cons
         pthread_mutex_lock(&fx_mu);
         order.gets++;
         order.get_at = now_ms();
+        pthread_cond_broadcast(&fx_cv);
         httpd_header(c, "Last-Event-ID", order.get_lei, F);
         httpd_header(c, "Mcp-Session-Id", order.get_sid, F);
         pthread_mutex_unlock(&fx_mu);
@@ -142,6 +144,14 @@ static enum MHD_Result order_req(struct MHD_Connection *c, const char *url, cons
         return httpd_reply(c, 202, NULL, "", NULL);
     }
     pthread_mutex_lock(&fx_mu);
+    /* the client starts the call after the GET, but the server's threads may see them in either
+     * order: the call is answered once the GET is there (bounded), as a server that answers
+     * on the stream would need it */
+    struct timespec until;
+    (void)clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    while (order.gets < 1 && !fx_stopping && pthread_cond_timedwait(&fx_cv, &fx_mu, &until) == 0)
+        ;
     order.call_at = now_ms();
     httpd_header(c, "Mcp-Session-Id", order.call_sid, F);
     pthread_mutex_unlock(&fx_mu);
@@ -204,9 +214,43 @@ static enum MHD_Result auth_req(struct MHD_Connection *c, struct upload *u)
                        NULL);
 }
 
+/* /tags: two calls in flight at once (the first is answered only once the second arrived),
+ * each answered on its own SSE stream with a server request (id 100 + the call's) before its
+ * result */
+static int tags_calls_in; /* under fx_mu */
+
+static enum MHD_Result tags_req(struct MHD_Connection *c, struct upload *u)
+{
+    char name[F], tool[F], body[512];
+    parse_post(u, name, tool);
+    int id = msg_id(u->data ? u->data : "", u->len, NULL);
+    if (strcmp(name, "initialize") == 0)
+        return httpd_reply(c, 200, "application/json",
+                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", "t1");
+    if (strcmp(name, "tools/call") != 0)
+        return httpd_reply(c, 202, NULL, "", NULL);
+    pthread_mutex_lock(&fx_mu);
+    tags_calls_in++;
+    pthread_cond_broadcast(&fx_cv);
+    struct timespec until;
+    (void)clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    while (tags_calls_in < 2 && !fx_stopping && pthread_cond_timedwait(&fx_cv, &fx_mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&fx_mu);
+    snprintf(body, sizeof(body),
+             "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%d,"
+             "\"method\":\"elicitation/create\",\"params\":{}}\n\n"
+             "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}\n\n",
+             100 + id, id);
+    return httpd_reply(c, 200, "text/event-stream", body, NULL);
+}
+
 static enum MHD_Result fx_route(struct MHD_Connection *conn, const char *url, const char *method,
                                 struct upload *u)
 {
+    if (strcmp(url, "/tags") == 0 && strcmp(method, "POST") == 0)
+        return tags_req(conn, u);
     if (strcmp(url, "/auth") == 0 && strcmp(method, "POST") == 0)
         return auth_req(conn, u);
     if (strcmp(url, "/order") == 0 || strcmp(url, "/resess") == 0)
@@ -707,5 +751,87 @@ static void test_headers_and_challenge(void)
     loop_free(c.loop);
 }
 
+/* ---- the request a message came for ---- */
+
+struct tclient {
+    struct loop *loop;
+    struct http_conn *u;
+    uint64_t req_tag[2], result_tag[2]; /* of calls 11 and 22: their server request, result */
+    int results, others;
+};
+
+static int t_call_index(int id)
+{
+    return id == 11 ? 0 : id == 22 ? 1 : -1;
+}
+
+static void t_message(const char *msg, size_t len, void *userdata)
+{
+    struct tclient *c = userdata;
+    const char *method = NULL;
+    int id = msg_id(msg, len, &method);
+    uint64_t tag = http_conn_message_tag(c->u);
+    if (id == 1) {
+        CHECK_INT(tag, 1);
+        const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+        CHECK_INT(http_conn_send(c->u, n, strlen(n), 0, 0), 0);
+        for (int k = 11; k <= 22; k += 11) {
+            char m[128];
+            snprintf(m, sizeof(m),
+                     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                     "\"params\":{\"name\":\"ask\"}}",
+                     k);
+            CHECK_INT(http_conn_send(c->u, m, strlen(m), 0, (uint64_t)k), 0);
+        }
+        return;
+    }
+    int i = strcmp(method, "elicitation/create") == 0 ? t_call_index(id - 100) : t_call_index(id);
+    if (i < 0) {
+        c->others++;
+        return;
+    }
+    if (method[0]) {
+        c->req_tag[i] = tag;
+        return;
+    }
+    c->result_tag[i] = tag;
+    if (++c->results == 2)
+        loop_quit(c->loop, 0);
+}
+
+/* Two calls asked for input at once, each on its own answer stream: every message names the
+ * request it came for (http_conn_message_tag()), and only while it is delivered. */
+static void test_message_tag(void)
+{
+    struct tclient c = {0};
+    struct loop_timer *t = NULL;
+    char url[128];
+    const struct http_conn_handler h = {.on_message = t_message};
+
+    pthread_mutex_lock(&fx_mu);
+    tags_calls_in = 0;
+    pthread_mutex_unlock(&fx_mu);
+    fx_url(url, sizeof(url), "/tags");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url, .timeout_ms = 10000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+    const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}";
+    CHECK_INT(http_conn_send(c.u, init, strlen(init), HTTP_CONN_INITIALIZE, 1), 0);
+    CHECK_INT(loop_run(c.loop), 0);
+    CHECK_INT(c.req_tag[0], 11);
+    CHECK_INT(c.req_tag[1], 22);
+    CHECK_INT(c.result_tag[0], 11);
+    CHECK_INT(c.result_tag[1], 22);
+    CHECK_INT(c.others, 0);
+    CHECK_INT(http_conn_message_tag(c.u), 0); /* none outside on_message */
+    pthread_mutex_lock(&fx_mu);
+    CHECK_INT(tags_calls_in, 2);
+    pthread_mutex_unlock(&fx_mu);
+    loop_timer_cancel(t);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+}
+
 TESTS_MAIN(test_sessions, test_free_in_callback, test_refused_and_bad_spec, test_order_and_sessions,
-           test_headers_and_challenge)
+           test_headers_and_challenge, test_message_tag)

@@ -9,7 +9,8 @@
  * an input answered with an error failing the call with the input's method named; the timeout
  * running across rounds (the inputs still out called off); a cancel during a round; the flag
  * passing the result as it is; a legacy server's request related to the only call that may
- * ask, or to the call of its stream. */
+ * ask, or to the call of its stream; two calls asked for input at once, each request related
+ * to the call on whose stream it came. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -501,18 +502,54 @@ static void test_related_legacy(void)
     fx_stop(&fx);
 }
 
+/* a legacy HTTP server asking for input for two calls at once, each request on the answer
+ * stream of its own call: each is related to its call, whatever the order, with no call named
+ * by hand (the transport's message tag names it) */
+static void test_related_concurrent_streams(void)
+{
+    struct fixture fx;
+    fx_start(&fx);
+    fx.u->era = UPSTREAM_ERA_LEGACY;
+    struct res r1, r2;
+    struct upstream_call *c1 = call(&fx, 0, 0, &r1);
+    int64_t id1 = last_id();
+    struct upstream_call *c2 = call(&fx, 0, 0, &r2);
+    int64_t id2 = last_id();
+    CHECK(id1 != id2);
+    static const char req[] = "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"elicitation/create\","
+                              "\"params\":{\"message\":\"m\",\"requestedSchema\":{}}}";
+    char text[256];
+    snprintf(text, sizeof(text), req, 70);
+    fake_deliver_on(cur(), (uint64_t)id2, text);
+    snprintf(text, sizeof(text), req, 71);
+    fake_deliver_on(cur(), (uint64_t)id1, text);
+    snprintf(text, sizeof(text), req, 72);
+    fake_deliver_on(cur(), (uint64_t)id2, text);
+    CHECK_INT(fx.rec.nreqs, 3);
+    CHECK(fx.rec.related[0] == c2);
+    CHECK(fx.rec.related[1] == c1);
+    CHECK(fx.rec.related[2] == c2);
+    /* the server's own stream names none: two could have asked */
+    snprintf(text, sizeof(text), req, 73);
+    fake_deliver(cur(), text);
+    CHECK_INT(fx.rec.nreqs, 4);
+    CHECK(fx.rec.related[3] == NULL);
+    CHECK_INT((int64_t)fx.u->request_tag, 0); /* only while on_request runs */
+    fx_stop(&fx);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     lg = log_new("test_mrtr_upstream", 2);
     if (getenv("UPSTREAM_TEST_DEBUG"))
         log_set_level(lg, LOG_DEBUG);
-    test_fn fns[] = {test_one_round,     test_rounds_and_state,   test_eleven_rounds,
-                     test_input_error,   test_timeout_and_cancel, test_pass_flag,
-                     test_related_legacy};
+    test_fn fns[] = {test_one_round,      test_rounds_and_state,          test_eleven_rounds,
+                     test_input_error,    test_timeout_and_cancel,        test_pass_flag,
+                     test_related_legacy, test_related_concurrent_streams};
     int r = tests_run("test_one_round, test_rounds_and_state, test_eleven_rounds, "
                       "test_input_error, test_timeout_and_cancel, test_pass_flag, "
-                      "test_related_legacy",
+                      "test_related_legacy, test_related_concurrent_streams",
                       fns, ELEMENTSOF(fns));
     log_free(lg);
     (void)argv;

@@ -59,4 +59,23 @@ static void test_trim_consume(void)
     buf_release(&b);
 }
 
-TESTS_MAIN(test_append_and_cap, test_empty_is_string, test_secret_grow, test_trim_consume)
+/* the union of scope lists: in order, each word once, blanks collapsed */
+static void test_new_words(void)
+{
+    struct buf b;
+    buf_init(&b, 64);
+    CHECK_INT(buf_append_new_words(&b, NULL), 0);
+    CHECK_INT((int)b.len, 0);
+    CHECK_INT(buf_append_new_words(&b, "  read  write read "), 0);
+    CHECK_STR(buf_str(&b), "read write");
+    CHECK_INT(buf_append_new_words(&b, "admin write reader"), 0);
+    CHECK_STR(buf_str(&b), "read write admin reader");
+    CHECK_INT(
+        buf_append_new_words(&b, "this-word-is-far-too-long-for-a-buffer-of-sixty-four-bytes-x"),
+        -E2BIG);
+    CHECK_STR(buf_str(&b), "read write admin reader");
+    buf_release(&b);
+}
+
+TESTS_MAIN(test_append_and_cap, test_empty_is_string, test_secret_grow, test_trim_consume,
+           test_new_words)
