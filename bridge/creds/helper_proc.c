@@ -327,9 +327,11 @@ int helper_proc_start(struct loop *l, const struct helper_proc_spec *spec, helpe
     if (r >= 0)
         r = loop_io_add(l, child_stderr_fd(p->child), LOOP_READ, on_err, p, &p->err_io);
     int64_t timeout = spec->timeout_ms > 0 ? spec->timeout_ms : HELPER_PROC_TIMEOUT_DEFAULT_MS;
-    p->deadline = loop_now(l) + timeout;
     if (r >= 0)
         r = loop_timer_add(l, timeout, timer_fired, p, &p->timer);
+    /* after the timer: added outside an iteration, it refreshed the loop's time, which may have
+     * been old (the loop idle, or not running yet): the deadline is the timer's, never earlier */
+    p->deadline = loop_now(l) + timeout;
     if (r < 0) {
         p->phase = PROC_ABANDONED;
         proc_free(p);

@@ -368,7 +368,10 @@ static void test_closed_output(void)
         CHECK(wait_gone(pid, 3000));
     run_release(&r);
 
-    /* the same, ignoring SIGTERM: SIGKILL a second later */
+    /* the same, ignoring SIGTERM: SIGKILL a second later; started after the loop sat idle
+     * for a while (its cached time old), the timeout still counts from the start */
+    struct timespec idle = {0, 400 * 1000 * 1000};
+    (void)nanosleep(&idle, NULL);
     t0 = mono_ms();
     run_script(l, script("closer-stubborn.sh", "trap '' TERM; echo said; exec >&- 2>&-; sleep 30"),
                300, 0, &r);
