@@ -460,11 +460,6 @@ out:
     return r;
 }
 
-uint16_t callback_port(const struct callback *cb)
-{
-    return cb->port;
-}
-
 const char *callback_redirect_uri(const struct callback *cb)
 {
     return cb->redirect_uri;

@@ -31,8 +31,6 @@ struct callback_result {
  * port is taken. Caller stops with callback_stop(). */
 int callback_start(uint16_t port, struct callback **ret, struct err *e) _must_check_;
 
-uint16_t callback_port(const struct callback *cb);
-
 /* "http://127.0.0.1:<port>/callback". Borrowed. */
 const char *callback_redirect_uri(const struct callback *cb);
 

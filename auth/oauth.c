@@ -381,14 +381,8 @@ static int registration_from_answer(struct json_object *answer, const char *endp
 }
 
 int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope, bool device,
-                   int64_t timeout_ms, struct registration *ret, struct err *e)
-{
-    return oauth_register_as(endpoint, redirect_uri, scope, device, NULL, NULL, timeout_ms, ret, e);
-}
-
-int oauth_register_as(const char *endpoint, const char *redirect_uri, const char *scope,
-                      bool device, const char *client_name, const char *client_uri,
-                      int64_t timeout_ms, struct registration *ret, struct err *e)
+                   const char *client_name, const char *client_uri, int64_t timeout_ms,
+                   struct registration *ret, struct err *e)
 {
     static const char *const headers[] = {"Accept: application/json", NULL};
     struct json_object *req = registration_request(redirect_uri, scope, device, client_name,

@@ -68,16 +68,13 @@ struct registration {
 int oauth_client_exists(const char *client_uri, const char *access_token, int64_t timeout_ms);
 
 /* RFC 7591 dynamic registration of a public native client for redirect_uri (grants
- * authorization_code and refresh_token, plus the device code grant when device). -EBADMSG when
- * the answer has no client_id; OAuth errors become messages. */
+ * authorization_code and refresh_token, plus the device code grant when device), with the
+ * client's own client_name (NULL: mcp-auth's) and client_uri (NULL: none sent):
+ * "oauth.clientName", "oauth.clientUri". -EBADMSG when the answer has no client_id; OAuth errors
+ * become messages. */
 int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope, bool device,
-                   int64_t timeout_ms, struct registration *ret, struct err *e) _must_check_;
-
-/* oauth_register() with the client's own client_name (NULL: mcp-auth's) and client_uri (NULL:
- * none sent): "oauth.clientName", "oauth.clientUri". */
-int oauth_register_as(const char *endpoint, const char *redirect_uri, const char *scope,
-                      bool device, const char *client_name, const char *client_uri,
-                      int64_t timeout_ms, struct registration *ret, struct err *e) _must_check_;
+                   const char *client_name, const char *client_uri, int64_t timeout_ms,
+                   struct registration *ret, struct err *e) _must_check_;
 
 void registration_release(struct registration *r);
 

@@ -19,49 +19,6 @@ static bool is_digit(int c)
     return c >= '0' && c <= '9';
 }
 
-/* The length of the well-formed UTF-8 sequence at p (no overlongs, no surrogates, at most
- * U+10FFFF), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t avail)
-{
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        n = 2;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        n = 3;
-        if (p[0] == 0xe0)
-            lo = 0xa0;
-        else if (p[0] == 0xed)
-            hi = 0x9f;
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        n = 4;
-        if (p[0] == 0xf0)
-            lo = 0x90;
-        else if (p[0] == 0xf4)
-            hi = 0x8f;
-    } else
-        return 0;
-    if (avail < n || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
-            return 0;
-    return n;
-}
-
-/* Whether s[0..len) is well-formed UTF-8: JSON text can carry nothing else. */
-static bool utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < len;) {
-        size_t n = p[i] < 0x80 ? 1 : utf8_seq(p + i, len - i);
-        if (n == 0)
-            return false;
-        i += n;
-    }
-    return true;
-}
-
 /* Names the index-th member (1-based) in a message: by its name when that is short printable
  * ASCII, else by its position. */
 static void describe_name(const char *kind, const char *name, size_t n, size_t index, char *out,
@@ -233,7 +190,7 @@ static int check_strict(const struct reader *rd, size_t limit)
     while (r >= 0 && i < limit) {
         unsigned char c = s[i];
         if (c >= 0x80) {
-            size_t n = utf8_seq(s + i, rd->len - i);
+            size_t n = utf8_seq_len(rd->text + i, rd->len - i);
             if (n == 0)
                 return syntax(rd, i, in_string ? "invalid UTF-8 in a string" : "invalid UTF-8");
             i += n;

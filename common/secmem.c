@@ -32,11 +32,6 @@ void secure_free_len(void *p, size_t n)
     free(p);
 }
 
-bool secure_memeq(const void *a, const void *b, size_t n)
-{
-    return CRYPTO_memcmp(a, b, n) == 0;
-}
-
 bool secure_streq(const char *a, const char *b)
 {
     if (!a || !b)

@@ -1,4 +1,4 @@
-/* textsafe.c - escaping for terminals, checks for header values */
+/* textsafe.c - escaping for terminals, checks for header values and UTF-8 */
 #include "credkit/textsafe.h"
 
 #include <errno.h>
@@ -36,6 +36,23 @@ static size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
         return 0;
     *cp = c;
     return len;
+}
+
+size_t utf8_seq_len(const char *s, size_t avail)
+{
+    uint32_t c;
+    return avail > 0 ? utf8_decode((const unsigned char *)s, avail, &c) : 0;
+}
+
+bool utf8_valid(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq_len(s + i, len - i);
+        if (n == 0)
+            return false;
+        i += n;
+    }
+    return true;
 }
 
 /* Whether code point c may act on a terminal or reorder what is shown around it. */

@@ -9,6 +9,7 @@
 #include "credkit/file.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/textsafe.h"
 #include "credkit/util.h"
 
 #include "keychain.h"
@@ -60,40 +61,6 @@ void resolved_release(struct resolved *r)
         return;
     secure_free_len(r->value, r->len);
     *r = (struct resolved){0};
-}
-
-/* Whether s[0..len) is well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF). */
-static bool utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    while (p < end) {
-        unsigned c = *p;
-        size_t n;
-        unsigned min;
-        if (c < 0x80) {
-            p++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            n = 1, min = 0x80, c &= 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            n = 2, min = 0x800, c &= 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            n = 3, min = 0x10000, c &= 0x07;
-        } else {
-            return false;
-        }
-        if ((size_t)(end - p) <= n)
-            return false;
-        for (size_t i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return false;
-            c = (c << 6) | (p[i] & 0x3f);
-        }
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-            return false;
-        p += n + 1;
-    }
-    return true;
 }
 
 /* Takes ownership of value (secret buffer contents) into *ret. */

@@ -181,11 +181,6 @@ int store_set_duplicates(struct store *s, const struct json_dup *d, size_t n)
     return entries_build(s);
 }
 
-size_t store_duplicates(const struct store *s)
-{
-    return s->ndups;
-}
-
 int store_duplicates_error(const struct store *s, struct err *e)
 {
     if (s->ndups == 0)

@@ -41,12 +41,9 @@ int store_from_json(const char *path, struct json_object *root, struct store **r
  * entries are unaffected. 0 or -ENOMEM. */
 int store_set_duplicates(struct store *s, const struct json_dup *d, size_t n) _must_check_;
 
-/* How many keys are given twice. A store with any must not be written: the rewrite would keep
- * only one of each. */
-size_t store_duplicates(const struct store *s);
-
 /* -ENOTUNIQ with a message naming the file, the first key given twice and its lines, and what
- * to do, when there are duplicates; 0 when there are none. */
+ * to do, when there are duplicates; 0 when there are none. A store with any must not be
+ * written: the rewrite would keep only one of each. */
 int store_duplicates_error(const struct store *s, struct err *e) _must_check_;
 
 /* Frees the store, wiping every string of its tree first (literal recipes hold their values

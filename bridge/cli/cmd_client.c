@@ -129,11 +129,8 @@ static void finish(struct client *c, int status)
     c->finished = true;
     c->status = status;
     /* a server that failed: what it said last, it often says why ("API_KEY is not set") */
-    size_t n = status == BRIDGE_EXIT_FAILED ? stderr_tail_count(&c->tail) : 0;
-    for (size_t i = 0; i < n; i++)
-        log_error(c->log, "server '%s': stderr%s: %s", c->server->name,
-                  i == 0 ? (n > 1 ? " (its last lines)" : " (its last line)") : "",
-                  stderr_tail_at(&c->tail, i));
+    if (status == BRIDGE_EXIT_FAILED)
+        stderr_tail_log(&c->tail, c->log, LOG_ERROR, c->server->name);
     upstream_list_cancel(c->list);
     c->list = NULL;
     upstream_call_cancel(c->call, "the client is closing");

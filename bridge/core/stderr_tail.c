@@ -60,12 +60,11 @@ const char *stderr_tail_at(const struct stderr_tail *t, size_t i)
     return t->lines[(first + i) % STDERR_TAIL_LINES];
 }
 
-int stderr_tail_format(const struct stderr_tail *t, const char *sep, struct buf *out)
+void stderr_tail_log(const struct stderr_tail *t, struct log *log, enum log_level level,
+                     const char *name)
 {
-    for (size_t i = 0; i < t->n; i++) {
-        int r = buf_printf(out, "%s%s", sep, stderr_tail_at(t, i));
-        if (r < 0)
-            return r;
-    }
-    return 0;
+    for (size_t i = 0; i < t->n; i++)
+        log_msg(log, level, "server '%s': stderr%s: %s", name,
+                i == 0 ? (t->n > 1 ? " (its last lines)" : " (its last line)") : "",
+                stderr_tail_at(t, i));
 }

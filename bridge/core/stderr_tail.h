@@ -10,8 +10,7 @@
 
 #include <stddef.h>
 
-#include "credkit/buf.h"
-#include "credkit/macro.h"
+#include "credkit/log.h"
 
 #define STDERR_TAIL_LINES    5
 #define STDERR_TAIL_LINE_MAX 240
@@ -46,6 +45,8 @@ void stderr_tail_clear(struct stderr_tail *t);
 size_t stderr_tail_count(const struct stderr_tail *t);
 const char *stderr_tail_at(const struct stderr_tail *t, size_t i);
 
-/* Appends the lines, oldest first, each after sep (e.g. "\n  "). -E2BIG past out's bound,
- * -ENOMEM. */
-int stderr_tail_format(const struct stderr_tail *t, const char *sep, struct buf *out) _must_check_;
+/* Logs the lines at level, oldest first, one message each: "server 'NAME': stderr (its last
+ * lines): LINE" for the first ("(its last line)" when it is the only one), "server 'NAME':
+ * stderr: LINE" for the others. Nothing when there are none. */
+void stderr_tail_log(const struct stderr_tail *t, struct log *log, enum log_level level,
+                     const char *name);

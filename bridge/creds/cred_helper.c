@@ -23,7 +23,7 @@
 #include "creds/cred_helper_int.h"
 #include "creds/helper_path.h"
 
-struct ch_req {
+struct cred_helper_req {
     struct credentials_request r; /* first */
     struct cred_helper *h;
     struct list_node node;
@@ -38,9 +38,9 @@ struct ch_req {
 };
 
 static void slot_start(struct slot *s, const struct mcp_server *srv);
-static void req_check(struct ch_req *q);
+static void req_check(struct cred_helper_req *q);
 
-const char *ch_slot_program(enum slot_kind k)
+const char *cred_helper_slot_program(enum slot_kind k)
 {
     switch (k) {
     case SLOT_SECRETS:
@@ -182,7 +182,7 @@ static bool slot_fresh(const struct cred_helper *h, const struct slot *s,
 
 /* ---- requests ----------------------------------------------------------------------------- */
 
-static void req_free(struct ch_req *q)
+static void req_free(struct cred_helper_req *q)
 {
     list_remove(&q->node);
     loop_defer_cancel(&q->answer);
@@ -190,7 +190,7 @@ static void req_free(struct ch_req *q)
     free(q);
 }
 
-static void req_fail(struct ch_req *q, int error, const char *message)
+static void req_fail(struct cred_helper_req *q, int error, const char *message)
 {
     if (q->error)
         return; /* the first failure is the one reported */
@@ -278,7 +278,7 @@ static int check_header_values(const struct strv *headers, struct err *e)
 }
 
 /* The answer of the slots q needed, put together. */
-static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires_at,
+static int build_answer(struct cred_helper_req *q, struct strv *headers, int64_t *expires_at,
                         int64_t *refresh_at, struct err *e)
 {
     struct cred_helper *h = q->h;
@@ -318,7 +318,7 @@ static int build_answer(struct ch_req *q, struct strv *headers, int64_t *expires
 
 static void req_answer(void *userdata)
 {
-    struct ch_req *q = userdata;
+    struct cred_helper_req *q = userdata;
     struct strv headers = STRV_INIT;
     struct err e = ERR_INIT;
     int64_t exp = 0, ref = 0;
@@ -352,7 +352,7 @@ static void req_answer(void *userdata)
 }
 
 /* Answers q from the loop once no slot it needs is running. */
-static void req_check(struct ch_req *q)
+static void req_check(struct cred_helper_req *q)
 {
     if (q->waiting)
         return;
@@ -360,7 +360,7 @@ static void req_check(struct ch_req *q)
 }
 
 /* A slot's run is over: every request waiting on it goes on. */
-void ch_slot_settled(struct slot *s, int error, const char *message)
+void cred_helper_slot_settled(struct slot *s, int error, const char *message)
 {
     struct cred_helper *h = s->h;
     unsigned bit = 1u << s->kind;
@@ -375,7 +375,7 @@ void ch_slot_settled(struct slot *s, int error, const char *message)
     }
     struct list_node *n, *next;
     list_for_each_safe (n, next, &h->reqs) {
-        struct ch_req *q = list_entry(n, struct ch_req, node);
+        struct cred_helper_req *q = list_entry(n, struct cred_helper_req, node);
         if (!(q->waiting & bit))
             continue;
         q->waiting &= ~bit;
@@ -399,8 +399,8 @@ static void slot_keep(struct slot *s, struct strv *vals, int64_t expires_at)
 }
 
 /* The failure of a run, in words: "<program> failed (exit status 3): <first line of stderr>". */
-void ch_run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
-                    size_t size)
+void cred_helper_run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
+                             size_t size)
 {
     char line[400], how[64];
     helper_proc_first_line(res->err, res->err_len, line, sizeof(line));
@@ -410,7 +410,8 @@ void ch_run_failure(const struct slot *s, const struct helper_proc_result *res, 
         snprintf(how, sizeof(how), "was killed by signal %d", res->signal);
     else
         snprintf(how, sizeof(how), "failed (exit status %d)", res->exit_code);
-    snprintf(buf, size, "%s %s%s%s", ch_slot_program(s->kind), how, line[0] ? ": " : "", line);
+    snprintf(buf, size, "%s %s%s%s", cred_helper_slot_program(s->kind), how, line[0] ? ": " : "",
+             line);
 }
 
 /* An answer's expires_at (Unix seconds, any positive int64) in milliseconds: a time past the
@@ -441,7 +442,7 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
     /* its exit status says nothing (1: some names failed), but one killed (at the timeout, or
      * by anything else) said only part of its answer */
     if (!res->out_len || res->signal) {
-        ch_run_failure(s, res, msg, size);
+        cred_helper_run_failure(s, res, msg, size);
         return -EIO;
     }
     int r = helper_secrets_parse(res->out, res->out_len, &a, &e);
@@ -485,13 +486,14 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
     return r;
 }
 
-int ch_headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg, size_t size)
+int cred_helper_headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
+                               size_t size)
 {
     struct helper_headers a = {0};
     struct err e = ERR_INIT;
     int r = helper_headers_parse(res->out, res->out_len, &a, &e);
     if (r < 0) {
-        snprintf(msg, size, "the answer of %s is not usable: %s", ch_slot_program(s->kind),
+        snprintf(msg, size, "the answer of %s is not usable: %s", cred_helper_slot_program(s->kind),
                  err_msg(&e));
         return r;
     }
@@ -521,28 +523,28 @@ static void run_done(struct helper_proc *p, int error, const struct helper_proc_
     (void)p;
     s->proc = NULL;
     if (error < 0) {
-        snprintf(msg, sizeof(msg), "%s: %s", ch_slot_program(s->kind),
+        snprintf(msg, sizeof(msg), "%s: %s", cred_helper_slot_program(s->kind),
                  error == -E2BIG ? "its answer is larger than 65536 bytes" : strerror(-error));
-        ch_slot_settled(s, error, msg);
+        cred_helper_slot_settled(s, error, msg);
         return;
     }
     if (s->kind == SLOT_OAUTH) {
-        ch_oauth_done(s, res);
+        cred_helper_oauth_done(s, res);
         return;
     }
     int r;
     if (s->kind == SLOT_SECRETS) {
         r = secrets_answer(s, res, msg, sizeof(msg));
     } else if (res->exit_code != 0 || !res->out_len) {
-        ch_run_failure(s, res, msg, sizeof(msg));
+        cred_helper_run_failure(s, res, msg, sizeof(msg));
         r = -EIO;
     } else {
-        r = ch_headers_answer(s, res, msg, sizeof(msg));
+        r = cred_helper_headers_answer(s, res, msg, sizeof(msg));
     }
-    ch_slot_settled(s, r < 0 ? r : 0, r < 0 ? msg : NULL);
+    cred_helper_slot_settled(s, r < 0 ? r : 0, r < 0 ? msg : NULL);
 }
 
-int ch_start(struct slot *s, const struct helper_proc_spec *spec, struct err *e)
+int cred_helper_start(struct slot *s, const struct helper_proc_spec *spec, struct err *e)
 {
     return helper_proc_start(s->h->loop, spec, run_done, s, &s->proc, e);
 }
@@ -570,7 +572,7 @@ static int secrets_run(struct slot *s, struct err *e)
             .argv = (const char *const *)argv.v,
             .timeout_ms = s->h->helper_timeout_ms,
         };
-        r = ch_start(s, &spec, e);
+        r = cred_helper_start(s, &spec, e);
     }
     free(prog);
     strv_release(&names);
@@ -586,7 +588,7 @@ static int headers_helper_run(struct slot *s, struct err *e)
     int r;
     if (cmd[0] == '!') {
         spec.shell_command = cmd + 1 + strspn(cmd + 1, " \t");
-        return ch_start(s, &spec, e);
+        return cred_helper_start(s, &spec, e);
     }
     r = helper_cmdline_split(cmd, &argv, e);
     if (r < 0) {
@@ -594,7 +596,7 @@ static int headers_helper_run(struct slot *s, struct err *e)
         return err_prefix(e, "\"headersHelper\"");
     }
     spec.argv = (const char *const *)argv.v;
-    r = ch_start(s, &spec, e);
+    r = cred_helper_start(s, &spec, e);
     strv_release(&argv);
     return r;
 }
@@ -611,8 +613,8 @@ static void slot_start(struct slot *s, const struct mcp_server *srv)
         r = secrets_run(s, &e);
         break;
     case SLOT_OAUTH:
-        r = s->step_up ? ch_oauth_run(s, OAUTH_STATUS, NULL, &e)
-                       : ch_oauth_run(s, OAUTH_HEADER, NULL, &e);
+        r = s->step_up ? cred_helper_oauth_run(s, OAUTH_STATUS, NULL, &e)
+                       : cred_helper_oauth_run(s, OAUTH_HEADER, NULL, &e);
         break;
     default:
         r = headers_helper_run(s, &e);
@@ -621,14 +623,15 @@ static void slot_start(struct slot *s, const struct mcp_server *srv)
     if (r < 0) {
         snprintf(msg, sizeof(msg), "%s", err_msg(&e));
         /* from the loop: slot_settled answers the requests through their deferred calls */
-        ch_slot_settled(s, r == -ENOMEM ? r : -ENOENT, msg);
+        cred_helper_slot_settled(s, r == -ENOMEM ? r : -ENOENT, msg);
     }
 }
 
 /* ---- the provider ---------------------------------------------------------------------------- */
 
-static int ch_ask(struct credentials_provider *p, const struct credentials_query *query,
-                  credentials_done_fn done, void *userdata, struct credentials_request **ret)
+static int cred_helper_ask(struct credentials_provider *p, const struct credentials_query *query,
+                           credentials_done_fn done, void *userdata,
+                           struct credentials_request **ret)
 {
     struct cred_helper *h = (struct cred_helper *)(void *)p;
     struct strv names = STRV_INIT;
@@ -638,7 +641,7 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
     bool has_names = names.n > 0;
     strv_release(&names);
 
-    struct ch_req *q = calloc(1, sizeof(*q));
+    struct cred_helper_req *q = calloc(1, sizeof(*q));
     if (!q)
         return -ENOMEM;
     q->r.provider = p;
@@ -663,7 +666,7 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
                 s->again = true;
                 s->again_step_up = true;
                 free(s->challenged);
-                s->challenged = ch_challenged_scopes(query->challenge);
+                s->challenged = cred_helper_challenged_scopes(query->challenge);
             }
             continue;
         }
@@ -674,7 +677,7 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
         s->step_up = k == SLOT_OAUTH && step_up;
         if (s->step_up) {
             free(s->challenged);
-            s->challenged = ch_challenged_scopes(query->challenge);
+            s->challenged = cred_helper_challenged_scopes(query->challenge);
         }
     }
     /* started after the request is in the list: a failure to start settles it from the loop */
@@ -690,15 +693,15 @@ static int ch_ask(struct credentials_provider *p, const struct credentials_query
     return 0;
 }
 
-static char *ch_refused_hint(struct credentials_provider *p, const struct mcp_server *srv,
-                             int error)
+static char *cred_helper_refused_hint(struct credentials_provider *p, const struct mcp_server *srv,
+                                      int error)
 {
     struct cred_helper *h = (struct cred_helper *)(void *)p;
     char cmd[MSG_MAX], *m = NULL;
     int r = 0;
     if (!oauth_applies(h, srv))
         return NULL;
-    ch_signin_command(h, srv->name, cmd, sizeof(cmd));
+    cred_helper_signin_command(h, srv->name, cmd, sizeof(cmd));
     const struct slot *s = &h->slots[SLOT_OAUTH];
     if (error == -EPERM)
         r = asprintf(&m,
@@ -711,18 +714,18 @@ static char *ch_refused_hint(struct credentials_provider *p, const struct mcp_se
     return r < 0 ? NULL : m;
 }
 
-static void ch_cancel(struct credentials_request *r)
+static void cred_helper_cancel(struct credentials_request *r)
 {
-    struct ch_req *q = (struct ch_req *)(void *)r;
+    struct cred_helper_req *q = (struct cred_helper_req *)(void *)r;
     req_free(q); /* the runs go on: their answers are kept for the next request */
 }
 
-static void ch_free(struct credentials_provider *p)
+static void cred_helper_free(struct credentials_provider *p)
 {
     struct cred_helper *h = (struct cred_helper *)(void *)p;
     struct list_node *n;
     while ((n = list_first(&h->reqs)))
-        req_free(list_entry(n, struct ch_req, node));
+        req_free(list_entry(n, struct cred_helper_req, node));
     for (int k = 0; k < SLOT_N; k++) {
         helper_proc_cancel(h->slots[k].proc);
         strv_release_secure(&h->slots[k].vals);
@@ -735,12 +738,12 @@ static void ch_free(struct credentials_provider *p)
     free(h);
 }
 
-static const struct credentials_provider_ops ch_ops = {
+static const struct credentials_provider_ops cred_helper_ops = {
     .name = "helpers",
-    .ask = ch_ask,
-    .cancel = ch_cancel,
-    .refused_hint = ch_refused_hint,
-    .free = ch_free,
+    .ask = cred_helper_ask,
+    .cancel = cred_helper_cancel,
+    .refused_hint = cred_helper_refused_hint,
+    .free = cred_helper_free,
 };
 
 static int dup_opt(const char *s, char **ret)
@@ -758,7 +761,7 @@ int cred_helper_new(const struct cred_helper_opts *o, struct credentials_provide
     struct cred_helper *h = calloc(1, sizeof(*h));
     if (!h)
         return -ENOMEM;
-    h->p.ops = &ch_ops;
+    h->p.ops = &cred_helper_ops;
     h->loop = o->loop;
     h->log = o->log;
     h->auto_auth = o->auto_auth;
@@ -775,7 +778,7 @@ int cred_helper_new(const struct cred_helper_opts *o, struct credentials_provide
     if (dup_opt(o->config_path, &h->config_path) < 0 ||
         dup_opt(o->auth_target, &h->auth_target) < 0 ||
         dup_opt(o->auth_required_message, &h->auth_message) < 0) {
-        ch_free(&h->p);
+        cred_helper_free(&h->p);
         return -ENOMEM;
     }
     *ret = &h->p;

@@ -67,24 +67,26 @@ struct cred_helper {
 
 /* cred_helper.c */
 /* "secrets", "mcp-auth", "headersHelper". Static. */
-const char *ch_slot_program(enum slot_kind k);
+const char *cred_helper_slot_program(enum slot_kind k);
 /* The slot's run is over: every request waiting on it goes on (or, when a request came that
  * the run could not answer, one more run starts). error 0, or -errno with the message. */
-void ch_slot_settled(struct slot *s, int error, const char *message);
+void cred_helper_slot_settled(struct slot *s, int error, const char *message);
 /* "<program> failed (exit status 3): <first line of stderr>" into buf. */
-void ch_run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
-                    size_t size);
+void cred_helper_run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
+                             size_t size);
 /* Keeps a headers answer in the slot; -errno with msg saying why it is not usable. */
-int ch_headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg, size_t size);
+int cred_helper_headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
+                               size_t size);
 /* Starts the slot's helper process. */
-int ch_start(struct slot *s, const struct helper_proc_spec *spec, struct err *e);
+int cred_helper_start(struct slot *s, const struct helper_proc_spec *spec, struct err *e);
 
 /* cred_oauth.c */
 /* "mcp-auth [--config "PATH"] NAME" into buf. */
-void ch_signin_command(const struct cred_helper *h, const char *name, char *buf, size_t size);
+void cred_helper_signin_command(const struct cred_helper *h, const char *name, char *buf,
+                                size_t size);
 /* The scopes of a 403 insufficient_scope challenge (a copy), NULL when it names none. */
-char *ch_challenged_scopes(const char *challenge);
+char *cred_helper_challenged_scopes(const char *challenge);
 /* Starts mcp-auth's step (with scope for a login that widens the grant). */
-int ch_oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e);
+int cred_helper_oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e);
 /* A run of mcp-auth is over: the next step, or the slot settled. */
-void ch_oauth_done(struct slot *s, const struct helper_proc_result *res);
+void cred_helper_oauth_done(struct slot *s, const struct helper_proc_result *res);

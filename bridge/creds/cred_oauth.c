@@ -27,7 +27,8 @@ static void signin_command_of(const char *config_path, const char *target, char 
         snprintf(buf, size, "mcp-auth %s", target);
 }
 
-void ch_signin_command(const struct cred_helper *h, const char *name, char *buf, size_t size)
+void cred_helper_signin_command(const struct cred_helper *h, const char *name, char *buf,
+                                size_t size)
 {
     signin_command_of(h->config_path, h->auth_target ? h->auth_target : name, buf, size);
 }
@@ -96,7 +97,7 @@ static void login_note(struct cred_helper *h)
 }
 
 /* The scopes of a 403 insufficient_scope challenge (a copy), NULL when it names none. */
-char *ch_challenged_scopes(const char *challenge)
+char *cred_helper_challenged_scopes(const char *challenge)
 {
     struct auth_challenges list = {0};
     char *scopes = NULL;
@@ -144,20 +145,20 @@ static void step_up_decide(struct slot *s, const char *granted)
     const char *scopes = all.data ? all.data : "";
     free(s->scopes);
     s->scopes = strdup(scopes);
-    ch_signin_command(h, s->srv->name, cmd, sizeof(cmd));
+    cred_helper_signin_command(h, s->srv->name, cmd, sizeof(cmd));
     if (r < 0) {
-        ch_slot_settled(s, -ENOMEM, "out of memory");
+        cred_helper_slot_settled(s, -ENOMEM, "out of memory");
     } else if (h->auto_auth && login_allowed(h, why, sizeof(why))) {
         struct err e = ERR_INIT;
         log_warn(h->log, "server '%s': it needs a wider grant (scope \"%s\"): signing in again",
                  s->srv->name, scopes);
-        r = ch_oauth_run(s, OAUTH_LOGIN, scopes, &e);
+        r = cred_helper_oauth_run(s, OAUTH_LOGIN, scopes, &e);
         if (r >= 0) {
             buf_release(&all);
             return;
         }
         snprintf(msg, sizeof(msg), "cannot sign in again: %s", err_msg(&e));
-        ch_slot_settled(s, -EPERM, msg);
+        cred_helper_slot_settled(s, -EPERM, msg);
     } else {
         /* read after "server 'NAME': ", as every message of the provider */
         if (*scopes)
@@ -174,12 +175,12 @@ static void step_up_decide(struct slot *s, const char *granted)
         if (h->auto_auth) /* past the storm brake: a sign-in is needed (LOGIN), and why */
             snprintf(msg, sizeof(msg), "sign-in required: run '%s --scope \"%s\"' (%s)", cmd,
                      *scopes ? scopes : "SCOPES", why);
-        ch_slot_settled(s, h->auto_auth ? CREDENTIALS_LOGIN_REQUIRED : -EPERM, msg);
+        cred_helper_slot_settled(s, h->auto_auth ? CREDENTIALS_LOGIN_REQUIRED : -EPERM, msg);
     }
     buf_release(&all);
 }
 
-void ch_oauth_done(struct slot *s, const struct helper_proc_result *res)
+void cred_helper_oauth_done(struct slot *s, const struct helper_proc_result *res)
 {
     struct cred_helper *h = s->h;
     char msg[MSG_MAX * 2], why[200];
@@ -197,23 +198,23 @@ void ch_oauth_done(struct slot *s, const struct helper_proc_result *res)
         if (res->exit_code != 0) {
             /* the sign-in itself failed: its reason, and the command to try it by hand */
             char fail[MSG_MAX], cmd[MSG_MAX];
-            ch_run_failure(s, res, fail, sizeof(fail));
-            ch_signin_command(h, name, cmd, sizeof(cmd));
+            cred_helper_run_failure(s, res, fail, sizeof(fail));
+            cred_helper_signin_command(h, name, cmd, sizeof(cmd));
             char *m = NULL;
             if (asprintf(&m,
                          "signing in by itself (autoAuth) failed: %s. Run '%s%s%s%s' to see why",
                          fail, cmd, s->step_up ? " --scope \"" : "",
                          s->step_up && s->scopes ? s->scopes : "", s->step_up ? "\"" : "") < 0)
                 m = NULL;
-            ch_slot_settled(s, s->step_up ? -EPERM : CREDENTIALS_LOGIN_REQUIRED,
-                            m ? m : "signing in by itself (autoAuth) failed");
+            cred_helper_slot_settled(s, s->step_up ? -EPERM : CREDENTIALS_LOGIN_REQUIRED,
+                                     m ? m : "signing in by itself (autoAuth) failed");
             free(m);
             return;
         }
         log_info(h->log, "server '%s': signed in", name);
         s->refresh = false;
-        if (ch_oauth_run(s, OAUTH_HEADER, NULL, &e) < 0)
-            ch_slot_settled(s, -EIO, err_msg(&e));
+        if (cred_helper_oauth_run(s, OAUTH_HEADER, NULL, &e) < 0)
+            cred_helper_slot_settled(s, -EIO, err_msg(&e));
         return;
     case OAUTH_HEADER:
         break;
@@ -221,7 +222,7 @@ void ch_oauth_done(struct slot *s, const struct helper_proc_result *res)
     if (res->exit_code == 4) {
         if (h->auto_auth && login_allowed(h, why, sizeof(why))) {
             log_warn(h->log, "server '%s': signing in (autoAuth): running mcp-auth login", name);
-            if (ch_oauth_run(s, OAUTH_LOGIN, NULL, &e) >= 0)
+            if (cred_helper_oauth_run(s, OAUTH_LOGIN, NULL, &e) >= 0)
                 return;
             snprintf(why, sizeof(why), "%s", err_msg(&e));
         }
@@ -233,7 +234,7 @@ void ch_oauth_done(struct slot *s, const struct helper_proc_result *res)
         free(m);
         strv_release_secure(&s->vals);
         s->have = false;
-        ch_slot_settled(s, CREDENTIALS_LOGIN_REQUIRED, msg);
+        cred_helper_slot_settled(s, CREDENTIALS_LOGIN_REQUIRED, msg);
         return;
     }
     if (res->exit_code == 5 && !res->timed_out && !res->signal) {
@@ -247,18 +248,18 @@ void ch_oauth_done(struct slot *s, const struct helper_proc_result *res)
                  "next call, and if that keeps failing: %s",
                  line[0] ? line : "the authorization server failed", m ? m : "login required");
         free(m);
-        ch_slot_settled(s, -EIO, msg);
+        cred_helper_slot_settled(s, -EIO, msg);
         return;
     }
     if (res->exit_code != 0 || !res->out_len) {
-        ch_run_failure(s, res, msg, sizeof(msg));
-        ch_slot_settled(s, -EIO, msg);
+        cred_helper_run_failure(s, res, msg, sizeof(msg));
+        cred_helper_slot_settled(s, -EIO, msg);
         return;
     }
-    int r = ch_headers_answer(s, res, msg, sizeof(msg));
+    int r = cred_helper_headers_answer(s, res, msg, sizeof(msg));
     if (r >= 0 && s->step_up)
         log_info(h->log, "server '%s': the grant was widened", name);
-    ch_slot_settled(s, r < 0 ? r : 0, r < 0 ? msg : NULL);
+    cred_helper_slot_settled(s, r < 0 ? r : 0, r < 0 ? msg : NULL);
 }
 
 /* What a sign-in says while it waits (the URL to open, when no browser could be started): to the
@@ -271,7 +272,7 @@ static void login_line(const char *line, size_t len, void *userdata)
 }
 
 /* mcp-auth [--config PATH] STEP ... TARGET */
-int ch_oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e)
+int cred_helper_oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e)
 {
     struct cred_helper *h = s->h;
     char *prog = NULL, timeout[32];
@@ -321,7 +322,7 @@ int ch_oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct
         .timeout_ms = run_timeout,
         .on_err_line = step == OAUTH_LOGIN ? login_line : NULL,
     };
-    r = ch_start(s, &spec, e);
+    r = cred_helper_start(s, &spec, e);
     strv_release(&argv);
     return r;
 }

@@ -44,13 +44,6 @@ struct helper_proc {
     struct loop_release release;
 };
 
-static uint64_t started;
-
-uint64_t helper_proc_started(void)
-{
-    return started;
-}
-
 static void proc_release(struct loop_release *node)
 {
     struct helper_proc *p =
@@ -322,7 +315,6 @@ int helper_proc_start(struct loop *l, const struct helper_proc_spec *spec, helpe
         free(p);
         return r;
     }
-    started++;
     r = loop_io_add(l, child_stdout_fd(p->child), LOOP_READ, on_out, p, &p->out_io);
     if (r >= 0)
         r = loop_io_add(l, child_stderr_fd(p->child), LOOP_READ, on_err, p, &p->err_io);

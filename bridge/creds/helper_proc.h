@@ -67,9 +67,6 @@ int helper_proc_start(struct loop *l, const struct helper_proc_spec *spec, helpe
  * done. NULL-safe. */
 void helper_proc_cancel(struct helper_proc *p);
 
-/* How many helper processes were started by this process (for the log and the benchmark). */
-uint64_t helper_proc_started(void);
-
 /* Splits a command line into words at blanks; '...' and "..." quote (no escapes inside '...',
  * backslash escapes " and \ inside "..."), no variables, no globbing. -EINVAL with e saying
  * what is wrong (an unterminated quote, an empty line), -ENOMEM. Words appended to out. */

@@ -486,13 +486,8 @@ void http_conn_abort(struct http_conn *u, uint64_t tag)
     tag_done(u, tag, 1u << HREQ_POST | 1u << HREQ_RESUME);
 }
 
-int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned flags, uint64_t tag)
-{
-    return http_conn_send_ex(u, msg, len, flags, tag, NULL);
-}
-
-int http_conn_send_ex(struct http_conn *u, const char *msg, size_t len, unsigned flags,
-                      uint64_t tag, const char *const *hdrs)
+int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned flags, uint64_t tag,
+                   const char *const *hdrs)
 {
     int k;
 
@@ -573,11 +568,6 @@ int http_conn_set_protocol_version(struct http_conn *u, const char *version)
     free(u->proto);
     u->proto = v;
     return 0;
-}
-
-const char *http_conn_session_id(const struct http_conn *u)
-{
-    return u && u->session_id ? u->session_id : "";
 }
 
 int http_conn_open_stream(struct http_conn *u)

@@ -88,16 +88,12 @@ enum http_conn_send_flags {
  * request, which names it in on_error and whose answer may be resumed (see above; the caller's
  * own request id works well), 0 for notifications and responses. The POST starts from the
  * loop (a later iteration, never inside this call), so this may be called from anywhere,
- * callbacks included. -EINVAL for an empty
- * message, -E2BIG above max_message, -ESHUTDOWN after http_conn_close(), -ENOBUFS when
+ * callbacks included. hdrs: extra request headers for this message ("Name: value",
+ * NULL-terminated, copied; NULL: none), sent after the caller's and before ours. -EINVAL for an
+ * empty message, -E2BIG above max_message, -ESHUTDOWN after http_conn_close(), -ENOBUFS when
  * HTTP_CONN_PENDING_MAX messages already wait for a legacy endpoint, -ENOMEM. */
-int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned flags,
-                   uint64_t tag) _must_check_;
-
-/* http_conn_send() with extra request headers ("Name: value", NULL-terminated, copied;
- * NULL: none), sent after the caller's and before ours. */
-int http_conn_send_ex(struct http_conn *u, const char *msg, size_t len, unsigned flags,
-                      uint64_t tag, const char *const *hdrs) _must_check_;
+int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned flags, uint64_t tag,
+                   const char *const *hdrs) _must_check_;
 
 /* Stops the POST sent with tag (its answer stream closed: how a 2026-07-28 client cancels a
  * request over HTTP); nothing more is reported about it. Unknown tags are ignored. */
@@ -131,9 +127,6 @@ const char *http_conn_challenge(const struct http_conn *u);
 /* Sends "MCP-Protocol-Version: version" on every later request (copied; visible ASCII only,
  * else -EINVAL). */
 int http_conn_set_protocol_version(struct http_conn *u, const char *version) _must_check_;
-
-/* The session id ("" before one is known). Borrowed, valid until the next callback. */
-const char *http_conn_session_id(const struct http_conn *u);
 
 /* Opens the GET stream (see above). -EALREADY while it is open or waiting to reconnect,
  * -ESHUTDOWN after http_conn_close(). */

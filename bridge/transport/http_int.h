@@ -81,7 +81,7 @@ struct http_req {
     unsigned flags; /* http_conn_send()'s: HTTP_CONN_INITIALIZE */
     CURL *easy;
     struct curl_slist *hdrs; /* may hold secrets: wiped when freed */
-    struct strv extra;       /* http_conn_send_ex()'s headers */
+    struct strv extra;       /* http_conn_send()'s headers */
     bool error_body;         /* HTTP_CONN_MODERN: a 400/404 answer read as JSON */
     char *msg;               /* the POSTed message */
     size_t len;

@@ -155,7 +155,7 @@ static int h_send_hdrs(struct transport *t, const char *msg, size_t len, unsigne
 {
     unsigned hf = (flags & TRANSPORT_INITIALIZE ? HTTP_CONN_INITIALIZE : 0) |
                   (flags & TRANSPORT_MODERN ? HTTP_CONN_MODERN : 0);
-    return http_conn_send_ex(of(t)->http, msg, len, hf, tag, hdrs);
+    return http_conn_send(of(t)->http, msg, len, hf, tag, hdrs);
 }
 
 static int h_send(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag)

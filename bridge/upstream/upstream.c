@@ -520,26 +520,6 @@ void upstream_connect(struct upstream *u)
     }
 }
 
-void upstream_reconnect(struct upstream *u)
-{
-    if (!u || up_freed(u))
-        return;
-    switch (u->state) {
-    case UPSTREAM_IDLE:
-    case UPSTREAM_FAILED:
-    case UPSTREAM_LOGIN:
-        upstream_connect(u);
-        break;
-    case UPSTREAM_CONNECTING:
-    case UPSTREAM_READY:
-    case UPSTREAM_BACKOFF:
-        up_reconnect_now(u);
-        break;
-    default:
-        break;
-    }
-}
-
 void upstream_disconnect(struct upstream *u)
 {
     if (!u || up_freed(u))
@@ -628,37 +608,9 @@ enum upstream_state upstream_state(const struct upstream *u)
     return u->state;
 }
 
-const char *upstream_state_name(enum upstream_state s)
-{
-    switch (s) {
-    case UPSTREAM_IDLE:
-        return "idle";
-    case UPSTREAM_CONNECTING:
-        return "connecting";
-    case UPSTREAM_READY:
-        return "ready";
-    case UPSTREAM_BACKOFF:
-        return "backoff";
-    case UPSTREAM_FAILED:
-        return "failed";
-    case UPSTREAM_LOGIN:
-        return "login-required";
-    case UPSTREAM_CLOSING:
-        return "closing";
-    case UPSTREAM_CLOSED:
-        return "closed";
-    }
-    return "unknown";
-}
-
 const struct mcp_server *upstream_server(const struct upstream *u)
 {
     return u->srv;
-}
-
-const char *upstream_name(const struct upstream *u)
-{
-    return u->srv->name;
 }
 
 const char *upstream_last_error(const struct upstream *u)

@@ -148,10 +148,6 @@ int upstream_new(const struct upstream_opts *opts, const struct upstream_handler
 /* Starts connecting (from IDLE, BACKOFF or FAILED; a no-op in CONNECTING or READY). */
 void upstream_connect(struct upstream *u);
 
-/* Drops the connection and connects again now (e.g. the configuration changed underneath, or
- * a hung server); calls in flight fail with -ECONNRESET. */
-void upstream_reconnect(struct upstream *u);
-
 /* Back to IDLE (from CONNECTING, READY or BACKOFF; a no-op otherwise): the transport is shut
  * down as by upstream_close() (stdio: the child is stopped and reaped; HTTP: the session is
  * DELETEd), calls in flight fail with -ECONNRESET and waiting ones with -ENOTCONN, no
@@ -173,10 +169,8 @@ void upstream_close(struct upstream *u);
 void upstream_free(struct upstream *u);
 
 enum upstream_state upstream_state(const struct upstream *u);
-const char *upstream_state_name(enum upstream_state s);
 /* The configuration entry (the upstream's own copy). */
 const struct mcp_server *upstream_server(const struct upstream *u);
-const char *upstream_name(const struct upstream *u);
 /* The last failure's message (NULL when none). Borrowed, valid until the next state change. */
 const char *upstream_last_error(const struct upstream *u);
 

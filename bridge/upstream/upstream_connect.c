@@ -580,11 +580,7 @@ void up_report_failure(struct upstream *u, int error, const char *message, const
         log_msg(u->log, level, "%s", m);
     if (level != LOG_WARN)
         return;
-    size_t n = stderr_tail_count(&u->tail);
-    for (size_t i = 0; i < n; i++)
-        log_msg(u->log, level, "server '%s': stderr%s: %s", up_name(u),
-                i == 0 ? (n > 1 ? " (its last lines)" : " (its last line)") : "",
-                stderr_tail_at(&u->tail, i));
+    stderr_tail_log(&u->tail, u->log, level, up_name(u));
 }
 
 /* After failures were reported: it works again (once per reported reason). */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +26,15 @@
 
 static struct callback *cb;
 
+/* The port the callback listens on, as its redirect URI says (how the browser learns it). */
+static uint16_t cb_port(const struct callback *c)
+{
+    unsigned port = 0;
+    if (sscanf(callback_redirect_uri(c), "http://127.0.0.1:%u/", &port) != 1 || port > 65535)
+        return 0;
+    return (uint16_t)port;
+}
+
 struct client {
     const char *target;
     size_t target_len;
@@ -35,7 +45,7 @@ struct client {
 /* Sends one request for target and returns the HTTP status of the answer (0: none). */
 static int get(const char *target, size_t len)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(callback_port(cb))};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(cb_port(cb))};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), status = 0;
     fuzz_check(fd >= 0);
@@ -43,7 +53,7 @@ static int get(const char *target, size_t len)
     char head[128];
     int n =
         snprintf(head, sizeof(head), " HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n\r\n",
-                 (unsigned)callback_port(cb));
+                 (unsigned)cb_port(cb));
     /* the request may be refused before it is all sent: EPIPE is an answer too */
     if (send(fd, "GET ", 4, MSG_NOSIGNAL) == 4 &&
         send(fd, target, len, MSG_NOSIGNAL) == (ssize_t)len)

@@ -18,9 +18,6 @@ void secure_free(char *s);
 /* Wipes n bytes and frees p. NULL-safe. */
 void secure_free_len(void *p, size_t n);
 
-/* Constant-time comparison of two buffers of the same length. */
-bool secure_memeq(const void *a, const void *b, size_t n);
-
 /* Constant-time comparison of two strings: the time depends only on the lengths. NULL never
  * equals anything. */
 bool secure_streq(const char *a, const char *b);

@@ -8,7 +8,8 @@
  *
  * Values handed out as HTTP header values (tokens, helper answers) must never carry a line
  * break or another control character: one in a token would become a second header line in
- * every consumer. header_value_safe() and b64token_valid() say whether a value may go out. */
+ * every consumer. header_value_safe() and b64token_valid() say whether a value may go out.
+ * utf8_valid() says whether bytes are well-formed UTF-8, the only text JSON can carry. */
 #pragma once
 
 #include <stdbool.h>
@@ -33,6 +34,16 @@ char *text_escape_dup(const char *s);
 
 /* Whether text_escape_append() would change s[0..len). */
 bool text_needs_escape(const char *s, size_t len);
+
+/* The length (1 to 4) of the well-formed UTF-8 character that starts s, of which avail bytes
+ * may be read; 0 when there is none: an overlong form, a surrogate (U+D800-U+DFFF), a value
+ * above U+10FFFF, a stray continuation byte, or a sequence cut short (avail 0 included). A
+ * byte below 0x80, NUL included, is a character of its own. */
+size_t utf8_seq_len(const char *s, size_t avail);
+
+/* Whether s[0..len) is well-formed UTF-8 throughout (as utf8_seq_len() says; NUL bytes are
+ * characters: callers that refuse them check for them themselves). */
+bool utf8_valid(const char *s, size_t len);
 
 /* Whether s[0..len) may be sent as an HTTP header value (RFC 9110 field-value): no NUL, CR,
  * LF or other control character but horizontal tab, no DEL, no leading or trailing space or

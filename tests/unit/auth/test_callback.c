@@ -23,9 +23,19 @@
 #include "credkit/util.h"
 
 #include "callback.h"
+
 #include "tests.h"
 
 #define STATE "st-Zx9_q-3kT0"
+
+/* The port the callback listens on, as its redirect URI says (how the browser learns it). */
+static uint16_t cb_port(const struct callback *c)
+{
+    unsigned port = 0;
+    if (sscanf(callback_redirect_uri(c), "http://127.0.0.1:%u/", &port) != 1 || port > 65535)
+        return 0;
+    return (uint16_t)port;
+}
 
 /* --- what the client child saw, in memory shared with the parent --- */
 
@@ -222,7 +232,7 @@ static void test_start_loopback(void)
     CHECK_INT(callback_start(0, &cb, &e), 0);
     if (!cb)
         return;
-    uint16_t port = callback_port(cb);
+    uint16_t port = cb_port(cb);
     CHECK(port != 0);
     char want[64];
     (void)snprintf(want, sizeof(want), "http://127.0.0.1:%u/callback", (unsigned)port);
@@ -281,7 +291,7 @@ static void test_requests(void)
     CHECK_INT(callback_start(0, &cb, &e), 0);
     if (!cb)
         return;
-    pid_t pid = spawn_client(client_requests, callback_port(cb));
+    pid_t pid = spawn_client(client_requests, cb_port(cb));
     ticks = 0;
     int64_t t0 = now_mono_ms();
     CHECK_INT(callback_wait(cb, STATE, 20000, on_tick, &ticks, &res, &e), 0);
@@ -343,7 +353,7 @@ static void test_error_callback(void)
     CHECK_INT(callback_start(0, &cb, &e), 0);
     if (!cb)
         return;
-    pid_t pid = spawn_client(client_error, callback_port(cb));
+    pid_t pid = spawn_client(client_error, cb_port(cb));
     CHECK_INT(callback_wait(cb, STATE, 10000, NULL, NULL, &res, &e), 0);
     CHECK_INT(reap(pid, 10000), 0);
     callback_stop(cb);
@@ -387,14 +397,14 @@ static void test_next_attempt(void)
     CHECK_INT(callback_start(0, &cb, &e), 0);
     if (!cb)
         return;
-    pid_t pid = spawn_client(client_retry, callback_port(cb));
+    pid_t pid = spawn_client(client_retry, cb_port(cb));
     CHECK_INT(callback_wait(cb, STATE, 10000, NULL, NULL, &res, &e), 0);
     CHECK_INT(reap(pid, 10000), 0);
     CHECK_STR(res.error, "invalid_client");
     callback_result_release(&res);
 
     shm_reset();
-    pid = spawn_client(client_retry2, callback_port(cb));
+    pid = spawn_client(client_retry2, cb_port(cb));
     CHECK_INT(callback_wait(cb, STATE2, 10000, NULL, NULL, &res, &e), 0);
     CHECK_INT(reap(pid, 10000), 0);
     callback_stop(cb);
@@ -422,7 +432,7 @@ static void test_error_escaped(void)
     CHECK_INT(callback_start(0, &cb, &e), 0);
     if (!cb)
         return;
-    pid_t pid = spawn_client(client_script, callback_port(cb));
+    pid_t pid = spawn_client(client_script, cb_port(cb));
     CHECK_INT(callback_wait(cb, STATE, 10000, NULL, NULL, &res, &e), 0);
     CHECK_INT(reap(pid, 10000), 0);
     callback_stop(cb);
@@ -526,7 +536,7 @@ static void test_port_in_use(void)
     cb = NULL;
     CHECK_INT(callback_start(port, &cb, &e), 0);
     if (cb) {
-        CHECK_INT(callback_port(cb), port);
+        CHECK_INT(cb_port(cb), port);
         check_listener(port);
         callback_stop(cb);
     }
@@ -571,7 +581,7 @@ static void test_signals(void)
         return;
 
     /* SIGINT with a handler of the caller's in place */
-    pid_t pid = spawn_client(client_sigint, callback_port(cb));
+    pid_t pid = spawn_client(client_sigint, cb_port(cb));
     int64_t t0 = now_mono_ms();
     CHECK_INT(callback_wait(cb, STATE, 5000, NULL, NULL, &res, &e), -ECANCELED);
     CHECK(now_mono_ms() - t0 < 2000);
@@ -588,7 +598,7 @@ static void test_signals(void)
     CHECK_INT(handler_calls, 1); /* ours again */
 
     /* SIGTERM with the default disposition (which would kill us if it reached it) */
-    pid = spawn_client(client_sigterm, callback_port(cb));
+    pid = spawn_client(client_sigterm, cb_port(cb));
     CHECK_INT(callback_wait(cb, STATE, 5000, NULL, NULL, &res, &e), -ECANCELED);
     CHECK_INT(reap(pid, 5000), 0);
     CHECK_INT(sigaction(SIGTERM, NULL, &cur), 0);
@@ -596,7 +606,7 @@ static void test_signals(void)
 
     /* the server is still usable after an interrupted wait */
     shm_reset();
-    pid = spawn_client(client_valid, callback_port(cb));
+    pid = spawn_client(client_valid, cb_port(cb));
     CHECK_INT(callback_wait(cb, STATE, 5000, NULL, NULL, &res, &e), 0);
     CHECK_STR(res.code, "later");
     CHECK_INT(reap(pid, 5000), 0);
@@ -669,7 +679,7 @@ static void test_second_request_gone(void)
     if (!cb)
         return;
     report_fd = p[1];
-    pid_t pid = spawn_client(client_two, callback_port(cb));
+    pid_t pid = spawn_client(client_two, cb_port(cb));
     (void)close(p[1]);
     struct pollfd pfd = {.fd = p[0], .events = POLLIN};
     CHECK_INT(poll(&pfd, 1, 5000), 1); /* both requests are queued */

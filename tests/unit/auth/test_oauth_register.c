@@ -57,7 +57,8 @@ static void test_client_name_and_uri(void)
     struct err e = ERR_INIT;
 
     /* the default: mcp-auth's own name, no client_uri */
-    int r = oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, 5000, &reg, &e);
+    int r = oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, NULL, NULL, 5000,
+                           &reg, &e);
     CHECK_INT(r, 0);
     if (r < 0)
         fprintf(stderr, "  %s\n", err_msg(&e));
@@ -83,8 +84,8 @@ static void test_client_name_and_uri(void)
 
     /* the entry's */
     reg = (struct registration){0};
-    r = oauth_register_as(endpoint, "http://127.0.0.1:9/callback", NULL, false, "Pi MCP Client",
-                          "https://pi.dev", 5000, &reg, &e);
+    r = oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, "Pi MCP Client",
+                       "https://pi.dev", 5000, &reg, &e);
     CHECK_INT(r, 0);
     registration_release(&reg);
     name = sent("client_name");
@@ -99,8 +100,8 @@ static void test_client_name_and_uri(void)
 
     /* a name alone: client_uri stays out */
     reg = (struct registration){0};
-    r = oauth_register_as(endpoint, "http://127.0.0.1:9/callback", NULL, false, "Only Name", NULL,
-                          5000, &reg, &e);
+    r = oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, "Only Name", NULL,
+                       5000, &reg, &e);
     CHECK_INT(r, 0);
     registration_release(&reg);
     name = sent("client_name");

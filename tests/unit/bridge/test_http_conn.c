@@ -288,7 +288,8 @@ struct client {
 
 static void sendc(struct client *c, const char *msg, bool init, uint64_t tag)
 {
-    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), init ? HTTP_CONN_INITIALIZE : 0, tag), 0);
+    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), init ? HTTP_CONN_INITIALIZE : 0, tag, NULL),
+              0);
 }
 
 static void on_done(int result, void *userdata)
@@ -336,7 +337,6 @@ static void on_message(const char *msg, size_t len, void *userdata)
             c->others++;
         }
         if (id == 1) {
-            CHECK_STR(http_conn_session_id(c->u), "abc");
             CHECK_INT(http_conn_set_protocol_version(c->u, "2025-11-25"), 0);
             CHECK_INT(http_conn_set_protocol_version(c->u, "bad version"), -EINVAL);
             sendc(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", false, 0);
@@ -369,7 +369,7 @@ static void on_error(int error, uint64_t tag, void *userdata)
         c->stale_error++;
         CHECK_INT(http_conn_close(c->u, on_done), 0);
         CHECK_INT(http_conn_close(c->u, on_done), -ESHUTDOWN);
-        CHECK_INT(http_conn_send(c->u, "{}", 2, 0, 0), -ESHUTDOWN);
+        CHECK_INT(http_conn_send(c->u, "{}", 2, 0, 0, NULL), -ESHUTDOWN);
     } else {
         if (!c->free_in_callback)
             fprintf(stderr, "unexpected error %d for tag %llu\n", error, (unsigned long long)tag);
@@ -409,7 +409,6 @@ static void run_session(unsigned stale)
     CHECK_INT(loop_new(&c.loop), 0);
     struct http_conn_spec spec = {.url = url, .headers = headers, .timeout_ms = 5000};
     CHECK_INT(http_conn_new(c.loop, &spec, &handler_, &c, &c.u, &e), 0);
-    CHECK_STR(http_conn_session_id(c.u), "");
     CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
     sendc(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}", true, 0);
 
@@ -434,7 +433,7 @@ static void run_session(unsigned stale)
     CHECK_INT(c.done_result, 0);
 
     pthread_mutex_lock(&fx_mu);
-    CHECK_STR(seen.init_sid, "");
+    CHECK_STR(seen.init_sid, ""); /* the session the connection keeps, as the server saw it */
     CHECK_STR(seen.notif_sid, "abc");
     CHECK_STR(seen.notif_proto, "2025-11-25");
     CHECK_STR(seen.tools_sid, "abc");
@@ -522,7 +521,7 @@ struct oclient {
 
 static void o_send(struct oclient *c, const char *msg, unsigned flags, uint64_t tag)
 {
-    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), flags, tag), 0);
+    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), flags, tag, NULL), 0);
 }
 
 static const char o_init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
@@ -547,7 +546,6 @@ static void o_message(const char *msg, size_t len, void *userdata)
     }
     if (init) { /* the second session (no id): the GET stream starts afresh */
         c->phase = 3;
-        CHECK_STR(http_conn_session_id(c->u), "");
         o_send(c, o_inited, 0, 0);
         int k = http_conn_open_stream(c->u);
         CHECK(k == 0 || k == -EALREADY);
@@ -663,7 +661,7 @@ static void a_send(struct aclient *c, int id, const char *tool)
         msg, sizeof(msg),
         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\"}}",
         id, tool);
-    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), 0, (uint64_t)id), 0);
+    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), 0, (uint64_t)id, NULL), 0);
 }
 
 static void a_message(const char *msg, size_t len, void *userdata)
@@ -675,7 +673,7 @@ static void a_message(const char *msg, size_t len, void *userdata)
     if (id == 1) {
         CHECK(http_conn_challenge(c->u) == NULL);
         const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
-        CHECK_INT(http_conn_send(c->u, n, strlen(n), 0, 0), 0);
+        CHECK_INT(http_conn_send(c->u, n, strlen(n), 0, 0, NULL), 0);
         /* refused: the headers stay as they were (the call still carries the old token) */
         CHECK_INT(http_conn_set_headers(c->u, bad), -EINVAL);
         a_send(c, 2, "echo");
@@ -726,7 +724,7 @@ static void test_headers_and_challenge(void)
     CHECK(http_conn_challenge(c.u) == NULL);
     CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
     const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}";
-    CHECK_INT(http_conn_send(c.u, init, strlen(init), HTTP_CONN_INITIALIZE, 1), 0);
+    CHECK_INT(http_conn_send(c.u, init, strlen(init), HTTP_CONN_INITIALIZE, 1, NULL), 0);
 
     CHECK_INT(loop_run(c.loop), 0);
 
@@ -736,13 +734,12 @@ static void test_headers_and_challenge(void)
     CHECK_INT(c.err4, -EPERM); /* 403 */
     CHECK_STR(c.challenge4, auth_403);
     CHECK_INT(c.others, 0);
-    CHECK_STR(http_conn_session_id(c.u), "s-auth"); /* no new session for a new token */
     pthread_mutex_lock(&fx_mu);
     CHECK_INT(auth.calls, 3);
     CHECK_STR(auth.init_auth, "Bearer old");
     CHECK_STR(auth.call1_auth, "Bearer old");
     CHECK_STR(auth.call2_auth, "Bearer new");
-    CHECK_STR(auth.call2_sid, "s-auth");
+    CHECK_STR(auth.call2_sid, "s-auth"); /* no new session for a new token */
     pthread_mutex_unlock(&fx_mu);
     CHECK_INT(http_conn_set_headers(c.u, NULL), 0); /* none at all is fine too */
 
@@ -774,14 +771,14 @@ static void t_message(const char *msg, size_t len, void *userdata)
     if (id == 1) {
         CHECK_INT(tag, 1);
         const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
-        CHECK_INT(http_conn_send(c->u, n, strlen(n), 0, 0), 0);
+        CHECK_INT(http_conn_send(c->u, n, strlen(n), 0, 0, NULL), 0);
         for (int k = 11; k <= 22; k += 11) {
             char m[128];
             snprintf(m, sizeof(m),
                      "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
                      "\"params\":{\"name\":\"ask\"}}",
                      k);
-            CHECK_INT(http_conn_send(c->u, m, strlen(m), 0, (uint64_t)k), 0);
+            CHECK_INT(http_conn_send(c->u, m, strlen(m), 0, (uint64_t)k, NULL), 0);
         }
         return;
     }
@@ -817,7 +814,7 @@ static void test_message_tag(void)
     CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
     CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
     const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}";
-    CHECK_INT(http_conn_send(c.u, init, strlen(init), HTTP_CONN_INITIALIZE, 1), 0);
+    CHECK_INT(http_conn_send(c.u, init, strlen(init), HTTP_CONN_INITIALIZE, 1, NULL), 0);
     CHECK_INT(loop_run(c.loop), 0);
     CHECK_INT(c.req_tag[0], 11);
     CHECK_INT(c.req_tag[1], 22);

@@ -117,7 +117,7 @@ struct lclient {
 
 static void l_send(struct lclient *c, const char *msg, unsigned flags, uint64_t tag)
 {
-    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), flags, tag), 0);
+    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), flags, tag, NULL), 0);
 }
 
 static void l_next(struct lclient *c)
@@ -349,9 +349,9 @@ static void test_legacy_queue_bound(void)
     CHECK_INT(http_conn_new(l, &spec, &h, NULL, &u, NULL), 0);
     int k = 0;
     for (int i = 0; i < HTTP_CONN_PENDING_MAX && k == 0; i++)
-        k = http_conn_send(u, ping, strlen(ping), 0, 0);
+        k = http_conn_send(u, ping, strlen(ping), 0, 0, NULL);
     CHECK_INT(k, 0);
-    CHECK_INT(http_conn_send(u, ping, strlen(ping), 0, 0), -ENOBUFS);
+    CHECK_INT(http_conn_send(u, ping, strlen(ping), 0, 0, NULL), -ENOBUFS);
     CHECK_INT(http_conn_open_stream(u), 0); /* legacy: a no-op */
     http_conn_free(u);
     loop_free(l);

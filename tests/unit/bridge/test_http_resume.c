@@ -136,7 +136,7 @@ static void p_send(struct pclient *c, int id, const char *tool)
         msg, sizeof(msg),
         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\"}}",
         id, tool);
-    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), 0, (uint64_t)id), 0);
+    CHECK_INT(http_conn_send(c->u, msg, strlen(msg), 0, (uint64_t)id, NULL), 0);
 }
 
 /* every answer and error is in: wait (bounded by the guard) for the held stream to end */
@@ -167,7 +167,7 @@ static void p_message(const char *msg, size_t len, void *userdata)
     if (id == 1) {
         CHECK_INT(http_conn_set_protocol_version(c->u, "2025-11-25"), 0);
         const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
-        CHECK_INT(http_conn_send(c->u, n, strlen(n), 0, 0), 0);
+        CHECK_INT(http_conn_send(c->u, n, strlen(n), 0, 0, NULL), 0);
         c->sent_at = loop_now(c->loop);
         p_send(c, 10, "resume");
         p_send(c, 11, "noid");
@@ -225,7 +225,7 @@ static void test_polling(void)
     CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
     CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
     const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}";
-    CHECK_INT(http_conn_send(c.u, init, strlen(init), HTTP_CONN_INITIALIZE, 1), 0);
+    CHECK_INT(http_conn_send(c.u, init, strlen(init), HTTP_CONN_INITIALIZE, 1, NULL), 0);
 
     CHECK_INT(loop_run(c.loop), 0);
 

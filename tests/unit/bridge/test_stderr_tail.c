@@ -1,10 +1,28 @@
 /* test_stderr_tail.c - the last stderr lines of a server: control characters escaped, long
  * lines cut at a character boundary with "...", the ring keeping the newest lines oldest first,
- * formatting with a separator, clearing. */
+ * logging them, clearing. */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/stderr_tail.h"
 #include "tests.h"
+
+/* What stderr_tail_log() writes for server 's' at LOG_WARN, into out. */
+static void logged(const struct stderr_tail *t, char *out, size_t size)
+{
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    struct log *l = log_new("t", fileno(f));
+    CHECK(l != NULL);
+    stderr_tail_log(t, l, LOG_WARN, "s");
+    log_free(l);
+    size_t n = (size_t)pread(fileno(f), out, size - 1, 0);
+    out[n < size ? n : 0] = 0;
+    fclose(f);
+}
 
 static void test_escape(void)
 {
@@ -69,23 +87,21 @@ static void test_ring(void)
     CHECK_STR(stderr_tail_at(&t, STDERR_TAIL_LINES - 1), "line 9");
     CHECK(stderr_tail_at(&t, STDERR_TAIL_LINES) == NULL);
 
-    struct buf b;
-    buf_init(&b, 4096);
-    CHECK_INT(stderr_tail_format(&t, " | ", &b), 0);
-    CHECK_STR(buf_str(&b), " | line 5 | line 6 | line 7 | line 8 | line 9");
-    buf_release(&b);
-
-    /* a bound too small: -ENOMEM, not a cut report */
-    buf_init(&b, 8);
-    CHECK(stderr_tail_format(&t, "\n", &b) < 0);
-    buf_release(&b);
+    char got[1024];
+    logged(&t, got, sizeof(got));
+    CHECK_STR(got, "t: warning: server 's': stderr (its last lines): line 5\n"
+                   "t: warning: server 's': stderr: line 6\n"
+                   "t: warning: server 's': stderr: line 7\n"
+                   "t: warning: server 's': stderr: line 8\n"
+                   "t: warning: server 's': stderr: line 9\n");
 
     stderr_tail_clear(&t);
     CHECK_INT(stderr_tail_count(&t), 0);
-    buf_init(&b, 64);
-    CHECK_INT(stderr_tail_format(&t, "\n", &b), 0);
-    CHECK_STR(buf_str(&b), "");
-    buf_release(&b);
+    logged(&t, got, sizeof(got));
+    CHECK_STR(got, "");
+    stderr_tail_add(&t, "alone", 5);
+    logged(&t, got, sizeof(got));
+    CHECK_STR(got, "t: warning: server 's': stderr (its last line): alone\n");
 }
 
 TESTS_MAIN(test_escape, test_long_line, test_ring)

@@ -21,7 +21,7 @@ static void test_handshake_and_close(void)
     CHECK_INT(upstream_state(u), UPSTREAM_IDLE);
     CHECK(upstream_server_capabilities(u) == NULL);
     CHECK_INT(upstream_generation(u), 0);
-    CHECK_STR(upstream_name(u), "hs");
+    CHECK_STR(upstream_server(u)->name, "hs");
     CHECK(upstream_server(u) != &d.s);
     upstream_connect(u);
     CHECK_INT(r.nstates, 0); /* callbacks only from the loop */

@@ -363,7 +363,8 @@ static void test_http_session(void)
 
     /* headers are expanded at each connect: a rotated value is picked up */
     token_value = "tok-two";
-    upstream_reconnect(u);
+    upstream_disconnect(u);
+    upstream_connect(u);
     CHECK(wait_state(&r, UPSTREAM_READY, 2, 10000));
     pthread_mutex_lock(&hs.mu);
     CHECK_STR(hs.auth, "Bearer tok-two");

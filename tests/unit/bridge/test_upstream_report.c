@@ -179,7 +179,8 @@ static void test_working_again(void)
 
     /* it fails again at once: the same episode, not a new warning */
     unlink(flag);
-    upstream_reconnect(u);
+    upstream_disconnect(u);
+    upstream_connect(u);
     CHECK(wait_state(&r, UPSTREAM_BACKOFF, 3, 10000));
     t = flog_text(&f);
     CHECK_INT(count(t, "warning: server 'flaky': the server exited with status 1"), 1);

@@ -426,6 +426,18 @@ static void rec_release(struct rec *r)
     memset(r, 0, sizeof(*r));
 }
 
+/* A state's name, for the messages of a test that fails. */
+static const char *state_word(enum upstream_state s)
+{
+    static const char *const words[] = {
+        [UPSTREAM_IDLE] = "idle",       [UPSTREAM_CONNECTING] = "connecting",
+        [UPSTREAM_READY] = "ready",     [UPSTREAM_BACKOFF] = "backoff",
+        [UPSTREAM_FAILED] = "failed",   [UPSTREAM_LOGIN] = "login-required",
+        [UPSTREAM_CLOSING] = "closing", [UPSTREAM_CLOSED] = "closed",
+    };
+    return (size_t)s < sizeof(words) / sizeof(words[0]) && words[s] ? words[s] : "unknown";
+}
+
 static void on_state(struct upstream *u, enum upstream_state s, int error, const char *message,
                      void *userdata)
 {
@@ -438,7 +450,7 @@ static void on_state(struct upstream *u, enum upstream_state s, int error, const
         r->nstates++;
     }
     if (getenv("UPSTREAM_TEST_DEBUG"))
-        fprintf(stderr, "[%s] %s %d %s\n", upstream_name(u), upstream_state_name(s), error,
+        fprintf(stderr, "[%s] %s %d %s\n", upstream_server(u)->name, state_word(s), error,
                 message ? message : "");
     if (s == UPSTREAM_READY && r->free_on_ready) {
         upstream_free(u);
@@ -596,7 +608,7 @@ static bool wait_state(struct rec *r, enum upstream_state s, int count, int64_t 
     struct state_wait w = {r, s, count};
     bool ok = wait_for(r->loop, state_seen, &w, ms);
     if (!ok)
-        fprintf(stderr, "state %s (x%d) not reached\n", upstream_state_name(s), count);
+        fprintf(stderr, "state %s (x%d) not reached\n", state_word(s), count);
     return ok;
 }
 

@@ -1,4 +1,6 @@
-/* test_textsafe.c - escaping for terminals, checks for header values */
+/* test_textsafe.c - escaping for terminals, checks for header values and UTF-8 */
+#include <stdio.h>
+
 #include "credkit/textsafe.h"
 
 #include "tests.h"
@@ -71,4 +73,54 @@ static void test_b64token(void)
     CHECK(!b64token_valid("caf\xc3\xa9", 5));
 }
 
-TESTS_MAIN(test_escape, test_header_value, test_b64token)
+/* utf8_seq_len() and utf8_valid(): well-formed UTF-8 only, at each edge of the encoding */
+static void test_utf8(void)
+{
+    static const struct {
+        const char *s;
+        size_t len;
+        size_t seq; /* utf8_seq_len() of the first character */
+        bool valid;
+    } cases[] = {
+        {"", 0, 0, true},
+        {"a", 1, 1, true},
+        {"\0", 1, 1, true}, /* NUL is a character; callers refuse it */
+        {"a\0b", 3, 1, true},
+        {"\x7f", 1, 1, true},
+        {"\xc2\x80", 2, 2, true},         /* U+0080, the first two-byte one */
+        {"\xdf\xbf", 2, 2, true},         /* U+07FF */
+        {"\xe0\xa0\x80", 3, 3, true},     /* U+0800 */
+        {"\xed\x9f\xbf", 3, 3, true},     /* U+D7FF, below the surrogates */
+        {"\xee\x80\x80", 3, 3, true},     /* U+E000, above them */
+        {"\xef\xbf\xbf", 3, 3, true},     /* U+FFFF */
+        {"\xf0\x90\x80\x80", 4, 4, true}, /* U+10000 */
+        {"\xf4\x8f\xbf\xbf", 4, 4, true}, /* U+10FFFF, the last */
+        {"h\xc3\xa9!", 4, 1, true},
+        {"\xc0\x80", 2, 0, false},         /* overlong NUL */
+        {"\xc1\xbf", 2, 0, false},         /* overlong U+007F */
+        {"\xe0\x9f\xbf", 3, 0, false},     /* overlong U+07FF */
+        {"\xf0\x8f\xbf\xbf", 4, 0, false}, /* overlong U+FFFF */
+        {"\xed\xa0\x80", 3, 0, false},     /* U+D800, a surrogate */
+        {"\xed\xbf\xbf", 3, 0, false},     /* U+DFFF */
+        {"\xf4\x90\x80\x80", 4, 0, false}, /* U+110000 */
+        {"\xf5\x80\x80\x80", 4, 0, false},
+        {"\xf8\x88\x80\x80\x80", 5, 0, false}, /* five-byte form */
+        {"\xff", 1, 0, false},
+        {"\x80", 1, 0, false}, /* a stray continuation byte */
+        {"\xc3", 1, 0, false}, /* cut short */
+        {"\xe2\x82", 2, 0, false},
+        {"\xf0\x9f\x98", 3, 0, false},
+        {"\xe2\x82\xac", 2, 0, false}, /* cut short by len, not by the bytes */
+        {"\xc3\x28", 2, 0, false},     /* a continuation byte missing */
+        {"ok\xc3", 3, 1, false},       /* valid, then cut short */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (utf8_seq_len(cases[i].s, cases[i].len) != cases[i].seq ||
+            utf8_valid(cases[i].s, cases[i].len) != cases[i].valid)
+            fprintf(stderr, "case %zu\n", i);
+        CHECK_INT(utf8_seq_len(cases[i].s, cases[i].len), cases[i].seq);
+        CHECK(utf8_valid(cases[i].s, cases[i].len) == cases[i].valid);
+    }
+}
+
+TESTS_MAIN(test_escape, test_header_value, test_b64token, test_utf8)

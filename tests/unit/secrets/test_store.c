@@ -492,7 +492,6 @@ static void test_duplicates(void)
     CHECK_INT(store_load(path, &s, &e), 0);
     if (!s)
         goto out;
-    CHECK_INT(store_duplicates(s), 2);
     CHECK_INT(store_get(s, "TOKEN", &r, &e), -EINVAL);
     CHECK_CONTAINS(e.msg, "'TOKEN' is given more than once (lines 2 and 4)");
     err_clear(&e);
@@ -502,6 +501,7 @@ static void test_duplicates(void)
     CHECK_STR(r->arg, "OTHER_SRC");
     err_clear(&e);
     CHECK_INT(store_duplicates_error(s, &e), -ENOTUNIQ);
+    /* two of them, first TOKEN */
     CHECK_CONTAINS(e.msg, "has keys given twice: 'TOKEN' on lines 2 and 4 (and 1 more)");
     CHECK_CONTAINS(e.msg, "remove the extra ones by hand");
     /* a change does not bring the hidden version back */
@@ -517,7 +517,6 @@ static void test_duplicates(void)
     write_file(path, "{\"A\": \"env:A\", \"B\": {\"env\": \"B\"}}", 0600);
     CHECK_INT(store_load(path, &s, &e), 0);
     if (s) {
-        CHECK_INT(store_duplicates(s), 0);
         CHECK_INT(store_duplicates_error(s, &e), 0);
     }
 out:
