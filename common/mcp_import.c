@@ -131,9 +131,10 @@ static int add_file(struct mcp_import *im, char *path, char **ret_display)
 }
 
 /* Reads the JSON file path (taken) into *ret_root (NULL when it is missing or unusable, then
- * with a diagnostic); *ret_display its display path. Only -ENOMEM fails. */
-static int read_json(struct mcp_import *im, char *path, size_t max, struct json_object **ret_root,
-                     char **ret_display)
+ * with a diagnostic); *ret_display its display path. flags: JSON_READ_JSONC for the files of an
+ * editor built on VS Code. Only -ENOMEM fails. */
+static int read_json(struct mcp_import *im, char *path, size_t max, unsigned flags,
+                     struct json_object **ret_root, char **ret_display)
 {
     struct err le = ERR_INIT;
     char *d = NULL;
@@ -144,7 +145,8 @@ static int read_json(struct mcp_import *im, char *path, size_t max, struct json_
     *ret_display = d;
     struct json_dup *dups = NULL;
     size_t ndups = 0;
-    r = json_read_file_dups(im->files[im->n_files - 1].path, max, 0, ret_root, &dups, &ndups, &le);
+    r = json_read_file_dups(im->files[im->n_files - 1].path, max, flags, ret_root, &dups, &ndups,
+                            &le);
     im->files[im->n_files - 1].exists = r != -ENOENT;
     if (r == -ENOENT)
         return 0;
@@ -440,13 +442,13 @@ static int add_servers(const struct ctx *x, struct json_object *root, const char
 
 /* A JSON file of a home-relative (or absolute) path whose servers are under key. */
 static int read_json_servers(const struct ctx *x, const char *dir, const char *rel, const char *key,
-                             map_fn map, bool inputs)
+                             unsigned flags, map_fn map, bool inputs)
 {
     struct json_object *root = NULL;
     char *d = NULL;
     if (!dir)
         return 0;
-    int r = read_json(x->im, path_join(dir, rel), MCP_CONFIG_MAX_BYTES, &root, &d);
+    int r = read_json(x->im, path_join(dir, rel), MCP_CONFIG_MAX_BYTES, flags, &root, &d);
     if (r >= 0 && root)
         r = add_servers(x, root, key, d, "", map, inputs, x->cwd && dir == x->cwd);
     json_object_put(root);
@@ -456,12 +458,22 @@ static int read_json_servers(const struct ctx *x, const char *dir, const char *r
 
 /* ---- the clients ------------------------------------------------------------------------- */
 
+/* VS Code reads its mcp.json as JSON with comments and trailing commas, and Cursor and Windsurf,
+ * editors built on it, open theirs in the same mode: a comment or a trailing comma left by a
+ * hand edit must not lose a file's servers. Claude Code and Claude Desktop read theirs with
+ * JSON.parse(), so a comment breaks the client too: those files are read as strict JSON, and the
+ * diagnostic says where. */
+#define EDITOR_JSON JSON_READ_JSONC
+#define STRICT_JSON 0u
+
 static int read_cursor(const struct ctx *x)
 {
-    int r = read_json_servers(x, x->home, ".cursor/mcp.json", "mcpServers", map_cursor, false);
+    int r = read_json_servers(x, x->home, ".cursor/mcp.json", "mcpServers", EDITOR_JSON, map_cursor,
+                              false);
     /* in the home directory the project's file is the user's */
     if (r >= 0 && !(x->cwd && x->home && strcmp(x->cwd, x->home) == 0))
-        r = read_json_servers(x, x->cwd, ".cursor/mcp.json", "mcpServers", map_cursor, false);
+        r = read_json_servers(x, x->cwd, ".cursor/mcp.json", "mcpServers", EDITOR_JSON, map_cursor,
+                              false);
     return r;
 }
 
@@ -488,10 +500,11 @@ static int read_claude_code(const struct ctx *x)
 
     if (!x->home)
         return 0;
-    r = read_json_servers(x, x->home, ".claude/mcp.json", "mcpServers", NULL, false);
+    r = read_json_servers(x, x->home, ".claude/mcp.json", "mcpServers", STRICT_JSON, NULL, false);
     if (r < 0)
         return r;
-    r = read_json(x->im, path_join(x->home, ".claude.json"), CLAUDE_JSON_MAX, &root, &d);
+    r = read_json(x->im, path_join(x->home, ".claude.json"), CLAUDE_JSON_MAX, STRICT_JSON, &root,
+                  &d);
     if (r >= 0 && root)
         r = add_servers(x, root, "mcpServers", d, "", NULL, false, false);
     struct json_object *proj = root ? claude_project(x, root) : NULL;
@@ -506,21 +519,21 @@ static int read_claude_desktop(const struct ctx *x)
 {
     const char *xdg = getenv("XDG_CONFIG_HOME");
     if (xdg && xdg[0] == '/')
-        return read_json_servers(x, xdg, "Claude/claude_desktop_config.json", "mcpServers", NULL,
-                                 false);
+        return read_json_servers(x, xdg, "Claude/claude_desktop_config.json", "mcpServers",
+                                 STRICT_JSON, NULL, false);
     return read_json_servers(x, x->home, ".config/Claude/claude_desktop_config.json", "mcpServers",
-                             NULL, false);
+                             STRICT_JSON, NULL, false);
 }
 
 static int read_vscode(const struct ctx *x)
 {
-    return read_json_servers(x, x->cwd, ".vscode/mcp.json", "servers", map_vars, true);
+    return read_json_servers(x, x->cwd, ".vscode/mcp.json", "servers", EDITOR_JSON, map_vars, true);
 }
 
 static int read_windsurf(const struct ctx *x)
 {
     return read_json_servers(x, x->home, ".codeium/windsurf/mcp_config.json", "mcpServers",
-                             map_windsurf, false);
+                             EDITOR_JSON, map_windsurf, false);
 }
 
 /* ---- codex ------------------------------------------------------------------------------- */

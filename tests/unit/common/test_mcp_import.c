@@ -286,6 +286,103 @@ static void test_vscode(void)
     mcp_import_free(im);
 }
 
+/* The files as the editors write them: JSON with comments and trailing commas. */
+static void test_jsonc(void)
+{
+    setup("jsonc");
+    put("home/proj/.vscode/mcp.json",
+        "// See https://code.visualstudio.com/docs/copilot/chat/mcp-servers\n"
+        "{\n"
+        "  'inputs': [\n"
+        "    {\n"
+        "      'type': 'promptString',\n"
+        "      'id': 'api-key', // asked once, kept by VS Code\n"
+        "      'description': 'API key /* not a comment */',\n"
+        "      'password': true,\n"
+        "    },\n"
+        "  ],\n"
+        "  /* the servers\n"
+        "     of this project */\n"
+        "  'servers': {\n"
+        "    'gh': {\n"
+        "      'type': 'http',\n"
+        "      'url': 'https://api.example/mcp', // the remote one\n"
+        "      'headers': { 'Authorization': 'Bearer ${input:api-key}', },\n"
+        "    },\n"
+        "    'fs': { 'type': 'stdio', 'command': 'node', 'args': ['fs.js', '//x',], },\n"
+        "  },\n"
+        "}\n");
+    struct mcp_import *im = imp("vscode", P("home/proj"));
+    if (!im)
+        return;
+    CHECK_INT(mcp_import_diag_count(im), 0);
+    CHECK_INT(mcp_import_count(im), 2);
+    CHECK_STR(item(im, 0), "gh@~/proj/.vscode/mcp.json={\"type\":\"http\",\"url\":"
+                           "\"https://api.example/mcp\",\"headers\":{\"Authorization\":"
+                           "\"Bearer ${input:api-key}\"}}");
+    CHECK_STR(item(im, 1), "fs@~/proj/.vscode/mcp.json={\"type\":\"stdio\",\"command\":"
+                           "\"node\",\"args\":[\"fs.js\",\"//x\"]}");
+    const struct mcp_import_entry *gh = mcp_import_at(im, 0);
+    CHECK_INT(vlen((char **)gh->notes), 1);
+    if (vlen((char **)gh->notes) == 1)
+        CHECK_STR(
+            gh->notes[0],
+            "${input:api-key} is read from the secret api_key: run secrets configure api_key");
+    mcp_import_free(im);
+
+    /* a comment never closed: a diagnostic with its line, no server */
+    put("home/proj/.vscode/mcp.json", "{'servers': {'a': {'command': 'a'}}}\n/* end\n");
+    im = imp("vscode", P("home/proj"));
+    if (im) {
+        CHECK_INT(mcp_import_count(im), 0);
+        CHECK_INT(mcp_import_diag_count(im), 1);
+        CHECK_STR(mcp_import_diag_at(im, 0)->message,
+                  "'~/proj/.vscode/mcp.json': line 2, column 1: a comment (/*) that is never "
+                  "closed (import vscode): its servers are not imported");
+    }
+    mcp_import_free(im);
+    /* the duplicate check sees through the comments */
+    put("home/proj/.vscode/mcp.json",
+        "{'servers': {'a': {'command': 'a'}, // first\n 'a': {'command': 'b'},}}\n");
+    im = imp("vscode", P("home/proj"));
+    if (im) {
+        CHECK_INT(mcp_import_count(im), 0);
+        CHECK_INT(mcp_import_diag_count(im), 1);
+        CHECK_CONTAINS(mcp_import_diag_at(im, 0)->message,
+                       "line 2: \"a\" is given twice (first on line 1)");
+    }
+    mcp_import_free(im);
+
+    /* Cursor and Windsurf: the same leniency */
+    put("home/.cursor/mcp.json", "{'mcpServers': {'c': {'command': 'c'}, /* off: 'd' */},}");
+    im = imp("cursor", NULL);
+    if (im) {
+        CHECK_INT(mcp_import_diag_count(im), 0);
+        CHECK_STR(item(im, 0), "c@~/.cursor/mcp.json={\"command\":\"c\"}");
+    }
+    mcp_import_free(im);
+    put("home/.codeium/windsurf/mcp_config.json",
+        "{\n  // mine\n  'mcpServers': {'w': {'serverUrl': 'https://w.example/mcp',},},\n}\n");
+    im = imp("windsurf", NULL);
+    if (im) {
+        CHECK_INT(mcp_import_diag_count(im), 0);
+        CHECK_STR(item(im, 0),
+                  "w@~/.codeium/windsurf/mcp_config.json={\"url\":\"https://w.example/mcp\"}");
+    }
+    mcp_import_free(im);
+
+    /* Claude Desktop reads its file with JSON.parse(): a comment is refused there, and here */
+    put("home/.config/Claude/claude_desktop_config.json",
+        "{'mcpServers': {'d': {'command': 'desk'}}, // x\n}");
+    im = imp("claude-desktop", NULL);
+    if (im) {
+        CHECK_INT(mcp_import_count(im), 0);
+        CHECK_INT(mcp_import_diag_count(im), 1);
+        CHECK_CONTAINS(mcp_import_diag_at(im, 0)->message, "line 1, column ");
+    }
+    mcp_import_free(im);
+}
+
 static void test_codex(void)
 {
     setup("codex");
@@ -449,4 +546,4 @@ static void test_read_list(void)
 }
 
 TESTS_MAIN(test_unknown, test_cursor, test_claude_code, test_claude_desktop_windsurf, test_vscode,
-           test_codex, test_runs_bridge, test_read_list)
+           test_jsonc, test_codex, test_runs_bridge, test_read_list)
