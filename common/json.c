@@ -32,6 +32,42 @@ int json_error_at(struct err *e, const char *text, size_t len, size_t pos, const
     return err_set(e, -EBADMSG, "line %zu, column %zu: %s", line, pos - start + 1, what);
 }
 
+int json_blank_jsonc(char *text, size_t len, struct err *e)
+{
+    size_t comma = SIZE_MAX; /* a ',' that nothing but blank space and comments follows yet */
+
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (is_json_space(c))
+            continue;
+        if (c == '/' && i + 1 < len && text[i + 1] == '/') {
+            for (; i < len && text[i] != '\n'; i++)
+                text[i] = ' ';
+            continue;
+        }
+        if (c == '/' && i + 1 < len && text[i + 1] == '*') {
+            size_t start = i;
+            text[i] = text[i + 1] = ' ';
+            for (i += 2; i + 1 < len && !(text[i] == '*' && text[i + 1] == '/'); i++)
+                if (text[i] != '\n')
+                    text[i] = ' ';
+            if (i + 1 >= len)
+                return json_error_at(e, text, len, start, "a comment (/*) that is never closed");
+            text[i] = text[i + 1] = ' ';
+            i++;
+            continue;
+        }
+        if ((c == ']' || c == '}') && comma != SIZE_MAX)
+            text[comma] = ' ';
+        comma = c == ',' ? i : SIZE_MAX;
+        if (c == '"') /* to its closing quote, escapes skipped; an open one is json-c's to say */
+            for (i++; i < len && text[i] != '"'; i++)
+                if (text[i] == '\\')
+                    i++;
+    }
+    return 0;
+}
+
 int json_parse_with(struct json_tokener *tok, const char *text, size_t len, size_t max_len,
                     const char *noun, struct json_object **ret, struct err *e)
 {
@@ -148,9 +184,11 @@ int json_read_file_dups(const char *path, size_t max_len, unsigned flags, struct
     r = file_read(path, (flags & JSON_READ_SECRET) ? FILE_SECRET : 0, &b, e);
     if (r < 0)
         goto out;
-    if (ret_dups)
+    if ((flags & JSON_READ_JSONC) && b.len > 0)
+        r = json_blank_jsonc(b.data, b.len, e);
+    if (r >= 0 && ret_dups)
         r = json_parse_dups(buf_str(&b), b.len, b.max, &obj, ret_dups, ret_ndups, e);
-    else
+    else if (r >= 0)
         r = json_parse(buf_str(&b), b.len, b.max, &obj, e);
     if (r < 0) {
         char *disp = path_display(path);

@@ -51,14 +51,15 @@ struct mcp_import {
 /* What every reader gets. */
 struct ctx {
     struct mcp_import *im;
-    const char *home; /* NULL: no home directory */
-    const char *cwd;  /* NULL: no project */
+    const char *home;               /* NULL: no home directory */
+    const char *cwd;                /* NULL: no project */
+    struct json_object *toml_notes; /* codex: the values its reader did not read */
 };
 
 /* How an entry of a file becomes an mcp.json entry: a new reference in *ret, or NULL to skip it
- * (a diagnostic said why); -ENOMEM. */
+ * (a diagnostic said why), maybe with notes that belong with it; -ENOMEM. */
 typedef int (*map_fn)(const struct ctx *x, const char *display, const char *name,
-                      struct json_object *in, struct json_object **ret);
+                      struct json_object *in, struct strv *notes, struct json_object **ret);
 
 static int add_diag(struct mcp_import *im, const char *source, const char *fmt, ...) _printf_(3, 4);
 static int add_diag(struct mcp_import *im, const char *source, const char *fmt, ...)
@@ -131,9 +132,10 @@ static int add_file(struct mcp_import *im, char *path, char **ret_display)
 }
 
 /* Reads the JSON file path (taken) into *ret_root (NULL when it is missing or unusable, then
- * with a diagnostic); *ret_display its display path. Only -ENOMEM fails. */
-static int read_json(struct mcp_import *im, char *path, size_t max, struct json_object **ret_root,
-                     char **ret_display)
+ * with a diagnostic); *ret_display its display path. flags: JSON_READ_JSONC for the files of an
+ * editor built on VS Code. Only -ENOMEM fails. */
+static int read_json(struct mcp_import *im, char *path, size_t max, unsigned flags,
+                     struct json_object **ret_root, char **ret_display)
 {
     struct err le = ERR_INIT;
     char *d = NULL;
@@ -144,7 +146,8 @@ static int read_json(struct mcp_import *im, char *path, size_t max, struct json_
     *ret_display = d;
     struct json_dup *dups = NULL;
     size_t ndups = 0;
-    r = json_read_file_dups(im->files[im->n_files - 1].path, max, 0, ret_root, &dups, &ndups, &le);
+    r = json_read_file_dups(im->files[im->n_files - 1].path, max, flags, ret_root, &dups, &ndups,
+                            &le);
     im->files[im->n_files - 1].exists = r != -ENOENT;
     if (r == -ENOENT)
         return 0;
@@ -247,10 +250,10 @@ static int replace_in_tree(const struct ctx *x, struct json_object *o, int depth
 
 /* A copy of in, with the client variables replaced (Cursor, VS Code). */
 static int map_vars(const struct ctx *x, const char *display, const char *name,
-                    struct json_object *in, struct json_object **ret)
+                    struct json_object *in, struct strv *notes, struct json_object **ret)
 {
     struct json_object *c = NULL;
-    (void)display, (void)name;
+    (void)display, (void)name, (void)notes;
     if (json_object_deep_copy(in, &c, NULL) < 0)
         return -ENOMEM;
     int r = replace_in_tree(x, c, 0);
@@ -305,10 +308,10 @@ static int cursor_auth(struct json_object *c)
 
 /* Cursor: its variables, and its "auth" object. */
 static int map_cursor(const struct ctx *x, const char *display, const char *name,
-                      struct json_object *in, struct json_object **ret)
+                      struct json_object *in, struct strv *notes, struct json_object **ret)
 {
     struct json_object *c = NULL;
-    int r = map_vars(x, display, name, in, &c);
+    int r = map_vars(x, display, name, in, notes, &c);
     if (r >= 0)
         r = cursor_auth(c);
     if (r < 0) {
@@ -321,10 +324,10 @@ static int map_cursor(const struct ctx *x, const char *display, const char *name
 
 /* Windsurf names a remote server's URL "serverUrl". */
 static int map_windsurf(const struct ctx *x, const char *display, const char *name,
-                        struct json_object *in, struct json_object **ret)
+                        struct json_object *in, struct strv *notes, struct json_object **ret)
 {
     struct json_object *c = NULL, *su = mcp_field_member(in, "serverUrl");
-    (void)x, (void)display, (void)name;
+    (void)x, (void)display, (void)name, (void)notes;
     if (json_object_deep_copy(in, &c, NULL) < 0)
         return -ENOMEM;
     if (su && !mcp_field_member(c, "url")) {
@@ -419,7 +422,7 @@ static int add_servers(const struct ctx *x, struct json_object *root, const char
         if (!in || !json_object_is_type(in, json_type_object)) /* the loader says what is wrong */
             entry = json_object_get(in);
         else if (map)
-            r = map(x, display, name, in, &entry);
+            r = map(x, display, name, in, &notes, &entry);
         else
             entry = json_object_get(in);
         if (r >= 0 && entry && inputs)
@@ -440,13 +443,13 @@ static int add_servers(const struct ctx *x, struct json_object *root, const char
 
 /* A JSON file of a home-relative (or absolute) path whose servers are under key. */
 static int read_json_servers(const struct ctx *x, const char *dir, const char *rel, const char *key,
-                             map_fn map, bool inputs)
+                             unsigned flags, map_fn map, bool inputs)
 {
     struct json_object *root = NULL;
     char *d = NULL;
     if (!dir)
         return 0;
-    int r = read_json(x->im, path_join(dir, rel), MCP_CONFIG_MAX_BYTES, &root, &d);
+    int r = read_json(x->im, path_join(dir, rel), MCP_CONFIG_MAX_BYTES, flags, &root, &d);
     if (r >= 0 && root)
         r = add_servers(x, root, key, d, "", map, inputs, x->cwd && dir == x->cwd);
     json_object_put(root);
@@ -456,12 +459,22 @@ static int read_json_servers(const struct ctx *x, const char *dir, const char *r
 
 /* ---- the clients ------------------------------------------------------------------------- */
 
+/* VS Code reads its mcp.json as JSON with comments and trailing commas, and Cursor and Windsurf,
+ * editors built on it, open theirs in the same mode: a comment or a trailing comma left by a
+ * hand edit must not lose a file's servers. Claude Code and Claude Desktop read theirs with
+ * JSON.parse(), so a comment breaks the client too: those files are read as strict JSON, and the
+ * diagnostic says where. */
+#define EDITOR_JSON JSON_READ_JSONC
+#define STRICT_JSON 0u
+
 static int read_cursor(const struct ctx *x)
 {
-    int r = read_json_servers(x, x->home, ".cursor/mcp.json", "mcpServers", map_cursor, false);
+    int r = read_json_servers(x, x->home, ".cursor/mcp.json", "mcpServers", EDITOR_JSON, map_cursor,
+                              false);
     /* in the home directory the project's file is the user's */
     if (r >= 0 && !(x->cwd && x->home && strcmp(x->cwd, x->home) == 0))
-        r = read_json_servers(x, x->cwd, ".cursor/mcp.json", "mcpServers", map_cursor, false);
+        r = read_json_servers(x, x->cwd, ".cursor/mcp.json", "mcpServers", EDITOR_JSON, map_cursor,
+                              false);
     return r;
 }
 
@@ -488,10 +501,11 @@ static int read_claude_code(const struct ctx *x)
 
     if (!x->home)
         return 0;
-    r = read_json_servers(x, x->home, ".claude/mcp.json", "mcpServers", NULL, false);
+    r = read_json_servers(x, x->home, ".claude/mcp.json", "mcpServers", STRICT_JSON, NULL, false);
     if (r < 0)
         return r;
-    r = read_json(x->im, path_join(x->home, ".claude.json"), CLAUDE_JSON_MAX, &root, &d);
+    r = read_json(x->im, path_join(x->home, ".claude.json"), CLAUDE_JSON_MAX, STRICT_JSON, &root,
+                  &d);
     if (r >= 0 && root)
         r = add_servers(x, root, "mcpServers", d, "", NULL, false, false);
     struct json_object *proj = root ? claude_project(x, root) : NULL;
@@ -506,21 +520,21 @@ static int read_claude_desktop(const struct ctx *x)
 {
     const char *xdg = getenv("XDG_CONFIG_HOME");
     if (xdg && xdg[0] == '/')
-        return read_json_servers(x, xdg, "Claude/claude_desktop_config.json", "mcpServers", NULL,
-                                 false);
+        return read_json_servers(x, xdg, "Claude/claude_desktop_config.json", "mcpServers",
+                                 STRICT_JSON, NULL, false);
     return read_json_servers(x, x->home, ".config/Claude/claude_desktop_config.json", "mcpServers",
-                             NULL, false);
+                             STRICT_JSON, NULL, false);
 }
 
 static int read_vscode(const struct ctx *x)
 {
-    return read_json_servers(x, x->cwd, ".vscode/mcp.json", "servers", map_vars, true);
+    return read_json_servers(x, x->cwd, ".vscode/mcp.json", "servers", EDITOR_JSON, map_vars, true);
 }
 
 static int read_windsurf(const struct ctx *x)
 {
     return read_json_servers(x, x->home, ".codeium/windsurf/mcp_config.json", "mcpServers",
-                             map_windsurf, false);
+                             EDITOR_JSON, map_windsurf, false);
 }
 
 /* ---- codex ------------------------------------------------------------------------------- */
@@ -535,17 +549,24 @@ static int jadd(struct json_object *o, const char *key, struct json_object *v)
 }
 
 /* A number of seconds or milliseconds of Codex as "timeout" in milliseconds; 1 when v is not a
- * whole number (said in a diagnostic: the entry is skipped). */
+ * number (said in a diagnostic: the entry is skipped). */
 static int codex_timeout(const struct ctx *x, const char *display, const char *name,
                          const char *key, struct json_object *v, int64_t unit,
                          struct json_object *out)
 {
     char nd[MCP_DISP_BUF];
+    if (json_object_is_type(v, json_type_double)) {
+        double ms = json_object_get_double(v) * (double)unit;
+        /* out of range or below a millisecond: the generic check of "timeout" says so */
+        if (ms >= 0.5 && ms < 9e15)
+            return jadd(out, "timeout", json_object_new_int64((int64_t)(ms + 0.5)));
+        return jadd(out, "timeout", json_object_new_double(ms));
+    }
     if (!json_object_is_type(v, json_type_int)) {
         mcp_disp(nd, name);
         int r = add_diag(x->im, display,
-                         "'%s': server '%s' (import codex): \"%s\" must be a whole number: the "
-                         "server is not imported",
+                         "'%s': server '%s' (import codex): \"%s\" must be a number: the server "
+                         "is not imported",
                          display, nd, key);
         return r < 0 ? r : 1;
     }
@@ -571,78 +592,193 @@ static int codex_env_headers(struct json_object *v, struct json_object *headers)
     return 0;
 }
 
+/* The keys of a Codex server that change what it does: one of them not read leaves the server
+ * out, rather than run it otherwise than Codex would. */
+static bool codex_key_matters(const char *key, size_t n)
+{
+    static const char *const keys[] = {"command",
+                                       "args",
+                                       "env",
+                                       "cwd",
+                                       "url",
+                                       "bearer_token_env_var",
+                                       "http_headers",
+                                       "env_http_headers",
+                                       "enabled",
+                                       "startup_timeout_sec",
+                                       "startup_timeout_ms",
+                                       "tool_timeout_sec",
+                                       "enabled_tools",
+                                       "disabled_tools",
+                                       NULL};
+    for (size_t i = 0; keys[i]; i++)
+        if (strlen(keys[i]) == n && strncmp(key, keys[i], n) == 0)
+            return true;
+    return false;
+}
+
+/* The values of server name that the TOML reader did not read: 1 (with a diagnostic) when one
+ * of them matters, else a note for each. */
+static int codex_unread(const struct ctx *x, const char *display, const char *name,
+                        struct strv *notes)
+{
+    struct json_object *un = x->toml_notes ? mcp_field_member(x->toml_notes, name) : NULL;
+    char nd[MCP_DISP_BUF];
+
+    if (!un)
+        return 0;
+    json_object_object_foreach(un, key, why)
+    {
+        const char *w = json_object_get_string(why);
+        if (!key[0] || codex_key_matters(key, strcspn(key, "."))) {
+            mcp_disp(nd, name);
+            int r = add_diag(x->im, display,
+                             "'%s': server '%s' (import codex): %s: the server is not imported",
+                             display, nd, w);
+            return r < 0 ? r : 1;
+        }
+        if (strv_pushf(notes, "%s: the key is left out", w) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Codex's per-tool tables, "tools": {TOOL: {"enabled": false, "approval_mode": ...}}: a tool
+ * disabled is one more of *excl ("excludeTools", made in out when missing); the rest is Codex's
+ * own (approval), noted. */
+static int codex_tools(struct json_object *tools, struct json_object *out,
+                       struct json_object **excl, struct strv *notes)
+{
+    json_object_object_foreach(tools, tool, t)
+    {
+        char td[MCP_DISP_BUF];
+        bool on = true;
+        mcp_disp(td, tool);
+        if (!t || !json_object_is_type(t, json_type_object)) {
+            if (strv_pushf(notes, "'tools.%s' is not a table: the key is left out", td) < 0)
+                return -ENOMEM;
+            continue;
+        }
+        if (json_get_bool(t, "enabled", &on) && !on) {
+            if (!*excl && jadd(out, "excludeTools", *excl = json_object_new_array()) < 0)
+                return -ENOMEM;
+            struct json_object *s = json_object_new_string(tool);
+            if (!s || json_object_array_add(*excl, s) < 0) {
+                json_object_put(s);
+                return -ENOMEM;
+            }
+        }
+        json_object_object_foreach(t, k, v)
+        {
+            (void)v;
+            char kd[MCP_DISP_BUF];
+            mcp_disp(kd, k);
+            if (strcmp(k, "enabled") != 0 && v &&
+                strv_pushf(notes, "'tools.%s.%s' is Codex's own: it is not read here", td, kd) < 0)
+                return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* http_headers and env_http_headers (objects) into "headers" (made in out when missing). */
+static int codex_headers(const char *key, struct json_object *v, struct json_object *out,
+                         struct json_object **headers)
+{
+    int r = 0;
+    if (!*headers) {
+        *headers = json_object_new_object();
+        r = jadd(out, "headers", *headers);
+    }
+    if (r < 0)
+        return r;
+    if (key[0] == 'e')
+        return codex_env_headers(v, *headers);
+    json_object_object_foreach(v, hk, hv)
+    {
+        r = jadd(*headers, hk, json_object_get(hv));
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* One key of a Codex server into out: 0, 1 to leave the server out (a diagnostic said why), or
+ * -ENOMEM. */
+static int codex_key(const struct ctx *x, const char *display, const char *name, const char *key,
+                     struct json_object *v, struct json_object *in, struct json_object *out,
+                     struct json_object **headers, struct json_object **excl, struct strv *notes)
+{
+    char nd[MCP_DISP_BUF];
+
+    if (!v) /* not read: codex_unread() said so */
+        return 0;
+    if (strcmp(key, "enabled") == 0) {
+        if (!json_object_is_type(v, json_type_boolean)) {
+            mcp_disp(nd, name);
+            int r = add_diag(x->im, display,
+                             "'%s': server '%s' (import codex): \"enabled\" must be true or "
+                             "false: the server is not imported",
+                             display, nd);
+            return r < 0 ? r : 1;
+        }
+        return json_object_get_boolean(v) ? 0 : jadd(out, "disabled", json_object_new_boolean(1));
+    }
+    /* the request timeout: the tools' when given, else the start's */
+    if (strcmp(key, "tool_timeout_sec") == 0)
+        return codex_timeout(x, display, name, key, v, 1000, out);
+    bool tool_timeout = mcp_field_member(in, "tool_timeout_sec") != NULL;
+    if (strcmp(key, "startup_timeout_sec") == 0 || strcmp(key, "startup_timeout_ms") == 0) {
+        if (tool_timeout)
+            return strv_pushf(notes,
+                              "'%s' is left out: the request timeout is "
+                              "'tool_timeout_sec'",
+                              key) < 0
+                       ? -ENOMEM
+                       : 0;
+        return codex_timeout(x, display, name, key, v,
+                             strcmp(key, "startup_timeout_ms") == 0 ? 1 : 1000, out);
+    }
+    if ((strcmp(key, "http_headers") == 0 || strcmp(key, "env_http_headers") == 0) &&
+        json_object_is_type(v, json_type_object))
+        return codex_headers(key, v, out, headers);
+    if (strcmp(key, "disabled_tools") == 0 && json_object_is_type(v, json_type_array) && !*excl) {
+        *excl = json_object_get(v);
+        return jadd(out, "excludeTools", *excl);
+    }
+    if (strcmp(key, "tools") == 0 && json_object_is_type(v, json_type_object))
+        return codex_tools(v, out, excl, notes);
+    if (strcmp(key, "bearer_token_env_var") == 0)
+        return jadd(out, "bearerTokenEnv", json_object_get(v));
+    if (strcmp(key, "disabled_tools") == 0)
+        return jadd(out, "excludeTools", json_object_get(v));
+    /* command, args, env, url, cwd as they are; Codex's others too, for the loader to warn
+     * about by name (enabled_tools: no tool here keeps only some tools) */
+    return jadd(out, key, json_object_get(v));
+}
+
 /* One [mcp_servers.NAME] table as an mcp.json entry, built of a copy of in's values (the
  * reader's own are wiped once read). */
 static int map_codex(const struct ctx *x, const char *display, const char *name,
-                     struct json_object *table, struct json_object **ret)
+                     struct json_object *table, struct strv *notes, struct json_object **ret)
 {
-    static const char *const same[] = {"command", "args", "env", "url", "cwd", NULL};
-    static const char *const renamed[][2] = {{"bearer_token_env_var", "bearerTokenEnv"},
-                                             {"disabled_tools", "excludeTools"},
-                                             {NULL, NULL}};
-    struct json_object *out = json_object_new_object(), *headers = NULL;
-    char nd[MCP_DISP_BUF];
-    int r = 0;
+    struct json_object *out = NULL, *headers = NULL, *excl = NULL, *in = NULL;
+    int r = codex_unread(x, display, name, notes);
 
-    struct json_object *in = NULL;
+    if (r != 0)
+        return r < 0 ? r : 0;
+    out = json_object_new_object();
     if (!out || json_object_deep_copy(table, &in, NULL) < 0) {
         json_object_put(out);
         return -ENOMEM;
     }
     json_object_object_foreach(in, key, v)
     {
-        size_t i = 0;
-        const char *to = key;
-        for (; renamed[i][0]; i++)
-            if (strcmp(key, renamed[i][0]) == 0)
-                to = renamed[i][1];
-        for (i = 0; same[i] && strcmp(key, same[i]) != 0; i++)
-            ;
-        if (strcmp(key, "enabled") == 0) {
-            if (!json_object_is_type(v, json_type_boolean)) {
-                mcp_disp(nd, name);
-                r = add_diag(x->im, display,
-                             "'%s': server '%s' (import codex): \"enabled\" must be true or "
-                             "false: the server is not imported",
-                             display, nd);
-                r = r < 0 ? r : 1;
-            } else if (!json_object_get_boolean(v)) {
-                r = jadd(out, "disabled", json_object_new_boolean(1));
-            }
-        } else if (strcmp(key, "startup_timeout_sec") == 0) {
-            r = codex_timeout(x, display, name, key, v, 1000, out);
-        } else if (strcmp(key, "startup_timeout_ms") == 0) {
-            r = codex_timeout(x, display, name, key, v, 1, out);
-        } else if (strcmp(key, "http_headers") == 0 || strcmp(key, "env_http_headers") == 0) {
-            if (!json_object_is_type(v, json_type_object)) {
-                r = jadd(out, key, json_object_get(v)); /* a key the loader warns about */
-            } else {
-                if (!headers) {
-                    headers = json_object_new_object();
-                    r = jadd(out, "headers", headers);
-                }
-                if (r < 0)
-                    break;
-                if (key[0] == 'e') {
-                    r = codex_env_headers(v, headers);
-                } else {
-                    json_object_object_foreach(v, hk, hv)
-                    {
-                        r = jadd(headers, hk, json_object_get(hv));
-                        if (r < 0)
-                            break;
-                    }
-                }
-            }
-        } else {
-            /* the keys with a meaning here under their mcp.json names; Codex's others as they
-             * are, for the loader to warn about by name */
-            r = jadd(out, same[i] ? key : to, json_object_get(v));
-        }
+        r = codex_key(x, display, name, key, v, in, out, &headers, &excl, notes);
         if (r != 0)
             break;
     }
-    json_object_put(in);
+    json_object_put(in); /* not wiped: out shares its values */
     if (r != 0) {
         json_object_put(out);
         return r < 0 ? r : 0;
@@ -654,7 +790,7 @@ static int map_codex(const struct ctx *x, const char *display, const char *name,
 static int read_codex(const struct ctx *x)
 {
     struct mcp_import *im = x->im;
-    struct json_object *servers = NULL;
+    struct json_object *servers = NULL, *notes = NULL;
     struct err le = ERR_INIT;
     struct buf text;
     char *d = NULL;
@@ -678,7 +814,7 @@ static int read_codex(const struct ctx *x)
         r = add_diag(im, d, "%s (import codex): its servers are not imported", err_msg(&le));
         goto out;
     }
-    r = mcp_toml_read_servers(buf_str(&text), text.len, &servers, &le);
+    r = mcp_toml_read_servers(buf_str(&text), text.len, &servers, &notes, &le);
     if (r == -ENOMEM)
         goto out;
     if (r < 0) {
@@ -692,9 +828,12 @@ static int read_codex(const struct ctx *x)
         r = -ENOMEM;
         goto out;
     }
-    r = add_servers(x, root, "mcp_servers", d, "", map_codex, false, false);
+    struct ctx xc = *x;
+    xc.toml_notes = notes;
+    r = add_servers(&xc, root, "mcp_servers", d, "", map_codex, false, false);
     json_object_put(root);
 out:
+    json_object_put(notes);
     json_wipe_strings(servers);
     json_object_put(servers);
     buf_release(&text);

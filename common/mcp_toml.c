@@ -6,10 +6,12 @@
  * find where it ends. Recursion is bounded: the values read do not nest beyond an array or an
  * inline table of strings, the values skipped at most MCP_TOML_MAX_DEPTH deep. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "credkit/buf.h"
@@ -23,25 +25,16 @@
 #define STRING_MAX     (1024u * 1024u)
 #define SERVERS_PREFIX "mcp_servers"
 
-/* The table the lines belong to. */
-enum where {
-    IN_ROOT,    /* before any table header */
-    IN_SKIPPED, /* a table that is not an MCP server's: its values are only scanned */
-    IN_MCP,     /* [mcp_servers] itself */
-    IN_SERVER,  /* [mcp_servers.NAME] */
-    IN_SUB,     /* [mcp_servers.NAME.KEY]: strings */
-};
-
 struct toml {
     const char *p, *end;
     size_t line;
     struct err *e;
-    struct json_object *servers; /* the result */
-    struct json_object *defined; /* NAME -> true for each [mcp_servers.NAME] header seen */
-    bool mcp_defined;            /* [mcp_servers] seen */
-    struct json_object *cur;     /* IN_SERVER, IN_SUB: where the keys go (borrowed) */
-    char cur_label[2 * MCP_DISP_BUF + 32]; /* "[mcp_servers.NAME]" for messages */
-    enum where where;
+    struct json_object *servers; /* the result: the table mcp_servers */
+    struct json_object *notes;   /* NAME -> KEY -> "line L: ..." of the values not read */
+    struct json_object *defined; /* path_id() -> enum defined_as: the tables defined */
+    struct strv table;           /* the path of the last header; empty: the root */
+    bool skipping;               /* the table is not mcp_servers' */
+    char soft[ERR_MSG_MAX];      /* why the value being read is not read */
 };
 
 static int bad(struct toml *T, const char *fmt, ...) _printf_(2, 3);
@@ -389,6 +382,20 @@ static void path_disp(char out[MCP_DISP_BUF], const struct strv *path, size_t n)
 
 /* ---- values ------------------------------------------------------------------------------ */
 
+/* A value that is valid TOML but not read here: noted (the first reason of a value only), the
+ * value then NULL while the parse goes on past it. */
+static int soft(struct toml *T, const char *fmt, ...) _printf_(2, 3);
+static int soft(struct toml *T, const char *fmt, ...)
+{
+    if (T->soft[0])
+        return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    (void)vsnprintf(T->soft, sizeof(T->soft), fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
 static bool at_value_end(const struct toml *T)
 {
     char c = peek(T);
@@ -410,110 +417,106 @@ static int string_value(struct toml *T, struct json_object **ret)
     return r;
 }
 
-/* A decimal integer (T->p at a digit or a sign). */
-static int integer_value(struct toml *T, const char *key, struct json_object **ret)
+static bool is_digit(char c)
 {
-    char kd[MCP_DISP_BUF];
-    const char *s = T->p;
-    bool neg = false;
-    int64_t v = 0;
-    size_t digits = 0;
-
-    mcp_disp(kd, key);
-    if (s < T->end && (*s == '+' || *s == '-'))
-        neg = *s++ == '-';
-    if (s + 1 < T->end && s[0] == '0' && (s[1] == 'x' || s[1] == 'o' || s[1] == 'b'))
-        return bad(T,
-                   "'%s': hexadecimal, octal and binary numbers are not read: write it in "
-                   "decimal",
-                   kd);
-    if (s < T->end && (*s == 'i' || *s == 'n'))
-        return bad(T, "'%s': only whole numbers are read here, not inf or nan", kd);
-    for (; s < T->end && ((*s >= '0' && *s <= '9') || *s == '_'); s++) {
-        if (*s == '_') {
-            if (digits == 0 || s + 1 >= T->end || s[1] < '0' || s[1] > '9')
-                return bad(T, "'%s': an underscore in a number must be between digits", kd);
-            continue;
-        }
-        int d = *s - '0';
-        if (digits == 1 && v == 0)
-            return bad(T, "'%s': a number must not start with a zero", kd);
-        if (v > (INT64_MAX - d) / 10)
-            return bad(T, "'%s': the number is too large", kd);
-        v = v * 10 + d;
-        digits++;
-    }
-    if (digits == 0)
-        return bad(T,
-                   "'%s': expected a value (a string, a number, true or false, an array of "
-                   "strings or an inline table of strings)",
-                   kd);
-    T->p = s;
-    if (peek(T) == '.' || peek(T) == 'e' || peek(T) == 'E')
-        return bad(T, "'%s': only whole numbers are read here, not floats (write 60, not 60.0)",
-                   kd);
-    if (peek(T) == '-' || peek(T) == ':')
-        return bad(T, "'%s': dates and times are not read", kd);
-    if (!at_value_end(T))
-        return bad(T, "'%s': expected the end of the number", kd);
-    *ret = json_object_new_int64(neg ? -v : v);
-    return *ret ? 0 : oom(T);
+    return c >= '0' && c <= '9';
 }
 
-/* [ "a", "b", ... ] over one or more lines. */
-static int array_value(struct toml *T, const char *key, struct json_object **ret)
+/* Digits of base at s (an '_' only between two of them) into out without the underscores;
+ * the number of bytes read, 0 when there is no digit or an underscore is misplaced. */
+static size_t digits(const char *s, size_t n, int base, struct buf *out, bool *ok)
 {
-    struct json_object *a = json_object_new_array(), *v = NULL;
-    char kd[MCP_DISP_BUF];
-    int r;
-
-    mcp_disp(kd, key);
-    if (!a)
-        return oom(T);
-    T->p++;
-    for (;;) {
-        r = skip_ws_lines(T);
-        if (r < 0)
-            goto out;
-        if (peek(T) == ']')
-            break;
-        if (!is_quote(peek(T))) {
-            r = peek(T) == '[' ? bad(T, "'%s': arrays of arrays are not read", kd)
-                               : bad(T, "'%s': only arrays of strings are read", kd);
-            goto out;
-        }
-        r = string_value(T, &v);
-        if (r < 0)
-            goto out;
-        if (json_object_array_add(a, v) < 0) {
-            json_object_put(v);
-            r = oom(T);
-            goto out;
-        }
-        r = skip_ws_lines(T);
-        if (r < 0)
-            goto out;
-        if (peek(T) == ',') {
-            T->p++;
+    size_t i = 0;
+    for (; i < n; i++) {
+        char c = s[i];
+        bool d = base == 16 ? (is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))
+                            : c >= '0' && c < '0' + (base < 10 ? base : 10);
+        if (d) {
+            *ok = *ok && buf_append_char(out, c) >= 0;
             continue;
         }
-        if (peek(T) != ']') {
-            r = bad(T, "'%s': expected ',' or ']' in the array", kd);
-            goto out;
-        }
-        break;
+        if (c != '_' || i == 0 || i + 1 >= n || s[i - 1] == '_')
+            break;
     }
-    T->p++;
-    *ret = a;
-    a = NULL;
-    r = 0;
+    if (i > 0 && s[i - 1] == '_')
+        i--;
+    return i;
+}
+
+/* A bare scalar's token tok[0..n) (a number, a date, or nothing TOML knows) as JSON: an
+ * integer, a float, or NULL with a note. */
+static int bare_value(struct toml *T, const char *tok, size_t n, struct json_object **ret)
+{
+    struct buf b;
+    bool ok = true, neg = false;
+    size_t i = 0;
+    int r = 0;
+
+    *ret = NULL;
+    if (n && (tok[0] == '+' || tok[0] == '-'))
+        neg = tok[i++] == '-';
+    if (n - i == 3 && (memcmp(tok + i, "inf", 3) == 0 || memcmp(tok + i, "nan", 3) == 0))
+        return soft(T, "inf and nan are not read");
+    if (memchr(tok, ':', n) || (n >= 10 && tok[4] == '-' && is_digit(tok[0])))
+        return soft(T, "dates and times are not read");
+    buf_init(&b, 256);
+    int base = 10;
+    if (i == 0 && n > 2 && tok[0] == '0' && strchr("xob", tok[1]))
+        base = tok[1] == 'x' ? 16 : tok[1] == 'o' ? 8 : 2, i = 2;
+    if (neg)
+        ok = buf_append_char(&b, '-') >= 0;
+    size_t k = digits(tok + i, n - i, base, &b, &ok);
+    bool zero_lead = base == 10 && k > 1 && tok[i] == '0';
+    bool is_float = false;
+    i += k;
+    if (k && base == 10 && i < n && tok[i] == '.') {
+        ok = ok && buf_append_char(&b, '.') >= 0;
+        k = digits(tok + i + 1, n - i - 1, 10, &b, &ok);
+        i += k ? k + 1 : 0;
+        is_float = k > 0;
+    }
+    if (k && base == 10 && i < n && (tok[i] == 'e' || tok[i] == 'E')) {
+        ok = ok && buf_append_char(&b, 'e') >= 0;
+        size_t s = i + 1;
+        if (s < n && (tok[s] == '+' || tok[s] == '-'))
+            ok = ok && buf_append_char(&b, tok[s++]) >= 0;
+        k = digits(tok + s, n - s, 10, &b, &ok);
+        i = k ? s + k : i;
+        is_float = is_float || k > 0;
+    }
+    if (!ok) {
+        r = oom(T);
+        goto out;
+    }
+    if (k == 0 || i != n || zero_lead) {
+        r = soft(T, "not a value read here (a string, a number, true or false, an array or an "
+                    "inline table)");
+        goto out;
+    }
+    errno = 0;
+    char *end = NULL;
+    if (is_float) {
+        double d = strtod(buf_str(&b), &end);
+        if (errno == ERANGE || !isfinite(d))
+            r = soft(T, "the number is out of range");
+        else if (!(*ret = json_object_new_double(d)))
+            r = oom(T);
+    } else {
+        long long v = strtoll(buf_str(&b), &end, base);
+        if (errno == ERANGE)
+            r = soft(T, "the number is out of range");
+        else if (!(*ret = json_object_new_int64(v)))
+            r = oom(T);
+    }
 out:
-    json_wipe_strings(a);
-    json_object_put(a);
+    buf_release(&b);
     return r;
 }
 
-/* Adds key = v to table (which takes v, also on failure); a key defined twice is an error. */
+static int read_value(struct toml *T, int depth, struct json_object **ret);
+
+/* Adds key = v to table (which takes v, also on failure; a NULL v is a value not read); a key
+ * defined twice is an error. */
 static int table_add(struct toml *T, struct json_object *table, const char *key,
                      struct json_object *v, const char *in)
 {
@@ -531,16 +534,65 @@ static int table_add(struct toml *T, struct json_object *table, const char *key,
     return 0;
 }
 
-/* { KEY = "value", ... } on one line. */
-static int inline_table_value(struct toml *T, const char *key, struct json_object **ret)
+/* [ value, ... ] over one or more lines, comments and a trailing comma allowed. */
+static int array_value(struct toml *T, int depth, struct json_object **ret)
+{
+    struct json_object *a = json_object_new_array(), *v = NULL;
+    bool unread = false;
+    int r;
+
+    if (!a)
+        return oom(T);
+    T->p++;
+    for (;;) {
+        r = skip_ws_lines(T);
+        if (r < 0)
+            goto out;
+        if (peek(T) == ']')
+            break;
+        v = NULL;
+        r = read_value(T, depth + 1, &v);
+        if (r < 0)
+            goto out;
+        unread = unread || !v;
+        if (v && json_object_array_add(a, v) < 0) {
+            json_object_put(v);
+            r = oom(T);
+            goto out;
+        }
+        r = skip_ws_lines(T);
+        if (r < 0)
+            goto out;
+        if (peek(T) == ',') {
+            T->p++;
+            continue;
+        }
+        if (peek(T) != ']') {
+            r = bad(T, "expected ',' or ']' in the array");
+            goto out;
+        }
+        break;
+    }
+    T->p++;
+    if (!unread) {
+        *ret = a;
+        a = NULL;
+    }
+    r = 0;
+out:
+    json_wipe_strings(a);
+    json_object_put(a);
+    return r;
+}
+
+/* { KEY = value, a.b = value, ... } on one line. */
+static int inline_table_value(struct toml *T, int depth, struct json_object **ret)
 {
     struct json_object *o = json_object_new_object(), *v = NULL;
     struct strv path = STRV_INIT;
-    char kd[MCP_DISP_BUF], in[MCP_DISP_BUF + 32];
+    bool unread = false;
     int r = 0;
 
-    mcp_disp(kd, key);
-    (void)snprintf(in, sizeof(in), "'%s'", kd);
     if (!o)
         return oom(T);
     T->p++;
@@ -552,45 +604,57 @@ static int inline_table_value(struct toml *T, const char *key, struct json_objec
         r = parse_keypath(T, &path);
         if (r < 0)
             goto out;
-        if (path.n > 1) {
-            r = bad(T, "'%s': dotted keys in an inline table are not read", kd);
-            goto out;
-        }
         skip_ws(T);
         if (peek(T) != '=') {
-            r = bad(T, "'%s': expected '=' after a key of the inline table", kd);
+            r = bad(T, "expected '=' after a key of an inline table");
             goto out;
         }
         T->p++;
         skip_ws(T);
-        if (!is_quote(peek(T))) {
-            r = bad(T, "'%s': only inline tables of strings are read", kd);
+        v = NULL;
+        r = read_value(T, depth + 1, &v);
+        if (r < 0)
             goto out;
+        unread = unread || !v;
+        /* a.b = v: the tables on the way, made when missing */
+        struct json_object *t = o;
+        for (size_t i = 0; r >= 0 && i + 1 < path.n; i++) {
+            struct json_object *next = NULL;
+            if (!json_object_object_get_ex(t, path.v[i], &next)) {
+                next = json_object_new_object();
+                r = table_add(T, t, path.v[i], next, "an inline table");
+            } else if (!json_object_is_type(next, json_type_object)) {
+                r = bad(T, "the key '%s' is defined twice in an inline table", path.v[i]);
+            }
+            t = next;
         }
-        r = string_value(T, &v);
         if (r >= 0)
-            r = table_add(T, o, path.v[0], v, in);
+            r = table_add(T, t, path.v[path.n - 1], v, "an inline table");
+        else
+            json_object_put(v);
         if (r < 0)
             goto out;
         skip_ws(T);
         if (peek(T) == '}')
             break;
         if (peek(T) != ',') {
-            r = at_eol(T) ? bad(T, "'%s': an inline table must be on one line", kd)
-                          : bad(T, "'%s': expected ',' or '}' in the inline table", kd);
+            r = at_eol(T) ? bad(T, "an inline table must be on one line")
+                          : bad(T, "expected ',' or '}' in the inline table");
             goto out;
         }
         T->p++;
         skip_ws(T);
         if (peek(T) == '}') {
-            r = bad(T, "'%s': a comma before '}' is not allowed in an inline table", kd);
+            r = bad(T, "a comma before '}' is not allowed in an inline table");
             goto out;
         }
     }
 done:
     T->p++;
-    *ret = o;
-    o = NULL;
+    if (!unread) {
+        *ret = o;
+        o = NULL;
+    }
 out:
     strv_release(&path);
     json_wipe_strings(o);
@@ -598,28 +662,50 @@ out:
     return r;
 }
 
-/* A value of an MCP server's table. */
-static int parse_value(struct toml *T, const char *key, struct json_object **ret)
+/* Scans a bare scalar (a number, a boolean, a date and time with a space inside); *ret_len its
+ * length, 0 when there is none. */
+static const char *scan_bare(struct toml *T, size_t *ret_len)
 {
-    char c = peek(T), kd[MCP_DISP_BUF];
+    const char *s = T->p;
+    /* a space inside only between two bare characters: a date and a time */
+    while (T->p < T->end && (is_bare(*T->p) || strchr("+.:", *T->p) ||
+                             (*T->p == ' ' && T->p + 1 < T->end && is_bare(T->p[1]) && T->p > s &&
+                              is_digit(T->p[-1]))))
+        T->p++;
+    *ret_len = (size_t)(T->p - s);
+    return s;
+}
 
+/* A value of an MCP server's table, as JSON; *ret NULL when it is valid TOML that is not read
+ * here (T->soft says why). Nested at most MCP_TOML_MAX_DEPTH deep. */
+static int read_value(struct toml *T, int depth, struct json_object **ret)
+{
+    char c = peek(T);
+
+    *ret = NULL;
+    if (depth >= MCP_TOML_MAX_DEPTH)
+        return bad(T, "arrays or inline tables nested more than %d deep", MCP_TOML_MAX_DEPTH);
     if (is_quote(c))
         return string_value(T, ret);
     if (c == '[')
-        return array_value(T, key, ret);
+        return array_value(T, depth, ret);
     if (c == '{')
-        return inline_table_value(T, key, ret);
+        return inline_table_value(T, depth, ret);
     if (at(T, "true") || at(T, "false")) {
         bool v = c == 't';
         T->p += v ? 4 : 5;
-        if (!at_value_end(T)) {
-            mcp_disp(kd, key);
-            return bad(T, "'%s': expected the end of the value after %s", kd, v ? "true" : "false");
-        }
+        if (!at_value_end(T))
+            return bad(T, "expected the end of the value after %s", v ? "true" : "false");
         *ret = json_object_new_boolean(v);
         return *ret ? 0 : oom(T);
     }
-    return integer_value(T, key, ret);
+    size_t n = 0;
+    const char *tok = scan_bare(T, &n);
+    if (n == 0)
+        return bad(T, "expected a value");
+    if (!at_value_end(T))
+        return bad(T, "expected the end of the value");
+    return bare_value(T, tok, n, ret);
 }
 
 /* Scans past a value that is not read: a string of any kind, an array or inline table of
@@ -703,80 +789,144 @@ static int skip_value(struct toml *T, int depth)
 
 /* ---- tables and keys --------------------------------------------------------------------- */
 
-/* The object of server name, created when it is not there yet. Borrowed. */
-static int server_object(struct toml *T, const char *name, struct json_object **ret)
+/* path[0..n) as a key of T->defined: each part as "LEN:PART", which no two paths share. */
+static int path_id(struct toml *T, const struct strv *path, size_t n, struct buf *out)
 {
-    struct json_object *o = NULL;
-    if (json_object_object_get_ex(T->servers, name, &o)) {
-        *ret = o;
-        return 0;
+    buf_init(out, (size_t)KEY_PARTS_MAX * 2 * (KEY_MAX + 16));
+    for (size_t i = 0; i < n; i++)
+        if (buf_printf(out, "%zu:%s", strlen(path->v[i]), path->v[i]) < 0)
+            return oom(T);
+    if (!out->data && buf_append_str(out, "") < 0)
+        return oom(T);
+    return 0;
+}
+
+enum defined_as { NOT_DEFINED, BY_HEADER, BY_VALUE };
+
+static int defined_as(struct toml *T, const struct strv *path, size_t n, enum defined_as *ret)
+{
+    struct buf id;
+    struct json_object *v = NULL;
+    int r = path_id(T, path, n, &id);
+    if (r >= 0)
+        *ret = json_object_object_get_ex(T->defined, buf_str(&id), &v)
+                   ? (enum defined_as)json_object_get_int(v)
+                   : NOT_DEFINED;
+    buf_release(&id);
+    return r;
+}
+
+static int define(struct toml *T, const struct strv *path, size_t n, enum defined_as how)
+{
+    struct buf id;
+    int r = path_id(T, path, n, &id);
+    if (r >= 0) {
+        struct json_object *v = json_object_new_int((int)how);
+        if (!v || json_object_object_add(T->defined, buf_str(&id), v) < 0) {
+            json_object_put(v);
+            r = oom(T);
+        }
     }
-    o = json_object_new_object();
-    if (!o || json_object_object_add(T->servers, name, o) < 0) {
-        json_object_put(o);
+    buf_release(&id);
+    return r;
+}
+
+/* The object of the tables path[1..n) below T->servers (path[0] is mcp_servers), made when
+ * missing. Borrowed. A table on the way that is not one, or an inline table (closed in TOML), is
+ * an error. */
+static int walk(struct toml *T, const struct strv *path, size_t n, struct json_object **ret)
+{
+    struct json_object *t = T->servers;
+    char d[MCP_DISP_BUF];
+    int r = 0;
+
+    for (size_t i = 1; r >= 0 && i < n; i++) {
+        struct json_object *next = NULL;
+        enum defined_as how = NOT_DEFINED;
+        path_disp(d, path, i + 1);
+        if (!json_object_object_get_ex(t, path->v[i], &next)) {
+            next = json_object_new_object();
+            r = table_add(T, t, path->v[i], next, "its table");
+        } else if (!json_object_is_type(next, json_type_object)) {
+            r = bad(T, "'%s' is defined twice: as a value, and as a table", d);
+        } else if ((r = defined_as(T, path, i + 1, &how)) >= 0 && how == BY_VALUE) {
+            r = bad(T, "the inline table '%s' is defined twice: it cannot be extended", d);
+        }
+        t = next;
+    }
+    if (r >= 0)
+        *ret = t;
+    return r;
+}
+
+/* A value of path[1..) not read: noted as the server path[1]'s, its key the rest of the path. */
+static int note_unread(struct toml *T, const struct strv *path, size_t line)
+{
+    struct json_object *srv = NULL, *msg = NULL;
+    char key[MCP_DISP_BUF], *text = NULL;
+    struct strv rest = {.v = path->v + 2, .n = path->n - 2};
+
+    if (!json_object_object_get_ex(T->notes, path->v[1], &srv)) {
+        srv = json_object_new_object();
+        if (!srv || json_object_object_add(T->notes, path->v[1], srv) < 0) {
+            json_object_put(srv);
+            return oom(T);
+        }
+    }
+    path_disp(key, &rest, rest.n);
+    if (rest.n == 0 && asprintf(&text, "line %zu: %s", line, T->soft) < 0)
+        return oom(T);
+    if (rest.n > 0 && asprintf(&text, "line %zu: '%s': %s", line, key, T->soft) < 0)
+        return oom(T);
+    msg = json_object_new_string(text);
+    free(text);
+    if (!msg || json_object_object_add(srv, rest.n ? key : "", msg) < 0) {
+        json_object_put(msg);
         return oom(T);
     }
-    *ret = o;
     return 0;
 }
 
 /* Where the lines after the header [path] (or [[path]]) go. */
 static int open_table(struct toml *T, const struct strv *path, bool array)
 {
-    char d[MCP_DISP_BUF], nd[MCP_DISP_BUF];
-    struct json_object *srv = NULL, *sub = NULL;
+    char d[MCP_DISP_BUF];
+    struct json_object *t = NULL;
+    enum defined_as how = NOT_DEFINED;
     int r;
 
-    if (strcmp(path->v[0], SERVERS_PREFIX) != 0) {
-        T->where = IN_SKIPPED;
+    strv_release(&T->table);
+    T->skipping = strcmp(path->v[0], SERVERS_PREFIX) != 0;
+    if (T->skipping)
         return 0;
-    }
     path_disp(d, path, path->n);
-    if (array)
+    if (array && path->n == 1)
         return bad(T,
                    "[[%s]] (an array of tables) is not read: write each server as a table "
                    "[mcp_servers.NAME]",
                    d);
-    if (path->n == 1) {
-        if (T->mcp_defined)
-            return bad(T, "the table [mcp_servers] is defined twice");
-        T->mcp_defined = true;
-        T->where = IN_MCP;
-        return 0;
-    }
-    if (path->n > 3)
-        return bad(T,
-                   "the table [%s] is not read: only [mcp_servers.NAME] and its tables of "
-                   "strings ([mcp_servers.NAME.env]) are",
-                   d);
-    mcp_disp(nd, path->v[1]);
-    r = server_object(T, path->v[1], &srv);
-    if (r < 0)
+    if (array) {
+        /* a server's key written as an array of tables: noted, its lines skipped */
+        T->skipping = true;
+        (void)snprintf(T->soft, sizeof(T->soft), "[[%s]] (an array of tables) is not read", d);
+        struct strv srv = {.v = path->v, .n = 2};
+        r = walk(T, &srv, 2, &t);
+        if (r >= 0)
+            r = note_unread(T, path, T->line);
+        T->soft[0] = '\0';
         return r;
-    if (path->n == 2) {
-        if (json_object_object_get_ex(T->defined, path->v[1], NULL))
-            return bad(T, "the table [%s] is defined twice", d);
-        struct json_object *t = json_object_new_boolean(1);
-        if (!t || json_object_object_add(T->defined, path->v[1], t) < 0) {
-            json_object_put(t);
-            return oom(T);
-        }
-        T->cur = srv;
-        T->where = IN_SERVER;
-    } else {
-        if (json_object_object_get_ex(srv, path->v[2], NULL))
-            return bad(T, "the table [%s] is defined twice (or its key is set in [mcp_servers.%s])",
-                       d, nd);
-        sub = json_object_new_object();
-        if (!sub || json_object_object_add(srv, path->v[2], sub) < 0) {
-            json_object_put(sub);
-            return oom(T);
-        }
-        T->cur = sub;
-        T->where = IN_SUB;
     }
-    (void)snprintf(T->cur_label, sizeof(T->cur_label), "[%s]", d);
-    return 0;
+    r = defined_as(T, path, path->n, &how);
+    if (r >= 0 && how != NOT_DEFINED)
+        r = bad(T, "the table [%s] is defined twice", d);
+    if (r >= 0)
+        r = walk(T, path, path->n, &t);
+    if (r >= 0)
+        r = define(T, path, path->n, BY_HEADER);
+    for (size_t i = 0; r >= 0 && i < path->n; i++)
+        if (strv_push(&T->table, path->v[i]) < 0)
+            r = oom(T);
+    return r;
 }
 
 /* A table header line. */
@@ -803,12 +953,51 @@ out:
     return r;
 }
 
+/* full = mcp_servers.NAME.KEY... = v (taken; NULL: not read, T->soft says why). */
+static int place(struct toml *T, const struct strv *full, struct json_object *v, size_t line)
+{
+    struct json_object *t = NULL;
+    char d[MCP_DISP_BUF];
+    int r;
+
+    path_disp(d, full, full->n - 1);
+    if (full->n == 1) { /* mcp_servers = { NAME = {...}, ... } */
+        if (!v || !json_object_is_type(v, json_type_object)) {
+            json_wipe_strings(v);
+            json_object_put(v);
+            return bad(T, "'%s' must be a table of servers", SERVERS_PREFIX);
+        }
+        r = 0;
+        json_object_object_foreach(v, name, srv)
+        {
+            r = table_add(T, T->servers, name, json_object_get(srv), "[mcp_servers]");
+            if (r < 0)
+                break;
+        }
+        json_object_put(v);
+        return r < 0 ? r : define(T, full, 1, BY_VALUE);
+    }
+    char in[MCP_DISP_BUF + 2];
+    (void)snprintf(in, sizeof(in), "[%s]", d);
+    r = walk(T, full, full->n - 1, &t);
+    if (r >= 0)
+        r = table_add(T, t, full->v[full->n - 1], v, in);
+    else
+        json_object_put(v);
+    if (r >= 0 && v && json_object_is_type(v, json_type_object))
+        r = define(T, full, full->n, BY_VALUE);
+    if (r >= 0 && !v)
+        r = note_unread(T, full, line);
+    return r;
+}
+
 /* A line KEY = VALUE. */
 static int parse_keyval(struct toml *T)
 {
-    struct strv path = STRV_INIT;
+    struct strv path = STRV_INIT, full = STRV_INIT;
     struct json_object *v = NULL;
     char d[MCP_DISP_BUF];
+    size_t line = T->line;
     int r;
 
     r = parse_keypath(T, &path);
@@ -822,51 +1011,35 @@ static int parse_keyval(struct toml *T)
     }
     T->p++;
     skip_ws(T);
-    switch (T->where) {
-    case IN_ROOT:
-        if (strcmp(path.v[0], SERVERS_PREFIX) == 0) {
-            r = bad(T,
-                    "'%s' written as a key is not read: write each server as a table "
-                    "[mcp_servers.NAME]",
-                    d);
-            goto out;
-        }
-        /* fallthrough */
-    case IN_SKIPPED:
+    if (T->skipping || (T->table.n == 0 && strcmp(path.v[0], SERVERS_PREFIX) != 0)) {
         r = skip_value(T, 0);
-        break;
-    case IN_MCP:
-        r = bad(T,
-                "the key '%s' directly in [mcp_servers] is not read: write each server as a "
-                "table [mcp_servers.NAME]",
-                d);
-        goto out;
-    case IN_SERVER:
-    case IN_SUB:
-        if (path.n > 1) {
-            r = bad(T, "the dotted key '%s' is not read in %s: write a table or an inline table", d,
-                    T->cur_label);
-            goto out;
-        }
-        if (T->where == IN_SUB && !is_quote(peek(T))) {
-            r = bad(T, "'%s': %s holds strings only", d, T->cur_label);
-            goto out;
-        }
-        r = parse_value(T, path.v[0], &v);
+    } else {
+        for (size_t i = 0; r >= 0 && i < T->table.n; i++)
+            r = strv_push(&full, T->table.v[i]) < 0 ? oom(T) : 0;
+        for (size_t i = 0; r >= 0 && i < path.n; i++)
+            r = strv_push(&full, path.v[i]) < 0 ? oom(T) : 0;
+        if (r >= 0 && full.n > KEY_PARTS_MAX)
+            r = bad(T, "a key of more than %d dotted parts with its table's", KEY_PARTS_MAX);
+        T->soft[0] = '\0';
         if (r >= 0)
-            r = table_add(T, T->cur, path.v[0], v, T->cur_label); /* takes v */
-        break;
+            r = read_value(T, 0, &v);
+        if (r >= 0)
+            r = place(T, &full, v, line); /* takes v */
+        else
+            json_object_put(v);
     }
     if (r >= 0)
         r = end_of_line(T, "a value");
 out:
     strv_release(&path);
+    strv_release(&full);
     return r;
 }
 
-int mcp_toml_read_servers(const char *text, size_t len, struct json_object **ret, struct err *e)
+int mcp_toml_read_servers(const char *text, size_t len, struct json_object **ret,
+                          struct json_object **ret_notes, struct err *e)
 {
-    struct toml T = {.p = text, .end = text + len, .line = 1, .e = e, .where = IN_ROOT};
+    struct toml T = {.p = text, .end = text + len, .line = 1, .e = e, .table = STRV_INIT};
     int r = 0;
 
     size_t bl = bad_utf8_line((const unsigned char *)text, len);
@@ -874,7 +1047,8 @@ int mcp_toml_read_servers(const char *text, size_t len, struct json_object **ret
         return err_set(e, -EBADMSG, "line %zu: not UTF-8 text (or a NUL byte)", bl);
     T.servers = json_object_new_object();
     T.defined = json_object_new_object();
-    if (!T.servers || !T.defined) {
+    T.notes = json_object_new_object();
+    if (!T.servers || !T.defined || !T.notes) {
         r = oom(&T);
         goto out;
     }
@@ -898,9 +1072,13 @@ int mcp_toml_read_servers(const char *text, size_t len, struct json_object **ret
         goto out;
     *ret = T.servers;
     T.servers = NULL;
+    *ret_notes = T.notes;
+    T.notes = NULL;
 out:
     json_wipe_strings(T.servers);
     json_object_put(T.servers);
     json_object_put(T.defined);
+    json_object_put(T.notes);
+    strv_release(&T.table);
     return r;
 }

@@ -2,8 +2,10 @@
 # ~/.claude.json with a projects map (and ~/.claude/mcp.json), a VS Code .vscode/mcp.json with
 # inputs, a Cursor file, a Codex config.toml, a Windsurf and a Claude Desktop file, imported in
 # priority order. `mcp-bridge list` (and --json) must show which entry won each clash and where
-# it came from, and leave out the entries that run the bridge itself, saying so; a Codex file the
-# reader does not read is a problem with its line. Then the SDK's Client (tests/peers/bridge-imports.mjs) on
+# it came from, and leave out the entries that run the bridge itself, saying so; the VS Code file
+# has comments and trailing commas, the Codex file floats and per-tool tables; a Codex server
+# with a key that is not read is left out with its line, a Codex file with a syntax error is a
+# problem of the file. Then the SDK's Client (tests/peers/bridge-imports.mjs) on
 # `mcp-bridge serve` lists and calls the tools of server-everything imported from Cursor and of a
 # server imported from Codex, while the self-referencing entry is never started.
 . "$(dirname "$0")/lib/common.sh"
@@ -59,15 +61,20 @@ EOF
 cat >"$HOME/.claude/mcp.json" <<'EOF'
 {"mcpServers": {"cc-user": {"command": "dot-claude-cmd"}, "cc-dot": {"command": "dot-only"}}}
 EOF
+# as VS Code writes it: JSON with comments and trailing commas
 cat >"$PROJ/.vscode/mcp.json" <<'EOF'
+// https://code.visualstudio.com/docs/copilot/chat/mcp-servers
 {
-  "inputs": [{"type": "promptString", "id": "vs-token", "description": "API token", "password": true}],
+  "inputs": [
+    {"type": "promptString", "id": "vs-token", "description": "API token /* kept */", "password": true},
+  ],
+  /* the servers */
   "servers": {
-    "vs-remote": {"type": "http", "url": "https://vs.example/mcp",
+    "vs-remote": {"type": "http", "url": "https://vs.example/mcp", // remote
                   "headers": {"Authorization": "Bearer ${input:vs-token}"}},
     "shared": {"type": "stdio", "command": "vscode-shared"},
-    "vs-fs": {"type": "stdio", "command": "node", "args": ["${workspaceFolder}/fs.js"]}
-  }
+    "vs-fs": {"type": "stdio", "command": "node", "args": ["${workspaceFolder}/fs.js",],},
+  },
 }
 EOF
 cat >"$HOME/.cursor/mcp.json" <<EOF
@@ -87,10 +94,19 @@ command = "codex-cmd"
 args = [
   "--flag", # a comment
 ]
-startup_timeout_sec = 5
+startup_timeout_sec = 5.5
 
 [mcp_servers.codex-tool.env]
 MODE = 'x'
+
+[mcp_servers.codex-tool.tools.search]
+approval_mode = "approve"
+
+[mcp_servers.codex-float]
+command = "float-cmd"
+env = { A = "b" }
+tool_timeout_sec = 60.0
+tools.drop.enabled = false
 
 [mcp_servers.shared]
 command = "codex-shared"
@@ -176,7 +192,7 @@ assert_contains "$OUT" "server 'codex-npx' in '~/.codex/config.toml' (import cod
 run 0 B list --json
 J=$OUT
 assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" \
-    "cc-dot,cc-local,cc-user,codex-off,codex-tool,cursor-only,cursor-x,desk,low,mine,shared,vs-fs,vs-remote,ws-remote" \
+    "cc-dot,cc-local,cc-user,codex-float,codex-off,codex-tool,cursor-only,cursor-x,desk,low,mine,shared,vs-fs,vs-remote,ws-remote" \
     "the servers of list --json"
 # vs-remote's ${input:vs-token} is the secret vs_token (a secret's name has no '-'): not set up
 assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "vs-remote").warnings.join("\n")')" \
@@ -195,6 +211,10 @@ assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "shared").shadowed.jo
     "~/.claude.json (import claude-code)|$PROJ/.vscode/mcp.json (import vscode)|~/.cursor/mcp.json (import cursor)|~/.codex/config.toml (import codex)" \
     "what 'shared' won over, highest first"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "codex-off").status')" "disabled" "enabled = false"
+assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "codex-tool").warnings.join("\n")')" \
+    "'tools.search.approval_mode' is Codex's own: it is not read here"
+assert_contains "$(json_get "$J" 'JSON.stringify(j.servers.find(s => s.name === "codex-float"))')" \
+    "float-cmd" "a Codex server with a float and a per-tool key"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "mine").import')" "null" "a layer's own entry"
 assert_contains "$(json_get "$J" 'j.importedFiles.map(f => f.import + " " + f.path).join("\n")')" \
     "codex $HOME/.codex/config.toml" "the imported files of list --json"
@@ -208,14 +228,22 @@ assert_contains "$(json_get "$J" 'j.diagnostics.map(d => d.message).join("\n")')
 cat >>"$HOME/.codex/config.toml" <<'EOF'
 [mcp_servers.floaty]
 command = "f"
-tool_timeout_sec = 2.5
+tool_timeout_sec = inf
 EOF
 echo '{"imports": ["codex", "cursr"]}' >"$USER_FILE"
-line=$(grep -n 'tool_timeout_sec = 2.5' "$HOME/.codex/config.toml" | cut -d: -f1)
+line=$(grep -n 'tool_timeout_sec = inf' "$HOME/.codex/config.toml" | cut -d: -f1)
 run 0 B list
-assert_contains "$OUT" "'~/.codex/config.toml' (import codex): line $line: 'tool_timeout_sec': only whole numbers are read here"
+assert_contains "$OUT" "'~/.codex/config.toml': server 'floaty' (import codex): line $line: 'tool_timeout_sec': inf and nan are not read: the server is not imported"
 assert_contains "$OUT" "unknown import 'cursr' in \"imports\": the accepted ones are cursor, claude-code, claude-desktop, vscode, windsurf, codex"
-assert_eq "$(row codex-tool)" "" "a server of the Codex file that is not read"
+assert_eq "$(row floaty)" "" "a Codex server with a key that is not read"
+assert_contains "$(row codex-tool)" "codex-cmd --flag" "the servers next to it"
+# a syntax error: the file cannot be trusted, none of its servers is read
+echo 'broken = [1, 2' >>"$HOME/.codex/config.toml"
+line=$(wc -l <"$HOME/.codex/config.toml")
+run 0 B list
+assert_contains "$OUT" "'~/.codex/config.toml' (import codex): line $((line + 1)):"
+assert_contains "$OUT" "its servers are not imported"
+assert_eq "$(row codex-tool)" "" "a server of a Codex file that is not read"
 assert_contains "$(row low)" "low-cmd" "the shared layer's entry"
 
 # ---- serve: the SDK's Client on imported servers ---------------------------------------------

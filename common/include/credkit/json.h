@@ -46,8 +46,20 @@ int json_parse_with(struct json_tokener *tok, const char *text, size_t len, size
  * for parsers that drive json-c themselves. A pos past len counts as len (the end). */
 int json_error_at(struct err *e, const char *text, size_t len, size_t pos, const char *what);
 
+/* Blanks, in place, the comments (a line comment from "//", a block comment between slash-star
+ * and star-slash) and the trailing commas (a ',' whose next token is ']' or '}') of
+ * text[0..len), a JSON-with-comments text as VS Code writes it, so that json_parse() reads the
+ * rest. Every other byte stays where it was, the line
+ * breaks inside a comment too, so json_parse()'s "line L, column C" are still the file's. The
+ * strings are left alone (a comment's marker inside one is text), escapes included. -EBADMSG with
+ * "line L, column C: ..." (json_error_at()) for a comment that is never closed; anything else
+ * wrong is json_parse()'s to say. */
+int json_blank_jsonc(char *text, size_t len, struct err *e) _must_check_;
+
 enum json_read_flags {
     JSON_READ_SECRET = 1 << 0, /* the file holds secrets: refuse it when group/other can read */
+    JSON_READ_JSONC = 1 << 1,  /* the file is JSONC: its comments and trailing commas are
+                                * blanked (json_blank_jsonc()) before it is parsed */
 };
 
 /* Reads and parses a file (at most max_len bytes). -ENOENT when it does not exist (with a

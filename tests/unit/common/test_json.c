@@ -273,5 +273,54 @@ static void test_write_read_back(void)
     json_object_put(o);
 }
 
-TESTS_MAIN(test_valid, test_syntax_error_position, test_error_at, test_trailing_garbage, test_depth,
-           test_bounds_and_bytes, test_read_file, test_write_read_back)
+/* text blanked as JSONC: *ret_out the result (static), or NULL with the message in e */
+static const char *jsonc(const char *text, struct err *e)
+{
+    static char out[1024];
+    size_t n = strlen(text);
+    CHECK(n < sizeof(out));
+    memcpy(out, text, n + 1);
+    err_clear(e);
+    return json_blank_jsonc(out, n, e) < 0 ? NULL : out;
+}
+
+static void test_jsonc(void)
+{
+    struct err e = ERR_INIT;
+    /* comments and trailing commas become blank space, everything else stays in place */
+    CHECK_STR(jsonc("{\"a\": 1, // one\n\"b\": [1, 2,], /* x\n y */ \"c\": {\"d\": 3,},}", &e),
+              "{\"a\": 1,       \n\"b\": [1, 2 ],     \n      \"c\": {\"d\": 3 } }");
+    /* a comma before a comment before the bracket is trailing too */
+    CHECK_STR(jsonc("[1, /* c */\n// d\n]", &e), "[1         \n    \n]");
+    /* markers inside strings are text, escaped quotes included */
+    CHECK_STR(jsonc("{\"u\": \"https://x/*y*/\", \"q\": \"a\\\" // b\", \"e\": \"\\\\\"}", &e),
+              "{\"u\": \"https://x/*y*/\", \"q\": \"a\\\" // b\", \"e\": \"\\\\\"}");
+    /* a comma that is not trailing stays, a lone slash is json-c's to refuse */
+    CHECK_STR(jsonc("[1, 2] / 3", &e), "[1, 2] / 3");
+    CHECK_STR(jsonc("//", &e), "  ");
+    CHECK_STR(jsonc("1 /**/", &e), "1     ");
+    /* an unclosed comment: the line and column of its start */
+    CHECK(jsonc("{\n  \"a\": 1 /* never\n", &e) == NULL);
+    CHECK_STR(err_msg(&e), "line 2, column 10: a comment (/*) that is never closed");
+    CHECK(jsonc("/*/", &e) == NULL);
+    CHECK(jsonc("[1] /", &e) != NULL);
+    /* an unclosed string swallows what looks like a comment: the parser says it is open */
+    CHECK_STR(jsonc("[\"a /* b", &e), "[\"a /* b");
+
+    /* a file read with JSON_READ_JSONC: an error after a comment has the file's position */
+    struct json_object *o = NULL;
+    put(tpath("c.json"), "// VS Code\n{\n  /* servers */ \"a\": [1,],\n  \"b\": x\n}\n", 0600);
+    CHECK_INT(json_read_file(tpath("c.json"), MAX, JSON_READ_JSONC, &o, &e), -EBADMSG);
+    CHECK_CONTAINS(err_msg(&e), "c.json': line 4, column 8:");
+    put(tpath("c.json"), "// VS Code\n{\n  /* servers */ \"a\": [1,],\n}\n", 0600);
+    CHECK_INT(json_read_file(tpath("c.json"), MAX, JSON_READ_JSONC, &o, &e), 0);
+    CHECK_STR(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "{\"a\":[1]}");
+    json_object_put(o);
+    /* without the flag the same file is refused */
+    o = NULL;
+    CHECK_INT(json_read_file(tpath("c.json"), MAX, 0, &o, &e), -EBADMSG);
+    CHECK(o == NULL);
+}
+
+TESTS_MAIN(test_jsonc, test_valid, test_syntax_error_position, test_error_at, test_trailing_garbage,
+           test_depth, test_bounds_and_bytes, test_read_file, test_write_read_back)

@@ -846,7 +846,7 @@ static void test_import_diags(void)
     /* an imported file that is not JSON, and one whose TOML is not read */
     put(USER, "{'imports': ['windsurf', 'codex'], 'mcpServers': {'mine': {'command': 'm'}}}");
     put("home/.codeium/windsurf/mcp_config.json", "{'mcpServers': }");
-    put("home/.codex/config.toml", "[mcp_servers.c]\ncommand = 'c'\nstartup_timeout_sec = 2.5\n");
+    put("home/.codex/config.toml", "[mcp_servers.c]\ncommand = 'c'\nargs = ['x' 'y']\n");
     c = load();
     if (!c)
         return;
@@ -856,9 +856,8 @@ static void test_import_diags(void)
     CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
                    "'~/.codeium/windsurf/mcp_config.json': line 1");
     CHECK_STR(mcp_config_diag_at(c, 1)->message,
-              "'~/.codex/config.toml' (import codex): line 3: 'startup_timeout_sec': only whole "
-              "numbers are read here, not floats (write 60, not 60.0): its servers are not "
-              "imported");
+              "'~/.codex/config.toml' (import codex): line 3: expected ',' or ']' in the array: "
+              "its servers are not imported");
     mcp_config_free(c);
 
     /* codex's tables, validated as entries; a configuration held in memory imports too */

@@ -286,6 +286,103 @@ static void test_vscode(void)
     mcp_import_free(im);
 }
 
+/* The files as the editors write them: JSON with comments and trailing commas. */
+static void test_jsonc(void)
+{
+    setup("jsonc");
+    put("home/proj/.vscode/mcp.json",
+        "// See https://code.visualstudio.com/docs/copilot/chat/mcp-servers\n"
+        "{\n"
+        "  'inputs': [\n"
+        "    {\n"
+        "      'type': 'promptString',\n"
+        "      'id': 'api-key', // asked once, kept by VS Code\n"
+        "      'description': 'API key /* not a comment */',\n"
+        "      'password': true,\n"
+        "    },\n"
+        "  ],\n"
+        "  /* the servers\n"
+        "     of this project */\n"
+        "  'servers': {\n"
+        "    'gh': {\n"
+        "      'type': 'http',\n"
+        "      'url': 'https://api.example/mcp', // the remote one\n"
+        "      'headers': { 'Authorization': 'Bearer ${input:api-key}', },\n"
+        "    },\n"
+        "    'fs': { 'type': 'stdio', 'command': 'node', 'args': ['fs.js', '//x',], },\n"
+        "  },\n"
+        "}\n");
+    struct mcp_import *im = imp("vscode", P("home/proj"));
+    if (!im)
+        return;
+    CHECK_INT(mcp_import_diag_count(im), 0);
+    CHECK_INT(mcp_import_count(im), 2);
+    CHECK_STR(item(im, 0), "gh@~/proj/.vscode/mcp.json={\"type\":\"http\",\"url\":"
+                           "\"https://api.example/mcp\",\"headers\":{\"Authorization\":"
+                           "\"Bearer ${input:api-key}\"}}");
+    CHECK_STR(item(im, 1), "fs@~/proj/.vscode/mcp.json={\"type\":\"stdio\",\"command\":"
+                           "\"node\",\"args\":[\"fs.js\",\"//x\"]}");
+    const struct mcp_import_entry *gh = mcp_import_at(im, 0);
+    CHECK_INT(vlen((char **)gh->notes), 1);
+    if (vlen((char **)gh->notes) == 1)
+        CHECK_STR(
+            gh->notes[0],
+            "${input:api-key} is read from the secret api_key: run secrets configure api_key");
+    mcp_import_free(im);
+
+    /* a comment never closed: a diagnostic with its line, no server */
+    put("home/proj/.vscode/mcp.json", "{'servers': {'a': {'command': 'a'}}}\n/* end\n");
+    im = imp("vscode", P("home/proj"));
+    if (im) {
+        CHECK_INT(mcp_import_count(im), 0);
+        CHECK_INT(mcp_import_diag_count(im), 1);
+        CHECK_STR(mcp_import_diag_at(im, 0)->message,
+                  "'~/proj/.vscode/mcp.json': line 2, column 1: a comment (/*) that is never "
+                  "closed (import vscode): its servers are not imported");
+    }
+    mcp_import_free(im);
+    /* the duplicate check sees through the comments */
+    put("home/proj/.vscode/mcp.json",
+        "{'servers': {'a': {'command': 'a'}, // first\n 'a': {'command': 'b'},}}\n");
+    im = imp("vscode", P("home/proj"));
+    if (im) {
+        CHECK_INT(mcp_import_count(im), 0);
+        CHECK_INT(mcp_import_diag_count(im), 1);
+        CHECK_CONTAINS(mcp_import_diag_at(im, 0)->message,
+                       "line 2: \"a\" is given twice (first on line 1)");
+    }
+    mcp_import_free(im);
+
+    /* Cursor and Windsurf: the same leniency */
+    put("home/.cursor/mcp.json", "{'mcpServers': {'c': {'command': 'c'}, /* off: 'd' */},}");
+    im = imp("cursor", NULL);
+    if (im) {
+        CHECK_INT(mcp_import_diag_count(im), 0);
+        CHECK_STR(item(im, 0), "c@~/.cursor/mcp.json={\"command\":\"c\"}");
+    }
+    mcp_import_free(im);
+    put("home/.codeium/windsurf/mcp_config.json",
+        "{\n  // mine\n  'mcpServers': {'w': {'serverUrl': 'https://w.example/mcp',},},\n}\n");
+    im = imp("windsurf", NULL);
+    if (im) {
+        CHECK_INT(mcp_import_diag_count(im), 0);
+        CHECK_STR(item(im, 0),
+                  "w@~/.codeium/windsurf/mcp_config.json={\"url\":\"https://w.example/mcp\"}");
+    }
+    mcp_import_free(im);
+
+    /* Claude Desktop reads its file with JSON.parse(): a comment is refused there, and here */
+    put("home/.config/Claude/claude_desktop_config.json",
+        "{'mcpServers': {'d': {'command': 'desk'}}, // x\n}");
+    im = imp("claude-desktop", NULL);
+    if (im) {
+        CHECK_INT(mcp_import_count(im), 0);
+        CHECK_INT(mcp_import_diag_count(im), 1);
+        CHECK_CONTAINS(mcp_import_diag_at(im, 0)->message, "line 1, column ");
+    }
+    mcp_import_free(im);
+}
+
 static void test_codex(void)
 {
     setup("codex");
@@ -319,9 +416,14 @@ static void test_codex(void)
     CHECK_INT(mcp_import_count(im), 2);
     /* ' stands for " in put(): the TOML above is written with double quotes */
     CHECK_STR(item(im, 0), "docs@~/.codex/config.toml={\"command\":\"npx\",\"args\":[\"-y\","
-                           "\"docs-mcp\"],\"cwd\":\"/tmp\",\"disabled\":true,\"timeout\":20000,"
-                           "\"tool_timeout_sec\":60,\"excludeTools\":[\"drop\"],"
-                           "\"env\":{\"API_KEY\":\"k\"}}");
+                           "\"docs-mcp\"],\"cwd\":\"/tmp\",\"disabled\":true,\"timeout\":60000,"
+                           "\"excludeTools\":[\"drop\"],\"env\":{\"API_KEY\":\"k\"}}");
+    /* the request timeout is the tools' when both are given */
+    const struct mcp_import_entry *docs = mcp_import_at(im, 0);
+    CHECK_INT(vlen((char **)docs->notes), 1);
+    if (vlen((char **)docs->notes) == 1)
+        CHECK_STR(docs->notes[0], "'startup_timeout_sec' is left out: the request timeout is "
+                                  "'tool_timeout_sec'");
     CHECK_STR(item(im, 1), "web@~/.codex/config.toml={\"url\":\"https://web.example/mcp\","
                            "\"bearerTokenEnv\":\"WEB_TOKEN\",\"timeout\":2500,"
                            "\"headers\":{\"X-Team\":\"core\",\"X-Key\":\"${WEB_KEY}\"}}");
@@ -331,11 +433,11 @@ static void test_codex(void)
               "false: the server is not imported");
     CHECK_STR(mcp_import_diag_at(im, 1)->message,
               "'~/.codex/config.toml': server 'slow' (import codex): \"startup_timeout_sec\" must "
-              "be a whole number: the server is not imported");
+              "be a number: the server is not imported");
     mcp_import_free(im);
 
-    /* what the reader does not read: the whole file is a diagnostic with the line */
-    put("home/.codex/config.toml", "[mcp_servers.a]\ncommand = 'a'\n[[mcp_servers.b]]\n");
+    /* a syntax error: the whole file is a diagnostic with the line */
+    put("home/.codex/config.toml", "[mcp_servers.a]\ncommand = 'a'\nargs = ['x' 'y']\n");
     im = imp("codex", NULL);
     if (!im)
         return;
@@ -343,9 +445,8 @@ static void test_codex(void)
     CHECK_INT(mcp_import_diag_count(im), 1);
     CHECK_STR(mcp_import_diag_at(im, 0)->source, "~/.codex/config.toml");
     CHECK_STR(mcp_import_diag_at(im, 0)->message,
-              "'~/.codex/config.toml' (import codex): line 3: [[mcp_servers.b]] (an array of "
-              "tables) is not read: write each server as a table [mcp_servers.NAME]: its servers "
-              "are not imported");
+              "'~/.codex/config.toml' (import codex): line 3: expected ',' or ']' in the array: "
+              "its servers are not imported");
     mcp_import_free(im);
 
     /* a directory where the file should be */
@@ -358,6 +459,98 @@ static void test_codex(void)
         bool ex = false;
         CHECK(mcp_import_file_at(im, 0, &ex) && ex);
     }
+    mcp_import_free(im);
+}
+
+/* ~/.codex/config.toml as Codex and its users write it */
+static void test_codex_as_written(void)
+{
+    setup("codex2");
+    /* put() turns ' into ": the literal strings are written with \x27 */
+    put("home/.codex/config.toml", "model = 'gpt-5'\n"
+                                   "model_reasoning_effort = 'high'\n"
+                                   "[tui]\n"
+                                   "notifications = true\n"
+                                   "\n"
+                                   "[mcp_servers.docs]\n"
+                                   "command = 'npx'\n"
+                                   "args = ['-y', '@acme/docs-mcp']\n"
+                                   "env = { 'API_KEY' = 'k', MODE = 'fast' }   # inline\n"
+                                   "startup_timeout_sec = 20.5\n"
+                                   "tool_timeout_sec = 60.0\n"
+                                   "enabled_tools = ['search', 'read']\n"
+                                   "\n"
+                                   "[mcp_servers.docs.tools.search]\n"
+                                   "approval_mode = 'approve'\n"
+                                   "[mcp_servers.docs.tools.delete]\n"
+                                   "enabled = false\n"
+                                   "\n"
+                                   "[mcp_servers.remote]\n"
+                                   "url = 'https://mcp.example.com/mcp'\n"
+                                   "bearer_token_env_var = 'REMOTE_TOKEN'\n"
+                                   "http_headers.X-Team = 'core'\n"
+                                   "disabled_tools = ['drop']\n"
+                                   "tools.drop2.enabled = false\n"
+                                   "startup_timeout_ms = 1_500\n"
+                                   "experimental_flag = inf\n"
+                                   "\n"
+                                   "[mcp_servers.broken]\n"
+                                   "command = 'b'\n"
+                                   "tool_timeout_sec = nan\n"
+                                   "\n"
+                                   "[mcp_servers.later]\n"
+                                   "command = 'l'\n"
+                                   "since = 2024-01-01\n");
+    struct mcp_import *im = imp("codex", NULL);
+    if (!im)
+        return;
+    CHECK_INT(mcp_import_count(im), 3);
+    CHECK_STR(item(im, 0),
+              "docs@~/.codex/config.toml={\"command\":\"npx\",\"args\":[\"-y\",\"@acme/docs-mcp\"],"
+              "\"env\":{\"API_KEY\":\"k\",\"MODE\":\"fast\"},\"timeout\":60000,"
+              "\"enabled_tools\":[\"search\",\"read\"],\"excludeTools\":[\"delete\"]}");
+    const struct mcp_import_entry *docs = mcp_import_at(im, 0);
+    CHECK_INT(vlen((char **)docs->notes), 2);
+    if (vlen((char **)docs->notes) == 2) {
+        CHECK_STR(docs->notes[0], "'startup_timeout_sec' is left out: the request timeout is "
+                                  "'tool_timeout_sec'");
+        CHECK_STR(docs->notes[1],
+                  "'tools.search.approval_mode' is Codex's own: it is not read here");
+    }
+    CHECK_STR(item(im, 1), "remote@~/.codex/config.toml={\"url\":\"https://mcp.example.com/mcp\","
+                           "\"bearerTokenEnv\":\"REMOTE_TOKEN\",\"headers\":{\"X-Team\":\"core\"},"
+                           "\"excludeTools\":[\"drop\",\"drop2\"],\"timeout\":1500}");
+    const struct mcp_import_entry *remote = mcp_import_at(im, 1);
+    CHECK_INT(vlen((char **)remote->notes), 1);
+    if (vlen((char **)remote->notes) == 1)
+        CHECK_STR(remote->notes[0], "line 26: 'experimental_flag': inf and nan are not read: the "
+                                    "key is left out");
+    CHECK_STR(item(im, 2), "later@~/.codex/config.toml={\"command\":\"l\"}");
+    CHECK_INT(vlen((char **)mcp_import_at(im, 2)->notes), 1);
+    if (vlen((char **)mcp_import_at(im, 2)->notes) == 1)
+        CHECK_STR(mcp_import_at(im, 2)->notes[0],
+                  "line 34: 'since': dates and times are not read: the key is left out");
+    /* a key that matters not read: that server alone is left out */
+    CHECK_INT(mcp_import_diag_count(im), 1);
+    if (mcp_import_diag_count(im) == 1)
+        CHECK_STR(mcp_import_diag_at(im, 0)->message,
+                  "'~/.codex/config.toml': server 'broken' (import codex): line 30: "
+                  "'tool_timeout_sec': inf and nan are not read: the server is not imported");
+    mcp_import_free(im);
+
+    /* an array of tables where a server is: that server is left out, the others read */
+    put("home/.codex/config.toml", "[mcp_servers.a]\ncommand = 'a'\n[[mcp_servers.b]]\n"
+                                   "command = 'b'\n");
+    im = imp("codex", NULL);
+    if (!im)
+        return;
+    CHECK_INT(mcp_import_count(im), 1);
+    CHECK_STR(item(im, 0), "a@~/.codex/config.toml={\"command\":\"a\"}");
+    CHECK_INT(mcp_import_diag_count(im), 1);
+    if (mcp_import_diag_count(im) == 1)
+        CHECK_STR(mcp_import_diag_at(im, 0)->message,
+                  "'~/.codex/config.toml': server 'b' (import codex): line 3: [[mcp_servers.b]] "
+                  "(an array of tables) is not read: the server is not imported");
     mcp_import_free(im);
 }
 
@@ -405,7 +598,7 @@ static void test_read_list(void)
 {
     setup("list");
     put("home/.cursor/mcp.json", "{'mcpServers': {'a': {'command': 'a'}}}");
-    put("home/.codex/config.toml", "[mcp_servers.b]\ncommand = 'b'\nx = 1.5\n");
+    put("home/.codex/config.toml", "[mcp_servers.b]\ncommand = 'b'\nargs = [1979-05-27]\n");
     struct json_object *list =
         json_tokener_parse("[\"codex\", 7, \"cursor\", \"nope\", \"codex\"]");
     struct strv diags = STRV_INIT;
@@ -420,8 +613,9 @@ static void test_read_list(void)
     }
     CHECK_INT(diags.n, 3);
     if (diags.n == 3) {
-        CHECK_CONTAINS(diags.v[0], "~/.codex/config.toml|'~/.codex/config.toml' (import codex): "
-                                   "line 3: 'x': only whole numbers");
+        CHECK_STR(diags.v[0], "~/.codex/config.toml|'~/.codex/config.toml': server 'b' (import "
+                              "codex): line 3: 'args': dates and times are not read: the server "
+                              "is not imported");
         CHECK_STR(diags.v[1], "f.json|'f.json': \"imports\" element 2 must be a name (cursor, "
                               "claude-code, claude-desktop, vscode, windsurf, codex), not a "
                               "number: it is ignored");
@@ -449,4 +643,4 @@ static void test_read_list(void)
 }
 
 TESTS_MAIN(test_unknown, test_cursor, test_claude_code, test_claude_desktop_windsurf, test_vscode,
-           test_codex, test_runs_bridge, test_read_list)
+           test_jsonc, test_codex, test_codex_as_written, test_runs_bridge, test_read_list)

@@ -1,5 +1,5 @@
-/* test_mcp_toml.c - the strict reader of Codex's [mcp_servers.NAME] tables: what it reads, what
- * it skips, the errors it gives (with their lines), and hostile input */
+/* test_mcp_toml.c - the reader of Codex's mcp_servers table: what it reads, what it leaves out
+ * with a note, what it skips, the errors it gives (with their lines), and hostile input */
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
@@ -9,21 +9,27 @@
 
 #include "tests.h"
 
-/* Reads text; the servers as plain JSON text in *ret_json (static), NULL on error (then the
- * message in e). */
+static char notes_read[8192]; /* the notes of the last text read, as plain JSON */
+
+/* Reads text; the servers as plain JSON text (static), NULL on error (then the message in e);
+ * the notes in notes_read. */
 static const char *read_toml_n(const char *text, size_t len, struct err *e)
 {
     static char out[64 * 1024];
-    struct json_object *o = NULL;
+    struct json_object *o = NULL, *notes = NULL;
     err_clear(e);
-    int r = mcp_toml_read_servers(text, len, &o, e);
+    notes_read[0] = '\0';
+    int r = mcp_toml_read_servers(text, len, &o, &notes, e);
     if (r < 0) {
-        CHECK(o == NULL);
+        CHECK(o == NULL && notes == NULL);
         CHECK(e->msg[0] != '\0');
         return NULL;
     }
     snprintf(out, sizeof(out), "%s", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    snprintf(notes_read, sizeof(notes_read), "%s",
+             json_object_to_json_string_ext(notes, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
+    json_object_put(notes);
     return out;
 }
 
@@ -40,6 +46,13 @@ static const char *read_toml(const char *text, struct err *e)
         if (!_got)                                                                                 \
             fprintf(stderr, "unexpected error: %s\n", err_msg(&_e));                               \
         CHECK_STR(_got, want);                                                                     \
+    } while (0)
+
+/* text reads as want, with notes (plain JSON) */
+#define READS_NOTED(text, want, want_notes)                                                        \
+    do {                                                                                           \
+        READS(text, want);                                                                         \
+        CHECK_STR(notes_read, want_notes);                                                         \
     } while (0)
 
 /* text fails with a message containing want */
@@ -136,32 +149,85 @@ static void test_skipped(void)
     FAILS("a = \n", "line 1: expected a value");
 }
 
+/* What Codex writes: floats, per-tool tables, dotted keys, nested values */
+static void test_shapes(void)
+{
+    READS("[mcp_servers.s]\ncommand = 'x'\nstartup_timeout_sec = 1.5\ntool_timeout_sec = 60.0\n"
+          "a = 1e3\nb = -2.5E-1\nc = 1_000.000_1\nd = 0x1F\ne = 0o17\nf = 0b101\ng = 0.0\n",
+          "{\"s\":{\"command\":\"x\",\"startup_timeout_sec\":1.5,\"tool_timeout_sec\":60.0,"
+          "\"a\":1000.0,\"b\":-0.25,\"c\":1000.0001,\"d\":31,\"e\":15,\"f\":5,\"g\":0.0}}");
+    CHECK_STR(notes_read, "{}");
+    /* nested arrays and inline tables of anything, dotted keys */
+    READS(
+        "[mcp_servers.s]\nargs = [[\"a\"], 1, true, { x = 2 }]\nenv = { A = 1, B = { C = 'x' } }\n"
+        "inl = { a.b = 'x', a.c = 'y' }\nenv2.A = 'x'\nenv2.B = 'y'\n",
+        "{\"s\":{\"args\":[[\"a\"],1,true,{\"x\":2}],\"env\":{\"A\":1,\"B\":{\"C\":\"x\"}},"
+        "\"inl\":{\"a\":{\"b\":\"x\",\"c\":\"y\"}},\"env2\":{\"A\":\"x\",\"B\":\"y\"}}}");
+    /* per-tool tables, deeper tables before their server's, a server as an inline table or
+     * dotted keys at the root */
+    READS("[mcp_servers.s.tools.search]\napproval_mode = \"approve\"\n"
+          "[mcp_servers.s]\ncommand = 'x'\n[mcp_servers.s.tools.write]\nenabled = false\n"
+          "[mcp_servers.s.env]\nA = 1\n",
+          "{\"s\":{\"tools\":{\"search\":{\"approval_mode\":\"approve\"},"
+          "\"write\":{\"enabled\":false}},\"command\":\"x\",\"env\":{\"A\":1}}}");
+    READS("[mcp_servers]\ns = { command = 'x' }\n", "{\"s\":{\"command\":\"x\"}}");
+    READS("mcp_servers.s.command = 'x'\nmcp_servers.s.args = []\n",
+          "{\"s\":{\"command\":\"x\",\"args\":[]}}");
+    READS("mcp_servers = {}\n", "{}");
+    READS("mcp_servers = { a = { command = 'x' } }\n", "{\"a\":{\"command\":\"x\"}}");
+}
+
+/* Valid TOML that is not read: the key left out (a null), a note with its line */
+static void test_unread(void)
+{
+    READS_NOTED("[mcp_servers.s]\ncommand = 'x'\nt = inf\nu = -nan\n",
+                "{\"s\":{\"command\":\"x\",\"t\":null,\"u\":null}}",
+                "{\"s\":{\"t\":\"line 3: 't': inf and nan are not read\","
+                "\"u\":\"line 4: 'u': inf and nan are not read\"}}");
+    READS_NOTED("[mcp_servers.s]\nwhen = 1979-05-27\nat = 07:32:00\n"
+                "ts = 1979-05-27 07:32:00Z\nok = 1\n",
+                "{\"s\":{\"when\":null,\"at\":null,\"ts\":null,\"ok\":1}}",
+                "{\"s\":{\"when\":\"line 2: 'when': dates and times are not read\","
+                "\"at\":\"line 3: 'at': dates and times are not read\","
+                "\"ts\":\"line 4: 'ts': dates and times are not read\"}}");
+    READS_NOTED("[mcp_servers.s]\nt = 9223372036854775808\nu = 012\nv = 1__0\nw = 1.\nx = tru\n",
+                "{\"s\":{\"t\":null,\"u\":null,\"v\":null,\"w\":null,\"x\":null}}",
+                "{\"s\":{\"t\":\"line 2: 't': the number is out of range\","
+                "\"u\":\"line 3: 'u': not a value read here (a string, a number, true or false, "
+                "an array or an inline table)\",\"v\":\"line 4: 'v': not a value read here (a "
+                "string, a number, true or false, an array or an inline table)\","
+                "\"w\":\"line 5: 'w': not a value read here (a string, a number, true or false, "
+                "an array or an inline table)\",\"x\":\"line 6: 'x': not a value read here (a "
+                "string, a number, true or false, an array or an inline table)\"}}");
+    /* inside an array or a table: the whole value left out; the line is the key's */
+    READS_NOTED("[mcp_servers.s]\nenv = { A = 'x', B = inf }\nargs = [\n  'a',\n  1e999,\n]\n"
+                "[mcp_servers.s.tools.t]\nx = 1979-05-27\n",
+                "{\"s\":{\"env\":null,\"args\":null,\"tools\":{\"t\":{\"x\":null}}}}",
+                "{\"s\":{\"env\":\"line 2: 'env': inf and nan are not read\","
+                "\"args\":\"line 3: 'args': the number is out of range\","
+                "\"tools.t.x\":\"line 8: 'tools.t.x': dates and times are not read\"}}");
+    /* an array of tables where a server is: the server noted, its lines skipped */
+    READS_NOTED("[[mcp_servers.s]]\ncommand = 'x'\n[mcp_servers.t]\ncommand = 'y'\n",
+                "{\"s\":{},\"t\":{\"command\":\"y\"}}",
+                "{\"s\":{\"\":\"line 1: [[mcp_servers.s]] (an array of tables) is not read\"}}");
+    /* a key left out is still defined: given again, it is defined twice */
+    FAILS("[mcp_servers.s]\nt = inf\nt = 1\n", "line 3: the key 't' is defined twice");
+}
+
 static void test_errors(void)
 {
-    FAILS("[mcp_servers.s]\ncommand = 'x'\nstartup_timeout_sec = 1.5\n",
-          "line 3: 'startup_timeout_sec': only whole numbers are read here, not floats");
-    FAILS("[mcp_servers.s]\nt = 1e3\n", "line 2: 't': only whole numbers");
-    FAILS("[mcp_servers.s]\nt = inf\n", "not inf or nan");
-    FAILS("[mcp_servers.s]\nwhen = 1979-05-27\n", "line 2: 'when': dates and times are not read");
-    FAILS("[mcp_servers.s]\nt = 0x10\n", "hexadecimal, octal and binary numbers are not read");
-    FAILS("[mcp_servers.s]\nt = 012\n", "must not start with a zero");
-    FAILS("[mcp_servers.s]\nt = 1__0\n", "an underscore in a number must be between digits");
-    FAILS("[mcp_servers.s]\nt = 9223372036854775808\n", "the number is too large");
-    FAILS("[mcp_servers.s]\nargs = [[\"a\"]]\n", "line 2: 'args': arrays of arrays are not read");
-    FAILS("[mcp_servers.s]\nargs = [\"a\", 1]\n", "'args': only arrays of strings are read");
     FAILS("[mcp_servers.s]\nargs = [\"a\" \"b\"]\n", "expected ',' or ']' in the array");
-    FAILS("[mcp_servers.s]\nenv = { A = 1 }\n", "'env': only inline tables of strings are read");
-    FAILS("[mcp_servers.s]\nenv = { A = { B = 'x' } }\n", "only inline tables of strings");
     FAILS("[mcp_servers.s]\nenv = { A = 'x', }\n", "a comma before '}' is not allowed");
     FAILS("[mcp_servers.s]\nenv = { A = 'x',\n B = 'y' }\n", "line 2:");
     FAILS("[mcp_servers.s]\nenv = { A = 'x'\n}\n", "an inline table must be on one line");
-    FAILS("[mcp_servers.s]\nenv = { a.b = 'x' }\n", "dotted keys in an inline table are not read");
     FAILS("[mcp_servers.s]\nenv = { A = 'x', A = 'y' }\n", "the key 'A' is defined twice");
-    FAILS("[mcp_servers.s]\nenv.A = 'x'\n",
-          "line 2: the dotted key 'env.A' is not read in [mcp_servers.s]");
-    FAILS("[mcp_servers.s.env]\nA = 1\n", "line 2: 'A': [mcp_servers.s.env] holds strings only");
-    FAILS("[[mcp_servers.s]]\ncommand = 'x'\n", "line 1: [[mcp_servers.s]] (an array of tables)");
-    FAILS("[mcp_servers.s.tools.t]\nx = 'y'\n", "the table [mcp_servers.s.tools.t] is not read");
+    FAILS("[mcp_servers.s]\nenv = { a = 'x', a.b = 'y' }\n", "the key 'a' is defined twice");
+    FAILS("[mcp_servers.s]\nenv = { A = 'x' }\nenv.B = 'y'\n",
+          "line 3: the inline table 'mcp_servers.s.env' is defined twice");
+    FAILS("[mcp_servers.s]\ncommand = 'x'\ncommand.a = 'y'\n", "line 3: 'mcp_servers.s.command' is "
+                                                               "defined twice");
+    FAILS("[[mcp_servers]]\ncommand = 'x'\n", "line 1: [[mcp_servers]] (an array of tables)");
+    FAILS("mcp_servers = 1\n", "line 1: 'mcp_servers' must be a table of servers");
     FAILS("[mcp_servers.s]\ncommand = 'a'\n[mcp_servers.s]\ncommand = 'b'\n",
           "line 3: the table [mcp_servers.s] is defined twice");
     FAILS("[mcp_servers.s]\nenv = {}\n[mcp_servers.s.env]\n", "line 3: the table");
@@ -169,18 +235,16 @@ static void test_errors(void)
     FAILS("[mcp_servers]\n[mcp_servers]\n", "the table [mcp_servers] is defined twice");
     FAILS("[mcp_servers.s]\ncommand = 'a'\ncommand = 'b'\n",
           "line 3: the key 'command' is defined twice in [mcp_servers.s]");
-    FAILS("[mcp_servers]\ns = { command = 'x' }\n",
-          "line 2: the key 's' directly in [mcp_servers] is not read");
-    FAILS("mcp_servers.s.command = 'x'\n", "line 1: 'mcp_servers.s.command' written as a key");
-    FAILS("mcp_servers = {}\n", "written as a key is not read");
     FAILS("[mcp_servers.s]\ncommand 'x'\n", "line 2: expected '=' after the key 'command'");
     FAILS("[mcp_servers.s]\ncommand = 'x' y\n", "line 2: expected the end of the line");
     FAILS("[mcp_servers.s]\nok = true1\n", "expected the end of the value after true");
+    FAILS("[mcp_servers.s]\nok = \n", "line 2: expected a value");
     FAILS("[mcp_servers.s\n", "line 1: expected ']' to end the table header");
     FAILS("[mcp_servers.s] x\n", "line 1: expected the end of the line after a table header");
     FAILS("[mcp_servers.s]\n= 'x'\n", "line 2: expected a key");
     FAILS("[mcp_servers.s]\n\"\"\"k\"\"\" = 'x'\n", "a key cannot be a multi-line string");
     FAILS("[a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q]\n", "more than 16 dotted parts");
+    FAILS("[mcp_servers.a.b.c.d.e.f.g.h]\ni.j.k.l.m.n.o.p.q = 1\n", "more than 16 dotted parts");
 }
 
 static void test_strings_hostile(void)
@@ -226,10 +290,13 @@ static void test_strings_hostile(void)
         if (!exact)
             continue;
         memcpy(exact, cut[i], len);
-        struct json_object *out = NULL;
-        int r = mcp_toml_read_servers(exact, len, &out, &e);
-        CHECK(r == -EBADMSG || (r == 0 && i >= 8)); /* the last two are whole */
+        struct json_object *out = NULL, *notes = NULL;
+        int r = mcp_toml_read_servers(exact, len, &out, &notes, &e);
+        /* the last two are whole; a lone sign and "tru" are values left out */
+        CHECK(r == -EBADMSG || (r == 0 && (i >= 8 || i == 0 || i == 3)));
+        CHECK(r < 0 || i >= 8 || json_object_object_length(notes) == 1);
         json_object_put(out);
+        json_object_put(notes);
         free(exact);
     }
 
@@ -242,8 +309,9 @@ static void test_strings_hostile(void)
     int k = snprintf(t, 64, "[mcp_servers.s]\nv = \"");
     memset(t + k, 'x', n);
     strcpy(t + k + n, "\"\n");
-    struct json_object *o = NULL;
-    CHECK_INT(mcp_toml_read_servers(t, strlen(t), &o, &e), 0);
+    struct json_object *o = NULL, *no = NULL;
+    CHECK_INT(mcp_toml_read_servers(t, strlen(t), &o, &no, &e), 0);
+    json_object_put(no);
     struct json_object *s = NULL, *v = NULL;
     CHECK(json_object_object_get_ex(o, "s", &s) && json_object_object_get_ex(s, "v", &v));
     CHECK_INT(json_object_get_string_len(v), (long long)n);
@@ -284,11 +352,13 @@ static void test_strings_hostile(void)
         len +=
             (size_t)snprintf(big + len, cap - len, "[mcp_servers.s%d]\ncommand = \"c%d\"\n", i, i);
     o = NULL;
-    CHECK_INT(big ? mcp_toml_read_servers(big, len, &o, &e) : -1, 0);
+    CHECK_INT(big ? mcp_toml_read_servers(big, len, &o, &no, &e) : -1, 0);
+    json_object_put(no);
     CHECK_INT(json_object_object_length(o), 5000);
     json_object_put(o);
     free(big);
     free(t);
 }
 
-TESTS_MAIN(test_codex_file, test_values, test_skipped, test_errors, test_strings_hostile)
+TESTS_MAIN(test_codex_file, test_values, test_skipped, test_shapes, test_unread, test_errors,
+           test_strings_hostile)
