@@ -118,6 +118,14 @@ struct ds_agent *ds_agent_next(struct ds_agent *a)
     return a->node.next == &a->d->agents ? NULL : list_entry(a->node.next, struct ds_agent, node);
 }
 
+struct ds_server *ds_server_find(struct downstream *d, const char *name)
+{
+    for (size_t i = 0; i < d->n_servers; i++)
+        if (strcmp(d->servers[i]->name, name) == 0)
+            return d->servers[i];
+    return NULL;
+}
+
 bool ds_log_debugging(const struct downstream *d)
 {
     return log_get_level(d->log) >= LOG_DEBUG;
@@ -237,14 +245,6 @@ int ds_take_capabilities(struct ds_agent *a, const char *version, struct json_ob
             return -ENOMEM;
     }
     return 0;
-}
-
-struct ds_server *ds_server_find(struct downstream *d, const char *name)
-{
-    for (size_t i = 0; i < d->n_servers; i++)
-        if (strcmp(d->servers[i]->name, name) == 0)
-            return d->servers[i];
-    return NULL;
 }
 
 int ds_keep_level(struct ds_agent *a, struct jrpc_msg *m)

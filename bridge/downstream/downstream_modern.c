@@ -195,6 +195,8 @@ void ds_modern_log(struct ds_agent *a, struct ds_server *s, struct json_object *
     }
 }
 
+/* ---- server/discover --------------------------------------------------------------------- */
+
 struct json_object *ds_discover_result(struct json_object *caps, struct json_object *info,
                                        const char *instructions, int64_t ttl_ms)
 {

@@ -132,6 +132,8 @@ void ds_reply_too_many(struct ds_agent *a, struct json_object *id)
                     DS_MAX_PENDING);
 }
 
+/* ---- held requests, a server gone -------------------------------------------------------- */
+
 /* Keeps a request that names something not (yet) in the catalogue until the first round is
  * over. true when held (or answered: no room). */
 bool ds_hold(struct ds_agent *a, struct jrpc_msg *m)

@@ -129,7 +129,7 @@ void ds_server_free(struct ds_server *s)
     free(s);
 }
 
-/* ---- lifecycle of an entry, the cache -------------------------------------------------- */
+/* ---- lifecycle of an entry, the cache ---------------------------------------------------- */
 
 static int64_t wall_ms(void)
 {
@@ -766,6 +766,8 @@ static void on_notification(struct upstream *u, const char *method, struct json_
     }
     log_debug(d->log, "server '%s': %s not forwarded", s->name, method);
 }
+
+/* ---- the catalogue, routing -------------------------------------------------------------- */
 
 void ds_rebuild(struct downstream *d, enum catalog_kind k)
 {
