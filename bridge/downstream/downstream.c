@@ -1,13 +1,13 @@
-/* downstream.c - the MCP server the agent talks to: its side, dispatch, settling, shutdown and
- * reload (downstream.h).
+/* downstream.c - the MCP server the agent talks to: the dispatcher over the parts (downstream.h).
  *
- * The other parts of the downstream are in the files downstream_int.h names; this one holds
- * the lifecycles (each an enum, with its legal transitions in one function below), the agent's
- * side of the connection and its flow control, the dispatch tables of the agent's methods and
- * notifications, the first round of the catalogue (the first answer to a list waits for every
- * server to settle, bounded by the settle window; a request naming what is not listed yet, by
- * the connect timeout), and the object's construction (with the
- * settings and the metadata cache), reload, shutdown (which saves the cache) and release. */
+ * The parts (downstream_int.h maps them) do not know each other's events: this file holds the
+ * dispatch tables of the agents' methods and notifications, the agents' side of the connection
+ * (read, closed, broken), the first round of the catalogue (the first answer to a list waits for
+ * every server to settle, bounded by the settle window; a request naming what is not listed yet,
+ * by the connect timeout), the upstreams' start after the first agent's session began, the
+ * table of hooks through which the lower parts report what happened (a server READY, a request
+ * freed, a server's notification) and which part acts on it, the object's construction (with
+ * the settings and the metadata cache), reload, shutdown (which saves the cache) and release. */
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -19,6 +19,7 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
 #include "downstream/downstream_initialize_int.h"
 #include "downstream/downstream_modern_int.h"
 #include "downstream/downstream_listen_int.h"
@@ -30,50 +31,15 @@
 #include "downstream/downstream_subs_int.h"
 #include "downstream/downstream_single_int.h"
 #include "downstream/agent_transport.h"
+#include "downstream/proxy_tool.h"
+#include "catalog/proxy.h"
+
+/* Dispatches an agent request (also one held until the catalogue settled). */
+static void handle_request(struct ds_agent *a, struct jrpc_msg *m);
+/* Shutdown is over once every server is closed. */
+static void check_shutdown(struct downstream *d);
 
 /* ---- lifecycles -------------------------------------------------------------------------- */
-
-static bool session_transition_legal(enum ds_session from, enum ds_session to)
-{
-    switch (to) {
-    case DS_SESSION_CONNECTING:
-        return from == DS_SESSION_NEW || from == DS_SESSION_REFUSED;
-    case DS_SESSION_REFUSED:
-        return from == DS_SESSION_CONNECTING;
-    case DS_SESSION_READY:
-        return from == DS_SESSION_CONNECTING || from == DS_SESSION_NEW;
-    case DS_SESSION_NEW:
-    default:
-        return false;
-    }
-}
-
-void ds_set_session(struct ds_agent *a, enum ds_session to)
-{
-    assert(session_transition_legal(a->session, to));
-    (void)session_transition_legal;
-    a->session = to;
-}
-
-static bool round_transition_legal(enum ds_round from, enum ds_round to)
-{
-    switch (to) {
-    case DS_ROUND_FIRST:
-        return from == DS_ROUND_NONE;
-    case DS_ROUND_SETTLED:
-        return from == DS_ROUND_NONE || from == DS_ROUND_FIRST;
-    case DS_ROUND_NONE:
-    default:
-        return false;
-    }
-}
-
-void ds_set_round(struct downstream *d, enum ds_round to)
-{
-    assert(round_transition_legal(d->round, to));
-    (void)round_transition_legal;
-    d->round = to;
-}
 
 static bool phase_transition_legal(enum ds_phase from, enum ds_phase to)
 {
@@ -97,132 +63,7 @@ static void set_phase(struct downstream *d, enum ds_phase to)
     d->phase = to;
 }
 
-/* Reading the agent: ON <-> THROTTLED, and OFF (for good) from either. */
-static void set_reading(struct ds_agent *a, enum ds_reading to)
-{
-    assert(a->reading != DS_READING_OFF && a->reading != to);
-    a->reading = to;
-    agent_transport_set_reading(a->t, to == DS_READING_ON);
-}
-
-bool ds_init_seen(const struct ds_agent *a)
-{
-    return a->session == DS_SESSION_CONNECTING || ds_initialized(a);
-}
-
-bool ds_initialized(const struct ds_agent *a)
-{
-    return a->session == DS_SESSION_READY;
-}
-
-bool ds_started(const struct downstream *d)
-{
-    return d->round != DS_ROUND_NONE;
-}
-
-bool ds_settling(const struct downstream *d)
-{
-    return d->round == DS_ROUND_FIRST;
-}
-
-bool ds_shutting(const struct downstream *d)
-{
-    return d->phase != DS_PHASE_RUNNING;
-}
-
-bool ds_may_tell(const struct ds_agent *a)
-{
-    return ds_initialized(a) && !ds_shutting(a->d);
-}
-
-bool ds_may_tell_any(const struct downstream *d)
-{
-    struct list_node *i;
-    list_for_each (i, &d->agents)
-        if (ds_may_tell(list_entry(i, struct ds_agent, node)))
-            return true;
-    return false;
-}
-
-struct ds_agent *ds_agent_first(struct downstream *d)
-{
-    struct list_node *n = list_first(&d->agents);
-    return n ? list_entry(n, struct ds_agent, node) : NULL;
-}
-
-struct ds_agent *ds_agent_next(struct ds_agent *a)
-{
-    return a->node.next == &a->d->agents ? NULL : list_entry(a->node.next, struct ds_agent, node);
-}
-
-struct ds_agent *ds_agent_of_call(struct downstream *d, const struct upstream_call *c)
-{
-    for (struct ds_agent *a = c ? ds_agent_first(d) : NULL; a; a = ds_agent_next(a))
-        if (ds_mrtr_record_of_call(a, c))
-            return a;
-    return NULL;
-}
-
-bool ds_log_debugging(const struct downstream *d)
-{
-    return log_get_level(d->log) >= LOG_DEBUG;
-}
-
 /* ---- sending to the agent ---------------------------------------------------------------- */
-
-void ds_send_json(struct ds_agent *a, struct json_object *o)
-{
-    struct downstream *d = a->d;
-    if (!a->t || !o)
-        return;
-    size_t len;
-    const char *text = jrpc_serialize(o, &len);
-    if (!text)
-        return;
-    int r = agent_transport_send(a->t, text, len);
-    if (r == -ENOBUFS)
-        log_error(d->log, "the agent does not read its messages: one of %zu bytes dropped", len);
-    /* other errors: the transport reports them through on_error */
-    if (a->reading == DS_READING_ON &&
-        agent_transport_pending(a->t) > DOWNSTREAM_AGENT_HIGH_WATER) {
-        /* the agent is slower than its answers: it gets no new requests in until it has read */
-        set_reading(a, DS_READING_THROTTLED);
-        log_debug(d->log, "the client does not keep up: %zu bytes queued for it, not reading it",
-                  agent_transport_pending(a->t));
-    }
-}
-
-void ds_send_put(struct ds_agent *a, struct json_object *o)
-{
-    ds_send_json(a, o);
-    json_object_put(o);
-}
-
-void ds_reply_result(struct ds_agent *a, struct json_object *id, struct json_object *result)
-{
-    if (a->modern && ds_result_hints(result, false, 0) < 0) {
-        json_object_put(result);
-        ds_reply_error(a, id, JRPC_INTERNAL_ERROR, "out of memory");
-        return;
-    }
-    ds_send_put(a, jrpc_new_result(id, result));
-    json_object_put(result);
-}
-
-void ds_reply_error(struct ds_agent *a, struct json_object *id, int code, const char *message)
-{
-    ds_send_put(a, jrpc_new_error(id, code, message, NULL));
-}
-
-void ds_reply_errorf(struct ds_agent *a, struct json_object *id, int code, const char *fmt, ...)
-{
-    char text[DS_TEXT_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    ds_reply_error(a, id, code, text);
-}
 
 static void reply_empty(struct ds_agent *a, struct json_object *id)
 {
@@ -234,21 +75,6 @@ static void reply_empty(struct ds_agent *a, struct json_object *id)
 }
 
 /* ---- the catalogue ----------------------------------------------------------------------- */
-
-void ds_rebuild(struct downstream *d, enum catalog_kind k)
-{
-    if (d->mode != DOWNSTREAM_AGGREGATE)
-        return;
-    struct catalog_source **v = malloc((d->n_servers ? d->n_servers : 1) * sizeof(*v));
-    if (!v) {
-        log_error(d->log, "cannot build the list of %ss: out of memory", CATALOG_KINDS[k].noun);
-        return;
-    }
-    for (size_t i = 0; i < d->n_servers; i++)
-        v[i] = d->servers[i]->src;
-    (void)catalog_rebuild(d->cat, k, v, d->n_servers, ds_may_tell_any(d)); /* logs its failure */
-    free(v);
-}
 
 /* Every agent that may hear of it (the catalogue knows whether a list was given at all, not to
  * which agent). */
@@ -267,7 +93,7 @@ static void notify_agent(const char *method, void *userdata)
 
 /* A server's new lists are announced together once its listing round is over, not one by
  * one. */
-void ds_announce(struct downstream *d)
+static void announce(struct downstream *d)
 {
     catalog_announce(d->cat, ds_may_tell_any(d), notify_agent, d);
 }
@@ -276,10 +102,11 @@ static void rebuild_all(struct downstream *d)
 {
     for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
         ds_rebuild(d, k);
-    ds_announce(d);
+    announce(d);
 }
 
-bool ds_answer_list(struct ds_agent *a, struct json_object *id, enum catalog_kind k)
+/* Answers a list request from the catalogue; false when it could not (answered -32603). */
+static bool answer_list(struct ds_agent *a, struct json_object *id, enum catalog_kind k)
 {
     struct downstream *d = a->d;
     struct json_object *res = json_object_new_object();
@@ -305,7 +132,7 @@ static void handle_held(struct ds_agent *a, struct ds_pending *p)
     struct jrpc_msg m;
     ds_pending_take_request(p, &m);
     if (m.method && m.id)
-        ds_handle_request(a, &m);
+        handle_request(a, &m);
     json_object_put(m.root);
 }
 
@@ -326,7 +153,7 @@ static void answer_waiting_lists(struct ds_agent *a, bool held)
         prev = i->prev;
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type == DS_PT_LIST) {
-            ds_answer_list(a, p->id, p->kind);
+            answer_list(a, p->id, p->kind);
             ds_pending_free(p);
         } else if (held && p->type == DS_PT_HELD) {
             handle_held(a, p);
@@ -334,7 +161,8 @@ static void answer_waiting_lists(struct ds_agent *a, bool held)
     }
 }
 
-void ds_on_window_timer(struct loop_timer *t, void *userdata)
+/* The settle window passed: the lists waiting are answered from what there is. */
+static void on_window_timer(struct loop_timer *t, void *userdata)
 {
     struct downstream *d = userdata;
     (void)t;
@@ -364,7 +192,9 @@ static void settle_now(struct downstream *d)
         answer_waiting_lists(a, true);
 }
 
-void ds_settle_check(struct downstream *d)
+/* The first round is over when every active server has settled (or the connect timeout
+ * passed): the waiting lists and held requests are answered. */
+static void settle_check(struct downstream *d)
 {
     if (d->mode != DOWNSTREAM_AGGREGATE || !ds_settling(d) || ds_shutting(d))
         return;
@@ -374,7 +204,8 @@ void ds_settle_check(struct downstream *d)
     settle_now(d);
 }
 
-void ds_on_settle_timer(struct loop_timer *t, void *userdata)
+/* The first round's bound (single mode: the initialize's) passed. */
+static void on_settle_timer(struct loop_timer *t, void *userdata)
 {
     struct downstream *d = userdata;
     (void)t;
@@ -386,36 +217,61 @@ void ds_on_settle_timer(struct loop_timer *t, void *userdata)
         ds_single_timeout(d);
 }
 
-/* ---- the agent's requests ---------------------------------------------------------------- */
+/* ---- starting the upstreams ------------------------------------------------------------- */
 
-const struct ds_method *ds_method_find(const struct ds_method *table, size_t n, const char *method)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(table[i].method, method) == 0)
-            return &table[i];
-    return NULL;
-}
-
-void ds_set_level(struct ds_agent *a, struct jrpc_msg *m)
+/* Makes the upstreams real, offering what a declared, and connects them all, in parallel
+ * (once: from DS_ROUND_NONE). */
+static void start_upstreams(struct ds_agent *a)
 {
     struct downstream *d = a->d;
-    const char *level = json_get_string(m->params, "level");
-    if (!level) {
-        ds_reply_error(a, m->id, JRPC_INVALID_PARAMS, "logging/setLevel needs params.level");
-        return;
+    d->lead = a;
+    ds_set_round(d, d->mode == DOWNSTREAM_AGGREGATE ? DS_ROUND_FIRST : DS_ROUND_SETTLED);
+    for (size_t i = 0; i < d->n_servers;) {
+        struct ds_server *s = d->servers[i];
+        struct err e = ERR_INIT;
+        if (ds_server_make_real(d, s, &e) < 0) {
+            log_error(d->log, "server '%s': %s", s->name, err_msg(&e));
+            if (d->mode == DOWNSTREAM_AGGREGATE) {
+                ds_server_remove(d, s);
+                continue;
+            }
+            i++; /* single mode: the agent's initialize times out, naming the reason */
+            continue;
+        }
+        ds_server_start(s);
+        i++;
     }
-    char *copy = strdup(level);
-    if (!copy) {
-        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+    if (d->mode == DOWNSTREAM_AGGREGATE && !ds_settling(d))
+        return; /* settled already: every server was listed from the cache */
+    /* the first round (and single mode's initialize) waits at most the connect timeout; in
+     * aggregate mode the first lists wait at most the settle window (settings.settleTimeout,
+     * bounded by the connect timeout) */
+    if (loop_timer_add(d->loop, d->connect_timeout_ms, on_settle_timer, d, &d->settle_timer) < 0)
+        d->settle_timer = NULL; /* no timer: the first list waits for the servers themselves */
+    int64_t window = d->settings.settle_timeout_ms;
+    if (d->mode == DOWNSTREAM_AGGREGATE && window >= 0 && window < d->connect_timeout_ms &&
+        loop_timer_add(d->loop, window, on_window_timer, d, &d->window_timer) < 0)
+        d->window_timer = NULL; /* the first lists wait for the first round */
+    settle_check(d);
+}
+
+/* After an initialize or a modern agent's first request: the first agent's session starts the
+ * upstreams, which are offered what it declared. */
+static void start_if_first(struct ds_agent *a)
+{
+    if (!ds_started(a->d) && ds_init_seen(a))
+        start_upstreams(a);
+}
+
+/* ---- the agent's requests ---------------------------------------------------------------- */
+
+/* logging/setLevel (aggregate mode): remembered, and applied to every server now and after each
+ * READY. */
+static void set_level(struct ds_agent *a, struct jrpc_msg *m)
+{
+    struct downstream *d = a->d;
+    if (ds_keep_level(a, m) < 0)
         return;
-    }
-    free(a->log_level);
-    a->log_level = copy;
-    if (d->mode == DOWNSTREAM_SINGLE) {
-        /* passed through; remembered for reconnects */
-        ds_forward(a, m, d->servers[0], false);
-        return;
-    }
     for (size_t i = 0; i < d->n_servers; i++)
         ds_apply_level(d, d->servers[i], a->log_level);
     reply_empty(a, m->id);
@@ -428,7 +284,7 @@ static void handle_list(struct ds_agent *a, struct jrpc_msg *m)
     struct downstream *d = a->d;
     enum catalog_kind k = (enum catalog_kind)catalog_kind_of(m->method);
     if (d->round == DS_ROUND_SETTLED || d->lists_open) {
-        ds_answer_list(a, m->id, k);
+        answer_list(a, m->id, k);
         return;
     }
     struct ds_pending *p = ds_pending_new(a, DS_PT_LIST, m->id, m->method);
@@ -438,9 +294,24 @@ static void handle_list(struct ds_agent *a, struct jrpc_msg *m)
         p->kind = k;
 }
 
+/* tools/call: the proxy tool's (proxy_tool.c), or a server's. */
+static void tool_call(struct ds_agent *a, struct jrpc_msg *m)
+{
+    struct downstream *d = a->d;
+    const char *name = json_get_string(m->params, "name");
+    if (name && strcmp(name, PROXY_TOOL_NAME) == 0 && catalog_proxy_enabled(d->cat)) {
+        /* what it names may not be listed yet: it waits for the first lists, like a tools/call */
+        if (proxy_tool_waits(m->params) && ds_hold(a, m))
+            return;
+        proxy_tool_call(a, m->id, m->params);
+        return;
+    }
+    ds_forward_tool_call(a, m);
+}
+
 /* Aggregate mode, once initialized. */
 static const struct ds_method AGGREGATE_METHODS[] = {
-    {"tools/call", ds_forward_tool_call},
+    {"tools/call", tool_call},
     {"tools/list", handle_list},
     {"prompts/list", handle_list},
     {"resources/list", handle_list},
@@ -450,7 +321,7 @@ static const struct ds_method AGGREGATE_METHODS[] = {
     {"resources/subscribe", ds_forward_resource},
     {"resources/unsubscribe", ds_forward_resource},
     {"completion/complete", ds_forward_completion},
-    {"logging/setLevel", ds_set_level},
+    {"logging/setLevel", set_level},
 };
 
 /* The methods the 2026-07-28 revision removed: a modern agent gets -32601 for them. */
@@ -518,7 +389,7 @@ static void modern_request(struct ds_agent *a, struct jrpc_msg *m)
     dispatch(a, m);
 }
 
-void ds_handle_request(struct ds_agent *a, struct jrpc_msg *m)
+static void handle_request(struct ds_agent *a, struct jrpc_msg *m)
 {
     struct downstream *d = a->d;
     /* two answers with one id would be the agent's to untangle: the second request is not
@@ -533,6 +404,7 @@ void ds_handle_request(struct ds_agent *a, struct jrpc_msg *m)
     if (!a->modern && a->session == DS_SESSION_NEW && ds_modern_opening(m)) {
         if (!ds_modern_check(a, m) || ds_modern_start(a, m) < 0)
             return;
+        start_if_first(a);
     }
     if (a->modern) {
         modern_request(a, m);
@@ -550,6 +422,7 @@ void ds_handle_request(struct ds_agent *a, struct jrpc_msg *m)
     }
     if (strcmp(m->method, "initialize") == 0) {
         ds_handle_initialize(a, m);
+        start_if_first(a);
         return;
     }
     if (!ds_initialized(a)) {
@@ -626,7 +499,7 @@ static void on_agent_message(const char *text, size_t len, void *userdata)
     }
     switch (m.kind) {
     case JRPC_REQUEST:
-        ds_handle_request(a, &m);
+        handle_request(a, &m);
         break;
     case JRPC_NOTIFICATION:
         if (ds_init_seen(a))
@@ -661,10 +534,10 @@ static void agent_over(struct ds_agent *a)
 {
     struct downstream *d = a->d;
     if (ds_shutting(d)) {
-        ds_check_shutdown(d);
+        check_shutdown(d);
     } else if (others_open(a)) {
         if (a->reading != DS_READING_OFF)
-            set_reading(a, DS_READING_OFF);
+            ds_set_reading(a, DS_READING_OFF);
     } else {
         downstream_shutdown(d);
     }
@@ -699,7 +572,7 @@ static void on_agent_drain(void *userdata)
     struct ds_agent *a = userdata;
     if (a->reading != DS_READING_THROTTLED || !a->t)
         return;
-    set_reading(a, DS_READING_ON);
+    ds_set_reading(a, DS_READING_ON);
     log_debug(a->d->log, "the client caught up: reading it again");
 }
 
@@ -767,7 +640,7 @@ static void on_flushed(int status, void *userdata)
         finish(d, d->status);
 }
 
-void ds_check_shutdown(struct downstream *d)
+static void check_shutdown(struct downstream *d)
 {
     if (d->phase != DS_PHASE_SHUTTING || d->n_servers || d->n_closing)
         return;
@@ -810,7 +683,7 @@ static void answer_waiting(struct ds_agent *a)
     list_for_each_safe (i, tmp, &a->pending) {
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type == DS_PT_LIST) {
-            ds_answer_list(a, p->id, p->kind);
+            answer_list(a, p->id, p->kind);
             ds_pending_free(p);
         } else if (p->type == DS_PT_LISTEN) {
             ds_listen_end(p, true); /* its closing result */
@@ -828,7 +701,7 @@ void downstream_shutdown(struct downstream *d)
     set_phase(d, DS_PHASE_SHUTTING);
     for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
         if (a->reading != DS_READING_OFF)
-            set_reading(a, DS_READING_OFF);
+            ds_set_reading(a, DS_READING_OFF);
     loop_timer_cancel(d->settle_timer);
     d->settle_timer = NULL;
     loop_timer_cancel(d->window_timer);
@@ -845,8 +718,67 @@ void downstream_shutdown(struct downstream *d)
     while (d->n_servers)
         ds_server_remove(d, d->servers[d->n_servers - 1]);
     rebuild_all(d); /* no route may point at a server that is gone */
-    ds_check_shutdown(d);
+    check_shutdown(d);
 }
+
+/* ---- what the parts report ------------------------------------------------------------- */
+
+/* A server's notification for a modern agent: list changes and resource updates only on the
+ * listens that ask for them, logs only for the requests that asked for them; what 2026-07-28
+ * removed (notifications/elicitation/complete) is dropped. */
+static void tell_modern(struct ds_agent *a, struct ds_server *s, struct json_object *msg)
+{
+    const char *method = json_get_string(msg, "method");
+    if (!method)
+        return;
+    if (strcmp(method, "notifications/message") == 0)
+        ds_modern_log(a, s, msg);
+    else if (strcmp(method, "notifications/resources/updated") == 0)
+        ds_listen_resource_updated(a, msg);
+    else if (strstr(method, "/list_changed"))
+        ds_listen_list_changed(a, method); /* single mode: the server's own */
+    else if (strcmp(method, "notifications/elicitation/complete") != 0)
+        ds_send_json(a, msg);
+}
+
+/* A server's notification goes to the agent of the call it came with (a log message of that
+ * call: upstream_related_call), else to every agent. */
+static void pass_to_agent(struct ds_server *s, struct json_object *msg)
+{
+    struct ds_agent *only = NULL;
+    const char *method = json_get_string(msg, "method");
+    if (method && strcmp(method, "notifications/message") == 0)
+        only = ds_agent_of_call(s->d, upstream_related_call(s->u, msg));
+    for (struct ds_agent *a = ds_agent_first(s->d); a; a = ds_agent_next(a)) {
+        if ((only && a != only) || !ds_initialized(a))
+            continue;
+        if (a->modern)
+            tell_modern(a, s, msg);
+        else
+            ds_send_json(a, msg);
+    }
+}
+
+static void pending_freed(struct ds_pending *p)
+{
+    if (p->type == DS_PT_CALL && p->s)
+        ds_server_used(p->s); /* the idle clock starts when the last answer went */
+    ds_mrtr_pending_free(p);
+    ds_listen_free(p->a, p->listen);
+}
+
+static const struct ds_hooks HOOKS = {
+    .pending_freed = pending_freed,
+    .settle_check = settle_check,
+    .check_shutdown = check_shutdown,
+    .announce = announce,
+    .drop_bridged = ds_bridged_drop,
+    .server_request = ds_bridged_request,
+    .server_cancelled = ds_bridged_cancelled,
+    .server_notification = pass_to_agent,
+    .single_ready = ds_single_ready,
+    .single_fail = ds_single_fail,
+};
 
 /* ---- construction, reload ---------------------------------------------------------------- */
 
@@ -992,6 +924,7 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     int r;
     if (!d)
         return err_set(e, -ENOMEM, "out of memory");
+    d->hooks = &HOOKS;
     d->loop = opts->loop;
     d->log = opts->log;
     d->mode = opts->mode;
@@ -1156,7 +1089,7 @@ int downstream_reload(struct downstream *d, const struct mcp_config *config, str
              nn, added, removed);
     rebuild_all(d);
     /* the first lists may have been waiting only for a server that is gone now */
-    ds_settle_check(d);
+    settle_check(d);
     return 0;
 }
 

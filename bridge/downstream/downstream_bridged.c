@@ -19,6 +19,7 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
 #include "downstream/downstream_bridged_int.h"
 #include "downstream/downstream_mrtr_int.h"
 

@@ -14,14 +14,14 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
+#include "downstream/downstream_servers_int.h"
 #include "downstream/downstream_forward_int.h"
 #include "downstream/downstream_modern_int.h"
 #include "downstream/downstream_listen_int.h"
 #include "downstream/downstream_pending_int.h"
 #include "downstream/downstream_mrtr_int.h"
 #include "downstream/downstream_subs_int.h"
-#include "catalog/proxy.h"
-#include "downstream/proxy_tool.h"
 
 static void tool_error_text(char *buf, size_t size, const struct ds_server *s, int error,
                             const char *message)
@@ -247,21 +247,6 @@ static void forward_resource_tool(struct ds_agent *a, struct jrpc_msg *m, struct
     }
 }
 
-/* Keeps a request that names something not (yet) in the catalogue until the first round is
- * over. true when held (or answered: no room). */
-bool ds_hold(struct ds_agent *a, struct jrpc_msg *m)
-{
-    if (!ds_settling(a->d))
-        return false;
-    struct ds_pending *p = ds_pending_new(a, DS_PT_HELD, m->id, m->method);
-    if (!p) {
-        ds_reply_too_many(a, m->id);
-        return true;
-    }
-    p->msg = json_object_get(m->root);
-    return true;
-}
-
 /* Names the servers that are not READY, for messages: "" when all are. */
 static void not_ready(struct downstream *d, char *buf, size_t size)
 {
@@ -356,39 +341,12 @@ static void forward_named(struct ds_agent *a, struct jrpc_msg *m, enum catalog_k
 
 void ds_forward_tool_call(struct ds_agent *a, struct jrpc_msg *m)
 {
-    struct downstream *d = a->d;
-    const char *name = json_get_string(m->params, "name");
-    if (name && strcmp(name, PROXY_TOOL_NAME) == 0 && catalog_proxy_enabled(d->cat)) {
-        /* what it names may not be listed yet: it waits for the first lists, like a tools/call */
-        if (proxy_tool_waits(m->params) && ds_hold(a, m))
-            return;
-        proxy_tool_call(a, m->id, m->params);
-        return;
-    }
     forward_named(a, m, CATALOG_TOOLS);
 }
 
 void ds_forward_prompt_get(struct ds_agent *a, struct jrpc_msg *m)
 {
     forward_named(a, m, CATALOG_PROMPTS);
-}
-
-/* The server a resource URI belongs to (downstream.h): the catalogue's choice, else - when
- * only one server has resources - that one; or NULL. */
-struct ds_server *ds_route_uri(struct downstream *d, const char *uri)
-{
-    struct catalog_source *src = catalog_route_uri(d->cat, uri);
-    if (src)
-        return catalog_source_userdata(src);
-    struct ds_server *only = NULL;
-    for (size_t i = 0; i < d->n_servers; i++) {
-        if (!upstream_has_capability(d->servers[i]->u, "resources"))
-            continue;
-        if (only)
-            return NULL;
-        only = d->servers[i];
-    }
-    return only;
 }
 
 static bool is_subscription(const char *method)
@@ -414,7 +372,7 @@ static void forward_uri(struct ds_agent *a, struct jrpc_msg *m, const char *uri)
         return;
     }
     if (is_subscription(m->method))
-        ds_subs_forward(a, m, s);
+        ds_forward_subscription(a, m, s);
     else
         ds_forward(a, m, s, false);
 }
@@ -487,30 +445,13 @@ void ds_cancel_request(struct ds_agent *a, struct json_object *params)
     ds_pending_free(p);
 }
 
-static void fail_pending_of(struct ds_agent *a, struct ds_server *s)
+void ds_forward_subscription(struct ds_agent *a, struct jrpc_msg *m, struct ds_server *s)
 {
-    struct list_node *i, *tmp;
-    list_for_each_safe (i, tmp, &a->pending) {
-        struct ds_pending *p = list_entry(i, struct ds_pending, node);
-        if (p->type != DS_PT_CALL || p->s != s)
-            continue;
-        struct upstream_call *call = p->call;
-        p->call = NULL;
-        upstream_call_cancel(call, NULL);
-        if (p->tool_call) {
-            char text[DS_TEXT_MAX];
-            snprintf(text, sizeof(text), "server '%s' was closed before it answered", s->name);
-            ds_reply_result(a, p->id, jrpc_new_tool_error(text));
-        } else {
-            ds_reply_errorf(a, p->id, JRPC_CONNECTION_CLOSED,
-                            "server '%s' was closed before it answered", s->name);
-        }
-        ds_pending_free(p);
-    }
-}
-
-void ds_fail_pending_of(struct downstream *d, struct ds_server *s)
-{
-    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
-        fail_pending_of(a, s);
+    const char *uri = json_get_string(m->params, "uri");
+    bool add = strcmp(m->method, "resources/subscribe") == 0;
+    if (uri && !add)
+        ds_subs_forget(a, uri);
+    struct ds_pending *p = ds_forward(a, m, s, false);
+    if (p && uri && add)
+        ds_subs_expect(p, s, uri);
 }

@@ -2,8 +2,8 @@
  *
  * What the agent declares (its protocol version when the bridge knows it; roots, sampling and
  * elicitation as it declared them) is what every upstream is offered, on every (re)connect.
- * Aggregate mode answers at once, as the bridge, and starts the upstreams; single mode's
- * answer waits for its upstream (downstream_single.c). */
+ * Aggregate mode answers at once, as the bridge; single mode's answer waits for its upstream
+ * (downstream_single.c). The first agent's session then starts the upstreams (downstream.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,18 +13,11 @@
 #include "credkit/version.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
 #include "downstream/downstream_initialize_int.h"
 #include "downstream/downstream_modern_int.h"
 #include "downstream/downstream_servers_int.h"
 #include "downstream/downstream_single_int.h"
-
-static bool known_version(const char *v)
-{
-    for (size_t i = 0; v && UPSTREAM_PROTOCOL_VERSIONS[i]; i++)
-        if (strcmp(UPSTREAM_PROTOCOL_VERSIONS[i], v) == 0)
-            return true;
-    return false;
-}
 
 /* What the bridge offers in aggregate mode. NULL on ENOMEM. */
 static struct json_object *aggregate_capabilities(void)
@@ -157,36 +150,6 @@ oom:
     return NULL;
 }
 
-struct json_object *ds_discover_result(struct json_object *caps, struct json_object *info,
-                                       const char *instructions, int64_t ttl_ms)
-{
-    struct json_object *res = json_object_new_object(), *versions = json_object_new_array(),
-                       *meta = json_object_new_object();
-    if (!res || !versions || !meta ||
-        json_object_array_add(versions, json_object_new_string(UPSTREAM_PROTOCOL_MODERN)) < 0)
-        goto oom;
-    struct json_object *v = versions, *mt = meta;
-    versions = meta = NULL; /* json_object_object_add() takes its value even when it fails */
-    if (json_object_object_add(res, "resultType", json_object_new_string("complete")) < 0 ||
-        json_object_object_add(res, "supportedVersions", v) < 0 ||
-        json_object_object_add(res, "capabilities",
-                               caps ? json_object_get(caps) : json_object_new_object()) < 0 ||
-        json_object_object_add(res, "_meta", mt) < 0 ||
-        json_object_object_add(mt, DS_META_SERVER_INFO,
-                               info ? json_object_get(info) : json_object_new_object()) < 0 ||
-        (instructions &&
-         json_object_object_add(res, "instructions", json_object_new_string(instructions)) < 0) ||
-        json_object_object_add(res, "ttlMs", json_object_new_int64(ttl_ms)) < 0 ||
-        json_object_object_add(res, "cacheScope", json_object_new_string("private")) < 0)
-        goto oom;
-    return res;
-oom:
-    json_object_put(res);
-    json_object_put(versions);
-    json_object_put(meta);
-    return NULL;
-}
-
 /* server/discover of a modern agent in aggregate mode: what initialize would say. */
 struct json_object *ds_aggregate_discover(struct ds_agent *a)
 {
@@ -200,61 +163,6 @@ struct json_object *ds_aggregate_discover(struct ds_agent *a)
                                   : NULL;
     json_object_put(init);
     return res;
-}
-
-void ds_start_upstreams(struct ds_agent *a)
-{
-    struct downstream *d = a->d;
-    d->lead = a;
-    ds_set_round(d, d->mode == DOWNSTREAM_AGGREGATE ? DS_ROUND_FIRST : DS_ROUND_SETTLED);
-    for (size_t i = 0; i < d->n_servers;) {
-        struct ds_server *s = d->servers[i];
-        struct err e = ERR_INIT;
-        if (ds_server_make_real(d, s, &e) < 0) {
-            log_error(d->log, "server '%s': %s", s->name, err_msg(&e));
-            if (d->mode == DOWNSTREAM_AGGREGATE) {
-                ds_server_remove(d, s);
-                continue;
-            }
-            i++; /* single mode: the agent's initialize times out, naming the reason */
-            continue;
-        }
-        ds_server_start(s);
-        i++;
-    }
-    if (d->mode == DOWNSTREAM_AGGREGATE && !ds_settling(d))
-        return; /* settled already: every server was listed from the cache */
-    /* the first round (and single mode's initialize) waits at most the connect timeout; in
-     * aggregate mode the first lists wait at most the settle window (settings.settleTimeout,
-     * bounded by the connect timeout) */
-    if (loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer, d, &d->settle_timer) < 0)
-        d->settle_timer = NULL; /* no timer: the first list waits for the servers themselves */
-    int64_t window = d->settings.settle_timeout_ms;
-    if (d->mode == DOWNSTREAM_AGGREGATE && window >= 0 && window < d->connect_timeout_ms &&
-        loop_timer_add(d->loop, window, ds_on_window_timer, d, &d->window_timer) < 0)
-        d->window_timer = NULL; /* the first lists wait for the first round */
-    ds_settle_check(d);
-}
-
-int ds_take_capabilities(struct ds_agent *a, const char *version, struct json_object *caps)
-{
-    free(a->protocol_version);
-    a->protocol_version = known_version(version) ? strdup(version) : NULL;
-    json_object_put(a->agent_caps);
-    a->agent_caps = caps ? json_object_get(caps) : json_object_new_object();
-    json_object_put(a->client_caps);
-    a->client_caps = json_object_new_object();
-    if (!a->agent_caps || !a->client_caps)
-        return -ENOMEM;
-    /* the capabilities whose requests the bridge forwards, and only as declared: a value that
-     * is not an object (null included) is not a capability */
-    static const char *const offered[] = {"roots", "sampling", "elicitation"};
-    for (size_t i = 0; i < ELEMENTSOF(offered); i++) {
-        struct json_object *v = json_get_object(caps, offered[i]);
-        if (v && json_object_object_add(a->client_caps, offered[i], json_object_get(v)) < 0)
-            return -ENOMEM;
-    }
-    return 0;
 }
 
 void ds_handle_initialize(struct ds_agent *a, struct jrpc_msg *m)
@@ -281,6 +189,4 @@ void ds_handle_initialize(struct ds_agent *a, struct jrpc_msg *m)
     }
     ds_set_session(a, DS_SESSION_READY);
     ds_reply_result(a, m->id, res);
-    if (!ds_started(d))
-        ds_start_upstreams(a); /* the first agent's: the upstreams are offered what it declared */
 }

@@ -1,17 +1,18 @@
 /* downstream_int.h - what the files of the downstream share (downstream.h is the interface).
  *
  * One object split by part, each file a part (mapped in docs/development.md, "The downstream in
- * detail"): the agents' side and dispatch, initialize, the servers, pending records, forwarding,
- * server requests, subscriptions, single mode, the 2026-07-28 era. What is shared by every agent
- * (servers, catalogue, cache, settings, the first round, shutdown) is in struct downstream; what
- * is one agent's is in struct ds_agent, of which the downstream holds a list. Every part includes
- * this header, for that state and for the calls of downstream.c; each other part's calls (and the
- * records only it and its callers use) are in its own downstream_<part>_int.h, included only by
- * the files that call it. Nothing outside these files includes them.
+ * detail"), in floors: downstream_agent.c (what every part uses: sending, replies, predicates)
+ * at the bottom; pending records and subscriptions; the servers; the 2026-07-28 era, listens,
+ * requests across eras, server requests; forwarding; single mode, the proxy tool, initialize;
+ * and downstream.c, the dispatcher, on top. A part calls only the floors below it; what it must
+ * report upwards goes through struct ds_hooks, which downstream.c fills. What is shared by every
+ * agent (servers, catalogue, cache, settings, the first round, shutdown) is in struct
+ * downstream; what is one agent's is in struct ds_agent, of which the downstream holds a list.
+ * Each part's calls are in its own downstream_<part>_int.h, included only by the files above it.
  *
  * The lifecycles are enums, each with its legal transitions in one function (ds_set_session,
- * ds_set_round, set_phase and set_reading in downstream.c, ds_server_set_state in
- * downstream_servers.c). */
+ * ds_set_round and ds_set_reading in downstream_agent.c, set_phase in downstream.c,
+ * ds_server_set_state in downstream_servers.c). */
 #pragma once
 
 #include <stdbool.h>
@@ -266,75 +267,34 @@ struct downstream {
     size_t n_flushing; /* agents whose queue is being written at the end */
     struct loop_timer *shutdown_timer;
     struct ds_done_call *done_call;
+    const struct ds_hooks *hooks; /* downstream.c's */
 };
 
-/* A handler of one agent method (the dispatch tables). */
-struct ds_method {
-    const char *method;
-    void (*handle)(struct ds_agent *a, struct jrpc_msg *m);
+/* ---- what the parts report to the dispatcher ------------------------------------------ */
+
+/* The events a lower part reports without knowing which parts act on them: downstream.c fills
+ * the table and wires each event to the parts above (so no part calls back up). */
+struct ds_hooks {
+    /* downstream_pending.c: p is being freed: its server was used, its rounds' state and its
+     * listen go with it */
+    void (*pending_freed)(struct ds_pending *p);
+
+    /* downstream_servers.c: a server settled its first round (the catalogue may have settled);
+     * one was freed once shutting down (shutdown may be over); a listing round is over (the
+     * agents hear of the lists that changed) */
+    void (*settle_check)(struct downstream *d);
+    void (*check_shutdown)(struct downstream *d);
+    void (*announce)(struct downstream *d);
+    /* the server's requests waiting for an agent are dropped but those of session keep_gen
+     * (0: none); with a reason the agent is told */
+    void (*drop_bridged)(struct downstream *d, struct ds_server *s, uint64_t keep_gen,
+                         const char *reason);
+    /* a request of s's server for an agent (session gen), and its notifications/cancelled */
+    void (*server_request)(struct ds_server *s, uint64_t gen, struct json_object *msg);
+    void (*server_cancelled)(struct ds_server *s, struct json_object *msg);
+    /* a notification of s's server for the agents (logs, resource updates, single mode's) */
+    void (*server_notification)(struct ds_server *s, struct json_object *msg);
+    /* single mode: the upstream is READY, or failed (why) */
+    void (*single_ready)(struct downstream *d);
+    void (*single_fail)(struct downstream *d, const char *why);
 };
-
-/* The handler of method in the table of n, or NULL. */
-const struct ds_method *ds_method_find(const struct ds_method *table, size_t n, const char *method);
-
-/* ---- downstream.c: the agent's side, lifecycles, settling -------------------------------- */
-
-/* Moves the agent's session to the state to; an illegal transition is a bug (asserted). */
-void ds_set_session(struct ds_agent *a, enum ds_session to);
-/* Moves the servers' first round to to; an illegal transition is a bug (asserted). */
-void ds_set_round(struct downstream *d, enum ds_round to);
-
-/* The agent's initialize was accepted (notifications and lists of it may follow). */
-bool ds_init_seen(const struct ds_agent *a);
-/* ... and answered: notifications may go to the agent. */
-bool ds_initialized(const struct ds_agent *a);
-/* The upstreams were made real and connected. */
-bool ds_started(const struct downstream *d);
-/* The first round of the catalogue is under way (aggregate): what is not listed yet waits. */
-bool ds_settling(const struct downstream *d);
-/* Shutdown has begun. */
-bool ds_shutting(const struct downstream *d);
-/* The agent may hear of a change: initialized and not shutting down. */
-bool ds_may_tell(const struct ds_agent *a);
-/* Some agent may hear of a change. */
-bool ds_may_tell_any(const struct downstream *d);
-/* The agents of d, in the order they came: for (a = ds_agent_first(d); a; a = ds_agent_next(a)).
- * None goes away before the downstream. */
-struct ds_agent *ds_agent_first(struct downstream *d);
-struct ds_agent *ds_agent_next(struct ds_agent *a);
-/* The agent of the call c of a server (in flight, or suspended by downstream_mrtr.c), or
- * NULL (c NULL, or a call of the bridge's own). */
-struct ds_agent *ds_agent_of_call(struct downstream *d, const struct upstream_call *c);
-
-/* Sends o (borrowed) to the agent. */
-void ds_send_json(struct ds_agent *a, struct json_object *o);
-/* The same, and puts o. */
-void ds_send_put(struct ds_agent *a, struct json_object *o);
-/* Answers id (borrowed) with result (taken). */
-void ds_reply_result(struct ds_agent *a, struct json_object *id, struct json_object *result);
-/* Answers id (borrowed; NULL: "id": null) with a JSON-RPC error. */
-void ds_reply_error(struct ds_agent *a, struct json_object *id, int code, const char *message);
-void ds_reply_errorf(struct ds_agent *a, struct json_object *id, int code, const char *fmt, ...)
-    _printf_(4, 5);
-bool ds_log_debugging(const struct downstream *d);
-
-/* Rebuilds the catalogue of kind k (aggregate mode); the agent is due to hear of a change in
- * a list it was given. */
-void ds_rebuild(struct downstream *d, enum catalog_kind k);
-/* Tells the agent of the lists that changed since the last time (catalog_announce). */
-void ds_announce(struct downstream *d);
-/* Answers a list request from the catalogue; false when it could not (answered -32603). */
-bool ds_answer_list(struct ds_agent *a, struct json_object *id, enum catalog_kind k);
-/* The first round is over when every active server has settled (or the connect timeout
- * passed): the waiting lists and held requests are answered. */
-void ds_settle_check(struct downstream *d);
-void ds_on_settle_timer(struct loop_timer *t, void *userdata);
-/* The settle window passed: the lists waiting are answered from what there is. */
-void ds_on_window_timer(struct loop_timer *t, void *userdata);
-/* Dispatches an agent request (also one held until the catalogue settled). */
-void ds_handle_request(struct ds_agent *a, struct jrpc_msg *m);
-/* Shutdown is over once every server is closed. */
-void ds_check_shutdown(struct downstream *d);
-/* logging/setLevel, both modes: remembered, and applied to every server now and after each
- * READY (single mode: forwarded). */
-void ds_set_level(struct ds_agent *a, struct jrpc_msg *m);

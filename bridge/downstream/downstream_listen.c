@@ -18,10 +18,11 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
+#include "downstream/downstream_servers_int.h"
 #include "downstream/downstream_listen_int.h"
 #include "downstream/downstream_modern_int.h"
 #include "downstream/downstream_pending_int.h"
-#include "downstream/downstream_forward_int.h"
 #include "downstream/downstream_subs_int.h"
 
 struct ds_listen {

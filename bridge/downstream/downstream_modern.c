@@ -19,8 +19,8 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
 #include "downstream/downstream_modern_int.h"
-#include "downstream/downstream_initialize_int.h"
 #include "downstream/downstream_servers_int.h"
 
 /* The syslog levels of MCP logging, lowest first: a level's rank is its index + 1. */
@@ -120,48 +120,10 @@ int ds_modern_start(struct ds_agent *a, struct jrpc_msg *m)
     } else {
         ds_set_session(a, DS_SESSION_CONNECTING); /* READY with the upstream's */
     }
-    if (!ds_started(d))
-        ds_start_upstreams(a); /* the first agent's: the upstreams are offered what it declared */
     return 0;
 }
 
 /* ---- results ----------------------------------------------------------------------------- */
-
-int64_t ds_list_ttl(struct downstream *d, enum catalog_kind k)
-{
-    int64_t ttl = -1;
-    for (size_t i = 0; i < d->n_servers; i++) {
-        const struct ds_server *s = d->servers[i];
-        if (s->disabled)
-            continue;
-        if (!ds_server_settled(s))
-            return 0; /* its lists are still to come */
-        if (s->ttl_ms[k] >= 0 && (ttl < 0 || s->ttl_ms[k] < ttl))
-            ttl = s->ttl_ms[k];
-    }
-    return ttl >= 0 ? ttl : DS_LIST_TTL_MS;
-}
-
-int ds_result_hints(struct json_object *result, bool cacheable, int64_t ttl_ms)
-{
-    if (!json_object_is_type(result, json_type_object))
-        return 0;
-    if (!json_object_object_get_ex(result, "resultType", NULL) &&
-        json_object_object_add(result, "resultType", json_object_new_string("complete")) < 0)
-        return -ENOMEM;
-    if (!cacheable)
-        return 0;
-    const char *type = json_get_string(result, "resultType");
-    if (type && strcmp(type, "complete") != 0)
-        return 0; /* an InputRequiredResult carries no caching hints */
-    if (!json_object_object_get_ex(result, "ttlMs", NULL) &&
-        json_object_object_add(result, "ttlMs", json_object_new_int64(ttl_ms)) < 0)
-        return -ENOMEM;
-    if (!json_object_object_get_ex(result, "cacheScope", NULL) &&
-        json_object_object_add(result, "cacheScope", json_object_new_string("private")) < 0)
-        return -ENOMEM;
-    return 0;
-}
 
 int ds_modern_response(const struct ds_pending *p, struct json_object *response)
 {
@@ -231,4 +193,36 @@ void ds_modern_log(struct ds_agent *a, struct ds_server *s, struct json_object *
             return;
         }
     }
+}
+
+/* ---- server/discover --------------------------------------------------------------------- */
+
+struct json_object *ds_discover_result(struct json_object *caps, struct json_object *info,
+                                       const char *instructions, int64_t ttl_ms)
+{
+    struct json_object *res = json_object_new_object(), *versions = json_object_new_array(),
+                       *meta = json_object_new_object();
+    if (!res || !versions || !meta ||
+        json_object_array_add(versions, json_object_new_string(UPSTREAM_PROTOCOL_MODERN)) < 0)
+        goto oom;
+    struct json_object *v = versions, *mt = meta;
+    versions = meta = NULL; /* json_object_object_add() takes its value even when it fails */
+    if (json_object_object_add(res, "resultType", json_object_new_string("complete")) < 0 ||
+        json_object_object_add(res, "supportedVersions", v) < 0 ||
+        json_object_object_add(res, "capabilities",
+                               caps ? json_object_get(caps) : json_object_new_object()) < 0 ||
+        json_object_object_add(res, "_meta", mt) < 0 ||
+        json_object_object_add(mt, DS_META_SERVER_INFO,
+                               info ? json_object_get(info) : json_object_new_object()) < 0 ||
+        (instructions &&
+         json_object_object_add(res, "instructions", json_object_new_string(instructions)) < 0) ||
+        json_object_object_add(res, "ttlMs", json_object_new_int64(ttl_ms)) < 0 ||
+        json_object_object_add(res, "cacheScope", json_object_new_string("private")) < 0)
+        goto oom;
+    return res;
+oom:
+    json_object_put(res);
+    json_object_put(versions);
+    json_object_put(meta);
+    return NULL;
 }

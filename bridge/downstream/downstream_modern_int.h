@@ -13,25 +13,22 @@
 #define DS_META_SERVER_INFO        "io.modelcontextprotocol/serverInfo"
 #define DS_META_SUBSCRIPTION       "io.modelcontextprotocol/subscriptionId"
 
-#define DS_LIST_TTL_MS 60000 /* "ttlMs" of a list no server gave one for (modern agents) */
-
 /* Whether a request opens the modern era (before any initialize): server/discover, or
  * params._meta with io.modelcontextprotocol/protocolVersion. */
 bool ds_modern_opening(const struct jrpc_msg *m);
 /* Checks a modern request's _meta: false when it was answered (-32600 a required key missing,
  * -32022 an unsupported version, -32602 a log level that is none). */
 bool ds_modern_check(struct ds_agent *a, struct jrpc_msg *m);
-/* The agent became modern with request m: its capabilities taken, the upstreams started.
- * -ENOMEM (answered). */
+/* The agent became modern with request m: its capabilities taken, its session begun (the
+ * dispatcher then starts the upstreams when it is the first). -ENOMEM (answered). */
 int ds_modern_start(struct ds_agent *a, struct jrpc_msg *m);
 /* The rank of an MCP log level (debug 1 .. emergency 8), 0 for none. */
 int ds_log_rank(const char *level);
-/* The "ttlMs" of the aggregate list of kind k: the shortest a server gave, 0 while a server is
- * still connecting, else DS_LIST_TTL_MS. */
-int64_t ds_list_ttl(struct downstream *d, enum catalog_kind k);
-/* Adds "resultType": "complete" to a result that has none and, when cacheable, "ttlMs"
- * (ttl_ms) and "cacheScope" ("private") when missing. -ENOMEM. */
-int ds_result_hints(struct json_object *result, bool cacheable, int64_t ttl_ms);
+/* A DiscoverResult: supportedVersions [2026-07-28], capabilities and serverInfo (borrowed,
+ * NULL: {}), instructions (NULL: none), ttlMs, cacheScope "private", resultType. NULL on
+ * ENOMEM. */
+struct json_object *ds_discover_result(struct json_object *caps, struct json_object *info,
+                                       const char *instructions, int64_t ttl_ms);
 /* A server's answer to a modern agent's request p, before it goes to the agent (in place):
  * the result hints, -32002 as -32602. No-op for a legacy agent. -ENOMEM. */
 int ds_modern_response(const struct ds_pending *p, struct json_object *response);

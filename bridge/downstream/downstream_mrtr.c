@@ -33,6 +33,7 @@
 #include "credkit/secmem.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
 #include "downstream/downstream_mrtr_int.h"
 #include "downstream/downstream_modern_int.h"
 #include "downstream/downstream_pending_int.h"
@@ -637,4 +638,12 @@ void ds_mrtr_release_all(struct ds_agent *a)
     secure_wipe(a->mrtr->key, sizeof(a->mrtr->key));
     free(a->mrtr);
     a->mrtr = NULL;
+}
+
+struct ds_agent *ds_agent_of_call(struct downstream *d, const struct upstream_call *c)
+{
+    for (struct ds_agent *a = c ? ds_agent_first(d) : NULL; a; a = ds_agent_next(a))
+        if (ds_mrtr_record_of_call(a, c))
+            return a;
+    return NULL;
 }

@@ -11,6 +11,9 @@
  * resumes it; true when taken (false: refuse it as today). */
 bool ds_mrtr_server_request(struct ds_agent *a, struct ds_server *s, uint64_t gen,
                             struct json_object *msg);
+/* The agent of the call c of a server (in flight, or suspended here), or NULL (c NULL, or a
+ * call of the bridge's own). */
+struct ds_agent *ds_agent_of_call(struct downstream *d, const struct upstream_call *c);
 /* The record of a's whose upstream call is c: in flight or suspended; NULL. */
 struct ds_pending *ds_mrtr_record_of_call(struct ds_agent *a, const struct upstream_call *c);
 /* A modern agent's request to s carries params.requestState: 1 when it was the bridge's own

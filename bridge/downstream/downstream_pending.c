@@ -14,10 +14,8 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
 #include "downstream/downstream_pending_int.h"
-#include "downstream/downstream_listen_int.h"
-#include "downstream/downstream_servers_int.h"
-#include "downstream/downstream_mrtr_int.h"
 
 struct ds_pending *ds_pending_find(struct ds_agent *a, struct json_object *id)
 {
@@ -72,11 +70,8 @@ void ds_pending_free(struct ds_pending *p)
     a->n_pending--;
     if (jrpc_id_key(p->id, key, sizeof(key)))
         (void)hashmap_remove(a->ids, key);
-    if (p->type == DS_PT_CALL && p->s)
-        ds_server_used(p->s); /* the idle clock starts when the last answer went */
-    ds_mrtr_pending_free(p);
+    a->d->hooks->pending_freed(p);
     p->mrtr = NULL;
-    ds_listen_free(a, p->listen);
     p->listen = NULL;
     json_object_put(p->id);
     json_object_put(p->msg);
@@ -135,4 +130,49 @@ void ds_reply_too_many(struct ds_agent *a, struct json_object *id)
     ds_reply_errorf(a, id, JRPC_INTERNAL_ERROR,
                     "too many requests in flight (at most %d): wait for some to finish",
                     DS_MAX_PENDING);
+}
+
+/* ---- held requests, a server gone -------------------------------------------------------- */
+
+/* Keeps a request that names something not (yet) in the catalogue until the first round is
+ * over. true when held (or answered: no room). */
+bool ds_hold(struct ds_agent *a, struct jrpc_msg *m)
+{
+    if (!ds_settling(a->d))
+        return false;
+    struct ds_pending *p = ds_pending_new(a, DS_PT_HELD, m->id, m->method);
+    if (!p) {
+        ds_reply_too_many(a, m->id);
+        return true;
+    }
+    p->msg = json_object_get(m->root);
+    return true;
+}
+
+static void fail_pending_of(struct ds_agent *a, struct ds_server *s)
+{
+    struct list_node *i, *tmp;
+    list_for_each_safe (i, tmp, &a->pending) {
+        struct ds_pending *p = list_entry(i, struct ds_pending, node);
+        if (p->type != DS_PT_CALL || p->s != s)
+            continue;
+        struct upstream_call *call = p->call;
+        p->call = NULL;
+        upstream_call_cancel(call, NULL);
+        if (p->tool_call) {
+            char text[DS_TEXT_MAX];
+            snprintf(text, sizeof(text), "server '%s' was closed before it answered", s->name);
+            ds_reply_result(a, p->id, jrpc_new_tool_error(text));
+        } else {
+            ds_reply_errorf(a, p->id, JRPC_CONNECTION_CLOSED,
+                            "server '%s' was closed before it answered", s->name);
+        }
+        ds_pending_free(p);
+    }
+}
+
+void ds_fail_pending_of(struct downstream *d, struct ds_server *s)
+{
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
+        fail_pending_of(a, s);
 }

@@ -24,3 +24,8 @@ struct ds_pending *ds_pending_find_type(struct ds_agent *a, enum ds_pending_type
 /* Frees every record, and the pool. */
 void ds_pending_release_all(struct ds_agent *a);
 void ds_reply_too_many(struct ds_agent *a, struct json_object *id);
+/* Keeps a request that names something not (yet) in the catalogue until the first round is
+ * over (aggregate mode, while settling). true when held (or answered: no room). */
+bool ds_hold(struct ds_agent *a, struct jrpc_msg *m);
+/* Fails the agents' requests still waiting on a server that goes away. */
+void ds_fail_pending_of(struct downstream *d, struct ds_server *s);

@@ -20,13 +20,11 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
+#include "downstream/downstream_pending_int.h"
 #include "downstream/downstream_servers_int.h"
-#include "downstream/downstream_modern_int.h"
-#include "downstream/downstream_listen_int.h"
-#include "downstream/downstream_forward_int.h"
 #include "downstream/downstream_bridged_int.h"
 #include "downstream/downstream_subs_int.h"
-#include "downstream/downstream_single_int.h"
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
 
@@ -63,7 +61,7 @@ static void server_first_round_over(struct ds_server *s)
     if (s->state != DS_SERVER_FIRST_ROUND)
         return;
     ds_server_set_state(s, DS_SERVER_SETTLED);
-    ds_settle_check(s->d);
+    s->d->hooks->settle_check(s->d);
 }
 
 /* ---- servers ----------------------------------------------------------------------------- */
@@ -131,7 +129,7 @@ void ds_server_free(struct ds_server *s)
     free(s);
 }
 
-/* ---- lifecycle of an entry, the cache -------------------------------------------------- */
+/* ---- lifecycle of an entry, the cache ---------------------------------------------------- */
 
 static int64_t wall_ms(void)
 {
@@ -416,14 +414,6 @@ int ds_server_make_real(struct downstream *d, struct ds_server *s, struct err *e
     return 0;
 }
 
-struct ds_server *ds_server_find(struct downstream *d, const char *name)
-{
-    for (size_t i = 0; i < d->n_servers; i++)
-        if (strcmp(d->servers[i]->name, name) == 0)
-            return d->servers[i];
-    return NULL;
-}
-
 /* Takes s out of the array v of *n servers, keeping the order; nothing when it is not there. */
 static void servers_take(struct ds_server **v, size_t *n, struct ds_server *s)
 {
@@ -440,7 +430,7 @@ void ds_server_finish(struct downstream *d, struct ds_server *s)
 {
     servers_take(d->closing, &d->n_closing, s);
     ds_fail_pending_of(d, s);
-    ds_bridged_drop(d, s, 0, NULL);
+    d->hooks->drop_bridged(d, s, 0, NULL);
     ds_server_free(s);
 }
 
@@ -453,7 +443,7 @@ void ds_server_remove(struct downstream *d, struct ds_server *s)
     bool real = s->state != DS_SERVER_TEMPLATE;
     if (real)
         ds_server_set_state(s, DS_SERVER_CLOSING);
-    ds_bridged_drop(d, s, 0, "the server was removed from the configuration");
+    d->hooks->drop_bridged(d, s, 0, "the server was removed from the configuration");
     enum upstream_state st = upstream_state(s->u);
     if (!real || st == UPSTREAM_IDLE || st == UPSTREAM_CLOSED) {
         /* never connected: nothing to wait for */
@@ -530,7 +520,7 @@ static void on_listed(struct upstream *u, struct json_object *items, int error, 
     }
     ds_rebuild(d, k);
     if (!server_listing(s)) {
-        ds_announce(d);
+        d->hooks->announce(d);
         if (upstream_state(s->u) == UPSTREAM_READY) {
             s->from_cache = false;
             cache_update(s);
@@ -558,7 +548,7 @@ static void list_all(struct ds_server *s)
         if (dropped[k])
             ds_rebuild(s->d, k);
     if (!server_listing(s)) {
-        ds_announce(s->d);
+        s->d->hooks->announce(s->d);
         s->from_cache = false;
         cache_update(s);
         server_first_round_over(s);
@@ -576,7 +566,7 @@ static void drop_lists(struct ds_server *s)
     for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
         if (had[k])
             ds_rebuild(s->d, k);
-    ds_announce(s->d);
+    s->d->hooks->announce(s->d);
 }
 
 /* ---- log level --------------------------------------------------------------------------- */
@@ -625,7 +615,7 @@ static void on_ready(struct ds_server *s)
     log_debug(d->log, "server '%s': session %" PRIu64 " ready", s->name, upstream_generation(s->u));
     /* requests of an older session cannot be answered any more (a session the server
      * forgot, re-established without a BACKOFF in between) */
-    ds_bridged_drop(d, s, upstream_generation(s->u), "the server's session ended");
+    d->hooks->drop_bridged(d, s, upstream_generation(s->u), "the server's session ended");
     free(s->reason);
     s->reason = NULL;
     free(s->level_sent); /* a new session has the server's default level */
@@ -637,7 +627,7 @@ static void on_ready(struct ds_server *s)
     if (!closing)
         ds_subs_renew(d, s);
     if (d->mode == DOWNSTREAM_SINGLE)
-        ds_single_ready(d);
+        d->hooks->single_ready(d);
     else if (!closing)
         list_all(s);
 }
@@ -667,26 +657,26 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
          * tries again */
         if (!s->idle_timer && s->state != DS_SERVER_CLOSING)
             arm_idle(s, s->last_used + s->idle_ms - loop_now(d->loop));
-        ds_bridged_drop(d, s, 0, "the connection to the server was lost");
+        d->hooks->drop_bridged(d, s, 0, "the connection to the server was lost");
         server_cancel_lists(s);
-        ds_announce(d); /* what its listings changed before they were cut */
+        d->hooks->announce(d); /* what its listings changed before they were cut */
         server_first_round_over(s);
         break;
     case UPSTREAM_LOGIN:
         /* a sign-in is needed: its calls say so, its tools stay listed (the next call after a
          * sign-in connects again, and the lists are refreshed then) */
-        ds_bridged_drop(d, s, 0, "the server needs a sign-in");
+        d->hooks->drop_bridged(d, s, 0, "the server needs a sign-in");
         server_cancel_lists(s);
         if (d->mode == DOWNSTREAM_SINGLE && !upstream_generation(u))
-            ds_single_fail(d, message ? message : "a sign-in is needed");
+            d->hooks->single_fail(d, message ? message : "a sign-in is needed");
         server_first_round_over(s);
         break;
     case UPSTREAM_FAILED:
         log_debug(d->log, "server '%s': failed (%s)", s->name, strerror(-error));
-        ds_bridged_drop(d, s, 0, "the connection to the server was lost");
+        d->hooks->drop_bridged(d, s, 0, "the connection to the server was lost");
         server_cancel_lists(s);
         if (d->mode == DOWNSTREAM_SINGLE)
-            ds_single_fail(d, message ? message : "it failed");
+            d->hooks->single_fail(d, message ? message : "it failed");
         else if (s->state != DS_SERVER_CLOSING)
             drop_lists(s);
         server_first_round_over(s);
@@ -695,7 +685,7 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         if (s->state == DS_SERVER_CLOSING) {
             log_debug(d->log, "server '%s': closed", s->name);
             ds_server_finish(d, s);
-            ds_check_shutdown(d);
+            d->hooks->check_shutdown(d);
         }
         break;
     default:
@@ -705,8 +695,9 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
 
 static void on_request(struct upstream *u, uint64_t gen, struct json_object *msg, void *userdata)
 {
+    struct ds_server *s = userdata;
     (void)u;
-    ds_bridged_request(userdata, gen, msg);
+    s->d->hooks->server_request(s, gen, msg);
 }
 
 /* The notifications of a server, aggregate mode (notifications/cancelled and single mode's
@@ -735,40 +726,10 @@ static void relist_resources(struct ds_server *s, struct json_object *msg)
     start_list(s, CATALOG_TEMPLATES);
 }
 
-/* A server's notification for a modern agent: list changes and resource updates only on the
- * listens that ask for them, logs only for the requests that asked for them; what 2026-07-28
- * removed (notifications/elicitation/complete) is dropped. */
-static void tell_modern(struct ds_agent *a, struct ds_server *s, struct json_object *msg)
-{
-    const char *method = json_get_string(msg, "method");
-    if (!method)
-        return;
-    if (strcmp(method, "notifications/message") == 0)
-        ds_modern_log(a, s, msg);
-    else if (strcmp(method, "notifications/resources/updated") == 0)
-        ds_listen_resource_updated(a, msg);
-    else if (strstr(method, "/list_changed"))
-        ds_listen_list_changed(a, method); /* single mode: the server's own */
-    else if (strcmp(method, "notifications/elicitation/complete") != 0)
-        ds_send_json(a, msg);
-}
-
-/* A server's notification goes to the agent of the call it came with (a log message of that
- * call: upstream_related_call), else to every agent. */
+/* A server's notification goes to the agents (the dispatcher says which). */
 static void pass_to_agent(struct ds_server *s, struct json_object *msg)
 {
-    struct ds_agent *only = NULL;
-    const char *method = json_get_string(msg, "method");
-    if (method && strcmp(method, "notifications/message") == 0)
-        only = ds_agent_of_call(s->d, upstream_related_call(s->u, msg));
-    for (struct ds_agent *a = ds_agent_first(s->d); a; a = ds_agent_next(a)) {
-        if ((only && a != only) || !ds_initialized(a))
-            continue;
-        if (a->modern)
-            tell_modern(a, s, msg);
-        else
-            ds_send_json(a, msg);
-    }
+    s->d->hooks->server_notification(s, msg);
 }
 
 static const struct server_notification SERVER_NOTIFICATIONS[] = {
@@ -788,7 +749,7 @@ static void on_notification(struct upstream *u, const char *method, struct json_
     (void)u;
 
     if (strcmp(method, "notifications/cancelled") == 0) {
-        ds_bridged_cancelled(s, msg);
+        d->hooks->server_cancelled(s, msg);
         return;
     }
     if (d->mode == DOWNSTREAM_SINGLE) {
@@ -804,4 +765,54 @@ static void on_notification(struct upstream *u, const char *method, struct json_
         }
     }
     log_debug(d->log, "server '%s': %s not forwarded", s->name, method);
+}
+
+/* ---- the catalogue, routing -------------------------------------------------------------- */
+
+void ds_rebuild(struct downstream *d, enum catalog_kind k)
+{
+    if (d->mode != DOWNSTREAM_AGGREGATE)
+        return;
+    struct catalog_source **v = malloc((d->n_servers ? d->n_servers : 1) * sizeof(*v));
+    if (!v) {
+        log_error(d->log, "cannot build the list of %ss: out of memory", CATALOG_KINDS[k].noun);
+        return;
+    }
+    for (size_t i = 0; i < d->n_servers; i++)
+        v[i] = d->servers[i]->src;
+    (void)catalog_rebuild(d->cat, k, v, d->n_servers, ds_may_tell_any(d)); /* logs its failure */
+    free(v);
+}
+
+int64_t ds_list_ttl(struct downstream *d, enum catalog_kind k)
+{
+    int64_t ttl = -1;
+    for (size_t i = 0; i < d->n_servers; i++) {
+        const struct ds_server *s = d->servers[i];
+        if (s->disabled)
+            continue;
+        if (!ds_server_settled(s))
+            return 0; /* its lists are still to come */
+        if (s->ttl_ms[k] >= 0 && (ttl < 0 || s->ttl_ms[k] < ttl))
+            ttl = s->ttl_ms[k];
+    }
+    return ttl >= 0 ? ttl : DS_LIST_TTL_MS;
+}
+
+/* The server a resource URI belongs to (downstream.h): the catalogue's choice, else - when
+ * only one server has resources - that one; or NULL. */
+struct ds_server *ds_route_uri(struct downstream *d, const char *uri)
+{
+    struct catalog_source *src = catalog_route_uri(d->cat, uri);
+    if (src)
+        return catalog_source_userdata(src);
+    struct ds_server *only = NULL;
+    for (size_t i = 0; i < d->n_servers; i++) {
+        if (!upstream_has_capability(d->servers[i]->u, "resources"))
+            continue;
+        if (only)
+            return NULL;
+        only = d->servers[i];
+    }
+    return only;
 }

@@ -5,7 +5,8 @@
 
 #include "downstream/downstream_int.h"
 
-#define DS_CACHE_SAVE_MS 1000 /* the cache is written at most this often (and at shutdown) */
+#define DS_LIST_TTL_MS   60000 /* "ttlMs" of a list no server gave one for (modern agents) */
+#define DS_CACHE_SAVE_MS 1000  /* the cache is written at most this often (and at shutdown) */
 
 /* What the proxy tool's status says of a server (ds_server_avail). */
 enum ds_avail {
@@ -29,7 +30,6 @@ int ds_server_make_real(struct downstream *d, struct ds_server *s, struct err *e
 void ds_server_set_state(struct ds_server *s, enum ds_server_state to);
 /* The server's first round is over: listed, failed, or given up on. */
 bool ds_server_settled(const struct ds_server *s);
-struct ds_server *ds_server_find(struct downstream *d, const char *name);
 /* Takes a server out of the active list (the catalogue is rebuilt by the caller) and closes
  * it; it is freed when CLOSED (at once when it never connected). */
 void ds_server_remove(struct downstream *d, struct ds_server *s);
@@ -50,5 +50,14 @@ enum ds_avail ds_server_avail(const struct ds_server *s, const char **ret_reason
 int ds_server_wake(struct ds_server *s, struct err *e);
 /* A request of the agent for s was answered: s was in use now (the idle clock restarts). */
 void ds_server_used(struct ds_server *s);
+/* Rebuilds the catalogue of kind k from the servers' lists (aggregate mode); the agent is due
+ * to hear of a change in a list it was given. */
+void ds_rebuild(struct downstream *d, enum catalog_kind k);
+/* The "ttlMs" of the aggregate list of kind k: the shortest a server gave, 0 while a server is
+ * still connecting, else DS_LIST_TTL_MS. */
+int64_t ds_list_ttl(struct downstream *d, enum catalog_kind k);
+/* The server a resource URI belongs to: the catalogue's choice, else - when only one server
+ * has resources - that one; or NULL. */
+struct ds_server *ds_route_uri(struct downstream *d, const char *uri);
 /* Writes the cache now when a save is due (at shutdown). */
 void ds_cache_save_now(struct downstream *d);

@@ -14,12 +14,12 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
+#include "downstream/downstream_servers_int.h"
 #include "downstream/downstream_single_int.h"
-#include "downstream/downstream_initialize_int.h"
 #include "downstream/downstream_modern_int.h"
 #include "downstream/downstream_pending_int.h"
 #include "downstream/downstream_forward_int.h"
-#include "downstream/downstream_subs_int.h"
 
 static void answer_init(struct ds_agent *a, struct ds_pending *p)
 {
@@ -137,6 +137,17 @@ void ds_single_fail(struct downstream *d, const char *why)
                                               trying too */
 }
 
+/* The connect timeout, armed again when the agent asks again: as the dispatcher's settle timer
+ * in single mode (the same d->settle_timer). */
+static void on_connect_timer(struct loop_timer *t, void *userdata)
+{
+    struct downstream *d = userdata;
+    (void)t;
+    loop_timer_cancel(d->settle_timer);
+    d->settle_timer = NULL;
+    ds_single_timeout(d);
+}
+
 void ds_single_discover(struct ds_agent *a, struct jrpc_msg *m)
 {
     struct downstream *d = a->d;
@@ -154,7 +165,7 @@ void ds_single_discover(struct ds_agent *a, struct jrpc_msg *m)
     if (upstream_state(s->u) == UPSTREAM_FAILED)
         upstream_connect(s->u); /* the agent asks again: the bridge tries again */
     if (!d->settle_timer &&
-        loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer, d, &d->settle_timer) < 0)
+        loop_timer_add(d->loop, d->connect_timeout_ms, on_connect_timer, d, &d->settle_timer) < 0)
         d->settle_timer = NULL;
 }
 
@@ -175,10 +186,9 @@ void ds_single_initialize(struct ds_agent *a, struct jrpc_msg *m)
     }
     if (started && upstream_state(s->u) == UPSTREAM_FAILED)
         upstream_connect(s->u); /* the agent tries again: so does the bridge */
-    if (!started)
-        ds_start_upstreams(a);
-    else if (!d->settle_timer && loop_timer_add(d->loop, d->connect_timeout_ms, ds_on_settle_timer,
-                                                d, &d->settle_timer) < 0)
+    /* not started: the dispatcher starts the upstreams once this returns */
+    if (started && !d->settle_timer &&
+        loop_timer_add(d->loop, d->connect_timeout_ms, on_connect_timer, d, &d->settle_timer) < 0)
         d->settle_timer = NULL;
 }
 
@@ -260,13 +270,20 @@ static void list_tools(struct ds_agent *a, struct jrpc_msg *m)
 static void forward_subscription(struct ds_agent *a, struct jrpc_msg *m)
 {
     struct downstream *d = a->d;
-    ds_subs_forward(a, m, d->servers[0]);
+    ds_forward_subscription(a, m, d->servers[0]);
+}
+
+/* Remembered for reconnects, and passed through. */
+static void set_level(struct ds_agent *a, struct jrpc_msg *m)
+{
+    if (ds_keep_level(a, m) == 0)
+        ds_forward(a, m, a->d->servers[0], false);
 }
 
 static const struct ds_method SINGLE_METHODS[] = {
     {"tools/call", forward_tool_call},
     {"tools/list", list_tools},
-    {"logging/setLevel", ds_set_level},
+    {"logging/setLevel", set_level},
     {"resources/subscribe", forward_subscription},
     {"resources/unsubscribe", forward_subscription},
 };

@@ -12,9 +12,8 @@
 #include "credkit/json.h"
 
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
 #include "downstream/downstream_subs_int.h"
-#include "downstream/downstream_servers_int.h"
-#include "downstream/downstream_forward_int.h"
 
 /* A subscription of the agent's. */
 struct ds_sub {
@@ -126,7 +125,7 @@ void ds_subs_remember(struct ds_agent *a, struct ds_server *s, const char *uri)
 }
 
 /* The agent unsubscribed: neither remembered nor renewed, even by a subscribe still in flight. */
-static void sub_forget(struct ds_agent *a, const char *uri)
+void ds_subs_forget(struct ds_agent *a, const char *uri)
 {
     struct ds_sub *sub = hashmap_get(a->subs_by_uri, uri);
     if (sub)
@@ -142,6 +141,15 @@ static void sub_forget(struct ds_agent *a, const char *uri)
     }
 }
 
+void ds_subs_expect(struct ds_pending *p, struct ds_server *s, const char *uri)
+{
+    p->sub_uri = strdup(uri);
+    if (p->sub_uri)
+        p->sub = DS_SUB_ADD;
+    else
+        cannot_renew(p->a->d, s, uri);
+}
+
 void ds_subs_drop_removed(struct downstream *d)
 {
     struct list_node *i, *tmp;
@@ -152,22 +160,6 @@ void ds_subs_drop_removed(struct downstream *d)
                 sub_free(a, sub);
         }
     }
-}
-
-void ds_subs_forward(struct ds_agent *a, struct jrpc_msg *m, struct ds_server *s)
-{
-    const char *uri = json_get_string(m->params, "uri");
-    bool add = strcmp(m->method, "resources/subscribe") == 0;
-    if (uri && !add)
-        sub_forget(a, uri);
-    struct ds_pending *p = ds_forward(a, m, s, false);
-    if (!p || !uri || !add)
-        return;
-    p->sub_uri = strdup(uri);
-    if (p->sub_uri)
-        p->sub = DS_SUB_ADD;
-    else
-        cannot_renew(a->d, s, uri);
 }
 
 /* ---- renewing after READY ---------------------------------------------------------------- */
@@ -274,7 +266,7 @@ void ds_subs_listen_drop(struct ds_agent *a, const char *uri)
     struct downstream *d = a->d;
     struct ds_sub *sub = hashmap_get(a->subs_by_uri, uri);
     struct ds_server *s = sub ? ds_server_find(d, sub->server) : NULL;
-    sub_forget(a, uri);
+    ds_subs_forget(a, uri);
     if (s && upstream_state(s->u) == UPSTREAM_READY)
         send_sub(a, s, "resources/unsubscribe", uri, DS_RESUB_DROPPED);
 }

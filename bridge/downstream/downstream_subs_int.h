@@ -8,8 +8,12 @@
 
 int ds_subs_init(struct ds_agent *a) _must_check_;
 void ds_subs_release(struct ds_agent *a);
-/* resources/subscribe and unsubscribe, both modes, forwarded to s. */
-void ds_subs_forward(struct ds_agent *a, struct jrpc_msg *m, struct ds_server *s);
+/* The agent unsubscribed from uri: neither remembered nor renewed, even by a subscribe still
+ * in flight. */
+void ds_subs_forget(struct ds_agent *a, const char *uri);
+/* The agent's resources/subscribe of uri was forwarded to s as p: remembered when s accepts
+ * it (ds_subs_remember). */
+void ds_subs_expect(struct ds_pending *p, struct ds_server *s, const char *uri);
 /* The server accepted the agent's subscription to uri. */
 void ds_subs_remember(struct ds_agent *a, struct ds_server *s, const char *uri);
 /* Whether an agent has a subscription on s (s then stays connected). */

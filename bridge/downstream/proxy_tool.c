@@ -9,6 +9,7 @@
 
 #include "catalog/catalog.h"
 #include "downstream/downstream_int.h"
+#include "downstream/downstream_agent_int.h"
 #include "downstream/downstream_servers_int.h"
 #include "downstream/downstream_forward_int.h"
 #include "catalog/proxy.h"
