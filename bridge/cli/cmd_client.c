@@ -148,7 +148,7 @@ static void finish(struct client *c, int status)
  * required", -ENOKEY, its message naming the command) has its own. */
 static int failure_status(int error)
 {
-    return error == CREDENTIALS_LOGIN_REQUIRED ? BRIDGE_EXIT_LOGIN_REQUIRED : BRIDGE_EXIT_FAILED;
+    return error == CRED_LOGIN_REQUIRED ? BRIDGE_EXIT_LOGIN_REQUIRED : BRIDGE_EXIT_FAILED;
 }
 
 /* ---- test ---- */
@@ -504,7 +504,7 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
             start_call(c);
         return;
     case UPSTREAM_LOGIN:
-        error = CREDENTIALS_LOGIN_REQUIRED; /* the message names the command that signs in */
+        error = CRED_LOGIN_REQUIRED; /* the message names the command that signs in */
         /* fall through */
     case UPSTREAM_BACKOFF:
     case UPSTREAM_FAILED:
@@ -726,7 +726,7 @@ static int client_run(struct client *c, const char *target, const struct args_gl
     if (r >= 0) {
         r = upstream_new(&o, &handler, c, &c->u, &e);
         if (r < 0)
-            credentials_provider_free(o.credentials);
+            cred_provider_free(o.credentials);
     }
     if (r < 0) {
         log_error(c->log, "%s", err_msg(&e));

@@ -19,7 +19,7 @@
 #include "credkit/util.h"
 
 #include "cli/cmd_creds.h"
-#include "creds/credentials.h"
+#include "creds/cred.h"
 #include "creds/helper_path.h"
 #include "creds/helper_proc.h"
 #include "config/server_config.h"
@@ -332,10 +332,10 @@ static int entry_canonical_url(const struct mcp_server *s, char **ret, struct er
 }
 
 /* Whether mcp-auth may hold a sign-in the bridge uses for s: the provider's own rule
- * (credentials_oauth_use()), OAuth entries and those a Bearer challenge signs in. */
+ * (cred_oauth_use()), OAuth entries and those a Bearer challenge signs in. */
 static bool oauth_applies(const struct mcp_server *s)
 {
-    return credentials_oauth_use(s) != CREDENTIALS_OAUTH_NEVER;
+    return cred_oauth_use(s) != CRED_OAUTH_NEVER;
 }
 
 static int oauth_unknown(struct creds_oauth *o, const char *why)
@@ -348,7 +348,7 @@ static int server_oauth(struct creds_server *cs, struct json_object *status, con
                         const char *config_path, int64_t now)
 {
     const struct mcp_server *s = cs->server;
-    bool oauth = credentials_oauth_use(s) == CREDENTIALS_OAUTH_ALWAYS;
+    bool oauth = cred_oauth_use(s) == CRED_OAUTH_ALWAYS;
     struct err e = ERR_INIT;
     char *url = NULL, *cmd = NULL;
     int r;

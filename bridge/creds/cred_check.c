@@ -91,7 +91,7 @@ int cred_check_answer(const struct mcp_server *s, const struct credentials *c, s
         return r;
 
     char *url = NULL;
-    r = mcp_expand(s->url, credentials_lookup, (void *)(uintptr_t)c, &url, e);
+    r = mcp_expand(s->url, cred_lookup, (void *)(uintptr_t)c, &url, e);
     if (r == -ENOMEM)
         return r;
     bool remote = r < 0 || cred_check_plain_remote(url);

@@ -22,7 +22,7 @@
 #include "credkit/macro.h"
 #include "credkit/mcp_entry.h"
 
-#include "creds/credentials.h"
+#include "creds/cred.h"
 
 /* Whether url (expanded) is plain http:// to a host that is not loopback (an unparsable URL
  * counts as one: nothing is sent to what cannot be told apart). */

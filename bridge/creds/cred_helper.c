@@ -24,15 +24,15 @@
 #include "creds/helper_path.h"
 
 struct cred_helper_req {
-    struct credentials_request r; /* first */
+    struct cred_request r; /* first */
     struct cred_helper *h;
     struct list_node node;
     const struct mcp_server *srv;
-    enum credentials_reason reason;
+    enum cred_reason reason;
     unsigned waiting; /* 1 << slot_kind */
     int error;
     char *message;
-    credentials_done_fn done;
+    cred_done_fn done;
     void *userdata;
     struct loop_deferred answer;
 };
@@ -58,7 +58,7 @@ const char *cred_helper_slot_program(enum slot_kind k)
 /* ---- what an entry needs -------------------------------------------------------------------- */
 
 /* The names an entry asks `secrets` for: "NAME" as NAME, "input:ID" as ID, never "env:NAME"
- * (the environment only: credentials_lookup() reads it there). optional (may be NULL) holds
+ * (the environment only: cred_lookup() reads it there). optional (may be NULL) holds
  * those every reference of which has a default (${NAME:-x}): unset, they are no error. */
 struct name_set {
     struct strv *v;
@@ -130,16 +130,15 @@ static int needed_names(const struct mcp_server *s, struct strv *names, struct s
 
 static bool oauth_applies(const struct cred_helper *h, const struct mcp_server *s)
 {
-    return credentials_oauth_applies(s, h->oauth_found);
+    return cred_oauth_applies(s, h->oauth_found);
 }
 
-static unsigned needed_slots(struct cred_helper *h, const struct credentials_query *q,
-                             bool has_names)
+static unsigned needed_slots(struct cred_helper *h, const struct cred_query *q, bool has_names)
 {
     const struct mcp_server *s = q->server;
-    if ((q->reason == CREDENTIALS_UNAUTHORIZED || q->reason == CREDENTIALS_FORBIDDEN) &&
-        !h->oauth_found && credentials_oauth_use(s) == CREDENTIALS_OAUTH_CHALLENGE &&
-        credentials_bearer_challenge(q->challenge)) {
+    if ((q->reason == CRED_REASON_UNAUTHORIZED || q->reason == CRED_REASON_FORBIDDEN) &&
+        !h->oauth_found && cred_oauth_use(s) == CRED_OAUTH_CHALLENGE &&
+        cred_bearer_challenge(q->challenge)) {
         log_info(h->log,
                  "server '%s': it asks for an OAuth sign-in (a Bearer challenge): asking "
                  "mcp-auth",
@@ -162,22 +161,21 @@ static int64_t slot_refresh_at(const struct slot *s)
 {
     if (s->kind == SLOT_SECRETS)
         return s->expires_at;
-    int64_t at = s->expires_at - credentials_skew_ms(s->expires_at - s->got_at) + 100;
+    int64_t at = s->expires_at - cred_skew_ms(s->expires_at - s->got_at) + 100;
     return at < s->expires_at ? at : s->expires_at;
 }
 
 /* Whether the slot's answer can serve a request of this reason without asking again. */
-static bool slot_fresh(const struct cred_helper *h, const struct slot *s,
-                       enum credentials_reason reason)
+static bool slot_fresh(const struct cred_helper *h, const struct slot *s, enum cred_reason reason)
 {
     if (!s->have || s->stale)
         return false;
-    if (reason == CREDENTIALS_UNAUTHORIZED || reason == CREDENTIALS_FORBIDDEN)
+    if (reason == CRED_REASON_UNAUTHORIZED || reason == CRED_REASON_FORBIDDEN)
         return false;
     if (!s->expires_at)
-        return reason != CREDENTIALS_RECONNECT;
+        return reason != CRED_REASON_RECONNECT;
     (void)h;
-    return credentials_now_ms() < slot_refresh_at(s);
+    return cred_now_ms() < slot_refresh_at(s);
 }
 
 /* ---- requests ----------------------------------------------------------------------------- */
@@ -225,12 +223,12 @@ static int bearer_header(const struct mcp_server *s, const struct credentials *c
     char *v = NULL;
     int r;
     if (s->bearer_token_env) {
-        r = credentials_lookup((void *)(uintptr_t)c, s->bearer_token_env, &v, e);
+        r = cred_lookup((void *)(uintptr_t)c, s->bearer_token_env, &v, e);
         if (r == -ENOENT)
             return err_set(e, r, "the bearer token variable '%s' has no value",
                            s->bearer_token_env);
     } else if (s->bearer_token) {
-        r = mcp_expand(s->bearer_token, credentials_lookup, (void *)(uintptr_t)c, &v, e);
+        r = mcp_expand(s->bearer_token, cred_lookup, (void *)(uintptr_t)c, &v, e);
         if (r < 0)
             err_prefix(e, "\"bearerToken\"");
     } else {
@@ -300,7 +298,7 @@ static int build_answer(struct cred_helper_req *q, struct strv *headers, int64_t
     *refresh_at = ref;
     if (s->transport == MCP_TRANSPORT_STDIO)
         return 0;
-    int r = credentials_expand_pairs(s->headers, ": ", credentials_lookup, &vars, headers, e);
+    int r = cred_expand_pairs(s->headers, ": ", cred_lookup, &vars, headers, e);
     if (r < 0)
         return err_prefix(e, "\"headers\"");
     r = check_header_values(headers, e);
@@ -328,7 +326,7 @@ static void req_answer(void *userdata)
         if (r < 0)
             req_fail(q, r, err_msg(&e));
     }
-    credentials_done_fn done = q->done;
+    cred_done_fn done = q->done;
     void *ud = q->userdata;
     if (q->error) {
         char *m = q->message;
@@ -394,7 +392,7 @@ static void slot_keep(struct slot *s, struct strv *vals, int64_t expires_at)
     s->vals = *vals;
     *vals = (struct strv)STRV_INIT;
     s->have = true;
-    s->got_at = credentials_now_ms();
+    s->got_at = cred_now_ms();
     s->expires_at = expires_at;
 }
 
@@ -469,7 +467,7 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
         redact_answer(s, x->name, x->value, x->value_len);
         /* one that is stale as it comes (a recipe with a TTL of 0: never cached) serves this
          * connect, and is asked for again at the next: no timer asks every second */
-        bool stale = x->expires_at > 0 && expires_ms(x->expires_at) <= credentials_now_ms();
+        bool stale = x->expires_at > 0 && expires_ms(x->expires_at) <= cred_now_ms();
         any_stale |= stale;
         if (r >= 0 && x->expires_at > 0 && !stale && (!exp || expires_ms(x->expires_at) < exp))
             exp = expires_ms(x->expires_at);
@@ -629,9 +627,8 @@ static void slot_start(struct slot *s, const struct mcp_server *srv)
 
 /* ---- the provider ---------------------------------------------------------------------------- */
 
-static int cred_helper_ask(struct credentials_provider *p, const struct credentials_query *query,
-                           credentials_done_fn done, void *userdata,
-                           struct credentials_request **ret)
+static int cred_helper_ask(struct cred_provider *p, const struct cred_query *query,
+                           cred_done_fn done, void *userdata, struct cred_request **ret)
 {
     struct cred_helper *h = (struct cred_helper *)(void *)p;
     struct strv names = STRV_INIT;
@@ -653,7 +650,7 @@ static int cred_helper_ask(struct credentials_provider *p, const struct credenti
     list_add_tail(&h->reqs, &q->node);
 
     unsigned need = needed_slots(h, query, has_names);
-    bool step_up = query->reason == CREDENTIALS_FORBIDDEN;
+    bool step_up = query->reason == CRED_REASON_FORBIDDEN;
     for (int k = 0; k < SLOT_N; k++) {
         struct slot *s = &h->slots[k];
         if (!(need & (1u << k)))
@@ -673,7 +670,7 @@ static int cred_helper_ask(struct credentials_provider *p, const struct credenti
         if (slot_fresh(h, s, query->reason) && !(k == SLOT_OAUTH && step_up))
             continue;
         q->waiting |= 1u << k;
-        s->refresh = k == SLOT_OAUTH && query->reason == CREDENTIALS_UNAUTHORIZED;
+        s->refresh = k == SLOT_OAUTH && query->reason == CRED_REASON_UNAUTHORIZED;
         s->step_up = k == SLOT_OAUTH && step_up;
         if (s->step_up) {
             free(s->challenged);
@@ -693,7 +690,7 @@ static int cred_helper_ask(struct credentials_provider *p, const struct credenti
     return 0;
 }
 
-static char *cred_helper_refused_hint(struct credentials_provider *p, const struct mcp_server *srv,
+static char *cred_helper_refused_hint(struct cred_provider *p, const struct mcp_server *srv,
                                       int error)
 {
     struct cred_helper *h = (struct cred_helper *)(void *)p;
@@ -714,13 +711,13 @@ static char *cred_helper_refused_hint(struct credentials_provider *p, const stru
     return r < 0 ? NULL : m;
 }
 
-static void cred_helper_cancel(struct credentials_request *r)
+static void cred_helper_cancel(struct cred_request *r)
 {
     struct cred_helper_req *q = (struct cred_helper_req *)(void *)r;
     req_free(q); /* the runs go on: their answers are kept for the next request */
 }
 
-static void cred_helper_free(struct credentials_provider *p)
+static void cred_helper_free(struct cred_provider *p)
 {
     struct cred_helper *h = (struct cred_helper *)(void *)p;
     struct list_node *n;
@@ -738,7 +735,7 @@ static void cred_helper_free(struct credentials_provider *p)
     free(h);
 }
 
-static const struct credentials_provider_ops cred_helper_ops = {
+static const struct cred_provider_ops cred_helper_ops = {
     .name = "helpers",
     .ask = cred_helper_ask,
     .cancel = cred_helper_cancel,
@@ -754,7 +751,7 @@ static int dup_opt(const char *s, char **ret)
     return 0;
 }
 
-int cred_helper_new(const struct cred_helper_opts *o, struct credentials_provider **ret)
+int cred_helper_new(const struct cred_helper_opts *o, struct cred_provider **ret)
 {
     if (!o || !o->loop || !o->log || !ret)
         return -EINVAL;

@@ -1,4 +1,4 @@
-/* cred_helper.h - the credentials provider that asks the suite's helpers (credentials.h):
+/* cred_helper.h - the credentials provider that asks the suite's helpers (cred.h):
  * `secrets` for ${NAME}s, `mcp-auth` for OAuth, and an entry's own headersHelper.
  *
  * What an entry needs decides what is asked (docs/helper-protocol.md, "How the bridge asks"):
@@ -6,7 +6,7 @@
  * is "login required", -ENOKEY, a state of its own), its headersHelper command. The three run
  * side by side, each a helper process on the loop (helper_proc.h), bounded in time and output,
  * one run at a time per kind. Answers are kept in memory only, until they expire, and wiped
- * when replaced. The reason an upstream asks (credentials.h) decides what is asked again; a 403
+ * when replaced. The reason an upstream asks (cred.h) decides what is asked again; a 403
  * insufficient_scope is a step-up. With autoAuth the provider runs `mcp-auth login` itself,
  * bounded in time and in count. docs/development.md, "Modules in detail", has what is asked
  * for what, when it is asked again, the step-up and autoAuth in full. */
@@ -19,7 +19,7 @@
 #include "credkit/log.h"
 #include "credkit/macro.h"
 
-#include "creds/credentials.h"
+#include "creds/cred.h"
 #include "core/loop.h"
 
 #define CRED_HELPER_LOGIN_TIMEOUT_DEFAULT_MS (120 * 1000)
@@ -41,10 +41,9 @@ struct cred_helper_opts {
     int64_t login_timeout_ms;          /* 0: CRED_HELPER_LOGIN_TIMEOUT_DEFAULT_MS */
 };
 
-/* A new provider for one upstream. Caller frees with credentials_provider_free() (or hands it to
+/* A new provider for one upstream. Caller frees with cred_provider_free() (or hands it to
  * upstream_opts.credentials). -EINVAL, -ENOMEM. */
-int cred_helper_new(const struct cred_helper_opts *opts,
-                    struct credentials_provider **ret) _must_check_;
+int cred_helper_new(const struct cred_helper_opts *opts, struct cred_provider **ret) _must_check_;
 
 /* The message of "login required" for server name, as the provider words it (authRequiredMessage
  * with ${server} replaced, or the default). Caller frees. NULL on -ENOMEM. */

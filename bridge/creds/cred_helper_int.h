@@ -52,7 +52,7 @@ struct slot {
 };
 
 struct cred_helper {
-    struct credentials_provider p; /* first */
+    struct cred_provider p; /* first */
     struct loop *loop;
     struct log *log;
     char *config_path, *auth_target, *auth_message;

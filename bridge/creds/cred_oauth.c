@@ -78,7 +78,7 @@ static char *login_message(const struct cred_helper *h, const char *name)
 
 static bool login_allowed(struct cred_helper *h, char *why, size_t size)
 {
-    int64_t now = credentials_now_ms();
+    int64_t now = cred_now_ms();
     unsigned recent = 0;
     for (unsigned i = 0; i < h->n_logins && i < CRED_HELPER_LOGINS_MAX; i++)
         recent += now - h->logins[i] < CRED_HELPER_LOGINS_WINDOW_MS;
@@ -93,7 +93,7 @@ static bool login_allowed(struct cred_helper *h, char *why, size_t size)
 
 static void login_note(struct cred_helper *h)
 {
-    h->logins[h->n_logins++ % CRED_HELPER_LOGINS_MAX] = credentials_now_ms();
+    h->logins[h->n_logins++ % CRED_HELPER_LOGINS_MAX] = cred_now_ms();
 }
 
 /* The scopes of a 403 insufficient_scope challenge (a copy), NULL when it names none. */
@@ -175,7 +175,7 @@ static void step_up_decide(struct slot *s, const char *granted)
         if (h->auto_auth) /* past the storm brake: a sign-in is needed (LOGIN), and why */
             snprintf(msg, sizeof(msg), "sign-in required: run '%s --scope \"%s\"' (%s)", cmd,
                      *scopes ? scopes : "SCOPES", why);
-        cred_helper_slot_settled(s, h->auto_auth ? CREDENTIALS_LOGIN_REQUIRED : -EPERM, msg);
+        cred_helper_slot_settled(s, h->auto_auth ? CRED_LOGIN_REQUIRED : -EPERM, msg);
     }
     buf_release(&all);
 }
@@ -206,7 +206,7 @@ void cred_helper_oauth_done(struct slot *s, const struct helper_proc_result *res
                          fail, cmd, s->step_up ? " --scope \"" : "",
                          s->step_up && s->scopes ? s->scopes : "", s->step_up ? "\"" : "") < 0)
                 m = NULL;
-            cred_helper_slot_settled(s, s->step_up ? -EPERM : CREDENTIALS_LOGIN_REQUIRED,
+            cred_helper_slot_settled(s, s->step_up ? -EPERM : CRED_LOGIN_REQUIRED,
                                      m ? m : "signing in by itself (autoAuth) failed");
             free(m);
             return;
@@ -234,7 +234,7 @@ void cred_helper_oauth_done(struct slot *s, const struct helper_proc_result *res
         free(m);
         strv_release_secure(&s->vals);
         s->have = false;
-        cred_helper_slot_settled(s, CREDENTIALS_LOGIN_REQUIRED, msg);
+        cred_helper_slot_settled(s, CRED_LOGIN_REQUIRED, msg);
         return;
     }
     if (res->exit_code == 5 && !res->timed_out && !res->signal) {

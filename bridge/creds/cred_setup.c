@@ -7,8 +7,7 @@
 #include "config/server_config.h"
 
 int cred_setup_provider(void *userdata, const struct mcp_config *config,
-                        const struct mcp_server *entry, struct credentials_provider **ret,
-                        struct err *e)
+                        const struct mcp_server *entry, struct cred_provider **ret, struct err *e)
 {
     const struct cred_setup *cs = userdata;
     const struct mcp_config *c = config ? config : cs->config;

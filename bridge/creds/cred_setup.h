@@ -9,7 +9,7 @@
 #include "credkit/macro.h"
 #include "credkit/mcp_config.h"
 
-#include "creds/credentials.h"
+#include "creds/cred.h"
 #include "core/loop.h"
 
 struct cred_setup {
@@ -21,9 +21,9 @@ struct cred_setup {
                                       * NULL: mcp-auth is told the entry's name */
 };
 
-/* The provider for entry (downstream_opts.credentials_new; userdata: struct cred_setup).
+/* The provider for entry (downstream_opts.cred_new; userdata: struct cred_setup).
  * config: the configuration entry comes from, NULL for setup->config. Caller frees (or hands it
  * to upstream_opts.credentials). -ENOMEM. */
 int cred_setup_provider(void *userdata, const struct mcp_config *config,
-                        const struct mcp_server *entry, struct credentials_provider **ret,
+                        const struct mcp_server *entry, struct cred_provider **ret,
                         struct err *e) _must_check_;

@@ -930,8 +930,8 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     d->mode = opts->mode;
     d->lookup = opts->lookup;
     d->lookup_userdata = opts->lookup_userdata;
-    d->credentials_new = opts->credentials_new;
-    d->credentials_userdata = opts->credentials_userdata;
+    d->cred_new = opts->cred_new;
+    d->cred_userdata = opts->cred_userdata;
     d->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
                                                          : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
     d->on_done = opts->on_done;

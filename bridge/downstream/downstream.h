@@ -36,8 +36,8 @@ enum downstream_mode {
 };
 
 struct downstream;
-struct credentials_provider; /* credentials.h */
-struct agent_transport;      /* agent_transport.h */
+struct cred_provider;   /* cred.h */
+struct agent_transport; /* agent_transport.h */
 
 /* The bridge is over (stdin ended, or downstream_shutdown() finished): status 0, or -errno when
  * the agent's side broke (stdout closed: -EPIPE). */
@@ -57,13 +57,12 @@ struct downstream_opts {
     const char *single_name;
     mcp_lookup_fn lookup; /* ${VAR} lookup for upstreams; NULL: the environment */
     void *lookup_userdata;
-    /* Makes the credentials provider of an entry's upstream (credentials.h; config is the
+    /* Makes the credentials provider of an entry's upstream (cred.h; config is the
      * configuration being loaded, borrowed for the call). NULL: the default provider, the
      * entry itself through lookup. The commands give the helpers (cred_setup.h). */
-    int (*credentials_new)(void *userdata, const struct mcp_config *config,
-                           const struct mcp_server *entry, struct credentials_provider **ret,
-                           struct err *e);
-    void *credentials_userdata;
+    int (*cred_new)(void *userdata, const struct mcp_config *config, const struct mcp_server *entry,
+                    struct cred_provider **ret, struct err *e);
+    void *cred_userdata;
     int64_t connect_timeout_ms; /* 0: UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS */
     downstream_done_fn on_done; /* required */
     void *userdata;

@@ -31,7 +31,7 @@ static void tool_error_text(char *buf, size_t size, const struct ds_server *s, i
     case -ESHUTDOWN:
         snprintf(buf, size, "mcp-bridge: server '%s' is not available: %s", s->name, what);
         break;
-    case CREDENTIALS_LOGIN_REQUIRED:
+    case CRED_LOGIN_REQUIRED:
     case -EPERM:
         /* the provider's words: the command that signs in, or widens the grant */
         snprintf(buf, size, "mcp-bridge: %s", what);
@@ -67,7 +67,7 @@ static int error_code(int error)
     case -ECONNRESET:
     case -ENOTCONN:
     case -ESHUTDOWN:
-    case CREDENTIALS_LOGIN_REQUIRED:
+    case CRED_LOGIN_REQUIRED:
         return JRPC_CONNECTION_CLOSED;
     default:
         return JRPC_INTERNAL_ERROR;

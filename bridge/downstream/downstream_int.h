@@ -221,12 +221,11 @@ struct downstream {
     enum downstream_mode mode;
     mcp_lookup_fn lookup;
     void *lookup_userdata;
-    int (*credentials_new)(void *userdata, const struct mcp_config *config,
-                           const struct mcp_server *entry, struct credentials_provider **ret,
-                           struct err *e);
-    void *credentials_userdata;
+    int (*cred_new)(void *userdata, const struct mcp_config *config, const struct mcp_server *entry,
+                    struct cred_provider **ret, struct err *e);
+    void *cred_userdata;
     const struct mcp_config *loading; /* during downstream_new() and _reload(): for
-                                       * credentials_new */
+                                       * cred_new */
     int64_t connect_timeout_ms;
     downstream_done_fn on_done;
     void *userdata;

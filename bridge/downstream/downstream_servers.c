@@ -93,14 +93,14 @@ static int server_upstream(struct downstream *d, struct ds_server *s,
         .protocol_version = real && d->lead ? d->lead->protocol_version : NULL,
         .connect_timeout_ms = d->connect_timeout_ms,
     };
-    if (real && d->credentials_new) {
-        int r = d->credentials_new(d->credentials_userdata, d->loading, entry, &o.credentials, e);
+    if (real && d->cred_new) {
+        int r = d->cred_new(d->cred_userdata, d->loading, entry, &o.credentials, e);
         if (r < 0)
             return r;
     }
     int r = upstream_new(&o, &server_handler, s, ret, e);
     if (r < 0)
-        credentials_provider_free(o.credentials);
+        cred_provider_free(o.credentials);
     return r;
 }
 

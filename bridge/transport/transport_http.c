@@ -12,7 +12,7 @@
 #include "credkit/list.h"
 #include "credkit/secmem.h"
 
-#include "creds/credentials.h"
+#include "creds/cred.h"
 #include "transport/http_conn.h"
 #include "transport/transport.h"
 

@@ -9,7 +9,7 @@
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
 
-#include "creds/credentials.h"
+#include "creds/cred.h"
 #include "transport/stdio_child.h"
 #include "transport/transport.h"
 
@@ -22,7 +22,7 @@ int transport_stdio_open(const struct transport_spec *spec, const struct transpo
     char *cwd = NULL;
     int r;
 
-    r = credentials_expand_pairs(srv->env, "=", spec->lookup, spec->lookup_userdata, &env, e);
+    r = cred_expand_pairs(srv->env, "=", spec->lookup, spec->lookup_userdata, &env, e);
     if (r < 0) {
         err_prefix(e, "env");
         goto out;

@@ -280,7 +280,7 @@ void up_connect_fail(struct upstream *u, int error, const char *message, bool pe
 {
     up_drop_conn(u);
     u->recheck_at = 0;
-    if (error == CREDENTIALS_LOGIN_REQUIRED && !u->no_reconnect)
+    if (error == CRED_LOGIN_REQUIRED && !u->no_reconnect)
         enter_login(u, error, message);
     else if (permanent || u->no_reconnect)
         enter_failed(u, error, message);
@@ -293,7 +293,7 @@ void up_conn_lost(struct upstream *u, int error, const char *message)
 {
     up_drop_conn(u);
     up_fail_inflight(u, -ECONNRESET, message);
-    if (error == CREDENTIALS_LOGIN_REQUIRED && !u->no_reconnect) {
+    if (error == CRED_LOGIN_REQUIRED && !u->no_reconnect) {
         enter_login(u, error, message);
         return;
     }
@@ -381,8 +381,8 @@ bool up_version_known(const char *v)
 static void really_free(struct upstream *u)
 {
     hashmap_free(u->map);
-    credentials_provider_free(u->provider);
-    credentials_release(&u->creds);
+    cred_provider_free(u->provider);
+    cred_release(&u->creds);
     mcp_server_free(u->srv);
     json_object_put(u->client_caps);
     json_object_put(u->client_info);
@@ -437,14 +437,14 @@ static int take_opts(struct upstream *u, const struct upstream_opts *opts, const
         u->provider = opts->credentials;
         return 0;
     }
-    struct credentials_entry_opts co = {
+    struct cred_entry_opts co = {
         .loop = opts->loop,
         .lookup = opts->lookup,
         .lookup_userdata = opts->lookup_userdata,
         .headers_fn = opts->headers_fn,
         .headers_userdata = opts->headers_userdata,
     };
-    return credentials_entry_new(&co, &u->provider);
+    return cred_entry_new(&co, &u->provider);
 }
 
 int upstream_new(const struct upstream_opts *opts, const struct upstream_handler *h, void *userdata,

@@ -2,7 +2,7 @@
  *
  * An upstream owns its transport (transport.h: stdio for "command" entries, Streamable HTTP or
  * the 2024-11-05 HTTP+SSE transport for "url" entries) and never asks which one it has. It asks
- * its credentials provider (credentials.h) at each connect and when credentials run out or are
+ * its credentials provider (cred.h) at each connect and when credentials run out or are
  * refused, performs the MCP handshake, and multiplexes requests with ids of its own (the caller
  * puts its own back), reconnecting with backoff. Its states: IDLE, CONNECTING, READY, BACKOFF,
  * FAILED (the entry cannot work as configured), LOGIN (a sign-in is needed), CLOSING, CLOSED.
@@ -28,7 +28,7 @@
 #include "credkit/macro.h"
 #include "credkit/mcp_config.h"
 
-#include "creds/credentials.h"
+#include "creds/cred.h"
 #include "core/loop.h"
 
 #define UPSTREAM_PROTOCOL_LATEST "2025-11-25" /* the newest legacy (initialize) revision */
@@ -54,7 +54,7 @@ enum upstream_state {
     UPSTREAM_READY,
     UPSTREAM_BACKOFF,
     UPSTREAM_FAILED,
-    UPSTREAM_LOGIN, /* the credentials need a sign-in (CREDENTIALS_LOGIN_REQUIRED) */
+    UPSTREAM_LOGIN, /* the credentials need a sign-in (CRED_LOGIN_REQUIRED) */
     UPSTREAM_CLOSING,
     UPSTREAM_CLOSED,
 };
@@ -98,14 +98,14 @@ struct upstream_handler {
                                                  debug level, prefixed with the server name */
 };
 
-/* A hook of the default credentials provider (credentials.h): supplies the HTTP request
+/* A hook of the default credentials provider (cred.h): supplies the HTTP request
  * headers ("Name: value", secrets) at each connect and, with force set, after a 401.
  * Asynchronous: it calls done(done_ud, 0, headers, NULL) later from the loop (or -errno with a
  * message for the user), headers NULL-terminated, copied by the callee. It returns 0 when it
  * started, or -errno when it could not. NULL: the entry's "headers" expanded through
  * opts.lookup. */
-typedef credentials_headers_done_fn upstream_headers_done_fn;
-typedef credentials_headers_fn upstream_headers_fn;
+typedef cred_headers_done_fn upstream_headers_done_fn;
+typedef cred_headers_fn upstream_headers_fn;
 
 struct transport_spec;
 struct transport_handler;
@@ -122,10 +122,10 @@ struct upstream_opts {
     void *lookup_userdata;
     upstream_headers_fn headers_fn; /* NULL: see above */
     void *headers_userdata;
-    /* Where the credentials come from (credentials.h); taken over by upstream_new() when it
+    /* Where the credentials come from (cred.h); taken over by upstream_new() when it
      * succeeds (the upstream frees it). NULL: the default provider over lookup and
      * headers_fn. */
-    struct credentials_provider *credentials;
+    struct cred_provider *credentials;
     /* Opens the connection (transport.h); NULL: transport_open(), the wire the entry's "type"
      * names. Where a test's fake transport plugs in. */
     upstream_transport_open_fn transport_open;

@@ -524,8 +524,7 @@ static void call_dispatch(struct upstream *u, struct upstream_call *c)
             break;
         }
         m = up_asprintf("%s", u->last_error ? u->last_error : "server cannot be used");
-        up_call_fail_later(u, c,
-                           u->state == UPSTREAM_LOGIN ? CREDENTIALS_LOGIN_REQUIRED : -ESHUTDOWN, m);
+        up_call_fail_later(u, c, u->state == UPSTREAM_LOGIN ? CRED_LOGIN_REQUIRED : -ESHUTDOWN, m);
         break;
     case UPSTREAM_CLOSING:
     case UPSTREAM_CLOSED:

@@ -25,26 +25,26 @@ static void discover_answered(struct upstream *u, struct upstream_call *c, struc
 
 void up_creds_cancel(struct upstream *u)
 {
-    struct credentials_request *q = u->cred_req;
+    struct cred_request *q = u->cred_req;
     u->cred_req = NULL;
-    credentials_cancel(q);
+    cred_cancel(q);
 }
 
-static int creds_ask(struct upstream *u, enum credentials_reason reason, enum cred_purpose purpose)
+static int creds_ask(struct upstream *u, enum cred_reason reason, enum cred_purpose purpose)
 {
     up_creds_cancel(u);
     u->cred_purpose = purpose;
     log_debug(u->log, "server '%s': asking for credentials (%s)", up_name(u),
-              credentials_reason_name(reason));
-    struct credentials_query q = {
+              cred_reason_name(reason));
+    struct cred_query q = {
         .server = u->srv,
         .reason = reason,
         .challenge =
-            (reason == CREDENTIALS_UNAUTHORIZED || reason == CREDENTIALS_FORBIDDEN) && u->conn
+            (reason == CRED_REASON_UNAUTHORIZED || reason == CRED_REASON_FORBIDDEN) && u->conn
                 ? transport_challenge(u->conn->t)
                 : NULL,
     };
-    int r = credentials_ask(u->provider, &q, creds_done, u, &u->cred_req);
+    int r = cred_ask(u->provider, &q, creds_done, u, &u->cred_req);
     if (r < 0)
         u->cred_req = NULL;
     return r;
@@ -56,7 +56,7 @@ static void expiry_fired(struct loop_timer *t, void *userdata)
     (void)t;
     if (!u->conn || u->cred_req)
         return; /* an answer is on its way already */
-    int r = creds_ask(u, CREDENTIALS_EXPIRING, CRED_REFRESH);
+    int r = creds_ask(u, CRED_REASON_EXPIRING, CRED_REFRESH);
     if (r < 0)
         log_warn(u->log, "server '%s': cannot refresh the credentials: %s", up_name(u),
                  strerror(-r));
@@ -70,16 +70,16 @@ static void arm_expiry(struct upstream *u)
         up_disarm(&u->expiry_timer);
         return;
     }
-    int64_t now = credentials_now_ms();
+    int64_t now = cred_now_ms();
     int64_t life = u->creds.expires_at - u->creds_got_at;
     int64_t at =
-        u->creds.refresh_at ? u->creds.refresh_at : u->creds.expires_at - credentials_skew_ms(life);
+        u->creds.refresh_at ? u->creds.refresh_at : u->creds.expires_at - cred_skew_ms(life);
     int64_t delay = at - now;
     if (delay <= 0) {
         /* asked at that point already, and the helper gave the same answer back (its own
          * margin is a little later): halfway to the expiry, then again */
         int64_t left = u->creds.expires_at - now;
-        delay = left >= 200 ? left / 2 : CREDENTIALS_SKEW_MIN_MS; /* never a tight loop */
+        delay = left >= 200 ? left / 2 : CRED_SKEW_MIN_MS; /* never a tight loop */
     }
     if (up_arm(u, &u->expiry_timer, delay, expiry_fired) < 0)
         log_warn(u->log, "server '%s': cannot arm the credentials refresh", up_name(u));
@@ -89,10 +89,10 @@ static void arm_expiry(struct upstream *u)
 static int keep_creds(struct upstream *u, const struct credentials *c)
 {
     int64_t old_exp = u->creds.expires_at;
-    if (credentials_copy(&u->creds, c) < 0)
+    if (cred_copy(&u->creds, c) < 0)
         return -ENOMEM;
     if (c->expires_at != old_exp || !u->creds_got_at)
-        u->creds_got_at = credentials_now_ms();
+        u->creds_got_at = cred_now_ms();
     u->creds_gen++;
     return 0;
 }
@@ -271,7 +271,7 @@ static void open_transport(struct upstream *u)
         .loop = u->loop,
         .log = u->log,
         .server = u->srv,
-        .lookup = credentials_lookup,
+        .lookup = cred_lookup,
         .lookup_userdata = &u->creds,
         .headers = (const char *const *)u->creds.headers,
         .timeout_ms = t * UPSTREAM_MAX_TOTAL_FACTOR,
@@ -333,9 +333,9 @@ void up_init_refused(struct upstream *u, int error)
         u->cred_error = error;
         log_debug(u->log, "server '%s': %s: asking for fresh credentials", up_name(u),
                   up_strerror(u, error));
-        bool step_up = error == -EPERM && u->conn &&
-                       credentials_insufficient_scope(transport_challenge(u->conn->t));
-        if (creds_ask(u, step_up ? CREDENTIALS_FORBIDDEN : CREDENTIALS_UNAUTHORIZED,
+        bool step_up =
+            error == -EPERM && u->conn && cred_insufficient_scope(transport_challenge(u->conn->t));
+        if (creds_ask(u, step_up ? CRED_REASON_FORBIDDEN : CRED_REASON_UNAUTHORIZED,
                       CRED_CONNECT_RETRY) >= 0)
             return;
     }
@@ -349,7 +349,7 @@ static void connect_retry_with(struct upstream *u, int error, const struct crede
         creds_failed(u, error, message, refused);
         return;
     }
-    if (credentials_headers_equal(c->headers, u->creds.headers)) {
+    if (cred_headers_equal(c->headers, u->creds.headers)) {
         init_refused_fail(u, u->cred_error); /* the same again would be refused the same */
         return;
     }
@@ -376,7 +376,7 @@ void up_reauth(struct upstream *u, struct upstream_call *c, int error)
     bool forbidden = error == -EPERM;
     log_info(u->log, "server '%s': '%s' was refused (%s): asking for %s", up_name(u), c->method,
              up_strerror(u, error), forbidden ? "a wider grant" : "fresh credentials");
-    int r = creds_ask(u, forbidden ? CREDENTIALS_FORBIDDEN : CREDENTIALS_UNAUTHORIZED, CRED_REAUTH);
+    int r = creds_ask(u, forbidden ? CRED_REASON_FORBIDDEN : CRED_REASON_UNAUTHORIZED, CRED_REAUTH);
     if (r < 0) {
         char *m = up_asprintf("cannot ask for credentials: %s", strerror(-r));
         creds_done(r, NULL, m, u);
@@ -415,18 +415,17 @@ static void reauth_with(struct upstream *u, int error, const struct credentials 
 {
     if (u->sess == SESSION_REAUTH)
         u->sess = SESSION_OPEN;
-    if (error >= 0 && credentials_headers_equal(c->headers, u->creds.headers) &&
-        !u->reauth_forced) {
+    if (error >= 0 && cred_headers_equal(c->headers, u->creds.headers) && !u->reauth_forced) {
         /* the answer of a run that began before the refusal: once more, from a run of its own
          * (a refresh) */
         u->reauth_forced = true;
         u->sess = SESSION_REAUTH;
-        if (creds_ask(u, CREDENTIALS_UNAUTHORIZED, CRED_REAUTH) >= 0)
+        if (creds_ask(u, CRED_REASON_UNAUTHORIZED, CRED_REAUTH) >= 0)
             return;
         u->sess = SESSION_OPEN;
     }
     u->reauth_forced = false;
-    if (error == CREDENTIALS_LOGIN_REQUIRED) {
+    if (error == CRED_LOGIN_REQUIRED) {
         fail_parked_with(u, error, message);
         char *m = up_asprintf("server '%s': %s", up_name(u), message ? message : "");
         up_conn_lost(u, error, m); /* LOGIN: the next call after a sign-in reconnects */
@@ -439,7 +438,7 @@ static void reauth_with(struct upstream *u, int error, const struct credentials 
                               message ? message : strerror(-error));
         fail_parked(u, m);
         free(m);
-    } else if (credentials_headers_equal(c->headers, u->creds.headers)) {
+    } else if (cred_headers_equal(c->headers, u->creds.headers)) {
         fail_parked(u, NULL); /* nothing new to try */
     } else if (keep_creds(u, c) < 0 ||
                transport_set_headers(u->conn->t, (const char *const *)u->creds.headers) < 0) {
@@ -462,13 +461,13 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
                          const char *message)
 {
     if (error < 0) {
-        int64_t left = u->creds.expires_at - credentials_now_ms();
+        int64_t left = u->creds.expires_at - cred_now_ms();
         if (left <= 0) {
             /* expired: the calls get the helper's error, and a later one asks again */
             char *m = up_asprintf("server '%s': the credentials expired and new ones could not "
                                   "be had: %s",
                                   up_name(u), message ? message : strerror(-error));
-            up_conn_lost(u, error == CREDENTIALS_LOGIN_REQUIRED ? error : -EACCES, m);
+            up_conn_lost(u, error == CRED_LOGIN_REQUIRED ? error : -EACCES, m);
             free(m);
             return;
         }
@@ -488,8 +487,8 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
         return;
     }
     u->refresh_retry_ms = 0;
-    bool same = c->expires_at == u->creds.expires_at &&
-                credentials_headers_equal(c->headers, u->creds.headers);
+    bool same =
+        c->expires_at == u->creds.expires_at && cred_headers_equal(c->headers, u->creds.headers);
     if (keep_creds(u, c) < 0) {
         log_warn(u->log, "server '%s': out of memory refreshing the credentials", up_name(u));
         return;
@@ -503,7 +502,7 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
         log_debug(u->log, "server '%s': the credentials are unchanged", up_name(u));
     else if (u->creds.expires_at)
         log_info(u->log, "server '%s': credentials refreshed (valid for %" PRId64 " s)", up_name(u),
-                 (u->creds.expires_at - credentials_now_ms()) / 1000);
+                 (u->creds.expires_at - cred_now_ms()) / 1000);
     else
         log_info(u->log, "server '%s': credentials refreshed", up_name(u));
     arm_expiry(u);
@@ -660,7 +659,7 @@ void up_connect_start(struct upstream *u)
     u->refreshed_in_connect = false;
     stderr_tail_clear(&u->tail); /* a report quotes this attempt's lines */
     log_debug(u->log, "server '%s': connecting", up_name(u));
-    int r = creds_ask(u, u->attempts++ ? CREDENTIALS_RECONNECT : CREDENTIALS_CONNECT, CRED_CONNECT);
+    int r = creds_ask(u, u->attempts++ ? CRED_REASON_RECONNECT : CRED_REASON_CONNECT, CRED_CONNECT);
     if (r < 0)
         up_start_failed(u, r, "cannot ask for the credentials", NULL);
 }

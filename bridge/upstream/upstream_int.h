@@ -22,7 +22,7 @@
 #include "credkit/hashmap.h"
 #include "credkit/list.h"
 
-#include "creds/credentials.h"
+#include "creds/cred.h"
 #include "core/jsonrpc.h"
 #include "core/stderr_tail.h"
 #include "transport/transport.h"
@@ -116,7 +116,7 @@ struct upstream {
     struct loop *loop;
     struct log *log;
     struct mcp_server *srv;
-    struct credentials_provider *provider;
+    struct cred_provider *provider;
     upstream_transport_open_fn transport_open;
     struct json_object *client_caps;
     struct json_object *client_info;
@@ -161,14 +161,14 @@ struct upstream {
 
     struct conn *conn;
     struct list_node retiring;
-    struct credentials_request *cred_req;
+    struct cred_request *cred_req;
     enum cred_purpose cred_purpose;
     int cred_error; /* CRED_CONNECT_RETRY: initialize's error, reported if nothing changes */
     struct credentials creds; /* the last answer (secrets) */
     int64_t recheck_at;       /* LOGIN, or FAILED by the credentials: a call from then on
                                * connects again (loop time; 0: FAILED for good) */
     int64_t refresh_retry_ms; /* the next wait after a failed refresh (backoff) */
-    int64_t creds_got_at;     /* credentials_now_ms() when creds' expires_at was first had */
+    int64_t creds_got_at;     /* cred_now_ms() when creds' expires_at was first had */
     uint64_t creds_gen;       /* counts the answers put in creds */
     bool login_warned;        /* "a sign-in is needed" was logged in this episode */
     bool reauth_forced;       /* this refusal's answer was the same once: asked again */

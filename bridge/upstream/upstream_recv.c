@@ -244,8 +244,8 @@ static void call_error(struct upstream *u, struct conn *cn, struct upstream_call
         up_call_reissue(u, c, NULL);
         return;
     }
-    bool step_up = error == -EPERM && cn == u->conn &&
-                   credentials_insufficient_scope(transport_challenge(cn->t));
+    bool step_up =
+        error == -EPERM && cn == u->conn && cred_insufficient_scope(transport_challenge(cn->t));
     if (error == -EACCES && !c->auth_retried && u->state == UPSTREAM_READY &&
         u->sess == SESSION_OPEN && c->creds_gen != u->creds_gen) {
         /* refused with credentials that were replaced meanwhile: again, with the new ones */
@@ -261,7 +261,7 @@ static void call_error(struct upstream *u, struct conn *cn, struct upstream_call
     }
     char fix[640] = "";
     if ((error == -EACCES || error == -EPERM) && c->auth_retried) {
-        char *hint = credentials_refused_hint(u->provider, u->srv, error);
+        char *hint = cred_refused_hint(u->provider, u->srv, error);
         snprintf(fix, sizeof(fix), " (refused again with fresh credentials: %s)",
                  hint ? hint : "'mcp-bridge list' shows where they come from");
         free(hint);

@@ -5,7 +5,7 @@
  * the words list prints, and the run of `secrets resolve --json` through CREDKIT_SECRETS: an
  * answer read (a canary value kept nowhere), a failing helper, an answer too large for one run,
  * a missing helper. For every credential form of an entry, `list` shows a sign-in exactly when
- * the provider `serve` uses would ask mcp-auth for one (credentials_oauth_use(), one rule).
+ * the provider `serve` uses would ask mcp-auth for one (cred_oauth_use(), one rule).
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -25,7 +25,7 @@
 #include "cli/cmd_creds.h"
 #include "core/loop.h"
 #include "creds/cred_helper.h"
-#include "creds/credentials.h"
+#include "creds/cred.h"
 #include "tests.h"
 
 #include "loop_wait.h"
@@ -404,13 +404,13 @@ static bool agree_answered(void *ctx)
 }
 
 /* Asks p for s's credentials for reason and waits for the answer. */
-static void agree_ask(struct loop *l, struct credentials_provider *p, const struct mcp_server *s,
-                      enum credentials_reason reason, const char *challenge)
+static void agree_ask(struct loop *l, struct cred_provider *p, const struct mcp_server *s,
+                      enum cred_reason reason, const char *challenge)
 {
-    struct credentials_query q = {.server = s, .reason = reason, .challenge = challenge};
-    struct credentials_request *r = NULL;
+    struct cred_query q = {.server = s, .reason = reason, .challenge = challenge};
+    struct cred_request *r = NULL;
     struct agree_answer a = {0};
-    CHECK_INT(credentials_ask(p, &q, agree_done, &a, &r), 0);
+    CHECK_INT(cred_ask(p, &q, agree_done, &a, &r), 0);
     CHECK(wait_for(l, agree_answered, &a, 20000));
 }
 
@@ -424,24 +424,24 @@ static void test_oauth_list_agrees_with_provider(void)
     static const char challenge[] = "Bearer realm=\"mcp\"";
     static const struct {
         const char *name;
-        enum credentials_oauth_use use;
+        enum cred_oauth_use use;
     } want[] = {
-        {"oauth", CREDENTIALS_OAUTH_ALWAYS},
-        {"oauth-object", CREDENTIALS_OAUTH_ALWAYS},
-        {"oauth-auto", CREDENTIALS_OAUTH_ALWAYS},
-        {"oauth-plain-http", CREDENTIALS_OAUTH_ALWAYS},
-        {"nothing", CREDENTIALS_OAUTH_CHALLENGE},
-        {"nothing-sse", CREDENTIALS_OAUTH_CHALLENGE},
-        {"nothing-plain-http", CREDENTIALS_OAUTH_CHALLENGE},
-        {"header-var", CREDENTIALS_OAUTH_CHALLENGE},
-        {"header-auth", CREDENTIALS_OAUTH_NEVER},
-        {"helper", CREDENTIALS_OAUTH_NEVER},
-        {"bearer-env", CREDENTIALS_OAUTH_NEVER},
-        {"bearer-token", CREDENTIALS_OAUTH_NEVER},
-        {"auth-none", CREDENTIALS_OAUTH_NEVER},
-        {"auth-false", CREDENTIALS_OAUTH_NEVER},
-        {"oauth-false", CREDENTIALS_OAUTH_NEVER},
-        {"stdio", CREDENTIALS_OAUTH_NEVER},
+        {"oauth", CRED_OAUTH_ALWAYS},
+        {"oauth-object", CRED_OAUTH_ALWAYS},
+        {"oauth-auto", CRED_OAUTH_ALWAYS},
+        {"oauth-plain-http", CRED_OAUTH_ALWAYS},
+        {"nothing", CRED_OAUTH_CHALLENGE},
+        {"nothing-sse", CRED_OAUTH_CHALLENGE},
+        {"nothing-plain-http", CRED_OAUTH_CHALLENGE},
+        {"header-var", CRED_OAUTH_CHALLENGE},
+        {"header-auth", CRED_OAUTH_NEVER},
+        {"helper", CRED_OAUTH_NEVER},
+        {"bearer-env", CRED_OAUTH_NEVER},
+        {"bearer-token", CRED_OAUTH_NEVER},
+        {"auth-none", CRED_OAUTH_NEVER},
+        {"auth-false", CRED_OAUTH_NEVER},
+        {"oauth-false", CRED_OAUTH_NEVER},
+        {"stdio", CRED_OAUTH_NEVER},
     };
     char status[4096];
     int n = snprintf(agree_dir, sizeof(agree_dir), "%s/agree", tests_tmpdir());
@@ -528,27 +528,27 @@ static void test_oauth_list_agrees_with_provider(void)
         (void)snprintf(tests_current, sizeof(tests_current), "oauth agreement, entry '%s'",
                        s->name);
         CHECK(cs->checked && !s->error);
-        enum credentials_oauth_use use = credentials_oauth_use(s);
+        enum cred_oauth_use use = cred_oauth_use(s);
         CHECK_INT(use, want[k].use);
 
         /* what list describes */
         bool listed = cs->oauth.state != CREDS_OAUTH_NOT_USED;
-        CHECK(listed == (use != CREDENTIALS_OAUTH_NEVER));
+        CHECK(listed == (use != CRED_OAUTH_NEVER));
         if (listed)
             CHECK_INT(cs->oauth.state, CREDS_OAUTH_SIGNED_IN);
 
         /* what the provider does: at the first connect, and after a 401 with a challenge */
         struct cred_helper_opts o = {.loop = l, .log = log};
-        struct credentials_provider *p = NULL;
+        struct cred_provider *p = NULL;
         CHECK_INT(cred_helper_new(&o, &p), 0);
         (void)unlink(agree_at("auth.runs"));
-        agree_ask(l, p, s, CREDENTIALS_CONNECT, NULL);
-        CHECK_INT(header_runs(), use == CREDENTIALS_OAUTH_ALWAYS);
-        agree_ask(l, p, s, CREDENTIALS_UNAUTHORIZED, challenge);
+        agree_ask(l, p, s, CRED_REASON_CONNECT, NULL);
+        CHECK_INT(header_runs(), use == CRED_OAUTH_ALWAYS);
+        agree_ask(l, p, s, CRED_REASON_UNAUTHORIZED, challenge);
         bool asked = header_runs() > 0;
         CHECK(asked == listed);
-        CHECK(asked == credentials_oauth_applies(s, true));
-        credentials_provider_free(p);
+        CHECK(asked == cred_oauth_applies(s, true));
+        cred_provider_free(p);
     }
     memcpy(tests_current, name, sizeof(name));
     log_free(log);

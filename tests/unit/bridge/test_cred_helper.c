@@ -28,7 +28,7 @@
 #include "credkit/strv.h"
 
 #include "creds/cred_helper.h"
-#include "creds/credentials.h"
+#include "creds/cred.h"
 #include "core/loop.h"
 #include "tests.h"
 
@@ -138,7 +138,7 @@ struct fx {
     struct loop *l;
     struct log *log;
     int log_fd;
-    struct credentials_provider *p;
+    struct cred_provider *p;
 };
 
 static void fx_new(struct fx *f, const char *name, const struct cred_helper_opts *extra)
@@ -166,7 +166,7 @@ static void fx_new(struct fx *f, const char *name, const struct cred_helper_opts
 /* No secret in the log, nor in the argv of any helper. */
 static void fx_free(struct fx *f)
 {
-    credentials_provider_free(f->p);
+    cred_provider_free(f->p);
     loop_free(f->l);
     log_free(f->log);
     (void)close(f->log_fd);
@@ -209,12 +209,12 @@ static void on_done(int error, const struct credentials *c, const char *message,
     CHECK(!message || !strstr(message, CANARY)); /* never a value in a message */
     CHECK(error < 0 ? message != NULL && c == NULL : c != NULL);
     if (c)
-        CHECK_INT(credentials_copy(&a->c, c), 0);
+        CHECK_INT(cred_copy(&a->c, c), 0);
 }
 
 static void answer_release(struct answer *a)
 {
-    credentials_release(&a->c);
+    cred_release(&a->c);
     *a = (struct answer){0};
 }
 
@@ -223,19 +223,19 @@ static bool answered(void *ctx)
     return ((struct answer *)ctx)->calls > 0;
 }
 
-static struct credentials_request *ask_start(struct fx *f, const struct mcp_server *s,
-                                             enum credentials_reason reason, const char *challenge,
-                                             struct answer *a)
+static struct cred_request *ask_start(struct fx *f, const struct mcp_server *s,
+                                      enum cred_reason reason, const char *challenge,
+                                      struct answer *a)
 {
-    struct credentials_query q = {.server = s, .reason = reason, .challenge = challenge};
-    struct credentials_request *r = NULL;
+    struct cred_query q = {.server = s, .reason = reason, .challenge = challenge};
+    struct cred_request *r = NULL;
     answer_release(a);
-    CHECK_INT(credentials_ask(f->p, &q, on_done, a, &r), 0);
+    CHECK_INT(cred_ask(f->p, &q, on_done, a, &r), 0);
     CHECK_INT(a->calls, 0); /* from the loop, never from inside ask() */
     return r;
 }
 
-static void ask(struct fx *f, const struct mcp_server *s, enum credentials_reason reason,
+static void ask(struct fx *f, const struct mcp_server *s, enum cred_reason reason,
                 const char *challenge, struct answer *a)
 {
     (void)ask_start(f, s, reason, challenge, a);
@@ -303,7 +303,7 @@ static void test_secrets_forms(void)
     s.url = "https://${env:MCPT_CH_HOST}/mcp";
     s.headers = headers;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     if (a.error)
         fprintf(stderr, "  %s\n", a.message);
@@ -320,7 +320,7 @@ static void test_secrets_forms(void)
     char *headers2[] = {"X-Opt: ${OPT:-none}", "X-Req: ${OPT}", NULL};
     s.headers = headers2;
     s.url = "https://srv.example/mcp";
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK(a.error < 0);
     CHECK_CONTAINS(a.message, "'OPT' has no recipe");
     answer_release(&a);
@@ -330,7 +330,7 @@ static void test_secrets_forms(void)
     fx_new(&f, "forms-env", NULL);
     char *headers3[] = {"X-Env: ${env:MCPT_CH_HOST}", NULL};
     s.headers = headers3;
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "X-Env"), "env.test");
     CHECK_INT(lines("secrets.runs"), 0);
@@ -354,7 +354,7 @@ static void test_secrets_vars_and_cache(void)
     s.url = "https://${HOST}/mcp";
     s.headers = headers;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(var_of(&a.c, "HOST"), "h.test");
     CHECK_STR(var_of(&a.c, "API_KEY"), CANARY);
@@ -366,19 +366,19 @@ static void test_secrets_vars_and_cache(void)
     CHECK_INT(lines("auth.runs"), 0); /* no OAuth for this entry */
 
     /* a second CONNECT: from the cache, zero new runs */
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "X-Key"), "k=" CANARY);
     CHECK_INT(lines("secrets.runs"), 1);
-    ask(&f, &s, CREDENTIALS_EXPIRING, NULL, &a);
+    ask(&f, &s, CRED_REASON_EXPIRING, NULL, &a);
     CHECK_INT(lines("secrets.runs"), 1);
 
     /* RECONNECT asks again what does not say when it expires */
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_INT(lines("secrets.runs"), 2);
     /* and so does a 401 */
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_INT(lines("secrets.runs"), 3);
     answer_release(&a);
@@ -389,11 +389,11 @@ static void test_secrets_vars_and_cache(void)
     /* an entry without any ${NAME}: secrets is not asked at all */
     fx_new(&f, "novars", NULL);
     struct mcp_server plain = http_entry();
-    ask(&f, &plain, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &plain, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK(!a.c.vars || !a.c.vars[0]);
     CHECK(!a.c.headers || !a.c.headers[0]);
-    ask(&f, &plain, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &plain, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_INT(lines("secrets.runs"), 0);
     answer_release(&a);
@@ -415,14 +415,14 @@ static void test_secrets_expiry(void)
     char *headers[] = {"X-A: ${A}", "X-B: ${B}", NULL};
     s.headers = headers;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_INT(a.c.expires_at, (t + 3600) * 1000); /* the smaller, in ms */
     /* RECONNECT does not ask again what is still good */
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_INT(lines("secrets.runs"), 1);
-    ask(&f, &s, CREDENTIALS_EXPIRING, NULL, &a);
+    ask(&f, &s, CRED_REASON_EXPIRING, NULL, &a);
     CHECK_INT(lines("secrets.runs"), 1);
 
     /* secrets answers from its own cache until expires_at: asking before then gives the same
@@ -432,10 +432,10 @@ static void test_secrets_expiry(void)
              "\"B\": {\"value\": \"b\"}}}\n",
              now_s() + 5);
     put_file("secrets.json", json);
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a); /* takes the new answer */
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a); /* takes the new answer */
     CHECK_INT(lines("secrets.runs"), 2);
     CHECK_INT(a.c.refresh_at, a.c.expires_at);
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(lines("secrets.runs"), 2);
     /* one that has expired is asked again, whatever the reason */
     snprintf(json, sizeof(json),
@@ -443,20 +443,20 @@ static void test_secrets_expiry(void)
              "\"B\": {\"value\": \"b\"}}}\n",
              now_s() - 1);
     put_file("secrets.json", json);
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK_INT(lines("secrets.runs"), 3);
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(lines("secrets.runs"), 4);
-    ask(&f, &s, CREDENTIALS_EXPIRING, NULL, &a);
+    ask(&f, &s, CRED_REASON_EXPIRING, NULL, &a);
     CHECK_INT(lines("secrets.runs"), 5);
 
     /* an expires_at far beyond what milliseconds hold: kept far in the future, not wrapped */
     put_file("secrets.json", "{\"secrets\": {\"A\": {\"value\": \"a\", \"expires_at\": "
                              "9223372036854775807}, \"B\": {\"value\": \"b\"}}}\n");
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK(a.c.expires_at > (now_s() + 100LL * 365 * 86400) * 1000);
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(lines("secrets.runs"), 6); /* and counts as fresh */
     answer_release(&a);
     fx_free(&f);
@@ -475,20 +475,20 @@ static void test_secrets_errors(void)
     char *headers[] = {"X-A: ${OK}", "X-B: ${GONE}", NULL};
     s.headers = headers;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, -ENOENT);
     CHECK_CONTAINS(a.message, "'GONE' has no recipe");
 
     /* an answer that is not JSON */
     put_file("secrets.json", "{\"secrets\": \n");
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK(a.error < 0);
     CHECK_CONTAINS(a.message, "the answer of 'secrets resolve' is not usable");
 
     /* nothing on stdout: the failure, with its stderr */
     put_file("secrets.json", "");
     put_file("secrets.stderr", "secrets: '~/.pi/agent/secrets.json' is readable by others\n");
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK_INT(a.error, -EIO);
     CHECK_CONTAINS(a.message, "secrets failed (exit status 0): secrets: '~/.pi/agent/secrets.json' "
                               "is readable by others");
@@ -496,7 +496,7 @@ static void test_secrets_errors(void)
     /* a value with CR/LF would inject a header of its own: refused, naming the header only */
     put_file("secrets.json", "{\"secrets\": {\"OK\": {\"value\": \"" CANARY "\\r\\nX-Evil: 1\"},"
                              "\"GONE\": {\"value\": \"g\"}}}\n");
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK_INT(a.error, -EINVAL);
     CHECK_CONTAINS(a.message, "header 'X-A'");
     CHECK_CONTAINS(a.message, "control character");
@@ -506,7 +506,7 @@ static void test_secrets_errors(void)
     /* an answer without the name asked for: the header's variable is not set */
     unlink(at("secrets.stderr"));
     put_file("secrets.json", "{\"secrets\": {\"OK\": {\"value\": \"x\"}}}\n");
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK(a.error < 0);
     CHECK_CONTAINS(a.message, "GONE");
     answer_release(&a);
@@ -523,8 +523,8 @@ static void test_two_asks_one_run(void)
     char *headers[] = {"X-T: ${T}", NULL};
     s.headers = headers;
     struct answer a = {0}, b = {0};
-    (void)ask_start(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
-    (void)ask_start(&f, &s, CREDENTIALS_RECONNECT, NULL, &b);
+    (void)ask_start(&f, &s, CRED_REASON_CONNECT, NULL, &a);
+    (void)ask_start(&f, &s, CRED_REASON_RECONNECT, NULL, &b);
     CHECK(wait_for(f.l, answered, &a, 10000));
     CHECK(wait_for(f.l, answered, &b, 10000));
     CHECK_INT(a.error, 0);
@@ -565,15 +565,15 @@ static void test_cancel(void)
     char *headers[] = {"X-T: ${T}", NULL};
     s.headers = headers;
     struct answer a = {0};
-    struct credentials_request *r = ask_start(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
-    credentials_cancel(r);
+    struct cred_request *r = ask_start(&f, &s, CRED_REASON_CONNECT, NULL, &a);
+    cred_cancel(r);
     /* the run goes on to its end, with no callback */
     CHECK(wait_for(f.l, file_has_line, "secrets.done", 10000));
     idle(&f, 200);
     CHECK_INT(a.calls, 0);
     /* and its answer serves the next ask */
     struct answer b = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &b);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &b);
     CHECK_INT(b.error, 0);
     CHECK_STR(header_of(&b.c, "X-T"), CANARY);
     CHECK_INT(lines("secrets.runs"), 1);
@@ -582,9 +582,9 @@ static void test_cancel(void)
 
     /* cancelled while another waits on the same run: that one is still answered */
     struct answer c = {0}, d = {0};
-    r = ask_start(&f, &s, CREDENTIALS_RECONNECT, NULL, &c);
-    (void)ask_start(&f, &s, CREDENTIALS_RECONNECT, NULL, &d);
-    credentials_cancel(r);
+    r = ask_start(&f, &s, CRED_REASON_RECONNECT, NULL, &c);
+    (void)ask_start(&f, &s, CRED_REASON_RECONNECT, NULL, &d);
+    cred_cancel(r);
     CHECK(wait_for(f.l, answered, &d, 10000));
     CHECK_INT(d.error, 0);
     CHECK_INT(c.calls, 0);
@@ -593,15 +593,15 @@ static void test_cancel(void)
 
     /* cancelled after the answer is decided but before it was delivered */
     struct answer e = {0};
-    r = ask_start(&f, &s, CREDENTIALS_CONNECT, NULL, &e); /* fresh: answered from the cache */
-    credentials_cancel(r);
+    r = ask_start(&f, &s, CRED_REASON_CONNECT, NULL, &e); /* fresh: answered from the cache */
+    cred_cancel(r);
     idle(&f, 100);
     CHECK_INT(e.calls, 0);
 
     /* the provider freed with a run going on */
     struct answer g = {0};
-    r = ask_start(&f, &s, CREDENTIALS_RECONNECT, NULL, &g);
-    credentials_cancel(r);
+    r = ask_start(&f, &s, CRED_REASON_RECONNECT, NULL, &g);
+    cred_cancel(r);
     fx_free(&f);
     CHECK_INT(g.calls, 0);
 }
@@ -617,7 +617,7 @@ static void test_bearer(void)
     s.auth = MCP_AUTH_BEARER;
     s.bearer_token_env = "TOK";
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer " CANARY);
     CHECK_STR(slurp("secrets.argv"), "[resolve][--json][--][TOK]\n");
@@ -627,13 +627,13 @@ static void test_bearer(void)
     struct mcp_server t = http_entry();
     t.auth = MCP_AUTH_BEARER;
     t.bearer_token = "pre-${TOK}";
-    ask(&f, &t, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &t, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer pre-" CANARY);
     /* or a literal: no secrets run */
     int runs = lines("secrets.runs");
     t.bearer_token = "literal-token";
-    ask(&f, &t, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &t, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer literal-token");
     CHECK_INT(lines("secrets.runs"), runs);
@@ -641,30 +641,30 @@ static void test_bearer(void)
     /* a value with CR/LF is refused, and not quoted */
     put_file("secrets.json",
              "{\"secrets\": {\"TOK\": {\"value\": \"" CANARY "\\r\\nX-Evil: 1\"}}}\n");
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(a.error, -EINVAL);
     CHECK_CONTAINS(a.message, "header 'Authorization' is refused: the bearer token is empty or "
                               "not an RFC 6750 token");
     CHECK(!strstr(a.message, "Evil"));
     /* nor one that is not a b64token (a space, a quote) */
     put_file("secrets.json", "{\"secrets\": {\"TOK\": {\"value\": \"" CANARY " x\"}}}\n");
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(a.error, -EINVAL);
     CHECK_CONTAINS(a.message, "not an RFC 6750 token");
     CHECK(!strstr(a.message, CANARY));
     t.bearer_token = "${TOK}";
-    ask(&f, &t, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &t, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(a.error, -EINVAL);
     CHECK(!strstr(a.message, "Evil"));
     /* nor is an empty one taken */
     put_file("secrets.json", "{\"secrets\": {\"TOK\": {\"value\": \"\"}}}\n");
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(a.error, -EINVAL);
     CHECK_CONTAINS(a.message, "the bearer token is empty");
 
     /* a name that does not resolve */
     put_file("secrets.json", "{\"secrets\": {\"TOK\": {\"error\": \"'TOK' is not set\"}}}\n");
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(a.error, -ENOENT);
     CHECK_CONTAINS(a.message, "'TOK' is not set");
     answer_release(&a);
@@ -694,7 +694,7 @@ static void test_headers_helper(void)
     s.headers = headers;
     s.headers_helper = cmd;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(slurp("hh.argv"), "[--flag][a b][c \"d\"]\n"); /* no shell: split and unquoted */
     /* the helper's headers win over the entry's of the same name, whatever its case */
@@ -705,9 +705,9 @@ static void test_headers_helper(void)
     CHECK_INT(a.c.expires_at, (t + 1800) * 1000);
     CHECK_INT(lines("secrets.runs"), 0);
     /* cached until its expiry */
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(lines("hh.runs"), 1);
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK_INT(lines("hh.runs"), 2);
 
     answer_release(&a);
@@ -722,7 +722,7 @@ static void test_headers_helper(void)
     struct mcp_server sh = http_entry();
     sh.headers = headers;
     sh.headers_helper = shell;
-    ask(&f, &sh, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &sh, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_INT(headers_named(&a.c, "X-Keep"), 1);
     CHECK_STR(header_of(&a.c, "X-Keep"), "3");
@@ -730,7 +730,7 @@ static void test_headers_helper(void)
     CHECK_INT(a.c.expires_at, 0);
     CHECK_INT(lines("sh.runs"), 1);
     /* without expires_at: RECONNECT runs it again */
-    ask(&f, &sh, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &sh, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(lines("sh.runs"), 2);
     answer_release(&a);
     fx_free(&f);
@@ -744,29 +744,29 @@ static void test_headers_helper(void)
     char bad_cmd[8192];
     snprintf(bad_cmd, sizeof(bad_cmd), "%s", at("bad-hh"));
     b.headers_helper = bad_cmd;
-    ask(&f, &b, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &b, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK_INT(a.error, -EIO);
     CHECK_STR(a.message, "headersHelper failed (exit status 3): corp-token: not logged in");
     /* an answer that is not one */
     put_script("junk-hh", "echo '{\"headers\": {\"Bad Name\": \"" CANARY "\"}}'");
     snprintf(bad_cmd, sizeof(bad_cmd), "%s", at("junk-hh"));
-    ask(&f, &b, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &b, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK(a.error < 0);
     CHECK_CONTAINS(a.message, "the answer of headersHelper is not usable");
     /* a header value with CR/LF */
     put_script("crlf-hh", "printf '{\"headers\": {\"X-A\": \"" CANARY "\\\\r\\\\nX-Evil: 1\"}}'");
     snprintf(bad_cmd, sizeof(bad_cmd), "%s", at("crlf-hh"));
-    ask(&f, &b, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &b, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK(a.error < 0);
     CHECK(!strstr(a.message, "Evil"));
     /* a command line that does not split, or names nothing that runs */
     snprintf(bad_cmd, sizeof(bad_cmd), "%s 'unterminated", at("junk-hh"));
-    ask(&f, &b, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &b, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK(a.error < 0);
     CHECK_CONTAINS(a.message, "\"headersHelper\"");
     CHECK_CONTAINS(a.message, "unterminated single quote");
     snprintf(bad_cmd, sizeof(bad_cmd), "%s", at("no-such-helper"));
-    ask(&f, &b, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &b, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK_INT(a.error, -ENOENT);
     CHECK_CONTAINS(a.message, "no-such-helper");
     /* a stdio entry's headersHelper is not run */
@@ -774,7 +774,7 @@ static void test_headers_helper(void)
     st.transport = MCP_TRANSPORT_STDIO;
     st.command = "true";
     st.headers_helper = bad_cmd;
-    ask(&f, &st, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &st, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     answer_release(&a);
     fx_free(&f);
@@ -798,7 +798,7 @@ static void test_stdio_vars(void)
     s.args = args;
     s.auth = MCP_AUTH_OAUTH; /* not for stdio */
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(var_of(&a.c, "TOK"), CANARY);
     CHECK_STR(var_of(&a.c, "PORT"), "8080");
@@ -833,18 +833,18 @@ static void test_oauth_header(void)
     char *headers[] = {"X-Other: o", NULL};
     s.headers = headers;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer " CANARY "-oa");
     CHECK_STR(header_of(&a.c, "X-Other"), "o");
     CHECK_INT(a.c.expires_at, (t + 2400) * 1000);
     CHECK_STR(slurp("auth.argv"), "[--config][/etc/cfg/mcp.json][header][--json][--][srv]\n");
     /* cached until it expires */
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(lines("auth.runs"), 1);
     /* a 401: asked again, with --refresh */
     put_header_json("header.json", CANARY "-new", t + 3000);
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, "Bearer error=\"invalid_token\"", &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, "Bearer error=\"invalid_token\"", &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer " CANARY "-new");
     CHECK_INT(lines("auth.runs"), 2);
@@ -853,8 +853,8 @@ static void test_oauth_header(void)
     /* the next plain ask does not refresh (this answer is due for renewal as it comes: it
      * expires within the current second) */
     put_header_json("header.json", CANARY "-soon", now_s());
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
-    ask(&f, &s, CREDENTIALS_EXPIRING, NULL, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
+    ask(&f, &s, CRED_REASON_EXPIRING, NULL, &a);
     CHECK_INT(lines("auth.runs"), 4);
     CHECK_STR(last_line("auth.argv"), "[--config][/etc/cfg/mcp.json][header][--json][--][srv]\n");
     answer_release(&a);
@@ -864,7 +864,7 @@ static void test_oauth_header(void)
     struct cred_helper_opts o2 = {.auth_target = "https://srv.example/mcp"};
     fx_new(&f, "oauth-target", &o2);
     put_header_json("header.json", "tok", now_s() + 3600);
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(slurp("auth.argv"), "[header][--json][--][https://srv.example/mcp]\n");
     answer_release(&a);
@@ -895,7 +895,7 @@ static void test_expires_at_smallest(void)
     s.headers_helper = cmd;
     s.auth = MCP_AUTH_OAUTH;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_INT(a.c.expires_at, (t + 4000) * 1000);
     CHECK_STR(header_of(&a.c, "X-K"), CANARY);
@@ -904,7 +904,7 @@ static void test_expires_at_smallest(void)
     snprintf(json, sizeof(json), "{\"headers\": {\"X-H\": \"h\"}, \"expires_at\": %" PRId64 "}\n",
              t + 9000);
     put_file("hh.json", json);
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK_INT(a.c.expires_at, (t + 4500) * 1000);
     answer_release(&a);
     fx_free(&f);
@@ -918,17 +918,17 @@ static void test_login_required(void)
     struct mcp_server s = http_entry();
     s.auth = MCP_AUTH_OAUTH;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
-    CHECK_INT(a.error, CREDENTIALS_LOGIN_REQUIRED);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
+    CHECK_INT(a.error, CRED_LOGIN_REQUIRED);
     CHECK_STR(a.message, "sign-in required: run 'mcp-auth srv'"); /* after "server 'srv': " */
     CHECK_INT(lines("login.runs"), 0); /* no autoAuth: never signs in by itself */
     /* not cached: asked again at the next need */
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(lines("auth.runs"), 2);
     /* once signed in elsewhere, the next ask has the header */
     unlink(at("need-login"));
     put_header_json("header.json", CANARY, now_s() + 3600);
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer " CANARY);
     answer_release(&a);
@@ -938,8 +938,8 @@ static void test_login_required(void)
     struct cred_helper_opts o = {.config_path = "/x/mcp.json"};
     fx_new(&f, "login-config", &o);
     put_file("need-login", "");
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
-    CHECK_INT(a.error, CREDENTIALS_LOGIN_REQUIRED);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
+    CHECK_INT(a.error, CRED_LOGIN_REQUIRED);
     CHECK_STR(a.message, "sign-in required: run 'mcp-auth --config \"/x/mcp.json\" srv'");
     answer_release(&a);
     fx_free(&f);
@@ -948,8 +948,8 @@ static void test_login_required(void)
     struct cred_helper_opts m = {.auth_required_message = "Sign in to ${server} (${server}) now"};
     fx_new(&f, "login-message", &m);
     put_file("need-login", "");
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
-    CHECK_INT(a.error, CREDENTIALS_LOGIN_REQUIRED);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
+    CHECK_INT(a.error, CRED_LOGIN_REQUIRED);
     CHECK_STR(a.message, "Sign in to srv (srv) now");
     answer_release(&a);
     fx_free(&f);
@@ -978,7 +978,7 @@ static void test_auto_auth(void)
     struct mcp_server s = http_entry();
     s.auth = MCP_AUTH_OAUTH;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer " CANARY);
     CHECK_STR(slurp("auth.runs"), "header\nlogin\nheader\n");
@@ -989,11 +989,11 @@ static void test_auto_auth(void)
     put_file("login.sleep", "0.3");
     put_header_json("header2.json", CANARY "-2", now_s() + 3600);
     struct answer b = {0};
-    (void)ask_start(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    (void)ask_start(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     /* the header said 4: the login is under way */
     CHECK(wait_for(f.l, reached, &(struct count){"login.runs", 2}, 10000));
     CHECK_INT(a.calls, 0);
-    (void)ask_start(&f, &s, CREDENTIALS_RECONNECT, NULL, &b);
+    (void)ask_start(&f, &s, CRED_REASON_RECONNECT, NULL, &b);
     CHECK(wait_for(f.l, answered, &a, 10000));
     CHECK(wait_for(f.l, answered, &b, 10000));
     CHECK_INT(a.error, 0);
@@ -1005,12 +1005,12 @@ static void test_auto_auth(void)
     /* cancelled while it signs in: no callback, and the next ask has the new header */
     put_file("need-login", "");
     put_header_json("header2.json", CANARY "-3", now_s() + 3600);
-    struct credentials_request *r = ask_start(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
+    struct cred_request *r = ask_start(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
     CHECK(wait_for(f.l, reached, &(struct count){"login.runs", 3}, 10000));
-    credentials_cancel(r);
+    cred_cancel(r);
     idle(&f, 600);
     CHECK_INT(a.calls, 0);
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer " CANARY "-3");
     CHECK_INT(lines("login.runs"), 3);
@@ -1023,8 +1023,8 @@ static void test_auto_auth(void)
     put_file("need-login", "");
     put_file("login.exit", "1");
     unlink(at("login-signs-in"));
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, NULL, &a);
-    CHECK_INT(a.error, CREDENTIALS_LOGIN_REQUIRED);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, NULL, &a);
+    CHECK_INT(a.error, CRED_LOGIN_REQUIRED);
     CHECK_STR(a.message, "signing in by itself (autoAuth) failed: mcp-auth failed (exit status 1). "
                          "Run 'mcp-auth srv' to see why");
     answer_release(&a);
@@ -1040,23 +1040,23 @@ static void test_oauth_failures(void)
     struct mcp_server s = http_entry();
     s.auth = MCP_AUTH_OAUTH;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, -EIO);
     CHECK_STR(a.message, "mcp-auth failed (exit status 1): mcp-auth: cannot reach "
                          "https://as.example/token: timed out");
     /* an answer over 64 KiB */
     put_script("mcp-auth", "head -c 70000 /dev/zero | tr '\\0' ' '; echo '{}'");
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, -E2BIG);
     CHECK_CONTAINS(a.message, "mcp-auth: its answer is larger than 65536 bytes");
     /* exit 0 with nothing said */
     put_script("mcp-auth", "exit 0");
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, -EIO);
     CHECK_STR(a.message, "mcp-auth failed (exit status 0)");
     /* a headers answer of a later version */
     put_script("mcp-auth", "echo '{\"headers\": {}, \"version\": 2}'");
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK(a.error < 0);
     CHECK_CONTAINS(a.message, "version 2 of the helper protocol");
     answer_release(&a);
@@ -1072,14 +1072,14 @@ static void test_storm_brake(void)
     struct mcp_server s = http_entry();
     s.auth = MCP_AUTH_OAUTH;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
-    CHECK_INT(a.error, CREDENTIALS_LOGIN_REQUIRED);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
+    CHECK_INT(a.error, CRED_LOGIN_REQUIRED);
     CHECK_INT(lines("login.runs"), 3);
     CHECK_CONTAINS(a.message, "sign-in required: run 'mcp-auth srv'");
     CHECK_CONTAINS(a.message, "3 sign-ins in the last 10 minutes did not help");
     /* and the next need starts no more */
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
-    CHECK_INT(a.error, CREDENTIALS_LOGIN_REQUIRED);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
+    CHECK_INT(a.error, CRED_LOGIN_REQUIRED);
     CHECK_INT(lines("login.runs"), 3);
     CHECK_CONTAINS(a.message, "did not help");
     answer_release(&a);
@@ -1098,10 +1098,10 @@ static void test_step_up(void)
     struct mcp_server s = http_entry();
     s.auth = MCP_AUTH_OAUTH;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     /* without autoAuth: the command that widens the grant */
-    ask(&f, &s, CREDENTIALS_FORBIDDEN, scope_challenge, &a);
+    ask(&f, &s, CRED_REASON_FORBIDDEN, scope_challenge, &a);
     CHECK_INT(a.error, -EPERM);
     /* the upstream puts "server 'srv': " before it */
     CHECK_STR(a.message, "the request was refused: it needs a wider grant than the one signed in "
@@ -1118,27 +1118,27 @@ static void test_step_up(void)
     put_header_json("header2.json", CANARY "-wide", now_s() + 3600);
     put_file("login-signs-in", "");
     put_file("status.json", "{\"servers\": [{\"server\": \"srv\", \"scope\": \"a b\"}]}\n");
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer narrow");
-    ask(&f, &s, CREDENTIALS_FORBIDDEN, scope_challenge, &a);
+    ask(&f, &s, CRED_REASON_FORBIDDEN, scope_challenge, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer " CANARY "-wide");
     CHECK_STR(slurp("auth.runs"), "header\nstatus\nlogin\nheader\n");
     CHECK_CONTAINS(slurp("auth.argv"),
                    "\n[-q][login][--timeout][120000ms][--scope][a b c][--][srv]\n");
     /* refused even so: what to do next */
-    char *hint = credentials_refused_hint(f.p, &s, -EPERM);
+    char *hint = cred_refused_hint(f.p, &s, -EPERM);
     CHECK_CONTAINS(hint, "the grant was widened to \"a b c\" and the server still refuses");
     free(hint);
-    hint = credentials_refused_hint(f.p, &s, -EACCES);
+    hint = cred_refused_hint(f.p, &s, -EACCES);
     CHECK_STR(hint, "sign in again with 'mcp-auth srv'");
     free(hint);
     struct mcp_server plain = http_entry();
-    CHECK(credentials_refused_hint(f.p, &plain, -EACCES) == NULL); /* not signed in with OAuth */
+    CHECK(cred_refused_hint(f.p, &plain, -EACCES) == NULL); /* not signed in with OAuth */
 
     /* the widened sign-in fails: -EPERM, with the command to run by hand */
     put_file("login.exit", "3");
-    ask(&f, &s, CREDENTIALS_FORBIDDEN, scope_challenge, &a);
+    ask(&f, &s, CRED_REASON_FORBIDDEN, scope_challenge, &a);
     CHECK_INT(a.error, -EPERM);
     CHECK_STR(a.message, "signing in by itself (autoAuth) failed: mcp-auth failed (exit status 3). "
                          "Run 'mcp-auth srv --scope \"a b c\"' to see why");
@@ -1150,7 +1150,7 @@ static void test_step_up(void)
     fx_new(&f, "stepup-nogrant", NULL);
     put_header_json("header.json", "t", now_s() + 3600);
     put_file("status.json", "");
-    ask(&f, &s, CREDENTIALS_FORBIDDEN, scope_challenge, &a);
+    ask(&f, &s, CRED_REASON_FORBIDDEN, scope_challenge, &a);
     CHECK_INT(a.error, -EPERM);
     CHECK_CONTAINS(a.message, "'mcp-auth srv --scope \"b c\"'");
     answer_release(&a);
@@ -1160,7 +1160,7 @@ static void test_step_up(void)
     fx_new(&f, "stepup-none", NULL);
     struct mcp_server b = http_entry();
     b.auth = MCP_AUTH_DISABLED;
-    ask(&f, &b, CREDENTIALS_FORBIDDEN, scope_challenge, &a);
+    ask(&f, &b, CRED_REASON_FORBIDDEN, scope_challenge, &a);
     CHECK_INT(a.error, -EPERM);
     CHECK_CONTAINS(a.message, "does not sign in with OAuth");
     CHECK_INT(lines("auth.runs"), 0);
@@ -1177,19 +1177,19 @@ static void test_oauth_found_by_challenge(void)
     put_header_json("header.json", CANARY, now_s() + 3600);
     struct mcp_server s = http_entry(); /* no "auth" */
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, 0);
     CHECK(!header_of(&a.c, "Authorization"));
     CHECK_INT(lines("auth.runs"), 0);
     /* a 401 that is not a Bearer challenge: nothing more to ask */
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, "Basic realm=\"x\"", &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, "Basic realm=\"x\"", &a);
     CHECK_INT(lines("auth.runs"), 0);
     /* a Bearer one: OAuth from now on */
-    ask(&f, &s, CREDENTIALS_UNAUTHORIZED, challenge, &a);
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, challenge, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer " CANARY);
     CHECK_INT(lines("auth.runs"), 1);
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer " CANARY);
     answer_release(&a);
     fx_free(&f);
@@ -1199,10 +1199,10 @@ static void test_oauth_found_by_challenge(void)
     put_header_json("header.json", CANARY, now_s() + 3600);
     struct mcp_server n = http_entry();
     n.auth = MCP_AUTH_DISABLED;
-    ask(&f, &n, CREDENTIALS_UNAUTHORIZED, challenge, &a);
+    ask(&f, &n, CRED_REASON_UNAUTHORIZED, challenge, &a);
     CHECK_INT(a.error, 0);
     CHECK(!header_of(&a.c, "Authorization"));
-    ask(&f, &n, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &n, CRED_REASON_RECONNECT, NULL, &a);
     CHECK(!header_of(&a.c, "Authorization"));
     CHECK_INT(lines("auth.runs"), 0);
     answer_release(&a);
@@ -1214,7 +1214,7 @@ static void test_oauth_found_by_challenge(void)
     struct mcp_server st = http_entry();
     char *headers[] = {"Authorization: Bearer static", NULL};
     st.headers = headers;
-    ask(&f, &st, CREDENTIALS_UNAUTHORIZED, challenge, &a);
+    ask(&f, &st, CRED_REASON_UNAUTHORIZED, challenge, &a);
     CHECK_INT(a.error, 0);
     CHECK_STR(header_of(&a.c, "Authorization"), "Bearer static");
     CHECK_INT(lines("auth.runs"), 0);
@@ -1235,23 +1235,23 @@ static void test_timeouts(void)
     char *headers[] = {"X-T: ${T}", NULL};
     s.headers = headers;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK(a.error < 0);
     CHECK_CONTAINS(a.message, "secrets did not answer in time");
 
     /* it said part of its answer, then hung */
     put_script("half-secrets", "printf '{\"secrets\": {\"T\": '; sleep 20");
     setenv("CREDKIT_SECRETS", at("half-secrets"), 1);
-    ask(&f, &s, CREDENTIALS_RECONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_RECONNECT, NULL, &a);
     CHECK(a.error < 0);
     CHECK_CONTAINS(a.message, "secrets did not answer in time");
 
     struct mcp_server oa = http_entry();
     oa.auth = MCP_AUTH_OAUTH;
     put_file("header.sleep", "20");
-    ask(&f, &oa, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &oa, CRED_REASON_CONNECT, NULL, &a);
     CHECK(a.error < 0);
-    CHECK(a.error != CREDENTIALS_LOGIN_REQUIRED);
+    CHECK(a.error != CRED_LOGIN_REQUIRED);
     CHECK_CONTAINS(a.message, "mcp-auth did not answer in time");
 
     put_script("slow-hh", "sleep 20");
@@ -1259,7 +1259,7 @@ static void test_timeouts(void)
     snprintf(cmd, sizeof(cmd), "%s", at("slow-hh"));
     struct mcp_server h = http_entry();
     h.headers_helper = cmd;
-    ask(&f, &h, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &h, CRED_REASON_CONNECT, NULL, &a);
     CHECK(a.error < 0);
     CHECK_CONTAINS(a.message, "headersHelper did not answer in time");
     answer_release(&a);
@@ -1275,7 +1275,7 @@ static void test_missing_helpers(void)
     char *headers[] = {"X-T: ${T}", NULL};
     s.headers = headers;
     struct answer a = {0};
-    ask(&f, &s, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, -ENOENT);
     CHECK_CONTAINS(a.message, "CREDKIT_SECRETS");
     CHECK_CONTAINS(a.message, "not-there");
@@ -1283,7 +1283,7 @@ static void test_missing_helpers(void)
     setenv("CREDKIT_MCP_AUTH", dir, 1); /* a folder, not an executable file */
     struct mcp_server o = http_entry();
     o.auth = MCP_AUTH_OAUTH;
-    ask(&f, &o, CREDENTIALS_CONNECT, NULL, &a);
+    ask(&f, &o, CRED_REASON_CONNECT, NULL, &a);
     CHECK_INT(a.error, -ENOENT);
     CHECK_CONTAINS(a.message, "CREDKIT_MCP_AUTH");
     answer_release(&a);
@@ -1292,7 +1292,7 @@ static void test_missing_helpers(void)
 
 static void test_new_args(void)
 {
-    struct credentials_provider *p = NULL;
+    struct cred_provider *p = NULL;
     CHECK_INT(cred_helper_new(NULL, &p), -EINVAL);
     CHECK_INT(cred_helper_new(&(struct cred_helper_opts){0}, &p), -EINVAL);
     CHECK(p == NULL);

@@ -22,7 +22,7 @@
 #include "credkit/json.h"
 #include "credkit/log.h"
 
-#include "creds/credentials.h"
+#include "creds/cred.h"
 #include "core/loop.h"
 #include "tests.h"
 #include "loop_wait.h"
@@ -55,17 +55,17 @@ static void fake_answer(struct fake *f, int64_t id)
 /* ---- the fake provider ---- */
 
 struct fprov {
-    struct credentials_provider p;
-    struct credentials_request r;
+    struct cred_provider p;
+    struct cred_request r;
     struct loop *loop;
     struct loop_timer *t;
-    credentials_done_fn done;
+    cred_done_fn done;
     void *userdata;
     bool open;
-    int asks[CREDENTIALS_N_REASONS]; /* by reason */
-    enum credentials_reason last;
+    int asks[CRED_REASON_N_REASONS]; /* by reason */
+    enum cred_reason last;
     int cancels;
-    const char *header_for[CREDENTIALS_N_REASONS]; /* the header answered for each reason */
+    const char *header_for[CRED_REASON_N_REASONS]; /* the header answered for each reason */
     int64_t lifetime_ms;                           /* 0: no expires_at */
     int answer_error;
     char challenge[64]; /* of the last question */
@@ -87,16 +87,16 @@ static void fprov_fire(struct loop_timer *t, void *userdata)
     struct credentials c = {
         .headers = p->header_for[p->last] ? headers : NULL,
         .vars = vars,
-        .expires_at = p->lifetime_ms ? credentials_now_ms() + p->lifetime_ms : 0,
+        .expires_at = p->lifetime_ms ? cred_now_ms() + p->lifetime_ms : 0,
     };
     p->done(0, &c, NULL, p->userdata);
 }
 
-static int fprov_ask(struct credentials_provider *prov, const struct credentials_query *q,
-                     credentials_done_fn done, void *userdata, struct credentials_request **ret)
+static int fprov_ask(struct cred_provider *prov, const struct cred_query *q, cred_done_fn done,
+                     void *userdata, struct cred_request **ret)
 {
     struct fprov *p = (struct fprov *)(void *)prov;
-    enum credentials_reason reason = q->reason;
+    enum cred_reason reason = q->reason;
     snprintf(p->challenge, sizeof(p->challenge), "%s", q->challenge ? q->challenge : "");
     CHECK(!p->open);
     p->asks[reason]++;
@@ -113,21 +113,21 @@ static int fprov_ask(struct credentials_provider *prov, const struct credentials
     return 0;
 }
 
-static void fprov_cancel(struct credentials_request *r)
+static void fprov_cancel(struct cred_request *r)
 {
     struct fprov *p = (struct fprov *)(void *)r->provider;
     p->open = false;
     p->cancels++;
 }
 
-static void fprov_free(struct credentials_provider *prov)
+static void fprov_free(struct cred_provider *prov)
 {
     struct fprov *p = (struct fprov *)(void *)prov;
     loop_timer_cancel(p->t);
     p->t = NULL;
 }
 
-static const struct credentials_provider_ops fprov_ops = {
+static const struct cred_provider_ops fprov_ops = {
     .name = "fake",
     .ask = fprov_ask,
     .cancel = fprov_cancel,
@@ -237,10 +237,10 @@ static void fx_start(struct fixture *fx, int64_t lifetime_ms)
     CHECK_INT(loop_new(&fx->loop), 0);
     fx->prov.p.ops = &fprov_ops;
     fx->prov.loop = fx->loop;
-    fx->prov.header_for[CREDENTIALS_CONNECT] = "Authorization: Bearer one";
-    fx->prov.header_for[CREDENTIALS_RECONNECT] = "Authorization: Bearer one";
-    fx->prov.header_for[CREDENTIALS_UNAUTHORIZED] = "Authorization: Bearer two";
-    fx->prov.header_for[CREDENTIALS_EXPIRING] = "Authorization: Bearer three";
+    fx->prov.header_for[CRED_REASON_CONNECT] = "Authorization: Bearer one";
+    fx->prov.header_for[CRED_REASON_RECONNECT] = "Authorization: Bearer one";
+    fx->prov.header_for[CRED_REASON_UNAUTHORIZED] = "Authorization: Bearer two";
+    fx->prov.header_for[CRED_REASON_EXPIRING] = "Authorization: Bearer three";
     fx->prov.lifetime_ms = lifetime_ms;
     struct upstream_opts o = {
         .loop = fx->loop,
@@ -277,7 +277,7 @@ static void test_fake_handshake_and_call(void)
     struct fixture fx;
     fx_start(&fx, 0);
     struct fake *f = cur();
-    CHECK_INT(fx.prov.asks[CREDENTIALS_CONNECT], 1);
+    CHECK_INT(fx.prov.asks[CRED_REASON_CONNECT], 1);
     CHECK_INT(f->nheaders, 1);
     CHECK_STR(f->headers[0], "Authorization: Bearer one");
     CHECK_STR(f->url_var, "example.test"); /* ${HOST} from the answer's vars */
@@ -343,14 +343,14 @@ static void test_fake_lost(void)
     CHECK(f->freed);
     upstream_connect(fx.u); /* from BACKOFF: at once */
     CHECK(wait_for(fx.loop, second_conn_sent, NULL, 2000));
-    CHECK_INT(fx.prov.asks[CREDENTIALS_RECONNECT], 1);
+    CHECK_INT(fx.prov.asks[CRED_REASON_RECONNECT], 1);
     fx_stop(&fx);
 }
 
 static bool asked_unauthorized(void *ctx)
 {
     struct fixture *fx = ctx;
-    return fx->prov.asks[CREDENTIALS_UNAUTHORIZED] > 0 && !fx->prov.open;
+    return fx->prov.asks[CRED_REASON_UNAUTHORIZED] > 0 && !fx->prov.open;
 }
 
 /* a 401 mid-session: parked, new headers in the same session, retried once; a call made
@@ -393,7 +393,7 @@ static void test_fake_unauthorized(void)
     fake_answer(f, id_c); /* a call in flight meanwhile was never failed */
     CHECK(wait_for(fx.loop, res_done, &c, 2000));
     CHECK_INT(c.error, 0);
-    CHECK_INT(fx.prov.asks[CREDENTIALS_UNAUTHORIZED], 1);
+    CHECK_INT(fx.prov.asks[CRED_REASON_UNAUTHORIZED], 1);
     fx_stop(&fx);
 }
 
@@ -402,7 +402,7 @@ static void test_fake_unauthorized_same(void)
 {
     struct fixture fx;
     fx_start(&fx, 0);
-    fx.prov.header_for[CREDENTIALS_UNAUTHORIZED] = "Authorization: Bearer one";
+    fx.prov.header_for[CRED_REASON_UNAUTHORIZED] = "Authorization: Bearer one";
     struct fake *f = cur();
     struct res a = {0};
     struct upstream_call *ca = NULL;
@@ -430,7 +430,7 @@ static void test_fake_unauthorized_same(void)
 static bool refreshed(void *ctx)
 {
     struct fixture *fx = ctx;
-    return cur()->set_headers_calls > 0 && fx->prov.asks[CREDENTIALS_EXPIRING] > 0;
+    return cur()->set_headers_calls > 0 && fx->prov.asks[CRED_REASON_EXPIRING] > 0;
 }
 
 /* an answer with expires_at is asked again (EXPIRING) ahead of it; the headers are swapped in
@@ -441,7 +441,7 @@ static void test_fake_expiry_refresh(void)
     fx_start(&fx, 2500); /* skew: a quarter, at least 1 s: asked again after ~1.5 s */
     struct fake *f = cur();
     spin(fx.loop, 800);
-    CHECK_INT(fx.prov.asks[CREDENTIALS_EXPIRING], 0);
+    CHECK_INT(fx.prov.asks[CRED_REASON_EXPIRING], 0);
     CHECK(wait_for(fx.loop, refreshed, &fx, 3000));
     CHECK_STR(f->headers[0], "Authorization: Bearer three");
     CHECK_INT(nfakes, 1);
@@ -458,10 +458,10 @@ static void test_fake_expiry_refresh(void)
 
 static void test_skew(void)
 {
-    CHECK(credentials_skew_ms(3600 * 1000) == 60 * 1000);
-    CHECK(credentials_skew_ms(100 * 1000) == 25 * 1000);
-    CHECK(credentials_skew_ms(2000) == 1000);
-    CHECK(credentials_skew_ms(0) == 1000);
+    CHECK(cred_skew_ms(3600 * 1000) == 60 * 1000);
+    CHECK(cred_skew_ms(100 * 1000) == 25 * 1000);
+    CHECK(cred_skew_ms(2000) == 1000);
+    CHECK(cred_skew_ms(0) == 1000);
 }
 
 /* freed while the provider asks: the question is cancelled */
@@ -478,7 +478,7 @@ static void test_fake_free_cancels(void)
     upstream_connect(u);
     spin(l, 0);
     /* the kick started the connect: the provider is asked */
-    CHECK_INT(p.asks[CREDENTIALS_CONNECT], 1);
+    CHECK_INT(p.asks[CRED_REASON_CONNECT], 1);
     CHECK(p.open);
     upstream_free(u);
     CHECK_INT(p.cancels, 1);

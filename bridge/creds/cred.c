@@ -1,4 +1,4 @@
-/* credentials.c - the provider interface of credentials.h, and the default provider: the
+/* cred.c - the provider interface of cred.h, and the default provider: the
  * entry's own headers and ${VAR}s, looked up when asked and answered from the loop. */
 #include <errno.h>
 #include <stdlib.h>
@@ -9,46 +9,45 @@
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
 
-#include "creds/credentials.h"
+#include "creds/cred.h"
 
-const char *credentials_reason_name(enum credentials_reason reason)
+const char *cred_reason_name(enum cred_reason reason)
 {
     switch (reason) {
-    case CREDENTIALS_CONNECT:
+    case CRED_REASON_CONNECT:
         return "connect";
-    case CREDENTIALS_RECONNECT:
+    case CRED_REASON_RECONNECT:
         return "reconnect";
-    case CREDENTIALS_UNAUTHORIZED:
+    case CRED_REASON_UNAUTHORIZED:
         return "unauthorized";
-    case CREDENTIALS_EXPIRING:
+    case CRED_REASON_EXPIRING:
         return "expiring";
-    case CREDENTIALS_FORBIDDEN:
+    case CRED_REASON_FORBIDDEN:
         return "forbidden";
     }
     return "unknown";
 }
 
-int credentials_ask(struct credentials_provider *p, const struct credentials_query *q,
-                    credentials_done_fn done, void *userdata, struct credentials_request **ret)
+int cred_ask(struct cred_provider *p, const struct cred_query *q, cred_done_fn done, void *userdata,
+             struct cred_request **ret)
 {
     if (!p || !q || !q->server || !done || !ret)
         return -EINVAL;
     return p->ops->ask(p, q, done, userdata, ret);
 }
 
-void credentials_cancel(struct credentials_request *r)
+void cred_cancel(struct cred_request *r)
 {
     if (r)
         r->provider->ops->cancel(r);
 }
 
-char *credentials_refused_hint(struct credentials_provider *p, const struct mcp_server *srv,
-                               int error)
+char *cred_refused_hint(struct cred_provider *p, const struct mcp_server *srv, int error)
 {
     return p && p->ops->refused_hint ? p->ops->refused_hint(p, srv, error) : NULL;
 }
 
-void credentials_provider_free(struct credentials_provider *p)
+void cred_provider_free(struct cred_provider *p)
 {
     if (p)
         p->ops->free(p);
@@ -77,19 +76,19 @@ static int strv_copy(char ***dst, char *const *src)
     return 0;
 }
 
-int credentials_copy(struct credentials *dst, const struct credentials *src)
+int cred_copy(struct credentials *dst, const struct credentials *src)
 {
     struct credentials c = {.expires_at = src->expires_at, .refresh_at = src->refresh_at};
     if (strv_copy(&c.headers, src->headers) < 0 || strv_copy(&c.vars, src->vars) < 0) {
-        credentials_release(&c);
+        cred_release(&c);
         return -ENOMEM;
     }
-    credentials_release(dst);
+    cred_release(dst);
     *dst = c;
     return 0;
 }
 
-void credentials_release(struct credentials *c)
+void cred_release(struct credentials *c)
 {
     strv_free_secure(c->headers);
     strv_free_secure(c->vars);
@@ -98,7 +97,7 @@ void credentials_release(struct credentials *c)
     c->refresh_at = 0;
 }
 
-bool credentials_headers_equal(char *const *a, char *const *b)
+bool cred_headers_equal(char *const *a, char *const *b)
 {
     size_t n = strv_length(a);
     if (n != strv_length(b))
@@ -109,7 +108,7 @@ bool credentials_headers_equal(char *const *a, char *const *b)
     return true;
 }
 
-int credentials_lookup(void *userdata, const char *name, char **ret, struct err *e)
+int cred_lookup(void *userdata, const char *name, char **ret, struct err *e)
 {
     const struct credentials *c = userdata;
     /* ${env:NAME}: the environment, never a secret; ${input:ID}: the secret ID */
@@ -159,8 +158,8 @@ static int expand_pair(const char *pair, const char *sep, mcp_lookup_fn lookup, 
     return 0;
 }
 
-int credentials_expand_pairs(char *const *v, const char *sep, mcp_lookup_fn lookup, void *userdata,
-                             struct strv *out, struct err *e)
+int cred_expand_pairs(char *const *v, const char *sep, mcp_lookup_fn lookup, void *userdata,
+                      struct strv *out, struct err *e)
 {
     for (size_t i = 0; v && v[i]; i++) {
         char *s = NULL;
@@ -173,15 +172,15 @@ int credentials_expand_pairs(char *const *v, const char *sep, mcp_lookup_fn look
     return 0;
 }
 
-int64_t credentials_skew_ms(int64_t lifetime_ms)
+int64_t cred_skew_ms(int64_t lifetime_ms)
 {
     int64_t skew = lifetime_ms / 4;
-    if (skew > CREDENTIALS_SKEW_MAX_MS)
-        skew = CREDENTIALS_SKEW_MAX_MS;
-    return skew < CREDENTIALS_SKEW_MIN_MS ? CREDENTIALS_SKEW_MIN_MS : skew;
+    if (skew > CRED_SKEW_MAX_MS)
+        skew = CRED_SKEW_MAX_MS;
+    return skew < CRED_SKEW_MIN_MS ? CRED_SKEW_MIN_MS : skew;
 }
 
-int64_t credentials_now_ms(void)
+int64_t cred_now_ms(void)
 {
     struct timespec ts;
     (void)clock_gettime(CLOCK_REALTIME, &ts);
@@ -191,8 +190,8 @@ int64_t credentials_now_ms(void)
 /* ---- the default provider: the entry itself --------------------------------------------- */
 
 struct entry_provider {
-    struct credentials_provider p;
-    struct credentials_entry_opts o;
+    struct cred_provider p;
+    struct cred_entry_opts o;
 };
 
 enum entry_req_state {
@@ -202,11 +201,11 @@ enum entry_req_state {
 };
 
 struct entry_req {
-    struct credentials_request r;
+    struct cred_request r;
     struct entry_provider *ep;
     const struct mcp_server *srv;
-    enum credentials_reason reason;
-    credentials_done_fn done;
+    enum cred_reason reason;
+    cred_done_fn done;
     void *userdata;
     struct loop_timer *timer;
     enum entry_req_state state;
@@ -268,7 +267,7 @@ static int entry_collect(struct entry_req *q, bool with_headers, struct strv *he
     int r;
     if (s->transport == MCP_TRANSPORT_STDIO) {
         struct strv env = STRV_INIT;
-        r = credentials_expand_pairs(s->env, "=", record_lookup, &rec, &env, e);
+        r = cred_expand_pairs(s->env, "=", record_lookup, &rec, &env, e);
         strv_release_secure(&env);
         if (r < 0)
             err_prefix(e, "env");
@@ -282,7 +281,7 @@ static int entry_collect(struct entry_req *q, bool with_headers, struct strv *he
     }
     if (!with_headers)
         return 0;
-    r = credentials_expand_pairs(s->headers, ": ", record_lookup, &rec, headers, e);
+    r = cred_expand_pairs(s->headers, ": ", record_lookup, &rec, headers, e);
     if (r < 0)
         err_prefix(e, "headers");
     return r;
@@ -333,7 +332,7 @@ static void hook_done(void *done_ud, int error, const char *const *headers, cons
 static void entry_fired(struct loop_timer *t, void *userdata)
 {
     struct entry_req *q = userdata;
-    const struct credentials_entry_opts *o = &q->ep->o;
+    const struct cred_entry_opts *o = &q->ep->o;
     (void)t;
     loop_timer_cancel(q->timer); /* done with it: a hook may answer after the loop is gone */
     q->timer = NULL;
@@ -342,7 +341,7 @@ static void entry_fired(struct loop_timer *t, void *userdata)
         return;
     }
     q->state = REQ_HOOK;
-    int r = o->headers_fn(o->headers_userdata, q->srv, q->reason == CREDENTIALS_UNAUTHORIZED,
+    int r = o->headers_fn(o->headers_userdata, q->srv, q->reason == CRED_REASON_UNAUTHORIZED,
                           hook_done, q);
     if (r < 0) {
         char m[160];
@@ -352,8 +351,8 @@ static void entry_fired(struct loop_timer *t, void *userdata)
     }
 }
 
-static int entry_ask(struct credentials_provider *p, const struct credentials_query *query,
-                     credentials_done_fn done, void *userdata, struct credentials_request **ret)
+static int entry_ask(struct cred_provider *p, const struct cred_query *query, cred_done_fn done,
+                     void *userdata, struct cred_request **ret)
 {
     struct entry_provider *ep = (struct entry_provider *)(void *)p;
     struct entry_req *q = calloc(1, sizeof(*q));
@@ -374,7 +373,7 @@ static int entry_ask(struct credentials_provider *p, const struct credentials_qu
     return 0;
 }
 
-static void entry_cancel(struct credentials_request *r)
+static void entry_cancel(struct cred_request *r)
 {
     struct entry_req *q = (struct entry_req *)(void *)r;
     if (q->state == REQ_HOOK) {
@@ -384,20 +383,19 @@ static void entry_cancel(struct credentials_request *r)
     entry_req_free(q);
 }
 
-static void entry_free(struct credentials_provider *p)
+static void entry_free(struct cred_provider *p)
 {
     free(p);
 }
 
-static const struct credentials_provider_ops entry_ops = {
+static const struct cred_provider_ops entry_ops = {
     .name = "entry",
     .ask = entry_ask,
     .cancel = entry_cancel,
     .free = entry_free,
 };
 
-int credentials_entry_new(const struct credentials_entry_opts *opts,
-                          struct credentials_provider **ret)
+int cred_entry_new(const struct cred_entry_opts *opts, struct cred_provider **ret)
 {
     if (!opts || !opts->loop || !ret)
         return -EINVAL;
@@ -410,7 +408,7 @@ int credentials_entry_new(const struct credentials_entry_opts *opts,
     return 0;
 }
 
-bool credentials_insufficient_scope(const char *challenge)
+bool cred_insufficient_scope(const char *challenge)
 {
     struct auth_challenges list = {0};
     if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
@@ -422,7 +420,7 @@ bool credentials_insufficient_scope(const char *challenge)
     return yes;
 }
 
-bool credentials_bearer_challenge(const char *challenge)
+bool cred_bearer_challenge(const char *challenge)
 {
     struct auth_challenges list = {0};
     if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
@@ -432,27 +430,27 @@ bool credentials_bearer_challenge(const char *challenge)
     return found;
 }
 
-enum credentials_oauth_use credentials_oauth_use(const struct mcp_server *s)
+enum cred_oauth_use cred_oauth_use(const struct mcp_server *s)
 {
     if (s->transport == MCP_TRANSPORT_STDIO || !s->url)
-        return CREDENTIALS_OAUTH_NEVER;
+        return CRED_OAUTH_NEVER;
     switch (s->auth) {
     case MCP_AUTH_OAUTH:
-        return CREDENTIALS_OAUTH_ALWAYS;
+        return CRED_OAUTH_ALWAYS;
     case MCP_AUTH_NONE:
         /* a sign-in found by a challenge must not silently replace the entry's own */
         if (s->headers_helper || mcp_server_sets_header(s, "Authorization"))
-            return CREDENTIALS_OAUTH_NEVER;
-        return CREDENTIALS_OAUTH_CHALLENGE;
+            return CRED_OAUTH_NEVER;
+        return CRED_OAUTH_CHALLENGE;
     case MCP_AUTH_BEARER:
     case MCP_AUTH_DISABLED:
         break;
     }
-    return CREDENTIALS_OAUTH_NEVER;
+    return CRED_OAUTH_NEVER;
 }
 
-bool credentials_oauth_applies(const struct mcp_server *s, bool challenged)
+bool cred_oauth_applies(const struct mcp_server *s, bool challenged)
 {
-    enum credentials_oauth_use use = credentials_oauth_use(s);
-    return use == CREDENTIALS_OAUTH_ALWAYS || (use == CREDENTIALS_OAUTH_CHALLENGE && challenged);
+    enum cred_oauth_use use = cred_oauth_use(s);
+    return use == CRED_OAUTH_ALWAYS || (use == CRED_OAUTH_CHALLENGE && challenged);
 }
