@@ -22,36 +22,71 @@ static const char *const settings_keys[] = {
     NULL,
 };
 
-/* The pi adapter's settings the bridge accepts and does not act on, and what it does instead:
- * a warning each when present, never an error (the file is the adapter's too). */
-static const struct {
-    const char *key, *why;
-} adapter_settings[] = {
-    {"showStatusIcon", "pi's status line: the bridge has no display of its own"},
-    {"mcpFooterStatus", "pi's status line: the bridge has no display of its own"},
-    {"toolResultRendering", "pi's display: the agent renders the results the bridge passes on"},
-    {"collapsedResultLines", "pi's display: the agent renders the results the bridge passes on"},
-    {"notifyOnStartupConnect", "the bridge logs its connections; it shows no notices"},
-    {"warnOnLargeDirectTools", "the bridge gives no advisory about the number of direct tools"},
-    {"hostConfigDiscovery", "the bridge reads the layers and the files named in \"imports\" only"},
-    {"ancestorConfigRoots", "the bridge reads the layers of the current directory only"},
-    {"agentPluginPaths", "the bridge loads no Agent Plugins packages"},
-    {"approveTools",
-     "the bridge asks no one before a call: the agent's own approval of its tools applies (hide a "
-     "tool with \"excludeTools\")"},
-    {"oauthDir", "mcp-auth keeps tokens in the secret store, and imports no tokens.json"},
-    {"oauthCredentialStore", "mcp-auth keeps tokens in the secret store"},
-    {"namespaceProxyTools",
-     "the bridge lists no per-server wrappers: the proxy tool \"mcp\" takes the server"},
-    {"strictDirectToolArguments", "the server checks the arguments, as the bridge passes them"},
-    {"directToolResultDetails", "the bridge passes results on as the server gave them"},
-    {"freezeDirectTools", "the bridge tells the agent whenever its tools list changes"},
-    {"scriptMode", "the bridge has no \"mcpScript\" tool"},
-    {"jev", "the bridge has no semantic search"},
-    {"outputGuard", "the bridge passes results on unchanged, within its frame size bound"},
-    {"elicitation", "the bridge forwards elicitation requests to the agent, which asks its user"},
-    {"trace", "the bridge writes no protocol trace (run it with -vv to log every message)"},
+/* The pi adapter's settings the bridge accepts and does not act on: pi's display, its config
+ * discovery, its token storage, its extra tools (docs/bridge.md says, for each, what the bridge
+ * does instead). One warning names those present, never an error (the file is the adapter's
+ * too): a file's warnings share one message of ERR_MSG_MAX bytes, which a line per key would
+ * overflow. approveTools has a line of its own: its absence of effect is a matter of safety. */
+static const char *const adapter_settings[] = {
+    "showStatusIcon",
+    "mcpFooterStatus",
+    "toolResultRendering",
+    "collapsedResultLines",
+    "notifyOnStartupConnect",
+    "warnOnLargeDirectTools",
+    "hostConfigDiscovery",
+    "ancestorConfigRoots",
+    "agentPluginPaths",
+    "oauthDir",
+    "oauthCredentialStore",
+    "namespaceProxyTools",
+    "scriptMode",
+    "jev",
+    "strictDirectToolArguments",
+    "directToolResultDetails",
+    "outputGuard",
+    "freezeDirectTools",
+    "elicitation",
+    "trace",
+    "approveTools",
+    NULL,
 };
+
+static bool is_adapter_setting(const char *key)
+{
+    for (size_t i = 0; adapter_settings[i]; i++)
+        if (strcmp(key, adapter_settings[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The warnings about the adapter settings present in settings; 1 when there is any. */
+static int adapter_settings_warnings(struct json_object *settings, struct err *e)
+{
+    char keys[768] = "";
+    size_t n = 0, count = 0;
+    int w = 0;
+    for (size_t i = 0; adapter_settings[i]; i++) {
+        if (strcmp(adapter_settings[i], "approveTools") == 0 ||
+            !mcp_field_member(settings, adapter_settings[i]))
+            continue;
+        n += (size_t)snprintf(keys + n, sizeof(keys) - n, "%s\"%s\"", count ? ", " : "",
+                              adapter_settings[i]);
+        count++;
+    }
+    if (count)
+        w = mcp_field_warn(e,
+                           "setting%s %s %s accepted and not applied: %s pi's own (its display, "
+                           "config discovery, token storage or extra tools); docs/bridge.md "
+                           "says what the bridge does instead",
+                           count > 1 ? "s" : "", keys, count > 1 ? "are" : "is",
+                           count > 1 ? "they are" : "it is");
+    if (mcp_field_member(settings, "approveTools"))
+        w = mcp_field_warn(e, "\"settings.approveTools\" is accepted and not applied: the bridge "
+                              "asks no one before a call, the agent's own approval applies "
+                              "(hide a tool with \"excludeTools\")");
+    return w;
+}
 
 /* The adapter's keys of an entry the bridge accepts and does not act on. */
 static const struct {
@@ -404,16 +439,10 @@ static int settings_warnings(struct json_object *settings, struct err *e)
     json_object_object_foreach(settings, key, val)
     {
         (void)val;
-        bool known = false;
-        const char *why = NULL;
+        bool known = is_adapter_setting(key);
         for (size_t i = 0; settings_keys[i] && !known; i++)
             known = strcmp(key, settings_keys[i]) == 0;
-        for (size_t i = 0; i < ELEMENTSOF(adapter_settings) && !why; i++)
-            if (strcmp(key, adapter_settings[i].key) == 0)
-                why = adapter_settings[i].why;
-        if (why) {
-            w = mcp_field_warn(e, "\"settings.%s\" is accepted and not applied: %s", key, why);
-        } else if (!known) {
+        if (!known) {
             char kd[MCP_DISP_BUF];
             mcp_disp(kd, key);
             w = mcp_field_warn(e,
@@ -422,6 +451,8 @@ static int settings_warnings(struct json_object *settings, struct err *e)
                                kd);
         }
     }
+    if (adapter_settings_warnings(settings, e) > 0)
+        w = 1;
     if (mcp_field_minutes(settings, "idleTimeout", "settings.idleTimeout", &ms, &large, NULL) >=
             0 &&
         large)

@@ -732,11 +732,42 @@ static void test_settings_one_key(void)
                        "\"settings.idleTimeout\" must be a number of minutes");
         CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message, ": it is ignored");
         CHECK_STR(mcp_config_diag_at(c, 1)->message,
-                  "'~/.pi/agent/mcp.json': \"settings.showStatusIcon\" is accepted and not "
-                  "applied: pi's status line: the bridge has no display of its own");
+                  "'~/.pi/agent/mcp.json': setting \"showStatusIcon\" is accepted and not "
+                  "applied: it is pi's own (its display, config discovery, token storage or "
+                  "extra tools); docs/bridge.md says what the bridge does instead");
         CHECK_CONTAINS(mcp_config_diag_at(c, 2)->message,
                        "\"settings.directTools\" is \"search\": read as false: the tools are "
                        "found and called through the proxy tool \"mcp\"");
+    }
+    mcp_config_free(c);
+    /* every setting of the adapter at once: a line per group, each naming its keys */
+    put(USER, "{'settings': {'showStatusIcon': true, 'mcpFooterStatus': 'full',"
+              " 'toolResultRendering': 'compact', 'collapsedResultLines': 1,"
+              " 'notifyOnStartupConnect': true, 'warnOnLargeDirectTools': true,"
+              " 'hostConfigDiscovery': 'off', 'ancestorConfigRoots': [], 'agentPluginPaths': [],"
+              " 'approveTools': true, 'oauthDir': 'x', 'oauthCredentialStore': 'encrypted-file',"
+              " 'namespaceProxyTools': true, 'scriptMode': true, 'jev': {},"
+              " 'strictDirectToolArguments': false, 'directToolResultDetails': 'lean',"
+              " 'outputGuard': true, 'freezeDirectTools': false, 'elicitation': true,"
+              " 'trace': {'enabled': true}, 'disableProxyTool': false}}");
+    c = load();
+    CHECK_INT(mcp_config_diag_count(c), 2);
+    if (mcp_config_diag_count(c) == 2) {
+        CHECK_STR(
+            mcp_config_diag_at(c, 0)->message,
+            "'~/.pi/agent/mcp.json': settings \"showStatusIcon\", \"mcpFooterStatus\", "
+            "\"toolResultRendering\", \"collapsedResultLines\", \"notifyOnStartupConnect\", "
+            "\"warnOnLargeDirectTools\", \"hostConfigDiscovery\", \"ancestorConfigRoots\", "
+            "\"agentPluginPaths\", \"oauthDir\", \"oauthCredentialStore\", "
+            "\"namespaceProxyTools\", \"scriptMode\", \"jev\", \"strictDirectToolArguments\", "
+            "\"directToolResultDetails\", \"outputGuard\", \"freezeDirectTools\", "
+            "\"elicitation\", \"trace\" are accepted and not applied: they are pi's own (its "
+            "display, config discovery, token storage or extra tools); docs/bridge.md says "
+            "what the bridge does instead");
+        CHECK_STR(mcp_config_diag_at(c, 1)->message,
+                  "'~/.pi/agent/mcp.json': \"settings.approveTools\" is accepted and not "
+                  "applied: the bridge asks no one before a call, the agent's own approval "
+                  "applies (hide a tool with \"excludeTools\")");
     }
     mcp_config_free(c);
     /* a lower layer's value stands for the dropped one */
