@@ -778,6 +778,17 @@ static void test_settings_one_key(void)
     CHECK_INT(st.idle_timeout_ms, 3 * 60000);
     CHECK_INT(st.request_timeout_ms, 0); /* <= 0: the default, as in the adapter */
     mcp_config_free(c);
+    /* the adapter's top-level "claudePlugins": a warning, the file's servers still count */
+    put(USER, "{'claudePlugins': [{'path': './p', 'mcp': true}], 'mcpServers': {'a': {'command':"
+              " 'x'}}}");
+    c = load();
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    if (mcp_config_diag_count(c) == 1)
+        CHECK_STR(mcp_config_diag_at(c, 0)->message,
+                  "'~/.pi/agent/mcp.json': \"claudePlugins\" is accepted and not applied: no "
+                  "plugin bundle is read; copy the servers of its .mcp.json into \"mcpServers\"");
+    CHECK(mcp_config_find(c, "a") && !mcp_config_find(c, "a")->error);
+    mcp_config_free(c);
 }
 
 /* the adapter's entry keys: lazy-keep-alive, requestTimeoutMs, toolPrefix, includeTools,
@@ -795,10 +806,10 @@ static void test_adapter_keys(void)
         "'timed': {'command': 'x', 'timeout': 4000},"
         "'notes': {'url': 'https://n.example/mcp', 'caFile': '~/ca.pem',"
         "  'requestHeadersCommand': {'command': 'sign'}, 'searchKeywords': {'*': ['gh']},"
-        "  'approveTools': ['delete_*'], 'trace': true, 'tasks': true, 'inheritEnv': true,"
+        "  'approveTools': ['delete_*'], 'trace': true, 'tasks': true, 'inheritEnv': false,"
         "  'oauth': {'authServerMetadataUrl': 'https://as.example/.well-known/x'},"
         "  'headers': {'X-A': '$env:TOKEN', 'X-B': '!pass show x'}},"
-        "'env': {'command': 'x', 'inheritEnv': false, 'tasks': false, 'cwd': '~/work',"
+        "'env': {'command': 'x', 'inheritEnv': true, 'tasks': false, 'cwd': '~/work',"
         "  'env': {'K': '!cat key', 'L': '${env:HOME}'}},"
         "'store': {'url': 'https://n.example/mcp', 'auth': 'bearer', 'bearerTokenStore': true},"
         "'sock': {'socket': '/tmp/mux.sock'}}}");
@@ -856,7 +867,8 @@ static void test_adapter_keys(void)
     if (s && vlen(s->warnings) == 3) {
         CHECK_CONTAINS(s->warnings[0], "\"env\" value 'K' starts with '!'");
         CHECK_CONTAINS(s->warnings[1], "\"cwd\" starts with '~', which is not expanded");
-        CHECK_CONTAINS(s->warnings[2], "\"inheritEnv\" is false and not applied");
+        CHECK_CONTAINS(s->warnings[2], "\"inheritEnv\" is true and not applied: the server "
+                                       "gets a minimal environment");
     }
     s = mcp_config_find(c, "store");
     CHECK(s && s->error && strstr(s->error, "\"bearerTokenStore\", which is not read here"));
