@@ -1,6 +1,7 @@
 /* catalog.c - the exposed lists of aggregate mode and their routes (catalog.h). */
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,9 @@ struct list {
 struct catalog {
     struct log *log;
     enum mcp_tool_prefix prefix;
+    /* the entries' own toolPrefix, by server name: the prefix + 1 as a pointer (absent: the
+     * catalogue's), for servers whose tools are not known yet (catalog_unprefix()) */
+    struct hashmap *entry_prefix;
     bool direct_default; /* settings.directTools */
     bool proxy;          /* the proxy tool is listed (not settings.disableProxyTool) */
     struct direct_override override;
@@ -723,6 +727,7 @@ void catalog_free(struct catalog *c)
     for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
         list_release(&c->lists[k]);
     override_release(&c->override);
+    hashmap_free(c->entry_prefix);
     free(c);
 }
 
@@ -734,9 +739,28 @@ static void read_modes(const struct mcp_config *config, bool *direct, bool *prox
     *proxy = !st.disable_proxy_tool;
 }
 
+/* The entries' own toolPrefix, by name; on ENOMEM none (the catalogue's prefix is used for
+ * the servers not listed yet, as before). */
+static void read_entry_prefixes(struct catalog *c, const struct mcp_config *config)
+{
+    hashmap_free(c->entry_prefix);
+    c->entry_prefix = hashmap_new();
+    for (size_t i = 0; c->entry_prefix && i < mcp_config_count(config); i++) {
+        const struct mcp_server *s = mcp_config_at(config, i);
+        struct server_config sc = SERVER_CONFIG_INIT;
+        if (s->raw && server_config_parse(s->raw, &sc, NULL) >= 0 && sc.tool_prefix >= 0 &&
+            hashmap_put(c->entry_prefix, s->name, (void *)(intptr_t)(sc.tool_prefix + 1)) < 0) {
+            hashmap_free(c->entry_prefix);
+            c->entry_prefix = NULL;
+        }
+        server_config_release(&sc);
+    }
+}
+
 void catalog_configure(struct catalog *c, const struct mcp_config *config)
 {
     c->prefix = server_config_tool_prefix(config);
+    read_entry_prefixes(c, config);
     read_modes(config, &c->direct_default, &c->proxy);
     /* before any server has listed, the proxy tool is the list */
     if (!c->lists[CATALOG_TOOLS].map)
@@ -910,7 +934,12 @@ struct catalog_source *catalog_route_uri(const struct catalog *c, const char *ur
 const char *catalog_unprefix(const struct catalog *c, const char *server, const char *exposed)
 {
     char pre[NAMING_MAX + 1];
-    naming_expose(c->prefix, server, "", pre);
+    intptr_t own = c->entry_prefix ? (intptr_t)hashmap_get(c->entry_prefix, server) : 0;
+    enum mcp_tool_prefix prefix = own > 0 ? (enum mcp_tool_prefix)(own - 1) : c->prefix;
+    /* no prefix: the name is the server's own (naming_expose() would name "" '_') */
+    if (prefix == MCP_TOOL_PREFIX_NONE)
+        return *exposed ? exposed : NULL;
+    naming_expose(prefix, server, "", pre);
     size_t n = strlen(pre);
     if (strncmp(exposed, pre, n) != 0 || !exposed[n])
         return NULL;

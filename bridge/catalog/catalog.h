@@ -192,8 +192,9 @@ size_t catalog_tool_count(const struct catalog *c);
 void catalog_tool_at(const struct catalog *c, size_t i, struct catalog_tool *ret);
 
 /* For a tool name the catalogue does not list: the part after the exposed-name prefix of server
- * (the name the server would know it by, borrowed from exposed), or NULL when exposed does not
- * start with that prefix. For a server whose tools are not known yet (a sign-in is needed). */
+ * (its entry's toolPrefix as catalog_configure() read it, else settings.toolPrefix; the name the
+ * server would know it by, borrowed from exposed), or NULL when exposed does not start with
+ * that prefix. For a server whose tools are not known yet (a sign-in is needed). */
 const char *catalog_unprefix(const struct catalog *c, const char *server, const char *exposed);
 
 /* The source a resource URI belongs to: the one that listed it, else the one whose template's

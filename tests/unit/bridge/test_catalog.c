@@ -566,6 +566,12 @@ static void test_filters(void)
     CHECK(catalog_excluded(c, v[1], "off") && catalog_excluded(c, v[1], "toggle-b"));
     CHECK(catalog_excluded(c, v[2], "x") && !catalog_excluded(c, v[2], "y"));
     CHECK(catalog_source_has_exclude(v[3]));
+    /* a server not listed yet (a sign-in): its own prefix, else the settings' */
+    CHECK_STR(catalog_unprefix(c, "m", "mcp_m_x"), "x");
+    CHECK_STR(catalog_unprefix(c, "toggle-mcp", "toggle_on"), "on");
+    CHECK_STR(catalog_unprefix(c, "figma", "figma_get"), "get");
+    CHECK_STR(catalog_unprefix(c, "n", "z"), "z");
+    CHECK(catalog_unprefix(c, "m", "m_x") == NULL);
     /* listed again (the excluded tool gone: the exposed list is the same): the patterns that
      * name nothing are not logged twice */
     catalog_source_set_items(v[2], CATALOG_TOOLS, items("[{\"name\":\"y\"}]"));
