@@ -515,6 +515,14 @@ static int scan_root(struct loader *L, size_t idx, const struct json_dup *dups, 
     }
     if (read_settings(L, y) < 0 || read_imports(L, idx) < 0)
         return oom(e);
+    /* the pi adapter's Claude plugin bundles: accepted, not followed (a plugin's servers would
+     * start commands no file of the layers names) */
+    if (mcp_field_member(y->root, "claudePlugins") &&
+        add_diag(L->c, y->display,
+                 "'%s': \"claudePlugins\" is accepted and not applied: no plugin bundle is "
+                 "read; copy the servers of its .mcp.json into \"mcpServers\"",
+                 y->display) < 0)
+        return oom(e);
     /* "servers" first, skipping what "mcpServers" of the same file defines */
     if (sv) {
         json_object_object_foreach(sv, name, entry)

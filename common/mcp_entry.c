@@ -169,6 +169,9 @@ static int parse_transport(struct mcp_server *s, struct json_object *o, struct e
     if (url && cmd)
         return bad(e, "has both \"url\" and \"command\": keep \"url\" for an HTTP server or "
                       "\"command\" for a stdio one");
+    if (!url && !cmd && mcp_field_member(o, "socket"))
+        return bad(e, "\"socket\" (an rmcp-mux socket) is not supported: give the server's "
+                      "\"command\" or \"url\" instead");
     if (!url && !cmd)
         return bad(e, "needs \"url\" (an HTTP server) or \"command\" (a stdio server)");
     r = mcp_field_string(o, "url", "url", 0, &s->url, e);
@@ -272,9 +275,13 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
     else
         s->auth = MCP_AUTH_NONE;
     if (s->auth == MCP_AUTH_BEARER && !s->bearer_token_env && !s->bearer_token)
-        return bad(e, "\"auth\" is \"bearer\" but neither \"bearerTokenEnv\" nor "
-                      "\"bearerToken\" is set: name the environment variable (or secret) that "
-                      "holds the token");
+        return mcp_field_member(o, "bearerTokenStore")
+                   ? bad(e, "\"auth\" is \"bearer\" with \"bearerTokenStore\", which is not "
+                            "read here: keep the token in `secrets` and write \"bearerToken\": "
+                            "\"${NAME}\"")
+                   : bad(e, "\"auth\" is \"bearer\" but neither \"bearerTokenEnv\" nor "
+                            "\"bearerToken\" is set: name the environment variable (or secret) "
+                            "that holds the token");
     /* both would be sent as Authorization, one silently replacing the other */
     if (s->auth == MCP_AUTH_OAUTH && (s->bearer_token_env || s->bearer_token))
         return bad(e,
@@ -349,9 +356,11 @@ static const char *const known_keys[] = {
     "bearerToken", "bearerTokenEnv", "disabled", "protocolVersion", "allowHttp",
     /* mcp-auth (auth/oauth_config.c) */
     "oauth",
-    /* the bridge (bridge/server_config.c) */
-    "excludeTools", "lifecycle", "idleTimeout", "autoAuth", "directTools", "exposeResources",
-    "debug",
+    /* the bridge (bridge/config/server_config.c), which warns about those it accepts and does
+     * not apply */
+    "includeTools", "excludeTools", "lifecycle", "idleTimeout", "requestTimeoutMs", "toolPrefix",
+    "autoAuth", "directTools", "exposeResources", "debug", "inheritEnv", "tasks", "searchKeywords",
+    "approveTools", "trace",
     /* other clients': the agent's own approval lists, a description, VS Code's "dev" */
     "description", "alwaysAllow", "autoApprove", "dev", NULL};
 
@@ -362,6 +371,13 @@ static const struct {
 } unread_keys[] = {
     {"envFile", "the file is not read: put the variables in \"env\""},
     {"disabledTools", "no tool reads it: list the tools in \"excludeTools\""},
+    /* the pi adapter's, not implemented here */
+    {"caFile", "the server's certificate is checked against the system's trusted roots: add the "
+               "CA there, or use an http:// URL on loopback"},
+    {"requestHeadersCommand", "no command is run per request: \"headersHelper\" gives headers "
+                              "at each connect"},
+    {"bearerTokenStore", "the token is not read from the adapter's store: keep it in `secrets` "
+                         "and write \"bearerToken\": \"${NAME}\""},
 };
 
 #define UNKNOWN_KEYS_SHOWN 16 /* warnings about keys of one entry; the rest counted */
@@ -409,6 +425,60 @@ static int unknown_keys(struct mcp_server *s, struct json_object *o)
 out:
     strv_release(&w);
     return r;
+}
+
+/* ---- the adapter's value forms ------------------------------------------------------------ */
+
+/* The warnings about one template value (what names it: "\"env\" value 'A'") written in a form
+ * the pi adapter expands and the loader does not: "$env:NAME", and a leading '!' (a command,
+ * where runs says the adapter runs one there). */
+static int odd_value(struct strv *w, const char *what, const char *v, bool runs)
+{
+    const char *env = strstr(v, "$env:");
+    if (env && (env == v || env[-1] != '$') &&
+        strv_pushf(w, "%s holds \"$env:...\", which is not expanded here: write \"${env:NAME}\"",
+                   what) < 0)
+        return -ENOMEM;
+    if (runs && v[0] == '!' &&
+        strv_pushf(w,
+                   "%s starts with '!': no command is run, the value is used as written: keep "
+                   "the value in `secrets` (a recipe runs a command) and write \"${NAME}\"",
+                   what) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static int odd_values(struct mcp_server *s)
+{
+    struct strv w = STRV_INIT;
+    int r = 0;
+    char what[MCP_DISP_BUF + 32], nd[MCP_DISP_BUF];
+    for (size_t i = 0; r >= 0 && s->env[i]; i++) {
+        const char *eq = strchr(s->env[i], '=');
+        mcp_disp_n(nd, s->env[i], (size_t)(eq - s->env[i]));
+        (void)snprintf(what, sizeof(what), "\"env\" value '%s'", nd);
+        r = odd_value(&w, what, eq + 1, true);
+    }
+    for (size_t i = 0; r >= 0 && s->headers[i]; i++) {
+        const char *colon = strchr(s->headers[i], ':');
+        mcp_disp_n(nd, s->headers[i], (size_t)(colon - s->headers[i]));
+        (void)snprintf(what, sizeof(what), "header '%s'", nd);
+        r = odd_value(&w, what, colon + 2, true);
+    }
+    if (r >= 0 && s->bearer_token)
+        r = odd_value(&w, "\"bearerToken\"", s->bearer_token, true);
+    if (r >= 0 && s->url)
+        r = odd_value(&w, "\"url\"", s->url, false);
+    if (r >= 0 && s->cwd)
+        r = odd_value(&w, "\"cwd\"", s->cwd, false);
+    if (r >= 0 && s->cwd && s->cwd[0] == '~' &&
+        strv_push(&w, "\"cwd\" starts with '~', which is not expanded here: write the full "
+                      "path, or \"${env:HOME}/...\"") < 0)
+        r = -ENOMEM;
+    if (r >= 0)
+        r = add_warnings(s, &w);
+    strv_release(&w);
+    return r < 0 ? -ENOMEM : 0;
 }
 
 static int check_server_name(const char *name, struct err *e)
@@ -761,6 +831,8 @@ int mcp_server_build(const char *name, struct json_object *entry, const char *so
     r = check_server_name(name, &why);
     if (r >= 0)
         r = parse_entry(s, entry, &why);
+    if (r >= 0 && odd_values(s) < 0)
+        r = -ENOMEM;
     if (r >= 0 && opts->check_entry) {
         r = opts->check_entry(opts->check_userdata, name, entry, &why);
         if (r > 0) { /* accepted, with warnings */

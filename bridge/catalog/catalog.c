@@ -1,5 +1,7 @@
 /* catalog.c - the exposed lists of aggregate mode and their routes (catalog.h). */
 #include <errno.h>
+#include <fnmatch.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +40,11 @@ static const char *const PREFIX_DESC[] = {
 
 struct catalog_source {
     char *name;
-    struct strv exclude;                        /* excludeTools: raw or exposed names */
+    int prefix;                                 /* its toolPrefix; -1: the catalogue's */
+    bool include_set;                           /* includeTools given: only what it names */
+    struct strv include;                        /* includeTools: names or globs */
+    struct strv exclude;                        /* excludeTools: names or globs */
+    bool filters_checked;                       /* patterns matching nothing were logged */
     enum server_direct direct;                  /* directTools */
     struct strv direct_tools;                   /* SERVER_DIRECT_LIST: raw or exposed names */
     bool expose_resources;                      /* exposeResources: read tools too */
@@ -75,6 +81,9 @@ struct list {
 struct catalog {
     struct log *log;
     enum mcp_tool_prefix prefix;
+    /* the entries' own toolPrefix, by server name: the prefix + 1 as a pointer (absent: the
+     * catalogue's), for servers whose tools are not known yet (catalog_unprefix()) */
+    struct hashmap *entry_prefix;
     bool direct_default; /* settings.directTools */
     bool proxy;          /* the proxy tool is listed (not settings.disableProxyTool) */
     struct direct_override override;
@@ -101,6 +110,7 @@ int catalog_source_new(const char *name, char *const *exclude, void *userdata,
         return -ENOMEM;
     src->userdata = userdata;
     src->direct = SERVER_DIRECT_UNSET;
+    src->prefix = -1;
     src->name = strdup(name);
     if (!src->name)
         goto oom;
@@ -125,8 +135,12 @@ int catalog_source_from_entry(const struct mcp_server *entry, void *userdata,
         return r;
     struct catalog_source *src = NULL;
     r = catalog_source_new(entry->name, sc.exclude_tools, userdata, &src);
-    if (r >= 0)
+    if (r >= 0 && sc.include_tools)
+        r = catalog_source_set_include(src, sc.include_tools);
+    if (r >= 0) {
+        catalog_source_set_prefix(src, sc.tool_prefix);
         r = catalog_source_set_direct(src, sc.direct, sc.direct_tools);
+    }
     if (r >= 0) {
         catalog_source_set_expose_resources(src, sc.expose_resources > 0);
         *ret = src;
@@ -153,6 +167,26 @@ int catalog_source_set_direct(struct catalog_source *src, enum server_direct dir
     return 0;
 }
 
+int catalog_source_set_include(struct catalog_source *src, char *const *include)
+{
+    struct strv v = STRV_INIT;
+    for (size_t i = 0; include && include[i]; i++) {
+        if (strv_push(&v, include[i]) < 0) {
+            strv_release(&v);
+            return -ENOMEM;
+        }
+    }
+    strv_release(&src->include);
+    src->include = v;
+    src->include_set = include != NULL;
+    return 0;
+}
+
+void catalog_source_set_prefix(struct catalog_source *src, int prefix)
+{
+    src->prefix = prefix >= MCP_TOOL_PREFIX_MCP && prefix <= MCP_TOOL_PREFIX_NONE ? prefix : -1;
+}
+
 void catalog_source_set_expose_resources(struct catalog_source *src, bool on)
 {
     src->expose_resources = on;
@@ -164,6 +198,7 @@ void catalog_source_free(struct catalog_source *src)
         return;
     for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
         json_object_put(src->items[k]);
+    strv_release(&src->include);
     strv_release(&src->exclude);
     strv_release(&src->direct_tools);
     free(src->name);
@@ -172,16 +207,94 @@ void catalog_source_free(struct catalog_source *src)
 
 bool catalog_source_has_exclude(const struct catalog_source *src)
 {
-    return src->exclude.n > 0;
+    return src->exclude.n > 0 || src->include_set;
+}
+
+/* The prefix src's names are formed with. */
+static enum mcp_tool_prefix prefix_of(const struct catalog *c, const struct catalog_source *src)
+{
+    return src->prefix >= 0 ? (enum mcp_tool_prefix)src->prefix : c->prefix;
+}
+
+/* Whether pattern (a name, or a glob of '*' and '?', as the adapter writes them) names the tool
+ * raw, exposed as exposed. */
+static bool pattern_matches(const char *pattern, const char *raw, const char *exposed)
+{
+    return strcmp(pattern, raw) == 0 || strcmp(pattern, exposed) == 0 ||
+           fnmatch(pattern, raw, FNM_NOESCAPE) == 0 || fnmatch(pattern, exposed, FNM_NOESCAPE) == 0;
+}
+
+static bool any_matches(const struct strv *pats, const char *raw, const char *exposed)
+{
+    for (size_t i = 0; i < pats->n; i++)
+        if (pattern_matches(pats->v[i], raw, exposed))
+            return true;
+    return false;
+}
+
+/* Whether src's includeTools and excludeTools (applied after) leave out its tool raw, exposed
+ * as exposed. */
+static bool filtered_out(const struct catalog_source *src, const char *raw, const char *exposed)
+{
+    if (src->include_set && !any_matches(&src->include, raw, exposed))
+        return true;
+    return any_matches(&src->exclude, raw, exposed);
 }
 
 bool catalog_excluded(const struct catalog *c, const struct catalog_source *src, const char *raw)
 {
-    if (!src->exclude.n)
+    if (!catalog_source_has_exclude(src))
         return false;
     char name[NAMING_MAX + 1];
-    naming_expose(c->prefix, src->name, raw, name);
-    return strv_contains(&src->exclude, raw) || strv_contains(&src->exclude, name);
+    naming_expose(prefix_of(c, src), src->name, raw, name);
+    return filtered_out(src, raw, name);
+}
+
+static const char *item_key(enum catalog_kind k, struct json_object *item);
+
+/* Whether pattern names any tool (or resource read tool) of src. */
+static bool pattern_used(const struct catalog *c, const struct catalog_source *src,
+                         const char *pattern)
+{
+    struct json_object *arr = src->items[CATALOG_TOOLS];
+    struct json_object *res = src->expose_resources ? src->items[CATALOG_RESOURCES] : NULL;
+    size_t nt = arr ? json_object_array_length(arr) : 0;
+    size_t nr = res ? json_object_array_length(res) : 0;
+    char raw_buf[NAMING_MAX * 4 + sizeof(RESOURCE_TOOL_PREFIX)], name[NAMING_MAX + 1];
+    for (size_t j = 0; j < nt + nr; j++) {
+        bool resource = j >= nt;
+        struct json_object *item =
+            json_object_array_get_idx(resource ? res : arr, resource ? j - nt : j);
+        const char *raw = item_key(resource ? CATALOG_RESOURCES : CATALOG_TOOLS, item);
+        if (!raw)
+            continue;
+        if (resource) {
+            (void)snprintf(raw_buf, sizeof(raw_buf), "%s%s", RESOURCE_TOOL_PREFIX, raw);
+            raw = raw_buf;
+        }
+        naming_expose(prefix_of(c, src), src->name, raw, name);
+        if (pattern_matches(pattern, raw, name))
+            return true;
+    }
+    return false;
+}
+
+/* Once per source, at its first tools list: each pattern of includeTools and excludeTools that
+ * names none of its tools is logged (a typo, or a name of another prefix mode). */
+static void check_filters(const struct catalog *c, struct catalog_source *src)
+{
+    if (src->filters_checked || !src->items[CATALOG_TOOLS])
+        return;
+    src->filters_checked = true;
+    const struct strv *lists[] = {&src->include, &src->exclude};
+    static const char *const keys[] = {"includeTools", "excludeTools"};
+    for (size_t k = 0; k < ELEMENTSOF(lists); k++)
+        for (size_t i = 0; i < lists[k]->n; i++)
+            if (!pattern_used(c, src, lists[k]->v[i]))
+                log_warn(c->log,
+                         "server '%s': \"%s\" '%s' names none of its tools (by the server's "
+                         "name, the exposed name, or as a glob): check the spelling",
+                         src->name, keys[k], lists[k]->v[i]);
 }
 
 const char *catalog_source_name(const struct catalog_source *src)
@@ -381,6 +494,7 @@ static int build_tools_of(const struct catalog *c, struct catalog_source *src, s
     size_t nt = arr ? json_object_array_length(arr) : 0;
     size_t nr = res ? json_object_array_length(res) : 0;
     char raw_buf[NAMING_MAX * 4 + sizeof(RESOURCE_TOOL_PREFIX)];
+    check_filters(c, src);
     for (size_t j = 0; j < nt + nr && l->n_routes < total; j++) {
         bool resource = j >= nt;
         struct json_object *item =
@@ -396,8 +510,8 @@ static int build_tools_of(const struct catalog *c, struct catalog_source *src, s
             raw = raw_buf;
         }
         char name[NAMING_MAX + 1];
-        naming_expose(c->prefix, src->name, raw, name);
-        if (strv_contains(&src->exclude, raw) || strv_contains(&src->exclude, name))
+        naming_expose(prefix_of(c, src), src->name, raw, name);
+        if (filtered_out(src, raw, name))
             continue;
         if (c->proxy && strcmp(name, PROXY_TOOL_NAME) == 0) {
             if (buf_printf(warn,
@@ -477,7 +591,7 @@ static int build_source(const struct catalog *c, enum catalog_kind k, struct cat
         const char *key;
         if (names) {
             char name[NAMING_MAX + 1];
-            naming_expose(c->prefix, src->name, orig, name);
+            naming_expose(prefix_of(c, src), src->name, orig, name);
             if (claim(k, src, orig, names, name, warn) < 0)
                 return -ENOMEM;
             exposed = expose_item(item, orig, name);
@@ -613,6 +727,7 @@ void catalog_free(struct catalog *c)
     for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++)
         list_release(&c->lists[k]);
     override_release(&c->override);
+    hashmap_free(c->entry_prefix);
     free(c);
 }
 
@@ -624,9 +739,28 @@ static void read_modes(const struct mcp_config *config, bool *direct, bool *prox
     *proxy = !st.disable_proxy_tool;
 }
 
+/* The entries' own toolPrefix, by name; on ENOMEM none (the catalogue's prefix is used for
+ * the servers not listed yet, as before). */
+static void read_entry_prefixes(struct catalog *c, const struct mcp_config *config)
+{
+    hashmap_free(c->entry_prefix);
+    c->entry_prefix = hashmap_new();
+    for (size_t i = 0; c->entry_prefix && i < mcp_config_count(config); i++) {
+        const struct mcp_server *s = mcp_config_at(config, i);
+        struct server_config sc = SERVER_CONFIG_INIT;
+        if (s->raw && server_config_parse(s->raw, &sc, NULL) >= 0 && sc.tool_prefix >= 0 &&
+            hashmap_put(c->entry_prefix, s->name, (void *)(intptr_t)(sc.tool_prefix + 1)) < 0) {
+            hashmap_free(c->entry_prefix);
+            c->entry_prefix = NULL;
+        }
+        server_config_release(&sc);
+    }
+}
+
 void catalog_configure(struct catalog *c, const struct mcp_config *config)
 {
     c->prefix = server_config_tool_prefix(config);
+    read_entry_prefixes(c, config);
     read_modes(config, &c->direct_default, &c->proxy);
     /* before any server has listed, the proxy tool is the list */
     if (!c->lists[CATALOG_TOOLS].map)
@@ -800,7 +934,12 @@ struct catalog_source *catalog_route_uri(const struct catalog *c, const char *ur
 const char *catalog_unprefix(const struct catalog *c, const char *server, const char *exposed)
 {
     char pre[NAMING_MAX + 1];
-    naming_expose(c->prefix, server, "", pre);
+    intptr_t own = c->entry_prefix ? (intptr_t)hashmap_get(c->entry_prefix, server) : 0;
+    enum mcp_tool_prefix prefix = own > 0 ? (enum mcp_tool_prefix)(own - 1) : c->prefix;
+    /* no prefix: the name is the server's own (naming_expose() would name "" '_') */
+    if (prefix == MCP_TOOL_PREFIX_NONE)
+        return *exposed ? exposed : NULL;
+    naming_expose(prefix, server, "", pre);
     size_t n = strlen(pre);
     if (strncmp(exposed, pre, n) != 0 || !exposed[n])
         return NULL;

@@ -56,13 +56,15 @@ struct catalog_source;
 /* ---- sources ----------------------------------------------------------------------------- */
 
 /* A source named name (copied) leaving out the tools named in exclude (a NULL-terminated
- * vector of raw or exposed names, copied; NULL: none), with no lists yet. userdata is the
+ * vector of raw or exposed names or globs, copied; NULL: none), with no lists yet, named with
+ * the catalogue's prefix. userdata is the
  * caller's, given back by catalog_find() and catalog_route_uri(). 0 or -ENOMEM. Free with
  * catalog_source_free(). */
 int catalog_source_new(const char *name, char *const *exclude, void *userdata,
                        struct catalog_source **ret) _must_check_;
 
-/* The same for a configuration entry: its name and excludeTools. */
+/* The same for a configuration entry: its name, toolPrefix, includeTools, excludeTools,
+ * directTools and exposeResources. */
 int catalog_source_from_entry(const struct mcp_server *entry, void *userdata,
                               struct catalog_source **ret) _must_check_;
 
@@ -75,14 +77,22 @@ void catalog_source_free(struct catalog_source *src);
  * of raw or exposed names, copied). 0 or -ENOMEM (unchanged). At the next rebuild. */
 int catalog_source_set_direct(struct catalog_source *src, enum server_direct direct,
                               char *const *tools) _must_check_;
+/* Only the tools include names are kept (a NULL-terminated vector of raw or exposed names or
+ * globs, copied; NULL: every tool, the default); excludeTools applies after it. 0 or -ENOMEM
+ * (unchanged). At the next rebuild. */
+int catalog_source_set_include(struct catalog_source *src, char *const *include) _must_check_;
+/* The source's own toolPrefix (an enum mcp_tool_prefix; -1: the catalogue's, the default). At
+ * the next rebuild. */
+void catalog_source_set_prefix(struct catalog_source *src, int prefix);
+
 /* Whether the source's resources get read tools too ("exposeResources"): per resource, a tool
  * named as the source's tool "resource_<uri>" would be, that reads it. At the next rebuild of
  * its tools or resources. */
 void catalog_source_set_expose_resources(struct catalog_source *src, bool on);
 
-/* Whether the source has excludeTools, and whether they name the tool raw (by that name, or
- * by the name the catalogue's prefix would give it). For single mode, whose lists pass
- * through. */
+/* Whether the source has includeTools or excludeTools, and whether they leave out the tool
+ * raw (matched by that name, or by the name the source's prefix would give it). For single
+ * mode, whose lists pass through. */
 bool catalog_source_has_exclude(const struct catalog_source *src);
 bool catalog_excluded(const struct catalog *c, const struct catalog_source *src, const char *raw);
 
@@ -182,8 +192,9 @@ size_t catalog_tool_count(const struct catalog *c);
 void catalog_tool_at(const struct catalog *c, size_t i, struct catalog_tool *ret);
 
 /* For a tool name the catalogue does not list: the part after the exposed-name prefix of server
- * (the name the server would know it by, borrowed from exposed), or NULL when exposed does not
- * start with that prefix. For a server whose tools are not known yet (a sign-in is needed). */
+ * (its entry's toolPrefix as catalog_configure() read it, else settings.toolPrefix; the name the
+ * server would know it by, borrowed from exposed), or NULL when exposed does not start with
+ * that prefix. For a server whose tools are not known yet (a sign-in is needed). */
 const char *catalog_unprefix(const struct catalog *c, const char *server, const char *exposed);
 
 /* The source a resource URI belongs to: the one that listed it, else the one whose template's

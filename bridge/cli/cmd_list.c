@@ -187,6 +187,8 @@ static const char *lifecycle_word(enum server_lifecycle l)
         return "eager";
     case SERVER_LIFECYCLE_KEEP_ALIVE:
         return "keep-alive";
+    case SERVER_LIFECYCLE_LAZY_KEEP_ALIVE:
+        return "lazy-keep-alive";
     }
     return "lazy";
 }
@@ -200,8 +202,10 @@ static int entry_lifecycle(const struct mcp_server *s, const struct server_setti
     if (s->error || !s->raw || server_config_parse(s->raw, &sc, NULL) < 0)
         return -EINVAL;
     *ret_l = sc.lifecycle;
-    *ret_idle_ms =
-        sc.lifecycle == SERVER_LIFECYCLE_KEEP_ALIVE ? -1 : server_config_idle_ms(&sc, st);
+    *ret_idle_ms = sc.lifecycle == SERVER_LIFECYCLE_KEEP_ALIVE ||
+                           sc.lifecycle == SERVER_LIFECYCLE_LAZY_KEEP_ALIVE
+                       ? -1
+                       : server_config_idle_ms(&sc, st);
     server_config_release(&sc);
     return 0;
 }
@@ -239,15 +243,19 @@ static const char list_help[] =
     "SOURCE: the file, and \"(import NAME)\" for an entry an \"imports\" list brought in; under\n"
     "the entry, \"shadows:\" names the entries of the same name it won over (lower layers,\n"
     "imports), and \"warning:\" what is odd in it without making it invalid (an unknown key).\n"
-    "LIFECYCLE: lazy (started at the first use), eager (at start) or keep-alive (at start,\n"
-    "restarted when it drops), with the idle timeout after which it is closed (never: 0).\n"
+    "LIFECYCLE: lazy (started at the first use), eager (at start), keep-alive (at start,\n"
+    "restarted when it drops) or lazy-keep-alive (at the first use, then as keep-alive), with\n"
+    "the idle timeout after which it is closed (never: 0).\n"
     "The credentials are asked as the bridge asks them at connect, once for all servers:\n"
     "  ${NAME}         'secrets resolve --json' (a recipe first, then the environment): ok and\n"
     "                  where from, or why not (command recipes run, or answer from their cache)\n"
     "  oauth           'mcp-auth status --json': signed in (expires in ...), login required\n"
     "  headersHelper   the program and whether it is there: it is NOT run (it may have side\n"
     "                  effects; 'mcp-bridge test NAME' runs it)\n"
-    "\n"
+    "\n";
+
+/* the rest of the help: one string is bounded in length */
+static const char list_help_json[] =
     "Layers, lowest to highest: the bundled configuration, ~/.config/mcp/mcp.json,\n"
     "~/.pi/agent/mcp.json (or --config PATH, --mcp-config PATH), .mcp.json and .pi/mcp.json in\n"
     "the working directory. A higher layer replaces a whole entry of the same name; a layer's\n"
@@ -261,6 +269,7 @@ static const char list_help[] =
     "                  \"warnings\": [string],\n"
     "                  \"lifecycle\": \"lazy\"|\"eager\"|\"keep-alive\"|null (invalid),\n"
     "                  \"idleTimeoutMs\": number|null (0: never; null: keep-alive, invalid),\n"
+    "                  \"toolPrefix\", \"includeTools\", \"excludeTools\", \"requestTimeoutMs\",\n"
     "                  \"valid\": bool, \"error\": string|null, \"missingVariables\": [string],\n"
     "                  \"status\": \"ok\"|\"disabled\"|\"invalid\"|\"missing\"|\"login\"|\n"
     "                    \"untrusted\",\n"
@@ -418,6 +427,24 @@ static void json_lifecycle(bool *oom, struct json_object *o, const struct mcp_se
     if (valid && idle >= 0 && !jidle)
         *oom = true;
     cfg_jadd(oom, o, "idleTimeoutMs", jidle);
+    /* the keys that shape what the agent gets of the server, as they apply */
+    struct server_config sc = SERVER_CONFIG_INIT;
+    valid = valid && server_config_parse(s->raw, &sc, NULL) >= 0;
+    static const char *const prefix_words[] = {"mcp", "server", "short", "none"};
+    int64_t rq = valid ? server_config_request_ms(&sc, s, st) : 0;
+    if (valid && rq == 0)
+        rq = s->timeout_ms;
+    cfg_jadd(oom, o, "toolPrefix",
+             valid ? cfg_jstr(oom, prefix_words[server_config_prefix_of(&sc, st->tool_prefix)])
+                   : NULL);
+    cfg_jadd(oom, o, "includeTools",
+             valid && sc.include_tools ? cfg_jstrv(oom, sc.include_tools) : NULL);
+    cfg_jadd(oom, o, "excludeTools", valid ? cfg_jstrv(oom, sc.exclude_tools) : NULL);
+    struct json_object *jrq = valid && rq > 0 ? json_object_new_int64(rq) : NULL;
+    if (valid && rq > 0 && !jrq)
+        *oom = true;
+    cfg_jadd(oom, o, "requestTimeoutMs", jrq);
+    server_config_release(&sc);
 }
 
 int list_json(const struct mcp_config *c, const struct creds_report *rep,
@@ -688,6 +715,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
 
     if (args_wants_help(argc, argv)) {
         fputs(list_help, stdout);
+        fputs(list_help_json, stdout);
         return BRIDGE_EXIT_OK;
     }
     optind = 0;

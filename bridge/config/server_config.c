@@ -10,36 +10,140 @@
 
 /* in the order of enum mcp_tool_prefix */
 static const char *const prefixes[] = {"mcp", "server", "short", "none", NULL};
-static const char *const lifecycles[] = {"lazy", "eager", "keep-alive", NULL};
+static const char *const lifecycles[] = {"lazy", "eager", "keep-alive", "lazy-keep-alive", NULL};
 
-#define PREFIX_WORDS "\"mcp\", \"server\", \"short\" or \"none\""
+#define PREFIX_WORDS    "\"mcp\", \"server\", \"short\" or \"none\""
+#define LIFECYCLE_WORDS "\"lazy\", \"eager\", \"keep-alive\" or \"lazy-keep-alive\""
 
 /* the keys of "settings" the bridge reads */
 static const char *const settings_keys[] = {
-    "toolPrefix", "idleTimeout",         "directTools",         "disableProxyTool", "autoAuth",
-    "sampling",   "samplingAutoApprove", "authRequiredMessage", "settleTimeout",    NULL,
+    "toolPrefix", "idleTimeout", "requestTimeoutMs",    "directTools",         "disableProxyTool",
+    "autoAuth",   "sampling",    "samplingAutoApprove", "authRequiredMessage", "settleTimeout",
+    NULL,
+};
+
+/* The pi adapter's settings the bridge accepts and does not act on: pi's display, its config
+ * discovery, its token storage, its extra tools (docs/bridge.md says, for each, what the bridge
+ * does instead). One warning names those present, never an error (the file is the adapter's
+ * too): a file's warnings share one message of ERR_MSG_MAX bytes, which a line per key would
+ * overflow. approveTools has a line of its own: its absence of effect is a matter of safety. */
+static const char *const adapter_settings[] = {
+    "showStatusIcon",
+    "mcpFooterStatus",
+    "toolResultRendering",
+    "collapsedResultLines",
+    "notifyOnStartupConnect",
+    "warnOnLargeDirectTools",
+    "hostConfigDiscovery",
+    "ancestorConfigRoots",
+    "agentPluginPaths",
+    "oauthDir",
+    "oauthCredentialStore",
+    "namespaceProxyTools",
+    "scriptMode",
+    "jev",
+    "strictDirectToolArguments",
+    "directToolResultDetails",
+    "outputGuard",
+    "freezeDirectTools",
+    "elicitation",
+    "trace",
+    "approveTools",
+    NULL,
+};
+
+static bool is_adapter_setting(const char *key)
+{
+    for (size_t i = 0; adapter_settings[i]; i++)
+        if (strcmp(key, adapter_settings[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The warnings about the adapter settings present in settings; 1 when there is any. */
+static int adapter_settings_warnings(struct json_object *settings, struct err *e)
+{
+    char keys[768] = "";
+    size_t n = 0, count = 0;
+    int w = 0;
+    for (size_t i = 0; adapter_settings[i]; i++) {
+        if (strcmp(adapter_settings[i], "approveTools") == 0 ||
+            !mcp_field_member(settings, adapter_settings[i]))
+            continue;
+        n += (size_t)snprintf(keys + n, sizeof(keys) - n, "%s\"%s\"", count ? ", " : "",
+                              adapter_settings[i]);
+        count++;
+    }
+    if (count)
+        w = mcp_field_warn(e,
+                           "setting%s %s %s accepted and not applied: %s pi's own (its display, "
+                           "config discovery, token storage or extra tools); docs/bridge.md "
+                           "says what the bridge does instead",
+                           count > 1 ? "s" : "", keys, count > 1 ? "are" : "is",
+                           count > 1 ? "they are" : "it is");
+    if (mcp_field_member(settings, "approveTools"))
+        w = mcp_field_warn(e, "\"settings.approveTools\" is accepted and not applied: the bridge "
+                              "asks no one before a call, the agent's own approval applies "
+                              "(hide a tool with \"excludeTools\")");
+    return w;
+}
+
+/* The adapter's keys of an entry the bridge accepts and does not act on. */
+static const struct {
+    const char *key, *why;
+} adapter_entry_keys[] = {
+    {"searchKeywords",
+     "the proxy tool's search matches tool names and descriptions only: the keywords are not used"},
+    {"approveTools",
+     "the bridge asks no one before a call: the agent's own approval of its tools applies (hide a "
+     "tool with \"excludeTools\")"},
+    {"trace", "the bridge writes no protocol trace (run it with -vv to log every message)"},
 };
 
 #define bad(e, ...) err_set((e), -EINVAL, __VA_ARGS__)
 
-/* "directTools" of an entry: true, false or an array of raw tool names */
-static int parse_direct(struct json_object *raw, struct server_config *sc, struct err *e)
+/* The outcome r of reading one key, why its reason: a bad value (-EINVAL) is dropped alone, as
+ * a warning in e (*w set) naming it; -ENOMEM passes. */
+static int drop_bad(int r, const struct err *why, struct err *e, int *w)
+{
+    if (r >= 0 || r == -ENOMEM)
+        return r;
+    *w = mcp_field_warn(e, "%s: it is ignored", err_msg(why));
+    return 0;
+}
+
+/* "directTools" of an entry: true, false, "search" or an array of raw tool names */
+static int parse_direct(struct json_object *raw, struct server_config *sc, struct err *e, int *w)
 {
     struct json_object *v = mcp_field_member(raw, "directTools");
+    struct err why = ERR_INIT;
     if (!v)
         return 0;
     if (json_object_is_type(v, json_type_boolean)) {
         sc->direct = json_object_get_boolean(v) ? SERVER_DIRECT_ALL : SERVER_DIRECT_NONE;
         return 0;
     }
+    if (json_object_is_type(v, json_type_string) &&
+        strcmp(json_object_get_string(v), "search") == 0) {
+        /* the adapter lists them inactive and activates what a search finds; the bridge's
+         * list cannot hold inactive tools, so they stay behind the proxy tool */
+        sc->direct = SERVER_DIRECT_NONE;
+        *w = mcp_field_warn(e, "\"directTools\" is \"search\": read as false: the tools are found "
+                               "and called through the proxy tool \"mcp\" (search, then call); "
+                               "a search does not add them to the agent's tools list");
+        return 0;
+    }
+    int r;
     if (!json_object_is_type(v, json_type_array))
-        return bad(e, "\"directTools\" must be true, false or an array of tool names, not %s",
-                   mcp_field_type(v));
-    int r = mcp_field_strv(raw, "directTools", &sc->direct_tools, e);
-    if (r < 0)
-        return r;
-    sc->direct = SERVER_DIRECT_LIST;
-    return 0;
+        r = bad(&why,
+                "\"directTools\" must be true, false, \"search\" or an array of tool names, "
+                "not %s",
+                mcp_field_type(v));
+    else
+        r = mcp_field_strv(raw, "directTools", &sc->direct_tools, &why);
+    if (r >= 0)
+        sc->direct = SERVER_DIRECT_LIST;
+    return drop_bad(r, &why, e, w);
 }
 
 /* An optional boolean as 1, 0, or untouched when absent. */
@@ -54,42 +158,89 @@ static int tri_bool(struct json_object *raw, const char *key, int *ret, struct e
     return r;
 }
 
+/* "requestTimeoutMs" (label names it): a number of milliseconds; <= 0 is the default (-1), as
+ * in the adapter; at most a day. */
+static int request_ms(struct json_object *o, const char *label, int64_t *ret, struct err *e)
+{
+    struct json_object *v = mcp_field_member(o, "requestTimeoutMs");
+    if (!v)
+        return 0;
+    if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+        return bad(e, "\"%s\" must be a number of milliseconds, not %s", label, mcp_field_type(v));
+    double ms = json_object_get_double(v);
+    if (ms > (double)SERVER_REQUEST_TIMEOUT_MAX_MS)
+        return bad(e, "\"%s\" must be at most %lld milliseconds (a day), not %g", label,
+                   (long long)SERVER_REQUEST_TIMEOUT_MAX_MS, ms);
+    *ret = ms <= 0 ? -1 : (ms < 1 ? 1 : (int64_t)ms);
+    return 0;
+}
+
+/* "includeTools" (NULL when absent) and "excludeTools" (empty when absent) */
+static int parse_filters(struct json_object *raw, struct server_config *sc, struct err *e, int *w)
+{
+    struct err why = ERR_INIT;
+    int r = drop_bad(mcp_field_strv(raw, "excludeTools", &sc->exclude_tools, &why), &why, e, w);
+    if (r < 0 || !mcp_field_member(raw, "includeTools"))
+        return r;
+    err_clear(&why);
+    return drop_bad(mcp_field_strv(raw, "includeTools", &sc->include_tools, &why), &why, e, w);
+}
+
 int server_config_parse(struct json_object *raw, struct server_config *ret, struct err *e)
 {
     struct server_config sc = SERVER_CONFIG_INIT;
-    int r;
+    struct err why = ERR_INIT;
+    int r, w = 0, i = -1;
 
-    /* in a fixed order, so that the first problem is the same one whatever the file's order */
-    r = mcp_field_minutes(raw, "idleTimeout", "idleTimeout", &sc.idle_timeout_ms, NULL, e);
-    if (r >= 0) {
-        int i = -1;
-        r = mcp_field_enum(raw, "lifecycle", "lifecycle", lifecycles,
-                           "\"lazy\", \"eager\" or \"keep-alive\"", &i, e);
-        if (i >= 0)
-            sc.lifecycle = (enum server_lifecycle)i;
-    }
+    /* in a fixed order, so that the warnings come in the same order whatever the file's */
+    r = drop_bad(
+        mcp_field_minutes(raw, "idleTimeout", "idleTimeout", &sc.idle_timeout_ms, NULL, &why), &why,
+        e, &w);
+    err_clear(&why);
     if (r >= 0)
-        r = mcp_field_strv(raw, "excludeTools", &sc.exclude_tools, e);
+        r = drop_bad(
+            mcp_field_enum(raw, "lifecycle", "lifecycle", lifecycles, LIFECYCLE_WORDS, &i, &why),
+            &why, e, &w);
+    if (i >= 0)
+        sc.lifecycle = (enum server_lifecycle)i;
+    err_clear(&why);
     if (r >= 0)
-        r = tri_bool(raw, "autoAuth", &sc.auto_auth, e);
+        r = drop_bad(request_ms(raw, "requestTimeoutMs", &sc.request_timeout_ms, &why), &why, e,
+                     &w);
+    err_clear(&why);
     if (r >= 0)
-        r = parse_direct(raw, &sc, e);
+        r = drop_bad(mcp_field_enum(raw, "toolPrefix", "toolPrefix", prefixes, PREFIX_WORDS,
+                                    &sc.tool_prefix, &why),
+                     &why, e, &w);
     if (r >= 0)
-        r = tri_bool(raw, "exposeResources", &sc.expose_resources, e);
+        r = parse_filters(raw, &sc, e, &w);
+    err_clear(&why);
     if (r >= 0)
-        r = mcp_field_bool(raw, "debug", "debug", &sc.debug, e);
+        r = drop_bad(tri_bool(raw, "autoAuth", &sc.auto_auth, &why), &why, e, &w);
+    if (r >= 0)
+        r = parse_direct(raw, &sc, e, &w);
+    err_clear(&why);
+    if (r >= 0)
+        r = drop_bad(tri_bool(raw, "exposeResources", &sc.expose_resources, &why), &why, e, &w);
+    err_clear(&why);
+    if (r >= 0)
+        r = drop_bad(mcp_field_bool(raw, "debug", "debug", &sc.debug, &why), &why, e, &w);
+    /* the vector is never NULL once parsed */
+    if (r >= 0 && !sc.exclude_tools && !(sc.exclude_tools = calloc(1, sizeof(char *))))
+        r = -ENOMEM;
     if (r < 0) {
         server_config_release(&sc);
-        return r;
+        return err_set(e, r, "out of memory");
     }
     *ret = sc;
-    return 0;
+    return w;
 }
 
 void server_config_release(struct server_config *sc)
 {
     if (!sc)
         return;
+    strv_free(sc->include_tools);
     strv_free(sc->exclude_tools);
     strv_free(sc->direct_tools);
     *sc = (struct server_config)SERVER_CONFIG_INIT;
@@ -136,6 +287,22 @@ static void get_bool(struct json_object *st, const char *key, bool *ret)
         *ret = v;
 }
 
+/* settings.directTools: true, false, or "search" (read as false: see parse_direct()) */
+static int direct_setting(struct json_object *st, bool *ret, struct err *e)
+{
+    struct json_object *v = mcp_field_member(st, "directTools");
+    if (v && json_object_is_type(v, json_type_string) &&
+        strcmp(json_object_get_string(v), "search") == 0) {
+        *ret = false;
+        return 0;
+    }
+    if (v && !json_object_is_type(v, json_type_boolean))
+        return bad(e, "\"settings.directTools\" must be true, false or \"search\", not %s",
+                   mcp_field_type(v));
+    get_bool(st, "directTools", ret);
+    return 0;
+}
+
 void server_settings_get(const struct mcp_config *c, struct server_settings *ret)
 {
     struct json_object *st = c ? mcp_config_settings(c) : NULL;
@@ -152,7 +319,12 @@ void server_settings_get(const struct mcp_config *c, struct server_settings *ret
     ms = ret->settle_timeout_ms;
     if (settle_timeout(st, &ms, NULL) >= 0)
         ret->settle_timeout_ms = ms;
-    get_bool(st, "directTools", &ret->direct_tools);
+    ms = -1;
+    if (request_ms(st, "settings.requestTimeoutMs", &ms, NULL) >= 0 && ms > 0)
+        ret->request_timeout_ms = ms;
+    bool direct = ret->direct_tools;
+    if (direct_setting(st, &direct, NULL) >= 0)
+        ret->direct_tools = direct;
     get_bool(st, "disableProxyTool", &ret->disable_proxy_tool);
     get_bool(st, "autoAuth", &ret->auto_auth);
     get_bool(st, "sampling", &ret->sampling);
@@ -162,9 +334,26 @@ void server_settings_get(const struct mcp_config *c, struct server_settings *ret
 
 int64_t server_config_idle_ms(const struct server_config *sc, const struct server_settings *st)
 {
-    if (sc->lifecycle == SERVER_LIFECYCLE_KEEP_ALIVE)
+    if (sc->lifecycle == SERVER_LIFECYCLE_KEEP_ALIVE ||
+        sc->lifecycle == SERVER_LIFECYCLE_LAZY_KEEP_ALIVE)
         return 0;
     return sc->idle_timeout_ms >= 0 ? sc->idle_timeout_ms : st->idle_timeout_ms;
+}
+
+int64_t server_config_request_ms(const struct server_config *sc, const struct mcp_server *s,
+                                 const struct server_settings *st)
+{
+    if (sc->request_timeout_ms > 0)
+        return sc->request_timeout_ms;
+    if (s && s->timeout_ms > 0)
+        return 0; /* the entry's "timeout", which the upstream reads itself */
+    return st->request_timeout_ms;
+}
+
+enum mcp_tool_prefix server_config_prefix_of(const struct server_config *sc,
+                                             enum mcp_tool_prefix settings_prefix)
+{
+    return sc->tool_prefix >= 0 ? (enum mcp_tool_prefix)sc->tool_prefix : settings_prefix;
 }
 
 /* The warning for an "idleTimeout" number of 1000 or more (label: how the key is named): it is
@@ -191,6 +380,40 @@ static int warn_idle(struct json_object *o, const char *label, struct err *e)
                           label, m, span, instead);
 }
 
+/* The warnings about the adapter's keys of an entry the bridge does not act on, or not as
+ * written; 1 when there is any. */
+static int adapter_key_warnings(struct json_object *raw, struct err *e)
+{
+    int w = 0;
+    bool b = true;
+    for (size_t i = 0; i < ELEMENTSOF(adapter_entry_keys); i++)
+        if (mcp_field_member(raw, adapter_entry_keys[i].key))
+            w = mcp_field_warn(e, "\"%s\" is accepted and not applied: %s",
+                               adapter_entry_keys[i].key, adapter_entry_keys[i].why);
+    /* the bridge gives every stdio server a minimal environment: the adapter's false */
+    b = false;
+    if (mcp_field_bool(raw, "inheritEnv", "", &b, NULL) >= 0 && b)
+        w = mcp_field_warn(e, "\"inheritEnv\" is true and not applied: the server gets a minimal "
+                              "environment (HOME, PATH, USER, LOGNAME, SHELL, TERM, LANG) plus "
+                              "its \"env\"; pass a variable with \"env\": {\"NAME\": "
+                              "\"${env:NAME}\"}");
+    b = true;
+    if (mcp_field_member(raw, "tasks") && mcp_field_bool(raw, "tasks", "", &b, NULL) >= 0 && b)
+        w = mcp_field_warn(e, "\"tasks\" is not applied: the bridge does not use the MCP Tasks "
+                              "extension, each call is a plain request (as with false)");
+    struct json_object *oauth = mcp_field_member(raw, "oauth");
+    static const char *const oauth_unread[] = {
+        "authServerMetadataUrl", "skipIssuerMetadataValidation", "logoUri", "authorizationParams"};
+    for (size_t i = 0; i < ELEMENTSOF(oauth_unread); i++)
+        if (mcp_field_member(oauth, oauth_unread[i]))
+            w = mcp_field_warn(e,
+                               "\"oauth.%s\" is accepted and not applied: mcp-auth finds the "
+                               "authorization server through the server's protected-resource "
+                               "metadata and checks its issuer",
+                               oauth_unread[i]);
+    return w;
+}
+
 int server_config_check_entry(void *userdata, const char *name, struct json_object *raw,
                               struct err *e)
 {
@@ -204,11 +427,13 @@ int server_config_check_entry(void *userdata, const char *name, struct json_obje
     if (r < 0)
         return r;
     if (mcp_field_minutes(raw, "idleTimeout", "idleTimeout", &ms, &large, NULL) >= 0 && large)
-        return warn_idle(raw, "idleTimeout", e);
-    return 0;
+        r = warn_idle(raw, "idleTimeout", e);
+    if (adapter_key_warnings(raw, e) > 0)
+        r = 1;
+    return r;
 }
 
-/* The warnings of a valid settings object; 1 when there is any. */
+/* The warnings of the settings object; 1 when there is any. */
 static int settings_warnings(struct json_object *settings, struct err *e)
 {
     bool large = false, auto_approve = false;
@@ -218,7 +443,7 @@ static int settings_warnings(struct json_object *settings, struct err *e)
     json_object_object_foreach(settings, key, val)
     {
         (void)val;
-        bool known = false;
+        bool known = is_adapter_setting(key);
         for (size_t i = 0; settings_keys[i] && !known; i++)
             known = strcmp(key, settings_keys[i]) == 0;
         if (!known) {
@@ -230,6 +455,8 @@ static int settings_warnings(struct json_object *settings, struct err *e)
                                kd);
         }
     }
+    if (adapter_settings_warnings(settings, e) > 0)
+        w = 1;
     if (mcp_field_minutes(settings, "idleTimeout", "settings.idleTimeout", &ms, &large, NULL) >=
             0 &&
         large)
@@ -238,36 +465,58 @@ static int settings_warnings(struct json_object *settings, struct err *e)
         auto_approve)
         w = mcp_field_warn(e, "\"settings.samplingAutoApprove\" has no effect here: the bridge "
                               "forwards sampling requests to the agent, which asks or approves");
+    if (mcp_field_member(settings, "directTools") &&
+        json_object_is_type(mcp_field_member(settings, "directTools"), json_type_string))
+        w = mcp_field_warn(e, "\"settings.directTools\" is \"search\": read as false: the tools "
+                              "are found and called through the proxy tool \"mcp\" (search, "
+                              "then call); a search does not add them to the agent's tools list");
     return w;
+}
+
+/* One setting's value checked (key: its name): a bad one is dropped alone, a warning naming it,
+ * and deleted from settings, so that the lower layers' value holds. */
+static int check_setting(struct json_object *settings, const char *key, struct err *e, int *w)
+{
+    struct err why = ERR_INIT;
+    char lbl[64];
+    int64_t ms = SERVER_SETTLE_TIMEOUT_DEFAULT_MS;
+    char *m = NULL;
+    bool b = false;
+    int i = -1, r;
+
+    (void)snprintf(lbl, sizeof(lbl), "settings.%s", key);
+    if (strcmp(key, "toolPrefix") == 0)
+        r = tool_prefix(settings, &i, &why);
+    else if (strcmp(key, "idleTimeout") == 0)
+        r = mcp_field_minutes(settings, key, lbl, &ms, NULL, &why);
+    else if (strcmp(key, "requestTimeoutMs") == 0)
+        r = request_ms(settings, lbl, &ms, &why);
+    else if (strcmp(key, "settleTimeout") == 0)
+        r = settle_timeout(settings, &ms, &why);
+    else if (strcmp(key, "directTools") == 0)
+        r = direct_setting(settings, &b, &why);
+    else if (strcmp(key, "authRequiredMessage") == 0)
+        r = mcp_field_string(settings, key, lbl, MCP_FIELD_NONBLANK, &m, &why);
+    else
+        r = mcp_field_bool(settings, key, lbl, &b, &why);
+    free(m);
+    if (r == -ENOMEM || r >= 0)
+        return r;
+    json_object_object_del(settings, key);
+    *w = mcp_field_warn(e, "%s: it is ignored", err_msg(&why));
+    return 0;
 }
 
 int server_config_check_settings(void *userdata, struct json_object *settings, struct err *e)
 {
-    static const char *const bools[] = {"directTools", "disableProxyTool", "autoAuth", "sampling",
-                                        "samplingAutoApprove"};
-    int i = -1;
-    int64_t ms = 0;
-    char *m = NULL;
+    int r = 0, w = 0;
     (void)userdata;
-    int r = tool_prefix(settings, &i, e);
-    if (r >= 0)
-        r = mcp_field_minutes(settings, "idleTimeout", "settings.idleTimeout", &ms, NULL, e);
-    for (size_t k = 0; r >= 0 && k < ELEMENTSOF(bools); k++) {
-        char lbl[64];
-        bool b = false;
-        (void)snprintf(lbl, sizeof(lbl), "settings.%s", bools[k]);
-        r = mcp_field_bool(settings, bools[k], lbl, &b, e);
-    }
-    if (r >= 0)
-        r = mcp_field_string(settings, "authRequiredMessage", "settings.authRequiredMessage",
-                             MCP_FIELD_NONBLANK, &m, e);
-    ms = SERVER_SETTLE_TIMEOUT_DEFAULT_MS;
-    if (r >= 0)
-        r = settle_timeout(settings, &ms, e);
-    free(m);
+    for (size_t k = 0; r >= 0 && settings_keys[k]; k++)
+        if (mcp_field_member(settings, settings_keys[k]))
+            r = check_setting(settings, settings_keys[k], e, &w);
     if (r < 0)
-        return r;
-    return settings_warnings(settings, e);
+        return err_set(e, r, "out of memory");
+    return settings_warnings(settings, e) > 0 || w ? 1 : 0;
 }
 
 bool server_config_auto_auth(const struct mcp_config *c, const struct mcp_server *s)

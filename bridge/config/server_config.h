@@ -1,17 +1,19 @@
 /* server_config.h - the bridge's own keys of the MCP configuration.
  *
  * common/ reads the layers and the generic entry (credkit/mcp_config.h); the keys only the bridge
- * acts on are read here, from the entry's raw object ("excludeTools", "lifecycle",
- * "idleTimeout", "autoAuth", "directTools", "exposeResources", "debug") and from the merged
- * settings ("toolPrefix", "idleTimeout", "directTools", "disableProxyTool", "autoAuth",
- * "authRequiredMessage", "sampling", "samplingAutoApprove", "settleTimeout"), with the meanings
- * of the pi adapter (docs/bridge.md has the table for users, docs/development.md, "Modules in
- * detail", each key's reading). The bridge loads its configuration with server_config_load()
- * or server_config_load_object(), which register the checks below with the loader: an invalid
- * key of an entry makes that entry invalid (in `mcp-bridge list` as in `serve`), and an
- * invalid setting is a diagnostic of its file that leaves the lower layers' value in force, as
- * for common's own keys. Unknown settings and values read with a warning are diagnostics of the
- * file too; warnings about an entry's keys are in its `warnings`. */
+ * acts on are read here, from the entry's raw object ("includeTools", "excludeTools",
+ * "lifecycle", "idleTimeout", "requestTimeoutMs", "toolPrefix", "autoAuth", "directTools",
+ * "exposeResources", "debug") and from the merged settings ("toolPrefix", "idleTimeout",
+ * "requestTimeoutMs", "directTools", "disableProxyTool", "autoAuth", "authRequiredMessage",
+ * "sampling", "samplingAutoApprove", "settleTimeout"), with the meanings of the pi adapter
+ * (docs/bridge.md has the table for users, docs/development.md, "Modules in detail", each key's
+ * reading). The bridge loads its configuration with server_config_load() or
+ * server_config_load_object(), which register the checks below with the loader. One bad value
+ * costs one key: a key of an entry or a setting whose value is not of its kind is dropped alone,
+ * with a warning naming it, and the rest of the entry or settings object stands (a dropped
+ * setting leaves the lower layers' value in force). The adapter's keys and settings the bridge
+ * does not act on are accepted with a warning saying what it does instead. Warnings about an
+ * entry's keys are in its `warnings`, about settings diagnostics of their file. */
 #pragma once
 
 #include <stdbool.h>
@@ -28,6 +30,7 @@ enum server_lifecycle {
     SERVER_LIFECYCLE_LAZY,       /* default: connect on first use, close after idleTimeout */
     SERVER_LIFECYCLE_EAGER,      /* connect at start, close after idleTimeout */
     SERVER_LIFECYCLE_KEEP_ALIVE, /* connect at start, reconnect whenever it drops, never idle */
+    SERVER_LIFECYCLE_LAZY_KEEP_ALIVE, /* connect on first use, then as keep-alive */
 };
 
 /* "directTools" of an entry */
@@ -41,8 +44,10 @@ enum server_direct {
 /* The bridge's keys of one entry. An embeddable value: zero it (SERVER_CONFIG_INIT), fill it
  * with server_config_parse(), free what it holds with server_config_release(). */
 struct server_config {
+    char **include_tools;            /* "includeTools": NULL when absent (every tool); names
+                                      * or globs, raw or exposed (catalog.h matches them) */
     char **exclude_tools;            /* NULL-terminated; never NULL once parsed (empty when
-                                      * absent); raw or exposed (prefixed) names */
+                                      * absent); raw or exposed (prefixed) names, or globs */
     enum server_lifecycle lifecycle; /* LAZY when absent */
     int64_t idle_timeout_ms;         /* "idleTimeout" (minutes) in ms: -1 absent (the
                                       * settings'), 0 never */
@@ -51,11 +56,13 @@ struct server_config {
     char **direct_tools;             /* SERVER_DIRECT_LIST: the names; else NULL */
     int expose_resources;            /* "exposeResources": 1, 0, -1 absent (false) */
     bool debug;                      /* "debug": the server's stderr at the default level */
+    int tool_prefix;                 /* "toolPrefix": an enum mcp_tool_prefix, -1 absent */
+    int64_t request_timeout_ms;      /* "requestTimeoutMs": -1 absent or <= 0 (the default) */
 };
 
 #define SERVER_CONFIG_INIT                                                                         \
     {                                                                                              \
-        NULL, SERVER_LIFECYCLE_LAZY, -1, -1, SERVER_DIRECT_UNSET, NULL, -1, false                  \
+        NULL, NULL, SERVER_LIFECYCLE_LAZY, -1, -1, SERVER_DIRECT_UNSET, NULL, -1, false, -1, -1    \
     }
 
 /* The merged "settings" as the bridge reads them, defaults filled in. */
@@ -69,25 +76,38 @@ struct server_settings {
     bool sampling;                     /* "sampling"; default true */
     bool sampling_auto_approve;        /* "samplingAutoApprove"; default false */
     int64_t settle_timeout_ms;         /* "settleTimeout" (ms); default 1500 */
+    int64_t request_timeout_ms;        /* "requestTimeoutMs"; 0 (default): the upstream's */
 };
 
 #define SERVER_IDLE_TIMEOUT_DEFAULT_MS   (10 * 60 * 1000)
 #define SERVER_SETTLE_TIMEOUT_DEFAULT_MS 1500
 #define SERVER_SETTLE_TIMEOUT_MAX_MS     60000
+#define SERVER_REQUEST_TIMEOUT_MAX_MS    (24LL * 60 * 60 * 1000)
 
 /* The settings of c (NULL: the defaults). Values that failed their check at load time are
  * left at the lower layers' or the default. */
 void server_settings_get(const struct mcp_config *c, struct server_settings *ret);
 
-/* The idle timeout that applies to an entry: 0 (never) for "keep-alive", else its own, else the
- * settings'. 0: never. */
+/* The idle timeout that applies to an entry: 0 (never) for "keep-alive" and
+ * "lazy-keep-alive", else its own, else the settings'. 0: never. */
 int64_t server_config_idle_ms(const struct server_config *sc, const struct server_settings *st);
 
-/* Parses the bridge's keys of raw (an entry, borrowed) into *ret, which is written only on
- * success (release it with server_config_release()). -EINVAL with the reason, in the words of
- * the loader ('"lifecycle" must be "lazy", "eager" or "keep-alive", not 'x''), -ENOMEM. A value
- * read with a warning is no error here: the loader's check reports it (in the entry's
- * warnings). */
+/* The request timeout of the entry's calls: its "requestTimeoutMs", else 0 when the entry has
+ * the generic "timeout" (which the upstream then takes), else settings.requestTimeoutMs, else 0
+ * (the upstream's default). */
+int64_t server_config_request_ms(const struct server_config *sc, const struct mcp_server *s,
+                                 const struct server_settings *st);
+
+/* The exposed-name prefix of an entry: its "toolPrefix", else the settings'. */
+enum mcp_tool_prefix server_config_prefix_of(const struct server_config *sc,
+                                             enum mcp_tool_prefix settings_prefix);
+
+/* Parses the bridge's keys of raw (an entry, borrowed) into *ret (release it with
+ * server_config_release()). A key whose value is not of its kind is left at its default and
+ * named in a warning in e (one a line, mcp_field_warn(); e may be NULL), in the words of the
+ * loader ('"lifecycle" must be "lazy", "eager", "keep-alive" or "lazy-keep-alive", not 'x': it
+ * is ignored'); so are the values read another way ("directTools": "search"). 0, 1 with
+ * warnings, or -ENOMEM (*ret then untouched). */
 int server_config_parse(struct json_object *raw, struct server_config *ret,
                         struct err *e) _must_check_;
 
@@ -104,10 +124,12 @@ bool server_config_auto_auth(const struct mcp_config *c, const struct mcp_server
 /* settings.authRequiredMessage, or NULL. Borrowed from c. */
 const char *server_config_auth_message(const struct mcp_config *c);
 
-/* The loader's checks (mcp_config_opts.check_entry, .check_settings; userdata unused): the
- * entry's keys parse, every setting has a value of its kind. 1 with the warnings in e, one a
- * line (mcp_field_warn()), when the keys are accepted with warnings: an "idleTimeout" of 1000
- * or more, an unknown key of the settings, "samplingAutoApprove". */
+/* The loader's checks (mcp_config_opts.check_entry, .check_settings; userdata unused). 1 with
+ * the warnings in e, one a line (mcp_field_warn()), when the keys are accepted with warnings:
+ * a key or setting with a bad value (dropped alone: the settings check deletes it from
+ * settings, so that the lower layers' value holds), an "idleTimeout" of 1000 or more, an
+ * adapter key the bridge does not act on, an unknown setting, "samplingAutoApprove". Only
+ * -ENOMEM fails. */
 int server_config_check_entry(void *userdata, const char *name, struct json_object *raw,
                               struct err *e) _must_check_;
 int server_config_check_settings(void *userdata, struct json_object *settings,

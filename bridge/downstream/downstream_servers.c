@@ -93,6 +93,10 @@ static int server_upstream(struct downstream *d, struct ds_server *s,
         .protocol_version = real && d->lead ? d->lead->protocol_version : NULL,
         .connect_timeout_ms = d->connect_timeout_ms,
     };
+    struct server_config sc = SERVER_CONFIG_INIT;
+    if (entry->raw && server_config_parse(entry->raw, &sc, NULL) >= 0)
+        o.request_timeout_ms = server_config_request_ms(&sc, entry, &d->settings);
+    server_config_release(&sc);
     if (real && d->cred_new) {
         int r = d->cred_new(d->cred_userdata, d->loading, entry, &o.credentials, e);
         if (r < 0)
@@ -306,7 +310,8 @@ void ds_server_start(struct ds_server *s)
     if (s->d->mode == DOWNSTREAM_AGGREGATE && s->from_cache) {
         /* listed from the cache: settled at once; a lazy one connects at its first use */
         server_first_round_over(s);
-        if (s->lifecycle == SERVER_LIFECYCLE_LAZY)
+        if (s->lifecycle == SERVER_LIFECYCLE_LAZY ||
+            s->lifecycle == SERVER_LIFECYCLE_LAZY_KEEP_ALIVE)
             return;
     }
     s->last_used = loop_now(s->d->loop);

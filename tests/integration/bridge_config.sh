@@ -97,7 +97,7 @@ run 0 B list --json
 J=$OUT
 assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" "arr,both,good,needs,zero" "sorted names"
 assert_eq "$(json_get "$J" 'Object.keys(j.servers[0]).join(",")')" \
-    "name,transport,command,args,url,source,layer,import,shadowed,disabled,warnings,lifecycle,idleTimeoutMs,valid,error,missingVariables,status,trust,credentials" "server keys"
+    "name,transport,command,args,url,source,layer,import,shadowed,disabled,warnings,lifecycle,idleTimeoutMs,toolPrefix,includeTools,excludeTools,requestTimeoutMs,valid,error,missingVariables,status,trust,credentials" "server keys"
 assert_eq "$(json_get "$J" 'Object.keys(j.servers[0].credentials).join(",")')" "variables,oauth,headersHelper" \
     "credentials keys"
 assert_eq "$(json_get "$J" 'Object.keys(j).join(",")')" "servers,files,importedFiles,diagnostics" "top-level keys"

@@ -35,7 +35,9 @@ typedef int (*mcp_check_entry_fn)(void *userdata, const char *name, struct json_
 /* A tool's check of one layer's "settings" object (borrowed). An error is a diagnostic of that
  * file ("'<file>': <reason>: it is ignored") and that layer's settings are left out of the merge;
  * -ENOMEM fails the load. 1: valid, with warnings in e, one a line (mcp_field_warn()), each a
- * diagnostic of the file ("'<file>': <warning>"); the settings merge. */
+ * diagnostic of the file ("'<file>': <warning>"); the settings merge. The check may delete
+ * members of settings before they merge: a setting with a bad value dropped alone (with its
+ * warning) leaves the lower layers' value in force and the rest of the object standing. */
 typedef int (*mcp_check_settings_fn)(void *userdata, struct json_object *settings, struct err *e);
 
 /* Whether an entry written by whoever wrote the project may be used. A project-layer file

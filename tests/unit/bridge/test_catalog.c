@@ -1,6 +1,7 @@
 /* test_catalog.c - the exposed lists of aggregate mode, without a loop or upstreams: sources
  * fed by hand, rebuilt, looked up and announced; the tool modes (proxy tool, direct tools,
- * MCP_DIRECT_TOOLS), excludeTools by raw and exposed name, resource read tools. */
+ * MCP_DIRECT_TOOLS), includeTools and excludeTools by raw and exposed name (under each entry's
+ * toolPrefix) and by glob, resource read tools. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "credkit/mcp_config.h"
 
 #include "catalog/catalog.h"
+#include "config/server_config.h"
 #include "tests.h"
 
 static struct log *test_log(const char *name, char path[static 4200])
@@ -508,5 +510,84 @@ static void test_exclude_and_resources(void)
     log_free(l);
 }
 
-TESTS_MAIN(test_kinds, test_tools, test_configured_collisions, test_resources, test_announce,
-           test_direct_tools, test_exclude_and_resources)
+/* includeTools then excludeTools: raw names, exposed names under each entry's own toolPrefix
+ * (server, short, mcp, none), globs; a pattern naming no tool logged once per server. */
+static void test_filters(void)
+{
+    char path[4200];
+    struct log *l = test_log("catalog-filters.log", path);
+    struct json_object *root = json_tokener_parse(
+        "{\"settings\":{\"toolPrefix\":\"server\",\"directTools\":true},\"mcpServers\":{"
+        "\"figma\":{\"command\":\"true\",\"includeTools\":[\"get_*\",\"figma_list_apps\","
+        "\"nothing_*\"],\"excludeTools\":[\"get_secret\",\"figma_get_code?map\"]},"
+        "\"toggle-mcp\":{\"command\":\"true\",\"toolPrefix\":\"short\","
+        "\"excludeTools\":[\"toggle-*\",\"toggle_off\",\"typo\"]},"
+        "\"m\":{\"command\":\"true\",\"toolPrefix\":\"mcp\",\"excludeTools\":[\"mcp_m_x\"]},"
+        "\"n\":{\"command\":\"true\",\"toolPrefix\":\"none\",\"excludeTools\":[\"?\"],"
+        "\"exposeResources\":true,\"includeTools\":[\"z*\",\"resource_doc*\"]}}}");
+    struct mcp_config *config = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(server_config_load_object(root, "test", NULL, &config, &e), 0);
+    json_object_put(root);
+    if (!config)
+        return;
+    struct catalog *c = NULL;
+    CHECK_INT(catalog_new(l, &c), 0);
+    if (!c)
+        return;
+    catalog_configure(c, config);
+    static const char *const servers[] = {"figma", "toggle-mcp", "m", "n"};
+    struct catalog_source *v[4] = {NULL};
+    for (size_t i = 0; i < 4; i++)
+        CHECK_INT(catalog_source_from_entry(mcp_config_find(config, servers[i]), NULL, &v[i]), 0);
+    if (!v[0] || !v[1] || !v[2] || !v[3])
+        return;
+    catalog_source_set_items(v[0], CATALOG_TOOLS,
+                             items("[{\"name\":\"get_screenshot\"},{\"name\":\"get_secret\"},"
+                                   "{\"name\":\"get_code_map\"},{\"name\":\"list_apps\"},"
+                                   "{\"name\":\"delete_app\"}]"));
+    catalog_source_set_items(v[1], CATALOG_TOOLS,
+                             items("[{\"name\":\"toggle-a\"},{\"name\":\"off\"},"
+                                   "{\"name\":\"on\"}]"));
+    catalog_source_set_items(v[2], CATALOG_TOOLS, items("[{\"name\":\"x\"},{\"name\":\"y\"}]"));
+    catalog_source_set_items(v[3], CATALOG_TOOLS,
+                             items("[{\"name\":\"z\"},{\"name\":\"zz\"},{\"name\":\"w\"}]"));
+    catalog_source_set_items(v[3], CATALOG_RESOURCES,
+                             items("[{\"uri\":\"doc:a\"},{\"uri\":\"img:b\"}]"));
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 4, false), 1);
+    /* figma: included by glob and by exposed name, then excluded by raw name and exposed glob;
+     * toggle-mcp (short): raw glob and exposed name; m (mcp): exposed name; n (none): "?" takes
+     * the one-letter names, include keeps z* and the read tool of doc:a */
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"),
+              "mcp,figma_get_screenshot,figma_list_apps,toggle_on,mcp_m_y,zz,resource_doc_a");
+    CHECK(!catalog_tool_find(c, "figma_delete_app", NULL));
+    CHECK(catalog_excluded(c, v[0], "delete_app") && catalog_excluded(c, v[0], "get_secret"));
+    CHECK(!catalog_excluded(c, v[0], "get_screenshot"));
+    CHECK(catalog_excluded(c, v[1], "off") && catalog_excluded(c, v[1], "toggle-b"));
+    CHECK(catalog_excluded(c, v[2], "x") && !catalog_excluded(c, v[2], "y"));
+    CHECK(catalog_source_has_exclude(v[3]));
+    /* a server not listed yet (a sign-in): its own prefix, else the settings' */
+    CHECK_STR(catalog_unprefix(c, "m", "mcp_m_x"), "x");
+    CHECK_STR(catalog_unprefix(c, "toggle-mcp", "toggle_on"), "on");
+    CHECK_STR(catalog_unprefix(c, "figma", "figma_get"), "get");
+    CHECK_STR(catalog_unprefix(c, "n", "z"), "z");
+    CHECK(catalog_unprefix(c, "m", "m_x") == NULL);
+    /* listed again (the excluded tool gone: the exposed list is the same): the patterns that
+     * name nothing are not logged twice */
+    catalog_source_set_items(v[2], CATALOG_TOOLS, items("[{\"name\":\"y\"}]"));
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 4, false), 0);
+    catalog_free(c);
+    log_free(l);
+    CHECK_INT(tests_count_lines(path, "server 'figma': \"includeTools\" 'nothing_*' names none "
+                                      "of its tools"),
+              1);
+    CHECK_INT(tests_count_lines(path, "server 'toggle-mcp': \"excludeTools\" 'typo' names none"),
+              1);
+    CHECK_INT(tests_count_lines(path, "names none of its tools"), 2);
+    for (size_t i = 0; i < 4; i++)
+        catalog_source_free(v[i]);
+    mcp_config_free(config);
+}
+
+TESTS_MAIN(test_kinds, test_filters, test_tools, test_configured_collisions, test_resources,
+           test_announce, test_direct_tools, test_exclude_and_resources)

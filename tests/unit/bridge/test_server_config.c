@@ -1,6 +1,7 @@
-/* test_server_config.c - the bridge's own keys of the configuration: excludeTools, lifecycle,
- * idleTimeout in an entry, toolPrefix in the settings, and that loading through
- * server_config_load() makes an invalid one count as the generic keys do */
+/* test_server_config.c - the bridge's own keys of the configuration: includeTools,
+ * excludeTools, lifecycle, idleTimeout, requestTimeoutMs, toolPrefix in an entry, the settings,
+ * and that loading through server_config_load() drops a key with a bad value alone, with a
+ * warning naming it, the rest of the entry or settings standing */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -48,9 +49,10 @@ static const struct reject rejects[] = {
     {"r-idle-bigstr", "{'command': 'x', 'idleTimeout': '400d'}",
      "\"idleTimeout\" must be at most a year, not '400d'"},
     {"r-life-word", "{'command': 'x', 'lifecycle': 'keepalive'}",
-     "\"lifecycle\" must be \"lazy\", \"eager\" or \"keep-alive\", not 'keepalive'"},
+     "\"lifecycle\" must be \"lazy\", \"eager\", \"keep-alive\" or \"lazy-keep-alive\", not "
+     "'keepalive'"},
     {"r-direct", "{'command': 'x', 'directTools': 'yes'}",
-     "\"directTools\" must be true, false or an array of tool names, not a string"},
+     "\"directTools\" must be true, false, \"search\" or an array of tool names, not a string"},
     {"r-direct-idx", "{'command': 'x', 'directTools': ['a', 1]}",
      "\"directTools\"[1] must be a string, not a number"},
     {"r-expose", "{'command': 'x', 'exposeResources': 'yes'}",
@@ -69,9 +71,18 @@ static const struct reject rejects[] = {
      "\"autoAuth\" must be true or false, not a string"},
     {"r-auto-num", "{'url': 'https://x.example', 'autoAuth': 1}",
      "\"autoAuth\" must be true or false, not a number"},
+    {"r-incl", "{'command': 'x', 'includeTools': 'a'}",
+     "\"includeTools\" must be an array of strings, not a string"},
+    {"r-prefix", "{'command': 'x', 'toolPrefix': 'long'}",
+     "\"toolPrefix\" must be \"mcp\", \"server\", \"short\" or \"none\", not 'long'"},
+    {"r-rq", "{'command': 'x', 'requestTimeoutMs': '30s'}",
+     "\"requestTimeoutMs\" must be a number of milliseconds, not a string"},
+    {"r-rq-big", "{'command': 'x', 'requestTimeoutMs': 1e12}",
+     "\"requestTimeoutMs\" must be at most 86400000 milliseconds (a day), not 1e+12"},
 };
 /* clang-format on */
 
+/* each entry above stays valid: the bad key alone is dropped, a warning naming it */
 static void test_rejections(void)
 {
     char text[16 * 1024];
@@ -95,18 +106,26 @@ static void test_rejections(void)
     CHECK(ok && !ok->error);
     for (size_t i = 0; i < ELEMENTSOF(rejects); i++) {
         const struct mcp_server *s = mcp_config_find(c, rejects[i].name);
-        CHECK(s && s->error);
-        if (!s || !s->error) {
-            fprintf(stderr, "  entry '%s' missing or accepted\n", rejects[i].name);
+        CHECK(s && !s->error);
+        if (!s || s->error) {
+            fprintf(stderr, "  entry '%s' missing or invalid\n", rejects[i].name);
             continue;
         }
-        char prefix[256];
-        snprintf(prefix, sizeof(prefix), "'~/.pi/agent/mcp.json': server '%s': ", rejects[i].name);
-        CHECK(strncmp(s->error, prefix, strlen(prefix)) == 0);
-        CHECK_CONTAINS(s->error, rejects[i].reason);
-        for (const char *p = s->error; *p; p++)
+        CHECK_INT(vlen(s->warnings), 1);
+        if (vlen(s->warnings) != 1)
+            continue;
+        CHECK_CONTAINS(s->warnings[0], rejects[i].reason);
+        CHECK_CONTAINS(s->warnings[0], ": it is ignored");
+        for (const char *p = s->warnings[0]; *p; p++)
             CHECK((unsigned char)*p >= 0x20);
-        CHECK(s->missing_vars == NULL);
+        /* the key is left at its default, the rest of the entry stands */
+        struct server_config sc = SERVER_CONFIG_INIT;
+        CHECK_INT(server_config_parse(s->raw, &sc, NULL), 1);
+        CHECK(sc.idle_timeout_ms == -1 && sc.lifecycle == SERVER_LIFECYCLE_LAZY &&
+              sc.direct == SERVER_DIRECT_UNSET && sc.exclude_tools && !sc.exclude_tools[0] &&
+              !sc.include_tools && sc.tool_prefix == -1 && sc.request_timeout_ms == -1 &&
+              sc.auto_auth == -1 && sc.expose_resources == -1 && !sc.debug);
+        server_config_release(&sc);
     }
     mcp_config_free(c);
 
@@ -121,12 +140,28 @@ static void test_rejections(void)
     }
     mcp_config_free(c);
 
-    /* a generic problem comes first, as it always did */
+    /* a generic problem still makes the entry invalid */
     setup("sc-rejections2");
     put(USER, "{'mcpServers': {'both': {'command': 5, 'idleTimeout': -1}}}");
     c = load();
     const struct mcp_server *s = mcp_config_find(c, "both");
     CHECK(s && s->error && strstr(s->error, "\"command\" must be a string, not a number"));
+    mcp_config_free(c);
+
+    /* two bad keys: two warnings, in a fixed order; the good key beside them holds */
+    put(USER, "{'mcpServers': {'two': {'command': 'x', 'debug': 1, 'idleTimeout': 5,"
+              " 'lifecycle': 'x'}}}");
+    c = load();
+    s = mcp_config_find(c, "two");
+    CHECK(s && !s->error && vlen(s->warnings) == 2);
+    if (s && vlen(s->warnings) == 2) {
+        CHECK_CONTAINS(s->warnings[0], "\"lifecycle\" must be");
+        CHECK_CONTAINS(s->warnings[1], "\"debug\" must be true or false");
+        struct server_config sc = SERVER_CONFIG_INIT;
+        CHECK_INT(server_config_parse(s->raw, &sc, NULL), 1);
+        CHECK_INT(sc.idle_timeout_ms, 5 * 60000);
+        server_config_release(&sc);
+    }
     mcp_config_free(c);
 }
 
@@ -246,15 +281,19 @@ static void test_fields(void)
     }
     mcp_server_free(cp);
 
-    /* a failed parse leaves its output alone */
-    struct json_object *bad = json_tokener_parse("{\"lifecycle\": \"x\", \"excludeTools\": 1}");
+    /* bad values are dropped alone: defaults, a warning each, in a fixed order */
+    struct json_object *bad =
+        json_tokener_parse("{\"lifecycle\": \"x\", \"excludeTools\": 1, \"idleTimeout\": 2}");
     struct server_config keep = SERVER_CONFIG_INIT;
-    keep.idle_timeout_ms = 7;
-    CHECK_INT(server_config_parse(bad, &keep, &e), -EINVAL);
+    err_clear(&e);
+    CHECK_INT(server_config_parse(bad, &keep, &e), 1);
     /* the keys are read in a fixed order: lifecycle before excludeTools */
-    CHECK_CONTAINS(e.msg, "\"lifecycle\" must be \"lazy\", \"eager\" or \"keep-alive\", not 'x'");
-    CHECK(keep.idle_timeout_ms == 7 && keep.lifecycle == SERVER_LIFECYCLE_LAZY &&
-          !keep.exclude_tools);
+    CHECK_STR(e.msg, "\"lifecycle\" must be \"lazy\", \"eager\", \"keep-alive\" or "
+                     "\"lazy-keep-alive\", not 'x': it is ignored\n\"excludeTools\" must be an "
+                     "array of strings, not a number: it is ignored");
+    CHECK(keep.idle_timeout_ms == 120000 && keep.lifecycle == SERVER_LIFECYCLE_LAZY &&
+          keep.exclude_tools && !keep.exclude_tools[0]);
+    server_config_release(&keep);
     json_object_put(bad);
     server_config_release(NULL);
 }
@@ -384,7 +423,8 @@ static void test_auto_auth(void)
         mcp_config_free(c);
     }
 
-    /* invalid settings: a diagnostic of their file, which adds nothing; the lower layers hold */
+    /* invalid settings: a diagnostic of their file each, dropped alone; the lower layers hold
+     * for them, the file's other settings stand */
     put(PROJ1, "{'settings': {'autoAuth': 'yes', 'authRequiredMessage': 'never seen'}}");
     put(PROJ2, "{'settings': {'authRequiredMessage': '  '}}");
     c = load();
@@ -399,7 +439,7 @@ static void test_auto_auth(void)
                            "blank");
         }
         CHECK(server_config_auto_auth(c, mcp_config_find(c, "plain")));
-        CHECK_STR(server_config_auth_message(c), "Sign in to ${server}");
+        CHECK_STR(server_config_auth_message(c), "never seen");
         mcp_config_free(c);
     }
     put(PROJ1, "{'settings': {'authRequiredMessage': 5}}");
@@ -456,9 +496,10 @@ static void test_load_object(void)
         const struct mcp_server *s = mcp_config_find(c, "ok");
         CHECK(s && !s->error);
         s = mcp_config_find(c, "bad");
-        CHECK(s && s->error &&
-              strcmp(s->error, "'command line': server 'bad': \"excludeTools\" must be an array "
-                               "of strings, not a string") == 0);
+        CHECK(s && !s->error && vlen(s->warnings) == 1);
+        if (s && vlen(s->warnings) == 1)
+            CHECK_STR(s->warnings[0], "\"excludeTools\" must be an array of strings, not a "
+                                      "string: it is ignored");
         mcp_config_free(c);
     }
     c = NULL;
@@ -555,12 +596,15 @@ static void test_settings(void)
     }
     mcp_config_free(c);
 
-    /* a bad value: a diagnostic, the file's settings left out, the lower layer's in force */
+    /* a bad value: a diagnostic, that setting alone dropped (the lower layer's in force), the
+     * file's other settings standing */
     static const struct {
         const char *settings, *reason;
     } bads[] = {
         {"'idleTimeout': -1", "\"settings.idleTimeout\" must be a number of minutes"},
-        {"'directTools': ['a']", "\"settings.directTools\" must be true or false, not an array"},
+        {"'directTools': ['a']",
+         "\"settings.directTools\" must be true, false or \"search\", not an array"},
+        {"'requestTimeoutMs': 'x'", "\"settings.requestTimeoutMs\" must be a number"},
         {"'disableProxyTool': 1", "\"settings.disableProxyTool\" must be true or false"},
         {"'sampling': 'no'", "\"settings.sampling\" must be true or false, not a string"},
         {"'samplingAutoApprove': 0", "\"settings.samplingAutoApprove\" must be true or false"},
@@ -583,7 +627,7 @@ static void test_settings(void)
             CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message, bads[i].reason);
             CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message, ": it is ignored");
         }
-        CHECK(st.auto_auth); /* the user file's: the project file's settings are left out */
+        CHECK(!st.auto_auth); /* the project file's: the rest of its settings stand */
         CHECK_INT(st.idle_timeout_ms, 120000);
         CHECK_INT(st.settle_timeout_ms, 700);
         CHECK(st.direct_tools && !st.disable_proxy_tool && st.sampling);
@@ -665,5 +709,173 @@ static void test_adapter_entry(void)
     mcp_config_free(c);
 }
 
-TESTS_MAIN(test_rejections, test_fields, test_tool_prefix, test_auto_auth, test_load_object,
-           test_settings, test_adapter_entry)
+/* the issue's case: one bad value in settings costs that setting only; "search" is read as
+ * false with a warning saying so */
+static void test_settings_one_key(void)
+{
+    struct server_settings st;
+    setup("sc-one-key");
+    put(USER, "{'settings': {'toolPrefix': 'short', 'directTools': 'search',"
+              " 'requestTimeoutMs': 30000, 'idleTimeout': 'soon', 'showStatusIcon': true},"
+              " 'mcpServers': {'a-mcp': {'command': 'x'}}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    server_settings_get(c, &st);
+    CHECK_INT(st.tool_prefix, MCP_TOOL_PREFIX_SHORT);
+    CHECK(!st.direct_tools);
+    CHECK_INT(st.request_timeout_ms, 30000);
+    CHECK_INT(st.idle_timeout_ms, SERVER_IDLE_TIMEOUT_DEFAULT_MS);
+    CHECK_INT(mcp_config_diag_count(c), 3);
+    if (mcp_config_diag_count(c) == 3) {
+        CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
+                       "\"settings.idleTimeout\" must be a number of minutes");
+        CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message, ": it is ignored");
+        CHECK_STR(mcp_config_diag_at(c, 1)->message,
+                  "'~/.pi/agent/mcp.json': setting \"showStatusIcon\" is accepted and not "
+                  "applied: it is pi's own (its display, config discovery, token storage or "
+                  "extra tools); docs/bridge.md says what the bridge does instead");
+        CHECK_CONTAINS(mcp_config_diag_at(c, 2)->message,
+                       "\"settings.directTools\" is \"search\": read as false: the tools are "
+                       "found and called through the proxy tool \"mcp\"");
+    }
+    mcp_config_free(c);
+    /* every setting of the adapter at once: a line per group, each naming its keys */
+    put(USER, "{'settings': {'showStatusIcon': true, 'mcpFooterStatus': 'full',"
+              " 'toolResultRendering': 'compact', 'collapsedResultLines': 1,"
+              " 'notifyOnStartupConnect': true, 'warnOnLargeDirectTools': true,"
+              " 'hostConfigDiscovery': 'off', 'ancestorConfigRoots': [], 'agentPluginPaths': [],"
+              " 'approveTools': true, 'oauthDir': 'x', 'oauthCredentialStore': 'encrypted-file',"
+              " 'namespaceProxyTools': true, 'scriptMode': true, 'jev': {},"
+              " 'strictDirectToolArguments': false, 'directToolResultDetails': 'lean',"
+              " 'outputGuard': true, 'freezeDirectTools': false, 'elicitation': true,"
+              " 'trace': {'enabled': true}, 'disableProxyTool': false}}");
+    c = load();
+    CHECK_INT(mcp_config_diag_count(c), 2);
+    if (mcp_config_diag_count(c) == 2) {
+        CHECK_STR(
+            mcp_config_diag_at(c, 0)->message,
+            "'~/.pi/agent/mcp.json': settings \"showStatusIcon\", \"mcpFooterStatus\", "
+            "\"toolResultRendering\", \"collapsedResultLines\", \"notifyOnStartupConnect\", "
+            "\"warnOnLargeDirectTools\", \"hostConfigDiscovery\", \"ancestorConfigRoots\", "
+            "\"agentPluginPaths\", \"oauthDir\", \"oauthCredentialStore\", "
+            "\"namespaceProxyTools\", \"scriptMode\", \"jev\", \"strictDirectToolArguments\", "
+            "\"directToolResultDetails\", \"outputGuard\", \"freezeDirectTools\", "
+            "\"elicitation\", \"trace\" are accepted and not applied: they are pi's own (its "
+            "display, config discovery, token storage or extra tools); docs/bridge.md says "
+            "what the bridge does instead");
+        CHECK_STR(mcp_config_diag_at(c, 1)->message,
+                  "'~/.pi/agent/mcp.json': \"settings.approveTools\" is accepted and not "
+                  "applied: the bridge asks no one before a call, the agent's own approval "
+                  "applies (hide a tool with \"excludeTools\")");
+    }
+    mcp_config_free(c);
+    /* a lower layer's value stands for the dropped one */
+    put(SHARED, "{'settings': {'idleTimeout': 3, 'requestTimeoutMs': 5000}}");
+    put(USER, "{'settings': {'idleTimeout': -3, 'requestTimeoutMs': 0}}");
+    c = load();
+    server_settings_get(c, &st);
+    CHECK_INT(st.idle_timeout_ms, 3 * 60000);
+    CHECK_INT(st.request_timeout_ms, 0); /* <= 0: the default, as in the adapter */
+    mcp_config_free(c);
+    /* the adapter's top-level "claudePlugins": a warning, the file's servers still count */
+    put(USER, "{'claudePlugins': [{'path': './p', 'mcp': true}], 'mcpServers': {'a': {'command':"
+              " 'x'}}}");
+    c = load();
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    if (mcp_config_diag_count(c) == 1)
+        CHECK_STR(mcp_config_diag_at(c, 0)->message,
+                  "'~/.pi/agent/mcp.json': \"claudePlugins\" is accepted and not applied: no "
+                  "plugin bundle is read; copy the servers of its .mcp.json into \"mcpServers\"");
+    CHECK(mcp_config_find(c, "a") && !mcp_config_find(c, "a")->error);
+    mcp_config_free(c);
+}
+
+/* the adapter's entry keys: lazy-keep-alive, requestTimeoutMs, toolPrefix, includeTools,
+ * directTools "search"; the ones not applied are accepted with a warning saying so */
+static void test_adapter_keys(void)
+{
+    setup("sc-adapter-keys");
+    put(USER,
+        "{'settings': {'requestTimeoutMs': 20000, 'toolPrefix': 'server'},"
+        " 'mcpServers': {"
+        "'lkl': {'command': 'x', 'lifecycle': 'lazy-keep-alive', 'idleTimeout': 5,"
+        "  'requestTimeoutMs': 30000, 'toolPrefix': 'mcp', 'includeTools': ['get_*', 'a'],"
+        "  'directTools': 'search'},"
+        "'plain': {'command': 'x', 'requestTimeoutMs': -1},"
+        "'timed': {'command': 'x', 'timeout': 4000},"
+        "'notes': {'url': 'https://n.example/mcp', 'caFile': '~/ca.pem',"
+        "  'requestHeadersCommand': {'command': 'sign'}, 'searchKeywords': {'*': ['gh']},"
+        "  'approveTools': ['delete_*'], 'trace': true, 'tasks': true, 'inheritEnv': false,"
+        "  'oauth': {'authServerMetadataUrl': 'https://as.example/.well-known/x'},"
+        "  'headers': {'X-A': '$env:TOKEN', 'X-B': '!pass show x'}},"
+        "'env': {'command': 'x', 'inheritEnv': true, 'tasks': false, 'cwd': '~/work',"
+        "  'env': {'K': '!cat key', 'L': '${env:HOME}'}},"
+        "'store': {'url': 'https://n.example/mcp', 'auth': 'bearer', 'bearerTokenStore': true},"
+        "'sock': {'socket': '/tmp/mux.sock'}}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    struct server_settings st;
+    server_settings_get(c, &st);
+    struct server_config sc = SERVER_CONFIG_INIT;
+    const struct mcp_server *s = mcp_config_find(c, "lkl");
+    CHECK(s && !s->error);
+    if (s && server_config_parse(s->raw, &sc, NULL) == 1) { /* "search": a warning */
+        CHECK_INT(sc.lifecycle, SERVER_LIFECYCLE_LAZY_KEEP_ALIVE);
+        CHECK_INT(server_config_idle_ms(&sc, &st), 0); /* never idle-closed */
+        CHECK_INT(server_config_request_ms(&sc, s, &st), 30000);
+        CHECK_INT(server_config_prefix_of(&sc, st.tool_prefix), MCP_TOOL_PREFIX_MCP);
+        CHECK_INT(vlen(sc.include_tools), 2);
+        CHECK_STR(sc.include_tools ? sc.include_tools[0] : NULL, "get_*");
+        CHECK_INT(sc.direct, SERVER_DIRECT_NONE);
+        server_config_release(&sc);
+        CHECK_INT(vlen(s->warnings), 1);
+        if (vlen(s->warnings) == 1)
+            CHECK_CONTAINS(s->warnings[0], "\"directTools\" is \"search\": read as false");
+    }
+    s = mcp_config_find(c, "plain");
+    if (s && server_config_parse(s->raw, &sc, NULL) == 0) {
+        CHECK_INT(server_config_request_ms(&sc, s, &st), 20000); /* the settings' */
+        CHECK_INT(server_config_prefix_of(&sc, st.tool_prefix), MCP_TOOL_PREFIX_SERVER);
+        CHECK(!sc.include_tools);
+        server_config_release(&sc);
+    }
+    s = mcp_config_find(c, "timed");
+    if (s && server_config_parse(s->raw, &sc, NULL) == 0) {
+        CHECK_INT(server_config_request_ms(&sc, s, &st), 0); /* the entry's "timeout" */
+        server_config_release(&sc);
+    }
+    s = mcp_config_find(c, "notes");
+    CHECK(s && !s->error);
+    static const char *const notes[] = {
+        "header 'X-A' holds \"$env:...\", which is not expanded here",
+        "header 'X-B' starts with '!': no command is run",
+        "\"searchKeywords\" is accepted and not applied",
+        "\"approveTools\" is accepted and not applied: the bridge asks no one before a call",
+        "\"trace\" is accepted and not applied",
+        "\"tasks\" is not applied: the bridge does not use the MCP Tasks extension",
+        "\"oauth.authServerMetadataUrl\" is accepted and not applied",
+        "\"caFile\" is ignored: the server's certificate is checked against the system's",
+        "\"requestHeadersCommand\" is ignored: no command is run per request",
+    };
+    CHECK_INT(s ? vlen(s->warnings) : 0, ELEMENTSOF(notes));
+    for (size_t i = 0; s && i < ELEMENTSOF(notes) && i < vlen(s->warnings); i++)
+        CHECK_CONTAINS(s->warnings[i], notes[i]);
+    s = mcp_config_find(c, "env");
+    CHECK(s && !s->error && vlen(s->warnings) == 3);
+    if (s && vlen(s->warnings) == 3) {
+        CHECK_CONTAINS(s->warnings[0], "\"env\" value 'K' starts with '!'");
+        CHECK_CONTAINS(s->warnings[1], "\"cwd\" starts with '~', which is not expanded");
+        CHECK_CONTAINS(s->warnings[2], "\"inheritEnv\" is true and not applied: the server "
+                                       "gets a minimal environment");
+    }
+    s = mcp_config_find(c, "store");
+    CHECK(s && s->error && strstr(s->error, "\"bearerTokenStore\", which is not read here"));
+    s = mcp_config_find(c, "sock");
+    CHECK(s && s->error && strstr(s->error, "\"socket\" (an rmcp-mux socket) is not supported"));
+    mcp_config_free(c);
+}
+
+TESTS_MAIN(test_settings_one_key, test_adapter_keys, test_rejections, test_fields, test_tool_prefix,
+           test_auto_auth, test_load_object, test_settings, test_adapter_entry)
