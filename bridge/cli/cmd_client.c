@@ -18,6 +18,7 @@
 #include "credkit/textsafe.h"
 
 #include "cli/cli.h"
+#include "config/server_config.h"
 #include "creds/cred_setup.h"
 #include "downstream/downstream.h"
 #include "core/jsonrpc.h"
@@ -65,8 +66,10 @@ static const char call_help[] =
     "when there is no text.\n"
     "\n"
     "  --json               print the raw result object on one line instead\n"
-    "  --timeout D          how long the call may take (default: the entry's \"timeout\", else\n"
-    "                       60s; progress from the server extends it, up to 10 times)\n"
+    "  --timeout D          how long the call may take (default: the entry's\n"
+    "                       \"requestTimeoutMs\", else its \"timeout\", else the settings'\n"
+    "                       \"requestTimeoutMs\", else 60s; progress from the server extends\n"
+    "                       it, up to 10 times)\n"
     "  --connect-timeout D  how long the server may take to connect (default 15s)\n"
     "  --allow-http         with a URL: let credentials (mcp-auth's token) go to a plain\n"
     "                       http:// URL whose host is not loopback\n"
@@ -715,6 +718,9 @@ static int client_run(struct client *c, const char *target, const struct args_gl
         .connect_timeout_ms = c->connect_timeout_ms,
         .no_reconnect = true,
     };
+    struct server_settings st;
+    server_settings_get(config, &st);
+    o.request_timeout_ms = server_config_entry_request_ms(c->server, &st);
     struct cred_setup cs = {
         .loop = c->loop,
         .log = c->log,

@@ -350,6 +350,16 @@ int64_t server_config_request_ms(const struct server_config *sc, const struct mc
     return st->request_timeout_ms;
 }
 
+int64_t server_config_entry_request_ms(const struct mcp_server *s, const struct server_settings *st)
+{
+    struct server_config sc = SERVER_CONFIG_INIT;
+    int64_t ms = 0;
+    if (s->raw && server_config_parse(s->raw, &sc, NULL) >= 0)
+        ms = server_config_request_ms(&sc, s, st);
+    server_config_release(&sc);
+    return ms;
+}
+
 enum mcp_tool_prefix server_config_prefix_of(const struct server_config *sc,
                                              enum mcp_tool_prefix settings_prefix)
 {

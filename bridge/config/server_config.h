@@ -97,6 +97,10 @@ int64_t server_config_idle_ms(const struct server_config *sc, const struct serve
  * (the upstream's default). */
 int64_t server_config_request_ms(const struct server_config *sc, const struct mcp_server *s,
                                  const struct server_settings *st);
+/* The same, the entry's keys read from its raw object (0 when they cannot be: the default),
+ * for the callers that make an upstream of it (serve, test, call). */
+int64_t server_config_entry_request_ms(const struct mcp_server *s,
+                                       const struct server_settings *st);
 
 /* The exposed-name prefix of an entry: its "toolPrefix", else the settings'. */
 enum mcp_tool_prefix server_config_prefix_of(const struct server_config *sc,

@@ -93,10 +93,7 @@ static int server_upstream(struct downstream *d, struct ds_server *s,
         .protocol_version = real && d->lead ? d->lead->protocol_version : NULL,
         .connect_timeout_ms = d->connect_timeout_ms,
     };
-    struct server_config sc = SERVER_CONFIG_INIT;
-    if (entry->raw && server_config_parse(entry->raw, &sc, NULL) >= 0)
-        o.request_timeout_ms = server_config_request_ms(&sc, entry, &d->settings);
-    server_config_release(&sc);
+    o.request_timeout_ms = server_config_entry_request_ms(entry, &d->settings);
     if (real && d->cred_new) {
         int r = d->cred_new(d->cred_userdata, d->loading, entry, &o.credentials, e);
         if (r < 0)

@@ -164,6 +164,14 @@ async function serveChecks() {
     const s = await timed('slow_trigger-long-running-operation');
     expect(/within 2\.5 ?s|2500 ?ms|timed out/i.test(s.text) && s.ms >= 2400 && s.ms < 6000, `slow: ${s.ms} ms: ${s.text}`);
   }, 30000);
+  await checks.run('call: requestTimeoutMs of the entry times the call out, as in serve', async () => {
+    const t0 = Date.now();
+    const r = spawnSync(opts.bridge, ['call', '--config', file, 'fast', 'trigger-long-running-operation',
+      JSON.stringify({ duration: 8, steps: 2 })], { encoding: 'utf8', timeout: 20000 });
+    const ms = Date.now() - t0;
+    expect(r.status === 1 && /timed out|within 1(\.0)? ?s|1000 ?ms/i.test(r.stderr) && ms < 6000,
+      `exit ${r.status} after ${ms} ms: ${r.stderr}`);
+  }, 30000);
   await checks.run('serve: a pattern naming no tool is logged once', async () => {
     await a.until(() => {
       const log = spawnSync('grep', ['-c', "\"excludeTools\" 'nothing-\\*' names none of its tools", `${opts.root}/adapter.bridge.log`], { encoding: 'utf8' });
