@@ -48,11 +48,14 @@ static const char serve_help[] =
 
 static const char connect_help[] =
     "usage: mcp-bridge connect SERVER [--header 'Name: value']... [--allow-http]\n"
-    "                          [--connect-timeout D]\n"
+    "                          [--connect-timeout D] [--bridge-eras]\n"
     "\n"
     "Serve one server on stdin/stdout as it is: its own initialize answer, names, lists and\n"
     "results, unchanged. SERVER is a name from mcp.json or an http(s) URL (Streamable HTTP,\n"
     "falling back to HTTP+SSE by itself): a drop-in for 'npx mcp-remote URL'. Logs go to stderr.\n"
+    "The protocol era too is the server's: a server of 2025-11-25 or earlier answers a\n"
+    "2026-07-28 client's server/discover as it would directly (method not found), and the\n"
+    "client falls back to initialize.\n"
     "\n"
     "  --header 'Name: value'  an HTTP header for a URL (repeatable); the value may use ${VAR},\n"
     "                       taken from the environment at each connect, so that no secret has\n"
@@ -60,6 +63,9 @@ static const char connect_help[] =
     "  --allow-http         let credentials go to a plain http:// URL whose host is not\n"
     "                       loopback (\"allowHttp\": true of an entry), on a network you trust\n"
     "  --connect-timeout D  how long the server may take to connect (default 15s)\n"
+    "  --bridge-eras        serve 2026-07-28 (server/discover, no initialize) whatever the\n"
+    "                       server's era, bridging to a legacy server as 'serve' does: for\n"
+    "                       clients that speak only 2026-07-28\n"
     "\n"
     "examples:\n"
     "  mcp-bridge connect github\n"
@@ -217,7 +223,7 @@ static void on_hup_single(int signo, void *userdata)
 
 /* Runs the downstream until it is done. config is borrowed (kept by the caller). */
 static int run(struct serve *s, enum downstream_mode mode, const struct mcp_config *config,
-               const char *single_name, int64_t connect_timeout_ms)
+               const char *single_name, int64_t connect_timeout_ms, bool bridge_eras)
 {
     s->creds.log = s->log;
     s->creds.g = s->g;
@@ -262,6 +268,7 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
         .mode = mode,
         .config = config,
         .single_name = single_name,
+        .bridge_eras = bridge_eras,
         .cred_new = cred_setup_provider,
         .cred_userdata = &s->creds,
         .connect_timeout_ms = connect_timeout_ms,
@@ -333,21 +340,23 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
     if (isatty(STDIN_FILENO) && !g->quiet)
         log_error(log, "reading MCP messages from the terminal: mcp-bridge is meant to be run by "
                        "an agent (see 'mcp-bridge --help'); Ctrl-D ends");
-    int status = run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms);
+    int status = run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms, false);
     mcp_config_free(s.config);
     return status;
 }
 
 int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256, OPT_HEADER, OPT_ALLOW_HTTP };
+    enum { OPT_CONNECT_TIMEOUT = 256, OPT_HEADER, OPT_ALLOW_HTTP, OPT_BRIDGE_ERAS };
     static const struct option opts[] = {
         {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
         {"header", required_argument, NULL, OPT_HEADER},
         {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
+        {"bridge-eras", no_argument, NULL, OPT_BRIDGE_ERAS},
         {0},
     };
     unsigned flags = 0;
+    bool bridge_eras = false;
     struct serve s = {.log = log, .g = g};
     char *headers[MAX_HEADERS + 1] = {0};
     size_t n_headers = 0;
@@ -381,6 +390,9 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         case OPT_ALLOW_HTTP:
             flags |= CLI_ALLOW_HTTP;
             break;
+        case OPT_BRIDGE_ERAS:
+            bridge_eras = true;
+            break;
         default:
             return BRIDGE_EXIT_USAGE;
         }
@@ -397,7 +409,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         return BRIDGE_EXIT_CONFIG;
     if (cli_is_url(argv[optind]))
         s.creds.auth_target = argv[optind]; /* mcp-auth is told the URL: it has no entry */
-    int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms);
+    int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras);
     mcp_config_free(c);
     return status;
 }

@@ -338,7 +338,7 @@ static bool removed_method(const char *method)
 static void discover(struct ds_agent *a, struct jrpc_msg *m)
 {
     if (a->d->mode == DOWNSTREAM_SINGLE) {
-        ds_single_discover(a, m);
+        ds_single_opening(a, m);
         return;
     }
     struct json_object *res = ds_aggregate_discover(a);
@@ -400,8 +400,10 @@ static void handle_request(struct ds_agent *a, struct jrpc_msg *m)
         return;
     }
     /* before any initialize, a request of the 2026-07-28 era makes the agent modern (when its
-     * _meta is right: an agent that is told the version is wrong may still initialize) */
-    if (!a->modern && a->session == DS_SESSION_NEW && ds_modern_opening(m)) {
+     * _meta is right: an agent that is told the version is wrong may still initialize); single
+     * mode's opening refused may be tried again, in either era */
+    if (!a->modern && (a->session == DS_SESSION_NEW || a->session == DS_SESSION_REFUSED) &&
+        ds_modern_opening(m)) {
         if (!ds_modern_check(a, m) || ds_modern_start(a, m) < 0)
             return;
         start_if_first(a);
@@ -934,6 +936,7 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     d->cred_userdata = opts->cred_userdata;
     d->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
                                                          : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
+    d->bridge_eras = opts->bridge_eras;
     d->on_done = opts->on_done;
     d->userdata = opts->userdata;
     list_init(&d->agents);

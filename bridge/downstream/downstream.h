@@ -55,6 +55,12 @@ struct downstream_opts {
      * own). The config is borrowed only during downstream_new() and downstream_reload(). */
     const struct mcp_config *config;
     const char *single_name;
+    /* Single mode: the bridge serves a 2026-07-28 agent itself whatever the server's era
+     * (server/discover made of a legacy server's InitializeResult, requests bridged across
+     * eras). false, the default: transparent, a legacy server is a legacy server to the agent
+     * (its server/discover gets -32601, as from the server, and the agent falls back to
+     * initialize). Aggregate mode always bridges: the bridge is the agent's server there. */
+    bool bridge_eras;
     mcp_lookup_fn lookup; /* ${VAR} lookup for upstreams; NULL: the environment */
     void *lookup_userdata;
     /* Makes the credentials provider of an entry's upstream (cred.h; config is the

@@ -39,11 +39,13 @@
 /* ---- lifecycles -------------------------------------------------------------------------- */
 
 /* An agent's session. Aggregate: NEW -> READY. Single: NEW -> CONNECTING -> READY, or
- * CONNECTING -> REFUSED -> CONNECTING ... (the agent sends initialize again). */
+ * CONNECTING -> REFUSED -> CONNECTING ... (the agent sends initialize again, or opens the
+ * 2026-07-28 era again). A modern agent's opening refused (the server cannot be reached, or,
+ * transparent, it is a legacy server) leaves it REFUSED and of no era: it may initialize. */
 enum ds_session {
     DS_SESSION_NEW,        /* no initialize accepted yet */
     DS_SESSION_CONNECTING, /* single: initialize accepted, waiting for the upstream's READY */
-    DS_SESSION_REFUSED,    /* single: initialize answered with an error; upstreams started */
+    DS_SESSION_REFUSED,    /* single: the opening answered with an error; upstreams started */
     DS_SESSION_READY,      /* initialized */
 };
 
@@ -128,7 +130,8 @@ enum ds_pending_type {
     DS_PT_LIST,     /* a list request waiting for the first round of the catalogue */
     DS_PT_HELD,     /* a request naming something the catalogue does not know yet */
     DS_PT_INIT,     /* single mode: the agent's initialize waiting for READY */
-    DS_PT_DISCOVER, /* single mode: a modern agent's server/discover waiting for READY (msg) */
+    DS_PT_DISCOVER, /* single mode: a modern agent's server/discover, or any request before
+                     * its session is READY, waiting for the server's READY and era (msg) */
     DS_PT_LISTEN,   /* a modern agent's subscriptions/listen, open until cancelled (listen) */
 };
 
@@ -227,6 +230,7 @@ struct downstream {
     const struct mcp_config *loading; /* during downstream_new() and _reload(): for
                                        * cred_new */
     int64_t connect_timeout_ms;
+    bool bridge_eras; /* single mode: downstream_opts.bridge_eras */
     downstream_done_fn on_done;
     void *userdata;
 

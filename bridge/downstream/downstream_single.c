@@ -5,7 +5,16 @@
  * upstream failed (the agent may send initialize again, and the bridge tries again too).
  * Once initialized, every request is forwarded as it is, but for the server's excludeTools:
  * left out of its tools/list answers and refused in tools/call, as in aggregate mode (without
- * excludeTools the answers pass untouched). */
+ * excludeTools the answers pass untouched).
+ *
+ * A 2026-07-28 agent's opening (server/discover, or a request stamped with the version) waits
+ * for the server too, which tells its era. A modern server serves it; a legacy one is, by
+ * default, a legacy server to the agent as it would be directly: the opening gets the
+ * server's answer (-32601), and the agent falls back to initialize, keeping ping, setLevel,
+ * subscriptions, the server's requests outside a call (roots) and every field of its results.
+ * With --bridge-eras (d->bridge_eras) the bridge serves the agent 2026-07-28 itself over a
+ * legacy server, as aggregate mode does. An opening that cannot be answered (the server
+ * cannot be reached) never locks the era: the initialize that follows gets the reason too. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -73,9 +82,93 @@ static void discover_now(struct ds_agent *a, struct jrpc_msg *m)
         ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
 }
 
-/* The discover requests waiting for READY, in the order they came (the list is newest
- * first): answered now, or refused with why (NULL: answered). */
-static void discovers_waiting(struct ds_agent *a, const char *why)
+/* Whether the server is a legacy one to a modern agent: the bridge is transparent (no
+ * --bridge-eras) and the server speaks the initialize handshake, as found on connecting or as
+ * its entry says ("protocolVersion": "legacy", known before it connects). */
+static bool legacy_to_agent(const struct downstream *d)
+{
+    const struct upstream *u = d->servers[0]->u;
+    if (d->bridge_eras)
+        return false;
+    if (upstream_state(u) == UPSTREAM_READY)
+        return upstream_era(u) != UPSTREAM_ERA_MODERN;
+    return upstream_server(u)->protocol == MCP_PROTOCOL_LEGACY;
+}
+
+/* What a legacy server answers a 2026-07-28 request that comes before initialize:
+ * server/discover is a method it does not have (-32601, as the SDKs' servers answer it);
+ * another request gets -32022 with the versions it speaks, the revision's signal that the
+ * client must fall back to initialize. */
+static void answer_as_legacy(struct ds_agent *a, struct jrpc_msg *m)
+{
+    struct downstream *d = a->d;
+    const struct upstream *u = d->servers[0]->u;
+    if (strcmp(m->method, "server/discover") == 0) {
+        ds_reply_errorf(a, m->id, JRPC_METHOD_NOT_FOUND,
+                        "method not found: 'server/discover' (server '%s' speaks the initialize "
+                        "handshake)",
+                        d->servers[0]->name);
+        return;
+    }
+    const char *known = upstream_state(u) == UPSTREAM_READY ? upstream_protocol_version(u) : NULL;
+    struct json_object *data = json_object_new_object(), *supported = json_object_new_array();
+    int r = data && supported ? 0 : -ENOMEM;
+    for (size_t i = 0; r >= 0 && UPSTREAM_PROTOCOL_VERSIONS[i]; i++)
+        if (!known || strcmp(known, UPSTREAM_PROTOCOL_VERSIONS[i]) == 0)
+            r = json_object_array_add(supported,
+                                      json_object_new_string(UPSTREAM_PROTOCOL_VERSIONS[i]));
+    if (r >= 0) {
+        r = json_object_object_add(data, "supported", supported);
+        supported = NULL; /* taken, even on failure */
+    }
+    if (r >= 0)
+        r = json_object_object_add(data, "requested",
+                                   json_object_new_string(UPSTREAM_PROTOCOL_MODERN));
+    if (r < 0) {
+        json_object_put(supported);
+        json_object_put(data);
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    char text[DS_TEXT_MAX];
+    snprintf(text, sizeof(text),
+             "unsupported protocol version '%s': server '%s' speaks the initialize handshake",
+             UPSTREAM_PROTOCOL_MODERN, d->servers[0]->name);
+    ds_send_put(a, jrpc_new_error(m->id, DS_ERR_UNSUPPORTED_VERSION, text, data));
+    json_object_put(data);
+}
+
+/* The modern agent's opening was refused (the server is a legacy one to it, or cannot be
+ * reached): its session is of no era again, so that its initialize, the fallback the revision
+ * allows, is taken, and gets the server's answer or the same reason. */
+static void opening_refused(struct ds_agent *a)
+{
+    if (!a->modern || a->session != DS_SESSION_CONNECTING)
+        return;
+    a->modern = false;
+    ds_set_session(a, DS_SESSION_REFUSED);
+}
+
+/* A modern agent's request before its session is READY, the server READY (or known legacy):
+ * answered as the server's era and the bridge's mode say. */
+static void opening_now(struct ds_agent *a, struct jrpc_msg *m)
+{
+    if (legacy_to_agent(a->d)) {
+        answer_as_legacy(a, m);
+        opening_refused(a);
+        return;
+    }
+    if (a->session == DS_SESSION_CONNECTING)
+        ds_set_session(a, DS_SESSION_READY);
+    if (strcmp(m->method, "server/discover") == 0)
+        discover_now(a, m);
+    else
+        ds_single_request(a, m);
+}
+
+/* The requests waiting for READY, in the order they came (the list is newest first): handled
+ * now, or refused with why (NULL: handled). */
+static void openings_waiting(struct ds_agent *a, const char *why)
 {
     struct downstream *d = a->d;
     for (struct list_node *i = a->pending.prev, *prev; i != &a->pending; i = prev) {
@@ -91,7 +184,10 @@ static void discovers_waiting(struct ds_agent *a, const char *why)
         }
         struct jrpc_msg m;
         ds_pending_take_request(p, &m);
-        discover_now(a, &m);
+        if (a->modern)
+            opening_now(a, &m);
+        else
+            answer_as_legacy(a, &m); /* an earlier one found the server legacy */
         json_object_put(m.root);
     }
 }
@@ -102,9 +198,7 @@ void ds_single_ready(struct downstream *d)
     if (a->modern) {
         loop_timer_cancel(d->settle_timer);
         d->settle_timer = NULL;
-        if (a->session == DS_SESSION_CONNECTING)
-            ds_set_session(a, DS_SESSION_READY);
-        discovers_waiting(a, NULL);
+        openings_waiting(a, NULL);
         return;
     }
     struct ds_pending *p = ds_pending_find_type(a, DS_PT_INIT);
@@ -121,7 +215,9 @@ void ds_single_fail(struct downstream *d, const char *why)
     if (a->modern) {
         loop_timer_cancel(d->settle_timer);
         d->settle_timer = NULL;
-        discovers_waiting(a, why); /* the agent may ask again; the upstream goes on trying */
+        openings_waiting(a, why);
+        /* the agent may open again, or initialize; the upstream goes on trying */
+        opening_refused(a);
         return;
     }
     struct ds_pending *p = ds_pending_find_type(a, DS_PT_INIT);
@@ -148,12 +244,20 @@ static void on_connect_timer(struct loop_timer *t, void *userdata)
     ds_single_timeout(d);
 }
 
-void ds_single_discover(struct ds_agent *a, struct jrpc_msg *m)
+/* A server that failed, or needs a sign-in, is tried again when the agent asks again: the
+ * credentials may be there now, else the reason comes again (at once, not at the timeout). */
+static void retry_failed(struct upstream *u)
+{
+    if (upstream_state(u) == UPSTREAM_FAILED || upstream_state(u) == UPSTREAM_LOGIN)
+        upstream_connect(u);
+}
+
+void ds_single_opening(struct ds_agent *a, struct jrpc_msg *m)
 {
     struct downstream *d = a->d;
     struct ds_server *s = d->servers[0];
-    if (upstream_state(s->u) == UPSTREAM_READY) {
-        discover_now(a, m);
+    if (upstream_state(s->u) == UPSTREAM_READY || legacy_to_agent(d)) {
+        opening_now(a, m);
         return;
     }
     struct ds_pending *p = ds_pending_new(a, DS_PT_DISCOVER, m->id, m->method);
@@ -162,8 +266,7 @@ void ds_single_discover(struct ds_agent *a, struct jrpc_msg *m)
         return;
     }
     p->msg = json_object_get(m->root);
-    if (upstream_state(s->u) == UPSTREAM_FAILED)
-        upstream_connect(s->u); /* the agent asks again: the bridge tries again */
+    retry_failed(s->u);
     if (!d->settle_timer &&
         loop_timer_add(d->loop, d->connect_timeout_ms, on_connect_timer, d, &d->settle_timer) < 0)
         d->settle_timer = NULL;
@@ -184,8 +287,8 @@ void ds_single_initialize(struct ds_agent *a, struct jrpc_msg *m)
         answer_init(a, p);
         return;
     }
-    if (started && upstream_state(s->u) == UPSTREAM_FAILED)
-        upstream_connect(s->u); /* the agent tries again: so does the bridge */
+    if (started)
+        retry_failed(s->u); /* the agent tries again: so does the bridge */
     /* not started: the dispatcher starts the upstreams once this returns */
     if (started && !d->settle_timer &&
         loop_timer_add(d->loop, d->connect_timeout_ms, on_connect_timer, d, &d->settle_timer) < 0)
@@ -291,6 +394,10 @@ static const struct ds_method SINGLE_METHODS[] = {
 void ds_single_request(struct ds_agent *a, struct jrpc_msg *m)
 {
     struct downstream *d = a->d;
+    if (a->modern && a->session != DS_SESSION_READY) {
+        ds_single_opening(a, m); /* the server's era decides how it is answered */
+        return;
+    }
     const struct ds_method *h =
         ds_method_find(SINGLE_METHODS, ELEMENTSOF(SINGLE_METHODS), m->method);
     if (h)

@@ -1,5 +1,6 @@
 /* downstream_single_int.h - single mode (connect): the agent's initialize and server/discover
- * wait for the one upstream's READY; its requests are passed through. */
+ * wait for the one upstream's READY; its requests are passed through. Transparent by default:
+ * a legacy server is a legacy server to a 2026-07-28 agent too (d->bridge_eras bridges). */
 #pragma once
 
 #include "downstream/downstream_int.h"
@@ -13,8 +14,12 @@ void ds_single_ready(struct downstream *d);
 void ds_single_fail(struct downstream *d, const char *why);
 /* The connect timeout passed with the agent's initialize waiting. */
 void ds_single_timeout(struct downstream *d);
-/* A modern agent's server/discover in single mode: from the server's own, or its
- * InitializeResult (waiting for READY). */
-void ds_single_discover(struct ds_agent *a, struct jrpc_msg *m);
+/* A modern agent's server/discover in single mode, or any request of it before its session is
+ * READY: waits for the server's READY (the connect timeout, or its failure, refuses it with the
+ * reason, and the agent may then initialize). A modern server's discover is its own; a legacy
+ * server's is made of its InitializeResult with --bridge-eras (d->bridge_eras), else answered
+ * as the server would (-32601; -32022 for another request) and the agent falls back to
+ * initialize. */
+void ds_single_opening(struct ds_agent *a, struct jrpc_msg *m);
 /* An initialized agent's request in single mode. */
 void ds_single_request(struct ds_agent *a, struct jrpc_msg *m);

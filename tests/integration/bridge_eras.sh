@@ -9,9 +9,13 @@
 # checks its answer, so this half can fail by itself), and the modern agent on the legacy server
 # (it falls back to initialize: the same answers). Then the four pairings - legacy agent/legacy
 # server, legacy/modern, modern/legacy, modern/modern - each through single mode (`mcp-bridge
-# connect`) and aggregate mode (`mcp-bridge serve`), whose answers must be the ones the agent got
-# directly. Then faults across eras: a forged requestState (the bridge's own form, "mcpb1.",
-# refused with -32602 whatever the server's era), and a server killed under a keep-alive entry
+# connect`, with --bridge-eras for the pinned modern agent on the legacy server) and aggregate
+# mode (`mcp-bridge serve`), whose answers must be the ones the agent got directly. Then
+# `connect` without --bridge-eras: the modern agent in "auto" on the legacy server falls back to
+# initialize as it does directly (the same era, protocol version and answers, ping and
+# setLevel), and on the modern server stays modern. Then faults across eras: a forged
+# requestState (the bridge's own form, "mcpb1.", refused with -32602 whatever the server's era),
+# and a server killed under a keep-alive entry
 # (for a modern server the bridge must send its subscriptions/listen again: list changes still
 # arrive), and a legacy server killed in the middle of a modern agent's input round (the retry's
 # requestState names a request that is gone: -32602 or an error result naming the lost server;
@@ -109,7 +113,11 @@ for sdk in v1 v2; do
         for mode in single aggregate; do
             label="$who agent, $srv server, $mode"
             file="$who-$srv-$mode"
-            if [ "$mode" = single ]; then
+            if [ "$mode" = single ] && [ "$sdk" = v2 ] && [ "$srv" = legacy ]; then
+                # connect is transparent by default: the pinned agent needs the bridge's own era
+                argv=$(json_argv "$MCP_BRIDGE_BIN" --config "$T_ROOT/$srv.json" connect --bridge-eras eras)
+                prefix=()
+            elif [ "$mode" = single ]; then
                 argv=$(json_argv "$MCP_BRIDGE_BIN" --config "$T_ROOT/$srv.json" connect eras)
                 prefix=()
             else
@@ -128,11 +136,43 @@ for sdk in v1 v2; do
     done
 done
 
+# ---- connect is transparent: a legacy server stays legacy -----------------------------------
+# the modern agent in "auto" on the legacy server through `connect` (no --bridge-eras) falls back
+# to initialize as it does directly: the same era and protocol version, the same answers, and
+# the legacy era's ping and logging/setLevel (the logging step) go to the server
+steps=tools,resources,subscribe,prompts,completion,progress,cancel,elicit,sample,logging,listchanged,ping
+agent_run transparent-direct "$T_ROOT/transparent-direct.json" --sdk v2 --pin no --steps "$steps" \
+    --command "$(json_argv "$node_bin" "$server" --era legacy)"
+[ "$AGENT_RC" = 0 ] || fail "the modern agent (auto) on the legacy server directly: $(grep -v '^ok' "$T_ROOT/transparent-direct.out")"
+want_line=$(grep '^connected:' "$T_ROOT/transparent-direct.out")
+assert_eq "$want_line" "connected: legacy 2025-11-25" "the modern agent's direct connection to the legacy server"
+agent_run transparent "$T_ROOT/transparent.json" --sdk v2 --pin no --steps "$steps" \
+    --command "$(json_argv "$MCP_BRIDGE_BIN" --config "$T_ROOT/legacy.json" connect eras)"
+got_line=$(grep '^connected:' "$T_ROOT/transparent.out")
+if [ "$AGENT_RC" != 0 ]; then
+    record "modern agent (auto), legacy server, connect" FAIL "$AGENT_SUMMARY: $(grep '^FAIL' "$T_ROOT/transparent.out" | head -3 | tr '\n' ' ')"
+elif [ "$got_line" != "$want_line" ]; then
+    record "modern agent (auto), legacy server, connect" FAIL "'$got_line' (direct: '$want_line')"
+elif detail=$(compare x "$T_ROOT/transparent.json" "$T_ROOT/transparent-direct.json"); then
+    record "modern agent (auto), legacy server, connect" pass "$AGENT_SUMMARY, ${got_line#connected: }, the direct answers"
+else
+    record "modern agent (auto), legacy server, connect" FAIL "not the direct answers: $detail"
+fi
+# and on the modern server, `connect` still serves the modern era
+agent_run transparent-modern "$T_ROOT/transparent-modern.json" --sdk v2 --pin no --steps tools,logging \
+    --command "$(json_argv "$MCP_BRIDGE_BIN" --config "$T_ROOT/modern.json" connect eras)"
+got_line=$(grep '^connected:' "$T_ROOT/transparent-modern.out")
+if [ "$AGENT_RC" = 0 ] && [ "$got_line" = "connected: modern 2026-07-28" ]; then
+    record "modern agent (auto), modern server, connect" pass "$AGENT_SUMMARY, ${got_line#connected: }"
+else
+    record "modern agent (auto), modern server, connect" FAIL "'$got_line': $(grep '^FAIL' "$T_ROOT/transparent-modern.out" | head -2 | tr '\n' ' ')"
+fi
+
 # ---- faults across eras ----------------------------------------------------------------------
 # a forged requestState of the bridge's form: -32602 from the bridge, for either server
 for srv in legacy modern; do
     agent_run "forged-$srv" "$T_ROOT/forged-$srv.json" --sdk v2 --steps elicit --forged-state \
-        --command "$(json_argv "$MCP_BRIDGE_BIN" --config "$T_ROOT/$srv.json" connect eras)"
+        --command "$(json_argv "$MCP_BRIDGE_BIN" --config "$T_ROOT/$srv.json" connect --bridge-eras eras)"
     if [ "$AGENT_RC" = 0 ]; then
         record "forged requestState, $srv server" pass "-32602"
     else

@@ -13,7 +13,7 @@
 //   --prefix NAME         the bridge's aggregate mode: tools and prompts are mcp_NAME_<name>
 //   --steps a,b,...       what to do (default: all): tools resources subscribe prompts
 //                         completion progress cancel elicit sample logging listchanged (restart: kill the
-//                         server and wait for a new one)
+//                         server and wait for a new one; ping: the legacy era's, not by default)
 //   --out FILE            the transcript ({step: value}); every step also prints "ok STEP" or
 //                         "FAIL STEP: why" on stdout; exit 1 when a step failed
 //
@@ -234,6 +234,13 @@ const steps = {
     const t = await callText('sample', { prompt: 'Say something' });
     expect(t === 'sampled eras-model: a sample', `sample answered '${t}'`);
     return { text: t, asked: seen.sample - before };
+  },
+  // ping: a method of the legacy era (2026-07-28 has none), which a legacy server answers
+  async ping() {
+    expect(!(v2 && client.getProtocolEra?.() === 'modern'), 'no ping in 2026-07-28');
+    const r = await client.ping();
+    expect(r && typeof r === 'object', `ping answered ${JSON.stringify(r)}`);
+    return 'pong';
   },
   async logging() {
     const before = seen.messages.length;

@@ -2,7 +2,7 @@
 // an InputRequiredResult through its elicitation handler and sends the request again) against
 // server-everything (a legacy server, which asks with elicitation/create in the middle of
 // trigger-elicitation-request), in aggregate mode (mcp-bridge --config) and single mode
-// (mcp-bridge connect everything); then the same bridge spoken to line by line: the
+// (mcp-bridge connect --bridge-eras everything); then the same bridge spoken to line by line: the
 // InputRequiredResult as the bridge writes it, a forged and a tampered requestState (-32602), a
 // state used twice, and server-everything killed while the agent is away (the retry gets the
 // failure; the next call works again on the restarted server). A legacy agent (the v1 Client)
@@ -232,7 +232,8 @@ function bridgeCall(checks) {
 const aggregate = new Checks('aggregate/');
 await modernRoundTrip(aggregate, ['--config', config], 'mcp_everything_trigger-elicitation-request');
 const single = new Checks('single/');
-await modernRoundTrip(single, ['--config', config, 'connect', 'everything'], 'trigger-elicitation-request');
+// connect is transparent by default (a legacy server stays legacy): --bridge-eras bridges
+await modernRoundTrip(single, ['--config', config, 'connect', '--bridge-eras', 'everything'], 'trigger-elicitation-request');
 const lines = new Checks('raw/');
 await raw(lines);
 const old = new Checks('legacy/');

@@ -110,8 +110,9 @@ static inline struct mcp_config *config_from(const char *text)
     return c;
 }
 
-static inline int fx_start(struct fx *f, const char *config, enum downstream_mode mode,
-                           const char *single, int64_t connect_timeout_ms)
+/* fx_start() with single mode's --bridge-eras (downstream_opts.bridge_eras). */
+static inline int fx_start_eras(struct fx *f, const char *config, enum downstream_mode mode,
+                                const char *single, int64_t connect_timeout_ms, bool bridge_eras)
 {
     static int n;
     memset(f, 0, sizeof(*f));
@@ -138,6 +139,7 @@ static inline int fx_start(struct fx *f, const char *config, enum downstream_mod
         .mode = mode,
         .config = c,
         .single_name = single,
+        .bridge_eras = bridge_eras,
         .connect_timeout_ms = connect_timeout_ms,
         .on_done = fx_done,
         .userdata = f,
@@ -148,6 +150,12 @@ static inline int fx_start(struct fx *f, const char *config, enum downstream_mod
     if (r < 0)
         fprintf(stderr, "downstream_new: %s\n", err_msg(&e));
     return r;
+}
+
+static inline int fx_start(struct fx *f, const char *config, enum downstream_mode mode,
+                           const char *single, int64_t connect_timeout_ms)
+{
+    return fx_start_eras(f, config, mode, single, connect_timeout_ms, false);
 }
 
 static inline void fx_stop(struct fx *f)

@@ -261,10 +261,10 @@ static void test_listen(void)
 static void test_single_discover(void)
 {
     struct fx f;
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("solo", ",\"instructions=use me\"") "}}",
-                       DOWNSTREAM_SINGLE, "solo", 0),
+    CHECK_INT(fx_start_eras(&f, "{\"mcpServers\":{" SERVER("solo", ",\"instructions=use me\"") "}}",
+                            DOWNSTREAM_SINGLE, "solo", 0, true),
               0);
-    /* the first request: the server's InitializeResult as a DiscoverResult */
+    /* --bridge-eras: the first request: the server's InitializeResult as a DiscoverResult */
     struct json_object *r = modern(&f, "1", "server/discover", NULL);
     CHECK_STR(path_str(r, "result.resultType"), "complete");
     CHECK_STR(path_str(r, "result.supportedVersions.0"), "2026-07-28");
@@ -297,8 +297,9 @@ static void test_single_discover(void)
     fx_stop(&f);
 
     /* a server that cannot start: discover says why, and may be asked again */
-    CHECK_INT(fx_start(&f, "{\"mcpServers\":{\"gone\":{\"command\":\"credkit-no-such-command\"}}}",
-                       DOWNSTREAM_SINGLE, "gone", 500),
+    CHECK_INT(fx_start_eras(&f,
+                            "{\"mcpServers\":{\"gone\":{\"command\":\"credkit-no-such-command\"}}}",
+                            DOWNSTREAM_SINGLE, "gone", 500, true),
               0);
     int64_t t0 = now_ms();
     r = modern(&f, "1", "server/discover", NULL);
@@ -308,6 +309,15 @@ static void test_single_discover(void)
     json_object_put(r);
     r = modern(&f, "2", "server/discover", NULL);
     CHECK_INT(path_int(r, "error.code"), -32000);
+    json_object_put(r);
+    /* the era is not locked by a refused opening: the initialize the agent falls back to gets
+     * the same reason */
+    t0 = now_ms();
+    r = fx_request(&f, "3", "initialize",
+                   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}");
+    CHECK_INT(path_int(r, "error.code"), -32000);
+    CHECK_CONTAINS(path_str(r, "error.message"), "credkit-no-such-command");
+    CHECK(now_ms() - t0 < 5000);
     json_object_put(r);
     fx_stop(&f);
 

@@ -103,4 +103,105 @@ static void test_single_fails(void)
     fx_stop(&f);
 }
 
-DOWNSTREAM_TESTS_MAIN(NULL, test_single, test_single_fails)
+/* _meta of a 2026-07-28 request */
+#define MODERN_META                                                                                \
+    "{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                      \
+    "\"io.modelcontextprotocol/clientCapabilities\":{\"roots\":{}}}}"
+
+/* Transparent by default: a legacy server is a legacy server to a 2026-07-28 agent, which
+ * falls back to initialize and keeps what the legacy era has. */
+static void test_single_transparent(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{" SERVER("solo", ",\"tools=echo\"") "}}",
+                       DOWNSTREAM_SINGLE, "solo", 0),
+              0);
+    struct json_object *r = fx_request(&f, "\"d\"", "server/discover", MODERN_META);
+    CHECK_INT(path_int(r, "error.code"), -32601);
+    CHECK(path(r, "result") == NULL);
+    json_object_put(r);
+    /* the initialize that follows is the server's own */
+    r = fx_request(&f, "\"i\"", "initialize",
+                   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"roots\":{}},"
+                   "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
+    CHECK_STR(path_str(r, "result.serverInfo.name"), "solo");
+    CHECK_STR(path_str(r, "result.protocolVersion"), "2025-11-25");
+    CHECK(path(r, "result.capabilities.tools") != NULL);
+    json_object_put(r);
+    fx_send(&f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    /* the legacy era's methods go to the server */
+    r = fx_request(&f, "\"pi\"", "ping", NULL);
+    CHECK(r && json_object_is_type(path(r, "result"), json_type_object));
+    json_object_put(r);
+    r = fx_wait(&f, match_method, "notifications/message", "pinged", WAIT_MS);
+    CHECK(r != NULL);
+    json_object_put(r);
+    r = fx_request(&f, "1", "tools/list", NULL);
+    CHECK_STR(names_of(r, "tools", "name"), "echo");
+    CHECK(path(r, "result.resultType") == NULL);
+    CHECK(path(r, "result.ttlMs") == NULL);
+    json_object_put(r);
+    fx_stop(&f);
+
+    /* another request of the era first: -32022 naming legacy versions only, and the agent may
+     * initialize */
+    CHECK_INT(
+        fx_start(&f, "{\"mcpServers\":{" SERVER("solo", "") "}}", DOWNSTREAM_SINGLE, "solo", 0), 0);
+    r = fx_request(&f, "1", "tools/list", MODERN_META);
+    CHECK_INT(path_int(r, "error.code"), -32022);
+    CHECK_STR(path_str(r, "error.data.supported.0"), "2025-11-25");
+    CHECK_STR(path_str(r, "error.data.requested"), "2026-07-28");
+    json_object_put(r);
+    r = fx_request(&f, "2", "initialize",
+                   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}");
+    CHECK_STR(path_str(r, "result.serverInfo.name"), "solo");
+    json_object_put(r);
+    fx_stop(&f);
+
+    /* an entry that says it is legacy is answered before the server is up */
+    CHECK_INT(fx_start(&f,
+                       "{\"mcpServers\":{\"solo\":{\"command\":\"@SELF@\",\"args\":[\"--server\","
+                       "\"solo\",\"init_delay=1500\"],\"protocolVersion\":\"legacy\"}}}",
+                       DOWNSTREAM_SINGLE, "solo", 0),
+              0);
+    int64_t t0 = now_ms();
+    r = fx_request(&f, "\"d\"", "server/discover", MODERN_META);
+    CHECK_INT(path_int(r, "error.code"), -32601);
+    CHECK(now_ms() - t0 < 1000);
+    json_object_put(r);
+    r = fx_request(&f, "\"i\"", "initialize",
+                   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}");
+    CHECK_STR(path_str(r, "result.serverInfo.name"), "solo");
+    json_object_put(r);
+    fx_stop(&f);
+}
+
+/* A server that cannot be reached: the reason in the answer to the opening, whichever era it
+ * is, and again in the initialize the agent falls back to. */
+static void test_single_unreachable(void)
+{
+    struct fx f;
+    CHECK_INT(fx_start(&f, "{\"mcpServers\":{\"gone\":{\"command\":\"credkit-no-such-command\"}}}",
+                       DOWNSTREAM_SINGLE, "gone", 0),
+              0);
+    int64_t t0 = now_ms();
+    struct json_object *r = fx_request(&f, "\"d\"", "server/discover", MODERN_META);
+    CHECK_INT(path_int(r, "error.code"), -32000);
+    CHECK_CONTAINS(path_str(r, "error.message"), "credkit-no-such-command");
+    json_object_put(r);
+    r = fx_request(&f, "\"i\"", "initialize",
+                   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}");
+    CHECK_INT(path_int(r, "error.code"), -32000);
+    CHECK_CONTAINS(path_str(r, "error.message"), "credkit-no-such-command");
+    CHECK(now_ms() - t0 < 5000);
+    json_object_put(r);
+    /* and the agent may open the modern era again */
+    r = fx_request(&f, "\"d2\"", "server/discover", MODERN_META);
+    CHECK_INT(path_int(r, "error.code"), -32000);
+    CHECK_CONTAINS(path_str(r, "error.message"), "credkit-no-such-command");
+    json_object_put(r);
+    fx_stop(&f);
+}
+
+DOWNSTREAM_TESTS_MAIN(NULL, test_single, test_single_fails, test_single_transparent,
+                      test_single_unreachable)

@@ -22,10 +22,11 @@ static struct json_object *modern(struct fx *f, const char *id, const char *meth
     return fx_request(f, id, method, p);
 }
 
+/* single mode bridges the eras only when asked to (mcp-bridge connect --bridge-eras) */
 static void start(struct fx *f, enum downstream_mode mode)
 {
-    CHECK_INT(fx_start(f, "{\"mcpServers\":{" SERVER("a", "") "}}", mode,
-                       mode == DOWNSTREAM_SINGLE ? "a" : NULL, 0),
+    CHECK_INT(fx_start_eras(f, "{\"mcpServers\":{" SERVER("a", "") "}}", mode,
+                            mode == DOWNSTREAM_SINGLE ? "a" : NULL, 0, mode == DOWNSTREAM_SINGLE),
               0);
     json_object_put(modern(f, "\"d\"", "server/discover", NULL));
     json_object_put(modern(f, "\"l\"", "tools/list", NULL));
