@@ -38,6 +38,7 @@
 static void handle_request(struct ds_agent *a, struct jrpc_msg *m);
 /* Shutdown is over once every server is closed. */
 static void check_shutdown(struct downstream *d);
+static void on_announce_timer(struct loop_timer *t, void *userdata);
 
 /* ---- lifecycles -------------------------------------------------------------------------- */
 
@@ -81,6 +82,7 @@ static void reply_empty(struct ds_agent *a, struct json_object *id)
 static void notify_agent(const char *method, void *userdata)
 {
     struct downstream *d = userdata;
+    d->announced = true;
     for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a)) {
         if (!ds_may_tell(a))
             continue;
@@ -91,11 +93,38 @@ static void notify_agent(const char *method, void *userdata)
     }
 }
 
+/* Tells the agents of the lists due now; a window opens when something was said. */
+static void announce_now(struct downstream *d)
+{
+    d->announced = false;
+    catalog_announce(d->cat, ds_may_tell_any(d), notify_agent, d);
+    if (d->announced && loop_timer_add(d->loop, DS_ANNOUNCE_WINDOW_MS, on_announce_timer, d,
+                                       &d->announce_timer) < 0)
+        d->announce_timer = NULL; /* no window: the next change is told at once */
+}
+
+/* The window after a list_changed is over: the changes made during it, told as one. */
+static void on_announce_timer(struct loop_timer *t, void *userdata)
+{
+    struct downstream *d = userdata;
+    (void)t;
+    loop_timer_cancel(d->announce_timer);
+    d->announce_timer = NULL;
+    announce_now(d);
+}
+
 /* A server's new lists are announced together once its listing round is over, not one by
- * one. */
+ * one; and servers that list at about the same time (several connecting at start) are told
+ * of at most once per kind in each DS_ANNOUNCE_WINDOW_MS: the first change at once, the later
+ * ones at the window's end. The catalogue keeps what is due meanwhile, so an agent still hears
+ * only of lists it was given. */
 static void announce(struct downstream *d)
 {
-    catalog_announce(d->cat, ds_may_tell_any(d), notify_agent, d);
+    if (d->announce_timer && ds_may_tell_any(d))
+        return;
+    loop_timer_cancel(d->announce_timer); /* nobody to tell: nothing to wait for */
+    d->announce_timer = NULL;
+    announce_now(d);
 }
 
 static void rebuild_all(struct downstream *d)
@@ -1104,6 +1133,7 @@ void downstream_free(struct downstream *d)
         d->done_call->d = NULL;
     loop_timer_cancel(d->settle_timer);
     loop_timer_cancel(d->window_timer);
+    loop_timer_cancel(d->announce_timer);
     loop_timer_cancel(d->shutdown_timer);
     if (d->cache_timer)
         ds_cache_save_now(d);

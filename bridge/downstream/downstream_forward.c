@@ -3,15 +3,19 @@
  * Every agent message is parsed once, its id swapped in place where it goes upstream, and
  * serialised once. Aggregate mode maps exposed names back through the catalogue and routes
  * resource URIs (downstream.h); a request naming what the catalogue does not know before it
- * has settled is held until it has. A tools/call that fails in the bridge is answered with a
- * tool result with isError, other methods with JSON-RPC errors. */
+ * has settled is held until it has. A tools/call that fails in the bridge, or names a tool no
+ * server has, is answered with a tool result with isError, other methods with JSON-RPC
+ * errors. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/buf.h"
 #include "credkit/json.h"
+
+#include "catalog/proxy_search.h"
 
 #include "downstream/downstream_int.h"
 #include "downstream/downstream_agent_int.h"
@@ -22,6 +26,9 @@
 #include "downstream/downstream_pending_int.h"
 #include "downstream/downstream_mrtr_int.h"
 #include "downstream/downstream_subs_int.h"
+
+#define UNKNOWN_SUGGEST_MAX 5   /* close names an unknown tool's answer offers */
+#define UNKNOWN_NAME_MAX    200 /* bytes of the unknown name said back */
 
 static void tool_error_text(char *buf, size_t size, const struct ds_server *s, int error,
                             const char *message)
@@ -292,6 +299,39 @@ static struct ds_server *signin_server(struct downstream *d, const char *name,
     return NULL;
 }
 
+/* A tools/call of a tool the settled catalogue does not have. The SDK's McpServer answers it
+ * with a tool result with isError, which the model reads (a JSON-RPC error usually reaches
+ * only the agent's code): the same here, with the close names the proxy tool suggests, so a
+ * mistyped or guessed name can be corrected in the next call. */
+static void unknown_tool(struct ds_agent *a, struct jrpc_msg *m, const char *name)
+{
+    struct downstream *d = a->d;
+    char nr[512];
+    not_ready(d, nr, sizeof(nr));
+    struct buf text, sug;
+    buf_init(&text, DS_TEXT_MAX * 4);
+    buf_init(&sug, DS_TEXT_MAX * 2);
+    int r = buf_append_str(&text, "unknown tool '");
+    if (r >= 0)
+        r = proxy_append_line(&text, name, UNKNOWN_NAME_MAX);
+    if (r >= 0)
+        r = buf_printf(&text, "'%s", nr);
+    if (r >= 0 && proxy_suggest(d->cat, name, UNKNOWN_SUGGEST_MAX, &sug) >= 0 && sug.len)
+        r = buf_printf(&text, "; did you mean: %s?", buf_str(&sug));
+    if (r >= 0)
+        r = buf_append_str(&text, catalog_proxy_enabled(d->cat)
+                                      ? " tools/list lists the tools, mcp({search: \"words\"}) "
+                                        "finds them"
+                                      : " tools/list lists the tools");
+    struct json_object *res = r >= 0 ? jrpc_new_tool_error(buf_str(&text)) : NULL;
+    buf_release(&sug);
+    buf_release(&text);
+    if (res)
+        ds_reply_result(a, m->id, res);
+    else
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+}
+
 static void forward_named(struct ds_agent *a, struct jrpc_msg *m, enum catalog_kind k)
 {
     struct downstream *d = a->d;
@@ -325,9 +365,13 @@ static void forward_named(struct ds_agent *a, struct jrpc_msg *m, enum catalog_k
             ds_forward(a, m, s, true);
             return;
         }
+        if (k == CATALOG_TOOLS) {
+            unknown_tool(a, m, name);
+            return;
+        }
         char nr[512];
         not_ready(d, nr, sizeof(nr));
-        /* MCP answers an unknown tool with -32602 */
+        /* MCP answers an unknown prompt with -32602 */
         ds_reply_errorf(a, m->id, JRPC_INVALID_PARAMS, "unknown %s '%s'%s", CATALOG_KINDS[k].noun,
                         name, nr);
         return;

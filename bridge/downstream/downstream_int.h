@@ -35,6 +35,10 @@
 
 #define DS_TEXT_MAX   1024 /* error texts for the agent */
 #define DS_METHOD_MAX 48   /* of a method name kept for the log */
+/* After a list_changed, the changes of the next 200 ms are told as one at its end: servers
+ * that connect together (nine at start) would otherwise have the agent list everything again
+ * for each; short enough that the agent sees a new server's tools at once */
+#define DS_ANNOUNCE_WINDOW_MS 200
 
 /* ---- lifecycles -------------------------------------------------------------------------- */
 
@@ -259,6 +263,10 @@ struct downstream {
      * it passes (lists_open), requests naming what is not listed yet wait for the first round */
     struct loop_timer *window_timer;
     bool lists_open;
+    /* list_changed to the agents: the window after one was sent (the changes within it are
+     * told at its end); announced: notify_agent ran (catalog_announce said something) */
+    struct loop_timer *announce_timer;
+    bool announced;
 
     /* the settings of the configuration (server_settings_get(); auth_required_message is
      * not kept: the configuration is borrowed only while loading) */

@@ -327,7 +327,10 @@ enum ds_avail ds_server_avail(const struct ds_server *s, const char **ret_reason
             a = DS_AVAIL_CONNECTED;
             break;
         case UPSTREAM_CONNECTING:
+            /* trying again: the attempt before failed (a hung initialize timed out), and the
+             * status says why rather than a bare "connecting" */
             a = DS_AVAIL_CONNECTING;
+            reason = s->reason;
             break;
         case UPSTREAM_BACKOFF:
             /* waiting to try again after a failure */
@@ -346,7 +349,9 @@ enum ds_avail ds_server_avail(const struct ds_server *s, const char **ret_reason
         case UPSTREAM_CLOSING:
         case UPSTREAM_CLOSED:
         default:
+            /* stopped trying once idle: the last attempt's failure, if it failed */
             a = DS_AVAIL_IDLE;
+            reason = s->reason;
             break;
         }
     }

@@ -11,8 +11,8 @@
 /* What the proxy tool's status says of a server (ds_server_avail). */
 enum ds_avail {
     DS_AVAIL_CONNECTED,  /* READY */
-    DS_AVAIL_CONNECTING, /* connecting or listing */
-    DS_AVAIL_IDLE,       /* lazy or idle-closed: listed from the cache or an earlier connect */
+    DS_AVAIL_CONNECTING, /* connecting or listing; reason: the last attempt's failure */
+    DS_AVAIL_IDLE,       /* lazy or idle-closed (reason: as CONNECTING) */
     DS_AVAIL_FAILED,     /* last connect failed: reason set */
     DS_AVAIL_LOGIN,      /* sign-in required: reason holds the command to run */
     DS_AVAIL_DISABLED,   /* "disabled": true */

@@ -92,6 +92,12 @@ static int status(struct downstream *d, struct buf *out)
             if (r >= 0)
                 r = buf_append_str(out, ")\n");
         } else {
+            /* connecting again or idle after a failure: what went wrong the last time */
+            char last[DS_TEXT_MAX];
+            if ((a == DS_AVAIL_CONNECTING || a == DS_AVAIL_IDLE) && reason) {
+                snprintf(last, sizeof(last), "the last attempt failed: %s", reason);
+                reason = last;
+            }
             r = proxy_status_line(out, s->name, avail_word(a), reason,
                                   proxy_tool_count(d->cat, s->src));
         }
@@ -147,7 +153,8 @@ static int connect_server(struct downstream *d, const char *name, struct buf *ou
                           name, proxy_tool_count(d->cat, s->src), name);
     /* the reason is borrowed until the state changes: the wake changes it */
     char last[DS_TEXT_MAX] = "";
-    if (before == DS_AVAIL_FAILED && reason)
+    if (reason &&
+        (before == DS_AVAIL_FAILED || before == DS_AVAIL_CONNECTING || before == DS_AVAIL_IDLE))
         snprintf(last, sizeof(last), " (the last attempt failed: %s)", reason);
     struct err e = ERR_INIT;
     if (ds_server_wake(s, &e) < 0) {

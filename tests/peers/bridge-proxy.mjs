@@ -223,13 +223,10 @@ async function scenarioDirect() {
   await checks.run('disableProxyTool with nothing direct: every tool is listed, no proxy tool', async () => {
     const got = await names(a);
     expect(!got.includes('mcp') && got.includes('mcp_everything_echo'), got.join(' '));
-    let refused = '';
-    try {
-      await a.call('mcp', {});
-    } catch (err) {
-      refused = String(err?.message);
-    }
-    expect(/unknown tool 'mcp'/.test(refused), `the proxy tool answered (${refused})`);
+    // an unknown tool is a tool result with isError (as the SDK's McpServer answers it)
+    const r = await a.call('mcp', {});
+    const refused = r.isError ? textOf(r) : '';
+    expect(/unknown tool 'mcp'/.test(refused), `the proxy tool answered (${JSON.stringify(r)})`);
     const log = readFileSync(`${opts.root}/${opts.scenario}-${n}.bridge.log`, 'utf8');
     expect(log.includes('settings.disableProxyTool is set and no tool is direct'), `no warning in the log: ${log}`);
   });
