@@ -96,6 +96,7 @@ static void notify_agent(const char *method, void *userdata)
 static void announce(struct downstream *d)
 {
     catalog_announce(d->cat, ds_may_tell_any(d), notify_agent, d);
+    ds_forward_woken(d); /* after the news: a call routed to a new tool follows its list_changed */
 }
 
 static void rebuild_all(struct downstream *d)
@@ -767,8 +768,16 @@ static void pending_freed(struct ds_pending *p)
     ds_listen_free(p->a, p->listen);
 }
 
+/* What the servers will be offered is known before the first agent is answered: their lists
+ * come from the cache kept for that offer (nothing once the upstreams have started). */
+static void offered(struct ds_agent *a)
+{
+    ds_servers_offered(a->d, a->client_caps, a->protocol_version);
+}
+
 static const struct ds_hooks HOOKS = {
     .pending_freed = pending_freed,
+    .offered = offered,
     .settle_check = settle_check,
     .check_shutdown = check_shutdown,
     .announce = announce,
