@@ -98,6 +98,7 @@ static void announce_now(struct downstream *d)
 {
     d->announced = false;
     catalog_announce(d->cat, ds_may_tell_any(d), notify_agent, d);
+    ds_forward_woken(d); /* after the news: a call routed to a new tool follows its list_changed */
     if (d->announced && loop_timer_add(d->loop, DS_ANNOUNCE_WINDOW_MS, on_announce_timer, d,
                                        &d->announce_timer) < 0)
         d->announce_timer = NULL; /* no window: the next change is told at once */
@@ -798,8 +799,16 @@ static void pending_freed(struct ds_pending *p)
     ds_listen_free(p->a, p->listen);
 }
 
+/* What the servers will be offered is known before the first agent is answered: their lists
+ * come from the cache kept for that offer (nothing once the upstreams have started). */
+static void offered(struct ds_agent *a)
+{
+    ds_servers_offered(a->d, a->client_caps, a->protocol_version);
+}
+
 static const struct ds_hooks HOOKS = {
     .pending_freed = pending_freed,
+    .offered = offered,
     .settle_check = settle_check,
     .check_shutdown = check_shutdown,
     .announce = announce,

@@ -244,6 +244,7 @@ int ds_take_capabilities(struct ds_agent *a, const char *version, struct json_ob
         if (v && json_object_object_add(a->client_caps, offered[i], json_object_get(v)) < 0)
             return -ENOMEM;
     }
+    a->d->hooks->offered(a);
     return 0;
 }
 

@@ -3,8 +3,10 @@
  * Every agent message is parsed once, its id swapped in place where it goes upstream, and
  * serialised once. Aggregate mode maps exposed names back through the catalogue and routes
  * resource URIs (downstream.h); a request naming what the catalogue does not know before it
- * has settled is held until it has. A tools/call that fails in the bridge, or names a tool no
- * server has, is answered with a tool result with isError, other methods with JSON-RPC
+ * has settled is held until it has; a tools/call naming a tool no server lists wakes the servers
+ * listed only from the cache (or not connected) and waits for their lists. A tools/call that
+ * fails in the bridge, or names a tool no server has, is answered with a tool result with
+ * isError, other methods with JSON-RPC
  * errors. */
 #include <errno.h>
 #include <inttypes.h>
@@ -332,7 +334,73 @@ static void unknown_tool(struct ds_agent *a, struct jrpc_msg *m, const char *nam
         ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
 }
 
-static void forward_named(struct ds_agent *a, struct jrpc_msg *m, enum catalog_kind k)
+/* ---- a call naming a tool no server lists --------------------------------------------------
+ *
+ * A server listed only from the cache (or not connected) may have a tool its cached list lacks:
+ * one it gained since, or one it offers only to an agent with capabilities the cached list was
+ * not made for. A call naming such a tool wakes those servers and waits, at most the connect
+ * timeout, for them to list; then it is routed, or answered as unknown, once. */
+
+static void forward_named(struct ds_agent *a, struct jrpc_msg *m, enum catalog_kind k,
+                          bool may_wake);
+
+/* The call of p is handled again, without waking anything. */
+static void wake_over(struct ds_pending *p)
+{
+    struct ds_agent *a = p->a;
+    struct jrpc_msg m;
+    ds_pending_take_request(p, &m);
+    if (m.id)
+        forward_named(a, &m, CATALOG_TOOLS, false);
+    json_object_put(m.root);
+}
+
+static void on_wake_timer(struct loop_timer *t, void *userdata)
+{
+    struct ds_pending *p = userdata;
+    (void)t;
+    loop_timer_cancel(p->wake_timer);
+    p->wake_timer = NULL;
+    wake_over(p);
+}
+
+/* Wakes the servers that may have the tool m names and holds m for them. true when held (or
+ * answered: no room). */
+static bool wake_for(struct ds_agent *a, struct jrpc_msg *m)
+{
+    struct downstream *d = a->d;
+    if (!ds_wake_unlisted(d))
+        return false;
+    struct ds_pending *p = ds_pending_new(a, DS_PT_WAKE, m->id, m->method);
+    if (!p) {
+        ds_reply_too_many(a, m->id);
+        return true;
+    }
+    p->msg = json_object_get(m->root);
+    if (loop_timer_add(d->loop, d->connect_timeout_ms, on_wake_timer, p, &p->wake_timer) < 0) {
+        p->wake_timer = NULL;
+        wake_over(p); /* no bound to wait with: answered now */
+    }
+    return true;
+}
+
+void ds_forward_woken(struct downstream *d)
+{
+    if (ds_servers_waking(d))
+        return;
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a)) {
+        /* oldest first (the list is newest first); a call handled again is not held again */
+        for (struct list_node *i = a->pending.prev, *prev; i != &a->pending; i = prev) {
+            prev = i->prev;
+            struct ds_pending *p = list_entry(i, struct ds_pending, node);
+            if (p->type == DS_PT_WAKE)
+                wake_over(p);
+        }
+    }
+}
+
+static void forward_named(struct ds_agent *a, struct jrpc_msg *m, enum catalog_kind k,
+                          bool may_wake)
 {
     struct downstream *d = a->d;
     struct json_object *nameobj = string_member(m->params, "name");
@@ -365,6 +433,8 @@ static void forward_named(struct ds_agent *a, struct jrpc_msg *m, enum catalog_k
             ds_forward(a, m, s, true);
             return;
         }
+        if (k == CATALOG_TOOLS && may_wake && wake_for(a, m))
+            return;
         if (k == CATALOG_TOOLS) {
             unknown_tool(a, m, name);
             return;
@@ -385,12 +455,12 @@ static void forward_named(struct ds_agent *a, struct jrpc_msg *m, enum catalog_k
 
 void ds_forward_tool_call(struct ds_agent *a, struct jrpc_msg *m)
 {
-    forward_named(a, m, CATALOG_TOOLS);
+    forward_named(a, m, CATALOG_TOOLS, true);
 }
 
 void ds_forward_prompt_get(struct ds_agent *a, struct jrpc_msg *m)
 {
-    forward_named(a, m, CATALOG_PROMPTS);
+    forward_named(a, m, CATALOG_PROMPTS, false);
 }
 
 static bool is_subscription(const char *method)

@@ -18,5 +18,8 @@ void ds_forward_tool_call(struct ds_agent *a, struct jrpc_msg *m);
 void ds_forward_prompt_get(struct ds_agent *a, struct jrpc_msg *m);
 void ds_forward_resource(struct ds_agent *a, struct jrpc_msg *m);
 void ds_forward_completion(struct ds_agent *a, struct jrpc_msg *m);
+/* A listing round is over (or a server failed): the tools/calls waiting for the servers they
+ * woke are routed, or answered as unknown, once no server is connecting or listing. */
+void ds_forward_woken(struct downstream *d);
 /* notifications/cancelled from the agent: its request is cancelled upstream. */
 void ds_cancel_request(struct ds_agent *a, struct json_object *params);

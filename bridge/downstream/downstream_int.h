@@ -137,6 +137,8 @@ enum ds_pending_type {
     DS_PT_DISCOVER, /* single mode: a modern agent's server/discover, or any request before
                      * its session is READY, waiting for the server's READY and era (msg) */
     DS_PT_LISTEN,   /* a modern agent's subscriptions/listen, open until cancelled (listen) */
+    DS_PT_WAKE,     /* a tools/call naming what no server lists, waiting for the servers it
+                     * woke (listed only from the cache, or not connected) to list (msg) */
 };
 
 /* What a modern agent's result needs besides "resultType" (CacheableResult: caching.mdx). */
@@ -162,8 +164,9 @@ struct ds_pending {
     struct json_object *id; /* the agent's (reference) */
     struct ds_server *s;    /* DS_PT_CALL */
     struct upstream_call *call;
-    struct json_object *msg; /* DS_PT_HELD: the whole request (reference) */
-    enum catalog_kind kind;  /* DS_PT_LIST */
+    struct json_object *msg;       /* DS_PT_HELD, DS_PT_WAKE: the whole request (reference) */
+    struct loop_timer *wake_timer; /* DS_PT_WAKE: its bound (the connect timeout) */
+    enum catalog_kind kind;        /* DS_PT_LIST */
     bool tool_call;
     enum ds_sub_op sub;
     char *sub_uri; /* DS_SUB_ADD */
@@ -289,6 +292,9 @@ struct ds_hooks {
     /* downstream_pending.c: p is being freed: its server was used, its rounds' state and its
      * listen go with it */
     void (*pending_freed)(struct ds_pending *p);
+    /* downstream_agent.c: an agent declared its capabilities, before it is answered (the
+     * first one's are what the servers will be offered) */
+    void (*offered)(struct ds_agent *a);
 
     /* downstream_servers.c: a server settled its first round (the catalogue may have settled);
      * one was freed once shutting down (shutdown may be over); a listing round is over (the

@@ -71,6 +71,8 @@ void ds_pending_free(struct ds_pending *p)
     if (jrpc_id_key(p->id, key, sizeof(key)))
         (void)hashmap_remove(a->ids, key);
     a->d->hooks->pending_freed(p);
+    loop_timer_cancel(p->wake_timer);
+    p->wake_timer = NULL;
     p->mrtr = NULL;
     p->listen = NULL;
     json_object_put(p->id);

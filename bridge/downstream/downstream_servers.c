@@ -8,7 +8,8 @@
  * listing per kind in flight, and one more after it). Each server's lifecycle ("lazy",
  * "eager", "keep-alive", "disabled") decides whether it connects at start and whether it is
  * disconnected when idle; its lists go to the metadata cache after each listing round and come
- * from it at start (downstream.h). */
+ * from it at start, under a key of the entry and of what the agent's initialize says the
+ * server will be offered (meta_cache.h, downstream.h). */
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -139,9 +140,46 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Its lifecycle, idle timeout and cache key; its lists come from the cache when it holds them
- * for this entry as written (a lazy server is then not connected at start; the others are, and
- * what they list replaces the cached lists, announced when it differs). */
+/* The lists of s from the cache, when it holds them for this entry as written and offered caps
+ * and version (the agent's, as the upstream offers them): s is then listed from the cache (a
+ * lazy server is not connected at start; the others are, and what they list replaces the
+ * cached lists, announced when it differs). */
+static void cache_load(struct ds_server *s, struct json_object *caps, const char *version)
+{
+    struct downstream *d = s->d;
+    s->key[0] = '\0';
+    if (d->mode != DOWNSTREAM_AGGREGATE || s->disabled || !d->cache || !s->raw ||
+        meta_cache_key_offered(s->raw, caps, version, s->key) < 0) {
+        s->key[0] = '\0';
+        return;
+    }
+    struct json_object *cached = meta_cache_get(d->cache, s->name, s->key, wall_ms());
+    if (!cached)
+        return;
+    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++) {
+        struct json_object *items = json_get_array(cached, CATALOG_KINDS[k].key);
+        catalog_source_set_items(s->src, k, items ? json_object_get(items) : NULL);
+    }
+    s->from_cache = true;
+}
+
+void ds_servers_offered(struct downstream *d, struct json_object *caps, const char *version)
+{
+    if (ds_started(d))
+        return; /* the upstreams offer the lead agent's, whoever comes later */
+    bool any = false;
+    for (size_t i = 0; i < d->n_servers; i++) {
+        if (d->servers[i]->state == DS_SERVER_TEMPLATE) {
+            cache_load(d->servers[i], caps, version);
+            any |= d->servers[i]->from_cache;
+        }
+    }
+    for (enum catalog_kind k = 0; any && k < CATALOG_N_KINDS; k++)
+        ds_rebuild(d, k);
+}
+
+/* Its lifecycle and idle timeout; once the upstreams have started (a server added by a
+ * reload), its lists from the cache kept for what the lead agent offers. */
 static void server_lifecycle_of(struct downstream *d, struct ds_server *s,
                                 const struct mcp_server *entry)
 {
@@ -156,20 +194,8 @@ static void server_lifecycle_of(struct downstream *d, struct ds_server *s,
         s->idle_ms = d->settings.idle_timeout_ms;
     }
     server_config_release(&sc);
-    if (d->mode != DOWNSTREAM_AGGREGATE || s->disabled)
-        return;
-    if (!d->cache || !entry->raw || meta_cache_key(entry->raw, s->key) < 0) {
-        s->key[0] = '\0';
-        return;
-    }
-    struct json_object *cached = meta_cache_get(d->cache, s->name, s->key, wall_ms());
-    if (!cached)
-        return;
-    for (enum catalog_kind k = 0; k < CATALOG_N_KINDS; k++) {
-        struct json_object *items = json_get_array(cached, CATALOG_KINDS[k].key);
-        catalog_source_set_items(s->src, k, items ? json_object_get(items) : NULL);
-    }
-    s->from_cache = true;
+    if (ds_started(d) && d->lead)
+        cache_load(s, d->lead->client_caps, d->lead->protocol_version);
 }
 
 static void on_cache_timer(struct loop_timer *t, void *userdata)
@@ -373,6 +399,44 @@ int ds_server_wake(struct ds_server *s, struct err *e)
     s->last_used = loop_now(s->d->loop);
     upstream_connect(s->u); /* a no-op when connecting or connected */
     return 0;
+}
+
+static bool server_listing(const struct ds_server *s);
+
+bool ds_wake_unlisted(struct downstream *d)
+{
+    bool woken = false;
+    if (d->mode != DOWNSTREAM_AGGREGATE || ds_shutting(d))
+        return false;
+    for (size_t i = 0; i < d->n_servers; i++) {
+        struct ds_server *s = d->servers[i];
+        if (s->disabled || s->state == DS_SERVER_TEMPLATE || s->state == DS_SERVER_CLOSING)
+            continue;
+        enum upstream_state st = upstream_state(s->u);
+        /* one listed live knows its tools; a failed one or one waiting for a sign-in is not
+         * connected by a call (the sign-in's own path names its tools) */
+        if ((!s->from_cache && st != UPSTREAM_IDLE) || st == UPSTREAM_FAILED ||
+            st == UPSTREAM_LOGIN)
+            continue;
+        struct err e = ERR_INIT;
+        if (ds_server_wake(s, &e) < 0)
+            continue;
+        log_info(d->log, "server '%s': woken: a call names a tool it may have", s->name);
+        woken |= upstream_state(s->u) == UPSTREAM_CONNECTING || server_listing(s);
+    }
+    return woken;
+}
+
+bool ds_servers_waking(struct downstream *d)
+{
+    for (size_t i = 0; i < d->n_servers; i++) {
+        struct ds_server *s = d->servers[i];
+        if (s->disabled || s->state == DS_SERVER_CLOSING)
+            continue;
+        if (upstream_state(s->u) == UPSTREAM_CONNECTING || server_listing(s))
+            return true;
+    }
+    return false;
 }
 
 int ds_server_new(struct downstream *d, const struct mcp_server *entry, struct ds_server **ret,

@@ -41,6 +41,10 @@ int ds_send_level(struct ds_server *s, const char *level);
 /* Sends level to s when it is READY and has logging; level NULL: the one the first agent that
  * asked for one asked for (with several agents a server has one level: the first agent's). */
 void ds_apply_level(struct downstream *d, struct ds_server *s, const char *level);
+/* What the upstreams will offer is known (the first agent's capabilities, as offered, and
+ * protocol version): before the agent hears what is listed, each server's lists come from the
+ * cache kept for that offer (meta_cache.h), when it holds them. Nothing once started. */
+void ds_servers_offered(struct downstream *d, struct json_object *caps, const char *version);
 /* Starts a server made real, as its lifecycle says: a lazy one whose lists came from the
  * cache is settled at once and not connected; a disabled one never starts; others connect. */
 void ds_server_start(struct ds_server *s);
@@ -48,6 +52,12 @@ void ds_server_start(struct ds_server *s);
 enum ds_avail ds_server_avail(const struct ds_server *s, const char **ret_reason);
 /* Connect s now if it is not (a lazy or idle one); 0, or -errno with e (disabled, invalid). */
 int ds_server_wake(struct ds_server *s, struct err *e);
+/* Connects every server whose tools may be missing from the catalogue: listed only from the
+ * cache, or not connected (lazy, idle-closed); not a disabled, failed or closing one. true when
+ * one was woken: its tools follow once it has listed (ds_servers_waking). */
+bool ds_wake_unlisted(struct downstream *d);
+/* Whether a server is connecting or listing: the catalogue may still grow. */
+bool ds_servers_waking(struct downstream *d);
 /* A request of the agent for s was answered: s was in use now (the idle clock restarts). */
 void ds_server_used(struct ds_server *s);
 /* Rebuilds the catalogue of kind k from the servers' lists (aggregate mode); the agent is due

@@ -100,16 +100,46 @@ static int sha256_hex(const char *text, size_t len, char *hex)
     return 0;
 }
 
+/* The key of s, a sorted copy (taken: put here). -ENOMEM. */
+static int key_of(struct json_object *s, char *hex)
+{
+    const char *text =
+        json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    int r = text ? sha256_hex(text, strlen(text), hex) : -ENOMEM;
+    json_object_put(s);
+    return r;
+}
+
 int meta_cache_key(struct json_object *raw, char *hex)
 {
     bool oom = false;
     struct json_object *s = sorted_copy(raw, &oom);
     if (oom)
         return -ENOMEM;
-    const char *text =
-        json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    int r = text ? sha256_hex(text, strlen(text), hex) : -ENOMEM;
-    json_object_put(s);
+    return key_of(s, hex);
+}
+
+int meta_cache_key_offered(struct json_object *raw, struct json_object *caps, const char *version,
+                           char *hex)
+{
+    struct json_object *o = json_object_new_object(), *offer = json_object_new_object();
+    int r = -ENOMEM;
+    if (!o || !offer || json_object_object_add(o, "offer", json_object_get(offer)) < 0 ||
+        json_object_object_add(o, "entry", json_object_get(raw)) < 0 ||
+        json_object_object_add(offer, "capabilities",
+                               caps ? json_object_get(caps) : json_object_new_object()) < 0 ||
+        json_object_object_add(offer, "protocolVersion",
+                               version ? json_object_new_string(version) : NULL) < 0)
+        goto out;
+    if (!json_object_object_get(offer, "capabilities") ||
+        (version && !json_object_object_get(offer, "protocolVersion")))
+        goto out; /* a value that could not be made */
+    bool oom = false;
+    struct json_object *s = sorted_copy(o, &oom);
+    r = oom ? -ENOMEM : key_of(s, hex);
+out:
+    json_object_put(offer);
+    json_object_put(o);
     return r;
 }
 

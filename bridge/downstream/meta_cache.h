@@ -12,9 +12,12 @@
  *                         "resources": [...], "resourceTemplates": [...]}}}
  *
  * The lists are stored as the server gave them (before excludeTools and renaming). The key is
- * the SHA-256 of the entry as written, serialised canonically (keys sorted at every level, no
- * whitespace): "${VAR}" templates stay as written, so no resolved value (no secret) is in it,
- * and any change of the entry makes its cached lists invalid. An entry expires META_CACHE_TTL_MS
+ * the SHA-256 of the entry as written and of what the bridge offers the server, serialised
+ * canonically (keys sorted at every level, no whitespace): "${VAR}" templates stay as written,
+ * so no resolved value (no secret) is in it, and any change of the entry makes its cached lists
+ * invalid. A server may decide its lists from the client capabilities and the protocol version
+ * it is offered (one that adds a sampling tool only for a client that can sample), so an agent
+ * that declares other capabilities gets lists of its own, never another agent's. An entry expires META_CACHE_TTL_MS
  * after it was saved, or sooner when a list gave a shorter ttlMs (a list with "ttlMs": 0 is not
  * cached at all: the caller drops the server). A list's "cacheScope" (2026-07-28,
  * caching.mdx) is kept with it: "public" and unset lists are served to whoever reads the
@@ -67,6 +70,13 @@ const char *meta_cache_path(const struct meta_cache *c);
 /* The key of an entry (its raw object): SHA-256 hex of its canonical serialisation, into hex
  * (META_CACHE_KEY_LEN + 1 bytes). -ENOMEM. */
 int meta_cache_key(struct json_object *raw, char *hex) _must_check_;
+/* The key of an entry (raw) offered the client capabilities caps (roots, sampling, elicitation
+ * as the upstream sends them; NULL: {}) and the protocol version (NULL: the upstream's default):
+ * SHA-256 hex of the canonical serialisation of
+ * {"entry": RAW, "offer": {"capabilities": CAPS, "protocolVersion": VERSION or null}}, into hex
+ * (META_CACHE_KEY_LEN + 1 bytes). This is the key the bridge files lists under. -ENOMEM. */
+int meta_cache_key_offered(struct json_object *raw, struct json_object *caps, const char *version,
+                           char *hex) _must_check_;
 
 /* The cached server name, if its key is key and it has not expired at now_ms (ms since the
  * epoch): an object with the list members above (borrowed, valid until the next put, drop or

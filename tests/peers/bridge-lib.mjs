@@ -332,7 +332,7 @@ export class Agent {
     }
   }
 
-  async connect(spec, { timeoutMs = 20000, closeTimeoutMs } = {}) {
+  async connect(spec, { timeoutMs = 20000, closeTimeoutMs, capabilities = AGENT_CAPABILITIES } = {}) {
     if (spec.kind === 'stdio') {
       this.child = new ChildTransport(spec.argv, {
         env: spec.env, cwd: spec.cwd, stderrPath: spec.stderrPath, closeTimeoutMs,
@@ -344,30 +344,37 @@ export class Agent {
       this.inner = new SSEClientTransport(new URL(spec.url));
     }
     this.transport = new RecordingTransport(this.inner, (dir, msg) => this.record(dir, msg));
-    this.client = new Client({ name: 'bridge-agent', version: '1.0.0' }, { capabilities: AGENT_CAPABILITIES });
+    this.client = new Client({ name: 'bridge-agent', version: '1.0.0' }, { capabilities });
     this.client.onerror = (err) => this.errors.push(String(err?.message ?? err));
     this.client.onclose = () => {
       this.closed = true;
       for (const w of this.waiters) w();
     };
-    this.client.setRequestHandler(ListRootsRequestSchema, async () => {
-      this.rootsCalls += 1;
-      return { roots: this.roots };
-    });
-    this.client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
-      this.samplingRequests.push(req.params);
-      const first = req.params.messages?.[0]?.content;
-      return {
-        model: 'bridge-agent-model',
-        role: 'assistant',
-        stopReason: 'endTurn',
-        content: { type: 'text', text: `sampled: ${first?.text ?? ''}` },
-      };
-    });
-    this.client.setRequestHandler(ElicitRequestSchema, async (req) => {
-      this.elicitRequests.push(req.params);
-      return this.elicitAnswer(req.params);
-    });
+    // (the SDK takes a handler only for a capability declared)
+    if (capabilities.roots) {
+      this.client.setRequestHandler(ListRootsRequestSchema, async () => {
+        this.rootsCalls += 1;
+        return { roots: this.roots };
+      });
+    }
+    if (capabilities.sampling) {
+      this.client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+        this.samplingRequests.push(req.params);
+        const first = req.params.messages?.[0]?.content;
+        return {
+          model: 'bridge-agent-model',
+          role: 'assistant',
+          stopReason: 'endTurn',
+          content: { type: 'text', text: `sampled: ${first?.text ?? ''}` },
+        };
+      });
+    }
+    if (capabilities.elicitation) {
+      this.client.setRequestHandler(ElicitRequestSchema, async (req) => {
+        this.elicitRequests.push(req.params);
+        return this.elicitAnswer(req.params);
+      });
+    }
     await this.client.connect(this.transport, { timeout: timeoutMs });
     this.init = this.log.find((e) => e.dir === 'in' && e.msg.result?.protocolVersion)?.msg.result;
   }

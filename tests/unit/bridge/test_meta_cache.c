@@ -1,5 +1,6 @@
 /* test_meta_cache.c - the metadata cache: the key (canonical JSON, keys sorted at every level,
- * checked against a SHA-256 computed independently with Python), MCP_BRIDGE_CACHE=off, the file
+ * checked against a SHA-256 computed independently with Python; with what the server is offered,
+ * so another agent's capabilities miss), MCP_BRIDGE_CACHE=off, the file
  * (0600 in a 0700 directory under PI_CODING_AGENT_DIR, read back), a changed entry's key misses,
  * expiry (7 days, a shorter ttl), the per-server bound, the total bound (the oldest go), two
  * caches saving into one file keep each other's servers, a dropped server goes, a malformed
@@ -86,6 +87,64 @@ static void test_key(void)
     json_object_put(a);
     json_object_put(b);
     json_object_put(c);
+}
+
+/* The key the bridge files lists under holds what the server is offered: a server may decide
+ * its tools from the client's capabilities, so an agent that declares others must miss. */
+static void test_key_offered(void)
+{
+    char k[META_CACHE_KEY_LEN + 1], k2[META_CACHE_KEY_LEN + 1], plain[META_CACHE_KEY_LEN + 1];
+    struct json_object *raw = parse("{\"command\":\"npx\",\"args\":[\"-y\",\"srv/x\"]}");
+    struct json_object *caps = parse("{\"sampling\":{},\"roots\":{\"listChanged\":true}}");
+    struct json_object *caps2 = parse("{\"roots\":{\"listChanged\":true},\"sampling\":{}}");
+    struct json_object *empty = parse("{}");
+    CHECK_INT(meta_cache_key_offered(raw, caps, "2025-11-25", k), 0);
+    /* python3: sha256 of json.dumps({"entry": raw, "offer": {"capabilities": caps,
+     * "protocolVersion": "2025-11-25"}}, sort_keys=True, separators=(',', ':')) */
+    CHECK_STR(k, "9567b3915372c6a39f310acdc213d5e8a001c4b1b91eaa75135c43ace7eaa8f6");
+    /* the capabilities in another order: the same offer */
+    CHECK_INT(meta_cache_key_offered(raw, caps2, "2025-11-25", k2), 0);
+    CHECK_STR(k2, k);
+    /* nothing offered (NULL is {}), no version: null */
+    CHECK_INT(meta_cache_key_offered(raw, NULL, NULL, plain), 0);
+    CHECK_STR(plain, "cdd6c0a97602fa0b4a0ab581db2b770f904a676b139f2e8c785a8764960f3ec3");
+    CHECK_INT(meta_cache_key_offered(raw, empty, NULL, k2), 0);
+    CHECK_STR(k2, plain);
+    /* another version, or one capability less: another key; neither is the entry's alone */
+    CHECK_INT(meta_cache_key_offered(raw, caps, "2025-06-18", k2), 0);
+    CHECK(strcmp(k2, k) != 0);
+    json_object_object_del(caps, "sampling");
+    CHECK_INT(meta_cache_key_offered(raw, caps, "2025-11-25", k2), 0);
+    CHECK(strcmp(k2, k) != 0 && strcmp(k2, plain) != 0);
+    CHECK_INT(meta_cache_key(raw, k2), 0);
+    CHECK(strcmp(k2, plain) != 0);
+    json_object_put(raw);
+    json_object_put(caps);
+    json_object_put(caps2);
+    json_object_put(empty);
+}
+
+/* Lists filed under one agent's offer are a miss for another's. */
+static void test_offer_miss(void)
+{
+    setup("offer");
+    char plain[META_CACHE_KEY_LEN + 1], capable[META_CACHE_KEY_LEN + 1];
+    struct json_object *raw = parse("{\"command\":\"srv\"}");
+    struct json_object *caps = parse("{\"sampling\":{}}");
+    struct json_object *lists = parse("{\"tools\":[{\"name\":\"echo\"}]}");
+    CHECK_INT(meta_cache_key_offered(raw, NULL, "2025-11-25", plain), 0);
+    CHECK_INT(meta_cache_key_offered(raw, caps, "2025-11-25", capable), 0);
+    struct meta_cache *c = open_cache();
+    CHECK_INT(meta_cache_put(c, "srv", plain, lists, NOW, 0), 0);
+    save(c, NOW);
+    meta_cache_free(c);
+    c = open_cache();
+    CHECK(meta_cache_get(c, "srv", plain, NOW + 1) != NULL);
+    CHECK(meta_cache_get(c, "srv", capable, NOW + 1) == NULL);
+    meta_cache_free(c);
+    json_object_put(raw);
+    json_object_put(caps);
+    json_object_put(lists);
 }
 
 static void test_off(void)
@@ -302,5 +361,5 @@ static void test_malformed(void)
     json_object_put(lists);
 }
 
-TESTS_MAIN(test_key, test_off, test_roundtrip, test_scope, test_bounds, test_two_writers,
-           test_malformed)
+TESTS_MAIN(test_key, test_key_offered, test_offer_miss, test_off, test_roundtrip, test_scope,
+           test_bounds, test_two_writers, test_malformed)
