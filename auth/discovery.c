@@ -466,12 +466,40 @@ int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery *
     r = check_endpoints(d, e);
     if (r < 0)
         goto out;
+    d->no_oauth = d->needs_auth && !d->prm && d->as_defaults;
     d->fetched_at = now_unix();
     *ret = d;
     d = NULL;
     r = 0;
 out:
     free(hinted);
+    discovery_free(d);
+    return r;
+}
+
+int discovery_wants_token(const char *server_url, int64_t timeout_ms, bool *ret, struct err *e)
+{
+    struct discovery *d = calloc(1, sizeof(*d));
+    bool wants = false;
+    int r;
+    if (!d)
+        return -ENOMEM;
+    r = url_canonical(server_url, &d->server_url, e);
+    if (r >= 0)
+        r = find_prm(d, NULL, timeout_ms, e);
+    if (r < 0)
+        goto out;
+    if (!d->prm) {
+        struct discovery *full = NULL;
+        r = discovery_run(server_url, timeout_ms, &full, e);
+        if (r < 0)
+            goto out;
+        wants = full->no_oauth;
+        discovery_free(full);
+    }
+    *ret = wants;
+    r = 0;
+out:
     discovery_free(d);
     return r;
 }
