@@ -12,7 +12,7 @@
  *     OpenID discovery; its "issuer" must equal the issuer asked for.
  *  4. Back-compat (2025-03-26): no protected resource metadata at all -> the server's origin
  *     is the issuer; without metadata there either, default endpoints /authorize, /token,
- *     /register.
+ *     /register, unless /token is not there (no_oauth: the server wants a token of its own).
  * Every endpoint must be https (loopback http excepted). */
 #pragma once
 
@@ -36,9 +36,10 @@ struct discovery {
     bool as_defaults;       /* no AS metadata: default endpoints */
     char *challenge_scope;  /* "scope" of the 401 challenge, NULL when none */
     bool needs_auth;        /* the probe got 401 */
-    bool no_oauth;          /* needs_auth, and neither protected resource metadata nor authorization
-                      server metadata was found (as_defaults): not an OAuth server, but one
-                      that wants a token of its own (the defaults are a guess) */
+    bool no_oauth;          /* needs_auth, neither protected resource metadata nor authorization
+                      server metadata was found (as_defaults), and the default token endpoint
+                      is not there either (404, 405, 410 to an empty POST): not an OAuth
+                      server, but one that wants a token of its own */
     int64_t fetched_at;
 };
 
