@@ -385,6 +385,32 @@ static int as_defaults(struct discovery *d)
     return 0;
 }
 
+/* Whether the default token endpoint of a server without any metadata is absent: a
+ * 2025-03-26 server has one there, a server that takes a token of its own has none. An empty
+ * POST (nothing secret, no grant) is enough: an authorization server refuses it with 400 or 401,
+ * a server without the endpoint says 404, 405 or 410. Whatever else happens, the defaults stand. */
+static bool default_token_endpoint_absent(const struct discovery *d, int64_t timeout_ms)
+{
+    static const char *const headers[] = {"Accept: application/json", NULL};
+    struct http_request req = {
+        .method = "POST",
+        .url = discovery_as_string(d, "token_endpoint"),
+        .headers = headers,
+        .body = "",
+        .body_len = 0,
+        .content_type = "application/x-www-form-urlencoded",
+        .timeout_ms = timeout_ms,
+        .max_body = 64 * 1024,
+    };
+    struct http_response resp = {0};
+    struct err e = ERR_INIT;
+    if (!req.url || http_do(&req, &resp, &e) < 0)
+        return false;
+    bool absent = resp.status == 404 || resp.status == 405 || resp.status == 410;
+    http_response_release(&resp);
+    return absent;
+}
+
 static int check_endpoints(const struct discovery *d, struct err *e)
 {
     static const char *const keys[] = {"authorization_endpoint", "token_endpoint",
@@ -466,12 +492,41 @@ int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery *
     r = check_endpoints(d, e);
     if (r < 0)
         goto out;
+    d->no_oauth =
+        d->needs_auth && !d->prm && d->as_defaults && default_token_endpoint_absent(d, timeout_ms);
     d->fetched_at = now_unix();
     *ret = d;
     d = NULL;
     r = 0;
 out:
     free(hinted);
+    discovery_free(d);
+    return r;
+}
+
+int discovery_wants_token(const char *server_url, int64_t timeout_ms, bool *ret, struct err *e)
+{
+    struct discovery *d = calloc(1, sizeof(*d));
+    bool wants = false;
+    int r;
+    if (!d)
+        return -ENOMEM;
+    r = url_canonical(server_url, &d->server_url, e);
+    if (r >= 0)
+        r = find_prm(d, NULL, timeout_ms, e);
+    if (r < 0)
+        goto out;
+    if (!d->prm) {
+        struct discovery *full = NULL;
+        r = discovery_run(server_url, timeout_ms, &full, e);
+        if (r < 0)
+            goto out;
+        wants = full->no_oauth;
+        discovery_free(full);
+    }
+    *ret = wants;
+    r = 0;
+out:
     discovery_free(d);
     return r;
 }

@@ -12,7 +12,7 @@
  *     OpenID discovery; its "issuer" must equal the issuer asked for.
  *  4. Back-compat (2025-03-26): no protected resource metadata at all -> the server's origin
  *     is the issuer; without metadata there either, default endpoints /authorize, /token,
- *     /register.
+ *     /register, unless /token is not there (no_oauth: the server wants a token of its own).
  * Every endpoint must be https (loopback http excepted). */
 #pragma once
 
@@ -36,6 +36,10 @@ struct discovery {
     bool as_defaults;       /* no AS metadata: default endpoints */
     char *challenge_scope;  /* "scope" of the 401 challenge, NULL when none */
     bool needs_auth;        /* the probe got 401 */
+    bool no_oauth;          /* needs_auth, neither protected resource metadata nor authorization
+                      server metadata was found (as_defaults), and the default token endpoint
+                      is not there either (404, 405, 410 to an empty POST): not an OAuth
+                      server, but one that wants a token of its own */
     int64_t fetched_at;
 };
 
@@ -43,6 +47,14 @@ struct discovery {
  * discovery_free(). */
 int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery **ret,
                   struct err *e) _must_check_;
+
+/* Whether the server wants a token of its own rather than an OAuth sign-in: what
+ * discovery_run() says in no_oauth. The well-known protected resource metadata is looked for
+ * first, which asks the MCP server itself nothing (a caller that runs often costs an OAuth
+ * server no request); only without it does the whole discovery run. *ret is written on
+ * success. */
+int discovery_wants_token(const char *server_url, int64_t timeout_ms, bool *ret,
+                          struct err *e) _must_check_;
 
 /* Builds a discovery from what the token store cached (no network). Takes references. */
 int discovery_from_cache(const char *server_url, const char *issuer, struct json_object *as,

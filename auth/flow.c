@@ -120,6 +120,37 @@ static void retire_other_issuers(const char *server_url, const char *issuer,
     free(v);
 }
 
+/* The server publishes no OAuth metadata: what to do instead of signing in. The words match
+ * those of mcp-bridge's own message (creds/cred_oauth.c). */
+static int wants_token(const struct auth_target *t, struct err *e)
+{
+    if (t->name)
+        return err_set(e, AUTH_WANTS_TOKEN,
+                       "'%s' does not use OAuth (it answered 401 and publishes no OAuth "
+                       "metadata): it wants a token of its own, not a sign-in. Give the entry "
+                       "'%s' one: "
+                       "\"bearerTokenEnv\": \"NAME\" (or \"headers\": {\"Authorization\": "
+                       "\"Bearer ${NAME}\"}), and store the token with 'secrets configure NAME'",
+                       t->server_url, t->name);
+    return err_set(e, AUTH_WANTS_TOKEN,
+                   "'%s' does not use OAuth (it answered 401 and publishes no OAuth metadata): it "
+                   "wants a token of its own, not a sign-in. Give its entry in mcp.json one: "
+                   "\"bearerTokenEnv\": \"NAME\" (or \"headers\": {\"Authorization\": "
+                   "\"Bearer ${NAME}\"}), and store the token with 'secrets configure NAME'",
+                   t->server_url);
+}
+
+int auth_check_wants_token(const struct auth_target *t, int64_t http_timeout_ms, struct err *e)
+{
+    struct err de = ERR_INIT;
+    bool wants = false;
+    if (t->oauth->client_id)
+        return 0;
+    if (discovery_wants_token(t->server_url, http_timeout_ms, &wants, &de) < 0 || !wants)
+        return 0;
+    return wants_token(t, e);
+}
+
 int auth_login(const struct auth_target *t, const struct login_opts *o, const struct auth_ui *ui,
                struct token_entry **ret, struct err *e)
 {
@@ -143,6 +174,12 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
         r = err_set(e, -EALREADY,
                     "'%s' answered without asking for authorization: no sign-in is needed",
                     t->server_url);
+        goto out;
+    }
+    if (d->no_oauth && !t->oauth->client_id) {
+        /* the default endpoints would be a guess, and registering there fails: say what the
+         * server wants instead */
+        r = wants_token(t, e);
         goto out;
     }
     auth_ui_say(ui, AUTH_SAY_INFO, "authorization server: %s%s", d->issuer,

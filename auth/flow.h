@@ -24,6 +24,10 @@
  * "login required" status and prints the command to run. */
 #define AUTH_LOGIN_REQUIRED (-ENOKEY)
 
+/* Returned when the server publishes no OAuth metadata at all (discovery.h's no_oauth): it
+ * wants a token of its own, which no sign-in gives; the message names how to configure one. */
+#define AUTH_WANTS_TOKEN (-EPROTONOSUPPORT)
+
 /* Each HTTP request, when the caller gives 0. */
 #define AUTH_HTTP_TIMEOUT_DEFAULT_MS (30 * 1000)
 
@@ -56,6 +60,14 @@ struct login_opts {
 /* The whole sign-in. On success *ret holds the saved entry (caller frees). */
 int auth_login(const struct auth_target *t, const struct login_opts *o, const struct auth_ui *ui,
                struct token_entry **ret, struct err *e) _must_check_;
+
+/* AUTH_WANTS_TOKEN, with the message naming the fix, when t's server wants a token of its own
+ * rather than a sign-in (discovery_wants_token()); 0 when it takes a sign-in, and when that
+ * cannot be told (discovery failed: then nothing is said, and e is left as it was). Settings
+ * that name a client (oauth.clientId) mean OAuth: 0, a server without metadata then has the
+ * 2025-03-26 default endpoints. Each request is bounded by http_timeout_ms. */
+int auth_check_wants_token(const struct auth_target *t, int64_t http_timeout_ms,
+                           struct err *e) _must_check_;
 
 /* Reports through ui (NULL, or one without say, is silent). */
 void auth_ui_say(const struct auth_ui *ui, enum auth_say_level level, const char *fmt, ...)

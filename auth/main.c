@@ -35,6 +35,7 @@ enum {
     EXIT_CONFIG = 3,
     EXIT_LOGIN_REQUIRED = 4,
     EXIT_SERVER = 5,
+    EXIT_WANTS_TOKEN = 7,
 };
 
 static const char usage_text[] =
@@ -69,7 +70,8 @@ static const char usage_text[] =
     "  mcp-auth logout github\n"
     "\n"
     "exit status: 0 ok, 1 failed, 2 usage error, 3 configuration error, 4 sign-in required,\n"
-    "5 authorization server or network error. See docs/auth.md.\n";
+    "5 authorization server or network error, 7 the server uses no OAuth (it wants a token of\n"
+    "its own). See docs/auth.md.\n";
 
 static const char login_help[] =
     "usage: mcp-auth login SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]\n"
@@ -94,7 +96,8 @@ static const char header_help[] =
     "\n"
     "Print a valid Authorization header for SERVER, refreshing the token first when it has\n"
     "expired or is about to. Never prompts and never opens a browser: when no valid token can\n"
-    "be had it exits with status 4 and says which command signs in. With --json, one line for\n"
+    "be had it exits with status 4 and says which command signs in (status 7 when the server\n"
+    "uses no OAuth at all: it wants a token of its own). With --json, one line for\n"
     "programs (docs/helper-protocol.md):\n"
     "  {\"headers\": {\"Authorization\": \"Bearer ...\"}, \"expires_at\": 1767225600,\n"
     "   \"version\": 1}\n"
@@ -183,6 +186,8 @@ static int exit_for(int r)
     switch (r) {
     case AUTH_LOGIN_REQUIRED:
         return EXIT_LOGIN_REQUIRED;
+    case AUTH_WANTS_TOKEN:
+        return EXIT_WANTS_TOKEN;
     /* the authorization server or the network */
     case -ETIMEDOUT:
     case -ECONNREFUSED:

@@ -15,6 +15,9 @@
 #include "store.h"
 
 #define UNKNOWN_LIFETIME_S 3600
+/* Each request of the check for a server that wants a token of its own: a caller such as
+ * mcp-bridge bounds the whole of `header` (10 s), and the server has just answered it. */
+#define WANTS_TOKEN_TIMEOUT_MS (3 * 1000)
 
 int64_t auth_refresh_margin(int64_t issued_at, int64_t expires_at)
 {
@@ -188,6 +191,12 @@ int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms, bool 
             err_clear(e);
             return auth_login(t, &o, NULL, ret, e);
         }
+        /* never signed in: a server that takes no OAuth at all is told from one that wants a
+         * sign-in, so that the caller is not sent to a sign-in that cannot work */
+        r = auth_check_wants_token(
+            t, http_timeout < WANTS_TOKEN_TIMEOUT_MS ? http_timeout : WANTS_TOKEN_TIMEOUT_MS, e);
+        if (r < 0)
+            return r;
         return err_set(e, AUTH_LOGIN_REQUIRED, "no sign-in for '%s' yet", t->server_url);
     }
     if (r < 0)

@@ -19,7 +19,9 @@
 /* A valid access token for the target, refreshing it first (under the entry's lock) when it
  * is expired or about to, or when force is set (the resource server refused the token before
  * its time: a 401). Never prompts and never opens a browser: AUTH_LOGIN_REQUIRED when no valid
- * token can be had, with the command to run in the message. client_credentials and
+ * token can be had, with the command to run in the message; AUTH_WANTS_TOKEN instead when nothing
+ * was ever stored and the server publishes no OAuth metadata (auth_check_wants_token()): no
+ * sign-in can help there. client_credentials and
  * jwt-bearer targets get a new token without a person. Caller frees *ret. */
 int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms, bool force,
                      struct token_entry **ret, struct err *e) _must_check_;

@@ -76,6 +76,26 @@ static char *login_message(const struct cred_helper *h, const char *name)
         name);
 }
 
+/* The server wants a token of its own, not a sign-in: how to give it one, read after
+ * "server 'NAME': ". The words match mcp-auth's (auth/flow.c). */
+static void token_message(const struct cred_helper *h, const char *name, char *buf, size_t size)
+{
+    static const char fix[] = "\"bearerTokenEnv\": \"NAME\" (or \"headers\": {\"Authorization\": "
+                              "\"Bearer ${NAME}\"}), and store the token with 'secrets "
+                              "configure NAME'";
+    if (h->auth_target) /* connect URL: no entry yet */
+        snprintf(buf, size,
+                 "it does not use OAuth (it answered 401 and publishes no OAuth metadata): it "
+                 "wants a token of its own, not a sign-in. Give it one with --header "
+                 "\"Authorization: Bearer ...\", or add an entry for it to mcp.json with %s",
+                 fix);
+    else
+        snprintf(buf, size,
+                 "it does not use OAuth (it answered 401 and publishes no OAuth metadata): it "
+                 "wants a token of its own, not a sign-in. Give the entry '%s' one: %s",
+                 name, fix);
+}
+
 static bool login_allowed(struct cred_helper *h, char *why, size_t size)
 {
     int64_t now = cred_now_ms();
@@ -235,6 +255,16 @@ void cred_helper_oauth_done(struct slot *s, const struct helper_proc_result *res
         strv_release_secure(&s->vals);
         s->have = false;
         cred_helper_slot_settled(s, CRED_LOGIN_REQUIRED, msg);
+        return;
+    }
+    if (res->exit_code == 7 && !res->timed_out && !res->signal) {
+        /* the server publishes no OAuth metadata (mcp-auth's discovery says so): no sign-in
+         * helps, a token in the entry does. Not "login required": nothing is to be polled for,
+         * the entry has to change (-EINVAL: the connect fails until it does) */
+        token_message(h, name, msg, sizeof(msg));
+        strv_release_secure(&s->vals);
+        s->have = false;
+        cred_helper_slot_settled(s, -EINVAL, msg);
         return;
     }
     if (res->exit_code == 5 && !res->timed_out && !res->signal) {

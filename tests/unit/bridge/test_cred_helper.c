@@ -8,7 +8,8 @@
  * bearerTokenEnv and bearerToken, a value with CR/LF refused; headersHelper as argv and as
  * "!shell", overriding the entry's headers of the same name, and its failures; OAuth through
  * mcp-auth: the header, --refresh after a 401, --config, login required (the default message and
- * authRequiredMessage), autoAuth's login, the storm brake, the step-up after a 403
+ * authRequiredMessage), a server that wants a token of its own (mcp-auth's exit 7: the entry's
+ * fix named, never a sign-in, not with autoAuth either), autoAuth's login, the storm brake, the step-up after a 403
  * insufficient_scope with and without autoAuth, OAuth found by a 401 Bearer challenge (not with
  * "auth": "none"); a helper that does not answer in time; a missing helper; the answer's
  * expires_at, the smallest of the slots'. A canary secret appears in no message, no log line and
@@ -967,6 +968,48 @@ static void test_login_required(void)
     free(msg);
 }
 
+/* mcp-auth header exits 7: the server publishes no OAuth metadata. The message names the fix
+ * in the entry (not a sign-in), the error is not "login required", autoAuth signs nothing in. */
+static void test_wants_token(void)
+{
+    static const char wants_token[] =
+        "printf '[%s]' \"$@\" >> \"$D/auth.argv\"; echo >> \"$D/auth.argv\"\n"
+        "for a; do case \"$a\" in login) echo login >> \"$D/login.runs\";; esac; done\n"
+        "echo \"mcp-auth: 'https://srv.example/mcp' does not use OAuth\" >&2; exit 7";
+    static const char fix[] = "\"bearerTokenEnv\": \"NAME\" (or \"headers\": {\"Authorization\": "
+                              "\"Bearer ${NAME}\"}), and store the token with 'secrets configure "
+                              "NAME'";
+    struct fx f;
+    struct cred_helper_opts o = {.auto_auth = true, .login_timeout_ms = 30000};
+    fx_new(&f, "wants-token", &o);
+    put_script("mcp-auth", wants_token);
+    struct mcp_server s = http_entry(); /* no "auth": found by a Bearer challenge */
+    struct answer a = {0};
+    ask(&f, &s, CRED_REASON_UNAUTHORIZED, "Bearer error=\"invalid_token\"", &a);
+    CHECK_INT(a.error, -EINVAL);
+    CHECK_STR(a.message, "it does not use OAuth (it answered 401 and publishes no OAuth metadata): "
+                         "it wants a token of its own, not a sign-in. Give the entry 'srv' one: "
+                         "\"bearerTokenEnv\": \"NAME\" (or \"headers\": {\"Authorization\": "
+                         "\"Bearer ${NAME}\"}), and store the token with 'secrets configure NAME'");
+    CHECK(!strstr(a.message, "sign-in required"));
+    CHECK_INT(lines("login.runs"), 0);
+    CHECK_INT(lines("auth.argv"), 1);
+    answer_release(&a);
+    fx_free(&f);
+
+    /* connect URL: no entry to change yet */
+    struct cred_helper_opts u = {.auth_target = "https://srv.example/mcp"};
+    fx_new(&f, "wants-token-url", &u);
+    put_script("mcp-auth", wants_token);
+    s.auth = MCP_AUTH_OAUTH;
+    ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
+    CHECK_INT(a.error, -EINVAL);
+    CHECK_CONTAINS(a.message, "--header \"Authorization: Bearer ...\"");
+    CHECK_CONTAINS(a.message, fix);
+    answer_release(&a);
+    fx_free(&f);
+}
+
 static void test_auto_auth(void)
 {
     struct fx f;
@@ -1303,8 +1346,8 @@ int main(void)
     int r = TESTS_RUN(
         test_secrets_forms, test_secrets_vars_and_cache, test_secrets_expiry, test_secrets_errors,
         test_two_asks_one_run, test_cancel, test_bearer, test_headers_helper, test_stdio_vars,
-        test_oauth_header, test_expires_at_smallest, test_login_required, test_auto_auth,
-        test_oauth_failures, test_storm_brake, test_step_up, test_oauth_found_by_challenge,
-        test_timeouts, test_missing_helpers, test_new_args);
+        test_oauth_header, test_expires_at_smallest, test_login_required, test_wants_token,
+        test_auto_auth, test_oauth_failures, test_storm_brake, test_step_up,
+        test_oauth_found_by_challenge, test_timeouts, test_missing_helpers, test_new_args);
     return r;
 }
