@@ -1,34 +1,15 @@
 /* meta_cache.h - what the servers listed, kept between runs: the bridge's metadata cache.
  *
  * A lazy server is listed to the agent from here without being connected (downstream.h). The
- * file is $PI_CODING_AGENT_DIR/mcp-bridge-cache.json (default ~/.pi/agent), the bridge's own
- * (never another client's metadata file), 0600 in a 0700 directory, replaced atomically under
- * a lock (jsonfile.h; mcp-bridge-cache.json.lock beside it), so two bridges writing at once lose
- * neither's servers:
- *
- *   {"version": 1,
- *    "servers": {"NAME": {"key": "<sha-256 hex of the entry>", "savedAt": <ms since the epoch>,
- *                         "expiresAt": <ms>, "tools": [...], "prompts": [...],
- *                         "resources": [...], "resourceTemplates": [...]}}}
- *
- * The lists are stored as the server gave them (before excludeTools and renaming). The key is
- * the SHA-256 of the entry as written and of what the bridge offers the server, serialised
- * canonically (keys sorted at every level, no whitespace): "${VAR}" templates stay as written,
- * so no resolved value (no secret) is in it, and any change of the entry makes its cached lists
- * invalid. A server may decide its lists from the client capabilities and the protocol version
- * it is offered (one that adds a sampling tool only for a client that can sample), so an agent
- * that declares other capabilities gets lists of its own, never another agent's. An entry expires META_CACHE_TTL_MS
- * after it was saved, or sooner when a list gave a shorter ttlMs (a list with "ttlMs": 0 is not
- * cached at all: the caller drops the server). A list's "cacheScope" (2026-07-28,
- * caching.mdx) is kept with it: "public" and unset lists are served to whoever reads the
- * cache; a "private" one is saved with "authContext", the SHA-256 of the authorization context
- * it was fetched in (an identity of the credentials the caller gives, never a secret in the
- * file), and served only to the same context (none when it was saved without). Bounds: a server whose lists
- * take over META_CACHE_SERVER_MAX bytes is not cached; the file is kept under
- * META_CACHE_TOTAL_MAX bytes by dropping the oldest servers. A file that cannot be read or
- * parsed counts as empty (and is replaced by the next save). MCP_BRIDGE_CACHE=off in the
- * environment disables the cache: meta_cache_open() gives NULL, and every function below takes
- * NULL as a cache that holds nothing and saves nothing.
+ * file, $PI_CODING_AGENT_DIR/mcp-bridge-cache.json, is the bridge's own, 0600 in a 0700
+ * directory, replaced atomically under a lock so that two bridges writing at once lose neither's
+ * servers. Each server's lists are stored as it gave them, under a key that hashes its entry as
+ * written (no resolved secret) with what the bridge offers it (capabilities, protocol version),
+ * so an agent that declares other capabilities never gets another agent's lists. Entries
+ * expire, "private" lists are served only to the authorization context they were fetched in,
+ * and sizes are bounded. MCP_BRIDGE_CACHE=off disables it: meta_cache_open() gives NULL, which
+ * every function takes as a cache that holds nothing. docs/development.md, "Modules in
+ * detail", has the file's format, the key, the expiry and the bounds in full.
  *
  * Not thread-safe. Reads and writes are synchronous (a small local file). */
 #pragma once
