@@ -4,7 +4,8 @@
  * One pass of recursive descent over the text, a line at a time, with the line number kept for
  * messages. The values of the MCP tables are built as JSON; everything else is only scanned to
  * find where it ends. Recursion is bounded: the values read do not nest beyond an array or an
- * inline table of strings, the values skipped at most MCP_TOML_MAX_DEPTH deep. */
+ * inline table of strings, the values skipped at most MCP_TOML_MAX_DEPTH deep. This file holds
+ * the values and tables; the bytes, strings and keys under them are mcp_toml_lex.c's. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -19,366 +20,10 @@
 #include "credkit/mcp_field.h"
 #include "credkit/mcp_toml.h"
 #include "credkit/strv.h"
+#include "mcp_toml_int.h"
 
-#define KEY_MAX        4096 /* bytes of one key */
-#define KEY_PARTS_MAX  16   /* parts of a dotted key or table name */
 #define STRING_MAX     (1024u * 1024u)
 #define SERVERS_PREFIX "mcp_servers"
-
-struct toml {
-    const char *p, *end;
-    size_t line;
-    struct err *e;
-    struct json_object *servers; /* the result: the table mcp_servers */
-    struct json_object *notes;   /* NAME -> KEY -> "line L: ..." of the values not read */
-    struct json_object *defined; /* path_id() -> enum defined_as: the tables defined */
-    struct strv table;           /* the path of the last header; empty: the root */
-    bool skipping;               /* the table is not mcp_servers' */
-    char soft[ERR_MSG_MAX];      /* why the value being read is not read */
-};
-
-static int bad(struct toml *T, const char *fmt, ...) _printf_(2, 3);
-static int bad(struct toml *T, const char *fmt, ...)
-{
-    char msg[ERR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    (void)vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return err_set(T->e, -EBADMSG, "line %zu: %s", T->line, msg);
-}
-
-static int oom(struct toml *T)
-{
-    return err_set(T->e, -ENOMEM, "out of memory");
-}
-
-/* ---- characters -------------------------------------------------------------------------- */
-
-/* The line of the first byte of s[0..n) that is not UTF-8, or a NUL; 0 when all is well. */
-static size_t bad_utf8_line(const unsigned char *s, size_t n)
-{
-    size_t line = 1;
-    for (size_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        size_t k;
-        uint32_t cp;
-        if (c == '\n')
-            line++;
-        if (c == 0)
-            return line;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xc2 && c <= 0xdf)
-            k = 1, cp = c & 0x1fu;
-        else if (c >= 0xe0 && c <= 0xef)
-            k = 2, cp = c & 0x0fu;
-        else if (c >= 0xf0 && c <= 0xf4)
-            k = 3, cp = c & 0x07u;
-        else
-            return line;
-        if (n - i <= k)
-            return line;
-        for (size_t j = 1; j <= k; j++) {
-            if ((s[i + j] & 0xc0) != 0x80)
-                return line;
-            cp = (cp << 6) | (s[i + j] & 0x3fu);
-        }
-        /* overlong forms, surrogates, beyond U+10FFFF */
-        if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10ffff ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-            return line;
-        i += k + 1;
-    }
-    return 0;
-}
-
-static char peek(const struct toml *T)
-{
-    return T->p < T->end ? *T->p : '\0'; /* no NUL inside: checked first */
-}
-
-static bool at(const struct toml *T, const char *s)
-{
-    size_t n = strlen(s);
-    return (size_t)(T->end - T->p) >= n && memcmp(T->p, s, n) == 0;
-}
-
-static void skip_ws(struct toml *T)
-{
-    while (T->p < T->end && (*T->p == ' ' || *T->p == '\t'))
-        T->p++;
-}
-
-static bool at_eol(const struct toml *T)
-{
-    return T->p >= T->end || *T->p == '\n' || at(T, "\r\n");
-}
-
-static bool eat_newline(struct toml *T)
-{
-    if (peek(T) == '\n' || at(T, "\r\n")) {
-        T->p += *T->p == '\r' ? 2 : 1;
-        T->line++;
-        return true;
-    }
-    return false;
-}
-
-static bool is_control(unsigned char c)
-{
-    return (c < 0x20 && c != '\t') || c == 0x7f;
-}
-
-/* A comment (at '#') up to the end of its line, which is left for the caller. */
-static int skip_comment(struct toml *T)
-{
-    if (peek(T) != '#')
-        return 0;
-    for (; !at_eol(T); T->p++)
-        if (is_control((unsigned char)*T->p))
-            return bad(T, "a control character in a comment");
-    return 0;
-}
-
-/* Blank space, line breaks and comments, as arrays allow between their elements. */
-static int skip_ws_lines(struct toml *T)
-{
-    for (;;) {
-        skip_ws(T);
-        int r = skip_comment(T);
-        if (r < 0)
-            return r;
-        if (!eat_newline(T))
-            return 0;
-    }
-}
-
-/* The rest of a line after a header or a value: blank, maybe a comment, the line break. */
-static int end_of_line(struct toml *T, const char *after)
-{
-    skip_ws(T);
-    int r = skip_comment(T);
-    if (r < 0)
-        return r;
-    if (T->p >= T->end || eat_newline(T))
-        return 0;
-    return bad(T, "expected the end of the line after %s", after);
-}
-
-/* ---- strings ----------------------------------------------------------------------------- */
-
-static int put(struct toml *T, struct buf *out, const void *d, size_t n)
-{
-    int r = buf_append(out, d, n);
-    if (r == -E2BIG)
-        return bad(T, "a string or key longer than %zu bytes", out->max);
-    return r < 0 ? oom(T) : 0;
-}
-
-static int hex_digits(struct toml *T, size_t n, uint32_t *ret)
-{
-    uint32_t v = 0;
-    for (size_t i = 0; i < n; i++, T->p++) {
-        char c = peek(T);
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0)
-            return bad(T, "\\%c needs %zu hexadecimal digits", n == 4 ? 'u' : 'U', n);
-        v = v << 4 | (uint32_t)d;
-    }
-    *ret = v;
-    return 0;
-}
-
-/* A Unicode escape (after \u or \U) as UTF-8. */
-static int unicode_escape(struct toml *T, size_t digits, struct buf *out)
-{
-    uint32_t cp = 0;
-    unsigned char u[4];
-    size_t n;
-    int r = hex_digits(T, digits, &cp);
-    if (r < 0)
-        return r;
-    if (cp == 0)
-        return bad(T, "a NUL character (\\u0000) in a string cannot be read");
-    if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return bad(T, "\\%c escape of a value that is not a Unicode character",
-                   digits == 4 ? 'u' : 'U');
-    if (cp < 0x80) {
-        u[0] = (unsigned char)cp, n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (unsigned char)(0xc0 | cp >> 6), n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (unsigned char)(0xe0 | cp >> 12), n = 3;
-    } else {
-        u[0] = (unsigned char)(0xf0 | cp >> 18), n = 4;
-    }
-    for (size_t i = 1; i < n; i++)
-        u[i] = (unsigned char)(0x80 | ((cp >> (6 * (n - 1 - i))) & 0x3f));
-    return put(T, out, u, n);
-}
-
-/* An escape of a basic string (at the backslash). multi: a backslash at the end of a line
- * trims the line break and the blank space after it. */
-static int escape(struct toml *T, bool multi, struct buf *out)
-{
-    static const char from[] = "btnfr\"\\", to[] = "\b\t\n\f\r\"\\";
-    T->p++;
-    char c = peek(T);
-    const char *k = c ? strchr(from, c) : NULL;
-    if (k) {
-        T->p++;
-        return put(T, out, &to[k - from], 1);
-    }
-    if (c == 'u' || c == 'U') {
-        T->p++;
-        return unicode_escape(T, c == 'u' ? 4 : 8, out);
-    }
-    if (multi && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
-        skip_ws(T);
-        if (!eat_newline(T))
-            return bad(T, "a backslash followed by blank space must end its line");
-        for (;;) {
-            skip_ws(T);
-            if (!eat_newline(T))
-                return 0;
-        }
-    }
-    if (c >= 0x20 && c < 0x7f)
-        return bad(T, "'\\%c' is not a valid escape in a string", c);
-    return bad(T, "a backslash that starts no valid escape in a string");
-}
-
-/* A string (T->p at its first quote) appended to out: basic "..." with escapes, literal '...',
- * and their multi-line forms """...""" and '''...'''. */
-static int parse_string(struct toml *T, struct buf *out)
-{
-    char q = *T->p;
-    bool multi = at(T, q == '"' ? "\"\"\"" : "'''");
-    size_t first = T->line;
-    int r;
-
-    T->p += multi ? 3 : 1;
-    if (multi) /* a line break right after the opening quotes is not part of the string */
-        (void)eat_newline(T);
-    for (;;) {
-        if (T->p >= T->end) {
-            T->line = first;
-            return bad(T, "a string that starts on this line is not closed");
-        }
-        unsigned char c = (unsigned char)*T->p;
-        if (c == (unsigned char)q) {
-            if (!multi) {
-                T->p++;
-                return 0;
-            }
-            size_t n = 0;
-            while (T->p + n < T->end && T->p[n] == q)
-                n++;
-            if (n > 5)
-                return bad(T, "more than five quotes in a row in a multi-line string");
-            /* up to two quotes before the closing three belong to the string */
-            r = put(T, out, T->p, n >= 3 ? n - 3 : n);
-            T->p += n;
-            if (r < 0 || n >= 3)
-                return r;
-            continue;
-        }
-        if (c == '\\' && q == '"')
-            r = escape(T, multi, out);
-        else if (c == '\n' || (c == '\r' && at(T, "\r\n"))) {
-            if (!multi)
-                return bad(T, "a string is not closed on its line");
-            (void)eat_newline(T);
-            r = put(T, out, "\n", 1);
-        } else if (is_control(c)) {
-            return bad(T, "a control character in a string: write it as an escape (\\uXXXX) in "
-                          "a \"...\" string");
-        } else {
-            r = put(T, out, T->p, 1);
-            T->p++;
-        }
-        if (r < 0)
-            return r;
-    }
-}
-
-static bool is_quote(char c)
-{
-    return c == '"' || c == '\'';
-}
-
-/* ---- keys -------------------------------------------------------------------------------- */
-
-static bool is_bare(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-}
-
-/* One key, bare or quoted (not multi-line), pushed to path. */
-static int parse_key(struct toml *T, struct strv *path)
-{
-    struct buf b;
-    int r = 0;
-
-    buf_init(&b, KEY_MAX);
-    char c = peek(T);
-    if (is_quote(c)) {
-        if (at(T, "\"\"\"") || at(T, "'''"))
-            r = bad(T, "a key cannot be a multi-line string");
-        else
-            r = parse_string(T, &b);
-    } else if (is_bare(c)) {
-        const char *s = T->p;
-        while (is_bare(peek(T)))
-            T->p++;
-        r = put(T, &b, s, (size_t)(T->p - s));
-    } else {
-        r = bad(T, "expected a key (letters, digits, '_', '-', or a quoted string)");
-    }
-    if (r >= 0 && strv_push_take(path, buf_detach(&b)) < 0)
-        r = oom(T);
-    buf_release(&b);
-    return r;
-}
-
-/* A key or table name, maybe dotted (a.b."c d"), into path. */
-static int parse_keypath(struct toml *T, struct strv *path)
-{
-    for (;;) {
-        skip_ws(T);
-        if (path->n == KEY_PARTS_MAX)
-            return bad(T, "a key or table name of more than %d dotted parts", KEY_PARTS_MAX);
-        int r = parse_key(T, path);
-        if (r < 0)
-            return r;
-        skip_ws(T);
-        if (peek(T) != '.')
-            return 0;
-        T->p++;
-    }
-}
-
-/* path joined with dots, cut to fit a message. */
-static void path_disp(char out[MCP_DISP_BUF], const struct strv *path, size_t n)
-{
-    char tmp[MCP_DISP_MAX * 2 + 1];
-    size_t len = 0;
-    tmp[0] = '\0';
-    for (size_t i = 0; i < n && i < path->n && len < MCP_DISP_MAX; i++) {
-        int k = snprintf(tmp + len, sizeof(tmp) - len, "%s%s", i ? "." : "", path->v[i]);
-        if (k < 0)
-            break;
-        len += (size_t)k < sizeof(tmp) - len ? (size_t)k : sizeof(tmp) - len - 1;
-    }
-    mcp_disp(out, tmp);
-}
 
 /* ---- values ------------------------------------------------------------------------------ */
 
@@ -398,8 +43,8 @@ static int soft(struct toml *T, const char *fmt, ...)
 
 static bool at_value_end(const struct toml *T)
 {
-    char c = peek(T);
-    return at_eol(T) || c == ' ' || c == '\t' || c == '#' || c == ',' || c == ']' || c == '}';
+    char c = toml_peek(T);
+    return toml_at_eol(T) || c == ' ' || c == '\t' || c == '#' || c == ',' || c == ']' || c == '}';
 }
 
 /* A string value as a JSON string. */
@@ -407,11 +52,11 @@ static int string_value(struct toml *T, struct json_object **ret)
 {
     struct buf b;
     buf_init_secret(&b, STRING_MAX);
-    int r = parse_string(T, &b);
+    int r = toml_parse_string(T, &b);
     if (r >= 0) {
         *ret = json_object_new_string_len(buf_str(&b), (int)b.len);
         if (!*ret)
-            r = oom(T);
+            r = toml_oom(T);
     }
     buf_release(&b);
     return r;
@@ -485,7 +130,7 @@ static int bare_value(struct toml *T, const char *tok, size_t n, struct json_obj
         is_float = is_float || k > 0;
     }
     if (!ok) {
-        r = oom(T);
+        r = toml_oom(T);
         goto out;
     }
     if (k == 0 || i != n || zero_lead) {
@@ -500,13 +145,13 @@ static int bare_value(struct toml *T, const char *tok, size_t n, struct json_obj
         if (errno == ERANGE || !isfinite(d))
             r = soft(T, "the number is out of range");
         else if (!(*ret = json_object_new_double(d)))
-            r = oom(T);
+            r = toml_oom(T);
     } else {
         long long v = strtoll(buf_str(&b), &end, base);
         if (errno == ERANGE)
             r = soft(T, "the number is out of range");
         else if (!(*ret = json_object_new_int64(v)))
-            r = oom(T);
+            r = toml_oom(T);
     }
 out:
     buf_release(&b);
@@ -525,11 +170,11 @@ static int table_add(struct toml *T, struct json_object *table, const char *key,
         json_wipe_strings(v);
         json_object_put(v);
         mcp_disp(kd, key);
-        return bad(T, "the key '%s' is defined twice in %s", kd, in);
+        return toml_bad(T, "the key '%s' is defined twice in %s", kd, in);
     }
     if (json_object_object_add(table, key, v) < 0) {
         json_object_put(v);
-        return oom(T);
+        return toml_oom(T);
     }
     return 0;
 }
@@ -542,13 +187,13 @@ static int array_value(struct toml *T, int depth, struct json_object **ret)
     int r;
 
     if (!a)
-        return oom(T);
+        return toml_oom(T);
     T->p++;
     for (;;) {
-        r = skip_ws_lines(T);
+        r = toml_skip_ws_lines(T);
         if (r < 0)
             goto out;
-        if (peek(T) == ']')
+        if (toml_peek(T) == ']')
             break;
         v = NULL;
         r = read_value(T, depth + 1, &v);
@@ -557,18 +202,18 @@ static int array_value(struct toml *T, int depth, struct json_object **ret)
         unread = unread || !v;
         if (v && json_object_array_add(a, v) < 0) {
             json_object_put(v);
-            r = oom(T);
+            r = toml_oom(T);
             goto out;
         }
-        r = skip_ws_lines(T);
+        r = toml_skip_ws_lines(T);
         if (r < 0)
             goto out;
-        if (peek(T) == ',') {
+        if (toml_peek(T) == ',') {
             T->p++;
             continue;
         }
-        if (peek(T) != ']') {
-            r = bad(T, "expected ',' or ']' in the array");
+        if (toml_peek(T) != ']') {
+            r = toml_bad(T, "expected ',' or ']' in the array");
             goto out;
         }
         break;
@@ -594,23 +239,23 @@ static int inline_table_value(struct toml *T, int depth, struct json_object **re
     int r = 0;
 
     if (!o)
-        return oom(T);
+        return toml_oom(T);
     T->p++;
-    skip_ws(T);
-    if (peek(T) == '}')
+    toml_skip_ws(T);
+    if (toml_peek(T) == '}')
         goto done;
     for (;;) {
         strv_release(&path);
-        r = parse_keypath(T, &path);
+        r = toml_parse_keypath(T, &path);
         if (r < 0)
             goto out;
-        skip_ws(T);
-        if (peek(T) != '=') {
-            r = bad(T, "expected '=' after a key of an inline table");
+        toml_skip_ws(T);
+        if (toml_peek(T) != '=') {
+            r = toml_bad(T, "expected '=' after a key of an inline table");
             goto out;
         }
         T->p++;
-        skip_ws(T);
+        toml_skip_ws(T);
         v = NULL;
         r = read_value(T, depth + 1, &v);
         if (r < 0)
@@ -624,7 +269,7 @@ static int inline_table_value(struct toml *T, int depth, struct json_object **re
                 next = json_object_new_object();
                 r = table_add(T, t, path.v[i], next, "an inline table");
             } else if (!json_object_is_type(next, json_type_object)) {
-                r = bad(T, "the key '%s' is defined twice in an inline table", path.v[i]);
+                r = toml_bad(T, "the key '%s' is defined twice in an inline table", path.v[i]);
             }
             t = next;
         }
@@ -634,18 +279,18 @@ static int inline_table_value(struct toml *T, int depth, struct json_object **re
             json_object_put(v);
         if (r < 0)
             goto out;
-        skip_ws(T);
-        if (peek(T) == '}')
+        toml_skip_ws(T);
+        if (toml_peek(T) == '}')
             break;
-        if (peek(T) != ',') {
-            r = at_eol(T) ? bad(T, "an inline table must be on one line")
-                          : bad(T, "expected ',' or '}' in the inline table");
+        if (toml_peek(T) != ',') {
+            r = toml_at_eol(T) ? toml_bad(T, "an inline table must be on one line")
+                               : toml_bad(T, "expected ',' or '}' in the inline table");
             goto out;
         }
         T->p++;
-        skip_ws(T);
-        if (peek(T) == '}') {
-            r = bad(T, "a comma before '}' is not allowed in an inline table");
+        toml_skip_ws(T);
+        if (toml_peek(T) == '}') {
+            r = toml_bad(T, "a comma before '}' is not allowed in an inline table");
             goto out;
         }
     }
@@ -668,9 +313,9 @@ static const char *scan_bare(struct toml *T, size_t *ret_len)
 {
     const char *s = T->p;
     /* a space inside only between two bare characters: a date and a time */
-    while (T->p < T->end && (is_bare(*T->p) || strchr("+.:", *T->p) ||
-                             (*T->p == ' ' && T->p + 1 < T->end && is_bare(T->p[1]) && T->p > s &&
-                              is_digit(T->p[-1]))))
+    while (T->p < T->end && (toml_is_bare(*T->p) || strchr("+.:", *T->p) ||
+                             (*T->p == ' ' && T->p + 1 < T->end && toml_is_bare(T->p[1]) &&
+                              T->p > s && is_digit(T->p[-1]))))
         T->p++;
     *ret_len = (size_t)(T->p - s);
     return s;
@@ -680,31 +325,31 @@ static const char *scan_bare(struct toml *T, size_t *ret_len)
  * here (T->soft says why). Nested at most MCP_TOML_MAX_DEPTH deep. */
 static int read_value(struct toml *T, int depth, struct json_object **ret)
 {
-    char c = peek(T);
+    char c = toml_peek(T);
 
     *ret = NULL;
     if (depth >= MCP_TOML_MAX_DEPTH)
-        return bad(T, "arrays or inline tables nested more than %d deep", MCP_TOML_MAX_DEPTH);
-    if (is_quote(c))
+        return toml_bad(T, "arrays or inline tables nested more than %d deep", MCP_TOML_MAX_DEPTH);
+    if (toml_is_quote(c))
         return string_value(T, ret);
     if (c == '[')
         return array_value(T, depth, ret);
     if (c == '{')
         return inline_table_value(T, depth, ret);
-    if (at(T, "true") || at(T, "false")) {
+    if (toml_at(T, "true") || toml_at(T, "false")) {
         bool v = c == 't';
         T->p += v ? 4 : 5;
         if (!at_value_end(T))
-            return bad(T, "expected the end of the value after %s", v ? "true" : "false");
+            return toml_bad(T, "expected the end of the value after %s", v ? "true" : "false");
         *ret = json_object_new_boolean(v);
-        return *ret ? 0 : oom(T);
+        return *ret ? 0 : toml_oom(T);
     }
     size_t n = 0;
     const char *tok = scan_bare(T, &n);
     if (n == 0)
-        return bad(T, "expected a value");
+        return toml_bad(T, "expected a value");
     if (!at_value_end(T))
-        return bad(T, "expected the end of the value");
+        return toml_bad(T, "expected the end of the value");
     return bare_value(T, tok, n, ret);
 }
 
@@ -716,31 +361,31 @@ static int skip_value(struct toml *T, int depth)
     int r = 0;
 
     if (depth >= MCP_TOML_MAX_DEPTH)
-        return bad(T, "arrays or inline tables nested more than %d deep", MCP_TOML_MAX_DEPTH);
-    char c = peek(T);
-    if (is_quote(c)) {
+        return toml_bad(T, "arrays or inline tables nested more than %d deep", MCP_TOML_MAX_DEPTH);
+    char c = toml_peek(T);
+    if (toml_is_quote(c)) {
         struct buf b;
         buf_init_secret(&b, STRING_MAX);
-        r = parse_string(T, &b);
+        r = toml_parse_string(T, &b);
         buf_release(&b);
         return r;
     }
     if (c == '[') {
         T->p++;
         for (;;) {
-            r = skip_ws_lines(T);
-            if (r >= 0 && peek(T) == ']')
+            r = toml_skip_ws_lines(T);
+            if (r >= 0 && toml_peek(T) == ']')
                 break;
             if (r >= 0)
                 r = skip_value(T, depth + 1);
             if (r >= 0)
-                r = skip_ws_lines(T);
+                r = toml_skip_ws_lines(T);
             if (r < 0)
                 return r;
-            if (peek(T) == ']')
+            if (toml_peek(T) == ']')
                 break;
-            if (peek(T) != ',')
-                return bad(T, "expected ',' or ']' in an array");
+            if (toml_peek(T) != ',')
+                return toml_bad(T, "expected ',' or ']' in an array");
             T->p++;
         }
         T->p++;
@@ -748,28 +393,28 @@ static int skip_value(struct toml *T, int depth)
     }
     if (c == '{') {
         T->p++;
-        skip_ws(T);
-        while (r >= 0 && peek(T) != '}') {
+        toml_skip_ws(T);
+        while (r >= 0 && toml_peek(T) != '}') {
             strv_release(&path);
-            r = parse_keypath(T, &path);
+            r = toml_parse_keypath(T, &path);
             if (r < 0)
                 break;
-            skip_ws(T);
-            if (peek(T) != '=') {
-                r = bad(T, "expected '=' after a key of an inline table");
+            toml_skip_ws(T);
+            if (toml_peek(T) != '=') {
+                r = toml_bad(T, "expected '=' after a key of an inline table");
                 break;
             }
             T->p++;
-            skip_ws(T);
+            toml_skip_ws(T);
             r = skip_value(T, depth + 1);
             if (r < 0)
                 break;
-            skip_ws(T);
-            if (peek(T) == ',') {
+            toml_skip_ws(T);
+            if (toml_peek(T) == ',') {
                 T->p++;
-                skip_ws(T);
-            } else if (peek(T) != '}') {
-                r = bad(T, "expected ',' or '}' in an inline table");
+                toml_skip_ws(T);
+            } else if (toml_peek(T) != '}') {
+                r = toml_bad(T, "expected ',' or '}' in an inline table");
             }
         }
         strv_release(&path);
@@ -779,11 +424,11 @@ static int skip_value(struct toml *T, int depth)
     }
     const char *s = T->p;
     /* a space inside only between two bare characters: a date and a time */
-    while (T->p < T->end && (is_bare(*T->p) || strchr("+.:", *T->p) ||
-                             (*T->p == ' ' && T->p + 1 < T->end && is_bare(T->p[1]))))
+    while (T->p < T->end && (toml_is_bare(*T->p) || strchr("+.:", *T->p) ||
+                             (*T->p == ' ' && T->p + 1 < T->end && toml_is_bare(T->p[1]))))
         T->p++;
     if (T->p == s)
-        return bad(T, "expected a value");
+        return toml_bad(T, "expected a value");
     return 0;
 }
 
@@ -795,9 +440,9 @@ static int path_id(struct toml *T, const struct strv *path, size_t n, struct buf
     buf_init(out, (size_t)KEY_PARTS_MAX * 2 * (KEY_MAX + 16));
     for (size_t i = 0; i < n; i++)
         if (buf_printf(out, "%zu:%s", strlen(path->v[i]), path->v[i]) < 0)
-            return oom(T);
+            return toml_oom(T);
     if (!out->data && buf_append_str(out, "") < 0)
-        return oom(T);
+        return toml_oom(T);
     return 0;
 }
 
@@ -824,7 +469,7 @@ static int define(struct toml *T, const struct strv *path, size_t n, enum define
         struct json_object *v = json_object_new_int((int)how);
         if (!v || json_object_object_add(T->defined, buf_str(&id), v) < 0) {
             json_object_put(v);
-            r = oom(T);
+            r = toml_oom(T);
         }
     }
     buf_release(&id);
@@ -843,14 +488,14 @@ static int walk(struct toml *T, const struct strv *path, size_t n, struct json_o
     for (size_t i = 1; r >= 0 && i < n; i++) {
         struct json_object *next = NULL;
         enum defined_as how = NOT_DEFINED;
-        path_disp(d, path, i + 1);
+        toml_path_disp(d, path, i + 1);
         if (!json_object_object_get_ex(t, path->v[i], &next)) {
             next = json_object_new_object();
             r = table_add(T, t, path->v[i], next, "its table");
         } else if (!json_object_is_type(next, json_type_object)) {
-            r = bad(T, "'%s' is defined twice: as a value, and as a table", d);
+            r = toml_bad(T, "'%s' is defined twice: as a value, and as a table", d);
         } else if ((r = defined_as(T, path, i + 1, &how)) >= 0 && how == BY_VALUE) {
-            r = bad(T, "the inline table '%s' is defined twice: it cannot be extended", d);
+            r = toml_bad(T, "the inline table '%s' is defined twice: it cannot be extended", d);
         }
         t = next;
     }
@@ -870,19 +515,19 @@ static int note_unread(struct toml *T, const struct strv *path, size_t line)
         srv = json_object_new_object();
         if (!srv || json_object_object_add(T->notes, path->v[1], srv) < 0) {
             json_object_put(srv);
-            return oom(T);
+            return toml_oom(T);
         }
     }
-    path_disp(key, &rest, rest.n);
+    toml_path_disp(key, &rest, rest.n);
     if (rest.n == 0 && asprintf(&text, "line %zu: %s", line, T->soft) < 0)
-        return oom(T);
+        return toml_oom(T);
     if (rest.n > 0 && asprintf(&text, "line %zu: '%s': %s", line, key, T->soft) < 0)
-        return oom(T);
+        return toml_oom(T);
     msg = json_object_new_string(text);
     free(text);
     if (!msg || json_object_object_add(srv, rest.n ? key : "", msg) < 0) {
         json_object_put(msg);
-        return oom(T);
+        return toml_oom(T);
     }
     return 0;
 }
@@ -899,12 +544,12 @@ static int open_table(struct toml *T, const struct strv *path, bool array)
     T->skipping = strcmp(path->v[0], SERVERS_PREFIX) != 0;
     if (T->skipping)
         return 0;
-    path_disp(d, path, path->n);
+    toml_path_disp(d, path, path->n);
     if (array && path->n == 1)
-        return bad(T,
-                   "[[%s]] (an array of tables) is not read: write each server as a table "
-                   "[mcp_servers.NAME]",
-                   d);
+        return toml_bad(T,
+                        "[[%s]] (an array of tables) is not read: write each server as a table "
+                        "[mcp_servers.NAME]",
+                        d);
     if (array) {
         /* a server's key written as an array of tables: noted, its lines skipped */
         T->skipping = true;
@@ -918,14 +563,14 @@ static int open_table(struct toml *T, const struct strv *path, bool array)
     }
     r = defined_as(T, path, path->n, &how);
     if (r >= 0 && how != NOT_DEFINED)
-        r = bad(T, "the table [%s] is defined twice", d);
+        r = toml_bad(T, "the table [%s] is defined twice", d);
     if (r >= 0)
         r = walk(T, path, path->n, &t);
     if (r >= 0)
         r = define(T, path, path->n, BY_HEADER);
     for (size_t i = 0; r >= 0 && i < path->n; i++)
         if (strv_push(&T->table, path->v[i]) < 0)
-            r = oom(T);
+            r = toml_oom(T);
     return r;
 }
 
@@ -933,21 +578,21 @@ static int open_table(struct toml *T, const struct strv *path, bool array)
 static int parse_header(struct toml *T)
 {
     struct strv path = STRV_INIT;
-    bool array = at(T, "[[");
+    bool array = toml_at(T, "[[");
     int r;
 
     T->p += array ? 2 : 1;
-    r = parse_keypath(T, &path);
+    r = toml_parse_keypath(T, &path);
     if (r < 0)
         goto out;
-    if (!at(T, array ? "]]" : "]")) {
-        r = bad(T, "expected '%s' to end the table header", array ? "]]" : "]");
+    if (!toml_at(T, array ? "]]" : "]")) {
+        r = toml_bad(T, "expected '%s' to end the table header", array ? "]]" : "]");
         goto out;
     }
     T->p += array ? 2 : 1;
     r = open_table(T, &path, array);
     if (r >= 0)
-        r = end_of_line(T, "a table header");
+        r = toml_end_of_line(T, "a table header");
 out:
     strv_release(&path);
     return r;
@@ -960,12 +605,12 @@ static int place(struct toml *T, const struct strv *full, struct json_object *v,
     char d[MCP_DISP_BUF];
     int r;
 
-    path_disp(d, full, full->n - 1);
+    toml_path_disp(d, full, full->n - 1);
     if (full->n == 1) { /* mcp_servers = { NAME = {...}, ... } */
         if (!v || !json_object_is_type(v, json_type_object)) {
             json_wipe_strings(v);
             json_object_put(v);
-            return bad(T, "'%s' must be a table of servers", SERVERS_PREFIX);
+            return toml_bad(T, "'%s' must be a table of servers", SERVERS_PREFIX);
         }
         r = 0;
         json_object_object_foreach(v, name, srv)
@@ -1000,26 +645,26 @@ static int parse_keyval(struct toml *T)
     size_t line = T->line;
     int r;
 
-    r = parse_keypath(T, &path);
+    r = toml_parse_keypath(T, &path);
     if (r < 0)
         goto out;
-    path_disp(d, &path, path.n);
-    skip_ws(T);
-    if (peek(T) != '=') {
-        r = bad(T, "expected '=' after the key '%s'", d);
+    toml_path_disp(d, &path, path.n);
+    toml_skip_ws(T);
+    if (toml_peek(T) != '=') {
+        r = toml_bad(T, "expected '=' after the key '%s'", d);
         goto out;
     }
     T->p++;
-    skip_ws(T);
+    toml_skip_ws(T);
     if (T->skipping || (T->table.n == 0 && strcmp(path.v[0], SERVERS_PREFIX) != 0)) {
         r = skip_value(T, 0);
     } else {
         for (size_t i = 0; r >= 0 && i < T->table.n; i++)
-            r = strv_push(&full, T->table.v[i]) < 0 ? oom(T) : 0;
+            r = strv_push(&full, T->table.v[i]) < 0 ? toml_oom(T) : 0;
         for (size_t i = 0; r >= 0 && i < path.n; i++)
-            r = strv_push(&full, path.v[i]) < 0 ? oom(T) : 0;
+            r = strv_push(&full, path.v[i]) < 0 ? toml_oom(T) : 0;
         if (r >= 0 && full.n > KEY_PARTS_MAX)
-            r = bad(T, "a key of more than %d dotted parts with its table's", KEY_PARTS_MAX);
+            r = toml_bad(T, "a key of more than %d dotted parts with its table's", KEY_PARTS_MAX);
         T->soft[0] = '\0';
         if (r >= 0)
             r = read_value(T, 0, &v);
@@ -1029,7 +674,7 @@ static int parse_keyval(struct toml *T)
             json_object_put(v);
     }
     if (r >= 0)
-        r = end_of_line(T, "a value");
+        r = toml_end_of_line(T, "a value");
 out:
     strv_release(&path);
     strv_release(&full);
@@ -1042,27 +687,27 @@ int mcp_toml_read_servers(const char *text, size_t len, struct json_object **ret
     struct toml T = {.p = text, .end = text + len, .line = 1, .e = e, .table = STRV_INIT};
     int r = 0;
 
-    size_t bl = bad_utf8_line((const unsigned char *)text, len);
+    size_t bl = toml_bad_utf8_line((const unsigned char *)text, len);
     if (bl > 0)
         return err_set(e, -EBADMSG, "line %zu: not UTF-8 text (or a NUL byte)", bl);
     T.servers = json_object_new_object();
     T.defined = json_object_new_object();
     T.notes = json_object_new_object();
     if (!T.servers || !T.defined || !T.notes) {
-        r = oom(&T);
+        r = toml_oom(&T);
         goto out;
     }
     while (r >= 0) {
-        skip_ws(&T);
+        toml_skip_ws(&T);
         if (T.p >= T.end)
             break;
-        if (peek(&T) == '#') {
-            r = skip_comment(&T);
+        if (toml_peek(&T) == '#') {
+            r = toml_skip_comment(&T);
             if (r >= 0)
-                (void)eat_newline(&T);
-        } else if (eat_newline(&T)) {
+                (void)toml_eat_newline(&T);
+        } else if (toml_eat_newline(&T)) {
             continue;
-        } else if (peek(&T) == '[') {
+        } else if (toml_peek(&T) == '[') {
             r = parse_header(&T);
         } else {
             r = parse_keyval(&T);
