@@ -141,19 +141,6 @@ const char *buf_str(const struct buf *b)
     return b->data ? b->data : "";
 }
 
-void buf_consume(struct buf *b, size_t n)
-{
-    if (n >= b->len) {
-        buf_reset(b);
-        return;
-    }
-    memmove(b->data, b->data + n, b->len - n);
-    if (b->secret)
-        secure_wipe(b->data + b->len - n, n);
-    b->len -= n;
-    b->data[b->len] = 0;
-}
-
 static int is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';

@@ -640,15 +640,3 @@ const char *http_response_header(const struct http_response *resp, const char *n
         return NULL;
     return headers_find(resp->headers, name);
 }
-
-void http_response_header_each(const struct http_response *resp, const char *name,
-                               void (*fn)(const char *value, void *userdata), void *userdata)
-{
-    if (!resp || !name || !fn)
-        return;
-    for (size_t i = 0; resp->headers && resp->headers[i]; i++) {
-        const char *v = header_match(resp->headers[i], name);
-        if (v)
-            fn(v, userdata);
-    }
-}

@@ -210,12 +210,6 @@ struct json_object *jsonfile_doc(struct jsonfile *f)
     return f->doc;
 }
 
-void jsonfile_replace(struct jsonfile *f, struct json_object *doc)
-{
-    json_object_put(f->doc);
-    f->doc = doc;
-}
-
 const char *jsonfile_display(const struct jsonfile *f)
 {
     return f->display;

@@ -62,8 +62,7 @@ static bool cp_unsafe(uint32_t c)
            c == 0x200f || (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 }
 
-/* Escapes s[0..len) into out; with out NULL, only sets *changed when something would be. */
-static int escape_into(struct buf *out, const char *s, size_t len, bool *changed)
+int text_escape_append(struct buf *out, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, start = 0;
@@ -75,10 +74,6 @@ static int escape_into(struct buf *out, const char *s, size_t len, bool *changed
             i += k;
             continue;
         }
-        if (changed)
-            *changed = true;
-        if (!out)
-            return 0;
         if (i > start && (r = buf_append(out, s + start, i - start)) < 0)
             return r;
         if (k == 0 || c < 0x80)
@@ -90,14 +85,9 @@ static int escape_into(struct buf *out, const char *s, size_t len, bool *changed
         i += k;
         start = i;
     }
-    if (out && i > start)
+    if (i > start)
         r = buf_append(out, s + start, i - start);
     return r < 0 ? r : 0;
-}
-
-int text_escape_append(struct buf *out, const char *s, size_t len)
-{
-    return escape_into(out, s, len, NULL);
 }
 
 const char *text_escaped(struct buf *scratch, const char *s)
@@ -119,13 +109,6 @@ char *text_escape_dup(const char *s)
         return NULL;
     }
     return buf_detach(&b);
-}
-
-bool text_needs_escape(const char *s, size_t len)
-{
-    bool changed = false;
-    (void)escape_into(NULL, s, len, &changed);
-    return changed;
 }
 
 bool header_value_safe(const char *s, size_t len)

@@ -44,7 +44,7 @@ int cache_open(struct cache **ret)
     /* only a private directory of our own will do: anything else means no cache */
     struct statfs sf;
     if (!rt || rt[0] != '/' || stat(rt, &st) < 0 || !S_ISDIR(st.st_mode) ||
-        st.st_uid != geteuid() || (st.st_mode & 077))
+        file_check_private(rt, NULL) < 0)
         return 0;
     /* values are never written to persistent storage: memory-backed filesystems only */
     if (statfs(rt, &sf) < 0 || (sf.f_type != TMPFS_MAGIC && sf.f_type != RAMFS_MAGIC))

@@ -767,12 +767,6 @@ void catalog_configure(struct catalog *c, const struct mcp_config *config)
         (void)catalog_rebuild(c, CATALOG_TOOLS, NULL, 0, false); /* logs its failure */
 }
 
-void catalog_set_modes(struct catalog *c, bool direct_default, bool proxy)
-{
-    c->direct_default = direct_default;
-    c->proxy = proxy;
-}
-
 bool catalog_proxy_enabled(const struct catalog *c)
 {
     return c->proxy;

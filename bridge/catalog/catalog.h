@@ -122,10 +122,6 @@ void catalog_free(struct catalog *c);
  * proxy tool. */
 void catalog_configure(struct catalog *c, const struct mcp_config *config);
 
-/* The same tool settings by hand: settings.directTools, and whether the proxy tool is
- * listed. */
-void catalog_set_modes(struct catalog *c, bool direct_default, bool proxy);
-
 /* MCP_DIRECT_TOOLS (catalog_new() reads the environment's): a comma-separated list of server
  * names and server/tool (raw or exposed name); "__none__" among them: no direct tools; NULL
  * or only blanks: not set. 0 or -ENOMEM (unchanged). At the next rebuild. */

@@ -611,11 +611,6 @@ void stdio_child_shutdown(struct stdio_child *s)
         begin_shutdown(s);
 }
 
-pid_t stdio_child_pid(const struct stdio_child *s)
-{
-    return child_pid(s->child);
-}
-
 int stdio_child_status(const struct stdio_child *s)
 {
     return s->phase == P_REAPED || s->phase == P_DONE ? s->status : -1;

@@ -23,7 +23,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "credkit/err.h"
 #include "credkit/macro.h"
@@ -75,11 +74,9 @@ int stdio_child_send(struct stdio_child *s, const char *msg, size_t len) _must_c
 /* Begins the shutdown described above; on_done tells when it is over. Idempotent. */
 void stdio_child_shutdown(struct stdio_child *s);
 
-/* The server's pid, which is also its process group id. */
-pid_t stdio_child_pid(const struct stdio_child *s);
-
 /* Once it has been reaped (from on_lost or on_done on): its status as from waitpid()
- * (WIFEXITED ...); -1 before, or when someone else reaped it. */
+ * (WIFEXITED ...); -1 before, or when someone else reaped it. Kept for the tests of shutdown:
+ * which signal ended the server is seen nowhere else once on_lost has told another reason. */
 int stdio_child_status(const struct stdio_child *s);
 
 /* Frees at once without any callback: a server still running gets SIGKILL (its whole group)

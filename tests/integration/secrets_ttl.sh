@@ -69,6 +69,14 @@ XDG_RUNTIME_DIR="$disk_rt" run 0 S get COUNTED
 XDG_RUNTIME_DIR="$disk_rt" run 0 S get COUNTED
 assert_eq "$(cat "$COUNTER")" 12
 assert_eq "$(ls -A "$disk_rt")" "" "a disk-backed runtime directory"
+# nor with one in memory that others can reach
+open_rt="$XDG_RUNTIME_DIR/open-run"
+mkdir -m 750 "$open_rt"
+XDG_RUNTIME_DIR="$open_rt" run 0 S get COUNTED
+XDG_RUNTIME_DIR="$open_rt" run 0 S get COUNTED
+assert_eq "$(cat "$COUNTER")" 14
+assert_eq "$(ls -A "$open_rt")" "" "a runtime directory others can reach"
+rmdir "$open_rt"
 # the cache holds values only in the runtime directory, privately
 for f in "$XDG_RUNTIME_DIR"/credkit-secrets/*; do
     case "$f" in *.lock) continue ;; esac

@@ -53,9 +53,6 @@ char *buf_detach(struct buf *b);
 /* Borrowed NUL-terminated view, "" when empty. */
 const char *buf_str(const struct buf *b);
 
-/* Removes `n` bytes from the front (used by line readers). */
-void buf_consume(struct buf *b, size_t n);
-
 /* Strips ASCII whitespace at both ends, in place. */
 void buf_trim(struct buf *b);
 

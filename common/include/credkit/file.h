@@ -64,8 +64,8 @@ void dir_sweep(const char *dir, bool (*stale)(const char *name, const struct sta
  * umask). -ENOTDIR when something in the way is not a directory. */
 int dir_ensure(const char *dir, mode_t mode, struct err *e) _must_check_;
 
-/* Checks that path (an existing file) has no group/other permission bits and is owned by us.
- * -EACCES with advice otherwise. */
+/* Checks that path (an existing file or directory, links followed) has no group/other
+ * permission bits and is owned by us. -EACCES with advice otherwise, -ENOENT when missing. */
 int file_check_private(const char *path, struct err *e) _must_check_;
 
 struct file_lock;

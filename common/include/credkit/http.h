@@ -60,11 +60,6 @@ void http_response_release(struct http_response *resp);
 /* The first value of header name (case-insensitive), or NULL. Borrowed. */
 const char *http_response_header(const struct http_response *resp, const char *name);
 
-/* Every value of header name, for headers that may repeat (WWW-Authenticate): calls fn for
- * each in order. */
-void http_response_header_each(const struct http_response *resp, const char *name,
-                               void (*fn)(const char *value, void *userdata), void *userdata);
-
 /* The policy every libcurl handle of the suite starts from, the bridge's event-loop transfers
  * as much as http_do()'s: no signals (the bridge owns its signal handling), http and https only,
  * redirects never followed by libcurl (callers decide, by origin). Kept to that: the bridge sets

@@ -56,11 +56,8 @@ struct jsonfile;
 int jsonfile_open(const char *path, const struct jsonfile_opts *o, struct jsonfile **ret,
                   struct err *e) _must_check_;
 
-/* The document, to change in place. Borrowed: valid until jsonfile_replace() or the free. */
+/* The document, to change in place. Borrowed: valid until the free. */
 struct json_object *jsonfile_doc(struct jsonfile *f);
-
-/* Replaces the document with doc, which the jsonfile now owns (puts). */
-void jsonfile_replace(struct jsonfile *f, struct json_object *doc);
 
 /* The path as given to jsonfile_open(), with ~ for $HOME, for messages. Borrowed. */
 const char *jsonfile_display(const struct jsonfile *f);

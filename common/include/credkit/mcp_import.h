@@ -78,7 +78,8 @@ struct mcp_import_entry {
 size_t mcp_import_count(const struct mcp_import *im);
 const struct mcp_import_entry *mcp_import_at(const struct mcp_import *im, size_t i);
 
-/* Problems with the import's files, in the shape of the configuration's own. Borrowed. */
+/* Problems with the import's files, in the shape of the configuration's own. Borrowed. The
+ * loader has them through mcp_import_read_list()'s diag; these are mcp_import_read()'s view. */
 size_t mcp_import_diag_count(const struct mcp_import *im);
 const struct mcp_config_diag *mcp_import_diag_at(const struct mcp_import *im, size_t i);
 

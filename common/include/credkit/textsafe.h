@@ -32,9 +32,6 @@ const char *text_escaped(struct buf *scratch, const char *s);
 /* s (NULL as "") escaped, in a new string; NULL when out of memory. Caller frees. */
 char *text_escape_dup(const char *s);
 
-/* Whether text_escape_append() would change s[0..len). */
-bool text_needs_escape(const char *s, size_t len);
-
 /* The length (1 to 4) of the well-formed UTF-8 character that starts s, of which avail bytes
  * may be read; 0 when there is none: an overlong form, a surrogate (U+D800-U+DFFF), a value
  * above U+10FFFF, a stray continuation byte, or a sequence cut short (avail 0 included). A

@@ -44,7 +44,8 @@ char *url_encode(const char *s);
  * query is used) and decodes its value ('+' is a space; a '%' not followed by two hex digits is
  * kept as it is). The first occurrence wins. -ENOENT when absent, -EBADMSG when the value
  * decodes to a NUL byte. Caller frees (secure_free: callback parameters hold authorization
- * codes). */
+ * codes). Kept beside url_encode() as its inverse: the unit and fuzz tests check that every
+ * encoding decodes back through it (the callback's own query is read by libmicrohttpd). */
 int url_query_get(const char *query, const char *key, char **ret) _must_check_;
 
 /* The length of the scheme url begins with ("ftp" in "ftp://x": 3), as RFC 3986 spells one (a

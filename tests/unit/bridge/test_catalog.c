@@ -324,6 +324,27 @@ static void test_announce(void)
     log_free(l);
 }
 
+/* The tool modes as the bridge takes them, from the configuration's settings: directTools,
+ * disableProxyTool and toolPrefix ("none" or NULL: the default). */
+static void configure_modes(struct catalog *c, const char *prefix, bool direct, bool proxy)
+{
+    char text[256];
+    snprintf(text, sizeof(text),
+             "{\"settings\":{%s%s%s\"directTools\":%s,\"disableProxyTool\":%s},"
+             "\"mcpServers\":{}}",
+             prefix ? "\"toolPrefix\":\"" : "", prefix ? prefix : "", prefix ? "\"," : "",
+             direct ? "true" : "false", proxy ? "false" : "true");
+    struct json_object *root = json_tokener_parse(text);
+    struct mcp_config *config = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(mcp_config_load_object(root, "test", &(struct mcp_config_opts){0}, &config, &e), 0);
+    json_object_put(root);
+    if (!config)
+        return;
+    catalog_configure(c, config);
+    mcp_config_free(config);
+}
+
 /* The tool modes: the proxy tool first, direct tools by settings, entry and MCP_DIRECT_TOOLS,
  * every tool routable, a tool named like the proxy left out, disableProxyTool with nothing
  * direct lists everything. */
@@ -342,7 +363,7 @@ static void test_direct_tools(void)
     struct catalog_source *v[] = {a, b};
 
     /* the default: every tool, and the proxy tool first */
-    catalog_set_modes(c, true, true);
+    configure_modes(c, NULL, true, true);
     CHECK(catalog_proxy_enabled(c));
     CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
     CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_x,mcp_a_y,mcp_b_x,mcp_b_z");
@@ -350,7 +371,7 @@ static void test_direct_tools(void)
     CHECK_INT(catalog_tool_count(c), 4);
 
     /* settings.directTools false: only the entries' */
-    catalog_set_modes(c, false, true);
+    configure_modes(c, NULL, false, true);
     CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
     CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp");
     struct catalog_tool t;
@@ -370,7 +391,7 @@ static void test_direct_tools(void)
     CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
     CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_y,mcp_b_x,mcp_b_z");
     /* an entry's false wins over the settings' true */
-    catalog_set_modes(c, true, true);
+    configure_modes(c, NULL, true, true);
     CHECK_INT(catalog_source_set_direct(b, SERVER_DIRECT_NONE, NULL), 0);
     CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
     CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_y");
@@ -390,7 +411,7 @@ static void test_direct_tools(void)
     CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp");
     CHECK(catalog_tool_find(c, "mcp_a_x", NULL));
     /* ... with no proxy tool either: everything, with a warning */
-    catalog_set_modes(c, true, false);
+    configure_modes(c, NULL, true, false);
     CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
     CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp_a_x,mcp_a_y,mcp_b_x,mcp_b_z");
     CHECK_INT(catalog_set_direct_override(c, "  "), 0); /* blank: not set: the entries' */
@@ -399,7 +420,7 @@ static void test_direct_tools(void)
     CHECK_INT(catalog_set_direct_override(c, NULL), 0);
 
     /* a tool exposed as "mcp" is left out while the proxy tool is on, not renamed */
-    catalog_set_modes(c, true, true);
+    configure_modes(c, NULL, true, true);
     struct catalog_source *n = source("n", NULL, NULL);
     catalog_source_set_items(n, CATALOG_TOOLS, items("[{\"name\":\"mcp\"},{\"name\":\"w\"}]"));
     struct catalog_source *vn[] = {n};
@@ -416,7 +437,7 @@ static void test_direct_tools(void)
     CHECK(!catalog_tool_find(c, "mcp", NULL));
     CHECK(!catalog_tool_find(c, "mcp_2", NULL));
     /* without the proxy tool it is a tool like any other */
-    catalog_set_modes(c, true, false);
+    configure_modes(c, "none", true, false);
     CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, vn, 1, false), 1);
     CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,w");
     CHECK(catalog_tool_find(c, "mcp", NULL));

@@ -202,6 +202,17 @@ static bool no_zombies(void)
     return waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD;
 }
 
+/* "pid <grandchild> <server>", as the scripts below print it: both, when positive. */
+static bool two_pids(const char *line, pid_t *ret_grandchild, pid_t *ret_server)
+{
+    int g = 0, sv = 0;
+    if (sscanf(line, "pid %d %d", &g, &sv) != 2 || g <= 0 || sv <= 0)
+        return false;
+    *ret_grandchild = (pid_t)g;
+    *ret_server = (pid_t)sv;
+    return true;
+}
+
 /* ---- tests ---- */
 
 static void echo_100(bool poll_exit)
@@ -215,7 +226,6 @@ static void echo_100(bool poll_exit)
         loop_free(l);
         return;
     }
-    CHECK(stdio_child_pid(r.s) > 0);
     for (int i = 0; i < 100; i++) {
         char m[64];
         int n = snprintf(m, sizeof(m), "{\"jsonrpc\":\"2.0\",\"id\":%d}", i);
@@ -533,7 +543,7 @@ static void test_grandchild_killed(void)
 {
     /* the grandchild holds stdout (and stderr): the group goes when the server exits */
     struct loop *l = new_loop();
-    const char *argv[] = {"sh", "-c", "sleep 30 & echo \"pid $!\" >&2; cat", NULL};
+    const char *argv[] = {"sh", "-c", "sleep 30 & echo \"pid $! $$\" >&2; cat", NULL};
     struct stdio_child_spec spec = {.argv = argv, .term_after_ms = 5000, .kill_after_ms = 5000};
     struct srec r = {.quit_on_line_prefix = "pid "};
     CHECK_INT(start(l, &r, &spec), 0);
@@ -542,11 +552,12 @@ static void test_grandchild_killed(void)
         return;
     }
     CHECK_INT(run_for(l, 10000), 0);
-    int64_t gpid = 0;
-    CHECK(r.nlines == 1 && parse_int64(r.lines[0] + 4, &gpid) == 0 && gpid > 0);
+    /* the server's pid (sh's $$) is its process group's id, the grandchild's too */
+    pid_t gpid = 0, pgid = 0;
+    CHECK(r.nlines == 1 && two_pids(r.lines[0], &gpid, &pgid));
     r.quit_on_line_prefix = NULL;
-    pid_t pgid = stdio_child_pid(r.s);
-    CHECK_INT(getpgid((pid_t)gpid), pgid);
+    CHECK_INT(getpgid(pgid), pgid);
+    CHECK_INT(getpgid(gpid), pgid);
     int64_t t0 = now_mono_ms();
     stdio_child_shutdown(r.s);
     CHECK_INT(run_for(l, 20000), 0);
@@ -609,7 +620,8 @@ static void test_straggler_free(void)
 static void test_free_while_running(void)
 {
     struct loop *l = new_loop();
-    const char *argv[] = {"sh", "-c", "trap '' TERM; sleep 30 & echo \"pid $!\" >&2; wait", NULL};
+    const char *argv[] = {"sh", "-c", "trap '' TERM; sleep 30 & echo \"pid $! $$\" >&2; wait",
+                          NULL};
     struct stdio_child_spec spec = {.argv = argv};
     struct srec r = {.quit_on_line_prefix = "pid "};
     CHECK_INT(start(l, &r, &spec), 0);
@@ -618,9 +630,8 @@ static void test_free_while_running(void)
         return;
     }
     CHECK_INT(run_for(l, 10000), 0);
-    int64_t gpid = 0;
-    CHECK(r.nlines == 1 && parse_int64(r.lines[0] + 4, &gpid) == 0 && gpid > 0);
-    pid_t pid = stdio_child_pid(r.s);
+    pid_t gpid = 0, pid = 0;
+    CHECK(r.nlines == 1 && two_pids(r.lines[0], &gpid, &pid));
     int64_t t0 = now_mono_ms();
     srec_release(&r); /* SIGKILL to the group, reaped before it returns */
     CHECK(now_mono_ms() - t0 < 1000);

@@ -399,17 +399,19 @@ static void test_www_authenticate(void)
 
     CHECK_INT(http_do(&req, &resp, &e), 0);
     CHECK_INT(resp.status, 401);
+    /* a header that repeats: every value is in resp.headers, in order, the name lowercase
+     * (the discovery probe reads them so) */
     struct collected c = {.n = 0};
-    http_response_header_each(&resp, "WWW-Authenticate", collect, &c);
+    for (char **h = resp.headers; h && *h; h++)
+        if (strncmp(*h, "www-authenticate: ", 18) == 0)
+            collect(*h + 18, &c);
     CHECK_INT(c.n, 2);
     snprintf(expect, sizeof(expect),
              "Bearer resource_metadata=\"http://127.0.0.1:%u/.well-known/x\"", main_srv.port);
     CHECK_STR(c.values[0], expect);
     CHECK_STR(c.values[1], "Basic realm=\"second\"");
     CHECK_STR(http_response_header(&resp, "www-authenticate"), expect);
-    struct collected none = {.n = 0};
-    http_response_header_each(&resp, "WWW-Authenticat", collect, &none);
-    CHECK_INT(none.n, 0);
+    CHECK(http_response_header(&resp, "WWW-Authenticat") == NULL);
     http_response_release(&resp);
 }
 

@@ -139,10 +139,10 @@ static void test_modify(void)
     json_object_object_del(jsonfile_doc(f), "z");
     CHECK_INT(jsonfile_commit(f, &e), 1);
     CHECK_INT(jsonfile_commit(f, &e), 0);
-    jsonfile_replace(f, json_object_new_array());
+    json_object_object_add(jsonfile_doc(f), "b", json_object_new_array());
     CHECK_INT(jsonfile_commit(f, &e), 1);
     jsonfile_free(f);
-    CHECK_STR(content(p), "[\n]\n");
+    CHECK_STR(content(p), "{\n  \"b\": [\n  ],\n  \"a\": 1,\n  \"c\": 1\n}\n");
 
     /* not JSON: refused with the position, left as it is */
     put(p, "{\"a\": 1,}", 0600);

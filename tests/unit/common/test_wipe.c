@@ -109,7 +109,7 @@ static void test_buf_secret_growth_and_release(void)
 
 static void test_buf_secret_in_place(void)
 {
-    /* reset, consume and trim keep the storage: what they drop is zero at once */
+    /* reset and trim keep the storage: what they drop is zero at once */
     struct buf b;
     buf_init_secret(&b, 0);
     CHECK_INT(buf_append_str(&b, "  " CANARY "  "), 0);
@@ -117,8 +117,11 @@ static void test_buf_secret_in_place(void)
     buf_trim(&b);
     CHECK_STR(buf_str(&b), CANARY);
     CHECK(wipewatch_all_zero(b.data + b.len, was - b.len));
-    buf_consume(&b, 5);
-    CHECK_STR(buf_str(&b), &CANARY[5]);
+    /* the front alone: the value moves down over the blanks, its old tail is zero */
+    buf_reset(&b);
+    CHECK_INT(buf_append_str(&b, "     " CANARY), 0);
+    buf_trim(&b);
+    CHECK_STR(buf_str(&b), CANARY);
     CHECK(wipewatch_all_zero(b.data + b.len, 5));
     buf_reset(&b);
     CHECK(wipewatch_all_zero(b.data, sizeof(CANARY)));
