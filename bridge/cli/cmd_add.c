@@ -512,7 +512,7 @@ static int check_entry(struct json_object *root, const char *name, const char *d
         r = err_set(e, -EINVAL, "%s", s->error);
         goto out;
     }
-    r = creds_names_of(s, names);
+    r = cmd_creds_names_of(s, names);
     if (r < 0)
         r = err_set(e, -ENOMEM, "out of memory");
 out:
@@ -541,13 +541,13 @@ _printf_(3, 4) static void add_say(struct log *log, bool guided, const char *fmt
 static void add_report_names(struct log *log, const struct add_args *a, const struct strv *names,
                              bool guided)
 {
-    struct creds_var *vars = calloc(names->n ? names->n : 1, sizeof(*vars));
-    if (!vars || creds_vars_resolve((const char *const *)names->v, names->n, vars) < 0) {
+    struct cmd_creds_var *vars = calloc(names->n ? names->n : 1, sizeof(*vars));
+    if (!vars || cmd_creds_vars_resolve((const char *const *)names->v, names->n, vars) < 0) {
         log_warn(log, "cannot check the names '%s' uses: out of memory", a->name);
         goto out;
     }
     for (size_t i = 0; i < names->n; i++) {
-        const struct creds_var *v = &vars[i];
+        const struct cmd_creds_var *v = &vars[i];
         if (!v->resolved)
             log_warn(log, "'%s' uses ${%s}, which does not resolve now: %s", a->name, v->name,
                      v->error);
@@ -563,7 +563,7 @@ static void add_report_names(struct log *log, const struct add_args *a, const st
                     v->name, v->source);
     }
 out:
-    creds_vars_release(vars, names->n);
+    cmd_creds_vars_release(vars, names->n);
     free(vars);
 }
 
@@ -595,7 +595,7 @@ static void add_report(const struct args_globals *g, struct log *log, const stru
 
     if (a->oauth) {
         char *cmd = NULL;
-        if (creds_login_command(a->name, g->config, &cmd) >= 0)
+        if (cmd_creds_login_command(a->name, g->config, &cmd) >= 0)
             add_say(log, guided,
                     "sign in once with: %s (the bridge then asks mcp-auth for a fresh token at "
                     "each connect)",

@@ -20,15 +20,15 @@
 
 #include "cli/cmd_creds.h"
 #include "creds/cred.h"
-#include "creds/helper_path.h"
-#include "creds/helper_proc.h"
+#include "creds/cred_path.h"
+#include "creds/cred_proc.h"
 #include "config/server_config.h"
 
 #define STATUS_ANSWER_MAX (1024u * 1024u) /* mcp-auth status --json: every stored sign-in */
 #define STDERR_SHOWN      300             /* of a helper's stderr, in a reason */
 
-struct creds_report {
-    struct creds_server *servers;
+struct cmd_creds_report {
+    struct cmd_creds_server *servers;
     size_t n;
 };
 
@@ -58,7 +58,7 @@ static void pair_names(char *const *v, char sep, struct names_ctx *ctx)
     }
 }
 
-int creds_names_of(const struct mcp_server *s, struct strv *out)
+int cmd_creds_names_of(const struct mcp_server *s, struct strv *out)
 {
     struct names_ctx ctx = {.out = out};
     if (s->url)
@@ -76,13 +76,13 @@ int creds_names_of(const struct mcp_server *s, struct strv *out)
 
 /* ---- secrets ----------------------------------------------------------------------------------- */
 
-void creds_vars_release(struct creds_var *vars, size_t n)
+void cmd_creds_vars_release(struct cmd_creds_var *vars, size_t n)
 {
     for (size_t i = 0; vars && i < n; i++) {
         free(vars[i].name);
         free(vars[i].source);
         free(vars[i].error);
-        vars[i] = (struct creds_var){0};
+        vars[i] = (struct cmd_creds_var){0};
     }
 }
 
@@ -90,7 +90,7 @@ void creds_vars_release(struct creds_var *vars, size_t n)
 static int run_failed(const char *prog, const struct child_result *res, struct err *e)
 {
     char line[STDERR_SHOWN + 1]; /* its first line, control characters replaced */
-    helper_proc_first_line(res->err.data ? res->err.data : "", res->err.len, line, sizeof(line));
+    cred_proc_first_line(res->err.data ? res->err.data : "", res->err.len, line, sizeof(line));
     if (res->timed_out)
         return err_set(e, -ETIMEDOUT, "'%s' did not answer within %d s", prog,
                        CREDS_HELPER_TIMEOUT_MS / 1000);
@@ -123,7 +123,7 @@ static int run_helper(const char *prog, const char *const *argv, size_t max_out,
     return 0;
 }
 
-static int var_error(struct creds_var *v, const char *msg)
+static int var_error(struct cmd_creds_var *v, const char *msg)
 {
     free(v->error);
     v->error = strdup(msg);
@@ -134,7 +134,7 @@ static int var_error(struct creds_var *v, const char *msg)
 /* The names from a parsed answer: the state of each, never the value (the answer is released
  * by the caller, which wipes the values). */
 static int vars_from_answer(const struct helper_secrets *a, const char *const *names, size_t n,
-                            struct creds_var *vars)
+                            struct cmd_creds_var *vars)
 {
     for (size_t i = 0; i < n; i++) {
         const struct helper_secret *hs = helper_secrets_find(a, names[i]);
@@ -156,14 +156,15 @@ static int vars_from_answer(const struct helper_secrets *a, const char *const *n
 }
 
 /* Runs secrets and reads its answer into vars; -errno with e when there is no answer. */
-static int secrets_ask(const char *const *names, size_t n, struct creds_var *vars, struct err *e)
+static int secrets_ask(const char *const *names, size_t n, struct cmd_creds_var *vars,
+                       struct err *e)
 {
     struct helper_secrets a = {0};
     struct child_result res = {0};
     char *path = NULL;
     const char **argv = NULL;
     bool ran = false;
-    int r = helper_path_find(HELPER_SECRETS, &path, e);
+    int r = cred_path_find(HELPER_SECRETS, &path, e);
     if (r < 0)
         goto out;
     argv = calloc(n + 5, sizeof(*argv));
@@ -207,7 +208,7 @@ out:
 
 /* secrets_ask() for names[0..n): an answer too large for one run (many long values) is asked
  * for again in halves, so that only a single value over the bound fails. */
-static int resolve_range(const char *const *names, size_t n, struct creds_var *vars)
+static int resolve_range(const char *const *names, size_t n, struct cmd_creds_var *vars)
 {
     struct err e = ERR_INIT;
     int r = secrets_ask(names, n, vars, &e);
@@ -224,7 +225,7 @@ static int resolve_range(const char *const *names, size_t n, struct creds_var *v
     return 0;
 }
 
-int creds_vars_resolve(const char *const *names, size_t n, struct creds_var *vars)
+int cmd_creds_vars_resolve(const char *const *names, size_t n, struct cmd_creds_var *vars)
 {
     for (size_t i = 0; i < n; i++) {
         vars[i].name = strdup(names[i]);
@@ -236,11 +237,11 @@ int creds_vars_resolve(const char *const *names, size_t n, struct creds_var *var
 
 /* ---- mcp-auth ---------------------------------------------------------------------------------- */
 
-void creds_oauth_release(struct creds_oauth *o)
+void cmd_creds_oauth_release(struct cmd_creds_oauth *o)
 {
     free(o->command);
     free(o->error);
-    *o = (struct creds_oauth){0};
+    *o = (struct cmd_creds_oauth){0};
 }
 
 /* The sign-in of url among the servers of a status answer, or NULL. Borrowed. */
@@ -256,10 +257,10 @@ static struct json_object *find_signin(struct json_object *status, const char *u
     return NULL;
 }
 
-int creds_oauth_from_status(struct json_object *status, const char *url, bool oauth_entry,
-                            const char *command, int64_t now, struct creds_oauth *ret)
+int cmd_creds_oauth_from_status(struct json_object *status, const char *url, bool oauth_entry,
+                                const char *command, int64_t now, struct cmd_creds_oauth *ret)
 {
-    struct creds_oauth o = {.state = CREDS_OAUTH_LOGIN_REQUIRED};
+    struct cmd_creds_oauth o = {.state = CREDS_OAUTH_LOGIN_REQUIRED};
     struct json_object *t = status && url ? find_signin(status, url) : NULL;
     bool access = false;
     if (t) {
@@ -290,7 +291,7 @@ static int auth_status(const char *config_path, struct json_object **ret, struct
     struct child_result res = {0};
     char *path = NULL;
     bool ran = false;
-    int r = helper_path_find(HELPER_MCP_AUTH, &path, e);
+    int r = cred_path_find(HELPER_MCP_AUTH, &path, e);
     if (r < 0)
         goto out;
     const char *argv[] = {path, "status", "--json", NULL, NULL, NULL};
@@ -338,13 +339,13 @@ static bool oauth_applies(const struct mcp_server *s)
     return cred_oauth_use(s) != CRED_OAUTH_NEVER;
 }
 
-static int oauth_unknown(struct creds_oauth *o, const char *why)
+static int oauth_unknown(struct cmd_creds_oauth *o, const char *why)
 {
-    *o = (struct creds_oauth){.state = CREDS_OAUTH_UNKNOWN, .error = strdup(why)};
+    *o = (struct cmd_creds_oauth){.state = CREDS_OAUTH_UNKNOWN, .error = strdup(why)};
     return o->error ? 0 : -ENOMEM;
 }
 
-static int server_oauth(struct creds_server *cs, struct json_object *status, const char *why,
+static int server_oauth(struct cmd_creds_server *cs, struct json_object *status, const char *why,
                         const char *config_path, int64_t now)
 {
     const struct mcp_server *s = cs->server;
@@ -361,9 +362,9 @@ static int server_oauth(struct creds_server *cs, struct json_object *status, con
         (void)snprintf(msg, sizeof(msg), "mcp-auth cannot tell the server's URL: %s", err_msg(&e));
         return oauth_unknown(&cs->oauth, msg);
     }
-    r = creds_login_command(s->name, config_path, &cmd);
+    r = cmd_creds_login_command(s->name, config_path, &cmd);
     if (r >= 0)
-        r = creds_oauth_from_status(status, url, oauth, cmd, now, &cs->oauth);
+        r = cmd_creds_oauth_from_status(status, url, oauth, cmd, now, &cs->oauth);
     free(url);
     free(cmd);
     return r;
@@ -371,7 +372,7 @@ static int server_oauth(struct creds_server *cs, struct json_object *status, con
 
 /* ---- headersHelper --------------------------------------------------------------------------- */
 
-int creds_helper_program(const char *cmdline, char **ret, bool *ret_shell)
+int cmd_creds_helper_program(const char *cmdline, char **ret, bool *ret_shell)
 {
     struct strv words = STRV_INIT;
     struct err e = ERR_INIT;
@@ -400,7 +401,7 @@ static bool is_executable(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-char *creds_program_path(const char *prog)
+char *cmd_creds_program_path(const char *prog)
 {
     if (strchr(prog, '/'))
         return is_executable(prog) ? strdup(prog) : NULL;
@@ -418,27 +419,27 @@ char *creds_program_path(const char *prog)
     return NULL;
 }
 
-static int server_helper(struct creds_server *cs)
+static int server_helper(struct cmd_creds_server *cs)
 {
-    struct creds_helper *h = calloc(1, sizeof(*h));
+    struct cmd_creds_helper *h = calloc(1, sizeof(*h));
     if (!h)
         return -ENOMEM;
     cs->helper = h;
-    int r = creds_helper_program(cs->server->headers_helper, &h->program, &h->shell);
+    int r = cmd_creds_helper_program(cs->server->headers_helper, &h->program, &h->shell);
     if (r == -EINVAL) {
         /* the bridge will not be able to run it either: say what it is, unfound */
         h->program = strdup(cs->server->headers_helper);
         r = h->program ? 0 : -ENOMEM;
     }
     if (r >= 0 && h->program) {
-        h->path = creds_program_path(h->program);
+        h->path = cmd_creds_program_path(h->program);
     }
     return r;
 }
 
 /* ---- the report ------------------------------------------------------------------------------ */
 
-bool creds_server_missing_vars(const struct creds_server *cs)
+bool cmd_creds_server_missing_vars(const struct cmd_creds_server *cs)
 {
     for (size_t i = 0; i < cs->n_vars; i++)
         if (!cs->vars[i].resolved)
@@ -446,9 +447,9 @@ bool creds_server_missing_vars(const struct creds_server *cs)
     return false;
 }
 
-const char *creds_server_status(const struct creds_server *cs)
+const char *cmd_creds_server_status(const struct cmd_creds_server *cs)
 {
-    if (creds_server_missing_vars(cs) || (cs->helper && !cs->helper->path) ||
+    if (cmd_creds_server_missing_vars(cs) || (cs->helper && !cs->helper->path) ||
         cs->oauth.state == CREDS_OAUTH_UNKNOWN)
         return "missing";
     if (cs->oauth.state == CREDS_OAUTH_LOGIN_REQUIRED)
@@ -457,12 +458,12 @@ const char *creds_server_status(const struct creds_server *cs)
 }
 
 /* Every name of every valid entry once, each entry's names in its own vector. */
-static int collect_names(struct creds_report *rep, struct strv *per, struct strv *all)
+static int collect_names(struct cmd_creds_report *rep, struct strv *per, struct strv *all)
 {
     for (size_t i = 0; i < rep->n; i++) {
         if (!rep->servers[i].checked)
             continue;
-        int r = creds_names_of(rep->servers[i].server, &per[i]);
+        int r = cmd_creds_names_of(rep->servers[i].server, &per[i]);
         for (size_t k = 0; r >= 0 && k < per[i].n; k++)
             if (!strv_contains(all, per[i].v[k]))
                 r = strv_push(all, per[i].v[k]);
@@ -472,7 +473,7 @@ static int collect_names(struct creds_report *rep, struct strv *per, struct strv
     return 0;
 }
 
-static int copy_var(struct creds_var *dst, const struct creds_var *src)
+static int copy_var(struct cmd_creds_var *dst, const struct cmd_creds_var *src)
 {
     dst->name = strdup(src->name);
     dst->resolved = src->resolved;
@@ -485,11 +486,11 @@ static int copy_var(struct creds_var *dst, const struct creds_var *src)
 }
 
 /* Each entry's variables, from the one answer for all names. */
-static int spread_vars(struct creds_report *rep, struct strv *per, const struct strv *all,
-                       const struct creds_var *vars)
+static int spread_vars(struct cmd_creds_report *rep, struct strv *per, const struct strv *all,
+                       const struct cmd_creds_var *vars)
 {
     for (size_t i = 0; i < rep->n; i++) {
-        struct creds_server *cs = &rep->servers[i];
+        struct cmd_creds_server *cs = &rep->servers[i];
         if (per[i].n == 0)
             continue;
         cs->vars = calloc(per[i].n, sizeof(*cs->vars));
@@ -507,19 +508,19 @@ static int spread_vars(struct creds_report *rep, struct strv *per, const struct 
     return 0;
 }
 
-static int report_vars(struct creds_report *rep)
+static int report_vars(struct cmd_creds_report *rep)
 {
     struct strv *per = calloc(rep->n ? rep->n : 1, sizeof(*per));
     struct strv all = STRV_INIT;
-    struct creds_var *vars = NULL;
+    struct cmd_creds_var *vars = NULL;
     int r = per ? collect_names(rep, per, &all) : -ENOMEM;
     if (r >= 0 && all.n > 0) {
         vars = calloc(all.n, sizeof(*vars));
-        r = vars ? creds_vars_resolve((const char *const *)all.v, all.n, vars) : -ENOMEM;
+        r = vars ? cmd_creds_vars_resolve((const char *const *)all.v, all.n, vars) : -ENOMEM;
     }
     if (r >= 0)
         r = spread_vars(rep, per, &all, vars);
-    creds_vars_release(vars, all.n);
+    cmd_creds_vars_release(vars, all.n);
     free(vars);
     for (size_t i = 0; per && i < rep->n; i++)
         strv_release(&per[i]);
@@ -528,7 +529,7 @@ static int report_vars(struct creds_report *rep)
     return r;
 }
 
-static int report_oauth(struct creds_report *rep, const struct mcp_config *c,
+static int report_oauth(struct cmd_creds_report *rep, const struct mcp_config *c,
                         const char *config_path)
 {
     struct json_object *status = NULL;
@@ -541,7 +542,7 @@ static int report_oauth(struct creds_report *rep, const struct mcp_config *c,
         return 0;
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; r >= 0 && i < rep->n; i++) {
-        struct creds_server *cs = &rep->servers[i];
+        struct cmd_creds_server *cs = &rep->servers[i];
         if (!cs->checked || !oauth_applies(cs->server))
             continue;
         if (!asked) {
@@ -556,9 +557,10 @@ static int report_oauth(struct creds_report *rep, const struct mcp_config *c,
     return r;
 }
 
-int creds_report_new(const struct mcp_config *c, const char *config_path, struct creds_report **ret)
+int cmd_creds_report_new(const struct mcp_config *c, const char *config_path,
+                         struct cmd_creds_report **ret)
 {
-    struct creds_report *rep = calloc(1, sizeof(*rep));
+    struct cmd_creds_report *rep = calloc(1, sizeof(*rep));
     size_t n = mcp_config_count(c);
     int r = -ENOMEM;
     if (!rep)
@@ -582,24 +584,24 @@ int creds_report_new(const struct mcp_config *c, const char *config_path, struct
         rep = NULL;
     }
 out:
-    creds_report_free(rep);
+    cmd_creds_report_free(rep);
     return r;
 }
 
-const struct creds_server *creds_report_at(const struct creds_report *r, size_t i)
+const struct cmd_creds_server *cmd_creds_report_at(const struct cmd_creds_report *r, size_t i)
 {
     return r && i < r->n ? &r->servers[i] : NULL;
 }
 
-void creds_report_free(struct creds_report *r)
+void cmd_creds_report_free(struct cmd_creds_report *r)
 {
     if (!r)
         return;
     for (size_t i = 0; r->servers && i < r->n; i++) {
-        struct creds_server *cs = &r->servers[i];
-        creds_vars_release(cs->vars, cs->n_vars);
+        struct cmd_creds_server *cs = &r->servers[i];
+        cmd_creds_vars_release(cs->vars, cs->n_vars);
         free(cs->vars);
-        creds_oauth_release(&cs->oauth);
+        cmd_creds_oauth_release(&cs->oauth);
         if (cs->helper) {
             free(cs->helper->program);
             free(cs->helper->path);
@@ -612,7 +614,7 @@ void creds_report_free(struct creds_report *r)
 
 /* ---- words ----------------------------------------------------------------------------------- */
 
-int creds_shell_quote(struct buf *b, const char *s)
+int cmd_creds_shell_quote(struct buf *b, const char *s)
 {
     static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
                                "@%+=:,./_-";
@@ -627,7 +629,7 @@ int creds_shell_quote(struct buf *b, const char *s)
     return r;
 }
 
-int creds_login_command(const char *name, const char *config_path, char **ret)
+int cmd_creds_login_command(const char *name, const char *config_path, char **ret)
 {
     struct buf b;
     int r;
@@ -637,7 +639,7 @@ int creds_login_command(const char *name, const char *config_path, char **ret)
     if (r >= 0 && config_path)
         r = buf_printf(&b, "--config \"%s\" ", config_path);
     if (r >= 0)
-        r = creds_shell_quote(&b, name);
+        r = cmd_creds_shell_quote(&b, name);
     if (r >= 0) {
         *ret = buf_detach(&b);
         r = *ret ? 0 : -ENOMEM;
@@ -677,7 +679,7 @@ static const char *source_words(const char *source)
     return source;
 }
 
-int creds_describe_var(const struct creds_var *v, int64_t now, struct buf *out)
+int cmd_creds_describe_var(const struct cmd_creds_var *v, int64_t now, struct buf *out)
 {
     if (!v->resolved)
         return buf_printf(out, "missing: %s", v->error ? v->error : "not resolved");
@@ -689,7 +691,7 @@ int creds_describe_var(const struct creds_var *v, int64_t now, struct buf *out)
     return r;
 }
 
-int creds_describe_oauth(const struct creds_oauth *o, int64_t now, struct buf *out)
+int cmd_creds_describe_oauth(const struct cmd_creds_oauth *o, int64_t now, struct buf *out)
 {
     int r;
     switch (o->state) {
@@ -716,7 +718,7 @@ int creds_describe_oauth(const struct creds_oauth *o, int64_t now, struct buf *o
     return buf_append_str(out, "not used");
 }
 
-int creds_describe_helper(const struct creds_helper *h, struct buf *out)
+int cmd_creds_describe_helper(const struct cmd_creds_helper *h, struct buf *out)
 {
     if (h->shell)
         return buf_printf(out, "a shell command, not checked%s (list does not run it)",

@@ -13,11 +13,11 @@
  *   - "headersHelper": the program it names and whether it is there; it is NOT run (it may have
  *     side effects).
  * A helper that is not installed or fails is a state of the servers that need it, never a
- * failure of the whole report. The helpers are found with helper_path.h and run synchronously
+ * failure of the whole report. The helpers are found with cred_path.h and run synchronously
  * (child_run(), CREDS_HELPER_TIMEOUT_MS each): these are one-shot commands, not the loop.
  *
- * Build a report with creds_report_new(), read the view of each entry with creds_report_at(),
- * free it with creds_report_free(). The describe functions write the words `list` prints. */
+ * Build a report with cmd_creds_report_new(), read the view of each entry with cmd_creds_report_at(),
+ * free it with cmd_creds_report_free(). The describe functions write the words `list` prints. */
 #pragma once
 
 #include <stdbool.h>
@@ -35,7 +35,7 @@ struct json_object; /* json-c */
 #define CREDS_HELPER_TIMEOUT_MS (10 * 1000)
 
 /* One ${NAME}: whether `secrets` resolves it now. */
-struct creds_var {
+struct cmd_creds_var {
     char *name;
     bool resolved;
     char *source;       /* resolved: secrets' word ("command", "keychain", "environment"...) */
@@ -43,7 +43,7 @@ struct creds_var {
     char *error;        /* not resolved: why, for people (never a value) */
 };
 
-enum creds_oauth_state {
+enum cmd_creds_oauth_state {
     CREDS_OAUTH_NOT_USED,       /* not an OAuth entry, and nothing stored for it */
     CREDS_OAUTH_SIGNED_IN,      /* an access token that has not expired (or says no expiry) */
     CREDS_OAUTH_EXPIRED,        /* the access token expired or is gone, a refresh token is there */
@@ -51,8 +51,8 @@ enum creds_oauth_state {
     CREDS_OAUTH_UNKNOWN,        /* mcp-auth could not be asked: error says why */
 };
 
-struct creds_oauth {
-    enum creds_oauth_state state;
+struct cmd_creds_oauth {
+    enum cmd_creds_oauth_state state;
     int64_t expires_at; /* SIGNED_IN: Unix seconds; 0: unknown */
     bool refresh_token;
     bool auto_auth; /* the entry's autoAuth (or settings.autoAuth): the bridge signs in itself */
@@ -61,83 +61,87 @@ struct creds_oauth {
 };
 
 /* The "headersHelper" of an entry, looked at but not run. */
-struct creds_helper {
+struct cmd_creds_helper {
     char *program; /* its first word, unquoted; for a shell command ("!..."): "/bin/sh" */
     bool shell;    /* a shell command: what it runs is not checked */
     char *path;    /* where the program is; NULL when not found */
 };
 
 /* What one entry's credentials need, and their state. Borrowed from the report. */
-struct creds_server {
+struct cmd_creds_server {
     const struct mcp_server *server;
     bool checked; /* false for an invalid entry: nothing was asked */
-    struct creds_var *vars;
+    struct cmd_creds_var *vars;
     size_t n_vars;
-    struct creds_oauth oauth;
-    struct creds_helper *helper; /* NULL: no headersHelper */
+    struct cmd_creds_oauth oauth;
+    struct cmd_creds_helper *helper; /* NULL: no headersHelper */
 };
 
 /* The word of list's STATUS column for a valid entry: "ok", "missing" (a ${NAME} that does not
  * resolve, a helper that is not there, mcp-auth that could not be asked) or "login" (OAuth
  * needs a sign-in). Static. */
-const char *creds_server_status(const struct creds_server *cs);
+const char *cmd_creds_server_status(const struct cmd_creds_server *cs);
 /* Whether some ${NAME} of the entry does not resolve. */
-bool creds_server_missing_vars(const struct creds_server *cs);
+bool cmd_creds_server_missing_vars(const struct cmd_creds_server *cs);
 
-struct creds_report;
+struct cmd_creds_report;
 
 /* Asks the helpers about every valid entry of c (borrowed: it must outlive the report);
  * config_path is the bridge's --config (passed on to mcp-auth), or NULL. Helpers that fail
  * become states of the servers that need them. -ENOMEM only. Caller frees with
- * creds_report_free(). */
-int creds_report_new(const struct mcp_config *c, const char *config_path,
-                     struct creds_report **ret) _must_check_;
+ * cmd_creds_report_free(). */
+int cmd_creds_report_new(const struct mcp_config *c, const char *config_path,
+                         struct cmd_creds_report **ret) _must_check_;
 /* The view of the i-th entry of the configuration. Borrowed. */
-const struct creds_server *creds_report_at(const struct creds_report *r, size_t i);
-void creds_report_free(struct creds_report *r);
+const struct cmd_creds_server *cmd_creds_report_at(const struct cmd_creds_report *r, size_t i);
+void cmd_creds_report_free(struct cmd_creds_report *r);
 
 /* ---- the pieces, for add and the tests ---- */
 
 /* Appends the names an entry's credentials refer to, each once, in order: the ${NAME}s of url,
  * headers, env, args and bearerToken, then bearerTokenEnv. -ENOMEM. */
-int creds_names_of(const struct mcp_server *s, struct strv *out) _must_check_;
+int cmd_creds_names_of(const struct mcp_server *s, struct strv *out) _must_check_;
 
 /* Asks `secrets resolve --json` about names[0..n) and fills vars[0..n) (zeroed by the caller;
- * released with creds_vars_release()): one run, or runs for halves of the names when the answer
+ * released with cmd_creds_vars_release()): one run, or runs for halves of the names when the answer
  * is larger than HELPER_ANSWER_MAX (long values). A secrets that cannot be found, run or read
  * makes every name it was asked for unresolved, with the reason. -ENOMEM only. */
-int creds_vars_resolve(const char *const *names, size_t n, struct creds_var *vars) _must_check_;
-void creds_vars_release(struct creds_var *vars, size_t n);
+int cmd_creds_vars_resolve(const char *const *names, size_t n,
+                           struct cmd_creds_var *vars) _must_check_;
+void cmd_creds_vars_release(struct cmd_creds_var *vars, size_t n);
 
 /* The state of the sign-in for the canonical URL url, from the parsed answer of `mcp-auth
  * status --json` (status NULL: nothing stored), at Unix time now. oauth_entry: the entry signs
  * in with OAuth (else a missing sign-in is NOT_USED). command: what signs in, copied into
- * ret->command for LOGIN_REQUIRED. *ret is the caller's to release (creds_oauth_release()).
+ * ret->command for LOGIN_REQUIRED. *ret is the caller's to release (cmd_creds_oauth_release()).
  * -ENOMEM. */
-int creds_oauth_from_status(struct json_object *status, const char *url, bool oauth_entry,
-                            const char *command, int64_t now, struct creds_oauth *ret) _must_check_;
-void creds_oauth_release(struct creds_oauth *o);
+int cmd_creds_oauth_from_status(struct json_object *status, const char *url, bool oauth_entry,
+                                const char *command, int64_t now,
+                                struct cmd_creds_oauth *ret) _must_check_;
+void cmd_creds_oauth_release(struct cmd_creds_oauth *o);
 
 /* The program a headersHelper command line runs: its first word, split as the bridge splits it
  * (helper_cmdline_split()), or "/bin/sh" for a command starting with '!'. Caller frees *ret.
  * -EINVAL for an empty command or an unclosed quote, -ENOMEM. */
-int creds_helper_program(const char *cmdline, char **ret, bool *ret_shell) _must_check_;
+int cmd_creds_helper_program(const char *cmdline, char **ret, bool *ret_shell) _must_check_;
 
 /* Where a headersHelper's program is run from: prog itself when it names a path, else the first
  * on PATH (as execvp looks for it); an executable regular file either way. Caller frees; NULL
  * when not found (or out of memory). */
-char *creds_program_path(const char *prog);
+char *cmd_creds_program_path(const char *prog);
 
 /* The command that signs in to NAME, as a person types it and as the bridge's messages write it:
  * "mcp-auth NAME", with --config "PATH" when given (NAME quoted for a shell where needed).
  * Caller frees *ret. -ENOMEM. */
-int creds_login_command(const char *name, const char *config_path, char **ret) _must_check_;
+int cmd_creds_login_command(const char *name, const char *config_path, char **ret) _must_check_;
 
 /* Appends s quoted for a POSIX shell when it needs quoting. -E2BIG, -ENOMEM. */
-int creds_shell_quote(struct buf *b, const char *s) _must_check_;
+int cmd_creds_shell_quote(struct buf *b, const char *s) _must_check_;
 
 /* The words list prints after "${NAME}: ", "oauth: " and "headersHelper: ", appended to out
  * (now: Unix seconds, for "expires in"). -E2BIG, -ENOMEM. */
-int creds_describe_var(const struct creds_var *v, int64_t now, struct buf *out) _must_check_;
-int creds_describe_oauth(const struct creds_oauth *o, int64_t now, struct buf *out) _must_check_;
-int creds_describe_helper(const struct creds_helper *h, struct buf *out) _must_check_;
+int cmd_creds_describe_var(const struct cmd_creds_var *v, int64_t now,
+                           struct buf *out) _must_check_;
+int cmd_creds_describe_oauth(const struct cmd_creds_oauth *o, int64_t now,
+                             struct buf *out) _must_check_;
+int cmd_creds_describe_helper(const struct cmd_creds_helper *h, struct buf *out) _must_check_;

@@ -99,11 +99,11 @@ static int entry_target(const struct mcp_server *s, struct buf *out)
         return buf_append_str(out, url ? url : "-");
     r = view_args(s, &args);
     if (r >= 0)
-        r = creds_shell_quote(out, cmd);
+        r = cmd_creds_shell_quote(out, cmd);
     for (size_t i = 0; r >= 0 && i < args.n; i++) {
         r = buf_append_char(out, ' ');
         if (r >= 0)
-            r = creds_shell_quote(out, args.v[i]);
+            r = cmd_creds_shell_quote(out, args.v[i]);
     }
     strv_release_secure(&args);
     return r;
@@ -327,13 +327,13 @@ static bool untrusted(enum mcp_trust t)
 }
 
 /* The STATUS of an entry. Static. */
-static const char *entry_status(const struct creds_server *cs, enum mcp_trust t)
+static const char *entry_status(const struct cmd_creds_server *cs, enum mcp_trust t)
 {
     if (untrusted(t))
         return "untrusted";
     if (cs->server->error)
         return "invalid";
-    return cs->server->disabled ? "disabled" : creds_server_status(cs);
+    return cs->server->disabled ? "disabled" : cmd_creds_server_status(cs);
 }
 
 static struct json_object *jint_or_null(bool *oom, int64_t v)
@@ -354,7 +354,7 @@ static struct json_object *jbool(bool *oom, bool v)
 
 /* The names that do not resolve: from the secrets answer for a valid entry, the loader's (not
  * in the environment) for an invalid one. */
-static struct json_object *json_missing(bool *oom, const struct creds_server *cs)
+static struct json_object *json_missing(bool *oom, const struct cmd_creds_server *cs)
 {
     if (!cs->checked)
         return cfg_jstrv(oom, cs->server->missing_vars);
@@ -367,7 +367,7 @@ static struct json_object *json_missing(bool *oom, const struct creds_server *cs
     return a;
 }
 
-static struct json_object *json_oauth(bool *oom, const struct creds_oauth *oa)
+static struct json_object *json_oauth(bool *oom, const struct cmd_creds_oauth *oa)
 {
     static const char *const states[] = {
         [CREDS_OAUTH_SIGNED_IN] = "signed-in",
@@ -387,11 +387,11 @@ static struct json_object *json_oauth(bool *oom, const struct creds_oauth *oa)
     return o;
 }
 
-static struct json_object *json_credentials(bool *oom, const struct creds_server *cs)
+static struct json_object *json_credentials(bool *oom, const struct cmd_creds_server *cs)
 {
     struct json_object *o = json_object_new_object(), *vars = json_object_new_array();
     for (size_t i = 0; i < cs->n_vars; i++) {
-        const struct creds_var *v = &cs->vars[i];
+        const struct cmd_creds_var *v = &cs->vars[i];
         struct json_object *jv = json_object_new_object();
         cfg_jadd(oom, jv, "name", cfg_jstr(oom, v->name));
         cfg_jadd(oom, jv, "resolved", jbool(oom, v->resolved));
@@ -447,7 +447,7 @@ static void json_lifecycle(bool *oom, struct json_object *o, const struct mcp_se
     server_config_release(&sc);
 }
 
-int list_json(const struct mcp_config *c, const struct creds_report *rep,
+int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
               const struct strv *displays)
 {
     struct server_settings st;
@@ -458,7 +458,7 @@ int list_json(const struct mcp_config *c, const struct creds_report *rep,
                        *imported = json_object_new_array(), *diags = json_object_new_array();
 
     for (size_t i = 0; i < mcp_config_count(c); i++) {
-        const struct creds_server *cs = creds_report_at(rep, i);
+        const struct cmd_creds_server *cs = cmd_creds_report_at(rep, i);
         const struct mcp_server *s = cs->server;
         const char *cmd = view_command(s);
         struct strv args = STRV_INIT;
@@ -533,7 +533,7 @@ static void print_origin_details(const struct mcp_server *s, struct buf *line)
 }
 
 /* The lines under an entry: why it is invalid, or the state of each credential it needs. */
-static int print_details(const struct creds_server *cs, enum mcp_trust t, int64_t now,
+static int print_details(const struct cmd_creds_server *cs, enum mcp_trust t, int64_t now,
                          struct buf *line)
 {
     int r = 0;
@@ -554,7 +554,7 @@ static int print_details(const struct creds_server *cs, enum mcp_trust t, int64_
     buf_init(&shown, 2 * line->max + 64);
     for (size_t i = 0; r >= 0 && i < cs->n_vars; i++) {
         buf_reset(line);
-        r = creds_describe_var(&cs->vars[i], now, line);
+        r = cmd_creds_describe_var(&cs->vars[i], now, line);
         if (r >= 0) {
             printf("    ${%s}: ", escaped(&shown, cs->vars[i].name));
             printf("%s\n", escaped(&shown, buf_str(line)));
@@ -562,13 +562,13 @@ static int print_details(const struct creds_server *cs, enum mcp_trust t, int64_
     }
     if (r >= 0 && cs->oauth.state != CREDS_OAUTH_NOT_USED) {
         buf_reset(line);
-        r = creds_describe_oauth(&cs->oauth, now, line);
+        r = cmd_creds_describe_oauth(&cs->oauth, now, line);
         if (r >= 0)
             printf("    oauth: %s\n", escaped(&shown, buf_str(line)));
     }
     if (r >= 0 && cs->helper) {
         buf_reset(line);
-        r = creds_describe_helper(cs->helper, line);
+        r = cmd_creds_describe_helper(cs->helper, line);
         if (r >= 0)
             printf("    headersHelper: %s\n", escaped(&shown, buf_str(line)));
     }
@@ -638,7 +638,7 @@ static void print_file(const char *path, const char *import, bool exists)
     free(d);
 }
 
-int list_text(const struct mcp_config *c, const struct creds_report *rep)
+int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep)
 {
     size_t n = mcp_config_count(c), w_name = 4, w_src = 6, w_life = 9;
     int64_t now = (int64_t)time(NULL);
@@ -665,7 +665,7 @@ int list_text(const struct mcp_config *c, const struct creds_report *rep)
                (int)w_life, "LIFECYCLE", (int)w_src, "SOURCE", "COMMAND OR URL");
     buf_init(&line, 64 * 1024);
     for (size_t i = 0; i < n && r >= 0; i++) {
-        const struct creds_server *cs = creds_report_at(rep, i);
+        const struct cmd_creds_server *cs = cmd_creds_report_at(rep, i);
         const struct mcp_server *s = cs->server;
         r = list_row_fill(&row, s, &st);
         if (r < 0)
@@ -708,7 +708,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
 {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
     struct mcp_config *c = NULL;
-    struct creds_report *rep = NULL;
+    struct cmd_creds_report *rep = NULL;
     struct strv displays = STRV_INIT;
     bool json = false;
     int opt, r, status = BRIDGE_EXIT_FAILED;
@@ -737,7 +737,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
         goto out;
     }
     /* the helpers are asked once for all the servers; a failing one is a server's state */
-    r = creds_report_new(c, g->config, &rep);
+    r = cmd_creds_report_new(c, g->config, &rep);
     if (r < 0) {
         log_error(log, "cannot check the credentials: %s", strerror(-r));
         goto out;
@@ -754,7 +754,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
     status = BRIDGE_EXIT_OK;
 out:
     strv_release(&displays);
-    creds_report_free(rep);
+    cmd_creds_report_free(rep);
     mcp_config_free(c);
     return status;
 }

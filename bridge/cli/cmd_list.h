@@ -26,6 +26,6 @@ int list_lifecycle_text(const struct mcp_server *s, const struct server_settings
 /* The report on stdout: the table, the details of each entry, the files, the problems with
  * files (text), or one JSON object (displays: list_file_displays() of c). rep: the
  * credentials of c's entries. -ENOMEM (-E2BIG). */
-int list_text(const struct mcp_config *c, const struct creds_report *rep) _must_check_;
-int list_json(const struct mcp_config *c, const struct creds_report *rep,
+int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep) _must_check_;
+int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
               const struct strv *displays) _must_check_;

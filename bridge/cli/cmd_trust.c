@@ -154,14 +154,14 @@ static int command_line(struct json_object *raw, struct buf *out)
 {
     const char *cmd = json_get_string(raw, "command");
     struct json_object *args = json_get_array(raw, "args");
-    int r = creds_shell_quote(out, cmd ? cmd : "");
+    int r = cmd_creds_shell_quote(out, cmd ? cmd : "");
     for (size_t i = 0; r >= 0 && args && i < json_object_array_length(args); i++) {
         struct json_object *v = json_object_array_get_idx(args, i);
         r = buf_append_char(out, ' ');
         if (r >= 0)
-            r = creds_shell_quote(out, json_object_is_type(v, json_type_string)
-                                           ? json_object_get_string(v)
-                                           : json_object_to_json_string(v));
+            r = cmd_creds_shell_quote(out, json_object_is_type(v, json_type_string)
+                                               ? json_object_get_string(v)
+                                               : json_object_to_json_string(v));
     }
     return r;
 }

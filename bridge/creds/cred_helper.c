@@ -21,7 +21,7 @@
 #include "credkit/util.h"
 
 #include "creds/cred_helper_int.h"
-#include "creds/helper_path.h"
+#include "creds/cred_path.h"
 
 struct cred_helper_req {
     struct cred_request r; /* first */
@@ -397,11 +397,11 @@ static void slot_keep(struct slot *s, struct strv *vals, int64_t expires_at)
 }
 
 /* The failure of a run, in words: "<program> failed (exit status 3): <first line of stderr>". */
-void cred_helper_run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
+void cred_helper_run_failure(const struct slot *s, const struct cred_proc_result *res, char *buf,
                              size_t size)
 {
     char line[400], how[64];
-    helper_proc_first_line(res->err, res->err_len, line, sizeof(line));
+    cred_proc_first_line(res->err, res->err_len, line, sizeof(line));
     if (res->timed_out)
         snprintf(how, sizeof(how), "did not answer in time");
     else if (res->signal)
@@ -432,7 +432,7 @@ static void redact_answer(struct slot *s, const char *name, const char *value, s
                   name);
 }
 
-static int secrets_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
+static int secrets_answer(struct slot *s, const struct cred_proc_result *res, char *msg,
                           size_t size)
 {
     struct helper_secrets a = {0};
@@ -484,7 +484,7 @@ static int secrets_answer(struct slot *s, const struct helper_proc_result *res, 
     return r;
 }
 
-int cred_helper_headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
+int cred_helper_headers_answer(struct slot *s, const struct cred_proc_result *res, char *msg,
                                size_t size)
 {
     struct helper_headers a = {0};
@@ -513,7 +513,7 @@ int cred_helper_headers_answer(struct slot *s, const struct helper_proc_result *
 
 /* ---- runs ------------------------------------------------------------------------------------ */
 
-static void run_done(struct helper_proc *p, int error, const struct helper_proc_result *res,
+static void run_done(struct cred_proc *p, int error, const struct cred_proc_result *res,
                      void *userdata)
 {
     struct slot *s = userdata;
@@ -542,9 +542,9 @@ static void run_done(struct helper_proc *p, int error, const struct helper_proc_
     cred_helper_slot_settled(s, r < 0 ? r : 0, r < 0 ? msg : NULL);
 }
 
-int cred_helper_start(struct slot *s, const struct helper_proc_spec *spec, struct err *e)
+int cred_helper_start(struct slot *s, const struct cred_proc_spec *spec, struct err *e)
 {
-    return helper_proc_start(s->h->loop, spec, run_done, s, &s->proc, e);
+    return cred_proc_start(s->h->loop, spec, run_done, s, &s->proc, e);
 }
 
 static int secrets_run(struct slot *s, struct err *e)
@@ -554,7 +554,7 @@ static int secrets_run(struct slot *s, struct err *e)
     int r = needed_names(s->srv, &names, NULL);
     if (r < 0)
         return err_set(e, r, "out of memory");
-    r = helper_path_find(HELPER_SECRETS, &prog, e);
+    r = cred_path_find(HELPER_SECRETS, &prog, e);
     if (r >= 0) {
         r = strv_push(&argv, prog) < 0 || strv_push(&argv, "resolve") < 0 ||
                     strv_push(&argv, "--json") < 0 || strv_push(&argv, "--") < 0
@@ -566,7 +566,7 @@ static int secrets_run(struct slot *s, struct err *e)
             r = err_set(e, -ENOMEM, "out of memory");
     }
     if (r >= 0) {
-        struct helper_proc_spec spec = {
+        struct cred_proc_spec spec = {
             .argv = (const char *const *)argv.v,
             .timeout_ms = s->h->helper_timeout_ms,
         };
@@ -581,7 +581,7 @@ static int secrets_run(struct slot *s, struct err *e)
 static int headers_helper_run(struct slot *s, struct err *e)
 {
     const char *cmd = s->srv->headers_helper;
-    struct helper_proc_spec spec = {.timeout_ms = s->h->helper_timeout_ms};
+    struct cred_proc_spec spec = {.timeout_ms = s->h->helper_timeout_ms};
     struct strv argv = STRV_INIT;
     int r;
     if (cmd[0] == '!') {
@@ -724,7 +724,7 @@ static void cred_helper_free(struct cred_provider *p)
     while ((n = list_first(&h->reqs)))
         req_free(list_entry(n, struct cred_helper_req, node));
     for (int k = 0; k < SLOT_N; k++) {
-        helper_proc_cancel(h->slots[k].proc);
+        cred_proc_cancel(h->slots[k].proc);
         strv_release_secure(&h->slots[k].vals);
         free(h->slots[k].challenged);
         free(h->slots[k].scopes);
@@ -763,7 +763,7 @@ int cred_helper_new(const struct cred_helper_opts *o, struct cred_provider **ret
     h->log = o->log;
     h->auto_auth = o->auto_auth;
     h->helper_timeout_ms =
-        o->helper_timeout_ms > 0 ? o->helper_timeout_ms : HELPER_PROC_TIMEOUT_DEFAULT_MS;
+        o->helper_timeout_ms > 0 ? o->helper_timeout_ms : CRED_PROC_TIMEOUT_DEFAULT_MS;
     h->login_timeout_ms =
         o->login_timeout_ms > 0 ? o->login_timeout_ms : CRED_HELPER_LOGIN_TIMEOUT_DEFAULT_MS;
     list_init(&h->reqs);

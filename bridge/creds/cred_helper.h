@@ -4,7 +4,7 @@
  * What an entry needs decides what is asked (docs/helper-protocol.md, "How the bridge asks"):
  * `secrets resolve --json` for its ${NAME}s, `mcp-auth header --json` for OAuth (exit status 4
  * is "login required", -ENOKEY, a state of its own), its headersHelper command. The three run
- * side by side, each a helper process on the loop (helper_proc.h), bounded in time and output,
+ * side by side, each a helper process on the loop (cred_proc.h), bounded in time and output,
  * one run at a time per kind. Answers are kept in memory only, until they expire, and wiped
  * when replaced. The reason an upstream asks (cred.h) decides what is asked again; a 403
  * insufficient_scope is a step-up. With autoAuth the provider runs `mcp-auth login` itself,
@@ -37,7 +37,7 @@ struct cred_helper_opts {
     const char *auth_required_message; /* settings.authRequiredMessage (${server}); NULL:
                                         * "sign-in required: run 'mcp-auth NAME'" (messages
                                         * put "server 'NAME': " before it). Copied. */
-    int64_t helper_timeout_ms;         /* 0: HELPER_PROC_TIMEOUT_DEFAULT_MS */
+    int64_t helper_timeout_ms;         /* 0: CRED_PROC_TIMEOUT_DEFAULT_MS */
     int64_t login_timeout_ms;          /* 0: CRED_HELPER_LOGIN_TIMEOUT_DEFAULT_MS */
 };
 

@@ -12,7 +12,7 @@
 #include "credkit/strv.h"
 
 #include "creds/cred_helper.h"
-#include "creds/helper_proc.h"
+#include "creds/cred_proc.h"
 
 #define MSG_MAX 480
 
@@ -35,7 +35,7 @@ struct cred_helper;
 struct slot {
     enum slot_kind kind;
     struct cred_helper *h;
-    struct helper_proc *proc; /* the run, NULL when none */
+    struct cred_proc *proc; /* the run, NULL when none */
     enum oauth_step step;
     bool refresh;       /* this run asks mcp-auth to refresh */
     bool step_up;       /* this run widens the grant (FORBIDDEN) */
@@ -72,13 +72,13 @@ const char *cred_helper_slot_program(enum slot_kind k);
  * the run could not answer, one more run starts). error 0, or -errno with the message. */
 void cred_helper_slot_settled(struct slot *s, int error, const char *message);
 /* "<program> failed (exit status 3): <first line of stderr>" into buf. */
-void cred_helper_run_failure(const struct slot *s, const struct helper_proc_result *res, char *buf,
+void cred_helper_run_failure(const struct slot *s, const struct cred_proc_result *res, char *buf,
                              size_t size);
 /* Keeps a headers answer in the slot; -errno with msg saying why it is not usable. */
-int cred_helper_headers_answer(struct slot *s, const struct helper_proc_result *res, char *msg,
+int cred_helper_headers_answer(struct slot *s, const struct cred_proc_result *res, char *msg,
                                size_t size);
 /* Starts the slot's helper process. */
-int cred_helper_start(struct slot *s, const struct helper_proc_spec *spec, struct err *e);
+int cred_helper_start(struct slot *s, const struct cred_proc_spec *spec, struct err *e);
 
 /* cred_oauth.c */
 /* "mcp-auth [--config "PATH"] NAME" into buf. */
@@ -89,4 +89,4 @@ char *cred_helper_challenged_scopes(const char *challenge);
 /* Starts mcp-auth's step (with scope for a login that widens the grant). */
 int cred_helper_oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e);
 /* A run of mcp-auth is over: the next step, or the slot settled. */
-void cred_helper_oauth_done(struct slot *s, const struct helper_proc_result *res);
+void cred_helper_oauth_done(struct slot *s, const struct cred_proc_result *res);

@@ -14,7 +14,7 @@
 #include "credkit/json.h"
 
 #include "creds/cred_helper_int.h"
-#include "creds/helper_path.h"
+#include "creds/cred_path.h"
 
 /* ---- messages ------------------------------------------------------------------------------- */
 
@@ -133,7 +133,7 @@ char *cred_helper_challenged_scopes(const char *challenge)
 
 /* Appends to out each space-separated word of add that out lacks. -ENOMEM. */
 /* The scopes granted, from `mcp-auth status --json` (NULL when none or unreadable). */
-static char *granted_scopes(const struct helper_proc_result *res)
+static char *granted_scopes(const struct cred_proc_result *res)
 {
     struct json_object *root = NULL, *servers = NULL;
     char *scope = NULL;
@@ -200,7 +200,7 @@ static void step_up_decide(struct slot *s, const char *granted)
     buf_release(&all);
 }
 
-void cred_helper_oauth_done(struct slot *s, const struct helper_proc_result *res)
+void cred_helper_oauth_done(struct slot *s, const struct cred_proc_result *res)
 {
     struct cred_helper *h = s->h;
     char msg[MSG_MAX * 2], why[200];
@@ -271,7 +271,7 @@ void cred_helper_oauth_done(struct slot *s, const struct helper_proc_result *res
         /* the authorization server or the network failed: no valid token now, and a sign-in
          * may be needed if it lasts; the next call asks again, so recovery needs nothing */
         char line[400];
-        helper_proc_first_line(res->err, res->err_len, line, sizeof(line));
+        cred_proc_first_line(res->err, res->err_len, line, sizeof(line));
         char *m = login_message(h, name);
         snprintf(msg, sizeof(msg),
                  "no valid token: mcp-auth could not refresh it (%s); it is tried again at the "
@@ -306,7 +306,7 @@ int cred_helper_oauth_run(struct slot *s, enum oauth_step step, const char *scop
 {
     struct cred_helper *h = s->h;
     char *prog = NULL, timeout[32];
-    int r = helper_path_find(HELPER_MCP_AUTH, &prog, e);
+    int r = cred_path_find(HELPER_MCP_AUTH, &prog, e);
     if (r < 0)
         return r;
     struct strv argv = STRV_INIT;
@@ -347,7 +347,7 @@ int cred_helper_oauth_run(struct slot *s, enum oauth_step step, const char *scop
         return err_set(e, -ENOMEM, "out of memory");
     }
     s->step = step;
-    struct helper_proc_spec spec = {
+    struct cred_proc_spec spec = {
         .argv = (const char *const *)argv.v,
         .timeout_ms = run_timeout,
         .on_err_line = step == OAUTH_LOGIN ? login_line : NULL,

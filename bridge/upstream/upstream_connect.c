@@ -14,7 +14,8 @@
 
 #define UP_STDERR_LOG_BUF 4104 /* a stderr line as logged: STDIO_CHILD_STDERR_LINE, escaped */
 
-static void creds_done(int error, const struct credentials *c, const char *message, void *userdata);
+static void up_cred_done(int error, const struct credentials *c, const char *message,
+                         void *userdata);
 static void connect_timer_fired(struct loop_timer *t, void *userdata);
 static void init_answered(struct upstream *u, struct upstream_call *c, struct jrpc_msg *m,
                           int error);
@@ -30,7 +31,7 @@ void up_creds_cancel(struct upstream *u)
     cred_cancel(q);
 }
 
-static int creds_ask(struct upstream *u, enum cred_reason reason, enum cred_purpose purpose)
+static int up_cred_ask(struct upstream *u, enum cred_reason reason, enum cred_purpose purpose)
 {
     up_creds_cancel(u);
     u->cred_purpose = purpose;
@@ -44,7 +45,7 @@ static int creds_ask(struct upstream *u, enum cred_reason reason, enum cred_purp
                 ? transport_challenge(u->conn->t)
                 : NULL,
     };
-    int r = cred_ask(u->provider, &q, creds_done, u, &u->cred_req);
+    int r = cred_ask(u->provider, &q, up_cred_done, u, &u->cred_req);
     if (r < 0)
         u->cred_req = NULL;
     return r;
@@ -56,7 +57,7 @@ static void expiry_fired(struct loop_timer *t, void *userdata)
     (void)t;
     if (!u->conn || u->cred_req)
         return; /* an answer is on its way already */
-    int r = creds_ask(u, CRED_REASON_EXPIRING, CRED_REFRESH);
+    int r = up_cred_ask(u, CRED_REASON_EXPIRING, CRED_REFRESH);
     if (r < 0)
         log_warn(u->log, "server '%s': cannot refresh the credentials: %s", up_name(u),
                  strerror(-r));
@@ -71,7 +72,7 @@ static void arm_expiry(struct upstream *u)
         return;
     }
     int64_t now = cred_now_ms();
-    int64_t life = u->creds.expires_at - u->creds_got_at;
+    int64_t life = u->creds.expires_at - u->cred_got_at;
     int64_t at =
         u->creds.refresh_at ? u->creds.refresh_at : u->creds.expires_at - cred_skew_ms(life);
     int64_t delay = at - now;
@@ -91,8 +92,8 @@ static int keep_creds(struct upstream *u, const struct credentials *c)
     int64_t old_exp = u->creds.expires_at;
     if (cred_copy(&u->creds, c) < 0)
         return -ENOMEM;
-    if (c->expires_at != old_exp || !u->creds_got_at)
-        u->creds_got_at = cred_now_ms();
+    if (c->expires_at != old_exp || !u->cred_got_at)
+        u->cred_got_at = cred_now_ms();
     u->creds_gen++;
     return 0;
 }
@@ -293,7 +294,7 @@ static void open_transport(struct upstream *u)
 /* The credentials could not be had: the connect attempt fails; for good (until a call
  * UPSTREAM_RECHECK_MS later asks again, or a reload) when no retry can do better: a ${NAME} that
  * resolves nowhere, a helper missing, an answer cred_check refused (refused). */
-static void creds_failed(struct upstream *u, int error, const char *message, bool refused)
+static void up_cred_failed(struct upstream *u, int error, const char *message, bool refused)
 {
     char *m = up_asprintf("server '%s': %s", up_name(u), message ? message : strerror(-error));
     bool permanent = error == -ENOENT || error == -EINVAL || refused;
@@ -303,12 +304,12 @@ static void creds_failed(struct upstream *u, int error, const char *message, boo
         u->recheck_at = loop_now(u->loop) + UPSTREAM_RECHECK_MS; /* a secret may be set up */
 }
 
-/* refused: error is cred_check's refusal of the answer (creds_failed()) */
+/* refused: error is cred_check's refusal of the answer (up_cred_failed()) */
 static void connect_with(struct upstream *u, int error, const struct credentials *c,
                          const char *message, bool refused)
 {
     if (error < 0) {
-        creds_failed(u, error, message, refused);
+        up_cred_failed(u, error, message, refused);
         return;
     }
     if (keep_creds(u, c) < 0) {
@@ -335,8 +336,8 @@ void up_init_refused(struct upstream *u, int error)
                   up_strerror(u, error));
         bool step_up =
             error == -EPERM && u->conn && cred_insufficient_scope(transport_challenge(u->conn->t));
-        if (creds_ask(u, step_up ? CRED_REASON_FORBIDDEN : CRED_REASON_UNAUTHORIZED,
-                      CRED_CONNECT_RETRY) >= 0)
+        if (up_cred_ask(u, step_up ? CRED_REASON_FORBIDDEN : CRED_REASON_UNAUTHORIZED,
+                        CRED_CONNECT_RETRY) >= 0)
             return;
     }
     init_refused_fail(u, error);
@@ -346,7 +347,7 @@ static void connect_retry_with(struct upstream *u, int error, const struct crede
                                const char *message, bool refused)
 {
     if (error < 0) {
-        creds_failed(u, error, message, refused);
+        up_cred_failed(u, error, message, refused);
         return;
     }
     if (cred_headers_equal(c->headers, u->creds.headers)) {
@@ -376,10 +377,11 @@ void up_reauth(struct upstream *u, struct upstream_call *c, int error)
     bool forbidden = error == -EPERM;
     log_info(u->log, "server '%s': '%s' was refused (%s): asking for %s", up_name(u), c->method,
              up_strerror(u, error), forbidden ? "a wider grant" : "fresh credentials");
-    int r = creds_ask(u, forbidden ? CRED_REASON_FORBIDDEN : CRED_REASON_UNAUTHORIZED, CRED_REAUTH);
+    int r =
+        up_cred_ask(u, forbidden ? CRED_REASON_FORBIDDEN : CRED_REASON_UNAUTHORIZED, CRED_REAUTH);
     if (r < 0) {
         char *m = up_asprintf("cannot ask for credentials: %s", strerror(-r));
-        creds_done(r, NULL, m, u);
+        up_cred_done(r, NULL, m, u);
         free(m);
     }
 }
@@ -420,7 +422,7 @@ static void reauth_with(struct upstream *u, int error, const struct credentials 
          * (a refresh) */
         u->reauth_forced = true;
         u->sess = SESSION_REAUTH;
-        if (creds_ask(u, CRED_REASON_UNAUTHORIZED, CRED_REAUTH) >= 0)
+        if (up_cred_ask(u, CRED_REASON_UNAUTHORIZED, CRED_REAUTH) >= 0)
             return;
         u->sess = SESSION_OPEN;
     }
@@ -508,7 +510,8 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
     arm_expiry(u);
 }
 
-static void creds_done(int error, const struct credentials *c, const char *message, void *userdata)
+static void up_cred_done(int error, const struct credentials *c, const char *message,
+                         void *userdata)
 {
     struct upstream *u = userdata;
     struct err e = ERR_INIT;
@@ -522,7 +525,7 @@ static void creds_done(int error, const struct credentials *c, const char *messa
             message = r == -ENOMEM ? "out of memory" : err_msg(&e);
             c = NULL;
             log_debug(u->log, "server '%s': its credentials are refused: %s", up_name(u), message);
-            /* connecting, creds_failed() takes it; a refresh keeps what it has */
+            /* connecting, up_cred_failed() takes it; a refresh keeps what it has */
             refused = r != -ENOMEM;
         }
     }
@@ -659,7 +662,8 @@ void up_connect_start(struct upstream *u)
     u->refreshed_in_connect = false;
     stderr_tail_clear(&u->tail); /* a report quotes this attempt's lines */
     log_debug(u->log, "server '%s': connecting", up_name(u));
-    int r = creds_ask(u, u->attempts++ ? CRED_REASON_RECONNECT : CRED_REASON_CONNECT, CRED_CONNECT);
+    int r =
+        up_cred_ask(u, u->attempts++ ? CRED_REASON_RECONNECT : CRED_REASON_CONNECT, CRED_CONNECT);
     if (r < 0)
         up_start_failed(u, r, "cannot ask for the credentials", NULL);
 }

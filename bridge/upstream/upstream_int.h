@@ -168,7 +168,7 @@ struct upstream {
     int64_t recheck_at;       /* LOGIN, or FAILED by the credentials: a call from then on
                                * connects again (loop time; 0: FAILED for good) */
     int64_t refresh_retry_ms; /* the next wait after a failed refresh (backoff) */
-    int64_t creds_got_at;     /* cred_now_ms() when creds' expires_at was first had */
+    int64_t cred_got_at;      /* cred_now_ms() when creds' expires_at was first had */
     uint64_t creds_gen;       /* counts the answers put in creds */
     bool login_warned;        /* "a sign-in is needed" was logged in this episode */
     bool reauth_forced;       /* this refusal's answer was the same once: asked again */

@@ -87,7 +87,7 @@ static void test_names(void)
         CHECK(s != NULL && !s->error);
         if (!s)
             continue;
-        CHECK_INT(creds_names_of(s, &v), 0);
+        CHECK_INT(cmd_creds_names_of(s, &v), 0);
         CHECK_STR(joined(&v), want[i][1]);
         strv_release(&v);
     }
@@ -117,63 +117,65 @@ static void test_oauth_state(void)
 {
     int64_t now = 1767225600;
     struct json_object *st = status_answer(now);
-    struct creds_oauth o;
+    struct cmd_creds_oauth o;
     struct buf b;
     buf_init(&b, 4096);
     CHECK(st != NULL);
 
-    CHECK_INT(creds_oauth_from_status(st, "https://ok.example/mcp", true, "mcp-auth ok", now, &o),
-              0);
+    CHECK_INT(
+        cmd_creds_oauth_from_status(st, "https://ok.example/mcp", true, "mcp-auth ok", now, &o), 0);
     CHECK_INT(o.state, CREDS_OAUTH_SIGNED_IN);
     CHECK_INT(o.expires_at, now + 3600);
     CHECK(o.refresh_token);
     CHECK(o.command == NULL);
-    CHECK_INT(creds_describe_oauth(&o, now, &b), 0);
+    CHECK_INT(cmd_creds_describe_oauth(&o, now, &b), 0);
     CHECK_STR(buf_str(&b), "signed in, expires in 1h, refreshed by itself");
-    creds_oauth_release(&o);
+    cmd_creds_oauth_release(&o);
 
-    CHECK_INT(creds_oauth_from_status(st, "https://old.example/mcp", true, "x", now, &o), 0);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://old.example/mcp", true, "x", now, &o), 0);
     CHECK_INT(o.state, CREDS_OAUTH_EXPIRED);
-    creds_oauth_release(&o);
-    CHECK_INT(creds_oauth_from_status(st, "https://out.example/mcp", true, "x", now, &o), 0);
+    cmd_creds_oauth_release(&o);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://out.example/mcp", true, "x", now, &o), 0);
     CHECK_INT(o.state, CREDS_OAUTH_EXPIRED);
-    creds_oauth_release(&o);
+    cmd_creds_oauth_release(&o);
 
-    CHECK_INT(creds_oauth_from_status(st, "https://noexp.example/mcp", true, "x", now, &o), 0);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://noexp.example/mcp", true, "x", now, &o), 0);
     CHECK_INT(o.state, CREDS_OAUTH_SIGNED_IN);
     CHECK_INT(o.expires_at, 0);
     buf_reset(&b);
-    CHECK_INT(creds_describe_oauth(&o, now, &b), 0);
+    CHECK_INT(cmd_creds_describe_oauth(&o, now, &b), 0);
     CHECK_STR(buf_str(&b), "signed in");
-    creds_oauth_release(&o);
+    cmd_creds_oauth_release(&o);
 
     /* expired with nothing to refresh it, and nothing stored: a sign-in, with its command */
-    CHECK_INT(creds_oauth_from_status(st, "https://dead.example/mcp", true,
-                                      "mcp-auth --config /c.json dead", now, &o),
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://dead.example/mcp", true,
+                                          "mcp-auth --config /c.json dead", now, &o),
               0);
     CHECK_INT(o.state, CREDS_OAUTH_LOGIN_REQUIRED);
     buf_reset(&b);
-    CHECK_INT(creds_describe_oauth(&o, now, &b), 0);
+    CHECK_INT(cmd_creds_describe_oauth(&o, now, &b), 0);
     CHECK_STR(buf_str(&b), "login required: run 'mcp-auth --config /c.json dead'");
-    creds_oauth_release(&o);
-    CHECK_INT(creds_oauth_from_status(st, "https://ok.example/other", true, "mcp-auth o", now, &o),
-              0);
+    cmd_creds_oauth_release(&o);
+    CHECK_INT(
+        cmd_creds_oauth_from_status(st, "https://ok.example/other", true, "mcp-auth o", now, &o),
+        0);
     CHECK_INT(o.state, CREDS_OAUTH_LOGIN_REQUIRED);
     CHECK_STR(o.command, "mcp-auth o");
-    creds_oauth_release(&o);
-    CHECK_INT(creds_oauth_from_status(NULL, "https://ok.example/mcp", true, "mcp-auth o", now, &o),
-              0);
+    cmd_creds_oauth_release(&o);
+    CHECK_INT(
+        cmd_creds_oauth_from_status(NULL, "https://ok.example/mcp", true, "mcp-auth o", now, &o),
+        0);
     CHECK_INT(o.state, CREDS_OAUTH_LOGIN_REQUIRED);
-    creds_oauth_release(&o);
+    cmd_creds_oauth_release(&o);
 
     /* an entry that does not say OAuth: a stored sign-in is shown, none is no state */
-    CHECK_INT(creds_oauth_from_status(st, "https://none.example/mcp", false, "x", now, &o), 0);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://none.example/mcp", false, "x", now, &o), 0);
     CHECK_INT(o.state, CREDS_OAUTH_NOT_USED);
     CHECK(o.command == NULL);
-    creds_oauth_release(&o);
-    CHECK_INT(creds_oauth_from_status(st, "https://ok.example/mcp", false, "x", now, &o), 0);
+    cmd_creds_oauth_release(&o);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://ok.example/mcp", false, "x", now, &o), 0);
     CHECK_INT(o.state, CREDS_OAUTH_SIGNED_IN);
-    creds_oauth_release(&o);
+    cmd_creds_oauth_release(&o);
 
     json_object_put(st);
     buf_release(&b);
@@ -183,48 +185,48 @@ static void test_helper_program(void)
 {
     char *p = NULL;
     bool shell = true;
-    CHECK_INT(creds_helper_program("get-headers --x 'y z'", &p, &shell), 0);
+    CHECK_INT(cmd_creds_helper_program("get-headers --x 'y z'", &p, &shell), 0);
     CHECK_STR(p, "get-headers");
     CHECK(!shell);
     free(p);
-    CHECK_INT(creds_helper_program("  '/opt/my dir/h'\"x\" a", &p, &shell), 0);
+    CHECK_INT(cmd_creds_helper_program("  '/opt/my dir/h'\"x\" a", &p, &shell), 0);
     CHECK_STR(p, "/opt/my dir/hx");
     free(p);
-    CHECK_INT(creds_helper_program("!vault read -field=token x | tr -d '\\n'", &p, &shell), 0);
+    CHECK_INT(cmd_creds_helper_program("!vault read -field=token x | tr -d '\\n'", &p, &shell), 0);
     CHECK_STR(p, "/bin/sh");
     CHECK(shell);
     free(p);
     p = NULL;
-    CHECK_INT(creds_helper_program("'unclosed a", &p, &shell), -EINVAL);
-    CHECK_INT(creds_helper_program("''", &p, &shell), -EINVAL);
+    CHECK_INT(cmd_creds_helper_program("'unclosed a", &p, &shell), -EINVAL);
+    CHECK_INT(cmd_creds_helper_program("''", &p, &shell), -EINVAL);
     CHECK(p == NULL);
 
-    struct creds_helper h = {.program = "get-headers", .path = "/usr/bin/get-headers"};
+    struct cmd_creds_helper h = {.program = "get-headers", .path = "/usr/bin/get-headers"};
     struct buf b;
     buf_init(&b, 4096);
-    CHECK_INT(creds_describe_helper(&h, &b), 0);
+    CHECK_INT(cmd_creds_describe_helper(&h, &b), 0);
     CHECK_STR(buf_str(&b), "get-headers, found at /usr/bin/get-headers (list does not run it)");
     h.path = NULL;
     buf_reset(&b);
-    CHECK_INT(creds_describe_helper(&h, &b), 0);
+    CHECK_INT(cmd_creds_describe_helper(&h, &b), 0);
     CHECK_STR(buf_str(&b), "'get-headers' is not found on PATH");
     buf_release(&b);
 
     /* looked up as execvp would: a path as it is, a name on PATH */
-    char *found = creds_program_path("sh");
+    char *found = cmd_creds_program_path("sh");
     CHECK(found != NULL && found[0] == '/');
     free(found);
-    CHECK(creds_program_path("/nonexistent/creds-helper") == NULL);
-    CHECK(creds_program_path("creds-no-such-helper-xyz") == NULL);
+    CHECK(cmd_creds_program_path("/nonexistent/creds-helper") == NULL);
+    CHECK(cmd_creds_program_path("creds-no-such-helper-xyz") == NULL);
 }
 
 static void test_login_command(void)
 {
     char *cmd = NULL;
-    CHECK_INT(creds_login_command("linear", NULL, &cmd), 0);
+    CHECK_INT(cmd_creds_login_command("linear", NULL, &cmd), 0);
     CHECK_STR(cmd, "mcp-auth linear");
     free(cmd);
-    CHECK_INT(creds_login_command("my server", "/tmp/a b.json", &cmd), 0);
+    CHECK_INT(cmd_creds_login_command("my server", "/tmp/a b.json", &cmd), 0);
     CHECK_STR(cmd, "mcp-auth --config \"/tmp/a b.json\" 'my server'");
     free(cmd);
 }
@@ -232,20 +234,20 @@ static void test_login_command(void)
 static void test_describe_var(void)
 {
     int64_t now = 1767225600;
-    struct creds_var v = {
+    struct cmd_creds_var v = {
         .name = "T", .resolved = true, .source = "command", .expires_at = now + 300};
     struct buf b;
     buf_init(&b, 4096);
-    CHECK_INT(creds_describe_var(&v, now, &b), 0);
+    CHECK_INT(cmd_creds_describe_var(&v, now, &b), 0);
     CHECK_STR(buf_str(&b), "ok (from a command recipe, expires in 5m)");
     v.source = "environment";
     v.expires_at = 0;
     buf_reset(&b);
-    CHECK_INT(creds_describe_var(&v, now, &b), 0);
+    CHECK_INT(cmd_creds_describe_var(&v, now, &b), 0);
     CHECK_STR(buf_str(&b), "ok (from the environment, no recipe)");
-    v = (struct creds_var){.name = "T", .error = "'T' has no recipe"};
+    v = (struct cmd_creds_var){.name = "T", .error = "'T' has no recipe"};
     buf_reset(&b);
-    CHECK_INT(creds_describe_var(&v, now, &b), 0);
+    CHECK_INT(cmd_creds_describe_var(&v, now, &b), 0);
     CHECK_STR(buf_str(&b), "missing: 'T' has no recipe");
     buf_release(&b);
 }
@@ -264,7 +266,7 @@ static void write_helper(const char *path, const char *out, const char *err, int
     CHECK_INT(chmod(path, 0700), 0);
 }
 
-static bool vars_hold(const struct creds_var *v, size_t n, const char *s)
+static bool vars_hold(const struct cmd_creds_var *v, size_t n, const char *s)
 {
     for (size_t i = 0; i < n; i++)
         if ((v[i].source && strstr(v[i].source, s)) || (v[i].error && strstr(v[i].error, s)))
@@ -276,7 +278,7 @@ static void test_secrets_run(void)
 {
     char path[4096];
     const char *names[] = {"CREDS_A", "CREDS_B", "CREDS_C"};
-    struct creds_var v[3] = {0};
+    struct cmd_creds_var v[3] = {0};
     int n = snprintf(path, sizeof(path), "%s/fake-secrets", tests_tmpdir());
     CHECK(n > 0 && (size_t)n < sizeof(path));
     setenv("CREDKIT_SECRETS", path, 1);
@@ -286,7 +288,7 @@ static void test_secrets_run(void)
                  "\",\"source\":\"command\",\"expires_at\":1767225900},"
                  "\"CREDS_B\":{\"error\":\"CREDS_B has no recipe\"}}}",
                  "", 1);
-    CHECK_INT(creds_vars_resolve(names, 3, v), 0);
+    CHECK_INT(cmd_creds_vars_resolve(names, 3, v), 0);
     CHECK(v[0].resolved);
     CHECK_STR(v[0].source, "command");
     CHECK_INT(v[0].expires_at, 1767225900);
@@ -295,21 +297,21 @@ static void test_secrets_run(void)
     CHECK(!v[2].resolved);
     CHECK_CONTAINS(v[2].error, "did not answer");
     CHECK(!vars_hold(v, 3, CANARY));
-    creds_vars_release(v, 3);
+    cmd_creds_vars_release(v, 3);
 
     /* a failure of the whole run: every name says why */
     write_helper(path, "", "secrets: secrets.json is readable by others", 3);
-    CHECK_INT(creds_vars_resolve(names, 2, v), 0);
+    CHECK_INT(cmd_creds_vars_resolve(names, 2, v), 0);
     CHECK(!v[0].resolved && !v[1].resolved);
     CHECK_CONTAINS(v[0].error, "'secrets' failed (exit status 3)");
     CHECK_CONTAINS(v[1].error, "readable by others");
-    creds_vars_release(v, 2);
+    cmd_creds_vars_release(v, 2);
 
     /* an answer that is not the protocol */
     write_helper(path, "not json", "", 0);
-    CHECK_INT(creds_vars_resolve(names, 1, v), 0);
+    CHECK_INT(cmd_creds_vars_resolve(names, 1, v), 0);
     CHECK_CONTAINS(v[0].error, "cannot read the answer of 'secrets'");
-    creds_vars_release(v, 1);
+    cmd_creds_vars_release(v, 1);
 
     /* an answer over the bound for all the names at once: asked again in halves, so that only
      * the one value that is too large by itself fails */
@@ -332,19 +334,19 @@ static void test_secrets_run(void)
         CHECK_INT(chmod(path, 0700), 0);
     }
     const char *many[] = {"CREDS_A", "CREDS_B", "CREDS_HUGE", "CREDS_C"};
-    struct creds_var m[4] = {0};
-    CHECK_INT(creds_vars_resolve(many, 4, m), 0);
+    struct cmd_creds_var m[4] = {0};
+    CHECK_INT(cmd_creds_vars_resolve(many, 4, m), 0);
     CHECK(m[0].resolved && m[1].resolved && m[3].resolved);
     CHECK_STR(m[3].source, "file");
     CHECK(!m[2].resolved);
     CHECK_CONTAINS(m[2].error, "larger than 65536 bytes");
-    creds_vars_release(m, 4);
+    cmd_creds_vars_release(m, 4);
 
     /* not installed where it is said to be */
     (void)unlink(path);
-    CHECK_INT(creds_vars_resolve(names, 1, v), 0);
+    CHECK_INT(cmd_creds_vars_resolve(names, 1, v), 0);
     CHECK_CONTAINS(v[0].error, "CREDKIT_SECRETS");
-    creds_vars_release(v, 1);
+    cmd_creds_vars_release(v, 1);
     unsetenv("CREDKIT_SECRETS");
 }
 
@@ -505,8 +507,8 @@ static void test_oauth_list_agrees_with_provider(void)
         hs->headers_helper = strdup(agree_at("helper"));
     }
 
-    struct creds_report *rep = NULL;
-    CHECK_INT(creds_report_new(c, NULL, &rep), 0);
+    struct cmd_creds_report *rep = NULL;
+    CHECK_INT(cmd_creds_report_new(c, NULL, &rep), 0);
     struct loop *l = NULL;
     CHECK_INT(loop_new(&l), 0);
     int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -516,7 +518,7 @@ static void test_oauth_list_agrees_with_provider(void)
     char name[sizeof(tests_current)];
     memcpy(name, tests_current, sizeof(name));
     for (size_t i = 0; i < mcp_config_count(c); i++) {
-        const struct creds_server *cs = creds_report_at(rep, i);
+        const struct cmd_creds_server *cs = cmd_creds_report_at(rep, i);
         const struct mcp_server *s = cs->server;
         size_t k = 0;
         while (k < ELEMENTSOF(want) && strcmp(want[k].name, s->name) != 0)
@@ -554,7 +556,7 @@ static void test_oauth_list_agrees_with_provider(void)
     log_free(log);
     (void)close(null_fd);
     loop_free(l);
-    creds_report_free(rep);
+    cmd_creds_report_free(rep);
     mcp_config_free(c);
     unsetenv("CREDKIT_MCP_AUTH");
     unsetenv("CREDKIT_SECRETS");

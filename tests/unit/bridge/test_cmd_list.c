@@ -64,8 +64,8 @@ static void set_vec(char ***field, char **v)
 }
 
 /* What fn printed on stdout. Caller frees. */
-static char *captured(int (*fn)(const struct mcp_config *, const struct creds_report *, void *),
-                      const struct mcp_config *c, const struct creds_report *rep, void *arg)
+static char *captured(int (*fn)(const struct mcp_config *, const struct cmd_creds_report *, void *),
+                      const struct mcp_config *c, const struct cmd_creds_report *rep, void *arg)
 {
     char path[4096];
     int pn = snprintf(path, sizeof(path), "%s/out.txt", tests_tmpdir());
@@ -92,13 +92,13 @@ static char *captured(int (*fn)(const struct mcp_config *, const struct creds_re
     return out;
 }
 
-static int run_text(const struct mcp_config *c, const struct creds_report *rep, void *arg)
+static int run_text(const struct mcp_config *c, const struct cmd_creds_report *rep, void *arg)
 {
     (void)arg;
     return list_text(c, rep);
 }
 
-static int run_json(const struct mcp_config *c, const struct creds_report *rep, void *arg)
+static int run_json(const struct mcp_config *c, const struct cmd_creds_report *rep, void *arg)
 {
     return list_json(c, rep, arg);
 }
@@ -144,8 +144,8 @@ static void test_text(void)
     setenv("CREDKIT_SECRETS", "/nonexistent/secrets", 1);
     setenv("CREDKIT_MCP_AUTH", "/nonexistent/mcp-auth", 1);
     struct mcp_config *c = fixture();
-    struct creds_report *rep = NULL;
-    CHECK_INT(creds_report_new(c, NULL, &rep), 0);
+    struct cmd_creds_report *rep = NULL;
+    CHECK_INT(cmd_creds_report_new(c, NULL, &rep), 0);
     char *out = captured(run_text, c, rep, NULL);
 
     const char *l = line_of(out, "NAME ");
@@ -168,7 +168,7 @@ static void test_text(void)
     /* nothing of the user's reaches the terminal raw */
     CHECK(strchr(out, '\x1b') == NULL && strchr(out, '\a') == NULL);
     free(out);
-    creds_report_free(rep);
+    cmd_creds_report_free(rep);
     mcp_config_free(c);
 }
 
@@ -198,10 +198,10 @@ static void test_idle(void)
 static void test_json(void)
 {
     struct mcp_config *c = fixture();
-    struct creds_report *rep = NULL;
+    struct cmd_creds_report *rep = NULL;
     struct strv displays = STRV_INIT;
     CHECK_INT(list_file_displays(c, &displays), 0);
-    CHECK_INT(creds_report_new(c, NULL, &rep), 0);
+    CHECK_INT(cmd_creds_report_new(c, NULL, &rep), 0);
     char *out = captured(run_json, c, rep, &displays);
     struct json_object *root = json_tokener_parse(out);
     CHECK(root != NULL);
@@ -242,7 +242,7 @@ static void test_json(void)
     json_object_put(root);
     free(out);
     strv_release(&displays);
-    creds_report_free(rep);
+    cmd_creds_report_free(rep);
     mcp_config_free(c);
 }
 
@@ -265,8 +265,8 @@ static void test_hostile(void)
     set_vec(&s->args, v);
     s = entry(c, "b-bidi");
     set_vec(&s->warnings, vec("bad \xff byte", NULL));
-    struct creds_report *rep = NULL;
-    CHECK_INT(creds_report_new(c, NULL, &rep), 0);
+    struct cmd_creds_report *rep = NULL;
+    CHECK_INT(cmd_creds_report_new(c, NULL, &rep), 0);
     char *out = captured(run_text, c, rep, NULL);
     const char *l = line_of(out, "a-huge ");
     CHECK(l != NULL);
@@ -277,7 +277,7 @@ static void test_hostile(void)
     CHECK(line_of(out, "c-after ") != NULL);
     CHECK(strstr(out, "\xe2\x80\xae") == NULL);
     free(out);
-    creds_report_free(rep);
+    cmd_creds_report_free(rep);
     mcp_config_free(c);
 }
 

@@ -1,4 +1,4 @@
-/* helper_path.h - where the bridge finds the helpers it asks for credentials: `secrets` and
+/* cred_path.h - where the bridge finds the helpers it asks for credentials: `secrets` and
  * `mcp-auth`.
  *
  * In order, the first that is an executable file wins:
@@ -25,4 +25,4 @@ const char *helper_kind_env(enum helper_kind kind);
 
 /* The absolute (or PATH-found) path of the helper, as above. Caller frees *ret. -ENOENT with
  * e saying what to install or set, -ENOMEM. */
-int helper_path_find(enum helper_kind kind, char **ret, struct err *e) _must_check_;
+int cred_path_find(enum helper_kind kind, char **ret, struct err *e) _must_check_;

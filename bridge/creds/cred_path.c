@@ -1,4 +1,4 @@
-/* helper_path.c - finding `secrets` and `mcp-auth` (helper_path.h). */
+/* cred_path.c - finding `secrets` and `mcp-auth` (cred_path.h). */
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "creds/helper_path.h"
+#include "creds/cred_path.h"
 
 const char *helper_kind_program(enum helper_kind kind)
 {
@@ -76,7 +76,7 @@ static int find_on_path(const char *prog, char **ret)
     }
 }
 
-int helper_path_find(enum helper_kind kind, char **ret, struct err *e)
+int cred_path_find(enum helper_kind kind, char **ret, struct err *e)
 {
     const char *prog = helper_kind_program(kind);
     const char *var = helper_kind_env(kind);

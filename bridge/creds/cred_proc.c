@@ -1,4 +1,4 @@
-/* helper_proc.c - a helper process on the event loop (helper_proc.h). */
+/* cred_proc.c - a helper process on the event loop (cred_proc.h). */
 #include <errno.h>
 #include <signal.h>
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include "credkit/helper_answer.h"
 #include "credkit/strv.h"
 
-#include "creds/helper_proc.h"
+#include "creds/cred_proc.h"
 
 #define KILL_GRACE_MS 1000
 
@@ -24,7 +24,7 @@ enum proc_phase {
     PROC_ABANDONED /* cancelled */
 };
 
-struct helper_proc {
+struct cred_proc {
     struct loop *loop;
     struct child *child;
     struct loop_io *out_io, *err_io;
@@ -36,25 +36,25 @@ struct helper_proc {
     bool timed_out;
     int64_t deadline; /* loop time of the timeout */
     int error;
-    helper_proc_done_fn done;
+    cred_proc_done_fn done;
     void *userdata;
     void (*on_err_line)(const char *line, size_t len, void *userdata);
-    char line[HELPER_PROC_LINE_MAX]; /* the stderr line being read, for on_err_line */
+    char line[CRED_PROC_LINE_MAX]; /* the stderr line being read, for on_err_line */
     size_t line_len;
     struct loop_release release;
 };
 
 static void proc_release(struct loop_release *node)
 {
-    struct helper_proc *p =
-        (struct helper_proc *)(void *)((char *)node - offsetof(struct helper_proc, release));
+    struct cred_proc *p =
+        (struct cred_proc *)(void *)((char *)node - offsetof(struct cred_proc, release));
     buf_release(&p->out);
     buf_release(&p->err);
     free(p);
 }
 
 /* Stops watching and kills what is left; the memory goes after the iteration. */
-static void proc_free(struct helper_proc *p)
+static void proc_free(struct cred_proc *p)
 {
     loop_io_remove(p->out_io);
     loop_io_remove(p->err_io);
@@ -69,9 +69,9 @@ static void proc_free(struct helper_proc *p)
     loop_release(p->loop, &p->release, proc_release);
 }
 
-static void finish(struct helper_proc *p, int status)
+static void finish(struct cred_proc *p, int status)
 {
-    struct helper_proc_result res = {
+    struct cred_proc_result res = {
         .exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
         .signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
         .timed_out = p->timed_out,
@@ -87,7 +87,7 @@ static void finish(struct helper_proc *p, int status)
 
 static void timer_fired(struct loop_timer *t, void *userdata);
 
-static void arm(struct helper_proc *p, int64_t ms)
+static void arm(struct cred_proc *p, int64_t ms)
 {
     if (p->timer)
         loop_timer_rearm(p->timer, ms);
@@ -95,14 +95,14 @@ static void arm(struct helper_proc *p, int64_t ms)
         p->timer = NULL; /* the run then ends at EOF only: child_free() kills at worst */
 }
 
-static void timed_out(struct helper_proc *p)
+static void timed_out(struct cred_proc *p)
 {
     p->timed_out = true;
     p->phase = PROC_TERMED;
     child_stop(p->child, loop_now(p->loop), 0, KILL_GRACE_MS); /* SIGTERM now */
 }
 
-static void try_reap(struct helper_proc *p);
+static void try_reap(struct cred_proc *p);
 
 static void on_exit_fd(struct loop_io *io, int fd, unsigned events, void *userdata)
 {
@@ -114,7 +114,7 @@ static void on_exit_fd(struct loop_io *io, int fd, unsigned events, void *userda
 
 /* Waits for the exit: by its pidfd where there is one (the timer then keeps the deadlines
  * only), else by a poll. */
-static void wait_exit(struct helper_proc *p)
+static void wait_exit(struct cred_proc *p)
 {
     int fd = child_pidfd(p->child);
     if (fd >= 0 && !p->exit_io &&
@@ -132,7 +132,7 @@ static void wait_exit(struct helper_proc *p)
 }
 
 /* Both pipes are done with (or given up on): reap it, waiting for its exit if need be. */
-static void try_reap(struct helper_proc *p)
+static void try_reap(struct cred_proc *p)
 {
     int status = 0;
     int r = child_wait(p->child, false, &status);
@@ -151,7 +151,7 @@ static void try_reap(struct helper_proc *p)
     finish(p, status);
 }
 
-static void stream_closed(struct helper_proc *p, struct loop_io **io)
+static void stream_closed(struct cred_proc *p, struct loop_io **io)
 {
     loop_io_remove(*io);
     *io = NULL;
@@ -162,7 +162,7 @@ static void stream_closed(struct helper_proc *p, struct loop_io **io)
     }
 }
 
-static void give_up(struct helper_proc *p, int error)
+static void give_up(struct cred_proc *p, int error)
 {
     p->error = error;
     (void)child_kill(p->child, SIGKILL);
@@ -175,7 +175,7 @@ static void give_up(struct helper_proc *p, int error)
 
 static void on_out(struct loop_io *io, int fd, unsigned events, void *userdata)
 {
-    struct helper_proc *p = userdata;
+    struct cred_proc *p = userdata;
     char chunk[4096];
     (void)io;
     (void)events;
@@ -205,7 +205,7 @@ static void on_out(struct loop_io *io, int fd, unsigned events, void *userdata)
 }
 
 /* Hands on_err_line every complete line of chunk (and what is left at EOF). */
-static void err_lines(struct helper_proc *p, const char *chunk, size_t n, bool eof)
+static void err_lines(struct cred_proc *p, const char *chunk, size_t n, bool eof)
 {
     for (size_t i = 0; i < n && p->phase != PROC_ABANDONED; i++) {
         if (chunk[i] != '\n') {
@@ -227,7 +227,7 @@ static void err_lines(struct helper_proc *p, const char *chunk, size_t n, bool e
 
 static void on_err(struct loop_io *io, int fd, unsigned events, void *userdata)
 {
-    struct helper_proc *p = userdata;
+    struct cred_proc *p = userdata;
     char chunk[1024];
     (void)io;
     (void)events;
@@ -260,7 +260,7 @@ static void on_err(struct loop_io *io, int fd, unsigned events, void *userdata)
 
 static void timer_fired(struct loop_timer *t, void *userdata)
 {
-    struct helper_proc *p = userdata;
+    struct cred_proc *p = userdata;
     (void)t;
     switch (p->phase) {
     case PROC_RUNNING:
@@ -287,12 +287,12 @@ static void timer_fired(struct loop_timer *t, void *userdata)
     }
 }
 
-int helper_proc_start(struct loop *l, const struct helper_proc_spec *spec, helper_proc_done_fn done,
-                      void *userdata, struct helper_proc **ret, struct err *e)
+int cred_proc_start(struct loop *l, const struct cred_proc_spec *spec, cred_proc_done_fn done,
+                    void *userdata, struct cred_proc **ret, struct err *e)
 {
     if (!l || !spec || (!spec->argv && !spec->shell_command) || !done || !ret)
-        return err_set(e, -EINVAL, "helper_proc_start: missing arguments");
-    struct helper_proc *p = calloc(1, sizeof(*p));
+        return err_set(e, -EINVAL, "cred_proc_start: missing arguments");
+    struct cred_proc *p = calloc(1, sizeof(*p));
     if (!p)
         return err_set(e, -ENOMEM, "out of memory");
     p->loop = l;
@@ -301,7 +301,7 @@ int helper_proc_start(struct loop *l, const struct helper_proc_spec *spec, helpe
     p->on_err_line = spec->on_err_line;
     p->max_out = spec->max_out ? spec->max_out : HELPER_ANSWER_MAX;
     buf_init_secret(&p->out, p->max_out + 1);
-    buf_init(&p->err, HELPER_PROC_STDERR_MAX);
+    buf_init(&p->err, CRED_PROC_STDERR_MAX);
     struct child_spec cs = {
         .argv = spec->argv,
         .shell_command = spec->shell_command,
@@ -318,7 +318,7 @@ int helper_proc_start(struct loop *l, const struct helper_proc_spec *spec, helpe
     r = loop_io_add(l, child_stdout_fd(p->child), LOOP_READ, on_out, p, &p->out_io);
     if (r >= 0)
         r = loop_io_add(l, child_stderr_fd(p->child), LOOP_READ, on_err, p, &p->err_io);
-    int64_t timeout = spec->timeout_ms > 0 ? spec->timeout_ms : HELPER_PROC_TIMEOUT_DEFAULT_MS;
+    int64_t timeout = spec->timeout_ms > 0 ? spec->timeout_ms : CRED_PROC_TIMEOUT_DEFAULT_MS;
     if (r >= 0)
         r = loop_timer_add(l, timeout, timer_fired, p, &p->timer);
     /* after the timer: added outside an iteration, it refreshed the loop's time, which may have
@@ -333,7 +333,7 @@ int helper_proc_start(struct loop *l, const struct helper_proc_spec *spec, helpe
     return 0;
 }
 
-void helper_proc_cancel(struct helper_proc *p)
+void cred_proc_cancel(struct cred_proc *p)
 {
     if (!p || p->phase == PROC_ABANDONED || p->phase == PROC_DONE)
         return;
@@ -402,7 +402,7 @@ int helper_cmdline_split(const char *line, struct strv *out, struct err *e)
     return 0;
 }
 
-void helper_proc_first_line(const char *err, size_t len, char *buf, size_t max)
+void cred_proc_first_line(const char *err, size_t len, char *buf, size_t max)
 {
     size_t i = 0, end, o = 0;
     if (!max)

@@ -1,15 +1,15 @@
-/* helper_proc.h - one helper process run on the event loop: spawned, its output read as it
+/* cred_proc.h - one helper process run on the event loop: spawned, its output read as it
  * comes, bounded in size and in time, reaped, and its result handed back from the loop.
  *
  * The bridge's credential helpers (`secrets resolve`, `mcp-auth header`, a user's
  * headersHelper) run this way, never with a blocking call on the loop. Standard output is read
  * into a secret buffer (wiped when freed) up to max_out bytes (beyond: the process group is
  * killed and the run fails with -E2BIG); standard error is kept for the message, up to
- * HELPER_PROC_STDERR_MAX bytes. At the timeout the group gets SIGTERM, and SIGKILL a second
+ * CRED_PROC_STDERR_MAX bytes. At the timeout the group gets SIGTERM, and SIGKILL a second
  * later. The process's own group is killed whenever the run ends, so nothing it started
  * outlives it.
  *
- * done is called exactly once, from the loop (never from inside helper_proc_start()), unless
+ * done is called exactly once, from the loop (never from inside cred_proc_start()), unless
  * the run is cancelled first; the run's memory goes after done returns. */
 #pragma once
 
@@ -22,28 +22,28 @@
 
 #include "core/loop.h"
 
-#define HELPER_PROC_TIMEOUT_DEFAULT_MS (10 * 1000)
-#define HELPER_PROC_STDERR_MAX         4096
+#define CRED_PROC_TIMEOUT_DEFAULT_MS (10 * 1000)
+#define CRED_PROC_STDERR_MAX         4096
 
 struct strv;
-struct helper_proc;
+struct cred_proc;
 
-struct helper_proc_spec {
+struct cred_proc_spec {
     const char *const *argv;   /* run directly (argv[0] looked up on PATH); or */
     const char *shell_command; /* "/bin/sh -c" this (the user wrote "!command") */
     const char *const *envp;   /* NULL: the bridge's own environment */
-    int64_t timeout_ms;        /* 0: HELPER_PROC_TIMEOUT_DEFAULT_MS */
+    int64_t timeout_ms;        /* 0: CRED_PROC_TIMEOUT_DEFAULT_MS */
     size_t max_out;            /* 0: 64 KiB (HELPER_ANSWER_MAX) */
     /* Optional: each line of standard error as it comes (without its newline; a line longer
-     * than HELPER_PROC_LINE_MAX is cut), from the loop, before done. For a run that talks to a
+     * than CRED_PROC_LINE_MAX is cut), from the loop, before done. For a run that talks to a
      * person while it lasts (a sign-in prints the URL to open). Not called after a cancel. */
     void (*on_err_line)(const char *line, size_t len, void *userdata);
 };
 
-#define HELPER_PROC_LINE_MAX 1024
+#define CRED_PROC_LINE_MAX 1024
 
 /* What a finished run gave. Borrowed by done for its duration. */
-struct helper_proc_result {
+struct cred_proc_result {
     int exit_code;   /* its exit status, -1 when a signal ended it */
     int signal;      /* the signal that ended it, 0 when it exited */
     bool timed_out;  /* killed at the timeout */
@@ -55,17 +55,17 @@ struct helper_proc_result {
 
 /* error 0 and res; or -E2BIG (output over max_out) / -EIO (reading failed, or its exit status
  * could not be had) with res NULL. */
-typedef void (*helper_proc_done_fn)(struct helper_proc *p, int error,
-                                    const struct helper_proc_result *res, void *userdata);
+typedef void (*cred_proc_done_fn)(struct cred_proc *p, int error,
+                                  const struct cred_proc_result *res, void *userdata);
 
 /* Starts the run. -errno with e naming the command when it cannot start (not found, not
  * executable: "cannot run 'CMD': ..."); done is not called then. */
-int helper_proc_start(struct loop *l, const struct helper_proc_spec *spec, helper_proc_done_fn done,
-                      void *userdata, struct helper_proc **ret, struct err *e) _must_check_;
+int cred_proc_start(struct loop *l, const struct cred_proc_spec *spec, cred_proc_done_fn done,
+                    void *userdata, struct cred_proc **ret, struct err *e) _must_check_;
 
 /* Kills the run's process group and forgets it: no callback follows. Not from inside its own
  * done. NULL-safe. */
-void helper_proc_cancel(struct helper_proc *p);
+void cred_proc_cancel(struct cred_proc *p);
 
 /* Splits a command line into words at blanks; '...' and "..." quote (no escapes inside '...',
  * backslash escapes " and \ inside "..."), no variables, no globbing. -EINVAL with e saying
@@ -74,4 +74,4 @@ int helper_cmdline_split(const char *line, struct strv *out, struct err *e) _mus
 
 /* The first line of a helper's standard error, for a message: control characters replaced,
  * at most max - 1 bytes. "" when there is none. */
-void helper_proc_first_line(const char *err, size_t len, char *buf, size_t max);
+void cred_proc_first_line(const char *err, size_t len, char *buf, size_t max);

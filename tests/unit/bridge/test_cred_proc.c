@@ -1,13 +1,13 @@
-/* test_helper_proc.c - a helper process on the event loop: real children (small shell scripts
+/* test_cred_proc.c - a helper process on the event loop: real children (small shell scripts
  * written at test time), a real loop.
  *
- * Covered: the result comes from the loop, never from inside helper_proc_start(); output, exit
+ * Covered: the result comes from the loop, never from inside cred_proc_start(); output, exit
  * status and the first line of stderr; the environment given; the output bound (-E2BIG, the
  * group killed at once) and the stderr cut; the timeout (SIGTERM, then SIGKILL a second later
  * for a helper that ignores it); a helper that closes its output but keeps running; a
  * grandchild holding the pipe; a helper killed by a signal; cancel (no callback, the process
  * gone); exec failures reported at start; helper_cmdline_split's quoting and errors;
- * helper_proc_first_line. */
+ * cred_proc_first_line. */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -21,7 +21,7 @@
 
 #include "credkit/strv.h"
 
-#include "creds/helper_proc.h"
+#include "creds/cred_proc.h"
 #include "core/loop.h"
 #include "procwatch.h"
 #include "tests.h"
@@ -101,7 +101,7 @@ static void run_release(struct run *r)
     *r = (struct run){0};
 }
 
-static void on_done(struct helper_proc *p, int error, const struct helper_proc_result *res,
+static void on_done(struct cred_proc *p, int error, const struct cred_proc_result *res,
                     void *userdata)
 {
     struct run *r = userdata;
@@ -135,13 +135,13 @@ static bool run_done(void *ctx)
 
 /* Starts the script at path (no arguments); checks that done did not come from inside start. */
 static int start_script(struct loop *l, const char *path, int64_t timeout_ms, size_t max_out,
-                        struct run *r, struct helper_proc **ret)
+                        struct run *r, struct cred_proc **ret)
 {
     const char *argv[] = {path, NULL};
-    struct helper_proc_spec spec = {.argv = argv, .timeout_ms = timeout_ms, .max_out = max_out};
+    struct cred_proc_spec spec = {.argv = argv, .timeout_ms = timeout_ms, .max_out = max_out};
     struct err e = ERR_INIT;
-    struct helper_proc *p = NULL;
-    int rc = helper_proc_start(l, &spec, on_done, r, &p, &e);
+    struct cred_proc *p = NULL;
+    int rc = cred_proc_start(l, &spec, on_done, r, &p, &e);
     if (rc < 0)
         fprintf(stderr, "  start: %s\n", err_msg(&e));
     CHECK_INT(rc, 0);
@@ -180,7 +180,7 @@ static void test_output_and_status(void)
     CHECK_STR(r.out, "hello\n");
     CHECK_INT(r.out_len, 6);
     char line[64];
-    helper_proc_first_line(r.err, r.err_len, line, sizeof(line));
+    cred_proc_first_line(r.err, r.err_len, line, sizeof(line));
     CHECK_STR(line, "oops: it broke");
     run_release(&r);
 
@@ -210,15 +210,15 @@ static void test_shell_and_env(void)
     struct loop *l = NULL;
     CHECK_INT(loop_new(&l), 0);
     const char *envp[] = {"HP_VALUE=from envp", "PATH=/usr/bin:/bin", NULL};
-    struct helper_proc_spec spec = {
+    struct cred_proc_spec spec = {
         .shell_command = "printf '%s|%s' \"$HP_VALUE\" \"${HP_OTHER-unset}\"",
         .envp = envp,
     };
     setenv("HP_OTHER", "ours", 1);
     struct run r = {0};
-    struct helper_proc *p = NULL;
+    struct cred_proc *p = NULL;
     struct err e = ERR_INIT;
-    CHECK_INT(helper_proc_start(l, &spec, on_done, &r, &p, &e), 0);
+    CHECK_INT(cred_proc_start(l, &spec, on_done, &r, &p, &e), 0);
     CHECK(wait_for(l, run_done, &r, 10000));
     CHECK_INT(r.error, 0);
     CHECK_INT(r.exit_code, 0);
@@ -227,7 +227,7 @@ static void test_shell_and_env(void)
 
     /* no envp: ours */
     spec.envp = NULL;
-    CHECK_INT(helper_proc_start(l, &spec, on_done, &r, &p, &e), 0);
+    CHECK_INT(cred_proc_start(l, &spec, on_done, &r, &p, &e), 0);
     CHECK(wait_for(l, run_done, &r, 10000));
     CHECK_STR(r.out, "|ours");
     run_release(&r);
@@ -235,7 +235,7 @@ static void test_shell_and_env(void)
 
     /* a shell command that does not exist: the shell's exit status 127, not a start failure */
     spec.shell_command = "/nonexistent/helper-xyz";
-    CHECK_INT(helper_proc_start(l, &spec, on_done, &r, &p, &e), 0);
+    CHECK_INT(cred_proc_start(l, &spec, on_done, &r, &p, &e), 0);
     CHECK(wait_for(l, run_done, &r, 10000));
     CHECK_INT(r.exit_code, 127);
     CHECK(r.err_len > 0);
@@ -290,8 +290,8 @@ static void test_stderr_cut(void)
     CHECK_INT(r.error, 0);
     CHECK_INT(r.exit_code, 0);
     CHECK_STR(r.out, "done\n");
-    CHECK_INT(r.err_len, HELPER_PROC_STDERR_MAX);
-    CHECK(r.err && r.err[0] == 'e' && r.err[HELPER_PROC_STDERR_MAX - 1] == 'e');
+    CHECK_INT(r.err_len, CRED_PROC_STDERR_MAX);
+    CHECK(r.err && r.err[0] == 'e' && r.err[CRED_PROC_STDERR_MAX - 1] == 'e');
     run_release(&r);
     loop_free(l);
 }
@@ -423,7 +423,7 @@ static void test_cancel(void)
     struct loop *l = NULL;
     CHECK_INT(loop_new(&l), 0);
     struct run r = {0};
-    struct helper_proc *p = NULL;
+    struct cred_proc *p = NULL;
     const char *pidfile = tmp_path("cancel.pid");
     unlink(pidfile);
     char body[512];
@@ -434,18 +434,18 @@ static void test_cancel(void)
     }
     pid_t bg = read_pid(pidfile, 3000);
     CHECK(bg > 0);
-    helper_proc_cancel(p);
+    cred_proc_cancel(p);
     /* the loop runs on: no callback follows */
     bool never = wait_for(l, run_done, &r, 300);
     CHECK(!never);
     CHECK_INT(r.calls, 0);
     if (bg > 0)
         CHECK(wait_gone(bg, 3000));
-    helper_proc_cancel(NULL);
+    cred_proc_cancel(NULL);
 
     /* cancelled before the loop ever ran */
     if (start_script(l, script("cancel2.sh", "echo hi"), 0, 0, &r, &p) == 0)
-        helper_proc_cancel(p);
+        cred_proc_cancel(p);
     CHECK(!wait_for(l, run_done, &r, 200));
     CHECK_INT(r.calls, 0);
     loop_free(l);
@@ -475,7 +475,7 @@ struct chain {
     struct run last;
 };
 
-static void chain_done(struct helper_proc *p, int error, const struct helper_proc_result *res,
+static void chain_done(struct cred_proc *p, int error, const struct cred_proc_result *res,
                        void *userdata)
 {
     struct chain *c = userdata;
@@ -483,9 +483,9 @@ static void chain_done(struct helper_proc *p, int error, const struct helper_pro
     CHECK_INT(error, 0);
     if (++c->runs < 3) {
         const char *argv[] = {"/bin/sh", "-c", "echo again", NULL};
-        struct helper_proc_spec spec = {.argv = argv};
-        struct helper_proc *n = NULL;
-        CHECK_INT(helper_proc_start(c->l, &spec, chain_done, c, &n, NULL), 0);
+        struct cred_proc_spec spec = {.argv = argv};
+        struct cred_proc *n = NULL;
+        CHECK_INT(cred_proc_start(c->l, &spec, chain_done, c, &n, NULL), 0);
         return;
     }
     on_done(p, error, res, &c->last);
@@ -501,9 +501,9 @@ static void test_chain(void)
     struct chain c = {0};
     CHECK_INT(loop_new(&c.l), 0);
     const char *argv[] = {"echo", "first", NULL}; /* looked up on PATH */
-    struct helper_proc_spec spec = {.argv = argv};
-    struct helper_proc *p = NULL;
-    CHECK_INT(helper_proc_start(c.l, &spec, chain_done, &c, &p, NULL), 0);
+    struct cred_proc_spec spec = {.argv = argv};
+    struct cred_proc *p = NULL;
+    CHECK_INT(cred_proc_start(c.l, &spec, chain_done, &c, &p, NULL), 0);
     CHECK(wait_for(c.l, chain_over, &c, 10000));
     CHECK_INT(c.runs, 3);
     CHECK_STR(c.last.out, "again\n");
@@ -516,14 +516,14 @@ static void test_start_failures(void)
     struct loop *l = NULL;
     CHECK_INT(loop_new(&l), 0);
     struct run r = {0};
-    struct helper_proc *p = (struct helper_proc *)&r; /* untouched on failure */
+    struct cred_proc *p = (struct cred_proc *)&r; /* untouched on failure */
     struct err e = ERR_INIT;
 
     const char *missing[] = {"/nonexistent/dir/helper", NULL};
-    struct helper_proc_spec spec = {.argv = missing};
-    CHECK_INT(helper_proc_start(l, &spec, on_done, &r, &p, &e), -ENOENT);
+    struct cred_proc_spec spec = {.argv = missing};
+    CHECK_INT(cred_proc_start(l, &spec, on_done, &r, &p, &e), -ENOENT);
     CHECK_CONTAINS(e.msg, "cannot run '/nonexistent/dir/helper'");
-    CHECK(p == (struct helper_proc *)&r);
+    CHECK(p == (struct cred_proc *)&r);
 
     const char *path = tmp_path("not-exec.sh");
     FILE *f = fopen(path, "we");
@@ -536,19 +536,19 @@ static void test_start_failures(void)
     const char *noexec[] = {path, NULL};
     spec.argv = noexec;
     e = (struct err)ERR_INIT;
-    CHECK_INT(helper_proc_start(l, &spec, on_done, &r, &p, &e), -EACCES);
+    CHECK_INT(cred_proc_start(l, &spec, on_done, &r, &p, &e), -EACCES);
     CHECK_CONTAINS(e.msg, "cannot run '");
     CHECK_CONTAINS(e.msg, "not-exec.sh'");
 
     const char *onpath[] = {"credkit-no-such-helper-on-path", NULL};
     spec.argv = onpath;
-    CHECK_INT(helper_proc_start(l, &spec, on_done, &r, &p, &e), -ENOENT);
+    CHECK_INT(cred_proc_start(l, &spec, on_done, &r, &p, &e), -ENOENT);
 
-    struct helper_proc_spec none = {0};
-    CHECK_INT(helper_proc_start(l, &none, on_done, &r, &p, &e), -EINVAL);
+    struct cred_proc_spec none = {0};
+    CHECK_INT(cred_proc_start(l, &none, on_done, &r, &p, &e), -EINVAL);
     spec.argv = missing;
-    CHECK_INT(helper_proc_start(l, &spec, NULL, &r, &p, &e), -EINVAL);
-    CHECK_INT(helper_proc_start(NULL, &spec, on_done, &r, &p, &e), -EINVAL);
+    CHECK_INT(cred_proc_start(l, &spec, NULL, &r, &p, &e), -EINVAL);
+    CHECK_INT(cred_proc_start(NULL, &spec, on_done, &r, &p, &e), -EINVAL);
 
     /* nothing started: no run ends */
     CHECK(!wait_for(l, run_done, &r, 100));
@@ -625,25 +625,25 @@ static void test_first_line(void)
 {
     char buf[32];
     static const char in1[] = "\n\r\n   first line  \r\nsecond";
-    helper_proc_first_line(in1, sizeof(in1) - 1, buf, sizeof(buf));
+    cred_proc_first_line(in1, sizeof(in1) - 1, buf, sizeof(buf));
     CHECK_STR(buf, "first line");
     static const char in2[] = "a\tb\x1b[31mred\x7f!";
-    helper_proc_first_line(in2, sizeof(in2) - 1, buf, sizeof(buf));
+    cred_proc_first_line(in2, sizeof(in2) - 1, buf, sizeof(buf));
     CHECK_STR(buf, "a?b?[31mred?!");
     /* cut at max - 1 bytes */
-    helper_proc_first_line("abcdefgh", 8, buf, 5);
+    cred_proc_first_line("abcdefgh", 8, buf, 5);
     CHECK_STR(buf, "abcd");
     /* len is the truth: the input need not be NUL-terminated */
-    helper_proc_first_line("abcdef", 3, buf, sizeof(buf));
+    cred_proc_first_line("abcdef", 3, buf, sizeof(buf));
     CHECK_STR(buf, "abc");
-    helper_proc_first_line("", 0, buf, sizeof(buf));
+    cred_proc_first_line("", 0, buf, sizeof(buf));
     CHECK_STR(buf, "");
-    helper_proc_first_line("\n \n", 3, buf, sizeof(buf));
+    cred_proc_first_line("\n \n", 3, buf, sizeof(buf));
     CHECK_STR(buf, "");
-    helper_proc_first_line("x", 1, buf, 1);
+    cred_proc_first_line("x", 1, buf, 1);
     CHECK_STR(buf, "");
     buf[0] = 'k';
-    helper_proc_first_line("x", 1, buf, 0); /* nothing written */
+    cred_proc_first_line("x", 1, buf, 0); /* nothing written */
     CHECK(buf[0] == 'k');
 }
 
@@ -687,10 +687,10 @@ static void test_err_lines(void)
     const char *path = script("lines.sh", body);
     const char *argv[] = {path, NULL};
     struct line_run lr = {.before_done = true};
-    struct helper_proc_spec spec = {.argv = argv, .timeout_ms = 10000, .on_err_line = on_line};
+    struct cred_proc_spec spec = {.argv = argv, .timeout_ms = 10000, .on_err_line = on_line};
     struct err e = ERR_INIT;
-    struct helper_proc *p = NULL;
-    CHECK_INT(helper_proc_start(l, &spec, on_done, &lr, &p, &e), 0);
+    struct cred_proc *p = NULL;
+    CHECK_INT(cred_proc_start(l, &spec, on_done, &lr, &p, &e), 0);
     CHECK(wait_for(l, first_line_seen, &lr, 10000));
     CHECK_STR(lr.lines, "[open this URL:]");
     CHECK_INT(lr.r.calls, 0);
