@@ -1,14 +1,14 @@
 /* downstream_int.h - what the files of the downstream share (downstream.h is the interface).
  *
  * One object split by part, each file a part (mapped in docs/development.md, "The downstream in
- * detail"), in floors: downstream_agent.c (what every part uses: sending, replies, predicates)
- * at the bottom; pending records and subscriptions; the servers; the 2026-07-28 era, listens,
- * requests across eras, server requests; forwarding; single mode, the proxy tool, initialize;
- * and downstream.c, the dispatcher, on top. A part calls only the floors below it; what it must
- * report upwards goes through struct ds_hooks, which downstream.c fills. What is shared by every
- * agent (servers, catalogue, cache, settings, the first round, shutdown) is in struct
- * downstream; what is one agent's is in struct ds_agent, of which the downstream holds a list.
- * Each part's calls are in its own downstream_<part>_int.h, included only by the files above it.
+ * detail"), in floors: downstream_agent.c (what every part uses) at the bottom; pending records
+ * and subscriptions; the servers; the 2026-07-28 era, listens, requests across eras, server
+ * requests; forwarding; single mode, the proxy tool, initialize; the agents' messages
+ * (downstream_dispatch.c); and downstream.c, the dispatcher, on top. A part calls only the
+ * floors below it; what it must report upwards goes through struct ds_hooks, which downstream.c
+ * fills. What is shared by every agent (servers, catalogue, cache, settings, the first round,
+ * shutdown) is in struct downstream; what is one agent's is in struct ds_agent, of which the
+ * downstream holds a list. Each part's calls are in its own downstream_<part>_int.h.
  *
  * The lifecycles are enums, each with its legal transitions in one function (ds_set_session,
  * ds_set_round and ds_set_reading in downstream_agent.c, set_phase in downstream.c,
@@ -295,6 +295,9 @@ struct ds_hooks {
     /* downstream_agent.c: an agent declared its capabilities, before it is answered (the
      * first one's are what the servers will be offered) */
     void (*offered)(struct ds_agent *a);
+    /* downstream_dispatch.c: an agent's initialize was handled, or a modern agent's first
+     * request taken (the first agent's session starts the upstreams) */
+    void (*session_begun)(struct ds_agent *a);
 
     /* downstream_servers.c: a server settled its first round (the catalogue may have settled);
      * one was freed once shutting down (shutdown may be over); a listing round is over (the
