@@ -1,5 +1,6 @@
 /* mcp_import.c - the other clients' files (credkit/mcp_import.h): per client which files, where
- * the servers sit in them, and how an entry translates into mcp.json's shape. */
+ * the servers sit in them, and how an entry translates into mcp.json's shape. Codex's
+ * config.toml is mcp_import_codex.c's (mcp_import_int.h is what the two share). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,19 +8,16 @@
 #include <string.h>
 
 #include "credkit/buf.h"
-#include "credkit/file.h"
 #include "credkit/json.h"
 #include "credkit/mcp_field.h"
 #include "credkit/mcp_import.h"
-#include "credkit/mcp_toml.h"
 #include "credkit/path.h"
 #include "credkit/strv.h"
 #include "credkit/util.h"
+#include "mcp_import_int.h"
 #include "mcp_internal.h"
 
-#define MAX_FILES           4
 #define CLAUDE_JSON_MAX     (64u * 1024u * 1024u) /* ~/.claude.json also keeps history */
-#define CODEX_TOML_MAX      (1024u * 1024u)
 #define BRIDGE_PROGRAM      "mcp-bridge"
 #define STRING_EXPAND_LIMIT (64u * 1024u) /* bytes of one string after ${workspaceFolder} */
 
@@ -32,37 +30,7 @@ struct item {
     char **notes;
 };
 
-struct ifile {
-    char *path;
-    bool exists;
-};
-
-struct mcp_import {
-    const char *name; /* static: the client's */
-    struct item *items;
-    size_t n_items, cap_items;
-    unsigned n_parts; /* the servers' objects read so far (the part of the next one) */
-    struct mcp_config_diag *diags;
-    size_t n_diags;
-    struct ifile files[MAX_FILES];
-    size_t n_files;
-};
-
-/* What every reader gets. */
-struct ctx {
-    struct mcp_import *im;
-    const char *home;               /* NULL: no home directory */
-    const char *cwd;                /* NULL: no project */
-    struct json_object *toml_notes; /* codex: the values its reader did not read */
-};
-
-/* How an entry of a file becomes an mcp.json entry: a new reference in *ret, or NULL to skip it
- * (a diagnostic said why), maybe with notes that belong with it; -ENOMEM. */
-typedef int (*map_fn)(const struct ctx *x, const char *display, const char *name,
-                      struct json_object *in, struct strv *notes, struct json_object **ret);
-
-static int add_diag(struct mcp_import *im, const char *source, const char *fmt, ...) _printf_(3, 4);
-static int add_diag(struct mcp_import *im, const char *source, const char *fmt, ...)
+int import_add_diag(struct mcp_import *im, const char *source, const char *fmt, ...)
 {
     struct mcp_config_diag *d = realloc(im->diags, (im->n_diags + 1) * sizeof(*d));
     if (!d)
@@ -116,7 +84,7 @@ fail:
 }
 
 /* Records path as considered; *ret_display its display path (caller frees). Takes path. */
-static int add_file(struct mcp_import *im, char *path, char **ret_display)
+int import_add_file(struct mcp_import *im, char *path, char **ret_display)
 {
     if (!path)
         return -ENOMEM;
@@ -140,7 +108,7 @@ static int read_json(struct mcp_import *im, char *path, size_t max, unsigned fla
     struct err le = ERR_INIT;
     char *d = NULL;
     *ret_root = NULL;
-    int r = add_file(im, path, &d);
+    int r = import_add_file(im, path, &d);
     if (r < 0)
         return r;
     *ret_display = d;
@@ -154,26 +122,26 @@ static int read_json(struct mcp_import *im, char *path, size_t max, unsigned fla
     if (r == -ENOMEM)
         return r;
     if (r < 0)
-        return add_diag(im, d, "%s (import %s): its servers are not imported", err_msg(&le),
-                        im->name);
+        return import_add_diag(im, d, "%s (import %s): its servers are not imported", err_msg(&le),
+                               im->name);
     if (ndups > 0) {
         /* which one the client itself uses is not known: none is imported */
         char kd[MCP_DISP_BUF];
         mcp_disp(kd, dups[0].key);
-        r = add_diag(im, d,
-                     "'%s' (import %s): line %u: \"%s\" is given twice (first on line %u): "
-                     "its servers are not imported; keep one of them",
-                     d, im->name, dups[0].line, kd, dups[0].first);
+        r = import_add_diag(im, d,
+                            "'%s' (import %s): line %u: \"%s\" is given twice (first on line %u): "
+                            "its servers are not imported; keep one of them",
+                            d, im->name, dups[0].line, kd, dups[0].first);
         json_dups_free(dups, ndups);
         json_object_put(*ret_root);
         *ret_root = NULL;
         return r;
     }
     if (!json_object_is_type(*ret_root, json_type_object)) {
-        r = add_diag(im, d,
-                     "'%s' (import %s): the root must be an object, not %s: its servers "
-                     "are not imported",
-                     d, im->name, mcp_field_type(*ret_root));
+        r = import_add_diag(im, d,
+                            "'%s' (import %s): the root must be an object, not %s: its servers "
+                            "are not imported",
+                            d, im->name, mcp_field_type(*ret_root));
         json_object_put(*ret_root);
         *ret_root = NULL;
     }
@@ -184,7 +152,7 @@ static int read_json(struct mcp_import *im, char *path, size_t max, unsigned fla
 
 /* s with every ${workspaceFolder} and ${userHome} replaced (*ret NULL when there is none, or
  * when the result would be too long: then left as written). */
-static int replace_client_vars(const struct ctx *x, const char *s, char **ret)
+static int replace_client_vars(const struct import_ctx *x, const char *s, char **ret)
 {
     static const char *const names[] = {"${workspaceFolder}", "${userHome}"};
     const char *values[] = {x->cwd, x->home};
@@ -218,7 +186,7 @@ static int replace_client_vars(const struct ctx *x, const char *s, char **ret)
 }
 
 /* Replaces the client variables in every string value under o, in place. */
-static int replace_in_tree(const struct ctx *x, struct json_object *o, int depth)
+static int replace_in_tree(const struct import_ctx *x, struct json_object *o, int depth)
 {
     if (depth > JSON_MAX_DEPTH)
         return 0;
@@ -249,7 +217,7 @@ static int replace_in_tree(const struct ctx *x, struct json_object *o, int depth
 }
 
 /* A copy of in, with the client variables replaced (Cursor, VS Code). */
-static int map_vars(const struct ctx *x, const char *display, const char *name,
+static int map_vars(const struct import_ctx *x, const char *display, const char *name,
                     struct json_object *in, struct strv *notes, struct json_object **ret)
 {
     struct json_object *c = NULL;
@@ -307,7 +275,7 @@ static int cursor_auth(struct json_object *c)
 }
 
 /* Cursor: its variables, and its "auth" object. */
-static int map_cursor(const struct ctx *x, const char *display, const char *name,
+static int map_cursor(const struct import_ctx *x, const char *display, const char *name,
                       struct json_object *in, struct strv *notes, struct json_object **ret)
 {
     struct json_object *c = NULL;
@@ -323,7 +291,7 @@ static int map_cursor(const struct ctx *x, const char *display, const char *name
 }
 
 /* Windsurf names a remote server's URL "serverUrl". */
-static int map_windsurf(const struct ctx *x, const char *display, const char *name,
+static int map_windsurf(const struct import_ctx *x, const char *display, const char *name,
                         struct json_object *in, struct strv *notes, struct json_object **ret)
 {
     struct json_object *c = NULL, *su = mcp_field_member(in, "serverUrl");
@@ -399,8 +367,8 @@ static int input_notes(struct json_object *o, struct strv *notes, int depth)
 
 /* The servers of obj (the value of key in root, a file's display path) as items: a missing key
  * is no server; one that is not an object is a diagnostic. */
-static int add_servers(const struct ctx *x, struct json_object *root, const char *key,
-                       const char *display, const char *where, map_fn map, bool inputs,
+int import_add_servers(const struct import_ctx *x, struct json_object *root, const char *key,
+                       const char *display, const char *where, import_map_fn map, bool inputs,
                        bool project)
 {
     struct mcp_import *im = x->im;
@@ -411,10 +379,11 @@ static int add_servers(const struct ctx *x, struct json_object *root, const char
         return 0;
     im->n_parts++;
     if (!json_object_is_type(obj, json_type_object))
-        return add_diag(im, display,
-                        "'%s' (import %s): %s\"%s\" must be an object, not %s: its servers are "
-                        "not imported",
-                        display, im->name, where, key, mcp_field_type(obj));
+        return import_add_diag(
+            im, display,
+            "'%s' (import %s): %s\"%s\" must be an object, not %s: its servers are "
+            "not imported",
+            display, im->name, where, key, mcp_field_type(obj));
     json_object_object_foreach(obj, name, in)
     {
         struct json_object *entry = NULL;
@@ -442,8 +411,8 @@ static int add_servers(const struct ctx *x, struct json_object *root, const char
 }
 
 /* A JSON file of a home-relative (or absolute) path whose servers are under key. */
-static int read_json_servers(const struct ctx *x, const char *dir, const char *rel, const char *key,
-                             unsigned flags, map_fn map, bool inputs)
+static int read_json_servers(const struct import_ctx *x, const char *dir, const char *rel,
+                             const char *key, unsigned flags, import_map_fn map, bool inputs)
 {
     struct json_object *root = NULL;
     char *d = NULL;
@@ -451,7 +420,7 @@ static int read_json_servers(const struct ctx *x, const char *dir, const char *r
         return 0;
     int r = read_json(x->im, path_join(dir, rel), MCP_CONFIG_MAX_BYTES, flags, &root, &d);
     if (r >= 0 && root)
-        r = add_servers(x, root, key, d, "", map, inputs, x->cwd && dir == x->cwd);
+        r = import_add_servers(x, root, key, d, "", map, inputs, x->cwd && dir == x->cwd);
     json_object_put(root);
     free(d);
     return r;
@@ -467,7 +436,7 @@ static int read_json_servers(const struct ctx *x, const char *dir, const char *r
 #define EDITOR_JSON JSON_READ_JSONC
 #define STRICT_JSON 0u
 
-static int read_cursor(const struct ctx *x)
+static int read_cursor(const struct import_ctx *x)
 {
     int r = read_json_servers(x, x->home, ".cursor/mcp.json", "mcpServers", EDITOR_JSON, map_cursor,
                               false);
@@ -479,7 +448,7 @@ static int read_cursor(const struct ctx *x)
 }
 
 /* ~/.claude.json's "projects" entry of the project directory (exactly, or its real path). */
-static struct json_object *claude_project(const struct ctx *x, struct json_object *root)
+static struct json_object *claude_project(const struct import_ctx *x, struct json_object *root)
 {
     struct json_object *projects = mcp_field_member(root, "projects"), *p = NULL;
     if (!x->cwd || !projects || !json_object_is_type(projects, json_type_object))
@@ -493,7 +462,7 @@ static struct json_object *claude_project(const struct ctx *x, struct json_objec
     return p;
 }
 
-static int read_claude_code(const struct ctx *x)
+static int read_claude_code(const struct import_ctx *x)
 {
     struct json_object *root = NULL;
     char *d = NULL;
@@ -507,16 +476,16 @@ static int read_claude_code(const struct ctx *x)
     r = read_json(x->im, path_join(x->home, ".claude.json"), CLAUDE_JSON_MAX, STRICT_JSON, &root,
                   &d);
     if (r >= 0 && root)
-        r = add_servers(x, root, "mcpServers", d, "", NULL, false, false);
+        r = import_add_servers(x, root, "mcpServers", d, "", NULL, false, false);
     struct json_object *proj = root ? claude_project(x, root) : NULL;
     if (r >= 0 && proj && json_object_is_type(proj, json_type_object))
-        r = add_servers(x, proj, "mcpServers", d, "the project's ", NULL, false, false);
+        r = import_add_servers(x, proj, "mcpServers", d, "the project's ", NULL, false, false);
     json_object_put(root);
     free(d);
     return r;
 }
 
-static int read_claude_desktop(const struct ctx *x)
+static int read_claude_desktop(const struct import_ctx *x)
 {
     const char *xdg = getenv("XDG_CONFIG_HOME");
     if (xdg && xdg[0] == '/')
@@ -526,326 +495,22 @@ static int read_claude_desktop(const struct ctx *x)
                              STRICT_JSON, NULL, false);
 }
 
-static int read_vscode(const struct ctx *x)
+static int read_vscode(const struct import_ctx *x)
 {
     return read_json_servers(x, x->cwd, ".vscode/mcp.json", "servers", EDITOR_JSON, map_vars, true);
 }
 
-static int read_windsurf(const struct ctx *x)
+static int read_windsurf(const struct import_ctx *x)
 {
     return read_json_servers(x, x->home, ".codeium/windsurf/mcp_config.json", "mcpServers",
                              EDITOR_JSON, map_windsurf, false);
-}
-
-/* ---- codex ------------------------------------------------------------------------------- */
-
-static int jadd(struct json_object *o, const char *key, struct json_object *v)
-{
-    if (!v || json_object_object_add(o, key, v) < 0) {
-        json_object_put(v);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
-/* A number of seconds or milliseconds of Codex as "timeout" in milliseconds; 1 when v is not a
- * number (said in a diagnostic: the entry is skipped). */
-static int codex_timeout(const struct ctx *x, const char *display, const char *name,
-                         const char *key, struct json_object *v, int64_t unit,
-                         struct json_object *out)
-{
-    char nd[MCP_DISP_BUF];
-    if (json_object_is_type(v, json_type_double)) {
-        double ms = json_object_get_double(v) * (double)unit;
-        /* out of range or below a millisecond: the generic check of "timeout" says so */
-        if (ms >= 0.5 && ms < 9e15)
-            return jadd(out, "timeout", json_object_new_int64((int64_t)(ms + 0.5)));
-        return jadd(out, "timeout", json_object_new_double(ms));
-    }
-    if (!json_object_is_type(v, json_type_int)) {
-        mcp_disp(nd, name);
-        int r = add_diag(x->im, display,
-                         "'%s': server '%s' (import codex): \"%s\" must be a number: the server "
-                         "is not imported",
-                         display, nd, key);
-        return r < 0 ? r : 1;
-    }
-    int64_t n = json_object_get_int64(v);
-    /* out of range either way: the generic check of "timeout" says so */
-    int64_t ms = n > INT64_MAX / unit || n < INT64_MIN / unit ? n : n * unit;
-    return jadd(out, "timeout", json_object_new_int64(ms));
-}
-
-/* "env_http_headers" (header -> the variable holding its value) as "headers" templates. */
-static int codex_env_headers(struct json_object *v, struct json_object *headers)
-{
-    json_object_object_foreach(v, hname, var)
-    {
-        char *t = NULL;
-        if (asprintf(&t, "${%s}", json_object_get_string(var)) < 0)
-            return -ENOMEM;
-        int r = jadd(headers, hname, json_object_new_string(t));
-        free(t);
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
-/* The keys of a Codex server that change what it does: one of them not read leaves the server
- * out, rather than run it otherwise than Codex would. */
-static bool codex_key_matters(const char *key, size_t n)
-{
-    static const char *const keys[] = {"command",
-                                       "args",
-                                       "env",
-                                       "cwd",
-                                       "url",
-                                       "bearer_token_env_var",
-                                       "http_headers",
-                                       "env_http_headers",
-                                       "enabled",
-                                       "startup_timeout_sec",
-                                       "startup_timeout_ms",
-                                       "tool_timeout_sec",
-                                       "enabled_tools",
-                                       "disabled_tools",
-                                       NULL};
-    for (size_t i = 0; keys[i]; i++)
-        if (strlen(keys[i]) == n && strncmp(key, keys[i], n) == 0)
-            return true;
-    return false;
-}
-
-/* The values of server name that the TOML reader did not read: 1 (with a diagnostic) when one
- * of them matters, else a note for each. */
-static int codex_unread(const struct ctx *x, const char *display, const char *name,
-                        struct strv *notes)
-{
-    struct json_object *un = x->toml_notes ? mcp_field_member(x->toml_notes, name) : NULL;
-    char nd[MCP_DISP_BUF];
-
-    if (!un)
-        return 0;
-    json_object_object_foreach(un, key, why)
-    {
-        const char *w = json_object_get_string(why);
-        if (!key[0] || codex_key_matters(key, strcspn(key, "."))) {
-            mcp_disp(nd, name);
-            int r = add_diag(x->im, display,
-                             "'%s': server '%s' (import codex): %s: the server is not imported",
-                             display, nd, w);
-            return r < 0 ? r : 1;
-        }
-        if (strv_pushf(notes, "%s: the key is left out", w) < 0)
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-/* Codex's per-tool tables, "tools": {TOOL: {"enabled": false, "approval_mode": ...}}: a tool
- * disabled is one more of *excl ("excludeTools", made in out when missing); the rest is Codex's
- * own (approval), noted. */
-static int codex_tools(struct json_object *tools, struct json_object *out,
-                       struct json_object **excl, struct strv *notes)
-{
-    json_object_object_foreach(tools, tool, t)
-    {
-        char td[MCP_DISP_BUF];
-        bool on = true;
-        mcp_disp(td, tool);
-        if (!t || !json_object_is_type(t, json_type_object)) {
-            if (strv_pushf(notes, "'tools.%s' is not a table: the key is left out", td) < 0)
-                return -ENOMEM;
-            continue;
-        }
-        if (json_get_bool(t, "enabled", &on) && !on) {
-            if (!*excl && jadd(out, "excludeTools", *excl = json_object_new_array()) < 0)
-                return -ENOMEM;
-            struct json_object *s = json_object_new_string(tool);
-            if (!s || json_object_array_add(*excl, s) < 0) {
-                json_object_put(s);
-                return -ENOMEM;
-            }
-        }
-        json_object_object_foreach(t, k, v)
-        {
-            (void)v;
-            char kd[MCP_DISP_BUF];
-            mcp_disp(kd, k);
-            if (strcmp(k, "enabled") != 0 && v &&
-                strv_pushf(notes, "'tools.%s.%s' is Codex's own: it is not read here", td, kd) < 0)
-                return -ENOMEM;
-        }
-    }
-    return 0;
-}
-
-/* http_headers and env_http_headers (objects) into "headers" (made in out when missing). */
-static int codex_headers(const char *key, struct json_object *v, struct json_object *out,
-                         struct json_object **headers)
-{
-    int r = 0;
-    if (!*headers) {
-        *headers = json_object_new_object();
-        r = jadd(out, "headers", *headers);
-    }
-    if (r < 0)
-        return r;
-    if (key[0] == 'e')
-        return codex_env_headers(v, *headers);
-    json_object_object_foreach(v, hk, hv)
-    {
-        r = jadd(*headers, hk, json_object_get(hv));
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
-/* One key of a Codex server into out: 0, 1 to leave the server out (a diagnostic said why), or
- * -ENOMEM. */
-static int codex_key(const struct ctx *x, const char *display, const char *name, const char *key,
-                     struct json_object *v, struct json_object *in, struct json_object *out,
-                     struct json_object **headers, struct json_object **excl, struct strv *notes)
-{
-    char nd[MCP_DISP_BUF];
-
-    if (!v) /* not read: codex_unread() said so */
-        return 0;
-    if (strcmp(key, "enabled") == 0) {
-        if (!json_object_is_type(v, json_type_boolean)) {
-            mcp_disp(nd, name);
-            int r = add_diag(x->im, display,
-                             "'%s': server '%s' (import codex): \"enabled\" must be true or "
-                             "false: the server is not imported",
-                             display, nd);
-            return r < 0 ? r : 1;
-        }
-        return json_object_get_boolean(v) ? 0 : jadd(out, "disabled", json_object_new_boolean(1));
-    }
-    /* the request timeout: the tools' when given, else the start's */
-    if (strcmp(key, "tool_timeout_sec") == 0)
-        return codex_timeout(x, display, name, key, v, 1000, out);
-    bool tool_timeout = mcp_field_member(in, "tool_timeout_sec") != NULL;
-    if (strcmp(key, "startup_timeout_sec") == 0 || strcmp(key, "startup_timeout_ms") == 0) {
-        if (tool_timeout)
-            return strv_pushf(notes,
-                              "'%s' is left out: the request timeout is "
-                              "'tool_timeout_sec'",
-                              key) < 0
-                       ? -ENOMEM
-                       : 0;
-        return codex_timeout(x, display, name, key, v,
-                             strcmp(key, "startup_timeout_ms") == 0 ? 1 : 1000, out);
-    }
-    if ((strcmp(key, "http_headers") == 0 || strcmp(key, "env_http_headers") == 0) &&
-        json_object_is_type(v, json_type_object))
-        return codex_headers(key, v, out, headers);
-    if (strcmp(key, "disabled_tools") == 0 && json_object_is_type(v, json_type_array) && !*excl) {
-        *excl = json_object_get(v);
-        return jadd(out, "excludeTools", *excl);
-    }
-    if (strcmp(key, "tools") == 0 && json_object_is_type(v, json_type_object))
-        return codex_tools(v, out, excl, notes);
-    if (strcmp(key, "bearer_token_env_var") == 0)
-        return jadd(out, "bearerTokenEnv", json_object_get(v));
-    if (strcmp(key, "disabled_tools") == 0)
-        return jadd(out, "excludeTools", json_object_get(v));
-    /* command, args, env, url, cwd as they are; Codex's others too, for the loader to warn
-     * about by name (enabled_tools: no tool here keeps only some tools) */
-    return jadd(out, key, json_object_get(v));
-}
-
-/* One [mcp_servers.NAME] table as an mcp.json entry, built of a copy of in's values (the
- * reader's own are wiped once read). */
-static int map_codex(const struct ctx *x, const char *display, const char *name,
-                     struct json_object *table, struct strv *notes, struct json_object **ret)
-{
-    struct json_object *out = NULL, *headers = NULL, *excl = NULL, *in = NULL;
-    int r = codex_unread(x, display, name, notes);
-
-    if (r != 0)
-        return r < 0 ? r : 0;
-    out = json_object_new_object();
-    if (!out || json_object_deep_copy(table, &in, NULL) < 0) {
-        json_object_put(out);
-        return -ENOMEM;
-    }
-    json_object_object_foreach(in, key, v)
-    {
-        r = codex_key(x, display, name, key, v, in, out, &headers, &excl, notes);
-        if (r != 0)
-            break;
-    }
-    json_object_put(in); /* not wiped: out shares its values */
-    if (r != 0) {
-        json_object_put(out);
-        return r < 0 ? r : 0;
-    }
-    *ret = out;
-    return 0;
-}
-
-static int read_codex(const struct ctx *x)
-{
-    struct mcp_import *im = x->im;
-    struct json_object *servers = NULL, *notes = NULL;
-    struct err le = ERR_INIT;
-    struct buf text;
-    char *d = NULL;
-    int r;
-
-    if (!x->home)
-        return 0;
-    r = add_file(im, path_join(x->home, ".codex/config.toml"), &d);
-    if (r < 0)
-        return r;
-    buf_init_secret(&text, CODEX_TOML_MAX);
-    r = file_read(im->files[im->n_files - 1].path, 0, &text, &le);
-    im->files[im->n_files - 1].exists = r != -ENOENT;
-    if (r == -ENOENT) {
-        r = 0;
-        goto out;
-    }
-    if (r == -ENOMEM)
-        goto out;
-    if (r < 0) {
-        r = add_diag(im, d, "%s (import codex): its servers are not imported", err_msg(&le));
-        goto out;
-    }
-    r = mcp_toml_read_servers(buf_str(&text), text.len, &servers, &notes, &le);
-    if (r == -ENOMEM)
-        goto out;
-    if (r < 0) {
-        r = add_diag(im, d, "'%s' (import codex): %s: its servers are not imported", d,
-                     err_msg(&le));
-        goto out;
-    }
-    struct json_object *root = json_object_new_object();
-    if (!root || json_object_object_add(root, "mcp_servers", json_object_get(servers)) < 0) {
-        json_object_put(root);
-        r = -ENOMEM;
-        goto out;
-    }
-    struct ctx xc = *x;
-    xc.toml_notes = notes;
-    r = add_servers(&xc, root, "mcp_servers", d, "", map_codex, false, false);
-    json_object_put(root);
-out:
-    json_object_put(notes);
-    json_wipe_strings(servers);
-    json_object_put(servers);
-    buf_release(&text);
-    free(d);
-    return r;
 }
 
 /* ---- the import -------------------------------------------------------------------------- */
 
 struct client {
     const char *name;
-    int (*read)(const struct ctx *x);
+    int (*read)(const struct import_ctx *x);
 };
 
 static const struct client clients[] = {
@@ -854,7 +519,7 @@ static const struct client clients[] = {
     {"claude-desktop", read_claude_desktop},
     {"vscode", read_vscode},
     {"windsurf", read_windsurf},
-    {"codex", read_codex},
+    {"codex", import_read_codex},
 };
 
 const char *mcp_import_accepted(void)
@@ -894,7 +559,7 @@ int mcp_import_read(const char *name, const char *cwd, struct mcp_import **ret, 
     r = path_home(&home);
     if (r == -ENOMEM)
         goto out;
-    struct ctx x = {.im = im, .home = r < 0 ? NULL : home, .cwd = cwd};
+    struct import_ctx x = {.im = im, .home = r < 0 ? NULL : home, .cwd = cwd};
     r = cl->read(&x);
     if (r < 0)
         goto out;
