@@ -45,10 +45,11 @@ static int codex_timeout(const struct import_ctx *x, const char *display, const 
     }
     if (!json_object_is_type(v, json_type_int)) {
         mcp_disp(nd, name);
-        int r = import_add_diag(x->im, display,
-                         "'%s': server '%s' (import codex): \"%s\" must be a number: the server "
-                         "is not imported",
-                         display, nd, key);
+        int r =
+            import_add_diag(x->im, display,
+                            "'%s': server '%s' (import codex): \"%s\" must be a number: the server "
+                            "is not imported",
+                            display, nd, key);
         return r < 0 ? r : 1;
     }
     int64_t n = json_object_get_int64(v);
@@ -113,9 +114,9 @@ static int codex_unread(const struct import_ctx *x, const char *display, const c
         const char *w = json_object_get_string(why);
         if (!key[0] || codex_key_matters(key, strcspn(key, "."))) {
             mcp_disp(nd, name);
-            int r = import_add_diag(x->im, display,
-                             "'%s': server '%s' (import codex): %s: the server is not imported",
-                             display, nd, w);
+            int r = import_add_diag(
+                x->im, display, "'%s': server '%s' (import codex): %s: the server is not imported",
+                display, nd, w);
             return r < 0 ? r : 1;
         }
         if (strv_pushf(notes, "%s: the key is left out", w) < 0)
@@ -186,9 +187,10 @@ static int codex_headers(const char *key, struct json_object *v, struct json_obj
 
 /* One key of a Codex server into out: 0, 1 to leave the server out (a diagnostic said why), or
  * -ENOMEM. */
-static int codex_key(const struct import_ctx *x, const char *display, const char *name, const char *key,
-                     struct json_object *v, struct json_object *in, struct json_object *out,
-                     struct json_object **headers, struct json_object **excl, struct strv *notes)
+static int codex_key(const struct import_ctx *x, const char *display, const char *name,
+                     const char *key, struct json_object *v, struct json_object *in,
+                     struct json_object *out, struct json_object **headers,
+                     struct json_object **excl, struct strv *notes)
 {
     char nd[MCP_DISP_BUF];
 
@@ -198,9 +200,9 @@ static int codex_key(const struct import_ctx *x, const char *display, const char
         if (!json_object_is_type(v, json_type_boolean)) {
             mcp_disp(nd, name);
             int r = import_add_diag(x->im, display,
-                             "'%s': server '%s' (import codex): \"enabled\" must be true or "
-                             "false: the server is not imported",
-                             display, nd);
+                                    "'%s': server '%s' (import codex): \"enabled\" must be true or "
+                                    "false: the server is not imported",
+                                    display, nd);
             return r < 0 ? r : 1;
         }
         return json_object_get_boolean(v) ? 0 : jadd(out, "disabled", json_object_new_boolean(1));
@@ -300,7 +302,7 @@ int import_read_codex(const struct import_ctx *x)
         goto out;
     if (r < 0) {
         r = import_add_diag(im, d, "'%s' (import codex): %s: its servers are not imported", d,
-                     err_msg(&le));
+                            err_msg(&le));
         goto out;
     }
     struct json_object *root = json_object_new_object();
@@ -321,4 +323,3 @@ out:
     free(d);
     return r;
 }
-

@@ -311,8 +311,16 @@ static void forward_tool_call(struct ds_agent *a, struct jrpc_msg *m)
     struct ds_server *s = d->servers[0];
     const char *name = json_get_string(m->params, "name");
     if (name && catalog_excluded(d->cat, s->src, name)) {
-        /* MCP answers an unknown tool with -32602 */
-        ds_reply_errorf(a, m->id, JRPC_INVALID_PARAMS, "unknown tool '%s' (excludeTools)", name);
+        /* as the SDK's servers answer a tool they do not have, and serve answers one: a tool
+         * result with isError, which the model reads */
+        char text[DS_TEXT_MAX];
+        snprintf(text, sizeof(text), "unknown tool '%.200s' (left out by the entry's excludeTools)",
+                 name);
+        struct json_object *res = jrpc_new_tool_error(text);
+        if (res)
+            ds_reply_result(a, m->id, res);
+        else
+            ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
         return;
     }
     ds_forward(a, m, s, true);
