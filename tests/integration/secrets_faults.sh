@@ -65,7 +65,15 @@ end=$(($(date +%s) + 240))
 for i in $(seq 1 100); do
     [ "$(date +%s)" -lt "$end" ] || fail "the kill -9 loop did not finish within 240 s (at $i)"
     cp "$SJ" "$T_ROOT/before.json"
-    "$SECRETS_BIN" configure "K_$i" --env FAULT_SRC 2>/dev/null &
+    if [ $((i % 2)) -eq 0 ]; then
+        # its rename held (tests/tools/faultinject.c) so that the kill lands between the
+        # temporary written and the rename, the moment a save is most exposed
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+            FAULT_RENAME_SUFFIX=secrets.json FAULT_RENAME_DELAY_MS=10000 LD_PRELOAD="$FAULTINJECT_LIB" \
+            "$SECRETS_BIN" configure "K_$i" --env FAULT_SRC 2>/dev/null &
+    else
+        "$SECRETS_BIN" configure "K_$i" --env FAULT_SRC 2>/dev/null &
+    fi
     pid=$!
     if [ $((i % 2)) -eq 0 ]; then
         # wait (bounded) for this writer's temporary, then kill it mid-save

@@ -6,6 +6,9 @@
  *
  * FAULT_RENAME_SUFFIX: rename()/renameat()/renameat2() whose target ends with this suffix fail
  *                      with EIO (FAULT_ERRNO overrides the errno number).
+ * FAULT_RENAME_DELAY_MS: with the suffix, such a rename is not failed but held this many
+ *                      milliseconds before it is done: a writer killed meanwhile is killed in
+ *                      the middle of its save, its temporary written and not yet renamed.
  *
  * Running as root, permission tricks (a read-only directory) do not make writes fail; this
  * does, deterministically. */
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int rename(const char *oldpath, const char *newpath);
 int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
@@ -31,6 +35,17 @@ static int fault_errno(void)
             return (int)v;
     }
     return EIO;
+}
+
+/* FAULT_RENAME_DELAY_MS, or 0 when unset or not a number of 1 to 600000. */
+static long rename_delay_ms(void)
+{
+    const char *s = getenv("FAULT_RENAME_DELAY_MS");
+    if (!s || !*s)
+        return 0;
+    char *end;
+    long v = strtol(s, &end, 10);
+    return !*end && v > 0 && v <= 600000 ? v : 0;
 }
 
 static int should_fail(const char *target)
@@ -57,8 +72,14 @@ int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpa
 {
     typedef int (*renameat2_fn)(int, const char *, int, const char *, unsigned int);
     if (should_fail(newpath)) {
-        errno = fault_errno();
-        return -1;
+        long delay = rename_delay_ms();
+        if (!delay) {
+            errno = fault_errno();
+            return -1;
+        }
+        struct timespec ts = {delay / 1000, (delay % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
     }
     renameat2_fn real;
     /* POSIX's way to take a function from dlsym(): ISO C has no object-to-function cast */
