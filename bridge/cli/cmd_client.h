@@ -23,8 +23,8 @@ enum client_probe_state {
 struct client_probe {
     const struct mcp_server *server; /* the entry to connect (borrowed); NULL: none */
     enum client_probe_state state;
-    size_t n_tools;  /* READY */
-    char *message;   /* FAILED, LOGIN: why (owned; client_probe_release() frees) */
+    size_t n_tools; /* READY */
+    char *message;  /* FAILED, LOGIN: why (owned; client_probe_release() frees) */
 };
 
 /* Connects every probes[i].server of config (valid, enabled entries: the caller chooses), at

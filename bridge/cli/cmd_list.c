@@ -236,7 +236,8 @@ static const char list_help[] =
     "transport, command or URL (as written: ${VAR} references are not expanded), the file that\n"
     "defines it, and its status; under it, the credentials it needs and their state, never a\n"
     "value. Then the files that were considered (lowest priority first) and what was wrong\n"
-    "with any of them as a whole (not JSON, with line and column).\n"
+    "with any of them as a whole: the problems that leave their servers unused (not JSON,\n"
+    "with line and column) apart from the warnings (a setting ignored).\n"
     "\n"
     "STATUS: ok; disabled (\"disabled\": true: listed, never started); invalid (the entry\n"
     "cannot be used: why); missing (a ${NAME} does not resolve, a headersHelper or mcp-auth is\n"
@@ -297,7 +298,7 @@ static const char list_help_json[] =
     "                   \"headersHelper\": null|{\"program\", \"shell\": bool,\n"
     "                     \"path\": string|null}}}],\n"
     "                 \"files\": [{\"path\", \"exists\": bool}],\n"
-    "                 \"diagnostics\": [{\"source\", \"message\"}]}\n"
+    "                 \"diagnostics\": [{\"source\", \"message\", \"warning\": bool}]}\n"
     "\n"
     "Helpers: $CREDKIT_SECRETS and $CREDKIT_MCP_AUTH name them; else they are looked for next\n"
     "to mcp-bridge, then on PATH. One that is missing is shown under each server that needs it.\n"
@@ -591,6 +592,7 @@ int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
         struct json_object *o = json_object_new_object();
         cfg_jadd(&oom, o, "source", cfg_jstr(&oom, source_path(c, displays, d->source)));
         cfg_jadd(&oom, o, "message", cfg_jstr(&oom, d->message));
+        cfg_jadd(&oom, o, "warning", jbool(&oom, d->warning));
         cfg_jpush(&oom, diags, o);
     }
     cfg_jadd(&oom, root, "servers", servers);
@@ -730,6 +732,25 @@ static void print_file(const char *path, const char *import, bool exists)
     free(d);
 }
 
+/* The files' diagnostics of one kind under their heading: what leaves servers unused apart
+ * from what is only odd, so that a warning does not read as a server lost. */
+static void print_diags(const struct mcp_config *c, bool warnings, const char *heading)
+{
+    struct buf msg;
+    bool any = false;
+    buf_init(&msg, 64 * 1024);
+    for (size_t i = 0; i < mcp_config_diag_count(c); i++) {
+        const struct mcp_config_diag *d = mcp_config_diag_at(c, i);
+        if (d->warning != warnings)
+            continue;
+        if (!any)
+            printf("\n%s:\n", heading);
+        any = true;
+        printf("  %s\n", escaped(&msg, d->message));
+    }
+    buf_release(&msg);
+}
+
 int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep,
               const struct client_probe *probes)
 {
@@ -791,14 +812,8 @@ int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep,
         const char *p = mcp_config_import_file_at(c, i, &name, &exists);
         print_file(p, name ? name : "?", exists);
     }
-    if (mcp_config_diag_count(c) > 0) {
-        struct buf msg;
-        buf_init(&msg, 64 * 1024);
-        printf("\nproblems with files (their servers are not used):\n");
-        for (size_t i = 0; i < mcp_config_diag_count(c); i++)
-            printf("  %s\n", escaped(&msg, mcp_config_diag_at(c, i)->message));
-        buf_release(&msg);
-    }
+    print_diags(c, false, "problems with files (their servers are not used)");
+    print_diags(c, true, "warnings about files (their servers are used)");
     return r;
 }
 

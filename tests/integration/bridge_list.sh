@@ -90,3 +90,24 @@ assert_eq "$([ $(($(date +%s) - start)) -lt 10 ] && echo in-time || echo late)" 
 run 2 B list --connect-timeout 1s
 assert_contains "$ERR" "--connect-timeout goes with --check"
 run 2 B list --check --connect-timeout soon
+
+# ---- the files' problems apart from their warnings ----
+mkdir -p "$T_ROOT/xdg/mcp"
+printf '{"mcpServers": {"x": {"command": "sh"}},\n' >"$T_ROOT/xdg/mcp/mcp.json" # not JSON
+cat >"$T_ROOT/mcp.json" <<EOF2
+{"mcpServers": {"tiny": {"command": "node", "args": ["$TINY"]}},
+ "settings": 5, "claudePlugins": {}}
+EOF2
+XDG_CONFIG_HOME="$T_ROOT/xdg" run 0 B list
+L=$OUT
+P=$(sed -n '/^problems with files (their servers are not used):$/,/^$/p' <<<"$L")
+W=$(sed -n '/^warnings about files (their servers are used):$/,/^$/p' <<<"$L")
+assert_contains "$P" "xdg/mcp/mcp.json" "the file that is not JSON is a problem"
+assert_not_contains "$P" "claudePlugins" "a warning is not among the problems"
+assert_not_contains "$P" '"settings" must be an object' "a warning is not among the problems"
+assert_contains "$W" '"claudePlugins" is accepted and not applied' "the warnings"
+assert_contains "$W" '"settings" must be an object' "the warnings"
+assert_not_contains "$W" "xdg/mcp/mcp.json" "a problem is not among the warnings"
+XDG_CONFIG_HOME="$T_ROOT/xdg" run 0 B list --json
+assert_eq "$(json_get "$OUT" 'j.diagnostics.filter(d => d.warning).length')" 2 "two warnings"
+assert_eq "$(json_get "$OUT" 'j.diagnostics.filter(d => !d.warning).length')" 1 "one problem"
