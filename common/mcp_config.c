@@ -99,9 +99,9 @@ struct loader {
     struct strv problems; /* owns the candidates' problems */
 };
 
-static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...) _printf_(3, 4);
 /* Adds a diagnostic, once: a file imported by two layers is read twice. */
-static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...)
+static int vadd_diag(struct mcp_config *c, bool warning, const char *source, const char *fmt,
+                     va_list ap)
 {
     struct mcp_config_diag *d = realloc(c->diags, (c->n_diags + 1) * sizeof(*d));
     if (!d)
@@ -109,10 +109,8 @@ static int add_diag(struct mcp_config *c, const char *source, const char *fmt, .
     c->diags = d;
     d = &c->diags[c->n_diags];
     d->source = strdup(source);
-    va_list ap;
-    va_start(ap, fmt);
+    d->warning = warning;
     int k = vasprintf(&d->message, fmt, ap);
-    va_end(ap);
     if (k < 0)
         d->message = NULL;
     if (!d->source || !d->message) {
@@ -129,6 +127,29 @@ static int add_diag(struct mcp_config *c, const char *source, const char *fmt, .
         }
     c->n_diags++;
     return 0;
+}
+
+/* A problem that leaves servers unused (mcp_config_diag). */
+static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...) _printf_(3, 4);
+static int add_diag(struct mcp_config *c, const char *source, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vadd_diag(c, false, source, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* Something odd that leaves the file's servers in use. */
+static int add_warning(struct mcp_config *c, const char *source, const char *fmt, ...)
+    _printf_(3, 4);
+static int add_warning(struct mcp_config *c, const char *source, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vadd_diag(c, true, source, fmt, ap);
+    va_end(ap);
+    return r;
 }
 
 /* ---- which files ------------------------------------------------------------------------- */
@@ -292,19 +313,20 @@ static int read_settings(struct loader *L, struct layer *y)
     if (!st)
         return 0;
     if (!json_object_is_type(st, json_type_object))
-        return add_diag(L->c, y->display,
-                        "'%s': \"settings\" must be an object, not %s: the settings are ignored",
-                        y->display, mcp_field_type(st));
+        return add_warning(L->c, y->display,
+                           "'%s': \"settings\" must be an object, not %s: the settings are ignored",
+                           y->display, mcp_field_type(st));
     if (o->check_settings) {
         int r = o->check_settings(o->check_userdata, st, &le);
         if (r == -ENOMEM)
             return r;
         if (r < 0)
-            return add_diag(L->c, y->display, "'%s': %s: it is ignored", y->display, err_msg(&le));
+            return add_warning(L->c, y->display, "'%s': %s: it is ignored", y->display,
+                               err_msg(&le));
         /* accepted with warnings (credkit/mcp_field.h): one diagnostic each */
         for (const char *p = r > 0 ? le.msg : ""; *p; p += *p == '\n') {
             size_t n = strcspn(p, "\n");
-            if (add_diag(L->c, y->display, "'%s': %.*s", y->display, (int)n, p) < 0)
+            if (add_warning(L->c, y->display, "'%s': %.*s", y->display, (int)n, p) < 0)
                 return -ENOMEM;
             p += n;
         }
@@ -518,10 +540,10 @@ static int scan_root(struct loader *L, size_t idx, const struct json_dup *dups, 
     /* the pi adapter's Claude plugin bundles: accepted, not followed (a plugin's servers would
      * start commands no file of the layers names) */
     if (mcp_field_member(y->root, "claudePlugins") &&
-        add_diag(L->c, y->display,
-                 "'%s': \"claudePlugins\" is accepted and not applied: no plugin bundle is "
-                 "read; copy the servers of its .mcp.json into \"mcpServers\"",
-                 y->display) < 0)
+        add_warning(L->c, y->display,
+                    "'%s': \"claudePlugins\" is accepted and not applied: no plugin bundle is "
+                    "read; copy the servers of its .mcp.json into \"mcpServers\"",
+                    y->display) < 0)
         return oom(e);
     /* "servers" first, skipping what "mcpServers" of the same file defines */
     if (sv) {

@@ -2,8 +2,10 @@
 #include <errno.h>
 #include <pwd.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "credkit/path.h"
@@ -210,4 +212,55 @@ int path_agent_file(const char *name, char **ret, struct err *e)
 out:
     free(dir);
     return r;
+}
+
+/* Whether path (relative ones taken from cwd, when given) is an executable regular file. */
+static int is_program(const char *path, const char *cwd)
+{
+    char *full = NULL;
+    struct stat st;
+    bool yes;
+    if (cwd && path[0] != '/') {
+        full = path_join(cwd, path);
+        if (!full)
+            return -ENOMEM;
+    }
+    yes = stat(full ? full : path, &st) == 0 && S_ISREG(st.st_mode) &&
+          access(full ? full : path, X_OK) == 0;
+    free(full);
+    return yes;
+}
+
+int path_find_program(const char *prog, const char *cwd, char **ret)
+{
+    const char *p = getenv("PATH");
+    int r;
+    if (!*prog)
+        return -ENOENT;
+    if (strchr(prog, '/')) {
+        r = is_program(prog, cwd);
+        if (r <= 0)
+            return r < 0 ? r : -ENOENT;
+        *ret = strdup(prog);
+        return *ret ? 0 : -ENOMEM;
+    }
+    if (!p)
+        p = "/bin:/usr/bin"; /* what glibc's execvp() searches without PATH */
+    for (;;) {
+        size_t n = strcspn(p, ":");
+        char *full = NULL;
+        if (asprintf(&full, "%.*s/%s", (int)(n ? n : 1), n ? p : ".", prog) < 0)
+            return -ENOMEM;
+        r = is_program(full, cwd);
+        if (r > 0) {
+            *ret = full;
+            return 0;
+        }
+        free(full);
+        if (r < 0)
+            return r;
+        if (!p[n])
+            return -ENOENT;
+        p += n + 1;
+    }
 }

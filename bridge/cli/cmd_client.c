@@ -18,6 +18,7 @@
 #include "credkit/textsafe.h"
 
 #include "cli/cli.h"
+#include "cli/cmd_client.h"
 #include "config/server_config.h"
 #include "creds/cred_setup.h"
 #include "downstream/downstream.h"
@@ -114,13 +115,44 @@ struct client {
     bool started, finished;
     int status;
     struct stderr_tail tail; /* a stdio server's last stderr lines, quoted when it fails */
+    /* one of several probes on a shared loop (client_probe_run): the outcome goes there */
+    struct probe_set *set;
+    struct client_probe *probe;
+    bool done; /* the probe's upstream closed (or gave up closing): its slot is free */
 };
+
+static void probe_done(struct client *c);
+
+/* A probe's outcome, kept instead of printed. */
+static void probe_record(struct client *c, enum client_probe_state state, const char *message)
+{
+    if (c->probe->state != CLIENT_PROBE_NOT_RUN)
+        return;
+    c->probe->state = state;
+    if (message && !c->probe->message)
+        c->probe->message = strdup(message); /* NULL on ENOMEM: shown without a reason */
+}
+
+/* A failure: printed for test and call, kept for a probe. */
+static void client_failed(struct client *c, int error, const char *message)
+{
+    const char *m = message ? message : strerror(error < 0 ? -error : EIO);
+    if (c->set)
+        probe_record(c, error == CRED_LOGIN_REQUIRED ? CLIENT_PROBE_LOGIN : CLIENT_PROBE_FAILED, m);
+    else
+        log_error(c->log, "%s", m);
+}
 
 static void on_guard(struct loop_timer *t, void *userdata)
 {
     struct client *c = userdata;
     (void)t;
+    c->guard = NULL;
     log_warn(c->log, "server '%s' did not close in time: stopping it", c->server->name);
+    if (c->set) {
+        probe_done(c);
+        return;
+    }
     loop_quit(c->loop, 0);
 }
 
@@ -132,19 +164,20 @@ static void finish(struct client *c, int status)
     c->finished = true;
     c->status = status;
     /* a server that failed: what it said last, it often says why ("API_KEY is not set") */
-    if (status == BRIDGE_EXIT_FAILED)
+    if (status == BRIDGE_EXIT_FAILED && !c->set)
         stderr_tail_log(&c->tail, c->log, LOG_ERROR, c->server->name);
     upstream_list_cancel(c->list);
     c->list = NULL;
     upstream_call_cancel(c->call, "the client is closing");
     c->call = NULL;
     upstream_close(c->u);
-    if (upstream_state(c->u) == UPSTREAM_CLOSED) {
-        loop_quit(c->loop, 0);
-        return;
+    if (upstream_state(c->u) == UPSTREAM_CLOSED ||
+        loop_timer_add(c->loop, CLOSE_GRACE_MS, on_guard, c, &c->guard) < 0) {
+        if (c->set)
+            probe_done(c);
+        else
+            loop_quit(c->loop, 0);
     }
-    if (loop_timer_add(c->loop, CLOSE_GRACE_MS, on_guard, c, &c->guard) < 0)
-        loop_quit(c->loop, 0);
 }
 
 /* The exit status for an upstream failure: a sign-in that is needed (the provider's "login
@@ -257,13 +290,19 @@ static void on_tools(struct upstream *u, struct json_object *items, int error, c
     (void)u;
     c->list = NULL;
     if (error < 0) {
-        log_error(c->log, "'%s': cannot list the tools: %s", c->server->name,
-                  message ? message : strerror(-error));
+        if (c->set)
+            client_failed(c, error, message);
+        else
+            log_error(c->log, "'%s': cannot list the tools: %s", c->server->name,
+                      message ? message : strerror(-error));
         finish(c, failure_status(error));
         return;
     }
     int status = BRIDGE_EXIT_OK;
-    if (c->json) {
+    if (c->set) {
+        c->probe->n_tools = json_object_array_length(items);
+        probe_record(c, CLIENT_PROBE_READY, NULL);
+    } else if (c->json) {
         if (print_test_json(c, items) < 0) {
             log_error(c->log, "out of memory");
             status = BRIDGE_EXIT_FAILED;
@@ -282,15 +321,17 @@ static void start_test(struct client *c)
         /* a server without tools is no failure: say what it offers instead */
         struct json_object *empty = json_object_new_array();
         if (!empty) {
+            client_failed(c, -ENOMEM, NULL);
             finish(c, BRIDGE_EXIT_FAILED);
             return;
         }
-        log_info(c->log, "'%s' does not offer tools", c->server->name);
+        if (!c->set)
+            log_info(c->log, "'%s' does not offer tools", c->server->name);
         on_tools(c->u, empty, 0, NULL, c);
         return;
     }
     if (upstream_list(c->u, "tools/list", "tools", on_tools, c, &c->list) < 0) {
-        log_error(c->log, "out of memory");
+        client_failed(c, -ENOMEM, "out of memory");
         finish(c, BRIDGE_EXIT_FAILED);
     }
 }
@@ -514,11 +555,18 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         if (c->finished)
             return;
         /* with no_reconnect the upstream leaves saying why to us */
-        log_error(c->log, "%s", message ? message : strerror(error < 0 ? -error : EIO));
+        client_failed(c, error, message);
         finish(c, failure_status(error));
         return;
     case UPSTREAM_CLOSED:
-        loop_quit(c->loop, 0);
+        if (!c->set)
+            loop_quit(c->loop, 0);
+        else if (c->finished)
+            probe_done(c);
+        else {
+            client_failed(c, -EIO, "the connection ended without an answer");
+            finish(c, BRIDGE_EXIT_FAILED);
+        }
         return;
     default:
         return;
@@ -674,15 +722,16 @@ static void on_signal(int signo, void *userdata)
     finish(c, BRIDGE_EXIT_FAILED);
 }
 
+static const struct upstream_handler client_handler = {
+    .on_state = on_state,
+    .on_request = on_request,
+    .on_notification = on_notification,
+    .on_stderr = on_stderr,
+};
+
 /* Connects to target and runs the command on the loop. */
 static int client_run(struct client *c, const char *target, const struct args_globals *g)
 {
-    static const struct upstream_handler handler = {
-        .on_state = on_state,
-        .on_request = on_request,
-        .on_notification = on_notification,
-        .on_stderr = on_stderr,
-    };
     struct json_object *caps = NULL;
     struct mcp_config *config = NULL;
     struct err e = ERR_INIT;
@@ -730,7 +779,7 @@ static int client_run(struct client *c, const char *target, const struct args_gl
     };
     r = cred_setup_provider(&cs, config, c->server, &o.credentials, &e);
     if (r >= 0) {
-        r = upstream_new(&o, &handler, c, &c->u, &e);
+        r = upstream_new(&o, &client_handler, c, &c->u, &e);
         if (r < 0)
             cred_provider_free(o.credentials);
     }
@@ -758,6 +807,148 @@ out:
     json_object_put(caps);
     mcp_config_free(config);
     return c->status;
+}
+
+/* ---- probes: several servers connected once, on one loop (cmd_client.h) ---- */
+
+struct probe_set {
+    struct loop *loop;
+    struct log *log;
+    const struct args_globals *g;
+    const struct mcp_config *config;
+    struct json_object *caps;
+    struct client_probe *probes;
+    struct client **clients; /* one per probe, freed at the end */
+    size_t n, next, running, parallel;
+    int64_t connect_timeout_ms;
+};
+
+/* Starts probe i: its client, credentials and upstream; a failure to start is its outcome. */
+static void probe_start(struct probe_set *set, size_t i)
+{
+    struct client_probe *p = &set->probes[i];
+    struct err e = ERR_INIT;
+    struct client *c = calloc(1, sizeof(*c));
+    if (!c) {
+        p->state = CLIENT_PROBE_FAILED;
+        return;
+    }
+    *c = (struct client){.kind = CLIENT_TEST,
+                         .loop = set->loop,
+                         .log = set->log,
+                         .server = p->server,
+                         .connect_timeout_ms = set->connect_timeout_ms,
+                         .set = set,
+                         .probe = p};
+    set->clients[i] = c;
+    struct upstream_opts o = {
+        .loop = set->loop,
+        .log = set->log,
+        .server = p->server,
+        .client_capabilities = set->caps,
+        .connect_timeout_ms = set->connect_timeout_ms,
+        .no_reconnect = true,
+    };
+    struct server_settings st;
+    server_settings_get(set->config, &st);
+    o.request_timeout_ms = server_config_entry_request_ms(p->server, &st);
+    struct cred_setup cs = {.loop = set->loop, .log = set->log, .g = set->g, .config = set->config};
+    int r = cred_setup_provider(&cs, set->config, p->server, &o.credentials, &e);
+    if (r >= 0) {
+        r = upstream_new(&o, &client_handler, c, &c->u, &e);
+        if (r < 0)
+            cred_provider_free(o.credentials);
+    }
+    if (r < 0) {
+        c->done = c->finished = true;
+        probe_record(c, CLIENT_PROBE_FAILED, err_msg(&e));
+        return;
+    }
+    set->running++;
+    upstream_connect(c->u);
+}
+
+/* Fills the free slots; quits the loop when every probe is done. */
+static void probe_fill(struct probe_set *set)
+{
+    while (set->running < set->parallel && set->next < set->n) {
+        size_t i = set->next++;
+        if (set->probes[i].server)
+            probe_start(set, i);
+    }
+    if (set->running == 0)
+        loop_quit(set->loop, 0);
+}
+
+/* c's upstream is closed (or would not close): its slot goes to the next probe. */
+static void probe_done(struct client *c)
+{
+    if (c->done)
+        return;
+    c->done = true;
+    loop_timer_cancel(c->guard);
+    c->guard = NULL;
+    c->set->running--;
+    probe_fill(c->set);
+}
+
+static void on_probe_signal(int signo, void *userdata)
+{
+    struct probe_set *set = userdata;
+    log_error(set->log, "%s", signo == SIGINT ? "interrupted" : "terminated");
+    loop_quit(set->loop, 0);
+}
+
+int client_probe_run(const struct mcp_config *config, struct client_probe *probes, size_t n,
+                     size_t parallel, int64_t connect_timeout_ms, const struct args_globals *g,
+                     struct log *log)
+{
+    struct probe_set set = {.log = log,
+                            .g = g,
+                            .config = config,
+                            .probes = probes,
+                            .n = n,
+                            .parallel = parallel ? parallel : 1,
+                            .connect_timeout_ms = connect_timeout_ms};
+    int r = -ENOMEM;
+
+    set.clients = calloc(n ? n : 1, sizeof(*set.clients));
+    set.caps = json_tokener_parse("{\"roots\": {}, \"elicitation\": {\"form\": {}}}");
+    if (!set.clients || !set.caps)
+        goto out;
+    r = loop_new(&set.loop);
+    if (r >= 0)
+        r = loop_signal(set.loop, SIGINT, on_probe_signal, &set);
+    if (r >= 0)
+        r = loop_signal(set.loop, SIGTERM, on_probe_signal, &set);
+    if (r < 0)
+        goto out;
+    probe_fill(&set);
+    r = loop_run(set.loop);
+out:
+    for (size_t i = 0; set.clients && i < n; i++) {
+        struct client *c = set.clients[i];
+        if (!c)
+            continue;
+        /* an interrupted probe has no outcome: it is shown as not checked */
+        if (!c->finished && c->probe->state != CLIENT_PROBE_NOT_RUN)
+            c->probe->state = CLIENT_PROBE_NOT_RUN;
+        loop_timer_cancel(c->guard);
+        upstream_free(c->u);
+        free(c);
+    }
+    free(set.clients);
+    loop_free(set.loop);
+    json_object_put(set.caps);
+    return r < 0 ? r : 0;
+}
+
+void client_probe_release(struct client_probe *p)
+{
+    if (!p)
+        return;
+    free(p->message);
+    p->message = NULL;
 }
 
 /* The options of test and call (call alone takes --timeout). -EINVAL after a usage error

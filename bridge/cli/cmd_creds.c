@@ -14,6 +14,7 @@
 #include "credkit/helper_answer.h"
 #include "credkit/json.h"
 #include "credkit/mcp_template.h"
+#include "credkit/path.h"
 #include "credkit/secmem.h"
 #include "credkit/url.h"
 #include "credkit/util.h"
@@ -395,28 +396,10 @@ int cmd_creds_helper_program(const char *cmdline, char **ret, bool *ret_shell)
     return r;
 }
 
-static bool is_executable(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
-}
-
 char *cmd_creds_program_path(const char *prog)
 {
-    if (strchr(prog, '/'))
-        return is_executable(prog) ? strdup(prog) : NULL;
-    const char *p = getenv("PATH");
-    while (p && *p) {
-        size_t n = strcspn(p, ":");
-        char *full = NULL;
-        if (asprintf(&full, "%.*s/%s", (int)(n ? n : 1), n ? p : ".", prog) < 0)
-            return NULL;
-        if (is_executable(full))
-            return full;
-        free(full);
-        p += n + (p[n] == ':');
-    }
-    return NULL;
+    char *path = NULL;
+    return path_find_program(prog, NULL, &path) < 0 ? NULL : path;
 }
 
 static int server_helper(struct cmd_creds_server *cs)

@@ -21,6 +21,7 @@
 #include "credkit/util.h"
 
 #include "cli/cli.h"
+#include "cli/cmd_client.h"
 #include "cli/cmd_config.h"
 #include "cli/cmd_creds.h"
 #include "cli/cmd_list.h"
@@ -224,22 +225,28 @@ int list_lifecycle_text(const struct mcp_server *s, const struct server_settings
                       idle == 0 ? "never" : duration_format(idle, d, sizeof(d)));
 }
 
+#define LIST_CHECK_PARALLEL 8 /* --check: servers connected at once */
+
 /* ---- list -------------------------------------------------------------------------------- */
 
 static const char list_help[] =
-    "usage: mcp-bridge list [--json]\n"
+    "usage: mcp-bridge list [--json] [--check [--connect-timeout D]]\n"
     "\n"
     "Show every MCP server of the layered configuration, as the bridge sees it: name,\n"
     "transport, command or URL (as written: ${VAR} references are not expanded), the file that\n"
     "defines it, and its status; under it, the credentials it needs and their state, never a\n"
     "value. Then the files that were considered (lowest priority first) and what was wrong\n"
-    "with any of them as a whole (not JSON, with line and column).\n"
+    "with any of them as a whole: the problems that leave their servers unused (not JSON,\n"
+    "with line and column) apart from the warnings (a setting ignored).\n"
     "\n"
     "STATUS: ok; disabled (\"disabled\": true: listed, never started); invalid (the entry\n"
     "cannot be used: why); missing (a ${NAME} does not resolve, a headersHelper or mcp-auth is\n"
     "not there); login (OAuth: sign in with the command shown); untrusted (an entry of the\n"
     "project's files, not used until approved: run mcp-bridge trust; also when it changed\n"
-    "since it was approved).\n"
+    "since it was approved); not installed (a stdio command not found as the bridge would\n"
+    "look for it: on PATH, or the path given). list alone connects to nothing.\n"
+    "With --check: ready (connected, with its tool count), failed (why), sign-in required\n"
+    "(the command that signs in).\n"
     "SOURCE: the file, and \"(import NAME)\" for an entry an \"imports\" list brought in; under\n"
     "the entry, \"shadows:\" names the entries of the same name it won over (lower layers,\n"
     "imports), and \"warning:\" what is odd in it without making it invalid (an unknown key).\n"
@@ -261,7 +268,11 @@ static const char list_help_json[] =
     "the working directory. A higher layer replaces a whole entry of the same name; a layer's\n"
     "own entries win over those it imports.\n"
     "\n"
-    "  --json        one JSON object for programs (paths absolute, every key always present):\n"
+    "  --check       connect every server that would be used, as 'mcp-bridge test' does, at\n"
+    "                most 8 at once on one event loop, and list its tools\n"
+    "  --connect-timeout D  with --check: how long each may take to connect (default 15s)\n"
+    "  --json        one JSON object for programs (paths absolute, every key always present;\n"
+    "                \"check\" only with --check):\n"
     "                {\"servers\": [{\"name\", \"transport\": \"stdio\"|\"http\"|\"sse\",\n"
     "                  \"command\": string|null, \"args\": [string], \"url\": string|null,\n"
     "                  \"source\": path, \"layer\": \"bundled\"|\"shared\"|\"user\"|\"project\",\n"
@@ -272,7 +283,10 @@ static const char list_help_json[] =
     "                  \"toolPrefix\", \"includeTools\", \"excludeTools\", \"requestTimeoutMs\",\n"
     "                  \"valid\": bool, \"error\": string|null, \"missingVariables\": [string],\n"
     "                  \"status\": \"ok\"|\"disabled\"|\"invalid\"|\"missing\"|\"login\"|\n"
-    "                    \"untrusted\",\n"
+    "                    \"untrusted\"|\"not-installed\"|\"ready\"|\"failed\"|\n"
+    "                    \"sign-in-required\",\n"
+    "                  \"check\": null|{\"state\", \"tools\": number|null,\n"
+    "                    \"error\": string|null},\n"
     "                  \"trust\": \"trusted\"|\"approved\"|\"untrusted\"|\"changed\",\n"
     "                  \"credentials\": {\"variables\": [{\"name\", \"resolved\": bool,\n"
     "                     \"source\": string|null, \"expiresAt\": number|null,\n"
@@ -284,7 +298,7 @@ static const char list_help_json[] =
     "                   \"headersHelper\": null|{\"program\", \"shell\": bool,\n"
     "                     \"path\": string|null}}}],\n"
     "                 \"files\": [{\"path\", \"exists\": bool}],\n"
-    "                 \"diagnostics\": [{\"source\", \"message\"}]}\n"
+    "                 \"diagnostics\": [{\"source\", \"message\", \"warning\": bool}]}\n"
     "\n"
     "Helpers: $CREDKIT_SECRETS and $CREDKIT_MCP_AUTH name them; else they are looked for next\n"
     "to mcp-bridge, then on PATH. One that is missing is shown under each server that needs it.\n"
@@ -326,14 +340,79 @@ static bool untrusted(enum mcp_trust t)
     return t == MCP_TRUST_UNTRUSTED || t == MCP_TRUST_CHANGED;
 }
 
-/* The STATUS of an entry. Static. */
-static const char *entry_status(const struct cmd_creds_server *cs, enum mcp_trust t)
+/* Whether a valid stdio entry's command is not where the bridge's spawn would look for it
+ * (path_find_program(): execvp's lookup, from the entry's "cwd" when that has no ${VAR}). A
+ * command that holds a ${VAR} cannot be told: it counts as found. */
+static bool entry_not_installed(const struct mcp_server *s)
+{
+    char *p = NULL;
+    if (s->error || s->transport != MCP_TRANSPORT_STDIO || !s->command || strchr(s->command, '$'))
+        return false;
+    int r = path_find_program(s->command, s->cwd && !strchr(s->cwd, '$') ? s->cwd : NULL, &p);
+    free(p);
+    return r == -ENOENT;
+}
+
+/* The STATUS of an entry, as the text shows it (the JSON's word has '-' for each space);
+ * probe: what --check found, NULL without it. Static. */
+static const char *entry_status(const struct cmd_creds_server *cs, enum mcp_trust t,
+                                const struct client_probe *probe)
 {
     if (untrusted(t))
         return "untrusted";
     if (cs->server->error)
         return "invalid";
-    return cs->server->disabled ? "disabled" : cmd_creds_server_status(cs);
+    if (cs->server->disabled)
+        return "disabled";
+    /* what was connected is the truth; else what the credentials are, then the program */
+    switch (probe ? probe->state : CLIENT_PROBE_NOT_RUN) {
+    case CLIENT_PROBE_READY:
+        return "ready";
+    case CLIENT_PROBE_FAILED:
+        return "failed";
+    case CLIENT_PROBE_LOGIN:
+        return "sign-in required";
+    case CLIENT_PROBE_NOT_RUN:
+        break;
+    }
+    const char *creds = cmd_creds_server_status(cs);
+    if (strcmp(creds, "ok") == 0 && entry_not_installed(cs->server))
+        return "not installed";
+    return creds;
+}
+
+/* The JSON word of a STATUS: "not installed" -> "not-installed". */
+static struct json_object *json_status(bool *oom, const char *text)
+{
+    char w[32];
+    size_t n = strlen(text) < sizeof(w) - 1 ? strlen(text) : sizeof(w) - 1;
+    for (size_t i = 0; i < n; i++)
+        w[i] = text[i] == ' ' ? '-' : text[i];
+    w[n] = '\0';
+    return cfg_jstr(oom, w);
+}
+
+/* What --check found, null when it did not connect the entry. */
+static struct json_object *json_check(bool *oom, const struct client_probe *p)
+{
+    static const char *const states[] = {
+        [CLIENT_PROBE_READY] = "ready",
+        [CLIENT_PROBE_FAILED] = "failed",
+        [CLIENT_PROBE_LOGIN] = "sign-in-required",
+    };
+    if (!p || p->state == CLIENT_PROBE_NOT_RUN)
+        return NULL;
+    struct json_object *o = json_object_new_object();
+    if (!o)
+        *oom = true;
+    struct json_object *tools =
+        p->state == CLIENT_PROBE_READY ? json_object_new_int64((int64_t)p->n_tools) : NULL;
+    if (p->state == CLIENT_PROBE_READY && !tools)
+        *oom = true;
+    cfg_jadd(oom, o, "state", cfg_jstr(oom, states[p->state]));
+    cfg_jadd(oom, o, "tools", tools);
+    cfg_jadd(oom, o, "error", cfg_jstr(oom, p->state == CLIENT_PROBE_READY ? NULL : p->message));
+    return o;
 }
 
 static struct json_object *jint_or_null(bool *oom, int64_t v)
@@ -448,7 +527,7 @@ static void json_lifecycle(bool *oom, struct json_object *o, const struct mcp_se
 }
 
 int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
-              const struct strv *displays)
+              const struct strv *displays, const struct client_probe *probes)
 {
     struct server_settings st;
     server_settings_get(c, &st);
@@ -481,7 +560,11 @@ int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
         cfg_jadd(&oom, o, "valid", json_object_new_boolean(!s->error));
         cfg_jadd(&oom, o, "error", cfg_jstr(&oom, s->error));
         cfg_jadd(&oom, o, "missingVariables", json_missing(&oom, cs));
-        cfg_jadd(&oom, o, "status", cfg_jstr(&oom, entry_status(cs, mcp_config_trust_at(c, i))));
+        const struct client_probe *p = probes ? &probes[i] : NULL;
+        cfg_jadd(&oom, o, "status",
+                 json_status(&oom, entry_status(cs, mcp_config_trust_at(c, i), p)));
+        if (probes) /* the key set without --check stays what programs already read */
+            cfg_jadd(&oom, o, "check", json_check(&oom, p));
         cfg_jadd(&oom, o, "trust", cfg_jstr(&oom, mcp_trust_name(mcp_config_trust_at(c, i))));
         cfg_jadd(&oom, o, "credentials", json_credentials(&oom, cs));
         cfg_jpush(&oom, servers, o);
@@ -509,6 +592,7 @@ int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
         struct json_object *o = json_object_new_object();
         cfg_jadd(&oom, o, "source", cfg_jstr(&oom, source_path(c, displays, d->source)));
         cfg_jadd(&oom, o, "message", cfg_jstr(&oom, d->message));
+        cfg_jadd(&oom, o, "warning", jbool(&oom, d->warning));
         cfg_jpush(&oom, diags, o);
     }
     cfg_jadd(&oom, root, "servers", servers);
@@ -533,8 +617,8 @@ static void print_origin_details(const struct mcp_server *s, struct buf *line)
 }
 
 /* The lines under an entry: why it is invalid, or the state of each credential it needs. */
-static int print_details(const struct cmd_creds_server *cs, enum mcp_trust t, int64_t now,
-                         struct buf *line)
+static int print_details(const struct cmd_creds_server *cs, enum mcp_trust t,
+                         const struct client_probe *probe, int64_t now, struct buf *line)
 {
     int r = 0;
     print_origin_details(cs->server, line);
@@ -549,6 +633,16 @@ static int print_details(const struct cmd_creds_server *cs, enum mcp_trust t, in
     }
     if (cs->server->disabled)
         return 0; /* never started: what it would need is not its state */
+    if (entry_not_installed(cs->server))
+        printf("    not installed: '%s' %s\n", escaped(line, cs->server->command),
+               strchr(cs->server->command, '/') ? "is not there or not executable"
+                                                : "is not found on PATH");
+    if (probe && probe->state == CLIENT_PROBE_READY)
+        printf("    check: ready, %zu tool%s\n", probe->n_tools, probe->n_tools == 1 ? "" : "s");
+    else if (probe && probe->state != CLIENT_PROBE_NOT_RUN)
+        printf("    check: %s: %s\n",
+               probe->state == CLIENT_PROBE_LOGIN ? "sign-in required" : "failed",
+               escaped(line, probe->message ? probe->message : "out of memory"));
     /* the helpers' answers quote their own errors: escaped as the rest */
     struct buf shown;
     buf_init(&shown, 2 * line->max + 64);
@@ -638,9 +732,29 @@ static void print_file(const char *path, const char *import, bool exists)
     free(d);
 }
 
-int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep)
+/* The files' diagnostics of one kind under their heading: what leaves servers unused apart
+ * from what is only odd, so that a warning does not read as a server lost. */
+static void print_diags(const struct mcp_config *c, bool warnings, const char *heading)
 {
-    size_t n = mcp_config_count(c), w_name = 4, w_src = 6, w_life = 9;
+    struct buf msg;
+    bool any = false;
+    buf_init(&msg, 64 * 1024);
+    for (size_t i = 0; i < mcp_config_diag_count(c); i++) {
+        const struct mcp_config_diag *d = mcp_config_diag_at(c, i);
+        if (d->warning != warnings)
+            continue;
+        if (!any)
+            printf("\n%s:\n", heading);
+        any = true;
+        printf("  %s\n", escaped(&msg, d->message));
+    }
+    buf_release(&msg);
+}
+
+int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep,
+              const struct client_probe *probes)
+{
+    size_t n = mcp_config_count(c), w_name = 4, w_src = 6, w_life = 9, w_status = 9;
     int64_t now = (int64_t)time(NULL);
     struct server_settings st;
     struct list_row row;
@@ -654,6 +768,9 @@ int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep)
         w_name = row.name.len > w_name ? row.name.len : w_name;
         w_src = row.origin.len > w_src ? row.origin.len : w_src;
         w_life = row.lifecycle.len > w_life ? row.lifecycle.len : w_life;
+        size_t k = strlen(entry_status(cmd_creds_report_at(rep, i), mcp_config_trust_at(c, i),
+                                       probes ? &probes[i] : NULL));
+        w_status = k > w_status ? k : w_status;
     }
     /* one long name or path overflows its own row, not the alignment of every other one */
     w_name = w_name > LIST_COLUMN_MAX ? LIST_COLUMN_MAX : w_name;
@@ -661,8 +778,9 @@ int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep)
     if (n == 0)
         printf("no MCP servers configured: add one with 'mcp-bridge add'\n");
     else
-        printf("%-*s  %-9s  %-9s  %-*s  %-*s  %s\n", (int)w_name, "NAME", "TRANSPORT", "STATUS",
-               (int)w_life, "LIFECYCLE", (int)w_src, "SOURCE", "COMMAND OR URL");
+        printf("%-*s  %-9s  %-*s  %-*s  %-*s  %s\n", (int)w_name, "NAME", "TRANSPORT",
+               (int)w_status, "STATUS", (int)w_life, "LIFECYCLE", (int)w_src, "SOURCE",
+               "COMMAND OR URL");
     buf_init(&line, 64 * 1024);
     for (size_t i = 0; i < n && r >= 0; i++) {
         const struct cmd_creds_server *cs = cmd_creds_report_at(rep, i);
@@ -671,10 +789,11 @@ int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep)
         if (r < 0)
             break;
         enum mcp_trust t = mcp_config_trust_at(c, i);
-        printf("%-*s  %-9s  %-9s  %-*s  %-*s  %s\n", (int)w_name, buf_str(&row.name),
-               view_transport(s), entry_status(cs, t), (int)w_life, buf_str(&row.lifecycle),
-               (int)w_src, buf_str(&row.origin), buf_str(&row.target));
-        r = print_details(cs, t, now, &line);
+        const struct client_probe *p = probes ? &probes[i] : NULL;
+        printf("%-*s  %-9s  %-*s  %-*s  %-*s  %s\n", (int)w_name, buf_str(&row.name),
+               view_transport(s), (int)w_status, entry_status(cs, t, p), (int)w_life,
+               buf_str(&row.lifecycle), (int)w_src, buf_str(&row.origin), buf_str(&row.target));
+        r = print_details(cs, t, p, now, &line);
     }
     list_row_release(&row);
     buf_release(&line);
@@ -693,24 +812,54 @@ int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep)
         const char *p = mcp_config_import_file_at(c, i, &name, &exists);
         print_file(p, name ? name : "?", exists);
     }
-    if (mcp_config_diag_count(c) > 0) {
-        struct buf msg;
-        buf_init(&msg, 64 * 1024);
-        printf("\nproblems with files (their servers are not used):\n");
-        for (size_t i = 0; i < mcp_config_diag_count(c); i++)
-            printf("  %s\n", escaped(&msg, mcp_config_diag_at(c, i)->message));
-        buf_release(&msg);
-    }
+    print_diags(c, false, "problems with files (their servers are not used)");
+    print_diags(c, true, "warnings about files (their servers are used)");
     return r;
+}
+
+/* --check: connects every entry that would be started (valid, enabled, trusted, its command
+ * found) as `mcp-bridge test` does, LIST_CHECK_PARALLEL at once on one loop. *ret: one probe
+ * per entry of c, the caller's to release and free. */
+static int list_check(const struct mcp_config *c, const struct cmd_creds_report *rep,
+                      int64_t connect_timeout_ms, const struct args_globals *g, struct log *log,
+                      struct client_probe **ret)
+{
+    size_t n = mcp_config_count(c);
+    struct client_probe *probes = calloc(n ? n : 1, sizeof(*probes));
+    if (!probes)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const struct mcp_server *s = cmd_creds_report_at(rep, i)->server;
+        if (!s->error && !s->disabled && !untrusted(mcp_config_trust_at(c, i)) &&
+            !entry_not_installed(s))
+            probes[i].server = s;
+    }
+    int r = client_probe_run(c, probes, n, LIST_CHECK_PARALLEL, connect_timeout_ms, g, log);
+    if (r < 0) {
+        for (size_t i = 0; i < n; i++)
+            client_probe_release(&probes[i]);
+        free(probes);
+        return r;
+    }
+    *ret = probes;
+    return 0;
 }
 
 int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+    enum { OPT_CONNECT_TIMEOUT = 256 };
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"check", no_argument, NULL, 'c'},
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {0},
+    };
     struct mcp_config *c = NULL;
     struct cmd_creds_report *rep = NULL;
+    struct client_probe *probes = NULL;
     struct strv displays = STRV_INIT;
-    bool json = false;
+    bool json = false, check = false, timeout_given = false;
+    int64_t connect_timeout_ms = 0; /* the upstream's default, 15 s, as test's */
     int opt, r, status = BRIDGE_EXIT_FAILED;
 
     if (args_wants_help(argc, argv)) {
@@ -720,12 +869,22 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
     }
     optind = 0;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (opt != 'j')
+        if (opt == 'j') {
+            json = true;
+        } else if (opt == 'c') {
+            check = true;
+        } else if (opt == OPT_CONNECT_TIMEOUT) {
+            if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
+                return BRIDGE_EXIT_USAGE;
+            timeout_given = true;
+        } else {
             return cfg_usage_error(log, "list", "unknown option");
-        json = true;
+        }
     }
     if (optind != argc)
         return cfg_usage_error(log, "list", "list takes no arguments");
+    if (timeout_given && !check)
+        return cfg_usage_error(log, "list", "--connect-timeout goes with --check");
 
     /* the problems with files are part of the report: not warnings printed on top of it */
     c = cfg_load_quietly(g, log);
@@ -742,7 +901,14 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
         log_error(log, "cannot check the credentials: %s", strerror(-r));
         goto out;
     }
-    r = json ? list_json(c, rep, &displays) : list_text(c, rep);
+    if (check) {
+        r = list_check(c, rep, connect_timeout_ms, g, log, &probes);
+        if (r < 0) {
+            log_error(log, "cannot check the servers: %s", strerror(-r));
+            goto out;
+        }
+    }
+    r = json ? list_json(c, rep, &displays, probes) : list_text(c, rep, probes);
     if (r < 0) {
         log_error(log, "cannot print the list: %s", strerror(-r));
         goto out;
@@ -753,6 +919,9 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
     }
     status = BRIDGE_EXIT_OK;
 out:
+    for (size_t i = 0; probes && i < mcp_config_count(c); i++)
+        client_probe_release(&probes[i]);
+    free(probes);
     strv_release(&displays);
     cmd_creds_report_free(rep);
     mcp_config_free(c);

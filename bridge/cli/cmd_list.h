@@ -10,6 +10,7 @@
 #include "credkit/mcp_config.h"
 #include "credkit/strv.h"
 
+#include "cli/cmd_client.h"
 #include "cli/cmd_creds.h"
 #include "config/server_config.h"
 
@@ -25,7 +26,9 @@ int list_lifecycle_text(const struct mcp_server *s, const struct server_settings
 
 /* The report on stdout: the table, the details of each entry, the files, the problems with
  * files (text), or one JSON object (displays: list_file_displays() of c). rep: the
- * credentials of c's entries. -ENOMEM (-E2BIG). */
-int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep) _must_check_;
+ * credentials of c's entries; probes: what --check found, one per entry of c (NULL: not
+ * checked). -ENOMEM (-E2BIG). */
+int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep,
+              const struct client_probe *probes) _must_check_;
 int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
-              const struct strv *displays) _must_check_;
+              const struct strv *displays, const struct client_probe *probes) _must_check_;

@@ -84,10 +84,12 @@ struct mcp_config_opts {
 };
 
 /* A problem with a whole file (not JSON, root not an object, unreadable), or a note about one of
- * its entries that is not used (skipped: it runs the bridge itself). */
+ * its entries that is not used (skipped: it runs the bridge itself); or, warning set, something
+ * odd in a file that leaves its servers in use (a setting ignored, "claudePlugins"). */
 struct mcp_config_diag {
     char *source; /* display path */
     char *message;
+    bool warning; /* the file's servers are used all the same */
 };
 
 struct mcp_config;

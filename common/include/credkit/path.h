@@ -25,3 +25,11 @@ char *path_display(const char *path);
 
 /* The directory part of path ("." when there is none). Caller frees; NULL on ENOMEM. */
 char *path_dirname(const char *path);
+
+/* Where exec finds prog, as execvp() looks for it: prog itself when it holds a '/', else the
+ * first directory of $PATH (/bin:/usr/bin when PATH is unset; an empty element is the working
+ * directory) that holds it; an executable regular file either way. A relative path found is
+ * taken from cwd when cwd is given (the directory the program is started in). *ret: the path
+ * as found (relative ones as written, not joined with cwd); caller frees. -ENOENT when there is
+ * none, -ENOMEM. */
+int path_find_program(const char *prog, const char *cwd, char **ret) _must_check_;

@@ -95,12 +95,12 @@ static char *captured(int (*fn)(const struct mcp_config *, const struct cmd_cred
 static int run_text(const struct mcp_config *c, const struct cmd_creds_report *rep, void *arg)
 {
     (void)arg;
-    return list_text(c, rep);
+    return list_text(c, rep, NULL);
 }
 
 static int run_json(const struct mcp_config *c, const struct cmd_creds_report *rep, void *arg)
 {
-    return list_json(c, rep, arg);
+    return list_json(c, rep, arg, NULL);
 }
 
 /* The line of out that starts with prefix (a copy, without its end), or NULL. */
@@ -120,8 +120,9 @@ static char *line_of(const char *out, const char *prefix)
 
 static struct mcp_config *fixture(void)
 {
+    /* 'sh' is on PATH: a command that is not makes the status "not installed" */
     struct mcp_config *c = load("{'mcpServers': {"
-                                " 'plain': {'command': 'srv'},"
+                                " 'plain': {'command': 'sh'},"
                                 " 'off': {'command': 'srv', 'disabled': true},"
                                 " 'eager': {'command': 'srv', 'lifecycle': 'eager'},"
                                 " 'kept': {'command': 'srv', 'lifecycle': 'keep-alive'},"
@@ -281,4 +282,142 @@ static void test_hostile(void)
     mcp_config_free(c);
 }
 
-TESTS_MAIN(test_text, test_idle, test_json, test_hostile)
+/* list --check's outcomes, one per entry */
+static struct client_probe *check_probes;
+
+static int run_text_checked(const struct mcp_config *c, const struct cmd_creds_report *rep,
+                            void *arg)
+{
+    (void)arg;
+    return list_text(c, rep, check_probes);
+}
+
+static int run_json_checked(const struct mcp_config *c, const struct cmd_creds_report *rep,
+                            void *arg)
+{
+    return list_json(c, rep, arg, check_probes);
+}
+
+static size_t index_of(const struct mcp_config *c, const char *name)
+{
+    for (size_t i = 0; i < mcp_config_count(c); i++)
+        if (strcmp(mcp_config_at(c, i)->name, name) == 0)
+            return i;
+    CHECK(!"no such entry");
+    return 0;
+}
+
+static struct json_object *server_json(struct json_object *root, const char *name)
+{
+    struct json_object *a = json_get_array(root, "servers");
+    for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+        struct json_object *o = json_object_array_get_idx(a, i);
+        if (strcmp(json_get_string(o, "name"), name) == 0)
+            return o;
+    }
+    CHECK(!"no such server in the JSON");
+    return NULL;
+}
+
+/* STATUS says what was checked: a command not found, then what --check found */
+static void test_status(void)
+{
+    setenv("CREDKIT_SECRETS", "/nonexistent/secrets", 1);
+    setenv("CREDKIT_MCP_AUTH", "/nonexistent/mcp-auth", 1);
+    struct mcp_config *c = load("{'mcpServers': {"
+                                " 'found': {'command': 'sh'},"
+                                " 'gone': {'command': 'no-such-program-xyz'},"
+                                " 'gonepath': {'command': '/nonexistent/bin/srv'},"
+                                " 'off': {'command': 'no-such-program-xyz', 'disabled': true},"
+                                " 'web': {'url': 'http://127.0.0.1:9/mcp'}}}");
+    struct mcp_server *off = entry(c, "off");
+    off->disabled = true;
+    struct cmd_creds_report *rep = NULL;
+    struct strv displays = STRV_INIT;
+    CHECK_INT(cmd_creds_report_new(c, NULL, &rep), 0);
+    CHECK_INT(list_file_displays(c, &displays), 0);
+
+    char *out = captured(run_text, c, rep, NULL);
+    const char *l = line_of(out, "found ");
+    CHECK(l && strstr(l, " ok "));
+    l = line_of(out, "gone ");
+    CHECK(l && strstr(l, " not installed "));
+    CHECK(strstr(out, "    not installed: 'no-such-program-xyz' is not found on PATH\n") != NULL);
+    l = line_of(out, "gonepath ");
+    CHECK(l && strstr(l, " not installed "));
+    CHECK(
+        strstr(out, "    not installed: '/nonexistent/bin/srv' is not there or not executable\n"));
+    l = line_of(out, "off ");
+    CHECK(l && strstr(l, " disabled ")); /* never started: what it would run is not its state */
+    l = line_of(out, "web ");
+    CHECK(l && strstr(l, " ok "));
+    CHECK(!strstr(out, "check:"));
+    free(out);
+
+    out = captured(run_json, c, rep, &displays);
+    struct json_object *root = json_tokener_parse(out), *v = NULL;
+    CHECK(root != NULL);
+    CHECK_STR(json_get_string(server_json(root, "gone"), "status"), "not-installed");
+    CHECK_STR(json_get_string(server_json(root, "found"), "status"), "ok");
+    CHECK(!json_object_object_get_ex(server_json(root, "found"), "check", &v));
+    json_object_put(root);
+    free(out);
+
+    /* --check: ready with the tool count, failed with the reason, sign-in with the command */
+    check_probes = calloc(mcp_config_count(c), sizeof(*check_probes));
+    struct client_probe *p = &check_probes[index_of(c, "found")];
+    p->state = CLIENT_PROBE_READY;
+    p->n_tools = 3;
+    p = &check_probes[index_of(c, "web")];
+    p->state = CLIENT_PROBE_FAILED;
+    p->message = strdup("server 'web': initialize failed: connection refused");
+    out = captured(run_text_checked, c, rep, NULL);
+    l = line_of(out, "found ");
+    CHECK(l && strstr(l, " ready "));
+    CHECK(strstr(out, "    check: ready, 3 tools\n") != NULL);
+    l = line_of(out, "web ");
+    CHECK(l && strstr(l, " failed "));
+    CHECK(strstr(out, "    check: failed: server 'web': initialize failed: connection refused\n"));
+    l = line_of(out, "gone ");
+    CHECK(l && strstr(l, " not installed "));
+    free(out);
+
+    client_probe_release(p);
+    p->state = CLIENT_PROBE_LOGIN;
+    p->message = strdup("server 'web' needs a sign-in: run mcp-auth web");
+    out = captured(run_text_checked, c, rep, NULL);
+    l = line_of(out, "web ");
+    CHECK(l && strstr(l, " sign-in required "));
+    CHECK(strstr(out, "    check: sign-in required: server 'web' needs a sign-in: run mcp-auth "
+                      "web\n") != NULL);
+    free(out);
+
+    out = captured(run_json_checked, c, rep, &displays);
+    root = json_tokener_parse(out);
+    CHECK(root != NULL);
+    struct json_object *o = server_json(root, "found"), *chk = NULL;
+    CHECK_STR(json_get_string(o, "status"), "ready");
+    CHECK(json_object_object_get_ex(o, "check", &chk) && chk);
+    CHECK_STR(json_get_string(chk, "state"), "ready");
+    CHECK(json_object_object_get_ex(chk, "tools", &v) && json_object_get_int64(v) == 3);
+    o = server_json(root, "web");
+    CHECK_STR(json_get_string(o, "status"), "sign-in-required");
+    CHECK(json_object_object_get_ex(o, "check", &chk) && chk);
+    CHECK_STR(json_get_string(chk, "state"), "sign-in-required");
+    CHECK_STR(json_get_string(chk, "error"), "server 'web' needs a sign-in: run mcp-auth web");
+    o = server_json(root, "gone");
+    CHECK_STR(json_get_string(o, "status"), "not-installed");
+    CHECK(json_object_object_get_ex(o, "check", &chk) && chk == NULL);
+    json_object_put(root);
+    free(out);
+
+    for (size_t i = 0; i < mcp_config_count(c); i++)
+        client_probe_release(&check_probes[i]);
+    free(check_probes);
+    check_probes = NULL;
+    strv_release(&displays);
+    cmd_creds_report_free(rep);
+    mcp_config_free(c);
+}
+
+TESTS_MAIN(test_text, test_idle, test_json, test_hostile, test_status)

@@ -1,7 +1,11 @@
 /* test_path.c - agent directory resolution, display paths, joins */
+#include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "credkit/path.h"
@@ -168,5 +172,88 @@ static void test_join_dirname(void)
     check_dirname("//a", "/");
 }
 
+/* A file of mode m in dir. */
+static void make_file(const char *dir, const char *name, mode_t m)
+{
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, m);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    CHECK_INT(chmod(p, m), 0);
+}
+
+static void check_found(const char *prog, const char *cwd, const char *want)
+{
+    char *got = NULL;
+    int r = path_find_program(prog, cwd, &got);
+    if (!want) {
+        CHECK_INT(r, -ENOENT);
+        CHECK(got == NULL);
+        return;
+    }
+    CHECK_INT(r, 0);
+    CHECK_STR(got, want);
+    free(got);
+}
+
+/* the lookup the bridge's spawn (execvp) makes, for `list` to say what is not installed */
+static void test_find_program(void)
+{
+    const char *t = tests_tmpdir();
+    char a[4200], b[4200], want[4300], *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+    snprintf(a, sizeof(a), "%s/a", t);
+    snprintf(b, sizeof(b), "%s/b", t);
+    CHECK_INT(mkdir(a, 0700), 0);
+    CHECK_INT(mkdir(b, 0700), 0);
+    make_file(a, "tool", 0755);
+    make_file(b, "tool", 0755);
+    make_file(a, "plain", 0644); /* not executable: exec would not run it */
+    make_file(b, "plain", 0755);
+    char sub[4300];
+    snprintf(sub, sizeof(sub), "%s/dir", a); /* a directory is no program */
+    CHECK_INT(mkdir(sub, 0700), 0);
+
+    char path[9000];
+    snprintf(path, sizeof(path), "%s:%s", a, b);
+    setenv("PATH", path, 1);
+    snprintf(want, sizeof(want), "%s/tool", a); /* the first directory wins */
+    check_found("tool", NULL, want);
+    snprintf(want, sizeof(want), "%s/plain", b); /* a non-executable one is passed over */
+    check_found("plain", NULL, want);
+    check_found("dir", NULL, NULL);
+    check_found("no-such-program-xyz", NULL, NULL);
+    check_found("", NULL, NULL);
+
+    /* a path is taken as it is, relative ones from cwd */
+    snprintf(want, sizeof(want), "%s/tool", b);
+    check_found(want, NULL, want);
+    snprintf(want, sizeof(want), "%s/plain", a);
+    check_found(want, NULL, NULL);
+    check_found("./tool", a, "./tool");
+    check_found("a/tool", t, "a/tool");
+    check_found("./tool", t, NULL);
+    check_found("/nonexistent/tool", NULL, NULL);
+
+    /* an empty element of PATH is the directory the program starts in */
+    setenv("PATH", "/nonexistent-dir:", 1);
+    check_found("plain", a, NULL);
+    check_found("tool", a, "./tool");
+    snprintf(path, sizeof(path), ":%s", b);
+    setenv("PATH", path, 1);
+    check_found("tool", a, "./tool");
+    snprintf(want, sizeof(want), "%s/plain", b);
+    check_found("plain", a, want);
+    setenv("PATH", "/nonexistent-dir", 1);
+    check_found("sh", NULL, NULL);
+
+    if (old)
+        setenv("PATH", old, 1);
+    else
+        unsetenv("PATH");
+    free(old);
+}
+
 TESTS_MAIN(test_agent_dir_override, test_agent_dir_home_fallback, test_agent_dir_relative,
-           test_display, test_join_dirname)
+           test_display, test_join_dirname, test_find_program)
