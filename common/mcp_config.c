@@ -101,6 +101,8 @@ struct loader {
 
 /* Adds a diagnostic, once: a file imported by two layers is read twice. */
 static int vadd_diag(struct mcp_config *c, bool warning, const char *source, const char *fmt,
+                     va_list ap) _printf_(4, 0);
+static int vadd_diag(struct mcp_config *c, bool warning, const char *source, const char *fmt,
                      va_list ap)
 {
     struct mcp_config_diag *d = realloc(c->diags, (c->n_diags + 1) * sizeof(*d));

@@ -303,7 +303,7 @@ static size_t index_of(const struct mcp_config *c, const char *name)
     for (size_t i = 0; i < mcp_config_count(c); i++)
         if (strcmp(mcp_config_at(c, i)->name, name) == 0)
             return i;
-    CHECK(!"no such entry");
+    FAIL("no such entry");
     return 0;
 }
 
@@ -315,7 +315,7 @@ static struct json_object *server_json(struct json_object *root, const char *nam
         if (strcmp(json_get_string(o, "name"), name) == 0)
             return o;
     }
-    CHECK(!"no such server in the JSON");
+    FAIL("no such server in the JSON");
     return NULL;
 }
 
