@@ -54,6 +54,10 @@ static bool own_folder(char *dir, size_t size)
     return true;
 }
 
+/* Not path_find_program() (credkit/path.h), which searches as execvp() does: there an empty
+ * element of PATH is the working directory and an unset PATH is /bin:/usr/bin. The helpers that
+ * receive secrets are looked for only in the directories PATH names, never in the directory the
+ * bridge happens to be started in. */
 static int find_on_path(const char *prog, char **ret)
 {
     const char *path = getenv("PATH");
