@@ -133,6 +133,89 @@ out:
     return r;
 }
 
+/* Who other than us and root can change what st describes, said of it; NULL when no one. A
+ * directory with the sticky bit (/tmp) lets no one replace the files of others. */
+static const char *others_write(const struct stat *st)
+{
+    if (st->st_uid != geteuid() && st->st_uid != 0)
+        return "is owned by another user";
+    if (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX))
+        return NULL;
+    if (st->st_mode & S_IWOTH)
+        return "can be changed by every user";
+    if (st->st_mode & S_IWGRP)
+        return "can be changed by its group";
+    return NULL;
+}
+
+/* The -EPERM of file_check_owner_only_writes for what (the file, or its directory dir). */
+static int others_write_err(const char *dp, const char *dir, const struct stat *st, const char *why,
+                            struct err *e)
+{
+    char q[ERR_MSG_MAX], owner[300];
+    shell_quote(dir ? dir : dp, q, sizeof(q));
+    if (st->st_uid != geteuid() && st->st_uid != 0) {
+        describe_uid(st->st_uid, owner, sizeof(owner));
+        return dir ? err_set(e, -EPERM,
+                             "the directory of '%s', '%s', is owned by %s: whoever owns it can "
+                             "replace the file; move the file to a directory of your own",
+                             dp, dir, owner)
+                   : err_set(e, -EPERM,
+                             "'%s' is owned by %s: they can change it; copy it to a file of your "
+                             "own",
+                             dp, owner);
+    }
+    return dir ? err_set(e, -EPERM,
+                         "the directory of '%s', '%s', %s (mode %04o): whoever can change it can "
+                         "replace the file; run chmod go-w %s",
+                         dp, dir, why, (unsigned)(st->st_mode & 07777), q)
+               : err_set(e, -EPERM, "'%s' %s (mode %04o): run chmod go-w %s", dp, why,
+                         (unsigned)(st->st_mode & 07777), q);
+}
+
+int file_check_owner_only_writes(const char *path, struct err *e)
+{
+    char *disp = path_display(path), *real = NULL, *dir = NULL;
+    const char *dp = disp ? disp : path;
+    const char *why;
+    struct stat st;
+    int r;
+
+    if (stat(path, &st) < 0) {
+        int k = errno;
+        r = k == ENOENT ? err_set(e, -ENOENT, "'%s' does not exist", dp)
+                        : err_set(e, -k, "cannot check '%s': %s", dp, strerror(k));
+        goto out;
+    }
+    if ((why = others_write(&st))) {
+        r = others_write_err(dp, NULL, &st, why, e);
+        goto out;
+    }
+    /* the directory holding the file itself, not a link to it: whoever can replace the file
+     * there chooses what it says */
+    if (!(real = realpath(path, NULL))) {
+        int k = errno;
+        r = err_set(e, -k, "cannot check '%s': %s", dp, strerror(k));
+        goto out;
+    }
+    char *slash = strrchr(real, '/');
+    if (!(dir = slash == real ? strdup("/") : strndup(real, (size_t)(slash - real)))) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if (stat(dir, &st) < 0) {
+        int k = errno;
+        r = err_set(e, -k, "cannot check '%s': %s", dir, strerror(k));
+        goto out;
+    }
+    r = (why = others_write(&st)) ? others_write_err(dp, dir, &st, why, e) : 0;
+out:
+    free(dir);
+    free(real);
+    free(disp);
+    return r;
+}
+
 /* Opens path for reading, refusing what is not a regular file (and, with FILE_SECRET, one others
  * can reach) or does not fit in out; out then has room for the file's current size. */
 static int read_open(const char *path, const char *dp, unsigned flags, struct buf *out, int *ret_fd,

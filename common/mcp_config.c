@@ -600,6 +600,17 @@ static int read_layer(struct loader *L, size_t idx, struct err *e)
         return oom(e);
     if (r < 0)
         return add_diag(L->c, y->display, "%s", err_msg(&le)) < 0 ? oom(e) : 0;
+    /* the file names commands to run: one that others can change is still used (refusing it
+     * would take every server away at once), but never silently */
+    struct err we = ERR_INIT;
+    if (file_check_owner_only_writes(y->path, &we) == -EPERM &&
+        add_warning(L->c, y->display, "%s; whoever can change it chooses the commands it runs",
+                    err_msg(&we)) < 0) {
+        err_clear(&we);
+        json_dups_free(dups, ndups);
+        return oom(e);
+    }
+    err_clear(&we);
     r = scan_root(L, idx, dups, ndups, e);
     json_dups_free(dups, ndups);
     return r;

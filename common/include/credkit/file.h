@@ -68,6 +68,13 @@ int dir_ensure(const char *dir, mode_t mode, struct err *e) _must_check_;
  * permission bits and is owned by us. -EACCES with advice otherwise, -ENOENT when missing. */
 int file_check_private(const char *path, struct err *e) _must_check_;
 
+/* Checks that only we (or root) can change what path says: path (links followed) and the
+ * directory holding it are owned by us or root and not writable by group or others (a directory
+ * with the sticky bit, such as /tmp, protects the files of others). For files whose content is
+ * acted on, such as a configuration that names commands to run. -EPERM with the reason and the
+ * chmod or chown that fixes it; -ENOENT when missing; other -errno when it cannot be checked. */
+int file_check_owner_only_writes(const char *path, struct err *e) _must_check_;
+
 struct file_lock;
 
 /* Takes an exclusive advisory lock on lock_path (created 0600 if missing), waiting at most

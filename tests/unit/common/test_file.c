@@ -280,6 +280,44 @@ static void test_read_size_cap(void)
     buf_release(&b);
 }
 
+/* A file others can change: the file itself, then its directory; sticky directories are fine. */
+static void test_owner_only_writes(void)
+{
+    struct err e = ERR_INIT;
+    const char *d = tpath("cfgdir");
+    CHECK_INT(mkdir(d, 0700), 0);
+    char p[PATH_MAX];
+    snprintf(p, sizeof(p), "%s/mcp.json", d);
+    put(p, "{}", 0644);
+    CHECK_INT(file_check_owner_only_writes(p, &e), 0);
+
+    CHECK_INT(chmod(p, 0666), 0);
+    CHECK_INT(file_check_owner_only_writes(p, &e), -EPERM);
+    CHECK_CONTAINS(e.msg, "can be changed by every user (mode 0666)");
+    CHECK_CONTAINS(e.msg, "chmod go-w '");
+    CHECK_INT(chmod(p, 0664), 0);
+    CHECK_INT(file_check_owner_only_writes(p, &e), -EPERM);
+    CHECK_CONTAINS(e.msg, "by its group");
+    CHECK_INT(chmod(p, 0644), 0);
+
+    CHECK_INT(chmod(d, 0777), 0);
+    CHECK_INT(file_check_owner_only_writes(p, &e), -EPERM);
+    CHECK_CONTAINS(e.msg, "the directory of");
+    CHECK_CONTAINS(e.msg, "whoever can change it can replace the file");
+    /* sticky, as /tmp: no one can replace another's file */
+    CHECK_INT(chmod(d, 01777), 0);
+    CHECK_INT(file_check_owner_only_writes(p, &e), 0);
+    CHECK_INT(chmod(d, 0700), 0);
+
+    CHECK_INT(file_check_owner_only_writes(tpath("nope"), &e), -ENOENT);
+    if (geteuid() == 0) {
+        CHECK_INT(chown(p, 65534, 65534), 0);
+        CHECK_INT(file_check_owner_only_writes(p, &e), -EPERM);
+        CHECK_CONTAINS(e.msg, "is owned by ");
+        CHECK_INT(chown(p, 0, 0), 0);
+    }
+}
+
 static void test_read_secret(void)
 {
     struct err e = ERR_INIT;
@@ -520,4 +558,4 @@ static void test_write_atomic_sweeps_stale(void)
 TESTS_MAIN(test_write_atomic_replaces, test_write_atomic_failures,
            test_write_atomic_midway_failure_keeps_old, test_dir_ensure, test_read_refuses_non_files,
            test_read_size_cap, test_read_secret, test_read_secret_symlink, test_lock,
-           test_lock_symlink_refused, test_write_atomic_sweeps_stale)
+           test_lock_symlink_refused, test_write_atomic_sweeps_stale, test_owner_only_writes)

@@ -206,6 +206,34 @@ static void test_config_override(void)
     CHECK_CONTAINS(e.msg, "does not exist");
 }
 
+/* A file others can change still serves (refusing it would take every server away), with a
+ * warning that says who can change it and the chmod that fixes it. */
+static void test_others_can_write(void)
+{
+    setup("otherswrite");
+    put(USER, "{'mcpServers': {'a': {'command': 'x'}}}");
+    CHECK_INT(chmod(P("home/.pi/agent/mcp.json"), 0666), 0);
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    CHECK(mcp_config_find(c, "a") != NULL);
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    const struct mcp_config_diag *d = mcp_config_diag_at(c, 0);
+    CHECK(d && d->warning);
+    if (d) {
+        CHECK_STR(d->source, "~/.pi/agent/mcp.json");
+        CHECK_CONTAINS(d->message, "can be changed by every user (mode 0666): run chmod go-w");
+        CHECK_CONTAINS(d->message, "whoever can change it chooses the commands it runs");
+    }
+    mcp_config_free(c);
+
+    CHECK_INT(chmod(P("home/.pi/agent/mcp.json"), 0644), 0);
+    c = load();
+    if (c)
+        CHECK_INT(mcp_config_diag_count(c), 0);
+    mcp_config_free(c);
+}
+
 static void test_malformed(void)
 {
     setup("malformed");
@@ -966,4 +994,4 @@ static void test_trust(void)
 TESTS_MAIN(test_layering, test_files_absent, test_xdg, test_root_keys, test_config_override,
            test_malformed, test_lookup_callback, test_settings, test_check_entry, test_sorted,
            test_load_object, test_import_priority, test_import_layers, test_import_validation,
-           test_import_self, test_import_diags, test_duplicates, test_trust)
+           test_import_self, test_import_diags, test_duplicates, test_trust, test_others_can_write)
