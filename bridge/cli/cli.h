@@ -38,6 +38,9 @@ int cmd_remove(int argc, char **argv, const struct args_globals *g, struct log *
 /* cmd_trust.c: "trust [--project DIR] [--yes] [--revoke] [--json]" */
 int cmd_trust(int argc, char **argv, const struct args_globals *g, struct log *log);
 
+/* cmd_doctor.c: "doctor [--json] [--no-connect] [--connect-timeout D]" */
+int cmd_doctor(int argc, char **argv, const struct args_globals *g, struct log *log);
+
 /* cmd_common.c: shared by the commands */
 struct mcp_config;
 /* Loads the layered configuration as every command sees it: --config, the project layers of

@@ -343,7 +343,7 @@ static bool untrusted(enum mcp_trust t)
 /* Whether a valid stdio entry's command is not where the bridge's spawn would look for it
  * (path_find_program(): execvp's lookup, from the entry's "cwd" when that has no ${VAR}). A
  * command that holds a ${VAR} cannot be told: it counts as found. */
-static bool entry_not_installed(const struct mcp_server *s)
+bool list_not_installed(const struct mcp_server *s)
 {
     char *p = NULL;
     if (s->error || s->transport != MCP_TRANSPORT_STDIO || !s->command || strchr(s->command, '$'))
@@ -376,7 +376,7 @@ static const char *entry_status(const struct cmd_creds_server *cs, enum mcp_trus
         break;
     }
     const char *creds = cmd_creds_server_status(cs);
-    if (strcmp(creds, "ok") == 0 && entry_not_installed(cs->server))
+    if (strcmp(creds, "ok") == 0 && list_not_installed(cs->server))
         return "not installed";
     return creds;
 }
@@ -633,7 +633,7 @@ static int print_details(const struct cmd_creds_server *cs, enum mcp_trust t,
     }
     if (cs->server->disabled)
         return 0; /* never started: what it would need is not its state */
-    if (entry_not_installed(cs->server))
+    if (list_not_installed(cs->server))
         printf("    not installed: '%s' %s\n", escaped(line, cs->server->command),
                strchr(cs->server->command, '/') ? "is not there or not executable"
                                                 : "is not found on PATH");
@@ -831,7 +831,7 @@ static int list_check(const struct mcp_config *c, const struct cmd_creds_report 
     for (size_t i = 0; i < n; i++) {
         const struct mcp_server *s = cmd_creds_report_at(rep, i)->server;
         if (!s->error && !s->disabled && !untrusted(mcp_config_trust_at(c, i)) &&
-            !entry_not_installed(s))
+            !list_not_installed(s))
             probes[i].server = s;
     }
     int r = client_probe_run(c, probes, n, LIST_CHECK_PARALLEL, connect_timeout_ms, g, log);

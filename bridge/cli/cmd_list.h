@@ -32,3 +32,8 @@ int list_text(const struct mcp_config *c, const struct cmd_creds_report *rep,
               const struct client_probe *probes) _must_check_;
 int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
               const struct strv *displays, const struct client_probe *probes) _must_check_;
+
+/* Whether a valid stdio entry's command is not where the bridge's spawn would look for it
+ * (path_find_program(): execvp's lookup, from the entry's "cwd" when that has no ${VAR}). A
+ * command that holds a ${VAR} cannot be told: it counts as found. list's "not installed". */
+bool list_not_installed(const struct mcp_server *s);

@@ -34,6 +34,9 @@ static const char usage_text[] =
     "                       the credentials each needs and their state\n"
     "  add                  add a server (guided on a terminal, or by flags)\n"
     "  remove SERVER        remove a server from its file\n"
+    "  doctor [--json] [--no-connect]\n"
+    "                       check the helpers, secrets, files, servers and agents, and say\n"
+    "                       how to fix each problem\n"
     "  trust [--project DIR] [--yes] [--revoke]\n"
     "                       review and approve the servers a project's files define: they\n"
     "                       are not used until approved (a changed one needs it again)\n"
@@ -120,7 +123,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         {"serve", cmd_serve},   {"connect", cmd_connect}, {"test", cmd_test},
         {"call", cmd_call},     {"list", cmd_list},       {"add", cmd_add},
-        {"remove", cmd_remove}, {"trust", cmd_trust},
+        {"remove", cmd_remove}, {"trust", cmd_trust},     {"doctor", cmd_doctor},
     };
     struct args_globals g = {0};
     struct log *log;
