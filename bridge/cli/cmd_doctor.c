@@ -414,8 +414,8 @@ static void check_servers(struct doctor *d, const struct mcp_config *c,
  * are the configuration's notes, read here from the file itself. */
 static void check_agents(struct doctor *d, const struct mcp_config *c, const char *cwd)
 {
-    static const char *const agents[] = {"claude-code", "cursor", "vscode", "windsurf",
-                                         "codex", "claude-desktop"};
+    static const char *const agents[] = {"claude-code", "cursor", "vscode",
+                                         "windsurf",    "codex",  "claude-desktop"};
     struct buf shown;
     buf_init(&shown, 256);
     size_t registered = 0;
@@ -431,14 +431,16 @@ static void check_agents(struct doctor *d, const struct mcp_config *c, const cha
             const struct mcp_import_entry *x = mcp_import_at(im, i);
             if (mcp_import_runs_bridge(x->entry)) {
                 where = x->source;
-                add(d, "agents", LEVEL_OK, agents[a], NULL, "the bridge is registered as '%s' in '%s'",
-                    text_escaped(&shown, x->name), x->source);
+                add(d, "agents", LEVEL_OK, agents[a], NULL,
+                    "the bridge is registered as '%s' in '%s'", text_escaped(&shown, x->name),
+                    x->source);
             }
         }
         for (size_t i = 0; where && i < mcp_import_count(im); i++) {
             const struct mcp_import_entry *x = mcp_import_at(im, i);
             const struct mcp_server *s = mcp_config_find(c, x->name);
-            if (mcp_import_runs_bridge(x->entry) || !s || (s->import && !strcmp(s->import, agents[a])))
+            if (mcp_import_runs_bridge(x->entry) || !s ||
+                (s->import && !strcmp(s->import, agents[a])))
                 continue;
             add(d, "agents", LEVEL_WARNING, agents[a], "remove it from one of the two",
                 "'%s' in '%s' is started by the agent itself and served by the bridge too",

@@ -15,14 +15,20 @@
 
 #include "credkit/buf.h"
 #include "credkit/mcp_config.h"
+#include "credkit/path.h"
+#include "credkit/strv.h"
 #include "credkit/textsafe.h"
 
 #include "cli/cli.h"
 #include "creds/cred_setup.h"
 #include "downstream/downstream.h"
 #include "core/loop.h"
+#include "core/watch.h"
 
 #define MAX_HEADERS 64
+/* an edit is several events (an editor writes, renames, changes modes): one reload after the
+ * last of them */
+#define WATCH_SETTLE_MS 300
 
 static const char serve_help[] =
     "usage: mcp-bridge [serve] [--connect-timeout D]\n"
@@ -34,9 +40,12 @@ static const char serve_help[] =
     "list_changed. Invalid entries are reported (on stderr, as every log) and skipped.\n"
     "\n"
     "  --connect-timeout D  how long a server may take to connect (default 15s)\n"
+    "  --no-watch           do not reload by itself when a configuration file changes\n"
     "\n"
-    "signals: SIGHUP reloads the configuration (servers added, removed or changed connect or\n"
-    "disconnect; the rest are left alone; a configuration that cannot be read is not applied).\n"
+    "A change to a configuration file (its own, the imported clients' files, the approvals of\n"
+    "'mcp-bridge trust') is applied by itself, 300 ms after the last write: servers added,\n"
+    "removed or changed connect or disconnect; the rest are left alone; a configuration that\n"
+    "cannot be read is not applied. SIGHUP does the same at once.\n"
     "SIGTERM, SIGINT and the end of stdin shut down cleanly (every server closed, every child\n"
     "reaped).\n"
     "\n"
@@ -44,7 +53,7 @@ static const char serve_help[] =
     "  mcp-bridge\n"
     "  mcp-bridge --config ~/work/mcp.json --connect-timeout 30s\n"
     "  claude mcp add bridge -- mcp-bridge\n"
-    "  kill -HUP $(pidof mcp-bridge)     # after editing mcp.json\n";
+    "  mcp-bridge --no-watch             # reload only on SIGHUP\n";
 
 static const char connect_help[] =
     "usage: mcp-bridge connect SERVER [--header 'Name: value']... [--allow-http]\n"
@@ -79,6 +88,7 @@ struct serve {
     const struct args_globals *g;
     struct downstream *d;
     struct mcp_config *config; /* aggregate: the one applied, for the next reload's diff */
+    struct watch *watch;       /* aggregate: the files of config; NULL with --no-watch */
     struct cred_setup creds;   /* the credentials of every upstream (cred_setup.h) */
     int in_flags, out_flags;   /* as found, restored at the end (-1: untouched) */
     int status;
@@ -143,7 +153,7 @@ static const char *new_broken_file(const struct mcp_config *old, const struct mc
  * unusable as written, approved or revoked with mcp-bridge trust, counts as changed). Names
  * are escaped: they come from files. */
 static void report_changes(struct serve *s, const struct mcp_config *old,
-                           const struct mcp_config *c)
+                           const struct mcp_config *c, bool asked)
 {
     struct buf added, removed, changed;
     buf_init(&added, 4096);
@@ -166,10 +176,11 @@ static void report_changes(struct serve *s, const struct mcp_config *old,
             continue;
     }
     buf_release(&shown);
-    /* asked for by the user (SIGHUP): said unless -q */
+    /* asked for by the user (SIGHUP), or a change the user made: said unless -q; a file
+     * rewritten with the same servers (an agent keeps state in its own file) is not news */
     enum log_level level = s->g->quiet ? LOG_INFO : LOG_ERROR;
     if (!added.len && !removed.len && !changed.len)
-        log_msg(s->log, level, "configuration reloaded: no server changed");
+        log_msg(s->log, asked ? level : LOG_DEBUG, "configuration reloaded: no server changed");
     else
         log_msg(s->log, level, "configuration reloaded:%s%s%s%s%s%s", added.len ? " added " : "",
                 buf_str(&added), removed.len ? (added.len ? "; removed " : " removed ") : "",
@@ -181,12 +192,47 @@ static void report_changes(struct serve *s, const struct mcp_config *old,
     buf_release(&changed);
 }
 
-static void on_reload(int signo, void *userdata)
+/* Watches the files the applied configuration was read from: its layers (those missing too: one
+ * created later is a change), the imported clients' files, and the approvals of mcp-bridge
+ * trust. */
+static void watch_config(struct serve *s)
 {
-    struct serve *s = userdata;
+    struct strv paths = STRV_INIT;
+    char *trust = NULL;
     struct err e = ERR_INIT;
-    (void)signo;
-    log_info(s->log, "SIGHUP: reloading the configuration");
+    int r = 0;
+
+    if (!s->watch)
+        return;
+    for (size_t i = 0; r >= 0 && i < mcp_config_file_count(s->config); i++)
+        r = strv_push(&paths, mcp_config_file_at(s->config, i, NULL));
+    for (size_t i = 0; r >= 0 && i < mcp_config_import_file_count(s->config); i++)
+        r = strv_push(&paths, mcp_config_import_file_at(s->config, i, NULL, NULL));
+    if (r >= 0 && path_agent_file("mcp-trust.json", &trust, &e) >= 0)
+        r = strv_push(&paths, trust);
+    if (r >= 0)
+        r = watch_set(s->watch, (const char *const *)paths.v, paths.n);
+    if (r < 0)
+        log_warn(s->log, "cannot watch the configuration files (%s): send SIGHUP after a change",
+                 strerror(-r));
+    else if (r > 0)
+        log_warn(s->log,
+                 "%d configuration director%s cannot be watched: send SIGHUP after a "
+                 "change there",
+                 r, r == 1 ? "y" : "ies");
+    free(trust);
+    strv_release(&paths);
+}
+
+/* Loads the configuration again and applies what changed; asked: by SIGHUP, else by a change
+ * to a file. */
+static void reload(struct serve *s, bool asked)
+{
+    struct err e = ERR_INIT;
+    if (asked)
+        log_info(s->log, "SIGHUP: reloading the configuration");
+    else
+        log_debug(s->log, "a configuration file changed: reloading");
     struct mcp_config *c = cli_load_config(s->g, s->log);
     if (!c) {
         log_error(s->log, "the configuration could not be loaded: the servers stay as they were");
@@ -194,10 +240,10 @@ static void on_reload(int signo, void *userdata)
     }
     const char *broken = new_broken_file(s->config, c);
     if (broken) {
-        log_error(s->log,
-                  "'%s' cannot be used (see above): the servers stay as they were; fix "
-                  "it and send SIGHUP again",
-                  broken);
+        /* by a watch: the file is often being edited, and its next save is seen too */
+        log_msg(s->log, asked ? LOG_ERROR : LOG_WARN,
+                "'%s' cannot be used (see above): the servers stay as they were; fix it%s", broken,
+                asked ? " and send SIGHUP again" : " (saving it again applies it)");
         mcp_config_free(c);
         return;
     }
@@ -207,10 +253,22 @@ static void on_reload(int signo, void *userdata)
         mcp_config_free(c);
         return;
     }
-    report_changes(s, s->config, c);
+    report_changes(s, s->config, c, asked);
     mcp_config_free(s->config);
     s->config = c;
     s->creds.config = c;
+    watch_config(s); /* the files may be others now (an import added, a layer created) */
+}
+
+static void on_reload(int signo, void *userdata)
+{
+    (void)signo;
+    reload(userdata, true);
+}
+
+static void on_config_changed(void *userdata)
+{
+    reload(userdata, false);
 }
 
 static void on_hup_single(int signo, void *userdata)
@@ -223,7 +281,7 @@ static void on_hup_single(int signo, void *userdata)
 
 /* Runs the downstream until it is done. config is borrowed (kept by the caller). */
 static int run(struct serve *s, enum downstream_mode mode, const struct mcp_config *config,
-               const char *single_name, int64_t connect_timeout_ms, bool bridge_eras)
+               const char *single_name, int64_t connect_timeout_ms, bool bridge_eras, bool watch)
 {
     s->creds.log = s->log;
     s->creds.g = s->g;
@@ -280,6 +338,15 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
         log_error(s->log, "%s", err_msg(&e));
         goto out;
     }
+    if (watch) {
+        r = watch_new(s->loop, WATCH_SETTLE_MS, on_config_changed, s, &s->watch);
+        if (r < 0)
+            log_warn(s->log,
+                     "cannot watch the configuration files (%s): send SIGHUP after a "
+                     "change",
+                     strerror(-r));
+        watch_config(s);
+    }
     r = loop_run(s->loop);
     if (r < 0) {
         log_error(s->log, "the event loop failed: %s", strerror(-r));
@@ -290,6 +357,8 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
         s->status = BRIDGE_EXIT_FAILED;
     }
 out:
+    watch_free(s->watch);
+    s->watch = NULL;
     downstream_free(s->d);
     s->d = NULL;
     loop_free(s->loop);
@@ -300,13 +369,15 @@ out:
 
 int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256 };
+    enum { OPT_CONNECT_TIMEOUT = 256, OPT_NO_WATCH };
     static const struct option opts[] = {
         {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {"no-watch", no_argument, NULL, OPT_NO_WATCH},
         {0},
     };
     struct serve s = {.log = log, .g = g};
     int64_t connect_timeout_ms = 0;
+    bool watch = true;
     int opt;
 
     if (args_wants_help(argc, argv)) {
@@ -314,6 +385,10 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         return BRIDGE_EXIT_OK;
     }
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt == OPT_NO_WATCH) {
+            watch = false;
+            continue;
+        }
         if (opt != OPT_CONNECT_TIMEOUT)
             return BRIDGE_EXIT_USAGE;
         if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
@@ -334,13 +409,13 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         valid += !mcp_config_at(s.config, i)->error;
     if (valid == 0)
         log_warn(log, "no server is configured: the agent sees no tools until one is added "
-                      "('mcp-bridge add') and the configuration reloaded (SIGHUP)");
+                      "('mcp-bridge add')");
     else
         log_info(log, "serving %zu server%s", valid, valid == 1 ? "" : "s");
     if (isatty(STDIN_FILENO) && !g->quiet)
         log_error(log, "reading MCP messages from the terminal: mcp-bridge is meant to be run by "
                        "an agent (see 'mcp-bridge --help'); Ctrl-D ends");
-    int status = run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms, false);
+    int status = run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms, false, watch);
     mcp_config_free(s.config);
     return status;
 }
@@ -409,7 +484,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         return BRIDGE_EXIT_CONFIG;
     if (cli_is_url(argv[optind]))
         s.creds.auth_target = argv[optind]; /* mcp-auth is told the URL: it has no entry */
-    int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras);
+    int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras, false);
     mcp_config_free(c);
     return status;
 }

@@ -300,12 +300,14 @@ assert_contains "$ERR" "connection refused" "-q still says why"
 
 # ---- serve and connect, with the SDK's Client as the agent ----
 cat >"$T_ROOT/agent.mjs" <<EOF
-// agent.mjs MODE BIN ARGS_JSON [NEW_CONFIG CONFIG]: the SDK Client over stdio, through the bridge
+// agent.mjs MODE BIN ARGS_JSON [NEW_CONFIG CONFIG [HOW]]: the SDK Client over stdio, through the
+// bridge; NEW_CONFIG is put in CONFIG's place, then SIGHUP (HOW "hup", the default), or nothing
+// else (HOW "watch": written beside and renamed over it, as editors and atomic writers do)
 import { Client } from "$SDK/client/index.js";
 import { StdioClientTransport } from "$SDK/client/stdio.js";
 import { ToolListChangedNotificationSchema } from "$SDK/types.js";
-import { copyFileSync } from "node:fs";
-const [mode, bin, argsJson, newConfig, config] = process.argv.slice(2);
+import { copyFileSync, renameSync } from "node:fs";
+const [mode, bin, argsJson, newConfig, config, how] = process.argv.slice(2);
 const transport = new StdioClientTransport({
   command: bin, args: JSON.parse(argsJson), env: process.env, stderr: "inherit",
 });
@@ -321,7 +323,12 @@ out.tools = (await within(client.listTools(), 30000, "tools/list")).tools.map((t
 const echo = mode === "serve" ? "mcp_ev_echo" : "echo";
 const r = await within(client.callTool({ name: echo, arguments: { message: "via " + mode } }), 30000, "tools/call");
 out.echo = r.content[0].text;
-if (newConfig) {
+if (newConfig && how === "watch") {
+  copyFileSync(newConfig, config + ".new");
+  renameSync(config + ".new", config);
+  await within(listChanged, 30000, "tools/list_changed after the file changed");
+  out.after = (await within(client.listTools(), 30000, "tools/list")).tools.map((t) => t.name);
+} else if (newConfig) {
   copyFileSync(newConfig, config);
   process.kill(transport.pid, "SIGHUP");
   await within(listChanged, 30000, "tools/list_changed after SIGHUP");
@@ -335,8 +342,9 @@ printf '{"settings": {"settleTimeout": 15000}, "mcpServers": {"ev": {"command": 
     "$EVERYTHING" "$MARK" >"$SERVE_CFG"
 printf '{"settings": {"settleTimeout": 15000}, "mcpServers": {"ev": {"command": "node", "args": ["%s", "stdio", "%s"]}, "ev2": {"command": "node", "args": ["%s", "stdio", "%s"]}}}\n' \
     "$EVERYTHING" "$MARK" "$EVERYTHING" "$MARK" >"$T_ROOT/serve2.json"
-run 0 node "$T_ROOT/agent.mjs" serve "$MCP_BRIDGE_BIN" "[\"--config\", \"$SERVE_CFG\", \"-v\"]" \
-    "$T_ROOT/serve2.json" "$SERVE_CFG"
+cp "$SERVE_CFG" "$T_ROOT/serve1.json"
+run 0 node "$T_ROOT/agent.mjs" serve "$MCP_BRIDGE_BIN" \
+    "[\"--config\", \"$SERVE_CFG\", \"-v\", \"--no-watch\"]" "$T_ROOT/serve2.json" "$SERVE_CFG"
 assert_eq "$(json_get "$OUT" 'j.serverInfo.name')" "mcp-bridge"
 assert_eq "$(json_get "$OUT" 'j.tools.includes("mcp_ev_echo") && j.tools.includes("mcp_ev_get-sum")')" "true"
 assert_eq "$(json_get "$OUT" 'j.tools.some((t) => t.startsWith("mcp_ev2_"))')" "false"
@@ -344,6 +352,16 @@ assert_eq "$(json_get "$OUT" 'j.echo')" "Echo: via serve"
 assert_eq "$(json_get "$OUT" 'j.after.includes("mcp_ev2_echo")')" "true" "after SIGHUP"
 assert_contains "$ERR" "server 'blank'" "the invalid entry is reported"
 assert_contains "$ERR" "configuration reloaded: added 'ev2'; removed 'blank'"
+assert_not_contains "$ERR" "a configuration file changed" "--no-watch: only SIGHUP reloads"
+# no signal: the file replaced as an editor does is applied by itself
+cp "$T_ROOT/serve1.json" "$SERVE_CFG"
+run 0 node "$T_ROOT/agent.mjs" serve "$MCP_BRIDGE_BIN" "[\"--config\", \"$SERVE_CFG\", \"-vv\"]" \
+    "$T_ROOT/serve2.json" "$SERVE_CFG" watch
+assert_eq "$(json_get "$OUT" 'j.tools.some((t) => t.startsWith("mcp_ev2_"))')" "false"
+assert_eq "$(json_get "$OUT" 'j.after.includes("mcp_ev2_echo")')" "true" "after the change"
+assert_contains "$ERR" "a configuration file changed: reloading"
+assert_contains "$ERR" "configuration reloaded: added 'ev2'; removed 'blank'"
+assert_not_contains "$ERR" "SIGHUP" "no signal was sent"
 
 # single mode on the HTTP server, a header templated from the environment (never printed)
 export BRIDGE_CLI_TOKEN="s3cr3t-t0ken-value"
