@@ -123,6 +123,7 @@ static void on_call_response(struct upstream_call *call, struct json_object *res
     struct client *c = userdata;
     (void)call;
     c->call = NULL;
+    client_waited(c);
     if (error < 0) {
         log_error(c->log, "%s", message ? message : strerror(-error));
         client_finish(c, client_failure_status(error));
@@ -171,6 +172,14 @@ static void on_call_progress(struct upstream_call *call, struct json_object *par
     struct json_object *p = NULL, *t = NULL;
     (void)json_object_object_get_ex(params, "progress", &p);
     (void)json_object_object_get_ex(params, "total", &t);
+    if (c->progress) {
+        char what[300];
+        snprintf(what, sizeof(what), "'%s': %s%s%s%s%s", c->tool,
+                 p ? json_object_to_json_string(p) : "?", t ? "/" : "",
+                 t ? json_object_to_json_string(t) : "", m ? " " : "", m ? m : "");
+        progress_set(c->progress, what);
+        progress_clear(c->progress); /* the log line below, if any, starts clean */
+    }
     log_info(c->log, "progress %s%s%s%s%s", p ? json_object_to_json_string(p) : "?", t ? "/" : "",
              t ? json_object_to_json_string(t) : "", m ? ": " : "", m ? m : "");
 }

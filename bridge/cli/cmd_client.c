@@ -74,6 +74,7 @@ static void probe_record(struct client *c, enum client_probe_state state, const 
 void client_failed(struct client *c, int error, const char *message)
 {
     const char *m = message ? message : strerror(error < 0 ? -error : EIO);
+    client_waited(c);
     if (c->set)
         probe_record(c, error == CRED_LOGIN_REQUIRED ? CLIENT_PROBE_LOGIN : CLIENT_PROBE_FAILED, m);
     else
@@ -94,11 +95,18 @@ static void on_guard(struct loop_timer *t, void *userdata)
 }
 
 /* The end: closes the upstream; the loop ends when it is CLOSED (or after CLOSE_GRACE_MS). */
+void client_waited(struct client *c)
+{
+    progress_end(c->progress);
+    c->progress = NULL;
+}
+
 void client_finish(struct client *c, int status)
 {
     if (c->finished)
         return;
     c->finished = true;
+    client_waited(c);
     c->status = status;
     /* a server that failed: what it said last, it often says why ("API_KEY is not set") */
     if (status == BRIDGE_EXIT_FAILED && !c->set)
@@ -226,6 +234,7 @@ static void on_tools(struct upstream *u, struct json_object *items, int error, c
     struct client *c = userdata;
     (void)u;
     c->list = NULL;
+    client_waited(c);
     if (error < 0) {
         if (c->set)
             client_failed(c, error, message);
@@ -285,6 +294,14 @@ static void on_state(struct upstream *u, enum upstream_state state, int error, c
         if (c->started || c->finished)
             return;
         c->started = true;
+        if (c->progress) {
+            char what[300];
+            snprintf(what, sizeof(what),
+                     c->kind == CLIENT_TEST ? "listing the tools of '%s'"
+                                            : "waiting for '%s' to answer",
+                     c->server->name);
+            progress_set(c->progress, what);
+        }
         if (c->kind == CLIENT_TEST)
             start_test(c);
         else
@@ -532,6 +549,9 @@ int client_run(struct client *c, const char *target, const struct args_globals *
         goto out;
     }
     upstream_connect(c->u);
+    char what[300];
+    snprintf(what, sizeof(what), "connecting to '%s'", c->server->name);
+    (void)progress_start(c->loop, g, what, &c->progress); /* none without memory: no harm */
     r = loop_run(c->loop);
     if (r < 0) {
         log_error(c->log, "the event loop failed: %s", strerror(-r));
@@ -541,6 +561,7 @@ int client_run(struct client *c, const char *target, const struct args_globals *
         c->status = BRIDGE_EXIT_FAILED;
     }
 out:
+    client_waited(c);
     upstream_free(c->u);
     c->u = NULL;
     loop_timer_cancel(c->guard);
@@ -562,8 +583,9 @@ struct probe_set {
     struct json_object *caps;
     struct client_probe *probes;
     struct client **clients; /* one per probe, freed at the end */
-    size_t n, next, running, parallel;
+    size_t n, next, running, parallel, total, finished;
     int64_t connect_timeout_ms;
+    struct progress *progress; /* "checking N servers: K done" on a terminal */
 };
 
 /* Starts probe i: its client, credentials and upstream; a failure to start is its outcome. */
@@ -632,6 +654,13 @@ static void probe_done(struct client *c)
     loop_timer_cancel(c->guard);
     c->guard = NULL;
     c->set->running--;
+    c->set->finished++;
+    if (c->set->progress) {
+        char what[128];
+        snprintf(what, sizeof(what), "checking %zu server%s: %zu done", c->set->total,
+                 c->set->total == 1 ? "" : "s", c->set->finished);
+        progress_set(c->set->progress, what);
+    }
     probe_fill(c->set);
 }
 
@@ -666,8 +695,14 @@ int client_probe_run(const struct mcp_config *config, struct client_probe *probe
         r = loop_signal(set.loop, SIGTERM, on_probe_signal, &set);
     if (r < 0)
         goto out;
+    for (size_t i = 0; i < n; i++)
+        set.total += probes[i].server != NULL;
+    char what[128];
+    snprintf(what, sizeof(what), "checking %zu server%s", set.total, set.total == 1 ? "" : "s");
+    (void)progress_start(set.loop, g, what, &set.progress);
     probe_fill(&set);
     r = loop_run(set.loop);
+    progress_end(set.progress);
 out:
     for (size_t i = 0; set.clients && i < n; i++) {
         struct client *c = set.clients[i];

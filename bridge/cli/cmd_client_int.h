@@ -12,6 +12,7 @@
 #include "credkit/log.h"
 
 #include "cli/cmd_client.h"
+#include "cli/progress.h"
 #include "core/loop.h"
 #include "core/stderr_tail.h"
 #include "upstream/upstream.h"
@@ -43,13 +44,17 @@ struct client {
     struct loop_timer *guard; /* bounds the close */
     bool started, finished;
     int status;
-    struct stderr_tail tail; /* a stdio server's last stderr lines, quoted when it fails */
+    struct stderr_tail tail;   /* a stdio server's last stderr lines, quoted when it fails */
+    struct progress *progress; /* the line on the terminal while it waits (NULL: none) */
     /* one of several probes on a shared loop (client_probe_run): the outcome goes there */
     struct probe_set *set;
     struct client_probe *probe;
     bool done; /* the probe's upstream closed (or gave up closing): its slot is free */
 };
 
+/* The wait is over (an answer came, or it failed): the progress line goes, before anything is
+ * printed. */
+void client_waited(struct client *c);
 /* A failure: printed for test and call, kept for a probe. */
 void client_failed(struct client *c, int error, const char *message);
 /* The end with status: closes the upstream; the loop ends when it is CLOSED (or after a
