@@ -25,7 +25,7 @@
 #define MAX_HEADERS 64
 
 static const char serve_help[] =
-    "usage: mcp-bridge [serve] [--connect-timeout D]\n"
+    "usage: mcp-bridge [serve] [--connect-timeout D] [--agent pi]\n"
     "\n"
     "Serve every valid server of the layered configuration as one MCP server on stdin/stdout:\n"
     "this is what the agent runs. Tools and prompts are named mcp_<server>_<tool> (see\n"
@@ -34,6 +34,10 @@ static const char serve_help[] =
     "list_changed. Invalid entries are reported (on stderr, as every log) and skipped.\n"
     "\n"
     "  --connect-timeout D  how long a server may take to connect (default 15s)\n"
+    "  --agent pi           served to pi through pi-mcp-adapter, whose entry says\n"
+    "                       \"toolPrefix\": \"none\": tools named <server>_<tool> (the adapter's\n"
+    "                       default naming; settings.toolPrefix still chooses), no proxy tool\n"
+    "                       of the bridge (the adapter's 'mcp' is pi's), every tool listed\n"
     "\n"
     "signals: SIGHUP reloads the configuration (servers added, removed or changed connect or\n"
     "disconnect; the rest are left alone; a configuration that cannot be read is not applied).\n"
@@ -44,6 +48,7 @@ static const char serve_help[] =
     "  mcp-bridge\n"
     "  mcp-bridge --config ~/work/mcp.json --connect-timeout 30s\n"
     "  claude mcp add bridge -- mcp-bridge\n"
+    "  mcp-bridge serve --agent pi --config ~/.pi/agent/bridge.json   # in pi's mcp.json\n"
     "  kill -HUP $(pidof mcp-bridge)     # after editing mcp.json\n";
 
 static const char connect_help[] =
@@ -223,7 +228,8 @@ static void on_hup_single(int signo, void *userdata)
 
 /* Runs the downstream until it is done. config is borrowed (kept by the caller). */
 static int run(struct serve *s, enum downstream_mode mode, const struct mcp_config *config,
-               const char *single_name, int64_t connect_timeout_ms, bool bridge_eras)
+               const char *single_name, int64_t connect_timeout_ms, bool bridge_eras,
+               enum catalog_audience audience)
 {
     s->creds.log = s->log;
     s->creds.g = s->g;
@@ -269,6 +275,7 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
         .config = config,
         .single_name = single_name,
         .bridge_eras = bridge_eras,
+        .audience = audience,
         .cred_new = cred_setup_provider,
         .cred_userdata = &s->creds,
         .connect_timeout_ms = connect_timeout_ms,
@@ -300,13 +307,15 @@ out:
 
 int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256 };
+    enum { OPT_CONNECT_TIMEOUT = 256, OPT_AGENT };
     static const struct option opts[] = {
         {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {"agent", required_argument, NULL, OPT_AGENT},
         {0},
     };
     struct serve s = {.log = log, .g = g};
     int64_t connect_timeout_ms = 0;
+    enum catalog_audience audience = CATALOG_FOR_AGENT;
     int opt;
 
     if (args_wants_help(argc, argv)) {
@@ -314,10 +323,26 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         return BRIDGE_EXIT_OK;
     }
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (opt != OPT_CONNECT_TIMEOUT)
+        switch (opt) {
+        case OPT_CONNECT_TIMEOUT:
+            if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
+                return BRIDGE_EXIT_USAGE;
+            break;
+        case OPT_AGENT:
+            /* the one agent that renames and proxies the bridge's tools itself; every other
+             * shows them as listed and needs no option */
+            if (strcmp(optarg, "pi") != 0) {
+                log_error(log,
+                          "--agent: '%s' is not an agent the bridge knows: 'pi' (through "
+                          "pi-mcp-adapter) is the one; other agents need no --agent",
+                          optarg);
+                return BRIDGE_EXIT_USAGE;
+            }
+            audience = CATALOG_FOR_PI_ADAPTER;
+            break;
+        default:
             return BRIDGE_EXIT_USAGE;
-        if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
-            return BRIDGE_EXIT_USAGE;
+        }
     }
     if (optind < argc) {
         log_error(log,
@@ -337,10 +362,13 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
                       "('mcp-bridge add') and the configuration reloaded (SIGHUP)");
     else
         log_info(log, "serving %zu server%s", valid, valid == 1 ? "" : "s");
+    if (audience == CATALOG_FOR_PI_ADAPTER)
+        log_info(log, "--agent pi: tools named as pi-mcp-adapter names them, no proxy tool 'mcp' "
+                      "of the bridge (the adapter's is pi's), every tool listed");
     if (isatty(STDIN_FILENO) && !g->quiet)
         log_error(log, "reading MCP messages from the terminal: mcp-bridge is meant to be run by "
                        "an agent (see 'mcp-bridge --help'); Ctrl-D ends");
-    int status = run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms, false);
+    int status = run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms, false, audience);
     mcp_config_free(s.config);
     return status;
 }
@@ -409,7 +437,8 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         return BRIDGE_EXIT_CONFIG;
     if (cli_is_url(argv[optind]))
         s.creds.auth_target = argv[optind]; /* mcp-auth is told the URL: it has no entry */
-    int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras);
+    int status =
+        run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras, CATALOG_FOR_AGENT);
     mcp_config_free(c);
     return status;
 }
