@@ -86,6 +86,7 @@ struct catalog {
     struct hashmap *entry_prefix;
     bool direct_default; /* settings.directTools */
     bool proxy;          /* the proxy tool is listed (not settings.disableProxyTool) */
+    enum catalog_audience audience;
     struct direct_override override;
     struct list lists[CATALOG_N_KINDS];
     bool listed[CATALOG_N_KINDS]; /* the agent has been given this list */
@@ -397,6 +398,8 @@ static bool is_direct(const struct catalog *c, const struct catalog_source *src,
                       const char *exposed)
 {
     const struct direct_override *o = &c->override;
+    if (c->audience == CATALOG_FOR_PI_ADAPTER)
+        return true;
     if (o->set) {
         if (o->none)
             return false;
@@ -757,11 +760,34 @@ static void read_entry_prefixes(struct catalog *c, const struct mcp_config *conf
     }
 }
 
+void catalog_set_audience(struct catalog *c, enum catalog_audience audience)
+{
+    c->audience = audience;
+}
+
+/* settings.toolPrefix, else the audience's default: "mcp" is the bridge's own, "server" the
+ * adapter's (an invalid value, warned about at load time, counts as absent) */
+static enum mcp_tool_prefix settings_prefix(const struct catalog *c,
+                                            const struct mcp_config *config)
+{
+    enum mcp_tool_prefix p = server_config_tool_prefix(config);
+    if (c->audience != CATALOG_FOR_PI_ADAPTER || p != MCP_TOOL_PREFIX_MCP)
+        return p;
+    struct json_object *v = mcp_field_member(mcp_config_settings(config), "toolPrefix");
+    if (v && json_object_is_type(v, json_type_string) &&
+        strcmp(json_object_get_string(v), "mcp") == 0)
+        return p;
+    return MCP_TOOL_PREFIX_SERVER;
+}
+
 void catalog_configure(struct catalog *c, const struct mcp_config *config)
 {
-    c->prefix = server_config_tool_prefix(config);
+    c->prefix = settings_prefix(c, config);
     read_entry_prefixes(c, config);
     read_modes(config, &c->direct_default, &c->proxy);
+    /* the adapter's own proxy tool is pi's: a second one would only confuse the model */
+    if (c->audience == CATALOG_FOR_PI_ADAPTER)
+        c->proxy = false;
     /* before any server has listed, the proxy tool is the list */
     if (!c->lists[CATALOG_TOOLS].map)
         (void)catalog_rebuild(c, CATALOG_TOOLS, NULL, 0, false); /* logs its failure */

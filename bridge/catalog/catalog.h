@@ -116,6 +116,19 @@ int catalog_new(struct log *log, struct catalog **ret) _must_check_;
 /* Frees the catalogue, not the sources. NULL is fine. */
 void catalog_free(struct catalog *c);
 
+/* Who reads the tools list. CATALOG_FOR_AGENT (the default) is an agent that shows the tools
+ * as they are listed. CATALOG_FOR_PI_ADAPTER is pi-mcp-adapter (serve --agent pi), which puts
+ * its own entry's prefix before every name (none with its "toolPrefix": "none"), brings its own
+ * proxy tool "mcp" and chooses itself which tools pi sees directly: so the names default to
+ * "<server>_<tool>" (its default toolPrefix, "server"; settings.toolPrefix and an entry's
+ * still choose), there is no proxy tool of the bridge, and every tool is listed (directTools
+ * and MCP_DIRECT_TOOLS are the adapter's to apply). Before catalog_configure(). */
+enum catalog_audience {
+    CATALOG_FOR_AGENT,
+    CATALOG_FOR_PI_ADAPTER,
+};
+void catalog_set_audience(struct catalog *c, enum catalog_audience audience);
+
 /* Takes the configuration's naming and tool settings (settings.toolPrefix, directTools,
  * disableProxyTool). The catalogue changes at the next rebuild; a tools list never built yet
  * is built now (the proxy tool alone). Before this, every tool is direct and there is no

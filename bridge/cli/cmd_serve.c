@@ -31,7 +31,7 @@
 #define WATCH_SETTLE_MS 300
 
 static const char serve_help[] =
-    "usage: mcp-bridge [serve] [--connect-timeout D]\n"
+    "usage: mcp-bridge [serve] [--connect-timeout D] [--agent pi] [--no-watch]\n"
     "\n"
     "Serve every valid server of the layered configuration as one MCP server on stdin/stdout:\n"
     "this is what the agent runs. Tools and prompts are named mcp_<server>_<tool> (see\n"
@@ -41,6 +41,10 @@ static const char serve_help[] =
     "\n"
     "  --connect-timeout D  how long a server may take to connect (default 15s)\n"
     "  --no-watch           do not reload by itself when a configuration file changes\n"
+    "  --agent pi           served to pi through pi-mcp-adapter, whose entry says\n"
+    "                       \"toolPrefix\": \"none\": tools named <server>_<tool> (the adapter's\n"
+    "                       default naming; settings.toolPrefix still chooses), no proxy tool\n"
+    "                       of the bridge (the adapter's 'mcp' is pi's), every tool listed\n"
     "\n"
     "A change to a configuration file (its own, the imported clients' files, the approvals of\n"
     "'mcp-bridge trust') is applied by itself, 300 ms after the last write: servers added,\n"
@@ -53,6 +57,7 @@ static const char serve_help[] =
     "  mcp-bridge\n"
     "  mcp-bridge --config ~/work/mcp.json --connect-timeout 30s\n"
     "  claude mcp add bridge -- mcp-bridge\n"
+    "  mcp-bridge serve --agent pi --config ~/.pi/agent/bridge.json   # in pi's mcp.json\n"
     "  mcp-bridge --no-watch             # reload only on SIGHUP\n";
 
 static const char connect_help[] =
@@ -281,7 +286,8 @@ static void on_hup_single(int signo, void *userdata)
 
 /* Runs the downstream until it is done. config is borrowed (kept by the caller). */
 static int run(struct serve *s, enum downstream_mode mode, const struct mcp_config *config,
-               const char *single_name, int64_t connect_timeout_ms, bool bridge_eras, bool watch)
+               const char *single_name, int64_t connect_timeout_ms, bool bridge_eras,
+               enum catalog_audience audience, bool watch)
 {
     s->creds.log = s->log;
     s->creds.g = s->g;
@@ -327,6 +333,7 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
         .config = config,
         .single_name = single_name,
         .bridge_eras = bridge_eras,
+        .audience = audience,
         .cred_new = cred_setup_provider,
         .cred_userdata = &s->creds,
         .connect_timeout_ms = connect_timeout_ms,
@@ -369,15 +376,17 @@ out:
 
 int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256, OPT_NO_WATCH };
+    enum { OPT_CONNECT_TIMEOUT = 256, OPT_AGENT, OPT_NO_WATCH };
     static const struct option opts[] = {
         {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {"agent", required_argument, NULL, OPT_AGENT},
         {"no-watch", no_argument, NULL, OPT_NO_WATCH},
         {0},
     };
     struct serve s = {.log = log, .g = g};
     int64_t connect_timeout_ms = 0;
     bool watch = true;
+    enum catalog_audience audience = CATALOG_FOR_AGENT;
     int opt;
 
     if (args_wants_help(argc, argv)) {
@@ -385,14 +394,29 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         return BRIDGE_EXIT_OK;
     }
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (opt == OPT_NO_WATCH) {
+        switch (opt) {
+        case OPT_CONNECT_TIMEOUT:
+            if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
+                return BRIDGE_EXIT_USAGE;
+            break;
+        case OPT_AGENT:
+            /* the one agent that renames and proxies the bridge's tools itself; every other
+             * shows them as listed and needs no option */
+            if (strcmp(optarg, "pi") != 0) {
+                log_error(log,
+                          "--agent: '%s' is not an agent the bridge knows: 'pi' (through "
+                          "pi-mcp-adapter) is the one; other agents need no --agent",
+                          optarg);
+                return BRIDGE_EXIT_USAGE;
+            }
+            audience = CATALOG_FOR_PI_ADAPTER;
+            break;
+        case OPT_NO_WATCH:
             watch = false;
-            continue;
+            break;
+        default:
+            return BRIDGE_EXIT_USAGE;
         }
-        if (opt != OPT_CONNECT_TIMEOUT)
-            return BRIDGE_EXIT_USAGE;
-        if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
-            return BRIDGE_EXIT_USAGE;
     }
     if (optind < argc) {
         log_error(log,
@@ -412,10 +436,14 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
                       "('mcp-bridge add')");
     else
         log_info(log, "serving %zu server%s", valid, valid == 1 ? "" : "s");
+    if (audience == CATALOG_FOR_PI_ADAPTER)
+        log_info(log, "--agent pi: tools named as pi-mcp-adapter names them, no proxy tool 'mcp' "
+                      "of the bridge (the adapter's is pi's), every tool listed");
     if (isatty(STDIN_FILENO) && !g->quiet)
         log_error(log, "reading MCP messages from the terminal: mcp-bridge is meant to be run by "
                        "an agent (see 'mcp-bridge --help'); Ctrl-D ends");
-    int status = run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms, false, watch);
+    int status =
+        run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms, false, audience, watch);
     mcp_config_free(s.config);
     return status;
 }
@@ -484,7 +512,8 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         return BRIDGE_EXIT_CONFIG;
     if (cli_is_url(argv[optind]))
         s.creds.auth_target = argv[optind]; /* mcp-auth is told the URL: it has no entry */
-    int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras, false);
+    int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras,
+                     CATALOG_FOR_AGENT, false);
     mcp_config_free(c);
     return status;
 }

@@ -37,8 +37,7 @@ static void on_tick(struct loop_timer *t, void *userdata)
     struct progress *p = userdata;
     char line[512];
     int64_t s = (loop_now(p->loop) - p->started_ms + 500) / 1000;
-    int n = snprintf(line, sizeof(line), "\r\033[Kmcp-bridge: %s... %llds", p->what,
-                     (long long)s);
+    int n = snprintf(line, sizeof(line), "\r\033[Kmcp-bridge: %s... %llds", p->what, (long long)s);
     if (n > 0)
         say(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
     p->shown = true;

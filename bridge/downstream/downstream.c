@@ -693,6 +693,7 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
         r = err_set(e, -ENOMEM, "out of memory");
         goto fail;
     }
+    catalog_set_audience(d->cat, opts->audience);
     catalog_configure(d->cat, opts->config);
     server_settings_get(opts->config, &d->settings);
     d->settings.auth_required_message = NULL; /* borrowed from the configuration */

@@ -23,6 +23,7 @@
 #include "credkit/macro.h"
 #include "credkit/mcp_config.h"
 
+#include "catalog/catalog.h"
 #include "core/loop.h"
 
 #define DOWNSTREAM_SHUTDOWN_MS (8 * 1000)
@@ -61,6 +62,8 @@ struct downstream_opts {
      * (its server/discover gets -32601, as from the server, and the agent falls back to
      * initialize). Aggregate mode always bridges: the bridge is the agent's server there. */
     bool bridge_eras;
+    /* Aggregate mode: who reads the tools list (catalog_set_audience(); serve --agent). */
+    enum catalog_audience audience;
     mcp_lookup_fn lookup; /* ${VAR} lookup for upstreams; NULL: the environment */
     void *lookup_userdata;
     /* Makes the credentials provider of an entry's upstream (cred.h; config is the

@@ -1,7 +1,7 @@
 /* test_catalog.c - the exposed lists of aggregate mode, without a loop or upstreams: sources
  * fed by hand, rebuilt, looked up and announced; the tool modes (proxy tool, direct tools,
  * MCP_DIRECT_TOOLS), includeTools and excludeTools by raw and exposed name (under each entry's
- * toolPrefix) and by glob, resource read tools. */
+ * toolPrefix) and by glob, resource read tools, the lists for pi-mcp-adapter. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -610,5 +610,56 @@ static void test_filters(void)
     mcp_config_free(config);
 }
 
+/* For pi-mcp-adapter (serve --agent pi): "<server>_<tool>" unless settings.toolPrefix or an
+ * entry's says otherwise, no proxy tool whatever disableProxyTool says, and every tool listed
+ * whatever directTools and MCP_DIRECT_TOOLS say (the adapter applies its own). */
+static void test_pi_adapter(void)
+{
+    char path[4200];
+    struct log *l = test_log("catalog-pi.log", path);
+    struct catalog *c = NULL;
+    CHECK_INT(catalog_new(l, &c), 0);
+    if (!c)
+        return;
+    struct catalog_source *a = source("a", NULL, NULL), *b = source("b-mcp", NULL, NULL);
+    catalog_source_set_items(a, CATALOG_TOOLS, items("[{\"name\":\"x\"},{\"name\":\"mcp\"}]"));
+    catalog_source_set_items(b, CATALOG_TOOLS, items("[{\"name\":\"z\"}]"));
+    struct catalog_source *v[] = {a, b};
+    catalog_set_audience(c, CATALOG_FOR_PI_ADAPTER);
+
+    /* the bridge's defaults otherwise (mcp_ prefix, the proxy tool): the adapter's here */
+    configure_modes(c, NULL, true, true);
+    CHECK(!catalog_proxy_enabled(c));
+    CHECK_STR(catalog_naming_desc(c), "<server>_<name>");
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "a_x,a_mcp,b-mcp_z");
+    /* directTools false, an entry's false, MCP_DIRECT_TOOLS: still every tool */
+    configure_modes(c, NULL, false, true);
+    CHECK_INT(catalog_source_set_direct(b, SERVER_DIRECT_NONE, NULL), 0);
+    CHECK_INT(catalog_set_direct_override(c, "a/x"), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 0);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "a_x,a_mcp,b-mcp_z");
+    CHECK_INT(catalog_set_direct_override(c, NULL), 0);
+    /* a toolPrefix written in the settings is the user's choice, "mcp" too */
+    configure_modes(c, "short", true, true);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "a_x,a_mcp,b_z");
+    configure_modes(c, "mcp", true, true);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp_a_x,mcp_a_mcp,mcp_b-mcp_z");
+    CHECK(!catalog_proxy_enabled(c));
+    /* and so is an entry's */
+    catalog_source_set_prefix(a, MCP_TOOL_PREFIX_NONE);
+    configure_modes(c, NULL, true, true);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "x,mcp,b-mcp_z");
+    CHECK(catalog_tool_find(c, "mcp", NULL)); /* a tool like any other: no proxy tool */
+
+    catalog_free(c);
+    log_free(l);
+    catalog_source_free(a);
+    catalog_source_free(b);
+}
+
 TESTS_MAIN(test_kinds, test_filters, test_tools, test_configured_collisions, test_resources,
-           test_announce, test_direct_tools, test_exclude_and_resources)
+           test_announce, test_direct_tools, test_exclude_and_resources, test_pi_adapter)
