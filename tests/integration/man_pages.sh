@@ -71,7 +71,7 @@ check_tool() {
     [ -n "$commands" ] || fail "no commands found in '$tool --help':
 $help"
     for cmd in $commands; do
-        run 0 "$bin" $help_cmd "$cmd"
+        run 0 "$bin" "$help_cmd" "$cmd"
         all="$all
 $(no_examples "$OUT")"
     done

@@ -47,8 +47,10 @@ trap 'rc=$?; umount -l /usr /var "$T_ROOT/overlay" 2>/dev/null || true; (exit $r
 # --- the package, from this build tree
 run 0 cpack -G DEB --config "$BUILD_DIR/CPackConfig.cmake" -B "$T_ROOT/package"
 deb=$(find "$T_ROOT/package" -maxdepth 1 -name 'credkit_*.deb')
-[ -n "$deb" ] && [ "$(printf '%s\n' "$deb" | wc -l)" = 1 ] || fail "cpack made no single credkit_*.deb:
+if [ -z "$deb" ] || [ "$(printf '%s\n' "$deb" | wc -l)" != 1 ]; then
+    fail "cpack made no single credkit_*.deb:
 $OUT"
+fi
 run 0 dpkg-deb -I "$deb"
 assert_contains "$OUT" " Package: credkit"
 version=$(dpkg-deb -f "$deb" Version)
