@@ -42,7 +42,8 @@ for dir in usr var; do
     mount -t overlay "overlay-$dir" -o "lowerdir=/$dir,upperdir=$T_ROOT/overlay/$dir/upper,workdir=$T_ROOT/overlay/$dir/work" "/$dir" ||
         fail "cannot mount an overlay on /$dir (the kernel's overlayfs)"
 done
-trap 'rc=$?; umount -l /usr /var "$T_ROOT/overlay" 2>/dev/null || true; (exit $rc); t_cleanup' EXIT
+# (set +e: t_cleanup reads the status the test ends with, which the (exit) hands on)
+trap 'rc=$?; umount -l /usr /var "$T_ROOT/overlay" 2>/dev/null || true; set +e; (exit $rc); t_cleanup' EXIT
 
 # --- the package, from this build tree
 run 0 cpack -G DEB --config "$BUILD_DIR/CPackConfig.cmake" -B "$T_ROOT/package"
