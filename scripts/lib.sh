@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Helpers shared by scripts/install-deps, scripts/test and scripts/demo. Source it, do not run it.
-# Sets ROOT (the repository root) and defines say, die, need_root_or_sudo, ensure_apt_packages
-# and build_tree.
+# Sets ROOT (the repository root) and defines say, die, quietly, need_root_or_sudo,
+# ensure_apt_packages and build_tree.
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     echo "scripts/lib.sh is meant to be sourced by the other scripts" >&2
@@ -20,6 +20,25 @@ say() {
 die() {
     printf 'error: %s\n' "$*" >&2
     exit 1
+}
+
+# quietly LOG WHAT CMD... : runs CMD with its output added to the file LOG, and shows only one
+# line on the terminal: WHAT, then how long it took. When CMD fails, the end of LOG follows,
+# with where the rest is. Returns CMD's status.
+quietly() {
+    local log="$1" what="$2" rc=0 start=$SECONDS
+    shift 2
+    printf '==> %s ... ' "$what" >&2
+    printf '\n==> %s\n$ %s\n' "$what" "$*" >>"$log"
+    "$@" >>"$log" 2>&1 || rc=$?
+    if [[ $rc -eq 0 ]]; then
+        printf 'done (%d s)\n' $((SECONDS - start)) >&2
+        return 0
+    fi
+    printf 'failed\n' >&2
+    tail -n 20 "$log" | sed 's/^/    /' >&2
+    printf 'error: %s failed (exit status %d); all its output is in %s\n' "$what" "$rc" "$log" >&2
+    return "$rc"
 }
 
 # need_root_or_sudo : sets the array SUDO to the prefix that runs a command as root (empty when
