@@ -54,6 +54,8 @@ const j = { mcpServers: {
     DEFAULTED: "${VALS_UNSET:-the-default}",
     ENV_SET: "${env:VALS_SET}",
   }, { cwd: "~/work", command: "sh", args: ["-c", "pwd >\"$0\"; exec node \"$1\"", `${values}/../cwd`, ev] }),
+  inherit: stdio({ OWN: "own" }, { inheritEnv: true }),
+  minimal: stdio({ OWN: "own" }, { inheritEnv: false }),
   envunset: stdio({ X: "${env:VALS_ENV_UNSET}" }),
   envdefault: stdio({ X: "${env:VALS_ENV_UNSET:-fallback}" }),
   failing: stdio({ KEY: "!echo stderr-of-the-command >&2; exit 3" }),
@@ -64,6 +66,20 @@ const j = { mcpServers: {
 } };
 require("fs").writeFileSync(cfg, JSON.stringify(j, null, 2));
 ' "$CFG" "$everything" "$HTTP_URL" "$VALUES"
+
+# ---- secrets resolve --json --stdin: the request the bridge sends ----------------------------
+run_in 0 "{\"version\":1,\"commands\":{\"_cmd_a\":\"cat '$VALUES/tok'\"}}" S resolve --json --stdin
+assert_eq "$(json_get "$OUT" 'j.secrets._cmd_a.value')" "$V_TOK" "a command handed in on stdin"
+assert_eq "$(json_get "$OUT" 'j.secrets._cmd_a.source')" command
+run_in 1 '{"commands":{"C1":"echo on-stderr >&2; exit 4"}}' S resolve --json --stdin
+assert_eq "$(json_get "$OUT" 'j.secrets.C1.error')" "'C1': the command exited with status 4"
+for bad in 'not json' '{"version":2,"commands":{"A":"true"}}' '{"commands":{"1A":"true"}}' \
+    '{"commands":{"A":""}}' '{"commands":[]}'; do
+    run_in 2 "$bad" S resolve --json --stdin
+    assert_contains "$ERR" "the request on stdin"
+done
+run 2 S resolve --stdin
+assert_contains "$ERR" "--stdin answers only with --json"
 
 # ---- stdio: every form arrives as the adapter makes it --------------------------------------
 T_CANARY_STDOUT=1 run 0 B -vv --config "$CFG" call forms get-env
@@ -83,6 +99,16 @@ status() {
     run 0 B --config "$CFG" list --json
     json_get "$OUT" "j.servers.find((s) => s.name === '$1').status"
 }
+
+# "inheritEnv": true gives the server the bridge's whole environment, false (and no key) the
+# minimal one; "env" goes on top of either
+T_CANARY_STDOUT=1 run 0 B --config "$CFG" call inherit get-env
+assert_eq "$(json_get "$OUT" 'j.VALS_SET')" set-by-the-environment '"inheritEnv": true'
+assert_eq "$(json_get "$OUT" 'j.OWN')" own '"env" over the whole environment'
+T_CANARY_STDOUT=1 run 0 B --config "$CFG" call minimal get-env
+assert_eq "$(json_get "$OUT" 'j.VALS_SET')" undefined '"inheritEnv": false'
+assert_eq "$(json_get "$OUT" 'j.OWN')" own '"env" over the minimal environment'
+assert_eq "$(envof VALS_SET)" undefined 'no "inheritEnv"'
 
 # list agrees: the default applies, so the entry is ok and says so
 run 0 B --config "$CFG" list
