@@ -49,13 +49,22 @@ static void add_name(const char *name, void *userdata)
         ctx->r = strv_push(ctx->out, name);
 }
 
-/* The ${NAME}s of the value part of "NAME<sep>template" strings. */
+/* The ${NAME}s of a value in the adapter's forms: none in a "!command" (the shell reads its
+ * own variables when it runs), those of the template after "!!". */
+static void value_names(const char *v, struct names_ctx *ctx)
+{
+    const char *tmpl = mcp_value_template(v);
+    if (tmpl)
+        mcp_template_vars(tmpl, add_name, ctx);
+}
+
+/* The ${NAME}s of the value part of "NAME<sep>value" strings. */
 static void pair_names(char *const *v, char sep, struct names_ctx *ctx)
 {
     for (size_t i = 0; v && v[i]; i++) {
         const char *at = strchr(v[i], sep);
         if (at)
-            mcp_template_vars(at + 1, add_name, ctx);
+            value_names(at + 1 + (sep == ':'), ctx);
     }
 }
 
@@ -69,7 +78,7 @@ int cmd_creds_names_of(const struct mcp_server *s, struct strv *out)
     for (size_t i = 0; s->args && s->args[i]; i++)
         mcp_template_vars(s->args[i], add_name, &ctx);
     if (s->bearer_token)
-        mcp_template_vars(s->bearer_token, add_name, &ctx);
+        value_names(s->bearer_token, &ctx);
     if (s->bearer_token_env)
         add_name(s->bearer_token_env, &ctx);
     return ctx.r;
