@@ -427,60 +427,6 @@ out:
     return r;
 }
 
-/* ---- the adapter's value forms ------------------------------------------------------------ */
-
-/* The warnings about one template value (what names it: "\"env\" value 'A'") written in a form
- * the pi adapter expands and the loader does not: "$env:NAME", and a leading '!' (a command,
- * where runs says the adapter runs one there). */
-static int odd_value(struct strv *w, const char *what, const char *v, bool runs)
-{
-    const char *env = strstr(v, "$env:");
-    if (env && (env == v || env[-1] != '$') &&
-        strv_pushf(w, "%s holds \"$env:...\", which is not expanded here: write \"${env:NAME}\"",
-                   what) < 0)
-        return -ENOMEM;
-    if (runs && v[0] == '!' &&
-        strv_pushf(w,
-                   "%s starts with '!': no command is run, the value is used as written: keep "
-                   "the value in `secrets` (a recipe runs a command) and write \"${NAME}\"",
-                   what) < 0)
-        return -ENOMEM;
-    return 0;
-}
-
-static int odd_values(struct mcp_server *s)
-{
-    struct strv w = STRV_INIT;
-    int r = 0;
-    char what[MCP_DISP_BUF + 32], nd[MCP_DISP_BUF];
-    for (size_t i = 0; r >= 0 && s->env[i]; i++) {
-        const char *eq = strchr(s->env[i], '=');
-        mcp_disp_n(nd, s->env[i], (size_t)(eq - s->env[i]));
-        (void)snprintf(what, sizeof(what), "\"env\" value '%s'", nd);
-        r = odd_value(&w, what, eq + 1, true);
-    }
-    for (size_t i = 0; r >= 0 && s->headers[i]; i++) {
-        const char *colon = strchr(s->headers[i], ':');
-        mcp_disp_n(nd, s->headers[i], (size_t)(colon - s->headers[i]));
-        (void)snprintf(what, sizeof(what), "header '%s'", nd);
-        r = odd_value(&w, what, colon + 2, true);
-    }
-    if (r >= 0 && s->bearer_token)
-        r = odd_value(&w, "\"bearerToken\"", s->bearer_token, true);
-    if (r >= 0 && s->url)
-        r = odd_value(&w, "\"url\"", s->url, false);
-    if (r >= 0 && s->cwd)
-        r = odd_value(&w, "\"cwd\"", s->cwd, false);
-    if (r >= 0 && s->cwd && s->cwd[0] == '~' &&
-        strv_push(&w, "\"cwd\" starts with '~', which is not expanded here: write the full "
-                      "path, or \"${env:HOME}/...\"") < 0)
-        r = -ENOMEM;
-    if (r >= 0)
-        r = add_warnings(s, &w);
-    strv_release(&w);
-    return r < 0 ? -ENOMEM : 0;
-}
-
 static int check_server_name(const char *name, struct err *e)
 {
     size_t chars = 0;
@@ -539,8 +485,10 @@ static int expand_headers(const struct mcp_server *s, const struct mcp_config_op
         const char *colon = strchr(s->headers[i], ':');
         char name[MCP_DISP_BUF], *val = NULL;
         mcp_disp_n(name, s->headers[i], (size_t)(colon - s->headers[i]));
-        int r =
-            mcp_expand_collect(colon + 2, opts->lookup, opts->lookup_userdata, missing, &val, e);
+        const char *tmpl = mcp_value_template(colon + 2);
+        if (!tmpl)
+            continue; /* a command: it runs when the server connects, never to load */
+        int r = mcp_expand_collect(tmpl, opts->lookup, opts->lookup_userdata, missing, &val, e);
         if (r == -ENOENT)
             continue;
         if (r < 0) {
@@ -562,7 +510,10 @@ static int expand_env(const struct mcp_server *s, const struct mcp_config_opts *
         /* "NAME=template"; the name never contains '=' */
         const char *eq = strchr(s->env[i], '=');
         char *val = NULL;
-        int r = mcp_expand_collect(eq + 1, opts->lookup, opts->lookup_userdata, missing, &val, e);
+        const char *tmpl = mcp_value_template(eq + 1);
+        if (!tmpl)
+            continue; /* a command, as above */
+        int r = mcp_expand_collect(tmpl, opts->lookup, opts->lookup_userdata, missing, &val, e);
         secure_free(val);
         if (r < 0 && r != -ENOENT) {
             char name[MCP_DISP_BUF];
@@ -649,8 +600,8 @@ static int expand_entry(struct mcp_server *s, const struct mcp_config_opts *opts
         r = expand_env(s, opts, &missing, e);
     if (r >= 0)
         r = expand_args(s, opts, &missing, e);
-    if (r >= 0 && s->bearer_token)
-        r = expand_one(s->bearer_token, "\"bearerToken\"", opts, &missing, e);
+    if (r >= 0 && mcp_value_template(s->bearer_token))
+        r = expand_one(mcp_value_template(s->bearer_token), "\"bearerToken\"", opts, &missing, e);
     if (r >= 0 && s->cwd)
         r = expand_one(s->cwd, "\"cwd\"", opts, &missing, e);
     if (r < 0)
@@ -694,6 +645,17 @@ int mcp_server_expand_cwd(const struct mcp_server *s, mcp_lookup_fn lookup, void
     int r = mcp_expand(s->cwd, lookup, userdata, &v, e);
     if (r < 0)
         return err_prefix(e, "\"cwd\"");
+    /* "~" and "~/..." after expansion are the home directory, as the pi adapter reads them */
+    const char *home = getenv("HOME");
+    if (home && *home && v[0] == '~' && (v[1] == '\0' || v[1] == '/')) {
+        char *h = NULL;
+        if (asprintf(&h, "%s%s", home, v + 1) < 0) {
+            secure_free(v);
+            return err_set(e, -ENOMEM, "out of memory");
+        }
+        secure_free(v);
+        v = h;
+    }
     *ret = v;
     return 0;
 }
@@ -831,8 +793,6 @@ int mcp_server_build(const char *name, struct json_object *entry, const char *so
     r = check_server_name(name, &why);
     if (r >= 0)
         r = parse_entry(s, entry, &why);
-    if (r >= 0 && odd_values(s) < 0)
-        r = -ENOMEM;
     if (r >= 0 && opts->check_entry) {
         r = opts->check_entry(opts->check_userdata, name, entry, &why);
         if (r > 0) { /* accepted, with warnings */

@@ -1,6 +1,8 @@
 /* mcp_template.c - ${VAR} templates: one scanner, two walks over it (expansion and the list of
  * variables a template names). */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -96,7 +98,30 @@ static int scan_var(const char *p, size_t at, const struct scan_ops *ops, void *
     return 0;
 }
 
-/* Walks tmpl: "$$" is one literal "$", "${NAME}" a variable, any other "$" itself. Syntax errors
+#define ADAPTER_ENV "$env:"
+
+/* The length of the name after "$env:": the longest run of letters, digits and '_' (the
+ * adapter's \w+), 0 when it is not a valid name (then "$env:" is literal text). */
+static size_t env_name_len(const char *s)
+{
+    size_t n = 0;
+    while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+           (s[n] >= '0' && s[n] <= '9') || s[n] == '_')
+        n++;
+    if (n == 0 || n > VAR_NAME_MAX || (s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    return n;
+}
+
+/* "$env:NAME" as the reference "env:NAME", without a default. */
+static int scan_env(const char *s, size_t n, const struct scan_ops *ops, void *ud)
+{
+    char name[sizeof(MCP_TEMPLATE_ENV) + VAR_NAME_MAX];
+    (void)snprintf(name, sizeof(name), "%s%.*s", MCP_TEMPLATE_ENV, (int)n, s);
+    return ops->var ? ops->var(ud, name, NULL, 0) : 0;
+}
+
+/* Walks tmpl: "$$" is one literal "$", "$env:NAME" the reference "env:NAME", "${NAME}" a variable, any other "$" itself. Syntax errors
  * are -EINVAL with a message giving the position (never the text: it may hold a secret). */
 static int template_scan(const char *tmpl, const struct scan_ops *ops, void *ud, struct err *e)
 {
@@ -115,6 +140,21 @@ static int template_scan(const char *tmpl, const struct scan_ops *ops, void *ud,
             p += 2;
             run = p;
             continue;
+        }
+        size_t envlen = strlen(ADAPTER_ENV);
+        if (p[1] != '{' && strncmp(p, ADAPTER_ENV, envlen) == 0) {
+            /* the pi adapter's "$env:NAME" (NAME: letters, digits, '_'): ${env:NAME} */
+            size_t n = env_name_len(p + envlen);
+            if (n > 0) {
+                r = scan_flush(ops, ud, run, (size_t)(p - run));
+                if (r >= 0)
+                    r = scan_env(p + envlen, n, ops, ud);
+                if (r < 0)
+                    return r;
+                p += envlen + n;
+                run = p;
+                continue;
+            }
         }
         if (p[1] != '{') {
             p++;
@@ -191,6 +231,11 @@ int mcp_template_missing_hint(const char *name, char *buf, size_t size)
 {
     const char *id = mcp_template_input_id(name);
     char secret[MCP_TEMPLATE_SECRET_BUF];
+    if (strncmp(name, MCP_TEMPLATE_ENV, strlen(MCP_TEMPLATE_ENV)) == 0)
+        return snprintf(buf, size,
+                        "set %s in the environment the program starts in (\"%s\" reads nothing "
+                        "else)",
+                        name + strlen(MCP_TEMPLATE_ENV), name);
     if (!id)
         return snprintf(buf, size, "%s", "");
     const char *sn = mcp_template_secret_name(name, secret);
@@ -252,7 +297,15 @@ struct expand_ctx {
     struct strv *missing; /* NULL: the first missing variable is the error */
     bool any_missing;
     struct err *e;
+    mcp_ref_fn ref_fn; /* NULL: nobody is told */
+    void *ref_userdata;
 };
+
+static void tell(const struct expand_ctx *c, const char *name, enum mcp_ref_state state)
+{
+    if (c->ref_fn)
+        c->ref_fn(c->ref_userdata, name, state);
+}
 
 static int expand_lit(void *ud, const char *p, size_t n)
 {
@@ -275,9 +328,11 @@ static int expand_var(void *ud, const char *name, const char *dflt, size_t dflt_
     /* ${NAME:-default}: the default when unset or empty, as in sh */
     if (dflt && (r == -ENOENT || (r >= 0 && (!val || !*val)))) {
         secure_free(val);
+        tell(c, name, MCP_REF_DEFAULT);
         return expand_lit(c, dflt, dflt_len);
     }
     if (r == -ENOENT) {
+        tell(c, name, MCP_REF_MISSING);
         c->any_missing = true;
         if (!c->missing) {
             char hint[VAR_NAME_MAX + 192];
@@ -294,17 +349,29 @@ static int expand_var(void *ud, const char *name, const char *dflt, size_t dflt_
             return oom(c->e);
         return err_set(c->e, r, "cannot look up variable '%s': %s", name, err_msg(&le));
     }
+    tell(c, name, MCP_REF_SET);
     r = expand_lit(c, val ? val : "", val ? strlen(val) : 0);
     secure_free(val);
     return r;
 }
+
+static int expand_told(const char *tmpl, mcp_lookup_fn lookup, void *userdata, struct strv *missing,
+                       mcp_ref_fn fn, void *fn_userdata, char **ret, struct err *e);
 
 /* Expands tmpl. With missing, every unset variable is added to it (once) and the result is
  * -ENOENT (without a message) when there was any; without, the first one is the error. */
 static int expand(const char *tmpl, mcp_lookup_fn lookup, void *userdata, struct strv *missing,
                   char **ret, struct err *e)
 {
-    struct expand_ctx c = {lookup ? lookup : mcp_lookup_env, userdata, {0}, missing, false, e};
+    return expand_told(tmpl, lookup, userdata, missing, NULL, NULL, ret, e);
+}
+
+/* expand(), telling fn (when not NULL) what became of each reference. */
+static int expand_told(const char *tmpl, mcp_lookup_fn lookup, void *userdata, struct strv *missing,
+                       mcp_ref_fn fn, void *fn_userdata, char **ret, struct err *e)
+{
+    struct expand_ctx c = {
+        lookup ? lookup : mcp_lookup_env, userdata, {0}, missing, false, e, fn, fn_userdata};
     const struct scan_ops ops = {expand_lit, expand_var};
     int r;
 
@@ -341,4 +408,80 @@ int mcp_expand_collect(const char *tmpl, mcp_lookup_fn lookup, void *userdata, s
     if (!tmpl || !missing)
         return bad(e, "no template to expand");
     return expand(tmpl, lookup, userdata, missing, ret, e);
+}
+
+int mcp_template_eval(const char *tmpl, mcp_lookup_fn lookup, void *userdata, mcp_ref_fn fn,
+                      void *fn_userdata, struct err *e)
+{
+    struct strv missing = STRV_INIT;
+    char *v = NULL;
+    if (!tmpl)
+        return bad(e, "no template to expand");
+    int r = expand_told(tmpl, lookup, userdata, &missing, fn, fn_userdata, &v, e);
+    secure_free(v);
+    strv_release(&missing);
+    return r;
+}
+
+/* ---- the pi adapter's value forms -------------------------------------------------------- */
+
+const char *mcp_value_command(const char *v)
+{
+    return v && v[0] == '!' && v[1] != '!' ? v + 1 : NULL;
+}
+
+const char *mcp_value_template(const char *v)
+{
+    if (!v || mcp_value_command(v))
+        return NULL;
+    return v[0] == '!' ? v + 1 : v; /* "!!x" is the template "!x" */
+}
+
+const char *mcp_value_command_name(const char *cmd, char buf[static MCP_VALUE_COMMAND_NAME_BUF])
+{
+    /* FNV-1a, 64 bits: a name that is the same for the same command, at every run and in every
+     * program, and says nothing of it */
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (const unsigned char *p = (const unsigned char *)cmd; *p; p++) {
+        h ^= *p;
+        h *= UINT64_C(1099511628211);
+    }
+    (void)snprintf(buf, MCP_VALUE_COMMAND_NAME_BUF, "%s%016" PRIx64, MCP_VALUE_COMMAND_PREFIX, h);
+    return buf;
+}
+
+bool mcp_value_is_command_name(const char *name)
+{
+    size_t n = strlen(MCP_VALUE_COMMAND_PREFIX);
+    return strncmp(name, MCP_VALUE_COMMAND_PREFIX, n) == 0 &&
+           strlen(name) == MCP_VALUE_COMMAND_NAME_BUF - 1 &&
+           strspn(name + n, "0123456789abcdef") == 16;
+}
+
+int mcp_value_expand(const char *v, mcp_lookup_fn lookup, void *userdata, char **ret, struct err *e)
+{
+    const char *cmd = mcp_value_command(v);
+    if (!cmd)
+        return mcp_expand(mcp_value_template(v), lookup, userdata, ret, e);
+    char name[MCP_VALUE_COMMAND_NAME_BUF];
+    char *val = NULL;
+    struct err le = ERR_INIT;
+    int r =
+        (lookup ? lookup : mcp_lookup_env)(userdata, mcp_value_command_name(cmd, name), &val, &le);
+    if (r == -ENOENT)
+        return err_set(e, -ENOENT,
+                       "the command of its \"!...\" value has not run (the value is had from "
+                       "`secrets` when the server connects)");
+    if (r < 0)
+        return r == -ENOMEM ? oom(e) : err_set(e, r, "%s", err_msg(&le));
+    *ret = val;
+    return 0;
+}
+
+int mcp_value_eval(const char *v, mcp_lookup_fn lookup, void *userdata, mcp_ref_fn fn,
+                   void *fn_userdata, struct err *e)
+{
+    if (mcp_value_command(v))
+        return 0; /* run when connecting, never to look */
+    return mcp_template_eval(mcp_value_template(v), lookup, userdata, fn, fn_userdata, e);
 }

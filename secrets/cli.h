@@ -65,4 +65,8 @@ void cli_mask(const char *value, size_t len, char *out, size_t size);
 /* Whether a keychain recipe other than except_name points at label. */
 bool cli_label_in_use(struct store *s, const char *label, const char *except_name);
 
+/* Reads all of standard input into b (whose bound applies: -E2BIG past it), wiping what it
+ * read on the way. -errno. */
+int cli_read_stdin(struct buf *b);
+
 int cmd_configure(struct cli *c, int argc, char **argv);

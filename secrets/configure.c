@@ -96,22 +96,7 @@ static int read_value_stdin(struct cli *c, char **ret)
     struct buf b;
     int r = 0;
     buf_init_secret(&b, 1024 * 1024);
-    for (;;) {
-        char chunk[4096];
-        ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r = -errno;
-            break;
-        }
-        if (n == 0)
-            break;
-        r = buf_append(&b, chunk, (size_t)n);
-        secure_wipe(chunk, sizeof(chunk));
-        if (r < 0)
-            break;
-    }
+    r = cli_read_stdin(&b);
     if (r == -E2BIG)
         cli_error(c, "the value on stdin is larger than 1 MiB");
     else if (r < 0)

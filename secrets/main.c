@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "keychain.h"
+#include "request.h"
 
 extern char **environ;
 
@@ -304,6 +305,7 @@ static int cmd_get(struct cli *c, int argc, char **argv)
 
 static const char resolve_help[] =
     "usage: secrets resolve [--json] [--no-cache] NAME...\n"
+    "       secrets resolve --json --stdin [NAME...]\n"
     "\n"
     "Resolve each NAME. With --json, print one JSON object for programs (the bridge uses it;\n"
     "docs/helper-protocol.md):\n"
@@ -312,6 +314,9 @@ static const char resolve_help[] =
     "expires_at is in unix seconds and absent when the value does not expire; ask again after\n"
     "it. Without --json, print one line per name saying where it came from (never the value).\n"
     "--no-cache runs command recipes even when a fresh value is cached.\n"
+    "--stdin also reads {\"version\": 1, \"commands\": {\"NAME\": \"shell command\"}} on stdin\n"
+    "(the bridge's \"!command\" values): each command runs as a command recipe would, never\n"
+    "cached, its stderr never quoted, and its value is answered under NAME.\n"
     "\n"
     "exit status: 0 all resolved, 1 some did not, 2 usage error, 3 configuration error\n"
     "\n"
@@ -375,9 +380,12 @@ static int resolve_one(struct cli *c, const char *name, bool json, struct helper
 
 static int cmd_resolve(struct cli *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"no-cache", no_argument, NULL, 'C'}, {0}};
-    bool json = false;
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"no-cache", no_argument, NULL, 'C'},
+                                         {"stdin", no_argument, NULL, 'S'},
+                                         {0}};
+    struct json_object *req = NULL;
+    bool json = false, from_stdin = false;
     int opt, status = EXIT_OK, r;
     struct helper_secrets answer = {0};
     struct buf out;
@@ -391,10 +399,14 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
             json = true;
         else if (opt == 'C')
             c->resolve_flags |= RESOLVE_NO_CACHE;
+        else if (opt == 'S')
+            from_stdin = true;
         else
             return EXIT_USAGE;
     }
-    if (optind >= argc)
+    if (from_stdin && !json)
+        return usage_error(c, "--stdin answers only with --json");
+    if (optind >= argc && !from_stdin)
         return usage_error(c, "resolve needs at least one NAME");
     for (int i = optind; i < argc; i++)
         if (!name_is_valid(argv[i]))
@@ -402,9 +414,16 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
                                "'%s' is not a valid secret name (letters, digits and '_', not "
                                "starting with a digit)",
                                argv[i]);
+    if (from_stdin) {
+        r = request_read(c, &req);
+        if (r != EXIT_OK)
+            return r;
+    }
     r = cli_open(c);
-    if (r != EXIT_OK)
+    if (r != EXIT_OK) {
+        request_free(req);
         return r;
+    }
 
     r = 0;
     for (int i = optind; r >= 0 && i < argc; i++) {
@@ -414,6 +433,10 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
         if (!dup)
             r = resolve_one(c, argv[i], json, &answer, &status);
     }
+    if (r >= 0 && req)
+        r = request_resolve(c, req, (const char *const *)argv + optind, (size_t)(argc - optind),
+                            &answer, &status);
+    request_free(req);
     buf_init_secret(&out, 64 * 1024 * 1024);
     if (r >= 0 && json)
         r = helper_secrets_write(&answer, &out);

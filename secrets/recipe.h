@@ -43,6 +43,9 @@ struct recipe {
     int64_t timeout_ms; /* commands only */
     char *description;  /* optional, NULL */
     bool bare;          /* written in the older bare form ("VAR", or a bare literal) */
+    bool quiet;         /* commands: handed in by another program (`resolve --stdin`): a
+                         * failure never quotes its stderr, which that program's user never
+                         * sees as theirs to show */
 };
 
 /* Parses the JSON value v of entry `name`. -EINVAL with a message saying what is wrong with

@@ -116,6 +116,8 @@ static int run_command(struct resolver *rs, const struct recipe *r, struct buf *
     if (ret < 0)
         return err_prefix(e, "'%s'", r->name);
     first_line(&res.err, line, sizeof(line));
+    if (r->quiet)
+        secure_wipe(line, sizeof(line));
     if (res.timed_out) {
         ret = err_set(e, -ETIMEDOUT,
                       "'%s': the command did not finish within %s and was killed (raise "

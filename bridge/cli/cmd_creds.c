@@ -49,13 +49,22 @@ static void add_name(const char *name, void *userdata)
         ctx->r = strv_push(ctx->out, name);
 }
 
-/* The ${NAME}s of the value part of "NAME<sep>template" strings. */
+/* The ${NAME}s of a value in the adapter's forms: none in a "!command" (the shell reads its
+ * own variables when it runs), those of the template after "!!". */
+static void value_names(const char *v, struct names_ctx *ctx)
+{
+    const char *tmpl = mcp_value_template(v);
+    if (tmpl)
+        mcp_template_vars(tmpl, add_name, ctx);
+}
+
+/* The ${NAME}s of the value part of "NAME<sep>value" strings. */
 static void pair_names(char *const *v, char sep, struct names_ctx *ctx)
 {
     for (size_t i = 0; v && v[i]; i++) {
         const char *at = strchr(v[i], sep);
         if (at)
-            mcp_template_vars(at + 1, add_name, ctx);
+            value_names(at + 1 + (sep == ':'), ctx);
     }
 }
 
@@ -69,7 +78,7 @@ int cmd_creds_names_of(const struct mcp_server *s, struct strv *out)
     for (size_t i = 0; s->args && s->args[i]; i++)
         mcp_template_vars(s->args[i], add_name, &ctx);
     if (s->bearer_token)
-        mcp_template_vars(s->bearer_token, add_name, &ctx);
+        value_names(s->bearer_token, &ctx);
     if (s->bearer_token_env)
         add_name(s->bearer_token_env, &ctx);
     return ctx.r;
@@ -512,6 +521,170 @@ static int report_vars(struct cmd_creds_report *rep)
     return r;
 }
 
+/* ---- what a connect would make of each reference -------------------------------------------- */
+
+/* One reference of an entry, and what the expansion made of it wherever it appears. */
+struct ref_fate {
+    char *name; /* as written: "NAME", "env:NAME", "input:ID" */
+    bool set, defaulted, missing;
+};
+
+struct fates {
+    const struct cmd_creds_server *cs;
+    struct ref_fate *v;
+    size_t n;
+    bool oom;
+};
+
+/* The lookup a connect would do, from the report: a secret resolved by `secrets` (its value is
+ * not kept: any non-empty text stands for it), the environment for ${env:NAME}. */
+static int report_lookup(void *userdata, const char *name, char **ret, struct err *e)
+{
+    const struct fates *f = userdata;
+    if (strncmp(name, MCP_TEMPLATE_ENV, strlen(MCP_TEMPLATE_ENV)) == 0)
+        return mcp_lookup_env(NULL, name, ret, e);
+    char buf[MCP_TEMPLATE_SECRET_BUF];
+    const char *secret = mcp_template_secret_name(name, buf);
+    for (size_t i = 0; secret && i < f->cs->n_vars; i++) {
+        if (strcmp(f->cs->vars[i].name, secret) != 0 || !f->cs->vars[i].resolved)
+            continue;
+        *ret = strdup("resolved");
+        return *ret ? 0 : err_set(e, -ENOMEM, "out of memory");
+    }
+    return -ENOENT;
+}
+
+static void on_fate(void *userdata, const char *name, enum mcp_ref_state state)
+{
+    struct fates *f = userdata;
+    struct ref_fate *x = NULL;
+    for (size_t i = 0; i < f->n && !x; i++)
+        if (strcmp(f->v[i].name, name) == 0)
+            x = &f->v[i];
+    if (!x) {
+        struct ref_fate *v = realloc(f->v, (f->n + 1) * sizeof(*v));
+        char *dup = strdup(name);
+        if (v)
+            f->v = v;
+        if (!v || !dup) {
+            free(dup);
+            f->oom = true;
+            return;
+        }
+        x = &f->v[f->n++];
+        *x = (struct ref_fate){.name = dup};
+    }
+    x->set |= state == MCP_REF_SET;
+    x->defaulted |= state == MCP_REF_DEFAULT;
+    x->missing |= state == MCP_REF_MISSING;
+}
+
+/* One value through the evaluator (a value form: "!command" and "!!" apply); a syntax error is
+ * the loader's to report, a missing reference is told to on_fate. */
+static void fate_of_value(struct fates *f, const char *v, bool value_form)
+{
+    int r = value_form ? mcp_value_eval(v, report_lookup, f, on_fate, f, NULL)
+                       : mcp_template_eval(v, report_lookup, f, on_fate, f, NULL);
+    if (r == -ENOMEM)
+        f->oom = true;
+}
+
+static void fate_pairs(struct fates *f, char *const *v, char sep)
+{
+    for (size_t i = 0; v && v[i]; i++) {
+        const char *at = strchr(v[i], sep);
+        if (at)
+            fate_of_value(f, at + 1 + (sep == ':'), true);
+    }
+}
+
+/* Every reference of the entry through the evaluator a connect uses (mcp_template.h). */
+static int collect_fates(struct fates *f)
+{
+    const struct mcp_server *s = f->cs->server;
+    if (s->url)
+        fate_of_value(f, s->url, false);
+    fate_pairs(f, s->headers, ':');
+    fate_pairs(f, s->env, '=');
+    for (size_t i = 0; s->args && s->args[i]; i++)
+        fate_of_value(f, s->args[i], false);
+    if (s->cwd)
+        fate_of_value(f, s->cwd, false);
+    if (s->bearer_token)
+        fate_of_value(f, s->bearer_token, true);
+    return f->oom ? -ENOMEM : 0;
+}
+
+static struct ref_fate *fate_of(struct fates *f, const char *secret)
+{
+    char buf[MCP_TEMPLATE_SECRET_BUF];
+    for (size_t i = 0; i < f->n; i++) {
+        const char *sn = mcp_template_secret_name(f->v[i].name, buf);
+        if (sn && strcmp(sn, secret) == 0)
+            return &f->v[i];
+    }
+    return NULL;
+}
+
+/* A reference that does not resolve, but whose every use has a default, is what a connect does
+ * with it: the default (secrets' "source" then "default"). */
+static int var_defaulted(struct cmd_creds_var *v)
+{
+    free(v->error);
+    free(v->source);
+    v->error = NULL;
+    v->resolved = true;
+    v->source = strdup("default");
+    return v->source ? 0 : -ENOMEM;
+}
+
+/* ${env:NAME}, as a connect reads it: the environment only, never `secrets`. */
+static int add_env_var(struct cmd_creds_server *cs, const struct ref_fate *x)
+{
+    struct cmd_creds_var *v = realloc(cs->vars, (cs->n_vars + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    cs->vars = v;
+    v = &cs->vars[cs->n_vars++];
+    *v = (struct cmd_creds_var){.name = strdup(x->name)};
+    const char *env = mcp_template_env_name(x->name);
+    if (!v->name)
+        return -ENOMEM;
+    if (x->missing) {
+        char msg[512];
+        (void)snprintf(msg, sizeof(msg),
+                       "'%s' is not set in the environment, which is all that ${%s} reads: set "
+                       "it where the bridge starts, or write ${%s} to have it from `secrets`",
+                       env, x->name, env);
+        return var_error(v, msg);
+    }
+    v->resolved = true;
+    v->source = strdup(x->set ? "environment" : "default");
+    return v->source ? 0 : -ENOMEM;
+}
+
+/* The entry's references as a connect would make of them, one evaluator for both. */
+static int settle_vars(struct cmd_creds_server *cs)
+{
+    struct fates f = {.cs = cs};
+    int r = collect_fates(&f);
+    for (size_t i = 0; r >= 0 && i < cs->n_vars; i++) {
+        struct cmd_creds_var *v = &cs->vars[i];
+        const struct ref_fate *x = fate_of(&f, v->name);
+        bool is_token_env =
+            cs->server->bearer_token_env && strcmp(cs->server->bearer_token_env, v->name) == 0;
+        if (!v->resolved && x && !x->missing && x->defaulted && !is_token_env)
+            r = var_defaulted(v);
+    }
+    for (size_t i = 0; r >= 0 && i < f.n; i++)
+        if (strncmp(f.v[i].name, MCP_TEMPLATE_ENV, strlen(MCP_TEMPLATE_ENV)) == 0)
+            r = add_env_var(cs, &f.v[i]);
+    for (size_t i = 0; i < f.n; i++)
+        free(f.v[i].name);
+    free(f.v);
+    return r;
+}
+
 static int report_oauth(struct cmd_creds_report *rep, const struct mcp_config *c,
                         const char *config_path)
 {
@@ -557,6 +730,9 @@ int cmd_creds_report_new(const struct mcp_config *c, const char *config_path,
         rep->servers[i].checked = !rep->servers[i].server->error;
     }
     r = report_vars(rep);
+    for (size_t i = 0; r >= 0 && i < n; i++)
+        if (rep->servers[i].checked)
+            r = settle_vars(&rep->servers[i]);
     if (r >= 0)
         r = report_oauth(rep, c, config_path);
     for (size_t i = 0; r >= 0 && i < n; i++)
@@ -655,6 +831,7 @@ static const char *source_words(const char *source)
         {"file", "a file recipe"},
         {"literal", "a literal in secrets.json"},
         {"environment", "the environment, no recipe"},
+        {"default", "the default written in the entry: it is not set"},
     };
     for (size_t i = 0; i < ELEMENTSOF(words); i++)
         if (strcmp(source, words[i].source) == 0)

@@ -400,13 +400,6 @@ static int adapter_key_warnings(struct json_object *raw, struct err *e)
         if (mcp_field_member(raw, adapter_entry_keys[i].key))
             w = mcp_field_warn(e, "\"%s\" is accepted and not applied: %s",
                                adapter_entry_keys[i].key, adapter_entry_keys[i].why);
-    /* the bridge gives every stdio server a minimal environment: the adapter's false */
-    b = false;
-    if (mcp_field_bool(raw, "inheritEnv", "", &b, NULL) >= 0 && b)
-        w = mcp_field_warn(e, "\"inheritEnv\" is true and not applied: the server gets a minimal "
-                              "environment (HOME, PATH, USER, LOGNAME, SHELL, TERM, LANG) plus "
-                              "its \"env\"; pass a variable with \"env\": {\"NAME\": "
-                              "\"${env:NAME}\"}");
     b = true;
     if (mcp_field_member(raw, "tasks") && mcp_field_bool(raw, "tasks", "", &b, NULL) >= 0 && b)
         w = mcp_field_warn(e, "\"tasks\" is not applied: the bridge does not use the MCP Tasks "

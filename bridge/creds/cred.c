@@ -131,7 +131,8 @@ int cred_lookup(void *userdata, const char *name, char **ret, struct err *e)
     return -ENOENT;
 }
 
-/* Expands "NAME<sep>template" into "NAME<sep>value". */
+/* Expands "NAME<sep>template" into "NAME<sep>value" (the value in any of the adapter's forms:
+ * mcp_value_expand()). */
 static int expand_pair(const char *pair, const char *sep, mcp_lookup_fn lookup, void *userdata,
                        char **ret, struct err *e)
 {
@@ -140,7 +141,7 @@ static int expand_pair(const char *pair, const char *sep, mcp_lookup_fn lookup, 
     if (!at)
         return err_set(e, -EINVAL, "an entry is not of the form NAME%svalue", sep);
     size_t nlen = (size_t)(at - pair) + strlen(sep);
-    int r = mcp_expand(at + strlen(sep), lookup, userdata, &val, e);
+    int r = mcp_value_expand(at + strlen(sep), lookup, userdata, &val, e);
     if (r < 0) {
         err_prefix(e, "'%.*s'", (int)(at - pair), pair);
         return r;

@@ -136,7 +136,8 @@ bool cred_headers_equal(char *const *a, char *const *b);
 /* An mcp_lookup_fn over an answer's vars (userdata: const struct credentials *). */
 int cred_lookup(void *userdata, const char *name, char **ret, struct err *e);
 
-/* Expands every "NAME<sep>template" of v into "NAME<sep>value", appended to out (secrets).
+/* Expands every "NAME<sep>value" of v into "NAME<sep>value", appended to out (secrets): the
+ * value a template or a "!command" (mcp_value_expand(): its output as the lookup has it).
  * -ENOENT etc. with a message naming the entry ("'NAME': variable 'X' is not set"). */
 int cred_expand_pairs(char *const *v, const char *sep, mcp_lookup_fn lookup, void *userdata,
                       struct strv *out, struct err *e) _must_check_;

@@ -12,6 +12,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/helper_answer.h"
+#include "credkit/jsonw.h"
 #include "credkit/log.h"
 #include "credkit/mcp_template.h"
 #include "credkit/redact.h"
@@ -64,6 +65,7 @@ struct name_set {
     struct strv *v;
     struct strv required; /* referenced at least once without a default */
     struct strv *optional;
+    struct strv *commands; /* "NAME=command" of the "!command" values; NULL: not wanted */
     bool oom;
 };
 
@@ -86,20 +88,41 @@ static void collect_ref(const char *ref, bool has_default, void *userdata)
         push_once(&ns->required, name, &ns->oom);
 }
 
+/* One value that may be in the adapter's forms: a command's name and text, or a template's
+ * references. */
+static void collect_value(const char *v, struct name_set *ns)
+{
+    const char *cmd = mcp_value_command(v);
+    if (!cmd) {
+        mcp_template_refs(mcp_value_template(v), collect_ref, ns);
+        return;
+    }
+    char name[MCP_VALUE_COMMAND_NAME_BUF];
+    (void)mcp_value_command_name(cmd, name);
+    size_t n = strlen(name);
+    for (size_t i = 0; ns->commands && i < ns->commands->n; i++)
+        if (strncmp(ns->commands->v[i], name, n) == 0 && ns->commands->v[i][n] == '=')
+            return;
+    if (ns->commands && !ns->oom && strv_pushf(ns->commands, "%s=%s", name, cmd) < 0)
+        ns->oom = true;
+}
+
 static void collect_pairs(char *const *v, const char *sep, struct name_set *ns)
 {
     for (size_t i = 0; v && v[i]; i++) {
         const char *at = strstr(v[i], sep);
         if (at)
-            mcp_template_refs(at + strlen(sep), collect_ref, ns);
+            collect_value(at + strlen(sep), ns);
     }
 }
 
-/* The names of `secrets` the entry refers to, bearerTokenEnv's name among them, and (optional
- * may be NULL) those that may stay unset. -ENOMEM. */
-static int needed_names(const struct mcp_server *s, struct strv *names, struct strv *optional)
+/* The names of `secrets` the entry refers to, bearerTokenEnv's name among them, (optional may
+ * be NULL) those that may stay unset, and (commands may be NULL) its "!command" values as
+ * "NAME=command". -ENOMEM. */
+static int needed_names(const struct mcp_server *s, struct strv *names, struct strv *optional,
+                        struct strv *commands)
 {
-    struct name_set ns = {names, STRV_INIT, optional, false};
+    struct name_set ns = {names, STRV_INIT, optional, commands, false};
     if (s->transport == MCP_TRANSPORT_STDIO) {
         collect_pairs(s->env, "=", &ns);
         for (size_t i = 0; s->args && s->args[i]; i++)
@@ -111,7 +134,7 @@ static int needed_names(const struct mcp_server *s, struct strv *names, struct s
             mcp_template_refs(s->url, collect_ref, &ns);
         collect_pairs(s->headers, ": ", &ns);
         if (s->bearer_token)
-            mcp_template_refs(s->bearer_token, collect_ref, &ns);
+            collect_value(s->bearer_token, &ns);
         if (s->bearer_token_env)
             collect_ref(s->bearer_token_env, false, &ns);
     }
@@ -123,6 +146,8 @@ static int needed_names(const struct mcp_server *s, struct strv *names, struct s
         strv_release(names);
         if (optional)
             strv_release(optional);
+        if (commands)
+            strv_release_secure(commands);
         return -ENOMEM;
     }
     return 0;
@@ -228,7 +253,7 @@ static int bearer_header(const struct mcp_server *s, const struct credentials *c
             return err_set(e, r, "the bearer token variable '%s' has no value",
                            s->bearer_token_env);
     } else if (s->bearer_token) {
-        r = mcp_expand(s->bearer_token, cred_lookup, (void *)(uintptr_t)c, &v, e);
+        r = mcp_value_expand(s->bearer_token, cred_lookup, (void *)(uintptr_t)c, &v, e);
         if (r < 0)
             err_prefix(e, "\"bearerToken\"");
     } else {
@@ -420,6 +445,47 @@ static int64_t expires_ms(int64_t seconds)
     return (seconds > max ? max : seconds) * 1000;
 }
 
+/* What names the value whose command goes by name ("\"env\" value 'TOKEN'", "header 'X-Key'",
+ * "\"bearerToken\""), into buf; "a \"!command\" value" when none does (the entry changed). */
+static void command_key(const struct mcp_server *srv, const char *name, char *buf, size_t size)
+{
+    char nb[MCP_VALUE_COMMAND_NAME_BUF];
+    bool stdio = srv->transport == MCP_TRANSPORT_STDIO;
+    char *const *v = stdio ? srv->env : srv->headers;
+    const char *sep = stdio ? "=" : ": ";
+    snprintf(buf, size, "a \"!command\" value");
+    for (size_t i = 0; v && v[i]; i++) {
+        const char *at = strstr(v[i], sep), *cmd = at ? mcp_value_command(at + strlen(sep)) : NULL;
+        if (cmd && strcmp(mcp_value_command_name(cmd, nb), name) == 0) {
+            snprintf(buf, size, stdio ? "\"env\" value '%.*s'" : "header '%.*s'", (int)(at - v[i]),
+                     v[i]);
+            return;
+        }
+    }
+    const char *cmd = !stdio ? mcp_value_command(srv->bearer_token) : NULL;
+    if (cmd && strcmp(mcp_value_command_name(cmd, nb), name) == 0)
+        snprintf(buf, size, "\"bearerToken\"");
+}
+
+/* A command of the entry's that gave no value: the key and the fix, never the command, its
+ * output or its value (secrets' reason says only how it ended: it quotes nothing of a command
+ * it was handed). */
+static void command_failure(const struct mcp_server *srv, const char *name, const char *why,
+                            char *msg, size_t size)
+{
+    char key[MSG_MAX / 2];
+    command_key(srv, name, key, sizeof(key));
+    /* secrets writes "'NAME': reason": the name means nothing to a person */
+    size_t n = strlen(name);
+    if (why[0] == '\'' && strncmp(why + 1, name, n) == 0 && strncmp(why + 1 + n, "': ", 3) == 0)
+        why += n + 4;
+    snprintf(msg, size,
+             "%s: its command (the value starts with '!') gave no value: %s; run the command "
+             "yourself to see why and fix it in the entry (write \"!!\" for a value that starts "
+             "with a literal '!')",
+             key, why);
+}
+
 /* A value a helper answered goes into the log's redaction, as those of the environment do
  * (cmd_common.c): a server that quotes its environment or a header on its stderr (logged at
  * -vv), or an error that quotes one, never prints it. A bearer token is also known alone. */
@@ -451,13 +517,18 @@ static int secrets_answer(struct slot *s, const struct cred_proc_result *res, ch
     struct strv vals = STRV_INIT, names = STRV_INIT, optional = STRV_INIT;
     int64_t exp = 0;
     bool any_stale = false;
-    r = s->srv ? needed_names(s->srv, &names, &optional) : 0;
+    r = s->srv ? needed_names(s->srv, &names, &optional, NULL) : 0;
     strv_release(&names);
     for (size_t i = 0; i < a.n && r >= 0; i++) {
         const struct helper_secret *x = &a.v[i];
         /* unset, a ${NAME:-default} takes its default */
         if (x->error && strv_contains(&optional, x->name))
             continue;
+        if (x->error && mcp_value_is_command_name(x->name)) {
+            command_failure(s->srv, x->name, x->error, msg, size);
+            r = -ENOENT;
+            break;
+        }
         if (x->error) {
             snprintf(msg, size, "%s", x->error);
             r = -ENOENT;
@@ -547,17 +618,51 @@ int cred_helper_start(struct slot *s, const struct cred_proc_spec *spec, struct 
     return cred_proc_start(s->h->loop, spec, run_done, s, &s->proc, e);
 }
 
+/* The request of `secrets resolve --json --stdin`: {"version":1,"commands":{NAME: command}}
+ * (a secret: a command may hold one). */
+static int commands_request(const struct strv *commands, struct buf *out)
+{
+    int r = buf_append_str(out, "{\"version\":1,\"commands\":{");
+    for (size_t i = 0; r >= 0 && i < commands->n; i++) {
+        const char *eq = strchr(commands->v[i], '=');
+        if (i > 0)
+            r = buf_append_char(out, ',');
+        if (r >= 0)
+            r = jsonw_string(out, commands->v[i], (size_t)(eq - commands->v[i]));
+        if (r >= 0)
+            r = buf_append_char(out, ':');
+        if (r >= 0)
+            r = jsonw_string(out, eq + 1, strlen(eq + 1));
+    }
+    return r >= 0 ? buf_append_str(out, "}}\n") : r;
+}
+
 static int secrets_run(struct slot *s, struct err *e)
 {
-    struct strv names = STRV_INIT, argv = STRV_INIT;
+    struct strv names = STRV_INIT, argv = STRV_INIT, commands = STRV_INIT;
+    struct buf req;
     char *prog = NULL;
-    int r = needed_names(s->srv, &names, NULL);
+    buf_init_secret(&req, CRED_PROC_STDIN_MAX);
+    int r = needed_names(s->srv, &names, NULL, &commands);
     if (r < 0)
         return err_set(e, r, "out of memory");
-    r = cred_path_find(HELPER_SECRETS, &prog, e);
+    if (commands.n > 0) {
+        r = commands_request(&commands, &req);
+        if (r == -E2BIG)
+            r = err_set(e, r,
+                        "the \"!command\" values of the entry are longer than %d bytes together: "
+                        "keep long commands in a script, or in `secrets` (a command recipe)",
+                        CRED_PROC_STDIN_MAX);
+        else if (r < 0)
+            r = err_set(e, r, "out of memory");
+    }
+    if (r >= 0)
+        r = cred_path_find(HELPER_SECRETS, &prog, e);
     if (r >= 0) {
         r = strv_push(&argv, prog) < 0 || strv_push(&argv, "resolve") < 0 ||
-                    strv_push(&argv, "--json") < 0 || strv_push(&argv, "--") < 0
+                    strv_push(&argv, "--json") < 0 ||
+                    (commands.n > 0 && strv_push(&argv, "--stdin") < 0) ||
+                    strv_push(&argv, "--") < 0
                 ? -ENOMEM
                 : 0;
         for (size_t i = 0; r >= 0 && i < names.n; i++)
@@ -569,12 +674,16 @@ static int secrets_run(struct slot *s, struct err *e)
         struct cred_proc_spec spec = {
             .argv = (const char *const *)argv.v,
             .timeout_ms = s->h->helper_timeout_ms,
+            .stdin_data = commands.n > 0 ? buf_str(&req) : NULL,
+            .stdin_len = req.len,
         };
         r = cred_helper_start(s, &spec, e);
     }
     free(prog);
     strv_release(&names);
     strv_release(&argv);
+    strv_release_secure(&commands);
+    buf_release(&req);
     return r;
 }
 
@@ -632,11 +741,13 @@ static int cred_helper_ask(struct cred_provider *p, const struct cred_query *que
 {
     struct cred_helper *h = (struct cred_helper *)(void *)p;
     struct strv names = STRV_INIT;
-    int r = needed_names(query->server, &names, NULL);
+    struct strv commands = STRV_INIT;
+    int r = needed_names(query->server, &names, NULL, &commands);
     if (r < 0)
         return r;
-    bool has_names = names.n > 0;
+    bool has_names = names.n > 0 || commands.n > 0;
     strv_release(&names);
+    strv_release_secure(&commands);
 
     struct cred_helper_req *q = calloc(1, sizeof(*q));
     if (!q)

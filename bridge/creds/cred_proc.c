@@ -10,6 +10,7 @@
 #include "credkit/buf.h"
 #include "credkit/child.h"
 #include "credkit/helper_answer.h"
+#include "credkit/io.h"
 #include "credkit/strv.h"
 
 #include "creds/cred_proc.h"
@@ -287,6 +288,21 @@ static void timer_fired(struct loop_timer *t, void *userdata)
     }
 }
 
+/* The whole request into the child's empty pipe (it fits: CRED_PROC_STDIN_MAX), then EOF. */
+static int write_stdin(struct child *c, const char *data, size_t len)
+{
+    int fd = child_stdin_fd(c);
+    while (len > 0) {
+        ssize_t n = write_nosigpipe(fd, data, len);
+        if (n < 0)
+            return errno == EAGAIN ? -E2BIG : -errno; /* a child that exited reads nothing */
+        data += n;
+        len -= (size_t)n;
+    }
+    child_close_stdin(c);
+    return 0;
+}
+
 int cred_proc_start(struct loop *l, const struct cred_proc_spec *spec, cred_proc_done_fn done,
                     void *userdata, struct cred_proc **ret, struct err *e)
 {
@@ -306,9 +322,19 @@ int cred_proc_start(struct loop *l, const struct cred_proc_spec *spec, cred_proc
         .argv = spec->argv,
         .shell_command = spec->shell_command,
         .envp = spec->envp,
-        .flags = CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE,
+        .flags = CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE | (spec->stdin_data ? CHILD_STDIN_PIPE : 0),
     };
-    int r = child_spawn(&cs, &p->child, e);
+    int r = spec->stdin_len > CRED_PROC_STDIN_MAX
+                ? err_set(e, -E2BIG, "the request to the helper is larger than %d bytes",
+                          CRED_PROC_STDIN_MAX)
+                : child_spawn(&cs, &p->child, e);
+    if (r >= 0 && spec->stdin_data) {
+        r = write_stdin(p->child, spec->stdin_data, spec->stdin_len);
+        if (r < 0) {
+            (void)err_set(e, r, "cannot write the request to the helper: %s", strerror(-r));
+            child_free(p->child);
+        }
+    }
     if (r < 0) {
         buf_release(&p->out);
         buf_release(&p->err);

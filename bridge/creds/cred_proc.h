@@ -24,6 +24,7 @@
 
 #define CRED_PROC_TIMEOUT_DEFAULT_MS (10 * 1000)
 #define CRED_PROC_STDERR_MAX         4096
+#define CRED_PROC_STDIN_MAX          (48 * 1024) /* below a pipe's 64 KiB: never a wait */
 
 struct strv;
 struct cred_proc;
@@ -34,6 +35,10 @@ struct cred_proc_spec {
     const char *const *envp;   /* NULL: the bridge's own environment */
     int64_t timeout_ms;        /* 0: CRED_PROC_TIMEOUT_DEFAULT_MS */
     size_t max_out;            /* 0: 64 KiB (HELPER_ANSWER_MAX) */
+    /* Optional: what the run reads on standard input (else /dev/null), at most
+     * CRED_PROC_STDIN_MAX bytes: written whole at the start (it fits in the pipe), then EOF. */
+    const char *stdin_data;
+    size_t stdin_len;
     /* Optional: each line of standard error as it comes (without its newline; a line longer
      * than CRED_PROC_LINE_MAX is cut), from the loop, before done. For a run that talks to a
      * person while it lasts (a sign-in prints the URL to open). Not called after a cancel. */

@@ -430,10 +430,10 @@ static void release_fn(struct loop_release *node)
     free(s);
 }
 
-static int build_env(const char *const *env, char ***ret, struct err *e)
+static int build_env(const char *const *env, bool inherit, char ***ret, struct err *e)
 {
     char **envp = NULL;
-    int r = child_env_minimal(&envp);
+    int r = inherit ? child_env_inherit(&envp) : child_env_minimal(&envp);
     if (r < 0)
         return err_set(e, r, "cannot build the environment: %s", strerror(-r));
     for (size_t i = 0; env && env[i]; i++) {
@@ -554,7 +554,7 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
     s->term_after_ms = spec->term_after_ms ? spec->term_after_ms : STDIO_CHILD_TERM_AFTER_MS;
     s->kill_after_ms = spec->kill_after_ms ? spec->kill_after_ms : STDIO_CHILD_KILL_AFTER_MS;
 
-    r = build_env(spec->env, &envp, e);
+    r = build_env(spec->env, spec->inherit_env, &envp, e);
     if (r < 0) {
         err_prefix(e, "cannot run '%s'", spec->argv[0]);
         goto out;

@@ -4,7 +4,8 @@
  * (Not "stdio.h": bridge/ is on the include path of everything linking bridge_core.)
  *
  * The server runs as mcp-client.md 2 says: argv directly, no shell, in a process group of its
- * own, in cwd, with the minimal environment (child_env_minimal()) plus the entry's env. Its
+ * own, in cwd, with the minimal environment (child_env_minimal(); or, with inherit_env, the
+ * bridge's whole environment) plus the entry's env. Its
  * stdout and stdin are newline-delimited JSON (framing.h); each stderr line goes to on_stderr.
  * The end: when its stdout ends or its framing fails, it is shut down; on_lost comes once - at
  * once for a reason of its own (-E2BIG: a message over max_frame), else when it has been
@@ -43,6 +44,7 @@ struct stdio_child_spec {
     const char *name;        /* the server's, for the log; NULL: argv[0] */
     struct log *log;         /* NULL: none */
     const char *const *env;  /* "NAME=value" strings set over the minimal environment; NULL */
+    bool inherit_env;        /* over the bridge's whole environment instead ("inheritEnv") */
     const char *cwd;         /* NULL: ours */
     size_t max_frame;        /* 0: FRAMING_MAX_FRAME_DEFAULT */
     size_t max_pending;      /* 0: FRAMING_MAX_PENDING_DEFAULT */

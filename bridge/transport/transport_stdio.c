@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/mcp_field.h"
 #include "credkit/mcp_template.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
@@ -47,11 +48,17 @@ int transport_stdio_open(const struct transport_spec *spec, const struct transpo
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
+    /* "inheritEnv": true, the pi adapter's default, is the one way to the whole environment:
+     * absent or false, the server gets the minimal one */
+    bool inherit = false;
+    if (mcp_field_bool(srv->raw, "inheritEnv", "", &inherit, NULL) < 0)
+        inherit = false;
     struct stdio_child_spec sp = {
         .argv = (const char *const *)argv.v,
         .name = srv->name,
         .log = spec->log,
         .env = (const char *const *)env.v,
+        .inherit_env = inherit,
         .cwd = cwd,
         .max_frame = spec->max_message,
     };

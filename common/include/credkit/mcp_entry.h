@@ -113,8 +113,9 @@ bool mcp_server_sets_header(const struct mcp_server *s, const char *name);
 int mcp_server_check_url(const char *url, bool had_vars, struct err *e) _must_check_;
 
 /* The working directory of a stdio entry, its ${VAR}s expanded through lookup (NULL: the
- * environment) as "args" are at each start: *ret is NULL when the entry has no "cwd". Errors as
- * mcp_expand(), the message prefixed with "\"cwd\"". Caller frees with secure_free(). */
+ * environment) as "args" are at each start, then a leading "~" or "~/" made $HOME (as the pi
+ * adapter reads it): *ret is NULL when the entry has no "cwd". Errors as mcp_expand(), the
+ * message prefixed with "\"cwd\"". Caller frees with secure_free(). */
 int mcp_server_expand_cwd(const struct mcp_server *s, mcp_lookup_fn lookup, void *userdata,
                           char **ret, struct err *e) _must_check_;
 

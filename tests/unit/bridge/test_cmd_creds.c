@@ -74,14 +74,21 @@ static void test_names(void)
              "       'env': {'K': '${CREDS_T_KEY}', 'L': 'literal'}},"
              " 'b': {'url': 'https://b.example/mcp', 'auth': 'bearer', 'bearerToken': "
              "'x-${CREDS_T_BT}'},"
-             " 'n': {'url': 'https://n.example/mcp'}}}");
+             " 'n': {'url': 'https://n.example/mcp'},"
+             /* a command's own ${...} is the shell's business; "!!" is a template */
+             " 'c': {'command': 'srv', 'env': {'K': '!pass show ${CREDS_T_NOT}', 'L': "
+             "'!!${CREDS_T_BANG}'}},"
+             " 'd': {'url': 'https://d.example/mcp', 'headers': {'X-A': '!cat ${CREDS_T_NOT}'},"
+             "       'bearerToken': '!!${CREDS_T_BT2}'}}}");
     const char *want[][2] = {
         {"b", "CREDS_T_BT"},
         {"h", "CREDS_T_HOST,CREDS_T_A,CREDS_T_B,CREDS_T_TOK"},
         {"n", ""},
         {"s", "CREDS_T_KEY,CREDS_T_ROOT"},
+        {"c", "CREDS_T_BANG"},
+        {"d", "CREDS_T_BT2"},
     };
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < ELEMENTSOF(want); i++) {
         const struct mcp_server *s = mcp_config_find(c, want[i][0]);
         struct strv v = STRV_INIT;
         CHECK(s != NULL && !s->error);

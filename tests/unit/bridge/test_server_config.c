@@ -808,7 +808,7 @@ static void test_adapter_keys(void)
         "  'requestHeadersCommand': {'command': 'sign'}, 'searchKeywords': {'*': ['gh']},"
         "  'approveTools': ['delete_*'], 'trace': true, 'tasks': true, 'inheritEnv': false,"
         "  'oauth': {'authServerMetadataUrl': 'https://as.example/.well-known/x'},"
-        "  'headers': {'X-A': '$env:TOKEN', 'X-B': '!pass show x'}},"
+        "  'headers': {'X-A': '$env:HOME', 'X-B': '!pass show x'}},"
         "'env': {'command': 'x', 'inheritEnv': true, 'tasks': false, 'cwd': '~/work',"
         "  'env': {'K': '!cat key', 'L': '${env:HOME}'}},"
         "'store': {'url': 'https://n.example/mcp', 'auth': 'bearer', 'bearerTokenStore': true},"
@@ -848,9 +848,8 @@ static void test_adapter_keys(void)
     }
     s = mcp_config_find(c, "notes");
     CHECK(s && !s->error);
+    /* "$env:NAME" and "!command" are the adapter's value forms, read as it reads them */
     static const char *const notes[] = {
-        "header 'X-A' holds \"$env:...\", which is not expanded here",
-        "header 'X-B' starts with '!': no command is run",
         "\"searchKeywords\" is accepted and not applied",
         "\"approveTools\" is accepted and not applied: the bridge asks no one before a call",
         "\"trace\" is accepted and not applied",
@@ -863,13 +862,8 @@ static void test_adapter_keys(void)
     for (size_t i = 0; s && i < ELEMENTSOF(notes) && i < vlen(s->warnings); i++)
         CHECK_CONTAINS(s->warnings[i], notes[i]);
     s = mcp_config_find(c, "env");
-    CHECK(s && !s->error && vlen(s->warnings) == 3);
-    if (s && vlen(s->warnings) == 3) {
-        CHECK_CONTAINS(s->warnings[0], "\"env\" value 'K' starts with '!'");
-        CHECK_CONTAINS(s->warnings[1], "\"cwd\" starts with '~', which is not expanded");
-        CHECK_CONTAINS(s->warnings[2], "\"inheritEnv\" is true and not applied: the server "
-                                       "gets a minimal environment");
-    }
+    /* "!cat key", "~/work" and "inheritEnv": true are read as the adapter reads them */
+    CHECK(s && !s->error && vlen(s->warnings) == 0);
     s = mcp_config_find(c, "store");
     CHECK(s && s->error && strstr(s->error, "\"bearerTokenStore\", which is not read here"));
     s = mcp_config_find(c, "sock");

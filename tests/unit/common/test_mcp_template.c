@@ -221,4 +221,111 @@ static void test_forms(void)
     CHECK_STR(hint, "run: secrets configure ab");
 }
 
-TESTS_MAIN(test_mcp_expand, test_expand_collect, test_forms)
+/* userdata: char[256]; "NAME=set|default|missing," per reference */
+static void tell_fate(void *userdata, const char *name, enum mcp_ref_state state)
+{
+    static const char *const words[] = {"set", "default", "missing"};
+    char *s = userdata;
+    size_t n = strlen(s);
+    snprintf(s + n, 256 - n, "%s=%s,", name, words[state]);
+}
+
+static void check_eval(const char *v, bool value_form, int want, const char *fates)
+{
+    static const char *const kv[] = {"A", "alpha", "E", "", "env:HOMEY", "/h", NULL};
+    struct table t = {kv, 0};
+    struct err e = ERR_INIT;
+    char got[256] = "";
+    int r = value_form ? mcp_value_eval(v, table_lookup, &t, tell_fate, got, &e)
+                       : mcp_template_eval(v, table_lookup, &t, tell_fate, got, &e);
+    CHECK_INT(r, want);
+    CHECK_STR(got, fates);
+}
+
+/* The one evaluator list and call share: what became of each reference, and the pi adapter's
+ * "$env:NAME" */
+static void test_eval(void)
+{
+    check_eval("${A}", false, 0, "A=set,");
+    check_eval("${NOPE:-d}", false, 0, "NOPE=default,");
+    check_eval("${E:-d}", false, 0, "E=default,"); /* empty, as in sh */
+    check_eval("${env:NOPE}", false, -ENOENT, "env:NOPE=missing,");
+    check_eval("${env:NOPE:-x}${A}", false, 0, "env:NOPE=default,A=set,");
+    check_eval("$env:HOMEY/x", false, 0, "env:HOMEY=set,");
+    check_eval("$env:NOPE", false, -ENOENT, "env:NOPE=missing,");
+    check_eval("${A", false, -EINVAL, "");
+}
+
+static void test_adapter_env(void)
+{
+    static const char *const kv[] = {"env:V1", "one", "env:_x", "u", NULL};
+    struct table t = {kv, 0};
+    static const struct {
+        const char *tmpl, *want;
+    } cases[] = {
+        {"$env:V1", "one"},     {"a$env:V1-b", "aone-b"}, {"$env:V1$env:V1", "oneone"},
+        {"$env:_x", "u"},       {"$$env:V1", "$env:V1"},  {"$env:", "$env:"},
+        {"$env:-x", "$env:-x"}, {"$env:1a", "$env:1a"},   {"$ENV:V1", "$ENV:V1"},
+    };
+    for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+        struct err e = ERR_INIT;
+        char *out = NULL;
+        CHECK_INT(mcp_expand(cases[i].tmpl, table_lookup, &t, &out, &e), 0);
+        CHECK_STR(out, cases[i].want);
+        secure_free(out);
+    }
+    struct err e = ERR_INIT;
+    char *out = NULL;
+    CHECK_INT(mcp_expand("$env:V2", table_lookup, &t, &out, &e), -ENOENT);
+    CHECK_CONTAINS(e.msg, "variable 'env:V2' is not set: set V2 in the environment");
+}
+
+/* "!command", "!!" and templates, as the adapter reads a value that may hold a secret */
+static void test_value_forms(void)
+{
+    CHECK_STR(mcp_value_command("!gh auth token"), "gh auth token");
+    CHECK(mcp_value_command("!!x") == NULL);
+    CHECK(mcp_value_command("x!") == NULL);
+    CHECK(mcp_value_command(NULL) == NULL);
+    CHECK_STR(mcp_value_template("!!x${A}"), "!x${A}");
+    CHECK_STR(mcp_value_template("plain"), "plain");
+    CHECK(mcp_value_template("!cmd") == NULL);
+    CHECK_STR(mcp_value_command("!"), ""); /* an empty command: secrets refuses it */
+
+    char n1[MCP_VALUE_COMMAND_NAME_BUF], n2[MCP_VALUE_COMMAND_NAME_BUF];
+    mcp_value_command_name("gh auth token", n1);
+    mcp_value_command_name("gh auth token", n2);
+    CHECK_STR(n1, n2);
+    CHECK(strncmp(n1, MCP_VALUE_COMMAND_PREFIX, 5) == 0 && strlen(n1) == 21);
+    CHECK(strstr(n1, "gh") == NULL);
+    CHECK(mcp_value_is_command_name(n1));
+    CHECK(!mcp_value_is_command_name("_cmd_"));
+    CHECK(!mcp_value_is_command_name("GITHUB_TOKEN"));
+    mcp_value_command_name("gh auth token ", n2);
+    CHECK(strcmp(n1, n2) != 0);
+
+    /* a command's value is the lookup's under its name; unknown there, it has not run */
+    const char *kv[] = {n1, "out", "A", "alpha", NULL};
+    struct table t = {kv, 0};
+    struct err e = ERR_INIT;
+    char *out = NULL;
+    CHECK_INT(mcp_value_expand("!gh auth token", table_lookup, &t, &out, &e), 0);
+    CHECK_STR(out, "out");
+    secure_free(out);
+    out = NULL;
+    CHECK_INT(mcp_value_expand("!!${A}", table_lookup, &t, &out, &e), 0);
+    CHECK_STR(out, "!alpha");
+    secure_free(out);
+    out = NULL;
+    CHECK_INT(mcp_value_expand("!other --secret-flag", table_lookup, &t, &out, &e), -ENOENT);
+    CHECK(out == NULL);
+    CHECK_CONTAINS(e.msg, "has not run");
+    CHECK(strstr(e.msg, "secret-flag") == NULL); /* never the command */
+
+    /* list's evaluation never runs nor asks for a command */
+    check_eval("!cat key", true, 0, "");
+    check_eval("!!${NOPE:-d}", true, 0, "NOPE=default,");
+}
+
+TESTS_MAIN(test_mcp_expand, test_expand_collect, test_forms, test_eval, test_adapter_env,
+           test_value_forms)
