@@ -1,0 +1,137 @@
+/* cmd_install_int.h - what mcp-bridge install and uninstall share inside cli/: the agents, the
+ * command's state and report, and the text edits of an agent's file.
+ *
+ * cmd_install.c holds the command, the agents' table, the report and install; cmd_uninstall.c
+ * the way back; cmd_install_text.c the edits of the text.
+ *
+ * An agent's file is edited as text, not rewritten from a parsed document: a VS Code mcp.json
+ * keeps its comments and trailing commas, a Codex config.toml every other table and comment,
+ * and every file its layout. One edit adds or removes one server: for JSON (with or without
+ * comments) a member of the servers' object, for TOML a [mcp_servers.NAME] table with its
+ * sub-tables. cmd_install.c decides what to add and remove; cmd_install_text.c does it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <sys/types.h>
+
+#include <json-c/json.h>
+
+#include "credkit/buf.h"
+#include "credkit/err.h"
+#include "credkit/macro.h"
+#include "credkit/strv.h"
+
+#define ENTRY_NAME      "bridge"
+#define BACKUP_SUFFIX   ".before-mcp-bridge"
+#define RECORD_SUFFIX   ".mcp-bridge-moved.json"
+#define LOCK_TIMEOUT_MS 10000
+#define AGENT_FILE_MAX  (64u * 1024u * 1024u) /* ~/.claude.json also keeps history */
+#define CLI_TIMEOUT_MS  60000
+
+enum agent_fmt { FMT_JSON, FMT_JSONC, FMT_TOML };
+
+enum {
+    AGENT_TYPE_STDIO = 1 << 0, /* the entry says "type": "stdio", as the agent writes it */
+    AGENT_CLI = 1 << 1,        /* changed with 'claude mcp' when claude is installed */
+    AGENT_PI = 1 << 2,         /* its file is the bridge's user layer: the bridge gets its own */
+};
+
+struct agent {
+    const char *name;
+    const char *home_rel; /* the user file under $HOME; NULL: see xdg_rel, or pi's */
+    const char *xdg_rel;  /* under $XDG_CONFIG_HOME (default ~/.config) */
+    const char *project;  /* the project file under the working directory; NULL: none */
+    const char *key;      /* where the servers are */
+    enum agent_fmt fmt;
+    const char *import; /* the import that reads the file (the moved entries' translation) */
+    unsigned flags;
+};
+
+struct inst {
+    const struct agent *a;
+    bool project, dry_run, json, uninstall;
+    char *file, *file_disp; /* the agent's file, absolute, and for messages */
+    char *side, *side_disp; /* its backup, or (claude mcp) the record of the moved servers */
+    char *dest, *dest_disp; /* the bridge's file the servers move to */
+    char *exe;              /* this mcp-bridge */
+    struct strv args;       /* the entry's arguments */
+    char *claude;           /* the claude CLI, when it is used */
+    struct json_object *changes, *notes; /* the report */
+};
+
+struct cfg_file;
+
+/* The report: one change ("added", "removed", "moved", "put_back", "restored", "backup",
+ * "record") of server (NULL: the file's) in file, other the file it went to or came from; a
+ * note. 0 or -ENOMEM. */
+int inst_change(struct inst *in, const char *action, const char *server, const char *file,
+                const char *other) _must_check_;
+int inst_note(struct inst *in, const char *fmt, ...) _printf_(2, 3) _must_check_;
+
+/* The agent's file: read (a missing one is empty, *ret_exists false; *ret_mode its
+ * permissions), its servers as an object (caller puts), one removed (1, or 0 when absent). */
+int inst_read_text(const char *path, struct buf *t, bool *ret_exists, mode_t *ret_mode,
+                   struct err *e) _must_check_;
+int inst_servers_of_text(const struct inst *in, const struct buf *t, struct json_object **ret,
+                         struct err *e) _must_check_;
+int inst_text_remove(const struct inst *in, struct buf *t, const char *name,
+                     struct err *e) _must_check_;
+/* What install does to the text: the servers moved out, our entry in when add_entry. */
+int inst_transform(const struct inst *in, struct buf *t, char *const *moved, bool add_entry,
+                   struct err *e) _must_check_;
+
+/* The server name of the bridge's file f (NULL-safe), borrowed; NULL when absent. */
+struct json_object *inst_dest_entry(struct cfg_file *f, const char *name);
+
+/* Claude Code: its servers of the scope (caller puts); the record of the moved servers,
+ * {version, servers} (empty when there is none; caller puts); claude mcp remove, and add-json
+ * with the entry on stdin. */
+int inst_claude_servers(const struct inst *in, struct json_object **ret,
+                        struct err *e) _must_check_;
+int inst_read_record(const struct inst *in, struct json_object **ret, struct err *e) _must_check_;
+int inst_claude_remove(const struct inst *in, const char *name, struct err *e) _must_check_;
+int inst_claude_add_json(const struct inst *in, const char *name, struct json_object *v,
+                         struct err *e) _must_check_;
+
+/* cmd_uninstall.c: the way back, for a file and through claude mcp; df the bridge's file
+ * (locked; NULL in a dry run where it does not exist). */
+int inst_uninstall_file(struct inst *in, struct cfg_file *df, struct err *e) _must_check_;
+int inst_uninstall_claude(struct inst *in, struct cfg_file *df, struct err *e) _must_check_;
+
+
+/* JSON text: the servers of text under the root's key, as a new object {NAME: value} in the
+ * order of the file (jsonc: comments and trailing commas allowed, as VS Code reads it). An
+ * empty text is an empty file: no servers. -EBADMSG with "line L, column C: ..." when the text
+ * is not JSON, or its root or key is not an object. Caller puts *ret. */
+int itext_json_servers(const char *text, size_t len, bool jsonc, const char *key,
+                       struct json_object **ret, struct err *e) _must_check_;
+
+/* Adds the member name: value under the root's key (created when absent; an empty text becomes
+ * a document), after the last member, indented as that member. value is serialised pretty.
+ * The text must hold no member name there (itext_json_remove() it first). */
+int itext_json_add(struct buf *text, bool jsonc, const char *key, const char *name,
+                   struct json_object *value, struct err *e) _must_check_;
+
+/* Removes the member name under the root's key, with its separator. 1 removed, 0 not there. */
+int itext_json_remove(struct buf *text, bool jsonc, const char *key, const char *name,
+                      struct err *e) _must_check_;
+
+/* TOML text (Codex): whether [mcp_servers.NAME] is a table header of text, so that the server
+ * can be removed as a block of lines (a server written as dotted keys or an inline table
+ * cannot). */
+bool itext_toml_has_table(const char *text, size_t len, const char *name);
+
+/* Removes the table [mcp_servers.NAME], its sub-tables, the comment lines just above it and one
+ * blank line after it. 1 removed, 0 not there. */
+int itext_toml_remove(struct buf *text, const char *name) _must_check_;
+
+/* Appends the table [mcp_servers.NAME] of src (its sub-tables and the comment lines just above
+ * it, as written there) after a blank line. 1 appended, 0 src has no such table. */
+int itext_toml_append_from(struct buf *text, const char *src, size_t len,
+                           const char *name) _must_check_;
+
+/* Appends [mcp_servers.NAME] with command and args (NULL-terminated), after a blank line. */
+int itext_toml_add(struct buf *text, const char *name, const char *command,
+                   const char *const *args) _must_check_;
