@@ -41,7 +41,8 @@ static const char install_help[] =
     "bridge's file (~/.pi/agent/mcp.json, or --config; pi: ~/.pi/agent/bridge.json; --scope\n"
     "project: .pi/mcp.json), so that each runs once, behind the bridge. Claude Code is changed\n"
     "with 'claude mcp' when it is installed; the other files are edited in place (comments and\n"
-    "other settings kept), replaced atomically, with a backup beside them (FILE.before-mcp-bridge).\n"
+    "other settings kept), replaced atomically, with a backup beside them "
+    "(FILE.before-mcp-bridge).\n"
     "Running it again changes nothing. uninstall removes the bridge's entry and puts the moved\n"
     "servers back: the file as it was, byte for byte, when nothing else changed in it.\n"
     "\n"
@@ -80,7 +81,7 @@ static const struct agent agents[] = {
 /* ---- the report -------------------------------------------------------------------------- */
 
 int inst_change(struct inst *in, const char *action, const char *server, const char *file,
-                  const char *other)
+                const char *other)
 {
     bool oom = false;
     struct json_object *c = json_object_new_object();
@@ -144,8 +145,7 @@ static void print_text(const struct inst *in)
             printf("  the moved servers recorded in '%s'\n", f);
     }
     for (size_t i = 0; i < json_object_array_length(in->notes); i++)
-        printf("note: %s\n",
-               json_object_get_string(json_object_array_get_idx(in->notes, i)));
+        printf("note: %s\n", json_object_get_string(json_object_array_get_idx(in->notes, i)));
 }
 
 static int print_report(const struct inst *in)
@@ -163,7 +163,8 @@ static int print_report(const struct inst *in)
     cfg_jadd(&oom, o, "file", cfg_jstr(&oom, in->file));
     cfg_jadd(&oom, o, "bridge_file", cfg_jstr(&oom, in->dest));
     cfg_jadd(&oom, o, "dry_run", json_object_new_boolean(in->dry_run));
-    cfg_jadd(&oom, o, "changed", json_object_new_boolean(json_object_array_length(in->changes) > 0));
+    cfg_jadd(&oom, o, "changed",
+             json_object_new_boolean(json_object_array_length(in->changes) > 0));
     cfg_jadd(&oom, o, "changes", json_object_get(in->changes));
     cfg_jadd(&oom, o, "notes", json_object_get(in->notes));
     if (!oom)
@@ -261,8 +262,7 @@ static bool is_our_entry(const struct inst *in, struct json_object *v)
 {
     struct json_object *args = json_get_array(v, "args");
     const char *cmd = json_get_string(v, "command");
-    if (!cmd || strcmp(cmd, in->exe) != 0 || !args ||
-        json_object_array_length(args) != in->args.n)
+    if (!cmd || strcmp(cmd, in->exe) != 0 || !args || json_object_array_length(args) != in->args.n)
         return false;
     for (size_t i = 0; i < in->args.n; i++) {
         struct json_object *s = json_object_array_get_idx(args, i);
@@ -276,7 +276,7 @@ static bool is_our_entry(const struct inst *in, struct json_object *v)
 /* ---- the agent's file as text ------------------------------------------------------------ */
 
 int inst_servers_of_text(const struct inst *in, const struct buf *t, struct json_object **ret,
-                           struct err *e)
+                         struct err *e)
 {
     if (in->a->fmt != FMT_TOML)
         return itext_json_servers(t->data ? t->data : "", t->len, in->a->fmt == FMT_JSONC,
@@ -314,7 +314,7 @@ static int text_add_bridge(const struct inst *in, struct buf *t, struct err *e)
  * entry of ours). The same function checks, at uninstall, whether the file is still exactly
  * what install made of the backup. */
 int inst_transform(const struct inst *in, struct buf *t, char *const *moved, bool add_entry,
-                     struct err *e)
+                   struct err *e)
 {
     int r = 0;
     for (size_t i = 0; r >= 0 && moved && moved[i]; i++)
@@ -328,7 +328,7 @@ int inst_transform(const struct inst *in, struct buf *t, char *const *moved, boo
 }
 
 int inst_read_text(const char *path, struct buf *t, bool *ret_exists, mode_t *ret_mode,
-                     struct err *e)
+                   struct err *e)
 {
     struct stat st;
     buf_init(t, AGENT_FILE_MAX);
@@ -388,7 +388,7 @@ static int plan_moves(struct inst *in, const struct buf *t, struct json_object *
             continue;
         if (mcp_import_runs_bridge(v)) {
             r = inst_note(in, "'%s' in '%s' runs mcp-bridge already: it is left as it is", name,
-                     in->file_disp);
+                          in->file_disp);
             continue;
         }
         struct json_object *m = translated(in, im, name);
@@ -396,11 +396,11 @@ static int plan_moves(struct inst *in, const struct buf *t, struct json_object *
             m = json_object_get(v);
         if (!m || (in->a->fmt == FMT_TOML && !itext_toml_has_table(t->data, t->len, name))) {
             r = inst_note(in,
-                     "'%s' in '%s' is not moved: %s; it stays where it is, and the agent "
-                     "starts it itself",
-                     name, in->file_disp,
-                     m ? "only a [mcp_servers.NAME] table can be moved"
-                       : "the bridge cannot read it (see 'mcp-bridge list')");
+                          "'%s' in '%s' is not moved: %s; it stays where it is, and the agent "
+                          "starts it itself",
+                          name, in->file_disp,
+                          m ? "only a [mcp_servers.NAME] table can be moved"
+                            : "the bridge cannot read it (see 'mcp-bridge list')");
             json_object_put(m);
             continue;
         }
@@ -475,9 +475,8 @@ static int run_claude(const struct inst *in, const char *const *argv, const char
                       struct err *e)
 {
     const struct child_spec spec = {.argv = argv};
-    const struct child_run_opts o = {.timeout_ms = CLI_TIMEOUT_MS,
-                                     .stdin_data = input,
-                                     .stdin_len = input ? strlen(input) : 0};
+    const struct child_run_opts o = {
+        .timeout_ms = CLI_TIMEOUT_MS, .stdin_data = input, .stdin_len = input ? strlen(input) : 0};
     struct child_result res;
     int r = child_run(&spec, &o, &res, e);
     if (r < 0)
@@ -497,15 +496,15 @@ static int run_claude(const struct inst *in, const char *const *argv, const char
 
 int inst_claude_remove(const struct inst *in, const char *name, struct err *e)
 {
-    const char *argv[] = {in->claude, "mcp", "remove", "--scope",
-                          in->project ? "project" : "user", name, NULL};
+    const char *argv[] = {in->claude, "mcp", "remove", "--scope", in->project ? "project" : "user",
+                          name,       NULL};
     return run_claude(in, argv, NULL, e);
 }
 
 static int claude_add_bridge(const struct inst *in, struct err *e)
 {
-    const char *argv[16] = {in->claude, "mcp", "add", "--scope", in->project ? "project" : "user",
-                            ENTRY_NAME, "--", in->exe};
+    const char *argv[16] = {in->claude, "mcp", "add",  "--scope", in->project ? "project" : "user",
+                            ENTRY_NAME, "--",  in->exe};
     size_t k = 8;
     for (size_t i = 0; i < in->args.n && k < 15; i++)
         argv[k++] = in->args.v[i];
@@ -513,14 +512,14 @@ static int claude_add_bridge(const struct inst *in, struct err *e)
 }
 
 int inst_claude_add_json(const struct inst *in, const char *name, struct json_object *v,
-                           struct err *e)
+                         struct err *e)
 {
-    const char *argv[] = {in->claude, "mcp", "add-json", "--scope",
-                          in->project ? "project" : "user", name, "-", NULL};
+    const char *argv[] = {
+        in->claude, "mcp", "add-json", "--scope", in->project ? "project" : "user",
+        name,       "-",   NULL};
     /* on stdin, not in argv: an entry's env and headers may hold secrets */
     return run_claude(in, argv, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), e);
 }
-
 
 /* ---- install ----------------------------------------------------------------------------- */
 
@@ -552,9 +551,11 @@ static int report_install(struct inst *in, bool add, bool replace, const struct 
         r = inst_change(in, "moved", moved->v[i], in->file_disp, in->dest_disp);
     if (r >= 0 && backup)
         r = inst_change(in, in->claude ? "record" : "backup", NULL,
-                   in->claude ? in->side_disp : in->file_disp, in->claude ? NULL : in->side_disp);
+                        in->claude ? in->side_disp : in->file_disp,
+                        in->claude ? NULL : in->side_disp);
     if (r >= 0 && moved->n && in->project)
-        r = inst_note(in, "the moved servers are a project's: approve them with 'mcp-bridge trust'");
+        r = inst_note(in,
+                      "the moved servers are a project's: approve them with 'mcp-bridge trust'");
     return r;
 }
 
@@ -702,9 +703,9 @@ static int install_claude(struct inst *in, struct cfg_file *df, struct err *e)
         r = inst_read_record(in, &rec, e);
     json_object_object_foreach(moves, name, v)
     {
-        if (r >= 0 && (strv_push(&moved, name) < 0 ||
-                       json_object_object_add(json_get_object(rec, "servers"), name,
-                                              json_object_get(v)) < 0))
+        if (r >= 0 &&
+            (strv_push(&moved, name) < 0 ||
+             json_object_object_add(json_get_object(rec, "servers"), name, json_object_get(v)) < 0))
             r = err_set(e, -ENOMEM, "out of memory");
     }
     if (r >= 0)
@@ -770,8 +771,9 @@ static int parse(int argc, char **argv, struct log *log, struct inst *in)
             return cfg_usage_error(log, cmd, "unknown option");
     }
     if (argc - optind != 1)
-        return cfg_usage_error(log, cmd, "%s takes exactly one AGENT: claude-code, cursor, "
-                                         "vscode, codex, claude-desktop or pi",
+        return cfg_usage_error(log, cmd,
+                               "%s takes exactly one AGENT: claude-code, cursor, "
+                               "vscode, codex, claude-desktop or pi",
                                cmd);
     in->a = find_agent(argv[optind]);
     if (!in->a)
@@ -781,8 +783,7 @@ static int parse(int argc, char **argv, struct log *log, struct inst *in)
                                argv[optind]);
     in->project = scope == CFG_SCOPE_PROJECT;
     if (in->project && !in->a->project)
-        return cfg_usage_error(log, cmd, "%s has no project file: use --scope user",
-                               in->a->name);
+        return cfg_usage_error(log, cmd, "%s has no project file: use --scope user", in->a->name);
     return -1;
 }
 
@@ -799,8 +800,9 @@ static int prepare(struct inst *in, const struct args_globals *g, struct err *e)
     if (r < 0)
         return r;
     if (strcmp(in->file, in->dest) == 0)
-        return err_set(e, -EINVAL, "the bridge's file would be the agent's own, '%s': name "
-                                   "another with --config",
+        return err_set(e, -EINVAL,
+                       "the bridge's file would be the agent's own, '%s': name "
+                       "another with --config",
                        in->file);
     in->exe = realpath("/proc/self/exe", NULL);
     if (!in->exe)
@@ -834,8 +836,7 @@ static void inst_release(struct inst *in)
     json_object_put(in->notes);
 }
 
-static int run(int argc, char **argv, const struct args_globals *g, struct log *log,
-               bool uninstall)
+static int run(int argc, char **argv, const struct args_globals *g, struct log *log, bool uninstall)
 {
     struct inst in = {.uninstall = uninstall, .args = STRV_INIT};
     struct err e = ERR_INIT;

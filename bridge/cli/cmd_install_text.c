@@ -1,5 +1,5 @@
 /* cmd_install_text.c - one server added to or removed from an agent's file, as text
- * (cmd_install_int.h).
+ * (cmd_install_text.h).
  *
  * JSON: the text is scanned on a copy whose comments (and trailing commas) are blanked to spaces
  * (json_blank_jsonc() keeps every offset), checked by json_parse(), and the members of the
@@ -13,7 +13,7 @@
 #include "credkit/json.h"
 
 #include "cli/cmd_config.h"
-#include "cli/cmd_install_int.h"
+#include "cli/cmd_install_text.h"
 
 #define TEXT_MAX (4u * 1024u * 1024u)
 
@@ -261,8 +261,8 @@ static int format_member(struct buf *out, const char *indent, size_t ilen, const
     struct json_object *k = json_object_new_string(name);
     if (!k)
         return -ENOMEM;
-    int r = buf_printf(out, "%s: ",
-                       json_object_to_json_string_ext(k, JSON_C_TO_STRING_NOSLASHESCAPE));
+    int r =
+        buf_printf(out, "%s: ", json_object_to_json_string_ext(k, JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(k);
     const char *v = json_object_to_json_string_ext(value, CFG_JSON_OUT_FLAGS);
     for (; r >= 0 && v && *v; v++) {
@@ -416,8 +416,7 @@ struct tline {
 };
 
 /* The next line from *pos; *in_ml tracks multi-line strings ("""...""" and '''...'''). */
-static bool next_line(const char *t, size_t n, size_t *pos, bool *in_ml, char *ml,
-                      struct tline *l)
+static bool next_line(const char *t, size_t n, size_t *pos, bool *in_ml, char *ml, struct tline *l)
 {
     if (*pos >= n)
         return false;
@@ -550,8 +549,7 @@ static int toml_string(struct buf *out, const char *s)
     return r < 0 ? r : buf_append_char(out, '"');
 }
 
-int itext_toml_add(struct buf *text, const char *name, const char *command,
-                   const char *const *args)
+int itext_toml_add(struct buf *text, const char *name, const char *command, const char *const *args)
 {
     int r = toml_separate(text);
     if (r >= 0)

@@ -125,7 +125,7 @@ int inst_uninstall_file(struct inst *in, struct cfg_file *df, struct err *e)
         r = inst_change(in, "restored", NULL, in->file_disp, in->side_disp);
     for (size_t i = 0; r >= 0 && i < back.n; i++)
         r = inst_change(in, "put_back", back.v[i], in->file_disp,
-                   inst_dest_entry(df, back.v[i]) ? in->dest_disp : in->side_disp);
+                        inst_dest_entry(df, back.v[i]) ? in->dest_disp : in->side_disp);
     if (r < 0 || in->dry_run || json_object_array_length(in->changes) == 0)
         goto out;
     r = file_write_atomic(in->file, nt.data ? nt.data : "", nt.len, mode, e);
@@ -160,14 +160,14 @@ int inst_uninstall_claude(struct inst *in, struct cfg_file *df, struct err *e)
     }
     for (size_t i = 0; r >= 0 && i < back.n; i++)
         r = inst_change(in, "put_back", back.v[i], in->file_disp,
-                   inst_dest_entry(df, back.v[i]) ? in->dest_disp : in->side_disp);
+                        inst_dest_entry(df, back.v[i]) ? in->dest_disp : in->side_disp);
     if (r < 0 || in->dry_run)
         goto out;
     if (ours)
         r = inst_claude_remove(in, ENTRY_NAME, e);
     for (size_t i = 0; r >= 0 && i < back.n; i++)
-        r = inst_claude_add_json(in, back.v[i],
-                            json_object_object_get(json_get_object(rec, "servers"), back.v[i]), e);
+        r = inst_claude_add_json(
+            in, back.v[i], json_object_object_get(json_get_object(rec, "servers"), back.v[i]), e);
     if (r >= 0)
         r = dest_remove(df, &back, e);
     if (r >= 0)
