@@ -344,6 +344,16 @@ int inst_read_text(const char *path, struct buf *t, bool *ret_exists, mode_t *re
     return r;
 }
 
+int inst_write_file(const struct inst *in, const char *data, size_t len, mode_t mode, struct err *e)
+{
+    struct stat st;
+    char *target =
+        lstat(in->file, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(in->file, NULL) : NULL;
+    int r = file_write_atomic(target ? target : in->file, data ? data : "", len, mode, e);
+    free(target);
+    return r;
+}
+
 /* ---- the bridge's file ------------------------------------------------------------------- */
 
 struct json_object *inst_dest_entry(struct cfg_file *f, const char *name)
@@ -471,8 +481,7 @@ static int lock_agent(struct inst *in, struct file_lock **ret, struct err *e)
 
 /* ---- claude mcp -------------------------------------------------------------------------- */
 
-static int run_claude(const struct inst *in, const char *const *argv, const char *input,
-                      struct err *e)
+static int run_claude(const char *const *argv, const char *input, struct err *e)
 {
     const struct child_spec spec = {.argv = argv};
     const struct child_run_opts o = {
@@ -489,7 +498,6 @@ static int run_claude(const struct inst *in, const char *const *argv, const char
         r = err_set(e, -EIO, "'claude mcp %s %s' failed (exit status %d)%s%s", argv[2], argv[5],
                     res.exit_code, tail[0] ? ": " : "", tail);
     }
-    (void)in;
     child_result_release(&res);
     return r;
 }
@@ -498,7 +506,7 @@ int inst_claude_remove(const struct inst *in, const char *name, struct err *e)
 {
     const char *argv[] = {in->claude, "mcp", "remove", "--scope", in->project ? "project" : "user",
                           name,       NULL};
-    return run_claude(in, argv, NULL, e);
+    return run_claude(argv, NULL, e);
 }
 
 static int claude_add_bridge(const struct inst *in, struct err *e)
@@ -508,7 +516,7 @@ static int claude_add_bridge(const struct inst *in, struct err *e)
     size_t k = 8;
     for (size_t i = 0; i < in->args.n && k < 15; i++)
         argv[k++] = in->args.v[i];
-    return run_claude(in, argv, NULL, e);
+    return run_claude(argv, NULL, e);
 }
 
 int inst_claude_add_json(const struct inst *in, const char *name, struct json_object *v,
@@ -518,7 +526,7 @@ int inst_claude_add_json(const struct inst *in, const char *name, struct json_ob
         in->claude, "mcp", "add-json", "--scope", in->project ? "project" : "user",
         name,       "-",   NULL};
     /* on stdin, not in argv: an entry's env and headers may hold secrets */
-    return run_claude(in, argv, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), e);
+    return run_claude(argv, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), e);
 }
 
 /* ---- install ----------------------------------------------------------------------------- */
@@ -627,7 +635,7 @@ static int install_file(struct inst *in, struct cfg_file *df, struct err *e)
     if (r >= 0)
         r = dest_add(df, moves, &to_add, e);
     if (r >= 0) {
-        r = file_write_atomic(in->file, nt.data, nt.len, mode, e);
+        r = inst_write_file(in, nt.data, nt.len, mode, e);
         if (r < 0)
             dest_undo(df, &to_add);
     }

@@ -74,6 +74,10 @@ int inst_servers_of_text(const struct inst *in, const struct buf *t, struct json
                          struct err *e) _must_check_;
 int inst_text_remove(const struct inst *in, struct buf *t, const char *name,
                      struct err *e) _must_check_;
+/* Replaces the agent's file with data, atomically (file_write_atomic()): a file that is a
+ * symbolic link (dotfiles) stays one, its target replaced. */
+int inst_write_file(const struct inst *in, const char *data, size_t len, mode_t mode,
+                    struct err *e) _must_check_;
 /* What install does to the text: the servers moved out, our entry in when add_entry. */
 int inst_transform(const struct inst *in, struct buf *t, char *const *moved, bool add_entry,
                    struct err *e) _must_check_;

@@ -415,6 +415,29 @@ struct tline {
     size_t hlen;
 };
 
+/* Whether line (from its '[') is a table header, [NAME] or [[NAME]] with nothing after it but
+ * blank space and a comment (a line of a nested array, "[1, 2],", is not); l->h its NAME. */
+static bool parse_header(const char *line, size_t n, struct tline *l)
+{
+    size_t open = n > 1 && line[1] == '[' ? 2 : 1, j = open;
+    while (j < n && line[j] != ']' && line[j] != '\n')
+        j++;
+    if (j >= n || line[j] != ']')
+        return false;
+    l->h = line + open;
+    l->hlen = j - open;
+    j += open; /* past "]" or "]]" */
+    while (j < n && (line[j] == ' ' || line[j] == '\t' || line[j] == '\r'))
+        j++;
+    if (j < n && line[j] != '\n' && line[j] != '#')
+        return false;
+    while (l->hlen && (l->h[0] == ' ' || l->h[0] == '\t'))
+        l->h++, l->hlen--;
+    while (l->hlen && (l->h[l->hlen - 1] == ' ' || l->h[l->hlen - 1] == '\t'))
+        l->hlen--;
+    return l->hlen > 0;
+}
+
 /* The next line from *pos; *in_ml tracks multi-line strings ("""...""" and '''...'''). */
 static bool next_line(const char *t, size_t n, size_t *pos, bool *in_ml, char *ml, struct tline *l)
 {
@@ -429,18 +452,7 @@ static bool next_line(const char *t, size_t n, size_t *pos, bool *in_ml, char *m
     bool was_ml = *in_ml;
     l->blank = !was_ml && (i == l->end || t[i] == '\n' || t[i] == '\r');
     l->comment = !was_ml && i < l->end && t[i] == '#';
-    l->header = !was_ml && i + 1 < l->end && t[i] == '[' && t[i + 1] != '[';
-    if (l->header) {
-        size_t j = i + 1;
-        while (j < l->end && t[j] != ']')
-            j++;
-        l->h = t + i + 1;
-        l->hlen = j - i - 1;
-        while (l->hlen && (l->h[0] == ' ' || l->h[0] == '\t'))
-            l->h++, l->hlen--;
-        while (l->hlen && (l->h[l->hlen - 1] == ' ' || l->h[l->hlen - 1] == '\t'))
-            l->hlen--;
-    }
+    l->header = !was_ml && i < l->end && t[i] == '[' && parse_header(t + i, l->end - i, l);
     for (size_t k = i; k + 2 < l->end; k++) {
         if (!*in_ml && t[k] == '#')
             break;

@@ -128,7 +128,7 @@ int inst_uninstall_file(struct inst *in, struct cfg_file *df, struct err *e)
                         inst_dest_entry(df, back.v[i]) ? in->dest_disp : in->side_disp);
     if (r < 0 || in->dry_run || json_object_array_length(in->changes) == 0)
         goto out;
-    r = file_write_atomic(in->file, nt.data ? nt.data : "", nt.len, mode, e);
+    r = inst_write_file(in, nt.data, nt.len, mode, e);
     if (r >= 0)
         r = dest_remove(df, &back, e);
     if (r >= 0 && bexists)

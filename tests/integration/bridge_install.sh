@@ -29,6 +29,13 @@ everything="$PEERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist
 # the servers of the bridge's user file, by name, one per line
 dest_names() { [ -f "${1:-$USER_FILE}" ] && json_get "$(cat "${1:-$USER_FILE}")" 'Object.keys(j.mcpServers || {}).join(" ")' || true; }
 
+run 0 B install --help
+assert_contains "$OUT" "mcp-bridge install claude-code"
+run 2 B install cursr
+assert_contains "$ERR" "unknown agent 'cursr'"
+run 2 B uninstall
+assert_contains "$ERR" "uninstall takes exactly one AGENT"
+
 # ---- Claude Code, through its own CLI ----------------------------------------------------------
 export PATH="$PEERS_DIR/node_modules/.bin:$PATH"
 command -v claude >/dev/null || fail "claude is not in tests/peers/node_modules/.bin"
@@ -245,9 +252,15 @@ fi
 DESK="$HOME/.config/Claude/claude_desktop_config.json"
 printf '{\n  "mcpServers": {\n    "notes": {\n      "command": "notes-mcp",\n      "args": []\n    }\n  },\n  "globalShortcut": ""\n}' >"$DESK"
 cp "$DESK" "$T_ROOT/desk.orig"
+# a file that is a symbolic link (dotfiles) stays one: its target changes
+mkdir -p "$T_ROOT/dotfiles"
+mv "$DESK" "$T_ROOT/dotfiles/desk.json"
+ln -s "$T_ROOT/dotfiles/desk.json" "$DESK"
 run 0 B install claude-desktop
+check test -L "$DESK"
 assert_eq "$(json_get "$(cat "$DESK")" 'Object.keys(j.mcpServers).join(" ") + " " + j.mcpServers.bridge.command')" "bridge $EXE"
 run 0 B uninstall claude-desktop
+check test -L "$DESK"
 check cmp -s "$DESK" "$T_ROOT/desk.orig"
 
 # ---- pi: the bridge gets a file of its own -----------------------------------------------------

@@ -107,10 +107,15 @@ static const char toml[] = "# settings\n"
                            "\n"
                            "[mcp_servers.docs.tools.x]\n"
                            "enabled = false\n"
+                           "matrix = [\n"
+                           "  [1, 2],\n"
+                           "]\n"
                            "\n"
                            "# fast\n"
                            "[profiles.fast]\n"
-                           "model = \"o4-mini\"\n";
+                           "model = \"o4-mini\"\n"
+                           "[[plugins]]\n"
+                           "name = \"p\"\n";
 
 static void test_toml(void)
 {
@@ -125,16 +130,17 @@ static void test_toml(void)
     CHECK(!itext_toml_has_table(b.data, b.len, "doc"));
     CHECK_INT(itext_toml_remove(&b, "docs"), 1);
     CHECK_STR(b.data, "# settings\nmodel = \"o3\"\nnotes = \"\"\"\n[mcp_servers.fake]\n\"\"\"\n\n"
-                      "# fast\n[profiles.fast]\nmodel = \"o4-mini\"\n");
+                      "# fast\n[profiles.fast]\nmodel = \"o4-mini\"\n[[plugins]]\nname = \"p\"\n");
     CHECK_INT(itext_toml_add(&b, "bridge", "/bin/mcp-bridge", args), 0);
-    CHECK_CONTAINS(b.data, "model = \"o4-mini\"\n\n[mcp_servers.bridge]\n"
+    CHECK_CONTAINS(b.data, "name = \"p\"\n\n[mcp_servers.bridge]\n"
                            "command = \"/bin/mcp-bridge\"\n"
                            "args = [\"serve\", \"--config\", \"/a \\\"b\\\"\"]\n");
     /* the server back, as it was written, from the original text */
     CHECK_INT(itext_toml_remove(&b, "bridge"), 1);
     CHECK_INT(itext_toml_append_from(&b, toml, strlen(toml), "docs"), 1);
-    CHECK_CONTAINS(b.data, "model = \"o4-mini\"\n\n# the docs server\n[mcp_servers.docs]\n"
-                           "command = \"npx\"\n\n[mcp_servers.docs.tools.x]\nenabled = false\n");
+    CHECK_CONTAINS(b.data, "name = \"p\"\n\n# the docs server\n[mcp_servers.docs]\n"
+                           "command = \"npx\"\n\n[mcp_servers.docs.tools.x]\nenabled = false\n"
+                           "matrix = [\n  [1, 2],\n]\n");
     CHECK_INT(itext_toml_append_from(&b, toml, strlen(toml), "none"), 0);
     CHECK_INT(itext_toml_remove(&b, "none"), 0);
     buf_release(&b);
