@@ -440,6 +440,11 @@ static int check_dest(struct inst *in, struct cfg_file *df, struct json_object *
                            "'%s' is in '%s' and, differently, in '%s': rename or remove one of "
                            "them, then run install again",
                            name, in->file_disp, in->dest_disp);
+        if (d && inst_note(in,
+                           "'%s' is in '%s' already, as it is: it is not copied, and uninstall "
+                           "takes it out of there all the same",
+                           name, in->dest_disp) < 0)
+            return err_set(e, -ENOMEM, "out of memory");
         if (!d && strv_push(to_add, name) < 0)
             return err_set(e, -ENOMEM, "out of memory");
     }
@@ -607,11 +612,13 @@ static int install_file(struct inst *in, struct cfg_file *df, struct err *e)
         r = check_entry(in, servers, &add, &replace, e);
     if (r >= 0)
         r = plan_moves(in, &t, servers, &moves, e);
-    json_object_object_foreach(moves, name, v)
-    {
-        (void)v;
-        if (r >= 0 && strv_push(&moved, name) < 0)
-            r = err_set(e, -ENOMEM, "out of memory");
+    if (r >= 0) {
+        json_object_object_foreach(moves, name, v)
+        {
+            (void)v;
+            if (r >= 0 && strv_push(&moved, name) < 0)
+                r = err_set(e, -ENOMEM, "out of memory");
+        }
     }
     if (r >= 0)
         r = check_dest(in, df, moves, &to_add, e);
@@ -623,7 +630,10 @@ static int install_file(struct inst *in, struct cfg_file *df, struct err *e)
         goto out;
     backup = exists && stat(in->side, &st) < 0;
     if (exists && !backup)
-        r = inst_note(in, "'%s' is kept: the backup of an earlier install", in->side_disp);
+        r = inst_note(in, "'%s' is kept: the backup of an earlier install%s", in->side_disp,
+                      moved.n ? "; the servers moved now are not in it, and uninstall leaves "
+                                "them in the bridge's file"
+                              : "");
     if (r >= 0)
         r = report_install(in, add, replace, &moved, backup);
     if (r < 0 || in->dry_run)
@@ -709,12 +719,14 @@ static int install_claude(struct inst *in, struct cfg_file *df, struct err *e)
         r = plan_moves(in, &none, servers, &moves, e);
     if (r >= 0)
         r = inst_read_record(in, &rec, e);
-    json_object_object_foreach(moves, name, v)
-    {
-        if (r >= 0 &&
-            (strv_push(&moved, name) < 0 ||
-             json_object_object_add(json_get_object(rec, "servers"), name, json_object_get(v)) < 0))
-            r = err_set(e, -ENOMEM, "out of memory");
+    if (r >= 0) {
+        json_object_object_foreach(moves, name, v)
+        {
+            if (r >= 0 && (strv_push(&moved, name) < 0 ||
+                           json_object_object_add(json_get_object(rec, "servers"), name,
+                                                  json_object_get(v)) < 0))
+                r = err_set(e, -ENOMEM, "out of memory");
+        }
     }
     if (r >= 0)
         r = check_dest(in, df, moves, &to_add, e);

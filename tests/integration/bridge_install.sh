@@ -56,7 +56,7 @@ assert_contains "$OUT" "moved 'everything' from '~/.claude.json'"
 assert_eq "$(dest_names)" "everything" "the bridge's file after install"
 assert_eq "$(json_get "$(cat "$USER_FILE")" 'j.mcpServers.everything.env.EVERY_MODE')" "quick" "the moved entry, as it was"
 run 0 claude mcp list
-assert_contains "$OUT" "bridge: $EXE serve" "claude mcp list after install"
+assert_contains "$OUT" "bridge: $EXE serve - ✔ Connected" "claude mcp list after install"
 assert_not_contains "$OUT" "everything:" "claude mcp list after install"
 run 0 claude mcp get bridge
 assert_contains "$OUT" "Scope: User"
@@ -141,6 +141,18 @@ assert_contains "$ERR" "(nothing was changed)"
 check cmp -s "$CURSOR" "$T_ROOT/cursor.orig"
 check test ! -e "$CURSOR.before-mcp-bridge"
 rm -f "$USER_FILE"
+
+# a server of the agent's named "bridge" that is not the bridge: refused, nothing changed
+printf '{"mcpServers": {"bridge": {"command": "bridge-server"}}}\n' >"$T_ROOT/taken.json"
+cp "$T_ROOT/taken.json" "$CURSOR"
+run 3 B install cursor
+assert_contains "$ERR" "already has a server named 'bridge' that does not run mcp-bridge"
+check cmp -s "$CURSOR" "$T_ROOT/taken.json"
+# a file that is not JSON: refused, with the line
+printf '{"mcpServers": {\n  "a": }\n' >"$CURSOR"
+run 3 B install cursor
+assert_contains "$ERR" "'~/.cursor/mcp.json': line 2"
+cp "$T_ROOT/cursor.orig" "$CURSOR"
 
 # ---- VS Code: its user mcp.json, JSONC, key "servers" ------------------------------------------
 VSC="$HOME/.config/Code/User/mcp.json"
