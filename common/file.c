@@ -751,6 +751,52 @@ out:
     return r;
 }
 
+int file_lock_dir(const char *dir, int64_t timeout_ms, const char *holder, struct file_lock **ret,
+                  struct err *e)
+{
+    char *d = path_display(dir);
+    const char *dd = d ? d : dir;
+    struct file_lock *l = NULL;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+    if (fd < 0) {
+        int k = errno;
+        r = err_set(e, -k, "cannot open the directory '%s': %s", dd, strerror(k));
+        goto out;
+    }
+    int64_t end = now_mono_ms() + timeout_ms;
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int k = errno;
+        if (k == EINTR)
+            continue;
+        if (k != EWOULDBLOCK) {
+            r = err_set(e, -k, "cannot lock the directory '%s': %s", dd, strerror(k));
+            goto out;
+        }
+        if (now_mono_ms() >= end) {
+            r = err_set(e, -ETIMEDOUT,
+                        "another %s is changing a file in '%s' and did not finish within %lld s: "
+                        "try again",
+                        holder ? holder : "process", dd, (long long)(timeout_ms / 1000));
+            goto out;
+        }
+        sleep_ms(20);
+    }
+    l = malloc(sizeof(*l));
+    if (!l) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    l->fd = fd;
+    fd = -1;
+    *ret = l;
+    r = 0;
+out:
+    if (fd >= 0)
+        (void)close(fd);
+    free(d);
+    return r;
+}
+
 void file_lock_release(struct file_lock *l)
 {
     if (!l)

@@ -31,8 +31,7 @@ struct jsonfile {
     bool always_write;
     struct json_dup *dups; /* with JSONFILE_DUPLICATES: the keys given twice, as read */
     size_t ndups;
-    int dir_fd;             /* the locked directory; -1 */
-    struct file_lock *lock; /* the lock file; NULL */
+    struct file_lock *lock; /* the lock file, or the locked directory; NULL */
 };
 
 void jsonfile_free(struct jsonfile *f)
@@ -43,8 +42,6 @@ void jsonfile_free(struct jsonfile *f)
     json_dups_free(f->dups, f->ndups);
     if (f->snapshot)
         secure_free_len(f->snapshot, f->snapshot_len);
-    if (f->dir_fd >= 0)
-        (void)close(f->dir_fd); /* releases the flock */
     file_lock_release(f->lock);
     free(f->path);
     free(f->display);
@@ -73,48 +70,6 @@ static int serialize(struct json_object *doc, char **ret, size_t *ret_len)
     return 0;
 }
 
-/* flock on the directory itself, polled until the deadline: no lock file is left behind, and a
- * read-only directory can still be locked (the write then fails with a clear message). */
-static int lock_dir(const char *dir, const struct jsonfile_opts *o, int *ret_fd, struct err *e)
-{
-    char *d = path_display(dir);
-    const char *dd = d ? d : dir;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
-    if (fd < 0) {
-        int k = errno;
-        r = err_set(e, -k, "cannot open the directory '%s': %s", dd, strerror(k));
-        goto out;
-    }
-    int64_t end = now_mono_ms() + o->lock_timeout_ms;
-    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        int k = errno;
-        if (k == EINTR)
-            continue;
-        if (k != EWOULDBLOCK) {
-            r = err_set(e, -k, "cannot lock the directory '%s': %s", dd, strerror(k));
-            goto out;
-        }
-        if (now_mono_ms() >= end) {
-            r = err_set(e, -ETIMEDOUT,
-                        "another %s is changing a file in '%s' and did not finish within %lld s: "
-                        "try again",
-                        o->lock_holder ? o->lock_holder : "process", dd,
-                        (long long)(o->lock_timeout_ms / 1000));
-            goto out;
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        (void)nanosleep(&ts, NULL);
-    }
-    *ret_fd = fd;
-    fd = -1;
-    r = 0;
-out:
-    if (fd >= 0)
-        (void)close(fd);
-    free(d);
-    return r;
-}
-
 /* The directory made ready (created, or made private, as the flags say), then the lock. */
 static int take_lock(struct jsonfile *f, const struct jsonfile_opts *o, struct err *e)
 {
@@ -132,7 +87,7 @@ static int take_lock(struct jsonfile *f, const struct jsonfile_opts *o, struct e
     if (o->lock_path)
         r = file_lock_acquire(o->lock_path, o->lock_timeout_ms, &f->lock, e);
     else
-        r = lock_dir(dir, o, &f->dir_fd, e);
+        r = file_lock_dir(dir, o->lock_timeout_ms, o->lock_holder, &f->lock, e);
 out:
     free(dir);
     return r;
@@ -169,7 +124,6 @@ int jsonfile_open(const char *path, const struct jsonfile_opts *o, struct jsonfi
 
     if (!f)
         return err_set(e, -ENOMEM, "out of memory");
-    f->dir_fd = -1;
     f->always_write = o->flags & JSONFILE_ALWAYS_WRITE;
     f->max_size = o->max_size;
     f->path = strdup(path);

@@ -41,6 +41,11 @@ int cmd_trust(int argc, char **argv, const struct args_globals *g, struct log *l
 /* cmd_doctor.c: "doctor [--json] [--no-connect] [--connect-timeout D]" */
 int cmd_doctor(int argc, char **argv, const struct args_globals *g, struct log *log);
 
+/* cmd_install.c: "install AGENT" and "uninstall AGENT" [--scope user|project] [--dry-run]
+ * [--json] */
+int cmd_install(int argc, char **argv, const struct args_globals *g, struct log *log);
+int cmd_uninstall(int argc, char **argv, const struct args_globals *g, struct log *log);
+
 /* cmd_common.c: shared by the commands */
 struct mcp_config;
 /* Loads the layered configuration as every command sees it: --config, the project layers of

@@ -40,6 +40,10 @@ static const char usage_text[] =
     "  trust [--project DIR] [--yes] [--revoke]\n"
     "                       review and approve the servers a project's files define: they\n"
     "                       are not used until approved (a changed one needs it again)\n"
+    "  install AGENT [--scope user|project] [--dry-run] [--json]\n"
+    "                       register the bridge with claude-code, cursor, vscode, codex,\n"
+    "                       claude-desktop or pi, its servers moved behind it\n"
+    "  uninstall AGENT      undo it: the agent's servers back, the bridge's entry gone\n"
     "\n"
     "options:\n"
     "  --config PATH        read this file instead of ~/.pi/agent/mcp.json\n"
@@ -58,7 +62,7 @@ static const char usage_text[] =
     "  mcp-bridge test github\n"
     "  mcp-bridge call github search_issues '{\"query\": \"bridge\"}'\n"
     "  mcp-bridge connect https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'\n"
-    "  claude mcp add bridge -- mcp-bridge      # register it in Claude Code\n"
+    "  mcp-bridge install claude-code           # register it in Claude Code\n"
     "\n"
     "credentials: ${NAME} is asked of 'secrets' (a recipe, else the environment), OAuth of\n"
     "'mcp-auth', at each connect; CREDKIT_SECRETS and CREDKIT_MCP_AUTH name the helpers.\n"
@@ -121,9 +125,10 @@ int main(int argc, char **argv)
         const char *name;
         cmd_fn fn;
     } cmds[] = {
-        {"serve", cmd_serve},   {"connect", cmd_connect}, {"test", cmd_test},
-        {"call", cmd_call},     {"list", cmd_list},       {"add", cmd_add},
-        {"remove", cmd_remove}, {"trust", cmd_trust},     {"doctor", cmd_doctor},
+        {"serve", cmd_serve},         {"connect", cmd_connect}, {"test", cmd_test},
+        {"call", cmd_call},           {"list", cmd_list},       {"add", cmd_add},
+        {"remove", cmd_remove},       {"trust", cmd_trust},     {"install", cmd_install},
+        {"uninstall", cmd_uninstall}, {"doctor", cmd_doctor},
     };
     struct args_globals g = {0};
     struct log *log;

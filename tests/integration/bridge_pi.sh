@@ -126,3 +126,23 @@ assert_eq "$(requests direct 'r[0].tools.filter((t) => t.startsWith("everything_
     "direct: tools named after everything that are not everything_<tool>"
 assert_eq "$(requests direct 'r[1].messages.filter((m) => m.role === "tool").at(-1).text')" \
     "Echo: $text" "direct: the echo that came back to the model"
+t_stop_peers
+T_PEER_PIDS=()
+
+# 3. as a pi user gets there: server-everything configured in the adapter itself, then
+# `mcp-bridge install pi`, which moves it behind the bridge and writes the entry above
+cat >"$PI_CODING_AGENT_DIR/mcp.json" <<EOF2
+{"mcpServers": {"everything": {"command": "node", "args": ["$everything", "stdio"]}}}
+EOF2
+run 0 "$MCP_BRIDGE_BIN" install pi
+assert_eq "$(json_get "$(cat "$PI_CODING_AGENT_DIR/mcp.json")" 'Object.keys(j.mcpServers).join(" ")')" \
+    "bridge" "install: the adapter's file runs the bridge alone"
+text="installed for pi $RANDOM$RANDOM"
+start_model installed "[
+  {\"tool\": \"mcp\", \"arguments\": {\"tool\": \"everything_echo\", \"args\": {\"message\": \"$text\"}}},
+  {\"text\": \"done\"}
+]"
+run_pi installed "call the echo tool"
+check_tools installed
+assert_eq "$(requests installed 'r[1].messages.filter((m) => m.role === "tool").at(-1).text')" \
+    "Echo: $text" "installed: the echo that came back to the model"

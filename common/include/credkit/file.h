@@ -86,5 +86,13 @@ struct file_lock;
 int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_lock **ret,
                       struct err *e) _must_check_;
 
+/* The same lock on the directory dir itself (flock on the directory, polled until timeout_ms):
+ * no lock file is left behind (a project's directory, an agent's), and a read-only directory
+ * can still be locked (the write then fails with the real reason). -ETIMEDOUT: "another
+ * <holder> is changing a file in '<dir>' ... try again" (holder NULL: "process"). Caller
+ * releases with file_lock_release(). */
+int file_lock_dir(const char *dir, int64_t timeout_ms, const char *holder, struct file_lock **ret,
+                  struct err *e) _must_check_;
+
 /* Releases and frees. NULL-safe. */
 void file_lock_release(struct file_lock *l);
