@@ -139,10 +139,11 @@ assert_eq "$(json_get "$(cat "$PI_CODING_AGENT_DIR/mcp.json")" 'Object.keys(j.mc
     "bridge" "install: the adapter's file runs the bridge alone"
 text="installed for pi $RANDOM$RANDOM"
 start_model installed "[
+  {\"tool\": \"mcp\", \"arguments\": {\"connect\": \"bridge\"}},
   {\"tool\": \"mcp\", \"arguments\": {\"tool\": \"everything_echo\", \"args\": {\"message\": \"$text\"}}},
   {\"text\": \"done\"}
 ]"
 run_pi installed "call the echo tool"
 check_tools installed
-assert_eq "$(requests installed 'r[1].messages.filter((m) => m.role === "tool").at(-1).text')" \
+assert_eq "$(requests installed 'r[2].messages.filter((m) => m.role === "tool").at(-1).text')" \
     "Echo: $text" "installed: the echo that came back to the model"
