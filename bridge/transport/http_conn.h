@@ -42,6 +42,10 @@ struct http_conn_spec {
     int64_t timeout_ms;         /* 0: HTTP_CONN_TIMEOUT_DEFAULT_MS */
     size_t max_message;         /* 0: HTTP_CONN_MAX_MESSAGE_DEFAULT */
     bool legacy_sse;            /* "type": "sse": the 2024-11-05 transport from the start */
+    /* A PEM file of the CAs that verify this server's TLS certificate, instead of the system's
+     * trusted roots (the entry's "caFile"); NULL: the system's. Host name and expiry are still
+     * checked. Read by libcurl at each connection. */
+    const char *ca_file;
 };
 
 /* One message from the server (a POST's answer or the GET stream); borrowed, valid during the

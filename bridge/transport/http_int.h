@@ -128,6 +128,7 @@ struct http_conn {
     enum http_mode mode;
     enum http_stream stream_state;
     char *url;
+    char *ca_file;       /* spec.ca_file, NULL */
     struct strv headers; /* secrets */
     int64_t timeout_ms;
     size_t max_message;

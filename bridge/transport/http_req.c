@@ -50,11 +50,12 @@ static int curl_to_errno(CURLcode cc)
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
         return -EINVAL;
-    case CURLE_SSL_CONNECT_ERROR:
     case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+        return -EKEYREJECTED; /* the server's certificate is not trusted, or the CAs unreadable */
+    case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
     case CURLE_SSL_INVALIDCERTSTATUS:
     case CURLE_USE_SSL_FAILED:
@@ -563,6 +564,12 @@ static int req_setopt(struct http_req *r, const char *url, int64_t timeout)
     SET(CURLOPT_HEADERFUNCTION, on_header);
     SET(CURLOPT_HEADERDATA, r);
     SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
+    if (r->u->ca_file) {
+        /* the entry's CAs replace the system's roots for this server, as the adapter's
+         * "caFile" does: no CA directory is searched besides the file */
+        SET(CURLOPT_CAINFO, r->u->ca_file);
+        SET(CURLOPT_CAPATH, (const char *)NULL);
+    }
     if (r->kind != HREQ_GET)
         SET(CURLOPT_TIMEOUT_MS, (long)timeout);
     switch (r->kind) {

@@ -6,10 +6,14 @@
  * broke is reopened after a delay that doubles up to TRANSPORT_HTTP_STREAM_RETRY_MAX_MS; a GET
  * stream's own 404 is reported as on_error(-ESTALE, 0) for the session to re-initialize. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "credkit/list.h"
+#include "credkit/mcp_field.h"
+#include "credkit/path.h"
 #include "credkit/secmem.h"
 
 #include "creds/cred.h"
@@ -65,6 +69,9 @@ static const char *h_strerror(int error)
         return "the server failed (HTTP 5xx)";
     case -ECONNREFUSED:
         return "connection refused";
+    case -EKEYREJECTED:
+        return "the server's TLS certificate is not trusted (or \"caFile\" holds no usable CA): "
+               "set \"caFile\" to a PEM file of the CA that signed it";
     case -EHOSTUNREACH:
         return "cannot resolve or reach the host";
     default:
@@ -263,24 +270,68 @@ static const struct transport_ops http_ops = {
     .message_tag = h_message_tag,
 };
 
+/* The entry's "caFile" as a path to open, in *ret (NULL when absent): ${VAR}s from the
+ * environment, a leading "~/" the home directory, a relative path from the working directory
+ * (the adapter's reading). A file that cannot be read fails the connection now, with its path,
+ * rather than each request later with libcurl's words. Caller frees. */
+static int ca_file(const struct mcp_server *srv, char **ret, struct err *e)
+{
+    char *tmpl = NULL, *path = NULL, *home = NULL;
+    int r = mcp_field_string(srv->raw, "caFile", "caFile", MCP_FIELD_NONBLANK, &tmpl, e);
+    if (r < 0 || !tmpl)
+        goto out;
+    r = mcp_expand(tmpl, NULL, NULL, &path, e);
+    if (r < 0) {
+        err_prefix(e, "\"caFile\"");
+        goto out;
+    }
+    if (path[0] == '~' && (path[1] == '/' || !path[1])) {
+        r = path_home(&home);
+        char *p = r >= 0 ? path_join(home, path + 1) : NULL;
+        if (!p) {
+            r = err_set(e, r < 0 ? r : -ENOMEM,
+                        "\"caFile\" starts with '~' but the home "
+                        "directory is unknown: write the full path");
+            goto out;
+        }
+        free(path);
+        path = p;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        r = err_set(e, -errno, "\"caFile\" '%s': cannot read it: %s", path, strerror(errno));
+        goto out;
+    }
+    (void)close(fd);
+    *ret = path;
+    path = NULL;
+    r = 0;
+out:
+    free(tmpl);
+    free(path);
+    free(home);
+    return r;
+}
+
 int transport_http_open(const struct transport_spec *spec, const struct transport_handler *h,
                         void *userdata, struct transport **ret, struct err *e)
 {
     const struct mcp_server *srv = spec->server;
     struct transport_http *x = NULL;
-    char *url = NULL;
-    int r = mcp_expand(srv->url, spec->lookup, spec->lookup_userdata, &url, e);
+    char *url = NULL, *ca = NULL;
+    int r = ca_file(srv, &ca, e);
+    if (r < 0)
+        return r;
+    r = mcp_expand(srv->url, spec->lookup, spec->lookup_userdata, &url, e);
     if (r < 0) {
         err_prefix(e, "url");
-        return r;
+        goto out;
     }
     if (strchr(srv->url, '$')) {
         /* its variables were resolved only now (defer_vars): the loader's checks, here */
         r = mcp_server_check_url(url, true, e);
-        if (r < 0) {
-            secure_free(url);
-            return r;
-        }
+        if (r < 0)
+            goto out;
     }
     x = calloc(1, sizeof(*x));
     if (x)
@@ -301,6 +352,7 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
         .timeout_ms = spec->timeout_ms,
         .max_message = spec->max_message,
         .legacy_sse = srv->transport == MCP_TRANSPORT_SSE,
+        .ca_file = ca,
     };
     r = http_conn_new(spec->loop, &sp, &http_handler, x, &x->http, e);
     if (r < 0)
@@ -312,5 +364,6 @@ out:
         free(x->name);
     free(x);
     secure_free(url);
+    free(ca);
     return r;
 }

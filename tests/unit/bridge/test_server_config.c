@@ -856,7 +856,6 @@ static void test_adapter_keys(void)
         "\"trace\" is accepted and not applied",
         "\"tasks\" is not applied: the bridge does not use the MCP Tasks extension",
         "\"oauth.authServerMetadataUrl\" is accepted and not applied",
-        "\"caFile\" is ignored: the server's certificate is checked against the system's",
         "\"requestHeadersCommand\" is ignored: no command is run per request",
     };
     CHECK_INT(s ? vlen(s->warnings) : 0, ELEMENTSOF(notes));
