@@ -436,6 +436,7 @@ int http_conn_new(struct loop *l, const struct http_conn_spec *spec,
     sse_parser_init(&u->stream_sse, u->max_message, u->max_message, stream_event, u);
     u->url = strdup(spec->url);
     u->ca_file = spec->ca_file ? strdup(spec->ca_file) : NULL;
+    u->sign = spec->sign;
     if (!u->url || (spec->ca_file && !u->ca_file)) {
         k = -ENOMEM;
         goto out;

@@ -17,6 +17,7 @@
 #include "credkit/secmem.h"
 
 #include "creds/cred.h"
+#include "creds/cred_sign.h"
 #include "transport/http_conn.h"
 #include "transport/transport.h"
 
@@ -37,6 +38,7 @@ struct transport_http {
     struct log *log;
     char *name;
     struct http_conn *http;
+    struct cred_sign *sign; /* "requestHeadersCommand", NULL */
     struct transport_handler h;
     void *userdata;
     enum http_phase phase;
@@ -72,6 +74,9 @@ static const char *h_strerror(int error)
     case -EKEYREJECTED:
         return "the server's TLS certificate is not trusted (or \"caFile\" holds no usable CA): "
                "set \"caFile\" to a PEM file of the CA that signed it";
+    case -ECOMM:
+        return "the \"requestHeadersCommand\" gave no usable headers, so the request was not "
+               "sent (the warning before says why)";
     case -EHOSTUNREACH:
         return "cannot resolve or reach the host";
     default:
@@ -238,6 +243,7 @@ static int h_shutdown(struct transport *t)
 static void h_release(struct loop_release *node)
 {
     struct transport_http *x = list_entry(node, struct transport_http, release);
+    cred_sign_free(x->sign); /* after the upstream's requests: their runs were cancelled */
     free(x->name);
     free(x);
 }
@@ -346,6 +352,9 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
     x->h = *h;
     x->userdata = userdata;
     x->stream_retry_ms = STREAM_RETRY_MIN_MS;
+    r = cred_sign_new(spec->loop, spec->log, srv->name, srv->raw, &x->sign, e);
+    if (r < 0)
+        goto out;
     struct http_conn_spec sp = {
         .url = url,
         .headers = spec->headers,
@@ -353,6 +362,7 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
         .max_message = spec->max_message,
         .legacy_sse = srv->transport == MCP_TRANSPORT_SSE,
         .ca_file = ca,
+        .sign = x->sign,
     };
     r = http_conn_new(spec->loop, &sp, &http_handler, x, &x->http, e);
     if (r < 0)
@@ -360,8 +370,10 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
     *ret = &x->t;
     x = NULL;
 out:
-    if (x)
+    if (x) {
+        cred_sign_free(x->sign);
         free(x->name);
+    }
     free(x);
     secure_free(url);
     free(ca);

@@ -60,4 +60,60 @@ run 0 env CK_PKI="$pki" "$MCP_BRIDGE_BIN" --config "$T_ROOT/tls.json" list
 assert_not_contains "$ERR" '"caFile"' "the warnings of list"
 echo "ok caFile: the CA it names verifies the server, and only it"
 
+echo "== requestHeadersCommand"
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T_ROOT/hmac.key"
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T_ROOT/wrong.key"
+start_peer guarded-server --hmac-key-file "$T_ROOT/hmac.key"
+SIGNED=$PEER_URL
+start_peer guarded-server --hmac-key-file "$T_ROOT/hmac.key" --cert "$pki/server.pem" \
+    --key "$pki/server.key"
+SIGNED_TLS=$PEER_URL
+node_bin=$(command -v node)
+sign_entry() { # URL KEY MODE [MORE-KEYS]: an entry whose requests sign-request.mjs signs
+    printf '{ "url": "%s", "requestHeadersCommand": { "command": "%s", "args": ["%s"], "env": { "SIGN_KEY": "%s", "MODE": "%s" }, "timeoutMs": 20000 }%s }' \
+        "$1" "$node_bin" "$PEERS_DIR/sign-request.mjs" "$2" "$3" "${4:-}"
+}
+cat >"$T_ROOT/sign.json" <<EOF
+{ "mcpServers": {
+    "signed": $(sign_entry "$SIGNED" '${env:CK_KEYS}/hmac.key' ok),
+    "signed-tls": $(sign_entry "$SIGNED_TLS" "$T_ROOT/hmac.key" ok ", \"caFile\": \"$pki/ca.pem\""),
+    "unsigned": { "url": "$SIGNED" },
+    "wrong-key": $(sign_entry "$SIGNED" "$T_ROOT/wrong.key" ok),
+    "failing": $(sign_entry "$SIGNED" "$T_ROOT/hmac.key" fail),
+    "framing": $(sign_entry "$SIGNED" "$T_ROOT/hmac.key" framing)
+} }
+EOF
+scall() { # STATUS NAME MESSAGE
+    run "$1" env CK_KEYS="$T_ROOT" "$MCP_BRIDGE_BIN" --config "$T_ROOT/sign.json" call "$2" echo \
+        "{\"message\": \"$3\"}" --connect-timeout 20s --timeout 20s
+}
+stats() { NODE_EXTRA_CA_CERTS="$pki/ca.pem" node -e 'fetch(process.argv[1]).then(async (r) => process.stdout.write(await r.text()))' "${1%/mcp}/__test/stats"; }
+scall 0 signed "signed once"
+assert_eq "$OUT" "echo: signed once" "the signed call"
+st=$(stats "$SIGNED")
+assert_eq "$(json_get "$st" 'j.refused')" 0 "requests refused"
+# initialize, notifications/initialized and tools/call at least (the GET stream and the
+# DELETE when they come): each signed for itself
+n=$(json_get "$st" 'j.signed')
+[ "$n" -ge 3 ] || fail "the server saw $n signed requests, expected 3 or more: $st"
+scall 0 signed-tls "signed over tls"
+assert_eq "$OUT" "echo: signed over tls" "the signed call over https with caFile"
+assert_eq "$(json_get "$(stats "$SIGNED_TLS")" 'j.refused')" 0 "requests refused over https"
+scall 1 unsigned "x"
+assert_contains "$ERR" "HTTP 401 Unauthorized"
+before=$(json_get "$(stats "$SIGNED")" 'j.requests')
+scall 1 wrong-key "x"
+assert_contains "$ERR" "server 'wrong-key'"
+assert_contains "$ERR" "HTTP 401 Unauthorized"
+after_wrong=$(json_get "$(stats "$SIGNED")" 'j.requests')
+[ "$after_wrong" -gt "$before" ] || fail "the wrongly signed request did not reach the server"
+scall 1 failing "x"
+assert_contains "$ERR" "server 'failing': \"requestHeadersCommand\" failed, the request is not sent: exit status 1: the signing key is locked"
+assert_contains "$ERR" 'the "requestHeadersCommand" gave no usable headers, so the request was not sent'
+scall 1 framing "x"
+assert_contains "$ERR" "its header 'Content-Length' is refused: it frames the HTTP request"
+assert_eq "$(json_get "$(stats "$SIGNED")" 'j.requests')" "$after_wrong" \
+    "requests that reached the server from the failing helpers"
+echo "ok requestHeadersCommand: every request signed by the helper, failures said and nothing sent"
+
 bridge_done "the adapter's HTTP trust keys"
