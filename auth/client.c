@@ -158,8 +158,10 @@ static int register_dynamic(const struct grant_session *s, const char *redirect_
     struct registration reg = {0};
     /* no "scope" in the registration: a server that takes it as the client's limit would
      * refuse a later step-up to wider scopes */
-    int r = oauth_register(reg_ep, redirect_uri, NULL, device, s->t->oauth->client_name,
-                           s->t->oauth->client_uri, s->http_timeout_ms, &reg, e);
+    const struct oauth_client_meta meta = {.name = s->t->oauth->client_name,
+                                           .uri = s->t->oauth->client_uri,
+                                           .logo_uri = s->t->oauth->logo_uri};
+    int r = oauth_register(reg_ep, redirect_uri, NULL, device, &meta, s->http_timeout_ms, &reg, e);
     if (r < 0)
         return r;
     te->registration = REGISTRATION_DYNAMIC;

@@ -356,6 +356,105 @@ out:
     return r;
 }
 
+/* The issuer whose metadata the document at url is, by its location: RFC 8414 3.1 inserts the
+ * well-known segment before the issuer's path, OpenID Discovery appends it (or some servers
+ * insert it); any other location: its origin. Without a trailing slash. Caller frees. */
+static int issuer_of_metadata_url(const char *url, char **ret)
+{
+    static const char *const wk[] = {"/.well-known/oauth-authorization-server",
+                                     "/.well-known/openid-configuration"};
+    char *origin = NULL, *path = NULL;
+    int r = url_origin(url, &origin);
+    if (r >= 0)
+        r = url_path(url, &path);
+    if (r < 0)
+        goto out;
+    size_t plen = strlen(path);
+    while (plen > 1 && path[plen - 1] == '/')
+        path[--plen] = 0;
+    const char *issuer_path = NULL;
+    for (size_t i = 0; i < ELEMENTSOF(wk) && !issuer_path; i++) {
+        size_t n = strlen(wk[i]);
+        if (strncmp(path, wk[i], n) == 0 && (path[n] == 0 || path[n] == '/')) {
+            issuer_path = path + n; /* inserted before the issuer's path */
+        } else if (plen >= n && strcmp(path + plen - n, wk[i]) == 0) {
+            path[plen - n] = 0; /* appended to it */
+            issuer_path = path;
+        }
+    }
+    if (!issuer_path)
+        issuer_path = "";
+    r = asprintf(ret, "%s%s", origin, strcmp(issuer_path, "/") == 0 ? "" : issuer_path) < 0
+            ? -ENOMEM
+            : 0;
+out:
+    free(origin);
+    free(path);
+    return r;
+}
+
+/* Whether two issuers are the same but for a trailing slash. */
+static bool issuers_match(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    while (na > 0 && a[na - 1] == '/')
+        na--;
+    while (nb > 0 && b[nb - 1] == '/')
+        nb--;
+    return na == nb && strncmp(a, b, na) == 0;
+}
+
+/* The metadata of "oauth.authServerMetadataUrl", used as it is (discovery_opts). */
+static int configured_as_metadata(struct discovery *d, const struct discovery_opts *o,
+                                  int64_t timeout_ms, struct err *e)
+{
+    const char *url = o->as_metadata_url;
+    struct json_object *as = NULL;
+    char *want = NULL;
+    int r = url_check_secure(url, "\"oauth.authServerMetadataUrl\"", e);
+    if (r >= 0)
+        r = fetch_metadata(url, "authorization server metadata", timeout_ms, &as, e);
+    if (r == -ENOENT)
+        r = err_set(e, r,
+                    "\"oauth.authServerMetadataUrl\" '%s': the server answered with an error: "
+                    "check the URL",
+                    url);
+    if (r < 0)
+        goto out;
+    const char *iss = json_get_string(as, "issuer");
+    if (!iss) {
+        r = err_set(e, -EBADMSG, "the authorization server metadata at '%s' names no issuer", url);
+        goto out;
+    }
+    r = url_check_secure(iss, "issuer", e);
+    if (r < 0)
+        goto out;
+    r = issuer_of_metadata_url(url, &want);
+    if (r < 0)
+        goto out;
+    if (!o->skip_issuer_check && !issuers_match(want, iss)) {
+        r = err_set(
+            e, -EPERM,
+            "the authorization server metadata at '%s' names the issuer '%s', not '%s' "
+            "(where it was found): refusing to use it (\"oauth.skipIssuerMetadataValidation\""
+            ": true accepts it, for a server known to be misconfigured only)",
+            url, iss, want);
+        goto out;
+    }
+    d->issuer = strdup(iss);
+    if (!d->issuer) {
+        r = -ENOMEM;
+        goto out;
+    }
+    d->as = as;
+    as = NULL;
+    r = 0;
+out:
+    json_object_put(as);
+    free(want);
+    return r;
+}
+
 /* The 2025-03-26 defaults for a server with no metadata at all. */
 static int as_defaults(struct discovery *d)
 {
@@ -431,21 +530,35 @@ static int check_endpoints(const struct discovery *d, struct err *e)
 
 int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery **ret, struct err *e)
 {
+    return discovery_run_opts(server_url, timeout_ms, NULL, ret, e);
+}
+
+int discovery_run_opts(const char *server_url, int64_t timeout_ms,
+                       const struct discovery_opts *opts, struct discovery **ret, struct err *e)
+{
+    static const struct discovery_opts none;
     struct discovery *d = calloc(1, sizeof(*d));
     char *hinted = NULL;
     int r;
     if (!d)
         return -ENOMEM;
+    if (!opts)
+        opts = &none;
     r = url_canonical(server_url, &d->server_url, e);
     if (r < 0)
         goto out;
     r = probe(d, timeout_ms, &hinted, e);
     if (r < 0)
         goto out;
-    r = find_prm(d, hinted, timeout_ms, e);
+    if (!opts->as_metadata_url)
+        r = find_prm(d, hinted, timeout_ms, e);
     if (r < 0)
         goto out;
-    if (d->prm) {
+    if (opts->as_metadata_url) {
+        r = configured_as_metadata(d, opts, timeout_ms, e);
+        if (r < 0)
+            goto out;
+    } else if (d->prm) {
         struct json_object *servers = json_get_array(d->prm, "authorization_servers");
         struct json_object *first = servers && json_object_array_length(servers) > 0
                                         ? json_object_array_get_idx(servers, 0)
@@ -464,7 +577,7 @@ int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery *
         r = url_check_secure(d->issuer, "authorization server", e);
         if (r < 0)
             goto out;
-        r = find_as_metadata(d, true, timeout_ms, e);
+        r = find_as_metadata(d, !opts->skip_issuer_check, timeout_ms, e);
         if (r == -ENOENT)
             r = err_set(e, r,
                         "authorization server '%s' publishes no metadata (neither RFC 8414 nor "

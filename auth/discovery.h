@@ -43,10 +43,27 @@ struct discovery {
     int64_t fetched_at;
 };
 
+/* What an entry's "oauth" object changes in the discovery (oauth_config.h). */
+struct discovery_opts {
+    /* "authServerMetadataUrl": the authorization server's metadata is fetched from here and
+     * used as it is: steps 2-4 are skipped (the probe still runs, for its challenge). Its
+     * "issuer" must be the one the URL's location names (RFC 8414 3.1 or OpenID Discovery: the
+     * path around the well-known segment), else the URL's origin. NULL: discovery as above. */
+    const char *as_metadata_url;
+    /* "skipIssuerMetadataValidation": the metadata's issuer is taken as it is, in step 3 and
+     * with as_metadata_url alike, never checked against the one asked for */
+    bool skip_issuer_check;
+};
+
 /* Runs steps 1-4. Each HTTP request is bounded by timeout_ms. Caller frees with
  * discovery_free(). */
 int discovery_run(const char *server_url, int64_t timeout_ms, struct discovery **ret,
                   struct err *e) _must_check_;
+
+/* discovery_run() as opts say (NULL: the same as discovery_run()). */
+int discovery_run_opts(const char *server_url, int64_t timeout_ms,
+                       const struct discovery_opts *opts, struct discovery **ret,
+                       struct err *e) _must_check_;
 
 /* Whether the server wants a token of its own rather than an OAuth sign-in: what
  * discovery_run() says in no_oauth. The well-known protected resource metadata is looked for

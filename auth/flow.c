@@ -167,10 +167,12 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
     int r;
 
     auth_ui_say(ui, AUTH_SAY_INFO, "discovering how %s is protected", t->server_url);
-    r = discovery_run(t->server_url, s.http_timeout_ms, &d, e);
+    struct discovery_opts dopts = {.as_metadata_url = t->oauth->as_metadata_url,
+                                   .skip_issuer_check = t->oauth->skip_issuer_check};
+    r = discovery_run_opts(t->server_url, s.http_timeout_ms, &dopts, &d, e);
     if (r < 0)
         goto out;
-    if (!d->needs_auth && !d->prm && !grant->unattended) {
+    if (!d->needs_auth && !d->prm && !grant->unattended && !t->oauth->as_metadata_url) {
         r = err_set(e, -EALREADY,
                     "'%s' answered without asking for authorization: no sign-in is needed",
                     t->server_url);

@@ -28,8 +28,37 @@ static int64_t login_timeout(const struct login_opts *o)
 
 /* ---- the browser ------------------------------------------------------------------------- */
 
+/* The entry's "oauth.authorizationParams" ("name=value") appended to the authorization URL
+ * in b; one the endpoint's own query already has is refused, as the flow's own are when the
+ * entry is read (oauth_config.c). */
+static int extra_params(struct buf *b, const char *ep, char *const *params, char sep, struct err *e)
+{
+    const char *query = strchr(ep, '?');
+    int r = 0;
+    for (size_t i = 0; r >= 0 && params && params[i]; i++) {
+        const char *eq = strchr(params[i], '=');
+        char *name = strndup(params[i], (size_t)(eq - params[i])), *have = NULL;
+        char *n = name ? url_encode(name) : NULL, *v = n ? url_encode(eq + 1) : NULL;
+        if (!v)
+            r = err_set(e, -ENOMEM, "out of memory");
+        else if (query && url_query_get(query + 1, name, &have) >= 0 && have)
+            r = err_set(e, -EINVAL,
+                        "\"oauth.authorizationParams.%s\" cannot override a parameter of the "
+                        "authorization endpoint's own URL",
+                        name);
+        else
+            r = buf_printf(b, "%c%s=%s", sep, n, v);
+        sep = '&';
+        free(have);
+        free(name);
+        free(n);
+        free(v);
+    }
+    return r;
+}
+
 static int build_authorize_url(const struct grant_session *s, const char *challenge,
-                               const char *state, char **ret)
+                               const char *state, char **ret, struct err *e)
 {
     const char *ep = discovery_as_string(s->d, "authorization_endpoint");
     const struct token_entry *te = s->te;
@@ -69,6 +98,7 @@ static int build_authorize_url(const struct grant_session *s, const char *challe
         sep = '&';
         free(v);
     }
+    r = r < 0 ? r : extra_params(&b, ep, s->t->oauth->authorization_params, sep, e);
     if (r < 0) {
         buf_release(&b);
         return r;
@@ -209,7 +239,7 @@ static int code_attempt(struct grant_session *s, struct callback *cb, bool *ret_
     if (r >= 0)
         r = secure_random_token(32, &state);
     if (r >= 0)
-        r = build_authorize_url(s, challenge, state, &url);
+        r = build_authorize_url(s, challenge, state, &url, e);
     if (r >= 0)
         r = authorize(s, cb, url, state, &res, e);
     if (r >= 0)

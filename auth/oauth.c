@@ -307,9 +307,11 @@ out:
 
 /* The RFC 7591 registration request of a public native client. NULL on ENOMEM. Caller puts. */
 static struct json_object *registration_request(const char *redirect_uri, const char *scope,
-                                                bool device, const char *client_name,
-                                                const char *client_uri)
+                                                bool device, const struct oauth_client_meta *meta)
 {
+    static const struct oauth_client_meta none;
+    if (!meta)
+        meta = &none;
     struct json_object *req = json_object_new_object();
     struct json_object *uris = json_object_new_array(), *grants = json_object_new_array(),
                        *types = json_object_new_array();
@@ -328,10 +330,11 @@ static struct json_object *registration_request(const char *redirect_uri, const 
             grants, json_object_new_string("urn:ietf:params:oauth:grant-type:device_code"));
     (void)json_object_array_add(types, json_object_new_string("code"));
     (void)json_object_object_add(
-        req, "client_name",
-        json_object_new_string(client_name ? client_name : "mcp-auth (credkit)"));
-    if (client_uri)
-        (void)json_object_object_add(req, "client_uri", json_object_new_string(client_uri));
+        req, "client_name", json_object_new_string(meta->name ? meta->name : "mcp-auth (credkit)"));
+    if (meta->uri)
+        (void)json_object_object_add(req, "client_uri", json_object_new_string(meta->uri));
+    if (meta->logo_uri)
+        (void)json_object_object_add(req, "logo_uri", json_object_new_string(meta->logo_uri));
     (void)json_object_object_add(req, "redirect_uris", uris);
     (void)json_object_object_add(req, "grant_types", grants);
     (void)json_object_object_add(req, "response_types", types);
@@ -381,12 +384,11 @@ static int registration_from_answer(struct json_object *answer, const char *endp
 }
 
 int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope, bool device,
-                   const char *client_name, const char *client_uri, int64_t timeout_ms,
+                   const struct oauth_client_meta *meta, int64_t timeout_ms,
                    struct registration *ret, struct err *e)
 {
     static const char *const headers[] = {"Accept: application/json", NULL};
-    struct json_object *req = registration_request(redirect_uri, scope, device, client_name,
-                                                   client_uri),
+    struct json_object *req = registration_request(redirect_uri, scope, device, meta),
                        *answer = NULL;
     struct http_response resp = {0};
     int r;

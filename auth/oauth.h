@@ -67,13 +67,21 @@ struct registration {
  * no (401, 403 or 404), negative when it cannot tell (network, other answers). */
 int oauth_client_exists(const char *client_uri, const char *access_token, int64_t timeout_ms);
 
+/* What a dynamic registration says of the client, as the consent screen shows it: the
+ * entry's "oauth.clientName", "oauth.clientUri", "oauth.logoUri". Each NULL when not given:
+ * mcp-auth's own name, no client_uri, no logo_uri. */
+struct oauth_client_meta {
+    const char *name;
+    const char *uri;
+    const char *logo_uri;
+};
+
 /* RFC 7591 dynamic registration of a public native client for redirect_uri (grants
- * authorization_code and refresh_token, plus the device code grant when device), with the
- * client's own client_name (NULL: mcp-auth's) and client_uri (NULL: none sent):
- * "oauth.clientName", "oauth.clientUri". -EBADMSG when the answer has no client_id; OAuth errors
+ * authorization_code and refresh_token, plus the device code grant when device), described by
+ * meta (NULL: mcp-auth's name only). -EBADMSG when the answer has no client_id; OAuth errors
  * become messages. */
 int oauth_register(const char *endpoint, const char *redirect_uri, const char *scope, bool device,
-                   const char *client_name, const char *client_uri, int64_t timeout_ms,
+                   const struct oauth_client_meta *meta, int64_t timeout_ms,
                    struct registration *ret, struct err *e) _must_check_;
 
 void registration_release(struct registration *r);

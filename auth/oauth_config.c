@@ -11,6 +11,7 @@
 #include "credkit/json.h"
 #include "credkit/mcp_field.h"
 #include "credkit/secmem.h"
+#include "credkit/strv.h"
 #include "credkit/url.h"
 #include "credkit/util.h"
 
@@ -158,6 +159,73 @@ static int check_client_uri(const char *url, struct err *e)
     return 0;
 }
 
+/* oauth.logoUri: the client's logo as the consent screen shows it (RFC 7591 2), fetched by the
+ * authorization server: an absolute http(s) URL without credentials in it. */
+static int check_logo_uri(const char *url, struct err *e)
+{
+    char *canon = NULL;
+    int r = url_has_userinfo(url) ? -EINVAL : url_canonical(url, &canon, NULL);
+    bool ok = r >= 0 && (strncmp(canon, "https://", 8) == 0 || strncmp(canon, "http://", 7) == 0);
+    free(canon);
+    if (r == -ENOMEM)
+        return oom(e);
+    if (!ok)
+        return bad(e, "\"oauth.logoUri\" must be an absolute http:// or https:// URL without a "
+                      "user name or password (the authorization server fetches it for its "
+                      "sign-in page): it is sent in the client registration");
+    return 0;
+}
+
+/* oauth.authorizationParams: an object of strings, none of them a parameter the authorization
+ * request already carries (the pi adapter's reserved names). */
+static int parse_authorization_params(struct json_object *o, struct oauth_config *c, struct err *e)
+{
+    static const char *const reserved[] = {
+        "client_id",    "code_challenge", "code_challenge_method",
+        "redirect_uri", "resource",       "response_type",
+        "scope",        "state"};
+    struct json_object *v = mcp_field_member(o, "authorizationParams");
+    struct strv sv = STRV_INIT;
+    int r = 0;
+    if (!v)
+        return 0;
+    if (!json_object_is_type(v, json_type_object))
+        return bad(e, "\"oauth.authorizationParams\" must be an object of strings, not %s",
+                   mcp_field_type(v));
+    json_object_object_foreach(v, k, val)
+    {
+        char kd[MCP_DISP_BUF];
+        mcp_disp(kd, k);
+        if (!k[0] || strpbrk(k, "=&#"))
+            r = bad(e,
+                    "\"oauth.authorizationParams\" has a name that is empty or holds '=', '&' "
+                    "or '#': '%s'",
+                    kd);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(reserved); i++)
+            if (strcmp(k, reserved[i]) == 0)
+                r = bad(e,
+                        "\"oauth.authorizationParams.%s\" cannot override a parameter of the "
+                        "authorization request: mcp-auth sets it",
+                        kd);
+        if (r >= 0 && !json_object_is_type(val, json_type_string))
+            r = bad(e, "\"oauth.authorizationParams.%s\" must be a string, not %s", kd,
+                    mcp_field_type(val));
+        if (r >= 0 && strv_pushf(&sv, "%s=%s", k, json_object_get_string(val)) < 0)
+            r = oom(e);
+        if (r < 0)
+            break;
+    }
+    char **out = r >= 0 && sv.n ? strv_detach(&sv) : NULL;
+    if (r >= 0 && sv.n && !out)
+        r = oom(e);
+    strv_release(&sv);
+    if (r >= 0) {
+        strv_free(c->authorization_params);
+        c->authorization_params = out;
+    }
+    return r;
+}
+
 /* "grantType" (the pi adapter's key) as "grant": the same word, or no more than the adapter's
  * two; both keys given must agree. */
 static int parse_grant_type(struct json_object *o, struct oauth_config *c, struct err *e)
@@ -276,6 +344,16 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
     if (r >= 0)
         r = get_word(o, "privateKeyAlg", "oauth.privateKeyAlg", algs, "\"ES256\" or \"RS256\"",
                      &c->private_key_alg, e);
+    if (r >= 0)
+        r = get_string(o, "logoUri", "oauth.logoUri", MCP_FIELD_NONBLANK, &c->logo_uri, e);
+    if (r >= 0)
+        r = get_string(o, "authServerMetadataUrl", "oauth.authServerMetadataUrl",
+                       MCP_FIELD_NONBLANK, &c->as_metadata_url, e);
+    if (r >= 0)
+        r = mcp_field_bool(o, "skipIssuerMetadataValidation", "oauth.skipIssuerMetadataValidation",
+                           &c->skip_issuer_check, e);
+    if (r >= 0)
+        r = parse_authorization_params(o, c, e);
     if (r < 0)
         return r;
 
@@ -305,6 +383,16 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
         r = check_client_uri(c->client_uri, e);
         if (r < 0)
             return r;
+    }
+    if (c->logo_uri) {
+        r = check_logo_uri(c->logo_uri, e);
+        if (r < 0)
+            return r;
+    }
+    if (c->as_metadata_url) {
+        r = url_check_secure(c->as_metadata_url, "\"oauth.authServerMetadataUrl\"", e);
+        if (r < 0)
+            return r == -ENOMEM ? oom(e) : (e ? (e->code = -EINVAL) : -EINVAL);
     }
     if (c->redirect_uri) {
         r = check_redirect_uri(c->redirect_uri, e);
@@ -371,6 +459,9 @@ void oauth_config_free(struct oauth_config *c)
     free(c->grant);
     free(c->client_name);
     free(c->client_uri);
+    free(c->logo_uri);
+    free(c->as_metadata_url);
+    strv_free(c->authorization_params);
     free(c->private_key_file);
     free(c->private_key_alg);
     free(c->idp_issuer);

@@ -6,7 +6,8 @@
  * type, a blank clientId, an unknown grant or key algorithm, an idp object without its token
  * endpoint or ID token, a client metadata URL that is not https with a path (or loopback http),
  * a redirect URI the loopback listener cannot receive, a clientSecret template with a syntax
- * error. A clientSecret naming an unset variable is not an error here: the secret is needed at
+ * error, an authorization server metadata URL that is not https (or loopback http), a logo URI
+ * that is not http(s), an authorization parameter the flow sets itself. A clientSecret naming an unset variable is not an error here: the secret is needed at
  * sign-in and refresh only, where a missing variable is reported; a stored token stays usable
  * without it. Unknown keys are ignored; a key whose value is null counts as absent. */
 #pragma once
@@ -32,10 +33,21 @@ struct oauth_config {
     char *client_name;         /* "clientName": client_name of a dynamic registration; NULL:
                                   mcp-auth's own */
     char *client_uri;          /* "clientUri": client_uri of a dynamic registration (https) */
-    char *private_key_file;    /* PEM key for private_key_jwt */
-    char *private_key_alg;     /* "ES256" or "RS256"; NULL: from the key type */
-    bool refresh_sends_scope;  /* quirk: send scope on refresh requests ("refreshScope": true) */
-    bool omit_resource;        /* quirk: never send the RFC 8707 resource ("sendResource": false) */
+    char *logo_uri;            /* "logoUri": logo_uri of a dynamic registration (http(s)) */
+    /* "authServerMetadataUrl": the authorization server's metadata document, used as it is
+     * instead of the discovery through the server's protected resource metadata (https, or
+     * http on loopback); its issuer is still checked against the URL unless skip_issuer_check */
+    char *as_metadata_url;
+    /* "skipIssuerMetadataValidation": true: the metadata's issuer is taken as it is, not
+     * checked against where it was found (RFC 8414 3.3); a known-misconfigured server only */
+    bool skip_issuer_check;
+    /* "authorizationParams": extra parameters of the authorization request, "name=value"
+     * (NULL-terminated; NULL when none); never one the flow sets itself */
+    char **authorization_params;
+    char *private_key_file;   /* PEM key for private_key_jwt */
+    char *private_key_alg;    /* "ES256" or "RS256"; NULL: from the key type */
+    bool refresh_sends_scope; /* quirk: send scope on refresh requests ("refreshScope": true) */
+    bool omit_resource;       /* quirk: never send the RFC 8707 resource ("sendResource": false) */
     /* "idp": the enterprise identity provider for grant "jwt-bearer" (cross-app access) */
     char *idp_issuer;
     char *idp_token_endpoint;

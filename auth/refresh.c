@@ -127,7 +127,11 @@ static int refresh_locked(const struct auth_target *t, struct token_entry *te, i
         r = discovery_from_cache(te->server_url, te->issuer, te->as_metadata, te->prm,
                                  te->resource_metadata_url, te->discovered_at, &d);
     else
-        r = discovery_run(te->server_url, http_timeout, &d, e);
+        r = discovery_run_opts(
+            te->server_url, http_timeout,
+            &(struct discovery_opts){.as_metadata_url = t->oauth->as_metadata_url,
+                                     .skip_issuer_check = t->oauth->skip_issuer_check},
+            &d, e);
     if (r < 0)
         return r;
     if (te->refresh_token)

@@ -360,7 +360,7 @@ static const char *const known_keys[] = {
      * not apply */
     "includeTools", "excludeTools", "lifecycle", "idleTimeout", "requestTimeoutMs", "toolPrefix",
     "autoAuth", "directTools", "exposeResources", "debug", "inheritEnv", "tasks", "searchKeywords",
-    "approveTools", "trace",
+    "approveTools", "trace", "caFile", "requestHeadersCommand",
     /* other clients': the agent's own approval lists, a description, VS Code's "dev" */
     "description", "alwaysAllow", "autoApprove", "dev", NULL};
 
@@ -372,10 +372,6 @@ static const struct {
     {"envFile", "the file is not read: put the variables in \"env\""},
     {"disabledTools", "no tool reads it: list the tools in \"excludeTools\""},
     /* the pi adapter's, not implemented here */
-    {"caFile", "the server's certificate is checked against the system's trusted roots: add the "
-               "CA there, or use an http:// URL on loopback"},
-    {"requestHeadersCommand", "no command is run per request: \"headersHelper\" gives headers "
-                              "at each connect"},
     {"bearerTokenStore", "the token is not read from the adapter's store: keep it in `secrets` "
                          "and write \"bearerToken\": \"${NAME}\""},
 };

@@ -404,16 +404,6 @@ static int adapter_key_warnings(struct json_object *raw, struct err *e)
     if (mcp_field_member(raw, "tasks") && mcp_field_bool(raw, "tasks", "", &b, NULL) >= 0 && b)
         w = mcp_field_warn(e, "\"tasks\" is not applied: the bridge does not use the MCP Tasks "
                               "extension, each call is a plain request (as with false)");
-    struct json_object *oauth = mcp_field_member(raw, "oauth");
-    static const char *const oauth_unread[] = {
-        "authServerMetadataUrl", "skipIssuerMetadataValidation", "logoUri", "authorizationParams"};
-    for (size_t i = 0; i < ELEMENTSOF(oauth_unread); i++)
-        if (mcp_field_member(oauth, oauth_unread[i]))
-            w = mcp_field_warn(e,
-                               "\"oauth.%s\" is accepted and not applied: mcp-auth finds the "
-                               "authorization server through the server's protected-resource "
-                               "metadata and checks its issuer",
-                               oauth_unread[i]);
     return w;
 }
 

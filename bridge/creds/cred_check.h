@@ -31,6 +31,12 @@ bool cred_check_plain_remote(const char *url);
 /* Whether the header "Name: value" of an answer for s is a credential (see above). */
 bool cred_check_is_credential(const struct mcp_server *s, const char *header);
 
+/* Why a header called name may not be added to a request by a helper: it frames the request
+ * (Host, Content-Length, Transfer-Encoding, Connection ...) or its MCP session (MCP-Session-Id,
+ * MCP-Protocol-Version, Last-Event-ID), which only the transport sets; NULL when it may. A
+ * phrase for a message, static. */
+const char *cred_check_framing_header(const char *name);
+
 /* Checks the answer c for the entry s: 0 when it may go; -EINVAL (a header that is not safe)
  * or -EPERM (credentials over plain http to a host that is not loopback) with e naming the
  * header and the fix, without the server's name (the caller adds it). -ENOMEM. A stdio entry

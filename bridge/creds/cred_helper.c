@@ -674,8 +674,8 @@ static int secrets_run(struct slot *s, struct err *e)
         struct cred_proc_spec spec = {
             .argv = (const char *const *)argv.v,
             .timeout_ms = s->h->helper_timeout_ms,
-            .stdin_data = commands.n > 0 ? buf_str(&req) : NULL,
-            .stdin_len = req.len,
+            .input = commands.n > 0 ? buf_str(&req) : NULL,
+            .input_len = req.len,
         };
         r = cred_helper_start(s, &spec, e);
     }

@@ -29,6 +29,9 @@ struct cred_proc {
     struct loop *loop;
     struct child *child;
     struct loop_io *out_io, *err_io;
+    struct loop_io *in_io;   /* its stdin, while input is left to write */
+    struct buf in;           /* the input (a secret) */
+    size_t in_off;           /* how much of it was written */
     struct loop_io *exit_io; /* its pidfd, while reaping */
     struct loop_timer *timer;
     struct buf out, err;
@@ -51,6 +54,7 @@ static void proc_release(struct loop_release *node)
         (struct cred_proc *)(void *)((char *)node - offsetof(struct cred_proc, release));
     buf_release(&p->out);
     buf_release(&p->err);
+    buf_release(&p->in);
     free(p);
 }
 
@@ -60,7 +64,8 @@ static void proc_free(struct cred_proc *p)
     loop_io_remove(p->out_io);
     loop_io_remove(p->err_io);
     loop_io_remove(p->exit_io);
-    p->out_io = p->err_io = p->exit_io = NULL;
+    loop_io_remove(p->in_io);
+    p->out_io = p->err_io = p->exit_io = p->in_io = NULL;
     loop_timer_cancel(p->timer);
     p->timer = NULL;
     if (p->child)
@@ -205,6 +210,34 @@ static void on_out(struct loop_io *io, int fd, unsigned events, void *userdata)
     }
 }
 
+/* Its input is written or will not be: our end of its stdin is closed (EOF for it). */
+static void input_over(struct cred_proc *p)
+{
+    loop_io_remove(p->in_io);
+    p->in_io = NULL;
+    child_close_stdin(p->child);
+}
+
+/* Writes what it reads of its input; a helper that closed its stdin (EPIPE) has read all it
+ * wanted: what it answers decides. */
+static void on_in(struct loop_io *io, int fd, unsigned events, void *userdata)
+{
+    struct cred_proc *p = userdata;
+    (void)io;
+    (void)events;
+    while (p->in_off < p->in.len) {
+        ssize_t n = write_nosigpipe(fd, p->in.data + p->in_off, p->in.len - p->in_off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0)
+            break;
+        p->in_off += (size_t)n;
+    }
+    input_over(p);
+}
+
 /* Hands on_err_line every complete line of chunk (and what is left at EOF). */
 static void err_lines(struct cred_proc *p, const char *chunk, size_t n, bool eof)
 {
@@ -288,21 +321,6 @@ static void timer_fired(struct loop_timer *t, void *userdata)
     }
 }
 
-/* The whole request into the child's empty pipe (it fits: CRED_PROC_STDIN_MAX), then EOF. */
-static int write_stdin(struct child *c, const char *data, size_t len)
-{
-    int fd = child_stdin_fd(c);
-    while (len > 0) {
-        ssize_t n = write_nosigpipe(fd, data, len);
-        if (n < 0)
-            return errno == EAGAIN ? -E2BIG : -errno; /* a child that exited reads nothing */
-        data += n;
-        len -= (size_t)n;
-    }
-    child_close_stdin(c);
-    return 0;
-}
-
 int cred_proc_start(struct loop *l, const struct cred_proc_spec *spec, cred_proc_done_fn done,
                     void *userdata, struct cred_proc **ret, struct err *e)
 {
@@ -318,32 +336,30 @@ int cred_proc_start(struct loop *l, const struct cred_proc_spec *spec, cred_proc
     p->max_out = spec->max_out ? spec->max_out : HELPER_ANSWER_MAX;
     buf_init_secret(&p->out, p->max_out + 1);
     buf_init(&p->err, CRED_PROC_STDERR_MAX);
+    buf_init_secret(&p->in, spec->input_len + 1);
     struct child_spec cs = {
         .argv = spec->argv,
         .shell_command = spec->shell_command,
         .envp = spec->envp,
-        .flags = CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE | (spec->stdin_data ? CHILD_STDIN_PIPE : 0),
+        .flags = CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE | (spec->input ? CHILD_STDIN_PIPE : 0),
     };
-    int r = spec->stdin_len > CRED_PROC_STDIN_MAX
-                ? err_set(e, -E2BIG, "the request to the helper is larger than %d bytes",
-                          CRED_PROC_STDIN_MAX)
-                : child_spawn(&cs, &p->child, e);
-    if (r >= 0 && spec->stdin_data) {
-        r = write_stdin(p->child, spec->stdin_data, spec->stdin_len);
-        if (r < 0) {
-            (void)err_set(e, r, "cannot write the request to the helper: %s", strerror(-r));
-            child_free(p->child);
-        }
-    }
+    int r = spec->input ? buf_append(&p->in, spec->input, spec->input_len) : 0;
+    if (r >= 0)
+        r = child_spawn(&cs, &p->child, e);
+    else
+        err_set(e, r, "out of memory");
     if (r < 0) {
         buf_release(&p->out);
         buf_release(&p->err);
+        buf_release(&p->in);
         free(p);
         return r;
     }
     r = loop_io_add(l, child_stdout_fd(p->child), LOOP_READ, on_out, p, &p->out_io);
     if (r >= 0)
         r = loop_io_add(l, child_stderr_fd(p->child), LOOP_READ, on_err, p, &p->err_io);
+    if (r >= 0 && spec->input)
+        r = loop_io_add(l, child_stdin_fd(p->child), LOOP_WRITE, on_in, p, &p->in_io);
     int64_t timeout = spec->timeout_ms > 0 ? spec->timeout_ms : CRED_PROC_TIMEOUT_DEFAULT_MS;
     if (r >= 0)
         r = loop_timer_add(l, timeout, timer_fired, p, &p->timer);

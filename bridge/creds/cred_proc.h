@@ -5,7 +5,8 @@
  * headersHelper) run this way, never with a blocking call on the loop. Standard output is read
  * into a secret buffer (wiped when freed) up to max_out bytes (beyond: the process group is
  * killed and the run fails with -E2BIG); standard error is kept for the message, up to
- * CRED_PROC_STDERR_MAX bytes. At the timeout the group gets SIGTERM, and SIGKILL a second
+ * CRED_PROC_STDERR_MAX bytes; what the caller gives for its standard input is written as it
+ * reads it. At the timeout the group gets SIGTERM, and SIGKILL a second
  * later. The process's own group is killed whenever the run ends, so nothing it started
  * outlives it.
  *
@@ -24,7 +25,7 @@
 
 #define CRED_PROC_TIMEOUT_DEFAULT_MS (10 * 1000)
 #define CRED_PROC_STDERR_MAX         4096
-#define CRED_PROC_STDIN_MAX          (48 * 1024) /* below a pipe's 64 KiB: never a wait */
+#define CRED_PROC_STDIN_MAX          (48 * 1024) /* the largest request cred_helper sends */
 
 struct strv;
 struct cred_proc;
@@ -33,12 +34,12 @@ struct cred_proc_spec {
     const char *const *argv;   /* run directly (argv[0] looked up on PATH); or */
     const char *shell_command; /* "/bin/sh -c" this (the user wrote "!command") */
     const char *const *envp;   /* NULL: the bridge's own environment */
-    int64_t timeout_ms;        /* 0: CRED_PROC_TIMEOUT_DEFAULT_MS */
-    size_t max_out;            /* 0: 64 KiB (HELPER_ANSWER_MAX) */
-    /* Optional: what the run reads on standard input (else /dev/null), at most
-     * CRED_PROC_STDIN_MAX bytes: written whole at the start (it fits in the pipe), then EOF. */
-    const char *stdin_data;
-    size_t stdin_len;
+    /* Written to its standard input (copied, as a secret), which is then closed; NULL: its
+     * standard input is /dev/null. A helper that exits without reading it all is no error. */
+    const char *input;
+    size_t input_len;
+    int64_t timeout_ms; /* 0: CRED_PROC_TIMEOUT_DEFAULT_MS */
+    size_t max_out;     /* 0: 64 KiB (HELPER_ANSWER_MAX) */
     /* Optional: each line of standard error as it comes (without its newline; a line longer
      * than CRED_PROC_LINE_MAX is cut), from the loop, before done. For a run that talks to a
      * person while it lasts (a sign-in prints the URL to open). Not called after a cancel. */

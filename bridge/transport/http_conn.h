@@ -35,6 +35,7 @@
 #define HTTP_CONN_PENDING_MAX         64 /* legacy: messages waiting for the endpoint */
 
 struct http_conn;
+struct cred_sign;
 
 struct http_conn_spec {
     const char *url;            /* required: http:// or https:// */
@@ -42,6 +43,15 @@ struct http_conn_spec {
     int64_t timeout_ms;         /* 0: HTTP_CONN_TIMEOUT_DEFAULT_MS */
     size_t max_message;         /* 0: HTTP_CONN_MAX_MESSAGE_DEFAULT */
     bool legacy_sse;            /* "type": "sse": the 2024-11-05 transport from the start */
+    /* A PEM file of the CAs that verify this server's TLS certificate, instead of the system's
+     * trusted roots (the entry's "caFile"); NULL: the system's. Host name and expiry are still
+     * checked. Read by libcurl at each connection. */
+    const char *ca_file;
+    /* Asked for more headers of each request just before it goes out (the entry's
+     * "requestHeadersCommand", cred_sign.h): a failure fails that request with -ECOMM. NULL:
+     * none. Borrowed: it must outlive the upstream (its runs are only cancelled after
+     * http_conn_free()). */
+    struct cred_sign *sign;
 };
 
 /* One message from the server (a POST's answer or the GET stream); borrowed, valid during the

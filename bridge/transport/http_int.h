@@ -27,9 +27,10 @@
 #include "credkit/list.h"
 #include "credkit/strv.h"
 
-#include "transport/http_conn.h"
 #include "core/loop.h"
 #include "core/sse.h"
+#include "creds/cred_sign.h"
+#include "transport/http_conn.h"
 
 enum http_req_kind {
     HREQ_POST,        /* a message, Streamable HTTP */
@@ -97,6 +98,10 @@ struct http_req {
     struct loop_timer *timer; /* WAITING: a resumption's delay */
     size_t discarded;
     int error; /* why a callback of ours stopped the transfer */
+    /* the entry's requestHeadersCommand: RUNNING with no easy handle yet while it runs */
+    struct cred_sign_run *sign_run;
+    struct strv signed_hdrs; /* its answer for this send (secrets), sent last */
+    int64_t sign_timeout;    /* the transfer's timeout, for a kind without a deadline */
 };
 
 enum http_state {
@@ -128,11 +133,13 @@ struct http_conn {
     enum http_mode mode;
     enum http_stream stream_state;
     char *url;
+    char *ca_file;       /* spec.ca_file, NULL */
     struct strv headers; /* secrets */
     int64_t timeout_ms;
     size_t max_message;
     struct http_conn_handler h;
     void *userdata;
+    struct cred_sign *sign; /* spec.sign, borrowed, NULL */
     char *session_id;
     char *proto;
     char *challenge;         /* of the last 401 or 403: http_conn_challenge() */

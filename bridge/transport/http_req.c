@@ -50,11 +50,12 @@ static int curl_to_errno(CURLcode cc)
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
         return -EINVAL;
-    case CURLE_SSL_CONNECT_ERROR:
     case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+        return -EKEYREJECTED; /* the server's certificate is not trusted, or the CAs unreadable */
+    case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
     case CURLE_SSL_INVALIDCERTSTATUS:
     case CURLE_USE_SSL_FAILED:
@@ -161,6 +162,7 @@ struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind)
     r->kind = kind;
     r->state = HREQ_QUEUED;
     r->seq = ++u->seq;
+    r->signed_hdrs = (struct strv)STRV_INIT;
     buf_init(&r->json, u->max_message);
     sse_parser_init(&r->sse, u->max_message, u->max_message, req_event, r);
     list_add_tail(&u->reqs, &r->node);
@@ -175,6 +177,8 @@ static void req_destroy(struct http_req *r)
         curl_easy_cleanup(r->easy);
     }
     slist_free_wipe(r->hdrs);
+    cred_sign_cancel(r->sign_run);
+    strv_release_secure(&r->signed_hdrs);
     list_remove(&r->node);
     if (r->u && r->u->stream == r)
         http_stream_set(r->u, STREAM_NONE, NULL);
@@ -215,6 +219,8 @@ void http_req_stop(struct http_req *r)
     http_req_set_state(r, HREQ_STOPPED);
     loop_timer_cancel(r->timer);
     r->timer = NULL;
+    cred_sign_cancel(r->sign_run);
+    r->sign_run = NULL;
     if (u && u->stream == r)
         http_stream_set(u, STREAM_NONE, NULL);
     loop_release(r->loop, &r->release, req_released);
@@ -229,6 +235,7 @@ void http_req_reset(struct http_req *r)
     r->easy = NULL;
     slist_free_wipe(r->hdrs);
     r->hdrs = NULL;
+    strv_release_secure(&r->signed_hdrs);
     r->body = BODY_UNKNOWN;
     r->discarded = 0;
     r->error = 0;
@@ -496,6 +503,47 @@ static int add_header(struct curl_slist **l, const char *name, const char *value
     return k;
 }
 
+/* Whether the header line h ("Name: value") is called as the one of line name. */
+static bool same_name(const char *h, const char *name)
+{
+    size_t n = strcspn(name, ":");
+    return strncasecmp(h, name, n) == 0 && h[n] == ':';
+}
+
+/* The requestHeadersCommand's headers sent last, each replacing the one of its name (as the
+ * adapter applies them: over the entry's, the credentials' and ours). */
+static int override_headers(struct curl_slist **l, const struct strv *sig)
+{
+    struct curl_slist *out = NULL, *n;
+    int k = 0;
+    for (struct curl_slist *h = *l; h && k >= 0; h = h->next) {
+        bool replaced = false;
+        for (size_t i = 0; i < sig->n && !replaced; i++)
+            replaced = same_name(h->data, sig->v[i]);
+        if (replaced)
+            continue;
+        n = curl_slist_append(out, h->data);
+        if (n)
+            out = n;
+        else
+            k = -ENOMEM;
+    }
+    for (size_t i = 0; i < sig->n && k >= 0; i++) {
+        n = curl_slist_append(out, sig->v[i]);
+        if (n)
+            out = n;
+        else
+            k = -ENOMEM;
+    }
+    if (k < 0) {
+        slist_free_wipe(out);
+        return k;
+    }
+    slist_free_wipe(*l);
+    *l = out;
+    return 0;
+}
+
 /* The request's headers: the caller's, then ours. */
 static int req_headers(struct http_req *r, struct curl_slist **ret)
 {
@@ -538,6 +586,8 @@ static int req_headers(struct http_req *r, struct curl_slist **ret)
         if (http_id_usable(id))
             k = add_header(&l, "Last-Event-ID", id);
     }
+    if (k >= 0 && r->signed_hdrs.n)
+        k = override_headers(&l, &r->signed_hdrs);
     if (k < 0) {
         slist_free_wipe(l);
         return k;
@@ -563,6 +613,12 @@ static int req_setopt(struct http_req *r, const char *url, int64_t timeout)
     SET(CURLOPT_HEADERFUNCTION, on_header);
     SET(CURLOPT_HEADERDATA, r);
     SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
+    if (r->u->ca_file) {
+        /* the entry's CAs replace the system's roots for this server, as the adapter's
+         * "caFile" does: no CA directory is searched besides the file */
+        SET(CURLOPT_CAINFO, r->u->ca_file);
+        SET(CURLOPT_CAPATH, (const char *)NULL);
+    }
     if (r->kind != HREQ_GET)
         SET(CURLOPT_TIMEOUT_MS, (long)timeout);
     switch (r->kind) {
@@ -581,6 +637,65 @@ static int req_setopt(struct http_req *r, const char *url, int64_t timeout)
     }
 #undef SET
     return curl_to_errno(cc);
+}
+
+/* Builds the transfer and adds it to the multi handle. */
+static int req_launch(struct http_req *r, int64_t timeout)
+{
+    struct http_conn *u = r->u;
+    const char *url = r->kind == HREQ_LEGACY_POST ? u->endpoint : u->url;
+    int k;
+    if (!url)
+        return -EINVAL;
+    r->easy = curl_easy_init();
+    if (!r->easy)
+        return -ENOMEM;
+    k = req_headers(r, &r->hdrs);
+    if (k >= 0)
+        k = req_setopt(r, url, timeout);
+    if (k >= 0)
+        k = loop_curl_add(u->loop, r->easy, xfer_done, r);
+    return k;
+}
+
+/* The requestHeadersCommand answered: the transfer goes out with its headers, or ends with
+ * the failure as a transfer that failed (-ECOMM: the reason is in the log). */
+static void signed_done(int error, const char *const *headers, void *userdata)
+{
+    struct http_req *r = userdata;
+    int k = error < 0 ? error : 0;
+    r->sign_run = NULL;
+    if (r->state == HREQ_STOPPED || !r->u || r->u->state == HTTP_DEAD)
+        return;
+    for (size_t i = 0; k >= 0 && headers && headers[i]; i++)
+        k = strv_push(&r->signed_hdrs, headers[i]);
+    int64_t timeout = r->sign_timeout;
+    if (k >= 0 && r->kind != HREQ_GET && r->kind != HREQ_DELETE) {
+        timeout = r->deadline - loop_now(r->loop); /* the command's time counts */
+        if (timeout <= 0)
+            k = -ETIMEDOUT;
+    }
+    if (k >= 0)
+        k = req_launch(r, timeout);
+    if (k >= 0)
+        return;
+    r->error = k == -ENOMEM || k == -ETIMEDOUT ? k : -ECOMM;
+    xfer_done(r->easy, CURLE_ABORTED_BY_CALLBACK, r);
+}
+
+static const char *req_method(const struct http_req *r)
+{
+    switch (r->kind) {
+    case HREQ_POST:
+    case HREQ_LEGACY_POST:
+        return "POST";
+    case HREQ_DELETE:
+        return "DELETE";
+    case HREQ_GET:
+    case HREQ_RESUME:
+        break;
+    }
+    return "GET";
 }
 
 int http_req_start(struct http_req *r)
@@ -610,16 +725,19 @@ int http_req_start(struct http_req *r)
     }
     if (!url)
         return -EINVAL;
-    r->easy = curl_easy_init();
-    if (!r->easy)
-        return -ENOMEM;
-    k = req_headers(r, &r->hdrs);
-    if (k >= 0)
-        k = req_setopt(r, url, timeout);
-    if (k >= 0)
-        k = loop_curl_add(u->loop, r->easy, xfer_done, r);
-    if (k < 0)
-        return k;
+    if (u->sign) {
+        bool post = r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST;
+        r->sign_timeout = timeout;
+        strv_release_secure(&r->signed_hdrs);
+        k = cred_sign_start(u->sign, req_method(r), url, post ? r->msg : NULL, post ? r->len : 0,
+                            signed_done, r, &r->sign_run, NULL);
+        if (k < 0)
+            return k == -ENOMEM ? k : -ECOMM;
+    } else {
+        k = req_launch(r, timeout);
+        if (k < 0)
+            return k;
+    }
     http_req_set_state(r, HREQ_RUNNING);
     return 0;
 }
@@ -705,7 +823,8 @@ static void xfer_done(CURL *easy, CURLcode cc, void *userdata)
     if (r->state == HREQ_STOPPED || !u || u->state == HTTP_DEAD)
         return; /* freed by its release, or the upstream's */
     http_req_set_state(r, HREQ_DONE);
-    (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    if (easy) /* none: the requestHeadersCommand failed, the request was never sent */
+        (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     keep_challenge(r, status);
     switch (r->kind) {
     case HREQ_POST:

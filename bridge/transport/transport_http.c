@@ -6,13 +6,18 @@
  * broke is reopened after a delay that doubles up to TRANSPORT_HTTP_STREAM_RETRY_MAX_MS; a GET
  * stream's own 404 is reported as on_error(-ESTALE, 0) for the session to re-initialize. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "credkit/list.h"
+#include "credkit/mcp_field.h"
+#include "credkit/path.h"
 #include "credkit/secmem.h"
 
 #include "creds/cred.h"
+#include "creds/cred_sign.h"
 #include "transport/http_conn.h"
 #include "transport/transport.h"
 
@@ -33,6 +38,7 @@ struct transport_http {
     struct log *log;
     char *name;
     struct http_conn *http;
+    struct cred_sign *sign; /* "requestHeadersCommand", NULL */
     struct transport_handler h;
     void *userdata;
     enum http_phase phase;
@@ -65,6 +71,12 @@ static const char *h_strerror(int error)
         return "the server failed (HTTP 5xx)";
     case -ECONNREFUSED:
         return "connection refused";
+    case -EKEYREJECTED:
+        return "the server's TLS certificate is not trusted (or \"caFile\" holds no usable CA): "
+               "set \"caFile\" to a PEM file of the CA that signed it";
+    case -ECOMM:
+        return "the \"requestHeadersCommand\" gave no usable headers, so the request was not "
+               "sent (the warning before says why)";
     case -EHOSTUNREACH:
         return "cannot resolve or reach the host";
     default:
@@ -231,6 +243,7 @@ static int h_shutdown(struct transport *t)
 static void h_release(struct loop_release *node)
 {
     struct transport_http *x = list_entry(node, struct transport_http, release);
+    cred_sign_free(x->sign); /* after the upstream's requests: their runs were cancelled */
     free(x->name);
     free(x);
 }
@@ -263,24 +276,68 @@ static const struct transport_ops http_ops = {
     .message_tag = h_message_tag,
 };
 
+/* The entry's "caFile" as a path to open, in *ret (NULL when absent): ${VAR}s from the
+ * environment, a leading "~/" the home directory, a relative path from the working directory
+ * (the adapter's reading). A file that cannot be read fails the connection now, with its path,
+ * rather than each request later with libcurl's words. Caller frees. */
+static int ca_file(const struct mcp_server *srv, char **ret, struct err *e)
+{
+    char *tmpl = NULL, *path = NULL, *home = NULL;
+    int r = mcp_field_string(srv->raw, "caFile", "caFile", MCP_FIELD_NONBLANK, &tmpl, e);
+    if (r < 0 || !tmpl)
+        goto out;
+    r = mcp_expand(tmpl, NULL, NULL, &path, e);
+    if (r < 0) {
+        err_prefix(e, "\"caFile\"");
+        goto out;
+    }
+    if (path[0] == '~' && (path[1] == '/' || !path[1])) {
+        r = path_home(&home);
+        char *p = r >= 0 ? path_join(home, path + 1) : NULL;
+        if (!p) {
+            r = err_set(e, r < 0 ? r : -ENOMEM,
+                        "\"caFile\" starts with '~' but the home "
+                        "directory is unknown: write the full path");
+            goto out;
+        }
+        free(path);
+        path = p;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        r = err_set(e, -errno, "\"caFile\" '%s': cannot read it: %s", path, strerror(errno));
+        goto out;
+    }
+    (void)close(fd);
+    *ret = path;
+    path = NULL;
+    r = 0;
+out:
+    free(tmpl);
+    free(path);
+    free(home);
+    return r;
+}
+
 int transport_http_open(const struct transport_spec *spec, const struct transport_handler *h,
                         void *userdata, struct transport **ret, struct err *e)
 {
     const struct mcp_server *srv = spec->server;
     struct transport_http *x = NULL;
-    char *url = NULL;
-    int r = mcp_expand(srv->url, spec->lookup, spec->lookup_userdata, &url, e);
+    char *url = NULL, *ca = NULL;
+    int r = ca_file(srv, &ca, e);
+    if (r < 0)
+        return r;
+    r = mcp_expand(srv->url, spec->lookup, spec->lookup_userdata, &url, e);
     if (r < 0) {
         err_prefix(e, "url");
-        return r;
+        goto out;
     }
     if (strchr(srv->url, '$')) {
         /* its variables were resolved only now (defer_vars): the loader's checks, here */
         r = mcp_server_check_url(url, true, e);
-        if (r < 0) {
-            secure_free(url);
-            return r;
-        }
+        if (r < 0)
+            goto out;
     }
     x = calloc(1, sizeof(*x));
     if (x)
@@ -295,12 +352,17 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
     x->h = *h;
     x->userdata = userdata;
     x->stream_retry_ms = STREAM_RETRY_MIN_MS;
+    r = cred_sign_new(spec->loop, spec->log, srv->name, srv->raw, &x->sign, e);
+    if (r < 0)
+        goto out;
     struct http_conn_spec sp = {
         .url = url,
         .headers = spec->headers,
         .timeout_ms = spec->timeout_ms,
         .max_message = spec->max_message,
         .legacy_sse = srv->transport == MCP_TRANSPORT_SSE,
+        .ca_file = ca,
+        .sign = x->sign,
     };
     r = http_conn_new(spec->loop, &sp, &http_handler, x, &x->http, e);
     if (r < 0)
@@ -308,9 +370,12 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
     *ret = &x->t;
     x = NULL;
 out:
-    if (x)
+    if (x) {
+        cred_sign_free(x->sign);
         free(x->name);
+    }
     free(x);
     secure_free(url);
+    free(ca);
     return r;
 }

@@ -39,7 +39,9 @@ PKCE S256 (required), resource indicators (a token for a resource is an RS256 JW
 the resource), refresh tokens with rotation, client_credentials, revocation, introspection and
 dev login/consent pages (any login name, any password).
 
-Test endpoints: GET /__test/stats (counters, JSON), POST /__test/reset (zero the counters),
+Test endpoints: GET /__test/stats (counters, JSON; authorization_queries: the query of every
+authorization request), GET /__test/clients (the metadata of every client: client_id,
+client_name, client_uri, logo_uri, redirect_uris), POST /__test/reset (zero the counters),
 GET /__test/issued-tokens (every access and refresh token issued since start, never reset),
 POST /__test/forget-clients (drop every dynamically registered client, as if the server had been
 reset), POST /__test/revoke-all (drop every grant and token).`;
@@ -125,6 +127,9 @@ function freshStats() {
     introspections: 0,
     client_credentials_grants: 0,
     authorization_code_grants: 0,
+    // the query of every authorization request, as parameter -> value (the extra parameters a
+    // client adds show here)
+    authorization_queries: [],
     // one {t, grant, left_ms} per successful refresh_token grant: left_ms is how long the access
     // token issued last for that grant still had to live (a second refresh in one lifetime
     // shows as a left_ms close to the whole lifetime)
@@ -296,7 +301,10 @@ provider.use(async (ctx, next) => {
   } else if (route === 'registration' && ok) {
     stats.registrations += 1;
   } else if (route === 'authorization' || route === 'resume') {
-    if (route === 'authorization') stats.authorization_requests += 1;
+    if (route === 'authorization') {
+      stats.authorization_requests += 1;
+      stats.authorization_queries.push(Object.fromEntries(new URL(ctx.href).searchParams));
+    }
   } else if (route === 'introspection' && ok) {
     stats.introspections += 1;
   }
@@ -326,6 +334,10 @@ httpServer.on('request', (req, res) => {
       sendJson(res, 200, { ...stats, issuer, live: liveCounts() });
     } else if (req.method === 'GET' && path === '/__test/issued-tokens') {
       sendJson(res, 200, { access_tokens: [...issued.access_tokens], refresh_tokens: [...issued.refresh_tokens] });
+    } else if (req.method === 'GET' && path === '/__test/clients') {
+      const shown = ['client_id', 'client_name', 'client_uri', 'logo_uri', 'redirect_uris'];
+      sendJson(res, 200, [...storeFor('Client').values()].map((e) => Object.fromEntries(
+        shown.filter((k) => e.payload[k] !== undefined).map((k) => [k, e.payload[k]]))));
     } else if (req.method === 'POST' && path === '/__test/reset') {
       stats = freshStats();
       sendJson(res, 200, { ok: true });

@@ -113,6 +113,35 @@ static const struct {
      "\"oauth.grantType\" must be a string, not a number"},
     {"r-gt-clash", "{'url': 'https://x.example', 'oauth': {'grantType': 'client_credentials', 'grant': 'authorization_code'}}",
      "\"oauth.grantType\" is 'client_credentials' but \"oauth.grant\" is 'authorization_code': they name the same thing, keep one"},
+    {"r-logo-rel", "{'url': 'https://x.example', 'oauth': {'logoUri': 'logo.png'}}",
+     "\"oauth.logoUri\" must be an absolute http:// or https:// URL"},
+    {"r-logo-file", "{'url': 'https://x.example', 'oauth': {'logoUri': 'file:///logo.png'}}",
+     "\"oauth.logoUri\" must be an absolute http:// or https:// URL"},
+    {"r-logo-user", "{'url': 'https://x.example', 'oauth': {'logoUri': 'https://u:p@l.example/l'}}",
+     "without a user name or password"},
+    {"r-asm-http",
+     "{'url': 'https://x.example', 'oauth': {'authServerMetadataUrl': "
+     "'http://as.example/.well-known/openid-configuration'}}",
+     "\"oauth.authServerMetadataUrl\" 'http://as.example/.well-known/openid-configuration' is "
+     "not https"},
+    {"r-asm-num", "{'url': 'https://x.example', 'oauth': {'authServerMetadataUrl': 1}}",
+     "\"oauth.authServerMetadataUrl\" must be a string, not a number"},
+    {"r-skip-str",
+     "{'url': 'https://x.example', 'oauth': {'skipIssuerMetadataValidation': 'yes'}}",
+     "\"oauth.skipIssuerMetadataValidation\" must be true or false, not a string"},
+    {"r-ap-type", "{'url': 'https://x.example', 'oauth': {'authorizationParams': 'a=b'}}",
+     "\"oauth.authorizationParams\" must be an object of strings, not a string"},
+    {"r-ap-num", "{'url': 'https://x.example', 'oauth': {'authorizationParams': {'prompt': 1}}}",
+     "\"oauth.authorizationParams.prompt\" must be a string, not a number"},
+    {"r-ap-state",
+     "{'url': 'https://x.example', 'oauth': {'authorizationParams': {'state': 'x'}}}",
+     "\"oauth.authorizationParams.state\" cannot override a parameter of the authorization "
+     "request: mcp-auth sets it"},
+    {"r-ap-redirect",
+     "{'url': 'https://x.example', 'oauth': {'authorizationParams': {'redirect_uri': 'x'}}}",
+     "\"oauth.authorizationParams.redirect_uri\" cannot override"},
+    {"r-ap-empty", "{'url': 'https://x.example', 'oauth': {'authorizationParams': {'': 'x'}}}",
+     "\"oauth.authorizationParams\" has a name that is empty"},
     {"r-cn-num", "{'url': 'https://x.example', 'oauth': {'clientName': 5}}",
      "\"oauth.clientName\" must be a string, not a number"},
     {"r-cn-blank", "{'url': 'https://x.example', 'oauth': {'clientName': ' '}}",
@@ -208,7 +237,11 @@ static void test_oauth(void)
               "  'redirectUri': 'http://127.0.0.1:8765/callback', 'grant': 'client_credentials',"
               "  'privateKeyFile': '/keys/k.pem', 'privateKeyAlg': 'ES256',"
               "  'clientMetadataUrl': 'https://client.example/meta.json',"
-              "  'refreshScope': true, 'sendResource': false, 'someday': 1}}");
+              "  'refreshScope': true, 'sendResource': false, 'someday': 1,"
+              "  'logoUri': 'https://client.example/logo.png',"
+              "  'authServerMetadataUrl': 'https://as.example/.well-known/openid-configuration',"
+              "  'skipIssuerMetadataValidation': true,"
+              "  'authorizationParams': {'prompt': 'consent', 'ui_locales': 'fr de'}}}");
     CHECK(f != NULL);
     if (f) {
         CHECK_STR(f->client_id, "cid");
@@ -221,11 +254,21 @@ static void test_oauth(void)
         CHECK_STR(f->client_metadata_url, "https://client.example/meta.json");
         CHECK(f->refresh_sends_scope);
         CHECK(f->omit_resource);
+        CHECK_STR(f->logo_uri, "https://client.example/logo.png");
+        CHECK_STR(f->as_metadata_url, "https://as.example/.well-known/openid-configuration");
+        CHECK(f->skip_issuer_check);
+        CHECK(f->authorization_params && f->authorization_params[0] && f->authorization_params[1] &&
+              !f->authorization_params[2]);
+        if (f->authorization_params && f->authorization_params[0] && f->authorization_params[1]) {
+            CHECK_STR(f->authorization_params[0], "prompt=consent");
+            CHECK_STR(f->authorization_params[1], "ui_locales=fr de");
+        }
     }
     oauth_config_free(f);
     struct oauth_config *d = parse("{'url': 'https://a.example/mcp', 'oauth': {'clientId': 'x'}}");
     CHECK(d && !d->omit_resource && !d->refresh_sends_scope && !d->grant && !d->client_secret &&
-          !d->private_key_alg);
+          !d->private_key_alg && !d->logo_uri && !d->as_metadata_url && !d->skip_issuer_check &&
+          !d->authorization_params);
     oauth_config_free(d);
     struct oauth_config *x;
     x = parse("{'url': 'https://a.example', 'oauth': {'redirectUri': "

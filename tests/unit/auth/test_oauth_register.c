@@ -57,8 +57,8 @@ static void test_client_name_and_uri(void)
     struct err e = ERR_INIT;
 
     /* the default: mcp-auth's own name, no client_uri */
-    int r = oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, NULL, NULL, 5000,
-                           &reg, &e);
+    int r =
+        oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, NULL, 5000, &reg, &e);
     CHECK_INT(r, 0);
     if (r < 0)
         fprintf(stderr, "  %s\n", err_msg(&e));
@@ -84,32 +84,40 @@ static void test_client_name_and_uri(void)
 
     /* the entry's */
     reg = (struct registration){0};
-    r = oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, "Pi MCP Client",
-                       "https://pi.dev", 5000, &reg, &e);
+    const struct oauth_client_meta meta = {
+        .name = "Pi MCP Client", .uri = "https://pi.dev", .logo_uri = "https://pi.dev/logo.png"};
+    r = oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, &meta, 5000, &reg, &e);
     CHECK_INT(r, 0);
     registration_release(&reg);
     name = sent("client_name");
     uri = sent("client_uri");
+    char *logo = sent("logo_uri");
     CHECK_STR(name, "Pi MCP Client");
     CHECK_STR(uri, "https://pi.dev");
+    CHECK_STR(logo, "https://pi.dev/logo.png");
     free(name);
     free(uri);
+    free(logo);
     pthread_mutex_lock(&mu);
     CHECK(last_body && strstr(last_body, "\"redirect_uris\":[\"http://127.0.0.1:9/callback\"]"));
     pthread_mutex_unlock(&mu);
 
     /* a name alone: client_uri stays out */
     reg = (struct registration){0};
-    r = oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, "Only Name", NULL,
-                       5000, &reg, &e);
+    const struct oauth_client_meta only_name = {.name = "Only Name"};
+    r = oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, &only_name, 5000, &reg,
+                       &e);
     CHECK_INT(r, 0);
     registration_release(&reg);
     name = sent("client_name");
     uri = sent("client_uri");
+    logo = sent("logo_uri");
     CHECK_STR(name, "Only Name");
     CHECK(uri == NULL);
+    CHECK(logo == NULL);
     free(name);
     free(uri);
+    free(logo);
 
     MHD_stop_daemon(d);
     free(last_body);

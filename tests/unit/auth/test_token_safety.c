@@ -141,9 +141,9 @@ static void test_registration_token(void)
     set_answer("{\"client_id\": \"cid-1\", \"registration_client_uri\": "
                "\"https://as.example.com/reg/cid-1\", \"registration_access_token\": "
                "\"rat\\r\\nX: y\"}");
-    CHECK_INT(oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, NULL, NULL, 5000,
-                             &reg, &e),
-              0);
+    CHECK_INT(
+        oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, NULL, 5000, &reg, &e),
+        0);
     CHECK_STR(reg.client_id, "cid-1");
     CHECK(reg.access_token == NULL);
     registration_release(&reg);
@@ -152,9 +152,9 @@ static void test_registration_token(void)
     reg = (struct registration){0};
     set_answer("{\"client_id\": \"cid-1\", \"registration_client_uri\": "
                "\"https://as.example.com/reg/cid-1\", \"registration_access_token\": \"rat.1\"}");
-    CHECK_INT(oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, NULL, NULL, 5000,
-                             &reg, &e),
-              0);
+    CHECK_INT(
+        oauth_register(endpoint, "http://127.0.0.1:9/callback", NULL, false, NULL, 5000, &reg, &e),
+        0);
     CHECK_STR(reg.access_token, "rat.1");
     registration_release(&reg);
 

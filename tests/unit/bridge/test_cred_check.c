@@ -2,7 +2,8 @@
  * plain http to a host that is not loopback (look-alike hosts included), which headers count as
  * credentials, the refusal of credentials over such a URL unless "allowHttp", and of headers
  * that are not safe to send (CR/LF, blanks, empty, a bearer token that is not a b64token), with
- * messages that name the header and never hold the value. */
+ * messages that name the header and never hold the value; the headers a per-request helper may
+ * not add. */
 #include <errno.h>
 #include <string.h>
 
@@ -164,4 +165,35 @@ static void test_unsafe_headers(void)
     CHECK_INT(check(&s, fine, NULL, &e), 0);
 }
 
-TESTS_MAIN(test_plain_remote, test_is_credential, test_plain_http, test_unsafe_headers)
+/* The headers a per-request helper may not add: those that frame the request or its session,
+ * in any case; every other name may be added. */
+static void test_framing_headers(void)
+{
+    static const char *const refused[] = {"Host",
+                                          "content-length",
+                                          "Transfer-Encoding",
+                                          "CONNECTION",
+                                          "Keep-Alive",
+                                          "Upgrade",
+                                          "te",
+                                          "Trailer",
+                                          "Expect",
+                                          "Proxy-Connection"};
+    static const char *const session[] = {"Mcp-Session-Id", "MCP-PROTOCOL-VERSION",
+                                          "last-event-id"};
+    static const char *const allowed[] = {"X-Signature", "Authorization", "Content-Type",
+                                          "Accept",      "Hostname",      "X-Content-Length"};
+    for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+        const char *why = cred_check_framing_header(refused[i]);
+        CHECK(why && strstr(why, "frames the HTTP request"));
+    }
+    for (size_t i = 0; i < ELEMENTSOF(session); i++) {
+        const char *why = cred_check_framing_header(session[i]);
+        CHECK(why && strstr(why, "belongs to the MCP session"));
+    }
+    for (size_t i = 0; i < ELEMENTSOF(allowed); i++)
+        CHECK(cred_check_framing_header(allowed[i]) == NULL);
+}
+
+TESTS_MAIN(test_plain_remote, test_is_credential, test_plain_http, test_unsafe_headers,
+           test_framing_headers)

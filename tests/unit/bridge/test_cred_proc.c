@@ -6,7 +6,7 @@
  * group killed at once) and the stderr cut; the timeout (SIGTERM, then SIGKILL a second later
  * for a helper that ignores it); a helper that closes its output but keeps running; a
  * grandchild holding the pipe; a helper killed by a signal; cancel (no callback, the process
- * gone); exec failures reported at start; helper_cmdline_split's quoting and errors;
+ * gone); exec failures reported at start; input written to stdin (large, or not all read); helper_cmdline_split's quoting and errors;
  * cred_proc_first_line. */
 #include <errno.h>
 #include <signal.h>
@@ -240,6 +240,54 @@ static void test_shell_and_env(void)
     CHECK_INT(r.exit_code, 127);
     CHECK(r.err_len > 0);
     run_release(&r);
+    loop_free(l);
+}
+
+/* What the caller gives is the helper's stdin, in full, however large; a helper that does
+ * not read it all is no error. */
+static void test_input(void)
+{
+    struct loop *l = NULL;
+    CHECK_INT(loop_new(&l), 0);
+    size_t n = 300 * 1024; /* several times a pipe's buffer */
+    char *in = malloc(n);
+    CHECK(in != NULL);
+    if (!in) {
+        loop_free(l);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        in[i] = (char)('a' + i % 26);
+    const char *argv[] = {script("count.sh", "wc -c | tr -d ' \\n'"), NULL};
+    struct cred_proc_spec spec = {.argv = argv, .input = in, .input_len = n};
+    struct run r = {0};
+    struct cred_proc *p = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(cred_proc_start(l, &spec, on_done, &r, &p, &e), 0);
+    CHECK(wait_for(l, run_done, &r, 10000));
+    CHECK_INT(r.error, 0);
+    CHECK_INT(r.exit_code, 0);
+    CHECK_STR(r.out, "307200");
+    run_release(&r);
+
+    /* the first line only, then it exits: the rest is not written, and that is fine */
+    argv[0] = script("first.sh", "head -c 5");
+    CHECK_INT(cred_proc_start(l, &spec, on_done, &r, &p, &e), 0);
+    CHECK(wait_for(l, run_done, &r, 10000));
+    CHECK_INT(r.error, 0);
+    CHECK_INT(r.exit_code, 0);
+    CHECK_STR(r.out, "abcde");
+    run_release(&r);
+
+    /* without input its stdin is /dev/null: EOF at once */
+    spec.input = NULL;
+    spec.input_len = 0;
+    argv[0] = script("none.sh", "wc -c | tr -d ' \n'");
+    CHECK_INT(cred_proc_start(l, &spec, on_done, &r, &p, &e), 0);
+    CHECK(wait_for(l, run_done, &r, 10000));
+    CHECK_STR(r.out, "0");
+    run_release(&r);
+    free(in);
     loop_free(l);
 }
 
@@ -708,7 +756,7 @@ static void test_err_lines(void)
     loop_free(l);
 }
 
-TESTS_MAIN(test_output_and_status, test_shell_and_env, test_output_bound, test_stderr_cut,
-           test_timeout, test_closed_output, test_grandchild_holds_pipe, test_cancel,
-           test_status_lost, test_chain, test_start_failures, test_cmdline_split, test_first_line,
-           test_err_lines)
+TESTS_MAIN(test_output_and_status, test_shell_and_env, test_input, test_output_bound,
+           test_stderr_cut, test_timeout, test_closed_output, test_grandchild_holds_pipe,
+           test_cancel, test_status_lost, test_chain, test_start_failures, test_cmdline_split,
+           test_first_line, test_err_lines)

@@ -854,9 +854,6 @@ static void test_adapter_keys(void)
         "\"approveTools\" is accepted and not applied: the bridge asks no one before a call",
         "\"trace\" is accepted and not applied",
         "\"tasks\" is not applied: the bridge does not use the MCP Tasks extension",
-        "\"oauth.authServerMetadataUrl\" is accepted and not applied",
-        "\"caFile\" is ignored: the server's certificate is checked against the system's",
-        "\"requestHeadersCommand\" is ignored: no command is run per request",
     };
     CHECK_INT(s ? vlen(s->warnings) : 0, ELEMENTSOF(notes));
     for (size_t i = 0; s && i < ELEMENTSOF(notes) && i < vlen(s->warnings); i++)
