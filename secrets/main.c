@@ -15,6 +15,7 @@
 #include "credkit/duration.h"
 #include "credkit/file.h"
 #include "credkit/helper_answer.h"
+#include "credkit/jsonw.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
 #include "credkit/redact.h"
@@ -422,6 +423,7 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
         status = EXIT_FAILED;
     } else if (json) {
         write_out(out.data, out.len);
+        c->answered = true;
     }
     buf_release(&out);
     helper_secrets_release(&answer);
@@ -544,8 +546,9 @@ static void list_print_row(const char *raw_name, const struct list_row *row, str
 
 static void list_print_json(struct json_object *arr)
 {
-    struct json_object *root = json_object_new_object();
-    (void)json_object_object_add(root, "version", json_object_new_int(1));
+    struct json_object *root = jsonw_answer_new();
+    if (!root)
+        return;
     (void)json_object_object_add(root, "secrets", json_object_get(arr));
     printf("%s\n",
            json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
@@ -846,6 +849,33 @@ static int cmd_help(struct cli *c, int argc, char **argv)
     return usage_error(c, "unknown command '%s': there is no help for it", argv[1]);
 }
 
+/* The failed answer of a command given --json (docs/json.md): the code names the exit
+ * status, the message is what was said on stderr. */
+static void json_failed(struct log *log, const char *cmd, int status)
+{
+    static const char *const codes[] = {
+        [EXIT_FAILED] = "failed", [EXIT_USAGE] = "usage", [EXIT_CONFIG] = "config"};
+    static const char *const fixes[] = {
+        [EXIT_FAILED] = "see the message; 'secrets list' shows each recipe and why it does not "
+                        "resolve",
+        [EXIT_USAGE] = NULL, /* the command's own help, below */
+        [EXIT_CONFIG] = "correct secrets.json or the agent directory as the message says: "
+                        "nothing is changed until then",
+    };
+    const char *code = status > 0 && status < (int)ELEMENTSOF(codes) ? codes[status] : NULL;
+    char help[96];
+    (void)snprintf(help, sizeof(help), "see 'secrets %.32s --help'", cmd);
+    struct buf b;
+    buf_init(&b, 64 * 1024);
+    const char *msg = log_errors(log);
+    if (code && jsonw_error_answer(&b, code, *msg ? msg : "invalid command line",
+                                   status == EXIT_USAGE ? help : fixes[status]) >= 0) {
+        (void)fflush(stdout);
+        write_out(b.data, b.len);
+    }
+    buf_release(&b);
+}
+
 int main(int argc, char **argv)
 {
     struct cli c = {0};
@@ -884,6 +914,8 @@ int main(int argc, char **argv)
             fn = commands[i].fn;
     status = fn ? fn(&c, sub_argc, sub_argv) : usage_error(&c, "unknown command '%s'", cmd);
 
+    if (status != EXIT_OK && !c.answered && jsonw_wanted(sub_argc, sub_argv))
+        json_failed(c.log, cmd, status);
     cli_close(&c);
     log_free(c.log);
     return status;
