@@ -874,7 +874,8 @@ static void json_failed(const char *cmd, int status)
     const char *msg = log_errors(arg_log);
     struct buf b;
     buf_init(&b, 64 * 1024);
-    if (code && jsonw_error_answer(&b, code, *msg ? msg : "invalid command line", fix) >= 0) {
+    if (code &&
+        jsonw_error_answer(&b, code, *msg ? msg : "the command line is not valid", fix) >= 0) {
         (void)fflush(stdout);
         (void)write_full(STDOUT_FILENO, b.data, b.len);
     }

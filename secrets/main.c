@@ -868,7 +868,7 @@ static void json_failed(struct log *log, const char *cmd, int status)
     struct buf b;
     buf_init(&b, 64 * 1024);
     const char *msg = log_errors(log);
-    if (code && jsonw_error_answer(&b, code, *msg ? msg : "invalid command line",
+    if (code && jsonw_error_answer(&b, code, *msg ? msg : "the command line is not valid",
                                    status == EXIT_USAGE ? help : fixes[status]) >= 0) {
         (void)fflush(stdout);
         write_out(b.data, b.len);

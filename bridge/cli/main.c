@@ -140,7 +140,7 @@ static void json_failed(struct log *log, const char *cmd, int status)
     const char *msg = log_errors(log);
     struct buf b;
     buf_init(&b, 64 * 1024);
-    if (code && jsonw_error_answer(&b, code, *msg ? msg : "invalid command line",
+    if (code && jsonw_error_answer(&b, code, *msg ? msg : "the command line is not valid",
                                    status == BRIDGE_EXIT_USAGE ? help : fixes[status]) >= 0) {
         (void)fflush(stdout);
         (void)write_full(STDOUT_FILENO, b.data, b.len);
