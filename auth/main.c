@@ -849,33 +849,32 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
     return cmd_login(n, login_argv);
 }
 
-/* The failed answer of a command given --json (docs/json.md): the code names the exit
- * status, the message is what was said on stderr. */
+/* The exit statuses, as the failed answers of the commands given --json name them
+ * (docs/json.md) */
+static const struct jsonw_status_code json_codes[] = {
+    {EXIT_FAILED, "failed", "see the message; run the command again once its cause is gone"},
+    {EXIT_USAGE, "usage", NULL}, /* the command's own help, below */
+    {EXIT_CONFIG, "config", "correct the mcp.json entry as the message says"},
+    {EXIT_LOGIN_REQUIRED, "login_required", "sign in with 'mcp-auth SERVER'"},
+    {EXIT_SERVER, "auth_server",
+     "try again later; if it lasts, see the message for the authorization server's answer"},
+    {EXIT_WANTS_TOKEN, "no_oauth",
+     "give the entry a token of its own: \"bearerTokenEnv\": \"NAME\", then 'secrets "
+     "configure NAME'"},
+};
+
+/* The failed answer of a command given --json: the message is what was said on stderr, the
+ * fix the command's own (arg_fix) when it knew one. */
 static void json_failed(const char *cmd, int status)
 {
-    static const char *const codes[] = {
-        [EXIT_FAILED] = "failed",      [EXIT_USAGE] = "usage",
-        [EXIT_CONFIG] = "config",      [EXIT_LOGIN_REQUIRED] = "login_required",
-        [EXIT_SERVER] = "auth_server", [EXIT_WANTS_TOKEN] = "no_oauth",
-    };
-    static const char *const fixes[] = {
-        [EXIT_FAILED] = "see the message; run the command again once its cause is gone",
-        [EXIT_CONFIG] = "correct the mcp.json entry as the message says",
-        [EXIT_LOGIN_REQUIRED] = "sign in with 'mcp-auth SERVER'",
-        [EXIT_SERVER] = "try again later; if it lasts, see the message for the authorization "
-                        "server's answer",
-        [EXIT_WANTS_TOKEN] = "give the entry a token of its own: \"bearerTokenEnv\": \"NAME\", "
-                             "then 'secrets configure NAME'",
-    };
-    const char *code = status > 0 && status < (int)ELEMENTSOF(codes) ? codes[status] : NULL;
     char help[96];
     (void)snprintf(help, sizeof(help), "see 'mcp-auth %.32s --help'", cmd);
-    const char *fix = arg_fix[0] ? arg_fix : status == EXIT_USAGE ? help : fixes[status];
-    const char *msg = log_errors(arg_log);
     struct buf b;
     buf_init(&b, 64 * 1024);
-    if (code &&
-        jsonw_error_answer(&b, code, *msg ? msg : "the command line is not valid", fix) >= 0) {
+    if (jsonw_status_answer(&b, json_codes, ELEMENTSOF(json_codes), status, log_errors(arg_log),
+                            arg_fix[0]             ? arg_fix
+                            : status == EXIT_USAGE ? help
+                                                   : NULL) >= 0) {
         (void)fflush(stdout);
         (void)write_full(STDOUT_FILENO, b.data, b.len);
     }

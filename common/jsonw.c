@@ -143,6 +143,17 @@ int jsonw_error_answer(struct buf *b, const char *code, const char *message, con
     return r;
 }
 
+int jsonw_status_answer(struct buf *b, const struct jsonw_status_code *table, size_t n, int status,
+                        const char *message, const char *fix)
+{
+    for (size_t i = 0; i < n; i++)
+        if (table[i].status == status)
+            return jsonw_error_answer(
+                b, table[i].code, message && *message ? message : "the command line is not valid",
+                fix ? fix : table[i].fix);
+    return -ENOENT;
+}
+
 bool jsonw_wanted(int argc, char *const *argv)
 {
     for (int i = 1; i < argc && argv[i]; i++) {

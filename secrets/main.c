@@ -849,27 +849,27 @@ static int cmd_help(struct cli *c, int argc, char **argv)
     return usage_error(c, "unknown command '%s': there is no help for it", argv[1]);
 }
 
-/* The failed answer of a command given --json (docs/json.md): the code names the exit
- * status, the message is what was said on stderr. */
+/* The exit statuses of the commands that take --json, as their failed answers name them
+ * (docs/json.md) */
+static const struct jsonw_status_code json_codes[] = {
+    {EXIT_FAILED, "failed",
+     "see the message; 'secrets list' shows each recipe and why it does not "
+     "resolve"},
+    {EXIT_USAGE, "usage", NULL}, /* the command's own help, below */
+    {EXIT_CONFIG, "config",
+     "correct secrets.json or the agent directory as the message says: "
+     "nothing is changed until then"},
+};
+
+/* The failed answer of a command given --json: the message is what was said on stderr. */
 static void json_failed(struct log *log, const char *cmd, int status)
 {
-    static const char *const codes[] = {
-        [EXIT_FAILED] = "failed", [EXIT_USAGE] = "usage", [EXIT_CONFIG] = "config"};
-    static const char *const fixes[] = {
-        [EXIT_FAILED] = "see the message; 'secrets list' shows each recipe and why it does not "
-                        "resolve",
-        [EXIT_USAGE] = NULL, /* the command's own help, below */
-        [EXIT_CONFIG] = "correct secrets.json or the agent directory as the message says: "
-                        "nothing is changed until then",
-    };
-    const char *code = status > 0 && status < (int)ELEMENTSOF(codes) ? codes[status] : NULL;
     char help[96];
     (void)snprintf(help, sizeof(help), "see 'secrets %.32s --help'", cmd);
     struct buf b;
     buf_init(&b, 64 * 1024);
-    const char *msg = log_errors(log);
-    if (code && jsonw_error_answer(&b, code, *msg ? msg : "the command line is not valid",
-                                   status == EXIT_USAGE ? help : fixes[status]) >= 0) {
+    if (jsonw_status_answer(&b, json_codes, ELEMENTSOF(json_codes), status, log_errors(log),
+                            status == EXIT_USAGE ? help : NULL) >= 0) {
         (void)fflush(stdout);
         write_out(b.data, b.len);
     }

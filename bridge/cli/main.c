@@ -114,34 +114,30 @@ static int take_bundled_flags(int argc, char **argv, struct args_globals *g)
     return w;
 }
 
-/* The failed answer of a command given --json (docs/json.md): the code names the exit
- * status, the message is what was said on stderr. */
+/* The exit statuses, as the failed answers of the commands given --json name them
+ * (docs/json.md) */
+static const struct jsonw_status_code json_codes[] = {
+    {BRIDGE_EXIT_FAILED, "failed",
+     "see the message: it says why the server failed, with the last lines it wrote on its "
+     "stderr"},
+    {BRIDGE_EXIT_USAGE, "usage", NULL}, /* the command's own help, below */
+    {BRIDGE_EXIT_CONFIG, "config",
+     "correct the entry or the file the message names ('mcp-bridge list' shows every entry and "
+     "why it is not used)"},
+    {BRIDGE_EXIT_TOOL_ERROR, "tool_error", NULL},
+    {BRIDGE_EXIT_LOGIN_REQUIRED, "login_required",
+     "sign in with the command the message names ('mcp-auth NAME')"},
+};
+
+/* The failed answer of a command given --json: the message is what was said on stderr. */
 static void json_failed(struct log *log, const char *cmd, int status)
 {
-    static const char *const codes[] = {
-        [BRIDGE_EXIT_FAILED] = "failed",
-        [BRIDGE_EXIT_USAGE] = "usage",
-        [BRIDGE_EXIT_CONFIG] = "config",
-        [BRIDGE_EXIT_TOOL_ERROR] = "tool_error",
-        [BRIDGE_EXIT_LOGIN_REQUIRED] = "login_required",
-    };
-    static const char *const fixes[] = {
-        [BRIDGE_EXIT_FAILED] = "see the message: it says why the server failed, with the last "
-                               "lines it wrote on its stderr",
-        [BRIDGE_EXIT_CONFIG] = "correct the entry or the file the message names ('mcp-bridge "
-                               "list' shows every entry and why it is not used)",
-        [BRIDGE_EXIT_LOGIN_REQUIRED] = "sign in with the command the message names ('mcp-auth "
-                                       "NAME')",
-    };
-    const char *code =
-        status > 0 && status < (int)(sizeof(codes) / sizeof(codes[0])) ? codes[status] : NULL;
     char help[96];
     (void)snprintf(help, sizeof(help), "see 'mcp-bridge %.32s --help'", cmd);
-    const char *msg = log_errors(log);
     struct buf b;
     buf_init(&b, 64 * 1024);
-    if (code && jsonw_error_answer(&b, code, *msg ? msg : "the command line is not valid",
-                                   status == BRIDGE_EXIT_USAGE ? help : fixes[status]) >= 0) {
+    if (jsonw_status_answer(&b, json_codes, ELEMENTSOF(json_codes), status, log_errors(log),
+                            status == BRIDGE_EXIT_USAGE ? help : NULL) >= 0) {
         (void)fflush(stdout);
         (void)write_full(STDOUT_FILENO, b.data, b.len);
     }

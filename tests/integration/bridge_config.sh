@@ -249,8 +249,8 @@ run 0 B --config "$T_ROOT/signed.json" list --json
 assert_not_contains "$OUT" "$CANARY" "list --json (no token is shown)"
 assert_eq "$(json_get "$OUT" 'j.servers.map(s => s.name + "=" + (s.credentials.oauth ? s.credentials.oauth.state : "-")).join(" ")')" \
     "dead=login-required fresh=signed-in off=- quiet=signed-in stale=expired"
-assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.expiresAt')" "$((NOW + 3600))"
-assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.refreshToken')" "true"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.expires_at')" "$((NOW + 3600))"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.refresh_token')" "true"
 rm -rf "$PI_CODING_AGENT_DIR/oauth"
 
 # a helper that is not installed is each server's state, never a failure of the list

@@ -58,6 +58,22 @@ int jsonw_answer_add_error(struct json_object *answer, const char *code, const c
 int jsonw_error_answer(struct buf *b, const char *code, const char *message,
                        const char *fix) _must_check_;
 
+/* An exit status of a tool, the stable word its failed answers carry as "code", and the next
+ * step to suggest as "fix" (NULL: none in general). Each tool has a table of them. */
+struct jsonw_status_code {
+    int status;
+    const char *code;
+    const char *fix;
+};
+
+/* jsonw_error_answer() for a command that exited with status: the code and the fix of status's
+ * row of table[0..n), fix replacing the row's when not NULL (a step the command knows better,
+ * its own help), message the error lines said on stderr (log_errors(); when empty, no line
+ * was ours: getopt's complaint). -ENOENT when status has no row, else as
+ * jsonw_error_answer(). */
+int jsonw_status_answer(struct buf *b, const struct jsonw_status_code *table, size_t n, int status,
+                        const char *message, const char *fix) _must_check_;
+
 /* Whether a command's argv[1..argc) asks for --json (never past "--": the arguments of another
  * program). main() uses it to answer a failure in JSON, even a usage error found before the
  * command read its options. */

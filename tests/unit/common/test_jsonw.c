@@ -1,5 +1,7 @@
 /* test_jsonw.c - the envelope of every --json answer: {"version": 1}, the error object with and
- * without a fix, a message that needs escaping, and which argv ask for --json. */
+ * without a fix, a message that needs escaping, the code and fix of an exit status from a
+ * tool's table, and which argv ask for --json. */
+#include <errno.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -55,6 +57,39 @@ static void test_answer_tree(void)
     json_object_put(a);
 }
 
+static void test_status_answer(void)
+{
+    static const struct jsonw_status_code table[] = {
+        {1, "failed", "look"},
+        {2, "usage", NULL},
+    };
+    struct buf b;
+    buf_init(&b, 4096);
+    CHECK_INT(jsonw_status_answer(&b, table, 2, 1, "it broke", NULL), 0);
+    struct json_object *a = json_tokener_parse(buf_str(&b));
+    struct json_object *e = json_get_object(a, "error");
+    CHECK_STR(json_get_string(e, "code"), "failed");
+    CHECK_STR(json_get_string(e, "message"), "it broke");
+    CHECK_STR(json_get_string(e, "fix"), "look");
+    json_object_put(a);
+
+    /* the command's own fix wins; no message of ours: getopt's complaint */
+    buf_reset(&b);
+    CHECK_INT(jsonw_status_answer(&b, table, 2, 2, "", "see 'x --help'"), 0);
+    a = json_tokener_parse(buf_str(&b));
+    e = json_get_object(a, "error");
+    CHECK_STR(json_get_string(e, "code"), "usage");
+    CHECK_STR(json_get_string(e, "message"), "the command line is not valid");
+    CHECK_STR(json_get_string(e, "fix"), "see 'x --help'");
+    json_object_put(a);
+
+    /* a status without a row: nothing written */
+    buf_reset(&b);
+    CHECK_INT(jsonw_status_answer(&b, table, 2, 130, "cancelled", NULL), -ENOENT);
+    CHECK_INT(b.len, 0);
+    buf_release(&b);
+}
+
 static void test_wanted(void)
 {
     char *plain[] = {"list", "--check", NULL};
@@ -70,4 +105,4 @@ static void test_wanted(void)
     CHECK(!jsonw_wanted(1, zero));
 }
 
-TESTS_MAIN(test_error_answer, test_answer_tree, test_wanted)
+TESTS_MAIN(test_error_answer, test_answer_tree, test_status_answer, test_wanted)
