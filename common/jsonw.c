@@ -124,9 +124,9 @@ int jsonw_answer_add_error(struct json_object *answer, const char *code, const c
     return r;
 }
 
-int jsonw_error_answer(struct buf *b, const char *code, const char *message, const char *fix)
+int jsonw_error_member(struct buf *b, const char *code, const char *message, const char *fix)
 {
-    int r = buf_printf(b, "{\"version\":%d,\"error\":{", JSONW_ANSWER_VERSION);
+    int r = buf_append_str(b, "\"error\":{");
     if (r >= 0)
         r = jsonw_kv_string(b, "code", code);
     if (r >= 0)
@@ -139,7 +139,23 @@ int jsonw_error_answer(struct buf *b, const char *code, const char *message, con
             r = jsonw_kv_string(b, "fix", fix);
     }
     if (r >= 0)
-        r = buf_append_str(b, "}}\n");
+        r = buf_append_char(b, '}');
+    return r;
+}
+
+int jsonw_error_answer(struct buf *b, const char *code, const char *message, const char *fix)
+{
+    size_t mark = b->len;
+    int r = buf_printf(b, "{\"version\":%d,", JSONW_ANSWER_VERSION);
+    if (r >= 0)
+        r = jsonw_error_member(b, code, message, fix);
+    if (r >= 0)
+        r = buf_append_str(b, "}\n");
+    if (r < 0 && b->data) {
+        /* never half an object */
+        b->len = mark;
+        b->data[mark] = '\0';
+    }
     return r;
 }
 

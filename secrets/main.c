@@ -374,6 +374,42 @@ static int resolve_one(struct cli *c, const char *name, bool json, struct helper
     return r;
 }
 
+/* The answer of a resolve that failed for some names carries the error object too
+ * (docs/json.md), after the values that did resolve: its member goes before the closing "}\n"
+ * helper_secrets_write() ends the answer with. 0 or -errno. */
+static int resolve_error_member(const struct helper_secrets *a, struct buf *out)
+{
+    size_t failed = 0;
+    for (size_t i = 0; i < a->n; i++)
+        failed += a->v[i].error != NULL;
+    if (out->len < 2 || memcmp(out->data + out->len - 2, "}\n", 2) != 0)
+        return -EINVAL;
+    struct buf msg;
+    buf_init(&msg, 1024);
+    int r = buf_printf(&msg,
+                       "%zu of %zu name%s did not resolve (each one's \"error\" says why):", failed,
+                       a->n, a->n == 1 ? "" : "s");
+    for (size_t i = 0, k = 0; r >= 0 && i < a->n; i++) {
+        if (!a->v[i].error)
+            continue;
+        /* the names as long as they fit, the count says the rest */
+        if (buf_printf(&msg, "%s %s", k++ ? "," : "", a->v[i].name) < 0)
+            break;
+    }
+    if (r >= 0) {
+        out->len -= 2;
+        r = buf_append_char(out, ',');
+    }
+    if (r >= 0)
+        r = jsonw_error_member(out, "failed", buf_str(&msg),
+                               "configure each name with 'secrets configure NAME'; 'secrets "
+                               "list' shows each recipe and why it does not resolve");
+    if (r >= 0)
+        r = buf_append_str(out, "}\n");
+    buf_release(&msg);
+    return r;
+}
+
 static int cmd_resolve(struct cli *c, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -418,6 +454,8 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
     buf_init_secret(&out, 64 * 1024 * 1024);
     if (r >= 0 && json)
         r = helper_secrets_write(&answer, &out);
+    if (r >= 0 && json && status == EXIT_FAILED)
+        r = resolve_error_member(&answer, &out);
     if (r < 0) {
         cli_error(c, "cannot build the answer: %s", strerror(-r));
         status = EXIT_FAILED;

@@ -53,10 +53,13 @@ export CONV_ENV_ONLY="from-env"
 run 0 S resolve --json CONV_TOKEN CONV_ENV_ONLY
 valid secrets-resolve "resolve"
 assert_eq "$(json_get "$OUT" 'j.secrets.CONV_TOKEN.value')" "conv-value-1"
-# 1: the answer itself, a name that did not resolve carrying its error
+# 1: the answer itself, a name that did not resolve carrying its error, and the error object
 run 1 S resolve --json CONV_TOKEN CONV_NOWHERE
 valid secrets-resolve "resolve, a name that does not resolve"
 assert_contains "$(json_get "$OUT" 'j.secrets.CONV_NOWHERE.error')" "CONV_NOWHERE"
+assert_eq "$(json_get "$OUT" 'j.error.code')" "failed" "resolve, a name that does not resolve: the error"
+assert_contains "$(json_get "$OUT" 'j.error.message')" "1 of 2 names did not resolve"
+assert_contains "$(json_get "$OUT" 'j.error.message')" "CONV_NOWHERE"
 run 2 S resolve --json 'bad name'
 failed secrets-resolve usage "resolve, an invalid name"
 assert_eq "$(json_get "$OUT" 'j.error.fix')" "see 'secrets resolve --help'"

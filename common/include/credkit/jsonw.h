@@ -53,6 +53,11 @@ struct json_object *jsonw_answer_new(void);
 int jsonw_answer_add_error(struct json_object *answer, const char *code, const char *message,
                            const char *fix) _must_check_;
 
+/* Appends the member "error": {...} alone (as jsonw_answer_add_error() says), for an answer
+ * written with these helpers that carries data and an error at once. 0 or -errno. */
+int jsonw_error_member(struct buf *b, const char *code, const char *message,
+                       const char *fix) _must_check_;
+
 /* Appends the failed answer {"version": 1, "error": {...}} (as jsonw_answer_add_error() says)
  * and a newline to b. 0 or -errno (-E2BIG past b's cap). */
 int jsonw_error_answer(struct buf *b, const char *code, const char *message,

@@ -42,6 +42,7 @@ static void test_error_answer(void)
     struct buf small;
     buf_init(&small, 16);
     CHECK(jsonw_error_answer(&small, "failed", "a message longer than the cap", NULL) < 0);
+    CHECK_INT(small.len, 0);
     buf_release(&small);
     buf_release(&b);
 }
