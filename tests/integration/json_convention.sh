@@ -147,6 +147,13 @@ assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "ev").idle_timeout_
 assert_eq "$(json_get "$OUT" 'typeof j.servers.find(s => s.name === "remote").credentials.oauth.expires_at')" "number"
 assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "remote").credentials.variables[0].expires_at')" "null" \
     "an env recipe does not expire: null"
+# --check: each server connected, its "check" object (not "remote": no network here)
+printf '{"mcpServers": {"ev": {"command": "node", "args": ["%s", "stdio", "%s"]}, "blank": {"command": "  "}}}\n' \
+    "$EVERYTHING" "$MARK" >"$T_ROOT/check.json"
+run 0 B --config "$T_ROOT/check.json" list --check --json
+valid mcp-bridge-list "list --check"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "ev").check.state')" "ready"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "blank").check')" "null"
 run 3 B --config "$T_ROOT/no-such.json" list --json
 failed mcp-bridge-list config "list, --config naming a missing file"
 run 2 C list --json extra
