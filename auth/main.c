@@ -563,6 +563,7 @@ static int cmd_header(int argc, char **argv)
         char cmd[1024];
         signin_command(&tc, cmd, sizeof(cmd));
         say_error("%s: sign in with: %s", err_msg(&e), cmd);
+        (void)snprintf(arg_fix, sizeof(arg_fix), "run '%s'", cmd);
         buf_release(&b);
         status = EXIT_LOGIN_REQUIRED;
         goto out;
