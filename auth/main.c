@@ -11,6 +11,7 @@
 #include "credkit/args.h"
 #include "credkit/duration.h"
 #include "credkit/helper_answer.h"
+#include "credkit/jsonw.h"
 #include "credkit/log.h"
 #include "credkit/mcp_config.h"
 #include "credkit/mcp_trust.h"
@@ -130,6 +131,10 @@ static const char logout_help[] =
 static struct log *arg_log;
 static const char *arg_config;
 static bool arg_quiet;
+/* --json: the answer is on stdout (even a failed one), else main() writes the error object,
+ * with arg_fix when the command knows the exact next step (docs/json.md) */
+static bool arg_answered;
+static char arg_fix[1200];
 
 /* ---- messages ---- */
 
@@ -537,6 +542,7 @@ static int cmd_header(int argc, char **argv)
         char cmd[1024];
         signin_command(&tc, cmd, sizeof(cmd));
         say_error("%s: sign in with: %s", err_msg(&e), cmd);
+        (void)snprintf(arg_fix, sizeof(arg_fix), "run '%s'", cmd);
         status = EXIT_LOGIN_REQUIRED;
         goto out;
     }
@@ -557,6 +563,7 @@ static int cmd_header(int argc, char **argv)
         char cmd[1024];
         signin_command(&tc, cmd, sizeof(cmd));
         say_error("%s: sign in with: %s", err_msg(&e), cmd);
+        (void)snprintf(arg_fix, sizeof(arg_fix), "run '%s'", cmd);
         buf_release(&b);
         status = EXIT_LOGIN_REQUIRED;
         goto out;
@@ -578,7 +585,7 @@ out:
 static struct json_object *status_json(const struct token_entry *t)
 {
     struct json_object *o = json_object_new_object();
-    (void)json_object_object_add(o, "server_url", json_object_new_string(t->server_url));
+    (void)json_object_object_add(o, "url", json_object_new_string(t->server_url));
     (void)json_object_object_add(o, "issuer", json_object_new_string(t->issuer));
     (void)json_object_object_add(o, "registration",
                                  json_object_new_string(registration_method_str(t->registration)));
@@ -598,10 +605,12 @@ static struct json_object *status_json(const struct token_entry *t)
     return o;
 }
 
-/* Prints the stored sign-ins (those of url only, when not NULL) as a table or as JSON; returns
- * how many were shown. */
-static size_t status_print(struct token_entry *const *all, size_t n, const char *url, bool json)
+/* Prints the stored sign-ins (those of tc's url only, when it has one) as a table or as JSON;
+ * returns how many were shown. With --json, none for a SERVER is the answer's error. */
+static size_t status_print(struct token_entry *const *all, size_t n, const struct target_ctx *tc,
+                           bool json)
 {
+    const char *url = tc->url;
     struct json_object *arr = json_object_new_array();
     if (!json)
         printf("%-40s %-30s %-18s %-12s %-4s %s\n", "SERVER", "ISSUER", "CLIENT", "EXPIRES",
@@ -634,9 +643,21 @@ static size_t status_print(struct token_entry *const *all, size_t n, const char 
         }
     }
     if (json) {
-        struct json_object *root = json_object_new_object();
-        (void)json_object_object_add(root, "version", json_object_new_int(1));
+        struct json_object *root = jsonw_answer_new();
+        char msg[1200], cmd[1024];
+        if (!root) {
+            json_object_put(arr);
+            return shown;
+        }
         (void)json_object_object_add(root, "servers", json_object_get(arr));
+        if (shown == 0 && url) {
+            signin_command(tc, cmd, sizeof(cmd));
+            (void)snprintf(msg, sizeof(msg), "no sign-in stored for %s", url);
+            (void)snprintf(arg_fix, sizeof(arg_fix), "run '%s'", cmd);
+            if (jsonw_answer_add_error(root, "login_required", msg, arg_fix) < 0)
+                say_error("out of memory");
+        }
+        arg_answered = true;
         printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
                                                                 JSON_C_TO_STRING_SPACED |
                                                                 JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -683,7 +704,7 @@ static int cmd_status(int argc, char **argv)
     }
     if (e.msg[0])
         say_warn("%s", err_msg(&e));
-    if (status_print(all, n, tc.url, json) == 0 && tc.url)
+    if (status_print(all, n, &tc, json) == 0 && tc.url)
         status = EXIT_LOGIN_REQUIRED;
 out:
     for (size_t i = 0; i < n; i++)
@@ -829,6 +850,38 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
     return cmd_login(n, login_argv);
 }
 
+/* The exit statuses, as the failed answers of the commands given --json name them
+ * (docs/json.md) */
+static const struct jsonw_status_code json_codes[] = {
+    {EXIT_FAILED, "failed", "see the message; run the command again once its cause is gone"},
+    {EXIT_USAGE, "usage", NULL}, /* the command's own help, below */
+    {EXIT_CONFIG, "config", "correct the mcp.json entry as the message says"},
+    {EXIT_LOGIN_REQUIRED, "login_required", "sign in with 'mcp-auth SERVER'"},
+    {EXIT_SERVER, "auth_server",
+     "try again later; if it lasts, see the message for the authorization server's answer"},
+    {EXIT_WANTS_TOKEN, "no_oauth",
+     "give the entry a token of its own: \"bearerTokenEnv\": \"NAME\", then 'secrets "
+     "configure NAME'"},
+};
+
+/* The failed answer of a command given --json: the message is what was said on stderr, the
+ * fix the command's own (arg_fix) when it knew one. */
+static void json_failed(const char *cmd, int status)
+{
+    char help[96];
+    (void)snprintf(help, sizeof(help), "see 'mcp-auth %.32s --help'", cmd);
+    struct buf b;
+    buf_init(&b, 64 * 1024);
+    if (jsonw_status_answer(&b, json_codes, ELEMENTSOF(json_codes), status, log_errors(arg_log),
+                            arg_fix[0]             ? arg_fix
+                            : status == EXIT_USAGE ? help
+                                                   : NULL) >= 0) {
+        (void)fflush(stdout);
+        (void)write_full(STDOUT_FILENO, b.data, b.len);
+    }
+    buf_release(&b);
+}
+
 int main(int argc, char **argv)
 {
     int verbosity = 0, status;
@@ -857,6 +910,8 @@ int main(int argc, char **argv)
                                             : LOG_WARN);
     optind = 0;
     status = dispatch(cmd, sub_argc, sub_argv);
+    if (status != EXIT_OK && !arg_answered && jsonw_wanted(sub_argc, sub_argv))
+        json_failed(cmd, status);
     log_free(arg_log);
     return status;
 }

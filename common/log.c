@@ -15,7 +15,10 @@ struct log {
     int fd;
     enum log_level level;
     struct redact *redact;
+    struct buf errors; /* the error lines written, as written: a --json failure's message */
 };
+
+#define LOG_ERRORS_MAX (16u * 1024u)
 
 struct log *log_new(const char *prog, int fd)
 {
@@ -30,6 +33,7 @@ struct log *log_new(const char *prog, int fd)
     }
     l->fd = fd;
     l->level = LOG_WARN;
+    buf_init(&l->errors, LOG_ERRORS_MAX);
     return l;
 }
 
@@ -39,6 +43,7 @@ void log_free(struct log *l)
         return;
     free(l->prog);
     redact_free(l->redact);
+    buf_release(&l->errors);
     free(l);
 }
 
@@ -74,6 +79,24 @@ struct redact *log_redact(struct log *l)
     return l->redact;
 }
 
+const char *log_errors(const struct log *l)
+{
+    return buf_str(&l->errors);
+}
+
+/* Keeps line (redacted and escaped, without the prefix) in l->errors: what passes the cap is
+ * cut off, as the first lines say what failed. */
+static void keep_error(struct log *l, const char *line, size_t len)
+{
+    while (len > 0 && line[len - 1] == '\n')
+        len--;
+    if (l->errors.len > 0 && buf_append_char(&l->errors, '\n') < 0)
+        return;
+    size_t room = l->errors.max - l->errors.len;
+    if (buf_append(&l->errors, line, len < room ? len : room) < 0)
+        return; /* out of memory: the message is on stderr all the same */
+}
+
 void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap)
 {
     if (!l || level > l->level)
@@ -86,6 +109,7 @@ void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap)
         buf_append_str(&raw, "(message too long)") < 0)
         goto out;
     int r = buf_printf(&out, "%s: %s", l->prog, level == LOG_WARN ? "warning: " : "");
+    size_t prefix = out.len;
     if (r >= 0) {
         /* redacted first (a value with a control character must still be found), then
          * escaped: a message quoting a server or a file cannot act on the terminal */
@@ -100,6 +124,8 @@ void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap)
         r = buf_append_char(&out, '\n');
     if (r < 0)
         goto out;
+    if (level == LOG_ERROR)
+        keep_error(l, out.data + prefix, out.len - prefix);
     /* a log that cannot be written has nowhere to report that either */
     (void)write_full(l->fd, buf_str(&out), out.len);
 out:

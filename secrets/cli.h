@@ -36,6 +36,7 @@ struct cli {
     struct cache *cache;
     struct resolver *rs;
     unsigned resolve_flags;
+    bool answered; /* the command's --json answer is on stdout, even if it failed */
 };
 
 /* Loads the store, opens the cache and the resolver. Reports errors itself; returns an exit

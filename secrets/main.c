@@ -15,6 +15,7 @@
 #include "credkit/duration.h"
 #include "credkit/file.h"
 #include "credkit/helper_answer.h"
+#include "credkit/jsonw.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
 #include "credkit/redact.h"
@@ -378,6 +379,42 @@ static int resolve_one(struct cli *c, const char *name, bool json, struct helper
     return r;
 }
 
+/* The answer of a resolve that failed for some names carries the error object too
+ * (docs/json.md), after the values that did resolve: its member goes before the closing "}\n"
+ * helper_secrets_write() ends the answer with. 0 or -errno. */
+static int resolve_error_member(const struct helper_secrets *a, struct buf *out)
+{
+    size_t failed = 0;
+    for (size_t i = 0; i < a->n; i++)
+        failed += a->v[i].error != NULL;
+    if (out->len < 2 || memcmp(out->data + out->len - 2, "}\n", 2) != 0)
+        return -EINVAL;
+    struct buf msg;
+    buf_init(&msg, 1024);
+    int r = buf_printf(&msg,
+                       "%zu of %zu name%s did not resolve (each one's \"error\" says why):", failed,
+                       a->n, a->n == 1 ? "" : "s");
+    for (size_t i = 0, k = 0; r >= 0 && i < a->n; i++) {
+        if (!a->v[i].error)
+            continue;
+        /* the names as long as they fit, the count says the rest */
+        if (buf_printf(&msg, "%s %s", k++ ? "," : "", a->v[i].name) < 0)
+            break;
+    }
+    if (r >= 0) {
+        out->len -= 2;
+        r = buf_append_char(out, ',');
+    }
+    if (r >= 0)
+        r = jsonw_error_member(out, "failed", buf_str(&msg),
+                               "configure each name with 'secrets configure NAME'; 'secrets "
+                               "list' shows each recipe and why it does not resolve");
+    if (r >= 0)
+        r = buf_append_str(out, "}\n");
+    buf_release(&msg);
+    return r;
+}
+
 static int cmd_resolve(struct cli *c, int argc, char **argv)
 {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
@@ -440,11 +477,14 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
     buf_init_secret(&out, 64 * 1024 * 1024);
     if (r >= 0 && json)
         r = helper_secrets_write(&answer, &out);
+    if (r >= 0 && json && status == EXIT_FAILED)
+        r = resolve_error_member(&answer, &out);
     if (r < 0) {
         cli_error(c, "cannot build the answer: %s", strerror(-r));
         status = EXIT_FAILED;
     } else if (json) {
         write_out(out.data, out.len);
+        c->answered = true;
     }
     buf_release(&out);
     helper_secrets_release(&answer);
@@ -567,8 +607,9 @@ static void list_print_row(const char *raw_name, const struct list_row *row, str
 
 static void list_print_json(struct json_object *arr)
 {
-    struct json_object *root = json_object_new_object();
-    (void)json_object_object_add(root, "version", json_object_new_int(1));
+    struct json_object *root = jsonw_answer_new();
+    if (!root)
+        return;
     (void)json_object_object_add(root, "secrets", json_object_get(arr));
     printf("%s\n",
            json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
@@ -869,6 +910,33 @@ static int cmd_help(struct cli *c, int argc, char **argv)
     return usage_error(c, "unknown command '%s': there is no help for it", argv[1]);
 }
 
+/* The exit statuses of the commands that take --json, as their failed answers name them
+ * (docs/json.md) */
+static const struct jsonw_status_code json_codes[] = {
+    {EXIT_FAILED, "failed",
+     "see the message; 'secrets list' shows each recipe and why it does not "
+     "resolve"},
+    {EXIT_USAGE, "usage", NULL}, /* the command's own help, below */
+    {EXIT_CONFIG, "config",
+     "correct secrets.json or the agent directory as the message says: "
+     "nothing is changed until then"},
+};
+
+/* The failed answer of a command given --json: the message is what was said on stderr. */
+static void json_failed(struct log *log, const char *cmd, int status)
+{
+    char help[96];
+    (void)snprintf(help, sizeof(help), "see 'secrets %.32s --help'", cmd);
+    struct buf b;
+    buf_init(&b, 64 * 1024);
+    if (jsonw_status_answer(&b, json_codes, ELEMENTSOF(json_codes), status, log_errors(log),
+                            status == EXIT_USAGE ? help : NULL) >= 0) {
+        (void)fflush(stdout);
+        write_out(b.data, b.len);
+    }
+    buf_release(&b);
+}
+
 int main(int argc, char **argv)
 {
     struct cli c = {0};
@@ -907,6 +975,8 @@ int main(int argc, char **argv)
             fn = commands[i].fn;
     status = fn ? fn(&c, sub_argc, sub_argv) : usage_error(&c, "unknown command '%s'", cmd);
 
+    if (status != EXIT_OK && !c.answered && jsonw_wanted(sub_argc, sub_argv))
+        json_failed(c.log, cmd, status);
     cli_close(&c);
     log_free(c.log);
     return status;

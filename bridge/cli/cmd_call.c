@@ -9,6 +9,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/json.h"
+#include "credkit/jsonw.h"
 #include "credkit/textsafe.h"
 
 #include "cli/cli.h"
@@ -26,7 +27,9 @@ static const char call_help[] =
     "(\"[image image/png, 1234 bytes]\", \"[resource link URI]\"); structuredContent is printed\n"
     "when there is no text.\n"
     "\n"
-    "  --json               print the raw result object on one line instead\n"
+    "  --json               print {\"version\": 1, \"result\": the result object} on one\n"
+    "                       line instead (with \"error\" too when the tool reports one; on\n"
+    "                       failure {\"version\": 1, \"error\": {...}}: docs/json.md)\n"
     "  --timeout D          how long the call may take (default: the entry's\n"
     "                       \"requestTimeoutMs\", else its \"timeout\", else the settings'\n"
     "                       \"requestTimeoutMs\", else 60s; progress from the server extends\n"
@@ -117,6 +120,27 @@ static void render_result(FILE *out, struct json_object *result)
                                                        JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
+/* call --json's answer, on one line: {"version": 1, "result": the result as the server sent
+ * it}, and the error object too when the tool answered with isError (docs/json.md). */
+static void print_call_json(struct client *c, struct json_object *result, bool is_error)
+{
+    struct json_object *a = jsonw_answer_new();
+    char msg[512];
+    (void)snprintf(msg, sizeof(msg), "tool '%s' reported an error (its result is in \"result\")",
+                   c->tool);
+    if (!a || json_object_object_add(a, "result", json_object_get(result)) < 0 ||
+        (is_error && jsonw_answer_add_error(a, "tool_error", msg, NULL) < 0)) {
+        log_error(c->log, "cannot print the result: out of memory");
+        json_object_put(a);
+        return;
+    }
+    size_t len;
+    const char *text = jrpc_serialize(a, &len);
+    (void)fwrite(text, 1, len, stdout);
+    (void)fputc('\n', stdout);
+    json_object_put(a);
+}
+
 static void on_call_response(struct upstream_call *call, struct json_object *response, int error,
                              const char *message, void *userdata)
 {
@@ -148,10 +172,7 @@ static void on_call_response(struct upstream_call *call, struct json_object *res
     bool is_error = false;
     (void)json_get_bool(result, "isError", &is_error);
     if (c->json) {
-        size_t len;
-        const char *text = jrpc_serialize(result, &len);
-        (void)fwrite(text, 1, len, stdout);
-        (void)fputc('\n', stdout);
+        print_call_json(c, result, is_error);
     } else if (is_error) {
         log_error(c->log, "tool '%s' reported an error:", c->tool);
         (void)fflush(stdout);

@@ -15,6 +15,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/json.h"
+#include "credkit/jsonw.h"
 #include "credkit/mcp_config.h"
 #include "credkit/textsafe.h"
 
@@ -46,9 +47,10 @@ static const char test_help[] =
     "token of an OAuth entry of 'mcp-auth', a headersHelper run ('mcp-bridge list' shows their\n"
     "state without connecting; -v shows each refresh).\n"
     "\n"
-    "  --json               print {\"server\", \"transport\", \"protocolVersion\", \"era\"\n"
-    "                       (\"modern\" or \"legacy\"), \"serverInfo\", \"tools\": [names]}\n"
-    "                       instead\n"
+    "  --json               print {\"version\": 1, \"name\", \"transport\", \"protocol_version\",\n"
+    "                       \"era\" (\"modern\" or \"legacy\"), \"server_info\", \"tools\":\n"
+    "                       [names]} instead; on failure {\"version\": 1, \"error\": {\"code\",\n"
+    "                       \"message\", \"fix\"}} (docs/json.md)\n"
     "  --allow-http         with a URL: let credentials (mcp-auth's token) go to a plain\n"
     "                       http:// URL whose host is not loopback (\"allowHttp\": true of an\n"
     "                       entry)\n"
@@ -159,7 +161,7 @@ static const char *era_name(const struct upstream *u)
 
 static int print_test_json(struct client *c, struct json_object *tools)
 {
-    struct json_object *o = json_object_new_object(), *names = json_object_new_array();
+    struct json_object *o = jsonw_answer_new(), *names = json_object_new_array();
     int r = -ENOMEM;
     if (!o || !names)
         goto out;
@@ -170,12 +172,12 @@ static int print_test_json(struct client *c, struct json_object *tools)
     }
     const char *pv = upstream_protocol_version(c->u);
     struct json_object *info = upstream_server_info(c->u);
-    if (json_object_object_add(o, "server", json_object_new_string(c->server->name)) < 0 ||
+    if (json_object_object_add(o, "name", json_object_new_string(c->server->name)) < 0 ||
         json_object_object_add(
             o, "transport", json_object_new_string(mcp_transport_name(c->server->transport))) < 0 ||
-        json_object_object_add(o, "protocolVersion", pv ? json_object_new_string(pv) : NULL) < 0 ||
+        json_object_object_add(o, "protocol_version", pv ? json_object_new_string(pv) : NULL) < 0 ||
         json_object_object_add(o, "era", json_object_new_string(era_name(c->u))) < 0 ||
-        json_object_object_add(o, "serverInfo", json_object_get(info)) < 0)
+        json_object_object_add(o, "server_info", json_object_get(info)) < 0)
         goto out;
     if (json_object_object_add(o, "tools", names) < 0)
         goto out;

@@ -260,7 +260,7 @@ static struct json_object *find_signin(struct json_object *status, const char *u
     struct json_object *servers = json_get_array(status, "servers");
     for (size_t i = 0; servers && i < json_object_array_length(servers); i++) {
         struct json_object *t = json_object_array_get_idx(servers, i);
-        const char *u = json_get_string(t, "server_url");
+        const char *u = json_get_string(t, "url");
         if (u && strcmp(u, url) == 0)
             return t;
     }

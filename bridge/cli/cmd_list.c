@@ -14,6 +14,7 @@
 #include "credkit/buf.h"
 #include "credkit/duration.h"
 #include "credkit/json.h"
+#include "credkit/jsonw.h"
 #include "credkit/mcp_config.h"
 #include "credkit/path.h"
 #include "credkit/strv.h"
@@ -273,15 +274,17 @@ static const char list_help_json[] =
     "  --connect-timeout D  with --check: how long each may take to connect (default 15s)\n"
     "  --json        one JSON object for programs (paths absolute, every key always present;\n"
     "                \"check\" only with --check):\n"
-    "                {\"servers\": [{\"name\", \"transport\": \"stdio\"|\"http\"|\"sse\",\n"
+    "                {\"version\": 1,\n"
+    "                 \"servers\": [{\"name\", \"transport\": \"stdio\"|\"http\"|\"sse\",\n"
     "                  \"command\": string|null, \"args\": [string], \"url\": string|null,\n"
     "                  \"source\": path, \"layer\": \"bundled\"|\"shared\"|\"user\"|\"project\",\n"
     "                  \"import\": string|null, \"shadowed\": [string], \"disabled\": bool,\n"
     "                  \"warnings\": [string],\n"
     "                  \"lifecycle\": \"lazy\"|\"eager\"|\"keep-alive\"|null (invalid),\n"
-    "                  \"idleTimeoutMs\": number|null (0: never; null: keep-alive, invalid),\n"
-    "                  \"toolPrefix\", \"includeTools\", \"excludeTools\", \"requestTimeoutMs\",\n"
-    "                  \"valid\": bool, \"error\": string|null, \"missingVariables\": [string],\n"
+    "                  \"idle_timeout_ms\": number|null (0: never; null: keep-alive, invalid),\n"
+    "                  \"tool_prefix\", \"include_tools\", \"exclude_tools\",\n"
+    "                  \"request_timeout_ms\",\n"
+    "                  \"valid\": bool, \"error\": string|null, \"missing_variables\": [string],\n"
     "                  \"status\": \"ok\"|\"disabled\"|\"invalid\"|\"missing\"|\"login\"|\n"
     "                    \"untrusted\"|\"not-installed\"|\"ready\"|\"failed\"|\n"
     "                    \"sign-in-required\",\n"
@@ -289,16 +292,19 @@ static const char list_help_json[] =
     "                    \"error\": string|null},\n"
     "                  \"trust\": \"trusted\"|\"approved\"|\"untrusted\"|\"changed\",\n"
     "                  \"credentials\": {\"variables\": [{\"name\", \"resolved\": bool,\n"
-    "                     \"source\": string|null, \"expiresAt\": number|null,\n"
+    "                     \"source\": string|null, \"expires_at\": number|null,\n"
     "                     \"error\": string|null}],\n"
     "                   \"oauth\": null|{\"state\": \"signed-in\"|\"expired\"|\"login-required\"|\n"
-    "                     \"unknown\", \"expiresAt\": number|null, \"refreshToken\": bool,\n"
-    "                     \"autoAuth\": bool, \"command\": string|null,\n"
+    "                     \"unknown\", \"expires_at\": number|null, \"refresh_token\": bool,\n"
+    "                     \"auto_auth\": bool, \"command\": string|null,\n"
     "                     \"error\": string|null},\n"
-    "                   \"headersHelper\": null|{\"program\", \"shell\": bool,\n"
+    "                   \"headers_helper\": null|{\"program\", \"shell\": bool,\n"
     "                     \"path\": string|null}}}],\n"
     "                 \"files\": [{\"path\", \"exists\": bool}],\n"
+    "                 \"imported_files\": [{\"path\", \"import\", \"exists\": bool}],\n"
     "                 \"diagnostics\": [{\"source\", \"message\", \"warning\": bool}]}\n"
+    "                (docs/json.md; on failure {\"version\": 1, \"error\": {\"code\",\n"
+    "                \"message\", \"fix\"}})\n"
     "\n"
     "Helpers: $CREDKIT_SECRETS and $CREDKIT_MCP_AUTH name them; else they are looked for next\n"
     "to mcp-bridge, then on PATH. One that is missing is shown under each server that needs it.\n"
@@ -458,9 +464,9 @@ static struct json_object *json_oauth(bool *oom, const struct cmd_creds_oauth *o
         return NULL;
     struct json_object *o = json_object_new_object();
     cfg_jadd(oom, o, "state", cfg_jstr(oom, states[oa->state]));
-    cfg_jadd(oom, o, "expiresAt", jint_or_null(oom, oa->expires_at));
-    cfg_jadd(oom, o, "refreshToken", jbool(oom, oa->refresh_token));
-    cfg_jadd(oom, o, "autoAuth", jbool(oom, oa->auto_auth));
+    cfg_jadd(oom, o, "expires_at", jint_or_null(oom, oa->expires_at));
+    cfg_jadd(oom, o, "refresh_token", jbool(oom, oa->refresh_token));
+    cfg_jadd(oom, o, "auto_auth", jbool(oom, oa->auto_auth));
     cfg_jadd(oom, o, "command", cfg_jstr(oom, oa->command));
     cfg_jadd(oom, o, "error", cfg_jstr(oom, oa->error));
     return o;
@@ -475,7 +481,7 @@ static struct json_object *json_credentials(bool *oom, const struct cmd_creds_se
         cfg_jadd(oom, jv, "name", cfg_jstr(oom, v->name));
         cfg_jadd(oom, jv, "resolved", jbool(oom, v->resolved));
         cfg_jadd(oom, jv, "source", cfg_jstr(oom, v->source));
-        cfg_jadd(oom, jv, "expiresAt", jint_or_null(oom, v->expires_at));
+        cfg_jadd(oom, jv, "expires_at", jint_or_null(oom, v->expires_at));
         cfg_jadd(oom, jv, "error", cfg_jstr(oom, v->error));
         cfg_jpush(oom, vars, jv);
     }
@@ -490,7 +496,7 @@ static struct json_object *json_credentials(bool *oom, const struct cmd_creds_se
         if (!h)
             *oom = true;
     }
-    cfg_jadd(oom, o, "headersHelper", h);
+    cfg_jadd(oom, o, "headers_helper", h);
     return o;
 }
 
@@ -505,7 +511,7 @@ static void json_lifecycle(bool *oom, struct json_object *o, const struct mcp_se
     struct json_object *jidle = valid && idle >= 0 ? json_object_new_int64(idle) : NULL;
     if (valid && idle >= 0 && !jidle)
         *oom = true;
-    cfg_jadd(oom, o, "idleTimeoutMs", jidle);
+    cfg_jadd(oom, o, "idle_timeout_ms", jidle);
     /* the keys that shape what the agent gets of the server, as they apply */
     struct server_config sc = SERVER_CONFIG_INIT;
     valid = valid && server_config_parse(s->raw, &sc, NULL) >= 0;
@@ -513,16 +519,16 @@ static void json_lifecycle(bool *oom, struct json_object *o, const struct mcp_se
     int64_t rq = valid ? server_config_request_ms(&sc, s, st) : 0;
     if (valid && rq == 0)
         rq = s->timeout_ms;
-    cfg_jadd(oom, o, "toolPrefix",
+    cfg_jadd(oom, o, "tool_prefix",
              valid ? cfg_jstr(oom, prefix_words[server_config_prefix_of(&sc, st->tool_prefix)])
                    : NULL);
-    cfg_jadd(oom, o, "includeTools",
+    cfg_jadd(oom, o, "include_tools",
              valid && sc.include_tools ? cfg_jstrv(oom, sc.include_tools) : NULL);
-    cfg_jadd(oom, o, "excludeTools", valid ? cfg_jstrv(oom, sc.exclude_tools) : NULL);
+    cfg_jadd(oom, o, "exclude_tools", valid ? cfg_jstrv(oom, sc.exclude_tools) : NULL);
     struct json_object *jrq = valid && rq > 0 ? json_object_new_int64(rq) : NULL;
     if (valid && rq > 0 && !jrq)
         *oom = true;
-    cfg_jadd(oom, o, "requestTimeoutMs", jrq);
+    cfg_jadd(oom, o, "request_timeout_ms", jrq);
     server_config_release(&sc);
 }
 
@@ -532,7 +538,7 @@ int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
     struct server_settings st;
     server_settings_get(c, &st);
     bool oom = false;
-    struct json_object *root = json_object_new_object();
+    struct json_object *root = jsonw_answer_new();
     struct json_object *servers = json_object_new_array(), *files = json_object_new_array(),
                        *imported = json_object_new_array(), *diags = json_object_new_array();
 
@@ -559,7 +565,7 @@ int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
         json_lifecycle(&oom, o, s, &st);
         cfg_jadd(&oom, o, "valid", json_object_new_boolean(!s->error));
         cfg_jadd(&oom, o, "error", cfg_jstr(&oom, s->error));
-        cfg_jadd(&oom, o, "missingVariables", json_missing(&oom, cs));
+        cfg_jadd(&oom, o, "missing_variables", json_missing(&oom, cs));
         const struct client_probe *p = probes ? &probes[i] : NULL;
         cfg_jadd(&oom, o, "status",
                  json_status(&oom, entry_status(cs, mcp_config_trust_at(c, i), p)));
@@ -597,7 +603,7 @@ int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
     }
     cfg_jadd(&oom, root, "servers", servers);
     cfg_jadd(&oom, root, "files", files);
-    cfg_jadd(&oom, root, "importedFiles", imported);
+    cfg_jadd(&oom, root, "imported_files", imported);
     cfg_jadd(&oom, root, "diagnostics", diags);
     const char *text = oom ? NULL : json_object_to_json_string_ext(root, CFG_JSON_OUT_FLAGS);
     if (text)

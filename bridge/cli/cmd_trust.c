@@ -14,6 +14,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/json.h"
+#include "credkit/jsonw.h"
 #include "credkit/mcp_config.h"
 #include "credkit/path.h"
 #include "credkit/strv.h"
@@ -45,12 +46,15 @@ static const char trust_help[] =
     "  --project DIR   the project directory (default: the working directory)\n"
     "  --yes           approve without asking (scripts, CI: review with --json first)\n"
     "  --revoke        remove every approval given for the project\n"
-    "  --json          one JSON object for programs: {\"project\", \"entries\": [{\"name\",\n"
+    "  --json          one JSON object for programs: {\"version\": 1, \"project\",\n"
+    "                  \"entries\": [{\"name\",\n"
     "                  \"file\", \"trust\": \"untrusted\"|\"changed\"|\"approved\", \"sha256\",\n"
     "                  \"transport\", \"command\", \"args\", \"cwd\", \"env\": [names],\n"
-    "                  \"url\", \"headers\": [\"Name: value\"], \"headersHelper\",\n"
+    "                  \"url\", \"headers\": [\"Name: value\"], \"headers_helper\",\n"
     "                  \"variables\": [{\"name\", \"to\"}]}], \"approved\": [names]}, or\n"
-    "                  {\"project\", \"revoked\": N}; without --yes it approves nothing\n"
+    "                  {\"version\": 1, \"project\", \"revoked\": N}; without --yes it\n"
+    "                  approves nothing; on failure {\"version\": 1, \"error\": {\"code\",\n"
+    "                  \"message\", \"fix\"}} (docs/json.md)\n"
     "\n"
     "exit status: 0 approved (or nothing to approve, or --json without --yes: a report, or\n"
     "revoked), 1 nothing approved (declined, or not a terminal and no --yes) or the approvals\n"
@@ -296,7 +300,7 @@ static struct json_object *entry_json(bool *oom, const struct mcp_server *s, con
         }
     }
     cfg_jadd(oom, o, "headers", hs);
-    cfg_jadd(oom, o, "headersHelper", cfg_jstr(oom, json_get_string(raw, "headersHelper")));
+    cfg_jadd(oom, o, "headers_helper", cfg_jstr(oom, json_get_string(raw, "headersHelper")));
     struct json_object *vars = json_object_new_array();
     if (entry_refs(raw, &refs) < 0)
         *oom = true;
@@ -362,7 +366,7 @@ static int revoke(const char *dir, bool json, struct log *log)
     buf_init(&shown, 64 * 1024);
     if (json) {
         bool oom = false;
-        struct json_object *o = json_object_new_object();
+        struct json_object *o = jsonw_answer_new();
         cfg_jadd(&oom, o, "project", cfg_jstr(&oom, dir));
         cfg_jadd(&oom, o, "revoked", json_object_new_int64((int64_t)n));
         if (!oom)
@@ -486,7 +490,7 @@ int cmd_trust(int argc, char **argv, const struct args_globals *g, struct log *l
     }
     if (a.json) {
         bool oom = false;
-        struct json_object *root = json_object_new_object(), *entries = json_object_new_array(),
+        struct json_object *root = jsonw_answer_new(), *entries = json_object_new_array(),
                            *names = json_object_new_array();
         cfg_jadd(&oom, root, "project", cfg_jstr(&oom, dir));
         for (size_t i = 0; i < n; i++) {

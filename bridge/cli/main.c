@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include "credkit/args.h"
+#include "credkit/buf.h"
+#include "credkit/jsonw.h"
 #include "credkit/log.h"
 #include "credkit/secmem.h"
+#include "credkit/util.h"
 #include "credkit/version.h"
 
 #include "cli/cli.h"
@@ -118,6 +121,36 @@ static int take_bundled_flags(int argc, char **argv, struct args_globals *g)
     return w;
 }
 
+/* The exit statuses, as the failed answers of the commands given --json name them
+ * (docs/json.md) */
+static const struct jsonw_status_code json_codes[] = {
+    {BRIDGE_EXIT_FAILED, "failed",
+     "see the message: it says why the server failed, with the last lines it wrote on its "
+     "stderr"},
+    {BRIDGE_EXIT_USAGE, "usage", NULL}, /* the command's own help, below */
+    {BRIDGE_EXIT_CONFIG, "config",
+     "correct the entry or the file the message names ('mcp-bridge list' shows every entry and "
+     "why it is not used)"},
+    {BRIDGE_EXIT_TOOL_ERROR, "tool_error", NULL},
+    {BRIDGE_EXIT_LOGIN_REQUIRED, "login_required",
+     "sign in with the command the message names ('mcp-auth NAME')"},
+};
+
+/* The failed answer of a command given --json: the message is what was said on stderr. */
+static void json_failed(struct log *log, const char *cmd, int status)
+{
+    char help[96];
+    (void)snprintf(help, sizeof(help), "see 'mcp-bridge %.32s --help'", cmd);
+    struct buf b;
+    buf_init(&b, 64 * 1024);
+    if (jsonw_status_answer(&b, json_codes, ELEMENTSOF(json_codes), status, log_errors(log),
+                            status == BRIDGE_EXIT_USAGE ? help : NULL) >= 0) {
+        (void)fflush(stdout);
+        (void)write_full(STDOUT_FILENO, b.data, b.len);
+    }
+    buf_release(&b);
+}
+
 int main(int argc, char **argv)
 {
     typedef int (*cmd_fn)(int, char **, const struct args_globals *, struct log *);
@@ -186,6 +219,11 @@ int main(int argc, char **argv)
         argv[1] = progname; /* getopt's own messages then read "mcp-bridge call: ..." */
         optind = 0;         /* each command parses its own argv (0: full reset) */
         status = cmds[i].fn(argc - 1, argv + 1, &g, log);
+        /* serve and connect speak the protocol on stdout; call's isError is its answer */
+        if (status != BRIDGE_EXIT_OK && status != BRIDGE_EXIT_TOOL_ERROR &&
+            strcmp(cmd, "serve") != 0 && strcmp(cmd, "connect") != 0 &&
+            jsonw_wanted(argc - 1, argv + 1))
+            json_failed(log, cmd, status);
         goto out;
     }
     char msg[160];

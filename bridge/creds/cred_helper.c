@@ -504,8 +504,9 @@ static int secrets_answer(struct slot *s, const struct cred_proc_result *res, ch
     struct helper_secrets a = {0};
     struct err e = ERR_INIT;
     /* its exit status says nothing (1: some names failed), but one killed (at the timeout, or
-     * by anything else) said only part of its answer */
-    if (!res->out_len || res->signal) {
+     * by anything else) said only part of its answer, and past 1 it answered no name at all
+     * (its stdout holds the --json error object, docs/json.md: its stderr says it better) */
+    if (!res->out_len || res->signal || res->exit_code > 1) {
         cred_helper_run_failure(s, res, msg, size);
         return -EIO;
     }

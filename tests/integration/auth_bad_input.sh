@@ -263,7 +263,13 @@ delete j.tokens.refresh_token;
 fs.writeFileSync(f, JSON.stringify(j), { mode: 0o600 });' "$ENTRY"
 for form in "" --json; do
     run 4 A header $form demo
-    assert_eq "$OUT" "" "standard output of header $form with a bad stored token"
+    if [ -z "$form" ]; then
+        assert_eq "$OUT" "" "standard output of header with a bad stored token"
+    else
+        assert_eq "$(json_get "$OUT" 'j.error.code')" "login_required" "header --json's error object"
+        assert_eq "$(json_get "$OUT" 'j.error.fix')" "run 'mcp-auth demo'"
+        assert_not_contains "$OUT" "X-Injected" "the error object of header --json"
+    fi
     assert_contains "$ERR" "the stored token for '$AS/mcp' is not a valid bearer token"
     assert_contains "$ERR" "sign in with: mcp-auth demo"
     assert_not_contains "$ERR" "X-Injected" "the message of header $form"

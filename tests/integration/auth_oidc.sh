@@ -45,7 +45,7 @@ assert_eq "$(file_mode "$PI_CODING_AGENT_DIR/oauth")" 700 "oauth dir mode"
 for f in "$PI_CODING_AGENT_DIR"/oauth/*.json; do assert_eq "$(file_mode "$f")" 600 "entry mode"; done
 
 run 0 A status --json
-assert_eq "$(json_get "$OUT" 'j.servers[0].server_url')" "$MCP"
+assert_eq "$(json_get "$OUT" 'j.servers[0].url')" "$MCP"
 assert_eq "$(json_get "$OUT" 'j.servers[0].issuer')" "$AS"
 assert_eq "$(json_get "$OUT" 'j.servers[0].registration')" dynamic
 assert_eq "$(json_get "$OUT" 'j.servers[0].has_refresh_token')" true

@@ -125,10 +125,11 @@ assert_contains "$OUT" "tools:"
 assert_contains "$OUT" "  echo"
 assert_contains "$OUT" "  get-sum"
 run 0 C test ev --json
-assert_eq "$(json_get "$OUT" 'j.server')" "ev"
+assert_eq "$(json_get "$OUT" 'j.version')" "1"
+assert_eq "$(json_get "$OUT" 'j.name')" "ev"
 assert_eq "$(json_get "$OUT" 'j.transport')" "stdio"
-assert_eq "$(json_get "$OUT" 'typeof j.protocolVersion')" "string"
-assert_eq "$(json_get "$OUT" 'typeof j.serverInfo.name')" "string"
+assert_eq "$(json_get "$OUT" 'typeof j.protocol_version')" "string"
+assert_eq "$(json_get "$OUT" 'typeof j.server_info.name')" "string"
 assert_eq "$(json_get "$OUT" 'j.tools.includes("echo") && j.tools.includes("get-sum")')" "true"
 # the tools a client gets only when it declares elicitation and roots
 assert_eq "$(json_get "$OUT" 'j.tools.includes("trigger-elicitation-request")')" "true"
@@ -137,7 +138,7 @@ assert_eq "$(json_get "$OUT" 'j.tools.includes("get-roots-list")')" "true"
 assert_eq "$(json_get "$OUT" 'j.tools.includes("trigger-sampling-request")')" "false"
 # global options after the command
 run 0 B test ev --json --config "$CFG" -q
-assert_eq "$(json_get "$OUT" 'j.server')" "ev"
+assert_eq "$(json_get "$OUT" 'j.name')" "ev"
 run 1 C test missing
 assert_contains "$ERR" "no-such-server"
 
@@ -146,7 +147,9 @@ run 0 C call ev echo '{"message": "hello, bridge"}'
 assert_eq "$OUT" "Echo: hello, bridge"
 run 0 C call ev get-sum '{"a": 2, "b": 3}' --json
 assert_eq "$(printf '%s\n' "$OUT" | wc -l)" "1" "--json prints one line"
-assert_eq "$(json_get "$OUT" 'j.content[0].text')" "The sum of 2 and 3 is 5."
+assert_eq "$(json_get "$OUT" 'j.version')" "1"
+assert_eq "$(json_get "$OUT" 'j.result.content[0].text')" "The sum of 2 and 3 is 5."
+assert_eq "$(json_get "$OUT" '"error" in j')" "false" "no error object when the tool succeeds"
 run_in 0 '{"message": "from stdin"}' C call ev echo -
 assert_eq "$OUT" "Echo: from stdin"
 run 0 C call ev get-tiny-image
@@ -158,7 +161,7 @@ run 0 C call ev get-resource-reference '{"resourceType": "Text", "resourceId": 1
 assert_contains "$OUT" "[resource "
 assert_contains "$OUT" "bytes of text]"
 run 0 C call ev get-structured-content '{"location": "New York"}' --json
-assert_eq "$(json_get "$OUT" 'typeof j.structuredContent')" "object"
+assert_eq "$(json_get "$OUT" 'typeof j.result.structuredContent')" "object"
 # elicitation: accepted with each field's default (the schema's required "name" has none)
 run 0 C call ev trigger-elicitation-request
 assert_contains "$OUT" "Favorite Integer: 42"
@@ -166,13 +169,14 @@ assert_contains "$OUT" "Favorite Number: 3.14"
 assert_not_contains "$OUT" "declined"
 # roots: an empty list
 run 0 C call ev get-roots-list --json
-assert_eq "$(json_get "$OUT" 'j.isError === true')" "false"
+assert_eq "$(json_get "$OUT" 'j.result.isError === true')" "false"
 # the tool says it failed: 4, its content on stderr
 run 4 C call ev get-sum '{"a": "two", "b": 3}'
 assert_contains "$ERR" "tool 'get-sum' reported an error"
 assert_eq "$OUT" ""
 run 4 C call ev get-sum '{"a": "two"}' --json
-assert_eq "$(json_get "$OUT" 'j.isError')" "true"
+assert_eq "$(json_get "$OUT" 'j.result.isError')" "true"
+assert_eq "$(json_get "$OUT" 'j.error.code')" "tool_error"
 # a tool the server does not have: an error, never 0
 rc=0
 C call ev no-such-tool >"$T_ROOT/out" 2>"$T_ROOT/err" </dev/null || rc=$?
@@ -226,7 +230,8 @@ run 6 B --config "$T_ROOT/creds.json" call oauthsrv anything '{}'
 assert_contains "$ERR" "run 'mcp-auth --config \"$T_ROOT/creds.json\" oauthsrv'"
 assert_eq "$OUT" "" "call's stdout when a sign-in is needed"
 run 6 B --config "$T_ROOT/creds.json" call oauthsrv anything --json
-assert_eq "$OUT" "" "call --json's stdout when a sign-in is needed"
+assert_eq "$(json_get "$OUT" 'j.error.code')" "login_required" "call --json's stdout when a sign-in is needed"
+assert_contains "$(json_get "$OUT" 'j.error.message')" "run 'mcp-auth --config \"$T_ROOT/creds.json\" oauthsrv'"
 rm -f "$PI_CODING_AGENT_DIR/secrets.json"
 T_CHECKS=$((T_CHECKS + 1))
 ! pgrep -f "$MARK" >/dev/null || fail "a server child outlived its command"
@@ -256,7 +261,7 @@ printf '{"mcpServers": {"bundled-ev": {"command": "node", "args": ["%s", "stdio"
     "$EVERYTHING" >"$T_ROOT/bundled.json"
 run 0 bash -c 'cd "$1/proj" && CREDKIT_BRIDGE_BUNDLED="$1/bundled.json" "$2" test bundled-ev --json' \
     _ "$T_ROOT" "$MCP_BRIDGE_BIN"
-assert_eq "$(json_get "$OUT" 'j.server')" "bundled-ev"
+assert_eq "$(json_get "$OUT" 'j.name')" "bundled-ev"
 # a project's entry is used once approved (bridge_trust.sh tests the approvals)
 run 3 bash -c 'cd "$1/proj" && "$2" call proj-ev echo "{\"message\": \"project\"}"' \
     _ "$T_ROOT" "$MCP_BRIDGE_BIN"
@@ -281,9 +286,9 @@ URL="http://127.0.0.1:$PORT/mcp"
 run 0 B call "$URL" echo '{"message": "over http"}'
 assert_eq "$OUT" "Echo: over http"
 run 0 B call "$URL" get-sum '{"a": 40, "b": 2}' --json
-assert_eq "$(json_get "$OUT" 'j.content[0].text')" "The sum of 40 and 2 is 42."
+assert_eq "$(json_get "$OUT" 'j.result.content[0].text')" "The sum of 40 and 2 is 42."
 run 0 B test "$URL" --json
-assert_eq "$(json_get "$OUT" 'j.server')" "127.0.0.1"
+assert_eq "$(json_get "$OUT" 'j.name')" "127.0.0.1"
 assert_eq "$(json_get "$OUT" 'j.transport')" "http"
 assert_eq "$(json_get "$OUT" 'j.tools.includes("echo")')" "true"
 run 0 B call "$URL" trigger-elicitation-request

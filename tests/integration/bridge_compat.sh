@@ -136,7 +136,7 @@ assert_eq "$(json_get "$LIST" 'j.servers[0].lifecycle')" "lazy"
 agent "$T_ROOT/stdio.json" mcp_filesystem_get-sum '{"a": 40, "b": 2}'
 assert_eq "$(json_get "$OUT" 'j.text')" "The sum of 40 and 2 is 42."
 # idleTimeout in minutes
-assert_eq "$(json_get "$LIST" 'j.servers[0].idleTimeoutMs')" "900000" "stdio: 15 minutes"
+assert_eq "$(json_get "$LIST" 'j.servers[0].idle_timeout_ms')" "900000" "stdio: 15 minutes"
 run 0 B list --mcp-config "$T_ROOT/stdio.json"
 assert_eq "$(printf '%s\n' "$OUT" | grep -c '^filesystem .* lazy 15m ')" 1 "stdio: list's lifecycle"
 
@@ -306,8 +306,8 @@ assert_eq "$(status_of off)" "disabled" "keys: disabled"
 # named on the command line, a disabled server is still tested, with a word about it
 run 0 B test off --mcp-config "$T_ROOT/keys.json"
 assert_contains "$ERR" "server 'off' is disabled (\"disabled\": true in its entry): 'serve' does not start it"
-assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "never-idle").idleTimeoutMs')" "0"
-assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "heavy-server").idleTimeoutMs')" "1800000"
+assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "never-idle").idle_timeout_ms')" "0"
+assert_eq "$(json_get "$LIST" 'j.servers.find((s) => s.name === "heavy-server").idle_timeout_ms')" "1800000"
 run 0 B list --mcp-config "$T_ROOT/keys.json"
 assert_eq "$(printf '%s\n' "$OUT" | grep -c '^never-idle .* lazy never ')" 1 "list: never idle"
 assert_eq "$(printf '%s\n' "$OUT" | grep -c '^off .* disabled ')" 1 "list: disabled"

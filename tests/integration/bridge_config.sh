@@ -97,10 +97,10 @@ run 0 B list --json
 J=$OUT
 assert_eq "$(json_get "$J" 'j.servers.map(s => s.name).join(",")')" "arr,both,good,needs,zero" "sorted names"
 assert_eq "$(json_get "$J" 'Object.keys(j.servers[0]).join(",")')" \
-    "name,transport,command,args,url,source,layer,import,shadowed,disabled,warnings,lifecycle,idleTimeoutMs,toolPrefix,includeTools,excludeTools,requestTimeoutMs,valid,error,missingVariables,status,trust,credentials" "server keys"
-assert_eq "$(json_get "$J" 'Object.keys(j.servers[0].credentials).join(",")')" "variables,oauth,headersHelper" \
+    "name,transport,command,args,url,source,layer,import,shadowed,disabled,warnings,lifecycle,idle_timeout_ms,tool_prefix,include_tools,exclude_tools,request_timeout_ms,valid,error,missing_variables,status,trust,credentials" "server keys"
+assert_eq "$(json_get "$J" 'Object.keys(j.servers[0].credentials).join(",")')" "variables,oauth,headers_helper" \
     "credentials keys"
-assert_eq "$(json_get "$J" 'Object.keys(j).join(",")')" "servers,files,importedFiles,diagnostics" "top-level keys"
+assert_eq "$(json_get "$J" 'Object.keys(j).join(",")')" "version,servers,files,imported_files,diagnostics" "top-level keys"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").args')" '["server.js","--port","1 2"]'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").url')" "null"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").source')" "$USER_FILE"
@@ -111,7 +111,7 @@ assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").import')" "nu
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").shadowed')" "[]"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").disabled')" "false"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").lifecycle')" "lazy"
-assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").idleTimeoutMs')" "600000"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "good").idle_timeout_ms')" "600000"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "both").lifecycle')" "null"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "both").valid')" "false"
 assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "both").error')" "server 'both'"
@@ -121,7 +121,7 @@ assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "both").command')" "x
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "zero").transport')" "http"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "arr").args')" '["--x","y"]'
 assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "arr").error')" '"env"'
-assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").missingVariables')" '["MISSING_TOKEN_XYZ"]'
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").missing_variables')" '["MISSING_TOKEN_XYZ"]'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").status')" "missing"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "needs").credentials.variables[0].resolved')" "false"
 assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "needs").credentials.variables[0].error')" \
@@ -196,16 +196,16 @@ assert_eq "$(json_get "$J" 'j.servers.map(s => s.name + "=" + s.status).join(" "
     "autolin=login envtok=ok helper=ok linear=login nohelper=missing nothing=missing plain=ok recipe=ok stdio=missing"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "recipe").credentials.variables.map(v => [v.name, v.resolved, v.source, v.error])')" \
     '[["RECIPE_TOKEN_XYZ",true,"command",null]]'
-assert_eq "$(json_get "$J" 'typeof j.servers.find(s => s.name === "recipe").credentials.variables[0].expiresAt')" "number"
+assert_eq "$(json_get "$J" 'typeof j.servers.find(s => s.name === "recipe").credentials.variables[0].expires_at')" "number"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "envtok").credentials.variables[0].source')" "environment"
-assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "stdio").missingVariables')" '["NO_SUCH_TOKEN_XYZ"]'
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "stdio").missing_variables')" '["NO_SUCH_TOKEN_XYZ"]'
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.state')" "login-required"
-assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.autoAuth')" "false"
-assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "autolin").credentials.oauth.autoAuth')" "true"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.auto_auth')" "false"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "autolin").credentials.oauth.auto_auth')" "true"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "linear").credentials.oauth.command')" \
     "mcp-auth --config \"$T_ROOT/creds.json\" linear"
-assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "helper").credentials.headersHelper.path')" "$T_ROOT/get-headers"
-assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "nohelper").credentials.headersHelper.path')" "null"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "helper").credentials.headers_helper.path')" "$T_ROOT/get-headers"
+assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "nohelper").credentials.headers_helper.path')" "null"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "plain").credentials.oauth')" "null"
 
 # a sign-in stored by mcp-auth (its store's format, written here: signing in with a browser is
@@ -249,8 +249,8 @@ run 0 B --config "$T_ROOT/signed.json" list --json
 assert_not_contains "$OUT" "$CANARY" "list --json (no token is shown)"
 assert_eq "$(json_get "$OUT" 'j.servers.map(s => s.name + "=" + (s.credentials.oauth ? s.credentials.oauth.state : "-")).join(" ")')" \
     "dead=login-required fresh=signed-in off=- quiet=signed-in stale=expired"
-assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.expiresAt')" "$((NOW + 3600))"
-assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.refreshToken')" "true"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.expires_at')" "$((NOW + 3600))"
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "fresh").credentials.oauth.refresh_token')" "true"
 rm -rf "$PI_CODING_AGENT_DIR/oauth"
 
 # a helper that is not installed is each server's state, never a failure of the list

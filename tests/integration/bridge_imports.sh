@@ -216,7 +216,7 @@ assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "codex-tool").w
 assert_contains "$(json_get "$J" 'JSON.stringify(j.servers.find(s => s.name === "codex-float"))')" \
     "float-cmd" "a Codex server with a float and a per-tool key"
 assert_eq "$(json_get "$J" 'j.servers.find(s => s.name === "mine").import')" "null" "a layer's own entry"
-assert_contains "$(json_get "$J" 'j.importedFiles.map(f => f.import + " " + f.path).join("\n")')" \
+assert_contains "$(json_get "$J" 'j.imported_files.map(f => f.import + " " + f.path).join("\n")')" \
     "codex $HOME/.codex/config.toml" "the imported files of list --json"
 assert_contains "$(json_get "$J" 'j.servers.find(s => s.name === "vs-remote").source')" \
     "$PROJ/.vscode/mcp.json"

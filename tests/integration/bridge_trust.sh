@@ -101,7 +101,7 @@ assert_not_contains "$OUT" "$TRUST_TEST_SECRET" "list shows no secret"
 run 0 B list --json
 assert_eq "$(json_get "$OUT" 'j.servers.map(s => s.name + "=" + s.status + "/" + s.trust).join(" ")')" \
     "marker=untrusted/untrusted mine=ok/trusted web=untrusted/untrusted" "list --json: status and trust"
-assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "web").missingVariables')" "[]" \
+assert_eq "$(json_get "$OUT" 'j.servers.find(s => s.name === "web").missing_variables')" "[]" \
     "an untrusted entry's variables are not looked up"
 
 run 3 B test marker

@@ -74,12 +74,12 @@ async function listChecks() {
       expect(by[name] && by[name].valid && !by[name].error, `${name}: ${JSON.stringify(by[name])}`);
     }
     const my = by['my-server'];
-    expect(my.lifecycle === 'lazy' && my.idleTimeoutMs === 600000 && my.requestTimeoutMs === 30000, JSON.stringify(my));
-    expect(my.toolPrefix === 'server' && my.includeTools === null, JSON.stringify(my));
-    expect(by.resident.lifecycle === 'lazy-keep-alive' && by.resident.idleTimeoutMs === null, JSON.stringify(by.resident));
-    expect(by.resident.requestTimeoutMs === 30000, 'the settings\' requestTimeoutMs');
-    expect(JSON.stringify(by.dokploy.includeTools) === '["get_*","dokploy_list_apps"]', JSON.stringify(by.dokploy));
-    expect(JSON.stringify(by.figma.excludeTools) === '["read_figjam","figma_get_code_connect_map"]', JSON.stringify(by.figma));
+    expect(my.lifecycle === 'lazy' && my.idle_timeout_ms === 600000 && my.request_timeout_ms === 30000, JSON.stringify(my));
+    expect(my.tool_prefix === 'server' && my.include_tools === null, JSON.stringify(my));
+    expect(by.resident.lifecycle === 'lazy-keep-alive' && by.resident.idle_timeout_ms === null, JSON.stringify(by.resident));
+    expect(by.resident.request_timeout_ms === 30000, 'the settings\' requestTimeoutMs');
+    expect(JSON.stringify(by.dokploy.include_tools) === '["get_*","dokploy_list_apps"]', JSON.stringify(by.dokploy));
+    expect(JSON.stringify(by.figma.exclude_tools) === '["read_figjam","figma_get_code_connect_map"]', JSON.stringify(by.figma));
     expect(by.github.warnings.some((w) => w.includes('"directTools" is "search": read as false')), JSON.stringify(by.github.warnings));
     expect(by.github.warnings.some((w) => w.includes('"searchKeywords" is accepted and not applied')), JSON.stringify(by.github.warnings));
     // each setting the bridge does not apply says so; none is an error
@@ -96,7 +96,7 @@ async function listChecks() {
       mcpServers: { 'gh-mcp': { command: 'npx', lifecycle: 'lazy-keep-alive', idleTimeout: -4 } } }));
     const j = await listJson(bad);
     const s = j.servers[0];
-    expect(s.valid && s.toolPrefix === 'short' && s.lifecycle === 'lazy-keep-alive' && s.requestTimeoutMs === null, JSON.stringify(s));
+    expect(s.valid && s.tool_prefix === 'short' && s.lifecycle === 'lazy-keep-alive' && s.request_timeout_ms === null, JSON.stringify(s));
     expect(s.warnings.some((w) => w.includes('"idleTimeout" must be') && w.endsWith(': it is ignored')), JSON.stringify(s.warnings));
     const diags = j.diagnostics.map((d) => d.message);
     expect(diags.some((m) => m.includes('"settings.requestTimeoutMs" must be a number of milliseconds, not a string: it is ignored')), diags.join('\n'));

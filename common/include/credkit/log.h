@@ -33,6 +33,12 @@ void log_free(struct log *l);
 void log_set_level(struct log *l, enum log_level level);
 enum log_level log_get_level(const struct log *l);
 
+/* The error lines written so far, redacted and escaped as on stderr but without the prefix,
+ * joined by '\n' ("" when none; at most 16 KiB, the first lines kept): the message of the
+ * error object a --json command answers with when it fails (jsonw.h). Borrowed; valid until
+ * the next message or log_free(). */
+const char *log_errors(const struct log *l);
+
 /* The registry every line passes through. Borrowed; owned by the log. */
 struct redact *log_redact(struct log *l);
 

@@ -106,15 +106,15 @@ static struct json_object *status_answer(int64_t now)
     char text[2048];
     snprintf(text, sizeof(text),
              "{\"version\": 1, \"servers\": ["
-             "{\"server_url\": \"https://ok.example/mcp\", \"has_access_token\": true,"
+             "{\"url\": \"https://ok.example/mcp\", \"has_access_token\": true,"
              " \"expires_at\": %lld, \"has_refresh_token\": true},"
-             "{\"server_url\": \"https://old.example/mcp\", \"has_access_token\": true,"
+             "{\"url\": \"https://old.example/mcp\", \"has_access_token\": true,"
              " \"expires_at\": %lld, \"has_refresh_token\": true},"
-             "{\"server_url\": \"https://dead.example/mcp\", \"has_access_token\": true,"
+             "{\"url\": \"https://dead.example/mcp\", \"has_access_token\": true,"
              " \"expires_at\": %lld, \"has_refresh_token\": false},"
-             "{\"server_url\": \"https://noexp.example/mcp\", \"has_access_token\": true,"
+             "{\"url\": \"https://noexp.example/mcp\", \"has_access_token\": true,"
              " \"has_refresh_token\": false},"
-             "{\"server_url\": \"https://out.example/mcp\", \"has_access_token\": false,"
+             "{\"url\": \"https://out.example/mcp\", \"has_access_token\": false,"
              " \"has_refresh_token\": true}]}",
              (long long)(now + 3600), (long long)(now - 10), (long long)(now - 10));
     return json_tokener_parse(text);
@@ -484,7 +484,7 @@ static void test_oauth_list_agrees_with_provider(void)
         const struct mcp_server *s = mcp_config_at(c, i);
         if (s->url)
             len += (size_t)snprintf(status + len, sizeof(status) - len,
-                                    "%s{\"server_url\": \"%s\", \"has_access_token\": true,"
+                                    "%s{\"url\": \"%s\", \"has_access_token\": true,"
                                     " \"has_refresh_token\": true}",
                                     len > 30 ? "," : "", s->url);
     }

@@ -206,6 +206,8 @@ static void test_json(void)
     char *out = captured(run_json, c, rep, &displays);
     struct json_object *root = json_tokener_parse(out);
     CHECK(root != NULL);
+    int64_t version = 0;
+    CHECK(json_get_int64(root, "version", &version) && version == 1);
     struct json_object *servers = json_get_array(root, "servers");
     size_t seen = 0;
     for (size_t i = 0; servers && i < json_object_array_length(servers); i++) {
@@ -226,12 +228,12 @@ static void test_json(void)
             struct json_object *w = json_get_array(o, "warnings");
             CHECK(w && json_object_array_length(w) == 1);
             CHECK_STR(json_get_string(o, "lifecycle"), "lazy");
-            CHECK(json_object_object_get_ex(o, "idleTimeoutMs", &v) &&
+            CHECK(json_object_object_get_ex(o, "idle_timeout_ms", &v) &&
                   json_object_get_int64(v) == 600000);
         } else if (strcmp(name, "kept") == 0) {
             seen++;
             CHECK_STR(json_get_string(o, "lifecycle"), "keep-alive");
-            CHECK(json_object_object_get_ex(o, "idleTimeoutMs", &v) && v == NULL);
+            CHECK(json_object_object_get_ex(o, "idle_timeout_ms", &v) && v == NULL);
         } else if (strcmp(name, "plain") == 0) {
             seen++;
             CHECK(json_object_object_get_ex(o, "import", &v) && v == NULL);

@@ -1,7 +1,10 @@
 /* test_log.c - the rate limit of repeated messages: a burst per window, the rest counted and
  * said by the first message of a later window, a new window after a quiet spell, a clock that
- * goes back, and a flood of a million messages costing a few lines per window. */
+ * goes back, and a flood of a million messages costing a few lines per window; the error lines
+ * kept for a --json failure's message, redacted, without the prefix. */
+#include <fcntl.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "credkit/log.h"
 #include "tests.h"
@@ -53,4 +56,34 @@ static void test_ratelimit_flood(void)
     CHECK_INT(shown + said_suppressed + sup, 1000000ull);
 }
 
-TESTS_MAIN(test_ratelimit_burst_and_count, test_ratelimit_flood)
+static void test_errors_kept(void)
+{
+    int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    CHECK(fd >= 0);
+    struct log *l = log_new("tool", fd);
+    CHECK(l != NULL);
+    if (!l)
+        return;
+    CHECK_STR(log_errors(l), "");
+    CHECK_INT(redact_add(log_redact(l), "token", "hunter22", 8), 0);
+    log_warn(l, "a warning is not kept");
+    log_error(l, "cannot use 'hunter22': %s", "refused\n");
+    log_info(l, "nor is info");
+    log_error(l, "second \x1b[2J line");
+    const char *kept = log_errors(l);
+    CHECK(strstr(kept, "hunter22") == NULL);
+    CHECK(strstr(kept, "warning") == NULL && strstr(kept, "info") == NULL);
+    CHECK(strncmp(kept, "cannot use '", 12) == 0);
+    CHECK(strstr(kept, "refused\nsecond ") != NULL);
+    CHECK(strchr(kept, '\x1b') == NULL);
+    CHECK(strstr(kept, "tool:") == NULL);
+    /* a flood keeps its first lines, within the cap */
+    for (int i = 0; i < 10000; i++)
+        log_error(l, "line %d of a flood", i);
+    CHECK(strlen(log_errors(l)) <= 16 * 1024);
+    CHECK(strncmp(log_errors(l), "cannot use '", 12) == 0);
+    log_free(l);
+    close(fd);
+}
+
+TESTS_MAIN(test_ratelimit_burst_and_count, test_ratelimit_flood, test_errors_kept)
