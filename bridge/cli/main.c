@@ -219,8 +219,10 @@ int main(int argc, char **argv)
         argv[1] = progname; /* getopt's own messages then read "mcp-bridge call: ..." */
         optind = 0;         /* each command parses its own argv (0: full reset) */
         status = cmds[i].fn(argc - 1, argv + 1, &g, log);
-        /* serve and connect speak the protocol on stdout; call's isError is its answer */
+        /* serve and connect speak the protocol on stdout; call's isError is its answer, and
+         * so is doctor's report of the problems it found */
         if (status != BRIDGE_EXIT_OK && status != BRIDGE_EXIT_TOOL_ERROR &&
+            !(status == BRIDGE_EXIT_FAILED && strcmp(cmd, "doctor") == 0) &&
             strcmp(cmd, "serve") != 0 && strcmp(cmd, "connect") != 0 &&
             jsonw_wanted(argc - 1, argv + 1))
             json_failed(log, cmd, status);

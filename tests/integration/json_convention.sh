@@ -199,6 +199,38 @@ failed mcp-bridge-trust config "trust of a directory that is not there"
 run 2 C trust --json --revoke --yes
 failed mcp-bridge-trust usage "trust --revoke --yes"
 
+# doctor: its report, problems found (exit 1) or not; a missing --config is the error object
+printf '{"mcpServers": {"gone": {"command": "no-such-mcp-server-xyz"}}}\n' >"$T_ROOT/doctor.json"
+run 1 B --config "$T_ROOT/doctor.json" doctor --json --no-connect
+valid mcp-bridge-doctor "doctor, a problem found"
+assert_eq "$(json_get "$OUT" 'j.ok')" "false"
+assert_eq "$(json_get "$OUT" 'j.checks.find(c => c.subject === "gone").level')" "problem"
+printf '{"mcpServers": {"ev": {"command": "node", "args": ["%s", "stdio", "%s"]}}}\n' \
+    "$EVERYTHING" "$MARK" >"$T_ROOT/doctor-ok.json"
+run 0 B --config "$T_ROOT/doctor-ok.json" doctor --json
+valid mcp-bridge-doctor "doctor, no problem"
+assert_eq "$(json_get "$OUT" '/^ready, \d+ tools$/.test(j.checks.find(c => c.subject === "ev").message)')" "true"
+run 3 B --config "$T_ROOT/no-such.json" doctor --json
+failed mcp-bridge-doctor config "doctor, --config naming a missing file"
+
+# install and uninstall: the changes made, the same again (none), a refusal
+mkdir -p "$HOME/.cursor"
+printf '{"mcpServers": {"files": {"command": "files-mcp"}}}\n' >"$HOME/.cursor/mcp.json"
+run 0 B install cursor --json
+valid mcp-bridge-install "install"
+assert_eq "$(json_get "$OUT" 'j.changes.map(c => c.action).join(",")')" "added,moved,backup"
+run 0 B install cursor --json
+valid mcp-bridge-install "install again"
+assert_eq "$(json_get "$OUT" 'j.changed')" "false"
+run 0 B uninstall cursor --json
+valid mcp-bridge-install "uninstall"
+assert_eq "$(json_get "$OUT" 'j.changes[0].action')" "restored"
+printf '{"mcpServers": {"bridge": {"command": "something-else"}}}\n' >"$HOME/.cursor/mcp.json"
+run 3 B install cursor --json
+failed mcp-bridge-install config "install over a 'bridge' that is not the bridge"
+run 2 B install --json
+failed mcp-bridge-install usage "install without an agent"
+
 # every schema was checked
 for f in "$SCHEMAS"/*.json; do
     name=$(basename "$f" .json)
