@@ -86,9 +86,13 @@ static int status(struct downstream *d, struct buf *out)
         const char *reason = NULL;
         enum ds_avail a = ds_server_avail(s, &reason);
         if (a == DS_AVAIL_LOGIN && reason) {
+            /* the command to run: what the line says already is left out of the reason */
+            const char *fix = ds_past_server_name(s->name, reason);
+            if (strncmp(fix, "sign-in required: ", 18) == 0)
+                fix += 18;
             r = buf_printf(out, "%s: %s (", s->name, avail_word(a));
             if (r >= 0)
-                r = proxy_append_line(out, reason, 300);
+                r = proxy_append_line(out, fix, 300);
             if (r >= 0)
                 r = buf_append_str(out, ")\n");
         } else {
