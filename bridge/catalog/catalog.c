@@ -47,6 +47,7 @@ struct catalog_source {
     bool filters_checked;                       /* patterns matching nothing were logged */
     enum server_direct direct;                  /* directTools */
     struct strv direct_tools;                   /* SERVER_DIRECT_LIST: raw or exposed names */
+    struct strv found;                          /* held tools a search found: listed now */
     bool expose_resources;                      /* exposeResources: read tools too */
     struct json_object *items[CATALOG_N_KINDS]; /* as the server gave them; NULL: none */
     void *userdata;
@@ -59,6 +60,7 @@ struct route {
     const char *orig;            /* the name (tools, prompts), uri or uriTemplate it knows */
     struct json_object *exposed; /* tools: the Tool object the agent sees (reference) */
     bool direct;                 /* tools: listed in tools/list */
+    bool held;                   /* tools: not listed until a search finds it */
     bool resource;               /* tools: a read tool of the resource orig */
 };
 
@@ -85,6 +87,7 @@ struct catalog {
      * catalogue's), for servers whose tools are not known yet (catalog_unprefix()) */
     struct hashmap *entry_prefix;
     bool direct_default; /* settings.directTools */
+    bool direct_search;  /* settings.directTools is "search" */
     bool proxy;          /* the proxy tool is listed (not settings.disableProxyTool) */
     struct direct_override override;
     struct list lists[CATALOG_N_KINDS];
@@ -201,6 +204,7 @@ void catalog_source_free(struct catalog_source *src)
     strv_release(&src->include);
     strv_release(&src->exclude);
     strv_release(&src->direct_tools);
+    strv_release(&src->found);
     free(src->name);
     free(src);
 }
@@ -419,10 +423,22 @@ static bool is_direct(const struct catalog *c, const struct catalog_source *src,
     case SERVER_DIRECT_LIST:
         return strv_contains(&src->direct_tools, orig) ||
                strv_contains(&src->direct_tools, exposed);
+    case SERVER_DIRECT_SEARCH:
+        return strv_contains(&src->found, orig);
     case SERVER_DIRECT_UNSET:
     default:
-        return c->direct_default;
+        return c->direct_default || (c->direct_search && strv_contains(&src->found, orig));
     }
+}
+
+/* Whether src's tools are held back until a search finds them (directTools "search", the
+ * entry's or the settings'; MCP_DIRECT_TOOLS decides alone when set). */
+static bool is_held(const struct catalog *c, const struct catalog_source *src)
+{
+    if (c->override.set)
+        return false;
+    return src->direct == SERVER_DIRECT_SEARCH ||
+           (src->direct == SERVER_DIRECT_UNSET && c->direct_search);
 }
 
 /* The tool that reads resource res (uri) of src, named name. NULL on ENOMEM. */
@@ -533,6 +549,7 @@ static int build_tools_of(const struct catalog *c, struct catalog_source *src, s
         r = add_route(l, src, item, orig, exposed, direct, resource);
         if (r < 0)
             return r;
+        l->routes[l->n_routes - 1].held = !direct && is_held(c, src);
     }
     return 0;
 }
@@ -731,12 +748,13 @@ void catalog_free(struct catalog *c)
     free(c);
 }
 
-static void read_modes(const struct mcp_config *config, bool *direct, bool *proxy)
+static void read_modes(struct catalog *c, const struct mcp_config *config)
 {
     struct server_settings st;
     server_settings_get(config, &st);
-    *direct = st.direct_tools;
-    *proxy = !st.disable_proxy_tool;
+    c->direct_default = st.direct_tools;
+    c->direct_search = st.direct_search;
+    c->proxy = !st.disable_proxy_tool;
 }
 
 /* The entries' own toolPrefix, by name; on ENOMEM none (the catalogue's prefix is used for
@@ -761,7 +779,7 @@ void catalog_configure(struct catalog *c, const struct mcp_config *config)
 {
     c->prefix = server_config_tool_prefix(config);
     read_entry_prefixes(c, config);
-    read_modes(config, &c->direct_default, &c->proxy);
+    read_modes(c, config);
     /* before any server has listed, the proxy tool is the list */
     if (!c->lists[CATALOG_TOOLS].map)
         (void)catalog_rebuild(c, CATALOG_TOOLS, NULL, 0, false); /* logs its failure */
@@ -848,8 +866,19 @@ static void tool_of(const struct route *rt, struct catalog_tool *ret)
         .orig = rt->orig,
         .item = rt->exposed,
         .direct = rt->direct,
+        .held = rt->held,
         .resource = rt->resource,
     };
+}
+
+int catalog_tool_found(struct catalog *c, const char *name)
+{
+    const struct list *l = &c->lists[CATALOG_TOOLS];
+    const struct route *rt = l->map && name ? hashmap_get(l->map, name) : NULL;
+    if (!rt || !rt->held || strv_contains(&rt->src->found, rt->orig))
+        return 0;
+    int r = strv_push(&rt->src->found, rt->orig);
+    return r < 0 ? r : 1;
 }
 
 bool catalog_tool_find(const struct catalog *c, const char *name, struct catalog_tool *ret)

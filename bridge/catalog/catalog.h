@@ -146,7 +146,8 @@ int catalog_rebuild(struct catalog *c, enum catalog_kind k, struct catalog_sourc
  * exposeResources. The tools list is the proxy tool "mcp" first (unless
  * settings.disableProxyTool), then the direct tools: by default every tool
  * (settings.directTools true); with settings.directTools false only those the entry's
- * directTools names (true: all of that server's; a list: those raw or exposed names);
+ * directTools names (true: all of that server's; a list: those raw or exposed names;
+ * "search", the entry's or the settings': those a search found, catalog_tool_found());
  * MCP_DIRECT_TOOLS ("server,server/tool", "__none__": none) overrides both. With no proxy tool
  * and no direct tool at all, every tool is listed (with a warning). A tool whose exposed name
  * is "mcp" while the proxy tool is on is left out (with a warning). */
@@ -176,8 +177,14 @@ struct catalog_tool {
     const char *orig;         /* the server's name for it; for a resource tool the URI */
     struct json_object *item; /* the Tool object as the agent sees it */
     bool direct;              /* in the tools list */
+    bool held;                /* not in it until a search finds it (directTools "search") */
     bool resource;            /* a read tool of the resource orig (resources/read) */
 };
+
+/* A search found the held tool of exposed name name: it is listed from the next rebuild of
+ * tools on, for as long as its source lives. 1 when it was held, 0 when not (not held, already
+ * found, no such tool), -ENOMEM. */
+int catalog_tool_found(struct catalog *c, const char *name) _must_check_;
 
 /* The routable tool of exposed name name (NULL: none) into *ret (may be NULL); false when
  * none. */

@@ -291,6 +291,24 @@ int proxy_search(const struct catalog *c, const char *query, bool regex, bool sc
 /* ---- describe ---------------------------------------------------------------------------- */
 
 /* A property's type, compactly: "string", "string|null", "array of string", "one of a|b". */
+int proxy_search_held(const struct catalog *c, const char *query, bool regex, struct strv *held,
+                      char *err, size_t err_size)
+{
+    struct matcher m;
+    int r = matcher_init(&m, query, regex, err, err_size);
+    if (r < 0)
+        return r;
+    for (size_t i = 0, n = catalog_tool_count(c); r >= 0 && i < n; i++) {
+        struct catalog_tool t;
+        catalog_tool_at(c, i, &t);
+        if (t.held && (match_text(&m, t.name) || match_text(&m, t.orig) ||
+                       match_text(&m, json_get_string(t.item, "description"))))
+            r = strv_push(held, t.name);
+    }
+    matcher_release(&m);
+    return r < 0 ? r : 0;
+}
+
 static int render_type(struct json_object *prop, struct buf *out)
 {
     struct json_object *en = json_object_object_get(prop, "enum");

@@ -125,12 +125,9 @@ static int parse_direct(struct json_object *raw, struct server_config *sc, struc
     }
     if (json_object_is_type(v, json_type_string) &&
         strcmp(json_object_get_string(v), "search") == 0) {
-        /* the adapter lists them inactive and activates what a search finds; the bridge's
-         * list cannot hold inactive tools, so they stay behind the proxy tool */
-        sc->direct = SERVER_DIRECT_NONE;
-        *w = mcp_field_warn(e, "\"directTools\" is \"search\": read as false: the tools are found "
-                               "and called through the proxy tool \"mcp\" (search, then call); "
-                               "a search does not add them to the agent's tools list");
+        /* the adapter registers them inactive and activates what a search finds: here they
+         * are held back from the tools list until a search finds them */
+        sc->direct = SERVER_DIRECT_SEARCH;
         return 0;
     }
     int r;
@@ -287,13 +284,14 @@ static void get_bool(struct json_object *st, const char *key, bool *ret)
         *ret = v;
 }
 
-/* settings.directTools: true, false, or "search" (read as false: see parse_direct()) */
-static int direct_setting(struct json_object *st, bool *ret, struct err *e)
+/* settings.directTools: true, false, or "search" (false, and *ret_search: see parse_direct()) */
+static int direct_setting(struct json_object *st, bool *ret, bool *ret_search, struct err *e)
 {
     struct json_object *v = mcp_field_member(st, "directTools");
     if (v && json_object_is_type(v, json_type_string) &&
         strcmp(json_object_get_string(v), "search") == 0) {
         *ret = false;
+        *ret_search = true;
         return 0;
     }
     if (v && !json_object_is_type(v, json_type_boolean))
@@ -322,9 +320,11 @@ void server_settings_get(const struct mcp_config *c, struct server_settings *ret
     ms = -1;
     if (request_ms(st, "settings.requestTimeoutMs", &ms, NULL) >= 0 && ms > 0)
         ret->request_timeout_ms = ms;
-    bool direct = ret->direct_tools;
-    if (direct_setting(st, &direct, NULL) >= 0)
+    bool direct = ret->direct_tools, search = false;
+    if (direct_setting(st, &direct, &search, NULL) >= 0) {
         ret->direct_tools = direct;
+        ret->direct_search = search;
+    }
     get_bool(st, "disableProxyTool", &ret->disable_proxy_tool);
     get_bool(st, "autoAuth", &ret->auto_auth);
     get_bool(st, "sampling", &ret->sampling);
@@ -475,11 +475,6 @@ static int settings_warnings(struct json_object *settings, struct err *e)
         auto_approve)
         w = mcp_field_warn(e, "\"settings.samplingAutoApprove\" has no effect here: the bridge "
                               "forwards sampling requests to the agent, which asks or approves");
-    if (mcp_field_member(settings, "directTools") &&
-        json_object_is_type(mcp_field_member(settings, "directTools"), json_type_string))
-        w = mcp_field_warn(e, "\"settings.directTools\" is \"search\": read as false: the tools "
-                              "are found and called through the proxy tool \"mcp\" (search, "
-                              "then call); a search does not add them to the agent's tools list");
     return w;
 }
 
@@ -491,7 +486,7 @@ static int check_setting(struct json_object *settings, const char *key, struct e
     char lbl[64];
     int64_t ms = SERVER_SETTLE_TIMEOUT_DEFAULT_MS;
     char *m = NULL;
-    bool b = false;
+    bool b = false, search = false;
     int i = -1, r;
 
     (void)snprintf(lbl, sizeof(lbl), "settings.%s", key);
@@ -504,7 +499,7 @@ static int check_setting(struct json_object *settings, const char *key, struct e
     else if (strcmp(key, "settleTimeout") == 0)
         r = settle_timeout(settings, &ms, &why);
     else if (strcmp(key, "directTools") == 0)
-        r = direct_setting(settings, &b, &why);
+        r = direct_setting(settings, &b, &search, &why);
     else if (strcmp(key, "authRequiredMessage") == 0)
         r = mcp_field_string(settings, key, lbl, MCP_FIELD_NONBLANK, &m, &why);
     else

@@ -39,6 +39,7 @@ enum server_direct {
     SERVER_DIRECT_NONE = 0,   /* false: only through the proxy tool */
     SERVER_DIRECT_ALL = 1,    /* true: every tool listed directly */
     SERVER_DIRECT_LIST = 2,   /* a list: those tools (raw names) directly */
+    SERVER_DIRECT_SEARCH = 3, /* "search": each tool once the proxy tool's search finds it */
 };
 
 /* The bridge's keys of one entry. An embeddable value: zero it (SERVER_CONFIG_INIT), fill it
@@ -70,6 +71,7 @@ struct server_settings {
     enum mcp_tool_prefix tool_prefix;  /* "toolPrefix"; default MCP_TOOL_PREFIX_MCP */
     int64_t idle_timeout_ms;           /* "idleTimeout" (minutes); default 10 min; 0 never */
     bool direct_tools;                 /* "directTools"; default true (see docs/bridge.md) */
+    bool direct_search;                /* "directTools" is "search" (direct_tools false) */
     bool disable_proxy_tool;           /* "disableProxyTool"; default false */
     bool auto_auth;                    /* "autoAuth"; default false */
     const char *auth_required_message; /* borrowed from the configuration; NULL: none */
@@ -110,8 +112,7 @@ enum mcp_tool_prefix server_config_prefix_of(const struct server_config *sc,
  * server_config_release()). A key whose value is not of its kind is left at its default and
  * named in a warning in e (one a line, mcp_field_warn(); e may be NULL), in the words of the
  * loader ('"lifecycle" must be "lazy", "eager", "keep-alive" or "lazy-keep-alive", not 'x': it
- * is ignored'); so are the values read another way ("directTools": "search"). 0, 1 with
- * warnings, or -ENOMEM (*ret then untouched). */
+ * is ignored'). 0, 1 with warnings, or -ENOMEM (*ret then untouched). */
 int server_config_parse(struct json_object *raw, struct server_config *ret,
                         struct err *e) _must_check_;
 

@@ -140,6 +140,24 @@ static void test_search(void)
     CHECK_INT(proxy_search(c, "  ", false, false, &out, err, sizeof(err)), -EINVAL);
     CHECK_CONTAINS(err, "no words");
 
+    /* the held tools a search finds (directTools "search"): every match of a held source, by
+     * name or description, none of the listed ones */
+    struct strv held = STRV_INIT;
+    CHECK_INT(proxy_search_held(c, "FILE", false, &held, err, sizeof(err)), 0);
+    CHECK_INT(held.n, 0); /* nothing is held */
+    CHECK_INT(catalog_source_set_direct(a, SERVER_DIRECT_SEARCH, NULL), 0);
+    struct catalog_source *ab[] = {a, b};
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, ab, 2, false), 1);
+    CHECK_INT(proxy_search_held(c, "FILE nothing", false, &held, err, sizeof(err)), 0);
+    CHECK_INT(held.n, 2);
+    CHECK_STR(held.n == 2 ? held.v[0] : NULL, "mcp_alpha_read_file");
+    CHECK_STR(held.n == 2 ? held.v[1] : NULL, "mcp_alpha_search");
+    strv_release(&held);
+    CHECK_INT(proxy_search_held(c, "a(", true, &held, err, sizeof(err)), -EINVAL);
+    CHECK_INT(held.n, 0);
+    CHECK_INT(catalog_source_set_direct(a, SERVER_DIRECT_UNSET, NULL), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, ab, 2, false), 1);
+
     /* bounded: PROXY_SEARCH_MAX shown, the rest counted */
     struct catalog_source *many;
     CHECK_INT(catalog_source_new("many", NULL, NULL, &many), 0);
