@@ -48,6 +48,7 @@ struct catalog_source {
     enum server_direct direct;                  /* directTools */
     struct strv direct_tools;                   /* SERVER_DIRECT_LIST: raw or exposed names */
     struct strv found;                          /* held tools a search found: listed now */
+    struct json_object *keywords;               /* searchKeywords (a reference); NULL: none */
     bool expose_resources;                      /* exposeResources: read tools too */
     struct json_object *items[CATALOG_N_KINDS]; /* as the server gave them; NULL: none */
     void *userdata;
@@ -146,6 +147,7 @@ int catalog_source_from_entry(const struct mcp_server *entry, void *userdata,
     }
     if (r >= 0) {
         catalog_source_set_expose_resources(src, sc.expose_resources > 0);
+        catalog_source_set_keywords(src, sc.search_keywords);
         *ret = src;
         src = NULL;
     }
@@ -205,6 +207,7 @@ void catalog_source_free(struct catalog_source *src)
     strv_release(&src->exclude);
     strv_release(&src->direct_tools);
     strv_release(&src->found);
+    json_object_put(src->keywords);
     free(src->name);
     free(src);
 }
@@ -226,6 +229,30 @@ static bool pattern_matches(const char *pattern, const char *raw, const char *ex
 {
     return strcmp(pattern, raw) == 0 || strcmp(pattern, exposed) == 0 ||
            fnmatch(pattern, raw, FNM_NOESCAPE) == 0 || fnmatch(pattern, exposed, FNM_NOESCAPE) == 0;
+}
+
+void catalog_source_set_keywords(struct catalog_source *src, struct json_object *keywords)
+{
+    json_object_put(src->keywords);
+    src->keywords = json_object_get(keywords);
+}
+
+bool catalog_tool_keywords_match(const struct catalog_tool *t,
+                                 bool (*match)(const char *keyword, const void *ud), const void *ud)
+{
+    if (!t->src->keywords || !json_object_is_type(t->src->keywords, json_type_object))
+        return false;
+    json_object_object_foreach(t->src->keywords, pattern, kws)
+    {
+        if (!pattern_matches(pattern, t->orig, t->name))
+            continue;
+        for (size_t i = 0; i < json_object_array_length(kws); i++) {
+            struct json_object *k = json_object_array_get_idx(kws, i);
+            if (json_object_is_type(k, json_type_string) && match(json_object_get_string(k), ud))
+                return true;
+        }
+    }
+    return false;
 }
 
 static bool any_matches(const struct strv *pats, const char *raw, const char *exposed)

@@ -90,6 +90,18 @@ void catalog_source_set_prefix(struct catalog_source *src, int prefix);
  * its tools or resources. */
 void catalog_source_set_expose_resources(struct catalog_source *src, bool on);
 
+/* The source's searchKeywords ({"tool name or glob": ["keyword", ...]}, a reference is taken;
+ * NULL: none): more words the proxy tool's search finds its tools by. */
+void catalog_source_set_keywords(struct catalog_source *src, struct json_object *keywords);
+
+/* Whether the proxy tool's search should find tool t by its source's searchKeywords: match
+ * says yes to one of the keywords given to the entries that name t (its raw or exposed name,
+ * or a glob of either). */
+struct catalog_tool;
+bool catalog_tool_keywords_match(const struct catalog_tool *t,
+                                 bool (*match)(const char *keyword, const void *ud),
+                                 const void *ud);
+
 /* Whether the source has includeTools or excludeTools, and whether they leave out the tool
  * raw (matched by that name, or by the name the source's prefix would give it). For single
  * mode, whose lists pass through. */

@@ -92,8 +92,6 @@ static int adapter_settings_warnings(struct json_object *settings, struct err *e
 static const struct {
     const char *key, *why;
 } adapter_entry_keys[] = {
-    {"searchKeywords",
-     "the proxy tool's search matches tool names and descriptions only: the keywords are not used"},
     {"approveTools",
      "the bridge asks no one before a call: the agent's own approval of its tools applies (hide a "
      "tool with \"excludeTools\")"},
@@ -110,6 +108,39 @@ static int drop_bad(int r, const struct err *why, struct err *e, int *w)
         return r;
     *w = mcp_field_warn(e, "%s: it is ignored", err_msg(why));
     return 0;
+}
+
+/* "searchKeywords" of an entry: {"tool name or glob": ["keyword", ...]}, the proxy tool's search
+ * vocabulary (catalog.h); a value of another shape drops the key alone */
+static int parse_keywords(struct json_object *raw, struct server_config *sc, struct err *e, int *w)
+{
+    struct json_object *v = mcp_field_member(raw, "searchKeywords");
+    struct err why = ERR_INIT;
+    int r = 0;
+    if (!v)
+        return 0;
+    if (!json_object_is_type(v, json_type_object)) {
+        r = bad(&why,
+                "\"searchKeywords\" must be an object of tool names (or globs) and arrays "
+                "of keywords, not %s",
+                mcp_field_type(v));
+    } else {
+        json_object_object_foreach(v, key, kws)
+        {
+            bool ok = json_object_is_type(kws, json_type_array);
+            for (size_t i = 0; ok && i < json_object_array_length(kws); i++)
+                ok = json_object_is_type(json_object_array_get_idx(kws, i), json_type_string);
+            if (!ok) {
+                r = bad(&why, "\"searchKeywords\" of '%s' must be an array of strings", key);
+                break;
+            }
+        }
+    }
+    if (r >= 0)
+        sc->search_keywords = json_object_get(v);
+    r = drop_bad(r, &why, e, w);
+    err_clear(&why);
+    return r;
 }
 
 /* "directTools" of an entry: true, false, "search" or an array of raw tool names */
@@ -216,6 +247,8 @@ int server_config_parse(struct json_object *raw, struct server_config *ret, stru
         r = drop_bad(tri_bool(raw, "autoAuth", &sc.auto_auth, &why), &why, e, &w);
     if (r >= 0)
         r = parse_direct(raw, &sc, e, &w);
+    if (r >= 0)
+        r = parse_keywords(raw, &sc, e, &w);
     err_clear(&why);
     if (r >= 0)
         r = drop_bad(tri_bool(raw, "exposeResources", &sc.expose_resources, &why), &why, e, &w);
@@ -240,6 +273,7 @@ void server_config_release(struct server_config *sc)
     strv_free(sc->include_tools);
     strv_free(sc->exclude_tools);
     strv_free(sc->direct_tools);
+    json_object_put(sc->search_keywords);
     *sc = (struct server_config)SERVER_CONFIG_INIT;
 }
 

@@ -45,25 +45,28 @@ enum server_direct {
 /* The bridge's keys of one entry. An embeddable value: zero it (SERVER_CONFIG_INIT), fill it
  * with server_config_parse(), free what it holds with server_config_release(). */
 struct server_config {
-    char **include_tools;            /* "includeTools": NULL when absent (every tool); names
+    char **include_tools;                /* "includeTools": NULL when absent (every tool); names
                                       * or globs, raw or exposed (catalog.h matches them) */
-    char **exclude_tools;            /* NULL-terminated; never NULL once parsed (empty when
+    char **exclude_tools;                /* NULL-terminated; never NULL once parsed (empty when
                                       * absent); raw or exposed (prefixed) names, or globs */
-    enum server_lifecycle lifecycle; /* LAZY when absent */
-    int64_t idle_timeout_ms;         /* "idleTimeout" (minutes) in ms: -1 absent (the
+    enum server_lifecycle lifecycle;     /* LAZY when absent */
+    int64_t idle_timeout_ms;             /* "idleTimeout" (minutes) in ms: -1 absent (the
                                       * settings'), 0 never */
-    int auto_auth;                   /* "autoAuth": 1 true, 0 false, -1 absent (settings) */
-    enum server_direct direct;       /* "directTools" */
-    char **direct_tools;             /* SERVER_DIRECT_LIST: the names; else NULL */
-    int expose_resources;            /* "exposeResources": 1, 0, -1 absent (false) */
-    bool debug;                      /* "debug": the server's stderr at the default level */
-    int tool_prefix;                 /* "toolPrefix": an enum mcp_tool_prefix, -1 absent */
-    int64_t request_timeout_ms;      /* "requestTimeoutMs": -1 absent or <= 0 (the default) */
+    int auto_auth;                       /* "autoAuth": 1 true, 0 false, -1 absent (settings) */
+    enum server_direct direct;           /* "directTools" */
+    char **direct_tools;                 /* SERVER_DIRECT_LIST: the names; else NULL */
+    int expose_resources;                /* "exposeResources": 1, 0, -1 absent (false) */
+    bool debug;                          /* "debug": the server's stderr at the default level */
+    int tool_prefix;                     /* "toolPrefix": an enum mcp_tool_prefix, -1 absent */
+    int64_t request_timeout_ms;          /* "requestTimeoutMs": -1 absent or <= 0 (the default) */
+    struct json_object *search_keywords; /* "searchKeywords": tool name or glob -> keywords (a
+                                          * reference); NULL when absent */
 };
 
 #define SERVER_CONFIG_INIT                                                                         \
     {                                                                                              \
-        NULL, NULL, SERVER_LIFECYCLE_LAZY, -1, -1, SERVER_DIRECT_UNSET, NULL, -1, false, -1, -1    \
+        NULL, NULL, SERVER_LIFECYCLE_LAZY, -1, -1, SERVER_DIRECT_UNSET, NULL, -1, false, -1, -1,   \
+            NULL                                                                                   \
     }
 
 /* The merged "settings" as the bridge reads them, defaults filled in. */

@@ -3,7 +3,8 @@
 # held back from tools/list, the proxy tool alone listed, until the proxy tool's search finds
 # them; then those (and only those) are listed, the agent is told with
 # notifications/tools/list_changed, and they are called by name. A search that finds them again
-# adds nothing. The same through the settings' "search" and an entry's.
+# adds nothing. The same through the settings' "search" and an entry's, whose searchKeywords
+# find a tool by a word that is neither in its name nor in its description.
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/bridge.sh"
 
@@ -12,8 +13,9 @@ SDK="$PEERS_DIR/node_modules/@modelcontextprotocol/sdk/dist/esm"
 EV="$PEERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 cat >"$T_ROOT/search-agent.mjs" <<EOF
-// Lists the tools, searches, waits (at most 10 s) for notifications/tools/list_changed, lists
-// again and calls what was found; prints one JSON line of what it saw.
+// Lists the tools, searches for \$QUERY, waits (at most 10 s) for
+// notifications/tools/list_changed, lists again and calls \$TOOL (arguments \$ARGS) if it is
+// listed now; prints one JSON line of what it saw.
 import { Client } from '$SDK/client/index.js';
 import { StdioClientTransport } from '$SDK/client/stdio.js';
 import { ToolListChangedNotificationSchema } from '$SDK/types.js';
@@ -26,43 +28,49 @@ await c.connect(t);
 const names = async () => (await c.listTools()).tools.map((x) => x.name).sort();
 const text = (r) => r.content.map((x) => x.text ?? '').join('');
 const before = await names();
-const search = text(await c.callTool({ name: 'mcp', arguments: { search: 'echo' } }));
+const search = text(await c.callTool({ name: 'mcp', arguments: { search: process.env.QUERY } }));
 const end = Date.now() + 10000;
 while (!changed && Date.now() < end) await new Promise((res) => setTimeout(res, 50));
 const notified = changed;
 const after = await names();
-const echo = after.includes('mcp_everything_echo')
-  ? text(await c.callTool({ name: 'mcp_everything_echo', arguments: { message: 'found' } }))
+const called = after.includes(process.env.TOOL)
+  ? text(await c.callTool({ name: process.env.TOOL, arguments: JSON.parse(process.env.ARGS) }))
   : null;
-const again = text(await c.callTool({ name: 'mcp', arguments: { search: 'echo' } }));
+const again = text(await c.callTool({ name: 'mcp', arguments: { search: process.env.QUERY } }));
 const last = await names();
-process.stdout.write(JSON.stringify({ before, search, notified, after, echo, again, last }) + '\n');
+process.stdout.write(JSON.stringify({ before, search, notified, after, called, again, last }) + '\n');
 await c.close();
 EOF
 
-check() { # LABEL CONFIG
-    echo "== $1"
-    run 0 node "$T_ROOT/search-agent.mjs" "$MCP_BRIDGE_BIN" --config "$2" serve
+check() { # LABEL CONFIG QUERY TOOL ARGS RESULT: TOOL is the one tool QUERY finds
+    local label=$1 config=$2 tool=$4 result=$6
+    echo "== $label"
+    QUERY=$3 TOOL=$tool ARGS=$5 run 0 node "$T_ROOT/search-agent.mjs" "$MCP_BRIDGE_BIN" --config "$config" serve
     local j=$OUT
-    assert_eq "$(json_get "$j" 'j.before.join(",")')" "mcp" "$1: the tools listed before a search"
-    assert_contains "$(json_get "$j" 'j.search')" "mcp_everything_echo - " "$1: the search's answer"
-    assert_contains "$(json_get "$j" 'j.search')" "listed now: mcp_everything_echo" "$1: the search's answer"
-    assert_eq "$(json_get "$j" 'j.notified >= 1')" "true" "$1: notifications/tools/list_changed after the search"
-    assert_eq "$(json_get "$j" 'j.after.join(",")')" "mcp,mcp_everything_echo" "$1: the tools listed after the search"
-    assert_contains "$(json_get "$j" 'j.echo')" "found" "$1: the found tool, called by name"
-    assert_not_contains "$(json_get "$j" 'j.again')" "listed now" "$1: a second search"
-    assert_eq "$(json_get "$j" 'j.last.join(",")')" "mcp,mcp_everything_echo" "$1: the tools listed at the end"
-    assert_not_contains "$ERR" "read as false" "$1: the bridge's log"
+    assert_eq "$(json_get "$j" 'j.before.join(",")')" "mcp" "$label: the tools listed before a search"
+    assert_contains "$(json_get "$j" 'j.search')" "1 tool matches '$3':"$'\n'"$tool - " "$label: the search's answer"
+    assert_eq "$(json_get "$j" 'j.search.split("\n").filter((l) => l.startsWith("listed now")).join("|")')" \
+        "listed now: $tool" "$label: what the search listed"
+    assert_eq "$(json_get "$j" 'j.notified >= 1')" "true" "$label: notifications/tools/list_changed after the search"
+    assert_eq "$(json_get "$j" 'j.after.join(",")')" "mcp,$tool" "$label: the tools listed after the search"
+    assert_contains "$(json_get "$j" 'j.called')" "$result" "$label: the found tool, called by name"
+    assert_not_contains "$(json_get "$j" 'j.again')" "listed now" "$label: a second search"
+    assert_eq "$(json_get "$j" 'j.last.join(",")')" "mcp,$tool" "$label: the tools listed at the end"
+    assert_not_contains "$ERR" "read as false" "$label: the bridge's log"
+    assert_not_contains "$ERR" "not applied" "$label: the bridge's log"
 }
 
 cat >"$T_ROOT/settings.json" <<EOF
 {"settings": {"directTools": "search"},
  "mcpServers": {"everything": {"command": "node", "args": ["$EV", "stdio"]}}}
 EOF
-check "settings.directTools \"search\"" "$T_ROOT/settings.json"
+check "settings.directTools \"search\"" "$T_ROOT/settings.json" echo mcp_everything_echo \
+    '{"message": "found"}' "Echo: found"
 
 cat >"$T_ROOT/entry.json" <<EOF
 {"settings": {"directTools": false},
- "mcpServers": {"everything": {"command": "node", "args": ["$EV", "stdio"], "directTools": "search"}}}
+ "mcpServers": {"everything": {"command": "node", "args": ["$EV", "stdio"], "directTools": "search",
+   "searchKeywords": {"get-sum": ["arithmetic"], "mcp_everything_get-t*": ["picture"]}}}}
 EOF
-check "an entry's directTools \"search\"" "$T_ROOT/entry.json"
+check "an entry's directTools \"search\", found by its searchKeywords" "$T_ROOT/entry.json" \
+    arithmetic mcp_everything_get-sum '{"a": 2, "b": 3}' "5"

@@ -848,7 +848,6 @@ static void test_adapter_keys(void)
     static const char *const notes[] = {
         "header 'X-A' holds \"$env:...\", which is not expanded here",
         "header 'X-B' starts with '!': no command is run",
-        "\"searchKeywords\" is accepted and not applied",
         "\"approveTools\" is accepted and not applied: the bridge asks no one before a call",
         "\"trace\" is accepted and not applied",
         "\"tasks\" is not applied: the bridge does not use the MCP Tasks extension",
@@ -859,6 +858,22 @@ static void test_adapter_keys(void)
     CHECK_INT(s ? vlen(s->warnings) : 0, ELEMENTSOF(notes));
     for (size_t i = 0; s && i < ELEMENTSOF(notes) && i < vlen(s->warnings); i++)
         CHECK_CONTAINS(s->warnings[i], notes[i]);
+    /* searchKeywords is read: the proxy tool's search uses it (test_proxy_search) */
+    if (s && server_config_parse(s->raw, &sc, NULL) >= 0) {
+        CHECK_STR(json_object_to_json_string(sc.search_keywords), "{ \"*\": [ \"gh\" ] }");
+        server_config_release(&sc);
+    }
+    /* of another shape: the key alone is dropped, with a warning */
+    struct json_object *bad = json_tokener_parse(
+        "{\"command\": \"x\", \"searchKeywords\": {\"a\": [\"k\"], \"b\": \"k\"}}");
+    struct err e = ERR_INIT;
+    CHECK_INT(server_config_parse(bad, &sc, &e), 1);
+    CHECK(!sc.search_keywords);
+    CHECK_CONTAINS(err_msg(&e), "\"searchKeywords\" of 'b' must be an array of strings: it is "
+                                "ignored");
+    server_config_release(&sc);
+    err_clear(&e);
+    json_object_put(bad);
     s = mcp_config_find(c, "env");
     CHECK(s && !s->error && vlen(s->warnings) == 3);
     if (s && vlen(s->warnings) == 3) {
