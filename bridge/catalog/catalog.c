@@ -47,6 +47,8 @@ struct catalog_source {
     bool filters_checked;                       /* patterns matching nothing were logged */
     enum server_direct direct;                  /* directTools */
     struct strv direct_tools;                   /* SERVER_DIRECT_LIST: raw or exposed names */
+    struct strv found;                          /* held tools a search found: listed now */
+    struct json_object *keywords;               /* searchKeywords (a reference); NULL: none */
     bool expose_resources;                      /* exposeResources: read tools too */
     struct json_object *items[CATALOG_N_KINDS]; /* as the server gave them; NULL: none */
     void *userdata;
@@ -59,6 +61,7 @@ struct route {
     const char *orig;            /* the name (tools, prompts), uri or uriTemplate it knows */
     struct json_object *exposed; /* tools: the Tool object the agent sees (reference) */
     bool direct;                 /* tools: listed in tools/list */
+    bool held;                   /* tools: not listed until a search finds it */
     bool resource;               /* tools: a read tool of the resource orig */
 };
 
@@ -85,6 +88,7 @@ struct catalog {
      * catalogue's), for servers whose tools are not known yet (catalog_unprefix()) */
     struct hashmap *entry_prefix;
     bool direct_default; /* settings.directTools */
+    bool direct_search;  /* settings.directTools is "search" */
     bool proxy;          /* the proxy tool is listed (not settings.disableProxyTool) */
     enum catalog_audience audience;
     struct direct_override override;
@@ -144,6 +148,7 @@ int catalog_source_from_entry(const struct mcp_server *entry, void *userdata,
     }
     if (r >= 0) {
         catalog_source_set_expose_resources(src, sc.expose_resources > 0);
+        catalog_source_set_keywords(src, sc.search_keywords);
         *ret = src;
         src = NULL;
     }
@@ -202,6 +207,8 @@ void catalog_source_free(struct catalog_source *src)
     strv_release(&src->include);
     strv_release(&src->exclude);
     strv_release(&src->direct_tools);
+    strv_release(&src->found);
+    json_object_put(src->keywords);
     free(src->name);
     free(src);
 }
@@ -223,6 +230,30 @@ static bool pattern_matches(const char *pattern, const char *raw, const char *ex
 {
     return strcmp(pattern, raw) == 0 || strcmp(pattern, exposed) == 0 ||
            fnmatch(pattern, raw, FNM_NOESCAPE) == 0 || fnmatch(pattern, exposed, FNM_NOESCAPE) == 0;
+}
+
+void catalog_source_set_keywords(struct catalog_source *src, struct json_object *keywords)
+{
+    json_object_put(src->keywords);
+    src->keywords = json_object_get(keywords);
+}
+
+bool catalog_tool_keywords_match(const struct catalog_tool *t,
+                                 bool (*match)(const char *keyword, const void *ud), const void *ud)
+{
+    if (!t->src->keywords || !json_object_is_type(t->src->keywords, json_type_object))
+        return false;
+    json_object_object_foreach(t->src->keywords, pattern, kws)
+    {
+        if (!pattern_matches(pattern, t->orig, t->name))
+            continue;
+        for (size_t i = 0; i < json_object_array_length(kws); i++) {
+            struct json_object *k = json_object_array_get_idx(kws, i);
+            if (json_object_is_type(k, json_type_string) && match(json_object_get_string(k), ud))
+                return true;
+        }
+    }
+    return false;
 }
 
 static bool any_matches(const struct strv *pats, const char *raw, const char *exposed)
@@ -422,10 +453,23 @@ static bool is_direct(const struct catalog *c, const struct catalog_source *src,
     case SERVER_DIRECT_LIST:
         return strv_contains(&src->direct_tools, orig) ||
                strv_contains(&src->direct_tools, exposed);
+    case SERVER_DIRECT_SEARCH:
+        return strv_contains(&src->found, orig);
     case SERVER_DIRECT_UNSET:
     default:
-        return c->direct_default;
+        return c->direct_default || (c->direct_search && strv_contains(&src->found, orig));
     }
+}
+
+/* Whether src's tools are held back until a search finds them (directTools "search", the
+ * entry's or the settings'; MCP_DIRECT_TOOLS decides alone when set; never for pi's adapter,
+ * whose own entry chooses). */
+static bool is_held(const struct catalog *c, const struct catalog_source *src)
+{
+    if (c->override.set || c->audience == CATALOG_FOR_PI_ADAPTER)
+        return false;
+    return src->direct == SERVER_DIRECT_SEARCH ||
+           (src->direct == SERVER_DIRECT_UNSET && c->direct_search);
 }
 
 /* The tool that reads resource res (uri) of src, named name. NULL on ENOMEM. */
@@ -536,6 +580,7 @@ static int build_tools_of(const struct catalog *c, struct catalog_source *src, s
         r = add_route(l, src, item, orig, exposed, direct, resource);
         if (r < 0)
             return r;
+        l->routes[l->n_routes - 1].held = !direct && is_held(c, src);
     }
     return 0;
 }
@@ -734,12 +779,13 @@ void catalog_free(struct catalog *c)
     free(c);
 }
 
-static void read_modes(const struct mcp_config *config, bool *direct, bool *proxy)
+static void read_modes(struct catalog *c, const struct mcp_config *config)
 {
     struct server_settings st;
     server_settings_get(config, &st);
-    *direct = st.direct_tools;
-    *proxy = !st.disable_proxy_tool;
+    c->direct_default = st.direct_tools;
+    c->direct_search = st.direct_search;
+    c->proxy = !st.disable_proxy_tool;
 }
 
 /* The entries' own toolPrefix, by name; on ENOMEM none (the catalogue's prefix is used for
@@ -784,7 +830,7 @@ void catalog_configure(struct catalog *c, const struct mcp_config *config)
 {
     c->prefix = settings_prefix(c, config);
     read_entry_prefixes(c, config);
-    read_modes(config, &c->direct_default, &c->proxy);
+    read_modes(c, config);
     /* the adapter's own proxy tool is pi's: a second one would only confuse the model */
     if (c->audience == CATALOG_FOR_PI_ADAPTER)
         c->proxy = false;
@@ -874,8 +920,19 @@ static void tool_of(const struct route *rt, struct catalog_tool *ret)
         .orig = rt->orig,
         .item = rt->exposed,
         .direct = rt->direct,
+        .held = rt->held,
         .resource = rt->resource,
     };
+}
+
+int catalog_tool_found(struct catalog *c, const char *name)
+{
+    const struct list *l = &c->lists[CATALOG_TOOLS];
+    const struct route *rt = l->map && name ? hashmap_get(l->map, name) : NULL;
+    if (!rt || !rt->held || strv_contains(&rt->src->found, rt->orig))
+        return 0;
+    int r = strv_push(&rt->src->found, rt->orig);
+    return r < 0 ? r : 1;
 }
 
 bool catalog_tool_find(const struct catalog *c, const char *name, struct catalog_tool *ret)

@@ -90,6 +90,18 @@ void catalog_source_set_prefix(struct catalog_source *src, int prefix);
  * its tools or resources. */
 void catalog_source_set_expose_resources(struct catalog_source *src, bool on);
 
+/* The source's searchKeywords ({"tool name or glob": ["keyword", ...]}, a reference is taken;
+ * NULL: none): more words the proxy tool's search finds its tools by. */
+void catalog_source_set_keywords(struct catalog_source *src, struct json_object *keywords);
+
+/* Whether the proxy tool's search should find tool t by its source's searchKeywords: match
+ * says yes to one of the keywords given to the entries that name t (its raw or exposed name,
+ * or a glob of either). */
+struct catalog_tool;
+bool catalog_tool_keywords_match(const struct catalog_tool *t,
+                                 bool (*match)(const char *keyword, const void *ud),
+                                 const void *ud);
+
 /* Whether the source has includeTools or excludeTools, and whether they leave out the tool
  * raw (matched by that name, or by the name the source's prefix would give it). For single
  * mode, whose lists pass through. */
@@ -159,7 +171,8 @@ int catalog_rebuild(struct catalog *c, enum catalog_kind k, struct catalog_sourc
  * exposeResources. The tools list is the proxy tool "mcp" first (unless
  * settings.disableProxyTool), then the direct tools: by default every tool
  * (settings.directTools true); with settings.directTools false only those the entry's
- * directTools names (true: all of that server's; a list: those raw or exposed names);
+ * directTools names (true: all of that server's; a list: those raw or exposed names;
+ * "search", the entry's or the settings': those a search found, catalog_tool_found());
  * MCP_DIRECT_TOOLS ("server,server/tool", "__none__": none) overrides both. With no proxy tool
  * and no direct tool at all, every tool is listed (with a warning). A tool whose exposed name
  * is "mcp" while the proxy tool is on is left out (with a warning). */
@@ -189,8 +202,14 @@ struct catalog_tool {
     const char *orig;         /* the server's name for it; for a resource tool the URI */
     struct json_object *item; /* the Tool object as the agent sees it */
     bool direct;              /* in the tools list */
+    bool held;                /* not in it until a search finds it (directTools "search") */
     bool resource;            /* a read tool of the resource orig (resources/read) */
 };
+
+/* A search found the held tool of exposed name name: it is listed from the next rebuild of
+ * tools on, for as long as its source lives. 1 when it was held, 0 when not (not held, already
+ * found, no such tool), -ENOMEM. */
+int catalog_tool_found(struct catalog *c, const char *name) _must_check_;
 
 /* The routable tool of exposed name name (NULL: none) into *ret (may be NULL); false when
  * none. */

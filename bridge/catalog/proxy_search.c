@@ -201,6 +201,23 @@ static bool match_text(const struct matcher *m, const char *s)
     return false;
 }
 
+static bool match_keyword(const char *keyword, const void *ud)
+{
+    return match_text(ud, keyword);
+}
+
+/* How tool t matches: 1 by its name (exposed or raw), 2 by its description or searchKeywords
+ * (weighted as the description, as the adapter does), 0 not at all. */
+static unsigned char match_rank(const struct matcher *m, const struct catalog_tool *t)
+{
+    if (match_text(m, t->name) || match_text(m, t->orig))
+        return 1;
+    if (match_text(m, json_get_string(t->item, "description")) ||
+        catalog_tool_keywords_match(t, match_keyword, m))
+        return 2;
+    return 0;
+}
+
 static int matcher_init(struct matcher *m, const char *query, bool regex, char *err, size_t size)
 {
     *m = (struct matcher){.regex = regex};
@@ -257,10 +274,7 @@ int proxy_search(const struct catalog *c, const char *query, bool regex, bool sc
     for (size_t i = 0; i < n; i++) {
         struct catalog_tool t;
         catalog_tool_at(c, i, &t);
-        if (match_text(&m, t.name) || match_text(&m, t.orig))
-            rank[i] = 1;
-        else if (match_text(&m, json_get_string(t.item, "description")))
-            rank[i] = 2;
+        rank[i] = match_rank(&m, &t);
         found += rank[i] != 0;
     }
     if (!found)
@@ -291,6 +305,23 @@ int proxy_search(const struct catalog *c, const char *query, bool regex, bool sc
 /* ---- describe ---------------------------------------------------------------------------- */
 
 /* A property's type, compactly: "string", "string|null", "array of string", "one of a|b". */
+int proxy_search_held(const struct catalog *c, const char *query, bool regex, struct strv *held,
+                      char *err, size_t err_size)
+{
+    struct matcher m;
+    int r = matcher_init(&m, query, regex, err, err_size);
+    if (r < 0)
+        return r;
+    for (size_t i = 0, n = catalog_tool_count(c); r >= 0 && i < n; i++) {
+        struct catalog_tool t;
+        catalog_tool_at(c, i, &t);
+        if (t.held && match_rank(&m, &t))
+            r = strv_push(held, t.name);
+    }
+    matcher_release(&m);
+    return r < 0 ? r : 0;
+}
+
 static int render_type(struct json_object *prop, struct buf *out)
 {
     struct json_object *en = json_object_object_get(prop, "enum");

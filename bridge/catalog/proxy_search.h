@@ -16,6 +16,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/macro.h"
+#include "credkit/strv.h"
 
 #define PROXY_SEARCH_MAX 50             /* tools one search shows */
 #define PROXY_REPEAT_MAX 100            /* the largest {n,m} bound in a regex */
@@ -42,6 +43,12 @@ int proxy_regex_check(const char *pattern, char *err, size_t err_size) _must_che
  * -ENOMEM, -E2BIG. */
 int proxy_search(const struct catalog *c, const char *query, bool regex, bool schemas,
                  struct buf *out, char *err, size_t err_size) _must_check_;
+
+/* The exposed names of the held tools (directTools "search": catalog_tool_found()) that the
+ * search query (as proxy_search() reads it) matches, every one, appended to held. 0, -EINVAL
+ * (err says why), -ENOMEM. */
+int proxy_search_held(const struct catalog *c, const char *query, bool regex, struct strv *held,
+                      char *err, size_t err_size) _must_check_;
 
 /* The parameters of an inputSchema (borrowed; not an object: none), one line each:
  * "  name (type, required): description". 0, -ENOMEM, -E2BIG. */

@@ -92,8 +92,6 @@ static int adapter_settings_warnings(struct json_object *settings, struct err *e
 static const struct {
     const char *key, *why;
 } adapter_entry_keys[] = {
-    {"searchKeywords",
-     "the proxy tool's search matches tool names and descriptions only: the keywords are not used"},
     {"approveTools",
      "the bridge asks no one before a call: the agent's own approval of its tools applies (hide a "
      "tool with \"excludeTools\")"},
@@ -112,6 +110,39 @@ static int drop_bad(int r, const struct err *why, struct err *e, int *w)
     return 0;
 }
 
+/* "searchKeywords" of an entry: {"tool name or glob": ["keyword", ...]}, the proxy tool's search
+ * vocabulary (catalog.h); a value of another shape drops the key alone */
+static int parse_keywords(struct json_object *raw, struct server_config *sc, struct err *e, int *w)
+{
+    struct json_object *v = mcp_field_member(raw, "searchKeywords");
+    struct err why = ERR_INIT;
+    int r = 0;
+    if (!v)
+        return 0;
+    if (!json_object_is_type(v, json_type_object)) {
+        r = bad(&why,
+                "\"searchKeywords\" must be an object of tool names (or globs) and arrays "
+                "of keywords, not %s",
+                mcp_field_type(v));
+    } else {
+        json_object_object_foreach(v, key, kws)
+        {
+            bool ok = json_object_is_type(kws, json_type_array);
+            for (size_t i = 0; ok && i < json_object_array_length(kws); i++)
+                ok = json_object_is_type(json_object_array_get_idx(kws, i), json_type_string);
+            if (!ok) {
+                r = bad(&why, "\"searchKeywords\" of '%s' must be an array of strings", key);
+                break;
+            }
+        }
+    }
+    if (r >= 0)
+        sc->search_keywords = json_object_get(v);
+    r = drop_bad(r, &why, e, w);
+    err_clear(&why);
+    return r;
+}
+
 /* "directTools" of an entry: true, false, "search" or an array of raw tool names */
 static int parse_direct(struct json_object *raw, struct server_config *sc, struct err *e, int *w)
 {
@@ -125,12 +156,9 @@ static int parse_direct(struct json_object *raw, struct server_config *sc, struc
     }
     if (json_object_is_type(v, json_type_string) &&
         strcmp(json_object_get_string(v), "search") == 0) {
-        /* the adapter lists them inactive and activates what a search finds; the bridge's
-         * list cannot hold inactive tools, so they stay behind the proxy tool */
-        sc->direct = SERVER_DIRECT_NONE;
-        *w = mcp_field_warn(e, "\"directTools\" is \"search\": read as false: the tools are found "
-                               "and called through the proxy tool \"mcp\" (search, then call); "
-                               "a search does not add them to the agent's tools list");
+        /* the adapter registers them inactive and activates what a search finds: here they
+         * are held back from the tools list until a search finds them */
+        sc->direct = SERVER_DIRECT_SEARCH;
         return 0;
     }
     int r;
@@ -219,6 +247,8 @@ int server_config_parse(struct json_object *raw, struct server_config *ret, stru
         r = drop_bad(tri_bool(raw, "autoAuth", &sc.auto_auth, &why), &why, e, &w);
     if (r >= 0)
         r = parse_direct(raw, &sc, e, &w);
+    if (r >= 0)
+        r = parse_keywords(raw, &sc, e, &w);
     err_clear(&why);
     if (r >= 0)
         r = drop_bad(tri_bool(raw, "exposeResources", &sc.expose_resources, &why), &why, e, &w);
@@ -243,6 +273,7 @@ void server_config_release(struct server_config *sc)
     strv_free(sc->include_tools);
     strv_free(sc->exclude_tools);
     strv_free(sc->direct_tools);
+    json_object_put(sc->search_keywords);
     *sc = (struct server_config)SERVER_CONFIG_INIT;
 }
 
@@ -287,13 +318,14 @@ static void get_bool(struct json_object *st, const char *key, bool *ret)
         *ret = v;
 }
 
-/* settings.directTools: true, false, or "search" (read as false: see parse_direct()) */
-static int direct_setting(struct json_object *st, bool *ret, struct err *e)
+/* settings.directTools: true, false, or "search" (false, and *ret_search: see parse_direct()) */
+static int direct_setting(struct json_object *st, bool *ret, bool *ret_search, struct err *e)
 {
     struct json_object *v = mcp_field_member(st, "directTools");
     if (v && json_object_is_type(v, json_type_string) &&
         strcmp(json_object_get_string(v), "search") == 0) {
         *ret = false;
+        *ret_search = true;
         return 0;
     }
     if (v && !json_object_is_type(v, json_type_boolean))
@@ -322,9 +354,11 @@ void server_settings_get(const struct mcp_config *c, struct server_settings *ret
     ms = -1;
     if (request_ms(st, "settings.requestTimeoutMs", &ms, NULL) >= 0 && ms > 0)
         ret->request_timeout_ms = ms;
-    bool direct = ret->direct_tools;
-    if (direct_setting(st, &direct, NULL) >= 0)
+    bool direct = ret->direct_tools, search = false;
+    if (direct_setting(st, &direct, &search, NULL) >= 0) {
         ret->direct_tools = direct;
+        ret->direct_search = search;
+    }
     get_bool(st, "disableProxyTool", &ret->disable_proxy_tool);
     get_bool(st, "autoAuth", &ret->auto_auth);
     get_bool(st, "sampling", &ret->sampling);
@@ -458,11 +492,6 @@ static int settings_warnings(struct json_object *settings, struct err *e)
         auto_approve)
         w = mcp_field_warn(e, "\"settings.samplingAutoApprove\" has no effect here: the bridge "
                               "forwards sampling requests to the agent, which asks or approves");
-    if (mcp_field_member(settings, "directTools") &&
-        json_object_is_type(mcp_field_member(settings, "directTools"), json_type_string))
-        w = mcp_field_warn(e, "\"settings.directTools\" is \"search\": read as false: the tools "
-                              "are found and called through the proxy tool \"mcp\" (search, "
-                              "then call); a search does not add them to the agent's tools list");
     return w;
 }
 
@@ -474,7 +503,7 @@ static int check_setting(struct json_object *settings, const char *key, struct e
     char lbl[64];
     int64_t ms = SERVER_SETTLE_TIMEOUT_DEFAULT_MS;
     char *m = NULL;
-    bool b = false;
+    bool b = false, search = false;
     int i = -1, r;
 
     (void)snprintf(lbl, sizeof(lbl), "settings.%s", key);
@@ -487,7 +516,7 @@ static int check_setting(struct json_object *settings, const char *key, struct e
     else if (strcmp(key, "settleTimeout") == 0)
         r = settle_timeout(settings, &ms, &why);
     else if (strcmp(key, "directTools") == 0)
-        r = direct_setting(settings, &b, &why);
+        r = direct_setting(settings, &b, &search, &why);
     else if (strcmp(key, "authRequiredMessage") == 0)
         r = mcp_field_string(settings, key, lbl, MCP_FIELD_NONBLANK, &m, &why);
     else

@@ -39,30 +39,34 @@ enum server_direct {
     SERVER_DIRECT_NONE = 0,   /* false: only through the proxy tool */
     SERVER_DIRECT_ALL = 1,    /* true: every tool listed directly */
     SERVER_DIRECT_LIST = 2,   /* a list: those tools (raw names) directly */
+    SERVER_DIRECT_SEARCH = 3, /* "search": each tool once the proxy tool's search finds it */
 };
 
 /* The bridge's keys of one entry. An embeddable value: zero it (SERVER_CONFIG_INIT), fill it
  * with server_config_parse(), free what it holds with server_config_release(). */
 struct server_config {
-    char **include_tools;            /* "includeTools": NULL when absent (every tool); names
+    char **include_tools;                /* "includeTools": NULL when absent (every tool); names
                                       * or globs, raw or exposed (catalog.h matches them) */
-    char **exclude_tools;            /* NULL-terminated; never NULL once parsed (empty when
+    char **exclude_tools;                /* NULL-terminated; never NULL once parsed (empty when
                                       * absent); raw or exposed (prefixed) names, or globs */
-    enum server_lifecycle lifecycle; /* LAZY when absent */
-    int64_t idle_timeout_ms;         /* "idleTimeout" (minutes) in ms: -1 absent (the
+    enum server_lifecycle lifecycle;     /* LAZY when absent */
+    int64_t idle_timeout_ms;             /* "idleTimeout" (minutes) in ms: -1 absent (the
                                       * settings'), 0 never */
-    int auto_auth;                   /* "autoAuth": 1 true, 0 false, -1 absent (settings) */
-    enum server_direct direct;       /* "directTools" */
-    char **direct_tools;             /* SERVER_DIRECT_LIST: the names; else NULL */
-    int expose_resources;            /* "exposeResources": 1, 0, -1 absent (false) */
-    bool debug;                      /* "debug": the server's stderr at the default level */
-    int tool_prefix;                 /* "toolPrefix": an enum mcp_tool_prefix, -1 absent */
-    int64_t request_timeout_ms;      /* "requestTimeoutMs": -1 absent or <= 0 (the default) */
+    int auto_auth;                       /* "autoAuth": 1 true, 0 false, -1 absent (settings) */
+    enum server_direct direct;           /* "directTools" */
+    char **direct_tools;                 /* SERVER_DIRECT_LIST: the names; else NULL */
+    int expose_resources;                /* "exposeResources": 1, 0, -1 absent (false) */
+    bool debug;                          /* "debug": the server's stderr at the default level */
+    int tool_prefix;                     /* "toolPrefix": an enum mcp_tool_prefix, -1 absent */
+    int64_t request_timeout_ms;          /* "requestTimeoutMs": -1 absent or <= 0 (the default) */
+    struct json_object *search_keywords; /* "searchKeywords": tool name or glob -> keywords (a
+                                          * reference); NULL when absent */
 };
 
 #define SERVER_CONFIG_INIT                                                                         \
     {                                                                                              \
-        NULL, NULL, SERVER_LIFECYCLE_LAZY, -1, -1, SERVER_DIRECT_UNSET, NULL, -1, false, -1, -1    \
+        NULL, NULL, SERVER_LIFECYCLE_LAZY, -1, -1, SERVER_DIRECT_UNSET, NULL, -1, false, -1, -1,   \
+            NULL                                                                                   \
     }
 
 /* The merged "settings" as the bridge reads them, defaults filled in. */
@@ -70,6 +74,7 @@ struct server_settings {
     enum mcp_tool_prefix tool_prefix;  /* "toolPrefix"; default MCP_TOOL_PREFIX_MCP */
     int64_t idle_timeout_ms;           /* "idleTimeout" (minutes); default 10 min; 0 never */
     bool direct_tools;                 /* "directTools"; default true (see docs/bridge.md) */
+    bool direct_search;                /* "directTools" is "search" (direct_tools false) */
     bool disable_proxy_tool;           /* "disableProxyTool"; default false */
     bool auto_auth;                    /* "autoAuth"; default false */
     const char *auth_required_message; /* borrowed from the configuration; NULL: none */
@@ -110,8 +115,7 @@ enum mcp_tool_prefix server_config_prefix_of(const struct server_config *sc,
  * server_config_release()). A key whose value is not of its kind is left at its default and
  * named in a warning in e (one a line, mcp_field_warn(); e may be NULL), in the words of the
  * loader ('"lifecycle" must be "lazy", "eager", "keep-alive" or "lazy-keep-alive", not 'x': it
- * is ignored'); so are the values read another way ("directTools": "search"). 0, 1 with
- * warnings, or -ENOMEM (*ret then untouched). */
+ * is ignored'). 0, 1 with warnings, or -ENOMEM (*ret then untouched). */
 int server_config_parse(struct json_object *raw, struct server_config *ret,
                         struct err *e) _must_check_;
 

@@ -248,6 +248,15 @@ int ds_take_capabilities(struct ds_agent *a, const char *version, struct json_ob
     return 0;
 }
 
+const char *ds_past_server_name(const char *name, const char *text)
+{
+    size_t n = strlen(name);
+    if (strncmp(text, "server '", 8) == 0 && strncmp(text + 8, name, n) == 0 &&
+        strncmp(text + 8 + n, "': ", 3) == 0)
+        return text + 8 + n + 3;
+    return text;
+}
+
 int ds_keep_level(struct ds_agent *a, struct jrpc_msg *m)
 {
     const char *level = json_get_string(m->params, "level");

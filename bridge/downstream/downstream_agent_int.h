@@ -54,6 +54,9 @@ void ds_reply_error(struct ds_agent *a, struct json_object *id, int code, const 
 void ds_reply_errorf(struct ds_agent *a, struct json_object *id, int code, const char *fmt, ...)
     _printf_(4, 5);
 bool ds_log_debugging(const struct downstream *d);
+/* text past its leading "server 'name': " (the upstream's messages begin so), or text itself
+ * (borrowed): for words that name the server already. */
+const char *ds_past_server_name(const char *name, const char *text);
 /* Adds "resultType": "complete" to a result that has none and, when cacheable, "ttlMs"
  * (ttl_ms) and "cacheScope" ("private") when missing (a modern agent's). -ENOMEM. */
 int ds_result_hints(struct json_object *result, bool cacheable, int64_t ttl_ms);

@@ -14,7 +14,11 @@
  * subscriptions, the server's requests outside a call (roots) and every field of its results.
  * With --bridge-eras (d->bridge_eras) the bridge serves the agent 2026-07-28 itself over a
  * legacy server, as aggregate mode does. An opening that cannot be answered (the server
- * cannot be reached) never locks the era: the initialize that follows gets the reason too. */
+ * cannot be reached) never locks the era: the initialize that follows gets the reason too.
+ *
+ * Each refusal names the server once, with the reason as the upstream gave it: an agent may
+ * show no more than a line of it (Claude Code's `claude mcp list` shows the line, with every
+ * word of the bridge's own command line blotted out). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -166,19 +170,29 @@ static void opening_now(struct ds_agent *a, struct jrpc_msg *m)
         ds_single_request(a, m);
 }
 
+/* Refuses the agent's request id because the server could not be had: why names the server
+ * (the upstream's messages begin "server 'NAME'") or is said of it. */
+static void refuse(struct ds_agent *a, struct json_object *id, const char *why)
+{
+    const char *name = a->d->servers[0]->name;
+    size_t n = strlen(name);
+    if (strncmp(why, "server '", 8) == 0 && strncmp(why + 8, name, n) == 0 && why[8 + n] == '\'')
+        ds_reply_error(a, id, JRPC_CONNECTION_CLOSED, why);
+    else
+        ds_reply_errorf(a, id, JRPC_CONNECTION_CLOSED, "server '%s': %s", name, why);
+}
+
 /* The requests waiting for READY, in the order they came (the list is newest first): handled
  * now, or refused with why (NULL: handled). */
 static void openings_waiting(struct ds_agent *a, const char *why)
 {
-    struct downstream *d = a->d;
     for (struct list_node *i = a->pending.prev, *prev; i != &a->pending; i = prev) {
         prev = i->prev;
         struct ds_pending *p = list_entry(i, struct ds_pending, node);
         if (p->type != DS_PT_DISCOVER)
             continue;
         if (why) {
-            ds_reply_errorf(a, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s",
-                            d->servers[0]->name, why);
+            refuse(a, p->id, why);
             ds_pending_free(p);
             continue;
         }
@@ -225,9 +239,7 @@ void ds_single_fail(struct downstream *d, const char *why)
         return;
     loop_timer_cancel(d->settle_timer);
     d->settle_timer = NULL;
-    struct ds_server *s = d->servers[0];
-    ds_reply_errorf(a, p->id, JRPC_CONNECTION_CLOSED, "cannot connect to server '%s': %s", s->name,
-                    why);
+    refuse(a, p->id, why);
     ds_pending_free(p);
     ds_set_session(a, DS_SESSION_REFUSED); /* the agent may try again; the upstream goes on
                                               trying too */
@@ -299,9 +311,12 @@ void ds_single_initialize(struct ds_agent *a, struct jrpc_msg *m)
 void ds_single_timeout(struct downstream *d)
 {
     char why[DS_TEXT_MAX];
+    const char *name = d->servers[0]->name;
     const char *last = upstream_last_error(d->servers[0]->u);
-    snprintf(why, sizeof(why), "not connected within %" PRId64 " ms%s%s", d->connect_timeout_ms,
-             last ? ": " : "", last ? last : "");
+    if (last)
+        last = ds_past_server_name(name, last); /* the server is named once */
+    snprintf(why, sizeof(why), "server '%s' is not ready after %" PRId64 " ms%s%s", name,
+             d->connect_timeout_ms, last ? ": " : "", last ? last : "");
     ds_single_fail(d, why);
 }
 

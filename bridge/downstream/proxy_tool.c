@@ -86,9 +86,13 @@ static int status(struct downstream *d, struct buf *out)
         const char *reason = NULL;
         enum ds_avail a = ds_server_avail(s, &reason);
         if (a == DS_AVAIL_LOGIN && reason) {
+            /* the command to run: what the line says already is left out of the reason */
+            const char *fix = ds_past_server_name(s->name, reason);
+            if (strncmp(fix, "sign-in required: ", 18) == 0)
+                fix += 18;
             r = buf_printf(out, "%s: %s (", s->name, avail_word(a));
             if (r >= 0)
-                r = proxy_append_line(out, reason, 300);
+                r = proxy_append_line(out, fix, 300);
             if (r >= 0)
                 r = buf_append_str(out, ")\n");
         } else {
@@ -237,6 +241,30 @@ static void call(struct ds_agent *a, struct json_object *id, struct json_object 
     json_object_put(root);
 }
 
+/* The held tools the search found (directTools "search") are listed from now on, as the
+ * adapter activates them: the tools list is rebuilt, the agents that were given it are told
+ * (notifications/tools/list_changed), and the answer names them. */
+static int list_found(struct downstream *d, const struct proxy_request *rq, struct buf *out)
+{
+    struct strv held = STRV_INIT;
+    char err[512];
+    size_t added = 0;
+    int r = proxy_search_held(d->cat, rq->target, rq->regex, &held, err, sizeof(err));
+    for (size_t i = 0; r >= 0 && i < held.n; i++) {
+        r = catalog_tool_found(d->cat, held.v[i]);
+        if (r > 0)
+            r = buf_printf(out, "%s%s", added++ ? ", " : "listed now: ", held.v[i]);
+    }
+    if (added) {
+        ds_rebuild(d, CATALOG_TOOLS);
+        d->hooks->announce(d);
+        if (r >= 0)
+            r = buf_append_str(out, "\n");
+    }
+    strv_release(&held);
+    return r;
+}
+
 void proxy_tool_call(struct ds_agent *a, struct json_object *id, struct json_object *params)
 {
     struct downstream *d = a->d;
@@ -273,6 +301,8 @@ void proxy_tool_call(struct ds_agent *a, struct json_object *id, struct json_obj
             is_error = true;
             buf_reset(&out);
             r = buf_append_str(&out, err);
+        } else if (r >= 0) {
+            r = list_found(d, &rq, &out);
         }
         break;
     case PROXY_SERVER:

@@ -455,6 +455,65 @@ static void test_direct_tools(void)
     catalog_source_free(n);
 }
 
+/* directTools "search": the tools are held back, routable, until a search finds them; then
+ * listed for as long as the source lives, also through the settings' "search". */
+static void test_direct_search(void)
+{
+    char path[4200];
+    struct log *l = test_log("catalog-search.log", path);
+    struct catalog *c = NULL;
+    CHECK_INT(catalog_new(l, &c), 0);
+    if (!c)
+        return;
+    struct catalog_source *a = source("a", NULL, NULL), *b = source("b", NULL, NULL);
+    catalog_source_set_items(a, CATALOG_TOOLS, items("[{\"name\":\"x\"},{\"name\":\"y\"}]"));
+    catalog_source_set_items(b, CATALOG_TOOLS, items("[{\"name\":\"z\"}]"));
+    struct catalog_source *v[] = {a, b};
+    configure_modes(c, NULL, true, true);
+    CHECK_INT(catalog_source_set_direct(a, SERVER_DIRECT_SEARCH, NULL), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_b_z");
+    struct catalog_tool t;
+    CHECK(catalog_tool_find(c, "mcp_a_y", &t) && t.held && !t.direct);
+    CHECK(catalog_tool_find(c, "mcp_b_z", &t) && !t.held && t.direct);
+    CHECK_INT(catalog_tool_found(c, "mcp_a_y"), 1);
+    CHECK_INT(catalog_tool_found(c, "mcp_a_y"), 0); /* once */
+    CHECK_INT(catalog_tool_found(c, "mcp_b_z"), 0); /* listed already */
+    CHECK_INT(catalog_tool_found(c, "nope"), 0);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_b_z"); /* at the next rebuild */
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_y,mcp_b_z");
+    CHECK(catalog_tool_find(c, "mcp_a_y", &t) && !t.held && t.direct);
+
+    /* the settings' "search" holds every entry without directTools of its own */
+    struct json_object *root =
+        json_tokener_parse("{\"settings\":{\"directTools\":\"search\"},\"mcpServers\":{}}");
+    struct mcp_config *config = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(mcp_config_load_object(root, "test", &(struct mcp_config_opts){0}, &config, &e), 0);
+    json_object_put(root);
+    if (config)
+        catalog_configure(c, config);
+    mcp_config_free(config);
+    CHECK_INT(catalog_source_set_direct(a, SERVER_DIRECT_UNSET, NULL), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_y"); /* found before, still listed */
+    CHECK_INT(catalog_tool_found(c, "mcp_b_z"), 1);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK_STR(names(c, CATALOG_TOOLS, "name"), "mcp,mcp_a_y,mcp_b_z");
+    /* MCP_DIRECT_TOOLS decides alone: nothing is held */
+    CHECK_INT(catalog_set_direct_override(c, "b"), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, v, 2, false), 1);
+    CHECK(catalog_tool_find(c, "mcp_a_x", &t) && !t.held && !t.direct);
+    CHECK_INT(catalog_tool_found(c, "mcp_a_x"), 0);
+    CHECK_INT(catalog_set_direct_override(c, NULL), 0);
+
+    catalog_free(c);
+    log_free(l);
+    catalog_source_free(a);
+    catalog_source_free(b);
+}
+
 /* excludeTools by raw or exposed name; the configuration's modes; resource read tools follow
  * their resources; a configured catalogue that never listed has the proxy tool alone. */
 static void test_exclude_and_resources(void)
@@ -662,4 +721,5 @@ static void test_pi_adapter(void)
 }
 
 TESTS_MAIN(test_kinds, test_filters, test_tools, test_configured_collisions, test_resources,
-           test_announce, test_direct_tools, test_exclude_and_resources, test_pi_adapter)
+           test_announce, test_direct_tools, test_direct_search, test_exclude_and_resources,
+           test_pi_adapter)

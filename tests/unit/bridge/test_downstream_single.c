@@ -70,6 +70,16 @@ static void test_single(void)
     fx_stop(&f);
 }
 
+/* How many times needle is in hay. */
+static size_t count_in(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay ? strstr(hay, needle) : NULL; p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* The refusals name the server once (an agent may show a single line of them). */
 static void test_single_fails(void)
 {
     struct fx f;
@@ -81,6 +91,8 @@ static void test_single_fails(void)
                                        "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{}}");
     CHECK_INT(path_int(r, "error.code"), -32000);
     CHECK_CONTAINS(path_str(r, "error.message"), "'solo'");
+    CHECK_CONTAINS(path_str(r, "error.message"), "server 'solo' is not ready after 500 ms");
+    CHECK_INT(count_in(path_str(r, "error.message"), "'solo'"), 1);
     CHECK(now_ms() - t0 < 5000);
     json_object_put(r);
     fx_stop(&f);
@@ -93,6 +105,8 @@ static void test_single_fails(void)
                    "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{}}");
     CHECK_INT(path_int(r, "error.code"), -32000);
     CHECK_CONTAINS(path_str(r, "error.message"), "credkit-no-such-command");
+    CHECK_CONTAINS(path_str(r, "error.message"), "server 'gone': cannot run");
+    CHECK_INT(count_in(path_str(r, "error.message"), "'gone'"), 1);
     CHECK(now_ms() - t0 < 5000);
     json_object_put(r);
     fx_stop(&f);

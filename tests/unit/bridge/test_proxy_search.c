@@ -140,6 +140,49 @@ static void test_search(void)
     CHECK_INT(proxy_search(c, "  ", false, false, &out, err, sizeof(err)), -EINVAL);
     CHECK_CONTAINS(err, "no words");
 
+    /* the held tools a search finds (directTools "search"): every match of a held source, by
+     * name or description, none of the listed ones */
+    struct strv held = STRV_INIT;
+    CHECK_INT(proxy_search_held(c, "FILE", false, &held, err, sizeof(err)), 0);
+    CHECK_INT(held.n, 0); /* nothing is held */
+    CHECK_INT(catalog_source_set_direct(a, SERVER_DIRECT_SEARCH, NULL), 0);
+    struct catalog_source *ab[] = {a, b};
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, ab, 2, false), 1);
+    CHECK_INT(proxy_search_held(c, "FILE nothing", false, &held, err, sizeof(err)), 0);
+    CHECK_INT(held.n, 2);
+    CHECK_STR(held.n == 2 ? held.v[0] : NULL, "mcp_alpha_read_file");
+    CHECK_STR(held.n == 2 ? held.v[1] : NULL, "mcp_alpha_search");
+    strv_release(&held);
+    CHECK_INT(proxy_search_held(c, "a(", true, &held, err, sizeof(err)), -EINVAL);
+    CHECK_INT(held.n, 0);
+    CHECK_INT(catalog_source_set_direct(a, SERVER_DIRECT_UNSET, NULL), 0);
+    CHECK_INT(catalog_rebuild(c, CATALOG_TOOLS, ab, 2, false), 1);
+
+    /* searchKeywords: more words, by raw or exposed name or glob, weighted as the description;
+     * also in a regex search */
+    struct json_object *kw = parse("{\"read_file\": [\"cat\", \"open up\"],"
+                                   " \"mcp_alpha_e*\": [\"parrot\"], \"*\": [\"alphabet\"]}");
+    catalog_source_set_keywords(a, kw);
+    json_object_put(kw);
+    buf_reset(&out);
+    CHECK_INT(proxy_search(c, "parrot cat", false, false, &out, err, sizeof(err)), 0);
+    CHECK_STR(buf_str(&out), "2 tools match 'parrot cat':\n"
+                             "mcp_alpha_read_file - Reads a file....\n"
+                             "mcp_alpha_echo - Says it back\n");
+    buf_reset(&out);
+    CHECK_INT(proxy_search(c, "echo alphabet", false, false, &out, err, sizeof(err)), 0);
+    CHECK_STR(buf_str(&out), "4 tools match 'echo alphabet':\nmcp_alpha_echo - Says it back\n"
+                             "mcp_beta_echo - Reads nothing\n"
+                             "mcp_alpha_read_file - Reads a file....\n"
+                             "mcp_alpha_search - Finds FILES by name\n");
+    buf_reset(&out);
+    CHECK_INT(proxy_search(c, "^open", true, false, &out, err, sizeof(err)), 0);
+    CHECK_STR(buf_str(&out), "1 tool matches '^open':\nmcp_alpha_read_file - Reads a file....\n");
+    catalog_source_set_keywords(a, NULL);
+    buf_reset(&out);
+    CHECK_INT(proxy_search(c, "parrot", false, false, &out, err, sizeof(err)), 0);
+    CHECK_STR(buf_str(&out), "no tool matches 'parrot' (5 tools in all)\n");
+
     /* bounded: PROXY_SEARCH_MAX shown, the rest counted */
     struct catalog_source *many;
     CHECK_INT(catalog_source_new("many", NULL, NULL, &many), 0);

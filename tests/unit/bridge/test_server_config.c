@@ -709,8 +709,8 @@ static void test_adapter_entry(void)
     mcp_config_free(c);
 }
 
-/* the issue's case: one bad value in settings costs that setting only; "search" is read as
- * false with a warning saying so */
+/* the issue's case: one bad value in settings costs that setting only; "search" holds the
+ * tools back until a search finds them (false, and direct_search), without a warning */
 static void test_settings_one_key(void)
 {
     struct server_settings st;
@@ -724,10 +724,11 @@ static void test_settings_one_key(void)
     server_settings_get(c, &st);
     CHECK_INT(st.tool_prefix, MCP_TOOL_PREFIX_SHORT);
     CHECK(!st.direct_tools);
+    CHECK(st.direct_search);
     CHECK_INT(st.request_timeout_ms, 30000);
     CHECK_INT(st.idle_timeout_ms, SERVER_IDLE_TIMEOUT_DEFAULT_MS);
-    CHECK_INT(mcp_config_diag_count(c), 3);
-    if (mcp_config_diag_count(c) == 3) {
+    CHECK_INT(mcp_config_diag_count(c), 2);
+    if (mcp_config_diag_count(c) == 2) {
         CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
                        "\"settings.idleTimeout\" must be a number of minutes");
         CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message, ": it is ignored");
@@ -735,9 +736,6 @@ static void test_settings_one_key(void)
                   "'~/.pi/agent/mcp.json': setting \"showStatusIcon\" is accepted and not "
                   "applied: it is pi's own (its display, config discovery, token storage or "
                   "extra tools); docs/bridge.md says what the bridge does instead");
-        CHECK_CONTAINS(mcp_config_diag_at(c, 2)->message,
-                       "\"settings.directTools\" is \"search\": read as false: the tools are "
-                       "found and called through the proxy tool \"mcp\"");
     }
     mcp_config_free(c);
     /* every setting of the adapter at once: a line per group, each naming its keys */
@@ -792,7 +790,8 @@ static void test_settings_one_key(void)
 }
 
 /* the adapter's entry keys: lazy-keep-alive, requestTimeoutMs, toolPrefix, includeTools,
- * directTools "search"; the ones not applied are accepted with a warning saying so */
+ * directTools "search" (held back until a search finds them); the ones not applied are
+ * accepted with a warning saying so */
 static void test_adapter_keys(void)
 {
     setup("sc-adapter-keys");
@@ -821,18 +820,16 @@ static void test_adapter_keys(void)
     struct server_config sc = SERVER_CONFIG_INIT;
     const struct mcp_server *s = mcp_config_find(c, "lkl");
     CHECK(s && !s->error);
-    if (s && server_config_parse(s->raw, &sc, NULL) == 1) { /* "search": a warning */
+    if (s && server_config_parse(s->raw, &sc, NULL) == 0) { /* "search": no warning */
         CHECK_INT(sc.lifecycle, SERVER_LIFECYCLE_LAZY_KEEP_ALIVE);
         CHECK_INT(server_config_idle_ms(&sc, &st), 0); /* never idle-closed */
         CHECK_INT(server_config_request_ms(&sc, s, &st), 30000);
         CHECK_INT(server_config_prefix_of(&sc, st.tool_prefix), MCP_TOOL_PREFIX_MCP);
         CHECK_INT(vlen(sc.include_tools), 2);
         CHECK_STR(sc.include_tools ? sc.include_tools[0] : NULL, "get_*");
-        CHECK_INT(sc.direct, SERVER_DIRECT_NONE);
+        CHECK_INT(sc.direct, SERVER_DIRECT_SEARCH);
         server_config_release(&sc);
-        CHECK_INT(vlen(s->warnings), 1);
-        if (vlen(s->warnings) == 1)
-            CHECK_CONTAINS(s->warnings[0], "\"directTools\" is \"search\": read as false");
+        CHECK_INT(vlen(s->warnings), 0);
     }
     s = mcp_config_find(c, "plain");
     if (s && server_config_parse(s->raw, &sc, NULL) == 0) {
@@ -850,7 +847,6 @@ static void test_adapter_keys(void)
     CHECK(s && !s->error);
     /* "$env:NAME" and "!command" are the adapter's value forms, read as it reads them */
     static const char *const notes[] = {
-        "\"searchKeywords\" is accepted and not applied",
         "\"approveTools\" is accepted and not applied: the bridge asks no one before a call",
         "\"trace\" is accepted and not applied",
         "\"tasks\" is not applied: the bridge does not use the MCP Tasks extension",
@@ -858,6 +854,22 @@ static void test_adapter_keys(void)
     CHECK_INT(s ? vlen(s->warnings) : 0, ELEMENTSOF(notes));
     for (size_t i = 0; s && i < ELEMENTSOF(notes) && i < vlen(s->warnings); i++)
         CHECK_CONTAINS(s->warnings[i], notes[i]);
+    /* searchKeywords is read: the proxy tool's search uses it (test_proxy_search) */
+    if (s && server_config_parse(s->raw, &sc, NULL) >= 0) {
+        CHECK_STR(json_object_to_json_string(sc.search_keywords), "{ \"*\": [ \"gh\" ] }");
+        server_config_release(&sc);
+    }
+    /* of another shape: the key alone is dropped, with a warning */
+    struct json_object *bad = json_tokener_parse(
+        "{\"command\": \"x\", \"searchKeywords\": {\"a\": [\"k\"], \"b\": \"k\"}}");
+    struct err e = ERR_INIT;
+    CHECK_INT(server_config_parse(bad, &sc, &e), 1);
+    CHECK(!sc.search_keywords);
+    CHECK_CONTAINS(err_msg(&e), "\"searchKeywords\" of 'b' must be an array of strings: it is "
+                                "ignored");
+    server_config_release(&sc);
+    err_clear(&e);
+    json_object_put(bad);
     s = mcp_config_find(c, "env");
     /* "!cat key", "~/work" and "inheritEnv": true are read as the adapter reads them */
     CHECK(s && !s->error && vlen(s->warnings) == 0);
