@@ -107,7 +107,10 @@ int suggest_append(const struct suggest *s, const char *prefix, struct buf *out)
     if (n > 0)
         r = buf_append_str(out, "; did you mean ");
     for (size_t i = 0; r >= 0 && i < n; i++)
-        r = buf_printf(out, "%s'%s%s'", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+        r = buf_printf(out, "%s'%s%s'",
+                       i == 0       ? ""
+                       : i + 1 == n ? " or "
+                                    : ", ",
                        prefix ? prefix : "", v[i]);
     if (r >= 0 && n > 0)
         r = buf_append_char(out, '?');

@@ -57,6 +57,11 @@ struct mcp_config *cli_load_config_at(const struct args_globals *g, struct log *
  * ("OPT: 'ARG' is not a positive duration") and -EINVAL (the caller exits BRIDGE_EXIT_USAGE). */
 int cli_parse_duration(const char *opt, const char *arg, struct log *log,
                        int64_t *ret_ms) _must_check_;
+/* Reports the option getopt_long() just refused (argv[0] is the command as typed, "mcp-bridge
+ * list"; args_option_error() words it, with the close options) and returns BRIDGE_EXIT_USAGE. */
+struct option;
+int cli_option_error(struct log *log, char *const *argv, const char *shortopts,
+                     const struct option *opts);
 /* Whether the SERVER argument is a URL rather than an entry's name. */
 bool cli_is_url(const char *target);
 

@@ -248,6 +248,8 @@ static int add_parse(int argc, char **argv, struct log *log, struct add_args *a)
     }
     optind = 0;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt == '?')
+            return cli_option_error(log, argv, "", opts);
         int r = add_option(log, a, opt, optarg);
         if (r == -ENOMEM) {
             log_error(log, "out of memory");

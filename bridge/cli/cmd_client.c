@@ -729,6 +729,7 @@ int client_options(struct client *c, int argc, char **argv)
                 return -EINVAL;
             break;
         default:
+            (void)cli_option_error(c->log, argv, "", opts);
             return -EINVAL;
         }
     }

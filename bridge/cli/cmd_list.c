@@ -878,7 +878,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
                 return BRIDGE_EXIT_USAGE;
             timeout_given = true;
         } else {
-            return cfg_usage_error(log, "list", "unknown option");
+            return cli_option_error(log, argv, "", opts);
         }
     }
     if (optind != argc)

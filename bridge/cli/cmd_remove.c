@@ -11,6 +11,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/mcp_config.h"
+#include "credkit/suggest.h"
 #include "credkit/path.h"
 #include "credkit/strv.h"
 
@@ -52,7 +53,7 @@ static int remove_parse(int argc, char **argv, struct log *log, int *ret_scope,
     optind = 0;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (opt != 's')
-            return cfg_usage_error(log, "remove", "unknown option");
+            return cli_option_error(log, argv, "", opts);
         if (cfg_parse_scope(log, "remove", optarg, &scope) != 0)
             return BRIDGE_EXIT_USAGE;
     }
@@ -143,8 +144,18 @@ static int remove_find(const struct strv *cands, const struct mcp_config *c, con
         free(d);
     }
     if (status < 0 && !found) {
-        log_error(log, "no server named '%s' in %s (nothing was changed)", name,
-                  searched.len ? buf_str(&searched) : "any configuration file");
+        struct buf close;
+        struct suggest sg;
+        buf_init(&close, 4096);
+        suggest_init(&sg, name);
+        for (size_t i = 0; c && i < mcp_config_count(c); i++)
+            suggest_add(&sg, mcp_config_at(c, i)->name);
+        if (suggest_append(&sg, NULL, &close) < 0)
+            buf_reset(&close);
+        log_error(log, "no server named '%s' in %s (nothing was changed)%s", name,
+                  searched.len ? buf_str(&searched) : "any configuration file", buf_str(&close));
+        suggest_release(&sg);
+        buf_release(&close);
         status = BRIDGE_EXIT_CONFIG;
     }
     buf_release(&searched);

@@ -315,7 +315,7 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
     }
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (opt != OPT_CONNECT_TIMEOUT)
-            return BRIDGE_EXIT_USAGE;
+            return cli_option_error(log, argv, "", opts);
         if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
             return BRIDGE_EXIT_USAGE;
     }
@@ -394,7 +394,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
             bridge_eras = true;
             break;
         default:
-            return BRIDGE_EXIT_USAGE;
+            return cli_option_error(log, argv, "H:", opts);
         }
     }
     if (argc - optind != 1) {

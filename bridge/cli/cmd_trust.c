@@ -339,7 +339,7 @@ static int parse(int argc, char **argv, struct trust_args *a, struct log *log)
             a->json = true;
             break;
         default:
-            return cfg_usage_error(log, "trust", "unknown option");
+            return cli_option_error(log, argv, "y", opts);
         }
     }
     if (optind != argc)

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include "credkit/args.h"
+#include "credkit/buf.h"
 #include "credkit/log.h"
 #include "credkit/secmem.h"
+#include "credkit/suggest.h"
 #include "credkit/version.h"
 
 #include "cli/cli.h"
@@ -111,13 +113,40 @@ static int take_bundled_flags(int argc, char **argv, struct args_globals *g)
     return w;
 }
 
+/* The commands' options that take their value as the next word: the first word after the
+ * options is the command only once they are skipped ("mcp-bridge --timeout 5s call ..."). */
+static const char *const options_with_value[] = {
+    "--connect-timeout", "--timeout", "--header", "-H",    "--project",    "--scope", "--url",
+    "--command",         "--arg",     "--env",    "--cwd", "--bearer-env", "--type",  NULL,
+};
+
+typedef int (*cmd_fn)(int, char **, const struct args_globals *, struct log *);
+struct command {
+    const char *name;
+    cmd_fn fn;
+};
+
+static int unknown_command(struct log *log, const char *cmd, const struct command *cmds, size_t n)
+{
+    struct suggest s;
+    struct buf msg;
+    suggest_init(&s, cmd);
+    for (size_t i = 0; i < n; i++)
+        suggest_add(&s, cmds[i].name);
+    suggest_add(&s, "help");
+    buf_init(&msg, 4096);
+    int r = buf_printf(&msg, "unknown command '%.64s'", cmd);
+    if (r >= 0)
+        r = suggest_append(&s, NULL, &msg);
+    int status = usage_error(log, r >= 0 ? buf_str(&msg) : "unknown command");
+    buf_release(&msg);
+    suggest_release(&s);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
-    typedef int (*cmd_fn)(int, char **, const struct args_globals *, struct log *);
-    static const struct {
-        const char *name;
-        cmd_fn fn;
-    } cmds[] = {
+    static const struct command cmds[] = {
         {"serve", cmd_serve},   {"connect", cmd_connect}, {"test", cmd_test},
         {"call", cmd_call},     {"list", cmd_list},       {"add", cmd_add},
         {"remove", cmd_remove}, {"trust", cmd_trust},
@@ -137,6 +166,11 @@ int main(int argc, char **argv)
     /* global options may come before or after the command ("mcp-bridge test x -v") */
     argc = take_bundled_flags(argc, argv, &g);
     argc = args_take_globals(argc, argv, true, &g);
+    /* and so may a command's own ("mcp-bridge --json list"): the command word goes first */
+    int first = args_first_operand(argc, argv, options_with_value);
+    if (first > 1 && first < argc)
+        args_move_first(argv, first);
+    opterr = 0; /* the commands word getopt's complaints themselves (cli_option_error) */
     log_set_level(log, g.quiet            ? LOG_ERROR
                        : g.verbosity >= 2 ? LOG_DEBUG
                        : g.verbosity      ? LOG_INFO
@@ -180,9 +214,7 @@ int main(int argc, char **argv)
         status = cmds[i].fn(argc - 1, argv + 1, &g, log);
         goto out;
     }
-    char msg[160];
-    (void)snprintf(msg, sizeof(msg), "unknown command '%.64s'", cmd);
-    status = usage_error(log, msg);
+    status = unknown_command(log, cmd, cmds, sizeof(cmds) / sizeof(cmds[0]));
 out:
     /* output cut short (a full disk, a reader gone) must not look like success */
     if ((fflush(stdout) != 0 || ferror(stdout)) && status == BRIDGE_EXIT_OK) {

@@ -8,15 +8,15 @@ static void test_distance(void)
     CHECK_INT(suggest_distance("stauts", "status"), 1); /* a swap is free, plus one */
     CHECK_INT(suggest_distance("lsit", "list"), 1);
     CHECK_INT(suggest_distance("ehco", "echo"), 1);
-    CHECK_INT(suggest_distance("GITHUB_TOKN", "GITHUB_TOKEN"), 2); /* a letter added: 1 */
-    CHECK_INT(suggest_distance("lixst", "list"), 4);               /* one dropped: 3 */
-    CHECK_INT(suggest_distance("lost", "list"), 3);                /* one changed: 2 */
-    CHECK_INT(suggest_distance("github_tokn", "GITHUB_TOKEN"), 2); /* case does not count */
-    CHECK_INT(suggest_distance("stat", "status"), 0);              /* a prefix */
-    CHECK_INT(suggest_distance("listt", "list"), 0);               /* contains it */
-    CHECK_INT(suggest_distance("ech", "mcp_alpha_echo"), 0);       /* contained, 3 bytes */
+    CHECK_INT(suggest_distance("GITHUB_TOKN", "GITHUB_TOKEN"), 2);        /* a letter added: 1 */
+    CHECK_INT(suggest_distance("lixst", "list"), 4);                      /* one dropped: 3 */
+    CHECK_INT(suggest_distance("lost", "list"), 3);                       /* one changed: 2 */
+    CHECK_INT(suggest_distance("github_tokn", "GITHUB_TOKEN"), 2);        /* case does not count */
+    CHECK_INT(suggest_distance("stat", "status"), 0);                     /* a prefix */
+    CHECK_INT(suggest_distance("listt", "list"), 0);                      /* contains it */
+    CHECK_INT(suggest_distance("ech", "mcp_alpha_echo"), 0);              /* contained, 3 bytes */
     CHECK_INT(suggest_distance("mcp_beta_files_x", "mcp_beta_files"), 0); /* contains it */
-    CHECK_INT(suggest_distance("ab", "xaby"), 3);                  /* too short to contain */
+    CHECK_INT(suggest_distance("ab", "xaby"), 3);                         /* too short to contain */
     CHECK_INT(suggest_distance("", "list"), SUGGEST_FLOOR);
     CHECK(suggest_distance("whoami", "status") >= SUGGEST_FLOOR);
 }
