@@ -78,3 +78,6 @@ enum {
 struct mcp_config *cli_config_for(const char *target, const char *const *headers, unsigned flags,
                                   const struct args_globals *g, struct log *log,
                                   const char **ret_name);
+/* The exit status when cli_config_for(target) failed: BRIDGE_EXIT_USAGE for a URL that is no
+ * http(s) URL at all (an invalid argument, as for mcp-auth), else BRIDGE_EXIT_CONFIG. */
+int cli_config_for_failed(const char *target);

@@ -484,7 +484,7 @@ int client_run(struct client *c, const char *target, const struct args_globals *
     c->status = BRIDGE_EXIT_FAILED;
     config = cli_config_for(target, NULL, c->config_flags, g, c->log, &name);
     if (!config)
-        return BRIDGE_EXIT_CONFIG;
+        return cli_config_for_failed(target);
     c->server = mcp_config_find(config, name);
 
     r = loop_new(&c->loop);

@@ -13,6 +13,7 @@
 #include "credkit/path.h"
 #include "credkit/redact.h"
 #include "credkit/suggest.h"
+#include "credkit/url.h"
 
 #include "cli/cli.h"
 #include "credkit/mcp_trust.h"
@@ -176,6 +177,16 @@ int cli_option_error(struct log *log, char *const *argv, const char *shortopts,
     log_free(cmd_log);
     buf_release(&msg);
     return BRIDGE_EXIT_USAGE;
+}
+
+int cli_config_for_failed(const char *target)
+{
+    char *canon = NULL;
+    if (!cli_is_url(target))
+        return BRIDGE_EXIT_CONFIG;
+    int r = url_canonical(target, &canon, NULL);
+    free(canon);
+    return r == -EINVAL ? BRIDGE_EXIT_USAGE : BRIDGE_EXIT_CONFIG;
 }
 
 bool cli_is_url(const char *target)

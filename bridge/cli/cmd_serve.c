@@ -406,7 +406,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
     struct mcp_config *c =
         cli_config_for(argv[optind], (const char *const *)headers, flags, g, log, &name);
     if (!c)
-        return BRIDGE_EXIT_CONFIG;
+        return cli_config_for_failed(argv[optind]);
     if (cli_is_url(argv[optind]))
         s.creds.auth_target = argv[optind]; /* mcp-auth is told the URL: it has no entry */
     int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras);

@@ -113,7 +113,8 @@ assert_contains "$ERR" "'BRIDGE_CLI_UNSET_HOST' has no recipe"
 assert_contains "$ERR" "run 'secrets configure BRIDGE_CLI_UNSET_HOST'"
 run 3 B --config "$T_ROOT/absent.json" test ev
 assert_contains "$ERR" "does not exist"
-run 3 B test ftp://files.example/mcp
+# a SERVER that is no http(s) URL is an invalid argument (2), as for mcp-auth
+run 2 B test ftp://files.example/mcp
 assert_contains "$ERR" "'command line': server 'files.example'"
 run 3 B connect ev --header "X-A: b"
 assert_contains "$ERR" "--header goes with a URL"
