@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "credkit/mcp_trust.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/suggest.h"
 #include "credkit/textsafe.h"
 #include "credkit/url.h"
 #include "credkit/util.h"
@@ -162,6 +164,67 @@ _printf_(2, 3) static void say(enum log_level level, const char *fmt, ...)
 #define say_warn(...)  say(LOG_WARN, __VA_ARGS__)
 #define say_info(...)  say(LOG_INFO, __VA_ARGS__)
 
+/* ---- the command line ---- */
+
+static const char *const command_names[] = {"login", "header", "status", "logout", "help"};
+static const char *const global_options[] = {"config", "verbose", "quiet", "help", "version"};
+
+/* Words other tools use for what a command of ours does: "mcp-auth list" is status, not a
+ * sign-in to a server named "list" */
+static const struct {
+    const char *word, *command;
+} command_synonyms[] = {
+    {"list", "status"},    {"ls", "status"},       {"show", "status"},   {"whoami", "status"},
+    {"token", "header"},   {"signin", "login"},    {"sign-in", "login"}, {"auth", "login"},
+    {"signout", "logout"}, {"sign-out", "logout"}, {"revoke", "logout"},
+};
+
+/* "mcp-auth SERVER": set when the word was taken as login's SERVER without "login" */
+static bool arg_implicit_login;
+
+/* The commands close to word (git's "did you mean", with the synonyms above) into s. */
+static void suggest_commands(struct suggest *s, const char *word)
+{
+    for (size_t i = 0; i < ELEMENTSOF(command_synonyms); i++)
+        if (strcasecmp(word, command_synonyms[i].word) == 0)
+            suggest_add_at(s, command_synonyms[i].command, 0);
+    for (size_t i = 0; i < ELEMENTSOF(command_names); i++)
+        suggest_add(s, command_names[i]);
+}
+
+static int unknown_command(const char *word)
+{
+    struct suggest s;
+    struct buf close;
+    suggest_init(&s, word);
+    suggest_commands(&s, word);
+    buf_init(&close, 4096);
+    if (suggest_append(&s, NULL, &close) < 0)
+        buf_reset(&close);
+    say_error("unknown command '%s'%s (see 'mcp-auth --help')", word, buf_str(&close));
+    buf_release(&close);
+    suggest_release(&s);
+    return EXIT_USAGE;
+}
+
+/* Reports the option getopt_long() just refused, as getopt would, by the command
+ * ("mcp-auth login: unknown option ..."); EXIT_USAGE. */
+static int option_error(char *const *argv, const char *shortopts, const struct option *opts)
+{
+    struct buf msg;
+    buf_init(&msg, 4096);
+    struct log *cmd_log = log_new(argv[0], STDERR_FILENO);
+    if (cmd_log)
+        log_set_level(cmd_log, log_get_level(arg_log));
+    if (args_option_error(argv[0], argv, shortopts, opts, &msg) < 0)
+        buf_reset(&msg);
+    log_msg(cmd_log ? cmd_log : arg_log, LOG_ERROR, "%s",
+            msg.len ? buf_str(&msg) : "invalid option");
+    log_free(cmd_log);
+    buf_release(&msg);
+    return EXIT_USAGE;
+}
+
 /* ---- resolving SERVER ---- */
 
 struct target_ctx {
@@ -239,10 +302,28 @@ static int target_by_url(const char *arg, struct target_ctx *tc)
     return EXIT_OK;
 }
 
-/* No entry of that name: says where entries were looked for. */
+/* No entry of that name: says where entries were looked for, and the close names. A word given
+ * as "mcp-auth WORD" that reads like a command is a command mistyped (2), not a server. */
 static int unknown_name(const char *arg, const struct mcp_config *config)
 {
-    struct buf files;
+    struct buf files, close;
+    struct suggest s;
+    if (arg_implicit_login) {
+        suggest_init(&s, arg);
+        suggest_commands(&s, arg);
+        const char *const *v;
+        bool command_like = suggest_result(&s, &v) > 0;
+        suggest_release(&s);
+        if (command_like)
+            return unknown_command(arg);
+    }
+    suggest_init(&s, arg);
+    for (size_t i = 0; i < mcp_config_count(config); i++)
+        suggest_add(&s, mcp_config_at(config, i)->name);
+    buf_init(&close, 4096);
+    if (suggest_append(&s, NULL, &close) < 0)
+        buf_reset(&close);
+    suggest_release(&s);
     buf_init(&files, 8192);
     for (size_t i = 0; i < mcp_config_file_count(config); i++) {
         bool exists = false;
@@ -254,9 +335,11 @@ static int unknown_name(const char *arg, const struct mcp_config *config)
         if (r < 0)
             break;
     }
-    say_error("no server named '%s' in %s: give its URL instead, or add it to one of "
+    say_error("no server named '%s' in %s%s%s give its URL instead, or add it to one of "
               "those files (see docs/auth.md)",
-              arg, files.len ? buf_str(&files) : "the MCP configuration");
+              arg, files.len ? buf_str(&files) : "the MCP configuration", buf_str(&close),
+              close.len ? "" : ":");
+    buf_release(&close);
     buf_release(&files);
     return EXIT_CONFIG;
 }
@@ -296,8 +379,8 @@ static int target_by_name(const char *arg, struct target_ctx *tc)
     return EXIT_OK;
 }
 
-/* SERVER is a URL or an mcp.json entry name. */
-static int resolve_target(const char *arg, struct target_ctx *tc)
+/* The layered configuration into tc->config, its diagnostics said. An exit status. */
+static int load_config(struct target_ctx *tc)
 {
     struct err e = ERR_INIT;
     char cwd[4096];
@@ -325,7 +408,16 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
         const struct mcp_config_diag *dg = mcp_config_diag_at(tc->config, i);
         say_warn("%s", dg->message);
     }
-    int status = strstr(arg, "://") ? target_by_url(arg, tc) : target_by_name(arg, tc);
+    return EXIT_OK;
+}
+
+/* SERVER is a URL or an mcp.json entry name. */
+static int resolve_target(const char *arg, struct target_ctx *tc)
+{
+    int status = load_config(tc);
+    if (status != EXIT_OK)
+        return status;
+    status = strstr(arg, "://") ? target_by_url(arg, tc) : target_by_name(arg, tc);
     if (status != EXIT_OK)
         return status;
     tc->t.oauth = tc->oauth;
@@ -387,16 +479,30 @@ static void signin_command(const struct target_ctx *tc, char *out, size_t size)
 
 /* ---- commands ---- */
 
+enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_DEVICE, OPT_TIMEOUT };
+static const struct option login_opts[] = {
+    {"scope", required_argument, NULL, OPT_SCOPE},
+    {"no-browser", no_argument, NULL, OPT_NO_BROWSER},
+    {"device-code", no_argument, NULL, OPT_DEVICE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {0},
+};
+
+/* Whether arg ("--scope", "--scope=S") is one of login's options. */
+static bool is_login_option(const char *arg)
+{
+    if (strncmp(arg, "--", 2) != 0)
+        return false;
+    size_t len = strcspn(arg + 2, "=");
+    for (size_t i = 0; login_opts[i].name; i++)
+        if (strlen(login_opts[i].name) == len && strncmp(login_opts[i].name, arg + 2, len) == 0)
+            return true;
+    return false;
+}
+
 static int cmd_login(int argc, char **argv)
 {
-    enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_DEVICE, OPT_TIMEOUT };
-    static const struct option opts[] = {
-        {"scope", required_argument, NULL, OPT_SCOPE},
-        {"no-browser", no_argument, NULL, OPT_NO_BROWSER},
-        {"device-code", no_argument, NULL, OPT_DEVICE},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {0},
-    };
+    const struct option *opts = login_opts;
     struct login_opts lo = {0};
     struct target_ctx tc = {0};
     struct token_entry *te = NULL;
@@ -424,7 +530,7 @@ static int cmd_login(int argc, char **argv)
             }
             break;
         default:
-            return EXIT_USAGE;
+            return option_error(argv, "", opts);
         }
     }
     if (argc - optind != 1) {
@@ -518,7 +624,7 @@ static int cmd_header(int argc, char **argv)
         else if (opt == 'r')
             force = true;
         else
-            return EXIT_USAGE;
+            return option_error(argv, "", opts);
     }
     if (argc - optind != 1) {
         say_error("header takes exactly one SERVER (see 'mcp-auth header --help')");
@@ -665,17 +771,18 @@ static int cmd_status(int argc, char **argv)
         if (opt == 'j')
             json = true;
         else
-            return EXIT_USAGE;
+            return option_error(argv, "", opts);
     }
     if (argc - optind > 1) {
         say_error("status takes at most one SERVER");
         return EXIT_USAGE;
     }
-    if (argc - optind == 1) {
+    if (argc - optind == 1)
         status = resolve_target(argv[optind], &tc);
-        if (status != EXIT_OK)
-            goto out;
-    }
+    else if (arg_config)
+        status = load_config(&tc); /* a --config that names no file is an error here too */
+    if (status != EXIT_OK)
+        goto out;
     if (tokens_list(&all, &n, &e) < 0) {
         say_error("%s", err_msg(&e));
         status = EXIT_FAILED;
@@ -703,8 +810,9 @@ static int cmd_logout(int argc, char **argv)
         fputs(logout_help, stdout);
         return EXIT_OK;
     }
-    while (getopt_long(argc, argv, "", (const struct option[]){{0}}, NULL) != -1)
-        return EXIT_USAGE;
+    static const struct option no_opts[] = {{0}};
+    while (getopt_long(argc, argv, "", no_opts, NULL) != -1)
+        return option_error(argv, "", no_opts);
     if (argc - optind != 1) {
         say_error("logout takes exactly one SERVER");
         return EXIT_USAGE;
@@ -731,48 +839,6 @@ static int cmd_logout(int argc, char **argv)
 out:
     target_release(&tc);
     return status;
-}
-
-/* The options before the command. Returns -1 to go on (optind at the command), else the exit
- * status (after --help, --version or a usage error). */
-static int parse_global_options(int argc, char **argv, int *ret_verbosity)
-{
-    enum { OPT_CONFIG = 256 };
-    static const struct option opts[] = {
-        {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {"config", required_argument, NULL, OPT_CONFIG},
-        {0},
-    };
-    int opt;
-    while ((opt = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'v':
-            (*ret_verbosity)++;
-            break;
-        case 'q':
-            arg_quiet = true;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return EXIT_OK;
-        case 'V':
-            printf("mcp-auth (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
-            return EXIT_OK;
-        case OPT_CONFIG:
-            arg_config = optarg;
-            break;
-        default:
-            return EXIT_USAGE;
-        }
-    }
-    if (optind >= argc) {
-        fputs(usage_text, stderr);
-        return EXIT_USAGE;
-    }
-    return -1;
 }
 
 static const struct {
@@ -808,18 +874,32 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
             char *help_argv[] = {sub_argv[1], help_opt, NULL};
             return dispatch(sub_argv[1], 2, help_argv);
         }
-        if (sub_argc > 1 && strcmp(sub_argv[1], "help") != 0) {
-            say_error("unknown command '%s' (see 'mcp-auth --help')", sub_argv[1]);
-            return EXIT_USAGE;
-        }
+        if (sub_argc > 1 && strcmp(sub_argv[1], "help") != 0)
+            return unknown_command(sub_argv[1]);
         fputs(usage_text, stdout);
         return EXIT_OK;
     }
-    if (cmd[0] == '-') {
-        say_error("unknown option '%s' (see 'mcp-auth --help')", cmd);
+    if (cmd[0] == '-' && !is_login_option(cmd)) {
+        /* options alone, and one that is no command's */
+        struct suggest s;
+        struct buf close;
+        const char *word = cmd + strspn(cmd, "-");
+        suggest_init(&s, word);
+        for (size_t i = 0; i < ELEMENTSOF(global_options); i++)
+            suggest_add(&s, global_options[i]);
+        for (size_t i = 0; login_opts[i].name; i++)
+            suggest_add(&s, login_opts[i].name);
+        buf_init(&close, 4096);
+        if (suggest_append(&s, "--", &close) < 0)
+            buf_reset(&close);
+        say_error("unknown option '%s'%s (see 'mcp-auth --help')", cmd, buf_str(&close));
+        buf_release(&close);
+        suggest_release(&s);
         return EXIT_USAGE;
     }
-    /* "mcp-auth SERVER [options]": login; the server stays in argv as the operand */
+    /* "mcp-auth SERVER [options]": login; the server stays in argv as the operand. A word that
+     * is no server and reads like a command is a usage error (target_by_name) */
+    arg_implicit_login = true;
     char *login_argv[256];
     int n = 0;
     login_argv[n++] = (char *)"mcp-auth login";
@@ -829,34 +909,45 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
     return cmd_login(n, login_argv);
 }
 
+/* The options of every command that take their value as the next word: the first word after
+ * the options is the command (or SERVER) only once they are skipped. */
+static const char *const options_with_value[] = {"--scope", "--timeout", NULL};
+
 int main(int argc, char **argv)
 {
-    int verbosity = 0, status;
+    struct args_globals g = {0};
+    int status;
 
     (void)secure_harden_process(NULL);
     arg_log = log_new("mcp-auth", STDERR_FILENO);
     if (!arg_log)
         return EXIT_FAILED;
-    status = parse_global_options(argc, argv, &verbosity);
-    if (status >= 0) {
-        log_free(arg_log);
-        return status;
-    }
-    const char *cmd = argv[optind];
-    int sub_argc = argc - optind;
-    char **sub_argv = argv + optind;
-    /* global options may follow the command too */
-    struct args_globals g = {.verbosity = verbosity, .quiet = arg_quiet, .config = arg_config};
-    sub_argc = args_take_globals(sub_argc, sub_argv, true, &g);
-    verbosity = g.verbosity;
+    /* -v, -q and --config anywhere before "--"; a command's own options before the command
+     * word too ("mcp-auth --no-browser SERVER"): the command word goes first */
+    argc = args_take_globals(argc, argv, true, &g);
     arg_quiet = g.quiet;
     arg_config = g.config;
-    log_set_level(arg_log, arg_quiet        ? LOG_ERROR
-                           : verbosity >= 2 ? LOG_DEBUG
-                           : verbosity      ? LOG_INFO
-                                            : LOG_WARN);
-    optind = 0;
-    status = dispatch(cmd, sub_argc, sub_argv);
+    log_set_level(arg_log, arg_quiet          ? LOG_ERROR
+                           : g.verbosity >= 2 ? LOG_DEBUG
+                           : g.verbosity      ? LOG_INFO
+                                              : LOG_WARN);
+    opterr = 0; /* the commands word getopt's complaints themselves (option_error) */
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        status = EXIT_USAGE;
+    } else if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        fputs(usage_text, stdout);
+        status = EXIT_OK;
+    } else if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+        printf("mcp-auth (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
+        status = EXIT_OK;
+    } else {
+        int first = args_first_operand(argc, argv, options_with_value);
+        if (first > 1 && first < argc)
+            args_move_first(argv, first);
+        optind = 0;
+        status = dispatch(argv[1], argc - 1, argv + 1);
+    }
     log_free(arg_log);
     return status;
 }

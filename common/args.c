@@ -31,6 +31,9 @@ int args_take_globals(int argc, char **argv, bool accept_config, struct args_glo
             g->verbosity++;
         else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
             g->quiet = true;
+        else if (a[0] == '-' && a[1] && a[2] && strspn(a + 1, "vq") == strlen(a + 1))
+            for (const char *p = a + 1; *p; p++) /* "-vv", "-vq": bundled */
+                *p == 'v' ? (void)g->verbosity++ : (void)(g->quiet = true);
         else if (accept_config && strcmp(a, "--config") == 0 && i + 1 < argc)
             g->config = argv[++i];
         else if (accept_config && strncmp(a, "--config=", 9) == 0)

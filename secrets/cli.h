@@ -59,6 +59,13 @@ void cli_say(struct cli *c, enum log_level level, const char *fmt, ...) _printf_
 #define cli_info(c, ...)  cli_say((c), LOG_INFO, __VA_ARGS__)
 #define cli_debug(c, ...) cli_say((c), LOG_DEBUG, __VA_ARGS__)
 
+/* Reports the option getopt_long() just refused, as getopt would, by the command (argv[0],
+ * "secrets get: unknown option '--no-newlin'; did you mean '--no-newline'? (see ...)");
+ * returns EXIT_USAGE. */
+struct option;
+int cli_option_error(struct cli *c, char *const *argv, const char *shortopts,
+                     const struct option *opts);
+
 /* "3 characters" style description of a value without showing it. */
 void cli_mask(const char *value, size_t len, char *out, size_t size);
 

@@ -446,6 +446,8 @@ static int configure_parse(struct cli *c, int argc, char **argv, struct configur
     };
     int opt;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (opt == '?')
+            return cli_option_error(c, argv, "h", opts);
         int r = configure_option(c, a, opt, optarg);
         if (r > 0)
             return EXIT_OK;

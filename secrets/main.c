@@ -17,6 +17,7 @@
 #include "credkit/helper_answer.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/suggest.h"
 #include "credkit/redact.h"
 #include "credkit/textsafe.h"
 #include "credkit/util.h"
@@ -84,6 +85,23 @@ void cli_say(struct cli *c, enum log_level level, const char *fmt, ...)
     buf_release(&red);
     log_msg(c->log, level, "%s", esc ? esc : "(out of memory)");
     free(esc);
+}
+
+int cli_option_error(struct cli *c, char *const *argv, const char *shortopts,
+                     const struct option *opts)
+{
+    struct buf msg;
+    buf_init(&msg, 4096);
+    struct log *cmd_log = log_new(argv[0], STDERR_FILENO);
+    if (cmd_log)
+        log_set_level(cmd_log, log_get_level(c->log));
+    if (args_option_error(argv[0], argv, shortopts, opts, &msg) < 0)
+        buf_reset(&msg);
+    log_msg(cmd_log ? cmd_log : c->log, LOG_ERROR, "%s",
+            msg.len ? buf_str(&msg) : "invalid option");
+    log_free(cmd_log);
+    buf_release(&msg);
+    return EXIT_USAGE;
 }
 
 static int usage_error(struct cli *c, const char *fmt, ...) _printf_(2, 3);
@@ -275,7 +293,7 @@ static int cmd_get(struct cli *c, int argc, char **argv)
         if (opt == 'n')
             newline = false;
         else
-            return EXIT_USAGE;
+            return cli_option_error(c, argv, "n", opts);
     }
     if (argc - optind != 1)
         return usage_error(c, "get takes exactly one NAME");
@@ -392,7 +410,7 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
         else if (opt == 'C')
             c->resolve_flags |= RESOLVE_NO_CACHE;
         else
-            return EXIT_USAGE;
+            return cli_option_error(c, argv, "", opts);
     }
     if (optind >= argc)
         return usage_error(c, "resolve needs at least one NAME");
@@ -569,7 +587,7 @@ static int cmd_list(struct cli *c, int argc, char **argv)
         else if (opt == 'N')
             check = false;
         else
-            return EXIT_USAGE;
+            return cli_option_error(c, argv, "", opts);
     }
     if (optind != argc)
         return usage_error(c, "list takes no arguments");
@@ -645,8 +663,9 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
         fputs(remove_help, stdout);
         return EXIT_OK;
     }
-    while (getopt_long(argc, argv, "", (const struct option[]){{0}}, NULL) != -1)
-        return EXIT_USAGE;
+    static const struct option no_opts[] = {{0}};
+    while (getopt_long(argc, argv, "", no_opts, NULL) != -1)
+        return cli_option_error(c, argv, "", no_opts);
     if (argc - optind != 1)
         return usage_error(c, "remove takes exactly one NAME");
     const char *name = argv[optind];
@@ -658,7 +677,17 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
     status = EXIT_FAILED;
     r = store_get(c->store, name, &rec, &e);
     if (r == -ENOENT) {
-        cli_error(c, "'%s' has no recipe", name);
+        struct suggest s;
+        struct buf close;
+        suggest_init(&s, name);
+        for (size_t i = 0; i < store_count(c->store); i++)
+            suggest_add(&s, store_name(c->store, i));
+        buf_init(&close, 4096);
+        if (suggest_append(&s, NULL, &close) < 0)
+            buf_reset(&close);
+        cli_error(c, "'%s' has no recipe%s", name, buf_str(&close));
+        buf_release(&close);
+        suggest_release(&s);
         goto out;
     }
     if (r >= 0 && remove_label(c, rec, name, &label) < 0)
@@ -774,44 +803,13 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
 
 /* ---- main ---- */
 
-/* The options before the command: -1 to go on, else the exit status (help or version
- * printed, or getopt's complaint). */
-static int parse_globals(int argc, char **argv, int *verbosity, bool *quiet)
-{
-    static const struct option opts[] = {
-        {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {0},
-    };
-    int opt;
-    while ((opt = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'v':
-            (*verbosity)++;
-            break;
-        case 'q':
-            *quiet = true;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return EXIT_OK;
-        case 'V':
-            printf("secrets (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
-            return EXIT_OK;
-        default:
-            return EXIT_USAGE;
-        }
-    }
-    if (optind >= argc) {
-        fputs(usage_text, stderr);
-        return EXIT_USAGE;
-    }
-    return -1;
-}
-
 static int cmd_help(struct cli *c, int argc, char **argv);
+
+/* The options of every command that take their value as the next word: the first word after
+ * the options is the command only once they are skipped. */
+static const char *const options_with_value[] = {
+    "--label", "--command", "--env", "--file", "--ttl", "--timeout", "--description", NULL,
+};
 
 static const struct {
     const char *name;
@@ -822,6 +820,23 @@ static const struct {
     {"remove", cmd_remove}, {"exec", cmd_exec},
     {"help", cmd_help},
 };
+
+static int unknown_command(struct cli *c, const char *word, const char *why)
+{
+    struct suggest s;
+    struct buf close;
+    suggest_init(&s, word);
+    for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+        suggest_add(&s, commands[i].name);
+    buf_init(&close, 4096);
+    if (suggest_append(&s, NULL, &close) < 0)
+        buf_reset(&close);
+    int status =
+        usage_error(c, "unknown command '%s'%s%s", word, close.len ? "" : why, buf_str(&close));
+    buf_release(&close);
+    suggest_release(&s);
+    return status;
+}
 
 /* "secrets help": the usage; "secrets help get": get's own help, as "secrets get --help". */
 static int cmd_help(struct cli *c, int argc, char **argv)
@@ -843,36 +858,49 @@ static int cmd_help(struct cli *c, int argc, char **argv)
         fputs(usage_text, stdout);
         return EXIT_OK;
     }
-    return usage_error(c, "unknown command '%s': there is no help for it", argv[1]);
+    return unknown_command(c, argv[1], ": there is no help for it");
 }
 
 int main(int argc, char **argv)
 {
     struct cli c = {0};
-    int verbosity = 0, status;
-    bool quiet = false;
+    int status;
 
     if (secure_harden_process(&arg_core_soft) < 0)
         arg_core_soft = 0;
     c.log = log_new("secrets", STDERR_FILENO);
     if (!c.log)
         return EXIT_FAILED;
-    status = parse_globals(argc, argv, &verbosity, &quiet);
-    if (status >= 0) {
+    /* -v and -q anywhere before "--" ("secrets configure X --command C -v"; never past "--":
+     * those belong to exec's CMD), and a command's own options before the command word too
+     * ("secrets --json resolve X"): the command word goes first */
+    struct args_globals g = {0};
+    argc = args_take_globals(argc, argv, false, &g);
+    if (argc < 2) {
+        fputs(usage_text, stderr);
         log_free(c.log);
-        return status;
+        return EXIT_USAGE;
     }
-    const char *cmd = argv[optind];
-    int sub_argc = argc - optind;
-    char **sub_argv = argv + optind;
-    /* -v and -q may also follow the command ("secrets configure X --command C -v"): take them
-     * out before the command parses the rest (never past "--": those belong to exec's CMD) */
-    struct args_globals g = {.verbosity = verbosity, .quiet = quiet};
-    sub_argc = args_take_globals(sub_argc, sub_argv, false, &g);
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+        if (argv[1][1] == 'h' || argv[1][2] == 'h')
+            fputs(usage_text, stdout);
+        else
+            printf("secrets (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
+        log_free(c.log);
+        return EXIT_OK;
+    }
+    int first = args_first_operand(argc, argv, options_with_value);
+    if (first > 1 && first < argc)
+        args_move_first(argv, first);
+    const char *cmd = argv[1];
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
     log_set_level(c.log, g.quiet            ? LOG_ERROR
                          : g.verbosity >= 2 ? LOG_DEBUG
                          : g.verbosity      ? LOG_INFO
                                             : LOG_WARN);
+    opterr = 0; /* the commands word getopt's complaints themselves (cli_option_error) */
     char progname[64];
     (void)snprintf(progname, sizeof(progname), "secrets %s", cmd);
     sub_argv[0] = progname; /* getopt's own messages then read "secrets get: ..." */
@@ -882,7 +910,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < ELEMENTSOF(commands); i++)
         if (strcmp(cmd, commands[i].name) == 0)
             fn = commands[i].fn;
-    status = fn ? fn(&c, sub_argc, sub_argv) : usage_error(&c, "unknown command '%s'", cmd);
+    if (!fn && cmd[0] == '-')
+        status = usage_error(&c, "unknown option '%s'", cmd);
+    else
+        status = fn ? fn(&c, sub_argc, sub_argv) : unknown_command(&c, cmd, "");
 
     cli_close(&c);
     log_free(c.log);

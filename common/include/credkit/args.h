@@ -18,7 +18,8 @@ struct args_globals {
     const char *config; /* --config PATH / --config=PATH, when accept_config */
 };
 
-/* Takes the global options out of a command's argv[1..argc) (never past "--"), compacting the
+/* Takes the global options out of a command's argv[1..argc) (never past "--"; -v and -q also
+ * bundled, "-vv"), compacting the
  * rest in place and NULL-terminating it; returns the new argc. --config is recognised only
  * with accept_config. */
 int args_take_globals(int argc, char **argv, bool accept_config, struct args_globals *g);
