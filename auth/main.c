@@ -187,7 +187,7 @@ static void suggest_commands(struct suggest *s, const char *word)
 {
     for (size_t i = 0; i < ELEMENTSOF(command_synonyms); i++)
         if (strcasecmp(word, command_synonyms[i].word) == 0)
-            suggest_add_at(s, command_synonyms[i].command, 0);
+            suggest_add_as(s, word, command_synonyms[i].command); /* as close as can be */
     for (size_t i = 0; i < ELEMENTSOF(command_names); i++)
         suggest_add(s, command_names[i]);
 }

@@ -1,5 +1,6 @@
 /* suggest.c - "did you mean", git's way (help.c and levenshtein.c) */
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,9 +57,22 @@ unsigned suggest_distance(const char *word, const char *candidate)
         return SUGGEST_FLOOR;
     if (strncmp(b, a, la) == 0)
         return 0; /* git: "give prefix match a very good score" */
-    if ((la < lb ? la : lb) >= 3 && (strstr(b, a) || strstr(a, b)))
-        return 0;
     return osa_distance(a, la, b, lb) + 1;
+}
+
+static bool contains_either(const char *word, const char *candidate)
+{
+    char a[WORD_MAX + 1], b[WORD_MAX + 1];
+    size_t la = fold(word, a), lb = fold(candidate, b);
+    return (la < lb ? la : lb) >= 3 && (strstr(b, a) || strstr(a, b));
+}
+
+static bool listed(const char *const *v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i], name) == 0)
+            return true;
+    return false;
 }
 
 void suggest_init(struct suggest *s, const char *word)
@@ -68,30 +82,39 @@ void suggest_init(struct suggest *s, const char *word)
     s->best = SUGGEST_FLOOR;
 }
 
-void suggest_add_at(struct suggest *s, const char *candidate, unsigned distance)
+void suggest_add_as(struct suggest *s, const char *key, const char *shown)
 {
+    unsigned distance = suggest_distance(s->word, key);
     s->offered++;
     s->prefix += distance == 0;
-    if (distance > s->best || distance >= SUGGEST_FLOOR)
+    if (distance >= SUGGEST_FLOOR) {
+        if (contains_either(s->word, key) && s->n_contained < SUGGEST_MAX &&
+            !listed(s->contained, s->n_contained, shown))
+            s->contained[s->n_contained++] = shown;
+        return;
+    }
+    if (distance > s->best)
         return;
     if (distance < s->best) {
         s->best = distance;
         s->n = 0;
     }
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->v[i], candidate) == 0)
-            return; /* offered twice (a name in two files): suggested once */
-    if (s->n < SUGGEST_MAX)
-        s->v[s->n++] = candidate;
+    /* offered twice (a name in two files, a tool under two spellings): suggested once */
+    if (s->n < SUGGEST_MAX && !listed(s->v, s->n, shown))
+        s->v[s->n++] = shown;
 }
 
 void suggest_add(struct suggest *s, const char *candidate)
 {
-    suggest_add_at(s, candidate, suggest_distance(s->word, candidate));
+    suggest_add_as(s, candidate, candidate);
 }
 
 size_t suggest_result(const struct suggest *s, const char *const **ret_v)
 {
+    if (s->n == 0) {
+        *ret_v = s->contained;
+        return s->n_contained;
+    }
     *ret_v = s->v;
     /* git: "prefix matches with everything? that is too ambiguous" */
     if (s->best == 0 && s->prefix == s->offered && s->offered > 1)

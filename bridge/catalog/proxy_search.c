@@ -464,8 +464,8 @@ int proxy_suggest(const struct catalog *c, const char *name, size_t max, struct 
     for (size_t i = 0; i < n; i++) {
         struct catalog_tool t;
         catalog_tool_at(c, i, &t);
-        unsigned d = suggest_distance(name, t.name), d_raw = suggest_distance(name, t.orig);
-        suggest_add_at(&s, t.name, d < d_raw ? d : d_raw);
+        suggest_add(&s, t.name);
+        suggest_add_as(&s, t.orig, t.name);
     }
     int r = suggest_append_list(&s, max, out);
     suggest_release(&s);

@@ -3,10 +3,11 @@
  * Commands, options, server names, secret names, tool names and configuration keys are all
  * suggested the one way, git's (help.c): a Damerau-Levenshtein distance with git's weights
  * (a swap of two neighbours 0, a substitution 2, a letter added 1, a letter dropped 3) plus one,
- * compared case-insensitively, and 0 for a candidate that starts with the word or, when the
- * shorter of the two has at least 3 bytes, contains it or is contained in it. A candidate is
- * close when its distance is below SUGGEST_FLOOR (git's similarity floor, 7); of the close
- * ones, all those at the best distance are suggested, in the order they were offered.
+ * compared case-insensitively, and 0 for a candidate that starts with the word (git's prefix
+ * match). A candidate is close when its distance is below SUGGEST_FLOOR (git's similarity
+ * floor, 7); of the close ones, all those at the best distance are suggested, in the order they
+ * were offered. When none is close, the candidates that contain the word or are contained in it
+ * (the shorter of the two at least 3 bytes: "mcp_beta_files_x" for "mcp_beta_files") are.
  *
  * Embedded value: struct suggest s; suggest_init(&s, word); suggest_add() each name;
  * suggest_append() the result; suggest_release(). Candidates are borrowed: they must outlive
@@ -26,7 +27,9 @@ struct suggest {
     const char *word; /* borrowed */
     unsigned best;    /* the best distance so far; SUGGEST_FLOOR: none close yet */
     const char *v[SUGGEST_MAX];
-    size_t n;       /* candidates kept at best */
+    size_t n;                           /* candidates kept at best */
+    const char *contained[SUGGEST_MAX]; /* the fallback: containing or contained */
+    size_t n_contained;
     size_t offered; /* candidates offered */
     size_t prefix;  /* of them, at distance 0 */
 };
@@ -37,9 +40,9 @@ unsigned suggest_distance(const char *word, const char *candidate);
 void suggest_init(struct suggest *s, const char *word);
 /* Offers candidate (borrowed), at suggest_distance(word, candidate). */
 void suggest_add(struct suggest *s, const char *candidate);
-/* Offers candidate at a distance the caller computed (the least of several spellings of one
- * name: a tool's exposed and raw names). */
-void suggest_add_at(struct suggest *s, const char *candidate, unsigned distance);
+/* Offers shown (borrowed) as compared under another spelling, key (a tool's raw name for its
+ * exposed one); a name offered under several keys is suggested once, at its best. */
+void suggest_add_as(struct suggest *s, const char *key, const char *shown);
 /* The candidates suggested, in the order offered: none when none is close, or when every
  * candidate was a distance-0 match (a word that short says nothing). ret_v is borrowed from s. */
 size_t suggest_result(const struct suggest *s, const char *const **ret_v);

@@ -8,15 +8,15 @@ static void test_distance(void)
     CHECK_INT(suggest_distance("stauts", "status"), 1); /* a swap is free, plus one */
     CHECK_INT(suggest_distance("lsit", "list"), 1);
     CHECK_INT(suggest_distance("ehco", "echo"), 1);
-    CHECK_INT(suggest_distance("GITHUB_TOKN", "GITHUB_TOKEN"), 2);        /* a letter added: 1 */
-    CHECK_INT(suggest_distance("lixst", "list"), 4);                      /* one dropped: 3 */
-    CHECK_INT(suggest_distance("lost", "list"), 3);                       /* one changed: 2 */
-    CHECK_INT(suggest_distance("github_tokn", "GITHUB_TOKEN"), 2);        /* case does not count */
-    CHECK_INT(suggest_distance("stat", "status"), 0);                     /* a prefix */
-    CHECK_INT(suggest_distance("listt", "list"), 0);                      /* contains it */
-    CHECK_INT(suggest_distance("ech", "mcp_alpha_echo"), 0);              /* contained, 3 bytes */
-    CHECK_INT(suggest_distance("mcp_beta_files_x", "mcp_beta_files"), 0); /* contains it */
-    CHECK_INT(suggest_distance("ab", "xaby"), 3);                         /* too short to contain */
+    CHECK_INT(suggest_distance("GITHUB_TOKN", "GITHUB_TOKEN"), 2); /* a letter added: 1 */
+    CHECK_INT(suggest_distance("lixst", "list"), 4);               /* one dropped: 3 */
+    CHECK_INT(suggest_distance("lost", "list"), 3);                /* one changed: 2 */
+    CHECK_INT(suggest_distance("github_tokn", "GITHUB_TOKEN"), 2); /* case does not count */
+    CHECK_INT(suggest_distance("stat", "status"), 0);              /* a prefix */
+    CHECK_INT(suggest_distance("listt", "list"), 4);
+    CHECK_INT(suggest_distance("ech", "mcp_alpha_echo"), 12);
+    CHECK_INT(suggest_distance("mcp_beta_files_x", "mcp_beta_files"), 7);
+    CHECK_INT(suggest_distance("ab", "xaby"), 3);
     CHECK_INT(suggest_distance("", "list"), SUGGEST_FLOOR);
     CHECK(suggest_distance("whoami", "status") >= SUGGEST_FLOOR);
 }
@@ -86,12 +86,34 @@ static void test_best(void)
     CHECK_STR(buf_str(&out), "mcp_a_echo, mcp_b_echo");
     suggest_release(&s);
 
-    /* a caller's own distance (the least of two spellings) */
-    suggest_init(&s, "x");
-    suggest_add_at(&s, "far", SUGGEST_FLOOR);
-    suggest_add_at(&s, "near", 2);
+    /* a name under two spellings (a tool's exposed and raw names): once, at its best */
+    suggest_init(&s, "ehco");
+    suggest_add(&s, "mcp_ev_echo");
+    suggest_add_as(&s, "echo", "mcp_ev_echo");
+    suggest_add(&s, "mcp_ev_add");
+    suggest_add_as(&s, "add", "mcp_ev_add");
     CHECK_INT(suggest_result(&s, &v), 1);
-    CHECK_STR(v[0], "near");
+    CHECK_STR(v[0], "mcp_ev_echo");
+    suggest_release(&s);
+
+    /* containing or contained: only when nothing is close by the distance */
+    suggest_init(&s, "conect-timeout");
+    suggest_add(&s, "timeout");
+    suggest_add(&s, "connect-timeout");
+    CHECK_INT(suggest_result(&s, &v), 1);
+    CHECK_STR(v[0], "connect-timeout");
+    suggest_release(&s);
+    suggest_init(&s, "mcp_beta_files_x"); /* two letters dropped: 7, not close */
+    suggest_add(&s, "mcp_beta_echo");
+    suggest_add(&s, "mcp_beta_files");
+    CHECK_INT(suggest_result(&s, &v), 1);
+    CHECK_STR(v[0], "mcp_beta_files");
+    suggest_release(&s);
+    suggest_init(&s, "ech");
+    suggest_add(&s, "mcp_alpha_echo");
+    suggest_add(&s, "mcp_beta_echo");
+    suggest_add(&s, "ab"); /* too short to be contained */
+    CHECK_INT(suggest_result(&s, &v), 2);
     suggest_release(&s);
     buf_release(&out);
 }
