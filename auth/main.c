@@ -1,5 +1,6 @@
 /* main.c - mcp-auth: sign in to MCP servers with OAuth, keep their tokens fresh */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,22 +41,17 @@ enum {
     EXIT_WANTS_TOKEN = 7,
 };
 
-static const char usage_text[] =
+/* The help, around its list of commands (the command table's) */
+static const char usage_head[] =
     "usage: mcp-auth [OPTIONS] SERVER             sign in (same as 'mcp-auth login SERVER')\n"
     "       mcp-auth [OPTIONS] COMMAND [ARGS]\n"
     "\n"
     "Sign in to MCP servers that use OAuth, and keep their tokens fresh for every program that\n"
     "asks. SERVER is a server name from mcp.json or a URL.\n"
     "\n"
-    "commands:\n"
-    "  login SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]\n"
-    "                       sign in (opens the browser)\n"
-    "  header [--json] [--refresh] SERVER\n"
-    "                       print a valid Authorization header, refreshing it first when\n"
-    "                       needed; never prompts (exit 4: sign-in required)\n"
-    "  status [--json] [SERVER]\n"
-    "                       what is stored: issuer, client, expiry, scopes, refresh token\n"
-    "  logout SERVER        delete the tokens here and revoke them at the server\n"
+    "commands:\n";
+
+static const char usage_tail[] =
     "\n"
     "options:\n"
     "  --config PATH        read this file instead of ~/.pi/agent/mcp.json\n"
@@ -166,9 +162,6 @@ _printf_(2, 3) static void say(enum log_level level, const char *fmt, ...)
 
 /* ---- the command line ---- */
 
-static const char *const command_names[] = {"login", "header", "status", "logout", "help"};
-static const char *const global_options[] = {"config", "verbose", "quiet", "help", "version"};
-
 /* Words other tools use for what a command of ours does: "mcp-auth list" is status, not a
  * sign-in to a server named "list" */
 static const struct {
@@ -182,30 +175,9 @@ static const struct {
 /* "mcp-auth SERVER": set when the word was taken as login's SERVER without "login" */
 static bool arg_implicit_login;
 
-/* The commands close to word (git's "did you mean", with the synonyms above) into s. */
-static void suggest_commands(struct suggest *s, const char *word)
-{
-    for (size_t i = 0; i < ELEMENTSOF(command_synonyms); i++)
-        if (strcasecmp(word, command_synonyms[i].word) == 0)
-            suggest_add_as(s, word, command_synonyms[i].command); /* as close as can be */
-    for (size_t i = 0; i < ELEMENTSOF(command_names); i++)
-        suggest_add(s, command_names[i]);
-}
-
-static int unknown_command(const char *word)
-{
-    struct suggest s;
-    struct buf close;
-    suggest_init(&s, word);
-    suggest_commands(&s, word);
-    buf_init(&close, 4096);
-    if (suggest_append(&s, NULL, &close) < 0)
-        buf_reset(&close);
-    say_error("unknown command '%s'%s (see 'mcp-auth --help')", word, buf_str(&close));
-    buf_release(&close);
-    suggest_release(&s);
-    return EXIT_USAGE;
-}
+static void suggest_commands(struct suggest *s, const char *word);
+static int unknown_command(const char *word);
+static void print_usage(FILE *f);
 
 /* Reports the option getopt_long() just refused, as getopt would, by the command
  * ("mcp-auth login: unknown option ..."); EXIT_USAGE. */
@@ -605,10 +577,12 @@ static int write_header_answer(const struct token_entry *te, bool json, struct b
     return r;
 }
 
+static const struct option header_opts[] = {
+    {"json", no_argument, NULL, 'j'}, {"refresh", no_argument, NULL, 'r'}, {0}};
+
 static int cmd_header(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"refresh", no_argument, NULL, 'r'}, {0}};
+    const struct option *opts = header_opts;
     bool json = false, force = false;
     struct target_ctx tc = {0};
     struct token_entry *te = NULL;
@@ -754,9 +728,11 @@ static size_t status_print(struct token_entry *const *all, size_t n, const char 
     return shown;
 }
 
+static const struct option status_opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+
 static int cmd_status(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+    const struct option *opts = status_opts;
     bool json = false;
     struct target_ctx tc = {0};
     struct token_entry **all = NULL;
@@ -841,26 +817,148 @@ out:
     return status;
 }
 
-static const struct {
-    const char *name;
-    int (*run)(int argc, char **argv);
-} commands[] = {
-    {"login", cmd_login},
-    {"header", cmd_header},
-    {"status", cmd_status},
-    {"logout", cmd_logout},
+static int cmd_completion(int argc, char **argv);
+static int cmd_complete(int argc, char **argv);
+
+static const struct option global_opts[] = {
+    {"config", required_argument, NULL, 0}, {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},      {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},    {0},
 };
+
+typedef int (*command_fn)(int argc, char **argv);
+#define FN(f) ((args_fn)(f))
+/* The commands: their dispatch, the help's list and the shell completion read this table */
+static const struct args_command commands[] = {
+    {"login", "SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]",
+     "sign in (opens the browser)", login_opts, "servers", FN(cmd_login)},
+    {"header", "[--json] [--refresh] SERVER",
+     "print a valid Authorization header, refreshing it first when\n"
+     "needed; never prompts (exit 4: sign-in required)",
+     header_opts, "servers", FN(cmd_header)},
+    {"status", "[--json] [SERVER]", "what is stored: issuer, client, expiry, scopes, refresh token",
+     status_opts, "servers", FN(cmd_status)},
+    {"logout", "SERVER", "delete the tokens here and revoke them at the server", NULL, "servers",
+     FN(cmd_logout)},
+    {"completion", "SHELL", "print the completion script for bash, zsh or fish", NULL, "shells",
+     FN(cmd_completion)},
+    {"help", NULL, NULL, NULL, "commands", NULL},
+    {"__complete", NULL, NULL, NULL, NULL, FN(cmd_complete)},
+};
+
+static const struct args_tool tool = {
+    .prog = "mcp-auth",
+    .cmds = commands,
+    .n_cmds = ELEMENTSOF(commands),
+    .globals = global_opts,
+    .first_word = "servers",
+    .help_column = 23,
+};
+
+static void print_usage(FILE *f)
+{
+    struct buf list;
+    buf_init(&list, 64 * 1024);
+    fputs(usage_head, f);
+    if (args_help_commands(&tool, &list) >= 0)
+        fputs(buf_str(&list), f);
+    fputs(usage_tail, f);
+    buf_release(&list);
+}
+
+/* The commands close to word (git's "did you mean", with the synonyms above) into s. */
+static void suggest_commands(struct suggest *s, const char *word)
+{
+    for (size_t i = 0; i < ELEMENTSOF(command_synonyms); i++)
+        if (strcasecmp(word, command_synonyms[i].word) == 0)
+            suggest_add_as(s, word, command_synonyms[i].command); /* as close as can be */
+    for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+        if (commands[i].name[0] != '_')
+            suggest_add(s, commands[i].name);
+}
+
+static int unknown_command(const char *word)
+{
+    struct suggest s;
+    struct buf close;
+    suggest_init(&s, word);
+    suggest_commands(&s, word);
+    buf_init(&close, 4096);
+    if (suggest_append(&s, NULL, &close) < 0)
+        buf_reset(&close);
+    say_error("unknown command '%s'%s (see 'mcp-auth --help')", word, buf_str(&close));
+    buf_release(&close);
+    suggest_release(&s);
+    return EXIT_USAGE;
+}
+
+/* "completion SHELL": the script, from the table above. */
+static int cmd_completion(int argc, char **argv)
+{
+    if (args_wants_help(argc, argv)) {
+        printf("usage: mcp-auth completion bash|zsh|fish\n"
+               "\n"
+               "Print the completion script for the shell: commands, options and server names.\n"
+               "\n"
+               "examples:\n"
+               "  source <(mcp-auth completion bash)      # in ~/.bashrc\n"
+               "  mcp-auth completion fish > ~/.config/fish/completions/mcp-auth.fish\n");
+        return EXIT_OK;
+    }
+    if (argc != 2) {
+        say_error("completion takes one SHELL: bash, zsh or fish (see 'mcp-auth completion "
+                  "--help')");
+        return EXIT_USAGE;
+    }
+    struct buf out;
+    buf_init(&out, 1024 * 1024);
+    int r = args_completion(&tool, argv[1], &out);
+    if (r == -EINVAL)
+        say_error("completion: no script for '%s': the shells are bash, zsh and fish (see "
+                  "'mcp-auth completion --help')",
+                  argv[1]);
+    else if (r < 0)
+        say_error("out of memory");
+    else
+        fputs(buf_str(&out), stdout);
+    buf_release(&out);
+    return r == -EINVAL ? EXIT_USAGE : r < 0 ? EXIT_FAILED : EXIT_OK;
+}
+
+/* "__complete KIND": the values the completion scripts ask for, one per line, quietly: the
+ * names of the servers mcp-auth signs in to (not the stdio ones), the shells. */
+static int cmd_complete(int argc, char **argv)
+{
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        (void)dup2(null, STDERR_FILENO);
+        (void)close(null);
+    }
+    if (argc >= 2 && strcmp(argv[1], "servers") == 0) {
+        struct target_ctx tc = {0};
+        if (load_config(&tc) == EXIT_OK)
+            for (size_t i = 0; i < mcp_config_count(tc.config); i++) {
+                const struct mcp_server *s = mcp_config_at(tc.config, i);
+                if (s->transport != MCP_TRANSPORT_STDIO && s->url)
+                    printf("%s\n", s->name);
+            }
+        target_release(&tc);
+    } else if (argc >= 2 && strcmp(argv[1], "shells") == 0) {
+        printf("bash\nzsh\nfish\n");
+    }
+    return EXIT_OK;
+}
 
 /* Runs the command named cmd with its arguments (argv[0] is the command). */
 static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
 {
     char progname[64];
     (void)snprintf(progname, sizeof(progname), "mcp-auth %s", cmd);
-    for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-        if (strcmp(cmd, commands[i].name) == 0) {
-            sub_argv[0] = progname;
-            return commands[i].run(sub_argc, sub_argv);
-        }
+    const struct args_command *c = args_command_find(&tool, cmd);
+    if (c && c->fn) {
+        sub_argv[0] = progname;
+        return ((command_fn)c->fn)(sub_argc, sub_argv);
+    }
     if (strcmp(cmd, "help") == 0) {
         if (sub_argc > 2) {
             say_error("help takes at most one COMMAND (see 'mcp-auth --help')");
@@ -868,7 +966,7 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
         }
         /* "mcp-auth help header": header's own help, as "mcp-auth header --help" */
         for (size_t i = 0; sub_argc > 1 && i < ELEMENTSOF(commands); i++) {
-            if (strcmp(sub_argv[1], commands[i].name) != 0)
+            if (strcmp(sub_argv[1], commands[i].name) != 0 || !commands[i].fn)
                 continue;
             char help_opt[] = "--help";
             char *help_argv[] = {sub_argv[1], help_opt, NULL};
@@ -876,7 +974,7 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
         }
         if (sub_argc > 1 && strcmp(sub_argv[1], "help") != 0)
             return unknown_command(sub_argv[1]);
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return EXIT_OK;
     }
     if (cmd[0] == '-' && !is_login_option(cmd)) {
@@ -885,8 +983,8 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
         struct buf close;
         const char *word = cmd + strspn(cmd, "-");
         suggest_init(&s, word);
-        for (size_t i = 0; i < ELEMENTSOF(global_options); i++)
-            suggest_add(&s, global_options[i]);
+        for (size_t i = 0; global_opts[i].name; i++)
+            suggest_add(&s, global_opts[i].name);
         for (size_t i = 0; login_opts[i].name; i++)
             suggest_add(&s, login_opts[i].name);
         buf_init(&close, 4096);
@@ -909,10 +1007,6 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
     return cmd_login(n, login_argv);
 }
 
-/* The options of every command that take their value as the next word: the first word after
- * the options is the command (or SERVER) only once they are skipped. */
-static const char *const options_with_value[] = {"--scope", "--timeout", NULL};
-
 int main(int argc, char **argv)
 {
     struct args_globals g = {0};
@@ -933,16 +1027,16 @@ int main(int argc, char **argv)
                                               : LOG_WARN);
     opterr = 0; /* the commands word getopt's complaints themselves (option_error) */
     if (argc < 2) {
-        fputs(usage_text, stderr);
+        print_usage(stderr);
         status = EXIT_USAGE;
     } else if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         status = EXIT_OK;
     } else if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("mcp-auth (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
         status = EXIT_OK;
     } else {
-        int first = args_first_operand(argc, argv, options_with_value);
+        int first = args_tool_first_operand(&tool, argc, argv);
         if (first > 1 && first < argc)
             args_move_first(argv, first);
         optind = 0;

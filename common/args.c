@@ -109,7 +109,36 @@ int args_option_error(const char *prog, char *const *argv, const char *shortopts
     return r < 0 ? r : 0;
 }
 
-int args_first_operand(int argc, char *const *argv, const char *const *with_value)
+void args_move_first(char **argv, int i)
+{
+    char *w = argv[i];
+    memmove(argv + 2, argv + 1, (size_t)(i - 1) * sizeof(*argv));
+    argv[1] = w;
+}
+
+const struct args_command *args_command_find(const struct args_tool *t, const char *name)
+{
+    for (size_t i = 0; i < t->n_cmds; i++)
+        if (strcmp(t->cmds[i].name, name) == 0)
+            return &t->cmds[i];
+    return NULL;
+}
+
+/* Whether arg ("--scope", "-H") is an option of opts that takes a value. */
+static bool takes_value(const struct option *opts, const char *arg)
+{
+    for (const struct option *o = opts; o && o->name; o++) {
+        if (o->has_arg != required_argument)
+            continue;
+        if (strncmp(arg, "--", 2) == 0 && strcmp(arg + 2, o->name) == 0)
+            return true;
+        if (arg[0] == '-' && arg[1] == o->val && arg[1] && !arg[2] && o->val < 256)
+            return true;
+    }
+    return false;
+}
+
+int args_tool_first_operand(const struct args_tool *t, int argc, char *const *argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -117,18 +146,40 @@ int args_first_operand(int argc, char *const *argv, const char *const *with_valu
             return argc;
         if (a[0] != '-' || a[1] == '\0')
             return i; /* "-" is an operand (standard input) */
-        for (size_t k = 0; with_value && with_value[k]; k++)
-            if (strcmp(a, with_value[k]) == 0) {
-                i++;
-                break;
-            }
+        bool value = takes_value(t->globals, a);
+        for (size_t k = 0; !value && k < t->n_cmds; k++)
+            value = takes_value(t->cmds[k].opts, a);
+        i += value;
     }
     return argc;
 }
 
-void args_move_first(char **argv, int i)
+int args_help_commands(const struct args_tool *t, struct buf *out)
 {
-    char *w = argv[i];
-    memmove(argv + 2, argv + 1, (size_t)(i - 1) * sizeof(*argv));
-    argv[1] = w;
+    int r = 0;
+    for (size_t i = 0; r >= 0 && i < t->n_cmds; i++) {
+        const struct args_command *c = &t->cmds[i];
+        if (!c->summary)
+            continue;
+        size_t start = out->len;
+        r = buf_printf(out, "  %s%s%s", c->name, c->args ? " " : "", c->args ? c->args : "");
+        if (r < 0)
+            break;
+        const char *last = strrchr(out->data + start, '\n');
+        size_t width = out->len - (last ? (size_t)(last + 1 - out->data) : start);
+        const int col = t->help_column;
+        if (width < (size_t)col)
+            r = buf_printf(out, "%*s", (int)((size_t)col - width), "");
+        else
+            r = buf_printf(out, "\n%*s", col, "");
+        for (const char *p = c->summary; r >= 0 && *p;) {
+            size_t n = strcspn(p, "\n");
+            r = buf_printf(out, "%.*s\n", (int)n, p);
+            p += n;
+            if (*p == '\n' && p[1] && r >= 0)
+                r = buf_printf(out, "%*s", col, "");
+            p += *p == '\n';
+        }
+    }
+    return r < 0 ? r : 0;
 }

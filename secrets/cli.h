@@ -9,6 +9,8 @@
  *   else the command's own status. */
 #pragma once
 
+#include <getopt.h>
+
 #include <stdbool.h>
 
 #include "credkit/jsonfile.h"
@@ -62,7 +64,6 @@ void cli_say(struct cli *c, enum log_level level, const char *fmt, ...) _printf_
 /* Reports the option getopt_long() just refused, as getopt would, by the command (argv[0],
  * "secrets get: unknown option '--no-newlin'; did you mean '--no-newline'? (see ...)");
  * returns EXIT_USAGE. */
-struct option;
 int cli_option_error(struct cli *c, char *const *argv, const char *shortopts,
                      const struct option *opts);
 
@@ -73,3 +74,5 @@ void cli_mask(const char *value, size_t len, char *out, size_t size);
 bool cli_label_in_use(struct store *s, const char *label, const char *except_name);
 
 int cmd_configure(struct cli *c, int argc, char **argv);
+/* configure's getopt_long() options, which main.c's command table also reads */
+extern const struct option configure_options[];

@@ -1,5 +1,6 @@
 /* main.c - secrets: resolve named secrets from recipes in ~/.pi/agent/secrets.json */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,26 +32,17 @@ extern char **environ;
 /* The soft core-dump limit we started with, put back for `exec`'s command. */
 static unsigned long long arg_core_soft;
 
-static const char usage_text[] =
+/* The help, around its list of commands (the command table's) */
+static const char usage_head[] =
     "usage: secrets [-v|--verbose] [-q|--quiet] COMMAND [ARGS]\n"
     "\n"
     "Resolve named secrets from recipes in ~/.pi/agent/secrets.json (or\n"
     "$PI_CODING_AGENT_DIR/secrets.json): environment variables, the OS keychain,\n"
     "commands (with a TTL), files.\n"
     "\n"
-    "commands:\n"
-    "  configure NAME [--keychain [--label L] | --command CMD [--ttl D] [--timeout D]\n"
-    "                  | --env VAR | --file PATH]\n"
-    "                      set up how NAME is obtained (guided on a terminal)\n"
-    "  get NAME            print the value of NAME\n"
-    "  resolve [--json] [--no-cache] NAME...\n"
-    "                      resolve names; --json prints values and expiry for programs\n"
-    "  list [--json] [--no-check]\n"
-    "                      names, sources, TTLs and whether each resolves (never values)\n"
-    "  remove NAME         delete the recipe (and its keychain item)\n"
-    "  exec [NAME...] -- CMD [ARGS...]\n"
-    "                      run CMD with the secrets in its environment\n"
-    "  help [COMMAND]      this help, or COMMAND's (as 'secrets COMMAND --help')\n"
+    "commands:\n";
+
+static const char usage_tail[] =
     "\n"
     "options:\n"
     "  -v, --verbose       say more (twice: debug)\n"
@@ -280,9 +272,11 @@ static const char get_help[] =
     "  export GITHUB_TOKEN=\"$(secrets get GITHUB_TOKEN)\"\n"
     "  secrets get -n API_KEY | some-tool --key-from-stdin\n";
 
+static const struct option get_opts[] = {{"no-newline", no_argument, NULL, 'n'}, {0}};
+
 static int cmd_get(struct cli *c, int argc, char **argv)
 {
-    static const struct option opts[] = {{"no-newline", no_argument, NULL, 'n'}, {0}};
+    const struct option *opts = get_opts;
     bool newline = true;
     int opt;
     if (args_wants_help(argc, argv)) {
@@ -391,10 +385,12 @@ static int resolve_one(struct cli *c, const char *name, bool json, struct helper
     return r;
 }
 
+static const struct option resolve_opts[] = {
+    {"json", no_argument, NULL, 'j'}, {"no-cache", no_argument, NULL, 'C'}, {0}};
+
 static int cmd_resolve(struct cli *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"no-cache", no_argument, NULL, 'C'}, {0}};
+    const struct option *opts = resolve_opts;
     bool json = false;
     int opt, status = EXIT_OK, r;
     struct helper_secrets answer = {0};
@@ -571,10 +567,12 @@ static void list_print_json(struct json_object *arr)
     json_object_put(root);
 }
 
+static const struct option list_opts[] = {
+    {"json", no_argument, NULL, 'j'}, {"no-check", no_argument, NULL, 'N'}, {0}};
+
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"no-check", no_argument, NULL, 'N'}, {0}};
+    const struct option *opts = list_opts;
     bool json = false, check = true;
     int opt, r;
     if (args_wants_help(argc, argv)) {
@@ -804,22 +802,112 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
 /* ---- main ---- */
 
 static int cmd_help(struct cli *c, int argc, char **argv);
+static int cmd_completion(struct cli *c, int argc, char **argv);
+static int cmd_complete(struct cli *c, int argc, char **argv);
 
-/* The options of every command that take their value as the next word: the first word after
- * the options is the command only once they are skipped. */
-static const char *const options_with_value[] = {
-    "--label", "--command", "--env", "--file", "--ttl", "--timeout", "--description", NULL,
+static const struct option global_opts[] = {
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {0},
 };
 
-static const struct {
-    const char *name;
-    int (*fn)(struct cli *c, int argc, char **argv);
-} commands[] = {
-    {"get", cmd_get},       {"resolve", cmd_resolve},
-    {"list", cmd_list},     {"configure", cmd_configure},
-    {"remove", cmd_remove}, {"exec", cmd_exec},
-    {"help", cmd_help},
+typedef int (*command_fn)(struct cli *c, int argc, char **argv);
+#define FN(f) ((args_fn)(f))
+/* The commands: their dispatch, the help's list and the shell completion read this table */
+static const struct args_command commands[] = {
+    {"configure",
+     "NAME [--keychain [--label L] | --command CMD [--ttl D] [--timeout D]\n"
+     "                  | --env VAR | --file PATH]",
+     "set up how NAME is obtained (guided on a terminal)", configure_options, "secrets",
+     FN(cmd_configure)},
+    {"get", "NAME", "print the value of NAME", get_opts, "secrets", FN(cmd_get)},
+    {"resolve", "[--json] [--no-cache] NAME...",
+     "resolve names; --json prints values and expiry for programs", resolve_opts, "secrets...",
+     FN(cmd_resolve)},
+    {"list", "[--json] [--no-check]",
+     "names, sources, TTLs and whether each resolves (never values)", list_opts, NULL,
+     FN(cmd_list)},
+    {"remove", "NAME", "delete the recipe (and its keychain item)", NULL, "secrets",
+     FN(cmd_remove)},
+    {"exec", "[NAME...] -- CMD [ARGS...]", "run CMD with the secrets in its environment", NULL,
+     "secrets...", FN(cmd_exec)},
+    {"help", "[COMMAND]", "this help, or COMMAND's (as 'secrets COMMAND --help')", NULL, "commands",
+     FN(cmd_help)},
+    {"completion", "SHELL", "print the completion script for bash, zsh or fish", NULL, "shells",
+     FN(cmd_completion)},
+    {"__complete", NULL, NULL, NULL, NULL, FN(cmd_complete)},
 };
+
+static const struct args_tool tool = {
+    .prog = "secrets",
+    .cmds = commands,
+    .n_cmds = ELEMENTSOF(commands),
+    .globals = global_opts,
+    .help_column = 22,
+};
+
+static void print_usage(FILE *f)
+{
+    struct buf list;
+    buf_init(&list, 64 * 1024);
+    fputs(usage_head, f);
+    if (args_help_commands(&tool, &list) >= 0)
+        fputs(buf_str(&list), f);
+    fputs(usage_tail, f);
+    buf_release(&list);
+}
+
+/* "completion SHELL": the script, from the table above. */
+static int cmd_completion(struct cli *c, int argc, char **argv)
+{
+    if (args_wants_help(argc, argv)) {
+        printf("usage: secrets completion bash|zsh|fish\n"
+               "\n"
+               "Print the completion script for the shell: commands, options and the names of\n"
+               "secrets.json's recipes (never a value).\n"
+               "\n"
+               "examples:\n"
+               "  source <(secrets completion bash)      # in ~/.bashrc\n"
+               "  secrets completion fish > ~/.config/fish/completions/secrets.fish\n");
+        return EXIT_OK;
+    }
+    if (argc != 2)
+        return usage_error(c, "completion takes one SHELL: bash, zsh or fish");
+    struct buf out;
+    buf_init(&out, 1024 * 1024);
+    int r = args_completion(&tool, argv[1], &out);
+    if (r == -EINVAL)
+        (void)usage_error(c, "completion: no script for '%s': the shells are bash, zsh and fish",
+                          argv[1]);
+    else if (r < 0)
+        cli_error(c, "out of memory");
+    else
+        fputs(buf_str(&out), stdout);
+    buf_release(&out);
+    return r == -EINVAL ? EXIT_USAGE : r < 0 ? EXIT_FAILED : EXIT_OK;
+}
+
+/* "__complete KIND": the values the completion scripts ask for, one per line, quietly: the
+ * recipes' names (read from secrets.json, nothing resolved), the shells. */
+static int cmd_complete(struct cli *c, int argc, char **argv)
+{
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        (void)dup2(null, STDERR_FILENO);
+        (void)close(null);
+    }
+    if (argc >= 2 && strcmp(argv[1], "secrets") == 0) {
+        struct err e = ERR_INIT;
+        if (cli_paths(c) == EXIT_OK && store_load(c->store_path, &c->store, &e) >= 0)
+            for (size_t i = 0; i < store_count(c->store); i++)
+                printf("%s\n", store_name(c->store, i));
+    } else if (argc >= 2 && strcmp(argv[1], "shells") == 0) {
+        printf("bash\nzsh\nfish\n");
+    }
+    return EXIT_OK;
+}
 
 static int unknown_command(struct cli *c, const char *word, const char *why)
 {
@@ -827,7 +915,8 @@ static int unknown_command(struct cli *c, const char *word, const char *why)
     struct buf close;
     suggest_init(&s, word);
     for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-        suggest_add(&s, commands[i].name);
+        if (commands[i].name[0] != '_')
+            suggest_add(&s, commands[i].name);
     buf_init(&close, 4096);
     if (suggest_append(&s, NULL, &close) < 0)
         buf_reset(&close);
@@ -842,20 +931,21 @@ static int unknown_command(struct cli *c, const char *word, const char *why)
 static int cmd_help(struct cli *c, int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return EXIT_OK;
     }
     for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
-        if (strcmp(argv[1], commands[i].name) != 0 || commands[i].fn == cmd_help)
+        if (strcmp(argv[1], commands[i].name) != 0 || commands[i].fn == FN(cmd_help) ||
+            commands[i].name[0] == '_')
             continue;
         char progname[64], help_opt[] = "--help";
         (void)snprintf(progname, sizeof(progname), "secrets %s", commands[i].name);
         char *help_argv[] = {progname, help_opt, NULL};
         optind = 0;
-        return commands[i].fn(c, 2, help_argv);
+        return ((command_fn)commands[i].fn)(c, 2, help_argv);
     }
     if (strcmp(argv[1], "help") == 0) {
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return EXIT_OK;
     }
     return unknown_command(c, argv[1], ": there is no help for it");
@@ -877,20 +967,20 @@ int main(int argc, char **argv)
     struct args_globals g = {0};
     argc = args_take_globals(argc, argv, false, &g);
     if (argc < 2) {
-        fputs(usage_text, stderr);
+        print_usage(stderr);
         log_free(c.log);
         return EXIT_USAGE;
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
         if (argv[1][1] == 'h' || argv[1][2] == 'h')
-            fputs(usage_text, stdout);
+            print_usage(stdout);
         else
             printf("secrets (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
         log_free(c.log);
         return EXIT_OK;
     }
-    int first = args_first_operand(argc, argv, options_with_value);
+    int first = args_tool_first_operand(&tool, argc, argv);
     if (first > 1 && first < argc)
         args_move_first(argv, first);
     const char *cmd = argv[1];
@@ -906,10 +996,8 @@ int main(int argc, char **argv)
     sub_argv[0] = progname; /* getopt's own messages then read "secrets get: ..." */
     optind = 0; /* each command parses its own options from its own argv (0: full reset) */
 
-    int (*fn)(struct cli *, int, char **) = NULL;
-    for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-        if (strcmp(cmd, commands[i].name) == 0)
-            fn = commands[i].fn;
+    const struct args_command *found = args_command_find(&tool, cmd);
+    command_fn fn = found ? (command_fn)found->fn : NULL;
     if (!fn && cmd[0] == '-')
         status = usage_error(&c, "unknown option '%s'", cmd);
     else

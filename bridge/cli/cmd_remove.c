@@ -38,12 +38,13 @@ static const char remove_help[] =
 /* cli_load_config() without its warnings about files (at the default level): remove reports
  * the files it could not search itself, once, as not searched. */
 
+const struct option cli_remove_options[] = {{"scope", required_argument, NULL, 's'}, {0}};
+
 /* The command line: *ret_scope and *ret_name (borrowed from argv). -1 to go on, else the exit
  * status (help printed, or a usage error reported). */
 static int remove_parse(int argc, char **argv, struct log *log, int *ret_scope,
                         const char **ret_name)
 {
-    static const struct option opts[] = {{"scope", required_argument, NULL, 's'}, {0}};
     int opt, scope = CFG_SCOPE_NONE;
 
     if (args_wants_help(argc, argv)) {
@@ -51,9 +52,9 @@ static int remove_parse(int argc, char **argv, struct log *log, int *ret_scope,
         return BRIDGE_EXIT_OK;
     }
     optind = 0;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "", cli_remove_options, NULL)) != -1) {
         if (opt != 's')
-            return cli_option_error(log, argv, "", opts);
+            return cli_option_error(log, argv, "", cli_remove_options);
         if (cfg_parse_scope(log, "remove", optarg, &scope) != 0)
             return BRIDGE_EXIT_USAGE;
     }

@@ -298,13 +298,16 @@ out:
     return s->status;
 }
 
+/* the options of serve and connect */
+enum { OPT_CONNECT_TIMEOUT = 256, OPT_HEADER, OPT_ALLOW_HTTP, OPT_BRIDGE_ERAS };
+
+const struct option cli_serve_options[] = {
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {0},
+};
+
 int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256 };
-    static const struct option opts[] = {
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {0},
-    };
     struct serve s = {.log = log, .g = g};
     int64_t connect_timeout_ms = 0;
     int opt;
@@ -313,9 +316,9 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         fputs(serve_help, stdout);
         return BRIDGE_EXIT_OK;
     }
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "", cli_serve_options, NULL)) != -1) {
         if (opt != OPT_CONNECT_TIMEOUT)
-            return cli_option_error(log, argv, "", opts);
+            return cli_option_error(log, argv, "", cli_serve_options);
         if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
             return BRIDGE_EXIT_USAGE;
     }
@@ -345,16 +348,16 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
     return status;
 }
 
+const struct option cli_connect_options[] = {
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"header", required_argument, NULL, OPT_HEADER},
+    {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
+    {"bridge-eras", no_argument, NULL, OPT_BRIDGE_ERAS},
+    {0},
+};
+
 int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256, OPT_HEADER, OPT_ALLOW_HTTP, OPT_BRIDGE_ERAS };
-    static const struct option opts[] = {
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {"header", required_argument, NULL, OPT_HEADER},
-        {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
-        {"bridge-eras", no_argument, NULL, OPT_BRIDGE_ERAS},
-        {0},
-    };
     unsigned flags = 0;
     bool bridge_eras = false;
     struct serve s = {.log = log, .g = g};
@@ -368,7 +371,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         fputs(connect_help, stdout);
         return BRIDGE_EXIT_OK;
     }
-    while ((opt = getopt_long(argc, argv, "H:", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "H:", cli_connect_options, NULL)) != -1) {
         switch (opt) {
         case OPT_CONNECT_TIMEOUT:
             if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
@@ -394,7 +397,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
             bridge_eras = true;
             break;
         default:
-            return cli_option_error(log, argv, "H:", opts);
+            return cli_option_error(log, argv, "H:", cli_connect_options);
         }
     }
     if (argc - optind != 1) {

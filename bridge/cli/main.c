@@ -16,7 +16,8 @@
 
 #include "cli/cli.h"
 
-static const char usage_text[] =
+/* The help, around its list of commands (the command table's) */
+static const char usage_head[] =
     "usage: mcp-bridge [OPTIONS] [serve] [--connect-timeout D]\n"
     "       mcp-bridge [OPTIONS] COMMAND [ARGS]\n"
     "\n"
@@ -24,21 +25,9 @@ static const char usage_text[] =
     "it as the agent's MCP server (Claude Code, Cursor, pi ...): every server's tools appear\n"
     "as mcp_<server>_<tool>. SERVER is a server name from mcp.json, or a URL.\n"
     "\n"
-    "commands:\n"
-    "  serve                serve every configured server on stdin/stdout (the default)\n"
-    "  connect SERVER [--header 'Name: value']... [--bridge-eras]\n"
-    "                       serve one server as it is, names and protocol era unchanged\n"
-    "                       (replaces 'npx mcp-remote URL')\n"
-    "  test SERVER [--json] connect, list the tools, disconnect\n"
-    "  call SERVER TOOL [JSON-ARGS] [--json] [--timeout D]\n"
-    "                       call one tool and print its result\n"
-    "  list                 the configured servers, where they come from, their problems,\n"
-    "                       the credentials each needs and their state\n"
-    "  add                  add a server (guided on a terminal, or by flags)\n"
-    "  remove SERVER        remove a server from its file\n"
-    "  trust [--project DIR] [--yes] [--revoke]\n"
-    "                       review and approve the servers a project's files define: they\n"
-    "                       are not used until approved (a changed one needs it again)\n"
+    "commands:\n";
+
+static const char usage_tail[] =
     "\n"
     "options:\n"
     "  --config PATH        read this file instead of ~/.pi/agent/mcp.json\n"
@@ -113,27 +102,113 @@ static int take_bundled_flags(int argc, char **argv, struct args_globals *g)
     return w;
 }
 
-/* The commands' options that take their value as the next word: the first word after the
- * options is the command only once they are skipped ("mcp-bridge --timeout 5s call ..."). */
-static const char *const options_with_value[] = {
-    "--connect-timeout", "--timeout", "--header", "-H",    "--project",    "--scope", "--url",
-    "--command",         "--arg",     "--env",    "--cwd", "--bearer-env", "--type",  NULL,
-};
-
 typedef int (*cmd_fn)(int, char **, const struct args_globals *, struct log *);
-struct command {
-    const char *name;
-    cmd_fn fn;
+static int cmd_completion(int argc, char **argv, const struct args_globals *g, struct log *log);
+
+static const struct option global_options[] = {
+    {"config", required_argument, NULL, 0},
+    {"mcp-config", required_argument, NULL, 0},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {0},
 };
 
-static int unknown_command(struct log *log, const char *cmd, const struct command *cmds, size_t n)
+#define FN(f) ((args_fn)(f))
+/* The commands: their dispatch, the help's list and the shell completion read this table */
+static const struct args_command commands[] = {
+    {"serve", NULL, "serve every configured server on stdin/stdout (the default)",
+     cli_serve_options, NULL, FN(cmd_serve)},
+    {"connect", "SERVER [--header 'Name: value']... [--bridge-eras]",
+     "serve one server as it is, names and protocol era unchanged\n"
+     "(replaces 'npx mcp-remote URL')",
+     cli_connect_options, "servers", FN(cmd_connect)},
+    {"test", "SERVER [--json]", "connect, list the tools, disconnect", cli_client_options,
+     "servers", FN(cmd_test)},
+    {"call", "SERVER TOOL [JSON-ARGS] [--json] [--timeout D]", "call one tool and print its result",
+     cli_client_options, "servers tools", FN(cmd_call)},
+    {"list", NULL,
+     "the configured servers, where they come from, their problems,\n"
+     "the credentials each needs and their state",
+     cli_list_options, NULL, FN(cmd_list)},
+    {"add", NULL, "add a server (guided on a terminal, or by flags)", cli_add_options, NULL,
+     FN(cmd_add)},
+    {"remove", "SERVER", "remove a server from its file", cli_remove_options, "servers",
+     FN(cmd_remove)},
+    {"trust", "[--project DIR] [--yes] [--revoke]",
+     "review and approve the servers a project's files define: they\n"
+     "are not used until approved (a changed one needs it again)",
+     cli_trust_options, NULL, FN(cmd_trust)},
+    {"completion", "SHELL", "print the completion script for bash, zsh or fish", NULL, "shells",
+     FN(cmd_completion)},
+    {"help", NULL, NULL, NULL, "commands", NULL},
+    {"__complete", NULL, NULL, NULL, NULL, FN(cmd_complete)},
+};
+
+static const struct args_tool tool = {
+    .prog = "mcp-bridge",
+    .cmds = commands,
+    .n_cmds = sizeof(commands) / sizeof(commands[0]),
+    .globals = global_options,
+    .help_column = 23,
+};
+
+static void print_usage(void)
+{
+    struct buf list;
+    buf_init(&list, 64 * 1024);
+    fputs(usage_head, stdout);
+    if (args_help_commands(&tool, &list) >= 0)
+        fputs(buf_str(&list), stdout);
+    fputs(usage_tail, stdout);
+    buf_release(&list);
+}
+
+/* "completion SHELL": the script, from the table above. */
+static int cmd_completion(int argc, char **argv, const struct args_globals *g, struct log *log)
+{
+    struct buf out;
+    (void)g;
+    if (args_wants_help(argc, argv)) {
+        printf("usage: mcp-bridge completion bash|zsh|fish\n"
+               "\n"
+               "Print the completion script for the shell: commands, options, server names\n"
+               "and a server's tool names (from the metadata cache, never connecting).\n"
+               "\n"
+               "examples:\n"
+               "  source <(mcp-bridge completion bash)      # in ~/.bashrc\n"
+               "  mcp-bridge completion fish > ~/.config/fish/completions/mcp-bridge.fish\n");
+        return BRIDGE_EXIT_OK;
+    }
+    if (argc != 2) {
+        log_error(log, "completion takes one SHELL: bash, zsh or fish (see 'mcp-bridge "
+                       "completion --help')");
+        return BRIDGE_EXIT_USAGE;
+    }
+    buf_init(&out, 1024 * 1024);
+    int r = args_completion(&tool, argv[1], &out);
+    if (r == -EINVAL)
+        log_error(log,
+                  "completion: no script for '%s': the shells are bash, zsh and fish (see "
+                  "'mcp-bridge completion --help')",
+                  argv[1]);
+    else if (r < 0)
+        log_error(log, "out of memory");
+    else
+        fputs(buf_str(&out), stdout);
+    buf_release(&out);
+    return r == -EINVAL ? BRIDGE_EXIT_USAGE : r < 0 ? BRIDGE_EXIT_FAILED : BRIDGE_EXIT_OK;
+}
+
+static int unknown_command(struct log *log, const char *cmd)
 {
     struct suggest s;
     struct buf msg;
     suggest_init(&s, cmd);
-    for (size_t i = 0; i < n; i++)
-        suggest_add(&s, cmds[i].name);
-    suggest_add(&s, "help");
+    for (size_t i = 0; i < tool.n_cmds; i++)
+        if (commands[i].name[0] != '_')
+            suggest_add(&s, commands[i].name);
     buf_init(&msg, 4096);
     int r = buf_printf(&msg, "unknown command '%.64s'", cmd);
     if (r >= 0)
@@ -146,11 +221,6 @@ static int unknown_command(struct log *log, const char *cmd, const struct comman
 
 int main(int argc, char **argv)
 {
-    static const struct command cmds[] = {
-        {"serve", cmd_serve},   {"connect", cmd_connect}, {"test", cmd_test},
-        {"call", cmd_call},     {"list", cmd_list},       {"add", cmd_add},
-        {"remove", cmd_remove}, {"trust", cmd_trust},
-    };
     struct args_globals g = {0};
     struct log *log;
     int status;
@@ -167,7 +237,7 @@ int main(int argc, char **argv)
     argc = take_bundled_flags(argc, argv, &g);
     argc = args_take_globals(argc, argv, true, &g);
     /* and so may a command's own ("mcp-bridge --json list"): the command word goes first */
-    int first = args_first_operand(argc, argv, options_with_value);
+    int first = args_tool_first_operand(&tool, argc, argv);
     if (first > 1 && first < argc)
         args_move_first(argv, first);
     opterr = 0; /* the commands word getopt's complaints themselves (cli_option_error) */
@@ -186,7 +256,7 @@ int main(int argc, char **argv)
         cmd = argv[1];
     }
     if (cmd && (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0)) {
-        fputs(usage_text, stdout);
+        print_usage();
         status = BRIDGE_EXIT_OK;
         goto out;
     }
@@ -204,17 +274,16 @@ int main(int argc, char **argv)
         status = cmd_serve(argc, argv, &g, log);
         goto out;
     }
-    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-        if (strcmp(cmd, cmds[i].name) != 0)
-            continue;
+    const struct args_command *c = args_command_find(&tool, cmd);
+    if (c && c->fn) {
         char progname[64];
         (void)snprintf(progname, sizeof(progname), "mcp-bridge %s", cmd);
-        argv[1] = progname; /* getopt's own messages then read "mcp-bridge call: ..." */
+        argv[1] = progname; /* the commands' messages then read "mcp-bridge call: ..." */
         optind = 0;         /* each command parses its own argv (0: full reset) */
-        status = cmds[i].fn(argc - 1, argv + 1, &g, log);
+        status = ((cmd_fn)c->fn)(argc - 1, argv + 1, &g, log);
         goto out;
     }
-    status = unknown_command(log, cmd, cmds, sizeof(cmds) / sizeof(cmds[0]));
+    status = unknown_command(log, cmd);
 out:
     /* output cut short (a full disk, a reader gone) must not look like success */
     if ((fflush(stdout) != 0 || ferror(stdout)) && status == BRIDGE_EXIT_OK) {
