@@ -60,8 +60,9 @@ static int append_kinds(struct buf *out, const struct args_tool *t, bool fish)
         const struct args_command *c = &t->cmds[i];
         if (!c->operands || hidden(c))
             continue;
-        r = fish ? buf_printf(out, "        case %s\n            switch $n\n", c->name)
-                 : buf_printf(out, "            %s)\n                case ${#ops[@]} in\n", c->name);
+        r = fish
+                ? buf_printf(out, "        case %s\n            switch $n\n", c->name)
+                : buf_printf(out, "            %s)\n                case ${#ops[@]} in\n", c->name);
         const char *p = c->operands;
         for (size_t n = 0; r >= 0 && *p; n++) {
             size_t len = strcspn(p, " ");
@@ -78,7 +79,8 @@ static int append_kinds(struct buf *out, const struct args_tool *t, bool fish)
             p += *p == ' ';
         }
         if (r >= 0)
-            r = fish ? buf_printf(out, "            end\n") : buf_printf(out, "                esac ;;\n");
+            r = fish ? buf_printf(out, "            end\n")
+                     : buf_printf(out, "                esac ;;\n");
     }
     return r;
 }
@@ -151,24 +153,23 @@ static int sh_function(const struct args_tool *t, const char *id, struct buf *ou
         r = append_valued(out, t);
     if (r >= 0)
         r = buf_printf(
-            out,
-            "\"\n"
-            "    COMPREPLY=()\n"
-            "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
-            "        w=\"${COMP_WORDS[i]}\"\n"
-            "        [ \"$w\" = -- ] && return 0\n"
-            "        case \"$w\" in\n"
-            "        --config | --mcp-config) cfg=(--config \"${COMP_WORDS[i + 1]}\") ;;\n"
-            "        esac\n"
-            "        case \"$valued\" in *\" $w \"*) i=$((i + 1)); continue ;; esac\n"
-            "        case \"$w\" in -*) continue ;; esac\n"
-            "        if [ -z \"$cmd\" ]; then cmd=\"$w\"; else ops+=(\"$w\"); fi\n"
-            "    done\n"
-            "    [ \"$COMP_CWORD\" -gt 1 ] && prev=\"${COMP_WORDS[COMP_CWORD - 1]}\"\n"
-            "    case \"$valued\" in *\" $prev \"*) return 0 ;; esac\n"
-            "    case \"$cur\" in\n"
-            "    -*)\n"
-            "        case \"$cmd\" in\n");
+            out, "\"\n"
+                 "    COMPREPLY=()\n"
+                 "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
+                 "        w=\"${COMP_WORDS[i]}\"\n"
+                 "        [ \"$w\" = -- ] && return 0\n"
+                 "        case \"$w\" in\n"
+                 "        --config | --mcp-config) cfg=(--config \"${COMP_WORDS[i + 1]}\") ;;\n"
+                 "        esac\n"
+                 "        case \"$valued\" in *\" $w \"*) i=$((i + 1)); continue ;; esac\n"
+                 "        case \"$w\" in -*) continue ;; esac\n"
+                 "        if [ -z \"$cmd\" ]; then cmd=\"$w\"; else ops+=(\"$w\"); fi\n"
+                 "    done\n"
+                 "    [ \"$COMP_CWORD\" -gt 1 ] && prev=\"${COMP_WORDS[COMP_CWORD - 1]}\"\n"
+                 "    case \"$valued\" in *\" $prev \"*) return 0 ;; esac\n"
+                 "    case \"$cur\" in\n"
+                 "    -*)\n"
+                 "        case \"$cmd\" in\n");
     if (r >= 0)
         r = append_option_arms(out, t, false);
     if (r >= 0)
@@ -189,12 +190,10 @@ static int sh_function(const struct args_tool *t, const char *id, struct buf *ou
     if (r >= 0)
         r = append_kinds(out, t, false);
     if (r >= 0)
-        r = buf_printf(
-            out,
-            "            esac\n"
-            "        fi\n"
-            "        if [ \"$kind\" = commands ]; then\n"
-            "            words=\"");
+        r = buf_printf(out, "            esac\n"
+                            "        fi\n"
+                            "        if [ \"$kind\" = commands ]; then\n"
+                            "            words=\"");
     if (r >= 0)
         r = append_commands(out, t);
     if (r >= 0)
@@ -259,18 +258,17 @@ static int fish_script(const struct args_tool *t, const char *id, struct buf *ou
     if (r >= 0)
         r = append_kinds(out, t, true);
     if (r >= 0)
-        r = buf_printf(out,
-                       "        end\n"
-                       "    end\n"
-                       "    if test \"$kind\" = commands\n"
-                       "        printf '%%s\\n' ");
+        r = buf_printf(out, "        end\n"
+                            "    end\n"
+                            "    if test \"$kind\" = commands\n"
+                            "        printf '%%s\\n' ");
     if (r >= 0)
         r = append_commands(out, t);
     if (r >= 0)
         r = buf_printf(out,
                        "\n"
-                       "    else if test -n \"$kind\"\n"
-                       "        $tokens[1] $cfg __complete $kind $ops 2>/dev/null\n"
+                       "    else if test -n \"$kind\"; and command -q $tokens[1]\n"
+                       "        command $tokens[1] $cfg __complete $kind $ops 2>/dev/null\n"
                        "    end\n"
                        "end\n"
                        "complete -c %s -f\n"
@@ -280,7 +278,8 @@ static int fish_script(const struct args_tool *t, const char *id, struct buf *ou
         const struct args_command *c = &t->cmds[i];
         if (hidden(c))
             continue;
-        r = buf_printf(out, "complete -c %s -n 'test (count (__credkit_%s_words)) -eq 0' -a %s -d '",
+        r = buf_printf(out,
+                       "complete -c %s -n 'test (count (__credkit_%s_words)) -eq 0' -a %s -d '",
                        t->prog, id, c->name);
         /* the summary's first line, quoted for fish: ' and \ escaped */
         for (const char *p = c->summary ? c->summary : ""; r >= 0 && *p && *p != '\n'; p++)
@@ -309,7 +308,8 @@ int args_completion(const struct args_tool *t, const char *shell, struct buf *ou
         if (r >= 0)
             r = buf_printf(out, "complete -o default -F _credkit_%s %s\n", id, t->prog);
     } else if (strcmp(shell, "zsh") == 0) {
-        r = buf_printf(out, "#compdef %s\n# zsh completion for %s, written by '%s completion zsh'\n",
+        r = buf_printf(out,
+                       "#compdef %s\n# zsh completion for %s, written by '%s completion zsh'\n",
                        t->prog, t->prog, t->prog);
         if (r >= 0)
             r = sh_function(t, id, out);
