@@ -61,45 +61,24 @@ static int usage_error(struct log *log, const char *what)
     return BRIDGE_EXIT_USAGE;
 }
 
-/* "-vv", "-qv": bundled -v/-q (args_take_globals takes them one per argument); and
- * "--mcp-config PATH" / "--mcp-config=PATH", the pi adapter's name for --config, rewritten to
+/* "--mcp-config PATH" / "--mcp-config=PATH", the pi adapter's name for --config, rewritten to
  * --config in place, so that it is accepted wherever --config is (before or after the command)
  * and the last of the two wins. */
-static int take_bundled_flags(int argc, char **argv, struct args_globals *g)
+static void take_mcp_config(int argc, char **argv)
 {
     static char config_opt[] = "--config";
     static const char mcp_config[] = "--mcp-config";
     const size_t k = sizeof(mcp_config) - 1;
-    int w = 1;
     bool past_dashes = false;
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
         past_dashes |= strcmp(a, "--") == 0;
-        if (!past_dashes && strcmp(a, mcp_config) == 0) {
-            argv[w++] = config_opt;
-            continue;
-        }
-        if (!past_dashes && strncmp(a, mcp_config, k) == 0 && a[k] == '=') {
+        if (!past_dashes && strcmp(a, mcp_config) == 0)
+            argv[i] = config_opt;
+        else if (!past_dashes && strncmp(a, mcp_config, k) == 0 && a[k] == '=')
             /* "--mcp-config=PATH" -> "--config=PATH": the same string, 4 bytes shorter */
             memmove(a + 2, a + 6, strlen(a + 6) + 1);
-            argv[w++] = a;
-            continue;
-        }
-        bool bundled =
-            !past_dashes && a[0] == '-' && a[1] && a[2] && strspn(a + 1, "vq") == strlen(a + 1);
-        if (!bundled) {
-            argv[w++] = argv[i];
-            continue;
-        }
-        for (const char *p = a + 1; *p; p++) {
-            if (*p == 'v')
-                g->verbosity++;
-            else
-                g->quiet = true;
-        }
     }
-    argv[w] = NULL;
-    return w;
 }
 
 typedef int (*cmd_fn)(int, char **, const struct args_globals *, struct log *);
@@ -234,8 +213,8 @@ int main(int argc, char **argv)
         return BRIDGE_EXIT_FAILED;
 
     /* global options may come before or after the command ("mcp-bridge test x -v") */
-    argc = take_bundled_flags(argc, argv, &g);
-    argc = args_take_globals(argc, argv, true, &g);
+    take_mcp_config(argc, argv);
+    argc = args_take_globals(argc, argv, true, &g); /* -vv, -qv bundled too */
     /* and so may a command's own ("mcp-bridge --json list"): the command word goes first */
     int first = args_tool_first_operand(&tool, argc, argv);
     if (first > 1 && first < argc)
