@@ -179,6 +179,13 @@ static void suggest_commands(struct suggest *s, const char *word);
 static int unknown_command(const char *word);
 static void print_usage(FILE *f);
 
+/* The options of every command */
+static const struct option global_opts[] = {
+    {"config", required_argument, NULL, 0}, {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},      {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},    {0},
+};
+
 /* Reports the option getopt_long() just refused, as getopt would, by the command
  * ("mcp-auth login: unknown option ..."); EXIT_USAGE. */
 static int option_error(char *const *argv, const char *shortopts, const struct option *opts)
@@ -188,7 +195,7 @@ static int option_error(char *const *argv, const char *shortopts, const struct o
     struct log *cmd_log = log_new(argv[0], STDERR_FILENO);
     if (cmd_log)
         log_set_level(cmd_log, log_get_level(arg_log));
-    if (args_option_error(argv[0], argv, shortopts, opts, &msg) < 0)
+    if (args_option_error(argv[0], argv, shortopts, opts, global_opts, &msg) < 0)
         buf_reset(&msg);
     log_msg(cmd_log ? cmd_log : arg_log, LOG_ERROR, "%s",
             msg.len ? buf_str(&msg) : "invalid option");
@@ -819,12 +826,6 @@ out:
 
 static int cmd_completion(int argc, char **argv);
 static int cmd_complete(int argc, char **argv);
-
-static const struct option global_opts[] = {
-    {"config", required_argument, NULL, 0}, {"verbose", no_argument, NULL, 'v'},
-    {"quiet", no_argument, NULL, 'q'},      {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},    {0},
-};
 
 typedef int (*command_fn)(int argc, char **argv);
 #define FN(f) ((args_fn)(f))

@@ -65,7 +65,8 @@ static const struct option *long_find(const struct option *opts, const char *nam
     return matches == 1 ? found : NULL;
 }
 
-static int long_error(const char *arg, const struct option *opts, struct buf *out)
+static int long_error(const char *arg, const struct option *opts, const struct option *globals,
+                      struct buf *out)
 {
     const char *name = arg + 2, *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
@@ -84,6 +85,8 @@ static int long_error(const char *arg, const struct option *opts, struct buf *ou
     suggest_init(&s, word);
     for (const struct option *p = opts; p && p->name; p++)
         suggest_add(&s, p->name);
+    for (const struct option *p = globals; p && p->name; p++)
+        suggest_add(&s, p->name);
     int r = buf_printf(out, "unknown option '--%s'", word);
     if (r >= 0)
         r = suggest_append(&s, "--", out);
@@ -92,12 +95,12 @@ static int long_error(const char *arg, const struct option *opts, struct buf *ou
 }
 
 int args_option_error(const char *prog, char *const *argv, const char *shortopts,
-                      const struct option *longopts, struct buf *out)
+                      const struct option *longopts, const struct option *globals, struct buf *out)
 {
     const char *arg = optind > 0 ? argv[optind - 1] : NULL;
     int r;
     if (arg && strncmp(arg, "--", 2) == 0 && arg[2])
-        r = long_error(arg, longopts, out);
+        r = long_error(arg, longopts, globals, out);
     else if (optopt > 0 && optopt < 256 && strchr(shortopts, optopt))
         r = buf_printf(out, "option '-%c' needs a value", optopt);
     else if (optopt > 0 && optopt < 256)

@@ -79,6 +79,15 @@ void cli_say(struct cli *c, enum log_level level, const char *fmt, ...)
     free(esc);
 }
 
+/* The options of every command */
+static const struct option global_opts[] = {
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {0},
+};
+
 int cli_option_error(struct cli *c, char *const *argv, const char *shortopts,
                      const struct option *opts)
 {
@@ -87,7 +96,7 @@ int cli_option_error(struct cli *c, char *const *argv, const char *shortopts,
     struct log *cmd_log = log_new(argv[0], STDERR_FILENO);
     if (cmd_log)
         log_set_level(cmd_log, log_get_level(c->log));
-    if (args_option_error(argv[0], argv, shortopts, opts, &msg) < 0)
+    if (args_option_error(argv[0], argv, shortopts, opts, global_opts, &msg) < 0)
         buf_reset(&msg);
     log_msg(cmd_log ? cmd_log : c->log, LOG_ERROR, "%s",
             msg.len ? buf_str(&msg) : "invalid option");
@@ -805,14 +814,6 @@ static int cmd_help(struct cli *c, int argc, char **argv);
 static int cmd_completion(struct cli *c, int argc, char **argv);
 static int cmd_complete(struct cli *c, int argc, char **argv);
 
-static const struct option global_opts[] = {
-    {"verbose", no_argument, NULL, 'v'},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {0},
-};
-
 typedef int (*command_fn)(struct cli *c, int argc, char **argv);
 #define FN(f) ((args_fn)(f))
 /* The commands: their dispatch, the help's list and the shell completion read this table */
@@ -927,6 +928,26 @@ static int unknown_command(struct cli *c, const char *word, const char *why)
     return status;
 }
 
+/* An option before any command that is no option of the tool's: the close ones of all. */
+static int unknown_option(struct cli *c, const char *arg)
+{
+    struct suggest s;
+    struct buf close;
+    suggest_init(&s, arg + strspn(arg, "-"));
+    for (size_t i = 0; i <= ELEMENTSOF(commands); i++) {
+        const struct option *o = i == ELEMENTSOF(commands) ? global_opts : commands[i].opts;
+        for (; o && o->name; o++)
+            suggest_add(&s, o->name);
+    }
+    buf_init(&close, 4096);
+    if (suggest_append(&s, "--", &close) < 0)
+        buf_reset(&close);
+    int status = usage_error(c, "unknown option '%s'%s", arg, buf_str(&close));
+    buf_release(&close);
+    suggest_release(&s);
+    return status;
+}
+
 /* "secrets help": the usage; "secrets help get": get's own help, as "secrets get --help". */
 static int cmd_help(struct cli *c, int argc, char **argv)
 {
@@ -999,7 +1020,7 @@ int main(int argc, char **argv)
     const struct args_command *found = args_command_find(&tool, cmd);
     command_fn fn = found ? (command_fn)found->fn : NULL;
     if (!fn && cmd[0] == '-')
-        status = usage_error(&c, "unknown option '%s'", cmd);
+        status = unknown_option(&c, cmd);
     else
         status = fn ? fn(&c, sub_argc, sub_argv) : unknown_command(&c, cmd, "");
 

@@ -25,6 +25,8 @@ enum {
 
 /* Each command's options (getopt_long()'s), which main.c's command table also reads: its help
  * and completion name no option the parser does not take. */
+/* the options of every command (--config, -v ...) */
+extern const struct option cli_global_options[];
 extern const struct option cli_serve_options[], cli_connect_options[], cli_client_options[],
     cli_list_options[], cli_add_options[], cli_remove_options[], cli_trust_options[];
 

@@ -161,6 +161,16 @@ struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log
     return cli_load_config_at(g, log, at);
 }
 
+const struct option cli_global_options[] = {
+    {"config", required_argument, NULL, 0},
+    {"mcp-config", required_argument, NULL, 0},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {0},
+};
+
 int cli_option_error(struct log *log, char *const *argv, const char *shortopts,
                      const struct option *opts)
 {
@@ -170,7 +180,7 @@ int cli_option_error(struct log *log, char *const *argv, const char *shortopts,
     struct log *cmd_log = log_new(argv[0], STDERR_FILENO);
     if (cmd_log)
         log_set_level(cmd_log, log_get_level(log));
-    if (args_option_error(argv[0], argv, shortopts, opts, &msg) < 0)
+    if (args_option_error(argv[0], argv, shortopts, opts, cli_global_options, &msg) < 0)
         log_error(cmd_log ? cmd_log : log, "invalid option (see '%s --help')", argv[0]);
     else
         log_error(cmd_log ? cmd_log : log, "%s", buf_str(&msg));

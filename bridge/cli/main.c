@@ -84,16 +84,6 @@ static void take_mcp_config(int argc, char **argv)
 typedef int (*cmd_fn)(int, char **, const struct args_globals *, struct log *);
 static int cmd_completion(int argc, char **argv, const struct args_globals *g, struct log *log);
 
-static const struct option global_options[] = {
-    {"config", required_argument, NULL, 0},
-    {"mcp-config", required_argument, NULL, 0},
-    {"verbose", no_argument, NULL, 'v'},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {0},
-};
-
 #define FN(f) ((args_fn)(f))
 /* The commands: their dispatch, the help's list and the shell completion read this table */
 static const struct args_command commands[] = {
@@ -129,7 +119,7 @@ static const struct args_tool tool = {
     .prog = "mcp-bridge",
     .cmds = commands,
     .n_cmds = sizeof(commands) / sizeof(commands[0]),
-    .globals = global_options,
+    .globals = cli_global_options,
     .help_column = 23,
 };
 

@@ -39,6 +39,10 @@ run 1 S remove GITHUB_TOKN
 assert_contains "$ERR" "did you mean 'GITHUB_TOKEN'?"
 run 2 S get --no-nwline GITHUB_TOKEN
 assert_contains "$ERR" "secrets get: unknown option '--no-nwline'; did you mean '--no-newline'? (see 'secrets get --help')"
+run 2 S --verbos list
+assert_contains "$ERR" "secrets list: unknown option '--verbos'; did you mean '--verbose'? (see 'secrets list --help')"
+run 2 S --verbos
+assert_contains "$ERR" "secrets: unknown option '--verbos'; did you mean '--verbose'? (see 'secrets --help')"
 run 2 S configure X --comand true
 assert_contains "$ERR" "secrets configure: unknown option '--comand'; did you mean '--command'?"
 # options before the command word, and after the operands
@@ -73,6 +77,12 @@ run 2 A login --scoep x linear
 assert_contains "$ERR" "mcp-auth login: unknown option '--scoep'; did you mean '--scope'? (see 'mcp-auth login --help')"
 run 2 A status --jsn
 assert_contains "$ERR" "mcp-auth status: unknown option '--jsn'; did you mean '--json'? (see 'mcp-auth status --help')"
+run 2 A --confg
+assert_contains "$ERR" "unknown option '--confg'; did you mean '--config'? (see 'mcp-auth --help')"
+run 2 A status --confg x
+assert_contains "$ERR" "mcp-auth status: unknown option '--confg'; did you mean '--config'? (see 'mcp-auth status --help')"
+run 2 B list --confg x
+assert_contains "$ERR" "mcp-bridge list: unknown option '--confg'; did you mean '--config'?"
 run 2 A --no-brwser linear
 assert_contains "$ERR" "did you mean '--no-browser'?"
 # options before the operand, as the usage line says: the sign-in reaches discovery (the server

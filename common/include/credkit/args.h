@@ -31,9 +31,11 @@ struct option;
  * to 0 so that getopt prints nothing), into out: "unknown option '--jsn'; did you mean
  * '--json'?", "option '--scope' needs a value", "option '--json' takes no value", each followed
  * by " (see 'PROG --help')". prog is the command as typed ("mcp-bridge list"), argv and the
- * options those getopt_long() was given. 0, -ENOMEM, -E2BIG. */
+ * options those getopt_long() was given; globals (may be NULL), the tool's options of every
+ * command, are suggested too ("--confg": "--config"). 0, -ENOMEM, -E2BIG. */
 int args_option_error(const char *prog, char *const *argv, const char *shortopts,
-                      const struct option *longopts, struct buf *out) _must_check_;
+                      const struct option *longopts, const struct option *globals,
+                      struct buf *out) _must_check_;
 
 /* Moves argv[i] to argv[1], the words between shifted one place right. */
 void args_move_first(char **argv, int i);
