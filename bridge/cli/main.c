@@ -52,8 +52,8 @@ static const char usage_tail[] =
     "'mcp-auth', at each connect; CREDKIT_SECRETS and CREDKIT_MCP_AUTH name the helpers.\n"
     "\n"
     "exit status: 0 ok, 1 the server failed (could not connect, the call failed), 2 usage\n"
-    "error, 3 configuration error (server not found or invalid), 4 the tool reported an error,\n"
-    "6 the server needs a sign-in (the message names the command). See docs/bridge.md.\n";
+    "error, 3 configuration error (server or tool not found, or invalid), 4 the tool reported an\n"
+    "error, 6 the server needs a sign-in (the message names the command). See docs/bridge.md.\n";
 
 static int usage_error(struct log *log, const char *what)
 {
