@@ -1,8 +1,12 @@
 /* args.h - command-line conventions the tools share.
  *
  * Every tool takes its global options (-v, -q, and for some --config PATH) before or after
- * the command ("secrets configure X --command C -v"), answers -h/--help anywhere before "--",
- * and passes everything after "--" on untouched (secrets exec's command line). */
+ * the command ("secrets configure X --command C -v"), and a command's own options before the
+ * command word too ("mcp-bridge --json list": the word is moved first); it answers -h/--help
+ * anywhere before "--", and passes everything after "--" on untouched (secrets exec's command
+ * line). A refused option is worded the same way by the three, with the close ones
+ * (suggest.h). Each tool describes its commands in one table (struct args_tool) that its
+ * dispatch, its help's list of commands and its shell completion (args_complete.c) read. */
 #pragma once
 
 #include <stdbool.h>
