@@ -1,10 +1,12 @@
 /* main.c - mcp-auth: sign in to MCP servers with OAuth, keep their tokens fresh */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include "credkit/mcp_trust.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/suggest.h"
 #include "credkit/textsafe.h"
 #include "credkit/url.h"
 #include "credkit/util.h"
@@ -39,22 +42,17 @@ enum {
     EXIT_WANTS_TOKEN = 7,
 };
 
-static const char usage_text[] =
+/* The help, around its list of commands (the command table's) */
+static const char usage_head[] =
     "usage: mcp-auth [OPTIONS] SERVER             sign in (same as 'mcp-auth login SERVER')\n"
     "       mcp-auth [OPTIONS] COMMAND [ARGS]\n"
     "\n"
     "Sign in to MCP servers that use OAuth, and keep their tokens fresh for every program that\n"
     "asks. SERVER is a server name from mcp.json or a URL.\n"
     "\n"
-    "commands:\n"
-    "  login SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]\n"
-    "                       sign in (opens the browser)\n"
-    "  header [--json] [--refresh] SERVER\n"
-    "                       print a valid Authorization header, refreshing it first when\n"
-    "                       needed; never prompts (exit 4: sign-in required)\n"
-    "  status [--json] [SERVER]\n"
-    "                       what is stored: issuer, client, expiry, scopes, refresh token\n"
-    "  logout SERVER        delete the tokens here and revoke them at the server\n"
+    "commands:\n";
+
+static const char usage_tail[] =
     "\n"
     "options:\n"
     "  --config PATH        read this file instead of ~/.pi/agent/mcp.json\n"
@@ -167,6 +165,50 @@ _printf_(2, 3) static void say(enum log_level level, const char *fmt, ...)
 #define say_warn(...)  say(LOG_WARN, __VA_ARGS__)
 #define say_info(...)  say(LOG_INFO, __VA_ARGS__)
 
+/* ---- the command line ---- */
+
+/* Words other tools use for what a command of ours does: "mcp-auth list" is status, not a
+ * sign-in to a server named "list" */
+static const struct {
+    const char *word, *command;
+} command_synonyms[] = {
+    {"list", "status"},    {"ls", "status"},       {"show", "status"},   {"whoami", "status"},
+    {"token", "header"},   {"signin", "login"},    {"sign-in", "login"}, {"auth", "login"},
+    {"signout", "logout"}, {"sign-out", "logout"}, {"revoke", "logout"},
+};
+
+/* "mcp-auth SERVER": set when the word was taken as login's SERVER without "login" */
+static bool arg_implicit_login;
+
+static void suggest_commands(struct suggest *s, const char *word);
+static int unknown_command(const char *word);
+static void print_usage(FILE *f);
+
+/* The options of every command */
+static const struct option global_opts[] = {
+    {"config", required_argument, NULL, 0}, {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},      {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},    {0},
+};
+
+/* Reports the option getopt_long() just refused, as getopt would, by the command
+ * ("mcp-auth login: unknown option ..."); EXIT_USAGE. */
+static int option_error(char *const *argv, const char *shortopts, const struct option *opts)
+{
+    struct buf msg;
+    buf_init(&msg, 4096);
+    struct log *cmd_log = log_new(argv[0], STDERR_FILENO);
+    if (cmd_log)
+        log_set_level(cmd_log, log_get_level(arg_log));
+    if (args_option_error(argv[0], argv, shortopts, opts, global_opts, &msg) < 0)
+        buf_reset(&msg);
+    log_msg(cmd_log ? cmd_log : arg_log, LOG_ERROR, "%s",
+            msg.len ? buf_str(&msg) : "invalid option");
+    log_free(cmd_log);
+    buf_release(&msg);
+    return EXIT_USAGE;
+}
+
 /* ---- resolving SERVER ---- */
 
 struct target_ctx {
@@ -244,10 +286,28 @@ static int target_by_url(const char *arg, struct target_ctx *tc)
     return EXIT_OK;
 }
 
-/* No entry of that name: says where entries were looked for. */
+/* No entry of that name: says where entries were looked for, and the close names. A word given
+ * as "mcp-auth WORD" that reads like a command is a command mistyped (2), not a server. */
 static int unknown_name(const char *arg, const struct mcp_config *config)
 {
-    struct buf files;
+    struct buf files, close;
+    struct suggest s;
+    if (arg_implicit_login) {
+        suggest_init(&s, arg);
+        suggest_commands(&s, arg);
+        const char *const *v;
+        bool command_like = suggest_result(&s, &v) > 0;
+        suggest_release(&s);
+        if (command_like)
+            return unknown_command(arg);
+    }
+    suggest_init(&s, arg);
+    for (size_t i = 0; i < mcp_config_count(config); i++)
+        suggest_add(&s, mcp_config_at(config, i)->name);
+    buf_init(&close, 4096);
+    if (suggest_append(&s, NULL, &close) < 0)
+        buf_reset(&close);
+    suggest_release(&s);
     buf_init(&files, 8192);
     for (size_t i = 0; i < mcp_config_file_count(config); i++) {
         bool exists = false;
@@ -259,9 +319,11 @@ static int unknown_name(const char *arg, const struct mcp_config *config)
         if (r < 0)
             break;
     }
-    say_error("no server named '%s' in %s: give its URL instead, or add it to one of "
+    say_error("no server named '%s' in %s%s%s give its URL instead, or add it to one of "
               "those files (see docs/auth.md)",
-              arg, files.len ? buf_str(&files) : "the MCP configuration");
+              arg, files.len ? buf_str(&files) : "the MCP configuration", buf_str(&close),
+              close.len ? "" : ":");
+    buf_release(&close);
     buf_release(&files);
     return EXIT_CONFIG;
 }
@@ -301,8 +363,8 @@ static int target_by_name(const char *arg, struct target_ctx *tc)
     return EXIT_OK;
 }
 
-/* SERVER is a URL or an mcp.json entry name. */
-static int resolve_target(const char *arg, struct target_ctx *tc)
+/* The layered configuration into tc->config, its diagnostics said. An exit status. */
+static int load_config(struct target_ctx *tc)
 {
     struct err e = ERR_INIT;
     char cwd[4096];
@@ -330,7 +392,16 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
         const struct mcp_config_diag *dg = mcp_config_diag_at(tc->config, i);
         say_warn("%s", dg->message);
     }
-    int status = strstr(arg, "://") ? target_by_url(arg, tc) : target_by_name(arg, tc);
+    return EXIT_OK;
+}
+
+/* SERVER is a URL or an mcp.json entry name. */
+static int resolve_target(const char *arg, struct target_ctx *tc)
+{
+    int status = load_config(tc);
+    if (status != EXIT_OK)
+        return status;
+    status = strstr(arg, "://") ? target_by_url(arg, tc) : target_by_name(arg, tc);
     if (status != EXIT_OK)
         return status;
     tc->t.oauth = tc->oauth;
@@ -392,16 +463,30 @@ static void signin_command(const struct target_ctx *tc, char *out, size_t size)
 
 /* ---- commands ---- */
 
+enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_DEVICE, OPT_TIMEOUT };
+static const struct option login_opts[] = {
+    {"scope", required_argument, NULL, OPT_SCOPE},
+    {"no-browser", no_argument, NULL, OPT_NO_BROWSER},
+    {"device-code", no_argument, NULL, OPT_DEVICE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {0},
+};
+
+/* Whether arg ("--scope", "--scope=S") is one of login's options. */
+static bool is_login_option(const char *arg)
+{
+    if (strncmp(arg, "--", 2) != 0)
+        return false;
+    size_t len = strcspn(arg + 2, "=");
+    for (size_t i = 0; login_opts[i].name; i++)
+        if (strlen(login_opts[i].name) == len && strncmp(login_opts[i].name, arg + 2, len) == 0)
+            return true;
+    return false;
+}
+
 static int cmd_login(int argc, char **argv)
 {
-    enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_DEVICE, OPT_TIMEOUT };
-    static const struct option opts[] = {
-        {"scope", required_argument, NULL, OPT_SCOPE},
-        {"no-browser", no_argument, NULL, OPT_NO_BROWSER},
-        {"device-code", no_argument, NULL, OPT_DEVICE},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {0},
-    };
+    const struct option *opts = login_opts;
     struct login_opts lo = {0};
     struct target_ctx tc = {0};
     struct token_entry *te = NULL;
@@ -429,7 +514,7 @@ static int cmd_login(int argc, char **argv)
             }
             break;
         default:
-            return EXIT_USAGE;
+            return option_error(argv, "", opts);
         }
     }
     if (argc - optind != 1) {
@@ -504,10 +589,12 @@ static int write_header_answer(const struct token_entry *te, bool json, struct b
     return r;
 }
 
+static const struct option header_opts[] = {
+    {"json", no_argument, NULL, 'j'}, {"refresh", no_argument, NULL, 'r'}, {0}};
+
 static int cmd_header(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"refresh", no_argument, NULL, 'r'}, {0}};
+    const struct option *opts = header_opts;
     bool json = false, force = false;
     struct target_ctx tc = {0};
     struct token_entry *te = NULL;
@@ -523,7 +610,7 @@ static int cmd_header(int argc, char **argv)
         else if (opt == 'r')
             force = true;
         else
-            return EXIT_USAGE;
+            return option_error(argv, "", opts);
     }
     if (argc - optind != 1) {
         say_error("header takes exactly one SERVER (see 'mcp-auth header --help')");
@@ -669,9 +756,11 @@ static size_t status_print(struct token_entry *const *all, size_t n, const struc
     return shown;
 }
 
+static const struct option status_opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+
 static int cmd_status(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+    const struct option *opts = status_opts;
     bool json = false;
     struct target_ctx tc = {0};
     struct token_entry **all = NULL;
@@ -686,17 +775,18 @@ static int cmd_status(int argc, char **argv)
         if (opt == 'j')
             json = true;
         else
-            return EXIT_USAGE;
+            return option_error(argv, "", opts);
     }
     if (argc - optind > 1) {
         say_error("status takes at most one SERVER");
         return EXIT_USAGE;
     }
-    if (argc - optind == 1) {
+    if (argc - optind == 1)
         status = resolve_target(argv[optind], &tc);
-        if (status != EXIT_OK)
-            goto out;
-    }
+    else if (arg_config)
+        status = load_config(&tc); /* a --config that names no file is an error here too */
+    if (status != EXIT_OK)
+        goto out;
     if (tokens_list(&all, &n, &e) < 0) {
         say_error("%s", err_msg(&e));
         status = EXIT_FAILED;
@@ -724,8 +814,9 @@ static int cmd_logout(int argc, char **argv)
         fputs(logout_help, stdout);
         return EXIT_OK;
     }
-    while (getopt_long(argc, argv, "", (const struct option[]){{0}}, NULL) != -1)
-        return EXIT_USAGE;
+    static const struct option no_opts[] = {{0}};
+    while (getopt_long(argc, argv, "", no_opts, NULL) != -1)
+        return option_error(argv, "", no_opts);
     if (argc - optind != 1) {
         say_error("logout takes exactly one SERVER");
         return EXIT_USAGE;
@@ -754,68 +845,142 @@ out:
     return status;
 }
 
-/* The options before the command. Returns -1 to go on (optind at the command), else the exit
- * status (after --help, --version or a usage error). */
-static int parse_global_options(int argc, char **argv, int *ret_verbosity)
+static int cmd_completion(int argc, char **argv);
+static int cmd_complete(int argc, char **argv);
+
+typedef int (*command_fn)(int argc, char **argv);
+#define FN(f) ((args_fn)(f))
+/* The commands: their dispatch, the help's list and the shell completion read this table */
+static const struct args_command commands[] = {
+    {"login", "SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]",
+     "sign in (opens the browser)", login_opts, "servers", FN(cmd_login)},
+    {"header", "[--json] [--refresh] SERVER",
+     "print a valid Authorization header, refreshing it first when\n"
+     "needed; never prompts (exit 4: sign-in required)",
+     header_opts, "servers", FN(cmd_header)},
+    {"status", "[--json] [SERVER]", "what is stored: issuer, client, expiry, scopes, refresh token",
+     status_opts, "servers", FN(cmd_status)},
+    {"logout", "SERVER", "delete the tokens here and revoke them at the server", NULL, "servers",
+     FN(cmd_logout)},
+    {"completion", "SHELL", "print the completion script for bash, zsh or fish", NULL, "shells",
+     FN(cmd_completion)},
+    {"help", NULL, NULL, NULL, "commands", NULL},
+    {"__complete", NULL, NULL, NULL, NULL, FN(cmd_complete)},
+};
+
+static const struct args_tool tool = {
+    .prog = "mcp-auth",
+    .cmds = commands,
+    .n_cmds = ELEMENTSOF(commands),
+    .globals = global_opts,
+    .first_word = "servers",
+    .help_column = 23,
+};
+
+static void print_usage(FILE *f)
 {
-    enum { OPT_CONFIG = 256 };
-    static const struct option opts[] = {
-        {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {"config", required_argument, NULL, OPT_CONFIG},
-        {0},
-    };
-    int opt;
-    while ((opt = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'v':
-            (*ret_verbosity)++;
-            break;
-        case 'q':
-            arg_quiet = true;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return EXIT_OK;
-        case 'V':
-            printf("mcp-auth (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
-            return EXIT_OK;
-        case OPT_CONFIG:
-            arg_config = optarg;
-            break;
-        default:
-            return EXIT_USAGE;
-        }
-    }
-    if (optind >= argc) {
-        fputs(usage_text, stderr);
-        return EXIT_USAGE;
-    }
-    return -1;
+    struct buf list;
+    buf_init(&list, 64 * 1024);
+    fputs(usage_head, f);
+    if (args_help_commands(&tool, &list) >= 0)
+        fputs(buf_str(&list), f);
+    fputs(usage_tail, f);
+    buf_release(&list);
 }
 
-static const struct {
-    const char *name;
-    int (*run)(int argc, char **argv);
-} commands[] = {
-    {"login", cmd_login},
-    {"header", cmd_header},
-    {"status", cmd_status},
-    {"logout", cmd_logout},
-};
+/* The commands close to word (git's "did you mean", with the synonyms above) into s. */
+static void suggest_commands(struct suggest *s, const char *word)
+{
+    for (size_t i = 0; i < ELEMENTSOF(command_synonyms); i++)
+        if (strcasecmp(word, command_synonyms[i].word) == 0)
+            suggest_add_as(s, word, command_synonyms[i].command); /* as close as can be */
+    for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+        if (commands[i].name[0] != '_')
+            suggest_add(s, commands[i].name);
+}
+
+static int unknown_command(const char *word)
+{
+    struct suggest s;
+    struct buf close;
+    suggest_init(&s, word);
+    suggest_commands(&s, word);
+    buf_init(&close, 4096);
+    if (suggest_append(&s, NULL, &close) < 0)
+        buf_reset(&close);
+    say_error("unknown command '%s'%s (see 'mcp-auth --help')", word, buf_str(&close));
+    buf_release(&close);
+    suggest_release(&s);
+    return EXIT_USAGE;
+}
+
+/* "completion SHELL": the script, from the table above. */
+static int cmd_completion(int argc, char **argv)
+{
+    if (args_wants_help(argc, argv)) {
+        printf("usage: mcp-auth completion bash|zsh|fish\n"
+               "\n"
+               "Print the completion script for the shell: commands, options and server names.\n"
+               "\n"
+               "examples:\n"
+               "  source <(mcp-auth completion bash)      # in ~/.bashrc\n"
+               "  mcp-auth completion fish > ~/.config/fish/completions/mcp-auth.fish\n");
+        return EXIT_OK;
+    }
+    if (argc != 2) {
+        say_error("completion takes one SHELL: bash, zsh or fish (see 'mcp-auth completion "
+                  "--help')");
+        return EXIT_USAGE;
+    }
+    struct buf out;
+    buf_init(&out, 1024 * 1024);
+    int r = args_completion(&tool, argv[1], &out);
+    if (r == -EINVAL)
+        say_error("completion: no script for '%s': the shells are bash, zsh and fish (see "
+                  "'mcp-auth completion --help')",
+                  argv[1]);
+    else if (r < 0)
+        say_error("out of memory");
+    else
+        fputs(buf_str(&out), stdout);
+    buf_release(&out);
+    return r == -EINVAL ? EXIT_USAGE : r < 0 ? EXIT_FAILED : EXIT_OK;
+}
+
+/* "__complete KIND": the values the completion scripts ask for, one per line, quietly: the
+ * names of the servers mcp-auth signs in to (not the stdio ones), the shells. */
+static int cmd_complete(int argc, char **argv)
+{
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        (void)dup2(null, STDERR_FILENO);
+        (void)close(null);
+    }
+    if (argc >= 2 && strcmp(argv[1], "servers") == 0) {
+        struct target_ctx tc = {0};
+        if (load_config(&tc) == EXIT_OK)
+            for (size_t i = 0; i < mcp_config_count(tc.config); i++) {
+                const struct mcp_server *s = mcp_config_at(tc.config, i);
+                if (s->transport != MCP_TRANSPORT_STDIO && s->url)
+                    printf("%s\n", s->name);
+            }
+        target_release(&tc);
+    } else if (argc >= 2 && strcmp(argv[1], "shells") == 0) {
+        printf("bash\nzsh\nfish\n");
+    }
+    return EXIT_OK;
+}
 
 /* Runs the command named cmd with its arguments (argv[0] is the command). */
 static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
 {
     char progname[64];
     (void)snprintf(progname, sizeof(progname), "mcp-auth %s", cmd);
-    for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-        if (strcmp(cmd, commands[i].name) == 0) {
-            sub_argv[0] = progname;
-            return commands[i].run(sub_argc, sub_argv);
-        }
+    const struct args_command *c = args_command_find(&tool, cmd);
+    if (c && c->fn) {
+        sub_argv[0] = progname;
+        return ((command_fn)c->fn)(sub_argc, sub_argv);
+    }
     if (strcmp(cmd, "help") == 0) {
         if (sub_argc > 2) {
             say_error("help takes at most one COMMAND (see 'mcp-auth --help')");
@@ -823,24 +988,38 @@ static int dispatch(const char *cmd, int sub_argc, char **sub_argv)
         }
         /* "mcp-auth help header": header's own help, as "mcp-auth header --help" */
         for (size_t i = 0; sub_argc > 1 && i < ELEMENTSOF(commands); i++) {
-            if (strcmp(sub_argv[1], commands[i].name) != 0)
+            if (strcmp(sub_argv[1], commands[i].name) != 0 || !commands[i].fn)
                 continue;
             char help_opt[] = "--help";
             char *help_argv[] = {sub_argv[1], help_opt, NULL};
             return dispatch(sub_argv[1], 2, help_argv);
         }
-        if (sub_argc > 1 && strcmp(sub_argv[1], "help") != 0) {
-            say_error("unknown command '%s' (see 'mcp-auth --help')", sub_argv[1]);
-            return EXIT_USAGE;
-        }
-        fputs(usage_text, stdout);
+        if (sub_argc > 1 && strcmp(sub_argv[1], "help") != 0)
+            return unknown_command(sub_argv[1]);
+        print_usage(stdout);
         return EXIT_OK;
     }
-    if (cmd[0] == '-') {
-        say_error("unknown option '%s' (see 'mcp-auth --help')", cmd);
+    if (cmd[0] == '-' && !is_login_option(cmd)) {
+        /* options alone, and one that is no command's */
+        struct suggest s;
+        struct buf close;
+        const char *word = cmd + strspn(cmd, "-");
+        suggest_init(&s, word);
+        for (size_t i = 0; global_opts[i].name; i++)
+            suggest_add(&s, global_opts[i].name);
+        for (size_t i = 0; login_opts[i].name; i++)
+            suggest_add(&s, login_opts[i].name);
+        buf_init(&close, 4096);
+        if (suggest_append(&s, "--", &close) < 0)
+            buf_reset(&close);
+        say_error("unknown option '%s'%s (see 'mcp-auth --help')", cmd, buf_str(&close));
+        buf_release(&close);
+        suggest_release(&s);
         return EXIT_USAGE;
     }
-    /* "mcp-auth SERVER [options]": login; the server stays in argv as the operand */
+    /* "mcp-auth SERVER [options]": login; the server stays in argv as the operand. A word that
+     * is no server and reads like a command is a usage error (target_by_name) */
+    arg_implicit_login = true;
     char *login_argv[256];
     int n = 0;
     login_argv[n++] = (char *)"mcp-auth login";
@@ -884,34 +1063,41 @@ static void json_failed(const char *cmd, int status)
 
 int main(int argc, char **argv)
 {
-    int verbosity = 0, status;
+    struct args_globals g = {0};
+    int status;
 
     (void)secure_harden_process(NULL);
     arg_log = log_new("mcp-auth", STDERR_FILENO);
     if (!arg_log)
         return EXIT_FAILED;
-    status = parse_global_options(argc, argv, &verbosity);
-    if (status >= 0) {
-        log_free(arg_log);
-        return status;
-    }
-    const char *cmd = argv[optind];
-    int sub_argc = argc - optind;
-    char **sub_argv = argv + optind;
-    /* global options may follow the command too */
-    struct args_globals g = {.verbosity = verbosity, .quiet = arg_quiet, .config = arg_config};
-    sub_argc = args_take_globals(sub_argc, sub_argv, true, &g);
-    verbosity = g.verbosity;
+    /* -v, -q and --config anywhere before "--"; a command's own options before the command
+     * word too ("mcp-auth --no-browser SERVER"): the command word goes first */
+    argc = args_take_globals(argc, argv, true, &g);
     arg_quiet = g.quiet;
     arg_config = g.config;
-    log_set_level(arg_log, arg_quiet        ? LOG_ERROR
-                           : verbosity >= 2 ? LOG_DEBUG
-                           : verbosity      ? LOG_INFO
-                                            : LOG_WARN);
-    optind = 0;
-    status = dispatch(cmd, sub_argc, sub_argv);
-    if (status != EXIT_OK && !arg_answered && jsonw_wanted(sub_argc, sub_argv))
-        json_failed(cmd, status);
+    log_set_level(arg_log, arg_quiet          ? LOG_ERROR
+                           : g.verbosity >= 2 ? LOG_DEBUG
+                           : g.verbosity      ? LOG_INFO
+                                              : LOG_WARN);
+    opterr = 0; /* the commands word getopt's complaints themselves (option_error) */
+    if (argc < 2) {
+        print_usage(stderr);
+        status = EXIT_USAGE;
+    } else if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        print_usage(stdout);
+        status = EXIT_OK;
+    } else if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+        printf("mcp-auth (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
+        status = EXIT_OK;
+    } else {
+        int first = args_tool_first_operand(&tool, argc, argv);
+        if (first > 1 && first < argc)
+            args_move_first(argv, first);
+        optind = 0;
+        status = dispatch(argv[1], argc - 1, argv + 1);
+        if (status != EXIT_OK && !arg_answered && jsonw_wanted(argc - 1, argv + 1))
+            json_failed(argv[1], status);
+    }
     log_free(arg_log);
     return status;
 }

@@ -12,6 +12,7 @@
 #include "credkit/mcp_field.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
+#include "credkit/suggest.h"
 #include "credkit/url.h"
 #include "credkit/util.h"
 #include "mcp_internal.h"
@@ -404,11 +405,26 @@ static int unknown_keys(struct mcp_server *s, struct json_object *o)
             continue;
         }
         mcp_disp(kd, key);
-        r = why ? strv_pushf(&w, "\"%s\" is ignored: %s", kd, why)
-                : strv_pushf(&w,
-                             "\"%s\" is not a key of an entry: it is ignored (check the "
-                             "spelling)",
-                             kd);
+        if (why) {
+            r = strv_pushf(&w, "\"%s\" is ignored: %s", kd, why);
+        } else {
+            /* the close keys, when there are: "did you mean \"headers\"?" */
+            struct suggest sg;
+            const char *const *v;
+            suggest_init(&sg, key);
+            for (size_t i = 0; known_keys[i]; i++)
+                suggest_add(&sg, known_keys[i]);
+            size_t n = suggest_result(&sg, &v);
+            r = n == 0 ? strv_pushf(&w,
+                                    "\"%s\" is not a key of an entry: it is ignored (check the "
+                                    "spelling)",
+                                    kd)
+                       : strv_pushf(&w,
+                                    "\"%s\" is not a key of an entry: it is ignored; did you "
+                                    "mean \"%s\"%s?",
+                                    kd, v[0], n > 1 ? " or another" : "");
+            suggest_release(&sg);
+        }
         if (r < 0)
             goto out;
     }

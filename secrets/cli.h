@@ -9,6 +9,8 @@
  *   else the command's own status. */
 #pragma once
 
+#include <getopt.h>
+
 #include <stdbool.h>
 
 #include "credkit/jsonfile.h"
@@ -60,6 +62,12 @@ void cli_say(struct cli *c, enum log_level level, const char *fmt, ...) _printf_
 #define cli_info(c, ...)  cli_say((c), LOG_INFO, __VA_ARGS__)
 #define cli_debug(c, ...) cli_say((c), LOG_DEBUG, __VA_ARGS__)
 
+/* Reports the option getopt_long() just refused, as getopt would, by the command (argv[0],
+ * "secrets get: unknown option '--no-newlin'; did you mean '--no-newline'? (see ...)");
+ * returns EXIT_USAGE. */
+int cli_option_error(struct cli *c, char *const *argv, const char *shortopts,
+                     const struct option *opts);
+
 /* "3 characters" style description of a value without showing it. */
 void cli_mask(const char *value, size_t len, char *out, size_t size);
 
@@ -71,3 +79,5 @@ bool cli_label_in_use(struct store *s, const char *label, const char *except_nam
 int cli_read_stdin(struct buf *b);
 
 int cmd_configure(struct cli *c, int argc, char **argv);
+/* configure's getopt_long() options, which main.c's command table also reads */
+extern const struct option configure_options[];

@@ -411,26 +411,30 @@ static const char *configure_conflict(const struct configure_args *a)
     return NULL;
 }
 
+const struct option configure_options[] = {
+    {"keychain", no_argument, NULL, 'k'},
+    {"keyring", no_argument, NULL, 'k'},
+    {"label", required_argument, NULL, OPT_LABEL},
+    {"command", required_argument, NULL, 'c'},
+    {"env", required_argument, NULL, 'e'},
+    {"file", required_argument, NULL, 'f'},
+    {"ttl", required_argument, NULL, OPT_TTL},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"description", required_argument, NULL, OPT_DESCRIPTION},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
 /* The command line into a and *ret_name (borrowed from argv). -1 to go on, else the exit
  * status (help printed, or the error reported). */
 static int configure_parse(struct cli *c, int argc, char **argv, struct configure_args *a,
                            const char **ret_name)
 {
-    static const struct option opts[] = {
-        {"keychain", no_argument, NULL, 'k'},
-        {"keyring", no_argument, NULL, 'k'},
-        {"label", required_argument, NULL, OPT_LABEL},
-        {"command", required_argument, NULL, 'c'},
-        {"env", required_argument, NULL, 'e'},
-        {"file", required_argument, NULL, 'f'},
-        {"ttl", required_argument, NULL, OPT_TTL},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"description", required_argument, NULL, OPT_DESCRIPTION},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
+    const struct option *opts = configure_options;
     int opt;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (opt == '?')
+            return cli_option_error(c, argv, "h", opts);
         int r = configure_option(c, a, opt, optarg);
         if (r > 0)
             return EXIT_OK;

@@ -1,5 +1,6 @@
 /* main.c - secrets: resolve named secrets from recipes in ~/.pi/agent/secrets.json */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "credkit/jsonw.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/suggest.h"
 #include "credkit/redact.h"
 #include "credkit/textsafe.h"
 #include "credkit/util.h"
@@ -32,26 +34,17 @@ extern char **environ;
 /* The soft core-dump limit we started with, put back for `exec`'s command. */
 static unsigned long long arg_core_soft;
 
-static const char usage_text[] =
+/* The help, around its list of commands (the command table's) */
+static const char usage_head[] =
     "usage: secrets [-v|--verbose] [-q|--quiet] COMMAND [ARGS]\n"
     "\n"
     "Resolve named secrets from recipes in ~/.pi/agent/secrets.json (or\n"
     "$PI_CODING_AGENT_DIR/secrets.json): environment variables, the OS keychain,\n"
     "commands (with a TTL), files.\n"
     "\n"
-    "commands:\n"
-    "  configure NAME [--keychain [--label L] | --command CMD [--ttl D] [--timeout D]\n"
-    "                  | --env VAR | --file PATH]\n"
-    "                      set up how NAME is obtained (guided on a terminal)\n"
-    "  get NAME            print the value of NAME\n"
-    "  resolve [--json] [--no-cache] NAME...\n"
-    "                      resolve names; --json prints values and expiry for programs\n"
-    "  list [--json] [--no-check]\n"
-    "                      names, sources, TTLs and whether each resolves (never values)\n"
-    "  remove NAME         delete the recipe (and its keychain item)\n"
-    "  exec [NAME...] -- CMD [ARGS...]\n"
-    "                      run CMD with the secrets in its environment\n"
-    "  help [COMMAND]      this help, or COMMAND's (as 'secrets COMMAND --help')\n"
+    "commands:\n";
+
+static const char usage_tail[] =
     "\n"
     "options:\n"
     "  -v, --verbose       say more (twice: debug)\n"
@@ -86,6 +79,32 @@ void cli_say(struct cli *c, enum log_level level, const char *fmt, ...)
     buf_release(&red);
     log_msg(c->log, level, "%s", esc ? esc : "(out of memory)");
     free(esc);
+}
+
+/* The options of every command */
+static const struct option global_opts[] = {
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {0},
+};
+
+int cli_option_error(struct cli *c, char *const *argv, const char *shortopts,
+                     const struct option *opts)
+{
+    struct buf msg;
+    buf_init(&msg, 4096);
+    struct log *cmd_log = log_new(argv[0], STDERR_FILENO);
+    if (cmd_log)
+        log_set_level(cmd_log, log_get_level(c->log));
+    if (args_option_error(argv[0], argv, shortopts, opts, global_opts, &msg) < 0)
+        buf_reset(&msg);
+    log_msg(cmd_log ? cmd_log : c->log, LOG_ERROR, "%s",
+            msg.len ? buf_str(&msg) : "invalid option");
+    log_free(cmd_log);
+    buf_release(&msg);
+    return EXIT_USAGE;
 }
 
 static int usage_error(struct cli *c, const char *fmt, ...) _printf_(2, 3);
@@ -264,9 +283,11 @@ static const char get_help[] =
     "  export GITHUB_TOKEN=\"$(secrets get GITHUB_TOKEN)\"\n"
     "  secrets get -n API_KEY | some-tool --key-from-stdin\n";
 
+static const struct option get_opts[] = {{"no-newline", no_argument, NULL, 'n'}, {0}};
+
 static int cmd_get(struct cli *c, int argc, char **argv)
 {
-    static const struct option opts[] = {{"no-newline", no_argument, NULL, 'n'}, {0}};
+    const struct option *opts = get_opts;
     bool newline = true;
     int opt;
     if (args_wants_help(argc, argv)) {
@@ -277,7 +298,7 @@ static int cmd_get(struct cli *c, int argc, char **argv)
         if (opt == 'n')
             newline = false;
         else
-            return EXIT_USAGE;
+            return cli_option_error(c, argv, "n", opts);
     }
     if (argc - optind != 1)
         return usage_error(c, "get takes exactly one NAME");
@@ -415,12 +436,14 @@ static int resolve_error_member(const struct helper_secrets *a, struct buf *out)
     return r;
 }
 
+static const struct option resolve_opts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"no-cache", no_argument, NULL, 'C'},
+                                             {"stdin", no_argument, NULL, 'S'},
+                                             {0}};
+
 static int cmd_resolve(struct cli *c, int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"no-cache", no_argument, NULL, 'C'},
-                                         {"stdin", no_argument, NULL, 'S'},
-                                         {0}};
+    const struct option *opts = resolve_opts;
     struct json_object *req = NULL;
     bool json = false, from_stdin = false;
     int opt, status = EXIT_OK, r;
@@ -439,7 +462,7 @@ static int cmd_resolve(struct cli *c, int argc, char **argv)
         else if (opt == 'S')
             from_stdin = true;
         else
-            return EXIT_USAGE;
+            return cli_option_error(c, argv, "", opts);
     }
     if (from_stdin && !json)
         return usage_error(c, "--stdin answers only with --json");
@@ -617,10 +640,12 @@ static void list_print_json(struct json_object *arr)
     json_object_put(root);
 }
 
+static const struct option list_opts[] = {
+    {"json", no_argument, NULL, 'j'}, {"no-check", no_argument, NULL, 'N'}, {0}};
+
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"no-check", no_argument, NULL, 'N'}, {0}};
+    const struct option *opts = list_opts;
     bool json = false, check = true;
     int opt, r;
     if (args_wants_help(argc, argv)) {
@@ -633,7 +658,7 @@ static int cmd_list(struct cli *c, int argc, char **argv)
         else if (opt == 'N')
             check = false;
         else
-            return EXIT_USAGE;
+            return cli_option_error(c, argv, "", opts);
     }
     if (optind != argc)
         return usage_error(c, "list takes no arguments");
@@ -709,8 +734,9 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
         fputs(remove_help, stdout);
         return EXIT_OK;
     }
-    while (getopt_long(argc, argv, "", (const struct option[]){{0}}, NULL) != -1)
-        return EXIT_USAGE;
+    static const struct option no_opts[] = {{0}};
+    while (getopt_long(argc, argv, "", no_opts, NULL) != -1)
+        return cli_option_error(c, argv, "", no_opts);
     if (argc - optind != 1)
         return usage_error(c, "remove takes exactly one NAME");
     const char *name = argv[optind];
@@ -722,7 +748,17 @@ static int cmd_remove(struct cli *c, int argc, char **argv)
     status = EXIT_FAILED;
     r = store_get(c->store, name, &rec, &e);
     if (r == -ENOENT) {
-        cli_error(c, "'%s' has no recipe", name);
+        struct suggest s;
+        struct buf close;
+        suggest_init(&s, name);
+        for (size_t i = 0; i < store_count(c->store); i++)
+            suggest_add(&s, store_name(c->store, i));
+        buf_init(&close, 4096);
+        if (suggest_append(&s, NULL, &close) < 0)
+            buf_reset(&close);
+        cli_error(c, "'%s' has no recipe%s", name, buf_str(&close));
+        buf_release(&close);
+        suggest_release(&s);
         goto out;
     }
     if (r >= 0 && remove_label(c, rec, name, &label) < 0)
@@ -838,76 +874,166 @@ static int cmd_exec(struct cli *c, int argc, char **argv)
 
 /* ---- main ---- */
 
-/* The options before the command: -1 to go on, else the exit status (help or version
- * printed, or getopt's complaint). */
-static int parse_globals(int argc, char **argv, int *verbosity, bool *quiet)
+static int cmd_help(struct cli *c, int argc, char **argv);
+static int cmd_completion(struct cli *c, int argc, char **argv);
+static int cmd_complete(struct cli *c, int argc, char **argv);
+
+typedef int (*command_fn)(struct cli *c, int argc, char **argv);
+#define FN(f) ((args_fn)(f))
+/* The commands: their dispatch, the help's list and the shell completion read this table */
+static const struct args_command commands[] = {
+    {"configure",
+     "NAME [--keychain [--label L] | --command CMD [--ttl D] [--timeout D]\n"
+     "                  | --env VAR | --file PATH]",
+     "set up how NAME is obtained (guided on a terminal)", configure_options, "secrets",
+     FN(cmd_configure)},
+    {"get", "NAME", "print the value of NAME", get_opts, "secrets", FN(cmd_get)},
+    {"resolve", "[--json] [--no-cache] NAME...",
+     "resolve names; --json prints values and expiry for programs", resolve_opts, "secrets...",
+     FN(cmd_resolve)},
+    {"list", "[--json] [--no-check]",
+     "names, sources, TTLs and whether each resolves (never values)", list_opts, NULL,
+     FN(cmd_list)},
+    {"remove", "NAME", "delete the recipe (and its keychain item)", NULL, "secrets",
+     FN(cmd_remove)},
+    {"exec", "[NAME...] -- CMD [ARGS...]", "run CMD with the secrets in its environment", NULL,
+     "secrets...", FN(cmd_exec)},
+    {"help", "[COMMAND]", "this help, or COMMAND's (as 'secrets COMMAND --help')", NULL, "commands",
+     FN(cmd_help)},
+    {"completion", "SHELL", "print the completion script for bash, zsh or fish", NULL, "shells",
+     FN(cmd_completion)},
+    {"__complete", NULL, NULL, NULL, NULL, FN(cmd_complete)},
+};
+
+static const struct args_tool tool = {
+    .prog = "secrets",
+    .cmds = commands,
+    .n_cmds = ELEMENTSOF(commands),
+    .globals = global_opts,
+    .help_column = 22,
+};
+
+static void print_usage(FILE *f)
 {
-    static const struct option opts[] = {
-        {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {0},
-    };
-    int opt;
-    while ((opt = getopt_long(argc, argv, "+vqhV", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'v':
-            (*verbosity)++;
-            break;
-        case 'q':
-            *quiet = true;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return EXIT_OK;
-        case 'V':
-            printf("secrets (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
-            return EXIT_OK;
-        default:
-            return EXIT_USAGE;
-        }
-    }
-    if (optind >= argc) {
-        fputs(usage_text, stderr);
-        return EXIT_USAGE;
-    }
-    return -1;
+    struct buf list;
+    buf_init(&list, 64 * 1024);
+    fputs(usage_head, f);
+    if (args_help_commands(&tool, &list) >= 0)
+        fputs(buf_str(&list), f);
+    fputs(usage_tail, f);
+    buf_release(&list);
 }
 
-static int cmd_help(struct cli *c, int argc, char **argv);
+/* "completion SHELL": the script, from the table above. */
+static int cmd_completion(struct cli *c, int argc, char **argv)
+{
+    if (args_wants_help(argc, argv)) {
+        printf("usage: secrets completion bash|zsh|fish\n"
+               "\n"
+               "Print the completion script for the shell: commands, options and the names of\n"
+               "secrets.json's recipes (never a value).\n"
+               "\n"
+               "examples:\n"
+               "  source <(secrets completion bash)      # in ~/.bashrc\n"
+               "  secrets completion fish > ~/.config/fish/completions/secrets.fish\n");
+        return EXIT_OK;
+    }
+    if (argc != 2)
+        return usage_error(c, "completion takes one SHELL: bash, zsh or fish");
+    struct buf out;
+    buf_init(&out, 1024 * 1024);
+    int r = args_completion(&tool, argv[1], &out);
+    if (r == -EINVAL)
+        (void)usage_error(c, "completion: no script for '%s': the shells are bash, zsh and fish",
+                          argv[1]);
+    else if (r < 0)
+        cli_error(c, "out of memory");
+    else
+        fputs(buf_str(&out), stdout);
+    buf_release(&out);
+    return r == -EINVAL ? EXIT_USAGE : r < 0 ? EXIT_FAILED : EXIT_OK;
+}
 
-static const struct {
-    const char *name;
-    int (*fn)(struct cli *c, int argc, char **argv);
-} commands[] = {
-    {"get", cmd_get},       {"resolve", cmd_resolve},
-    {"list", cmd_list},     {"configure", cmd_configure},
-    {"remove", cmd_remove}, {"exec", cmd_exec},
-    {"help", cmd_help},
-};
+/* "__complete KIND": the values the completion scripts ask for, one per line, quietly: the
+ * recipes' names (read from secrets.json, nothing resolved), the shells. */
+static int cmd_complete(struct cli *c, int argc, char **argv)
+{
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        (void)dup2(null, STDERR_FILENO);
+        (void)close(null);
+    }
+    if (argc >= 2 && strcmp(argv[1], "secrets") == 0) {
+        struct err e = ERR_INIT;
+        if (cli_paths(c) == EXIT_OK && store_load(c->store_path, &c->store, &e) >= 0)
+            for (size_t i = 0; i < store_count(c->store); i++)
+                printf("%s\n", store_name(c->store, i));
+    } else if (argc >= 2 && strcmp(argv[1], "shells") == 0) {
+        printf("bash\nzsh\nfish\n");
+    }
+    return EXIT_OK;
+}
+
+static int unknown_command(struct cli *c, const char *word, const char *why)
+{
+    struct suggest s;
+    struct buf close;
+    suggest_init(&s, word);
+    for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+        if (commands[i].name[0] != '_')
+            suggest_add(&s, commands[i].name);
+    buf_init(&close, 4096);
+    if (suggest_append(&s, NULL, &close) < 0)
+        buf_reset(&close);
+    int status =
+        usage_error(c, "unknown command '%s'%s%s", word, close.len ? "" : why, buf_str(&close));
+    buf_release(&close);
+    suggest_release(&s);
+    return status;
+}
+
+/* An option before any command that is no option of the tool's: the close ones of all. */
+static int unknown_option(struct cli *c, const char *arg)
+{
+    struct suggest s;
+    struct buf close;
+    suggest_init(&s, arg + strspn(arg, "-"));
+    for (size_t i = 0; i <= ELEMENTSOF(commands); i++) {
+        const struct option *o = i == ELEMENTSOF(commands) ? global_opts : commands[i].opts;
+        for (; o && o->name; o++)
+            suggest_add(&s, o->name);
+    }
+    buf_init(&close, 4096);
+    if (suggest_append(&s, "--", &close) < 0)
+        buf_reset(&close);
+    int status = usage_error(c, "unknown option '%s'%s", arg, buf_str(&close));
+    buf_release(&close);
+    suggest_release(&s);
+    return status;
+}
 
 /* "secrets help": the usage; "secrets help get": get's own help, as "secrets get --help". */
 static int cmd_help(struct cli *c, int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return EXIT_OK;
     }
     for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
-        if (strcmp(argv[1], commands[i].name) != 0 || commands[i].fn == cmd_help)
+        if (strcmp(argv[1], commands[i].name) != 0 || commands[i].fn == FN(cmd_help) ||
+            commands[i].name[0] == '_')
             continue;
         char progname[64], help_opt[] = "--help";
         (void)snprintf(progname, sizeof(progname), "secrets %s", commands[i].name);
         char *help_argv[] = {progname, help_opt, NULL};
         optind = 0;
-        return commands[i].fn(c, 2, help_argv);
+        return ((command_fn)commands[i].fn)(c, 2, help_argv);
     }
     if (strcmp(argv[1], "help") == 0) {
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return EXIT_OK;
     }
-    return usage_error(c, "unknown command '%s': there is no help for it", argv[1]);
+    return unknown_command(c, argv[1], ": there is no help for it");
 }
 
 /* The exit statuses of the commands that take --json, as their failed answers name them
@@ -940,40 +1066,54 @@ static void json_failed(struct log *log, const char *cmd, int status)
 int main(int argc, char **argv)
 {
     struct cli c = {0};
-    int verbosity = 0, status;
-    bool quiet = false;
+    int status;
 
     if (secure_harden_process(&arg_core_soft) < 0)
         arg_core_soft = 0;
     c.log = log_new("secrets", STDERR_FILENO);
     if (!c.log)
         return EXIT_FAILED;
-    status = parse_globals(argc, argv, &verbosity, &quiet);
-    if (status >= 0) {
+    /* -v and -q anywhere before "--" ("secrets configure X --command C -v"; never past "--":
+     * those belong to exec's CMD), and a command's own options before the command word too
+     * ("secrets --json resolve X"): the command word goes first */
+    struct args_globals g = {0};
+    argc = args_take_globals(argc, argv, false, &g);
+    if (argc < 2) {
+        print_usage(stderr);
         log_free(c.log);
-        return status;
+        return EXIT_USAGE;
     }
-    const char *cmd = argv[optind];
-    int sub_argc = argc - optind;
-    char **sub_argv = argv + optind;
-    /* -v and -q may also follow the command ("secrets configure X --command C -v"): take them
-     * out before the command parses the rest (never past "--": those belong to exec's CMD) */
-    struct args_globals g = {.verbosity = verbosity, .quiet = quiet};
-    sub_argc = args_take_globals(sub_argc, sub_argv, false, &g);
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+        if (argv[1][1] == 'h' || argv[1][2] == 'h')
+            print_usage(stdout);
+        else
+            printf("secrets (%s) %s\n", PROJECT_NAME_STR, PROJECT_VERSION_STR);
+        log_free(c.log);
+        return EXIT_OK;
+    }
+    int first = args_tool_first_operand(&tool, argc, argv);
+    if (first > 1 && first < argc)
+        args_move_first(argv, first);
+    const char *cmd = argv[1];
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
     log_set_level(c.log, g.quiet            ? LOG_ERROR
                          : g.verbosity >= 2 ? LOG_DEBUG
                          : g.verbosity      ? LOG_INFO
                                             : LOG_WARN);
+    opterr = 0; /* the commands word getopt's complaints themselves (cli_option_error) */
     char progname[64];
     (void)snprintf(progname, sizeof(progname), "secrets %s", cmd);
     sub_argv[0] = progname; /* getopt's own messages then read "secrets get: ..." */
     optind = 0; /* each command parses its own options from its own argv (0: full reset) */
 
-    int (*fn)(struct cli *, int, char **) = NULL;
-    for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-        if (strcmp(cmd, commands[i].name) == 0)
-            fn = commands[i].fn;
-    status = fn ? fn(&c, sub_argc, sub_argv) : usage_error(&c, "unknown command '%s'", cmd);
+    const struct args_command *found = args_command_find(&tool, cmd);
+    command_fn fn = found ? (command_fn)found->fn : NULL;
+    if (!fn && cmd[0] == '-')
+        status = unknown_option(&c, cmd);
+    else
+        status = fn ? fn(&c, sub_argc, sub_argv) : unknown_command(&c, cmd, "");
 
     if (status != EXIT_OK && !c.answered && jsonw_wanted(sub_argc, sub_argv))
         json_failed(c.log, cmd, status);

@@ -10,6 +10,7 @@
 #include "credkit/json.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/suggest.h"
 #include "credkit/util.h"
 
 #include "recipe.h"
@@ -160,6 +161,28 @@ static int parse_duration_value(const char *name, const char *key, struct json_o
     return 0;
 }
 
+/* A key of a recipe object that is none: the close keys when there are. -EINVAL. */
+static int unknown_key(const char *name, const char *key, struct err *e)
+{
+    static const char *const keys[] = {"command", "keychain", "env",     "file",
+                                       "literal", "ttl",      "timeout", "description"};
+    struct suggest s;
+    struct buf close;
+    suggest_init(&s, key);
+    for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+        suggest_add(&s, keys[i]);
+    buf_init(&close, 1024);
+    if (suggest_append(&s, NULL, &close) < 0)
+        buf_reset(&close);
+    suggest_release(&s);
+    int r = err_set(e, -EINVAL,
+                    "'%s': unknown key \"%s\"%s (expected one of command, keychain, env, file, "
+                    "literal, and optionally ttl, timeout, description)",
+                    name, key, buf_str(&close));
+    buf_release(&close);
+    return r;
+}
+
 static int parse_object(const char *name, struct json_object *v, struct recipe *r, struct err *e)
 {
     static const struct {
@@ -217,10 +240,7 @@ static int parse_object(const char *name, struct json_object *v, struct recipe *
             if (!r->description)
                 return -ENOMEM;
         } else {
-            return err_set(e, -EINVAL,
-                           "'%s': unknown key \"%s\" (expected one of command, keychain, env, "
-                           "file, literal, and optionally ttl, timeout, description)",
-                           name, key);
+            return unknown_key(name, key, e);
         }
     }
     if (!kind_key)

@@ -9,6 +9,7 @@
 #include "credkit/file.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/suggest.h"
 #include "credkit/textsafe.h"
 #include "credkit/util.h"
 
@@ -282,6 +283,30 @@ int resolver_run(struct resolver *rs, const struct recipe *r, struct resolved *r
     return rc;
 }
 
+/* A name with neither a recipe nor a variable: the close names when there are (a typo is not
+ * to be configured), else how to configure it. -ENOENT. */
+static int no_recipe(const struct resolver *rs, const char *name, struct err *e)
+{
+    struct suggest s;
+    struct buf close;
+    suggest_init(&s, name);
+    for (size_t i = 0; i < store_count(rs->store); i++)
+        suggest_add(&s, store_name(rs->store, i));
+    buf_init(&close, 4096);
+    int r = suggest_append(&s, NULL, &close);
+    suggest_release(&s);
+    if (r >= 0 && close.len)
+        r = err_set(e, -ENOENT, "'%s' has no recipe and no environment variable of that name%s",
+                    name, buf_str(&close));
+    else
+        r = err_set(e, -ENOENT,
+                    "'%s' has no recipe and no environment variable of that name: run "
+                    "'secrets configure %s'",
+                    name, name);
+    buf_release(&close);
+    return r;
+}
+
 int resolver_get(struct resolver *rs, const char *name, struct resolved *ret, struct err *e)
 {
     const struct recipe *r = NULL;
@@ -296,10 +321,7 @@ int resolver_get(struct resolver *rs, const char *name, struct resolved *ret, st
     if (rc == -ENOENT) {
         const char *v = (rs->flags & RESOLVE_NO_ENV_FALLBACK) ? NULL : getenv(name);
         if (!v || !*v)
-            return err_set(e, -ENOENT,
-                           "'%s' has no recipe and no environment variable of that name: run "
-                           "'secrets configure %s'",
-                           name, name);
+            return no_recipe(rs, name, e);
         struct buf value;
         buf_init_secret(&value, SECRET_VALUE_MAX);
         rc = buf_append_str(&value, v);

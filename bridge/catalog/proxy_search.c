@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "credkit/json.h"
+#include "credkit/suggest.h"
 
 #include "catalog/catalog.h"
 #include "catalog/proxy.h"
@@ -488,15 +489,16 @@ int proxy_status_line(struct buf *out, const char *name, const char *state, cons
 
 int proxy_suggest(const struct catalog *c, const char *name, size_t max, struct buf *out)
 {
-    size_t n = catalog_tool_count(c), k = 0;
-    int r = 0;
-    for (size_t i = 0; r >= 0 && i < n && k < max; i++) {
+    size_t n = catalog_tool_count(c);
+    struct suggest s;
+    suggest_init(&s, name);
+    for (size_t i = 0; i < n; i++) {
         struct catalog_tool t;
         catalog_tool_at(c, i, &t);
-        if (strcasestr(t.name, name) || strcasestr(name, t.name) || strcasecmp(t.orig, name) == 0) {
-            r = buf_printf(out, "%s%s", k ? ", " : "", t.name);
-            k++;
-        }
+        suggest_add(&s, t.name);
+        suggest_add_as(&s, t.orig, t.name);
     }
+    int r = suggest_append_list(&s, max, out);
+    suggest_release(&s);
     return r;
 }

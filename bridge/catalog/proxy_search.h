@@ -76,8 +76,9 @@ size_t proxy_tool_count(const struct catalog *c, const struct catalog_source *sr
  * raw name is not unique). */
 bool proxy_find_tool(const struct catalog *c, const char *name, struct catalog_tool *ret);
 
-/* Up to max close names of name (exposed names containing it or contained in it, or whose raw
- * name it is), comma-separated into out; nothing when none. 0, -ENOMEM, -E2BIG. */
+/* Up to max close names of name, comma-separated into out; nothing when none. Close as
+ * credkit/suggest.h says (git's "did you mean"), to the exposed name or the raw one. 0, -ENOMEM,
+ * -E2BIG. */
 int proxy_suggest(const struct catalog *c, const char *name, size_t max,
                   struct buf *out) _must_check_;
 

@@ -5,6 +5,7 @@
  * exit status (BRIDGE_EXIT_*), having reported any error itself. */
 #pragma once
 
+#include <getopt.h>
 #include <stdint.h>
 
 #include "credkit/args.h"
@@ -21,6 +22,14 @@ enum {
     /* 5 is mcp-auth's (the authorization server or the network failed) */
     BRIDGE_EXIT_LOGIN_REQUIRED = 6, /* test, call: the server needs a sign-in (upstream -ENOKEY) */
 };
+
+/* Each command's options (getopt_long()'s), which main.c's command table also reads: its help
+ * and completion name no option the parser does not take. */
+/* the options of every command (--config, -v ...) */
+extern const struct option cli_global_options[];
+extern const struct option cli_serve_options[], cli_connect_options[], cli_client_options[],
+    cli_list_options[], cli_add_options[], cli_remove_options[], cli_trust_options[],
+    cli_doctor_options[], cli_install_options[];
 
 /* cmd_serve.c: "serve" (aggregate) and "connect NAME|URL" (single mode) */
 int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log);
@@ -65,6 +74,10 @@ struct mcp_config *cli_load_config_at(const struct args_globals *g, struct log *
  * ("OPT: 'ARG' is not a positive duration") and -EINVAL (the caller exits BRIDGE_EXIT_USAGE). */
 int cli_parse_duration(const char *opt, const char *arg, struct log *log,
                        int64_t *ret_ms) _must_check_;
+/* Reports the option getopt_long() just refused (argv[0] is the command as typed, "mcp-bridge
+ * list"; args_option_error() words it, with the close options) and returns BRIDGE_EXIT_USAGE. */
+int cli_option_error(struct log *log, char *const *argv, const char *shortopts,
+                     const struct option *opts);
 /* Whether the SERVER argument is a URL rather than an entry's name. */
 bool cli_is_url(const char *target);
 
@@ -81,3 +94,9 @@ enum {
 struct mcp_config *cli_config_for(const char *target, const char *const *headers, unsigned flags,
                                   const struct args_globals *g, struct log *log,
                                   const char **ret_name);
+
+/* cmd_complete.c: "__complete KIND [OPERAND...]", the values shell completion asks for */
+int cmd_complete(int argc, char **argv, const struct args_globals *g, struct log *log);
+/* The exit status when cli_config_for(target) failed: BRIDGE_EXIT_USAGE for a URL that is no
+ * http(s) URL at all (an invalid argument, as for mcp-auth), else BRIDGE_EXIT_CONFIG. */
+int cli_config_for_failed(const char *target);

@@ -220,26 +220,27 @@ static int add_option(struct log *log, struct add_args *a, int opt, const char *
     return -EINVAL;
 }
 
+const struct option cli_add_options[] = {
+    {"url", required_argument, NULL, OPT_URL},
+    {"command", required_argument, NULL, OPT_COMMAND},
+    {"arg", required_argument, NULL, OPT_ARG},
+    {"env", required_argument, NULL, OPT_ENV},
+    {"cwd", required_argument, NULL, OPT_CWD},
+    {"header", required_argument, NULL, OPT_HEADER},
+    {"oauth", no_argument, NULL, OPT_OAUTH},
+    {"bearer-env", required_argument, NULL, OPT_BEARER},
+    {"no-auth", no_argument, NULL, OPT_NO_AUTH},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"scope", required_argument, NULL, OPT_SCOPE},
+    {"force", no_argument, NULL, OPT_FORCE},
+    {"type", required_argument, NULL, OPT_TYPE},
+    {0},
+};
+
 /* The command line into a. -1 to go on, else the exit status (help printed, or the error
  * reported). */
 static int add_parse(int argc, char **argv, struct log *log, struct add_args *a)
 {
-    static const struct option opts[] = {
-        {"url", required_argument, NULL, OPT_URL},
-        {"command", required_argument, NULL, OPT_COMMAND},
-        {"arg", required_argument, NULL, OPT_ARG},
-        {"env", required_argument, NULL, OPT_ENV},
-        {"cwd", required_argument, NULL, OPT_CWD},
-        {"header", required_argument, NULL, OPT_HEADER},
-        {"oauth", no_argument, NULL, OPT_OAUTH},
-        {"bearer-env", required_argument, NULL, OPT_BEARER},
-        {"no-auth", no_argument, NULL, OPT_NO_AUTH},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"scope", required_argument, NULL, OPT_SCOPE},
-        {"force", no_argument, NULL, OPT_FORCE},
-        {"type", required_argument, NULL, OPT_TYPE},
-        {0},
-    };
     int opt;
 
     if (args_wants_help(argc, argv)) {
@@ -247,7 +248,9 @@ static int add_parse(int argc, char **argv, struct log *log, struct add_args *a)
         return BRIDGE_EXIT_OK;
     }
     optind = 0;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "", cli_add_options, NULL)) != -1) {
+        if (opt == '?')
+            return cli_option_error(log, argv, "", cli_add_options);
         int r = add_option(log, a, opt, optarg);
         if (r == -ENOMEM) {
             log_error(log, "out of memory");

@@ -10,6 +10,7 @@
 #include "credkit/buf.h"
 #include "credkit/json.h"
 #include "credkit/jsonw.h"
+#include "credkit/suggest.h"
 #include "credkit/textsafe.h"
 
 #include "cli/cli.h"
@@ -44,9 +45,10 @@ static const char call_help[] =
     "sampling/createMessage is refused (-32601, no model to ask).\n"
     "\n"
     "exit status: 0 ok, 1 the server failed (could not connect, JSON-RPC error, timeout), 2\n"
-    "usage error (JSON-ARGS not a JSON object), 3 no such server or an invalid entry, 4 the tool\n"
-    "answered with isError (its content is printed on stderr), 6 the server needs a sign-in\n"
-    "(the message names the command to run, e.g. 'mcp-auth NAME').\n"
+    "usage error (JSON-ARGS not a JSON object), 3 no such server, no such tool (the close names\n"
+    "are said) or an invalid entry, 4 the tool answered with isError (its content is printed\n"
+    "on stderr), 6 the server needs a sign-in (the message names the command to run, e.g.\n"
+    "'mcp-auth NAME').\n"
     "\n"
     "examples:\n"
     "  mcp-bridge call everything echo '{\"message\": \"hello\"}'\n"
@@ -231,9 +233,10 @@ out:
     }
 }
 
-/* A modern server's tools are listed before a call: over HTTP its x-mcp-header parameters are
- * mirrored as Mcp-Param-* headers, which the upstream learns from the list, and a tool it
- * dropped for invalid markings must not be called. */
+/* The tools are listed before a call: a tool the server does not have is named with the close
+ * ones; and a modern server's x-mcp-header parameters are mirrored over HTTP as Mcp-Param-*
+ * headers, which the upstream learns from the list, and a tool it dropped for invalid markings
+ * must not be called. */
 static void on_call_tools(struct upstream *u, struct json_object *items, int error,
                           const char *message, void *userdata)
 {
@@ -246,25 +249,39 @@ static void on_call_tools(struct upstream *u, struct json_object *items, int err
         return;
     }
     bool found = false;
+    struct suggest sg;
+    suggest_init(&sg, c->tool);
     for (size_t i = 0; !found && i < json_object_array_length(items); i++) {
         const char *name = json_get_string(json_object_array_get_idx(items, i), "name");
         found = name && strcmp(name, c->tool) == 0;
+        if (name)
+            suggest_add(&sg, name);
     }
-    json_object_put(items);
     if (!found) {
+        /* not the tool's own error (4) but a name that is not there: as a server that is not
+         * found, a configuration error, with the close names */
         char shown[256];
+        struct buf close;
+        buf_init(&close, 4096);
         stderr_tail_escape_n(shown, sizeof(shown), c->tool, strlen(c->tool));
+        if (suggest_append(&sg, NULL, &close) < 0)
+            buf_reset(&close);
         log_error(c->log,
-                  "'%s' lists no tool '%s' (a tool whose x-mcp-header markings are invalid is "
-                  "left out, with a warning): run 'mcp-bridge test %s' to see its tools",
-                  c->server->name, shown, c->server->name);
-        client_finish(c, BRIDGE_EXIT_FAILED);
+                  "'%s' lists no tool '%s'%s run 'mcp-bridge test %s' to see its tools (a tool "
+                  "whose x-mcp-header markings are invalid is left out, with a warning)",
+                  c->server->name, shown, close.len ? buf_str(&close) : ":", c->server->name);
+        buf_release(&close);
+        suggest_release(&sg);
+        json_object_put(items);
+        client_finish(c, BRIDGE_EXIT_CONFIG);
         return;
     }
+    suggest_release(&sg);
+    json_object_put(items);
     start_call(c);
 }
 
-static void start_modern_call(struct client *c)
+static void start_listed_call(struct client *c)
 {
     if (upstream_list(c->u, "tools/list", "tools", on_call_tools, c, &c->list) < 0) {
         log_error(c->log, "out of memory");
@@ -272,14 +289,12 @@ static void start_modern_call(struct client *c)
     }
 }
 
-/* When the server is READY: a modern server's tools are listed first (on_call_tools says why),
- * a legacy one is called at once. */
+/* When the server is READY: the tools are listed first, so that a name the server does not
+ * have is a "not found" with the close names (3), not a failure of the tool (4); on a modern
+ * server the list also gives the x-mcp-header markings (on_call_tools). */
 static void call_start(struct client *c)
 {
-    if (upstream_era(c->u) == UPSTREAM_ERA_MODERN)
-        start_modern_call(c);
-    else
-        start_call(c);
+    start_listed_call(c);
 }
 
 /* Reads JSON-ARGS from stdin ("-"), bounded. */

@@ -503,7 +503,7 @@ int client_run(struct client *c, const char *target, const struct args_globals *
     c->status = BRIDGE_EXIT_FAILED;
     config = cli_config_for(target, NULL, c->config_flags, g, c->log, &name);
     if (!config)
-        return BRIDGE_EXIT_CONFIG;
+        return cli_config_for_failed(target);
     c->server = mcp_config_find(config, name);
 
     r = loop_new(&c->loop);
@@ -731,21 +731,22 @@ void client_probe_release(struct client_probe *p)
     p->message = NULL;
 }
 
+enum { OPT_JSON = 256, OPT_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_ALLOW_HTTP };
+const struct option cli_client_options[] = {
+    {"json", no_argument, NULL, OPT_JSON},
+    {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {0},
+};
+
 /* The options of test and call (call alone takes --timeout). -EINVAL after a usage error
  * (reported). */
 int client_options(struct client *c, int argc, char **argv)
 {
-    enum { OPT_JSON = 256, OPT_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_ALLOW_HTTP };
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {0},
-    };
     int opt;
     /* "-" (stdin) is an operand, not an option: getopt leaves a lone "-" alone */
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "", cli_client_options, NULL)) != -1) {
         switch (opt) {
         case OPT_JSON:
             c->json = true;
@@ -766,6 +767,7 @@ int client_options(struct client *c, int argc, char **argv)
                 return -EINVAL;
             break;
         default:
+            (void)cli_option_error(c->log, argv, "", cli_client_options);
             return -EINVAL;
         }
     }

@@ -12,6 +12,8 @@
 #include "credkit/mcp_config.h"
 #include "credkit/path.h"
 #include "credkit/redact.h"
+#include "credkit/suggest.h"
+#include "credkit/url.h"
 
 #include "cli/cli.h"
 #include "credkit/mcp_trust.h"
@@ -159,6 +161,44 @@ struct mcp_config *cli_load_config(const struct args_globals *g, struct log *log
     return cli_load_config_at(g, log, at);
 }
 
+const struct option cli_global_options[] = {
+    {"config", required_argument, NULL, 0},
+    {"mcp-config", required_argument, NULL, 0},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {0},
+};
+
+int cli_option_error(struct log *log, char *const *argv, const char *shortopts,
+                     const struct option *opts)
+{
+    struct buf msg;
+    buf_init(&msg, 4096);
+    /* said as getopt says it, by the command: "mcp-bridge list: unknown option ..." */
+    struct log *cmd_log = log_new(argv[0], STDERR_FILENO);
+    if (cmd_log)
+        log_set_level(cmd_log, log_get_level(log));
+    if (args_option_error(argv[0], argv, shortopts, opts, cli_global_options, &msg) < 0)
+        log_error(cmd_log ? cmd_log : log, "invalid option (see '%s --help')", argv[0]);
+    else
+        log_error(cmd_log ? cmd_log : log, "%s", buf_str(&msg));
+    log_free(cmd_log);
+    buf_release(&msg);
+    return BRIDGE_EXIT_USAGE;
+}
+
+int cli_config_for_failed(const char *target)
+{
+    char *canon = NULL;
+    if (!cli_is_url(target))
+        return BRIDGE_EXIT_CONFIG;
+    int r = url_canonical(target, &canon, NULL);
+    free(canon);
+    return r == -EINVAL ? BRIDGE_EXIT_USAGE : BRIDGE_EXIT_CONFIG;
+}
+
 bool cli_is_url(const char *target)
 {
     return strstr(target, "://") != NULL;
@@ -274,12 +314,19 @@ out:
 /* Says which server names exist, for "no server named ...". */
 static void report_not_found(const struct mcp_config *c, const char *target, struct log *log)
 {
-    struct buf names, files;
+    struct buf names, files, close;
+    struct suggest s;
     buf_init(&names, 2048);
     buf_init(&files, 8192);
-    for (size_t i = 0; i < mcp_config_count(c); i++)
+    buf_init(&close, 4096);
+    suggest_init(&s, target);
+    for (size_t i = 0; i < mcp_config_count(c); i++) {
+        suggest_add(&s, mcp_config_at(c, i)->name);
         if (buf_printf(&names, "%s%s", names.len ? ", " : "", mcp_config_at(c, i)->name) < 0)
             break;
+    }
+    if (suggest_append(&s, NULL, &close) < 0)
+        buf_reset(&close);
     for (size_t i = 0; i < mcp_config_file_count(c); i++) {
         bool exists = false;
         const char *f = mcp_config_file_at(c, i, &exists);
@@ -292,10 +339,13 @@ static void report_not_found(const struct mcp_config *c, const char *target, str
             break;
     }
     log_error(log,
-              "no server named '%s' in %s%s%s: check the name ('mcp-bridge list'), give its URL, "
-              "or add it with 'mcp-bridge add'",
+              "no server named '%s' in %s%s%s%s check the name ('mcp-bridge list'), give its "
+              "URL, or add it with 'mcp-bridge add'",
               target, files.len ? buf_str(&files) : "the configuration (no mcp.json file found)",
-              names.len ? "; configured: " : "", names.len ? buf_str(&names) : "");
+              names.len ? "; configured: " : "", names.len ? buf_str(&names) : "",
+              close.len ? buf_str(&close) : ":");
+    suggest_release(&s);
+    buf_release(&close);
     buf_release(&names);
     buf_release(&files);
 }

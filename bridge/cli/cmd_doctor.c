@@ -534,15 +534,17 @@ static int print_json(const struct doctor *d)
     return oom ? -ENOMEM : 0;
 }
 
+enum { OPT_CONNECT_TIMEOUT = 256, OPT_NO_CONNECT };
+
+const struct option cli_doctor_options[] = {
+    {"json", no_argument, NULL, 'j'},
+    {"no-connect", no_argument, NULL, OPT_NO_CONNECT},
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {0},
+};
+
 int cmd_doctor(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256, OPT_NO_CONNECT };
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"no-connect", no_argument, NULL, OPT_NO_CONNECT},
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {0},
-    };
     struct doctor d = {0};
     struct mcp_config *c = NULL;
     struct cmd_creds_report *rep = NULL;
@@ -556,7 +558,7 @@ int cmd_doctor(int argc, char **argv, const struct args_globals *g, struct log *
         return BRIDGE_EXIT_OK;
     }
     optind = 0;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "", cli_doctor_options, NULL)) != -1) {
         if (opt == 'j')
             json = true;
         else if (opt == OPT_NO_CONNECT)
@@ -565,7 +567,7 @@ int cmd_doctor(int argc, char **argv, const struct args_globals *g, struct log *
             if (cli_parse_duration("--connect-timeout", optarg, log, &timeout_ms) < 0)
                 return BRIDGE_EXIT_USAGE;
         } else
-            return cfg_usage_error(log, "doctor", "unknown option");
+            return cli_option_error(log, argv, "", cli_doctor_options);
     }
     if (optind != argc)
         return cfg_usage_error(log, "doctor", "doctor takes no arguments");

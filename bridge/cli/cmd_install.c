@@ -26,6 +26,7 @@
 #include "credkit/mcp_toml.h"
 #include "credkit/path.h"
 #include "credkit/strv.h"
+#include "credkit/suggest.h"
 
 #include "cli/cli.h"
 #include "cli/cmd_cfgfile.h"
@@ -770,13 +771,14 @@ static const struct agent *find_agent(const char *name)
     return NULL;
 }
 
+const struct option cli_install_options[] = {{"scope", required_argument, NULL, 's'},
+                                             {"dry-run", no_argument, NULL, 'n'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {0}};
+
 /* -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, struct log *log, struct inst *in)
 {
-    static const struct option opts[] = {{"scope", required_argument, NULL, 's'},
-                                         {"dry-run", no_argument, NULL, 'n'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {0}};
     const char *cmd = in->uninstall ? "uninstall" : "install";
     int opt, scope = CFG_SCOPE_USER;
 
@@ -785,7 +787,7 @@ static int parse(int argc, char **argv, struct log *log, struct inst *in)
         return BRIDGE_EXIT_OK;
     }
     optind = 0;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "", cli_install_options, NULL)) != -1) {
         if (opt == 's' && cfg_parse_scope(log, cmd, optarg, &scope) != 0)
             return BRIDGE_EXIT_USAGE;
         else if (opt == 'n')
@@ -793,7 +795,7 @@ static int parse(int argc, char **argv, struct log *log, struct inst *in)
         else if (opt == 'j')
             in->json = true;
         else if (opt != 's')
-            return cfg_usage_error(log, cmd, "unknown option");
+            return cli_option_error(log, argv, "", cli_install_options);
     }
     if (argc - optind != 1)
         return cfg_usage_error(log, cmd,
@@ -801,11 +803,22 @@ static int parse(int argc, char **argv, struct log *log, struct inst *in)
                                "vscode, codex, claude-desktop or pi",
                                cmd);
     in->a = find_agent(argv[optind]);
-    if (!in->a)
-        return cfg_usage_error(log, cmd,
-                               "unknown agent '%.64s': the known ones are claude-code, cursor, "
-                               "vscode, codex, claude-desktop and pi",
-                               argv[optind]);
+    if (!in->a) {
+        struct suggest sg;
+        struct buf near;
+        suggest_init(&sg, argv[optind]);
+        for (size_t i = 0; i < sizeof(agents) / sizeof(agents[0]); i++)
+            suggest_add(&sg, agents[i].name);
+        buf_init(&near, 1024);
+        int r = suggest_append(&sg, NULL, &near);
+        int status = cfg_usage_error(log, cmd,
+                                     "unknown agent '%.64s': the known ones are claude-code, "
+                                     "cursor, vscode, codex, claude-desktop and pi%s",
+                                     argv[optind], r >= 0 ? buf_str(&near) : "");
+        buf_release(&near);
+        suggest_release(&sg);
+        return status;
+    }
     in->project = scope == CFG_SCOPE_PROJECT;
     if (in->project && !in->a->project)
         return cfg_usage_error(log, cmd, "%s has no project file: use --scope user", in->a->name);

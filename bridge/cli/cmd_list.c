@@ -851,15 +851,16 @@ static int list_check(const struct mcp_config *c, const struct cmd_creds_report 
     return 0;
 }
 
+enum { OPT_CONNECT_TIMEOUT = 256 };
+const struct option cli_list_options[] = {
+    {"json", no_argument, NULL, 'j'},
+    {"check", no_argument, NULL, 'c'},
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {0},
+};
+
 int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256 };
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"check", no_argument, NULL, 'c'},
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {0},
-    };
     struct mcp_config *c = NULL;
     struct cmd_creds_report *rep = NULL;
     struct client_probe *probes = NULL;
@@ -874,7 +875,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
         return BRIDGE_EXIT_OK;
     }
     optind = 0;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "", cli_list_options, NULL)) != -1) {
         if (opt == 'j') {
             json = true;
         } else if (opt == 'c') {
@@ -884,7 +885,7 @@ int cmd_list(int argc, char **argv, const struct args_globals *g, struct log *lo
                 return BRIDGE_EXIT_USAGE;
             timeout_given = true;
         } else {
-            return cfg_usage_error(log, "list", "unknown option");
+            return cli_option_error(log, argv, "", cli_list_options);
         }
     }
     if (optind != argc)

@@ -11,6 +11,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/mcp_config.h"
+#include "credkit/suggest.h"
 #include "credkit/path.h"
 #include "credkit/strv.h"
 
@@ -37,12 +38,13 @@ static const char remove_help[] =
 /* cli_load_config() without its warnings about files (at the default level): remove reports
  * the files it could not search itself, once, as not searched. */
 
+const struct option cli_remove_options[] = {{"scope", required_argument, NULL, 's'}, {0}};
+
 /* The command line: *ret_scope and *ret_name (borrowed from argv). -1 to go on, else the exit
  * status (help printed, or a usage error reported). */
 static int remove_parse(int argc, char **argv, struct log *log, int *ret_scope,
                         const char **ret_name)
 {
-    static const struct option opts[] = {{"scope", required_argument, NULL, 's'}, {0}};
     int opt, scope = CFG_SCOPE_NONE;
 
     if (args_wants_help(argc, argv)) {
@@ -50,9 +52,9 @@ static int remove_parse(int argc, char **argv, struct log *log, int *ret_scope,
         return BRIDGE_EXIT_OK;
     }
     optind = 0;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "", cli_remove_options, NULL)) != -1) {
         if (opt != 's')
-            return cfg_usage_error(log, "remove", "unknown option");
+            return cli_option_error(log, argv, "", cli_remove_options);
         if (cfg_parse_scope(log, "remove", optarg, &scope) != 0)
             return BRIDGE_EXIT_USAGE;
     }
@@ -143,8 +145,18 @@ static int remove_find(const struct strv *cands, const struct mcp_config *c, con
         free(d);
     }
     if (status < 0 && !found) {
-        log_error(log, "no server named '%s' in %s (nothing was changed)", name,
-                  searched.len ? buf_str(&searched) : "any configuration file");
+        struct buf close;
+        struct suggest sg;
+        buf_init(&close, 4096);
+        suggest_init(&sg, name);
+        for (size_t i = 0; c && i < mcp_config_count(c); i++)
+            suggest_add(&sg, mcp_config_at(c, i)->name);
+        if (suggest_append(&sg, NULL, &close) < 0)
+            buf_reset(&close);
+        log_error(log, "no server named '%s' in %s (nothing was changed)%s", name,
+                  searched.len ? buf_str(&searched) : "any configuration file", buf_str(&close));
+        suggest_release(&sg);
+        buf_release(&close);
         status = BRIDGE_EXIT_CONFIG;
     }
     buf_release(&searched);

@@ -374,15 +374,25 @@ out:
     return s->status;
 }
 
+/* the options of serve and connect */
+enum {
+    OPT_CONNECT_TIMEOUT = 256,
+    OPT_HEADER,
+    OPT_ALLOW_HTTP,
+    OPT_BRIDGE_ERAS,
+    OPT_AGENT,
+    OPT_NO_WATCH
+};
+
+const struct option cli_serve_options[] = {
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"agent", required_argument, NULL, OPT_AGENT},
+    {"no-watch", no_argument, NULL, OPT_NO_WATCH},
+    {0},
+};
+
 int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256, OPT_AGENT, OPT_NO_WATCH };
-    static const struct option opts[] = {
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {"agent", required_argument, NULL, OPT_AGENT},
-        {"no-watch", no_argument, NULL, OPT_NO_WATCH},
-        {0},
-    };
     struct serve s = {.log = log, .g = g};
     int64_t connect_timeout_ms = 0;
     bool watch = true;
@@ -393,7 +403,7 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         fputs(serve_help, stdout);
         return BRIDGE_EXIT_OK;
     }
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "", cli_serve_options, NULL)) != -1) {
         switch (opt) {
         case OPT_CONNECT_TIMEOUT:
             if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
@@ -415,7 +425,7 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
             watch = false;
             break;
         default:
-            return BRIDGE_EXIT_USAGE;
+            return cli_option_error(log, argv, "", cli_serve_options);
         }
     }
     if (optind < argc) {
@@ -448,16 +458,16 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
     return status;
 }
 
+const struct option cli_connect_options[] = {
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"header", required_argument, NULL, OPT_HEADER},
+    {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
+    {"bridge-eras", no_argument, NULL, OPT_BRIDGE_ERAS},
+    {0},
+};
+
 int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    enum { OPT_CONNECT_TIMEOUT = 256, OPT_HEADER, OPT_ALLOW_HTTP, OPT_BRIDGE_ERAS };
-    static const struct option opts[] = {
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {"header", required_argument, NULL, OPT_HEADER},
-        {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
-        {"bridge-eras", no_argument, NULL, OPT_BRIDGE_ERAS},
-        {0},
-    };
     unsigned flags = 0;
     bool bridge_eras = false;
     struct serve s = {.log = log, .g = g};
@@ -471,7 +481,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         fputs(connect_help, stdout);
         return BRIDGE_EXIT_OK;
     }
-    while ((opt = getopt_long(argc, argv, "H:", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "H:", cli_connect_options, NULL)) != -1) {
         switch (opt) {
         case OPT_CONNECT_TIMEOUT:
             if (cli_parse_duration("--connect-timeout", optarg, log, &connect_timeout_ms) < 0)
@@ -497,7 +507,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
             bridge_eras = true;
             break;
         default:
-            return BRIDGE_EXIT_USAGE;
+            return cli_option_error(log, argv, "H:", cli_connect_options);
         }
     }
     if (argc - optind != 1) {
@@ -509,7 +519,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
     struct mcp_config *c =
         cli_config_for(argv[optind], (const char *const *)headers, flags, g, log, &name);
     if (!c)
-        return BRIDGE_EXIT_CONFIG;
+        return cli_config_for_failed(argv[optind]);
     if (cli_is_url(argv[optind]))
         s.creds.auth_target = argv[optind]; /* mcp-auth is told the URL: it has no entry */
     int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras,

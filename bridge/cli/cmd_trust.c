@@ -319,16 +319,17 @@ static struct json_object *entry_json(bool *oom, const struct mcp_server *s, con
 
 /* ---- the command ------------------------------------------------------------------------- */
 
+const struct option cli_trust_options[] = {{"project", required_argument, NULL, 'p'},
+                                           {"yes", no_argument, NULL, 'y'},
+                                           {"revoke", no_argument, NULL, 'r'},
+                                           {"json", no_argument, NULL, 'j'},
+                                           {0}};
+
 static int parse(int argc, char **argv, struct trust_args *a, struct log *log)
 {
-    static const struct option opts[] = {{"project", required_argument, NULL, 'p'},
-                                         {"yes", no_argument, NULL, 'y'},
-                                         {"revoke", no_argument, NULL, 'r'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {0}};
     int opt;
     optind = 0;
-    while ((opt = getopt_long(argc, argv, "y", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "y", cli_trust_options, NULL)) != -1) {
         switch (opt) {
         case 'p':
             a->project = optarg;
@@ -343,7 +344,7 @@ static int parse(int argc, char **argv, struct trust_args *a, struct log *log)
             a->json = true;
             break;
         default:
-            return cfg_usage_error(log, "trust", "unknown option");
+            return cli_option_error(log, argv, "y", cli_trust_options);
         }
     }
     if (optind != argc)

@@ -12,12 +12,14 @@
 #include "credkit/jsonw.h"
 #include "credkit/log.h"
 #include "credkit/secmem.h"
+#include "credkit/suggest.h"
 #include "credkit/util.h"
 #include "credkit/version.h"
 
 #include "cli/cli.h"
 
-static const char usage_text[] =
+/* The help, around its list of commands (the command table's) */
+static const char usage_head[] =
     "usage: mcp-bridge [OPTIONS] [serve] [--connect-timeout D]\n"
     "       mcp-bridge [OPTIONS] COMMAND [ARGS]\n"
     "\n"
@@ -25,28 +27,9 @@ static const char usage_text[] =
     "it as the agent's MCP server (Claude Code, Cursor, pi ...): every server's tools appear\n"
     "as mcp_<server>_<tool>. SERVER is a server name from mcp.json, or a URL.\n"
     "\n"
-    "commands:\n"
-    "  serve                serve every configured server on stdin/stdout (the default)\n"
-    "  connect SERVER [--header 'Name: value']... [--bridge-eras]\n"
-    "                       serve one server as it is, names and protocol era unchanged\n"
-    "                       (replaces 'npx mcp-remote URL')\n"
-    "  test SERVER [--json] connect, list the tools, disconnect\n"
-    "  call SERVER TOOL [JSON-ARGS] [--json] [--timeout D]\n"
-    "                       call one tool and print its result\n"
-    "  list                 the configured servers, where they come from, their problems,\n"
-    "                       the credentials each needs and their state\n"
-    "  add                  add a server (guided on a terminal, or by flags)\n"
-    "  remove SERVER        remove a server from its file\n"
-    "  doctor [--json] [--no-connect]\n"
-    "                       check the helpers, secrets, files, servers and agents, and say\n"
-    "                       how to fix each problem\n"
-    "  trust [--project DIR] [--yes] [--revoke]\n"
-    "                       review and approve the servers a project's files define: they\n"
-    "                       are not used until approved (a changed one needs it again)\n"
-    "  install AGENT [--scope user|project] [--dry-run] [--json]\n"
-    "                       register the bridge with claude-code, cursor, vscode, codex,\n"
-    "                       claude-desktop or pi, its servers moved behind it\n"
-    "  uninstall AGENT      undo it: the agent's servers back, the bridge's entry gone\n"
+    "commands:\n";
+
+static const char usage_tail[] =
     "\n"
     "options:\n"
     "  --config PATH        read this file instead of ~/.pi/agent/mcp.json\n"
@@ -71,8 +54,8 @@ static const char usage_text[] =
     "'mcp-auth', at each connect; CREDKIT_SECRETS and CREDKIT_MCP_AUTH name the helpers.\n"
     "\n"
     "exit status: 0 ok, 1 the server failed (could not connect, the call failed), 2 usage\n"
-    "error, 3 configuration error (server not found or invalid), 4 the tool reported an error,\n"
-    "6 the server needs a sign-in (the message names the command). See docs/bridge.md.\n";
+    "error, 3 configuration error (server or tool not found, or invalid), 4 the tool reported an\n"
+    "error, 6 the server needs a sign-in (the message names the command). See docs/bridge.md.\n";
 
 static int usage_error(struct log *log, const char *what)
 {
@@ -80,45 +63,141 @@ static int usage_error(struct log *log, const char *what)
     return BRIDGE_EXIT_USAGE;
 }
 
-/* "-vv", "-qv": bundled -v/-q (args_take_globals takes them one per argument); and
- * "--mcp-config PATH" / "--mcp-config=PATH", the pi adapter's name for --config, rewritten to
+/* "--mcp-config PATH" / "--mcp-config=PATH", the pi adapter's name for --config, rewritten to
  * --config in place, so that it is accepted wherever --config is (before or after the command)
  * and the last of the two wins. */
-static int take_bundled_flags(int argc, char **argv, struct args_globals *g)
+static void take_mcp_config(int argc, char **argv)
 {
     static char config_opt[] = "--config";
     static const char mcp_config[] = "--mcp-config";
     const size_t k = sizeof(mcp_config) - 1;
-    int w = 1;
     bool past_dashes = false;
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
         past_dashes |= strcmp(a, "--") == 0;
-        if (!past_dashes && strcmp(a, mcp_config) == 0) {
-            argv[w++] = config_opt;
-            continue;
-        }
-        if (!past_dashes && strncmp(a, mcp_config, k) == 0 && a[k] == '=') {
+        if (!past_dashes && strcmp(a, mcp_config) == 0)
+            argv[i] = config_opt;
+        else if (!past_dashes && strncmp(a, mcp_config, k) == 0 && a[k] == '=')
             /* "--mcp-config=PATH" -> "--config=PATH": the same string, 4 bytes shorter */
             memmove(a + 2, a + 6, strlen(a + 6) + 1);
-            argv[w++] = a;
-            continue;
-        }
-        bool bundled =
-            !past_dashes && a[0] == '-' && a[1] && a[2] && strspn(a + 1, "vq") == strlen(a + 1);
-        if (!bundled) {
-            argv[w++] = argv[i];
-            continue;
-        }
-        for (const char *p = a + 1; *p; p++) {
-            if (*p == 'v')
-                g->verbosity++;
-            else
-                g->quiet = true;
-        }
     }
-    argv[w] = NULL;
-    return w;
+}
+
+typedef int (*cmd_fn)(int, char **, const struct args_globals *, struct log *);
+static int cmd_completion(int argc, char **argv, const struct args_globals *g, struct log *log);
+
+#define FN(f) ((args_fn)(f))
+/* The commands: their dispatch, the help's list and the shell completion read this table */
+static const struct args_command commands[] = {
+    {"serve", NULL, "serve every configured server on stdin/stdout (the default)",
+     cli_serve_options, NULL, FN(cmd_serve)},
+    {"connect", "SERVER [--header 'Name: value']... [--bridge-eras]",
+     "serve one server as it is, names and protocol era unchanged\n"
+     "(replaces 'npx mcp-remote URL')",
+     cli_connect_options, "servers", FN(cmd_connect)},
+    {"test", "SERVER [--json]", "connect, list the tools, disconnect", cli_client_options,
+     "servers", FN(cmd_test)},
+    {"call", "SERVER TOOL [JSON-ARGS] [--json] [--timeout D]", "call one tool and print its result",
+     cli_client_options, "servers tools", FN(cmd_call)},
+    {"list", NULL,
+     "the configured servers, where they come from, their problems,\n"
+     "the credentials each needs and their state",
+     cli_list_options, NULL, FN(cmd_list)},
+    {"add", NULL, "add a server (guided on a terminal, or by flags)", cli_add_options, NULL,
+     FN(cmd_add)},
+    {"remove", "SERVER", "remove a server from its file", cli_remove_options, "servers",
+     FN(cmd_remove)},
+    {"doctor", "[--json] [--no-connect]",
+     "check the helpers, secrets, files, servers and agents, and say\n"
+     "how to fix each problem",
+     cli_doctor_options, NULL, FN(cmd_doctor)},
+    {"trust", "[--project DIR] [--yes] [--revoke]",
+     "review and approve the servers a project's files define: they\n"
+     "are not used until approved (a changed one needs it again)",
+     cli_trust_options, NULL, FN(cmd_trust)},
+    {"install", "AGENT [--scope user|project] [--dry-run] [--json]",
+     "register the bridge with claude-code, cursor, vscode, codex,\n"
+     "claude-desktop or pi, its servers moved behind it",
+     cli_install_options, "agents", FN(cmd_install)},
+    {"uninstall", "AGENT", "undo it: the agent's servers back, the bridge's entry gone",
+     cli_install_options, "agents", FN(cmd_uninstall)},
+    {"completion", "SHELL", "print the completion script for bash, zsh or fish", NULL, "shells",
+     FN(cmd_completion)},
+    {"help", NULL, NULL, NULL, "commands", NULL},
+    {"__complete", NULL, NULL, NULL, NULL, FN(cmd_complete)},
+};
+
+static const struct args_tool tool = {
+    .prog = "mcp-bridge",
+    .cmds = commands,
+    .n_cmds = sizeof(commands) / sizeof(commands[0]),
+    .globals = cli_global_options,
+    .help_column = 23,
+};
+
+static void print_usage(void)
+{
+    struct buf list;
+    buf_init(&list, 64 * 1024);
+    fputs(usage_head, stdout);
+    if (args_help_commands(&tool, &list) >= 0)
+        fputs(buf_str(&list), stdout);
+    fputs(usage_tail, stdout);
+    buf_release(&list);
+}
+
+/* "completion SHELL": the script, from the table above. */
+static int cmd_completion(int argc, char **argv, const struct args_globals *g, struct log *log)
+{
+    struct buf out;
+    (void)g;
+    if (args_wants_help(argc, argv)) {
+        printf("usage: mcp-bridge completion bash|zsh|fish\n"
+               "\n"
+               "Print the completion script for the shell: commands, options, server names\n"
+               "and a server's tool names (from the metadata cache, never connecting).\n"
+               "\n"
+               "examples:\n"
+               "  source <(mcp-bridge completion bash)      # in ~/.bashrc\n"
+               "  mcp-bridge completion fish > ~/.config/fish/completions/mcp-bridge.fish\n");
+        return BRIDGE_EXIT_OK;
+    }
+    if (argc != 2) {
+        log_error(log, "completion takes one SHELL: bash, zsh or fish (see 'mcp-bridge "
+                       "completion --help')");
+        return BRIDGE_EXIT_USAGE;
+    }
+    buf_init(&out, 1024 * 1024);
+    int r = args_completion(&tool, argv[1], &out);
+    if (r == -EINVAL)
+        log_error(log,
+                  "completion: no script for '%s': the shells are bash, zsh and fish (see "
+                  "'mcp-bridge completion --help')",
+                  argv[1]);
+    else if (r < 0)
+        log_error(log, "out of memory");
+    else
+        fputs(buf_str(&out), stdout);
+    buf_release(&out);
+    return r == -EINVAL ? BRIDGE_EXIT_USAGE : r < 0 ? BRIDGE_EXIT_FAILED : BRIDGE_EXIT_OK;
+}
+
+static int unknown_command(struct log *log, const char *cmd)
+{
+    struct suggest s;
+    struct buf msg;
+    suggest_init(&s, cmd);
+    for (size_t i = 0; i < tool.n_cmds; i++)
+        if (commands[i].name[0] != '_')
+            suggest_add(&s, commands[i].name);
+    buf_init(&msg, 4096);
+    int r = buf_printf(&msg, "unknown command '%.64s'", cmd);
+    if (r >= 0)
+        r = suggest_append(&s, NULL, &msg);
+    int status = usage_error(log, r >= 0 ? buf_str(&msg) : "unknown command");
+    buf_release(&msg);
+    suggest_release(&s);
+    return status;
 }
 
 /* The exit statuses, as the failed answers of the commands given --json name them
@@ -153,16 +232,6 @@ static void json_failed(struct log *log, const char *cmd, int status)
 
 int main(int argc, char **argv)
 {
-    typedef int (*cmd_fn)(int, char **, const struct args_globals *, struct log *);
-    static const struct {
-        const char *name;
-        cmd_fn fn;
-    } cmds[] = {
-        {"serve", cmd_serve},         {"connect", cmd_connect}, {"test", cmd_test},
-        {"call", cmd_call},           {"list", cmd_list},       {"add", cmd_add},
-        {"remove", cmd_remove},       {"trust", cmd_trust},     {"install", cmd_install},
-        {"uninstall", cmd_uninstall}, {"doctor", cmd_doctor},
-    };
     struct args_globals g = {0};
     struct log *log;
     int status;
@@ -176,8 +245,13 @@ int main(int argc, char **argv)
         return BRIDGE_EXIT_FAILED;
 
     /* global options may come before or after the command ("mcp-bridge test x -v") */
-    argc = take_bundled_flags(argc, argv, &g);
-    argc = args_take_globals(argc, argv, true, &g);
+    take_mcp_config(argc, argv);
+    argc = args_take_globals(argc, argv, true, &g); /* -vv, -qv bundled too */
+    /* and so may a command's own ("mcp-bridge --json list"): the command word goes first */
+    int first = args_tool_first_operand(&tool, argc, argv);
+    if (first > 1 && first < argc)
+        args_move_first(argv, first);
+    opterr = 0; /* the commands word getopt's complaints themselves (cli_option_error) */
     log_set_level(log, g.quiet            ? LOG_ERROR
                        : g.verbosity >= 2 ? LOG_DEBUG
                        : g.verbosity      ? LOG_INFO
@@ -193,7 +267,7 @@ int main(int argc, char **argv)
         cmd = argv[1];
     }
     if (cmd && (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0)) {
-        fputs(usage_text, stdout);
+        print_usage();
         status = BRIDGE_EXIT_OK;
         goto out;
     }
@@ -211,14 +285,13 @@ int main(int argc, char **argv)
         status = cmd_serve(argc, argv, &g, log);
         goto out;
     }
-    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-        if (strcmp(cmd, cmds[i].name) != 0)
-            continue;
+    const struct args_command *c = args_command_find(&tool, cmd);
+    if (c && c->fn) {
         char progname[64];
         (void)snprintf(progname, sizeof(progname), "mcp-bridge %s", cmd);
-        argv[1] = progname; /* getopt's own messages then read "mcp-bridge call: ..." */
+        argv[1] = progname; /* the commands' messages then read "mcp-bridge call: ..." */
         optind = 0;         /* each command parses its own argv (0: full reset) */
-        status = cmds[i].fn(argc - 1, argv + 1, &g, log);
+        status = ((cmd_fn)c->fn)(argc - 1, argv + 1, &g, log);
         /* serve and connect speak the protocol on stdout; call's isError is its answer, and
          * so is doctor's report of the problems it found */
         if (status != BRIDGE_EXIT_OK && status != BRIDGE_EXIT_TOOL_ERROR &&
@@ -228,9 +301,7 @@ int main(int argc, char **argv)
             json_failed(log, cmd, status);
         goto out;
     }
-    char msg[160];
-    (void)snprintf(msg, sizeof(msg), "unknown command '%.64s'", cmd);
-    status = usage_error(log, msg);
+    status = unknown_command(log, cmd);
 out:
     /* output cut short (a full disk, a reader gone) must not look like success */
     if ((fflush(stdout) != 0 || ferror(stdout)) && status == BRIDGE_EXIT_OK) {

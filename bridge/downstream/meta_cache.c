@@ -250,6 +250,17 @@ struct json_object *meta_cache_get_scoped(struct meta_cache *c, const char *name
     return entry;
 }
 
+struct json_object *meta_cache_peek(struct meta_cache *c, const char *name, int64_t now_ms)
+{
+    if (!c)
+        return NULL;
+    struct json_object *entry = json_get_object(c->servers, name);
+    const char *scope = json_get_string(entry, "cacheScope");
+    if (!entry || !entry_fresh(entry, now_ms) || (scope && strcmp(scope, "private") == 0))
+        return NULL;
+    return entry;
+}
+
 struct json_object *meta_cache_get(struct meta_cache *c, const char *name, const char *key,
                                    int64_t now_ms)
 {

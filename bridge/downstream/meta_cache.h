@@ -65,6 +65,11 @@ int meta_cache_key_offered(struct json_object *raw, struct json_object *caps, co
 struct json_object *meta_cache_get(struct meta_cache *c, const char *name, const char *key,
                                    int64_t now_ms);
 
+/* The cached lists of server name whatever key they were filed under (what some agent was
+ * given), when not expired at now_ms and not "private": shell completion offers tool names
+ * from them without connecting. Borrowed as meta_cache_get()'s; NULL when none. */
+struct json_object *meta_cache_peek(struct meta_cache *c, const char *name, int64_t now_ms);
+
 /* Stores the lists of server name (lists: an object with some of the list members, borrowed;
  * copied) under key, saved at now_ms, expiring after ttl_ms (<= 0 or over META_CACHE_TTL_MS:
  * META_CACHE_TTL_MS). -E2BIG when they take over META_CACHE_SERVER_MAX bytes: the server is

@@ -113,7 +113,8 @@ assert_contains "$ERR" "'BRIDGE_CLI_UNSET_HOST' has no recipe"
 assert_contains "$ERR" "run 'secrets configure BRIDGE_CLI_UNSET_HOST'"
 run 3 B --config "$T_ROOT/absent.json" test ev
 assert_contains "$ERR" "does not exist"
-run 3 B test ftp://files.example/mcp
+# a SERVER that is no http(s) URL is an invalid argument (2), as for mcp-auth
+run 2 B test ftp://files.example/mcp
 assert_contains "$ERR" "'command line': server 'files.example'"
 run 3 B connect ev --header "X-A: b"
 assert_contains "$ERR" "--header goes with a URL"
@@ -177,11 +178,12 @@ assert_eq "$OUT" ""
 run 4 C call ev get-sum '{"a": "two"}' --json
 assert_eq "$(json_get "$OUT" 'j.result.isError')" "true"
 assert_eq "$(json_get "$OUT" 'j.error.code')" "tool_error"
-# a tool the server does not have: an error, never 0
+# a tool the server does not have: not found (3, as a server name), never 0 nor the tool's own
+# error (4)
 rc=0
 C call ev no-such-tool >"$T_ROOT/out" 2>"$T_ROOT/err" </dev/null || rc=$?
 T_CHECKS=$((T_CHECKS + 1))
-[ "$rc" = 1 ] || [ "$rc" = 4 ] || fail "call of an unknown tool exited $rc: $(cat "$T_ROOT/err")"
+[ "$rc" = 3 ] || fail "call of an unknown tool exited $rc: $(cat "$T_ROOT/err")"
 assert_contains "$(cat "$T_ROOT/err")" "no-such-tool"
 run 1 C call missing echo
 assert_contains "$ERR" "no-such-server"

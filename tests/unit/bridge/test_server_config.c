@@ -696,8 +696,8 @@ static void test_adapter_entry(void)
     if (typo) {
         CHECK_INT(vlen(typo->warnings), 3);
         if (vlen(typo->warnings) == 3) {
-            CHECK_STR(typo->warnings[0], "\"lifecyle\" is not a key of an entry: it is ignored "
-                                         "(check the spelling)");
+            CHECK_STR(typo->warnings[0], "\"lifecyle\" is not a key of an entry: it is ignored; "
+                                         "did you mean \"lifecycle\"?");
             CHECK_STR(typo->warnings[1],
                       "\"envFile\" is ignored: the file is not read: put the variables in \"env\"");
             CHECK_STR(typo->warnings[2], "\"disabledTools\" is ignored: no tool reads it: list "

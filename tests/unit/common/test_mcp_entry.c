@@ -769,7 +769,7 @@ static void test_compat_keys(void)
               "'input': {'command': 'x', 'args': ['--key=${input:api_key}']},"
               "'others': {'command': 'x', 'type': 'stdio', 'description': 'd', 'alwaysAllow': [],"
               "  'autoApprove': ['t'], 'timeout': 60000, 'dev': {}},"
-              "'unk': {'command': 'x', 'zzz': 1, 'envFile': '.env', 'aaa': null},"
+              "'unk': {'command': 'x', 'zzz': 1, 'envFile': '.env', 'qqq': null},"
               "'unk-bad': {'command': 5, 'zzz': 1},"
               "'many': {'command': 'x', 'k0': 0, 'k1': 0, 'k2': 0, 'k3': 0, 'k4': 0, 'k5': 0,"
               "  'k6': 0, 'k7': 0, 'k8': 0, 'k9': 0, 'k10': 0, 'k11': 0, 'k12': 0, 'k13': 0,"
@@ -831,7 +831,7 @@ static void test_compat_keys(void)
                                   "spelling)");
         CHECK_STR(s->warnings[1], "\"envFile\" is ignored: the file is not read: put the "
                                   "variables in \"env\"");
-        CHECK_STR(s->warnings[2], "\"aaa\" is not a key of an entry: it is ignored (check the "
+        CHECK_STR(s->warnings[2], "\"qqq\" is not a key of an entry: it is ignored (check the "
                                   "spelling)");
         struct mcp_server *cp = NULL;
         CHECK_INT(mcp_server_dup(s, &cp), 0);
