@@ -62,7 +62,7 @@ run 0 A login direct --timeout 90s
 assert_contains "$ERR" "authorization server: $AS"
 assert_contains "$ERR" "signed in to $MCP1"
 run 0 A status --json
-assert_eq "$(json_get "$OUT" "j.servers.find((s) => s.server_url === '$MCP1').issuer")" "$AS" "the issuer"
+assert_eq "$(json_get "$OUT" "j.servers.find((s) => s.url === '$MCP1').issuer")" "$AS" "the issuer"
 run 0 A header direct
 t_canary "${OUT#Authorization: Bearer }"
 assert_eq "$(mcp_status "$MCP1" "$OUT")" 200 "initialize with the token"

@@ -53,7 +53,7 @@ printf '{"mcpServers": {}}\n' >"$T_ROOT/none.json"
 run 7 "$MCP_AUTH_BIN" --config "$T_ROOT/none.json" "$TS"
 assert_contains "$ERR" "Give its entry in mcp.json one: $FIX"
 run 7 A header --json tok
-assert_eq "$OUT" "" "header's standard output"
+assert_eq "$(json_get "$OUT" 'j.error.code')" no_oauth "header's answer (docs/json.md)"
 assert_contains "$ERR" "Give the entry 'tok' one: $FIX"
 assert_not_contains "$ERR" "sign in with" "header for a token server"
 # nothing was stored on the way
@@ -103,7 +103,7 @@ assert_not_contains "$ERR" "sign-in required" "serve's log"
 
 # ---- a server with OAuth metadata: still the sign-in advice ----
 run 4 A header --json rs
-assert_eq "$OUT" "" "header's standard output"
+assert_eq "$(json_get "$OUT" 'j.error.code')" login_required "header's answer (docs/json.md)"
 assert_contains "$ERR" "sign in with: mcp-auth --config"
 assert_not_contains "$ERR" "bearerTokenEnv" "header for an OAuth server"
 run 6 B test rs

@@ -150,9 +150,9 @@ assert_contains "$ERR" "\"env\" value 'KEY': its command (the value starts with 
 # ---- HTTP: a header and the bearer token from commands ---------------------------------------
 T_CANARY_STDOUT=0 run 0 B -vv --config "$CFG" call http seen --json
 digest() { printf '%s' "$1" | sha256sum | cut -c1-16; }
-assert_eq "$(json_get "$OUT" 'j.structuredContent.headers["x-api-key"]')" "$(digest "$V_HDR")" \
+assert_eq "$(json_get "$OUT" 'j.result.structuredContent.headers["x-api-key"]')" "$(digest "$V_HDR")" \
     "the header of a !command, as the server received it"
-assert_eq "$(json_get "$OUT" 'j.structuredContent.headers.authorization')" "$(digest "Bearer $V_TOK")" \
+assert_eq "$(json_get "$OUT" 'j.result.structuredContent.headers.authorization')" "$(digest "Bearer $V_TOK")" \
     "the bearer token of a !command"
 run 1 B --config "$CFG" call httpfail seen
 assert_contains "$ERR" "header 'X-Api-Key': its command (the value starts with '!') gave no value: the command exited with status 7"
