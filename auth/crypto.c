@@ -77,6 +77,73 @@ char *base64_encode(const void *data, size_t len)
     return b64(data, len, b64_std, true);
 }
 
+char *base64url_decode(const char *s, size_t len, size_t *ret_len)
+{
+    if (len > 1024 * 1024)
+        return NULL;
+    /* to the standard alphabet, padded to a multiple of 4, as EVP_DecodeBlock wants */
+    size_t padded = (len + 3) / 4 * 4;
+    char *std = malloc(padded + 1);
+    unsigned char *out = malloc(padded / 4 * 3 + 1);
+    if (!std || !out)
+        goto fail;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '-')
+            c = '+';
+        else if (c == '_')
+            c = '/';
+        else if (c == '=' ||
+                 !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
+            goto fail;
+        std[i] = c;
+    }
+    if (len % 4 == 1)
+        goto fail;
+    memset(std + len, '=', padded - len);
+    std[padded] = '\0';
+    int n = padded ? EVP_DecodeBlock(out, (const unsigned char *)std, (int)padded) : 0;
+    if (n < 0)
+        goto fail;
+    n -= (int)(padded - len); /* EVP_DecodeBlock counts the padding's zero bytes */
+    out[n] = '\0';
+    free(std);
+    if (ret_len)
+        *ret_len = (size_t)n;
+    return (char *)out;
+fail:
+    free(std);
+    free(out);
+    return NULL;
+}
+
+char *jwt_account(const char *jwt)
+{
+    static const char *const claims[] = {"email", "preferred_username", "sub"};
+    const char *dot1 = jwt ? strchr(jwt, '.') : NULL;
+    const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+    if (!dot2 || strchr(dot2 + 1, '.'))
+        return NULL;
+    size_t n = 0;
+    char *payload = base64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &n);
+    if (!payload)
+        return NULL;
+    struct json_tokener *tok = json_tokener_new();
+    struct json_object *o = tok ? json_tokener_parse_ex(tok, payload, (int)n) : NULL;
+    char *account = NULL;
+    for (size_t i = 0; !account && json_object_is_type(o, json_type_object) && i < 3; i++) {
+        struct json_object *v = NULL;
+        if (json_object_object_get_ex(o, claims[i], &v) &&
+            json_object_is_type(v, json_type_string) && json_object_get_string_len(v) > 0 &&
+            json_object_get_string_len(v) <= 256)
+            account = strdup(json_object_get_string(v));
+    }
+    json_object_put(o);
+    json_tokener_free(tok);
+    secure_free_len(payload, n); /* an access token's claims: not for anyone else to read */
+    return account;
+}
+
 static bool is_verifier_char(char c)
 {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||

@@ -23,6 +23,14 @@ char *base64url_encode(const void *data, size_t len);
 /* Standard base64 with padding (for client_secret_basic). Caller secure_free()s; NULL on
  * ENOMEM. */
 char *base64_encode(const void *data, size_t len);
+/* Decodes base64url s[0..len) (no padding, as JWTs write it) into a new NUL-terminated buffer
+ * of *ret_len bytes. NULL for anything else, or ENOMEM. Caller frees. */
+char *base64url_decode(const char *s, size_t len, size_t *ret_len);
+/* The account a JWT (an ID token, or an access token that is one) names, for people: its
+ * payload's "email", else "preferred_username", else "sub". The signature is not checked: it
+ * is a label shown by status, never a decision. NULL when jwt is not a JWT or names none.
+ * Caller frees. */
+char *jwt_account(const char *jwt);
 
 /* A signed JWT client assertion: header {"alg", "typ": "JWT", "kid" when given}; claims iss =
  * sub = client_id, aud = audience, iat, exp = iat + 300, jti = random. The key file is PEM

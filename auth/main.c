@@ -19,6 +19,7 @@
 #include "credkit/mcp_trust.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/strv.h"
 #include "credkit/suggest.h"
 #include "credkit/textsafe.h"
 #include "credkit/url.h"
@@ -363,8 +364,9 @@ static int target_by_name(const char *arg, struct target_ctx *tc)
     return EXIT_OK;
 }
 
-/* The layered configuration into tc->config, its diagnostics said. An exit status. */
-static int load_config(struct target_ctx *tc)
+/* The layered configuration into tc->config, its diagnostics said (not when quiet: a command
+ * that only names what it shows by it). An exit status. */
+static int load_config(struct target_ctx *tc, bool quiet)
 {
     struct err e = ERR_INIT;
     char cwd[4096];
@@ -384,11 +386,12 @@ static int load_config(struct target_ctx *tc)
     int r = mcp_config_load(&opts, &tc->config, &e);
     trust_store_free(trust);
     if (r < 0) {
-        say_error("%s", err_msg(&e));
+        if (!quiet)
+            say_error("%s", err_msg(&e));
         return EXIT_CONFIG;
     }
     /* a file that could not be read at all: its servers are missing, say why */
-    for (size_t i = 0; i < mcp_config_diag_count(tc->config); i++) {
+    for (size_t i = 0; !quiet && i < mcp_config_diag_count(tc->config); i++) {
         const struct mcp_config_diag *dg = mcp_config_diag_at(tc->config, i);
         say_warn("%s", dg->message);
     }
@@ -398,7 +401,7 @@ static int load_config(struct target_ctx *tc)
 /* SERVER is a URL or an mcp.json entry name. */
 static int resolve_target(const char *arg, struct target_ctx *tc)
 {
-    int status = load_config(tc);
+    int status = load_config(tc, false);
     if (status != EXIT_OK)
         return status;
     status = strstr(arg, "://") ? target_by_url(arg, tc) : target_by_name(arg, tc);
@@ -668,11 +671,37 @@ out:
     return status;
 }
 
-/* One stored sign-in as `status --json` shows it: never a token. */
-static struct json_object *status_json(const struct token_entry *t)
+/* The names of the configuration's entries whose URL is url (canonical), into out (none when
+ * there is no configuration). A URL with a ${VAR} that does not resolve names no entry. */
+static void names_of(const struct mcp_config *c, const char *url, struct strv *out)
 {
-    struct json_object *o = json_object_new_object();
+    strv_release(out);
+    for (size_t i = 0; c && i < mcp_config_count(c); i++) {
+        const struct mcp_server *s = mcp_config_at(c, i);
+        char *u = NULL, *canon = NULL;
+        struct err e = ERR_INIT;
+        if (s->error || !s->url || s->transport == MCP_TRANSPORT_STDIO)
+            continue;
+        bool same = mcp_expand(s->url, NULL, NULL, &u, &e) >= 0 &&
+                    url_canonical(u, &canon, &e) >= 0 && strcmp(canon, url) == 0;
+        secure_free(u);
+        free(canon);
+        if (same && strv_push(out, s->name) < 0)
+            return; /* the names that fit */
+    }
+}
+
+/* One stored sign-in as `status --json` shows it: never a token. names: its entries in the
+ * configuration. */
+static struct json_object *status_json(const struct token_entry *t, const struct strv *names)
+{
+    struct json_object *o = json_object_new_object(), *n = json_object_new_array();
+    for (size_t i = 0; i < names->n; i++)
+        (void)json_object_array_add(n, json_object_new_string(names->v[i]));
+    (void)json_object_object_add(o, "names", n);
     (void)json_object_object_add(o, "url", json_object_new_string(t->server_url));
+    (void)json_object_object_add(o, "account",
+                                 t->account ? json_object_new_string(t->account) : NULL);
     (void)json_object_object_add(o, "issuer", json_object_new_string(t->issuer));
     (void)json_object_object_add(o, "registration",
                                  json_object_new_string(registration_method_str(t->registration)));
@@ -693,21 +722,26 @@ static struct json_object *status_json(const struct token_entry *t)
 }
 
 /* Prints the stored sign-ins (those of tc's url only, when it has one) as a table or as JSON;
- * returns how many were shown. With --json, none for a SERVER is the answer's error. */
+ * returns how many were shown. With --json, none for a SERVER is the answer's error. Each is
+ * named by the configuration's entries for its URL (tc->config), as users signed in. */
 static size_t status_print(struct token_entry *const *all, size_t n, const struct target_ctx *tc,
                            bool json)
 {
     const char *url = tc->url;
     struct json_object *arr = json_object_new_array();
+    struct strv names = STRV_INIT;
+    struct buf joined;
+    buf_init(&joined, 64 * 1024);
     if (!json)
-        printf("%-40s %-30s %-18s %-12s %-4s %s\n", "SERVER", "ISSUER", "CLIENT", "EXPIRES",
-               "REFRESH", "SCOPES");
+        printf("%-16s %-24s %-12s %-7s %-24s %s\n", "NAME", "ACCOUNT", "EXPIRES", "REFRESH",
+               "SCOPES", "SERVER");
     size_t shown = 0;
     for (size_t i = 0; i < n; i++) {
         const struct token_entry *t = all[i];
         if (url && strcmp(t->server_url, url) != 0)
             continue;
         shown++;
+        names_of(tc->config, t->server_url, &names);
         char exp[64];
         describe_expiry(t->access_token ? t->expires_at : 0, exp, sizeof(exp));
         if (!t->access_token)
@@ -715,20 +749,30 @@ static size_t status_print(struct token_entry *const *all, size_t n, const struc
         else if (!auth_token_sendable(t))
             (void)snprintf(exp, sizeof(exp), "unusable"); /* never sent: see `header` */
         if (json) {
-            (void)json_object_array_add(arr, status_json(t));
+            (void)json_object_array_add(arr, status_json(t, &names));
         } else {
-            struct buf su, si, ss;
+            struct buf su, sn, sa, ss;
             buf_init(&su, 64 * 1024);
-            buf_init(&si, 64 * 1024);
+            buf_init(&sn, 64 * 1024);
+            buf_init(&sa, 64 * 1024);
             buf_init(&ss, 64 * 1024);
-            printf("%-40s %-30s %-18s %-12s %-7s %s\n", text_escaped(&su, t->server_url),
-                   text_escaped(&si, t->issuer), registration_method_str(t->registration), exp,
-                   t->refresh_token ? "yes" : "no", t->scope ? text_escaped(&ss, t->scope) : "-");
+            buf_reset(&joined);
+            for (size_t k = 0; k < names.n; k++)
+                if (buf_printf(&joined, "%s%s", k ? "," : "", names.v[k]) < 0)
+                    break;
+            printf("%-16s %-24s %-12s %-7s %-24s %s\n",
+                   joined.len ? text_escaped(&sn, buf_str(&joined)) : "-",
+                   t->account ? text_escaped(&sa, t->account) : "-", exp,
+                   t->refresh_token ? "yes" : "no", t->scope ? text_escaped(&ss, t->scope) : "-",
+                   text_escaped(&su, t->server_url));
             buf_release(&su);
-            buf_release(&si);
+            buf_release(&sn);
+            buf_release(&sa);
             buf_release(&ss);
         }
     }
+    strv_release(&names);
+    buf_release(&joined);
     if (json) {
         struct json_object *root = jsonw_answer_new();
         char msg[1200], cmd[1024];
@@ -784,7 +828,9 @@ static int cmd_status(int argc, char **argv)
     if (argc - optind == 1)
         status = resolve_target(argv[optind], &tc);
     else if (arg_config)
-        status = load_config(&tc); /* a --config that names no file is an error here too */
+        status = load_config(&tc, false); /* a --config that names no file is an error here too */
+    else
+        (void)load_config(&tc, true); /* only to name each sign-in by its entries */
     if (status != EXIT_OK)
         goto out;
     if (tokens_list(&all, &n, &e) < 0) {
@@ -958,7 +1004,7 @@ static int cmd_complete(int argc, char **argv)
     }
     if (argc >= 2 && strcmp(argv[1], "servers") == 0) {
         struct target_ctx tc = {0};
-        if (load_config(&tc) == EXIT_OK)
+        if (load_config(&tc, false) == EXIT_OK)
             for (size_t i = 0; i < mcp_config_count(tc.config); i++) {
                 const struct mcp_server *s = mcp_config_at(tc.config, i);
                 if (s->transport != MCP_TRANSPORT_STDIO && s->url)

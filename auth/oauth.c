@@ -31,6 +31,7 @@ void token_response_release(struct token_response *t)
     free(t->token_type);
     secure_free(t->refresh_token);
     free(t->scope);
+    free(t->account);
     free(t->error);
     free(t->error_description);
     *t = (struct token_response){0};
@@ -236,9 +237,13 @@ int oauth_token(const char *endpoint, const struct oauth_client *client, const c
         t.token_type = dup_json_string(obj, "token_type");
         t.refresh_token = dup_json_string(obj, "refresh_token");
         t.scope = dup_json_string(obj, "scope");
+        /* OpenID Connect's id_token, when the server gives one: only whom it names is kept */
+        t.account = jwt_account(json_get_string(obj, "id_token"));
         int64_t ei;
+        /* a lifetime beyond any sense (INT64_MAX) must not overflow the expiry computed from
+         * it: a token that "expires" in the past, or never, would break a working sign-in */
         if (json_get_int64(obj, "expires_in", &ei) && ei >= 0)
-            t.expires_in = ei;
+            t.expires_in = ei < OAUTH_LIFETIME_MAX_S ? ei : OAUTH_LIFETIME_MAX_S;
         if (!t.access_token) {
             r = -ENOMEM;
             goto out;
@@ -518,6 +523,8 @@ int oauth_device_authorize(const char *endpoint, const struct oauth_client *clie
     d.verification_uri_complete = dup_json_string(obj, "verification_uri_complete");
     if (!json_get_int64(obj, "expires_in", &d.expires_in) || d.expires_in <= 0)
         d.expires_in = 600;
+    else if (d.expires_in > OAUTH_LIFETIME_MAX_S)
+        d.expires_in = OAUTH_LIFETIME_MAX_S; /* now + it, in milliseconds, must not overflow */
     if (!json_get_int64(obj, "interval", &d.interval) || d.interval <= 0)
         d.interval = 5;
     if (!d.device_code || !d.user_code || !d.verification_uri) {

@@ -22,6 +22,10 @@ struct oauth_client {
     const char *assertion;     /* private_key_jwt: the signed JWT */
 };
 
+/* The longest lifetime taken from an answer's "expires_in" (ten years): a larger one is read as
+ * this, so that now + it can never overflow. */
+#define OAUTH_LIFETIME_MAX_S ((int64_t)10 * 365 * 24 * 3600)
+
 struct token_response {
     long status;
     char *access_token; /* secret */
@@ -29,6 +33,7 @@ struct token_response {
     char *refresh_token; /* secret; NULL when none was issued */
     int64_t expires_in;  /* seconds; -1 when absent */
     char *scope;         /* NULL when absent (= as requested) */
+    char *account;       /* who signed in, from an id_token's claims (jwt_account()); NULL */
     char *error;         /* OAuth error code; NULL on success */
     char *error_description;
 };

@@ -10,6 +10,7 @@
 #include "credkit/secmem.h"
 #include "credkit/util.h"
 
+#include "crypto.h"
 #include "store.h"
 
 static int store_code(int r)
@@ -82,6 +83,13 @@ int store_tokens(struct token_entry *t, const struct token_response *tr,
         r = store_set_secret(&t->refresh_token, tr->refresh_token);
     if (r >= 0 && (tr->scope || requested_scope))
         r = store_set_str(&t->scope, tr->scope ? tr->scope : requested_scope);
+    /* whom the grant names: the id_token's, else the access token's own claims when it is a
+     * JWT; a refresh that names no one keeps the account of the sign-in */
+    char *account = tr->account ? strdup(tr->account) : jwt_account(tr->access_token);
+    if (account) {
+        free(t->account);
+        t->account = account;
+    }
     t->issued_at = now;
     t->expires_at = tr->expires_in >= 0 ? now + tr->expires_in : 0;
     return r;

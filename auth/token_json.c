@@ -196,6 +196,8 @@ static int read_tokens(struct json_object *tok, struct token_entry *t, const cha
     if (r >= 0)
         r = read_str(tok, sec, "scope", &t->scope, dp, e);
     if (r >= 0)
+        r = read_str(tok, sec, "account", &t->account, dp, e);
+    if (r >= 0)
         r = read_int(tok, sec, "expires_at", &t->expires_at, dp, e);
     if (r >= 0)
         r = read_int(tok, sec, "issued_at", &t->issued_at, dp, e);
@@ -361,6 +363,8 @@ static int tokens_to_json(const struct token_entry *t, struct json_object *tok)
         r = add_str(tok, "refresh_token", t->refresh_token);
     if (r >= 0)
         r = add_str(tok, "scope", t->scope);
+    if (r >= 0)
+        r = add_str(tok, "account", t->account);
     if (r >= 0)
         r = add_int(tok, "expires_at", t->expires_at);
     if (r >= 0)

@@ -208,7 +208,8 @@ void token_entry_clear_tokens(struct token_entry *t)
     secure_free(t->refresh_token);
     free(t->token_type);
     free(t->scope);
-    t->access_token = t->refresh_token = t->token_type = t->scope = NULL;
+    free(t->account);
+    t->access_token = t->refresh_token = t->token_type = t->scope = t->account = NULL;
     t->expires_at = 0;
     t->issued_at = 0;
 }

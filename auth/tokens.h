@@ -49,6 +49,8 @@ struct token_entry {
     char *token_type;    /* "Bearer" */
     char *refresh_token; /* secret; NULL when none */
     char *scope;         /* granted, space-separated */
+    char *account;       /* who signed in, for people (an id_token's or a JWT access token's
+                          * email, else username, else subject); NULL: not known */
     int64_t expires_at;  /* unix seconds; 0: unknown (treated as expired after issued_at + 1h) */
     int64_t issued_at;
     /* discovery */

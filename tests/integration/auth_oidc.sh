@@ -49,8 +49,13 @@ assert_eq "$(json_get "$OUT" 'j.servers[0].url')" "$MCP"
 assert_eq "$(json_get "$OUT" 'j.servers[0].issuer')" "$AS"
 assert_eq "$(json_get "$OUT" 'j.servers[0].registration')" dynamic
 assert_eq "$(json_get "$OUT" 'j.servers[0].has_refresh_token')" true
+# named as the user signed in, with whom the server says signed in (its JWT's subject: the
+# browser's login name)
+assert_eq "$(json_get "$OUT" 'JSON.stringify(j.servers[0].names)')" '["demo"]'
+assert_eq "$(json_get "$OUT" 'j.servers[0].account')" "test-user"
 run 0 A status
 assert_contains "$OUT" "$MCP"
+assert_eq "$(awk '$1 == "demo" { print $2 }' <<<"$OUT")" "test-user" "status: NAME and ACCOUNT"
 assert_not_contains "$OUT" "Bearer" "status output"
 
 # the header works against the server; without it the server refuses (the plain form first,

@@ -134,6 +134,40 @@ static void test_base64(void)
     secure_free(s);
 }
 
+/* base64url as JWTs write it (no padding), and whom a JWT names, for status */
+static void test_jwt_account(void)
+{
+    size_t n = 0;
+    char *d = base64url_decode("aGVsbG8_Pg", 10, &n);
+    CHECK(d && n == 7 && memcmp(d, "hello?>", 7) == 0);
+    free(d);
+    d = base64url_decode("YQ", 2, &n);
+    CHECK(d && n == 1 && d[0] == 'a');
+    free(d);
+    d = base64url_decode("YWI", 3, &n);
+    CHECK(d && n == 2 && memcmp(d, "ab", 2) == 0);
+    free(d);
+    CHECK(base64url_decode("YQ==", 4, &n) == NULL); /* padding is not JWT's */
+    CHECK(base64url_decode("Y", 1, &n) == NULL);
+    CHECK(base64url_decode("a+b/", 4, &n) == NULL); /* the standard alphabet is not url's */
+
+    char *a =
+        jwt_account("eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1MSIsImVtYWlsIjoibWVAZXhhbXBsZS5jb20ifQ.sig");
+    CHECK_STR(a, "me@example.com"); /* email first */
+    free(a);
+    a = jwt_account("eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4IiwicHJlZmVycmVkX3VzZXJuYW1lIjoiYWxpY2UifQ.s");
+    CHECK_STR(a, "alice"); /* then the user name */
+    free(a);
+    a = jwt_account("eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1c2VyLTcifQ.");
+    CHECK_STR(a, "user-7"); /* then the subject */
+    free(a);
+    CHECK(jwt_account("opaque-token-abc") == NULL);
+    CHECK(jwt_account("a.b") == NULL);
+    CHECK(jwt_account("eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1c2VyLTcifQ.x.y") == NULL);
+    CHECK(jwt_account("eyJhbGciOiJub25lIn0.bm90IGpzb24.s") == NULL); /* not JSON */
+    CHECK(jwt_account(NULL) == NULL);
+}
+
 static void test_pkce_vector(void)
 {
     /* RFC 7636 appendix B */
@@ -424,4 +458,5 @@ static void test_bad_key_files(void)
     EVP_PKEY_free(key);
 }
 
-TESTS_MAIN(test_base64, test_pkce_vector, test_pkce_new, test_es256, test_rs256, test_bad_key_files)
+TESTS_MAIN(test_base64, test_jwt_account, test_pkce_vector, test_pkce_new, test_es256, test_rs256,
+           test_bad_key_files)

@@ -16,6 +16,7 @@
 #include "oauth.h"
 #include "oauth_config.h"
 #include "refresh.h"
+#include "store.h"
 #include "tests.h"
 #include "tokens.h"
 
@@ -115,7 +116,32 @@ static void test_refused_at_receipt(void)
                "\"expires_in\": 60}");
     CHECK_INT(token_request(endpoint, &tr, &e), 0);
     CHECK_STR(tr.access_token, "abc-._~+/09==");
+    CHECK(tr.account == NULL); /* no id_token, and the access token is no JWT */
     token_response_release(&tr);
+
+    /* a lifetime beyond sense is read as the longest one (now + it never overflows, in seconds
+     * or milliseconds); the id_token names whom it is for */
+    tr = (struct token_response){0};
+    set_answer("{\"access_token\": \"abc\", \"token_type\": \"Bearer\", \"expires_in\": "
+               "9223372036854775807, \"id_token\": \"eyJhbGciOiJub25lIn0."
+               "eyJzdWIiOiJ1MSIsImVtYWlsIjoibWVAZXhhbXBsZS5jb20ifQ.sig\"}");
+    CHECK_INT(token_request(endpoint, &tr, &e), 0);
+    CHECK(tr.expires_in == OAUTH_LIFETIME_MAX_S);
+    CHECK_STR(tr.account, "me@example.com");
+    struct token_entry te = {0};
+    CHECK_INT(store_tokens(&te, &tr, NULL, true), 0);
+    CHECK(te.expires_at > now_unix() + 9 * 365 * 24 * 3600LL);
+    CHECK_STR(te.account, "me@example.com");
+    token_response_release(&tr);
+    /* a refresh that names no one keeps the account */
+    tr = (struct token_response){0};
+    set_answer("{\"access_token\": \"def\", \"token_type\": \"Bearer\", \"expires_in\": 60}");
+    CHECK_INT(token_request(endpoint, &tr, &e), 0);
+    CHECK_INT(store_tokens(&te, &tr, NULL, false), 0);
+    CHECK_STR(te.account, "me@example.com");
+    CHECK(te.expires_at <= now_unix() + 61);
+    token_response_release(&tr);
+    token_entry_clear_tokens(&te);
 
     /* another token type is refused, and its name reaches the message escaped */
     tr = (struct token_response){0};
