@@ -904,7 +904,7 @@ static const struct args_command commands[] = {
      "print a valid Authorization header, refreshing it first when\n"
      "needed; never prompts (exit 4: sign-in required)",
      header_opts, "servers", FN(cmd_header)},
-    {"status", "[--json] [SERVER]", "what is stored: issuer, client, expiry, scopes, refresh token",
+    {"status", "[--json] [SERVER]", "what is stored: names, account, expiry, scopes, refresh token",
      status_opts, "servers", FN(cmd_status)},
     {"logout", "SERVER", "delete the tokens here and revoke them at the server", NULL, "servers",
      FN(cmd_logout)},
@@ -925,13 +925,7 @@ static const struct args_tool tool = {
 
 static void print_usage(FILE *f)
 {
-    struct buf list;
-    buf_init(&list, 64 * 1024);
-    fputs(usage_head, f);
-    if (args_help_commands(&tool, &list) >= 0)
-        fputs(buf_str(&list), f);
-    fputs(usage_tail, f);
-    buf_release(&list);
+    args_print_usage(&tool, usage_head, usage_tail, f);
 }
 
 /* The commands close to word (git's "did you mean", with the synonyms above) into s. */
@@ -963,33 +957,10 @@ static int unknown_command(const char *word)
 /* "completion SHELL": the script, from the table above. */
 static int cmd_completion(int argc, char **argv)
 {
-    if (args_wants_help(argc, argv)) {
-        printf("usage: mcp-auth completion bash|zsh|fish\n"
-               "\n"
-               "Print the completion script for the shell: commands, options and server names.\n"
-               "\n"
-               "examples:\n"
-               "  source <(mcp-auth completion bash)      # in ~/.bashrc\n"
-               "  mcp-auth completion fish > ~/.config/fish/completions/mcp-auth.fish\n");
-        return EXIT_OK;
-    }
-    if (argc != 2) {
-        say_error("completion takes one SHELL: bash, zsh or fish (see 'mcp-auth completion "
-                  "--help')");
-        return EXIT_USAGE;
-    }
-    struct buf out;
-    buf_init(&out, 1024 * 1024);
-    int r = args_completion(&tool, argv[1], &out);
-    if (r == -EINVAL)
-        say_error("completion: no script for '%s': the shells are bash, zsh and fish (see "
-                  "'mcp-auth completion --help')",
-                  argv[1]);
-    else if (r < 0)
-        say_error("out of memory");
-    else
-        fputs(buf_str(&out), stdout);
-    buf_release(&out);
+    struct err e = ERR_INIT;
+    int r = args_completion_command(&tool, "server names", argc, argv, &e);
+    if (r < 0)
+        say_error("%s", err_msg(&e));
     return r == -EINVAL ? EXIT_USAGE : r < 0 ? EXIT_FAILED : EXIT_OK;
 }
 

@@ -11,6 +11,7 @@
 
 #include "credkit/args.h"
 #include "credkit/buf.h"
+#include "credkit/err.h"
 
 #define IDENT_MAX 64
 
@@ -343,4 +344,51 @@ int args_completion(const struct args_tool *t, const char *shell, struct buf *ou
         return -EINVAL;
     }
     return r < 0 ? r : 0;
+}
+
+int args_completion_command(const struct args_tool *t, const char *what, int argc, char **argv,
+                            struct err *e)
+{
+    if (args_wants_help(argc, argv)) {
+        printf("usage: %s completion bash|zsh|fish\n"
+               "\n"
+               "Print the completion script for the shell. Besides commands and options, it\n"
+               "completes %s.\n"
+               "\n"
+               "examples:\n"
+               "  source <(%s completion bash)      # in ~/.bashrc\n"
+               "  %s completion fish > ~/.config/fish/completions/%s.fish\n",
+               t->prog, what, t->prog, t->prog, t->prog);
+        return 0;
+    }
+    if (argc != 2)
+        return err_set(e, -EINVAL,
+                       "completion takes one SHELL: bash, zsh or fish (see '%s completion "
+                       "--help')",
+                       t->prog);
+    struct buf out;
+    buf_init(&out, 1024 * 1024);
+    int r = args_completion(t, argv[1], &out);
+    if (r == -EINVAL)
+        (void)err_set(e, r,
+                      "completion: no script for '%.64s': the shells are bash, zsh and fish (see "
+                      "'%s completion --help')",
+                      argv[1], t->prog);
+    else if (r < 0)
+        (void)err_set(e, r, "out of memory");
+    else
+        fputs(buf_str(&out), stdout);
+    buf_release(&out);
+    return r < 0 ? r : 0;
+}
+
+void args_print_usage(const struct args_tool *t, const char *head, const char *tail, FILE *f)
+{
+    struct buf list;
+    buf_init(&list, 64 * 1024);
+    fputs(head, f);
+    if (args_help_commands(t, &list) >= 0)
+        fputs(buf_str(&list), f);
+    fputs(tail, f);
+    buf_release(&list);
 }

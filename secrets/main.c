@@ -915,42 +915,17 @@ static const struct args_tool tool = {
 
 static void print_usage(FILE *f)
 {
-    struct buf list;
-    buf_init(&list, 64 * 1024);
-    fputs(usage_head, f);
-    if (args_help_commands(&tool, &list) >= 0)
-        fputs(buf_str(&list), f);
-    fputs(usage_tail, f);
-    buf_release(&list);
+    args_print_usage(&tool, usage_head, usage_tail, f);
 }
 
 /* "completion SHELL": the script, from the table above. */
 static int cmd_completion(struct cli *c, int argc, char **argv)
 {
-    if (args_wants_help(argc, argv)) {
-        printf("usage: secrets completion bash|zsh|fish\n"
-               "\n"
-               "Print the completion script for the shell: commands, options and the names of\n"
-               "secrets.json's recipes (never a value).\n"
-               "\n"
-               "examples:\n"
-               "  source <(secrets completion bash)      # in ~/.bashrc\n"
-               "  secrets completion fish > ~/.config/fish/completions/secrets.fish\n");
-        return EXIT_OK;
-    }
-    if (argc != 2)
-        return usage_error(c, "completion takes one SHELL: bash, zsh or fish");
-    struct buf out;
-    buf_init(&out, 1024 * 1024);
-    int r = args_completion(&tool, argv[1], &out);
-    if (r == -EINVAL)
-        (void)usage_error(c, "completion: no script for '%s': the shells are bash, zsh and fish",
-                          argv[1]);
-    else if (r < 0)
-        cli_error(c, "out of memory");
-    else
-        fputs(buf_str(&out), stdout);
-    buf_release(&out);
+    struct err e = ERR_INIT;
+    int r = args_completion_command(&tool, "the names of secrets.json's recipes (never a value)",
+                                    argc, argv, &e);
+    if (r < 0)
+        cli_error(c, "%s", err_msg(&e));
     return r == -EINVAL ? EXIT_USAGE : r < 0 ? EXIT_FAILED : EXIT_OK;
 }
 

@@ -137,48 +137,20 @@ static const struct args_tool tool = {
 
 static void print_usage(void)
 {
-    struct buf list;
-    buf_init(&list, 64 * 1024);
-    fputs(usage_head, stdout);
-    if (args_help_commands(&tool, &list) >= 0)
-        fputs(buf_str(&list), stdout);
-    fputs(usage_tail, stdout);
-    buf_release(&list);
+    args_print_usage(&tool, usage_head, usage_tail, stdout);
 }
 
 /* "completion SHELL": the script, from the table above. */
 static int cmd_completion(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    struct buf out;
+    struct err e = ERR_INIT;
     (void)g;
-    if (args_wants_help(argc, argv)) {
-        printf("usage: mcp-bridge completion bash|zsh|fish\n"
-               "\n"
-               "Print the completion script for the shell: commands, options, server names\n"
-               "and a server's tool names (from the metadata cache, never connecting).\n"
-               "\n"
-               "examples:\n"
-               "  source <(mcp-bridge completion bash)      # in ~/.bashrc\n"
-               "  mcp-bridge completion fish > ~/.config/fish/completions/mcp-bridge.fish\n");
-        return BRIDGE_EXIT_OK;
-    }
-    if (argc != 2) {
-        log_error(log, "completion takes one SHELL: bash, zsh or fish (see 'mcp-bridge "
-                       "completion --help')");
-        return BRIDGE_EXIT_USAGE;
-    }
-    buf_init(&out, 1024 * 1024);
-    int r = args_completion(&tool, argv[1], &out);
-    if (r == -EINVAL)
-        log_error(log,
-                  "completion: no script for '%s': the shells are bash, zsh and fish (see "
-                  "'mcp-bridge completion --help')",
-                  argv[1]);
-    else if (r < 0)
-        log_error(log, "out of memory");
-    else
-        fputs(buf_str(&out), stdout);
-    buf_release(&out);
+    int r = args_completion_command(&tool,
+                                    "server names, agent names and a server's tool names (from\n"
+                                    "the metadata cache, never connecting)",
+                                    argc, argv, &e);
+    if (r < 0)
+        log_error(log, "%s", err_msg(&e));
     return r == -EINVAL ? BRIDGE_EXIT_USAGE : r < 0 ? BRIDGE_EXIT_FAILED : BRIDGE_EXIT_OK;
 }
 

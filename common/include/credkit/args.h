@@ -10,7 +10,9 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdio.h>
 
+#include "credkit/err.h"
 #include "credkit/macro.h"
 
 /* Whether -h or --help appears in argv[1..] before a "--". */
@@ -94,3 +96,12 @@ int args_help_commands(const struct args_tool *t, struct buf *out) _must_check_;
  * [OPERAND...]" (with --config when the command line has one) at each completion. -EINVAL for
  * another shell, -ENOMEM, -E2BIG. */
 int args_completion(const struct args_tool *t, const char *shell, struct buf *out) _must_check_;
+
+/* "PROG completion SHELL", the command (argv[0] "completion"): its help, with what the scripts
+ * complete besides commands and options ("server names"), or the script on stdout. 0 when
+ * printed; -EINVAL (a usage error: no shell, or another one) and -ENOMEM with e saying so. */
+int args_completion_command(const struct args_tool *t, const char *what, int argc, char **argv,
+                            struct err *e) _must_check_;
+
+/* The tool's help on f: head, the list of commands (args_help_commands()), tail. */
+void args_print_usage(const struct args_tool *t, const char *head, const char *tail, FILE *f);
