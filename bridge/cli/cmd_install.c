@@ -874,9 +874,10 @@ static void inst_release(struct inst *in)
     json_object_put(in->notes);
 }
 
-static int run(int argc, char **argv, const struct args_globals *g, struct log *log, bool uninstall)
+int inst_run(int argc, char **argv, const struct args_globals *g, struct log *log,
+             const struct inst_way *way)
 {
-    struct inst in = {.uninstall = uninstall, .args = STRV_INIT};
+    struct inst in = {.uninstall = way->uninstall, .args = STRV_INIT};
     struct err e = ERR_INIT;
     struct cfg_file *df = NULL;
     struct file_lock *lk = NULL;
@@ -891,10 +892,8 @@ static int run(int argc, char **argv, const struct args_globals *g, struct log *
         r = open_dest(&in, &df, &e);
     if (r >= 0 && !in.claude)
         r = lock_agent(&in, &lk, &e);
-    if (r >= 0 && in.claude)
-        r = uninstall ? inst_uninstall_claude(&in, df, &e) : install_claude(&in, df, &e);
-    else if (r >= 0)
-        r = uninstall ? inst_uninstall_file(&in, df, &e) : install_file(&in, df, &e);
+    if (r >= 0)
+        r = in.claude ? way->claude(&in, df, &e) : way->file(&in, df, &e);
     if (r >= 0)
         r = print_report(&in);
     if (r < 0) {
@@ -914,10 +913,6 @@ out:
 
 int cmd_install(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
-    return run(argc, argv, g, log, false);
-}
-
-int cmd_uninstall(int argc, char **argv, const struct args_globals *g, struct log *log)
-{
-    return run(argc, argv, g, log, true);
+    static const struct inst_way install = {false, install_file, install_claude};
+    return inst_run(argc, argv, g, log, &install);
 }

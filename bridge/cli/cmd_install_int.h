@@ -15,6 +15,8 @@
 #include "credkit/buf.h"
 #include "credkit/err.h"
 #include "credkit/macro.h"
+#include "credkit/args.h"
+#include "credkit/log.h"
 #include "credkit/strv.h"
 
 #include "cli/cmd_install_text.h"
@@ -95,7 +97,14 @@ int inst_claude_remove(const struct inst *in, const char *name, struct err *e) _
 int inst_claude_add_json(const struct inst *in, const char *name, struct json_object *v,
                          struct err *e) _must_check_;
 
-/* cmd_uninstall.c: the way back, for a file and through claude mcp; df the bridge's file
- * (locked; NULL in a dry run where it does not exist). */
-int inst_uninstall_file(struct inst *in, struct cfg_file *df, struct err *e) _must_check_;
-int inst_uninstall_claude(struct inst *in, struct cfg_file *df, struct err *e) _must_check_;
+/* The steps of one command: install's (cmd_install.c) or uninstall's (cmd_uninstall.c), for a
+ * file and through claude mcp; df the bridge's file (NULL when absent). */
+struct inst_way {
+    bool uninstall;
+    int (*file)(struct inst *in, struct cfg_file *df, struct err *e);
+    int (*claude)(struct inst *in, struct cfg_file *df, struct err *e);
+};
+/* Parses the command line, finds the files, takes the lock, runs way's step and prints the
+ * report: the exit status. */
+int inst_run(int argc, char **argv, const struct args_globals *g, struct log *log,
+             const struct inst_way *way) _must_check_;

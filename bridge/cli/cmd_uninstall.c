@@ -19,6 +19,7 @@
 #include "credkit/json.h"
 #include "credkit/mcp_import.h"
 
+#include "cli/cli.h"
 #include "cli/cmd_cfgfile.h"
 #include "cli/cmd_install_int.h"
 
@@ -100,7 +101,7 @@ static int uninstall_text(struct inst *in, struct cfg_file *df, const struct buf
     return r < 0 ? (e->msg[0] ? r : err_set(e, r, "out of memory")) : 0;
 }
 
-int inst_uninstall_file(struct inst *in, struct cfg_file *df, struct err *e)
+static int uninstall_file(struct inst *in, struct cfg_file *df, struct err *e)
 {
     struct buf t, b, nt;
     struct json_object *now = NULL, *was = NULL;
@@ -143,7 +144,7 @@ out:
     return r;
 }
 
-int inst_uninstall_claude(struct inst *in, struct cfg_file *df, struct err *e)
+static int uninstall_claude(struct inst *in, struct cfg_file *df, struct err *e)
 {
     struct json_object *now = NULL, *rec = NULL, *cur = NULL;
     struct strv back = STRV_INIT;
@@ -177,4 +178,10 @@ out:
     json_object_put(rec);
     strv_release(&back);
     return r;
+}
+
+int cmd_uninstall(int argc, char **argv, const struct args_globals *g, struct log *log)
+{
+    static const struct inst_way uninstall = {true, uninstall_file, uninstall_claude};
+    return inst_run(argc, argv, g, log, &uninstall);
 }
