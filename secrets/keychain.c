@@ -61,6 +61,19 @@ static const SecretSchema keychain_schema = {
         },
 };
 
+/* Items other programs store under "service" and "username" (keyring-rs, Python's keyring,
+ * secret-tool's usual pair): matched by those attributes whatever schema name they carry. */
+static const SecretSchema account_schema = {
+    .name = "org.freedesktop.Secret.Generic",
+    .flags = SECRET_SCHEMA_DONT_MATCH_NAME,
+    .attributes =
+        {
+            {.name = "service", .type = SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {.name = "username", .type = SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {.name = NULL, .type = 0},
+        },
+};
+
 /* Where an error happened decides what it means: any failure to reach the bus means there is no
  * session bus; a missing name while opening the service means there is no keyring daemon. */
 enum stage {
@@ -267,13 +280,11 @@ out:
     return r;
 }
 
-/* Every item of our schema with this label, locked or not, in every collection. Secrets are
- * loaded for the unlocked ones when load_secrets. *ret_items (may be NULL: none) is the
- * caller's: g_list_free_full(items, g_object_unref). */
-static int search_items(struct op *op, SecretService *service, const char *label, bool load_secrets,
-                        GList **ret_items, struct err *e)
+/* Every item of schema with attrs; label names the item in messages. */
+static int search_by(struct op *op, SecretService *service, const SecretSchema *schema,
+                     GHashTable *attrs, const char *label, bool load_secrets, GList **ret_items,
+                     struct err *e)
 {
-    GHashTable *attrs = g_hash_table_new(g_str_hash, g_str_equal);
     GAsyncResult *res = NULL;
     GError *gerr = NULL;
     GList *items = NULL;
@@ -282,8 +293,7 @@ static int search_items(struct op *op, SecretService *service, const char *label
 
     if (load_secrets)
         flags |= SECRET_SEARCH_LOAD_SECRETS;
-    g_hash_table_insert(attrs, (gpointer) "label", (gpointer)label);
-    secret_service_search(service, &keychain_schema, attrs, flags, op->cancel, op_on_result, op);
+    secret_service_search(service, schema, attrs, flags, op->cancel, op_on_result, op);
     res = op_wait(op);
     if (res)
         items = secret_service_search_finish(service, res, &gerr);
@@ -299,6 +309,18 @@ out:
     g_list_free_full(items, g_object_unref);
     g_clear_error(&gerr);
     g_clear_object(&res);
+    return r;
+}
+
+/* Every item of our schema with this label, locked or not, in every collection. Secrets are
+ * loaded for the unlocked ones when load_secrets. *ret_items (may be NULL: none) is the
+ * caller's: g_list_free_full(items, g_object_unref). */
+static int search_items(struct op *op, SecretService *service, const char *label, bool load_secrets,
+                        GList **ret_items, struct err *e)
+{
+    GHashTable *attrs = g_hash_table_new(g_str_hash, g_str_equal);
+    g_hash_table_insert(attrs, (gpointer) "label", (gpointer)label);
+    int r = search_by(op, service, &keychain_schema, attrs, label, load_secrets, ret_items, e);
     g_hash_table_unref(attrs);
     return r;
 }
@@ -376,29 +398,16 @@ static int copy_value(SecretValue *value, const char *label, char **ret, struct 
     return 0;
 }
 
-int keychain_lookup(const char *label, char **ret, struct err *e)
+/* The newest of items, unlocked, read into *ret (secure_free). label names it in messages. */
+static int read_newest(struct op *op, SecretService *service, GList *items, const char *label,
+                       char **ret, struct err *e)
 {
-    struct op op = {0};
-    SecretService *service = NULL;
-    GList *items = NULL;
     SecretItem *best = NULL;
     SecretValue *value = NULL;
     GAsyncResult *res = NULL;
     GError *gerr = NULL;
     char *copy = NULL;
     int r;
-
-    r = check_label(label, e);
-    if (r < 0)
-        return r;
-
-    op_begin(&op);
-    r = open_service(&op, &service, e);
-    if (r < 0)
-        goto out;
-    r = search_items(&op, service, label, true, &items, e);
-    if (r < 0)
-        goto out;
 
     /* Several items may carry the label (several collections, or stored by another tool): the
      * most recently modified one is the one the user last meant. */
@@ -408,7 +417,7 @@ int keychain_lookup(const char *label, char **ret, struct err *e)
             best = item;
     }
     if (!best) {
-        r = not_found(&op, service, label, e);
+        r = not_found(op, service, label, e);
         goto out;
     }
     if (secret_item_get_locked(best)) {
@@ -419,10 +428,10 @@ int keychain_lookup(const char *label, char **ret, struct err *e)
     value = secret_item_get_secret(best);
     if (!value) {
         /* The search ignores failures to load secrets; load it alone to learn why. */
-        secret_item_load_secret(best, op.cancel, op_on_result, &op);
-        res = op_wait(&op);
+        secret_item_load_secret(best, op->cancel, op_on_result, op);
+        res = op_wait(op);
         if (!res || !secret_item_load_secret_finish(best, res, &gerr)) {
-            r = map_error(&op, gerr, STAGE_CALL, label, e);
+            r = map_error(op, gerr, STAGE_CALL, label, e);
             goto out;
         }
         value = secret_item_get_secret(best);
@@ -445,7 +454,58 @@ out:
         secret_value_unref(value);
     g_clear_error(&gerr);
     g_clear_object(&res);
+    return r;
+}
+
+int keychain_lookup(const char *label, char **ret, struct err *e)
+{
+    struct op op = {0};
+    SecretService *service = NULL;
+    GList *items = NULL;
+    int r;
+
+    r = check_label(label, e);
+    if (r < 0)
+        return r;
+
+    op_begin(&op);
+    r = open_service(&op, &service, e);
+    if (r >= 0)
+        r = search_items(&op, service, label, true, &items, e);
+    if (r >= 0)
+        r = read_newest(&op, service, items, label, ret, e);
     g_list_free_full(items, g_object_unref);
+    g_clear_object(&service);
+    op_end(&op);
+    return r;
+}
+
+int keychain_lookup_account(const char *service_name, const char *account, char **ret,
+                            struct err *e)
+{
+    struct op op = {0};
+    SecretService *service = NULL;
+    GHashTable *attrs = NULL;
+    GList *items = NULL;
+    int r;
+
+    r = check_label(service_name, e);
+    if (r >= 0)
+        r = check_label(account, e);
+    if (r < 0)
+        return r;
+
+    op_begin(&op);
+    attrs = g_hash_table_new(g_str_hash, g_str_equal);
+    g_hash_table_insert(attrs, (gpointer) "service", (gpointer)service_name);
+    g_hash_table_insert(attrs, (gpointer) "username", (gpointer)account);
+    r = open_service(&op, &service, e);
+    if (r >= 0)
+        r = search_by(&op, service, &account_schema, attrs, account, true, &items, e);
+    if (r >= 0)
+        r = read_newest(&op, service, items, account, ret, e);
+    g_list_free_full(items, g_object_unref);
+    g_hash_table_unref(attrs);
     g_clear_object(&service);
     op_end(&op);
     return r;

@@ -18,6 +18,12 @@
  * what to do. Caller secure_free()s *ret. */
 int keychain_lookup(const char *label, char **ret, struct err *e) _must_check_;
 
+/* Looks up an item another program stored under the attributes service and username (as
+ * keyring-rs and Python's keyring do), whatever its schema. Same errors as keychain_lookup; the
+ * messages name the account. Caller secure_free()s *ret. */
+int keychain_lookup_account(const char *service, const char *account, char **ret,
+                            struct err *e) _must_check_;
+
 /* Stores (creates or replaces) the item for label with value. Same errors as lookup. */
 int keychain_store(const char *label, const char *value, struct err *e) _must_check_;
 

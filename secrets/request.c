@@ -12,6 +12,7 @@
 #include "credkit/secmem.h"
 #include "credkit/util.h"
 
+#include "bearer_store.h"
 #include "recipe.h"
 #include "request.h"
 #include "resolve.h"
@@ -45,14 +46,27 @@ static const char *request_refusal(struct json_object *doc)
     if (version > 1)
         return "it is in a later version of the helper protocol than this secrets reads (1): "
                "update secrets";
-    if (!cmds)
-        return "it has no \"commands\" object";
-    json_object_object_foreach(cmds, name, v)
-    {
-        if (!name_is_valid(name))
-            return "a name in \"commands\" is not a valid secret name";
-        if (!json_object_is_type(v, json_type_string) || !*json_object_get_string(v))
-            return "a command in \"commands\" is not a non-empty string";
+    struct json_object *stores = json_get_object(doc, "bearerStores");
+    if (!cmds && !stores)
+        return "it has neither a \"commands\" nor a \"bearerStores\" object";
+    if (cmds) {
+        json_object_object_foreach(cmds, name, v)
+        {
+            if (!name_is_valid(name))
+                return "a name in \"commands\" is not a valid secret name";
+            if (!json_object_is_type(v, json_type_string) || !*json_object_get_string(v))
+                return "a command in \"commands\" is not a non-empty string";
+        }
+    }
+    if (stores) {
+        json_object_object_foreach(stores, name, v)
+        {
+            const char *server = json_get_string(v, "server"), *url = json_get_string(v, "url");
+            if (!name_is_valid(name))
+                return "a name in \"bearerStores\" is not a valid secret name";
+            if (!server || !*server || !url || !*url)
+                return "a member of \"bearerStores\" lacks its \"server\" or \"url\" string";
+        }
     }
     return NULL;
 }
@@ -107,20 +121,54 @@ static int resolve_command(struct cli *c, const char *name, const char *cmd,
     return r;
 }
 
+/* Reads one token of pi-mcp-adapter's store into the answer; a failure sets *status. */
+static int resolve_store(const char *name, struct json_object *v, struct helper_secrets *answer,
+                         int *status)
+{
+    struct err e = ERR_INIT;
+    char *token = NULL;
+    int r = bearer_store_read(json_get_string(v, "server"), json_get_string(v, "url"), &token, &e);
+    if (r == -ENOMEM)
+        return r;
+    if (r < 0) {
+        *status = EXIT_FAILED;
+        return helper_secrets_add_error(answer, name, err_msg(&e));
+    }
+    r = helper_secrets_add_value(answer, name, token, strlen(token), "keychain", 0);
+    secure_free(token);
+    return r;
+}
+
+static bool is_skipped(const char *name, const char *const *skip, size_t n_skip)
+{
+    for (size_t k = 0; k < n_skip; k++)
+        if (strcmp(skip[k], name) == 0)
+            return true;
+    return false;
+}
+
 int request_resolve(struct cli *c, struct json_object *req, const char *const *skip, size_t n_skip,
                     struct helper_secrets *answer, int *status)
 {
     struct json_object *cmds = json_get_object(req, "commands");
-    if (!cmds)
-        return 0;
-    json_object_object_foreach(cmds, name, v)
-    {
-        bool asked = false;
-        for (size_t k = 0; k < n_skip; k++)
-            asked |= strcmp(skip[k], name) == 0;
-        int r = asked ? 0 : resolve_command(c, name, json_object_get_string(v), answer, status);
-        if (r < 0)
-            return r;
+    struct json_object *stores = json_get_object(req, "bearerStores");
+    if (cmds) {
+        json_object_object_foreach(cmds, name, v)
+        {
+            int r = is_skipped(name, skip, n_skip)
+                        ? 0
+                        : resolve_command(c, name, json_object_get_string(v), answer, status);
+            if (r < 0)
+                return r;
+        }
+    }
+    if (stores) {
+        json_object_object_foreach(stores, name, v)
+        {
+            int r = is_skipped(name, skip, n_skip) ? 0 : resolve_store(name, v, answer, status);
+            if (r < 0)
+                return r;
+        }
     }
     return 0;
 }
