@@ -275,14 +275,18 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
         s->auth = MCP_AUTH_DISABLED;
     else
         s->auth = MCP_AUTH_NONE;
-    if (s->auth == MCP_AUTH_BEARER && !s->bearer_token_env && !s->bearer_token)
-        return mcp_field_member(o, "bearerTokenStore")
-                   ? bad(e, "\"auth\" is \"bearer\" with \"bearerTokenStore\", which is not "
-                            "read here: keep the token in `secrets` and write \"bearerToken\": "
-                            "\"${NAME}\"")
-                   : bad(e, "\"auth\" is \"bearer\" but neither \"bearerTokenEnv\" nor "
-                            "\"bearerToken\" is set: name the environment variable (or secret) "
-                            "that holds the token");
+    /* as the adapter reads it: only a literal true, and only when nothing else names the
+     * token (bearerToken and bearerTokenEnv take precedence) */
+    struct json_object *store = mcp_field_member(o, "bearerTokenStore");
+    if (s->auth == MCP_AUTH_BEARER && !s->bearer_token_env && !s->bearer_token && store &&
+        json_object_is_type(store, json_type_boolean) && json_object_get_boolean(store))
+        s->bearer_token_store = true;
+    if (s->auth == MCP_AUTH_BEARER && !s->bearer_token_env && !s->bearer_token &&
+        !s->bearer_token_store)
+        return bad(e, "\"auth\" is \"bearer\" but neither \"bearerTokenEnv\" nor "
+                      "\"bearerToken\" is set: name the environment variable (or secret) that "
+                      "holds the token, or set \"bearerTokenStore\": true and store it with "
+                      "'pi-mcp-adapter token set NAME'");
     /* both would be sent as Authorization, one silently replacing the other */
     if (s->auth == MCP_AUTH_OAUTH && (s->bearer_token_env || s->bearer_token))
         return bad(e,
@@ -354,7 +358,7 @@ static int parse_entry(struct mcp_server *s, struct json_object *o, struct err *
 static const char *const known_keys[] = {
     /* common's generic entry */
     "command", "args", "env", "cwd", "url", "headers", "type", "timeout", "headersHelper", "auth",
-    "bearerToken", "bearerTokenEnv", "disabled", "protocolVersion", "allowHttp",
+    "bearerToken", "bearerTokenEnv", "bearerTokenStore", "disabled", "protocolVersion", "allowHttp",
     /* mcp-auth (auth/oauth_config.c) */
     "oauth",
     /* the bridge (bridge/config/server_config.c), which warns about those it accepts and does
@@ -372,9 +376,6 @@ static const struct {
 } unread_keys[] = {
     {"envFile", "the file is not read: put the variables in \"env\""},
     {"disabledTools", "no tool reads it: list the tools in \"excludeTools\""},
-    /* the pi adapter's, not implemented here */
-    {"bearerTokenStore", "the token is not read from the adapter's store: keep it in `secrets` "
-                         "and write \"bearerToken\": \"${NAME}\""},
 };
 
 #define UNKNOWN_KEYS_SHOWN 16 /* warnings about keys of one entry; the rest counted */
@@ -755,6 +756,7 @@ int mcp_server_dup(const struct mcp_server *s, struct mcp_server **ret)
     c->auth = s->auth;
     c->disabled = s->disabled;
     c->allow_http = s->allow_http;
+    c->bearer_token_store = s->bearer_token_store;
     c->raw = s->raw ? json_object_get(s->raw) : NULL;
     if (oom) {
         mcp_server_free(c);

@@ -89,7 +89,8 @@ static int read_chunks(const char *server, const char *account, int64_t count, c
                            "chunk: " FIX,
                            server, server);
         if (r < 0)
-            return err_set(e, r, "cannot read the bearer token of '%s' from pi-mcp-adapter's store: %s",
+            return err_set(e, r,
+                           "cannot read the bearer token of '%s' from pi-mcp-adapter's store: %s",
                            server, err_msg(&ke));
         r = buf_append(out, chunk, strlen(chunk));
         secure_free(chunk);
@@ -155,10 +156,11 @@ int bearer_store_read(const char *server, const char *url, char **ret, struct er
     /* the adapter compares the strings as they are; the URLs are not quoted: one may hold
      * credentials of its own */
     if (strcmp(bound, url) != 0) {
-        r = err_set(e, -EACCES,
-                    "the bearer token stored for '%s' in pi-mcp-adapter's store is bound to another "
-                    "URL than the entry's, and is not sent: " FIX " to bind it to this one",
-                    server, server);
+        r = err_set(
+            e, -EACCES,
+            "the bearer token stored for '%s' in pi-mcp-adapter's store is bound to another "
+            "URL than the entry's, and is not sent: " FIX " to bind it to this one",
+            server, server);
         goto out;
     }
     token = strdup(tok);

@@ -153,6 +153,15 @@ static int needed_names(const struct mcp_server *s, struct strv *names, struct s
     return 0;
 }
 
+/* Under this name `secrets` answers the token pi-mcp-adapter stored for the entry
+ * ("bearerTokenStore"): a name of its own, which no ${NAME} of an entry can ask for. */
+#define STORE_NAME "_bearer_store"
+
+static bool wants_store(const struct mcp_server *s)
+{
+    return s->bearer_token_store && s->transport != MCP_TRANSPORT_STDIO;
+}
+
 static bool oauth_applies(const struct cred_helper *h, const struct mcp_server *s)
 {
     return cred_oauth_applies(s, h->oauth_found);
@@ -256,6 +265,12 @@ static int bearer_header(const struct mcp_server *s, const struct credentials *c
         r = mcp_value_expand(s->bearer_token, cred_lookup, (void *)(uintptr_t)c, &v, e);
         if (r < 0)
             err_prefix(e, "\"bearerToken\"");
+    } else if (wants_store(s)) {
+        r = cred_lookup((void *)(uintptr_t)c, STORE_NAME, &v, e);
+        if (r == -ENOENT)
+            return err_set(e, r,
+                           "\"bearerTokenStore\": no token was read from pi-mcp-adapter's "
+                           "store");
     } else {
         return 0;
     }
@@ -525,6 +540,11 @@ static int secrets_answer(struct slot *s, const struct cred_proc_result *res, ch
         /* unset, a ${NAME:-default} takes its default */
         if (x->error && strv_contains(&optional, x->name))
             continue;
+        if (x->error && strcmp(x->name, STORE_NAME) == 0) {
+            snprintf(msg, size, "\"bearerTokenStore\": %s", x->error);
+            r = -ENOENT;
+            break;
+        }
         if (x->error && mcp_value_is_command_name(x->name)) {
             command_failure(s->srv, x->name, x->error, msg, size);
             r = -ENOENT;
@@ -619,8 +639,8 @@ int cred_helper_start(struct slot *s, const struct cred_proc_spec *spec, struct 
     return cred_proc_start(s->h->loop, spec, run_done, s, &s->proc, e);
 }
 
-/* The request of `secrets resolve --json --stdin`: {"version":1,"commands":{NAME: command}}
- * (a secret: a command may hold one). */
+/* The request of `secrets resolve --json --stdin` up to its closing brace:
+ * {"version":1,"commands":{NAME: command} (a secret: a command may hold one). */
 static int commands_request(const struct strv *commands, struct buf *out)
 {
     int r = buf_append_str(out, "{\"version\":1,\"commands\":{");
@@ -635,7 +655,49 @@ static int commands_request(const struct strv *commands, struct buf *out)
         if (r >= 0)
             r = jsonw_string(out, eq + 1, strlen(eq + 1));
     }
-    return r >= 0 ? buf_append_str(out, "}}\n") : r;
+    return r >= 0 ? buf_append_char(out, '}') : r;
+}
+
+/* The "bearerStores" member of the request: the entry's name, and its URL expanded as the
+ * adapter expands it when it binds a stored token (from the environment only). */
+static int store_request(const struct mcp_server *srv, struct buf *out, struct err *e)
+{
+    char *url = NULL;
+    int r = mcp_expand(srv->url, NULL, NULL, &url, e);
+    if (r < 0)
+        return err_prefix(e, "\"bearerTokenStore\": the entry's \"url\"");
+    r = buf_append_str(out, ",\"bearerStores\":{\"" STORE_NAME "\":{\"server\":");
+    if (r >= 0)
+        r = jsonw_string(out, srv->name, strlen(srv->name));
+    if (r >= 0)
+        r = buf_append_str(out, ",\"url\":");
+    if (r >= 0)
+        r = jsonw_string(out, url, strlen(url));
+    if (r >= 0)
+        r = buf_append_str(out, "}}");
+    secure_free(url);
+    return r < 0 ? err_set(e, r, "out of memory") : 0;
+}
+
+/* The request of `secrets resolve --json --stdin`: the commands, and the token of
+ * pi-mcp-adapter's store when the entry reads it. */
+static int stdin_request(const struct mcp_server *srv, const struct strv *commands, struct buf *out,
+                         struct err *e)
+{
+    int r = commands_request(commands, out);
+    if (r == -E2BIG)
+        return err_set(e, r,
+                       "the \"!command\" values of the entry are longer than %d bytes together: "
+                       "keep long commands in a script, or in `secrets` (a command recipe)",
+                       CRED_PROC_STDIN_MAX);
+    if (r < 0)
+        return err_set(e, r, "out of memory");
+    if (!wants_store(srv))
+        return buf_append_str(out, "}\n") < 0 ? err_set(e, -ENOMEM, "out of memory") : 0;
+    r = store_request(srv, out, e);
+    if (r >= 0 && buf_append_str(out, "}\n") < 0)
+        r = err_set(e, -ENOMEM, "out of memory");
+    return r;
 }
 
 static int secrets_run(struct slot *s, struct err *e)
@@ -647,23 +709,16 @@ static int secrets_run(struct slot *s, struct err *e)
     int r = needed_names(s->srv, &names, NULL, &commands);
     if (r < 0)
         return err_set(e, r, "out of memory");
-    if (commands.n > 0) {
-        r = commands_request(&commands, &req);
-        if (r == -E2BIG)
-            r = err_set(e, r,
-                        "the \"!command\" values of the entry are longer than %d bytes together: "
-                        "keep long commands in a script, or in `secrets` (a command recipe)",
-                        CRED_PROC_STDIN_MAX);
-        else if (r < 0)
-            r = err_set(e, r, "out of memory");
+    bool with_stdin = commands.n > 0 || wants_store(s->srv);
+    if (with_stdin) {
+        r = stdin_request(s->srv, &commands, &req, e);
     }
     if (r >= 0)
         r = cred_path_find(HELPER_SECRETS, &prog, e);
     if (r >= 0) {
         r = strv_push(&argv, prog) < 0 || strv_push(&argv, "resolve") < 0 ||
                     strv_push(&argv, "--json") < 0 ||
-                    (commands.n > 0 && strv_push(&argv, "--stdin") < 0) ||
-                    strv_push(&argv, "--") < 0
+                    (with_stdin && strv_push(&argv, "--stdin") < 0) || strv_push(&argv, "--") < 0
                 ? -ENOMEM
                 : 0;
         for (size_t i = 0; r >= 0 && i < names.n; i++)
@@ -675,7 +730,7 @@ static int secrets_run(struct slot *s, struct err *e)
         struct cred_proc_spec spec = {
             .argv = (const char *const *)argv.v,
             .timeout_ms = s->h->helper_timeout_ms,
-            .input = commands.n > 0 ? buf_str(&req) : NULL,
+            .input = with_stdin ? buf_str(&req) : NULL,
             .input_len = req.len,
         };
         r = cred_helper_start(s, &spec, e);
@@ -746,7 +801,7 @@ static int cred_helper_ask(struct cred_provider *p, const struct cred_query *que
     int r = needed_names(query->server, &names, NULL, &commands);
     if (r < 0)
         return r;
-    bool has_names = names.n > 0 || commands.n > 0;
+    bool has_names = names.n > 0 || commands.n > 0 || wants_store(query->server);
     strv_release(&names);
     strv_release_secure(&commands);
 

@@ -70,9 +70,13 @@ struct mcp_server {
     /* credentials. An explicit "auth" wins; without it an "oauth" object means OAUTH, else
      * "bearerTokenEnv" means BEARER. */
     enum mcp_auth_mode auth;
-    char *bearer_token_env;  /* a ${NAME}: the secret or variable holding the token */
-    char *bearer_token;      /* template (a literal token or ${NAME}), as written */
-    char *headers_helper;    /* command whose answer gives headers */
+    char *bearer_token_env; /* a ${NAME}: the secret or variable holding the token */
+    char *bearer_token;     /* template (a literal token or ${NAME}), as written */
+    char *headers_helper;   /* command whose answer gives headers */
+    /* "auth": "bearer" with "bearerTokenStore": true and neither bearerToken nor
+     * bearerTokenEnv: the token is the one pi-mcp-adapter stored for this server's name, bound
+     * to its URL ('pi-mcp-adapter token set NAME'), which `secrets` reads from the keychain. */
+    bool bearer_token_store;
     struct json_object *raw; /* the entry as written (owned reference): the tools' own keys */
     /* "disabled": true (Claude Code, Cursor, the pi adapter): the entry is valid and listed, as
      * disabled, but no tool starts it. */

@@ -119,6 +119,8 @@ static const struct reject rejects[] = {
      "\"headers\" sets Authorization, and the entry also signs in with OAuth"},
     {"r-bearer", "{'url': 'https://x.example', 'auth': 'bearer'}",
      "\"auth\" is \"bearer\" but neither \"bearerTokenEnv\" nor \"bearerToken\" is set"},
+    {"r-bearer-store", "{'url': 'https://x.example', 'auth': 'bearer', 'bearerTokenStore': 'yes'}",
+     "set \"bearerTokenStore\": true and store it with 'pi-mcp-adapter token set NAME'"},
     {"r-bearer-env", "{'url': 'https://x.example', 'auth': 'bearer', 'bearerTokenEnv': '1TOKEN'}",
      "\"bearerTokenEnv\" must be the name of an environment variable"},
     {"r-bearer-env2", "{'url': 'https://x.example', 'bearerTokenEnv': 'MY-TOKEN'}",
