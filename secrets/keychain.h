@@ -3,7 +3,9 @@
  * Items use the schema "org.credkit.Secret" with a single attribute, "label", holding the
  * keychain label a recipe names ("keychain:LABEL"). Attributes are not confidential in the
  * Secret Service, so they hold the label only; the value lives in the item's secret. Items are
- * stored in the default collection with the display label "credkit secret: LABEL".
+ * stored in the default collection with the display label "credkit secret: LABEL". Items of
+ * other programs (keyring-rs: pi-mcp-adapter's tokens) are only read, by their "service" and
+ * "username" attributes.
  *
  * No call ever prompts or unlocks: a locked keychain is an error that says how to unlock it, and
  * a missing Secret Service (no D-Bus session, no keyring daemon) is an error that says what to
