@@ -1,5 +1,6 @@
 /* path.c - where things live */
 #include <errno.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -263,4 +264,94 @@ int path_find_program(const char *prog, const char *cwd, char **ret)
             return -ENOENT;
         p += n + 1;
     }
+}
+
+static bool is_executable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+static int take_if_executable(const char *path, char **ret)
+{
+    if (!is_executable(path))
+        return 0;
+    *ret = strdup(path);
+    return *ret ? 1 : -ENOMEM;
+}
+
+/* Our own executable's folder into dir (without the trailing slash); false when unknown. */
+static bool own_folder(char *dir, size_t size)
+{
+    ssize_t n = readlink("/proc/self/exe", dir, size - 1);
+    if (n <= 0 || (size_t)n >= size - 1)
+        return false;
+    dir[n] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return false;
+    *slash = '\0';
+    return true;
+}
+
+/* Not path_find_program(), which searches as execvp() does: there an empty element of PATH is
+ * the working directory and an unset PATH is /bin:/usr/bin. The helpers that receive secrets
+ * are looked for only in the directories PATH names, never in the directory the program
+ * happens to be started in. */
+static int find_on_path(const char *prog, char **ret)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        return 0;
+    const char *p = path;
+    for (;;) {
+        const char *colon = strchr(p, ':');
+        size_t n = colon ? (size_t)(colon - p) : strlen(p);
+        char full[PATH_MAX];
+        if (n > 0 && n + 1 + strlen(prog) < sizeof(full)) {
+            memcpy(full, p, n);
+            full[n] = '/';
+            memcpy(full + n + 1, prog, strlen(prog) + 1);
+            int r = take_if_executable(full, ret);
+            if (r != 0)
+                return r;
+        }
+        if (!colon)
+            return 0;
+        p = colon + 1;
+    }
+}
+
+int path_find_helper(const char *prog, const char *var, const char *build_folder, char **ret,
+                     struct err *e)
+{
+    const char *named = getenv(var);
+    char dir[PATH_MAX], full[PATH_MAX + 64];
+    int r;
+
+    if (named && *named) {
+        r = take_if_executable(named, ret);
+        if (r == 0)
+            return err_set(e, -ENOENT,
+                           "%s names '%s', which is not an executable file: fix or unset it", var,
+                           named);
+        return r < 0 ? err_set(e, r, "out of memory") : 0;
+    }
+    if (own_folder(dir, sizeof(dir))) {
+        snprintf(full, sizeof(full), "%s/%s", dir, prog);
+        r = take_if_executable(full, ret);
+        if (r == 0) {
+            snprintf(full, sizeof(full), "%s/../%s/%s", dir, build_folder, prog);
+            r = take_if_executable(full, ret);
+        }
+        if (r != 0)
+            return r < 0 ? err_set(e, r, "out of memory") : 0;
+    }
+    r = find_on_path(prog, ret);
+    if (r != 0)
+        return r < 0 ? err_set(e, r, "out of memory") : 0;
+    return err_set(e, -ENOENT,
+                   "'%s' is not installed: install it next to this program or on "
+                   "PATH, or name it with %s",
+                   prog, var);
 }

@@ -33,3 +33,11 @@ char *path_dirname(const char *path);
  * as found (relative ones as written, not joined with cwd); caller frees. -ENOENT when there is
  * none, -ENOMEM. */
 int path_find_program(const char *prog, const char *cwd, char **ret) _must_check_;
+
+/* A program of the suite that another one runs (`secrets`, `mcp-auth`), in order, the first
+ * executable file: $var when set (then nothing else is tried), prog next to our own
+ * executable, <our folder>/../build_folder/prog (the build tree), the directories PATH names
+ * (never the working directory). Caller frees *ret. -ENOENT with e saying what to install or
+ * set, -ENOMEM. */
+int path_find_helper(const char *prog, const char *var, const char *build_folder, char **ret,
+                     struct err *e) _must_check_;
