@@ -1,12 +1,15 @@
 /* client.c - the client registration before an interactive sign-in, the settings' client */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "credkit/mcp_template.h"
 #include "credkit/secmem.h"
 #include "credkit/util.h"
 
 #include "client.h"
+#include "secret_command.h"
 #include "store.h"
 
 void client_of(const struct token_entry *te, struct oauth_client *ret)
@@ -23,7 +26,15 @@ int client_config_secret(const struct auth_target *t, char **ret, struct err *e)
     *ret = NULL;
     if (!t->oauth->client_secret)
         return 0;
-    int r = mcp_expand(t->oauth->client_secret, NULL, NULL, ret, e);
+    /* the pi adapter's forms: "!command" is run (by secrets), "!!x" is the literal "!x" */
+    const char *cmd = mcp_value_command(t->oauth->client_secret);
+    if (cmd) {
+        char what[512];
+        snprintf(what, sizeof(what), "oauth.clientSecret of '%s'",
+                 t->name ? t->name : t->server_url);
+        return secret_command_run(cmd, what, ret, e);
+    }
+    int r = mcp_expand(mcp_value_template(t->oauth->client_secret), NULL, NULL, ret, e);
     if (r < 0)
         return err_prefix(e, "oauth.clientSecret of '%s'", t->name ? t->name : t->server_url);
     return 0;

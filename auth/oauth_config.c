@@ -114,10 +114,14 @@ static int any_var(void *userdata, const char *name, char **ret, struct err *e)
     return 0;
 }
 
-/* The clientSecret template, checked for syntax only (the loader's expansion at load time). */
-static int check_secret_template(const char *tmpl, struct err *e)
+/* The clientSecret template, checked for syntax only (the loader's expansion at load time). A
+ * "!command" is not run here: only when a secret is needed (client_config_secret). */
+static int check_secret_template(const char *value, struct err *e)
 {
     char *val = NULL;
+    const char *tmpl = mcp_value_template(value);
+    if (!tmpl)
+        return 0;
     int r = mcp_expand(tmpl, any_var, NULL, &val, e);
     secure_free(val);
     if (r == -ENOMEM)

@@ -164,6 +164,9 @@ static const struct {
     {"r-tmpl-secret-late",
      "{'url': 'https://x.example', 'oauth': {'clientSecret': '${MCPT_UNSET_VAR}${1}'}}",
      "\"oauth.clientSecret\": invalid variable name in \"${...}\" at character 18"},
+    /* "!!x" is the template "!x": checked as one */
+    {"r-tmpl-secret-bang", "{'url': 'https://x.example', 'oauth': {'clientSecret': '!!${}'}}",
+     "\"oauth.clientSecret\": invalid variable name"},
 };
 /* clang-format on */
 
@@ -286,6 +289,13 @@ static void test_oauth(void)
     CHECK(x != NULL);
     if (x)
         CHECK_STR(x->client_secret, "${MCPT_NO_SECRET}");
+    oauth_config_free(x);
+    /* a "!command" is run when the secret is needed, never at load; "${" in it is the
+     * command's own */
+    x = parse("{'url': 'https://a.example', 'oauth': {'clientSecret': '!echo ${'}}");
+    CHECK(x != NULL);
+    if (x)
+        CHECK_STR(x->client_secret, "!echo ${");
     oauth_config_free(x);
     unsetenv("MCPT_CLIENT_SECRET");
 }
