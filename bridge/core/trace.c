@@ -102,8 +102,8 @@ static bool names_secret(const char *s)
 
 static bool scheme_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '.' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '.' || c == '-';
 }
 
 /* Where the URL that has its "://" at i starts (its scheme), or i when there is no scheme. */
@@ -232,13 +232,13 @@ static int format_record(const struct trace_message *m, struct buf *out)
     int r = iso_now(ts, sizeof(ts));
     if (r < 0)
         return r;
-    r = buf_printf(out, "{\"version\":%d,\"timestamp\":\"%s\",\"direction\":\"%s\"",
-                   TRACE_VERSION, ts, dirs[m->direction]);
+    r = buf_printf(out, "{\"version\":%d,\"timestamp\":\"%s\",\"direction\":\"%s\"", TRACE_VERSION,
+                   ts, dirs[m->direction]);
     if (r >= 0)
         r = kv_redacted(out, "server", m->server, REDACT_SERVER_MAX);
     if (r >= 0)
-        r = buf_printf(out, ",\"transport\":\"%s\",\"kind\":\"%s\",\"status\":\"%s\"",
-                       m->transport, kind_of(m->msg), statuses[m->status]);
+        r = buf_printf(out, ",\"transport\":\"%s\",\"kind\":\"%s\",\"status\":\"%s\"", m->transport,
+                       kind_of(m->msg), statuses[m->status]);
     if (r >= 0 && json_object_object_get_ex(m->msg, "method", &method) &&
         json_object_is_type(method, json_type_string))
         r = kv_redacted(out, "method", json_object_get_string(method), REDACT_METHOD_MAX);

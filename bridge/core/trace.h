@@ -28,12 +28,12 @@
 
 #include "core/loop.h"
 
-#define TRACE_VERSION           1
-#define TRACE_MAX_BYTES_DEFAULT (256 * 1024)
+#define TRACE_VERSION            1
+#define TRACE_MAX_BYTES_DEFAULT  (256 * 1024)
 #define TRACE_MAX_EVENTS_DEFAULT 10000
-#define TRACE_DIR_DEFAULT       ".pi/mcp-traces" /* the adapter's, from the working directory */
-#define TRACE_FLUSH_BYTES       (16 * 1024)
-#define TRACE_FLUSH_DELAY_MS    200
+#define TRACE_DIR_DEFAULT        ".pi/mcp-traces" /* the adapter's, from the working directory */
+#define TRACE_FLUSH_BYTES        (16 * 1024)
+#define TRACE_FLUSH_DELAY_MS     200
 
 struct trace;
 

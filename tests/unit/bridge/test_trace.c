@@ -98,10 +98,11 @@ static void test_records(void)
            "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32602,\"message\":\"" CANARY
            "\",\"data\":\"" CANARY "\"}}",
            7);
-    record(t, "everything", TRACE_INBOUND, TRACE_RECEIVED,
-           "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"" CANARY
-           "\"}}",
-           -1);
+    record(
+        t, "everything", TRACE_INBOUND, TRACE_RECEIVED,
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"" CANARY
+        "\"}}",
+        -1);
     record(t, "everything", TRACE_INBOUND, TRACE_RECEIVED,
            "{\"jsonrpc\":\"2.0\",\"id\":\"" CANARY "\",\"method\":\"sampling/createMessage\"}", -1);
     record(t, "everything", TRACE_OUTBOUND, TRACE_ERROR,
@@ -147,8 +148,7 @@ static void test_redaction(void)
 {
     const char *file = path_in("redact.jsonl");
     struct trace *t = open_trace(file, 0, 0);
-    record(t, "my token", TRACE_OUTBOUND, TRACE_SENT, "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}",
-           -1);
+    record(t, "my token", TRACE_OUTBOUND, TRACE_SENT, "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}", -1);
     record(t, "srv", TRACE_INBOUND, TRACE_RECEIVED,
            "{\"jsonrpc\":\"2.0\",\"method\":\"go https://example.com/" CANARY " now\"}", -1);
     record(t, "srv", TRACE_INBOUND, TRACE_RECEIVED,
@@ -181,8 +181,8 @@ static void test_max_events(void)
     const char *file = path_in("events.jsonl");
     struct trace *t = open_trace(file, 0, 3);
     for (int i = 0; i < 10; i++)
-        record(t, "s", TRACE_OUTBOUND, TRACE_SENT, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}",
-               -1);
+        record(t, "s", TRACE_OUTBOUND, TRACE_SENT,
+               "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}", -1);
     CHECK(trace_stopped(t));
     trace_free(t);
     char *s = slurp(file);
@@ -195,8 +195,8 @@ static void test_max_bytes(void)
     const char *file = path_in("bytes.jsonl");
     struct trace *t = open_trace(file, 1000, 0);
     for (int i = 0; i < 100; i++)
-        record(t, "s", TRACE_OUTBOUND, TRACE_SENT, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}",
-               -1);
+        record(t, "s", TRACE_OUTBOUND, TRACE_SENT,
+               "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}", -1);
     CHECK(trace_stopped(t));
     trace_free(t);
     char *s = slurp(file);
@@ -298,8 +298,8 @@ int main(void)
 {
     CHECK_INT(loop_new(&loop), 0);
     lg = log_new("test_trace", STDERR_FILENO);
-    int r = TESTS_RUN(test_records, test_redaction, test_max_events, test_max_bytes,
-                      test_truncates, test_session_name, test_flush_from_loop, test_cannot_create);
+    int r = TESTS_RUN(test_records, test_redaction, test_max_events, test_max_bytes, test_truncates,
+                      test_session_name, test_flush_from_loop, test_cannot_create);
     log_free(lg);
     loop_free(loop);
     return r;
