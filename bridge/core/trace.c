@@ -134,14 +134,16 @@ static int redact(const char *s, size_t max, struct buf *out)
         return buf_append_str(out, "[REDACTED]");
     struct buf b;
     buf_init(&b, 0);
-    size_t n = strlen(s), i = 0;
+    /* verbatim: where the text b ends with was copied from s as it is (after the last
+     * replacement), the part of a scheme that can be taken back */
+    size_t n = strlen(s), i = 0, verbatim = 0;
     int r = 0;
     while (r >= 0 && i < n) {
         if (s[i] == ':' && s[i + 1] == '/' && s[i + 2] == '/' && url_start(s, i) < i) {
-            size_t st = url_start(s, i), back = i - st;
-            b.len -= back; /* the scheme was copied already */
+            size_t st = url_start(s, i);
+            b.len -= i - (st > verbatim ? st : verbatim); /* the scheme was copied already */
             r = buf_append_str(&b, "[REDACTED_URL]");
-            i = url_end(s, i + 3);
+            i = verbatim = url_end(s, i + 3);
             continue;
         }
         if ((i == 0 || !word_char(s[i - 1])) &&
@@ -154,7 +156,7 @@ static int redact(const char *s, size_t max, struct buf *out)
                 end++;
             if (sp > k && end > sp && (k == n || !word_char(s[k]))) {
                 r = buf_append_str(&b, "[REDACTED_AUTH]");
-                i = end;
+                i = verbatim = end;
                 continue;
             }
         }

@@ -153,6 +153,9 @@ static void test_redaction(void)
            "{\"jsonrpc\":\"2.0\",\"method\":\"go https://example.com/" CANARY " now\"}", -1);
     record(t, "srv", TRACE_INBOUND, TRACE_RECEIVED,
            "{\"jsonrpc\":\"2.0\",\"method\":\"use Bearer " CANARY " please\"}", -1);
+    /* a URL right after a token that was replaced: nothing of the replacement taken back */
+    record(t, "srv", TRACE_INBOUND, TRACE_RECEIVED,
+           "{\"jsonrpc\":\"2.0\",\"method\":\"basic " CANARY CANARY CANARY "://x y\"}", -1);
     char longm[400];
     memset(longm, 'm', sizeof(longm) - 1);
     longm[sizeof(longm) - 1] = '\0';
@@ -162,8 +165,9 @@ static void test_redaction(void)
     trace_free(t);
 
     char *s = slurp(file);
-    CHECK_INT(count_lines(s), 4);
+    CHECK_INT(count_lines(s), 5);
     CHECK(strstr(s, CANARY) == NULL);
+    CHECK_CONTAINS(s, "\"method\":\"[REDACTED_AUTH][REDACTED_URL] y\"");
     CHECK_CONTAINS(s, "\"server\":\"[REDACTED]\"");
     CHECK_CONTAINS(s, "\"method\":\"go [REDACTED_URL] now\"");
     CHECK_CONTAINS(s, "\"method\":\"use [REDACTED_AUTH] please\"");
