@@ -135,13 +135,13 @@ struct upstream_opts {
     const char *protocol_version;            /* offered; NULL: UPSTREAM_PROTOCOL_LATEST */
     int64_t connect_timeout_ms;              /* 0: UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS */
     int64_t request_timeout_ms;              /* 0: the entry's timeout, else the default */
-    /* The protocol trace (core/trace.h) each message to and from the server is recorded in
-     * (borrowed: it outlives the upstream); NULL: none. */
-    struct trace *trace;
-    bool no_reconnect; /* one-shot clients (mcp-bridge call/test): a lost
+    bool no_reconnect;                       /* one-shot clients (mcp-bridge call/test): a lost
                                             connection or failed connect goes to FAILED, which
                                             is then logged at debug level only: the caller
                                             reports it, as its error */
+    /* The protocol trace (core/trace.h) each message to and from the server is recorded in
+     * (borrowed: it outlives the upstream); NULL: none. */
+    struct trace *trace;
 };
 
 /* Creates the upstream in IDLE; nothing starts before upstream_connect(). -EINVAL with a
