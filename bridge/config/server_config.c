@@ -8,6 +8,9 @@
 #include "credkit/strv.h"
 #include "config/server_config.h"
 
+/* a bound of the trace (bytes, events): far beyond any use, within what a double holds whole */
+#define TRACE_COUNT_MAX (1LL << 40)
+
 /* in the order of enum mcp_tool_prefix */
 static const char *const prefixes[] = {"mcp", "server", "short", "none", NULL};
 static const char *const lifecycles[] = {"lazy", "eager", "keep-alive", "lazy-keep-alive", NULL};
@@ -19,7 +22,7 @@ static const char *const lifecycles[] = {"lazy", "eager", "keep-alive", "lazy-ke
 static const char *const settings_keys[] = {
     "toolPrefix", "idleTimeout", "requestTimeoutMs",    "directTools",         "disableProxyTool",
     "autoAuth",   "sampling",    "samplingAutoApprove", "authRequiredMessage", "settleTimeout",
-    NULL,
+    "trace",      NULL,
 };
 
 /* The pi adapter's settings the bridge accepts and does not act on: pi's display, its config
@@ -47,7 +50,6 @@ static const char *const adapter_settings[] = {
     "outputGuard",
     "freezeDirectTools",
     "elicitation",
-    "trace",
     "approveTools",
     NULL,
 };
@@ -95,7 +97,6 @@ static const struct {
     {"approveTools",
      "the bridge asks no one before a call: the agent's own approval of its tools applies (hide a "
      "tool with \"excludeTools\")"},
-    {"trace", "the bridge writes no protocol trace (run it with -vv to log every message)"},
 };
 
 #define bad(e, ...) err_set((e), -EINVAL, __VA_ARGS__)
@@ -255,6 +256,9 @@ int server_config_parse(struct json_object *raw, struct server_config *ret, stru
     err_clear(&why);
     if (r >= 0)
         r = drop_bad(mcp_field_bool(raw, "debug", "debug", &sc.debug, &why), &why, e, &w);
+    err_clear(&why);
+    if (r >= 0)
+        r = drop_bad(tri_bool(raw, "trace", &sc.trace, &why), &why, e, &w);
     /* the vector is never NULL once parsed */
     if (r >= 0 && !sc.exclude_tools && !(sc.exclude_tools = calloc(1, sizeof(char *))))
         r = -ENOMEM;
@@ -363,7 +367,43 @@ void server_settings_get(const struct mcp_config *c, struct server_settings *ret
     get_bool(st, "autoAuth", &ret->auto_auth);
     get_bool(st, "sampling", &ret->sampling);
     get_bool(st, "samplingAutoApprove", &ret->sampling_auto_approve);
+    get_bool(mcp_field_member(st, "trace"), "enabled", &ret->trace);
     ret->auth_required_message = server_config_auth_message(c);
+}
+
+/* A positive count of settings.trace (bytes, events), whole; 0 when absent or not one (the
+ * check at load time warned). */
+static int64_t trace_count(struct json_object *tr, const char *key)
+{
+    struct json_object *v = mcp_field_member(tr, key);
+    if (!v || (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)))
+        return 0;
+    double d = json_object_get_double(v);
+    return d >= 1 && d <= (double)TRACE_COUNT_MAX ? (int64_t)d : 0;
+}
+
+void server_config_trace_settings(const struct mcp_config *c, struct server_trace_settings *ret)
+{
+    struct json_object *tr = c ? mcp_field_member(mcp_config_settings(c), "trace") : NULL, *f;
+    *ret = (struct server_trace_settings){0};
+    if (!tr || !json_object_is_type(tr, json_type_object))
+        return;
+    get_bool(tr, "enabled", &ret->enabled);
+    f = mcp_field_member(tr, "file");
+    if (f && json_object_is_type(f, json_type_string) && *json_object_get_string(f))
+        ret->file = json_object_get_string(f);
+    ret->max_bytes = trace_count(tr, "maxBytes");
+    ret->max_events = trace_count(tr, "maxEvents");
+}
+
+bool server_config_entry_traced(const struct mcp_server *s, const struct server_settings *st)
+{
+    struct server_config sc = SERVER_CONFIG_INIT;
+    bool v = st->trace;
+    if (s->raw && server_config_parse(s->raw, &sc, NULL) >= 0 && sc.trace >= 0)
+        v = sc.trace > 0;
+    server_config_release(&sc);
+    return v;
 }
 
 int64_t server_config_idle_ms(const struct server_config *sc, const struct server_settings *st)
@@ -495,6 +535,67 @@ static int settings_warnings(struct json_object *settings, struct err *e)
     return w;
 }
 
+/* settings.trace: an object of "enabled" (a boolean), "file" (a path), "maxBytes" and
+ * "maxEvents" (positive numbers); a member of another kind is dropped alone, with a warning,
+ * and its default holds; an unknown member is warned about. -EINVAL when it is no object. */
+static int check_trace(struct json_object *settings, struct err *why, struct err *e, int *w)
+{
+    static const char *const members[] = {"enabled", "file", "maxBytes", "maxEvents", NULL};
+    struct json_object *tr = mcp_field_member(settings, "trace");
+    char *path = NULL;
+    bool b;
+    if (!json_object_is_type(tr, json_type_object))
+        return bad(why,
+                   "\"settings.trace\" must be an object ({\"enabled\": true, \"file\", "
+                   "\"maxBytes\", \"maxEvents\"}), not %s",
+                   mcp_field_type(tr));
+    for (size_t i = 0; members[i]; i++) {
+        struct json_object *v = mcp_field_member(tr, members[i]);
+        struct err me = ERR_INIT;
+        int r = 0;
+        if (!v)
+            continue;
+        if (i == 0) {
+            r = mcp_field_bool(tr, "enabled", "settings.trace.enabled", &b, &me);
+        } else if (i == 1) {
+            r = mcp_field_string(tr, "file", "settings.trace.file", MCP_FIELD_NONBLANK, &path, &me);
+            free(path);
+            path = NULL;
+        } else if ((!json_object_is_type(v, json_type_int) &&
+                    !json_object_is_type(v, json_type_double)) ||
+                   json_object_get_double(v) < 1 ||
+                   json_object_get_double(v) > (double)TRACE_COUNT_MAX) {
+            r = bad(&me, "\"settings.trace.%s\" must be a positive number, at most %lld, not %s",
+                    members[i], (long long)TRACE_COUNT_MAX, json_object_to_json_string(v));
+        }
+        if (r == -ENOMEM) {
+            err_clear(&me);
+            return r;
+        }
+        if (r < 0) {
+            *w = mcp_field_warn(e, "%s: it is ignored (the default holds)", err_msg(&me));
+            json_object_object_del(tr, members[i]);
+        }
+        err_clear(&me);
+    }
+    json_object_object_foreach(tr, key, val)
+    {
+        (void)val;
+        bool known = false;
+        for (size_t i = 0; members[i] && !known; i++)
+            known = strcmp(key, members[i]) == 0;
+        if (!known) {
+            char kd[MCP_DISP_BUF];
+            mcp_disp(kd, key);
+            *w = mcp_field_warn(e,
+                                "\"settings.trace.%s\" is not a key of the trace: it is ignored "
+                                "(\"enabled\", \"file\", \"maxBytes\", \"maxEvents\")",
+                                kd);
+        }
+    }
+    return 0;
+}
+
 /* One setting's value checked (key: its name): a bad one is dropped alone, a warning naming it,
  * and deleted from settings, so that the lower layers' value holds. */
 static int check_setting(struct json_object *settings, const char *key, struct err *e, int *w)
@@ -519,6 +620,8 @@ static int check_setting(struct json_object *settings, const char *key, struct e
         r = direct_setting(settings, &b, &search, &why);
     else if (strcmp(key, "authRequiredMessage") == 0)
         r = mcp_field_string(settings, key, lbl, MCP_FIELD_NONBLANK, &m, &why);
+    else if (strcmp(key, "trace") == 0)
+        r = check_trace(settings, &why, e, w);
     else
         r = mcp_field_bool(settings, key, lbl, &b, &why);
     free(m);

@@ -3,9 +3,9 @@
  * common/ reads the layers and the generic entry (credkit/mcp_config.h); the keys only the bridge
  * acts on are read here, from the entry's raw object ("includeTools", "excludeTools",
  * "lifecycle", "idleTimeout", "requestTimeoutMs", "toolPrefix", "autoAuth", "directTools",
- * "exposeResources", "debug") and from the merged settings ("toolPrefix", "idleTimeout",
+ * "exposeResources", "debug", "trace") and from the merged settings ("toolPrefix", "idleTimeout",
  * "requestTimeoutMs", "directTools", "disableProxyTool", "autoAuth", "authRequiredMessage",
- * "sampling", "samplingAutoApprove", "settleTimeout"), with the meanings of the pi adapter
+ * "sampling", "samplingAutoApprove", "settleTimeout", "trace"), with the meanings of the pi adapter
  * (docs/bridge.md has the table for users, docs/development.md, "Modules in detail", each key's
  * reading). The bridge loads its configuration with server_config_load() or
  * server_config_load_object(), which register the checks below with the loader. One bad value
@@ -61,12 +61,13 @@ struct server_config {
     int64_t request_timeout_ms;          /* "requestTimeoutMs": -1 absent or <= 0 (the default) */
     struct json_object *search_keywords; /* "searchKeywords": tool name or glob -> keywords (a
                                           * reference); NULL when absent */
+    int trace; /* "trace": 1, 0, -1 absent (settings.trace.enabled decides) */
 };
 
 #define SERVER_CONFIG_INIT                                                                         \
     {                                                                                              \
         NULL, NULL, SERVER_LIFECYCLE_LAZY, -1, -1, SERVER_DIRECT_UNSET, NULL, -1, false, -1, -1,   \
-            NULL                                                                                   \
+            NULL, -1                                                                               \
     }
 
 /* The merged "settings" as the bridge reads them, defaults filled in. */
@@ -82,6 +83,15 @@ struct server_settings {
     bool sampling_auto_approve;        /* "samplingAutoApprove"; default false */
     int64_t settle_timeout_ms;         /* "settleTimeout" (ms); default 1500 */
     int64_t request_timeout_ms;        /* "requestTimeoutMs"; 0 (default): the upstream's */
+    bool trace;                        /* "trace.enabled"; default false */
+};
+
+/* settings.trace: the protocol trace of the session (core/trace.h), as the adapter reads it. */
+struct server_trace_settings {
+    bool enabled;       /* "enabled": every server traced unless its entry says "trace": false */
+    const char *file;   /* "file": borrowed from the configuration; NULL: the session's own */
+    int64_t max_bytes;  /* "maxBytes"; 0: the default */
+    int64_t max_events; /* "maxEvents"; 0: the default */
 };
 
 #define SERVER_IDLE_TIMEOUT_DEFAULT_MS   (10 * 60 * 1000)
@@ -92,6 +102,12 @@ struct server_settings {
 /* The settings of c (NULL: the defaults). Values that failed their check at load time are
  * left at the lower layers' or the default. */
 void server_settings_get(const struct mcp_config *c, struct server_settings *ret);
+
+/* settings.trace of c (NULL: the defaults, tracing off); file borrowed from c. */
+void server_config_trace_settings(const struct mcp_config *c, struct server_trace_settings *ret);
+
+/* Whether entry s is traced: its "trace", else settings.trace.enabled (st->trace). */
+bool server_config_entry_traced(const struct mcp_server *s, const struct server_settings *st);
 
 /* The idle timeout that applies to an entry: 0 (never) for "keep-alive" and
  * "lazy-keep-alive", else its own, else the settings'. 0: never. */

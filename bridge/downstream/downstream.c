@@ -665,6 +665,22 @@ int downstream_add_agent(struct downstream *d, struct agent_transport *t, struct
     return r < 0 ? err_set(e, r, "out of memory") : 0;
 }
 
+/* The session's trace, set up from settings.trace (no file before a traced server's first
+ * message). */
+static int session_trace(struct downstream *d, const struct mcp_config *config, struct err *e)
+{
+    struct server_trace_settings ts;
+    server_config_trace_settings(config, &ts);
+    struct trace_opts to = {
+        .loop = d->loop,
+        .log = d->log,
+        .file = ts.file,
+        .max_bytes = ts.max_bytes,
+        .max_events = ts.max_events,
+    };
+    return trace_new(&to, &d->trace, e);
+}
+
 int downstream_new(const struct downstream_opts *opts, struct downstream **ret, struct err *e)
 {
     if (!opts || !opts->loop || !opts->log || !opts->on_done || !opts->config || !ret ||
@@ -697,6 +713,9 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     catalog_configure(d->cat, opts->config);
     server_settings_get(opts->config, &d->settings);
     d->settings.auth_required_message = NULL; /* borrowed from the configuration */
+    r = session_trace(d, opts->config, e);
+    if (r < 0)
+        goto fail;
     if (d->mode == DOWNSTREAM_AGGREGATE) {
         struct err e2 = ERR_INIT;
         r = meta_cache_open(NULL, &d->cache, &e2);
@@ -865,6 +884,7 @@ void downstream_free(struct downstream *d)
         ds_server_free(d->closing[i]);
     free(d->servers);
     free(d->closing);
+    trace_free(d->trace); /* after the upstreams, which record in it */
     strv_release(&d->skipped);
     while (!list_is_empty(&d->agents))
         agent_free(ds_agent_first(d));

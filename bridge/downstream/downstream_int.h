@@ -29,6 +29,7 @@
 #include "downstream/downstream.h"
 #include "core/jsonrpc.h"
 #include "core/loop.h"
+#include "core/trace.h"
 #include "downstream/meta_cache.h"
 #include "config/server_config.h"
 #include "upstream/upstream.h"
@@ -274,6 +275,9 @@ struct downstream {
     /* the settings of the configuration (server_settings_get(); auth_required_message is
      * not kept: the configuration is borrowed only while loading) */
     struct server_settings settings;
+    /* the session's protocol trace (settings.trace as at start), for the servers traced; its
+     * file appears with the first record */
+    struct trace *trace;
     struct meta_cache *cache;       /* NULL: off (MCP_BRIDGE_CACHE=off, no agent directory) */
     struct loop_timer *cache_timer; /* a save is due */
 

@@ -95,6 +95,8 @@ static int server_upstream(struct downstream *d, struct ds_server *s,
         .connect_timeout_ms = d->connect_timeout_ms,
     };
     o.request_timeout_ms = server_config_entry_request_ms(entry, &d->settings);
+    if (real && server_config_entry_traced(entry, &d->settings))
+        o.trace = d->trace;
     if (real && d->cred_new) {
         int r = d->cred_new(d->cred_userdata, d->loading, entry, &o.credentials, e);
         if (r < 0)

@@ -467,6 +467,7 @@ int upstream_new(const struct upstream_opts *opts, const struct upstream_handler
         return err_set(e, -ENOMEM, "out of memory");
     u->loop = opts->loop;
     u->log = opts->log;
+    u->trace = opts->trace;
     u->no_reconnect = opts->no_reconnect;
     u->transport_open = opts->transport_open ? opts->transport_open : transport_open;
     u->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms

@@ -107,6 +107,7 @@ struct upstream_handler {
 typedef cred_headers_done_fn upstream_headers_done_fn;
 typedef cred_headers_fn upstream_headers_fn;
 
+struct trace;
 struct transport_spec;
 struct transport_handler;
 struct transport;
@@ -138,6 +139,9 @@ struct upstream_opts {
                                             connection or failed connect goes to FAILED, which
                                             is then logged at debug level only: the caller
                                             reports it, as its error */
+    /* The protocol trace (core/trace.h) each message to and from the server is recorded in
+     * (borrowed: it outlives the upstream); NULL: none. */
+    struct trace *trace;
 };
 
 /* Creates the upstream in IDLE; nothing starts before upstream_connect(). -EINVAL with a

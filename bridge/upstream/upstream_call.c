@@ -171,11 +171,14 @@ static int conn_send(struct conn *cn, struct json_object *msg, unsigned flags, u
     const char *text = jrpc_serialize(msg, &len);
     if (!text)
         return -ENOMEM;
-    if (len > UP_MAX_MESSAGE)
-        return -E2BIG;
-    if (hdrs)
-        return transport_send_hdrs(cn ? cn->t : NULL, text, len, flags, tag, hdrs);
-    return transport_send(cn ? cn->t : NULL, text, len, flags, tag);
+    int r = -E2BIG;
+    if (len <= UP_MAX_MESSAGE && hdrs)
+        r = transport_send_hdrs(cn ? cn->t : NULL, text, len, flags, tag, hdrs);
+    else if (len <= UP_MAX_MESSAGE)
+        r = transport_send(cn ? cn->t : NULL, text, len, flags, tag);
+    if (cn)
+        up_trace_sent(cn->u, msg, len, r);
+    return r;
 }
 
 #define META_PROTOCOL "io.modelcontextprotocol/protocolVersion"
@@ -319,6 +322,7 @@ int up_send_call(struct upstream *u, struct upstream_call *c)
     r = hashmap_put(u->map, c->key, c);
     if (r < 0)
         goto out;
+    c->sent_at = loop_now(u->loop);
     r = conn_send(u->conn, req, c->flags, (uint64_t)c->id,
                   modern && hdrs.n ? (const char *const *)hdrs.v : NULL);
     if (r < 0) {

@@ -25,6 +25,7 @@
 #include "creds/cred.h"
 #include "core/jsonrpc.h"
 #include "core/stderr_tail.h"
+#include "core/trace.h"
 #include "transport/transport.h"
 #include "upstream/upstream.h"
 
@@ -67,6 +68,7 @@ struct upstream_call {
     struct json_object *token; /* the caller's progress token, NULL when none */
     bool token_swapped;
     int64_t timeout_ms, started, deadline, hard_deadline;
+    int64_t sent_at; /* loop time of its last sending: a traced answer's latency */
     struct loop_timer *timer;
     upstream_response_fn fn;
     upstream_progress_fn progress;
@@ -118,6 +120,7 @@ struct upstream {
     struct mcp_server *srv;
     struct cred_provider *provider;
     upstream_transport_open_fn transport_open;
+    struct trace *trace; /* borrowed; NULL: not traced */
     struct json_object *client_caps;
     struct json_object *client_info;
     char *offer_version;
@@ -315,6 +318,13 @@ void up_stderr_line(struct upstream *u, const char *line, size_t len);
 /* upstream_recv.c: the transport's events */
 void up_handle_message(struct upstream *u, struct conn *cn, const char *text, size_t len);
 extern const struct transport_handler up_transport_handler;
+
+/* upstream_trace.c: the protocol trace's hooks (nothing without a trace) */
+/* msg was handed to the transport (r >= 0) or refused (r < 0); bytes: its size. */
+void up_trace_sent(struct upstream *u, struct json_object *msg, size_t bytes, int r);
+/* m came from the server; bytes: its size; c: the call it answers, NULL when none. */
+void up_trace_received(struct upstream *u, const struct jrpc_msg *m, size_t bytes,
+                       const struct upstream_call *c);
 
 /* upstream_list.c */
 void up_lists_free(struct upstream *u);

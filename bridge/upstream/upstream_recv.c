@@ -163,10 +163,11 @@ void up_handle_message(struct upstream *u, struct conn *cn, const char *text, si
         warn_skipped(u, "JSON", err_msg(&e));
         return;
     }
-    struct upstream_call *c;
+    struct upstream_call *c = m.kind == JRPC_RESPONSE ? call_by_id(u, m.id) : NULL;
+    if (m.kind != JRPC_INVALID)
+        up_trace_received(u, &m, len, c); /* before the message is acted on, which may end u */
     switch (m.kind) {
     case JRPC_RESPONSE:
-        c = call_by_id(u, m.id);
         if (c)
             deliver(u, cn, c, &m);
         else

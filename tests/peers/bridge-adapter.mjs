@@ -87,9 +87,11 @@ async function listChecks() {
     // each setting the bridge does not apply says so; none is an error
     const diags = j.diagnostics.map((d) => d.message);
     for (const key of ['showStatusIcon', 'mcpFooterStatus', 'toolResultRendering', 'collapsedResultLines',
-      'notifyOnStartupConnect', 'warnOnLargeDirectTools', 'hostConfigDiscovery', 'approveTools', 'oauthDir', 'trace']) {
+      'notifyOnStartupConnect', 'warnOnLargeDirectTools', 'hostConfigDiscovery', 'approveTools', 'oauthDir']) {
       expect(diags.some((m) => (m.includes(`"${key}"`) || m.includes(`"settings.${key}"`)) && / accepted and not applied/.test(m)), `${key}: ${diags.join('\n')}`);
     }
+    // trace is applied (bridge_trace.sh): not a word about it
+    expect(!diags.some((m) => m.includes('"trace"') || m.includes('settings.trace')), diags.join('\n'));
     expect(!diags.some((m) => m.includes('it is ignored')), diags.join('\n'));
   });
   await checks.run('list: one bad setting costs that setting only', async () => {

@@ -759,7 +759,7 @@ static void test_settings_one_key(void)
             "\"agentPluginPaths\", \"oauthDir\", \"oauthCredentialStore\", "
             "\"namespaceProxyTools\", \"scriptMode\", \"jev\", \"strictDirectToolArguments\", "
             "\"directToolResultDetails\", \"outputGuard\", \"freezeDirectTools\", "
-            "\"elicitation\", \"trace\" are accepted and not applied: they are pi's own (its "
+            "\"elicitation\" are accepted and not applied: they are pi's own (its "
             "display, config discovery, token storage or extra tools); docs/bridge.md says "
             "what the bridge does instead");
         CHECK_STR(mcp_config_diag_at(c, 1)->message,
@@ -848,12 +848,14 @@ static void test_adapter_keys(void)
     /* "$env:NAME" and "!command" are the adapter's value forms, read as it reads them */
     static const char *const notes[] = {
         "\"approveTools\" is accepted and not applied: the bridge asks no one before a call",
-        "\"trace\" is accepted and not applied",
         "\"tasks\" is not applied: the bridge does not use the MCP Tasks extension",
     };
     CHECK_INT(s ? vlen(s->warnings) : 0, ELEMENTSOF(notes));
     for (size_t i = 0; s && i < ELEMENTSOF(notes) && i < vlen(s->warnings); i++)
         CHECK_CONTAINS(s->warnings[i], notes[i]);
+    /* "trace" is read: the entry is traced whatever the settings say */
+    CHECK(s && server_config_entry_traced(s, &st));
+    CHECK(!server_config_entry_traced(mcp_config_find(c, "plain"), &st));
     /* searchKeywords is read: the proxy tool's search uses it (test_proxy_search) */
     if (s && server_config_parse(s->raw, &sc, NULL) >= 0) {
         CHECK_STR(json_object_to_json_string(sc.search_keywords), "{ \"*\": [ \"gh\" ] }");
@@ -881,5 +883,65 @@ static void test_adapter_keys(void)
     mcp_config_free(c);
 }
 
+/* settings.trace and the entries' "trace": an entry's own word first, else enabled; a member of
+ * another kind dropped alone (its default holds), an unknown one warned about, a trace that is no
+ * object dropped */
+static void test_trace(void)
+{
+    setup("sc-trace");
+    put(USER, "{'settings': {'trace': {'enabled': true, 'file': 't/x.jsonl', 'maxBytes': 4096,"
+              " 'maxEvents': 7.5}},"
+              " 'mcpServers': {'on': {'command': 'x'}, 'off': {'command': 'x', 'trace': false},"
+              " 'bad': {'command': 'x', 'trace': 'yes'}}}");
+    struct mcp_config *c = load();
+    if (!c)
+        return;
+    CHECK_INT(mcp_config_diag_count(c), 0);
+    struct server_settings st;
+    struct server_trace_settings ts;
+    server_settings_get(c, &st);
+    server_config_trace_settings(c, &ts);
+    CHECK(st.trace && ts.enabled);
+    CHECK_STR(ts.file, "t/x.jsonl");
+    CHECK_INT(ts.max_bytes, 4096);
+    CHECK_INT(ts.max_events, 7);
+    CHECK(server_config_entry_traced(mcp_config_find(c, "on"), &st));
+    CHECK(!server_config_entry_traced(mcp_config_find(c, "off"), &st));
+    const struct mcp_server *s = mcp_config_find(c, "bad");
+    CHECK(s && server_config_entry_traced(s, &st)); /* dropped: the settings' */
+    CHECK_INT(s ? vlen(s->warnings) : 0, 1);
+    if (s && vlen(s->warnings) == 1)
+        CHECK_CONTAINS(s->warnings[0], "\"trace\" must be");
+    mcp_config_free(c);
+
+    put(USER, "{'settings': {'trace': {'enabled': 'yes', 'file': '', 'maxBytes': -1,"
+              " 'maxEvents': 'many', 'dir': 'x'}}}");
+    c = load();
+    CHECK_INT(mcp_config_diag_count(c), 5);
+    for (size_t i = 0; i < mcp_config_diag_count(c); i++)
+        CHECK_CONTAINS(mcp_config_diag_at(c, i)->message, "settings.trace.");
+    if (mcp_config_diag_count(c) == 5)
+        CHECK_CONTAINS(mcp_config_diag_at(c, 4)->message,
+                       "\"settings.trace.dir\" is not a key of the trace: it is ignored");
+    server_settings_get(c, &st);
+    server_config_trace_settings(c, &ts);
+    CHECK(!st.trace && !ts.enabled && !ts.file && !ts.max_bytes && !ts.max_events);
+    mcp_config_free(c);
+
+    put(USER, "{'settings': {'trace': true}}");
+    c = load();
+    CHECK_INT(mcp_config_diag_count(c), 1);
+    if (mcp_config_diag_count(c) == 1)
+        CHECK_CONTAINS(mcp_config_diag_at(c, 0)->message,
+                       "\"settings.trace\" must be an object ({\"enabled\": true, \"file\", "
+                       "\"maxBytes\", \"maxEvents\"}), not a boolean: it is ignored");
+    server_settings_get(c, &st);
+    CHECK(!st.trace);
+    mcp_config_free(c);
+    server_settings_get(NULL, &st);
+    server_config_trace_settings(NULL, &ts);
+    CHECK(!st.trace && !ts.enabled);
+}
+
 TESTS_MAIN(test_settings_one_key, test_adapter_keys, test_rejections, test_fields, test_tool_prefix,
-           test_auto_auth, test_load_object, test_settings, test_adapter_entry)
+           test_auto_auth, test_load_object, test_settings, test_adapter_entry, test_trace)

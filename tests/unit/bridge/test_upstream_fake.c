@@ -24,6 +24,7 @@
 
 #include "creds/cred.h"
 #include "core/loop.h"
+#include "core/trace.h"
 #include "tests.h"
 #include "loop_wait.h"
 #include "transport/transport.h"
@@ -713,6 +714,96 @@ static void test_era_only_modern(void)
     fx_stop(&fx);
 }
 
+static bool file_has(const char *path, const char *needle)
+{
+    char line[2048];
+    bool found = false;
+    FILE *fp = fopen(path, "r");
+    while (fp && !found && fgets(line, sizeof(line), fp))
+        found = strstr(line, needle) != NULL;
+    if (fp)
+        fclose(fp);
+    return found;
+}
+
+#define TRACE_CANARY "upstream-trace-canary-51c2"
+
+/* the protocol trace (core/trace.h): every message both ways from the upstream's one send path
+ * and its one receive path, a response's latency, a send the transport refused as "error"; a
+ * canary in a call's params and in its result never in the file */
+static void test_fake_trace(void)
+{
+    struct fixture fx;
+    char path[4200];
+    struct trace *tr = NULL;
+    struct err e = ERR_INIT;
+    memset(&fx, 0, sizeof(fx));
+    CHECK_INT(loop_new(&fx.loop), 0);
+    fx.prov.p.ops = &fprov_ops;
+    fx.prov.loop = fx.loop;
+    (void)snprintf(path, sizeof(path), "%s/upstream-trace.jsonl", tests_tmpdir());
+    struct trace_opts to = {.loop = fx.loop, .log = lg, .file = path};
+    CHECK_INT(trace_new(&to, &tr, &e), 0);
+    struct upstream_opts o = {
+        .loop = fx.loop,
+        .log = lg,
+        .server = &server,
+        .credentials = &fx.prov.p,
+        .transport_open = fake_open,
+        .connect_timeout_ms = 5000,
+        .request_timeout_ms = 5000,
+        .trace = tr,
+    };
+    CHECK_INT(upstream_new(&o, &handler, &fx.rec, &fx.u, &e), 0);
+    upstream_connect(fx.u);
+    int one = 1;
+    CHECK(wait_for(fx.loop, sent_count_at_least, &one, 2000));
+    fake_answer_init(cur());
+    CHECK(wait_for(fx.loop, is_ready, &fx, 2000));
+    struct fake *f = cur();
+
+    struct res r = {0};
+    struct upstream_call *c = NULL;
+    struct json_object *params =
+        json_tokener_parse("{\"name\":\"echo\",\"arguments\":{\"m\":\"" TRACE_CANARY "\"}}");
+    CHECK_INT(upstream_call(fx.u, "tools/call", params, 0, on_response, NULL, &r, &c), 0);
+    json_object_put(params);
+    CHECK_STR(sent_method(f, 2), "tools/call");
+    int64_t call_id = sent_id(f, 2);
+    char answer[256];
+    (void)snprintf(answer, sizeof(answer),
+                   "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"result\":{\"content\":[{\"type\":"
+                   "\"text\",\"text\":\"" TRACE_CANARY "\"}]}}",
+                   call_id);
+    fake_deliver(f, answer);
+    CHECK(wait_for(fx.loop, res_done, &r, 2000));
+    /* a transport that refuses to send (its queue full) */
+    int keep = f->nsent;
+    f->nsent = FAKE_MAX_SENT;
+    CHECK(upstream_notify(fx.u, "notifications/roots/list_changed", NULL) < 0);
+    f->nsent = keep;
+
+    upstream_free(fx.u);
+    spin(fx.loop, 5);
+    trace_free(tr); /* after the upstream, which records in it */
+    loop_free(fx.loop);
+    fakes_release();
+
+    CHECK(!file_has(path, TRACE_CANARY));
+    CHECK(file_has(path, "\"direction\":\"outbound\",\"server\":\"fake\",\"transport\":"
+                         "\"streamable-http\",\"kind\":\"request\",\"status\":\"sent\","
+                         "\"method\":\"initialize\""));
+    CHECK(file_has(path, "\"kind\":\"notification\",\"status\":\"sent\",\"method\":"
+                         "\"notifications/initialized\""));
+    CHECK(file_has(path, "\"status\":\"sent\",\"method\":\"tools/call\""));
+    char want[128];
+    (void)snprintf(want, sizeof(want),
+                   "\"kind\":\"response\",\"status\":\"received\",\"id\":%" PRId64 ",", call_id);
+    CHECK(file_has(path, want));
+    CHECK(file_has(path, ",\"durationMs\":"));
+    CHECK(file_has(path, "\"status\":\"error\",\"method\":\"notifications/roots/list_changed\""));
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -734,12 +825,13 @@ int main(void)
         test_era_modern,
         test_era_legacy,
         test_era_only_modern,
+        test_fake_trace,
     };
     int r = tests_run("test_fake_handshake_and_call, test_fake_error_by_tag, test_fake_lost, "
                       "test_fake_unauthorized, test_fake_unauthorized_same, "
                       "test_fake_expiry_refresh, test_skew, test_fake_free_cancels, "
                       "test_default_provider, test_era_modern, test_era_legacy, "
-                      "test_era_only_modern",
+                      "test_era_only_modern, test_fake_trace",
                       fns, sizeof(fns) / sizeof(fns[0]));
     log_free(lg);
     return r;
