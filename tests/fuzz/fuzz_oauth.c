@@ -138,7 +138,7 @@ static void reg(void)
     struct err e = ERR_INIT;
     char *url = endpoint("/register");
     int r =
-        oauth_register(url, "http://127.0.0.1:1/callback", "read", true, NULL, NULL, 2000, &g, &e);
+        oauth_register(url, "http://127.0.0.1:1/callback", "read", true, NULL, 2000, &g, &e);
     if (r == 0) {
         fuzz_check(g.client_id && g.client_id[0]);
         registration_release(&g);
