@@ -88,10 +88,14 @@ static void redact_values(struct log *log, char *const *v, char sep)
     }
 }
 
-/* A literal value of a URL's query (url_each_masked()): a key written in the URL. */
+/* A literal value of a URL's query (url_each_masked()): a key written in the URL. A short one
+ * ("?format=json", "?v=2") is a setting, not a key, and redacting it would mangle every line
+ * that has the same word. */
 static void redact_url_part(const char *part, size_t len, void *userdata)
 {
     struct log *log = userdata;
+    if (len < 8)
+        return;
     if (redact_add(log_redact(log), "url", part, len) < 0)
         log_debug(log, "cannot register a value of a URL for redaction: out of memory");
 }
