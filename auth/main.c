@@ -421,6 +421,9 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
     tc->t.oauth = tc->oauth;
     tc->t.name = tc->name;
     tc->t.server_url = tc->url;
+    /* a key written in the URL's query is not repeated by any message */
+    if (redact_add_url(log_redact(arg_log), tc->url) < 0)
+        return EXIT_FAILED;
     return EXIT_OK;
 }
 
@@ -594,10 +597,12 @@ static int cmd_login(int argc, char **argv)
         struct buf su, ss;
         buf_init(&su, 64 * 1024);
         buf_init(&ss, 64 * 1024);
+        char *shown = url_display(tc.url);
         fprintf(stderr, "signed in to %s\n  scopes:  %s\n  expires: %s%s\n",
-                text_escaped(&su, tc.url),
+                shown ? text_escaped(&su, shown) : "the server",
                 te->scope && *te->scope ? text_escaped(&ss, te->scope) : "(none)", exp,
                 te->refresh_token ? " (refreshed automatically)" : "");
+        free(shown);
         buf_release(&su);
         buf_release(&ss);
     }
@@ -815,11 +820,15 @@ static size_t status_print(struct token_entry *const *all, size_t n, const struc
             for (size_t k = 0; k < names.n; k++)
                 if (buf_printf(&joined, "%s%s", k ? "," : "", names.v[k]) < 0)
                     break;
+            /* a key written in the URL's query is not shown (--json has the URL whole: it
+             * names the entry for programs) */
+            char *url_shown = url_display(t->server_url);
             printf("%-16s %-24s %-12s %-7s %-24s %s\n",
                    joined.len ? text_escaped(&sn, buf_str(&joined)) : "-",
                    t->account ? text_escaped(&sa, t->account) : "-", exp,
                    t->refresh_token ? "yes" : "no", t->scope ? text_escaped(&ss, t->scope) : "-",
-                   text_escaped(&su, t->server_url));
+                   url_shown ? text_escaped(&su, url_shown) : "-");
+            free(url_shown);
             buf_release(&su);
             buf_release(&sn);
             buf_release(&sa);

@@ -668,9 +668,14 @@ static int walk_url(const char *url, url_emit_fn emit, void *ud)
                 at = c;
         if (at) {
             /* "user:password@": both may be credentials */
+            const char *colon = memchr(auth, ':', (size_t)(at - auth));
             r = emit(url, (size_t)(auth - url), false, ud);
             if (r >= 0)
-                r = emit(auth, (size_t)(at - auth), true, ud);
+                r = emit(auth, (size_t)((colon ? colon : at) - auth), true, ud);
+            if (r >= 0 && colon)
+                r = emit(":", 1, false, ud);
+            if (r >= 0 && colon)
+                r = emit(colon + 1, (size_t)(at - colon - 1), true, ud);
             if (r >= 0)
                 r = emit("@", 1, false, ud);
             p = at + 1;

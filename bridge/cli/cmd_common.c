@@ -88,18 +88,6 @@ static void redact_values(struct log *log, char *const *v, char sep)
     }
 }
 
-/* A literal value of a URL's query (url_each_masked()): a key written in the URL. A short one
- * ("?format=json", "?v=2") is a setting, not a key, and redacting it would mangle every line
- * that has the same word. */
-static void redact_url_part(const char *part, size_t len, void *userdata)
-{
-    struct log *log = userdata;
-    if (len < 8)
-        return;
-    if (redact_add(log_redact(log), "url", part, len) < 0)
-        log_debug(log, "cannot register a value of a URL for redaction: out of memory");
-}
-
 /* The secrets of an entry go into the log's redaction: whatever a message quotes (a server's
  * stderr echoing its environment, a transport error), header values, env values, the values
  * written in the URL's query and the variables of the URL are never printed. */
@@ -108,7 +96,8 @@ static void redact_entry(struct log *log, const struct mcp_server *s)
     redact_values(log, s->env, '=');
     redact_values(log, s->headers, ':');
     if (s->url) {
-        url_each_masked(s->url, redact_url_part, log);
+        if (redact_add_url(log_redact(log), s->url) < 0)
+            log_debug(log, "cannot register the values of a URL for redaction: out of memory");
         mcp_template_vars(s->url, redact_var, log);
     }
 }

@@ -2,6 +2,7 @@
 # mcp-auth treats plain http as the bridge does: `login` and `header` for an http:// server on a
 # host that is not loopback are refused before anything is sent (exit 3, the fix named), unless
 # the entry says "allowHttp": true or a URL comes with --allow-http; loopback http stays allowed.
+# A key written in a URL's query appears in no message.
 # Inside a private network namespace: 10.255.255.1 is unreachable there, so what is let through
 # fails at once on the network (exit 5), and what is refused never tries.
 . "$(dirname "$0")/lib/netns.sh"
@@ -60,3 +61,9 @@ assert_contains "$ERR" "discovering how http://10.255.255.1:9/allowed is protect
 run 5 A login --allow-http http://10.255.255.1:9/other --timeout 5s
 run 5 A login local --timeout 5s
 assert_not_contains "$ERR" "$refusal" "loopback's messages"
+
+echo "== a key written in the URL's query is in no message"
+run 4 A header "http://127.0.0.1:9/x?key=$KEY"
+assert_contains "$ERR" "no sign-in for 'http://127.0.0.1:9/x?key=[REDACTED:url]' yet"
+run 5 A login "http://127.0.0.1:9/x?key=$KEY&v=1" --timeout 5s
+assert_contains "$ERR" "discovering how http://127.0.0.1:9/x?key=[REDACTED:url]&v=1 is protected"

@@ -63,7 +63,7 @@ bool url_has_userinfo(const char *url);
 /* url as shown to a person (a list, a report, a log line): a query string or a fragment may
  * carry a key ("?api_key=..."), and userinfo a password, so each query or fragment value
  * becomes URL_DISPLAY_MASK ("?api_key=***&region=***"; a component without '=' whole), and so
- * does "user:password@"; a value that is one ${NAME} reference is a name and stays. Works on
+ * do the user and the password ("***:***@"); a value that is one ${NAME} reference is a name and stays. Works on
  * templates and on what url_canonical() refuses alike: no parsing, nothing refused. Caller
  * frees; NULL on ENOMEM. */
 char *url_display(const char *url);

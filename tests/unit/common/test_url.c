@@ -366,7 +366,8 @@ static void test_display(void)
         {"https://x/mcp?sk-bare-key", "https://x/mcp?***"},
         {"https://x/mcp?a=1#access_token=tok", "https://x/mcp?a=***#access_token=***"},
         {"https://x/p#frag", "https://x/p#***"},
-        {"https://user:pass@x/mcp?k=v", "https://***@x/mcp?k=***"},
+        {"https://user:pass@x/mcp?k=v", "https://***:***@x/mcp?k=***"},
+        {"https://:pass@x/mcp", "https://***:***@x/mcp"},
         {"https://a@b@x:8443/mcp", "https://***@x:8443/mcp"},
         {"https://x/mcp?", "https://x/mcp?"},
         {"https://x/mcp?&&k==v", "https://x/mcp?&&k=***"},
@@ -382,7 +383,7 @@ static void test_display(void)
     struct buf parts;
     buf_init(&parts, 1024);
     url_each_masked("https://u:p@x/mcp?k=key1&t=${T}&bare#f=frag", collect_part, &parts);
-    CHECK_STR(buf_str(&parts), "u:p|key1|bare|frag|");
+    CHECK_STR(buf_str(&parts), "u|p|key1|bare|frag|");
     buf_release(&parts);
 }
 
