@@ -1130,15 +1130,20 @@ static void json_failed(const char *cmd, int status)
 {
     char help[96];
     (void)snprintf(help, sizeof(help), "see 'mcp-auth %.32s --help'", cmd);
-    struct buf b;
+    struct buf b, fix;
     buf_init(&b, 64 * 1024);
+    buf_init(&fix, 64 * 1024);
+    /* the fix may name the server by its URL: redacted as the messages are */
+    bool fixed =
+        arg_fix[0] && redact_apply(log_redact(arg_log), arg_fix, strlen(arg_fix), &fix) >= 0;
     if (jsonw_status_answer(&b, json_codes, ELEMENTSOF(json_codes), status, log_errors(arg_log),
-                            arg_fix[0]             ? arg_fix
+                            fixed                  ? buf_str(&fix)
                             : status == EXIT_USAGE ? help
                                                    : NULL) >= 0) {
         (void)fflush(stdout);
         (void)write_full(STDOUT_FILENO, b.data, b.len);
     }
+    buf_release(&fix);
     buf_release(&b);
 }
 

@@ -65,5 +65,7 @@ assert_not_contains "$ERR" "$refusal" "loopback's messages"
 echo "== a key written in the URL's query is in no message"
 run 4 A header "http://127.0.0.1:9/x?key=$KEY"
 assert_contains "$ERR" "no sign-in for 'http://127.0.0.1:9/x?key=[REDACTED:url]' yet"
+run 4 A --json header "http://127.0.0.1:9/x?key=$KEY"
+assert_eq "$(json_get "$OUT" 'j.error.fix')" "run 'mcp-auth http://127.0.0.1:9/x?key=[REDACTED:url]'"
 run 5 A login "http://127.0.0.1:9/x?key=$KEY&v=1" --timeout 5s
 assert_contains "$ERR" "discovering how http://127.0.0.1:9/x?key=[REDACTED:url]&v=1 is protected"
