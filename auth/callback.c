@@ -4,7 +4,15 @@
  * reported with its real errno, and hand it to libmicrohttpd, which we drive from
  * callback_wait() with ppoll(): SIGINT and SIGTERM are blocked everywhere except inside
  * ppoll(), so a Ctrl-C can neither be lost between a check and the wait nor interrupt
- * libmicrohttpd half-way through a request. */
+ * libmicrohttpd half-way through a request.
+ *
+ * Any local user can find the port and connect. A connection that trickles its request head a
+ * byte at a time is active, so libmicrohttpd's inactivity timeout never ends it, and a few
+ * dozen of them would fill every slot while the browser's redirect waits in the backlog. So
+ * each connection gets CALLBACK_HEAD_MS from its accept to a complete request head, and when
+ * the connections still reading a head fill all but CALLBACK_CONN_SPARE slots, the oldest of
+ * them is dropped: a browser sends its head at once, so the newest connection is the one to
+ * keep. A per-address limit would not help: on loopback every peer is 127.0.0.1. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -31,12 +39,14 @@
 #include "callback.h"
 
 #define CALLBACK_PARAM_MAX    4096u  /* bytes per query parameter, decoded */
-#define CALLBACK_CONN_LIMIT   16u    /* a browser opens a handful at most */
+#define CALLBACK_CONN_LIMIT   64u    /* a browser opens a handful; the rest is headroom */
+#define CALLBACK_CONN_SPARE   8u     /* slots kept free for new connections: drop_slow() */
+#define CALLBACK_HEAD_MS      5000   /* from accept to a complete request head */
 #define CALLBACK_CONN_TIMEOUT 10u    /* seconds of inactivity before a connection is dropped */
 #define CALLBACK_CONN_MEMORY  32768u /* per connection: request line and headers must fit */
 #define CALLBACK_TICK_MS      1000
 #define CALLBACK_DRAIN_MS     1000 /* after acceptance: time to deliver the page */
-#define CALLBACK_MAX_FDS      64   /* listen socket + CALLBACK_CONN_LIMIT, with room to spare */
+#define CALLBACK_MAX_FDS      128  /* listen socket + CALLBACK_CONN_LIMIT, with room to spare */
 
 /* The lifecycle of one wait: WAITING until a valid callback is accepted (later ones get 410),
  * ACCEPTED while its page goes out, ANSWERED once it went out (or its connection died). Each
@@ -45,6 +55,15 @@ enum callback_phase {
     CALLBACK_WAITING,
     CALLBACK_ACCEPTED,
     CALLBACK_ANSWERED,
+};
+
+/* One open connection, from libmicrohttpd's STARTED notification to its CLOSED one. */
+struct callback_conn {
+    bool used;
+    bool head;    /* its request head is complete: it is being answered */
+    bool dropped; /* shut down by drop_slow(); libmicrohttpd closes it at its next run */
+    int fd;       /* libmicrohttpd's: only ever shut down here, never closed */
+    int64_t since_ms;
 };
 
 struct callback {
@@ -60,6 +79,7 @@ struct callback {
     struct callback_result result; /* filled on acceptance, handed out by callback_wait() */
 
     struct pollfd pfds[CALLBACK_MAX_FDS];
+    struct callback_conn conns[CALLBACK_CONN_LIMIT];
 };
 
 /* The transitions, all here: a wait starts at WAITING; otherwise one step forward at a time, so
@@ -303,6 +323,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     *req_cls = cb;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct callback_conn *cc = ci ? ci->socket_context : NULL;
+    if (cc)
+        cc->head = true; /* no longer one that drop_slow() may drop */
 
     if (strcmp(url, CALLBACK_PATH) != 0)
         return ANSWER_STATIC(conn, MHD_HTTP_NOT_FOUND, page_not_found);
@@ -352,6 +377,81 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     /* sent, or the browser went away: either way nothing more will go out for it */
     if (*req_cls == &cb->phase)
         phase_enter(cb, CALLBACK_ANSWERED);
+}
+
+/* Keeps track of each connection: when it came, and whether its head is complete. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct callback *cb = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct callback_conn *cc = *socket_context;
+        if (cc)
+            *cc = (struct callback_conn){0};
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    for (size_t i = 0; ci && i < ELEMENTSOF(cb->conns); i++) {
+        if (cb->conns[i].used)
+            continue;
+        cb->conns[i] = (struct callback_conn){
+            .used = true, .fd = (int)ci->connect_fd, .since_ms = now_mono_ms()};
+        *socket_context = &cb->conns[i];
+        return;
+    }
+    /* untracked (cannot happen: there are as many slots as libmicrohttpd allows connections);
+     * its inactivity timeout still ends it */
+}
+
+static void drop(struct callback_conn *cc)
+{
+    /* libmicrohttpd reads the end of the stream at its next run and closes the connection */
+    (void)shutdown(cc->fd, SHUT_RDWR);
+    cc->dropped = true;
+}
+
+/* Drops the connections that took longer than CALLBACK_HEAD_MS to send their request head, and
+ * the oldest ones still reading a head while fewer than CALLBACK_CONN_SPARE slots are free. */
+static void drop_slow(struct callback *cb, int64_t now)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < ELEMENTSOF(cb->conns); i++) {
+        struct callback_conn *cc = &cb->conns[i];
+        if (!cc->used || cc->dropped)
+            continue;
+        if (!cc->head && now - cc->since_ms >= CALLBACK_HEAD_MS)
+            drop(cc);
+        else
+            live++;
+    }
+    while (live + CALLBACK_CONN_SPARE >= CALLBACK_CONN_LIMIT) {
+        struct callback_conn *oldest = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(cb->conns); i++) {
+            struct callback_conn *cc = &cb->conns[i];
+            if (cc->used && !cc->dropped && !cc->head &&
+                (!oldest || cc->since_ms < oldest->since_ms))
+                oldest = cc;
+        }
+        if (!oldest)
+            break; /* all are being answered: they close on their own */
+        drop(oldest);
+        live--;
+    }
+}
+
+/* When the first connection still reading its head runs out of time (monotonic), or -1. */
+static int64_t next_head_deadline(const struct callback *cb)
+{
+    int64_t next = -1;
+    for (size_t i = 0; i < ELEMENTSOF(cb->conns); i++) {
+        const struct callback_conn *cc = &cb->conns[i];
+        if (cc->used && !cc->dropped && !cc->head &&
+            (next < 0 || cc->since_ms + CALLBACK_HEAD_MS < next))
+            next = cc->since_ms + CALLBACK_HEAD_MS;
+    }
+    return next;
 }
 
 /* Library code does not print: libmicrohttpd's messages go nowhere. */
@@ -440,9 +540,9 @@ int callback_start(uint16_t port, struct callback **ret, struct err *e)
         MHD_NO_FLAG, 0, NULL, NULL, on_request, cb, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_nothing,
         NULL, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)mhd_fd, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)CALLBACK_CONN_TIMEOUT, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CALLBACK_CONN_LIMIT,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)CALLBACK_CONN_LIMIT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CALLBACK_CONN_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, cb, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, cb, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        cb, MHD_OPTION_END);
     mhd_fd = -1; /* libmicrohttpd's now, or gone */
     if (!cb->daemon) {
         r = err_set(e, -EIO, "cannot start the callback server on 127.0.0.1:%u",
@@ -604,6 +704,9 @@ static int poll_once(struct callback *cb, int64_t wait_ms, const sigset_t *mask)
     if (MHD_get_timeout(cb->daemon, &mhd_ms) == MHD_YES &&
         mhd_ms < (MHD_UNSIGNED_LONG_LONG)INT64_MAX && (int64_t)mhd_ms < wait_ms)
         wait_ms = (int64_t)mhd_ms;
+    int64_t head_deadline = next_head_deadline(cb);
+    if (head_deadline >= 0 && head_deadline - now_mono_ms() < wait_ms)
+        wait_ms = head_deadline - now_mono_ms();
     if (wait_ms < 0)
         wait_ms = 0;
 
@@ -666,6 +769,7 @@ static int serve_until_answered(struct callback *cb, int64_t deadline,
             return r;
         if (MHD_run(cb->daemon) != MHD_YES)
             return -EIO;
+        drop_slow(cb, now_mono_ms());
     }
 }
 

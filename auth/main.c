@@ -75,6 +75,7 @@ static const char usage_tail[] =
 
 static const char login_help[] =
     "usage: mcp-auth login SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]\n"
+    "                      [--allow-http]\n"
     "       mcp-auth SERVER [same options]\n"
     "\n"
     "Sign in: discover the server's authorization server, register a client if needed, open\n"
@@ -85,6 +86,8 @@ static const char login_help[] =
     "  --no-browser     do not start a browser: print the URL and wait (SSH, headless)\n"
     "  --device-code    sign in on another device with a code (RFC 8628), when offered\n"
     "  --timeout D      how long to wait for the sign-in (default 5m)\n"
+    "  --allow-http     sign in to a plain http:// URL on a host that is not loopback, whose\n"
+    "                   token goes in clear (an entry says it with \"allowHttp\": true)\n"
     "\n"
     "examples:\n"
     "  mcp-auth login github\n"
@@ -92,7 +95,7 @@ static const char login_help[] =
     "  ssh box mcp-auth https://mcp.example.com/mcp --no-browser\n";
 
 static const char header_help[] =
-    "usage: mcp-auth header [--json] [--refresh] SERVER\n"
+    "usage: mcp-auth header [--json] [--refresh] [--allow-http] SERVER\n"
     "\n"
     "Print a valid Authorization header for SERVER, refreshing the token first when it has\n"
     "expired or is about to. Never prompts and never opens a browser: when no valid token can\n"
@@ -103,6 +106,8 @@ static const char header_help[] =
     "   \"version\": 1}\n"
     "--refresh refreshes now even when the token looks valid (the server refused it: a 401);\n"
     "callers that refresh at the same moment still cause one refresh.\n"
+    "--allow-http gives the token of a plain http:// URL on a host that is not loopback (an\n"
+    "entry says it with \"allowHttp\": true); without it such a server is refused.\n"
     "\n"
     "examples:\n"
     "  curl -H \"$(mcp-auth header github)\" https://mcp.example.com/mcp\n"
@@ -217,6 +222,8 @@ struct target_ctx {
     char *url;
     char *name;
     struct oauth_config *oauth; /* the entry's settings; an empty one for a URL without */
+    bool by_url;                /* SERVER was given as a URL */
+    bool allow_http;            /* the entry's "allowHttp" */
     struct auth_target t;
 };
 
@@ -275,8 +282,10 @@ static int target_by_url(const char *arg, struct target_ctx *tc)
         if (s->error || !s->url || mcp_expand(s->url, NULL, NULL, &u, NULL) < 0)
             continue;
         if (url_canonical(u, &cu, NULL) >= 0 && strcmp(cu, tc->url) == 0 &&
-            oauth_config_parse_server(s, &tc->oauth, NULL) >= 0)
+            oauth_config_parse_server(s, &tc->oauth, NULL) >= 0) {
             tc->name = strdup(s->name);
+            tc->allow_http = s->allow_http;
+        }
         free(cu);
         secure_free(u);
     }
@@ -361,6 +370,7 @@ static int target_by_name(const char *arg, struct target_ctx *tc)
         return EXIT_CONFIG;
     }
     tc->name = strdup(arg);
+    tc->allow_http = s->allow_http;
     return EXIT_OK;
 }
 
@@ -404,13 +414,48 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
     int status = load_config(tc, false);
     if (status != EXIT_OK)
         return status;
-    status = strstr(arg, "://") ? target_by_url(arg, tc) : target_by_name(arg, tc);
+    tc->by_url = strstr(arg, "://") != NULL;
+    status = tc->by_url ? target_by_url(arg, tc) : target_by_name(arg, tc);
     if (status != EXIT_OK)
         return status;
     tc->t.oauth = tc->oauth;
     tc->t.name = tc->name;
     tc->t.server_url = tc->url;
+    /* a key written in the URL's query is not repeated by any message */
+    if (redact_add_url(log_redact(arg_log), tc->url) < 0)
+        return EXIT_FAILED;
     return EXIT_OK;
+}
+
+/* A plain http:// server on a host that is not loopback would get its token in clear, which
+ * the bridge refuses to send there (docs/bridge.md): refused here too, unless the entry says
+ * "allowHttp": true or, for a URL, allow_http (--allow-http) does. An exit status. */
+static int check_plain_http(const struct target_ctx *tc, bool allow_http)
+{
+    static const char trusted[] = "if the network on the way is trusted";
+    if (allow_http && !tc->by_url) {
+        say_error("--allow-http goes with a URL; for '%s' set \"allowHttp\": true in its "
+                  "configuration entry",
+                  tc->name);
+        return EXIT_CONFIG;
+    }
+    if (allow_http || tc->allow_http || url_check_secure(tc->url, "the server", NULL) >= 0)
+        return EXIT_OK;
+    if (tc->name) {
+        say_error("'%s' is plain http to a host that is not loopback: its token would go in "
+                  "clear; use an https:// URL, or set \"allowHttp\": true in the entry %s",
+                  tc->name, trusted);
+        (void)snprintf(arg_fix, sizeof(arg_fix),
+                       "use an https:// URL, or set \"allowHttp\": true in the entry");
+    } else {
+        char *shown = url_display(tc->url);
+        say_error("'%s' is plain http to a host that is not loopback: its token would go in "
+                  "clear; use an https:// URL, or give --allow-http %s",
+                  shown ? shown : "the server", trusted);
+        free(shown);
+        (void)snprintf(arg_fix, sizeof(arg_fix), "use an https:// URL, or give --allow-http");
+    }
+    return EXIT_CONFIG;
 }
 
 /* ---- output ---- */
@@ -466,12 +511,13 @@ static void signin_command(const struct target_ctx *tc, char *out, size_t size)
 
 /* ---- commands ---- */
 
-enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_DEVICE, OPT_TIMEOUT };
+enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_DEVICE, OPT_TIMEOUT, OPT_ALLOW_HTTP };
 static const struct option login_opts[] = {
     {"scope", required_argument, NULL, OPT_SCOPE},
     {"no-browser", no_argument, NULL, OPT_NO_BROWSER},
     {"device-code", no_argument, NULL, OPT_DEVICE},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
     {0},
 };
 
@@ -494,6 +540,7 @@ static int cmd_login(int argc, char **argv)
     struct target_ctx tc = {0};
     struct token_entry *te = NULL;
     struct err e = ERR_INIT;
+    bool allow_http = false;
     int opt, status;
     if (args_wants_help(argc, argv)) {
         fputs(login_help, stdout);
@@ -510,6 +557,9 @@ static int cmd_login(int argc, char **argv)
         case OPT_DEVICE:
             lo.device_code = true;
             break;
+        case OPT_ALLOW_HTTP:
+            allow_http = true;
+            break;
         case OPT_TIMEOUT:
             if (duration_parse(optarg, &lo.timeout_ms) < 0 || lo.timeout_ms <= 0) {
                 say_error("--timeout: '%s' is not a positive duration (e.g. 90s, 5m)", optarg);
@@ -525,6 +575,8 @@ static int cmd_login(int argc, char **argv)
         return EXIT_USAGE;
     }
     status = resolve_target(argv[optind], &tc);
+    if (status == EXIT_OK)
+        status = check_plain_http(&tc, allow_http);
     if (status != EXIT_OK)
         goto out;
     struct auth_ui ui = {.say = ui_say, .countdown = ui_countdown};
@@ -545,10 +597,12 @@ static int cmd_login(int argc, char **argv)
         struct buf su, ss;
         buf_init(&su, 64 * 1024);
         buf_init(&ss, 64 * 1024);
+        char *shown = url_display(tc.url);
         fprintf(stderr, "signed in to %s\n  scopes:  %s\n  expires: %s%s\n",
-                text_escaped(&su, tc.url),
+                shown ? text_escaped(&su, shown) : "the server",
                 te->scope && *te->scope ? text_escaped(&ss, te->scope) : "(none)", exp,
                 te->refresh_token ? " (refreshed automatically)" : "");
+        free(shown);
         buf_release(&su);
         buf_release(&ss);
     }
@@ -592,13 +646,15 @@ static int write_header_answer(const struct token_entry *te, bool json, struct b
     return r;
 }
 
-static const struct option header_opts[] = {
-    {"json", no_argument, NULL, 'j'}, {"refresh", no_argument, NULL, 'r'}, {0}};
+static const struct option header_opts[] = {{"json", no_argument, NULL, 'j'},
+                                            {"refresh", no_argument, NULL, 'r'},
+                                            {"allow-http", no_argument, NULL, 'H'},
+                                            {0}};
 
 static int cmd_header(int argc, char **argv)
 {
     const struct option *opts = header_opts;
-    bool json = false, force = false;
+    bool json = false, force = false, allow_http = false;
     struct target_ctx tc = {0};
     struct token_entry *te = NULL;
     struct err e = ERR_INIT;
@@ -612,6 +668,8 @@ static int cmd_header(int argc, char **argv)
             json = true;
         else if (opt == 'r')
             force = true;
+        else if (opt == 'H')
+            allow_http = true;
         else
             return option_error(argv, "", opts);
     }
@@ -620,6 +678,8 @@ static int cmd_header(int argc, char **argv)
         return EXIT_USAGE;
     }
     status = resolve_target(argv[optind], &tc);
+    if (status == EXIT_OK)
+        status = check_plain_http(&tc, allow_http);
     if (status != EXIT_OK)
         goto out;
     int r = auth_fresh_token(&tc.t, 0, force, &te, &e);
@@ -760,11 +820,15 @@ static size_t status_print(struct token_entry *const *all, size_t n, const struc
             for (size_t k = 0; k < names.n; k++)
                 if (buf_printf(&joined, "%s%s", k ? "," : "", names.v[k]) < 0)
                     break;
+            /* a key written in the URL's query is not shown (--json has the URL whole: it
+             * names the entry for programs) */
+            char *url_shown = url_display(t->server_url);
             printf("%-16s %-24s %-12s %-7s %-24s %s\n",
                    joined.len ? text_escaped(&sn, buf_str(&joined)) : "-",
                    t->account ? text_escaped(&sa, t->account) : "-", exp,
                    t->refresh_token ? "yes" : "no", t->scope ? text_escaped(&ss, t->scope) : "-",
-                   text_escaped(&su, t->server_url));
+                   url_shown ? text_escaped(&su, url_shown) : "-");
+            free(url_shown);
             buf_release(&su);
             buf_release(&sn);
             buf_release(&sa);
@@ -898,9 +962,9 @@ typedef int (*command_fn)(int argc, char **argv);
 #define FN(f) ((args_fn)(f))
 /* The commands: their dispatch, the help's list and the shell completion read this table */
 static const struct args_command commands[] = {
-    {"login", "SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]",
+    {"login", "SERVER [--scope S] [--no-browser] [--device-code] [--timeout D] [--allow-http]",
      "sign in (opens the browser)", login_opts, "servers", FN(cmd_login)},
-    {"header", "[--json] [--refresh] SERVER",
+    {"header", "[--json] [--refresh] [--allow-http] SERVER",
      "print a valid Authorization header, refreshing it first when\n"
      "needed; never prompts (exit 4: sign-in required)",
      header_opts, "servers", FN(cmd_header)},
@@ -1066,15 +1130,20 @@ static void json_failed(const char *cmd, int status)
 {
     char help[96];
     (void)snprintf(help, sizeof(help), "see 'mcp-auth %.32s --help'", cmd);
-    struct buf b;
+    struct buf b, fix;
     buf_init(&b, 64 * 1024);
+    buf_init(&fix, 64 * 1024);
+    /* the fix may name the server by its URL: redacted as the messages are */
+    bool fixed =
+        arg_fix[0] && redact_apply(log_redact(arg_log), arg_fix, strlen(arg_fix), &fix) >= 0;
     if (jsonw_status_answer(&b, json_codes, ELEMENTSOF(json_codes), status, log_errors(arg_log),
-                            arg_fix[0]             ? arg_fix
+                            fixed                  ? buf_str(&fix)
                             : status == EXIT_USAGE ? help
                                                    : NULL) >= 0) {
         (void)fflush(stdout);
         (void)write_full(STDOUT_FILENO, b.data, b.len);
     }
+    buf_release(&fix);
     buf_release(&b);
 }
 

@@ -686,9 +686,36 @@ bool helper_header_value_valid(const char *value, size_t len)
     return true;
 }
 
+const char *helper_header_framing(const char *name)
+{
+    static const char *const framing[] = {"Host",
+                                          "Content-Length",
+                                          "Transfer-Encoding",
+                                          "Connection",
+                                          "Keep-Alive",
+                                          "Upgrade",
+                                          "TE",
+                                          "Trailer",
+                                          "Expect",
+                                          "Proxy-Connection"};
+    static const char *const session[] = {"MCP-Session-Id", "MCP-Protocol-Version",
+                                          "Last-Event-ID"};
+    for (size_t i = 0; i < ELEMENTSOF(framing); i++)
+        if (strcasecmp(name, framing[i]) == 0)
+            return "it frames the HTTP request, which only the transport sets";
+    for (size_t i = 0; i < ELEMENTSOF(session); i++)
+        if (strcasecmp(name, session[i]) == 0)
+            return "it belongs to the MCP session, which only the transport sets";
+    return NULL;
+}
+
 const char *helper_header_refusal(const char *name, const char *value, size_t len)
 {
     static const char bearer[] = "Bearer ";
+    /* the name first: no value makes such a header one that may be added */
+    const char *why = name ? helper_header_framing(name) : NULL;
+    if (why)
+        return why;
     if (len == 0)
         return "the value is empty";
     if (!helper_header_value_valid(value, len))

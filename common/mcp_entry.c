@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "credkit/buf.h"
+#include "credkit/helper_answer.h"
 #include "credkit/mcp_field.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
@@ -112,6 +113,11 @@ static int map_line(struct strv *sv, const char *k, struct json_object *val, boo
                              "'%s' in \"env\" is not a valid variable name: it must "
                              "be non-empty, without '='",
                              kd);
+    /* the transport frames the request and its session: an entry that would set those
+     * headers cannot work as written, and a Content-Length of its own smuggles a request */
+    const char *framing = headers ? helper_header_framing(k) : NULL;
+    if (framing)
+        return bad(e, "header '%s' in \"headers\" is refused: %s: remove it", kd, framing);
     (void)snprintf(lbl, sizeof(lbl), "%s '%s'", headers ? "header" : "\"env\" value", kd);
     if (!val)
         return bad(e, "%s must be a string, not null", lbl);

@@ -6,6 +6,7 @@
 
 #include "credkit/redact.h"
 #include "credkit/secmem.h"
+#include "credkit/url.h"
 
 struct redact_entry {
     char *name;
@@ -169,4 +170,24 @@ int redact_apply(const struct redact *r, const char *text, size_t len, struct bu
         plain = i;
     }
     return buf_append(out, text + plain, len - plain);
+}
+
+struct url_parts_add {
+    struct redact *r;
+    int error;
+};
+
+static void add_url_part(const char *part, size_t len, void *userdata)
+{
+    struct url_parts_add *a = userdata;
+    if (a->error >= 0 && len >= REDACT_URL_MIN_LEN)
+        a->error = redact_add(a->r, "url", part, len);
+}
+
+int redact_add_url(struct redact *r, const char *url)
+{
+    struct url_parts_add a = {r, 0};
+    if (r && url)
+        url_each_masked(url, add_url_part, &a);
+    return a.error;
 }

@@ -612,3 +612,128 @@ bool url_has_userinfo(const char *url)
     size_t n = strcspn(p, "/?#");
     return memchr(p, '@', n) != NULL;
 }
+
+/* Whether s[0..n) is one ${...} reference and nothing else: a name, not a value. */
+static bool is_one_reference(const char *s, size_t n)
+{
+    return n > 3 && s[0] == '$' && s[1] == '{' && s[n - 1] == '}' &&
+           memchr(s + 2, '}', n - 3) == NULL && memchr(s + 2, '$', n - 3) == NULL;
+}
+
+/* The pieces of a URL, in order, each said to be shown or masked: what url_display() and
+ * url_each_masked() share. emit returns < 0 to stop, which is returned. */
+typedef int (*url_emit_fn)(const char *s, size_t n, bool masked, void *userdata);
+
+/* A value of a query or the fragment: masked unless empty or a ${...} reference. */
+static int walk_value(const char *v, size_t n, url_emit_fn emit, void *ud)
+{
+    return emit(v, n, n > 0 && !is_one_reference(v, n), ud);
+}
+
+/* The components of a query (or a fragment) q[0..n): "key=" shown, the value walked; a bare
+ * component walked whole. */
+static int walk_query(const char *q, size_t n, url_emit_fn emit, void *ud)
+{
+    int r = 0;
+    while (r >= 0) {
+        const char *amp = memchr(q, '&', n);
+        size_t len = amp ? (size_t)(amp - q) : n;
+        const char *eq = memchr(q, '=', len);
+        if (eq) {
+            r = emit(q, (size_t)(eq - q) + 1, false, ud);
+            if (r >= 0)
+                r = walk_value(eq + 1, len - (size_t)(eq - q) - 1, emit, ud);
+        } else {
+            r = walk_value(q, len, emit, ud);
+        }
+        if (!amp || r < 0)
+            break;
+        r = emit("&", 1, false, ud);
+        q = amp + 1;
+        n -= len + 1;
+    }
+    return r;
+}
+
+static int walk_url(const char *url, url_emit_fn emit, void *ud)
+{
+    const char *p = url, *sep = strstr(url, "://");
+    int r = 0;
+    if (sep) {
+        const char *auth = sep + 3;
+        size_t alen = strcspn(auth, "/?#");
+        const char *at = NULL;
+        for (const char *c = auth; c < auth + alen; c++)
+            if (*c == '@')
+                at = c;
+        if (at) {
+            /* "user:password@": both may be credentials */
+            const char *colon = memchr(auth, ':', (size_t)(at - auth));
+            r = emit(url, (size_t)(auth - url), false, ud);
+            if (r >= 0)
+                r = emit(auth, (size_t)((colon ? colon : at) - auth), true, ud);
+            if (r >= 0 && colon)
+                r = emit(":", 1, false, ud);
+            if (r >= 0 && colon)
+                r = emit(colon + 1, (size_t)(at - colon - 1), true, ud);
+            if (r >= 0)
+                r = emit("@", 1, false, ud);
+            p = at + 1;
+        }
+    }
+    size_t head = strcspn(p, "?#");
+    if (r >= 0)
+        r = emit(p, head, false, ud);
+    p += head;
+    if (r >= 0 && *p == '?') {
+        size_t qlen = strcspn(p + 1, "#");
+        r = emit("?", 1, false, ud);
+        if (r >= 0)
+            r = walk_query(p + 1, qlen, emit, ud);
+        p += 1 + qlen;
+    }
+    if (r >= 0 && *p == '#') {
+        r = emit("#", 1, false, ud);
+        if (r >= 0)
+            r = walk_query(p + 1, strlen(p + 1), emit, ud);
+    }
+    return r;
+}
+
+static int display_emit(const char *s, size_t n, bool masked, void *userdata)
+{
+    struct buf *b = userdata;
+    return masked ? buf_append_str(b, URL_DISPLAY_MASK) : buf_append(b, s, n);
+}
+
+char *url_display(const char *url)
+{
+    struct buf b;
+    /* each masked piece is at least one byte long in url */
+    buf_init(&b, strlen(url) * sizeof(URL_DISPLAY_MASK) + 16);
+    if (walk_url(url, display_emit, &b) < 0) {
+        buf_release(&b);
+        return NULL;
+    }
+    return buf_detach(&b);
+}
+
+struct each_masked {
+    void (*fn)(const char *part, size_t len, void *userdata);
+    void *userdata;
+};
+
+static int each_masked_emit(const char *s, size_t n, bool masked, void *userdata)
+{
+    struct each_masked *m = userdata;
+    if (masked)
+        m->fn(s, n, m->userdata);
+    return 0;
+}
+
+void url_each_masked(const char *url, void (*fn)(const char *part, size_t len, void *userdata),
+                     void *userdata)
+{
+    struct each_masked m = {fn, userdata};
+    (void)walk_url(url, each_masked_emit, &m);
+}

@@ -89,14 +89,17 @@ static void redact_values(struct log *log, char *const *v, char sep)
 }
 
 /* The secrets of an entry go into the log's redaction: whatever a message quotes (a server's
- * stderr echoing its environment, a transport error), header values, env values and the
- * variables of the URL are never printed. */
+ * stderr echoing its environment, a transport error), header values, env values, the values
+ * written in the URL's query and the variables of the URL are never printed. */
 static void redact_entry(struct log *log, const struct mcp_server *s)
 {
     redact_values(log, s->env, '=');
     redact_values(log, s->headers, ':');
-    if (s->url)
+    if (s->url) {
+        if (redact_add_url(log_redact(log), s->url) < 0)
+            log_debug(log, "cannot register the values of a URL for redaction: out of memory");
         mcp_template_vars(s->url, redact_var, log);
+    }
 }
 
 static void redact_config(struct log *log, const struct mcp_config *c)

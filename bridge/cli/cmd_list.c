@@ -19,6 +19,7 @@
 #include "credkit/path.h"
 #include "credkit/strv.h"
 #include "credkit/textsafe.h"
+#include "credkit/url.h"
 #include "credkit/util.h"
 
 #include "cli/cli.h"
@@ -71,6 +72,18 @@ static const char *view_url(const struct mcp_server *s)
     return json_get_string(s->raw, "url");
 }
 
+/* The URL as shown (url_display(): a key written in its query is not), or NULL without one.
+ * -ENOMEM. Caller frees. */
+static int view_url_display(const struct mcp_server *s, char **ret)
+{
+    const char *url = view_url(s);
+    char *d = url ? url_display(url) : NULL;
+    if (url && !d)
+        return -ENOMEM;
+    *ret = d;
+    return 0;
+}
+
 /* The arguments of the command: the string elements of "args" as written for an invalid
  * entry. out borrows nothing. */
 static int view_args(const struct mcp_server *s, struct strv *out)
@@ -91,14 +104,19 @@ static int view_args(const struct mcp_server *s, struct strv *out)
     return 0;
 }
 
-/* The URL, else "command arg...", else "-". Templates as written. */
+/* The URL as shown, else "command arg...", else "-". Templates as written. */
 static int entry_target(const struct mcp_server *s, struct buf *out)
 {
-    const char *url = view_url(s), *cmd = view_command(s);
+    const char *cmd = view_command(s);
     struct strv args = STRV_INIT;
-    int r;
-    if (url || !cmd)
-        return buf_append_str(out, url ? url : "-");
+    char *url = NULL;
+    int r = view_url_display(s, &url);
+    if (r < 0 || url || !cmd) {
+        if (r >= 0)
+            r = buf_append_str(out, url ? url : "-");
+        free(url);
+        return r;
+    }
     r = view_args(s, &args);
     if (r >= 0)
         r = cmd_creds_shell_quote(out, cmd);
@@ -234,9 +252,10 @@ static const char list_help[] =
     "usage: mcp-bridge list [--json] [--check [--connect-timeout D]]\n"
     "\n"
     "Show every MCP server of the layered configuration, as the bridge sees it: name,\n"
-    "transport, command or URL (as written: ${VAR} references are not expanded), the file that\n"
-    "defines it, and its status; under it, the credentials it needs and their state, never a\n"
-    "value. Then the files that were considered (lowest priority first) and what was wrong\n"
+    "transport, command or URL (as written: ${VAR} references are not expanded; the values\n"
+    "of its query shown as ***), the file that defines it, and its status; under it, the\n"
+    "credentials it needs and their state, never a value. Then the files that were considered "
+    "(lowest priority first) and what was wrong\n"
     "with any of them as a whole: the problems that leave their servers unused (not JSON,\n"
     "with line and column) apart from the warnings (a setting ignored).\n"
     "\n"
@@ -555,7 +574,11 @@ int list_json(const struct mcp_config *c, const struct cmd_creds_report *rep,
         cfg_jadd(&oom, o, "command", cfg_jstr(&oom, cmd));
         cfg_jadd(&oom, o, "args", cfg_jstrv(&oom, args.v));
         strv_release_secure(&args);
-        cfg_jadd(&oom, o, "url", cfg_jstr(&oom, view_url(s)));
+        char *url = NULL;
+        if (view_url_display(s, &url) < 0)
+            oom = true;
+        cfg_jadd(&oom, o, "url", cfg_jstr(&oom, url));
+        free(url);
         cfg_jadd(&oom, o, "source", cfg_jstr(&oom, source_path(c, displays, s->source)));
         cfg_jadd(&oom, o, "layer", cfg_jstr(&oom, layer_word(s->layer)));
         cfg_jadd(&oom, o, "import", cfg_jstr(&oom, s->import));

@@ -59,29 +59,6 @@ bool cred_check_is_credential(const struct mcp_server *s, const char *header)
     return true; /* a helper's, mcp-auth's, the bearer token's */
 }
 
-const char *cred_check_framing_header(const char *name)
-{
-    static const char *const framing[] = {"Host",
-                                          "Content-Length",
-                                          "Transfer-Encoding",
-                                          "Connection",
-                                          "Keep-Alive",
-                                          "Upgrade",
-                                          "TE",
-                                          "Trailer",
-                                          "Expect",
-                                          "Proxy-Connection"};
-    static const char *const session[] = {"MCP-Session-Id", "MCP-Protocol-Version",
-                                          "Last-Event-ID"};
-    for (size_t i = 0; i < ELEMENTSOF(framing); i++)
-        if (strcasecmp(name, framing[i]) == 0)
-            return "it frames the HTTP request, which only the transport sets";
-    for (size_t i = 0; i < ELEMENTSOF(session); i++)
-        if (strcasecmp(name, session[i]) == 0)
-            return "it belongs to the MCP session, which only the transport sets";
-    return NULL;
-}
-
 static int check_safe(char *const *headers, struct err *e)
 {
     for (size_t i = 0; headers && headers[i]; i++) {

@@ -6,7 +6,8 @@
  *
  * - each header must be one that every consumer reads as one header (helper_header_refusal():
  *   no control character, no leading or trailing blank, not empty; an Authorization bearer
- *   token an RFC 6750 b64token), or the server is not connected;
+ *   token an RFC 6750 b64token; none that frames the request or its MCP session, such as
+ *   Content-Length or MCP-Session-Id), or the server is not connected;
  * - credentials never go over plain http to a host that is not loopback (OAuth 2.1 requires
  *   TLS), unless the entry says "allowHttp": true. Credentials are the Authorization,
  *   Proxy-Authorization and Cookie headers whatever their source, every header a helper gave,
@@ -30,12 +31,6 @@ bool cred_check_plain_remote(const char *url);
 
 /* Whether the header "Name: value" of an answer for s is a credential (see above). */
 bool cred_check_is_credential(const struct mcp_server *s, const char *header);
-
-/* Why a header called name may not be added to a request by a helper: it frames the request
- * (Host, Content-Length, Transfer-Encoding, Connection ...) or its MCP session (MCP-Session-Id,
- * MCP-Protocol-Version, Last-Event-ID), which only the transport sets; NULL when it may. A
- * phrase for a message, static. */
-const char *cred_check_framing_header(const char *name);
 
 /* Checks the answer c for the entry s: 0 when it may go; -EINVAL (a header that is not safe)
  * or -EPERM (credentials over plain http to a host that is not loopback) with e naming the

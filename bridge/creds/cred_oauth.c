@@ -339,6 +339,10 @@ int cred_helper_oauth_run(struct slot *s, enum oauth_step step, const char *scop
         login_note(h);
         break;
     }
+    /* a URL's --allow-http (the entry of a name says it to mcp-auth itself): mcp-auth refuses
+     * a plain http URL on a host that is not loopback as the bridge does */
+    if (r >= 0 && h->auth_target && s->srv->allow_http && step != OAUTH_STATUS)
+        r = strv_push(&argv, "--allow-http");
     if (r >= 0)
         r = strv_push(&argv, "--") < 0 ? -ENOMEM : strv_push(&argv, target);
     free(prog);

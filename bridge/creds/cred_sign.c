@@ -217,7 +217,7 @@ static void run_free(struct cred_sign_run *run)
 }
 
 /* The answer as "Name: value" lines: a JSON object of strings, each header one that may be
- * sent (helper_headers_add()) and added by a helper (cred_check_framing_header()). */
+ * sent (helper_headers_add()) and added by a helper (helper_header_framing()). */
 static int answer_headers(const struct cred_proc_result *res, struct strv *out, char *msg,
                           size_t size)
 {
@@ -233,7 +233,7 @@ static int answer_headers(const struct cred_proc_result *res, struct strv *out, 
     }
     json_object_object_foreach(o, k, v)
     {
-        const char *why = cred_check_framing_header(k);
+        const char *why = helper_header_framing(k);
         if (why) {
             snprintf(msg, size, "its header '%.64s' is refused: %s", k, why);
             r = -EINVAL;

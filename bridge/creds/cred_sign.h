@@ -11,7 +11,7 @@
  * a helper process on the loop (cred_proc.h): bounded by timeoutMs (default 10 s, at most 60 s)
  * and by HELPER_ANSWER_MAX bytes of answer, in its own process group. Its headers are checked as
  * every header answer is (helper_headers_add(): a valid name, a safe value, no name twice), and
- * those that frame the request or its session are refused (cred_check_framing_header()); any
+ * those that frame the request or its session are refused (helper_header_framing()); any
  * failure fails that request, which is not sent. Failures are logged as warnings naming the
  * server; the header values are secrets, never logged. */
 #pragma once

@@ -96,12 +96,20 @@ bool helper_header_name_valid(const char *name, size_t len);
  * character (HTAB is allowed). */
 bool helper_header_value_valid(const char *value, size_t len);
 
+/* Why a header called name may never be added to a request by a configuration or a helper: it
+ * frames the request (Host, Content-Length, Transfer-Encoding, Connection, Upgrade, TE ...) or
+ * its MCP session (MCP-Session-Id, MCP-Protocol-Version, Last-Event-ID), which only the
+ * transport sets; a second Content-Length would cut the body and smuggle the rest in as another
+ * request. NULL when it may. A phrase for a message, static. */
+const char *helper_header_framing(const char *name);
+
 /* Why value[0..len) may not be sent as the value of the header called name: NULL when it may
  * (header_value_safe() of credkit/textsafe.h, and for "Authorization: Bearer TOKEN" an RFC 6750
  * b64token, as every consumer of a bearer header expects); else a phrase for a message, static,
- * that never quotes the value: "the value is empty", "the value has a control character (CR,
- * LF, NUL and the like are refused)", "the value begins or ends with a space or a tab", "the
- * bearer token is not an RFC 6750 token (...)". */
+ * that never quotes the value: helper_header_framing()'s for such a name (whatever the value),
+ * "the value is empty", "the value has a control character (CR, LF, NUL and the like are
+ * refused)", "the value begins or ends with a space or a tab", "the bearer token is not an RFC
+ * 6750 token (...)". */
 const char *helper_header_refusal(const char *name, const char *value, size_t len);
 
 /* Appends a header: copies of name and value[0..len) (wiped on release). -EINVAL with e naming

@@ -24,6 +24,13 @@ void redact_free(struct redact *r);
 /* Registers value (len bytes) under name; copies both. Re-registering the same value is a no-op. */
 int redact_add(struct redact *r, const char *name, const char *value, size_t len) _must_check_;
 
+/* The values written in url that url_display() (credkit/url.h) masks, each registered under
+ * "url": a key in its query, a password in its userinfo. Those shorter than REDACT_URL_MIN_LEN
+ * are left out: "?format=json" is a setting, and redacting "json" would mangle every message
+ * with that word. url may be a template. -ENOMEM. */
+#define REDACT_URL_MIN_LEN 8
+int redact_add_url(struct redact *r, const char *url) _must_check_;
+
 /* Appends text to out with every registered value replaced. Longest values win where several
  * overlap. r may be NULL (plain copy). */
 int redact_apply(const struct redact *r, const char *text, size_t len,

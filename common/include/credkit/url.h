@@ -56,3 +56,20 @@ size_t url_scheme_len(const char *url);
 /* Whether the authority of an absolute URL ("scheme://authority/...") carries
  * "user[:password]@". */
 bool url_has_userinfo(const char *url);
+
+/* What replaces a value in url_display(). */
+#define URL_DISPLAY_MASK "***"
+
+/* url as shown to a person (a list, a report, a log line): a query string or a fragment may
+ * carry a key ("?api_key=..."), and userinfo a password, so each query or fragment value
+ * becomes URL_DISPLAY_MASK ("?api_key=***&region=***"; a component without '=' whole), and so
+ * do the user and the password ("***:***@"); a value that is one ${NAME} reference is a name and stays. Works on
+ * templates and on what url_canonical() refuses alike: no parsing, nothing refused. Caller
+ * frees; NULL on ENOMEM. */
+char *url_display(const char *url);
+
+/* Calls fn with each piece of url that url_display() masks (each query or fragment value, a
+ * bare component, the userinfo), borrowed, not NUL-terminated: what a caller registers with its
+ * log's redaction, so that no log line that quotes the URL shows them either. */
+void url_each_masked(const char *url, void (*fn)(const char *part, size_t len, void *userdata),
+                     void *userdata);

@@ -696,6 +696,128 @@ static void test_second_request_gone(void)
     callback_result_release(&res);
 }
 
+/* Slow connections cannot hold the listener shut. A local user opens more connections than it
+ * has slots and keeps each active with a byte of a request head every 200 ms, reconnecting
+ * whenever one is dropped; the browser's redirect still gets through, at once. */
+#define SLOW_CONNS 80
+
+static int slow_connect(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
+        (void)close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void client_slowloris(uint16_t port)
+{
+    static const char head[] = "GET /callback?code=slow&state=" STATE " HTTP/1.1\r\nX-Slow: ";
+    int fds[SLOW_CONNS];
+    size_t sent[SLOW_CONNS] = {0};
+    for (size_t i = 0; i < SLOW_CONNS; i++)
+        fds[i] = slow_connect(port);
+    pid_t browser = -1;
+    int64_t start = now_mono_ms();
+    while (now_mono_ms() - start < 15000) {
+        for (size_t i = 0; i < SLOW_CONNS; i++) {
+            char c = sent[i] < sizeof(head) - 1 ? head[sent[i]] : 'x';
+            if (fds[i] >= 0 && send(fds[i], &c, 1, MSG_NOSIGNAL) == 1) {
+                sent[i]++;
+                continue;
+            }
+            if (fds[i] >= 0 && (errno == EAGAIN || errno == ENOTCONN))
+                continue; /* not accepted yet: still in the backlog */
+            if (fds[i] >= 0)
+                (void)close(fds[i]);
+            fds[i] = slow_connect(port); /* dropped: come back at once */
+            sent[i] = 0;
+        }
+        /* the browser comes once the slow connections fill the listener */
+        if (browser < 0 && now_mono_ms() - start >= 1500) {
+            fflush(NULL);
+            browser = fork();
+            if (browser == 0) {
+                get(port, "/callback?code=real&state=" STATE);
+                _exit(0);
+            }
+        }
+        if (browser > 0 && waitpid(browser, NULL, WNOHANG) == browser)
+            break;
+        sleep_ms(200);
+    }
+    if (browser > 0 && waitpid(browser, NULL, WNOHANG) == 0) {
+        (void)kill(browser, SIGKILL);
+        (void)waitpid(browser, NULL, 0);
+    }
+}
+
+/* One connection that keeps sending a byte of its request head every 200 ms is active, but
+ * it gets 5 s from its accept to a complete head: then it is closed. */
+static void client_trickle(uint16_t port)
+{
+    static const char head[] = "GET /callback?state=" STATE " HTTP/1.1\r\nX-Slow: ";
+    int fd = slow_connect(port);
+    int64_t start = now_mono_ms();
+    for (size_t sent = 0; fd >= 0 && now_mono_ms() - start < 9000; sent++) {
+        char c = sent < sizeof(head) - 1 ? head[sent] : 'x', in;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, 0) == 1 && recv(fd, &in, 1, MSG_DONTWAIT) <= 0)
+            break; /* closed by the server */
+        if (send(fd, &c, 1, MSG_NOSIGNAL) != 1 && errno != EAGAIN && errno != ENOTCONN)
+            break;
+        sleep_ms(200);
+    }
+    shm->r[0].status = (long)(now_mono_ms() - start); /* when it was closed */
+    shm->n = 1;
+}
+
+static void test_head_deadline(void)
+{
+    struct err e = ERR_INIT;
+    struct callback *cb = NULL;
+    struct callback_result res = {0};
+    shm_reset();
+    CHECK_INT(callback_start(0, &cb, &e), 0);
+    if (!cb)
+        return;
+    pid_t pid = spawn_client(client_trickle, cb_port(cb));
+    CHECK_INT(callback_wait(cb, STATE, 7000, NULL, NULL, &res, &e), -ETIMEDOUT);
+    CHECK_INT(reap(pid, 5000), 0);
+    CHECK_INT(shm->n, 1);
+    /* CALLBACK_HEAD_MS after its accept, give or take a poll */
+    CHECK(shm->r[0].status >= 4500 && shm->r[0].status < 6500);
+    callback_stop(cb);
+}
+
+static void test_slow_connections(void)
+{
+    struct err e = ERR_INIT;
+    struct callback *cb = NULL;
+    struct callback_result res = {0};
+    shm_reset();
+    CHECK_INT(callback_start(0, &cb, &e), 0);
+    if (!cb)
+        return;
+    long saved = client_timeout_ms;
+    client_timeout_ms = 8000;
+    pid_t pid = spawn_client(client_slowloris, cb_port(cb));
+    int64_t t0 = now_mono_ms();
+    CHECK_INT(callback_wait(cb, STATE, 12000, NULL, NULL, &res, &e), 0);
+    /* 1.5 s before the browser comes; then at once, not after the slow ones gave up */
+    CHECK(now_mono_ms() - t0 < 3500);
+    CHECK_STR(res.code, "real");
+    CHECK_INT(reap(pid, 20000), 0);
+    CHECK_INT(shm->n, 1);
+    CHECK_INT(shm->r[0].status, 200);
+    client_timeout_ms = saved;
+    callback_result_release(&res);
+    callback_stop(cb);
+}
+
 TESTS_MAIN(test_start_loopback, test_requests, test_error_callback, test_next_attempt,
            test_error_escaped, test_timeout, test_tick, test_port_in_use, test_signals,
-           test_second_request_gone)
+           test_second_request_gone, test_slow_connections, test_head_deadline)

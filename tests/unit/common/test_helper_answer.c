@@ -357,6 +357,39 @@ static void test_headers_add_refusals(void)
     helper_headers_release(&a);
 }
 
+/* The headers no configuration or helper may add: those that frame the request or its
+ * session, in any case, whatever the value; every other name may be added. */
+static void test_framing_headers(void)
+{
+    static const char *const refused[] = {"Host",
+                                          "content-length",
+                                          "Transfer-Encoding",
+                                          "CONNECTION",
+                                          "Keep-Alive",
+                                          "Upgrade",
+                                          "te",
+                                          "Trailer",
+                                          "Expect",
+                                          "Proxy-Connection"};
+    static const char *const session[] = {"Mcp-Session-Id", "MCP-PROTOCOL-VERSION",
+                                          "last-event-id"};
+    static const char *const allowed[] = {"X-Signature", "Authorization", "Content-Type",
+                                          "Accept",      "Hostname",      "X-Content-Length"};
+    for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+        const char *why = helper_header_framing(refused[i]);
+        CHECK(why && strstr(why, "frames the HTTP request"));
+    }
+    for (size_t i = 0; i < ELEMENTSOF(session); i++) {
+        const char *why = helper_header_framing(session[i]);
+        CHECK(why && strstr(why, "belongs to the MCP session"));
+    }
+    for (size_t i = 0; i < ELEMENTSOF(allowed); i++)
+        CHECK(helper_header_framing(allowed[i]) == NULL);
+    CHECK_CONTAINS(helper_header_refusal("Content-Length", "5", 1), "frames the HTTP request");
+    CHECK_CONTAINS(helper_header_refusal("mcp-protocol-version", "2025-06-18", 10),
+                   "belongs to the MCP session");
+}
+
 static void test_headers_round_trip(void)
 {
     struct helper_headers h = {0}, g = {0};
@@ -447,6 +480,10 @@ static void test_headers_refusals(void)
         {"{\"headers\":{\"X-B\":\"" CANARY " \"}}", -EBADMSG,
          "header 'X-B': the value begins or ends with a space or a tab"},
         {"{\"headers\":{\"X-B\":\"\"}}", -EBADMSG, "header 'X-B': the value is empty"},
+        {"{\"headers\":{\"Authorization\":\"Bearer " CANARY "\",\"Content-Length\":\"5\"}}",
+         -EBADMSG, "header 'Content-Length': it frames the HTTP request"},
+        {"{\"headers\":{\"MCP-Session-Id\":\"" CANARY "\"}}", -EBADMSG,
+         "header 'MCP-Session-Id': it belongs to the MCP session"},
         {"{\"headers\":{\"Bad Name\":\"" CANARY "\"}}", -EBADMSG,
          "\"headers\": member 1: the name is not an HTTP token"},
         {"{\"headers\":{\"X-A\":\"1\",\"X:B\":\"" CANARY "\"}}", -EBADMSG,
@@ -471,4 +508,4 @@ static void test_headers_refusals(void)
 TESTS_MAIN(test_secrets_write_bytes, test_secrets_add_refusals, test_secrets_round_trip,
            test_secrets_reader_lenient, test_secrets_refusals, test_reader_bounds,
            test_headers_write_bytes, test_headers_add_refusals, test_headers_round_trip,
-           test_headers_reader_lenient, test_headers_refusals)
+           test_headers_reader_lenient, test_headers_refusals, test_framing_headers)

@@ -81,4 +81,23 @@ static void test_log_redacts_then_escapes(void)
               "prog: warning: server said: [REDACTED:PEM]; then \\x1b[2J\\u{202e} and\n\tmore\n");
 }
 
-TESTS_MAIN(test_replace, test_longest_wins, test_log_redacts, test_log_redacts_then_escapes)
+/* The values written in a URL: a key in its query and a password go; a short setting, a
+ * ${NAME} and the rest of the URL stay. */
+static void test_url_values(void)
+{
+    struct redact *r = redact_new();
+    CHECK(r != NULL);
+    CHECK_INT(redact_add_url(r, "https://me:pa55w0rd-x@x.example/mcp?api_key=k3y-of-mine&"
+                                "format=json&t=${TOKEN}"),
+              0);
+    char *s = apply(r, "GET https://x.example/mcp?api_key=k3y-of-mine&format=json as me "
+                       "(pa55w0rd-x): json ${TOKEN}");
+    CHECK_STR(s, "GET https://x.example/mcp?api_key=[REDACTED:url]&format=json as me "
+                 "([REDACTED:url]): json ${TOKEN}");
+    free(s);
+    CHECK_INT(redact_add_url(r, NULL), 0);
+    redact_free(r);
+}
+
+TESTS_MAIN(test_replace, test_longest_wins, test_log_redacts, test_log_redacts_then_escapes,
+           test_url_values)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "credkit/secmem.h"
+#include "credkit/buf.h"
 #include "credkit/url.h"
 
 #include "tests.h"
@@ -341,5 +342,51 @@ static void test_scheme_userinfo(void)
     CHECK(!url_has_userinfo("mailto:a@b"));
 }
 
+static void collect_part(const char *part, size_t len, void *userdata)
+{
+    struct buf *b = userdata;
+    CHECK_INT(buf_append(b, part, len), 0);
+    CHECK_INT(buf_append_char(b, '|'), 0);
+}
+
+/* A URL as shown: no query or fragment value, no userinfo; names of ${...} stay. */
+static void test_display(void)
+{
+    static const struct {
+        const char *in, *out;
+    } t[] = {
+        {"https://mcp.example.com/mcp", "https://mcp.example.com/mcp"},
+        {"https://x/mcp?api_key="
+         "abc123secret",
+         "https://x/mcp?api_key=***"},
+        {"https://x/mcp?api_key=abc&region=eu&x=", "https://x/mcp?api_key=***&region=***&x="},
+        {"https://x/mcp?key=${TOKEN}", "https://x/mcp?key=${TOKEN}"},
+        {"https://x/mcp?key=a${TOKEN}", "https://x/mcp?key=***"},
+        {"https://x/mcp?key=${A}${B}", "https://x/mcp?key=***"},
+        {"https://x/mcp?sk-bare-key", "https://x/mcp?***"},
+        {"https://x/mcp?a=1#access_token=tok", "https://x/mcp?a=***#access_token=***"},
+        {"https://x/p#frag", "https://x/p#***"},
+        {"https://user:pass@x/mcp?k=v", "https://***:***@x/mcp?k=***"},
+        {"https://:pass@x/mcp", "https://***:***@x/mcp"},
+        {"https://a@b@x:8443/mcp", "https://***@x:8443/mcp"},
+        {"https://x/mcp?", "https://x/mcp?"},
+        {"https://x/mcp?&&k==v", "https://x/mcp?&&k=***"},
+        {"not a url?k=v", "not a url?k=***"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+        char *d = url_display(t[i].in);
+        CHECK_STR(d, t[i].out);
+        free(d);
+    }
+    /* the pieces it masks, for a log's redaction */
+    struct buf parts;
+    buf_init(&parts, 1024);
+    url_each_masked("https://u:p@x/mcp?k=key1&t=${T}&bare#f=frag", collect_part, &parts);
+    CHECK_STR(buf_str(&parts), "u|p|key1|bare|frag|");
+    buf_release(&parts);
+}
+
 TESTS_MAIN(test_scheme_userinfo, test_canonical, test_canonical_rejects, test_loopback,
-           test_check_secure, test_origin, test_path, test_resolve, test_encode, test_query_get)
+           test_check_secure, test_origin, test_path, test_resolve, test_encode, test_query_get,
+           test_display)
