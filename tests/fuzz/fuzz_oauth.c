@@ -137,8 +137,7 @@ static void reg(void)
     struct registration g = {0};
     struct err e = ERR_INIT;
     char *url = endpoint("/register");
-    int r =
-        oauth_register(url, "http://127.0.0.1:1/callback", "read", true, NULL, 2000, &g, &e);
+    int r = oauth_register(url, "http://127.0.0.1:1/callback", "read", true, NULL, 2000, &g, &e);
     if (r == 0) {
         fuzz_check(g.client_id && g.client_id[0]);
         registration_release(&g);
