@@ -22,7 +22,7 @@ void up_trace_sent(struct upstream *u, struct json_object *msg, size_t bytes, in
     if (!u->trace)
         return;
     struct trace_message tm = {
-        .server = up_name(u),
+        .server = u->srv->name, /* not up_name(): this file stays a leaf of upstream/ */
         .transport = transport_word(u),
         .direction = TRACE_OUTBOUND,
         .status = r < 0 ? TRACE_ERROR : TRACE_SENT,
@@ -40,7 +40,7 @@ void up_trace_received(struct upstream *u, const struct jrpc_msg *m, size_t byte
         return;
     int64_t ms = c && c->sent_at ? loop_now(u->loop) - c->sent_at : -1;
     struct trace_message tm = {
-        .server = up_name(u),
+        .server = u->srv->name, /* not up_name(): this file stays a leaf of upstream/ */
         .transport = transport_word(u),
         .direction = TRACE_INBOUND,
         .status = TRACE_RECEIVED,
