@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -40,6 +39,7 @@
 #include "credkit/util.h"
 
 #include "callback.h"
+#include "stopcatch.h"
 
 #define CALLBACK_PARAM_MAX    4096u  /* bytes per query parameter, decoded */
 #define CALLBACK_CONN_LIMIT   64u    /* a browser opens a handful; the rest is headroom */
@@ -824,85 +824,6 @@ static void paste_read(struct callback *cb)
         paste_say(cb, "the input ended: waiting for the browser alone");
 }
 
-/* --- SIGINT and SIGTERM while waiting --- */
-
-/* The one piece of global state in this module: a signal handler can reach nothing else. It is
- * written by on_stop_signal() only while callback_wait() has it installed, and read there. */
-static volatile sig_atomic_t stop_signal_caught;
-
-static void on_stop_signal(int sig)
-{
-    stop_signal_caught = sig;
-}
-
-static const int stop_signals[] = {SIGINT, SIGTERM};
-
-struct stop_catch {
-    sigset_t old_mask; /* the caller's: restored at the end, and in force during ppoll() */
-    sigset_t caught;   /* the signals we handle */
-    struct sigaction old_action[ELEMENTSOF(stop_signals)];
-    bool installed[ELEMENTSOF(stop_signals)];
-};
-
-/* Blocks SIGINT and SIGTERM and installs our handler for each. A signal the caller blocked
- * (it reads it its own way, e.g. signalfd) or ignores (nohup) is left alone: it stays blocked
- * or ignored during ppoll() too, since ppoll() runs with the caller's mask. */
-static int stop_catch_begin(struct stop_catch *s)
-{
-    sigset_t block;
-    (void)sigemptyset(&block);
-    for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++)
-        (void)sigaddset(&block, stop_signals[i]);
-    int r = pthread_sigmask(SIG_BLOCK, &block, &s->old_mask);
-    if (r != 0)
-        return -r;
-
-    stop_signal_caught = 0;
-    (void)sigemptyset(&s->caught);
-    for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++) {
-        int sig = stop_signals[i];
-        s->installed[i] = false;
-        if (sigismember(&s->old_mask, sig) == 1)
-            continue;
-        if (sigaction(sig, NULL, &s->old_action[i]) < 0)
-            continue;
-        if (!(s->old_action[i].sa_flags & SA_SIGINFO) && s->old_action[i].sa_handler == SIG_IGN)
-            continue;
-        struct sigaction sa = {.sa_handler = on_stop_signal};
-        (void)sigfillset(&sa.sa_mask);
-        if (sigaction(sig, &sa, NULL) < 0)
-            continue;
-        s->installed[i] = true;
-        (void)sigaddset(&s->caught, sig);
-    }
-    return 0;
-}
-
-/* Restores the caller's handlers and mask. A signal that arrived after the last ppoll() is
- * still pending (blocked): it was meant for this wait, so it is consumed here and reported,
- * rather than delivered to the restored handler (the default one would kill the process). */
-static bool stop_catch_end(struct stop_catch *s)
-{
-    sigset_t pending;
-    if (sigpending(&pending) == 0) {
-        for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++) {
-            if (!s->installed[i] || sigismember(&pending, stop_signals[i]) != 1)
-                continue;
-            sigset_t one;
-            (void)sigemptyset(&one);
-            (void)sigaddset(&one, stop_signals[i]);
-            struct timespec zero = {0, 0};
-            if (sigtimedwait(&one, NULL, &zero) > 0)
-                stop_signal_caught = stop_signals[i];
-        }
-    }
-    for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++)
-        if (s->installed[i])
-            (void)sigaction(stop_signals[i], &s->old_action[i], NULL);
-    (void)pthread_sigmask(SIG_SETMASK, &s->old_mask, NULL);
-    return stop_signal_caught != 0;
-}
-
 /* --- the wait --- */
 
 /* Waits up to wait_ms for libmicrohttpd's sockets (or its own timeout, or a signal). */
@@ -980,7 +901,7 @@ static int serve_until_answered(struct callback *cb, int64_t deadline,
     int64_t now = now_mono_ms();
     int64_t next_tick = now, drain_deadline = 0;
     for (;;) {
-        if (stop_signal_caught)
+        if (stop_catch_caught())
             return -ECANCELED;
         if (cb->fail < 0)
             return cb->fail;
