@@ -469,11 +469,18 @@ static int check_plain_http(const struct target_ctx *tc, bool allow_http)
 
 /* ---- output ---- */
 
+/* The countdown's line is open (no newline yet): a message starts on a line of its own. */
+static bool countdown_open;
+
 _printf_(3, 4) static void ui_say(void *userdata, enum auth_say_level level, const char *fmt, ...)
 {
     (void)userdata;
     if (arg_quiet && level != AUTH_SAY_ALWAYS)
         return;
+    if (countdown_open) {
+        (void)fputc('\n', stderr);
+        countdown_open = false;
+    }
     va_list ap;
     va_start(ap, fmt);
     if (level == AUTH_SAY_ALWAYS) {
@@ -494,6 +501,7 @@ static void ui_countdown(void *userdata, int64_t remaining_ms)
     int64_t s = remaining_ms > 0 ? remaining_ms / 1000 : 0;
     fprintf(stderr, "\rwaiting for the sign-in: %lld:%02lld left ", (long long)(s / 60),
             (long long)(s % 60));
+    countdown_open = s > 0;
     if (s == 0)
         fputc('\n', stderr);
 }
