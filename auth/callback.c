@@ -683,9 +683,11 @@ static int paste_param(const char *pair, struct params *p, char *vals[P_COUNT])
         p->seen[i]++;
         if (r < 0 || strlen(v) > CALLBACK_PARAM_MAX)
             p->bad = true;
-        else if (*v && !vals[i])
-            p->value[i] = vals[i] = v, v = NULL;
-        secure_free(v);
+        else if (*v && !vals[i]) {
+            p->value[i] = vals[i] = v;
+            v = NULL;
+        }
+        secure_free(v); /* empty (present, as for the listener), or a repeat */
         break;
     }
     return 0;
@@ -699,7 +701,8 @@ static void paste_split(const struct callback *cb, char *line, char *host, size_
                         const char **ret_path, char **ret_query)
 {
     line[strcspn(line, "#")] = 0;
-    if (!strstr(line, "://")) {
+    size_t scheme = url_scheme_len(line);
+    if (scheme == 0 || strncmp(line + scheme, "://", 3) != 0) {
         (void)snprintf(host, host_size, "%s", cb->host_ip);
         *ret_path = CALLBACK_PATH;
         *ret_query = line + (*line == '?');
@@ -760,7 +763,7 @@ static void paste_take_line(struct callback *cb, char *line)
     case VERDICT_NOT_FOUND:
     case VERDICT_FOREIGN:
         paste_say(cb,
-                  "refused the pasted address: it is not this sign-in's, which begins with %s?; "
+                  "refused the pasted address: it is not this sign-in's (which begins with %s); "
                   "paste the address the browser ended on, or wait for the browser",
                   cb->redirect_uri);
         break;

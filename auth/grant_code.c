@@ -145,8 +145,8 @@ static int authorize(const struct grant_session *s, struct callback *cb, const c
         /* the browser on another machine cannot reach our listener: its page fails to load,
          * and the address it tried is the answer */
         auth_ui_say(s->ui, AUTH_SAY_ALWAYS,
-                    "or paste the address your browser ends on here (it begins with %s?; the "
-                    "page may fail to load)",
+                    "or paste the address your browser ends on here (%s?code=...; its page may "
+                    "fail to load)",
                     callback_redirect_uri(cb));
         callback_paste_from(cb, STDIN_FILENO, paste_cb, (void *)s->ui);
     }

@@ -897,11 +897,14 @@ static void test_paste(void)
     (void)close(r);
     (void)close(w);
     nt = (struct notes){0};
-    r = paste_pipe("state=" STATE "&code=old\nerror=access_denied&state=" STATE2, true, &w);
+    r = paste_pipe("state=" STATE "&code=old\nerror=access_denied&state=" STATE2
+                   "&iss=https://as.example/",
+                   true, &w);
     callback_paste_from(cb, r, on_note, &nt);
     CHECK_INT(callback_wait(cb, STATE2, 5000, NULL, NULL, &res, &e), 0);
     CHECK(res.code == NULL);
     CHECK_STR(res.error, "access_denied");
+    CHECK_STR(res.iss, "https://as.example/"); /* a query alone, its "://" not a scheme's */
     CHECK_CONTAINS(nt.last[0], "its state is not this sign-in's");
     callback_result_release(&res);
     (void)close(r);
