@@ -974,7 +974,8 @@ int callback_wait(struct callback *cb, const char *expected_state, int64_t timeo
     }
     catching = true;
     /* a pasted address holds the code: not shown on the terminal while it is typed */
-    if (tty_fd >= 0 && isatty(tty_fd) && tcgetattr(tty_fd, &tty_saved) == 0) {
+    if (tty_fd >= 0 && isatty(tty_fd) && tcgetpgrp(tty_fd) == getpgrp() &&
+        tcgetattr(tty_fd, &tty_saved) == 0) {
         struct termios quiet = tty_saved;
         quiet.c_lflag &= (tcflag_t) ~(ECHO | ECHONL);
         tty_quiet = tcsetattr(tty_fd, TCSANOW, &quiet) == 0;
