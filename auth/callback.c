@@ -17,8 +17,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +27,7 @@
 #include <strings.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,9 +35,11 @@
 
 #include "credkit/buf.h"
 #include "credkit/secmem.h"
+#include "credkit/url.h"
 #include "credkit/util.h"
 
 #include "callback.h"
+#include "stopcatch.h"
 
 #define CALLBACK_PARAM_MAX    4096u  /* bytes per query parameter, decoded */
 #define CALLBACK_CONN_LIMIT   64u    /* a browser opens a handful; the rest is headroom */
@@ -47,6 +50,7 @@
 #define CALLBACK_TICK_MS      1000
 #define CALLBACK_DRAIN_MS     1000 /* after acceptance: time to deliver the page */
 #define CALLBACK_MAX_FDS      128  /* listen socket + CALLBACK_CONN_LIMIT, with room to spare */
+#define CALLBACK_PASTE_MAX    (4 * CALLBACK_PARAM_MAX) /* bytes of one pasted line */
 
 /* The lifecycle of one wait: WAITING until a valid callback is accepted (later ones get 410),
  * ACCEPTED while its page goes out, ANSWERED once it went out (or its connection died). Each
@@ -80,6 +84,15 @@ struct callback {
 
     struct pollfd pfds[CALLBACK_MAX_FDS];
     struct callback_conn conns[CALLBACK_CONN_LIMIT];
+
+    /* the pasted address: callback_paste_from() */
+    int paste_fd; /* -1: none, or its input ended */
+    short paste_revents;
+    void (*paste_notify)(const char *msg, void *userdata);
+    void *paste_userdata;
+    size_t paste_len;
+    bool paste_overflow; /* the current line is too long: skipped up to its end */
+    char paste_line[CALLBACK_PASTE_MAX + 1];
 };
 
 /* The transitions, all here: a wait starts at WAITING; otherwise one step forward at a time, so
@@ -235,10 +248,10 @@ struct params {
     bool bad; /* too long, embedded NUL */
 };
 
-static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     size_t key_size, const char *value, size_t value_size)
+/* Takes one decoded query parameter into p: the listener's and the paste's alike. */
+static void take_param(struct params *p, const char *key, size_t key_size, const char *value,
+                       size_t value_size)
 {
-    struct params *p = cls;
     for (size_t i = 0; i < P_COUNT; i++) {
         if (strlen(param_names[i]) != key_size || memcmp(key, param_names[i], key_size) != 0)
             continue;
@@ -251,14 +264,18 @@ static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const c
             p->value[i] = value;
         break;
     }
+}
+
+static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     size_t key_size, const char *value, size_t value_size)
+{
+    take_param(cls, key, key_size, value, value_size);
     return MHD_YES;
 }
 
-/* Reads our parameters. RFC 6749 section 3.1: none may appear twice; every value is bounded. */
-static bool read_params(struct MHD_Connection *conn, struct params *p)
+/* RFC 6749 section 3.1: none may appear twice; every value is bounded. */
+static bool params_ok(const struct params *p)
 {
-    *p = (struct params){0};
-    (void)MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_param, p);
     if (p->bad)
         return false;
     for (size_t i = 0; i < P_COUNT; i++)
@@ -267,16 +284,50 @@ static bool read_params(struct MHD_Connection *conn, struct params *p)
     return true;
 }
 
-/* The Host a browser sends after the redirect: our address, or localhost. Anything else (a
- * DNS-rebinding page's own name) is not a callback to us. */
-static bool host_ok(const struct callback *cb, struct MHD_Connection *conn)
+/* The Host a browser sends after the redirect (or the authority of a pasted address): our
+ * address, or localhost. Anything else (a DNS-rebinding page's own name, another machine) is
+ * not a callback to us. */
+static bool host_ok(const struct callback *cb, const char *host)
 {
-    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     if (!host)
         return false;
     if (strcasecmp(host, cb->host_ip) == 0 || strcasecmp(host, cb->host_name) == 0)
         return true;
     return cb->port == 80 && (strcmp(host, "127.0.0.1") == 0 || strcasecmp(host, "localhost") == 0);
+}
+
+/* What the check of a callback found. */
+enum verdict {
+    VERDICT_OK,
+    VERDICT_NOT_FOUND, /* another path */
+    VERDICT_FOREIGN,   /* another host or port */
+    VERDICT_USED,      /* this wait already accepted one */
+    VERDICT_MALFORMED, /* a parameter twice, too long, or holding a NUL */
+    VERDICT_STATE,     /* no state, or not ours */
+    VERDICT_EMPTY,     /* our state, but neither code nor error */
+};
+
+/* The one check of a callback, whether it reached the listener (path, Host header, query) or was
+ * pasted (the address's path, authority, query). The state decides before the answer is looked
+ * at: a request without our state is somebody else's and must not influence the flow in any
+ * way. The issuer (RFC 9207) and an error are judged by the caller, for both alike. */
+static enum verdict judge(const struct callback *cb, const char *path, const char *host,
+                          const struct params *p)
+{
+    if (strcmp(path, CALLBACK_PATH) != 0)
+        return VERDICT_NOT_FOUND;
+    if (!host_ok(cb, host))
+        return VERDICT_FOREIGN;
+    if (cb->phase != CALLBACK_WAITING)
+        return VERDICT_USED;
+    if (!params_ok(p))
+        return VERDICT_MALFORMED;
+    if (!cb->expected_state || !p->value[P_STATE] ||
+        !secure_streq(p->value[P_STATE], cb->expected_state))
+        return VERDICT_STATE;
+    if (!p->value[P_CODE] && !p->value[P_ERROR])
+        return VERDICT_EMPTY;
+    return VERDICT_OK;
 }
 
 static char *dup_or_null(const char *s, bool *oom)
@@ -329,22 +380,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (cc)
         cc->head = true; /* no longer one that drop_slow() may drop */
 
-    if (strcmp(url, CALLBACK_PATH) != 0)
-        return ANSWER_STATIC(conn, MHD_HTTP_NOT_FOUND, page_not_found);
-    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+    if (strcmp(url, CALLBACK_PATH) == 0 && strcmp(method, MHD_HTTP_METHOD_GET) != 0)
         return ANSWER_STATIC(conn, MHD_HTTP_METHOD_NOT_ALLOWED, page_bad_method);
-    if (!host_ok(cb, conn))
-        return ANSWER_STATIC(conn, MHD_HTTP_BAD_REQUEST, page_invalid);
-    if (cb->phase != CALLBACK_WAITING)
+    struct params p = {0};
+    (void)MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_param, &p);
+    switch (judge(cb, url, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
+                  &p)) {
+    case VERDICT_OK:
+        break;
+    case VERDICT_NOT_FOUND:
+        return ANSWER_STATIC(conn, MHD_HTTP_NOT_FOUND, page_not_found);
+    case VERDICT_USED:
         return ANSWER_STATIC(conn, MHD_HTTP_GONE, page_used);
-
-    /* The state decides before anything else is looked at: a request without our state is
-     * somebody else's and must not influence the flow in any way. */
-    struct params p;
-    if (!cb->expected_state || !read_params(conn, &p) || !p.value[P_STATE] ||
-        !secure_streq(p.value[P_STATE], cb->expected_state) ||
-        (!p.value[P_CODE] && !p.value[P_ERROR]))
+    default:
         return ANSWER_STATIC(conn, MHD_HTTP_BAD_REQUEST, page_invalid);
+    }
 
     int r = keep_result(cb, &p);
     if (r < 0) {
@@ -519,6 +569,7 @@ int callback_start(uint16_t port, struct callback **ret, struct err *e)
         r = err_set(e, -ENOMEM, "cannot start the callback server: out of memory");
         goto out;
     }
+    cb->paste_fd = -1;
     r = listen_loopback(port, &fd, &cb->port, e);
     if (r < 0)
         goto out;
@@ -585,86 +636,195 @@ void callback_stop(struct callback *cb)
     if (cb->daemon)
         MHD_stop_daemon(cb->daemon); /* closes the listening socket and every connection */
     callback_result_release(&cb->result);
+    secure_wipe(cb->paste_line, sizeof(cb->paste_line));
     free(cb);
 }
 
-/* --- SIGINT and SIGTERM while waiting --- */
+/* --- the pasted address --- */
 
-/* The one piece of global state in this module: a signal handler can reach nothing else. It is
- * written by on_stop_signal() only while callback_wait() has it installed, and read there. */
-static volatile sig_atomic_t stop_signal_caught;
-
-static void on_stop_signal(int sig)
+void callback_paste_from(struct callback *cb, int fd,
+                         void (*notify)(const char *msg, void *userdata), void *userdata)
 {
-    stop_signal_caught = sig;
+    cb->paste_fd = fd;
+    cb->paste_notify = notify;
+    cb->paste_userdata = userdata;
+    cb->paste_len = 0;
+    cb->paste_overflow = false;
 }
 
-static const int stop_signals[] = {SIGINT, SIGTERM};
-
-struct stop_catch {
-    sigset_t old_mask; /* the caller's: restored at the end, and in force during ppoll() */
-    sigset_t caught;   /* the signals we handle */
-    struct sigaction old_action[ELEMENTSOF(stop_signals)];
-    bool installed[ELEMENTSOF(stop_signals)];
-};
-
-/* Blocks SIGINT and SIGTERM and installs our handler for each. A signal the caller blocked
- * (it reads it its own way, e.g. signalfd) or ignores (nohup) is left alone: it stays blocked
- * or ignored during ppoll() too, since ppoll() runs with the caller's mask. */
-static int stop_catch_begin(struct stop_catch *s)
+_printf_(2, 3) static void paste_say(const struct callback *cb, const char *fmt, ...)
 {
-    sigset_t block;
-    (void)sigemptyset(&block);
-    for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++)
-        (void)sigaddset(&block, stop_signals[i]);
-    int r = pthread_sigmask(SIG_BLOCK, &block, &s->old_mask);
-    if (r != 0)
-        return -r;
+    char msg[512];
+    va_list ap;
+    if (!cb->paste_notify)
+        return;
+    va_start(ap, fmt);
+    (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    cb->paste_notify(msg, cb->paste_userdata);
+}
 
-    stop_signal_caught = 0;
-    (void)sigemptyset(&s->caught);
-    for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++) {
-        int sig = stop_signals[i];
-        s->installed[i] = false;
-        if (sigismember(&s->old_mask, sig) == 1)
+/* One "name=value" of a pasted query into p, decoded as libmicrohttpd decodes the listener's;
+ * the value (allocated) goes to vals, which the caller wipes. -ENOMEM only. */
+static int paste_param(const char *pair, struct params *p, char *vals[P_COUNT])
+{
+    /* url_query_get() would read a '?' or '#' in the name as the start of a query or fragment */
+    if (strcspn(pair, "?#") < strcspn(pair, "=")) {
+        p->bad = true;
+        return 0;
+    }
+    for (size_t i = 0; i < P_COUNT; i++) {
+        char *v = NULL;
+        int r = url_query_get(pair, param_names[i], &v);
+        if (r == -ENOENT)
             continue;
-        if (sigaction(sig, NULL, &s->old_action[i]) < 0)
-            continue;
-        if (!(s->old_action[i].sa_flags & SA_SIGINFO) && s->old_action[i].sa_handler == SIG_IGN)
-            continue;
-        struct sigaction sa = {.sa_handler = on_stop_signal};
-        (void)sigfillset(&sa.sa_mask);
-        if (sigaction(sig, &sa, NULL) < 0)
-            continue;
-        s->installed[i] = true;
-        (void)sigaddset(&s->caught, sig);
+        if (r == -ENOMEM)
+            return r;
+        p->seen[i]++;
+        if (r < 0 || strlen(v) > CALLBACK_PARAM_MAX)
+            p->bad = true;
+        else if (*v && !vals[i]) {
+            p->value[i] = vals[i] = v;
+            v = NULL;
+        }
+        secure_free(v); /* empty (present, as for the listener), or a repeat */
+        break;
     }
     return 0;
 }
 
-/* Restores the caller's handlers and mask. A signal that arrived after the last ppoll() is
- * still pending (blocked): it was meant for this wait, so it is consumed here and reported,
- * rather than delivered to the restored handler (the default one would kill the process). */
-static bool stop_catch_end(struct stop_catch *s)
+/* Splits a pasted line into what the listener would have seen: the path, the authority (as a
+ * Host header) and the query, cut in place. An address that is not http:// gets no host (it is
+ * not ours); a line without a scheme is the query alone ("code=...&state=...", with or without
+ * its '?'), which names no place: it is judged as if it came to our own address. */
+static void paste_split(const struct callback *cb, char *line, char *host, size_t host_size,
+                        const char **ret_path, char **ret_query)
 {
-    sigset_t pending;
-    if (sigpending(&pending) == 0) {
-        for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++) {
-            if (!s->installed[i] || sigismember(&pending, stop_signals[i]) != 1)
-                continue;
-            sigset_t one;
-            (void)sigemptyset(&one);
-            (void)sigaddset(&one, stop_signals[i]);
-            struct timespec zero = {0, 0};
-            if (sigtimedwait(&one, NULL, &zero) > 0)
-                stop_signal_caught = stop_signals[i];
+    line[strcspn(line, "#")] = 0;
+    size_t scheme = url_scheme_len(line);
+    if (scheme == 0 || strncmp(line + scheme, "://", 3) != 0) {
+        (void)snprintf(host, host_size, "%s", cb->host_ip);
+        *ret_path = CALLBACK_PATH;
+        *ret_query = line + (*line == '?');
+        return;
+    }
+    *host = 0;
+    char *q = strchr(line, '?');
+    if (q)
+        *q++ = 0;
+    *ret_query = q ? q : line + strlen(line);
+    if (strncasecmp(line, "http://", 7) != 0) {
+        *ret_path = "";
+        return;
+    }
+    char *auth = line + 7;
+    size_t alen = strcspn(auth, "/");
+    if (alen < host_size) {
+        memcpy(host, auth, alen);
+        host[alen] = 0;
+    }
+    *ret_path = auth + alen;
+}
+
+/* Judges one pasted line as the listener judges a request, and takes it when it is valid. */
+static void paste_take_line(struct callback *cb, char *line)
+{
+    char *vals[P_COUNT] = {0}, host[sizeof(cb->host_name) + 1];
+    struct params p = {0};
+    const char *path;
+    char *query;
+
+    while (*line == ' ' || *line == '\t')
+        line++;
+    size_t len = strlen(line);
+    while (len > 0 && strchr(" \t\r", line[len - 1]))
+        line[--len] = 0;
+    if (len == 0)
+        return;
+    paste_split(cb, line, host, sizeof(host), &path, &query);
+    for (char *pair; (pair = strsep(&query, "&"));) {
+        int r = *pair ? paste_param(pair, &p, vals) : 0;
+        if (r < 0) {
+            cb->fail = r;
+            goto out;
         }
     }
-    for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++)
-        if (s->installed[i])
-            (void)sigaction(stop_signals[i], &s->old_action[i], NULL);
-    (void)pthread_sigmask(SIG_SETMASK, &s->old_mask, NULL);
-    return stop_signal_caught != 0;
+    /* never quoted back: the line holds the code */
+    switch (judge(cb, path, host, &p)) {
+    case VERDICT_OK:
+        if (keep_result(cb, &p) < 0) {
+            cb->fail = -ENOMEM;
+            goto out;
+        }
+        phase_enter(cb, CALLBACK_ACCEPTED);
+        phase_enter(cb, CALLBACK_ANSWERED); /* no page to deliver */
+        paste_say(cb, "took the pasted address");
+        break;
+    case VERDICT_NOT_FOUND:
+    case VERDICT_FOREIGN:
+        paste_say(cb,
+                  "refused the pasted address: it is not this sign-in's (which begins with %s); "
+                  "paste the address the browser ended on, or wait for the browser",
+                  cb->redirect_uri);
+        break;
+    case VERDICT_USED:
+        break;
+    case VERDICT_MALFORMED:
+        paste_say(cb, "refused the pasted address: a parameter appears twice or is too long");
+        break;
+    case VERDICT_STATE:
+        paste_say(cb, "refused the pasted address: its state is not this sign-in's (an older "
+                      "sign-in, or somebody else's); paste the address of this one, or wait for "
+                      "the browser");
+        break;
+    case VERDICT_EMPTY:
+        paste_say(cb, "refused the pasted address: it carries neither a code nor an error");
+        break;
+    }
+out:
+    for (size_t i = 0; i < P_COUNT; i++)
+        secure_free(vals[i]);
+}
+
+/* Reads what is there on the paste descriptor (poll said so) and judges each complete line; at
+ * the end of the input, the last line too, and the wait goes on with the listener alone. */
+static void paste_read(struct callback *cb)
+{
+    char chunk[1024];
+    ssize_t n = read(cb->paste_fd, chunk, sizeof(chunk));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    bool end = n <= 0;
+    for (ssize_t i = 0; i < n && cb->phase == CALLBACK_WAITING && cb->fail >= 0; i++) {
+        if (chunk[i] != '\n') {
+            if (cb->paste_len < CALLBACK_PASTE_MAX)
+                cb->paste_line[cb->paste_len++] = chunk[i];
+            else
+                cb->paste_overflow = true;
+            continue;
+        }
+        cb->paste_line[cb->paste_len] = 0;
+        if (cb->paste_overflow)
+            paste_say(cb, "refused the pasted line: longer than %u bytes",
+                      (unsigned)CALLBACK_PASTE_MAX);
+        else
+            paste_take_line(cb, cb->paste_line);
+        secure_wipe(cb->paste_line, sizeof(cb->paste_line));
+        cb->paste_len = 0;
+        cb->paste_overflow = false;
+    }
+    secure_wipe(chunk, sizeof(chunk));
+    if (!end)
+        return;
+    if (cb->paste_len > 0 && !cb->paste_overflow && cb->phase == CALLBACK_WAITING) {
+        cb->paste_line[cb->paste_len] = 0;
+        paste_take_line(cb, cb->paste_line);
+    }
+    secure_wipe(cb->paste_line, sizeof(cb->paste_line));
+    cb->paste_len = 0;
+    cb->paste_fd = -1;
+    if (cb->phase == CALLBACK_WAITING)
+        paste_say(cb, "the input ended: waiting for the browser alone");
 }
 
 /* --- the wait --- */
@@ -681,6 +841,9 @@ static int poll_once(struct callback *cb, int64_t wait_ms, const sigset_t *mask)
         return -EIO;
 
     nfds_t n = 0;
+    bool paste = cb->paste_fd >= 0 && cb->phase == CALLBACK_WAITING;
+    if (paste)
+        cb->pfds[n++] = (struct pollfd){.fd = cb->paste_fd, .events = POLLIN};
     for (int fd = 0; fd <= max_fd; fd++) {
         short events = 0;
         if (FD_ISSET(fd, &rs))
@@ -711,8 +874,10 @@ static int poll_once(struct callback *cb, int64_t wait_ms, const sigset_t *mask)
         wait_ms = 0;
 
     struct timespec ts = {.tv_sec = wait_ms / 1000, .tv_nsec = (long)(wait_ms % 1000) * 1000000L};
-    if (ppoll(cb->pfds, n, &ts, mask) < 0 && errno != EINTR)
+    int k = ppoll(cb->pfds, n, &ts, mask);
+    if (k < 0 && errno != EINTR)
         return -errno;
+    cb->paste_revents = paste && k > 0 ? cb->pfds[0].revents : 0;
     return 0;
 }
 
@@ -739,7 +904,7 @@ static int serve_until_answered(struct callback *cb, int64_t deadline,
     int64_t now = now_mono_ms();
     int64_t next_tick = now, drain_deadline = 0;
     for (;;) {
-        if (stop_signal_caught)
+        if (stop_catch_caught())
             return -ECANCELED;
         if (cb->fail < 0)
             return cb->fail;
@@ -770,6 +935,8 @@ static int serve_until_answered(struct callback *cb, int64_t deadline,
         if (MHD_run(cb->daemon) != MHD_YES)
             return -EIO;
         drop_slow(cb, now_mono_ms());
+        if (cb->paste_revents && cb->phase == CALLBACK_WAITING)
+            paste_read(cb);
     }
 }
 
@@ -794,8 +961,9 @@ int callback_wait(struct callback *cb, const char *expected_state, int64_t timeo
                   struct callback_result *ret, struct err *e)
 {
     struct stop_catch sc;
-    bool catching = false;
-    int r;
+    struct termios tty_saved;
+    bool catching = false, tty_quiet = false;
+    int tty_fd = cb ? cb->paste_fd : -1, r;
 
     if (!cb || !ret || !expected_state || !*expected_state || timeout_ms <= 0)
         return err_set(e, -EINVAL, "callback_wait: invalid arguments");
@@ -805,6 +973,13 @@ int callback_wait(struct callback *cb, const char *expected_state, int64_t timeo
         goto out;
     }
     catching = true;
+    /* a pasted address holds the code: not shown on the terminal while it is typed */
+    if (tty_fd >= 0 && isatty(tty_fd) && tcgetpgrp(tty_fd) == getpgrp() &&
+        tcgetattr(tty_fd, &tty_saved) == 0) {
+        struct termios quiet = tty_saved;
+        quiet.c_lflag &= (tcflag_t) ~(ECHO | ECHONL);
+        tty_quiet = tcsetattr(tty_fd, TCSANOW, &quiet) == 0;
+    }
     /* One callback per authorization request: a new wait is a new request with a new state,
      * so whatever an earlier wait accepted no longer matters (its state no longer matches). */
     cb->expected_state = expected_state;
@@ -823,6 +998,8 @@ int callback_wait(struct callback *cb, const char *expected_state, int64_t timeo
     *ret = cb->result;
     cb->result = (struct callback_result){0};
 out:
+    if (tty_quiet)
+        (void)tcsetattr(tty_fd, TCSANOW, &tty_saved);
     if (catching)
         (void)stop_catch_end(&sc);
     if (cb) {

@@ -5,7 +5,8 @@
  * GET on the redirect path whose `state` equals the expected one (compared in constant time)
  * and that carries either `code` or `error`. Anything else - another path, another method, a
  * wrong or missing state, a second callback - gets a small failure page (or 404) and is
- * otherwise ignored. The server runs in libmicrohttpd's external-poll mode on the caller's
+ * otherwise ignored. The same answer may instead be pasted (callback_paste_from()), and is then
+ * checked by the same rules. The server runs in libmicrohttpd's external-poll mode on the caller's
  * thread: no threads are started. Pages are tiny static HTML with no external resources. */
 #pragma once
 
@@ -48,6 +49,16 @@ const char *callback_redirect_uri(const struct callback *cb);
 int callback_wait(struct callback *cb, const char *expected_state, int64_t timeout_ms,
                   void (*tick)(int64_t remaining_ms, void *userdata), void *userdata,
                   struct callback_result *ret, struct err *e) _must_check_;
+
+/* While callback_wait() runs, also reads fd (standard input: the browser may be on a machine
+ * that cannot reach this one) line by line. A line holding the address the browser ended on
+ * ("http://127.0.0.1:PORT/callback?code=...&state=...") or only its query is checked exactly
+ * as a request to the listener is, by the same function; whichever valid answer comes first
+ * wins. A refused line is reported through notify (the message never quotes it: it may hold a
+ * code) and the wait goes on; at the end of the input the wait goes on with the listener alone.
+ * When fd is a terminal its echo is off while waiting. fd stays the caller's; -1 reads nothing. */
+void callback_paste_from(struct callback *cb, int fd,
+                         void (*notify)(const char *msg, void *userdata), void *userdata);
 
 void callback_result_release(struct callback_result *r);
 

@@ -52,6 +52,7 @@ struct auth_ui {
 struct login_opts {
     const char *scope;       /* --scope: widen the grant to these (union with what we have) */
     bool no_browser;         /* print the URL and wait */
+    bool paste;              /* also take the final address pasted on standard input */
     bool device_code;        /* RFC 8628 instead of the browser */
     int64_t timeout_ms;      /* for the browser / device authorization: 0 means 5 minutes */
     int64_t http_timeout_ms; /* each request: 0 means 30 s */

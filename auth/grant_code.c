@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "credkit/buf.h"
 #include "credkit/secmem.h"
@@ -107,6 +108,12 @@ static int build_authorize_url(const struct grant_session *s, const char *challe
     return *ret ? 0 : -ENOMEM;
 }
 
+/* A pasted address, refused or taken: the person who pasted it sees why, even when quiet. */
+static void paste_cb(const char *msg, void *userdata)
+{
+    auth_ui_say(userdata, AUTH_SAY_ALWAYS, "%s", msg);
+}
+
 static void countdown_cb(int64_t remaining_ms, void *userdata)
 {
     const struct auth_ui *ui = userdata;
@@ -134,6 +141,15 @@ static int authorize(const struct grant_session *s, struct callback *cb, const c
     }
     auth_ui_say(s->ui, AUTH_SAY_INFO, "waiting for the browser to come back to %s (at most %llds)",
                 callback_redirect_uri(cb), (long long)(timeout / 1000));
+    if (o->paste) {
+        /* the browser on another machine cannot reach our listener: its page fails to load,
+         * and the address it tried is the answer */
+        auth_ui_say(s->ui, AUTH_SAY_ALWAYS,
+                    "or paste the address your browser ends on here (%s?code=...; its page may "
+                    "fail to load)",
+                    callback_redirect_uri(cb));
+        callback_paste_from(cb, STDIN_FILENO, paste_cb, (void *)s->ui);
+    }
     int r = callback_wait(cb, state, timeout, countdown_cb, (void *)s->ui, ret, e);
     if (r == -ETIMEDOUT)
         r = err_set(e, -ETIME,

@@ -74,16 +74,24 @@ static const char usage_tail[] =
     "its own). See docs/auth.md.\n";
 
 static const char login_help[] =
-    "usage: mcp-auth login SERVER [--scope S] [--no-browser] [--device-code] [--timeout D]\n"
-    "                      [--allow-http]\n"
+    "usage: mcp-auth login SERVER [--scope S] [--no-browser] [--paste] [--device-code]\n"
+    "                      [--timeout D] [--allow-http]\n"
     "       mcp-auth SERVER [same options]\n"
     "\n"
     "Sign in: discover the server's authorization server, register a client if needed, open\n"
     "the browser on the sign-in page, receive the answer on a loopback port, and store the\n"
     "tokens in ~/.pi/agent/oauth/. The sign-in URL is always printed too.\n"
     "\n"
+    "Over SSH or in a container the browser's machine cannot reach the loopback port: open\n"
+    "the URL anywhere, sign in, and paste the address the browser ends on (its page fails to\n"
+    "load: http://127.0.0.1:PORT/callback?code=...) into the terminal; it is checked as the\n"
+    "listener checks it. Use --device-code instead when the server offers it and no address\n"
+    "can be copied (a TV, a phone).\n"
+    "\n"
     "  --scope S        scopes to ask for; added to those already granted (step-up)\n"
     "  --no-browser     do not start a browser: print the URL and wait (SSH, headless)\n"
+    "  --paste          read the pasted address from standard input even when it is not a\n"
+    "                   terminal (scripts); on a terminal it is always read\n"
     "  --device-code    sign in on another device with a code (RFC 8628), when offered\n"
     "  --timeout D      how long to wait for the sign-in (default 5m)\n"
     "  --allow-http     sign in to a plain http:// URL on a host that is not loopback, whose\n"
@@ -92,7 +100,8 @@ static const char login_help[] =
     "examples:\n"
     "  mcp-auth login github\n"
     "  mcp-auth github --scope 'repo read:org'\n"
-    "  ssh box mcp-auth https://mcp.example.com/mcp --no-browser\n";
+    "  ssh box mcp-auth https://mcp.example.com/mcp --no-browser\n"
+    "  mcp-auth login github --no-browser --paste <callback-address.txt\n";
 
 static const char header_help[] =
     "usage: mcp-auth header [--json] [--refresh] [--allow-http] SERVER\n"
@@ -460,11 +469,18 @@ static int check_plain_http(const struct target_ctx *tc, bool allow_http)
 
 /* ---- output ---- */
 
+/* The countdown's line is open (no newline yet): a message starts on a line of its own. */
+static bool countdown_open;
+
 _printf_(3, 4) static void ui_say(void *userdata, enum auth_say_level level, const char *fmt, ...)
 {
     (void)userdata;
     if (arg_quiet && level != AUTH_SAY_ALWAYS)
         return;
+    if (countdown_open) {
+        (void)fputc('\n', stderr);
+        countdown_open = false;
+    }
     va_list ap;
     va_start(ap, fmt);
     if (level == AUTH_SAY_ALWAYS) {
@@ -485,6 +501,7 @@ static void ui_countdown(void *userdata, int64_t remaining_ms)
     int64_t s = remaining_ms > 0 ? remaining_ms / 1000 : 0;
     fprintf(stderr, "\rwaiting for the sign-in: %lld:%02lld left ", (long long)(s / 60),
             (long long)(s % 60));
+    countdown_open = s > 0;
     if (s == 0)
         fputc('\n', stderr);
 }
@@ -511,10 +528,11 @@ static void signin_command(const struct target_ctx *tc, char *out, size_t size)
 
 /* ---- commands ---- */
 
-enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_DEVICE, OPT_TIMEOUT, OPT_ALLOW_HTTP };
+enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_PASTE, OPT_DEVICE, OPT_TIMEOUT, OPT_ALLOW_HTTP };
 static const struct option login_opts[] = {
     {"scope", required_argument, NULL, OPT_SCOPE},
     {"no-browser", no_argument, NULL, OPT_NO_BROWSER},
+    {"paste", no_argument, NULL, OPT_PASTE},
     {"device-code", no_argument, NULL, OPT_DEVICE},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
@@ -554,6 +572,9 @@ static int cmd_login(int argc, char **argv)
         case OPT_NO_BROWSER:
             lo.no_browser = true;
             break;
+        case OPT_PASTE:
+            lo.paste = true;
+            break;
         case OPT_DEVICE:
             lo.device_code = true;
             break;
@@ -579,6 +600,10 @@ static int cmd_login(int argc, char **argv)
         status = check_plain_http(&tc, allow_http);
     if (status != EXIT_OK)
         goto out;
+    /* a terminal in the foreground is a person who may paste; a background job reading it
+     * would be stopped (SIGTTIN) */
+    if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
+        lo.paste = true;
     struct auth_ui ui = {.say = ui_say, .countdown = ui_countdown};
     int r = auth_login(&tc.t, &lo, &ui, &te, &e);
     if (r == -EALREADY) {
@@ -962,7 +987,8 @@ typedef int (*command_fn)(int argc, char **argv);
 #define FN(f) ((args_fn)(f))
 /* The commands: their dispatch, the help's list and the shell completion read this table */
 static const struct args_command commands[] = {
-    {"login", "SERVER [--scope S] [--no-browser] [--device-code] [--timeout D] [--allow-http]",
+    {"login",
+     "SERVER [--scope S] [--no-browser] [--paste] [--device-code] [--timeout D] [--allow-http]",
      "sign in (opens the browser)", login_opts, "servers", FN(cmd_login)},
     {"header", "[--json] [--refresh] [--allow-http] SERVER",
      "print a valid Authorization header, refreshing it first when\n"

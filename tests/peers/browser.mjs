@@ -14,7 +14,12 @@
 //   BROWSER_LOG=path     append one line per navigation and action, for test assertions
 //   BROWSER_TIMEOUT=s    overall deadline in seconds (default 60)
 //   BROWSER_CHROMIUM=path the Chromium binary (default /usr/bin/chromium)
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+//   BROWSER_HOLD_CALLBACK=path  the redirect never reaches the loopback callback, as for a browser
+//                        on another machine: its host and port resolve to nothing (the page fails
+//                        to load; a route cannot stop it, Playwright does not route redirects),
+//                        its URL is written to path (0600), and the script exits 0 - or 1 should
+//                        the callback load after all
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -28,6 +33,7 @@ const userCode = process.env.BROWSER_USER_CODE;
 const logPath = process.env.BROWSER_LOG;
 const timeoutMs = (Number(process.env.BROWSER_TIMEOUT) || 60) * 1000;
 const executablePath = process.env.BROWSER_CHROMIUM || '/usr/bin/chromium';
+const holdPath = process.env.BROWSER_HOLD_CALLBACK;
 const started = Date.now();
 
 function say(msg) {
@@ -102,6 +108,21 @@ let callbackResult; // { ok, detail } once it finished or failed
 let navigations = 0; // main-frame navigations so far
 let lastNavAt = Date.now();
 
+// BROWSER_HOLD_CALLBACK: the callback's host:port made unreachable (HostMappingRules match
+// "host:port" too); the authorization request names it in its redirect_uri
+const holdArgs = [];
+if (holdPath) {
+  let r;
+  try {
+    r = new URL(redirectUri);
+  } catch {
+    process.stderr.write('browser.mjs: BROWSER_HOLD_CALLBACK needs a URL with a redirect_uri\n');
+    process.exit(2);
+  }
+  const port = r.port || '80';
+  holdArgs.push(`--host-rules=MAP 127.0.0.1:${port} ~NOTFOUND, MAP localhost:${port} ~NOTFOUND`);
+}
+
 async function main() {
   say(`opening ${url}`);
   context = await chromium.launchPersistentContext(profile, {
@@ -109,7 +130,7 @@ async function main() {
     headless: true,
     chromiumSandbox: false,
     args: ['--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--password-store=basic'],
+      '--disable-component-update', '--disable-sync', '--password-store=basic', ...holdArgs],
     timeout: 30000,
   });
   // Only loopback traffic: oidc-provider's pages @import a web font, which would only stall.
@@ -128,6 +149,7 @@ async function main() {
       callbackUrl = req.url();
       say(`redirected to the callback ${callbackUrl}`);
       record(`callback ${callbackUrl}`);
+      if (holdPath) writeFileSync(holdPath, `${callbackUrl}\n`, { mode: 0o600 });
     }
   });
   page.on('requestfinished', async (req) => {
@@ -152,6 +174,10 @@ async function main() {
   let lastActedOn = -1; // the navigation count when we last clicked, so we never click twice
   let idleSince = Date.now();
   for (;;) {
+    if (callbackResult && holdPath) {
+      if (callbackResult.ok) return finish(1, `the held callback reached the listener (${callbackResult.detail})`);
+      return finish(0, `held the callback (${callbackResult.detail})`);
+    }
     if (callbackResult) {
       if (!callbackResult.ok) return finish(1, `the callback request failed: ${callbackResult.detail}`);
       await page.waitForLoadState('load', { timeout: 5000 }).catch(() => {});

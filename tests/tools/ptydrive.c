@@ -14,6 +14,8 @@
  *   expect TEXT     wait until TEXT appears in the output after the previous match
  *   send TEXT       type TEXT
  *   sendline TEXT   type TEXT then Enter ("\r")
+ *   sendfile PATH   wait until the file PATH ends with a newline (the test writes it while CMD
+ *                   runs), then type what it holds, each newline as Enter
  *   noecho TEXT     fail if TEXT appears anywhere in the transcript so far
  *   wait N          wait until CMD exits, and fail unless its exit status is N
  *   # comment       (blank lines are ignored too)
@@ -54,11 +56,11 @@
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
-enum op { OP_EXPECT, OP_SEND, OP_SENDLINE, OP_NOECHO, OP_WAIT };
+enum op { OP_EXPECT, OP_SEND, OP_SENDLINE, OP_SENDFILE, OP_NOECHO, OP_WAIT };
 
 static const char *const op_names[] = {
-    [OP_EXPECT] = "expect", [OP_SEND] = "send", [OP_SENDLINE] = "sendline",
-    [OP_NOECHO] = "noecho", [OP_WAIT] = "wait",
+    [OP_EXPECT] = "expect",     [OP_SEND] = "send",     [OP_SENDLINE] = "sendline",
+    [OP_SENDFILE] = "sendfile", [OP_NOECHO] = "noecho", [OP_WAIT] = "wait",
 };
 
 struct step {
@@ -237,7 +239,7 @@ bad:
 static int parse_line(const char *path, unsigned line, const char *s, size_t n, struct step *st,
                       bool *ret_empty)
 {
-    static const enum op ops[] = {OP_EXPECT, OP_SEND, OP_SENDLINE, OP_NOECHO, OP_WAIT};
+    static const enum op ops[] = {OP_EXPECT, OP_SEND, OP_SENDLINE, OP_SENDFILE, OP_NOECHO, OP_WAIT};
     size_t i = 0, kw;
     const char *text;
     size_t text_len;
@@ -276,7 +278,8 @@ static int parse_line(const char *path, unsigned line, const char *s, size_t n, 
         return 0;
     }
     fprintf(stderr,
-            "ptydrive: %s:%u: unknown command '%.*s' (expect, send, sendline, noecho, wait)\n",
+            "ptydrive: %s:%u: unknown command '%.*s' (expect, send, sendline, sendfile, noecho, "
+            "wait)\n",
             path, line, (int)(i - kw), s + kw);
     return -EINVAL;
 }
@@ -668,6 +671,51 @@ static int do_wait(struct session *s, const struct step *st)
     return 0;
 }
 
+/* Types what the file named by st->text holds, once it ends with a newline: a value the test
+ * learns only while CMD runs (an address a browser was sent to). */
+static int do_sendfile(struct session *s, const struct step *st)
+{
+    int64_t deadline = now_ms() + s->timeout_ms;
+    char path[4096];
+    int r;
+
+    (void)snprintf(path, sizeof path, "%.*s", (int)st->len, st->text);
+    for (;;) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        if (fd >= 0) {
+            char *data = NULL;
+            size_t n = 0;
+
+            r = read_all(fd, &data, &n);
+            (void)close(fd);
+            if (r < 0)
+                return fail_errno(s, st, r);
+            if (n > 0 && data[n - 1] == '\n') {
+                struct step typed = *st;
+
+                for (size_t i = 0; i < n; i++)
+                    if (data[i] == '\n')
+                        data[i] = '\r';
+                typed.text = data;
+                typed.len = n;
+                r = do_send(s, &typed);
+                free(data);
+                return r;
+            }
+            free(data);
+        }
+        if (now_ms() >= deadline) {
+            fail(s, st, s->match, "'%s' held no complete line within %" PRId64 " s", path,
+                 s->timeout_ms / 1000);
+            return -1;
+        }
+        r = session_pump(s, now_ms() + TICK_MS, false);
+        if (r < 0)
+            return fail_errno(s, st, r);
+    }
+}
+
 /* Ends CMD's session: hang up the terminal, and kill what is left of its process group. */
 static void session_end(struct session *s, bool force)
 {
@@ -707,6 +755,9 @@ static int session_run(struct session *s)
         case OP_SEND:
         case OP_SENDLINE:
             r = do_send(s, st);
+            break;
+        case OP_SENDFILE:
+            r = do_sendfile(s, st);
             break;
         case OP_NOECHO:
             r = do_noecho(s, st);

@@ -818,6 +818,108 @@ static void test_slow_connections(void)
     callback_stop(cb);
 }
 
-TESTS_MAIN(test_start_loopback, test_requests, test_error_callback, test_next_attempt,
+/* --- the pasted address --- */
+
+struct notes {
+    int n;
+    char last[8][512];
+};
+
+static void on_note(const char *msg, void *userdata)
+{
+    struct notes *nt = userdata;
+    if (nt->n < 8)
+        (void)snprintf(nt->last[nt->n], sizeof(nt->last[0]), "%s", msg);
+    nt->n++;
+}
+
+/* Writes lines into a pipe whose read end the callback reads; the write end is closed (the
+ * input ends) when close_it. Returns the read end. */
+static int paste_pipe(const char *text, bool close_it, int *ret_w)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -1;
+    size_t len = strlen(text);
+    CHECK(write(fds[1], text, len) == (ssize_t)len);
+    if (close_it) {
+        (void)close(fds[1]);
+        fds[1] = -1;
+    }
+    *ret_w = fds[1];
+    return fds[0];
+}
+
+/* Refused lines are said, never quoted, and the wait goes on; the valid one, decoded as the
+ * listener decodes, wins; the code is not in any message. */
+static void test_paste(void)
+{
+    struct err e = ERR_INIT;
+    struct callback *cb = NULL;
+    struct callback_result res = {0};
+    struct notes nt = {0};
+    char text[4096];
+    int w = -1;
+    CHECK_INT(callback_start(0, &cb, &e), 0);
+    if (!cb)
+        return;
+    unsigned port = cb_port(cb);
+    (void)snprintf(text, sizeof(text),
+                   "\n"
+                   "http://127.0.0.1:%u/callback?code=k1&state=wrong-state\n"
+                   "http://evil.example:%u/callback?code=k2&state=" STATE "\n"
+                   "https://127.0.0.1:%u/callback?code=k3&state=" STATE "\n"
+                   "http://127.0.0.1:%u/other?code=k4&state=" STATE "\n"
+                   "code=k5&state=" STATE "&code=k6\n"
+                   "?state=" STATE "\n"
+                   "  http://localhost:%u/callback?code=sec%%2Bret+code&state=" STATE
+                   "&iss=https%%3A%%2F%%2Fas.example%%2F#frag  \n",
+                   port, port, port, port, port);
+    int r = paste_pipe(text, false, &w);
+    CHECK(r >= 0);
+    callback_paste_from(cb, r, on_note, &nt);
+    CHECK_INT(callback_wait(cb, STATE, 5000, NULL, NULL, &res, &e), 0);
+    CHECK_STR(res.code, "sec+ret code");
+    CHECK_STR(res.iss, "https://as.example/");
+    CHECK_INT(nt.n, 7);
+    CHECK_CONTAINS(nt.last[0], "its state is not this sign-in's");
+    for (int i = 1; i <= 3; i++)
+        CHECK_CONTAINS(nt.last[i], "it is not this sign-in's");
+    CHECK_CONTAINS(nt.last[4], "appears twice");
+    CHECK_CONTAINS(nt.last[5], "neither a code nor an error");
+    CHECK_CONTAINS(nt.last[6], "took the pasted address");
+    for (int i = 0; i < 7; i++)
+        CHECK(strstr(nt.last[i], "sec") == NULL && strstr(nt.last[i], "k1") == NULL);
+    callback_result_release(&res);
+
+    /* a new wait: the earlier state no longer valid; an error with the state is an answer, and
+     * the last line needs no newline at the end of the input */
+    (void)close(r);
+    (void)close(w);
+    nt = (struct notes){0};
+    r = paste_pipe("state=" STATE "&code=old\nerror=access_denied&state=" STATE2
+                   "&iss=https://as.example/",
+                   true, &w);
+    callback_paste_from(cb, r, on_note, &nt);
+    CHECK_INT(callback_wait(cb, STATE2, 5000, NULL, NULL, &res, &e), 0);
+    CHECK(res.code == NULL);
+    CHECK_STR(res.error, "access_denied");
+    CHECK_STR(res.iss, "https://as.example/"); /* a query alone, its "://" not a scheme's */
+    CHECK_CONTAINS(nt.last[0], "its state is not this sign-in's");
+    callback_result_release(&res);
+    (void)close(r);
+
+    /* the input ends without an answer: the listener alone, until the timeout */
+    nt = (struct notes){0};
+    r = paste_pipe("code=x&state=nope\n", true, &w);
+    callback_paste_from(cb, r, on_note, &nt);
+    CHECK_INT(callback_wait(cb, STATE, 600, NULL, NULL, &res, &e), -ETIMEDOUT);
+    CHECK_INT(nt.n, 2);
+    CHECK_CONTAINS(nt.last[1], "the input ended");
+    (void)close(r);
+    callback_stop(cb);
+}
+
+TESTS_MAIN(test_paste, test_start_loopback, test_requests, test_error_callback, test_next_attempt,
            test_error_escaped, test_timeout, test_tick, test_port_in_use, test_signals,
            test_second_request_gone, test_slow_connections, test_head_deadline)
