@@ -346,8 +346,8 @@ int cred_helper_oauth_run(struct slot *s, enum oauth_step step, const char *scop
     /* the entry's account name ("oauth": {"account": ...}): two entries for one URL are two
      * sign-ins; said on the command line too, so that status and a URL target pick the same
      * account as the entry (a name, never a secret) */
-    const char *account = json_get_string(json_get_object(s->srv->raw, "oauth"), "account");
-    if (r >= 0 && account && *account)
+    const char *account = cred_oauth_account(s->srv);
+    if (r >= 0 && account)
         r = strv_push(&argv, "--account") < 0 ? -ENOMEM : strv_push(&argv, account);
     if (r >= 0)
         r = strv_push(&argv, "--") < 0 ? -ENOMEM : strv_push(&argv, target);

@@ -112,6 +112,12 @@ assert_eq "$(sub_of home)" home-user "home after work's logout"
 assert_eq "$(sub_of demo)" plain-user "the default account after work's logout"
 run 0 B call home whoami '{}'
 assert_contains "$OUT" '"sub":"home-user"'
+# mcp-bridge list tells each entry's sign-in by its URL and account
+run 0 B list --json
+state_of() { json_get "$OUT" "j.servers.find(s => s.name === \"$1\").credentials.oauth.state"; }
+assert_eq "$(state_of work)" login-required "list: work after its logout"
+assert_eq "$(state_of home)" signed-in "list: home"
+assert_eq "$(state_of demo)" signed-in "list: the default account"
 run 0 A logout home
 run 0 A status --json
 assert_eq "$(json_get "$OUT" 'JSON.stringify(j.servers.map(s => s.label))')" '[null]' "after both logouts"
