@@ -63,9 +63,10 @@ static char *scope_to_ask(const struct auth_target *t, const struct login_opts *
 /* The entry under its lock, with this discovery and this sign-in counted. */
 static int prepare(struct grant_session *s, struct err *e)
 {
-    int r = store_lock(s->t->server_url, s->d->issuer, TOKENS_LOCK_TIMEOUT_MS, &s->lock, e);
+    int r = store_lock(s->t->server_url, s->d->issuer, s->t->label, TOKENS_LOCK_TIMEOUT_MS,
+                       &s->lock, e);
     if (r >= 0)
-        r = store_load_or_new(s->t->server_url, s->d->issuer, &s->te, e);
+        r = store_load_or_new(s->t->server_url, s->d->issuer, s->t->label, &s->te, e);
     if (r < 0)
         return r;
     /* a new registration drops the tokens held (they belong to the old client): that may be
@@ -77,12 +78,12 @@ static int prepare(struct grant_session *s, struct err *e)
     return r;
 }
 
-/* After a sign-in at issuer for server_url: the tokens other authorization servers issued for
- * the same server are dropped (their registrations stay, bound to their issuers). The server
+/* After a sign-in at issuer for server_url as the account label: the tokens other
+ * authorization servers issued for the same server and account are dropped (their registrations stay, bound to their issuers). The server
  * now names another authorization server, so those tokens are of no use to it, and they must
  * not be taken for the current ones (credentials are bound to the server that issued them).
  * Failures are only said: the sign-in itself succeeded. */
-static void retire_other_issuers(const char *server_url, const char *issuer,
+static void retire_other_issuers(const char *server_url, const char *issuer, const char *label,
                                  const struct auth_ui *ui)
 {
     struct token_entry **v = NULL;
@@ -93,14 +94,15 @@ static void retire_other_issuers(const char *server_url, const char *issuer,
     for (size_t i = 0; i < n; i++) {
         const struct token_entry *o = v[i];
         if (strcmp(o->server_url, server_url) != 0 || strcmp(o->issuer, issuer) == 0 ||
+            !o->label != !label || (label && strcmp(o->label, label) != 0) ||
             (!o->access_token && !o->refresh_token))
             continue;
         struct file_lock *lock = NULL;
         struct token_entry *te = NULL;
         struct err e = ERR_INIT;
-        int r = store_lock(server_url, o->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, &e);
+        int r = store_lock(server_url, o->issuer, o->label, TOKENS_LOCK_TIMEOUT_MS, &lock, &e);
         if (r >= 0)
-            r = store_load(server_url, o->issuer, &te, &e);
+            r = store_load(server_url, o->issuer, o->label, &te, &e);
         if (r >= 0) {
             token_entry_clear_tokens(te);
             r = store_save(te, &e);
@@ -198,7 +200,7 @@ int auth_login(const struct auth_target *t, const struct login_opts *o, const st
         r = store_save(s.te, e);
     if (r < 0)
         goto out;
-    retire_other_issuers(t->server_url, d->issuer, ui);
+    retire_other_issuers(t->server_url, d->issuer, t->label, ui);
     *ret = s.te;
     s.te = NULL;
     r = 0;

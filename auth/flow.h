@@ -40,6 +40,7 @@ struct auth_target {
     const char *name;                 /* mcp.json entry name, or NULL when given as a URL */
     const char *server_url;           /* canonical */
     const struct oauth_config *oauth; /* the entry's settings; never NULL (empty without one) */
+    const char *label;                /* the account name (tokens.h); NULL: the default one */
 };
 
 struct auth_ui {

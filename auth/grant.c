@@ -49,7 +49,8 @@ int grant_session_pause(struct grant_session *s, struct err *e)
 int grant_session_resume(struct grant_session *s, int r, struct err *e)
 {
     struct err le = ERR_INIT;
-    int lr = store_lock(s->t->server_url, s->d->issuer, TOKENS_LOCK_TIMEOUT_MS, &s->lock, &le);
+    int lr = store_lock(s->t->server_url, s->d->issuer, s->t->label, TOKENS_LOCK_TIMEOUT_MS,
+                        &s->lock, &le);
     if (lr < 0 && r >= 0) {
         *e = le;
         return lr;
@@ -78,11 +79,11 @@ static int adopt_registration(struct token_entry *now, const struct token_entry 
     return r;
 }
 
-static int record_failed_attempt(const char *server_url, const char *issuer,
+static int record_failed_attempt(const char *server_url, const char *issuer, const char *label,
                                  const struct token_entry *attempt, struct err *e)
 {
     struct token_entry *now = NULL;
-    int r = store_load_or_new(server_url, issuer, &now, e);
+    int r = store_load_or_new(server_url, issuer, label, &now, e);
     if (r < 0)
         return r;
     if (attempt->extra) {
@@ -102,7 +103,8 @@ static int record_failed_attempt(const char *server_url, const char *issuer,
 void grant_session_failed(struct grant_session *s)
 {
     struct err se = ERR_INIT;
-    if (s->lock && record_failed_attempt(s->t->server_url, s->d->issuer, s->te, &se) < 0)
+    if (s->lock &&
+        record_failed_attempt(s->t->server_url, s->d->issuer, s->t->label, s->te, &se) < 0)
         auth_ui_say(s->ui, AUTH_SAY_INFO, "could not record this attempt: %s", err_msg(&se));
 }
 

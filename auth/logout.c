@@ -65,17 +65,17 @@ int auth_logout(const struct auth_target *t, int64_t http_timeout_ms, bool *ret_
     struct file_lock *lock = NULL;
     int64_t http_timeout = http_timeout_ms > 0 ? http_timeout_ms : AUTH_HTTP_TIMEOUT_DEFAULT_MS;
     bool revoked = false;
-    int r = store_load(t->server_url, NULL, &te, e);
+    int r = store_load(t->server_url, NULL, t->label, &te, e);
     if (r < 0)
         return r;
-    r = store_lock(t->server_url, te->issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
+    r = store_lock(t->server_url, te->issuer, te->label, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
     if (r < 0)
         goto out;
     const char *rev =
         te->as_metadata ? json_get_string(te->as_metadata, "revocation_endpoint") : NULL;
     if (rev && te->client_id)
         revoked = revoke(t, te, rev, http_timeout, ret_warning);
-    r = store_delete(te->server_url, te->issuer, e);
+    r = store_delete(te->server_url, te->issuer, te->label, e);
     if (r < 0)
         goto out;
     *ret_revoked = revoked;

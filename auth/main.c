@@ -75,7 +75,7 @@ static const char usage_tail[] =
 
 static const char login_help[] =
     "usage: mcp-auth login SERVER [--scope S] [--no-browser] [--paste] [--device-code]\n"
-    "                      [--timeout D] [--allow-http]\n"
+    "                      [--timeout D] [--allow-http] [--account NAME]\n"
     "       mcp-auth SERVER [same options]\n"
     "\n"
     "Sign in: discover the server's authorization server, register a client if needed, open\n"
@@ -96,15 +96,19 @@ static const char login_help[] =
     "  --timeout D      how long to wait for the sign-in (default 5m)\n"
     "  --allow-http     sign in to a plain http:// URL on a host that is not loopback, whose\n"
     "                   token goes in clear (an entry says it with \"allowHttp\": true)\n"
+    "  --account NAME   sign in as the account NAME (work, personal ...): each account of a\n"
+    "                   server keeps its own tokens; without it, the entry's \"account\" or\n"
+    "                   the default account\n"
     "\n"
     "examples:\n"
     "  mcp-auth login github\n"
+    "  mcp-auth login github --account work\n"
     "  mcp-auth github --scope 'repo read:org'\n"
     "  ssh box mcp-auth https://mcp.example.com/mcp --no-browser\n"
     "  mcp-auth login github --no-browser --paste <callback-address.txt\n";
 
 static const char header_help[] =
-    "usage: mcp-auth header [--json] [--refresh] [--allow-http] SERVER\n"
+    "usage: mcp-auth header [--json] [--refresh] [--allow-http] [--account NAME] SERVER\n"
     "\n"
     "Print a valid Authorization header for SERVER, refreshing the token first when it has\n"
     "expired or is about to. Never prompts and never opens a browser: when no valid token can\n"
@@ -117,33 +121,43 @@ static const char header_help[] =
     "callers that refresh at the same moment still cause one refresh.\n"
     "--allow-http gives the token of a plain http:// URL on a host that is not loopback (an\n"
     "entry says it with \"allowHttp\": true); without it such a server is refused.\n"
+    "--account NAME gives the token of the account NAME (see 'mcp-auth login --help').\n"
     "\n"
     "examples:\n"
     "  curl -H \"$(mcp-auth header github)\" https://mcp.example.com/mcp\n"
     "  mcp-auth header --json github\n";
 
 static const char status_help[] =
-    "usage: mcp-auth status [--json] [SERVER]\n"
+    "usage: mcp-auth status [--json] [--account NAME] [SERVER]\n"
     "\n"
     "Show each stored sign-in: server URL, issuer, how the client was registered, when the\n"
     "token expires, the scopes granted, and whether a refresh token exists. Never shows tokens.\n"
+    "ACCOUNT is who signed in, as the server says; LABEL the account name given at sign-in\n"
+    "(--account, or the entry's \"account\"), '-' for the default account. With --account NAME,\n"
+    "only that account's sign-ins.\n"
     "\n"
     "examples:\n"
     "  mcp-auth status\n"
+    "  mcp-auth status --account work\n"
     "  mcp-auth status --json github\n";
 
 static const char logout_help[] =
-    "usage: mcp-auth logout SERVER\n"
+    "usage: mcp-auth logout [--account NAME] SERVER\n"
     "\n"
     "Delete the stored tokens and client registration for SERVER, and revoke the tokens at the\n"
-    "authorization server when it offers revocation (RFC 7009).\n"
+    "authorization server when it offers revocation (RFC 7009). Only the one account's: with\n"
+    "--account NAME (or the entry's \"account\") that one, else the default account; the\n"
+    "other accounts of the server stay signed in.\n"
     "\n"
-    "example:\n"
-    "  mcp-auth logout github\n";
+    "examples:\n"
+    "  mcp-auth logout github\n"
+    "  mcp-auth logout github --account personal\n";
 
 static struct log *arg_log;
 static const char *arg_config;
 static bool arg_quiet;
+/* --account NAME of login, header, status and logout; NULL: the entry's, else the default */
+static const char *arg_account;
 /* --json: the answer is on stdout (even a failed one), else main() writes the error object,
  * with arg_fix when the command knows the exact next step (docs/json.md) */
 static bool arg_answered;
@@ -244,6 +258,11 @@ static void target_release(struct target_ctx *tc)
     free(tc->name);
 }
 
+static bool same_account(const char *a, const char *b)
+{
+    return a ? b && strcmp(a, b) == 0 : !b;
+}
+
 /* The exit status for an error of the flow (docs/exit-codes.md). */
 static int exit_for(int r)
 {
@@ -275,8 +294,9 @@ static int exit_for(int r)
     }
 }
 
-/* SERVER given as a URL: a URL that one valid entry points at gets that entry's oauth
- * settings (and its name, for the messages). */
+/* SERVER given as a URL: a URL that one valid entry points at, for the same account
+ * (--account, else the default), gets that entry's oauth settings (and its name, for the
+ * messages). */
 static int target_by_url(const char *arg, struct target_ctx *tc)
 {
     struct err e = ERR_INIT;
@@ -292,8 +312,13 @@ static int target_by_url(const char *arg, struct target_ctx *tc)
             continue;
         if (url_canonical(u, &cu, NULL) >= 0 && strcmp(cu, tc->url) == 0 &&
             oauth_config_parse_server(s, &tc->oauth, NULL) >= 0) {
-            tc->name = strdup(s->name);
-            tc->allow_http = s->allow_http;
+            if (!same_account(tc->oauth->account, arg_account)) {
+                oauth_config_free(tc->oauth); /* another account's entry */
+                tc->oauth = NULL;
+            } else {
+                tc->name = strdup(s->name);
+                tc->allow_http = s->allow_http;
+            }
         }
         free(cu);
         secure_free(u);
@@ -417,6 +442,19 @@ static int load_config(struct target_ctx *tc, bool quiet)
     return EXIT_OK;
 }
 
+/* --account NAME: an exit status. */
+static int take_account(const char *name)
+{
+    if (!tokens_label_valid(name)) {
+        say_error("--account: '%.*s' is not an account name: up to %d letters, digits and "
+                  "'.', '_', '@', '+', '-'",
+                  TOKENS_LABEL_MAX, name, TOKENS_LABEL_MAX);
+        return EXIT_USAGE;
+    }
+    arg_account = name;
+    return EXIT_OK;
+}
+
 /* SERVER is a URL or an mcp.json entry name. */
 static int resolve_target(const char *arg, struct target_ctx *tc)
 {
@@ -430,6 +468,8 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
     tc->t.oauth = tc->oauth;
     tc->t.name = tc->name;
     tc->t.server_url = tc->url;
+    /* --account, else the entry's: a command line that names one means it */
+    tc->t.label = arg_account ? arg_account : tc->oauth->account;
     /* a key written in the URL's query is not repeated by any message */
     if (redact_add_url(log_redact(arg_log), tc->url) < 0)
         return EXIT_FAILED;
@@ -518,17 +558,29 @@ static void describe_expiry(int64_t expires_at, char *out, size_t size)
         (void)snprintf(out, size, "in %s", duration_format(left * 1000, d, sizeof(d)));
 }
 
-/* The sign-in command to suggest, as the user would type it. */
+/* The sign-in command to suggest, as the user would type it: the account named when the
+ * entry does not name it itself. */
 static void signin_command(const struct target_ctx *tc, char *out, size_t size)
 {
-    (void)snprintf(out, size, "mcp-auth%s%s%s %s", arg_config ? " --config '" : "",
+    bool account = tc->t.label && !(tc->name && tc->oauth && tc->oauth->account &&
+                                    strcmp(tc->oauth->account, tc->t.label) == 0);
+    (void)snprintf(out, size, "mcp-auth%s%s%s %s%s%s", arg_config ? " --config '" : "",
                    arg_config ? arg_config : "", arg_config ? "'" : "",
-                   tc->name ? tc->name : tc->url);
+                   tc->name ? tc->name : tc->url, account ? " --account " : "",
+                   account ? tc->t.label : "");
 }
 
 /* ---- commands ---- */
 
-enum { OPT_SCOPE = 256, OPT_NO_BROWSER, OPT_PASTE, OPT_DEVICE, OPT_TIMEOUT, OPT_ALLOW_HTTP };
+enum {
+    OPT_SCOPE = 256,
+    OPT_NO_BROWSER,
+    OPT_PASTE,
+    OPT_DEVICE,
+    OPT_TIMEOUT,
+    OPT_ALLOW_HTTP,
+    OPT_ACCOUNT
+};
 static const struct option login_opts[] = {
     {"scope", required_argument, NULL, OPT_SCOPE},
     {"no-browser", no_argument, NULL, OPT_NO_BROWSER},
@@ -536,6 +588,7 @@ static const struct option login_opts[] = {
     {"device-code", no_argument, NULL, OPT_DEVICE},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
+    {"account", required_argument, NULL, OPT_ACCOUNT},
     {0},
 };
 
@@ -581,6 +634,10 @@ static int cmd_login(int argc, char **argv)
         case OPT_ALLOW_HTTP:
             allow_http = true;
             break;
+        case OPT_ACCOUNT:
+            if (take_account(optarg) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
         case OPT_TIMEOUT:
             if (duration_parse(optarg, &lo.timeout_ms) < 0 || lo.timeout_ms <= 0) {
                 say_error("--timeout: '%s' is not a positive duration (e.g. 90s, 5m)", optarg);
@@ -623,8 +680,10 @@ static int cmd_login(int argc, char **argv)
         buf_init(&su, 64 * 1024);
         buf_init(&ss, 64 * 1024);
         char *shown = url_display(tc.url);
-        fprintf(stderr, "signed in to %s\n  scopes:  %s\n  expires: %s%s\n",
+        fprintf(stderr, "signed in to %s%s%s%s\n  scopes:  %s\n  expires: %s%s\n",
                 shown ? text_escaped(&su, shown) : "the server",
+                tc.t.label ? " as the account '" : "", tc.t.label ? tc.t.label : "",
+                tc.t.label ? "'" : "",
                 te->scope && *te->scope ? text_escaped(&ss, te->scope) : "(none)", exp,
                 te->refresh_token ? " (refreshed automatically)" : "");
         free(shown);
@@ -674,6 +733,7 @@ static int write_header_answer(const struct token_entry *te, bool json, struct b
 static const struct option header_opts[] = {{"json", no_argument, NULL, 'j'},
                                             {"refresh", no_argument, NULL, 'r'},
                                             {"allow-http", no_argument, NULL, 'H'},
+                                            {"account", required_argument, NULL, 'a'},
                                             {0}};
 
 static int cmd_header(int argc, char **argv)
@@ -695,7 +755,9 @@ static int cmd_header(int argc, char **argv)
             force = true;
         else if (opt == 'H')
             allow_http = true;
-        else
+        else if (opt == 'a' && take_account(optarg) != EXIT_OK)
+            return EXIT_USAGE;
+        else if (opt != 'a')
             return option_error(argv, "", opts);
     }
     if (argc - optind != 1) {
@@ -756,9 +818,11 @@ out:
     return status;
 }
 
-/* The names of the configuration's entries whose URL is url (canonical), into out (none when
- * there is no configuration). A URL with a ${VAR} that does not resolve names no entry. */
-static void names_of(const struct mcp_config *c, const char *url, struct strv *out)
+/* The names of the configuration's entries whose URL is url (canonical) and whose account is
+ * label, into out (none when there is no configuration). A URL with a ${VAR} that does not
+ * resolve names no entry. */
+static void names_of(const struct mcp_config *c, const char *url, const char *label,
+                     struct strv *out)
 {
     strv_release(out);
     for (size_t i = 0; c && i < mcp_config_count(c); i++) {
@@ -771,6 +835,10 @@ static void names_of(const struct mcp_config *c, const char *url, struct strv *o
                     url_canonical(u, &canon, &e) >= 0 && strcmp(canon, url) == 0;
         secure_free(u);
         free(canon);
+        struct oauth_config *oc = NULL;
+        if (same)
+            same = oauth_config_parse_server(s, &oc, NULL) >= 0 && same_account(oc->account, label);
+        oauth_config_free(oc);
         if (same && strv_push(out, s->name) < 0)
             return; /* the names that fit */
     }
@@ -787,6 +855,7 @@ static struct json_object *status_json(const struct token_entry *t, const struct
     (void)json_object_object_add(o, "url", json_object_new_string(t->server_url));
     (void)json_object_object_add(o, "account",
                                  t->account ? json_object_new_string(t->account) : NULL);
+    (void)json_object_object_add(o, "label", t->label ? json_object_new_string(t->label) : NULL);
     (void)json_object_object_add(o, "issuer", json_object_new_string(t->issuer));
     (void)json_object_object_add(o, "registration",
                                  json_object_new_string(registration_method_str(t->registration)));
@@ -806,7 +875,8 @@ static struct json_object *status_json(const struct token_entry *t, const struct
     return o;
 }
 
-/* Prints the stored sign-ins (those of tc's url only, when it has one) as a table or as JSON;
+/* Prints the stored sign-ins (those of tc's url only, when it has one; of its account only,
+ * when it has a url or --account names one) as a table or as JSON;
  * returns how many were shown. With --json, none for a SERVER is the answer's error. Each is
  * named by the configuration's entries for its URL (tc->config), as users signed in. */
 static size_t status_print(struct token_entry *const *all, size_t n, const struct target_ctx *tc,
@@ -818,15 +888,17 @@ static size_t status_print(struct token_entry *const *all, size_t n, const struc
     struct buf joined;
     buf_init(&joined, 64 * 1024);
     if (!json)
-        printf("%-16s %-24s %-12s %-7s %-24s %s\n", "NAME", "ACCOUNT", "EXPIRES", "REFRESH",
-               "SCOPES", "SERVER");
+        printf("%-16s %-24s %-12s %-12s %-7s %-24s %s\n", "NAME", "ACCOUNT", "LABEL", "EXPIRES",
+               "REFRESH", "SCOPES", "SERVER");
     size_t shown = 0;
     for (size_t i = 0; i < n; i++) {
         const struct token_entry *t = all[i];
         if (url && strcmp(t->server_url, url) != 0)
             continue;
+        if ((url || arg_account) && !same_account(t->label, tc->t.label))
+            continue;
         shown++;
-        names_of(tc->config, t->server_url, &names);
+        names_of(tc->config, t->server_url, t->label, &names);
         char exp[64];
         describe_expiry(t->access_token ? t->expires_at : 0, exp, sizeof(exp));
         if (!t->access_token)
@@ -848,9 +920,9 @@ static size_t status_print(struct token_entry *const *all, size_t n, const struc
             /* a key written in the URL's query is not shown (--json has the URL whole: it
              * names the entry for programs) */
             char *url_shown = url_display(t->server_url);
-            printf("%-16s %-24s %-12s %-7s %-24s %s\n",
+            printf("%-16s %-24s %-12s %-12s %-7s %-24s %s\n",
                    joined.len ? text_escaped(&sn, buf_str(&joined)) : "-",
-                   t->account ? text_escaped(&sa, t->account) : "-", exp,
+                   t->account ? text_escaped(&sa, t->account) : "-", t->label ? t->label : "-", exp,
                    t->refresh_token ? "yes" : "no", t->scope ? text_escaped(&ss, t->scope) : "-",
                    url_shown ? text_escaped(&su, url_shown) : "-");
             free(url_shown);
@@ -889,7 +961,8 @@ static size_t status_print(struct token_entry *const *all, size_t n, const struc
     return shown;
 }
 
-static const struct option status_opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+static const struct option status_opts[] = {
+    {"json", no_argument, NULL, 'j'}, {"account", required_argument, NULL, 'a'}, {0}};
 
 static int cmd_status(int argc, char **argv)
 {
@@ -907,7 +980,9 @@ static int cmd_status(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (opt == 'j')
             json = true;
-        else
+        else if (opt == 'a' && take_account(optarg) != EXIT_OK)
+            return EXIT_USAGE;
+        else if (opt != 'a')
             return option_error(argv, "", opts);
     }
     if (argc - optind > 1) {
@@ -920,6 +995,8 @@ static int cmd_status(int argc, char **argv)
         status = load_config(&tc, false); /* a --config that names no file is an error here too */
     else
         (void)load_config(&tc, true); /* only to name each sign-in by its entries */
+    if (!tc.url)
+        tc.t.label = arg_account;
     if (status != EXIT_OK)
         goto out;
     if (tokens_list(&all, &n, &e) < 0) {
@@ -939,6 +1016,8 @@ out:
     return status;
 }
 
+static const struct option logout_opts[] = {{"account", required_argument, NULL, 'a'}, {0}};
+
 static int cmd_logout(int argc, char **argv)
 {
     struct target_ctx tc = {0};
@@ -949,9 +1028,13 @@ static int cmd_logout(int argc, char **argv)
         fputs(logout_help, stdout);
         return EXIT_OK;
     }
-    static const struct option no_opts[] = {{0}};
-    while (getopt_long(argc, argv, "", no_opts, NULL) != -1)
-        return option_error(argv, "", no_opts);
+    int opt;
+    while ((opt = getopt_long(argc, argv, "", logout_opts, NULL)) != -1) {
+        if (opt != 'a')
+            return option_error(argv, "", logout_opts);
+        if (take_account(optarg) != EXIT_OK)
+            return EXIT_USAGE;
+    }
     if (argc - optind != 1) {
         say_error("logout takes exactly one SERVER");
         return EXIT_USAGE;
@@ -961,7 +1044,8 @@ static int cmd_logout(int argc, char **argv)
         goto out;
     int r = auth_logout(&tc.t, 0, &revoked, &warn, &e);
     if (r == -ENOENT) {
-        say_info("nothing stored for %s", tc.url);
+        say_info("nothing stored for %s%s%s%s", tc.url, tc.t.label ? " as the account '" : "",
+                 tc.t.label ? tc.t.label : "", tc.t.label ? "'" : "");
         status = EXIT_OK;
         goto out;
     }
@@ -972,7 +1056,8 @@ static int cmd_logout(int argc, char **argv)
     }
     if (warn.msg[0])
         say_warn("deleted the local tokens, but revoking them failed: %s", err_msg(&warn));
-    say_info("signed out of %s%s", tc.url,
+    say_info("signed out of %s%s%s%s%s", tc.url, tc.t.label ? " as the account '" : "",
+             tc.t.label ? tc.t.label : "", tc.t.label ? "'" : "",
              revoked ? " (tokens revoked at the authorization server)" : "");
     status = EXIT_OK;
 out:
@@ -990,14 +1075,15 @@ static const struct args_command commands[] = {
     {"login",
      "SERVER [--scope S] [--no-browser] [--paste] [--device-code] [--timeout D] [--allow-http]",
      "sign in (opens the browser)", login_opts, "servers", FN(cmd_login)},
-    {"header", "[--json] [--refresh] [--allow-http] SERVER",
+    {"header", "[--json] [--refresh] [--allow-http] [--account NAME] SERVER",
      "print a valid Authorization header, refreshing it first when\n"
      "needed; never prompts (exit 4: sign-in required)",
      header_opts, "servers", FN(cmd_header)},
-    {"status", "[--json] [SERVER]", "what is stored: names, account, expiry, scopes, refresh token",
-     status_opts, "servers", FN(cmd_status)},
-    {"logout", "SERVER", "delete the tokens here and revoke them at the server", NULL, "servers",
-     FN(cmd_logout)},
+    {"status", "[--json] [--account NAME] [SERVER]",
+     "what is stored: names, account, label, expiry, scopes, refresh\ntoken", status_opts,
+     "servers", FN(cmd_status)},
+    {"logout", "[--account NAME] SERVER", "delete the tokens here and revoke them at the server",
+     logout_opts, "servers", FN(cmd_logout)},
     {"completion", "SHELL", "print the completion script for bash, zsh or fish", NULL, "shells",
      FN(cmd_completion)},
     {"help", NULL, NULL, NULL, "commands", NULL},

@@ -17,6 +17,7 @@
 
 #include "grant.h"
 #include "oauth_config.h"
+#include "tokens.h"
 
 #define bad(e, ...) err_set((e), -EINVAL, __VA_ARGS__)
 
@@ -324,6 +325,13 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
     if (r >= 0)
         r = get_string(o, "redirectUri", "oauth.redirectUri", 0, &c->redirect_uri, e);
     if (r >= 0)
+        r = get_string(o, "account", "oauth.account", MCP_FIELD_NONBLANK, &c->account, e);
+    if (r >= 0 && c->account && !tokens_label_valid(c->account))
+        r = bad(e,
+                "\"oauth.account\" must be up to %d letters, digits and '.', '_', '@', '+', "
+                "'-'",
+                TOKENS_LABEL_MAX);
+    if (r >= 0)
         r = get_string(o, "privateKeyFile", "oauth.privateKeyFile", MCP_FIELD_NONBLANK,
                        &c->private_key_file, e);
     if (r >= 0)
@@ -456,6 +464,7 @@ void oauth_config_free(struct oauth_config *c)
     if (!c)
         return;
     free(c->client_id);
+    free(c->account);
     secure_free(c->client_secret);
     free(c->client_metadata_url);
     free(c->scope);

@@ -27,6 +27,8 @@ struct oauth_config {
     char *client_metadata_url; /* Client ID Metadata Document URL */
     char *scope;               /* space-separated scopes to request */
     char *redirect_uri;        /* fixes the loopback redirect (pre-registered clients) */
+    char *account;             /* "account": the account name this entry signs in as
+                                  (tokens.h's label); NULL: the default account */
     char *grant;               /* as written: one of the grants of grant.h; NULL: the default,
                                   "authorization_code". The pi adapter's "grantType" is read as
                                   this ("authorization_code" or "client_credentials") */

@@ -152,9 +152,9 @@ static int refresh_under_lock(const struct auth_target *t, const char *issuer, c
 {
     struct token_entry *te = NULL;
     struct file_lock *lock = NULL;
-    int r = store_lock(t->server_url, issuer, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
+    int r = store_lock(t->server_url, issuer, t->label, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
     if (r >= 0)
-        r = store_load(t->server_url, issuer, &te, e);
+        r = store_load(t->server_url, issuer, t->label, &te, e);
     if (r < 0)
         goto out;
     bool same = seen && te->access_token && secure_streq(seen, te->access_token);
@@ -187,7 +187,7 @@ int auth_fresh_token(const struct auth_target *t, int64_t http_timeout_ms, bool 
     struct token_entry *te = NULL;
     char *seen = NULL, *issuer = NULL;
     int64_t http_timeout = http_timeout_ms > 0 ? http_timeout_ms : AUTH_HTTP_TIMEOUT_DEFAULT_MS;
-    int r = store_load(t->server_url, NULL, &te, e);
+    int r = store_load(t->server_url, NULL, t->label, &te, e);
     if (r == -ENOENT) {
         if (grant_of(t)->unattended) {
             /* nobody needs to be there for this one: sign in now */

@@ -20,9 +20,10 @@ static int store_code(int r)
     return r == -ETIMEDOUT ? -ENOLCK : -EUCLEAN;
 }
 
-int store_load(const char *server_url, const char *issuer, struct token_entry **ret, struct err *e)
+int store_load(const char *server_url, const char *issuer, const char *label,
+               struct token_entry **ret, struct err *e)
 {
-    return store_code(tokens_load(server_url, issuer, ret, e));
+    return store_code(tokens_load(server_url, issuer, label, ret, e));
 }
 
 int store_save(struct token_entry *t, struct err *e)
@@ -30,24 +31,24 @@ int store_save(struct token_entry *t, struct err *e)
     return store_code(tokens_save(t, e));
 }
 
-int store_lock(const char *server_url, const char *issuer, int64_t timeout_ms,
+int store_lock(const char *server_url, const char *issuer, const char *label, int64_t timeout_ms,
                struct file_lock **ret, struct err *e)
 {
-    return store_code(tokens_lock(server_url, issuer, timeout_ms, ret, e));
+    return store_code(tokens_lock(server_url, issuer, label, timeout_ms, ret, e));
 }
 
-int store_delete(const char *server_url, const char *issuer, struct err *e)
+int store_delete(const char *server_url, const char *issuer, const char *label, struct err *e)
 {
-    return store_code(tokens_delete(server_url, issuer, e));
+    return store_code(tokens_delete(server_url, issuer, label, e));
 }
 
-int store_load_or_new(const char *server_url, const char *issuer, struct token_entry **ret,
-                      struct err *e)
+int store_load_or_new(const char *server_url, const char *issuer, const char *label,
+                      struct token_entry **ret, struct err *e)
 {
-    int r = store_load(server_url, issuer, ret, e);
+    int r = store_load(server_url, issuer, label, ret, e);
     if (r == -ENOENT) {
         err_clear(e);
-        r = token_entry_new(server_url, issuer, ret);
+        r = token_entry_new(server_url, issuer, label, ret);
     }
     return r;
 }

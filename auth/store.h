@@ -19,16 +19,18 @@
 
 /* tokens_load(), tokens_save(), tokens_lock() and tokens_delete() with the flow's codes. The
  * ownership is theirs: the caller frees *ret (token_entry_free(), file_lock_release()). */
-int store_load(const char *server_url, const char *issuer, struct token_entry **ret,
-               struct err *e) _must_check_;
+int store_load(const char *server_url, const char *issuer, const char *label,
+               struct token_entry **ret, struct err *e) _must_check_;
 int store_save(struct token_entry *t, struct err *e) _must_check_;
-int store_lock(const char *server_url, const char *issuer, int64_t timeout_ms,
+int store_lock(const char *server_url, const char *issuer, const char *label, int64_t timeout_ms,
                struct file_lock **ret, struct err *e) _must_check_;
-int store_delete(const char *server_url, const char *issuer, struct err *e) _must_check_;
+int store_delete(const char *server_url, const char *issuer, const char *label,
+                 struct err *e) _must_check_;
 
-/* The entry for (server_url, issuer), or a new empty one when there is none. Caller frees. */
-int store_load_or_new(const char *server_url, const char *issuer, struct token_entry **ret,
-                      struct err *e) _must_check_;
+/* The entry for (server_url, issuer, label), or a new empty one when there is none. Caller
+ * frees. */
+int store_load_or_new(const char *server_url, const char *issuer, const char *label,
+                      struct token_entry **ret, struct err *e) _must_check_;
 
 /* Replaces *dst with a copy of src (NULL: none); the old value is freed, wiped by
  * store_set_secret(). -ENOMEM leaves *dst as it was. */

@@ -10,8 +10,8 @@
 
 #include "token_json.h"
 
-static const char *const known_keys[] = {"version", "server_url", "issuer",    "registration",
-                                         "tokens",  "discovery",  "updated_at"};
+static const char *const known_keys[] = {"version",      "server_url", "issuer",    "label",
+                                         "registration", "tokens",     "discovery", "updated_at"};
 
 static bool is_known_key(const char *k)
 {
@@ -252,6 +252,8 @@ int token_entry_from_json(struct json_object *root, const char *dp, struct token
     if (r >= 0)
         r = read_str(root, NULL, "issuer", &t->issuer, dp, e);
     if (r >= 0)
+        r = read_str(root, NULL, "label", &t->label, dp, e);
+    if (r >= 0)
         r = read_int(root, NULL, "updated_at", &t->updated_at, dp, e);
     if (r < 0)
         goto out;
@@ -407,6 +409,8 @@ int token_entry_to_json(const struct token_entry *t, int64_t updated_at, struct 
     r = add_str(root, "server_url", t->server_url);
     if (r >= 0)
         r = add_str(root, "issuer", t->issuer);
+    if (r >= 0)
+        r = add_str(root, "label", t->label); /* absent for the default account */
     if (r < 0)
         goto out;
 

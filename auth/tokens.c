@@ -1,10 +1,12 @@
-/* tokens.c - the token store: one private JSON file per (server URL, issuer)
+/* tokens.c - the token store: one private JSON file per (server URL, issuer, account name)
  *
- * Entry file: <agent dir>/oauth/<first 32 hex digits of sha256(server_url "\n" issuer)>.json,
+ * Entry file: <agent dir>/oauth/<first 32 hex digits of sha256(server_url "\n" issuer)>.json
+ * for the default account, of sha256(server_url "\n" issuer "\n" label) for a named one (so
+ * every file written before accounts existed is the default account's, where it was),
  * lock file: the same name + ".lock" (never deleted: a process waiting on a lock file that
  * someone unlinks would lock a file nobody else opens). Format version 1:
  *
- *   {"version": 1, "server_url": ..., "issuer": ...,
+ *   {"version": 1, "server_url": ..., "issuer": ..., "label": ... (absent: default account),
  *    "registration": {"method": "dynamic" | "pre-registered" | "metadata-document",
  *                     "client_id", "client_secret", "token_endpoint_auth_method",
  *                     "redirect_uri", "client_secret_expires_at", "registered_at"},
@@ -62,9 +64,29 @@ const char *registration_method_str(enum registration_method m)
     return "none";
 }
 
-/* Keys must be unambiguous: "a\nb" + "c" and "a" + "b\nc" would hash alike. */
-static int check_key(const char *server_url, const char *issuer, struct err *e)
+bool tokens_label_valid(const char *label)
 {
+    size_t n = label ? strlen(label) : 0;
+    if (n == 0 || n > TOKENS_LABEL_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = label[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr("._@+-", c)))
+            return false;
+    }
+    return true;
+}
+
+/* Keys must be unambiguous: "a\nb" + "c" and "a" + "b\nc" would hash alike; a label holds no
+ * line break either, so a named account's key has one line more than the default's. */
+static int check_key(const char *server_url, const char *issuer, const char *label, struct err *e)
+{
+    if (label && !tokens_label_valid(label))
+        return err_set(e, -EINVAL,
+                       "the account name '%.*s' is not valid: up to %d letters, digits and "
+                       "'.', '_', '@', '+', '-'",
+                       TOKENS_LABEL_MAX, label, TOKENS_LABEL_MAX);
     if (!server_url || !*server_url)
         return err_set(e, -EINVAL, "no server URL for the token store");
     if (!issuer || !*issuer)
@@ -74,8 +96,9 @@ static int check_key(const char *server_url, const char *issuer, struct err *e)
     return 0;
 }
 
-/* "<32 hex>.json" for (server_url, issuer) into name[ENTRY_NAME_LEN + 1]. */
-static int entry_name(const char *server_url, const char *issuer, char *name, struct err *e)
+/* "<32 hex>.json" for (server_url, issuer, label) into name[ENTRY_NAME_LEN + 1]. */
+static int entry_name(const char *server_url, const char *issuer, const char *label, char *name,
+                      struct err *e)
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -83,7 +106,7 @@ static int entry_name(const char *server_url, const char *issuer, char *name, st
     EVP_MD_CTX *ctx = NULL;
     int r;
 
-    r = check_key(server_url, issuer, e);
+    r = check_key(server_url, issuer, label, e);
     if (r < 0)
         goto out;
     ctx = EVP_MD_CTX_new();
@@ -94,6 +117,8 @@ static int entry_name(const char *server_url, const char *issuer, char *name, st
     if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
         EVP_DigestUpdate(ctx, server_url, strlen(server_url)) != 1 ||
         EVP_DigestUpdate(ctx, "\n", 1) != 1 || EVP_DigestUpdate(ctx, issuer, strlen(issuer)) != 1 ||
+        (label && (EVP_DigestUpdate(ctx, "\n", 1) != 1 ||
+                   EVP_DigestUpdate(ctx, label, strlen(label)) != 1)) ||
         EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen < ENTRY_HASH_HEX / 2) {
         r = err_set(e, -EIO, "cannot compute SHA-256");
         goto out;
@@ -141,11 +166,11 @@ out:
     return r;
 }
 
-static int entry_path(const char *server_url, const char *issuer, bool create, char **ret,
-                      struct err *e)
+static int entry_path(const char *server_url, const char *issuer, const char *label, bool create,
+                      char **ret, struct err *e)
 {
     char name[ENTRY_NAME_LEN + 1], *dir = NULL, *p = NULL;
-    int r = entry_name(server_url, issuer, name, e);
+    int r = entry_name(server_url, issuer, label, name, e);
     if (r < 0)
         goto out;
     r = tokens_dir(create, &dir, e);
@@ -164,9 +189,10 @@ out:
     return r;
 }
 
-int tokens_entry_path(const char *server_url, const char *issuer, char **ret, struct err *e)
+int tokens_entry_path(const char *server_url, const char *issuer, const char *label, char **ret,
+                      struct err *e)
 {
-    return entry_path(server_url, issuer, false, ret, e);
+    return entry_path(server_url, issuer, label, false, ret, e);
 }
 
 /* ---- entries in memory ---- */
@@ -183,16 +209,18 @@ static int strdup_or_null(const char *s, char **ret)
     return 0;
 }
 
-int token_entry_new(const char *server_url, const char *issuer, struct token_entry **ret)
+int token_entry_new(const char *server_url, const char *issuer, const char *label,
+                    struct token_entry **ret)
 {
     struct token_entry *t = NULL;
-    int r = check_key(server_url, issuer, NULL);
+    int r = check_key(server_url, issuer, label, NULL);
     if (r < 0)
         return r;
     t = calloc(1, sizeof(*t));
     if (!t)
         return -ENOMEM;
-    if (strdup_or_null(server_url, &t->server_url) < 0 || strdup_or_null(issuer, &t->issuer) < 0) {
+    if (strdup_or_null(server_url, &t->server_url) < 0 || strdup_or_null(issuer, &t->issuer) < 0 ||
+        strdup_or_null(label, &t->label) < 0) {
         token_entry_free(t);
         return -ENOMEM;
     }
@@ -239,6 +267,7 @@ void token_entry_free(struct token_entry *t)
     token_entry_clear_registration(t);
     free(t->server_url);
     free(t->issuer);
+    free(t->label);
     json_object_put(t->as_metadata);
     json_object_put(t->prm);
     free(t->resource_metadata_url);
@@ -247,7 +276,7 @@ void token_entry_free(struct token_entry *t)
 }
 
 /* Reads and checks the entry file at path: private, valid, version 1, and named after its own
- * server_url and issuer. */
+ * server_url, issuer and label. */
 static int entry_read(const char *path, struct token_entry **ret, struct err *e)
 {
     struct json_object *root = NULL;
@@ -264,7 +293,7 @@ static int entry_read(const char *path, struct token_entry **ret, struct err *e)
     if (r < 0)
         goto out;
     struct err ne = ERR_INIT;
-    r = entry_name(t->server_url, t->issuer, name, &ne);
+    r = entry_name(t->server_url, t->issuer, t->label, name, &ne);
     if (r < 0) {
         r = err_set(e, -EBADMSG, "'%s': %s: fix the file or remove it (and log in again)", dp,
                     err_msg(&ne));
@@ -275,7 +304,8 @@ static int entry_read(const char *path, struct token_entry **ret, struct err *e)
     if (strcmp(base, name) != 0) {
         /* copied or renamed by hand: using it could send its token to the wrong server */
         r = err_set(e, -EBADMSG,
-                    "'%s' does not belong here: its server_url and issuer belong in '%s'; "
+                    "'%s' does not belong here: its server_url, issuer and label belong in "
+                    "'%s'; "
                     "remove it, or log in again",
                     dp, name);
         goto out;
@@ -305,7 +335,17 @@ static int entry_cmp(const void *a, const void *b)
     const struct token_entry *x = *(const struct token_entry *const *)a;
     const struct token_entry *y = *(const struct token_entry *const *)b;
     int c = strcmp(x->server_url, y->server_url);
+    if (c)
+        return c;
+    if (!x->label != !y->label)
+        return x->label ? 1 : -1; /* the default account first */
+    c = x->label ? strcmp(x->label, y->label) : 0;
     return c ? c : strcmp(x->issuer, y->issuer);
+}
+
+static bool same_label(const char *a, const char *b)
+{
+    return a ? b && strcmp(a, b) == 0 : !b;
 }
 
 static void entries_free(struct token_entry **v, size_t n)
@@ -337,8 +377,9 @@ static int open_store_dir(const char *dir, const char *ddisp, DIR **ret, struct 
 }
 
 /* Reads the entry file name in dir and appends it to *v (*n of them) when it is readable and
- * (with server_url) that server's; an unreadable one goes to *problem. Fails on ENOMEM only. */
-static int scan_one(const char *dir, const char *name, const char *server_url,
+ * (with server_url) that server's for the account label; an unreadable one goes to *problem.
+ * Fails on ENOMEM only. */
+static int scan_one(const char *dir, const char *name, const char *server_url, const char *label,
                     struct token_entry ***v, size_t *n, struct err *problem, struct err *e)
 {
     struct token_entry *t = NULL;
@@ -357,7 +398,7 @@ static int scan_one(const char *dir, const char *name, const char *server_url,
             *problem = pe;
         return 0;
     }
-    if (server_url && strcmp(t->server_url, server_url) != 0) {
+    if (server_url && (strcmp(t->server_url, server_url) != 0 || !same_label(t->label, label))) {
         token_entry_free(t);
         return 0;
     }
@@ -371,11 +412,11 @@ static int scan_one(const char *dir, const char *name, const char *server_url,
     return 0;
 }
 
-/* Every readable entry (server_url NULL) or those of server_url, sorted by server URL and
- * issuer. Unreadable ones are skipped; the last problem goes to *problem (which stays clear
- * when there is none). A missing store is empty. */
-static int store_scan(const char *server_url, struct token_entry ***ret, size_t *ret_n,
-                      struct err *problem, struct err *e)
+/* Every readable entry (server_url NULL) or those of server_url for the account label, sorted
+ * by server URL, label and issuer. Unreadable ones are skipped; the last problem goes to
+ * *problem (which stays clear when there is none). A missing store is empty. */
+static int store_scan(const char *server_url, const char *label, struct token_entry ***ret,
+                      size_t *ret_n, struct err *problem, struct err *e)
 {
     struct token_entry **v = NULL;
     size_t n = 0, seen = 0;
@@ -405,7 +446,7 @@ static int store_scan(const char *server_url, struct token_entry ***ret, size_t 
             r = err_set(e, -E2BIG, "'%s' holds more than %d entries: remove old ones", dd,
                         TOKENS_SCAN_MAX);
         else
-            r = scan_one(dir, de->d_name, server_url, &v, &n, problem, e);
+            r = scan_one(dir, de->d_name, server_url, label, &v, &n, problem, e);
     }
     if (r < 0)
         goto out;
@@ -440,7 +481,8 @@ static bool entry_newer(const struct token_entry *a, const struct token_entry *b
     return a->updated_at > b->updated_at;
 }
 
-int tokens_load(const char *server_url, const char *issuer, struct token_entry **ret, struct err *e)
+int tokens_load(const char *server_url, const char *issuer, const char *label,
+                struct token_entry **ret, struct err *e)
 {
     struct token_entry **v = NULL, *t = NULL;
     struct err problem = ERR_INIT;
@@ -453,7 +495,7 @@ int tokens_load(const char *server_url, const char *issuer, struct token_entry *
         goto out;
     }
     if (issuer) {
-        r = tokens_entry_path(server_url, issuer, &path, e);
+        r = tokens_entry_path(server_url, issuer, label, &path, e);
         if (r < 0)
             goto out;
         r = entry_read(path, &t, e);
@@ -461,7 +503,8 @@ int tokens_load(const char *server_url, const char *issuer, struct token_entry *
             r = no_entry(e);
         if (r < 0)
             goto out;
-        if (strcmp(t->server_url, server_url) != 0 || strcmp(t->issuer, issuer) != 0) {
+        if (strcmp(t->server_url, server_url) != 0 || strcmp(t->issuer, issuer) != 0 ||
+            !same_label(t->label, label)) {
             char *disp = path_display(path);
             r = err_set(e, -EBADMSG,
                         "'%s' does not belong here: it holds another server's entry; remove "
@@ -471,7 +514,11 @@ int tokens_load(const char *server_url, const char *issuer, struct token_entry *
             goto out;
         }
     } else {
-        r = store_scan(server_url, &v, &n, &problem, e);
+        if (label && !tokens_label_valid(label)) {
+            r = check_key(server_url, "-", label, e);
+            goto out;
+        }
+        r = store_scan(server_url, label, &v, &n, &problem, e);
         if (r < 0)
             goto out;
         if (n == 0) {
@@ -513,7 +560,7 @@ int tokens_save(struct token_entry *t, struct err *e)
         r = err_set(e, -EINVAL, "no token store entry to save");
         goto out;
     }
-    r = entry_path(t->server_url, t->issuer, true, &path, e);
+    r = entry_path(t->server_url, t->issuer, t->label, true, &path, e);
     if (r < 0)
         goto out;
 
@@ -546,10 +593,10 @@ out:
     return r;
 }
 
-int tokens_delete(const char *server_url, const char *issuer, struct err *e)
+int tokens_delete(const char *server_url, const char *issuer, const char *label, struct err *e)
 {
     char *path = NULL, *disp = NULL;
-    int r = tokens_entry_path(server_url, issuer, &path, e);
+    int r = tokens_entry_path(server_url, issuer, label, &path, e);
     if (r < 0)
         goto out;
     if (unlink(path) < 0) {
@@ -569,11 +616,11 @@ out:
     return r;
 }
 
-int tokens_lock(const char *server_url, const char *issuer, int64_t timeout_ms,
+int tokens_lock(const char *server_url, const char *issuer, const char *label, int64_t timeout_ms,
                 struct file_lock **ret, struct err *e)
 {
     char *path = NULL, *lock = NULL;
-    int r = entry_path(server_url, issuer, true, &path, e);
+    int r = entry_path(server_url, issuer, label, true, &path, e);
     if (r < 0)
         goto out;
     if (asprintf(&lock, "%s.lock", path) < 0) {
@@ -591,7 +638,7 @@ out:
 int tokens_list(struct token_entry ***ret, size_t *ret_n, struct err *e)
 {
     struct err problem = ERR_INIT;
-    int r = store_scan(NULL, ret, ret_n, &problem, e);
+    int r = store_scan(NULL, NULL, ret, ret_n, &problem, e);
     if (r < 0)
         return r;
     if (problem.code < 0 && e)

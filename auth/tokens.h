@@ -1,12 +1,17 @@
 /* tokens.h - the token store under ~/.pi/agent/oauth/.
  *
- * One entry per (canonical server URL, issuer): the client registration, the tokens with an
+ * One entry per (canonical server URL, issuer, account name): the client registration, the tokens with an
  * absolute expiry, and the discovery results with their fetch time. Entries are never keyed by
  * a display name, so renaming a server or pointing a name at another URL can never send a token
  * to the wrong server. Each entry is a JSON file named after a hash of its key, 0600 in a 0700
  * directory, replaced atomically, and changed only under its own lock ("<file>.lock"), which
  * works across processes: a refresh takes the lock, re-reads the entry, and only then asks the
  * authorization server, so concurrent callers cause exactly one refresh.
+ *
+ * The account name (the "label", `mcp-auth --account NAME`, an entry's "oauth.account") lets
+ * one person sign in to one server several times, as work and personal accounts; a label NULL is
+ * the default account, whose files are named as before accounts existed. Every function taking
+ * a label matches it exactly: NULL finds the default account's entries only.
  *
  * The file format (version 1) is documented in docs/auth.md and at the top of tokens.c. Unknown
  * top-level keys are preserved (in `extra`). */
@@ -23,6 +28,7 @@
 #include "credkit/macro.h"
 
 #define TOKENS_LOCK_TIMEOUT_MS (30 * 1000)
+#define TOKENS_LABEL_MAX       64 /* bytes in an account name */
 
 enum registration_method {
     REGISTRATION_NONE = 0,
@@ -34,6 +40,7 @@ enum registration_method {
 struct token_entry {
     char *server_url; /* canonical */
     char *issuer;
+    char *label; /* the account name; NULL: the default account */
     /* registration */
     enum registration_method registration;
     char *client_id;
@@ -68,20 +75,24 @@ struct token_entry {
  * not, whether create or not. Caller frees. */
 int tokens_dir(bool create, char **ret, struct err *e) _must_check_;
 
-/* Path of the entry file for (server_url, issuer). Caller frees. */
-int tokens_entry_path(const char *server_url, const char *issuer, char **ret,
+/* Whether label can name an account: 1 to TOKENS_LABEL_MAX letters, digits and "._@+-" (it
+ * goes on command lines and in status tables as it is). */
+bool tokens_label_valid(const char *label);
+
+/* Path of the entry file for (server_url, issuer, label). Caller frees. */
+int tokens_entry_path(const char *server_url, const char *issuer, const char *label, char **ret,
                       struct err *e) _must_check_;
 
-/* Loads the entry for (server_url, issuer); issuer NULL picks the current entry whose
- * server_url is exactly server_url (the one holding tokens, obtained last; then the one
+/* Loads the entry for (server_url, issuer, label); issuer NULL picks the current entry of the
+ * account label whose server_url is exactly server_url (the one holding tokens, obtained last; then the one
  * written last) (callers pass url_canonical() forms, here and
  * everywhere in this API). -ENOENT when there is none. A corrupt entry, one of another format
  * version, or one whose content does not match its file name is -EBADMSG with a message naming
  * the file (-EACCES when others can read it, with the chmod that fixes it). With issuer NULL, an
  * unreadable entry is reported only when no readable one matches: it might have been this
  * server's. Caller frees with token_entry_free(). */
-int tokens_load(const char *server_url, const char *issuer, struct token_entry **ret,
-                struct err *e) _must_check_;
+int tokens_load(const char *server_url, const char *issuer, const char *label,
+                struct token_entry **ret, struct err *e) _must_check_;
 
 /* Writes the entry atomically, 0600 in a 0700 directory; t->updated_at is set to now on
  * success. An existing file that cannot be read (corrupt, another version, too open, not this
@@ -90,23 +101,25 @@ int tokens_save(struct token_entry *t, struct err *e) _must_check_;
 
 /* Deletes the entry's file (not its lock file, which other processes may be waiting on).
  * -ENOENT when absent. */
-int tokens_delete(const char *server_url, const char *issuer, struct err *e) _must_check_;
+int tokens_delete(const char *server_url, const char *issuer, const char *label,
+                  struct err *e) _must_check_;
 
 /* Takes the entry's exclusive lock ("<entry file>.lock", creating the store directory),
  * waiting at most timeout_ms; -ETIMEDOUT with a message when another holder keeps it. Caller
  * releases with file_lock_release(). */
-int tokens_lock(const char *server_url, const char *issuer, int64_t timeout_ms,
+int tokens_lock(const char *server_url, const char *issuer, const char *label, int64_t timeout_ms,
                 struct file_lock **ret, struct err *e) _must_check_;
 
-/* Every entry in the store, sorted by server URL then issuer (corrupt ones skipped, reported
+/* Every entry in the store, sorted by server URL, label (the default account first), then issuer (corrupt ones skipped, reported
  * through e as the last problem seen, without failing: e->code < 0 then). An absent store is
  * empty (*ret NULL, *ret_n 0). Caller frees each with token_entry_free() and the array with
  * free(). */
 int tokens_list(struct token_entry ***ret, size_t *ret_n, struct err *e) _must_check_;
 
-/* A new empty entry for (server_url, issuer); -EINVAL when either is empty or holds a line
- * break. Caller frees. */
-int token_entry_new(const char *server_url, const char *issuer,
+/* A new empty entry for (server_url, issuer, label); -EINVAL when the URL or the issuer is
+ * empty or holds a line break, or label (NULL: the default account) is not valid. Caller
+ * frees. */
+int token_entry_new(const char *server_url, const char *issuer, const char *label,
                     struct token_entry **ret) _must_check_;
 
 /* Drops the tokens (access, refresh, scope, expiry), keeping the registration. */

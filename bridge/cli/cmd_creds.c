@@ -254,24 +254,27 @@ void cmd_creds_oauth_release(struct cmd_creds_oauth *o)
     *o = (struct cmd_creds_oauth){0};
 }
 
-/* The sign-in of url among the servers of a status answer, or NULL. Borrowed. */
-static struct json_object *find_signin(struct json_object *status, const char *url)
+/* The sign-in of url as the account (NULL: the default one) among the servers of a status
+ * answer, or NULL. Borrowed. */
+static struct json_object *find_signin(struct json_object *status, const char *url,
+                                       const char *account)
 {
     struct json_object *servers = json_get_array(status, "servers");
     for (size_t i = 0; servers && i < json_object_array_length(servers); i++) {
         struct json_object *t = json_object_array_get_idx(servers, i);
-        const char *u = json_get_string(t, "url");
-        if (u && strcmp(u, url) == 0)
+        const char *u = json_get_string(t, "url"), *label = json_get_string(t, "label");
+        if (u && strcmp(u, url) == 0 && (account ? label && strcmp(label, account) == 0 : !label))
             return t;
     }
     return NULL;
 }
 
-int cmd_creds_oauth_from_status(struct json_object *status, const char *url, bool oauth_entry,
-                                const char *command, int64_t now, struct cmd_creds_oauth *ret)
+int cmd_creds_oauth_from_status(struct json_object *status, const char *url, const char *account,
+                                bool oauth_entry, const char *command, int64_t now,
+                                struct cmd_creds_oauth *ret)
 {
     struct cmd_creds_oauth o = {.state = CREDS_OAUTH_LOGIN_REQUIRED};
-    struct json_object *t = status && url ? find_signin(status, url) : NULL;
+    struct json_object *t = status && url ? find_signin(status, url, account) : NULL;
     bool access = false;
     if (t) {
         (void)json_get_bool(t, "has_access_token", &access);
@@ -374,7 +377,8 @@ static int server_oauth(struct cmd_creds_server *cs, struct json_object *status,
     }
     r = cmd_creds_login_command(s->name, config_path, &cmd);
     if (r >= 0)
-        r = cmd_creds_oauth_from_status(status, url, oauth, cmd, now, &cs->oauth);
+        r = cmd_creds_oauth_from_status(status, url, cred_oauth_account(s), oauth, cmd, now,
+                                        &cs->oauth);
     free(url);
     free(cmd);
     return r;

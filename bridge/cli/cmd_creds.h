@@ -110,13 +110,14 @@ int cmd_creds_vars_resolve(const char *const *names, size_t n,
                            struct cmd_creds_var *vars) _must_check_;
 void cmd_creds_vars_release(struct cmd_creds_var *vars, size_t n);
 
-/* The state of the sign-in for the canonical URL url, from the parsed answer of `mcp-auth
- * status --json` (status NULL: nothing stored), at Unix time now. oauth_entry: the entry signs
+/* The state of the sign-in for the canonical URL url as the account (the entry's
+ * "oauth.account"; NULL: the default account), from the parsed answer of `mcp-auth status
+ * --json` (status NULL: nothing stored), at Unix time now. oauth_entry: the entry signs
  * in with OAuth (else a missing sign-in is NOT_USED). command: what signs in, copied into
  * ret->command for LOGIN_REQUIRED. *ret is the caller's to release (cmd_creds_oauth_release()).
  * -ENOMEM. */
-int cmd_creds_oauth_from_status(struct json_object *status, const char *url, bool oauth_entry,
-                                const char *command, int64_t now,
+int cmd_creds_oauth_from_status(struct json_object *status, const char *url, const char *account,
+                                bool oauth_entry, const char *command, int64_t now,
                                 struct cmd_creds_oauth *ret) _must_check_;
 void cmd_creds_oauth_release(struct cmd_creds_oauth *o);
 

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "credkit/challenge.h"
+#include "credkit/json.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
 
@@ -454,4 +455,10 @@ bool cred_oauth_applies(const struct mcp_server *s, bool challenged)
 {
     enum cred_oauth_use use = cred_oauth_use(s);
     return use == CRED_OAUTH_ALWAYS || (use == CRED_OAUTH_CHALLENGE && challenged);
+}
+
+const char *cred_oauth_account(const struct mcp_server *s)
+{
+    const char *a = json_get_string(json_get_object(s->raw, "oauth"), "account");
+    return a && *a ? a : NULL;
 }

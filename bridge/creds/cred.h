@@ -172,3 +172,7 @@ enum cred_oauth_use cred_oauth_use(const struct mcp_server *s);
 /* Whether mcp-auth's header goes on s's requests now: ALWAYS, or CHALLENGE once challenged
  * (the server answered with a Bearer challenge, cred_bearer_challenge()). */
 bool cred_oauth_applies(const struct mcp_server *s, bool challenged);
+/* The account name the entry signs in as ("oauth": {"account": NAME}), told to mcp-auth as
+ * --account NAME and matched against status's "label"; NULL: the default account. Borrowed
+ * from s. */
+const char *cred_oauth_account(const struct mcp_server *s);

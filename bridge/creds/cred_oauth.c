@@ -301,7 +301,7 @@ static void login_line(const char *line, size_t len, void *userdata)
         log_warn(s->h->log, "server '%s': mcp-auth: %.*s", s->srv->name, (int)len, line);
 }
 
-/* mcp-auth [--config PATH] STEP ... TARGET */
+/* mcp-auth [--config PATH] STEP ... [--account NAME] TARGET */
 int cred_helper_oauth_run(struct slot *s, enum oauth_step step, const char *scope, struct err *e)
 {
     struct cred_helper *h = s->h;
@@ -343,6 +343,12 @@ int cred_helper_oauth_run(struct slot *s, enum oauth_step step, const char *scop
      * a plain http URL on a host that is not loopback as the bridge does */
     if (r >= 0 && h->auth_target && s->srv->allow_http && step != OAUTH_STATUS)
         r = strv_push(&argv, "--allow-http");
+    /* the entry's account name ("oauth": {"account": ...}): two entries for one URL are two
+     * sign-ins; said on the command line too, so that status and a URL target pick the same
+     * account as the entry (a name, never a secret) */
+    const char *account = cred_oauth_account(s->srv);
+    if (r >= 0 && account)
+        r = strv_push(&argv, "--account") < 0 ? -ENOMEM : strv_push(&argv, account);
     if (r >= 0)
         r = strv_push(&argv, "--") < 0 ? -ENOMEM : strv_push(&argv, target);
     free(prog);

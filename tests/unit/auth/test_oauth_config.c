@@ -64,6 +64,12 @@ static const struct {
     {"r-oa-assertion-type",
      "{'url': 'https://x.example', 'oauth': {'grant': 'jwt-bearer', 'assertion': 7}}",
      "\"oauth.assertion\" must be a string, not a number"},
+    {"r-oa-account", "{'url': 'https://x.example', 'oauth': {'account': 7}}",
+     "\"oauth.account\" must be a string, not a number"},
+    {"r-oa-account-blank", "{'url': 'https://x.example', 'oauth': {'account': ''}}",
+     "\"oauth.account\" must not be blank"},
+    {"r-oa-account-chars", "{'url': 'https://x.example', 'oauth': {'account': 'my work'}}",
+     "\"oauth.account\" must be up to 64 letters, digits and '.', '_', '@', '+', '-'"},
     {"r-oa-idp-type", "{'url': 'https://x.example', 'oauth': {'idp': 'x'}}",
      "\"oauth.idp\" must be an object"},
     {"r-oa-idp-partial", "{'url': 'https://x.example', 'oauth': {'idp': {'issuer': 'https://i'}}}",
@@ -239,7 +245,7 @@ static void test_oauth(void)
               "  'clientSecret': '${MCPT_CLIENT_SECRET}', 'scope': 'read write',"
               "  'redirectUri': 'http://127.0.0.1:8765/callback', 'grant': 'client_credentials',"
               "  'privateKeyFile': '/keys/k.pem', 'privateKeyAlg': 'ES256',"
-              "  'clientMetadataUrl': 'https://client.example/meta.json',"
+              "  'clientMetadataUrl': 'https://client.example/meta.json', 'account': 'work',"
               "  'refreshScope': true, 'sendResource': false, 'someday': 1,"
               "  'logoUri': 'https://client.example/logo.png',"
               "  'authServerMetadataUrl': 'https://as.example/.well-known/openid-configuration',"
@@ -248,6 +254,7 @@ static void test_oauth(void)
     CHECK(f != NULL);
     if (f) {
         CHECK_STR(f->client_id, "cid");
+        CHECK_STR(f->account, "work");
         CHECK_STR(f->client_secret, "${MCPT_CLIENT_SECRET}"); /* the template, kept */
         CHECK_STR(f->scope, "read write");
         CHECK_STR(f->redirect_uri, "http://127.0.0.1:8765/callback");

@@ -12,7 +12,8 @@
 static struct token_entry *entry(void)
 {
     struct token_entry *t = NULL;
-    CHECK_INT(token_entry_new("https://mcp.example.com/mcp", "https://auth.example.com", &t), 0);
+    CHECK_INT(token_entry_new("https://mcp.example.com/mcp", "https://auth.example.com", NULL, &t),
+              0);
     return t;
 }
 

@@ -199,7 +199,7 @@ static void store_entry(const char *url, const char *access, const char *type, c
 {
     struct token_entry *t = NULL;
     struct err e = ERR_INIT;
-    CHECK_INT(token_entry_new(url, "https://as.example.com", &t), 0);
+    CHECK_INT(token_entry_new(url, "https://as.example.com", NULL, &t), 0);
     if (!t)
         return;
     t->access_token = strdup(access);
@@ -279,7 +279,7 @@ static void test_stored_bad_token(void)
                "\"refresh_token\": \"rt-new\"}");
     CHECK_INT(auth_fresh_token(&t, 5000, false, &te, &e), -EPROTO);
     CHECK_CONTAINS(err_msg(&e), "is not a valid bearer token");
-    CHECK_INT(tokens_load(url, NULL, &te, &e), 0);
+    CHECK_INT(tokens_load(url, NULL, NULL, &te, &e), 0);
     CHECK(te && te->refresh_token && strcmp(te->refresh_token, "rt-keep") == 0);
     token_entry_free(te);
 

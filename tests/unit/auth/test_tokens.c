@@ -65,7 +65,7 @@ static char *entry_file(const char *url, const char *iss)
 {
     char *p = NULL;
     struct err e = ERR_INIT;
-    CHECK_INT(tokens_entry_path(url, iss, &p, &e), 0);
+    CHECK_INT(tokens_entry_path(url, iss, NULL, &p, &e), 0);
     return p;
 }
 
@@ -86,7 +86,7 @@ static struct token_entry *full_entry(const char *url, const char *iss)
 {
     struct token_entry *t = NULL;
     struct err e = ERR_INIT;
-    CHECK_INT(token_entry_new(url, iss, &t), 0);
+    CHECK_INT(token_entry_new(url, iss, NULL, &t), 0);
     if (!t)
         abort();
     t->registration = REGISTRATION_DYNAMIC;
@@ -165,7 +165,7 @@ static void test_round_trip(void)
     CHECK_STR(p, want);
     CHECK_INT(mode_of(p), 0600);
 
-    CHECK_INT(tokens_load(URL, ISS, &l, &e), 0);
+    CHECK_INT(tokens_load(URL, ISS, NULL, &l, &e), 0);
     if (l)
         check_same(t, l);
     CHECK(l && l->extra == NULL);
@@ -186,14 +186,14 @@ static void test_round_trip(void)
     /* saving what was loaded changes nothing but the time */
     CHECK_INT(tokens_save(l, &e), 0);
     struct token_entry *l2 = NULL;
-    CHECK_INT(tokens_load(URL, ISS, &l2, &e), 0);
+    CHECK_INT(tokens_load(URL, ISS, NULL, &l2, &e), 0);
     if (l && l2)
         check_same(l, l2);
     token_entry_free(l2);
 
     /* absent values are omitted: a public client without tokens */
     struct token_entry *m = NULL;
-    CHECK_INT(token_entry_new(URL, "https://other-issuer.example", &m), 0);
+    CHECK_INT(token_entry_new(URL, "https://other-issuer.example", NULL, &m), 0);
     m->registration = REGISTRATION_PRE;
     m->client_id = strdup("public");
     CHECK_INT(tokens_save(m, &e), 0);
@@ -208,7 +208,7 @@ static void test_round_trip(void)
               5); /* version server_url issuer registration updated_at */
     json_object_put(root);
     struct token_entry *ml = NULL;
-    CHECK_INT(tokens_load(URL, "https://other-issuer.example", &ml, &e), 0);
+    CHECK_INT(tokens_load(URL, "https://other-issuer.example", NULL, &ml, &e), 0);
     CHECK(ml && ml->registration == REGISTRATION_PRE && ml->client_secret == NULL &&
           ml->access_token == NULL && ml->as_metadata == NULL && ml->expires_at == 0);
     token_entry_free(ml);
@@ -235,18 +235,18 @@ static void test_newest_for_url(void)
     set_updated_at(URL, "https://b.example", 2000);
     set_updated_at(url2, "https://c.example", 3000);
 
-    CHECK_INT(tokens_load(URL, NULL, &l, &e), 0);
+    CHECK_INT(tokens_load(URL, NULL, NULL, &l, &e), 0);
     CHECK(l && strcmp(l->issuer, "https://b.example") == 0 && l->updated_at == 2000);
     token_entry_free(l);
     l = NULL;
 
     set_updated_at(URL, "https://a.example", 5000);
-    CHECK_INT(tokens_load(URL, NULL, &l, &e), 0);
+    CHECK_INT(tokens_load(URL, NULL, NULL, &l, &e), 0);
     CHECK(l && strcmp(l->issuer, "https://a.example") == 0);
     token_entry_free(l);
     l = NULL;
 
-    CHECK_INT(tokens_load(url2, NULL, &l, &e), 0);
+    CHECK_INT(tokens_load(url2, NULL, NULL, &l, &e), 0);
     CHECK(l && strcmp(l->issuer, "https://c.example") == 0);
     token_entry_free(l);
     l = NULL;
@@ -258,30 +258,30 @@ static void test_newest_for_url(void)
     d->issued_at = 1700000500;
     CHECK_INT(tokens_save(d, &e), 0);
     set_updated_at(URL, "https://d.example", 4000);
-    CHECK_INT(tokens_load(URL, NULL, &l, &e), 0);
+    CHECK_INT(tokens_load(URL, NULL, NULL, &l, &e), 0);
     CHECK(l && strcmp(l->issuer, "https://d.example") == 0);
     token_entry_free(l);
     l = NULL;
     struct token_entry *f = NULL;
-    CHECK_INT(token_entry_new(URL, "https://f.example", &f), 0);
+    CHECK_INT(token_entry_new(URL, "https://f.example", NULL, &f), 0);
     CHECK_INT(tokens_save(f, &e), 0);
     set_updated_at(URL, "https://f.example", 9000);
-    CHECK_INT(tokens_load(URL, NULL, &l, &e), 0);
+    CHECK_INT(tokens_load(URL, NULL, NULL, &l, &e), 0);
     CHECK(l && strcmp(l->issuer, "https://d.example") == 0);
     token_entry_free(l);
     l = NULL;
-    CHECK_INT(tokens_delete(URL, "https://d.example", &e), 0);
-    CHECK_INT(tokens_delete(URL, "https://f.example", &e), 0);
+    CHECK_INT(tokens_delete(URL, "https://d.example", NULL, &e), 0);
+    CHECK_INT(tokens_delete(URL, "https://f.example", NULL, &e), 0);
     token_entry_free(d);
     token_entry_free(f);
 
     /* neither a prefix nor an extension of a stored URL matches */
     struct token_entry *sentinel = (struct token_entry *)(uintptr_t)1;
     l = sentinel;
-    CHECK_INT(tokens_load("https://mcp.example.com/mc", NULL, &l, &e), -ENOENT);
+    CHECK_INT(tokens_load("https://mcp.example.com/mc", NULL, NULL, &l, &e), -ENOENT);
     CHECK_CONTAINS(e.msg, "no stored login");
-    CHECK_INT(tokens_load(URL "/", NULL, &l, &e), -ENOENT);
-    CHECK_INT(tokens_load(URL, "https://z.example", &l, &e), -ENOENT);
+    CHECK_INT(tokens_load(URL "/", NULL, NULL, &l, &e), -ENOENT);
+    CHECK_INT(tokens_load(URL, "https://z.example", NULL, &l, &e), -ENOENT);
     CHECK(l == sentinel);
 
     /* the list, sorted */
@@ -303,7 +303,7 @@ static void test_newest_for_url(void)
 
     /* lock files and strays in the directory are not entries */
     struct file_lock *lk = NULL;
-    CHECK_INT(tokens_lock(URL, "https://a.example", 1000, &lk, &e), 0);
+    CHECK_INT(tokens_lock(URL, "https://a.example", NULL, 1000, &lk, &e), 0);
     file_lock_release(lk);
     CHECK_INT(tokens_list(&v, &n, &e), 0);
     CHECK_INT(n, 3);
@@ -322,7 +322,7 @@ static void test_unknown_keys_preserved(void)
     struct err e = ERR_INIT;
     struct token_entry *t = NULL;
     char *p = entry_file(URL, ISS);
-    CHECK_INT(token_entry_new(URL, ISS, &t), 0);
+    CHECK_INT(token_entry_new(URL, ISS, NULL, &t), 0);
     CHECK_INT(tokens_save(t, &e), 0); /* creates the directory */
     token_entry_free(t);
     t = NULL;
@@ -332,7 +332,7 @@ static void test_unknown_keys_preserved(void)
         " \"x-future\": {\"a\": [1, 2]}, \"note\": \"hi\",\n"
         " \"tokens\": {\"access_token\": \"tok\", \"expires_at\": 42}, \"updated_at\": 7}\n",
         0600);
-    CHECK_INT(tokens_load(URL, ISS, &t, &e), 0);
+    CHECK_INT(tokens_load(URL, ISS, NULL, &t, &e), 0);
     CHECK(t && t->extra && json_object_object_length(t->extra) == 2);
     CHECK_STR(t ? t->access_token : NULL, "tok");
     CHECK_INT(t ? t->expires_at : 0, 42);
@@ -360,7 +360,7 @@ static void check_load_fails(const char *content, mode_t mode, int code, const c
     struct token_entry *t = NULL;
     char *p = entry_file(URL, ISS);
     put(p, content, mode);
-    CHECK_INT(tokens_load(URL, ISS, &t, &e), code);
+    CHECK_INT(tokens_load(URL, ISS, NULL, &t, &e), code);
     CHECK(t == NULL);
     CHECK_CONTAINS(e.msg, msg);
     CHECK_CONTAINS(e.msg, "oauth/");
@@ -421,7 +421,7 @@ static void refusals_unreadable_entry(void)
     /* with issuer NULL, an unreadable entry is reported when nothing else matches */
     char *p = entry_file(URL, ISS);
     put(p, "{\"version\": 1,\n  \"server_url\": }\n", 0600);
-    CHECK_INT(tokens_load(URL, NULL, &t, &e), -EBADMSG);
+    CHECK_INT(tokens_load(URL, NULL, NULL, &t, &e), -EBADMSG);
     CHECK_CONTAINS(e.msg, "line 2, column");
     CHECK_CONTAINS(e.msg, "may be this server's entry");
     /* and skipped, but reported, when listing */
@@ -441,7 +441,7 @@ static void refusals_unreadable_entry(void)
     /* and a readable match wins over it */
     struct token_entry *same = full_entry(URL, "https://second.example");
     CHECK_INT(tokens_save(same, &e), 0);
-    CHECK_INT(tokens_load(URL, NULL, &t, &e), 0);
+    CHECK_INT(tokens_load(URL, NULL, NULL, &t, &e), 0);
     CHECK(t && strcmp(t->issuer, "https://second.example") == 0);
     token_entry_free(t);
     t = NULL;
@@ -458,7 +458,7 @@ static void test_refusals(void)
     fresh_store("refusals");
     struct err e = ERR_INIT;
     struct token_entry *t = NULL;
-    CHECK_INT(token_entry_new(URL, ISS, &t), 0);
+    CHECK_INT(token_entry_new(URL, ISS, NULL, &t), 0);
     CHECK_INT(tokens_save(t, &e), 0);
     token_entry_free(t);
     t = NULL;
@@ -473,11 +473,11 @@ static void test_entry_arguments(void)
     struct err e = ERR_INIT;
     struct token_entry *t = NULL;
 
-    CHECK_INT(token_entry_new("", ISS, &t), -EINVAL);
-    CHECK_INT(token_entry_new(URL, NULL, &t), -EINVAL);
-    CHECK_INT(token_entry_new(URL "\n", ISS, &t), -EINVAL);
-    CHECK_INT(tokens_load(NULL, NULL, &t, &e), -EINVAL);
-    CHECK_INT(tokens_load(URL, "", &t, &e), -EINVAL);
+    CHECK_INT(token_entry_new("", ISS, NULL, &t), -EINVAL);
+    CHECK_INT(token_entry_new(URL, NULL, NULL, &t), -EINVAL);
+    CHECK_INT(token_entry_new(URL "\n", ISS, NULL, &t), -EINVAL);
+    CHECK_INT(tokens_load(NULL, NULL, NULL, &t, &e), -EINVAL);
+    CHECK_INT(tokens_load(URL, "", NULL, &t, &e), -EINVAL);
     CHECK(t == NULL);
 }
 
@@ -497,7 +497,7 @@ static void test_clear(void)
     CHECK_INT(t->registration, REGISTRATION_DYNAMIC);
     CHECK(t->as_metadata != NULL);
     CHECK_INT(tokens_save(t, &e), 0);
-    CHECK_INT(tokens_load(URL, ISS, &l, &e), 0);
+    CHECK_INT(tokens_load(URL, ISS, NULL, &l, &e), 0);
     CHECK(l && l->access_token == NULL && l->refresh_token == NULL && l->expires_at == 0);
     CHECK_STR(l ? l->client_id : NULL, "client-123");
     token_entry_free(l);
@@ -521,7 +521,7 @@ static void test_clear(void)
     CHECK(!json_object_object_get_ex(root, "tokens", NULL));
     CHECK(json_get_object(root, "discovery") != NULL);
     json_object_put(root);
-    CHECK_INT(tokens_load(URL, ISS, &l, &e), 0);
+    CHECK_INT(tokens_load(URL, ISS, NULL, &l, &e), 0);
     CHECK(l && l->registration == REGISTRATION_NONE && l->client_id == NULL && l->prm != NULL);
     token_entry_free(l);
 
@@ -538,15 +538,15 @@ static void test_delete(void)
     fresh_store("delete");
     struct err e = ERR_INIT;
     struct token_entry *t = full_entry(URL, ISS), *l = NULL;
-    CHECK_INT(tokens_delete(URL, ISS, &e), -ENOENT);
+    CHECK_INT(tokens_delete(URL, ISS, NULL, &e), -ENOENT);
     CHECK_INT(tokens_save(t, &e), 0);
     char *p = entry_file(URL, ISS);
     CHECK(access(p, F_OK) == 0);
-    CHECK_INT(tokens_delete(URL, ISS, &e), 0);
+    CHECK_INT(tokens_delete(URL, ISS, NULL, &e), 0);
     CHECK(access(p, F_OK) < 0 && errno == ENOENT);
-    CHECK_INT(tokens_load(URL, ISS, &l, &e), -ENOENT);
-    CHECK_INT(tokens_load(URL, NULL, &l, &e), -ENOENT);
-    CHECK_INT(tokens_delete(URL, ISS, &e), -ENOENT);
+    CHECK_INT(tokens_load(URL, ISS, NULL, &l, &e), -ENOENT);
+    CHECK_INT(tokens_load(URL, NULL, NULL, &l, &e), -ENOENT);
+    CHECK_INT(tokens_delete(URL, ISS, NULL, &e), -ENOENT);
     CHECK_CONTAINS(e.msg, "no stored login");
     CHECK(l == NULL);
     /* an empty or absent store lists nothing */
@@ -559,7 +559,7 @@ static void test_delete(void)
     CHECK_INT(tokens_list(&v, &n, &e), 0);
     CHECK_INT(n, 0);
     free(v);
-    CHECK_INT(tokens_load(URL, NULL, &l, &e), -ENOENT);
+    CHECK_INT(tokens_load(URL, NULL, NULL, &l, &e), -ENOENT);
     token_entry_free(t);
     free(p);
 }
@@ -579,7 +579,7 @@ static void test_lock(void)
         struct file_lock *lk = NULL;
         struct err ce = ERR_INIT;
         char c = 0;
-        int ok = tokens_lock(URL, ISS, 1000, &lk, &ce) == 0;
+        int ok = tokens_lock(URL, ISS, NULL, 1000, &lk, &ce) == 0;
         (void)!write(held[1], ok ? "1" : "0", 1);
         (void)!read(go[0], &c, 1);
         file_lock_release(lk);
@@ -596,7 +596,7 @@ static void test_lock(void)
         struct file_lock *lk = NULL;
         struct err ce = ERR_INIT;
         int64_t start = now_mono_ms();
-        int r = tokens_lock(URL, ISS, 200, &lk, &ce);
+        int r = tokens_lock(URL, ISS, NULL, 200, &lk, &ce);
         int64_t took = now_mono_ms() - start;
         file_lock_release(lk);
         _exit(r == -ETIMEDOUT && took >= 190 && strstr(ce.msg, "timed out after 200ms") &&
@@ -610,9 +610,9 @@ static void test_lock(void)
 
     /* so does this process; another entry's lock is free meanwhile */
     struct file_lock *lk = NULL;
-    CHECK_INT(tokens_lock(URL, ISS, 50, &lk, &e), -ETIMEDOUT);
+    CHECK_INT(tokens_lock(URL, ISS, NULL, 50, &lk, &e), -ETIMEDOUT);
     CHECK(lk == NULL);
-    CHECK_INT(tokens_lock(URL, "https://other.example", 50, &lk, &e), 0);
+    CHECK_INT(tokens_lock(URL, "https://other.example", NULL, 50, &lk, &e), 0);
     file_lock_release(lk);
     lk = NULL;
 
@@ -620,7 +620,7 @@ static void test_lock(void)
     CHECK_INT(write(go[1], "x", 1), 1);
     CHECK_INT(waitpid(a, &st, 0), a);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    CHECK_INT(tokens_lock(URL, ISS, 1000, &lk, &e), 0);
+    CHECK_INT(tokens_lock(URL, ISS, NULL, 1000, &lk, &e), 0);
     CHECK(lk != NULL);
     file_lock_release(lk);
     close(held[0]);
@@ -646,23 +646,23 @@ static void test_issuer_binding(void)
     struct err e = ERR_INIT;
     struct token_entry *old = full_entry(URL, "https://as1.example"), *l = NULL;
     CHECK_INT(tokens_save(old, &e), 0);
-    CHECK_INT(tokens_load(URL, "https://as2.example", &l, &e), -ENOENT);
+    CHECK_INT(tokens_load(URL, "https://as2.example", NULL, &l, &e), -ENOENT);
     CHECK(l == NULL);
 
     struct token_entry *neu = full_entry(URL, "https://as2.example");
     free(neu->client_id);
     neu->client_id = strdup("as2-client");
     CHECK_INT(tokens_save(neu, &e), 0);
-    CHECK_INT(tokens_load(URL, "https://as2.example", &l, &e), 0);
+    CHECK_INT(tokens_load(URL, "https://as2.example", NULL, &l, &e), 0);
     CHECK(l && strcmp(l->client_id, "as2-client") == 0);
     token_entry_free(l);
     l = NULL;
-    CHECK_INT(tokens_load(URL, "https://as1.example", &l, &e), 0);
+    CHECK_INT(tokens_load(URL, "https://as1.example", NULL, &l, &e), 0);
     CHECK(l && strcmp(l->client_id, "client-123") == 0);
     token_entry_free(l);
     l = NULL;
     /* issuers are compared as strings: a trailing slash is another issuer */
-    CHECK_INT(tokens_load(URL, "https://as1.example/", &l, &e), -ENOENT);
+    CHECK_INT(tokens_load(URL, "https://as1.example/", NULL, &l, &e), -ENOENT);
     char *p1 = entry_file(URL, "https://as1.example"), *p2 = entry_file(URL, "https://as2.example");
     CHECK(p1 && p2 && strcmp(p1, p2) != 0);
     CHECK(p1 && mode_of(p1) == 0600);
@@ -683,7 +683,7 @@ static void test_store_dir_mode(void)
     CHECK_INT(mode_of(store), 0700);
 
     CHECK_INT(chmod(store, 0755), 0);
-    CHECK_INT(tokens_load(URL, NULL, &got, &e), 0); /* a read tightens it */
+    CHECK_INT(tokens_load(URL, NULL, NULL, &got, &e), 0); /* a read tightens it */
     token_entry_free(got);
     got = NULL;
     CHECK_INT(mode_of(store), 0700);
@@ -695,7 +695,7 @@ static void test_store_dir_mode(void)
     if (geteuid() == 0) {
         CHECK_INT(chmod(store, 0755), 0);
         CHECK_INT(chown(store, 4242, (gid_t)-1), 0);
-        CHECK_INT(tokens_load(URL, NULL, &got, &e), -EACCES);
+        CHECK_INT(tokens_load(URL, NULL, NULL, &got, &e), -EACCES);
         CHECK_CONTAINS(err_msg(&e), "is accessible to others (mode 0755)");
         CHECK_CONTAINS(err_msg(&e), "chmod 700");
         CHECK_INT(tokens_save(t, &e), -EACCES);
@@ -719,17 +719,17 @@ static void test_symlinks_refused(void)
     CHECK_INT(rename(p, target), 0);
     CHECK_INT(symlink(target, p), 0);
 
-    CHECK_INT(tokens_load(URL, ISS, &got, &e), -ELOOP);
+    CHECK_INT(tokens_load(URL, ISS, NULL, &got, &e), -ELOOP);
     CHECK_CONTAINS(err_msg(&e), "is a symbolic link to '");
     CHECK_CONTAINS(err_msg(&e), ".elsewhere'");
-    CHECK_INT(tokens_load(URL, NULL, &got, &e), -ELOOP); /* looked up by URL: reported too */
+    CHECK_INT(tokens_load(URL, NULL, NULL, &got, &e), -ELOOP); /* looked up by URL: reported too */
     CHECK_INT(tokens_save(t, &e), -ELOOP);
     CHECK_CONTAINS(err_msg(&e), "not replacing it");
     struct stat st;
     CHECK(lstat(p, &st) == 0 && S_ISLNK(st.st_mode)); /* still the link: nothing written */
     CHECK_INT(unlink(p), 0);
     CHECK_INT(rename(target, p), 0);
-    CHECK_INT(tokens_load(URL, ISS, &got, &e), 0);
+    CHECK_INT(tokens_load(URL, ISS, NULL, &got, &e), 0);
     token_entry_free(got);
 
     /* the lock */
@@ -739,17 +739,156 @@ static void test_symlinks_refused(void)
     put(target, "", 0600);
     CHECK_INT(symlink(target, lock), 0);
     struct file_lock *l = NULL;
-    CHECK_INT(tokens_lock(URL, ISS, 1000, &l, &e), -ELOOP);
+    CHECK_INT(tokens_lock(URL, ISS, NULL, 1000, &l, &e), -ELOOP);
     CHECK_CONTAINS(err_msg(&e), "symbolic link");
     CHECK(l == NULL);
     file_lock_release(l);
     CHECK_INT(unlink(lock), 0);
-    CHECK_INT(tokens_lock(URL, ISS, 1000, &l, &e), 0);
+    CHECK_INT(tokens_lock(URL, ISS, NULL, 1000, &l, &e), 0);
     file_lock_release(l);
     free(p);
     token_entry_free(t);
 }
 
+/* "<store>/<first 32 hex digits of sha256(key)>.json", computed here, not by tokens.c */
+static void hashed_name(const char *store, const char *key, char *out, size_t size)
+{
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    CHECK_INT(EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL), 1);
+    int o = snprintf(out, size, "%s/", store);
+    for (int i = 0; i < 16; i++)
+        o += snprintf(out + o, size - (size_t)o, "%02x", md[i]);
+    (void)snprintf(out + o, size - (size_t)o, ".json");
+}
+
+static void save_account(const char *label, const char *token)
+{
+    struct token_entry *t = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(token_entry_new(URL, ISS, label, &t), 0);
+    if (!t)
+        return;
+    t->registration = REGISTRATION_DYNAMIC;
+    t->client_id = strdup("client-of-this-account");
+    t->access_token = strdup(token);
+    t->token_type = strdup("Bearer");
+    t->expires_at = 4102444800;
+    t->issued_at = now_unix();
+    CHECK_INT(tokens_save(t, &e), 0);
+    token_entry_free(t);
+}
+
+static void check_account(const char *issuer, const char *label, const char *token)
+{
+    struct token_entry *l = NULL;
+    struct err e = ERR_INIT;
+    CHECK_INT(tokens_load(URL, issuer, label, &l, &e), 0);
+    if (!l)
+        return;
+    CHECK_STR(l->access_token, token);
+    if (label)
+        CHECK_STR(l->label, label);
+    else
+        CHECK(l->label == NULL);
+    token_entry_free(l);
+}
+
+/* Several accounts for one (URL, issuer): a file each; the default account is the file that
+ * was there before accounts existed, read and left as it was */
+static void test_accounts(void)
+{
+    const char *store = fresh_store("accounts");
+    struct err e = ERR_INIT;
+    struct token_entry *l = NULL, **v = NULL;
+    char *dir = NULL, old[4096], work[4096];
+    size_t n = 0;
+
+    /* an entry as written before accounts existed: no "label", named by (URL, issuer) */
+    CHECK_INT(tokens_dir(true, &dir, &e), 0);
+    free(dir);
+    hashed_name(store, URL "\n" ISS, old, sizeof(old));
+    static const char before[] =
+        "{\"version\": 1, \"server_url\": \"" URL "\", \"issuer\": \"" ISS "\", "
+        "\"registration\": {\"method\": \"dynamic\", \"client_id\": \"c\"}, "
+        "\"tokens\": {\"access_token\": \"at-default\", \"token_type\": \"Bearer\", "
+        "\"expires_at\": 4102444800, \"issued_at\": 1700000000}, \"updated_at\": 1700000000}\n";
+    put(old, before, 0600);
+    check_account(ISS, NULL, "at-default");
+    check_account(NULL, NULL, "at-default");
+    CHECK_INT(tokens_load(URL, NULL, "work", &l, &e), -ENOENT);
+    CHECK_INT(tokens_load(URL, ISS, "work", &l, &e), -ENOENT);
+
+    /* two named accounts beside it, each its own file named by (URL, issuer, label) */
+    save_account("work", "at-work");
+    save_account("personal", "at-personal");
+    hashed_name(store, URL "\n" ISS "\nwork", work, sizeof(work));
+    CHECK_INT(mode_of(work), 0600);
+    char *p = NULL;
+    CHECK_INT(tokens_entry_path(URL, ISS, "work", &p, &e), 0);
+    CHECK_STR(p, work);
+    free(p);
+    char *now = slurp(old);
+    CHECK_STR(now, before); /* untouched */
+    free(now);
+    check_account(NULL, "work", "at-work");
+    check_account(ISS, "personal", "at-personal");
+    check_account(NULL, NULL, "at-default");
+
+    /* listed together: the default account first, then by name */
+    CHECK_INT(tokens_list(&v, &n, &e), 0);
+    CHECK_INT(n, 3);
+    if (n == 3) {
+        CHECK(v[0]->label == NULL);
+        CHECK_STR(v[1]->label, "personal");
+        CHECK_STR(v[2]->label, "work");
+    }
+    for (size_t i = 0; i < n; i++)
+        token_entry_free(v[i]);
+    free(v);
+
+    /* one account's lock does not hold another's */
+    struct file_lock *lk = NULL, *lk2 = NULL;
+    CHECK_INT(tokens_lock(URL, ISS, "work", 1000, &lk, &e), 0);
+    CHECK_INT(tokens_lock(URL, ISS, NULL, 50, &lk2, &e), 0);
+    file_lock_release(lk2);
+    lk2 = NULL;
+    CHECK_INT(tokens_lock(URL, ISS, "work", 50, &lk2, &e), -ETIMEDOUT);
+    file_lock_release(lk);
+
+    /* signing one out leaves the others */
+    CHECK_INT(tokens_delete(URL, ISS, "work", &e), 0);
+    CHECK_INT(tokens_load(URL, NULL, "work", &l, &e), -ENOENT);
+    check_account(NULL, "personal", "at-personal");
+    check_account(NULL, NULL, "at-default");
+
+    /* one account's file under another's name is not taken for it */
+    char personal[4096];
+    hashed_name(store, URL "\n" ISS "\npersonal", personal, sizeof(personal));
+    CHECK_INT(link(personal, work), 0);
+    CHECK_INT(tokens_load(URL, ISS, "work", &l, &e), -EBADMSG);
+    CHECK_CONTAINS(err_msg(&e), "does not belong here");
+    CHECK_INT(unlink(work), 0);
+
+    /* names that could not go on a command line or in a table as they are */
+    static const char *const bad[] = {
+        "",
+        "a b",
+        "a\nb",
+        "a/b",
+        "$(x)",
+        "é",
+        "0123456789012345678901234567890123456789012345678901234567890123x"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK(!tokens_label_valid(bad[i]));
+        CHECK_INT(token_entry_new(URL, ISS, bad[i], &l), -EINVAL);
+        CHECK_INT(tokens_load(URL, NULL, bad[i], &l, &e), -EINVAL);
+        CHECK_INT(tokens_load(URL, ISS, bad[i], &l, &e), -EINVAL);
+    }
+    CHECK(tokens_label_valid("me+work@example.com"));
+    CHECK(tokens_label_valid("0123456789012345678901234567890123456789012345678901234567890123"));
+}
+
 TESTS_MAIN(test_round_trip, test_newest_for_url, test_issuer_binding, test_unknown_keys_preserved,
            test_refusals, test_entry_arguments, test_clear, test_delete, test_lock,
-           test_method_names, test_store_dir_mode, test_symlinks_refused)
+           test_method_names, test_store_dir_mode, test_symlinks_refused, test_accounts)

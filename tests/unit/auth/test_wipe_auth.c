@@ -26,7 +26,7 @@
 static struct token_entry *entry_with_secrets(void)
 {
     struct token_entry *t = NULL;
-    CHECK_INT(token_entry_new(URL, ISS, &t), 0);
+    CHECK_INT(token_entry_new(URL, ISS, NULL, &t), 0);
     if (!t)
         abort();
     t->registration = REGISTRATION_DYNAMIC;
@@ -119,14 +119,14 @@ static void test_save_load_leave_no_copy(void)
     CHECK_INT(wipewatch_found(), 0);
 
     struct token_entry *l = NULL;
-    CHECK_INT(tokens_load(URL, ISS, &l, &e), 0);
+    CHECK_INT(tokens_load(URL, ISS, NULL, &l, &e), 0);
     CHECK_STR(l ? l->access_token : NULL, ACCESS);
     CHECK_STR(l ? l->refresh_token : NULL, REFRESH);
     CHECK_STR(l ? l->client_secret : NULL, CLIENT);
     token_entry_free(l);
     /* and with issuer NULL, the lookup that reads every entry of the server */
     l = NULL;
-    CHECK_INT(tokens_load(URL, NULL, &l, &e), 0);
+    CHECK_INT(tokens_load(URL, NULL, NULL, &l, &e), 0);
     CHECK(l != NULL);
     token_entry_free(l);
     wipewatch_scan(NULL);

@@ -104,19 +104,22 @@ static void test_names(void)
 static struct json_object *status_answer(int64_t now)
 {
     char text[2048];
-    snprintf(text, sizeof(text),
-             "{\"version\": 1, \"servers\": ["
-             "{\"url\": \"https://ok.example/mcp\", \"has_access_token\": true,"
-             " \"expires_at\": %lld, \"has_refresh_token\": true},"
-             "{\"url\": \"https://old.example/mcp\", \"has_access_token\": true,"
-             " \"expires_at\": %lld, \"has_refresh_token\": true},"
-             "{\"url\": \"https://dead.example/mcp\", \"has_access_token\": true,"
-             " \"expires_at\": %lld, \"has_refresh_token\": false},"
-             "{\"url\": \"https://noexp.example/mcp\", \"has_access_token\": true,"
-             " \"has_refresh_token\": false},"
-             "{\"url\": \"https://out.example/mcp\", \"has_access_token\": false,"
-             " \"has_refresh_token\": true}]}",
-             (long long)(now + 3600), (long long)(now - 10), (long long)(now - 10));
+    snprintf(
+        text, sizeof(text),
+        "{\"version\": 1, \"servers\": ["
+        "{\"url\": \"https://ok.example/mcp\", \"has_access_token\": true,"
+        " \"expires_at\": %lld, \"has_refresh_token\": true},"
+        "{\"url\": \"https://old.example/mcp\", \"has_access_token\": true,"
+        " \"expires_at\": %lld, \"has_refresh_token\": true},"
+        "{\"url\": \"https://dead.example/mcp\", \"has_access_token\": true,"
+        " \"expires_at\": %lld, \"has_refresh_token\": false},"
+        "{\"url\": \"https://noexp.example/mcp\", \"has_access_token\": true,"
+        " \"has_refresh_token\": false},"
+        "{\"url\": \"https://out.example/mcp\", \"has_access_token\": false,"
+        " \"has_refresh_token\": true},"
+        "{\"url\": \"https://ok.example/mcp\", \"label\": \"work\", \"has_access_token\": false,"
+        " \"has_refresh_token\": false}]}",
+        (long long)(now + 3600), (long long)(now - 10), (long long)(now - 10));
     return json_tokener_parse(text);
 }
 
@@ -129,8 +132,9 @@ static void test_oauth_state(void)
     buf_init(&b, 4096);
     CHECK(st != NULL);
 
-    CHECK_INT(
-        cmd_creds_oauth_from_status(st, "https://ok.example/mcp", true, "mcp-auth ok", now, &o), 0);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://ok.example/mcp", NULL, true, "mcp-auth ok",
+                                          now, &o),
+              0);
     CHECK_INT(o.state, CREDS_OAUTH_SIGNED_IN);
     CHECK_INT(o.expires_at, now + 3600);
     CHECK(o.refresh_token);
@@ -139,14 +143,17 @@ static void test_oauth_state(void)
     CHECK_STR(buf_str(&b), "signed in, expires in 1h, refreshed by itself");
     cmd_creds_oauth_release(&o);
 
-    CHECK_INT(cmd_creds_oauth_from_status(st, "https://old.example/mcp", true, "x", now, &o), 0);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://old.example/mcp", NULL, true, "x", now, &o),
+              0);
     CHECK_INT(o.state, CREDS_OAUTH_EXPIRED);
     cmd_creds_oauth_release(&o);
-    CHECK_INT(cmd_creds_oauth_from_status(st, "https://out.example/mcp", true, "x", now, &o), 0);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://out.example/mcp", NULL, true, "x", now, &o),
+              0);
     CHECK_INT(o.state, CREDS_OAUTH_EXPIRED);
     cmd_creds_oauth_release(&o);
 
-    CHECK_INT(cmd_creds_oauth_from_status(st, "https://noexp.example/mcp", true, "x", now, &o), 0);
+    CHECK_INT(
+        cmd_creds_oauth_from_status(st, "https://noexp.example/mcp", NULL, true, "x", now, &o), 0);
     CHECK_INT(o.state, CREDS_OAUTH_SIGNED_IN);
     CHECK_INT(o.expires_at, 0);
     buf_reset(&b);
@@ -155,7 +162,7 @@ static void test_oauth_state(void)
     cmd_creds_oauth_release(&o);
 
     /* expired with nothing to refresh it, and nothing stored: a sign-in, with its command */
-    CHECK_INT(cmd_creds_oauth_from_status(st, "https://dead.example/mcp", true,
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://dead.example/mcp", NULL, true,
                                           "mcp-auth --config /c.json dead", now, &o),
               0);
     CHECK_INT(o.state, CREDS_OAUTH_LOGIN_REQUIRED);
@@ -163,24 +170,38 @@ static void test_oauth_state(void)
     CHECK_INT(cmd_creds_describe_oauth(&o, now, &b), 0);
     CHECK_STR(buf_str(&b), "login required: run 'mcp-auth --config /c.json dead'");
     cmd_creds_oauth_release(&o);
-    CHECK_INT(
-        cmd_creds_oauth_from_status(st, "https://ok.example/other", true, "mcp-auth o", now, &o),
-        0);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://ok.example/other", NULL, true, "mcp-auth o",
+                                          now, &o),
+              0);
     CHECK_INT(o.state, CREDS_OAUTH_LOGIN_REQUIRED);
     CHECK_STR(o.command, "mcp-auth o");
     cmd_creds_oauth_release(&o);
-    CHECK_INT(
-        cmd_creds_oauth_from_status(NULL, "https://ok.example/mcp", true, "mcp-auth o", now, &o),
-        0);
+    CHECK_INT(cmd_creds_oauth_from_status(NULL, "https://ok.example/mcp", NULL, true, "mcp-auth o",
+                                          now, &o),
+              0);
+    CHECK_INT(o.state, CREDS_OAUTH_LOGIN_REQUIRED);
+    cmd_creds_oauth_release(&o);
+
+    /* another account of the same URL is its own sign-in: work signed out, the default not */
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://ok.example/mcp", "work", true,
+                                          "mcp-auth ok-work", now, &o),
+              0);
+    CHECK_INT(o.state, CREDS_OAUTH_LOGIN_REQUIRED);
+    CHECK_STR(o.command, "mcp-auth ok-work");
+    cmd_creds_oauth_release(&o);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://ok.example/mcp", "home", true, "x", now, &o),
+              0);
     CHECK_INT(o.state, CREDS_OAUTH_LOGIN_REQUIRED);
     cmd_creds_oauth_release(&o);
 
     /* an entry that does not say OAuth: a stored sign-in is shown, none is no state */
-    CHECK_INT(cmd_creds_oauth_from_status(st, "https://none.example/mcp", false, "x", now, &o), 0);
+    CHECK_INT(
+        cmd_creds_oauth_from_status(st, "https://none.example/mcp", NULL, false, "x", now, &o), 0);
     CHECK_INT(o.state, CREDS_OAUTH_NOT_USED);
     CHECK(o.command == NULL);
     cmd_creds_oauth_release(&o);
-    CHECK_INT(cmd_creds_oauth_from_status(st, "https://ok.example/mcp", false, "x", now, &o), 0);
+    CHECK_INT(cmd_creds_oauth_from_status(st, "https://ok.example/mcp", NULL, false, "x", now, &o),
+              0);
     CHECK_INT(o.state, CREDS_OAUTH_SIGNED_IN);
     cmd_creds_oauth_release(&o);
 
