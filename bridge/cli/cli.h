@@ -29,7 +29,7 @@ enum {
 extern const struct option cli_global_options[];
 extern const struct option cli_serve_options[], cli_connect_options[], cli_client_options[],
     cli_list_options[], cli_add_options[], cli_remove_options[], cli_trust_options[],
-    cli_doctor_options[], cli_install_options[];
+    cli_doctor_options[], cli_install_options[], cli_reload_options[];
 
 /* cmd_serve.c: "serve" (aggregate) and "connect NAME|URL" (single mode) */
 int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log);
@@ -46,6 +46,9 @@ int cmd_remove(int argc, char **argv, const struct args_globals *g, struct log *
 
 /* cmd_trust.c: "trust [--project DIR] [--yes] [--revoke] [--json]" */
 int cmd_trust(int argc, char **argv, const struct args_globals *g, struct log *log);
+
+/* cmd_reload.c: "reload": SIGHUP to every running mcp-bridge serve of this user */
+int cmd_reload(int argc, char **argv, const struct args_globals *g, struct log *log);
 
 /* cmd_doctor.c: "doctor [--json] [--no-connect] [--connect-timeout D]" */
 int cmd_doctor(int argc, char **argv, const struct args_globals *g, struct log *log);

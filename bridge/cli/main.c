@@ -115,6 +115,10 @@ static const struct args_command commands[] = {
      "review and approve the servers a project's files define: they\n"
      "are not used until approved (a changed one needs it again)",
      cli_trust_options, NULL, FN(cmd_trust)},
+    {"reload", NULL,
+     "make every running 'mcp-bridge serve' of yours reload its\n"
+     "configuration now (they apply a changed file by themselves)",
+     cli_reload_options, NULL, FN(cmd_reload)},
     {"install", "AGENT [--scope user|project] [--dry-run] [--json]",
      "register the bridge with claude-code, cursor, vscode, codex,\n"
      "claude-desktop or pi, its servers moved behind it",

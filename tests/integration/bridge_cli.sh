@@ -308,12 +308,14 @@ assert_contains "$ERR" "connection refused" "-q still says why"
 # ---- serve and connect, with the SDK's Client as the agent ----
 cat >"$T_ROOT/agent.mjs" <<EOF
 // agent.mjs MODE BIN ARGS_JSON [NEW_CONFIG CONFIG [HOW]]: the SDK Client over stdio, through the
-// bridge; NEW_CONFIG is put in CONFIG's place, then SIGHUP (HOW "hup", the default), or nothing
-// else (HOW "watch": written beside and renamed over it, as editors and atomic writers do)
+// bridge; NEW_CONFIG is put in CONFIG's place, then SIGHUP (HOW "hup", the default), or
+// `mcp-bridge reload` (HOW "reload"), or nothing else (HOW "watch": written beside and renamed
+// over it, as editors and atomic writers do)
 import { Client } from "$SDK/client/index.js";
 import { StdioClientTransport } from "$SDK/client/stdio.js";
 import { ToolListChangedNotificationSchema } from "$SDK/types.js";
 import { copyFileSync, renameSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 const [mode, bin, argsJson, newConfig, config, how] = process.argv.slice(2);
 const transport = new StdioClientTransport({
   command: bin, args: JSON.parse(argsJson), env: process.env, stderr: "inherit",
@@ -330,7 +332,12 @@ out.tools = (await within(client.listTools(), 30000, "tools/list")).tools.map((t
 const echo = mode === "serve" ? "mcp_ev_echo" : "echo";
 const r = await within(client.callTool({ name: echo, arguments: { message: "via " + mode } }), 30000, "tools/call");
 out.echo = r.content[0].text;
-if (newConfig && how === "watch") {
+if (newConfig && how === "reload") {
+  copyFileSync(newConfig, config);
+  out.reload = execFileSync(bin, ["reload"], { env: process.env, encoding: "utf8" });
+  await within(listChanged, 30000, "tools/list_changed after mcp-bridge reload");
+  out.after = (await within(client.listTools(), 30000, "tools/list")).tools.map((t) => t.name);
+} else if (newConfig && how === "watch") {
   copyFileSync(newConfig, config + ".new");
   renameSync(config + ".new", config);
   await within(listChanged, 30000, "tools/list_changed after the file changed");
@@ -360,6 +367,14 @@ assert_eq "$(json_get "$OUT" 'j.after.includes("mcp_ev2_echo")')" "true" "after 
 assert_contains "$ERR" "server 'blank'" "the invalid entry is reported"
 assert_contains "$ERR" "configuration reloaded: added 'ev2'; removed 'blank'"
 assert_not_contains "$ERR" "a configuration file changed" "--no-watch: only SIGHUP reloads"
+# --no-watch: `mcp-bridge reload` asks it, no signal sent by anyone but the bridge itself
+cp "$T_ROOT/serve1.json" "$SERVE_CFG"
+run 0 node "$T_ROOT/agent.mjs" serve "$MCP_BRIDGE_BIN" \
+    "[\"--config\", \"$SERVE_CFG\", \"-v\", \"--no-watch\"]" "$T_ROOT/serve2.json" "$SERVE_CFG" reload
+assert_eq "$(json_get "$OUT" 'j.after.includes("mcp_ev2_echo")')" "true" "after mcp-bridge reload"
+assert_eq "$(json_get "$OUT" '/^asked [0-9]+ running bridges? to reload \(pid [0-9, ]+\)\n$/.test(j.reload)')" \
+    "true" "what reload says: $(json_get "$OUT" 'j.reload')"
+assert_contains "$ERR" "configuration reloaded: added 'ev2'; removed 'blank'"
 # no signal: the file replaced as an editor does is applied by itself
 cp "$T_ROOT/serve1.json" "$SERVE_CFG"
 run 0 node "$T_ROOT/agent.mjs" serve "$MCP_BRIDGE_BIN" "[\"--config\", \"$SERVE_CFG\", \"-vv\"]" \

@@ -67,7 +67,7 @@ check() { # check EXPECTED TOOL WORDS...
 }
 
 # ---- commands and options, from each tool's table ----
-check "add call completion connect doctor help install list remove serve test trust uninstall" mcp-bridge ""
+check "add call completion connect doctor help install list reload remove serve test trust uninstall" mcp-bridge ""
 check "call completion connect" mcp-bridge c
 check "--json" mcp-bridge list --j
 check "--check --config --connect-timeout" mcp-bridge list --c
