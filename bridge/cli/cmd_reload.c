@@ -66,10 +66,9 @@ static size_t read_cmdline(const char *pid, char *buf, size_t size, const char *
  * the first word that is one of the commands decides. */
 static bool serves(const char *const *v, size_t n)
 {
-    static const char *const others[] = {"connect", "test",  "call",    "list",
-                                         "add",     "remove", "trust",   "install",
-                                         "uninstall", "doctor", "completion", "reload",
-                                         "help",    "__complete"};
+    static const char *const others[] = {"connect",    "test",   "call",    "list",      "add",
+                                         "remove",     "trust",  "install", "uninstall", "doctor",
+                                         "completion", "reload", "help",    "__complete"};
     for (size_t i = 1; i < n; i++) {
         if (strcmp(v[i], "serve") == 0)
             return true;
