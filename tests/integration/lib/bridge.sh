@@ -46,7 +46,14 @@ driver() {
         BRIDGE_FAILED+=("$label ($(grep -c '^FAIL ' "$T_ROOT/$label.out" || true) check(s) failed, exit $rc)")
     fi
     T_CHECKS=$((T_CHECKS + 1))
-    left=$(pgrep -af -- "$T_ROOT" || true)
+    # the driver closed its clients; a bridge may still be on its way out (under the sanitizers
+    # its exit, the leak check included, takes a moment): up to 5 s for the last to go
+    local tries
+    for tries in $(seq 50); do
+        left=$(pgrep -af -- "$T_ROOT" || true)
+        [ -n "$left" ] || break
+        sleep 0.1
+    done
     if [ -n "$left" ]; then
         echo "FAIL $label: processes left behind:"
         echo "$left"
