@@ -679,12 +679,46 @@ static void format_ms(int64_t ms, char *dst, size_t n)
         (void)snprintf(dst, n, "%.1fs", (double)ms / 1000.0);
 }
 
+/* Take an exclusive flock on fd, waiting up to timeout_ms (backing off from 10 to 100 ms): 0,
+ * -ETIMEDOUT when another holder kept it, or the -errno of flock. flock: owned by this open file
+ * description, so it excludes other processes and other opens in this one, and dies with the
+ * process. */
+static int flock_wait(int fd, int64_t timeout_ms)
+{
+    int64_t start = now_mono_ms(), delay = 10;
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        int k = errno;
+        if (k == EINTR)
+            continue;
+        if (k != EWOULDBLOCK)
+            return -k;
+        int64_t left = timeout_ms - (now_mono_ms() - start);
+        if (left <= 0)
+            return -ETIMEDOUT;
+        sleep_ms(delay < left ? delay : left);
+        delay = delay * 2 > 100 ? 100 : delay * 2;
+    }
+}
+
+/* The lock held by *fd handed to *ret (takes the descriptor: *fd becomes -1). */
+static int lock_take(int *fd, struct file_lock **ret, struct err *e)
+{
+    struct file_lock *l = malloc(sizeof(*l));
+    if (!l)
+        return err_set(e, -ENOMEM, "out of memory");
+    l->fd = *fd;
+    *fd = -1;
+    *ret = l;
+    return 0;
+}
+
 int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_lock **ret,
                       struct err *e)
 {
     char *disp = path_display(lock_path);
     const char *dp = disp ? disp : lock_path;
-    struct file_lock *l = NULL;
     int fd = -1, r;
 
     if (timeout_ms < 0)
@@ -707,43 +741,20 @@ int file_lock_acquire(const char *lock_path, int64_t timeout_ms, struct file_loc
         goto out;
     }
 
-    /* flock: owned by this open file description, so it excludes other processes and other
-     * opens in this one, and dies with the process */
-    int64_t start = now_mono_ms(), delay = 10;
-    for (;;) {
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-            break;
-        int k = errno;
-        if (k == EINTR)
-            continue;
-        if (k != EWOULDBLOCK) {
-            r = err_set(e, -k, "cannot lock '%s': %s", dp, strerror(k));
-            goto out;
-        }
-        int64_t left = timeout_ms - (now_mono_ms() - start);
-        if (left <= 0) {
-            char t[32];
-            format_ms(timeout_ms, t, sizeof(t));
-            r = err_set(e, -ETIMEDOUT,
-                        "timed out after %s waiting for the lock on '%s': another process "
-                        "holds it",
-                        t, dp);
-            goto out;
-        }
-        sleep_ms(delay < left ? delay : left);
-        delay = delay * 2 > 100 ? 100 : delay * 2;
-    }
-
-    l = malloc(sizeof(*l));
-    if (!l) {
-        r = err_set(e, -ENOMEM, "out of memory");
+    r = flock_wait(fd, timeout_ms);
+    if (r == -ETIMEDOUT) {
+        char t[32];
+        format_ms(timeout_ms, t, sizeof(t));
+        r = err_set(e, r,
+                    "timed out after %s waiting for the lock on '%s': another process holds it", t,
+                    dp);
         goto out;
     }
-    l->fd = fd;
-    fd = -1;
-    *ret = l;
-    l = NULL;
-    r = 0;
+    if (r < 0) {
+        r = err_set(e, r, "cannot lock '%s': %s", dp, strerror(-r));
+        goto out;
+    }
+    r = lock_take(&fd, ret, e);
 out:
     if (fd >= 0)
         (void)close(fd);
@@ -756,40 +767,25 @@ int file_lock_dir(const char *dir, int64_t timeout_ms, const char *holder, struc
 {
     char *d = path_display(dir);
     const char *dd = d ? d : dir;
-    struct file_lock *l = NULL;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
     if (fd < 0) {
         int k = errno;
         r = err_set(e, -k, "cannot open the directory '%s': %s", dd, strerror(k));
         goto out;
     }
-    int64_t end = now_mono_ms() + timeout_ms;
-    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        int k = errno;
-        if (k == EINTR)
-            continue;
-        if (k != EWOULDBLOCK) {
-            r = err_set(e, -k, "cannot lock the directory '%s': %s", dd, strerror(k));
-            goto out;
-        }
-        if (now_mono_ms() >= end) {
-            r = err_set(e, -ETIMEDOUT,
-                        "another %s is changing a file in '%s' and did not finish within %lld s: "
-                        "try again",
-                        holder ? holder : "process", dd, (long long)(timeout_ms / 1000));
-            goto out;
-        }
-        sleep_ms(20);
-    }
-    l = malloc(sizeof(*l));
-    if (!l) {
-        r = err_set(e, -ENOMEM, "out of memory");
+    r = flock_wait(fd, timeout_ms);
+    if (r == -ETIMEDOUT) {
+        r = err_set(e, r,
+                    "another %s is changing a file in '%s' and did not finish within %lld s: try "
+                    "again",
+                    holder ? holder : "process", dd, (long long)(timeout_ms / 1000));
         goto out;
     }
-    l->fd = fd;
-    fd = -1;
-    *ret = l;
-    r = 0;
+    if (r < 0) {
+        r = err_set(e, r, "cannot lock the directory '%s': %s", dd, strerror(-r));
+        goto out;
+    }
+    r = lock_take(&fd, ret, e);
 out:
     if (fd >= 0)
         (void)close(fd);

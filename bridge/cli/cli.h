@@ -47,6 +47,11 @@ int cmd_remove(int argc, char **argv, const struct args_globals *g, struct log *
 /* cmd_trust.c: "trust [--project DIR] [--yes] [--revoke] [--json]" */
 int cmd_trust(int argc, char **argv, const struct args_globals *g, struct log *log);
 
+/* main.c: whether the mcp-bridge command line argv[0..argc) serves, as main() reads it (its
+ * command is serve, or it names none): from the command table, so a new command is never taken
+ * for a serve */
+bool cli_command_line_serves(int argc, char *const *argv);
+
 /* cmd_reload.c: "reload": SIGHUP to every running mcp-bridge serve of this user */
 int cmd_reload(int argc, char **argv, const struct args_globals *g, struct log *log);
 

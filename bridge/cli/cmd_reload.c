@@ -44,7 +44,7 @@ static const char reload_help[] =
     "  mcp-bridge reload\n";
 
 /* The words of /proc/PID/cmdline into v (at most n), NUL-separated in buf; how many. */
-static size_t read_cmdline(const char *pid, char *buf, size_t size, const char **v, size_t n)
+static size_t read_cmdline(const char *pid, char *buf, size_t size, char **v, size_t n)
 {
     char path[64];
     (void)snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
@@ -60,25 +60,6 @@ static size_t read_cmdline(const char *pid, char *buf, size_t size, const char *
     for (char *p = buf; p < buf + len && k < n; p += strlen(p) + 1)
         v[k++] = p;
     return k;
-}
-
-/* Whether the mcp-bridge command line v[0..n) serves (the command is serve, or there is none):
- * the first word that is one of the commands decides. */
-static bool serves(const char *const *v, size_t n)
-{
-    static const char *const others[] = {"connect",    "test",   "call",    "list",      "add",
-                                         "remove",     "trust",  "install", "uninstall", "doctor",
-                                         "completion", "reload", "help",    "__complete"};
-    for (size_t i = 1; i < n; i++) {
-        if (strcmp(v[i], "serve") == 0)
-            return true;
-        if (strcmp(v[i], "--") == 0)
-            return true;
-        for (size_t k = 0; k < sizeof(others) / sizeof(others[0]); k++)
-            if (strcmp(v[i], others[k]) == 0)
-                return false;
-    }
-    return true;
 }
 
 /* The agent directory process pid reads its configuration from ($PI_CODING_AGENT_DIR, else
@@ -119,7 +100,7 @@ static bool agent_dir_of(const char *pid, char *out, size_t size)
 static bool is_our_bridge(const char *pid, const char *agent_dir)
 {
     char path[64], comm[32] = "", buf[8192];
-    const char *v[64];
+    char *v[64];
     struct stat st;
 
     (void)snprintf(path, sizeof(path), "/proc/%s", pid);
@@ -134,7 +115,7 @@ static bool is_our_bridge(const char *pid, const char *agent_dir)
     if (!named)
         return false;
     size_t n = read_cmdline(pid, buf, sizeof(buf), v, sizeof(v) / sizeof(v[0]));
-    if (n == 0 || !serves(v, n))
+    if (n == 0 || !cli_command_line_serves((int)n, v))
         return false;
     char theirs[4096];
     return !agent_dir || !agent_dir_of(pid, theirs, sizeof(theirs)) ||

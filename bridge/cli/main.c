@@ -139,6 +139,12 @@ static const struct args_tool tool = {
     .help_column = 23,
 };
 
+bool cli_command_line_serves(int argc, char *const *argv)
+{
+    int first = args_tool_first_operand(&tool, argc, argv);
+    return first >= argc || strcmp(argv[first], "serve") == 0;
+}
+
 static void print_usage(void)
 {
     args_print_usage(&tool, usage_head, usage_tail, stdout);
