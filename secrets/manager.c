@@ -47,8 +47,8 @@ static int argv_op(const struct recipe *r, struct strv *sv)
 static int argv_bw(const struct recipe *r, struct strv *sv)
 {
     /* --nointeraction: a locked vault is an error, never a prompt nobody sees */
-    return push_all(sv, (const char *const[]){"bw", "get", r->field ? r->field : "password",
-                                              r->arg, "--nointeraction", NULL});
+    return push_all(sv, (const char *const[]){"bw", "get", r->field ? r->field : "password", r->arg,
+                                              "--nointeraction", NULL});
 }
 
 static int argv_pass(const struct recipe *r, struct strv *sv)
@@ -93,8 +93,8 @@ static int argv_aws(const struct recipe *r, struct strv *sv)
 
 static int argv_gcloud(const struct recipe *r, struct strv *sv)
 {
-    int rc = push_all(sv, (const char *const[]){"gcloud", "secrets", "versions", "access",
-                                                "latest", NULL});
+    int rc = push_all(
+        sv, (const char *const[]){"gcloud", "secrets", "versions", "access", "latest", NULL});
     if (rc >= 0)
         rc = strv_pushf(sv, "--secret=%s", r->arg);
     if (rc >= 0 && r->project)
@@ -103,11 +103,14 @@ static int argv_gcloud(const struct recipe *r, struct strv *sv)
 }
 
 static const struct manager_hint op_hints[] = {
-    {"not currently signed in", "sign in with 'eval $(op signin)' (or set OP_SERVICE_ACCOUNT_TOKEN)"},
-    {"account is not signed in", "sign in with 'eval $(op signin)' (or set OP_SERVICE_ACCOUNT_TOKEN)"},
+    {"not currently signed in",
+     "sign in with 'eval $(op signin)', or set OP_SERVICE_ACCOUNT_TOKEN"},
+    {"account is not signed in",
+     "sign in with 'eval $(op signin)', or set OP_SERVICE_ACCOUNT_TOKEN"},
     {"no accounts configured", "add your account with 'op account add', then 'eval $(op signin)'"},
     {"authorization prompt dismissed", "approve the prompt of the 1Password app, then try again"},
-    {"isn't an item", "check the reference: 'op item list' and 'op item get ITEM' show what exists"},
+    {"isn't an item",
+     "check the reference: 'op item list' and 'op item get ITEM' show what exists"},
     {"isn't a vault", "check the vault in the reference: 'op vault list' shows them"},
     {"isn't a field", "check the field: 'op item get ITEM' shows the item's fields"},
     {NULL, NULL},
@@ -144,21 +147,21 @@ static const struct manager_hint keepassxc_hints[] = {
 };
 
 static const struct manager_hint vault_hints[] = {
-    {"missing client token", "log in with 'vault login' (or set VAULT_TOKEN)"},
-    {"permission denied", "log in with 'vault login' (or set VAULT_TOKEN), and check that the "
+    {"missing client token", "log in with 'vault login', or set VAULT_TOKEN"},
+    {"permission denied", "log in with 'vault login' or set VAULT_TOKEN, and check that the "
                           "token's policy may read this path"},
     {"no value found", "check the path: 'vault kv list' shows what exists"},
-    {"field", "check the field: 'vault kv get PATH' shows the fields"},
+    {"not present in secret", "check the field: 'vault kv get PATH' shows the fields"},
     {"connection refused", "check VAULT_ADDR: no Vault server answers there"},
     {NULL, NULL},
 };
 
 static const struct manager_hint aws_hints[] = {
-    {"unable to locate credentials", "set up credentials with 'aws configure' (or 'aws sso "
-                                     "login' for AWS SSO)"},
+    {"unable to locate credentials", "set up credentials with 'aws configure', or 'aws sso "
+                                     "login' for AWS SSO"},
     {"token has expired", "sign in again with 'aws sso login'"},
     {"expiredtoken", "sign in again with 'aws sso login'"},
-    {"resourcenotfoundexception", "check the secret id and the region (AWS_REGION)"},
+    {"resourcenotfoundexception", "check the secret id and the region, AWS_REGION"},
     {"accessdeniedexception", "the identity may not read this secret: check its IAM policy"},
     {NULL, NULL},
 };
@@ -166,7 +169,7 @@ static const struct manager_hint aws_hints[] = {
 static const struct manager_hint gcloud_hints[] = {
     {"do not currently have an active account", "sign in with 'gcloud auth login'"},
     {"reauthentication", "sign in again with 'gcloud auth login'"},
-    {"not_found", "check the secret's name and the project (\"project\")"},
+    {"not_found", "check the secret's name and the project, \"project\""},
     {"permission_denied", "the account needs the role roles/secretmanager.secretAccessor on "
                           "the secret"},
     {NULL, NULL},
@@ -190,8 +193,8 @@ static const struct manager managers[] = {
      "HashiCorp's 'vault' (https://developer.hashicorp.com/vault/install)", false, argv_vault,
      vault_hints},
     {RECIPE_AWS, "aws", "aws secretsmanager get-secret-value",
-     "the AWS CLI (the Debian package 'awscli', or https://aws.amazon.com/cli/)", false,
-     argv_aws, aws_hints},
+     "the AWS CLI (the Debian package 'awscli', or https://aws.amazon.com/cli/)", false, argv_aws,
+     aws_hints},
     {RECIPE_GCLOUD, "gcloud", "gcloud secrets versions access",
      "the Google Cloud CLI (https://cloud.google.com/sdk/docs/install)", false, argv_gcloud,
      gcloud_hints},
@@ -298,10 +301,13 @@ static void quote_line(const struct buf *b, char *out, size_t size)
     }
 }
 
-static const char *find_fix(const struct manager *m, const char *line)
+/* The fix for the first known words anywhere in stderr (bounded by child_run): a manager may
+ * put the reason below a generic first line (Vault's "Error making API request."). */
+static const char *find_fix(const struct manager *m, const struct buf *err)
 {
-    for (const struct manager_hint *h = m->hints; line[0] && h->needle; h++)
-        if (strcasestr(line, h->needle))
+    const char *text = buf_str(err);
+    for (const struct manager_hint *h = m->hints; text[0] && h->needle; h++)
+        if (strcasestr(text, h->needle))
             return h->fix;
     return NULL;
 }
@@ -321,9 +327,9 @@ int manager_failed(const struct manager *m, const struct recipe *r, const struct
         (void)snprintf(how, sizeof(how), "was killed by signal %d", res->signal);
     else
         (void)snprintf(how, sizeof(how), "exited with status %d", res->exit_code);
-    const char *fix = find_fix(m, line);
-    return err_set(e, -EIO, "'%s': %s %s%s%s%s%s%s", r->name, what, how, line[0] ? ": " : "",
-                   line, fix ? " (" : "", fix ? fix : "", fix ? ")" : "");
+    const char *fix = find_fix(m, &res->err);
+    return err_set(e, -EIO, "'%s': %s %s%s%s%s%s%s", r->name, what, how, line[0] ? ": " : "", line,
+                   fix ? " (" : "", fix ? fix : "", fix ? ")" : "");
 }
 
 int manager_not_started(const struct manager *m, const struct recipe *r, int start_error,
