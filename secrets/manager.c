@@ -223,6 +223,8 @@ static void describe(const struct manager *m, const struct recipe *r, char *out,
 {
     if (r->entry)
         (void)snprintf(out, size, "%s '%s' '%s'", m->verb, r->arg, r->entry);
+    else if (r->kind == RECIPE_BW)
+        (void)snprintf(out, size, "%s %s '%s'", m->verb, r->field ? r->field : "password", r->arg);
     else
         (void)snprintf(out, size, "%s '%s'", m->verb, r->arg);
 }

@@ -259,7 +259,7 @@ run 2 S configure OP_BAD --op Private/x/y
 assert_contains "$ERR" "does not begin with op://"
 
 run 1 S configure BW_PW --bw "github 'work'"
-assert_contains "$ERR" "'BW_PW': bw get 'github 'work'' exited with status 1: Vault is locked. (run 'bw unlock' and export the BW_SESSION it prints where secrets runs)"
+assert_contains "$ERR" "'BW_PW': bw get password 'github 'work'' exited with status 1: Vault is locked. (run 'bw unlock' and export the BW_SESSION it prints where secrets runs)"
 export BW_SESSION=session
 run 0 S configure BW_PW --bw "github 'work'"
 assert_eq "$(argv_of bw)" "4
@@ -274,7 +274,7 @@ run 0 S get BW_USER
 assert_eq "$OUT" "$BW_USER"
 assert_contains "$(cat "$PI_CODING_AGENT_DIR/secrets.json")" '"field": "username"'
 run 1 S configure BW_MISSING --bw nope
-assert_contains "$ERR" "'BW_MISSING': bw get 'nope' exited with status 1: Not found. (check the item: 'bw list items --search ITEM' shows what exists)"
+assert_contains "$ERR" "'BW_MISSING': bw get password 'nope' exited with status 1: Not found. (check the item: 'bw list items --search ITEM' shows what exists)"
 run 2 S configure BW_DASH --bw --raw
 assert_contains "$ERR" "begins with '-'"
 
