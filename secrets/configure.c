@@ -38,6 +38,25 @@ static const char configure_help[] =
     "  --file PATH         read the first line of PATH (must be private: chmod 600)\n"
     "  --description TEXT  a note kept with the recipe\n"
     "\n"
+    "secret managers (the reference is one argument of the manager's CLI, never a shell\n"
+    "command; --ttl and --timeout apply, see 'man secrets' for each default):\n"
+    "  --op REF            1Password: op read REF (REF is op://vault/item/field)\n"
+    "  --bw ITEM           Bitwarden: bw get password ITEM\n"
+    "  --field F           bw: username, uri, totp or notes instead of the password;\n"
+    "                      aws: the key F of a JSON secret\n"
+    "  --pass PATH         pass: the first line of pass show PATH\n"
+    "  --gopass PATH       gopass: the first line of gopass show PATH\n"
+    "  --keepassxc DB ENTRY\n"
+    "                      KeePassXC: the password of ENTRY in the database DB\n"
+    "  --entry ENTRY       the KeePassXC entry (instead of the second argument)\n"
+    "  --password-secret NAME\n"
+    "                      the secret holding the database password, given to\n"
+    "                      keepassxc-cli on stdin (default KEEPASSXC_PASSWORD)\n"
+    "  --vault PATH#FIELD  HashiCorp Vault: vault kv get -field=FIELD PATH\n"
+    "  --aws ID            AWS Secrets Manager: the SecretString of the secret ID\n"
+    "  --gcloud NAME       GCP Secret Manager: the latest version of the secret NAME\n"
+    "  --project P         gcloud: the project (default: gcloud's own)\n"
+    "\n"
     "durations: 30s, 5m, 8h, 1d, 1h30m; a bare number is seconds\n"
     "\n"
     "examples:\n"
@@ -45,12 +64,16 @@ static const char configure_help[] =
     "  secrets configure GITHUB_TOKEN --command 'gh auth token' --ttl 8h\n"
     "  printf %s \"$KEY\" | secrets configure OPENAI_API_KEY --keychain\n"
     "  secrets configure AWS_PROFILE --env AWS_PROFILE\n"
-    "  secrets configure DB_PASSWORD --file ~/.config/db/password\n";
+    "  secrets configure DB_PASSWORD --file ~/.config/db/password\n"
+    "  secrets configure GITHUB_TOKEN --op op://Private/GitHub/token\n"
+    "  secrets configure DB_PASSWORD --pass work/db --ttl 1h\n"
+    "  secrets configure MAIL_PASSWORD --keepassxc ~/vault.kdbx mail\n";
 
 struct configure_args {
     int kind; /* enum recipe_kind, -1 when not chosen */
     char *arg;
     char *label;
+    char *entry, *password, *field, *project; /* the managers' options */
     char *description;
     int64_t ttl_ms;
     int64_t timeout_ms;
@@ -62,6 +85,10 @@ static void configure_args_release(struct configure_args *a)
 {
     free(a->arg);
     free(a->label);
+    free(a->entry);
+    free(a->password);
+    free(a->field);
+    free(a->project);
     free(a->description);
     secure_free(a->value);
 }
@@ -69,7 +96,9 @@ static void configure_args_release(struct configure_args *a)
 static int set_kind(struct cli *c, struct configure_args *a, enum recipe_kind kind, const char *arg)
 {
     if (a->kind >= 0) {
-        cli_error(c, "choose one source: --keychain, --command, --env or --file");
+        cli_error(c, "choose one source: --keychain, --command, --env, --file or one secret "
+                     "manager (--op, --bw, --pass, --gopass, --keepassxc, --vault, --aws, "
+                     "--gcloud)");
         return -EINVAL;
     }
     a->kind = (int)kind;
@@ -359,7 +388,18 @@ static int apply(struct cli *c, struct jsonfile *f, struct recipe *rec, const ch
 
 /* ---- parse, decide, act -------------------------------------------------------------------- */
 
-enum { OPT_LABEL = 256, OPT_TTL, OPT_TIMEOUT, OPT_DESCRIPTION };
+enum {
+    OPT_LABEL = 256,
+    OPT_TTL,
+    OPT_TIMEOUT,
+    OPT_DESCRIPTION,
+    OPT_ENTRY,
+    OPT_PASSWORD_SECRET,
+    OPT_FIELD,
+    OPT_PROJECT,
+    /* a manager's flag is OPT_MANAGER + its recipe kind */
+    OPT_MANAGER = 512,
+};
 
 static int set_string(char **slot, const char *s)
 {
@@ -393,7 +433,17 @@ static int configure_option(struct cli *c, struct configure_args *a, int opt, co
         return parse_duration_opt(c, "--timeout", arg, &a->timeout_ms);
     case OPT_DESCRIPTION:
         return set_string(&a->description, arg);
+    case OPT_ENTRY:
+        return set_string(&a->entry, arg);
+    case OPT_PASSWORD_SECRET:
+        return set_string(&a->password, arg);
+    case OPT_FIELD:
+        return set_string(&a->field, arg);
+    case OPT_PROJECT:
+        return set_string(&a->project, arg);
     }
+    if (opt >= OPT_MANAGER + RECIPE_OP && opt <= OPT_MANAGER + RECIPE_GCLOUD)
+        return set_kind(c, a, (enum recipe_kind)(opt - OPT_MANAGER), arg);
     return -EINVAL; /* getopt said what */
 }
 
@@ -402,12 +452,20 @@ static const char *configure_conflict(const struct configure_args *a)
 {
     if (a->label && a->kind != RECIPE_KEYCHAIN)
         return "--label goes with --keychain";
-    if (a->have_timeout && a->kind != RECIPE_COMMAND)
-        return "--timeout goes with --command";
+    bool child = a->kind == RECIPE_COMMAND || RECIPE_IS_MANAGER(a->kind);
+    if (a->have_timeout && !child)
+        return "--timeout goes with --command or a secret manager";
     if (a->have_timeout && (a->timeout_ms <= 0 || a->timeout_ms > RECIPE_COMMAND_TIMEOUT_MAX))
         return "--timeout must be more than 0 and at most 10m";
-    if (a->have_ttl && a->kind >= 0 && a->kind != RECIPE_COMMAND)
-        return "--ttl goes with --command";
+    if (a->have_ttl && a->kind >= 0 && !child)
+        return "--ttl goes with --command or a secret manager";
+    if ((a->entry || a->password) && a->kind != RECIPE_KEEPASSXC)
+        return a->entry ? "--entry goes with --keepassxc"
+                        : "--password-secret goes with --keepassxc";
+    if (a->field && a->kind != RECIPE_BW && a->kind != RECIPE_AWS)
+        return "--field goes with --bw or --aws";
+    if (a->project && a->kind != RECIPE_GCLOUD)
+        return "--project goes with --gcloud";
     return NULL;
 }
 
@@ -421,6 +479,18 @@ const struct option configure_options[] = {
     {"ttl", required_argument, NULL, OPT_TTL},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"description", required_argument, NULL, OPT_DESCRIPTION},
+    {"op", required_argument, NULL, OPT_MANAGER + RECIPE_OP},
+    {"bw", required_argument, NULL, OPT_MANAGER + RECIPE_BW},
+    {"pass", required_argument, NULL, OPT_MANAGER + RECIPE_PASS},
+    {"gopass", required_argument, NULL, OPT_MANAGER + RECIPE_GOPASS},
+    {"keepassxc", required_argument, NULL, OPT_MANAGER + RECIPE_KEEPASSXC},
+    {"vault", required_argument, NULL, OPT_MANAGER + RECIPE_VAULT},
+    {"aws", required_argument, NULL, OPT_MANAGER + RECIPE_AWS},
+    {"gcloud", required_argument, NULL, OPT_MANAGER + RECIPE_GCLOUD},
+    {"entry", required_argument, NULL, OPT_ENTRY},
+    {"password-secret", required_argument, NULL, OPT_PASSWORD_SECRET},
+    {"field", required_argument, NULL, OPT_FIELD},
+    {"project", required_argument, NULL, OPT_PROJECT},
     {"help", no_argument, NULL, 'h'},
     {0},
 };
@@ -441,7 +511,14 @@ static int configure_parse(struct cli *c, int argc, char **argv, struct configur
         if (r < 0)
             return EXIT_USAGE;
     }
-    if (argc - optind != 1) {
+    /* --keepassxc DB ENTRY: the entry is the argument after NAME */
+    if (a->kind == RECIPE_KEEPASSXC && !a->entry && argc - optind == 2) {
+        if (set_string(&a->entry, argv[optind + 1]) < 0)
+            return EXIT_FAILED;
+    } else if (a->kind == RECIPE_KEEPASSXC && !a->entry && argc - optind == 1) {
+        cli_error(c, "--keepassxc needs the entry: --keepassxc DB ENTRY");
+        return EXIT_USAGE;
+    } else if (argc - optind != 1) {
         cli_error(c, "configure takes exactly one NAME (see 'secrets configure --help')");
         return EXIT_USAGE;
     }
@@ -518,13 +595,13 @@ static int configure_recipe(struct cli *c, const char *name, const struct config
         rec->ttl_ms = a->ttl_ms;
     if (a->have_timeout)
         rec->timeout_ms = a->timeout_ms;
-    if (a->description) {
-        rec->description = strdup(a->description);
-        if (!rec->description) {
+    char **slots[] = {&rec->description, &rec->entry, &rec->password, &rec->field, &rec->project};
+    const char *vals[] = {a->description, a->entry, a->password, a->field, a->project};
+    for (size_t i = 0; i < ELEMENTSOF(slots); i++)
+        if (vals[i] && !(*slots[i] = strdup(vals[i]))) {
             recipe_free(rec);
             return EXIT_FAILED;
         }
-    }
     struct json_object *j = recipe_to_json(rec);
     r = j ? recipe_parse(name, j, &check, &e) : -ENOMEM;
     json_object_put(j);

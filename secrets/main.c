@@ -40,7 +40,8 @@ static const char usage_head[] =
     "\n"
     "Resolve named secrets from recipes in ~/.pi/agent/secrets.json (or\n"
     "$PI_CODING_AGENT_DIR/secrets.json): environment variables, the OS keychain,\n"
-    "commands (with a TTL), files.\n"
+    "commands (with a TTL), files, secret managers (1Password, Bitwarden, pass, gopass,\n"
+    "KeePassXC, Vault, AWS and GCP Secret Manager, with a TTL).\n"
     "\n"
     "commands:\n";
 
@@ -887,7 +888,9 @@ typedef int (*command_fn)(struct cli *c, int argc, char **argv);
 static const struct args_command commands[] = {
     {"configure",
      "NAME [--keychain [--label L] | --command CMD [--ttl D] [--timeout D]\n"
-     "                  | --env VAR | --file PATH]",
+     "                  | --env VAR | --file PATH | --op REF | --bw ITEM | --pass PATH\n"
+     "                  | --gopass PATH | --keepassxc DB ENTRY | --vault PATH#FIELD\n"
+     "                  | --aws ID | --gcloud NAME]",
      "set up how NAME is obtained (guided on a terminal)", configure_options, "secrets",
      FN(cmd_configure)},
     {"get", "NAME", "print the value of NAME", get_opts, "secrets", FN(cmd_get)},

@@ -14,6 +14,7 @@
 #include "credkit/util.h"
 
 #include "keychain.h"
+#include "manager.h"
 #include "resolve.h"
 
 /* Beyond the command's own timeout, how long a second resolver waits for the first to finish
@@ -145,6 +146,84 @@ static int run_command(struct resolver *rs, const struct recipe *r, struct buf *
     return ret;
 }
 
+/* The database password of a keepassxc recipe: the secret it names, resolved as any name is
+ * (its recipe, else the variable), with a line break after it as keepassxc-cli reads it on
+ * stdin. Never another keepassxc recipe: one database never waits on another. */
+static int keepassxc_password(struct resolver *rs, const struct recipe *r, struct buf *ret,
+                              struct err *e)
+{
+    const char *pw_name = r->password ? r->password : RECIPE_KEEPASSXC_PASSWORD_DEFAULT;
+    const struct recipe *pw_rec = NULL;
+    struct resolved pw = {0};
+    if (store_get(rs->store, pw_name, &pw_rec, NULL) >= 0 && pw_rec->kind == RECIPE_KEEPASSXC)
+        return err_set(e, -ELOOP,
+                       "'%s': the database password '%s' is itself read from KeePassXC: keep it "
+                       "in the keychain ('secrets configure %s --keychain') or another source",
+                       r->name, pw_name, pw_name);
+    int rc = resolver_get(rs, pw_name, &pw, e);
+    if (rc < 0)
+        return err_prefix(e, "'%s': the database password", r->name);
+    rc = buf_append(ret, pw.value, pw.len);
+    if (rc >= 0)
+        rc = buf_append_char(ret, '\n');
+    resolved_release(&pw);
+    return rc;
+}
+
+/* A secret manager's reference: its CLI with an argv built here (no shell), run by the same
+ * runner as commands; the value from its stdout, errors from its stderr (manager.c). */
+static int run_manager(struct resolver *rs, const struct recipe *r, struct buf *value,
+                       struct err *e)
+{
+    const struct manager *m = manager_of(r->kind);
+    struct strv argv = STRV_INIT;
+    struct buf input;
+    struct child_result res = {0};
+    int rc;
+
+    buf_init_secret(&input, SECRET_VALUE_MAX);
+    if (!m)
+        return -EINVAL;
+    rc = manager_argv(m, r, &argv);
+    if (rc < 0)
+        goto out;
+    if (r->kind == RECIPE_KEEPASSXC) {
+        rc = keepassxc_password(rs, r, &input, e);
+        if (rc < 0)
+            goto out;
+    }
+    struct child_spec spec = {
+        .argv = (const char *const *)argv.v,
+        .flags = CHILD_STDOUT_PIPE | CHILD_STDERR_PIPE,
+    };
+    struct child_run_opts opts = {
+        .timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : RECIPE_MANAGER_TIMEOUT_DEFAULT,
+        .max_stdout = SECRET_VALUE_MAX,
+        .secret_output = true,
+        .stdin_data = input.len ? input.data : NULL,
+        .stdin_len = input.len,
+    };
+    rc = child_run(&spec, &opts, &res, e);
+    if (rc == -E2BIG) {
+        rc = err_set(e, rc, "'%s': %s printed more than %d bytes", r->name, manager_program(m),
+                     SECRET_VALUE_MAX);
+        goto out;
+    }
+    if (rc < 0) {
+        rc = manager_not_started(m, r, rc, e);
+        goto out;
+    }
+    if (res.timed_out || res.signal || res.exit_code != 0)
+        rc = manager_failed(m, r, &res, opts.timeout_ms, e);
+    else
+        rc = manager_value(m, r, &res.out, value, e);
+    child_result_release(&res);
+out:
+    buf_release(&input);
+    strv_release(&argv);
+    return rc;
+}
+
 static int run_file(const struct recipe *r, struct buf *value, struct err *e)
 {
     struct buf raw;
@@ -209,9 +288,15 @@ static int run_keychain(const struct recipe *r, struct buf *value, struct err *e
     return rc;
 }
 
-/* A command with a TTL, through the cache: under the cache's lock for the recipe, the cached
- * value when there is a fresh one (unless RESOLVE_NO_CACHE), else the command's, stored with
- * its expiry. *expires_at and *cached are set on success. */
+/* A command or a manager's reference, run now. */
+static int run_child(struct resolver *rs, const struct recipe *r, struct buf *value, struct err *e)
+{
+    return r->kind == RECIPE_COMMAND ? run_command(rs, r, value, e) : run_manager(rs, r, value, e);
+}
+
+/* A command (or a manager) with a TTL, through the cache: under the cache's lock for the
+ * recipe, the cached value when there is a fresh one (unless RESOLVE_NO_CACHE), else the
+ * command's, stored with its expiry. *expires_at and *cached are set on success. */
 static int run_cached_command(struct resolver *rs, const struct recipe *r, int64_t now,
                               struct buf *value, int64_t *expires_at, bool *cached, struct err *e)
 {
@@ -230,7 +315,7 @@ static int run_cached_command(struct resolver *rs, const struct recipe *r, int64
         *cached = true;
         goto out;
     }
-    rc = run_command(rs, r, value, e);
+    rc = run_child(rs, r, value, e);
     if (rc >= 0) {
         /* the TTL starts when the command finished, not when we were asked */
         *expires_at = now_unix() + (r->ttl_ms + 999) / 1000;
@@ -268,9 +353,9 @@ int resolver_run(struct resolver *rs, const struct recipe *r, struct resolved *r
     case RECIPE_KEYCHAIN:
         rc = run_keychain(r, &value, e);
         break;
-    case RECIPE_COMMAND:
+    default: /* a command or a manager's reference */
         if (r->ttl_ms <= 0 || !rs->cache)
-            rc = run_command(rs, r, &value, e);
+            rc = run_child(rs, r, &value, e);
         else
             rc = run_cached_command(rs, r, now, &value, &expires_at, &cached, e);
         break;

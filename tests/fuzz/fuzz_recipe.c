@@ -30,6 +30,11 @@ static void same_recipe(const struct recipe *a, const struct recipe *b)
     fuzz_check(a->ttl_ms == b->ttl_ms && a->timeout_ms == b->timeout_ms);
     fuzz_check(!a->description == !b->description);
     fuzz_check(!a->description || strcmp(a->description, b->description) == 0);
+    /* the managers' options */
+    const char *const as[] = {a->entry, a->password, a->field, a->project};
+    const char *const bs[] = {b->entry, b->password, b->field, b->project};
+    for (size_t i = 0; i < sizeof(as) / sizeof(as[0]); i++)
+        fuzz_check(!as[i] == !bs[i] && (!as[i] || strcmp(as[i], bs[i]) == 0));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

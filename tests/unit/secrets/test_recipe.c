@@ -121,6 +121,15 @@ static void test_roundtrip(void)
         "{\"command\":\"date\",\"timeout\":\"30s\"}",
         "{\"command\":\"date\",\"ttl\":\"0\"}",
         "{\"keychain\":\"L\",\"description\":\"d\"}",
+        "\"op:op://Private/GitHub/token\"",
+        "\"bw:github\"",
+        "{\"bw\":\"github\",\"field\":\"username\"}",
+        "\"pass:work/db\"",
+        "{\"gopass\":\"a b;c\",\"ttl\":\"1h\"}",
+        "{\"keepassxc\":\"/db.kdbx\",\"entry\":\"mail\",\"password\":\"KP\"}",
+        "\"vault:secret/gh#token\"",
+        "{\"aws\":\"prod/db\",\"field\":\"password\",\"timeout\":\"1m\"}",
+        "{\"gcloud\":\"api-key\",\"project\":\"p1\"}",
     };
     for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
         struct recipe *r = parse("N", forms[i], 0, NULL);
@@ -133,6 +142,45 @@ static void test_roundtrip(void)
         json_object_put(j);
         recipe_free(r);
     }
+}
+
+/* Each manager: its form, its TTL default, the options that go with it and a reference a
+ * manager would take for an option. */
+static void test_managers(void)
+{
+    struct recipe *r = parse("A", "\"pass:a b/c;$(x)\"", 0, NULL);
+    CHECK_INT(r->kind, RECIPE_PASS);
+    CHECK_STR(r->arg, "a b/c;$(x)");
+    CHECK_INT(r->ttl_ms, INT64_C(5) * 60 * 1000);
+    CHECK_INT(r->timeout_ms, RECIPE_MANAGER_TIMEOUT_DEFAULT);
+    recipe_free(r);
+    r = parse("A", "{\"op\": \"op://v/i/f\"}", 0, NULL);
+    CHECK_INT(r->kind, RECIPE_OP);
+    CHECK_INT(r->ttl_ms, INT64_C(60) * 60 * 1000);
+    recipe_free(r);
+    CHECK(!parse("A", "\"pass:-x\"", -EINVAL, "begins with '-'"));
+    CHECK(!parse("A", "\"bw:--session=x\"", -EINVAL, "begins with '-'"));
+    CHECK(!parse("A", "\"op:vault/item\"", -EINVAL, "op://"));
+    CHECK(!parse("A", "\"vault:secret/x\"", -EINVAL, "PATH#FIELD"));
+    CHECK(!parse("A", "\"keepassxc:/db.kdbx\"", -EINVAL, "needs \"entry\""));
+    CHECK(!parse("A", "{\"keepassxc\": \"db.kdbx\", \"entry\": \"e\"}", -EINVAL, "relative"));
+    CHECK(!parse("A", "{\"keepassxc\": \"/d\", \"entry\": \"-e\"}", -EINVAL, "begins"));
+    CHECK(!parse("A", "{\"keepassxc\": \"/d\", \"entry\": \"e\", \"password\": \"A\"}", -EINVAL,
+                 "cannot be the secret itself"));
+    CHECK(!parse("A", "{\"pass\": \"x\", \"entry\": \"e\"}", -EINVAL, "goes with"));
+    CHECK(!parse("A", "{\"bw\": \"x\", \"field\": \"secret\"}", -EINVAL, "one of password"));
+    CHECK(!parse("A", "{\"pass\": \"x\", \"project\": \"p\"}", -EINVAL, "goes with"));
+    CHECK(!parse("A", "{\"pass\": \"x\", \"pas\": \"x\"}", -EINVAL, "did you mean"));
+
+    /* options change the cache key of a manager */
+    struct recipe *a = parse("N", "{\"bw\":\"x\"}", 0, NULL);
+    struct recipe *b = parse("N", "{\"bw\":\"x\",\"field\":\"username\"}", 0, NULL);
+    char fa[65], fb[65];
+    recipe_fingerprint(a, "/agent", fa);
+    recipe_fingerprint(b, "/agent", fb);
+    CHECK(strcmp(fa, fb) != 0);
+    recipe_free(a);
+    recipe_free(b);
 }
 
 static void test_fingerprint(void)
@@ -152,4 +200,5 @@ static void test_fingerprint(void)
     recipe_free(b);
 }
 
-TESTS_MAIN(test_string_forms, test_object_forms, test_bad, test_roundtrip, test_fingerprint)
+TESTS_MAIN(test_string_forms, test_object_forms, test_bad, test_roundtrip, test_managers,
+           test_fingerprint)
