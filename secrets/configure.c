@@ -562,8 +562,10 @@ static int configure_decide(struct cli *c, const char *name, struct configure_ar
     int r;
     if (a->kind < 0) {
         if (!tty_interactive()) {
-            cli_error(c, "configure needs a source: --keychain, --command CMD, --env VAR or "
-                         "--file PATH (or run it on a terminal to be guided)");
+            cli_error(c, "configure needs a source: --keychain, --command CMD, --env VAR, "
+                         "--file PATH or a secret manager (--op, --bw, --pass, --gopass, "
+                         "--keepassxc, --vault, --aws, --gcloud; see 'secrets configure "
+                         "--help'), or run it on a terminal to be guided");
             return EXIT_USAGE;
         }
         *ret_guided = true;
