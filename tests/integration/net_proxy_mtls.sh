@@ -133,4 +133,36 @@ assert_contains "$ERR" "server 'mtls-none'"
 assert_contains "$ERR" 'the server asks for a client certificate (TLS): set "clientCert" and "clientKey"'
 echo "ok client certificates: from a 0600 file and from secrets, refused without"
 
+echo "== mcp-auth through the proxy"
+# oidc-provider and a resource server that checks its tokens, both on https of the private CA
+# at the namespace's address: mcp-auth reaches both through the proxy only, and trusts them
+# through the entry's caFile (the system's roots do not know the CA)
+: "${MCP_AUTH_BIN:?MCP_AUTH_BIN must point at mcp-auth (ctest sets it)}"
+CC_SECRET="ck-cc-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+t_canary "$CC_SECRET"
+start_peer auth-server --host "$ADDR" --cert "$pki/server.pem" --key "$pki/server.key" \
+    --basic-client "cc-basic:$CC_SECRET" --quiet
+AS=$PEER_URL
+# the resource server fetches the issuer's keys itself, directly, trusting the test's CA
+NODE_EXTRA_CA_CERTS="$pki/ca.pem" start_peer mcp-resource-server --host "$ADDR" \
+    --cert "$pki/server.pem" --key "$pki/server.key" --issuer "$AS"
+RS=$PEER_URL
+case "$RS" in */mcp) ;; *) RS="$RS/mcp" ;; esac
+mkdir -p "$PI_CODING_AGENT_DIR"
+cat >"$PI_CODING_AGENT_DIR/mcp.json" <<EOF2
+{ "mcpServers": {
+    "signed": { "url": "$RS", "caFile": "$pki/ca.pem",
+        "oauth": { "grantType": "client_credentials", "clientId": "cc-basic", "clientSecret": "\${CC_SECRET}" } }
+} }
+EOF2
+as_port=$(port_of "$AS")
+before=$(connects "$as_port")
+T_CANARY_STDOUT=1 run 0 env HTTPS_PROXY="$PROXY" CC_SECRET="$CC_SECRET" "$MCP_AUTH_BIN" -v header --json signed
+assert_contains "$(json_get "$OUT" 'j.headers.Authorization')" "Bearer " "the header of the sign-in"
+assert_contains "$ERR" "is reached through the proxy 'http://***:***@127.0.0.1:$pport' (HTTPS_PROXY)" "mcp-auth -v"
+[ "$(connects "$as_port")" -gt "$before" ] ||
+    fail "tinyproxy saw no CONNECT to the authorization server $AS: $(tail -5 "$T_ROOT/tinyproxy.log")"
+[ "$(connects "$(port_of "$RS")")" -gt 0 ] || fail "tinyproxy saw no CONNECT to the resource server $RS"
+echo "ok mcp-auth: discovery and token requests through the proxy, the private CA from caFile"
+
 bridge_done "proxies and client certificates"

@@ -13,7 +13,7 @@ import { createServer as createHttps } from 'node:https';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod/v4';
 
-import { makeLogger, parseArgs, readBody, ready, sendJson } from './lib/common.mjs';
+import { listen, makeLogger, parseArgs, readBody, ready, sendJson } from './lib/common.mjs';
 import { handleSession, serveHttp } from './lib/mcp-http.mjs';
 
 const spec = {
@@ -59,10 +59,7 @@ httpServer.on('secureConnection', (sock) => {
   if (peer && peer.subject && !stats.clients.includes(peer.subject.CN)) stats.clients.push(peer.subject.CN);
 });
 httpServer.on('tlsClientError', (err) => log(`TLS handshake refused: ${err.code || err.message}`));
-const port = await new Promise((resolve, reject) => {
-  httpServer.once('error', reject);
-  httpServer.listen(opts.port, opts.host, () => resolve(httpServer.address().port));
-});
+const port = await listen(httpServer, opts.port, opts.host);
 const origin = `https://${opts.host}:${port}`;
 
 const sessions = new Map();
