@@ -7,7 +7,9 @@
 #   - caFile: without it the error names the untrusted certificate and the fix.
 #   - clientCert/clientKey: the key from a 0600 file, and (encrypted, its passphrase a secret
 #     too) from `secrets` recipes, succeed; a key file others can read is refused with the
-#     chmod; without a certificate the server refuses and the error says one was asked for.
+#     chmod, a wrong passphrase, a key of another certificate and a certificate without its
+#     key are refused naming the key; without a certificate the server refuses and the error
+#     says one was asked for; mcp-auth's probe shows the certificate too.
 #   - SSL_CERT_FILE is honoured (libcurl itself does not read it).
 #   - mcp-auth: a client_credentials sign-in whose discovery, registration and token requests
 #     go through the proxy, the authorization server on https of the same private CA.
@@ -16,6 +18,7 @@
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/bridge.sh"
 
+: "${MCP_AUTH_BIN:?MCP_AUTH_BIN must point at mcp-auth (ctest sets it)}"
 command -v openssl >/dev/null || fail "openssl is missing"
 command -v tinyproxy >/dev/null || fail "tinyproxy is missing: run scripts/install-deps"
 ADDR=192.0.2.10
@@ -42,6 +45,8 @@ printf '%s' "$PASSPHRASE" >"$pki/passphrase"
 chmod 600 "$pki/passphrase"
 ossl pkey -in "$pki/client.key" -aes-256-cbc -passout "file:$pki/passphrase" -out "$pki/client-enc.key"
 cp "$pki/client.key" "$pki/open.key"
+ossl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pki/other.key"
+chmod 600 "$pki/other.key"
 chmod 644 "$pki/open.key"
 # a line from the middle of the key, and the passphrase: neither may show anywhere
 KEY_LINE=$(sed -n 5p "$pki/client.key")
@@ -83,7 +88,10 @@ cat >"$T_ROOT/net.json" <<EOF2
     "mtls-file": { "url": "$MTLS", "caFile": "$pki/ca.pem", "clientCert": "$pki/client.pem", "clientKey": "$pki/client.key" },
     "mtls-secret": { "url": "$MTLS", "caFile": "$pki/ca.pem", "clientCert": "$pki/client.pem", "clientKey": "\${MTLS_KEY}", "clientKeyPassphrase": "\${MTLS_PASS}" },
     "mtls-open": { "url": "$MTLS", "caFile": "$pki/ca.pem", "clientCert": "$pki/client.pem", "clientKey": "$pki/open.key" },
-    "mtls-none": { "url": "$MTLS", "caFile": "$pki/ca.pem" }
+    "mtls-none": { "url": "$MTLS", "caFile": "$pki/ca.pem" },
+    "mtls-wrong-pass": { "url": "$MTLS", "caFile": "$pki/ca.pem", "clientCert": "$pki/client.pem", "clientKey": "$pki/client-enc.key", "clientKeyPassphrase": "\${env:CK_WRONG}" },
+    "mtls-other-key": { "url": "$MTLS", "caFile": "$pki/ca.pem", "clientCert": "$pki/client.pem", "clientKey": "$pki/other.key" },
+    "mtls-half": { "url": "$MTLS", "caFile": "$pki/ca.pem", "clientCert": "$pki/client.pem" }
 } }
 EOF2
 call() { # STATUS NAME [ENV...]
@@ -131,13 +139,23 @@ assert_contains "$ERR" "chmod 600 '$pki/open.key'" "the refusal of a key others 
 call 1 mtls-none
 assert_contains "$ERR" "server 'mtls-none'"
 assert_contains "$ERR" 'the server asks for a client certificate (TLS): set "clientCert" and "clientKey"'
+call 1 mtls-wrong-pass CK_WRONG="not-$PASSPHRASE"
+assert_contains "$ERR" '"clientKey" cannot be opened: a wrong "clientKeyPassphrase"'
+call 1 mtls-other-key
+assert_contains "$ERR" '"clientKey" is not the key of "clientCert"'
+call 1 mtls-half
+assert_contains "$ERR" '"clientCert" is set without "clientKey"'
+# mcp-auth shows the certificate to the server too: its probe gets through the handshake
+run 0 env HTTPS_PROXY="$PROXY" "$MCP_AUTH_BIN" --config "$T_ROOT/net.json" login --no-browser mtls-file
+assert_contains "$ERR" "answered without asking for authorization: no sign-in is needed" "mcp-auth's probe with the certificate"
+run 5 env HTTPS_PROXY="$PROXY" "$MCP_AUTH_BIN" --config "$T_ROOT/net.json" login --no-browser mtls-none
+assert_contains "$ERR" "the server asks for a client certificate"
 echo "ok client certificates: from a 0600 file and from secrets, refused without"
 
 echo "== mcp-auth through the proxy"
 # oidc-provider and a resource server that checks its tokens, both on https of the private CA
 # at the namespace's address: mcp-auth reaches both through the proxy only, and trusts them
 # through the entry's caFile (the system's roots do not know the CA)
-: "${MCP_AUTH_BIN:?MCP_AUTH_BIN must point at mcp-auth (ctest sets it)}"
 CC_SECRET="ck-cc-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 t_canary "$CC_SECRET"
 start_peer auth-server --host "$ADDR" --cert "$pki/server.pem" --key "$pki/server.key" \
