@@ -464,9 +464,9 @@ char *http_proxy_display(const char *proxy)
  * libcurl itself starts from the bundle it was built with and reads neither. */
 static void env_cas(const char **ret_file, const char **ret_dir)
 {
-    const char *var;
+    const char *var, *dir = getenv("SSL_CERT_DIR");
     *ret_file = env_either("CURL_CA_BUNDLE", "SSL_CERT_FILE", &var);
-    *ret_dir = env_either("SSL_CERT_DIR", "SSL_CERT_DIR", &var);
+    *ret_dir = dir && *dir ? dir : NULL;
 }
 
 /* Whether tls's client certificate goes with a request to url. */
