@@ -13,6 +13,7 @@
 
 #include "credkit/challenge.h"
 #include "discovery.h"
+#include "net.h"
 
 #define METADATA_MAX (256 * 1024)
 
@@ -86,6 +87,7 @@ static int fetch_metadata(const char *url, const char *what, int64_t timeout_ms,
 {
     static const char *const headers[] = {"Accept: application/json", NULL};
     struct http_request req = {
+        .tls = net_tls(),
         .url = url,
         .headers = headers,
         .timeout_ms = timeout_ms,
@@ -145,6 +147,7 @@ static int probe(struct discovery *d, int64_t timeout_ms, char **ret_prm_url, st
                    "\"version\":\"%s\"}}}}",
                    PROJECT_VERSION_STR);
     struct http_request req = {
+        .tls = net_tls(),
         .method = "POST",
         .url = d->server_url,
         .headers = headers,
@@ -187,8 +190,11 @@ static int probe(struct discovery *d, int64_t timeout_ms, char **ret_prm_url, st
         char hdr[256];
         (void)snprintf(hdr, sizeof(hdr), "Mcp-Session-Id: %s", sid);
         const char *dh[] = {hdr, NULL};
-        struct http_request del = {
-            .method = "DELETE", .url = d->server_url, .headers = dh, .timeout_ms = timeout_ms};
+        struct http_request del = {.tls = net_tls(),
+                                   .method = "DELETE",
+                                   .url = d->server_url,
+                                   .headers = dh,
+                                   .timeout_ms = timeout_ms};
         struct http_response dresp = {0};
         struct err de = ERR_INIT;
         if (http_do(&del, &dresp, &de) >= 0)
@@ -492,6 +498,7 @@ static bool default_token_endpoint_absent(const struct discovery *d, int64_t tim
 {
     static const char *const headers[] = {"Accept: application/json", NULL};
     struct http_request req = {
+        .tls = net_tls(),
         .method = "POST",
         .url = discovery_as_string(d, "token_endpoint"),
         .headers = headers,

@@ -13,6 +13,7 @@
 #include "credkit/args.h"
 #include "credkit/duration.h"
 #include "credkit/helper_answer.h"
+#include "credkit/http.h"
 #include "credkit/jsonw.h"
 #include "credkit/log.h"
 #include "credkit/mcp_config.h"
@@ -28,6 +29,7 @@
 
 #include "flow.h"
 #include "logout.h"
+#include "net.h"
 #include "oauth_config.h"
 #include "refresh.h"
 #include "tokens.h"
@@ -256,6 +258,7 @@ static void target_release(struct target_ctx *tc)
     oauth_config_free(tc->oauth);
     free(tc->url);
     free(tc->name);
+    net_release();
 }
 
 static bool same_account(const char *a, const char *b)
@@ -455,6 +458,30 @@ static int take_account(const char *name)
     return EXIT_OK;
 }
 
+/* The entry's CAs and client certificate for every request of the run (net.h), and at -v the
+ * proxy the server is reached through. Settings that cannot be read are a warning: a command
+ * that needs no request (status, a local logout) still works, and a request that needed them
+ * fails after it. */
+static int target_network(struct target_ctx *tc)
+{
+    struct err e = ERR_INIT;
+    const struct mcp_server *s = tc->name ? mcp_config_find(tc->config, tc->name) : NULL;
+    char *proxy = NULL;
+    const char *var = NULL;
+    if (net_load(s, tc->url, &e) < 0)
+        say_warn("'%s': %s: its requests go without the entry's TLS settings", tc->name,
+                 err_msg(&e));
+    if (http_proxy_for(tc->url, &proxy, &var) < 0)
+        return EXIT_FAILED;
+    if (proxy) {
+        char *shown = http_proxy_display(proxy);
+        say_info("'%s' is reached through the proxy '%s' (%s)", tc->url, shown ? shown : "?", var);
+        free(shown);
+    }
+    secure_free(proxy);
+    return EXIT_OK;
+}
+
 /* SERVER is a URL or an mcp.json entry name. */
 static int resolve_target(const char *arg, struct target_ctx *tc)
 {
@@ -473,7 +500,7 @@ static int resolve_target(const char *arg, struct target_ctx *tc)
     /* a key written in the URL's query is not repeated by any message */
     if (redact_add_url(log_redact(arg_log), tc->url) < 0)
         return EXIT_FAILED;
-    return EXIT_OK;
+    return target_network(tc);
 }
 
 /* A plain http:// server on a host that is not loopback would get its token in clear, which

@@ -13,6 +13,7 @@
 #include "credkit/url.h"
 
 #include "crypto.h"
+#include "net.h"
 #include "oauth.h"
 
 #define ANSWER_MAX (256 * 1024)
@@ -124,6 +125,7 @@ static int post_form(const char *endpoint, const char *what, const struct oauth_
         return r;
     const char *headers[] = {"Accept: application/json", auth, NULL};
     struct http_request req = {
+        .tls = net_tls(),
         .method = "POST",
         .url = endpoint,
         .headers = headers,
@@ -402,6 +404,7 @@ int oauth_register(const char *endpoint, const char *redirect_uri, const char *s
     const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN |
                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
     struct http_request hreq = {
+        .tls = net_tls(),
         .method = "POST",
         .url = endpoint,
         .headers = headers,
@@ -448,7 +451,8 @@ int oauth_client_exists(const char *client_uri, const char *access_token, int64_
     if (r < 0)
         goto out;
     const char *headers[] = {"Accept: application/json", hdr.data, NULL};
-    struct http_request req = {.url = client_uri,
+    struct http_request req = {.tls = net_tls(),
+                               .url = client_uri,
                                .headers = headers,
                                .timeout_ms = timeout_ms,
                                .max_body = 256 * 1024,

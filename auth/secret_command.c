@@ -128,3 +128,55 @@ int secret_command_run(const char *cmd, const char *what, char **ret, struct err
     buf_release(&req);
     return r;
 }
+
+int secret_lookup(void *userdata, const char *name, char **ret, struct err *e)
+{
+    char sbuf[MCP_TEMPLATE_SECRET_BUF];
+    char *prog = NULL;
+    struct child_result res = {0};
+    struct helper_secrets a = {0};
+    struct err pe = ERR_INIT;
+    int r;
+
+    (void)userdata;
+    if (strncmp(name, MCP_TEMPLATE_ENV, strlen(MCP_TEMPLATE_ENV)) == 0)
+        return mcp_lookup_env(NULL, name, ret, e);
+    const char *sn = mcp_template_secret_name(name, sbuf);
+    if (!sn)
+        return -ENOENT;
+    /* without `secrets` installed, a name is what the environment says, as secrets would */
+    if (path_find_helper("secrets", "CREDKIT_SECRETS", "secrets", &prog, NULL) < 0)
+        return mcp_lookup_env(NULL, name, ret, e);
+    const char *argv[] = {prog, "resolve", "--json", sn, NULL};
+    struct child_spec spec = {.argv = argv};
+    struct child_run_opts opts = {
+        .timeout_ms = RUN_TIMEOUT_MS,
+        .max_stdout = ANSWER_MAX,
+        .secret_output = true,
+    };
+    r = child_run(&spec, &opts, &res, e);
+    free(prog);
+    if (r < 0)
+        return err_prefix(e, "'%s': cannot run 'secrets resolve'", sn);
+    if (res.signal || !res.out.len ||
+        helper_secrets_parse(res.out.data, res.out.len, &a, &pe) < 0) {
+        r = err_set(e, -ENOENT, "'%s': 'secrets resolve' gave no usable answer", sn);
+        goto out;
+    }
+    const struct helper_secret *x = helper_secrets_find(&a, sn);
+    if (!x || !x->value) {
+        r = err_set(e, -ENOENT, "%s", x && x->error ? x->error : "'secrets resolve' gave no value");
+        goto out;
+    }
+    char *v = strdup(x->value);
+    if (!v) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    *ret = v;
+    r = 0;
+out:
+    helper_secrets_release(&a);
+    child_result_release(&res);
+    return r;
+}

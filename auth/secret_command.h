@@ -16,3 +16,9 @@
  * `secrets` cannot be run, each with a message that never holds the command or a value.
  * Caller secure_free()s *ret. */
 int secret_command_run(const char *cmd, const char *what, char **ret, struct err *e) _must_check_;
+
+/* An mcp_lookup_fn that asks `secrets resolve` for NAME (its recipe, else the environment
+ * variable NAME), the environment for "env:NAME", and the environment alone when `secrets`
+ * cannot be found: the values of the settings that name a secret ("clientKey"). userdata
+ * unused. Caller secure_free()s *ret. */
+int secret_lookup(void *userdata, const char *name, char **ret, struct err *e) _must_check_;

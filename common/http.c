@@ -7,6 +7,7 @@
  * Request headers, response headers and (with secret_body) the response body may hold tokens:
  * our copies are wiped before they are freed, and none of them ever reaches an error message.
  * Messages quote the URL the caller asked for, never a URL taken from a Location header. */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
@@ -250,6 +251,294 @@ int http_curl_baseline(void *curl)
     return 0;
 }
 
+/* ---- the network: proxy, CAs, client certificate ----------------------------------------- */
+
+void http_tls_init(struct http_tls *t)
+{
+    *t = (struct http_tls){0};
+    buf_init(&t->cert, HTTP_TLS_PEM_MAX);
+    buf_init_secret(&t->key, HTTP_TLS_PEM_MAX);
+}
+
+void http_tls_release(struct http_tls *t)
+{
+    if (!t)
+        return;
+    free(t->ca_file);
+    free(t->cert_origin);
+    buf_release(&t->cert);
+    buf_release(&t->key);
+    *t = (struct http_tls){0};
+}
+
+bool http_tls_has_cert(const struct http_tls *t)
+{
+    return t && t->cert.len > 0 && t->key.len > 0;
+}
+
+/* The first of two variables that is set and not empty, and its name. */
+static const char *env_either(const char *a, const char *b, const char **ret_var)
+{
+    const char *v = getenv(a);
+    if (v && *v) {
+        *ret_var = a;
+        return v;
+    }
+    v = getenv(b);
+    if (v && *v) {
+        *ret_var = b;
+        return v;
+    }
+    return NULL;
+}
+
+/* An IP address of either family in 16 bytes (IPv4 mapped): its family, or 0. */
+static int ip_parse(const char *s, unsigned char out[16])
+{
+    unsigned char v4[4];
+    if (inet_pton(AF_INET, s, v4) == 1) {
+        memset(out, 0, 10);
+        out[10] = out[11] = 0xff;
+        memcpy(out + 12, v4, 4);
+        return AF_INET;
+    }
+    return inet_pton(AF_INET6, s, out) == 1 ? AF_INET6 : 0;
+}
+
+/* Whether host (an IP address) is in the block "addr/bits", or is addr. */
+static bool ip_in(const char *host, const char *entry)
+{
+    unsigned char h[16], a[16];
+    char addr[64];
+    const char *slash = strchr(entry, '/');
+    size_t n = slash ? (size_t)(slash - entry) : strlen(entry);
+    if (n >= sizeof(addr))
+        return false;
+    memcpy(addr, entry, n);
+    addr[n] = 0;
+    int fh = ip_parse(host, h), fa = ip_parse(addr, a);
+    if (!fh || fh != fa)
+        return false;
+    unsigned long bits = 128;
+    if (slash) {
+        char *end = NULL;
+        errno = 0;
+        bits = strtoul(slash + 1, &end, 10);
+        if (errno || end == slash + 1 || *end || bits > (fa == AF_INET ? 32u : 128u))
+            return false;
+        if (fa == AF_INET)
+            bits += 96;
+    }
+    size_t whole = bits / 8, rest = bits % 8;
+    if (memcmp(h, a, whole) != 0)
+        return false;
+    if (!rest)
+        return true;
+    unsigned char mask = (unsigned char)(0xff << (8 - rest));
+    return (h[whole] & mask) == (a[whole] & mask);
+}
+
+/* Whether no_proxy's list names host (lowercase, an IPv6 address without its brackets). */
+static bool no_proxy_lists(const char *list, const char *host)
+{
+    size_t hlen = strlen(host);
+    bool host_ip = ip_parse(host, (unsigned char[16]){0}) != 0;
+    for (const char *p = list; *p;) {
+        p += strspn(p, ", \t");
+        size_t n = strcspn(p, ", \t");
+        if (n == 0)
+            break;
+        char entry[256];
+        const char *t = p;
+        size_t tn = n;
+        p += n;
+        if (tn == 1 && *t == '*')
+            return true;
+        if (tn >= sizeof(entry))
+            continue;
+        while (tn && *t == '.') {
+            t++;
+            tn--;
+        }
+        while (tn && t[tn - 1] == '.')
+            tn--;
+        if (tn >= 2 && t[0] == '[' && memchr(t, ']', tn)) { /* "[::1]" */
+            size_t close = (size_t)((const char *)memchr(t, ']', tn) - t);
+            t++;
+            tn = close - 1;
+        }
+        memcpy(entry, t, tn);
+        entry[tn] = 0;
+        if (!tn)
+            continue;
+        if (host_ip) {
+            if (ip_in(host, entry))
+                return true;
+            continue;
+        }
+        if (hlen == tn && strcasecmp(host, entry) == 0)
+            return true;
+        if (hlen > tn && host[hlen - tn - 1] == '.' && strcasecmp(host + hlen - tn, entry) == 0)
+            return true;
+    }
+    return false;
+}
+
+int http_proxy_for(const char *url, char **ret, const char **ret_var)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *proxy = NULL;
+    const char *var = NULL, *v = NULL;
+    int r;
+
+    if (!u)
+        return -ENOMEM;
+    if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+        r = -EINVAL;
+        goto out;
+    }
+    if (url_is_loopback(url)) {
+        r = 0;
+        goto out;
+    }
+    if (strcasecmp(scheme, "https") == 0)
+        v = env_either("https_proxy", "HTTPS_PROXY", &var);
+    else if (strcasecmp(scheme, "http") == 0)
+        v = env_either("http_proxy", "HTTP_PROXY", &var);
+    if (!v)
+        v = env_either("all_proxy", "ALL_PROXY", &var);
+    if (!v) {
+        r = 0;
+        goto out;
+    }
+    const char *nvar = NULL, *list = env_either("no_proxy", "NO_PROXY", &nvar);
+    char *h = host;
+    size_t hl = strlen(h);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h[hl - 1] = 0;
+        h++;
+    }
+    for (char *c = h; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    if (list && no_proxy_lists(list, h)) {
+        r = 0;
+        goto out;
+    }
+    proxy = strdup(v);
+    if (!proxy) {
+        r = -ENOMEM;
+        goto out;
+    }
+    r = 0;
+out:
+    curl_free(scheme);
+    curl_free(host);
+    curl_url_cleanup(u);
+    if (r >= 0) {
+        *ret = proxy;
+        if (ret_var)
+            *ret_var = proxy ? var : NULL;
+    }
+    return r;
+}
+
+char *http_proxy_display(const char *proxy)
+{
+    if (!proxy)
+        return NULL;
+    /* "user:pass@host:3128" without a scheme is http://, and its userinfo is masked as such */
+    if (!strstr(proxy, "://")) {
+        char *full = NULL, *d;
+        if (asprintf(&full, "http://%s", proxy) < 0)
+            return NULL;
+        d = url_display(full);
+        secure_free(full);
+        return d;
+    }
+    return url_display(proxy);
+}
+
+/* The CA file and directory the environment names, as the curl tool and OpenSSL read them:
+ * libcurl itself starts from the bundle it was built with and reads neither. */
+static void env_cas(const char **ret_file, const char **ret_dir)
+{
+    const char *var, *dir = getenv("SSL_CERT_DIR");
+    *ret_file = env_either("CURL_CA_BUNDLE", "SSL_CERT_FILE", &var);
+    *ret_dir = dir && *dir ? dir : NULL;
+}
+
+/* Whether tls's client certificate goes with a request to url. */
+static bool cert_for(const struct http_tls *tls, const char *url)
+{
+    if (!http_tls_has_cert(tls))
+        return false;
+    return !tls->cert_origin || url_same_origin(tls->cert_origin, url);
+}
+
+int http_curl_network(void *curl, const char *url, const struct http_tls *tls)
+{
+    CURL *c = curl;
+    CURLcode cc = CURLE_OK;
+    char *proxy = NULL;
+    const char *ca_file = NULL, *ca_dir = NULL;
+    int r = http_proxy_for(url, &proxy, NULL);
+    if (r < 0)
+        return r;
+    /* the choice is ours, never libcurl's reading of the environment: what -v shows is what
+     * is used ("" is no proxy, and the empty no-proxy list keeps NO_PROXY from applying twice) */
+    HTTP_SETOPT(cc, c, CURLOPT_PROXY, proxy ? proxy : "");
+    HTTP_SETOPT(cc, c, CURLOPT_NOPROXY, "");
+    secure_free(proxy); /* libcurl keeps its own copy */
+
+    env_cas(&ca_file, &ca_dir);
+    if (tls && tls->ca_file) {
+        /* the entry's CAs replace the system's roots for this server: no CA directory is
+         * searched besides the file */
+        HTTP_SETOPT(cc, c, CURLOPT_CAINFO, tls->ca_file);
+        HTTP_SETOPT(cc, c, CURLOPT_CAPATH, (const char *)NULL);
+    } else {
+        if (ca_file)
+            HTTP_SETOPT(cc, c, CURLOPT_CAINFO, ca_file);
+        if (ca_dir)
+            HTTP_SETOPT(cc, c, CURLOPT_CAPATH, ca_dir);
+    }
+    /* an https proxy is verified against the environment's CAs, never an entry's */
+    if (ca_file)
+        HTTP_SETOPT(cc, c, CURLOPT_PROXY_CAINFO, ca_file);
+    if (ca_dir)
+        HTTP_SETOPT(cc, c, CURLOPT_PROXY_CAPATH, ca_dir);
+
+    if (cert_for(tls, url)) {
+        /* without a copy: libcurl's would be freed unwiped; ours outlives the transfer */
+        struct curl_blob cert = {tls->cert.data, tls->cert.len, CURL_BLOB_NOCOPY};
+        struct curl_blob key = {tls->key.data, tls->key.len, CURL_BLOB_NOCOPY};
+        HTTP_SETOPT(cc, c, CURLOPT_SSLCERT_BLOB, &cert);
+        HTTP_SETOPT(cc, c, CURLOPT_SSLCERTTYPE, "PEM");
+        HTTP_SETOPT(cc, c, CURLOPT_SSLKEY_BLOB, &key);
+        HTTP_SETOPT(cc, c, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (cc == CURLE_OUT_OF_MEMORY)
+        return -ENOMEM;
+    return cc == CURLE_OK ? 0 : -EINVAL;
+}
+
+/* What a TLS failure's text says the user should do, or "". */
+const char *http_tls_advice(const char *errbuf)
+{
+    if (!errbuf)
+        return "";
+    if (strstr(errbuf, "certificate required") || strstr(errbuf, "alert bad certificate"))
+        return ": the server asks for a client certificate: set \"clientCert\" and \"clientKey\" "
+               "in the entry (or the one given was refused)";
+    if (strstr(errbuf, "unable to get local issuer") || strstr(errbuf, "self-signed") ||
+        strstr(errbuf, "self signed"))
+        return ": the server's certificate is not signed by a trusted CA: set \"caFile\" in the "
+               "entry (or SSL_CERT_FILE) to the PEM file of the CA that signed it";
+    return "";
+}
+
 static void format_ms(int64_t ms, char *out, size_t n)
 {
     if (ms % 1000 == 0)
@@ -328,8 +617,14 @@ static int http_error(CURL *c, CURLcode cc, const struct http_xfer *x, const cha
     case CURLE_SSL_SHUTDOWN_FAILED:
     case CURLE_SSL_CLIENTCERT:
     case CURLE_USE_SSL_FAILED:
-        return err_set(e, -EPROTO, "TLS failure with '%s': %s", url,
-                       errbuf[0] ? errbuf : curl_easy_strerror(cc));
+        return err_set(e, -EPROTO, "TLS failure with '%s': %s%s", url,
+                       errbuf[0] ? errbuf : curl_easy_strerror(cc), http_tls_advice(errbuf));
+    case CURLE_RECV_ERROR:
+        /* TLS 1.3: a server that wants a client certificate says so at the first read */
+        if (*http_tls_advice(errbuf))
+            return err_set(e, -EPROTO, "TLS failure with '%s': %s%s", url, errbuf,
+                           http_tls_advice(errbuf));
+        return err_set(e, -EIO, "request to '%s' failed: %s", url, curl_easy_strerror(cc));
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_GOT_NOTHING:
     case CURLE_PARTIAL_FILE:
@@ -359,6 +654,9 @@ static CURLcode http_setup(CURL *c, const char *url, const char *method, bool wi
 #define SET(opt, val) HTTP_SETOPT(cc, c, opt, val)
     if (http_curl_baseline(c) < 0)
         cc = CURLE_UNKNOWN_OPTION;
+    int r = http_curl_network(c, url, req->tls);
+    if (r < 0 && cc == CURLE_OK)
+        cc = r == -ENOMEM ? CURLE_OUT_OF_MEMORY : CURLE_UNKNOWN_OPTION;
     /* a redirect is followed by hand (same origin only), never by libcurl: the protocols are a
      * second fence */
     SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");

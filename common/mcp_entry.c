@@ -371,7 +371,9 @@ static const char *const known_keys[] = {
      * not apply */
     "includeTools", "excludeTools", "lifecycle", "idleTimeout", "requestTimeoutMs", "toolPrefix",
     "autoAuth", "directTools", "exposeResources", "debug", "inheritEnv", "tasks", "searchKeywords",
-    "approveTools", "trace", "caFile", "requestHeadersCommand",
+    "approveTools", "trace", "requestHeadersCommand",
+    /* every tool's TLS (common/mcp_tls.c) */
+    "caFile", "clientCert", "clientKey", "clientKeyPassphrase",
     /* other clients': the agent's own approval lists, a description, VS Code's "dev" */
     "description", "alwaysAllow", "autoApprove", "dev", NULL};
 

@@ -12,6 +12,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/helper_answer.h"
+#include "credkit/json.h"
 #include "credkit/jsonw.h"
 #include "credkit/log.h"
 #include "credkit/mcp_template.h"
@@ -137,6 +138,9 @@ static int needed_names(const struct mcp_server *s, struct strv *names, struct s
             collect_value(s->bearer_token, &ns);
         if (s->bearer_token_env)
             collect_ref(s->bearer_token_env, false, &ns);
+        /* a client key (and its passphrase) may be a secret's value */
+        mcp_template_refs(json_get_string(s->raw, "clientKey"), collect_ref, &ns);
+        mcp_template_refs(json_get_string(s->raw, "clientKeyPassphrase"), collect_ref, &ns);
     }
     for (size_t i = 0; optional && i < names->n; i++)
         if (!strv_contains(&ns.required, names->v[i]))

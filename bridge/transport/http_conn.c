@@ -388,7 +388,7 @@ static void upstream_destroy(struct http_conn *u)
     loop_defer_cancel(&u->kick);
     strv_release_secure(&u->headers);
     free(u->url);
-    free(u->ca_file);
+    http_tls_release(&u->tls); /* after drop_transfers(): libcurl used the key in place */
     free(u->endpoint);
     free(u->session_id);
     free(u->proto);
@@ -435,9 +435,13 @@ int http_conn_new(struct loop *l, const struct http_conn_spec *spec,
     list_init(&u->reqs);
     sse_parser_init(&u->stream_sse, u->max_message, u->max_message, stream_event, u);
     u->url = strdup(spec->url);
-    u->ca_file = spec->ca_file ? strdup(spec->ca_file) : NULL;
+    http_tls_init(&u->tls);
+    if (spec->tls) {
+        u->tls = *spec->tls;
+        http_tls_init(spec->tls);
+    }
     u->sign = spec->sign;
-    if (!u->url || (spec->ca_file && !u->ca_file)) {
+    if (!u->url) {
         k = -ENOMEM;
         goto out;
     }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "credkit/err.h"
+#include "credkit/http.h"
 #include "credkit/macro.h"
 
 #include "core/loop.h"
@@ -43,10 +44,10 @@ struct http_conn_spec {
     int64_t timeout_ms;         /* 0: HTTP_CONN_TIMEOUT_DEFAULT_MS */
     size_t max_message;         /* 0: HTTP_CONN_MAX_MESSAGE_DEFAULT */
     bool legacy_sse;            /* "type": "sse": the 2024-11-05 transport from the start */
-    /* A PEM file of the CAs that verify this server's TLS certificate, instead of the system's
-     * trusted roots (the entry's "caFile"); NULL: the system's. Host name and expiry are still
-     * checked. Read by libcurl at each connection. */
-    const char *ca_file;
+    /* The entry's TLS settings (mcp_tls.h): its "caFile" CAs instead of the system's roots,
+     * its client certificate. Taken: http_conn_new() moves them out (an empty value is left,
+     * which the caller still releases); NULL: libcurl's defaults. */
+    struct http_tls *tls;
     /* Asked for more headers of each request just before it goes out (the entry's
      * "requestHeadersCommand", cred_sign.h): a failure fails that request with -ECOMM. NULL:
      * none. Borrowed: it must outlive the upstream (its runs are only cancelled after

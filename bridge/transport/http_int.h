@@ -86,16 +86,17 @@ struct http_req {
     bool error_body;         /* HTTP_CONN_MODERN: a 400/404 answer read as JSON */
     char *msg;               /* the POSTed message */
     size_t len;
-    uint64_t tag;             /* the caller's, 0: none */
-    uint64_t seq;             /* order of creation */
-    struct buf json;          /* BODY_JSON */
-    struct sse_parser sse;    /* BODY_SSE of a POST and its resumptions (not the GET stream) */
-    char *sid;                /* SESSION_OFFERED: the initialize answer's MCP-Session-Id */
-    char *challenge;          /* the answer's (first) WWW-Authenticate, NULL */
-    char *start_id;           /* a resumption: the last id it was started with */
-    size_t ids;               /* events with an id on this response */
-    int64_t deadline;         /* a POST and its resumptions: the hard timeout, loop clock */
-    struct loop_timer *timer; /* WAITING: a resumption's delay */
+    uint64_t tag;                 /* the caller's, 0: none */
+    uint64_t seq;                 /* order of creation */
+    struct buf json;              /* BODY_JSON */
+    struct sse_parser sse;        /* BODY_SSE of a POST and its resumptions (not the GET stream) */
+    char *sid;                    /* SESSION_OFFERED: the initialize answer's MCP-Session-Id */
+    char *challenge;              /* the answer's (first) WWW-Authenticate, NULL */
+    char *start_id;               /* a resumption: the last id it was started with */
+    char errbuf[CURL_ERROR_SIZE]; /* libcurl's words for a failure (a TLS alert's reason) */
+    size_t ids;                   /* events with an id on this response */
+    int64_t deadline;             /* a POST and its resumptions: the hard timeout, loop clock */
+    struct loop_timer *timer;     /* WAITING: a resumption's delay */
     size_t discarded;
     int error; /* why a callback of ours stopped the transfer */
     /* the entry's requestHeadersCommand: RUNNING with no easy handle yet while it runs */
@@ -133,7 +134,7 @@ struct http_conn {
     enum http_mode mode;
     enum http_stream stream_state;
     char *url;
-    char *ca_file;       /* spec.ca_file, NULL */
+    struct http_tls tls; /* spec.tls, taken: CAs and client certificate */
     struct strv headers; /* secrets */
     int64_t timeout_ms;
     size_t max_message;

@@ -101,6 +101,8 @@ static int status_to_errno(long status, bool had_session)
 
 int http_req_error(const struct http_req *r, CURLcode cc, long status)
 {
+    if (cc != CURLE_OK && !r->error && strstr(http_tls_advice(r->errbuf), "client certificate"))
+        return -ENOKEY; /* the server asked for a client certificate, or refused ours */
     if (cc != CURLE_OK)
         return r->error ? r->error : curl_to_errno(cc);
     return status_to_errno(status, r->session == SESSION_SENT);
@@ -613,12 +615,12 @@ static int req_setopt(struct http_req *r, const char *url, int64_t timeout)
     SET(CURLOPT_HEADERFUNCTION, on_header);
     SET(CURLOPT_HEADERDATA, r);
     SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
-    if (r->u->ca_file) {
-        /* the entry's CAs replace the system's roots for this server, as the adapter's
-         * "caFile" does: no CA directory is searched besides the file */
-        SET(CURLOPT_CAINFO, r->u->ca_file);
-        SET(CURLOPT_CAPATH, (const char *)NULL);
-    }
+    /* the proxy, the entry's CAs (as the adapter's "caFile": instead of the system's roots)
+     * and its client certificate, as every request of the suite gets them */
+    int k = cc == CURLE_OK ? http_curl_network(c, url, &r->u->tls) : 0;
+    if (k < 0)
+        cc = k == -ENOMEM ? CURLE_OUT_OF_MEMORY : CURLE_UNKNOWN_OPTION;
+    SET(CURLOPT_ERRORBUFFER, r->errbuf);
     if (r->kind != HREQ_GET)
         SET(CURLOPT_TIMEOUT_MS, (long)timeout);
     switch (r->kind) {

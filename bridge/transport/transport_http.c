@@ -6,14 +6,12 @@
  * broke is reopened after a delay that doubles up to TRANSPORT_HTTP_STREAM_RETRY_MAX_MS; a GET
  * stream's own 404 is reported as on_error(-ESTALE, 0) for the session to re-initialize. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "credkit/list.h"
 #include "credkit/mcp_field.h"
-#include "credkit/path.h"
+#include "credkit/mcp_tls.h"
 #include "credkit/secmem.h"
 
 #include "creds/cred.h"
@@ -74,6 +72,9 @@ static const char *h_strerror(int error)
     case -EKEYREJECTED:
         return "the server's TLS certificate is not trusted (or \"caFile\" holds no usable CA): "
                "set \"caFile\" to a PEM file of the CA that signed it";
+    case -ENOKEY:
+        return "the server asks for a client certificate (TLS): set \"clientCert\" and "
+               "\"clientKey\" in the entry (or the one given was refused)";
     case -ECOMM:
         return "the \"requestHeadersCommand\" gave no usable headers, so the request was not "
                "sent (the warning before says why)";
@@ -276,47 +277,18 @@ static const struct transport_ops http_ops = {
     .message_tag = h_message_tag,
 };
 
-/* The entry's "caFile" as a path to open, in *ret (NULL when absent): ${VAR}s from the
- * environment, a leading "~/" the home directory, a relative path from the working directory
- * (the adapter's reading). A file that cannot be read fails the connection now, with its path,
- * rather than each request later with libcurl's words. Caller frees. */
-static int ca_file(const struct mcp_server *srv, char **ret, struct err *e)
+/* At -v: the proxy the server's requests go through (its password masked), chosen as each
+ * request chooses it (http_curl_network()). */
+static void log_proxy(const struct transport_http *x, const char *url)
 {
-    char *tmpl = NULL, *path = NULL, *home = NULL;
-    int r = mcp_field_string(srv->raw, "caFile", "caFile", MCP_FIELD_NONBLANK, &tmpl, e);
-    if (r < 0 || !tmpl)
-        goto out;
-    r = mcp_expand(tmpl, NULL, NULL, &path, e);
-    if (r < 0) {
-        err_prefix(e, "\"caFile\"");
-        goto out;
-    }
-    if (path[0] == '~' && (path[1] == '/' || !path[1])) {
-        r = path_home(&home);
-        char *p = r >= 0 ? path_join(home, path + 1) : NULL;
-        if (!p) {
-            r = err_set(e, r < 0 ? r : -ENOMEM,
-                        "\"caFile\" starts with '~' but the home "
-                        "directory is unknown: write the full path");
-            goto out;
-        }
-        free(path);
-        path = p;
-    }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        r = err_set(e, -errno, "\"caFile\" '%s': cannot read it: %s", path, strerror(errno));
-        goto out;
-    }
-    (void)close(fd);
-    *ret = path;
-    path = NULL;
-    r = 0;
-out:
-    free(tmpl);
-    free(path);
-    free(home);
-    return r;
+    char *proxy = NULL;
+    const char *var = NULL;
+    if (http_proxy_for(url, &proxy, &var) < 0 || !proxy)
+        return;
+    char *shown = http_proxy_display(proxy);
+    log_info(x->log, "server '%s': through the proxy '%s' (%s)", x->name, shown ? shown : "?", var);
+    free(shown);
+    secure_free(proxy);
 }
 
 int transport_http_open(const struct transport_spec *spec, const struct transport_handler *h,
@@ -324,11 +296,10 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
 {
     const struct mcp_server *srv = spec->server;
     struct transport_http *x = NULL;
-    char *url = NULL, *ca = NULL;
-    int r = ca_file(srv, &ca, e);
-    if (r < 0)
-        return r;
-    r = mcp_expand(srv->url, spec->lookup, spec->lookup_userdata, &url, e);
+    struct http_tls tls;
+    char *url = NULL;
+    http_tls_init(&tls);
+    int r = mcp_expand(srv->url, spec->lookup, spec->lookup_userdata, &url, e);
     if (r < 0) {
         err_prefix(e, "url");
         goto out;
@@ -339,6 +310,11 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
         if (r < 0)
             goto out;
     }
+    /* a file that cannot be read, a key that does not open: the connection fails now, naming
+     * the key, rather than each request later in libcurl's words */
+    r = mcp_server_tls(srv, url, spec->lookup, spec->lookup_userdata, &tls, e);
+    if (r < 0)
+        goto out;
     x = calloc(1, sizeof(*x));
     if (x)
         x->name = strdup(srv->name);
@@ -361,12 +337,13 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
         .timeout_ms = spec->timeout_ms,
         .max_message = spec->max_message,
         .legacy_sse = srv->transport == MCP_TRANSPORT_SSE,
-        .ca_file = ca,
+        .tls = &tls,
         .sign = x->sign,
     };
     r = http_conn_new(spec->loop, &sp, &http_handler, x, &x->http, e);
     if (r < 0)
         goto out;
+    log_proxy(x, url);
     *ret = &x->t;
     x = NULL;
 out:
@@ -376,6 +353,6 @@ out:
     }
     free(x);
     secure_free(url);
-    free(ca);
+    http_tls_release(&tls);
     return r;
 }

@@ -4,6 +4,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createHttps } from 'node:https';
 
 import { exportJWK, generateKeyPair } from 'jose';
 
@@ -15,6 +16,9 @@ const RS_SCOPES = ['mcp:read', 'mcp:write'];
 
 const spec = {
   port: { type: 'int', default: 0, arg: 'PORT', help: 'port on 127.0.0.1; 0 picks a free one' },
+  host: { type: 'string', default: '127.0.0.1', arg: 'ADDRESS', help: 'the IPv4 address to listen on (one of a private network namespace: tests/integration/net_proxy_mtls.sh)' },
+  cert: { type: 'string', default: '', arg: 'FILE', help: 'PEM certificate: serve https (with --key)' },
+  key: { type: 'string', default: '', arg: 'FILE', help: 'PEM private key of --cert' },
   'access-ttl': { type: 'int', default: 30, arg: 'SECONDS', help: 'lifetime of access tokens (authorization_code, refresh_token and client_credentials)' },
   'refresh-ttl': { type: 'int', default: 86400, arg: 'SECONDS', help: 'lifetime of refresh tokens' },
   'code-ttl': { type: 'int', default: 60, arg: 'SECONDS', help: 'lifetime of authorization codes' },
@@ -196,6 +200,7 @@ function resourceAllowed(resource) {
   if (opts.resource.length) return opts.resource.includes(resource);
   try {
     const u = new URL(resource);
+    if (opts.host !== '127.0.0.1') return u.hostname === opts.host && !u.hash; // --host: its own
     return u.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) && !u.hash;
   } catch {
     return false;
@@ -207,9 +212,11 @@ const rsScopes = [...RS_SCOPES, ...opts.scope];
 const { privateKey } = await generateKeyPair('RS256', { extractable: true });
 const signingKey = { ...(await exportJWK(privateKey)), kid: randomUUID(), alg: 'RS256', use: 'sig' };
 
-const httpServer = createServer();
-const port = await listen(httpServer, opts.port);
-const issuer = `http://127.0.0.1:${port}`;
+const httpServer = opts.cert
+  ? createHttps({ cert: readFileSync(opts.cert), key: readFileSync(opts.key) })
+  : createServer();
+const port = await listen(httpServer, opts.port, opts.host);
+const issuer = `${opts.cert ? 'https' : 'http'}://${opts.host}:${port}`;
 
 const configuration = {
   adapter: MemoryAdapter,

@@ -2,7 +2,9 @@
 // A small Streamable HTTP MCP server (SDK McpServer, stateful sessions) at
 // http://127.0.0.1:PORT/mcp that accepts only RS256/ES256 JWT bearer tokens issued by --issuer
 // for its own URL. See --help and README.md.
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createHttps } from 'node:https';
 
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
@@ -12,6 +14,9 @@ import { handleSession, readRpcBody, serveHttp } from './lib/mcp-http.mjs';
 
 const spec = {
   port: { type: 'int', default: 0, arg: 'PORT', help: 'port on 127.0.0.1; 0 picks a free one' },
+  host: { type: 'string', default: '127.0.0.1', arg: 'ADDRESS', help: 'the IPv4 address to listen on (one of a private network namespace: tests/integration/net_proxy_mtls.sh)' },
+  cert: { type: 'string', default: '', arg: 'FILE', help: 'PEM certificate: serve https (with --key)' },
+  key: { type: 'string', default: '', arg: 'FILE', help: 'PEM private key of --cert' },
   issuer: { type: 'string', arg: 'URL', help: 'the authorization server (required); its jwks_uri comes from its RFC 8414 metadata, fetched at the first token' },
   'jwks-uri': { type: 'string', arg: 'URL', help: 'skip discovery and take the signing keys from here' },
   'scopes-supported': { type: 'string', default: 'mcp:read mcp:write', arg: '"S1 S2"', help: 'scopes_supported in the protected resource metadata ("" leaves the field out)' },
@@ -58,9 +63,11 @@ for (const v of opts.toolScope) {
 }
 for (const t of opts.forbidTool) toolScopes.set(t, null);
 
-const httpServer = createServer();
-const port = await listen(httpServer, opts.port);
-const origin = `http://127.0.0.1:${port}`;
+const httpServer = opts.cert
+  ? createHttps({ cert: readFileSync(opts.cert), key: readFileSync(opts.key) })
+  : createServer();
+const port = await listen(httpServer, opts.port, opts.host);
+const origin = `${opts.cert ? 'https' : 'http'}://${opts.host}:${port}`;
 const resourceUrl = `${origin}/mcp`;
 const prmUrl = `${origin}/.well-known/oauth-protected-resource/mcp`;
 let advertisedResource = resourceUrl;

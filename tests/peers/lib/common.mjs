@@ -82,12 +82,13 @@ export function makeLogger(tag, quiet = false) {
   };
 }
 
-// listen(server, port): binds 127.0.0.1:port (0 = ephemeral); resolves to the bound port.
-export function listen(server, port) {
+// listen(server, port, host): binds host (127.0.0.1 unless given) :port (0 = ephemeral);
+// resolves to the bound port.
+export function listen(server, port, host = '127.0.0.1') {
   return new Promise((resolve, reject) => {
     const onError = (err) => reject(err);
     server.once('error', onError);
-    server.listen(port, '127.0.0.1', () => {
+    server.listen(port, host, () => {
       server.off('error', onError);
       resolve(server.address().port);
     });

@@ -684,6 +684,69 @@ static void test_secret_body(void)
     http_response_release(&resp);
 }
 
+static const char *const proxy_vars[] = {"https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY",
+                                         "all_proxy",   "ALL_PROXY",   "no_proxy",   "NO_PROXY"};
+
+static void proxy_env_clear(void)
+{
+    for (size_t i = 0; i < sizeof(proxy_vars) / sizeof(proxy_vars[0]); i++)
+        (void)unsetenv(proxy_vars[i]);
+}
+
+/* The proxy http_proxy_for() picks for url ("" for none), and the variable it came from. */
+static void check_proxy(const char *url, const char *want, const char *want_var)
+{
+    char *p = NULL;
+    const char *var = NULL;
+    CHECK_INT(http_proxy_for(url, &p, &var), 0);
+    CHECK_STR(p ? p : "", want);
+    CHECK_STR(var ? var : "", want_var);
+    free(p);
+}
+
+static void test_proxy_choice(void)
+{
+    proxy_env_clear();
+    check_proxy("https://mcp.example.com/mcp", "", "");
+
+    CHECK_INT(setenv("HTTPS_PROXY", "http://proxy.corp:3128", 1), 0);
+    CHECK_INT(setenv("HTTP_PROXY", "http://plain.corp:80", 1), 0);
+    check_proxy("https://mcp.example.com/mcp", "http://proxy.corp:3128", "HTTPS_PROXY");
+    check_proxy("http://mcp.example.com/mcp", "http://plain.corp:80", "HTTP_PROXY");
+    CHECK_INT(setenv("https_proxy", "http://lower.corp:1", 1), 0); /* curl's order */
+    check_proxy("https://mcp.example.com/mcp", "http://lower.corp:1", "https_proxy");
+    /* loopback is never proxied: a proxy elsewhere cannot reach it, and plain http to it
+     * carries credentials only because it stays on the machine */
+    check_proxy("http://127.0.0.1:8080/mcp", "", "");
+    check_proxy("https://localhost/mcp", "", "");
+    check_proxy("https://[::1]:8443/mcp", "", "");
+
+    proxy_env_clear();
+    CHECK_INT(setenv("ALL_PROXY", "socks5://s.corp:1080", 1), 0);
+    check_proxy("https://mcp.example.com/mcp", "socks5://s.corp:1080", "ALL_PROXY");
+    CHECK_INT(setenv("NO_PROXY", "example.com, .internal,10.0.0.0/8 ,[2001:db8::1]", 1), 0);
+    check_proxy("https://mcp.example.com/mcp", "", ""); /* a subdomain */
+    check_proxy("https://EXAMPLE.com/mcp", "", "");     /* the domain, any case */
+    check_proxy("https://notexample.com/mcp", "socks5://s.corp:1080", "ALL_PROXY");
+    check_proxy("https://a.b.internal/mcp", "", ""); /* a leading dot */
+    check_proxy("https://10.20.30.40/mcp", "", "");  /* in the CIDR block */
+    check_proxy("https://11.0.0.1/mcp", "socks5://s.corp:1080", "ALL_PROXY");
+    check_proxy("https://[2001:db8::1]/mcp", "", ""); /* an IPv6 address */
+    check_proxy("https://[2001:db8::2]/mcp", "socks5://s.corp:1080", "ALL_PROXY");
+    CHECK_INT(setenv("no_proxy", "*", 1), 0);
+    check_proxy("https://anything.example.org/mcp", "", "");
+
+    /* the password of a proxy is never shown */
+    char *d = http_proxy_display("http://user:s3cret@proxy.corp:3128");
+    CHECK(d && !strstr(d, "s3cret") && !strstr(d, "user"));
+    CHECK_CONTAINS(d, "proxy.corp:3128");
+    free(d);
+    d = http_proxy_display("user:s3cret@proxy.corp:3128");
+    CHECK(d && !strstr(d, "s3cret"));
+    free(d);
+    proxy_env_clear();
+}
+
 static void test_teardown(void)
 {
     server_stop(&other_srv);
@@ -695,4 +758,4 @@ static void test_teardown(void)
 
 TESTS_MAIN(test_setup, test_echo_post, test_methods, test_www_authenticate, test_limits,
            test_redirects, test_cross_origin_redirect, test_timeout, test_connection_errors,
-           test_bad_requests, test_secret_body, test_teardown)
+           test_bad_requests, test_secret_body, test_proxy_choice, test_teardown)
