@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "credkit/buf.h"
+#include "credkit/json.h"
 #include "credkit/secmem.h"
 #include "credkit/textsafe.h"
 #include "credkit/url.h"
@@ -58,6 +59,29 @@ static int extra_params(struct buf *b, const char *ep, char *const *params, char
     return r;
 }
 
+/* "select_account" when signing in as an account other than the default one, so that a
+ * browser still signed in as another user lets the person choose (OpenID Connect Core 3.1.2.1);
+ * NULL when the entry's authorizationParams or the endpoint's own URL says "prompt" itself, or
+ * when the metadata lists the prompt values it supports without this one. */
+static const char *account_prompt(const struct grant_session *s, const char *ep)
+{
+    const char *query = strchr(ep, '?');
+    char *have = NULL;
+    if (!s->t->label)
+        return NULL;
+    if (json_get_array(s->d->as, "prompt_values_supported") &&
+        !discovery_as_lists(s->d, "prompt_values_supported", "select_account"))
+        return NULL;
+    for (char *const *p = s->t->oauth->authorization_params; p && *p; p++)
+        if (strncmp(*p, "prompt=", 7) == 0)
+            return NULL;
+    if (query && url_query_get(query + 1, "prompt", &have) >= 0 && have) {
+        free(have);
+        return NULL;
+    }
+    return "select_account";
+}
+
 static int build_authorize_url(const struct grant_session *s, const char *challenge,
                                const char *state, char **ret, struct err *e)
 {
@@ -83,6 +107,8 @@ static int build_authorize_url(const struct grant_session *s, const char *challe
         s->scope,
         "resource",
         grant_resource(s->t, s->d),
+        "prompt",
+        account_prompt(s, ep),
         NULL,
     };
     r = buf_append_str(&b, ep);

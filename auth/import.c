@@ -100,12 +100,14 @@ int import_parse_token(const char *text, size_t len, struct import_signin *ret, 
         len--;
     }
     if (len == 0)
-        return err_set(e, -EINVAL, "no token on standard input: pipe it in (never on the command "
-                                   "line), e.g. mcp-auth login SERVER --with-token <token.txt");
+        return err_set(e, -EINVAL,
+                       "no token on standard input: pipe it in (never on the command "
+                       "line), e.g. mcp-auth login SERVER --with-token <token.txt");
     if (*text != '{') {
         if (memchr(text, '\n', len))
-            return err_set(e, -EINVAL, "%s is more than one line: give the access token alone, "
-                                       "or a JSON token response starting with '{'",
+            return err_set(e, -EINVAL,
+                           "%s is more than one line: give the access token alone, "
+                           "or a JSON token response starting with '{'",
                            what);
         if (!oauth_bearer_token_valid(text, len))
             return err_set(e, -EINVAL,
@@ -226,8 +228,8 @@ static int save_discovery(struct token_entry *te, const struct discovery *d)
 }
 
 int import_store(const struct auth_target *t, const struct import_signin *s, bool force,
-                 bool dry_run, int64_t http_timeout_ms, enum import_outcome *ret,
-                 char **ret_issuer, struct err *e)
+                 bool dry_run, int64_t http_timeout_ms, enum import_outcome *ret, char **ret_issuer,
+                 struct err *e)
 {
     struct discovery *d = NULL;
     struct file_lock *lock = NULL;

@@ -67,8 +67,8 @@ enum import_outcome {
  * 2025-03-26 fallback names the issuer. With dry_run nothing is written. *ret_issuer (caller
  * frees) says where it went. */
 int import_store(const struct auth_target *t, const struct import_signin *s, bool force,
-                 bool dry_run, int64_t http_timeout_ms, enum import_outcome *ret,
-                 char **ret_issuer, struct err *e) _must_check_;
+                 bool dry_run, int64_t http_timeout_ms, enum import_outcome *ret, char **ret_issuer,
+                 struct err *e) _must_check_;
 
 /* mcp-remote's store directory: dir when given (the directory named by --dir, which holds
  * mcp-remote-v1/ or is it), else $MCP_REMOTE_CONFIG_DIR, else ~/.mcp-auth, each with
