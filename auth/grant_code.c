@@ -321,24 +321,33 @@ static uint16_t port_of(const char *uri)
 }
 
 /* The listener is up before the browser starts; a pre-registered redirect URI fixes its port,
- * a stored dynamic registration's port is reused when free. */
+ * a stored dynamic registration's port is reused when free. A callback URL override (an ingress
+ * or a port forward in front of this machine) is the redirect URI instead, while the listener
+ * stays on loopback, on the callback port when one is given. */
 static int listen_for_redirect(const struct grant_session *s, struct callback **ret,
                                const char **ret_redirect, struct err *e)
 {
     const struct oauth_config *oa = s->t->oauth;
-    uint16_t port = 0;
-    if (oa->redirect_uri)
+    const char *override = s->o->callback_url ? s->o->callback_url : oa->callback_url;
+    uint16_t fixed = s->o->callback_port ? s->o->callback_port : oa->callback_port;
+    uint16_t port = fixed;
+    if (!port && !override && oa->redirect_uri)
         port = port_of(oa->redirect_uri);
-    else if (s->te->registration == REGISTRATION_DYNAMIC && !oa->client_id)
+    else if (!port && !override && s->te->registration == REGISTRATION_DYNAMIC && !oa->client_id)
         port = port_of(s->te->redirect_uri);
+    bool must = fixed || (!override && oa->redirect_uri);
     int r = callback_start(port, ret, e);
-    if (r < 0 && port && !oa->redirect_uri) {
+    if (r < 0 && port && !must) {
         err_clear(e);
         r = callback_start(0, ret, e);
     }
+    if (r >= 0 && override && (r = callback_set_redirect_uri(*ret, override, e)) < 0) {
+        callback_stop(*ret);
+        *ret = NULL;
+    }
     if (r < 0)
         return r;
-    *ret_redirect = oa->redirect_uri ? oa->redirect_uri : callback_redirect_uri(*ret);
+    *ret_redirect = override || !oa->redirect_uri ? callback_redirect_uri(*ret) : oa->redirect_uri;
     return 0;
 }
 

@@ -77,6 +77,7 @@ static const char usage_tail[] =
 static const char login_help[] =
     "usage: mcp-auth login SERVER [--scope S] [--no-browser] [--paste] [--device-code]\n"
     "                      [--timeout D] [--allow-http] [--account NAME] [--with-token]\n"
+    "                      [--callback-url URL] [--callback-port PORT]\n"
     "       mcp-auth SERVER [same options]\n"
     "\n"
     "Sign in: discover the server's authorization server, register a client if needed, open\n"
@@ -102,6 +103,11 @@ static const char login_help[] =
     "                   the default account\n"
     "  --with-token     no sign-in: store the token read from standard input (the access\n"
     "                   token on one line, or a JSON token response starting with '{')\n"
+    "  --callback-url URL  the redirect URI to register and send, for a machine the browser\n"
+    "                   reaches through an ingress or a port forward; mcp-auth still listens\n"
+    "                   on 127.0.0.1 (the entry's \"callbackUrl\")\n"
+    "  --callback-port PORT  the port of that listener (the entry's \"callbackPort\"; default:\n"
+    "                   any free one)\n"
     "\n"
     "examples:\n"
     "  mcp-auth login github\n"
@@ -607,6 +613,8 @@ enum {
     OPT_ALLOW_HTTP,
     OPT_ACCOUNT,
     OPT_WITH_TOKEN,
+    OPT_CALLBACK_URL,
+    OPT_CALLBACK_PORT,
 };
 static const struct option login_opts[] = {
     {"scope", required_argument, NULL, OPT_SCOPE},
@@ -617,6 +625,8 @@ static const struct option login_opts[] = {
     {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
     {"account", required_argument, NULL, OPT_ACCOUNT},
     {"with-token", no_argument, NULL, OPT_WITH_TOKEN},
+    {"callback-url", required_argument, NULL, OPT_CALLBACK_URL},
+    {"callback-port", required_argument, NULL, OPT_CALLBACK_PORT},
     {0},
 };
 
@@ -724,6 +734,22 @@ static int cmd_login(int argc, char **argv)
         case OPT_WITH_TOKEN:
             with_token = true;
             break;
+        case OPT_CALLBACK_URL:
+            if (oauth_check_callback_url(optarg, "--callback-url", &e) < 0) {
+                say_error("%s", err_msg(&e));
+                return EXIT_USAGE;
+            }
+            lo.callback_url = optarg;
+            break;
+        case OPT_CALLBACK_PORT: {
+            int64_t port = 0;
+            if (parse_int64(optarg, &port) < 0 || port < 1 || port > 65535) {
+                say_error("--callback-port: '%s' is not a port number from 1 to 65535", optarg);
+                return EXIT_USAGE;
+            }
+            lo.callback_port = (uint16_t)port;
+            break;
+        }
         case OPT_TIMEOUT:
             if (duration_parse(optarg, &lo.timeout_ms) < 0 || lo.timeout_ms <= 0) {
                 say_error("--timeout: '%s' is not a positive duration (e.g. 90s, 5m)", optarg);
@@ -744,9 +770,11 @@ static int cmd_login(int argc, char **argv)
     if (status != EXIT_OK)
         goto out;
     if (with_token) {
-        if (lo.scope || lo.no_browser || lo.paste || lo.device_code || lo.timeout_ms) {
+        if (lo.scope || lo.no_browser || lo.paste || lo.device_code || lo.timeout_ms ||
+            lo.callback_url || lo.callback_port) {
             say_error("--with-token signs in with no browser and no code: it takes none of "
-                      "--scope, --no-browser, --paste, --device-code, --timeout");
+                      "--scope, --no-browser, --paste, --device-code, --timeout, --callback-url, "
+                      "--callback-port");
             status = EXIT_USAGE;
             goto out;
         }
