@@ -336,6 +336,11 @@ static int listen_for_redirect(const struct grant_session *s, struct callback **
     else if (!port && !override && s->te->registration == REGISTRATION_DYNAMIC && !oa->client_id)
         port = port_of(s->te->redirect_uri);
     bool must = fixed || (!override && oa->redirect_uri);
+    if (fixed && !override && oa->redirect_uri && port_of(oa->redirect_uri) != fixed)
+        return err_set(e, -EINVAL,
+                       "the callback port %u is not the port of \"oauth.redirectUri\" '%s', where "
+                       "the browser is sent back: leave the callback port out",
+                       (unsigned)fixed, oa->redirect_uri);
     int r = callback_start(port, ret, e);
     if (r < 0 && port && !must) {
         err_clear(e);

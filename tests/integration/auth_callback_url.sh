@@ -34,7 +34,8 @@ cat >"$PI_CODING_AGENT_DIR/mcp.json" <<EOF
   "fwd": {"url": "$MCP", "oauth": {"account": "fwd", "callbackUrl": "$OVERRIDE", "callbackPort": $LISTEN}},
   "badurl": {"url": "$MCP", "oauth": {"callbackUrl": "http://localhost:$FWD/cb?x=1"}},
   "both": {"url": "$MCP", "oauth": {"callbackUrl": "$OVERRIDE", "redirectUri": "http://127.0.0.1:$LISTEN/callback"}},
-  "badport": {"url": "$MCP", "oauth": {"callbackPort": 70000}}
+  "badport": {"url": "$MCP", "oauth": {"callbackPort": 70000}},
+  "fixed": {"url": "$MCP", "oauth": {"redirectUri": "http://127.0.0.1:$LISTEN/callback"}}
 }}
 EOF
 stats() { curl -sS --max-time 10 "$AS/__test/stats"; }
@@ -85,3 +86,5 @@ run 3 A login both
 assert_contains "$ERR" "\"oauth.callbackUrl\" and \"oauth.redirectUri\" both name the redirect URI: keep one"
 run 3 A login badport
 assert_contains "$ERR" "\"oauth.callbackPort\" must be a port number from 1 to 65535"
+run 3 A login fixed --callback-port "$FWD"
+assert_contains "$ERR" "the callback port $FWD is not the port of \"oauth.redirectUri\""
