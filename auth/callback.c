@@ -76,6 +76,12 @@ struct callback {
     char redirect_uri[sizeof("http://127.0.0.1:65535" CALLBACK_PATH)];
     char host_ip[sizeof("127.0.0.1:65535")];
     char host_name[sizeof("localhost:65535")];
+    /* callback_set_redirect_uri(): the address the browser is sent to in front of the listener
+     * (an ingress, a port forward), its authority as a Host header names it, and its path;
+     * NULL: our own address */
+    char *public_uri;
+    char *public_host;
+    char *public_path;
 
     const char *expected_state;    /* borrowed, set only during callback_wait() */
     enum callback_phase phase;     /* of the current wait; changed by phase_enter() only */
@@ -284,14 +290,22 @@ static bool params_ok(const struct params *p)
     return true;
 }
 
+/* The path a callback comes to: the redirect URI's. */
+static const char *expected_path(const struct callback *cb)
+{
+    return cb->public_path ? cb->public_path : CALLBACK_PATH;
+}
+
 /* The Host a browser sends after the redirect (or the authority of a pasted address): our
- * address, or localhost. Anything else (a DNS-rebinding page's own name, another machine) is
- * not a callback to us. */
+ * address, or localhost, or the authority of the redirect URI set in front of us. Anything else
+ * (a DNS-rebinding page's own name, another machine) is not a callback to us. */
 static bool host_ok(const struct callback *cb, const char *host)
 {
     if (!host)
         return false;
     if (strcasecmp(host, cb->host_ip) == 0 || strcasecmp(host, cb->host_name) == 0)
+        return true;
+    if (cb->public_host && strcasecmp(host, cb->public_host) == 0)
         return true;
     return cb->port == 80 && (strcmp(host, "127.0.0.1") == 0 || strcasecmp(host, "localhost") == 0);
 }
@@ -314,7 +328,7 @@ enum verdict {
 static enum verdict judge(const struct callback *cb, const char *path, const char *host,
                           const struct params *p)
 {
-    if (strcmp(path, CALLBACK_PATH) != 0)
+    if (strcmp(path, expected_path(cb)) != 0)
         return VERDICT_NOT_FOUND;
     if (!host_ok(cb, host))
         return VERDICT_FOREIGN;
@@ -380,7 +394,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (cc)
         cc->head = true; /* no longer one that drop_slow() may drop */
 
-    if (strcmp(url, CALLBACK_PATH) == 0 && strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+    if (strcmp(url, expected_path(cb)) == 0 && strcmp(method, MHD_HTTP_METHOD_GET) != 0)
         return ANSWER_STATIC(conn, MHD_HTTP_METHOD_NOT_ALLOWED, page_bad_method);
     struct params p = {0};
     (void)MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_param, &p);
@@ -613,7 +627,42 @@ out:
 
 const char *callback_redirect_uri(const struct callback *cb)
 {
-    return cb->redirect_uri;
+    return cb->public_uri ? cb->public_uri : cb->redirect_uri;
+}
+
+int callback_set_redirect_uri(struct callback *cb, const char *uri, struct err *e)
+{
+    static const char *const schemes[] = {"http://", "https://"};
+    const char *rest = NULL;
+    for (size_t i = 0; i < ELEMENTSOF(schemes) && !rest; i++)
+        if (strncasecmp(uri, schemes[i], strlen(schemes[i])) == 0)
+            rest = uri + strlen(schemes[i]);
+    size_t alen = rest ? strcspn(rest, "/?#") : 0;
+    if (!rest || alen == 0 || memchr(rest, '@', alen) || strpbrk(uri, "?# \t\r\n"))
+        return err_set(e, -EINVAL,
+                       "the callback URL must be an http:// or https:// URL with a host, a path "
+                       "and neither a query, a fragment nor a user name");
+    /* a browser leaves the scheme's default port out of its Host header */
+    bool https = rest - uri == 8;
+    size_t hlen = alen;
+    const char *dflt = https ? ":443" : ":80";
+    if (hlen > strlen(dflt) && strncmp(rest + hlen - strlen(dflt), dflt, strlen(dflt)) == 0 &&
+        rest[0] != '[')
+        hlen -= strlen(dflt);
+    char *u = strdup(uri), *h = strndup(rest, hlen), *p = strdup(rest[alen] ? rest + alen : "/");
+    if (!u || !h || !p) {
+        free(u);
+        free(h);
+        free(p);
+        return -ENOMEM;
+    }
+    free(cb->public_uri);
+    free(cb->public_host);
+    free(cb->public_path);
+    cb->public_uri = u;
+    cb->public_host = h;
+    cb->public_path = p;
+    return 0;
 }
 
 void callback_result_release(struct callback_result *r)
@@ -637,6 +686,9 @@ void callback_stop(struct callback *cb)
         MHD_stop_daemon(cb->daemon); /* closes the listening socket and every connection */
     callback_result_release(&cb->result);
     secure_wipe(cb->paste_line, sizeof(cb->paste_line));
+    free(cb->public_uri);
+    free(cb->public_host);
+    free(cb->public_path);
     free(cb);
 }
 
@@ -704,7 +756,7 @@ static void paste_split(const struct callback *cb, char *line, char *host, size_
     size_t scheme = url_scheme_len(line);
     if (scheme == 0 || strncmp(line + scheme, "://", 3) != 0) {
         (void)snprintf(host, host_size, "%s", cb->host_ip);
-        *ret_path = CALLBACK_PATH;
+        *ret_path = expected_path(cb);
         *ret_query = line + (*line == '?');
         return;
     }
@@ -713,11 +765,14 @@ static void paste_split(const struct callback *cb, char *line, char *host, size_
     if (q)
         *q++ = 0;
     *ret_query = q ? q : line + strlen(line);
-    if (strncasecmp(line, "http://", 7) != 0) {
+    size_t skip = strncasecmp(line, "http://", 7) == 0                      ? 7
+                  : cb->public_uri && strncasecmp(line, "https://", 8) == 0 ? 8
+                                                                            : 0;
+    if (skip == 0) {
         *ret_path = "";
         return;
     }
-    char *auth = line + 7;
+    char *auth = line + skip;
     size_t alen = strcspn(auth, "/");
     if (alen < host_size) {
         memcpy(host, auth, alen);
@@ -765,7 +820,7 @@ static void paste_take_line(struct callback *cb, char *line)
         paste_say(cb,
                   "refused the pasted address: it is not this sign-in's (which begins with %s); "
                   "paste the address the browser ended on, or wait for the browser",
-                  cb->redirect_uri);
+                  callback_redirect_uri(cb));
         break;
     case VERDICT_USED:
         break;

@@ -32,8 +32,14 @@ struct callback_result {
  * port is taken. Caller stops with callback_stop(). */
 int callback_start(uint16_t port, struct callback **ret, struct err *e) _must_check_;
 
-/* "http://127.0.0.1:<port>/callback". Borrowed. */
+/* "http://127.0.0.1:<port>/callback", or the URI callback_set_redirect_uri() set. Borrowed. */
 const char *callback_redirect_uri(const struct callback *cb);
+
+/* Makes uri the redirect URI, for a machine the browser reaches through an ingress or a port
+ * forward: the listener still binds 127.0.0.1, and a callback (or a pasted address) is taken
+ * on uri's path, with uri's authority (or ours) as its Host. uri is http:// or https://, with
+ * a host and a path ("/" when none), no query, fragment or user name (-EINVAL otherwise). */
+int callback_set_redirect_uri(struct callback *cb, const char *uri, struct err *e) _must_check_;
 
 /* Serves requests until one valid callback arrives, then answers it with the success page (or
  * the failure page for an error callback) and returns 0 with *ret filled, once that page has

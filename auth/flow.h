@@ -51,12 +51,14 @@ struct auth_ui {
 };
 
 struct login_opts {
-    const char *scope;       /* --scope: widen the grant to these (union with what we have) */
-    bool no_browser;         /* print the URL and wait */
-    bool paste;              /* also take the final address pasted on standard input */
-    bool device_code;        /* RFC 8628 instead of the browser */
-    int64_t timeout_ms;      /* for the browser / device authorization: 0 means 5 minutes */
-    int64_t http_timeout_ms; /* each request: 0 means 30 s */
+    const char *scope;        /* --scope: widen the grant to these (union with what we have) */
+    bool no_browser;          /* print the URL and wait */
+    bool paste;               /* also take the final address pasted on standard input */
+    bool device_code;         /* RFC 8628 instead of the browser */
+    int64_t timeout_ms;       /* for the browser / device authorization: 0 means 5 minutes */
+    int64_t http_timeout_ms;  /* each request: 0 means 30 s */
+    const char *callback_url; /* --callback-url: the redirect URI in front of the listener */
+    uint16_t callback_port;   /* --callback-port: the listener's port; 0: the settings' */
 };
 
 /* The whole sign-in. On success *ret holds the saved entry (caller frees). */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "credkit/buf.h"
+#include "credkit/json.h"
 #include "credkit/secmem.h"
 #include "credkit/textsafe.h"
 #include "credkit/url.h"
@@ -58,6 +59,29 @@ static int extra_params(struct buf *b, const char *ep, char *const *params, char
     return r;
 }
 
+/* "select_account" when signing in as an account other than the default one, so that a
+ * browser still signed in as another user lets the person choose (OpenID Connect Core 3.1.2.1);
+ * NULL when the entry's authorizationParams or the endpoint's own URL says "prompt" itself, or
+ * when the metadata lists the prompt values it supports without this one. */
+static const char *account_prompt(const struct grant_session *s, const char *ep)
+{
+    const char *query = strchr(ep, '?');
+    char *have = NULL;
+    if (!s->t->label)
+        return NULL;
+    if (json_get_array(s->d->as, "prompt_values_supported") &&
+        !discovery_as_lists(s->d, "prompt_values_supported", "select_account"))
+        return NULL;
+    for (char *const *p = s->t->oauth->authorization_params; p && *p; p++)
+        if (strncmp(*p, "prompt=", 7) == 0)
+            return NULL;
+    if (query && url_query_get(query + 1, "prompt", &have) >= 0 && have) {
+        free(have);
+        return NULL;
+    }
+    return "select_account";
+}
+
 static int build_authorize_url(const struct grant_session *s, const char *challenge,
                                const char *state, char **ret, struct err *e)
 {
@@ -83,6 +107,8 @@ static int build_authorize_url(const struct grant_session *s, const char *challe
         s->scope,
         "resource",
         grant_resource(s->t, s->d),
+        "prompt",
+        account_prompt(s, ep),
         NULL,
     };
     r = buf_append_str(&b, ep);
@@ -295,24 +321,38 @@ static uint16_t port_of(const char *uri)
 }
 
 /* The listener is up before the browser starts; a pre-registered redirect URI fixes its port,
- * a stored dynamic registration's port is reused when free. */
+ * a stored dynamic registration's port is reused when free. A callback URL override (an ingress
+ * or a port forward in front of this machine) is the redirect URI instead, while the listener
+ * stays on loopback, on the callback port when one is given. */
 static int listen_for_redirect(const struct grant_session *s, struct callback **ret,
                                const char **ret_redirect, struct err *e)
 {
     const struct oauth_config *oa = s->t->oauth;
-    uint16_t port = 0;
-    if (oa->redirect_uri)
+    const char *override = s->o->callback_url ? s->o->callback_url : oa->callback_url;
+    uint16_t fixed = s->o->callback_port ? s->o->callback_port : oa->callback_port;
+    uint16_t port = fixed;
+    if (!port && !override && oa->redirect_uri)
         port = port_of(oa->redirect_uri);
-    else if (s->te->registration == REGISTRATION_DYNAMIC && !oa->client_id)
+    else if (!port && !override && s->te->registration == REGISTRATION_DYNAMIC && !oa->client_id)
         port = port_of(s->te->redirect_uri);
+    bool must = fixed || (!override && oa->redirect_uri);
+    if (fixed && !override && oa->redirect_uri && port_of(oa->redirect_uri) != fixed)
+        return err_set(e, -EINVAL,
+                       "the callback port %u is not the port of \"oauth.redirectUri\" '%s', where "
+                       "the browser is sent back: leave the callback port out",
+                       (unsigned)fixed, oa->redirect_uri);
     int r = callback_start(port, ret, e);
-    if (r < 0 && port && !oa->redirect_uri) {
+    if (r < 0 && port && !must) {
         err_clear(e);
         r = callback_start(0, ret, e);
     }
+    if (r >= 0 && override && (r = callback_set_redirect_uri(*ret, override, e)) < 0) {
+        callback_stop(*ret);
+        *ret = NULL;
+    }
     if (r < 0)
         return r;
-    *ret_redirect = oa->redirect_uri ? oa->redirect_uri : callback_redirect_uri(*ret);
+    *ret_redirect = override || !oa->redirect_uri ? callback_redirect_uri(*ret) : oa->redirect_uri;
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "credkit/buf.h"
 #include "credkit/json.h"
@@ -99,6 +100,38 @@ static int check_redirect_uri(const char *url, struct err *e)
     if (!ok)
         return bad(e, "\"oauth.redirectUri\" must be 'http://127.0.0.1:PORT/callback' (or "
                       "localhost) with an explicit port: that is where mcp-auth listens");
+    return 0;
+}
+
+/* oauth.callbackUrl: the redirect URI for a machine the browser reaches through an ingress or a
+ * port forward; the listener stays on loopback and takes the callback on this URL's path. */
+int oauth_check_callback_url(const char *url, const char *label, struct err *e)
+{
+    size_t scheme = url_scheme_len(url);
+    char *canonical = NULL;
+    bool parsed = url_canonical(url, &canonical, NULL) >= 0;
+    free(canonical);
+    bool web = (scheme == 4 && strncasecmp(url, "http", 4) == 0) ||
+               (scheme == 5 && strncasecmp(url, "https", 5) == 0);
+    if (!web || strncmp(url + scheme, "://", 3) != 0 || url[scheme + 3] == '/' ||
+        url_has_userinfo(url) || strpbrk(url, "?# \t\r\n") || !parsed)
+        return bad(e,
+                   "%s must be an http:// or https:// URL with a host and neither a query, a "
+                   "fragment nor a user name: the address the browser is sent back to",
+                   label);
+    return 0;
+}
+
+/* oauth.callbackPort: the port the loopback listener binds, whole and from 1 to 65535. */
+static int parse_callback_port(struct json_object *o, uint16_t *ret, struct err *e)
+{
+    struct json_object *v;
+    int64_t port = 0;
+    if (!json_object_object_get_ex(o, "callbackPort", &v) || json_object_is_type(v, json_type_null))
+        return 0;
+    if (!json_get_int64(o, "callbackPort", &port) || port < 1 || port > 65535)
+        return bad(e, "\"oauth.callbackPort\" must be a port number from 1 to 65535");
+    *ret = (uint16_t)port;
     return 0;
 }
 
@@ -325,6 +358,10 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
     if (r >= 0)
         r = get_string(o, "redirectUri", "oauth.redirectUri", 0, &c->redirect_uri, e);
     if (r >= 0)
+        r = get_string(o, "callbackUrl", "oauth.callbackUrl", 0, &c->callback_url, e);
+    if (r >= 0)
+        r = parse_callback_port(o, &c->callback_port, e);
+    if (r >= 0)
         r = get_string(o, "account", "oauth.account", MCP_FIELD_NONBLANK, &c->account, e);
     if (r >= 0 && c->account && !tokens_label_valid(c->account))
         r = bad(e,
@@ -411,6 +448,14 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
         if (r < 0)
             return r;
     }
+    if (c->callback_url) {
+        if (c->redirect_uri)
+            return bad(e, "\"oauth.callbackUrl\" and \"oauth.redirectUri\" both name the "
+                          "redirect URI: keep one");
+        r = oauth_check_callback_url(c->callback_url, "\"oauth.callbackUrl\"", e);
+        if (r < 0)
+            return r;
+    }
     if (c->client_secret) {
         r = check_secret_template(c->client_secret, e);
         if (r < 0)
@@ -469,6 +514,7 @@ void oauth_config_free(struct oauth_config *c)
     free(c->client_metadata_url);
     free(c->scope);
     free(c->redirect_uri);
+    free(c->callback_url);
     free(c->grant);
     free(c->client_name);
     free(c->client_uri);

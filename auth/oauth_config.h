@@ -5,7 +5,8 @@
  * setting changes auth/ only. The validation and its messages are those of the loader: a wrong
  * type, a blank clientId, an unknown grant or key algorithm, an idp object without its token
  * endpoint or ID token, a client metadata URL that is not https with a path (or loopback http),
- * a redirect URI the loopback listener cannot receive, a clientSecret template with a syntax
+ * a redirect URI the loopback listener cannot receive, a callback URL that is no http(s) URL,
+ * a callback port out of range, a clientSecret template with a syntax
  * error, an authorization server metadata URL that is not https (or loopback http), a logo URI
  * that is not http(s), an authorization parameter the flow sets itself. A clientSecret naming an unset variable is not an error here: the secret is needed at
  * sign-in and refresh only, where a missing variable is reported; a stored token stays usable
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <json-c/json.h>
 
@@ -27,6 +29,9 @@ struct oauth_config {
     char *client_metadata_url; /* Client ID Metadata Document URL */
     char *scope;               /* space-separated scopes to request */
     char *redirect_uri;        /* fixes the loopback redirect (pre-registered clients) */
+    char *callback_url;        /* "callbackUrl": the redirect URI in front of the loopback
+                                  listener (an ingress, a port forward) */
+    uint16_t callback_port;    /* "callbackPort": the listener's port; 0: any */
     char *account;             /* "account": the account name this entry signs in as
                                   (tokens.h's label); NULL: the default account */
     char *grant;               /* as written: one of the grants of grant.h; NULL: the default,
@@ -76,3 +81,8 @@ int oauth_config_parse_server(const struct mcp_server *s, struct oauth_config **
 
 /* Frees c, wiping the secret templates. NULL is fine. */
 void oauth_config_free(struct oauth_config *c);
+
+/* Whether url can be a callback URL override (oauth.callbackUrl, --callback-url): http:// or
+ * https://, with a host, without query, fragment or user name. -EINVAL with a message that
+ * names it as label. */
+int oauth_check_callback_url(const char *url, const char *label, struct err *e) _must_check_;

@@ -128,6 +128,17 @@ run 4 A --config "$T_ROOT/auth.json" header --json conv
 failed mcp-auth-header login_required "header with no sign-in"
 assert_eq "$(json_get "$OUT" 'j.error.fix')" "run 'mcp-auth --config '$T_ROOT/auth.json' conv'"
 assert_contains "$ERR" "sign in with: mcp-auth --config '$T_ROOT/auth.json' conv"
+# import: nothing to import (an import itself is auth_import.sh's), a server mcp-remote has no
+# sign-in for (the answer, with its error), a usage error
+run 0 A import mcp-remote --json
+valid mcp-auth-import "import"
+assert_eq "$(json_get "$OUT" 'j.servers.length')" "0"
+run 4 A import mcp-remote --json https://none.example.com/mcp
+valid mcp-auth-import "import of a server mcp-remote has no sign-in for"
+assert_eq "$(json_get "$OUT" 'j.servers[0].result')" "failed"
+assert_eq "$(json_get "$OUT" 'j.error.code')" "login_required"
+run 2 A import --json
+failed mcp-auth-import usage "import without a source"
 
 # ---- mcp-bridge ---------------------------------------------------------------------------------
 MARK="json-conv-$$"

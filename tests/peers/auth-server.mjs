@@ -291,6 +291,15 @@ const provider = new Provider(issuer, configuration);
 
 // Counting and logging: one line per request, with the detail the token endpoint hides.
 provider.use(async (ctx, next) => {
+  const asked = ctx.href;
+  // prompt=select_account (OpenID Connect Core 3.1.2.1): the dev interactions have no account
+  // chooser, and their login page is one (whoever signs in there is the account chosen), so it
+  // is asked as prompt=login; the query recorded is the one the client sent
+  if (ctx.path === '/auth' && typeof ctx.query.prompt === 'string') {
+    const q = new URLSearchParams(ctx.querystring);
+    q.set('prompt', q.get('prompt').split(' ').map((p) => (p === 'select_account' ? 'login' : p)).join(' '));
+    ctx.querystring = q.toString();
+  }
   await next();
   const route = ctx.oidc?.route;
   const params = ctx.oidc?.params ?? {};
@@ -310,7 +319,7 @@ provider.use(async (ctx, next) => {
   } else if (route === 'authorization' || route === 'resume') {
     if (route === 'authorization') {
       stats.authorization_requests += 1;
-      stats.authorization_queries.push(Object.fromEntries(new URL(ctx.href).searchParams));
+      stats.authorization_queries.push(Object.fromEntries(new URL(asked).searchParams));
     }
   } else if (route === 'introspection' && ok) {
     stats.introspections += 1;

@@ -14,12 +14,15 @@
 //   BROWSER_LOG=path     append one line per navigation and action, for test assertions
 //   BROWSER_TIMEOUT=s    overall deadline in seconds (default 60)
 //   BROWSER_CHROMIUM=path the Chromium binary (default /usr/bin/chromium)
+//   BROWSER_PROFILE=dir  keep the profile in dir (created if need be, never removed), so that a
+//                        later run is still signed in to the authorization server, as a
+//                        person's browser is; default: a fresh profile, removed at the end
 //   BROWSER_HOLD_CALLBACK=path  the redirect never reaches the loopback callback, as for a browser
 //                        on another machine: its host and port resolve to nothing (the page fails
 //                        to load; a route cannot stop it, Playwright does not route redirects),
 //                        its URL is written to path (0600), and the script exits 0 - or 1 should
 //                        the callback load after all
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -79,7 +82,9 @@ function isCallback(u) {
     && (p.searchParams.has('code') || p.searchParams.has('error'));
 }
 
-const profile = mkdtempSync(join(tmpdir(), 'credkit-browser-'));
+const keptProfile = process.env.BROWSER_PROFILE;
+if (keptProfile) mkdirSync(keptProfile, { recursive: true, mode: 0o700 });
+const profile = keptProfile || mkdtempSync(join(tmpdir(), 'credkit-browser-'));
 let context;
 let exiting = false;
 async function finish(code, msg) {
@@ -92,7 +97,7 @@ async function finish(code, msg) {
   try {
     await context?.close();
   } catch { /* the browser may already be gone */ }
-  rmSync(profile, { recursive: true, force: true });
+  if (!keptProfile) rmSync(profile, { recursive: true, force: true });
   process.exit(code);
 }
 

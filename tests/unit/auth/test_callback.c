@@ -920,6 +920,59 @@ static void test_paste(void)
     callback_stop(cb);
 }
 
-TESTS_MAIN(test_paste, test_start_loopback, test_requests, test_error_callback, test_next_attempt,
-           test_error_escaped, test_timeout, test_tick, test_port_in_use, test_signals,
-           test_second_request_gone, test_slow_connections, test_head_deadline)
+/* A redirect URI set in front of the listener (an ingress, a port forward): it is the one
+ * handed out; a callback on its path with its authority (or ours) is taken, the listener's own
+ * path and other hosts are not; what cannot be one is refused. */
+static void test_override(void)
+{
+    struct err e = ERR_INIT;
+    struct callback *cb = NULL;
+    struct callback_result res = {0};
+    struct notes nt = {0};
+    char text[4096];
+    int w = -1;
+    CHECK_INT(callback_start(0, &cb, &e), 0);
+    if (!cb)
+        return;
+    static const char *const bad[] = {
+        "ftp://devbox.example/cb",     "https:///cb",
+        "https://u@devbox.example/cb", "https://devbox.example/cb?x=1",
+        "https://devbox.example/cb#f", "devbox.example/cb",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CHECK_INT(callback_set_redirect_uri(cb, bad[i], &e), -EINVAL);
+    CHECK_CONTAINS(callback_redirect_uri(cb), "http://127.0.0.1:");
+    CHECK_INT(callback_set_redirect_uri(cb, "https://DevBox.example:443/oauth/cb", &e), 0);
+    CHECK_STR(callback_redirect_uri(cb), "https://DevBox.example:443/oauth/cb");
+    unsigned port = cb_port(cb);
+    (void)snprintf(text, sizeof(text),
+                   "http://127.0.0.1:%u/callback?code=k1&state=" STATE "\n"
+                   "https://other.example/oauth/cb?code=k2&state=" STATE "\n"
+                   "https://devbox.example:8443/oauth/cb?code=k3&state=" STATE "\n"
+                   "https://devbox.example/oauth/cb?code=k4&state=" STATE "\n",
+                   port);
+    int r = paste_pipe(text, false, &w);
+    CHECK(r >= 0);
+    callback_paste_from(cb, r, on_note, &nt);
+    CHECK_INT(callback_wait(cb, STATE, 5000, NULL, NULL, &res, &e), 0);
+    CHECK_STR(res.code, "k4");
+    CHECK_INT(nt.n, 4);
+    for (int i = 0; i < 3; i++)
+        CHECK_CONTAINS(nt.last[i], "which begins with https://DevBox.example:443/oauth/cb");
+    callback_result_release(&res);
+    (void)close(r);
+    (void)close(w);
+    /* a query alone is judged as if it came to the redirect URI */
+    nt = (struct notes){0};
+    r = paste_pipe("code=k5&state=" STATE2 "\n", true, &w);
+    callback_paste_from(cb, r, on_note, &nt);
+    CHECK_INT(callback_wait(cb, STATE2, 5000, NULL, NULL, &res, &e), 0);
+    CHECK_STR(res.code, "k5");
+    callback_result_release(&res);
+    (void)close(r);
+    callback_stop(cb);
+}
+
+TESTS_MAIN(test_override, test_paste, test_start_loopback, test_requests, test_error_callback,
+           test_next_attempt, test_error_escaped, test_timeout, test_tick, test_port_in_use,
+           test_signals, test_second_request_gone, test_slow_connections, test_head_deadline)

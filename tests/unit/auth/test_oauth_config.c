@@ -111,6 +111,26 @@ static const struct {
      "with an explicit port"},
     {"r-oa-redir-num", "{'url': 'https://x.example', 'oauth': {'redirectUri': 8080}}",
      "\"oauth.redirectUri\" must be a string, not a number"},
+    {"r-oa-cb-ftp", "{'url': 'https://x.example', 'oauth': {'callbackUrl': 'ftp://dev.example/cb'}}",
+     "\"oauth.callbackUrl\" must be an http:// or https:// URL with a host"},
+    {"r-oa-cb-query",
+     "{'url': 'https://x.example', 'oauth': {'callbackUrl': 'https://dev.example/cb?x=1'}}",
+     "\"oauth.callbackUrl\" must be an http:// or https:// URL"},
+    {"r-oa-cb-user",
+     "{'url': 'https://x.example', 'oauth': {'callbackUrl': 'https://me@dev.example/cb'}}",
+     "\"oauth.callbackUrl\" must be an http:// or https:// URL"},
+    {"r-oa-cb-nohost", "{'url': 'https://x.example', 'oauth': {'callbackUrl': 'https:///cb'}}",
+     "\"oauth.callbackUrl\" must be an http:// or https:// URL"},
+    {"r-oa-cb-both",
+     "{'url': 'https://x.example', 'oauth': {'callbackUrl': 'https://dev.example/cb', "
+     "'redirectUri': 'http://127.0.0.1:8080/callback'}}",
+     "\"oauth.callbackUrl\" and \"oauth.redirectUri\" both name the redirect URI: keep one"},
+    {"r-oa-cbport-0", "{'url': 'https://x.example', 'oauth': {'callbackPort': 0}}",
+     "\"oauth.callbackPort\" must be a port number from 1 to 65535"},
+    {"r-oa-cbport-big", "{'url': 'https://x.example', 'oauth': {'callbackPort': 65536}}",
+     "\"oauth.callbackPort\" must be a port number from 1 to 65535"},
+    {"r-oa-cbport-str", "{'url': 'https://x.example', 'oauth': {'callbackPort': '8765'}}",
+     "\"oauth.callbackPort\" must be a port number from 1 to 65535"},
     {"r-gt-word", "{'url': 'https://x.example', 'oauth': {'grantType': 'password'}}",
      "\"oauth.grantType\" must be \"authorization_code\" or \"client_credentials\" (\"oauth.grant\" names mcp-auth's other grants), not 'password'"},
     {"r-gt-jwt", "{'url': 'https://x.example', 'oauth': {'grantType': 'jwt-bearer'}}",
@@ -274,6 +294,12 @@ static void test_oauth(void)
             CHECK_STR(f->authorization_params[1], "ui_locales=fr de");
         }
     }
+    oauth_config_free(f);
+    f = parse("{'url': 'https://a.example/mcp', 'oauth': {'callbackUrl': "
+              "'https://devbox.example/oauth/callback', 'callbackPort': 8765}}");
+    CHECK(f && f->callback_url && f->callback_port == 8765);
+    if (f)
+        CHECK_STR(f->callback_url, "https://devbox.example/oauth/callback");
     oauth_config_free(f);
     struct oauth_config *d = parse("{'url': 'https://a.example/mcp', 'oauth': {'clientId': 'x'}}");
     CHECK(d && !d->omit_resource && !d->refresh_sends_scope && !d->grant && !d->client_secret &&
