@@ -91,4 +91,3 @@ fail:
     free(out);
     return NULL;
 }
-

@@ -19,11 +19,11 @@
 #include "credkit/jsonw.h"
 #include "credkit/secmem.h"
 
-#define COORD       32 /* bytes of x, y, d, and of each half of a signature */
-#define JTI_BYTES   16
-#define PROOF_MAX   (16u * 1024u)
-#define HTU_MAX     (8u * 1024u)
-#define GROUP       "prime256v1"
+#define COORD     32 /* bytes of x, y, d, and of each half of a signature */
+#define JTI_BYTES 16
+#define PROOF_MAX (16u * 1024u)
+#define HTU_MAX   (8u * 1024u)
+#define GROUP     "prime256v1"
 
 struct dpop_key {
     unsigned refs;
@@ -51,8 +51,8 @@ static int key_fill_public(struct dpop_key *k)
 {
     unsigned char pub[1 + 2 * COORD];
     size_t len = 0;
-    if (EVP_PKEY_get_octet_string_param(k->pkey, OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof(pub),
-                                        &len) != 1 ||
+    if (EVP_PKEY_get_octet_string_param(k->pkey, OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof(pub), &len) !=
+            1 ||
         len != sizeof(pub) || pub[0] != 0x04)
         return -EIO;
     char *x = base64url_encode(pub + 1, COORD), *y = base64url_encode(pub + 1 + COORD, COORD);
@@ -187,8 +187,9 @@ int dpop_key_write_jwk(const struct dpop_key *k, struct buf *out)
         BN_bn2binpad(bn, d, COORD) != COORD)
         goto out;
     db64 = base64url_encode(d, COORD);
-    r = db64 ? buf_printf(out, "{\"kty\":\"EC\",\"crv\":\"P-256\",\"x\":\"%s\",\"y\":\"%s\",\"d\":\"%s\"}",
-                          k->x, k->y, db64)
+    r = db64 ? buf_printf(
+                   out, "{\"kty\":\"EC\",\"crv\":\"P-256\",\"x\":\"%s\",\"y\":\"%s\",\"d\":\"%s\"}",
+                   k->x, k->y, db64)
              : -ENOMEM;
 out:
     ERR_clear_error();
@@ -204,8 +205,8 @@ int dpop_key_thumbprint(const struct dpop_key *k, char **ret)
     unsigned char md[SHA256_DIGEST_LENGTH];
     struct buf b;
     buf_init(&b, 512);
-    int r = buf_printf(&b, "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"%s\",\"y\":\"%s\"}", k->x,
-                       k->y);
+    int r =
+        buf_printf(&b, "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"%s\",\"y\":\"%s\"}", k->x, k->y);
     if (r >= 0) {
         SHA256((const unsigned char *)b.data, b.len, md);
         *ret = base64url_encode(md, sizeof(md));
@@ -264,8 +265,8 @@ static int htu_of(const char *url, struct buf *out)
     return jsonw_string(out, url, n);
 }
 
-int dpop_proof(const struct dpop_key *k, const char *htm, const char *htu,
-               const char *access_token, const char *nonce, int64_t iat, char **ret)
+int dpop_proof(const struct dpop_key *k, const char *htm, const char *htu, const char *access_token,
+               const char *nonce, int64_t iat, char **ret)
 {
     struct buf header, claims, out;
     char *jti = NULL, *sig = NULL;

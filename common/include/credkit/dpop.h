@@ -61,9 +61,8 @@ void dpop_key_unref(struct dpop_key *k);
  * when access_token is not NULL; nonce when not NULL (it must be dpop_nonce_valid()). -EINVAL
  * for an htu that is not an http(s) URL or a bad nonce, -ENOMEM, -EIO. Caller frees (not a
  * secret: it is good for one request only, but it is not logged either). */
-int dpop_proof(const struct dpop_key *k, const char *htm, const char *htu,
-               const char *access_token, const char *nonce, int64_t iat,
-               char **ret) _must_check_;
+int dpop_proof(const struct dpop_key *k, const char *htm, const char *htu, const char *access_token,
+               const char *nonce, int64_t iat, char **ret) _must_check_;
 
 /* Whether s[0..len) may be a DPoP nonce: 1 to DPOP_NONCE_MAX characters of NQCHAR (visible
  * ASCII but '"' and '\', RFC 9449 8.1). */

@@ -90,9 +90,9 @@ static void test_proof(void)
     struct dpop_key *k = NULL;
     char *p = NULL;
     CHECK_INT(dpop_key_generate(&k), 0);
-    CHECK_INT(dpop_proof(k, "POST", "https://mcp.example.com/mcp?x=1#f", "tok.en", "n-1", 1700000000,
-                         &p),
-              0);
+    CHECK_INT(
+        dpop_proof(k, "POST", "https://mcp.example.com/mcp?x=1#f", "tok.en", "n-1", 1700000000, &p),
+        0);
     struct json_object *h = part_json(p, 0), *c = part_json(p, 1), *jwk = NULL;
     CHECK(h && c);
     CHECK_STR(json_get_string(h, "typ"), "dpop+jwt");
@@ -200,7 +200,8 @@ static void test_nonce(void)
     CHECK(!dpop_nonce_valid("a\"b", 3));
     CHECK(!dpop_nonce_valid("a\\b", 3));
     CHECK(dpop_challenge_wants_nonce("DPoP error=\"use_dpop_nonce\", error_description=\"x\""));
-    CHECK(dpop_challenge_wants_nonce("Bearer realm=\"a\", DPoP algs=\"ES256\", error=use_dpop_nonce"));
+    CHECK(dpop_challenge_wants_nonce(
+        "Bearer realm=\"a\", DPoP algs=\"ES256\", error=use_dpop_nonce"));
     CHECK(!dpop_challenge_wants_nonce("DPoP error=\"invalid_token\""));
     CHECK(!dpop_challenge_wants_nonce("Bearer error=\"use_dpop_nonce\""));
     CHECK(!dpop_challenge_wants_nonce(NULL));
