@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "credkit/challenge.h"
+#include "credkit/dpop.h"
 #include "credkit/json.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
@@ -79,7 +80,9 @@ static int strv_copy(char ***dst, char *const *src)
 
 int cred_copy(struct credentials *dst, const struct credentials *src)
 {
-    struct credentials c = {.expires_at = src->expires_at, .refresh_at = src->refresh_at};
+    struct credentials c = {.expires_at = src->expires_at,
+                            .refresh_at = src->refresh_at,
+                            .dpop = dpop_key_ref(src->dpop)};
     if (strv_copy(&c.headers, src->headers) < 0 || strv_copy(&c.vars, src->vars) < 0) {
         cred_release(&c);
         return -ENOMEM;
@@ -94,6 +97,8 @@ void cred_release(struct credentials *c)
     strv_free_secure(c->headers);
     strv_free_secure(c->vars);
     c->headers = c->vars = NULL;
+    dpop_key_unref(c->dpop);
+    c->dpop = NULL;
     c->expires_at = 0;
     c->refresh_at = 0;
 }

@@ -34,7 +34,8 @@
 #define CRED_SKEW_MAX_MS (60 * 1000)
 #define CRED_SKEW_MIN_MS 1000
 
-struct strv; /* credkit/strv.h */
+struct strv;     /* credkit/strv.h */
+struct dpop_key; /* credkit/dpop.h */
 
 enum cred_reason {
     CRED_REASON_CONNECT,      /* the first connect */
@@ -59,6 +60,9 @@ struct credentials {
     int64_t expires_at; /* Unix time in milliseconds; 0: does not expire */
     int64_t refresh_at; /* when asking again can give a newer answer (ms; before expires_at);
                          * 0: expires_at minus cred_skew_ms() */
+    /* the key that headers' "Authorization: DPoP" token is bound to: each request needs a
+     * fresh proof of it (cred_dpop.h). A reference (cred_copy() takes one); NULL: none */
+    struct dpop_key *dpop;
 };
 
 /* error 0 and c; or -errno with a message for the user (never a secret value), c NULL.
