@@ -27,7 +27,8 @@ struct cred_dpop {
  * line of headers ("Name: value", NULL-terminated), the old ones wiped. A key without such a
  * line proves requests without ath. The nonce is kept: it is the server's, not the token's.
  * -ENOMEM leaves d as it was. */
-int cred_dpop_set(struct cred_dpop *d, struct dpop_key *key, const char *const *headers) _must_check_;
+int cred_dpop_set(struct cred_dpop *d, struct dpop_key *key,
+                  const char *const *headers) _must_check_;
 
 /* Keeps nonce[0..len) for the next proofs when it is a valid one (dpop_nonce_valid()); returns
  * whether it differs from the one kept before. */
