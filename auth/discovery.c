@@ -174,6 +174,7 @@ static int probe(struct discovery *d, int64_t timeout_ms, char **ret_prm_url, st
     }
     /* a DPoP server's challenge carries the same parameters (RFC 9449 7.1) */
     const struct auth_challenge *bearer = challenges_find(&ch, "Bearer");
+    d->dpop_challenge = challenges_find(&ch, "DPoP") != NULL;
     if (!bearer)
         bearer = challenges_find(&ch, "DPoP");
     if (bearer) {

@@ -5,6 +5,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/dpop.h"
+#include "credkit/json.h"
 #include "credkit/secmem.h"
 
 #include "dpop.h"
@@ -12,6 +13,30 @@
 bool auth_dpop_offered(const struct discovery *d)
 {
     return discovery_as_lists(d, "dpop_signing_alg_values_supported", DPOP_ALG);
+}
+
+/* Whether the MCP server takes DPoP tokens: its 401 challenged with the DPoP scheme, or its
+ * protected resource metadata (RFC 9728 2) lists ES256 or requires bound tokens. */
+static bool resource_takes_dpop(const struct discovery *d)
+{
+    struct json_object *algs =
+        d->prm ? json_get_array(d->prm, "dpop_signing_alg_values_supported") : NULL;
+    bool required = false;
+    for (size_t i = 0; algs && i < json_object_array_length(algs); i++) {
+        struct json_object *v = json_object_array_get_idx(algs, i);
+        if (json_object_is_type(v, json_type_string) &&
+            strcmp(json_object_get_string(v), DPOP_ALG) == 0)
+            return true;
+    }
+    return d->dpop_challenge ||
+           (d->prm && json_get_bool(d->prm, "dpop_bound_access_tokens_required", &required) &&
+            required);
+}
+
+bool auth_dpop_wanted(const struct token_entry *te, const struct discovery *d)
+{
+    /* an entry that held a DPoP key: the server wanted it before (a renewal may not probe) */
+    return auth_dpop_offered(d) && (resource_takes_dpop(d) || te->dpop_key);
 }
 
 bool auth_dpop_bound(const struct token_entry *te)
@@ -39,7 +64,7 @@ static int key_for(struct token_entry *te, const struct discovery *d, const char
     *ret = NULL;
     if (grant && strcmp(grant, "refresh_token") == 0)
         return te->dpop_key ? auth_dpop_key(te, ret, e) : 0;
-    if (!auth_dpop_offered(d))
+    if (!auth_dpop_wanted(te, d))
         return 0;
     int r = dpop_key_generate(ret);
     return r < 0 ? err_set(e, r, "cannot make a DPoP key") : 0;

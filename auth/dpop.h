@@ -2,9 +2,12 @@
  * tokens.
  *
  * When the authorization server's metadata lists ES256 in dpop_signing_alg_values_supported,
- * every new grant (a sign-in, the client_credentials and jwt-bearer grants, the device flow)
- * uses a key pair made for it, and its token request carries a proof (credkit/dpop.h); a
- * refresh uses the key of the tokens it refreshes (the server bound the refresh token to it).
+ * and the MCP server takes DPoP tokens (its 401 challenged with the DPoP scheme, or its
+ * protected resource metadata lists ES256 or requires bound tokens: a server that knows only
+ * Bearer must not get a token it cannot use), every new grant (a sign-in, the
+ * client_credentials and jwt-bearer grants, the device flow) uses a key pair made for it, and
+ * its token request carries a proof (credkit/dpop.h); a refresh uses the key of the tokens it
+ * refreshes (the server bound the refresh token to it).
  * When the answer is a DPoP token, the private key is kept in the entry (token_entry.dpop_key,
  * a secret like the refresh token) for `header` to hand to the bridge; a bearer answer keeps
  * none. */
@@ -22,6 +25,10 @@
 
 /* Whether the authorization server of d takes DPoP proofs signed with ES256. */
 bool auth_dpop_offered(const struct discovery *d);
+
+/* Whether a new grant for te gets DPoP (see above): the authorization server offers it and the
+ * MCP server takes it (or te was DPoP-bound before). */
+bool auth_dpop_wanted(const struct token_entry *te, const struct discovery *d);
 
 /* Whether te's access token is DPoP-bound: token_type "DPoP" and a key kept. */
 bool auth_dpop_bound(const struct token_entry *te);

@@ -421,6 +421,8 @@ bool cred_insufficient_scope(const char *challenge)
     if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
         return false;
     const struct auth_challenge *c = challenges_find(&list, "Bearer");
+    if (!c) /* a DPoP token's server challenges with its own scheme (RFC 9449 7.1) */
+        c = challenges_find(&list, "DPoP");
     const char *v = c ? challenge_param(c, "error") : NULL;
     bool yes = v && strcmp(v, "insufficient_scope") == 0;
     challenges_release(&list);
@@ -432,7 +434,8 @@ bool cred_bearer_challenge(const char *challenge)
     struct auth_challenges list = {0};
     if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
         return false;
-    bool found = challenges_find(&list, "Bearer") != NULL;
+    /* a DPoP challenge (RFC 9449 7.1) asks for an OAuth token too */
+    bool found = challenges_find(&list, "Bearer") || challenges_find(&list, "DPoP");
     challenges_release(&list);
     return found;
 }

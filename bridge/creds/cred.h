@@ -152,10 +152,10 @@ int64_t cred_skew_ms(int64_t lifetime_ms);
 /* Unix time in milliseconds (expires_at's clock). */
 int64_t cred_now_ms(void);
 
-/* Whether a WWW-Authenticate value is a Bearer challenge with error="insufficient_scope" (a 403
- * that a wider grant would turn into a success: FORBIDDEN). */
+/* Whether a WWW-Authenticate value is a Bearer (or DPoP) challenge with
+ * error="insufficient_scope" (a 403 that a wider grant would turn into a success: FORBIDDEN). */
 bool cred_insufficient_scope(const char *challenge);
-/* Whether a WWW-Authenticate value holds a Bearer challenge (any parameters). */
+/* Whether a WWW-Authenticate value holds a Bearer or a DPoP challenge (any parameters). */
 bool cred_bearer_challenge(const char *challenge);
 
 /* When an entry signs in with mcp-auth: the one rule of the helpers' provider (cred_helper.h,

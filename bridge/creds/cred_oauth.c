@@ -125,6 +125,8 @@ char *cred_helper_challenged_scopes(const char *challenge)
     if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
         return NULL;
     const struct auth_challenge *c = challenges_find(&list, "Bearer");
+    if (!c)
+        c = challenges_find(&list, "DPoP");
     const char *v = c ? challenge_param(c, "scope") : NULL;
     if (v && *v)
         scopes = strdup(v);

@@ -1,7 +1,7 @@
 /* test_dpop_token.c - DPoP at the token endpoint (oauth.c, dpop.c): a proof on the request, one
  * more try with the server's nonce after use_dpop_nonce (and no third), token_type DPoP taken
  * only when a proof was sent, and the key kept in the entry with a DPoP token, dropped with a
- * bearer one, reused by a refresh. An in-test HTTP server on 127.0.0.1 plays the authorization
+ * bearer one, reused by a refresh; no proof for an MCP server that does not take DPoP tokens. An in-test HTTP server on 127.0.0.1 plays the authorization
  * server. */
 #include <errno.h>
 #include <stdbool.h>
@@ -24,7 +24,7 @@
 
 /* under mu: the server's answers, and what it saw */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static bool stubborn;         /* use_dpop_nonce whatever the proof */
+static bool stubborn;          /* use_dpop_nonce whatever the proof */
 static const char *token_type; /* of the answer to a proof with the nonce */
 static int requests;
 static char proofs[MAXREQ][PROOF];
@@ -58,8 +58,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     int i = requests < MAXREQ ? requests++ : MAXREQ - 1;
     httpd_header(c, "DPoP", proofs[i], PROOF);
     struct json_object *cl = claims_of(proofs[i]);
-    bool nonce = cl && json_get_string(cl, "nonce") &&
-                 strcmp(json_get_string(cl, "nonce"), "as-1") == 0;
+    bool nonce =
+        cl && json_get_string(cl, "nonce") && strcmp(json_get_string(cl, "nonce"), "as-1") == 0;
     json_object_put(cl);
     snprintf(answer, sizeof(answer),
              "{\"access_token\":\"at-%d\",\"token_type\":\"%s\",\"expires_in\":60,"
@@ -69,8 +69,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     pthread_mutex_unlock(&mu);
     if (!refuse)
         return httpd_reply(c, 200, "application/json", answer, NULL);
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(no_nonce), (void *)no_nonce,
-                                                             MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(no_nonce), (void *)no_nonce, MHD_RESPMEM_PERSISTENT);
     (void)MHD_add_response_header(r, "DPoP-Nonce", "as-1");
     return httpd_queue(c, 400, "application/json", NULL, r);
 }
@@ -153,6 +153,26 @@ static void entry_key(const char *endpoint)
     CHECK_INT(token_entry_new("https://mcp.example.com/mcp", "https://as.example.com", NULL, &te),
               0);
 
+    /* an MCP server that knows only Bearer: no proof, whatever the authorization server takes */
+    CHECK(!auth_dpop_wanted(te, &d));
+    reset(false, "Bearer");
+    CHECK_INT(auth_dpop_token(te, &d, &client, params, 5000, &tr, &e), 0);
+    pthread_mutex_lock(&mu);
+    CHECK_STR(proofs[0], "");
+    pthread_mutex_unlock(&mu);
+    CHECK(te->dpop_key == NULL);
+    token_response_release(&tr);
+    /* its protected resource metadata can say it takes them, as its challenge can */
+    d.prm = json_tokener_parse("{\"dpop_signing_alg_values_supported\": [\"ES256\"]}");
+    CHECK(auth_dpop_wanted(te, &d));
+    json_object_put(d.prm);
+    d.prm = json_tokener_parse("{\"dpop_bound_access_tokens_required\": true}");
+    CHECK(auth_dpop_wanted(te, &d));
+    json_object_put(d.prm);
+    d.prm = NULL;
+    d.dpop_challenge = true; /* its 401 said "WWW-Authenticate: DPoP ..." */
+    CHECK(auth_dpop_wanted(te, &d));
+
     /* a sign-in: a new key, kept with the DPoP token */
     reset(false, "DPoP");
     CHECK_INT(auth_dpop_token(te, &d, &client, params, 5000, &tr, &e), 0);
@@ -187,9 +207,10 @@ static void entry_key(const char *endpoint)
     CHECK(te->dpop_key == NULL);
     token_response_release(&tr);
 
-    /* a server without DPoP gets no proof */
+    /* an authorization server without DPoP gets no proof */
     json_object_object_del(d.as, "dpop_signing_alg_values_supported");
     CHECK(!auth_dpop_offered(&d));
+    CHECK(!auth_dpop_wanted(te, &d));
     reset(false, "Bearer");
     CHECK_INT(auth_dpop_token(te, &d, &client, params, 5000, &tr, &e), 0);
     pthread_mutex_lock(&mu);
