@@ -17,6 +17,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/file.h"
+#include "credkit/jws.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
 #include "credkit/util.h"
@@ -30,7 +31,6 @@
 #define ASSERTION_LIFETIME  300
 #define ASSERTION_JTI_BYTES 16
 #define ASSERTION_MAX       (64u * 1024u)
-#define ES256_COORD         32   /* bytes of R and of S */
 #define RS256_MIN_BITS      2048 /* RFC 7518 3.3 */
 
 char *jwt_account(const char *jwt)
@@ -223,78 +223,6 @@ static int key_check(EVP_PKEY *pkey, const char *alg, const char *dp, bool *ret_
     return 0;
 }
 
-/* The signature over input: raw R||S for ES256 (JWS, RFC 7518 3.4), PKCS#1 v1.5 for RS256.
- * Caller frees *ret (not secret). */
-static int sign(EVP_PKEY *pkey, bool es256, const char *input, size_t len, unsigned char **ret,
-                size_t *ret_len)
-{
-    EVP_MD_CTX *ctx = NULL;
-    EVP_PKEY_CTX *pctx = NULL; /* owned by ctx */
-    ECDSA_SIG *sig = NULL;
-    unsigned char *der = NULL, *raw = NULL;
-    size_t der_len = 0;
-    int r;
-
-    ctx = EVP_MD_CTX_new();
-    if (!ctx) {
-        r = -ENOMEM;
-        goto out;
-    }
-    if (EVP_DigestSignInit(ctx, &pctx, EVP_sha256(), NULL, pkey) != 1 ||
-        (!es256 && EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1) ||
-        EVP_DigestSign(ctx, NULL, &der_len, (const unsigned char *)input, len) != 1) {
-        r = -EIO;
-        goto out;
-    }
-    der = malloc(der_len);
-    if (!der) {
-        r = -ENOMEM;
-        goto out;
-    }
-    if (EVP_DigestSign(ctx, der, &der_len, (const unsigned char *)input, len) != 1) {
-        r = -EIO;
-        goto out;
-    }
-    if (!es256) {
-        *ret = der;
-        der = NULL;
-        *ret_len = der_len;
-        r = 0;
-        goto out;
-    }
-
-    /* OpenSSL gives ECDSA-Sig-Value in DER; JOSE wants R and S, 32 bytes each */
-    const unsigned char *p = der;
-    sig = d2i_ECDSA_SIG(NULL, &p, (long)der_len);
-    if (!sig) {
-        r = -EIO;
-        goto out;
-    }
-    const BIGNUM *br = NULL, *bs = NULL;
-    ECDSA_SIG_get0(sig, &br, &bs);
-    raw = malloc(2 * ES256_COORD);
-    if (!raw) {
-        r = -ENOMEM;
-        goto out;
-    }
-    if (BN_bn2binpad(br, raw, ES256_COORD) != ES256_COORD ||
-        BN_bn2binpad(bs, raw + ES256_COORD, ES256_COORD) != ES256_COORD) {
-        r = -EIO;
-        goto out;
-    }
-    *ret = raw;
-    raw = NULL;
-    *ret_len = 2 * ES256_COORD;
-    r = 0;
-out:
-    ERR_clear_error();
-    ECDSA_SIG_free(sig);
-    free(raw);
-    free(der);
-    EVP_MD_CTX_free(ctx);
-    return r;
-}
-
 static int add_str(struct json_object *o, const char *key, const char *v)
 {
     struct json_object *s = json_object_new_string(v);
@@ -380,8 +308,6 @@ int jwt_client_assertion(const char *pem_path, const char *alg, const char *kid,
 {
     EVP_PKEY *pkey = NULL;
     char *disp = NULL, *sig_b64 = NULL;
-    unsigned char *sig = NULL;
-    size_t sig_len = 0;
     struct buf out;
     bool es256 = false;
     int r;
@@ -409,14 +335,13 @@ int jwt_client_assertion(const char *pem_path, const char *alg, const char *kid,
         r = assertion_input(&out, es256, kid, client_id, audience, e);
     if (r < 0)
         goto out;
-    r = sign(pkey, es256, out.data, out.len, &sig, &sig_len);
+    r = jws_sign(pkey, es256, out.data, out.len, &sig_b64);
     if (r < 0) {
         if (r == -EIO)
             r = err_set(e, -EIO, "cannot sign the client assertion with '%s'", dp);
         goto out;
     }
-    sig_b64 = base64url_encode(sig, sig_len);
-    r = sig_b64 ? buf_append_char(&out, '.') : -ENOMEM;
+    r = buf_append_char(&out, '.');
     if (r >= 0)
         r = buf_append_str(&out, sig_b64);
     if (r < 0)
@@ -434,7 +359,6 @@ out:
     else if (r == -E2BIG)
         r = err_set(e, -E2BIG, "the client assertion would be larger than %u bytes", ASSERTION_MAX);
     EVP_PKEY_free(pkey);
-    free(sig);
     free(sig_b64);
     free(disp);
     buf_release(&out);

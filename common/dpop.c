@@ -17,9 +17,10 @@
 #include "credkit/dpop.h"
 #include "credkit/json.h"
 #include "credkit/jsonw.h"
+#include "credkit/jws.h"
 #include "credkit/secmem.h"
 
-#define COORD     32 /* bytes of x, y, d, and of each half of a signature */
+#define COORD     32 /* bytes of x, y and d */
 #define JTI_BYTES 16
 #define PROOF_MAX (16u * 1024u)
 #define HTU_MAX   (8u * 1024u)
@@ -216,36 +217,6 @@ int dpop_key_thumbprint(const struct dpop_key *k, char **ret)
     return r;
 }
 
-/* The raw R||S signature of input (JWS ES256, RFC 7518 3.4), base64url. */
-static int sign_es256(EVP_PKEY *pkey, const char *input, size_t len, char **ret)
-{
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    ECDSA_SIG *sig = NULL;
-    unsigned char der[80], raw[2 * COORD];
-    size_t der_len = sizeof(der);
-    const BIGNUM *br = NULL, *bs = NULL;
-    int r = -EIO;
-    if (!ctx)
-        return -ENOMEM;
-    if (EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, pkey) != 1 ||
-        EVP_DigestSign(ctx, der, &der_len, (const unsigned char *)input, len) != 1)
-        goto out;
-    const unsigned char *p = der;
-    sig = d2i_ECDSA_SIG(NULL, &p, (long)der_len);
-    if (!sig)
-        goto out;
-    ECDSA_SIG_get0(sig, &br, &bs);
-    if (BN_bn2binpad(br, raw, COORD) != COORD || BN_bn2binpad(bs, raw + COORD, COORD) != COORD)
-        goto out;
-    *ret = base64url_encode(raw, sizeof(raw));
-    r = *ret ? 0 : -ENOMEM;
-out:
-    ERR_clear_error();
-    ECDSA_SIG_free(sig);
-    EVP_MD_CTX_free(ctx);
-    return r;
-}
-
 static int append_b64(struct buf *b, const struct buf *json)
 {
     char *s = base64url_encode(json->data, json->len);
@@ -313,7 +284,7 @@ int dpop_proof(const struct dpop_key *k, const char *htm, const char *htu, const
     if (r >= 0)
         r = append_b64(&out, &claims);
     if (r >= 0)
-        r = sign_es256(k->pkey, out.data, out.len, &sig);
+        r = jws_sign(k->pkey, true, out.data, out.len, &sig);
     if (r >= 0)
         r = buf_printf(&out, ".%s", sig);
     if (r >= 0) {
