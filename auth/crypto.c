@@ -17,6 +17,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/file.h"
+#include "credkit/jws.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
 #include "credkit/util.h"
@@ -30,92 +31,7 @@
 #define ASSERTION_LIFETIME  300
 #define ASSERTION_JTI_BYTES 16
 #define ASSERTION_MAX       (64u * 1024u)
-#define ES256_COORD         32   /* bytes of R and of S */
 #define RS256_MIN_BITS      2048 /* RFC 7518 3.3 */
-
-static const char b64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char b64_url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static char *b64(const void *data, size_t len, const char *alphabet, bool pad)
-{
-    const unsigned char *in = data;
-    if (len > (SIZE_MAX / 4 - 1) * 3)
-        return NULL;
-    char *out = malloc((len + 2) / 3 * 4 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 3) {
-        size_t left = len - i;
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (left > 1)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (left > 2)
-            v |= in[i + 2];
-        out[o++] = alphabet[(v >> 18) & 63];
-        out[o++] = alphabet[(v >> 12) & 63];
-        if (left > 1)
-            out[o++] = alphabet[(v >> 6) & 63];
-        else if (pad)
-            out[o++] = '=';
-        if (left > 2)
-            out[o++] = alphabet[v & 63];
-        else if (pad)
-            out[o++] = '=';
-    }
-    out[o] = 0;
-    return out;
-}
-
-char *base64url_encode(const void *data, size_t len)
-{
-    return b64(data, len, b64_url, false);
-}
-
-char *base64_encode(const void *data, size_t len)
-{
-    return b64(data, len, b64_std, true);
-}
-
-char *base64url_decode(const char *s, size_t len, size_t *ret_len)
-{
-    if (len > 1024 * 1024)
-        return NULL;
-    /* to the standard alphabet, padded to a multiple of 4, as EVP_DecodeBlock wants */
-    size_t padded = (len + 3) / 4 * 4;
-    char *std = malloc(padded + 1);
-    unsigned char *out = malloc(padded / 4 * 3 + 1);
-    if (!std || !out)
-        goto fail;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (c == '-')
-            c = '+';
-        else if (c == '_')
-            c = '/';
-        else if (c == '=' ||
-                 !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
-            goto fail;
-        std[i] = c;
-    }
-    if (len % 4 == 1)
-        goto fail;
-    memset(std + len, '=', padded - len);
-    std[padded] = '\0';
-    int n = padded ? EVP_DecodeBlock(out, (const unsigned char *)std, (int)padded) : 0;
-    if (n < 0)
-        goto fail;
-    n -= (int)(padded - len); /* EVP_DecodeBlock counts the padding's zero bytes */
-    out[n] = '\0';
-    free(std);
-    if (ret_len)
-        *ret_len = (size_t)n;
-    return (char *)out;
-fail:
-    free(std);
-    free(out);
-    return NULL;
-}
 
 char *jwt_account(const char *jwt)
 {
@@ -307,78 +223,6 @@ static int key_check(EVP_PKEY *pkey, const char *alg, const char *dp, bool *ret_
     return 0;
 }
 
-/* The signature over input: raw R||S for ES256 (JWS, RFC 7518 3.4), PKCS#1 v1.5 for RS256.
- * Caller frees *ret (not secret). */
-static int sign(EVP_PKEY *pkey, bool es256, const char *input, size_t len, unsigned char **ret,
-                size_t *ret_len)
-{
-    EVP_MD_CTX *ctx = NULL;
-    EVP_PKEY_CTX *pctx = NULL; /* owned by ctx */
-    ECDSA_SIG *sig = NULL;
-    unsigned char *der = NULL, *raw = NULL;
-    size_t der_len = 0;
-    int r;
-
-    ctx = EVP_MD_CTX_new();
-    if (!ctx) {
-        r = -ENOMEM;
-        goto out;
-    }
-    if (EVP_DigestSignInit(ctx, &pctx, EVP_sha256(), NULL, pkey) != 1 ||
-        (!es256 && EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1) ||
-        EVP_DigestSign(ctx, NULL, &der_len, (const unsigned char *)input, len) != 1) {
-        r = -EIO;
-        goto out;
-    }
-    der = malloc(der_len);
-    if (!der) {
-        r = -ENOMEM;
-        goto out;
-    }
-    if (EVP_DigestSign(ctx, der, &der_len, (const unsigned char *)input, len) != 1) {
-        r = -EIO;
-        goto out;
-    }
-    if (!es256) {
-        *ret = der;
-        der = NULL;
-        *ret_len = der_len;
-        r = 0;
-        goto out;
-    }
-
-    /* OpenSSL gives ECDSA-Sig-Value in DER; JOSE wants R and S, 32 bytes each */
-    const unsigned char *p = der;
-    sig = d2i_ECDSA_SIG(NULL, &p, (long)der_len);
-    if (!sig) {
-        r = -EIO;
-        goto out;
-    }
-    const BIGNUM *br = NULL, *bs = NULL;
-    ECDSA_SIG_get0(sig, &br, &bs);
-    raw = malloc(2 * ES256_COORD);
-    if (!raw) {
-        r = -ENOMEM;
-        goto out;
-    }
-    if (BN_bn2binpad(br, raw, ES256_COORD) != ES256_COORD ||
-        BN_bn2binpad(bs, raw + ES256_COORD, ES256_COORD) != ES256_COORD) {
-        r = -EIO;
-        goto out;
-    }
-    *ret = raw;
-    raw = NULL;
-    *ret_len = 2 * ES256_COORD;
-    r = 0;
-out:
-    ERR_clear_error();
-    ECDSA_SIG_free(sig);
-    free(raw);
-    free(der);
-    EVP_MD_CTX_free(ctx);
-    return r;
-}
-
 static int add_str(struct json_object *o, const char *key, const char *v)
 {
     struct json_object *s = json_object_new_string(v);
@@ -464,8 +308,6 @@ int jwt_client_assertion(const char *pem_path, const char *alg, const char *kid,
 {
     EVP_PKEY *pkey = NULL;
     char *disp = NULL, *sig_b64 = NULL;
-    unsigned char *sig = NULL;
-    size_t sig_len = 0;
     struct buf out;
     bool es256 = false;
     int r;
@@ -493,14 +335,13 @@ int jwt_client_assertion(const char *pem_path, const char *alg, const char *kid,
         r = assertion_input(&out, es256, kid, client_id, audience, e);
     if (r < 0)
         goto out;
-    r = sign(pkey, es256, out.data, out.len, &sig, &sig_len);
+    r = jws_sign(pkey, es256, out.data, out.len, &sig_b64);
     if (r < 0) {
         if (r == -EIO)
             r = err_set(e, -EIO, "cannot sign the client assertion with '%s'", dp);
         goto out;
     }
-    sig_b64 = base64url_encode(sig, sig_len);
-    r = sig_b64 ? buf_append_char(&out, '.') : -ENOMEM;
+    r = buf_append_char(&out, '.');
     if (r >= 0)
         r = buf_append_str(&out, sig_b64);
     if (r < 0)
@@ -518,7 +359,6 @@ out:
     else if (r == -E2BIG)
         r = err_set(e, -E2BIG, "the client assertion would be larger than %u bytes", ASSERTION_MAX);
     EVP_PKEY_free(pkey);
-    free(sig);
     free(sig_b64);
     free(disp);
     buf_release(&out);

@@ -1,11 +1,12 @@
 /* crypto.h - the small cryptographic pieces of OAuth, on OpenSSL.
  *
- * PKCE (RFC 7636, S256 only), base64url, and the private_key_jwt client assertion (RFC 7523,
+ * PKCE (RFC 7636, S256 only), base64 (credkit/base64.h, re-exported here), and the private_key_jwt client assertion (RFC 7523,
  * RFC 7521) signed with an ES256 or RS256 PEM key for client_credentials. */
 #pragma once
 
 #include <stddef.h>
 
+#include "credkit/base64.h"
 #include "credkit/err.h"
 #include "credkit/macro.h"
 
@@ -17,15 +18,6 @@ int pkce_new(char **ret_verifier, char **ret_challenge) _must_check_;
  * is 43-128 characters of [A-Za-z0-9-._~] (RFC 7636 4.1). Caller frees. */
 int pkce_challenge_of(const char *verifier, char **ret) _must_check_;
 
-/* base64url without padding. Caller frees; NULL on ENOMEM. */
-char *base64url_encode(const void *data, size_t len);
-
-/* Standard base64 with padding (for client_secret_basic). Caller secure_free()s; NULL on
- * ENOMEM. */
-char *base64_encode(const void *data, size_t len);
-/* Decodes base64url s[0..len) (no padding, as JWTs write it) into a new NUL-terminated buffer
- * of *ret_len bytes. NULL for anything else, or ENOMEM. Caller frees. */
-char *base64url_decode(const char *s, size_t len, size_t *ret_len);
 /* The account a JWT (an ID token, or an access token that is one) names, for people: its
  * payload's "email", else "preferred_username", else "sub". The signature is not checked: it
  * is a label shown by status, never a decision. NULL when jwt is not a JWT or names none.

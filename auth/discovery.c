@@ -175,7 +175,11 @@ static int probe(struct discovery *d, int64_t timeout_ms, char **ret_prm_url, st
         if (challenges_parse(*h + 17 + strspn(*h + 17, " \t"), &ch, &pe) < 0)
             continue;
     }
+    /* a DPoP server's challenge carries the same parameters (RFC 9449 7.1) */
     const struct auth_challenge *bearer = challenges_find(&ch, "Bearer");
+    d->dpop_challenge = challenges_find(&ch, "DPoP") != NULL;
+    if (!bearer)
+        bearer = challenges_find(&ch, "DPoP");
     if (bearer) {
         const char *rm = challenge_param(bearer, "resource_metadata");
         const char *scope = challenge_param(bearer, "scope");

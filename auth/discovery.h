@@ -36,6 +36,7 @@ struct discovery {
     bool as_defaults;       /* no AS metadata: default endpoints */
     char *challenge_scope;  /* "scope" of the 401 challenge, NULL when none */
     bool needs_auth;        /* the probe got 401 */
+    bool dpop_challenge;    /* ... with a challenge of the DPoP scheme (RFC 9449 7.1) */
     bool no_oauth;          /* needs_auth, neither protected resource metadata nor authorization
                       server metadata was found (as_defaults), and the default token endpoint
                       is not there either (404, 405, 410 to an empty POST): not an OAuth

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "dpop.h"
 #include "grant.h"
 #include "ratelimit.h"
 #include "store.h"
@@ -115,8 +116,7 @@ int grant_request_tokens(struct token_entry *te, const struct discovery *d,
     int r = ratelimit_check(te, RATELIMIT_TOKEN, e);
     if (r < 0)
         return r;
-    return oauth_token(discovery_as_string(d, "token_endpoint"), client, params, timeout_ms, ret,
-                       e);
+    return auth_dpop_token(te, d, client, params, timeout_ms, ret, e);
 }
 
 const char *grant_resource(const struct auth_target *t, const struct discovery *d)

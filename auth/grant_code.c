@@ -17,6 +17,7 @@
 #include "callback.h"
 #include "client.h"
 #include "crypto.h"
+#include "dpop.h"
 #include "grant.h"
 #include "iss.h"
 #include "store.h"
@@ -415,8 +416,7 @@ static int device_poll(struct grant_session *s, const struct oauth_client *clien
             "resource",    grant_resource(s->t, s->d),
             NULL,
         };
-        int r = oauth_token(discovery_as_string(s->d, "token_endpoint"), client, params,
-                            s->http_timeout_ms, &tr, e);
+        int r = auth_dpop_token(s->te, s->d, client, params, s->http_timeout_ms, &tr, e);
         if (r >= 0 && !tr.error)
             r = store_tokens(s->te, &tr, s->scope, true);
         else if (r >= 0 && strcmp(tr.error, "authorization_pending") == 0)

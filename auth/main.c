@@ -27,6 +27,7 @@
 #include "credkit/util.h"
 #include "credkit/version.h"
 
+#include "dpop.h"
 #include "flow.h"
 #include "import.h"
 #include "logout.h"
@@ -850,7 +851,8 @@ out:
 
 /* The answer of `header` for te into out: with json the helper protocol's headers answer (the
  * Authorization header and the token's expiry; when the server gave none, an hour after it was
- * issued), else the header line. A token that could not be sent as a header value (a control
+ * issued; for a DPoP-bound token, "Authorization: DPoP" and the key, for the bridge to sign each
+ * request's proof), else the header line. A token that could not be sent as a header value (a control
  * character) is refused in both forms, with a message in e that never quotes it. */
 static int write_header_answer(const struct token_entry *te, bool json, struct buf *out,
                                struct err *e)
@@ -863,7 +865,10 @@ static int write_header_answer(const struct token_entry *te, bool json, struct b
                        "is never sent",
                        te->server_url);
     buf_init_secret(&value, 1024 * 1024);
-    int r = buf_printf(&value, "Bearer %s", te->access_token);
+    bool dpop = auth_dpop_bound(te);
+    int r = buf_printf(&value, "%s %s", dpop ? "DPoP" : "Bearer", te->access_token);
+    if (r >= 0 && dpop && json)
+        r = auth_dpop_key(te, &h.dpop, e);
     if (r >= 0 && !header_value_safe(value.data, value.len))
         r = err_set(e, AUTH_LOGIN_REQUIRED,
                     "the stored token for '%s' cannot be sent as a header value", te->server_url);

@@ -11,6 +11,7 @@
 #include "credkit/secmem.h"
 #include "credkit/textsafe.h"
 #include "credkit/url.h"
+#include "credkit/util.h"
 
 #include "crypto.h"
 #include "net.h"
@@ -112,10 +113,12 @@ static int client_auth(const struct oauth_client *c, struct buf *form, char **re
     return r;
 }
 
-/* POSTs a form; parses a JSON object answer into *ret_obj. */
-static int post_form(const char *endpoint, const char *what, const struct oauth_client *client,
-                     struct buf *form, int64_t timeout_ms, long *ret_status,
-                     struct json_object **ret_obj, struct err *e)
+/* POSTs a form, with the header line extra when not NULL (a DPoP proof); parses a JSON object
+ * answer into *ret_obj, and a valid DPoP-Nonce of the answer into *ret_nonce (when not NULL;
+ * NULL when none). */
+static int post_form_ex(const char *endpoint, const char *what, const struct oauth_client *client,
+                        struct buf *form, const char *extra, int64_t timeout_ms, long *ret_status,
+                        struct json_object **ret_obj, char **ret_nonce, struct err *e)
 {
     char *auth = NULL;
     struct http_response resp = {0};
@@ -123,7 +126,9 @@ static int post_form(const char *endpoint, const char *what, const struct oauth_
     int r = client ? client_auth(client, form, &auth) : 0;
     if (r < 0)
         return r;
-    const char *headers[] = {"Accept: application/json", auth, NULL};
+    /* the client's authentication goes into the form: once only, whatever the retries */
+    const char *headers[] = {"Accept: application/json", auth ? auth : extra, auth ? extra : NULL,
+                             NULL};
     struct http_request req = {
         .tls = net_tls(),
         .method = "POST",
@@ -142,6 +147,11 @@ static int post_form(const char *endpoint, const char *what, const struct oauth_
         goto out;
     }
     *ret_status = resp.status;
+    const char *nonce = ret_nonce ? http_response_header(&resp, "dpop-nonce") : NULL;
+    if (nonce && dpop_nonce_valid(nonce, strlen(nonce)) && !(*ret_nonce = strdup(nonce))) {
+        r = -ENOMEM;
+        goto out;
+    }
     if (resp.body.len == 0) {
         r = 0;
         goto out;
@@ -163,6 +173,58 @@ out:
     return r;
 }
 
+static int post_form(const char *endpoint, const char *what, const struct oauth_client *client,
+                     struct buf *form, int64_t timeout_ms, long *ret_status,
+                     struct json_object **ret_obj, struct err *e)
+{
+    return post_form_ex(endpoint, what, client, form, NULL, timeout_ms, ret_status, ret_obj, NULL,
+                        e);
+}
+
+/* The token request, with a DPoP proof when client->dpop: a first try, and when the server
+ * answers 400 use_dpop_nonce with a DPoP-Nonce (RFC 9449 8), one more with that nonce. The
+ * form is built again for the second try (client_auth() adds to it). */
+static int post_token(const char *endpoint, const struct oauth_client *client,
+                      const struct buf *params, int64_t timeout_ms, long *ret_status,
+                      struct json_object **ret_obj, struct err *e)
+{
+    char *nonce = NULL;
+    int r = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct buf form;
+        char *proof = NULL, *line = NULL, *got = NULL;
+        buf_init_secret(&form, params->max);
+        r = params->len ? buf_append(&form, params->data, params->len) : 0;
+        if (r >= 0 && client->dpop) {
+            r = dpop_proof(client->dpop, "POST", endpoint, NULL, nonce, now_unix(), &proof);
+            if (r >= 0 && asprintf(&line, "DPoP: %s", proof) < 0) {
+                line = NULL;
+                r = -ENOMEM;
+            }
+            if (r < 0)
+                r = err_set(e, r, "token request: cannot sign the DPoP proof for '%s'", endpoint);
+        }
+        if (r >= 0) {
+            json_object_put(*ret_obj);
+            *ret_obj = NULL;
+            r = post_form_ex(endpoint, "token request", client, &form, line, timeout_ms, ret_status,
+                             ret_obj, client->dpop ? &got : NULL, e);
+        }
+        free(proof);
+        free(line);
+        buf_release(&form);
+        const char *error = r >= 0 && *ret_obj ? json_get_string(*ret_obj, "error") : NULL;
+        bool again = attempt == 0 && got && *ret_status == 400 && error &&
+                     strcmp(error, "use_dpop_nonce") == 0;
+        free(nonce);
+        nonce = got;
+        if (!again)
+            break;
+    }
+    free(nonce);
+    return r;
+}
+
 bool oauth_bearer_token_valid(const char *token, size_t len)
 {
     return token && b64token_valid(token, len);
@@ -172,7 +234,8 @@ bool oauth_bearer_token_valid(const char *token, size_t len)
  * the token goes out as "Authorization: Bearer <token>", so one that is not an RFC 6750
  * b64token (a line break in it would make a second header line in every consumer) is refused
  * here and never stored. The message never quotes the token. */
-static int token_check_answer(struct json_object *obj, const char *endpoint, struct err *e)
+static int token_check_answer(struct json_object *obj, const char *endpoint, bool dpop,
+                              struct err *e)
 {
     struct json_object *at = NULL;
     (void)json_object_object_get_ex(obj, "access_token", &at);
@@ -185,11 +248,12 @@ static int token_check_answer(struct json_object *obj, const char *endpoint, str
                        "report this to the authorization server's operator",
                        endpoint);
     const char *type = json_get_string(obj, "token_type");
-    if (type && strcasecmp(type, "bearer") != 0) {
+    /* a DPoP token is good only with proofs of the key it is bound to: only when we sent one */
+    if (type && strcasecmp(type, "bearer") != 0 && !(dpop && strcasecmp(type, "dpop") == 0)) {
         struct buf sc;
         buf_init(&sc, 256);
-        int r = err_set(e, -EPROTO, "token request: unsupported token type '%.64s' (only Bearer)",
-                        text_escaped(&sc, type));
+        int r = err_set(e, -EPROTO, "token request: unsupported token type '%.64s' (only %s)",
+                        text_escaped(&sc, type), dpop ? "Bearer and DPoP" : "Bearer");
         buf_release(&sc);
         return r;
     }
@@ -209,7 +273,7 @@ int oauth_token(const char *endpoint, const struct oauth_client *client, const c
             r = form_add(&form, params[i], params[i + 1]);
     if (r < 0)
         goto out;
-    r = post_form(endpoint, "token request", client, &form, timeout_ms, &t.status, &obj, e);
+    r = post_token(endpoint, client, &form, timeout_ms, &t.status, &obj, e);
     if (r < 0)
         goto out;
     if (!obj) {
@@ -232,7 +296,7 @@ int oauth_token(const char *endpoint, const struct oauth_client *client, const c
                         endpoint);
             goto out;
         }
-        r = token_check_answer(obj, endpoint, e);
+        r = token_check_answer(obj, endpoint, client->dpop != NULL, e);
         if (r < 0)
             goto out;
         t.access_token = strdup(at);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "credkit/dpop.h"
 #include "credkit/err.h"
 #include "credkit/macro.h"
 
@@ -20,6 +21,9 @@ struct oauth_client {
     const char *auth_method;   /* "none", "client_secret_basic", "client_secret_post",
                                   "private_key_jwt"; NULL: basic with a secret, else none */
     const char *assertion;     /* private_key_jwt: the signed JWT */
+    /* DPoP (RFC 9449 5): oauth_token() sends a proof signed with this key, retries once with
+     * the server's nonce on use_dpop_nonce, and takes a token of type DPoP. NULL: bearer only */
+    const struct dpop_key *dpop;
 };
 
 /* The longest lifetime taken from an answer's "expires_in" (ten years): a larger one is read as
@@ -41,7 +45,10 @@ struct token_response {
 /* POSTs the form params (NULL-terminated name, value pairs; values may be secrets) to the
  * token endpoint with the client's authentication. Returns 0 when the server answered with
  * either tokens or an OAuth error (check ret->error); < 0 for network failures and answers
- * that are neither (with a message). A success without access_token is -EBADMSG. */
+ * that are neither (with a message). A success without access_token is -EBADMSG. With
+ * client->dpop, the request carries a DPoP proof, a 400 use_dpop_nonce with a DPoP-Nonce is
+ * answered once with a proof holding that nonce, and token_type "DPoP" is taken (else only
+ * "Bearer"). */
 int oauth_token(const char *endpoint, const struct oauth_client *client, const char *const *params,
                 int64_t timeout_ms, struct token_response *ret, struct err *e) _must_check_;
 

@@ -9,6 +9,7 @@
 
 #include "client.h"
 #include "discovery.h"
+#include "dpop.h"
 #include "grant.h"
 #include "oauth.h"
 #include "refresh.h"
@@ -40,7 +41,7 @@ static int64_t effective_expiry(const struct token_entry *t)
 bool auth_token_sendable(const struct token_entry *t)
 {
     return t->access_token && oauth_bearer_token_valid(t->access_token, strlen(t->access_token)) &&
-           (!t->token_type || strcasecmp(t->token_type, "bearer") == 0);
+           (!t->token_type || strcasecmp(t->token_type, "bearer") == 0 || auth_dpop_bound(t));
 }
 
 bool auth_token_fresh(const struct token_entry *t, int64_t now)

@@ -50,6 +50,7 @@ void token_json_wipe_secrets(struct json_object *root)
     wipe_json_string(reg, "registration_access_token");
     wipe_json_string(tok, "access_token");
     wipe_json_string(tok, "refresh_token");
+    wipe_json_string(tok, "dpop_key");
 }
 
 /* -EBADMSG "'<file>': <what>: fix or remove the file" */
@@ -193,6 +194,8 @@ static int read_tokens(struct json_object *tok, struct token_entry *t, const cha
         r = read_str(tok, sec, "token_type", &t->token_type, dp, e);
     if (r >= 0)
         r = read_str(tok, sec, "refresh_token", &t->refresh_token, dp, e);
+    if (r >= 0)
+        r = read_str(tok, sec, "dpop_key", &t->dpop_key, dp, e);
     if (r >= 0)
         r = read_str(tok, sec, "scope", &t->scope, dp, e);
     if (r >= 0)
@@ -364,6 +367,8 @@ static int tokens_to_json(const struct token_entry *t, struct json_object *tok)
     if (r >= 0)
         r = add_str(tok, "refresh_token", t->refresh_token);
     if (r >= 0)
+        r = add_str(tok, "dpop_key", t->dpop_key);
+    if (r >= 0)
         r = add_str(tok, "scope", t->scope);
     if (r >= 0)
         r = add_str(tok, "account", t->account);
@@ -451,6 +456,7 @@ out:
         wipe_json_string(reg, "registration_access_token");
         wipe_json_string(tok, "access_token");
         wipe_json_string(tok, "refresh_token");
+        wipe_json_string(tok, "dpop_key");
     }
     json_object_put(root);
     json_object_put(reg);

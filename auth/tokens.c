@@ -10,7 +10,7 @@
  *    "registration": {"method": "dynamic" | "pre-registered" | "metadata-document",
  *                     "client_id", "client_secret", "token_endpoint_auth_method",
  *                     "redirect_uri", "client_secret_expires_at", "registered_at"},
- *    "tokens": {"access_token", "token_type", "refresh_token", "scope", "expires_at",
+ *    "tokens": {"access_token", "token_type", "refresh_token", "dpop_key", "scope", "expires_at",
  *               "issued_at"},
  *    "discovery": {"authorization_server_metadata": {...}, "protected_resource_metadata": {...},
  *                  "resource_metadata_url", "fetched_at"},
@@ -234,6 +234,8 @@ void token_entry_clear_tokens(struct token_entry *t)
         return;
     secure_free(t->access_token);
     secure_free(t->refresh_token);
+    secure_free(t->dpop_key);
+    t->dpop_key = NULL;
     free(t->token_type);
     free(t->scope);
     free(t->account);

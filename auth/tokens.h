@@ -55,6 +55,8 @@ struct token_entry {
     char *access_token;  /* secret */
     char *token_type;    /* "Bearer" */
     char *refresh_token; /* secret; NULL when none */
+    char *dpop_key;      /* secret: the private JWK (compact JSON text) the tokens are bound to
+                          * (token_type "DPoP", dpop.h); NULL for bearer tokens */
     char *scope;         /* granted, space-separated */
     char *account;       /* who signed in, for people (an id_token's or a JWT access token's
                           * email, else username, else subject); NULL: not known */

@@ -235,7 +235,8 @@ static bool repeat_refused(const struct reader *rd, struct json_tokener *tok, ch
         bool known = strcmp(key, "version") == 0 ||
                      (rd->kind == ANSWER_SECRETS
                           ? strcmp(key, "secrets") == 0
-                          : strcmp(key, "headers") == 0 || strcmp(key, "expires_at") == 0);
+                          : strcmp(key, "headers") == 0 || strcmp(key, "expires_at") == 0 ||
+                                strcmp(key, "dpop") == 0);
         if (known)
             (void)snprintf(what, size, "\"%s\"", key);
         return known;
@@ -410,17 +411,17 @@ static int read_positive_int(struct json_object *v, const char *what, int64_t *r
     return 0;
 }
 
-static int read_version(struct json_object *v, struct err *e)
+static int read_version(struct json_object *v, int newest, struct err *e)
 {
     int64_t version = 0;
     int r = read_positive_int(v, "\"version\"", &version, e);
     if (r < 0)
         return r;
-    if (version > HELPER_ANSWER_VERSION)
+    if (version > newest)
         return err_set(e, -EPROTONOSUPPORT,
                        "the answer is in version %lld of the helper protocol, and this program "
                        "reads version %d: update it",
-                       (long long)version, HELPER_ANSWER_VERSION);
+                       (long long)version, newest);
     return 0;
 }
 
@@ -640,7 +641,7 @@ int helper_secrets_parse(const char *text, size_t len, struct helper_secrets *re
     json_object_object_foreach(root, k, v)
     {
         if (strcmp(k, "version") == 0) {
-            r = read_version(v, e);
+            r = read_version(v, HELPER_ANSWER_VERSION, e);
         } else if (strcmp(k, "secrets") == 0) {
             r = read_secrets_object(v, &a, e);
             secrets = true;
@@ -709,9 +710,24 @@ const char *helper_header_framing(const char *name)
     return NULL;
 }
 
+/* The token of "Bearer TOKEN" or "DPoP TOKEN" (value[0..len)), in *ret_token, *ret_len; false
+ * for another scheme. */
+static bool token_scheme(const char *value, size_t len, const char **ret_token, size_t *ret_len)
+{
+    static const char *const schemes[] = {"Bearer ", "DPoP "};
+    for (size_t i = 0; i < ELEMENTSOF(schemes); i++) {
+        size_t n = strlen(schemes[i]);
+        if (len >= n && strncasecmp(value, schemes[i], n) == 0) {
+            *ret_token = value + n;
+            *ret_len = len - n;
+            return true;
+        }
+    }
+    return false;
+}
+
 const char *helper_header_refusal(const char *name, const char *value, size_t len)
 {
-    static const char bearer[] = "Bearer ";
     /* the name first: no value makes such a header one that may be added */
     const char *why = name ? helper_header_framing(name) : NULL;
     if (why)
@@ -722,9 +738,10 @@ const char *helper_header_refusal(const char *name, const char *value, size_t le
         return "the value has a control character (CR, LF, NUL and the like are refused)";
     if (!header_value_safe(value, len))
         return "the value begins or ends with a space or a tab";
-    if (name && strcasecmp(name, "Authorization") == 0 && len >= sizeof(bearer) - 1 &&
-        strncasecmp(value, bearer, sizeof(bearer) - 1) == 0 &&
-        !b64token_valid(value + sizeof(bearer) - 1, len - (sizeof(bearer) - 1)))
+    const char *token = NULL;
+    size_t token_len = 0;
+    if (name && strcasecmp(name, "Authorization") == 0 &&
+        token_scheme(value, len, &token, &token_len) && !b64token_valid(token, token_len))
         return "the bearer token is not an RFC 6750 token (letters, digits and -._~+/, then "
                "'=' only at the end)";
     return NULL;
@@ -782,6 +799,7 @@ void helper_headers_release(struct helper_headers *a)
         secure_free_len(a->v[i].value, a->v[i].value_len);
     }
     free(a->v);
+    dpop_key_unref(a->dpop);
     *a = (struct helper_headers){0};
 }
 
@@ -802,9 +820,39 @@ int helper_headers_write(const struct helper_headers *a, struct buf *out)
         r = buf_append_char(out, '}');
     if (r >= 0 && a->expires_at > 0)
         r = buf_printf(out, ",\"expires_at\":%lld", (long long)a->expires_at);
+    if (r >= 0 && a->dpop) {
+        r = buf_append_str(out, ",\"dpop\":{\"alg\":\"" DPOP_ALG "\",\"jwk\":");
+        if (r >= 0)
+            r = dpop_key_write_jwk(a->dpop, out);
+        if (r >= 0)
+            r = buf_append_char(out, '}');
+    }
     if (r >= 0)
-        r = buf_printf(out, ",\"version\":%d}\n", HELPER_ANSWER_VERSION);
+        r = buf_printf(out, ",\"version\":%d}\n",
+                       a->dpop ? HELPER_HEADERS_VERSION : HELPER_HEADERS_VERSION_BEARER);
     return r;
+}
+
+/* "dpop": {"alg": "ES256", "jwk": {...}}; the JSON's copy of the key is wiped by the caller. */
+static int read_dpop(struct json_object *v, struct helper_headers *a, struct err *e)
+{
+    struct json_object *alg = NULL, *jwk = NULL;
+    if (!json_object_is_type(v, json_type_object))
+        return type_error(e, "\"dpop\"", "an object", v);
+    if (!json_object_object_get_ex(v, "alg", &alg) || !json_object_is_type(alg, json_type_string))
+        return err_set(e, -EBADMSG, "\"dpop\": \"alg\" must be a string");
+    if (strcmp(json_object_get_string(alg), DPOP_ALG) != 0)
+        return err_set(e, -EBADMSG, "\"dpop\": unsupported algorithm (only " DPOP_ALG ")");
+    if (!json_object_object_get_ex(v, "jwk", &jwk))
+        return err_set(e, -EBADMSG, "\"dpop\": \"jwk\" is missing");
+    struct dpop_key *k = NULL;
+    struct err ke = {0};
+    int r = dpop_key_from_json(jwk, &k, &ke);
+    if (r < 0)
+        return err_set(e, -EBADMSG, "\"dpop\": %s", err_msg(&ke));
+    dpop_key_unref(a->dpop);
+    a->dpop = k;
+    return 0;
 }
 
 static int read_header(struct json_object *v, const char *name, size_t count,
@@ -857,7 +905,9 @@ int helper_headers_parse(const char *text, size_t len, struct helper_headers *re
     json_object_object_foreach(root, k, v)
     {
         if (strcmp(k, "version") == 0) {
-            r = read_version(v, e);
+            r = read_version(v, HELPER_HEADERS_VERSION, e);
+        } else if (strcmp(k, "dpop") == 0) {
+            r = read_dpop(v, &a, e);
         } else if (strcmp(k, "headers") == 0) {
             r = read_headers_object(v, &a, e);
             headers = true;

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "credkit/challenge.h"
+#include "credkit/dpop.h"
 #include "credkit/json.h"
 #include "credkit/secmem.h"
 #include "credkit/strv.h"
@@ -79,7 +80,9 @@ static int strv_copy(char ***dst, char *const *src)
 
 int cred_copy(struct credentials *dst, const struct credentials *src)
 {
-    struct credentials c = {.expires_at = src->expires_at, .refresh_at = src->refresh_at};
+    struct credentials c = {.expires_at = src->expires_at,
+                            .refresh_at = src->refresh_at,
+                            .dpop = dpop_key_ref(src->dpop)};
     if (strv_copy(&c.headers, src->headers) < 0 || strv_copy(&c.vars, src->vars) < 0) {
         cred_release(&c);
         return -ENOMEM;
@@ -94,6 +97,8 @@ void cred_release(struct credentials *c)
     strv_free_secure(c->headers);
     strv_free_secure(c->vars);
     c->headers = c->vars = NULL;
+    dpop_key_unref(c->dpop);
+    c->dpop = NULL;
     c->expires_at = 0;
     c->refresh_at = 0;
 }
@@ -416,6 +421,8 @@ bool cred_insufficient_scope(const char *challenge)
     if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
         return false;
     const struct auth_challenge *c = challenges_find(&list, "Bearer");
+    if (!c) /* a DPoP token's server challenges with its own scheme (RFC 9449 7.1) */
+        c = challenges_find(&list, "DPoP");
     const char *v = c ? challenge_param(c, "error") : NULL;
     bool yes = v && strcmp(v, "insufficient_scope") == 0;
     challenges_release(&list);
@@ -427,7 +434,8 @@ bool cred_bearer_challenge(const char *challenge)
     struct auth_challenges list = {0};
     if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
         return false;
-    bool found = challenges_find(&list, "Bearer") != NULL;
+    /* a DPoP challenge (RFC 9449 7.1) asks for an OAuth token too */
+    bool found = challenges_find(&list, "Bearer") || challenges_find(&list, "DPoP");
     challenges_release(&list);
     return found;
 }

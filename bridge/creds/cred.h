@@ -34,7 +34,8 @@
 #define CRED_SKEW_MAX_MS (60 * 1000)
 #define CRED_SKEW_MIN_MS 1000
 
-struct strv; /* credkit/strv.h */
+struct strv;     /* credkit/strv.h */
+struct dpop_key; /* credkit/dpop.h */
 
 enum cred_reason {
     CRED_REASON_CONNECT,      /* the first connect */
@@ -59,6 +60,9 @@ struct credentials {
     int64_t expires_at; /* Unix time in milliseconds; 0: does not expire */
     int64_t refresh_at; /* when asking again can give a newer answer (ms; before expires_at);
                          * 0: expires_at minus cred_skew_ms() */
+    /* the key that headers' "Authorization: DPoP" token is bound to: each request needs a
+     * fresh proof of it (cred_dpop.h). A reference (cred_copy() takes one); NULL: none */
+    struct dpop_key *dpop;
 };
 
 /* error 0 and c; or -errno with a message for the user (never a secret value), c NULL.
@@ -148,10 +152,10 @@ int64_t cred_skew_ms(int64_t lifetime_ms);
 /* Unix time in milliseconds (expires_at's clock). */
 int64_t cred_now_ms(void);
 
-/* Whether a WWW-Authenticate value is a Bearer challenge with error="insufficient_scope" (a 403
- * that a wider grant would turn into a success: FORBIDDEN). */
+/* Whether a WWW-Authenticate value is a Bearer (or DPoP) challenge with
+ * error="insufficient_scope" (a 403 that a wider grant would turn into a success: FORBIDDEN). */
 bool cred_insufficient_scope(const char *challenge);
-/* Whether a WWW-Authenticate value holds a Bearer challenge (any parameters). */
+/* Whether a WWW-Authenticate value holds a Bearer or a DPoP challenge (any parameters). */
 bool cred_bearer_challenge(const char *challenge);
 
 /* When an entry signs in with mcp-auth: the one rule of the helpers' provider (cred_helper.h,

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "credkit/buf.h"
+#include "credkit/dpop.h"
 #include "credkit/helper_answer.h"
 #include "credkit/json.h"
 #include "credkit/jsonw.h"
@@ -319,9 +320,10 @@ static int check_header_values(const struct strv *headers, struct err *e)
     return 0;
 }
 
-/* The answer of the slots q needed, put together. */
+/* The answer of the slots q needed, put together; *ret_dpop the key of its Authorization
+ * header's DPoP token (borrowed from the slot that gave that header), NULL. */
 static int build_answer(struct cred_helper_req *q, struct strv *headers, int64_t *expires_at,
-                        int64_t *refresh_at, struct err *e)
+                        int64_t *refresh_at, struct dpop_key **ret_dpop, struct err *e)
 {
     struct cred_helper *h = q->h;
     const struct mcp_server *s = q->srv;
@@ -349,10 +351,15 @@ static int build_answer(struct cred_helper_req *q, struct strv *headers, int64_t
     if (r < 0)
         return r;
     r = bearer_header(s, &vars, headers, e);
-    if (r >= 0 && s->headers_helper && h->slots[SLOT_HELPER].have)
+    *ret_dpop = NULL;
+    if (r >= 0 && s->headers_helper && h->slots[SLOT_HELPER].have) {
         r = merge_headers(headers, &h->slots[SLOT_HELPER].vals);
-    if (r >= 0 && oauth_applies(h, s) && h->slots[SLOT_OAUTH].have)
+        *ret_dpop = h->slots[SLOT_HELPER].dpop;
+    }
+    if (r >= 0 && oauth_applies(h, s) && h->slots[SLOT_OAUTH].have) {
         r = merge_headers(headers, &h->slots[SLOT_OAUTH].vals);
+        *ret_dpop = h->slots[SLOT_OAUTH].dpop; /* its Authorization replaces the helper's */
+    }
     if (r == -ENOMEM)
         return err_set(e, r, "out of memory");
     return r;
@@ -364,9 +371,10 @@ static void req_answer(void *userdata)
     struct strv headers = STRV_INIT;
     struct err e = ERR_INIT;
     int64_t exp = 0, ref = 0;
+    struct dpop_key *dpop = NULL;
     int r = q->error;
     if (!r) {
-        r = build_answer(q, &headers, &exp, &ref, &e);
+        r = build_answer(q, &headers, &exp, &ref, &dpop, &e);
         if (r < 0)
             req_fail(q, r, err_msg(&e));
     }
@@ -386,9 +394,12 @@ static void req_answer(void *userdata)
             .vars = sec->have && sec->vals.n ? sec->vals.v : NULL,
             .expires_at = exp,
             .refresh_at = ref,
+            .dpop = dpop,
         };
+        dpop_key_ref(dpop); /* the slot's may go while done runs */
         req_free(q);
         done(0, &c, NULL, ud);
+        dpop_key_unref(dpop);
     }
     strv_release_secure(&headers);
 }
@@ -597,13 +608,17 @@ int cred_helper_headers_answer(struct slot *s, const struct cred_proc_result *re
         redact_answer(s, a.v[i].name, a.v[i].value, a.v[i].value_len);
     }
     int64_t exp = a.expires_at > 0 ? expires_ms(a.expires_at) : 0;
-    helper_headers_release(&a);
     if (r < 0) {
+        helper_headers_release(&a);
         strv_release_secure(&vals);
         snprintf(msg, size, "out of memory");
         return -ENOMEM;
     }
     slot_keep(s, &vals, exp);
+    dpop_key_unref(s->dpop); /* the old key goes with the old token */
+    s->dpop = a.dpop;
+    a.dpop = NULL;
+    helper_headers_release(&a);
     return 0;
 }
 
@@ -897,6 +912,7 @@ static void cred_helper_free(struct cred_provider *p)
     for (int k = 0; k < SLOT_N; k++) {
         cred_proc_cancel(h->slots[k].proc);
         strv_release_secure(&h->slots[k].vals);
+        dpop_key_unref(h->slots[k].dpop);
         free(h->slots[k].challenged);
         free(h->slots[k].scopes);
     }

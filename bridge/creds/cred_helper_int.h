@@ -37,17 +37,18 @@ struct slot {
     struct cred_helper *h;
     struct cred_proc *proc; /* the run, NULL when none */
     enum oauth_step step;
-    bool refresh;       /* this run asks mcp-auth to refresh */
-    bool step_up;       /* this run widens the grant (FORBIDDEN) */
-    bool again;         /* a step-up was asked for while this run went on: one follows it */
-    bool again_step_up; /* ... and it widens the grant */
-    bool have;          /* an answer is kept */
-    bool stale;         /* ... that was stale as it came: used once, never fresh */
-    struct strv vals;   /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
-    int64_t expires_at; /* ms; 0: the answer did not say */
-    int64_t got_at;     /* ms, when it came */
-    char *challenged;   /* step-up: the scopes the server asked for */
-    char *scopes;       /* step-up: granted and challenged, as asked for */
+    bool refresh;          /* this run asks mcp-auth to refresh */
+    bool step_up;          /* this run widens the grant (FORBIDDEN) */
+    bool again;            /* a step-up was asked for while this run went on: one follows it */
+    bool again_step_up;    /* ... and it widens the grant */
+    bool have;             /* an answer is kept */
+    bool stale;            /* ... that was stale as it came: used once, never fresh */
+    struct strv vals;      /* secrets: "NAME=value"; headers: "Name: value" (secrets) */
+    struct dpop_key *dpop; /* headers: the key of the answer's DPoP token (a reference); NULL */
+    int64_t expires_at;    /* ms; 0: the answer did not say */
+    int64_t got_at;        /* ms, when it came */
+    char *challenged;      /* step-up: the scopes the server asked for */
+    char *scopes;          /* step-up: granted and challenged, as asked for */
     const struct mcp_server *srv; /* of the run's request (valid while a request waits) */
 };
 

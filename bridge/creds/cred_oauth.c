@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "credkit/buf.h"
+#include "credkit/dpop.h"
 #include "credkit/challenge.h"
 #include "credkit/helper_answer.h"
 #include "credkit/json.h"
@@ -124,6 +125,8 @@ char *cred_helper_challenged_scopes(const char *challenge)
     if (!challenge || challenges_parse(challenge, &list, NULL) <= 0)
         return NULL;
     const struct auth_challenge *c = challenges_find(&list, "Bearer");
+    if (!c)
+        c = challenges_find(&list, "DPoP");
     const char *v = c ? challenge_param(c, "scope") : NULL;
     if (v && *v)
         scopes = strdup(v);
@@ -253,6 +256,8 @@ void cred_helper_oauth_done(struct slot *s, const struct cred_proc_result *res)
             snprintf(msg, sizeof(msg), "%s", m ? m : "login required");
         free(m);
         strv_release_secure(&s->vals);
+        dpop_key_unref(s->dpop);
+        s->dpop = NULL;
         s->have = false;
         cred_helper_slot_settled(s, CRED_LOGIN_REQUIRED, msg);
         return;
@@ -263,6 +268,8 @@ void cred_helper_oauth_done(struct slot *s, const struct cred_proc_result *res)
          * the entry has to change (-EINVAL: the connect fails until it does) */
         token_message(h, name, msg, sizeof(msg));
         strv_release_secure(&s->vals);
+        dpop_key_unref(s->dpop);
+        s->dpop = NULL;
         s->have = false;
         cred_helper_slot_settled(s, -EINVAL, msg);
         return;

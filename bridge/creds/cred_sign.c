@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/evp.h>
 
@@ -12,6 +13,7 @@
 #include "credkit/jsonw.h"
 #include "credkit/mcp_field.h"
 #include "credkit/mcp_template.h"
+#include "credkit/secmem.h"
 #include "credkit/strv.h"
 
 #include "creds/cred_check.h"
@@ -29,12 +31,15 @@ struct cred_sign {
     struct strv argv; /* the command and its arguments, expanded */
     struct strv envp; /* the bridge's environment with "env" on top */
     int64_t timeout_ms;
+    struct cred_dpop dpop;
 };
 
 struct cred_sign_run {
-    struct cred_proc *proc;
+    struct cred_proc *proc; /* NULL for a run of DPoP alone */
     struct log *log;
     char *name;
+    char *proof;                   /* "DPoP: ..." for this request, NULL */
+    struct loop_deferred deferred; /* a run of DPoP alone: its done */
     cred_sign_done_fn done;
     void *userdata;
 };
@@ -200,10 +205,41 @@ out:
     return r;
 }
 
+int cred_sign_new_bare(struct loop *l, struct log *log, const char *name, struct cred_sign **ret)
+{
+    struct cred_sign *s = calloc(1, sizeof(*s));
+    if (!s || !(s->name = strdup(name))) {
+        free(s);
+        return -ENOMEM;
+    }
+    s->loop = l;
+    s->log = log;
+    s->argv = (struct strv)STRV_INIT;
+    s->envp = (struct strv)STRV_INIT;
+    *ret = s;
+    return 0;
+}
+
+int cred_sign_set_dpop(struct cred_sign *s, struct dpop_key *key, const char *const *headers)
+{
+    return cred_dpop_set(&s->dpop, key, headers);
+}
+
+bool cred_sign_dpop_nonce(struct cred_sign *s, const char *nonce, size_t len)
+{
+    return cred_dpop_nonce(&s->dpop, nonce, len);
+}
+
+bool cred_sign_wanted(const struct cred_sign *s)
+{
+    return s && (s->argv.n > 0 || s->dpop.key);
+}
+
 void cred_sign_free(struct cred_sign *s)
 {
     if (!s)
         return;
+    cred_dpop_release(&s->dpop);
     free(s->name);
     strv_release(&s->argv);
     strv_release_secure(&s->envp); /* "env" may carry a key */
@@ -212,8 +248,34 @@ void cred_sign_free(struct cred_sign *s)
 
 static void run_free(struct cred_sign_run *run)
 {
+    loop_defer_cancel(&run->deferred);
     free(run->name);
+    secure_free(run->proof);
     free(run);
+}
+
+/* Our proof last, instead of any "DPoP" header the command gave. */
+static int add_proof(const struct cred_sign_run *run, struct strv *hdrs)
+{
+    if (!run->proof)
+        return 0;
+    for (size_t i = 0; i < hdrs->n; i++)
+        if (strncasecmp(hdrs->v[i], "DPoP:", 5) == 0) {
+            secure_free(hdrs->v[i]);
+            memmove(hdrs->v + i, hdrs->v + i + 1, (hdrs->n - i) * sizeof(*hdrs->v));
+            hdrs->n--;
+            i--;
+        }
+    return strv_push(hdrs, run->proof);
+}
+
+/* A run of DPoP alone: its proof is the answer. */
+static void proof_only_done(void *userdata)
+{
+    struct cred_sign_run *run = userdata;
+    const char *hdrs[] = {run->proof, NULL};
+    run->done(0, hdrs, run->userdata);
+    run_free(run);
 }
 
 /* The answer as "Name: value" lines: a JSON object of strings, each header one that may be
@@ -287,6 +349,10 @@ static void run_done(struct cred_proc *p, int error, const struct cred_proc_resu
                      first);
     } else {
         error = answer_headers(res, &hdrs, msg, sizeof(msg));
+        if (error >= 0 && add_proof(run, &hdrs) < 0) {
+            error = -ENOMEM;
+            snprintf(msg, sizeof(msg), "out of memory");
+        }
     }
     if (error < 0)
         log_warn(run->log, "server '%s': \"" KEY "\" failed, the request is not sent: %s",
@@ -341,6 +407,19 @@ int cred_sign_start(struct cred_sign *s, const char *method, const char *url, co
     run->log = s->log;
     run->done = done;
     run->userdata = userdata;
+    if (s->dpop.key) {
+        r = cred_dpop_header(&s->dpop, method, url, &run->proof);
+        if (r < 0) {
+            r = err_set(e, r, "cannot sign the DPoP proof");
+            goto out;
+        }
+    }
+    if (s->argv.n == 0) {
+        loop_defer_queue(s->loop, &run->deferred, proof_only_done, run);
+        *ret = run;
+        run = NULL;
+        goto out;
+    }
     struct cred_proc_spec spec = {
         .argv = (const char *const *)s->argv.v,
         .envp = (const char *const *)s->envp.v,

@@ -13,7 +13,12 @@
  * every header answer is (helper_headers_add(): a valid name, a safe value, no name twice), and
  * those that frame the request or its session are refused (helper_header_framing()); any
  * failure fails that request, which is not sent. Failures are logged as warnings naming the
- * server; the header values are secrets, never logged. */
+ * server; the header values are secrets, never logged.
+ *
+ * The same seam proves each request of a DPoP-bound token (cred_dpop.h): once the upstream gave
+ * the transport mcp-auth's key (cred_sign_set_dpop()), every request gets a "DPoP" header with a
+ * fresh proof, after the command's headers when there is a command, else by itself (a run that
+ * starts no process; its done still comes from the loop). */
 #pragma once
 
 #include <stddef.h>
@@ -25,6 +30,7 @@
 #include "credkit/macro.h"
 
 #include "core/loop.h"
+#include "creds/cred_dpop.h"
 
 #define CRED_SIGN_TIMEOUT_DEFAULT_MS (10 * 1000)
 #define CRED_SIGN_TIMEOUT_MAX_MS     (60 * 1000)
@@ -46,6 +52,25 @@ int cred_sign_check(struct json_object *raw, struct err *e) _must_check_;
  * ${VAR}, -ENOMEM. Caller frees with cred_sign_free(). */
 int cred_sign_new(struct loop *l, struct log *log, const char *name, struct json_object *raw,
                   struct cred_sign **ret, struct err *e) _must_check_;
+
+/* A cred_sign without a command, for the proofs of DPoP only (cred_sign_set_dpop()); name is the
+ * server's. Caller frees with cred_sign_free(). */
+int cred_sign_new_bare(struct loop *l, struct log *log, const char *name,
+                       struct cred_sign **ret) _must_check_;
+
+/* The connection's DPoP key (a new reference; NULL: no DPoP) and the headers whose
+ * "Authorization: DPoP <token>" it proves, as cred_dpop_set(); for the requests started after.
+ * -ENOMEM. */
+int cred_sign_set_dpop(struct cred_sign *s, struct dpop_key *key,
+                       const char *const *headers) _must_check_;
+
+/* A DPoP-Nonce the server sent (any answer): used by the next proofs. Returns whether it is a
+ * new one (a request refused with use_dpop_nonce is then worth sending again). */
+bool cred_sign_dpop_nonce(struct cred_sign *s, const char *nonce, size_t len);
+
+/* Whether a request must go through cred_sign_start(): there is a command, or a DPoP key.
+ * NULL-safe (false). */
+bool cred_sign_wanted(const struct cred_sign *s);
 
 /* Frees s; its runs still going go on without it (cancel them, or let them finish). NULL-safe. */
 void cred_sign_free(struct cred_sign *s);

@@ -103,6 +103,8 @@ struct http_req {
     struct cred_sign_run *sign_run;
     struct strv signed_hdrs; /* its answer for this send (secrets), sent last */
     int64_t sign_timeout;    /* the transfer's timeout, for a kind without a deadline */
+    bool nonce_retried;      /* sent again once with the server's DPoP nonce (RFC 9449 9) */
+    bool new_nonce;          /* the answer brought a DPoP-Nonce not seen before */
 };
 
 enum http_state {

@@ -20,6 +20,7 @@
 
 #include <json-c/json.h>
 
+#include "credkit/dpop.h"
 #include "credkit/http.h"
 #include "credkit/json.h"
 #include "credkit/secmem.h"
@@ -246,6 +247,7 @@ void http_req_reset(struct http_req *r)
     r->sid = NULL;
     free(r->challenge);
     r->challenge = NULL;
+    r->new_nonce = false;
     buf_release(&r->json);
     sse_end(&r->sse);
 }
@@ -435,6 +437,11 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *userdata)
             r->session = SESSION_NONE;
         free(r->challenge);
         r->challenge = NULL;
+        return len;
+    }
+    v = header_value(p, len, "dpop-nonce:", &n);
+    if (v && r->u && r->u->sign) { /* any answer may carry the next nonce (RFC 9449 8, 9) */
+        r->new_nonce = cred_sign_dpop_nonce(r->u->sign, v, n) || r->new_nonce;
         return len;
     }
     v = header_value(p, len, "www-authenticate:", &n);
@@ -727,7 +734,7 @@ int http_req_start(struct http_req *r)
     }
     if (!url)
         return -EINVAL;
-    if (u->sign) {
+    if (cred_sign_wanted(u->sign)) {
         bool post = r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST;
         r->sign_timeout = timeout;
         strv_release_secure(&r->signed_hdrs);
@@ -773,6 +780,20 @@ static void modern_refusal(struct http_req *r)
 
 /* A Streamable POST finished. Returns true when r lives on (resumed, or re-sent to the legacy
  * endpoint). */
+/* A POST refused with 401 use_dpop_nonce and a new DPoP-Nonce: sent again once, with a proof
+ * that holds the nonce (RFC 9449 9), before anyone hears of the 401. */
+static bool dpop_nonce_retry(struct http_req *r, CURLcode cc, long status)
+{
+    if (cc != CURLE_OK || status != 401 || r->nonce_retried || !r->new_nonce ||
+        !dpop_challenge_wants_nonce(r->u->challenge))
+        return false;
+    r->nonce_retried = true;
+    http_req_reset(r);
+    http_req_set_state(r, HREQ_QUEUED);
+    (void)http_kick(r->u);
+    return true;
+}
+
 static bool post_done(struct http_req *r, CURLcode cc, long status)
 {
     struct http_conn *u = r->u;
@@ -780,6 +801,8 @@ static bool post_done(struct http_req *r, CURLcode cc, long status)
 
     if (http_gone(u))
         return false;
+    if (dpop_nonce_retry(r, cc, status))
+        return true;
     if (http_legacy_fallback(r, cc, status, &k))
         return true;
     if (r->error_body) {

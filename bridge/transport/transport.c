@@ -62,6 +62,15 @@ int transport_set_headers(struct transport *t, const char *const *headers)
     return t->ops->set_headers ? t->ops->set_headers(t, headers) : -EOPNOTSUPP;
 }
 
+int transport_set_dpop(struct transport *t, struct dpop_key *key, const char *const *headers)
+{
+    if (!t)
+        return -ENOTCONN;
+    if (!t->ops->set_dpop)
+        return key ? -EOPNOTSUPP : 0;
+    return t->ops->set_dpop(t, key, headers);
+}
+
 int transport_shutdown(struct transport *t)
 {
     if (!t)

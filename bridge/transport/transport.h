@@ -56,6 +56,7 @@ struct transport_handler {
 };
 
 struct transport;
+struct dpop_key; /* credkit/dpop.h */
 
 struct transport_ops {
     const char *name; /* "stdio", "http" */
@@ -79,6 +80,10 @@ struct transport_ops {
     /* Replaces the request headers ("Name: value", secrets, copied) for every request started
      * after the call, within the same session. Optional (NULL: the wire has no headers). */
     int (*set_headers)(struct transport *t, const char *const *headers);
+    /* The DPoP key (a new reference; NULL: none) that proves the "Authorization: DPoP" token
+     * of headers on every request started after the call, each with a fresh proof (cred_dpop.h).
+     * Optional (NULL: the wire has no headers). */
+    int (*set_dpop)(struct transport *t, struct dpop_key *key, const char *const *headers);
     /* Ends the connection politely (a child: stdin closed, SIGTERM, SIGKILL; HTTP: DELETE of
      * the session). 0: on_done follows; < 0: nothing to wait for. */
     int (*shutdown)(struct transport *t);
@@ -111,6 +116,7 @@ struct transport_spec {
     mcp_lookup_fn lookup;
     void *lookup_userdata;
     const char *const *headers; /* HTTP request headers (secrets); NULL */
+    struct dpop_key *dpop;      /* HTTP: the key of headers' DPoP token (set_dpop); NULL */
     int64_t timeout_ms;         /* HTTP: the hard timeout of each request */
     size_t max_message;         /* both: the message size bound */
 };
@@ -139,6 +145,9 @@ void transport_answered(struct transport *t, uint64_t tag);
 int transport_session_open(struct transport *t, const char *version);
 /* -EOPNOTSUPP when the wire has no headers. */
 int transport_set_headers(struct transport *t, const char *const *headers) _must_check_;
+/* The set_dpop op; 0 for a NULL key on a wire without it, -EOPNOTSUPP for a key. */
+int transport_set_dpop(struct transport *t, struct dpop_key *key,
+                       const char *const *headers) _must_check_;
 int transport_shutdown(struct transport *t);
 void transport_free(struct transport *t);
 /* NULL when the wire has none (or t is NULL). */

@@ -36,7 +36,7 @@ struct transport_http {
     struct log *log;
     char *name;
     struct http_conn *http;
-    struct cred_sign *sign; /* "requestHeadersCommand", NULL */
+    struct cred_sign *sign; /* "requestHeadersCommand" and DPoP proofs */
     struct transport_handler h;
     void *userdata;
     enum http_phase phase;
@@ -208,6 +208,11 @@ static int h_set_headers(struct transport *t, const char *const *headers)
     return http_conn_set_headers(of(t)->http, headers);
 }
 
+static int h_set_dpop(struct transport *t, struct dpop_key *key, const char *const *headers)
+{
+    return cred_sign_set_dpop(of(t)->sign, key, headers);
+}
+
 static const char *h_challenge(const struct transport *t)
 {
     const struct transport_http *x = (const struct transport_http *)(const void *)t;
@@ -270,6 +275,7 @@ static const struct transport_ops http_ops = {
     .answered = h_answered,
     .session_open = h_session_open,
     .set_headers = h_set_headers,
+    .set_dpop = h_set_dpop,
     .shutdown = h_shutdown,
     .free = h_free,
     .challenge = h_challenge,
@@ -329,6 +335,14 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
     x->userdata = userdata;
     x->stream_retry_ms = STREAM_RETRY_MIN_MS;
     r = cred_sign_new(spec->loop, spec->log, srv->name, srv->raw, &x->sign, e);
+    /* without a command, still the seam of a DPoP token's proofs (asked only when there is a
+     * key: cred_sign_wanted()) */
+    if (r >= 0 && !x->sign && cred_sign_new_bare(spec->loop, spec->log, srv->name, &x->sign) < 0)
+        r = err_set(e, -ENOMEM, "out of memory");
+    if (r >= 0)
+        r = cred_sign_set_dpop(x->sign, spec->dpop, spec->headers) < 0
+                ? err_set(e, -ENOMEM, "out of memory")
+                : 0;
     if (r < 0)
         goto out;
     struct http_conn_spec sp = {

@@ -275,6 +275,7 @@ static void open_transport(struct upstream *u)
         .lookup = cred_lookup,
         .lookup_userdata = &u->creds,
         .headers = (const char *const *)u->creds.headers,
+        .dpop = u->creds.dpop,
         .timeout_ms = t * UPSTREAM_MAX_TOTAL_FACTOR,
         .max_message = UP_MAX_MESSAGE,
     };
@@ -443,7 +444,9 @@ static void reauth_with(struct upstream *u, int error, const struct credentials 
     } else if (cred_headers_equal(c->headers, u->creds.headers)) {
         fail_parked(u, NULL); /* nothing new to try */
     } else if (keep_creds(u, c) < 0 ||
-               transport_set_headers(u->conn->t, (const char *const *)u->creds.headers) < 0) {
+               transport_set_headers(u->conn->t, (const char *const *)u->creds.headers) < 0 ||
+               transport_set_dpop(u->conn->t, u->creds.dpop,
+                                  (const char *const *)u->creds.headers) < 0) {
         fail_parked(u, "the request headers could not be replaced");
     } else {
         /* sent again, once each, ahead of the calls that waited meanwhile */
@@ -497,6 +500,8 @@ static void refresh_with(struct upstream *u, int error, const struct credentials
     }
     /* a wire without headers (stdio) uses the new values from its next start */
     int r = transport_set_headers(u->conn->t, (const char *const *)u->creds.headers);
+    if (r >= 0)
+        r = transport_set_dpop(u->conn->t, u->creds.dpop, (const char *const *)u->creds.headers);
     if (r < 0 && r != -EOPNOTSUPP)
         log_warn(u->log, "server '%s': cannot replace the request headers: %s", up_name(u),
                  strerror(-r));

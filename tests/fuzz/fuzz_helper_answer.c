@@ -70,7 +70,7 @@ static void headers(const char *text, size_t len)
     buf_init_secret(&again, 0);
     check(helper_headers_write(&a, &out) == 0);
     if (helper_headers_parse(out.data, out.len, &b, &e) == 0) {
-        check(a.n == b.n && a.expires_at == b.expires_at);
+        check(a.n == b.n && a.expires_at == b.expires_at && !a.dpop == !b.dpop);
         for (size_t i = 0; i < a.n; i++)
             check(strcmp(a.v[i].name, b.v[i].name) == 0 && a.v[i].value_len == b.v[i].value_len &&
                   memcmp(a.v[i].value, b.v[i].value, a.v[i].value_len) == 0);

@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // A small Streamable HTTP MCP server (SDK McpServer, stateful sessions) at
 // http://127.0.0.1:PORT/mcp that accepts only RS256/ES256 JWT bearer tokens issued by --issuer
-// for its own URL. See --help and README.md.
+// for its own URL (with --dpop: DPoP-bound ones, each request with its proof). See --help and
+// README.md.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createHttps } from 'node:https';
 
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { calculateJwkThumbprint, createRemoteJWKSet, decodeProtectedHeader, importJWK, jwtVerify } from 'jose';
 
 import { listen, makeLogger, parseArgs, ready, sendJson } from './lib/common.mjs';
 import { handleSession, readRpcBody, serveHttp } from './lib/mcp-http.mjs';
@@ -29,6 +31,8 @@ const spec = {
   'no-prm': { type: 'bool', help: 'fault / 2025-03-26 style: serve no protected resource metadata and leave resource_metadata out of the challenge' },
   'no-resource-metadata-param': { type: 'bool', help: 'leave resource_metadata out of the 401 challenge (clients must find /.well-known/oauth-protected-resource/mcp themselves)' },
   'clock-skew': { type: 'int', default: 0, arg: 'SECONDS', help: 'clock tolerance when checking exp/nbf' },
+  dpop: { type: 'bool', help: 'DPoP-bound tokens only (RFC 9449): "Authorization: DPoP <JWT>" whose cnf.jkt is the key of a valid proof in the DPoP header (typ dpop+jwt, ES256, htm, htu, iat within 300 s, ath, a jti never seen); challenges with the DPoP scheme; the metadata lists ES256 and requires bound tokens' },
+  'dpop-nonce': { type: 'string', arg: 'NONCE', help: 'with --dpop: a proof must hold this nonce, else 401 DPoP error="use_dpop_nonce" with DPoP-Nonce: NONCE' },
   quiet: { type: 'bool', help: 'log nothing but errors' },
 };
 
@@ -86,6 +90,10 @@ function freshStats() {
     prm_requests: 0,
     subjects: {}, // requests per token sub
     distinct_tokens: 0, // different tokens accepted
+    dpop_proofs: 0, // --dpop: valid proofs
+    dpop_nonce_challenges: 0, // --dpop-nonce: 401 use_dpop_nonce answers
+    dpop_rejected: 0, // --dpop: proofs refused
+    dpop_error: null, // the first refusal's reason
   };
 }
 let stats = freshStats();
@@ -121,13 +129,48 @@ function challenge(extra = {}) {
   if (extra.description) params.push(`error_description="${extra.description.replace(/["\\]/g, '')}"`);
   if (extra.scope) params.push(`scope="${extra.scope}"`);
   if (!opts.noPrm && !opts.noResourceMetadataParam) params.push(`resource_metadata="${prmUrl}"`);
+  if (opts.dpop) return `DPoP algs="ES256"${params.length ? ', ' : ''}${params.join(', ')}`;
   return `Bearer ${params.join(', ')}`.trim();
+}
+
+// --dpop: the request's proof of token (RFC 9449 4.3, 7.1). undefined when it is good; else
+// { nonce: true } (--dpop-nonce: the proof lacks it) or { description }.
+const jtis = new Set();
+async function checkProof(req, token, claims) {
+  const proof = req.headers.dpop;
+  if (typeof proof !== 'string' || !proof || proof.includes(',')) return { description: 'not one DPoP proof' };
+  let header;
+  try {
+    header = decodeProtectedHeader(proof);
+  } catch {
+    return { description: 'the DPoP proof is not a JWS' };
+  }
+  if (header.typ !== 'dpop+jwt' || header.alg !== 'ES256' || !header.jwk || header.jwk.d !== undefined) {
+    return { description: 'the DPoP proof header is not typ dpop+jwt, ES256, a public jwk' };
+  }
+  let p;
+  try {
+    ({ payload: p } = await jwtVerify(proof, await importJWK(header.jwk, 'ES256'), { typ: 'dpop+jwt', algorithms: ['ES256'] }));
+  } catch (err) {
+    return { description: `the DPoP proof does not verify: ${err.code ?? err.message}` };
+  }
+  if (p.htm !== req.method) return { description: `htm ${p.htm} is not ${req.method}` };
+  if (p.htu !== resourceUrl) return { description: `htu ${p.htu} is not ${resourceUrl}` };
+  if (typeof p.iat !== 'number' || Math.abs(Date.now() / 1000 - p.iat) > 300) return { description: 'iat is not now' };
+  if (p.ath !== createHash('sha256').update(token).digest('base64url')) return { description: 'ath is not the hash of the token' };
+  if (typeof p.jti !== 'string' || jtis.has(p.jti)) return { description: 'jti missing or seen before' };
+  jtis.add(p.jti);
+  if (claims.cnf?.jkt !== await calculateJwkThumbprint(header.jwk, 'sha256')) {
+    return { description: 'the token is not bound to the proof\'s key (cnf.jkt)' };
+  }
+  if (opts.dpopNonce && p.nonce !== opts.dpopNonce) return { nonce: true };
+  return undefined;
 }
 
 // Returns { auth } or { status, headers, body } to send.
 async function authenticate(req) {
   const h = req.headers.authorization ?? '';
-  const m = /^Bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(h);
+  const m = (opts.dpop ? /^DPoP\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i : /^Bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i).exec(h);
   if (!m) {
     return {
       status: 401,
@@ -152,6 +195,28 @@ async function authenticate(req) {
       headers: { 'www-authenticate': challenge({ error: 'invalid_token', description, scope: opts.challengeScope }) },
       body: { error: 'invalid_token', error_description: description },
     };
+  }
+  if (opts.dpop) {
+    const bad = await checkProof(req, token, payload);
+    if (bad?.nonce) {
+      stats.dpop_nonce_challenges += 1;
+      return {
+        status: 401,
+        headers: { 'www-authenticate': challenge({ error: 'use_dpop_nonce', description: 'a nonce is required' }), 'dpop-nonce': opts.dpopNonce },
+        body: { error: 'use_dpop_nonce' },
+      };
+    }
+    if (bad) {
+      log(`DPoP proof refused: ${bad.description}`);
+      stats.dpop_rejected += 1;
+      stats.dpop_error ??= bad.description;
+      return {
+        status: 401,
+        headers: { 'www-authenticate': challenge({ error: 'invalid_dpop_proof', description: bad.description }) },
+        body: { error: 'invalid_dpop_proof', error_description: bad.description },
+      };
+    }
+    stats.dpop_proofs += 1;
   }
   const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
   const missing = opts.requireScope.filter((s) => !scopes.includes(s));
@@ -276,6 +341,10 @@ function prm(res) {
   };
   const scopes = opts.scopesSupported.split(' ').filter(Boolean);
   if (scopes.length) doc.scopes_supported = scopes;
+  if (opts.dpop) {
+    doc.dpop_signing_alg_values_supported = ['ES256'];
+    doc.dpop_bound_access_tokens_required = true;
+  }
   sendJson(res, 200, doc);
 }
 
@@ -309,5 +378,5 @@ serveHttp(httpServer, log, sessions, async (req, res, path) => {
   return true;
 });
 const toolRules = [...toolScopes].map(([t, s]) => `${t} ${s ?? 'never'}`).join(', ');
-log(`resource ${resourceUrl}; issuer ${issuer}${opts.requireScope.length ? `; requires ${opts.requireScope.join(' ')}` : ''}${toolRules ? `; tools: ${toolRules}` : ''}`);
+log(`resource ${resourceUrl}; issuer ${issuer}${opts.dpop ? '; DPoP' : ''}${opts.requireScope.length ? `; requires ${opts.requireScope.join(' ')}` : ''}${toolRules ? `; tools: ${toolRules}` : ''}`);
 ready(resourceUrl);

@@ -20,12 +20,18 @@
 #include <stdint.h>
 
 #include "credkit/buf.h"
+#include "credkit/dpop.h"
 #include "credkit/err.h"
 #include "credkit/macro.h"
 
-/* The version every writer puts in its answers, and the newest a reader accepts. Adding members
- * keeps it; removing one or changing a type or a meaning raises it. */
-#define HELPER_ANSWER_VERSION 1
+/* The version of each answer: what its writer puts in, and the newest its reader accepts.
+ * Adding members keeps it; removing one or changing a type or a meaning raises it. The headers
+ * answer is at 2 since it may carry a DPoP key ("dpop"), without which its Authorization header
+ * is useless: a writer puts 2 only in an answer that has one, so that a reader of version 1
+ * refuses that answer with "update it" and still reads every other. */
+#define HELPER_ANSWER_VERSION         1
+#define HELPER_HEADERS_VERSION        2
+#define HELPER_HEADERS_VERSION_BEARER 1
 
 /* The largest answer a reader takes, in bytes (the bridge reads helpers' output up to this). */
 #define HELPER_ANSWER_MAX (64u * 1024u)
@@ -87,6 +93,9 @@ struct helper_headers {
     size_t n;
     size_t alloc;
     int64_t expires_at; /* unix seconds; 0: the helper did not say */
+    /* "dpop": {"alg": "ES256", "jwk": {private JWK}}, the key the token is bound to: a reference
+     * (released with the answer), NULL when the answer has none (docs/helper-protocol.md) */
+    struct dpop_key *dpop;
 };
 
 /* Whether name is an HTTP header name (a token: letters, digits, !#$%&'*+-.^_`|~). */
@@ -104,8 +113,8 @@ bool helper_header_value_valid(const char *value, size_t len);
 const char *helper_header_framing(const char *name);
 
 /* Why value[0..len) may not be sent as the value of the header called name: NULL when it may
- * (header_value_safe() of credkit/textsafe.h, and for "Authorization: Bearer TOKEN" an RFC 6750
- * b64token, as every consumer of a bearer header expects); else a phrase for a message, static,
+ * (header_value_safe() of credkit/textsafe.h, and for "Authorization: Bearer TOKEN" or "DPoP
+ * TOKEN" an RFC 6750 b64token, as every consumer of a bearer header expects); else a phrase for a message, static,
  * that never quotes the value: helper_header_framing()'s for such a name (whatever the value),
  * "the value is empty", "the value has a control character (CR, LF, NUL and the like are
  * refused)", "the value begins or ends with a space or a tab", "the bearer token is not an RFC

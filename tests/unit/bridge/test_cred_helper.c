@@ -1098,10 +1098,10 @@ static void test_oauth_failures(void)
     CHECK_INT(a.error, -EIO);
     CHECK_STR(a.message, "mcp-auth failed (exit status 0)");
     /* a headers answer of a later version */
-    put_script("mcp-auth", "echo '{\"headers\": {}, \"version\": 2}'");
+    put_script("mcp-auth", "echo '{\"headers\": {}, \"version\": 3}'");
     ask(&f, &s, CRED_REASON_CONNECT, NULL, &a);
     CHECK(a.error < 0);
-    CHECK_CONTAINS(a.message, "version 2 of the helper protocol");
+    CHECK_CONTAINS(a.message, "version 3 of the helper protocol");
     answer_release(&a);
     fx_free(&f);
 }

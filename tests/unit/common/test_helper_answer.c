@@ -416,6 +416,42 @@ static void test_headers_round_trip(void)
     helper_headers_release(&g);
 }
 
+/* A DPoP answer: its key goes through, and it is version 2 (a reader of version 1 refuses it),
+ * while an answer without a key stays at version 1 (every reader takes it). */
+static void test_headers_dpop(void)
+{
+    struct helper_headers h = {0}, g = {0};
+    struct buf out, again;
+    struct err e = ERR_INIT;
+    char *t1 = NULL, *t2 = NULL;
+    buf_init_secret(&out, 0);
+    buf_init_secret(&again, 0);
+    CHECK_INT(helper_headers_add(&h, "Authorization", "DPoP eyJ.a-b_c.d", 16, &e), 0);
+    CHECK_INT(helper_headers_write(&h, &out), 0);
+    CHECK_CONTAINS(buf_str(&out), "\"version\":1}");
+    CHECK(!strstr(buf_str(&out), "dpop\""));
+    buf_reset(&out);
+    CHECK_INT(dpop_key_generate(&h.dpop), 0);
+    CHECK_INT(helper_headers_write(&h, &out), 0);
+    CHECK_CONTAINS(buf_str(&out), "\"dpop\":{\"alg\":\"ES256\",\"jwk\":{\"kty\":\"EC\"");
+    CHECK_CONTAINS(buf_str(&out), "\"version\":2}");
+    CHECK_INT(helper_headers_parse(out.data, out.len, &g, &e), 0);
+    CHECK_STR(helper_headers_get(&g, "Authorization"), "DPoP eyJ.a-b_c.d");
+    CHECK(g.dpop != NULL);
+    CHECK_INT(dpop_key_thumbprint(h.dpop, &t1), 0);
+    CHECK_INT(dpop_key_thumbprint(g.dpop, &t2), 0);
+    CHECK_STR(t1, t2);
+    CHECK_INT(helper_headers_write(&g, &again), 0);
+    CHECK_STR(buf_str(&again), buf_str(&out));
+    free(t1);
+    free(t2);
+    buf_release(&again);
+    buf_release(&out);
+    helper_headers_release(&h);
+    helper_headers_release(&g);
+    CHECK(!g.dpop);
+}
+
 static void test_headers_reader_lenient(void)
 {
     struct helper_headers h = {0};
@@ -499,8 +535,19 @@ static void test_headers_refusals(void)
         {"{\"headers\":{},\"expires_at\":1,\"expires_at\":2}", -EBADMSG,
          "\"expires_at\" appears twice"},
         {"{\"headers\":{},\"version\":3}", -EPROTONOSUPPORT,
-         "version 3 of the helper protocol, and this program reads version 1: update it"},
+         "version 3 of the helper protocol, and this program reads version 2: update it"},
         {"{\"headers\":{\"A\":\"b\"}", -EBADMSG, "unexpected end of input"},
+        {"{\"headers\":{\"Authorization\":\"DPoP " CANARY " x\"}}", -EBADMSG,
+         "header 'Authorization': the bearer token is not an RFC 6750 token"},
+        {"{\"headers\":{},\"dpop\":\"" CANARY "\"}", -EBADMSG,
+         "\"dpop\" must be an object, not a string"},
+        {"{\"headers\":{},\"dpop\":{\"alg\":\"none\",\"jwk\":{}}}", -EBADMSG,
+         "\"dpop\": unsupported algorithm (only ES256)"},
+        {"{\"headers\":{},\"dpop\":{\"alg\":\"ES256\"}}", -EBADMSG, "\"dpop\": \"jwk\" is missing"},
+        {"{\"headers\":{},\"dpop\":{\"alg\":\"ES256\",\"jwk\":{\"kty\":\"EC\",\"crv\":\"P-256\","
+         "\"x\":\"" CANARY "\",\"y\":\"" CANARY "\",\"d\":\"" CANARY "\"}}}",
+         -EBADMSG, "\"dpop\": the DPoP key's \"x\" is not 32 bytes of base64url"},
+        {"{\"headers\":{},\"dpop\":{},\"dpop\":{}}", -EBADMSG, "\"dpop\" appears twice"},
     };
     check_headers_refusals(t, ELEMENTSOF(t));
 }
@@ -508,4 +555,5 @@ static void test_headers_refusals(void)
 TESTS_MAIN(test_secrets_write_bytes, test_secrets_add_refusals, test_secrets_round_trip,
            test_secrets_reader_lenient, test_secrets_refusals, test_reader_bounds,
            test_headers_write_bytes, test_headers_add_refusals, test_headers_round_trip,
-           test_headers_reader_lenient, test_headers_refusals, test_framing_headers)
+           test_headers_reader_lenient, test_headers_refusals, test_framing_headers,
+           test_headers_dpop)

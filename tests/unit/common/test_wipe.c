@@ -285,7 +285,7 @@ static void test_helper_answer_no_copy_left(void)
     static const char *const bad[] = {
         "{\"headers\":{\"Authorization\":\"Bearer " CANARY "\\n\"}}",
         "{\"headers\":{\"A\":\"" CANARY "\",\"B\":1}}",
-        "{\"headers\":{\"A\":\"" CANARY "\"},\"version\":2}",
+        "{\"headers\":{\"A\":\"" CANARY "\"},\"version\":3}",
         "{\"headers\":{\"A\":\"" CANARY "\"},\"x\":[\"" CANARY "\"],\"y\":",
         "{\"headers\":{\"A\":\"" CANARY CANARY CANARY CANARY CANARY CANARY "\",\"a\":\"\"}}",
         "{\"headers\":{\"A\":\"" CANARY "\"}} x",
