@@ -469,8 +469,13 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
         log_error(s->log, "%s", err_msg(&e));
         goto out;
     }
-    if (lo && lo->listen && start_listener(s, lo) < 0)
+    if (lo && lo->listen && (r = start_listener(s, lo)) < 0) {
+        /* a listener refused as asked for (not loopback without a token, not an address) is
+         * the command line's fault */
+        if (r == -EPERM || r == -EINVAL)
+            s->status = BRIDGE_EXIT_USAGE;
         goto out;
+    }
     if (watch) {
         r = watch_new(s->loop, WATCH_SETTLE_MS, on_config_changed, s, &s->watch);
         if (r < 0)

@@ -210,8 +210,8 @@ static struct ah_stream *route(struct ah_agent *a, struct json_object *o, bool *
         return stream_of_id(a, key);
     }
     if (strcmp(method, "notifications/progress") == 0) {
-        struct json_object *token = json_object_object_get(json_get_object(o, "params"),
-                                                           "progressToken");
+        struct json_object *token =
+            json_object_object_get(json_get_object(o, "params"), "progressToken");
         struct ah_stream *st =
             token && jrpc_id_key(token, key, sizeof(key)) ? stream_of_token(a, key) : NULL;
         if (st)
@@ -285,8 +285,7 @@ static void http_set_reading(struct agent_transport *t, bool on)
     ((struct ah_agent *)t)->reading = on;
 }
 
-static int http_close_write(struct agent_transport *t, agent_transport_done_fn done,
-                            void *userdata)
+static int http_close_write(struct agent_transport *t, agent_transport_done_fn done, void *userdata)
 {
     struct ah_agent *a = (struct ah_agent *)t;
     a->write_closed = true;

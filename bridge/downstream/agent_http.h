@@ -35,11 +35,11 @@ struct downstream; /* downstream.h */
 struct agent_http;
 
 struct agent_http_opts {
-    struct loop *loop;     /* required */
-    struct log *log;       /* required */
-    struct downstream *d;  /* required: where the agents go (persist) */
-    const char *listen;    /* "PORT", "ADDR:PORT" or "[ADDR6]:PORT"; port 0 picks one */
-    const char *token;     /* the bearer token agents must send (copied, wiped); NULL: none */
+    struct loop *loop;    /* required */
+    struct log *log;      /* required */
+    struct downstream *d; /* required: where the agents go (persist) */
+    const char *listen;   /* "PORT", "ADDR:PORT" or "[ADDR6]:PORT"; port 0 picks one */
+    const char *token;    /* the bearer token agents must send (copied, wiped); NULL: none */
     /* origins allowed besides a loopback bind's own (exact "scheme://host[:port]"), NULL-ended;
      * borrowed for the call */
     const char *const *allow_origins;

@@ -18,10 +18,10 @@
 #include "downstream/agent_http.h"
 #include "downstream/agent_transport.h"
 
-#define AH_SESSION_ID_BYTES 24                 /* random bytes of an Mcp-Session-Id */
+#define AH_SESSION_ID_BYTES 24                   /* random bytes of an Mcp-Session-Id */
 #define AH_STREAM_QUEUE_MAX (8u * 1024u * 1024u) /* bytes waiting on one stream */
-#define AH_MAX_STREAMS      256                /* response streams open at once, all agents */
-#define AH_SESSION_IDLE_MS  (30 * 60 * 1000)    /* a session with no stream and no request */
+#define AH_MAX_STREAMS      256                  /* response streams open at once, all agents */
+#define AH_SESSION_IDLE_MS  (30 * 60 * 1000)     /* a session with no stream and no request */
 #define AH_READ_BLOCK       (64u * 1024u)
 
 enum ah_kind {
@@ -34,7 +34,7 @@ struct ah_agent;
 /* One response on its way: a POST's (one message's answer, with what comes before it) or a
  * session's GET stream. Owned by its MHD request (struct ah_req); its agent may go first. */
 struct ah_stream {
-    struct ah_agent *a; /* NULL once the agent went */
+    struct ah_agent *a;    /* NULL once the agent went */
     struct list_node node; /* in a->streams, newest first */
     struct MHD_Connection *conn;
     bool sse;       /* text/event-stream; else one application/json answer */
@@ -44,16 +44,16 @@ struct ah_stream {
     char id_key[JRPC_ID_KEY_MAX + 2];
     char token_key[JRPC_ID_KEY_MAX + 2]; /* its request's progress token; "" none */
     struct buf out;
-    size_t off; /* of out, written */
+    size_t off;      /* of out, written */
     unsigned status; /* JSON: the HTTP status of the answer */
 };
 
 struct ah_agent {
     struct agent_transport base;
-    struct agent_http *h; /* NULL once the listener went */
+    struct agent_http *h;  /* NULL once the listener went */
     struct list_node node; /* in h->agents */
     enum ah_kind kind;
-    char *sid;             /* AH_SESSION */
+    char *sid; /* AH_SESSION */
     struct list_node streams;
     struct ah_stream *get; /* the session's GET stream */
     bool reading;

@@ -109,8 +109,7 @@ static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, int 
     return res;
 }
 
-static enum MHD_Result queue_sse(struct MHD_Connection *conn, struct ah_stream *st,
-                                 const char *sid)
+static enum MHD_Result queue_sse(struct MHD_Connection *conn, struct ah_stream *st, const char *sid)
 {
     struct MHD_Response *resp = ah_stream_sse_response(st);
     if (!resp)
@@ -325,8 +324,7 @@ static bool wants_sse(struct MHD_Connection *conn, const struct jrpc_msg *m)
         return false;
     if (!accepts(conn, "application/json"))
         return true;
-    return strcmp(m->method, "subscriptions/listen") == 0 ||
-           strcmp(m->method, "tools/call") == 0 ||
+    return strcmp(m->method, "subscriptions/listen") == 0 || strcmp(m->method, "tools/call") == 0 ||
            jrpc_progress_token(m->params) != NULL;
 }
 
