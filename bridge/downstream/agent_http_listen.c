@@ -233,6 +233,13 @@ static bool precheck(struct agent_http *h, struct MHD_Connection *conn, const ch
                       "this bridge needs its bearer token (Authorization: Bearer ...)");
         return false;
     }
+    const char *length = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length && strtoull(length, NULL, 10) > AGENT_MAX_MESSAGE) { /* not read at all */
+        char text[80];
+        snprintf(text, sizeof(text), "a message over %u bytes", AGENT_MAX_MESSAGE);
+        *ret = refuse(conn, MHD_HTTP_CONTENT_TOO_LARGE, JRPC_INVALID_REQUEST, text);
+        return false;
+    }
     if (strcmp(method, MHD_HTTP_METHOD_POST) != 0 && strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
         strcmp(method, MHD_HTTP_METHOD_DELETE) != 0) {
         *ret = refuse(conn, MHD_HTTP_METHOD_NOT_ALLOWED, JRPC_INVALID_REQUEST,

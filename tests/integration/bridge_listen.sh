@@ -7,6 +7,9 @@
 # another site) gets 403, a non-loopback bind without --listen-token is refused at start (exit
 # 2), and with a token (resolved through secrets, from the environment here) a request without
 # it, or with another, gets 401 while the right one is served; the token never shows in a log.
+# Between them, the edges: the Mcp-* headers of 2026-07-28 checked against the body (400 with
+# -32020; an unknown method 404), a resumption asked for (405: not served), DELETE, a body over
+# the bound (413), and --max-agents (503).
 # Last, SIGTERM: the bridge exits 0 and leaves no process behind.
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/bridge.sh"
@@ -86,6 +89,37 @@ assert_eq "$(status POST "$URL" -H "Host: evil.example:$port" -d "$INIT")" 403 "
 assert_eq "$(status POST "$URL" -H "Origin: http://localhost:5173" -H "Host: localhost:$port" -d "$INIT")" 200 "a loopback Origin and Host"
 assert_eq "$(status POST "${URL%/mcp}/other" -d "$INIT")" 404 "another path"
 assert_eq "$(status POST "$URL" -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')" 400 "a request with no session and no _meta"
+
+echo "== 2026-07-28: the Mcp-* headers against the body"
+META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+LIST='{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{'"$META"'}}'
+MV=(-H 'MCP-Protocol-Version: 2026-07-28')
+assert_eq "$(status POST "$URL" "${MV[@]}" -H 'Mcp-Method: tools/list' -d "$LIST")" 200 "tools/list with its headers"
+assert_contains "$(cat "$T_ROOT/body")" 'mcp_everything_echo' "the tools"
+assert_eq "$(status POST "$URL" "${MV[@]}" -H 'Mcp-Method: tools/call' -d "$LIST")" 400 "Mcp-Method not the body's"
+assert_contains "$(cat "$T_ROOT/body")" '"code":-32020' "the mismatch's error"
+assert_eq "$(status POST "$URL" "${MV[@]}" -d "$LIST")" 400 "no Mcp-Method"
+assert_eq "$(status POST "$URL" -H 'Mcp-Method: tools/list' -d "$LIST")" 400 "no MCP-Protocol-Version"
+CALL='{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"mcp_everything_echo","arguments":{"message":"hi"},'"$META"'}}'
+assert_eq "$(status POST "$URL" "${MV[@]}" -H 'Mcp-Method: tools/call' -H 'Mcp-Name: mcp_everything_get-sum' -d "$CALL")" 400 "Mcp-Name not the body's"
+# the name in the header's base64 form: the same name
+b64=$(printf 'mcp_everything_echo' | base64)
+assert_eq "$(status POST "$URL" "${MV[@]}" -H 'Mcp-Method: tools/call' -H "Mcp-Name: =?base64?$b64?=" -H 'Accept: application/json' -d "$CALL")" 200 "Mcp-Name in base64"
+assert_contains "$(cat "$T_ROOT/body")" '"text":"Echo: hi"' "the call's answer"
+NOPE='{"jsonrpc":"2.0","id":5,"method":"no/such","params":{'"$META"'}}'
+assert_eq "$(status POST "$URL" "${MV[@]}" -H 'Mcp-Method: no/such' -d "$NOPE")" 404 "an unknown method"
+assert_contains "$(cat "$T_ROOT/body")" '"code":-32601' "the unknown method's error"
+
+echo "== 2025-11-25: the session's edges"
+assert_eq "$(status POST "$URL" -D "$T_ROOT/headers" -d "$INIT")" 200 "initialize"
+sid=$(sed -n 's/^Mcp-Session-Id: *\([^[:space:]]*\).*/\1/ip' "$T_ROOT/headers")
+[ -n "$sid" ] || fail "no Mcp-Session-Id in $(cat "$T_ROOT/headers")"
+assert_eq "$(status GET "$URL" -H "Mcp-Session-Id: $sid" -H 'Last-Event-ID: 7')" 405 "a resumption (not served)"
+assert_eq "$(status GET "$URL")" 405 "GET without a session"
+assert_eq "$(status DELETE "$URL" -H "Mcp-Session-Id: $sid")" 200 "DELETE"
+assert_eq "$(status DELETE "$URL" -H "Mcp-Session-Id: $sid")" 404 "DELETE again"
+head -c 17000000 /dev/zero | tr '\0' ' ' >"$T_ROOT/big"
+assert_eq "$(status POST "$URL" --data-binary @"$T_ROOT/big")" 413 "a body over the bound"
 stop_bridge main
 
 echo "== a non-loopback bind needs a token"
@@ -98,11 +132,14 @@ echo "== with a token"
 TOKEN="listen-token-$RANDOM$RANDOM-canary"
 t_canary "$TOKEN"
 export BRIDGE_LISTEN_TOKEN_T="$TOKEN"
-listen token --listen 0.0.0.0:0 --listen-token BRIDGE_LISTEN_TOKEN_T
+listen token --listen 0.0.0.0:0 --listen-token BRIDGE_LISTEN_TOKEN_T --max-agents 1
 TURL="http://127.0.0.1:${URL##*:}"
 assert_eq "$(status POST "$TURL" -d "$INIT")" 401 "no Authorization"
 assert_eq "$(status POST "$TURL" -H 'Authorization: Bearer not-the-token' -d "$INIT")" 401 "another token"
 assert_eq "$(status POST "$TURL" -H "Authorization: Bearer $TOKEN" -d "$INIT")" 200 "the token"
 assert_contains "$(cat "$T_ROOT/body")" '"serverInfo"' "the initialize answer"
+# --max-agents 1: that session is the one agent; a second gets 503
+assert_eq "$(status POST "$TURL" -H "Authorization: Bearer $TOKEN" -d "$INIT")" 503 "a second agent"
+assert_contains "$(cat "$T_ROOT/body")" "--max-agents" "the 503's body"
 stop_bridge token
 unset BRIDGE_LISTEN_TOKEN_T
