@@ -158,6 +158,17 @@ static int stream_put(struct ah_stream *st, const char *msg, size_t len)
     return 0;
 }
 
+void ah_agent_keepalive(struct ah_agent *a)
+{
+    struct list_node *i;
+    list_for_each (i, &a->streams) {
+        struct ah_stream *st = list_entry(i, struct ah_stream, node);
+        if (st->sse && !st->closed && !stream_pending(st) &&
+            buf_append_str(&st->out, ": keep-alive\n\n") >= 0)
+            stream_wake(st);
+    }
+}
+
 /* ---- routing ----------------------------------------------------------------------------- */
 
 static struct ah_stream *stream_of_id(struct ah_agent *a, const char *key)

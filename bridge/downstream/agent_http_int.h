@@ -23,6 +23,9 @@
 #define AH_MAX_STREAMS      256                  /* response streams open at once, all agents */
 #define AH_SESSION_IDLE_MS  (30 * 60 * 1000)     /* a session with no stream and no request */
 #define AH_READ_BLOCK       (64u * 1024u)
+/* An SSE comment on a stream with nothing to say: a client gone is seen only when written to
+ * (a suspended connection is not watched), and proxies keep the stream open */
+#define AH_KEEPALIVE_MS (25 * 1000)
 
 enum ah_kind {
     AH_SESSION, /* 2025-11-25: Mcp-Session-Id */
@@ -71,6 +74,7 @@ struct agent_http {
     struct MHD_Daemon *daemon;
     struct loop_io *io;
     struct loop_timer *timer;
+    struct loop_timer *keepalive;
     struct loop_deferred kick;
     char url[128];
     char host[72]; /* the bound address as a Host header names it: "127.0.0.1", "[::1]" */
@@ -96,6 +100,9 @@ struct ah_stream *ah_stream_new(struct ah_agent *a, struct MHD_Connection *conn,
 void ah_stream_free(struct ah_stream *st);
 /* The MHD response of an SSE stream (caller queues and destroys it). NULL on ENOMEM. */
 struct MHD_Response *ah_stream_sse_response(struct ah_stream *st);
+
+/* A keep-alive comment on each idle SSE stream of a. */
+void ah_agent_keepalive(struct ah_agent *a);
 
 /* The daemon has work (a connection resumed): run it once the loop is back. */
 void ah_kick(struct agent_http *h);

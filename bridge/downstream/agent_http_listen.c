@@ -64,6 +64,15 @@ static void on_timer(struct loop_timer *t, void *userdata)
     run_daemon(userdata);
 }
 
+static void on_keepalive(struct loop_timer *t, void *userdata)
+{
+    struct agent_http *h = userdata;
+    struct list_node *i;
+    list_for_each (i, &h->agents)
+        ah_agent_keepalive(list_entry(i, struct ah_agent, node));
+    loop_timer_rearm(t, AH_KEEPALIVE_MS);
+}
+
 static void on_kick(void *userdata)
 {
     run_daemon(userdata);
@@ -713,6 +722,8 @@ int agent_http_new(const struct agent_http_opts *o, struct agent_http **ret, str
     r = di ? loop_io_add(h->loop, di->epoll_fd, LOOP_READ, on_io, h, &h->io) : -EIO;
     if (r >= 0)
         r = loop_timer_add(h->loop, TIMER_MAX_MS, on_timer, h, &h->timer);
+    if (r >= 0)
+        r = loop_timer_add(h->loop, AH_KEEPALIVE_MS, on_keepalive, h, &h->keepalive);
     if (r < 0) {
         err_set(e, r, "cannot watch the HTTP listener: %s", strerror(-r));
         goto fail;
@@ -752,6 +763,7 @@ void agent_http_free(struct agent_http *h)
     }
     loop_io_remove(h->io);
     loop_timer_cancel(h->timer);
+    loop_timer_cancel(h->keepalive);
     loop_defer_cancel(&h->kick);
     if (h->daemon) {
         (void)MHD_run(h->daemon); /* the connections resumed above finish */

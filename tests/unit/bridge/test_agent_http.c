@@ -73,7 +73,11 @@ static int bench_start(struct bench *b, const char *listen, const char *token)
     CHECK_INT(downstream_new(&o, &b->d, &e), 0);
     mcp_config_free(c);
     struct agent_http_opts ho = {
-        .loop = b->loop, .log = b->log, .d = b->d, .listen = listen, .token = token,
+        .loop = b->loop,
+        .log = b->log,
+        .d = b->d,
+        .listen = listen,
+        .token = token,
         .allow_origins = (const char *const[]){"https://app.example.com", NULL},
     };
     int r = agent_http_new(&ho, &b->h, &e);
@@ -138,8 +142,8 @@ static bool reply_done(void *ctx)
 
 /* One request: its status (-1 when the transfer failed), body in r->body. headers: NULL-ended,
  * besides the JSON ones. */
-static long http(struct bench *b, const char *method, const char *body,
-                 const char *const *headers, struct reply *r)
+static long http(struct bench *b, const char *method, const char *body, const char *const *headers,
+                 struct reply *r)
 {
     memset(r, 0, sizeof(*r));
     buf_init(&r->body, 1u << 20);
@@ -166,11 +170,11 @@ static long http(struct bench *b, const char *method, const char *body,
 }
 
 #define INIT                                                                                       \
-    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"   \
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"     \
     "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}"
 #define LIST "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{}}"
 #define MODERN_LIST                                                                                \
-    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":{"             \
+    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":{"              \
     "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                                  \
     "\"io.modelcontextprotocol/clientCapabilities\":{}}}}"
 
@@ -259,9 +263,9 @@ static void test_token(void)
     CHECK_INT(bench_start(&b, "127.0.0.1:0", "s3cret-token"), 0);
     CHECK_INT(http(&b, "POST", INIT, NULL, &r), 401);
     buf_release(&r.body);
-    CHECK_INT(http(&b, "POST", INIT, (const char *const[]){"Authorization: Bearer s3cret", NULL},
-                   &r),
-              401);
+    CHECK_INT(
+        http(&b, "POST", INIT, (const char *const[]){"Authorization: Bearer s3cret", NULL}, &r),
+        401);
     buf_release(&r.body);
     CHECK_INT(http(&b, "POST", INIT,
                    (const char *const[]){"Authorization: Bearer s3cret-token", NULL}, &r),
