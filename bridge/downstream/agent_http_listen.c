@@ -436,6 +436,11 @@ static enum MHD_Result handle_post(struct agent_http *h, struct MHD_Connection *
                          : "not a JSON-RPC 2.0 message");
         goto out;
     }
+    if (m.kind == JRPC_REQUEST && h->n_streams >= AH_MAX_STREAMS) { /* before any agent */
+        ret = refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JRPC_INTERNAL_ERROR,
+                     "too many requests open on this bridge: try again later");
+        goto out;
+    }
     struct ah_agent *a = post_agent(h, conn, &m, r, &ret);
     if (!a)
         goto out;
@@ -449,14 +454,11 @@ static enum MHD_Result handle_post(struct agent_http *h, struct MHD_Connection *
                      "this agent does not read its answers fast enough: read them first");
         goto out;
     }
-    if (h->n_streams >= AH_MAX_STREAMS) {
-        ret = refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JRPC_INTERNAL_ERROR,
-                     "too many requests open on this bridge: try again later");
-        goto out;
-    }
     bool sse = wants_sse(conn, &m);
     struct ah_stream *st = ah_stream_new(a, conn, sse);
     if (!st) {
+        if (a->kind == AH_REQUEST)
+            ah_agent_end(a); /* its one request will not be served */
         ret = refuse(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, JRPC_INTERNAL_ERROR, "out of memory");
         goto out;
     }
