@@ -3,6 +3,10 @@
  * routes what the downstream sends to the stream it belongs on and feeds the streams to
  * libmicrohttpd, suspending a connection while it has nothing to write.
  *
+ * A 2026-07-28 request answered with an InputRequiredResult stays an agent after its stream
+ * ended, for at most AH_ROUND_KEEP_MS: its retry (the same request with the requestState and
+ * inputResponses) is a new POST, given to this agent, which holds the round.
+ *
  * Where a message goes: an answer to the stream of its request; notifications/progress to the
  * stream of the request whose progress token it names; anything else (a server's request, a
  * log, a list change) to the session's GET stream, else to the newest open stream of the
@@ -94,7 +98,7 @@ void ah_stream_free(struct ah_stream *st)
     free(st);
     if (!a)
         return;
-    if (a->kind == AH_REQUEST && list_is_empty(&a->streams))
+    if (a->kind == AH_REQUEST && list_is_empty(&a->streams) && !a->state)
         ah_agent_end(a); /* its one request is over (answered, or the client closed it) */
     else
         check_flushed(a);
@@ -247,6 +251,28 @@ static unsigned answer_status(const struct ah_agent *a, struct json_object *o)
     return MHD_HTTP_OK;
 }
 
+static void on_idle(struct loop_timer *t, void *userdata);
+
+/* An answer to a's request: an InputRequiredResult keeps a (and the round the downstream holds
+ * for it) until its retry comes, within AH_ROUND_KEEP_MS. */
+static void keep_round(struct ah_agent *a, struct json_object *answer)
+{
+    struct json_object *result = json_get_object(answer, "result");
+    const char *type = json_get_string(result, "resultType");
+    const char *state = json_get_string(result, "requestState");
+    if (!type || strcmp(type, "input_required") != 0 || !state || !a->h)
+        return;
+    char *copy = strdup(state);
+    if (!copy)
+        return; /* the retry finds no agent: the client is told the state is unknown */
+    free(a->state);
+    a->state = copy;
+    if (a->idle)
+        loop_timer_rearm(a->idle, AH_ROUND_KEEP_MS);
+    else if (loop_timer_add(a->h->loop, AH_ROUND_KEEP_MS, on_idle, a, &a->idle) < 0)
+        a->idle = NULL; /* ends with the downstream's own bound on the round */
+}
+
 /* ---- the transport ----------------------------------------------------------------------- */
 
 static int http_send(struct agent_transport *t, const char *msg, size_t len)
@@ -276,6 +302,8 @@ static int http_send(struct agent_transport *t, const char *msg, size_t len)
     }
     if (answer && !st->sse)
         st->status = answer_status(a, o);
+    if (answer && a->kind == AH_REQUEST)
+        keep_round(a, o);
     json_object_put(o);
     r = stream_put(st, msg, len);
     if (answer && r >= 0) {
@@ -328,6 +356,7 @@ static void http_free(struct agent_transport *t)
     }
     loop_timer_cancel(a->idle);
     free(a->sid);
+    free(a->state);
     free(a);
 }
 
@@ -350,9 +379,11 @@ static void on_idle(struct loop_timer *t, void *userdata)
         loop_timer_rearm(a->idle, AH_SESSION_IDLE_MS);
         return;
     }
-    if (a->h)
+    if (a->h && a->kind == AH_SESSION)
         log_info(a->h->log, "an HTTP session was idle for %d minutes: ended",
                  AH_SESSION_IDLE_MS / 60000);
+    free(a->state); /* a round not resumed in time */
+    a->state = NULL;
     ah_agent_end(a);
 }
 
@@ -385,6 +416,20 @@ struct ah_agent *ah_agent_find(struct agent_http *h, const char *sid)
         struct ah_agent *a = list_entry(i, struct ah_agent, node);
         if (a->sid && !a->ended && secure_streq(a->sid, sid))
             return a;
+    }
+    return NULL;
+}
+
+struct ah_agent *ah_agent_of_state(struct agent_http *h, const char *state)
+{
+    struct list_node *i;
+    list_for_each (i, &h->agents) {
+        struct ah_agent *a = list_entry(i, struct ah_agent, node);
+        if (a->state && !a->ended && secure_streq(a->state, state)) {
+            free(a->state);
+            a->state = NULL;
+            return a;
+        }
     }
     return NULL;
 }

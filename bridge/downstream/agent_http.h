@@ -12,7 +12,8 @@
  *   - 2026-07-28: one agent per request (no session). The request's _meta carries its era
  *     and capabilities, its Mcp-* headers are checked against its body; the agent ends with
  *     its response stream (closing it cancels the request; subscriptions/listen stays open
- *     until the client closes it).
+ *     until the client closes it), or, answered with an InputRequiredResult, with the retry
+ *     that carries its requestState (a new POST, given to the same agent).
  * Every request passes the checks first: Host and Origin against DNS rebinding (403), the
  * bearer token when one is set (401), the bounds on agents (503), streams (503) and body size
  * (413), each with a JSON-RPC error in its body. docs/bridge.md, "Serving over HTTP", is the

@@ -22,7 +22,10 @@
 #define AH_STREAM_QUEUE_MAX (8u * 1024u * 1024u) /* bytes waiting on one stream */
 #define AH_MAX_STREAMS      256                  /* response streams open at once, all agents */
 #define AH_SESSION_IDLE_MS  (30 * 60 * 1000)     /* a session with no stream and no request */
-#define AH_READ_BLOCK       (64u * 1024u)
+/* A 2026-07-28 request answered with an InputRequiredResult waits this long for its retry (as
+ * long as the downstream keeps the round: downstream_mrtr.c's MRTR_KEEP_MS) */
+#define AH_ROUND_KEEP_MS (10 * 60 * 1000)
+#define AH_READ_BLOCK    (64u * 1024u)
 /* An SSE comment on a stream with nothing to say: a client gone is seen only when written to
  * (a suspended connection is not watched), and proxies keep the stream open */
 #define AH_KEEPALIVE_MS (25 * 1000)
@@ -57,6 +60,9 @@ struct ah_agent {
     struct list_node node; /* in h->agents */
     enum ah_kind kind;
     char *sid; /* AH_SESSION */
+    /* AH_REQUEST: the requestState of its last InputRequiredResult; the retry that carries it
+     * comes to this agent, which holds the round (NULL: none) */
+    char *state;
     struct list_node streams;
     struct ah_stream *get; /* the session's GET stream */
     bool reading;
@@ -89,6 +95,9 @@ struct agent_http {
 struct ah_agent *ah_agent_new(struct agent_http *h, enum ah_kind kind);
 /* The session of that id, or NULL. */
 struct ah_agent *ah_agent_find(struct agent_http *h, const char *sid);
+/* The 2026-07-28 agent whose input round requestState names, or NULL; the state is its no
+ * more (a retry is taken once). */
+struct ah_agent *ah_agent_of_state(struct agent_http *h, const char *state);
 /* The agent's side is over (DELETE, idle, its request's stream done): on_eof, once. */
 void ah_agent_end(struct ah_agent *a);
 /* Any request of the session: its idle clock starts again. */

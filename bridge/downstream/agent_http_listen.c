@@ -393,7 +393,10 @@ static struct ah_agent *post_agent(struct agent_http *h, struct MHD_Connection *
     if (request && modern_request(m)) {
         if (check_headers(conn, m, ret) < 0)
             return NULL;
-        return agent_for(h, conn, AH_REQUEST, ret);
+        /* the retry of an input round goes to the agent that holds it */
+        const char *state = json_get_string(m->params, "requestState");
+        struct ah_agent *a = state ? ah_agent_of_state(h, state) : NULL;
+        return a ? a : agent_for(h, conn, AH_REQUEST, ret);
     }
     *ret = refuse(conn, MHD_HTTP_BAD_REQUEST, JRPC_INVALID_REQUEST,
                   "no Mcp-Session-Id: a session begins with initialize (2025-11-25), or each "

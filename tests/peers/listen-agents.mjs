@@ -9,7 +9,8 @@
 //     must get its own answer (the server's request routed back to the agent whose call made
 //     it). Then A ends its session (DELETE): a request in that session gets 404, B goes on.
 //   - the v2 SDK Client pinned to 2026-07-28 (stateless requests with _meta and Mcp-* headers):
-//     lists the tools, calls echo, gets progress.
+//     lists the tools, calls echo, gets progress, and answers the server's sampling request as
+//     an input round (InputRequiredResult, then the retry with its requestState, a new POST).
 //
 //   node listen-agents.mjs --url http://127.0.0.1:PORT/mcp
 import { parseArgs } from './lib/common.mjs';
@@ -82,7 +83,12 @@ async function legacySample(a) {
 
 async function modernRun() {
   const client = new v2.Client({ name: 'agent-modern', version: '1.0.0' }, {
-    capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } },
+    capabilities: { sampling: {} }, versionNegotiation: { mode: { pin: '2026-07-28' } },
+  });
+  let asked = 0;
+  client.setRequestHandler('sampling/createMessage', async () => {
+    asked += 1;
+    return { role: 'assistant', model: 'model-modern', content: { type: 'text', text: 'answer of modern' } };
   });
   const transport = new v2.StreamableHTTPClientTransport(new URL(opts.url));
   await client.connect(transport, { timeout: opts.waitMs });
@@ -96,6 +102,11 @@ async function modernRun() {
   const long = await client.callTool({ name: T('trigger-long-running-operation'), arguments: { duration: 1, steps: 3 } },
     { timeout: opts.waitMs, onprogress: (p) => progress.push(p) });
   check('modern: progress', progress.length >= 2 && !long.isError, `${progress.length} progress notifications, ${JSON.stringify(long)}`);
+  // the legacy server's sampling request, as an input round: the retry is a new POST
+  const sample = await client.callTool({ name: T('trigger-sampling-request'), arguments: { prompt: 'from modern', maxTokens: 20 } },
+    { timeout: opts.waitMs });
+  check('modern: sampling as an input round', asked === 1 && text(sample).includes('answer of modern'),
+    `asked ${asked} times, result ${JSON.stringify(sample)}`);
   await client.close();
 }
 
