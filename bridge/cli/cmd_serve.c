@@ -3,7 +3,7 @@
  * Both run the downstream (downstream.h) on the loop with the agent on stdin/stdout, which are
  * made non-blocking for the time being and given back as they were (the descriptions may be
  * shared with the parent, a terminal or the agent's other children). Everything said to the
- * user goes to stderr: stdout carries the protocol. serve --listen serves agents over HTTP too
+ * user goes to stderr: stdout carries the protocol. --listen (of either) serves agents over HTTP
  * (agent_http.h), and then stdio only with --stdio. */
 #include <errno.h>
 #include <fcntl.h>
@@ -86,6 +86,7 @@ static const char serve_help[] =
 static const char connect_help[] =
     "usage: mcp-bridge connect SERVER [--header 'Name: value']... [--allow-http]\n"
     "                          [--connect-timeout D] [--bridge-eras]\n"
+    "                          [--listen [ADDR:]PORT ...]\n"
     "\n"
     "Serve one server on stdin/stdout as it is: its own initialize answer, names, lists and\n"
     "results, unchanged. SERVER is a name from mcp.json or an http(s) URL (Streamable HTTP,\n"
@@ -103,6 +104,10 @@ static const char connect_help[] =
     "  --bridge-eras        serve 2026-07-28 (server/discover, no initialize) whatever the\n"
     "                       server's era, bridging to a legacy server as 'serve' does: for\n"
     "                       clients that speak only 2026-07-28\n"
+    "  --listen [ADDR:]PORT serve agents over Streamable HTTP at http://ADDR:PORT/mcp instead\n"
+    "                       of stdin/stdout, many at once on the one server; --stdio,\n"
+    "                       --listen-url-file, --listen-token, --allow-origin and --max-agents\n"
+    "                       as for serve (see 'mcp-bridge serve --help')\n"
     "\n"
     "examples:\n"
     "  mcp-bridge connect github\n"
@@ -575,6 +580,17 @@ static int listen_option(int opt, const char *arg, struct listen_opts *lo, struc
     }
 }
 
+/* The listener's options without --listen: -EINVAL, said in the log. */
+static int listen_orphans(const struct listen_opts *lo, struct log *log)
+{
+    if (lo->listen ||
+        !(lo->stdio || lo->url_file || lo->token_name || lo->n_origins || lo->max_agents))
+        return 0;
+    log_error(log, "--stdio, --listen-url-file, --listen-token, --allow-origin and "
+                   "--max-agents go with --listen [ADDR:]PORT");
+    return -EINVAL;
+}
+
 int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
     struct serve s = {.log = log, .g = g};
@@ -629,11 +645,8 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
                   argv[optind], argv[optind]);
         return BRIDGE_EXIT_USAGE;
     }
-    if (!lo.listen && (lo.stdio || lo.url_file || lo.token_name || lo.n_origins || lo.max_agents)) {
-        log_error(log, "--stdio, --listen-url-file, --listen-token, --allow-origin and "
-                       "--max-agents go with --listen [ADDR:]PORT");
+    if (listen_orphans(&lo, log) < 0)
         return BRIDGE_EXIT_USAGE;
-    }
     s.config = cli_load_config(g, log);
     if (!s.config)
         return BRIDGE_EXIT_CONFIG;
@@ -662,6 +675,12 @@ const struct option cli_connect_options[] = {
     {"header", required_argument, NULL, OPT_HEADER},
     {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
     {"bridge-eras", no_argument, NULL, OPT_BRIDGE_ERAS},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"stdio", no_argument, NULL, OPT_STDIO},
+    {"listen-url-file", required_argument, NULL, OPT_LISTEN_URL_FILE},
+    {"listen-token", required_argument, NULL, OPT_LISTEN_TOKEN},
+    {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+    {"max-agents", required_argument, NULL, OPT_MAX_AGENTS},
     {0},
 };
 
@@ -674,6 +693,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
     size_t n_headers = 0;
     int64_t connect_timeout_ms = 0;
     const char *name = NULL;
+    struct listen_opts lo = {0};
     int opt;
 
     if (args_wants_help(argc, argv)) {
@@ -705,6 +725,15 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         case OPT_BRIDGE_ERAS:
             bridge_eras = true;
             break;
+        case OPT_LISTEN:
+        case OPT_STDIO:
+        case OPT_LISTEN_URL_FILE:
+        case OPT_LISTEN_TOKEN:
+        case OPT_ALLOW_ORIGIN:
+        case OPT_MAX_AGENTS:
+            if (listen_option(opt, optarg, &lo, log) < 0)
+                return BRIDGE_EXIT_USAGE;
+            break;
         default:
             return cli_option_error(log, argv, "H:", cli_connect_options);
         }
@@ -714,6 +743,8 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
                        "connect --help')");
         return BRIDGE_EXIT_USAGE;
     }
+    if (listen_orphans(&lo, log) < 0)
+        return BRIDGE_EXIT_USAGE;
     /* the header values are registered for redaction as the entry is made (cli.h) */
     struct mcp_config *c =
         cli_config_for(argv[optind], (const char *const *)headers, flags, g, log, &name);
@@ -722,7 +753,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
     if (cli_is_url(argv[optind]))
         s.creds.auth_target = argv[optind]; /* mcp-auth is told the URL: it has no entry */
     int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras,
-                     CATALOG_FOR_AGENT, false, NULL);
+                     CATALOG_FOR_AGENT, false, &lo);
     mcp_config_free(c);
     return status;
 }

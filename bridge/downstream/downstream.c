@@ -699,7 +699,7 @@ int downstream_add_agent(struct downstream *d, struct agent_transport *t, struct
         agent_transport_free(t);
         return err_set(e, -EINVAL, "downstream: no agent");
     }
-    if (d->mode == DOWNSTREAM_SINGLE && !list_is_empty(&d->agents)) {
+    if (d->mode == DOWNSTREAM_SINGLE && !d->persist && !list_is_empty(&d->agents)) {
         agent_transport_free(t);
         return err_set(e, -EOPNOTSUPP, "a single-server bridge serves one client");
     }
@@ -731,7 +731,7 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
 {
     if (!opts || !opts->loop || !opts->log || !opts->on_done || !opts->config || !ret ||
         (opts->in_fd < 0) != (opts->out_fd < 0) ||
-        (opts->in_fd < 0 && opts->mode == DOWNSTREAM_SINGLE))
+        (opts->in_fd < 0 && opts->mode == DOWNSTREAM_SINGLE && !opts->persist))
         return err_set(e, -EINVAL, "downstream: missing options");
     struct downstream *d = calloc(1, sizeof(*d));
     int r;
@@ -748,7 +748,7 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     d->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
                                                          : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
     d->bridge_eras = opts->bridge_eras;
-    d->persist = opts->persist && opts->mode == DOWNSTREAM_AGGREGATE;
+    d->persist = opts->persist;
     d->on_done = opts->on_done;
     d->userdata = opts->userdata;
     list_init(&d->agents);

@@ -10,6 +10,7 @@
 # Between them, the edges: the Mcp-* headers of 2026-07-28 checked against the body (400 with
 # -32020; an unknown method 404), a resumption asked for (405: not served), DELETE, a body over
 # the bound (413), and --max-agents (503).
+# The same agents on `connect everything --listen --bridge-eras` (single mode: names unchanged).
 # Last, SIGTERM: the bridge exits 0 and leaves no process behind.
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/bridge.sh"
@@ -27,12 +28,13 @@ require('fs').writeFileSync(file, JSON.stringify({ mcpServers: { everything: { c
 JS
 
 BRIDGE_PID=
-# listen LABEL ARGS...: starts serve --listen ARGS in the background; URL is where it serves
+# listen LABEL COMMAND ARGS...: starts the bridge's COMMAND (serve, or connect SERVER) with ARGS
+# (--listen ...) in the background; URL is where it serves
 listen() {
     local label=$1
     shift
     rm -f "$T_ROOT/$label.url"
-    "$MCP_BRIDGE_BIN" --config "$T_ROOT/mcp.json" serve --listen-url-file "$T_ROOT/$label.url" "$@" \
+    "$MCP_BRIDGE_BIN" --config "$T_ROOT/mcp.json" "$@" --listen-url-file "$T_ROOT/$label.url" \
         </dev/null >"$T_ROOT/$label.stdout" 2>"$T_ROOT/$label.log" &
     BRIDGE_PID=$!
     wait_until 20 "the URL of $label" test -s "$T_ROOT/$label.url"
@@ -62,17 +64,23 @@ status() {
 }
 INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
 
-echo "== two v1 agents and a v2 agent on one bridge"
-listen main --listen 127.0.0.1:0
-case "$URL" in http://127.0.0.1:*/mcp) ;; *) fail "unexpected URL '$URL'" ;; esac
-rc=0
-node "$PEERS_DIR/listen-agents.mjs" --url "$URL" </dev/null >"$T_ROOT/agents.out" 2>"$T_ROOT/agents.err" || rc=$?
-cat "$T_ROOT/agents.out"
-T_CHECKS=$((T_CHECKS + $(grep -c '^ok ' "$T_ROOT/agents.out" || true)))
-[ "$rc" = 0 ] || fail "listen-agents failed (exit $rc):
+# agents LABEL ARGS...: listen-agents.mjs on URL (the bridge LABEL's); each "ok" is a check
+agents() {
+    local label=$1 rc=0
+    shift
+    node "$PEERS_DIR/listen-agents.mjs" --url "$URL" "$@" </dev/null >"$T_ROOT/agents.out" 2>"$T_ROOT/agents.err" || rc=$?
+    cat "$T_ROOT/agents.out"
+    T_CHECKS=$((T_CHECKS + $(grep -c '^ok ' "$T_ROOT/agents.out" || true)))
+    [ "$rc" = 0 ] || fail "listen-agents failed on $label (exit $rc):
 $(tail -20 "$T_ROOT/agents.err")
 --- the bridge's log
-$(tail -40 "$T_ROOT/main.log")"
+$(tail -40 "$T_ROOT/$label.log")"
+}
+
+echo "== two v1 agents and a v2 agent on one bridge"
+listen main serve --listen 127.0.0.1:0
+case "$URL" in http://127.0.0.1:*/mcp) ;; *) fail "unexpected URL '$URL'" ;; esac
+agents main
 
 echo "== Claude Code by URL"
 run 0 "$CLAUDE" mcp add --scope user --transport http bridge "$URL"
@@ -122,6 +130,10 @@ head -c 17000000 /dev/zero | tr '\0' ' ' >"$T_ROOT/big"
 assert_eq "$(status POST "$URL" --data-binary @"$T_ROOT/big")" 413 "a body over the bound"
 stop_bridge main
 
+echo "== connect --listen: one server, unchanged, to many agents"
+listen connect-run connect everything --listen 127.0.0.1:0 --bridge-eras
+agents connect-run --prefix ''
+stop_bridge connect-run
 echo "== a non-loopback bind needs a token"
 run 2 "$MCP_BRIDGE_BIN" --config "$T_ROOT/mcp.json" serve --listen 0.0.0.0:0
 assert_contains "$ERR" "--listen-token" "the refusal"
@@ -132,7 +144,7 @@ echo "== with a token"
 TOKEN="listen-token-$RANDOM$RANDOM-canary"
 t_canary "$TOKEN"
 export BRIDGE_LISTEN_TOKEN_T="$TOKEN"
-listen token --listen 0.0.0.0:0 --listen-token BRIDGE_LISTEN_TOKEN_T --max-agents 1
+listen token serve --listen 0.0.0.0:0 --listen-token BRIDGE_LISTEN_TOKEN_T --max-agents 1
 TURL="http://127.0.0.1:${URL##*:}"
 assert_eq "$(status POST "$TURL" -d "$INIT")" 401 "no Authorization"
 assert_eq "$(status POST "$TURL" -H 'Authorization: Bearer not-the-token' -d "$INIT")" 401 "another token"

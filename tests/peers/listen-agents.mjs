@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // listen-agents.mjs: agents of both SDKs on one `mcp-bridge serve --listen` URL at once, in front
-// of server-everything (aggregate mode: its tools are mcp_everything_*). One line per check on
+// of server-everything (aggregate mode: its tools are mcp_everything_*; with --prefix '' the names
+// of `mcp-bridge connect everything --listen`, unchanged). One line per check on
 // stdout ("ok LABEL", "FAIL LABEL: why"); exit status 0 only when every check passed.
 //
 //   - two v1 SDK Clients (StreamableHTTPClientTransport, 2025-11-25 sessions), A and B, each
@@ -17,6 +18,7 @@ import { parseArgs } from './lib/common.mjs';
 
 const opts = parseArgs({
   url: { type: 'string', help: 'the bridge\'s URL' },
+  prefix: { type: 'string', default: 'everything', help: 'the server\'s name in the tool names (serve: mcp_NAME_tool); "" for connect (names unchanged)' },
   'wait-ms': { type: 'int', default: 20000, help: 'bound of every call' },
 }, process.argv.slice(2), 'Agents of both SDKs on one bridge over HTTP (see the header).');
 if (!opts.url) {
@@ -39,7 +41,7 @@ const check = (label, cond, why) => {
   }
 };
 const text = (res) => (res?.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
-const T = (n) => `mcp_everything_${n}`;
+const T = (n) => (opts.prefix ? `mcp_${opts.prefix}_${n}` : n);
 const timer = setTimeout(() => {
   process.stdout.write('FAIL listen-agents: gave up after 100 s\n');
   process.exit(1);
