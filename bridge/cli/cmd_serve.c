@@ -3,7 +3,8 @@
  * Both run the downstream (downstream.h) on the loop with the agent on stdin/stdout, which are
  * made non-blocking for the time being and given back as they were (the descriptions may be
  * shared with the parent, a terminal or the agent's other children). Everything said to the
- * user goes to stderr: stdout carries the protocol. */
+ * user goes to stderr: stdout carries the protocol. --listen (of either) serves agents over HTTP
+ * (agent_http.h), and then stdio only with --stdio. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -14,13 +15,19 @@
 #include <unistd.h>
 
 #include "credkit/buf.h"
+#include "credkit/child.h"
+#include "credkit/file.h"
+#include "credkit/helper_answer.h"
 #include "credkit/mcp_config.h"
 #include "credkit/path.h"
+#include "credkit/secmem.h"
 #include "credkit/strv.h"
 #include "credkit/textsafe.h"
 
 #include "cli/cli.h"
+#include "creds/cred_path.h"
 #include "creds/cred_setup.h"
+#include "downstream/agent_http.h"
 #include "downstream/downstream.h"
 #include "core/loop.h"
 #include "core/watch.h"
@@ -28,10 +35,15 @@
 #define MAX_HEADERS 64
 /* an edit is several events (an editor writes, renames, changes modes): one reload after the
  * last of them */
-#define WATCH_SETTLE_MS 300
+#define WATCH_SETTLE_MS  300
+#define MAX_ORIGINS      16
+#define TOKEN_TIMEOUT_MS (30 * 1000) /* secrets resolving the --listen-token */
 
 static const char serve_help[] =
     "usage: mcp-bridge [serve] [--connect-timeout D] [--agent pi] [--no-watch]\n"
+    "                          [--listen [ADDR:]PORT [--stdio] [--listen-url-file FILE]\n"
+    "                           [--listen-token SECRET_NAME] [--allow-origin ORIGIN]...\n"
+    "                           [--max-agents N]]\n"
     "\n"
     "Serve every valid server of the layered configuration as one MCP server on stdin/stdout:\n"
     "this is what the agent runs. Tools and prompts are named mcp_<server>_<tool> (see\n"
@@ -45,24 +57,36 @@ static const char serve_help[] =
     "                       \"toolPrefix\": \"none\": tools named <server>_<tool> (the adapter's\n"
     "                       default naming; settings.toolPrefix still chooses), no proxy tool\n"
     "                       of the bridge (the adapter's 'mcp' is pi's), every tool listed\n"
+    "  --listen [ADDR:]PORT serve agents over Streamable HTTP at http://ADDR:PORT/mcp (both\n"
+    "                       eras), many at once on the same servers; ADDR 127.0.0.1 unless\n"
+    "                       given ([::1]:PORT for IPv6); port 0 picks a free one. The URL is\n"
+    "                       printed on stderr. A bind that is not loopback needs --listen-token\n"
+    "  --stdio              with --listen: serve the agent on stdin/stdout too\n"
+    "  --listen-url-file FILE  with --listen: write the URL to FILE once listening\n"
+    "  --listen-token SECRET_NAME  agents must send 'Authorization: Bearer <value>', the value\n"
+    "                       of that name in secrets ('secrets set NAME'); it never goes upstream\n"
+    "  --allow-origin ORIGIN  a browser Origin allowed besides loopback ones (repeatable)\n"
+    "  --max-agents N       HTTP agents at once (sessions and requests; default 64)\n"
     "\n"
     "A change to a configuration file (its own, the imported clients' files, the approvals of\n"
     "'mcp-bridge trust') is applied by itself, 300 ms after the last write: servers added,\n"
     "removed or changed connect or disconnect; the rest are left alone; a configuration that\n"
     "cannot be read is not applied. SIGHUP does the same at once.\n"
     "SIGTERM, SIGINT and the end of stdin shut down cleanly (every server closed, every child\n"
-    "reaped).\n"
+    "reaped); with --listen only SIGTERM and SIGINT do.\n"
     "\n"
     "examples:\n"
     "  mcp-bridge\n"
     "  mcp-bridge --config ~/work/mcp.json --connect-timeout 30s\n"
     "  claude mcp add bridge -- mcp-bridge\n"
     "  mcp-bridge serve --agent pi --config ~/.pi/agent/bridge.json   # in pi's mcp.json\n"
-    "  mcp-bridge --no-watch             # reload only on SIGHUP\n";
+    "  mcp-bridge --no-watch             # reload only on SIGHUP\n"
+    "  mcp-bridge serve --listen 8765    # agents use http://127.0.0.1:8765/mcp\n";
 
 static const char connect_help[] =
     "usage: mcp-bridge connect SERVER [--header 'Name: value']... [--allow-http]\n"
     "                          [--connect-timeout D] [--bridge-eras]\n"
+    "                          [--listen [ADDR:]PORT ...]\n"
     "\n"
     "Serve one server on stdin/stdout as it is: its own initialize answer, names, lists and\n"
     "results, unchanged. SERVER is a name from mcp.json or an http(s) URL (Streamable HTTP,\n"
@@ -80,6 +104,10 @@ static const char connect_help[] =
     "  --bridge-eras        serve 2026-07-28 (server/discover, no initialize) whatever the\n"
     "                       server's era, bridging to a legacy server as 'serve' does: for\n"
     "                       clients that speak only 2026-07-28\n"
+    "  --listen [ADDR:]PORT serve agents over Streamable HTTP at http://ADDR:PORT/mcp instead\n"
+    "                       of stdin/stdout, many at once on the one server; --stdio,\n"
+    "                       --listen-url-file, --listen-token, --allow-origin and --max-agents\n"
+    "                       as for serve (see 'mcp-bridge serve --help')\n"
     "\n"
     "examples:\n"
     "  mcp-bridge connect github\n"
@@ -95,6 +123,7 @@ struct serve {
     struct mcp_config *config; /* aggregate: the one applied, for the next reload's diff */
     struct watch *watch;       /* aggregate: the files of config; NULL with --no-watch */
     struct cred_setup creds;   /* the credentials of every upstream (cred_setup.h) */
+    struct agent_http *http;   /* serve --listen; NULL: stdio only */
     int in_flags, out_flags;   /* as found, restored at the end (-1: untouched) */
     int status;
     bool done;
@@ -284,11 +313,110 @@ static void on_hup_single(int signo, void *userdata)
                      "to pick up a changed entry)");
 }
 
+/* serve --listen's options. */
+struct listen_opts {
+    const char *listen;   /* NULL: no listener */
+    bool stdio;           /* --stdio: the agent on stdin/stdout too */
+    const char *url_file; /* --listen-url-file */
+    const char *token_name;
+    const char *origins[MAX_ORIGINS + 1];
+    size_t n_origins;
+    size_t max_agents;
+};
+
+/* The value of name through `secrets resolve --json` (as every secret of the bridge): *ret a
+ * new string, freed with secure_free(). -errno, said in the log. */
+static int resolve_token(struct log *log, const char *name, char **ret)
+{
+    char *prog = NULL;
+    struct err e = ERR_INIT;
+    struct child_result res = {0};
+    struct helper_secrets answer = {0};
+    bool ran = false, parsed = false;
+    int r = cred_path_find(HELPER_SECRETS, &prog, &e);
+    if (r < 0)
+        goto out;
+    const char *argv[] = {prog, "resolve", "--json", "--", name, NULL};
+    struct child_spec spec = {.argv = argv};
+    struct child_run_opts ro = {
+        .timeout_ms = TOKEN_TIMEOUT_MS,
+        .max_stdout = HELPER_ANSWER_MAX,
+        .secret_output = true,
+    };
+    r = child_run(&spec, &ro, &res, &e);
+    if (r < 0)
+        goto out;
+    ran = true;
+    r = helper_secrets_parse(res.out.data ? res.out.data : "", res.out.len, &answer, &e);
+    if (r < 0)
+        goto out;
+    parsed = true;
+    const struct helper_secret *sec = helper_secrets_find(&answer, name);
+    if (!sec || !sec->value || !sec->value_len) {
+        r = err_set(&e, -ENOKEY, "%s", sec && sec->error ? sec->error : "no value");
+        goto out;
+    }
+    char *v = strdup(sec->value);
+    if (!v) {
+        r = err_set(&e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    *ret = v;
+    r = 0;
+out:
+    if (r < 0)
+        log_error(log, "--listen-token '%s': %s", name, err_msg(&e));
+    if (parsed)
+        helper_secrets_release(&answer);
+    if (ran)
+        child_result_release(&res);
+    free(prog);
+    return r;
+}
+
+/* Starts the listener of lo on s's downstream and says where it is. */
+static int start_listener(struct serve *s, const struct listen_opts *lo)
+{
+    char *token = NULL;
+    struct err e = ERR_INIT;
+    int r = 0;
+    if (lo->token_name && (r = resolve_token(s->log, lo->token_name, &token)) < 0)
+        return r;
+    struct agent_http_opts ho = {
+        .loop = s->loop,
+        .log = s->log,
+        .d = s->d,
+        .listen = lo->listen,
+        .token = token,
+        .allow_origins = lo->origins,
+        .max_agents = lo->max_agents,
+    };
+    r = agent_http_new(&ho, &s->http, &e);
+    secure_free(token);
+    if (r < 0) {
+        log_error(s->log, "%s", err_msg(&e));
+        return r;
+    }
+    const char *url = agent_http_url(s->http);
+    log_msg(s->log, s->g->quiet ? LOG_INFO : LOG_ERROR, "serving agents at %s", url);
+    if (lo->url_file) {
+        char line[160];
+        int n = snprintf(line, sizeof(line), "%s\n", url);
+        r = file_write_atomic(lo->url_file, line, (size_t)n, 0644, &e);
+        if (r < 0) {
+            log_error(s->log, "--listen-url-file: %s", err_msg(&e));
+            return r;
+        }
+    }
+    return 0;
+}
+
 /* Runs the downstream until it is done. config is borrowed (kept by the caller). */
 static int run(struct serve *s, enum downstream_mode mode, const struct mcp_config *config,
                const char *single_name, int64_t connect_timeout_ms, bool bridge_eras,
-               enum catalog_audience audience, bool watch)
+               enum catalog_audience audience, bool watch, const struct listen_opts *lo)
 {
+    bool stdio = !lo || !lo->listen || lo->stdio;
     s->creds.log = s->log;
     s->creds.g = s->g;
     s->creds.config = config;
@@ -313,8 +441,8 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
         log_error(s->log, "cannot watch signals: %s", strerror(-r));
         goto out;
     }
-    r = set_nonblock(STDIN_FILENO, &s->in_flags);
-    if (r >= 0)
+    r = stdio ? set_nonblock(STDIN_FILENO, &s->in_flags) : 0;
+    if (r >= 0 && stdio)
         r = set_nonblock(STDOUT_FILENO, &s->out_flags);
     if (r < 0) {
         log_error(s->log,
@@ -327,8 +455,8 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
     struct downstream_opts o = {
         .loop = s->loop,
         .log = s->log,
-        .in_fd = STDIN_FILENO,
-        .out_fd = STDOUT_FILENO,
+        .in_fd = stdio ? STDIN_FILENO : -1,
+        .out_fd = stdio ? STDOUT_FILENO : -1,
         .mode = mode,
         .config = config,
         .single_name = single_name,
@@ -337,12 +465,20 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
         .cred_new = cred_setup_provider,
         .cred_userdata = &s->creds,
         .connect_timeout_ms = connect_timeout_ms,
+        .persist = lo && lo->listen,
         .on_done = on_done,
         .userdata = s,
     };
     r = downstream_new(&o, &s->d, &e);
     if (r < 0) {
         log_error(s->log, "%s", err_msg(&e));
+        goto out;
+    }
+    if (lo && lo->listen && (r = start_listener(s, lo)) < 0) {
+        /* a listener refused as asked for (not loopback without a token, not an address) is
+         * the command line's fault */
+        if (r == -EPERM || r == -EINVAL)
+            s->status = BRIDGE_EXIT_USAGE;
         goto out;
     }
     if (watch) {
@@ -366,8 +502,10 @@ static int run(struct serve *s, enum downstream_mode mode, const struct mcp_conf
 out:
     watch_free(s->watch);
     s->watch = NULL;
-    downstream_free(s->d);
+    downstream_free(s->d); /* first: its agents' transports are the listener's */
     s->d = NULL;
+    agent_http_free(s->http);
+    s->http = NULL;
     loop_free(s->loop);
     s->loop = NULL;
     restore_flags(s);
@@ -381,15 +519,77 @@ enum {
     OPT_ALLOW_HTTP,
     OPT_BRIDGE_ERAS,
     OPT_AGENT,
-    OPT_NO_WATCH
+    OPT_NO_WATCH,
+    OPT_LISTEN,
+    OPT_STDIO,
+    OPT_LISTEN_URL_FILE,
+    OPT_LISTEN_TOKEN,
+    OPT_ALLOW_ORIGIN,
+    OPT_MAX_AGENTS,
 };
 
 const struct option cli_serve_options[] = {
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"agent", required_argument, NULL, OPT_AGENT},
     {"no-watch", no_argument, NULL, OPT_NO_WATCH},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"stdio", no_argument, NULL, OPT_STDIO},
+    {"listen-url-file", required_argument, NULL, OPT_LISTEN_URL_FILE},
+    {"listen-token", required_argument, NULL, OPT_LISTEN_TOKEN},
+    {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+    {"max-agents", required_argument, NULL, OPT_MAX_AGENTS},
     {0},
 };
+
+/* One of serve's --listen options into lo: 0, or -EINVAL said in the log. */
+static int listen_option(int opt, const char *arg, struct listen_opts *lo, struct log *log)
+{
+    char *end;
+    unsigned long n;
+    switch (opt) {
+    case OPT_LISTEN:
+        lo->listen = arg;
+        return 0;
+    case OPT_STDIO:
+        lo->stdio = true;
+        return 0;
+    case OPT_LISTEN_URL_FILE:
+        lo->url_file = arg;
+        return 0;
+    case OPT_LISTEN_TOKEN:
+        lo->token_name = arg;
+        return 0;
+    case OPT_ALLOW_ORIGIN:
+        if (lo->n_origins == MAX_ORIGINS) {
+            log_error(log, "--allow-origin: at most %d origins", MAX_ORIGINS);
+            return -EINVAL;
+        }
+        lo->origins[lo->n_origins++] = arg;
+        return 0;
+    case OPT_MAX_AGENTS:
+        errno = 0;
+        n = strtoul(arg, &end, 10);
+        if (!*arg || *end || errno || n == 0 || n > 100000 || arg[0] == '-') {
+            log_error(log, "--max-agents: '%s' is not a number from 1 to 100000", arg);
+            return -EINVAL;
+        }
+        lo->max_agents = n;
+        return 0;
+    default:
+        return -EINVAL;
+    }
+}
+
+/* The listener's options without --listen: -EINVAL, said in the log. */
+static int listen_orphans(const struct listen_opts *lo, struct log *log)
+{
+    if (lo->listen ||
+        !(lo->stdio || lo->url_file || lo->token_name || lo->n_origins || lo->max_agents))
+        return 0;
+    log_error(log, "--stdio, --listen-url-file, --listen-token, --allow-origin and "
+                   "--max-agents go with --listen [ADDR:]PORT");
+    return -EINVAL;
+}
 
 int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *log)
 {
@@ -397,6 +597,7 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
     int64_t connect_timeout_ms = 0;
     bool watch = true;
     enum catalog_audience audience = CATALOG_FOR_AGENT;
+    struct listen_opts lo = {0};
     int opt;
 
     if (args_wants_help(argc, argv)) {
@@ -424,6 +625,15 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         case OPT_NO_WATCH:
             watch = false;
             break;
+        case OPT_LISTEN:
+        case OPT_STDIO:
+        case OPT_LISTEN_URL_FILE:
+        case OPT_LISTEN_TOKEN:
+        case OPT_ALLOW_ORIGIN:
+        case OPT_MAX_AGENTS:
+            if (listen_option(opt, optarg, &lo, log) < 0)
+                return BRIDGE_EXIT_USAGE;
+            break;
         default:
             return cli_option_error(log, argv, "", cli_serve_options);
         }
@@ -435,6 +645,8 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
                   argv[optind], argv[optind]);
         return BRIDGE_EXIT_USAGE;
     }
+    if (listen_orphans(&lo, log) < 0)
+        return BRIDGE_EXIT_USAGE;
     s.config = cli_load_config(g, log);
     if (!s.config)
         return BRIDGE_EXIT_CONFIG;
@@ -449,11 +661,11 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
     if (audience == CATALOG_FOR_PI_ADAPTER)
         log_info(log, "--agent pi: tools named as pi-mcp-adapter names them, no proxy tool 'mcp' "
                       "of the bridge (the adapter's is pi's), every tool listed");
-    if (isatty(STDIN_FILENO) && !g->quiet)
+    if ((!lo.listen || lo.stdio) && isatty(STDIN_FILENO) && !g->quiet)
         log_error(log, "reading MCP messages from the terminal: mcp-bridge is meant to be run by "
                        "an agent (see 'mcp-bridge --help'); Ctrl-D ends");
-    int status =
-        run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms, false, audience, watch);
+    int status = run(&s, DOWNSTREAM_AGGREGATE, s.config, NULL, connect_timeout_ms, false, audience,
+                     watch, &lo);
     mcp_config_free(s.config);
     return status;
 }
@@ -463,6 +675,12 @@ const struct option cli_connect_options[] = {
     {"header", required_argument, NULL, OPT_HEADER},
     {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
     {"bridge-eras", no_argument, NULL, OPT_BRIDGE_ERAS},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"stdio", no_argument, NULL, OPT_STDIO},
+    {"listen-url-file", required_argument, NULL, OPT_LISTEN_URL_FILE},
+    {"listen-token", required_argument, NULL, OPT_LISTEN_TOKEN},
+    {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+    {"max-agents", required_argument, NULL, OPT_MAX_AGENTS},
     {0},
 };
 
@@ -475,6 +693,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
     size_t n_headers = 0;
     int64_t connect_timeout_ms = 0;
     const char *name = NULL;
+    struct listen_opts lo = {0};
     int opt;
 
     if (args_wants_help(argc, argv)) {
@@ -506,6 +725,15 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         case OPT_BRIDGE_ERAS:
             bridge_eras = true;
             break;
+        case OPT_LISTEN:
+        case OPT_STDIO:
+        case OPT_LISTEN_URL_FILE:
+        case OPT_LISTEN_TOKEN:
+        case OPT_ALLOW_ORIGIN:
+        case OPT_MAX_AGENTS:
+            if (listen_option(opt, optarg, &lo, log) < 0)
+                return BRIDGE_EXIT_USAGE;
+            break;
         default:
             return cli_option_error(log, argv, "H:", cli_connect_options);
         }
@@ -515,6 +743,8 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
                        "connect --help')");
         return BRIDGE_EXIT_USAGE;
     }
+    if (listen_orphans(&lo, log) < 0)
+        return BRIDGE_EXIT_USAGE;
     /* the header values are registered for redaction as the entry is made (cli.h) */
     struct mcp_config *c =
         cli_config_for(argv[optind], (const char *const *)headers, flags, g, log, &name);
@@ -523,7 +753,7 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
     if (cli_is_url(argv[optind]))
         s.creds.auth_target = argv[optind]; /* mcp-auth is told the URL: it has no entry */
     int status = run(&s, DOWNSTREAM_SINGLE, c, name, connect_timeout_ms, bridge_eras,
-                     CATALOG_FOR_AGENT, false);
+                     CATALOG_FOR_AGENT, false, &lo);
     mcp_config_free(c);
     return status;
 }

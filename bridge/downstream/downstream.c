@@ -271,12 +271,57 @@ static bool others_open(struct ds_agent *a)
     return false;
 }
 
-/* The agent a is over (its side closed or broke): the bridge is over with its last agent. */
+/* Everything in flight for a goes: its requests (calls cancelled, listens ended), its input
+ * rounds, the servers' requests waiting for it (refused). */
+static void agent_cancel_all(struct ds_agent *a)
+{
+    ds_bridged_refuse_all(a);
+    ds_mrtr_drop(a, NULL, 0, true);
+    while (!list_is_empty(&a->pending)) {
+        struct ds_pending *p = list_entry(list_first(&a->pending), struct ds_pending, node);
+        if (p->type == DS_PT_LISTEN) {
+            ds_listen_end(p, false);
+            continue;
+        }
+        if (p->call) {
+            struct upstream_call *call = p->call;
+            p->call = NULL;
+            upstream_call_cancel(call, "the client went away");
+        }
+        ds_pending_free(p);
+    }
+}
+
+static void agent_free(struct ds_agent *a);
+
+/* persist: an agent whose wire ended, once the loop is back from its callbacks. The lead agent
+ * stays, without a wire: the servers are offered what it declared at every reconnect. */
+static void agent_gone(void *userdata)
+{
+    struct ds_agent *a = userdata;
+    struct downstream *d = a->d;
+    if (ds_shutting(d))
+        return; /* freed with the downstream */
+    agent_cancel_all(a);
+    if (a == d->lead) {
+        agent_transport_free(a->t);
+        a->t = NULL;
+        return;
+    }
+    agent_free(a);
+}
+
+/* The agent a is over (its side closed or broke): the bridge is over with its last agent
+ * (persist: it is forgotten, the bridge goes on). */
 static void agent_over(struct ds_agent *a)
 {
     struct downstream *d = a->d;
     if (ds_shutting(d)) {
         check_shutdown(d);
+    } else if (d->persist) {
+        if (a->reading != DS_READING_OFF)
+            ds_set_reading(a, DS_READING_OFF);
+        loop_defer_queue(d->loop, &a->gone, agent_gone, a);
     } else if (others_open(a)) {
         if (a->reading != DS_READING_OFF)
             ds_set_reading(a, DS_READING_OFF);
@@ -288,7 +333,7 @@ static void agent_over(struct ds_agent *a)
 static void on_agent_eof(void *userdata)
 {
     struct ds_agent *a = userdata;
-    log_debug(a->d->log, "the client closed its side: shutting down");
+    log_debug(a->d->log, "the client closed its side%s", a->d->persist ? "" : ": shutting down");
     agent_over(a);
 }
 
@@ -298,7 +343,7 @@ static void on_agent_error(int error, void *userdata)
     struct downstream *d = a->d;
     agent_transport_free(a->t);
     a->t = NULL;
-    if (!d->status)
+    if (!d->status && !d->persist) /* persist: one agent's wire is not the bridge's */
         d->status = error;
     if (error == -E2BIG)
         log_error(d->log, "the client sent a message over %u bytes: closing", AGENT_MAX_MESSAGE);
@@ -610,6 +655,7 @@ static void agent_free(struct ds_agent *a)
 {
     if (!a)
         return;
+    loop_defer_cancel(&a->gone);
     list_remove(&a->node);
     ds_mrtr_release_all(a);
     ds_pending_release_all(a);
@@ -653,7 +699,7 @@ int downstream_add_agent(struct downstream *d, struct agent_transport *t, struct
         agent_transport_free(t);
         return err_set(e, -EINVAL, "downstream: no agent");
     }
-    if (d->mode == DOWNSTREAM_SINGLE && !list_is_empty(&d->agents)) {
+    if (d->mode == DOWNSTREAM_SINGLE && !d->persist && !list_is_empty(&d->agents)) {
         agent_transport_free(t);
         return err_set(e, -EOPNOTSUPP, "a single-server bridge serves one client");
     }
@@ -685,7 +731,7 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
 {
     if (!opts || !opts->loop || !opts->log || !opts->on_done || !opts->config || !ret ||
         (opts->in_fd < 0) != (opts->out_fd < 0) ||
-        (opts->in_fd < 0 && opts->mode == DOWNSTREAM_SINGLE))
+        (opts->in_fd < 0 && opts->mode == DOWNSTREAM_SINGLE && !opts->persist))
         return err_set(e, -EINVAL, "downstream: missing options");
     struct downstream *d = calloc(1, sizeof(*d));
     int r;
@@ -702,6 +748,7 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret, 
     d->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms
                                                          : UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS;
     d->bridge_eras = opts->bridge_eras;
+    d->persist = opts->persist;
     d->on_done = opts->on_done;
     d->userdata = opts->userdata;
     list_init(&d->agents);

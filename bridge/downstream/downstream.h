@@ -48,7 +48,7 @@ struct downstream_opts {
     struct loop *loop; /* required */
     struct log *log;   /* required */
     /* the agent's side, O_NONBLOCK, staying the caller's; both -1: no agent yet (aggregate
-     * mode: they come with downstream_add_agent()) */
+     * mode or persist: they come with downstream_add_agent()) */
     int in_fd, out_fd;
     enum downstream_mode mode;
     /* The servers: every valid entry of config (aggregate), or the one named by single_name
@@ -73,6 +73,13 @@ struct downstream_opts {
                     struct cred_provider **ret, struct err *e);
     void *cred_userdata;
     int64_t connect_timeout_ms; /* 0: UPSTREAM_CONNECT_TIMEOUT_DEFAULT_MS */
+    /* Agents come and go (a listener adds them: serve --listen): the bridge is not over with
+     * its last agent, only with downstream_shutdown(); an agent whose wire ended is forgotten
+     * once the loop is back (its requests in flight cancelled, the servers' requests waiting
+     * for it refused), but for the lead agent's declarations, which the servers keep being
+     * offered. In single mode the one server is every agent's (its session, log level and
+     * subscriptions with it). */
+    bool persist;
     downstream_done_fn on_done; /* required */
     void *userdata;
 };
@@ -83,8 +90,9 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret,
 /* One more agent on the same servers, catalogue and cache, on the transport t (taken: freed
  * by the downstream, also on failure). It has its own session, requests, subscriptions and
  * server requests; the servers are offered the capabilities of the agent that started them
- * (the first to initialize). The bridge is over when its last agent is. Aggregate mode only
- * (single mode: -EOPNOTSUPP once it has its agent); -ESHUTDOWN, -ENOMEM. */
+ * (the first to initialize). The bridge is over when its last agent is (unless
+ * downstream_opts.persist). Single mode takes one agent unless persist (-EOPNOTSUPP);
+ * -ESHUTDOWN, -ENOMEM. */
 int downstream_add_agent(struct downstream *d, struct agent_transport *t,
                          struct err *e) _must_check_;
 

@@ -109,6 +109,15 @@ static void refuse(struct upstream *u, uint64_t gen, struct json_object *id, int
     json_object_put(err);
 }
 
+void ds_bridged_refuse_all(struct ds_agent *a)
+{
+    while (!list_is_empty(&a->bridged)) {
+        struct ds_bridged *b = list_entry(list_first(&a->bridged), struct ds_bridged, node);
+        refuse(b->s->u, b->gen, b->up_id, JRPC_INTERNAL_ERROR, "the client went away");
+        bridged_free(a, b);
+    }
+}
+
 /* Whether the request may go to the agent a; else it is refused here. */
 static bool may_forward(struct ds_agent *a, struct ds_server *s, uint64_t gen, const char *method,
                         struct json_object *id)

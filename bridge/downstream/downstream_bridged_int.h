@@ -31,3 +31,5 @@ void ds_bridged_progress(struct ds_agent *a, struct jrpc_msg *m);
 void ds_bridged_drop(struct downstream *d, struct ds_server *s, uint64_t keep_gen,
                      const char *reason);
 void ds_bridged_release_all(struct ds_agent *a);
+/* The agent went away: the servers' requests waiting for it are answered with an error. */
+void ds_bridged_refuse_all(struct ds_agent *a);

@@ -223,7 +223,8 @@ struct ds_agent {
     struct list_node bridged; /* struct ds_bridged, newest first */
     size_t n_bridged;
     uint64_t bridge_counter;
-    char *log_level; /* logging/setLevel, re-applied after reconnects */
+    char *log_level;           /* logging/setLevel, re-applied after reconnects */
+    struct loop_deferred gone; /* persist: its wire ended, forgotten after this iteration */
 };
 
 struct downstream {
@@ -239,6 +240,7 @@ struct downstream {
                                        * cred_new */
     int64_t connect_timeout_ms;
     bool bridge_eras; /* single mode: downstream_opts.bridge_eras */
+    bool persist;     /* downstream_opts.persist */
     downstream_done_fn on_done;
     void *userdata;
 

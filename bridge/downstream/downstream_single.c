@@ -206,9 +206,9 @@ static void openings_waiting(struct ds_agent *a, const char *why)
     }
 }
 
-void ds_single_ready(struct downstream *d)
+/* The server is READY: a's initialize or openings waiting for it are answered. */
+static void ready_for(struct downstream *d, struct ds_agent *a)
 {
-    struct ds_agent *a = d->lead; /* single mode's one agent */
     if (a->modern) {
         loop_timer_cancel(d->settle_timer);
         d->settle_timer = NULL;
@@ -223,9 +223,9 @@ void ds_single_ready(struct downstream *d)
     answer_init(a, p);
 }
 
-void ds_single_fail(struct downstream *d, const char *why)
+/* The server could not be had: a's initialize or openings waiting for it are refused. */
+static void fail_for(struct downstream *d, struct ds_agent *a, const char *why)
 {
-    struct ds_agent *a = d->lead; /* single mode's one agent */
     if (a->modern) {
         loop_timer_cancel(d->settle_timer);
         d->settle_timer = NULL;
@@ -243,6 +243,20 @@ void ds_single_fail(struct downstream *d, const char *why)
     ds_pending_free(p);
     ds_set_session(a, DS_SESSION_REFUSED); /* the agent may try again; the upstream goes on
                                               trying too */
+}
+
+/* Single mode's agent, or with a listener (persist) each of its agents: the one server is
+ * everyone's. */
+void ds_single_ready(struct downstream *d)
+{
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
+        ready_for(d, a);
+}
+
+void ds_single_fail(struct downstream *d, const char *why)
+{
+    for (struct ds_agent *a = ds_agent_first(d); a; a = ds_agent_next(a))
+        fail_for(d, a, why);
 }
 
 /* The connect timeout, armed again when the agent asks again: as the dispatcher's settle timer

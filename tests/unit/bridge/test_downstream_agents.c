@@ -1,7 +1,8 @@
 /* test_downstream_agents.c - two agents on one downstream, each through a fake agent transport
  * (agent_transport.h), over one set of servers: each sees its own answers (the same ids in
  * flight at once), the progress of its own calls, the log messages of its own call and the
- * server requests its own call caused. */
+ * server requests its own call caused; and with persist (a listener's downstream) an agent
+ * whose wire ends is forgotten, its call cancelled, while the bridge goes on. */
 #include "downstream/agent_transport.h"
 #include "downstream_fixture.h"
 
@@ -182,7 +183,7 @@ static void bench_done(int status, void *userdata)
     loop_quit(bn->loop, 0);
 }
 
-static void bench_start(struct bench *bn, const char *config)
+static void bench_start(struct bench *bn, const char *config, bool persist)
 {
     memset(bn, 0, sizeof(*bn));
     CHECK(loop_new(&bn->loop) == 0);
@@ -199,6 +200,7 @@ static void bench_start(struct bench *bn, const char *config)
         .out_fd = -1,
         .mode = DOWNSTREAM_AGGREGATE,
         .config = c,
+        .persist = persist,
         .on_done = bench_done,
         .userdata = bn,
     };
@@ -227,7 +229,8 @@ static void bench_stop(struct bench *bn)
 static void test_two_agents(void)
 {
     struct bench bn;
-    bench_start(&bn, "{\"mcpServers\":{" SERVER("a", ",\"tools=progress,sample,wait\"") "}}");
+    bench_start(&bn, "{\"mcpServers\":{" SERVER("a", ",\"tools=progress,sample,wait\"") "}}",
+                false);
     struct fake_agent *A = bn.a, *B = bn.b;
 
     /* a request before initialize is refused to that agent only */
@@ -315,4 +318,58 @@ static void test_two_agents(void)
     bench_stop(&bn);
 }
 
-DOWNSTREAM_TESTS_MAIN(NULL, test_two_agents)
+/* persist (a listener's downstream): an agent whose wire ends is forgotten, its call in flight
+ * cancelled at the server; the other goes on, and the bridge outlives its last agent. */
+static void test_persist(void)
+{
+    struct bench bn;
+    bench_start(&bn, "{\"mcpServers\":{" SERVER("a", ",\"tools=sample,wait\"") "}}", true);
+    struct fake_agent *A = bn.a, *B = bn.b;
+    fake_initialize(A);
+    fake_initialize(B);
+    fake_say(A, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"mcp_a_wait\"}}");
+    struct json_object *m = fake_wait(A, match_method, "notifications/message", "waiting", WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
+    /* A's wire ends with its call in flight: the server hears the cancellation (its log goes
+     * to B, the one agent left); A's transport is freed once the loop is back */
+    A->base.h->on_eof(A->base.userdata);
+    A = bn.a = NULL;
+    m = fake_wait(B, match_method, "notifications/message", "cancelled", WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
+    CHECK(!bn.done);
+
+    /* B goes on, and its server's request comes to it (not to A, the lead, which is gone) */
+    struct json_object *r = fake_request(B, "1", "tools/list", NULL);
+    CHECK_STR(names_of(r, "tools", "name"), "mcp mcp_a_sample mcp_a_wait");
+    json_object_put(r);
+    fake_say(B, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"mcp_a_sample\"}}");
+    struct json_object *q = fake_wait(B, match_method, "sampling/createMessage", NULL, WAIT_MS);
+    CHECK(q != NULL);
+    char bid[64];
+    snprintf(bid, sizeof(bid), "%s", q && path_str(q, "id") ? path_str(q, "id") : "x");
+    json_object_put(q);
+    fake_say(B,
+             "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"role\":\"assistant\",\"content\":{"
+             "\"type\":\"text\",\"text\":\"from B\"},\"model\":\"m\"}}",
+             bid);
+    r = fake_wait(B, match_id, "3", NULL, WAIT_MS);
+    CHECK_STR(path_str(r, "result.content.0.text"), "sampled \"srv-1\" from B");
+    json_object_put(r);
+
+    /* the last agent's wire ends: the bridge goes on (a listener may bring more) */
+    B->base.h->on_eof(B->base.userdata);
+    B = bn.b = NULL;
+    run_for(bn.loop, 200);
+    CHECK(!bn.done);
+    downstream_shutdown(bn.d);
+    for (int64_t deadline = now_ms() + WAIT_MS; !bn.done && now_ms() < deadline;)
+        run_for(bn.loop, 100);
+    CHECK(bn.done);
+    bench_stop(&bn);
+}
+
+DOWNSTREAM_TESTS_MAIN(NULL, test_two_agents, test_persist)
