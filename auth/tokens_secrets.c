@@ -109,8 +109,9 @@ int tokens_backend_recorded(const char *dir, enum tokens_backend *ret, bool *ret
         goto out;
     struct json_object *v = NULL;
     int64_t version = 0;
-    if (!json_object_is_type(root, json_type_object) || !json_get_int64(root, "version", &version) ||
-        version != 1 || !json_object_object_get_ex(root, "secrets", &v) ||
+    if (!json_object_is_type(root, json_type_object) ||
+        !json_get_int64(root, "version", &version) || version != 1 ||
+        !json_object_object_get_ex(root, "secrets", &v) ||
         !json_object_is_type(v, json_type_string) ||
         tokens_backend_from_str(json_object_get_string(v), ret) < 0) {
         disp = path_display(p);
@@ -134,8 +135,7 @@ int tokens_backend_record(const char *dir, enum tokens_backend b, struct err *e)
     struct json_object *root = json_object_new_object();
     char *p = path_join(dir, RECORD_NAME);
     int r;
-    if (!root || !p ||
-        json_object_object_add(root, "version", json_object_new_int(1)) < 0 ||
+    if (!root || !p || json_object_object_add(root, "version", json_object_new_int(1)) < 0 ||
         json_object_object_add(root, "secrets", json_object_new_string(tokens_backend_str(b))) <
             0) {
         r = err_set(e, -ENOMEM, "out of memory");
@@ -163,8 +163,7 @@ static int conflict(const char *dir, enum tokens_backend have, enum tokens_backe
     return r;
 }
 
-int tokens_backend_get(const char *dir, enum tokens_backend *ret, bool *ret_recorded,
-                       struct err *e)
+int tokens_backend_get(const char *dir, enum tokens_backend *ret, bool *ret_recorded, struct err *e)
 {
     enum tokens_backend b;
     enum choice c;
@@ -415,8 +414,8 @@ int tokens_vault_put(struct tokens_vault *v, const char *name, struct json_objec
 }
 
 /* name's secrets in the item, read afresh unless the cached one holds the generation gen */
-static int vault_entry(const char *dir, const char *name, const char *gen,
-                       struct json_object **ret, struct err *e)
+static int vault_entry(const char *dir, const char *name, const char *gen, struct json_object **ret,
+                       struct err *e)
 {
     bool cached = cache && cache_dir && strcmp(cache_dir, dir) == 0;
     for (int pass = cached ? 0 : 1; pass < 2; pass++) {
