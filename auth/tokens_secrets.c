@@ -183,8 +183,9 @@ int tokens_backend_get(const char *dir, enum tokens_backend *ret, bool *ret_reco
     return 0;
 }
 
-/* Whether a Secret Service answers for the store in dir: 1 yes, 0 none runs; a locked or
- * failing one is its error (auto never chooses files because the keychain misbehaves). */
+/* Whether a Secret Service answers for the store in dir: 1 yes, 0 none runs (e says so); a
+ * locked or failing one is its error (auto never chooses files because the keychain
+ * misbehaves). */
 static int keyring_reachable(const char *dir, struct err *e)
 {
     char *v = NULL;
@@ -193,9 +194,8 @@ static int keyring_reachable(const char *dir, struct err *e)
     secure_free(v);
     if (r >= 0 || r == -ENOENT)
         return 1;
-    if (r == -ENOTCONN)
-        return 0;
-    return err_set(e, r == -ETIMEDOUT ? -EIO : r, "%s", ke.msg);
+    int code = err_set(e, r == -ETIMEDOUT ? -EIO : r, "%s", ke.msg);
+    return r == -ENOTCONN ? 0 : code;
 }
 
 int tokens_backend_for_write(const char *dir, tokens_file_secrets_fn file_secrets,
@@ -220,11 +220,15 @@ int tokens_backend_for_write(const char *dir, tokens_file_secrets_fn file_secret
         r = conflict(dir, TOKENS_BACKEND_FILE, TOKENS_BACKEND_KEYRING, e);
         goto out;
     }
-    if (c == CHOICE_AUTO) {
-        r = keyring_reachable(dir, e);
-        if (r <= 0)
-            goto out;
-    }
+    /* the record is written only for a keychain that answers: a forced keyring without one
+     * fails, and auto without one stays in files (a new store decides again next time) */
+    r = keyring_reachable(dir, e);
+    if (r == 0 && c == CHOICE_AUTO)
+        err_clear(e);
+    else if (r == 0)
+        r = -ENOTCONN;
+    if (r <= 0)
+        goto out;
     b = TOKENS_BACKEND_KEYRING;
     r = tokens_backend_record(dir, b, e);
 out:
