@@ -1161,7 +1161,8 @@ static const struct args_command commands[] = {
     {"logout", "[--account NAME] SERVER", "delete the tokens here and revoke them at the server",
      logout_opts, "servers", FN(cmd_logout)},
     {"store", "[migrate file|keyring]",
-     "where the tokens are: files or the keychain; migrate moves\nthem", NULL, NULL, FN(cmd_store)},
+     "where the tokens are: files or the keychain; migrate moves\nthem", NULL,
+     "store-actions backends", FN(cmd_store)},
     {"completion", "SHELL", "print the completion script for bash, zsh or fish", NULL, "shells",
      FN(cmd_completion)},
     {"help", NULL, NULL, NULL, "commands", NULL},
@@ -1238,6 +1239,10 @@ static int cmd_complete(int argc, char **argv)
         target_release(&tc);
     } else if (argc >= 2 && strcmp(argv[1], "shells") == 0) {
         printf("bash\nzsh\nfish\n");
+    } else if (argc >= 2 && strcmp(argv[1], "store-actions") == 0) {
+        printf("migrate\n");
+    } else if (argc >= 2 && strcmp(argv[1], "backends") == 0) {
+        printf("file\nkeyring\n");
     }
     return EXIT_OK;
 }

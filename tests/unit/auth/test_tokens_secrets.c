@@ -78,7 +78,8 @@ static void test_split_and_put_back(void)
     CHECK_STR(str_at(root, "registration", "client_id"), "c");
 
     /* an entry without a secret: nothing to move, no empty section left behind */
-    struct json_object *plain = parse("{\"version\": 1, \"tokens\": {\"scope\": \"s\"}}"), *none = NULL;
+    struct json_object *plain = parse("{\"version\": 1, \"tokens\": {\"scope\": \"s\"}}"),
+                       *none = NULL;
     CHECK(!token_json_has_secrets(plain));
     CHECK_INT(token_json_take_secrets(plain, &none), 0);
     CHECK_INT(json_object_object_length(none), 0);
@@ -175,7 +176,8 @@ static void test_choice_without_keychain(void)
 
     CHECK_INT(setenv(TOKENS_STORE_ENV, "vault", 1), 0);
     CHECK_INT(tokens_backend_get(store, &b, NULL, &e), -EINVAL);
-    CHECK_CONTAINS(err_msg(&e), "MCP_AUTH_STORE='vault' is not a token store: use auto, file or keyring");
+    CHECK_CONTAINS(err_msg(&e),
+                   "MCP_AUTH_STORE='vault' is not a token store: use auto, file or keyring");
 
     /* a sign-in saved with the default setting and no Secret Service: in the file, no record */
     CHECK_INT(unsetenv(TOKENS_STORE_ENV), 0);
