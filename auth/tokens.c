@@ -687,10 +687,11 @@ int tokens_delete(const char *server_url, const char *issuer, const char *label,
     int r = tokens_entry_path(server_url, issuer, label, &path, e);
     if (r >= 0)
         r = tokens_dir(false, &dir, e);
+    /* under the store's lock: a move in progress would write the file back */
+    if (r >= 0)
+        r = tokens_store_lock(dir, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
     if (r >= 0)
         r = tokens_backend_get(dir, &backend, NULL, e);
-    if (r >= 0 && backend == TOKENS_BACKEND_KEYRING)
-        r = tokens_store_lock(dir, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
     if (r < 0)
         goto out;
     if (unlink(path) < 0) {

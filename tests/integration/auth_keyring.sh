@@ -173,6 +173,17 @@ run 0 A header --refresh one
 assert_eq "$(stat_of 'j.refresh_token_grants')" 1 "a refresh after the moves"
 usable one "$S1"
 
+# ---- signing out of one server takes its secrets out of the item, the other's stay ----
+two_now=$(A header two)
+run 0 A logout two
+assert_not_contains "$(item_secret)" "${two_now#Authorization: Bearer }" "the item after the logout"
+assert_eq "$(item_count)" 1 "keychain items after the logout"
+run 4 A header two
+usable one "$S1"
+run 0 A login two --timeout 90s
+usable two "$S2"
+no_secret_in_files "${two_now#Authorization: Bearer }"
+
 # ---- a move that fails leaves the store as it was ----
 before=$(cat "$STORE"/*.json | sha256sum)
 cat >"$T_ROOT/nested-move.sh" <<'EOF'
