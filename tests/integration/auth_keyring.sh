@@ -97,11 +97,25 @@ usable one "$S1"
 usable two "$S2"
 
 # ---- two processes refreshing at once: one refresh, both with the new token ----
+# The entry's lock is held here while both start: each reads the entry (the same token) before
+# it waits for the lock, so that they refresh "at the same moment" however slowly they start.
+ONE=$(grep -lF "\"$S1\"" "$STORE"/[0-9a-f]*.json)
+exec 9>>"$ONE.lock"
+flock -x 9
 reset_stats
-( A header --json --refresh one >"$T_ROOT/r.1" 2>"$T_ROOT/r.1.err"; echo $? >"$T_ROOT/r.1.rc" ) &
+( A header --json --refresh one >"$T_ROOT/r.1" 2>"$T_ROOT/r.1.err"; echo $? >"$T_ROOT/r.1.rc" ) 9>&- &
 p1=$!
-( A header --json --refresh one >"$T_ROOT/r.2" 2>"$T_ROOT/r.2.err"; echo $? >"$T_ROOT/r.2.rc" ) &
+( A header --json --refresh one >"$T_ROOT/r.2" 2>"$T_ROOT/r.2.err"; echo $? >"$T_ROOT/r.2.rc" ) 9>&- &
 p2=$!
+# the processes other than this shell that hold the lock file open: the callers, waiting
+lock_waiters() {
+    find /proc/[0-9]*/fd -lname "$ONE.lock" 2>/dev/null | grep -v "^/proc/$$/" | cut -d/ -f3 |
+        sort -u | wc -l
+}
+both_waiting() { [ "$(lock_waiters)" -ge 2 ]; }
+wait_until 30 "both callers to wait for the entry's lock" both_waiting
+flock -u 9
+exec 9>&-
 wait "$p1" "$p2"
 for i in 1 2; do
     assert_eq "$(cat "$T_ROOT/r.$i.rc")" 0 "refreshing caller $i ($(cat "$T_ROOT/r.$i.err"))"
