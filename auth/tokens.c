@@ -286,11 +286,13 @@ struct store_ctx {
     enum tokens_backend backend;
 };
 
+static int files_hold_secrets(const char *dir, bool *ret, struct err *e);
+
 static int store_ctx_open(struct store_ctx *sc, struct err *e)
 {
     int r = tokens_dir(false, &sc->dir, e);
     if (r >= 0)
-        r = tokens_backend_get(sc->dir, &sc->backend, NULL, e);
+        r = tokens_backend_get(sc->dir, files_hold_secrets, &sc->backend, NULL, e);
     return r;
 }
 
@@ -691,7 +693,7 @@ int tokens_delete(const char *server_url, const char *issuer, const char *label,
     if (r >= 0)
         r = tokens_store_lock(dir, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
     if (r >= 0)
-        r = tokens_backend_get(dir, &backend, NULL, e);
+        r = tokens_backend_get(dir, files_hold_secrets, &backend, NULL, e);
     if (r < 0)
         goto out;
     if (unlink(path) < 0) {
@@ -753,7 +755,7 @@ int tokens_store_backend(enum tokens_backend *ret, struct err *e)
     char *dir = NULL;
     int r = tokens_dir(false, &dir, e);
     if (r >= 0)
-        r = tokens_backend_get(dir, ret, NULL, e);
+        r = tokens_backend_get(dir, files_hold_secrets, ret, NULL, e);
     free(dir);
     return r;
 }

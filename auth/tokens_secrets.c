@@ -163,20 +163,29 @@ static int conflict(const char *dir, enum tokens_backend have, enum tokens_backe
     return r;
 }
 
-int tokens_backend_get(const char *dir, enum tokens_backend *ret, bool *ret_recorded, struct err *e)
+int tokens_backend_get(const char *dir, tokens_file_secrets_fn file_secrets,
+                       enum tokens_backend *ret, bool *ret_recorded, struct err *e)
 {
     enum tokens_backend b;
     enum choice c;
-    bool found = false;
+    bool found = false, in_files = false;
     int r = setting(&c, e);
     if (r >= 0)
         r = tokens_backend_recorded(dir, &b, &found, e);
     if (r < 0)
         return r;
-    /* without a record a forced keyring is decided at the first write (tokens_backend_for_write) */
     if (found && c != CHOICE_AUTO && (c == CHOICE_KEYRING) != (b == TOKENS_BACKEND_KEYRING))
         return conflict(dir, b, c == CHOICE_KEYRING ? TOKENS_BACKEND_KEYRING : TOKENS_BACKEND_FILE,
                         e);
+    /* a forced keyring on a file store with tokens: refused now, not after a refresh whose new
+     * token the write would then refuse (a rotated refresh token would be lost) */
+    if (!found && c == CHOICE_KEYRING && file_secrets) {
+        r = file_secrets(dir, &in_files, e);
+        if (r < 0)
+            return r;
+        if (in_files)
+            return conflict(dir, TOKENS_BACKEND_FILE, TOKENS_BACKEND_KEYRING, e);
+    }
     *ret = b;
     if (ret_recorded)
         *ret_recorded = found;
@@ -205,7 +214,7 @@ int tokens_backend_for_write(const char *dir, tokens_file_secrets_fn file_secret
     enum tokens_backend b;
     enum choice c;
     bool found = false;
-    int r = tokens_backend_get(dir, &b, &found, e);
+    int r = tokens_backend_get(dir, file_secrets, &b, &found, e);
     if (r < 0 || found)
         goto out;
     r = setting(&c, e);

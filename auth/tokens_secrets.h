@@ -46,14 +46,16 @@ int tokens_backend_from_str(const char *s, enum tokens_backend *ret) _must_check
 int tokens_store_lock(const char *dir, int64_t timeout_ms, struct file_lock **ret,
                       struct err *e) _must_check_;
 
-/* The backend holding the secrets of the store in dir: its record, else file; checked against
- * the setting (-EINVAL with the fix when it forces the other one). *ret_recorded says whether
- * the store has a record (may be NULL). */
-int tokens_backend_get(const char *dir, enum tokens_backend *ret, bool *ret_recorded,
-                       struct err *e) _must_check_;
-
 /* Whether an entry file of the store in dir holds a secret. */
 typedef int (*tokens_file_secrets_fn)(const char *dir, bool *ret, struct err *e);
+
+/* The backend holding the secrets of the store in dir: its record, else file; checked against
+ * the setting (-EINVAL with the fix when it forces the other one: for a store without a record,
+ * a forced keyring when file_secrets finds secrets in the files; file_secrets NULL: not asked),
+ * before anything is read, so that no token is obtained that could not be stored.
+ * *ret_recorded says whether the store has a record (may be NULL). */
+int tokens_backend_get(const char *dir, tokens_file_secrets_fn file_secrets,
+                       enum tokens_backend *ret, bool *ret_recorded, struct err *e) _must_check_;
 
 /* The store's record alone, whatever the setting says: file when there is none (*ret_found
  * false). */

@@ -227,3 +227,22 @@ T_CHECKS=$((T_CHECKS + 1))
 PI_CODING_AGENT_DIR="$OLD" MCP_AUTH_STORE=keyring run 1 A header --refresh one
 assert_contains "$ERR" "mcp-auth store migrate keyring"
 assert_eq "$(item_count)" 1 "keychain items: the other store made none"
+
+# ---- the file store moved file -> keyring -> file: its own item beside the first store's ----
+OLD_STORE=$(cd "$OLD/oauth" && pwd)
+old_item() { secret-tool lookup xdg:schema org.credkit.TokenStore store "$OLD_STORE" 2>/dev/null || true; }
+old_token=$(PI_CODING_AGENT_DIR="$OLD" A header one)
+PI_CODING_AGENT_DIR="$OLD" run 0 A store migrate keyring
+assert_contains "$ERR" "moved the secrets of 1 sign-in to the keychain"
+assert_eq "$(item_count)" 2 "keychain items: one per store"
+assert_contains "$(old_item)" "${old_token#Authorization: Bearer }" "the second store's item"
+assert_not_contains "$(item_secret)" "${old_token#Authorization: Bearer }" "the first store's item"
+assert_eq "$(json_get "$(cat "$OLD"/oauth/[0-9a-f]*.json)" 'j.tokens?.refresh_token')" undefined \
+    "the moved store's file"
+h=$(PI_CODING_AGENT_DIR="$OLD" A header one)
+assert_eq "$(mcp_status "$S1" "$h")" 200 "the moved store's token"
+PI_CODING_AGENT_DIR="$OLD" run 0 A store migrate file
+assert_eq "$(item_count)" 1 "keychain items after the second store moved back"
+h=$(PI_CODING_AGENT_DIR="$OLD" A header --refresh one)
+assert_eq "$(mcp_status "$S1" "$h")" 200 "the store moved back, refreshed"
+usable one "$S1"

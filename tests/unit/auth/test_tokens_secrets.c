@@ -153,7 +153,7 @@ static void test_choice_without_keychain(void)
     CHECK_INT(setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/credkit-test-bus", 1), 0);
 
     CHECK_INT(unsetenv(TOKENS_STORE_ENV), 0);
-    CHECK_INT(tokens_backend_get(store, &b, &recorded, &e), 0);
+    CHECK_INT(tokens_backend_get(store, NULL, &b, &recorded, &e), 0);
     CHECK_INT(b, TOKENS_BACKEND_FILE);
     CHECK(!recorded);
     CHECK_INT(tokens_backend_for_write(store, no_file_secrets, &b, &e), 0);
@@ -165,6 +165,10 @@ static void test_choice_without_keychain(void)
     CHECK_INT(b, TOKENS_BACKEND_FILE);
 
     CHECK_INT(setenv(TOKENS_STORE_ENV, "keyring", 1), 0);
+    /* refused at the first read already: a refresh must not get a token it cannot store */
+    CHECK_INT(tokens_backend_get(store, has_file_secrets, &b, NULL, &e), -EINVAL);
+    CHECK_CONTAINS(err_msg(&e), "'mcp-auth store migrate keyring'");
+    CHECK_INT(tokens_backend_get(store, no_file_secrets, &b, NULL, &e), 0);
     CHECK_INT(tokens_backend_for_write(store, has_file_secrets, &b, &e), -EINVAL);
     CHECK_CONTAINS(err_msg(&e), "keeps its secrets in the files, but MCP_AUTH_STORE=keyring");
     CHECK_CONTAINS(err_msg(&e), "'mcp-auth store migrate keyring'");
@@ -175,7 +179,7 @@ static void test_choice_without_keychain(void)
     CHECK_CONTAINS(err_msg(&e), "mcp-auth store migrate file");
 
     CHECK_INT(setenv(TOKENS_STORE_ENV, "vault", 1), 0);
-    CHECK_INT(tokens_backend_get(store, &b, NULL, &e), -EINVAL);
+    CHECK_INT(tokens_backend_get(store, NULL, &b, NULL, &e), -EINVAL);
     CHECK_CONTAINS(err_msg(&e),
                    "MCP_AUTH_STORE='vault' is not a token store: use auto, file or keyring");
 
@@ -211,7 +215,7 @@ static void test_record(void)
     struct stat st;
     CHECK_INT(stat(record, &st), 0);
     CHECK_INT(st.st_mode & 0777, 0600);
-    CHECK_INT(tokens_backend_get(store, &b, &recorded, &e), 0);
+    CHECK_INT(tokens_backend_get(store, NULL, &b, &recorded, &e), 0);
     CHECK_INT(b, TOKENS_BACKEND_KEYRING);
     CHECK(recorded);
     /* a recorded store is what it says, whatever a write would decide */
@@ -219,14 +223,14 @@ static void test_record(void)
     CHECK_INT(b, TOKENS_BACKEND_KEYRING);
 
     CHECK_INT(setenv(TOKENS_STORE_ENV, "file", 1), 0);
-    CHECK_INT(tokens_backend_get(store, &b, NULL, &e), -EINVAL);
+    CHECK_INT(tokens_backend_get(store, NULL, &b, NULL, &e), -EINVAL);
     CHECK_CONTAINS(err_msg(&e), "keeps its secrets in the keychain, but MCP_AUTH_STORE=file");
     CHECK_CONTAINS(err_msg(&e), "'mcp-auth store migrate file'");
     /* the record alone, as a move reads it */
     CHECK_INT(tokens_backend_recorded(store, &b, &recorded, &e), 0);
     CHECK_INT(b, TOKENS_BACKEND_KEYRING);
     CHECK_INT(setenv(TOKENS_STORE_ENV, "keyring", 1), 0);
-    CHECK_INT(tokens_backend_get(store, &b, NULL, &e), 0);
+    CHECK_INT(tokens_backend_get(store, NULL, &b, NULL, &e), 0);
     CHECK_INT(b, TOKENS_BACKEND_KEYRING);
     CHECK_INT(unsetenv(TOKENS_STORE_ENV), 0);
 
@@ -243,7 +247,7 @@ static void test_record(void)
             CHECK_INT(write(fd, bad[i], strlen(bad[i])), (long long)strlen(bad[i]));
             close(fd);
         }
-        CHECK_INT(tokens_backend_get(store, &b, NULL, &e), -EBADMSG);
+        CHECK_INT(tokens_backend_get(store, NULL, &b, NULL, &e), -EBADMSG);
         CHECK_CONTAINS(err_msg(&e), "is not a token store record");
         /* nothing is read or written through a store whose record cannot be read */
         struct token_entry *t = signed_in();
@@ -251,7 +255,7 @@ static void test_record(void)
         token_entry_free(t);
     }
     CHECK_INT(tokens_backend_record(store, TOKENS_BACKEND_FILE, &e), 0);
-    CHECK_INT(tokens_backend_get(store, &b, NULL, &e), 0);
+    CHECK_INT(tokens_backend_get(store, NULL, &b, NULL, &e), 0);
     CHECK_INT(b, TOKENS_BACKEND_FILE);
     free(record);
 }
