@@ -187,6 +187,19 @@ static const char import_help[] =
     "  mcp-auth import mcp-remote --dry-run\n"
     "  mcp-auth import mcp-remote github\n"
     "  mcp-auth import mcp-remote https://mcp.example.com/mcp --account work\n";
+static const char store_help[] =
+    "usage: mcp-auth store [migrate file|keyring]\n"
+    "\n"
+    "Say where the token store keeps its secrets (the tokens, client secrets): in its files\n"
+    "under ~/.pi/agent/oauth/ (file) or in one item of the OS keychain, the Secret Service\n"
+    "(keyring), the rest staying in the files. 'migrate' moves every secret of the store to\n"
+    "the other backend in one step: until it has succeeded, the old backend holds every token.\n"
+    "A new store chooses by MCP_AUTH_STORE (auto, file or keyring; auto, the default, takes\n"
+    "the keychain when a Secret Service runs); an existing one stays where it is until moved.\n"
+    "\n"
+    "examples:\n"
+    "  mcp-auth store\n"
+    "  mcp-auth store migrate keyring\n";
 
 static struct log *arg_log;
 static const char *arg_config;
@@ -1036,7 +1049,7 @@ static struct json_object *status_json(const struct token_entry *t, const struct
  * returns how many were shown. With --json, none for a SERVER is the answer's error. Each is
  * named by the configuration's entries for its URL (tc->config), as users signed in. */
 static size_t status_print(struct token_entry *const *all, size_t n, const struct target_ctx *tc,
-                           bool json)
+                           enum tokens_backend backend, bool json)
 {
     const char *url = tc->url;
     struct json_object *arr = json_object_new_array();
@@ -1098,6 +1111,8 @@ static size_t status_print(struct token_entry *const *all, size_t n, const struc
             return shown;
         }
         (void)json_object_object_add(root, "servers", json_object_get(arr));
+        (void)json_object_object_add(root, "store",
+                                     json_object_new_string(tokens_backend_str(backend)));
         if (shown == 0 && url) {
             signin_command(tc, cmd, sizeof(cmd));
             (void)snprintf(msg, sizeof(msg), "no sign-in stored for %s", url);
@@ -1113,6 +1128,8 @@ static size_t status_print(struct token_entry *const *all, size_t n, const struc
     } else if (shown == 0) {
         printf("(no sign-ins stored%s%s)\n", url ? " for " : "", url ? url : "");
     }
+    if (!json && backend == TOKENS_BACKEND_KEYRING)
+        printf("(the tokens are in the keychain: see 'mcp-auth store')\n");
     json_object_put(arr);
     return shown;
 }
@@ -1155,14 +1172,15 @@ static int cmd_status(int argc, char **argv)
         tc.t.label = arg_account;
     if (status != EXIT_OK)
         goto out;
-    if (tokens_list(&all, &n, &e) < 0) {
+    enum tokens_backend backend = TOKENS_BACKEND_FILE;
+    if (tokens_store_backend(&backend, &e) < 0 || tokens_list(&all, &n, &e) < 0) {
         say_error("%s", err_msg(&e));
         status = EXIT_FAILED;
         goto out;
     }
     if (e.msg[0])
         say_warn("%s", err_msg(&e));
-    if (status_print(all, n, &tc, json) == 0 && tc.url)
+    if (status_print(all, n, &tc, backend, json) == 0 && tc.url)
         status = EXIT_LOGIN_REQUIRED;
 out:
     for (size_t i = 0; i < n; i++)
@@ -1518,6 +1536,63 @@ out:
     return status;
 }
 
+/* "store": where the secrets are; "store migrate BACKEND": moves them (tokens_migrate()). */
+static int cmd_store(int argc, char **argv)
+{
+    struct err e = ERR_INIT, warn = ERR_INIT;
+    enum tokens_backend b = TOKENS_BACKEND_FILE;
+    char *dir = NULL, *disp = NULL;
+    size_t moved = 0;
+    int status = EXIT_FAILED;
+    if (args_wants_help(argc, argv)) {
+        fputs(store_help, stdout);
+        return EXIT_OK;
+    }
+    bool migrate = argc >= 2 && strcmp(argv[1], "migrate") == 0;
+    if (!(argc == 1 || (migrate && argc == 3)) ||
+        (migrate && tokens_backend_from_str(argv[2], &b) < 0)) {
+        say_error("usage: mcp-auth store [migrate file|keyring]");
+        return EXIT_USAGE;
+    }
+    if (tokens_dir(false, &dir, &e) < 0) {
+        say_error("%s", err_msg(&e));
+        goto out;
+    }
+    disp = path_display(dir);
+    if (!migrate) {
+        if (tokens_store_backend(&b, &e) < 0) {
+            say_error("%s", err_msg(&e));
+            goto out;
+        }
+        printf("%s: the secrets are %s\n", disp ? disp : dir,
+               b == TOKENS_BACKEND_KEYRING ? "in the keychain (keyring)" : "in the files (file)");
+        status = EXIT_OK;
+        goto out;
+    }
+    if (tokens_migrate(b, &moved, &warn, &e) < 0) {
+        say_error("cannot move the token store to the %s (it is as it was): %s",
+                  b == TOKENS_BACKEND_KEYRING ? "keychain" : "files", err_msg(&e));
+        goto out;
+    }
+    if (warn.msg[0])
+        say_warn("%s", err_msg(&warn));
+    /* the outcome is the command's answer, said as login says "signed in" */
+    if (arg_quiet)
+        ;
+    else if (moved == 0)
+        fprintf(stderr, "the token store '%s' keeps its secrets in the %s already\n",
+                disp ? disp : dir, b == TOKENS_BACKEND_KEYRING ? "keychain" : "files");
+    else
+        fprintf(stderr, "moved the secrets of %zu sign-in%s to the %s\n", moved,
+                moved == 1 ? "" : "s", b == TOKENS_BACKEND_KEYRING ? "keychain" : "files");
+    status = EXIT_OK;
+out:
+    tokens_secrets_forget();
+    free(disp);
+    free(dir);
+    return status;
+}
+
 static int cmd_completion(int argc, char **argv);
 static int cmd_complete(int argc, char **argv);
 
@@ -1540,6 +1615,9 @@ static const struct args_command commands[] = {
     {"import", "mcp-remote [SERVER] [--dir DIR] [--account NAME] [--force] [--dry-run] [--json]",
      "take over the sign-ins of mcp-remote (its tokens and client)", import_opts, "servers",
      FN(cmd_import)},
+    {"store", "[migrate file|keyring]",
+     "where the tokens are: files or the keychain; migrate moves\nthem", NULL,
+     "store-actions backends", FN(cmd_store)},
     {"completion", "SHELL", "print the completion script for bash, zsh or fish", NULL, "shells",
      FN(cmd_completion)},
     {"help", NULL, NULL, NULL, "commands", NULL},
@@ -1616,6 +1694,10 @@ static int cmd_complete(int argc, char **argv)
         target_release(&tc);
     } else if (argc >= 2 && strcmp(argv[1], "shells") == 0) {
         printf("bash\nzsh\nfish\n");
+    } else if (argc >= 2 && strcmp(argv[1], "store-actions") == 0) {
+        printf("migrate\n");
+    } else if (argc >= 2 && strcmp(argv[1], "backends") == 0) {
+        printf("file\nkeyring\n");
     }
     return EXIT_OK;
 }
@@ -1738,6 +1820,7 @@ int main(int argc, char **argv)
         if (status != EXIT_OK && !arg_answered && jsonw_wanted(argc - 1, argv + 1))
             json_failed(argv[1], status);
     }
+    tokens_secrets_forget();
     log_free(arg_log);
     return status;
 }

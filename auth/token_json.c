@@ -10,8 +10,23 @@
 
 #include "token_json.h"
 
-static const char *const known_keys[] = {"version",      "server_url", "issuer",    "label",
-                                         "registration", "tokens",     "discovery", "updated_at"};
+static const char *const known_keys[] = {"version",   "server_url",   "issuer",
+                                         "label",     "registration", "tokens",
+                                         "discovery", "updated_at",   "keyring"};
+
+/* Every secret member of an entry, by section: what the keyring backend keeps out of the file
+ * and what is wiped before a tree is released. A member added to the format that holds a secret
+ * goes here, and nowhere else ("dpop_key": the private key a DPoP-bound grant proves with). */
+static const struct {
+    const char *section, *key;
+} secret_members[] = {
+    {"registration", "client_secret"},
+    {"registration", "registration_access_token"},
+    {"tokens", "access_token"},
+    {"tokens", "refresh_token"},
+    {"tokens", "id_token"},
+    {"tokens", "dpop_key"},
+};
 
 static bool is_known_key(const char *k)
 {
@@ -42,15 +57,100 @@ static void wipe_json_string(struct json_object *section, const char *key)
         secure_wipe((char *)json_object_get_string(v), (size_t)json_object_get_string_len(v));
 }
 
+/* Wipes the secret members of the sections reg and tok (either may be NULL). */
+static void wipe_sections(struct json_object *reg, struct json_object *tok)
+{
+    for (size_t i = 0; i < ELEMENTSOF(secret_members); i++)
+        wipe_json_string(strcmp(secret_members[i].section, "tokens") == 0 ? tok : reg,
+                         secret_members[i].key);
+}
+
 void token_json_wipe_secrets(struct json_object *root)
 {
-    struct json_object *reg = json_get_object(root, "registration");
-    struct json_object *tok = json_get_object(root, "tokens");
-    wipe_json_string(reg, "client_secret");
-    wipe_json_string(reg, "registration_access_token");
-    wipe_json_string(tok, "access_token");
-    wipe_json_string(tok, "refresh_token");
-    wipe_json_string(tok, "dpop_key");
+    wipe_sections(json_get_object(root, "registration"), json_get_object(root, "tokens"));
+}
+
+bool token_json_has_secrets(struct json_object *root)
+{
+    for (size_t i = 0; i < ELEMENTSOF(secret_members); i++) {
+        struct json_object *sec = json_get_object(root, secret_members[i].section);
+        if (sec && json_object_object_get_ex(sec, secret_members[i].key, NULL))
+            return true;
+    }
+    return false;
+}
+
+/* section of root, created when create and absent; NULL when absent (or out of memory). */
+static struct json_object *section_get(struct json_object *root, const char *key, bool create)
+{
+    struct json_object *sec = json_get_object(root, key);
+    if (sec || !create)
+        return sec;
+    sec = json_object_new_object();
+    if (sec && json_object_object_add(root, key, sec) < 0) {
+        json_object_put(sec);
+        sec = NULL;
+    }
+    return sec;
+}
+
+int token_json_take_secrets(struct json_object *root, struct json_object **ret)
+{
+    struct json_object *out = json_object_new_object();
+    if (!out)
+        return -ENOMEM;
+    for (size_t i = 0; i < ELEMENTSOF(secret_members); i++) {
+        const char *sname = secret_members[i].section, *key = secret_members[i].key;
+        struct json_object *sec = json_get_object(root, sname), *v = NULL;
+        if (!sec || !json_object_object_get_ex(sec, key, &v))
+            continue;
+        struct json_object *dst = section_get(out, sname, true);
+        /* the value moves (one reference more, then the old tree's dropped): nothing to wipe */
+        if (!dst || json_object_object_add(dst, key, json_object_get(v)) < 0) {
+            json_object_put(v);
+            token_json_wipe_secrets(out);
+            json_object_put(out);
+            return -ENOMEM;
+        }
+        json_object_object_del(sec, key);
+        if (json_object_object_length(sec) == 0)
+            json_object_object_del(root, sname);
+    }
+    *ret = out;
+    return 0;
+}
+
+void token_json_drop_secrets(struct json_object *root)
+{
+    token_json_wipe_secrets(root);
+    for (size_t i = 0; i < ELEMENTSOF(secret_members); i++) {
+        struct json_object *sec = json_get_object(root, secret_members[i].section);
+        if (sec)
+            json_object_object_del(sec, secret_members[i].key);
+    }
+}
+
+int token_json_put_secrets(struct json_object *root, struct json_object *secrets)
+{
+    token_json_drop_secrets(root);
+    for (size_t i = 0; i < ELEMENTSOF(secret_members); i++) {
+        const char *sname = secret_members[i].section, *key = secret_members[i].key;
+        struct json_object *src = json_get_object(secrets, sname), *v = NULL;
+        if (!src || !json_object_object_get_ex(src, key, &v) ||
+            !json_object_is_type(v, json_type_string))
+            continue;
+        struct json_object *dst = section_get(root, sname, true);
+        struct json_object *c =
+            json_object_new_string_len(json_object_get_string(v), json_object_get_string_len(v));
+        if (!dst || !c || json_object_object_add(dst, key, c) < 0) {
+            if (c)
+                secure_wipe((char *)json_object_get_string(c),
+                            (size_t)json_object_get_string_len(c));
+            json_object_put(c);
+            return -ENOMEM;
+        }
+    }
+    return 0;
 }
 
 /* -EBADMSG "'<file>': <what>: fix or remove the file" */
@@ -452,11 +552,7 @@ int token_entry_to_json(const struct token_entry *t, int64_t updated_at, struct 
 out:
     if (r < 0) {
         /* the sections may not have reached root yet */
-        wipe_json_string(reg, "client_secret");
-        wipe_json_string(reg, "registration_access_token");
-        wipe_json_string(tok, "access_token");
-        wipe_json_string(tok, "refresh_token");
-        wipe_json_string(tok, "dpop_key");
+        wipe_sections(reg, tok);
     }
     json_object_put(root);
     json_object_put(reg);

@@ -7,6 +7,7 @@
  * it first with token_json_wipe_secrets(). */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <json-c/json.h>
@@ -29,5 +30,23 @@ int token_entry_from_json(struct json_object *root, const char *dp, struct token
 int token_entry_to_json(const struct token_entry *t, int64_t updated_at,
                         struct json_object **ret) _must_check_;
 
-/* Wipes the secret strings of an entry's JSON in place, before it is put. NULL is fine. */
+/* Wipes the secret strings of an entry's JSON in place, before it is put. NULL is fine. The
+ * secret members are one table in token_json.c: the functions below and the keyring backend
+ * (tokens_secrets.h) know no other list. */
 void token_json_wipe_secrets(struct json_object *root);
+
+/* Whether root holds any secret member. */
+bool token_json_has_secrets(struct json_object *root);
+
+/* Moves the secret members of root (an entry's JSON) into a new object of the same shape
+ * ({"registration": {...}, "tokens": {...}}, sections without secrets absent); sections left
+ * empty are removed from root. -ENOMEM leaves root with the members not yet moved. Caller wipes
+ * (token_json_wipe_secrets) and puts *ret. */
+int token_json_take_secrets(struct json_object *root, struct json_object **ret) _must_check_;
+
+/* Replaces the secret members of root with copies of those in secrets (borrowed, of the shape
+ * above; NULL: none): root's own are wiped and removed first. */
+int token_json_put_secrets(struct json_object *root, struct json_object *secrets) _must_check_;
+
+/* Wipes and removes the secret members of root. */
+void token_json_drop_secrets(struct json_object *root);

@@ -21,6 +21,9 @@
  * successfully (or is absent): a corrupt file, one of another format version, one readable by
  * others or one whose content does not match its name stays for the user to look at.
  *
+ * Where the secret members live is the backend's (tokens_secrets.h): in the file, or in the
+ * store's one keychain item, the file then naming the generation of its secrets there.
+ *
  * json-c keeps its own copies of parsed strings; the secret ones in trees we parse or build are
  * wiped before the tree is released, but json-c's tokenizer buffer is freed unwiped (a known
  * limitation). */
@@ -38,10 +41,12 @@
 #include "credkit/json.h"
 #include "credkit/path.h"
 #include "credkit/secmem.h"
+#include "credkit/strv.h"
 #include "credkit/util.h"
 
 #include "token_json.h"
 #include "tokens.h"
+#include "tokens_secrets.h"
 
 #define TOKENS_ENTRY_MAX (1024u * 1024u) /* bytes in one entry file */
 #define TOKENS_SCAN_MAX  4096            /* entry files looked at in one scan */
@@ -277,9 +282,33 @@ void token_entry_free(struct token_entry *t)
     free(t);
 }
 
+/* The store a read looks at: its directory and the backend holding its secrets. */
+struct store_ctx {
+    char *dir;
+    enum tokens_backend backend;
+};
+
+static int files_hold_secrets(const char *dir, bool *ret, struct err *e);
+
+static int store_ctx_open(struct store_ctx *sc, struct err *e)
+{
+    int r = tokens_dir(false, &sc->dir, e);
+    if (r >= 0)
+        r = tokens_backend_get(sc->dir, files_hold_secrets, &sc->backend, NULL, e);
+    return r;
+}
+
+static void store_ctx_release(struct store_ctx *sc)
+{
+    free(sc->dir);
+    sc->dir = NULL;
+}
+
 /* Reads and checks the entry file at path: private, valid, version 1, and named after its own
- * server_url, issuer and label. */
-static int entry_read(const char *path, struct token_entry **ret, struct err *e)
+ * server_url, issuer and label; with sc, its secrets are fetched from sc's backend (without, the
+ * file's content alone). */
+static int entry_read(const char *path, const struct store_ctx *sc, struct token_entry **ret,
+                      struct err *e)
 {
     struct json_object *root = NULL;
     struct token_entry *t = NULL;
@@ -288,9 +317,16 @@ static int entry_read(const char *path, struct token_entry **ret, struct err *e)
     char name[ENTRY_NAME_LEN + 1];
     int r;
 
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
     r = json_read_file(path, TOKENS_ENTRY_MAX, JSON_READ_SECRET, &root, e);
     if (r < 0)
         goto out;
+    if (sc) {
+        r = tokens_secrets_fill(sc->dir, sc->backend, base, root, e);
+        if (r < 0)
+            goto out;
+    }
     r = token_entry_from_json(root, dp, &t, e);
     if (r < 0)
         goto out;
@@ -301,8 +337,6 @@ static int entry_read(const char *path, struct token_entry **ret, struct err *e)
                     err_msg(&ne));
         goto out;
     }
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
     if (strcmp(base, name) != 0) {
         /* copied or renamed by hand: using it could send its token to the wrong server */
         r = err_set(e, -EBADMSG,
@@ -381,15 +415,16 @@ static int open_store_dir(const char *dir, const char *ddisp, DIR **ret, struct 
 /* Reads the entry file name in dir and appends it to *v (*n of them) when it is readable and
  * (with server_url) that server's for the account label; an unreadable one goes to *problem.
  * Fails on ENOMEM only. */
-static int scan_one(const char *dir, const char *name, const char *server_url, const char *label,
-                    struct token_entry ***v, size_t *n, struct err *problem, struct err *e)
+static int scan_one(const struct store_ctx *sc, const char *name, const char *server_url,
+                    const char *label, struct token_entry ***v, size_t *n, struct err *problem,
+                    struct err *e)
 {
     struct token_entry *t = NULL;
     struct err pe = ERR_INIT;
-    char *path = path_join(dir, name);
+    char *path = path_join(sc->dir, name);
     if (!path)
         return err_set(e, -ENOMEM, "out of memory");
-    int r = entry_read(path, &t, &pe);
+    int r = entry_read(path, sc, &t, &pe);
     free(path);
     if (r == -ENOMEM)
         return err_set(e, -ENOMEM, "out of memory");
@@ -422,16 +457,17 @@ static int store_scan(const char *server_url, const char *label, struct token_en
 {
     struct token_entry **v = NULL;
     size_t n = 0, seen = 0;
-    char *dir = NULL, *ddisp = NULL;
+    struct store_ctx sc = {0};
+    char *ddisp = NULL;
     DIR *d = NULL;
     int r;
 
-    r = tokens_dir(false, &dir, e);
+    r = store_ctx_open(&sc, e);
     if (r < 0)
         goto out;
-    ddisp = path_display(dir);
-    const char *dd = ddisp ? ddisp : dir;
-    r = open_store_dir(dir, dd, &d, e);
+    ddisp = path_display(sc.dir);
+    const char *dd = ddisp ? ddisp : sc.dir;
+    r = open_store_dir(sc.dir, dd, &d, e);
     while (r >= 0 && d) {
         errno = 0;
         struct dirent *de = readdir(d);
@@ -448,7 +484,7 @@ static int store_scan(const char *server_url, const char *label, struct token_en
             r = err_set(e, -E2BIG, "'%s' holds more than %d entries: remove old ones", dd,
                         TOKENS_SCAN_MAX);
         else
-            r = scan_one(dir, de->d_name, server_url, label, &v, &n, problem, e);
+            r = scan_one(&sc, de->d_name, server_url, label, &v, &n, problem, e);
     }
     if (r < 0)
         goto out;
@@ -464,7 +500,7 @@ out:
     if (d)
         (void)closedir(d);
     free(ddisp);
-    free(dir);
+    store_ctx_release(&sc);
     return r;
 }
 
@@ -488,6 +524,7 @@ int tokens_load(const char *server_url, const char *issuer, const char *label,
 {
     struct token_entry **v = NULL, *t = NULL;
     struct err problem = ERR_INIT;
+    struct store_ctx sc = {0};
     char *path = NULL;
     size_t n = 0;
     int r;
@@ -498,9 +535,11 @@ int tokens_load(const char *server_url, const char *issuer, const char *label,
     }
     if (issuer) {
         r = tokens_entry_path(server_url, issuer, label, &path, e);
+        if (r >= 0)
+            r = store_ctx_open(&sc, e);
         if (r < 0)
             goto out;
-        r = entry_read(path, &t, e);
+        r = entry_read(path, &sc, &t, e);
         if (r == -ENOENT)
             r = no_entry(e);
         if (r < 0)
@@ -547,7 +586,42 @@ int tokens_load(const char *server_url, const char *issuer, const char *label,
 out:
     token_entry_free(t);
     entries_free(v, n);
+    store_ctx_release(&sc);
     free(path);
+    return r;
+}
+
+/* tokens_file_secrets_fn: whether an entry file of the store holds a secret (stops at the
+ * first; unreadable ones count as holding one: they might) */
+static int files_hold_secrets(const char *dir, bool *ret, struct err *e)
+{
+    DIR *d = NULL;
+    bool found = false;
+    int r = open_store_dir(dir, dir, &d, e);
+    while (r >= 0 && d && !found) {
+        struct dirent *de = readdir(d);
+        if (!de)
+            break;
+        if (!is_entry_name(de->d_name))
+            continue;
+        struct json_object *root = NULL;
+        char *p = path_join(dir, de->d_name);
+        if (!p) {
+            r = err_set(e, -ENOMEM, "out of memory");
+            break;
+        }
+        if (json_read_file(p, TOKENS_ENTRY_MAX, 0, &root, NULL) < 0)
+            found = true;
+        else
+            found = token_json_has_secrets(root);
+        token_json_wipe_secrets(root);
+        json_object_put(root);
+        free(p);
+    }
+    if (d)
+        (void)closedir(d);
+    if (r >= 0)
+        *ret = found;
     return r;
 }
 
@@ -555,7 +629,9 @@ int tokens_save(struct token_entry *t, struct err *e)
 {
     struct json_object *root = NULL;
     struct token_entry *old = NULL;
-    char *path = NULL;
+    struct file_lock *lock = NULL;
+    enum tokens_backend backend;
+    char *path = NULL, *dir = NULL;
     int r;
 
     if (!t) {
@@ -563,12 +639,18 @@ int tokens_save(struct token_entry *t, struct err *e)
         goto out;
     }
     r = entry_path(t->server_url, t->issuer, t->label, true, &path, e);
+    if (r >= 0)
+        r = tokens_dir(false, &dir, e);
+    if (r >= 0)
+        r = tokens_store_lock(dir, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
+    if (r >= 0)
+        r = tokens_backend_for_write(dir, files_hold_secrets, &backend, e);
     if (r < 0)
         goto out;
 
     /* never replace a file we cannot read: it may be corrupt, newer, or someone else's */
     struct err oe = ERR_INIT;
-    r = entry_read(path, &old, &oe);
+    r = entry_read(path, NULL, &old, &oe);
     if (r < 0 && r != -ENOENT) {
         r = err_set(e, r, "%s; not replacing it", oe.msg);
         goto out;
@@ -580,6 +662,10 @@ int tokens_save(struct token_entry *t, struct err *e)
         r = err_set(e, r, "out of memory");
         goto out;
     }
+    /* the secrets first (keyring: into the item), then the file that names them */
+    r = tokens_secrets_keep(dir, backend, strrchr(path, '/') + 1, root, e);
+    if (r < 0)
+        goto out;
     r = json_write_file(path, root, 0600, e);
     if (r < 0)
         goto out;
@@ -590,15 +676,26 @@ out:
         token_json_wipe_secrets(root);
         json_object_put(root);
     }
+    file_lock_release(lock);
     token_entry_free(old);
+    free(dir);
     free(path);
     return r;
 }
 
 int tokens_delete(const char *server_url, const char *issuer, const char *label, struct err *e)
 {
-    char *path = NULL, *disp = NULL;
+    struct file_lock *lock = NULL;
+    enum tokens_backend backend;
+    char *path = NULL, *disp = NULL, *dir = NULL;
     int r = tokens_entry_path(server_url, issuer, label, &path, e);
+    if (r >= 0)
+        r = tokens_dir(false, &dir, e);
+    /* under the store's lock: a move in progress would write the file back */
+    if (r >= 0)
+        r = tokens_store_lock(dir, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
+    if (r >= 0)
+        r = tokens_backend_get(dir, files_hold_secrets, &backend, NULL, e);
     if (r < 0)
         goto out;
     if (unlink(path) < 0) {
@@ -611,9 +708,16 @@ int tokens_delete(const char *server_url, const char *issuer, const char *label,
         }
         goto out;
     }
+    /* the file is gone, so is the sign-in; secrets the item keeps after a failure here are
+     * dropped by the next write (tokens_secrets_keep) */
+    r = tokens_secrets_drop(dir, backend, strrchr(path, '/') + 1, e);
+    if (r < 0)
+        err_clear(e);
     r = 0;
 out:
+    file_lock_release(lock);
     free(disp);
+    free(dir);
     free(path);
     return r;
 }
@@ -646,4 +750,217 @@ int tokens_list(struct token_entry ***ret, size_t *ret_n, struct err *e)
     if (problem.code < 0 && e)
         *e = problem;
     return 0;
+}
+
+int tokens_store_backend(enum tokens_backend *ret, struct err *e)
+{
+    char *dir = NULL;
+    int r = tokens_dir(false, &dir, e);
+    if (r >= 0)
+        r = tokens_backend_get(dir, files_hold_secrets, ret, NULL, e);
+    free(dir);
+    return r;
+}
+
+/* ---- moving a store from one backend to the other ---- */
+
+/* The JSON of every entry file of dir, with their names. */
+struct raw_entries {
+    struct strv names;
+    struct json_object **roots;
+};
+
+static void raw_entries_release(struct raw_entries *re)
+{
+    for (size_t i = 0; i < re->names.n; i++) {
+        token_json_wipe_secrets(re->roots[i]);
+        json_object_put(re->roots[i]);
+    }
+    free(re->roots);
+    strv_release(&re->names);
+}
+
+static int raw_entries_read(const char *dir, struct raw_entries *re, struct err *e)
+{
+    DIR *d = NULL;
+    char *disp = path_display(dir);
+    const char *dd = disp ? disp : dir;
+    int r = open_store_dir(dir, dd, &d, e);
+    while (r >= 0 && d) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (errno)
+                r = err_set(e, -errno, "cannot read the directory '%s': %s", dd, strerror(errno));
+            break;
+        }
+        if (!is_entry_name(de->d_name))
+            continue;
+        if (re->names.n >= TOKENS_SCAN_MAX) {
+            r = err_set(e, -E2BIG, "'%s' holds more than %d entries: remove old ones", dd,
+                        TOKENS_SCAN_MAX);
+            break;
+        }
+        struct json_object *root = NULL;
+        char *p = path_join(dir, de->d_name);
+        struct json_object **nv = realloc(re->roots, (re->names.n + 1) * sizeof(*nv));
+        if (!p || !nv) {
+            free(p);
+            if (nv)
+                re->roots = nv;
+            r = err_set(e, -ENOMEM, "out of memory");
+            break;
+        }
+        re->roots = nv;
+        /* an entry that cannot be read stops the move: its tokens would be lost */
+        r = json_read_file(p, TOKENS_ENTRY_MAX, JSON_READ_SECRET, &root, e);
+        free(p);
+        if (r < 0)
+            break;
+        r = strv_push(&re->names, de->d_name);
+        if (r < 0) {
+            token_json_wipe_secrets(root);
+            json_object_put(root);
+            r = err_set(e, -ENOMEM, "out of memory");
+            break;
+        }
+        re->roots[re->names.n - 1] = root;
+    }
+    if (d)
+        (void)closedir(d);
+    free(disp);
+    return r;
+}
+
+static int write_entries(const char *dir, struct raw_entries *re, struct err *e)
+{
+    for (size_t i = 0; i < re->names.n; i++) {
+        char *p = path_join(dir, re->names.v[i]);
+        if (!p)
+            return err_set(e, -ENOMEM, "out of memory");
+        int r = json_write_file(p, re->roots[i], 0600, e);
+        free(p);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* file -> keyring: the item written (all the secrets), then the record (the move happens
+ * there), then the files rewritten without their secrets. */
+static int migrate_to_keyring(const char *dir, struct raw_entries *re, struct err *warn,
+                              struct err *e)
+{
+    struct tokens_vault *v = NULL;
+    struct err ke = ERR_INIT;
+    int r = tokens_vault_read(dir, &v, e);
+    for (size_t i = 0; r >= 0 && i < re->names.n; i++) {
+        /* an entry already moved (its file names its secrets in the item) keeps them there */
+        if (json_get_object(re->roots[i], "keyring") && !token_json_has_secrets(re->roots[i]))
+            continue;
+        if (tokens_vault_take(v, re->names.v[i], re->roots[i]) < 0)
+            r = err_set(e, -ENOMEM, "out of memory");
+    }
+    if (r >= 0)
+        r = tokens_vault_write(v, dir, e);
+    if (r < 0)
+        goto out;
+    r = tokens_backend_record(dir, TOKENS_BACKEND_KEYRING, e);
+    if (r < 0) {
+        if (tokens_vault_delete(dir, &ke) < 0) /* the files still hold every secret */
+            err_clear(&ke);
+        goto out;
+    }
+    /* moved: a file still holding its secrets now is read as the keychain's (the same ones) */
+    if (write_entries(dir, re, &ke) < 0)
+        (void)err_set(warn, ke.code,
+                      "the secrets are in the keychain now, but a file still holds its own: %s; "
+                      "run 'mcp-auth store migrate keyring' again to remove them",
+                      ke.msg);
+    r = 0;
+out:
+    tokens_vault_free(v);
+    return r;
+}
+
+/* keyring -> file: every file written with its secrets (the item still has them), then the
+ * record (the move happens there), then the item deleted. */
+static int migrate_to_file(const char *dir, struct raw_entries *re, struct err *warn, struct err *e)
+{
+    struct tokens_vault *v = NULL;
+    struct err ke = ERR_INIT;
+    int r = tokens_vault_read(dir, &v, e);
+    for (size_t i = 0; r >= 0 && i < re->names.n; i++) {
+        struct json_object *k = json_get_object(re->roots[i], "keyring");
+        if (!k)
+            continue; /* its secrets are in the file already */
+        r = tokens_vault_put(v, re->names.v[i], re->roots[i]);
+        if (r == -ENOENT)
+            r = err_set(e, -EBADMSG,
+                        "the keychain holds no secrets for the entry '%s': remove the file (and "
+                        "log in again), then run this again",
+                        re->names.v[i]);
+        else if (r < 0)
+            r = err_set(e, r, "out of memory");
+    }
+    if (r >= 0)
+        r = write_entries(dir, re, e);
+    if (r >= 0)
+        r = tokens_backend_record(dir, TOKENS_BACKEND_FILE, e);
+    if (r < 0)
+        goto out;
+    tokens_secrets_forget();
+    if (tokens_vault_delete(dir, &ke) < 0 && ke.code != -ENOENT)
+        (void)err_set(warn, ke.code,
+                      "the tokens are in files now, but the keychain item could not be removed: "
+                      "%s",
+                      ke.msg);
+    r = 0;
+out:
+    tokens_vault_free(v);
+    return r;
+}
+
+int tokens_migrate(enum tokens_backend to, size_t *ret_n, struct err *warn, struct err *e)
+{
+    struct raw_entries re = {.names = STRV_INIT};
+    struct file_lock *lock = NULL;
+    enum tokens_backend from;
+    bool recorded = false;
+    char *dir = NULL;
+    int r = tokens_dir(true, &dir, e);
+    if (r >= 0)
+        r = tokens_store_lock(dir, TOKENS_LOCK_TIMEOUT_MS, &lock, e);
+    /* the record alone: a setting that forces the other backend asks for this very move */
+    if (r >= 0)
+        r = tokens_backend_recorded(dir, &from, &recorded, e);
+    if (r < 0)
+        goto out;
+    r = raw_entries_read(dir, &re, e);
+    if (r < 0)
+        goto out;
+    if (from == to) {
+        /* nothing to move; a keyring store whose files kept secrets (a move that could not
+         * rewrite them) is tidied by moving again */
+        bool left = false;
+        for (size_t i = 0; to == TOKENS_BACKEND_KEYRING && i < re.names.n; i++)
+            left = left || token_json_has_secrets(re.roots[i]);
+        if (!left) {
+            if (!recorded)
+                r = tokens_backend_record(dir, to, e);
+            goto done;
+        }
+    }
+    r = to == TOKENS_BACKEND_KEYRING ? migrate_to_keyring(dir, &re, warn, e)
+                                     : migrate_to_file(dir, &re, warn, e);
+    if (r < 0)
+        goto out;
+done:
+    *ret_n = from == to && r >= 0 ? 0 : re.names.n;
+    r = 0;
+out:
+    raw_entries_release(&re);
+    file_lock_release(lock);
+    free(dir);
+    return r;
 }

@@ -27,6 +27,8 @@
 #include "credkit/file.h"
 #include "credkit/macro.h"
 
+#include "tokens_secrets.h"
+
 #define TOKENS_LOCK_TIMEOUT_MS (30 * 1000)
 #define TOKENS_LABEL_MAX       64 /* bytes in an account name */
 
@@ -134,3 +136,13 @@ void token_entry_clear_registration(struct token_entry *t);
 void token_entry_free(struct token_entry *t);
 
 const char *registration_method_str(enum registration_method m);
+
+/* The backend holding the store's secrets (tokens_secrets.h). */
+int tokens_store_backend(enum tokens_backend *ret, struct err *e) _must_check_;
+
+/* Moves every secret of the store to the backend to, under the store's lock: atomic as the
+ * user sees it (until the store's record names to, the old backend holds every secret; a
+ * failure before leaves it so). *ret_n: the entries moved (0: the store was there already).
+ * What failed after the move (a file not rewritten, the old item not deleted) goes to warn. */
+int tokens_migrate(enum tokens_backend to, size_t *ret_n, struct err *warn,
+                   struct err *e) _must_check_;

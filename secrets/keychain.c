@@ -43,9 +43,12 @@
 
 #define DISPLAY_LABEL_PREFIX "credkit secret: "
 
-#define ADVICE_NO_SERVICE                                                                          \
-    "start one, e.g. 'gnome-keyring-daemon --start --components=secrets' in a desktop session, "   \
-    "or use an env/command recipe instead"
+#define ADVICE_START                                                                               \
+    "start one, e.g. 'gnome-keyring-daemon --start --components=secrets' in a desktop session"
+#define ADVICE_NO_SERVICE ADVICE_START ", or use an env/command recipe instead"
+/* mcp-auth's token store: its tokens are in the keychain, and nowhere else */
+#define ADVICE_TOKENS                                                                              \
+    ADVICE_START " (or move the tokens back to files once it runs: 'mcp-auth store migrate file')"
 #define MSG_LOCKED                                                                                 \
     "the keychain is locked: unlock it (log in to the desktop session or run "                     \
     "'gnome-keyring-daemon --unlock' with your password), then try again"
@@ -59,6 +62,29 @@ static const SecretSchema keychain_schema = {
             {.name = "label", .type = SECRET_SCHEMA_ATTRIBUTE_STRING},
             {.name = NULL, .type = 0},
         },
+};
+
+/* mcp-auth's token store: one item per store directory (attribute "store", its path), whose
+ * secret holds the secrets of every entry of that store (tokens.h). */
+static const SecretSchema tokens_schema = {
+    .name = "org.credkit.TokenStore",
+    .flags = SECRET_SCHEMA_NONE,
+    .attributes =
+        {
+            {.name = "store", .type = SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {.name = NULL, .type = 0},
+        },
+};
+
+/* Which item of ours an operation is about: the schema, its one attribute and that attribute's
+ * value (which names the item in messages too), the display label's prefix, and the advice
+ * when no Secret Service runs. */
+struct kc_item {
+    const SecretSchema *schema;
+    const char *attr;
+    const char *value;
+    const char *display_prefix;
+    const char *advice;
 };
 
 /* Items other programs store under "service" and "username" (keyring-rs, Python's keyring,
@@ -92,6 +118,7 @@ struct op {
     bool timed_out; /* the deadline passed and cancelled everything */
     bool abandoned; /* ... and the call in flight did not even report its cancellation */
     GAsyncResult *res;
+    const char *advice; /* what to do when there is no Secret Service */
 };
 
 static void op_on_result(GObject *source, GAsyncResult *res, gpointer userdata)
@@ -122,6 +149,7 @@ static gboolean op_on_deadline(gpointer userdata)
 static void op_begin(struct op *op)
 {
     *op = (struct op){0};
+    op->advice = ADVICE_NO_SERVICE;
     op->ctx = g_main_context_new();
     g_main_context_push_thread_default(op->ctx);
     op->cancel = g_cancellable_new();
@@ -208,14 +236,13 @@ static int map_error(const struct op *op, const GError *gerr, enum stage stage, 
     if (!gerr)
         (void)g_strlcpy(detail, "unknown failure", sizeof(detail));
     if (stage == STAGE_BUS)
-        return err_set(e, -ENOTCONN,
-                       "no Secret Service is available (no D-Bus session: %s): " ADVICE_NO_SERVICE,
-                       detail);
+        return err_set(e, -ENOTCONN, "no Secret Service is available (no D-Bus session: %s): %s",
+                       detail, op->advice);
     if (is_no_service_error(gerr))
         return err_set(e, -ENOTCONN,
                        "no Secret Service is available (no keyring daemon on the D-Bus session: "
-                       "%s): " ADVICE_NO_SERVICE,
-                       detail);
+                       "%s): %s",
+                       detail, op->advice);
     if (g_error_matches(gerr, SECRET_ERROR, SECRET_ERROR_IS_LOCKED))
         return err_set(e, -EACCES, MSG_LOCKED);
     if (label)
@@ -312,15 +339,15 @@ out:
     return r;
 }
 
-/* Every item of our schema with this label, locked or not, in every collection. Secrets are
- * loaded for the unlocked ones when load_secrets. *ret_items (may be NULL: none) is the
- * caller's: g_list_free_full(items, g_object_unref). */
-static int search_items(struct op *op, SecretService *service, const char *label, bool load_secrets,
-                        GList **ret_items, struct err *e)
+/* Every item it names, locked or not, in every collection. Secrets are loaded for the unlocked
+ * ones when load_secrets. *ret_items (may be NULL: none) is the caller's:
+ * g_list_free_full(items, g_object_unref). */
+static int search_items(struct op *op, SecretService *service, const struct kc_item *it,
+                        bool load_secrets, GList **ret_items, struct err *e)
 {
     GHashTable *attrs = g_hash_table_new(g_str_hash, g_str_equal);
-    g_hash_table_insert(attrs, (gpointer) "label", (gpointer)label);
-    int r = search_by(op, service, &keychain_schema, attrs, label, load_secrets, ret_items, e);
+    g_hash_table_insert(attrs, (gpointer)it->attr, (gpointer)it->value);
+    int r = search_by(op, service, it->schema, attrs, it->value, load_secrets, ret_items, e);
     g_hash_table_unref(attrs);
     return r;
 }
@@ -457,11 +484,12 @@ out:
     return r;
 }
 
-int keychain_lookup(const char *label, char **ret, struct err *e)
+static int lookup_item(const struct kc_item *it, char **ret, struct err *e)
 {
     struct op op = {0};
     SecretService *service = NULL;
     GList *items = NULL;
+    const char *label = it->value;
     int r;
 
     r = check_label(label, e);
@@ -469,9 +497,10 @@ int keychain_lookup(const char *label, char **ret, struct err *e)
         return r;
 
     op_begin(&op);
+    op.advice = it->advice;
     r = open_service(&op, &service, e);
     if (r >= 0)
-        r = search_items(&op, service, label, true, &items, e);
+        r = search_items(&op, service, it, true, &items, e);
     if (r >= 0)
         r = read_newest(&op, service, items, label, ret, e);
     g_list_free_full(items, g_object_unref);
@@ -511,8 +540,9 @@ int keychain_lookup_account(const char *service_name, const char *account, char 
     return r;
 }
 
-int keychain_store(const char *label, const char *value, struct err *e)
+static int store_item(const struct kc_item *it, const char *value, struct err *e)
 {
+    const char *label = it->value;
     struct op op = {0};
     SecretService *service = NULL;
     SecretCollection *collection = NULL;
@@ -536,6 +566,7 @@ int keychain_store(const char *label, const char *value, struct err *e)
                        KEYCHAIN_VALUE_MAX);
 
     op_begin(&op);
+    op.advice = it->advice;
     r = open_service(&op, &service, e);
     if (r < 0)
         goto out;
@@ -555,13 +586,13 @@ int keychain_store(const char *label, const char *value, struct err *e)
     }
 
     attrs = g_hash_table_new(g_str_hash, g_str_equal);
-    g_hash_table_insert(attrs, (gpointer) "label", (gpointer)label);
-    display = g_strconcat(DISPLAY_LABEL_PREFIX, label, NULL);
+    g_hash_table_insert(attrs, (gpointer)it->attr, (gpointer)label);
+    display = g_strconcat(it->display_prefix, label, NULL);
     secret = secret_value_new(value, (gssize)len, "text/plain");
     /* REPLACE: gnome-keyring updates an item of this collection whose attributes include these
      * (even one another tool stored with extra attributes) instead of adding one. */
-    secret_item_create(collection, &keychain_schema, attrs, display, secret,
-                       SECRET_ITEM_CREATE_REPLACE, op.cancel, op_on_result, &op);
+    secret_item_create(collection, it->schema, attrs, display, secret, SECRET_ITEM_CREATE_REPLACE,
+                       op.cancel, op_on_result, &op);
     res = op_wait(&op);
     if (res)
         item = secret_item_create_finish(res, &gerr);
@@ -586,8 +617,9 @@ out:
     return r;
 }
 
-int keychain_delete(const char *label, struct err *e)
+static int delete_item(const struct kc_item *it, struct err *e)
 {
+    const char *label = it->value;
     struct op op = {0};
     SecretService *service = NULL;
     GList *items = NULL;
@@ -601,10 +633,11 @@ int keychain_delete(const char *label, struct err *e)
         return r;
 
     op_begin(&op);
+    op.advice = it->advice;
     r = open_service(&op, &service, e);
     if (r < 0)
         goto out;
-    r = search_items(&op, service, label, false, &items, e);
+    r = search_items(&op, service, it, false, &items, e);
     if (r < 0)
         goto out;
 
@@ -647,4 +680,60 @@ out:
     g_clear_object(&service);
     op_end(&op);
     return r;
+}
+
+/* ---- the public items ---- */
+
+static struct kc_item recipe_item(const char *label)
+{
+    return (struct kc_item){.schema = &keychain_schema,
+                            .attr = "label",
+                            .value = label,
+                            .display_prefix = DISPLAY_LABEL_PREFIX,
+                            .advice = ADVICE_NO_SERVICE};
+}
+
+static struct kc_item tokens_item(const char *store)
+{
+    return (struct kc_item){.schema = &tokens_schema,
+                            .attr = "store",
+                            .value = store,
+                            .display_prefix = "credkit token store: ",
+                            .advice = ADVICE_TOKENS};
+}
+
+int keychain_lookup(const char *label, char **ret, struct err *e)
+{
+    struct kc_item it = recipe_item(label);
+    return lookup_item(&it, ret, e);
+}
+
+int keychain_store(const char *label, const char *value, struct err *e)
+{
+    struct kc_item it = recipe_item(label);
+    return store_item(&it, value, e);
+}
+
+int keychain_delete(const char *label, struct err *e)
+{
+    struct kc_item it = recipe_item(label);
+    return delete_item(&it, e);
+}
+
+int keychain_tokens_lookup(const char *store, char **ret, struct err *e)
+{
+    struct kc_item it = tokens_item(store);
+    return lookup_item(&it, ret, e);
+}
+
+int keychain_tokens_save(const char *store, const char *value, struct err *e)
+{
+    struct kc_item it = tokens_item(store);
+    return store_item(&it, value, e);
+}
+
+int keychain_tokens_delete(const char *store, struct err *e)
+{
+    struct kc_item it = tokens_item(store);
+    return delete_item(&it, e);
 }

@@ -9,7 +9,12 @@
  *
  * No call ever prompts or unlocks: a locked keychain is an error that says how to unlock it, and
  * a missing Secret Service (no D-Bus session, no keyring daemon) is an error that says what to
- * start. Values handed out are the caller's: free them with secure_free(). */
+ * start. Values handed out are the caller's: free them with secure_free().
+ *
+ * mcp-auth's token store keeps the secrets of all its entries in one item of its own schema,
+ * "org.credkit.TokenStore", whose one attribute, "store", is the store directory's path (so two
+ * stores, two HOMEs, never share an item). This file builds into a library of its own
+ * (keychain), which secrets and mcp-auth link; the bridge never does. */
 #pragma once
 
 #include "credkit/err.h"
@@ -31,3 +36,10 @@ int keychain_store(const char *label, const char *value, struct err *e) _must_ch
 
 /* Deletes the item for label. -ENOENT when there was none. */
 int keychain_delete(const char *label, struct err *e) _must_check_;
+
+/* The token store's item for the store directory store (an absolute path): looked up, stored
+ * (created or replaced) and deleted as above; the messages' advice for a missing Secret Service
+ * is mcp-auth's. */
+int keychain_tokens_lookup(const char *store, char **ret, struct err *e) _must_check_;
+int keychain_tokens_save(const char *store, const char *value, struct err *e) _must_check_;
+int keychain_tokens_delete(const char *store, struct err *e) _must_check_;

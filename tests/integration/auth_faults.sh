@@ -13,8 +13,22 @@
 #      Client on `mcp-bridge serve`, calling every 200 ms): the unexpired token keeps working,
 #      then the calls fail saying why, then they succeed again once it is back, with no
 #      restart and no new sign-in.
+#
+# auth_faults.sh [file|keyring]: the token store's backend under test (default file). With
+# keyring (registered as integration/auth_faults_keyring) the secrets are in one item of a real
+# gnome-keyring in a private D-Bus session, the rest in the entry file: the same faults, judged
+# on the entry as mcp-auth reads it (the file with the item's secrets); the kills at the file's
+# syscalls come after the item was written (none is "old" then), and the tmpfs store gets its
+# own copy of the item.
+BACKEND=${1:-file}
+case $BACKEND in
+file) ;;
+keyring) . "$(dirname "$0")/lib/keyring.sh" ;;
+*) echo "usage: auth_faults.sh [file|keyring]" >&2; exit 2 ;;
+esac
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/bridge.sh"
+export MCP_AUTH_STORE=$BACKEND
 
 : "${MCP_AUTH_BIN:?MCP_AUTH_BIN must point at mcp-auth (ctest sets it)}"
 [ -x /usr/bin/chromium ] || fail "/usr/bin/chromium is missing: run scripts/install-deps"
@@ -39,9 +53,35 @@ printf '{"mcpServers": {"rs": {"url": "%s", "auth": "oauth", "timeout": 8000}}}\
 STORE="$PI_CODING_AGENT_DIR/oauth"
 run 0 A login rs --timeout 90s
 assert_contains "$ERR" "signed in to $RS"
-entries=("$STORE"/*.json)
+entries=("$STORE"/[0-9a-f]*.json)
 assert_eq "${#entries[@]}" 1 "entry files"
 ENTRY=${entries[0]}
+if [ "$BACKEND" = keyring ]; then
+    assert_eq "$(json_get "$(cat "$ENTRY")" 'j.tokens?.refresh_token')" undefined "the file's refresh token"
+fi
+# snapshot DEST: the entry as mcp-auth reads it: the file, with (keyring) the item's secrets
+# for it in place of its generation
+snapshot() {
+    if [ "$BACKEND" = file ]; then
+        cp "$ENTRY" "$1"
+        return
+    fi
+    secret-tool lookup xdg:schema org.credkit.TokenStore store "$STORE" >"$1.item" 2>/dev/null ||
+        : >"$1.item"
+    node -e '
+        const fs = require("fs"), path = require("path");
+        const [file, item, out] = process.argv.slice(1);
+        const j = JSON.parse(fs.readFileSync(file, "utf8"));
+        let v = {};
+        try { v = JSON.parse(fs.readFileSync(item, "utf8")); } catch { v = {}; }
+        const ent = v.entries?.[path.basename(file)];
+        if (j.keyring && ent) {
+            for (const s of ["registration", "tokens"]) if (ent[s]) j[s] = { ...j[s], ...ent[s] };
+            delete j.keyring;
+        }
+        fs.writeFileSync(out, JSON.stringify(j, null, 2));' "$ENTRY" "$1.item" "$1"
+    rm -f "$1.item"
+}
 temps() { find "$STORE" -maxdepth 1 -name '.*.json.*' -printf '%f\n' | sort; }
 # initialize against the MCP server with the header mcp-auth gives; prints the HTTP status
 mcp_status() {
@@ -98,7 +138,7 @@ K="$T_ROOT/kills"
 mkdir -p "$K"
 killed=0
 for i in $(seq 1 100); do
-    cp "$ENTRY" "$K/$i.old"
+    snapshot "$K/$i.old"
     mode=$((i % 5))
     [ "$HAVE_STRACE" = 1 ] || mode=4
     case $mode in
@@ -108,6 +148,14 @@ for i in $(seq 1 100); do
     3) at=fsync:when=2 want=new ;;  # in place, the directory not yet flushed
     4) at="" want=any ;;
     esac
+    # keyring: the item holds the new secrets before the file is written (the file's write()
+    # is not the process's first one: D-Bus writes before it)
+    if [ "$BACKEND" = keyring ]; then
+        case $mode in
+        0) at="" want=any ;;
+        1 | 2) want=any ;;
+        esac
+    fi
     rc=0
     if [ -n "$at" ]; then
         # SIGKILL on entering the syscall: the process dies there, as under kill -9
@@ -134,13 +182,13 @@ for i in $(seq 1 100); do
         temps >"$K/$i.temps"
         wpid=-
     fi
-    cp "$ENTRY" "$K/$i.entry"
+    snapshot "$K/$i.entry"
     echo "$want $wpid" >"$K/$i.meta"
 done
 res=$(node "$T_ROOT/check.mjs" "$K" 100) || fail "after the kills:
 $res"
 T_CHECKS=$((T_CHECKS + 100))
-echo "at $SECONDS s: 100 kills (want:got) $res; random kills that landed: $killed of 20"
+echo "at $SECONDS s: 100 kills (want:got) $res; random kills that landed: $killed"
 # the next write removes what the killed writers left
 run 0 A header --refresh rs
 assert_contains "$OUT" "Authorization: Bearer " "the header after the kills"
@@ -165,6 +213,9 @@ store=$1 src=$2 out=$3
 entry="$store/$(basename "$src")"
 mount -t tmpfs -o size=128k,mode=0700 credkit-test "$store" || exit 90
 cp -p "$src" "$entry" || exit 91
+if [ -f "$(dirname "$src")/store.json" ]; then
+    cp -p "$(dirname "$src")/store.json" "$store/" || exit 91
+fi
 step() { # NAME ARGS...: one mcp-auth run, then what the store holds
     local name=$1
     shift
@@ -183,6 +234,13 @@ step ro-refresh header --refresh rs
 step ro-header header rs
 step ro-status status --json
 EOF
+if [ "$BACKEND" = keyring ]; then
+    # the copy is another store: its own item, a copy of the original's
+    secret-tool lookup xdg:schema org.credkit.TokenStore store "$STORE" |
+        secret-tool store --label="credkit token store: $FS_AGENT/oauth" \
+            xdg:schema org.credkit.TokenStore store "$FS_AGENT/oauth" ||
+        fail "cannot copy the keychain item for the tmpfs store"
+fi
 rc=0
 PI_CODING_AGENT_DIR="$FS_AGENT" unshare -m -- bash "$T_ROOT/fs-faults.sh" "$FS_AGENT/oauth" \
     "$ENTRY" "$FS_OUT" || rc=$?

@@ -95,6 +95,9 @@ check "from-other-file" mcp-bridge connect --config "$T_ROOT/other.json" ""
 check "linear login logout" mcp-auth l
 check "linear" mcp-auth logout ""
 check "" mcp-auth status local
+# the token store's move: the action, then the backends
+check "migrate" mcp-auth store ""
+check "file keyring" mcp-auth store migrate ""
 
 # ---- secret names ----
 check "GITHUB_TOKEN" secrets get G

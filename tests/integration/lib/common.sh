@@ -14,6 +14,10 @@ XDG_RUNTIME_DIR=$(mktemp -d /dev/shm/it-run-XXXXXX)
 export XDG_RUNTIME_DIR
 export HOME="$T_ROOT/home"
 mkdir -p "$HOME" && chmod 700 "$XDG_RUNTIME_DIR"
+# mcp-auth's token store keeps its secrets in files, whatever Secret Service the machine runs: a
+# test never fills a user's keychain; the tests of the keychain backend unset this inside a
+# private one (lib/keyring.sh)
+export MCP_AUTH_STORE=file
 T_CHECKS=0
 T_CLEANUP_DIRS=() # more directories to remove at the end
 trap 't_cleanup' EXIT
