@@ -3,8 +3,9 @@
  * baseline of the HTTP cases pays what the bridge pays for HTTP (libcurl) and not what node's
  * fetch does. The same sequence as driver.mjs: initialize, notifications/initialized,
  * tools/list (the tool named `echo`), warm-up calls, then for each concurrency level N calls of
- * `echo` with that many in flight, each call's round trip timed. One curl multi handle drives
- * every request; its connection cache keeps the connections alive between requests.
+ * `echo` with that many in flight (at least as many calls as in flight), each call's round trip
+ * timed. One curl multi handle drives every request; its connection cache keeps the connections
+ * alive between requests.
  *
  * Prints one JSON line per concurrency level, with the fields driver.mjs prints (p50_us, p99_us,
  * throughput, and the CPU and peak RSS of the --watch-pid process, the server).
@@ -413,7 +414,7 @@ int main(int argc, char **argv)
 
     parse_args(argc, argv);
     message = malloc((size_t)arg_size + 1);
-    lat = calloc((size_t)arg_calls, sizeof(*lat));
+    lat = calloc((size_t)(arg_calls > MAX_INFLIGHT ? arg_calls : MAX_INFLIGHT), sizeof(*lat));
     if (!message || !lat)
         die("out of memory");
     memset(message, 'x', (size_t)arg_size);
@@ -429,30 +430,31 @@ int main(int argc, char **argv)
 
     for (int l = 0; l < arg_nlevels; l++) {
         struct sample before = {0, 0}, after;
+        /* at least one call per slot in flight, or fewer would be in flight than the level says */
+        long n = arg_calls > arg_levels[l] ? arg_calls : arg_levels[l];
         double secs;
 
         if (arg_watch_pid)
             before = proc_sample(arg_watch_pid);
-        secs = run_calls(multi, reqs, arg_calls, arg_levels[l], lat);
-        qsort(lat, (size_t)arg_calls, sizeof(*lat), cmp_double);
+        secs = run_calls(multi, reqs, n, arg_levels[l], lat);
+        qsort(lat, (size_t)n, sizeof(*lat), cmp_double);
         double mean = 0;
-        long p99 = (long)((double)arg_calls * 0.99);
+        long p99 = (long)((double)n * 0.99);
 
-        if (p99 >= arg_calls)
-            p99 = arg_calls - 1;
-        for (long i = 0; i < arg_calls; i++)
+        if (p99 >= n)
+            p99 = n - 1;
+        for (long i = 0; i < n; i++)
             mean += lat[i];
-        mean /= (double)arg_calls;
+        mean /= (double)n;
         printf("{\"label\":\"%s\",\"mode\":\"http\",\"size\":%ld,\"calls\":%ld,\"inflight\":%ld,"
                "\"p50_us\":%.1f,\"p99_us\":%.1f,\"mean_us\":%.1f,\"throughput\":%.1f",
-               arg_label, arg_size, arg_calls, arg_levels[l], lat[arg_calls / 2], lat[p99], mean,
-               (double)arg_calls / secs);
+               arg_label, arg_size, n, arg_levels[l], lat[n / 2], lat[p99], mean, (double)n / secs);
         if (arg_watch_pid) {
             after = proc_sample(arg_watch_pid);
             printf(",\"pid_cpu_us_per_call\":%.2f,\"pid_sched_us_per_call\":%.2f,"
                    "\"pid_hwm_kb\":%ld",
-                   (after.ticks - before.ticks) * 1e4 / (double)arg_calls,
-                   (after.ns - before.ns) / 1e3 / (double)arg_calls, hwm_kb(arg_watch_pid));
+                   (after.ticks - before.ticks) * 1e4 / (double)n,
+                   (after.ns - before.ns) / 1e3 / (double)n, hwm_kb(arg_watch_pid));
         }
         printf("}\n");
         fflush(stdout);

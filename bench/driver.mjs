@@ -2,7 +2,7 @@
 // The benchmark's agent: one MCP client over stdio, the same code for every configuration
 // (directly to the stdio server, through mcp-bridge, through mcp-remote). It spawns CMD, speaks
 // newline JSON-RPC on its stdio, initializes, lists the tools, warms up, then for each
-// concurrency level sends --calls tools/call of the echo tool with that many in flight, timing
+// concurrency level sends --calls tools/call (at least as many as there are in flight) of the echo tool with that many in flight, timing
 // each call's round trip (p50, p99) and the phase (calls/s). Prints one JSON line per level.
 //
 //   driver.mjs [OPTIONS] -- CMD ARGS...
@@ -144,37 +144,39 @@ const out = [];
 for (const inflight of opts.concurrency) {
   const before = Object.fromEntries(Object.entries(watched).map(([k, p]) => [k, procSample(p)]));
   const mallocBefore = opts.mallocCount ? mallocSample() : null;
-  const lat = new Float64Array(opts.calls);
+  // at least one call per slot in flight, or fewer would be in flight than the level says
+  const n = Math.max(opts.calls, inflight);
+  const lat = new Float64Array(n);
   let issued = 0; let done = 0;
   const t0 = process.hrtime.bigint();
   async function worker() {
-    while (issued < opts.calls) {
+    while (issued < n) {
       issued++;
       const c0 = process.hrtime.bigint();
       await echo();
       lat[done++] = Number(process.hrtime.bigint() - c0) / 1000;
     }
   }
-  await Promise.all(Array.from({ length: Math.min(inflight, opts.calls) }, worker));
+  await Promise.all(Array.from({ length: inflight }, worker));
   const secs = Number(process.hrtime.bigint() - t0) / 1e9;
   lat.sort();
   const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
   const result = {
-    label: opts.label, size: opts.size, calls: opts.calls, inflight, upstreams: tools.length,
+    label: opts.label, size: opts.size, calls: n, inflight, upstreams: tools.length,
     p50_us: q(0.5), p99_us: q(0.99), mean_us: lat.reduce((a, b) => a + b, 0) / lat.length,
-    throughput: opts.calls / secs,
+    throughput: n / secs,
   };
   for (const [k, p] of Object.entries(watched)) {
     const a = procSample(p);
-    result[`${k}_cpu_us_per_call`] = ((a.ticks - before[k].ticks) * TICK_US) / opts.calls;
-    result[`${k}_sched_us_per_call`] = (a.ns - before[k].ns) / 1000 / opts.calls;
+    result[`${k}_cpu_us_per_call`] = ((a.ticks - before[k].ticks) * TICK_US) / n;
+    result[`${k}_sched_us_per_call`] = (a.ns - before[k].ns) / 1000 / n;
     result[`${k}_hwm_kb`] = hwmKb(p);
   }
   if (mallocBefore) {
     const a = mallocSample();
-    result.allocs_per_call = (a.allocs - mallocBefore.allocs) / opts.calls;
-    result.frees_per_call = (a.frees - mallocBefore.frees) / opts.calls;
-    result.alloc_bytes_per_call = (a.bytes - mallocBefore.bytes) / opts.calls;
+    result.allocs_per_call = (a.allocs - mallocBefore.allocs) / n;
+    result.frees_per_call = (a.frees - mallocBefore.frees) / n;
+    result.alloc_bytes_per_call = (a.bytes - mallocBefore.bytes) / n;
   }
   out.push(JSON.stringify(result));
 }
