@@ -1,17 +1,21 @@
 #!/usr/bin/env node
-// The benchmark's agent: one MCP client, the same code for every configuration. It connects,
-// finds the echo tool, warms up, then sends --calls sequential tools/call (latency: p50, p99) and
-// --calls more with --inflight in flight (throughput). Prints one JSON line of results on stdout.
+// The benchmark's agent: one MCP client over stdio, the same code for every configuration
+// (directly to the stdio server, through mcp-bridge, through mcp-remote). It spawns CMD, speaks
+// newline JSON-RPC on its stdio, initializes, lists the tools, warms up, then for each
+// concurrency level sends --calls tools/call (at least as many as there are in flight) of the echo tool with that many in flight, timing
+// each call's round trip (p50, p99) and the phase (calls/s). Prints one JSON line per level.
 //
-//   driver.mjs stdio [--watch-child] -- CMD ARGS...   spawn CMD, newline JSON-RPC on its stdio
-//   driver.mjs http URL                               Streamable HTTP: POST with fetch (keep-alive)
+//   driver.mjs [OPTIONS] -- CMD ARGS...
 //
-// Options: --calls N (2000), --inflight K (16), --size BYTES (100), --warmup N (200),
-//          --label TEXT (copied into the result), --watch-pid PID (another process to measure).
-// Measured processes (the spawned child with --watch-child, and --watch-pid): CPU from
-// /proc/PID/stat utime+stime and /proc/PID/schedstat (ns on CPU) across both measured phases,
-// divided by the calls of both phases; peak RSS from VmHWM at the end.
-// Both transports frame the same way for the driver: JSON.stringify out, JSON.parse in.
+// Options: --calls N (2000), --concurrency 1,16,64 (1,16), --size BYTES (100), --warmup N (200),
+//          --label TEXT (copied into the result), --watch-child (measure CMD's process),
+//          --watch-pid PID (another process to measure), --tools N (wait until tools/list holds
+//          N echo tools, polling for at most 60 s, and spread the calls over them),
+//          --malloc-count FILE (the counter file of malloc-count.so loaded into CMD: allocations
+//          per call of each phase).
+// Measured processes: CPU from /proc/PID/stat utime+stime and /proc/PID/schedstat (ns on CPU)
+// across each phase, divided by its calls; peak RSS from VmHWM at the end of each phase (a high
+// water mark since the process started).
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import process from 'node:process';
@@ -19,25 +23,28 @@ import process from 'node:process';
 function die(msg) { process.stderr.write(`driver: ${msg}\n`); process.exit(1); }
 
 const argv = process.argv.slice(2);
-const opts = { calls: 2000, inflight: 16, size: 100, warmup: 200, label: '', watchPid: 0, watchChild: false };
-const mode = argv.shift();
-let url; let cmd = [];
-if (mode === 'http') url = argv.shift();
-else if (mode !== 'stdio') die('usage: driver.mjs stdio [OPTIONS] -- CMD ARGS... | driver.mjs http URL [OPTIONS]');
+const opts = {
+  calls: 2000, concurrency: [1, 16], size: 100, warmup: 200, label: '', watchPid: 0,
+  watchChild: false, tools: 1, mallocCount: '',
+};
+let cmd = [];
 while (argv.length) {
   const a = argv.shift();
   if (a === '--') { cmd = argv.splice(0); break; }
-  const num = () => { const v = Number(argv.shift()); if (!Number.isInteger(v) || v < 0) die(`${a} needs a number`); return v; };
+  const num = (s = argv.shift()) => { const v = Number(s); if (!Number.isInteger(v) || v < 0) die(`${a} needs a number`); return v; };
   if (a === '--calls') opts.calls = num();
-  else if (a === '--inflight') opts.inflight = num();
+  else if (a === '--concurrency') opts.concurrency = String(argv.shift()).split(',').map((s) => num(s));
   else if (a === '--size') opts.size = num();
   else if (a === '--warmup') opts.warmup = num();
   else if (a === '--watch-pid') opts.watchPid = num();
   else if (a === '--watch-child') opts.watchChild = true;
+  else if (a === '--tools') opts.tools = num();
+  else if (a === '--malloc-count') opts.mallocCount = argv.shift();
   else if (a === '--label') opts.label = argv.shift();
   else die(`unknown option '${a}'`);
 }
-if (mode === 'stdio' && !cmd.length) die('stdio: the command goes after --');
+if (!cmd.length) die('usage: driver.mjs [OPTIONS] -- CMD ARGS...');
+if (!opts.calls || opts.concurrency.some((c) => c < 1)) die('--calls and every --concurrency level must be at least 1');
 
 const TICK_US = 1e6 / 100; // USER_HZ is 100 on Linux
 function procSample(pid) {
@@ -51,133 +58,128 @@ function hwmKb(pid) {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) : null;
 }
-
-// --- transports: send(msg) -> Promise<response message>
-let nextId = 1;
-let transport;
-
-function stdioTransport() {
-  const child = spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
-  const waiting = new Map();
-  let pending = '';
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk) => {
-    pending += chunk;
-    let nl;
-    while ((nl = pending.indexOf('\n')) >= 0) {
-      const line = pending.slice(0, nl);
-      pending = pending.slice(nl + 1);
-      if (!line.trim()) continue;
-      const msg = JSON.parse(line);
-      if (msg.id !== undefined && msg.method === undefined) {
-        const w = waiting.get(msg.id);
-        if (w) { waiting.delete(msg.id); w(msg); }
-      } else if (msg.id !== undefined) {
-        // a request from the server (ping, roots/list ...): answer with an empty result
-        child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} }) + '\n');
-      }
-    }
-  });
-  child.on('exit', (code, sig) => { if (!closing) die(`the child exited (${code ?? sig}) before the end`); });
-  let closing = false;
-  return {
-    pid: child.pid,
-    request(msg) { return new Promise((resolve) => { waiting.set(msg.id, resolve); child.stdin.write(JSON.stringify(msg) + '\n'); }); },
-    notify(msg) { child.stdin.write(JSON.stringify(msg) + '\n'); return Promise.resolve(); },
-    close() {
-      closing = true;
-      return new Promise((resolve) => {
-        const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-        child.on('exit', () => { clearTimeout(t); resolve(); });
-        child.stdin.end();
-      });
-    },
-  };
+// malloc-count.so's counters: malloc, calloc, realloc, free, bytes (five uint64)
+function mallocSample() {
+  const b = readFileSync(opts.mallocCount);
+  if (b.length < 40) die(`${opts.mallocCount}: not a malloc-count file (was malloc-count.so loaded?)`);
+  const v = [0, 1, 2, 3, 4].map((i) => Number(b.readBigUInt64LE(8 * i)));
+  return { allocs: v[0] + v[1] + v[2], frees: v[3], bytes: v[4] };
 }
 
-function httpTransport() {
-  let session; let protocol;
-  async function post(msg) {
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    if (session) headers['mcp-session-id'] = session;
-    if (protocol) headers['mcp-protocol-version'] = protocol;
-    const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(msg) });
-    if (!session && res.headers.get('mcp-session-id')) session = res.headers.get('mcp-session-id');
-    if (res.status === 202) { await res.arrayBuffer(); return undefined; }
-    if (!res.ok) die(`HTTP ${res.status} for ${msg.method}`);
-    const type = res.headers.get('content-type') ?? '';
-    const text = await res.text();
-    if (type.startsWith('application/json')) return JSON.parse(text);
-    // an SSE answer (not expected in JSON-response mode): the data of the event with our id
-    for (const ev of text.split('\n\n')) {
-      const data = ev.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
-      if (data) { const m = JSON.parse(data); if (m.id === msg.id) return m; }
+// --- the stdio transport: request(msg) -> Promise<response message>
+let closing = false;
+const child = spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+const waiting = new Map();
+let chunks = [];
+child.stdout.on('data', (chunk) => {
+  // only the new chunk is searched for the end of a line: an 8 MiB message comes in many
+  let start = 0; let nl;
+  while ((nl = chunk.indexOf(10, start)) >= 0) {
+    chunks.push(chunk.subarray(start, nl));
+    const line = Buffer.concat(chunks).toString('utf8');
+    chunks = [];
+    start = nl + 1;
+    if (!line.trim()) continue;
+    const msg = JSON.parse(line);
+    if (msg.id !== undefined && msg.method === undefined) {
+      const w = waiting.get(msg.id);
+      if (w) { waiting.delete(msg.id); w(msg); }
+    } else if (msg.id !== undefined) {
+      // a request from the server (ping, roots/list ...): answer with an empty result
+      child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} }) + '\n');
     }
-    die(`no answer to ${msg.method}`);
   }
-  return {
-    pid: 0,
-    request: post,
-    notify: post,
-    setProtocol(p) { protocol = p; },
-    async close() { if (session) await fetch(url, { method: 'DELETE', headers: { 'mcp-session-id': session } }).catch(() => {}); },
-  };
+  if (start < chunk.length) chunks.push(chunk.subarray(start));
+});
+child.on('exit', (code, sig) => { if (!closing) die(`the child exited (${code ?? sig}) before the end`); });
+let nextId = 1;
+const send = (msg) => child.stdin.write(JSON.stringify(msg) + '\n');
+const call = (method, params) => new Promise((resolve) => {
+  const id = nextId++;
+  waiting.set(id, resolve);
+  send({ jsonrpc: '2.0', id, method, params });
+});
+function close() {
+  closing = true;
+  return new Promise((resolve) => {
+    const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.on('exit', () => { clearTimeout(t); resolve(); });
+    child.stdin.end();
+  });
 }
-
-transport = mode === 'stdio' ? stdioTransport() : httpTransport();
-const call = (method, params) => transport.request({ jsonrpc: '2.0', id: nextId++, method, params });
 
 const init = await call('initialize', {
   protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench-driver', version: '1.0.0' },
 });
 if (!init?.result) die(`initialize failed: ${JSON.stringify(init)}`);
-transport.setProtocol?.(init.result.protocolVersion);
-await transport.notify({ jsonrpc: '2.0', method: 'notifications/initialized' });
-const list = await call('tools/list', {});
-const tool = list.result?.tools?.map((t) => t.name).find((n) => n === 'echo' || n.endsWith('_echo'));
-if (!tool) die(`no echo tool in ${JSON.stringify(list)}`);
+send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+
+// the echo tools; with many upstreams the first list may come before every server has listed
+let tools = [];
+const listUntil = Date.now() + 60000;
+for (;;) {
+  const list = await call('tools/list', {});
+  tools = (list.result?.tools ?? []).map((t) => t.name).filter((n) => n === 'echo' || n.endsWith('_echo'));
+  if (tools.length >= opts.tools) break;
+  if (Date.now() > listUntil) die(`${tools.length} echo tools after 60 s, not ${opts.tools}: ${JSON.stringify(list).slice(0, 300)}`);
+  await new Promise((r) => setTimeout(r, 100));
+}
+tools = tools.sort().slice(0, opts.tools);
 
 const message = 'x'.repeat(opts.size);
+let turn = 0;
 async function echo() {
-  const r = await call('tools/call', { name: tool, arguments: { message } });
+  const r = await call('tools/call', { name: tools[turn++ % tools.length], arguments: { message } });
   const text = r.result?.content?.[0]?.text;
   if (typeof text !== 'string' || !text.endsWith(message)) die(`bad echo answer: ${JSON.stringify(r).slice(0, 300)}`);
 }
 
-for (let i = 0; i < opts.warmup; i++) await echo();
+for (let i = 0; i < Math.max(opts.warmup, tools.length); i++) await echo();
 
 const watched = {};
-if (opts.watchChild && transport.pid) watched.child = transport.pid;
+if (opts.watchChild) watched.child = child.pid;
 if (opts.watchPid) watched.pid = opts.watchPid;
-const before = Object.fromEntries(Object.entries(watched).map(([k, p]) => [k, procSample(p)]));
 
-const lat = new Float64Array(opts.calls);
-for (let i = 0; i < opts.calls; i++) {
+const out = [];
+for (const inflight of opts.concurrency) {
+  const before = Object.fromEntries(Object.entries(watched).map(([k, p]) => [k, procSample(p)]));
+  const mallocBefore = opts.mallocCount ? mallocSample() : null;
+  // at least one call per slot in flight, or fewer would be in flight than the level says
+  const n = Math.max(opts.calls, inflight);
+  const lat = new Float64Array(n);
+  let issued = 0; let done = 0;
   const t0 = process.hrtime.bigint();
-  await echo();
-  lat[i] = Number(process.hrtime.bigint() - t0) / 1000;
+  async function worker() {
+    while (issued < n) {
+      issued++;
+      const c0 = process.hrtime.bigint();
+      await echo();
+      lat[done++] = Number(process.hrtime.bigint() - c0) / 1000;
+    }
+  }
+  await Promise.all(Array.from({ length: inflight }, worker));
+  const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+  lat.sort();
+  const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
+  const result = {
+    label: opts.label, size: opts.size, calls: n, inflight, upstreams: tools.length,
+    p50_us: q(0.5), p99_us: q(0.99), mean_us: lat.reduce((a, b) => a + b, 0) / lat.length,
+    throughput: n / secs,
+  };
+  for (const [k, p] of Object.entries(watched)) {
+    const a = procSample(p);
+    result[`${k}_cpu_us_per_call`] = ((a.ticks - before[k].ticks) * TICK_US) / n;
+    result[`${k}_sched_us_per_call`] = (a.ns - before[k].ns) / 1000 / n;
+    result[`${k}_hwm_kb`] = hwmKb(p);
+  }
+  if (mallocBefore) {
+    const a = mallocSample();
+    result.allocs_per_call = (a.allocs - mallocBefore.allocs) / n;
+    result.frees_per_call = (a.frees - mallocBefore.frees) / n;
+    result.alloc_bytes_per_call = (a.bytes - mallocBefore.bytes) / n;
+  }
+  out.push(JSON.stringify(result));
 }
-lat.sort();
-const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-
-let issued = 0;
-const t0 = process.hrtime.bigint();
-async function worker() { while (issued < opts.calls) { issued++; await echo(); } }
-await Promise.all(Array.from({ length: opts.inflight }, worker));
-const concS = Number(process.hrtime.bigint() - t0) / 1e9;
-
-const calls = 2 * opts.calls;
-const result = {
-  label: opts.label, mode, size: opts.size, calls: opts.calls, inflight: opts.inflight,
-  p50_us: q(0.5), p99_us: q(0.99), mean_us: lat.reduce((a, b) => a + b, 0) / lat.length,
-  throughput: opts.calls / concS,
-};
-for (const [k, p] of Object.entries(watched)) {
-  const a = procSample(p);
-  result[`${k}_cpu_us_per_call`] = ((a.ticks - before[k].ticks) * TICK_US) / calls;
-  result[`${k}_sched_us_per_call`] = (a.ns - before[k].ns) / 1000 / calls;
-  result[`${k}_hwm_kb`] = hwmKb(p);
-}
-await transport.close();
-process.stdout.write(JSON.stringify(result) + '\n');
+await close();
+process.stdout.write(out.join('\n') + '\n');
 process.exit(0);

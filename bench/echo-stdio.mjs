@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // A minimal MCP server for the benchmark: newline-delimited JSON-RPC on stdin/stdout, no
 // dependencies, one tool 'echo' {message} answered at once with the message as text. Kept tiny so
-// that the server's own cost is small and the same in every configuration measured.
+// that the server's own cost is small and the same in every configuration measured; messages of
+// 8 MiB and more cost in proportion to their size.
 import process from 'node:process';
 
 const TOOLS = [{
@@ -39,15 +40,18 @@ function handle(msg) {
   send({ jsonrpc: '2.0', id: msg.id, result });
 }
 
-let pending = '';
-process.stdin.setEncoding('utf8');
+// Only each new chunk is searched for the end of a line: an 8 MiB message comes in many chunks,
+// and searching what was read before again each time would make the cost grow with its square.
+let chunks = [];
 process.stdin.on('data', (chunk) => {
-  pending += chunk;
-  let nl;
-  while ((nl = pending.indexOf('\n')) >= 0) {
-    const line = pending.slice(0, nl);
-    pending = pending.slice(nl + 1);
+  let start = 0; let nl;
+  while ((nl = chunk.indexOf(10, start)) >= 0) {
+    chunks.push(chunk.subarray(start, nl));
+    const line = Buffer.concat(chunks).toString('utf8');
+    chunks = [];
+    start = nl + 1;
     if (line.trim()) handle(JSON.parse(line));
   }
+  if (start < chunk.length) chunks.push(chunk.subarray(start));
 });
 process.stdin.on('end', () => process.exit(0));

@@ -1,38 +1,104 @@
 #!/usr/bin/env node
-// Reads bench/run's results.jsonl and prints a Markdown table: per transport, payload size and
-// case, the median over the repetitions with [min-max], the bridged/direct ratios (each
-// repetition's bridged run against the same repetition's direct run, then the median), and the
-// targets: p50 <= 1.05x direct, throughput >= 0.97x direct, peak RSS <= 8 MB, CPU <= 30 us/call.
+// Reads bench/run's results.jsonl and prints two Markdown tables. The first: per transport,
+// payload, upstreams, calls in flight and case, the median over the repetitions with [min-max],
+// the ratios to the direct case (each repetition's run against the same repetition's direct run,
+// then the median), the measured process's CPU per call (schedstat) and peak RSS, and the
+// bridge's allocations per call (the allocation phase). The second: each target of issue 23 next
+// to the value measured, with a verdict, so that a rerun can be read at a glance.
+//
+//   summarize.mjs results.jsonl
 import { readFileSync } from 'node:fs';
 
-const rows = readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const all = readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const rows = all.filter((r) => r.phase !== 'alloc');
+const allocRows = all.filter((r) => r.phase === 'alloc');
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const fmt = (x, d = 0) => (x == null || Number.isNaN(x) ? '-' : x.toFixed(d));
 const stat = (xs, d = 0) => (xs.length > 1 ? `${fmt(median(xs), d)} [${fmt(Math.min(...xs), d)}-${fmt(Math.max(...xs), d)}]` : fmt(xs[0], d));
-const ok = (b) => (b ? 'ok' : '**no**');
-const size = (s) => (s >= 1024 ? `${s / 1024} KiB` : `${s} B`);
+const size = (s) => (s >= 1048576 ? `${s / 1048576} MiB` : s >= 1024 ? `${s / 1024} KiB` : `${s} B`);
+const CASES = ['direct', 'connect', 'connect@base', 'serve', 'serve@base', 'mcp-remote'];
+const isBridge = (kase) => kase.startsWith('connect') || kase.startsWith('serve');
+
+const pick = (rs, q) => rs.filter((r) => Object.entries(q).every(([k, v]) => r[k] === v));
+const directOf = (r) => pick(rows, { transport: r.transport, size: r.size, inflight: r.inflight, rep: r.rep, case: 'direct' })[0];
+const ratios = (rs, f) => rs.map((r) => { const d = directOf(r); return d ? f(r, d) : NaN; }).filter((x) => !Number.isNaN(x));
+const allocOf = (r) => pick(allocRows, { transport: r.transport, size: r.size, upstreams: r.upstreams, case: r.case })[0];
 
 const out = [];
-out.push('| transport | payload | case | p50 us | p99 us | calls/s (16 in flight) | p50 / direct | thr. / direct | CPU us/call (utime+stime) | CPU us/call (schedstat) | VmHWM MB | targets p50 thr RSS CPU |');
-out.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
-const keys = [...new Set(rows.map((r) => `${r.transport}|${r.size}`))];
-for (const key of keys) {
-  const [transport, sz] = key.split('|');
-  const of = (kase) => rows.filter((r) => r.transport === transport && String(r.size) === sz && r.case === kase);
-  const direct = of('direct');
-  for (const kase of ['direct', 'connect', 'connect@base', 'serve', 'serve@base']) {
-    const rs = of(kase);
-    if (!rs.length) continue;
-    const pid = kase === 'direct' ? (transport === 'http' ? 'pid' : 'child') : 'child';
-    const cpu = rs.map((r) => r[`${pid}_cpu_us_per_call`]);
-    const sched = rs.map((r) => r[`${pid}_sched_us_per_call`]);
-    const hwm = rs.map((r) => r[`${pid}_hwm_kb`] / 1024);
-    const byRep = (r) => direct.find((d) => d.rep === r.rep);
-    const rp50 = rs.map((r) => r.p50_us / byRep(r).p50_us);
-    const rthr = rs.map((r) => r.throughput / byRep(r).throughput);
-    const who = kase === 'direct' ? ' (server)' : '';
-    const targets = kase === 'direct' ? '' : [median(rp50) <= 1.05, median(rthr) >= 0.97, median(hwm) <= 8, median(cpu) <= 30].map(ok).join(' ');
-    out.push(`| ${transport} | ${size(Number(sz))} | ${kase} | ${stat(rs.map((r) => r.p50_us))} | ${stat(rs.map((r) => r.p99_us))} | ${stat(rs.map((r) => r.throughput))} | ${kase === 'direct' ? '1' : stat(rp50, 2)} | ${kase === 'direct' ? '1' : stat(rthr, 2)} | ${stat(cpu)}${who} | ${stat(sched)}${who} | ${stat(hwm, 1)}${who} | ${targets} |`);
+out.push('| transport | payload | upstreams | in flight | case | p50 µs | p99 µs | calls/s | p50 / direct | calls/s / direct | CPU µs/call | peak RSS MB | allocs/call (1 in flight) |');
+out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+const groups = [...new Set(rows.map((r) => `${r.transport}|${r.size}|${r.inflight}`))];
+const seen = new Set();
+for (const g of groups.sort((a, b) => { const [ta, sa, ia] = a.split('|'); const [tb, sb, ib] = b.split('|'); return ta === tb ? (sa - sb || ia - ib) : (ta === 'stdio' ? -1 : 1); })) {
+  const [transport, sz, inf] = g.split('|');
+  const grp = pick(rows, { transport, size: Number(sz), inflight: Number(inf) });
+  const kinds = [...new Set(grp.map((r) => `${CASES.indexOf(r.case)}|${r.upstreams}|${r.case}`))].sort((a, b) => {
+    const [ca, ua] = a.split('|').map(Number); const [cb, ub] = b.split('|').map(Number); return ua - ub || ca - cb;
+  });
+  for (const k of kinds) {
+    const [, ups, kase] = k.split('|');
+    const key = `${g}|${ups}|${kase}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const rs = pick(grp, { upstreams: Number(ups), case: kase });
+    const who = isBridge(kase) ? '' : ` (${rs[0].measured})`;
+    const a = isBridge(kase) ? allocOf(rs[0]) : undefined;
+    out.push(`| ${transport} | ${size(Number(sz))} | ${ups} | ${inf} | ${kase} | ${stat(rs.map((r) => r.p50_us))} | ${stat(rs.map((r) => r.p99_us))} | ${stat(rs.map((r) => r.throughput))} | ${kase === 'direct' ? '1' : stat(ratios(rs, (r, d) => r.p50_us / d.p50_us), 2)} | ${kase === 'direct' ? '1' : stat(ratios(rs, (r, d) => r.throughput / d.throughput), 2)} | ${stat(rs.map((r) => r.sched_us_per_call))}${who} | ${stat(rs.map((r) => r.hwm_kb / 1024), 1)}${who} | ${a && Number(inf) === 1 ? fmt(a.allocs_per_call, 1) : '-'} |`);
   }
+}
+
+// --- the targets (issue 23), each bridge case against its limit
+const MB = 1024 * 1024;
+const targets = [];
+function target(name, limit, cmp, q, value, fmtv = (v) => fmt(v, 2)) {
+  for (const kase of ['connect', 'serve']) {
+    const rs = pick(rows, { ...q, case: kase, upstreams: 1 });
+    if (!rs.length) continue;
+    const v = value(rs);
+    if (v == null || Number.isNaN(v)) continue;
+    const pass = cmp === '<=' ? v <= limit.value : v >= limit.value;
+    targets.push(`| ${name} | ${q.transport} ${size(q.size)}, ${q.inflight} in flight | ${kase} | ${fmtv(v)} | ${cmp} ${limit.text} | ${pass ? 'pass' : '**FAIL**'} |`);
+  }
+}
+const med = (f) => (rs) => median(rs.map(f));
+const medRatio = (f) => (rs) => { const x = ratios(rs, f); return x.length ? median(x) : NaN; };
+const sizes = [...new Set(rows.map((r) => r.size))].sort((a, b) => a - b);
+const c1 = { inflight: 1 };
+target('p50 / direct', { value: 1.25, text: '1.25×' }, '<=', { transport: 'stdio', size: 65536, ...c1 }, medRatio((r, d) => r.p50_us / d.p50_us));
+target('CPU per call', { value: 100, text: '100 µs' }, '<=', { transport: 'stdio', size: 65536, ...c1 }, med((r) => r.sched_us_per_call), (v) => `${fmt(v)} µs`);
+target('p50 added per hop', { value: 25, text: '25 µs' }, '<=', { transport: 'stdio', size: 100, ...c1 }, medRatio((r, d) => r.p50_us - d.p50_us), (v) => `${fmt(v)} µs`);
+target('CPU per call', { value: 15, text: '15 µs' }, '<=', { transport: 'stdio', size: 100, ...c1 }, med((r) => r.sched_us_per_call), (v) => `${fmt(v)} µs`);
+for (const transport of ['stdio', 'http']) {
+  target('calls/s / direct', { value: 0.9, text: '0.9×' }, '>=', { transport, size: 100, inflight: 16 }, medRatio((r, d) => r.throughput / d.throughput));
+}
+target('CPU per call', { value: 50, text: '50 µs' }, '<=', { transport: 'http', size: 100, ...c1 }, med((r) => r.sched_us_per_call), (v) => `${fmt(v)} µs`);
+for (const transport of ['stdio', 'http']) {
+  for (const s of sizes) {
+    // peak RSS after the phase with one call in flight: one request and one answer of s bytes
+    const limit = s <= 100 ? 8 : 8 + (2 * s) / MB;
+    target('peak RSS', { value: limit, text: `${fmt(limit, 1)} MB` }, '<=', { transport, size: s, ...c1 }, med((r) => r.hwm_kb / 1024), (v) => `${fmt(v, 1)} MB`);
+  }
+}
+for (const transport of ['stdio', 'http']) {
+  const q = { transport, size: 100, inflight: 1 };
+  for (const kase of ['connect', 'serve']) {
+    const a = pick(allocRows, { ...q, case: kase, upstreams: 1 })[0];
+    if (a) targets.push(`| allocations per call | ${transport} 100 B, 1 in flight | ${kase} | ${fmt(a.allocs_per_call, 1)} | <= 5 (a handful) | ${a.allocs_per_call <= 5 ? 'pass' : '**FAIL**'} |`);
+  }
+}
+// linear growth: CPU per byte at the largest payload against the next smaller one (>= 1 MiB)
+const big = sizes.filter((s) => s >= MB);
+if (big.length >= 2) {
+  const [s1, s2] = big.slice(-2);
+  for (const transport of ['stdio', 'http']) {
+    for (const kase of ['connect', 'serve']) {
+      const cpu = (s) => { const rs = pick(rows, { transport, size: s, inflight: 1, case: kase, upstreams: 1 }); return rs.length ? median(rs.map((r) => r.sched_us_per_call)) / s : NaN; };
+      const v = cpu(s2) / cpu(s1);
+      if (!Number.isNaN(v)) targets.push(`| CPU per byte, ${size(s2)} / ${size(s1)} (linear growth) | ${transport}, 1 in flight | ${kase} | ${fmt(v, 2)} | <= 1.5 | ${v <= 1.5 ? 'pass' : '**FAIL**'} |`);
+    }
+  }
+}
+if (targets.length) {
+  out.push('', '| target | where | case | measured (median) | limit | verdict |', '|---|---|---|---|---|---|', ...targets);
 }
 process.stdout.write(out.join('\n') + '\n');
