@@ -31,6 +31,9 @@
 
 #define UNKNOWN_SUGGEST_MAX 5   /* close names an unknown tool's answer offers */
 #define UNKNOWN_NAME_MAX    200 /* bytes of the unknown name said back */
+/* The pass-through's buffer is kept up to this size between results; a bigger one is given
+ * back once the result is queued. */
+#define PASS_KEEP (256u * 1024u)
 
 static void tool_error_text(char *buf, size_t size, const struct ds_server *s, int error,
                             const char *message)
@@ -120,6 +123,50 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
     ds_pending_free(p);
 }
 
+/* A result the server's session passes on unchanged: the agent's id spliced into its bytes
+ * (docs/development.md, "The pass-through"); the rest of on_call_response has nothing to do for
+ * a legacy agent's result. */
+static void on_call_raw(struct upstream_call *c, const char *text, size_t len,
+                        const struct jscan *j, void *userdata)
+{
+    struct ds_pending *p = userdata;
+    struct ds_agent *a = p->a;
+    struct downstream *d = a->d;
+    size_t id_len = 0;
+    const char *id = jrpc_serialize(p->id, &id_len);
+
+    if (a->modern || p->mrtr || !id) {
+        /* not what upstream_call_set_raw was asked for: the tree, as for any answer */
+        struct jrpc_msg m;
+        struct err e = ERR_INIT;
+        if (jrpc_parse(text, len, len, &m, &e) < 0) {
+            on_call_response(c, NULL, -EPROTO, "the server's answer cannot be read", p);
+            return;
+        }
+        on_call_response(c, m.root, 0, NULL, p);
+        jrpc_msg_done(&m);
+        return;
+    }
+    p->call = NULL;
+    if (p->sub == DS_SUB_ADD)
+        ds_subs_remember(a, p->s, p->sub_uri);
+    /* the server's message was bounded when read: the id is all the splice adds */
+    if (!d->pass.max)
+        buf_init(&d->pass, SIZE_MAX / 2);
+    buf_reset(&d->pass);
+    struct jscan_edit edit = {j->id, id, id_len};
+    if (jscan_splice(text, len, &edit, 1, &d->pass) == 0)
+        ds_send_text(a, d->pass.data, d->pass.len);
+    else
+        ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    if (d->pass.cap > PASS_KEEP)
+        buf_release(&d->pass);
+    if (ds_log_debugging(d))
+        log_debug(d->log, "%s: server '%s': answered in %" PRId64 " ms, passed on", p->method,
+                  p->s->name, loop_now(d->loop) - p->start);
+    ds_pending_free(p);
+}
+
 static void on_call_progress(struct upstream_call *c, struct json_object *params, void *userdata)
 {
     struct ds_pending *p = userdata;
@@ -150,6 +197,9 @@ struct ds_pending *ds_forward(struct ds_agent *a, struct jrpc_msg *m, struct ds_
         ds_pending_free(p);
         return NULL;
     }
+    /* a legacy agent's results need nothing but their id back */
+    if (!a->modern && !p->mrtr)
+        upstream_call_set_raw(p->call, on_call_raw);
     return p;
 }
 

@@ -570,6 +570,12 @@ int upstream_call_ex(struct upstream *u, const char *method, struct json_object 
     return 0;
 }
 
+void upstream_call_set_raw(struct upstream_call *c, upstream_raw_fn raw)
+{
+    if (c)
+        c->raw = raw;
+}
+
 void up_call_reissue(struct upstream *u, struct upstream_call *c, struct json_object *new_params)
 {
     if (c->where == CALL_SENT && u->conn)
