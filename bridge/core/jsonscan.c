@@ -1,5 +1,6 @@
 /* jsonscan.c - a JSON-RPC envelope from the bytes: one validating pass, spans, a splice */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/jsonscan.h"
@@ -21,7 +22,7 @@ struct scan {
     const char *s;
     size_t len, pos;
     unsigned depth;
-    unsigned seen; /* the members recorded, a bit each (enum which) */
+    unsigned seen;  /* the members recorded, a bit each (enum which) */
     bool unsettled; /* valid so far, but a routed member is escaped, repeated or of a type the
                      * scan does not route */
     struct jscan *j;
@@ -31,6 +32,36 @@ struct scan {
 static bool plain(unsigned char c)
 {
     return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+#define ONES  UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Whether all 8 bytes of a word are plain: none below 0x20, a quote, a backslash or not ASCII
+ * (the classic "has a zero byte" test, three times, and the high bits). */
+static bool word_plain(uint64_t v)
+{
+    uint64_t quote = v ^ (ONES * '"'), bslash = v ^ (ONES * '\\');
+    uint64_t special = ((v - ONES * 0x20) | (quote - ONES) | (bslash - ONES) | v) & HIGHS;
+    /* a high bit may also come from a neighbour's borrow: then the byte loop decides. Never
+     * a special byte taken for plain */
+    return special == 0;
+}
+
+/* The first byte at or after pos that is not plain (or len). The bulk of a big result (base64,
+ * text) is plain ASCII: 8 bytes a test. */
+static size_t skip_plain(const char *s, size_t pos, size_t len)
+{
+    while (len - pos >= 8) {
+        uint64_t v;
+        memcpy(&v, s + pos, 8);
+        if (!word_plain(v))
+            break;
+        pos += 8;
+    }
+    while (pos < len && plain((unsigned char)s[pos]))
+        pos++;
+    return pos;
 }
 
 static void skip_ws(struct scan *sc)
@@ -65,8 +96,7 @@ static size_t utf8_seq(const struct scan *sc)
     }
     if (c >= 0xf0 && c <= 0xf4) {
         unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-        return cont(sc, p + 1, lo, hi) && cont(sc, p + 2, 0x80, 0xbf) &&
-                       cont(sc, p + 3, 0x80, 0xbf)
+        return cont(sc, p + 1, lo, hi) && cont(sc, p + 2, 0x80, 0xbf) && cont(sc, p + 3, 0x80, 0xbf)
                    ? 4
                    : 0;
     }
@@ -125,9 +155,7 @@ static int string(struct scan *sc, struct jscan_span *ret, bool *escaped)
     size_t start = ++sc->pos;
     *escaped = false;
     for (;;) {
-        /* the bulk of a big result (base64, text) is plain ASCII: one test a byte */
-        while (sc->pos < sc->len && plain((unsigned char)sc->s[sc->pos]))
-            sc->pos++;
+        sc->pos = skip_plain(sc->s, sc->pos, sc->len);
         if (sc->pos >= sc->len)
             return -EBADMSG;
         unsigned char c = (unsigned char)sc->s[sc->pos];

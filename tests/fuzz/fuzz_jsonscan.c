@@ -4,9 +4,11 @@
  * (settled or not) jrpc_parse() accepts too, so the fast path never lets through what the tree
  * would refuse; every span lies inside the text; a settled message with its id (and tool name)
  * spliced scans again to the same envelope, and splicing the old bytes back gives the text it
- * came from. */
+ * came from; params parsed as a stand-in (jrpc_parse_light) serialise to their own bytes with
+ * only name and _meta written by json-c. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/jsonrpc.h"
@@ -37,10 +39,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r < 0)
         return 0;
 
-    struct jscan_span spans[] = {j.id, j.method, j.params, j.result, j.error, j.name, j.meta,
-                                 j.token};
+    struct jscan_span spans[] = {j.id,    j.method, j.params, j.result,
+                                 j.error, j.name,   j.meta,   j.token};
     for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++)
         check_span(spans[i], size);
+
+    /* params as a stand-in serialise to their bytes, name and _meta as json-c writes them */
+    if (jrpc_parse_light(text, size, 64u * 1024u * 1024u, &j, &m, &e) == 0) {
+        struct jscan_edit pe[2];
+        size_t np = 0;
+        struct jscan_span name = {j.name.off - 1, j.name.len + 2};
+        struct json_object *nv = json_object_object_get(m.params, "name");
+        struct json_object *mv = json_object_object_get(m.params, "_meta");
+        size_t nlen = 0, mlen = 0;
+        const char *ns = j.name.len ? jrpc_serialize(nv, &nlen) : NULL;
+        const char *ms = j.meta.len ? jrpc_serialize(mv, &mlen) : NULL;
+        if (ns && (!ms || j.name.off < j.meta.off))
+            pe[np++] = (struct jscan_edit){name, ns, nlen};
+        if (ms)
+            pe[np++] = (struct jscan_edit){j.meta, ms, mlen};
+        if (ns && ms && j.name.off > j.meta.off)
+            pe[np++] = (struct jscan_edit){name, ns, nlen};
+        struct buf want;
+        buf_init(&want, SIZE_MAX / 2);
+        size_t plen = 0;
+        const char *p = jrpc_serialize(m.params, &plen);
+        fuzz_check(jscan_splice(text, size, pe, np, &want) == 0);
+        fuzz_check(!p || (plen == j.params.len + want.len - size &&
+                          memcmp(p, want.data + j.params.off, plen) == 0));
+        buf_release(&want);
+        jrpc_msg_done(&m);
+    }
 
     /* the id becomes a string, the name loses its first byte */
     struct jscan_edit ed[2];

@@ -69,7 +69,8 @@ static void test_envelope(void)
     CHECK_INT(j.method.len, 0);
     CHECK_INT(j.params.len, 0);
 
-    const char *err = "{\"jsonrpc\":\"2.0\",\"id\":-3,\"error\":{\"code\":-32601,\"message\":\"no\"}}";
+    const char *err =
+        "{\"jsonrpc\":\"2.0\",\"id\":-3,\"error\":{\"code\":-32601,\"message\":\"no\"}}";
     CHECK_INT(scan(err, &j), 0);
     CHECK(span_is(err, j.id, "-3"));
     CHECK(span_is(err, j.error, "{\"code\":-32601,\"message\":\"no\"}"));
@@ -103,9 +104,11 @@ static void test_unsettled(void)
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools\\/call\"}",
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7}",
         "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0031\",\"method\":\"ping\"}",
-        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\\u0062\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/"
+        "call\",\"params\":{\"name\":\"a\\u0062\"}}",
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":1}}",
-        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"na\\u006de\":\"a\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/"
+        "call\",\"params\":{\"na\\u006de\":\"a\"}}",
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"_meta\":{\"progressToken\":1,"
         "\"progressToken\":2}}}",
     };
@@ -227,9 +230,10 @@ static void test_depth(void)
 /* Texts cut short at every byte, in a buffer of exactly their size: ASan sees a read past it. */
 static void test_not_terminated(void)
 {
-    const char *msg = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
-                      "\"x\",\"_meta\":{\"progressToken\":-1.5e3},\"arguments\":{\"s\":\"\\ud83d"
-                      "\\ude00\xc3\xa9\",\"t\":[true,false,null]}}}";
+    const char *msg =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+        "\"x\",\"_meta\":{\"progressToken\":-1.5e3},\"arguments\":{\"s\":\"\\ud83d"
+        "\\ude00\xc3\xa9\",\"t\":[true,false,null]}}}";
     size_t len = strlen(msg);
     for (size_t cut = 0; cut <= len; cut++) {
         char *copy = malloc(cut ? cut : 1);
@@ -329,6 +333,45 @@ static struct json_object *slow(const char *text, size_t len, const char *new_id
     return again;
 }
 
+static unsigned light_runs; /* messages differ_light() compared */
+
+/* The request path: params as a stand-in (jrpc_parse_light), renamed, in the request the
+ * upstream sends: it means what the tree means, and its params keep every byte but the name. */
+static void differ_light(const char *text, size_t len, const struct jscan *j, const char *new_id,
+                         bool strip, struct json_object *want)
+{
+    struct jrpc_msg m;
+    struct err e = ERR_INIT;
+    if (!j->id.len || !j->name.len || jrpc_parse_light(text, len, MAX, j, &m, &e) < 0)
+        return;
+    struct json_object *name = json_object_object_get(m.params, "name");
+    const char *s = json_object_get_string(name);
+    size_t cut = strip && s && strncmp(s, PREFIX, strlen(PREFIX)) == 0 ? strlen(PREFIX) : 0;
+    if (cut)
+        CHECK(json_object_object_add(m.params, "name", json_object_new_string(s + cut)) == 0);
+    struct json_object *id = json_tokener_parse(new_id);
+    struct json_object *req = jrpc_new_request(id, m.method, m.params);
+    size_t plen = 0;
+    const char *params = jrpc_serialize(m.params, &plen);
+    CHECK(params != NULL && plen + cut == j->params.len);
+    if (params) {
+        size_t head = j->name.off - j->params.off;
+        CHECK(memcmp(params, text + j->params.off, head) == 0);
+        CHECK(memcmp(params + head, text + j->name.off + cut, plen - head) == 0);
+    }
+    struct json_object *got = json_tokener_parse(jrpc_serialize(req, NULL));
+    bool same = json_object_equal(got, want);
+    if (!same)
+        fprintf(stderr, "  light differs: %.200s\n  slow: %.200s\n", jrpc_serialize(req, NULL),
+                jrpc_serialize(want, NULL));
+    CHECK(same);
+    light_runs++;
+    json_object_put(got);
+    json_object_put(req);
+    json_object_put(id);
+    jrpc_msg_done(&m);
+}
+
 static void differ(const char *text, size_t len, const char *new_id, bool strip)
 {
     struct buf out;
@@ -359,6 +402,7 @@ static void differ(const char *text, size_t len, const char *new_id, bool strip)
         CHECK(memcmp(out.data + out.len - tail, text + len - tail, tail) == 0);
     }
     json_object_put(got);
+    differ_light(text, len, &j, new_id, strip, want);
     json_object_put(want);
     buf_release(&out);
 }
@@ -366,17 +410,22 @@ static void differ(const char *text, size_t len, const char *new_id, bool strip)
 static void test_differential(void)
 {
     const char *corpus[] = {
-        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}"
+        "]}}",
         "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{\"structuredContent\":{\"a\":[1,2.5,-3e2]},"
         "\"isError\":false,\"_meta\":{\"k\":null}}}",
         "{\"id\":9007199254740993,\"jsonrpc\":\"2.0\",\"result\":{}}",
-        "{\"jsonrpc\":\"2.0\",\"id\":-12,\"error\":{\"code\":-32603,\"message\":\"bad \\\"x\\\"\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":-12,\"error\":{\"code\":-32603,\"message\":\"bad "
+        "\\\"x\\\"\"}}",
         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"srv_echo\","
         "\"arguments\":{\"message\":\"caf\xc3\xa9 \\u00e9 \\ud83d\\ude00 \\n\\t\"}}}",
         "{\"jsonrpc\":\"2.0\",\"id\":\"r-\xe2\x82\xac\",\"method\":\"tools/call\",\"params\":{"
-        "\"arguments\":{\"name\":\"srv_no\"},\"name\":\"srv_srv_x\",\"_meta\":{\"progressToken\":5}}}",
-        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"sr\\u0076_x\"}}",
-        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/read\",\"params\":{\"uri\":\"file:///a\"}}",
+        "\"arguments\":{\"name\":\"srv_no\"},\"name\":\"srv_srv_x\",\"_meta\":{\"progressToken\":5}"
+        "}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/"
+        "call\",\"params\":{\"name\":\"sr\\u0076_x\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/read\",\"params\":{\"uri\":\"file:///"
+        "a\"}}",
         "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\","
         "\"data\":{\"nested\":[[[[{\"deep\":true}]]]]}}}",
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"result\":{}}",
@@ -401,24 +450,31 @@ static void test_differential(void)
         char *msg = malloc(n + 256);
         if (!msg)
             abort();
-        int h = snprintf(msg, 256, "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"result\":{\"content\":[{"
-                                   "\"type\":\"image\",\"data\":\"", s + 1);
+        int h = snprintf(msg, 256,
+                         "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"result\":{\"content\":[{"
+                         "\"type\":\"image\",\"data\":\"",
+                         s + 1);
         for (size_t i = 0; i < n; i++) {
-            static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            static const char b64[] =
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
             msg[(size_t)h + i] = s % 2 ? (i % 7 == 0 ? '\\' : i % 7 == 1 ? 'n' : 'x') : b64[i % 64];
         }
         size_t len = (size_t)h + n;
         len += (size_t)snprintf(msg + len, 64, "\",\"mimeType\":\"image/png\"}]}}");
         differ(msg, len, "\"agent-1\"", false);
         /* and as a request, through a prefixed name */
-        int q = snprintf(msg, 256, "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\","
-                                   "\"params\":{\"name\":\"srv_t\",\"arguments\":{\"d\":\"", s + 9);
+        int q = snprintf(msg, 256,
+                         "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\","
+                         "\"params\":{\"name\":\"srv_t\",\"arguments\":{\"d\":\"",
+                         s + 9);
         memset(msg + q, 'q', n);
         len = (size_t)q + n;
         len += (size_t)snprintf(msg + len, 64, "\"}}}");
         differ(msg, len, "77", true);
         free(msg);
     }
+    /* the two settled tools/call requests of the corpus with 5 ids, the big ones once each */
+    CHECK_INT(light_runs, 2 * 5 + 3);
 }
 
 TESTS_MAIN(test_envelope, test_unsettled, test_malformed, test_accepts_subset, test_depth,
