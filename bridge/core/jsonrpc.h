@@ -2,14 +2,15 @@
  *
  * Every message crossing the bridge is parsed once into a json-c tree (jrpc_parse), looked at,
  * possibly changed in place (an id or a progress token swapped), and serialised once
- * (jrpc_serialize). Classification follows JSON-RPC 2.0: an object with "method" and "id" is a
- * request, with "method" and no "id" a notification, with "result" or "error" and an "id" a
- * response. Ids are strings or integers (MCP forbids null ids and fractional numbers); anything
- * else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in 2025-06-18). A malformed
- * error still makes a response (so its request is settled), rewritten with an integer code and
- * a string message. Ids are compared and used as map keys through their canonical text
- * (jrpc_id_key), so 1 and "1" never collide. docs/development.md, "Modules in detail", has the
- * rules in detail. */
+ * (jrpc_serialize); a request passed through has a tree of its envelope only (jrpc_parse_light),
+ * and a result passed through none (jsonscan.h). Classification follows JSON-RPC 2.0: an object
+ * with "method" and "id" is a request, with "method" and no "id" a notification, with "result" or
+ * "error" and an "id" a response. Ids are strings or integers (MCP forbids null ids and fractional
+ * numbers); anything else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in
+ * 2025-06-18). A malformed error still makes a response (so its request is settled), rewritten
+ * with an integer code and a string message. Ids are compared and used as map keys through their
+ * canonical text (jrpc_id_key), so 1 and "1" never collide. docs/development.md, "Modules in
+ * detail", has the rules in detail. */
 #pragma once
 
 #include <stdbool.h>

@@ -1,7 +1,8 @@
 /* downstream_forward.c - the agent's requests on their way to a server and back.
  *
  * Every agent message is parsed once, its id swapped in place where it goes upstream, and
- * serialised once. Aggregate mode maps exposed names back through the catalogue and routes
+ * serialised once (a tools/call with a tree of its envelope only); a legacy agent's results come
+ * back without a tree, the agent's id spliced into the server's bytes (on_call_raw). Aggregate mode maps exposed names back through the catalogue and routes
  * resource URIs (downstream.h); a request naming what the catalogue does not know before it
  * has settled is held until it has; a tools/call naming a tool no server lists wakes the servers
  * listed only from the cache (or not connected) and waits for their lists. A tools/call that
@@ -16,6 +17,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/json.h"
+#include "credkit/util.h"
 
 #include "catalog/proxy_search.h"
 
@@ -132,10 +134,16 @@ static void on_call_raw(struct upstream_call *c, const char *text, size_t len,
     struct ds_pending *p = userdata;
     struct ds_agent *a = p->a;
     struct downstream *d = a->d;
+    char num[24];
     size_t id_len = 0;
-    const char *id = jrpc_serialize(p->id, &id_len);
+    const char *id = num;
+    /* an integer id written here: json-c would allocate its text for the object */
+    if (json_object_is_type(p->id, json_type_int) && json_object_get_int64(p->id) < INT64_MAX)
+        id_len = fmt_i64(num, sizeof(num), json_object_get_int64(p->id));
+    else
+        id = jrpc_serialize(p->id, &id_len);
 
-    if (a->modern || p->mrtr || !id) {
+    if (a->modern || p->mrtr || !id || !id_len) {
         /* not what upstream_call_set_raw was asked for: the tree, as for any answer */
         struct jrpc_msg m;
         struct err e = ERR_INIT;
