@@ -260,7 +260,7 @@ struct downstream {
      * each string is the name, a NUL, then the reason (ds_skipped_reason()) */
     struct strv skipped;
     /* the results passed on without a tree, their id spliced (downstream_forward.c): one
-     * buffer kept between calls, given back after a big one */
+     * buffer kept between calls, given back after big ones */
     struct buf pass;
 
     struct catalog *cat;
