@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <json-c/printbuf.h>
+
 #include "credkit/json.h"
 #include "credkit/util.h"
 
@@ -216,6 +218,207 @@ int jrpc_parse(const char *text, size_t len, size_t max_len, struct jrpc_msg *re
 out:
     json_object_put(root);
     return r;
+}
+
+/* ---- params without a tree ---------------------------------------------------------------- */
+
+/* The stand-in's envelope is built on the stack: a bigger one (a long _meta) takes the tree. */
+#define LIGHT_ENVELOPE_MAX 2048
+
+/* The bytes a stand-in params serialises as (its userdata). */
+struct light {
+    char *text; /* params as written, "{...}" (owned) */
+    size_t len;
+    struct jscan_span name, meta; /* value spans in text (the name with its quotes); len 0: none */
+};
+
+static void light_free(struct json_object *o, void *userdata)
+{
+    struct light *l = userdata;
+    (void)o;
+    if (l)
+        free(l->text);
+    free(l);
+}
+
+static bool is_member(const char *key, const struct light *l)
+{
+    return (l->name.len && strcmp(key, "name") == 0) || (l->meta.len && strcmp(key, "_meta") == 0);
+}
+
+static int put_value(struct printbuf *pb, struct json_object *v, int flags)
+{
+    size_t n = 0;
+    const char *s = json_object_to_json_string_length(v, flags, &n);
+    return s && n <= INT_MAX ? printbuf_memappend(pb, s, (int)n) : -1;
+}
+
+static int put_bytes(struct printbuf *pb, const char *s, size_t n)
+{
+    return n == 0 ? 0 : n > INT_MAX ? -1 : printbuf_memappend(pb, s, (int)n);
+}
+
+/* Members the tree has that the text has not (a _meta added by the upstream): at the front. */
+static int put_added(struct json_object *o, const struct light *l, struct printbuf *pb, int flags)
+{
+    bool any = false;
+    json_object_object_foreach(o, key, v)
+    {
+        if (is_member(key, l))
+            continue;
+        struct json_object *k = json_object_new_string(key);
+        int r = k && put_bytes(pb, ",", any) >= 0 && put_value(pb, k, flags) >= 0 &&
+                        put_bytes(pb, ":", 1) >= 0 && put_value(pb, v, flags) >= 0
+                    ? 0
+                    : -1;
+        json_object_put(k);
+        if (r < 0)
+            return -1;
+        any = true;
+    }
+    /* a comma before the text's first member, when it has one */
+    size_t i = 1;
+    while (i < l->len && strchr(" \t\r\n", l->text[i]) && l->text[i])
+        i++;
+    return any && l->text[i] != '}' ? put_bytes(pb, ",", 1) : 0;
+}
+
+struct member_at {
+    struct jscan_span span;
+    const char *key;
+};
+
+/* json-c's serializer of a stand-in: the text, its name and _meta written from the tree. */
+static int light_serialize(struct json_object *o, struct printbuf *pb, int level, int flags)
+{
+    struct light *l = json_object_get_userdata(o);
+    (void)level;
+    if (put_bytes(pb, "{", 1) < 0 || put_added(o, l, pb, flags) < 0)
+        return -1;
+    struct member_at at[2] = {{l->name, "name"}, {l->meta, "_meta"}};
+    if (at[1].span.len && (!at[0].span.len || at[1].span.off < at[0].span.off)) {
+        struct member_at t = at[0];
+        at[0] = at[1];
+        at[1] = t;
+    }
+    size_t pos = 1;
+    for (int i = 0; i < 2; i++) {
+        if (!at[i].span.len)
+            continue;
+        struct json_object *v = NULL;
+        if (put_bytes(pb, l->text + pos, at[i].span.off - pos) < 0)
+            return -1;
+        /* a member the tree no longer has keeps what the text says */
+        int r = json_object_object_get_ex(o, at[i].key, &v)
+                    ? put_value(pb, v, flags)
+                    : put_bytes(pb, l->text + at[i].span.off, at[i].span.len);
+        if (r < 0)
+            return -1;
+        pos = at[i].span.off + at[i].span.len;
+    }
+    return put_bytes(pb, l->text + pos, l->len - pos);
+}
+
+static int append(char *buf, size_t size, size_t *pos, const char *s, size_t n)
+{
+    if (size - *pos <= n)
+        return -EAGAIN;
+    memcpy(buf + *pos, s, n);
+    *pos += n;
+    return 0;
+}
+
+int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct jscan *j,
+                     struct jrpc_msg *ret, struct err *e)
+{
+    char env[LIGHT_ENVELOPE_MAX];
+    size_t n = 0;
+    struct jrpc_msg m = {0};
+    struct light *l = NULL;
+    int r;
+
+    if (len > max_len)
+        return jrpc_parse(text, len, max_len, ret, e); /* says so with the sizes */
+    if (!j->version_ok || !j->method.len || !j->params.len || text[j->params.off] != '{' ||
+        j->result.len || j->error.len)
+        return -EAGAIN;
+        /* the envelope as the text has it, params cut down to name and _meta */
+#define PUT(s, len) append(env, sizeof(env), &n, (s), (len))
+#define PUT_STR(s)  PUT((s), strlen(s))
+    r = PUT_STR("{\"jsonrpc\":\"2.0\",\"method\":\"");
+    if (r >= 0)
+        r = PUT(text + j->method.off, j->method.len);
+    if (r >= 0)
+        r = PUT_STR("\",\"params\":{");
+    if (r >= 0 && j->name.len) {
+        r = PUT_STR("\"name\":");
+        if (r >= 0)
+            r = PUT(text + j->name.off - 1, j->name.len + 2);
+    }
+    if (r >= 0 && j->meta.len) {
+        r = PUT_STR(j->name.len ? ",\"_meta\":" : "\"_meta\":");
+        if (r >= 0)
+            r = PUT(text + j->meta.off, j->meta.len);
+    }
+    if (r >= 0)
+        r = PUT_STR("}");
+    if (r >= 0 && j->id.len) {
+        r = PUT_STR(",\"id\":");
+        if (r >= 0)
+            r = PUT(text + j->id.off, j->id.len);
+    }
+    if (r >= 0)
+        r = PUT_STR("}");
+#undef PUT
+#undef PUT_STR
+    if (r < 0)
+        return r;
+    r = jrpc_parse(env, n, sizeof(env), &m, e);
+    if (r < 0)
+        return r == -EBADMSG ? -EAGAIN : r; /* the scan said it is JSON: the tree decides */
+    if (m.kind != JRPC_REQUEST && m.kind != JRPC_NOTIFICATION) {
+        jrpc_msg_done(&m);
+        return -EAGAIN;
+    }
+
+    l = calloc(1, sizeof(*l));
+    if (l)
+        l->text = malloc(j->params.len);
+    if (!l || !l->text) {
+        light_free(NULL, l);
+        jrpc_msg_done(&m);
+        return err_set(e, -ENOMEM, "out of memory");
+    }
+    memcpy(l->text, text + j->params.off, j->params.len);
+    l->len = j->params.len;
+    if (j->name.len)
+        l->name = (struct jscan_span){j->name.off - 1 - j->params.off, j->name.len + 2};
+    if (j->meta.len)
+        l->meta = (struct jscan_span){j->meta.off - j->params.off, j->meta.len};
+    json_object_set_serializer(m.params, light_serialize, l, light_free);
+    *ret = m;
+    return 0;
+}
+
+bool jrpc_params_light(struct json_object *params)
+{
+    return json_object_is_type(params, json_type_object) &&
+           json_object_get_userdata(params) != NULL;
+}
+
+struct json_object *jrpc_params_full(struct json_object *params)
+{
+    if (!jrpc_params_light(params))
+        return json_object_get(params);
+    /* the stand-in's own text: the bytes as written, its name and _meta as they are now */
+    size_t len = 0;
+    const char *text = jrpc_serialize(params, &len);
+    struct json_object *full = NULL;
+    struct err e = ERR_INIT;
+    struct json_tokener *tok = tokener_get();
+    if (!text || !tok || json_parse_with(tok, text, len, len, "params", &full, &e) < 0)
+        return NULL;
+    return full;
 }
 
 void jrpc_msg_done(struct jrpc_msg *m)

@@ -2,14 +2,15 @@
  *
  * Every message crossing the bridge is parsed once into a json-c tree (jrpc_parse), looked at,
  * possibly changed in place (an id or a progress token swapped), and serialised once
- * (jrpc_serialize). Classification follows JSON-RPC 2.0: an object with "method" and "id" is a
- * request, with "method" and no "id" a notification, with "result" or "error" and an "id" a
- * response. Ids are strings or integers (MCP forbids null ids and fractional numbers); anything
- * else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in 2025-06-18). A malformed
- * error still makes a response (so its request is settled), rewritten with an integer code and
- * a string message. Ids are compared and used as map keys through their canonical text
- * (jrpc_id_key), so 1 and "1" never collide. docs/development.md, "Modules in detail", has the
- * rules in detail. */
+ * (jrpc_serialize); a request passed through has a tree of its envelope only (jrpc_parse_light),
+ * and a result passed through none (jsonscan.h). Classification follows JSON-RPC 2.0: an object
+ * with "method" and "id" is a request, with "method" and no "id" a notification, with "result" or
+ * "error" and an "id" a response. Ids are strings or integers (MCP forbids null ids and fractional
+ * numbers); anything else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in
+ * 2025-06-18). A malformed error still makes a response (so its request is settled), rewritten
+ * with an integer code and a string message. Ids are compared and used as map keys through their
+ * canonical text (jrpc_id_key), so 1 and "1" never collide. docs/development.md, "Modules in
+ * detail", has the rules in detail. */
 #pragma once
 
 #include <stdbool.h>
@@ -20,6 +21,8 @@
 
 #include "credkit/err.h"
 #include "credkit/macro.h"
+
+#include "core/jsonscan.h"
 
 /* JSON-RPC 2.0 and MCP error codes */
 #define JRPC_PARSE_ERROR        (-32700)
@@ -66,6 +69,23 @@ struct jrpc_msg {
  * per thread, no copy of the text. Caller releases with jrpc_msg_done(). */
 int jrpc_parse(const char *text, size_t len, size_t max_len, struct jrpc_msg *ret,
                struct err *e) _must_check_;
+/* jrpc_parse() of a request without a tree of its params: j is text's scan (jscan_message()
+ * returned 0). The tree's params holds only params.name and params._meta (as written); it
+ * serialises as the params the text has, each byte as it was but for those two members, which
+ * are written as the tree has them then (added at the front when the text had none). The rest
+ * of params is not in the tree: only a caller that reads nothing else may take this (the
+ * bridge's pass-through), and jrpc_params_full() gives the whole tree when it must. -EAGAIN
+ * when the scan does not allow it (no "jsonrpc": "2.0", params not an object, an envelope too
+ * big for the stand-in): then jrpc_parse() it. Otherwise as jrpc_parse(). */
+int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct jscan *j,
+                     struct jrpc_msg *ret, struct err *e) _must_check_;
+/* Whether params is jrpc_parse_light()'s stand-in. */
+bool jrpc_params_light(struct json_object *params);
+/* The whole params of a stand-in, parsed from its bytes with name and _meta as the stand-in has
+ * them (a new reference, caller puts); for any other params a new reference to params. NULL on
+ * ENOMEM. */
+struct json_object *jrpc_params_full(struct json_object *params);
+
 /* Puts root and clears the struct. NULL-safe, idempotent. */
 void jrpc_msg_done(struct jrpc_msg *m);
 

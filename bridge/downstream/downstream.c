@@ -933,6 +933,7 @@ void downstream_free(struct downstream *d)
     free(d->closing);
     trace_free(d->trace); /* after the upstreams, which record in it */
     strv_release(&d->skipped);
+    buf_release(&d->pass);
     while (!list_is_empty(&d->agents))
         agent_free(ds_agent_first(d));
     catalog_free(d->cat);

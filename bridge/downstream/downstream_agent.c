@@ -135,12 +135,18 @@ bool ds_log_debugging(const struct downstream *d)
 
 void ds_send_json(struct ds_agent *a, struct json_object *o)
 {
-    struct downstream *d = a->d;
     if (!a->t || !o)
         return;
     size_t len;
     const char *text = jrpc_serialize(o, &len);
-    if (!text)
+    if (text)
+        ds_send_text(a, text, len);
+}
+
+void ds_send_text(struct ds_agent *a, const char *text, size_t len)
+{
+    struct downstream *d = a->d;
+    if (!a->t)
         return;
     int r = agent_transport_send(a->t, text, len);
     if (r == -ENOBUFS)

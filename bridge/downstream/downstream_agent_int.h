@@ -45,6 +45,8 @@ struct ds_server *ds_server_find(struct downstream *d, const char *name);
 
 /* Sends o (borrowed) to the agent. */
 void ds_send_json(struct ds_agent *a, struct json_object *o);
+/* Sends the message text[0..len) to the agent, as it is. */
+void ds_send_text(struct ds_agent *a, const char *text, size_t len);
 /* The same, and puts o. */
 void ds_send_put(struct ds_agent *a, struct json_object *o);
 /* Answers id (borrowed) with result (taken). */

@@ -273,6 +273,20 @@ static void handle_notification(struct ds_agent *a, struct jrpc_msg *m)
     }
 }
 
+/* A legacy agent's tools/call for a server's tool is forwarded with only its name changed: its
+ * params need no tree (jrpc_parse_light(); docs/development.md, "The pass-through"). The proxy
+ * tool reads its arguments, and a modern agent's requests are rewritten: both take the tree. */
+static int parse_light(struct ds_agent *a, const char *text, size_t len, struct jrpc_msg *m,
+                       struct err *e)
+{
+    struct jscan j;
+    if (a->modern || !ds_initialized(a) || len > AGENT_MAX_MESSAGE ||
+        jscan_message(text, len, &j) < 0 || !jscan_span_is(text, j.method, "tools/call") ||
+        !j.id.len || !j.name.len || jscan_span_is(text, j.name, PROXY_TOOL_NAME))
+        return -EAGAIN;
+    return jrpc_parse_light(text, len, AGENT_MAX_MESSAGE, &j, m, e);
+}
+
 void ds_dispatch_message(const char *text, size_t len, void *userdata)
 {
     struct ds_agent *a = userdata;
@@ -282,7 +296,9 @@ void ds_dispatch_message(const char *text, size_t len, void *userdata)
 
     if (ds_shutting(d))
         return;
-    int r = jrpc_parse(text, len, AGENT_MAX_MESSAGE, &m, &e);
+    int r = parse_light(a, text, len, &m, &e);
+    if (r == -EAGAIN)
+        r = jrpc_parse(text, len, AGENT_MAX_MESSAGE, &m, &e);
     if (r < 0) {
         if (r == -EBADMSG)
             ds_reply_errorf(a, NULL, JRPC_PARSE_ERROR, "parse error: %s", err_msg(&e));

@@ -1,7 +1,8 @@
 /* downstream_forward.c - the agent's requests on their way to a server and back.
  *
  * Every agent message is parsed once, its id swapped in place where it goes upstream, and
- * serialised once. Aggregate mode maps exposed names back through the catalogue and routes
+ * serialised once (a tools/call with a tree of its envelope only); a legacy agent's results come
+ * back without a tree, the agent's id spliced into the server's bytes (on_call_raw). Aggregate mode maps exposed names back through the catalogue and routes
  * resource URIs (downstream.h); a request naming what the catalogue does not know before it
  * has settled is held until it has; a tools/call naming a tool no server lists wakes the servers
  * listed only from the cache (or not connected) and waits for their lists. A tools/call that
@@ -16,6 +17,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/json.h"
+#include "credkit/util.h"
 
 #include "catalog/proxy_search.h"
 
@@ -31,6 +33,10 @@
 
 #define UNKNOWN_SUGGEST_MAX 5   /* close names an unknown tool's answer offers */
 #define UNKNOWN_NAME_MAX    200 /* bytes of the unknown name said back */
+/* The pass-through's buffer is kept up to this size between results; a bigger one is kept
+ * while big results follow each other (a fresh one costs its page faults every time) and given
+ * back at the first result of at most PASS_KEEP / 4. */
+#define PASS_KEEP (256u * 1024u)
 
 static void tool_error_text(char *buf, size_t size, const struct ds_server *s, int error,
                             const char *message)
@@ -120,6 +126,56 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
     ds_pending_free(p);
 }
 
+/* A result the server's session passes on unchanged: the agent's id spliced into its bytes
+ * (docs/development.md, "The pass-through"); the rest of on_call_response has nothing to do for
+ * a legacy agent's result. */
+static void on_call_raw(struct upstream_call *c, const char *text, size_t len,
+                        const struct jscan *j, void *userdata)
+{
+    struct ds_pending *p = userdata;
+    struct ds_agent *a = p->a;
+    struct downstream *d = a->d;
+    char num[24];
+    size_t id_len = 0;
+    const char *id = num;
+    /* an integer id written here: json-c would allocate its text for the object */
+    if (json_object_is_type(p->id, json_type_int) && json_object_get_int64(p->id) < INT64_MAX)
+        id_len = fmt_i64(num, sizeof(num), json_object_get_int64(p->id));
+    else
+        id = jrpc_serialize(p->id, &id_len);
+
+    if (a->modern || p->mrtr || !id || !id_len) {
+        /* not what upstream_call_set_raw was asked for: the tree, as for any answer */
+        struct jrpc_msg m;
+        struct err e = ERR_INIT;
+        if (jrpc_parse(text, len, len, &m, &e) < 0) {
+            on_call_response(c, NULL, -EPROTO, "the server's answer cannot be read", p);
+            return;
+        }
+        on_call_response(c, m.root, 0, NULL, p);
+        jrpc_msg_done(&m);
+        return;
+    }
+    p->call = NULL;
+    if (p->sub == DS_SUB_ADD)
+        ds_subs_remember(a, p->s, p->sub_uri);
+    /* the server's message was bounded when read: the id is all the splice adds */
+    if (!d->pass.max)
+        buf_init(&d->pass, SIZE_MAX / 2);
+    if (d->pass.cap > PASS_KEEP && len <= PASS_KEEP / 4)
+        buf_release(&d->pass);
+    buf_reset(&d->pass);
+    struct jscan_edit edit = {j->id, id, id_len};
+    if (jscan_splice(text, len, &edit, 1, &d->pass) == 0)
+        ds_send_text(a, d->pass.data, d->pass.len);
+    else
+        ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    if (ds_log_debugging(d))
+        log_debug(d->log, "%s: server '%s': answered in %" PRId64 " ms, passed on", p->method,
+                  p->s->name, loop_now(d->loop) - p->start);
+    ds_pending_free(p);
+}
+
 static void on_call_progress(struct upstream_call *c, struct json_object *params, void *userdata)
 {
     struct ds_pending *p = userdata;
@@ -150,6 +206,9 @@ struct ds_pending *ds_forward(struct ds_agent *a, struct jrpc_msg *m, struct ds_
         ds_pending_free(p);
         return NULL;
     }
+    /* a legacy agent's results need nothing but their id back */
+    if (!a->modern && !p->mrtr)
+        upstream_call_set_raw(p->call, on_call_raw);
     return p;
 }
 

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "credkit/buf.h"
 #include "credkit/err.h"
 #include "credkit/hashmap.h"
 #include "credkit/list.h"
@@ -260,6 +261,9 @@ struct downstream {
     /* the entries not started (invalid, untrusted, refused), for the proxy tool's status:
      * each string is the name, a NUL, then the reason (ds_skipped_reason()) */
     struct strv skipped;
+    /* the results passed on without a tree, their id spliced (downstream_forward.c): one
+     * buffer kept between calls, given back after big ones */
+    struct buf pass;
 
     struct catalog *cat;
 

@@ -29,6 +29,7 @@
 #include "credkit/mcp_config.h"
 
 #include "creds/cred.h"
+#include "core/jsonscan.h"
 #include "core/loop.h"
 
 #define UPSTREAM_PROTOCOL_LATEST "2025-11-25" /* the newest legacy (initialize) revision */
@@ -231,6 +232,17 @@ int upstream_call_ex(struct upstream *u, const char *method, struct json_object 
                      int64_t timeout_ms, unsigned flags, upstream_response_fn fn,
                      upstream_progress_fn progress, void *userdata,
                      struct upstream_call **ret) _must_check_;
+
+/* A result passed on as the server wrote it: text[0..len) is its whole message and scan its
+ * envelope (core/jsonscan.h; the id in it is the upstream's). Borrowed for the callback's time;
+ * the call is freed after it returns, as after an upstream_response_fn. */
+typedef void (*upstream_raw_fn)(struct upstream_call *c, const char *text, size_t len,
+                                const struct jscan *scan, void *userdata);
+
+/* Results of c that the upstream passes on unchanged (a result, not an error, of a legacy
+ * session, not traced) go to raw instead of fn, without a json-c tree; everything else still
+ * goes to fn. docs/development.md, "The pass-through". */
+void upstream_call_set_raw(struct upstream_call *c, upstream_raw_fn raw);
 
 /* The call a server request (as given to on_request) belongs to: over HTTP the call on whose
  * response stream it came; otherwise the only call in flight on the upstream that may ask for

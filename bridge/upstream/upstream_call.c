@@ -299,6 +299,14 @@ int up_send_call(struct upstream *u, struct upstream_call *c)
         return -ENOTCONN;
     bool modern =
         (u->wire_modern && !(c->flags & TRANSPORT_INITIALIZE)) || (c->flags & TRANSPORT_MODERN);
+    if (modern && jrpc_params_light(c->params)) {
+        /* a modern request's _meta and headers are made from the whole params */
+        struct json_object *full = jrpc_params_full(c->params);
+        if (!full)
+            goto out;
+        json_object_put(c->params);
+        c->params = full;
+    }
     if (modern) {
         c->flags |= TRANSPORT_MODERN;
         r = stamp(u, c);
@@ -568,6 +576,12 @@ int upstream_call_ex(struct upstream *u, const char *method, struct json_object 
     call_dispatch(u, c);
     *ret = c;
     return 0;
+}
+
+void upstream_call_set_raw(struct upstream_call *c, upstream_raw_fn raw)
+{
+    if (c)
+        c->raw = raw;
 }
 
 void up_call_reissue(struct upstream *u, struct upstream_call *c, struct json_object *new_params)

@@ -71,6 +71,7 @@ struct upstream_call {
     int64_t sent_at; /* loop time of its last sending: a traced answer's latency */
     struct loop_timer *timer;
     upstream_response_fn fn;
+    upstream_raw_fn raw; /* NULL: results go to fn */
     upstream_progress_fn progress;
     void *userdata;
     call_internal_fn ifn;

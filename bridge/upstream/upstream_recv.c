@@ -154,10 +154,40 @@ static void on_invalid(struct upstream *u, struct conn *cn, struct jrpc_msg *m)
     free(msg);
 }
 
+/* A result for a call that takes it as it is (upstream_call_set_raw): found by the scan of its
+ * envelope and handed on without a tree. false: the message is left to up_handle_message's
+ * parse, which also says what is wrong with it. */
+static bool pass_result(struct upstream *u, struct conn *cn, const char *text, size_t len)
+{
+    struct jscan j;
+    /* a modern session's results may be rounds of input or need their tool lists checked, and
+     * a trace wants the parsed message: both take the tree */
+    if (u->trace || u->era != UPSTREAM_ERA_LEGACY || u->wire_modern || len > UP_MAX_MESSAGE)
+        return false;
+    if (jscan_message(text, len, &j) < 0 || !j.version_ok || !j.result.len || j.error.len ||
+        j.method.len || j.id_type != JSCAN_NUMBER)
+        return false;
+    uint64_t id = jscan_span_uint(text, j.id);
+    struct upstream_call *c = id ? call_by_tag(u, id) : NULL;
+    if (!c || !c->raw || c->ifn || c->mrtr)
+        return false;
+    up_call_unlink(u, c);
+    transport_answered(cn->t, (uint64_t)c->id);
+    up_disarm(&c->timer);
+    log_debug(u->log, "server '%s': <- #%" PRId64 " result, passed on (%" PRId64 " ms)", up_name(u),
+              c->id, loop_now(u->loop) - c->started);
+    c->in_callback = true;
+    c->raw(c, text, len, &j, c->userdata);
+    up_call_free(c);
+    return true;
+}
+
 void up_handle_message(struct upstream *u, struct conn *cn, const char *text, size_t len)
 {
     struct jrpc_msg m;
     struct err e = ERR_INIT;
+    if (pass_result(u, cn, text, len))
+        return;
     int r = jrpc_parse(text, len, UP_MAX_MESSAGE, &m, &e);
     if (r < 0) {
         warn_skipped(u, "JSON", err_msg(&e));

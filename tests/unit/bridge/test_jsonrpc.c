@@ -691,6 +691,95 @@ static void test_progress_token(void)
     json_object_put(p);
 }
 
+/* The light parse: what the tree holds, the text it serialises to (the params' bytes as they
+ * were but for name and _meta as changed in the tree, a member added at the front), the whole
+ * params back, and what it leaves to jrpc_parse(). */
+static void light(const char *text, struct jrpc_msg *m)
+{
+    struct jscan j;
+    struct err e = ERR_INIT;
+    CHECK_INT(jscan_message(text, strlen(text), &j), 0);
+    CHECK_INT(jrpc_parse_light(text, strlen(text), MAX, &j, m, &e), 0);
+}
+
+static void test_light(void)
+{
+    const char *text =
+        "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{"
+        "\"arguments\":{\"name\":\"keep\",\"d\":[1, 2.50, \"\\u00e9\"]}, \"name\":\"s_t\","
+        "\"_meta\":{\"progressToken\":4,\"x\":1}}}";
+    struct jrpc_msg m;
+    light(text, &m);
+    CHECK_INT(m.kind, JRPC_REQUEST);
+    CHECK_STR(m.method, "tools/call");
+    CHECK_STR(json_object_get_string(m.id), "a");
+    CHECK(jrpc_params_light(m.params));
+    CHECK_INT(json_object_object_length(m.params), 2);
+    CHECK(!json_object_object_get_ex(m.params, "arguments", NULL));
+    CHECK_INT(json_object_get_int64(jrpc_progress_token(m.params)), 4);
+    /* untouched: the bytes as written */
+    CHECK_STR(ser(m.params), "{\"arguments\":{\"name\":\"keep\",\"d\":[1, 2.50, \"\\u00e9\"]}, "
+                             "\"name\":\"s_t\",\"_meta\":{\"progressToken\":4,\"x\":1}}");
+    /* the name and the token changed as the bridge changes them */
+    CHECK(json_object_object_add(m.params, "name", json_object_new_string("t\"")) == 0);
+    struct json_object *tok = json_object_new_int64(77);
+    jrpc_set_progress_token(m.params, tok);
+    json_object_put(tok);
+    struct json_object *id = json_object_new_int64(5);
+    struct json_object *req = jrpc_new_request(id, m.method, m.params);
+    CHECK_STR(ser(req), "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{"
+                        "\"arguments\":{\"name\":\"keep\",\"d\":[1, 2.50, \"\\u00e9\"]}, "
+                        "\"name\":\"t\\\"\",\"_meta\":{\"progressToken\":77,\"x\":1}}}");
+    /* the whole params: the same as a parse of that text */
+    struct json_object *full = jrpc_params_full(m.params);
+    CHECK(full != NULL && !jrpc_params_light(full));
+    struct json_object *want = json_tokener_parse(
+        "{\"arguments\":{\"name\":\"keep\",\"d\":[1,2.50,\"\\u00e9\"]},\"name\":\"t\\\"\","
+        "\"_meta\":{\"progressToken\":77,\"x\":1}}");
+    CHECK(json_object_equal(full, want));
+    struct json_object *plain = json_tokener_parse("{\"a\":1}");
+    struct json_object *same = jrpc_params_full(plain);
+    CHECK(same == plain);
+    json_object_put(same);
+    json_object_put(plain);
+    json_object_put(want);
+    json_object_put(full);
+    json_object_put(req);
+    json_object_put(id);
+    jrpc_msg_done(&m);
+
+    /* no _meta: one added goes to the front; empty params too */
+    const char *texts[][2] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"n\"}}",
+         "{\"_meta\":{\"k\":true},\"name\":\"n\"}"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{ }}",
+         "{\"_meta\":{\"k\":true} }"},
+    };
+    for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
+        light(texts[i][0], &m);
+        struct json_object *meta = json_tokener_parse("{\"k\":true}");
+        CHECK(json_object_object_add(m.params, "_meta", meta) == 0);
+        CHECK_STR(ser(m.params), texts[i][1]);
+        jrpc_msg_done(&m);
+    }
+
+    /* what the stand-in does not take */
+    const char * not [] = {
+        "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"m\",\"params\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":[1]}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"m\",\"params\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"method\":\"m\",\"params\":{}}",
+    };
+    for (size_t i = 0; i < ELEMENTSOF(not ); i++) {
+        struct jscan j;
+        struct err e = ERR_INIT;
+        CHECK_INT(jscan_message(not [i], strlen(not [i]), &j), 0);
+        CHECK_INT(jrpc_parse_light(not [i], strlen(not [i]), MAX, &j, &m, &e), -EAGAIN);
+    }
+}
+
 TESTS_MAIN(test_request, test_notification, test_response, test_malformed_error, test_invalid,
            test_bad_input, test_depth, test_not_terminated, test_reuse, test_threads, test_id_key,
-           test_serialize, test_in_place, test_builders, test_tool_error, test_progress_token)
+           test_serialize, test_in_place, test_builders, test_tool_error, test_progress_token,
+           test_light)
