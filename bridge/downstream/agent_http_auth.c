@@ -21,10 +21,10 @@
 
 #include "downstream/agent_http_auth.h"
 
-#define PRM_PATH    "/.well-known/oauth-protected-resource"
-#define PART_MAX    (8 * 1024) /* bytes of a token's header or claims, decoded */
-#define JWKS_KEYS   64         /* keys of a set looked at */
-#define SCOPE_MAX   1024       /* bytes of the scopes a challenge names */
+#define PRM_PATH  "/.well-known/oauth-protected-resource"
+#define PART_MAX  (8 * 1024) /* bytes of a token's header or claims, decoded */
+#define JWKS_KEYS 64         /* keys of a set looked at */
+#define SCOPE_MAX 1024       /* bytes of the scopes a challenge names */
 
 /* ---- a token against a key set ----------------------------------------------------------- */
 
@@ -34,8 +34,8 @@ static struct json_object *part_json(const char *s, size_t len)
     size_t n = 0;
     char *raw = len <= PART_MAX * 2 ? base64url_decode(s, len, &n) : NULL;
     struct json_object *o = NULL;
-    if (raw && (json_parse(raw, n, PART_MAX, &o, NULL) < 0 ||
-                !json_object_is_type(o, json_type_object))) {
+    if (raw &&
+        (json_parse(raw, n, PART_MAX, &o, NULL) < 0 || !json_object_is_type(o, json_type_object))) {
         json_object_put(o);
         o = NULL;
     }
@@ -225,8 +225,8 @@ struct ah_auth {
     void *userdata;
     char *issuer, *resource, *audience, *prm_url, *resource_path;
     struct strv scopes;
-    char *metadata; /* the protected-resource metadata, JSON */
-    char *jwks_uri; /* NULL until discovered */
+    char *metadata;           /* the protected-resource metadata, JSON */
+    char *jwks_uri;           /* NULL until discovered */
     struct json_object *jwks; /* the keys; NULL until fetched */
     enum fetch_step step;
     int64_t last_fetch_ms; /* when the last round of fetches began; 0 never */
@@ -267,8 +267,8 @@ static char *step_url(const struct ah_auth *a, enum fetch_step step)
         size_t host = scheme + strcspn(a->issuer + scheme, "/");
         if (host > n)
             host = n;
-        if (buf_printf(&b, "%.*s/.well-known/oauth-authorization-server%.*s", (int)host,
-                       a->issuer, (int)(n - host), a->issuer + host) < 0)
+        if (buf_printf(&b, "%.*s/.well-known/oauth-authorization-server%.*s", (int)host, a->issuer,
+                       (int)(n - host), a->issuer + host) < 0)
             goto oom;
     } else if (step == FETCH_OIDC_META) {
         if (buf_printf(&b, "%.*s/.well-known/openid-configuration", (int)n, a->issuer) < 0)
@@ -372,8 +372,7 @@ static void fetch_start(struct ah_auth *a, enum fetch_step step)
         r = loop_curl_add(a->loop, a->easy, on_done, a);
     free(url);
     if (r < 0) {
-        log_warn(a->log, "--listen-issuer '%s': cannot start a fetch: %s", a->issuer,
-                 strerror(-r));
+        log_warn(a->log, "--listen-issuer '%s': cannot start a fetch: %s", a->issuer, strerror(-r));
         fetch_end(a, true);
     }
 }
@@ -400,7 +399,8 @@ enum ah_auth_verdict ah_auth_check(struct ah_auth *a, const char *authorization,
         *ret_why = "the token is too long";
         return AH_AUTH_INVALID;
     }
-    bool may_fetch = !a->last_fetch_ms || loop_now(a->loop) - a->last_fetch_ms >= AH_AUTH_REFETCH_MS;
+    bool may_fetch =
+        !a->last_fetch_ms || loop_now(a->loop) - a->last_fetch_ms >= AH_AUTH_REFETCH_MS;
     if (!a->jwks && a->step == FETCH_IDLE && !may_fetch) {
         *ret_why = "the issuer's keys cannot be fetched now: try again later";
         return AH_AUTH_UNAVAILABLE;
@@ -411,8 +411,8 @@ enum ah_auth_verdict ah_auth_check(struct ah_auth *a, const char *authorization,
         .scopes = (const char *const *)a->scopes.v,
         .skew_s = AH_AUTH_SKEW_S,
     };
-    int r = a->jwks ? jwt_check(token, a->jwks, &rules, (int64_t)time(NULL), sub, ret_why)
-                    : -ENOKEY;
+    int r =
+        a->jwks ? jwt_check(token, a->jwks, &rules, (int64_t)time(NULL), sub, ret_why) : -ENOKEY;
     switch (r) {
     case 0:
         log_info(a->log, "an HTTP agent authenticated as '%s'", sub);
@@ -513,8 +513,8 @@ static int build_metadata(struct ah_auth *a)
         scopes = NULL;
     }
     json_object_object_add(o, "resource_name", json_object_new_string("mcp-bridge"));
-    const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                             JSON_C_TO_STRING_NOSLASHESCAPE);
+    const char *text =
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     a->metadata = text ? strdup(text) : NULL;
     r = a->metadata ? 0 : -ENOMEM;
 out:

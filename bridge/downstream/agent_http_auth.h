@@ -34,10 +34,10 @@ struct ah_auth;
 
 /* What a token must be: issued by issuer, for audience, with every one of scopes. */
 struct jwt_rules {
-    const char *issuer;         /* required: "iss" equals it */
-    const char *audience;       /* required: "aud" is it or an array holding it */
-    const char *const *scopes;  /* each a word of "scope"; NULL-ended; NULL: none */
-    int64_t skew_s;             /* allowed on exp and nbf */
+    const char *issuer;        /* required: "iss" equals it */
+    const char *audience;      /* required: "aud" is it or an array holding it */
+    const char *const *scopes; /* each a word of "scope"; NULL-ended; NULL: none */
+    int64_t skew_s;            /* allowed on exp and nbf */
 };
 
 /* Checks the compact JWS token against the JWK Set jwks (a JSON object with "keys"; NULL: none
@@ -59,9 +59,9 @@ enum ah_auth_verdict {
 };
 
 struct ah_auth_opts {
-    const char *issuer;   /* required: http(s) URL (http only to a loopback host) */
-    const char *resource; /* required: the bridge's URL as agents see it (the metadata's) */
-    const char *audience; /* what "aud" must hold; NULL: resource */
+    const char *issuer;        /* required: http(s) URL (http only to a loopback host) */
+    const char *resource;      /* required: the bridge's URL as agents see it (the metadata's) */
+    const char *audience;      /* what "aud" must hold; NULL: resource */
     const char *const *scopes; /* required of every token, NULL-ended; NULL: none */
 };
 

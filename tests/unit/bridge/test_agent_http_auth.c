@@ -44,7 +44,8 @@ static struct json_object *make_jwks(void)
 /* A token: header and claims as JSON text, signed by key. Caller frees. */
 static char *token(const char *header, const char *claims)
 {
-    char *h = base64url_encode(header, strlen(header)), *c = base64url_encode(claims, strlen(claims));
+    char *h = base64url_encode(header, strlen(header)),
+         *c = base64url_encode(claims, strlen(claims));
     char input[4096], *sig = NULL, *out = NULL;
     snprintf(input, sizeof(input), "%s.%s", h, c);
     if (jws_sign(key, true, input, strlen(input), &sig) == 0 &&
@@ -130,8 +131,9 @@ static void test_refused(void)
                     "\"nbf\":9223372036854775807,\"scope\":\"mcp:read\"}",
                     sub),
               -EKEYEXPIRED);
-    CHECK_INT(check(HDR, "{\"iss\":\"" ISSUER "\",\"aud\":\"" RES "\",\"scope\":\"mcp:read\"}", sub),
-              -EBADMSG);
+    CHECK_INT(
+        check(HDR, "{\"iss\":\"" ISSUER "\",\"aud\":\"" RES "\",\"scope\":\"mcp:read\"}", sub),
+        -EBADMSG);
     CHECK_INT(check(HDR,
                     "{\"iss\":\"" ISSUER "\",\"aud\":\"" RES "\",\"exp\":\"1800000100\","
                     "\"scope\":\"mcp:read\"}",
