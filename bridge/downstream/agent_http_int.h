@@ -85,6 +85,8 @@ struct agent_http {
     struct loop_deferred kick;
     char url[128];
     char host[72]; /* the bound address as a Host header names it: "127.0.0.1", "[::1]" */
+    /* the host of --listen-public-url (a reverse proxy may pass it on as Host); "" none */
+    char public_host[256];
     bool loopback, wildcard;
     char *token;
     struct ah_auth *auth;          /* --listen-issuer; NULL: none */

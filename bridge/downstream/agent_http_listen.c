@@ -19,6 +19,7 @@
 
 #include "credkit/json.h"
 #include "credkit/secmem.h"
+#include "credkit/url.h"
 
 #include "downstream/agent_http_int.h"
 #include "downstream/downstream.h"
@@ -200,8 +201,9 @@ static bool loopback_name(const char *s, size_t n)
     return host_is(s, n, "localhost") || host_is(s, n, "127.0.0.1") || host_is(s, n, "[::1]");
 }
 
-/* Host names the address bound (or localhost on a loopback bind): a DNS-rebinding page's
- * requests name the attacker's host. A wildcard bind takes any (its agents hold a token). */
+/* Host names the address bound (or localhost on a loopback bind, or the host of the public
+ * URL): a DNS-rebinding page's requests name the attacker's host. A wildcard bind takes any
+ * (its agents hold a token). */
 static bool host_ok(const struct agent_http *h, const char *host)
 {
     size_t n;
@@ -209,7 +211,8 @@ static bool host_ok(const struct agent_http *h, const char *host)
         return true;
     if (!host || !split_host(host, &n))
         return false;
-    return host_is(host, n, h->host) || (h->loopback && loopback_name(host, n));
+    return host_is(host, n, h->host) || (h->loopback && loopback_name(host, n)) ||
+           (h->public_host[0] && host_is(host, n, h->public_host));
 }
 
 /* No Origin (not a browser), one allowed with --allow-origin, or on a loopback bind a loopback
@@ -752,6 +755,25 @@ static int parse_listen(const char *text, struct listen_addr *ret, struct err *e
     return 0;
 }
 
+/* The host of an http(s) URL as a Host header names it ("example.com", "[::1]"). */
+static int public_host(const char *url, char *ret, size_t size)
+{
+    char *origin = NULL;
+    size_t n;
+    int r = url_origin(url, &origin);
+    if (r < 0)
+        return r;
+    const char *auth = strstr(origin, "://");
+    r = -EINVAL;
+    if (auth && split_host(auth + 3, &n) && n < size) {
+        memcpy(ret, auth + 3, n);
+        ret[n] = '\0';
+        r = 0;
+    }
+    free(origin);
+    return r;
+}
+
 /* The socket, bound and listening (MHD takes it). */
 static int open_socket(struct listen_addr *la, const char *text, int *ret_fd, struct err *e)
 {
@@ -809,6 +831,12 @@ int agent_http_new(const struct agent_http_opts *o, struct agent_http **ret, str
     uint16_t port = ntohs(la.ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&la.ss)->sin6_port
                                                       : ((struct sockaddr_in *)&la.ss)->sin_port);
     snprintf(h->url, sizeof(h->url), "http://%s:%u%s", la.host, port, AGENT_HTTP_PATH);
+    if (o->issuer && o->public_url &&
+        public_host(o->public_url, h->public_host, sizeof(h->public_host)) < 0) {
+        close(fd);
+        r = err_set(e, -EINVAL, "--listen-public-url '%s' is not an http(s) URL", o->public_url);
+        goto fail;
+    }
     if (o->issuer) {
         struct ah_auth_opts ao = {
             .issuer = o->issuer,

@@ -11,7 +11,8 @@
 # Then the issuer restarted on its port with a new key whose clock is 10 minutes behind: its
 # tokens are refused as expired once the new key is fetched; restarted again with the right
 # clock: the new key (kid) is picked up, the request that needed it waiting for the fetch.
-# Last, a non-loopback bind is allowed with --listen-issuer, and the usage errors.
+# Last, a non-loopback bind is allowed with --listen-issuer; behind a reverse proxy,
+# --listen-public-url names the resource and its host is taken as Host; the usage errors.
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/bridge.sh"
 
@@ -163,6 +164,27 @@ URL=http://127.0.0.1:$PORT2/mcp
 assert_eq "$(post '')" 401 "the wildcard bridge without a token"
 kill -TERM "$BRIDGE_PID"
 wait "$BRIDGE_PID" || fail "the wildcard bridge did not exit cleanly"
+
+echo "== behind a reverse proxy: --listen-public-url names the resource, its host is a Host taken"
+"$MCP_BRIDGE_BIN" connect "$UP" --listen 127.0.0.1:0 --listen-url-file "$T_ROOT/url3" \
+    --listen-issuer "$AS" --listen-public-url https://mcp.example.test/mcp \
+    </dev/null >/dev/null 2>"$T_ROOT/bridge3.log" &
+BRIDGE_PID=$!
+wait_until 20 "the proxied bridge's URL" test -s "$T_ROOT/url3"
+URL=$(cat "$T_ROOT/url3")
+PRM=$(curl -sf --max-time 10 "${URL%/mcp}/.well-known/oauth-protected-resource/mcp")
+assert_eq "$(json_get "$PRM" 'j.resource')" https://mcp.example.test/mcp "the resource behind a proxy"
+# proxied: the status and the challenge for Host HOST
+proxied() {
+    curl -s -o /dev/null -D "$T_ROOT/headers" -w '%{http_code}' --max-time 20 -X POST \
+        -H "Host: $1" -H 'Content-Type: application/json' \
+        -H 'Accept: application/json, text/event-stream' -d "$INIT" "$URL"
+}
+assert_eq "$(proxied mcp.example.test)" 401 "Host: the public URL's"
+assert_contains "$(challenge)" 'resource_metadata="https://mcp.example.test/.well-known/oauth-protected-resource/mcp"'
+assert_eq "$(proxied evil.example.test)" 403 "Host: another site's"
+kill -TERM "$BRIDGE_PID"
+wait "$BRIDGE_PID" || fail "the proxied bridge did not exit cleanly"
 
 run 2 "$MCP_BRIDGE_BIN" connect "$UP" --listen 0.0.0.0:0 --listen-issuer http://192.0.2.1/
 assert_contains "$ERR" "--listen-issuer"
