@@ -3,7 +3,8 @@
 # access tokens for the bridge's URL (RFC 8707); the upstream is a header-recording MCP server
 # (seam-header-server.mjs). First the real client: mcp-auth signs in to the bridge as to any
 # MCP server (its 401, the protected-resource metadata, dynamic registration, Chromium), and a
-# second bridge (`mcp-bridge call`) calls through the first with that token. Then each check
+# second bridge (`mcp-bridge call`) calls through the first with that token; and the v1 SDK's
+# own OAuth client (authProvider, tests/peers/oauth-sdk-agent.mjs) does the same. Then each check
 # with client_credentials tokens: the metadata at both well-known paths; 401 with
 # resource_metadata and scope without a token, with one for another audience, a signature
 # altered, one of another issuer; 403 insufficient_scope; the upstream never sees an agent's
@@ -77,6 +78,20 @@ run 0 "$MCP_BRIDGE_BIN" --config "$PI_CODING_AGENT_DIR/mcp.json" call gw seen --
 assert_eq "$(json_get "$OUT" 'j.result.structuredContent.headers.authorization')" null \
     "the Authorization the upstream saw"
 wait_until 10 "the subject in the bridge's log" grep -q "an HTTP agent authenticated as 'test-user'" "$T_ROOT/bridge.log"
+
+echo "== the SDK's own OAuth client signs in to the bridge and calls through it"
+rc=0
+node "$PEERS_DIR/oauth-sdk-agent.mjs" --url "$URL" --tool seen </dev/null >"$T_ROOT/sdk.out" \
+    2>"$T_ROOT/sdk.err" || rc=$?
+[ "$rc" = 0 ] || fail "oauth-sdk-agent failed (exit $rc): $(tail -20 "$T_ROOT/sdk.err")
+--- the bridge's log
+$(tail -20 "$T_ROOT/bridge.log")"
+SDK=$(cat "$T_ROOT/sdk.out")
+assert_eq "$(json_get "$SDK" 'j.unauthorized')" true "the SDK's first connect: 401"
+assert_contains "$(json_get "$SDK" 'j.scope')" mcp:read "the scope the SDK asked for"
+assert_eq "$(json_get "$SDK" 'JSON.stringify(j.tools)')" '["seen"]' "the tools the SDK listed"
+assert_eq "$(json_get "$SDK" 'j.result.structuredContent.headers.authorization')" null \
+    "the Authorization the upstream saw with the SDK's token"
 
 echo "== client_credentials tokens: taken, and each way of being refused"
 AT=$(token 'mcp:read mcp:write')
