@@ -173,6 +173,19 @@ int jwt_check(const char *token, struct json_object *jwks, const struct jwt_rule
     claims = part_json(dot1 + 1, (size_t)(dot2 - dot1 - 1));
     if (!header || !claims)
         goto out;
+    /* RFC 7515 4.1.11: an extension the header marks critical must be understood, and none is */
+    if (json_object_object_get_ex(header, "crit", NULL)) {
+        *ret_why = "the token's header has critical extensions this bridge does not know";
+        goto out;
+    }
+    /* a token bound to a key (DPoP, RFC 9449; mTLS, RFC 8705) is only as good as the proof of
+     * that key, which this bridge does not check: taking it as a bearer token would undo the
+     * binding */
+    if (json_object_object_get_ex(claims, "cnf", NULL)) {
+        *ret_why = "the token is bound to a key (DPoP or mTLS), which this bridge does not check";
+        r = -EACCES;
+        goto out;
+    }
     if (jws_alg_from_name(json_get_string(header, "alg"), &alg) < 0) {
         *ret_why = "the token's algorithm is not taken (RS256, PS256, ES256, EdDSA)";
         r = -ENOTSUP;

@@ -44,8 +44,8 @@ struct jwt_rules {
  * known) at now (seconds since the epoch). 0, with the subject ("sub", printable ASCII, else
  * "?") in ret_sub (AH_AUTH_SUB_MAX bytes); else -ENOKEY (no key of its kid: fetch the keys
  * again), -EBADMSG (not a JWT, a bad signature), -ENOTSUP (an algorithm not taken),
- * -EKEYEXPIRED (expired, not yet valid), -EACCES (another issuer or audience), -EPERM (a scope
- * missing); *ret_why says why (static text). */
+ * -EKEYEXPIRED (expired, not yet valid), -EACCES (another issuer or audience, or bound to a
+ * key: "cnf"), -EPERM (a scope missing); *ret_why says why (static text). */
 int jwt_check(const char *token, struct json_object *jwks, const struct jwt_rules *rules,
               int64_t now, char *ret_sub, const char **ret_why) _must_check_;
 

@@ -153,6 +153,15 @@ static void test_refused(void)
     CHECK_INT(check("{\"alg\":\"RS256\",\"kid\":\"k1\"}", ok, sub), -EBADMSG);
     CHECK_INT(check("{\"alg\":\"none\",\"kid\":\"k1\"}", ok, sub), -ENOTSUP);
     CHECK_INT(check("{\"alg\":\"HS256\",\"kid\":\"k1\"}", ok, sub), -ENOTSUP);
+    /* a header with critical extensions; a token bound to a DPoP key */
+    CHECK_INT(check("{\"alg\":\"ES256\",\"kid\":\"k1\",\"crit\":[\"b64\"],\"b64\":false}", ok, sub),
+              -EBADMSG);
+    CHECK_INT(check(HDR,
+                    "{\"iss\":\"" ISSUER "\",\"aud\":\"" RES "\",\"exp\":1800000100,"
+                    "\"scope\":\"mcp:read\",\"cnf\":{\"jkt\":\"0ZcOCORZNYy-"
+                    "DWpqq30jZyJGHTN0d2HglBV3uiguA4I\"}}",
+                    sub),
+              -EACCES);
     /* without a kid: the one signing key of the set */
     CHECK_INT(check("{\"alg\":\"ES256\"}", ok, sub), 0);
 }
