@@ -37,12 +37,15 @@
  * last of them */
 #define WATCH_SETTLE_MS  300
 #define MAX_ORIGINS      16
+#define MAX_SCOPES       16
 #define TOKEN_TIMEOUT_MS (30 * 1000) /* secrets resolving the --listen-token */
 
 static const char serve_help[] =
     "usage: mcp-bridge [serve] [--connect-timeout D] [--agent pi] [--no-watch]\n"
     "                          [--listen [ADDR:]PORT [--stdio] [--listen-url-file FILE]\n"
     "                           [--listen-token SECRET_NAME] [--allow-origin ORIGIN]...\n"
+    "                           [--listen-issuer URL [--listen-public-url URL]\n"
+    "                            [--listen-audience URI] [--listen-scope SCOPE]...]\n"
     "                           [--max-agents N]]\n"
     "\n"
     "Serve every valid server of the layered configuration as one MCP server on stdin/stdout:\n"
@@ -61,10 +64,21 @@ static const char serve_help[] =
     "                       eras), many at once on the same servers; ADDR 127.0.0.1 unless\n"
     "                       given ([::1]:PORT for IPv6); port 0 picks a free one. The URL is\n"
     "                       printed on stderr. A bind that is not loopback needs --listen-token\n"
+    "                       or --listen-issuer\n"
     "  --stdio              with --listen: serve the agent on stdin/stdout too\n"
     "  --listen-url-file FILE  with --listen: write the URL to FILE once listening\n"
     "  --listen-token SECRET_NAME  agents must send 'Authorization: Bearer <value>', the value\n"
     "                       of that name in secrets ('secrets set NAME'); it never goes upstream\n"
+    "  --listen-issuer URL  agents must send a JWT access token of this OAuth 2.1 issuer (the\n"
+    "                       bridge as a resource server: signature by the issuer's keys, iss,\n"
+    "                       aud, exp, scopes); it never goes upstream. Metadata at\n"
+    "                       /.well-known/oauth-protected-resource\n"
+    "  --listen-public-url URL  with --listen-issuer: the bridge's URL as agents reach it (behind\n"
+    "                       a reverse proxy); the resource tokens are for (default the bound URL)\n"
+    "  --listen-audience URI  with --listen-issuer: what the tokens' aud must hold (default the\n"
+    "                       public URL)\n"
+    "  --listen-scope SCOPE  with --listen-issuer: a scope every token must have (repeatable;\n"
+    "                       403 insufficient_scope without it)\n"
     "  --allow-origin ORIGIN  a browser Origin allowed besides loopback ones (repeatable)\n"
     "  --max-agents N       HTTP agents at once (sessions and requests; default 64)\n"
     "\n"
@@ -106,8 +120,9 @@ static const char connect_help[] =
     "                       clients that speak only 2026-07-28\n"
     "  --listen [ADDR:]PORT serve agents over Streamable HTTP at http://ADDR:PORT/mcp instead\n"
     "                       of stdin/stdout, many at once on the one server; --stdio,\n"
-    "                       --listen-url-file, --listen-token, --allow-origin and --max-agents\n"
-    "                       as for serve (see 'mcp-bridge serve --help')\n"
+    "                       --listen-url-file, --listen-token, --listen-issuer (and its\n"
+    "                       options), --allow-origin and --max-agents as for serve (see\n"
+    "                       'mcp-bridge serve --help')\n"
     "\n"
     "examples:\n"
     "  mcp-bridge connect github\n"
@@ -319,6 +334,11 @@ struct listen_opts {
     bool stdio;           /* --stdio: the agent on stdin/stdout too */
     const char *url_file; /* --listen-url-file */
     const char *token_name;
+    const char *issuer;     /* --listen-issuer */
+    const char *public_url; /* --listen-public-url */
+    const char *audience;   /* --listen-audience */
+    const char *scopes[MAX_SCOPES + 1];
+    size_t n_scopes;
     const char *origins[MAX_ORIGINS + 1];
     size_t n_origins;
     size_t max_agents;
@@ -388,6 +408,10 @@ static int start_listener(struct serve *s, const struct listen_opts *lo)
         .d = s->d,
         .listen = lo->listen,
         .token = token,
+        .issuer = lo->issuer,
+        .public_url = lo->public_url,
+        .audience = lo->audience,
+        .scopes = lo->n_scopes ? lo->scopes : NULL,
         .allow_origins = lo->origins,
         .max_agents = lo->max_agents,
     };
@@ -526,6 +550,10 @@ enum {
     OPT_LISTEN_TOKEN,
     OPT_ALLOW_ORIGIN,
     OPT_MAX_AGENTS,
+    OPT_LISTEN_ISSUER,
+    OPT_LISTEN_PUBLIC_URL,
+    OPT_LISTEN_AUDIENCE,
+    OPT_LISTEN_SCOPE,
 };
 
 const struct option cli_serve_options[] = {
@@ -538,6 +566,10 @@ const struct option cli_serve_options[] = {
     {"listen-token", required_argument, NULL, OPT_LISTEN_TOKEN},
     {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
     {"max-agents", required_argument, NULL, OPT_MAX_AGENTS},
+    {"listen-issuer", required_argument, NULL, OPT_LISTEN_ISSUER},
+    {"listen-public-url", required_argument, NULL, OPT_LISTEN_PUBLIC_URL},
+    {"listen-audience", required_argument, NULL, OPT_LISTEN_AUDIENCE},
+    {"listen-scope", required_argument, NULL, OPT_LISTEN_SCOPE},
     {0},
 };
 
@@ -558,6 +590,25 @@ static int listen_option(int opt, const char *arg, struct listen_opts *lo, struc
         return 0;
     case OPT_LISTEN_TOKEN:
         lo->token_name = arg;
+        return 0;
+    case OPT_LISTEN_ISSUER:
+        lo->issuer = arg;
+        return 0;
+    case OPT_LISTEN_PUBLIC_URL:
+        lo->public_url = arg;
+        return 0;
+    case OPT_LISTEN_AUDIENCE:
+        lo->audience = arg;
+        return 0;
+    case OPT_LISTEN_SCOPE:
+        if (lo->n_scopes == MAX_SCOPES || !*arg || strpbrk(arg, " \"\\")) {
+            log_error(log,
+                      "--listen-scope: one scope (no space, quote or backslash) each time, "
+                      "at most %d",
+                      MAX_SCOPES);
+            return -EINVAL;
+        }
+        lo->scopes[lo->n_scopes++] = arg;
         return 0;
     case OPT_ALLOW_ORIGIN:
         if (lo->n_origins == MAX_ORIGINS) {
@@ -583,11 +634,21 @@ static int listen_option(int opt, const char *arg, struct listen_opts *lo, struc
 /* The listener's options without --listen: -EINVAL, said in the log. */
 static int listen_orphans(const struct listen_opts *lo, struct log *log)
 {
-    if (lo->listen ||
-        !(lo->stdio || lo->url_file || lo->token_name || lo->n_origins || lo->max_agents))
+    if ((lo->public_url || lo->audience || lo->n_scopes) && !lo->issuer) {
+        log_error(log, "--listen-public-url, --listen-audience and --listen-scope go with "
+                       "--listen-issuer URL");
+        return -EINVAL;
+    }
+    if (lo->issuer && lo->token_name) {
+        log_error(log, "--listen-token and --listen-issuer: agents authenticate one way, choose "
+                       "one");
+        return -EINVAL;
+    }
+    if (lo->listen || !(lo->stdio || lo->url_file || lo->token_name || lo->issuer ||
+                        lo->n_origins || lo->max_agents))
         return 0;
-    log_error(log, "--stdio, --listen-url-file, --listen-token, --allow-origin and "
-                   "--max-agents go with --listen [ADDR:]PORT");
+    log_error(log, "--stdio, --listen-url-file, --listen-token, --listen-issuer, --allow-origin "
+                   "and --max-agents go with --listen [ADDR:]PORT");
     return -EINVAL;
 }
 
@@ -631,6 +692,10 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         case OPT_LISTEN_TOKEN:
         case OPT_ALLOW_ORIGIN:
         case OPT_MAX_AGENTS:
+        case OPT_LISTEN_ISSUER:
+        case OPT_LISTEN_PUBLIC_URL:
+        case OPT_LISTEN_AUDIENCE:
+        case OPT_LISTEN_SCOPE:
             if (listen_option(opt, optarg, &lo, log) < 0)
                 return BRIDGE_EXIT_USAGE;
             break;
@@ -681,6 +746,10 @@ const struct option cli_connect_options[] = {
     {"listen-token", required_argument, NULL, OPT_LISTEN_TOKEN},
     {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
     {"max-agents", required_argument, NULL, OPT_MAX_AGENTS},
+    {"listen-issuer", required_argument, NULL, OPT_LISTEN_ISSUER},
+    {"listen-public-url", required_argument, NULL, OPT_LISTEN_PUBLIC_URL},
+    {"listen-audience", required_argument, NULL, OPT_LISTEN_AUDIENCE},
+    {"listen-scope", required_argument, NULL, OPT_LISTEN_SCOPE},
     {0},
 };
 
@@ -731,6 +800,10 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         case OPT_LISTEN_TOKEN:
         case OPT_ALLOW_ORIGIN:
         case OPT_MAX_AGENTS:
+        case OPT_LISTEN_ISSUER:
+        case OPT_LISTEN_PUBLIC_URL:
+        case OPT_LISTEN_AUDIENCE:
+        case OPT_LISTEN_SCOPE:
             if (listen_option(opt, optarg, &lo, log) < 0)
                 return BRIDGE_EXIT_USAGE;
             break;

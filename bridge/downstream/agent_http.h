@@ -15,7 +15,8 @@
  *     until the client closes it), or, answered with an InputRequiredResult, with the retry
  *     that carries its requestState (a new POST, given to the same agent).
  * Every request passes the checks first: Host and Origin against DNS rebinding (403), the
- * bearer token when one is set (401), the bounds on agents (503), streams (503) and body size
+ * bearer token when one is set (401; with an issuer, agent_http_auth.h: 401, 403 for a scope
+ * missing, the request suspended while the issuer's keys are fetched), the bounds on agents (503), streams (503) and body size
  * (413), each with a JSON-RPC error in its body. docs/bridge.md, "Serving over HTTP", is the
  * user's account. Not thread-safe; callbacks from the loop. */
 #pragma once
@@ -41,13 +42,21 @@ struct agent_http_opts {
     struct downstream *d; /* required: where the agents go (persist) */
     const char *listen;   /* "PORT", "ADDR:PORT" or "[ADDR6]:PORT"; port 0 picks one */
     const char *token;    /* the bearer token agents must send (copied, wiped); NULL: none */
+    /* OAuth 2.1 instead (agent_http_auth.h): agents send JWT access tokens of this issuer;
+     * NULL: none. The others go with it (copied): the bridge's URL as agents see it (NULL: the
+     * bound one), what "aud" must hold (NULL: that URL), the scopes every token needs
+     * (NULL-ended; NULL: none) */
+    const char *issuer;
+    const char *public_url;
+    const char *audience;
+    const char *const *scopes;
     /* origins allowed besides a loopback bind's own (exact "scheme://host[:port]"), NULL-ended;
      * borrowed for the call */
     const char *const *allow_origins;
     size_t max_agents; /* 0: AGENT_HTTP_MAX_AGENTS_DEFAULT */
 };
 
-/* Starts listening. A bind that is not loopback is refused without a token (-EPERM). -EINVAL,
+/* Starts listening. A bind that is not loopback is refused without a token or an issuer (-EPERM). -EINVAL,
  * -EADDRINUSE ..., -ENOMEM, with e set. Caller frees with agent_http_free(), after the
  * downstream (whose agents' transports it serves). */
 int agent_http_new(const struct agent_http_opts *opts, struct agent_http **ret,

@@ -16,6 +16,7 @@
 #include "core/jsonrpc.h"
 #include "core/loop.h"
 #include "downstream/agent_http.h"
+#include "downstream/agent_http_auth.h"
 #include "downstream/agent_transport.h"
 
 #define AH_SESSION_ID_BYTES 24                   /* random bytes of an Mcp-Session-Id */
@@ -84,8 +85,12 @@ struct agent_http {
     struct loop_deferred kick;
     char url[128];
     char host[72]; /* the bound address as a Host header names it: "127.0.0.1", "[::1]" */
+    /* the host of --listen-public-url (a reverse proxy may pass it on as Host); "" none */
+    char public_host[256];
     bool loopback, wildcard;
     char *token;
+    struct ah_auth *auth;          /* --listen-issuer; NULL: none */
+    struct list_node auth_waiting; /* requests waiting for the issuer's keys (struct ah_req) */
     struct strv origins;
     size_t max_agents, n_agents, n_streams;
     struct list_node agents;

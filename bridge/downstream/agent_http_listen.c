@@ -19,6 +19,7 @@
 
 #include "credkit/json.h"
 #include "credkit/secmem.h"
+#include "credkit/url.h"
 
 #include "downstream/agent_http_int.h"
 #include "downstream/downstream.h"
@@ -37,6 +38,9 @@ struct ah_req {
     bool answered;
     struct ah_stream *st; /* its response stream, once it has one */
     char sid[64];         /* the Mcp-Session-Id to send (the initialize's answer); "" none */
+    struct MHD_Connection *conn;
+    bool auth_pending;     /* its token waits for the issuer's keys (agent_http_auth.h) */
+    struct list_node wait; /* in h->auth_waiting while suspended for them */
 };
 
 /* ---- the daemon on the loop -------------------------------------------------------------- */
@@ -85,8 +89,10 @@ void ah_kick(struct agent_http *h)
 
 /* ---- answers ----------------------------------------------------------------------------- */
 
-static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const char *type,
-                             const char *body, size_t len, const char *sid)
+/* challenge: the WWW-Authenticate of a 401 or 403 (NULL: the token's plain one on a 401) */
+static enum MHD_Result queue_ex(struct MHD_Connection *conn, unsigned status, const char *type,
+                                const char *body, size_t len, const char *sid,
+                                const char *challenge)
 {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
@@ -97,7 +103,9 @@ static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const
               (!sid || !sid[0] || MHD_add_response_header(resp, "Mcp-Session-Id", sid) == MHD_YES);
     if (ok && status == MHD_HTTP_METHOD_NOT_ALLOWED)
         ok = MHD_add_response_header(resp, "Allow", "GET, POST, DELETE") == MHD_YES;
-    if (ok && status == MHD_HTTP_UNAUTHORIZED)
+    if (ok && challenge)
+        ok = MHD_add_response_header(resp, "WWW-Authenticate", challenge) == MHD_YES;
+    else if (ok && status == MHD_HTTP_UNAUTHORIZED)
         ok = MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"mcp-bridge\"") ==
              MHD_YES;
     enum MHD_Result res = ok ? MHD_queue_response(conn, status, resp) : MHD_NO;
@@ -105,17 +113,30 @@ static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const
     return res;
 }
 
-/* A refusal: the status, and a JSON-RPC error (id null) saying why. */
-static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, int code,
-                              const char *message)
+static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const char *type,
+                             const char *body, size_t len, const char *sid)
+{
+    return queue_ex(conn, status, type, body, len, sid, NULL);
+}
+
+static enum MHD_Result refuse_ex(struct MHD_Connection *conn, unsigned status, int code,
+                                 const char *message, const char *challenge)
 {
     struct json_object *o = jrpc_new_error(NULL, code, message, NULL);
     size_t len = 0;
     const char *text = o ? jrpc_serialize(o, &len) : NULL;
-    enum MHD_Result res = text ? queue(conn, status, "application/json", text, len, NULL)
-                               : queue(conn, status, NULL, "", 0, NULL);
+    enum MHD_Result res =
+        text ? queue_ex(conn, status, "application/json", text, len, NULL, challenge)
+             : queue_ex(conn, status, NULL, "", 0, NULL, challenge);
     json_object_put(o);
     return res;
+}
+
+/* A refusal: the status, and a JSON-RPC error (id null) saying why. */
+static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, int code,
+                              const char *message)
+{
+    return refuse_ex(conn, status, code, message, NULL);
 }
 
 static enum MHD_Result queue_sse(struct MHD_Connection *conn, struct ah_stream *st, const char *sid)
@@ -180,8 +201,9 @@ static bool loopback_name(const char *s, size_t n)
     return host_is(s, n, "localhost") || host_is(s, n, "127.0.0.1") || host_is(s, n, "[::1]");
 }
 
-/* Host names the address bound (or localhost on a loopback bind): a DNS-rebinding page's
- * requests name the attacker's host. A wildcard bind takes any (its agents hold a token). */
+/* Host names the address bound (or localhost on a loopback bind, or the host of the public
+ * URL): a DNS-rebinding page's requests name the attacker's host. A wildcard bind takes any
+ * (its agents hold a token). */
 static bool host_ok(const struct agent_http *h, const char *host)
 {
     size_t n;
@@ -189,7 +211,8 @@ static bool host_ok(const struct agent_http *h, const char *host)
         return true;
     if (!host || !split_host(host, &n))
         return false;
-    return host_is(host, n, h->host) || (h->loopback && loopback_name(host, n));
+    return host_is(host, n, h->host) || (h->loopback && loopback_name(host, n)) ||
+           (h->public_host[0] && host_is(host, n, h->public_host));
 }
 
 /* No Origin (not a browser), one allowed with --allow-origin, or on a loopback bind a loopback
@@ -221,10 +244,65 @@ static bool token_ok(const struct agent_http *h, const char *authz)
     return secure_streq(authz + 7, h->token);
 }
 
+/* The protected-resource metadata (RFC 9728): public, the same for every agent. */
+static enum MHD_Result serve_metadata(struct agent_http *h, struct MHD_Connection *conn,
+                                      const char *method)
+{
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return refuse(conn, MHD_HTTP_METHOD_NOT_ALLOWED, JRPC_INVALID_REQUEST,
+                      "the metadata is read with GET");
+    const char *doc = ah_auth_metadata(h->auth);
+    return queue(conn, MHD_HTTP_OK, "application/json", doc, strlen(doc), NULL);
+}
+
+/* The issuer's verdict on the request's token: true when it may go on (or waits for the keys:
+ * r->auth_pending), else a refusal queued. */
+static bool auth_ok(struct agent_http *h, struct MHD_Connection *conn, struct ah_req *r,
+                    enum MHD_Result *ret)
+{
+    const char *why = NULL;
+    enum ah_auth_verdict v =
+        ah_auth_check(h->auth, header(conn, MHD_HTTP_HEADER_AUTHORIZATION), &why);
+    r->auth_pending = v == AH_AUTH_PENDING;
+    if (v == AH_AUTH_OK || v == AH_AUTH_PENDING)
+        return true;
+    if (v == AH_AUTH_UNAVAILABLE) {
+        *ret = refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JRPC_INTERNAL_ERROR, why);
+        return false;
+    }
+    char *challenge = ah_auth_challenge(h->auth, v, why);
+    if (v != AH_AUTH_MISSING)
+        log_info(h->log, "an HTTP agent's token was refused: %s", why);
+    *ret = challenge
+               ? refuse_ex(conn, v == AH_AUTH_SCOPE ? MHD_HTTP_FORBIDDEN : MHD_HTTP_UNAUTHORIZED,
+                           JRPC_INVALID_REQUEST, why, challenge)
+               : MHD_NO;
+    free(challenge);
+    return false;
+}
+
+/* The issuer's keys came (or will not): the requests waiting for them are judged again. */
+static void on_keys(void *userdata)
+{
+    struct agent_http *h = userdata;
+    if (list_is_empty(&h->auth_waiting))
+        return;
+    while (!list_is_empty(&h->auth_waiting)) {
+        struct ah_req *r = list_entry(list_first(&h->auth_waiting), struct ah_req, wait);
+        list_remove(&r->wait);
+        MHD_resume_connection(r->conn);
+    }
+    ah_kick(h);
+}
+
 /* The checks that need no body: NULL when the request may go on, else a refusal queued. */
 static bool precheck(struct agent_http *h, struct MHD_Connection *conn, const char *url,
                      const char *method, enum MHD_Result *ret)
 {
+    if (h->auth && ah_auth_is_metadata_path(h->auth, url)) {
+        *ret = serve_metadata(h, conn, method);
+        return false;
+    }
     if (strcmp(url, AGENT_HTTP_PATH) != 0) {
         *ret = refuse(conn, MHD_HTTP_NOT_FOUND, JRPC_INVALID_REQUEST,
                       "no such endpoint: the MCP endpoint is " AGENT_HTTP_PATH);
@@ -545,6 +623,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!r)
             return MHD_NO;
         buf_init(&r->body, AGENT_MAX_MESSAGE);
+        r->conn = conn;
+        list_init(&r->wait);
+        if (h->auth && !auth_ok(h, conn, r, &ret)) {
+            buf_release(&r->body);
+            free(r);
+            return ret;
+        }
         *req_cls = r;
         return MHD_YES;
     }
@@ -553,6 +638,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             r->too_big = true; /* read to its end, then refused */
         *upload_size = 0;
         return MHD_YES;
+    }
+    if (r->auth_pending) { /* the issuer's keys were on their way: judged again */
+        enum MHD_Result ret = MHD_YES;
+        if (!h->auth)
+            return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JRPC_CONNECTION_CLOSED,
+                          "the bridge is shutting down");
+        if (!auth_ok(h, conn, r, &ret))
+            return ret;
+        if (r->auth_pending) {
+            list_add_tail(&h->auth_waiting, &r->wait);
+            MHD_suspend_connection(conn);
+            return MHD_YES;
+        }
     }
     if (r->st && !r->st->sse) /* resumed: its answer came, or its agent went */
         return r->answered ? MHD_YES : queue_json(conn, r);
@@ -575,6 +673,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (!r)
         return;
     *req_cls = NULL;
+    list_remove(&r->wait);
     ah_stream_free(r->st); /* a 2026-07-28 agent ends with it: closing it cancels the request */
     buf_release(&r->body);
     free(r);
@@ -656,6 +755,25 @@ static int parse_listen(const char *text, struct listen_addr *ret, struct err *e
     return 0;
 }
 
+/* The host of an http(s) URL as a Host header names it ("example.com", "[::1]"). */
+static int public_host(const char *url, char *ret, size_t size)
+{
+    char *origin = NULL;
+    size_t n;
+    int r = url_origin(url, &origin);
+    if (r < 0)
+        return r;
+    const char *auth = strstr(origin, "://");
+    r = -EINVAL;
+    if (auth && split_host(auth + 3, &n) && n < size) {
+        memcpy(ret, auth + 3, n);
+        ret[n] = '\0';
+        r = 0;
+    }
+    free(origin);
+    return r;
+}
+
 /* The socket, bound and listening (MHD takes it). */
 static int open_socket(struct listen_addr *la, const char *text, int *ret_fd, struct err *e)
 {
@@ -685,10 +803,10 @@ int agent_http_new(const struct agent_http_opts *o, struct agent_http **ret, str
     r = parse_listen(o->listen, &la, e);
     if (r < 0)
         return r;
-    if (!la.loopback && !o->token)
+    if (!la.loopback && !o->token && !o->issuer)
         return err_set(e, -EPERM,
                        "--listen '%s' is not a loopback address: agents there must "
-                       "authenticate (--listen-token SECRET_NAME)",
+                       "authenticate (--listen-token SECRET_NAME or --listen-issuer URL)",
                        o->listen);
     struct agent_http *h = calloc(1, sizeof(*h));
     if (!h)
@@ -700,6 +818,7 @@ int agent_http_new(const struct agent_http_opts *o, struct agent_http **ret, str
     h->wildcard = la.wildcard;
     h->max_agents = o->max_agents ? o->max_agents : AGENT_HTTP_MAX_AGENTS_DEFAULT;
     list_init(&h->agents);
+    list_init(&h->auth_waiting);
     snprintf(h->host, sizeof(h->host), "%s", la.host);
     for (size_t i = 0; o->allow_origins && o->allow_origins[i]; i++)
         if (strv_push(&h->origins, o->allow_origins[i]) < 0)
@@ -712,6 +831,25 @@ int agent_http_new(const struct agent_http_opts *o, struct agent_http **ret, str
     uint16_t port = ntohs(la.ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&la.ss)->sin6_port
                                                       : ((struct sockaddr_in *)&la.ss)->sin_port);
     snprintf(h->url, sizeof(h->url), "http://%s:%u%s", la.host, port, AGENT_HTTP_PATH);
+    if (o->issuer && o->public_url &&
+        public_host(o->public_url, h->public_host, sizeof(h->public_host)) < 0) {
+        close(fd);
+        r = err_set(e, -EINVAL, "--listen-public-url '%s' is not an http(s) URL", o->public_url);
+        goto fail;
+    }
+    if (o->issuer) {
+        struct ah_auth_opts ao = {
+            .issuer = o->issuer,
+            .resource = o->public_url ? o->public_url : h->url,
+            .audience = o->audience,
+            .scopes = o->scopes,
+        };
+        r = ah_auth_new(h->loop, h->log, &ao, on_keys, h, &h->auth, e);
+        if (r < 0) {
+            close(fd);
+            goto fail;
+        }
+    }
     h->daemon = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (la.ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
         0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
@@ -770,6 +908,13 @@ void agent_http_free(struct agent_http *h)
     loop_timer_cancel(h->timer);
     loop_timer_cancel(h->keepalive);
     loop_defer_cancel(&h->kick);
+    ah_auth_free(h->auth);
+    h->auth = NULL;
+    while (!list_is_empty(&h->auth_waiting)) { /* their connections close with the daemon */
+        struct ah_req *r = list_entry(list_first(&h->auth_waiting), struct ah_req, wait);
+        list_remove(&r->wait);
+        MHD_resume_connection(r->conn);
+    }
     if (h->daemon) {
         (void)MHD_run(h->daemon); /* the connections resumed above finish */
         MHD_stop_daemon(h->daemon);
