@@ -23,12 +23,13 @@
 #include "downstream/agent_http_int.h"
 #include "downstream/downstream.h"
 
-#define META_VERSION     "io.modelcontextprotocol/protocolVersion"
-#define ERR_HEADER       (-32020) /* HeaderMismatch (2026-07-28) */
-#define ERR_NO_SESSION   (-32001) /* the SDKs' "Session not found" */
-#define HEADER_VALUE_MAX 1024
-#define IDLE_TIMEOUT_S   120u /* a connection with nothing under way */
-#define TIMER_MAX_MS     60000
+#define META_VERSION      "io.modelcontextprotocol/protocolVersion"
+#define META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define ERR_HEADER        (-32020) /* HeaderMismatch (2026-07-28) */
+#define ERR_NO_SESSION    (-32001) /* the SDKs' "Session not found" */
+#define HEADER_VALUE_MAX  1024
+#define IDLE_TIMEOUT_S    120u /* a connection with nothing under way */
+#define TIMER_MAX_MS      60000
 
 /* One HTTP request, as long as its connection serves it. */
 struct ah_req {
@@ -37,6 +38,7 @@ struct ah_req {
     bool answered;
     struct ah_stream *st; /* its response stream, once it has one */
     char sid[64];         /* the Mcp-Session-Id to send (the initialize's answer); "" none */
+    bool sse_queued;      /* its SSE response is queued */
 };
 
 /* ---- the daemon on the loop -------------------------------------------------------------- */
@@ -105,17 +107,24 @@ static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const
     return res;
 }
 
-/* A refusal: the status, and a JSON-RPC error (id null) saying why. */
-static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, int code,
-                              const char *message)
+/* A refusal: the status, and a JSON-RPC error saying why, for the request id (NULL: "id": null,
+ * when the body was not read or had none). */
+static enum MHD_Result refuse_id(struct MHD_Connection *conn, unsigned status, int code,
+                                 const char *message, struct json_object *id)
 {
-    struct json_object *o = jrpc_new_error(NULL, code, message, NULL);
+    struct json_object *o = jrpc_new_error(id, code, message, NULL);
     size_t len = 0;
     const char *text = o ? jrpc_serialize(o, &len) : NULL;
     enum MHD_Result res = text ? queue(conn, status, "application/json", text, len, NULL)
                                : queue(conn, status, NULL, "", 0, NULL);
     json_object_put(o);
     return res;
+}
+
+static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, int code,
+                              const char *message)
+{
+    return refuse_id(conn, status, code, message, NULL);
 }
 
 static enum MHD_Result queue_sse(struct MHD_Connection *conn, struct ah_stream *st, const char *sid)
@@ -286,19 +295,45 @@ static const char *mirror(struct MHD_Connection *conn, const char *name, const c
     const char *v = header(conn, name);
     if (!v)
         return "missing";
-    const char *plain = header_decode(v, buf, sizeof(buf));
+    /* a field value's surrounding spaces and tabs are not part of it (RFC 9110, 5.5) */
+    v += strspn(v, " \t");
+    size_t n = strlen(v);
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    char trimmed[HEADER_VALUE_MAX];
+    if (n >= sizeof(trimmed))
+        return "does not match the body";
+    memcpy(trimmed, v, n);
+    trimmed[n] = '\0';
+    const char *plain = header_decode(trimmed, buf, sizeof(buf));
     if (!plain || !want || strcmp(plain, want) != 0)
         return "does not match the body";
     return NULL;
 }
 
-/* A 2026-07-28 request's headers against its body (streamable-http.mdx, "Request Metadata"):
- * 0, or a refusal queued in *ret. */
+/* A 2026-07-28 request's _meta envelope, then its headers against its body
+ * (streamable-http.mdx, "Request Metadata"): 0, or a refusal queued in *ret. An envelope without
+ * its protocol version or client capabilities is 400 with -32602 (clientInfo is optional), and
+ * initialize, which the revision removed, 404 with -32601, each for the request's id. */
 static int check_headers(struct MHD_Connection *conn, const struct jrpc_msg *m,
                          enum MHD_Result *ret)
 {
     struct json_object *meta = json_get_object(m->params, "_meta");
     const char *version = json_get_string(meta, META_VERSION);
+    if (!version || !json_get_object(meta, META_CAPABILITIES)) {
+        *ret = refuse_id(conn, MHD_HTTP_BAD_REQUEST, JRPC_INVALID_PARAMS,
+                         "a 2026-07-28 request carries params._meta with \"" META_VERSION
+                         "\" and \"" META_CAPABILITIES "\"",
+                         m->id);
+        return -EINVAL;
+    }
+    if (strcmp(m->method, "initialize") == 0) {
+        *ret = refuse_id(conn, MHD_HTTP_NOT_FOUND, JRPC_METHOD_NOT_FOUND,
+                         "initialize is not a 2026-07-28 method: no handshake, each request "
+                         "carries its _meta",
+                         m->id);
+        return -EINVAL;
+    }
     const char *name = NULL, *hdr = NULL, *why;
     if (strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "prompts/get") == 0)
         name = json_get_string(m->params, "name");
@@ -314,7 +349,7 @@ static int check_headers(struct MHD_Connection *conn, const struct jrpc_msg *m,
         return 0;
     char text[160];
     snprintf(text, sizeof(text), "header %s %s", hdr, why);
-    *ret = refuse(conn, MHD_HTTP_BAD_REQUEST, ERR_HEADER, text);
+    *ret = refuse_id(conn, MHD_HTTP_BAD_REQUEST, ERR_HEADER, text, m->id);
     return -EPROTO;
 }
 
@@ -333,7 +368,9 @@ static bool accepts(struct MHD_Connection *conn, const char *type)
 }
 
 /* An SSE answer when the request may hear more than its answer: progress it asked for, a
- * listen, a tool call (a server's requests and logs come during it); else one JSON answer. */
+ * listen, a tool call (a server's requests and logs come during it); else one JSON answer.
+ * A 2026-07-28 request that takes both is answered as the SDKs do: JSON, with the status of
+ * its answer (400 for -32021 ...), unless something comes before the answer (upgrade). */
 static bool wants_sse(struct MHD_Connection *conn, const struct jrpc_msg *m)
 {
     if (!accepts(conn, "text/event-stream"))
@@ -384,7 +421,7 @@ static struct ah_agent *post_agent(struct agent_http *h, struct MHD_Connection *
             ah_agent_touch(a);
         return a;
     }
-    if (request && strcmp(m->method, "initialize") == 0) {
+    if (request && strcmp(m->method, "initialize") == 0 && !modern_request(m)) {
         struct ah_agent *a = agent_for(h, conn, AH_SESSION, ret);
         if (a)
             snprintf(r->sid, sizeof(r->sid), "%s", a->sid);
@@ -458,6 +495,10 @@ static enum MHD_Result handle_post(struct agent_http *h, struct MHD_Connection *
         goto out;
     }
     bool sse = wants_sse(conn, &m);
+    bool upgrade = sse && a->kind == AH_REQUEST && accepts(conn, "application/json") &&
+                   strcmp(m.method, "subscriptions/listen") != 0;
+    if (upgrade)
+        sse = false;
     struct ah_stream *st = ah_stream_new(a, conn, sse);
     if (!st) {
         if (a->kind == AH_REQUEST)
@@ -466,13 +507,18 @@ static enum MHD_Result handle_post(struct agent_http *h, struct MHD_Connection *
         goto out;
     }
     r->st = st;
+    r->sse_queued = sse;
+    st->upgrade = upgrade;
     st->waiting = jrpc_id_key(m.id, st->id_key, sizeof(st->id_key));
     struct json_object *token = jrpc_progress_token(m.params);
     if (token && !jrpc_id_key(token, st->token_key, sizeof(st->token_key)))
         st->token_key[0] = '\0';
     ret = sse ? queue_sse(conn, st, r->sid) : MHD_YES;
-    feed(a, r); /* may answer at once */
-    if (!sse) {
+    feed(a, r); /* may answer at once, or upgrade st */
+    if (!sse && st->sse) {
+        r->sse_queued = true;
+        ret = queue_sse(conn, st, r->sid);
+    } else if (!sse) {
         if (st->closed || !st->a) {
             ret = queue_json(conn, r);
         } else {
@@ -556,6 +602,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (r->st && !r->st->sse) /* resumed: its answer came, or its agent went */
         return r->answered ? MHD_YES : queue_json(conn, r);
+    if (r->st && !r->sse_queued) { /* resumed: something came before the answer */
+        r->sse_queued = true;
+        return queue_sse(conn, r->st, r->sid);
+    }
     if (r->st)
         return MHD_YES;
     if (strcmp(method, MHD_HTTP_METHOD_POST) == 0)
