@@ -31,7 +31,7 @@ import {
   McpServer, ResourceTemplate, completable, inputRequired, inputResponse, createMcpHandler,
   isLegacyRequest, WebStandardStreamableHTTPServerTransport, hostHeaderValidationResponse,
   originValidationResponse, localhostAllowedHostnames, localhostAllowedOrigins, ProtocolError,
-  ProtocolErrorCode, MissingRequiredClientCapabilityError, isInitializeRequest,
+  ProtocolErrorCode, MissingRequiredClientCapabilityError, isInitializeRequest, CLIENT_CAPABILITIES_META_KEY,
 } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
@@ -103,9 +103,10 @@ const sep1330Schema = {
   },
 };
 
-// The client's declared capabilities: the request's _meta (2026-07-28), else the handshake's.
+// The client's declared capabilities: the request's envelope (2026-07-28: each request its own,
+// also on stdio where one instance serves them all), else the handshake's.
 function clientCaps(server, c) {
-  return c.mcpReq._meta?.['io.modelcontextprotocol/clientCapabilities'] ?? server.server.getClientCapabilities() ?? {};
+  return c.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY] ?? server.server.getClientCapabilities() ?? {};
 }
 
 // Legacy tools ask the client directly; modern ones answer input_required with these keys.
