@@ -142,9 +142,13 @@ for ((n = 0; n < i; n++)); do
     for how in direct bridge; do
         [[ "$(verdict "$T_ROOT/run-$n" $how)" == pass* ]] && continue
         echo "--- ${list[$n]} ($how)"
-        grep -E 'FAILURE|WARNING|Error|did not' "$T_ROOT/run-$n/$how" 2>/dev/null | head -8
-        [ "$how" = direct ] && tail -5 "$T_ROOT/run-$n/peer.err" 2>/dev/null
-        [ "$how" = bridge ] && tail -5 "$T_ROOT/run-$n/bridge.err" 2>/dev/null
+        grep -E 'FAILURE|WARNING|Error|did not' "$T_ROOT/run-$n/$how" 2>/dev/null | head -8 ||
+            tail -3 "$T_ROOT/run-$n/$how" 2>/dev/null || true
+        if [ "$how" = direct ]; then
+            tail -5 "$T_ROOT/run-$n/peer.err" 2>/dev/null || true
+        else
+            tail -5 "$T_ROOT/run-$n/bridge.err" 2>/dev/null || true
+        fi
     done
 done
 [ "${#failed[@]}" -eq 0 ] || fail "${#failed[@]} of $((2 * i)) server conformance run(s) failed: ${failed[*]}"
