@@ -191,13 +191,14 @@ static struct ah_stream *stream_of_token(struct ah_agent *a, const char *key)
     struct list_node *i;
     list_for_each (i, &a->streams) {
         struct ah_stream *st = list_entry(i, struct ah_stream, node);
-        if (st->sse && !st->closed && st->token_key[0] && strcmp(st->token_key, key) == 0)
+        if ((st->sse || st->upgrade) && !st->closed && st->token_key[0] &&
+            strcmp(st->token_key, key) == 0)
             return st;
     }
     return NULL;
 }
 
-/* The GET stream, else the newest open SSE stream. */
+/* The GET stream, else the newest open SSE stream (or one that may become one). */
 static struct ah_stream *stream_any(struct ah_agent *a)
 {
     if (a->get && !a->get->closed)
@@ -205,7 +206,7 @@ static struct ah_stream *stream_any(struct ah_agent *a)
     struct list_node *i;
     list_for_each (i, &a->streams) {
         struct ah_stream *st = list_entry(i, struct ah_stream, node);
-        if (st->sse && !st->closed)
+        if ((st->sse || st->upgrade) && !st->closed)
             return st;
     }
     return NULL;
@@ -236,7 +237,8 @@ static struct ah_stream *route(struct ah_agent *a, struct json_object *o, bool *
 }
 
 /* The HTTP status of a 2026-07-28 answer sent as JSON (streamable-http.mdx: an unknown method
- * is 404, a version not served or a header not matching its body 400). */
+ * is 404; a version not served, a capability the agent did not declare or a header not matching
+ * its body 400). */
 static unsigned answer_status(const struct ah_agent *a, struct json_object *o)
 {
     struct json_object *err = json_get_object(o, "error");
@@ -245,7 +247,7 @@ static unsigned answer_status(const struct ah_agent *a, struct json_object *o)
     int64_t code = json_object_get_int64(json_object_object_get(err, "code"));
     if (code == JRPC_METHOD_NOT_FOUND)
         return MHD_HTTP_NOT_FOUND;
-    if (code == -32022 || code == -32020 || code == JRPC_INVALID_REQUEST ||
+    if (code == -32022 || code == -32021 || code == -32020 || code == JRPC_INVALID_REQUEST ||
         code == JRPC_PARSE_ERROR)
         return MHD_HTTP_BAD_REQUEST;
     return MHD_HTTP_OK;
@@ -296,7 +298,9 @@ static int http_send(struct agent_transport *t, const char *msg, size_t len)
         json_object_put(o);
         return 0;
     }
-    if (!st->sse && !answer) {
+    if (!st->sse && !answer && st->upgrade) {
+        st->sse = true; /* agent_http_listen.c queues the SSE response once resumed */
+    } else if (!st->sse && !answer) {
         json_object_put(o);
         return 0; /* a JSON answer carries the answer only */
     }

@@ -45,6 +45,7 @@ struct ah_stream {
     struct list_node node; /* in a->streams, newest first */
     struct MHD_Connection *conn;
     bool sse;       /* text/event-stream; else one application/json answer */
+    bool upgrade;   /* JSON that becomes SSE when something comes before the answer */
     bool suspended; /* waiting for something to write */
     bool closed;    /* nothing more comes: it ends once out is written */
     bool waiting;   /* the answer to id_key is still to come */

@@ -24,12 +24,13 @@
 #include "downstream/agent_http_int.h"
 #include "downstream/downstream.h"
 
-#define META_VERSION     "io.modelcontextprotocol/protocolVersion"
-#define ERR_HEADER       (-32020) /* HeaderMismatch (2026-07-28) */
-#define ERR_NO_SESSION   (-32001) /* the SDKs' "Session not found" */
-#define HEADER_VALUE_MAX 1024
-#define IDLE_TIMEOUT_S   120u /* a connection with nothing under way */
-#define TIMER_MAX_MS     60000
+#define META_VERSION      "io.modelcontextprotocol/protocolVersion"
+#define META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define ERR_HEADER        (-32020) /* HeaderMismatch (2026-07-28) */
+#define ERR_NO_SESSION    (-32001) /* the SDKs' "Session not found" */
+#define HEADER_VALUE_MAX  1024
+#define IDLE_TIMEOUT_S    120u /* a connection with nothing under way */
+#define TIMER_MAX_MS      60000
 
 /* One HTTP request, as long as its connection serves it. */
 struct ah_req {
@@ -41,6 +42,7 @@ struct ah_req {
     struct MHD_Connection *conn;
     bool auth_pending;     /* its token waits for the issuer's keys (agent_http_auth.h) */
     struct list_node wait; /* in h->auth_waiting while suspended for them */
+    bool sse_queued;       /* its SSE response is queued */
 };
 
 /* ---- the daemon on the loop -------------------------------------------------------------- */
@@ -119,10 +121,12 @@ static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const
     return queue_ex(conn, status, type, body, len, sid, NULL);
 }
 
+/* A refusal: the status, and a JSON-RPC error saying why, for the request id (NULL: "id": null,
+ * when the body was not read or had none), with the WWW-Authenticate challenge (NULL: none). */
 static enum MHD_Result refuse_ex(struct MHD_Connection *conn, unsigned status, int code,
-                                 const char *message, const char *challenge)
+                                 const char *message, struct json_object *id, const char *challenge)
 {
-    struct json_object *o = jrpc_new_error(NULL, code, message, NULL);
+    struct json_object *o = jrpc_new_error(id, code, message, NULL);
     size_t len = 0;
     const char *text = o ? jrpc_serialize(o, &len) : NULL;
     enum MHD_Result res =
@@ -132,11 +136,16 @@ static enum MHD_Result refuse_ex(struct MHD_Connection *conn, unsigned status, i
     return res;
 }
 
-/* A refusal: the status, and a JSON-RPC error (id null) saying why. */
+static enum MHD_Result refuse_id(struct MHD_Connection *conn, unsigned status, int code,
+                                 const char *message, struct json_object *id)
+{
+    return refuse_ex(conn, status, code, message, id, NULL);
+}
+
 static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, int code,
                               const char *message)
 {
-    return refuse_ex(conn, status, code, message, NULL);
+    return refuse_id(conn, status, code, message, NULL);
 }
 
 static enum MHD_Result queue_sse(struct MHD_Connection *conn, struct ah_stream *st, const char *sid)
@@ -275,7 +284,7 @@ static bool auth_ok(struct agent_http *h, struct MHD_Connection *conn, struct ah
         log_info(h->log, "an HTTP agent's token was refused: %s", why);
     *ret = challenge
                ? refuse_ex(conn, v == AH_AUTH_SCOPE ? MHD_HTTP_FORBIDDEN : MHD_HTTP_UNAUTHORIZED,
-                           JRPC_INVALID_REQUEST, why, challenge)
+                           JRPC_INVALID_REQUEST, why, NULL, challenge)
                : MHD_NO;
     free(challenge);
     return false;
@@ -364,19 +373,45 @@ static const char *mirror(struct MHD_Connection *conn, const char *name, const c
     const char *v = header(conn, name);
     if (!v)
         return "missing";
-    const char *plain = header_decode(v, buf, sizeof(buf));
+    /* a field value's surrounding spaces and tabs are not part of it (RFC 9110, 5.5) */
+    v += strspn(v, " \t");
+    size_t n = strlen(v);
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    char trimmed[HEADER_VALUE_MAX];
+    if (n >= sizeof(trimmed))
+        return "does not match the body";
+    memcpy(trimmed, v, n);
+    trimmed[n] = '\0';
+    const char *plain = header_decode(trimmed, buf, sizeof(buf));
     if (!plain || !want || strcmp(plain, want) != 0)
         return "does not match the body";
     return NULL;
 }
 
-/* A 2026-07-28 request's headers against its body (streamable-http.mdx, "Request Metadata"):
- * 0, or a refusal queued in *ret. */
+/* A 2026-07-28 request's _meta envelope, then its headers against its body
+ * (streamable-http.mdx, "Request Metadata"): 0, or a refusal queued in *ret. An envelope without
+ * its protocol version or client capabilities is 400 with -32602 (clientInfo is optional), and
+ * initialize, which the revision removed, 404 with -32601, each for the request's id. */
 static int check_headers(struct MHD_Connection *conn, const struct jrpc_msg *m,
                          enum MHD_Result *ret)
 {
     struct json_object *meta = json_get_object(m->params, "_meta");
     const char *version = json_get_string(meta, META_VERSION);
+    if (!version || !json_get_object(meta, META_CAPABILITIES)) {
+        *ret = refuse_id(conn, MHD_HTTP_BAD_REQUEST, JRPC_INVALID_PARAMS,
+                         "a 2026-07-28 request carries params._meta with \"" META_VERSION
+                         "\" and \"" META_CAPABILITIES "\"",
+                         m->id);
+        return -EINVAL;
+    }
+    if (strcmp(m->method, "initialize") == 0) {
+        *ret = refuse_id(conn, MHD_HTTP_NOT_FOUND, JRPC_METHOD_NOT_FOUND,
+                         "initialize is not a 2026-07-28 method: no handshake, each request "
+                         "carries its _meta",
+                         m->id);
+        return -EINVAL;
+    }
     const char *name = NULL, *hdr = NULL, *why;
     if (strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "prompts/get") == 0)
         name = json_get_string(m->params, "name");
@@ -392,7 +427,7 @@ static int check_headers(struct MHD_Connection *conn, const struct jrpc_msg *m,
         return 0;
     char text[160];
     snprintf(text, sizeof(text), "header %s %s", hdr, why);
-    *ret = refuse(conn, MHD_HTTP_BAD_REQUEST, ERR_HEADER, text);
+    *ret = refuse_id(conn, MHD_HTTP_BAD_REQUEST, ERR_HEADER, text, m->id);
     return -EPROTO;
 }
 
@@ -411,7 +446,9 @@ static bool accepts(struct MHD_Connection *conn, const char *type)
 }
 
 /* An SSE answer when the request may hear more than its answer: progress it asked for, a
- * listen, a tool call (a server's requests and logs come during it); else one JSON answer. */
+ * listen, a tool call (a server's requests and logs come during it); else one JSON answer.
+ * A 2026-07-28 request that takes both is answered as the SDKs do: JSON, with the status of
+ * its answer (400 for -32021 ...), unless something comes before the answer (upgrade). */
 static bool wants_sse(struct MHD_Connection *conn, const struct jrpc_msg *m)
 {
     if (!accepts(conn, "text/event-stream"))
@@ -462,7 +499,7 @@ static struct ah_agent *post_agent(struct agent_http *h, struct MHD_Connection *
             ah_agent_touch(a);
         return a;
     }
-    if (request && strcmp(m->method, "initialize") == 0) {
+    if (request && strcmp(m->method, "initialize") == 0 && !modern_request(m)) {
         struct ah_agent *a = agent_for(h, conn, AH_SESSION, ret);
         if (a)
             snprintf(r->sid, sizeof(r->sid), "%s", a->sid);
@@ -536,6 +573,10 @@ static enum MHD_Result handle_post(struct agent_http *h, struct MHD_Connection *
         goto out;
     }
     bool sse = wants_sse(conn, &m);
+    bool upgrade = sse && a->kind == AH_REQUEST && accepts(conn, "application/json") &&
+                   strcmp(m.method, "subscriptions/listen") != 0;
+    if (upgrade)
+        sse = false;
     struct ah_stream *st = ah_stream_new(a, conn, sse);
     if (!st) {
         if (a->kind == AH_REQUEST)
@@ -544,13 +585,18 @@ static enum MHD_Result handle_post(struct agent_http *h, struct MHD_Connection *
         goto out;
     }
     r->st = st;
+    r->sse_queued = sse;
+    st->upgrade = upgrade;
     st->waiting = jrpc_id_key(m.id, st->id_key, sizeof(st->id_key));
     struct json_object *token = jrpc_progress_token(m.params);
     if (token && !jrpc_id_key(token, st->token_key, sizeof(st->token_key)))
         st->token_key[0] = '\0';
     ret = sse ? queue_sse(conn, st, r->sid) : MHD_YES;
-    feed(a, r); /* may answer at once */
-    if (!sse) {
+    feed(a, r); /* may answer at once, or upgrade st */
+    if (!sse && st->sse) {
+        r->sse_queued = true;
+        ret = queue_sse(conn, st, r->sid);
+    } else if (!sse) {
         if (st->closed || !st->a) {
             ret = queue_json(conn, r);
         } else {
@@ -654,6 +700,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (r->st && !r->st->sse) /* resumed: its answer came, or its agent went */
         return r->answered ? MHD_YES : queue_json(conn, r);
+    if (r->st && !r->sse_queued) { /* resumed: something came before the answer */
+        r->sse_queued = true;
+        return queue_sse(conn, r->st, r->sid);
+    }
     if (r->st)
         return MHD_YES;
     if (strcmp(method, MHD_HTTP_METHOD_POST) == 0)

@@ -174,7 +174,11 @@ static void modern_request(struct ds_agent *a, struct jrpc_msg *m)
         discover(a, m);
         return;
     }
-    if (strcmp(m->method, "subscriptions/listen") == 0) {
+    /* single mode: a listen that is the agent's first request waits for the server's READY
+     * as any opening does (downstream_single.c opens it then), or the server's notifications
+     * would pass an agent whose session never became READY */
+    if (strcmp(m->method, "subscriptions/listen") == 0 &&
+        !(a->d->mode == DOWNSTREAM_SINGLE && a->session != DS_SESSION_READY)) {
         ds_listen_open(a, m);
         return;
     }

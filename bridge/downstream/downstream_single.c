@@ -33,6 +33,7 @@
 #include "downstream/downstream_modern_int.h"
 #include "downstream/downstream_pending_int.h"
 #include "downstream/downstream_forward_int.h"
+#include "downstream/downstream_listen_int.h"
 
 static void answer_init(struct ds_agent *a, struct ds_pending *p)
 {
@@ -413,6 +414,15 @@ static void forward_subscription(struct ds_agent *a, struct jrpc_msg *m)
     ds_forward_subscription(a, m, d->servers[0]);
 }
 
+/* A modern agent's listen is the bridge's (downstream_listen.c), once its session is READY. */
+static void open_listen(struct ds_agent *a, struct jrpc_msg *m)
+{
+    if (a->modern)
+        ds_listen_open(a, m);
+    else
+        ds_forward(a, m, a->d->servers[0], false);
+}
+
 /* Remembered for reconnects, and passed through. */
 static void set_level(struct ds_agent *a, struct jrpc_msg *m)
 {
@@ -426,6 +436,7 @@ static const struct ds_method SINGLE_METHODS[] = {
     {"logging/setLevel", set_level},
     {"resources/subscribe", forward_subscription},
     {"resources/unsubscribe", forward_subscription},
+    {"subscriptions/listen", open_listen},
 };
 
 void ds_single_request(struct ds_agent *a, struct jrpc_msg *m)

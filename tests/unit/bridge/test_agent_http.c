@@ -1,8 +1,8 @@
 /* test_agent_http.c - the HTTP listener (agent_http.h) on a real downstream with no server, and
  * libcurl on the same loop as the agent: the refusals at start (a non-loopback bind without a
  * token, addresses that are not), a 2025-11-25 session (initialize, a request, DELETE, the
- * session gone), the checks against DNS rebinding, the token, and a 2026-07-28 request with its
- * Mcp-* headers. */
+ * session gone), the checks against DNS rebinding, the token, and 2026-07-28 requests: the
+ * Mcp-* headers, the _meta envelope, initialize refused, a tool call answered as JSON. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -106,6 +106,7 @@ struct reply {
     bool done;
     struct buf body;
     char sid[128];
+    char type[128]; /* Content-Type */
 };
 
 static size_t on_body(char *p, size_t size, size_t n, void *userdata)
@@ -122,6 +123,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *userdata)
         size_t k = strspn(p + 15, " ");
         size_t v = strcspn(p + 15 + k, "\r\n");
         snprintf(r->sid, sizeof(r->sid), "%.*s", (int)v, p + 15 + k);
+    }
+    if (len > 13 && strncasecmp(p, "Content-Type:", 13) == 0) {
+        size_t k = strspn(p + 13, " ");
+        size_t v = strcspn(p + 13 + k, "\r\n");
+        snprintf(r->type, sizeof(r->type), "%.*s", (int)v, p + 13 + k);
     }
     return len;
 }
@@ -176,6 +182,17 @@ static long http(struct bench *b, const char *method, const char *body, const ch
 #define MODERN_LIST                                                                                \
     "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":{"              \
     "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                                  \
+    "\"io.modelcontextprotocol/clientCapabilities\":{}}}}"
+#define MODERN_NO_CAPS                                                                             \
+    "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":{\"_meta\":{"              \
+    "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}"
+#define MODERN_INIT                                                                                \
+    "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"initialize\",\"params\":{\"_meta\":{"              \
+    "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                                  \
+    "\"io.modelcontextprotocol/clientCapabilities\":{}}}}"
+#define MODERN_CALL                                                                                \
+    "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"nothing\","    \
+    "\"arguments\":{},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","      \
     "\"io.modelcontextprotocol/clientCapabilities\":{}}}}"
 
 /* ---- the tests --------------------------------------------------------------------------- */
@@ -296,6 +313,32 @@ static void test_modern(void)
     buf_release(&r.body);
     CHECK_INT(http(&b, "POST", MODERN_LIST, none, &r), 400);
     CHECK_CONTAINS(buf_str(&r.body), "MCP-Protocol-Version");
+    CHECK_CONTAINS(buf_str(&r.body), "\"id\":3"); /* the refusal names the request */
+    buf_release(&r.body);
+    /* spaces around a header's value are not part of it */
+    const char *const padded[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method:   tools/list  ",
+                                  NULL};
+    CHECK_INT(http(&b, "POST", MODERN_LIST, padded, &r), 200);
+    buf_release(&r.body);
+    /* an envelope without the client's capabilities: -32602, 400, before the headers */
+    CHECK_INT(http(&b, "POST", MODERN_NO_CAPS, ok, &r), 400);
+    CHECK_CONTAINS(buf_str(&r.body), "-32602");
+    CHECK_CONTAINS(buf_str(&r.body), "\"id\":4");
+    buf_release(&r.body);
+    /* initialize is not a 2026-07-28 method */
+    const char *const init[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: initialize", NULL};
+    CHECK_INT(http(&b, "POST", MODERN_INIT, init, &r), 404);
+    CHECK_CONTAINS(buf_str(&r.body), "-32601");
+    CHECK_CONTAINS(buf_str(&r.body), "\"id\":5");
+    CHECK(r.sid[0] == '\0');
+    buf_release(&r.body);
+    /* a tool call with nothing before its answer is answered as JSON, though SSE was accepted */
+    const char *const call[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call",
+                                "Mcp-Name: nothing", NULL};
+    long st = http(&b, "POST", MODERN_CALL, call, &r);
+    CHECK(st == 200 || st == 400 || st == 404);
+    CHECK_STR(r.type, "application/json");
+    CHECK_CONTAINS(buf_str(&r.body), "\"id\":6");
     buf_release(&r.body);
     bench_stop(&b);
 }

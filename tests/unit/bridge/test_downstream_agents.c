@@ -2,7 +2,8 @@
  * (agent_transport.h), over one set of servers: each sees its own answers (the same ids in
  * flight at once), the progress of its own calls, the log messages of its own call and the
  * server requests its own call caused; and with persist (a listener's downstream) an agent
- * whose wire ends is forgotten, its call cancelled, while the bridge goes on. */
+ * whose wire ends is forgotten, its call cancelled, while the bridge goes on; in single mode a
+ * 2026-07-28 agent's listen hears the server's list changes. */
 #include "downstream/agent_transport.h"
 #include "downstream_fixture.h"
 
@@ -183,7 +184,9 @@ static void bench_done(int status, void *userdata)
     loop_quit(bn->loop, 0);
 }
 
-static void bench_start(struct bench *bn, const char *config, bool persist)
+/* single: the server of single mode (connect, serving 2026-07-28 agents over a legacy server:
+ * --bridge-eras), NULL for aggregate mode. */
+static void bench_start(struct bench *bn, const char *config, bool persist, const char *single)
 {
     memset(bn, 0, sizeof(*bn));
     CHECK(loop_new(&bn->loop) == 0);
@@ -198,7 +201,9 @@ static void bench_start(struct bench *bn, const char *config, bool persist)
         .log = bn->log,
         .in_fd = -1, /* no agent on stdio: both come through downstream_add_agent() */
         .out_fd = -1,
-        .mode = DOWNSTREAM_AGGREGATE,
+        .mode = single ? DOWNSTREAM_SINGLE : DOWNSTREAM_AGGREGATE,
+        .single_name = single,
+        .bridge_eras = single != NULL,
         .config = c,
         .persist = persist,
         .on_done = bench_done,
@@ -229,8 +234,8 @@ static void bench_stop(struct bench *bn)
 static void test_two_agents(void)
 {
     struct bench bn;
-    bench_start(&bn, "{\"mcpServers\":{" SERVER("a", ",\"tools=progress,sample,wait\"") "}}",
-                false);
+    bench_start(&bn, "{\"mcpServers\":{" SERVER("a", ",\"tools=progress,sample,wait\"") "}}", false,
+                NULL);
     struct fake_agent *A = bn.a, *B = bn.b;
 
     /* a request before initialize is refused to that agent only */
@@ -323,7 +328,7 @@ static void test_two_agents(void)
 static void test_persist(void)
 {
     struct bench bn;
-    bench_start(&bn, "{\"mcpServers\":{" SERVER("a", ",\"tools=sample,wait\"") "}}", true);
+    bench_start(&bn, "{\"mcpServers\":{" SERVER("a", ",\"tools=sample,wait\"") "}}", true, NULL);
     struct fake_agent *A = bn.a, *B = bn.b;
     fake_initialize(A);
     fake_initialize(B);
@@ -372,4 +377,36 @@ static void test_persist(void)
     bench_stop(&bn);
 }
 
-DOWNSTREAM_TESTS_MAIN(NULL, test_two_agents, test_persist)
+#define MODERN_META                                                                                \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                       \
+    "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+/* single mode with a listener: a 2026-07-28 agent whose one request is its listen (as an HTTP
+ * agent's is) hears the list change another agent's call causes at the server. */
+static void test_single_listen(void)
+{
+    struct bench bn;
+    bench_start(&bn, "{\"mcpServers\":{" SERVER("solo", "") "}}", true, "solo");
+    struct fake_agent *A = bn.a, *B = bn.b;
+    fake_say(A, "{\"jsonrpc\":\"2.0\",\"id\":\"L\",\"method\":\"subscriptions/listen\","
+                "\"params\":{" MODERN_META ",\"notifications\":{\"toolsListChanged\":true}}}");
+    struct json_object *m =
+        fake_wait(A, match_method, "notifications/subscriptions/acknowledged", NULL, WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
+    struct json_object *r = fake_request(
+        B, "1", "tools/call", "{" MODERN_META ",\"name\":\"add_tool\",\"arguments\":{}}");
+    CHECK(r && path(r, "result"));
+    json_object_put(r);
+    m = fake_wait(A, match_method, "notifications/tools/list_changed", NULL, WAIT_MS);
+    CHECK(m != NULL);
+    json_object_put(m);
+    CHECK(!fake_has(B, match_method, "notifications/tools/list_changed", NULL)); /* no listen */
+    downstream_shutdown(bn.d);
+    for (int64_t deadline = now_ms() + WAIT_MS; !bn.done && now_ms() < deadline;)
+        run_for(bn.loop, 100);
+    CHECK(bn.done);
+    bench_stop(&bn);
+}
+
+DOWNSTREAM_TESTS_MAIN(NULL, test_two_agents, test_persist, test_single_listen)
