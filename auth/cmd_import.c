@@ -17,7 +17,6 @@
 #include "credkit/strv.h"
 #include "credkit/textsafe.h"
 #include "credkit/url.h"
-#include "credkit/util.h"
 
 #include "cli.h"
 #include "import.h"

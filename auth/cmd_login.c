@@ -19,7 +19,7 @@
 #include "cli.h"
 #include "flow.h"
 #include "import.h"
-#include "oauth.h"
+#include "oauth_config.h"
 #include "tokens.h"
 
 static const char login_help[] =

@@ -19,7 +19,6 @@
 #include "credkit/version.h"
 
 #include "cli.h"
-#include "tokens.h"
 #include "tokens_secrets.h"
 
 /* The help, around its list of commands (the command table's) */
