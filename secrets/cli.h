@@ -78,6 +78,31 @@ bool cli_label_in_use(struct store *s, const char *label, const char *except_nam
  * read on the way. -errno. */
 int cli_read_stdin(struct buf *b);
 
+/* The agent directory and secrets.json's path into c. An exit status. */
+int cli_paths(struct cli *c);
+
+/* Says the formatted message with "(see 'secrets --help')"; returns EXIT_USAGE. */
+int usage_error(struct cli *c, const char *fmt, ...) _printf_(2, 3);
+
+/* Writes p to standard output, whole; a reader gone away is not reported. */
+void write_out(const char *p, size_t n);
+
+/* main.c: the soft core-dump limit the process started with, put back for exec's command */
+extern unsigned long long arg_core_soft;
+
+/* The commands, one file each (configure.c, cmd_*.c), and the getopt_long() options that
+ * main.c's command table also reads */
 int cmd_configure(struct cli *c, int argc, char **argv);
-/* configure's getopt_long() options, which main.c's command table also reads */
 extern const struct option configure_options[];
+/* cmd_resolve.c: "get NAME", "resolve NAME..." */
+int cmd_get(struct cli *c, int argc, char **argv);
+extern const struct option get_opts[];
+int cmd_resolve(struct cli *c, int argc, char **argv);
+extern const struct option resolve_opts[];
+/* cmd_list.c: "list" */
+int cmd_list(struct cli *c, int argc, char **argv);
+extern const struct option list_opts[];
+/* cmd_remove.c: "remove NAME" */
+int cmd_remove(struct cli *c, int argc, char **argv);
+/* cmd_exec.c: "exec [NAME...] -- CMD" */
+int cmd_exec(struct cli *c, int argc, char **argv);
