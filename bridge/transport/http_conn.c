@@ -143,6 +143,7 @@ int http_commit_session(struct http_req *r)
     free(u->session_id);
     u->session_id = r->sid; /* an answer without one: no session (stateless) */
     r->sid = NULL;
+    http_hdrs_changed(u);
     if (!same && u->mode == MODE_STREAMABLE)
         stream_restart(u);
     return 0;
@@ -383,12 +384,14 @@ static int headers_copy(const char *const *in, struct strv *ret, size_t *ret_bad
 static void upstream_destroy(struct http_conn *u)
 {
     drop_transfers(u);
+    http_pool_release(u);
     loop_timer_cancel(u->retry);
     loop_timer_cancel(u->endpoint_timer);
     loop_defer_cancel(&u->kick);
     strv_release_secure(&u->headers);
     free(u->url);
-    http_tls_release(&u->tls); /* after drop_transfers(): libcurl used the key in place */
+    /* after drop_transfers() and the pool: libcurl used the key in place */
+    http_tls_release(&u->tls);
     free(u->endpoint);
     free(u->session_id);
     free(u->proto);
@@ -433,6 +436,7 @@ int http_conn_new(struct loop *l, const struct http_conn_spec *spec,
     u->max_message = spec->max_message ? spec->max_message : HTTP_CONN_MAX_MESSAGE_DEFAULT;
     u->mode = spec->legacy_sse ? MODE_LEGACY_WAIT : MODE_STREAMABLE;
     list_init(&u->reqs);
+    buf_init(&u->spare, u->max_message);
     sse_parser_init(&u->stream_sse, u->max_message, u->max_message, stream_event, u);
     u->url = strdup(spec->url);
     http_tls_init(&u->tls);
@@ -552,7 +556,13 @@ int http_conn_set_headers(struct http_conn *u, const char *const *headers)
         return k;
     strv_release_secure(&u->headers);
     u->headers = v;
+    http_hdrs_changed(u); /* the next request carries them: none waits for a rebuild */
     return 0;
+}
+
+size_t http_conn_easy_inits(const struct http_conn *u)
+{
+    return u ? u->easy_inits : 0;
 }
 
 const char *http_conn_challenge(const struct http_conn *u)
@@ -574,6 +584,7 @@ int http_conn_set_protocol_version(struct http_conn *u, const char *version)
         return -ENOMEM;
     free(u->proto);
     u->proto = v;
+    http_hdrs_changed(u);
     return 0;
 }
 

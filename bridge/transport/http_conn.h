@@ -14,8 +14,9 @@
  * Callbacks come from the loop, never from inside an http_conn_* call; any function here,
  * http_conn_free() included, may be called from inside them. Not thread-safe. Written as
  * http_conn.c (this interface, sessions, the GET stream), http_req.c (one transfer),
- * http_resume.c (resuming an answer) and http_legacy.c (the 2024-11-05 transport), which share
- * the private http_int.h. */
+ * http_pool.c (the handles, header list and buffer the transfers reuse), http_resume.c
+ * (resuming an answer) and http_legacy.c (the 2024-11-05 transport), which share the private
+ * http_int.h. */
 #pragma once
 
 #include <stdbool.h>
@@ -129,6 +130,11 @@ int http_conn_set_headers(struct http_conn *u, const char *const *headers) _must
  * resumption of it) the message came, so that a server request names the request it belongs
  * to; 0 for the GET stream, the legacy transport's stream and requests sent with tag 0. */
 uint64_t http_conn_message_tag(const struct http_conn *u);
+
+/* How many libcurl easy handles the upstream has created: its transfers reuse idle ones
+ * (docs/development.md, "The HTTP path's reuse rules"), so sequential requests create one. For
+ * the tests and the bench. */
+size_t http_conn_easy_inits(const struct http_conn *u);
 
 /* The WWW-Authenticate value of the most recent answer of 401 or 403 (the first such header of
  * it, as sent), or NULL when there was none or it had none. Borrowed, valid until the next call

@@ -1,14 +1,20 @@
 /* http_int.h - what the files of the HTTP upstream share; private to them.
  *
- * The HTTP upstream is one module, http_conn.h its interface, written as four files along
+ * The HTTP upstream is one module, http_conn.h its interface, written as five files along
  * its seams: http_conn.c (the public calls, the upstream's lifecycle, sessions, the GET
  * stream and the order in which transfers start), http_req.c (one transfer: building it,
- * libcurl's callbacks, reading its answer, mapping its outcome to -errno), http_resume.c (a
- * POST's answer resumed with GET + Last-Event-ID, 2025-11-25 polling) and http_legacy.c (the
- * 2024-11-05 HTTP+SSE transport). The structs below are not opaque because these four files
- * are together their one owner: they work on the same upstream and the same transfers, and
+ * libcurl's callbacks, reading its answer, mapping its outcome to -errno), http_pool.c (what
+ * the transfers reuse, below), http_resume.c (a POST's answer resumed with GET +
+ * Last-Event-ID, 2025-11-25 polling) and http_legacy.c (the 2024-11-05 HTTP+SSE transport).
+ * The structs below are not opaque because these files are together their one owner: they work on the same upstream and the same transfers, and
  * hiding the fields behind accessors would only spread each decision over two files. Nothing
  * else includes this header.
+ *
+ * What is kept across transfers (docs/development.md, "The HTTP path's reuse rules"): idle
+ * libcurl easy handles, their network options set once for the upstream's URL (u->pool); the
+ * header list of the plain POST, shared by reference until the headers, the session or the
+ * protocol version change (u->post_hdrs); one emptied answer buffer (u->spare). The
+ * connections themselves are the loop's multi handle's (keep-alive).
  *
  * The lifecycles are enums whose transitions are each made in one function: a transfer
  * (enum http_req_state, http_req_set_state()), its part in the session (enum
@@ -69,6 +75,15 @@ enum http_req_body {
     BODY_DISCARD, /* a non-2xx answer's body, or a legacy POST's */
 };
 
+#define HTTP_POOL_MAX  16            /* idle easy handles kept per upstream */
+#define HTTP_SPARE_MAX (64u * 1024u) /* an answer buffer larger than this is not kept */
+
+/* A header list (secrets) several transfers send: freed, wiped, by its last user. */
+struct http_hdrs {
+    unsigned refs;
+    struct curl_slist *list;
+};
+
 struct http_req {
     struct http_conn *u; /* NULL once the upstream let go of a STOPPED transfer */
     struct loop *loop;
@@ -81,10 +96,12 @@ struct http_req {
     enum http_req_body body;
     unsigned flags; /* http_conn_send()'s: HTTP_CONN_INITIALIZE */
     CURL *easy;
-    struct curl_slist *hdrs; /* may hold secrets: wiped when freed */
-    struct strv extra;       /* http_conn_send()'s headers */
-    bool error_body;         /* HTTP_CONN_MODERN: a 400/404 answer read as JSON */
-    char *msg;               /* the POSTed message */
+    bool easy_at_url;         /* easy's constant options are set for u->url: it may be pooled */
+    struct curl_slist *hdrs;  /* this transfer's own (may hold secrets: wiped when freed) */
+    struct http_hdrs *shared; /* or the upstream's shared POST headers, a reference */
+    struct strv extra;        /* http_conn_send()'s headers */
+    bool error_body;          /* HTTP_CONN_MODERN: a 400/404 answer read as JSON */
+    char *msg;                /* the POSTed message */
     size_t len;
     uint64_t tag;                 /* the caller's, 0: none */
     uint64_t seq;                 /* order of creation */
@@ -158,6 +175,11 @@ struct http_conn {
     char *endpoint;            /* legacy: where messages are POSTed, once known */
     struct loop_timer *endpoint_timer;
     http_conn_done_fn done;
+    CURL *pool[HTTP_POOL_MAX]; /* idle easy handles, their constant options set for url */
+    size_t n_pool;
+    size_t easy_inits;           /* easy handles created (http_conn_easy_inits()) */
+    struct http_hdrs *post_hdrs; /* the plain POST's headers, NULL: built at the next one */
+    struct buf spare;            /* an emptied answer buffer for the next transfer */
 };
 
 /* ---- http_conn.c ---------------------------------------------------------------------- */
@@ -194,8 +216,9 @@ void http_req_free(struct http_req *r);
 void http_req_stop(struct http_req *r);
 /* The one place where a transfer changes state (see the top of this file). */
 void http_req_set_state(struct http_req *r, enum http_req_state to);
-/* A finished transfer made ready to start again: the easy handle goes (its connection stays in
- * the multi handle's pool), and so does what was read of its answer. */
+/* A finished transfer made ready to start again: the easy handle goes back to the upstream's
+ * pool (its connection stays in the multi handle's cache), and what was read of its answer
+ * goes. */
 void http_req_reset(struct http_req *r);
 /* Builds the request and adds it to the loop's multi handle: RUNNING. -errno, r unchanged in
  * state (the caller frees or fails it). */
@@ -210,6 +233,30 @@ void http_req_deliver_json(struct http_req *r);
 bool http_id_usable(const char *id);
 /* Whether the SSE event has the given type. */
 bool http_event_is(const struct sse_event *ev, const char *type);
+
+/* ---- http_pool.c -------------------------------------------------------------------------- */
+
+/* Frees a header list of secrets, each wiped first. NULL-safe. */
+void http_slist_free_wipe(struct curl_slist *l);
+/* Drops a reference to h; the last one frees it (wiped). NULL-safe. */
+void http_hdrs_unref(struct http_hdrs *h);
+/* The shared POST headers are out of date (the headers, the session or the protocol version
+ * changed): the next POST builds them again; transfers running keep the list they started
+ * with. */
+void http_hdrs_changed(struct http_conn *u);
+/* Frees the idle easy handles and the spare buffer (before the TLS settings they point at). */
+void http_pool_release(struct http_conn *u);
+/* An easy handle for a transfer to url: an idle one of u's when url is u->url (*ret_ready:
+ * its constant options are set), else a new one (counted). NULL on ENOMEM. */
+CURL *http_easy_take(struct http_conn *u, const char *url, bool *ret_ready);
+/* r's easy handle, off the multi handle, back to u's pool when it is set up for u->url and
+ * there is room, else freed. r->easy is NULL after. */
+void http_easy_give_back(struct http_req *r);
+/* A new answer buffer in *ret: u's spare storage when it has one. */
+void http_spare_take(struct http_conn *u, struct buf *ret);
+/* r's answer buffer, emptied, kept as u's spare unless it grew above HTTP_SPARE_MAX (then
+ * freed: a large answer's memory is given back). */
+void http_spare_give_back(struct http_req *r);
 
 /* ---- http_resume.c ------------------------------------------------------------------------ */
 

@@ -109,6 +109,7 @@ bool http_legacy_fallback(struct http_req *r, CURLcode cc, long status, int *k)
     u->fallback_error = *k;
     free(u->session_id); /* a re-initialization's old session: not for the new transport */
     u->session_id = NULL;
+    http_hdrs_changed(u);
     if (u->stream)
         http_req_stop(u->stream); /* a Streamable GET stream is not the legacy one */
     loop_timer_cancel(u->retry);

@@ -23,7 +23,6 @@
 #include "credkit/dpop.h"
 #include "credkit/http.h"
 #include "credkit/json.h"
-#include "credkit/secmem.h"
 
 #include "transport/http_int.h"
 
@@ -135,13 +134,6 @@ void http_req_set_state(struct http_req *r, enum http_req_state to)
     r->state = to;
 }
 
-static void slist_free_wipe(struct curl_slist *l)
-{
-    for (struct curl_slist *s = l; s; s = s->next)
-        secure_wipe(s->data, strlen(s->data));
-    curl_slist_free_all(l);
-}
-
 /* An event of a request's answer (the POST's or a resumption's). */
 static int req_event(const struct sse_event *ev, void *userdata)
 {
@@ -166,7 +158,7 @@ struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind)
     r->state = HREQ_QUEUED;
     r->seq = ++u->seq;
     r->signed_hdrs = (struct strv)STRV_INIT;
-    buf_init(&r->json, u->max_message);
+    http_spare_take(u, &r->json);
     sse_parser_init(&r->sse, u->max_message, u->max_message, req_event, r);
     list_add_tail(&u->reqs, &r->node);
     return r;
@@ -175,11 +167,9 @@ struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind)
 /* Frees r for good: off the multi handle, off the list. */
 static void req_destroy(struct http_req *r)
 {
-    if (r->easy) {
-        loop_curl_remove(r->loop, r->easy); /* a no-op when it is not running */
-        curl_easy_cleanup(r->easy);
-    }
-    slist_free_wipe(r->hdrs);
+    http_easy_give_back(r);
+    http_slist_free_wipe(r->hdrs);
+    http_hdrs_unref(r->shared);
     cred_sign_cancel(r->sign_run);
     strv_release_secure(&r->signed_hdrs);
     list_remove(&r->node);
@@ -191,7 +181,7 @@ static void req_destroy(struct http_req *r)
     free(r->sid);
     free(r->challenge);
     free(r->start_id);
-    buf_release(&r->json);
+    http_spare_give_back(r);
     sse_parser_release(&r->sse);
     free(r);
 }
@@ -233,11 +223,11 @@ void http_req_stop(struct http_req *r)
 
 void http_req_reset(struct http_req *r)
 {
-    if (r->easy)
-        curl_easy_cleanup(r->easy);
-    r->easy = NULL;
-    slist_free_wipe(r->hdrs);
+    http_easy_give_back(r);
+    http_slist_free_wipe(r->hdrs);
     r->hdrs = NULL;
+    http_hdrs_unref(r->shared);
+    r->shared = NULL;
     strv_release_secure(&r->signed_hdrs);
     r->body = BODY_UNKNOWN;
     r->discarded = 0;
@@ -248,7 +238,7 @@ void http_req_reset(struct http_req *r)
     free(r->challenge);
     r->challenge = NULL;
     r->new_nonce = false;
-    buf_release(&r->json);
+    buf_reset(&r->json);
     sse_end(&r->sse);
 }
 
@@ -545,10 +535,10 @@ static int override_headers(struct curl_slist **l, const struct strv *sig)
             k = -ENOMEM;
     }
     if (k < 0) {
-        slist_free_wipe(out);
+        http_slist_free_wipe(out);
         return k;
     }
-    slist_free_wipe(*l);
+    http_slist_free_wipe(*l);
     *l = out;
     return 0;
 }
@@ -598,49 +588,104 @@ static int req_headers(struct http_req *r, struct curl_slist **ret)
     if (k >= 0 && r->signed_hdrs.n)
         k = override_headers(&l, &r->signed_hdrs);
     if (k < 0) {
-        slist_free_wipe(l);
+        http_slist_free_wipe(l);
         return k;
     }
     *ret = l;
     return 0;
 }
 
+/* Whether r sends the plain POST's headers, which the upstream's POSTs share: no headers of
+ * its own (per-send ones, a requestHeadersCommand's answer or a DPoP proof: built for each
+ * request by design), not the initialize, not a 2026-07-28 request. */
+static bool hdrs_shareable(const struct http_req *r)
+{
+    return (r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST) && r->extra.n == 0 &&
+           r->signed_hdrs.n == 0 && !(r->flags & (HTTP_CONN_INITIALIZE | HTTP_CONN_MODERN));
+}
+
+/* The header list r is sent with: the upstream's shared one when r may share it (built now if
+ * it is out of date), else r's own. */
+static int req_header_list(struct http_req *r, struct curl_slist **ret)
+{
+    struct http_conn *u = r->u;
+    int k;
+
+    if (!hdrs_shareable(r)) {
+        k = req_headers(r, &r->hdrs);
+        if (k >= 0)
+            *ret = r->hdrs;
+        return k;
+    }
+    if (!u->post_hdrs) {
+        struct http_hdrs *h = calloc(1, sizeof(*h));
+        if (!h)
+            return -ENOMEM;
+        k = req_headers(r, &h->list);
+        if (k < 0) {
+            free(h);
+            return k;
+        }
+        h->refs = 1;
+        u->post_hdrs = h;
+    }
+    if (u->session_id) /* as req_headers() marks it: the list holds it */
+        r->session = SESSION_SENT;
+    u->post_hdrs->refs++;
+    r->shared = u->post_hdrs;
+    *ret = r->shared->list;
+    return 0;
+}
+
 static void xfer_done(CURL *easy, CURLcode cc, void *userdata);
 
-static int req_setopt(struct http_req *r, const char *url, int64_t timeout)
+/* The options of a handle that are the same for every transfer to url: set once per handle,
+ * kept while it is pooled (the environment's proxy and CAs are read once per handle). */
+static CURLcode easy_constant(struct http_req *r, const char *url)
 {
     CURL *c = r->easy;
     CURLcode cc = CURLE_OK;
-#define SET(opt, val) HTTP_SETOPT(cc, c, opt, val)
     if (http_curl_baseline(c) < 0)
-        cc = CURLE_UNKNOWN_OPTION;
-    SET(CURLOPT_URL, url);
-    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    SET(CURLOPT_HTTPHEADER, r->hdrs);
-    SET(CURLOPT_WRITEFUNCTION, on_write);
-    SET(CURLOPT_WRITEDATA, r);
-    SET(CURLOPT_HEADERFUNCTION, on_header);
-    SET(CURLOPT_HEADERDATA, r);
-    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
+        return CURLE_UNKNOWN_OPTION;
+    HTTP_SETOPT(cc, c, CURLOPT_URL, url);
+    HTTP_SETOPT(cc, c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    HTTP_SETOPT(cc, c, CURLOPT_WRITEFUNCTION, on_write);
+    HTTP_SETOPT(cc, c, CURLOPT_HEADERFUNCTION, on_header);
     /* the proxy, the entry's CAs (as the adapter's "caFile": instead of the system's roots)
      * and its client certificate, as every request of the suite gets them */
     int k = cc == CURLE_OK ? http_curl_network(c, url, &r->u->tls) : 0;
     if (k < 0)
         cc = k == -ENOMEM ? CURLE_OUT_OF_MEMORY : CURLE_UNKNOWN_OPTION;
+    return cc;
+}
+
+/* The options of this transfer: every one a pooled handle's last transfer may have set
+ * differently is set again. */
+static int req_setopt(struct http_req *r, struct curl_slist *hdrs, int64_t timeout)
+{
+    CURL *c = r->easy;
+    CURLcode cc = CURLE_OK;
+#define SET(opt, val) HTTP_SETOPT(cc, c, opt, val)
+    SET(CURLOPT_HTTPHEADER, hdrs);
+    SET(CURLOPT_WRITEDATA, r);
+    SET(CURLOPT_HEADERDATA, r);
+    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
     SET(CURLOPT_ERRORBUFFER, r->errbuf);
-    if (r->kind != HREQ_GET)
-        SET(CURLOPT_TIMEOUT_MS, (long)timeout);
+    SET(CURLOPT_TIMEOUT_MS, r->kind != HREQ_GET ? (long)timeout : 0L);
     switch (r->kind) {
     case HREQ_POST:
     case HREQ_LEGACY_POST:
+        SET(CURLOPT_CUSTOMREQUEST, (char *)NULL);
         SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
         SET(CURLOPT_POSTFIELDS, r->msg);
         break;
     case HREQ_GET:
     case HREQ_RESUME:
+        SET(CURLOPT_CUSTOMREQUEST, (char *)NULL);
         SET(CURLOPT_HTTPGET, 1L);
         break;
     case HREQ_DELETE:
+        SET(CURLOPT_HTTPGET, 1L);
         SET(CURLOPT_CUSTOMREQUEST, "DELETE");
         break;
     }
@@ -653,15 +698,22 @@ static int req_launch(struct http_req *r, int64_t timeout)
 {
     struct http_conn *u = r->u;
     const char *url = r->kind == HREQ_LEGACY_POST ? u->endpoint : u->url;
+    struct curl_slist *hdrs = NULL;
+    bool ready = false;
     int k;
     if (!url)
         return -EINVAL;
-    r->easy = curl_easy_init();
+    r->easy = http_easy_take(u, url, &ready);
     if (!r->easy)
         return -ENOMEM;
-    k = req_headers(r, &r->hdrs);
+    r->easy_at_url = false; /* until its constant options are known to be set */
+    k = ready ? 0 : curl_to_errno(easy_constant(r, url));
     if (k >= 0)
-        k = req_setopt(r, url, timeout);
+        r->easy_at_url = url == u->url;
+    if (k >= 0)
+        k = req_header_list(r, &hdrs);
+    if (k >= 0)
+        k = req_setopt(r, hdrs, timeout);
     if (k >= 0)
         k = loop_curl_add(u->loop, r->easy, xfer_done, r);
     return k;

@@ -3,8 +3,13 @@
  * answers, the GET stream and its reconnection, a lost session, the DELETE), freeing from a
  * callback, refused connections and bad specs, the order of the GET stream and the requests
  * around it, sessions that change, headers replaced within a session after a 401, and the
- * request each message came for (two calls answered at once, each on its own stream). The
+ * request each message came for (two calls answered at once, each on its own stream), and what
+ * is kept across requests (one easy handle and one connection for sequential requests; a
+ * rotated secret, a new protocol version or session on the very next request). The
  * resumption of answers is test_http_resume.c's, the legacy transport test_http_legacy.c's. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "http_fixture.h"
 #include "httpd.h" /* also named here: CMake links libmicrohttpd to tests that include it */
 
@@ -246,9 +251,45 @@ static enum MHD_Result tags_req(struct MHD_Connection *c, struct upload *u)
     return httpd_reply(c, 200, "text/event-stream", body, NULL);
 }
 
+/* /reuse: what each request carried, and from which client port (one port: one connection,
+ * kept alive). The initialize answers session "r1", then "r2" (a re-initialization). */
+#define REUSE_MAX 16
+struct reuse_seen {
+    int n, inits;
+    char auth[REUSE_MAX][F], sid[REUSE_MAX][F], proto[REUSE_MAX][F];
+    unsigned port[REUSE_MAX];
+};
+static struct reuse_seen reuse;
+
+static enum MHD_Result reuse_req(struct MHD_Connection *c, struct upload *u)
+{
+    char name[F], tool[F], body[128];
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr_in *sa =
+        ci ? (const struct sockaddr_in *)(const void *)ci->client_addr : NULL;
+    int id = msg_id(u->data ? u->data : "", u->len, NULL);
+    parse_post(u, name, tool);
+    pthread_mutex_lock(&fx_mu);
+    int i = reuse.n < REUSE_MAX ? reuse.n++ : REUSE_MAX - 1;
+    httpd_header(c, "Authorization", reuse.auth[i], F);
+    httpd_header(c, "Mcp-Session-Id", reuse.sid[i], F);
+    httpd_header(c, "MCP-Protocol-Version", reuse.proto[i], F);
+    reuse.port[i] = sa ? ntohs(sa->sin_port) : 0;
+    int inits = strcmp(name, "initialize") == 0 ? ++reuse.inits : 0;
+    pthread_mutex_unlock(&fx_mu);
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}", id);
+    return httpd_reply(c, 200, "application/json", body,
+                       inits == 1  ? "r1"
+                       : inits > 1 ? "r2"
+                                   : NULL);
+}
+
 static enum MHD_Result fx_route(struct MHD_Connection *conn, const char *url, const char *method,
                                 struct upload *u)
 {
+    if (strcmp(url, "/reuse") == 0 && strcmp(method, "POST") == 0)
+        return reuse_req(conn, u);
     if (strcmp(url, "/tags") == 0 && strcmp(method, "POST") == 0)
         return tags_req(conn, u);
     if (strcmp(url, "/auth") == 0 && strcmp(method, "POST") == 0)
@@ -830,5 +871,119 @@ static void test_message_tag(void)
     loop_free(c.loop);
 }
 
+/* ---- what is kept across requests -------------------------------------------------------- */
+
+struct rclient {
+    struct loop *loop; /* first: fx_guard */
+    struct http_conn *u;
+    int answered; /* results seen */
+    int want;     /* loop_quit once this many */
+    int errors;
+};
+
+static void r_message(const char *msg, size_t len, void *userdata)
+{
+    struct rclient *c = userdata;
+    (void)msg;
+    (void)len;
+    if (++c->answered >= c->want)
+        loop_quit(c->loop, 0);
+}
+
+static void r_error(int error, uint64_t tag, void *userdata)
+{
+    struct rclient *c = userdata;
+    fprintf(stderr, "unexpected error %d for tag %llu\n", error, (unsigned long long)tag);
+    c->errors++;
+    loop_quit(c->loop, error);
+}
+
+/* Sends the messages ids[0..n) at once (initialize when init) and runs until all are answered. */
+static void r_round(struct rclient *c, const int *ids, int n, bool init)
+{
+    char msg[128];
+    for (int i = 0; i < n; i++) {
+        snprintf(msg, sizeof(msg),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":{\"name\":\"echo\"}}",
+                 ids[i], init ? "initialize" : "tools/call");
+        CHECK_INT(http_conn_send(c->u, msg, strlen(msg), init ? HTTP_CONN_INITIALIZE : 0,
+                                 (uint64_t)ids[i], NULL),
+                  0);
+    }
+    c->want = c->answered + n;
+    CHECK_INT(loop_run(c->loop), 0);
+    CHECK_INT(c->answered, c->want);
+}
+
+/* Sequential requests share one easy handle and one connection; what changes the headers (a
+ * rotated secret, a new protocol version, a new session) reaches the very next request. */
+static void test_reuse(void)
+{
+    struct rclient c = {0};
+    struct loop_timer *t = NULL;
+    char url[128];
+    const char *one[] = {"Authorization: Bearer one", NULL};
+    const char *two[] = {"Authorization: Bearer two", NULL};
+    const struct http_conn_handler h = {.on_message = r_message, .on_error = r_error};
+
+    pthread_mutex_lock(&fx_mu);
+    memset(&reuse, 0, sizeof(reuse));
+    pthread_mutex_unlock(&fx_mu);
+    fx_url(url, sizeof(url), "/reuse");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url, .headers = one, .timeout_ms = 5000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+
+    r_round(&c, (int[]){1}, 1, true);
+    CHECK_INT(http_conn_set_protocol_version(c.u, "2025-06-18"), 0);
+    for (int id = 2; id <= 4; id++)
+        r_round(&c, (int[]){id}, 1, false);
+    CHECK_INT(http_conn_easy_inits(c.u), 1); /* the initialize's handle did it all */
+
+    CHECK_INT(http_conn_set_headers(c.u, two), 0); /* a rotated secret: on the next request */
+    r_round(&c, (int[]){5}, 1, false);
+    CHECK_INT(http_conn_set_protocol_version(c.u, "2025-11-25"), 0);
+    r_round(&c, (int[]){6}, 1, false);
+    r_round(&c, (int[]){7}, 1, true); /* a new session: its id on the next request */
+    r_round(&c, (int[]){8}, 1, false);
+    CHECK_INT(http_conn_easy_inits(c.u), 1);
+
+    r_round(&c, (int[]){9, 10}, 2, false); /* two at once: a second handle, kept */
+    CHECK_INT(http_conn_easy_inits(c.u), 2);
+    r_round(&c, (int[]){11, 12}, 2, false);
+    CHECK_INT(http_conn_easy_inits(c.u), 2);
+    CHECK_INT(c.errors, 0);
+
+    pthread_mutex_lock(&fx_mu);
+    CHECK_INT(reuse.n, 12);
+    CHECK_INT(reuse.inits, 2);
+    for (int i = 1; i <= 3; i++) {
+        CHECK_STR(reuse.auth[i], "Bearer one");
+        CHECK_STR(reuse.sid[i], "r1");
+        CHECK_STR(reuse.proto[i], "2025-06-18");
+    }
+    for (int i = 0; i <= 7; i++) /* one connection, kept alive */
+        CHECK_INT(reuse.port[i], reuse.port[0]);
+    CHECK_STR(reuse.auth[4], "Bearer two");
+    CHECK_STR(reuse.proto[4], "2025-06-18");
+    CHECK_STR(reuse.auth[5], "Bearer two");
+    CHECK_STR(reuse.proto[5], "2025-11-25");
+    CHECK_STR(reuse.sid[5], "r1");
+    CHECK_STR(reuse.sid[6], ""); /* the initialize carries no session */
+    CHECK_STR(reuse.sid[7], "r2");
+    CHECK_STR(reuse.auth[7], "Bearer two");
+    CHECK_STR(reuse.proto[7], "2025-11-25");
+    for (int i = 8; i < 12; i++) {
+        CHECK_STR(reuse.sid[i], "r2");
+        CHECK_STR(reuse.auth[i], "Bearer two");
+    }
+    pthread_mutex_unlock(&fx_mu);
+
+    loop_timer_cancel(t);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+}
+
 TESTS_MAIN(test_sessions, test_free_in_callback, test_refused_and_bad_spec, test_order_and_sessions,
-           test_headers_and_challenge, test_message_tag)
+           test_headers_and_challenge, test_message_tag, test_reuse)
