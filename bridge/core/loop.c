@@ -697,6 +697,9 @@ static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp)
     return 0;
 }
 
+/* Idle connections the loop's multi handle keeps, over every server. */
+#define LOOP_CURL_MAX_IDLE 128
+
 CURLM *loop_curl_multi(struct loop *l)
 {
     if (!l)
@@ -711,7 +714,11 @@ CURLM *loop_curl_multi(struct loop *l)
     if (curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, curl_socket_cb) != CURLM_OK ||
         curl_multi_setopt(m, CURLMOPT_SOCKETDATA, l) != CURLM_OK ||
         curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, curl_timer_cb) != CURLM_OK ||
-        curl_multi_setopt(m, CURLMOPT_TIMERDATA, l) != CURLM_OK) {
+        curl_multi_setopt(m, CURLMOPT_TIMERDATA, l) != CURLM_OK ||
+        /* idle connections kept for the next requests: libcurl's default (4 per transfer
+         * added) closes some whenever the transfers in flight dip, and a burst then pays for
+         * new connections (bench/README.md, "The HTTP path kept across requests") */
+        curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)LOOP_CURL_MAX_IDLE) != CURLM_OK) {
         (void)curl_multi_cleanup(m);
         return NULL;
     }
