@@ -37,13 +37,14 @@
  * last of them */
 #define WATCH_SETTLE_MS  300
 #define MAX_ORIGINS      16
-#define TOKEN_TIMEOUT_MS (30 * 1000) /* secrets resolving the --listen-token */
+#define TOKEN_TIMEOUT_MS (30 * 1000) /* secrets resolving --listen-token, --state-key */
 
 static const char serve_help[] =
     "usage: mcp-bridge [serve] [--connect-timeout D] [--agent pi] [--no-watch]\n"
     "                          [--listen [ADDR:]PORT [--stdio] [--listen-url-file FILE]\n"
     "                           [--listen-token SECRET_NAME] [--allow-origin ORIGIN]...\n"
-    "                           [--max-agents N]]\n"
+    "                           [--max-agents N] [--state-key SECRET_NAME]\n"
+    "                           [--replica-name NAME]]\n"
     "\n"
     "Serve every valid server of the layered configuration as one MCP server on stdin/stdout:\n"
     "this is what the agent runs. Tools and prompts are named mcp_<server>_<tool> (see\n"
@@ -67,6 +68,11 @@ static const char serve_help[] =
     "                       of that name in secrets ('secrets set NAME'); it never goes upstream\n"
     "  --allow-origin ORIGIN  a browser Origin allowed besides loopback ones (repeatable)\n"
     "  --max-agents N       HTTP agents at once (sessions and requests; default 64)\n"
+    "  --state-key SECRET_NAME  sign input rounds' requestStates with a key made from that\n"
+    "                       secret instead of a random one: replicas behind a load balancer\n"
+    "                       given the same name recognise each other's states\n"
+    "  --replica-name NAME  this replica's name, in clear at the start of its requestStates\n"
+    "                       (mcpb1.NAME.): a load balancer sends a round's retry back to it\n"
     "\n"
     "A change to a configuration file (its own, the imported clients' files, the approvals of\n"
     "'mcp-bridge trust') is applied by itself, 300 ms after the last write: servers added,\n"
@@ -106,8 +112,9 @@ static const char connect_help[] =
     "                       clients that speak only 2026-07-28\n"
     "  --listen [ADDR:]PORT serve agents over Streamable HTTP at http://ADDR:PORT/mcp instead\n"
     "                       of stdin/stdout, many at once on the one server; --stdio,\n"
-    "                       --listen-url-file, --listen-token, --allow-origin and --max-agents\n"
-    "                       as for serve (see 'mcp-bridge serve --help')\n"
+    "                       --listen-url-file, --listen-token, --allow-origin, --max-agents,\n"
+    "                       --state-key and --replica-name as for serve (see 'mcp-bridge\n"
+    "                       serve --help')\n"
     "\n"
     "examples:\n"
     "  mcp-bridge connect github\n"
@@ -322,11 +329,13 @@ struct listen_opts {
     const char *origins[MAX_ORIGINS + 1];
     size_t n_origins;
     size_t max_agents;
+    const char *state_key; /* --state-key: a secret's name */
+    const char *replica;   /* --replica-name */
 };
 
 /* The value of name through `secrets resolve --json` (as every secret of the bridge): *ret a
- * new string, freed with secure_free(). -errno, said in the log. */
-static int resolve_token(struct log *log, const char *name, char **ret)
+ * new string, freed with secure_free(). -errno, said in the log with option. */
+static int resolve_secret(struct log *log, const char *option, const char *name, char **ret)
 {
     char *prog = NULL;
     struct err e = ERR_INIT;
@@ -365,7 +374,7 @@ static int resolve_token(struct log *log, const char *name, char **ret)
     r = 0;
 out:
     if (r < 0)
-        log_error(log, "--listen-token '%s': %s", name, err_msg(&e));
+        log_error(log, "%s '%s': %s", option, name, err_msg(&e));
     if (parsed)
         helper_secrets_release(&answer);
     if (ran)
@@ -380,7 +389,24 @@ static int start_listener(struct serve *s, const struct listen_opts *lo)
     char *token = NULL;
     struct err e = ERR_INIT;
     int r = 0;
-    if (lo->token_name && (r = resolve_token(s->log, lo->token_name, &token)) < 0)
+    if (lo->state_key) {
+        char *key = NULL;
+        if ((r = resolve_secret(s->log, "--state-key", lo->state_key, &key)) < 0)
+            return r;
+        r = downstream_set_state_key(s->d, key, strlen(key));
+        secure_free(key);
+        if (r < 0) {
+            log_error(s->log, "--state-key '%s': %s", lo->state_key, strerror(-r));
+            return r;
+        }
+    }
+    if (lo->replica && (r = downstream_set_replica(s->d, lo->replica)) < 0) {
+        log_error(s->log, "--replica-name '%s': %s", lo->replica,
+                  r == -EINVAL ? "1 to 32 letters, digits, '-' or '_'" : strerror(-r));
+        return r;
+    }
+    if (lo->token_name &&
+        (r = resolve_secret(s->log, "--listen-token", lo->token_name, &token)) < 0)
         return r;
     struct agent_http_opts ho = {
         .loop = s->loop,
@@ -526,6 +552,8 @@ enum {
     OPT_LISTEN_TOKEN,
     OPT_ALLOW_ORIGIN,
     OPT_MAX_AGENTS,
+    OPT_STATE_KEY,
+    OPT_REPLICA_NAME,
 };
 
 const struct option cli_serve_options[] = {
@@ -538,6 +566,8 @@ const struct option cli_serve_options[] = {
     {"listen-token", required_argument, NULL, OPT_LISTEN_TOKEN},
     {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
     {"max-agents", required_argument, NULL, OPT_MAX_AGENTS},
+    {"state-key", required_argument, NULL, OPT_STATE_KEY},
+    {"replica-name", required_argument, NULL, OPT_REPLICA_NAME},
     {0},
 };
 
@@ -558,6 +588,12 @@ static int listen_option(int opt, const char *arg, struct listen_opts *lo, struc
         return 0;
     case OPT_LISTEN_TOKEN:
         lo->token_name = arg;
+        return 0;
+    case OPT_STATE_KEY:
+        lo->state_key = arg;
+        return 0;
+    case OPT_REPLICA_NAME:
+        lo->replica = arg;
         return 0;
     case OPT_ALLOW_ORIGIN:
         if (lo->n_origins == MAX_ORIGINS) {
@@ -583,11 +619,11 @@ static int listen_option(int opt, const char *arg, struct listen_opts *lo, struc
 /* The listener's options without --listen: -EINVAL, said in the log. */
 static int listen_orphans(const struct listen_opts *lo, struct log *log)
 {
-    if (lo->listen ||
-        !(lo->stdio || lo->url_file || lo->token_name || lo->n_origins || lo->max_agents))
+    if (lo->listen || !(lo->stdio || lo->url_file || lo->token_name || lo->n_origins ||
+                        lo->max_agents || lo->state_key || lo->replica))
         return 0;
-    log_error(log, "--stdio, --listen-url-file, --listen-token, --allow-origin and "
-                   "--max-agents go with --listen [ADDR:]PORT");
+    log_error(log, "--stdio, --listen-url-file, --listen-token, --allow-origin, --max-agents, "
+                   "--state-key and --replica-name go with --listen [ADDR:]PORT");
     return -EINVAL;
 }
 
@@ -631,6 +667,8 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         case OPT_LISTEN_TOKEN:
         case OPT_ALLOW_ORIGIN:
         case OPT_MAX_AGENTS:
+        case OPT_STATE_KEY:
+        case OPT_REPLICA_NAME:
             if (listen_option(opt, optarg, &lo, log) < 0)
                 return BRIDGE_EXIT_USAGE;
             break;
@@ -681,6 +719,8 @@ const struct option cli_connect_options[] = {
     {"listen-token", required_argument, NULL, OPT_LISTEN_TOKEN},
     {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
     {"max-agents", required_argument, NULL, OPT_MAX_AGENTS},
+    {"state-key", required_argument, NULL, OPT_STATE_KEY},
+    {"replica-name", required_argument, NULL, OPT_REPLICA_NAME},
     {0},
 };
 
@@ -731,6 +771,8 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         case OPT_LISTEN_TOKEN:
         case OPT_ALLOW_ORIGIN:
         case OPT_MAX_AGENTS:
+        case OPT_STATE_KEY:
+        case OPT_REPLICA_NAME:
             if (listen_option(opt, optarg, &lo, log) < 0)
                 return BRIDGE_EXIT_USAGE;
             break;
