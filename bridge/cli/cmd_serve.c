@@ -402,7 +402,7 @@ static int start_listener(struct serve *s, const struct listen_opts *lo)
     }
     if (lo->replica && (r = downstream_set_replica(s->d, lo->replica)) < 0) {
         log_error(s->log, "--replica-name '%s': %s", lo->replica,
-                  r == -EINVAL ? "1 to 32 letters, digits, '-' or '_'" : strerror(-r));
+                  r == -EINVAL ? "1 to 63 letters, digits, '-' or '_'" : strerror(-r));
         return r;
     }
     if (lo->token_name &&

@@ -103,8 +103,8 @@ int downstream_add_agent(struct downstream *d, struct agent_transport *t,
  * (empty), -ENOMEM, -EIO. */
 int downstream_set_state_key(struct downstream *d, const char *secret, size_t len) _must_check_;
 /* The name of this replica, in clear at the start of its requestStates ("mcpb1.NAME."), so that a
- * load balancer sends a round's retry back to it; instead of a random one. 1 to 32 of
- * [A-Za-z0-9_-]; -EINVAL, -ENOMEM. */
+ * load balancer sends a round's retry back to it; instead of a random one. 1 to 63 of
+ * [A-Za-z0-9_-] (a DNS label, a pod's name, fits); -EINVAL, -ENOMEM. */
 int downstream_set_replica(struct downstream *d, const char *name) _must_check_;
 
 /* A new configuration (SIGHUP): entries that are new connect (if the agent has initialized),

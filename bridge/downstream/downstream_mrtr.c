@@ -56,7 +56,7 @@
 #define MRTR_STATE_MAX     640
 
 #define MRTR_INSTANCE_BYTES 6
-#define MRTR_REPLICA_MAX    32
+#define MRTR_REPLICA_MAX    63
 /* the label the --state-key secret is turned into the HMAC key with: a secret used for
  * something else as well gives a key of this use only */
 #define MRTR_KEY_LABEL "mcp-bridge requestState key 1"

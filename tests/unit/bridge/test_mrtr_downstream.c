@@ -183,7 +183,9 @@ static void test_replicas(void)
     CHECK_INT(downstream_set_replica(r2.d, "r2"), 0);
     CHECK_INT(downstream_set_replica(r2.d, ""), -EINVAL);
     CHECK_INT(downstream_set_replica(r2.d, "r.2"), -EINVAL);
-    CHECK_INT(downstream_set_replica(r2.d, "abcdefghijklmnopqrstuvwxyz0123456"), -EINVAL);
+    CHECK_INT(downstream_set_replica(
+                  r2.d, "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz01"),
+              -EINVAL);
     CHECK_INT(downstream_set_state_key(r2.d, key, 0), -EINVAL);
 
     char state[1024];
