@@ -9,6 +9,8 @@
 #      answered by the other replica; a legacy server's question (the bridge's own state): the
 #      retry at the replica that does not hold the round gets -32602 "another replica holds
 #      it", through the balancer it reaches the holder and completes;
+#      two agents' subscriptions/listen streams land on different replicas: a server added to
+#      one replica's configuration is told on one stream, one added to the other's on the other;
 #   2. the v1 SDK Client (a 2025-11-25 session) stays on one replica, which HAProxy pins by
 #      Mcp-Session-Id; the other replica does not know the session (404);
 #   3. GET /healthz answers 200 without a token or a matching Host (the balancer's health check);
@@ -108,6 +110,8 @@ JS
 done
 balancer lb r1 r2
 agent spread --scenario spread --url "$LB" --replica "r1=$(cat "$T_ROOT/r1.url")" --replica "r2=$(cat "$T_ROOT/r2.url")"
+agent listen --scenario listen --url "$LB" --config "r1=$T_ROOT/r1.json" --config "r2=$T_ROOT/r2.json" \
+    --extra-server "$PEERS_DIR/bridge-server.mjs" --root "$T_ROOT"
 agent pinned --scenario pinned --url "$LB" --replica "r1=$(cat "$T_ROOT/r1.url")" --replica "r2=$(cat "$T_ROOT/r2.url")"
 assert_contains "$(cat "$T_ROOT/r1.log" "$T_ROOT/r2.log")" "another replica's round" "a replica's log"
 # the health check: no token, no Host of the replica's (HAProxy's check sends none)
@@ -115,7 +119,7 @@ run 0 curl -sS --fail -H 'Host: bridge.example' "${LB%/mcp}/healthz"
 assert_eq "$OUT" "ok" "GET /healthz through the balancer"
 run 0 curl -sS -o /dev/null -w '%{http_code}' -H 'Host: bridge.example' "$(cat "$T_ROOT/r1.url")"
 assert_eq "$OUT" 403 "/mcp with a foreign Host (still refused)"
-stop lb r1 r2
+stop r1 r2 lb
 
 # 4. one token store, two replicas, 3 s tokens: one refresh per expiry between them
 mkdir -p "$XDG_RUNTIME_DIR/browser-home"
@@ -138,7 +142,7 @@ replica o1 r1 "$T_ROOT/oauth.json"
 replica o2 r2 "$T_ROOT/oauth.json"
 balancer olb o1 o2
 agent refresh --scenario refresh --url "$LB" --as "$AS" --tool mcp_rs_whoami --ttl 3 --duration 15
-stop olb o1 o2
+stop o1 o2 olb
 
 # 5. docs/deploy.md's systemd units (its ```ini blocks: the system template, the user unit)
 if command -v systemd-analyze >/dev/null; then

@@ -12,12 +12,18 @@
 //                       mcpb1.NAME. state): the retry sent to the other replica gets -32602
 //                       "another replica holds it", through the balancer it reaches the holder
 //                       and completes; the SDK's own rounds through the balancer all complete
+//   --scenario listen   two v2 Clients, each with a subscriptions/listen stream through the
+//                       balancer: a server added to one replica's configuration (--config) is
+//                       told on one stream only, one added to the other's on the other stream:
+//                       the two streams are on different replicas, each hearing its own
 //   --scenario pinned   the v1 SDK Client (a 2025-11-25 session) through the balancer: every
 //                       call of its session answered by one replica, and the session unknown
 //                       (404) at the other one
 //   --scenario refresh  the v2 Client calls an OAuth server's whoami through the balancer every
 //                       300 ms: no call fails, and the authorization server sees one refresh
 //                       per token lifetime between the replicas, no refresh token used twice
+import { readFileSync, writeFileSync } from 'node:fs';
+
 import { parseArgs } from './lib/common.mjs';
 import { Checks, expect, sleep } from './bridge-lib.mjs';
 
@@ -26,6 +32,9 @@ const opts = parseArgs({
   url: { type: 'string', help: 'the balancer\'s URL' },
   replica: { type: 'list', arg: 'NAME=URL', help: 'a replica\'s own URL (repeatable)' },
   calls: { type: 'int', default: 8, help: 'spread, pinned: calls of get-env' },
+  config: { type: 'list', arg: 'NAME=FILE', help: 'listen: a replica\'s configuration file (repeatable)' },
+  'extra-server': { type: 'string', help: 'listen: the stdio server added (bridge-server.mjs)' },
+  root: { type: 'string', help: 'listen: a tag for the servers added' },
   as: { type: 'string', help: 'refresh: the authorization server (its /__test/stats)' },
   tool: { type: 'string', help: 'refresh: the tool to call' },
   ttl: { type: 'int', default: 3, help: 'refresh: the access tokens\' lifetime (s)' },
@@ -35,7 +44,9 @@ if (!opts.url || !opts.scenario) {
   process.stderr.write('replicas-agent: --url and --scenario are required\n');
   process.exit(2);
 }
-const replicas = Object.fromEntries(opts.replica.map((r) => [r.slice(0, r.indexOf('=')), r.slice(r.indexOf('=') + 1)]));
+const pairs = (list) => Object.fromEntries(list.map((r) => [r.slice(0, r.indexOf('=')), r.slice(r.indexOf('=') + 1)]));
+const replicas = pairs(opts.replica);
+const configs = pairs(opts.config);
 const v1 = {
   ...(await import('@modelcontextprotocol/sdk/client/index.js')),
   ...(await import('@modelcontextprotocol/sdk/client/streamableHttp.js')),
@@ -169,6 +180,51 @@ async function spread() {
   await client.close();
 }
 
+async function listen() {
+  const agents = [];
+  await checks.run('listen: two agents, a subscriptions/listen stream each through the balancer', async () => {
+    for (const label of ['A', 'B']) {
+      const a = { label, changed: 0 };
+      a.client = await modernClient();
+      a.client.setNotificationHandler('notifications/tools/list_changed', () => { a.changed += 1; });
+      agents.push(a);
+    }
+    // one listen after the other: the balancer's next two requests, so on the two replicas
+    for (const a of agents) a.sub = await a.client.listen({ toolsListChanged: true });
+    // a change is told only of a list some agent was given (catalog_announce): the lists of
+    // both replicas, round robin
+    for (let i = 0; i < 4; i++) await agents[i % 2].client.listTools({}, { timeout: WAIT });
+  }, 40000);
+  if (agents.length !== 2) return;
+  // a server added to each replica's configuration in turn (the bridge reloads by itself): the
+  // list change of that replica reaches the one stream open on it
+  const heard = [];
+  for (const [i, name] of Object.keys(configs).sort().entries()) {
+    await checks.run(`listen: a server added to ${name}: told on one stream only`, async () => {
+      const before = agents.map((a) => a.changed);
+      const c = JSON.parse(readFileSync(configs[name], 'utf8'));
+      c.mcpServers[`extra${i}`] = { command: process.execPath, args: [opts.extraServer, '--name', `extra${i}`, '--tag', opts.root] };
+      writeFileSync(configs[name], JSON.stringify(c));
+      let told = [];
+      for (let t = 0; t < 100 && told.length === 0; t++) {
+        await sleep(100);
+        told = agents.filter((a, k) => a.changed > before[k]);
+      }
+      await sleep(500); // and no second stream hears it a moment later
+      told = agents.filter((a, k) => a.changed > before[k]);
+      expect(told.length === 1, `${told.length} stream(s) told (${agents.map((a) => `${a.label}: ${a.changed}`).join(', ')})`);
+      heard.push(told[0].label);
+    }, 20000);
+  }
+  await checks.run('listen: the two streams are on different replicas', async () => {
+    expect(heard.length === 2 && heard[0] !== heard[1], `heard by ${heard.join(', ')}`);
+  });
+  for (const a of agents) {
+    await a.sub.close().catch(() => {});
+    await a.client.close();
+  }
+}
+
 async function pinned() {
   const client = new v1.Client({ name: 'replicas-legacy', version: '1.0.0' }, { capabilities: {} });
   const transport = new v1.StreamableHTTPClientTransport(new URL(opts.url));
@@ -257,6 +313,7 @@ async function refresh() {
 try {
   if (opts.scenario === 'spread') await spread();
   else if (opts.scenario === 'pinned') await pinned();
+  else if (opts.scenario === 'listen') await listen();
   else if (opts.scenario === 'refresh') await refresh();
   else throw new Error(`unknown scenario '${opts.scenario}'`);
 } catch (e) {
