@@ -45,8 +45,14 @@ replica() {
     "$MCP_BRIDGE_BIN" -v --config "$config" serve --listen 127.0.0.1:0 \
         --listen-url-file "$T_ROOT/$label.url" --state-key BRIDGE_STATE_KEY --replica-name "$name" \
         </dev/null >"$T_ROOT/$label.stdout" 2>"$T_ROOT/$label.log" &
-    printf -v "PID_$label" %s "$!"
-    wait_until 20 "the URL of $label" test -s "$T_ROOT/$label.url"
+    local pid=$! end=$((SECONDS + 20))
+    printf -v "PID_$label" %s "$pid"
+    until test -s "$T_ROOT/$label.url"; do
+        kill -0 "$pid" 2>/dev/null || fail "$label exited: $(tail -5 "$T_ROOT/$label.log")"
+        [ "$SECONDS" -lt "$end" ] || fail "no URL of $label within 20 s: $(tail -5 "$T_ROOT/$label.log")"
+        sleep 0.05
+    done
+    T_CHECKS=$((T_CHECKS + 1))
 }
 port_of() { local u; u=$(cat "$T_ROOT/$1.url"); u=${u#http://127.0.0.1:}; echo "${u%/mcp}"; }
 
