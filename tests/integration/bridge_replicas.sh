@@ -13,7 +13,8 @@
 #      one replica's configuration is told on one stream, one added to the other's on the other;
 #   2. the v1 SDK Client (a 2025-11-25 session) stays on one replica, which HAProxy pins by
 #      Mcp-Session-Id; the other replica does not know the session (404);
-#   3. GET /healthz answers 200 without a token or a matching Host (the balancer's health check);
+#   3. GET /healthz answers 200 without a token or a matching Host (the balancer's health check),
+#      also on a bridge that wants a token (whose /mcp answers 401 without it);
 #   4. oidc-provider (auth-server.mjs) with 3 s access tokens in front of an MCP server that
 #      checks them (mcp-resource-server.mjs), signed in once through the headless browser: two
 #      replicas on one token store, called every 300 ms through the balancer, refresh once per
@@ -126,6 +127,21 @@ assert_eq "$OUT" "ok" "GET /healthz through the balancer"
 run 0 curl -sS -o /dev/null -w '%{http_code}' -H 'Host: bridge.example' "$(cat "$T_ROOT/r1.url")"
 assert_eq "$OUT" 403 "/mcp with a foreign Host (still refused)"
 stop r1 r2 lb
+# a bridge that wants a token: /healthz still answers without it, /mcp does not
+BRIDGE_TOKEN="token-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+export BRIDGE_TOKEN
+t_canary "$BRIDGE_TOKEN"
+"$MCP_BRIDGE_BIN" --config "$T_ROOT/r1.json" serve --listen 0.0.0.0:0 --listen-token BRIDGE_TOKEN \
+    --listen-url-file "$T_ROOT/tok.url" </dev/null >"$T_ROOT/tok.stdout" 2>"$T_ROOT/tok.log" &
+PID_tok=$!
+wait_until 20 "the URL of the bridge with a token" test -s "$T_ROOT/tok.url"
+TOK_PORT=$(sed -E 's#^http://[^:]+:([0-9]+)/mcp$#\1#' "$T_ROOT/tok.url")
+run 0 curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TOK_PORT/healthz"
+assert_eq "$OUT" 200 "GET /healthz without the token"
+run 0 curl -sS -o /dev/null -w '%{http_code}' -X POST -H 'content-type: application/json' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"ping"}' "http://127.0.0.1:$TOK_PORT/mcp"
+assert_eq "$OUT" 401 "POST /mcp without the token"
+stop tok
 
 # 4. one token store, two replicas, 3 s tokens: one refresh per expiry between them
 mkdir -p "$XDG_RUNTIME_DIR/browser-home"
