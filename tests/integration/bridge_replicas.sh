@@ -142,6 +142,14 @@ run 0 curl -sS -o /dev/null -w '%{http_code}' -X POST -H 'content-type: applicat
     -d '{"jsonrpc":"2.0","id":1,"method":"ping"}' "http://127.0.0.1:$TOK_PORT/mcp"
 assert_eq "$OUT" 401 "POST /mcp without the token"
 stop tok
+# the options' faults: a name that is no replica name (2), a state key secrets cannot give (1),
+# the options without --listen (2)
+run 2 "$MCP_BRIDGE_BIN" --config "$T_ROOT/r1.json" serve --listen 0 --replica-name 'r.1'
+assert_contains "$ERR" "--replica-name 'r.1': 1 to 63 letters, digits, '-' or '_'"
+run 1 "$MCP_BRIDGE_BIN" --config "$T_ROOT/r1.json" serve --listen 0 --state-key BRIDGE_NO_SUCH_KEY
+assert_contains "$ERR" "--state-key 'BRIDGE_NO_SUCH_KEY'"
+run 2 "$MCP_BRIDGE_BIN" --config "$T_ROOT/r1.json" serve --state-key BRIDGE_STATE_KEY
+assert_contains "$ERR" "go with --listen"
 
 # 4. one token store, two replicas, 3 s tokens: one refresh per expiry between them
 mkdir -p "$XDG_RUNTIME_DIR/browser-home"
