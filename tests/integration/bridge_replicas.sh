@@ -39,21 +39,26 @@ t_canary "$BRIDGE_STATE_KEY"
 
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 
-# replica LABEL NAME CONFIG: `serve --listen 127.0.0.1:0` in the background; its pid in PID_<LABEL>,
-# its URL in T_ROOT/LABEL.url
-replica() {
-    local label=$1 name=$2 config=$3
-    "$MCP_BRIDGE_BIN" -v --config "$config" serve --listen 127.0.0.1:0 \
-        --listen-url-file "$T_ROOT/$label.url" --state-key BRIDGE_STATE_KEY --replica-name "$name" \
+# bridge_up LABEL ARGS...: `mcp-bridge ARGS... --listen-url-file T_ROOT/LABEL.url` in the
+# background (its log T_ROOT/LABEL.log), its pid in PID_<LABEL>, once its URL is written
+bridge_up() {
+    local label=$1
+    shift
+    "$MCP_BRIDGE_BIN" "$@" --listen-url-file "$T_ROOT/$label.url" \
         </dev/null >"$T_ROOT/$label.stdout" 2>"$T_ROOT/$label.log" &
-    local pid=$! end=$((SECONDS + 20))
+    local pid=$! end=$((SECONDS + 30))
     printf -v "PID_$label" %s "$pid"
     until test -s "$T_ROOT/$label.url"; do
         kill -0 "$pid" 2>/dev/null || fail "$label exited: $(tail -5 "$T_ROOT/$label.log")"
-        [ "$SECONDS" -lt "$end" ] || fail "no URL of $label within 20 s: $(tail -5 "$T_ROOT/$label.log")"
+        [ "$SECONDS" -lt "$end" ] || fail "no URL of $label within 30 s: $(tail -5 "$T_ROOT/$label.log")"
         sleep 0.05
     done
     T_CHECKS=$((T_CHECKS + 1))
+}
+# replica LABEL NAME CONFIG: a replica on 127.0.0.1, a free port, the shared state key
+replica() {
+    bridge_up "$1" -v --config "$3" serve --listen 127.0.0.1:0 --state-key BRIDGE_STATE_KEY \
+        --replica-name "$2"
 }
 port_of() { local u; u=$(cat "$T_ROOT/$1.url"); u=${u#http://127.0.0.1:}; echo "${u%/mcp}"; }
 
@@ -131,10 +136,7 @@ stop r1 r2 lb
 BRIDGE_TOKEN="token-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 export BRIDGE_TOKEN
 t_canary "$BRIDGE_TOKEN"
-"$MCP_BRIDGE_BIN" --config "$T_ROOT/r1.json" serve --listen 0.0.0.0:0 --listen-token BRIDGE_TOKEN \
-    --listen-url-file "$T_ROOT/tok.url" </dev/null >"$T_ROOT/tok.stdout" 2>"$T_ROOT/tok.log" &
-PID_tok=$!
-wait_until 20 "the URL of the bridge with a token" test -s "$T_ROOT/tok.url"
+bridge_up tok -v --config "$T_ROOT/r1.json" serve --listen 0.0.0.0:0 --listen-token BRIDGE_TOKEN
 TOK_PORT=$(sed -E 's#^http://[^:]+:([0-9]+)/mcp$#\1#' "$T_ROOT/tok.url")
 run 0 curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TOK_PORT/healthz"
 assert_eq "$OUT" 200 "GET /healthz without the token"
