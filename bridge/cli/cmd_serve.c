@@ -38,7 +38,7 @@
 #define WATCH_SETTLE_MS  300
 #define MAX_ORIGINS      16
 #define MAX_SCOPES       16
-#define TOKEN_TIMEOUT_MS (30 * 1000) /* secrets resolving the --listen-token */
+#define TOKEN_TIMEOUT_MS (30 * 1000) /* secrets resolving --listen-token, --state-key */
 
 static const char serve_help[] =
     "usage: mcp-bridge [serve] [--connect-timeout D] [--agent pi] [--no-watch]\n"
@@ -46,7 +46,8 @@ static const char serve_help[] =
     "                           [--listen-token SECRET_NAME] [--allow-origin ORIGIN]...\n"
     "                           [--listen-issuer URL [--listen-public-url URL]\n"
     "                            [--listen-audience URI] [--listen-scope SCOPE]...]\n"
-    "                           [--max-agents N]]\n"
+    "                           [--max-agents N] [--state-key SECRET_NAME]\n"
+    "                           [--replica-name NAME]]\n"
     "\n"
     "Serve every valid server of the layered configuration as one MCP server on stdin/stdout:\n"
     "this is what the agent runs. Tools and prompts are named mcp_<server>_<tool> (see\n"
@@ -59,7 +60,10 @@ static const char serve_help[] =
     "  --agent pi           served to pi through pi-mcp-adapter, whose entry says\n"
     "                       \"toolPrefix\": \"none\": tools named <server>_<tool> (the adapter's\n"
     "                       default naming; settings.toolPrefix still chooses), no proxy tool\n"
-    "                       of the bridge (the adapter's 'mcp' is pi's), every tool listed\n"
+    "                       of the bridge (the adapter's 'mcp' is pi's), every tool listed\n";
+
+/* the help's second half (one string would pass the 4095 bytes C compilers must take) */
+static const char serve_help_listen[] =
     "  --listen [ADDR:]PORT serve agents over Streamable HTTP at http://ADDR:PORT/mcp (both\n"
     "                       eras), many at once on the same servers; ADDR 127.0.0.1 unless\n"
     "                       given ([::1]:PORT for IPv6); port 0 picks a free one. The URL is\n"
@@ -81,6 +85,11 @@ static const char serve_help[] =
     "                       403 insufficient_scope without it)\n"
     "  --allow-origin ORIGIN  a browser Origin allowed besides loopback ones (repeatable)\n"
     "  --max-agents N       HTTP agents at once (sessions and requests; default 64)\n"
+    "  --state-key SECRET_NAME  sign input rounds' requestStates with a key made from that\n"
+    "                       secret instead of a random one: replicas behind a load balancer\n"
+    "                       given the same name recognise each other's states\n"
+    "  --replica-name NAME  this replica's name, in clear at the start of its requestStates\n"
+    "                       (mcpb1.NAME.): a load balancer sends a round's retry back to it\n"
     "\n"
     "A change to a configuration file (its own, the imported clients' files, the approvals of\n"
     "'mcp-bridge trust') is applied by itself, 300 ms after the last write: servers added,\n"
@@ -121,8 +130,8 @@ static const char connect_help[] =
     "  --listen [ADDR:]PORT serve agents over Streamable HTTP at http://ADDR:PORT/mcp instead\n"
     "                       of stdin/stdout, many at once on the one server; --stdio,\n"
     "                       --listen-url-file, --listen-token, --listen-issuer (and its\n"
-    "                       options), --allow-origin and --max-agents as for serve (see\n"
-    "                       'mcp-bridge serve --help')\n"
+    "                       options), --allow-origin, --max-agents, --state-key and\n"
+    "                       --replica-name as for serve (see 'mcp-bridge serve --help')\n"
     "\n"
     "examples:\n"
     "  mcp-bridge connect github\n"
@@ -342,11 +351,13 @@ struct listen_opts {
     const char *origins[MAX_ORIGINS + 1];
     size_t n_origins;
     size_t max_agents;
+    const char *state_key; /* --state-key: a secret's name */
+    const char *replica;   /* --replica-name */
 };
 
 /* The value of name through `secrets resolve --json` (as every secret of the bridge): *ret a
- * new string, freed with secure_free(). -errno, said in the log. */
-static int resolve_token(struct log *log, const char *name, char **ret)
+ * new string, freed with secure_free(). -errno, said in the log with option. */
+static int resolve_secret(struct log *log, const char *option, const char *name, char **ret)
 {
     char *prog = NULL;
     struct err e = ERR_INIT;
@@ -385,7 +396,7 @@ static int resolve_token(struct log *log, const char *name, char **ret)
     r = 0;
 out:
     if (r < 0)
-        log_error(log, "--listen-token '%s': %s", name, err_msg(&e));
+        log_error(log, "%s '%s': %s", option, name, err_msg(&e));
     if (parsed)
         helper_secrets_release(&answer);
     if (ran)
@@ -400,7 +411,24 @@ static int start_listener(struct serve *s, const struct listen_opts *lo)
     char *token = NULL;
     struct err e = ERR_INIT;
     int r = 0;
-    if (lo->token_name && (r = resolve_token(s->log, lo->token_name, &token)) < 0)
+    if (lo->state_key) {
+        char *key = NULL;
+        if ((r = resolve_secret(s->log, "--state-key", lo->state_key, &key)) < 0)
+            return r;
+        r = downstream_set_state_key(s->d, key, strlen(key));
+        secure_free(key);
+        if (r < 0) {
+            log_error(s->log, "--state-key '%s': %s", lo->state_key, strerror(-r));
+            return r;
+        }
+    }
+    if (lo->replica && (r = downstream_set_replica(s->d, lo->replica)) < 0) {
+        log_error(s->log, "--replica-name '%s': %s", lo->replica,
+                  r == -EINVAL ? "1 to 63 letters, digits, '-' or '_'" : strerror(-r));
+        return r;
+    }
+    if (lo->token_name &&
+        (r = resolve_secret(s->log, "--listen-token", lo->token_name, &token)) < 0)
         return r;
     struct agent_http_opts ho = {
         .loop = s->loop,
@@ -554,6 +582,8 @@ enum {
     OPT_LISTEN_PUBLIC_URL,
     OPT_LISTEN_AUDIENCE,
     OPT_LISTEN_SCOPE,
+    OPT_STATE_KEY,
+    OPT_REPLICA_NAME,
 };
 
 const struct option cli_serve_options[] = {
@@ -570,6 +600,8 @@ const struct option cli_serve_options[] = {
     {"listen-public-url", required_argument, NULL, OPT_LISTEN_PUBLIC_URL},
     {"listen-audience", required_argument, NULL, OPT_LISTEN_AUDIENCE},
     {"listen-scope", required_argument, NULL, OPT_LISTEN_SCOPE},
+    {"state-key", required_argument, NULL, OPT_STATE_KEY},
+    {"replica-name", required_argument, NULL, OPT_REPLICA_NAME},
     {0},
 };
 
@@ -610,6 +642,12 @@ static int listen_option(int opt, const char *arg, struct listen_opts *lo, struc
         }
         lo->scopes[lo->n_scopes++] = arg;
         return 0;
+    case OPT_STATE_KEY:
+        lo->state_key = arg;
+        return 0;
+    case OPT_REPLICA_NAME:
+        lo->replica = arg;
+        return 0;
     case OPT_ALLOW_ORIGIN:
         if (lo->n_origins == MAX_ORIGINS) {
             log_error(log, "--allow-origin: at most %d origins", MAX_ORIGINS);
@@ -645,10 +683,10 @@ static int listen_orphans(const struct listen_opts *lo, struct log *log)
         return -EINVAL;
     }
     if (lo->listen || !(lo->stdio || lo->url_file || lo->token_name || lo->issuer ||
-                        lo->n_origins || lo->max_agents))
+                        lo->n_origins || lo->max_agents || lo->state_key || lo->replica))
         return 0;
-    log_error(log, "--stdio, --listen-url-file, --listen-token, --listen-issuer, --allow-origin "
-                   "and --max-agents go with --listen [ADDR:]PORT");
+    log_error(log, "--stdio, --listen-url-file, --listen-token, --listen-issuer, --allow-origin, "
+                   "--max-agents, --state-key and --replica-name go with --listen [ADDR:]PORT");
     return -EINVAL;
 }
 
@@ -663,6 +701,7 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
 
     if (args_wants_help(argc, argv)) {
         fputs(serve_help, stdout);
+        fputs(serve_help_listen, stdout);
         return BRIDGE_EXIT_OK;
     }
     while ((opt = getopt_long(argc, argv, "", cli_serve_options, NULL)) != -1) {
@@ -696,6 +735,8 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         case OPT_LISTEN_PUBLIC_URL:
         case OPT_LISTEN_AUDIENCE:
         case OPT_LISTEN_SCOPE:
+        case OPT_STATE_KEY:
+        case OPT_REPLICA_NAME:
             if (listen_option(opt, optarg, &lo, log) < 0)
                 return BRIDGE_EXIT_USAGE;
             break;
@@ -750,6 +791,8 @@ const struct option cli_connect_options[] = {
     {"listen-public-url", required_argument, NULL, OPT_LISTEN_PUBLIC_URL},
     {"listen-audience", required_argument, NULL, OPT_LISTEN_AUDIENCE},
     {"listen-scope", required_argument, NULL, OPT_LISTEN_SCOPE},
+    {"state-key", required_argument, NULL, OPT_STATE_KEY},
+    {"replica-name", required_argument, NULL, OPT_REPLICA_NAME},
     {0},
 };
 
@@ -804,6 +847,8 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         case OPT_LISTEN_PUBLIC_URL:
         case OPT_LISTEN_AUDIENCE:
         case OPT_LISTEN_SCOPE:
+        case OPT_STATE_KEY:
+        case OPT_REPLICA_NAME:
             if (listen_option(opt, optarg, &lo, log) < 0)
                 return BRIDGE_EXIT_USAGE;
             break;

@@ -32,6 +32,9 @@
 
 #define AGENT_HTTP_MAX_AGENTS_DEFAULT 64
 #define AGENT_HTTP_PATH               "/mcp"
+/* GET: 200 "ok" while the listener is up, without a token or a Host check (a load balancer's or
+ * an orchestrator's health check, which knows neither); it tells nothing else */
+#define AGENT_HTTP_HEALTH_PATH "/healthz"
 
 struct downstream; /* downstream.h */
 struct agent_http;

@@ -663,6 +663,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     if (!r) {
         enum MHD_Result ret;
+        if (strcmp(url, AGENT_HTTP_HEALTH_PATH) == 0 && strcmp(method, MHD_HTTP_METHOD_GET) == 0)
+            return queue(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3, NULL);
         if (!precheck(h, conn, url, method, &ret))
             return ret;
         r = calloc(1, sizeof(*r));

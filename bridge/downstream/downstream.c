@@ -937,5 +937,6 @@ void downstream_free(struct downstream *d)
     while (!list_is_empty(&d->agents))
         agent_free(ds_agent_first(d));
     catalog_free(d->cat);
+    ds_mrtr_key_free(d);
     free(d);
 }

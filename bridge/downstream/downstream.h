@@ -96,6 +96,17 @@ int downstream_new(const struct downstream_opts *opts, struct downstream **ret,
 int downstream_add_agent(struct downstream *d, struct agent_transport *t,
                          struct err *e) _must_check_;
 
+/* The key of the bridge's own requestStates (input rounds across eras) derived from secret
+ * (len bytes, borrowed), instead of one drawn at random: replicas given the same secret verify
+ * each other's states, and a retry reaching a replica that does not hold its round is told to
+ * start over rather than that its state is forged. Before the first agent's request; -EINVAL
+ * (empty), -ENOMEM, -EIO. */
+int downstream_set_state_key(struct downstream *d, const char *secret, size_t len) _must_check_;
+/* The name of this replica, in clear at the start of its requestStates ("mcpb1.NAME."), so that a
+ * load balancer sends a round's retry back to it; instead of a random one. 1 to 63 of
+ * [A-Za-z0-9_-] (a DNS label, a pod's name, fits); -EINVAL, -ENOMEM. */
+int downstream_set_replica(struct downstream *d, const char *name) _must_check_;
+
 /* A new configuration (SIGHUP): entries that are new connect (if the agent has initialized),
  * removed ones are closed, changed ones (any difference in the entry as written) are closed and
  * connected again; unchanged ones are left alone, calls in flight included. The agent gets

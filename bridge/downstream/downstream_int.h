@@ -266,6 +266,9 @@ struct downstream {
     struct buf pass;
 
     struct catalog *cat;
+    /* downstream_mrtr.c: the key of the bridge's requestStates, this process's name in them and
+     * their counter, every agent's (NULL until the first round or --state-key) */
+    struct ds_mrtr_key *mrtr_key;
 
     struct loop_timer *settle_timer; /* the first round's bound (the connect timeout); also
                                       * single mode's initialize timeout */

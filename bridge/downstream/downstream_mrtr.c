@@ -14,17 +14,27 @@
  * answers the retry. What happens while the agent is away waits for it: a server request (the
  * next round), the final answer (given to the retry).
  *
- * requestState: "mcpb1." + base64url(payload) + "." + base64url(HMAC-SHA256(key, the text
- * before the second dot)), the payload "<record>.<expiry>.<server>" (loop time in ms), the key
- * 32 random bytes drawn when the first state is made. Each round makes a new record number, so
- * an older state of the same request is refused as expired. A suspended record is kept
- * MRTR_KEEP_MS, at most MRTR_MAX_SUSPENDED at once; at expiry the server's requests are
- * answered with an error and its call is cancelled. */
+ * requestState: "mcpb1." + replica + "." + base64url(payload) + "." + base64url(HMAC-SHA256(key,
+ * the text before the last dot)). The replica is --replica-name, else random: in clear, so that
+ * a load balancer can send a retry back to the replica holding its round (docs/deploy.md). The
+ * payload is "<record>.<expiry>.<instance>.<server>": the expiry in Unix seconds, so that
+ * another machine reads it too; the instance 6 random bytes naming this process, so that two
+ * replicas given the same name by mistake still never take each other's states. The key is the
+ * downstream's, every agent's: 32 random bytes drawn when the first state is made, or derived
+ * from --state-key's secret, which replicas share so that each verifies the others' states. A
+ * state that verifies but names another instance is a round another replica holds (its
+ * server's call is open there): the retry is told to start over, rather than proxied to the
+ * holder, which would need the replicas to know and reach each other. Each round makes a new
+ * record number (one counter for the whole process), so an older state of the same request is
+ * refused as expired. A suspended record is kept MRTR_KEEP_MS, at most
+ * MRTR_MAX_SUSPENDED at once; at expiry the server's requests are answered with an error and
+ * its call is cancelled. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -42,15 +52,29 @@
 #define MRTR_KEEP_MS       (10 * 60 * 1000)
 #define MRTR_MAX_REQS      16 /* a server's requests waiting in one record */
 #define MRTR_PREFIX        "mcpb1."
-#define MRTR_PAYLOAD_MAX   320 /* "<record>.<expiry>.<server name>" */
+#define MRTR_PAYLOAD_MAX   340 /* "<record>.<expiry>.<instance>.<server name>" */
 #define MRTR_STATE_MAX     640
 
+#define MRTR_INSTANCE_BYTES 6
+#define MRTR_REPLICA_MAX    63
+/* the label the --state-key secret is turned into the HMAC key with: a secret used for
+ * something else as well gives a key of this use only */
+#define MRTR_KEY_LABEL "mcp-bridge requestState key 1"
+
 #define INVALID_STATE "requestState is invalid or expired: send the request again without it"
+#define ELSEWHERE_STATE                                                                            \
+    "requestState names an input round that another replica of this bridge holds: send the "       \
+    "request again without it"
+
+struct ds_mrtr_key {
+    unsigned char key[32];
+    char instance[MRTR_INSTANCE_BYTES * 4 / 3 + 4]; /* base64url */
+    char replica[MRTR_REPLICA_MAX + 1];             /* the name in clear; the instance's */
+    uint64_t counter;
+};
 
 struct ds_mrtr_state {
-    unsigned char key[32];
     int64_t keep_ms;
-    uint64_t counter;
     struct list_node suspended; /* struct ds_pending by their node, oldest first */
     size_t n_suspended;
 };
@@ -134,17 +158,68 @@ static bool b64url_decode(const char *in, size_t len, char *out, size_t size)
     return true;
 }
 
+/* The downstream's key, made (random) on first use; NULL on ENOMEM or without randomness. */
+static struct ds_mrtr_key *key_of(struct downstream *d)
+{
+    if (d->mrtr_key)
+        return d->mrtr_key;
+    struct ds_mrtr_key *k = calloc(1, sizeof(*k));
+    unsigned char id[MRTR_INSTANCE_BYTES];
+    if (!k || secure_random(k->key, sizeof(k->key)) < 0 || secure_random(id, sizeof(id)) < 0) {
+        free(k);
+        return NULL;
+    }
+    b64url(id, sizeof(id), k->instance);
+    snprintf(k->replica, sizeof(k->replica), "%s", k->instance);
+    d->mrtr_key = k;
+    return k;
+}
+
+int downstream_set_replica(struct downstream *d, const char *name)
+{
+    size_t n = strlen(name);
+    if (!n || n > MRTR_REPLICA_MAX || strspn(name, B64URL) != n)
+        return -EINVAL;
+    struct ds_mrtr_key *k = key_of(d);
+    if (!k)
+        return -ENOMEM;
+    memcpy(k->replica, name, n + 1);
+    return 0;
+}
+
+int downstream_set_state_key(struct downstream *d, const char *secret, size_t len)
+{
+    struct ds_mrtr_key *k = key_of(d);
+    unsigned int n = 0;
+    if (!k)
+        return -ENOMEM;
+    if (!len)
+        return -EINVAL;
+    if (!HMAC(EVP_sha256(), secret, (int)len, (const unsigned char *)MRTR_KEY_LABEL,
+              strlen(MRTR_KEY_LABEL), k->key, &n) ||
+        n != sizeof(k->key))
+        return -EIO;
+    return 0;
+}
+
+void ds_mrtr_key_free(struct downstream *d)
+{
+    if (!d->mrtr_key)
+        return;
+    secure_wipe(d->mrtr_key, sizeof(*d->mrtr_key));
+    free(d->mrtr_key);
+    d->mrtr_key = NULL;
+}
+
 static struct ds_mrtr_state *table(struct ds_agent *a)
 {
     if (a->mrtr)
         return a->mrtr;
+    if (!key_of(a->d))
+        return NULL;
     struct ds_mrtr_state *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    if (secure_random(t->key, sizeof(t->key)) < 0) {
-        free(t);
-        return NULL;
-    }
     list_init(&t->suspended);
     t->keep_ms = MRTR_KEEP_MS;
     /* the tests' way to see an expiry without waiting ten minutes: shorter only */
@@ -158,11 +233,11 @@ static struct ds_mrtr_state *table(struct ds_agent *a)
 }
 
 /* The MAC part of a state whose signed text is text[0..len). */
-static bool mac_of(const struct ds_mrtr_state *t, const char *text, size_t len, char out[64])
+static bool mac_of(const struct ds_mrtr_key *k, const char *text, size_t len, char out[64])
 {
     unsigned char mac[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    if (!HMAC(EVP_sha256(), t->key, (int)sizeof(t->key), (const unsigned char *)text, len, mac,
+    if (!HMAC(EVP_sha256(), k->key, (int)sizeof(k->key), (const unsigned char *)text, len, mac,
               &n) ||
         n != 32)
         return false;
@@ -171,43 +246,59 @@ static bool mac_of(const struct ds_mrtr_state *t, const char *text, size_t len, 
 }
 
 /* The requestState naming record no of server until expires; false when it cannot be made. */
-static bool make_state(const struct ds_mrtr_state *t, uint64_t no, int64_t expires,
+static bool make_state(const struct ds_mrtr_key *k, uint64_t no, int64_t expires,
                        const char *server, char out[MRTR_STATE_MAX])
 {
     char payload[MRTR_PAYLOAD_MAX], mac[64];
-    int n = snprintf(payload, sizeof(payload), "%" PRIu64 ".%" PRId64 ".%s", no, expires, server);
+    int n = snprintf(payload, sizeof(payload), "%" PRIu64 ".%" PRId64 ".%s.%s", no, expires,
+                     k->instance, server);
     if (n < 0 || (size_t)n >= sizeof(payload))
         return false;
-    size_t len = strlen(MRTR_PREFIX);
-    memcpy(out, MRTR_PREFIX, len);
+    int head = snprintf(out, MRTR_STATE_MAX, "%s%s.", MRTR_PREFIX, k->replica);
+    if (head < 0 || (size_t)head + (size_t)n * 4 / 3 + 4 + 64 >= MRTR_STATE_MAX)
+        return false;
+    size_t len = (size_t)head;
     len += b64url((const unsigned char *)payload, (size_t)n, out + len);
-    if (!mac_of(t, out, len, mac))
+    if (!mac_of(k, out, len, mac))
         return false;
     snprintf(out + len, MRTR_STATE_MAX - len, ".%s", mac);
     return true;
 }
 
-/* The record a state of the bridge's names, when it verifies for server and has not expired. */
-static bool read_state(const struct ds_mrtr_state *t, const char *state, const char *server,
-                       int64_t now, uint64_t *ret_no)
+enum state_verdict {
+    STATE_INVALID,   /* forged, changed, expired, another server's */
+    STATE_HERE,      /* this process's: the record it names may still be here */
+    STATE_ELSEWHERE, /* good, but another replica's (the same --state-key) */
+};
+
+/* What a state of the bridge's is for server at now (Unix seconds); *ret_no the record it
+ * names when STATE_HERE. */
+static enum state_verdict read_state(const struct ds_mrtr_key *k, const char *state,
+                                     const char *server, int64_t now, uint64_t *ret_no)
 {
-    size_t plen = strlen(MRTR_PREFIX);
-    const char *dot = strchr(state + plen, '.');
+    const char *body = strchr(state + strlen(MRTR_PREFIX), '.'); /* after the replica */
+    const char *dot = body ? strchr(body + 1, '.') : NULL;
     char mac[64], payload[MRTR_PAYLOAD_MAX];
-    if (!t || !dot || strlen(state) >= MRTR_STATE_MAX ||
-        !mac_of(t, state, (size_t)(dot - state), mac) || !secure_streq(mac, dot + 1) ||
-        !b64url_decode(state + plen, (size_t)(dot - state) - plen, payload, sizeof(payload)))
-        return false;
+    if (!k || !dot || strlen(state) >= MRTR_STATE_MAX ||
+        !mac_of(k, state, (size_t)(dot - state), mac) || !secure_streq(mac, dot + 1) ||
+        !b64url_decode(body + 1, (size_t)(dot - body) - 1, payload, sizeof(payload)))
+        return STATE_INVALID;
     char *end;
     errno = 0;
     unsigned long long no = strtoull(payload, &end, 10);
     if (errno || *end != '.')
-        return false;
+        return STATE_INVALID;
     long long expires = strtoll(end + 1, &end, 10);
-    if (errno || *end != '.' || strcmp(end + 1, server) != 0 || expires < now)
-        return false;
+    if (errno || *end != '.' || expires < now)
+        return STATE_INVALID;
+    const char *instance = end + 1, *name = strchr(instance, '.');
+    if (!name || strcmp(name + 1, server) != 0)
+        return STATE_INVALID;
+    size_t ilen = (size_t)(name - instance);
+    if (ilen != strlen(k->instance) || memcmp(instance, k->instance, ilen) != 0)
+        return STATE_ELSEWHERE;
     *ret_no = no;
-    return true;
+    return STATE_HERE;
 }
 
 /* ---- records --------------------------------------------------------------------------------- */
@@ -352,12 +443,14 @@ oom:
 static void ask(struct ds_agent *a, struct ds_pending *p)
 {
     struct ds_mrtr_state *t = a->mrtr;
+    struct ds_mrtr_key *k = a->d->mrtr_key; /* made with the table */
     struct ds_mrtr *r = p->mrtr;
     char state[MRTR_STATE_MAX];
-    int64_t expires = loop_now(a->d->loop) + t->keep_ms;
-    r->no = ++t->counter;
+    /* rounded up: the record's own timer is what ends it on time */
+    int64_t expires = (int64_t)time(NULL) + (t->keep_ms + 999) / 1000;
+    r->no = ++k->counter;
     struct json_object *res = NULL;
-    if (!make_state(t, r->no, expires, p->s->name, state) || !(res = input_required(r, state)) ||
+    if (!make_state(k, r->no, expires, p->s->name, state) || !(res = input_required(r, state)) ||
         loop_timer_add(a->d->loop, t->keep_ms, expired, p, &r->timer) < 0) {
         json_object_put(res);
         ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
@@ -531,7 +624,15 @@ int ds_mrtr_resume(struct ds_agent *a, struct jrpc_msg *m, struct ds_server *s)
     }
     uint64_t no = 0;
     struct ds_pending *p = NULL;
-    if (a->mrtr && s && read_state(a->mrtr, state, s->name, loop_now(a->d->loop), &no))
+    enum state_verdict v =
+        s ? read_state(a->d->mrtr_key, state, s->name, (int64_t)time(NULL), &no) : STATE_INVALID;
+    if (v == STATE_ELSEWHERE) {
+        log_info(a->d->log, "%s: a requestState of another replica's round: the client starts over",
+                 m->method);
+        ds_reply_error(a, m->id, JRPC_INVALID_PARAMS, ELSEWHERE_STATE);
+        return 1;
+    }
+    if (v == STATE_HERE && a->mrtr)
         p = find_suspended(a, no);
     if (!p || p->s != s) {
         log_debug(a->d->log, "%s: a requestState that is not valid (or not any more) refused",
@@ -635,7 +736,6 @@ void ds_mrtr_release_all(struct ds_agent *a)
         p->call = NULL;
         suspended_free(a, p);
     }
-    secure_wipe(a->mrtr->key, sizeof(a->mrtr->key));
     free(a->mrtr);
     a->mrtr = NULL;
 }

@@ -7,7 +7,7 @@
 
 /* A legacy server's request arrived (upstream_handler.on_request) while the agent is modern:
  * when it belongs to a request of the agent in flight (upstream_related_call), that request is
- * answered with an InputRequiredResult whose requestState (HMAC-signed, per-process key)
+ * answered with an InputRequiredResult whose requestState (HMAC-signed, the downstream's key)
  * resumes it; true when taken (false: refuse it as today). */
 bool ds_mrtr_server_request(struct ds_agent *a, struct ds_server *s, uint64_t gen,
                             struct json_object *msg);
@@ -26,6 +26,8 @@ bool ds_mrtr_on_response(struct ds_pending *p, struct json_object *response, int
                          const char *message);
 /* The pending p goes away (freed): its rounds' state with it. */
 void ds_mrtr_pending_free(struct ds_pending *p);
+/* The downstream's requestState key goes (downstream_free): wiped. */
+void ds_mrtr_key_free(struct downstream *d);
 /* Everything suspended goes (shutdown, downstream_free). */
 void ds_mrtr_release_all(struct ds_agent *a);
 /* As ds_bridged_drop (which calls it): the requests of s's server (every server's when NULL)

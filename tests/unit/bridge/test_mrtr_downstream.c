@@ -2,8 +2,9 @@
  * (downstream_mrtr.c): the call answered with an InputRequiredResult, the agent's retry with
  * inputResponses and the bridge's requestState resuming the server's request, the final
  * result answering the retry; a state used once, forged, tampered with or expired refused with
- * -32602; the server lost while the agent was away: the retry gets the failure. The servers
- * are the fixture's legacy ones (downstream_fixture.h). */
+ * -32602; the server lost while the agent was away: the retry gets the failure; replicas
+ * sharing a state key: another's state told apart from a forged one. The servers are the
+ * fixture's legacy ones (downstream_fixture.h). */
 #include "downstream_fixture.h"
 
 #define META                                                                                       \
@@ -13,6 +14,9 @@
     "}"
 
 #define INVALID "requestState is invalid or expired: send the request again without it"
+#define ELSEWHERE                                                                                  \
+    "requestState names an input round that another replica of this bridge holds: send the "       \
+    "request again without it"
 
 static struct json_object *modern(struct fx *f, const char *id, const char *method,
                                   const char *params)
@@ -164,5 +168,54 @@ static void test_server_lost(void)
     fx_stop(&f);
 }
 
+/* two replicas with the same --state-key: each verifies the other's states, and a retry that
+ * reaches the one not holding its round is told to start over (not that it is forged); the
+ * replica's name leads the state in clear; a replica with another key sees a forgery */
+static void test_replicas(void)
+{
+    static const char key[] = "a secret both replicas resolve";
+    struct fx r1, r2;
+    start(&r1, DOWNSTREAM_AGGREGATE);
+    start(&r2, DOWNSTREAM_AGGREGATE);
+    CHECK_INT(downstream_set_state_key(r1.d, key, strlen(key)), 0);
+    CHECK_INT(downstream_set_state_key(r2.d, key, strlen(key)), 0);
+    CHECK_INT(downstream_set_replica(r1.d, "r1"), 0);
+    CHECK_INT(downstream_set_replica(r2.d, "r2"), 0);
+    CHECK_INT(downstream_set_replica(r2.d, ""), -EINVAL);
+    CHECK_INT(downstream_set_replica(r2.d, "r.2"), -EINVAL);
+    CHECK_INT(downstream_set_replica(
+                  r2.d, "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz01"),
+              -EINVAL);
+    CHECK_INT(downstream_set_state_key(r2.d, key, 0), -EINVAL);
+
+    char state[1024];
+    ask(&r1, "1", "mcp_a_elicit", state);
+    CHECK(strncmp(state, "mcpb1.r1.", 9) == 0);
+    struct json_object *r = retry(&r2, "2", "mcp_a_elicit", state);
+    CHECK_INT(path_int(r, "error.code"), -32602);
+    CHECK_STR(path_str(r, "error.message"), ELSEWHERE);
+    json_object_put(r);
+    /* the holder still has it */
+    r = retry(&r1, "3", "mcp_a_elicit", state);
+    CHECK_STR(path_str(r, "result.content.0.text"), "elicited \"el-1\" accept {\"name\":\"Ada\"}");
+    json_object_put(r);
+    /* and the other way round */
+    ask(&r2, "4", "mcp_a_elicit", state);
+    CHECK(strncmp(state, "mcpb1.r2.", 9) == 0);
+    r = retry(&r1, "5", "mcp_a_elicit", state);
+    CHECK_STR(path_str(r, "error.message"), ELSEWHERE);
+    json_object_put(r);
+    /* a replica with another key cannot tell it from a forgery */
+    CHECK_INT(downstream_set_state_key(r1.d, "another", 7), 0);
+    r = retry(&r1, "6", "mcp_a_elicit", state);
+    CHECK_STR(path_str(r, "error.message"), INVALID);
+    json_object_put(r);
+    r = retry(&r2, "7", "mcp_a_elicit", state);
+    CHECK_STR(path_str(r, "result.content.0.text"), "elicited \"el-1\" accept {\"name\":\"Ada\"}");
+    json_object_put(r);
+    fx_stop(&r2);
+    fx_stop(&r1);
+}
+
 DOWNSTREAM_TESTS_MAIN(NULL, test_round_trip, test_forged_and_tampered, test_expiry,
-                      test_server_lost)
+                      test_server_lost, test_replicas)
