@@ -584,24 +584,31 @@ enum {
     OPT_LISTEN_SCOPE,
     OPT_STATE_KEY,
     OPT_REPLICA_NAME,
+    OPT_LISTEN_LAST = OPT_REPLICA_NAME, /* the listener's: OPT_LISTEN .. here */
 };
+
+/* The listener's options, serve's and connect's alike (listen_option() reads them) */
+/* clang-format off */
+#define LISTEN_OPTIONS                                                  \
+    {"listen", required_argument, NULL, OPT_LISTEN},                    \
+    {"stdio", no_argument, NULL, OPT_STDIO},                            \
+    {"listen-url-file", required_argument, NULL, OPT_LISTEN_URL_FILE},  \
+    {"listen-token", required_argument, NULL, OPT_LISTEN_TOKEN},        \
+    {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},        \
+    {"max-agents", required_argument, NULL, OPT_MAX_AGENTS},            \
+    {"listen-issuer", required_argument, NULL, OPT_LISTEN_ISSUER},      \
+    {"listen-public-url", required_argument, NULL, OPT_LISTEN_PUBLIC_URL}, \
+    {"listen-audience", required_argument, NULL, OPT_LISTEN_AUDIENCE},  \
+    {"listen-scope", required_argument, NULL, OPT_LISTEN_SCOPE},        \
+    {"state-key", required_argument, NULL, OPT_STATE_KEY},              \
+    {"replica-name", required_argument, NULL, OPT_REPLICA_NAME}
+/* clang-format on */
 
 const struct option cli_serve_options[] = {
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"agent", required_argument, NULL, OPT_AGENT},
     {"no-watch", no_argument, NULL, OPT_NO_WATCH},
-    {"listen", required_argument, NULL, OPT_LISTEN},
-    {"stdio", no_argument, NULL, OPT_STDIO},
-    {"listen-url-file", required_argument, NULL, OPT_LISTEN_URL_FILE},
-    {"listen-token", required_argument, NULL, OPT_LISTEN_TOKEN},
-    {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
-    {"max-agents", required_argument, NULL, OPT_MAX_AGENTS},
-    {"listen-issuer", required_argument, NULL, OPT_LISTEN_ISSUER},
-    {"listen-public-url", required_argument, NULL, OPT_LISTEN_PUBLIC_URL},
-    {"listen-audience", required_argument, NULL, OPT_LISTEN_AUDIENCE},
-    {"listen-scope", required_argument, NULL, OPT_LISTEN_SCOPE},
-    {"state-key", required_argument, NULL, OPT_STATE_KEY},
-    {"replica-name", required_argument, NULL, OPT_REPLICA_NAME},
+    LISTEN_OPTIONS,
     {0},
 };
 
@@ -725,22 +732,12 @@ int cmd_serve(int argc, char **argv, const struct args_globals *g, struct log *l
         case OPT_NO_WATCH:
             watch = false;
             break;
-        case OPT_LISTEN:
-        case OPT_STDIO:
-        case OPT_LISTEN_URL_FILE:
-        case OPT_LISTEN_TOKEN:
-        case OPT_ALLOW_ORIGIN:
-        case OPT_MAX_AGENTS:
-        case OPT_LISTEN_ISSUER:
-        case OPT_LISTEN_PUBLIC_URL:
-        case OPT_LISTEN_AUDIENCE:
-        case OPT_LISTEN_SCOPE:
-        case OPT_STATE_KEY:
-        case OPT_REPLICA_NAME:
-            if (listen_option(opt, optarg, &lo, log) < 0)
-                return BRIDGE_EXIT_USAGE;
-            break;
         default:
+            if (opt >= OPT_LISTEN && opt <= OPT_LISTEN_LAST) {
+                if (listen_option(opt, optarg, &lo, log) < 0)
+                    return BRIDGE_EXIT_USAGE;
+                break;
+            }
             return cli_option_error(log, argv, "", cli_serve_options);
         }
     }
@@ -781,18 +778,7 @@ const struct option cli_connect_options[] = {
     {"header", required_argument, NULL, OPT_HEADER},
     {"allow-http", no_argument, NULL, OPT_ALLOW_HTTP},
     {"bridge-eras", no_argument, NULL, OPT_BRIDGE_ERAS},
-    {"listen", required_argument, NULL, OPT_LISTEN},
-    {"stdio", no_argument, NULL, OPT_STDIO},
-    {"listen-url-file", required_argument, NULL, OPT_LISTEN_URL_FILE},
-    {"listen-token", required_argument, NULL, OPT_LISTEN_TOKEN},
-    {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
-    {"max-agents", required_argument, NULL, OPT_MAX_AGENTS},
-    {"listen-issuer", required_argument, NULL, OPT_LISTEN_ISSUER},
-    {"listen-public-url", required_argument, NULL, OPT_LISTEN_PUBLIC_URL},
-    {"listen-audience", required_argument, NULL, OPT_LISTEN_AUDIENCE},
-    {"listen-scope", required_argument, NULL, OPT_LISTEN_SCOPE},
-    {"state-key", required_argument, NULL, OPT_STATE_KEY},
-    {"replica-name", required_argument, NULL, OPT_REPLICA_NAME},
+    LISTEN_OPTIONS,
     {0},
 };
 
@@ -837,22 +823,12 @@ int cmd_connect(int argc, char **argv, const struct args_globals *g, struct log 
         case OPT_BRIDGE_ERAS:
             bridge_eras = true;
             break;
-        case OPT_LISTEN:
-        case OPT_STDIO:
-        case OPT_LISTEN_URL_FILE:
-        case OPT_LISTEN_TOKEN:
-        case OPT_ALLOW_ORIGIN:
-        case OPT_MAX_AGENTS:
-        case OPT_LISTEN_ISSUER:
-        case OPT_LISTEN_PUBLIC_URL:
-        case OPT_LISTEN_AUDIENCE:
-        case OPT_LISTEN_SCOPE:
-        case OPT_STATE_KEY:
-        case OPT_REPLICA_NAME:
-            if (listen_option(opt, optarg, &lo, log) < 0)
-                return BRIDGE_EXIT_USAGE;
-            break;
         default:
+            if (opt >= OPT_LISTEN && opt <= OPT_LISTEN_LAST) {
+                if (listen_option(opt, optarg, &lo, log) < 0)
+                    return BRIDGE_EXIT_USAGE;
+                break;
+            }
             return cli_option_error(log, argv, "H:", cli_connect_options);
         }
     }
