@@ -7,17 +7,29 @@
  * timed. One curl multi handle drives every request; its connection cache keeps the connections
  * alive between requests.
  *
+ * It is also the HTTP agent of the bridge's listener cases (`mcp-bridge serve --listen`), in
+ * either era: a 2025-11-25 agent (--protocol 2025-11-25) opens a session with initialize and
+ * names it in Mcp-Session-Id; a 2026-07-28 agent (--stateless) sends no initialize, and each
+ * request carries its `_meta` (protocol version, client capabilities) and the headers the
+ * revision asks for (MCP-Protocol-Version, Mcp-Method, Mcp-Name). With --agents each call in
+ * flight is an agent of its own: its own session (2025-11-25), set up before the level it first
+ * takes part in, and the calls each agent made are counted, so that the level's line says how
+ * evenly the server shared itself among them.
+ *
  * Prints one JSON line per concurrency level, with the fields driver.mjs prints (p50_us, p99_us,
- * throughput, and the CPU and peak RSS of the --watch-pid process, the server).
+ * throughput, and the CPU and peak RSS of the --watch-pid process, the server or the bridge;
+ * with --malloc-count FILE, the allocation counters of malloc-count.so loaded into it).
  *
  *   direct-http URL [--calls N] [--warmup N] [--size BYTES] [--concurrency 1,16,64]
- *                   [--label TEXT] [--watch-pid PID]
+ *                   [--label TEXT] [--watch-pid PID] [--protocol VERSION] [--stateless]
+ *                   [--agents] [--malloc-count FILE]
  *
  * Built by bench/run: cc -O2 -o direct-http direct-http.c $(pkg-config --cflags --libs libcurl)
  */
 #define _GNU_SOURCE
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,10 +37,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_INFLIGHT 256
 #define MAX_LEVELS   8
 #define MAX_BODY     (64u * 1024u * 1024u) /* an answer larger than this is an error */
+#define SESSION_MAX  256
 
 struct req {
     CURL *easy;
@@ -39,6 +53,8 @@ struct req {
     size_t resp_cap;
     long id;
     double t0_us;
+    char *session; /* the agent's Mcp-Session-Id, SESSION_MAX bytes: sessions[agent], borrowed */
+    int agent;
 };
 
 static const char *arg_url;
@@ -46,8 +62,17 @@ static const char *arg_label = "";
 static long arg_calls = 2000, arg_warmup = 200, arg_size = 100, arg_watch_pid;
 static long arg_levels[MAX_LEVELS] = {1, 16};
 static int arg_nlevels = 2;
-static char session[256];
+static bool arg_stateless, arg_agents;
+static const char *arg_malloc_count;
+static char sessions[MAX_INFLIGHT][SESSION_MAX]; /* agent 0's serves every call without --agents */
+static int agents_ready;                         /* agents set up so far */
+static long agent_calls[MAX_INFLIGHT];           /* calls each agent made in this level */
 static char protocol[64] = "2025-06-18";
+/* what a 2026-07-28 request carries in its params, and a comma */
+static const char meta[] = "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                           "\"io.modelcontextprotocol/clientCapabilities\":{},"
+                           "\"io.modelcontextprotocol/clientInfo\":"
+                           "{\"name\":\"bench-direct-http\",\"version\":\"1.0.0\"}},";
 static char tool[256];
 static char *message; /* the payload, arg_size bytes of 'x' */
 static long next_id = 1;
@@ -111,11 +136,12 @@ static size_t on_body(char *data, size_t size, size_t n, void *userdata)
 
 static size_t on_header(char *data, size_t size, size_t n, void *userdata)
 {
+    struct req *r = userdata;
     size_t len = size * n;
     static const char name[] = "mcp-session-id:";
 
-    (void)userdata;
-    if (!session[0] && len > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0) {
+    if (!r->session[0] && len > sizeof(name) - 1 &&
+        strncasecmp(data, name, sizeof(name) - 1) == 0) {
         const char *v = data + sizeof(name) - 1;
         size_t vlen = len - (sizeof(name) - 1);
 
@@ -123,18 +149,28 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata)
             v++, vlen--;
         while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
             vlen--;
-        if (vlen >= sizeof(session))
-            vlen = sizeof(session) - 1;
-        memcpy(session, v, vlen);
-        session[vlen] = '\0';
+        if (vlen >= SESSION_MAX)
+            vlen = SESSION_MAX - 1;
+        memcpy(r->session, v, vlen);
+        r->session[vlen] = '\0';
     }
     return len;
 }
 
-/* Sets up r (whose easy handle is kept across requests) for one POST of body (taken). */
-static void req_prepare(struct req *r, char *body, long id)
+static void add_header(struct req *r, const char *name, const char *value)
 {
     char h[320];
+
+    snprintf(h, sizeof(h), "%s: %s", name, value);
+    r->headers = curl_slist_append(r->headers, h);
+}
+
+/*
+ * Sets up r (whose easy handle is kept across requests) for one POST of body (taken): a request
+ * of method (NULL for a notification) naming name (the tool of a tools/call, else NULL).
+ */
+static void req_prepare(struct req *r, char *body, long id, const char *method, const char *name)
+{
 
     if (!r->easy) {
         r->easy = curl_easy_init();
@@ -144,11 +180,15 @@ static void req_prepare(struct req *r, char *body, long id)
     curl_slist_free_all(r->headers);
     r->headers = curl_slist_append(NULL, "Content-Type: application/json");
     r->headers = curl_slist_append(r->headers, "Accept: application/json, text/event-stream");
-    if (session[0]) {
-        snprintf(h, sizeof(h), "Mcp-Session-Id: %s", session);
-        r->headers = curl_slist_append(r->headers, h);
-        snprintf(h, sizeof(h), "Mcp-Protocol-Version: %s", protocol);
-        r->headers = curl_slist_append(r->headers, h);
+    if (arg_stateless) {
+        add_header(r, "MCP-Protocol-Version", "2026-07-28");
+        if (method)
+            add_header(r, "Mcp-Method", method);
+        if (name)
+            add_header(r, "Mcp-Name", name);
+    } else if (r->session[0]) {
+        add_header(r, "Mcp-Session-Id", r->session);
+        add_header(r, "Mcp-Protocol-Version", protocol);
     }
     if (!r->headers)
         die("out of memory");
@@ -163,6 +203,7 @@ static void req_prepare(struct req *r, char *body, long id)
     curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
     curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
 }
@@ -170,10 +211,10 @@ static void req_prepare(struct req *r, char *body, long id)
 static char *call_body(long id)
 {
     static const char fmt[] = "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"tools/call\","
-                              "\"params\":{\"name\":\"%s\",\"arguments\":{\"message\":\"%s\"}}}";
+                              "\"params\":{%s\"name\":\"%s\",\"arguments\":{\"message\":\"%s\"}}}";
     char *body;
 
-    if (asprintf(&body, fmt, id, tool, message) < 0)
+    if (asprintf(&body, fmt, id, arg_stateless ? meta : "", tool, message) < 0)
         die("out of memory");
     return body;
 }
@@ -199,12 +240,13 @@ static bool answer_ok(const struct req *r, bool check_message)
 }
 
 /* One request, alone, to the end: the set-up exchanges. */
-static void exchange(CURLM *multi, struct req *r, char *body, long id, bool want_answer)
+static void exchange(CURLM *multi, struct req *r, char *body, long id, const char *method,
+                     bool want_answer)
 {
     int running = 1;
     long status = 0;
 
-    req_prepare(r, body, id);
+    req_prepare(r, body, id, method, NULL);
     curl_multi_add_handle(multi, r->easy);
     while (running) {
         if (curl_multi_perform(multi, &running) != CURLM_OK)
@@ -221,32 +263,117 @@ static void exchange(CURLM *multi, struct req *r, char *body, long id, bool want
         die("unexpected answer (HTTP %ld): %.300s", status, r->resp ? r->resp : "");
 }
 
-static void setup(CURLM *multi, struct req *r)
+/*
+ * Sets tool to the echo tool of a tools/list answer: `echo`, or a name ending in `_echo` (the
+ * bridge's serve names it after its server). Whether it found one.
+ */
+static bool find_tool(const char *resp)
+{
+    static const char key[] = "\"name\":\"";
+
+    for (const char *p = strstr(resp, key); p; p = strstr(p, key)) {
+        const char *q;
+        size_t len;
+
+        p += strlen(key);
+        q = strchr(p, '"');
+        if (!q)
+            break;
+        len = (size_t)(q - p);
+        if (len < sizeof(tool) && ((len == 4 && memcmp(p, "echo", 4) == 0) ||
+                                   (len > 5 && memcmp(q - 5, "_echo", 5) == 0))) {
+            snprintf(tool, sizeof(tool), "%.*s", (int)len, p);
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * tools/list until it holds the echo tool: a bridge lists a server's tools once it has
+ * connected, which the first request starts. At most 60 s.
+ */
+static void list_tools(CURLM *multi, struct req *r)
+{
+    double until = now_us() + 60e6;
+
+    for (;;) {
+        char *body;
+
+        /* the params of a 2026-07-28 tools/list: its _meta, without meta's closing comma */
+        if (asprintf(&body, "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"tools/list\"%s%.*s%s}",
+                     next_id, arg_stateless ? ",\"params\":{" : "",
+                     arg_stateless ? (int)sizeof(meta) - 2 : 0, meta, arg_stateless ? "}" : "") < 0)
+            die("out of memory");
+        exchange(multi, r, body, next_id++, "tools/list", true);
+        if (find_tool(r->resp))
+            return;
+        if (now_us() > until)
+            die("no tool named echo after 60 s in %.300s", r->resp);
+        (void)usleep(100 * 1000);
+    }
+}
+
+/* Sets agent a up: initialize and its notification (a session), then the tool, once. */
+static void setup_agent(CURLM *multi, struct req *r, int a)
 {
     char *body;
     const char *p, *q;
 
-    body = strdup("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
-                  "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
-                  "\"clientInfo\":{\"name\":\"bench-direct-http\",\"version\":\"1.0.0\"}}}");
-    exchange(multi, r, body, next_id++, true);
-    if (!session[0])
-        die("initialize: no Mcp-Session-Id in the answer");
-    p = strstr(r->resp, "\"protocolVersion\":\"");
-    if (p) {
-        p += strlen("\"protocolVersion\":\"");
-        q = strchr(p, '"');
-        if (q && (size_t)(q - p) < sizeof(protocol))
-            snprintf(protocol, sizeof(protocol), "%.*s", (int)(q - p), p);
+    r->session = sessions[a];
+    if (!arg_stateless) {
+        if (asprintf(&body,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"initialize\",\"params\":{"
+                     "\"protocolVersion\":\"%s\",\"capabilities\":{},"
+                     "\"clientInfo\":{\"name\":\"bench-direct-http\",\"version\":\"1.0.0\"}}}",
+                     next_id, protocol) < 0)
+            die("out of memory");
+        exchange(multi, r, body, next_id++, "initialize", true);
+        if (!r->session[0])
+            die("initialize: no Mcp-Session-Id in the answer");
+        p = strstr(r->resp, "\"protocolVersion\":\"");
+        if (p && a == 0) {
+            p += strlen("\"protocolVersion\":\"");
+            q = strchr(p, '"');
+            if (q && (size_t)(q - p) < sizeof(protocol))
+                snprintf(protocol, sizeof(protocol), "%.*s", (int)(q - p), p);
+        }
+        exchange(multi, r, strdup("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"),
+                 0, NULL, false);
     }
-    exchange(multi, r, strdup("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"), 0,
-             false);
-    if (asprintf(&body, "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"tools/list\"}", next_id) < 0)
-        die("out of memory");
-    exchange(multi, r, body, next_id++, true);
-    if (!strstr(r->resp, "\"name\":\"echo\""))
-        die("no tool named echo in %.300s", r->resp);
-    snprintf(tool, sizeof(tool), "echo");
+    if (!tool[0])
+        list_tools(multi, r);
+}
+
+/*
+ * DELETE of every agent's session, as an agent leaving does: a session left open would count
+ * against the bridge's bound on agents for 30 minutes.
+ */
+static void end_sessions(struct req *reqs)
+{
+    for (int a = 0; a < agents_ready && !arg_stateless; a++) {
+        struct req *r = &reqs[a];
+        long status = 0;
+
+        r->session = sessions[a];
+        req_prepare(r, strdup(""), 0, NULL, NULL);
+        curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, "DELETE");
+        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+        if (curl_easy_perform(r->easy) != CURLE_OK)
+            die("DELETE of a session: %s", arg_url);
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        if (status != 200 && status != 204)
+            die("DELETE of a session: HTTP %ld", status);
+    }
+}
+
+/* Sets up the agents the next level needs that are not yet. */
+static void setup_agents(CURLM *multi, struct req *reqs, long n)
+{
+    if (!arg_agents)
+        n = 1;
+    for (; agents_ready < n; agents_ready++)
+        setup_agent(multi, &reqs[agents_ready], agents_ready);
 }
 
 struct sample {
@@ -296,6 +423,29 @@ static long hwm_kb(long pid)
     return kb;
 }
 
+/* malloc-count.so's counters: malloc + calloc + realloc, free, bytes; zeros without the file */
+struct allocs {
+    double allocs, frees, bytes;
+};
+
+static struct allocs malloc_sample(void)
+{
+    struct allocs a = {0, 0, 0};
+    uint64_t v[5];
+    int fd;
+
+    if (!arg_malloc_count)
+        return a;
+    fd = open(arg_malloc_count, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || pread(fd, v, sizeof(v), 0) != (ssize_t)sizeof(v))
+        die("%s: not a malloc-count file (was malloc-count.so loaded?)", arg_malloc_count);
+    (void)close(fd);
+    a.allocs = (double)(v[0] + v[1] + v[2]);
+    a.frees = (double)v[3];
+    a.bytes = (double)v[4];
+    return a;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -315,8 +465,13 @@ static double run_calls(CURLM *multi, struct req *reqs, long n, long inflight, d
 
     if (inflight > n)
         inflight = n;
+    for (long i = 0; i < inflight; i++) {
+        reqs[i].session = sessions[arg_agents ? i : 0];
+        reqs[i].agent = arg_agents ? (int)i : 0;
+        agent_calls[i] = 0;
+    }
     for (long i = 0; i < inflight; i++, issued++) {
-        req_prepare(&reqs[i], call_body(next_id), next_id);
+        req_prepare(&reqs[i], call_body(next_id), next_id, "tools/call", tool);
         next_id++;
         reqs[i].t0_us = now_us();
         curl_multi_add_handle(multi, reqs[i].easy);
@@ -341,8 +496,9 @@ static double run_calls(CURLM *multi, struct req *reqs, long n, long inflight, d
             if (lat)
                 lat[done] = now_us() - r->t0_us;
             done++;
+            agent_calls[r->agent]++;
             if (issued < n) {
-                req_prepare(r, call_body(next_id), next_id);
+                req_prepare(r, call_body(next_id), next_id, "tools/call", tool);
                 next_id++;
                 issued++;
                 r->t0_us = now_us();
@@ -383,6 +539,14 @@ static void parse_args(int argc, char **argv)
             arg_url = a;
             continue;
         }
+        if (strcmp(a, "--stateless") == 0) {
+            arg_stateless = true;
+            continue;
+        }
+        if (strcmp(a, "--agents") == 0) {
+            arg_agents = true;
+            continue;
+        }
         if (!v)
             die("%s needs a value", a);
         i++;
@@ -398,12 +562,17 @@ static void parse_args(int argc, char **argv)
             parse_levels(v);
         else if (strcmp(a, "--label") == 0)
             arg_label = v;
+        else if (strcmp(a, "--protocol") == 0)
+            snprintf(protocol, sizeof(protocol), "%s", v);
+        else if (strcmp(a, "--malloc-count") == 0)
+            arg_malloc_count = v;
         else
             die("unknown option '%s'", a);
     }
     if (!arg_url || arg_calls < 1)
         die("usage: direct-http URL [--calls N] [--warmup N] [--size BYTES] "
-            "[--concurrency 1,16] [--label TEXT] [--watch-pid PID]");
+            "[--concurrency 1,16] [--label TEXT] [--watch-pid PID] [--protocol VERSION] "
+            "[--stateless] [--agents] [--malloc-count FILE]");
 }
 
 int main(int argc, char **argv)
@@ -424,19 +593,23 @@ int main(int argc, char **argv)
     multi = curl_multi_init();
     if (!multi)
         die("curl_multi_init failed");
-    setup(multi, &reqs[0]);
+    setup_agents(multi, reqs, 1);
     if (arg_warmup)
         (void)run_calls(multi, reqs, arg_warmup, 1, NULL);
 
     for (int l = 0; l < arg_nlevels; l++) {
         struct sample before = {0, 0}, after;
+        struct allocs mbefore, mafter;
         /* at least one call per slot in flight, or fewer would be in flight than the level says */
         long n = arg_calls > arg_levels[l] ? arg_calls : arg_levels[l];
         double secs;
 
+        setup_agents(multi, reqs, arg_levels[l]);
+        mbefore = malloc_sample();
         if (arg_watch_pid)
             before = proc_sample(arg_watch_pid);
         secs = run_calls(multi, reqs, n, arg_levels[l], lat);
+        mafter = malloc_sample();
         qsort(lat, (size_t)n, sizeof(*lat), cmp_double);
         double mean = 0;
         long p99 = (long)((double)n * 0.99);
@@ -456,10 +629,30 @@ int main(int argc, char **argv)
                    (after.ticks - before.ticks) * 1e4 / (double)n,
                    (after.ns - before.ns) / 1e3 / (double)n, hwm_kb(arg_watch_pid));
         }
+        if (arg_malloc_count)
+            printf(
+                ",\"allocs_per_call\":%.2f,\"frees_per_call\":%.2f,\"alloc_bytes_per_call\":%.1f",
+                (mafter.allocs - mbefore.allocs) / (double)n,
+                (mafter.frees - mbefore.frees) / (double)n,
+                (mafter.bytes - mbefore.bytes) / (double)n);
+        if (arg_agents) {
+            /* each agent's share of the calls against the mean share: 1 is perfectly even */
+            long k = arg_levels[l] < n ? arg_levels[l] : n, lo = n, hi = 0;
+            double mean_share = (double)n / (double)k;
+
+            for (long i = 0; i < k; i++) {
+                lo = agent_calls[i] < lo ? agent_calls[i] : lo;
+                hi = agent_calls[i] > hi ? agent_calls[i] : hi;
+            }
+            printf(",\"agents\":%ld,\"agent_calls_min\":%ld,\"agent_calls_max\":%ld,"
+                   "\"agent_share_min\":%.3f,\"agent_share_max\":%.3f",
+                   k, lo, hi, (double)lo / mean_share, (double)hi / mean_share);
+        }
         printf("}\n");
         fflush(stdout);
     }
 
+    end_sessions(reqs);
     for (int i = 0; i < MAX_INFLIGHT; i++) {
         if (reqs[i].easy)
             curl_easy_cleanup(reqs[i].easy);

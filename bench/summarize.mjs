@@ -4,7 +4,9 @@
 // the ratios to the direct case (each repetition's run against the same repetition's direct run,
 // then the median), the measured process's CPU per call (schedstat) and peak RSS, and the
 // bridge's allocations per call (the allocation phase). The second: each target of issue 23 next
-// to the value measured, with a verdict, so that a rerun can be read at a glance.
+// to the value measured, with a verdict, so that a rerun can be read at a glance. Then, when the
+// run has them, the bridge as an HTTP server: each listener case beside the same bridge with its
+// agent on stdio, and the many agents on one bridge with each agent's share of the calls.
 //
 //   summarize.mjs results.jsonl
 import { readFileSync } from 'node:fs';
@@ -16,8 +18,10 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.le
 const fmt = (x, d = 0) => (x == null || Number.isNaN(x) ? '-' : x.toFixed(d));
 const stat = (xs, d = 0) => (xs.length > 1 ? `${fmt(median(xs), d)} [${fmt(Math.min(...xs), d)}-${fmt(Math.max(...xs), d)}]` : fmt(xs[0], d));
 const size = (s) => (s >= 1048576 ? `${s / 1048576} MiB` : s >= 1024 ? `${s / 1024} KiB` : `${s} B`);
-const CASES = ['direct', 'connect', 'connect@base', 'serve', 'serve@base', 'mcp-remote'];
-const isBridge = (kase) => kase.startsWith('connect') || kase.startsWith('serve');
+const LISTEN = ['connect-listen-2025', 'connect-listen-2026', 'serve-listen-2025', 'serve-listen-2026'];
+const AGENTS = ['agents-2025', 'agents-2026'];
+const CASES = ['direct', 'connect', 'connect@base', 'serve', 'serve@base', 'mcp-remote', ...LISTEN, ...AGENTS];
+const isBridge = (kase) => kase.startsWith('connect') || kase.startsWith('serve') || kase.startsWith('agents');
 
 const pick = (rs, q) => rs.filter((r) => Object.entries(q).every(([k, v]) => r[k] === v));
 const directOf = (r) => pick(rows, { transport: r.transport, size: r.size, inflight: r.inflight, rep: r.rep, case: 'direct' })[0];
@@ -100,5 +104,48 @@ if (big.length >= 2) {
 }
 if (targets.length) {
   out.push('', '| target | where | case | measured (median) | limit | verdict |', '|---|---|---|---|---|---|', ...targets);
+}
+
+// --- the bridge as an HTTP server: each listener case at 1 in flight (and calls/s at 16) beside
+// the same bridge command with its agent on stdio, the ratio per repetition
+const listenRows = rows.filter((r) => LISTEN.includes(r.case));
+if (listenRows.length) {
+  out.push('', '| transport | payload | case | agent | p50 µs | p99 µs | p50 / stdio agent | calls/s at 16 | calls/s / stdio agent | CPU µs/call | CPU / stdio agent | peak RSS MB | allocs/call |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  const stdioOf = (r, inflight) => pick(rows, { transport: r.transport, size: r.size, inflight, rep: r.rep, upstreams: 1, case: r.case.split('-')[0] })[0];
+  const vs = (rs, inflight, f) => { const x = rs.map((r) => { const s = stdioOf(r, inflight); return s ? f(r, s) : NaN; }).filter((v) => !Number.isNaN(v)); return x.length ? stat(x, 2) : '-'; };
+  for (const transport of ['stdio', 'http']) {
+    for (const s of sizes) {
+      for (const kase of ['connect', 'serve']) {
+        for (const k of [kase, `${kase}-listen-2025`, `${kase}-listen-2026`]) {
+          const one = pick(rows, { transport, size: s, inflight: 1, upstreams: 1, case: k });
+          if (!one.length || (k === kase && !pick(listenRows, { transport, size: s }).length)) continue;
+          const sixteen = pick(rows, { transport, size: s, inflight: 16, upstreams: 1, case: k });
+          const a = allocOf(one[0]);
+          const agent = k === kase ? 'stdio' : `HTTP ${k.slice(-4)}`;
+          const ratio = (rs, inf, f) => (k === kase ? '1' : vs(rs, inf, f));
+          out.push(`| ${transport} | ${size(s)} | ${kase}${k === kase ? '' : ' --listen'} | ${agent} | ${stat(one.map((r) => r.p50_us))} | ${stat(one.map((r) => r.p99_us))} | ${ratio(one, 1, (r, d) => r.p50_us / d.p50_us)} | ${sixteen.length ? stat(sixteen.map((r) => r.throughput)) : '-'} | ${sixteen.length ? ratio(sixteen, 16, (r, d) => r.throughput / d.throughput) : '-'} | ${stat(one.map((r) => r.sched_us_per_call))} | ${ratio(one, 1, (r, d) => r.sched_us_per_call / d.sched_us_per_call)} | ${stat(one.map((r) => r.hwm_kb / 1024), 1)} | ${a ? fmt(a.allocs_per_call, 1) : '-'} |`);
+        }
+      }
+    }
+  }
+}
+
+// --- many agents on one bridge: the level with every agent, against the level with one
+const agentRows = rows.filter((r) => AGENTS.includes(r.case));
+if (agentRows.length) {
+  out.push('', '| transport | agents | era | calls | calls/s | p50 µs | p99 µs | CPU µs/call | peak RSS MB | RSS per agent beyond the first, KB | calls per agent [min-max] | share of the mean [min-max] | fair (within 2×) |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const transport of ['stdio', 'http']) {
+    for (const kase of AGENTS) {
+      const many = pick(agentRows, { transport, case: kase }).filter((r) => r.inflight > 1);
+      if (!many.length) continue;
+      const n = many[0].inflight;
+      const perAgent = many.map((r) => { const o = pick(agentRows, { transport, case: kase, rep: r.rep, inflight: 1 })[0]; return o ? (r.hwm_kb - o.hwm_kb) / (n - 1) : NaN; }).filter((v) => !Number.isNaN(v));
+      const lo = Math.min(...many.map((r) => r.agent_share_min)); const hi = Math.max(...many.map((r) => r.agent_share_max));
+      const cmin = Math.min(...many.map((r) => r.agent_calls_min)); const cmax = Math.max(...many.map((r) => r.agent_calls_max));
+      out.push(`| ${transport} | ${n} | ${kase.slice(-4) === '2025' ? '2025-11-25 (sessions)' : '2026-07-28 (stateless)'} | ${many[0].calls} | ${stat(many.map((r) => r.throughput))} | ${stat(many.map((r) => r.p50_us))} | ${stat(many.map((r) => r.p99_us))} | ${stat(many.map((r) => r.sched_us_per_call))} | ${stat(many.map((r) => r.hwm_kb / 1024), 1)} | ${perAgent.length ? stat(perAgent, 1) : '-'} | ${cmin}-${cmax} | ${fmt(lo, 2)}-${fmt(hi, 2)} | ${lo >= 0.5 && hi <= 2 ? 'yes' : '**NO**'} |`);
+    }
+  }
 }
 process.stdout.write(out.join('\n') + '\n');
