@@ -356,7 +356,8 @@ static void http_free(struct agent_transport *t)
     }
     if (a->h) {
         list_remove(&a->node);
-        a->h->n_agents--;
+        if (!a->ended)
+            a->h->n_agents--;
     }
     loop_timer_cancel(a->idle);
     free(a->sid);
@@ -449,6 +450,11 @@ void ah_agent_end(struct ah_agent *a)
     if (a->ended)
         return;
     a->ended = true;
+    /* no longer counted against --max-agents: an ended agent only waits for the downstream to
+     * let it go, on the loop's next turn, and a client keeping N requests in flight must not
+     * be refused for the ones already answered */
+    if (a->h)
+        a->h->n_agents--;
     loop_timer_cancel(a->idle);
     a->idle = NULL;
     struct list_node *i;

@@ -93,7 +93,7 @@ struct agent_http {
     struct ah_auth *auth;          /* --listen-issuer; NULL: none */
     struct list_node auth_waiting; /* requests waiting for the issuer's keys (struct ah_req) */
     struct strv origins;
-    size_t max_agents, n_agents, n_streams;
+    size_t max_agents, n_agents, n_streams; /* n_agents: those not ended (--max-agents) */
     struct list_node agents;
 };
 
