@@ -99,6 +99,13 @@ const char *jrpc_serialize(struct json_object *obj, size_t *ret_len);
  * JRPC_ID_KEY_MAX, clamped integers, other types), or when buf is too small. */
 bool jrpc_id_key(struct json_object *id, char *buf, size_t size);
 
+/* Appends to out the text jrpc_serialize(jrpc_new_request(id, method, params)) gives, with
+ * an integer id, without building the envelope's tree: the bridge's requests to its servers,
+ * one per call. params may be NULL (no "params"). 0, -EINVAL, -ENOMEM or -E2BIG past out's bound
+ * (out then holds part of it). */
+int jrpc_write_request(struct buf *out, int64_t id, const char *method,
+                       struct json_object *params) _must_check_;
+
 /* Builders. Each returns a new object (caller puts) or NULL on ENOMEM. References to the
  * arguments are taken (json_object_get), never stolen: callers keep theirs. Strings are
  * copied and must not be NULL. Members come in this order: jsonrpc, id, method, params /
