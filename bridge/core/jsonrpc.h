@@ -3,7 +3,8 @@
  * Every message crossing the bridge is parsed once into a json-c tree (jrpc_parse), looked at,
  * possibly changed in place (an id or a progress token swapped), and serialised once
  * (jrpc_serialize); a request passed through has a tree of its envelope only (jrpc_parse_light),
- * and a result passed through none (jsonscan.h). Classification follows JSON-RPC 2.0: an object
+ * is written to its server without one (jrpc_write_request), and a result passed through has
+ * none (jsonscan.h). Classification follows JSON-RPC 2.0: an object
  * with "method" and "id" is a request, with "method" and no "id" a notification, with "result" or
  * "error" and an "id" a response. Ids are strings or integers (MCP forbids null ids and fractional
  * numbers); anything else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in
