@@ -22,10 +22,9 @@
  * the front only when less than this is left behind it, so moving is rare and each byte moves
  * at most once per line. */
 #define READ_MIN (16u * 1024u)
-/* An empty read buffer bigger than this (a big message went through) is given back at once:
- * kept, it would hold a copy of the last big message while the answer to it crosses the bridge
- * (peak memory is the target; a fresh buffer's page faults cost about 1% of a big message's
- * handling). */
+/* An empty read buffer bigger than this (a big message went through) is given back, once a
+ * line of at most READ_KEEP / 4 has come after it: big messages in a row reuse it (a fresh
+ * buffer of a few megabytes costs its page faults every time, more than the copying). */
 #define READ_KEEP (256u * 1024u)
 /* Before a write error is reported, at most this many reads of waiting input. */
 #define DRAIN_READS 64
@@ -59,6 +58,7 @@ struct framing {
     /* input: bytes [rstart, rlen) of rbuf are unconsumed; no '\n' in [rstart, rscan) */
     char *rbuf;
     size_t rcap, rstart, rlen, rscan;
+    size_t rlast; /* the length of the last line delivered */
     bool reading; /* wanted by the user */
     bool eof;     /* read() returned 0 */
     bool eof_reported;
@@ -352,6 +352,7 @@ static void deliver(struct framing *f)
         }
         f->rstart += consume;
         f->rscan = f->rstart;
+        f->rlast = len;
         if (len > 0)
             f->h.on_message(line, len, f->userdata);
     }
@@ -359,7 +360,7 @@ static void deliver(struct framing *f)
         return;
     if (f->rstart == f->rlen) {
         f->rstart = f->rlen = f->rscan = 0;
-        if (f->rcap > READ_KEEP) {
+        if (f->rcap > READ_KEEP && f->rlast <= READ_KEEP / 4) {
             free(f->rbuf);
             f->rbuf = NULL;
             f->rcap = 0;

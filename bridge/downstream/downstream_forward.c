@@ -33,9 +33,9 @@
 
 #define UNKNOWN_SUGGEST_MAX 5   /* close names an unknown tool's answer offers */
 #define UNKNOWN_NAME_MAX    200 /* bytes of the unknown name said back */
-/* The pass-through's buffer is kept up to this size between results; a bigger one is given
- * back once its result is sent (the agent's queue has its own copy of what was not written):
- * kept, it would be one more copy of a big message alive while the next call crosses. */
+/* The pass-through's buffer is kept up to this size between results; a bigger one is kept
+ * while big results follow each other (a fresh one costs its page faults every time) and given
+ * back at the first result of at most PASS_KEEP / 4. */
 #define PASS_KEEP (256u * 1024u)
 
 static void tool_error_text(char *buf, size_t size, const struct ds_server *s, int error,
@@ -162,14 +162,14 @@ static void on_call_raw(struct upstream_call *c, const char *text, size_t len,
     /* the server's message was bounded when read: the id is all the splice adds */
     if (!d->pass.max)
         buf_init(&d->pass, SIZE_MAX / 2);
+    if (d->pass.cap > PASS_KEEP && len <= PASS_KEEP / 4)
+        buf_release(&d->pass);
     buf_reset(&d->pass);
     struct jscan_edit edit = {j->id, id, id_len};
     if (jscan_splice(text, len, &edit, 1, &d->pass) == 0)
         ds_send_text(a, d->pass.data, d->pass.len);
     else
         ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
-    if (d->pass.cap > PASS_KEEP)
-        buf_release(&d->pass);
     if (ds_log_debugging(d))
         log_debug(d->log, "%s: server '%s': answered in %" PRId64 " ms, passed on", p->method,
                   p->s->name, loop_now(d->loop) - p->start);
