@@ -9,6 +9,7 @@
 #include <json-c/printbuf.h>
 
 #include "credkit/json.h"
+#include "credkit/jsonw.h"
 #include "credkit/util.h"
 
 #include "core/jsonrpc.h"
@@ -227,17 +228,15 @@ out:
 
 /* The bytes a stand-in params serialises as (its userdata). */
 struct light {
-    char *text; /* params as written, "{...}" (owned) */
     size_t len;
     struct jscan_span name, meta; /* value spans in text (the name with its quotes); len 0: none */
+    char text[];                  /* params as written, "{...}": one allocation with the rest */
 };
 
 static void light_free(struct json_object *o, void *userdata)
 {
     struct light *l = userdata;
     (void)o;
-    if (l)
-        free(l->text);
     free(l);
 }
 
@@ -328,21 +327,97 @@ static int append(char *buf, size_t size, size_t *pos, const char *s, size_t n)
     return 0;
 }
 
-int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct jscan *j,
-                     struct jrpc_msg *ret, struct err *e)
+/* Adds val (a new reference, or NULL for null) under a constant key; on failure puts val. */
+static bool add(struct json_object *obj, const char *key, struct json_object *val)
+{
+    if (json_object_object_add_ex(obj, key, val, ADD_FLAGS) == 0)
+        return true;
+    json_object_put(val);
+    return false;
+}
+
+/* add() of a value just made: NULL is its allocation failing, not a null. */
+static bool add_made(struct json_object *obj, const char *key, struct json_object *val)
+{
+    return val && add(obj, key, val);
+}
+
+/* The envelope's id as json-c parses it, from the scan: a string without escapes, an integer
+ * of at most 18 digits; NULL with *ret_ok false for anything else (the text's parse decides). */
+static struct json_object *scanned_id(const char *text, const struct jscan *j, bool *ret_ok)
+{
+    const char *s = text + j->id.off;
+    size_t n = j->id.len;
+    *ret_ok = false;
+    if (j->id_type == JSCAN_STRING) {
+        if (n < 2 || memchr(s, '\\', n))
+            return NULL;
+        *ret_ok = true;
+        return json_object_new_string_len(s + 1, (int)(n - 2));
+    }
+    bool neg = j->id_type == JSCAN_NUMBER && n > 0 && s[0] == '-';
+    if (j->id_type != JSCAN_NUMBER || n - neg == 0 || n - neg > 18)
+        return NULL;
+    int64_t v = 0;
+    for (size_t i = neg; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return NULL;
+        v = v * 10 + (s[i] - '0');
+    }
+    *ret_ok = true;
+    return json_object_new_int64(neg ? -v : v);
+}
+
+/* The envelope's tree built from the scan, without a parse: the members and order the text's
+ * parse gives (jsonrpc, method, params with its name, id). -EAGAIN for what it does not build
+ * (a _meta, an id it does not read), -ENOMEM. */
+static int envelope_built(const char *text, const struct jscan *j, struct json_object **ret)
+{
+    struct json_object *root = NULL, *params = NULL, *id = NULL;
+    bool id_ok = true;
+    int r = -ENOMEM;
+    if (j->meta.len || j->method.len > INT_MAX || j->name.len > INT_MAX || j->id.len > INT_MAX)
+        return -EAGAIN;
+    if (j->id.len && !(id = scanned_id(text, j, &id_ok)))
+        return id_ok ? -ENOMEM : -EAGAIN;
+    root = json_object_new_object();
+    params = json_object_new_object();
+    if (!root || !params)
+        goto out;
+    if (!add_made(root, "jsonrpc", json_object_new_string_len("2.0", 3)) ||
+        !add_made(root, "method",
+                  json_object_new_string_len(text + j->method.off, (int)j->method.len)))
+        goto out;
+    if (j->name.len &&
+        !add_made(params, "name", json_object_new_string_len(text + j->name.off, (int)j->name.len)))
+        goto out;
+    bool added = add(root, "params", params);
+    params = NULL; /* add() put it on failure */
+    if (!added)
+        goto out;
+    if (id) {
+        added = add(root, "id", id);
+        id = NULL;
+        if (!added)
+            goto out;
+    }
+    *ret = root;
+    root = NULL;
+    r = 0;
+out:
+    json_object_put(id);
+    json_object_put(params);
+    json_object_put(root);
+    return r;
+}
+
+/* The envelope's tree parsed from a copy of its text, params cut down to name and _meta. */
+static int envelope_parsed(const char *text, const struct jscan *j, struct jrpc_msg *ret,
+                           struct err *e)
 {
     char env[LIGHT_ENVELOPE_MAX];
     size_t n = 0;
-    struct jrpc_msg m = {0};
-    struct light *l = NULL;
     int r;
-
-    if (len > max_len)
-        return jrpc_parse(text, len, max_len, ret, e); /* says so with the sizes */
-    if (!j->version_ok || !j->method.len || !j->params.len || text[j->params.off] != '{' ||
-        j->result.len || j->error.len)
-        return -EAGAIN;
-        /* the envelope as the text has it, params cut down to name and _meta */
 #define PUT(s, len) append(env, sizeof(env), &n, (s), (len))
 #define PUT_STR(s)  PUT((s), strlen(s))
     r = PUT_STR("{\"jsonrpc\":\"2.0\",\"method\":\"");
@@ -373,24 +448,51 @@ int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct 
 #undef PUT_STR
     if (r < 0)
         return r;
-    r = jrpc_parse(env, n, sizeof(env), &m, e);
+    r = jrpc_parse(env, n, sizeof(env), ret, e);
+    return r == -EBADMSG ? -EAGAIN : r; /* the scan said it is JSON: the tree decides */
+}
+
+int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct jscan *j,
+                     struct jrpc_msg *ret, struct err *e)
+{
+    struct jrpc_msg m = {0};
+    struct light *l = NULL;
+    struct json_object *root = NULL;
+    int r;
+
+    if (len > max_len)
+        return jrpc_parse(text, len, max_len, ret, e); /* says so with the sizes */
+    if (!j->version_ok || !j->method.len || !j->params.len || text[j->params.off] != '{' ||
+        j->result.len || j->error.len)
+        return -EAGAIN;
+    /* the usual call (no _meta, a plain id) needs no parse, and none of json-c's per-parse
+     * allocations (its locale, a copy of each key) */
+    r = envelope_built(text, j, &root);
+    if (r == 0) {
+        m.root = root;
+        r = classify(&m);
+        if (r < 0) {
+            jrpc_msg_done(&m);
+            return err_set(e, r, "out of memory");
+        }
+    } else if (r == -EAGAIN) {
+        r = envelope_parsed(text, j, &m, e);
+    }
     if (r < 0)
-        return r == -EBADMSG ? -EAGAIN : r; /* the scan said it is JSON: the tree decides */
+        return r == -ENOMEM ? err_set(e, r, "out of memory") : r;
     if (m.kind != JRPC_REQUEST && m.kind != JRPC_NOTIFICATION) {
         jrpc_msg_done(&m);
         return -EAGAIN;
     }
 
-    l = calloc(1, sizeof(*l));
-    if (l)
-        l->text = malloc(j->params.len);
-    if (!l || !l->text) {
-        light_free(NULL, l);
+    l = malloc(sizeof(*l) + j->params.len);
+    if (!l) {
         jrpc_msg_done(&m);
         return err_set(e, -ENOMEM, "out of memory");
     }
     memcpy(l->text, text + j->params.off, j->params.len);
     l->len = j->params.len;
+    l->name = l->meta = (struct jscan_span){0, 0};
     if (j->name.len)
         l->name = (struct jscan_span){j->name.off - 1 - j->params.off, j->name.len + 2};
     if (j->meta.len)
@@ -419,6 +521,49 @@ struct json_object *jrpc_params_full(struct json_object *params)
     if (!text || !tok || json_parse_with(tok, text, len, len, "params", &full, &e) < 0)
         return NULL;
     return full;
+}
+
+/* params as jrpc_serialize() writes them, appended to out. A stand-in whose tree holds only
+ * the name the text has (the pass-through's usual case: no _meta) is written from its text and
+ * the name, without json-c's buffer on the object; anything else goes through json-c. */
+static int write_params(struct buf *out, struct json_object *params)
+{
+    struct light *l = jrpc_params_light(params) ? json_object_get_userdata(params) : NULL;
+    struct json_object *name = NULL;
+    if (l && !l->meta.len && l->name.len && json_object_object_length(params) == 1 &&
+        json_object_object_get_ex(params, "name", &name) &&
+        json_object_is_type(name, json_type_string)) {
+        size_t at = l->name.off, end = l->name.off + l->name.len;
+        int r = buf_append(out, l->text, at);
+        if (r >= 0)
+            r = jsonw_string_ex(out, json_object_get_string(name),
+                                (size_t)json_object_get_string_len(name), 0);
+        return r < 0 ? r : buf_append(out, l->text + end, l->len - end);
+    }
+    size_t len = 0;
+    const char *s = jrpc_serialize(params, &len);
+    return s ? buf_append(out, s, len) : -ENOMEM;
+}
+
+int jrpc_write_request(struct buf *out, int64_t id, const char *method, struct json_object *params)
+{
+    char num[24];
+    size_t n = fmt_i64(num, sizeof(num), id);
+    if (!n || !method)
+        return -EINVAL;
+    int r = buf_append_str(out, "{\"jsonrpc\":\"2.0\",\"id\":");
+    if (r >= 0)
+        r = buf_append(out, num, n);
+    if (r >= 0)
+        r = buf_append_str(out, ",\"method\":");
+    if (r >= 0)
+        r = jsonw_string_ex(out, method, strlen(method), 0);
+    if (r >= 0 && params) {
+        r = buf_append_str(out, ",\"params\":");
+        if (r >= 0)
+            r = write_params(out, params);
+    }
+    return r < 0 ? r : buf_append_char(out, '}');
 }
 
 void jrpc_msg_done(struct jrpc_msg *m)
@@ -455,15 +600,6 @@ bool jrpc_id_key(struct json_object *id, char *buf, size_t size)
     buf[0] = 's';
     memcpy(buf + 1, json_object_get_string(id), len + 1);
     return true;
-}
-
-/* Adds val (a new reference, or NULL for null) under a constant key; on failure puts val. */
-static bool add(struct json_object *obj, const char *key, struct json_object *val)
-{
-    if (json_object_object_add_ex(obj, key, val, ADD_FLAGS) == 0)
-        return true;
-    json_object_put(val);
-    return false;
 }
 
 /* {"jsonrpc":"2.0"} */

@@ -3,7 +3,8 @@
  * Every message crossing the bridge is parsed once into a json-c tree (jrpc_parse), looked at,
  * possibly changed in place (an id or a progress token swapped), and serialised once
  * (jrpc_serialize); a request passed through has a tree of its envelope only (jrpc_parse_light),
- * and a result passed through none (jsonscan.h). Classification follows JSON-RPC 2.0: an object
+ * is written to its server without one (jrpc_write_request), and a result passed through has
+ * none (jsonscan.h). Classification follows JSON-RPC 2.0: an object
  * with "method" and "id" is a request, with "method" and no "id" a notification, with "result" or
  * "error" and an "id" a response. Ids are strings or integers (MCP forbids null ids and fractional
  * numbers); anything else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in
@@ -98,6 +99,13 @@ const char *jrpc_serialize(struct json_object *obj, size_t *ret_len);
  * string. false for ids that are not valid ids (see above: strings with NUL or longer than
  * JRPC_ID_KEY_MAX, clamped integers, other types), or when buf is too small. */
 bool jrpc_id_key(struct json_object *id, char *buf, size_t size);
+
+/* Appends to out the text jrpc_serialize(jrpc_new_request(id, method, params)) gives, with
+ * an integer id, without building the envelope's tree: the bridge's requests to its servers,
+ * one per call. params may be NULL (no "params"). 0, -EINVAL, -ENOMEM or -E2BIG past out's bound
+ * (out then holds part of it). */
+int jrpc_write_request(struct buf *out, int64_t id, const char *method,
+                       struct json_object *params) _must_check_;
 
 /* Builders. Each returns a new object (caller puts) or NULL on ENOMEM. References to the
  * arguments are taken (json_object_get), never stolen: callers keep theirs. Strings are

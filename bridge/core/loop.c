@@ -35,6 +35,9 @@ struct loop_io {
     struct loop_io *prev, *next; /* l->ios while live; l->dead_ios (next only) when dead */
 };
 
+/* Cancelled timers kept for reuse: a few more than the calls usually in flight. */
+#define LOOP_SPARE_TIMERS 64
+
 struct loop_timer {
     struct loop *loop;
     int64_t deadline;
@@ -76,6 +79,10 @@ struct loop {
     struct loop_timer **heap;
     size_t heap_len, heap_cap;
     struct loop_timer *timers, *dead_timers;
+    /* timers given back, kept for the next timer_new (next only): most timers are per request
+     * (a call's timeout), and a calloc and free for each showed in the allocations per call */
+    struct loop_timer *spare_timers;
+    size_t n_spare_timers;
     size_t n_timers;     /* live timer objects (the heap's capacity covers them all) */
     size_t n_user_armed; /* armed, not internal */
     uint64_t seq;
@@ -205,9 +212,16 @@ static int timer_new(struct loop *l, bool internal, loop_timer_fn fn, void *user
         l->heap = h;
         l->heap_cap = cap;
     }
-    struct loop_timer *t = calloc(1, sizeof(*t));
-    if (!t)
-        return -ENOMEM;
+    struct loop_timer *t = l->spare_timers;
+    if (t) {
+        l->spare_timers = t->next;
+        l->n_spare_timers--;
+        *t = (struct loop_timer){0};
+    } else {
+        t = calloc(1, sizeof(*t));
+        if (!t)
+            return -ENOMEM;
+    }
     t->loop = l;
     t->heap_idx = SIZE_MAX;
     t->internal = internal;
@@ -220,6 +234,18 @@ static int timer_new(struct loop *l, bool internal, loop_timer_fn fn, void *user
     l->n_timers++;
     *ret = t;
     return 0;
+}
+
+/* The end of a cancelled timer no iteration can still see: kept for reuse, up to a bound. */
+static void timer_drop(struct loop *l, struct loop_timer *t)
+{
+    if (l->n_spare_timers >= LOOP_SPARE_TIMERS) {
+        free(t);
+        return;
+    }
+    t->next = l->spare_timers;
+    l->spare_timers = t;
+    l->n_spare_timers++;
 }
 
 int loop_timer_add(struct loop *l, int64_t delay_ms, loop_timer_fn fn, void *userdata,
@@ -264,7 +290,7 @@ void loop_timer_cancel(struct loop_timer *t)
         t->next = l->dead_timers;
         l->dead_timers = t;
     } else {
-        free(t);
+        timer_drop(l, t);
     }
 }
 
@@ -805,7 +831,7 @@ static void free_zombies(struct loop *l)
     while (l->dead_timers) {
         struct loop_timer *t = l->dead_timers;
         l->dead_timers = t->next;
-        free(t);
+        timer_drop(l, t);
     }
 }
 
@@ -838,6 +864,11 @@ void loop_free(struct loop *l)
         loop_io_remove(l->ios);
     while (l->timers)
         loop_timer_cancel(l->timers);
+    while (l->spare_timers) {
+        struct loop_timer *t = l->spare_timers;
+        l->spare_timers = t->next;
+        free(t);
+    }
     free(l->heap);
 
     if (l->sigfd >= 0) {

@@ -380,6 +380,8 @@ bool up_version_known(const char *v)
 
 static void really_free(struct upstream *u)
 {
+    up_call_spares_free(u);
+    buf_release(&u->wbuf);
     hashmap_free(u->map);
     cred_provider_free(u->provider);
     cred_release(&u->creds);
@@ -489,6 +491,8 @@ int upstream_new(const struct upstream_opts *opts, const struct upstream_handler
     list_init(&u->waiting);
     list_init(&u->parked);
     list_init(&u->failing);
+    list_init(&u->spare_calls);
+    buf_init(&u->wbuf, UP_MAX_MESSAGE);
     list_init(&u->lists);
     if (take_opts(u, opts, offer) < 0) {
         if (u->provider == opts->credentials)

@@ -24,12 +24,43 @@ void up_call_free(struct upstream_call *c)
     c->u->ncalls--;
     up_mrtr_free(c);
     loop_timer_cancel(c->timer);
-    free(c->method);
+    if (c->method != c->method_buf)
+        free(c->method);
     json_object_put(c->params);
     json_object_put(c->token);
     json_object_put(c->local_result);
     free(c->message);
-    free(c);
+    struct upstream *u = c->u;
+    if (u->n_spare_calls >= UP_SPARE_CALLS) {
+        free(c);
+        return;
+    }
+    list_remove(&c->node);
+    list_add_head(&u->spare_calls, &c->node);
+    u->n_spare_calls++;
+}
+
+void up_call_spares_free(struct upstream *u)
+{
+    while (!list_is_empty(&u->spare_calls)) {
+        struct list_node *n = list_first(&u->spare_calls);
+        list_remove(n);
+        free(list_entry(n, struct upstream_call, node));
+    }
+    u->n_spare_calls = 0;
+}
+
+/* A cleared call record: a kept one, else a new one. */
+static struct upstream_call *call_take(struct upstream *u)
+{
+    if (list_is_empty(&u->spare_calls))
+        return calloc(1, sizeof(struct upstream_call));
+    struct list_node *n = list_first(&u->spare_calls);
+    list_remove(n);
+    u->n_spare_calls--;
+    struct upstream_call *c = list_entry(n, struct upstream_call, node);
+    *c = (struct upstream_call){0};
+    return c;
 }
 
 static struct list_node *list_of(struct upstream *u, enum call_where where)
@@ -181,6 +212,22 @@ static int conn_send(struct conn *cn, struct json_object *msg, unsigned flags, u
     return r;
 }
 
+/* A request written straight into the upstream's kept buffer (jrpc_write_request()): no tree,
+ * no json-c buffer, no allocation once the buffer has grown to the usual size. */
+static int send_request_text(struct upstream *u, struct upstream_call *c)
+{
+    struct buf *b = &u->wbuf;
+    buf_reset(b);
+    int r = jrpc_write_request(b, c->id, c->method, c->params);
+    if (r >= 0)
+        r = transport_send(u->conn->t, b->data, b->len, c->flags, (uint64_t)c->id);
+    /* the transport has the bytes now (sent, or copied into its queue): a large request's
+     * buffer is given back at once */
+    if (b->cap > UP_WBUF_KEEP)
+        buf_release(b);
+    return r;
+}
+
 #define META_PROTOCOL "io.modelcontextprotocol/protocolVersion"
 #define META_CAPS     "io.modelcontextprotocol/clientCapabilities"
 #define META_INFO     "io.modelcontextprotocol/clientInfo"
@@ -317,22 +364,31 @@ int up_send_call(struct upstream *u, struct upstream_call *c)
         r = -ENOMEM;
     }
     c->creds_gen = u->creds_gen;
-    id = json_object_new_int64(c->id);
-    if (!id)
-        goto out;
     if (c->token && !c->token_swapped) {
+        id = json_object_new_int64(c->id);
+        if (!id)
+            goto out;
         jrpc_set_progress_token(c->params, id);
         c->token_swapped = true;
     }
-    req = jrpc_new_request(id, c->method, c->params);
-    if (!req)
-        goto out;
+    /* the request's tree only for what reads it: the trace, a modern request's headers */
+    bool tree = modern || u->trace;
+    if (tree) {
+        if (!id && !(id = json_object_new_int64(c->id)))
+            goto out;
+        req = jrpc_new_request(id, c->method, c->params);
+        if (!req)
+            goto out;
+    }
     r = hashmap_put(u->map, c->key, c);
     if (r < 0)
         goto out;
     c->sent_at = loop_now(u->loop);
-    r = conn_send(u->conn, req, c->flags, (uint64_t)c->id,
-                  modern && hdrs.n ? (const char *const *)hdrs.v : NULL);
+    if (tree)
+        r = conn_send(u->conn, req, c->flags, (uint64_t)c->id,
+                      modern && hdrs.n ? (const char *const *)hdrs.v : NULL);
+    else
+        r = send_request_text(u, c);
     if (r < 0) {
         (void)hashmap_remove(u->map, c->key);
         goto out;
@@ -373,13 +429,15 @@ void up_flush_waiting(struct upstream *u)
 int up_call_new(struct upstream *u, const char *method, struct json_object *params,
                 int64_t timeout_ms, struct upstream_call **ret)
 {
-    struct upstream_call *c = calloc(1, sizeof(*c));
+    struct upstream_call *c = call_take(u);
     if (!c)
         return -ENOMEM;
     c->u = u;
     list_init(&c->node);
     u->ncalls++;
-    c->method = strdup(method);
+    size_t mlen = strlen(method);
+    c->method =
+        mlen < sizeof(c->method_buf) ? memcpy(c->method_buf, method, mlen + 1) : strdup(method);
     if (!c->method) {
         up_call_free(c);
         return -ENOMEM;

@@ -31,6 +31,8 @@
 
 #define UP_MAX_MESSAGE (16u * 1024u * 1024u) /* both transports' default frame bound */
 #define UP_MAX_CALLS   10000                 /* calls sent, waiting or failing, per upstream */
+#define UP_SPARE_CALLS 64                    /* freed call records kept for reuse, per upstream */
+#define UP_WBUF_KEEP   (64 * 1024)           /* the request buffer kept across calls, at most */
 
 enum conn_state {
     CONN_CURRENT,
@@ -63,7 +65,8 @@ struct upstream_call {
     struct upstream *u;
     int64_t id;
     char key[24]; /* id in decimal: the map's key */
-    char *method;
+    char *method; /* method_buf when it fits, else owned */
+    char method_buf[24];
     struct json_object *params;
     struct json_object *token; /* the caller's progress token, NULL when none */
     bool token_swapped;
@@ -183,6 +186,11 @@ struct upstream {
     struct hashmap *map;
     struct list_node sent, waiting, parked, failing;
     size_t ncalls;
+    /* freed call records kept for the next call (through their node), at most UP_SPARE_CALLS:
+     * a call's record is otherwise a calloc and a free per request */
+    struct list_node spare_calls;
+    size_t n_spare_calls;
+    struct buf wbuf; /* a request's text on its way to the transport, kept across calls */
     struct list_node lists;
 
     struct loop_timer *kick;
@@ -223,6 +231,8 @@ bool up_set_state(struct upstream *u, enum upstream_state s, int error, const ch
 int up_call_new(struct upstream *u, const char *method, struct json_object *params,
                 int64_t timeout_ms, struct upstream_call **ret);
 void up_call_free(struct upstream_call *c);
+/* Frees the kept call records (the upstream's own end). */
+void up_call_spares_free(struct upstream *u);
 void up_call_unlink(struct upstream *u, struct upstream_call *c);
 void up_call_put(struct upstream *u, struct upstream_call *c, enum call_where where, bool front);
 struct upstream_call *up_call_pop(struct upstream *u, enum call_where where);

@@ -5,7 +5,8 @@
  * would refuse; every span lies inside the text; a settled message with its id (and tool name)
  * spliced scans again to the same envelope, and splicing the old bytes back gives the text it
  * came from; params parsed as a stand-in (jrpc_parse_light) serialise to their own bytes with
- * only name and _meta written by json-c. */
+ * only name and _meta written by json-c, its envelope (built from the scan or parsed) is the
+ * whole parse's, and a request written from it (jrpc_write_request) is the tree's text. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,19 +26,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *text = (const char *)data;
     struct jscan j, again;
-    struct jrpc_msg m;
+    struct jrpc_msg m, whole = {0};
     struct err e = ERR_INIT;
 
     int r = jscan_message(text, size, &j);
     fuzz_check(r == 0 || r == -EAGAIN || r == -EBADMSG);
     if (r == -EBADMSG)
         return 0;
-    int parsed = jrpc_parse(text, size, 64u * 1024u * 1024u, &m, &e);
+    int parsed = jrpc_parse(text, size, 64u * 1024u * 1024u, &whole, &e);
     fuzz_check(parsed == 0 || parsed == -ENOMEM);
-    if (parsed == 0)
-        jrpc_msg_done(&m);
-    if (r < 0)
+    if (r < 0) {
+        jrpc_msg_done(&whole);
         return 0;
+    }
 
     struct jscan_span spans[] = {j.id,    j.method, j.params, j.result,
                                  j.error, j.name,   j.meta,   j.token};
@@ -67,9 +68,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_check(jscan_splice(text, size, pe, np, &want) == 0);
         fuzz_check(!p || (plen == j.params.len + want.len - size &&
                           memcmp(p, want.data + j.params.off, plen) == 0));
+        /* the envelope is the whole parse's */
+        if (parsed == 0) {
+            fuzz_check(m.kind == whole.kind && whole.method && strcmp(m.method, whole.method) == 0);
+            fuzz_check((m.id == NULL) == (whole.id == NULL));
+            fuzz_check(!m.id || (json_object_get_type(m.id) == json_object_get_type(whole.id) &&
+                                 json_object_equal(m.id, whole.id)));
+        }
+        /* the request text without a tree is the tree's */
+        struct json_object *id = json_object_new_int64(12345);
+        struct json_object *req = id ? jrpc_new_request(id, m.method, m.params) : NULL;
+        size_t rlen = 0;
+        const char *rt = req ? jrpc_serialize(req, &rlen) : NULL;
+        buf_reset(&want);
+        if (rt && jrpc_write_request(&want, 12345, m.method, m.params) == 0)
+            fuzz_check(want.len == rlen && memcmp(want.data, rt, rlen) == 0);
+        json_object_put(req);
+        json_object_put(id);
         buf_release(&want);
         jrpc_msg_done(&m);
     }
+    jrpc_msg_done(&whole);
 
     /* the id becomes a string, the name loses its first byte */
     struct jscan_edit ed[2];

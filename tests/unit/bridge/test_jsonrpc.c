@@ -779,7 +779,107 @@ static void test_light(void)
     }
 }
 
+/* The envelope the light parse builds from the scan (no _meta, a plain id) or parses (the
+ * rest) is the one a whole parse gives: kind, id (type and value), method, params. */
+static void test_light_envelope(void)
+{
+    const char *texts[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"t\"}}",
+        "{\"params\":{\"arguments\":{\"id\":3},\"name\":\"t\"},\"method\":\"tools/call\","
+        "\"id\":\"abc\",\"jsonrpc\":\"2.0\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":-42,\"method\":\"m\",\"params\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"m\",\"params\":{\"x\":1}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":999999999999999999,\"method\":\"m\",\"params\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"m\",\"params\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"a\\\"b\\u00e9\",\"method\":\"m\",\"params\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"\",\"method\":\"m\",\"params\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1e3,\"method\":\"m\",\"params\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":{\"name\":\"n\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"m\",\"params\":{\"_meta\":{\"progressToken\":1}"
+        "}}",
+    };
+    for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
+        struct jscan j;
+        struct jrpc_msg lm = {0}, fm = {0};
+        struct err e = ERR_INIT;
+        size_t len = strlen(texts[i]);
+        /* an escaped id is not the scan's (-EAGAIN): the whole parse takes it */
+        if (jscan_message(texts[i], len, &j) < 0)
+            continue;
+        int r = jrpc_parse_light(texts[i], len, MAX, &j, &lm, &e);
+        CHECK_INT(jrpc_parse(texts[i], len, MAX, &fm, &e), 0);
+        if (r == -EAGAIN) {
+            /* refused: a message that is not a request (an id 1e3 is a double) */
+            CHECK(fm.kind != JRPC_REQUEST && fm.kind != JRPC_NOTIFICATION);
+            jrpc_msg_done(&fm);
+            continue;
+        }
+        CHECK_INT(r, 0);
+        CHECK_INT(lm.kind, fm.kind);
+        CHECK_STR(lm.method, fm.method);
+        CHECK((lm.id == NULL) == (fm.id == NULL));
+        if (fm.id) {
+            CHECK_INT(json_object_get_type(lm.id), json_object_get_type(fm.id));
+            CHECK(json_object_equal(lm.id, fm.id));
+        }
+        struct json_object *full = jrpc_params_full(lm.params);
+        CHECK(json_object_equal(full, fm.params));
+        json_object_put(full);
+        jrpc_msg_done(&lm);
+        jrpc_msg_done(&fm);
+    }
+}
+
+/* jrpc_write_request() writes what jrpc_serialize(jrpc_new_request()) writes: for a stand-in
+ * whose name the bridge renamed (with characters to escape), with and without _meta, for whole
+ * params and none. */
+static void write_same(int64_t idv, const char *method, struct json_object *params)
+{
+    struct json_object *id = json_object_new_int64(idv);
+    struct json_object *req = jrpc_new_request(id, method, params);
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    CHECK_INT(jrpc_write_request(&b, idv, method, params), 0);
+    CHECK_STR(b.data, ser(req));
+    buf_release(&b);
+    json_object_put(req);
+    json_object_put(id);
+}
+
+static void test_write_request(void)
+{
+    const char *texts[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"tools/call\",\"params\":{\"name\":\"a_b\","
+        "\"arguments\":{\"s\":\"\\u00e9\\n\", \"n\": [1, 2.50]}}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{ \"arguments\":{},"
+        "\"name\" : \"t\" }}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"t\","
+        "\"_meta\":{\"progressToken\":\"p\"}}}",
+    };
+    const char *names[] = {NULL, "srv_tool", "q\"\\\x01/\x7f\xc3\xa9"};
+    for (size_t i = 0; i < ELEMENTSOF(texts); i++)
+        for (size_t k = 0; k < ELEMENTSOF(names); k++) {
+            struct jrpc_msg m;
+            light(texts[i], &m);
+            if (names[k])
+                CHECK(json_object_object_add(m.params, "name", json_object_new_string(names[k])) ==
+                      0);
+            write_same(INT64_C(1) << 40, m.method, m.params);
+            jrpc_msg_done(&m);
+        }
+    struct json_object *whole = json_tokener_parse("{\"a\":[1,{\"b\":\"c/d\"}],\"name\":\"x\"}");
+    write_same(-3, "tools/call", whole);
+    write_same(0, "ping", NULL);
+    write_same(7, "m\"\n", whole);
+    json_object_put(whole);
+    /* a bounded buffer says so */
+    struct buf small;
+    buf_init(&small, 8);
+    CHECK_INT(jrpc_write_request(&small, 1, "ping", NULL), -E2BIG);
+    buf_release(&small);
+}
+
 TESTS_MAIN(test_request, test_notification, test_response, test_malformed_error, test_invalid,
            test_bad_input, test_depth, test_not_terminated, test_reuse, test_threads, test_id_key,
            test_serialize, test_in_place, test_builders, test_tool_error, test_progress_token,
-           test_light)
+           test_light, test_light_envelope, test_write_request)
