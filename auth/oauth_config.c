@@ -464,6 +464,31 @@ static int parse_members(struct json_object *o, struct oauth_config *c, struct e
     return 0;
 }
 
+/* "account" at the top of the entry: "oauth.account" written there (both: the same name) */
+static int parse_top_account(struct json_object *entry, struct oauth_config *c, struct err *e)
+{
+    char *top = NULL;
+    if (!entry || !json_object_is_type(entry, json_type_object))
+        return 0;
+    int r = get_string(entry, "account", "account", MCP_FIELD_NONBLANK, &top, e);
+    if (r < 0 || !top)
+        return r;
+    if (c->account && strcmp(c->account, top) != 0)
+        r = bad(e,
+                "\"account\" and \"oauth.account\" name different accounts ('%s', '%s'): "
+                "keep one",
+                top, c->account);
+    else if (!tokens_label_valid(top))
+        r = bad(e, "\"account\" must be up to %d letters, digits and '.', '_', '@', '+', '-'",
+                TOKENS_LABEL_MAX);
+    if (r >= 0 && !c->account) {
+        c->account = top;
+        top = NULL;
+    }
+    free(top);
+    return r;
+}
+
 int oauth_config_parse(struct json_object *entry, struct oauth_config **ret, struct err *e)
 {
     struct oauth_config *c = calloc(1, sizeof(*c));
@@ -481,6 +506,9 @@ int oauth_config_parse(struct json_object *entry, struct oauth_config **ret, str
         if (r < 0)
             goto out;
     }
+    r = parse_top_account(entry, c, e);
+    if (r < 0)
+        goto out;
     *ret = c;
     c = NULL;
     r = 0;

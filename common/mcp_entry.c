@@ -279,6 +279,8 @@ static int parse_auth(struct mcp_server *s, struct json_object *o, struct err *e
         s->auth = MCP_AUTH_BEARER;
     else if (oauth_off)
         s->auth = MCP_AUTH_DISABLED;
+    else if (mcp_field_member(o, "account"))
+        s->auth = MCP_AUTH_OAUTH; /* "oauth.account" written at the top: an OAuth sign-in */
     else
         s->auth = MCP_AUTH_NONE;
     /* as the adapter reads it: only a literal true, and only when nothing else names the
@@ -365,8 +367,8 @@ static const char *const known_keys[] = {
     /* common's generic entry */
     "command", "args", "env", "cwd", "url", "headers", "type", "timeout", "headersHelper", "auth",
     "bearerToken", "bearerTokenEnv", "bearerTokenStore", "disabled", "protocolVersion", "allowHttp",
-    /* mcp-auth (auth/oauth_config.c) */
-    "oauth",
+    /* mcp-auth (auth/oauth_config.c); "account" is "oauth.account" written at the top */
+    "oauth", "account",
     /* the bridge (bridge/config/server_config.c), which warns about those it accepts and does
      * not apply */
     "includeTools", "excludeTools", "lifecycle", "idleTimeout", "requestTimeoutMs", "toolPrefix",

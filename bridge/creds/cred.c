@@ -467,6 +467,10 @@ bool cred_oauth_applies(const struct mcp_server *s, bool challenged)
 
 const char *cred_oauth_account(const struct mcp_server *s)
 {
+    /* "oauth.account", or "account" at the top of the entry (mcp-auth refuses the two when
+     * they differ) */
     const char *a = json_get_string(json_get_object(s->raw, "oauth"), "account");
+    if (!a || !*a)
+        a = json_get_string(s->raw, "account");
     return a && *a ? a : NULL;
 }

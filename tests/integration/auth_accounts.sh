@@ -1,7 +1,8 @@
 # Several accounts for one MCP server: the same URL and issuer signed in three times through a
 # real headless browser (Debian's Chromium) as three users of a real authorization server
-# (oidc-provider) — the default account, "work" by --account, "home" by an entry's
-# "oauth": {"account": ...} — each with its own tokens: status shows each with its label and
+# (oidc-provider) — the default account, "work" by --account (and the entry's
+# "oauth": {"account": ...}), "home" by "account" at the top of its entry — each with its own
+# tokens: status shows each with its label and
 # subject, header gives each its own token (the MCP server sees its JWT's sub), the bridge calls
 # two entries of one URL each with its account's token, and signing one out leaves the others.
 . "$(dirname "$0")/lib/common.sh"
@@ -25,7 +26,7 @@ cat >"$PI_CODING_AGENT_DIR/mcp.json" <<EOF
 {"mcpServers": {
   "demo": {"url": "$MCP"},
   "work": {"url": "$MCP", "oauth": {"account": "work"}},
-  "home": {"url": "$MCP", "oauth": {"account": "home"}}
+  "home": {"url": "$MCP", "account": "home"}
 }}
 EOF
 
