@@ -78,7 +78,7 @@ enum choice {
 static int setting(enum choice *ret, struct err *e)
 {
     const char *s = getenv(TOKENS_STORE_ENV);
-    enum tokens_backend b;
+    enum tokens_backend b = TOKENS_BACKEND_FILE;
     if (!s || !*s || strcmp(s, "auto") == 0)
         *ret = CHOICE_AUTO;
     else if (tokens_backend_from_str(s, &b) >= 0)
@@ -166,8 +166,8 @@ static int conflict(const char *dir, enum tokens_backend have, enum tokens_backe
 int tokens_backend_get(const char *dir, tokens_file_secrets_fn file_secrets,
                        enum tokens_backend *ret, bool *ret_recorded, struct err *e)
 {
-    enum tokens_backend b;
-    enum choice c;
+    enum tokens_backend b = TOKENS_BACKEND_FILE;
+    enum choice c = CHOICE_AUTO;
     bool found = false, in_files = false;
     int r = setting(&c, e);
     if (r >= 0)
@@ -211,8 +211,8 @@ int tokens_backend_for_write(const char *dir, tokens_file_secrets_fn file_secret
                              enum tokens_backend *ret, struct err *e)
 {
     bool in_files = false;
-    enum tokens_backend b;
-    enum choice c;
+    enum tokens_backend b = TOKENS_BACKEND_FILE;
+    enum choice c = CHOICE_AUTO;
     bool found = false;
     int r = tokens_backend_get(dir, file_secrets, &b, &found, e);
     if (r < 0 || found)
