@@ -2,6 +2,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "core/jsonscan.h"
 
@@ -37,31 +40,65 @@ static bool plain(unsigned char c)
 #define ONES  UINT64_C(0x0101010101010101)
 #define HIGHS UINT64_C(0x8080808080808080)
 
-/* Whether all 8 bytes of a word are plain: none below 0x20, a quote, a backslash or not ASCII
- * (the classic "has a zero byte" test, three times, and the high bits). */
-static bool word_plain(uint64_t v)
+/* The high bit of each byte of a word that is not plain: below 0x20, a quote, a backslash or
+ * not ASCII (the classic "has a zero byte" test, three times, and the high bits themselves).
+ * A byte may also be marked by a borrow from a marked byte below it, never a byte below the
+ * first one that is not plain: so the lowest mark is exact. */
+static uint64_t word_special(uint64_t v)
 {
     uint64_t quote = v ^ (ONES * '"'), bslash = v ^ (ONES * '\\');
-    uint64_t special = ((v - ONES * 0x20) | (quote - ONES) | (bslash - ONES) | v) & HIGHS;
-    /* a high bit may also come from a neighbour's borrow: then the byte loop decides. Never
-     * a special byte taken for plain */
-    return special == 0;
+    return ((v - ONES * 0x20) | (quote - ONES) | (bslash - ONES) | v) & HIGHS;
 }
 
-/* The first byte at or after pos that is not plain (or len). The bulk of a big result (base64,
- * text) is plain ASCII: 8 bytes a test. */
-static size_t skip_plain(const char *s, size_t pos, size_t len)
+#ifdef __SSE2__
+/* A bit per byte of the 16 at p, set when the byte is plain. Above 0x1f as a signed byte is
+ * ASCII and not a control byte: one compare for both. */
+static unsigned plain16(const char *p)
 {
-    while (len - pos >= 8) {
-        uint64_t v;
-        memcpy(&v, s + pos, 8);
-        if (!word_plain(v))
-            break;
-        pos += 8;
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i odd =
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    __m128i ascii = _mm_cmpgt_epi8(v, _mm_set1_epi8(0x1f));
+    return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(odd, ascii));
+}
+#endif
+
+/* The first byte in [p, end) that is not plain, or end. The bulk of a big result (base64, text)
+ * is plain ASCII, and most short strings end within a few bytes: 16 bytes a test with SSE2 (the
+ * x86-64 baseline), 32 a branch once a string is long, 8 in a word elsewhere and for the tail;
+ * every load unaligned (memcpy or loadu) and inside [p, end). */
+static const char *skip_plain(const char *p, const char *end)
+{
+#ifdef __SSE2__
+    while (end - p >= 16) {
+        unsigned m = plain16(p);
+        if (m != 0xffff)
+            return p + __builtin_ctz(~m);
+        p += 16;
+        while (end - p >= 32) {
+            unsigned a = plain16(p), b = plain16(p + 16);
+            if ((a & b) != 0xffff)
+                return p + __builtin_ctz(~(a | b << 16));
+            p += 32;
+        }
     }
-    while (pos < len && plain((unsigned char)s[pos]))
-        pos++;
-    return pos;
+#endif
+    while (end - p >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        uint64_t special = word_special(v);
+        if (special) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return p + __builtin_ctzll(special) / 8; /* the first byte is the lowest */
+#else
+            break;
+#endif
+        }
+        p += 8;
+    }
+    while (p < end && plain((unsigned char)*p))
+        p++;
+    return p;
 }
 
 static void skip_ws(struct scan *sc)
@@ -74,109 +111,121 @@ static void skip_ws(struct scan *sc)
     }
 }
 
-static bool cont(const struct scan *sc, size_t at, unsigned char lo, unsigned char hi)
+static bool cont(const char *p, const char *end, unsigned char lo, unsigned char hi)
 {
-    if (at >= sc->len)
-        return false;
-    unsigned char c = (unsigned char)sc->s[at];
-    return c >= lo && c <= hi;
+    return p < end && (unsigned char)*p >= lo && (unsigned char)*p <= hi;
 }
 
-/* One UTF-8 sequence of 2 to 4 bytes at pos (RFC 3629: no overlongs, no surrogates, at most
+/* One UTF-8 sequence of 2 to 4 bytes at p (RFC 3629: no overlongs, no surrogates, at most
  * U+10FFFF); its length or 0. */
-static size_t utf8_seq(const struct scan *sc)
+static size_t utf8_seq(const char *p, const char *end)
 {
-    size_t p = sc->pos;
-    unsigned char c = (unsigned char)sc->s[p];
+    unsigned char c = (unsigned char)*p;
     if (c >= 0xc2 && c <= 0xdf)
-        return cont(sc, p + 1, 0x80, 0xbf) ? 2 : 0;
+        return cont(p + 1, end, 0x80, 0xbf) ? 2 : 0;
+    if (end - p < 3)
+        return 0;
     if (c >= 0xe0 && c <= 0xef) {
         unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-        return cont(sc, p + 1, lo, hi) && cont(sc, p + 2, 0x80, 0xbf) ? 3 : 0;
+        return cont(p + 1, end, lo, hi) && cont(p + 2, end, 0x80, 0xbf) ? 3 : 0;
     }
     if (c >= 0xf0 && c <= 0xf4) {
         unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-        return cont(sc, p + 1, lo, hi) && cont(sc, p + 2, 0x80, 0xbf) && cont(sc, p + 3, 0x80, 0xbf)
+        return cont(p + 1, end, lo, hi) && cont(p + 2, end, 0x80, 0xbf) &&
+                       cont(p + 3, end, 0x80, 0xbf)
                    ? 4
                    : 0;
     }
     return 0;
 }
 
-static int hex4(struct scan *sc, unsigned *ret)
+static int hexval(char c)
 {
-    unsigned v = 0;
-    if (sc->len - sc->pos < 4)
-        return -EBADMSG;
-    for (int i = 0; i < 4; i++) {
-        char c = sc->s[sc->pos++];
-        unsigned h;
-        if (c >= '0' && c <= '9')
-            h = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            h = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            h = (unsigned)(c - 'A' + 10);
-        else
-            return -EBADMSG;
-        v = v << 4 | h;
-    }
-    *ret = v;
-    return 0;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
 }
 
-/* An escape after its backslash. Surrogates only in pairs: json-c replaces a lone one, which
- * the scan leaves to it. */
-static int escape(struct scan *sc)
+/* Four hex digits at p (bounds checked by the caller); their value or -1. */
+static int hex4(const char *p)
 {
-    if (sc->pos >= sc->len)
-        return -EBADMSG;
-    char c = sc->s[sc->pos++];
-    if (strchr("\"\\/bfnrt", c) && c)
-        return 0;
-    if (c != 'u')
-        return -EBADMSG;
-    unsigned u, low;
-    if (hex4(sc, &u) < 0 || (u >= 0xdc00 && u <= 0xdfff))
-        return -EBADMSG;
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(p[i]);
+        if (h < 0)
+            return -1;
+        v = v << 4 | h;
+    }
+    return v;
+}
+
+/* An escape at its backslash; where it ends, or NULL. Surrogates only in pairs: json-c
+ * replaces a lone one, which the scan leaves to it. */
+static const char *escape(const char *p, const char *end)
+{
+    if (end - p < 2)
+        return NULL;
+    switch (p[1]) {
+    case '"':
+    case '\\':
+    case '/':
+    case 'b':
+    case 'f':
+    case 'n':
+    case 'r':
+    case 't':
+        return p + 2;
+    case 'u':
+        break;
+    default:
+        return NULL;
+    }
+    if (end - p < 6)
+        return NULL;
+    int u = hex4(p + 2);
+    if (u < 0 || (u >= 0xdc00 && u <= 0xdfff))
+        return NULL;
     if (u < 0xd800 || u > 0xdbff)
-        return 0;
-    if (sc->len - sc->pos < 2 || sc->s[sc->pos] != '\\' || sc->s[sc->pos + 1] != 'u')
-        return -EBADMSG;
-    sc->pos += 2;
-    if (hex4(sc, &low) < 0 || low < 0xdc00 || low > 0xdfff)
-        return -EBADMSG;
-    return 0;
+        return p + 6;
+    if (end - p < 12 || p[6] != '\\' || p[7] != 'u')
+        return NULL;
+    int low = hex4(p + 8);
+    if (low < 0xdc00 || low > 0xdfff)
+        return NULL;
+    return p + 12;
 }
 
 /* A string at its opening quote; *ret its contents' span, *escaped whether it has escapes. */
 static int string(struct scan *sc, struct jscan_span *ret, bool *escaped)
 {
-    size_t start = ++sc->pos;
-    *escaped = false;
+    const char *start = sc->s + sc->pos + 1, *end = sc->s + sc->len, *p = start;
+    bool esc = false;
     for (;;) {
-        sc->pos = skip_plain(sc->s, sc->pos, sc->len);
-        if (sc->pos >= sc->len)
+        p = skip_plain(p, end);
+        if (p == end)
             return -EBADMSG;
-        unsigned char c = (unsigned char)sc->s[sc->pos];
+        unsigned char c = (unsigned char)*p;
         if (c == '"')
             break;
         if (c == '\\') {
-            *escaped = true;
-            sc->pos++;
-            if (escape(sc) < 0)
-                return -EBADMSG;
-            continue;
+            esc = true;
+            p = escape(p, end);
+        } else if (c >= 0x80) {
+            size_t n = utf8_seq(p, end);
+            p = n ? p + n : NULL;
+        } else {
+            p = NULL; /* a control byte */
         }
-        if (c < 0x20)
+        if (!p)
             return -EBADMSG;
-        size_t n = utf8_seq(sc);
-        if (!n)
-            return -EBADMSG;
-        sc->pos += n;
     }
-    *ret = (struct jscan_span){start, sc->pos - start};
-    sc->pos++;
+    *ret = (struct jscan_span){(size_t)(start - sc->s), (size_t)(p - start)};
+    *escaped = esc;
+    sc->pos = (size_t)(p - sc->s) + 1;
     return 0;
 }
 
