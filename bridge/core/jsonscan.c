@@ -21,9 +21,11 @@ enum level {
     L_OTHER,
 };
 
+/* The scan's state; each reading function takes the position to read at and returns the one
+ * after what it read, or NULL when the text is not accepted (a cursor in a register rather than
+ * a field written back at every byte). */
 struct scan {
-    const char *s;
-    size_t len, pos;
+    const char *s, *end;
     unsigned depth;
     unsigned seen;  /* the members recorded, a bit each (enum which) */
     bool unsettled; /* valid so far, but a routed member is escaped, repeated or of a type the
@@ -67,7 +69,7 @@ static unsigned plain16(const char *p)
  * is plain ASCII, and most short strings end within a few bytes: 16 bytes a test with SSE2 (the
  * x86-64 baseline), 32 a branch once a string is long, 8 in a word elsewhere and for the tail;
  * every load unaligned (memcpy or loadu) and inside [p, end). */
-static const char *skip_plain(const char *p, const char *end)
+__attribute__((always_inline)) static inline const char *skip_plain(const char *p, const char *end)
 {
 #ifdef __SSE2__
     while (end - p >= 16) {
@@ -101,14 +103,38 @@ static const char *skip_plain(const char *p, const char *end)
     return p;
 }
 
-static void skip_ws(struct scan *sc)
+/* JSON's whitespace: space, tab, line feed, carriage return. */
+static bool ws(char c)
 {
-    while (sc->pos < sc->len) {
-        char c = sc->s[sc->pos];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            return;
-        sc->pos++;
-    }
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* The end of the whitespace at p: a line break and an indentation, whose spaces are counted a
+ * word at a time. */
+static const char *ws_run(const char *p, const char *end)
+{
+    do {
+        p++;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        while (end - p >= 8) {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            uint64_t other = v ^ (ONES * ' ');
+            if (other) {
+                p += __builtin_ctzll(other) / 8;
+                break;
+            }
+            p += 8;
+        }
+#endif
+    } while (p < end && ws(*p));
+    return p;
+}
+
+/* Whitespace between tokens: most often none (compact JSON). */
+static inline const char *skip_ws(const char *p, const char *end)
+{
+    return p < end && ws(*p) ? ws_run(p, end) : p;
 }
 
 static bool cont(const char *p, const char *end, unsigned char lo, unsigned char hi)
@@ -199,20 +225,24 @@ static const char *escape(const char *p, const char *end)
     return p + 12;
 }
 
-/* A string at its opening quote; *ret its contents' span, *escaped whether it has escapes. */
-static int string(struct scan *sc, struct jscan_span *ret, bool *escaped)
+/* A value read: its type, and for a string its contents and whether they have escapes. */
+struct read {
+    enum jscan_type type;
+    const char *str; /* a string's contents: [str, str + len) */
+    size_t len;
+    bool escaped;
+};
+
+/* The rest of a string from p, a byte that is not plain: escapes (*escaped set) and UTF-8
+ * sequences between runs of plain bytes, up to the closing quote; where that quote is, or NULL.
+ * Apart from string() so that the common case (plain bytes up to the quote) stays short. */
+__attribute__((noinline)) static const char *string_rest(const char *p, const char *end,
+                                                         bool *escaped)
 {
-    const char *start = sc->s + sc->pos + 1, *end = sc->s + sc->len, *p = start;
-    bool esc = false;
-    for (;;) {
-        p = skip_plain(p, end);
-        if (p == end)
-            return -EBADMSG;
+    while (p < end && *p != '"') {
         unsigned char c = (unsigned char)*p;
-        if (c == '"')
-            break;
         if (c == '\\') {
-            esc = true;
+            *escaped = true;
             p = escape(p, end);
         } else if (c >= 0x80) {
             size_t n = utf8_seq(p, end);
@@ -221,62 +251,74 @@ static int string(struct scan *sc, struct jscan_span *ret, bool *escaped)
             p = NULL; /* a control byte */
         }
         if (!p)
-            return -EBADMSG;
+            return NULL;
+        p = skip_plain(p, end);
     }
-    *ret = (struct jscan_span){(size_t)(start - sc->s), (size_t)(p - start)};
-    *escaped = esc;
-    sc->pos = (size_t)(p - sc->s) + 1;
-    return 0;
+    return p < end ? p : NULL;
 }
 
-static bool digit(const struct scan *sc)
+/* skip_plain() for string(), out of line: string() is called for every key and short value,
+ * and stays small (no registers to save) when its rare paths are calls. */
+__attribute__((noinline)) static const char *skip_plain_call(const char *p, const char *end)
 {
-    return sc->pos < sc->len && sc->s[sc->pos] >= '0' && sc->s[sc->pos] <= '9';
+    return skip_plain(p, end);
 }
 
-static int digits(struct scan *sc)
+/* A string at its opening quote p; ret's string members. */
+static const char *string(const char *p, const char *end, struct read *ret)
 {
-    if (!digit(sc))
-        return -EBADMSG;
-    while (digit(sc))
-        sc->pos++;
-    return 0;
+    const char *start = ++p;
+    bool escaped = false;
+    p = skip_plain_call(p, end);
+    if (p < end && *p != '"')
+        p = string_rest(p, end, &escaped);
+    if (!p || p == end)
+        return NULL;
+    ret->type = JSCAN_STRING;
+    ret->str = start;
+    ret->len = (size_t)(p - start);
+    ret->escaped = escaped;
+    return p + 1;
 }
 
-/* RFC 8259's number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-static int number(struct scan *sc)
+/* The end of the run of digits at p. */
+static const char *digits(const char *p, const char *end)
 {
-    size_t start = sc->pos;
-    if (sc->s[sc->pos] == '-')
-        sc->pos++;
-    if (!digit(sc))
-        return -EBADMSG;
-    if (sc->s[sc->pos] == '0')
-        sc->pos++;
-    else
-        (void)digits(sc);
-    if (sc->pos < sc->len && sc->s[sc->pos] == '.') {
-        sc->pos++;
-        if (digits(sc) < 0)
-            return -EBADMSG;
+    while (p < end && (unsigned char)(*p - '0') < 10)
+        p++;
+    return p;
+}
+
+/* RFC 8259's number at p (a byte there): -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static const char *number(const char *p, const char *end)
+{
+    const char *start = p, *d;
+    if (*p == '-')
+        p++;
+    d = digits(p, end);
+    if (d == p || (*p == '0' && d > p + 1)) /* 0 alone, never before a digit */
+        return NULL;
+    p = d;
+    if (p < end && *p == '.') {
+        d = digits(++p, end);
+        if (d == p)
+            return NULL;
+        p = d;
     }
-    if (sc->pos < sc->len && (sc->s[sc->pos] == 'e' || sc->s[sc->pos] == 'E')) {
-        sc->pos++;
-        if (sc->pos < sc->len && (sc->s[sc->pos] == '+' || sc->s[sc->pos] == '-'))
-            sc->pos++;
-        if (digits(sc) < 0)
-            return -EBADMSG;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        if (++p < end && (*p == '+' || *p == '-'))
+            p++;
+        d = digits(p, end);
+        if (d == p)
+            return NULL;
+        p = d;
     }
-    return sc->pos - start > NUMBER_MAX ? -EBADMSG : 0;
+    return p - start > NUMBER_MAX ? NULL : p;
 }
 
-static int literal(struct scan *sc, const char *word)
+static const char *literal(const char *p, const char *end, const char *word, size_t n)
 {
-    size_t n = strlen(word);
-    if (sc->len - sc->pos < n || memcmp(sc->s + sc->pos, word, n) != 0)
-        return -EBADMSG;
-    sc->pos += n;
-    return 0;
+    return (size_t)(end - p) >= n && memcmp(p, word, n) == 0 ? p + n : NULL;
 }
 
 /* The members the scan records, a bit each in scan.seen. */
@@ -334,20 +376,14 @@ static enum which which_of(enum level lvl, const char *key, size_t n, enum level
     }
 }
 
-/* A value read: its type, and for a string its contents and whether they have escapes. */
-struct read {
-    enum jscan_type type;
-    struct jscan_span str;
-    bool escaped;
-};
+static const char *value(struct scan *sc, const char *p, enum level lvl, struct read *ret);
 
-static int value(struct scan *sc, enum level lvl, struct read *ret);
-
-/* Records the member w whose value [start, pos) was just read. */
-static void record(struct scan *sc, enum which w, size_t start, const struct read *v)
+/* Records the member w whose value [start, end) was just read. */
+static void record(struct scan *sc, enum which w, const char *start, const char *end,
+                   const struct read *v)
 {
     struct jscan *j = sc->j;
-    struct jscan_span span = {start, sc->pos - start};
+    struct jscan_span span = {(size_t)(start - sc->s), (size_t)(end - start)};
     if (sc->seen & 1u << w) {
         sc->unsettled = true; /* json-c keeps the last one: the tree decides */
         return;
@@ -366,14 +402,16 @@ static void record(struct scan *sc, enum which w, size_t start, const struct rea
             sc->unsettled = true;
         break;
     case W_METHOD:
-    case W_NAME:
+    case W_NAME: {
+        struct jscan_span str = {(size_t)(v->str - sc->s), v->len};
         if (v->type != JSCAN_STRING || v->escaped)
             sc->unsettled = true;
         else if (w == W_METHOD)
-            j->method = v->str;
+            j->method = str;
         else
-            j->name = v->str;
+            j->name = str;
         break;
+    }
     case W_PARAMS:
         j->params = span;
         j->params_type = v->type;
@@ -397,117 +435,106 @@ static void record(struct scan *sc, enum which w, size_t start, const struct rea
     }
 }
 
-static int object(struct scan *sc, enum level lvl)
+/* An object at its brace; lvl says whether its members are recorded. */
+static const char *object(struct scan *sc, const char *p, enum level lvl)
 {
-    sc->pos++; /* { */
-    skip_ws(sc);
-    if (sc->pos < sc->len && sc->s[sc->pos] == '}') {
-        sc->pos++;
-        return 0;
-    }
+    const char *end = sc->end;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}')
+        return p + 1;
     for (;;) {
-        struct jscan_span key;
-        bool escaped;
-        if (sc->pos >= sc->len || sc->s[sc->pos] != '"' || string(sc, &key, &escaped) < 0)
-            return -EBADMSG;
+        struct read key, v;
+        if (p == end || *p != '"' || !(p = string(p, end, &key)))
+            return NULL;
         enum level child = L_OTHER;
         enum which w = W_NONE;
         if (lvl != L_OTHER) {
-            if (escaped) /* it may spell a routed key */
+            if (key.escaped) /* it may spell a routed key */
                 sc->unsettled = true;
             else
-                w = which_of(lvl, sc->s + key.off, key.len, &child);
+                w = which_of(lvl, key.str, key.len, &child);
         }
-        skip_ws(sc);
-        if (sc->pos >= sc->len || sc->s[sc->pos] != ':')
-            return -EBADMSG;
-        sc->pos++;
-        skip_ws(sc);
-        size_t start = sc->pos;
-        struct read v;
-        if (value(sc, child, &v) < 0)
-            return -EBADMSG;
+        p = skip_ws(p, end);
+        if (p == end || *p != ':')
+            return NULL;
+        const char *start = skip_ws(p + 1, end);
+        if (!(p = value(sc, start, child, &v)))
+            return NULL;
         if (w != W_NONE)
-            record(sc, w, start, &v);
-        skip_ws(sc);
-        if (sc->pos >= sc->len)
-            return -EBADMSG;
-        char c = sc->s[sc->pos++];
-        if (c == '}')
-            return 0;
-        if (c != ',')
-            return -EBADMSG;
-        skip_ws(sc);
+            record(sc, w, start, p, &v);
+        p = skip_ws(p, end);
+        if (p == end)
+            return NULL;
+        if (*p == '}')
+            return p + 1;
+        if (*p != ',')
+            return NULL;
+        p = skip_ws(p + 1, end);
     }
 }
 
-static int array(struct scan *sc)
+static const char *array(struct scan *sc, const char *p)
 {
-    sc->pos++; /* [ */
-    skip_ws(sc);
-    if (sc->pos < sc->len && sc->s[sc->pos] == ']') {
-        sc->pos++;
-        return 0;
-    }
+    const char *end = sc->end;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == ']')
+        return p + 1;
     for (;;) {
         struct read v;
-        if (value(sc, L_OTHER, &v) < 0)
-            return -EBADMSG;
-        skip_ws(sc);
-        if (sc->pos >= sc->len)
-            return -EBADMSG;
-        char c = sc->s[sc->pos++];
-        if (c == ']')
-            return 0;
-        if (c != ',')
-            return -EBADMSG;
-        skip_ws(sc);
+        if (!(p = value(sc, p, L_OTHER, &v)))
+            return NULL;
+        p = skip_ws(p, end);
+        if (p == end)
+            return NULL;
+        if (*p == ']')
+            return p + 1;
+        if (*p != ',')
+            return NULL;
+        p = skip_ws(p + 1, end);
     }
 }
 
-static int value(struct scan *sc, enum level lvl, struct read *ret)
+/* A value at p; ret its type (and a string's members). */
+static const char *value(struct scan *sc, const char *p, enum level lvl, struct read *ret)
 {
-    int r;
-    *ret = (struct read){.type = JSCAN_OTHER};
-    if (sc->pos >= sc->len)
-        return -EBADMSG;
-    switch (sc->s[sc->pos]) {
+    const char *end = sc->end;
+    ret->type = JSCAN_OTHER;
+    if (p == end)
+        return NULL;
+    switch (*p) {
     case '{':
     case '[':
         if (++sc->depth > JSCAN_MAX_DEPTH)
-            return -EBADMSG;
-        r = sc->s[sc->pos] == '{' ? object(sc, lvl) : array(sc);
+            return NULL;
+        p = *p == '{' ? object(sc, p, lvl) : array(sc, p);
         sc->depth--;
-        return r;
+        return p;
     case '"':
-        ret->type = JSCAN_STRING;
-        return string(sc, &ret->str, &ret->escaped);
+        return string(p, end, ret);
     case 't':
-        return literal(sc, "true");
+        return literal(p, end, "true", 4);
     case 'f':
-        return literal(sc, "false");
+        return literal(p, end, "false", 5);
     case 'n':
-        return literal(sc, "null");
+        return literal(p, end, "null", 4);
     default:
         ret->type = JSCAN_NUMBER;
-        return number(sc);
+        return number(p, end);
     }
 }
 
 int jscan_message(const char *text, size_t len, struct jscan *ret)
 {
     struct jscan j = {0};
-    struct scan sc = {.s = text, .len = len, .j = &j};
     struct read v;
 
     if (!text)
         return -EINVAL;
-    skip_ws(&sc);
-    bool is_object = sc.pos < len && text[sc.pos] == '{';
-    if (value(&sc, L_TOP, &v) < 0)
-        return -EBADMSG;
-    skip_ws(&sc);
-    if (sc.pos != len)
+    struct scan sc = {.s = text, .end = text + len, .j = &j};
+    const char *p = skip_ws(text, sc.end);
+    bool is_object = p < sc.end && *p == '{';
+    p = value(&sc, p, L_TOP, &v);
+    if (!p || skip_ws(p, sc.end) != sc.end)
         return -EBADMSG;
     if (!is_object || sc.unsettled)
         return -EAGAIN;
