@@ -1,8 +1,9 @@
 /* scan-bench.c - the pass-through scan (bridge/core/jsonscan.c) alone, on messages of the shapes
  * real tool results have: a long base64 string (an image), a long text with escapes and UTF-8
- * (a file read), an array of many small objects (a query's rows), compact and pretty-printed.
+ * (a file read), the same in a script outside ASCII, an array of many small objects (a query's
+ * rows), compact and pretty-printed.
  *
- *   scan-bench [--shape base64|text|rows|pretty|all] [--size BYTES] [--reps N]
+ *   scan-bench [--shape base64|text|script|rows|pretty|all] [--size BYTES] [--reps N]
  *
  * Each message is built once, about BYTES long, and scanned N times; a scan that does not settle
  * it is an error (exit 1). Prints one line per shape: its size, the best of five timed batches
@@ -111,6 +112,27 @@ static void text(struct text *t, size_t size)
     puts_(t, "\"}]}}");
 }
 
+/* Text in a script outside ASCII (Cyrillic, Japanese): mostly sequences of 2 and 3 bytes, a
+ * space or an escaped line break now and then. */
+static void script(struct text *t, size_t size)
+{
+    static const char *words[] = {
+        "\xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82",
+        "\xd0\xbc\xd0\xb8\xd1\x80",
+        "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xae",
+        "\xe3\x83\x95\xe3\x82\xa1\xe3\x82\xa4\xe3\x83\xab",
+        "\xe8\xaa\xad\xe3\x81\xbf\xe8\xbe\xbc\xe3\x81\xbf",
+    };
+    uint32_t seed = 4;
+    puts_(t,
+          "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"");
+    while (t->len < size) {
+        puts_(t, words[next(&seed) % (sizeof(words) / sizeof(words[0]))]);
+        puts_(t, next(&seed) % 8 ? " " : "\\n");
+    }
+    puts_(t, "\"}]}}");
+}
+
 /* Rows of a query: small objects of short strings, integers, decimals, literals. pretty: with
  * the line breaks and indentation of a pretty-printer (structure and whitespace, not strings). */
 static void rows(struct text *t, size_t size, bool pretty)
@@ -146,6 +168,8 @@ static int run(const char *shape, size_t size, unsigned reps)
         base64(&t, size);
     else if (strcmp(shape, "text") == 0)
         text(&t, size);
+    else if (strcmp(shape, "script") == 0)
+        script(&t, size);
     else if (strcmp(shape, "rows") == 0)
         rows(&t, size, false);
     else if (strcmp(shape, "pretty") == 0)
@@ -207,7 +231,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(shape, "all") != 0)
         return run(shape, size, (unsigned)reps);
-    static const char *all[] = {"base64", "text", "rows", "pretty"};
+    static const char *all[] = {"base64", "text", "script", "rows", "pretty"};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
         int r = run(all[i], size, (unsigned)reps);
         if (r)

@@ -137,32 +137,33 @@ static inline const char *skip_ws(const char *p, const char *end)
     return p < end && ws(*p) ? ws_run(p, end) : p;
 }
 
-static bool cont(const char *p, const char *end, unsigned char lo, unsigned char hi)
-{
-    return p < end && (unsigned char)*p >= lo && (unsigned char)*p <= hi;
-}
-
 /* One UTF-8 sequence of 2 to 4 bytes at p (RFC 3629: no overlongs, no surrogates, at most
- * U+10FFFF); its length or 0. */
+ * U+10FFFF); its length or 0. The second byte's bounds depend on the first: they exclude the
+ * overlongs after E0 and F0, the surrogates after ED, what is past U+10FFFF after F4. */
 static size_t utf8_seq(const char *p, const char *end)
 {
-    unsigned char c = (unsigned char)*p;
-    if (c >= 0xc2 && c <= 0xdf)
-        return cont(p + 1, end, 0x80, 0xbf) ? 2 : 0;
-    if (end - p < 3)
+    const unsigned char *u = (const unsigned char *)p;
+    size_t left = (size_t)(end - p);
+    unsigned char c = u[0], lo = 0x80, hi = 0xbf;
+    if (c < 0xc2 || c > 0xf4)
         return 0;
-    if (c >= 0xe0 && c <= 0xef) {
-        unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-        return cont(p + 1, end, lo, hi) && cont(p + 2, end, 0x80, 0xbf) ? 3 : 0;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-        return cont(p + 1, end, lo, hi) && cont(p + 2, end, 0x80, 0xbf) &&
-                       cont(p + 3, end, 0x80, 0xbf)
-                   ? 4
-                   : 0;
-    }
-    return 0;
+    if (c < 0xe0)
+        return left >= 2 && (u[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (left < 3 || (u[2] & 0xc0) != 0x80)
+        return 0;
+    if (c == 0xe0)
+        lo = 0xa0;
+    else if (c == 0xed)
+        hi = 0x9f;
+    else if (c == 0xf0)
+        lo = 0x90;
+    else if (c == 0xf4)
+        hi = 0x8f;
+    if (u[1] < lo || u[1] > hi)
+        return 0;
+    if (c < 0xf0)
+        return 3;
+    return left >= 4 && (u[3] & 0xc0) == 0x80 ? 4 : 0;
 }
 
 static int hexval(char c)
@@ -235,26 +236,32 @@ struct read {
 
 /* The rest of a string from p, a byte that is not plain: escapes (*escaped set) and UTF-8
  * sequences between runs of plain bytes, up to the closing quote; where that quote is, or NULL.
- * Apart from string() so that the common case (plain bytes up to the quote) stays short. */
+ * A run of plain bytes is skipped in blocks, a text in a script outside ASCII sequence after
+ * sequence. Apart from string() so that the common case (plain bytes up to the quote) stays
+ * short. */
 __attribute__((noinline)) static const char *string_rest(const char *p, const char *end,
                                                          bool *escaped)
 {
-    while (p < end && *p != '"') {
+    while (p < end) {
         unsigned char c = (unsigned char)*p;
-        if (c == '\\') {
-            *escaped = true;
-            p = escape(p, end);
-        } else if (c >= 0x80) {
+        if (c >= 0x80) {
             size_t n = utf8_seq(p, end);
-            p = n ? p + n : NULL;
+            if (!n)
+                return NULL;
+            p += n;
+        } else if (c == '\\') {
+            *escaped = true;
+            if (!(p = escape(p, end)))
+                return NULL;
+        } else if (c == '"') {
+            return p;
+        } else if (c < 0x20) {
+            return NULL; /* a control byte */
         } else {
-            p = NULL; /* a control byte */
+            p = skip_plain(p, end);
         }
-        if (!p)
-            return NULL;
-        p = skip_plain(p, end);
     }
-    return p < end ? p : NULL;
+    return NULL;
 }
 
 /* skip_plain() for string(), out of line: string() is called for every key and short value,
