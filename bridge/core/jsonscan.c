@@ -2,6 +2,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "core/jsonscan.h"
 
@@ -18,9 +21,11 @@ enum level {
     L_OTHER,
 };
 
+/* The scan's state; each reading function takes the position to read at and returns the one
+ * after what it read, or NULL when the text is not accepted (a cursor in a register rather than
+ * a field written back at every byte). */
 struct scan {
-    const char *s;
-    size_t len, pos;
+    const char *s, *end;
     unsigned depth;
     unsigned seen;  /* the members recorded, a bit each (enum which) */
     bool unsettled; /* valid so far, but a routed member is escaped, repeated or of a type the
@@ -37,197 +42,290 @@ static bool plain(unsigned char c)
 #define ONES  UINT64_C(0x0101010101010101)
 #define HIGHS UINT64_C(0x8080808080808080)
 
-/* Whether all 8 bytes of a word are plain: none below 0x20, a quote, a backslash or not ASCII
- * (the classic "has a zero byte" test, three times, and the high bits). */
-static bool word_plain(uint64_t v)
+/* The high bit of each byte of a word that is not plain: below 0x20, a quote, a backslash or
+ * not ASCII (the classic "has a zero byte" test, three times, and the high bits themselves).
+ * A byte may also be marked by a borrow from a marked byte below it, never a byte below the
+ * first one that is not plain: so the lowest mark is exact. */
+static uint64_t word_special(uint64_t v)
 {
     uint64_t quote = v ^ (ONES * '"'), bslash = v ^ (ONES * '\\');
-    uint64_t special = ((v - ONES * 0x20) | (quote - ONES) | (bslash - ONES) | v) & HIGHS;
-    /* a high bit may also come from a neighbour's borrow: then the byte loop decides. Never
-     * a special byte taken for plain */
-    return special == 0;
+    return ((v - ONES * 0x20) | (quote - ONES) | (bslash - ONES) | v) & HIGHS;
 }
 
-/* The first byte at or after pos that is not plain (or len). The bulk of a big result (base64,
- * text) is plain ASCII: 8 bytes a test. */
-static size_t skip_plain(const char *s, size_t pos, size_t len)
+#ifdef __SSE2__
+/* A bit per byte of the 16 at p, set when the byte is plain. Above 0x1f as a signed byte is
+ * ASCII and not a control byte: one compare for both. */
+static unsigned plain16(const char *p)
 {
-    while (len - pos >= 8) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i odd =
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    __m128i ascii = _mm_cmpgt_epi8(v, _mm_set1_epi8(0x1f));
+    return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(odd, ascii));
+}
+#endif
+
+/* The first byte in [p, end) that is not plain, or end. The bulk of a big result (base64, text)
+ * is plain ASCII, and most short strings end within a few bytes: 16 bytes a test with SSE2 (the
+ * x86-64 baseline), 32 a branch once a string is long, 8 in a word elsewhere and for the tail;
+ * every load unaligned (memcpy or loadu) and inside [p, end). */
+__attribute__((always_inline)) static inline const char *skip_plain(const char *p, const char *end)
+{
+#ifdef __SSE2__
+    while (end - p >= 16) {
+        unsigned m = plain16(p);
+        if (m != 0xffff)
+            return p + __builtin_ctz(~m);
+        p += 16;
+        while (end - p >= 32) {
+            unsigned a = plain16(p), b = plain16(p + 16);
+            if ((a & b) != 0xffff)
+                return p + __builtin_ctz(~(a | b << 16));
+            p += 32;
+        }
+    }
+#endif
+    while (end - p >= 8) {
         uint64_t v;
-        memcpy(&v, s + pos, 8);
-        if (!word_plain(v))
+        memcpy(&v, p, 8);
+        uint64_t special = word_special(v);
+        if (special) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return p + __builtin_ctzll(special) / 8; /* the first byte is the lowest */
+#else
             break;
-        pos += 8;
+#endif
+        }
+        p += 8;
     }
-    while (pos < len && plain((unsigned char)s[pos]))
-        pos++;
-    return pos;
+    while (p < end && plain((unsigned char)*p))
+        p++;
+    return p;
 }
 
-static void skip_ws(struct scan *sc)
+/* JSON's whitespace: space, tab, line feed, carriage return. */
+static bool ws(char c)
 {
-    while (sc->pos < sc->len) {
-        char c = sc->s[sc->pos];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            return;
-        sc->pos++;
-    }
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
-static bool cont(const struct scan *sc, size_t at, unsigned char lo, unsigned char hi)
+/* The end of the whitespace at p: a line break and an indentation, whose spaces are counted a
+ * word at a time. */
+static const char *ws_run(const char *p, const char *end)
 {
-    if (at >= sc->len)
-        return false;
-    unsigned char c = (unsigned char)sc->s[at];
-    return c >= lo && c <= hi;
+    do {
+        p++;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        while (end - p >= 8) {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            uint64_t other = v ^ (ONES * ' ');
+            if (other) {
+                p += __builtin_ctzll(other) / 8;
+                break;
+            }
+            p += 8;
+        }
+#endif
+    } while (p < end && ws(*p));
+    return p;
 }
 
-/* One UTF-8 sequence of 2 to 4 bytes at pos (RFC 3629: no overlongs, no surrogates, at most
- * U+10FFFF); its length or 0. */
-static size_t utf8_seq(const struct scan *sc)
+/* Whitespace between tokens: most often none (compact JSON). */
+static inline const char *skip_ws(const char *p, const char *end)
 {
-    size_t p = sc->pos;
-    unsigned char c = (unsigned char)sc->s[p];
-    if (c >= 0xc2 && c <= 0xdf)
-        return cont(sc, p + 1, 0x80, 0xbf) ? 2 : 0;
-    if (c >= 0xe0 && c <= 0xef) {
-        unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-        return cont(sc, p + 1, lo, hi) && cont(sc, p + 2, 0x80, 0xbf) ? 3 : 0;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-        return cont(sc, p + 1, lo, hi) && cont(sc, p + 2, 0x80, 0xbf) && cont(sc, p + 3, 0x80, 0xbf)
-                   ? 4
-                   : 0;
-    }
-    return 0;
+    return p < end && ws(*p) ? ws_run(p, end) : p;
 }
 
-static int hex4(struct scan *sc, unsigned *ret)
+/* One UTF-8 sequence of 2 to 4 bytes at p (RFC 3629: no overlongs, no surrogates, at most
+ * U+10FFFF); its length or 0. The second byte's bounds depend on the first: they exclude the
+ * overlongs after E0 and F0, the surrogates after ED, what is past U+10FFFF after F4. */
+static size_t utf8_seq(const char *p, const char *end)
 {
-    unsigned v = 0;
-    if (sc->len - sc->pos < 4)
-        return -EBADMSG;
+    const unsigned char *u = (const unsigned char *)p;
+    size_t left = (size_t)(end - p);
+    unsigned char c = u[0], lo = 0x80, hi = 0xbf;
+    if (c < 0xc2 || c > 0xf4)
+        return 0;
+    if (c < 0xe0)
+        return left >= 2 && (u[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (left < 3 || (u[2] & 0xc0) != 0x80)
+        return 0;
+    if (c == 0xe0)
+        lo = 0xa0;
+    else if (c == 0xed)
+        hi = 0x9f;
+    else if (c == 0xf0)
+        lo = 0x90;
+    else if (c == 0xf4)
+        hi = 0x8f;
+    if (u[1] < lo || u[1] > hi)
+        return 0;
+    if (c < 0xf0)
+        return 3;
+    return left >= 4 && (u[3] & 0xc0) == 0x80 ? 4 : 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Four hex digits at p (bounds checked by the caller); their value or -1. */
+static int hex4(const char *p)
+{
+    int v = 0;
     for (int i = 0; i < 4; i++) {
-        char c = sc->s[sc->pos++];
-        unsigned h;
-        if (c >= '0' && c <= '9')
-            h = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            h = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            h = (unsigned)(c - 'A' + 10);
-        else
-            return -EBADMSG;
+        int h = hexval(p[i]);
+        if (h < 0)
+            return -1;
         v = v << 4 | h;
     }
-    *ret = v;
-    return 0;
+    return v;
 }
 
-/* An escape after its backslash. Surrogates only in pairs: json-c replaces a lone one, which
- * the scan leaves to it. */
-static int escape(struct scan *sc)
+/* An escape at its backslash; where it ends, or NULL. Surrogates only in pairs: json-c
+ * replaces a lone one, which the scan leaves to it. */
+static const char *escape(const char *p, const char *end)
 {
-    if (sc->pos >= sc->len)
-        return -EBADMSG;
-    char c = sc->s[sc->pos++];
-    if (strchr("\"\\/bfnrt", c) && c)
-        return 0;
-    if (c != 'u')
-        return -EBADMSG;
-    unsigned u, low;
-    if (hex4(sc, &u) < 0 || (u >= 0xdc00 && u <= 0xdfff))
-        return -EBADMSG;
+    if (end - p < 2)
+        return NULL;
+    switch (p[1]) {
+    case '"':
+    case '\\':
+    case '/':
+    case 'b':
+    case 'f':
+    case 'n':
+    case 'r':
+    case 't':
+        return p + 2;
+    case 'u':
+        break;
+    default:
+        return NULL;
+    }
+    if (end - p < 6)
+        return NULL;
+    int u = hex4(p + 2);
+    if (u < 0 || (u >= 0xdc00 && u <= 0xdfff))
+        return NULL;
     if (u < 0xd800 || u > 0xdbff)
-        return 0;
-    if (sc->len - sc->pos < 2 || sc->s[sc->pos] != '\\' || sc->s[sc->pos + 1] != 'u')
-        return -EBADMSG;
-    sc->pos += 2;
-    if (hex4(sc, &low) < 0 || low < 0xdc00 || low > 0xdfff)
-        return -EBADMSG;
-    return 0;
+        return p + 6;
+    if (end - p < 12 || p[6] != '\\' || p[7] != 'u')
+        return NULL;
+    int low = hex4(p + 8);
+    if (low < 0xdc00 || low > 0xdfff)
+        return NULL;
+    return p + 12;
 }
 
-/* A string at its opening quote; *ret its contents' span, *escaped whether it has escapes. */
-static int string(struct scan *sc, struct jscan_span *ret, bool *escaped)
+/* A value read: its type, and for a string its contents and whether they have escapes. */
+struct read {
+    enum jscan_type type;
+    const char *str; /* a string's contents: [str, str + len) */
+    size_t len;
+    bool escaped;
+};
+
+/* The rest of a string from p, a byte that is not plain: escapes (*escaped set) and UTF-8
+ * sequences between runs of plain bytes, up to the closing quote; where that quote is, or NULL.
+ * A run of plain bytes is skipped in blocks, a text in a script outside ASCII sequence after
+ * sequence. Apart from string() so that the common case (plain bytes up to the quote) stays
+ * short. */
+__attribute__((noinline)) static const char *string_rest(const char *p, const char *end,
+                                                         bool *escaped)
 {
-    size_t start = ++sc->pos;
-    *escaped = false;
-    for (;;) {
-        sc->pos = skip_plain(sc->s, sc->pos, sc->len);
-        if (sc->pos >= sc->len)
-            return -EBADMSG;
-        unsigned char c = (unsigned char)sc->s[sc->pos];
-        if (c == '"')
-            break;
-        if (c == '\\') {
+    while (p < end) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x80) {
+            size_t n = utf8_seq(p, end);
+            if (!n)
+                return NULL;
+            p += n;
+        } else if (c == '\\') {
             *escaped = true;
-            sc->pos++;
-            if (escape(sc) < 0)
-                return -EBADMSG;
-            continue;
+            if (!(p = escape(p, end)))
+                return NULL;
+        } else if (c == '"') {
+            return p;
+        } else if (c < 0x20) {
+            return NULL; /* a control byte */
+        } else {
+            p = skip_plain(p, end);
         }
-        if (c < 0x20)
-            return -EBADMSG;
-        size_t n = utf8_seq(sc);
-        if (!n)
-            return -EBADMSG;
-        sc->pos += n;
     }
-    *ret = (struct jscan_span){start, sc->pos - start};
-    sc->pos++;
-    return 0;
+    return NULL;
 }
 
-static bool digit(const struct scan *sc)
+/* skip_plain() for string(), out of line: string() is called for every key and short value,
+ * and stays small (no registers to save) when its rare paths are calls. */
+__attribute__((noinline)) static const char *skip_plain_call(const char *p, const char *end)
 {
-    return sc->pos < sc->len && sc->s[sc->pos] >= '0' && sc->s[sc->pos] <= '9';
+    return skip_plain(p, end);
 }
 
-static int digits(struct scan *sc)
+/* A string at its opening quote p; ret's string members. */
+static const char *string(const char *p, const char *end, struct read *ret)
 {
-    if (!digit(sc))
-        return -EBADMSG;
-    while (digit(sc))
-        sc->pos++;
-    return 0;
+    const char *start = ++p;
+    bool escaped = false;
+    p = skip_plain_call(p, end);
+    if (p < end && *p != '"')
+        p = string_rest(p, end, &escaped);
+    if (!p || p == end)
+        return NULL;
+    ret->type = JSCAN_STRING;
+    ret->str = start;
+    ret->len = (size_t)(p - start);
+    ret->escaped = escaped;
+    return p + 1;
 }
 
-/* RFC 8259's number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-static int number(struct scan *sc)
+/* The end of the run of digits at p. */
+static const char *digits(const char *p, const char *end)
 {
-    size_t start = sc->pos;
-    if (sc->s[sc->pos] == '-')
-        sc->pos++;
-    if (!digit(sc))
-        return -EBADMSG;
-    if (sc->s[sc->pos] == '0')
-        sc->pos++;
-    else
-        (void)digits(sc);
-    if (sc->pos < sc->len && sc->s[sc->pos] == '.') {
-        sc->pos++;
-        if (digits(sc) < 0)
-            return -EBADMSG;
+    while (p < end && (unsigned char)(*p - '0') < 10)
+        p++;
+    return p;
+}
+
+/* RFC 8259's number at p (a byte there): -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static const char *number(const char *p, const char *end)
+{
+    const char *start = p, *d;
+    if (*p == '-')
+        p++;
+    d = digits(p, end);
+    if (d == p || (*p == '0' && d > p + 1)) /* 0 alone, never before a digit */
+        return NULL;
+    p = d;
+    if (p < end && *p == '.') {
+        d = digits(++p, end);
+        if (d == p)
+            return NULL;
+        p = d;
     }
-    if (sc->pos < sc->len && (sc->s[sc->pos] == 'e' || sc->s[sc->pos] == 'E')) {
-        sc->pos++;
-        if (sc->pos < sc->len && (sc->s[sc->pos] == '+' || sc->s[sc->pos] == '-'))
-            sc->pos++;
-        if (digits(sc) < 0)
-            return -EBADMSG;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        if (++p < end && (*p == '+' || *p == '-'))
+            p++;
+        d = digits(p, end);
+        if (d == p)
+            return NULL;
+        p = d;
     }
-    return sc->pos - start > NUMBER_MAX ? -EBADMSG : 0;
+    return p - start > NUMBER_MAX ? NULL : p;
 }
 
-static int literal(struct scan *sc, const char *word)
+static const char *literal(const char *p, const char *end, const char *word, size_t n)
 {
-    size_t n = strlen(word);
-    if (sc->len - sc->pos < n || memcmp(sc->s + sc->pos, word, n) != 0)
-        return -EBADMSG;
-    sc->pos += n;
-    return 0;
+    return (size_t)(end - p) >= n && memcmp(p, word, n) == 0 ? p + n : NULL;
 }
 
 /* The members the scan records, a bit each in scan.seen. */
@@ -285,20 +383,14 @@ static enum which which_of(enum level lvl, const char *key, size_t n, enum level
     }
 }
 
-/* A value read: its type, and for a string its contents and whether they have escapes. */
-struct read {
-    enum jscan_type type;
-    struct jscan_span str;
-    bool escaped;
-};
+static const char *value(struct scan *sc, const char *p, enum level lvl, struct read *ret);
 
-static int value(struct scan *sc, enum level lvl, struct read *ret);
-
-/* Records the member w whose value [start, pos) was just read. */
-static void record(struct scan *sc, enum which w, size_t start, const struct read *v)
+/* Records the member w whose value [start, end) was just read. */
+static void record(struct scan *sc, enum which w, const char *start, const char *end,
+                   const struct read *v)
 {
     struct jscan *j = sc->j;
-    struct jscan_span span = {start, sc->pos - start};
+    struct jscan_span span = {(size_t)(start - sc->s), (size_t)(end - start)};
     if (sc->seen & 1u << w) {
         sc->unsettled = true; /* json-c keeps the last one: the tree decides */
         return;
@@ -317,14 +409,16 @@ static void record(struct scan *sc, enum which w, size_t start, const struct rea
             sc->unsettled = true;
         break;
     case W_METHOD:
-    case W_NAME:
+    case W_NAME: {
+        struct jscan_span str = {(size_t)(v->str - sc->s), v->len};
         if (v->type != JSCAN_STRING || v->escaped)
             sc->unsettled = true;
         else if (w == W_METHOD)
-            j->method = v->str;
+            j->method = str;
         else
-            j->name = v->str;
+            j->name = str;
         break;
+    }
     case W_PARAMS:
         j->params = span;
         j->params_type = v->type;
@@ -348,117 +442,106 @@ static void record(struct scan *sc, enum which w, size_t start, const struct rea
     }
 }
 
-static int object(struct scan *sc, enum level lvl)
+/* An object at its brace; lvl says whether its members are recorded. */
+static const char *object(struct scan *sc, const char *p, enum level lvl)
 {
-    sc->pos++; /* { */
-    skip_ws(sc);
-    if (sc->pos < sc->len && sc->s[sc->pos] == '}') {
-        sc->pos++;
-        return 0;
-    }
+    const char *end = sc->end;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}')
+        return p + 1;
     for (;;) {
-        struct jscan_span key;
-        bool escaped;
-        if (sc->pos >= sc->len || sc->s[sc->pos] != '"' || string(sc, &key, &escaped) < 0)
-            return -EBADMSG;
+        struct read key, v;
+        if (p == end || *p != '"' || !(p = string(p, end, &key)))
+            return NULL;
         enum level child = L_OTHER;
         enum which w = W_NONE;
         if (lvl != L_OTHER) {
-            if (escaped) /* it may spell a routed key */
+            if (key.escaped) /* it may spell a routed key */
                 sc->unsettled = true;
             else
-                w = which_of(lvl, sc->s + key.off, key.len, &child);
+                w = which_of(lvl, key.str, key.len, &child);
         }
-        skip_ws(sc);
-        if (sc->pos >= sc->len || sc->s[sc->pos] != ':')
-            return -EBADMSG;
-        sc->pos++;
-        skip_ws(sc);
-        size_t start = sc->pos;
-        struct read v;
-        if (value(sc, child, &v) < 0)
-            return -EBADMSG;
+        p = skip_ws(p, end);
+        if (p == end || *p != ':')
+            return NULL;
+        const char *start = skip_ws(p + 1, end);
+        if (!(p = value(sc, start, child, &v)))
+            return NULL;
         if (w != W_NONE)
-            record(sc, w, start, &v);
-        skip_ws(sc);
-        if (sc->pos >= sc->len)
-            return -EBADMSG;
-        char c = sc->s[sc->pos++];
-        if (c == '}')
-            return 0;
-        if (c != ',')
-            return -EBADMSG;
-        skip_ws(sc);
+            record(sc, w, start, p, &v);
+        p = skip_ws(p, end);
+        if (p == end)
+            return NULL;
+        if (*p == '}')
+            return p + 1;
+        if (*p != ',')
+            return NULL;
+        p = skip_ws(p + 1, end);
     }
 }
 
-static int array(struct scan *sc)
+static const char *array(struct scan *sc, const char *p)
 {
-    sc->pos++; /* [ */
-    skip_ws(sc);
-    if (sc->pos < sc->len && sc->s[sc->pos] == ']') {
-        sc->pos++;
-        return 0;
-    }
+    const char *end = sc->end;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == ']')
+        return p + 1;
     for (;;) {
         struct read v;
-        if (value(sc, L_OTHER, &v) < 0)
-            return -EBADMSG;
-        skip_ws(sc);
-        if (sc->pos >= sc->len)
-            return -EBADMSG;
-        char c = sc->s[sc->pos++];
-        if (c == ']')
-            return 0;
-        if (c != ',')
-            return -EBADMSG;
-        skip_ws(sc);
+        if (!(p = value(sc, p, L_OTHER, &v)))
+            return NULL;
+        p = skip_ws(p, end);
+        if (p == end)
+            return NULL;
+        if (*p == ']')
+            return p + 1;
+        if (*p != ',')
+            return NULL;
+        p = skip_ws(p + 1, end);
     }
 }
 
-static int value(struct scan *sc, enum level lvl, struct read *ret)
+/* A value at p; ret its type (and a string's members). */
+static const char *value(struct scan *sc, const char *p, enum level lvl, struct read *ret)
 {
-    int r;
-    *ret = (struct read){.type = JSCAN_OTHER};
-    if (sc->pos >= sc->len)
-        return -EBADMSG;
-    switch (sc->s[sc->pos]) {
+    const char *end = sc->end;
+    ret->type = JSCAN_OTHER;
+    if (p == end)
+        return NULL;
+    switch (*p) {
     case '{':
     case '[':
         if (++sc->depth > JSCAN_MAX_DEPTH)
-            return -EBADMSG;
-        r = sc->s[sc->pos] == '{' ? object(sc, lvl) : array(sc);
+            return NULL;
+        p = *p == '{' ? object(sc, p, lvl) : array(sc, p);
         sc->depth--;
-        return r;
+        return p;
     case '"':
-        ret->type = JSCAN_STRING;
-        return string(sc, &ret->str, &ret->escaped);
+        return string(p, end, ret);
     case 't':
-        return literal(sc, "true");
+        return literal(p, end, "true", 4);
     case 'f':
-        return literal(sc, "false");
+        return literal(p, end, "false", 5);
     case 'n':
-        return literal(sc, "null");
+        return literal(p, end, "null", 4);
     default:
         ret->type = JSCAN_NUMBER;
-        return number(sc);
+        return number(p, end);
     }
 }
 
 int jscan_message(const char *text, size_t len, struct jscan *ret)
 {
     struct jscan j = {0};
-    struct scan sc = {.s = text, .len = len, .j = &j};
     struct read v;
 
     if (!text)
         return -EINVAL;
-    skip_ws(&sc);
-    bool is_object = sc.pos < len && text[sc.pos] == '{';
-    if (value(&sc, L_TOP, &v) < 0)
-        return -EBADMSG;
-    skip_ws(&sc);
-    if (sc.pos != len)
+    struct scan sc = {.s = text, .end = text + len, .j = &j};
+    const char *p = skip_ws(text, sc.end);
+    bool is_object = p < sc.end && *p == '{';
+    p = value(&sc, p, L_TOP, &v);
+    if (!p || skip_ws(p, sc.end) != sc.end)
         return -EBADMSG;
     if (!is_object || sc.unsettled)
         return -EAGAIN;

@@ -1,10 +1,12 @@
 /* test_jsonscan.c - the envelope scan and the splice: spans of every routed member, what the
  * scan leaves to the tree (escaped or repeated keys, escaped method or name, not an object),
  * what it refuses (each kind of malformed JSON), that whatever it accepts json-c accepts too,
- * the nesting bound, input that is not NUL-terminated (ASan checks the bounds), the splice's
- * contract, and a differential check: for a corpus of messages, the splice of a new id (and a
- * tool's name without its prefix) means what the tree's change re-serialised means, and leaves
- * every byte outside the spans as it was. */
+ * the nesting bound, input that is not NUL-terminated (ASan checks the bounds), the string
+ * scan's steps (each byte it stops at, at every offset of strings of every length, and random
+ * strings, against a byte-by-byte reference), the splice's contract, and a differential check:
+ * for a corpus of messages, the splice of a new id (and a tool's name without its prefix) means
+ * what the tree's change re-serialised means, and leaves every byte outside the spans as it
+ * was. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +249,193 @@ static void test_not_terminated(void)
     }
 }
 
+/* ---- the string scan's steps: every byte that needs a look, at every offset ---------------- */
+
+/* A string's contents (after its opening quote) judged byte by byte, RFC 8259 and RFC 3629 as
+ * the scan reads them: the length up to the closing quote, or -1. The scan reads 16, 32 or 8
+ * bytes a step; this reads one. */
+static long ref_string(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c == '"')
+            return (long)i;
+        if (c < 0x20)
+            return -1;
+        if (c == '\\') {
+            if (i + 1 >= n)
+                return -1;
+            c = s[i + 1];
+            if (c != 'u') {
+                if (!strchr("\"\\/bfnrt", c) || !c)
+                    return -1;
+                i += 2;
+                continue;
+            }
+            unsigned u[2] = {0, 0};
+            for (int k = 0; k < 2; k++) {
+                if (i + 6 > n || (k == 1 && (s[i] != '\\' || s[i + 1] != 'u')))
+                    return -1;
+                for (int h = 2; h < 6; h++) {
+                    c = s[i + (size_t)h];
+                    if (!strchr("0123456789abcdefABCDEF", c) || !c)
+                        return -1;
+                    u[k] = u[k] << 4 | (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+                }
+                i += 6;
+                if (k == 0 && (u[0] < 0xd800 || u[0] > 0xdfff))
+                    break;
+                if (k == 0 && u[0] >= 0xdc00)
+                    return -1;
+                if (k == 1 && (u[1] < 0xdc00 || u[1] > 0xdfff))
+                    return -1;
+            }
+            continue;
+        }
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        /* the code point of a sequence, then its bounds */
+        size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+        if (!len || c > 0xf4 || i + len > n)
+            return -1;
+        uint32_t cp = c & (0x7fu >> len);
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return -1;
+            cp = cp << 6 | (s[i + k] & 0x3fu);
+        }
+        uint32_t least = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+        if (cp < least || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return -1;
+        i += len;
+    }
+    return -1;
+}
+
+/* {"result":"<body>"} scanned from a buffer of exactly its size, at an offset from malloc's
+ * alignment: the scan and the reference agree, the result's span ends at the right quote, and
+ * whatever the scan accepts json-c accepts. cut: the text ends before the closing quote. */
+static void check_string(const unsigned char *body, size_t n, size_t shift, bool cut)
+{
+    static const char head[] = "{\"result\":\"";
+    size_t h = strlen(head), tlen = h + n + (cut ? 0 : 2);
+    char *buf = malloc(shift + tlen), *t = buf + shift;
+    if (!buf)
+        abort();
+    memset(buf, ' ', shift);
+    memcpy(t, head, h);
+    memcpy(t + h, body, n);
+    if (!cut)
+        memcpy(t + h + n, "\"}", 2);
+    long want = ref_string((const unsigned char *)t + h, cut ? n : n + 1);
+    bool whole = !cut && want == (long)n;
+    struct jscan j;
+    int r = jscan_message(t, tlen, &j);
+    if ((r == 0) != whole || (r != 0 && r != -EBADMSG)) {
+        fprintf(stderr, "  r=%d want=%ld n=%zu shift=%zu cut=%d:", r, want, n, shift, cut);
+        for (size_t i = 0; i < n; i++)
+            fprintf(stderr, " %02x", body[i]);
+        fprintf(stderr, "\n");
+    }
+    CHECK((r == 0) == whole);
+    if (r == 0) {
+        CHECK_INT(j.result.off, h - 1);
+        CHECK_INT(j.result.len, n + 2);
+        CHECK(json_ok(t, tlen));
+    } else {
+        CHECK_INT(r, -EBADMSG);
+    }
+    free(buf);
+}
+
+/* Each kind of byte the scan stops at, at every offset 0..40 of strings of every length up to
+ * 41 (the 16-byte and 32-byte steps, the 8-byte word and the bytes after), before and after
+ * plain bytes, valid and not. */
+static void test_string_steps(void)
+{
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } marks[] = {
+        {"\"", 1},   /* the end (the rest after it: not one message) */
+        {"\\\"", 2}, /* escapes */
+        {"\\\\", 2},
+        {"\\n", 2},
+        {"\\u00e9", 6},
+        {"\\ud83d\\ude00", 12},
+        {"\\ud83d", 6}, /* a lone surrogate: json-c's to judge */
+        {"\\x", 2},     /* not an escape */
+        {"\\", 1},      /* a backslash at the end */
+        {"\x1f", 1},    /* control bytes */
+        {"\n", 1},
+        {"\0", 1},
+        {"\x7f", 1}, /* plain: DEL is not a control byte in JSON */
+        {" ", 1},
+        {"\xc3\xa9", 2}, /* UTF-8 of each length, and the edges of RFC 3629 */
+        {"\xe2\x82\xac", 3},
+        {"\xf0\x9f\x98\x80", 4},
+        {"\xf4\x8f\xbf\xbf", 4},
+        {"\xed\x9f\xbf", 3},
+        {"\xed\xa0\x80", 3}, /* not UTF-8: a surrogate, overlongs, past U+10FFFF */
+        {"\xc0\xaf", 2},
+        {"\xe0\x9f\xbf", 3},
+        {"\xf0\x8f\xbf\xbf", 4},
+        {"\xf4\x90\x80\x80", 4},
+        {"\x80", 1}, /* a lone continuation, a cut sequence, never UTF-8 */
+        {"\xc3", 1},
+        {"\xe2\x82", 2},
+        {"\xff", 1},
+    };
+    unsigned char body[128];
+    for (size_t m = 0; m < ELEMENTSOF(marks); m++)
+        for (size_t len = 0; len <= 41; len++)
+            for (size_t at = 0; at <= len; at++) {
+                size_t n = 0;
+                for (; n < at; n++)
+                    body[n] = (unsigned char)('a' + n % 26);
+                memcpy(body + n, marks[m].bytes, marks[m].len);
+                n += marks[m].len;
+                for (; n < len + marks[m].len; n++)
+                    body[n] = (unsigned char)('A' + n % 26);
+                check_string(body, n, (len + at) % 8, false);
+                check_string(body, n, (len + at + 1) % 8, true);
+            }
+    /* plain strings of every length, every shift: the closing quote at each offset */
+    for (size_t len = 0; len <= 80; len++)
+        for (size_t shift = 0; shift < 8; shift++) {
+            memset(body, 'q', len);
+            check_string(body, len, shift, false);
+            check_string(body, len, shift, true);
+        }
+}
+
+/* Random strings of the bytes that matter, against the reference: a few thousand, the same on
+ * every run. */
+static void test_string_random(void)
+{
+    static const unsigned char alphabet[] = {
+        'a',  'Z',  '0',  'e',  'u',  'D',  'F',  ' ',  '/',  '"',  '\\', '\\', 'n',  0x00,
+        0x1f, 0x7f, 0x80, 0xbf, 0xc2, 0xc3, 0xa9, 0xdf, 0xe0, 0xa0, 0xe2, 0x82, 0xac, 0xed,
+        0x9f, 0xef, 0xf0, 0x90, 0x9f, 0x98, 0xf4, 0x8f, 0xf5, 0xff, 'd',  '8',  'c',
+    };
+    uint32_t seed = 12345;
+    unsigned char body[96];
+    for (unsigned i = 0; i < 20000; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        size_t n = (seed >> 8) % sizeof(body);
+        for (size_t k = 0; k < n; k++) {
+            seed = seed * 1664525u + 1013904223u;
+            uint32_t x = seed >> 8;
+            /* mostly plain runs, so that the long steps run too */
+            body[k] = x % 4 ? (unsigned char)('a' + x % 26) : alphabet[(x >> 5) % sizeof(alphabet)];
+        }
+        check_string(body, n, i % 8, i % 5 == 0);
+    }
+}
+
 static void test_splice(void)
 {
     const char *t = "{\"id\":7,\"x\":\"abc\"}";
@@ -478,4 +667,5 @@ static void test_differential(void)
 }
 
 TESTS_MAIN(test_envelope, test_unsettled, test_malformed, test_accepts_subset, test_depth,
-           test_not_terminated, test_splice, test_differential)
+           test_not_terminated, test_string_steps, test_string_random, test_splice,
+           test_differential)
