@@ -68,8 +68,10 @@ function verdict(v, floor, cmp, limit) {
   return floor != null && !Number.isNaN(floor) && !meets(floor, cmp, limit) ? '**FAIL**, below the floor' : '**FAIL**';
 }
 // above: the value is a cost in µs, so the measured cell also says how much the bridge adds above
-// the relay (per repetition, then the median)
-function target(name, limit, cmp, q, value, fmtv = (v) => fmt(v, 2), above) {
+// the relay (per repetition, then the median). bound false: the relay's value is shown but is no
+// lower bound for the bridge's (its latency past 64 KiB: it passes each pipe-full on as it comes,
+// waking the agent and the server once per 64 KiB where the bridge wakes them once a message)
+function target(name, limit, cmp, q, value, fmtv = (v) => fmt(v, 2), above, bound = true) {
   const relay = pick(rows, { ...q, case: 'relay', upstreams: 1 });
   const floor = relay.length ? value(relay) : NaN;
   for (const kase of ['connect', 'serve']) {
@@ -82,14 +84,15 @@ function target(name, limit, cmp, q, value, fmtv = (v) => fmt(v, 2), above) {
       const d = rs.map((r) => { const f = relay.find((x) => x.rep === r.rep); return f ? above(r) - above(f) : NaN; }).filter((x) => !Number.isNaN(x));
       if (d.length) cell += ` (${median(d) >= 0 ? '+' : ''}${fmt(median(d))} µs above the relay)`;
     }
-    targets.push(`| ${name} | ${q.transport} ${size(q.size)}, ${q.inflight} in flight | ${kase} | ${cell} | ${Number.isNaN(floor) ? '-' : fmtv(floor)} | ${cmp} ${limit.text} | ${verdict(v, floor, cmp, limit.value)} |`);
+    const floorCell = Number.isNaN(floor) ? '-' : `${fmtv(floor)}${bound ? '' : ' (no bound)'}`;
+    targets.push(`| ${name} | ${q.transport} ${size(q.size)}, ${q.inflight} in flight | ${kase} | ${cell} | ${floorCell} | ${cmp} ${limit.text} | ${verdict(v, bound ? floor : NaN, cmp, limit.value)} |`);
   }
 }
 const med = (f) => (rs) => median(rs.map(f));
 const medRatio = (f) => (rs) => { const x = ratios(rs, f); return x.length ? median(x) : NaN; };
 const sizes = [...new Set(rows.map((r) => r.size))].sort((a, b) => a - b);
 const c1 = { inflight: 1 };
-target('p50 / direct', { value: 1.25, text: '1.25×' }, '<=', { transport: 'stdio', size: 65536, ...c1 }, medRatio((r, d) => r.p50_us / d.p50_us));
+target('p50 / direct', { value: 1.25, text: '1.25×' }, '<=', { transport: 'stdio', size: 65536, ...c1 }, medRatio((r, d) => r.p50_us / d.p50_us), undefined, undefined, false);
 const cpu = (r) => r.sched_us_per_call;
 target('CPU per call', { value: 100, text: '100 µs' }, '<=', { transport: 'stdio', size: 65536, ...c1 }, med(cpu), (v) => `${fmt(v)} µs`, cpu);
 target('p50 added per hop', { value: 25, text: '25 µs' }, '<=', { transport: 'stdio', size: 100, ...c1 }, medRatio((r, d) => r.p50_us - d.p50_us), (v) => `${fmt(v)} µs`, (r) => r.p50_us);
