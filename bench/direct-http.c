@@ -18,11 +18,23 @@
  *
  * Prints one JSON line per concurrency level, with the fields driver.mjs prints (p50_us, p99_us,
  * throughput, and the CPU and peak RSS of the --watch-pid process, the server or the bridge;
- * with --malloc-count FILE, the allocation counters of malloc-count.so loaded into it).
+ * with --malloc-count FILE, the allocation counters of malloc-count.so loaded into it), and its
+ * own CPU per call (self_sched_us_per_call, from /proc/self/schedstat): what a C client on
+ * libcurl costs per call against that server, the least the HTTP side of any proxy pays.
+ *
+ * With --stdio it is no client but the floor of the HTTP relay cases: the least a stdio-to-HTTP
+ * proxy can do. It reads newline JSON-RPC on stdin, POSTs each line as it comes to URL (libcurl
+ * multi, keep-alive connections, as many in flight as lines arrive), and writes each answer's
+ * body to stdout as a line (each `data:` of an event stream as one). It keeps the session the
+ * server names in Mcp-Session-Id, and the protocol version of the answer that named it, for the
+ * headers of the requests that follow; it parses nothing else. It ends at the end of stdin once
+ * every answer is written (with a DELETE of the session). bench/run's driver measures it as it
+ * measures the bridge.
  *
  *   direct-http URL [--calls N] [--warmup N] [--size BYTES] [--concurrency 1,16,64]
  *                   [--label TEXT] [--watch-pid PID] [--protocol VERSION] [--stateless]
  *                   [--agents] [--malloc-count FILE]
+ *   direct-http URL --stdio
  *
  * Built by bench/run: cc -O2 -o direct-http direct-http.c $(pkg-config --cflags --libs libcurl)
  */
@@ -31,24 +43,28 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_INFLIGHT 256
 #define MAX_LEVELS   8
-#define MAX_BODY     (64u * 1024u * 1024u) /* an answer larger than this is an error */
+#define MAX_BODY     (64u * 1024u * 1024u) /* an answer (or a --stdio line) larger is an error */
 #define SESSION_MAX  256
 
 struct req {
     CURL *easy;
     struct curl_slist *headers;
-    char *body; /* the request, owned */
-    char *resp; /* the answer read so far, owned */
+    char *body;      /* the request, owned */
+    size_t body_cap; /* --stdio: body's size, kept from one request to the next */
+    char *resp;      /* the answer read so far, owned */
     size_t resp_len;
     size_t resp_cap;
     long id;
@@ -62,7 +78,7 @@ static const char *arg_label = "";
 static long arg_calls = 2000, arg_warmup = 200, arg_size = 100, arg_watch_pid;
 static long arg_levels[MAX_LEVELS] = {1, 16};
 static int arg_nlevels = 2;
-static bool arg_stateless, arg_agents;
+static bool arg_stateless, arg_agents, arg_stdio;
 static const char *arg_malloc_count;
 static char sessions[MAX_INFLIGHT][SESSION_MAX]; /* agent 0's serves every call without --agents */
 static int agents_ready;                         /* agents set up so far */
@@ -511,6 +527,318 @@ static double run_calls(CURLM *multi, struct req *reqs, long n, long inflight, d
     return (now_us() - t0) / 1e6;
 }
 
+/* ---- --stdio: the floor of the HTTP relay cases ---- */
+
+/* what --stdio has read from stdin and not yet posted: buf[start, len), with no end of line before
+ * `scanned` */
+struct inbuf {
+    char *buf;
+    size_t start, len, cap, scanned;
+};
+
+/*
+ * The headers every --stdio request shares, built again only when the server names a session:
+ * a list some transfer may still use is kept until the end, as its transfer may be in flight.
+ */
+static struct curl_slist *stdio_headers, *stdio_headers_old[4];
+static int stdio_headers_nold;
+static bool stdio_headers_session; /* stdio_headers name the session */
+
+static void stdio_build_headers(void)
+{
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    char line[SESSION_MAX + 64];
+
+    h = curl_slist_append(h, "Accept: application/json, text/event-stream");
+    if (sessions[0][0]) {
+        snprintf(line, sizeof(line), "Mcp-Session-Id: %s", sessions[0]);
+        h = curl_slist_append(h, line);
+        snprintf(line, sizeof(line), "Mcp-Protocol-Version: %s", protocol);
+        h = curl_slist_append(h, line);
+    }
+    if (!h)
+        die("out of memory");
+    stdio_headers_session = sessions[0][0] != '\0';
+    if (stdio_headers) {
+        if (stdio_headers_nold == (int)(sizeof(stdio_headers_old) / sizeof(*stdio_headers_old)))
+            die("the server named a new session %d times", stdio_headers_nold);
+        stdio_headers_old[stdio_headers_nold++] = stdio_headers;
+    }
+    stdio_headers = h;
+}
+
+/* Writes all of iov to stdout, blocking: the agent (bench/driver.mjs) always reads. */
+static void write_all(struct iovec *iov, int n)
+{
+    while (n > 0) {
+        ssize_t w = writev(STDOUT_FILENO, iov, n);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            die("write to stdout: %s", strerror(errno));
+        for (; n > 0 && (size_t)w >= iov->iov_len; iov++, n--)
+            w -= (ssize_t)iov->iov_len;
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+}
+
+/*
+ * Writes r's answer to stdout as lines: a JSON body as one (a notification's 202 has none), an
+ * event stream's `data:` fields one each.
+ */
+static void stdio_answer(struct req *r)
+{
+    char nl[] = "\n";
+    const char *type = NULL;
+    size_t len = r->resp_len;
+
+    while (len && (r->resp[len - 1] == '\n' || r->resp[len - 1] == '\r' || r->resp[len - 1] == ' '))
+        len--;
+    if (!len)
+        return;
+    curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &type);
+    if (type && strncasecmp(type, "text/event-stream", 17) == 0) {
+        for (char *p = r->resp, *end = r->resp + len; p < end;) {
+            char *eol = memchr(p, '\n', (size_t)(end - p));
+            size_t l = eol ? (size_t)(eol - p) : (size_t)(end - p);
+
+            if (l > 0 && p[l - 1] == '\r')
+                l--;
+            if (l > 5 && memcmp(p, "data:", 5) == 0) {
+                size_t skip = p[5] == ' ' ? 6 : 5;
+                struct iovec iov[2] = {{p + skip, l - skip}, {nl, 1}};
+
+                write_all(iov, 2);
+            }
+            p = eol ? eol + 1 : end;
+        }
+        return;
+    }
+    struct iovec iov[2] = {{r->resp, len}, {nl, 1}};
+
+    write_all(iov, 2);
+}
+
+/* a line at least this long is posted from the buffer it was read into, not copied */
+#define STDIO_TAKE_MIN (64u * 1024u)
+
+/*
+ * Posts the line in->buf[in->start, end) with a free transfer r (its easy handle set up on first
+ * use), and consumes it and its newline from in. A short line is copied into r's body; a long
+ * one is posted where it was read: r takes in's buffer, and in goes on in r's previous one with
+ * what followed the line, so that a large message is held once, as a relay must hold it.
+ */
+static void stdio_post(CURLM *multi, struct req *r, struct inbuf *in, size_t end)
+{
+    size_t len = end - in->start;
+    const char *post;
+
+    if (!r->easy) {
+        r->easy = curl_easy_init();
+        if (!r->easy)
+            die("curl_easy_init failed");
+        r->session = sessions[0];
+        curl_easy_setopt(r->easy, CURLOPT_URL, arg_url);
+        curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+        curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
+        curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+        curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+    }
+    if (len >= STDIO_TAKE_MIN) {
+        size_t rest = in->len - end - 1;
+        char *next = r->body;
+        size_t next_cap = r->body_cap;
+
+        if (next_cap < rest) {
+            next = realloc(next, rest);
+            if (!next)
+                die("out of memory");
+            next_cap = rest;
+        }
+        if (rest)
+            memcpy(next, in->buf + end + 1, rest);
+        r->body = in->buf;
+        r->body_cap = in->cap;
+        post = r->body + in->start;
+        *in = (struct inbuf){next, 0, rest, next_cap, 0};
+    } else {
+        if (len > r->body_cap) {
+            char *p = realloc(r->body, len);
+
+            if (!p)
+                die("out of memory");
+            r->body = p;
+            r->body_cap = len;
+        }
+        memcpy(r->body, in->buf + in->start, len);
+        post = r->body;
+        in->start = in->scanned = end + 1;
+    }
+    r->resp_len = 0;
+    curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, stdio_headers);
+    curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, post);
+    curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    if (curl_multi_add_handle(multi, r->easy) != CURLM_OK)
+        die("curl_multi_add_handle failed");
+}
+
+/*
+ * One read of stdin into in (poll said it is readable): whether stdin is still open. What was
+ * posted goes first; then in grows so that a read can take 64 KiB at least.
+ */
+static bool stdio_read(struct inbuf *in)
+{
+    ssize_t n;
+
+    if (in->start) {
+        memmove(in->buf, in->buf + in->start, in->len - in->start);
+        in->len -= in->start;
+        in->scanned -= in->start;
+        in->start = 0;
+    }
+    if (in->cap - in->len < 65536) {
+        size_t cap = in->cap ? in->cap : 131072;
+        char *p;
+
+        if (in->len > MAX_BODY)
+            die("more than %u bytes of stdin wait to be posted", MAX_BODY);
+        while (cap - in->len < 65536)
+            cap *= 2;
+        p = realloc(in->buf, cap);
+        if (!p)
+            die("out of memory");
+        in->buf = p;
+        in->cap = cap;
+    }
+    do
+        n = read(STDIN_FILENO, in->buf + in->len, in->cap - in->len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        die("read of stdin: %s", strerror(errno));
+    in->len += (size_t)n;
+    return n > 0;
+}
+
+/* Posts each complete line of in while a transfer is free; only new bytes are searched. */
+static void stdio_dispatch(CURLM *multi, struct inbuf *in, struct req **free_reqs, int *nfree)
+{
+    while (*nfree > 0) {
+        /* (after a long line is taken, buf may be NULL with nothing in it) */
+        char *nl = in->len > in->scanned
+                       ? memchr(in->buf + in->scanned, '\n', in->len - in->scanned)
+                       : NULL;
+        size_t end;
+
+        if (!nl) {
+            in->scanned = in->len;
+            return;
+        }
+        end = (size_t)(nl - in->buf);
+        if (end > in->start)
+            stdio_post(multi, free_reqs[--*nfree], in, end);
+        else
+            in->start = in->scanned = end + 1; /* an empty line */
+    }
+}
+
+static int stdio_proxy(void)
+{
+    static struct req reqs[MAX_INFLIGHT];
+    struct req *free_reqs[MAX_INFLIGHT];
+    struct inbuf in = {NULL, 0, 0, 0, 0};
+    int nfree = MAX_INFLIGHT, running = 0;
+    bool in_open = true;
+    CURLM *multi;
+
+    for (int i = 0; i < MAX_INFLIGHT; i++)
+        free_reqs[i] = &reqs[MAX_INFLIGHT - 1 - i];
+    /*
+     * Large buffers mapped on their own, so that one given back leaves the process at once and a
+     * growing one is moved by mremap, not copied: glibc's threshold otherwise rises to the
+     * largest buffer freed, and the heap keeps it.
+     */
+    (void)mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        die("curl_global_init failed");
+    multi = curl_multi_init();
+    if (!multi)
+        die("curl_multi_init failed");
+    /* every connection kept alive, as the bridge keeps them (its loop's multi handle) */
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)MAX_INFLIGHT);
+    stdio_build_headers();
+
+    while (in_open || nfree < MAX_INFLIGHT) {
+        /* stdin is read only while a transfer is free for its next line */
+        struct curl_waitfd wfd = {STDIN_FILENO, CURL_WAIT_POLLIN, 0};
+        unsigned nwfd = in_open && nfree > 0 ? 1 : 0;
+        CURLMsg *m;
+        int left;
+
+        if (curl_multi_poll(multi, &wfd, nwfd, 1000, NULL) != CURLM_OK)
+            die("curl_multi_poll failed");
+        if (nwfd && (wfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+            in_open = stdio_read(&in);
+            stdio_dispatch(multi, &in, free_reqs, &nfree);
+        }
+        if (curl_multi_perform(multi, &running) != CURLM_OK)
+            die("curl_multi_perform failed");
+        while ((m = curl_multi_info_read(multi, &left))) {
+            struct req *r;
+
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+            if (m->data.result != CURLE_OK)
+                die("%s: %s", arg_url, curl_easy_strerror(m->data.result));
+            curl_multi_remove_handle(multi, r->easy);
+            if (!stdio_headers_session && sessions[0][0]) {
+                /* the answer that named the session (initialize's) names the protocol too */
+                const char *p = r->resp ? strstr(r->resp, "\"protocolVersion\":\"") : NULL;
+                const char *q = p ? strchr(p + 19, '"') : NULL;
+
+                if (q && (size_t)(q - p - 19) < sizeof(protocol))
+                    snprintf(protocol, sizeof(protocol), "%.*s", (int)(q - p - 19), p + 19);
+                stdio_build_headers();
+            }
+            stdio_answer(r);
+            if (r->body_cap >= STDIO_TAKE_MIN) {
+                /* a large request given back once sent: kept, it would be a third copy */
+                free(r->body);
+                r->body = NULL;
+                r->body_cap = 0;
+            }
+            free_reqs[nfree++] = r;
+        }
+        /* lines that waited for a free transfer */
+        if (in.start < in.len)
+            stdio_dispatch(multi, &in, free_reqs, &nfree);
+    }
+    if (in.start < in.len)
+        die("stdin ended inside a line");
+    agents_ready = sessions[0][0] ? 1 : 0;
+    end_sessions(reqs);
+    for (int i = 0; i < MAX_INFLIGHT; i++) {
+        if (reqs[i].easy)
+            curl_easy_cleanup(reqs[i].easy);
+        curl_slist_free_all(reqs[i].headers);
+        free(reqs[i].body);
+        free(reqs[i].resp);
+    }
+    curl_slist_free_all(stdio_headers);
+    for (int i = 0; i < stdio_headers_nold; i++)
+        curl_slist_free_all(stdio_headers_old[i]);
+    curl_multi_cleanup(multi);
+    curl_global_cleanup();
+    free(in.buf);
+    return 0;
+}
+
 static void parse_levels(const char *s)
 {
     char *copy = strdup(s), *save = NULL;
@@ -543,6 +871,10 @@ static void parse_args(int argc, char **argv)
             arg_stateless = true;
             continue;
         }
+        if (strcmp(a, "--stdio") == 0) {
+            arg_stdio = true;
+            continue;
+        }
         if (strcmp(a, "--agents") == 0) {
             arg_agents = true;
             continue;
@@ -572,7 +904,7 @@ static void parse_args(int argc, char **argv)
     if (!arg_url || arg_calls < 1)
         die("usage: direct-http URL [--calls N] [--warmup N] [--size BYTES] "
             "[--concurrency 1,16] [--label TEXT] [--watch-pid PID] [--protocol VERSION] "
-            "[--stateless] [--agents] [--malloc-count FILE]");
+            "[--stateless] [--agents] [--malloc-count FILE] | direct-http URL --stdio");
 }
 
 int main(int argc, char **argv)
@@ -582,6 +914,8 @@ int main(int argc, char **argv)
     CURLM *multi;
 
     parse_args(argc, argv);
+    if (arg_stdio)
+        return stdio_proxy();
     message = malloc((size_t)arg_size + 1);
     lat = calloc((size_t)(arg_calls > MAX_INFLIGHT ? arg_calls : MAX_INFLIGHT), sizeof(*lat));
     if (!message || !lat)
@@ -598,7 +932,7 @@ int main(int argc, char **argv)
         (void)run_calls(multi, reqs, arg_warmup, 1, NULL);
 
     for (int l = 0; l < arg_nlevels; l++) {
-        struct sample before = {0, 0}, after;
+        struct sample before = {0, 0}, after, self_before, self_after;
         struct allocs mbefore, mafter;
         /* at least one call per slot in flight, or fewer would be in flight than the level says */
         long n = arg_calls > arg_levels[l] ? arg_calls : arg_levels[l];
@@ -608,7 +942,9 @@ int main(int argc, char **argv)
         mbefore = malloc_sample();
         if (arg_watch_pid)
             before = proc_sample(arg_watch_pid);
+        self_before = proc_sample((long)getpid());
         secs = run_calls(multi, reqs, n, arg_levels[l], lat);
+        self_after = proc_sample((long)getpid());
         mafter = malloc_sample();
         qsort(lat, (size_t)n, sizeof(*lat), cmp_double);
         double mean = 0;
@@ -622,6 +958,10 @@ int main(int argc, char **argv)
         printf("{\"label\":\"%s\",\"mode\":\"http\",\"size\":%ld,\"calls\":%ld,\"inflight\":%ld,"
                "\"p50_us\":%.1f,\"p99_us\":%.1f,\"mean_us\":%.1f,\"throughput\":%.1f",
                arg_label, arg_size, n, arg_levels[l], lat[n / 2], lat[p99], mean, (double)n / secs);
+        /* its own cost, the C client's: what the HTTP side of any proxy pays at least */
+        printf(",\"self_cpu_us_per_call\":%.2f,\"self_sched_us_per_call\":%.2f",
+               (self_after.ticks - self_before.ticks) * 1e4 / (double)n,
+               (self_after.ns - self_before.ns) / 1e3 / (double)n);
         if (arg_watch_pid) {
             after = proc_sample(arg_watch_pid);
             printf(",\"pid_cpu_us_per_call\":%.2f,\"pid_sched_us_per_call\":%.2f,"
