@@ -20,6 +20,9 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# libcurl is opened on its first use (common/curl_load.c), not linked, so dpkg-shlibdeps cannot
+# see it: it is named here (libmicrohttpd, which mcp-bridge opens the same way, mcp-auth links)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libcurl4 (>= 7.88.0) | libcurl4t64")
 # The keychain is a Secret Service on the session bus: GNOME's, or KeePassXC's
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "gnome-keyring | keepassxc")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)

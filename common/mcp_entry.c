@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "credkit/buf.h"
+#include "credkit/curl_load.h"
 #include "credkit/helper_answer.h"
 #include "credkit/mcp_field.h"
 #include "credkit/secmem.h"
@@ -491,6 +492,8 @@ int mcp_server_check_url(const char *url, bool had_vars, struct err *e)
     free(canon);
     if (r == -ENOMEM)
         return oom(e);
+    if (r == -ELIBACC) /* libcurl, which parses URLs, could not be loaded */
+        return curl_load(e);
     if (r < 0)
         return bad(e,
                    "\"url\" is not a valid http:// or https:// URL%s: expected one like "

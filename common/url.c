@@ -16,6 +16,7 @@
 
 #include "credkit/buf.h"
 #include "credkit/secmem.h"
+#include "credkit/curl_load.h"
 #include "credkit/url.h"
 #include "credkit/util.h"
 
@@ -106,8 +107,10 @@ static int url_handle(const char *in, CURLU **ret, struct err *e)
     if (!in || !*in)
         return err_set(e, -EINVAL, "empty URL: expected one like 'https://mcp.example.com'");
     CURLU *h = curl_url();
-    if (!h)
-        return -ENOMEM;
+    if (!h) {
+        int r = curl_load(e); /* a missing libcurl said as such */
+        return r < 0 ? r : -ENOMEM;
+    }
     /* no CURLU_DEFAULT_SCHEME and no CURLU_GUESS_SCHEME: a relative URL is an error */
     CURLUcode rc = curl_url_set(h, CURLUPART_URL, in, 0);
     if (rc != CURLUE_OK) {

@@ -23,6 +23,7 @@
 
 #include "downstream/agent_http_int.h"
 #include "downstream/downstream.h"
+#include "downstream/mhd_load.h"
 
 #define META_VERSION      "io.modelcontextprotocol/protocolVersion"
 #define META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
@@ -877,6 +878,9 @@ int agent_http_new(const struct agent_http_opts *o, struct agent_http **ret, str
             goto oom;
     if (o->token && !(h->token = strdup(o->token)))
         goto oom;
+    r = mhd_load(e);
+    if (r < 0)
+        goto fail;
     r = open_socket(&la, o->listen, &fd, e);
     if (r < 0)
         goto fail;

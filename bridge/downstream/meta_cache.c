@@ -1,10 +1,15 @@
 /* meta_cache.c - the bridge's metadata cache (meta_cache.h). */
+/* The key's digest is OpenSSL's SHA-256 of the low-level interface, deprecated since OpenSSL 3.0
+ * but kept by it: EVP_Digest() would first activate the default provider, about 2 MB of a
+ * stdio `serve`'s 6 MB for one digest (docs/development.md, "What loads when"). A cache key is
+ * no security function: no provider policy (FIPS) has to apply to it. */
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include "credkit/file.h"
 #include "credkit/json.h"
@@ -86,10 +91,11 @@ static struct json_object *sorted_copy(struct json_object *o, bool *oom)
 /* SHA-256 hex of len bytes of text into hex (META_CACHE_KEY_LEN + 1 bytes). -ENOMEM. */
 static int sha256_hex(const char *text, size_t len, char *hex)
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned mdlen = 0;
-    if (EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) != 1 ||
-        mdlen * 2 != META_CACHE_KEY_LEN)
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    const unsigned mdlen = SHA256_DIGEST_LENGTH;
+    SHA256_CTX c;
+    _Static_assert(SHA256_DIGEST_LENGTH * 2 == META_CACHE_KEY_LEN, "the key is a SHA-256 in hex");
+    if (SHA256_Init(&c) != 1 || SHA256_Update(&c, text, len) != 1 || SHA256_Final(md, &c) != 1)
         return -ENOMEM;
     static const char digits[] = "0123456789abcdef";
     for (unsigned i = 0; i < mdlen; i++) {
