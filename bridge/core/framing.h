@@ -67,7 +67,9 @@ int framing_new(struct loop *l, int rfd, int wfd, const struct framing_handler *
                 const struct framing_opts *opts, void *userdata, struct framing **ret) _must_check_;
 
 /* Sends msg + "\n": written now as far as the descriptor takes it, the rest queued (copied)
- * and written from the loop. msg stays the caller's and may be reused on return. -EINVAL for
+ * and written from the loop; a message under 64 KiB sent from a loop callback is queued and
+ * written at the end of the iteration, with the others sent in it (its write errors then come
+ * through on_error only). msg stays the caller's and may be reused on return. -EINVAL for
  * an empty message or one containing '\n', -ENOBUFS when it does not fit within max_pending
  * (nothing is queued then; the queue is not dropped), -EPIPE (and other write errors) once the
  * connection is broken, -ESHUTDOWN after framing_close_write() or without wfd. */
