@@ -2,10 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -16,6 +14,7 @@
 #include "credkit/list.h"
 
 #include "core/framing.h"
+#include "core/rblock_int.h"
 
 /* The read buffer starts at this size (or max_frame + 2 when smaller) and grows by doubling up
  * to max_frame + 2 while a long line is arriving. */
@@ -24,12 +23,10 @@
  * the front only when less than this is left behind it, so moving is rare and each byte moves
  * at most once per line. */
 #define READ_MIN (16u * 1024u)
-/* Read buffers bigger than this are mapped on their own (mmap: grown by mremap without a copy,
- * their pages given back as soon as they are freed). An empty one (a big message went through)
- * is kept as the thread's spare while big messages follow each other, for whichever framing
- * reads the next one (a fresh buffer of a few megabytes costs its page faults every time, more
- * than the copying), and given back at the first line of at most READ_KEEP / 4. */
-#define READ_KEEP (256u * 1024u)
+/* An empty read buffer bigger than this (a big message went through: rblock_int.h) is kept as
+ * the thread's spare while big messages follow each other, for whichever framing reads the next
+ * one, and given back at the first line of at most READ_KEEP / 4. */
+#define READ_KEEP RBLOCK_MAP
 /* Before a write error is reported, at most this many reads of waiting input. */
 #define DRAIN_READS 64
 /* Queue chunks: small messages share one; a bigger remainder gets a chunk of its own size. */
@@ -42,23 +39,6 @@
  * fs/pipe-max-size when that is smaller: fewer reads, writes and wakeups per big message.
  * Only those pipes: a user's pipes share a budget of pages (pipe-user-pages-soft). */
 #define PIPE_BIG (1024u * 1024u)
-
-/* A read buffer. Messages are handed to on_message as pointers into it; a writer that holds a
- * reference (a queued remainder of a big message) keeps it from being moved or overwritten:
- * the reader moves to another buffer instead. */
-struct rblock {
-    unsigned refs;
-    bool mapped; /* mmap'd: cap > READ_KEEP */
-    size_t cap;
-    char data[];
-};
-
-/* Shared by the framings of one thread (the bridge runs one loop on one thread): the buffer of
- * the message on_message is handling now, which framing_sendv() may hold instead of copying
- * from, and the one spare big buffer. The spare goes with the thread's last framing. */
-static _Thread_local struct rblock *tl_delivering;
-static _Thread_local struct rblock *tl_spare;
-static _Thread_local unsigned tl_framings;
 
 struct wchunk {
     struct wchunk *next;
@@ -112,114 +92,6 @@ struct framing {
     bool freed;      /* framing_free() was called: the memory goes after the loop iteration */
     struct loop_release release;
 };
-
-/* ---- read buffers ---- */
-
-static size_t block_size(size_t cap)
-{
-    return offsetof(struct rblock, data) + cap;
-}
-
-/* cap rounded up to what the mapping holds anyway */
-static size_t map_size(size_t cap)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    return (block_size(cap) + page - 1) / page * page;
-}
-
-/* A buffer of at least cap bytes, one reference (the caller's); NULL on ENOMEM. */
-static struct rblock *block_new(size_t cap)
-{
-    struct rblock *b;
-    bool mapped = cap > READ_KEEP;
-    if (mapped) {
-        size_t size = map_size(cap);
-        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-            return NULL;
-        b = p;
-        cap = size - offsetof(struct rblock, data);
-    } else {
-        b = malloc(block_size(cap));
-        if (!b)
-            return NULL;
-    }
-    b->refs = 1;
-    b->mapped = mapped;
-    b->cap = cap;
-    return b;
-}
-
-static void block_free(struct rblock *b)
-{
-    if (!b)
-        return;
-    if (b->mapped)
-        (void)munmap(b, block_size(b->cap));
-    else
-        free(b);
-}
-
-/* Grows an unshared buffer to at least cap bytes, keeping its first used ones. */
-static int block_grow(struct rblock **pb, size_t cap, size_t used)
-{
-    struct rblock *b = *pb, *n;
-    if (b->mapped) {
-        size_t size = map_size(cap);
-        void *p = mremap(b, block_size(b->cap), size, MREMAP_MAYMOVE);
-        if (p == MAP_FAILED)
-            return -ENOMEM;
-        n = p;
-        n->cap = size - offsetof(struct rblock, data);
-    } else if (cap > READ_KEEP) {
-        n = block_new(cap);
-        if (!n)
-            return -ENOMEM;
-        memcpy(n->data, b->data, used);
-        block_free(b);
-    } else {
-        n = realloc(b, block_size(cap));
-        if (!n)
-            return -ENOMEM;
-        n->cap = cap;
-    }
-    *pb = n;
-    return 0;
-}
-
-/* The thread's spare, when there is one, with one reference: the caller's. */
-static struct rblock *spare_take(void)
-{
-    struct rblock *b = tl_spare;
-    tl_spare = NULL;
-    if (b)
-        b->refs = 1;
-    return b;
-}
-
-static void spare_drop(void)
-{
-    block_free(spare_take());
-}
-
-/* Drops a reference; the last one frees the buffer, or keeps it as the spare when it is big
- * and big messages go on (keep), the bigger of two. */
-static void block_put(struct rblock *b, bool keep)
-{
-    if (!b || --b->refs > 0)
-        return;
-    if (keep && b->cap > READ_KEEP && (!tl_spare || tl_spare->cap < b->cap)) {
-        spare_drop();
-        tl_spare = b;
-        return;
-    }
-    block_free(b);
-}
-
-static bool block_holds(const struct rblock *b, const char *p, size_t len)
-{
-    return b && p >= b->data && len <= b->cap && (size_t)(p - b->data) <= b->cap - len;
-}
 
 /* Raises a pipe's buffer to PIPE_BIG, or to fs/pipe-max-size when that is smaller; failure is
  * no error (the pipe works as it was). */
@@ -299,7 +171,7 @@ static void refresh_events(struct framing *f)
 
 static void chunk_free(struct wchunk *c)
 {
-    block_put(c->held, true);
+    rblock_put(c->held, true);
     free(c);
 }
 
@@ -323,10 +195,9 @@ static void destroy(struct framing *f)
 {
     queue_clear(f);
     free(f->wspare);
-    block_put(f->rb, false);
+    rblock_put(f->rb, false);
     free(f);
-    if (--tl_framings == 0)
-        spare_drop();
+    rblock_user_remove();
 }
 
 /* framing_free() may come from inside a callback of ours: it marks the framing, and the memory
@@ -442,7 +313,7 @@ static int enqueue_held(struct framing *f, struct rblock *b, const char *p, size
     if (!c)
         return -ENOMEM;
     *c = (struct wchunk){.held = b, .ext = p, .len = len};
-    b->refs++;
+    rblock_get(b);
     if (f->wtail)
         f->wtail->next = c;
     else
@@ -466,9 +337,9 @@ static int enqueue_iov(struct framing *f, const struct iovec *iov, int n, size_t
         p += skip;
         len -= skip;
         skip = 0;
-        int r = len >= HOLD_MIN && block_holds(tl_delivering, p, len)
-                    ? enqueue_held(f, tl_delivering, p, len)
-                    : enqueue(f, p, len);
+        struct rblock *b = rblock_delivering();
+        int r = len >= HOLD_MIN && rblock_holds(b, p, len) ? enqueue_held(f, b, p, len)
+                                                           : enqueue(f, p, len);
         if (r < 0)
             return r;
     }
@@ -539,10 +410,9 @@ static void handle_writable(struct framing *f)
 /* Hands one line to on_message, its buffer marked as the one being delivered. */
 static void deliver_line(struct framing *f, const char *line, size_t len)
 {
-    struct rblock *outer = tl_delivering;
-    tl_delivering = f->rb;
+    struct rblock *outer = rblock_set_delivering(f->rb);
     f->h.on_message(line, len, f->userdata);
-    tl_delivering = outer;
+    (void)rblock_set_delivering(outer);
 }
 
 /* Everything read has been delivered: the buffer is reused from its front, or left to the
@@ -555,7 +425,7 @@ static void read_buffer_empty(struct framing *f)
     if (!b || (b->refs == 1 && b->cap <= READ_KEEP))
         return;
     f->rb = NULL;
-    block_put(b, f->rlast > READ_KEEP / 4);
+    rblock_put(b, f->rlast > READ_KEEP / 4);
 }
 
 /* Delivers complete lines (and at EOF the unterminated last one) while the user reads. */
@@ -588,8 +458,8 @@ static void deliver(struct framing *f)
         f->rstart += consume;
         f->rscan = f->rstart;
         f->rlast = len;
-        if (len <= READ_KEEP / 4 && tl_spare)
-            spare_drop(); /* big messages no longer follow each other */
+        if (len <= READ_KEEP / 4)
+            rblock_spare_drop(); /* big messages no longer follow each other */
         if (len > 0)
             deliver_line(f, line, len);
     }
@@ -614,12 +484,14 @@ static int move_to_new_block(struct framing *f, size_t limit)
         cap *= 2;
     if (cap > limit)
         cap = limit;
-    struct rblock *n = tl_spare && tl_spare->cap >= cap ? spare_take() : block_new(cap);
+    struct rblock *n = rblock_spare_take(cap);
+    if (!n)
+        n = rblock_new(cap);
     if (!n)
         return -ENOMEM;
     if (f->rb) {
         memcpy(n->data, f->rb->data + f->rstart, used);
-        block_put(f->rb, true);
+        rblock_put(f->rb, true);
     }
     f->rb = n;
     f->rscan -= f->rstart;
@@ -655,14 +527,14 @@ static int make_room(struct framing *f)
         f->rpipe = false;
         grow_pipe(f->rfd);
     }
-    if (tl_spare && tl_spare->cap >= cap && tl_spare->cap > b->cap) {
-        struct rblock *n = spare_take();
+    struct rblock *n = rblock_spare_take(cap);
+    if (n) {
         memcpy(n->data, b->data, f->rlen);
-        block_put(b, false);
+        rblock_put(b, false);
         f->rb = n;
         return 0;
     }
-    return block_grow(&f->rb, cap, f->rlen);
+    return rblock_grow(&f->rb, cap, f->rlen);
 }
 
 /* One read and the deliveries it allows. 1 after data, 0 at EOF, -EAGAIN when nothing is
@@ -769,7 +641,7 @@ int framing_new(struct loop *l, int rfd, int wfd, const struct framing_handler *
     f = calloc(1, sizeof(*f));
     if (!f)
         return -ENOMEM;
-    tl_framings++; /* destroy() counts it down */
+    rblock_user_add(); /* destroy() counts it out */
     f->loop = l;
     f->rfd = rfd;
     f->wfd = wfd;
