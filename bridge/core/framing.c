@@ -14,6 +14,7 @@
 #include "credkit/list.h"
 
 #include "core/framing.h"
+#include "core/rblock_int.h"
 
 /* The read buffer starts at this size (or max_frame + 2 when smaller) and grows by doubling up
  * to max_frame + 2 while a long line is arriving. */
@@ -22,18 +23,27 @@
  * the front only when less than this is left behind it, so moving is rare and each byte moves
  * at most once per line. */
 #define READ_MIN (16u * 1024u)
-/* An empty read buffer bigger than this (a big message went through) is given back, once a
- * line of at most READ_KEEP / 4 has come after it: big messages in a row reuse it (a fresh
- * buffer of a few megabytes costs its page faults every time, more than the copying). */
-#define READ_KEEP (256u * 1024u)
+/* An empty read buffer bigger than this (a big message went through: rblock_int.h) is kept as
+ * the thread's spare while big messages follow each other, for whichever framing reads the next
+ * one, and given back at the first line of at most READ_KEEP / 4. */
+#define READ_KEEP RBLOCK_MAP
 /* Before a write error is reported, at most this many reads of waiting input. */
 #define DRAIN_READS 64
 /* Queue chunks: small messages share one; a bigger remainder gets a chunk of its own size. */
 #define CHUNK_SIZE (64u * 1024u)
 #define WRITE_IOVS 16
+/* What framing_sendv() could not write of a piece at least this long, lying in the read buffer
+ * of the message being delivered, is queued as a reference to that buffer, not copied. */
+#define HOLD_MIN (64u * 1024u)
+/* A pipe that carries a line longer than its buffer is given a buffer of this size, or of
+ * fs/pipe-max-size when that is smaller: fewer reads, writes and wakeups per big message.
+ * Only those pipes: a user's pipes share a budget of pages (pipe-user-pages-soft). */
+#define PIPE_BIG (1024u * 1024u)
 
 struct wchunk {
     struct wchunk *next;
+    struct rblock *held; /* the bytes are [ext, ext + len) of a read buffer; NULL: data[] */
+    const char *ext;
     size_t start; /* written up to here */
     size_t len;   /* filled up to here */
     size_t cap;
@@ -55,14 +65,15 @@ struct framing {
     void *userdata;
     size_t max_frame, max_pending;
 
-    /* input: bytes [rstart, rlen) of rbuf are unconsumed; no '\n' in [rstart, rscan) */
-    char *rbuf;
-    size_t rcap, rstart, rlen, rscan;
+    /* input: bytes [rstart, rlen) of rb are unconsumed; no '\n' in [rstart, rscan) */
+    struct rblock *rb;
+    size_t rstart, rlen, rscan;
     size_t rlast; /* the length of the last line delivered */
     bool reading; /* wanted by the user */
     bool eof;     /* read() returned 0 */
     bool eof_reported;
-    bool hup; /* the writer hung up while reading was off (on_hangup was called) */
+    bool hup;          /* the writer hung up while reading was off (on_hangup was called) */
+    bool rpipe, wpipe; /* rfd, wfd are pipes whose buffer may still be raised */
 
     /* output */
     struct wchunk *whead, *wtail, *wspare;
@@ -73,12 +84,33 @@ struct framing {
     int werr;        /* write error not yet reported */
     bool sock;       /* wfd is a socket: send(MSG_NOSIGNAL) */
     bool guard_pipe; /* SIGPIPE not ignored: protect each write */
+    /* small messages sent from the loop's callbacks go out together, in one write after them */
+    struct loop_deferred flush_later;
 
     int pending_err; /* a failure found outside a callback, reported by notify */
     bool broken;     /* on_error was called (or is being called) */
     bool freed;      /* framing_free() was called: the memory goes after the loop iteration */
     struct loop_release release;
 };
+
+/* Raises a pipe's buffer to PIPE_BIG, or to fs/pipe-max-size when that is smaller; failure is
+ * no error (the pipe works as it was). */
+static void grow_pipe(int fd)
+{
+    if (fcntl(fd, F_SETPIPE_SZ, (int)PIPE_BIG) >= 0 || errno != EPERM)
+        return;
+    char text[24] = "";
+    int pfd = open("/proc/sys/fs/pipe-max-size", O_RDONLY | O_CLOEXEC);
+    if (pfd < 0)
+        return;
+    ssize_t n = read(pfd, text, sizeof(text) - 1);
+    close(pfd);
+    char *end;
+    errno = 0;
+    long max = n > 0 ? strtol(text, &end, 10) : 0;
+    if (n > 0 && !errno && end != text && max > 0 && max < (long)PIPE_BIG)
+        (void)fcntl(fd, F_SETPIPE_SZ, (int)max);
+}
 
 /* ---- plumbing ---- */
 
@@ -101,10 +133,11 @@ static unsigned hup_interest(const struct framing *f)
                : 0;
 }
 
+/* Not while a batch waits for its write at the end of the iteration. */
 static unsigned write_interest(const struct framing *f)
 {
     return f->wio && f->wstate != W_RELEASED && f->pending > 0 && !f->werr && !f->broken &&
-                   !f->freed
+                   !f->freed && !f->flush_later.queued
                ? LOOP_WRITE
                : 0;
 }
@@ -136,12 +169,23 @@ static void refresh_events(struct framing *f)
         break_soon(f, r);
 }
 
+static void chunk_free(struct wchunk *c)
+{
+    rblock_put(c->held, true);
+    free(c);
+}
+
+static const char *chunk_bytes(const struct wchunk *c)
+{
+    return c->held ? c->ext : c->data;
+}
+
 static void queue_clear(struct framing *f)
 {
     while (f->whead) {
         struct wchunk *c = f->whead;
         f->whead = c->next;
-        free(c);
+        chunk_free(c);
     }
     f->wtail = NULL;
     f->pending = 0;
@@ -151,8 +195,9 @@ static void destroy(struct framing *f)
 {
     queue_clear(f);
     free(f->wspare);
-    free(f->rbuf);
+    rblock_put(f->rb, false);
     free(f);
+    rblock_user_remove();
 }
 
 /* framing_free() may come from inside a callback of ours: it marks the framing, and the memory
@@ -200,7 +245,7 @@ static int flush(struct framing *f)
         struct iovec iov[WRITE_IOVS];
         int n = 0;
         for (struct wchunk *c = f->whead; c && n < WRITE_IOVS; c = c->next)
-            iov[n++] = (struct iovec){c->data + c->start, c->len - c->start};
+            iov[n++] = (struct iovec){(char *)chunk_bytes(c) + c->start, c->len - c->start};
         ssize_t w = write_iov(f, iov, n);
         if (w == -EAGAIN)
             return 0;
@@ -219,34 +264,34 @@ static int flush(struct framing *f)
             f->whead = c->next;
             if (!f->whead)
                 f->wtail = NULL;
-            if (c->cap == CHUNK_SIZE && !f->wspare) {
+            if (!c->held && c->cap == CHUNK_SIZE && !f->wspare) {
                 c->start = c->len = 0;
                 c->next = NULL;
                 f->wspare = c;
             } else {
-                free(c);
+                chunk_free(c);
             }
         }
     }
     return 0;
 }
 
-/* Copies a and b (the rest of a message and its line end) to the end of the queue. */
-static int enqueue(struct framing *f, const char *a, size_t alen, const char *b, size_t blen)
+/* Copies p to the end of the queue. */
+static int enqueue(struct framing *f, const char *p, size_t len)
 {
-    size_t need = alen + blen;
     struct wchunk *c = f->wtail;
-    if (!c || c->cap - c->len < need) {
-        if (need <= CHUNK_SIZE && f->wspare) {
+    if (!c || c->held || c->cap - c->len < len) {
+        if (len <= CHUNK_SIZE && f->wspare) {
             c = f->wspare;
             f->wspare = NULL;
         } else {
-            size_t cap = need > CHUNK_SIZE ? need : CHUNK_SIZE;
+            size_t cap = len > CHUNK_SIZE ? len : CHUNK_SIZE;
             c = malloc(sizeof(*c) + cap);
             if (!c)
                 return -ENOMEM;
             c->cap = cap;
         }
+        c->held = NULL;
         c->start = c->len = 0;
         c->next = NULL;
         if (f->wtail)
@@ -255,10 +300,49 @@ static int enqueue(struct framing *f, const char *a, size_t alen, const char *b,
             f->whead = c;
         f->wtail = c;
     }
-    memcpy(c->data + c->len, a, alen);
-    memcpy(c->data + c->len + alen, b, blen);
-    c->len += need;
-    f->pending += need;
+    memcpy(c->data + c->len, p, len);
+    c->len += len;
+    f->pending += len;
+    return 0;
+}
+
+/* Queues p, inside the read buffer b, as a reference to b. */
+static int enqueue_held(struct framing *f, struct rblock *b, const char *p, size_t len)
+{
+    struct wchunk *c = malloc(sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    *c = (struct wchunk){.held = b, .ext = p, .len = len};
+    rblock_get(b);
+    if (f->wtail)
+        f->wtail->next = c;
+    else
+        f->whead = c;
+    f->wtail = c;
+    f->pending += len;
+    return 0;
+}
+
+/* Queues iov[0..n) but its first skip bytes: the big pieces of the message being delivered
+ * held where they are, the rest copied. */
+static int enqueue_iov(struct framing *f, const struct iovec *iov, int n, size_t skip)
+{
+    for (int i = 0; i < n; i++) {
+        const char *p = iov[i].iov_base;
+        size_t len = iov[i].iov_len;
+        if (skip >= len) {
+            skip -= len;
+            continue;
+        }
+        p += skip;
+        len -= skip;
+        skip = 0;
+        struct rblock *b = rblock_delivering();
+        int r = len >= HOLD_MIN && rblock_holds(b, p, len) ? enqueue_held(f, b, p, len)
+                                                           : enqueue(f, p, len);
+        if (r < 0)
+            return r;
+    }
     return 0;
 }
 
@@ -323,12 +407,33 @@ static void handle_writable(struct framing *f)
 
 /* ---- input ---- */
 
+/* Hands one line to on_message, its buffer marked as the one being delivered. */
+static void deliver_line(struct framing *f, const char *line, size_t len)
+{
+    struct rblock *outer = rblock_set_delivering(f->rb);
+    f->h.on_message(line, len, f->userdata);
+    (void)rblock_set_delivering(outer);
+}
+
+/* Everything read has been delivered: the buffer is reused from its front, or left to the
+ * writer holding part of it, or (when big) kept as the spare while big lines go on, else given
+ * back. */
+static void read_buffer_empty(struct framing *f)
+{
+    f->rstart = f->rlen = f->rscan = 0;
+    struct rblock *b = f->rb;
+    if (!b || (b->refs == 1 && b->cap <= READ_KEEP))
+        return;
+    f->rb = NULL;
+    rblock_put(b, f->rlast > READ_KEEP / 4);
+}
+
 /* Delivers complete lines (and at EOF the unterminated last one) while the user reads. */
 static void deliver(struct framing *f)
 {
     while (f->reading && !f->broken && !f->freed && f->rstart < f->rlen) {
-        char *line = f->rbuf + f->rstart;
-        char *nl = memchr(f->rbuf + f->rscan, '\n', f->rlen - f->rscan);
+        char *line = f->rb->data + f->rstart;
+        char *nl = memchr(f->rb->data + f->rscan, '\n', f->rlen - f->rscan);
         size_t len, consume;
         if (nl) {
             len = (size_t)(nl - line);
@@ -353,19 +458,15 @@ static void deliver(struct framing *f)
         f->rstart += consume;
         f->rscan = f->rstart;
         f->rlast = len;
+        if (len <= READ_KEEP / 4)
+            rblock_spare_drop(); /* big messages no longer follow each other */
         if (len > 0)
-            f->h.on_message(line, len, f->userdata);
+            deliver_line(f, line, len);
     }
     if (f->freed || f->broken)
         return;
-    if (f->rstart == f->rlen) {
-        f->rstart = f->rlen = f->rscan = 0;
-        if (f->rcap > READ_KEEP && f->rlast <= READ_KEEP / 4) {
-            free(f->rbuf);
-            f->rbuf = NULL;
-            f->rcap = 0;
-        }
-    }
+    if (f->rstart == f->rlen)
+        read_buffer_empty(f);
     if (f->eof && !f->eof_reported && f->reading && f->rlen == 0) {
         f->eof_reported = true;
         if (f->h.on_eof)
@@ -373,31 +474,67 @@ static void deliver(struct framing *f)
     }
 }
 
+/* A buffer of its own for a framing whose buffer a writer holds (or that has none): the
+ * unconsumed tail copied over, room for a read behind it. The spare when it is big enough. */
+static int move_to_new_block(struct framing *f, size_t limit)
+{
+    size_t used = f->rlen - f->rstart;
+    size_t cap = READ_INIT;
+    while (cap < used + READ_MIN && cap < limit)
+        cap *= 2;
+    if (cap > limit)
+        cap = limit;
+    struct rblock *n = rblock_spare_take(cap);
+    if (!n)
+        n = rblock_new(cap);
+    if (!n)
+        return -ENOMEM;
+    if (f->rb) {
+        memcpy(n->data, f->rb->data + f->rstart, used);
+        rblock_put(f->rb, true);
+    }
+    f->rb = n;
+    f->rscan -= f->rstart;
+    f->rlen = used;
+    f->rstart = 0;
+    return 0;
+}
+
 /* Makes room for a read: the largest of what is left behind the data, the front moved up,
- * the buffer doubled; never beyond max_frame + 2. */
+ * the buffer doubled (or the spare taken); never beyond max_frame + 2. A buffer a writer
+ * holds is never moved or written over: the reader goes on in another. */
 static int make_room(struct framing *f)
 {
     size_t limit = f->max_frame + 2;
-    if (f->rcap - f->rlen >= READ_MIN)
+    struct rblock *b = f->rb;
+    if (b && b->cap - f->rlen >= READ_MIN)
         return 0;
+    if (!b || b->refs > 1)
+        return move_to_new_block(f, limit);
     if (f->rstart > 0) {
-        memmove(f->rbuf, f->rbuf + f->rstart, f->rlen - f->rstart);
+        memmove(b->data, b->data + f->rstart, f->rlen - f->rstart);
         f->rlen -= f->rstart;
         f->rscan -= f->rstart;
         f->rstart = 0;
-        if (f->rcap - f->rlen >= READ_MIN)
+        if (b->cap - f->rlen >= READ_MIN)
             return 0;
     }
-    if (f->rcap >= limit)
-        return f->rlen < f->rcap ? 0 : -E2BIG; /* deliver() reports long lines first */
-    size_t cap = f->rcap ? f->rcap : READ_INIT / 2;
-    cap = cap > limit / 2 ? limit : cap * 2;
-    char *n = realloc(f->rbuf, cap);
-    if (!n)
-        return -ENOMEM;
-    f->rbuf = n;
-    f->rcap = cap;
-    return 0;
+    if (b->cap >= limit)
+        return f->rlen < b->cap ? 0 : -E2BIG; /* deliver() reports long lines first */
+    size_t cap = b->cap > limit / 2 ? limit : b->cap * 2;
+    if (f->rpipe && cap > CHUNK_SIZE) {
+        /* a long line: the rest of it in fewer, bigger reads */
+        f->rpipe = false;
+        grow_pipe(f->rfd);
+    }
+    struct rblock *n = rblock_spare_take(cap);
+    if (n) {
+        memcpy(n->data, b->data, f->rlen);
+        rblock_put(b, false);
+        f->rb = n;
+        return 0;
+    }
+    return rblock_grow(&f->rb, cap, f->rlen);
 }
 
 /* One read and the deliveries it allows. 1 after data, 0 at EOF, -EAGAIN when nothing is
@@ -411,7 +548,7 @@ static int read_once(struct framing *f)
     }
     ssize_t n;
     do
-        n = read(f->rfd, f->rbuf + f->rlen, f->rcap - f->rlen);
+        n = read(f->rfd, f->rb->data + f->rlen, f->rb->cap - f->rlen);
     while (n < 0 && errno == EINTR);
     if (n < 0) {
         r = errno == EWOULDBLOCK ? -EAGAIN : -errno;
@@ -504,6 +641,7 @@ int framing_new(struct loop *l, int rfd, int wfd, const struct framing_handler *
     f = calloc(1, sizeof(*f));
     if (!f)
         return -ENOMEM;
+    rblock_user_add(); /* destroy() counts it out */
     f->loop = l;
     f->rfd = rfd;
     f->wfd = wfd;
@@ -526,6 +664,11 @@ int framing_new(struct loop *l, int rfd, int wfd, const struct framing_handler *
         }
         f->sock = S_ISSOCK(st.st_mode);
         f->guard_pipe = !f->sock && !sigpipe_ignored();
+        f->wpipe = S_ISFIFO(st.st_mode);
+    }
+    if (rfd >= 0) {
+        struct stat st;
+        f->rpipe = fstat(rfd, &st) == 0 && S_ISFIFO(st.st_mode);
     }
 
     /* armed now so that arming it later cannot fail; its first firing finds nothing to do */
@@ -558,9 +701,29 @@ out:
     return r;
 }
 
-int framing_send(struct framing *f, const char *msg, size_t len)
+/* The batch of small messages sent from this iteration's callbacks, in one write. */
+static void flush_batch(void *userdata)
 {
-    if (!f || !msg || len == 0 || f->freed || memchr(msg, '\n', len))
+    struct framing *f = userdata;
+    if (f->freed || f->broken || f->werr || f->wstate == W_RELEASED)
+        return;
+    handle_writable(f);
+    if (!f->freed && !f->broken && f->pending > 0)
+        refresh_events(f);
+}
+
+int framing_sendv(struct framing *f, const struct iovec *iov, int n)
+{
+    size_t len = 0;
+    if (!f || !iov || n <= 0 || n > FRAMING_SENDV_MAX || f->freed)
+        return -EINVAL;
+    for (int i = 0; i < n; i++) {
+        if (iov[i].iov_len > 0 &&
+            (!iov[i].iov_base || memchr(iov[i].iov_base, '\n', iov[i].iov_len)))
+            return -EINVAL;
+        len += iov[i].iov_len;
+    }
+    if (len == 0)
         return -EINVAL;
     if (f->broken)
         return f->werr ? f->werr : -EPIPE;
@@ -571,10 +734,21 @@ int framing_send(struct framing *f, const char *msg, size_t len)
     if (f->pending > f->max_pending || len >= f->max_pending - f->pending)
         return -ENOBUFS;
 
+    struct iovec v[FRAMING_SENDV_MAX + 1];
+    memcpy(v, iov, (size_t)n * sizeof(*v));
+    v[n] = (struct iovec){(void *)"\n", 1};
+    /* small messages sent from the loop's callbacks wait for the end of the iteration, when
+     * those sent after them go out in the same write */
+    bool batch = len < CHUNK_SIZE && loop_dispatching(f->loop);
+    bool was_empty = !f->whead;
     size_t sent = 0;
-    if (!f->whead) {
-        struct iovec iov[2] = {{(void *)msg, len}, {(void *)"\n", 1}};
-        ssize_t w = write_iov(f, iov, 2);
+    if (f->wpipe && len >= CHUNK_SIZE) {
+        /* a long line: in fewer, bigger writes */
+        f->wpipe = false;
+        grow_pipe(f->wfd);
+    }
+    if (was_empty && !batch) {
+        ssize_t w = write_iov(f, v, n + 1);
         if (w < 0 && w != -EAGAIN) {
             f->werr = (int)w;
             notify_soon(f);
@@ -585,17 +759,28 @@ int framing_send(struct framing *f, const char *msg, size_t len)
         if (w > 0)
             sent = (size_t)w;
     }
-    int r = sent < len ? enqueue(f, msg + sent, len - sent, "\n", 1) : enqueue(f, "", 0, "\n", 1);
+    size_t before = f->pending;
+    int r = enqueue_iov(f, v, n + 1, sent);
     if (r < 0) {
-        if (sent > 0) {
-            /* part of the line is out: the stream cannot be resumed */
+        if (sent > 0 || f->pending > before) {
+            /* part of the line is out or queued: the stream cannot be resumed */
             f->werr = r;
             notify_soon(f);
         }
         return r;
     }
+    if (batch && was_empty)
+        loop_defer_queue(f->loop, &f->flush_later, flush_batch, f);
     refresh_events(f);
     return 0;
+}
+
+int framing_send(struct framing *f, const char *msg, size_t len)
+{
+    struct iovec iov = {(void *)msg, len};
+    if (!msg)
+        return -EINVAL;
+    return framing_sendv(f, &iov, 1);
 }
 
 size_t framing_pending(const struct framing *f)
@@ -644,6 +829,7 @@ void framing_free(struct framing *f)
     if (f->wstate != W_RELEASED && !f->werr && !f->broken)
         (void)flush(f);
     f->freed = true;
+    loop_defer_cancel(&f->flush_later);
     if (f->wio && f->wio != f->rio)
         loop_io_remove(f->wio);
     loop_io_remove(f->rio);

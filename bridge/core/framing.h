@@ -4,7 +4,8 @@
  * child's stdout/stdin upstream. One message per line, no embedded newline (compact JSON never
  * has one). A framing watches its descriptors on the loop and never blocks. Messages read are
  * handed over as pointers into one bounded buffer, valid during the call; messages sent go out
- * at once or into a queue bounded by max_pending (-ENOBUFS beyond it), whose fill lets a
+ * at once (small ones sent from the loop's callbacks together, in one write at the end of the
+ * iteration) or into a queue bounded by max_pending (-ENOBUFS beyond it), whose fill lets a
  * forwarder stop reading while its destination is slow. A message over max_frame (-E2BIG), a
  * reader gone (-EPIPE, never a SIGPIPE that kills) or a failed read or write breaks the
  * connection: on_error comes once and the caller frees the framing. docs/development.md,
@@ -17,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/uio.h>
 
 #include "credkit/err.h"
 #include "credkit/macro.h"
@@ -25,6 +27,7 @@
 
 #define FRAMING_MAX_FRAME_DEFAULT   (16u * 1024u * 1024u)
 #define FRAMING_MAX_PENDING_DEFAULT (64u * 1024u * 1024u)
+#define FRAMING_SENDV_MAX           8 /* pieces of one framing_sendv() */
 
 struct framing;
 
@@ -64,11 +67,21 @@ int framing_new(struct loop *l, int rfd, int wfd, const struct framing_handler *
                 const struct framing_opts *opts, void *userdata, struct framing **ret) _must_check_;
 
 /* Sends msg + "\n": written now as far as the descriptor takes it, the rest queued (copied)
- * and written from the loop. msg stays the caller's and may be reused on return. -EINVAL for
+ * and written from the loop; a message under 64 KiB sent from a loop callback is queued and
+ * written at the end of the iteration, with the others sent in it (its write errors then come
+ * through on_error only). msg stays the caller's and may be reused on return. -EINVAL for
  * an empty message or one containing '\n', -ENOBUFS when it does not fit within max_pending
  * (nothing is queued then; the queue is not dropped), -EPIPE (and other write errors) once the
  * connection is broken, -ESHUTDOWN after framing_close_write() or without wfd. */
 int framing_send(struct framing *f, const char *msg, size_t len) _must_check_;
+
+/* framing_send() of a message in pieces (at most FRAMING_SENDV_MAX, empty ones allowed): the
+ * bytes of iov[0], then iov[1] ... as one message. A big piece lying in the message that
+ * on_message of a framing of this thread is being called with (a splice of a message read,
+ * such as a result whose id was replaced) is not copied when it must wait: the queue holds that
+ * framing's read buffer until it is written, and the reader goes on in another. The same
+ * errors. */
+int framing_sendv(struct framing *f, const struct iovec *iov, int n) _must_check_;
 
 /* Bytes queued and not yet written. */
 size_t framing_pending(const struct framing *f);

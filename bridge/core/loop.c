@@ -119,6 +119,11 @@ static void loop_touch_now(struct loop *l)
         l->now = now_mono_ms();
 }
 
+bool loop_dispatching(const struct loop *l)
+{
+    return l && l->dispatching;
+}
+
 /* ---- timer heap ---- */
 
 static bool timer_before(const struct loop_timer *a, const struct loop_timer *b)

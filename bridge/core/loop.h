@@ -104,6 +104,10 @@ void loop_timer_cancel(struct loop_timer *t);
  * handler, leaving the signal blocked (and ignored) until loop_free(). */
 int loop_signal(struct loop *l, int signo, loop_signal_fn fn, void *userdata) _must_check_;
 
+/* true while the loop runs an iteration's callbacks: what is deferred now runs before the
+ * loop sleeps again. */
+bool loop_dispatching(const struct loop *l);
+
 /* Runs fn(userdata) after the current iteration's other callbacks, in the order queued. A call
  * queued by a deferred call runs in the next iteration. */
 int loop_defer(struct loop *l, loop_defer_fn fn, void *userdata) _must_check_;

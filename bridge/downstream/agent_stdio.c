@@ -64,6 +64,11 @@ static int stdio_send(struct agent_transport *t, const char *msg, size_t len)
     return framing_send(((struct agent_stdio *)t)->fr, msg, len);
 }
 
+static int stdio_sendv(struct agent_transport *t, const struct iovec *iov, int n)
+{
+    return framing_sendv(((struct agent_stdio *)t)->fr, iov, n);
+}
+
 static size_t stdio_pending(const struct agent_transport *t)
 {
     return framing_pending(((const struct agent_stdio *)t)->fr);
@@ -99,6 +104,7 @@ static void stdio_free(struct agent_transport *t)
 static const struct agent_transport_ops stdio_ops = {
     .name = "stdio",
     .send = stdio_send,
+    .sendv = stdio_sendv,
     .pending = stdio_pending,
     .set_reading = stdio_set_reading,
     .close_write = stdio_close_write,

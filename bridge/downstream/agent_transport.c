@@ -16,6 +16,13 @@ int agent_transport_send(struct agent_transport *t, const char *msg, size_t len)
     return t ? t->ops->send(t, msg, len) : -ENOTCONN;
 }
 
+int agent_transport_sendv(struct agent_transport *t, const struct iovec *iov, int n)
+{
+    if (!t)
+        return -ENOTCONN;
+    return t->ops->sendv ? t->ops->sendv(t, iov, n) : -EOPNOTSUPP;
+}
+
 size_t agent_transport_pending(const struct agent_transport *t)
 {
     return t ? t->ops->pending(t) : 0;

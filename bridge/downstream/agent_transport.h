@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/uio.h>
 
 #include "credkit/macro.h"
 
@@ -51,6 +52,10 @@ struct agent_transport_ops {
      * in what may be queued (dropped), -ESHUTDOWN after close_write, or the wire's -errno
      * (on_error follows). */
     int (*send)(struct agent_transport *t, const char *msg, size_t len);
+    /* send of one message given in pieces (core/framing.h's framing_sendv: a big piece of a
+     * message being read from a server is not copied). Optional: without it the caller joins
+     * the pieces and sends. */
+    int (*sendv)(struct agent_transport *t, const struct iovec *iov, int n);
     /* Bytes queued for the agent and not written yet. */
     size_t (*pending)(const struct agent_transport *t);
     /* Stops (false) or resumes (true) reading the agent. */
@@ -83,6 +88,8 @@ void agent_transport_bind(struct agent_transport *t, const struct agent_transpor
 /* The ops. NULL-safe where it makes sense: a NULL transport sends nothing (-ENOTCONN), has
  * nothing pending, and is freed as nothing. */
 int agent_transport_send(struct agent_transport *t, const char *msg, size_t len) _must_check_;
+/* -EOPNOTSUPP when the transport has no sendv. */
+int agent_transport_sendv(struct agent_transport *t, const struct iovec *iov, int n) _must_check_;
 size_t agent_transport_pending(const struct agent_transport *t);
 void agent_transport_set_reading(struct agent_transport *t, bool on);
 int agent_transport_close_write(struct agent_transport *t, agent_transport_done_fn done,

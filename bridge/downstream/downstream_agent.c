@@ -143,12 +143,10 @@ void ds_send_json(struct ds_agent *a, struct json_object *o)
         ds_send_text(a, text, len);
 }
 
-void ds_send_text(struct ds_agent *a, const char *text, size_t len)
+/* After a message of len bytes went to the agent's transport (r its answer). */
+static void sent(struct ds_agent *a, int r, size_t len)
 {
     struct downstream *d = a->d;
-    if (!a->t)
-        return;
-    int r = agent_transport_send(a->t, text, len);
     if (r == -ENOBUFS)
         log_error(d->log, "the agent does not read its messages: one of %zu bytes dropped", len);
     /* other errors: the transport reports them through on_error */
@@ -159,6 +157,26 @@ void ds_send_text(struct ds_agent *a, const char *text, size_t len)
         log_debug(d->log, "the client does not keep up: %zu bytes queued for it, not reading it",
                   agent_transport_pending(a->t));
     }
+}
+
+void ds_send_text(struct ds_agent *a, const char *text, size_t len)
+{
+    if (a->t)
+        sent(a, agent_transport_send(a->t, text, len), len);
+}
+
+int ds_send_iov(struct ds_agent *a, const struct iovec *iov, int n)
+{
+    if (!a->t)
+        return 0;
+    int r = agent_transport_sendv(a->t, iov, n);
+    if (r == -EOPNOTSUPP)
+        return r;
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += iov[i].iov_len;
+    sent(a, r, len);
+    return 0;
 }
 
 void ds_send_put(struct ds_agent *a, struct json_object *o)

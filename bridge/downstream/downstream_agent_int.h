@@ -47,6 +47,9 @@ struct ds_server *ds_server_find(struct downstream *d, const char *name);
 void ds_send_json(struct ds_agent *a, struct json_object *o);
 /* Sends the message text[0..len) to the agent, as it is. */
 void ds_send_text(struct ds_agent *a, const char *text, size_t len);
+/* ds_send_text of a message in pieces, none copied that need not be (agent_transport.h's
+ * sendv); -EOPNOTSUPP, nothing sent, when the agent's transport cannot take pieces. */
+int ds_send_iov(struct ds_agent *a, const struct iovec *iov, int n);
 /* The same, and puts o. */
 void ds_send_put(struct ds_agent *a, struct json_object *o);
 /* Answers id (borrowed) with result (taken). */

@@ -126,6 +126,24 @@ static void on_call_response(struct upstream_call *c, struct json_object *respon
     ds_pending_free(p);
 }
 
+/* The pass-through joined in one buffer, for a transport without pieces. */
+static void splice_send(struct ds_agent *a, struct ds_pending *p, const char *text, size_t len,
+                        const struct jscan *j, const char *id, size_t id_len)
+{
+    struct downstream *d = a->d;
+    /* the server's message was bounded when read: the id is all the splice adds */
+    if (!d->pass.max)
+        buf_init(&d->pass, SIZE_MAX / 2);
+    if (d->pass.cap > PASS_KEEP && len <= PASS_KEEP / 4)
+        buf_release(&d->pass);
+    buf_reset(&d->pass);
+    struct jscan_edit edit = {j->id, id, id_len};
+    if (jscan_splice(text, len, &edit, 1, &d->pass) == 0)
+        ds_send_text(a, d->pass.data, d->pass.len);
+    else
+        ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+}
+
 /* A result the server's session passes on unchanged: the agent's id spliced into its bytes
  * (docs/development.md, "The pass-through"); the rest of on_call_response has nothing to do for
  * a legacy agent's result. */
@@ -159,17 +177,15 @@ static void on_call_raw(struct upstream_call *c, const char *text, size_t len,
     p->call = NULL;
     if (p->sub == DS_SUB_ADD)
         ds_subs_remember(a, p->s, p->sub_uri);
-    /* the server's message was bounded when read: the id is all the splice adds */
-    if (!d->pass.max)
-        buf_init(&d->pass, SIZE_MAX / 2);
-    if (d->pass.cap > PASS_KEEP && len <= PASS_KEEP / 4)
-        buf_release(&d->pass);
-    buf_reset(&d->pass);
-    struct jscan_edit edit = {j->id, id, id_len};
-    if (jscan_splice(text, len, &edit, 1, &d->pass) == 0)
-        ds_send_text(a, d->pass.data, d->pass.len);
-    else
-        ds_reply_error(a, p->id, JRPC_INTERNAL_ERROR, "out of memory");
+    /* the agent's id between the server's bytes, written from where they were read; joined
+     * in a kept buffer only for a transport that cannot take pieces */
+    struct iovec iov[3] = {
+        {(void *)text, j->id.off},
+        {(void *)id, id_len},
+        {(void *)(text + j->id.off + j->id.len), len - j->id.off - j->id.len},
+    };
+    if (ds_send_iov(a, iov, 3) == -EOPNOTSUPP)
+        splice_send(a, p, text, len, j, id, id_len);
     if (ds_log_debugging(d))
         log_debug(d->log, "%s: server '%s': answered in %" PRId64 " ms, passed on", p->method,
                   p->s->name, loop_now(d->loop) - p->start);

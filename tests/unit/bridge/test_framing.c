@@ -5,7 +5,9 @@
  * the queue; with SIGPIPE at its default disposition too, in a child), close_write with done,
  * pausing, and framing_free() from inside callbacks (ASan catches a use after free); /dev/null
  * and regular files, which epoll refuses, both ways; a writer hanging up while reading is off
- * (a pipe and a socket), seen without reading. */
+ * (a pipe and a socket), seen without reading; messages sent in pieces (partial writes inside
+ * and between pieces, a relay whose big pieces stay in the reader's buffer while it reads on),
+ * and small messages sent from callbacks written together after them. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -1012,7 +1014,241 @@ static void test_hangup_while_paused(void)
     loop_free(l);
 }
 
+/* ---- writing in pieces ---- */
+
+/* Reads what the pipe holds, at most max bytes, appending to out. */
+static size_t read_some(int fd, char *out, size_t have, size_t cap, size_t max)
+{
+    size_t want = cap - have < max ? cap - have : max;
+    ssize_t n = want ? read(fd, out + have, want) : 0;
+    return n > 0 ? have + (size_t)n : have;
+}
+
+/* framing_sendv from outside the loop: what the pipe does not take at once is queued; the
+ * reader takes odd amounts, so partial writes end inside pieces, at their boundaries and on
+ * EAGAIN between; the bytes arrive as the pieces joined, then "\n". */
+static void test_sendv_partial(void)
+{
+    static const size_t layouts[][4] = {
+        {65535, 1, 65537, 0},
+        {0, 10, 200000, 0},
+        {70000, 5, 3, 70000},
+        {1, 2, 3, 4},
+    };
+    for (size_t t = 0; t < sizeof(layouts) / sizeof(layouts[0]); t++) {
+        struct loop *l = new_loop();
+        int p[2];
+        new_pipe(p);
+        struct rec w = {0};
+        rec_framing(l, &w, -1, p[1], 0, 0);
+        struct iovec iov[4];
+        size_t total = 0;
+        for (int i = 0; i < 4; i++)
+            total += layouts[t][i];
+        char *msg = malloc(total + 1), *got = malloc(total + 1);
+        for (size_t k = 0; k < total; k++)
+            msg[k] = (char)('a' + (k * 13 + t) % 26);
+        msg[total] = '\n';
+        size_t off = 0;
+        for (int i = 0; i < 4; i++) {
+            iov[i] = (struct iovec){msg + off, layouts[t][i]};
+            off += layouts[t][i];
+        }
+        CHECK_INT(framing_sendv(w.f, iov, 4), 0);
+        memset(msg, '?', total); /* the caller's bytes may be reused at once */
+        for (size_t k = 0; k < total; k++)
+            msg[k] = (char)('a' + (k * 13 + t) % 26);
+        size_t have = 0;
+        static const size_t steps[] = {1, 4093, 65536, 7, 100000};
+        for (int i = 0; have < total + 1 && i < 10000; i++) {
+            have = read_some(p[0], got, have, total + 1, steps[i % 5]);
+            run_once(l);
+        }
+        CHECK_INT(have, total + 1);
+        CHECK(memcmp(got, msg, total + 1) == 0);
+        CHECK_INT(framing_pending(w.f), 0);
+        CHECK_INT(w.errors, 0);
+        free(msg);
+        free(got);
+        framing_free(w.f);
+        close_fd(&p[0]);
+        close_fd(&p[1]);
+        loop_free(l);
+    }
+}
+
+/* A relay: each message read from one pipe is sent on in pieces with bytes 10 and 11 replaced
+ * by "<ID>", as the bridge sends a result with the agent's id; short ones as they are. The big
+ * pieces are held in the reader's buffer while the writer waits, and the reader goes on
+ * reading into another: what arrives must be exactly the messages so changed, in order. */
+struct relay {
+    struct framing *in, *out;
+    int n, err;
+};
+
+static void relay_message(const char *msg, size_t len, void *userdata)
+{
+    struct relay *r = userdata;
+    int e;
+    r->n++;
+    if (len > 20) {
+        struct iovec iov[3] = {
+            {(void *)msg, 10}, {(void *)"<ID>", 4}, {(void *)(msg + 12), len - 12}};
+        e = framing_sendv(r->out, iov, 3);
+    } else {
+        struct iovec iov = {(void *)msg, len};
+        e = framing_sendv(r->out, &iov, 1);
+    }
+    if (e < 0)
+        r->err = e;
+}
+
+static void relay_error(int error, void *userdata)
+{
+    struct relay *r = userdata;
+    r->err = error;
+}
+
+static char *relay_line(size_t len, int seed)
+{
+    char *m = malloc(len + 1);
+    for (size_t k = 0; k < len; k++)
+        m[k] = (char)('A' + (k * 7 + (size_t)seed) % 26);
+    m[len] = 0;
+    return m;
+}
+
+static void test_sendv_held(void)
+{
+    struct loop *l = new_loop();
+    int a[2], b[2];
+    new_pipe(a);
+    new_pipe(b);
+    struct rec src = {0};
+    rec_framing(l, &src, -1, a[1], 0, 0);
+    struct relay rl = {0};
+    const struct framing_handler h = {.on_message = relay_message, .on_error = relay_error};
+    CHECK_INT(framing_new(l, a[0], -1, &h, NULL, &rl, &rl.in), 0);
+    CHECK_INT(framing_new(l, -1, b[1], &h, NULL, &rl, &rl.out), 0);
+
+    /* a big message, small ones behind it (read into the same buffer while the big one is
+     * held), a second big one, small ones again */
+    static const size_t lens[] = {2u << 20, 30, 5, 100, 3000, 1u << 20, 25, 40000, 70000, 9};
+    enum { N = sizeof(lens) / sizeof(lens[0]) };
+    size_t expect_len = 0;
+    char *lines[N];
+    for (int i = 0; i < N; i++) {
+        lines[i] = relay_line(lens[i], i);
+        CHECK_INT(framing_send(src.f, lines[i], lens[i]), 0);
+        expect_len += lens[i] + 1 + (lens[i] > 20 ? 2 : 0);
+    }
+    char *expect = malloc(expect_len), *got = malloc(expect_len + 1);
+    size_t off = 0;
+    for (int i = 0; i < N; i++) {
+        if (lens[i] > 20) {
+            memcpy(expect + off, lines[i], 10);
+            memcpy(expect + off + 10, "<ID>", 4);
+            memcpy(expect + off + 14, lines[i] + 12, lens[i] - 12);
+            off += lens[i] + 2;
+        } else {
+            memcpy(expect + off, lines[i], lens[i]);
+            off += lens[i];
+        }
+        expect[off++] = '\n';
+    }
+    CHECK_INT(off, expect_len);
+
+    /* the far end reads slowly: the writer waits (EAGAIN) with the big pieces held */
+    size_t have = 0;
+    int64_t t0 = now_mono_ms();
+    for (int i = 0; have < expect_len && now_mono_ms() - t0 < 20000; i++) {
+        run_once(l);
+        if (i % 3 == 0)
+            have = read_some(b[0], got, have, expect_len + 1, i % 2 ? 30000 : 4096);
+    }
+    CHECK_INT(have, expect_len);
+    CHECK(memcmp(got, expect, expect_len) == 0);
+    CHECK_INT(rl.n, N);
+    CHECK_INT(rl.err, 0);
+    CHECK_INT(framing_pending(rl.out), 0);
+
+    /* and the relay goes on, with small messages only (the spare buffer is given back) */
+    CHECK_INT(framing_send(src.f, "[42]", 4), 0);
+    have = 0;
+    for (int i = 0; have < 5 && i < 100; i++) {
+        run_once(l);
+        have = read_some(b[0], got, have, 5, 5);
+    }
+    CHECK_INT(have, 5);
+    CHECK(memcmp(got, "[42]\n", 5) == 0);
+
+    for (int i = 0; i < N; i++)
+        free(lines[i]);
+    free(expect);
+    free(got);
+    framing_free(src.f);
+    framing_free(rl.in);
+    framing_free(rl.out);
+    for (int i = 0; i < 2; i++) {
+        close_fd(&a[i]);
+        close_fd(&b[i]);
+    }
+    loop_free(l);
+}
+
+/* Small messages sent from callbacks wait for the end of the iteration and go out together:
+ * three lines read at once, relayed, are all queued inside the callbacks and all written,
+ * in order, once the iteration is over. */
+struct batch {
+    struct framing *in, *out;
+    size_t pending_seen[4];
+    int n;
+};
+
+static void batch_message(const char *msg, size_t len, void *userdata)
+{
+    struct batch *bt = userdata;
+    CHECK_INT(framing_send(bt->out, msg, len), 0);
+    if (bt->n < 4)
+        bt->pending_seen[bt->n] = framing_pending(bt->out);
+    bt->n++;
+}
+
+static void test_batch(void)
+{
+    struct loop *l = new_loop();
+    int a[2], b[2];
+    new_pipe(a);
+    new_pipe(b);
+    struct batch bt = {0};
+    const struct framing_handler h = {.on_message = batch_message, .on_error = relay_error};
+    CHECK_INT(framing_new(l, a[0], -1, &h, NULL, &bt, &bt.in), 0);
+    CHECK_INT(framing_new(l, -1, b[1], &h, NULL, &bt, &bt.out), 0);
+    write_all(a[1], "[1]\n[22]\n[333]\n", 15);
+    run_once(l);
+    CHECK_INT(bt.n, 3);
+    CHECK_INT(bt.pending_seen[0], 4);
+    CHECK_INT(bt.pending_seen[1], 9);
+    CHECK_INT(bt.pending_seen[2], 15);
+    CHECK_INT(framing_pending(bt.out), 0);
+    char got[32];
+    CHECK_INT(read(b[0], got, sizeof(got)), 15);
+    CHECK(memcmp(got, "[1]\n[22]\n[333]\n", 15) == 0);
+    /* outside the loop a send is written at once, as before */
+    CHECK_INT(framing_send(bt.out, "[4]", 3), 0);
+    CHECK_INT(framing_pending(bt.out), 0);
+    CHECK_INT(read(b[0], got, sizeof(got)), 4);
+    framing_free(bt.in);
+    framing_free(bt.out);
+    for (int i = 0; i < 2; i++) {
+        close_fd(&a[i]);
+        close_fd(&b[i]);
+    }
+    loop_free(l);
+}
+
 TESTS_MAIN(test_split_every_boundary, test_crlf_and_empty_lines, test_frame_bound, test_eof,
            test_pause_and_free_in_callback, test_send_arguments, test_big_messages_pipes,
            test_big_messages_socket, test_backpressure, test_epipe, test_epipe_sigpipe_default,
-           test_close_write, test_unpollable, test_hangup_while_paused)
+           test_close_write, test_unpollable, test_hangup_while_paused, test_sendv_partial,
+           test_sendv_held, test_batch)
