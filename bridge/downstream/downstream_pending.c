@@ -149,7 +149,11 @@ bool ds_hold(struct ds_agent *a, struct jrpc_msg *m)
         ds_reply_too_many(a, m->id);
         return true;
     }
-    p->msg = json_object_get(m->root);
+    p->msg = jrpc_msg_ref(m);
+    if (!p->msg) {
+        ds_pending_free(p);
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+    }
     return true;
 }
 

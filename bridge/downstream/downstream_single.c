@@ -292,7 +292,7 @@ void ds_single_opening(struct ds_agent *a, struct jrpc_msg *m)
         ds_reply_too_many(a, m->id);
         return;
     }
-    p->msg = json_object_get(m->root);
+    p->msg = jrpc_msg_ref(m); /* a modern agent's request has its root: it cannot fail */
     retry_failed(s->u);
     if (!d->settle_timer &&
         loop_timer_add(d->loop, d->connect_timeout_ms, on_connect_timer, d, &d->settle_timer) < 0)
