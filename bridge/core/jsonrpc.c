@@ -585,6 +585,11 @@ static int write_params(struct buf *out, struct json_object *params)
         json_object_object_get_ex(params, "name", &name) &&
         json_object_is_type(name, json_type_string)) {
         size_t at = l->name.off, end = l->name.off + l->name.len;
+        size_t n = (size_t)json_object_get_string_len(name);
+        /* the name as the text has it (single mode: nothing renamed): the bytes as they are (a
+         * scanned name has no escapes, and json-c writes none for it either) */
+        if (n + 2 == l->name.len && memcmp(json_object_get_string(name), l->text + at + 1, n) == 0)
+            return buf_append(out, l->text, l->len);
         int r = buf_append(out, l->text, at);
         if (r >= 0)
             r = jsonw_string_ex(out, json_object_get_string(name),

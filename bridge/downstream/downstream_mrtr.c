@@ -369,7 +369,7 @@ static void suspended_free(struct ds_agent *a, struct ds_pending *p)
 static void suspend(struct ds_agent *a, struct ds_pending *p)
 {
     struct ds_mrtr *r = p->mrtr;
-    if (p->id && hashmap_get(a->ids, p->key) == p)
+    if (p->key[0])
         (void)hashmap_remove(a->ids, p->key);
     p->key[0] = '\0';
     list_remove(&p->node);

@@ -67,9 +67,9 @@ void ds_pending_free(struct ds_pending *p)
     struct ds_agent *a = p->a;
     list_remove(&p->node);
     a->n_pending--;
-    /* only the record the map holds under the key is taken out (a record whose id was given up
-     * is no longer in it: downstream_mrtr.c) */
-    if (p->id && hashmap_get(a->ids, p->key) == p)
+    /* a key is set while the record is in the map (one whose id was given up is not:
+     * downstream_mrtr.c) */
+    if (p->key[0])
         (void)hashmap_remove(a->ids, p->key);
     p->key[0] = '\0';
     a->d->hooks->pending_freed(p);
