@@ -44,8 +44,9 @@ enum jrpc_kind {
     JRPC_RESPONSE,
 };
 
-/* A parsed message. Every pointer but root is borrowed from root; root is NULL only for the
- * JSON value null (json-c has no object for it; kind JRPC_INVALID). For JRPC_INVALID, id is set
+/* A parsed message. Every pointer but root is borrowed from root (a light request's from the
+ * message itself, below); root is NULL only for the JSON value null (json-c has no object for
+ * it; kind JRPC_INVALID) and for a light request. For JRPC_INVALID, id is set
  * when the message had a valid id and method when it had a string method (a caller answers an
  * invalid request with JRPC_INVALID_REQUEST when method is set; with no method it was a broken
  * response); params, result and error are NULL. For JRPC_RESPONSE, error is NULL on success
