@@ -439,6 +439,17 @@ static const struct ds_method SINGLE_METHODS[] = {
     {"subscriptions/listen", open_listen},
 };
 
+bool ds_single_passes(const char *text, struct jscan_span method)
+{
+    /* the two the dispatcher answers or handles itself, and this file's table */
+    if (jscan_span_is(text, method, "ping") || jscan_span_is(text, method, "initialize"))
+        return false;
+    for (size_t i = 0; i < ELEMENTSOF(SINGLE_METHODS); i++)
+        if (jscan_span_is(text, method, SINGLE_METHODS[i].method))
+            return strcmp(SINGLE_METHODS[i].method, "tools/call") == 0;
+    return true;
+}
+
 void ds_single_request(struct ds_agent *a, struct jrpc_msg *m)
 {
     struct downstream *d = a->d;
