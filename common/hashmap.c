@@ -10,9 +10,10 @@
 #define MIN_CAP 16
 
 struct slot {
-    char *key; /* NULL: empty */
+    const char *key; /* NULL: empty */
     void *value;
     uint64_t hash;
+    bool owned; /* key is the map's copy (hashmap_put), else the caller's (hashmap_put_borrowed) */
 };
 
 struct hashmap {
@@ -101,7 +102,8 @@ void hashmap_free(struct hashmap *m)
     if (!m)
         return;
     for (size_t i = 0; i < m->cap; i++)
-        free(m->slots[i].key);
+        if (m->slots[i].owned)
+            free((char *)m->slots[i].key);
     free(m->slots);
     free(m);
 }
@@ -137,7 +139,7 @@ static int grow(struct hashmap *m)
     return 0;
 }
 
-int hashmap_put(struct hashmap *m, const char *key, void *value)
+static int put(struct hashmap *m, const char *key, void *value, bool copy)
 {
     if (!value)
         return -EINVAL;
@@ -149,12 +151,22 @@ int hashmap_put(struct hashmap *m, const char *key, void *value)
         if (r < 0)
             return r;
     }
-    char *copy = strdup(key);
-    if (!copy)
+    const char *k = copy ? strdup(key) : key;
+    if (!k)
         return -ENOMEM;
-    *find(m, key, h) = (struct slot){.key = copy, .value = value, .hash = h};
+    *find(m, key, h) = (struct slot){.key = k, .value = value, .hash = h, .owned = copy};
     m->n++;
     return 0;
+}
+
+int hashmap_put(struct hashmap *m, const char *key, void *value)
+{
+    return put(m, key, value, true);
+}
+
+int hashmap_put_borrowed(struct hashmap *m, const char *key, void *value)
+{
+    return put(m, key, value, false);
 }
 
 void *hashmap_get(const struct hashmap *m, const char *key)
@@ -173,7 +185,8 @@ void *hashmap_remove(struct hashmap *m, const char *key)
     if (!s->key)
         return NULL;
     void *value = s->value;
-    free(s->key);
+    if (s->owned)
+        free((char *)s->key);
     m->n--;
     /* backward-shift: move later members of the probe run into the hole when their home slot
      * is at or before it, so lookups never meet a gap inside a run */

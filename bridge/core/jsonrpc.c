@@ -19,38 +19,47 @@
 /* Keys are string literals: json-c need not copy them, and the builders add each key once. */
 #define ADD_FLAGS (JSON_C_OBJECT_ADD_KEY_IS_NEW | JSON_C_OBJECT_ADD_CONSTANT_KEY)
 
-/* One tokener per thread, made on first use and reset for every message: a json_tokener
- * allocates its parse stack and string buffer, which would otherwise be paid for per message.
- * The key only frees the tokener of a thread that exits; the main thread's lives until exit. */
-static _Thread_local struct json_tokener *tls_tokener;
-static pthread_key_t tokener_key;
-static pthread_once_t tokener_once = PTHREAD_ONCE_INIT;
-static bool tokener_key_ok;
+/* What each thread keeps across messages: a json_tokener (it allocates its parse stack and
+ * string buffer, which would otherwise be paid for per message) and the stand-ins' blocks given
+ * back (struct light below). The key only frees what a thread that exits kept; the main
+ * thread's lives until exit. */
+struct light;
+struct kept {
+    struct json_tokener *tok;
+    struct light *pool;
+    size_t n_pool;
+};
+static _Thread_local struct kept tls_kept;
+static pthread_key_t kept_key;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+static bool kept_key_ok;
 
-static void tokener_destroy(void *p)
+static void kept_destroy(void *p);
+
+static void kept_key_init(void)
 {
-    if (p)
-        json_tokener_free(p);
+    kept_key_ok = pthread_key_create(&kept_key, kept_destroy) == 0;
 }
 
-static void tokener_key_init(void)
+/* Registers the thread's kept things for its exit. */
+static void kept_register(void)
 {
-    tokener_key_ok = pthread_key_create(&tokener_key, tokener_destroy) == 0;
+    (void)pthread_once(&kept_once, kept_key_init);
+    /* without the key everything still works; a thread that exits then leaks what it kept */
+    if (kept_key_ok && !pthread_getspecific(kept_key))
+        (void)pthread_setspecific(kept_key, &tls_kept);
 }
 
 static struct json_tokener *tokener_get(void)
 {
-    if (tls_tokener)
-        return tls_tokener; /* json_parse_with() resets it */
+    if (tls_kept.tok)
+        return tls_kept.tok; /* json_parse_with() resets it */
     struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
     if (!tok)
         return NULL;
     json_tokener_set_flags(tok, JSON_TOKENER_FLAGS);
-    (void)pthread_once(&tokener_once, tokener_key_init);
-    /* without the key the tokener still works; a thread that exits then leaks it */
-    if (tokener_key_ok)
-        (void)pthread_setspecific(tokener_key, tok);
-    tls_tokener = tok;
+    kept_register();
+    tls_kept.tok = tok;
     return tok;
 }
 
@@ -225,18 +234,64 @@ out:
 
 /* The stand-in's envelope is built on the stack: a bigger one (a long _meta) takes the tree. */
 #define LIGHT_ENVELOPE_MAX 2048
+/* A stand-in of params (and method) up to this size takes a block kept for reuse, at most
+ * LIGHT_POOL_MAX of them per thread: one per call in flight, none allocated once warm. */
+#define LIGHT_POOL_TEXT 1024
+#define LIGHT_POOL_MAX  64
 
 /* The bytes a stand-in params serialises as (its userdata). */
 struct light {
+    struct light *next; /* in the pool */
+    size_t cap;         /* bytes text holds: LIGHT_POOL_TEXT for a block of the pool */
     size_t len;
     struct jscan_span name, meta; /* value spans in text (the name with its quotes); len 0: none */
-    char text[];                  /* params as written, "{...}": one allocation with the rest */
+    char text[]; /* params as written, "{...}", then the method of a request without a root and
+                  * a NUL: one allocation with the rest */
 };
+
+static void kept_destroy(void *p)
+{
+    struct kept *k = p;
+    if (k->tok)
+        json_tokener_free(k->tok);
+    k->tok = NULL;
+    while (k->pool) {
+        struct light *l = k->pool;
+        k->pool = l->next;
+        free(l);
+    }
+    k->n_pool = 0;
+}
+
+/* A block for need bytes of text: from the pool when it fits one. NULL on ENOMEM. */
+static struct light *light_new(size_t need)
+{
+    struct light *l = NULL;
+    if (need <= LIGHT_POOL_TEXT && tls_kept.pool) {
+        l = tls_kept.pool;
+        tls_kept.pool = l->next;
+        tls_kept.n_pool--;
+        return l;
+    }
+    size_t cap = need <= LIGHT_POOL_TEXT ? LIGHT_POOL_TEXT : need;
+    if (cap > SIZE_MAX - sizeof(*l) || !(l = malloc(sizeof(*l) + cap)))
+        return NULL;
+    l->cap = cap;
+    return l;
+}
 
 static void light_free(struct json_object *o, void *userdata)
 {
     struct light *l = userdata;
     (void)o;
+    if (l && l->cap == LIGHT_POOL_TEXT && tls_kept.n_pool < LIGHT_POOL_MAX) {
+        if (!tls_kept.n_pool)
+            kept_register();
+        l->next = tls_kept.pool;
+        tls_kept.pool = l;
+        tls_kept.n_pool++;
+        return;
+    }
     free(l);
 }
 
@@ -368,47 +423,30 @@ static struct json_object *scanned_id(const char *text, const struct jscan *j, b
     return json_object_new_int64(neg ? -v : v);
 }
 
-/* The envelope's tree built from the scan, without a parse: the members and order the text's
- * parse gives (jsonrpc, method, params with its name, id). -EAGAIN for what it does not build
- * (a _meta, an id it does not read), -ENOMEM. */
-static int envelope_built(const char *text, const struct jscan *j, struct json_object **ret)
+/* A request's id from the scan (NULL when it has none) and an empty params object, without a
+ * root: -EAGAIN for what it does not build (a _meta, an id it does not read or that is no valid
+ * id), -ENOMEM. */
+static int parts_built(const char *text, const struct jscan *j, struct json_object **ret_id,
+                       struct json_object **ret_params)
 {
-    struct json_object *root = NULL, *params = NULL, *id = NULL;
+    struct json_object *id = NULL, *params = NULL;
     bool id_ok = true;
-    int r = -ENOMEM;
-    if (j->meta.len || j->method.len > INT_MAX || j->name.len > INT_MAX || j->id.len > INT_MAX)
+    if (j->meta.len || j->name.len > INT_MAX || j->id.len > INT_MAX)
         return -EAGAIN;
     if (j->id.len && !(id = scanned_id(text, j, &id_ok)))
         return id_ok ? -ENOMEM : -EAGAIN;
-    root = json_object_new_object();
-    params = json_object_new_object();
-    if (!root || !params)
-        goto out;
-    if (!add_made(root, "jsonrpc", json_object_new_string_len("2.0", 3)) ||
-        !add_made(root, "method",
-                  json_object_new_string_len(text + j->method.off, (int)j->method.len)))
-        goto out;
-    if (j->name.len &&
-        !add_made(params, "name", json_object_new_string_len(text + j->name.off, (int)j->name.len)))
-        goto out;
-    bool added = add(root, "params", params);
-    params = NULL; /* add() put it on failure */
-    if (!added)
-        goto out;
-    if (id) {
-        added = add(root, "id", id);
-        id = NULL;
-        if (!added)
-            goto out;
+    if (id && !is_valid_id(id)) {
+        json_object_put(id);
+        return -EAGAIN; /* the tree says it is invalid */
     }
-    *ret = root;
-    root = NULL;
-    r = 0;
-out:
-    json_object_put(id);
-    json_object_put(params);
-    json_object_put(root);
-    return r;
+    params = json_object_new_object();
+    if (!params) {
+        json_object_put(id);
+        return -ENOMEM;
+    }
+    *ret_id = id;
+    *ret_params = params;
+    return 0;
 }
 
 /* The envelope's tree parsed from a copy of its text, params cut down to name and _meta. */
@@ -457,24 +495,24 @@ int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct 
 {
     struct jrpc_msg m = {0};
     struct light *l = NULL;
-    struct json_object *root = NULL;
+    struct json_object *id = NULL, *params = NULL;
     int r;
 
     if (len > max_len)
         return jrpc_parse(text, len, max_len, ret, e); /* says so with the sizes */
     if (!j->version_ok || !j->method.len || !j->params.len || text[j->params.off] != '{' ||
-        j->result.len || j->error.len)
+        j->result.len || j->error.len || j->params.len > SIZE_MAX / 2 ||
+        j->method.len > SIZE_MAX / 4)
         return -EAGAIN;
-    /* the usual call (no _meta, a plain id) needs no parse, and none of json-c's per-parse
-     * allocations (its locale, a copy of each key) */
-    r = envelope_built(text, j, &root);
+    /* the usual call (no _meta, a plain id) has no envelope's tree at all: its id, a params
+     * object and the method kept with the params' bytes; none of json-c's per-parse allocations
+     * (its locale, a copy of each key) nor a root's object, table and strings */
+    r = parts_built(text, j, &id, &params);
     if (r == 0) {
-        m.root = root;
-        r = classify(&m);
-        if (r < 0) {
-            jrpc_msg_done(&m);
-            return err_set(e, r, "out of memory");
-        }
+        m = (struct jrpc_msg){.kind = id ? JRPC_REQUEST : JRPC_NOTIFICATION,
+                              .id = id,
+                              .params = params,
+                              .light = true};
     } else if (r == -EAGAIN) {
         r = envelope_parsed(text, j, &m, e);
     }
@@ -485,7 +523,7 @@ int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct 
         return -EAGAIN;
     }
 
-    l = malloc(sizeof(*l) + j->params.len);
+    l = light_new(j->params.len + (m.light ? j->method.len + 1 : 0));
     if (!l) {
         jrpc_msg_done(&m);
         return err_set(e, -ENOMEM, "out of memory");
@@ -497,7 +535,20 @@ int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct 
         l->name = (struct jscan_span){j->name.off - 1 - j->params.off, j->name.len + 2};
     if (j->meta.len)
         l->meta = (struct jscan_span){j->meta.off - j->params.off, j->meta.len};
+    if (m.light) {
+        /* the method lives as long as the params: as long as the message */
+        char *method = l->text + l->len;
+        memcpy(method, text + j->method.off, j->method.len);
+        method[j->method.len] = '\0';
+        m.method = method;
+    }
     json_object_set_serializer(m.params, light_serialize, l, light_free);
+    if (m.light && j->name.len &&
+        !add_made(m.params, "name",
+                  json_object_new_string_len(text + j->name.off, (int)j->name.len))) {
+        jrpc_msg_done(&m);
+        return err_set(e, -ENOMEM, "out of memory");
+    }
     *ret = m;
     return 0;
 }
@@ -534,6 +585,11 @@ static int write_params(struct buf *out, struct json_object *params)
         json_object_object_get_ex(params, "name", &name) &&
         json_object_is_type(name, json_type_string)) {
         size_t at = l->name.off, end = l->name.off + l->name.len;
+        size_t n = (size_t)json_object_get_string_len(name);
+        /* the name as the text has it (single mode: nothing renamed): the bytes as they are (a
+         * scanned name has no escapes, and json-c writes none for it either) */
+        if (n + 2 == l->name.len && memcmp(json_object_get_string(name), l->text + at + 1, n) == 0)
+            return buf_append(out, l->text, l->len);
         int r = buf_append(out, l->text, at);
         if (r >= 0)
             r = jsonw_string_ex(out, json_object_get_string(name),
@@ -570,6 +626,10 @@ void jrpc_msg_done(struct jrpc_msg *m)
 {
     if (!m)
         return;
+    if (m->light) {
+        json_object_put(m->id);
+        json_object_put(m->params);
+    }
     json_object_put(m->root);
     *m = (struct jrpc_msg){0};
 }
@@ -621,6 +681,22 @@ static bool add_string(struct json_object *obj, const char *key, const char *s)
 {
     struct json_object *v = json_object_new_string(s);
     return v && add(obj, key, v);
+}
+
+struct json_object *jrpc_msg_ref(struct jrpc_msg *m)
+{
+    if (!m->root && m->light) {
+        /* the members and order a parse of the envelope gives: jsonrpc, method, params, id */
+        struct json_object *root = new_message();
+        if (!root || !add_string(root, "method", m->method) ||
+            !add(root, "params", json_object_get(m->params)) ||
+            (m->id && !add(root, "id", json_object_get(m->id)))) {
+            json_object_put(root);
+            return NULL;
+        }
+        m->root = root;
+    }
+    return json_object_get(m->root);
 }
 
 struct json_object *jrpc_new_request(struct json_object *id, const char *method,

@@ -2,9 +2,9 @@
  *
  * Every message crossing the bridge is parsed once into a json-c tree (jrpc_parse), looked at,
  * possibly changed in place (an id or a progress token swapped), and serialised once
- * (jrpc_serialize); a request passed through has a tree of its envelope only (jrpc_parse_light),
- * is written to its server without one (jrpc_write_request), and a result passed through has
- * none (jsonscan.h). Classification follows JSON-RPC 2.0: an object
+ * (jrpc_serialize); a request passed through has no tree of its envelope, only its id and a
+ * stand-in of its params (jrpc_parse_light), is written to its server without one
+ * (jrpc_write_request), and a result passed through has none (jsonscan.h). Classification follows JSON-RPC 2.0: an object
  * with "method" and "id" is a request, with "method" and no "id" a notification, with "result" or
  * "error" and an "id" a response. Ids are strings or integers (MCP forbids null ids and fractional
  * numbers); anything else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in
@@ -44,20 +44,24 @@ enum jrpc_kind {
     JRPC_RESPONSE,
 };
 
-/* A parsed message. Every pointer but root is borrowed from root; root is NULL only for the
- * JSON value null (json-c has no object for it; kind JRPC_INVALID). For JRPC_INVALID, id is set
+/* A parsed message. Every pointer but root is borrowed from root (a light request's from the
+ * message itself, below); root is NULL only for the JSON value null (json-c has no object for
+ * it; kind JRPC_INVALID) and for a light request. For JRPC_INVALID, id is set
  * when the message had a valid id and method when it had a string method (a caller answers an
  * invalid request with JRPC_INVALID_REQUEST when method is set; with no method it was a broken
  * response); params, result and error are NULL. For JRPC_RESPONSE, error is NULL on success
  * and result is NULL only for "result": null. */
 struct jrpc_msg {
-    struct json_object *root; /* owned reference */
+    struct json_object *root; /* owned reference; NULL for a light request until jrpc_msg_ref() */
     enum jrpc_kind kind;
     const char *method;         /* requests and notifications */
     struct json_object *id;     /* requests and responses */
     struct json_object *params; /* NULL when absent */
     struct json_object *result; /* responses: exactly one of result and error */
     struct json_object *error;
+    /* jrpc_parse_light()'s request: id and params are the message's own references, method is
+     * kept with the params, and root is built only when someone keeps the whole message */
+    bool light;
 };
 
 /* Parses one message of len bytes (not NUL-terminated; at most max_len, else -E2BIG). Returns
@@ -77,9 +81,14 @@ int jrpc_parse(const char *text, size_t len, size_t max_len, struct jrpc_msg *re
  * of params is not in the tree: only a caller that reads nothing else may take this (the
  * bridge's pass-through), and jrpc_params_full() gives the whole tree when it must. -EAGAIN
  * when the scan does not allow it (no "jsonrpc": "2.0", params not an object, an envelope too
- * big for the stand-in): then jrpc_parse() it. Otherwise as jrpc_parse(). */
+ * big for the stand-in): then jrpc_parse() it. Without a _meta and with a plain id (a string
+ * without escapes, an integer of at most 18 digits) the message has no root (struct jrpc_msg,
+ * light): whoever keeps it takes jrpc_msg_ref(). Otherwise as jrpc_parse(). */
 int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct jscan *j,
                      struct jrpc_msg *ret, struct err *e) _must_check_;
+/* A new reference to m's root (caller puts), for keeping the whole request: a light request's
+ * is built from its parts then (and kept in m). NULL on ENOMEM (and for the JSON value null). */
+struct json_object *jrpc_msg_ref(struct jrpc_msg *m);
 /* Whether params is jrpc_parse_light()'s stand-in. */
 bool jrpc_params_light(struct json_object *params);
 /* The whole params of a stand-in, parsed from its bytes with name and _meta as the stand-in has

@@ -277,16 +277,25 @@ static void handle_notification(struct ds_agent *a, struct jrpc_msg *m)
     }
 }
 
-/* A legacy agent's tools/call for a server's tool is forwarded with only its name changed: its
- * params need no tree (jrpc_parse_light(); docs/development.md, "The pass-through"). The proxy
- * tool reads its arguments, and a modern agent's requests are rewritten: both take the tree. */
+/* A legacy agent's request that goes to a server with only its name changed needs no tree of
+ * its params (jrpc_parse_light(); docs/development.md, "The pass-through"): a tools/call or
+ * prompts/get, whose name is all the routing reads, and in single mode whatever is passed on
+ * as it is. The proxy tool reads its arguments, a resource is routed by its uri, and a modern
+ * agent's requests are rewritten: all of these take the tree. */
+static bool passes_light(struct ds_agent *a, const char *text, const struct jscan *j)
+{
+    if (jscan_span_is(text, j->method, "tools/call") ||
+        jscan_span_is(text, j->method, "prompts/get"))
+        return j->name.len && !jscan_span_is(text, j->name, PROXY_TOOL_NAME);
+    return a->d->mode == DOWNSTREAM_SINGLE && ds_single_passes(text, j->method);
+}
+
 static int parse_light(struct ds_agent *a, const char *text, size_t len, struct jrpc_msg *m,
                        struct err *e)
 {
     struct jscan j;
     if (a->modern || !ds_initialized(a) || len > AGENT_MAX_MESSAGE ||
-        jscan_message(text, len, &j) < 0 || !jscan_span_is(text, j.method, "tools/call") ||
-        !j.id.len || !j.name.len || jscan_span_is(text, j.name, PROXY_TOOL_NAME))
+        jscan_message(text, len, &j) < 0 || !j.id.len || !passes_light(a, text, &j))
         return -EAGAIN;
     return jrpc_parse_light(text, len, AGENT_MAX_MESSAGE, &j, m, e);
 }

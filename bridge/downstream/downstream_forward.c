@@ -451,7 +451,11 @@ static bool wake_for(struct ds_agent *a, struct jrpc_msg *m)
         ds_reply_too_many(a, m->id);
         return true;
     }
-    p->msg = json_object_get(m->root);
+    p->msg = jrpc_msg_ref(m); /* a passed-through request has no root until now */
+    if (!p->msg) {
+        ds_pending_free(p);
+        return false; /* answered as unknown now */
+    }
     if (loop_timer_add(d->loop, d->connect_timeout_ms, on_wake_timer, p, &p->wake_timer) < 0) {
         p->wake_timer = NULL;
         wake_over(p); /* no bound to wait with: answered now */

@@ -164,7 +164,10 @@ struct ds_pending {
     struct list_node node; /* in a->pending, newest first; in a->pool when free */
     enum ds_pending_type type;
     struct json_object *id; /* the agent's (reference) */
-    struct ds_server *s;    /* DS_PT_CALL */
+    /* jrpc_id_key(id) while the record is in the map of the agent's ids, which borrows it; ""
+     * when it is not */
+    char key[JRPC_ID_KEY_MAX + 2];
+    struct ds_server *s; /* DS_PT_CALL */
     struct upstream_call *call;
     struct json_object *msg;       /* DS_PT_HELD, DS_PT_WAKE: the whole request (reference) */
     struct loop_timer *wake_timer; /* DS_PT_WAKE: its bound (the connect timeout) */

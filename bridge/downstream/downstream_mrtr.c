@@ -369,9 +369,9 @@ static void suspended_free(struct ds_agent *a, struct ds_pending *p)
 static void suspend(struct ds_agent *a, struct ds_pending *p)
 {
     struct ds_mrtr *r = p->mrtr;
-    char key[JRPC_ID_KEY_MAX + 2];
-    if (jrpc_id_key(p->id, key, sizeof(key)))
-        (void)hashmap_remove(a->ids, key);
+    if (p->key[0])
+        (void)hashmap_remove(a->ids, p->key);
+    p->key[0] = '\0';
     list_remove(&p->node);
     a->n_pending--;
     json_object_put(p->id);
@@ -386,8 +386,9 @@ static void expired(struct loop_timer *t, void *userdata);
 /* The record carries the agent's new id; false when it cannot (answered). */
 static bool attach(struct ds_agent *a, struct ds_pending *p, struct json_object *id)
 {
-    char key[JRPC_ID_KEY_MAX + 2];
-    if (!jrpc_id_key(id, key, sizeof(key)) || hashmap_put(a->ids, key, p) < 0) {
+    /* the map borrows the key from the record */
+    if (!jrpc_id_key(id, p->key, sizeof(p->key)) || hashmap_put_borrowed(a->ids, p->key, p) < 0) {
+        p->key[0] = '\0';
         ds_reply_error(a, id, JRPC_INTERNAL_ERROR, "out of memory");
         return false;
     }

@@ -1,8 +1,8 @@
 /* downstream_pending.c - the records of the agent's requests the bridge has not answered.
  *
  * A request that goes upstream (or waits for the catalogue, or single mode's initialize) gets
- * a record, reused from a small pool (no malloc per call beyond the map's copy of the key),
- * the userdata of its upstream_call, so its answer needs no lookup. The records are also in a
+ * a record, reused from a small pool (no malloc per call: the map borrows the key the record
+ * holds), the userdata of its upstream_call, so its answer needs no lookup. The records are also in a
  * map keyed by the canonical text of the agent's id (jrpc_id_key: 1 and "1" differ), for
  * duplicate ids and cancellation, and on a list, newest first, for the walks that answer
  * several at once (shutdown, a server that goes away, settling). */
@@ -29,8 +29,7 @@ struct ds_pending *ds_pending_new(struct ds_agent *a, enum ds_pending_type type,
                                   struct json_object *id, const char *method)
 {
     struct downstream *d = a->d;
-    char key[JRPC_ID_KEY_MAX + 2];
-    if (a->n_pending >= DS_MAX_PENDING || !jrpc_id_key(id, key, sizeof(key)))
+    if (a->n_pending >= DS_MAX_PENDING)
         return NULL;
     struct ds_pending *p;
     struct list_node *n = list_first(&a->pool);
@@ -45,7 +44,8 @@ struct ds_pending *ds_pending_new(struct ds_agent *a, enum ds_pending_type type,
             return NULL;
     }
     list_init(&p->node);
-    if (hashmap_put(a->ids, key, p) < 0) {
+    /* the key lives in the record: the map takes no copy of it */
+    if (!jrpc_id_key(id, p->key, sizeof(p->key)) || hashmap_put_borrowed(a->ids, p->key, p) < 0) {
         free(p); /* -ENOMEM; -EEXIST cannot be: the caller looked the id up */
         return NULL;
     }
@@ -65,11 +65,13 @@ void ds_pending_free(struct ds_pending *p)
     if (!p)
         return;
     struct ds_agent *a = p->a;
-    char key[JRPC_ID_KEY_MAX + 2];
     list_remove(&p->node);
     a->n_pending--;
-    if (jrpc_id_key(p->id, key, sizeof(key)))
-        (void)hashmap_remove(a->ids, key);
+    /* a key is set while the record is in the map (one whose id was given up is not:
+     * downstream_mrtr.c) */
+    if (p->key[0])
+        (void)hashmap_remove(a->ids, p->key);
+    p->key[0] = '\0';
     a->d->hooks->pending_freed(p);
     loop_timer_cancel(p->wake_timer);
     p->wake_timer = NULL;
@@ -147,7 +149,11 @@ bool ds_hold(struct ds_agent *a, struct jrpc_msg *m)
         ds_reply_too_many(a, m->id);
         return true;
     }
-    p->msg = json_object_get(m->root);
+    p->msg = jrpc_msg_ref(m);
+    if (!p->msg) {
+        ds_pending_free(p);
+        ds_reply_error(a, m->id, JRPC_INTERNAL_ERROR, "out of memory");
+    }
     return true;
 }
 

@@ -292,7 +292,7 @@ void ds_single_opening(struct ds_agent *a, struct jrpc_msg *m)
         ds_reply_too_many(a, m->id);
         return;
     }
-    p->msg = json_object_get(m->root);
+    p->msg = jrpc_msg_ref(m); /* a modern agent's request has its root: it cannot fail */
     retry_failed(s->u);
     if (!d->settle_timer &&
         loop_timer_add(d->loop, d->connect_timeout_ms, on_connect_timer, d, &d->settle_timer) < 0)
@@ -438,6 +438,17 @@ static const struct ds_method SINGLE_METHODS[] = {
     {"resources/unsubscribe", forward_subscription},
     {"subscriptions/listen", open_listen},
 };
+
+bool ds_single_passes(const char *text, struct jscan_span method)
+{
+    /* the two the dispatcher answers or handles itself, and this file's table */
+    if (jscan_span_is(text, method, "ping") || jscan_span_is(text, method, "initialize"))
+        return false;
+    for (size_t i = 0; i < ELEMENTSOF(SINGLE_METHODS); i++)
+        if (jscan_span_is(text, method, SINGLE_METHODS[i].method))
+            return strcmp(SINGLE_METHODS[i].method, "tools/call") == 0;
+    return true;
+}
 
 void ds_single_request(struct ds_agent *a, struct jrpc_msg *m)
 {

@@ -23,3 +23,7 @@ void ds_single_timeout(struct downstream *d);
 void ds_single_opening(struct ds_agent *a, struct jrpc_msg *m);
 /* An initialized agent's request in single mode. */
 void ds_single_request(struct ds_agent *a, struct jrpc_msg *m);
+/* Whether a legacy agent's initialized request of this method (the span of text) goes to the
+ * server as it is, reading nothing of its params but name and _meta: it may come without a tree
+ * (jrpc_parse_light()). */
+bool ds_single_passes(const char *text, struct jscan_span method);

@@ -380,7 +380,7 @@ int up_send_call(struct upstream *u, struct upstream_call *c)
         if (!req)
             goto out;
     }
-    r = hashmap_put(u->map, c->key, c);
+    r = hashmap_put_borrowed(u->map, c->key, c);
     if (r < 0)
         goto out;
     c->sent_at = loop_now(u->loop);

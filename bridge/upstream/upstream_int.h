@@ -64,7 +64,7 @@ typedef void (*call_internal_fn)(struct upstream *u, struct upstream_call *c, st
 struct upstream_call {
     struct upstream *u;
     int64_t id;
-    char key[24]; /* id in decimal: the map's key */
+    char key[24]; /* id in decimal: the map's key (borrowed by the map: unchanged while in it) */
     char *method; /* method_buf when it fits, else owned */
     char method_buf[24];
     struct json_object *params;

@@ -124,7 +124,7 @@ void up_mrtr_free(struct upstream_call *c)
  * its inputs as it waited for that answer (its timer, a lost connection, a cancel). */
 static void park(struct upstream *u, struct upstream_call *c)
 {
-    if (hashmap_put(u->map, c->key, c) < 0) {
+    if (hashmap_put_borrowed(u->map, c->key, c) < 0) {
         char *m = up_asprintf("server '%s': out of memory", up_name(u));
         up_call_fail_later(u, c, -ENOMEM, m);
         free(m);

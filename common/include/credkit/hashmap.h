@@ -5,7 +5,9 @@
  * chosen by a server or an agent cannot be made to collide. Lookups cost one hash and a short
  * probe; nothing is linear in the number of entries.
  *
- * The map copies each key and owns the copy; it never owns or frees the values. Iteration order
+ * The map copies each key and owns the copy, unless it is given with hashmap_put_borrowed() (a
+ * key kept in the value's own record: no copy per entry on a path that adds one per request);
+ * it never owns or frees the values. Iteration order
  * is unspecified (it differs between maps); callers that print in order sort or keep a list. The
  * map must not be changed while it is iterated, except through hashmap_remove() of the entry
  * just returned, which is not allowed either: collect first, remove after. */
@@ -28,6 +30,10 @@ void hashmap_free(struct hashmap *m);
  * first to replace), -ENOMEM. value may not be NULL (-EINVAL): NULL is what get says for
  * "absent". */
 int hashmap_put(struct hashmap *m, const char *key, void *value) _must_check_;
+
+/* hashmap_put() without the copy: key is used as it is and must stay alive and unchanged until
+ * the entry is removed (or the map freed), as when it lives in the record value points at. */
+int hashmap_put_borrowed(struct hashmap *m, const char *key, void *value) _must_check_;
 
 /* The value of key, or NULL. */
 void *hashmap_get(const struct hashmap *m, const char *key);

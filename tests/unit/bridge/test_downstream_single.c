@@ -43,6 +43,22 @@ static void test_single(void)
     r = fx_request(&f, "3", "prompts/list", NULL);
     CHECK_STR(names_of(r, "prompts", "name"), "greet");
     json_object_put(r);
+    /* what is passed on as it is goes without a tree of its params (the pass-through): the
+     * server reads all of them, and the answers come back to their ids */
+    r = fx_request(&f, "\"rr\"", "resources/read", "{\"uri\":\"mem://solo/readme\",\"x\":[1]}");
+    CHECK_STR(path_str(r, "result.contents.0.text"), "solo mem://solo/readme");
+    json_object_put(r);
+    r = fx_request(&f, "31", "completion/complete",
+                   "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"greet\"},"
+                   "\"argument\":{\"name\":\"a\",\"value\":\"\"}}");
+    CHECK_STR(path_str(r, "result.completion.values.0"), "solo:greet");
+    json_object_put(r);
+    r = fx_request(&f, "32", "prompts/get", "{\"arguments\":{\"name\":\"no\"},\"name\":\"greet\"}");
+    CHECK_STR(path_str(r, "result.messages.0.content.text"), "solo greet");
+    json_object_put(r);
+    r = fx_request(&f, "33", "foo/bar", "{\"a\":1}");
+    CHECK_INT(path_int(r, "error.code"), -32601);
+    json_object_put(r);
     struct mcp_config *c = config_from("{\"mcpServers\":{" SERVER("solo", "") "}}");
     struct err e = ERR_INIT;
     CHECK_INT(downstream_reload(f.d, c, &e), -EOPNOTSUPP);

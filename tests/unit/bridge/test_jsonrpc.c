@@ -825,8 +825,61 @@ static void test_light_envelope(void)
         struct json_object *full = jrpc_params_full(lm.params);
         CHECK(json_object_equal(full, fm.params));
         json_object_put(full);
+        /* no _meta, a plain id: no root until one is asked for, then the parse's envelope */
+        const char *idt = texts[i] + j.id.off;
+        bool plain = !j.meta.len &&
+                     (!j.id.len || (j.id_type == JSCAN_STRING && !memchr(idt, '\\', j.id.len)) ||
+                      (j.id_type == JSCAN_NUMBER && j.id.len - (idt[0] == '-') <= 18));
+        CHECK(lm.light == plain);
+        CHECK((lm.root == NULL) == plain);
+        struct json_object *root = jrpc_msg_ref(&lm);
+        CHECK(root != NULL && root == lm.root);
+        struct json_object *again = jrpc_msg_ref(&lm);
+        CHECK(again == root);
+        json_object_put(again);
+        struct json_object *v = NULL;
+        CHECK(json_object_object_get_ex(root, "jsonrpc", &v));
+        CHECK_STR(json_object_get_string(v), "2.0");
+        CHECK(json_object_object_get_ex(root, "method", &v));
+        CHECK_STR(json_object_get_string(v), fm.method);
+        CHECK(json_object_object_get_ex(root, "id", &v) == (fm.id != NULL));
+        CHECK(!fm.id || json_object_equal(v, fm.id));
+        CHECK(json_object_object_get_ex(root, "params", &v) && v == lm.params);
+        json_object_put(root);
         jrpc_msg_done(&lm);
         jrpc_msg_done(&fm);
+    }
+}
+
+/* Stand-ins come and go (the pool of their blocks): each serialises as its own text, small
+ * and large, many alive at once and freed in any order. */
+static void test_light_reuse(void)
+{
+    enum { N = 80 };
+    static struct jrpc_msg ms[N];
+    static char texts[N][2200];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            int pad = (i * 37 + round * 11) % 2000; /* below and above a pooled block's size */
+            snprintf(texts[i], sizeof(texts[i]),
+                     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call%d\",\"params\":"
+                     "{\"name\":\"t%d\",\"arguments\":{\"p\":\"%*s\"}}}",
+                     i, round, i, pad, "");
+            light(texts[i], &ms[i]);
+        }
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            int k = (i * 7 + round) % N; /* freed out of order */
+            const char *p = strstr(texts[k], "\"params\":") + 9;
+            char method[32];
+            snprintf(method, sizeof(method), "tools/call%d", round);
+            const char *got = ser(ms[k].params);
+            if (strlen(got) != strlen(p) - 1 || strncmp(got, p, strlen(p) - 1) != 0 ||
+                strcmp(ms[k].method, method) != 0 || json_object_get_int64(ms[k].id) != k)
+                bad++;
+            jrpc_msg_done(&ms[k]);
+        }
+        CHECK_INT(bad, 0);
     }
 }
 
@@ -882,4 +935,4 @@ static void test_write_request(void)
 TESTS_MAIN(test_request, test_notification, test_response, test_malformed_error, test_invalid,
            test_bad_input, test_depth, test_not_terminated, test_reuse, test_threads, test_id_key,
            test_serialize, test_in_place, test_builders, test_tool_error, test_progress_token,
-           test_light, test_light_envelope, test_write_request)
+           test_light, test_light_envelope, test_light_reuse, test_write_request)
