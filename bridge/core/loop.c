@@ -50,6 +50,10 @@ struct loop_timer {
     struct loop_timer *prev, *next; /* l->timers while live; l->dead_timers when dead */
 };
 
+/* Finished transfers' bookkeeping kept for reuse: a few more than the transfers usually in
+ * flight. */
+#define LOOP_SPARE_XFERS 64
+
 /* One transfer on the multi handle; found from the easy handle through CURLOPT_PRIVATE. */
 struct loop_curl_xfer {
     struct loop *loop;
@@ -112,6 +116,9 @@ struct loop {
     struct loop_timer *curl_timer;
     struct loop_curl_xfer *xfers;
     size_t n_xfers;
+    /* bookkeeping of finished transfers kept for the next ones (next only), as spare_timers */
+    struct loop_curl_xfer *spare_xfers;
+    size_t n_spare_xfers;
     struct loop_curl_sock *curl_socks; /* indexed by fd */
     size_t n_curl_socks;
 };
@@ -648,7 +655,13 @@ static void xfer_unlink(struct loop *l, struct loop_curl_xfer *x)
     (void)curl_easy_setopt(x->easy, CURLOPT_SOCKOPTDATA, NULL);
     (void)curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETFUNCTION, NULL);
     (void)curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETDATA, NULL);
-    free(x);
+    if (l->n_spare_xfers >= LOOP_SPARE_XFERS) {
+        free(x);
+        return;
+    }
+    x->next = l->spare_xfers;
+    l->spare_xfers = x;
+    l->n_spare_xfers++;
 }
 
 /* Reports finished transfers. Each message is copied out before the handle is removed (the
@@ -867,9 +880,16 @@ int loop_curl_add(struct loop *l, CURL *easy, loop_curl_done_fn done, void *user
     CURLM *m = loop_curl_multi(l);
     if (!m)
         return -ENOMEM;
-    struct loop_curl_xfer *x = calloc(1, sizeof(*x));
-    if (!x)
-        return -ENOMEM;
+    struct loop_curl_xfer *x = l->spare_xfers;
+    if (x) {
+        l->spare_xfers = x->next;
+        l->n_spare_xfers--;
+    } else {
+        x = malloc(sizeof(*x));
+        if (!x)
+            return -ENOMEM;
+    }
+    *x = (struct loop_curl_xfer){0};
     x->loop = l;
     x->easy = easy;
     x->done = done;
@@ -879,7 +899,9 @@ int loop_curl_add(struct loop *l, CURL *easy, loop_curl_done_fn done, void *user
      * the transfer starts, and can finish, no earlier than the next iteration. */
     int r = curl_err(curl_multi_add_handle(m, easy));
     if (r < 0) {
-        free(x);
+        x->next = l->spare_xfers;
+        l->spare_xfers = x;
+        l->n_spare_xfers++;
         return r;
     }
     (void)curl_easy_setopt(easy, CURLOPT_PRIVATE, (void *)x);
@@ -994,6 +1016,11 @@ void loop_free(struct loop *l)
     if (l->mask_saved)
         (void)sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
 
+    while (l->spare_xfers) {
+        struct loop_curl_xfer *x = l->spare_xfers;
+        l->spare_xfers = x->next;
+        free(x);
+    }
     free(l->curl_socks);
     close(l->epfd);
     free(l);

@@ -13,7 +13,8 @@
  * What is kept across transfers (docs/development.md, "The HTTP path's reuse rules"): idle
  * libcurl easy handles, their network options set once for the upstream's URL (u->pool); the
  * header list of the plain POST, shared by reference until the headers, the session or the
- * protocol version change (u->post_hdrs); one emptied answer buffer (u->spare). The
+ * protocol version change (u->post_hdrs); one emptied answer buffer (u->spare); one freed
+ * transfer with its message buffer (u->spare_req). The
  * connections themselves are the loop's multi handle's (keep-alive).
  *
  * The lifecycles are enums whose transitions are each made in one function: a transfer
@@ -103,13 +104,14 @@ struct http_req {
     bool error_body;          /* HTTP_CONN_MODERN: a 400/404 answer read as JSON */
     char *msg;                /* the POSTed message */
     size_t len;
-    uint64_t tag;                 /* the caller's, 0: none */
-    uint64_t seq;                 /* order of creation */
-    struct buf json;              /* BODY_JSON */
-    struct sse_parser sse;        /* BODY_SSE of a POST and its resumptions (not the GET stream) */
-    char *sid;                    /* SESSION_OFFERED: the initialize answer's MCP-Session-Id */
-    char *challenge;              /* the answer's (first) WWW-Authenticate, NULL */
-    char *start_id;               /* a resumption: the last id it was started with */
+    size_t msg_cap;        /* msg's size: kept with the transfer when it is the upstream's spare */
+    uint64_t tag;          /* the caller's, 0: none */
+    uint64_t seq;          /* order of creation */
+    struct buf json;       /* BODY_JSON */
+    struct sse_parser sse; /* BODY_SSE of a POST and its resumptions (not the GET stream) */
+    char *sid;             /* SESSION_OFFERED: the initialize answer's MCP-Session-Id */
+    char *challenge;       /* the answer's (first) WWW-Authenticate, NULL */
+    char *start_id;        /* a resumption: the last id it was started with */
     char errbuf[CURL_ERROR_SIZE]; /* libcurl's words for a failure (a TLS alert's reason) */
     size_t ids;                   /* events with an id on this response */
     int64_t deadline;             /* a POST and its resumptions: the hard timeout, loop clock */
@@ -180,6 +182,7 @@ struct http_conn {
     size_t easy_inits;           /* easy handles created (http_conn_easy_inits()) */
     struct http_hdrs *post_hdrs; /* the plain POST's headers, NULL: built at the next one */
     struct buf spare;            /* an emptied answer buffer for the next transfer */
+    struct http_req *spare_req;  /* a freed transfer and its message buffer, for the next one */
 };
 
 /* ---- http_conn.c ---------------------------------------------------------------------- */
@@ -244,7 +247,8 @@ void http_hdrs_unref(struct http_hdrs *h);
  * changed): the next POST builds them again; transfers running keep the list they started
  * with. */
 void http_hdrs_changed(struct http_conn *u);
-/* Frees the idle easy handles and the spare buffer (before the TLS settings they point at). */
+/* Frees the idle easy handles, the spare buffer and the spare transfer (before the TLS
+ * settings they point at). */
 void http_pool_release(struct http_conn *u);
 /* An easy handle for a transfer to url: an idle one of u's when url is u->url (*ret_ready:
  * its constant options are set), else a new one (counted). NULL on ENOMEM. */
@@ -257,6 +261,15 @@ void http_spare_take(struct http_conn *u, struct buf *ret);
 /* r's answer buffer, emptied, kept as u's spare unless it grew above HTTP_SPARE_MAX (then
  * freed: a large answer's memory is given back). */
 void http_spare_give_back(struct http_req *r);
+
+/* A zeroed transfer: u's spare one when it has one (its message buffer kept in r->msg,
+ * r->msg_cap), else a new one. NULL on ENOMEM. */
+struct http_req *http_req_take(struct http_conn *u);
+/* r, whose members are released, becomes u's spare transfer when u has none and its message
+ * buffer is small (true); else the caller frees it. */
+bool http_req_give_back(struct http_conn *u, struct http_req *r);
+/* Makes r->msg hold len bytes and a NUL. -ENOMEM. */
+int http_req_msg_reserve(struct http_req *r, size_t len) _must_check_;
 
 /* ---- http_resume.c ------------------------------------------------------------------------ */
 

@@ -149,7 +149,7 @@ static int req_event(const struct sse_event *ev, void *userdata)
 
 struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind)
 {
-    struct http_req *r = calloc(1, sizeof(*r));
+    struct http_req *r = http_req_take(u);
     if (!r)
         return NULL;
     r->u = u;
@@ -176,13 +176,15 @@ static void req_destroy(struct http_req *r)
     if (r->u && r->u->stream == r)
         http_stream_set(r->u, STREAM_NONE, NULL);
     loop_timer_cancel(r->timer);
-    free(r->msg);
     strv_release_secure(&r->extra);
     free(r->sid);
     free(r->challenge);
     free(r->start_id);
     http_spare_give_back(r);
     sse_parser_release(&r->sse);
+    if (http_req_give_back(r->u, r))
+        return;
+    free(r->msg);
     free(r);
 }
 
@@ -857,6 +859,13 @@ static bool post_done(struct http_req *r, CURLcode cc, long status)
         return true;
     if (http_legacy_fallback(r, cc, status, &k))
         return true;
+    /* never sent again from here on: a large message's copy goes before its answer is passed
+     * on (which makes copies of its own), not after */
+    if (r->msg_cap > HTTP_SPARE_MAX) {
+        free(r->msg);
+        r->msg = NULL;
+        r->msg_cap = 0;
+    }
     if (r->error_body) {
         if (cc == CURLE_OK)
             modern_refusal(r);

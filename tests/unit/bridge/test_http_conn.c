@@ -258,6 +258,9 @@ struct reuse_seen {
     int n, inits;
     char auth[REUSE_MAX][F], sid[REUSE_MAX][F], proto[REUSE_MAX][F];
     unsigned port[REUSE_MAX];
+    int id[REUSE_MAX];
+    size_t len[REUSE_MAX];   /* of the body */
+    bool body_ok[REUSE_MAX]; /* a whole message: it ends where its length says */
 };
 static struct reuse_seen reuse;
 
@@ -276,6 +279,10 @@ static enum MHD_Result reuse_req(struct MHD_Connection *c, struct upload *u)
     httpd_header(c, "Mcp-Session-Id", reuse.sid[i], F);
     httpd_header(c, "MCP-Protocol-Version", reuse.proto[i], F);
     reuse.port[i] = sa ? ntohs(sa->sin_port) : 0;
+    reuse.id[i] = id;
+    reuse.len[i] = u->len;
+    reuse.body_ok[i] =
+        u->data && u->len > 0 && u->data[u->len - 1] == '}' && strlen(u->data) == u->len;
     int inits = strcmp(name, "initialize") == 0 ? ++reuse.inits : 0;
     pthread_mutex_unlock(&fx_mu);
     snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}", id);
@@ -953,10 +960,38 @@ static void test_reuse(void)
     CHECK_INT(http_conn_easy_inits(c.u), 2);
     r_round(&c, (int[]){11, 12}, 2, false);
     CHECK_INT(http_conn_easy_inits(c.u), 2);
+    /* a message larger than what is kept between requests, then small ones again: each body
+     * whole, of its own length (the message buffer is kept, or not, across requests) */
+    size_t big_len = 100 * 1024;
+    char *big = malloc(big_len + 1);
+    CHECK(big != NULL);
+    if (!big)
+        exit(2);
+    int head = snprintf(big, big_len,
+                        "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\","
+                        "\"params\":{\"name\":\"echo\",\"x\":\"");
+    memset(big + head, 'x', big_len - (size_t)head - 3);
+    memcpy(big + big_len - 3, "\"}}", 4);
+    CHECK_INT(http_conn_send(c.u, big, big_len, 0, 13, NULL), 0);
+    c.want = c.answered + 1;
+    CHECK_INT(loop_run(c.loop), 0);
+    free(big);
+    r_round(&c, (int[]){14}, 1, false);
+    r_round(&c, (int[]){15}, 1, false);
     CHECK_INT(c.errors, 0);
 
     pthread_mutex_lock(&fx_mu);
-    CHECK_INT(reuse.n, 12);
+    CHECK_INT(reuse.n, 15);
+    for (int i = 0; i < 15; i++)
+        CHECK(reuse.body_ok[i]);
+    for (int i = 0; i < 8; i++) /* one after the other: in order */
+        CHECK_INT(reuse.id[i], i + 1);
+    CHECK_INT(reuse.len[12], big_len);
+    CHECK_INT(reuse.id[12], 13);
+    CHECK_INT(reuse.id[13], 14);
+    CHECK_INT(reuse.id[14], 15);
+    CHECK_INT(reuse.len[13], reuse.len[14]);
+    CHECK_INT(reuse.len[13], reuse.len[7] + 1); /* id 8 -> id 14: one digit more */
     CHECK_INT(reuse.inits, 2);
     for (int i = 1; i <= 3; i++) {
         CHECK_STR(reuse.auth[i], "Bearer one");
