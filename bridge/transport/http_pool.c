@@ -34,6 +34,8 @@ void http_hdrs_changed(struct http_conn *u)
 {
     http_hdrs_unref(u->post_hdrs);
     u->post_hdrs = NULL;
+    http_hdrs_unref(u->modern_hdrs);
+    u->modern_hdrs = NULL;
 }
 
 CURL *http_easy_take(struct http_conn *u, const char *url, bool *ret_ready)

@@ -545,8 +545,9 @@ static int override_headers(struct curl_slist **l, const struct strv *sig)
     return 0;
 }
 
-/* The request's headers: the caller's, then ours. */
-static int req_headers(struct http_req *r, struct curl_slist **ret)
+/* The request's headers: the caller's, then ours; r's per-send ones (r->extra) unless
+ * shared (a shared list has them put in front of it instead). */
+static int req_headers(struct http_req *r, bool shared, struct curl_slist **ret)
 {
     struct http_conn *u = r->u;
     struct curl_slist *l = NULL, *n;
@@ -562,7 +563,7 @@ static int req_headers(struct http_req *r, struct curl_slist **ret)
         else
             k = -ENOMEM;
     }
-    for (size_t i = 0; i < r->extra.n && k >= 0; i++) {
+    for (size_t i = 0; !shared && i < r->extra.n && k >= 0; i++) {
         n = curl_slist_append(l, r->extra.v[i]);
         if (n)
             l = n;
@@ -597,45 +598,52 @@ static int req_headers(struct http_req *r, struct curl_slist **ret)
     return 0;
 }
 
-/* Whether r sends the plain POST's headers, which the upstream's POSTs share: no headers of
- * its own (per-send ones, a requestHeadersCommand's answer or a DPoP proof: built for each
- * request by design), not the initialize, not a 2026-07-28 request. */
+/* Whether r sends a POST's headers the upstream's POSTs share (with its few per-send ones,
+ * Mcp-Method and the like, in front): no requestHeadersCommand's answer or DPoP proof (built
+ * for each request by design), not the initialize. */
 static bool hdrs_shareable(const struct http_req *r)
 {
-    return (r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST) && r->extra.n == 0 &&
-           r->signed_hdrs.n == 0 && !(r->flags & (HTTP_CONN_INITIALIZE | HTTP_CONN_MODERN));
+    return (r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST) && r->extra.n <= HTTP_HEAD_MAX &&
+           r->signed_hdrs.n == 0 && !(r->flags & HTTP_CONN_INITIALIZE);
 }
 
-/* The header list r is sent with: the upstream's shared one when r may share it (built now if
- * it is out of date), else r's own. */
+/* The header list r is sent with: r's per-send headers in front of the upstream's shared list
+ * when r may share it (built now if it is out of date), else r's own. */
 static int req_header_list(struct http_req *r, struct curl_slist **ret)
 {
     struct http_conn *u = r->u;
+    bool modern = (r->flags & HTTP_CONN_MODERN) != 0;
+    struct http_hdrs **slot = modern ? &u->modern_hdrs : &u->post_hdrs;
     int k;
 
     if (!hdrs_shareable(r)) {
-        k = req_headers(r, &r->hdrs);
+        k = req_headers(r, false, &r->hdrs);
         if (k >= 0)
             *ret = r->hdrs;
         return k;
     }
-    if (!u->post_hdrs) {
+    if (!*slot) {
         struct http_hdrs *h = calloc(1, sizeof(*h));
         if (!h)
             return -ENOMEM;
-        k = req_headers(r, &h->list);
+        k = req_headers(r, true, &h->list);
         if (k < 0) {
             free(h);
             return k;
         }
         h->refs = 1;
-        u->post_hdrs = h;
+        *slot = h;
     }
-    if (u->session_id) /* as req_headers() marks it: the list holds it */
+    if (u->session_id && !modern) /* as req_headers() marks it: the list holds it */
         r->session = SESSION_SENT;
-    u->post_hdrs->refs++;
-    r->shared = u->post_hdrs;
-    *ret = r->shared->list;
+    (*slot)->refs++;
+    r->shared = *slot;
+    struct curl_slist *l = r->shared->list;
+    for (size_t i = r->extra.n; i-- > 0;) { /* libcurl only reads the list */
+        r->head[i] = (struct curl_slist){.data = r->extra.v[i], .next = l};
+        l = &r->head[i];
+    }
+    *ret = l;
     return 0;
 }
 
