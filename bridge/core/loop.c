@@ -740,7 +740,8 @@ static void curl_socket_gone(struct loop *l, CURL *easy, curl_socket_t s, struct
     curl_socket_t active = CURL_SOCKET_BAD;
 
     (void)curl_multi_assign(l->multi, s, NULL);
-    if (cs && cs->conn && !cs->parked && io->events != 0 &&
+    /* read interest only: an idle socket is always writable, and would wake the loop at once */
+    if (cs && cs->conn && !cs->parked && io->events == LOOP_READ &&
         curl_easy_getinfo(easy, CURLINFO_ACTIVESOCKET, &active) == CURLE_OK && active == s) {
         cs->parked = io;
         return;
