@@ -268,10 +268,12 @@ void http_spare_take(struct http_conn *u, struct buf *ret);
 void http_spare_give_back(struct http_req *r);
 
 /* A zeroed transfer: u's spare one when it has one (its message buffer kept in r->msg,
- * r->msg_cap), else a new one. NULL on ENOMEM. */
-struct http_req *http_req_take(struct http_conn *u);
-/* r, whose members are released, becomes u's spare transfer when u has none and its message
- * buffer is small (true); else the caller frees it. */
+ * r->msg_cap, and its SSE parser's buffers in r->sse: *ret_sse_ready, to be reused with
+ * sse_parser_reuse()), else a new one. NULL on ENOMEM. */
+struct http_req *http_req_take(struct http_conn *u, bool *ret_sse_ready);
+/* r, whose members but its message buffer and SSE parser are released, becomes u's spare
+ * transfer when u has none and its message buffer is small (true); else the caller frees the
+ * two and r. */
 bool http_req_give_back(struct http_conn *u, struct http_req *r);
 /* Makes r->msg hold len bytes and a NUL. -ENOMEM. */
 int http_req_msg_reserve(struct http_req *r, size_t len) _must_check_;

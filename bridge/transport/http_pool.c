@@ -103,23 +103,27 @@ void http_pool_release(struct http_conn *u)
     http_hdrs_changed(u);
     buf_release(&u->spare);
     if (u->spare_req) {
+        sse_parser_release(&u->spare_req->sse);
         free(u->spare_req->msg);
         free(u->spare_req);
         u->spare_req = NULL;
     }
 }
 
-struct http_req *http_req_take(struct http_conn *u)
+struct http_req *http_req_take(struct http_conn *u, bool *ret_sse_ready)
 {
     struct http_req *r = u->spare_req;
+    *ret_sse_ready = r != NULL;
     if (!r)
         return calloc(1, sizeof(*r));
     u->spare_req = NULL;
     char *msg = r->msg;
     size_t cap = r->msg_cap;
+    struct sse_parser sse = r->sse;
     memset(r, 0, sizeof(*r));
     r->msg = msg;
     r->msg_cap = cap;
+    r->sse = sse;
     return r;
 }
 

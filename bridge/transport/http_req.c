@@ -149,7 +149,8 @@ static int req_event(const struct sse_event *ev, void *userdata)
 
 struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind)
 {
-    struct http_req *r = http_req_take(u);
+    bool sse_ready = false;
+    struct http_req *r = http_req_take(u, &sse_ready);
     if (!r)
         return NULL;
     r->u = u;
@@ -159,7 +160,10 @@ struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind)
     r->seq = ++u->seq;
     r->signed_hdrs = (struct strv)STRV_INIT;
     http_spare_take(u, &r->json);
-    sse_parser_init(&r->sse, u->max_message, u->max_message, req_event, r);
+    if (sse_ready) /* the spare transfer's: same upstream, same bounds */
+        sse_parser_reuse(&r->sse, req_event, r, HTTP_SPARE_MAX);
+    else
+        sse_parser_init(&r->sse, u->max_message, u->max_message, req_event, r);
     list_add_tail(&u->reqs, &r->node);
     return r;
 }
@@ -181,9 +185,9 @@ static void req_destroy(struct http_req *r)
     free(r->challenge);
     free(r->start_id);
     http_spare_give_back(r);
-    sse_parser_release(&r->sse);
     if (http_req_give_back(r->u, r))
         return;
+    sse_parser_release(&r->sse);
     free(r->msg);
     free(r);
 }
