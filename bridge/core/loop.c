@@ -50,6 +50,10 @@ struct loop_timer {
     struct loop_timer *prev, *next; /* l->timers while live; l->dead_timers when dead */
 };
 
+/* Finished transfers' bookkeeping kept for reuse: a few more than the transfers usually in
+ * flight. */
+#define LOOP_SPARE_XFERS 64
+
 /* One transfer on the multi handle; found from the easy handle through CURLOPT_PRIVATE. */
 struct loop_curl_xfer {
     struct loop *loop;
@@ -57,6 +61,16 @@ struct loop_curl_xfer {
     loop_curl_done_fn done;
     void *userdata;
     struct loop_curl_xfer *prev, *next;
+};
+
+/* A socket number the loop's transfers may use for a connection: known from
+ * CURLOPT_SOCKOPTFUNCTION (libcurl opened it for a connection) until CURLOPT_CLOSESOCKETFUNCTION
+ * (libcurl closes it). While its connection idles in libcurl's cache between transfers, its
+ * watcher is parked: still in the epoll set with the interest of its last transfer, so that the
+ * next transfer on it costs no EPOLL_CTL_DEL and EPOLL_CTL_ADD. */
+struct loop_curl_sock {
+    bool conn;
+    struct loop_io *parked;
 };
 
 struct loop_sighandler {
@@ -102,6 +116,11 @@ struct loop {
     struct loop_timer *curl_timer;
     struct loop_curl_xfer *xfers;
     size_t n_xfers;
+    /* bookkeeping of finished transfers kept for the next ones (next only), as spare_timers */
+    struct loop_curl_xfer *spare_xfers;
+    size_t n_spare_xfers;
+    struct loop_curl_sock *curl_socks; /* indexed by fd */
+    size_t n_curl_socks;
 };
 
 /* ---- time ---- */
@@ -635,8 +654,19 @@ static void xfer_unlink(struct loop *l, struct loop_curl_xfer *x)
     if (x->next)
         x->next->prev = x->prev;
     l->n_xfers--;
+    /* the handle is the caller's again: nothing of it points at the loop any more */
     (void)curl_easy_setopt(x->easy, CURLOPT_PRIVATE, NULL);
-    free(x);
+    (void)curl_easy_setopt(x->easy, CURLOPT_SOCKOPTFUNCTION, NULL);
+    (void)curl_easy_setopt(x->easy, CURLOPT_SOCKOPTDATA, NULL);
+    (void)curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETFUNCTION, NULL);
+    (void)curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETDATA, NULL);
+    if (l->n_spare_xfers >= LOOP_SPARE_XFERS) {
+        free(x);
+        return;
+    }
+    x->next = l->spare_xfers;
+    l->spare_xfers = x;
+    l->n_spare_xfers++;
 }
 
 /* Reports finished transfers. Each message is copied out before the handle is removed (the
@@ -664,10 +694,30 @@ static void curl_check_done(struct loop *l)
     }
 }
 
+static struct loop_curl_sock *curl_sock(struct loop *l, curl_socket_t s)
+{
+    return s >= 0 && (size_t)s < l->n_curl_socks ? &l->curl_socks[s] : NULL;
+}
+
+/* A parked watcher leaves the epoll set for good (its connection closes, or went bad while
+ * idle: libcurl finds that out itself when it next looks at it). */
+static void curl_unpark(struct loop *l, struct loop_curl_sock *cs)
+{
+    if (!cs || !cs->parked)
+        return;
+    loop_io_remove(cs->parked);
+    cs->parked = NULL;
+}
+
 static void curl_io_ready(struct loop_io *io, int fd, unsigned events, void *userdata)
 {
     struct loop *l = userdata;
     int mask = 0, running;
+    struct loop_curl_sock *cs = curl_sock(l, fd);
+    if (cs && cs->parked == io) { /* no transfer on it: the idle connection closed or broke */
+        curl_unpark(l, cs);
+        return;
+    }
     if (events & LOOP_READ)
         mask |= CURL_CSELECT_IN;
     if (events & LOOP_WRITE)
@@ -686,6 +736,24 @@ static void curl_timer_fired(struct loop_timer *t, void *userdata)
     curl_check_done(l);
 }
 
+/* A socket no transfer uses any more: parked when it is the socket of a connection libcurl
+ * keeps for reuse (the handle's last connection, one the loop saw opened: its close will be
+ * reported), else out of the epoll set now. */
+static void curl_socket_gone(struct loop *l, CURL *easy, curl_socket_t s, struct loop_io *io)
+{
+    struct loop_curl_sock *cs = curl_sock(l, s);
+    curl_socket_t active = CURL_SOCKET_BAD;
+
+    (void)curl_multi_assign(l->multi, s, NULL);
+    /* read interest only: an idle socket is always writable, and would wake the loop at once */
+    if (cs && cs->conn && !cs->parked && io->events == LOOP_READ &&
+        curl_easy_getinfo(easy, CURLINFO_ACTIVESOCKET, &active) == CURLE_OK && active == s) {
+        cs->parked = io;
+        return;
+    }
+    loop_io_remove(io);
+}
+
 /* CURLMOPT_SOCKETFUNCTION: one internal watcher per socket, remembered with
  * curl_multi_assign(). Returning -1 makes curl fail the transfer. */
 static int curl_socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
@@ -694,10 +762,8 @@ static int curl_socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, vo
     struct loop_io *io = socketp;
 
     if (what == CURL_POLL_REMOVE) {
-        if (io) {
-            loop_io_remove(io);
-            (void)curl_multi_assign(l->multi, s, NULL);
-        }
+        if (io)
+            curl_socket_gone(l, easy, s, io);
         return 0;
     }
     unsigned events = 0;
@@ -705,6 +771,15 @@ static int curl_socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, vo
         events |= LOOP_READ;
     if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
         events |= LOOP_WRITE;
+    struct loop_curl_sock *cs = curl_sock(l, s);
+    if (!io && cs && cs->parked) { /* the next transfer on a kept connection */
+        io = cs->parked;
+        cs->parked = NULL;
+        if (curl_multi_assign(l->multi, s, io) != CURLM_OK) {
+            loop_io_remove(io);
+            return -1;
+        }
+    }
     if (io)
         return loop_io_set_events(io, events) < 0 ? -1 : 0;
     if (io_new(l, s, events, true, curl_io_ready, l, &io) < 0)
@@ -716,8 +791,41 @@ static int curl_socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, vo
     return 0;
 }
 
-/* CURLMOPT_TIMERFUNCTION: -1 disarms; 0 fires on the next iteration (a 0 timer armed while
- * timers run waits for the next timer phase), never from inside this callback. */
+/* CURLOPT_SOCKOPTFUNCTION: libcurl opened s for a connection of one of the loop's transfers. */
+static int curl_sockopt_cb(void *clientp, curl_socket_t s, curlsocktype purpose)
+{
+    struct loop *l = clientp;
+    if (purpose != CURLSOCKTYPE_IPCXN || s < 0)
+        return CURL_SOCKOPT_OK;
+    if ((size_t)s >= l->n_curl_socks) {
+        size_t n = (size_t)s + 16;
+        struct loop_curl_sock *v = realloc(l->curl_socks, n * sizeof(*v));
+        if (!v)
+            return CURL_SOCKOPT_OK; /* not known: its watcher is never parked */
+        memset(v + l->n_curl_socks, 0, (n - l->n_curl_socks) * sizeof(*v));
+        l->curl_socks = v;
+        l->n_curl_socks = n;
+    }
+    /* a socket of that number closed without the callback (one libcurl never used) */
+    curl_unpark(l, &l->curl_socks[s]);
+    l->curl_socks[s].conn = true;
+    return CURL_SOCKOPT_OK;
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: a parked watcher leaves the epoll set before its fd closes. */
+static int curl_closesocket_cb(void *clientp, curl_socket_t s)
+{
+    struct loop *l = clientp;
+    struct loop_curl_sock *cs = curl_sock(l, s);
+    if (cs) {
+        curl_unpark(l, cs);
+        cs->conn = false;
+    }
+    return close(s);
+}
+
+/* CURLMOPT_TIMERFUNCTION: -1 disarms; 0 fires at the end of this iteration (curl_run_due())
+ * or, when that already ran, in the next one; never from inside this callback. */
 static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp)
 {
     struct loop *l = userp;
@@ -726,6 +834,20 @@ static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp)
     else
         loop_timer_rearm(l->curl_timer, timeout_ms);
     return 0;
+}
+
+/* A 0 ms timeout libcurl asked for during this iteration (a transfer was added: libcurl starts
+ * it from its timer) acted on at the end of the iteration, once, instead of after one more
+ * round through epoll_wait: libcurl's documentation lets a 0 timeout be acted on at once, only
+ * not from inside the timer callback. Returns whether it ran. */
+static bool curl_run_due(struct loop *l)
+{
+    struct loop_timer *t = l->curl_timer;
+    if (!t || t->heap_idx == SIZE_MAX || t->deadline > l->now)
+        return false;
+    heap_remove(l, t);
+    curl_timer_fired(t, l);
+    return true;
 }
 
 /* Idle connections the loop's multi handle keeps, over every server. */
@@ -764,9 +886,16 @@ int loop_curl_add(struct loop *l, CURL *easy, loop_curl_done_fn done, void *user
     CURLM *m = loop_curl_multi(l);
     if (!m)
         return -ENOMEM;
-    struct loop_curl_xfer *x = calloc(1, sizeof(*x));
-    if (!x)
-        return -ENOMEM;
+    struct loop_curl_xfer *x = l->spare_xfers;
+    if (x) {
+        l->spare_xfers = x->next;
+        l->n_spare_xfers--;
+    } else {
+        x = malloc(sizeof(*x));
+        if (!x)
+            return -ENOMEM;
+    }
+    *x = (struct loop_curl_xfer){0};
     x->loop = l;
     x->easy = easy;
     x->done = done;
@@ -776,10 +905,17 @@ int loop_curl_add(struct loop *l, CURL *easy, loop_curl_done_fn done, void *user
      * the transfer starts, and can finish, no earlier than the next iteration. */
     int r = curl_err(curl_multi_add_handle(m, easy));
     if (r < 0) {
-        free(x);
+        x->next = l->spare_xfers;
+        l->spare_xfers = x;
+        l->n_spare_xfers++;
         return r;
     }
     (void)curl_easy_setopt(easy, CURLOPT_PRIVATE, (void *)x);
+    /* the connections it opens are known from their opening to their close (parking) */
+    (void)curl_easy_setopt(easy, CURLOPT_SOCKOPTFUNCTION, curl_sockopt_cb);
+    (void)curl_easy_setopt(easy, CURLOPT_SOCKOPTDATA, (void *)l);
+    (void)curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, curl_closesocket_cb);
+    (void)curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, (void *)l);
     x->next = l->xfers;
     if (l->xfers)
         l->xfers->prev = x;
@@ -886,6 +1022,12 @@ void loop_free(struct loop *l)
     if (l->mask_saved)
         (void)sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
 
+    while (l->spare_xfers) {
+        struct loop_curl_xfer *x = l->spare_xfers;
+        l->spare_xfers = x->next;
+        free(x);
+    }
+    free(l->curl_socks);
     close(l->epfd);
     free(l);
 }
@@ -981,6 +1123,8 @@ static int loop_iterate(struct loop *l)
         sig_dispatch(l);
     }
     defer_run(l);
+    if (curl_run_due(l))
+        defer_run(l);
     release_run(l);
     l->dispatching = false;
     free_zombies(l);

@@ -8,12 +8,17 @@
  *
  * libcurl multi is hosted through its socket and timer callbacks (loop_curl_*): the loop
  * watches the sockets curl asks for and drives curl_multi_socket_action(), and reports each
- * finished transfer to the callback the transfer was added with.
+ * finished transfer to the callback the transfer was added with. A socket of a connection
+ * libcurl keeps for the next transfer stays in the epoll set while it idles (the loop sets
+ * CURLOPT_SOCKOPTFUNCTION and CURLOPT_CLOSESOCKETFUNCTION on the handles it is given, to know
+ * when such a socket opens and closes).
  *
  * One iteration: wait in epoll_wait (until the next timer is due, or not at all when deferred
  * calls are queued), refresh loop_now(), then run the phases: expired timers (by deadline,
  * ties in arming order), then ready descriptors (in the order epoll returns them), then
- * signals, then deferred calls. Everything is level-triggered. Callbacks get their userdata
+ * signals, then deferred calls, then once more libcurl when it asked for a timeout of 0
+ * meanwhile (a transfer just added starts in the iteration that added it, without one more
+ * epoll_wait). Everything is level-triggered. Callbacks get their userdata
  * back; a watcher or timer may be removed from inside any callback, including its own and
  * including one whose events are already pending in this iteration: it is marked dead, never
  * called again, and its memory is freed after the iteration. Not thread-safe: every function
@@ -157,7 +162,8 @@ CURLM *loop_curl_multi(struct loop *l);
 /* Starts a transfer on the loop; done is called once when it finishes (or fails), from the
  * loop, never from inside loop_curl_add(). The handle stays the caller's but must not be freed
  * or changed until done, loop_curl_remove() or loop_free(). The loop keeps its bookkeeping in
- * CURLOPT_PRIVATE: callers must not use CURLOPT_PRIVATE on handles they give the loop. */
+ * CURLOPT_PRIVATE, and sets CURLOPT_SOCKOPTFUNCTION and CURLOPT_CLOSESOCKETFUNCTION (with their
+ * data) until the transfer ends: callers must not set those on handles they give the loop. */
 int loop_curl_add(struct loop *l, CURL *easy, loop_curl_done_fn done, void *userdata) _must_check_;
 
 /* Stops a running transfer without calling done; the caller owns easy again. A no-op for a

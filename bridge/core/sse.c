@@ -48,6 +48,30 @@ void sse_parser_release(struct sse_parser *p)
     buf_release(&p->last_id);
 }
 
+/* Emptied, its storage kept unless above keep bytes. */
+static void sse_buf_reuse(struct buf *b, size_t keep)
+{
+    if (b->cap > keep)
+        buf_release(b);
+    else
+        buf_reset(b);
+}
+
+void sse_parser_reuse(struct sse_parser *p, sse_event_fn fn, void *userdata, size_t keep)
+{
+    sse_buf_reuse(&p->line, keep);
+    sse_buf_reuse(&p->data, keep);
+    sse_buf_reuse(&p->type, keep);
+    sse_buf_reuse(&p->id, keep);
+    sse_buf_reuse(&p->last_id, keep);
+    p->retry_ms = -1;
+    p->error = 0;
+    p->bom_checked = false;
+    p->cr_pending = false;
+    p->fn = fn;
+    p->userdata = userdata;
+}
+
 static int sse_set(struct buf *b, const char *v, size_t n)
 {
     buf_reset(b);

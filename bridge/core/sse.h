@@ -52,6 +52,10 @@ struct sse_parser {
 void sse_parser_init(struct sse_parser *p, size_t max_line, size_t max_event, sse_event_fn fn,
                      void *userdata);
 void sse_parser_release(struct sse_parser *p);
+/* p, initialised before, made as sse_parser_init() would make it with the same bounds and the
+ * given fn and userdata (no last event id, no retry), for a new stream: the storage of its
+ * buffers is kept, emptied, unless one grew above keep bytes (then given back). */
+void sse_parser_reuse(struct sse_parser *p, sse_event_fn fn, void *userdata, size_t keep);
 
 /* Feeds a chunk; calls fn for every event it completes. -E2BIG past the bounds, -ENOMEM, or
  * fn's negative value (the rest of the chunk is dropped); each of these is sticky. Linear in

@@ -511,24 +511,21 @@ int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned fl
     bool wait_endpoint = u->mode == MODE_LEGACY_WAIT;
     if (wait_endpoint && http_legacy_count_pending(u) >= HTTP_CONN_PENDING_MAX)
         return -ENOBUFS;
-    char *copy = malloc(len + 1);
-    if (!copy)
-        return -ENOMEM;
-    memcpy(copy, msg, len);
-    copy[len] = 0;
     if (wait_endpoint && !u->stream) { /* spec.legacy_sse: the connection starts now */
         k = http_legacy_open(u);
-        if (k < 0) {
-            free(copy);
+        if (k < 0)
             return k;
-        }
     }
     struct http_req *r = http_req_new(u, HREQ_POST);
-    if (!r) {
-        free(copy);
+    if (!r)
+        return -ENOMEM;
+    /* ours until the transfer ends: the caller's buffer is only lent for this call */
+    if (http_req_msg_reserve(r, len) < 0) {
+        http_req_free(r);
         return -ENOMEM;
     }
-    r->msg = copy;
+    memcpy(r->msg, msg, len);
+    r->msg[len] = 0;
     r->len = len;
     r->flags = flags & (HTTP_CONN_INITIALIZE | HTTP_CONN_MODERN);
     r->tag = tag;

@@ -12,8 +12,10 @@
  *
  * What is kept across transfers (docs/development.md, "The HTTP path's reuse rules"): idle
  * libcurl easy handles, their network options set once for the upstream's URL (u->pool); the
- * header list of the plain POST, shared by reference until the headers, the session or the
- * protocol version change (u->post_hdrs); one emptied answer buffer (u->spare). The
+ * header lists of the POST, shared by reference until the headers, the session or the protocol
+ * version change (u->post_hdrs, and u->modern_hdrs for 2026-07-28 requests; a request's own
+ * headers, Mcp-Method and the like, go in front of the shared list in r->head); one emptied answer buffer (u->spare); one freed
+ * transfer with its message buffer (u->spare_req). The
  * connections themselves are the loop's multi handle's (keep-alive).
  *
  * The lifecycles are enums whose transitions are each made in one function: a transfer
@@ -77,6 +79,7 @@ enum http_req_body {
 
 #define HTTP_POOL_MAX  16            /* idle easy handles kept per upstream */
 #define HTTP_SPARE_MAX (64u * 1024u) /* an answer buffer larger than this is not kept */
+#define HTTP_HEAD_MAX  8             /* per-send headers put in front of a shared list */
 
 /* A header list (secrets) several transfers send: freed, wiped, by its last user. */
 struct http_hdrs {
@@ -99,17 +102,20 @@ struct http_req {
     bool easy_at_url;         /* easy's constant options are set for u->url: it may be pooled */
     struct curl_slist *hdrs;  /* this transfer's own (may hold secrets: wiped when freed) */
     struct http_hdrs *shared; /* or the upstream's shared POST headers, a reference */
-    struct strv extra;        /* http_conn_send()'s headers */
-    bool error_body;          /* HTTP_CONN_MODERN: a 400/404 answer read as JSON */
-    char *msg;                /* the POSTed message */
+    /* with shared: r->extra's headers in front of the shared list (no copy, nothing to free) */
+    struct curl_slist head[HTTP_HEAD_MAX];
+    struct strv extra; /* http_conn_send()'s headers */
+    bool error_body;   /* HTTP_CONN_MODERN: a 400/404 answer read as JSON */
+    char *msg;         /* the POSTed message */
     size_t len;
-    uint64_t tag;                 /* the caller's, 0: none */
-    uint64_t seq;                 /* order of creation */
-    struct buf json;              /* BODY_JSON */
-    struct sse_parser sse;        /* BODY_SSE of a POST and its resumptions (not the GET stream) */
-    char *sid;                    /* SESSION_OFFERED: the initialize answer's MCP-Session-Id */
-    char *challenge;              /* the answer's (first) WWW-Authenticate, NULL */
-    char *start_id;               /* a resumption: the last id it was started with */
+    size_t msg_cap;        /* msg's size: kept with the transfer when it is the upstream's spare */
+    uint64_t tag;          /* the caller's, 0: none */
+    uint64_t seq;          /* order of creation */
+    struct buf json;       /* BODY_JSON */
+    struct sse_parser sse; /* BODY_SSE of a POST and its resumptions (not the GET stream) */
+    char *sid;             /* SESSION_OFFERED: the initialize answer's MCP-Session-Id */
+    char *challenge;       /* the answer's (first) WWW-Authenticate, NULL */
+    char *start_id;        /* a resumption: the last id it was started with */
     char errbuf[CURL_ERROR_SIZE]; /* libcurl's words for a failure (a TLS alert's reason) */
     size_t ids;                   /* events with an id on this response */
     int64_t deadline;             /* a POST and its resumptions: the hard timeout, loop clock */
@@ -177,9 +183,11 @@ struct http_conn {
     http_conn_done_fn done;
     CURL *pool[HTTP_POOL_MAX]; /* idle easy handles, their constant options set for url */
     size_t n_pool;
-    size_t easy_inits;           /* easy handles created (http_conn_easy_inits()) */
-    struct http_hdrs *post_hdrs; /* the plain POST's headers, NULL: built at the next one */
-    struct buf spare;            /* an emptied answer buffer for the next transfer */
+    size_t easy_inits;             /* easy handles created (http_conn_easy_inits()) */
+    struct http_hdrs *post_hdrs;   /* the plain POST's headers, NULL: built at the next one */
+    struct http_hdrs *modern_hdrs; /* a 2026-07-28 POST's (no session), likewise */
+    struct buf spare;              /* an emptied answer buffer for the next transfer */
+    struct http_req *spare_req;    /* a freed transfer and its message buffer, for the next one */
 };
 
 /* ---- http_conn.c ---------------------------------------------------------------------- */
@@ -240,11 +248,12 @@ bool http_event_is(const struct sse_event *ev, const char *type);
 void http_slist_free_wipe(struct curl_slist *l);
 /* Drops a reference to h; the last one frees it (wiped). NULL-safe. */
 void http_hdrs_unref(struct http_hdrs *h);
-/* The shared POST headers are out of date (the headers, the session or the protocol version
- * changed): the next POST builds them again; transfers running keep the list they started
- * with. */
+/* The shared POST headers (both kinds) are out of date (the headers, the session or the
+ * protocol version changed): the next POST builds them again; transfers running keep the list
+ * they started with. */
 void http_hdrs_changed(struct http_conn *u);
-/* Frees the idle easy handles and the spare buffer (before the TLS settings they point at). */
+/* Frees the idle easy handles, the spare buffer and the spare transfer (before the TLS
+ * settings they point at). */
 void http_pool_release(struct http_conn *u);
 /* An easy handle for a transfer to url: an idle one of u's when url is u->url (*ret_ready:
  * its constant options are set), else a new one (counted). NULL on ENOMEM. */
@@ -257,6 +266,17 @@ void http_spare_take(struct http_conn *u, struct buf *ret);
 /* r's answer buffer, emptied, kept as u's spare unless it grew above HTTP_SPARE_MAX (then
  * freed: a large answer's memory is given back). */
 void http_spare_give_back(struct http_req *r);
+
+/* A zeroed transfer: u's spare one when it has one (its message buffer kept in r->msg,
+ * r->msg_cap, and its SSE parser's buffers in r->sse: *ret_sse_ready, to be reused with
+ * sse_parser_reuse()), else a new one. NULL on ENOMEM. */
+struct http_req *http_req_take(struct http_conn *u, bool *ret_sse_ready);
+/* r, whose members but its message buffer and SSE parser are released, becomes u's spare
+ * transfer when u has none and its message buffer is small (true); else the caller frees the
+ * two and r. */
+bool http_req_give_back(struct http_conn *u, struct http_req *r);
+/* Makes r->msg hold len bytes and a NUL. -ENOMEM. */
+int http_req_msg_reserve(struct http_req *r, size_t len) _must_check_;
 
 /* ---- http_resume.c ------------------------------------------------------------------------ */
 

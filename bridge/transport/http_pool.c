@@ -5,7 +5,9 @@
  * already) and gives it back when it is over; the plain POST's header list is built once and
  * shared by reference, so that a list a running transfer sends outlives a change of headers;
  * the answer buffer of the last transfer is kept, emptied, for the next one unless it grew
- * large. docs/development.md, "The HTTP path's reuse rules". */
+ * large, and so is the last freed transfer with its message buffer. docs/development.md, "The HTTP path's reuse rules". */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,8 @@ void http_hdrs_changed(struct http_conn *u)
 {
     http_hdrs_unref(u->post_hdrs);
     u->post_hdrs = NULL;
+    http_hdrs_unref(u->modern_hdrs);
+    u->modern_hdrs = NULL;
 }
 
 CURL *http_easy_take(struct http_conn *u, const char *url, bool *ret_ready)
@@ -98,6 +102,53 @@ void http_pool_release(struct http_conn *u)
         curl_easy_cleanup(u->pool[--u->n_pool]);
     http_hdrs_changed(u);
     buf_release(&u->spare);
+    if (u->spare_req) {
+        sse_parser_release(&u->spare_req->sse);
+        free(u->spare_req->msg);
+        free(u->spare_req);
+        u->spare_req = NULL;
+    }
+}
+
+struct http_req *http_req_take(struct http_conn *u, bool *ret_sse_ready)
+{
+    struct http_req *r = u->spare_req;
+    *ret_sse_ready = r != NULL;
+    if (!r)
+        return calloc(1, sizeof(*r));
+    u->spare_req = NULL;
+    char *msg = r->msg;
+    size_t cap = r->msg_cap;
+    struct sse_parser sse = r->sse;
+    memset(r, 0, sizeof(*r));
+    r->msg = msg;
+    r->msg_cap = cap;
+    r->sse = sse;
+    return r;
+}
+
+bool http_req_give_back(struct http_conn *u, struct http_req *r)
+{
+    if (!u || u->state == HTTP_DEAD || u->spare_req || r->msg_cap > HTTP_SPARE_MAX)
+        return false;
+    u->spare_req = r;
+    return true;
+}
+
+int http_req_msg_reserve(struct http_req *r, size_t len)
+{
+    if (len < SIZE_MAX && r->msg_cap > len)
+        return 0;
+    if (len == SIZE_MAX)
+        return -ENOMEM;
+    /* nothing in it to keep: a new buffer rather than realloc's copy */
+    char *m = malloc(len + 1);
+    if (!m)
+        return -ENOMEM;
+    free(r->msg);
+    r->msg = m;
+    r->msg_cap = len + 1;
+    return 0;
 }
 
 void http_spare_take(struct http_conn *u, struct buf *ret)

@@ -149,7 +149,8 @@ static int req_event(const struct sse_event *ev, void *userdata)
 
 struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind)
 {
-    struct http_req *r = calloc(1, sizeof(*r));
+    bool sse_ready = false;
+    struct http_req *r = http_req_take(u, &sse_ready);
     if (!r)
         return NULL;
     r->u = u;
@@ -159,7 +160,10 @@ struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind)
     r->seq = ++u->seq;
     r->signed_hdrs = (struct strv)STRV_INIT;
     http_spare_take(u, &r->json);
-    sse_parser_init(&r->sse, u->max_message, u->max_message, req_event, r);
+    if (sse_ready) /* the spare transfer's: same upstream, same bounds */
+        sse_parser_reuse(&r->sse, req_event, r, HTTP_SPARE_MAX);
+    else
+        sse_parser_init(&r->sse, u->max_message, u->max_message, req_event, r);
     list_add_tail(&u->reqs, &r->node);
     return r;
 }
@@ -176,13 +180,15 @@ static void req_destroy(struct http_req *r)
     if (r->u && r->u->stream == r)
         http_stream_set(r->u, STREAM_NONE, NULL);
     loop_timer_cancel(r->timer);
-    free(r->msg);
     strv_release_secure(&r->extra);
     free(r->sid);
     free(r->challenge);
     free(r->start_id);
     http_spare_give_back(r);
+    if (http_req_give_back(r->u, r))
+        return;
     sse_parser_release(&r->sse);
+    free(r->msg);
     free(r);
 }
 
@@ -543,8 +549,9 @@ static int override_headers(struct curl_slist **l, const struct strv *sig)
     return 0;
 }
 
-/* The request's headers: the caller's, then ours. */
-static int req_headers(struct http_req *r, struct curl_slist **ret)
+/* The request's headers: the caller's, then ours; r's per-send ones (r->extra) unless
+ * shared (a shared list has them put in front of it instead). */
+static int req_headers(struct http_req *r, bool shared, struct curl_slist **ret)
 {
     struct http_conn *u = r->u;
     struct curl_slist *l = NULL, *n;
@@ -560,7 +567,7 @@ static int req_headers(struct http_req *r, struct curl_slist **ret)
         else
             k = -ENOMEM;
     }
-    for (size_t i = 0; i < r->extra.n && k >= 0; i++) {
+    for (size_t i = 0; !shared && i < r->extra.n && k >= 0; i++) {
         n = curl_slist_append(l, r->extra.v[i]);
         if (n)
             l = n;
@@ -595,45 +602,52 @@ static int req_headers(struct http_req *r, struct curl_slist **ret)
     return 0;
 }
 
-/* Whether r sends the plain POST's headers, which the upstream's POSTs share: no headers of
- * its own (per-send ones, a requestHeadersCommand's answer or a DPoP proof: built for each
- * request by design), not the initialize, not a 2026-07-28 request. */
+/* Whether r sends a POST's headers the upstream's POSTs share (with its few per-send ones,
+ * Mcp-Method and the like, in front): no requestHeadersCommand's answer or DPoP proof (built
+ * for each request by design), not the initialize. */
 static bool hdrs_shareable(const struct http_req *r)
 {
-    return (r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST) && r->extra.n == 0 &&
-           r->signed_hdrs.n == 0 && !(r->flags & (HTTP_CONN_INITIALIZE | HTTP_CONN_MODERN));
+    return (r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST) && r->extra.n <= HTTP_HEAD_MAX &&
+           r->signed_hdrs.n == 0 && !(r->flags & HTTP_CONN_INITIALIZE);
 }
 
-/* The header list r is sent with: the upstream's shared one when r may share it (built now if
- * it is out of date), else r's own. */
+/* The header list r is sent with: r's per-send headers in front of the upstream's shared list
+ * when r may share it (built now if it is out of date), else r's own. */
 static int req_header_list(struct http_req *r, struct curl_slist **ret)
 {
     struct http_conn *u = r->u;
+    bool modern = (r->flags & HTTP_CONN_MODERN) != 0;
+    struct http_hdrs **slot = modern ? &u->modern_hdrs : &u->post_hdrs;
     int k;
 
     if (!hdrs_shareable(r)) {
-        k = req_headers(r, &r->hdrs);
+        k = req_headers(r, false, &r->hdrs);
         if (k >= 0)
             *ret = r->hdrs;
         return k;
     }
-    if (!u->post_hdrs) {
+    if (!*slot) {
         struct http_hdrs *h = calloc(1, sizeof(*h));
         if (!h)
             return -ENOMEM;
-        k = req_headers(r, &h->list);
+        k = req_headers(r, true, &h->list);
         if (k < 0) {
             free(h);
             return k;
         }
         h->refs = 1;
-        u->post_hdrs = h;
+        *slot = h;
     }
-    if (u->session_id) /* as req_headers() marks it: the list holds it */
+    if (u->session_id && !modern) /* as req_headers() marks it: the list holds it */
         r->session = SESSION_SENT;
-    u->post_hdrs->refs++;
-    r->shared = u->post_hdrs;
-    *ret = r->shared->list;
+    (*slot)->refs++;
+    r->shared = *slot;
+    struct curl_slist *l = r->shared->list;
+    for (size_t i = r->extra.n; i-- > 0;) { /* libcurl only reads the list */
+        r->head[i] = (struct curl_slist){.data = r->extra.v[i], .next = l};
+        l = &r->head[i];
+    }
+    *ret = l;
     return 0;
 }
 
@@ -857,6 +871,13 @@ static bool post_done(struct http_req *r, CURLcode cc, long status)
         return true;
     if (http_legacy_fallback(r, cc, status, &k))
         return true;
+    /* never sent again from here on: a large message's copy goes before its answer is passed
+     * on (which makes copies of its own), not after */
+    if (r->msg_cap > HTTP_SPARE_MAX) {
+        free(r->msg);
+        r->msg = NULL;
+        r->msg_cap = 0;
+    }
     if (r->error_body) {
         if (cc == CURLE_OK)
             modern_refusal(r);

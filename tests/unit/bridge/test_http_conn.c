@@ -256,8 +256,11 @@ static enum MHD_Result tags_req(struct MHD_Connection *c, struct upload *u)
 #define REUSE_MAX 16
 struct reuse_seen {
     int n, inits;
-    char auth[REUSE_MAX][F], sid[REUSE_MAX][F], proto[REUSE_MAX][F];
+    char auth[REUSE_MAX][F], sid[REUSE_MAX][F], proto[REUSE_MAX][F], mname[REUSE_MAX][F];
     unsigned port[REUSE_MAX];
+    int id[REUSE_MAX];
+    size_t len[REUSE_MAX];   /* of the body */
+    bool body_ok[REUSE_MAX]; /* a whole message: it ends where its length says */
 };
 static struct reuse_seen reuse;
 
@@ -275,7 +278,12 @@ static enum MHD_Result reuse_req(struct MHD_Connection *c, struct upload *u)
     httpd_header(c, "Authorization", reuse.auth[i], F);
     httpd_header(c, "Mcp-Session-Id", reuse.sid[i], F);
     httpd_header(c, "MCP-Protocol-Version", reuse.proto[i], F);
+    httpd_header(c, "Mcp-Name", reuse.mname[i], F);
     reuse.port[i] = sa ? ntohs(sa->sin_port) : 0;
+    reuse.id[i] = id;
+    reuse.len[i] = u->len;
+    reuse.body_ok[i] =
+        u->data && u->len > 0 && u->data[u->len - 1] == '}' && strlen(u->data) == u->len;
     int inits = strcmp(name, "initialize") == 0 ? ++reuse.inits : 0;
     pthread_mutex_unlock(&fx_mu);
     snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}", id);
@@ -953,10 +961,38 @@ static void test_reuse(void)
     CHECK_INT(http_conn_easy_inits(c.u), 2);
     r_round(&c, (int[]){11, 12}, 2, false);
     CHECK_INT(http_conn_easy_inits(c.u), 2);
+    /* a message larger than what is kept between requests, then small ones again: each body
+     * whole, of its own length (the message buffer is kept, or not, across requests) */
+    size_t big_len = 100 * 1024;
+    char *big = malloc(big_len + 1);
+    CHECK(big != NULL);
+    if (!big)
+        exit(2);
+    int head = snprintf(big, big_len,
+                        "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\","
+                        "\"params\":{\"name\":\"echo\",\"x\":\"");
+    memset(big + head, 'x', big_len - (size_t)head - 3);
+    memcpy(big + big_len - 3, "\"}}", 4);
+    CHECK_INT(http_conn_send(c.u, big, big_len, 0, 13, NULL), 0);
+    c.want = c.answered + 1;
+    CHECK_INT(loop_run(c.loop), 0);
+    free(big);
+    r_round(&c, (int[]){14}, 1, false);
+    r_round(&c, (int[]){15}, 1, false);
     CHECK_INT(c.errors, 0);
 
     pthread_mutex_lock(&fx_mu);
-    CHECK_INT(reuse.n, 12);
+    CHECK_INT(reuse.n, 15);
+    for (int i = 0; i < 15; i++)
+        CHECK(reuse.body_ok[i]);
+    for (int i = 0; i < 8; i++) /* one after the other: in order */
+        CHECK_INT(reuse.id[i], i + 1);
+    CHECK_INT(reuse.len[12], big_len);
+    CHECK_INT(reuse.id[12], 13);
+    CHECK_INT(reuse.id[13], 14);
+    CHECK_INT(reuse.id[14], 15);
+    CHECK_INT(reuse.len[13], reuse.len[14]);
+    CHECK_INT(reuse.len[13], reuse.len[7] + 1); /* id 8 -> id 14: one digit more */
     CHECK_INT(reuse.inits, 2);
     for (int i = 1; i <= 3; i++) {
         CHECK_STR(reuse.auth[i], "Bearer one");
@@ -985,5 +1021,58 @@ static void test_reuse(void)
     loop_free(c.loop);
 }
 
+/* 2026-07-28 requests: each with its own Mcp-Method and Mcp-Name in front of the headers the
+ * upstream's requests share, never the session; a change of the headers reaches the next. */
+static void test_modern_headers(void)
+{
+    struct rclient c = {0};
+    struct loop_timer *t = NULL;
+    char url[128], msg[128], name[32];
+    const char *one[] = {"Authorization: Bearer one", NULL};
+    const char *two[] = {"Authorization: Bearer two", NULL};
+    const struct http_conn_handler h = {.on_message = r_message, .on_error = r_error};
+
+    pthread_mutex_lock(&fx_mu);
+    memset(&reuse, 0, sizeof(reuse));
+    pthread_mutex_unlock(&fx_mu);
+    fx_url(url, sizeof(url), "/reuse");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url, .headers = one, .timeout_ms = 5000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+    r_round(&c, (int[]){1}, 1, true); /* a session the modern requests must not carry */
+
+    for (int id = 2; id <= 6; id++) {
+        if (id == 5)
+            CHECK_INT(http_conn_set_headers(c.u, two), 0);
+        snprintf(msg, sizeof(msg),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                 "\"params\":{\"name\":\"tool%d\"}}",
+                 id, id);
+        snprintf(name, sizeof(name), "Mcp-Name: tool%d", id);
+        const char *hdrs[] = {"Mcp-Method: tools/call", name, NULL};
+        CHECK_INT(http_conn_send(c.u, msg, strlen(msg), HTTP_CONN_MODERN, (uint64_t)id, hdrs), 0);
+        c.want = c.answered + 1;
+        CHECK_INT(loop_run(c.loop), 0);
+    }
+    CHECK_INT(c.errors, 0);
+    CHECK_INT(http_conn_easy_inits(c.u), 1);
+
+    pthread_mutex_lock(&fx_mu);
+    CHECK_INT(reuse.n, 6);
+    for (int i = 1; i < 6; i++) {
+        snprintf(name, sizeof(name), "tool%d", i + 1);
+        CHECK_STR(reuse.mname[i], name);
+        CHECK_STR(reuse.sid[i], "");
+        CHECK_STR(reuse.auth[i], i < 4 ? "Bearer one" : "Bearer two");
+        CHECK_INT(reuse.id[i], i + 1);
+    }
+    pthread_mutex_unlock(&fx_mu);
+
+    loop_timer_cancel(t);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+}
+
 TESTS_MAIN(test_sessions, test_free_in_callback, test_refused_and_bad_spec, test_order_and_sessions,
-           test_headers_and_challenge, test_message_tag, test_reuse)
+           test_headers_and_challenge, test_message_tag, test_reuse, test_modern_headers)

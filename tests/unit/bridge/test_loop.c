@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -962,6 +963,136 @@ static void test_curl(void)
     curl_global_cleanup();
 }
 
+/* A keep-alive HTTP/1.1 server in a child process (the test's libmicrohttpd server closes
+ * every connection after its answer): one connection at a time, each request answered with
+ * body_for(1), "/close" with "close" and Connection: close. On *port, or any port when 0 (then
+ * written to *port). */
+static pid_t keepalive_server(unsigned *port)
+{
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t salen = sizeof(sa);
+    CHECK(ls >= 0);
+    CHECK_INT(setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+    CHECK_INT(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    CHECK_INT(getsockname(ls, (struct sockaddr *)&sa, &salen), 0);
+    *port = ntohs(sa.sin_port);
+    CHECK_INT(listen(ls, 4), 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid != 0) {
+        close(ls);
+        return pid;
+    }
+    char *body = body_for(1);
+    for (;;) {
+        int c = accept(ls, NULL, NULL);
+        if (c < 0)
+            _exit(0);
+        char req[4096];
+        size_t have = 0;
+        ssize_t n;
+        while ((n = read(c, req + have, sizeof(req) - 1 - have)) > 0) {
+            have += (size_t)n;
+            req[have] = '\0';
+            if (!strstr(req, "\r\n\r\n"))
+                continue;
+            bool last = strncmp(req, "GET /close ", 11) == 0;
+            const char *b = last ? "close" : body;
+            dprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n%s\r\n%s", strlen(b),
+                    last ? "Connection: close\r\n" : "", b);
+            have = 0;
+            if (last)
+                break;
+        }
+        close(c);
+    }
+}
+
+/* One more transfer of x to url, run to its end: its result, and the connections it opened. */
+static CURLcode curl_once(struct curl_ctx *c, struct xfer *x, const char *url, long *ret_connects)
+{
+    free(x->body);
+    x->body = NULL;
+    x->len = 0;
+    x->done = false;
+    (void)curl_easy_setopt(x->easy, CURLOPT_URL, url);
+    CHECK_INT(loop_curl_add(c->l, x->easy, xfer_done, x), 0);
+    CHECK_INT(loop_run(c->l), 0);
+    CHECK(x->done);
+    *ret_connects = -1;
+    (void)curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, ret_connects);
+    return x->result;
+}
+
+/* A connection libcurl keeps between transfers keeps its place in the epoll set (parked): the
+ * next transfer on it goes out and is answered; one closed after its transfer (Connection:
+ * close) is let go of, and the next socket, often of the same number, is watched anew; one the
+ * server closes while it idles is let go of, and a transfer elsewhere still runs. */
+static void test_curl_kept_connection(void)
+{
+    CHECK_INT(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
+    unsigned port = 0;
+    pid_t a = keepalive_server(&port);
+    struct server b;
+    server_start(&b);
+    struct curl_ctx c = {.l = new_loop()};
+    struct xfer x = {.c = &c, .easy = curl_easy_init()};
+    CHECK(x.easy != NULL);
+    if (!x.easy)
+        exit(2);
+    (void)curl_easy_setopt(x.easy, CURLOPT_PROXY, "");
+    (void)curl_easy_setopt(x.easy, CURLOPT_NOSIGNAL, 1L);
+    (void)curl_easy_setopt(x.easy, CURLOPT_WRITEFUNCTION, collect);
+    (void)curl_easy_setopt(x.easy, CURLOPT_WRITEDATA, &x);
+    (void)curl_easy_setopt(x.easy, CURLOPT_TIMEOUT_MS, 5000L);
+    char n1[128], cl[128], other[128];
+    snprintf(n1, sizeof(n1), "http://127.0.0.1:%u/n/1", port);
+    snprintf(cl, sizeof(cl), "http://127.0.0.1:%u/close", port);
+    snprintf(other, sizeof(other), "http://127.0.0.1:%u/n/2", b.port);
+    long connects = 0;
+
+    CHECK_INT(curl_once(&c, &x, n1, &connects), CURLE_OK);
+    CHECK_INT(connects, 1);
+    for (int i = 0; i < 3; i++) { /* kept: no new connection, answered */
+        CHECK_INT(curl_once(&c, &x, n1, &connects), CURLE_OK);
+        CHECK_INT(connects, 0);
+        CHECK_INT(x.len, 1097);
+    }
+    for (int i = 0; i < 3; i++) { /* closed after each: a new socket each time */
+        CHECK_INT(curl_once(&c, &x, cl, &connects), CURLE_OK);
+        CHECK(x.body && strcmp(x.body, "close") == 0);
+        CHECK_INT(curl_once(&c, &x, n1, &connects), CURLE_OK);
+        CHECK_INT(connects, 1);
+        CHECK_INT(x.len, 1097);
+    }
+    /* the server goes, and another comes on its port, while the loop does not run: libcurl
+     * finds the kept connection dead, closes it and opens another, often of the same number */
+    CHECK_INT(kill(a, SIGKILL), 0);
+    CHECK_INT(waitpid(a, NULL, 0), a);
+    a = keepalive_server(&port);
+    CHECK_INT(curl_once(&c, &x, n1, &connects), CURLE_OK);
+    CHECK_INT(connects, 1);
+    CHECK_INT(x.len, 1097);
+    /* the idle connection goes away while the loop runs (a timer keeps it running) */
+    CHECK_INT(kill(a, SIGKILL), 0);
+    CHECK_INT(waitpid(a, NULL, 0), a);
+    struct loop_timer *q;
+    CHECK_INT(loop_timer_add(c.l, 100, quit_with, &c.l, &q), 0);
+    CHECK_INT(loop_run(c.l), 42);
+    int64_t t0 = now_mono_ms();
+    CHECK_INT(curl_once(&c, &x, other, &connects), CURLE_OK);
+    CHECK(now_mono_ms() - t0 < 4000);
+    CHECK_INT(connects, 1);
+    CHECK_INT(x.len, 2094);
+
+    loop_free(c.l);
+    xfer_release(&x);
+    server_stop(&b);
+    curl_global_cleanup();
+}
+
 TESTS_MAIN(test_timer_order, test_timer_cancel, test_timer_rearm, test_timer_zero, test_timer_many,
            test_io_pipe, test_io_remove_in_batch, test_io_unpollable, test_io_hup_only, test_quit,
-           test_signal, test_curl)
+           test_signal, test_curl, test_curl_kept_connection)

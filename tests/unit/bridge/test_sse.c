@@ -540,7 +540,46 @@ static void test_large_linear(void)
     }
 }
 
+/* A parser reused for a new stream is a fresh one (no last id, no retry, no partial line, no
+ * sticky error, the new callback) that keeps its buffers' storage, unless one grew too large. */
+static void test_reuse(void)
+{
+    struct sse_parser p;
+    struct rec a, b;
+    const char *first = "retry: 9\nid: 4\nevent: ping\ndata: one\n\ndata: partial";
+    const char *second = "data: two\n\n";
+
+    rec_init(&a);
+    rec_init(&b);
+    sse_parser_init(&p, 64, 64, rec_fn, &a);
+    CHECK_INT(sse_feed(&p, first, strlen(first)), 0);
+    CHECK_STR(sse_last_id(&p), "4");
+    CHECK(sse_retry_ms(&p) == 9);
+    const char *kept = p.data.data;
+    sse_parser_reuse(&p, rec_fn, &b, 1024);
+    CHECK(p.data.data == kept); /* its storage, kept */
+    CHECK_STR(sse_last_id(&p), "");
+    CHECK(sse_retry_ms(&p) == -1);
+    CHECK_INT(sse_feed(&p, second, strlen(second)), 0);
+    CHECK_STR(buf_str(&a.log), "ping|one|4;");
+    CHECK_STR(buf_str(&b.log), "message|two|;"); /* no "partial" and no type left over */
+
+    /* a line over the bound: the sticky error goes with reuse, and a buffer above keep */
+    char big[100];
+    memset(big, 'x', sizeof(big));
+    CHECK(sse_feed(&p, big, sizeof(big)) < 0);
+    CHECK(sse_feed(&p, second, strlen(second)) < 0);
+    sse_parser_reuse(&p, rec_fn, &b, 16);
+    CHECK(p.line.data == NULL); /* grew above 16 bytes: given back */
+    CHECK_INT(sse_feed(&p, second, strlen(second)), 0);
+    CHECK_STR(buf_str(&b.log), "message|two|;message|two|;");
+
+    sse_parser_release(&p);
+    buf_release(&a.log);
+    buf_release(&b.log);
+}
+
 TESTS_MAIN(test_spec_stock, test_spec_blocks, test_spec_two_events, test_spec_space, test_fields,
            test_line_ends, test_chunking, test_crlf_split, test_bom, test_retry, test_id,
            test_id_commit, test_types, test_mcp, test_bounds, test_fn_error, test_end,
-           test_large_linear)
+           test_large_linear, test_reuse)
