@@ -789,6 +789,11 @@ int framing_send(struct framing *f, const char *msg, size_t len)
     return framing_sendv(f, &iov, 1);
 }
 
+size_t framing_read_buffers(void)
+{
+    return rblock_live();
+}
+
 size_t framing_pending(const struct framing *f)
 {
     return f ? f->pending : 0;

@@ -89,6 +89,10 @@ int framing_sendv(struct framing *f, const struct iovec *iov, int n) _must_check
 int framing_sendv_held(struct framing *f, const struct iovec *iov, int n,
                        struct rblock *held) _must_check_;
 
+/* The read buffers of this thread's framings alive: in use, held by a queue or a stand-in
+ * (jsonrpc.h), or the spare. For the tests: a held buffer is given back with its last user. */
+size_t framing_read_buffers(void);
+
 /* Bytes queued and not yet written. */
 size_t framing_pending(const struct framing *f);
 

@@ -12,6 +12,7 @@
 static _Thread_local struct rblock *tl_delivering;
 static _Thread_local struct rblock *tl_spare;
 static _Thread_local unsigned tl_users;
+static _Thread_local size_t tl_live;
 
 static size_t block_size(size_t cap)
 {
@@ -44,6 +45,7 @@ struct rblock *rblock_new(size_t cap)
     b->refs = 1;
     b->mapped = mapped;
     b->cap = cap;
+    tl_live++;
     return b;
 }
 
@@ -51,6 +53,7 @@ static void block_free(struct rblock *b)
 {
     if (!b)
         return;
+    tl_live--;
     if (b->mapped)
         (void)munmap(b, block_size(b->cap));
     else
@@ -114,6 +117,11 @@ void rblock_spare_drop(void)
 {
     block_free(tl_spare);
     tl_spare = NULL;
+}
+
+size_t rblock_live(void)
+{
+    return tl_live;
 }
 
 bool rblock_holds(const struct rblock *b, const char *p, size_t len)

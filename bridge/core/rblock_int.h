@@ -45,6 +45,9 @@ struct rblock *rblock_spare_take(size_t cap);
 /* Frees the spare (big messages no longer follow each other). */
 void rblock_spare_drop(void);
 
+/* The buffers of this thread alive: in use, held or the spare. */
+size_t rblock_live(void);
+
 /* Whether [p, p + len) lies in b's bytes (b may be NULL). */
 bool rblock_holds(const struct rblock *b, const char *p, size_t len);
 
