@@ -338,9 +338,10 @@ static int enqueue_iov(struct framing *f, const struct iovec *iov, int n, size_t
         p += skip;
         len -= skip;
         skip = 0;
-        struct rblock *b = rblock_holds(held, p, len) ? held : rblock_delivering();
-        int r = len >= HOLD_MIN && rblock_holds(b, p, len) ? enqueue_held(f, b, p, len)
-                                                           : enqueue(f, p, len);
+        struct rblock *b = NULL;
+        if (len >= HOLD_MIN)
+            b = rblock_holds(held, p, len) ? held : rblock_delivering();
+        int r = b && rblock_holds(b, p, len) ? enqueue_held(f, b, p, len) : enqueue(f, p, len);
         if (r < 0)
             return r;
     }
@@ -713,7 +714,7 @@ static void flush_batch(void *userdata)
         refresh_events(f);
 }
 
-int framing_sendv_held(struct framing *f, const struct iovec *iov, int n, struct rblock *held)
+static int sendv_held(struct framing *f, const struct iovec *iov, int n, struct rblock *held)
 {
     size_t len = 0;
     if (!f || !iov || n <= 0 || n > FRAMING_SENDV_MAX || f->freed)
@@ -778,7 +779,12 @@ int framing_sendv_held(struct framing *f, const struct iovec *iov, int n, struct
 
 int framing_sendv(struct framing *f, const struct iovec *iov, int n)
 {
-    return framing_sendv_held(f, iov, n, NULL);
+    return sendv_held(f, iov, n, NULL);
+}
+
+int framing_sendv_held(struct framing *f, const struct iovec *iov, int n, struct rblock *held)
+{
+    return sendv_held(f, iov, n, held);
 }
 
 int framing_send(struct framing *f, const char *msg, size_t len)

@@ -674,6 +674,12 @@ int jrpc_write_request(struct buf *out, int64_t id, const char *method, struct j
     return r < 0 ? r : buf_append_char(out, '}');
 }
 
+bool jrpc_params_held(struct json_object *params)
+{
+    struct light *l = jrpc_params_light(params) ? json_object_get_userdata(params) : NULL;
+    return l && l->held;
+}
+
 static void piece(struct jrpc_pieces *p, const void *base, size_t len)
 {
     if (len > 0)
@@ -684,12 +690,12 @@ int jrpc_write_request_pieces(struct buf *out, int64_t id, const char *method,
                               struct json_object *params, struct jrpc_pieces *ret)
 {
     struct json_object *name = NULL;
-    struct light *l = params ? plain_light(params, &name) : NULL;
+    struct light *l = jrpc_params_light(params) ? json_object_get_userdata(params) : NULL;
     struct jrpc_pieces p = {.n = 0};
     size_t start = out->len;
     int r;
 
-    if (!l || !l->held) {
+    if (!l || !l->held || !plain_light(params, &name)) {
         /* a small request: one copy into out is cheaper than pieces */
         r = jrpc_write_request(out, id, method, params);
         if (r < 0)

@@ -132,6 +132,10 @@ struct jrpc_pieces {
     struct rblock *held;
 };
 
+/* Whether params is a stand-in holding a big message's read buffer (then
+ * jrpc_write_request_pieces() gives more than one piece). */
+bool jrpc_params_held(struct json_object *params);
+
 /* jrpc_write_request() without a copy of a big message: when params is a stand-in holding a
  * read buffer (jrpc_parse_light() of a message over 256 KiB) whose tree has only its name,
  * out gets the envelope up to "params": and a renamed name, and the pieces are those and the

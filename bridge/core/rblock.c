@@ -127,6 +127,8 @@ struct rblock *rblock_spare_take(size_t cap)
 
 void rblock_spare_drop(void)
 {
+    if (!tl_spare[0] && !tl_spare[1])
+        return; /* the usual case: called at every small line */
     for (int i = 0; i < SPARES; i++) {
         block_free(tl_spare[i]);
         tl_spare[i] = NULL;

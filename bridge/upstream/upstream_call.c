@@ -223,7 +223,7 @@ static int send_request_text(struct upstream *u, struct upstream_call *c)
     struct jrpc_pieces p;
     int r;
     buf_reset(b);
-    if (transport_can_sendv(t)) {
+    if (jrpc_params_held(c->params) && transport_can_sendv(t)) {
         r = jrpc_write_request_pieces(b, c->id, c->method, c->params, &p);
         if (r >= 0)
             r = transport_sendv(t, p.iov, p.n, p.held, c->flags, (uint64_t)c->id);
