@@ -323,9 +323,10 @@ static int enqueue_held(struct framing *f, struct rblock *b, const char *p, size
     return 0;
 }
 
-/* Queues iov[0..n) but its first skip bytes: the big pieces of the message being delivered
- * held where they are, the rest copied. */
-static int enqueue_iov(struct framing *f, const struct iovec *iov, int n, size_t skip)
+/* Queues iov[0..n) but its first skip bytes: the big pieces lying in held or in the message
+ * being delivered held where they are, the rest copied. */
+static int enqueue_iov(struct framing *f, const struct iovec *iov, int n, size_t skip,
+                       struct rblock *held)
 {
     for (int i = 0; i < n; i++) {
         const char *p = iov[i].iov_base;
@@ -337,9 +338,10 @@ static int enqueue_iov(struct framing *f, const struct iovec *iov, int n, size_t
         p += skip;
         len -= skip;
         skip = 0;
-        struct rblock *b = rblock_delivering();
-        int r = len >= HOLD_MIN && rblock_holds(b, p, len) ? enqueue_held(f, b, p, len)
-                                                           : enqueue(f, p, len);
+        struct rblock *b = NULL;
+        if (len >= HOLD_MIN)
+            b = rblock_holds(held, p, len) ? held : rblock_delivering();
+        int r = b && rblock_holds(b, p, len) ? enqueue_held(f, b, p, len) : enqueue(f, p, len);
         if (r < 0)
             return r;
     }
@@ -712,7 +714,7 @@ static void flush_batch(void *userdata)
         refresh_events(f);
 }
 
-int framing_sendv(struct framing *f, const struct iovec *iov, int n)
+static int sendv_held(struct framing *f, const struct iovec *iov, int n, struct rblock *held)
 {
     size_t len = 0;
     if (!f || !iov || n <= 0 || n > FRAMING_SENDV_MAX || f->freed)
@@ -760,7 +762,7 @@ int framing_sendv(struct framing *f, const struct iovec *iov, int n)
             sent = (size_t)w;
     }
     size_t before = f->pending;
-    int r = enqueue_iov(f, v, n + 1, sent);
+    int r = enqueue_iov(f, v, n + 1, sent, held);
     if (r < 0) {
         if (sent > 0 || f->pending > before) {
             /* part of the line is out or queued: the stream cannot be resumed */
@@ -775,12 +777,27 @@ int framing_sendv(struct framing *f, const struct iovec *iov, int n)
     return 0;
 }
 
+int framing_sendv(struct framing *f, const struct iovec *iov, int n)
+{
+    return sendv_held(f, iov, n, NULL);
+}
+
+int framing_sendv_held(struct framing *f, const struct iovec *iov, int n, struct rblock *held)
+{
+    return sendv_held(f, iov, n, held);
+}
+
 int framing_send(struct framing *f, const char *msg, size_t len)
 {
     struct iovec iov = {(void *)msg, len};
     if (!msg)
         return -EINVAL;
     return framing_sendv(f, &iov, 1);
+}
+
+size_t framing_read_buffers(void)
+{
+    return rblock_live();
 }
 
 size_t framing_pending(const struct framing *f)

@@ -30,6 +30,7 @@
 #define FRAMING_SENDV_MAX           8 /* pieces of one framing_sendv() */
 
 struct framing;
+struct rblock; /* a framing's read buffer, held by whoever keeps a big message's bytes */
 
 /* A complete message, without its line end and never empty. msg is borrowed: valid only
  * during the call, and not NUL-terminated. */
@@ -82,6 +83,15 @@ int framing_send(struct framing *f, const char *msg, size_t len) _must_check_;
  * framing's read buffer until it is written, and the reader goes on in another. The same
  * errors. */
 int framing_sendv(struct framing *f, const struct iovec *iov, int n) _must_check_;
+/* framing_sendv() whose big pieces lying in held (a read buffer someone keeps a reference to:
+ * jsonrpc.h's stand-in of a big request's params), or in the message being delivered, are
+ * queued as references to that buffer instead of copies. held may be NULL. */
+int framing_sendv_held(struct framing *f, const struct iovec *iov, int n,
+                       struct rblock *held) _must_check_;
+
+/* The read buffers of this thread's framings alive: in use, held by a queue or a stand-in
+ * (jsonrpc.h), or the spare. For the tests: a held buffer is given back with its last user. */
+size_t framing_read_buffers(void);
 
 /* Bytes queued and not yet written. */
 size_t framing_pending(const struct framing *f);

@@ -13,6 +13,7 @@
 #include "credkit/util.h"
 
 #include "core/jsonrpc.h"
+#include "core/rblock_int.h"
 
 #define SERIALIZE_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
@@ -238,15 +239,22 @@ out:
  * LIGHT_POOL_MAX of them per thread: one per call in flight, none allocated once warm. */
 #define LIGHT_POOL_TEXT 1024
 #define LIGHT_POOL_MAX  64
+/* Params longer than this, lying in the read buffer of the message being delivered (a mapping
+ * of its own: rblock_int.h), are not copied: the stand-in holds that buffer. A copy of a big
+ * message kept by its call until it is answered was one more message-sized block per call. */
+#define LIGHT_HOLD_MIN RBLOCK_MAP
 
 /* The bytes a stand-in params serialises as (its userdata). */
 struct light {
-    struct light *next; /* in the pool */
-    size_t cap;         /* bytes text holds: LIGHT_POOL_TEXT for a block of the pool */
-    size_t len;
-    struct jscan_span name, meta; /* value spans in text (the name with its quotes); len 0: none */
-    char text[]; /* params as written, "{...}", then the method of a request without a root and
-                  * a NUL: one allocation with the rest */
+    struct light *next;  /* in the pool */
+    size_t cap;          /* bytes text holds: LIGHT_POOL_TEXT for a block of the pool */
+    size_t len;          /* of params */
+    const char *params;  /* params as written, "{...}": in text, or in held */
+    struct rblock *held; /* the read buffer params lie in (a reference), or NULL */
+    struct jscan_span name,
+        meta;    /* value spans in params (the name with its quotes); len 0: none */
+    char text[]; /* params unless held, then the method of a request without a root and a NUL:
+                  * one allocation with the rest */
 };
 
 static void kept_destroy(void *p)
@@ -284,6 +292,10 @@ static void light_free(struct json_object *o, void *userdata)
 {
     struct light *l = userdata;
     (void)o;
+    if (l) {
+        rblock_put(l->held, true);
+        l->held = NULL;
+    }
     if (l && l->cap == LIGHT_POOL_TEXT && tls_kept.n_pool < LIGHT_POOL_MAX) {
         if (!tls_kept.n_pool)
             kept_register();
@@ -332,9 +344,9 @@ static int put_added(struct json_object *o, const struct light *l, struct printb
     }
     /* a comma before the text's first member, when it has one */
     size_t i = 1;
-    while (i < l->len && strchr(" \t\r\n", l->text[i]) && l->text[i])
+    while (i < l->len && strchr(" \t\r\n", l->params[i]) && l->params[i])
         i++;
-    return any && l->text[i] != '}' ? put_bytes(pb, ",", 1) : 0;
+    return any && l->params[i] != '}' ? put_bytes(pb, ",", 1) : 0;
 }
 
 struct member_at {
@@ -360,17 +372,17 @@ static int light_serialize(struct json_object *o, struct printbuf *pb, int level
         if (!at[i].span.len)
             continue;
         struct json_object *v = NULL;
-        if (put_bytes(pb, l->text + pos, at[i].span.off - pos) < 0)
+        if (put_bytes(pb, l->params + pos, at[i].span.off - pos) < 0)
             return -1;
         /* a member the tree no longer has keeps what the text says */
         int r = json_object_object_get_ex(o, at[i].key, &v)
                     ? put_value(pb, v, flags)
-                    : put_bytes(pb, l->text + at[i].span.off, at[i].span.len);
+                    : put_bytes(pb, l->params + at[i].span.off, at[i].span.len);
         if (r < 0)
             return -1;
         pos = at[i].span.off + at[i].span.len;
     }
-    return put_bytes(pb, l->text + pos, l->len - pos);
+    return put_bytes(pb, l->params + pos, l->len - pos);
 }
 
 static int append(char *buf, size_t size, size_t *pos, const char *s, size_t n)
@@ -523,12 +535,24 @@ int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct 
         return -EAGAIN;
     }
 
-    l = light_new(j->params.len + (m.light ? j->method.len + 1 : 0));
+    /* a big message's read buffer is held instead of copied; it is never moved or written over
+     * while held (rblock_int.h) */
+    struct rblock *held = rblock_delivering();
+    if (j->params.len <= LIGHT_HOLD_MIN || !rblock_holds(held, text + j->params.off, j->params.len))
+        held = NULL;
+    l = light_new((held ? 0 : j->params.len) + (m.light ? j->method.len + 1 : 0));
     if (!l) {
         jrpc_msg_done(&m);
         return err_set(e, -ENOMEM, "out of memory");
     }
-    memcpy(l->text, text + j->params.off, j->params.len);
+    l->held = held;
+    if (held) {
+        rblock_get(held);
+        l->params = text + j->params.off;
+    } else {
+        memcpy(l->text, text + j->params.off, j->params.len);
+        l->params = l->text;
+    }
     l->len = j->params.len;
     l->name = l->meta = (struct jscan_span){0, 0};
     if (j->name.len)
@@ -537,7 +561,7 @@ int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct 
         l->meta = (struct jscan_span){j->meta.off - j->params.off, j->meta.len};
     if (m.light) {
         /* the method lives as long as the params: as long as the message */
-        char *method = l->text + l->len;
+        char *method = l->text + (held ? 0 : l->len);
         memcpy(method, text + j->method.off, j->method.len);
         method[j->method.len] = '\0';
         m.method = method;
@@ -574,34 +598,58 @@ struct json_object *jrpc_params_full(struct json_object *params)
     return full;
 }
 
-/* params as jrpc_serialize() writes them, appended to out. A stand-in whose tree holds only
- * the name the text has (the pass-through's usual case: no _meta) is written from its text and
- * the name, without json-c's buffer on the object; anything else goes through json-c. */
-static int write_params(struct buf *out, struct json_object *params)
+/* The stand-in of params when its tree holds only the name the text has a span for (the
+ * pass-through's usual case: no _meta), and that name (*ret_name); NULL for anything else. */
+static struct light *plain_light(struct json_object *params, struct json_object **ret_name)
 {
     struct light *l = jrpc_params_light(params) ? json_object_get_userdata(params) : NULL;
     struct json_object *name = NULL;
-    if (l && !l->meta.len && l->name.len && json_object_object_length(params) == 1 &&
-        json_object_object_get_ex(params, "name", &name) &&
-        json_object_is_type(name, json_type_string)) {
+    if (!l || l->meta.len || !l->name.len || json_object_object_length(params) != 1 ||
+        !json_object_object_get_ex(params, "name", &name) ||
+        !json_object_is_type(name, json_type_string))
+        return NULL;
+    *ret_name = name;
+    return l;
+}
+
+/* Whether name is the one the text has (single mode: nothing renamed): then the bytes are
+ * written as they are (a scanned name has no escapes, and json-c writes none for it either). */
+static bool name_unchanged(const struct light *l, struct json_object *name)
+{
+    size_t n = (size_t)json_object_get_string_len(name);
+    return n + 2 == l->name.len &&
+           memcmp(json_object_get_string(name), l->params + l->name.off + 1, n) == 0;
+}
+
+static int write_name(struct buf *out, struct json_object *name)
+{
+    return jsonw_string_ex(out, json_object_get_string(name),
+                           (size_t)json_object_get_string_len(name), 0);
+}
+
+/* params as jrpc_serialize() writes them, appended to out. A plain stand-in (above) is written
+ * from its text and the name, without json-c's buffer on the object; anything else goes
+ * through json-c. */
+static int write_params(struct buf *out, struct json_object *params)
+{
+    struct json_object *name = NULL;
+    struct light *l = plain_light(params, &name);
+    if (l) {
         size_t at = l->name.off, end = l->name.off + l->name.len;
-        size_t n = (size_t)json_object_get_string_len(name);
-        /* the name as the text has it (single mode: nothing renamed): the bytes as they are (a
-         * scanned name has no escapes, and json-c writes none for it either) */
-        if (n + 2 == l->name.len && memcmp(json_object_get_string(name), l->text + at + 1, n) == 0)
-            return buf_append(out, l->text, l->len);
-        int r = buf_append(out, l->text, at);
+        if (name_unchanged(l, name))
+            return buf_append(out, l->params, l->len);
+        int r = buf_append(out, l->params, at);
         if (r >= 0)
-            r = jsonw_string_ex(out, json_object_get_string(name),
-                                (size_t)json_object_get_string_len(name), 0);
-        return r < 0 ? r : buf_append(out, l->text + end, l->len - end);
+            r = write_name(out, name);
+        return r < 0 ? r : buf_append(out, l->params + end, l->len - end);
     }
     size_t len = 0;
     const char *s = jrpc_serialize(params, &len);
     return s ? buf_append(out, s, len) : -ENOMEM;
 }
 
-int jrpc_write_request(struct buf *out, int64_t id, const char *method, struct json_object *params)
+/* {"jsonrpc":"2.0","id":N,"method":M */
+static int write_envelope(struct buf *out, int64_t id, const char *method)
 {
     char num[24];
     size_t n = fmt_i64(num, sizeof(num), id);
@@ -612,14 +660,79 @@ int jrpc_write_request(struct buf *out, int64_t id, const char *method, struct j
         r = buf_append(out, num, n);
     if (r >= 0)
         r = buf_append_str(out, ",\"method\":");
-    if (r >= 0)
-        r = jsonw_string_ex(out, method, strlen(method), 0);
+    return r < 0 ? r : jsonw_string_ex(out, method, strlen(method), 0);
+}
+
+int jrpc_write_request(struct buf *out, int64_t id, const char *method, struct json_object *params)
+{
+    int r = write_envelope(out, id, method);
     if (r >= 0 && params) {
         r = buf_append_str(out, ",\"params\":");
         if (r >= 0)
             r = write_params(out, params);
     }
     return r < 0 ? r : buf_append_char(out, '}');
+}
+
+bool jrpc_params_held(struct json_object *params)
+{
+    struct light *l = jrpc_params_light(params) ? json_object_get_userdata(params) : NULL;
+    return l && l->held;
+}
+
+static void piece(struct jrpc_pieces *p, const void *base, size_t len)
+{
+    if (len > 0)
+        p->iov[p->n++] = (struct iovec){(void *)base, len};
+}
+
+int jrpc_write_request_pieces(struct buf *out, int64_t id, const char *method,
+                              struct json_object *params, struct jrpc_pieces *ret)
+{
+    struct json_object *name = NULL;
+    struct light *l = jrpc_params_light(params) ? json_object_get_userdata(params) : NULL;
+    struct jrpc_pieces p = {.n = 0};
+    size_t start = out->len;
+    int r;
+
+    if (!l || !l->held || !plain_light(params, &name)) {
+        /* a small request: one copy into out is cheaper than pieces */
+        r = jrpc_write_request(out, id, method, params);
+        if (r < 0)
+            return r;
+        piece(&p, out->data + start, out->len - start);
+        *ret = p;
+        return 0;
+    }
+    r = write_envelope(out, id, method);
+    if (r >= 0)
+        r = buf_append_str(out, ",\"params\":");
+    size_t env = out->len;
+    bool same = name_unchanged(l, name);
+    if (r >= 0 && !same)
+        r = write_name(out, name);
+    if (r < 0)
+        return r;
+    /* the pieces point into out only once it has stopped growing */
+    piece(&p, out->data + start, env - start);
+    if (same) {
+        piece(&p, l->params, l->len);
+    } else {
+        size_t at = l->name.off, end = l->name.off + l->name.len;
+        piece(&p, l->params, at);
+        piece(&p, out->data + env, out->len - env);
+        piece(&p, l->params + end, l->len - end);
+    }
+    piece(&p, "}", 1);
+    /* out's bound is the request's, as when it is written whole */
+    size_t total = 0;
+    for (int i = 0; i < p.n; i++)
+        total += p.iov[i].iov_len;
+    if (total > out->max - start)
+        return -E2BIG;
+    p.held = l->held;
+    *ret = p;
+    return 0;
 }
 
 void jrpc_msg_done(struct jrpc_msg *m)

@@ -3,8 +3,10 @@
  * Every message crossing the bridge is parsed once into a json-c tree (jrpc_parse), looked at,
  * possibly changed in place (an id or a progress token swapped), and serialised once
  * (jrpc_serialize); a request passed through has no tree of its envelope, only its id and a
- * stand-in of its params (jrpc_parse_light), is written to its server without one
- * (jrpc_write_request), and a result passed through has none (jsonscan.h). Classification follows JSON-RPC 2.0: an object
+ * stand-in of its params (jrpc_parse_light: a big message's params are not copied, the stand-in
+ * holds the read buffer they lie in), is written to its server without one
+ * (jrpc_write_request, or in pieces of that buffer: jrpc_write_request_pieces), and a result
+ * passed through has none (jsonscan.h). Classification follows JSON-RPC 2.0: an object
  * with "method" and "id" is a request, with "method" and no "id" a notification, with "result" or
  * "error" and an "id" a response. Ids are strings or integers (MCP forbids null ids and fractional
  * numbers); anything else is JRPC_INVALID, as is a batch (arrays: MCP dropped batches in
@@ -17,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <json-c/json.h>
 
@@ -115,6 +118,32 @@ bool jrpc_id_key(struct json_object *id, char *buf, size_t size);
  * (out then holds part of it). */
 int jrpc_write_request(struct buf *out, int64_t id, const char *method,
                        struct json_object *params) _must_check_;
+
+#define JRPC_PIECES_MAX 5
+
+struct rblock; /* a framing's read buffer (core/framing.h) */
+
+/* A request in pieces: iov[0..n) are its bytes in order (no line end). */
+struct jrpc_pieces {
+    struct iovec iov[JRPC_PIECES_MAX];
+    int n;
+    /* the read buffer params' pieces lie in (held by params: for framing_sendv_held()), or
+     * NULL when every piece is in out */
+    struct rblock *held;
+};
+
+/* Whether params is a stand-in holding a big message's read buffer (then
+ * jrpc_write_request_pieces() gives more than one piece). */
+bool jrpc_params_held(struct json_object *params);
+
+/* jrpc_write_request() without a copy of a big message: when params is a stand-in holding a
+ * read buffer (jrpc_parse_light() of a message over 256 KiB) whose tree has only its name,
+ * out gets the envelope up to "params": and a renamed name, and the pieces are those and the
+ * params' bytes where they lie (the same bytes jrpc_write_request() writes). Otherwise the
+ * request is appended to out whole, in one piece. ret's pieces are borrowed from out and
+ * params, valid while neither changes. The same errors; ret is written only on success. */
+int jrpc_write_request_pieces(struct buf *out, int64_t id, const char *method,
+                              struct json_object *params, struct jrpc_pieces *ret) _must_check_;
 
 /* Builders. Each returns a new object (caller puts) or NULL on ENOMEM. References to the
  * arguments are taken (json_object_get), never stolen: callers keep theirs. Strings are

@@ -1,4 +1,4 @@
-/* rblock.c - framing.c's read buffers: counted references, big ones mapped, one spare */
+/* rblock.c - framing.c's read buffers: counted references, big ones mapped, two spares */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -8,10 +8,14 @@
 
 #include "core/rblock_int.h"
 
-/* The thread's: the bridge runs one loop on one thread, and its framings share the spare. */
+/* Two: a big call's request is held by its call while its result is read (rblock_int.h). */
+#define SPARES 2
+
+/* The thread's: the bridge runs one loop on one thread, and its framings share the spares. */
 static _Thread_local struct rblock *tl_delivering;
-static _Thread_local struct rblock *tl_spare;
+static _Thread_local struct rblock *tl_spare[SPARES];
 static _Thread_local unsigned tl_users;
+static _Thread_local size_t tl_live;
 
 static size_t block_size(size_t cap)
 {
@@ -44,6 +48,7 @@ struct rblock *rblock_new(size_t cap)
     b->refs = 1;
     b->mapped = mapped;
     b->cap = cap;
+    tl_live++;
     return b;
 }
 
@@ -51,6 +56,7 @@ static void block_free(struct rblock *b)
 {
     if (!b)
         return;
+    tl_live--;
     if (b->mapped)
         (void)munmap(b, block_size(b->cap));
     else
@@ -92,28 +98,46 @@ void rblock_put(struct rblock *b, bool keep)
 {
     if (!b || --b->refs > 0)
         return;
-    if (keep && b->cap > RBLOCK_MAP && (!tl_spare || tl_spare->cap < b->cap)) {
-        rblock_spare_drop();
-        tl_spare = b;
-        return;
+    if (keep && b->cap > RBLOCK_MAP) {
+        /* an empty place, else the smaller spare if this one is bigger */
+        int k = !tl_spare[0] ? 0 : !tl_spare[1] ? 1 : tl_spare[0]->cap < tl_spare[1]->cap ? 0 : 1;
+        if (!tl_spare[k] || tl_spare[k]->cap < b->cap) {
+            block_free(tl_spare[k]);
+            tl_spare[k] = b;
+            return;
+        }
     }
     block_free(b);
 }
 
 struct rblock *rblock_spare_take(size_t cap)
 {
-    struct rblock *b = tl_spare;
-    if (!b || b->cap < cap)
+    int k = -1;
+    for (int i = 0; i < SPARES; i++)
+        if (tl_spare[i] && tl_spare[i]->cap >= cap &&
+            (k < 0 || tl_spare[i]->cap < tl_spare[k]->cap))
+            k = i;
+    if (k < 0)
         return NULL;
-    tl_spare = NULL;
+    struct rblock *b = tl_spare[k];
+    tl_spare[k] = NULL;
     b->refs = 1;
     return b;
 }
 
 void rblock_spare_drop(void)
 {
-    block_free(tl_spare);
-    tl_spare = NULL;
+    if (!tl_spare[0] && !tl_spare[1])
+        return; /* the usual case: called at every small line */
+    for (int i = 0; i < SPARES; i++) {
+        block_free(tl_spare[i]);
+        tl_spare[i] = NULL;
+    }
+}
+
+size_t rblock_live(void)
+{
+    return tl_live;
 }
 
 bool rblock_holds(const struct rblock *b, const char *p, size_t len)

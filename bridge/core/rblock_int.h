@@ -1,15 +1,17 @@
-/* rblock_int.h - framing.c's read buffers: counted references, big ones mapped, one spare.
+/* rblock_int.h - framing.c's read buffers: counted references, big ones mapped, two spares.
  *
  * A framing reads into a buffer and hands messages to on_message as pointers into it. A writer
  * that cannot write a big piece of such a message at once takes a reference to the buffer
- * instead of copying the piece (framing_sendv); a buffer with more than one reference is never
+ * instead of copying the piece (framing_sendv), and so does the stand-in of a big request's
+ * params (jsonrpc.c) until its call is answered; a buffer with more than one reference is never
  * moved or written over, its reader goes on in another. Buffers bigger than RBLOCK_MAP are
  * mappings of their own (mmap: grown by mremap without a copy, their pages given back to the
- * system when freed). The last reference to a big buffer may keep it as the thread's one spare,
- * which the next framing to read a big message takes: the request and the result of a big
- * call share one buffer and its pages, instead of one kept per framing and direction.
+ * system when freed). The last reference to a big buffer may keep it as one of the thread's two
+ * spares, which the next framings to read a big message take: a big call's request (held by
+ * the call while its result is read) and its result, instead of a buffer kept per framing and
+ * direction, or a fresh mapping and its page faults for every result.
  *
- * The spare and the buffer being delivered are the thread's (the bridge has one loop on one
+ * The spares and the buffer being delivered are the thread's (the bridge has one loop on one
  * thread): not thread-safe across framings of different threads sharing buffers. */
 #pragma once
 
@@ -36,14 +38,18 @@ int rblock_grow(struct rblock **pb, size_t cap, size_t used);
 void rblock_get(struct rblock *b);
 
 /* Drops a reference; the last one frees the buffer, or, with keep (big messages go on), keeps
- * a big one as the thread's spare (the bigger of two). NULL-safe. */
+ * a big one as one of the thread's two spares (the two biggest). NULL-safe. */
 void rblock_put(struct rblock *b, bool keep);
 
-/* The spare, when there is one of at least cap bytes: the caller's, with one reference. */
+/* The smallest spare of at least cap bytes, when there is one: the caller's, with one
+ * reference. */
 struct rblock *rblock_spare_take(size_t cap);
 
-/* Frees the spare (big messages no longer follow each other). */
+/* Frees the spares (big messages no longer follow each other). */
 void rblock_spare_drop(void);
+
+/* The buffers of this thread alive: in use, held or spare. */
+size_t rblock_live(void);
 
 /* Whether [p, p + len) lies in b's bytes (b may be NULL). */
 bool rblock_holds(const struct rblock *b, const char *p, size_t len);
@@ -53,6 +59,6 @@ bool rblock_holds(const struct rblock *b, const char *p, size_t len);
 struct rblock *rblock_delivering(void);
 struct rblock *rblock_set_delivering(struct rblock *b);
 
-/* A framing of this thread starts, or is gone: the spare goes with the last one. */
+/* A framing of this thread starts, or is gone: the spares go with the last one. */
 void rblock_user_add(void);
 void rblock_user_remove(void);

@@ -469,6 +469,14 @@ static int op_send(struct transport *t, const char *msg, size_t len, unsigned fl
     return stdio_child_send((struct stdio_child *)(void *)t, msg, len);
 }
 
+static int op_sendv(struct transport *t, const struct iovec *iov, int n, struct rblock *held,
+                    unsigned flags, uint64_t tag)
+{
+    (void)flags;
+    (void)tag;
+    return stdio_child_sendv((struct stdio_child *)(void *)t, iov, n, held);
+}
+
 static int op_shutdown(struct transport *t)
 {
     stdio_child_shutdown((struct stdio_child *)(void *)t); /* on_done follows */
@@ -483,6 +491,7 @@ static void op_free(struct transport *t)
 static const struct transport_ops stdio_ops = {
     .name = "stdio",
     .send = op_send,
+    .sendv = op_sendv,
     .shutdown = op_shutdown,
     .free = op_free,
 };
@@ -587,13 +596,9 @@ out:
     return r;
 }
 
-int stdio_child_send(struct stdio_child *s, const char *msg, size_t len)
+/* What a send to the child's stdin returned (r), as stdio_child_send() says. */
+static int sent(struct stdio_child *s, int r)
 {
-    if (!s || freed(s))
-        return -EINVAL;
-    if (s->conn == C_INPUT_GONE || s->conn == C_CLOSED)
-        return 0; /* the server is going: on_lost says how, at its exit */
-    int r = !s->fr ? -EPIPE : s->phase != P_RUNNING ? -ESHUTDOWN : framing_send(s->fr, msg, len);
     if (r == -EPIPE && (s->conn == C_OPEN || s->conn == C_STARTING)) {
         /* it closed its input, most likely by exiting: the end of its output and its exit
          * follow (while starting, the exec report first: it may say why) */
@@ -603,6 +608,28 @@ int stdio_child_send(struct stdio_child *s, const char *msg, size_t len)
         return 0;
     }
     return r;
+}
+
+int stdio_child_send(struct stdio_child *s, const char *msg, size_t len)
+{
+    if (!s || freed(s))
+        return -EINVAL;
+    if (s->conn == C_INPUT_GONE || s->conn == C_CLOSED)
+        return 0; /* the server is going: on_lost says how, at its exit */
+    return sent(s, !s->fr                  ? -EPIPE
+                   : s->phase != P_RUNNING ? -ESHUTDOWN
+                                           : framing_send(s->fr, msg, len));
+}
+
+int stdio_child_sendv(struct stdio_child *s, const struct iovec *iov, int n, struct rblock *held)
+{
+    if (!s || freed(s))
+        return -EINVAL;
+    if (s->conn == C_INPUT_GONE || s->conn == C_CLOSED)
+        return 0;
+    return sent(s, !s->fr                  ? -EPIPE
+                   : s->phase != P_RUNNING ? -ESHUTDOWN
+                                           : framing_sendv_held(s->fr, iov, n, held));
 }
 
 void stdio_child_shutdown(struct stdio_child *s)

@@ -63,7 +63,7 @@ int stdio_child_new(struct loop *l, const struct stdio_child_spec *spec,
                     const struct transport_handler *h, void *userdata, struct stdio_child **ret,
                     struct err *e) _must_check_;
 
-/* The same object as a transport (its ops: send, shutdown, free). Borrowed. */
+/* The same object as a transport (its ops: send, sendv, shutdown, free). Borrowed. */
 struct transport *stdio_child_transport(struct stdio_child *s);
 
 /* Sends one message to the server's stdin (framing_send(): msg is the caller's, copied only
@@ -72,6 +72,10 @@ struct transport *stdio_child_transport(struct stdio_child *s);
  * send finds its stdin closed; -ESHUTDOWN once shutdown has begun; -EPIPE once on_lost was
  * called and its pipes are gone. */
 int stdio_child_send(struct stdio_child *s, const char *msg, size_t len) _must_check_;
+/* stdio_child_send() of a message in pieces (framing_sendv_held(): big pieces lying in held
+ * wait as references to it). The same results. */
+int stdio_child_sendv(struct stdio_child *s, const struct iovec *iov, int n,
+                      struct rblock *held) _must_check_;
 
 /* Begins the shutdown described above; on_done tells when it is over. Idempotent. */
 void stdio_child_shutdown(struct stdio_child *s);

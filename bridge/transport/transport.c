@@ -31,6 +31,21 @@ int transport_send_hdrs(struct transport *t, const char *msg, size_t len, unsign
     return t->ops->send(t, msg, len, flags, tag);
 }
 
+bool transport_can_sendv(const struct transport *t)
+{
+    return t && t->ops->sendv;
+}
+
+int transport_sendv(struct transport *t, const struct iovec *iov, int n, struct rblock *held,
+                    unsigned flags, uint64_t tag)
+{
+    if (!t)
+        return -ENOTCONN;
+    if (!t->ops->sendv)
+        return -EOPNOTSUPP;
+    return t->ops->sendv(t, iov, n, held, flags, tag);
+}
+
 bool transport_can_abort(const struct transport *t)
 {
     return t && t->ops->abort;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "credkit/err.h"
 #include "credkit/log.h"
@@ -57,6 +58,7 @@ struct transport_handler {
 
 struct transport;
 struct dpop_key; /* credkit/dpop.h */
+struct rblock;   /* core/framing.h: a read buffer held by a big request's params */
 
 struct transport_ops {
     const char *name; /* "stdio", "http" */
@@ -68,6 +70,11 @@ struct transport_ops {
      * Optional: without it, send (the wire has no headers). */
     int (*send_hdrs)(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag,
                      const char *const *hdrs);
+    /* send of a message in pieces (at most FRAMING_SENDV_MAX - 1): big pieces lying in held
+     * (may be NULL) wait in the wire's queue as references to that buffer, not copies
+     * (framing_sendv_held()). Optional: a wire without it (HTTP) is sent the message whole. */
+    int (*sendv)(struct transport *t, const struct iovec *iov, int n, struct rblock *held,
+                 unsigned flags, uint64_t tag);
     /* Gives up on the request sent with tag by the wire's own means (HTTP: its answer stream
      * is closed). Optional: NULL when the wire has none (stdio: notifications/cancelled). */
     void (*abort)(struct transport *t, uint64_t tag);
@@ -138,6 +145,11 @@ int transport_send(struct transport *t, const char *msg, size_t len, unsigned fl
 /* transport_send() with extra headers for a wire that has them (ignored by one that has not). */
 int transport_send_hdrs(struct transport *t, const char *msg, size_t len, unsigned flags,
                         uint64_t tag, const char *const *hdrs) _must_check_;
+/* Whether the wire takes a message in pieces (the sendv op). */
+bool transport_can_sendv(const struct transport *t);
+/* The sendv op; -EOPNOTSUPP for a wire without it. */
+int transport_sendv(struct transport *t, const struct iovec *iov, int n, struct rblock *held,
+                    unsigned flags, uint64_t tag) _must_check_;
 /* Whether the wire can give up on a request by itself (transport_abort()). */
 bool transport_can_abort(const struct transport *t);
 void transport_abort(struct transport *t, uint64_t tag);

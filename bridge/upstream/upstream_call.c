@@ -213,14 +213,25 @@ static int conn_send(struct conn *cn, struct json_object *msg, unsigned flags, u
 }
 
 /* A request written straight into the upstream's kept buffer (jrpc_write_request()): no tree,
- * no json-c buffer, no allocation once the buffer has grown to the usual size. */
+ * no json-c buffer, no allocation once the buffer has grown to the usual size. To a wire that
+ * takes pieces, a big request's params are not copied at all: they are sent from the agent's
+ * read buffer the stand-in holds, and wait in the wire's queue as a reference to it. */
 static int send_request_text(struct upstream *u, struct upstream_call *c)
 {
     struct buf *b = &u->wbuf;
+    struct transport *t = u->conn->t;
+    struct jrpc_pieces p;
+    int r;
     buf_reset(b);
-    int r = jrpc_write_request(b, c->id, c->method, c->params);
-    if (r >= 0)
-        r = transport_send(u->conn->t, b->data, b->len, c->flags, (uint64_t)c->id);
+    if (jrpc_params_held(c->params) && transport_can_sendv(t)) {
+        r = jrpc_write_request_pieces(b, c->id, c->method, c->params, &p);
+        if (r >= 0)
+            r = transport_sendv(t, p.iov, p.n, p.held, c->flags, (uint64_t)c->id);
+    } else {
+        r = jrpc_write_request(b, c->id, c->method, c->params);
+        if (r >= 0)
+            r = transport_send(t, b->data, b->len, c->flags, (uint64_t)c->id);
+    }
     /* the transport has the bytes now (sent, or copied into its queue): a large request's
      * buffer is given back at once */
     if (b->cap > UP_WBUF_KEEP)

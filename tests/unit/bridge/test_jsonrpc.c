@@ -3,16 +3,26 @@
  * malformed errors repaired, bad input (not JSON, NUL bytes, trailing text, empty, too large,
  * too deep, invalid UTF-8) with positions, the tokener reused after errors and in another
  * thread, input that is not NUL-terminated (ASan checks the bounds), canonical id keys, exact
- * builder output, the tool error, progress tokens, and in-place changes re-serialised. */
+ * builder output, the tool error, progress tokens, and in-place changes re-serialised; a big
+ * request's stand-in holding the agent's read buffer while more messages arrive, written in
+ * pieces (the same bytes), sent twice as a retry, and the buffer given back with its last user. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "credkit/json.h"
+#include "credkit/util.h"
 
+#include "core/framing.h"
 #include "core/jsonrpc.h"
+#include "core/loop.h"
 #include "tests.h"
+#include "loop_wait.h"
 
 #define MAX (1024u * 1024u)
 
@@ -932,7 +942,198 @@ static void test_write_request(void)
     buf_release(&small);
 }
 
+/* ---- a big request held, not copied ---- */
+
+#define HELD_SMALL 20
+
+struct held_agent {
+    struct jrpc_msg big; /* the call waiting for its answer keeps it */
+    int n, small, bad;
+};
+
+static void held_message(const char *msg, size_t len, void *userdata)
+{
+    struct held_agent *h = userdata;
+    struct jscan j;
+    struct jrpc_msg m = {0};
+    struct err e = ERR_INIT;
+    h->n++;
+    if (jscan_message(msg, len, &j) < 0 || jrpc_parse_light(msg, len, 16u << 20, &j, &m, &e) < 0) {
+        h->bad++;
+        return;
+    }
+    if (!h->big.params && len > (1u << 20)) {
+        h->big = m;
+        return;
+    }
+    if (json_object_get_int64(m.id) != h->n || strcmp(m.method, "tools/call") != 0)
+        h->bad++;
+    h->small++;
+    jrpc_msg_done(&m);
+}
+
+static void held_error(int error, void *userdata)
+{
+    struct held_agent *h = userdata;
+    (void)error;
+    h->bad++;
+}
+
+static bool held_all_read(void *ctx)
+{
+    struct held_agent *h = ctx;
+    return h->n == HELD_SMALL + 1 || h->bad;
+}
+
+static void held_quit(void *userdata)
+{
+    loop_quit(userdata, 0);
+}
+
+static void held_run_once(struct loop *l)
+{
+    CHECK_INT(loop_defer(l, held_quit, l), 0);
+    CHECK_INT(loop_run(l), 0);
+}
+
+/* Reads fd (the server's stdin) while the loop writes into it, until len bytes came; they must
+ * be want. */
+static void held_read_all(struct loop *l, int fd, const char *want, size_t len)
+{
+    char *got = malloc(len + 1);
+    size_t have = 0;
+    int64_t t0 = now_mono_ms();
+    while (have <= len && now_mono_ms() - t0 < 20000) {
+        ssize_t n = read(fd, got + have, len + 1 - have);
+        if (n > 0)
+            have += (size_t)n;
+        else if (have == len)
+            break;
+        held_run_once(l);
+    }
+    CHECK_INT(have, len);
+    CHECK(have == len && memcmp(got, want, len) == 0);
+    free(got);
+}
+
+static int held_writer(struct loop *l, int fd, struct held_agent *h, struct framing **ret)
+{
+    const struct framing_handler fh = {.on_message = held_message, .on_error = held_error};
+    return framing_new(l, -1, fd, &fh, NULL, h, ret);
+}
+
+static void test_light_held(void)
+{
+    signal(SIGPIPE, SIG_IGN); /* as mcp-bridge's main does */
+    struct loop *l = NULL;
+    CHECK_INT(loop_new(&l), 0);
+    int a[2], s[3][2];
+    CHECK(pipe2(a, O_CLOEXEC | O_NONBLOCK) == 0);
+    for (int i = 0; i < 3; i++)
+        CHECK(pipe2(s[i], O_CLOEXEC | O_NONBLOCK) == 0);
+    struct held_agent h = {0};
+    struct framing *agent = NULL, *reader = NULL, *srv[3] = {NULL};
+    const struct framing_handler fh = {.on_message = held_message, .on_error = held_error};
+    CHECK_INT(framing_new(l, -1, a[1], &fh, NULL, &h, &agent), 0);
+    CHECK_INT(framing_new(l, a[0], -1, &fh, NULL, &h, &reader), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_INT(held_writer(l, s[i][1], &h, &srv[i]), 0);
+
+    /* a call of 2 MiB (escapes and spaces as the agent wrote them), then small calls that
+     * arrive while it waits for its answer */
+    size_t big = 2u << 20;
+    struct buf text;
+    buf_init(&text, 4u << 20);
+    CHECK_INT(buf_append_str(&text, "{\"jsonrpc\":\"2.0\",\"id\":\"c-1\",\"method\":\"tools/call\","
+                                    "\"params\":{\"name\":\"srv_echo\", \"arguments\":{\"t\":\""),
+              0);
+    while (text.len < big)
+        CHECK_INT(buf_append_str(&text, "abc\\n\\u00e9 xyz/"), 0);
+    CHECK_INT(buf_append_str(&text, "\"}}}"), 0);
+    CHECK_INT(framing_send(agent, text.data, text.len), 0);
+    for (int i = 2; i <= HELD_SMALL + 1; i++) {
+        char small[128];
+        int n = snprintf(small, sizeof(small),
+                         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                         "\"params\":{\"name\":\"srv_t\",\"arguments\":{}}}",
+                         i);
+        CHECK_INT(framing_send(agent, small, (size_t)n), 0);
+    }
+    CHECK(wait_for(l, held_all_read, &h, 20000));
+    CHECK_INT(h.bad, 0);
+    CHECK_INT(h.small, HELD_SMALL);
+    CHECK(h.big.params && jrpc_params_light(h.big.params));
+
+    /* the bridge renames the tool; the pieces are the bytes jrpc_write_request() writes, the
+     * params' bytes where the agent's read buffer has them (intact after the reads since) */
+    CHECK(json_object_object_add(h.big.params, "name", json_object_new_string("echo")) == 0);
+    struct buf whole, env;
+    buf_init(&whole, 16u << 20);
+    buf_init(&env, 16u << 20);
+    CHECK_INT(jrpc_write_request(&whole, 7, h.big.method, h.big.params), 0);
+    CHECK_INT(buf_append_char(&whole, '\n'), 0);
+    /* the agent's bytes from the arguments on, the envelope's closing brace included */
+    const char *rest = strstr(text.data, "\"arguments\":");
+    struct buf expect;
+    buf_init(&expect, 16u << 20);
+    CHECK_INT(buf_append_str(&expect, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+                                      "\"params\":{\"name\":\"echo\", "),
+              0);
+    CHECK_INT(buf_append_str(&expect, rest), 0);
+    CHECK_INT(buf_append_char(&expect, '\n'), 0);
+    CHECK_INT(whole.len, expect.len);
+    CHECK_STR(whole.data, expect.data);
+    buf_release(&expect);
+    struct jrpc_pieces pc;
+    CHECK_INT(jrpc_write_request_pieces(&env, 7, h.big.method, h.big.params, &pc), 0);
+    CHECK(pc.held != NULL);
+    CHECK(pc.n > 1);
+    size_t off = 0;
+    bool same = true;
+    for (int i = 0; i < pc.n; i++) {
+        same = same && off + pc.iov[i].iov_len <= whole.len &&
+               memcmp(whole.data + off, pc.iov[i].iov_base, pc.iov[i].iov_len) == 0;
+        off += pc.iov[i].iov_len;
+    }
+    CHECK(same);
+    CHECK_INT(off + 1, whole.len);
+    CHECK(env.len < 128); /* the envelope and the name only */
+
+    /* sent, then sent again after a reconnect (a retry), then to a server that dies before
+     * reading: each queue holds the buffer, not a copy */
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT(framing_sendv_held(srv[i], pc.iov, pc.n, pc.held), 0);
+        CHECK(framing_pending(srv[i]) > 0);
+    }
+    framing_free(srv[2]); /* its server died */
+    srv[2] = NULL;
+    /* the call is answered while its request still waits in the queues */
+    jrpc_msg_done(&h.big);
+    held_read_all(l, s[0][0], whole.data, whole.len);
+    held_read_all(l, s[1][0], whole.data, whole.len);
+
+    /* with the last user the buffer is given back (or kept as the spare, which goes with the
+     * last framing) */
+    framing_free(agent);
+    framing_free(reader);
+    framing_free(srv[0]);
+    framing_free(srv[1]);
+    held_run_once(l);
+    CHECK_INT(framing_read_buffers(), 0);
+
+    buf_release(&text);
+    buf_release(&whole);
+    buf_release(&env);
+    close(a[0]);
+    close(a[1]);
+    for (int i = 0; i < 3; i++) {
+        close(s[i][0]);
+        close(s[i][1]);
+    }
+    loop_free(l);
+}
+
 TESTS_MAIN(test_request, test_notification, test_response, test_malformed_error, test_invalid,
            test_bad_input, test_depth, test_not_terminated, test_reuse, test_threads, test_id_key,
            test_serialize, test_in_place, test_builders, test_tool_error, test_progress_token,
-           test_light, test_light_envelope, test_light_reuse, test_write_request)
+           test_light, test_light_envelope, test_light_reuse, test_write_request, test_light_held)
