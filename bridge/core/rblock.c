@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/rblock_int.h"
+#include "core/rblock.h"
 
 /* The thread's: the bridge runs one loop on one thread, and its framings share the spare. */
 static _Thread_local struct rblock *tl_delivering;

@@ -1,16 +1,20 @@
-/* rblock_int.h - framing.c's read buffers: counted references, big ones mapped, one spare.
+/* rblock.h - counted read buffers: the bytes a message was read into, held instead of copied.
  *
- * A framing reads into a buffer and hands messages to on_message as pointers into it. A writer
- * that cannot write a big piece of such a message at once takes a reference to the buffer
- * instead of copying the piece (framing_sendv); a buffer with more than one reference is never
- * moved or written over, its reader goes on in another. Buffers bigger than RBLOCK_MAP are
- * mappings of their own (mmap: grown by mremap without a copy, their pages given back to the
- * system when freed). The last reference to a big buffer may keep it as the thread's one spare,
- * which the next framing to read a big message takes: the request and the result of a big
- * call share one buffer and its pages, instead of one kept per framing and direction.
+ * Whoever reads messages into a buffer of its own and hands them on as pointers into it may
+ * use these: framing.c for newline-delimited input, and the transports' answer buffers (an
+ * HTTP answer's body). A writer that cannot write a big piece of such a message at once takes
+ * a reference to the buffer instead of copying the piece (framing_sendv); a buffer with more
+ * than one reference is never moved or written over, its reader goes on in another. The
+ * reader sets the buffer as the one being delivered (rblock_set_delivering) around the call
+ * that hands a message on, so that a writer down the line can tell a piece it may hold.
+ * Buffers bigger than RBLOCK_MAP are mappings of their own (mmap: grown by mremap without a
+ * copy, their pages given back to the system when freed). The last reference to a big buffer
+ * may keep it as the thread's one spare, which the next reader of a big message takes: the
+ * request and the result of a big call share one buffer and its pages, instead of one kept
+ * per reader and direction.
  *
  * The spare and the buffer being delivered are the thread's (the bridge has one loop on one
- * thread): not thread-safe across framings of different threads sharing buffers. */
+ * thread): not thread-safe across readers of different threads sharing buffers. */
 #pragma once
 
 #include <stdbool.h>
