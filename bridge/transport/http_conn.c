@@ -398,6 +398,7 @@ static void upstream_destroy(struct http_conn *u)
     free(u->challenge);
     sse_parser_release(&u->stream_sse);
     free(u);
+    rblock_user_remove(); /* after the answers' buffers: the spare goes with the last user */
 }
 
 static int check_spec(const struct http_conn_spec *spec, struct err *e)
@@ -429,6 +430,7 @@ int http_conn_new(struct loop *l, const struct http_conn_spec *spec,
     u = calloc(1, sizeof(*u));
     if (!u)
         return -ENOMEM;
+    rblock_user_add(); /* the answers' buffers may become the thread's spare: upstream_destroy */
     u->loop = l;
     u->h = *h;
     u->userdata = userdata;
@@ -436,7 +438,6 @@ int http_conn_new(struct loop *l, const struct http_conn_spec *spec,
     u->max_message = spec->max_message ? spec->max_message : HTTP_CONN_MAX_MESSAGE_DEFAULT;
     u->mode = spec->legacy_sse ? MODE_LEGACY_WAIT : MODE_STREAMABLE;
     list_init(&u->reqs);
-    buf_init(&u->spare, u->max_message);
     sse_parser_init(&u->stream_sse, u->max_message, u->max_message, stream_event, u);
     u->url = strdup(spec->url);
     http_tls_init(&u->tls);
