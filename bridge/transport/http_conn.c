@@ -92,6 +92,14 @@ void http_emit_message(struct http_conn *u, const char *msg, size_t len, uint64_
     u->message_tag = 0; /* freed from inside, the memory lasts the iteration */
 }
 
+void http_emit_event(struct http_conn *u, const struct sse_event *ev, uint64_t tag)
+{
+    /* a writer that cannot take a big piece at once holds the event's buffer, as a framing's */
+    struct rblock *outer = rblock_set_delivering(ev->block);
+    http_emit_message(u, ev->data, ev->data_len, tag);
+    (void)rblock_set_delivering(outer);
+}
+
 uint64_t http_conn_message_tag(const struct http_conn *u)
 {
     return u->message_tag;
@@ -161,7 +169,7 @@ static int stream_event(const struct sse_event *ev, void *userdata)
             return k;
     } else if (ev->data_len > 0 && http_event_is(ev, "message")) {
         /* empty data: priming or keep-alive; the parser has recorded its id */
-        http_emit_message(u, ev->data, ev->data_len, 0);
+        http_emit_event(u, ev, 0);
     }
     return http_gone(u) ? -ECANCELED : 0;
 }

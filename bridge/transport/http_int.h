@@ -203,6 +203,8 @@ void http_stream_set(struct http_conn *u, enum http_stream to, struct http_req *
 /* Callbacks to the caller, each only while the upstream is open. */
 /* tag: the request on whose answer the message came (0: the GET stream) */
 void http_emit_message(struct http_conn *u, const char *msg, size_t len, uint64_t tag);
+/* An event's data as a message, delivered from the parser's buffer (rblock_set_delivering). */
+void http_emit_event(struct http_conn *u, const struct sse_event *ev, uint64_t tag);
 void http_emit_error(struct http_conn *u, int error, uint64_t tag);
 void http_emit_close(struct http_conn *u, int reason);
 /* Starts what can start, from the loop (the embedded deferred call, in this iteration's

@@ -143,7 +143,7 @@ static int req_event(const struct sse_event *ev, void *userdata)
     if (ev->id[0])
         r->ids++;
     if (ev->data_len > 0 && http_event_is(ev, "message"))
-        http_emit_message(u, ev->data, ev->data_len, r->tag);
+        http_emit_event(u, ev, r->tag);
     return http_gone(u) || r->state == HREQ_STOPPED ? -ECANCELED : 0;
 }
 
