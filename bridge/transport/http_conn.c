@@ -506,12 +506,13 @@ void http_conn_abort(struct http_conn *u, uint64_t tag)
     tag_done(u, tag, 1u << HREQ_POST | 1u << HREQ_RESUME);
 }
 
-int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned flags, uint64_t tag,
-                   const char *const *hdrs)
+/* http_conn_send() and http_conn_send_take(): the message lent (msg) or given (*take, cap). */
+static int send_msg(struct http_conn *u, const char *msg, char **take, size_t len, size_t cap,
+                    unsigned flags, uint64_t tag, const char *const *hdrs)
 {
     int k;
 
-    if (!u || !msg || len == 0)
+    if (!u || !msg || len == 0 || (take && cap <= len))
         return -EINVAL;
     if (http_gone(u))
         return -ESHUTDOWN;
@@ -528,12 +529,17 @@ int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned fl
     struct http_req *r = http_req_new(u, HREQ_POST);
     if (!r)
         return -ENOMEM;
-    /* ours until the transfer ends: the caller's buffer is only lent for this call */
-    if (http_req_msg_reserve(r, len) < 0) {
+    if (take) { /* given: libcurl reads it where it is */
+        free(r->msg);
+        r->msg = *take;
+        r->msg_cap = cap;
+        *take = NULL;
+    } else if (http_req_msg_reserve(r, len) < 0) {
         http_req_free(r);
         return -ENOMEM;
+    } else { /* ours until the transfer ends: the caller's buffer is only lent for this call */
+        memcpy(r->msg, msg, len);
     }
-    memcpy(r->msg, msg, len);
     r->msg[len] = 0;
     r->len = len;
     r->flags = flags & (HTTP_CONN_INITIALIZE | HTTP_CONN_MODERN);
@@ -548,6 +554,18 @@ int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned fl
     if (k < 0)
         http_req_free(r);
     return k;
+}
+
+int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned flags, uint64_t tag,
+                   const char *const *hdrs)
+{
+    return send_msg(u, msg, NULL, len, 0, flags, tag, hdrs);
+}
+
+int http_conn_send_take(struct http_conn *u, char **msg, size_t len, size_t cap, unsigned flags,
+                        uint64_t tag, const char *const *hdrs)
+{
+    return send_msg(u, msg ? *msg : NULL, msg, len, cap, flags, tag, hdrs);
 }
 
 int http_conn_set_headers(struct http_conn *u, const char *const *headers)

@@ -219,8 +219,16 @@ static int send_request_text(struct upstream *u, struct upstream_call *c)
     struct buf *b = &u->wbuf;
     buf_reset(b);
     int r = jrpc_write_request(b, c->id, c->method, c->params);
-    if (r >= 0)
+    if (r >= 0 && b->cap > UP_WBUF_KEEP) {
+        /* given back below anyway: handed to a wire that keeps it while it is sent (HTTP)
+         * instead of copied there */
+        size_t len = b->len, cap = b->cap;
+        char *text = buf_detach(b);
+        r = transport_send_take(u->conn->t, &text, len, cap, c->flags, (uint64_t)c->id);
+        free(text);
+    } else if (r >= 0) {
         r = transport_send(u->conn->t, b->data, b->len, c->flags, (uint64_t)c->id);
+    }
     /* the transport has the bytes now (sent, or copied into its queue): a large request's
      * buffer is given back at once */
     if (b->cap > UP_WBUF_KEEP)

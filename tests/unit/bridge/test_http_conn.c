@@ -1235,6 +1235,59 @@ static void test_answer_buffers(void)
     loop_free(c.loop);
 }
 
+/* A message given to the transfer (http_conn_send_take) is sent whole from where it lies; one
+ * refused is left to the caller. */
+static void test_send_take(void)
+{
+    struct rclient c = {0};
+    struct loop_timer *t = NULL;
+    char url[128];
+    const struct http_conn_handler h = {.on_message = r_message, .on_error = r_error};
+    const size_t lens[] = {200 * 1024, 90};
+
+    pthread_mutex_lock(&fx_mu);
+    memset(&reuse, 0, sizeof(reuse));
+    pthread_mutex_unlock(&fx_mu);
+    fx_url(url, sizeof(url), "/reuse");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url, .timeout_ms = 5000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+    for (int i = 0; i < 2; i++) {
+        size_t len = lens[i], cap = len + 100;
+        char *m = malloc(cap);
+        CHECK(m != NULL);
+        if (!m)
+            exit(2);
+        int head = snprintf(m, cap,
+                            "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                            "\"params\":{\"name\":\"echo\",\"x\":\"",
+                            i + 1);
+        memset(m + head, 'y', len - (size_t)head - 3);
+        memcpy(m + len - 3, "\"}}", 3);
+        memset(m + len, '#', cap - len); /* no NUL after it: the transfer writes one */
+        CHECK_INT(http_conn_send_take(c.u, &m, len, len, 0, (uint64_t)i + 1, NULL), -EINVAL);
+        CHECK(m != NULL); /* refused: still the caller's */
+        CHECK_INT(http_conn_send_take(c.u, &m, len, cap, 0, (uint64_t)i + 1, NULL), 0);
+        CHECK(m == NULL);
+        c.want = c.answered + 1;
+        CHECK_INT(loop_run(c.loop), 0);
+    }
+    CHECK_INT(c.errors, 0);
+    pthread_mutex_lock(&fx_mu);
+    CHECK_INT(reuse.n, 2);
+    for (int i = 0; i < 2; i++) {
+        CHECK(reuse.body_ok[i]);
+        CHECK_INT(reuse.len[i], lens[i]);
+        CHECK_INT(reuse.id[i], i + 1);
+    }
+    pthread_mutex_unlock(&fx_mu);
+
+    loop_timer_cancel(t);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+}
+
 TESTS_MAIN(test_sessions, test_free_in_callback, test_refused_and_bad_spec, test_order_and_sessions,
            test_headers_and_challenge, test_message_tag, test_reuse, test_modern_headers,
-           test_answer_buffers)
+           test_answer_buffers, test_send_take)
