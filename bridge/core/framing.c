@@ -14,7 +14,7 @@
 #include "credkit/list.h"
 
 #include "core/framing.h"
-#include "core/rblock_int.h"
+#include "core/rblock.h"
 
 /* The read buffer starts at this size (or max_frame + 2 when smaller) and grows by doubling up
  * to max_frame + 2 while a long line is arriving. */
@@ -23,7 +23,7 @@
  * the front only when less than this is left behind it, so moving is rare and each byte moves
  * at most once per line. */
 #define READ_MIN (16u * 1024u)
-/* An empty read buffer bigger than this (a big message went through: rblock_int.h) is kept as
+/* An empty read buffer bigger than this (a big message went through: rblock.h) is kept as
  * the thread's spare while big messages follow each other, for whichever framing reads the next
  * one, and given back at the first line of at most READ_KEEP / 4. */
 #define READ_KEEP RBLOCK_MAP

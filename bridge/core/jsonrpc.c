@@ -13,7 +13,7 @@
 #include "credkit/util.h"
 
 #include "core/jsonrpc.h"
-#include "core/rblock_int.h"
+#include "core/rblock.h"
 
 #define SERIALIZE_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
@@ -240,7 +240,7 @@ out:
 #define LIGHT_POOL_TEXT 1024
 #define LIGHT_POOL_MAX  64
 /* Params longer than this, lying in the read buffer of the message being delivered (a mapping
- * of its own: rblock_int.h), are not copied: the stand-in holds that buffer. A copy of a big
+ * of its own: rblock.h), are not copied: the stand-in holds that buffer. A copy of a big
  * message kept by its call until it is answered was one more message-sized block per call. */
 #define LIGHT_HOLD_MIN RBLOCK_MAP
 
@@ -536,7 +536,7 @@ int jrpc_parse_light(const char *text, size_t len, size_t max_len, const struct 
     }
 
     /* a big message's read buffer is held instead of copied; it is never moved or written over
-     * while held (rblock_int.h) */
+     * while held (rblock.h) */
     struct rblock *held = rblock_delivering();
     if (j->params.len <= LIGHT_HOLD_MIN || !rblock_holds(held, text + j->params.off, j->params.len))
         held = NULL;

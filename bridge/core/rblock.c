@@ -6,9 +6,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/rblock_int.h"
+#include "core/rblock.h"
 
-/* Two: a big call's request is held by its call while its result is read (rblock_int.h). */
+/* Two: a big call's request is held by its call while its result is read (rblock.h). */
 #define SPARES 2
 
 /* The thread's: the bridge runs one loop on one thread, and its framings share the spares. */

@@ -4,12 +4,19 @@
  * chunk is interpreted in place, and only a line split across chunks is copied into p->line.
  * The next CR and LF positions are remembered until passed, so a chunk is scanned at most
  * twice whatever its mix of line ends (a fresh memchr per line would be quadratic on a CR-only
- * stream, where the LF search runs to the end of the chunk every time). */
+ * stream, where the LF search runs to the end of the chunk every time). A data line split
+ * across chunks is the exception: once its "data:" is seen, its value goes into the event's
+ * data as it comes (p->direct), so that a big message is copied once, into the buffer it is
+ * delivered from. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "core/rblock.h"
 #include "core/sse.h"
+
+/* An event's data buffer starts at this size, and doubles. */
+#define DATA_MIN 256u
 
 static const unsigned char sse_bom[3] = {0xEF, 0xBB, 0xBF};
 
@@ -32,7 +39,7 @@ void sse_parser_init(struct sse_parser *p, size_t max_line, size_t max_event, ss
     buf_init(&p->line, max_line < sizeof(sse_bom) ? sizeof(sse_bom) : max_line);
     /* the data buffer holds a "\n" after every data line; the last one is dropped on dispatch,
      * so max_event + 1 buffered bytes are max_event dispatched ones */
-    buf_init(&p->data, max_event < SIZE_MAX ? max_event + 1 : max_event);
+    p->data_max = max_event < SIZE_MAX ? max_event + 1 : max_event;
     /* type and id values are parts of one line */
     buf_init(&p->type, max_line);
     buf_init(&p->id, max_line);
@@ -42,7 +49,10 @@ void sse_parser_init(struct sse_parser *p, size_t max_line, size_t max_event, ss
 void sse_parser_release(struct sse_parser *p)
 {
     buf_release(&p->line);
-    buf_release(&p->data);
+    rblock_put(p->data, false);
+    p->data = NULL;
+    p->data_len = 0;
+    p->direct = 0;
     buf_release(&p->type);
     buf_release(&p->id);
     buf_release(&p->last_id);
@@ -60,7 +70,12 @@ static void sse_buf_reuse(struct buf *b, size_t keep)
 void sse_parser_reuse(struct sse_parser *p, sse_event_fn fn, void *userdata, size_t keep)
 {
     sse_buf_reuse(&p->line, keep);
-    sse_buf_reuse(&p->data, keep);
+    if (p->data && p->data->cap > keep) {
+        rblock_put(p->data, false);
+        p->data = NULL;
+    }
+    p->data_len = 0;
+    p->direct = 0;
     sse_buf_reuse(&p->type, keep);
     sse_buf_reuse(&p->id, keep);
     sse_buf_reuse(&p->last_id, keep);
@@ -78,6 +93,50 @@ static int sse_set(struct buf *b, const char *v, size_t n)
     return buf_append(b, v, n);
 }
 
+/* Appends to the event's data: -E2BIG past max_event (+ 1), -ENOMEM. A buffer that grows past
+ * RBLOCK_MAP is a mapping (the thread's spare when it has one), grown without a copy. */
+static int data_append(struct sse_parser *p, const char *s, size_t n)
+{
+    struct rblock *b = p->data;
+    if (n > p->data_max || p->data_len > p->data_max - n)
+        return -E2BIG;
+    size_t need = p->data_len + n + 1;
+    if (!b || b->cap < need) {
+        size_t cap = b ? b->cap : DATA_MIN;
+        while (cap < need)
+            cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+        if (p->data_max < SIZE_MAX && cap > p->data_max + 1)
+            cap = p->data_max + 1; /* need <= data_max + 1 */
+        if (!b || (cap > RBLOCK_MAP && !b->mapped)) {
+            struct rblock *nb = cap > RBLOCK_MAP ? rblock_spare_take(cap) : NULL;
+            if (!nb)
+                nb = rblock_new(cap);
+            if (!nb)
+                return -ENOMEM;
+            if (b)
+                memcpy(nb->data, b->data, p->data_len);
+            rblock_put(b, false);
+            p->data = nb;
+        } else if (rblock_grow(&p->data, cap, p->data_len) < 0) {
+            return -ENOMEM;
+        }
+    }
+    memcpy(p->data->data + p->data_len, s, n);
+    p->data_len += n;
+    p->data->data[p->data_len] = 0;
+    return 0;
+}
+
+/* The event's data is over: emptied, or, when the callback's writer holds it, left to it. */
+static void data_reset(struct sse_parser *p)
+{
+    p->data_len = 0;
+    if (p->data && p->data->refs > 1) {
+        rblock_put(p->data, false);
+        p->data = NULL;
+    }
+}
+
 static int sse_dispatch(struct sse_parser *p)
 {
     int r = 0;
@@ -91,25 +150,26 @@ static int sse_dispatch(struct sse_parser *p)
             return r;
     }
 
-    if (p->data.len == 0) {
+    if (p->data_len == 0) {
         buf_reset(&p->type);
         return 0;
     }
 
     /* every data line appended a "\n": drop the last one */
-    p->data.data[--p->data.len] = 0;
+    p->data->data[--p->data_len] = 0;
 
     if (p->fn) {
         struct sse_event ev = {
             .type = p->type.len ? p->type.data : "message",
             .type_len = p->type.len ? p->type.len : strlen("message"),
-            .data = p->data.data,
-            .data_len = p->data.len,
+            .data = p->data->data,
+            .data_len = p->data_len,
             .id = buf_str(&p->last_id),
+            .block = p->data,
         };
         r = p->fn(&ev, p->userdata);
     }
-    buf_reset(&p->data);
+    data_reset(p);
     buf_reset(&p->type);
     return r < 0 ? r : 0;
 }
@@ -162,10 +222,10 @@ static int sse_line(struct sse_parser *p, const char *line, size_t n)
     switch (flen) {
     case 4:
         if (memcmp(line, "data", 4) == 0) {
-            r = buf_append(&p->data, v, vlen);
+            r = data_append(p, v, vlen);
             if (r < 0)
                 return r;
-            return buf_append(&p->data, "\n", 1);
+            return data_append(p, "\n", 1);
         }
         break;
     case 5:
@@ -190,6 +250,34 @@ static int sse_line_append(struct sse_parser *p, const char *s, size_t n)
     if (n > p->max_line || p->line.len > p->max_line - n)
         return -E2BIG;
     return buf_append(&p->line, s, n);
+}
+
+/* More of a data line whose value goes straight into the event's data (p->direct). */
+static int sse_direct_append(struct sse_parser *p, const char *s, size_t n)
+{
+    if (n > p->max_line || p->direct > p->max_line - n)
+        return -E2BIG;
+    p->direct += n;
+    return data_append(p, s, n);
+}
+
+/* A line not ended in this chunk. Once it is known to be a data line ("data:" and the byte
+ * after it, which tells whether a space is to be skipped), its value so far goes into the
+ * event's data and the rest of it will too, as it comes, instead of into p->line. */
+static int sse_partial_line(struct sse_parser *p, const char *s, size_t n)
+{
+    int r = sse_line_append(p, s, n);
+    const char *l = p->line.data;
+    size_t len = p->line.len;
+    if (r < 0 || len < 6 || memcmp(l, "data:", 5) != 0)
+        return r;
+    size_t v = l[5] == ' ' ? 6 : 5;
+    r = data_append(p, l + v, len - v);
+    if (r < 0)
+        return r;
+    p->direct = len;
+    buf_reset(&p->line);
+    return 0;
 }
 
 /* The stream's start: one UTF-8 BOM is skipped, also when split across chunks. The bytes of a
@@ -264,12 +352,22 @@ int sse_feed(struct sse_parser *p, const char *data, size_t len)
         size_t n;
 
         if (eol == end) {
-            r = sse_line_append(p, s, (size_t)(end - s));
+            r = p->direct ? sse_direct_append(p, s, (size_t)(end - s))
+                          : sse_partial_line(p, s, (size_t)(end - s));
             goto out;
         }
 
+        bool direct = p->direct != 0;
         n = (size_t)(eol - s);
-        if (p->line.len) {
+        line = NULL;
+        if (direct) { /* the end of a data line whose value is in the event's data already */
+            r = sse_direct_append(p, s, n);
+            if (r >= 0)
+                r = data_append(p, "\n", 1);
+            p->direct = 0;
+            if (r < 0)
+                goto out;
+        } else if (p->line.len) {
             r = sse_line_append(p, s, n);
             if (r < 0)
                 goto out;
@@ -291,6 +389,8 @@ int sse_feed(struct sse_parser *p, const char *data, size_t len)
                 s++;
         }
 
+        if (direct)
+            continue;
         r = sse_line(p, line, n);
         if (p->line.len)
             buf_reset(&p->line);
@@ -307,7 +407,8 @@ out:
 void sse_end(struct sse_parser *p)
 {
     buf_reset(&p->line);
-    buf_reset(&p->data);
+    data_reset(p);
+    p->direct = 0;
     buf_reset(&p->type);
     buf_reset(&p->id);
     p->bom_checked = false;

@@ -8,7 +8,13 @@
  * over max_event is -E2BIG, and the stream must be dropped. One parser can outlive one HTTP
  * response, like an EventSource: sse_end finishes a stream and the next sse_feed starts a new
  * one, keeping the last event id and retry. docs/development.md, "Modules in detail", has the
- * rules as implemented, the note for MCP and the bounds. */
+ * rules as implemented, the note for MCP and the bounds.
+ *
+ * An event's data is built in a counted buffer (core/rblock.h) and handed out with it: the
+ * callback may set it as the buffer being delivered, so that a writer holds a big message where
+ * it lies instead of copying it; a held buffer is never written again (the next event gets
+ * another). The value of a data line split across chunks goes straight into that buffer, not
+ * through the line buffer first: a message of 8 MiB on one data line is one copy of it. */
 #pragma once
 
 #include <stdbool.h>
@@ -18,13 +24,16 @@
 #include "credkit/buf.h"
 #include "credkit/macro.h"
 
+struct rblock;
+
 struct sse_event {
     const char *type; /* "message" unless the event said otherwise; borrowed for the call */
     size_t type_len;  /* a type may hold NULs ("message\0x" is not "message"): compare with
                        * type_len == 7 && memcmp(type, "message", 7) == 0 */
     const char *data; /* NUL-terminated (data may hold NULs: data_len is the truth); borrowed */
     size_t data_len;
-    const char *id; /* the last event id after this event ("" when none); borrowed */
+    const char *id;       /* the last event id after this event ("" when none); borrowed */
+    struct rblock *block; /* the buffer data lies in (rblock.h): a writer may take a reference */
 };
 
 /* Return < 0 to stop parsing (sse_feed returns that value). */
@@ -32,8 +41,11 @@ typedef int (*sse_event_fn)(const struct sse_event *ev, void *userdata);
 
 /* Embedded value; fields are private to sse.c. */
 struct sse_parser {
-    struct buf line;    /* current partial line (or a partial BOM at the very start) */
-    struct buf data;    /* data of the event being built */
+    struct buf line;     /* current partial line (or a partial BOM at the very start) */
+    struct rblock *data; /* data of the event being built: [0, data_len) and a NUL, or NULL */
+    size_t data_len;
+    size_t data_max;    /* max_event + 1: a "\n" after every data line, the last one dropped */
+    size_t direct;      /* a partial data line's length so far, its value put in data: 0 none */
     struct buf type;    /* event type of the event being built */
     struct buf id;      /* the stream's last event ID buffer, set by id fields */
     struct buf last_id; /* last event id: the id buffer as of the last blank line */

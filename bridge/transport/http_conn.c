@@ -92,6 +92,14 @@ void http_emit_message(struct http_conn *u, const char *msg, size_t len, uint64_
     u->message_tag = 0; /* freed from inside, the memory lasts the iteration */
 }
 
+void http_emit_event(struct http_conn *u, const struct sse_event *ev, uint64_t tag)
+{
+    /* a writer that cannot take a big piece at once holds the event's buffer, as a framing's */
+    struct rblock *outer = rblock_set_delivering(ev->block);
+    http_emit_message(u, ev->data, ev->data_len, tag);
+    (void)rblock_set_delivering(outer);
+}
+
 uint64_t http_conn_message_tag(const struct http_conn *u)
 {
     return u->message_tag;
@@ -161,7 +169,7 @@ static int stream_event(const struct sse_event *ev, void *userdata)
             return k;
     } else if (ev->data_len > 0 && http_event_is(ev, "message")) {
         /* empty data: priming or keep-alive; the parser has recorded its id */
-        http_emit_message(u, ev->data, ev->data_len, 0);
+        http_emit_event(u, ev, 0);
     }
     return http_gone(u) ? -ECANCELED : 0;
 }
@@ -398,6 +406,7 @@ static void upstream_destroy(struct http_conn *u)
     free(u->challenge);
     sse_parser_release(&u->stream_sse);
     free(u);
+    rblock_user_remove(); /* after the answers' buffers: the spare goes with the last user */
 }
 
 static int check_spec(const struct http_conn_spec *spec, struct err *e)
@@ -429,6 +438,7 @@ int http_conn_new(struct loop *l, const struct http_conn_spec *spec,
     u = calloc(1, sizeof(*u));
     if (!u)
         return -ENOMEM;
+    rblock_user_add(); /* the answers' buffers may become the thread's spare: upstream_destroy */
     u->loop = l;
     u->h = *h;
     u->userdata = userdata;
@@ -436,7 +446,6 @@ int http_conn_new(struct loop *l, const struct http_conn_spec *spec,
     u->max_message = spec->max_message ? spec->max_message : HTTP_CONN_MAX_MESSAGE_DEFAULT;
     u->mode = spec->legacy_sse ? MODE_LEGACY_WAIT : MODE_STREAMABLE;
     list_init(&u->reqs);
-    buf_init(&u->spare, u->max_message);
     sse_parser_init(&u->stream_sse, u->max_message, u->max_message, stream_event, u);
     u->url = strdup(spec->url);
     http_tls_init(&u->tls);
@@ -497,12 +506,13 @@ void http_conn_abort(struct http_conn *u, uint64_t tag)
     tag_done(u, tag, 1u << HREQ_POST | 1u << HREQ_RESUME);
 }
 
-int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned flags, uint64_t tag,
-                   const char *const *hdrs)
+/* http_conn_send() and http_conn_send_take(): the message lent (msg) or given (*take, cap). */
+static int send_msg(struct http_conn *u, const char *msg, char **take, size_t len, size_t cap,
+                    unsigned flags, uint64_t tag, const char *const *hdrs)
 {
     int k;
 
-    if (!u || !msg || len == 0)
+    if (!u || !msg || len == 0 || (take && cap <= len))
         return -EINVAL;
     if (http_gone(u))
         return -ESHUTDOWN;
@@ -519,12 +529,17 @@ int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned fl
     struct http_req *r = http_req_new(u, HREQ_POST);
     if (!r)
         return -ENOMEM;
-    /* ours until the transfer ends: the caller's buffer is only lent for this call */
-    if (http_req_msg_reserve(r, len) < 0) {
+    if (take) { /* given: libcurl reads it where it is */
+        free(r->msg);
+        r->msg = *take;
+        r->msg_cap = cap;
+        *take = NULL;
+    } else if (http_req_msg_reserve(r, len) < 0) {
         http_req_free(r);
         return -ENOMEM;
+    } else { /* ours until the transfer ends: the caller's buffer is only lent for this call */
+        memcpy(r->msg, msg, len);
     }
-    memcpy(r->msg, msg, len);
     r->msg[len] = 0;
     r->len = len;
     r->flags = flags & (HTTP_CONN_INITIALIZE | HTTP_CONN_MODERN);
@@ -539,6 +554,18 @@ int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned fl
     if (k < 0)
         http_req_free(r);
     return k;
+}
+
+int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned flags, uint64_t tag,
+                   const char *const *hdrs)
+{
+    return send_msg(u, msg, NULL, len, 0, flags, tag, hdrs);
+}
+
+int http_conn_send_take(struct http_conn *u, char **msg, size_t len, size_t cap, unsigned flags,
+                        uint64_t tag, const char *const *hdrs)
+{
+    return send_msg(u, msg ? *msg : NULL, msg, len, cap, flags, tag, hdrs);
 }
 
 int http_conn_set_headers(struct http_conn *u, const char *const *headers)

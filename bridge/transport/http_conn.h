@@ -106,6 +106,11 @@ enum http_conn_send_flags {
  * HTTP_CONN_PENDING_MAX messages already wait for a legacy endpoint, -ENOMEM. */
 int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned flags, uint64_t tag,
                    const char *const *hdrs) _must_check_;
+/* http_conn_send() of *msg (malloc'd, cap > len bytes) without a copy: the transfer takes it and
+ * libcurl reads the body from it until the transfer is over. *msg is set to NULL when it was
+ * taken, whatever the result; what is left in *msg is the caller's to free. */
+int http_conn_send_take(struct http_conn *u, char **msg, size_t len, size_t cap, unsigned flags,
+                        uint64_t tag, const char *const *hdrs) _must_check_;
 
 /* Stops the POST sent with tag (its answer stream closed: how a 2026-07-28 client cancels a
  * request over HTTP); nothing more is reported about it. Unknown tags are ignored. */

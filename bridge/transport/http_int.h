@@ -36,6 +36,7 @@
 #include "credkit/strv.h"
 
 #include "core/loop.h"
+#include "core/rblock.h"
 #include "core/sse.h"
 #include "creds/cred_sign.h"
 #include "transport/http_conn.h"
@@ -80,6 +81,7 @@ enum http_req_body {
 #define HTTP_POOL_MAX  16            /* idle easy handles kept per upstream */
 #define HTTP_SPARE_MAX (64u * 1024u) /* an answer buffer larger than this is not kept */
 #define HTTP_HEAD_MAX  8             /* per-send headers put in front of a shared list */
+#define HTTP_ANS_MIN   (16u * 1024u) /* an answer buffer's first size: libcurl's reads */
 
 /* A header list (secrets) several transfers send: freed, wiped, by its last user. */
 struct http_hdrs {
@@ -111,7 +113,8 @@ struct http_req {
     size_t msg_cap;        /* msg's size: kept with the transfer when it is the upstream's spare */
     uint64_t tag;          /* the caller's, 0: none */
     uint64_t seq;          /* order of creation */
-    struct buf json;       /* BODY_JSON */
+    struct rblock *ans;    /* BODY_JSON: [0, ans_len) and a NUL, held by writers (rblock.h) */
+    size_t ans_len;        /* NULL ans: no byte read yet */
     struct sse_parser sse; /* BODY_SSE of a POST and its resumptions (not the GET stream) */
     char *sid;             /* SESSION_OFFERED: the initialize answer's MCP-Session-Id */
     char *challenge;       /* the answer's (first) WWW-Authenticate, NULL */
@@ -186,7 +189,7 @@ struct http_conn {
     size_t easy_inits;             /* easy handles created (http_conn_easy_inits()) */
     struct http_hdrs *post_hdrs;   /* the plain POST's headers, NULL: built at the next one */
     struct http_hdrs *modern_hdrs; /* a 2026-07-28 POST's (no session), likewise */
-    struct buf spare;              /* an emptied answer buffer for the next transfer */
+    struct rblock *spare;          /* an emptied answer buffer for the next transfer */
     struct http_req *spare_req;    /* a freed transfer and its message buffer, for the next one */
 };
 
@@ -200,6 +203,8 @@ void http_stream_set(struct http_conn *u, enum http_stream to, struct http_req *
 /* Callbacks to the caller, each only while the upstream is open. */
 /* tag: the request on whose answer the message came (0: the GET stream) */
 void http_emit_message(struct http_conn *u, const char *msg, size_t len, uint64_t tag);
+/* An event's data as a message, delivered from the parser's buffer (rblock_set_delivering). */
+void http_emit_event(struct http_conn *u, const struct sse_event *ev, uint64_t tag);
 void http_emit_error(struct http_conn *u, int error, uint64_t tag);
 void http_emit_close(struct http_conn *u, int reason);
 /* Starts what can start, from the loop (the embedded deferred call, in this iteration's
@@ -261,11 +266,19 @@ CURL *http_easy_take(struct http_conn *u, const char *url, bool *ret_ready);
 /* r's easy handle, off the multi handle, back to u's pool when it is set up for u->url and
  * there is room, else freed. r->easy is NULL after. */
 void http_easy_give_back(struct http_req *r);
-/* A new answer buffer in *ret: u's spare storage when it has one. */
-void http_spare_take(struct http_conn *u, struct buf *ret);
-/* r's answer buffer, emptied, kept as u's spare unless it grew above HTTP_SPARE_MAX (then
- * freed: a large answer's memory is given back). */
+/* r's answer buffer: u's spare one when it has one. */
+void http_spare_take(struct http_req *r);
+/* r's answer buffer, emptied, kept as u's spare unless it grew above HTTP_SPARE_MAX or is
+ * held by a writer (then r's reference is dropped: a large one becomes the thread's spare,
+ * rblock.h, for the next big message, or is given back). */
 void http_spare_give_back(struct http_req *r);
+/* Room in r's answer buffer for len more bytes and a NUL; want (0: unknown) is what the whole
+ * answer is announced to be, and sizes the buffer at its first byte. A buffer that grows past
+ * RBLOCK_MAP is the thread's spare or a mapping of its own, grown without a copy. -E2BIG past
+ * u->max_message, -ENOMEM. */
+int http_ans_reserve(struct http_req *r, size_t len, size_t want) _must_check_;
+/* What was read of r's answer goes; its buffer stays unless a writer holds it. */
+void http_ans_reset(struct http_req *r);
 
 /* A zeroed transfer: u's spare one when it has one (its message buffer kept in r->msg,
  * r->msg_cap, and its SSE parser's buffers in r->sse: *ret_sse_ready, to be reused with

@@ -86,14 +86,69 @@ void http_easy_give_back(struct http_req *r)
 void http_spare_give_back(struct http_req *r)
 {
     struct http_conn *u = r->u;
-    if (!u || u->state == HTTP_DEAD || u->spare.data || !r->json.data ||
-        r->json.cap > HTTP_SPARE_MAX) {
-        buf_release(&r->json);
+    struct rblock *b = r->ans;
+    bool alive = u && u->state != HTTP_DEAD;
+
+    r->ans = NULL;
+    r->ans_len = 0;
+    if (!b)
+        return;
+    if (alive && !u->spare && b->refs == 1 && b->cap <= HTTP_SPARE_MAX) {
+        u->spare = b;
         return;
     }
-    buf_reset(&r->json);
-    u->spare = r->json;
-    buf_init(&r->json, u->max_message);
+    /* a big one is kept while big messages follow each other: the agent's next request, or
+     * the next answer, is read into its pages (the framing gives it back after a small line) */
+    rblock_put(b, alive);
+}
+
+/* An answer buffer of at least cap bytes (r's first): u's spare is taken at r's start. */
+static struct rblock *ans_new(size_t cap)
+{
+    struct rblock *b = cap > RBLOCK_MAP ? rblock_spare_take(cap) : NULL;
+    return b ? b : rblock_new(cap);
+}
+
+int http_ans_reserve(struct http_req *r, size_t len, size_t want)
+{
+    size_t max = r->u->max_message;
+    struct rblock *b = r->ans;
+
+    if (len > max || r->ans_len > max - len)
+        return -E2BIG;
+    size_t need = r->ans_len + len + 1;
+    if (b && b->cap >= need)
+        return 0;
+    size_t cap = b ? b->cap : HTTP_ANS_MIN;
+    if (!b && want >= need && want <= max)
+        cap = want + 1; /* Content-Length: one buffer of the right size, never grown */
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    if (cap > max + 1)
+        cap = max + 1; /* need <= max + 1 */
+    if (!b || (cap > RBLOCK_MAP && !b->mapped)) {
+        /* the first buffer, or a small one outgrown: a big one is the spare's or a mapping */
+        struct rblock *n = ans_new(cap);
+        if (!n)
+            return -ENOMEM;
+        if (b) {
+            memcpy(n->data, b->data, r->ans_len);
+            rblock_put(b, false);
+        }
+        r->ans = n;
+        return 0;
+    }
+    /* read into by no one else: a writer holds an answer only once it is delivered */
+    return rblock_grow(&r->ans, cap, r->ans_len);
+}
+
+void http_ans_reset(struct http_req *r)
+{
+    if (r->ans && r->ans->refs > 1) { /* delivered, and held by a writer: never written over */
+        rblock_put(r->ans, true);
+        r->ans = NULL;
+    }
+    r->ans_len = 0;
 }
 
 void http_pool_release(struct http_conn *u)
@@ -101,7 +156,8 @@ void http_pool_release(struct http_conn *u)
     while (u->n_pool > 0)
         curl_easy_cleanup(u->pool[--u->n_pool]);
     http_hdrs_changed(u);
-    buf_release(&u->spare);
+    rblock_put(u->spare, false);
+    u->spare = NULL;
     if (u->spare_req) {
         sse_parser_release(&u->spare_req->sse);
         free(u->spare_req->msg);
@@ -151,11 +207,9 @@ int http_req_msg_reserve(struct http_req *r, size_t len)
     return 0;
 }
 
-void http_spare_take(struct http_conn *u, struct buf *ret)
+void http_spare_take(struct http_req *r)
 {
-    buf_init(ret, u->max_message);
-    if (!u->spare.data)
-        return;
-    *ret = u->spare; /* the last answer's storage, empty */
-    buf_init(&u->spare, u->max_message);
+    r->ans = r->u->spare; /* the last answer's storage, empty (or NULL) */
+    r->ans_len = 0;
+    r->u->spare = NULL;
 }

@@ -143,7 +143,7 @@ static int req_event(const struct sse_event *ev, void *userdata)
     if (ev->id[0])
         r->ids++;
     if (ev->data_len > 0 && http_event_is(ev, "message"))
-        http_emit_message(u, ev->data, ev->data_len, r->tag);
+        http_emit_event(u, ev, r->tag);
     return http_gone(u) || r->state == HREQ_STOPPED ? -ECANCELED : 0;
 }
 
@@ -159,7 +159,7 @@ struct http_req *http_req_new(struct http_conn *u, enum http_req_kind kind)
     r->state = HREQ_QUEUED;
     r->seq = ++u->seq;
     r->signed_hdrs = (struct strv)STRV_INIT;
-    http_spare_take(u, &r->json);
+    http_spare_take(r);
     if (sse_ready) /* the spare transfer's: same upstream, same bounds */
         sse_parser_reuse(&r->sse, req_event, r, HTTP_SPARE_MAX);
     else
@@ -244,7 +244,7 @@ void http_req_reset(struct http_req *r)
     free(r->challenge);
     r->challenge = NULL;
     r->new_nonce = false;
-    buf_reset(&r->json);
+    http_ans_reset(r);
     sse_end(&r->sse);
 }
 
@@ -341,6 +341,16 @@ static bool req_live(const struct http_req *r)
     return u->state == HTTP_OPEN || r->kind == HREQ_DELETE;
 }
 
+/* The answer's Content-Length, 0 when it has none (chunked) */
+static size_t announced(const struct http_req *r)
+{
+    curl_off_t n = -1;
+    if (curl_easy_getinfo(r->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &n) != CURLE_OK || n <= 0 ||
+        (uint64_t)n > SIZE_MAX - 1)
+        return 0;
+    return (size_t)n;
+}
+
 static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata)
 {
     struct http_req *r = userdata;
@@ -364,9 +374,12 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata)
         }
         return len;
     case BODY_JSON:
-        k = buf_append(&r->json, p, len);
+        k = http_ans_reserve(r, len, r->ans_len ? 0 : announced(r));
         if (k < 0)
             goto fail;
+        memcpy(r->ans->data + r->ans_len, p, len);
+        r->ans_len += len;
+        r->ans->data[r->ans_len] = 0;
         return len;
     case BODY_SSE:
         k = sse_feed(r->kind == HREQ_GET ? &u->stream_sse : &r->sse, p, len);
@@ -458,8 +471,8 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *userdata)
 void http_req_deliver_json(struct http_req *r)
 {
     struct http_conn *u = r->u;
-    const char *p = r->json.data;
-    size_t len = r->json.len;
+    const char *p = r->ans ? r->ans->data : "";
+    size_t len = r->ans_len;
     size_t i = 0;
 
     while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
@@ -467,7 +480,11 @@ void http_req_deliver_json(struct http_req *r)
     if (i == len)
         return; /* 200 with an empty body */
     if (p[i] != '[') {
-        http_emit_message(u, p, len, r->tag); /* one message: the caller parses it */
+        /* one message: the caller parses it, and a writer that cannot take a big piece of it
+         * at once holds the buffer instead of copying (as for a framing's reads) */
+        struct rblock *outer = rblock_set_delivering(r->ans);
+        http_emit_message(u, p, len, r->tag);
+        (void)rblock_set_delivering(outer);
         return;
     }
     /* a 2025-03-26 server's batch answer: each element on its own */
@@ -825,7 +842,7 @@ int http_req_start(struct http_req *r)
 static void modern_refusal(struct http_req *r)
 {
     struct json_object *o = NULL, *err = NULL, *id = NULL;
-    if (json_parse(r->json.data, r->json.len, r->u->max_message, &o, NULL) < 0 ||
+    if (!r->ans || json_parse(r->ans->data, r->ans_len, r->u->max_message, &o, NULL) < 0 ||
         !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, "error", &err) ||
         !json_object_is_type(err, json_type_object)) {
         json_object_put(o);

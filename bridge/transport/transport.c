@@ -21,6 +21,16 @@ int transport_send(struct transport *t, const char *msg, size_t len, unsigned fl
     return t->ops->send(t, msg, len, flags, tag);
 }
 
+int transport_send_take(struct transport *t, char **msg, size_t len, size_t cap, unsigned flags,
+                        uint64_t tag)
+{
+    if (!t)
+        return -ENOTCONN;
+    if (t->ops->send_take)
+        return t->ops->send_take(t, msg, len, cap, flags, tag);
+    return t->ops->send(t, *msg, len, flags, tag);
+}
+
 int transport_send_hdrs(struct transport *t, const char *msg, size_t len, unsigned flags,
                         uint64_t tag, const char *const *hdrs)
 {

@@ -75,6 +75,11 @@ struct transport_ops {
      * (framing_sendv_held()). Optional: a wire without it (HTTP) is sent the message whole. */
     int (*sendv)(struct transport *t, const struct iovec *iov, int n, struct rblock *held,
                  unsigned flags, uint64_t tag);
+    /* send of *msg (malloc'd, cap > len bytes), taken instead of copied by a wire that keeps a
+     * message until it is sent (HTTP: the request's body): *msg is NULL when it was taken,
+     * whatever the result; what is left is the caller's. Optional: without it, send. */
+    int (*send_take)(struct transport *t, char **msg, size_t len, size_t cap, unsigned flags,
+                     uint64_t tag);
     /* Gives up on the request sent with tag by the wire's own means (HTTP: its answer stream
      * is closed). Optional: NULL when the wire has none (stdio: notifications/cancelled). */
     void (*abort)(struct transport *t, uint64_t tag);
@@ -142,6 +147,10 @@ int transport_http_open(const struct transport_spec *spec, const struct transpor
 /* The ops, NULL-safe where that makes sense (a NULL transport: -ENOTCONN). */
 int transport_send(struct transport *t, const char *msg, size_t len, unsigned flags,
                    uint64_t tag) _must_check_;
+/* transport_send() of a malloc'd message (cap > len bytes) a wire may take instead of copying
+ * (ops.send_take): *msg is NULL when taken; what is left is the caller's to free. */
+int transport_send_take(struct transport *t, char **msg, size_t len, size_t cap, unsigned flags,
+                        uint64_t tag) _must_check_;
 /* transport_send() with extra headers for a wire that has them (ignored by one that has not). */
 int transport_send_hdrs(struct transport *t, const char *msg, size_t len, unsigned flags,
                         uint64_t tag, const char *const *hdrs) _must_check_;

@@ -229,8 +229,16 @@ static int send_request_text(struct upstream *u, struct upstream_call *c)
             r = transport_sendv(t, p.iov, p.n, p.held, c->flags, (uint64_t)c->id);
     } else {
         r = jrpc_write_request(b, c->id, c->method, c->params);
-        if (r >= 0)
+        if (r >= 0 && b->cap > UP_WBUF_KEEP) {
+            /* given back below anyway: handed to a wire that keeps it while it is sent (HTTP)
+             * instead of copied there */
+            size_t len = b->len, cap = b->cap;
+            char *text = buf_detach(b);
+            r = transport_send_take(t, &text, len, cap, c->flags, (uint64_t)c->id);
+            free(text);
+        } else if (r >= 0) {
             r = transport_send(t, b->data, b->len, c->flags, (uint64_t)c->id);
+        }
     }
     /* the transport has the bytes now (sent, or copied into its queue): a large request's
      * buffer is given back at once */

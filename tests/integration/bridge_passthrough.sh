@@ -5,7 +5,11 @@
 # reach the server byte for byte (the agent's spacing, key order and escapes kept; in serve mode
 # only the name, its prefix dropped), and the server's result line reaches the agent byte for
 # byte but for the id, at 100 B, 1 MiB and (connect) 8 MiB. The server's stdin and stdout are
-# recorded through tee. No process of this test may be left.
+# recorded through tee. The same through `connect URL` to the SDK's Streamable HTTP server (an
+# echo tool as server-everything's, its request and answer bodies recorded as they cross the
+# socket), answering with JSON and with event streams, at 100 B, 1 MiB and 8 MiB: the result
+# goes to the agent from the buffer the answer was read into. No process of this test may be
+# left.
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/bridge.sh"
 
@@ -28,7 +32,9 @@ import { createInterface } from 'node:readline';
 
 const [bridge, config, mode, tag, ...sizes] = process.argv.slice(2);
 const root = tag;
-const args = ['-q', '--config', config, ...(mode === 'connect' ? ['connect', 'everything'] : ['serve'])];
+// http-*: config is the server's URL
+const args = mode.startsWith('http') ? ['-q', 'connect', config]
+  : ['-q', '--config', config, ...(mode === 'connect' ? ['connect', 'everything'] : ['serve'])];
 const child = spawn(bridge, args, { stdio: ['pipe', 'pipe', 'inherit'] });
 const lines = createInterface({ input: child.stdout, crlfDelay: Infinity });
 const waiting = new Map();
@@ -93,14 +99,103 @@ await new Promise((ok) => child.on('exit', ok));
 process.exit(failed ? 1 : 0);
 EOF2
 
-for mode in connect serve; do
+cat >"$T_ROOT/http-server.mjs" <<'EOF2'
+// The SDK's McpServer behind StreamableHTTPServerTransport on 127.0.0.1 (a free port), with an
+// echo tool answering as server-everything's; /json answers with application/json, /sse with
+// event streams. Each request body is appended to $REC/in.log as a line, each answer's message
+// (the JSON body, or each event's data) to $REC/out.log, as they cross the socket. Prints
+// "READY URL" (of /json) once it listens.
+import { randomUUID } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const rec = process.env.REC;
+const req = createRequire(path.join(process.env.PEERS, 'package.json'));
+const imp = (spec) => import(pathToFileURL(req.resolve(spec)).href);
+const { McpServer } = await imp('@modelcontextprotocol/sdk/server/mcp.js');
+const { StreamableHTTPServerTransport } = await imp('@modelcontextprotocol/sdk/server/streamableHttp.js');
+const z = await imp('zod/v4');
+
+const sessions = new Map();
+async function newSession(json) {
+  const server = new McpServer({ name: 'passthrough-http', version: '1.0.0' });
+  server.registerTool('echo', { description: 'Echoes the message', inputSchema: { message: z.string() } },
+    async ({ message }) => ({ content: [{ type: 'text', text: `Echo: ${message}` }] }));
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    enableJsonResponse: json,
+    onsessioninitialized: (id) => sessions.set(id, transport),
+  });
+  await server.connect(transport);
+  return transport;
+}
+// what the transport writes, recorded once the answer is complete
+function record(response) {
+  const chunks = [];
+  const write = response.write.bind(response), end = response.end.bind(response);
+  response.write = (c, ...rest) => { if (c) chunks.push(Buffer.from(c)); return write(c, ...rest); };
+  response.end = (c, ...rest) => {
+    if (c && typeof c !== 'function') chunks.push(Buffer.from(c));
+    const body = Buffer.concat(chunks).toString('utf8');
+    // the transport sets its headers with writeHead: an event stream is told by its lines
+    const sse = /^(event|data|id):/.test(body);
+    const messages = sse ? body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6))
+      : body ? [body] : [];
+    for (const m of messages) appendFileSync(`${rec}/out.log`, m + '\n');
+    return end(c, ...rest);
+  };
+}
+const http = createServer(async (request, response) => {
+  try {
+    const json = request.url.startsWith('/json');
+    const sid = request.headers['mcp-session-id'];
+    let transport = sid ? sessions.get(sid) : undefined;
+    if (request.method !== 'POST') {
+      if (!transport) { response.writeHead(sid ? 404 : 400).end(); return; }
+      await transport.handleRequest(request, response);
+      return;
+    }
+    const chunks = [];
+    for await (const c of request) chunks.push(c);
+    const text = Buffer.concat(chunks).toString('utf8');
+    appendFileSync(`${rec}/in.log`, text + '\n');
+    if (!transport) {
+      if (sid) { response.writeHead(404).end(); return; }
+      transport = await newSession(json);
+    }
+    record(response);
+    await transport.handleRequest(request, response, JSON.parse(text));
+  } catch (e) {
+    process.stderr.write(`${e.stack}\n`);
+    if (!response.headersSent) response.writeHead(500).end();
+  }
+});
+http.listen(0, '127.0.0.1', () => process.stdout.write(`READY http://127.0.0.1:${http.address().port}/json\n`));
+process.on('SIGTERM', () => process.exit(0));
+EOF2
+
+# the HTTP server, started from T_ROOT by a command line without it: the drivers' check for
+# processes left behind looks for T_ROOT, and the server outlives each driver
+(cd "$T_ROOT" && REC="$T_ROOT" PEERS="$PEERS_DIR" exec node http-server.mjs >http.out 2>http.log </dev/null) &
+T_PEER_PIDS+=("$!")
+http_ready() { grep -q '^READY ' "$T_ROOT/http.out" 2>/dev/null; }
+wait_until 30 "the HTTP server" http_ready
+json_url=$(sed -n 's/^READY //p' "$T_ROOT/http.out")
+
+for mode in connect serve http-json http-sse; do
     sizes="100 1048576"
-    [ "$mode" = connect ] && sizes="$sizes 8388608"
+    [ "$mode" = serve ] || sizes="$sizes 8388608"
+    target="$T_ROOT/mcp.json"
+    [ "$mode" = http-json ] && target=$json_url
+    [ "$mode" = http-sse ] && target=${json_url%/json}/sse
     : >"$T_ROOT/in.log"
     : >"$T_ROOT/out.log"
     # shellcheck disable=SC2086
     driver "$mode" /dev/null "$(realpath --relative-to="$PEERS_DIR" "$T_ROOT/agent.mjs")" \
-        "$MCP_BRIDGE_BIN" "$T_ROOT/mcp.json" "$mode" "$T_ROOT" $sizes
+        "$MCP_BRIDGE_BIN" "$target" "$mode" "$T_ROOT" $sizes
 done
 
 bridge_done "the pass-through"

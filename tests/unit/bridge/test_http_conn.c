@@ -5,11 +5,14 @@
  * around it, sessions that change, headers replaced within a session after a 401, and the
  * request each message came for (two calls answered at once, each on its own stream), and what
  * is kept across requests (one easy handle and one connection for sequential requests; a
- * rotated secret, a new protocol version or session on the very next request). The
+ * rotated secret, a new protocol version or session on the very next request), and answers of
+ * every size handed on from the buffer they were read into, which a writer may hold while the
+ * next answers arrive (with and without Content-Length). The
  * resumption of answers is test_http_resume.c's, the legacy transport test_http_legacy.c's. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "core/rblock.h"
 #include "http_fixture.h"
 #include "httpd.h" /* also named here: CMake links libmicrohttpd to tests that include it */
 
@@ -293,9 +296,79 @@ static enum MHD_Result reuse_req(struct MHD_Connection *c, struct upload *u)
                                    : NULL);
 }
 
+/* /big: the answer to id N is a result whose text is big_len(N) bytes of one letter, chunked
+ * (no Content-Length) for the tool "chunked" */
+static size_t big_len(int id)
+{
+    static const size_t lens[] = {0, 100, 300 * 1024, 1024 * 1024, 50, 3 * 1024 * 1024 + 7};
+    return id > 0 && id < (int)(sizeof(lens) / sizeof(lens[0])) ? lens[id] : 1;
+}
+
+struct big_body {
+    char *text;
+    size_t len;
+};
+
+static ssize_t big_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct big_body *b = cls;
+    size_t off = (size_t)pos;
+    if (off >= b->len)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t n = b->len - off < max ? b->len - off : max;
+    n = n > 7000 ? 7000 : n; /* small, uneven chunks */
+    memcpy(buf, b->text + off, n);
+    return (ssize_t)n;
+}
+
+static void big_free(void *cls)
+{
+    struct big_body *b = cls;
+    free(b->text);
+    free(b);
+}
+
+static char *big_text(int id, size_t *ret_len)
+{
+    size_t n = big_len(id);
+    char *s = malloc(n + 128);
+    if (!s)
+        return NULL;
+    int head = snprintf(s, 128, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"t\":\"", id);
+    memset(s + head, 'a' + id, n);
+    memcpy(s + (size_t)head + n, "\"}}", 4);
+    *ret_len = (size_t)head + n + 3;
+    return s;
+}
+
+static enum MHD_Result big_req(struct MHD_Connection *c, struct upload *u)
+{
+    char name[F], tool[F];
+    int id = msg_id(u->data ? u->data : "", u->len, NULL);
+    parse_post(u, name, tool);
+    struct big_body *b = calloc(1, sizeof(*b));
+    if (!b || !(b->text = big_text(id, &b->len))) {
+        free(b);
+        return MHD_NO;
+    }
+    if (strcmp(tool, "chunked") == 0)
+        return httpd_queue(
+            c, 200, "application/json", NULL,
+            MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, big_read, b, big_free));
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(b->len, b->text, MHD_RESPMEM_MUST_FREE);
+    if (!r)
+        big_free(b);
+    else
+        free(b);
+    return httpd_queue(c, 200, "application/json", NULL, r);
+}
+
 static enum MHD_Result fx_route(struct MHD_Connection *conn, const char *url, const char *method,
                                 struct upload *u)
 {
+    if (strcmp(url, "/big") == 0 && strcmp(method, "POST") == 0)
+        return big_req(conn, u);
     if (strcmp(url, "/reuse") == 0 && strcmp(method, "POST") == 0)
         return reuse_req(conn, u);
     if (strcmp(url, "/tags") == 0 && strcmp(method, "POST") == 0)
@@ -1074,5 +1147,147 @@ static void test_modern_headers(void)
     loop_free(c.loop);
 }
 
+/* ---- answers handed on from where they were read ---------------------------------------- */
+
+struct bclient {
+    struct loop *loop; /* first: fx_guard */
+    struct http_conn *u;
+    int answered, errors;
+    bool whole[8], in_block[8];
+    struct rblock *held[8]; /* a writer's reference, as framing_sendv() takes one */
+    const char *text[8];
+    size_t len[8];
+};
+
+static void b_message(const char *msg, size_t len, void *userdata)
+{
+    struct bclient *c = userdata;
+    size_t want = 0;
+    int id = msg_id(msg, len, NULL);
+    char *text = big_text(id, &want);
+    if (id > 0 && id < 8) {
+        c->whole[id] = text && len == want && memcmp(msg, text, len) == 0 && msg[len] == 0;
+        c->in_block[id] = rblock_holds(rblock_delivering(), msg, len);
+        if (c->in_block[id]) {
+            c->held[id] = rblock_delivering();
+            rblock_get(c->held[id]);
+            c->text[id] = msg;
+            c->len[id] = len;
+        }
+    }
+    free(text);
+    c->answered++;
+    loop_quit(c->loop, 0);
+}
+
+static void b_error(int error, uint64_t tag, void *userdata)
+{
+    struct bclient *c = userdata;
+    fprintf(stderr, "unexpected error %d for tag %llu\n", error, (unsigned long long)tag);
+    c->errors++;
+    loop_quit(c->loop, error);
+}
+
+/* A JSON answer is delivered from the buffer libcurl's bytes were read into (no copy), and a
+ * writer may keep a reference to it: the answers after it go into other buffers, and it stays
+ * as it was until let go of. Sizes across the mapped threshold, with Content-Length (one buffer
+ * of that size) and without (grown as the chunks come). */
+static void test_answer_buffers(void)
+{
+    struct bclient c = {0};
+    struct loop_timer *t = NULL;
+    char url[128], msg[160];
+    const struct http_conn_handler h = {.on_message = b_message, .on_error = b_error};
+
+    fx_url(url, sizeof(url), "/big");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url, .timeout_ms = 10000, .max_message = 4u << 20};
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 20000, fx_guard, &c, &t), 0);
+    for (int id = 1; id <= 5; id++) {
+        snprintf(msg, sizeof(msg),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                 "\"params\":{\"name\":\"%s\"}}",
+                 id, id == 3 || id == 5 ? "chunked" : "plain");
+        CHECK_INT(http_conn_send(c.u, msg, strlen(msg), 0, (uint64_t)id, NULL), 0);
+        CHECK_INT(loop_run(c.loop), 0);
+        CHECK_INT(c.answered, id);
+    }
+    CHECK_INT(c.errors, 0);
+    CHECK(rblock_delivering() == NULL); /* set only around the call */
+    for (int id = 1; id <= 5; id++) {
+        size_t want = 0;
+        char *text = big_text(id, &want);
+        CHECK(c.whole[id]);
+        CHECK(c.in_block[id]);
+        /* held while the later answers came: never written over */
+        CHECK(c.len[id] == want && text && c.text[id] && memcmp(c.text[id], text, want) == 0);
+        free(text);
+    }
+    for (int id = 1; id <= 5; id++)
+        for (int j = id + 1; j <= 5; j++)
+            CHECK(c.held[id] != c.held[j]);
+    for (int id = 1; id <= 5; id++)
+        rblock_put(c.held[id], false);
+
+    loop_timer_cancel(t);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+}
+
+/* A message given to the transfer (http_conn_send_take) is sent whole from where it lies; one
+ * refused is left to the caller. */
+static void test_send_take(void)
+{
+    struct rclient c = {0};
+    struct loop_timer *t = NULL;
+    char url[128];
+    const struct http_conn_handler h = {.on_message = r_message, .on_error = r_error};
+    const size_t lens[] = {200 * 1024, 90};
+
+    pthread_mutex_lock(&fx_mu);
+    memset(&reuse, 0, sizeof(reuse));
+    pthread_mutex_unlock(&fx_mu);
+    fx_url(url, sizeof(url), "/reuse");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url, .timeout_ms = 5000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 10000, fx_guard, &c, &t), 0);
+    for (int i = 0; i < 2; i++) {
+        size_t len = lens[i], cap = len + 100;
+        char *m = malloc(cap);
+        CHECK(m != NULL);
+        if (!m)
+            exit(2);
+        int head = snprintf(m, cap,
+                            "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                            "\"params\":{\"name\":\"echo\",\"x\":\"",
+                            i + 1);
+        memset(m + head, 'y', len - (size_t)head - 3);
+        memcpy(m + len - 3, "\"}}", 3);
+        memset(m + len, '#', cap - len); /* no NUL after it: the transfer writes one */
+        CHECK_INT(http_conn_send_take(c.u, &m, len, len, 0, (uint64_t)i + 1, NULL), -EINVAL);
+        CHECK(m != NULL); /* refused: still the caller's */
+        CHECK_INT(http_conn_send_take(c.u, &m, len, cap, 0, (uint64_t)i + 1, NULL), 0);
+        CHECK(m == NULL);
+        c.want = c.answered + 1;
+        CHECK_INT(loop_run(c.loop), 0);
+    }
+    CHECK_INT(c.errors, 0);
+    pthread_mutex_lock(&fx_mu);
+    CHECK_INT(reuse.n, 2);
+    for (int i = 0; i < 2; i++) {
+        CHECK(reuse.body_ok[i]);
+        CHECK_INT(reuse.len[i], lens[i]);
+        CHECK_INT(reuse.id[i], i + 1);
+    }
+    pthread_mutex_unlock(&fx_mu);
+
+    loop_timer_cancel(t);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+}
+
 TESTS_MAIN(test_sessions, test_free_in_callback, test_refused_and_bad_spec, test_order_and_sessions,
-           test_headers_and_challenge, test_message_tag, test_reuse, test_modern_headers)
+           test_headers_and_challenge, test_message_tag, test_reuse, test_modern_headers,
+           test_answer_buffers, test_send_take)

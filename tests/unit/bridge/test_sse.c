@@ -6,6 +6,7 @@
 
 #include "credkit/buf.h"
 
+#include "core/rblock.h"
 #include "core/sse.h"
 #include "tests.h"
 
@@ -555,9 +556,9 @@ static void test_reuse(void)
     CHECK_INT(sse_feed(&p, first, strlen(first)), 0);
     CHECK_STR(sse_last_id(&p), "4");
     CHECK(sse_retry_ms(&p) == 9);
-    const char *kept = p.data.data;
+    const struct rblock *kept = p.data;
     sse_parser_reuse(&p, rec_fn, &b, 1024);
-    CHECK(p.data.data == kept); /* its storage, kept */
+    CHECK(p.data == kept); /* its storage, kept */
     CHECK_STR(sse_last_id(&p), "");
     CHECK(sse_retry_ms(&p) == -1);
     CHECK_INT(sse_feed(&p, second, strlen(second)), 0);
@@ -579,7 +580,75 @@ static void test_reuse(void)
     buf_release(&b.log);
 }
 
+/* big events: each one's data in the buffer handed out with it, which the callback may hold */
+struct held {
+    int n;
+    struct rblock *block[4];
+    const char *data[4];
+    size_t len[4];
+};
+
+static int hold_fn(const struct sse_event *ev, void *userdata)
+{
+    struct held *h = userdata;
+    CHECK(rblock_holds(ev->block, ev->data, ev->data_len + 1)); /* and its NUL */
+    if (h->n < 4 && ev->block) {
+        rblock_get(ev->block);
+        h->block[h->n] = ev->block;
+        h->data[h->n] = ev->data;
+        h->len[h->n] = ev->data_len;
+    }
+    h->n++;
+    return 0;
+}
+
+/* A data line of megabytes, split across chunks of every kind (the value goes straight into the
+ * event's data once "data:" is seen), then a second data line of the same event, then other
+ * events: each event's data whole, in its own buffer, and a held buffer never written again. */
+static void test_big_events(void)
+{
+    const size_t big = 3 * 1024 * 1024 + 5;
+    const size_t steps[] = {1, 3, 6, 7, 4096, 16384, 70001};
+    char *in = malloc(big + 64), *want = malloc(big + 16);
+    CHECK(in && want);
+    if (!in || !want)
+        exit(2);
+    for (size_t i = 0; i < big; i++)
+        want[i] = (char)('a' + i % 26);
+    for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+        size_t step = steps[k], n = 0;
+        n += (size_t)sprintf(in + n, "data: ");
+        memcpy(in + n, want, big);
+        n += big;
+        n += (size_t)sprintf(in + n, "\ndata:tail\n\nid: 2\ndata:x\n\ndata: %.5s\n\n", want);
+        struct sse_parser p;
+        struct held h = {0};
+        sse_parser_init(&p, big + 16, big + 16, hold_fn, &h);
+        /* step 1: byte by byte over the first bytes and the end, the middle in one chunk */
+        for (size_t off = 0; off < n;) {
+            size_t c = step;
+            if (step == 1 && off >= 64 && off < n - 64)
+                c = n - 64 - off;
+            if (c > n - off)
+                c = n - off;
+            CHECK_INT(sse_feed(&p, in + off, c), 0);
+            off += c;
+        }
+        CHECK_INT(h.n, 3);
+        CHECK(h.len[0] == big + 5 && memcmp(h.data[0], want, big) == 0 &&
+              memcmp(h.data[0] + big, "\ntail", 5) == 0);
+        CHECK(h.len[1] == 1 && h.data[1][0] == 'x');
+        CHECK(h.len[2] == 5 && memcmp(h.data[2], want, 5) == 0);
+        CHECK(h.block[0] != h.block[1] && h.block[1] != h.block[2] && h.block[0] != h.block[2]);
+        for (int i = 0; i < 3; i++)
+            rblock_put(h.block[i], false);
+        sse_parser_release(&p);
+    }
+    free(in);
+    free(want);
+}
+
 TESTS_MAIN(test_spec_stock, test_spec_blocks, test_spec_two_events, test_spec_space, test_fields,
            test_line_ends, test_chunking, test_crlf_split, test_bom, test_retry, test_id,
            test_id_commit, test_types, test_mcp, test_bounds, test_fn_error, test_end,
-           test_large_linear, test_reuse)
+           test_large_linear, test_reuse, test_big_events)

@@ -1,18 +1,22 @@
-/* rblock_int.h - framing.c's read buffers: counted references, big ones mapped, two spares.
+/* rblock.h - counted read buffers: the bytes a message was read into, held instead of copied.
  *
- * A framing reads into a buffer and hands messages to on_message as pointers into it. A writer
- * that cannot write a big piece of such a message at once takes a reference to the buffer
- * instead of copying the piece (framing_sendv), and so does the stand-in of a big request's
- * params (jsonrpc.c) until its call is answered; a buffer with more than one reference is never
- * moved or written over, its reader goes on in another. Buffers bigger than RBLOCK_MAP are
- * mappings of their own (mmap: grown by mremap without a copy, their pages given back to the
- * system when freed). The last reference to a big buffer may keep it as one of the thread's two
- * spares, which the next framings to read a big message take: a big call's request (held by
- * the call while its result is read) and its result, instead of a buffer kept per framing and
- * direction, or a fresh mapping and its page faults for every result.
+ * Whoever reads messages into a buffer of its own and hands them on as pointers into it may
+ * use these: framing.c for newline-delimited input, and the transports' answer buffers (an
+ * HTTP answer's body). A writer that cannot write a big piece of such a message at once takes
+ * a reference to the buffer instead of copying the piece (framing_sendv), and so does the
+ * stand-in of a big request's params (jsonrpc.c) until its call is answered; a buffer with more
+ * than one reference is never moved or written over, its reader goes on in another. The
+ * reader sets the buffer as the one being delivered (rblock_set_delivering) around the call
+ * that hands a message on, so that a writer down the line can tell a piece it may hold.
+ * Buffers bigger than RBLOCK_MAP are mappings of their own (mmap: grown by mremap without a
+ * copy, their pages given back to the system when freed). The last reference to a big buffer
+ * may keep it as one of the thread's two spares, which the next readers of a big message take:
+ * a big call's request (held by the call while its result is read) and its result, instead of
+ * a buffer kept per reader and direction, or a fresh mapping and its page faults for every
+ * result.
  *
  * The spares and the buffer being delivered are the thread's (the bridge has one loop on one
- * thread): not thread-safe across framings of different threads sharing buffers. */
+ * thread): not thread-safe across readers of different threads sharing buffers. */
 #pragma once
 
 #include <stdbool.h>
