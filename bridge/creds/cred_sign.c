@@ -235,6 +235,11 @@ bool cred_sign_wanted(const struct cred_sign *s)
     return s && (s->argv.n > 0 || s->dpop.key);
 }
 
+bool cred_sign_reads_body(const struct cred_sign *s)
+{
+    return s && s->argv.n > 0;
+}
+
 void cred_sign_free(struct cred_sign *s)
 {
     if (!s)

@@ -72,6 +72,10 @@ bool cred_sign_dpop_nonce(struct cred_sign *s, const char *nonce, size_t len);
  * NULL-safe (false). */
 bool cred_sign_wanted(const struct cred_sign *s);
 
+/* Whether cred_sign_start() reads the request's body (a command, which is given it; a DPoP
+ * proof alone never is). NULL-safe (false). */
+bool cred_sign_reads_body(const struct cred_sign *s);
+
 /* Frees s; its runs still going go on without it (cancel them, or let them finish). NULL-safe. */
 void cred_sign_free(struct cred_sign *s);
 

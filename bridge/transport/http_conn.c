@@ -506,13 +506,67 @@ void http_conn_abort(struct http_conn *u, uint64_t tag)
     tag_done(u, tag, 1u << HREQ_POST | 1u << HREQ_RESUME);
 }
 
-/* http_conn_send() and http_conn_send_take(): the message lent (msg) or given (*take, cap). */
-static int send_msg(struct http_conn *u, const char *msg, char **take, size_t len, size_t cap,
-                    unsigned flags, uint64_t tag, const char *const *hdrs)
+/* The pieces of a message: the big ones lying in held referenced where they are (held is
+ * then never moved nor written over), the others copied into r->msg; empty ones left out. */
+static int body_pieces(struct http_req *r, const struct iovec *iov, int n, struct rblock *held)
 {
+    size_t copied = 0, at = 0;
+    int m = 0;
+
+    for (int i = 0; i < n; i++)
+        if (!rblock_holds(held, iov[i].iov_base, iov[i].iov_len))
+            copied += iov[i].iov_len;
+    if (http_req_msg_reserve(r, copied) < 0)
+        return -ENOMEM;
+    for (int i = 0; i < n; i++) {
+        if (iov[i].iov_len == 0)
+            continue;
+        if (rblock_holds(held, iov[i].iov_base, iov[i].iov_len)) {
+            r->piece[m++] = iov[i];
+            continue;
+        }
+        memcpy(r->msg + at, iov[i].iov_base, iov[i].iov_len);
+        r->piece[m++] = (struct iovec){.iov_base = r->msg + at, .iov_len = iov[i].iov_len};
+        at += iov[i].iov_len;
+    }
+    r->msg[at] = 0;
+    r->n_piece = m;
+    rblock_get(held);
+    r->held = held;
+    return 0;
+}
+
+/* The message whole in r->msg: a copy of the pieces. */
+static int body_copy(struct http_req *r, const struct iovec *iov, int n, size_t len)
+{
+    size_t at = 0;
+
+    if (http_req_msg_reserve(r, len) < 0)
+        return -ENOMEM;
+    for (int i = 0; i < n; i++) {
+        memcpy(r->msg + at, iov[i].iov_base, iov[i].iov_len);
+        at += iov[i].iov_len;
+    }
+    r->msg[len] = 0;
+    return 0;
+}
+
+/* http_conn_send(), http_conn_send_take() and http_conn_sendv(): the message lent (iov), given
+ * (*take, cap: iov is its one piece) or in pieces partly lying in held. */
+static int send_msg(struct http_conn *u, const struct iovec *iov, int n, struct rblock *held,
+                    char **take, size_t cap, unsigned flags, uint64_t tag, const char *const *hdrs)
+{
+    size_t len = 0;
     int k;
 
-    if (!u || !msg || len == 0 || (take && cap <= len))
+    if (!u || !iov || n < 1 || n > FRAMING_SENDV_MAX)
+        return -EINVAL;
+    for (int i = 0; i < n; i++) {
+        if (!iov[i].iov_base && iov[i].iov_len)
+            return -EINVAL;
+        len += iov[i].iov_len;
+    }
+    if (len == 0 || (take && cap <= len))
         return -EINVAL;
     if (http_gone(u))
         return -ESHUTDOWN;
@@ -534,13 +588,19 @@ static int send_msg(struct http_conn *u, const char *msg, char **take, size_t le
         r->msg = *take;
         r->msg_cap = cap;
         *take = NULL;
-    } else if (http_req_msg_reserve(r, len) < 0) {
-        http_req_free(r);
-        return -ENOMEM;
+        r->msg[len] = 0;
+        k = 0;
+    } else if (held && !cred_sign_reads_body(u->sign)) {
+        /* libcurl reads the pieces where they are; a requestHeadersCommand signs the
+         * message whole, so it is given a copy */
+        k = body_pieces(r, iov, n, held);
     } else { /* ours until the transfer ends: the caller's buffer is only lent for this call */
-        memcpy(r->msg, msg, len);
+        k = body_copy(r, iov, n, len);
     }
-    r->msg[len] = 0;
+    if (k < 0) {
+        http_req_free(r);
+        return k;
+    }
     r->len = len;
     r->flags = flags & (HTTP_CONN_INITIALIZE | HTTP_CONN_MODERN);
     r->tag = tag;
@@ -559,13 +619,21 @@ static int send_msg(struct http_conn *u, const char *msg, char **take, size_t le
 int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned flags, uint64_t tag,
                    const char *const *hdrs)
 {
-    return send_msg(u, msg, NULL, len, 0, flags, tag, hdrs);
+    const struct iovec v = {.iov_base = (void *)(uintptr_t)msg, .iov_len = msg ? len : 0};
+    return send_msg(u, &v, 1, NULL, NULL, 0, flags, tag, hdrs);
 }
 
 int http_conn_send_take(struct http_conn *u, char **msg, size_t len, size_t cap, unsigned flags,
                         uint64_t tag, const char *const *hdrs)
 {
-    return send_msg(u, msg ? *msg : NULL, msg, len, cap, flags, tag, hdrs);
+    const struct iovec v = {.iov_base = msg ? *msg : NULL, .iov_len = msg && *msg ? len : 0};
+    return send_msg(u, &v, 1, NULL, msg && *msg ? msg : NULL, cap, flags, tag, hdrs);
+}
+
+int http_conn_sendv(struct http_conn *u, const struct iovec *iov, int n, struct rblock *held,
+                    unsigned flags, uint64_t tag, const char *const *hdrs)
+{
+    return send_msg(u, iov, n, held, NULL, 0, flags, tag, hdrs);
 }
 
 int http_conn_set_headers(struct http_conn *u, const char *const *headers)

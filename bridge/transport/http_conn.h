@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "credkit/err.h"
 #include "credkit/http.h"
@@ -38,6 +39,7 @@
 
 struct http_conn;
 struct cred_sign;
+struct rblock; /* core/rblock.h */
 
 struct http_conn_spec {
     const char *url;            /* required: http:// or https:// */
@@ -111,6 +113,14 @@ int http_conn_send(struct http_conn *u, const char *msg, size_t len, unsigned fl
  * taken, whatever the result; what is left in *msg is the caller's to free. */
 int http_conn_send_take(struct http_conn *u, char **msg, size_t len, size_t cap, unsigned flags,
                         uint64_t tag, const char *const *hdrs) _must_check_;
+/* http_conn_send() of a message in pieces (n at most FRAMING_SENDV_MAX, empty ones allowed): the
+ * pieces lying in held (a read buffer the caller holds a reference to, rblock.h; NULL: none)
+ * are not copied but read by libcurl where they lie until the transfer is over (or sent again:
+ * the same bytes), held keeping a reference of the transfer's meanwhile; the others are copied.
+ * With a requestHeadersCommand (spec.sign), which signs the body whole, the message is copied
+ * whole. The same errors. */
+int http_conn_sendv(struct http_conn *u, const struct iovec *iov, int n, struct rblock *held,
+                    unsigned flags, uint64_t tag, const char *const *hdrs) _must_check_;
 
 /* Stops the POST sent with tag (its answer stream closed: how a 2026-07-28 client cancels a
  * request over HTTP); nothing more is reported about it. Unknown tags are ignored. */

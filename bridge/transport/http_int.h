@@ -36,6 +36,7 @@
 #include "credkit/strv.h"
 
 #include "core/loop.h"
+#include "core/framing.h"
 #include "core/rblock.h"
 #include "core/sse.h"
 #include "creds/cred_sign.h"
@@ -108,8 +109,18 @@ struct http_req {
     struct curl_slist head[HTTP_HEAD_MAX];
     struct strv extra; /* http_conn_send()'s headers */
     bool error_body;   /* HTTP_CONN_MODERN: a 400/404 answer read as JSON */
-    char *msg;         /* the POSTed message */
-    size_t len;
+    char *msg;         /* the POSTed message, or the pieces of body not in held */
+    size_t len;        /* the POSTed message's bytes, in msg or in body */
+    /* a message sent in pieces (http_conn_sendv()): libcurl reads them through on_read(), the
+     * big ones where they lie in held (a reference: it is never moved nor written over), the
+     * others copied into msg; n_piece 0: the message is msg. piece_i, piece_off: where the next
+     * read starts (back to the start on every launch, and where libcurl seeks to when it sends
+     * the body again itself) */
+    struct iovec piece[FRAMING_SENDV_MAX];
+    int n_piece;
+    struct rblock *held;
+    int piece_i;
+    size_t piece_off;
     size_t msg_cap;        /* msg's size: kept with the transfer when it is the upstream's spare */
     uint64_t tag;          /* the caller's, 0: none */
     uint64_t seq;          /* order of creation */
@@ -233,6 +244,8 @@ void http_req_set_state(struct http_req *r, enum http_req_state to);
  * pool (its connection stays in the multi handle's cache), and what was read of its answer
  * goes. */
 void http_req_reset(struct http_req *r);
+/* The message's pieces are no longer needed (never sent again): held's reference goes. */
+void http_req_body_release(struct http_req *r);
 /* Builds the request and adds it to the loop's multi handle: RUNNING. -errno, r unchanged in
  * state (the caller frees or fails it). */
 int http_req_start(struct http_req *r) _must_check_;

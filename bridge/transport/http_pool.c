@@ -76,6 +76,8 @@ void http_easy_give_back(struct http_req *r)
     HTTP_SETOPT(cc, c, CURLOPT_WRITEDATA, (void *)NULL);
     HTTP_SETOPT(cc, c, CURLOPT_HEADERDATA, (void *)NULL);
     HTTP_SETOPT(cc, c, CURLOPT_POSTFIELDS, (char *)NULL);
+    HTTP_SETOPT(cc, c, CURLOPT_READDATA, (void *)NULL);
+    HTTP_SETOPT(cc, c, CURLOPT_SEEKDATA, (void *)NULL);
     if (cc != CURLE_OK) {
         curl_easy_cleanup(c);
         return;

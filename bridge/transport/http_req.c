@@ -14,6 +14,7 @@
  * which its release then frees alone. */
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -185,6 +186,7 @@ static void req_destroy(struct http_req *r)
     free(r->challenge);
     free(r->start_id);
     http_spare_give_back(r);
+    http_req_body_release(r);
     if (http_req_give_back(r->u, r))
         return;
     sse_parser_release(&r->sse);
@@ -246,6 +248,13 @@ void http_req_reset(struct http_req *r)
     r->new_nonce = false;
     http_ans_reset(r);
     sse_end(&r->sse);
+}
+
+void http_req_body_release(struct http_req *r)
+{
+    rblock_put(r->held, true);
+    r->held = NULL;
+    r->n_piece = 0;
 }
 
 void http_req_fail(struct http_req *r, int error)
@@ -690,6 +699,56 @@ static CURLcode easy_constant(struct http_req *r, const char *url)
     return cc;
 }
 
+/* ---- a message in pieces -------------------------------------------------------------------- */
+
+/* libcurl asks for the next bytes of a message sent in pieces: copied from where they lie, no
+ * more than it has room for. userdata NULL: a pooled handle's (never read from). */
+static size_t on_read(char *buf, size_t size, size_t nitems, void *userdata)
+{
+    struct http_req *r = userdata;
+    size_t room = size * nitems, done = 0;
+
+    if (!r)
+        return CURL_READFUNC_ABORT;
+    while (done < room && r->piece_i < r->n_piece) {
+        const struct iovec *v = &r->piece[r->piece_i];
+        size_t n = v->iov_len - r->piece_off;
+        if (n > room - done)
+            n = room - done;
+        memcpy(buf + done, (const char *)v->iov_base + r->piece_off, n);
+        done += n;
+        r->piece_off += n;
+        if (r->piece_off == v->iov_len) {
+            r->piece_i++;
+            r->piece_off = 0;
+        }
+    }
+    return done;
+}
+
+/* libcurl sends the body again by itself (a reused connection that turned out closed): the
+ * cursor goes back to offset. */
+static int on_seek(void *userdata, curl_off_t offset, int origin)
+{
+    struct http_req *r = userdata;
+
+    if (!r || origin != SEEK_SET || offset < 0 || (uint64_t)offset > r->len)
+        return CURL_SEEKFUNC_FAIL;
+    size_t left = (size_t)offset;
+    r->piece_i = 0;
+    r->piece_off = 0;
+    while (left > 0 && r->piece_i < r->n_piece) {
+        size_t l = r->piece[r->piece_i].iov_len;
+        if (left < l) {
+            r->piece_off = left;
+            break;
+        }
+        left -= l;
+        r->piece_i++;
+    }
+    return CURL_SEEKFUNC_OK;
+}
+
 /* The options of this transfer: every one a pooled handle's last transfer may have set
  * differently is set again. */
 static int req_setopt(struct http_req *r, struct curl_slist *hdrs, int64_t timeout)
@@ -707,8 +766,22 @@ static int req_setopt(struct http_req *r, struct curl_slist *hdrs, int64_t timeo
     case HREQ_POST:
     case HREQ_LEGACY_POST:
         SET(CURLOPT_CUSTOMREQUEST, (char *)NULL);
-        SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
-        SET(CURLOPT_POSTFIELDS, r->msg);
+        if (r->n_piece > 0) {
+            /* read from the pieces, from the start (a launch again sends the same bytes); the
+             * size known, so neither chunked nor Expect (req_headers() empties it) */
+            r->piece_i = 0;
+            r->piece_off = 0;
+            SET(CURLOPT_POSTFIELDS, (char *)NULL);
+            SET(CURLOPT_POST, 1L);
+            SET(CURLOPT_READFUNCTION, on_read);
+            SET(CURLOPT_READDATA, r);
+            SET(CURLOPT_SEEKFUNCTION, on_seek);
+            SET(CURLOPT_SEEKDATA, r);
+            SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
+        } else {
+            SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
+            SET(CURLOPT_POSTFIELDS, r->msg);
+        }
         break;
     case HREQ_GET:
     case HREQ_RESUME:
@@ -821,7 +894,9 @@ int http_req_start(struct http_req *r)
         bool post = r->kind == HREQ_POST || r->kind == HREQ_LEGACY_POST;
         r->sign_timeout = timeout;
         strv_release_secure(&r->signed_hdrs);
-        k = cred_sign_start(u->sign, req_method(r), url, post ? r->msg : NULL, post ? r->len : 0,
+        /* a message in pieces only without a command: a DPoP proof alone reads no body */
+        bool body = post && r->n_piece == 0;
+        k = cred_sign_start(u->sign, req_method(r), url, body ? r->msg : NULL, body ? r->len : 0,
                             signed_done, r, &r->sign_run, NULL);
         if (k < 0)
             return k == -ENOMEM ? k : -ECOMM;
@@ -895,6 +970,7 @@ static bool post_done(struct http_req *r, CURLcode cc, long status)
         r->msg = NULL;
         r->msg_cap = 0;
     }
+    http_req_body_release(r);
     if (r->error_body) {
         if (cc == CURLE_OK)
             modern_refusal(r);

@@ -72,7 +72,7 @@ struct transport_ops {
                      const char *const *hdrs);
     /* send of a message in pieces (at most FRAMING_SENDV_MAX - 1): big pieces lying in held
      * (may be NULL) wait in the wire's queue as references to that buffer, not copies
-     * (framing_sendv_held()). Optional: a wire without it (HTTP) is sent the message whole. */
+     * (framing_sendv_held(); HTTP: read by libcurl where they lie, http_conn_sendv()). Optional. */
     int (*sendv)(struct transport *t, const struct iovec *iov, int n, struct rblock *held,
                  unsigned flags, uint64_t tag);
     /* send of *msg (malloc'd, cap > len bytes), taken instead of copied by a wire that keeps a

@@ -179,6 +179,14 @@ static int h_send_take(struct transport *t, char **msg, size_t len, size_t cap, 
     return http_conn_send_take(of(t)->http, msg, len, cap, hf, tag, NULL);
 }
 
+static int h_sendv(struct transport *t, const struct iovec *iov, int n, struct rblock *held,
+                   unsigned flags, uint64_t tag)
+{
+    unsigned hf = (flags & TRANSPORT_INITIALIZE ? HTTP_CONN_INITIALIZE : 0) |
+                  (flags & TRANSPORT_MODERN ? HTTP_CONN_MODERN : 0);
+    return http_conn_sendv(of(t)->http, iov, n, held, hf, tag, NULL);
+}
+
 static int h_send(struct transport *t, const char *msg, size_t len, unsigned flags, uint64_t tag)
 {
     return h_send_hdrs(t, msg, len, flags, tag, NULL);
@@ -280,6 +288,7 @@ static const struct transport_ops http_ops = {
     .send = h_send,
     .send_hdrs = h_send_hdrs,
     .send_take = h_send_take,
+    .sendv = h_sendv,
     .abort = h_abort,
     .answered = h_answered,
     .session_open = h_session_open,

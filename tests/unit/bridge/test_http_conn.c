@@ -7,7 +7,8 @@
  * is kept across requests (one easy handle and one connection for sequential requests; a
  * rotated secret, a new protocol version or session on the very next request), and answers of
  * every size handed on from the buffer they were read into, which a writer may hold while the
- * next answers arrive (with and without Content-Length). The
+ * next answers arrive (with and without Content-Length), and a request in pieces read by
+ * libcurl from the buffer they lie in. The
  * resumption of answers is test_http_resume.c's, the legacy transport test_http_legacy.c's. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -364,9 +365,41 @@ static enum MHD_Result big_req(struct MHD_Connection *c, struct upload *u)
     return httpd_queue(c, 200, "application/json", NULL, r);
 }
 
+/* /pieces: each body as it arrived (a copy) and the headers that say how it came, answered
+ * with a result for its id */
+#define PIECES_MAX 4
+static struct {
+    int n;
+    char *body[PIECES_MAX];
+    size_t len[PIECES_MAX];
+    char te[PIECES_MAX][F], expect[PIECES_MAX][F], clen[PIECES_MAX][F];
+} pieces;
+
+static enum MHD_Result pieces_req(struct MHD_Connection *c, struct upload *u)
+{
+    char body[128];
+    int id = msg_id(u->data ? u->data : "", u->len, NULL);
+    pthread_mutex_lock(&fx_mu);
+    if (pieces.n < PIECES_MAX) {
+        int i = pieces.n++;
+        pieces.body[i] = malloc(u->len + 1);
+        if (pieces.body[i] && u->data)
+            memcpy(pieces.body[i], u->data, u->len);
+        pieces.len[i] = u->len;
+        httpd_header(c, "Transfer-Encoding", pieces.te[i], F);
+        httpd_header(c, "Expect", pieces.expect[i], F);
+        httpd_header(c, "Content-Length", pieces.clen[i], F);
+    }
+    pthread_mutex_unlock(&fx_mu);
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}", id);
+    return httpd_reply(c, 200, "application/json", body, NULL);
+}
+
 static enum MHD_Result fx_route(struct MHD_Connection *conn, const char *url, const char *method,
                                 struct upload *u)
 {
+    if (strcmp(url, "/pieces") == 0 && strcmp(method, "POST") == 0)
+        return pieces_req(conn, u);
     if (strcmp(url, "/big") == 0 && strcmp(method, "POST") == 0)
         return big_req(conn, u);
     if (strcmp(url, "/reuse") == 0 && strcmp(method, "POST") == 0)
@@ -1288,6 +1321,101 @@ static void test_send_take(void)
     loop_free(c.loop);
 }
 
+/* A message in pieces (http_conn_sendv) whose params lie in a read buffer: the transfer holds
+ * the buffer instead of copying it and libcurl reads the pieces where they lie, with its length
+ * (neither chunked nor Expect); the server gets it byte for byte although the caller let go of
+ * the buffer and wrote over its own small pieces right after the call. Pieces without a held
+ * buffer are copied. The buffer goes with the transfer. */
+static void test_sendv_held(void)
+{
+    struct rclient c = {0};
+    struct loop_timer *t = NULL;
+    char url[128];
+    const struct http_conn_handler h = {.on_message = r_message, .on_error = r_error};
+    const char phead[] = "{\"name\":\"echo\",\"arguments\":{\"x\":\"";
+    const size_t plen = 3u * 1024u * 1024u + 17u;
+    size_t live = rblock_live();
+
+    pthread_mutex_lock(&fx_mu);
+    memset(&pieces, 0, sizeof(pieces));
+    pthread_mutex_unlock(&fx_mu);
+    fx_url(url, sizeof(url), "/pieces");
+    CHECK_INT(loop_new(&c.loop), 0);
+    struct http_conn_spec spec = {.url = url, .timeout_ms = 10000};
+    CHECK_INT(http_conn_new(c.loop, &spec, &h, &c, &c.u, NULL), 0);
+    CHECK_INT(loop_timer_add(c.loop, 20000, fx_guard, &c, &t), 0);
+
+    struct rblock *b = rblock_new(plen + 100);
+    CHECK(b != NULL);
+    if (!b)
+        exit(2);
+    memcpy(b->data, "garbage", 7); /* the params start further in */
+    char *params = b->data + 7;
+    memcpy(params, phead, sizeof(phead) - 1);
+    for (size_t i = sizeof(phead) - 1; i < plen - 3; i++)
+        params[i] = (char)('a' + i % 26);
+    memcpy(params + plen - 3, "\"}}", 3);
+    char head[] = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":";
+    char tail[] = "}";
+    struct iovec iov[4] = {
+        {.iov_base = head, .iov_len = strlen(head)},
+        {.iov_base = params, .iov_len = plen},
+        {.iov_base = tail, .iov_len = 0},
+        {.iov_base = tail, .iov_len = 1},
+    };
+    size_t want_len = strlen(head) + plen + 1;
+    char *want = malloc(want_len);
+    CHECK(want != NULL);
+    if (!want)
+        exit(2);
+    memcpy(want, head, strlen(head));
+    memcpy(want + strlen(head), params, plen);
+    want[want_len - 1] = '}';
+
+    CHECK_INT(http_conn_sendv(c.u, iov, 4, b, 0, 7, NULL), 0);
+    rblock_put(b, false); /* ours: the transfer keeps its own */
+    CHECK_INT(rblock_live(), live + 1);
+    memset(head, '#', strlen(head)); /* lent for the call only */
+    tail[0] = '#';
+    c.want = c.answered + 1;
+    CHECK_INT(loop_run(c.loop), 0);
+
+    /* small pieces and no held buffer: copied */
+    char s1[] = "{\"jsonrpc\":\"2.0\",\"id\":8,", s2[] = "\"method\":\"ping\"}";
+    struct iovec small[2] = {{.iov_base = s1, .iov_len = strlen(s1)},
+                             {.iov_base = s2, .iov_len = strlen(s2)}};
+    CHECK_INT(http_conn_sendv(c.u, small, 2, NULL, 0, 8, NULL), 0);
+    s1[0] = '#';
+    c.want = c.answered + 1;
+    CHECK_INT(loop_run(c.loop), 0);
+    CHECK_INT(http_conn_sendv(c.u, small, 0, NULL, 0, 9, NULL), -EINVAL);
+    CHECK_INT(c.errors, 0);
+
+    pthread_mutex_lock(&fx_mu);
+    CHECK_INT(pieces.n, 2);
+    CHECK_INT(pieces.len[0], want_len);
+    CHECK(pieces.body[0] && memcmp(pieces.body[0], want, want_len) == 0);
+    CHECK_STR(pieces.te[0], "");
+    CHECK_STR(pieces.expect[0], "");
+    char clen[32];
+    snprintf(clen, sizeof(clen), "%zu", want_len);
+    CHECK_STR(pieces.clen[0], clen);
+    const char small_want[] = "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}";
+    CHECK_INT(pieces.len[1], strlen(small_want));
+    CHECK(pieces.body[1] && memcmp(pieces.body[1], small_want, strlen(small_want)) == 0);
+    for (int i = 0; i < PIECES_MAX; i++)
+        free(pieces.body[i]);
+    memset(&pieces, 0, sizeof(pieces));
+    pthread_mutex_unlock(&fx_mu);
+    free(want);
+
+    loop_timer_cancel(t);
+    http_conn_free(c.u);
+    loop_free(c.loop);
+    rblock_spare_drop();
+    CHECK_INT(rblock_live(), live); /* the transfer's reference went with it */
+}
+
 TESTS_MAIN(test_sessions, test_free_in_callback, test_refused_and_bad_spec, test_order_and_sessions,
            test_headers_and_challenge, test_message_tag, test_reuse, test_modern_headers,
-           test_answer_buffers, test_send_take)
+           test_answer_buffers, test_send_take, test_sendv_held)
