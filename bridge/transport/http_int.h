@@ -121,6 +121,7 @@ struct http_req {
     struct rblock *held;
     int piece_i;
     size_t piece_off;
+    bool easy_reads;       /* easy points at r for its body (on_read): unset before it is pooled */
     size_t msg_cap;        /* msg's size: kept with the transfer when it is the upstream's spare */
     uint64_t tag;          /* the caller's, 0: none */
     uint64_t seq;          /* order of creation */

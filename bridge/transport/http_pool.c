@@ -60,7 +60,9 @@ void http_easy_give_back(struct http_req *r)
 
     if (!c)
         return;
+    bool reads = r->easy_reads;
     r->easy = NULL;
+    r->easy_reads = false;
     loop_curl_remove(r->loop, c); /* a no-op when it is not running */
     /* still on the multi handle (refused from inside libcurl's callbacks), or for another URL,
      * or nobody to keep it: freed as before */
@@ -76,8 +78,10 @@ void http_easy_give_back(struct http_req *r)
     HTTP_SETOPT(cc, c, CURLOPT_WRITEDATA, (void *)NULL);
     HTTP_SETOPT(cc, c, CURLOPT_HEADERDATA, (void *)NULL);
     HTTP_SETOPT(cc, c, CURLOPT_POSTFIELDS, (char *)NULL);
-    HTTP_SETOPT(cc, c, CURLOPT_READDATA, (void *)NULL);
-    HTTP_SETOPT(cc, c, CURLOPT_SEEKDATA, (void *)NULL);
+    if (reads) { /* only then: two more calls into libcurl for every small request */
+        HTTP_SETOPT(cc, c, CURLOPT_READDATA, (void *)NULL);
+        HTTP_SETOPT(cc, c, CURLOPT_SEEKDATA, (void *)NULL);
+    }
     if (cc != CURLE_OK) {
         curl_easy_cleanup(c);
         return;

@@ -771,6 +771,7 @@ static int req_setopt(struct http_req *r, struct curl_slist *hdrs, int64_t timeo
              * size known, so neither chunked nor Expect (req_headers() empties it) */
             r->piece_i = 0;
             r->piece_off = 0;
+            r->easy_reads = true;
             SET(CURLOPT_POSTFIELDS, (char *)NULL);
             SET(CURLOPT_POST, 1L);
             SET(CURLOPT_READFUNCTION, on_read);
