@@ -21,6 +21,8 @@
 #include "credkit/secmem.h"
 #include "credkit/url.h"
 
+#include "core/jsonscan.h"
+
 #include "downstream/agent_http_int.h"
 #include "downstream/downstream.h"
 #include "downstream/mhd_load.h"
@@ -526,6 +528,26 @@ static void feed(struct ah_agent *a, const struct ah_req *r)
         a->base.h->on_message(r->body.data, r->body.len, a->base.userdata);
 }
 
+/* The POST's message. A request is read from its scan (jrpc_parse_light: of its params only
+ * name and _meta in a tree, the rest of a big one never copied) unless its checks read more of
+ * its params (a resource's uri, a retry's requestState, a member written with escapes); anything
+ * else is parsed whole. As jrpc_parse(). */
+static int parse_post(const struct ah_req *r, struct jrpc_msg *m, struct err *e)
+{
+    const char *text = r->body.data ? r->body.data : "";
+    size_t len = r->body.len;
+    struct jscan j;
+    int rc = -EAGAIN;
+    if (jscan_message(text, len, &j) == 0 && j.id.len && j.method.len &&
+        !jscan_span_is(text, j.method, "resources/read") &&
+        !memmem(text + j.params.off, j.params.len, "requestState", 12) &&
+        !memmem(text + j.params.off, j.params.len, "\\u", 2))
+        rc = jrpc_parse_light(text, len, AGENT_MAX_MESSAGE, &j, m, e);
+    if (rc == -EAGAIN)
+        rc = jrpc_parse(text, len, AGENT_MAX_MESSAGE, m, e);
+    return rc;
+}
+
 static enum MHD_Result handle_post(struct agent_http *h, struct MHD_Connection *conn,
                                    struct ah_req *r)
 {
@@ -541,7 +563,7 @@ static enum MHD_Result handle_post(struct agent_http *h, struct MHD_Connection *
     if (!type || strncasecmp(type, "application/json", 16) != 0)
         return refuse(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, JRPC_INVALID_REQUEST,
                       "a POST carries one JSON-RPC message as application/json");
-    int rc = jrpc_parse(r->body.data ? r->body.data : "", r->body.len, AGENT_MAX_MESSAGE, &m, &e);
+    int rc = parse_post(r, &m, &e);
     if (rc == -ENOMEM)
         return refuse(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, JRPC_INTERNAL_ERROR, "out of memory");
     if (rc < 0) {

@@ -386,6 +386,13 @@ static void test_ids(void)
     CHECK_CONTAINS(buf_str(&r.body), "-32601");
     CHECK_CONTAINS(buf_str(&r.body), "\"id\":\"q\"");
     buf_release(&r.body);
+    /* the request read from its scan still has its name checked against Mcp-Name */
+    const char *const other[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call",
+                                 "Mcp-Name: other", NULL};
+    CHECK_INT(http(&b, "POST", MODERN_CALL, other, &r), 400);
+    CHECK_CONTAINS(buf_str(&r.body), "Mcp-Name");
+    CHECK_CONTAINS(buf_str(&r.body), "-32020");
+    buf_release(&r.body);
     bench_stop(&b);
 }
 
