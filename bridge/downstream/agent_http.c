@@ -44,7 +44,7 @@ struct ah_stream *ah_stream_new(struct ah_agent *a, struct MHD_Connection *conn,
 
 static size_t stream_pending(const struct ah_stream *st)
 {
-    return st->out.len - st->off;
+    return st->out.len - st->off + st->given;
 }
 
 static size_t agent_pending(const struct ah_agent *a)
@@ -139,6 +139,21 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 struct MHD_Response *ah_stream_sse_response(struct ah_stream *st)
 {
     return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, AH_READ_BLOCK, sse_read, st, NULL);
+}
+
+struct MHD_Response *ah_stream_json_response(struct ah_stream *st)
+{
+    size_t len = st->out.len;
+    char *body = buf_detach(&st->out);
+    if (!body)
+        return NULL;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return NULL;
+    }
+    st->given = len;
+    return resp;
 }
 
 /* Queues one message on st: an SSE event, or the JSON answer itself. */

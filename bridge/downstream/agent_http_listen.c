@@ -94,13 +94,12 @@ void ah_kick(struct agent_http *h)
 
 /* ---- answers ----------------------------------------------------------------------------- */
 
-/* challenge: the WWW-Authenticate of a 401 or 403 (NULL: the token's plain one on a 401) */
-static enum MHD_Result queue_ex(struct MHD_Connection *conn, unsigned status, const char *type,
-                                const char *body, size_t len, const char *sid,
-                                const char *challenge)
+/* Queues resp (NULL: ENOMEM) with its headers and destroys it. challenge: the
+ * WWW-Authenticate of a 401 or 403 (NULL: the token's plain one on a 401) */
+static enum MHD_Result queue_response(struct MHD_Connection *conn, unsigned status,
+                                      struct MHD_Response *resp, const char *type, const char *sid,
+                                      const char *challenge)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!resp)
         return MHD_NO;
     bool ok = MHD_add_response_header(resp, "Cache-Control", "no-store") == MHD_YES &&
@@ -116,6 +115,15 @@ static enum MHD_Result queue_ex(struct MHD_Connection *conn, unsigned status, co
     enum MHD_Result res = ok ? MHD_queue_response(conn, status, resp) : MHD_NO;
     MHD_destroy_response(resp);
     return res;
+}
+
+static enum MHD_Result queue_ex(struct MHD_Connection *conn, unsigned status, const char *type,
+                                const char *body, size_t len, const char *sid,
+                                const char *challenge)
+{
+    return queue_response(conn, status,
+                          MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY),
+                          type, sid, challenge);
 }
 
 static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const char *type,
@@ -173,7 +181,8 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, struct ah_req *r)
     if (!st->out.len)
         return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JRPC_CONNECTION_CLOSED,
                       "the request ended without an answer (the bridge is shutting down)");
-    return queue(conn, st->status, "application/json", st->out.data, st->out.len, r->sid);
+    return queue_response(conn, st->status, ah_stream_json_response(st), "application/json", r->sid,
+                          NULL);
 }
 
 /* ---- the checks -------------------------------------------------------------------------- */
