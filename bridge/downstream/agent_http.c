@@ -36,7 +36,8 @@ struct ah_stream *ah_stream_new(struct ah_agent *a, struct MHD_Connection *conn,
     st->conn = conn;
     st->sse = sse;
     st->status = MHD_HTTP_OK;
-    buf_init(&st->out, AH_STREAM_QUEUE_MAX + 64);
+    /* what waits, behind a message written in part: its event framing aside */
+    buf_init(&st->out, AGENT_MAX_MESSAGE + AH_STREAM_QUEUE_MAX + 64);
     list_add_head(&a->streams, &st->node);
     a->h->n_streams++;
     return st;
@@ -161,7 +162,10 @@ static int stream_put(struct ah_stream *st, const char *msg, size_t len)
 {
     if (st->closed)
         return -ESHUTDOWN;
-    if (stream_pending(st) + len > AH_STREAM_QUEUE_MAX)
+    /* the bound is on what waits: one message (bounded by AGENT_MAX_MESSAGE) is always taken
+     * by a stream with nothing waiting, or an 8 MiB result with its event's framing is lost */
+    size_t pending = stream_pending(st);
+    if (pending && pending + len > AH_STREAM_QUEUE_MAX)
         return -ENOBUFS;
     int r;
     if (st->sse) {
