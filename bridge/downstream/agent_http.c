@@ -19,6 +19,8 @@
 #include "credkit/json.h"
 #include "credkit/secmem.h"
 
+#include "core/jsonscan.h"
+
 #include "downstream/agent_http_int.h"
 
 #define HANDLER(a) ((a)->base.h)
@@ -34,7 +36,8 @@ struct ah_stream *ah_stream_new(struct ah_agent *a, struct MHD_Connection *conn,
     st->conn = conn;
     st->sse = sse;
     st->status = MHD_HTTP_OK;
-    buf_init(&st->out, AH_STREAM_QUEUE_MAX + 64);
+    /* what waits, behind a message written in part: its event framing aside */
+    buf_init(&st->out, AGENT_MAX_MESSAGE + AH_STREAM_QUEUE_MAX + 64);
     list_add_head(&a->streams, &st->node);
     a->h->n_streams++;
     return st;
@@ -42,7 +45,7 @@ struct ah_stream *ah_stream_new(struct ah_agent *a, struct MHD_Connection *conn,
 
 static size_t stream_pending(const struct ah_stream *st)
 {
-    return st->out.len - st->off;
+    return st->out.len - st->off + st->given;
 }
 
 static size_t agent_pending(const struct ah_agent *a)
@@ -139,12 +142,30 @@ struct MHD_Response *ah_stream_sse_response(struct ah_stream *st)
     return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, AH_READ_BLOCK, sse_read, st, NULL);
 }
 
+struct MHD_Response *ah_stream_json_response(struct ah_stream *st)
+{
+    size_t len = st->out.len;
+    char *body = buf_detach(&st->out);
+    if (!body)
+        return NULL;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return NULL;
+    }
+    st->given = len;
+    return resp;
+}
+
 /* Queues one message on st: an SSE event, or the JSON answer itself. */
 static int stream_put(struct ah_stream *st, const char *msg, size_t len)
 {
     if (st->closed)
         return -ESHUTDOWN;
-    if (stream_pending(st) + len > AH_STREAM_QUEUE_MAX)
+    /* the bound is on what waits: one message (bounded by AGENT_MAX_MESSAGE) is always taken
+     * by a stream with nothing waiting, or an 8 MiB result with its event's framing is lost */
+    size_t pending = stream_pending(st);
+    if (pending && pending + len > AH_STREAM_QUEUE_MAX)
         return -ENOBUFS;
     int r;
     if (st->sse) {
@@ -277,21 +298,79 @@ static void keep_round(struct ah_agent *a, struct json_object *answer)
 
 /* ---- the transport ----------------------------------------------------------------------- */
 
+/* The canonical key of an id or token as written (jrpc_id_key's text: an integer's digits, a
+ * string's contents after 's'), for the plain cases only: false for a sign, a fraction, an
+ * escape or a long one, which the tree decides. */
+static bool span_key(const char *msg, struct jscan_span sp, char *buf, size_t size)
+{
+    const char *s = msg + sp.off;
+    if (sp.len >= 2 && s[0] == '"') {
+        size_t n = sp.len - 2;
+        if (n > JRPC_ID_KEY_MAX || n + 2 > size || memchr(s + 1, '\\', n))
+            return false;
+        buf[0] = 's';
+        memcpy(buf + 1, s + 1, n);
+        buf[n + 1] = '\0';
+        return true;
+    }
+    /* 18 digits at most: never clamped by json-c (is_exact_int) */
+    if (sp.len == 0 || sp.len > 18 || sp.len + 1 > size)
+        return false;
+    for (size_t i = 0; i < sp.len; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    memcpy(buf, s, sp.len);
+    buf[sp.len] = '\0';
+    return true;
+}
+
+/* route() from the scan of the message, without a tree: false when only the tree can say
+ * (not scanned, a progress notification, an id not plain, a 2026-07-28 error whose code makes
+ * the status, a result that may be an InputRequiredResult); then neither out is written. A
+ * message this settles needs no answer_status() (200) and no keep_round(). */
+static bool route_scan(struct ah_agent *a, const char *msg, size_t len, struct ah_stream **ret_st,
+                       bool *ret_answer)
+{
+    struct jscan j;
+    char key[JRPC_ID_KEY_MAX + 2];
+    if (jscan_message(msg, len, &j) < 0)
+        return false;
+    if (j.method.len) {
+        if (jscan_span_is(msg, j.method, "notifications/progress"))
+            return false; /* its token is params.progressToken, which the scan does not keep */
+        *ret_answer = false;
+        *ret_st = stream_any(a);
+        return true;
+    }
+    if (!j.id.len || !span_key(msg, j.id, key, sizeof(key)))
+        return false;
+    if (a->kind == AH_REQUEST &&
+        (j.error.len || memmem(msg + j.result.off, j.result.len, "input_required", 14) ||
+         memmem(msg + j.result.off, j.result.len, "\\u00", 4))) /* a key or value escaped */
+        return false;
+    *ret_answer = true;
+    *ret_st = stream_of_id(a, key);
+    return true;
+}
+
 static int http_send(struct agent_transport *t, const char *msg, size_t len)
 {
     struct ah_agent *a = (struct ah_agent *)t;
     if (a->write_closed)
         return -ESHUTDOWN;
-    struct json_object *o = NULL;
-    struct json_tokener *tok = json_tokener_new();
-    if (!tok)
-        return -ENOMEM;
-    o = json_tokener_parse_ex(tok, msg, (int)len);
-    json_tokener_free(tok);
-    if (!o)
-        return -EBADMSG; /* the downstream's own serialisation: not expected */
-    bool answer;
-    struct ah_stream *st = route(a, o, &answer);
+    struct json_object *o = NULL; /* only when the scan cannot route the message */
+    struct ah_stream *st = NULL;
+    bool answer = false;
+    if (!route_scan(a, msg, len, &st, &answer)) {
+        struct json_tokener *tok = json_tokener_new();
+        if (!tok)
+            return -ENOMEM;
+        o = json_tokener_parse_ex(tok, msg, (int)len);
+        json_tokener_free(tok);
+        if (!o)
+            return -EBADMSG; /* the downstream's own serialisation: not expected */
+        st = route(a, o, &answer);
+    }
     int r = 0;
     if (!st) {
         /* nowhere to go: the request's stream was closed, or no stream is open */
@@ -305,8 +384,8 @@ static int http_send(struct agent_transport *t, const char *msg, size_t len)
         return 0; /* a JSON answer carries the answer only */
     }
     if (answer && !st->sse)
-        st->status = answer_status(a, o);
-    if (answer && a->kind == AH_REQUEST)
+        st->status = o ? answer_status(a, o) : MHD_HTTP_OK;
+    if (answer && a->kind == AH_REQUEST && o)
         keep_round(a, o);
     json_object_put(o);
     r = stream_put(st, msg, len);

@@ -52,7 +52,10 @@ struct ah_stream {
     char id_key[JRPC_ID_KEY_MAX + 2];
     char token_key[JRPC_ID_KEY_MAX + 2]; /* its request's progress token; "" none */
     struct buf out;
-    size_t off;      /* of out, written */
+    size_t off; /* of out, written */
+    /* the JSON answer's bytes, handed to libmicrohttpd (ah_stream_json_response): still
+     * pending for the agent's flow control until the request ends */
+    size_t given;
     unsigned status; /* JSON: the HTTP status of the answer */
 };
 
@@ -115,6 +118,10 @@ struct ah_stream *ah_stream_new(struct ah_agent *a, struct MHD_Connection *conn,
 void ah_stream_free(struct ah_stream *st);
 /* The MHD response of an SSE stream (caller queues and destroys it). NULL on ENOMEM. */
 struct MHD_Response *ah_stream_sse_response(struct ah_stream *st);
+
+/* The MHD response of a JSON answer: st's bytes, handed over without a copy (libmicrohttpd
+ * frees them once sent). Caller queues and destroys it. NULL on ENOMEM. */
+struct MHD_Response *ah_stream_json_response(struct ah_stream *st);
 
 /* A keep-alive comment on each idle SSE stream of a. */
 void ah_agent_keepalive(struct ah_agent *a);

@@ -21,6 +21,8 @@
 #include "credkit/secmem.h"
 #include "credkit/url.h"
 
+#include "core/jsonscan.h"
+
 #include "downstream/agent_http_int.h"
 #include "downstream/downstream.h"
 #include "downstream/mhd_load.h"
@@ -92,13 +94,12 @@ void ah_kick(struct agent_http *h)
 
 /* ---- answers ----------------------------------------------------------------------------- */
 
-/* challenge: the WWW-Authenticate of a 401 or 403 (NULL: the token's plain one on a 401) */
-static enum MHD_Result queue_ex(struct MHD_Connection *conn, unsigned status, const char *type,
-                                const char *body, size_t len, const char *sid,
-                                const char *challenge)
+/* Queues resp (NULL: ENOMEM) with its headers and destroys it. challenge: the
+ * WWW-Authenticate of a 401 or 403 (NULL: the token's plain one on a 401) */
+static enum MHD_Result queue_response(struct MHD_Connection *conn, unsigned status,
+                                      struct MHD_Response *resp, const char *type, const char *sid,
+                                      const char *challenge)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!resp)
         return MHD_NO;
     bool ok = MHD_add_response_header(resp, "Cache-Control", "no-store") == MHD_YES &&
@@ -114,6 +115,15 @@ static enum MHD_Result queue_ex(struct MHD_Connection *conn, unsigned status, co
     enum MHD_Result res = ok ? MHD_queue_response(conn, status, resp) : MHD_NO;
     MHD_destroy_response(resp);
     return res;
+}
+
+static enum MHD_Result queue_ex(struct MHD_Connection *conn, unsigned status, const char *type,
+                                const char *body, size_t len, const char *sid,
+                                const char *challenge)
+{
+    return queue_response(conn, status,
+                          MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY),
+                          type, sid, challenge);
 }
 
 static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const char *type,
@@ -171,7 +181,8 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, struct ah_req *r)
     if (!st->out.len)
         return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JRPC_CONNECTION_CLOSED,
                       "the request ended without an answer (the bridge is shutting down)");
-    return queue(conn, st->status, "application/json", st->out.data, st->out.len, r->sid);
+    return queue_response(conn, st->status, ah_stream_json_response(st), "application/json", r->sid,
+                          NULL);
 }
 
 /* ---- the checks -------------------------------------------------------------------------- */
@@ -526,6 +537,26 @@ static void feed(struct ah_agent *a, const struct ah_req *r)
         a->base.h->on_message(r->body.data, r->body.len, a->base.userdata);
 }
 
+/* The POST's message. A request is read from its scan (jrpc_parse_light: of its params only
+ * name and _meta in a tree, the rest of a big one never copied) unless its checks read more of
+ * its params (a resource's uri, a retry's requestState, a member written with escapes); anything
+ * else is parsed whole. As jrpc_parse(). */
+static int parse_post(const struct ah_req *r, struct jrpc_msg *m, struct err *e)
+{
+    const char *text = r->body.data ? r->body.data : "";
+    size_t len = r->body.len;
+    struct jscan j;
+    int rc = -EAGAIN;
+    if (jscan_message(text, len, &j) == 0 && j.id.len && j.method.len &&
+        !jscan_span_is(text, j.method, "resources/read") &&
+        !memmem(text + j.params.off, j.params.len, "requestState", 12) &&
+        !memmem(text + j.params.off, j.params.len, "\\u", 2))
+        rc = jrpc_parse_light(text, len, AGENT_MAX_MESSAGE, &j, m, e);
+    if (rc == -EAGAIN)
+        rc = jrpc_parse(text, len, AGENT_MAX_MESSAGE, m, e);
+    return rc;
+}
+
 static enum MHD_Result handle_post(struct agent_http *h, struct MHD_Connection *conn,
                                    struct ah_req *r)
 {
@@ -541,7 +572,7 @@ static enum MHD_Result handle_post(struct agent_http *h, struct MHD_Connection *
     if (!type || strncasecmp(type, "application/json", 16) != 0)
         return refuse(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, JRPC_INVALID_REQUEST,
                       "a POST carries one JSON-RPC message as application/json");
-    int rc = jrpc_parse(r->body.data ? r->body.data : "", r->body.len, AGENT_MAX_MESSAGE, &m, &e);
+    int rc = parse_post(r, &m, &e);
     if (rc == -ENOMEM)
         return refuse(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, JRPC_INTERNAL_ERROR, "out of memory");
     if (rc < 0) {

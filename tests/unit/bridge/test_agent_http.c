@@ -2,7 +2,8 @@
  * libcurl on the same loop as the agent: the refusals at start (a non-loopback bind without a
  * token, addresses that are not), a 2025-11-25 session (initialize, a request, DELETE, the
  * session gone), the checks against DNS rebinding, the token, and 2026-07-28 requests: the
- * Mcp-* headers, the _meta envelope, initialize refused, a tool call answered as JSON. */
+ * Mcp-* headers, the _meta envelope, initialize refused, a tool call answered as JSON; answers
+ * routed to their POST whatever the form of their id. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -343,4 +344,56 @@ static void test_modern(void)
     bench_stop(&b);
 }
 
-TESTS_MAIN(test_refused_at_start, test_session, test_rebinding, test_token, test_modern)
+/* Answers find their POST whatever the id: the plain ones (an integer, a string) routed from the
+ * bytes, the others (a sign, an escape, past 18 digits) through a tree; a 2026-07-28 error keeps
+ * its status (an unknown method: 404). */
+static void test_ids(void)
+{
+    struct bench b;
+    struct reply r;
+    CHECK_INT(bench_start(&b, "0", NULL), 0);
+    CHECK_INT(http(&b, "POST", INIT, NULL, &r), 200);
+    char hsid[200];
+    snprintf(hsid, sizeof(hsid), "Mcp-Session-Id: %s", r.sid);
+    buf_release(&r.body);
+    /* each id as sent, and as its answer carries it */
+    static const char *const ids[][2] = {
+        {"7", "7"},
+        {"\"plain\"", "\"plain\""},
+        {"-7", "-7"},
+        {"\"a\\\"b\"", "\"a\\\"b\""},
+        {"12345678901234567890", "12345678901234567890"},
+        {"\"\\u0041\"", "\"A\""},
+    };
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+        char body[200], want[64];
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"tools/list\",\"params\":{}}",
+                 ids[i][0]);
+        CHECK_INT(http(&b, "POST", body, (const char *const[]){hsid, NULL}, &r), 200);
+        snprintf(want, sizeof(want), "\"id\":%s,", ids[i][1]);
+        CHECK_CONTAINS(buf_str(&r.body), want);
+        CHECK_CONTAINS(buf_str(&r.body), "\"tools\"");
+        buf_release(&r.body);
+    }
+    const char *const nope[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: nope/nope", NULL};
+    CHECK_INT(http(&b, "POST",
+                   "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":\"nope/nope\",\"params\":{"
+                   "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                   "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+                   nope, &r),
+              404);
+    CHECK_CONTAINS(buf_str(&r.body), "-32601");
+    CHECK_CONTAINS(buf_str(&r.body), "\"id\":\"q\"");
+    buf_release(&r.body);
+    /* the request read from its scan still has its name checked against Mcp-Name */
+    const char *const other[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call",
+                                 "Mcp-Name: other", NULL};
+    CHECK_INT(http(&b, "POST", MODERN_CALL, other, &r), 400);
+    CHECK_CONTAINS(buf_str(&r.body), "Mcp-Name");
+    CHECK_CONTAINS(buf_str(&r.body), "-32020");
+    buf_release(&r.body);
+    bench_stop(&b);
+}
+
+TESTS_MAIN(test_refused_at_start, test_session, test_rebinding, test_token, test_modern, test_ids)
