@@ -7,6 +7,7 @@
 #endif
 
 #include "core/jsonscan.h"
+#include "credkit/util.h"
 
 /* Numbers longer than this are json-c's to judge (how it rounds or clamps them is its own). */
 #define NUMBER_MAX 64
@@ -166,23 +167,12 @@ static size_t utf8_seq(const char *p, const char *end)
     return left >= 4 && (u[3] & 0xc0) == 0x80 ? 4 : 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Four hex digits at p (bounds checked by the caller); their value or -1. */
 static int hex4(const char *p)
 {
     int v = 0;
     for (int i = 0; i < 4; i++) {
-        int h = hexval(p[i]);
+        int h = hex_digit(p[i]);
         if (h < 0)
             return -1;
         v = v << 4 | h;
