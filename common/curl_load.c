@@ -17,15 +17,20 @@
  * GnuTLS, which libcurl's dependencies bring, initialises itself in a constructor unless
  * GNUTLS_NO_IMPLICIT_INIT is set: nothing here uses GnuTLS (libcurl speaks TLS with OpenSSL;
  * librtmp, libldap and libmicrohttpd call gnutls_global_init() themselves before using it), so
- * the variable is set around the dlopen() only, unless the caller's environment already has it,
+ * the variable is set around the dlopen() only, when the process runs one thread (setenv() is
+ * not safe beside threads that read the environment: a threaded mcp-auth pays GnuTLS's start-up
+ * instead), unless the caller's environment already has it,
  * and taken out again before any child could inherit it. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -146,9 +151,32 @@ static void *resolve(void *lib, const char *name, bool *ok)
     return p;
 }
 
+/* Whether this process runs one thread (num_threads, field 20 of /proc/self/stat): setenv() is
+ * safe only then, as another thread may read the environment meanwhile (glib's, under
+ * libsecret, in mcp-auth and secrets). Unknown counts as more. */
+static bool one_thread(void)
+{
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    (void)close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    /* comm (field 2) may hold spaces: counted from its end, the space before field 3 */
+    const char *p = strrchr(buf, ')');
+    if (p)
+        p++;
+    for (int field = 3; p && field < 20; field++)
+        p = strchr(p + 1, ' ');
+    return p && strtol(p + 1, NULL, 10) == 1;
+}
+
 static void load(void)
 {
-    bool set_env = !getenv("GNUTLS_NO_IMPLICIT_INIT");
+    bool set_env = !getenv("GNUTLS_NO_IMPLICIT_INIT") && one_thread();
     if (set_env)
         (void)setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0);
     void *lib = dlopen(CURL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
