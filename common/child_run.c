@@ -151,6 +151,10 @@ static int run_poll(struct run *r, int64_t now, struct err *e)
     struct pollfd pfd[5];
     int nfds = 0, i_in = -1, i_out = -1, i_err = -1, i_sig = -1;
     bool running = child_wait(r->c, false, NULL) == 0;
+    /* reaped just now, its pipes already at EOF: nothing is left to wait for (polling the
+     * signalfd alone would sleep until the timeout) */
+    if (!running && r->out_fd < 0 && r->err_fd < 0)
+        return 0;
     int pidfd = running ? child_pidfd(r->c) : -1;
     if (child_stdin_fd(r->c) >= 0) {
         i_in = nfds;
