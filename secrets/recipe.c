@@ -466,6 +466,11 @@ static int parse_object(const char *name, struct json_object *v, struct recipe *
     return 0;
 }
 
+static bool runs_child(enum recipe_kind k)
+{
+    return k == RECIPE_COMMAND || RECIPE_IS_MANAGER(k);
+}
+
 int recipe_parse(const char *name, struct json_object *v, struct recipe **ret, struct err *e)
 {
     struct recipe *r = NULL;
@@ -496,7 +501,8 @@ int recipe_parse(const char *name, struct json_object *v, struct recipe **ret, s
         rc = err_set(e, -EINVAL, "'%s': a recipe must be a string or an object, not %s", name,
                      json_type_desc(json_object_get_type(v)));
     }
-    if (rc >= 0 && r->timeout_ms < 0)
+    /* a timeout bounds a child: a recipe that runs none keeps the default (and writes none back) */
+    if (rc >= 0 && (r->timeout_ms < 0 || !runs_child(r->kind)))
         r->timeout_ms = recipe_timeout_default(r->kind);
     if (rc >= 0)
         rc = recipe_check_options(r, e);
@@ -513,11 +519,6 @@ out:
 static bool ttl_is_default(const struct recipe *r)
 {
     return r->ttl_ms == recipe_ttl_default(r->kind);
-}
-
-static bool runs_child(enum recipe_kind k)
-{
-    return k == RECIPE_COMMAND || RECIPE_IS_MANAGER(k);
 }
 
 struct json_object *recipe_to_json(const struct recipe *r)
